@@ -1,0 +1,31 @@
+"""Exceptions raised by litert_py.
+
+Each subclasses the builtin type tf.lite raises in the same situation, so code written against
+``tf.lite.Interpreter`` that catches ``ValueError`` or ``RuntimeError`` keeps working.
+"""
+
+from __future__ import annotations
+
+
+class LiteRTError(Exception):
+    """Base class of every litert_py error."""
+
+
+class InvalidModelError(LiteRTError, ValueError):
+    """The model bytes are not a valid .tflite flatbuffer, or an index/size inside it is out of range."""
+
+
+class UnsupportedOpError(LiteRTError, ValueError, NotImplementedError):
+    """One or more operators of the model have no kernel. The message lists all of them."""
+
+    def __init__(self, message: str, ops: list[str] | None = None):
+        super().__init__(message)
+        self.ops = list(ops or [])
+
+
+class PrepareError(LiteRTError, RuntimeError):
+    """A kernel rejected its node at prepare time (types, shapes or options LiteRT also rejects)."""
+
+
+class InvokeError(LiteRTError, RuntimeError):
+    """A kernel failed while running (e.g. an index out of range in the data)."""

@@ -1,0 +1,179 @@
+"""The kernel registry and the context a kernel's ``prepare`` sees.
+
+A kernel is a function ``prepare(ctx: OpContext) -> PreparedOp``. It checks dtypes and shapes, sets the
+output shapes, precomputes everything that does not depend on input values, and returns a prepared op: a
+small callable object (usually a frozen dataclass) with ``__call__(inputs, outputs)`` over numpy arrays
+only. ``inputs`` holds one array per operator input (None for an omitted optional input); ``outputs``
+holds the preallocated output arrays, which the op fills in place. An op whose output shape depends on
+input values marks the output dynamic at prepare (``ctx.set_output_dynamic``) and, at eval, stores a new
+array in ``outputs[i]``.
+
+Builtin kernels register with ``@register(BuiltinOperator.X)``; custom ops under their string name with
+``@register("MyOp")`` or ``register_custom_op("MyOp", prepare)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import PrepareError
+from ..schema import dtypes
+from ..schema.model import OP_OPTIONS, BuiltinOperator, Options, QuantizationParameters
+from ..schema.tables import default_options
+
+_EMPTY_Q = QuantizationParameters()
+
+
+class PreparedOp(Protocol):
+    def __call__(self, inputs: list, outputs: list) -> None: ...
+
+
+Prepare = Callable[["OpContext"], PreparedOp]
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    prepare: Prepare
+    stateful: bool = False  # never folded at prepare, even when every input is constant
+
+
+_BUILTIN: dict[int, KernelEntry] = {}
+_CUSTOM: dict[str, KernelEntry] = {}
+
+
+def register(op: int | str, *, stateful: bool = False) -> Callable[[Prepare], Prepare]:
+    """Decorator: make ``prepare`` the kernel of a builtin op (BuiltinOperator) or a custom op (str)."""
+
+    def deco(fn: Prepare) -> Prepare:
+        entry = KernelEntry(fn, stateful)
+        if isinstance(op, str):
+            _CUSTOM[op] = entry
+        else:
+            _BUILTIN[int(op)] = entry
+        return fn
+
+    return deco
+
+
+def register_custom_op(name: str, prepare: Prepare, *, stateful: bool = False) -> None:
+    """Register a Python kernel for the custom op ``name`` (replaces any earlier one)."""
+    _CUSTOM[name] = KernelEntry(prepare, stateful)
+
+
+def lookup(builtin_code: int, custom_code: str | None) -> KernelEntry | None:
+    if builtin_code == BuiltinOperator.CUSTOM:
+        return _CUSTOM.get(custom_code or "")
+    return _BUILTIN.get(builtin_code)
+
+
+def registered_builtins() -> list[int]:
+    return sorted(_BUILTIN)
+
+
+@dataclass
+class TensorInfo:
+    """What prepare knows of one tensor: its current shape, type, quantization and, if constant, its data."""
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    type: int  # TensorType number
+    quantization: QuantizationParameters = _EMPTY_Q
+    data: np.ndarray | None = None  # constant tensors (and tensors folded at prepare)
+    is_variable: bool = False
+    dynamic: bool = False  # the shape is only known at eval time
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(dtypes.to_numpy(self.type))
+
+    @property
+    def type_name(self) -> str:
+        return dtypes.type_name(self.type)
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def scale(self) -> float:
+        return self.quantization.scale[0] if self.quantization.scale else 0.0
+
+    @property
+    def zero_point(self) -> int:
+        return self.quantization.zero_point[0] if self.quantization.zero_point else 0
+
+
+@dataclass
+class OpContext:
+    """Everything a kernel's prepare may read, and the means to set output shapes and fail cleanly."""
+
+    node_index: int
+    builtin_code: int
+    op_name: str
+    version: int
+    options: Options | None
+    inputs: list[TensorInfo | None]
+    outputs: list[TensorInfo]
+    custom_options: bytes = b""
+    intermediates: list[TensorInfo] = field(default_factory=list)
+    subgraph_index: int = 0
+    runtime: Any = None  # the owning Interpreter (subgraphs, resources); control-flow kernels use it
+    num_threads: int = 1
+
+    def __post_init__(self):
+        if self.options is None and self.builtin_code in OP_OPTIONS:
+            self.options = default_options(OP_OPTIONS[self.builtin_code][1])
+
+    # -- failing ----------------------------------------------------------------------------------
+    def fail(self, message: str) -> PrepareError:
+        """An error to raise: ``raise ctx.fail("...")``. Names the node like TFLite's error reporter does."""
+        types = ", ".join(t.type_name if t is not None else "-" for t in self.inputs)
+        return PrepareError(
+            f"{message}\nNode number {self.node_index} ({self.op_name}) v{self.version} ({types}) failed to prepare."
+        )
+
+    def check(self, condition: bool, message: str) -> None:
+        if not condition:
+            raise self.fail(message)
+
+    def check_num(self, n_inputs: int | Sequence[int], n_outputs: int = 1) -> None:
+        allowed = (n_inputs,) if isinstance(n_inputs, int) else tuple(n_inputs)
+        self.check(len(self.inputs) in allowed,
+                   f"{self.op_name} takes {' or '.join(map(str, allowed))} inputs, got {len(self.inputs)}")
+        self.check(len(self.outputs) == n_outputs,
+                   f"{self.op_name} produces {n_outputs} outputs, the model gives {len(self.outputs)}")
+
+    def check_types(self, allowed: Sequence, *which: int) -> None:
+        """Every listed input (default: all present inputs) has one of the ``allowed`` numpy dtypes."""
+        names = {np.dtype(a) for a in allowed}
+        for i in which or range(len(self.inputs)):
+            t = self.inputs[i]
+            if t is not None and t.dtype not in names:
+                raise self.fail(f"Type {t.type_name} is unsupported by op {self.op_name}.")
+
+    # -- outputs ----------------------------------------------------------------------------------
+    def set_output_shape(self, i: int, shape: Sequence[int]) -> None:
+        self.outputs[i].shape = tuple(int(d) for d in shape)
+        self.outputs[i].dynamic = False
+
+    def set_output_dynamic(self, i: int) -> None:
+        """The output's shape depends on input values: the op stores a new array in outputs[i] at eval."""
+        self.outputs[i].dynamic = True
+
+    def input(self, i: int) -> TensorInfo:
+        t = self.inputs[i] if i < len(self.inputs) else None
+        if t is None:
+            raise self.fail(f"input {i} is required")
+        return t
+
+    def optional_input(self, i: int) -> TensorInfo | None:
+        return self.inputs[i] if i < len(self.inputs) else None

@@ -1,0 +1,1 @@
+"""Execution: interpreter surface, subgraphs, arena planner."""

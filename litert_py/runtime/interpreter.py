@@ -1,0 +1,343 @@
+"""``Interpreter``: the tf.lite / ai_edge_litert Interpreter surface over litert_py's runtime.
+
+Method names, arguments, return types, detail-dict keys and exception types follow
+google-ai-edge/LiteRT tflite/python/interpreter.py (shipped as ``ai_edge_litert.interpreter``);
+messages follow its native wrapper (interpreter_wrapper.cc) so a tf.lite user recognizes them.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import weakref
+
+import numpy as np
+
+from ..errors import UnsupportedOpError
+from ..schema import dtypes
+from ..schema.model import Model
+from ..schema.reader import read_model
+from . import threads
+from .subgraph import SubgraphRuntime, resolve
+
+
+class OpResolverType(enum.Enum):
+    """Kept for API compatibility: litert_py has one set of kernels, bit-exact with BUILTIN_REF."""
+
+    AUTO = 0
+    BUILTIN = 1
+    BUILTIN_REF = 2
+    BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+def _tensor_details(sub: SubgraphRuntime, i: int) -> dict:
+    t = sub.sg.tensors[i]
+    q = t.quantization
+    scales = np.array(q.scale if q else (), dtype=np.float32)
+    zps = np.array(q.zero_point if q else (), dtype=np.int32)
+    if q is not None and len(q.scale) == 1 and len(q.zero_point) <= 1:
+        legacy = (float(np.float32(q.scale[0])), int(q.zero_point[0]) if q.zero_point else 0)
+    else:
+        legacy = (0.0, 0)
+    shape = sub.shapes[i]
+    sig = t.shape_signature if t.shape_signature is not None else t.shape
+    return {
+        "name": t.name,
+        "index": i,
+        "shape": np.array(shape, dtype=np.int32),
+        "shape_signature": np.array(sig, dtype=np.int32),
+        "dtype": dtypes.to_numpy(t.type),
+        "quantization": legacy,
+        "quantization_parameters": {
+            "scales": scales,
+            "zero_points": zps,
+            "quantized_dimension": int(q.quantized_dimension) if q else 0,
+            "block_size": 0,
+        },
+        "sparsity_parameters": _sparsity_details(t.sparsity),
+    }
+
+
+def _sparsity_details(sp) -> dict:
+    if sp is None:
+        return {}
+    out: dict = {"traversal_order": np.array(sp.traversal_order, dtype=np.int32)}
+    if sp.block_map:
+        out["block_map"] = np.array(sp.block_map, dtype=np.int32)
+    dims = []
+    for d in sp.dim_metadata:
+        if d.format == 0:
+            dims.append({"format": 0, "dense_size": d.dense_size})
+        else:
+            dims.append({"format": 1, "array_segments": np.array(d.array_segments, dtype=np.int32),
+                         "array_indices": np.array(d.array_indices, dtype=np.int32)})
+    out["dim_metadata"] = dims
+    return out
+
+
+class Interpreter:
+    """Interpreter interface for running .tflite models, compatible with ``tf.lite.Interpreter``."""
+
+    def __init__(self, model_path=None, model_content=None, experimental_delegates=None, num_threads=None,
+                 experimental_op_resolver_type=OpResolverType.AUTO, experimental_preserve_all_tensors=False,
+                 experimental_disable_delegate_clustering=False,
+                 experimental_default_delegate_latest_features=False):
+        if not isinstance(experimental_op_resolver_type, OpResolverType):
+            name = getattr(experimental_op_resolver_type, "name", experimental_op_resolver_type)
+            if name not in OpResolverType.__members__:
+                raise ValueError(f"Unrecognized passed in op resolver type: {experimental_op_resolver_type}")
+        if model_path is not None and model_content is not None:
+            raise ValueError("Can't both provide `model_path` and `model_content`")
+        if model_path is None and model_content is None:
+            raise ValueError("`model_path` or `model_content` must be specified.")
+        if num_threads is not None:
+            if not isinstance(num_threads, int):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1:
+                raise ValueError("num_threads should >= 1")
+        self.num_threads = num_threads or 1
+        threads.set_blas_threads(self.num_threads)
+        if model_path is not None:
+            if not isinstance(model_path, (str, bytes, os.PathLike)):
+                raise ValueError(f"Could not open '{model_path}'.")
+            self._model: Model = read_model(model_path)
+        else:
+            if not isinstance(model_content, (bytes, bytearray, memoryview)):
+                raise ValueError("Failed to convert value into readable tensor.")
+            self._model = read_model(bytes(model_content))
+        self._preserve_all_tensors = bool(experimental_preserve_all_tensors)
+        self.resources: dict = {}  # resource variables and hashtables shared by all subgraphs
+        n = len(self._model.subgraphs)
+        missing = [m for k in range(n) for m in resolve(self._model, k)[1]]
+        if missing:  # every unsupported op of every subgraph, in one error
+            raise UnsupportedOpError(
+                "Didn't find op for " + "; ".join(missing) + ". The op may be unsupported by litert_py, or a "
+                "custom op may need litert_py.register_custom_op().", missing)
+        self._subgraphs: list[SubgraphRuntime | None] = [None] * n
+        self._subgraph(0)
+        self._views: list[weakref.ref] = []
+        self._delegates = list(experimental_delegates or [])
+        for d in self._delegates:
+            apply = getattr(d, "apply", None)
+            if apply is not None:
+                apply(self)
+
+    # -- subgraphs --------------------------------------------------------------------------------
+    def _subgraph(self, k: int) -> SubgraphRuntime:
+        sub = self._subgraphs[k]
+        if sub is None:
+            sub = self._subgraphs[k] = SubgraphRuntime(self, self._model, k, self._preserve_all_tensors)
+        return sub
+
+    def _checked_subgraph(self, subgraph_index: int) -> SubgraphRuntime:
+        n = len(self._subgraphs)
+        if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
+            raise ValueError(f"Invalid subgraph index {subgraph_index} exceeds max subgraph index {n - 1}")
+        return self._subgraph(int(subgraph_index))
+
+    def num_subgraphs(self) -> int:
+        return len(self._model.subgraphs)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def _ensure_safe(self) -> None:
+        self._views = [r for r in self._views if r() is not None]
+        if self._views:
+            raise RuntimeError(
+                "There is at least 1 reference to internal data\n      in the interpreter in the form of a numpy "
+                "array or slice. Be sure to\n      only hold the function returned from tensor() if you are using "
+                "raw\n      data access.")
+
+    def allocate_tensors(self) -> None:
+        self._ensure_safe()
+        self._subgraph(0).prepare()
+
+    def invoke(self) -> None:
+        self._ensure_safe()
+        sub = self._subgraph(0)
+        if not sub.allocated:
+            raise RuntimeError("Invoke called on model that is not ready.")
+        sub.invoke()
+
+    def reset_all_variables(self) -> None:
+        for sub in self._subgraphs:
+            if sub is not None:
+                sub.reset_variables()
+        for res in self.resources.values():
+            reset = getattr(res, "reset", None)
+            if reset is not None:
+                reset()
+
+    # -- tensors ----------------------------------------------------------------------------------
+    def _check_tensor_index(self, sub: SubgraphRuntime, tensor_index) -> int:
+        n = len(sub.sg.tensors)
+        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n - 1}")
+        return int(tensor_index)
+
+    def _tensor_array(self, sub: SubgraphRuntime, i: int) -> np.ndarray:
+        arr = sub.tensors[i] if sub.allocated or i in sub.constants else None
+        if arr is None:
+            arr = sub.constants.get(i)
+        if arr is None:
+            if not sub.allocated:
+                raise ValueError("Tensor data is null. Run allocate_tensors() first")
+            info = sub.infos[i]
+            if info.dynamic:
+                raise ValueError("Tensor data is null. Run invoke() first: its shape depends on input values")
+            arr = sub._new_array(info)  # a tensor no node reads or writes
+            sub.tensors[i] = arr
+        return arr
+
+    def set_tensor(self, tensor_index, value) -> None:
+        sub = self._subgraph(0)
+        i = self._check_tensor_index(sub, tensor_index)
+        t = sub.sg.tensors[i]
+        pos = list(sub.sg.inputs).index(i) if i in sub.sg.inputs else i
+        if not sub.allocated:
+            raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+        want = dtypes.to_numpy(t.type)
+        if t.type == dtypes.TensorType.STRING:
+            arr = np.asarray(value, dtype=object)
+        else:
+            try:
+                arr = np.asarray(value)
+            except Exception:
+                raise ValueError("Failed to convert value into readable tensor.") from None
+            if arr.dtype.kind in "OUSV" or arr.dtype != np.dtype(want):
+                got = dtypes.upper_name(arr.dtype)
+                raise ValueError(f"Cannot set tensor: Got value of type {got} but expected type "
+                                 f"{dtypes.upper_name(want)} for input {pos}, name: {t.name} ")
+        shape = sub.shapes[i]
+        if arr.ndim != len(shape):
+            raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} "
+                             f"for input {pos}.")
+        for d, (got, exp) in enumerate(zip(arr.shape, shape)):
+            if got != exp:
+                raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for "
+                                 f"dimension {d} of input {pos}.")
+        dst = sub.tensors[i]
+        if dst is None or i in sub.constants:
+            raise ValueError(f"Cannot set tensor: tensor {i} ({t.name}) is a constant of the model")
+        dst[...] = arr
+
+    def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
+        sub = self._checked_subgraph(subgraph_index)
+        i = self._check_tensor_index(sub, tensor_index)
+        return np.array(self._tensor_array(sub, i), copy=True)
+
+    def tensor(self, tensor_index):
+        """A function returning a live numpy view of the tensor's buffer (see tf.lite's warnings)."""
+        sub = self._subgraph(0)
+        i = self._check_tensor_index(sub, tensor_index)
+
+        def view():
+            arr = self._tensor_array(sub, i)
+            v = arr.view()
+            self._views.append(weakref.ref(v))
+            return v
+
+        return view
+
+    def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
+        self._ensure_safe()
+        sub = self._subgraph(0)
+        i = self._check_tensor_index(sub, input_index)
+        size = np.array(tensor_size)
+        if size.ndim != 1:
+            raise ValueError(f"Shape should be 1D instead of {size.ndim}.")
+        if size.size and size.dtype.kind not in "iu":
+            raise ValueError(f"Shape must be type int32 (was {size.dtype}).")
+        new = tuple(int(d) for d in size)
+        if any(d < 0 for d in new):
+            raise ValueError(f"Cannot resize input {i} to {list(new)}: dimensions must be >= 0")
+        t = sub.sg.tensors[i]
+        if strict:
+            sig = t.shape_signature if t.shape_signature is not None else t.shape
+            if len(sig) != len(new) or any(s != -1 and s != d for s, d in zip(sig, new)):
+                raise RuntimeError("ResizeInputTensorStrict only allows mutating unknown dimensions identified "
+                                   "by -1.")
+        if tuple(sub.shapes[i]) != new:
+            sub.shapes[i] = new
+            sub.allocated = False
+
+    # -- details ----------------------------------------------------------------------------------
+    def _get_tensor_details(self, tensor_index, subgraph_index=0) -> dict:
+        sub = self._checked_subgraph(subgraph_index)
+        return _tensor_details(sub, self._check_tensor_index(sub, tensor_index))
+
+    def get_tensor_details(self, subgraph_index=0) -> list[dict]:
+        n = len(self._subgraphs)
+        if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index} for the model, which has {n} "
+                             "subgraphs.")
+        sub = self._subgraph(int(subgraph_index))
+        return [_tensor_details(sub, i) for i in range(len(sub.sg.tensors))]
+
+    def get_input_details(self) -> list[dict]:
+        sub = self._subgraph(0)
+        return [_tensor_details(sub, i) for i in sub.sg.inputs]
+
+    def get_output_details(self) -> list[dict]:
+        sub = self._subgraph(0)
+        return [_tensor_details(sub, i) for i in sub.sg.outputs]
+
+    def _get_op_details(self, op_index) -> dict:
+        sub = self._subgraph(0)
+        ops = sub.sg.operators
+        if not isinstance(op_index, (int, np.integer)) or not 0 <= op_index < len(ops):
+            raise ValueError("Invalid node index")
+        op = ops[op_index]
+        code = self._model.operator_codes[op.opcode_index]
+        types = [dtypes.to_numpy(sub.sg.tensors[i].type) for i in op.inputs if i >= 0]
+        return {
+            "index": int(op_index),
+            "op_name": code.name,
+            "inputs": np.array(op.inputs, dtype=np.int32),
+            "outputs": np.array(op.outputs, dtype=np.int32),
+            "operand_types": types,
+            "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in op.outputs if i >= 0],
+        }
+
+    def _get_ops_details(self) -> list[dict]:
+        return [self._get_op_details(k) for k in range(len(self._subgraph(0).sg.operators))]
+
+    # -- signatures -------------------------------------------------------------------------------
+    def _get_full_signature_list(self) -> dict:
+        return {
+            s.signature_key: {
+                "inputs": {m.name: m.tensor_index for m in s.inputs},
+                "outputs": {m.name: m.tensor_index for m in s.outputs},
+            }
+            for s in self._model.signature_defs
+        }
+
+    def get_signature_list(self) -> dict:
+        return {
+            s.signature_key: {"inputs": [m.name for m in s.inputs], "outputs": [m.name for m in s.outputs]}
+            for s in self._model.signature_defs
+        }
+
+    def get_signature_runner(self, signature_key=None):
+        from .signature import SignatureRunner
+
+        if signature_key is None:
+            sigs = self._model.signature_defs
+            if len(sigs) != 1:
+                raise ValueError(f"SignatureDef signature_key is None and model has {len(sigs)} Signatures. None is "
+                                 "only allowed when the model has 1 SignatureDef")
+            signature_key = sigs[0].signature_key
+        return SignatureRunner(interpreter=self, signature_key=signature_key)
+
+    # -- introspection beyond tf.lite -------------------------------------------------------------
+    @property
+    def model(self) -> Model:
+        """The decoded model (litert_py.schema dataclasses)."""
+        return self._model
+
+    def arena_report(self, subgraph_index: int = 0) -> dict:
+        """Arena bytes of the current plan and the lower bound (largest sum of live bytes at any step)."""
+        sub = self._checked_subgraph(subgraph_index)
+        if sub.plan is None:
+            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+        return {"arena_bytes": sub.plan.arena_bytes, "lower_bound": sub.plan.lower_bound,
+                "planned_tensors": len(sub.plan.offsets), "efficiency": sub.plan.efficiency}

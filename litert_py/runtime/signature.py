@@ -1,0 +1,63 @@
+"""``SignatureRunner``: run a model through one of its SignatureDefs, as tf.lite does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..schema import dtypes
+
+
+class SignatureRunner:
+    """Runs the subgraph a signature points to, with inputs and outputs named as in the SignatureDef.
+
+    ``__call__`` resizes every input to the given array's shape, allocates, sets, invokes and returns
+    copies of the outputs, like tf.lite's SignatureRunner.
+    """
+
+    def __init__(self, interpreter=None, signature_key=None):
+        self._interpreter = interpreter
+        self._signature_key = signature_key
+        sigs = {s.signature_key: s for s in interpreter.model.signature_defs}
+        if signature_key not in sigs:
+            raise ValueError("Invalid signature_key provided.")
+        sig = sigs[signature_key]
+        self._sub = interpreter._subgraph(sig.subgraph_index)
+        self._inputs = {m.name: m.tensor_index for m in sig.inputs}
+        self._outputs = {m.name: m.tensor_index for m in sig.outputs}
+
+    def __call__(self, **kwargs):
+        if len(kwargs) != len(self._inputs):
+            raise ValueError("Invalid number of inputs provided for running a SignatureDef, expected "
+                             f"{len(self._inputs)} vs provided {len(kwargs)}")
+        for name in kwargs:
+            if name not in self._inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+        sub = self._sub
+        arrays = {}
+        for name, value in kwargs.items():
+            i = self._inputs[name]
+            t = sub.sg.tensors[i]
+            arr = np.asarray(value, dtype=object) if t.type == dtypes.TensorType.STRING else np.asarray(value)
+            if t.type != dtypes.TensorType.STRING and arr.dtype != np.dtype(dtypes.to_numpy(t.type)):
+                raise ValueError(f"Cannot set tensor: Got value of type {dtypes.upper_name(arr.dtype)} but expected "
+                                 f"type {dtypes.upper_name(dtypes.to_numpy(t.type))} for input {name}, name: {t.name} ")
+            arrays[i] = arr
+            if tuple(sub.shapes[i]) != arr.shape:
+                sub.shapes[i] = arr.shape
+                sub.allocated = False
+        if not sub.allocated:
+            sub.prepare()
+        for i, arr in arrays.items():
+            sub.tensors[i][...] = arr
+        sub.invoke()
+        return {name: np.array(sub.tensors[i], copy=True) for name, i in self._outputs.items()}
+
+    def get_input_details(self) -> dict:
+        from .interpreter import _tensor_details
+
+        return {name: _tensor_details(self._sub, i) for name, i in self._inputs.items()}
+
+    def get_output_details(self) -> dict:
+        from .interpreter import _tensor_details
+
+        return {name: _tensor_details(self._sub, i) for name, i in self._outputs.items()}

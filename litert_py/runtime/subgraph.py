@@ -1,0 +1,305 @@
+"""One executable subgraph: resolve -> prepare -> plan -> invoke.
+
+``prepare()`` (run by ``allocate_tensors``) walks the nodes in order, lets each kernel check its node and
+set its output shapes, folds nodes whose inputs are all constant (float16 weight DEQUANTIZE, DENSIFY, shape
+arithmetic on constants) into constants, plans one arena for the rest and binds every tensor to a view of
+it. ``invoke()`` is then a plain loop over prebound (op, inputs, outputs) steps. Nodes that consume a tensor
+whose shape is only known at eval time are prepared during invoke instead, with the shapes seen then.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvokeError, PrepareError, UnsupportedOpError
+from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
+from ..schema import dtypes
+from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
+from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
+from .tensors import constant_array
+
+#: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
+MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 8 << 30))
+
+
+@dataclass
+class Node:
+    index: int
+    operator: Operator
+    code: OperatorCode
+    kernel: KernelEntry
+
+    @property
+    def name(self) -> str:
+        return self.code.name
+
+
+def resolve(model: Model, subgraph_index: int) -> tuple[list[Node], list[str]]:
+    """Kernels for every node of a subgraph, and a description of each node that has none."""
+    nodes, missing = [], []
+    sg = model.subgraphs[subgraph_index]
+    for i, op in enumerate(sg.operators):
+        code = model.operator_codes[op.opcode_index]
+        entry = lookup(code.builtin_code, code.custom_code)
+        if entry is None:
+            types = ", ".join(dtypes.type_name(sg.tensors[t].type) for t in op.inputs if t >= 0)
+            kind = "custom op" if code.builtin_code == BuiltinOperator.CUSTOM else "builtin opcode"
+            missing.append(f"{kind} '{code.name}' version '{code.version}' ({types}) at node {i} of subgraph "
+                           f"{subgraph_index}")
+        else:
+            nodes.append(Node(i, op, code, entry))
+    return nodes, missing
+
+
+class SubgraphRuntime:
+    def __init__(self, interpreter, model: Model, index: int, preserve_all_tensors: bool = False):
+        self.interpreter = interpreter
+        self.model = model
+        self.index = index
+        self.sg = model.subgraphs[index]
+        self.preserve_all_tensors = preserve_all_tensors
+        nodes, missing = resolve(model, index)
+        if missing:
+            raise UnsupportedOpError(
+                "Didn't find op for " + "; ".join(missing) + ". An op may be unsupported by litert_py, "
+                "or a custom op needs registering with litert_py.register_custom_op().", missing)
+        self.nodes = nodes
+        n = len(self.sg.tensors)
+        self.shapes: list[tuple[int, ...]] = [t.shape for t in self.sg.tensors]
+        self.constants: dict[int, np.ndarray] = {}
+        for i, t in enumerate(self.sg.tensors):
+            if t.is_variable:
+                continue
+            try:
+                arr = constant_array(model, t)
+            except ValueError as e:
+                from ..errors import InvalidModelError
+
+                raise InvalidModelError(f"subgraph {index} tensor {i} ({t.name!r}): {e}") from None
+            if arr is not None:
+                self.constants[i] = arr
+        self.variables: dict[int, np.ndarray] = {}  # is_variable tensors, kept across invokes
+        self.tensors: list[np.ndarray | None] = [None] * n
+        self.infos: list[TensorInfo] = []
+        self.prepared_ops: dict[int, object] = {}  # node index -> prepared op (for inspection)
+        self.plan: ArenaPlan | None = None
+        self.arena: np.ndarray | None = None
+        self.allocated = False
+        self.steps: list = []
+        self.deferred = False
+
+    # -- prepare ----------------------------------------------------------------------------------
+    def _info(self, i: int) -> TensorInfo:
+        t = self.sg.tensors[i]
+        return TensorInfo(index=i, name=t.name, shape=tuple(self.shapes[i]), type=t.type,
+                          quantization=t.quantization or TensorInfo.__dataclass_fields__["quantization"].default,
+                          data=self.constants.get(i), is_variable=t.is_variable)
+
+    def _context(self, node: Node, infos: list[TensorInfo]) -> OpContext:
+        op = node.operator
+        return OpContext(
+            node_index=node.index, builtin_code=node.code.builtin_code, op_name=node.name,
+            version=node.code.version, options=op.builtin_options or op.builtin_options2,
+            inputs=[infos[i] if i >= 0 else None for i in op.inputs],
+            outputs=[infos[o] for o in op.outputs],
+            custom_options=op.custom_options,
+            intermediates=[infos[i] for i in op.intermediates if i >= 0],
+            subgraph_index=self.index, runtime=self.interpreter,
+            num_threads=getattr(self.interpreter, "num_threads", 1) or 1)
+
+    def _prepare_node(self, node: Node, infos: list[TensorInfo]):
+        ctx = self._context(node, infos)
+        try:
+            return node.kernel.prepare(ctx)
+        except PrepareError:
+            raise
+        except Exception as e:  # a kernel bug or an unchecked case: still name the node, never a bare traceback
+            raise ctx.fail(f"{type(e).__name__}: {e}") from e
+
+    def prepare(self) -> None:
+        """Prepare every node, fold constants, plan the arena and bind tensors (``allocate_tensors``)."""
+        self.allocated = False
+        infos = [self._info(i) for i in range(len(self.sg.tensors))]
+        for i, t in enumerate(self.sg.tensors):
+            if t.is_variable:
+                self._ensure_variable(i, infos[i])
+        steps: list[tuple[Node, object | None]] = []  # (node, prepared op or None when deferred)
+        folded: dict[int, np.ndarray] = {}
+        self.deferred = False
+        for node in self.nodes:
+            ins = [infos[i] for i in node.operator.inputs if i >= 0]
+            if any(t.dynamic for t in ins):
+                self.deferred = True
+                for o in node.operator.outputs:
+                    if o >= 0:
+                        infos[o].dynamic = True
+                steps.append((node, None))
+                continue
+            op = self._prepare_node(node, infos)
+            self.prepared_ops[node.index] = op
+            outs = [infos[o] for o in node.operator.outputs if o >= 0]
+            if (not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins)
+                    and not any(t.dynamic for t in outs)):
+                self._fold(node, op, infos, folded)
+                continue
+            steps.append((node, op))
+        self.infos = infos
+        for i, info in enumerate(infos):
+            self.shapes[i] = info.shape
+        self._allocate(steps, folded)
+        self.allocated = True
+
+    def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
+        """Run a node whose inputs are all constant once, now; its outputs become constants."""
+        ins = [infos[i].data if i >= 0 else None for i in node.operator.inputs]
+        outs = [self._new_array(infos[o]) if o >= 0 else None for o in node.operator.outputs]
+        try:
+            op(ins, outs)
+        except Exception as e:
+            raise PrepareError(f"Node number {node.index} ({node.name}) failed while folding constants: "
+                               f"{type(e).__name__}: {e}") from e
+        for o, arr in zip(node.operator.outputs, outs):
+            if o >= 0:
+                arr = np.asarray(arr)
+                infos[o].data = arr
+                infos[o].shape = arr.shape
+                folded[o] = arr
+
+    @staticmethod
+    def _new_array(info: TensorInfo) -> np.ndarray:
+        if info.type in dtypes.OBJECT_TYPES:
+            return np.empty(info.shape, dtype=object)
+        return np.zeros(info.shape, dtype=info.dtype)
+
+    def _ensure_variable(self, i: int, info: TensorInfo) -> None:
+        cur = self.variables.get(i)
+        if cur is None or cur.shape != info.shape:
+            self.variables[i] = self._initial_variable(i, info)
+
+    def _initial_variable(self, i: int, info: TensorInfo) -> np.ndarray:
+        init = constant_array(self.model, self.sg.tensors[i])
+        if init is not None:
+            return np.array(init, dtype=init.dtype)
+        return self._new_array(info)
+
+    def reset_variables(self) -> None:
+        for i in self.variables:
+            self.variables[i][...] = self._initial_variable(i, self.infos[i] if self.infos else self._info(i))
+
+    def _allocate(self, steps, folded: dict[int, np.ndarray]) -> None:
+        n_steps = len(steps)
+        end = n_steps
+        lifetimes: dict[int, Lifetime] = {}
+        sizes: dict[int, int] = {}
+
+        def plannable(i: int) -> bool:
+            info = self.infos[i]
+            return (i >= 0 and info.data is None and not info.is_variable and not info.dynamic
+                    and info.type not in dtypes.OBJECT_TYPES)
+
+        def touch(i: int, step: int) -> None:
+            lt = lifetimes.get(i)
+            lifetimes[i] = Lifetime(step, step) if lt is None else Lifetime(min(lt.first, step), max(lt.last, step))
+
+        for i in self.sg.inputs:
+            if plannable(i):
+                touch(i, -1)
+                touch(i, end)
+        for k, (node, _) in enumerate(steps):
+            for i in node.operator.outputs + node.operator.inputs:
+                if i >= 0 and plannable(i):
+                    touch(i, k)
+        for i in self.sg.outputs:
+            if plannable(i):
+                touch(i, end)
+        for i in lifetimes:
+            info = self.infos[i]
+            sizes[i] = info.size * info.dtype.itemsize
+        plan = plan_arena(sizes, lifetimes, reuse=not self.preserve_all_tensors)
+        if plan.arena_bytes > MAX_ARENA_BYTES:
+            raise PrepareError(f"subgraph {self.index} needs an arena of {plan.arena_bytes} bytes, over the limit "
+                               f"of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        arena = np.zeros(plan.arena_bytes + ALIGNMENT, np.uint8)
+        base = (-arena.ctypes.data) % ALIGNMENT
+        tensors: list[np.ndarray | None] = [None] * len(self.sg.tensors)
+        for i, off in plan.offsets.items():
+            info = self.infos[i]
+            start = base + off
+            tensors[i] = arena[start : start + sizes[i]].view(info.dtype).reshape(info.shape)
+        for i, arr in self.constants.items():
+            tensors[i] = arr
+        for i, arr in folded.items():
+            tensors[i] = arr
+        for i, arr in self.variables.items():
+            tensors[i] = arr
+        for i, info in enumerate(self.infos):
+            if tensors[i] is None and info.type in dtypes.OBJECT_TYPES and not info.dynamic:
+                tensors[i] = np.empty(info.shape, dtype=object)
+        self.plan, self.arena, self.tensors = plan, arena, tensors
+        self.steps_nodes = steps
+        if self.deferred:
+            self.steps = []
+            self._deferred_cache: dict[int, tuple] = {}
+        else:
+            self.steps = [(op, [tensors[i] if i >= 0 else None for i in node.operator.inputs],
+                           [tensors[o] if o >= 0 else None for o in node.operator.outputs])
+                          for node, op in steps]
+
+    # -- invoke -----------------------------------------------------------------------------------
+    def invoke(self) -> None:
+        if self.deferred:
+            return self._invoke_dynamic()
+        k = 0
+        try:
+            for k, (op, ins, outs) in enumerate(self.steps):  # noqa: B007 (k names the failing node)
+                op(ins, outs)
+        except Exception as e:
+            node = self.steps_nodes[k][0]
+            raise InvokeError(f"{type(e).__name__}: {e}\nNode number {node.index} ({node.name}) failed to invoke.") \
+                from e
+
+    def _invoke_dynamic(self) -> None:
+        """Invoke when some shapes are only known at eval: prepare late nodes with the shapes seen now."""
+        tensors = self.tensors
+        for node, op in self.steps_nodes:
+            operator = node.operator
+            if op is None:  # deferred: (re)prepare when its input shapes change
+                key = tuple(tensors[i].shape if i >= 0 and tensors[i] is not None else None
+                            for i in operator.inputs)
+                cached = self._deferred_cache.get(node.index)
+                if cached is None or cached[0] != key:
+                    infos = self._late_infos(operator)
+                    prepared = self._prepare_node(node, infos)
+                    cached = (key, prepared, {o: infos[o] for o in operator.outputs if o >= 0})
+                    self._deferred_cache[node.index] = cached
+                    for o, info in cached[2].items():
+                        if not info.dynamic:
+                            tensors[o] = self._new_array(info)
+                run = cached[1]
+            else:
+                run = op
+            ins = [tensors[i] if i >= 0 else None for i in operator.inputs]
+            outs = [tensors[o] if o >= 0 else None for o in operator.outputs]
+            try:
+                run(ins, outs)
+            except Exception as e:
+                raise InvokeError(f"{type(e).__name__}: {e}\nNode number {node.index} ({node.name}) failed to "
+                                  "invoke.") from e
+            for o, arr in zip(operator.outputs, outs):
+                if o >= 0:
+                    tensors[o] = arr
+                    self.shapes[o] = arr.shape
+
+    def _late_infos(self, operator: Operator) -> dict[int, TensorInfo]:
+        infos: dict[int, TensorInfo] = {}
+        for i in operator.inputs + operator.outputs + operator.intermediates:
+            if i >= 0:
+                info = self._info(i)
+                arr = self.tensors[i]
+                if i in operator.inputs and arr is not None:
+                    info.shape = arr.shape
+                infos[i] = info
+        return infos  # indexed like the list _context expects

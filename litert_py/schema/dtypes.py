@@ -1,0 +1,85 @@
+"""TensorType <-> numpy dtype.
+
+TensorType numbers and names are those of schema.fbs (the `tflite` package's ``TensorType``).
+INT4 tensors are stored packed two per byte; once unpacked they are held as int8.
+STRING, RESOURCE and VARIANT tensors are held as numpy object arrays outside the arena.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tflite
+
+TENSOR_TYPE_NAMES: dict[int, str] = {
+    v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_") and isinstance(v, int)
+}
+TensorType = type("TensorType", (), {name: num for num, name in TENSOR_TYPE_NAMES.items()})
+
+_NUMPY: dict[int, type] = {
+    0: np.float32,
+    1: np.float16,
+    2: np.int32,
+    3: np.uint8,
+    4: np.int64,
+    5: np.bytes_,  # STRING
+    6: np.bool_,
+    7: np.int16,
+    8: np.complex64,
+    9: np.int8,
+    10: np.float64,
+    11: np.complex128,
+    12: np.uint64,
+    13: np.object_,  # RESOURCE
+    14: np.object_,  # VARIANT
+    15: np.uint32,
+    16: np.uint16,
+    17: np.int8,  # INT4, unpacked
+}
+#: Types whose values do not live in the numeric arena.
+OBJECT_TYPES = frozenset({5, 13, 14})
+
+
+def type_name(tensor_type: int) -> str:
+    """``'FLOAT32'`` for 0, ``'UNKNOWN(99)'`` for a number the schema does not define."""
+    return TENSOR_TYPE_NAMES.get(tensor_type, f"UNKNOWN({tensor_type})")
+
+
+def to_numpy(tensor_type: int) -> type:
+    """The numpy scalar type tf.lite reports in detail dicts (``np.float32``, ``np.bytes_``, ...)."""
+    try:
+        return _NUMPY[tensor_type]
+    except KeyError:
+        raise ValueError(f"tensor type {type_name(tensor_type)} has no numpy equivalent") from None
+
+
+_FROM_NUMPY = {np.dtype(v): k for k, v in reversed(list(_NUMPY.items())) if v is not np.object_}
+_FROM_NUMPY[np.dtype(np.int8)] = 9
+_FROM_NUMPY[np.dtype(np.bytes_)] = 5
+
+
+def from_numpy(dtype) -> int:
+    """TensorType number of a numpy dtype (``np.object_`` and ``np.str_`` map to STRING)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "SUO":
+        return 5
+    try:
+        return _FROM_NUMPY[dt]
+    except KeyError:
+        raise ValueError(f"numpy dtype {dt} has no TensorType") from None
+
+
+def itemsize(tensor_type: int) -> int:
+    """Bytes per element in the arena (INT4 counts 1: it is unpacked to int8)."""
+    if tensor_type in OBJECT_TYPES:
+        return 0
+    return np.dtype(to_numpy(tensor_type)).itemsize
+
+
+def upper_name(dtype) -> str:
+    """``'FLOAT32'`` for np.float32: the spelling LiteRT's error messages use."""
+    dt = np.dtype(dtype)
+    if dt.kind in "SU":
+        return "STRING"
+    if dt.kind == "O":
+        return "OBJECT"
+    return dt.name.upper()

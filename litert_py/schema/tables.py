@@ -1,0 +1,143 @@
+"""Generic access to the `tflite` package's generated flatbuffer tables.
+
+The options tables (Conv2DOptions, ReducerOptions, ... about 150 of them) are decoded and written from a
+field list derived once per table class, instead of one hand-written function per table. Each field's kind
+(scalar, string or numeric vector with its numpy dtype) is found by calling the generated accessor on a
+probe that records which flatbuffers primitive it reaches for.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import Options, snake_case
+
+_SKIP = {"Init"}
+
+
+class _Found(Exception):
+    def __init__(self, kind: str, flags=None):
+        self.kind, self.flags = kind, flags
+
+
+class _Probe:
+    """Stands in for a flatbuffers Table: reports the first primitive an accessor uses."""
+
+    Pos = 0
+    Bytes = b""
+
+    def Offset(self, vtable_offset):  # noqa: N802 (flatbuffers' spelling)
+        return 4
+
+    def Get(self, flags, off):  # noqa: N802
+        raise _Found("scalar", flags)
+
+    def String(self, off):  # noqa: N802
+        raise _Found("string")
+
+    def GetVectorAsNumpy(self, flags, off):  # noqa: N802
+        raise _Found("vector", flags)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str  # schema.fbs name, snake_case
+    accessor: str  # generated accessor, CamelCase
+    kind: str  # 'scalar' | 'string' | 'vector'
+    dtype: np.dtype | None  # element dtype of vectors, value dtype of scalars
+
+
+@functools.cache
+def table_class(name: str):
+    """The generated class for table ``name`` (e.g. 'Conv2DOptions')."""
+    return getattr(importlib.import_module(f"tflite.{name}"), name)
+
+
+@functools.cache
+def table_fields(name: str) -> tuple[FieldSpec, ...]:
+    """Fields of an options table in schema order."""
+    cls = table_class(name)
+    members = [
+        m
+        for m in cls.__dict__
+        if not m.startswith("_")
+        and m not in _SKIP
+        and not m.startswith("GetRootAs")
+        and not m.endswith(("BufferHasIdentifier", "IsNone", "Length", "AsNumpy"))
+    ]
+    specs = []
+    for m in members:
+        obj = cls.__new__(cls)
+        obj._tab = _Probe()
+        probe_name = m + "AsNumpy" if hasattr(cls, m + "Length") else m
+        try:
+            getattr(obj, probe_name)()
+        except _Found as f:
+            dtype = np.dtype(f.flags.name) if f.flags is not None else None
+            specs.append(FieldSpec(snake_case(m), m, f.kind, dtype))
+            continue
+        except TypeError:
+            pass
+        raise RuntimeError(f"cannot classify field {name}.{m}")  # a schema the package changed under us
+    return tuple(specs)
+
+
+def decode_options(name: str, table) -> Options:
+    """Read every field of a generated options table object into an ``Options`` dict."""
+    fields = {}
+    for f in table_fields(name):
+        if f.kind == "vector":
+            arr = getattr(table, f.accessor + "AsNumpy")()
+            fields[f.name] = tuple(arr.tolist()) if isinstance(arr, np.ndarray) else ()
+        elif f.kind == "string":
+            raw = getattr(table, f.accessor)()
+            fields[f.name] = raw.decode("utf-8", "surrogateescape") if raw is not None else ""
+        else:
+            fields[f.name] = getattr(table, f.accessor)()
+    return Options(name, fields)
+
+
+@functools.cache
+def default_options(name: str) -> Options:
+    """The options a kernel sees when the model leaves the table out: every field at its schema default."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(16)
+    mod = importlib.import_module(f"tflite.{name}")
+    getattr(mod, f"{name}Start")(b)
+    b.Finish(getattr(mod, f"{name}End")(b))
+    buf = bytes(b.Output())
+    cls = table_class(name)
+    obj = cls.__new__(cls)
+    obj.Init(buf, int.from_bytes(buf[:4], "little"))
+    return decode_options(name, obj)
+
+
+def encode_options(builder, name: str, values: dict) -> int:
+    """Write an options table; ``values`` may omit fields (schema defaults) but not name unknown ones."""
+    specs = {f.name: f for f in table_fields(name)}
+    unknown = set(values) - set(specs)
+    if unknown:
+        raise ValueError(f"{name} has no field(s) {sorted(unknown)}; fields: {sorted(specs)}")
+    mod = importlib.import_module(f"tflite.{name}")
+    offsets = {}
+    for key, val in values.items():  # vectors and strings must be built before the table starts
+        f = specs[key]
+        if f.kind == "vector":
+            offsets[key] = builder.CreateNumpyVector(np.asarray(val, dtype=f.dtype).reshape(-1))
+        elif f.kind == "string":
+            offsets[key] = builder.CreateString(str(val).encode("utf-8", "surrogateescape"))
+    getattr(mod, f"{name}Start")(builder)
+    for key, val in values.items():
+        f = specs[key]
+        arg = offsets[key] if key in offsets else (bool(val) if f.dtype == np.bool_ else _scalar(val, f.dtype))
+        getattr(mod, f"{name}Add{f.accessor}")(builder, arg)
+    return getattr(mod, f"{name}End")(builder)
+
+
+def _scalar(val, dtype: np.dtype):
+    return float(val) if dtype.kind == "f" else int(val)

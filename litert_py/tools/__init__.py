@@ -1,0 +1,1 @@
+"""Console tools: tflite-run (and, later, the float-vs-quantized verification tool)."""

@@ -1,0 +1,17 @@
+"""Hypothesis profiles: 'ci' (bounded, the default under CI=true), 'dev' (default), 'long' (nightly-style).
+
+Select with LITERT_PY_HYPOTHESIS_PROFILE=long.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+               derandomize=False, print_blob=True)
+settings.register_profile("ci", max_examples=25, **_common)
+settings.register_profile("dev", max_examples=40, **_common)
+settings.register_profile("long", max_examples=1000, **_common)
+settings.load_profile(os.environ.get("LITERT_PY_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

@@ -1,0 +1,105 @@
+"""The oracle (ai-edge-litert) and helpers to build single-op models and run them in both interpreters.
+
+The oracle is a test dependency: when it is missing every test that needs it fails (never skips).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.schema.model import QuantizationParameters
+from litert_py.schema.writer import ModelBuilder, quant
+
+__all__ = ["T", "single_op_model", "run_ours", "run_litert", "run_both", "oracle", "quant", "assert_close"]
+
+
+def oracle():
+    """ai_edge_litert's (Interpreter, OpResolverType); fails the calling test when it is not installed."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter as LiteRT
+        from ai_edge_litert.interpreter import OpResolverType
+    except ImportError as e:  # a missing oracle is a failure, never a skip
+        pytest.fail(f"the oracle ai-edge-litert is required for this test: {e}")
+    return LiteRT, OpResolverType
+
+
+@dataclass
+class T:
+    """A tensor of a test model: shape, dtype, optional constant data and quantization."""
+
+    shape: Sequence[int]
+    dtype: object = np.float32
+    data: object = None
+    q: QuantizationParameters | None = None
+    name: str | None = None
+
+    @staticmethod
+    def const(data, dtype=None, q=None) -> T:
+        arr = np.asarray(data, dtype=dtype)
+        return T(arr.shape, arr.dtype, arr, q)
+
+
+def single_op_model(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: dict | None = None,
+                    version: int = 1, custom_code: str | None = None, custom_options: bytes = b"") -> bytes:
+    """A model with one operator. Inputs without data become graph inputs (in order); None is an omitted
+    optional input (-1)."""
+    b = ModelBuilder()
+    idx = []
+    for k, t in enumerate(inputs):
+        if t is None:
+            idx.append(-1)
+        elif t.data is not None:
+            idx.append(b.tensor(t.name or f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
+        else:
+            idx.append(b.input(t.name or f"in{k}", t.shape, t.dtype, quantization=t.q))
+    outs = [b.tensor(t.name or f"out{k}", t.shape, t.dtype, quantization=t.q) for k, t in enumerate(outputs)]
+    b.op(op, idx, outs, options, version=version, custom_code=custom_code, custom_options=custom_options)
+    b.output(*outs)
+    return b.build()
+
+
+def _run(it, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    details = it.get_input_details()
+    for d, x in zip(details, inputs):
+        if list(d["shape"]) != list(np.shape(x)):
+            it.resize_tensor_input(d["index"], list(np.shape(x)))
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], np.asarray(x))
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+def run_ours(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return _run(Interpreter(model_content=model), inputs)
+
+
+def run_litert(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF") -> list[np.ndarray]:
+    LiteRT, OpResolverType = oracle()
+    it = LiteRT(model_content=model, num_threads=1,
+                experimental_op_resolver_type=getattr(OpResolverType, resolver))
+    return _run(it, inputs)
+
+
+def run_both(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):
+    """(ours, LiteRT's) outputs of the same model on the same inputs."""
+    return run_ours(model, inputs), run_litert(model, inputs, resolver)
+
+
+def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], rtol: float = 1e-5,
+                 atol: float = 1e-6) -> None:
+    """Integers (and bools) equal; floats within rtol of the reference's largest magnitude plus atol."""
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.shape == b.shape, f"output {k}: shape {a.shape} != {b.shape}"
+        assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} != {b.dtype}"
+        if b.dtype.kind in "fc":
+            scale = float(np.max(np.abs(b))) if b.size else 0.0
+            np.testing.assert_allclose(a, b, rtol=0, atol=atol + rtol * scale, err_msg=f"output {k}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
