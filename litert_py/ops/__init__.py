@@ -1,4 +1,16 @@
 """Kernels, one module per op family. Importing this package registers them all (explicitly, no scanning)."""
 
-from . import registry  # noqa: F401
-from . import fully_connected  # noqa: F401
+from . import (  # noqa: F401
+    activations,
+    conv,
+    elementwise,
+    fully_connected,
+    movement,
+    pooling,
+    quantize,
+    reduce,
+    registry,
+    resize,
+    shape,
+    unary,
+)
