@@ -13,12 +13,11 @@ import weakref
 
 import numpy as np
 
-from ..errors import UnsupportedOpError
 from ..schema import dtypes
 from ..schema.model import Model
 from ..schema.reader import read_model
 from . import threads
-from .subgraph import SubgraphRuntime, resolve
+from .subgraph import SubgraphRuntime, resolve, unsupported_op_error
 
 
 class OpResolverType(enum.Enum):
@@ -88,7 +87,7 @@ class Interpreter:
                 raise ValueError(f"Unrecognized passed in op resolver type: {experimental_op_resolver_type}")
         if model_path is not None and model_content is not None:
             raise ValueError("Can't both provide `model_path` and `model_content`")
-        if model_path is None and model_content is None:
+        if not model_path and not model_content:  # tf.lite treats b"" and "" as not given
             raise ValueError("`model_path` or `model_content` must be specified.")
         if num_threads is not None:
             if not isinstance(num_threads, int):
@@ -99,20 +98,18 @@ class Interpreter:
         threads.set_blas_threads(self.num_threads)
         if model_path is not None:
             if not isinstance(model_path, (str, bytes, os.PathLike)):
-                raise ValueError(f"Could not open '{model_path}'.")
+                raise TypeError(f"expected str, bytes or os.PathLike object, not {type(model_path).__name__}")
             self._model: Model = read_model(model_path)
         else:
             if not isinstance(model_content, (bytes, bytearray, memoryview)):
-                raise ValueError("Failed to convert value into readable tensor.")
+                raise TypeError(f"model_content must be bytes, not {type(model_content).__name__}")
             self._model = read_model(bytes(model_content))
         self._preserve_all_tensors = bool(experimental_preserve_all_tensors)
         self.resources: dict = {}  # resource variables and hashtables shared by all subgraphs
         n = len(self._model.subgraphs)
         missing = [m for k in range(n) for m in resolve(self._model, k)[1]]
         if missing:  # every unsupported op of every subgraph, in one error
-            raise UnsupportedOpError(
-                "Didn't find op for " + "; ".join(missing) + ". The op may be unsupported by litert_py, or a "
-                "custom op may need litert_py.register_custom_op().", missing)
+            raise unsupported_op_error(missing)
         self._subgraphs: list[SubgraphRuntime | None] = [None] * n
         self._subgraph(0)
         self._views: list[weakref.ref] = []
@@ -132,7 +129,7 @@ class Interpreter:
     def _checked_subgraph(self, subgraph_index: int) -> SubgraphRuntime:
         n = len(self._subgraphs)
         if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
-            raise ValueError(f"Invalid subgraph index {subgraph_index} exceeds max subgraph index {n - 1}")
+            raise ValueError(f"Invalid subgraph index {subgraph_index} exceeds max subgraph index {n}")
         return self._subgraph(int(subgraph_index))
 
     def num_subgraphs(self) -> int:
@@ -170,8 +167,10 @@ class Interpreter:
     # -- tensors ----------------------------------------------------------------------------------
     def _check_tensor_index(self, sub: SubgraphRuntime, tensor_index) -> int:
         n = len(sub.sg.tensors)
-        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
-            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n - 1}")
+        if not isinstance(tensor_index, (int, np.integer)):
+            raise TypeError(f"tensor index must be an int, not {type(tensor_index).__name__}")
+        if not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n}")
         return int(tensor_index)
 
     def _tensor_array(self, sub: SubgraphRuntime, i: int) -> np.ndarray:
@@ -242,20 +241,23 @@ class Interpreter:
         self._ensure_safe()
         sub = self._subgraph(0)
         i = self._check_tensor_index(sub, input_index)
-        size = np.array(tensor_size)
+        size = np.array(tensor_size, dtype=np.int32)  # tf.lite converts the same way
         if size.ndim != 1:
             raise ValueError(f"Shape should be 1D instead of {size.ndim}.")
-        if size.size and size.dtype.kind not in "iu":
-            raise ValueError(f"Shape must be type int32 (was {size.dtype}).")
         new = tuple(int(d) for d in size)
         if any(d < 0 for d in new):
             raise ValueError(f"Cannot resize input {i} to {list(new)}: dimensions must be >= 0")
         t = sub.sg.tensors[i]
         if strict:
             sig = t.shape_signature if t.shape_signature is not None else t.shape
-            if len(sig) != len(new) or any(s != -1 and s != d for s, d in zip(sig, new)):
-                raise RuntimeError("ResizeInputTensorStrict only allows mutating unknown dimensions identified "
-                                   "by -1.")
+            if len(sig) != len(new):
+                raise RuntimeError(f"Attempting to resize tensor {i} of rank {len(sig)} to rank {len(new)}. "
+                                   "ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1.")
+            for d, (s_d, cur, n_d) in enumerate(zip(sig, sub.shapes[i], new)):
+                if s_d != -1 and cur != n_d:
+                    raise RuntimeError(f"Attempting to resize dimension {d} of tensor {i} with value {cur} to {n_d}. "
+                                       "ResizeInputTensorStrict only allows mutating unknown dimensions identified "
+                                       "by -1.")
         if tuple(sub.shapes[i]) != new:
             sub.shapes[i] = new
             sub.allocated = False

@@ -19,7 +19,7 @@ class SignatureRunner:
         self._signature_key = signature_key
         sigs = {s.signature_key: s for s in interpreter.model.signature_defs}
         if signature_key not in sigs:
-            raise ValueError("Invalid signature_key provided.")
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
         sig = sigs[signature_key]
         self._sub = interpreter._subgraph(sig.subgraph_index)
         self._inputs = {m.name: m.tensor_index for m in sig.inputs}
@@ -34,13 +34,15 @@ class SignatureRunner:
                 raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
         sub = self._sub
         arrays = {}
+        positions = {name: k for k, name in enumerate(self._inputs)}
         for name, value in kwargs.items():
             i = self._inputs[name]
             t = sub.sg.tensors[i]
             arr = np.asarray(value, dtype=object) if t.type == dtypes.TensorType.STRING else np.asarray(value)
             if t.type != dtypes.TensorType.STRING and arr.dtype != np.dtype(dtypes.to_numpy(t.type)):
+                want = dtypes.upper_name(dtypes.to_numpy(t.type))
                 raise ValueError(f"Cannot set tensor: Got value of type {dtypes.upper_name(arr.dtype)} but expected "
-                                 f"type {dtypes.upper_name(dtypes.to_numpy(t.type))} for input {name}, name: {t.name} ")
+                                 f"type {want} for input {positions[name]}, name: {t.name} ")
             arrays[i] = arr
             if tuple(sub.shapes[i]) != arr.shape:
                 sub.shapes[i] = arr.shape

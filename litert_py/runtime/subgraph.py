@@ -37,8 +37,8 @@ class Node:
         return self.code.name
 
 
-def resolve(model: Model, subgraph_index: int) -> tuple[list[Node], list[str]]:
-    """Kernels for every node of a subgraph, and a description of each node that has none."""
+def resolve(model: Model, subgraph_index: int) -> tuple[list[Node], list[tuple[str, int, int]]]:
+    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one."""
     nodes, missing = [], []
     sg = model.subgraphs[subgraph_index]
     for i, op in enumerate(sg.operators):
@@ -47,11 +47,24 @@ def resolve(model: Model, subgraph_index: int) -> tuple[list[Node], list[str]]:
         if entry is None:
             types = ", ".join(dtypes.type_name(sg.tensors[t].type) for t in op.inputs if t >= 0)
             kind = "custom op" if code.builtin_code == BuiltinOperator.CUSTOM else "builtin opcode"
-            missing.append(f"{kind} '{code.name}' version '{code.version}' ({types}) at node {i} of subgraph "
-                           f"{subgraph_index}")
+            missing.append((f"{kind} '{code.name}' version '{code.version}' ({types})", subgraph_index, i))
         else:
             nodes.append(Node(i, op, code, entry))
     return nodes, missing
+
+
+def unsupported_op_error(missing: list[tuple[str, int, int]]) -> UnsupportedOpError:
+    """One error naming every distinct unsupported (op, version, input types), with where it occurs."""
+    where: dict[str, list[str]] = {}
+    for desc, sub, node in missing:
+        where.setdefault(desc, []).append(f"{node}" if sub == 0 else f"{sub}:{node}")
+    parts = []
+    for desc, nodes in where.items():
+        shown = ", ".join(nodes[:5]) + (f", ... ({len(nodes)} nodes)" if len(nodes) > 5 else "")
+        parts.append(f"{desc} at node {shown}")
+    return UnsupportedOpError(
+        "Didn't find op for " + "; ".join(parts) + ". litert_py has no kernel for it; a custom op can be "
+        "registered with litert_py.register_custom_op().", list(where))
 
 
 class SubgraphRuntime:
@@ -63,9 +76,7 @@ class SubgraphRuntime:
         self.preserve_all_tensors = preserve_all_tensors
         nodes, missing = resolve(model, index)
         if missing:
-            raise UnsupportedOpError(
-                "Didn't find op for " + "; ".join(missing) + ". An op may be unsupported by litert_py, "
-                "or a custom op needs registering with litert_py.register_custom_op().", missing)
+            raise unsupported_op_error(missing)
         self.nodes = nodes
         n = len(self.sg.tensors)
         self.shapes: list[tuple[int, ...]] = [t.shape for t in self.sg.tensors]
