@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activations,
+    control_flow,
     conv,
     elementwise,
     fully_connected,
@@ -11,6 +12,7 @@ from . import (  # noqa: F401
     reduce,
     registry,
     resize,
+    resource,
     shape,
     unary,
 )

@@ -1,1 +1,211 @@
-"""(being written)"""
+"""AVERAGE_POOL_2D and MAX_POOL_2D.
+
+Paths: float32. The quantized paths (uint8, int8, int16) are not written yet: prepare rejects them with
+"... is not supported yet"; the window geometry (`pool_taps`) is shared so they only add their arithmetic.
+
+Sources matched (ai-edge-litert 2.3.0 = LiteRT tflite/kernels):
+- tflite/kernels/pooling.cc GenericPrepare: one 4-D input, output type == input type, positive strides;
+  the output size comes from the unchecked ComputePaddingHeightWidth (padding.h): where the window is
+  invalid (filter size 0, a VALID filter larger than the input) the failing dims become 0 (both when the
+  width fails, the height only when only it fails) and prepare succeeds with an empty output.
+  Types other than FLOAT32/UINT8/INT8/INT16 fail at LiteRT's eval ("Type INT32 not currently
+  supported."); here at prepare, with the same words.
+- tflite/kernels/internal/reference/pooling.h: AveragePool sums the window's in-input elements in
+  (filter_y, filter_x) order from 0.f and divides by their count (padding is not counted); MaxPool starts
+  from std::numeric_limits<float>::lowest() and takes std::max(acc, x), which skips NaN (a window of NaNs
+  gives -FLT_MAX) and lifts -inf to -FLT_MAX. Then ActivationFunctionWithMinMax with the float
+  CalculateActivationRange: NONE/TANH/SIGN_BIT clamp to [-FLT_MAX, FLT_MAX] (+inf -> FLT_MAX; NaN passes).
+
+Both float paths reproduce that bit for bit: the average adds the same elements in the same order and
+divides by the same count; the max is order-free, computed separably (rows then columns) with np.fmax
+(NaN = no value) and floored at the activation minimum. Windows are clipped to the input as rectangles
+per tap (no padded copy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema.model import BuiltinOperator
+from .common import clip_ufunc, float_activation_range
+from .conv import EMPTY_OUTPUT, Geometry, window_geometry
+from .registry import OpContext, register
+
+INPUT = 0
+OUTPUT = 0
+ALL = slice(None)
+
+
+def axis_taps(in_size: int, out: int, filter_size: int, stride: int, pad: int) -> list[tuple[slice, slice, bool]]:
+    """Per filter tap k along one axis: (output slice, input slice, covers every output) over the outputs
+    o whose input o*stride - pad + k lies inside the input; taps inside no input are left out."""
+    taps = []
+    for k in range(filter_size):
+        o0 = max(0, -((k - pad) // stride))  # ceil((pad - k) / stride)
+        o1 = min(out, (in_size - 1 + pad - k) // stride + 1)
+        if o1 > o0:
+            i0 = o0 * stride - pad + k
+            taps.append((slice(o0, o1), slice(i0, i0 + (o1 - o0 - 1) * stride + 1, stride), o1 - o0 == out))
+    return taps
+
+
+def axis_counts(in_size: int, out: int, filter_size: int, stride: int, pad: int) -> np.ndarray:
+    """How many filter taps of each output lie inside the input, along one axis."""
+    counts = np.zeros(out, np.int64)
+    for o, _, _ in axis_taps(in_size, out, filter_size, stride, pad):
+        counts[o] += 1
+    return counts
+
+
+@dataclass(frozen=True, eq=False)
+class AveragePoolFloat:
+    taps: tuple  # ((output index, input index), ...) in (filter_y, filter_x) order, each clipped to the input
+    leading_full: int  # how many of the first taps (at most 2) cover every output
+    count: np.float32 | np.ndarray  # the divisor: one count, or per output position as (OH, OW, C)
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        taps = self.taps
+        # total = 0.f + t0 + t1 + ...: starting from the sum of the first two taps is the same float sum.
+        if self.leading_full == 2:
+            np.add(x[taps[0][1]], x[taps[1][1]], out=out)
+        elif self.leading_full == 1:
+            np.copyto(out, x[taps[0][1]])
+        else:
+            out.fill(0)
+        for k in range(self.leading_full, len(taps)):
+            o, i = taps[k]
+            dst = out[o]
+            np.add(dst, x[i], out=dst)
+        np.divide(out, self.count, out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+def _pool_taps_2d(geo: Geometry):
+    """The 2-D tap rectangles in (filter_y, filter_x) order: ((output index, input index, full), ...)."""
+    rows = axis_taps(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top)
+    cols = axis_taps(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left)
+    return [((ALL, oy, ox), (ALL, iy, ix), fy and fx) for oy, iy, fy in rows for ox, ix, fx in cols]
+
+
+def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat:
+    taps = _pool_taps_2d(geo)
+    leading = 0
+    while leading < min(2, len(taps)) and taps[leading][2]:
+        leading += 1
+    cy = axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top)
+    cx = axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left)
+    counts = np.outer(cy, cx)
+    # LiteRT fails at eval on a window with no element inside the input; SAME/VALID windows always have one.
+    ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
+    if (counts == counts.flat[0]).all():
+        count = np.float32(counts.flat[0])
+    else:
+        count = np.ascontiguousarray(np.broadcast_to(counts[:, :, None], (geo.out_h, geo.out_w, geo.out_c)),
+                                     dtype=np.float32)
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    return AveragePoolFloat(tuple((o, i) for o, i, _ in taps), leading, count, lo, hi)
+
+
+@dataclass(frozen=True, eq=False)
+class MaxStage:
+    """The max over the filter taps along one axis (1 = rows, 2 = columns) with np.fmax: NaN = no value."""
+
+    taps: tuple  # ((output index, input index), ...), the taps covering every output first
+    leading_full: int  # how many of the first taps (at most 2) cover every output
+    tiles: tuple | None  # rows only: (rows used, (N, OH, KH, W, C)) when the windows tile the input exactly
+
+    def __call__(self, src: np.ndarray, dst: np.ndarray) -> None:
+        if self.tiles is not None:  # a reduction over the window's rows: faster than pairwise ops
+            used, shape = self.tiles
+            np.fmax.reduce(src[:, :used].reshape(shape), axis=2, out=dst)
+            return
+        taps = self.taps
+        k = self.leading_full
+        if k == 2:
+            np.fmax(src[taps[0][1]], src[taps[1][1]], out=dst)
+        elif k == 1:
+            np.copyto(dst, src[taps[0][1]])
+        else:
+            dst.fill(np.nan)
+        for o, i in taps[k:]:
+            d = dst[o]
+            np.fmax(d, src[i], out=d)
+
+
+def _max_stage(taps, axis: int, tiles=None) -> MaxStage:
+    taps = sorted(taps, key=lambda t: not t[2])  # max is order-free: full-coverage taps first
+    leading = 0
+    while leading < min(2, len(taps)) and taps[leading][2]:
+        leading += 1
+    index = (lambda s: (ALL, s)) if axis == 1 else (lambda s: (ALL, ALL, s))
+    return MaxStage(tuple((index(o), index(i)) for o, i, _ in taps), leading, tiles)
+
+
+@dataclass(frozen=True, eq=False)
+class MaxPoolFloat:
+    rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
+    cols: MaxStage
+    row_max: np.ndarray | None  # (N, OH, W, C) scratch
+    floor: np.ndarray  # (OW, C): max(lowest, activation min), also the value of a window without a number
+    ceiling: np.ndarray  # (OW, C): the activation max
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        src = x
+        if self.rows is not None:
+            self.rows(x, self.row_max)
+            src = self.row_max
+        self.cols(src, out)
+        np.fmax(out, self.floor, out=out)
+        np.minimum(out, self.ceiling, out=out)
+
+
+def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
+    g = geo
+    rows = axis_taps(g.in_h, g.out_h, g.filter_h, g.stride_h, g.pad_top)
+    cols = axis_taps(g.in_w, g.out_w, g.filter_w, g.stride_w, g.pad_left)
+    ctx.check(bool(rows) and bool(cols), "a pooling window lies entirely in the padding")
+    identity_rows = g.filter_h == g.stride_h == 1 and g.out_h == g.in_h and g.pad_top == 0
+    tiles = None
+    if g.filter_h == g.stride_h > 1 and g.pad_top == 0 and g.pad_bottom == 0:
+        tiles = (g.out_h * g.stride_h, (g.batches, g.out_h, g.stride_h, g.in_w, g.in_c))
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    # Windows are never empty (checked above); a window of NaNs ends as NaN and the floor replaces it.
+    return MaxPoolFloat(None if identity_rows else _max_stage(rows, 1, tiles), _max_stage(cols, 2),
+                        None if identity_rows else np.empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32),
+                        np.full((g.out_w, g.out_c), lo, np.float32), np.full((g.out_w, g.out_c), hi, np.float32))
+
+
+_QUANTIZED = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.int16))
+
+
+def _prepare_pool(ctx: OpContext, make_float):
+    ctx.check_num(1)
+    x, out = ctx.input(INPUT), ctx.outputs[OUTPUT]
+    ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
+    ctx.check(out.type == x.type, f"output type {out.type_name} != input type {x.type_name}")
+    o = ctx.options
+    ctx.check(o.stride_h > 0 and o.stride_w > 0, f"strides must be positive, got {o.stride_h}x{o.stride_w}")
+    geo = window_geometry(ctx, x.shape, x.shape[3], o.filter_height, o.filter_width, checked=False,
+                          dilation=False)
+    ctx.set_output_shape(OUTPUT, geo.out_shape)
+    if x.dtype == np.float32:
+        return EMPTY_OUTPUT if geo.empty else make_float(ctx, geo)
+    if x.dtype in _QUANTIZED:
+        raise ctx.fail(f"Type {x.type_name} {ctx.op_name} is not supported yet")
+    raise ctx.fail(f"Type {x.type_name} not currently supported.")
+
+
+@register(BuiltinOperator.AVERAGE_POOL_2D)
+def prepare_average_pool_2d(ctx: OpContext):
+    return _prepare_pool(ctx, _prepare_average_float)
+
+
+@register(BuiltinOperator.MAX_POOL_2D)
+def prepare_max_pool_2d(ctx: OpContext):
+    return _prepare_pool(ctx, _prepare_max_float)

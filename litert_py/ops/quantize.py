@@ -1,1 +1,240 @@
-"""(being written)"""
+"""QUANTIZE and DEQUANTIZE.
+
+Paths:
+- DEQUANTIZE float16 -> float32 (exact widening; constant weights are folded at prepare).
+- DEQUANTIZE int8 / uint8 / int16 / int4 -> float32, per tensor: ``f32(f64(scale) * (q - zp))``, one
+  rounding of the exact product (reference_integer_ops::Dequantize); read from a 256 / 65536 entry table.
+  Per channel (int8, uint8, int4; more than one scale): ``f32(scale[c]) * f32(q - zp[c])`` in float32
+  (reference_ops::PerChannelDequantize), the same bits as the exact product rounded once.
+- QUANTIZE float32 -> int8 / uint8 / int16 / int4, per tensor or per channel:
+  ``clamp(int32(TfLiteRound(f32(x / scale))) + zp)`` with a float32 *division* and rounding half away
+  from zero (reference AffineQuantize / PerChannelQuantize). A quotient outside the int32 range (or
+  NaN) converts to INT32_MIN as on x86, and the zero point is then added with int32 wrap-around.
+- QUANTIZE requantize int8 / uint8 -> int8 / uint8 / int16, int16 -> int8 / int16 / int32,
+  int32 -> int8 / int16: ``clamp(MultiplyByQuantizedMultiplier(q - zp_in, M, shift) + zp_out)`` with
+  ``(M, shift) = QuantizeMultiplier(f64(s_in) / f64(s_out))`` (double rounding, the default build);
+  8- and 16-bit inputs read a table built at prepare. int16 -> int16 needs both zero points 0.
+
+Sources matched: tensorflow/lite/kernels/quantize.cc, tensorflow/lite/kernels/dequantize.{h,cc},
+tensorflow/lite/kernels/internal/reference/{quantize,requantize,dequantize}.h,
+tensorflow/lite/kernels/internal/reference/integer_ops/dequantize.h.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant.fixedpoint import (
+    INT32_MIN,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    round_away,
+    wrap32,
+)
+from ..schema import dtypes
+from ..schema.model import BuiltinOperator
+from .registry import OpContext, TensorInfo, register
+
+INPUT = 0
+_INT4 = dtypes.TensorType.INT4
+_F32 = np.float32
+
+
+def _type_range(t: TensorInfo) -> tuple[int, int]:
+    if t.type == _INT4:
+        return -8, 7
+    info = np.iinfo(t.dtype)
+    return int(info.min), int(info.max)
+
+
+def _table_index(x: np.ndarray) -> np.ndarray:
+    """The input's bytes as table indices (int8 -> uint8, int16 -> uint16 views; no copy)."""
+    return x.view(np.uint8) if x.dtype.itemsize == 1 else x.view(np.uint16)
+
+
+def _table_domain(dtype) -> np.ndarray:
+    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see _table_index)."""
+    dt = np.dtype(dtype)
+    unsigned = np.uint8 if dt.itemsize == 1 else np.uint16
+    return np.arange(np.iinfo(unsigned).max + 1, dtype=unsigned).view(dt)
+
+
+@dataclass(frozen=True, eq=False)
+class TableLookup:
+    """DEQUANTIZE / requantize of an 8- or 16-bit input: one gather from a table built at prepare."""
+
+    table: np.ndarray  # indexed by the input's unsigned bit pattern, in the output dtype
+
+    def __call__(self, inputs, outputs):
+        np.take(self.table, _table_index(inputs[INPUT]), out=outputs[0], mode="wrap")
+
+
+def _channel_shape(rank: int, axis: int, n: int) -> tuple[int, ...]:
+    return tuple(n if k == axis else 1 for k in range(rank))
+
+
+def _per_channel_params(ctx: OpContext, t: TensorInfo) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) arrays shaped to broadcast along the quantized dimension."""
+    q = t.quantization
+    n = len(q.scale)
+    axis = q.quantized_dimension
+    ctx.check(0 <= axis < len(t.shape) and t.shape[axis] == n,
+              f"{n} per-channel scales do not match dimension {axis} of shape {list(t.shape)}")
+    zp = q.zero_point if len(q.zero_point) == n else (q.zero_point[0] if q.zero_point else 0,) * n
+    shape = _channel_shape(len(t.shape), axis, n)
+    return np.asarray(q.scale, _F32).reshape(shape), np.asarray(zp, np.int64).reshape(shape)
+
+
+# =================================================================================================
+# DEQUANTIZE
+# =================================================================================================
+
+
+@dataclass(frozen=True, eq=False)
+class DequantizeFloat16:
+    def __call__(self, inputs, outputs):
+        np.copyto(outputs[0], inputs[INPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class DequantizePerChannel:
+    scale: np.ndarray  # float32, broadcast along the quantized dimension
+    zero_point: np.ndarray  # float32 (small integers, exact)
+
+    def __call__(self, inputs, outputs):
+        out = outputs[0]
+        np.copyto(out, inputs[INPUT])  # exact: |q| < 2^24
+        out -= self.zero_point  # exact
+        out *= self.scale  # one float32 rounding of the exact product
+
+
+_DEQUANTIZE_TYPES = {np.dtype(t) for t in (np.uint8, np.int8, np.int16, np.float16)}
+
+
+@register(BuiltinOperator.DEQUANTIZE)
+def prepare_dequantize(ctx: OpContext):
+    ctx.check_num(1)
+    x, y = ctx.input(INPUT), ctx.outputs[0]
+    ctx.check(x.type == _INT4 or (x.dtype in _DEQUANTIZE_TYPES and x.type not in dtypes.OBJECT_TYPES),
+              f"Type {x.type_name} is unsupported by op DEQUANTIZE.")
+    ctx.check(y.dtype == np.float32, f"DEQUANTIZE output must be FLOAT32, got {y.type_name}")
+    ctx.set_output_shape(0, x.shape)
+    if x.dtype == np.float16:
+        return DequantizeFloat16()
+    if x.dtype == np.int16:
+        ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
+    if len(x.quantization.scale) > 1:
+        ctx.check(x.dtype != np.int16, f"Type {x.type_name} not supported for per-channel.")
+        scale, zp = _per_channel_params(ctx, x)
+        return DequantizePerChannel(scale, zp.astype(_F32))
+    domain = _table_domain(x.dtype).astype(np.int64)
+    table = (np.float64(x.scale) * (domain - x.zero_point)).astype(_F32)  # f64 product is exact
+    return TableLookup(table)
+
+
+# =================================================================================================
+# QUANTIZE
+# =================================================================================================
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizeFloat:
+    """float32 -> int: clamp(int32(round_half_away(x / scale)) + zp), per tensor or per channel."""
+
+    scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
+    zero_point: np.ndarray  # float32 (exact small integers), same shape
+    qmin: int
+    qmax: int
+    overflow_value: np.ndarray  # what an out-of-int32-range quotient becomes: clamp(wrap32(INT32_MIN + zp))
+
+    def __call__(self, inputs, outputs):
+        t = np.divide(inputs[INPUT], self.scale, dtype=_F32)  # float32 division, as the reference
+        round_away(t, out=t)
+        out = outputs[0]
+        if t.size and not (t.min() >= -2147483648.0 and t.max() < 2147483648.0):  # also false for NaN
+            bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
+            t[bad] = 0
+            self._finish(t, out)
+            np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+        else:
+            self._finish(t, out)
+
+    def _finish(self, t: np.ndarray, out: np.ndarray) -> None:
+        # In float32, t + zp is exact while |t| < 2^24; beyond that the clamp decides and rounding is moot.
+        t += self.zero_point
+        np.clip(t, self.qmin, self.qmax, out=t)
+        np.copyto(out, t, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
+class RequantizeInt32:
+    """int32 input: MultiplyByQuantizedMultiplier over the int32 difference q - zp_in (wrapping)."""
+
+    input_zero_point: int
+    multiplier: int
+    shift: int
+    output_zero_point: int
+    qmin: int
+    qmax: int
+
+    def __call__(self, inputs, outputs):
+        v = wrap32(inputs[INPUT].astype(np.int64) - self.input_zero_point)
+        r = multiply_by_quantized_multiplier(v, self.multiplier, self.shift)
+        r += self.output_zero_point
+        np.clip(r, self.qmin, self.qmax, out=r)
+        np.copyto(outputs[0], r, casting="unsafe")
+
+
+def requantize_values(q: np.ndarray, zp_in: int, multiplier: int, shift: int, zp_out: int, qmin: int,
+                      qmax: int) -> np.ndarray:
+    """reference_ops::Requantize on int values (int64 result; the int8<->uint8 "xor 0x80" fast path gives
+    the same numbers as this formula)."""
+    r = np.asarray(multiply_by_quantized_multiplier(wrap32(np.asarray(q, np.int64) - zp_in), multiplier, shift))
+    return np.clip(r + zp_out, qmin, qmax)
+
+
+_QUANTIZE_OUT_FROM_FLOAT = {np.dtype(t) for t in (np.uint8, np.int8, np.int16)}
+_REQUANTIZE = {
+    np.dtype(np.int8): {np.dtype(t) for t in (np.uint8, np.int8, np.int16)},
+    np.dtype(np.uint8): {np.dtype(t) for t in (np.uint8, np.int8, np.int16)},
+    np.dtype(np.int16): {np.dtype(t) for t in (np.int8, np.int16, np.int32)},
+    np.dtype(np.int32): {np.dtype(t) for t in (np.int8, np.int16)},
+}
+
+
+def _unsupported(x: TensorInfo, y: TensorInfo) -> str:
+    return f"Input type {x.type_name} with Output type {y.type_name} is not currently supported."
+
+
+@register(BuiltinOperator.QUANTIZE)
+def prepare_quantize(ctx: OpContext):
+    ctx.check_num(1)
+    x, y = ctx.input(INPUT), ctx.outputs[0]
+    ctx.check(bool(y.quantization.scale), "output->quantization.type != kTfLiteAffineQuantization: the QUANTIZE "
+              "output has no quantization parameters")
+    ctx.set_output_shape(0, x.shape)
+    qmin, qmax = _type_range(y) if y.type not in dtypes.OBJECT_TYPES and y.dtype.kind in "iu" else (0, 0)
+    if x.dtype == np.float32 and x.type not in dtypes.OBJECT_TYPES:
+        ctx.check(y.type == _INT4 or (y.dtype in _QUANTIZE_OUT_FROM_FLOAT and y.type not in dtypes.OBJECT_TYPES),
+                  _unsupported(x, y))
+        if len(y.quantization.scale) > 1:
+            ctx.check(y.type != _INT4, _unsupported(x, y))
+            scale, zp = _per_channel_params(ctx, y)
+        else:
+            scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
+        overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
+        return QuantizeFloat(scale, zp.astype(_F32), qmin, qmax, overflow)
+    ctx.check(x.type not in dtypes.OBJECT_TYPES and x.type != _INT4 and x.dtype in _REQUANTIZE
+              and y.type not in dtypes.OBJECT_TYPES and y.type != _INT4 and y.dtype in _REQUANTIZE[x.dtype],
+              _unsupported(x, y))
+    if x.dtype == np.int16 and y.dtype == np.int16:
+        ctx.check(x.zero_point == 0, f"input->params.zero_point != 0 ({x.zero_point} != 0)")
+        ctx.check(y.zero_point == 0, f"output->params.zero_point != 0 ({y.zero_point} != 0)")
+    ctx.check(x.scale > 0 and y.scale > 0, f"QUANTIZE needs positive scales, got {x.scale} and {y.scale}")
+    multiplier, shift = quantize_multiplier(np.float64(x.scale) / np.float64(y.scale))
+    if x.dtype == np.int32:
+        return RequantizeInt32(x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)
+    table = requantize_values(_table_domain(x.dtype), x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)
+    return TableLookup(table.astype(y.dtype))

@@ -1,1 +1,260 @@
-"""(being written)"""
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR (NHWC, size tensor [new_height, new_width]).
+
+Paths:
+- RESIZE_BILINEAR float32 and uint8: the reference float kernel. Source coordinates, floor/ceil
+  neighbours and the four products are evaluated in float32 in the reference order,
+  ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` (+0.5 and truncation for uint8).
+- RESIZE_BILINEAR int8 and int16: the reference integer kernel (ResizeBilinearInteger): 10-bit
+  fixed-point coordinates, int64 products at scale 2^20, rounding half away from zero (the default
+  build, TFLITE_SINGLE_ROUNDING off). Quantization parameters are not used (raw integers in and out).
+- RESIZE_NEAREST_NEIGHBOR: every 8/16/32-bit dtype (float32, int32, int8, uint8, int16, bool,
+  float16); pure movement. align_corners rounds the float32 coordinate half away from zero,
+  otherwise it is floored; half_pixel_centers adds 0.5 first.
+
+A non-constant size tensor makes the output dynamic (tables are built at eval).
+
+Sources matched: tensorflow/lite/kernels/resize_bilinear.cc, resize_nearest_neighbor.cc,
+tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ComputeInterpolationValues,
+ResizeBilinear, ComputeInterpolationValuesInteger, ResizeBilinearInteger),
+tensorflow/lite/kernels/internal/reference/resize_nearest_neighbor.h (GetNearestNeighbor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant.fixedpoint import round_away
+from ..schema import dtypes
+from ..schema.model import BuiltinOperator
+from .registry import OpContext, register
+
+INPUT, SIZE = 0, 1
+_F32 = np.float32
+
+
+# -- coordinate tables (per axis) ---------------------------------------------------------------------
+
+
+def _float_scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
+    """``static_cast<float>(in) / out`` (or ``(in-1)/(out-1)`` with align_corners), in float32."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if align_corners and out_size > 1:
+            return _F32(in_size - 1) / _F32(out_size - 1)
+        return _F32(in_size) / _F32(out_size)
+
+
+def bilinear_axis_float(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+    """ComputeInterpolationValues for every output index: (lower, upper, 1 - d, d), d in float32."""
+    scale = _float_scale(in_size, out_size, align_corners)
+    v = np.arange(out_size, dtype=_F32)
+    if half_pixel:
+        scaled = (v + _F32(0.5)) * scale - _F32(0.5)
+    else:
+        scaled = v * scale
+    lo = np.maximum(np.floor(scaled).astype(np.int64), 0)
+    hi = np.minimum(np.ceil(scaled).astype(np.int64), in_size - 1)
+    d = scaled - lo.astype(_F32)  # input_y - y0, float32
+    return lo, hi, _F32(1) - d, d
+
+
+def bilinear_axis_integer(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+    """ComputeInterpolationValuesInteger: (lower, upper, 1024 - w, w) with 10-bit fixed-point weights."""
+    if align_corners and out_size > 1:
+        scale = (1024 * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    else:
+        scale = (1024 * in_size + out_size // 2) // out_size
+    v = np.arange(out_size, dtype=np.int64)
+    scaled = v * scale + scale // 2 - 512 if half_pixel else v * scale
+    lo = np.maximum(_tdiv(scaled, 1024), 0)
+    hi = np.minimum(_tdiv(scaled + 1023, 1024), in_size - 1)
+    w = scaled - 1024 * lo
+    return lo, hi, 1024 - w, w
+
+
+def _tdiv(a: np.ndarray, b: int) -> np.ndarray:
+    """C integer division (truncates toward zero) by a positive ``b``."""
+    q = np.abs(a) // b
+    return np.where(a < 0, -q, q)
+
+
+def nearest_axis(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> np.ndarray:
+    """GetNearestNeighbor for every output index, in float32 as the reference computes it."""
+    scale = _float_scale(in_size, out_size, align_corners)
+    offset = _F32(0.5) if half_pixel else _F32(0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = (np.arange(out_size, dtype=_F32) + offset) * scale
+        idx = round_away(value) if align_corners else np.floor(value)
+    idx = np.minimum(idx.astype(np.int64), in_size - 1)
+    if half_pixel:
+        idx = np.maximum(idx, 0)
+    return idx
+
+
+# -- prepared ops ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearFloat:
+    """float32 (round_offset 0) and uint8 (round_offset 0.5, then truncation) reference kernel."""
+
+    y0: np.ndarray
+    y1: np.ndarray
+    wy0: np.ndarray  # (1, OH, 1, 1) float32: 1 - dy
+    wy1: np.ndarray  # dy
+    x0: np.ndarray
+    x1: np.ndarray
+    wx0: np.ndarray  # (1, 1, OW, 1) float32: 1 - dx
+    wx1: np.ndarray
+    round_offset: float
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        top = np.take(x, self.y0, axis=1)
+        bot = np.take(x, self.y1, axis=1)
+        # ((p00*wy0)*wx0 + (p10*wy1)*wx0) + (p01*wy0)*wx1 + (p11*wy1)*wx1, every step rounded to float32.
+        acc = np.multiply(np.take(top, self.x0, axis=2), self.wy0, dtype=_F32)
+        acc *= self.wx0
+        t = np.multiply(np.take(bot, self.x0, axis=2), self.wy1, dtype=_F32)
+        t *= self.wx0
+        acc += t
+        np.multiply(np.take(top, self.x1, axis=2), self.wy0, out=t, dtype=_F32)
+        t *= self.wx1
+        acc += t
+        np.multiply(np.take(bot, self.x1, axis=2), self.wy1, out=t, dtype=_F32)
+        t *= self.wx1
+        acc += t
+        out = outputs[0]
+        if self.round_offset:
+            acc += _F32(self.round_offset)
+            np.trunc(acc, out=acc)
+            np.clip(acc, 0, 255, out=acc)
+            np.copyto(out, acc, casting="unsafe")
+        else:
+            np.copyto(out, acc)
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearInteger:
+    """int8 / int16: ResizeBilinearInteger (10-bit weights, int64 accumulation, half away from zero)."""
+
+    y0: np.ndarray
+    y1: np.ndarray
+    wy0: np.ndarray  # (1, OH, 1, 1) int64
+    wy1: np.ndarray
+    x0: np.ndarray
+    x1: np.ndarray
+    wx0: np.ndarray  # (1, 1, OW, 1) int64
+    wx1: np.ndarray
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT].astype(np.int64)
+        top = np.take(x, self.y0, axis=1)
+        bot = np.take(x, self.y1, axis=1)
+        acc = np.take(top, self.x0, axis=2) * (self.wy0 * self.wx0)
+        acc += np.take(bot, self.x0, axis=2) * (self.wy1 * self.wx0)
+        acc += np.take(top, self.x1, axis=2) * (self.wy0 * self.wx1)
+        acc += np.take(bot, self.x1, axis=2) * (self.wy1 * self.wx1)
+        # (acc + (acc > 0 ? 2^19 : -2^19)) / 2^20, C division: round half away from zero.
+        neg = acc <= 0
+        np.abs(acc, out=acc)
+        acc += 1 << 19
+        acc >>= 20
+        np.negative(acc, out=acc, where=neg)
+        np.copyto(outputs[0], acc, casting="unsafe")  # static_cast<T>: wraps (never needed in range)
+
+
+def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
+    (_, h, w, _), (oh, ow) = in_shape, out_hw
+    if dtype in (np.int8, np.int16):
+        ylo, yhi, wy0, wy1 = bilinear_axis_integer(h, oh, align_corners, half_pixel)
+        xlo, xhi, wx0, wx1 = bilinear_axis_integer(w, ow, align_corners, half_pixel)
+        return ResizeBilinearInteger(ylo, yhi, wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1),
+                                     xlo, xhi, wx0.reshape(1, 1, -1, 1), wx1.reshape(1, 1, -1, 1))
+    ylo, yhi, wy0, wy1 = bilinear_axis_float(h, oh, align_corners, half_pixel)
+    xlo, xhi, wx0, wx1 = bilinear_axis_float(w, ow, align_corners, half_pixel)
+    return ResizeBilinearFloat(ylo, yhi, wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1),
+                               xlo, xhi, wx0.reshape(1, 1, -1, 1), wx1.reshape(1, 1, -1, 1),
+                               0.5 if dtype == np.uint8 else 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeNearestNeighbor:
+    ys: np.ndarray
+    xs: np.ndarray
+
+    def __call__(self, inputs, outputs):
+        np.take(np.take(inputs[INPUT], self.ys, axis=1), self.xs, axis=2, out=outputs[0])
+
+
+def _nearest_op(in_shape, out_hw, dtype, align_corners, half_pixel):
+    (_, h, w, _), (oh, ow) = in_shape, out_hw
+    return ResizeNearestNeighbor(nearest_axis(h, oh, align_corners, half_pixel),
+                                 nearest_axis(w, ow, align_corners, half_pixel))
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeDynamic:
+    """The size tensor is not constant: build the tables for the sizes seen at each invoke."""
+
+    make: object  # _bilinear_op or _nearest_op
+    bilinear: bool
+    align_corners: bool
+    half_pixel: bool
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        oh, ow = (int(v) for v in inputs[SIZE].reshape(-1)[:2])
+        if (self.bilinear and (oh <= 0 or ow <= 0)) or oh < 0 or ow < 0:
+            raise ValueError(f"resize output size must be positive, got {[oh, ow]}")
+        out = np.empty((x.shape[0], oh, ow, x.shape[3]), dtype=x.dtype)
+        self.make(x.shape, (oh, ow), x.dtype, self.align_corners, self.half_pixel)(inputs, [out])
+        outputs[0] = out
+
+
+# -- prepare --------------------------------------------------------------------------------------
+
+_BILINEAR_TYPES = {np.dtype(t) for t in (np.float32, np.uint8, np.int8, np.int16)}
+
+
+def _prepare_resize(ctx: OpContext, bilinear: bool):
+    ctx.check_num(2)
+    x, size = ctx.input(INPUT), ctx.input(SIZE)
+    ctx.check(len(x.shape) == 4, f"NumDimensions(input) != 4 ({len(x.shape)} != 4)")
+    ctx.check(len(size.shape) == 1, f"NumDimensions(size) != 1 ({len(size.shape)} != 1)")
+    ctx.check(size.shape[0] == 2, f"size->dims->data[0] != 2 ({size.shape[0]} != 2)")
+    ctx.check(size.dtype == np.int32, f"size must be INT32, got {size.type_name}")
+    y = ctx.outputs[0]
+    ctx.check(y.type == x.type, f"{ctx.op_name}: output type {y.type_name} differs from input type {x.type_name}")
+    if bilinear:
+        ctx.check(x.dtype in _BILINEAR_TYPES and x.type not in dtypes.OBJECT_TYPES,
+                  f"Output type is {x.type_name}, requires float.")
+        make = _bilinear_op
+    else:
+        ctx.check(x.type not in dtypes.OBJECT_TYPES and x.dtype.itemsize in (1, 2, 4),
+                  f"Output type is {x.type_name}, requires float, uint8, int8 or int16.")
+        make = _nearest_op
+    align, half = bool(ctx.options.align_corners), bool(ctx.options.half_pixel_centers)
+    if not size.is_constant:
+        ctx.set_output_dynamic(0)
+        return ResizeDynamic(make, bilinear, align, half)
+    if bilinear:
+        ctx.check(not (half and align), "If half_pixel_centers is True, align_corners must be False.")
+    oh, ow = (int(v) for v in size.data.reshape(-1))
+    if bilinear:
+        ctx.check(oh > 0 and ow > 0, f"size_data[0] > 0 and size_data[1] > 0 were not true ({oh}, {ow})")
+    else:
+        ctx.check(oh >= 0 and ow >= 0, f"resize output size must not be negative, got {[oh, ow]}")
+    ctx.set_output_shape(0, (x.shape[0], oh, ow, x.shape[3]))
+    return make(x.shape, (oh, ow), x.dtype, align, half)
+
+
+@register(BuiltinOperator.RESIZE_BILINEAR)
+def prepare_resize_bilinear(ctx: OpContext):
+    return _prepare_resize(ctx, bilinear=True)
+
+
+@register(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR)
+def prepare_resize_nearest_neighbor(ctx: OpContext):
+    return _prepare_resize(ctx, bilinear=False)

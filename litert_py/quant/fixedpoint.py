@@ -64,10 +64,12 @@ def wrap32(v, out=None):
     (``int32_t result = x >> total_shift``) and of the wrapping ``x * (1 << left_shift)`` there.
     """
     v = _i64(v)
-    r = np.add(v, _TWO31, out=out)
-    np.bitwise_and(r, 0xFFFFFFFF, out=r)
-    np.subtract(r, _TWO31, out=r)
-    return _unwrap0d(r)
+    if out is None:
+        return _unwrap0d(((v + _TWO31) & 0xFFFFFFFF) - _TWO31)
+    np.add(v, _TWO31, out=out)
+    np.bitwise_and(out, 0xFFFFFFFF, out=out)
+    np.subtract(out, _TWO31, out=out)
+    return out
 
 
 def trunc_to_int32(x):
@@ -99,12 +101,11 @@ def round_away(x, out=None):
     if a.dtype.kind != "f":
         a = a.astype(np.float64)
     t = np.trunc(a)
-    frac = np.subtract(a, t)
-    np.abs(frac, out=frac)
-    adj = (frac >= 0.5).astype(a.dtype)
-    np.copysign(adj, a, out=adj)
-    r = np.add(t, adj, out=out)
-    return _unwrap0d(r)
+    frac = np.abs(a - t)
+    adj = np.copysign((frac >= 0.5).astype(a.dtype), a)
+    if out is None:
+        return _unwrap0d(t + adj)
+    return np.add(t, adj, out=out)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -200,14 +201,12 @@ def rounding_divide_by_pot(x, exponent):
 
 
 def _round_consts(rs: np.ndarray, extra=None):
-    """Per-channel constants of the fused double-rounding step (see _mbqm_core)."""
-    pos = rs > 0
+    """Per-channel rounding constant of the fused double-rounding step (see _mbqm_core)."""
     # 2^30 (SRDHM nudge) + 2^(rs-1) * 2^31 (RDBPOT half, expressed before the >> 31).
-    k = np.where(pos, np.left_shift(np.int64(1), np.maximum(rs, 1) + 30), 0) + (1 << 30)
+    k = np.where(rs > 0, np.left_shift(np.int64(1), np.maximum(rs, 1) + 30), 0) + (1 << 30)
     if extra is not None:
         k = k + (_i64(extra) << (31 + rs))
-    negmask = np.where(pos, np.int64(-_TWO31), np.int64(0))
-    return k, negmask, 31 + rs
+    return k
 
 
 def _mbqm_core(x, m, rs, out=None, extra=None):
@@ -215,23 +214,26 @@ def _mbqm_core(x, m, rs, out=None, extra=None):
 
     With ``p = x*m`` and ``y = (p + 2^30) >> 31`` (= SRDHM), RDBPOT is ``(y + h) >> rs`` for
     ``y >= 0`` and ``(y + h - 1) >> rs`` for ``y < 0`` (``h = 2^(rs-1)``; no ``-1`` when
-    ``rs == 0``). The floors nest, so the result is ``(p + 2^30 + h*2^31 - [y<0]*2^31) >> (31+rs)``.
-    The ``-2^31`` correction is keyed on ``p < 0`` rather than ``y < 0``: they differ only when
+    ``rs == 0``). Floors nest, so the result is ``(((p + 2^30 + h*2^31) >> 31) - [y<0]) >> rs``.
+    The ``-1`` is keyed on ``p < 0`` rather than ``y < 0``: they differ only when
     ``-2^30 <= p < 0``, where ``y == 0`` and both forms give 0 (for ``rs >= 1``). No overflow:
     ``|p| <= 2^62 - 2^31`` after the saturation fix and ``h*2^31 <= 2^61``; callers keep
-    ``|extra| * 2^(31+rs) < 2^60``.
+    ``|extra| * 2^(31+rs) < 2^60``. Only one full-size int64 buffer is used (``out`` if given).
     """
-    p = np.multiply(x, m, out=out, dtype=np.int64)
+    p = np.asarray(np.multiply(x, m, out=out, dtype=np.int64))  # 0-d results stay arrays (in-place ops)
     if np.any(m == INT32_MIN):
         # SRDHM saturation: INT32_MIN * INT32_MIN -> INT32_MAX, i.e. take 2^31 off the product.
         sat = (x == INT32_MIN) & (m == INT32_MIN)
         p -= sat.astype(np.int64) << 31
-    k, negmask, total = _round_consts(rs, extra)
-    n = p >> 63  # -1 where x*m < 0
-    n &= negmask
-    n += k
-    p += n
-    p >>= total
+    pos = rs > 0
+    neg = p < 0
+    if not np.all(pos):
+        neg &= pos
+    p += _round_consts(rs, extra)
+    p >>= 31
+    p -= neg
+    if np.any(pos):
+        p >>= rs
     return p
 
 
@@ -279,14 +281,16 @@ def multiply_by_quantized_multiplier_int64(x, m, shift):
 # Requantization (MBQM + zero point + clamp), int64 and provably exact float64 paths
 # ------------------------------------------------------------------------------------------------
 #
-# Measured on this machine (numpy 2.4, x86-64, 1e6 elements, per-channel M/shift of 64 channels,
-# zp scalar, int8 output written through out=, best of 20 runs):
-#   int64 path, int64 accumulators:             ~ 5.6 ns/element
-#   float64 path, float64 accumulators:          ~ 7.0 ns/element
-#   int64 path on float64 accumulators (cast):   ~ 6.5 ns/element
-# So the float64 path is *not* faster than casting to int64 and using the integer path; it exists so
-# that code holding float64 (GEMM) accumulators can requantize without the cast, and as a checked
-# statement of when float64 arithmetic reproduces the integer result. `requantize` prefers int64.
+# Measured (numpy 2.4, x86-64 container, 2 vCPUs shared with other jobs; best of 30 runs) on 1e6
+# accumulators of shape (15625, 64), per-channel M/shift over 64 channels, scalar zp, clamp to int8:
+#   int64 path, int64 accumulators, out=int8 buffer:      ~3.0 ns/element  (int64 result: ~2.8)
+#   float64 path (fused), float64 accumulators, out=int8: ~2.7 ns/element
+#   float64 path (two-stage, some rs > 22), out=int8:     ~3.2 ns/element
+#   "auto" on float64 accumulators (computes max|acc|):   ~2.9 ns/element
+#   int64 path on float64 accumulators (astype first):    ~9.3 ns/element (the cast allocates)
+#   multiply_by_quantized_multiplier alone (int64):       ~2.2 ns/element
+# The float64 path is no faster than the int64 path on int64 data; it pays off when the accumulators
+# already are float64 (float64 GEMM), where it avoids the cast.
 
 
 def _shift_parts(shift):
@@ -299,17 +303,24 @@ def requantize_float64_ok(m, shift, max_abs_acc) -> bool:
     ``MultiplyByQuantizedMultiplier`` (tflite/kernels/internal/common.cc, double rounding) for every
     integer accumulator ``|acc| <= max_abs_acc`` and every ``(M, shift)`` channel given.
 
-    The float64 formulation is ``floor((acc*m' + c) * 2^-rs)`` with ``m' = M*2^(ls-31)`` (exact),
-    ``c = 2^(rs-1) + 1/2 - [acc*m' < -1/2 and rs > 0]`` (``c = 1/2`` when ``rs == 0``); by the nesting
-    of floors this *is* ``RDBPOT(SRDHM(acc << ls, M), rs)`` in exact arithmetic. It is exact in
-    float64 when every intermediate is a representable dyadic rational:
+    Float64 formulation (``ls = max(shift, 0)``, ``rs = max(-shift, 0)``, ``h = 2^(rs-1)``)::
+
+        t = acc * (M * 2^(ls-31))              # exact product, a multiple of 2^-31
+        y = floor(t + 1/2)                     # = SRDHM(acc << ls, M)
+        r = floor((y + h - [y < 0]) * 2^-rs)   # = RDBPOT(y, rs)   (r = y when rs == 0)
+
+    Every step is exact in float64 when
 
     * ``A * 2^ls <= INT32_MAX`` (the left shift does not wrap, so SRDHM's saturation case
-      ``INT32_MIN * INT32_MIN`` cannot occur either),
-    * ``A * 2^ls * |M| + (2^(rs-1) + 1/2) * 2^31 <= 2^53`` (``acc*m'`` and ``acc*m' + c`` are
-      multiples of ``2^-31`` whose numerators fit in 53 bits; scaling by ``2^-rs`` and ``floor`` are
-      exact),
-    * ``0 <= rs <= 31``, ``0 <= ls <= 31``.
+      ``INT32_MIN * INT32_MIN`` cannot occur either), and
+    * ``A * 2^ls * |M| + 2^30 <= 2^53`` (``t`` and ``t + 1/2`` are multiples of ``2^-31`` whose
+      numerators fit in 53 bits; then ``|y| < 2^22``, so ``y + h - 1`` is an exact integer, and the
+      power-of-two scaling and ``floor`` are exact),
+    * ``0 <= ls, rs <= 31``.
+
+    When additionally ``A*2^ls*|M| + (h + 1 + |zp|*2^rs) * 2^31 <= 2^53`` (checked inside
+    :func:`requantize`), both floors are fused into ``floor((t + h + 1/2 - [t < -1/2] + zp*2^rs) * 2^-rs)``
+    (floors nest), which saves two passes.
     """
     a = float(max_abs_acc)
     if not math.isfinite(a) or a < 0:
@@ -321,12 +332,11 @@ def requantize_float64_ok(m, shift, max_abs_acc) -> bool:
     m = _i64(m)
     if ls.size and (ls.max() > 31 or rs.max() > 31):
         return False
-    if np.any((np.int64(a_int) << ls) > INT32_MAX):
+    al = np.int64(a_int) << ls
+    if np.any(al > INT32_MAX):
         return False
-    al = np.int64(a_int) << ls  # < 2^31
     prod = al * np.abs(m)  # < 2^62, no overflow
-    half = np.where(rs > 0, np.left_shift(np.int64(1), np.maximum(rs, 1) + 30), 0) + (1 << 30)
-    return bool(np.all(prod + half <= _TWO53))
+    return bool(np.all(prod + (1 << 30) <= _TWO53))
 
 
 def _requantize_int64(acc, m, shift, zp, qmin, qmax, out):
@@ -341,7 +351,8 @@ def _requantize_int64(acc, m, shift, zp, qmin, qmax, out):
     p = _mbqm_core(x, _i64(m), rs, extra=zp if fold else None)
     if not fold:
         p += zp
-    return np.clip(p, qmin, qmax, out=p if out is None else out, casting="unsafe")
+    r = np.clip(p, qmin, qmax, out=p if out is None else out, casting="unsafe")
+    return _unwrap0d(r) if out is None else r
 
 
 def _requantize_float64(acc, m, shift, zp, qmin, qmax, out, max_abs_acc):
@@ -349,32 +360,34 @@ def _requantize_float64(acc, m, shift, zp, qmin, qmax, out, max_abs_acc):
     ls, rs = _shift_parts(shift)
     m = _i64(m)
     zp = _i64(zp)
-    mf = m.astype(np.float64) * np.ldexp(1.0, (ls - 31).astype(np.int32))
     pos = rs > 0
-    c = np.where(pos, np.ldexp(1.0, (np.maximum(rs, 1) - 1).astype(np.int32)), 0.0) + 0.5
-    # Fold zp*2^rs into the constant when acc*m' + c + zp*2^rs stays a multiple of 2^-31 below 2^22.
+    mf = m.astype(np.float64) * np.ldexp(1.0, (ls - 31).astype(np.int32))
+    half = np.where(pos, np.ldexp(1.0, (np.maximum(rs, 1) - 1).astype(np.int32)), 0.0)  # h
+    inv = np.ldexp(1.0, (-rs).astype(np.int32))
     a = np.int64(math.ceil(max_abs_acc)) << ls  # <= INT32_MAX, proven by the caller
     zr = np.minimum(np.minimum(np.abs(zp), 1 << 23) << rs, 1 << 23)  # |zp|*2^rs, capped: no overflow
-    budget = a * np.abs(m) + ((np.where(pos, np.int64(1) << np.maximum(rs - 1, 0), 0) + zr + 1) << 31)
-    fold = bool(np.all(zr < (1 << 23)) and np.all(budget <= _TWO53))
-    if fold:
-        c = c + zp.astype(np.float64) * np.ldexp(1.0, rs.astype(np.int32))
-    inv = np.ldexp(1.0, (-rs).astype(np.int32))
-    t = np.multiply(np.asarray(acc, dtype=np.float64), mf)
-    neg = t < -0.5
+    h_int = np.where(pos, np.int64(1) << np.maximum(rs - 1, 0), 0)
+    fused = bool(np.all(zr < (1 << 23)) and np.all(a * np.abs(m) + ((h_int + zr + 1) << 31) <= _TWO53))
+    t = np.asarray(np.multiply(np.asarray(acc, dtype=np.float64), mf))
+    if fused:
+        c = half + 0.5 + zp.astype(np.float64) * np.ldexp(1.0, rs.astype(np.int32))
+        neg = t < -0.5
+    else:
+        t += 0.5
+        np.floor(t, out=t)  # y = SRDHM result, |y| < 2^22
+        c = half
+        neg = t < 0
     if not np.all(pos):
         neg &= pos
     t += c
-    np.subtract(t, 1.0, out=t, where=neg)
+    np.subtract(t, neg, out=t)
     t *= inv
-    if fold:
-        np.clip(t, qmin, qmax, out=t)  # floor(clip(v)) == clip(floor(v)) for integer bounds
-    else:
+    if not fused:
         np.floor(t, out=t)
         t += zp
-        np.clip(t, qmin, qmax, out=t)
+    np.clip(t, qmin, qmax, out=t)  # floor(clip(v)) == clip(floor(v)) for integer bounds
     if out is None:
-        out = np.empty(t.shape, dtype=np.int64)
+        return _unwrap0d(np.floor(t).astype(np.int64))
     np.floor(t, out=out, casting="unsafe")
     return out
 

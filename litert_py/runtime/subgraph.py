@@ -168,7 +168,8 @@ class SubgraphRuntime:
         ins = [infos[i].data if i >= 0 else None for i in node.operator.inputs]
         outs = [self._new_array(infos[o]) if o >= 0 else None for o in node.operator.outputs]
         try:
-            op(ins, outs)
+            with np.errstate(all="ignore"):
+                op(ins, outs)
         except Exception as e:
             raise PrepareError(f"Node number {node.index} ({node.name}) failed while folding constants: "
                                f"{type(e).__name__}: {e}") from e
@@ -265,14 +266,20 @@ class SubgraphRuntime:
             return self._invoke_dynamic()
         k = 0
         try:
-            for k, (op, ins, outs) in enumerate(self.steps):  # noqa: B007 (k names the failing node)
-                op(ins, outs)
+            # inf/NaN arithmetic is the model's business, as in C++: no numpy warnings
+            with np.errstate(all="ignore"):
+                for k, (op, ins, outs) in enumerate(self.steps):  # noqa: B007 (k names the failing node)
+                    op(ins, outs)
         except Exception as e:
             node = self.steps_nodes[k][0]
             raise InvokeError(f"{type(e).__name__}: {e}\nNode number {node.index} ({node.name}) failed to invoke.") \
                 from e
 
     def _invoke_dynamic(self) -> None:
+        with np.errstate(all="ignore"):
+            self._invoke_dynamic_steps()
+
+    def _invoke_dynamic_steps(self) -> None:
         """Invoke when some shapes are only known at eval: prepare late nodes with the shapes seen now."""
         tensors = self.tensors
         for node, op in self.steps_nodes:

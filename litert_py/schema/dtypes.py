@@ -13,6 +13,9 @@ import tflite
 TENSOR_TYPE_NAMES: dict[int, str] = {
     v: k for k, v in vars(tflite.TensorType).items() if not k.startswith("_") and isinstance(v, int)
 }
+# Types of LiteRT's current schema.fbs that the `tflite` package (2.18) does not list yet.
+for _num, _name in {18: "BFLOAT16", 19: "INT2", 20: "UINT4", 21: "FLOAT8_E4M3FN", 22: "FLOAT8_E5M2"}.items():
+    TENSOR_TYPE_NAMES.setdefault(_num, _name)
 TensorType = type("TensorType", (), {name: num for num, name in TENSOR_TYPE_NAMES.items()})
 
 _NUMPY: dict[int, type] = {
@@ -37,6 +40,23 @@ _NUMPY: dict[int, type] = {
 }
 #: Types whose values do not live in the numeric arena.
 OBJECT_TYPES = frozenset({5, 13, 14})
+
+#: Bits one element occupies in a constant buffer (sub-byte types are packed, low bits first).
+_STORAGE_BITS: dict[int, int] = {
+    0: 32, 1: 16, 2: 32, 3: 8, 4: 64, 6: 8, 7: 16, 8: 64, 9: 8, 10: 64, 11: 128, 12: 64, 15: 32, 16: 16,
+    17: 4, 18: 16, 19: 2, 20: 4, 21: 8, 22: 8,
+}
+
+
+def storage_bits(tensor_type: int) -> int | None:
+    """Bits per element in a model's constant buffer; None for STRING/RESOURCE/VARIANT and unknown types."""
+    return _STORAGE_BITS.get(tensor_type)
+
+
+def buffer_bytes(tensor_type: int, num_elements: int) -> int | None:
+    """Bytes a dense constant buffer of ``num_elements`` elements holds (sub-byte types packed)."""
+    bits = _STORAGE_BITS.get(tensor_type)
+    return None if bits is None else (num_elements * bits + 7) // 8
 
 
 def type_name(tensor_type: int) -> str:

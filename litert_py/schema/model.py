@@ -14,9 +14,14 @@ from typing import Any
 import numpy as np
 import tflite
 
+# Members of LiteRT's current schema.fbs that the `tflite` package (2.18) does not know yet.
+_NEWER_OPS = {"STABLEHLO_CBRT": 208, "STABLEHLO_CASE": 209}
+_NEWER_OPTIONS2 = {23: "StablehloCaseOptions"}
+
 BuiltinOperator = enum.IntEnum(
     "BuiltinOperator",
-    {k: v for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)},
+    {k: v for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)}
+    | {k: v for k, v in _NEWER_OPS.items() if not hasattr(tflite.BuiltinOperator, k)},
 )
 BuiltinOperator.__doc__ = "Builtin operator codes, numbered and spelled as in schema.fbs."
 
@@ -33,6 +38,8 @@ OPTIONS_NAMES: dict[int, str] = {
 OPTIONS2_NAMES: dict[int, str] = {
     v: k for k, v in vars(tflite.BuiltinOptions2).items() if not k.startswith("_") and k != "NONE"
 }
+for _num, _name in _NEWER_OPTIONS2.items():
+    OPTIONS2_NAMES.setdefault(_num, _name)
 
 # Ops whose options table is not named after the op.
 _OPTIONS_EXCEPTIONS = {
@@ -110,14 +117,38 @@ class Options(dict):
 
 
 @dataclass(frozen=True)
+class BlockwiseQuantization:
+    """QuantizationDetails member 2: scales and zero points live in other tensors of the subgraph."""
+
+    scales: int = 0  # tensor index of the scales
+    zero_points: int = -1  # tensor index of the zero points; -1: all zero
+    block_size: int = 0
+
+
+@dataclass(frozen=True)
+class MultiAxisQuantization:
+    """QuantizationDetails member 3: like BlockwiseQuantization, over several quantized dimensions."""
+
+    scales: int = 0
+    zero_points: int = -1
+    block_size: int = 0  # 0 for per-channel
+    quantized_dimensions: tuple[int, ...] = ()
+
+
+#: QuantizationDetails union member numbers (schema.fbs).
+CUSTOM_QUANTIZATION, BLOCKWISE_QUANTIZATION, MULTI_AXIS_QUANTIZATION = 1, 2, 3
+
+
+@dataclass(frozen=True)
 class QuantizationParameters:
     scale: tuple[float, ...] = ()
     zero_point: tuple[int, ...] = ()
     quantized_dimension: int = 0
     min: tuple[float, ...] = ()
     max: tuple[float, ...] = ()
-    details_type: int = 0
+    details_type: int = 0  # QuantizationDetails member: 1 custom, 2 blockwise, 3 multi-axis
     custom_details: bytes = b""  # CustomQuantization.custom when details_type == 1
+    details: BlockwiseQuantization | MultiAxisQuantization | None = None  # details_type 2 or 3
 
     @property
     def is_quantized(self) -> bool:
@@ -146,6 +177,15 @@ class SparsityParameters:
 
 
 @dataclass(frozen=True)
+class VariantSubType:
+    """The element type of a VARIANT tensor (e.g. a TensorList)."""
+
+    shape: tuple[int, ...] | None = None
+    type: int = 0
+    has_rank: bool = False
+
+
+@dataclass(frozen=True)
 class Tensor:
     name: str
     shape: tuple[int, ...]
@@ -156,7 +196,8 @@ class Tensor:
     sparsity: SparsityParameters | None = None
     shape_signature: tuple[int, ...] | None = None
     has_rank: bool = False
-    variant_tensors: tuple[tuple[tuple[int, ...] | None, int], ...] = ()  # (shape, type) per VariantSubType
+    variant_tensors: tuple[VariantSubType, ...] = ()
+    external_buffer: int = 0  # id of an ExternalBuffer holding the data in another file; 0: none
 
 
 @dataclass(frozen=True)
@@ -187,8 +228,10 @@ class Operator:
     custom_options_format: int = 0
     mutating_variable_inputs: tuple[bool, ...] = ()
     intermediates: tuple[int, ...] = ()
-    large_custom_options_offset: int = 0
-    large_custom_options_size: int = 0
+    # Where `custom_options` were stored after the flatbuffer (models over 2 GB), as read; the reader resolves
+    # them into `custom_options`, and the writer chooses its own layout, so they take no part in equality.
+    large_custom_options_offset: int = field(default=0, compare=False)
+    large_custom_options_size: int = field(default=0, compare=False)
     debug_metadata_index: int = -1
 
 
@@ -206,8 +249,9 @@ class Subgraph:
 class Buffer:
     """Constant bytes. ``data`` is a read-only uint8 view (empty when the buffer holds nothing).
 
-    ``offset``/``size`` are the schema's fields for data stored after the flatbuffer (models over 2 GB);
-    the reader resolves them into ``data`` too.
+    ``offset``/``size`` are the schema's fields for data stored after the flatbuffer (models over 2 GB), as
+    read; the reader resolves them into ``data`` too. Equality compares ``data`` only: where the bytes sit
+    in the file is the writer's choice.
     """
 
     data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
@@ -218,6 +262,24 @@ class Buffer:
         return isinstance(other, Buffer) and np.array_equal(self.data, other.data)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class ExternalBufferGroup:
+    """A file (or URI) that holds external buffers."""
+
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class ExternalBuffer:
+    """Immutable tensor data in another file: ``length`` bytes at ``offset`` of group ``group``'s file."""
+
+    id: int = 0
+    group: int = 0
+    offset: int = 0
+    length: int = 0
+    packing: str = ""
 
 
 @dataclass(frozen=True)
@@ -250,3 +312,5 @@ class Model:
     metadata_buffer: tuple[int, ...] = ()
     metadata: tuple[Metadata, ...] = ()
     signature_defs: tuple[SignatureDef, ...] = ()
+    external_buffer_groups: tuple[ExternalBufferGroup, ...] = ()
+    external_buffers: tuple[ExternalBuffer, ...] = ()

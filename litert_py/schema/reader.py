@@ -1,33 +1,53 @@
 """Decode .tflite bytes into the dataclasses of ``schema.model``, validating every index and size.
 
-The `tflite` package's generated accessors are used once, here, and never leak past this module.
-They trust the bytes: a corrupt offset makes them raise struct.error/IndexError or return garbage, and a
-corrupt vector length could make a loop run for billions of iterations. So every vector length is bounded
-by the file size before it is iterated, every exception inside decoding becomes ``InvalidModelError``,
-and every cross-reference (tensor, buffer, opcode, subgraph indices; buffer sizes against tensor shapes)
-is checked afterwards. Constant data is a read-only numpy view of the model bytes (an mmap for paths).
+The `tflite` package's generated accessors are used once, here, and never leak past this module. They
+trust the bytes, so every object they hand out is re-seated on ``_CheckedTable``, whose reads are
+bounds-checked: an offset that points outside the file (or before its start, which ``struct`` would
+silently read from the end) raises ``InvalidModelError`` instead of returning garbage. Decoding is
+linear in the file size: flatbuffers may alias (many vector entries pointing at one big table or
+string), so every decoded element is charged to a budget proportional to the file size and a file that
+exceeds it is rejected rather than expanded (no hang, no unbounded memory). Offsets in flatbuffers only
+point forward and the schema is a fixed-depth tree, so decoding cannot cycle; cycles between
+*subgraphs* (a WHILE body calling itself) are found by ``validate``.
+
+After decoding, ``validate`` checks every cross-reference the way LiteRT's InterpreterBuilder does
+(tensor, buffer, opcode, subgraph indices; quantization and sparsity parameters; buffer sizes against
+tensor shapes) so that nothing past the reader sees an index or size it must check again.
+
+Constant data is a read-only numpy view of the model bytes (an mmap for paths), never a copy, whether it
+is stored inline or after the flatbuffer (the ``offset``/``size`` form of models over 2 GB).
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import struct
 from collections.abc import Callable
 from typing import Any
 
+import flatbuffers
 import numpy as np
 import tflite
+from flatbuffers import number_types as N
 
 from ..errors import InvalidModelError
 from . import dtypes
 from .model import (
+    BLOCKWISE_QUANTIZATION,
+    CUSTOM_QUANTIZATION,
+    MULTI_AXIS_QUANTIZATION,
     OPTIONS2_NAMES,
     OPTIONS_NAMES,
+    BlockwiseQuantization,
     Buffer,
     BuiltinOperator,
     DimensionMetadata,
+    ExternalBuffer,
+    ExternalBufferGroup,
     Metadata,
     Model,
+    MultiAxisQuantization,
     Operator,
     OperatorCode,
     QuantizationParameters,
@@ -36,27 +56,41 @@ from .model import (
     Subgraph,
     Tensor,
     TensorMap,
+    VariantSubType,
 )
-from .tables import decode_options
+from .tables import decode_options, table_class
 
 FILE_IDENTIFIER = b"TFL3"
 #: Largest number of elements a tensor may declare. Keeps a hostile shape from asking for exabytes.
 MAX_TENSOR_ELEMENTS = 1 << 40
+#: Decoding may produce this many items (vector elements, tables, string bytes) per byte of file, plus
+#: ``_WORK_SLACK``. A file without aliased offsets produces at most one item per byte.
+_WORK_PER_BYTE = 2
+_WORK_SLACK = 1 << 16
+
+# vtable slots of fields the `tflite` package (2.18) does not know yet (LiteRT's current schema.fbs).
+_TENSOR_EXTERNAL_BUFFER = 24  # Tensor.external_buffer: uint
+_MODEL_EXTERNAL_BUFFER_GROUPS = 20  # Model.external_buffer_groups: [ExternalBufferGroup]
+_MODEL_EXTERNAL_BUFFERS = 22  # Model.external_buffers: [ExternalBuffer]
 
 
 def load_bytes(source) -> tuple[Any, str]:
     """The model bytes of a path (mmap, read-only) or a bytes-like object, and a name for messages."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
+    if isinstance(source, memoryview):
+        if not source.c_contiguous:
+            source = memoryview(source.tobytes())
+        return (source if source.format == "B" and source.ndim == 1 else source.cast("B")), "<model_content>"
+    if isinstance(source, (bytes, bytearray)):
         return source, "<model_content>"
     path = os.fspath(source)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
-                return b"", path
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path
+                return b"", os.fsdecode(path)
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), os.fsdecode(path)
     except OSError as e:
-        raise InvalidModelError(f"Could not open '{path}'. ({e.strerror})") from None
+        raise InvalidModelError(f"Could not open '{os.fsdecode(path)}'. ({e.strerror})") from None
 
 
 def read_model(source) -> Model:
@@ -75,9 +109,11 @@ def decode_model(buf, where: str = "<model_content>") -> Model:
         )
     try:
         model = _Decoder(buf).model()
+    except _Corrupt as e:
+        raise InvalidModelError(f"The model is not a valid Flatbuffer buffer: {where}: {e}") from None
     except InvalidModelError:
         raise
-    except Exception as e:  # struct.error, IndexError, UnicodeError, ValueError ... from corrupt offsets
+    except Exception as e:  # a case the checks above missed: still never a bare IndexError/struct.error
         raise InvalidModelError(
             f"The model is not a valid Flatbuffer buffer: {where} is corrupt ({type(e).__name__}: {e})"
         ) from None
@@ -85,7 +121,59 @@ def decode_model(buf, where: str = "<model_content>") -> Model:
     return model
 
 
-    return snake_case(camel_name)
+class _Corrupt(Exception):
+    """A structural defect found while decoding (becomes InvalidModelError naming the file)."""
+
+
+class _CheckedTable(flatbuffers.table.Table):
+    """A flatbuffers Table whose every read stays inside the buffer (the stock one trusts the offsets)."""
+
+    __slots__ = ()
+
+    def Get(self, flags, off):  # noqa: N802 (flatbuffers' spelling)
+        if off < 0 or off + flags.bytewidth > len(self.Bytes):
+            raise _Corrupt(f"a {flags.bytewidth}-byte read at offset {off} is outside the {len(self.Bytes)}-byte file")
+        return flags.py_type(flags.packer_type.unpack_from(self.Bytes, off)[0])
+
+    def Offset(self, vtableOffset):  # noqa: N802, N803
+        vtable = self.Pos - self.Get(N.SOffsetTFlags, self.Pos)
+        vtable_size = self.Get(N.VOffsetTFlags, vtable)
+        if vtable_size & 1:
+            raise _Corrupt(f"the vtable at offset {vtable} has odd size {vtable_size}")
+        if vtableOffset < vtable_size:
+            return self.Get(N.VOffsetTFlags, vtable + vtableOffset)
+        return 0
+
+    def Indirect(self, off):  # noqa: N802
+        return off + self.Get(N.UOffsetTFlags, off)
+
+    def String(self, off):  # noqa: N802
+        off += self.Get(N.UOffsetTFlags, off)
+        length = self.Get(N.UOffsetTFlags, off)
+        start = off + 4
+        if start + length >= len(self.Bytes) or self.Bytes[start + length] != 0:
+            raise _Corrupt(f"the string at offset {off} ({length} bytes) overruns the file or lacks its NUL")
+        return bytes(self.Bytes[start : start + length])
+
+    def VectorLen(self, off):  # noqa: N802
+        off += self.Pos
+        off += self.Get(N.UOffsetTFlags, off)
+        return self.Get(N.UOffsetTFlags, off)
+
+    def Vector(self, off):  # noqa: N802
+        off += self.Pos
+        return off + self.Get(N.UOffsetTFlags, off) + 4
+
+    def Union(self, t2, off):  # noqa: N802
+        off += self.Pos
+        t2.Pos = off + self.Get(N.UOffsetTFlags, off)
+        t2.Bytes = self.Bytes
+
+    def GetVectorAsNumpy(self, flags, off):  # noqa: N802
+        start, n = self.Vector(off), self.VectorLen(off)
+        if start + n * flags.bytewidth > len(self.Bytes):
+            raise _Corrupt(f"a vector of {n} {flags.bytewidth}-byte elements at offset {start} overruns the file")
+        return np.frombuffer(self.Bytes, N.to_numpy_type(flags), n, start)
 
 
 class _Decoder:
@@ -96,30 +184,97 @@ class _Decoder:
         if self.view.flags.writeable:  # bytearray input: keep the model's constants immutable
             self.view = self.view.view()
             self.view.flags.writeable = False
+        self.budget = _WORK_PER_BYTE * self.size + _WORK_SLACK
 
-    # -- bounded vectors -------------------------------------------------------------------------
-    def length(self, obj, name: str, elem_size: int = 1) -> int:
+    # -- primitives ------------------------------------------------------------------------------
+    def charge(self, n: int, what: str) -> None:
+        self.budget -= n
+        if self.budget < 0:
+            raise _Corrupt(f"decoding {what} exceeds what a {self.size}-byte file can hold: offsets alias "
+                           "one another (a decompression bomb)")
+
+    def seat(self, obj):
+        """Move a generated object (or a union's bare Table) onto a bounds-checked table."""
+        if obj is None:
+            return None
+        if type(obj) is flatbuffers.table.Table:
+            return _CheckedTable(obj.Bytes, obj.Pos)
+        obj._tab = _CheckedTable(obj._tab.Bytes, obj._tab.Pos)
+        return obj
+
+    def table(self, cls, tab):
+        obj = cls()
+        obj._tab = _CheckedTable(tab.Bytes, tab.Pos)
+        return obj
+
+    def length(self, obj, name: str, elem_size: int) -> int:
         n = getattr(obj, name + "Length")()
-        if n < 0 or n * elem_size > self.size:
-            raise InvalidModelError(f"vector {type(obj).__name__}.{name} claims {n} elements in {self.size} bytes")
+        if n * elem_size > self.size:
+            raise _Corrupt(f"vector {type(obj).__name__}.{name} claims {n} elements in a {self.size}-byte file")
         return n
 
     def items(self, obj, name: str, fn: Callable[[Any], Any]) -> tuple:
+        n = self.length(obj, name, 4)
+        self.charge(n, f"{type(obj).__name__}.{name}")
         get = getattr(obj, name)
-        return tuple(fn(get(j)) for j in range(self.length(obj, name, 4)))
+        return tuple(fn(self.seat(get(j))) for j in range(n))
 
-    def ints(self, obj, name: str) -> tuple[int, ...]:
-        self.length(obj, name)
+    def ints(self, obj, name: str) -> tuple:
         arr = getattr(obj, name + "AsNumpy")()
-        return tuple(arr.tolist()) if isinstance(arr, np.ndarray) else ()
+        if not isinstance(arr, np.ndarray):
+            return ()
+        self.charge(arr.size, f"{type(obj).__name__}.{name}")
+        return tuple(arr.tolist())
 
-    @staticmethod
-    def string(raw) -> str:
-        return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
+    def floats(self, obj, name: str) -> tuple[float, ...]:
+        return tuple(float(v) for v in self.ints(obj, name))
+
+    def string(self, raw) -> str:
+        if raw is None:
+            return ""
+        self.charge(len(raw), "a string")
+        return raw.decode("utf-8", "surrogateescape")
+
+    # raw slots, for fields the generated accessors do not know
+    def slot_scalar(self, tab: _CheckedTable, slot: int, flags, default):
+        o = tab.Offset(slot)
+        return tab.Get(flags, tab.Pos + o) if o else default
+
+    def slot_string(self, tab: _CheckedTable, slot: int) -> str:
+        o = tab.Offset(slot)
+        return self.string(tab.String(tab.Pos + o)) if o else ""
+
+    def slot_ints(self, tab: _CheckedTable, slot: int) -> tuple[int, ...]:
+        o = tab.Offset(slot)
+        if not o:
+            return ()
+        arr = tab.GetVectorAsNumpy(N.Int32Flags, o)
+        self.charge(arr.size, "a vector")
+        return tuple(arr.tolist())
+
+    def slot_tables(self, tab: _CheckedTable, slot: int, what: str) -> list[_CheckedTable]:
+        o = tab.Offset(slot)
+        if not o:
+            return []
+        n = tab.VectorLen(o)
+        if 4 * n > self.size:
+            raise _Corrupt(f"vector {what} claims {n} elements in a {self.size}-byte file")
+        self.charge(n, what)
+        start = tab.Vector(o)
+        return [_CheckedTable(tab.Bytes, tab.Indirect(start + 4 * j)) for j in range(n)]
 
     # -- tables ----------------------------------------------------------------------------------
     def model(self) -> Model:
-        m = tflite.Model.GetRootAs(self.buf, 0)
+        root = struct.unpack_from("<I", self.buf, 0)[0]
+        m = tflite.Model()
+        m._tab = _CheckedTable(self.buf, root)
+        groups = [ExternalBufferGroup(self.slot_string(t, 4))
+                  for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFER_GROUPS, "Model.external_buffer_groups")]
+        externals = [
+            ExternalBuffer(id=self.slot_scalar(t, 4, N.Uint32Flags, 0), group=self.slot_scalar(t, 6, N.Uint32Flags, 0),
+                           offset=self.slot_scalar(t, 8, N.Uint64Flags, 0),
+                           length=self.slot_scalar(t, 10, N.Uint64Flags, 0), packing=self.slot_string(t, 12))
+            for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFERS, "Model.external_buffers")]
         return Model(
             version=m.Version(),
             operator_codes=self.items(m, "OperatorCodes", self.opcode),
@@ -129,15 +284,18 @@ class _Decoder:
             metadata_buffer=self.ints(m, "MetadataBuffer"),
             metadata=self.items(m, "Metadata", lambda t: Metadata(self.string(t.Name()), t.Buffer())),
             signature_defs=self.items(m, "SignatureDefs", self.signature),
+            external_buffer_groups=tuple(groups),
+            external_buffers=tuple(externals),
         )
 
     def opcode(self, c) -> OperatorCode:
         dep, new = c.DeprecatedBuiltinCode(), c.BuiltinCode()
+        custom = c.CustomCode()
         # TFLite's GetBuiltinCode: codes above 127 live only in `builtin_code`; old files only set the
         # deprecated int8 field, so the larger of the two is the real one.
         return OperatorCode(
             builtin_code=max(dep, new),
-            custom_code=self.string(c.CustomCode()) if c.CustomCode() is not None else None,
+            custom_code=self.string(custom) if custom is not None else None,
             version=c.Version(),
             deprecated_builtin_code=dep,
         )
@@ -153,12 +311,11 @@ class _Decoder:
         )
 
     def tensor(self, t) -> Tensor:
-        q = t.Quantization()
-        sp = t.Sparsity()
+        q = self.seat(t.Quantization())
+        sp = self.seat(t.Sparsity())
         sig = self.ints(t, "ShapeSignature") if not t.ShapeSignatureIsNone() else None
-        variants = self.items(
-            t, "VariantTensors", lambda v: (self.ints(v, "Shape") if not v.ShapeIsNone() else None, v.Type())
-        )
+        variants = self.items(t, "VariantTensors", lambda v: VariantSubType(
+            self.ints(v, "Shape") if not v.ShapeIsNone() else None, v.Type(), bool(v.HasRank())))
         return Tensor(
             name=self.string(t.Name()),
             shape=self.ints(t, "Shape"),
@@ -170,29 +327,43 @@ class _Decoder:
             shape_signature=sig,
             has_rank=bool(t.HasRank()),
             variant_tensors=variants,
+            external_buffer=self.slot_scalar(t._tab, _TENSOR_EXTERNAL_BUFFER, N.Uint32Flags, 0),
         )
 
     def quantization(self, q) -> QuantizationParameters:
-        self.length(q, "Scale", 4)
-        scale = q.ScaleAsNumpy()
-        details_type, custom = q.DetailsType(), b""
-        if details_type == 1 and q.Details() is not None:
-            cq = tflite.CustomQuantization()
-            cq.Init(q.Details().Bytes, q.Details().Pos)
-            self.length(cq, "Custom")
-            raw = cq.CustomAsNumpy()
-            custom = raw.tobytes() if isinstance(raw, np.ndarray) else b""
+        details_type, custom, details = q.DetailsType(), b"", None
+        table = self.seat(q.Details())
+        if table is not None:
+            if details_type == CUSTOM_QUANTIZATION:
+                cq = self.table(tflite.CustomQuantization, table)
+                raw = cq.CustomAsNumpy()
+                if isinstance(raw, np.ndarray):
+                    self.charge(raw.size, "CustomQuantization.custom")
+                    custom = raw.tobytes()
+            elif details_type in (BLOCKWISE_QUANTIZATION, MULTI_AXIS_QUANTIZATION):
+                scales = self.slot_scalar(table, 4, N.Int32Flags, 0)
+                zero_points = self.slot_scalar(table, 6, N.Int32Flags, 0)
+                block_size = self.slot_scalar(table, 8, N.Int32Flags, 0)
+                if details_type == BLOCKWISE_QUANTIZATION:
+                    details = BlockwiseQuantization(scales, zero_points, block_size)
+                else:
+                    details = MultiAxisQuantization(scales, zero_points, block_size, self.slot_ints(table, 10))
+            else:
+                raise _Corrupt(f"unknown QuantizationDetails type {details_type}")
         return QuantizationParameters(
-            scale=tuple(float(s) for s in scale) if isinstance(scale, np.ndarray) else (),
+            scale=self.floats(q, "Scale"),
             zero_point=self.ints(q, "ZeroPoint"),
             quantized_dimension=q.QuantizedDimension(),
-            min=tuple(float(v) for v in self.ints(q, "Min")),
-            max=tuple(float(v) for v in self.ints(q, "Max")),
+            min=self.floats(q, "Min"),
+            max=self.floats(q, "Max"),
             details_type=details_type,
             custom_details=custom,
+            details=details,
         )
 
     def sparsity(self, sp) -> SparsityParameters:
+        if sp.TraversalOrderIsNone() or sp.DimMetadataIsNone():
+            raise _Corrupt("a tensor's sparsity parameters lack traversal_order or dim_metadata")
         return SparsityParameters(
             traversal_order=self.ints(sp, "TraversalOrder"),
             block_map=self.ints(sp, "BlockMap"),
@@ -203,33 +374,36 @@ class _Decoder:
 
     def dim_metadata(self, d) -> DimensionMetadata:
         def index_vector(kind: int, table) -> tuple[int, ...]:
-            if kind not in self._INDEX_VECTORS or table is None:
+            if kind == 0 or table is None:
                 return ()
-            vec = self._INDEX_VECTORS[kind]()
-            vec.Init(table.Bytes, table.Pos)
-            return self.ints(vec, "Values")
+            if kind not in self._INDEX_VECTORS:
+                raise _Corrupt(f"unknown SparseIndexVector type {kind}")
+            return self.ints(self.table(self._INDEX_VECTORS[kind], table), "Values")
 
+        seg_type, idx_type = d.ArraySegmentsType(), d.ArrayIndicesType()
         return DimensionMetadata(
             format=d.Format(),
             dense_size=d.DenseSize(),
-            array_segments=index_vector(d.ArraySegmentsType(), d.ArraySegments()),
-            array_indices=index_vector(d.ArrayIndicesType(), d.ArrayIndices()),
-            array_segments_type=d.ArraySegmentsType(),
-            array_indices_type=d.ArrayIndicesType(),
+            array_segments=index_vector(seg_type, self.seat(d.ArraySegments())),
+            array_indices=index_vector(idx_type, self.seat(d.ArrayIndices())),
+            array_segments_type=seg_type,
+            array_indices_type=idx_type,
         )
 
     def operator(self, o) -> Operator:
-        custom = b""
-        if not o.CustomOptionsIsNone():
-            self.length(o, "CustomOptions")
-            custom = o.CustomOptionsAsNumpy().tobytes()
         big_off, big_size = o.LargeCustomOptionsOffset(), o.LargeCustomOptionsSize()
-        if big_off > 1:
+        custom = b""
+        # As LiteRT's InterpreterBuilder::ParseNodes: inline custom options win; else the large form.
+        if not o.CustomOptionsIsNone():
+            raw = o.CustomOptionsAsNumpy()
+            self.charge(raw.size, "Operator.custom_options")
+            custom = raw.tobytes()
+        elif big_off > 1:
             if big_off + big_size > self.size:
-                raise InvalidModelError(
-                    f"large custom options at [{big_off}, {big_off + big_size}) exceed the file ({self.size} bytes)"
-                )
-            custom = bytes(self.view[big_off : big_off + big_size])
+                raise _Corrupt(f"large custom options at [{big_off}, {big_off + big_size}) lie outside the "
+                               f"{self.size}-byte file")
+            self.charge(big_size, "Operator.large_custom_options")
+            custom = self.view[big_off : big_off + big_size].tobytes()
         return Operator(
             opcode_index=o.OpcodeIndex(),
             inputs=self.ints(o, "Inputs"),
@@ -250,30 +424,33 @@ class _Decoder:
             return None
         name = names.get(kind)
         if name is None:
-            raise InvalidModelError(f"unknown builtin options type {kind}")
-        from .tables import table_class
-
-        obj = table_class(name)()
-        obj.Init(table.Bytes, table.Pos)
-        return decode_options(name, obj)
+            raise _Corrupt(f"unknown builtin options type {kind}")
+        opts = decode_options(name, self.table(table_class(name), table))
+        self.charge(sum(len(v) if isinstance(v, (tuple, str)) else 1 for v in opts.values()), name)
+        return opts
 
     def buffer(self, b) -> Buffer:
         offset, size = b.Offset(), b.Size()
-        if offset > 1:  # data stored after the flatbuffer (models over 2 GB); offset 1 is a placeholder
+        # As LiteRT's InterpreterBuilder::ParseTensors: a `data` vector wins; else data after the
+        # flatbuffer at `offset` (offset 0 or 1 mean none: 1 is the converter's placeholder).
+        if not b.DataIsNone():
+            n = self.length(b, "Data", 1)
+            start = b._tab.Vector(b._tab.Offset(4))
+            if start + n > self.size:
+                raise _Corrupt(f"buffer data at [{start}, {start + n}) lies outside the {self.size}-byte file")
+            return Buffer(self.view[start : start + n], offset, size)
+        if offset > 1:
             if offset + size > self.size:
-                raise InvalidModelError(
-                    f"buffer data at [{offset}, {offset + size}) lies outside the file ({self.size} bytes)"
-                )
+                raise _Corrupt(f"buffer data at [{offset}, {offset + size}) lies outside the {self.size}-byte file")
             return Buffer(self.view[offset : offset + size], offset, size)
-        n = self.length(b, "Data")
-        if n == 0:
-            return Buffer(self.view[:0], offset, size)
-        start = b._tab.Vector(b._tab.Offset(4))
-        if start + n > self.size:
-            raise InvalidModelError(f"buffer data at [{start}, {start + n}) lies outside the file ({self.size} bytes)")
-        return Buffer(self.view[start : start + n], offset, size)
+        return Buffer(self.view[:0], offset, size)
 
     def signature(self, s) -> SignatureDef:
+        if s.SignatureKey() is None:
+            raise _Corrupt("a SignatureDef has no signature_key")
+        if s.InputsIsNone() or s.OutputsIsNone():
+            raise _Corrupt(f"SignatureDef {self.string(s.SignatureKey())!r} lacks its inputs or outputs")
+
         def tmap(t):
             return TensorMap(self.string(t.Name()), t.TensorIndex())
 
@@ -285,6 +462,7 @@ class _Decoder:
         )
 
 
+# -- validation ----------------------------------------------------------------------------------
 def tensor_num_elements(shape) -> int:
     n = 1
     for d in shape:
@@ -292,17 +470,181 @@ def tensor_num_elements(shape) -> int:
     return n
 
 
+def _bounded_num_elements(shape) -> int | None:
+    """Elements of a shape of non-negative dims, or None once the count passes MAX_TENSOR_ELEMENTS."""
+    if 0 in shape:
+        return 0
+    n = 1
+    for d in shape:
+        n *= d
+        if n > MAX_TENSOR_ELEMENTS:
+            return None
+    return n
+
+
 def expected_buffer_bytes(t: Tensor) -> int | None:
-    """Bytes a constant buffer of this tensor must hold, or None when it cannot be told from the shape."""
+    """Bytes a dense constant buffer of this tensor must hold, or None when the shape does not tell."""
     if t.type in dtypes.OBJECT_TYPES or t.sparsity is not None:
         return None
-    n = tensor_num_elements(t.shape)
-    if t.type == dtypes.TensorType.INT4:
-        return (n + 1) // 2
-    try:
-        return n * dtypes.itemsize(t.type)
-    except ValueError:
-        return None
+    return dtypes.buffer_bytes(t.type, tensor_num_elements(t.shape))
+
+
+def _string_buffer_error(raw: np.ndarray, count: int) -> str | None:
+    """What is wrong with a STRING tensor's buffer (int32 count, int32 offsets[count + 1], bytes), if anything."""
+    n = raw.size
+    if n < 4:
+        return f"a string buffer needs at least 4 bytes, it has {n}"
+    got = int(raw[:4].view("<i4")[0])
+    if got != count:
+        return f"the string buffer holds {got} strings for {count} elements"
+    if 4 * (count + 2) > n:
+        return f"{count} strings need {4 * (count + 2)} header bytes, the buffer has {n}"
+    offs = raw[4 : 4 * (count + 2)].view("<i4").astype(np.int64)
+    if offs[0] != 4 * (count + 2) or offs[-1] > n or np.any(np.diff(offs) < 0):
+        return "the string buffer's offsets are out of order or out of range"
+    return None
+
+
+def _sparsity_values(t: Tensor, where: str) -> int:
+    """Check a tensor's sparsity parameters (TACO format); return the number of values its buffer holds."""
+    sp = t.sparsity
+    rank, order, dims = len(t.shape), sp.traversal_order, sp.dim_metadata
+    m = len(order)
+    if len(dims) != m or m < rank or len(sp.block_map) != m - rank:
+        raise InvalidModelError(f"{where}: sparsity has {m} traversal_order, {len(dims)} dim_metadata and "
+                                f"{len(sp.block_map)} block_map entries for rank {rank}")
+    if sorted(order) != list(range(m)):
+        raise InvalidModelError(f"{where}: sparsity traversal_order {list(order)} is not a permutation")
+    if any(not 0 <= b < rank for b in sp.block_map):
+        raise InvalidModelError(f"{where}: sparsity block_map {list(sp.block_map)} out of range for rank {rank}")
+    position = {d: p for p, d in enumerate(order)}
+    block_sizes = [dims[position[rank + j]].dense_size for j in range(m - rank)]
+    sizes = list(t.shape) + block_sizes  # the size of each traversed dimension, by dimension id
+    for j, b in enumerate(sp.block_map):
+        if block_sizes[j] <= 0 or t.shape[b] % block_sizes[j]:
+            raise InvalidModelError(f"{where}: block size {block_sizes[j]} does not divide dimension {b} "
+                                    f"of shape {list(t.shape)}")
+        sizes[b] = sizes[b] // block_sizes[j]
+    nodes = 1
+    for p, d in enumerate(dims):
+        size = sizes[order[p]]
+        if d.format == 0:  # DENSE
+            if d.dense_size != size:
+                raise InvalidModelError(f"{where}: dense dimension {p} has dense_size {d.dense_size}, expected {size}")
+            nodes *= size
+        elif d.format == 1:  # SPARSE_CSR
+            segs, idx = np.asarray(d.array_segments, np.int64), np.asarray(d.array_indices, np.int64)
+            if d.array_segments_type == 0 or d.array_indices_type == 0:
+                raise InvalidModelError(f"{where}: sparse dimension {p} lacks array_segments or array_indices")
+            if (segs.size != nodes + 1 or segs[0] != 0 or segs[-1] != idx.size or np.any(np.diff(segs) < 0)
+                    or np.any(idx < 0) or np.any(idx >= size)):
+                raise InvalidModelError(f"{where}: sparse dimension {p} has inconsistent array_segments/array_indices")
+            nodes = idx.size
+        else:
+            raise InvalidModelError(f"{where}: dimension {p} has unknown format {d.format}")
+        if nodes > MAX_TENSOR_ELEMENTS:
+            raise InvalidModelError(f"{where}: sparsity describes too many values")
+    return nodes
+
+
+def _check_quantization(t: Tensor, where: str, nt: int) -> None:
+    """LiteRT's InterpreterBuilder::ParseQuantization checks, plus the details' tensor indices."""
+    q = t.quantization
+    if q is None:
+        return
+    if q.details is not None:
+        if not 0 <= q.details.scales < nt or not -1 <= q.details.zero_points < nt:
+            raise InvalidModelError(f"{where}: quantization details refer to tensors {q.details.scales}, "
+                                    f"{q.details.zero_points} of {nt}")
+        return
+    if not q.scale:
+        return
+    if len(q.zero_point) != len(q.scale):
+        raise InvalidModelError(f"{where}: QuantizationParam has {len(q.zero_point)} zero_point values and "
+                                f"{len(q.scale)} scale values. Must have same number.")
+    rank = len(t.shape)
+    if q.quantized_dimension < 0 or (rank and q.quantized_dimension >= rank):
+        raise InvalidModelError(f"{where}: quantized_dimension must be in range [0, {rank}). "
+                                f"Was {q.quantized_dimension}.")
+    if len(q.scale) != 1 and rank and len(q.scale) != t.shape[q.quantized_dimension]:
+        raise InvalidModelError(f"{where}: num_scales must be 1 for per-layer quantization, or "
+                                f"{t.shape[q.quantized_dimension]} for per-axis quantization, but got {len(q.scale)}.")
+
+
+def _check_tensor(model: Model, t: Tensor, where: str, nt: int, external_ids: set[int]) -> None:
+    nbuf = len(model.buffers)
+    if t.type not in dtypes.TENSOR_TYPE_NAMES:
+        raise InvalidModelError(f"{where} has unknown type {t.type}")
+    if any(d < 0 for d in t.shape):
+        raise InvalidModelError(f"{where} has a negative dimension in {list(t.shape)}")
+    count = _bounded_num_elements(t.shape)
+    if count is None:
+        raise InvalidModelError(f"{where} shape {list(t.shape)} has over {MAX_TENSOR_ELEMENTS} elements")
+    if t.shape_signature is not None and any(d < -1 for d in t.shape_signature):
+        raise InvalidModelError(f"{where} has invalid shape_signature {list(t.shape_signature)}")
+    for v in t.variant_tensors:
+        if v.type not in dtypes.TENSOR_TYPE_NAMES or any(d < -1 for d in v.shape or ()):
+            raise InvalidModelError(f"{where} has an invalid variant subtype {v}")
+    if not 0 <= t.buffer < nbuf:
+        raise InvalidModelError(f"{where} refers to buffer {t.buffer} of {nbuf}")
+    if t.external_buffer and t.external_buffer not in external_ids:
+        raise InvalidModelError(f"{where} refers to external buffer id {t.external_buffer}, which the model lacks")
+    _check_quantization(t, where, nt)
+    data = model.buffers[t.buffer].data
+    if t.sparsity is not None:
+        values = _sparsity_values(t, where)
+        want = dtypes.buffer_bytes(t.type, values)
+    elif t.type in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT):
+        if data.size:
+            raise InvalidModelError(f"{where}: a {dtypes.type_name(t.type)} tensor cannot hold constant data "
+                                    f"(its buffer has {data.size} bytes)")
+        return
+    elif t.type == dtypes.TensorType.STRING:
+        if data.size and (problem := _string_buffer_error(data, count)):
+            raise InvalidModelError(f"{where}: {problem}")
+        return
+    else:
+        want = dtypes.buffer_bytes(t.type, count)
+    if data.size and want is not None and data.size != want:
+        raise InvalidModelError(f"{where} of shape {list(t.shape)} {dtypes.type_name(t.type)} needs {want} bytes "
+                                f"but its buffer has {data.size}")
+
+
+def _subgraph_refs(op: Operator) -> list[tuple[str, int]]:
+    """(field, subgraph index) for every subgraph an operator's options name."""
+    refs = []
+    for opts in (op.builtin_options, op.builtin_options2):
+        for key, val in (opts or {}).items():
+            if key.endswith("subgraph_index"):
+                refs.append((key, val))
+            elif key in ("branch_subgraph_indices", "called_computations"):
+                refs.extend((key, v) for v in val)
+    return refs
+
+
+def _find_cycle(edges: dict[int, set[int]]) -> list[int] | None:
+    """A cycle in the subgraph call graph, as a path, or None (iterative DFS: no recursion limit)."""
+    state: dict[int, int] = {}  # 1 on the stack, 2 done
+    for root in edges:
+        if state.get(root):
+            continue
+        stack = [(root, iter(sorted(edges.get(root, ()))))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                path.append(nxt)
+    return None
 
 
 def validate(model: Model) -> None:
@@ -310,9 +652,15 @@ def validate(model: Model) -> None:
     nbuf, nsub, nops = len(model.buffers), len(model.subgraphs), len(model.operator_codes)
     if nsub == 0:
         raise InvalidModelError("The model has no subgraphs")
+    if nbuf == 0:
+        raise InvalidModelError("The model has no buffers (buffer 0, the empty sentinel, is required)")
+    if model.buffers[0].data.size:
+        raise InvalidModelError(f"buffer 0 must be the empty sentinel, it holds {model.buffers[0].data.size} bytes")
     for k, code in enumerate(model.operator_codes):
-        if code.builtin_code < 0 or (code.builtin_code not in BuiltinOperator._value2member_map_):
-            raise InvalidModelError(f"operator code {k} has unknown builtin code {code.builtin_code}")
+        if code.builtin_code < 0:
+            raise InvalidModelError(f"operator code {k} has invalid builtin code {code.builtin_code}")
+        if code.builtin_code == BuiltinOperator.CUSTOM and code.custom_code is None:
+            raise InvalidModelError(f"operator code {k}: Operator with CUSTOM builtin_code has no custom_code.")
         if code.version < 1:
             raise InvalidModelError(f"operator code {k} has version {code.version}")
     for m in model.metadata:
@@ -321,53 +669,41 @@ def validate(model: Model) -> None:
     for b in model.metadata_buffer:
         if not 0 <= b < nbuf:
             raise InvalidModelError(f"metadata_buffer refers to buffer {b} of {nbuf}")
+    external_ids: set[int] = set()
+    for e in model.external_buffers:
+        if e.id in external_ids or e.id == 0:
+            raise InvalidModelError(f"external buffer id {e.id} is 0 or not unique")
+        if e.group >= len(model.external_buffer_groups):
+            raise InvalidModelError(f"external buffer {e.id} refers to group {e.group} of "
+                                    f"{len(model.external_buffer_groups)}")
+        external_ids.add(e.id)
+    calls: dict[int, set[int]] = {}
     for si, sg in enumerate(model.subgraphs):
         nt = len(sg.tensors)
-        where = f"subgraph {si}"
         for ti, t in enumerate(sg.tensors):
-            if t.type not in dtypes.TENSOR_TYPE_NAMES:
-                raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}) has unknown type {t.type}")
-            if any(d < 0 for d in t.shape):
-                raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}) has negative dimension in {list(t.shape)}")
-            if tensor_num_elements(t.shape) > MAX_TENSOR_ELEMENTS:
-                raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}) shape {list(t.shape)} is too large")
-            if t.shape_signature is not None and any(d < -1 for d in t.shape_signature):
-                raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}) has invalid shape_signature")
-            if not 0 <= t.buffer < nbuf:
-                raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}) refers to buffer {t.buffer} of {nbuf}")
-            q = t.quantization
-            if q is not None and q.scale:
-                if len(q.zero_point) not in (0, len(q.scale)):
-                    raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}): {len(q.scale)} scales but "
-                                            f"{len(q.zero_point)} zero points")
-                if len(q.scale) > 1 and not 0 <= q.quantized_dimension < max(len(t.shape), 1):
-                    raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}): quantized_dimension "
-                                            f"{q.quantized_dimension} out of range for rank {len(t.shape)}")
-            data = model.buffers[t.buffer].data
-            want = expected_buffer_bytes(t)
-            if data.size and want is not None and data.size != want:
-                raise InvalidModelError(f"{where} tensor {ti} ({t.name!r}) of shape {list(t.shape)} "
-                                        f"{dtypes.type_name(t.type)} needs {want} bytes but its buffer has {data.size}")
+            _check_tensor(model, t, f"subgraph {si} tensor {ti} ({t.name!r})", nt, external_ids)
         for name, idx in (("input", sg.inputs), ("output", sg.outputs)):
             for i in idx:
                 if not 0 <= i < nt:
-                    raise InvalidModelError(f"{where} {name} tensor index {i} out of range [0, {nt})")
+                    raise InvalidModelError(f"subgraph {si} {name} tensor index {i} out of range [0, {nt})")
         for oi, op in enumerate(sg.operators):
+            where = f"subgraph {si} operator {oi}"
             if not 0 <= op.opcode_index < nops:
-                raise InvalidModelError(f"{where} operator {oi} has opcode index {op.opcode_index} of {nops}")
-            for i in op.inputs + op.intermediates:
-                if not -1 <= i < nt:
-                    raise InvalidModelError(f"{where} operator {oi} refers to tensor {i} of {nt}")
-            for i in op.outputs:
-                if not -1 <= i < nt:
-                    raise InvalidModelError(f"{where} operator {oi} writes tensor {i} of {nt}")
-            for opts in (op.builtin_options, op.builtin_options2):
-                for key, val in (opts or {}).items():
-                    if key.endswith("subgraph_index") and not 0 <= val < nsub:
-                        raise InvalidModelError(f"{where} operator {oi}: {key} {val} of {nsub} subgraphs")
+                raise InvalidModelError(f"{where} has opcode index {op.opcode_index} of {nops}")
+            for kind, idx in (("reads", op.inputs), ("writes", op.outputs), ("has intermediate", op.intermediates)):
+                for i in idx:
+                    if not -1 <= i < nt:
+                        raise InvalidModelError(f"{where} {kind} tensor {i} of {nt}")
+            for key, val in _subgraph_refs(op):
+                if not 0 <= val < nsub:
+                    raise InvalidModelError(f"{where}: {key} {val} of {nsub} subgraphs")
+                calls.setdefault(si, set()).add(val)
+    cycle = _find_cycle(calls)
+    if cycle is not None:
+        raise InvalidModelError(f"subgraphs call one another in a cycle: {' -> '.join(map(str, cycle))}")
     for s in model.signature_defs:
         if not 0 <= s.subgraph_index < nsub:
-            raise InvalidModelError(f"signature {s.signature_key!r} refers to subgraph {s.subgraph_index}")
+            raise InvalidModelError(f"signature {s.signature_key!r} refers to subgraph {s.subgraph_index} of {nsub}")
         nt = len(model.subgraphs[s.subgraph_index].tensors)
         for m in s.inputs + s.outputs:
             if not 0 <= m.tensor_index < nt:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import types
 from dataclasses import dataclass
 
+import flatbuffers
 import numpy as np
 
 from .model import Options, snake_case
@@ -51,10 +53,56 @@ class FieldSpec:
     dtype: np.dtype | None  # element dtype of vectors, value dtype of scalars
 
 
+class StablehloCaseOptions:
+    """schema.fbs ``table StablehloCaseOptions { branch_subgraph_indices:[int]; }``, written like flatc's output:
+    the `tflite` package (2.18) predates it."""
+
+    def Init(self, buf, pos):  # noqa: N802 (flatc's spelling, as every table here)
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    def BranchSubgraphIndices(self, j):  # noqa: N802
+        o = self._tab.Offset(4)
+        if not o:
+            return 0
+        return self._tab.Get(flatbuffers.number_types.Int32Flags, self._tab.Vector(o) + 4 * j)
+
+    def BranchSubgraphIndicesAsNumpy(self):  # noqa: N802
+        o = self._tab.Offset(4)
+        return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o) if o else 0
+
+    def BranchSubgraphIndicesLength(self):  # noqa: N802
+        o = self._tab.Offset(4)
+        return self._tab.VectorLen(o) if o else 0
+
+    def BranchSubgraphIndicesIsNone(self):  # noqa: N802
+        return self._tab.Offset(4) == 0
+
+
+_EXTRA_TABLES = {
+    "StablehloCaseOptions": types.SimpleNamespace(
+        StablehloCaseOptions=StablehloCaseOptions,
+        StablehloCaseOptionsStart=lambda b: b.StartObject(1),
+        StablehloCaseOptionsAddBranchSubgraphIndices=lambda b, off: b.PrependUOffsetTRelativeSlot(0, off, 0),
+        StablehloCaseOptionsEnd=lambda b: b.EndObject(),
+    ),
+}
+
+
+@functools.cache
+def _module(name: str):
+    """The generated module of table ``name``: the `tflite` package's, or one of ``_EXTRA_TABLES``."""
+    if name in _EXTRA_TABLES:
+        try:
+            return importlib.import_module(f"tflite.{name}")
+        except ImportError:
+            return _EXTRA_TABLES[name]
+    return importlib.import_module(f"tflite.{name}")
+
+
 @functools.cache
 def table_class(name: str):
     """The generated class for table ``name`` (e.g. 'Conv2DOptions')."""
-    return getattr(importlib.import_module(f"tflite.{name}"), name)
+    return getattr(_module(name), name)
 
 
 @functools.cache
@@ -104,10 +152,8 @@ def decode_options(name: str, table) -> Options:
 @functools.cache
 def default_options(name: str) -> Options:
     """The options a kernel sees when the model leaves the table out: every field at its schema default."""
-    import flatbuffers
-
     b = flatbuffers.Builder(16)
-    mod = importlib.import_module(f"tflite.{name}")
+    mod = _module(name)
     getattr(mod, f"{name}Start")(b)
     b.Finish(getattr(mod, f"{name}End")(b))
     buf = bytes(b.Output())
@@ -123,12 +169,13 @@ def encode_options(builder, name: str, values: dict) -> int:
     unknown = set(values) - set(specs)
     if unknown:
         raise ValueError(f"{name} has no field(s) {sorted(unknown)}; fields: {sorted(specs)}")
-    mod = importlib.import_module(f"tflite.{name}")
+    mod = _module(name)
     offsets = {}
     for key, val in values.items():  # vectors and strings must be built before the table starts
         f = specs[key]
         if f.kind == "vector":
-            offsets[key] = builder.CreateNumpyVector(np.asarray(val, dtype=f.dtype).reshape(-1))
+            arr = np.frombuffer(val, f.dtype) if isinstance(val, (bytes, bytearray)) else np.asarray(val, f.dtype)
+            offsets[key] = builder.CreateNumpyVector(arr.reshape(-1))
         elif f.kind == "string":
             offsets[key] = builder.CreateString(str(val).encode("utf-8", "surrogateescape"))
     getattr(mod, f"{name}Start")(builder)

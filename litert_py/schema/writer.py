@@ -1,11 +1,17 @@
 """Dataclasses of ``schema.model`` back to .tflite bytes, and ``ModelBuilder`` to make small models.
 
-``write_model(read_model(b))`` decodes to an equal ``Model``. Constant buffers are 16-byte aligned, as
-TFLite's own writer does, so the oracle can map them directly.
+``read_model(write_model(m)) == m`` for every model ``read_model`` returns. Constant buffers are 16-byte
+aligned, as TFLite's own writer does, so the oracle can map them directly. With ``external_buffers``
+the constant data goes after the flatbuffer instead, in the ``offset``/``size`` form LiteRT's converter
+writes for models over 2 GB (tflite/converter/flatbuffer_export.cc, ``AppendBufferData``): the
+flatbuffer, zero padding to 16 bytes, each buffer followed by padding to 16 bytes, 16 zero bytes (XNNPack
+reads up to 16 bytes past a buffer), then the custom options of CUSTOM ops, each 16-byte aligned.
+Offsets are absolute from the start of the file.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 import flatbuffers
@@ -17,10 +23,14 @@ from .model import (
     OP_OPTIONS,
     OPTIONS2_NAMES,
     OPTIONS_NAMES,
+    BlockwiseQuantization,
     Buffer,
     BuiltinOperator,
+    ExternalBuffer,
+    ExternalBufferGroup,
     Metadata,
     Model,
+    MultiAxisQuantization,
     Operator,
     OperatorCode,
     Options,
@@ -30,6 +40,7 @@ from .model import (
     Subgraph,
     Tensor,
     TensorMap,
+    VariantSubType,
 )
 from .reader import FILE_IDENTIFIER
 from .tables import encode_options
@@ -37,11 +48,39 @@ from .tables import encode_options
 _OPTIONS_NUMBER = {name: num for num, name in OPTIONS_NAMES.items()}
 _OPTIONS2_NUMBER = {name: num for num, name in OPTIONS2_NAMES.items()}
 _SPARSE_VECTORS = {1: ("Int32Vector", np.int32), 2: ("Uint16Vector", np.uint16), 3: ("Uint8Vector", np.uint8)}
+#: Constant data above this many bytes cannot live inside a flatbuffer (2 GB, less room for the tables).
+FLATBUFFER_DATA_LIMIT = (1 << 31) - (1 << 26)
+ALIGNMENT = 16
+_PLACEHOLDER = 1  # the converter's placeholder offset/size, overwritten once the layout is known
+
+# vtable slots (field numbers) of fields the `tflite` package (2.18) does not know yet.
+_TENSOR_FIELDS, _TENSOR_EXTERNAL_BUFFER = 11, 10
+_MODEL_FIELDS, _MODEL_EXTERNAL_BUFFER_GROUPS, _MODEL_EXTERNAL_BUFFERS = 10, 8, 9
+
+
+def _pad16(out: bytearray) -> None:
+    """Zero bytes up to the next multiple of 16, always at least one (flatbuffer_export.cc's padding)."""
+    out += bytes(ALIGNMENT - len(out) % ALIGNMENT)
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, model: Model, external_buffers: bool | None):
         self.b = flatbuffers.Builder(1024)
+        self.m = model
+        if external_buffers is None:
+            external_buffers = (any(x.offset > 1 for x in model.buffers)
+                                or any(o.large_custom_options_offset > 1 for s in model.subgraphs for o in s.operators)
+                                or sum(x.data.nbytes for x in model.buffers) > FLATBUFFER_DATA_LIMIT)
+        self.external = external_buffers
+        # Metadata buffers stay inline: LiteRT reads them through Buffer.data only.
+        meta = {m.buffer for m in model.metadata} | set(model.metadata_buffer)
+        self.external_buffers = [k for k, x in enumerate(model.buffers)
+                                 if external_buffers and x.data.size and k not in meta]
+        custom = {k for k, c in enumerate(model.operator_codes) if c.builtin_code == BuiltinOperator.CUSTOM}
+        self.external_options = [(si, oi) for si, s in enumerate(model.subgraphs) for oi, o in enumerate(s.operators)
+                                 if external_buffers and o.custom_options and o.opcode_index in custom]
+        self._external_buffer_set = set(self.external_buffers)
+        self._external_option_set = set(self.external_options)
 
     def vec(self, values, dtype) -> int:
         return self.b.CreateNumpyVector(np.asarray(values, dtype=dtype).reshape(-1))
@@ -55,7 +94,10 @@ class _Writer:
             self.b.PrependUOffsetTRelative(off)
         return self.b.EndVector()
 
-    def aligned_bytes(self, data: np.ndarray, alignment: int = 16) -> int:
+    def table_vector(self, offsets: Sequence[int]) -> int:
+        return self.tables(lambda b, n: b.StartVector(4, n, 4), offsets)
+
+    def aligned_bytes(self, data: np.ndarray, alignment: int = ALIGNMENT) -> int:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1).tobytes()
         b = self.b
         b.assertNotNested()
@@ -66,14 +108,61 @@ class _Writer:
         b.vectorNumElems = len(raw)
         return b.EndVector()
 
+    # -- the file --------------------------------------------------------------------------------
+    def write(self) -> bytes:
+        fb = self.flatbuffer()
+        if not self.external:
+            return fb
+        out = bytearray(fb)
+        _pad16(out)
+        places: dict[int, tuple[int, int]] = {}
+        for k in self.external_buffers:
+            data = np.ascontiguousarray(self.m.buffers[k].data).view(np.uint8).reshape(-1)
+            places[k] = (len(out), data.size)
+            out += data.tobytes()
+            _pad16(out)
+        out += bytes(ALIGNMENT)
+        _pad16(out)
+        option_places: dict[tuple[int, int], tuple[int, int]] = {}
+        for si, oi in self.external_options:
+            raw = self.m.subgraphs[si].operators[oi].custom_options
+            if len(out) % ALIGNMENT:
+                _pad16(out)
+            option_places[(si, oi)] = (len(out), len(raw))
+            out += raw
+        _pad16(out)
+        self.patch(out, places, option_places)
+        return bytes(out)
+
+    @staticmethod
+    def patch(out: bytearray, places, option_places) -> None:
+        """Write the final offsets/sizes over the placeholders (TFLite's UpdateBufferOffsets)."""
+        root = tflite.Model.GetRootAs(out, 0)
+
+        def put(tab, vtable_offset: int, value: int) -> None:
+            o = tab.Offset(vtable_offset)
+            assert o, "placeholder field missing"
+            struct.pack_into("<Q", out, tab.Pos + o, value)
+
+        for k, (offset, size) in places.items():
+            tab = root.Buffers(k)._tab
+            put(tab, 6, offset)
+            put(tab, 8, size)
+        for (si, oi), (offset, size) in option_places.items():
+            tab = root.Subgraphs(si).Operators(oi)._tab
+            put(tab, 22, offset)
+            put(tab, 24, size)
+
     # -- tables ----------------------------------------------------------------------------------
-    def model(self, m: Model) -> bytes:
-        T = tflite
-        buffers = [self.buffer(x) for x in m.buffers]
-        subgraphs = [self.subgraph(s) for s in m.subgraphs]
+    def flatbuffer(self) -> bytes:
+        T, m = tflite, self.m
+        buffers = [self.buffer(k, x) for k, x in enumerate(m.buffers)]
+        subgraphs = [self.subgraph(si, s) for si, s in enumerate(m.subgraphs)]
         codes = [self.opcode(c) for c in m.operator_codes]
         metadata = [self.metadata(x) for x in m.metadata]
         sigs = [self.signature(s) for s in m.signature_defs]
+        groups = [self.external_buffer_group(g) for g in m.external_buffer_groups]
+        externals = [self.external_buffer(e) for e in m.external_buffers]
         desc = self.str(m.description) if m.description else None
         vb = self.tables(T.ModelStartBuffersVector, buffers)
         vs = self.tables(T.ModelStartSubgraphsVector, subgraphs)
@@ -81,7 +170,9 @@ class _Writer:
         vm = self.tables(T.ModelStartMetadataVector, metadata) if metadata else None
         vsig = self.tables(T.ModelStartSignatureDefsVector, sigs) if sigs else None
         vmb = self.vec(m.metadata_buffer, np.int32) if m.metadata_buffer else None
-        T.ModelStart(self.b)
+        vg = self.table_vector(groups) if groups else None
+        ve = self.table_vector(externals) if externals else None
+        self.b.StartObject(_MODEL_FIELDS)
         T.ModelAddVersion(self.b, m.version)
         T.ModelAddOperatorCodes(self.b, vc)
         T.ModelAddSubgraphs(self.b, vs)
@@ -94,17 +185,41 @@ class _Writer:
             T.ModelAddMetadata(self.b, vm)
         if vsig is not None:
             T.ModelAddSignatureDefs(self.b, vsig)
-        self.b.Finish(T.ModelEnd(self.b), file_identifier=FILE_IDENTIFIER)
+        if vg is not None:
+            self.b.PrependUOffsetTRelativeSlot(_MODEL_EXTERNAL_BUFFER_GROUPS, vg, 0)
+        if ve is not None:
+            self.b.PrependUOffsetTRelativeSlot(_MODEL_EXTERNAL_BUFFERS, ve, 0)
+        self.b.Finish(self.b.EndObject(), file_identifier=FILE_IDENTIFIER)
         return bytes(self.b.Output())
 
-    def buffer(self, x: Buffer) -> int:
-        data = self.aligned_bytes(x.data) if x.data.size and x.offset <= 1 else None
+    def external_buffer_group(self, g: ExternalBufferGroup) -> int:
+        name = self.str(g.name)
+        self.b.StartObject(1)
+        self.b.PrependUOffsetTRelativeSlot(0, name, 0)
+        return self.b.EndObject()
+
+    def external_buffer(self, e: ExternalBuffer) -> int:
+        packing = self.str(e.packing) if e.packing else None
+        b = self.b
+        b.StartObject(5)
+        b.PrependUint32Slot(0, e.id, 0)
+        b.PrependUint32Slot(1, e.group, 0)
+        b.PrependUint64Slot(2, e.offset, 0)
+        b.PrependUint64Slot(3, e.length, 0)
+        if packing is not None:
+            b.PrependUOffsetTRelativeSlot(4, packing, 0)
+        return b.EndObject()
+
+    def buffer(self, k: int, x: Buffer) -> int:
+        if k in self._external_buffer_set:
+            tflite.BufferStart(self.b)
+            tflite.BufferAddOffset(self.b, _PLACEHOLDER)
+            tflite.BufferAddSize(self.b, _PLACEHOLDER)
+            return tflite.BufferEnd(self.b)
+        data = self.aligned_bytes(x.data) if x.data.size else None
         tflite.BufferStart(self.b)
         if data is not None:
             tflite.BufferAddData(self.b, data)
-        if x.offset:
-            tflite.BufferAddOffset(self.b, x.offset)
-            tflite.BufferAddSize(self.b, x.size)
         return tflite.BufferEnd(self.b)
 
     def opcode(self, c: OperatorCode) -> int:
@@ -120,10 +235,10 @@ class _Writer:
         tflite.OperatorCodeAddBuiltinCode(self.b, c.builtin_code)
         return tflite.OperatorCodeEnd(self.b)
 
-    def subgraph(self, s: Subgraph) -> int:
+    def subgraph(self, si: int, s: Subgraph) -> int:
         T = tflite
         tensors = [self.tensor(t) for t in s.tensors]
-        ops = [self.operator(o) for o in s.operators]
+        ops = [self.operator(o, (si, oi) in self._external_option_set) for oi, o in enumerate(s.operators)]
         vt = self.tables(T.SubGraphStartTensorsVector, tensors)
         vo = self.tables(T.SubGraphStartOperatorsVector, ops)
         vi, vout = self.vec(s.inputs, np.int32), self.vec(s.outputs, np.int32)
@@ -139,6 +254,16 @@ class _Writer:
             T.SubGraphAddDebugMetadataIndex(self.b, s.debug_metadata_index)
         return T.SubGraphEnd(self.b)
 
+    def variant(self, v: VariantSubType) -> int:
+        T = tflite
+        vs = self.vec(v.shape, np.int32) if v.shape is not None else None
+        T.VariantSubTypeStart(self.b)
+        if vs is not None:
+            T.VariantSubTypeAddShape(self.b, vs)
+        T.VariantSubTypeAddType(self.b, v.type)
+        T.VariantSubTypeAddHasRank(self.b, v.has_rank)
+        return T.VariantSubTypeEnd(self.b)
+
     def tensor(self, t: Tensor) -> int:
         T = tflite
         shape = self.vec(t.shape, np.int32)
@@ -148,16 +273,8 @@ class _Writer:
         sig = self.vec(t.shape_signature, np.int32) if t.shape_signature is not None else None
         variants = None
         if t.variant_tensors:
-            offs = []
-            for vshape, vtype in t.variant_tensors:
-                vs = self.vec(vshape, np.int32) if vshape is not None else None
-                T.VariantSubTypeStart(self.b)
-                if vs is not None:
-                    T.VariantSubTypeAddShape(self.b, vs)
-                T.VariantSubTypeAddType(self.b, vtype)
-                offs.append(T.VariantSubTypeEnd(self.b))
-            variants = self.tables(T.TensorStartVariantTensorsVector, offs)
-        T.TensorStart(self.b)
+            variants = self.tables(T.TensorStartVariantTensorsVector, [self.variant(v) for v in t.variant_tensors])
+        self.b.StartObject(_TENSOR_FIELDS)
         T.TensorAddShape(self.b, shape)
         T.TensorAddType(self.b, t.type)
         T.TensorAddBuffer(self.b, t.buffer)
@@ -172,7 +289,21 @@ class _Writer:
         T.TensorAddHasRank(self.b, t.has_rank)
         if variants is not None:
             T.TensorAddVariantTensors(self.b, variants)
+        if t.external_buffer:
+            self.b.PrependUint32Slot(_TENSOR_EXTERNAL_BUFFER, t.external_buffer, 0)
         return T.TensorEnd(self.b)
+
+    def quantization_details(self, d: BlockwiseQuantization | MultiAxisQuantization) -> int:
+        multi = isinstance(d, MultiAxisQuantization)
+        dims = self.vec(d.quantized_dimensions, np.int32) if multi else None
+        b = self.b
+        b.StartObject(4 if multi else 3)
+        b.PrependInt32Slot(0, d.scales, 0)
+        b.PrependInt32Slot(1, d.zero_points, 0)
+        b.PrependInt32Slot(2, d.block_size, 0)
+        if dims is not None:
+            b.PrependUOffsetTRelativeSlot(3, dims, 0)
+        return b.EndObject()
 
     def quantization(self, q: QuantizationParameters) -> int:
         T = tflite
@@ -181,8 +312,10 @@ class _Writer:
         vs = self.vec(q.scale, np.float32) if q.scale else None
         vz = self.vec(q.zero_point, np.int64) if q.zero_point else None
         details = None
-        if q.details_type == 1:
-            custom = self.vec(np.frombuffer(q.custom_details, np.uint8), np.uint8)
+        if q.details is not None:
+            details = self.quantization_details(q.details)
+        elif q.details_type == 1:
+            custom = self.aligned_bytes(np.frombuffer(q.custom_details, np.uint8))  # force_align: 16
             T.CustomQuantizationStart(self.b)
             T.CustomQuantizationAddCustom(self.b, custom)
             details = T.CustomQuantizationEnd(self.b)
@@ -213,12 +346,11 @@ class _Writer:
                 T.DimensionMetadataAddArrayIndicesType(self.b, d.array_indices_type)
                 T.DimensionMetadataAddArrayIndices(self.b, idxs)
             dims.append(T.DimensionMetadataEnd(self.b))
-        trav = self.vec(sp.traversal_order, np.int32) if sp.traversal_order else None
+        trav = self.vec(sp.traversal_order, np.int32)  # always present: LiteRT rejects a null one
         bmap = self.vec(sp.block_map, np.int32) if sp.block_map else None
         vdims = self.tables(T.SparsityParametersStartDimMetadataVector, dims)
         T.SparsityParametersStart(self.b)
-        if trav is not None:
-            T.SparsityParametersAddTraversalOrder(self.b, trav)
+        T.SparsityParametersAddTraversalOrder(self.b, trav)
         if bmap is not None:
             T.SparsityParametersAddBlockMap(self.b, bmap)
         T.SparsityParametersAddDimMetadata(self.b, vdims)
@@ -234,12 +366,15 @@ class _Writer:
         getattr(tflite, f"{name}AddValues")(self.b, vals)
         return getattr(tflite, f"{name}End")(self.b)
 
-    def operator(self, o: Operator) -> int:
+    def operator(self, o: Operator, external_options: bool) -> int:
         T = tflite
         vi, vo = self.vec(o.inputs, np.int32), self.vec(o.outputs, np.int32)
-        opt1 = encode_options(self.b, o.builtin_options.table, o.builtin_options) if o.builtin_options is not None else None
-        opt2 = encode_options(self.b, o.builtin_options2.table, o.builtin_options2) if o.builtin_options2 is not None else None
-        inline_custom = o.custom_options and o.large_custom_options_offset <= 1
+        opt1 = opt2 = None
+        if o.builtin_options is not None:
+            opt1 = encode_options(self.b, o.builtin_options.table, o.builtin_options)
+        if o.builtin_options2 is not None:
+            opt2 = encode_options(self.b, o.builtin_options2.table, o.builtin_options2)
+        inline_custom = o.custom_options and not external_options
         custom = self.vec(np.frombuffer(o.custom_options, np.uint8), np.uint8) if inline_custom else None
         mut = self.vec(o.mutating_variable_inputs, np.bool_) if o.mutating_variable_inputs else None
         inter = self.vec(o.intermediates, np.int32) if o.intermediates else None
@@ -257,9 +392,9 @@ class _Writer:
             T.OperatorAddMutatingVariableInputs(self.b, mut)
         if inter is not None:
             T.OperatorAddIntermediates(self.b, inter)
-        if o.large_custom_options_offset:
-            T.OperatorAddLargeCustomOptionsOffset(self.b, o.large_custom_options_offset)
-            T.OperatorAddLargeCustomOptionsSize(self.b, o.large_custom_options_size)
+        if external_options:
+            T.OperatorAddLargeCustomOptionsOffset(self.b, _PLACEHOLDER)
+            T.OperatorAddLargeCustomOptionsSize(self.b, _PLACEHOLDER)
         if opt2 is not None:
             T.OperatorAddBuiltinOptions2Type(self.b, _OPTIONS2_NUMBER[o.builtin_options2.table])
             T.OperatorAddBuiltinOptions2(self.b, opt2)
@@ -294,9 +429,23 @@ class _Writer:
         return T.SignatureDefEnd(self.b)
 
 
-def write_model(model: Model) -> bytes:
-    """Serialize a ``Model`` to .tflite bytes."""
-    return _Writer().model(model)
+def write_model(model: Model, *, external_buffers: bool | None = None) -> bytes:
+    """Serialize a ``Model`` to .tflite bytes.
+
+    ``external_buffers``: True stores the constant data (and the custom options of CUSTOM ops) after the
+    flatbuffer, in the ``offset``/``size`` form of models over 2 GB; False stores it inside; None (the
+    default) keeps the form the model was read in, and switches to the external form when the data would
+    not fit in a 2 GB flatbuffer. Buffers named by metadata always stay inside.
+    """
+    return _Writer(model, external_buffers).write()
+
+
+def string_buffer(values) -> bytes:
+    """TFLite's STRING tensor buffer: int32 count, int32 offsets[count + 1] from the buffer start, bytes."""
+    items = [v if isinstance(v, bytes) else str(v).encode() for v in np.asarray(values, dtype=object).reshape(-1)]
+    head = 4 * (len(items) + 2)
+    offsets = np.cumsum([head] + [len(v) for v in items]).astype("<i4")
+    return np.int32(len(items)).astype("<i4").tobytes() + offsets.tobytes() + b"".join(items)
 
 
 def quant(scale, zero_point=0, quantized_dimension: int = 0) -> QuantizationParameters:
@@ -315,14 +464,20 @@ class ModelBuilder:
     >>> y = b.tensor("y", [1, 4], np.float32)
     >>> b.op("RELU", [x], [y]); b.output(y)
     >>> model_bytes = b.build()
+
+    Every schema feature can be reached: several subgraphs (``subgraph``/``select``), signatures,
+    metadata (``add_metadata``), custom ops and options, BuiltinOptions2 ops, variable, sparse, variant
+    and quantized tensors (any ``QuantizationParameters``), and the external-buffer layout
+    (``build(external_buffers=True)``).
     """
 
-    def __init__(self):
+    def __init__(self, description: str = "litert_py.ModelBuilder"):
         self.buffers: list[Buffer] = [Buffer()]
         self.codes: list[OperatorCode] = []
         self.subgraphs: list[dict] = []
         self.signatures: list[SignatureDef] = []
         self.metadata: list[Metadata] = []
+        self.description = description
         self.subgraph()
 
     def subgraph(self, name: str = "") -> int:
@@ -338,20 +493,44 @@ class ModelBuilder:
     def _sg(self) -> dict:
         return self.subgraphs[self.current]
 
+    def buffer(self, data) -> int:
+        """Add a buffer holding ``data`` (bytes or an array, stored as its raw bytes); returns its index."""
+        raw = np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray)) else \
+            np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self.buffers.append(Buffer(raw.copy()))
+        return len(self.buffers) - 1
+
+    def add_metadata(self, name: str, data: bytes) -> int:
+        """Add a Model.metadata entry (e.g. 'min_runtime_version'); returns its buffer index."""
+        k = self.buffer(data)
+        self.metadata.append(Metadata(name, k))
+        return k
+
     def tensor(self, name: str, shape, dtype, data=None, quantization: QuantizationParameters | None = None,
-               is_variable: bool = False, shape_signature=None, sparsity=None, tensor_type: int | None = None) -> int:
+               is_variable: bool = False, shape_signature=None, sparsity=None, tensor_type: int | None = None,
+               has_rank: bool = False, variant_tensors: Sequence[VariantSubType] = (),
+               external_buffer: int = 0) -> int:
+        """Add a tensor to the current subgraph; ``data`` makes it constant (raw bytes for INT4, sparse and
+        string tensors: INT4 packed two per byte, STRING in TFLite's string-buffer layout or as a
+        sequence of bytes/str)."""
         buf = 0
         ttype = tensor_type if tensor_type is not None else dtypes.from_numpy(dtype)
         if data is not None:
-            arr = np.asarray(data)
-            if ttype != dtypes.TensorType.STRING:
-                arr = np.ascontiguousarray(arr, dtype=dtypes.to_numpy(ttype) if ttype != 17 else np.uint8)
-            raw = arr.view(np.uint8).reshape(-1) if arr.dtype.kind != "S" else np.frombuffer(arr.tobytes(), np.uint8)
-            self.buffers.append(Buffer(raw.copy()))
-            buf = len(self.buffers) - 1
+            if isinstance(data, (bytes, bytearray)):
+                buf = self.buffer(data)
+            elif ttype == dtypes.TensorType.STRING:
+                arr = np.asarray(data)
+                buf = self.buffer(arr if arr.dtype == np.uint8 else string_buffer(arr))
+            else:
+                try:
+                    storage = np.uint8 if ttype == dtypes.TensorType.INT4 else dtypes.to_numpy(ttype)
+                except ValueError:  # BFLOAT16, INT2, ...: no numpy type, the caller gives the raw bytes
+                    storage = None
+                buf = self.buffer(np.ascontiguousarray(data, dtype=storage))
         t = Tensor(name=name, shape=tuple(int(d) for d in shape), type=ttype, buffer=buf,
                    quantization=quantization, is_variable=is_variable, sparsity=sparsity,
-                   shape_signature=tuple(shape_signature) if shape_signature is not None else None)
+                   shape_signature=tuple(shape_signature) if shape_signature is not None else None,
+                   has_rank=has_rank, variant_tensors=tuple(variant_tensors), external_buffer=external_buffer)
         self._sg["tensors"].append(t)
         return len(self._sg["tensors"]) - 1
 
@@ -369,11 +548,14 @@ class ModelBuilder:
 
     def op(self, op: str | int, inputs: Sequence[int], outputs: Sequence[int], options: dict | None = None,
            version: int = 1, custom_code: str | None = None, custom_options: bytes = b"",
-           intermediates: Sequence[int] = ()) -> None:
+           intermediates: Sequence[int] = (), mutating_variable_inputs: Sequence[bool] = ()) -> int:
+        """Append an operator to the current subgraph; returns its index there. ``options`` fill the op's
+        BuiltinOptions (or BuiltinOptions2) table; a CUSTOM op is named by ``custom_code``."""
         code = BuiltinOperator[op] if isinstance(op, str) and custom_code is None else op
         if custom_code is not None:
             code = BuiltinOperator.CUSTOM
-        key = OperatorCode(builtin_code=int(code), custom_code=custom_code, version=version)
+        key = OperatorCode(builtin_code=int(code), custom_code=custom_code, version=version,
+                           deprecated_builtin_code=min(int(code), BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES))
         if key not in self.codes:
             self.codes.append(key)
         opt1 = opt2 = None
@@ -386,8 +568,9 @@ class ModelBuilder:
             raise ValueError(f"{BuiltinOperator(code).name} has no options table")
         self._sg["ops"].append(Operator(
             opcode_index=self.codes.index(key), inputs=tuple(inputs), outputs=tuple(outputs),
-            builtin_options=opt1, builtin_options2=opt2, custom_options=custom_options,
-            intermediates=tuple(intermediates)))
+            builtin_options=opt1, builtin_options2=opt2, custom_options=bytes(custom_options),
+            intermediates=tuple(intermediates), mutating_variable_inputs=tuple(mutating_variable_inputs)))
+        return len(self._sg["ops"]) - 1
 
     def signature(self, key: str, inputs: dict[str, int], outputs: dict[str, int], subgraph: int = 0) -> None:
         self.signatures.append(SignatureDef(
@@ -401,8 +584,9 @@ class ModelBuilder:
                      operators=tuple(s["ops"]), name=s["name"])
             for s in self.subgraphs)
         return Model(version=3, operator_codes=tuple(self.codes), subgraphs=subgraphs,
-                     buffers=tuple(self.buffers), description="litert_py.ModelBuilder",
+                     buffers=tuple(self.buffers), description=self.description,
                      metadata=tuple(self.metadata), signature_defs=tuple(self.signatures))
 
-    def build(self) -> bytes:
-        return write_model(self.model())
+    def build(self, external_buffers: bool = False) -> bytes:
+        """The model's bytes; ``external_buffers=True`` stores constants after the flatbuffer."""
+        return write_model(self.model(), external_buffers=external_buffers)

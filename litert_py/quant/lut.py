@@ -1,0 +1,136 @@
+"""Lookup-table builders and lookups of TFLite's 8-bit and 16-bit activation kernels.
+
+Reproduces ``LUTPopulate`` / ``LUTLookup`` of tflite/kernels/internal/common.h (docs section 5.8).
+
+**libm caveat** (docs section 1.4): the C++ transforms call the platform libm (``expf``, ``tanhf``,
+``logf``, ``expm1f``, ``erfcf``...). Here ``fn`` is any vectorized numpy function; its result is
+rounded to the table precision (float32 for the 8-bit tables and the default 16-bit tables). numpy
+float32 transcendentals, float64-then-rounded and glibc through ctypes produced identical int8
+tables in the doc's 1,500-table experiment, but a table entry can in principle differ where libm and
+numpy disagree by an ulp right at a rounding boundary. ARM builds may also fuse multiply-adds (FMA);
+we follow x86 (every float operation rounded separately).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from litert_py.quant.fixedpoint import round_away, trunc_to_int32
+
+__all__ = ["lut_int8", "lut_lookup_int8", "lut_int16", "lut_lookup_int16"]
+
+
+def _apply(fn, x: np.ndarray, ftype) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        y = np.asarray(fn(x))
+    if y.shape != x.shape:
+        raise ValueError(f"LUT transform must be elementwise: got shape {y.shape} for input {x.shape}")
+    return y.astype(ftype)
+
+
+def lut_int8(fn, in_scale, in_zp, out_scale, out_zp, dtype=np.int8) -> np.ndarray:
+    """``LUTPopulate<int8_t/uint8_t>`` (``detail::LUTPopulateInt8``) of tflite/kernels/internal/common.h.
+
+    For every representable input ``v`` (all float32 arithmetic)::
+
+        deq = f32(in_scale) * f32(v - in_zp)
+        q   = int32( roundf(f32(fn(deq)) * (1.0f / out_scale)) + f32(out_zp) )     # truncating cast
+        lut[uint8(v)] = clamp(q, type_min, type_max)
+
+    ``fn`` receives a float32 array of the 256 dequantized inputs and must work elementwise. The
+    table is indexed by the input byte as uint8 (so int8 tables are ordered 0..127, -128..-1), as
+    :func:`lut_lookup_int8` expects. An overflowing or NaN cast gives INT32_MIN (x86), i.e. the type
+    minimum after the clamp. Returns a 256-entry array of ``dtype`` (int8 or uint8).
+    """
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        raise TypeError(f"lut_int8: dtype must be int8 or uint8, got {dt}")
+    info = np.iinfo(dt)
+    vals = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64)
+    f32 = np.float32
+    with np.errstate(all="ignore"):
+        inverse_scale = f32(1.0) / f32(out_scale)
+        deq = f32(in_scale) * (vals - int(in_zp)).astype(f32)
+        t = _apply(fn, deq, f32)
+        rescaled = round_away(t * inverse_scale)
+        q = trunc_to_int32(rescaled + f32(int(out_zp)))
+    q = np.clip(q, int(info.min), int(info.max))
+    lut = np.empty(256, dtype=dt)
+    lut[vals & 0xFF] = q
+    return lut
+
+
+def lut_lookup_int8(x, lut) -> np.ndarray:
+    """``LUTLookup(int8_t/uint8_t, lut)`` of tflite/kernels/internal/common.h: ``lut[uint8(x)]``."""
+    idx = np.asarray(x).astype(np.int64) & 0xFF
+    return np.asarray(lut)[idx]
+
+
+def lut_int16(fn, in_scale, in_zp, out_scale, out_zp, precision=np.float32) -> np.ndarray:
+    """``LUTPopulate<int16_t>`` (``detail::LUTPopulateInt16<FloatT>``) of tflite/kernels/internal/common.h.
+
+    513 entries: 512 samples spaced ``(in_max - in_min)/512`` apart plus a last one at ``in_max``,
+    each corrected by half the midpoint interpolation error. ``precision`` is ``FloatT``:
+    ``np.float32`` (the default ``LUTPopulate`` overloads: EXP, LOG, RSQRT, GELU int16, ...) or
+    ``np.float64`` (the deprecated ``double`` overload used by int16 SOFTMAX in TFLite). Every
+    operation is done in that precision, in the source's order. Scales are converted to
+    ``precision`` (float32 for the float overload, as its ``float`` parameters do). The quirks of the
+    source are kept: the ``65536 / (out_max - out_min)`` scaling (~``65536/65535`` off ``1/s``) and a
+    table step of ``65535/512`` input LSBs while the lookup assumes 128. ``fn`` is called once on an
+    array of all needed points and must work elementwise. Returns int16 (NaN entries give 0, as a
+    truncating x86 cast to int16 does).
+    """
+    ft = np.dtype(precision).type
+    if ft not in (np.float32, np.float64):
+        raise TypeError("lut_int16: precision must be float32 or float64")
+    with np.errstate(all="ignore"):
+        s_in = ft(in_scale)
+        s_out = ft(out_scale)
+        input_min = s_in * ft(-32768 - int(in_zp))
+        input_max = s_in * ft(32767 - int(in_zp))
+        output_min = s_out * ft(-32768 - int(out_zp))
+        output_max = s_out * ft(32767 - int(out_zp))
+        step = (input_max - input_min) / ft(512)
+        half_step = step / ft(2)
+        scaling_inv = ft(65536) / (output_max - output_min)
+
+        i = np.arange(512).astype(ft)
+        x0 = input_min + i * step
+        xmid = x0 + half_step
+        # input_min + (i + 1) * step: equal to x0[i + 1] except for i = 511, computed separately.
+        x_last = input_min + ft(512) * step
+        pts = np.concatenate([x0, xmid, np.array([x_last, input_max], dtype=ft)])
+        y = _apply(fn, pts, ft)
+        val, val_mid = y[:512], y[512:1024]
+        val_next = np.concatenate([val[1:], y[1024:1025]])
+
+        sample_val = round_away(val * scaling_inv)
+        midpoint_interp_val = round_away((val_next * scaling_inv + sample_val) / ft(2))
+        midpoint_val = round_away(val_mid * scaling_inv)
+        midpoint_err = midpoint_interp_val - midpoint_val
+        bias = round_away(midpoint_err / ft(2))
+        entries = np.empty(513, dtype=ft)
+        entries[:512] = sample_val - bias
+        entries[512] = round_away(y[1025] * scaling_inv)
+        # std::min(std::max(v, -32768), 32767) propagates NaN, like np.maximum/np.minimum.
+        entries = np.minimum(np.maximum(entries, ft(-32768.0)), ft(32767.0))
+    return trunc_to_int32(entries).astype(np.int16)
+
+
+def lut_lookup_int16(x, lut) -> np.ndarray:
+    """``LUTLookup(int16_t, const int16_t* lut)`` of tflite/kernels/internal/common.h::
+
+        idx = 256 + (x >> 7);  off = x & 127
+        slope = int16(lut[idx+1] - lut[idx])          # stored in an int16_t: wraps
+        out = int16(lut[idx] + ((slope * off + 64) >> 7))
+
+    ``x`` must be in int16 range; ``lut`` has 513 entries. Returns int16.
+    """
+    xi = np.asarray(x).astype(np.int64)
+    table = np.asarray(lut).astype(np.int64)
+    idx = 256 + (xi >> 7)
+    off = xi & 0x7F
+    base = table[idx]
+    slope = (table[idx + 1] - base).astype(np.int16).astype(np.int64)
+    delta = (slope * off + 64) >> 7
+    return (base + delta).astype(np.int16)

@@ -1,0 +1,355 @@
+"""CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SPLIT, SPLIT_V, GATHER against the oracle.
+
+One table (CASES) drives the differential test: each entry draws a model and its inputs with hypothesis.
+Data movement is exact for every dtype (tolerance 0); the uint8 CONCATENATION rescale is bit-exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import InvokeError, PrepareError
+from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+
+#: Float tolerance per op: every op here moves bytes, so all are exact.
+TOLERANCE = {"CONCATENATION": 0.0, "PAD": 0.0, "PADV2": 0.0, "TRANSPOSE": 0.0, "STRIDED_SLICE": 0.0,
+             "SPLIT": 0.0, "SPLIT_V": 0.0, "GATHER": 0.0}
+
+NUMERIC = [k for k in ALL_DTYPES if k != "string"]
+#: Models litert_py refuses at prepare where LiteRT reads or writes out of bounds (uninitialized output).
+STRIDED_SLICE_REFUSED = ("selects nothing", "selects ", "needs one end value per effective dimension")
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def shapes(min_rank=1, max_rank=4, min_side=1, max_side=4):
+    return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
+
+
+def _q(dtype_name, draw):
+    """Quantization of a quantized integer tensor (None for other dtypes or when drawn unquantized)."""
+    if dtype_name in ("int8", "uint8", "int16") and draw(st.booleans()):
+        zp = 0 if dtype_name == "int16" else draw(st.integers(-20, 20)) + (128 if dtype_name == "uint8" else 0)
+        return quant(draw(st.floats(0.01, 2.0)), zp)
+    return None
+
+
+# -- case builders: each returns (model, inputs, skip_ours) ------------------------------------------
+
+
+@st.composite
+def concatenation(draw, dtypes=tuple(k for k in NUMERIC if k != "float16") + ("float16",)):
+    name = draw(st.sampled_from(dtypes))
+    dt = ALL_DTYPES[name]
+    base = draw(shapes())
+    rank = len(base)
+    axis = draw(st.integers(-rank, rank - 1))
+    n = draw(st.integers(1, 4))
+    q = _q(name, draw)
+    ins = []
+    for _ in range(n):
+        s = list(base)
+        s[axis] = draw(st.integers(0 if n > 1 else 1, 4))
+        ins.append(tuple(s))
+    out = list(base)
+    out[axis] = sum(s[axis] for s in ins)
+    model = single_op_model("CONCATENATION", [T(s, dt, q=q) for s in ins], [T(out, dt, q=q)], {"axis": axis})
+    rng = np.random.default_rng(draw(seeds))
+    return model, [values(rng, s, dt) for s in ins], ()
+
+
+@st.composite
+def concatenation_rescaled(draw):
+    """uint8 inputs with their own scales and zero points: ConcatenationWithScaling (bit-exact), and
+    int16 with different scales (copied) and int8 (LiteRT rejects different params)."""
+    name = draw(st.sampled_from(["uint8", "uint8", "int16", "int8"]))
+    dt = ALL_DTYPES[name]
+    n = draw(st.integers(1, 4))
+    base = draw(shapes(max_rank=3))
+    axis = draw(st.integers(0, len(base) - 1))
+    zp_range = (0, 255) if name == "uint8" else (0, 0) if name == "int16" else (-128, 127)
+
+    def qp():
+        return quant(draw(st.floats(1e-3, 4.0)), draw(st.integers(*zp_range)))
+
+    out_q = qp()
+    qs = [draw(st.sampled_from([out_q, qp()])) for _ in range(n)]
+    ins = [tuple(d if k != axis else draw(st.integers(1, 3)) for k, d in enumerate(base)) for _ in range(n)]
+    out = list(base)
+    out[axis] = sum(s[axis] for s in ins)
+    model = single_op_model("CONCATENATION", [T(s, dt, q=q) for s, q in zip(ins, qs)], [T(out, dt, q=out_q)],
+                            {"axis": axis})
+    rng = np.random.default_rng(draw(seeds))
+    return model, [values(rng, s, dt) for s in ins], ()
+
+
+@st.composite
+def pad(draw, v2=False):
+    name = draw(st.sampled_from(NUMERIC))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(max_rank=5, min_side=0))
+    pdt = draw(st.sampled_from([np.int32, np.int64, np.int8]))
+    pads = np.array([[draw(st.integers(0, 3)), draw(st.integers(0, 3))] for _ in shape], dtype=pdt)
+    out = tuple(d + a + b for d, (a, b) in zip(shape, pads.tolist()))
+    q = _q(name, draw)
+    rng = np.random.default_rng(draw(seeds))
+    ins = [T(shape, dt, q=q), T.const(pads)]
+    data = [values(rng, shape, dt)]
+    if v2:
+        cv = values(rng, (), dt) if draw(st.booleans()) else values(rng, (1,), dt)
+        if draw(st.booleans()):
+            ins.append(T.const(cv, dtype=dt, q=q))
+        else:
+            ins.append(T(cv.shape, dt, q=q))
+            data.append(cv)
+    model = single_op_model("PADV2" if v2 else "PAD", ins, [T(out, dt, q=q)])
+    return model, data, ()
+
+
+@st.composite
+def transpose(draw):
+    name = draw(st.sampled_from(NUMERIC))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(max_rank=6, max_side=3))
+    perm = draw(st.permutations(range(len(shape))))
+    perm = [p - len(shape) if draw(st.booleans()) else p for p in perm]  # negative entries count from the end
+    out = tuple(shape[p] for p in perm)
+    model = single_op_model("TRANSPOSE", [T(shape, dt), T.const(np.array(perm, np.int32))], [T(out, dt)])
+    rng = np.random.default_rng(draw(seeds))
+    return model, [values(rng, shape, dt)], ()
+
+
+@st.composite
+def strided_slice(draw, masks=True):
+    name = draw(st.sampled_from(list(ALL_DTYPES)))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(max_rank=4, min_side=0, max_side=5))
+    rank = len(shape)
+    n = draw(st.integers(1, rank + (1 if masks else 0)))
+    index = st.integers(-7, 7) | st.sampled_from([-(2**31), 2**31 - 1])  # extremes clamp like any other
+    begin = draw(st.lists(index, min_size=n, max_size=n))
+    end = draw(st.lists(index, min_size=n, max_size=n))
+    strides = draw(st.lists(st.sampled_from([1, 1, 2, 3, -1, -2, -3]), min_size=n, max_size=n))
+    full = (1 << n) - 1
+    opts = {"begin_mask": draw(st.integers(0, full)), "end_mask": draw(st.integers(0, full)),
+            "shrink_axis_mask": draw(st.integers(0, full)) if draw(st.booleans()) else 0}
+    if masks:
+        opts["new_axis_mask"] = draw(st.integers(0, full)) if draw(st.booleans()) else 0
+        opts["ellipsis_mask"] = (1 << draw(st.integers(0, n - 1))) if draw(st.booleans()) else 0
+        opts["offset"] = draw(st.booleans()) and not opts["ellipsis_mask"] and not opts["new_axis_mask"]
+        if opts["offset"]:  # end is a size there: keep begin + end inside int32
+            begin = [min(abs(b), 7) for b in begin]
+            end = [min(abs(e), 7) for e in end]
+    ins = [T(shape, dt), T.const(np.array(begin, np.int32)), T.const(np.array(end, np.int32)),
+           T.const(np.array(strides, np.int32))]
+    model = single_op_model("STRIDED_SLICE", ins, [T((1,), dt)], opts)
+    rng = np.random.default_rng(draw(seeds))
+    return model, [values(rng, shape, dt)], STRIDED_SLICE_REFUSED
+
+
+@st.composite
+def split(draw, v=False):
+    name = draw(st.sampled_from(["float32", "uint8", "int8", "int16", "int32", "int64"]))
+    dt = ALL_DTYPES[name]
+    shape = list(draw(shapes(max_rank=4, max_side=6)))
+    rank = len(shape)
+    axis = draw(st.integers(-rank, rank - 1))
+    n = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(seeds))
+    if v:
+        sizes = [draw(st.integers(0, 3)) for _ in range(n)]
+        shape[axis] = sum(sizes)
+        outs = list(sizes)
+        if draw(st.booleans()):
+            sizes[draw(st.integers(0, n - 1))] = -1
+        sdt = draw(st.sampled_from([np.int32, np.int64]))
+        ins = [T(shape, dt), T.const(np.array(sizes, sdt)), T.const(np.array([axis], np.int32))]
+        op = "SPLIT_V"
+    else:
+        size = draw(st.integers(0, 3))
+        shape[axis] = size * n
+        outs = [size] * n
+        ins = [T.const(np.array(axis, np.int32)), T(shape, dt)]
+        op = "SPLIT"
+    out_shapes = [tuple(s if k != axis % rank else o for k, s in enumerate(shape)) for o in outs]
+    model = single_op_model(op, ins, [T(s, dt) for s in out_shapes], {"num_splits": n})
+    return model, [values(rng, shape, dt)], ()
+
+
+@st.composite
+def gather(draw):
+    name = draw(st.sampled_from(list(ALL_DTYPES)))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=1 if name == "string" else 4, max_side=4))
+    rank = len(shape)
+    axis = draw(st.integers(0, rank - 1))
+    bd = draw(st.integers(0, axis))
+    pshape = shape[:bd] + draw(shapes(min_rank=0, max_rank=2, max_side=3))
+    idt = draw(st.sampled_from([np.int16, np.int32, np.int64]))
+    rng = np.random.default_rng(draw(seeds))
+    idx = rng.integers(0, shape[axis], pshape).astype(idt)
+    opts = {"axis": axis - rank if draw(st.booleans()) else axis,
+            "batch_dims": bd - len(pshape) if bd and draw(st.booleans()) else bd}
+    out = shape[:axis] + pshape[bd:] + shape[axis + 1:]
+    const_idx = draw(st.booleans())
+    ins = [T(shape, dt), T.const(idx) if const_idx else T(pshape, idt)]
+    model = single_op_model("GATHER", ins, [T(out, dt)], opts)
+    data = [values(rng, shape, dt)] + ([] if const_idx else [idx])
+    return model, data, ()
+
+
+CASES = {
+    "concatenation-any": concatenation(),
+    "concatenation-quantized-rescale": concatenation_rescaled(),
+    "pad-any": pad(),
+    "padv2-any": pad(v2=True),
+    "transpose-any": transpose(),
+    "strided_slice-basic": strided_slice(masks=False),
+    "strided_slice-masks": strided_slice(),
+    "split-any": split(),
+    "split_v-any": split(v=True),
+    "gather-any": gather(),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@given(data=st.data())
+def test_movement(case, data):
+    model, inputs, skip = data.draw(CASES[case])
+    check_both(model, inputs, skip_ours=skip)
+
+
+# -- dynamic output shapes: the index tensor is a graph input --------------------------------------------
+
+
+@st.composite
+def dynamic(draw):
+    rng = np.random.default_rng(draw(seeds))
+    which = draw(st.sampled_from(["PAD", "TRANSPOSE", "STRIDED_SLICE", "SPLIT", "SPLIT_V"]))
+    shape = draw(shapes(min_rank=2, max_rank=4))
+    x = values(rng, shape, np.float32)
+    if which == "PAD":
+        p = rng.integers(0, 3, (len(shape), 2)).astype(np.int32)
+        return chain_model("PAD", [T(shape), T(p.shape, np.int32)], 1), [x, p], 1
+    if which == "TRANSPOSE":
+        p = rng.permutation(len(shape)).astype(np.int32)
+        return chain_model("TRANSPOSE", [T(shape), T(p.shape, np.int32)], 1), [x, p], 1
+    if which == "STRIDED_SLICE":
+        n = len(shape)
+        b = rng.integers(-4, 4, n).astype(np.int32)
+        e = rng.integers(-4, 5, n).astype(np.int32)
+        s = rng.choice(np.array([1, 2, -1, -2], np.int32), n)
+        opts = {"begin_mask": int(rng.integers(0, 1 << n)), "end_mask": int(rng.integers(0, 1 << n))}
+        model = chain_model("STRIDED_SLICE", [T(shape), T((n,), np.int32), T((n,), np.int32), T.const(s)], 1, opts)
+        return model, [x, b, e], 1
+    axis = np.array([int(rng.integers(-len(shape), len(shape)))], np.int32)
+    if which == "SPLIT":
+        n = shape[axis[0]]
+        return chain_model("SPLIT", [T((1,), np.int32), T(shape)], n, {"num_splits": n}, out_dtype=np.float32), \
+            [axis, x], n
+    sizes = np.array([1, -1], np.int32)
+    return chain_model("SPLIT_V", [T(shape), T((2,), np.int32), T((1,), np.int32)], 2, {"num_splits": 2}), \
+        [x, sizes, axis], 2
+
+
+@given(case=dynamic())
+def test_movement_dynamic_shapes(case):
+    model, inputs, _ = case
+    check_both(model, inputs)
+
+
+# -- exact rescale probe, error paths ------------------------------------------------------------------
+
+
+def test_concatenation_uint8_rescale_all_values():
+    """Every uint8 value through ConcatenationWithScaling with awkward scales: ties of the float rounding."""
+    x = np.arange(256, dtype=np.uint8).reshape(1, 256)
+    for s_in, z_in, s_out, z_out in [(0.5, 3, 0.25, 7), (0.1, 128, 0.3, 120), (1 / 3, 0, 2 / 3, 0),
+                                     (0.7, 200, 0.05, 10), (2.5, 17, 1.0, 255)]:
+        model = single_op_model("CONCATENATION", [T((1, 256), np.uint8, q=quant(s_in, z_in)),
+                                                  T((1, 256), np.uint8, q=quant(s_out, z_out))],
+                                [T((2, 256), np.uint8, q=quant(s_out, z_out))], {"axis": 0})
+        assert check_both(model, [x, x]) is not None
+
+
+@pytest.mark.parametrize("bad", [4, -1, 100])
+def test_gather_out_of_range_raises(bad):
+    model = single_op_model("GATHER", [T((4, 3)), T((2,), np.int32)], [T((2, 3))], {"axis": 0})
+    inputs = [np.zeros((4, 3), np.float32), np.array([1, bad], np.int32)]
+    with pytest.raises(RuntimeError, match="gather index out of bounds"):
+        run_litert(model, inputs)
+    with pytest.raises(InvokeError, match="gather index out of bounds"):
+        run_ours(model, inputs)
+
+
+def test_gather_constant_out_of_range_fails_at_prepare():
+    """All inputs constant: both runtimes gather at prepare, so the bad index fails allocate_tensors."""
+    model = single_op_model("GATHER", [T.const(np.zeros((4, 3), np.float32)), T.const(np.array([5], np.int32))],
+                            [T((1, 3))], {"axis": 0})
+    with pytest.raises(RuntimeError, match="gather index out of bounds"):
+        run_litert(model, [])
+    with pytest.raises(PrepareError, match="gather index out of bounds"):
+        run_ours(model, [])
+
+
+REJECTED = {
+    "concatenation-relu": ("CONCATENATION", [T((2, 3)), T((2, 3))], [T((4, 3))],
+                           {"axis": 0, "fused_activation_function": 1}),
+    "concatenation-int8-different-scales": ("CONCATENATION", [T((2,), np.int8, q=quant(0.5, 0)),
+                                                              T((2,), np.int8, q=quant(0.25, 0))],
+                                            [T((4,), np.int8, q=quant(0.5, 0))], {"axis": 0}),
+    "concatenation-int16-zero-point": ("CONCATENATION", [T((2,), np.int16, q=quant(0.5, 3))],
+                                       [T((2,), np.int16, q=quant(0.5, 3))], {"axis": 0}),
+    "concatenation-shape-mismatch": ("CONCATENATION", [T((2, 3)), T((2, 4))], [T((4, 3))], {"axis": 0}),
+    "concatenation-axis": ("CONCATENATION", [T((2, 3))], [T((2, 3))], {"axis": 2}),
+    "concatenation-string": ("CONCATENATION", [T((2,), np.bytes_)], [T((2,), np.bytes_)], {"axis": 0}),
+    "pad-negative": ("PAD", [T((2, 3)), T.const(np.array([[0, -1], [0, 0]], np.int32))], [T((1, 3))], None),
+    "pad-rank6": ("PAD", [T((1,) * 6), T.const(np.zeros((6, 2), np.int32))], [T((1,) * 6)], None),
+    "pad-paddings-shape": ("PAD", [T((2, 3)), T.const(np.zeros((3, 2), np.int32))], [T((2, 3))], None),
+    "pad-float-paddings": ("PAD", [T((2, 3)), T.const(np.zeros((2, 2), np.float32))], [T((2, 3))], None),
+    "padv2-quantized-value-params": ("PADV2", [T((2,), np.int8, q=quant(0.5, 1)), T.const(np.zeros((1, 2), np.int32)),
+                                     T.const(np.array([3], np.int8), q=quant(0.25, 1))],
+                                     [T((2,), np.int8, q=quant(0.5, 1))], None),
+    "transpose-perm-out-of-range": ("TRANSPOSE", [T((2, 3)), T.const(np.array([0, 2], np.int32))], [T((2, 3))],
+                                    None),
+    "transpose-perm-length": ("TRANSPOSE", [T((2, 3)), T.const(np.array([0], np.int32))], [T((2, 3))], None),
+    "transpose-string": ("TRANSPOSE", [T((2,), np.bytes_), T.const(np.array([0], np.int32))], [T((2,), np.bytes_)],
+                         None),
+    "strided_slice-zero-stride": ("STRIDED_SLICE", [T((4,)), T.const(np.array([0], np.int32)),
+                                                    T.const(np.array([4], np.int32)), T.const(np.array([0], np.int32))],
+                                  [T((4,))], None),
+    "strided_slice-int64-begin": ("STRIDED_SLICE", [T((4,)), T.const(np.array([0], np.int64)),
+                                                    T.const(np.array([4], np.int32)), T.const(np.array([1], np.int32))],
+                                  [T((4,))], None),
+    "split-uneven": ("SPLIT", [T.const(np.array(0, np.int32)), T((5,))], [T((2,)), T((2,))], {"num_splits": 2}),
+    "split-bool": ("SPLIT", [T.const(np.array(0, np.int32)), T((4,), np.bool_)], [T((2,), np.bool_)] * 2,
+                   {"num_splits": 2}),
+    "split-axis": ("SPLIT", [T.const(np.array(2, np.int32)), T((4,))], [T((4,))], {"num_splits": 1}),
+    "split_v-two-minus-one": ("SPLIT_V", [T((4,)), T.const(np.array([-1, -1], np.int32)),
+                                          T.const(np.array([0], np.int32))], [T((2,)), T((2,))], {"num_splits": 2}),
+    "split_v-sum": ("SPLIT_V", [T((4,)), T.const(np.array([1, 2], np.int32)), T.const(np.array([0], np.int32))],
+                    [T((1,)), T((2,))], {"num_splits": 2}),
+    "split_v-sum-minus-one": ("SPLIT_V", [T((4,)), T.const(np.array([5, -1], np.int32)),
+                                          T.const(np.array([0], np.int32))], [T((4,)), T((1,))], {"num_splits": 2}),
+    "gather-float-indices": ("GATHER", [T((4,)), T((2,), np.float32)], [T((2,))], {"axis": 0}),
+    "gather-axis": ("GATHER", [T((4,)), T((2,), np.int32)], [T((2,))], {"axis": 1}),
+    "gather-batch-dims": ("GATHER", [T((2, 4)), T((3, 1), np.int32)], [T((2, 3))], {"axis": 1, "batch_dims": 1}),
+    "gather-string-2d": ("GATHER", [T((2, 2), np.bytes_), T((1,), np.int32)], [T((1, 2), np.bytes_)],
+                         {"axis": 0}),
+}
+
+
+@pytest.mark.parametrize("case", list(REJECTED))
+def test_movement_rejected_at_prepare(case):
+    op, ins, outs, opts = REJECTED[case]
+    model = single_op_model(op, ins, outs, opts)
+    feeds = [np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
+             for t in ins if t is not None and t.data is None]
+    with pytest.raises(RuntimeError):
+        run_litert(model, feeds)
+    with pytest.raises(PrepareError):
+        run_ours(model, feeds)

@@ -1,0 +1,105 @@
+"""AVERAGE_POOL_2D and MAX_POOL_2D (float32) against the oracle (ai-edge-litert BUILTIN_REF).
+
+The float paths add (or compare) the same elements in the same order as LiteRT's reference kernels, so the
+comparison is exact, NaN and +-inf included (TOLERANCE records it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import Interpreter, PrepareError
+from tests.oracle import T, assert_close, quant, run_both, run_litert, single_op_model
+
+OPS = ["AVERAGE_POOL_2D", "MAX_POOL_2D"]
+#: Float tolerance (relative to the largest output magnitude): both paths are bit-exact.
+TOLERANCE = {"AVERAGE_POOL_2D": 0.0, "MAX_POOL_2D": 0.0}
+
+
+def _model(op, shape, fh, fw, sh, sw, padding=0, act=0, dtype=np.float32):
+    return single_op_model(op, [T(shape, dtype)], [T((1,) * (len(shape) - 1) + shape[-1:], dtype)],
+                           {"padding": padding, "stride_h": sh, "stride_w": sw, "filter_height": fh,
+                            "filter_width": fw, "fused_activation_function": act})
+
+
+def _assert_same(ours, theirs, op):
+    assert ours[0].shape == theirs[0].shape and ours[0].dtype == theirs[0].dtype
+    if TOLERANCE[op] == 0.0:
+        np.testing.assert_array_equal(ours[0], theirs[0])  # NaN == NaN here
+    else:
+        assert_close(ours, theirs, rtol=TOLERANCE[op])
+
+
+@pytest.mark.parametrize("op", OPS)
+@given(batch=st.integers(1, 2), h=st.integers(1, 12), w=st.integers(1, 12), c=st.integers(1, 8),
+       fh=st.integers(1, 4), fw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       padding=st.sampled_from([0, 1]), act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+       special=st.sampled_from([False, False, True]), seed=st.integers(0, 2**31 - 1))
+def test_pool_float32(op, batch, h, w, c, fh, fw, sh, sw, padding, act, special, seed):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((batch, h, w, c)) * 4).astype(np.float32)
+    if special:  # NaN, +-inf: max skips NaN, both clamp +-inf to +-FLT_MAX
+        for value in (np.nan, np.inf, -np.inf):
+            x.flat[rng.integers(0, x.size, max(1, x.size // 10))] = value
+    with np.errstate(invalid="ignore"):
+        ours, theirs = run_both(_model(op, x.shape, fh, fw, sh, sw, padding, act), [x])
+    _assert_same(ours, theirs, op)
+
+
+# Windows LiteRT's unchecked ComputePaddingHeightWidth turns into empty outputs (prepare still succeeds).
+EMPTY = [
+    ("valid-filter-wider-than-input", dict(fh=2, fw=7, sh=2, sw=1, padding=1)),  # width fails: (0, 0)
+    ("valid-filter-taller-than-input", dict(fh=7, fw=2, sh=1, sw=2, padding=1)),  # height fails: (0, OW)
+    ("valid-output-width-0", dict(fh=2, fw=7, sh=2, sw=3, padding=1)),  # (5+3-7)/3 = 0: (OH, 0)
+    ("filter-width-0", dict(fh=2, fw=0, sh=2, sw=2, padding=0)),
+    ("filter-height-0", dict(fh=0, fw=2, sh=2, sw=2, padding=1)),
+]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("kw", [e[1] for e in EMPTY], ids=[e[0] for e in EMPTY])
+def test_pool_empty_outputs(op, kw):
+    x = np.ones((1, 5, 5, 3), np.float32)
+    ours, theirs = run_both(_model(op, x.shape, **kw), [x])
+    assert ours[0].shape == theirs[0].shape and ours[0].size == 0
+
+
+def test_max_pool_window_of_nans_is_lowest():
+    x = np.full((1, 4, 4, 2), np.nan, np.float32)
+    x[0, 0, 0, 0] = -np.inf
+    ours, theirs = run_both(_model("MAX_POOL_2D", x.shape, 2, 2, 2, 2), [x])
+    assert (theirs[0] == -np.finfo(np.float32).max).all()
+    _assert_same(ours, theirs, "MAX_POOL_2D")
+
+
+ERRORS = [
+    ("input-rank-3", dict(shape=(5, 5, 3))),
+    ("stride-0", dict(sw=0)),
+    ("int32", dict(dtype=np.int32)),  # LiteRT fails at invoke ("Type INT32 not currently supported.")
+    ("float16", dict(dtype=np.float16)),
+]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("kw", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_pool_rejected_like_litert(op, kw):
+    args = dict(shape=(1, 5, 5, 3), fh=2, fw=2, sh=2, sw=2) | kw
+    model = _model(op, **args)
+    x = np.ones(args["shape"], args.get("dtype", np.float32))
+    with pytest.raises(RuntimeError):  # at LiteRT's prepare, or its invoke for the types it does not run
+        run_litert(model, [x])
+    with pytest.raises(PrepareError):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_pool_int8_not_supported_yet(op):
+    q = quant(0.5, 3)
+    model = single_op_model(op, [T((1, 4, 4, 2), np.int8, q=q)], [T((1, 2, 2, 2), np.int8, q=q)],
+                            {"padding": 0, "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2})
+    assert run_litert(model, [np.ones((1, 4, 4, 2), np.int8)])[0].shape == (1, 2, 2, 2)
+    with pytest.raises(PrepareError, match="INT8 .* not supported yet"):
+        Interpreter(model_content=model).allocate_tensors()

@@ -1,0 +1,103 @@
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR against the oracle.
+
+One table (CASES) drives the differential test. Bilinear float32 follows the reference's float32 order
+of operations, so it is compared exactly; every integer path (uint8 float kernel, int8/int16 integer
+kernel, nearest for every dtype) is bit-exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import PrepareError
+from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+
+#: Float tolerance per op: the float32 operations are those of the reference kernel, in its order.
+TOLERANCE = {"RESIZE_BILINEAR": 0.0, "RESIZE_NEAREST_NEIGHBOR": 0.0}
+
+seeds = st.integers(0, 2**32 - 1)
+NEAREST_DTYPES = ["float32", "int32", "int8", "uint8", "int16", "bool", "float16"]
+BILINEAR_DTYPES = ["float32", "uint8", "int8", "int16"]
+
+
+@st.composite
+def resize(draw, op, dtype_names, dynamic=False):
+    name = draw(st.sampled_from(dtype_names))
+    dt = ALL_DTYPES[name]
+    b, h, w, c = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 3))
+    oh, ow = draw(st.integers(1, 17)), draw(st.integers(1, 17))
+    mode = draw(st.sampled_from(["plain", "align_corners", "half_pixel_centers"]))
+    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
+    q = quant(0.5, 0 if name == "int16" else 3) if name in ("int8", "uint8", "int16") and draw(st.booleans()) \
+        else None
+    x = values(np.random.default_rng(draw(seeds)), (b, h, w, c), dt)
+    size = np.array([oh, ow], np.int32)
+    if dynamic:
+        model = chain_model(op, [T(x.shape, dt, q=q), T((2,), np.int32)], 1, opts)
+        return model, [x, size]
+    model = single_op_model(op, [T(x.shape, dt, q=q), T.const(size)], [T((b, oh, ow, c), dt, q=q)], opts)
+    return model, [x]
+
+
+CASES = {
+    "resize_bilinear-any": resize("RESIZE_BILINEAR", BILINEAR_DTYPES),
+    "resize_nearest_neighbor-any": resize("RESIZE_NEAREST_NEIGHBOR", NEAREST_DTYPES),
+    "resize_bilinear-dynamic-size": resize("RESIZE_BILINEAR", BILINEAR_DTYPES, dynamic=True),
+    "resize_nearest_neighbor-dynamic-size": resize("RESIZE_NEAREST_NEIGHBOR", NEAREST_DTYPES, dynamic=True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@given(data=st.data())
+def test_resize(case, data):
+    model, inputs = data.draw(CASES[case])
+    op = "RESIZE_BILINEAR" if "bilinear" in case else "RESIZE_NEAREST_NEIGHBOR"
+    check_both(model, inputs, atol=TOLERANCE[op])
+
+
+@pytest.mark.parametrize("dtype", BILINEAR_DTYPES)
+@pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
+def test_resize_bilinear_extreme_values(dtype, mode):
+    """Full-range integers and large floats through every up/down-scaling factor up to 4x."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(7)
+    if dt.kind == "f":
+        x = (rng.standard_normal((1, 5, 7, 2)) * 1e4).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        x = rng.choice(np.array([info.min, info.max, info.min + 1, info.max - 1, 0], dt), (1, 5, 7, 2))
+    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
+    for oh, ow in [(1, 1), (2, 3), (9, 13), (20, 28), (4, 5), (5, 7)]:
+        model = single_op_model("RESIZE_BILINEAR", [T(x.shape, dt), T.const(np.array([oh, ow], np.int32))],
+                                [T((1, oh, ow, 2), dt)], opts)
+        assert check_both(model, [x]) is not None
+
+
+REJECTED = {
+    "bilinear-int32": ("RESIZE_BILINEAR", np.int32, [2, 2], {}),
+    "bilinear-align-and-half-pixel": ("RESIZE_BILINEAR", np.float32, [2, 2],
+                                      {"align_corners": True, "half_pixel_centers": True}),
+    "bilinear-zero-size": ("RESIZE_BILINEAR", np.float32, [0, 2], {}),
+    "bilinear-rank3": ("RESIZE_BILINEAR", np.float32, [2, 2], {"rank": 3}),
+    "bilinear-size3": ("RESIZE_BILINEAR", np.float32, [2, 2, 2], {}),
+    "nearest-int64": ("RESIZE_NEAREST_NEIGHBOR", np.int64, [2, 2], {}),
+    "nearest-int64-size": ("RESIZE_NEAREST_NEIGHBOR", np.float32, np.array([2, 2], np.int64), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(REJECTED))
+def test_resize_rejected(case):
+    op, dt, size, opts = REJECTED[case]
+    opts = dict(opts)
+    shape = (1, 3, 3, 1)[: opts.pop("rank", 4)]
+    size = np.asarray(size, np.int32) if not isinstance(size, np.ndarray) else size
+    model = single_op_model(op, [T(shape, dt), T.const(size)], [T((1, 2, 2, 1), dt)], opts)
+    feeds = [np.zeros(shape, dt)]
+    with pytest.raises(RuntimeError):
+        run_litert(model, feeds)
+    with pytest.raises(PrepareError):
+        run_ours(model, feeds)

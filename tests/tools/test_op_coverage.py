@@ -1,0 +1,187 @@
+"""tools/op_coverage.py: cell classification on a few (op, path) pairs, crash isolation, the table format.
+
+The full dashboard run is not part of the tests (``python tools/op_coverage.py --check`` does that).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from litert_py.ops import registry
+from litert_py.schema.model import BuiltinOperator
+from tests.oracle import oracle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("op_coverage", ROOT / "tools" / "op_coverage.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["op_coverage"] = mod  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(mod)
+    return mod
+
+
+oc = _load_tool()
+
+
+@pytest.fixture(scope="module")
+def worker():
+    oracle()  # fail (not skip) when ai-edge-litert is missing
+    w = oc.LiteRTWorker()
+    yield w
+    w.close()
+
+
+def _has_kernel(op: str) -> bool:
+    return registry.lookup(int(BuiltinOperator[op]), None) is not None
+
+
+@pytest.mark.parametrize("op", ["FULLY_CONNECTED", "ADD", "RESHAPE"])
+def test_float32_of_an_implemented_op_is_yes(worker, op):
+    cell = oc.evaluate_path(op, "float32", worker)
+    expected = "yes" if _has_kernel(op) else "missing"  # ADD may still be landing
+    assert cell.status == expected, cell.notes
+
+
+def test_op_without_kernel_is_missing(worker, monkeypatch):
+    monkeypatch.delitem(registry._BUILTIN, int(BuiltinOperator.FULLY_CONNECTED))
+    cell = oc.evaluate_path("FULLY_CONNECTED", "float32", worker)
+    assert cell.status == "missing"
+    assert cell.text == "missing"
+    assert all(reason.startswith("UnsupportedOpError") for reason, _ in cell.notes)
+
+
+@dataclass(frozen=True)
+class _OffByOne:
+    inner: object
+
+    def __call__(self, inputs, outputs):
+        self.inner(inputs, outputs)
+        outputs[0] += 1
+
+
+def test_wrong_numbers_are_missing_differs(worker, monkeypatch):
+    code = int(BuiltinOperator.FULLY_CONNECTED)
+    real = registry._BUILTIN[code]
+    monkeypatch.setitem(registry._BUILTIN, code, registry.KernelEntry(lambda ctx: _OffByOne(real.prepare(ctx))))
+    cell = oc.evaluate_path("FULLY_CONNECTED", "float32", worker)
+    assert cell.status == "differs"
+    assert cell.text == "missing (differs)"
+    assert any("max |diff|" in reason for reason, _ in cell.notes)
+
+
+def test_path_litert_rejects_is_na(worker):
+    cell = oc.evaluate_path("FULLY_CONNECTED", "bool", worker)
+    assert cell.status == "n/a"
+    assert any("LiteRT" in reason for reason, _ in cell.notes)
+
+
+def test_hybrid_of_an_op_without_weights_is_na_without_running(worker):
+    assert oc.evaluate_path("ADD", "hybrid", worker).status == "n/a"
+
+
+@dataclass(frozen=True)
+class _Copy:
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = inputs[0].reshape(outputs[0].shape)
+
+
+def _prepare_copy(ctx):
+    ctx.set_output_shape(0, ctx.outputs[0].shape)
+    return _Copy()
+
+
+def test_op_litert_cannot_run_but_we_do_is_beyond(worker, monkeypatch):
+    code = int(BuiltinOperator.STABLEHLO_RESHAPE)  # not registered in ai-edge-litert 2.3.0
+    monkeypatch.setitem(registry._BUILTIN, code, registry.KernelEntry(_prepare_copy))
+    assert oc.evaluate_path("STABLEHLO_RESHAPE", "float32", worker).status == "beyond"
+
+
+def test_litert_crash_costs_one_case(worker):
+    # LiteRT 2.3.0 segfaults on MATRIX_DIAG with a string input; the run must go on.
+    before = len(worker.crashes)
+    cell = oc.evaluate_path("MATRIX_DIAG", "string", worker)
+    assert cell.status in ("n/a", "beyond")
+    assert len(worker.crashes) == before + 1 and "SIGSEGV" in worker.crashes[-1]
+    assert oc.evaluate_path("RESHAPE", "float32", worker).status == "yes"
+
+
+def test_int32_int64_column_takes_the_better_width(worker):
+    row = oc.evaluate_op("ZEROS_LIKE", worker)
+    assert set(row) == set(oc.COLUMNS)
+    assert row["int32/int64"].status in ("yes", "missing", "differs")  # LiteRT runs both widths
+
+
+def test_every_recipe_builds_its_models():
+    for op, r in oc.RECIPES.items():
+        for path in r.paths:
+            cases = oc.build_cases(op, path)
+            assert isinstance(cases, list) and cases, (op, path)
+            for c in cases:
+                assert c.model[4:8] == b"TFL3", (op, path, c.label)
+                feeds = c.feeds(0, 1)
+                assert len(feeds[0]) == len(c.inputs)
+
+
+def test_recipes_cover_the_ops_being_implemented():
+    priority = """CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED ADD SUB MUL DIV RESHAPE SQUEEZE EXPAND_DIMS SOFTMAX
+        LOGISTIC TANH RELU RELU6 RELU_N1_TO_1 PRELU LEAKY_RELU HARD_SWISH MAXIMUM MINIMUM AVERAGE_POOL_2D MAX_POOL_2D
+        CONCATENATION MEAN PAD PADV2 TRANSPOSE STRIDED_SLICE RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEQUANTIZE
+        QUANTIZE SUM BATCH_MATMUL GATHER SPLIT SPLIT_V LOG SQRT RSQRT EXP ABS NEG""".split()
+    assert [op for op in priority if op not in oc.RECIPES] == []
+    assert set(oc.RECIPES) <= set(oc.all_ops())
+
+
+def test_rendered_table_parses_back(worker):
+    rows = {op: oc.evaluate_op(op, worker) for op in ("RESHAPE", "ADD")}
+    text = oc.render(rows, ["X int8: LiteRT crashed (SIGSEGV)"])
+    parsed = oc.parse_table(text)
+    assert list(parsed) == ["RESHAPE", "ADD"]
+    for op, cells in parsed.items():
+        assert list(cells) == list(oc.COLUMNS)
+        assert [cells[c] for c in oc.COLUMNS] == [rows[op][c].text for c in oc.COLUMNS]
+
+
+def test_dashboard_rows_and_cells_are_well_formed():
+    path = ROOT / "docs" / "op-coverage.md"
+    text = path.read_text()
+    parsed = oc.parse_table(text)
+    assert list(parsed) == oc.all_ops()
+    counts = dict.fromkeys(("yes", "missing", "n/a", "untested", "beyond"), 0)
+    for op, cells in parsed.items():
+        assert list(cells) == list(oc.COLUMNS), op
+        for col, cell in cells.items():
+            assert cell in oc.CELL_VALUES, (op, col, cell)
+            counts["missing" if cell.startswith("missing") else cell] += 1
+    summary = f"| {counts['yes']} | {counts['missing']} | {counts['n/a']} | {counts['untested']} | {counts['beyond']} |"
+    assert summary in text
+
+
+def test_cli_writes_and_checks(tmp_path):
+    out = tmp_path / "cov.md"
+    assert oc.main(["--ops", "RESHAPE,SQUEEZE", "--out", str(out)]) == 0
+    assert list(oc.parse_table(out.read_text())) == ["RESHAPE", "SQUEEZE"]
+    assert oc.main(["--ops", "RESHAPE,SQUEEZE", "--out", str(out), "--check"]) == 0
+    out.write_text(out.read_text().replace("| RESHAPE | yes", "| RESHAPE | missing"))
+    assert oc.main(["--ops", "RESHAPE,SQUEEZE", "--out", str(out), "--check"]) == 1
+
+
+def test_compare_rules():
+    f = np.array([1.0, 2.0], np.float32)
+    assert oc.compare([f], [f + 1e-7], 1e-5, 1e-6) is None
+    assert "max |diff|" in oc.compare([f], [f + 1e-3], 1e-5, 1e-6)
+    i = np.array([1, 2], np.int8)
+    assert "1/2 elements differ" in oc.compare([i], [np.array([1, 3], np.int8)], 1e-5, 1e-6)
+    assert "dtype" in oc.compare([i], [i.astype(np.int16)], 1e-5, 1e-6)
+    assert "shape" in oc.compare([i], [i[:1]], 1e-5, 1e-6)
+    s = np.array([b"a", b"b"], dtype=object)
+    assert oc.compare([s], [s.copy()], 0, 0) is None
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert oc.compare([nan], [nan.copy()], 1e-5, 1e-6) is None
