@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activations,
+    batch_matmul,
     control_flow,
     conv,
     elementwise,

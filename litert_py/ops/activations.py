@@ -1,1 +1,291 @@
-"""(being written)"""
+"""Activations: RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH.
+
+Float paths (ai-edge-litert 2.3.0, BUILTIN_REF):
+- float32: every op. float16: LOGISTIC, TANH, SOFTMAX, computed in float32 and rounded to half once; SOFTMAX
+  also rounds exp to half before dividing by the float32 sum, as LiteRT's half kernel does.
+- RELU / RELU6 / RELU_N1_TO_1 clamp; NaN passes through and -0.0 stays -0.0, as the C++ comparisons leave
+  them.
+- LOGISTIC (reference/logistic.h): 1 above 16.619047 and ``exp(x)`` below -9 (not 1 / (1 + exp(-x)), which
+  differs by up to 1.2e-4 relative there), ``1 / (1 + exp(-x))`` between, all in float32.
+- TANH: ``std::tanh`` in float32.
+- SOFTMAX (reference/softmax.h) over the last axis: ``exp((x - max) * beta) / sum`` in float32; beta is the
+  option as given (0 when the options table is absent: a uniform output). Rank 0 is rejected.
+- PRELU: ``x >= 0 ? x : x * alpha`` with alpha broadcast against x (the output must keep x's shape);
+  alpha float32, constant or not. Broadcasting above rank 8 is rejected (LiteRT aborts).
+- LEAKY_RELU: ``x > 0 ? x : x * alpha`` (so -0.0 * alpha for -0.0, and alpha may exceed 1 or be negative).
+- HARD_SWISH: ``x * min(6, max(0, x + 3)) / 6`` in that order of float operations.
+
+The quantized paths (uint8 / int8 / int16: LUTs and fixed point through ``litert_py.quant``) are chosen in
+each op's prepare through ``prepare_activation_quantized``, and live here as further prepared-op classes;
+until they land, those types fail at prepare. The types each op accepts are in ``FLOAT_TYPES`` and
+``QUANTIZED_TYPES``.
+
+Sources matched: tflite/kernels/activations.cc; tflite/kernels/internal/reference/{logistic,tanh,softmax,
+hard_swish,leaky_relu,prelu}.h; tflite/kernels/internal/reference/reference_ops.h (Relu1, Relu6);
+optimized_ops.h (Relu, LeakyRelu float, used by the reference resolver too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema.dtypes import TensorType, type_name
+from ..schema.model import BuiltinOperator
+from .common import broadcast_shape, clip_ufunc
+from .reduce import Reduction
+from .registry import OpContext, TensorInfo, register
+
+INPUT, ALPHA, OUTPUT = 0, 1, 0
+
+#: LiteRT's broadcast loop handles at most this rank (reference/broadcast_loop.h)
+MAX_BROADCAST_RANK = 8
+
+_F32, _F16 = TensorType.FLOAT32, TensorType.FLOAT16
+_U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
+_OP = BuiltinOperator
+
+#: float types each op computes in floating point
+FLOAT_TYPES: dict[int, frozenset] = {
+    _OP.RELU: frozenset({_F32}), _OP.RELU6: frozenset({_F32}), _OP.RELU_N1_TO_1: frozenset({_F32}),
+    _OP.LOGISTIC: frozenset({_F32, _F16}), _OP.TANH: frozenset({_F32, _F16}),
+    _OP.SOFTMAX: frozenset({_F32, _F16}), _OP.PRELU: frozenset({_F32}), _OP.LEAKY_RELU: frozenset({_F32}),
+    _OP.HARD_SWISH: frozenset({_F32}),
+}
+
+#: integer types each op accepts as quantized tensors (LiteRT 2.3.0)
+QUANTIZED_TYPES: dict[int, frozenset] = {
+    _OP.RELU: frozenset({_U8, _I8, _I16}), _OP.RELU6: frozenset({_U8, _I8, _I16}),
+    _OP.RELU_N1_TO_1: frozenset({_U8, _I8}), _OP.LOGISTIC: frozenset({_U8, _I8, _I16}),
+    _OP.TANH: frozenset({_U8, _I8, _I16}), _OP.SOFTMAX: frozenset({_U8, _I8, _I16}),
+    _OP.PRELU: frozenset({_U8, _I8, _I16}), _OP.LEAKY_RELU: frozenset({_U8, _I8, _I16}),
+    _OP.HARD_SWISH: frozenset({_U8, _I8}),
+}
+
+#: reference/logistic.h cutoffs: above, the result is 1; below, exp(x)
+LOGISTIC_UPPER = np.float32(16.619047164916992188)
+LOGISTIC_LOWER = np.float32(-9.0)
+
+_ONE = np.float32(1)
+
+
+def _round_to_half(a: np.ndarray) -> None:
+    """In place: round float32 values to the nearest float16 and back (an Eigen::half intermediate)."""
+    a[...] = a.astype(np.float16)
+
+
+# -- prepared ops ---------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ReluFloat:
+    """RELU [0, inf), RELU6 [0, 6], RELU_N1_TO_1 [-1, 1]: a clamp that keeps NaN and -0.0."""
+
+    lo: np.float32
+    hi: np.float32
+
+    def __call__(self, inputs, outputs):
+        clip_ufunc(inputs[INPUT], self.lo, self.hi, out=outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class TanhFloat:
+    """std::tanh in float32 (float16 tensors: computed in float32, rounded back once)."""
+
+    def __call__(self, inputs, outputs):
+        np.tanh(inputs[INPUT], out=outputs[OUTPUT], dtype=np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class LogisticFloat:
+    """reference/logistic.h in float32 (float16 tensors: computed in float32, rounded back once)."""
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        t = out if out.dtype == np.float32 else np.empty(out.shape, np.float32)
+        np.maximum(x, LOGISTIC_LOWER, out=t, dtype=np.float32)  # keeps exp(-x) finite; x < -9 is redone below
+        np.negative(t, out=t)
+        np.exp(t, out=t)
+        t += _ONE
+        np.divide(_ONE, t, out=t)
+        low = x < LOGISTIC_LOWER
+        if low.any():
+            np.exp(x, out=t, where=low, dtype=np.float32)
+        np.copyto(t, _ONE, where=x > LOGISTIC_UPPER)
+        if t is not out:
+            np.copyto(out, t, casting="same_kind")
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxFloat:
+    """reference/softmax.h over the last axis, in float32.
+
+    The sum is accumulated in order along the axis, as the reference loop does (``reduction``, shared with
+    MEAN; NumPy's own sum is pairwise). ``half`` (float16 tensors) rounds exp to half before the division,
+    as the float16 kernel stores it in the output first, while the sum keeps the float32 values.
+    """
+
+    beta: np.float32
+    reduction: Reduction  # the last axis of the input's shape
+    half: bool = False
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        t = out if not self.half else np.empty(out.shape, np.float32)
+        np.subtract(x, np.max(x, axis=-1, keepdims=True), out=t, dtype=np.float32)
+        t *= self.beta
+        np.exp(t, out=t)
+        total = np.empty(t.shape[:-1] + (1,), np.float32)
+        self.reduction.sum_in_order(t, total)
+        if self.half:
+            _round_to_half(t)
+        t /= total
+        if self.half:
+            np.copyto(out, t, casting="same_kind")
+
+
+@dataclass(frozen=True, eq=False)
+class Noop:
+    """An op over an empty tensor: nothing to compute."""
+
+    def __call__(self, inputs, outputs):
+        pass
+
+
+@dataclass(frozen=True, eq=False)
+class PreluFloat:
+    """``x >= 0 ? x : x * alpha``, alpha (inputs[1]) broadcast to x's shape.
+
+    ``pick`` avoids the masked copy (ten times slower than a ufunc) when the constant alpha allows:
+    with every alpha in (-inf, 1] but 0 the result is max(x * alpha, x), with every alpha > 1 it is
+    min(x * alpha, x); ties (x = +-0.0) keep the second operand, x, as ``x >= 0`` does. None: the masked
+    select, exact for any alpha (0, NaN, mixed, or not constant).
+    """
+
+    pick: np.ufunc | None = None
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        np.multiply(x, inputs[ALPHA], out=out)
+        if self.pick is None:
+            np.copyto(out, x, where=x >= 0)
+        else:
+            self.pick(out, x, out=out)
+
+
+@dataclass(frozen=True, eq=False)
+class LeakyReluFloat:
+    """``x > 0 ? x : x * alpha``. ``pick``: max(x, x * alpha) for alpha <= 1, min(x, x * alpha) for alpha > 1
+    (ties, x = +-0.0, keep the second operand, x * alpha, as ``x > 0`` does); None (alpha 0 or NaN, where
+    0 * inf is NaN but the result must be inf): the masked select."""
+
+    alpha: np.float32
+    pick: np.ufunc | None = None
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        np.multiply(x, self.alpha, out=out)
+        if self.pick is None:
+            np.copyto(out, x, where=x > 0)
+        else:
+            self.pick(x, out, out=out)
+
+
+def _pick_for(alpha) -> np.ufunc | None:
+    """The ufunc that selects between x and x * alpha by the sign of x for every alpha, or None."""
+    alpha = np.asarray(alpha)
+    if alpha.size and np.all((alpha <= 1) & (alpha != 0)):
+        return np.maximum
+    if alpha.size and np.all(alpha > 1):
+        return np.minimum
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class HardSwishFloat:
+    """``x * min(6, max(0, x + 3)) / 6`` with the reference kernel's order of float operations."""
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        np.add(x, np.float32(3), out=out)
+        clip_ufunc(out, np.float32(0), np.float32(6), out=out)
+        out *= x
+        out /= np.float32(6)
+
+
+# -- prepare --------------------------------------------------------------------------------------
+def prepare_activation_quantized(ctx: OpContext, x: TensorInfo):
+    """The uint8 / int8 / int16 paths (LUTs, fixed point): added by the quantized-core work."""
+    raise ctx.fail(f"{ctx.op_name} on quantized {x.type_name} tensors is not supported yet")
+
+
+def _unsupported(ctx: OpContext, x: TensorInfo):
+    """LiteRT's words: "Only float32, uint8, int8 and int16 are supported currently, got INT32." """
+    names = sorted(type_name(t).lower() for t in FLOAT_TYPES[ctx.builtin_code] | QUANTIZED_TYPES[ctx.builtin_code])
+    return ctx.fail(f"Only {', '.join(names[:-1])} and {names[-1]} are supported currently, got {x.type_name}.")
+
+
+def _prepare(ctx: OpContext, make_float: Callable[[OpContext, TensorInfo], object]):
+    """Checks shared by the one-input activations; the float path is ``make_float(ctx, x)``."""
+    ctx.check_num(1, 1)
+    x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
+    if ctx.builtin_code == _OP.SOFTMAX:
+        ctx.check(len(x.shape) >= 1, "NumDimensions(input) >= 1 was not true.")
+    ctx.set_output_shape(OUTPUT, x.shape)
+    if x.type in QUANTIZED_TYPES[ctx.builtin_code]:
+        return prepare_activation_quantized(ctx, x)
+    if x.type not in FLOAT_TYPES[ctx.builtin_code]:
+        raise _unsupported(ctx, x)
+    ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    if x.size == 0:
+        return Noop()
+    return make_float(ctx, x)
+
+
+def _relu(lo: float, hi: float):
+    return lambda ctx, x: ReluFloat(np.float32(lo), np.float32(hi))
+
+
+_MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
+    _OP.RELU: _relu(0, np.inf),
+    _OP.RELU6: _relu(0, 6),
+    _OP.RELU_N1_TO_1: _relu(-1, 1),
+    _OP.TANH: lambda ctx, x: TanhFloat(),
+    _OP.LOGISTIC: lambda ctx, x: LogisticFloat(),
+    _OP.SOFTMAX: lambda ctx, x: SoftmaxFloat(np.float32(ctx.options.beta), Reduction.of(x.shape, (len(x.shape) - 1,)),
+                                             half=x.type == _F16),
+    _OP.LEAKY_RELU: lambda ctx, x: LeakyReluFloat(np.float32(ctx.options.alpha),
+                                                  _pick_for(np.float32(ctx.options.alpha))),
+    _OP.HARD_SWISH: lambda ctx, x: HardSwishFloat(),
+}
+
+
+@register(BuiltinOperator.RELU)
+@register(BuiltinOperator.RELU6)
+@register(BuiltinOperator.RELU_N1_TO_1)
+@register(BuiltinOperator.TANH)
+@register(BuiltinOperator.LOGISTIC)
+@register(BuiltinOperator.SOFTMAX)
+@register(BuiltinOperator.LEAKY_RELU)
+@register(BuiltinOperator.HARD_SWISH)
+def prepare_activation(ctx: OpContext):
+    return _prepare(ctx, _MAKE_FLOAT[ctx.builtin_code])
+
+
+@register(BuiltinOperator.PRELU)
+def prepare_prelu(ctx: OpContext):
+    ctx.check_num(2, 1)
+    x, alpha, y = ctx.input(INPUT), ctx.input(ALPHA), ctx.outputs[OUTPUT]
+    shape = broadcast_shape(ctx, x.shape, alpha.shape)
+    ctx.check(shape == x.shape, f"alpha of shape {list(alpha.shape)} would broadcast the input "
+                                f"{list(x.shape)} to {list(shape)}: HaveSameShapes(input, output) was not true.")
+    ctx.check(x.shape == alpha.shape or len(shape) <= MAX_BROADCAST_RANK,
+              f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}, got rank {len(shape)}")
+    ctx.set_output_shape(OUTPUT, shape)
+    if x.type in QUANTIZED_TYPES[_OP.PRELU]:
+        return prepare_activation_quantized(ctx, x)
+    if x.type not in FLOAT_TYPES[_OP.PRELU]:
+        raise _unsupported(ctx, x)
+    ctx.check(alpha.type == x.type, f"alpha must be {x.type_name} like the input, got {alpha.type_name}")
+    ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    return PreluFloat(_pick_for(alpha.data) if alpha.is_constant else None)

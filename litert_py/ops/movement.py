@@ -716,10 +716,12 @@ def _check_indices(idx: np.ndarray, axis_size: int, axis: int) -> None:
 class Gather:
     axis: int
     axis_size: int
+    check: bool = True  # False: constant indices already found in range at prepare
 
     def __call__(self, inputs, outputs):
         idx = inputs[1]
-        _check_indices(idx, self.axis_size, self.axis)
+        if self.check:
+            _check_indices(idx, self.axis_size, self.axis)
         # mode="clip" only avoids numpy's buffered bounds check: the indices were just checked.
         np.take(inputs[0], idx, axis=self.axis, out=outputs[0], mode="clip")
 
@@ -770,7 +772,10 @@ def prepare_gather(ctx: OpContext):
     shape = x.shape[:axis] + positions.shape[bd:] + x.shape[axis + 1:]
     ctx.set_output_shape(0, shape)
     if bd == 0:
-        return Gather(axis, x.shape[axis])
+        # Constant indices in range need no check at eval; out-of-range ones still fail at invoke, as in LiteRT.
+        known_good = positions.is_constant and (
+            positions.size == 0 or (positions.data.min() >= 0 and positions.data.max() < x.shape[axis]))
+        return Gather(axis, x.shape[axis], check=not known_good)
 
     def prod(s):
         return int(np.prod(s, dtype=np.int64))

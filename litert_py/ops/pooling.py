@@ -1,7 +1,8 @@
 """AVERAGE_POOL_2D and MAX_POOL_2D.
 
-Paths: float32. The quantized paths (uint8, int8, int16) are not written yet: prepare rejects them with
-"... is not supported yet"; the window geometry (`pool_taps`) is shared so they only add their arithmetic.
+Paths: float32 (`AveragePoolFloat`, `MaxPoolFloat`) and quantized uint8 / int8 / int16 (`AveragePoolQuantized`,
+`MaxPoolQuantized`), all bit-exact with BUILTIN_REF. The window geometry (per-axis tap rectangles clipped to
+the input, no padded copy) is shared.
 
 Sources matched (ai-edge-litert 2.3.0 = LiteRT tflite/kernels):
 - tflite/kernels/pooling.cc GenericPrepare: one 4-D input, output type == input type, positive strides;
@@ -16,6 +17,14 @@ Sources matched (ai-edge-litert 2.3.0 = LiteRT tflite/kernels):
   gives -FLT_MAX) and lifts -inf to -FLT_MAX. Then ActivationFunctionWithMinMax with the float
   CalculateActivationRange: NONE/TANH/SIGN_BIT clamp to [-FLT_MAX, FLT_MAX] (+inf -> FLT_MAX; NaN passes).
 
+- tflite/kernels/internal/reference/integer_ops/pooling.h (int8, int16) and reference/pooling.h (uint8):
+  quantized pools work on the raw stored integers (the scales and zero points of input and output are
+  only DCHECKed equal). AveragePool sums the in-input taps in int32 and divides by their count n with
+  rounding: int8/int16 ``S > 0 ? (S + n/2) / n : (S - n/2) / n`` (C division, truncating: halves away from
+  zero), uint8 ``(S + n/2) / n``; MaxPool starts from the type's lowest value. Both then clamp to the fused
+  activation's range from CalculateActivationRangeQuantized (kernel_util.cc) on the output's scale and zero
+  point, which pooling.cc computes at eval (an int32 overflow there fails prepare here).
+
 Both float paths reproduce that bit for bit: the average adds the same elements in the same order and
 divides by the same count; the max is order-free, computed separably (rows then columns) with np.fmax
 (NaN = no value) and floored at the activation minimum. Windows are clipped to the input as rectangles
@@ -28,6 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PrepareError
+from ..quant import calculate_activation_range_quantized, dtype_range
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
 from .conv import EMPTY_OUTPUT, Geometry, window_geometry
@@ -118,6 +129,7 @@ class MaxStage:
     taps: tuple  # ((output index, input index), ...), the taps covering every output first
     leading_full: int  # how many of the first taps (at most 2) cover every output
     tiles: tuple | None  # rows only: (rows used, (N, OH, KH, W, C)) when the windows tile the input exactly
+    empty: object = np.nan  # the value of an output no tap reaches before the first partial tap (no value)
 
     def __call__(self, src: np.ndarray, dst: np.ndarray) -> None:
         if self.tiles is not None:  # a reduction over the window's rows: faster than pairwise ops
@@ -131,19 +143,19 @@ class MaxStage:
         elif k == 1:
             np.copyto(dst, src[taps[0][1]])
         else:
-            dst.fill(np.nan)
+            dst.fill(self.empty)
         for o, i in taps[k:]:
             d = dst[o]
             np.fmax(d, src[i], out=d)
 
 
-def _max_stage(taps, axis: int, tiles=None) -> MaxStage:
+def _max_stage(taps, axis: int, tiles=None, empty=np.nan) -> MaxStage:
     taps = sorted(taps, key=lambda t: not t[2])  # max is order-free: full-coverage taps first
     leading = 0
     while leading < min(2, len(taps)) and taps[leading][2]:
         leading += 1
     index = (lambda s: (ALL, s)) if axis == 1 else (lambda s: (ALL, ALL, s))
-    return MaxStage(tuple((index(o), index(i)) for o, i, _ in taps), leading, tiles)
+    return MaxStage(tuple((index(o), index(i)) for o, i, _ in taps), leading, tiles, empty)
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,26 +177,136 @@ class MaxPoolFloat:
         np.minimum(out, self.ceiling, out=out)
 
 
-def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
+def _max_stages(ctx: OpContext, geo: Geometry, empty):
+    """The row and column MaxStages of a max pool (rows None: the input is its own row maximum)."""
     g = geo
     rows = axis_taps(g.in_h, g.out_h, g.filter_h, g.stride_h, g.pad_top)
     cols = axis_taps(g.in_w, g.out_w, g.filter_w, g.stride_w, g.pad_left)
     ctx.check(bool(rows) and bool(cols), "a pooling window lies entirely in the padding")
-    identity_rows = g.filter_h == g.stride_h == 1 and g.out_h == g.in_h and g.pad_top == 0
+    if g.filter_h == g.stride_h == 1 and g.out_h == g.in_h and g.pad_top == 0:
+        return None, _max_stage(cols, 2, empty=empty)
     tiles = None
     if g.filter_h == g.stride_h > 1 and g.pad_top == 0 and g.pad_bottom == 0:
         tiles = (g.out_h * g.stride_h, (g.batches, g.out_h, g.stride_h, g.in_w, g.in_c))
+    return _max_stage(rows, 1, tiles, empty), _max_stage(cols, 2, empty=empty)
+
+
+def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
+    g = geo
+    rows, cols = _max_stages(ctx, g, np.nan)
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     # Windows are never empty (checked above); a window of NaNs ends as NaN and the floor replaces it.
-    return MaxPoolFloat(None if identity_rows else _max_stage(rows, 1, tiles), _max_stage(cols, 2),
-                        None if identity_rows else np.empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32),
+    row_max = None if rows is None else np.empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32)
+    return MaxPoolFloat(rows, cols, row_max,
                         np.full((g.out_w, g.out_c), lo, np.float32), np.full((g.out_w, g.out_c), hi, np.float32))
+
+
+# -- quantized ------------------------------------------------------------------------------------------
+
+
+def _quantized_activation_range(ctx: OpContext) -> tuple[int, int]:
+    out = ctx.outputs[OUTPUT]
+    qmin, qmax = dtype_range(out.dtype)
+    try:
+        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
+                                                    out.zero_point, qmin, qmax)
+    except PrepareError as e:
+        raise ctx.fail(str(e)) from None
+
+
+@dataclass(frozen=True, eq=False)
+class AveragePoolQuantized:
+    """The int32 sum of the in-input taps, a rounding division by their count, the activation clamp."""
+
+    taps: tuple  # ((output index, input index), ...) clipped to the input
+    leading_full: int  # how many of the first taps (at most 2) cover every output
+    half: np.ndarray | int  # count // 2: one value, or per output position (OH, OW, 1)
+    count: np.ndarray | int  # the divisor (same shape)
+    total: np.ndarray  # (N, OH, OW, C) int32 sums
+    signed: bool  # int8/int16: halves away from zero; uint8: (S + n/2) / n
+    lo: int
+    hi: int
+
+    def __call__(self, inputs, outputs):
+        x, out, s = inputs[INPUT], outputs[OUTPUT], self.total
+        taps = self.taps
+        if self.leading_full == 2:
+            np.add(x[taps[0][1]], x[taps[1][1]], out=s, dtype=np.int32)
+        elif self.leading_full == 1:
+            np.copyto(s, x[taps[0][1]])
+        else:
+            s.fill(0)
+        for k in range(self.leading_full, len(taps)):
+            o, i = taps[k]
+            dst = s[o]
+            np.add(dst, x[i], out=dst)
+        if self.signed:
+            # S > 0: (S + h) / n;  S <= 0: (S - h) / n = -((h - S) // n), C division truncating toward zero.
+            neg = s <= 0
+            np.abs(s, out=s)
+            s += self.half
+            np.floor_divide(s, self.count, out=s)
+            np.negative(s, out=s, where=neg)
+        else:
+            s += self.half
+            np.floor_divide(s, self.count, out=s)
+        np.clip(s, self.lo, self.hi, out=out, casting="unsafe")
+
+
+def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuantized:
+    taps = _pool_taps_2d(geo)
+    leading = 0
+    while leading < min(2, len(taps)) and taps[leading][2]:
+        leading += 1
+    counts = np.outer(axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
+                      axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left))
+    # LiteRT fails at eval on a window with no element inside the input; SAME/VALID windows always have one.
+    ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
+    if (counts == counts.flat[0]).all():
+        count = int(counts.flat[0])
+        half = count // 2
+    else:
+        count = np.ascontiguousarray(counts[:, :, None], dtype=np.int32)
+        half = count // 2
+    lo, hi = _quantized_activation_range(ctx)
+    return AveragePoolQuantized(tuple((o, i) for o, i, _ in taps), leading, half, count,
+                                np.empty(geo.out_shape, np.int32), ctx.input(INPUT).dtype != np.uint8, lo, hi)
+
+
+@dataclass(frozen=True, eq=False)
+class MaxPoolQuantized:
+    rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
+    cols: MaxStage
+    row_max: np.ndarray | None  # (N, OH, W, C) scratch
+    lo: np.integer | None  # the activation clamp; None when it is the whole type range
+    hi: np.integer | None
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        src = x
+        if self.rows is not None:
+            self.rows(x, self.row_max)
+            src = self.row_max
+        self.cols(src, out)
+        if self.lo is not None:
+            clip_ufunc(out, self.lo, self.hi, out=out)
+
+
+def _prepare_max_quantized(ctx: OpContext, geo: Geometry) -> MaxPoolQuantized:
+    g = geo
+    dtype = ctx.input(INPUT).dtype
+    qmin, qmax = dtype_range(dtype)
+    rows, cols = _max_stages(ctx, g, qmin)  # the reference starts from numeric_limits::lowest()
+    lo, hi = _quantized_activation_range(ctx)
+    clamp = (lo, hi) != (qmin, qmax)
+    row_max = None if rows is None else np.empty((g.batches, g.out_h, g.in_w, g.in_c), dtype)
+    return MaxPoolQuantized(rows, cols, row_max, dtype.type(lo) if clamp else None, dtype.type(hi) if clamp else None)
 
 
 _QUANTIZED = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.int16))
 
 
-def _prepare_pool(ctx: OpContext, make_float):
+def _prepare_pool(ctx: OpContext, make_float, make_quantized):
     ctx.check_num(1)
     x, out = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
@@ -196,16 +318,16 @@ def _prepare_pool(ctx: OpContext, make_float):
     ctx.set_output_shape(OUTPUT, geo.out_shape)
     if x.dtype == np.float32:
         return EMPTY_OUTPUT if geo.empty else make_float(ctx, geo)
-    if x.dtype in _QUANTIZED:
-        raise ctx.fail(f"Type {x.type_name} {ctx.op_name} is not supported yet")
+    if x.dtype in _QUANTIZED and x.type_name != "INT4":
+        return EMPTY_OUTPUT if geo.empty else make_quantized(ctx, geo)
     raise ctx.fail(f"Type {x.type_name} not currently supported.")
 
 
 @register(BuiltinOperator.AVERAGE_POOL_2D)
 def prepare_average_pool_2d(ctx: OpContext):
-    return _prepare_pool(ctx, _prepare_average_float)
+    return _prepare_pool(ctx, _prepare_average_float, _prepare_average_quantized)
 
 
 @register(BuiltinOperator.MAX_POOL_2D)
 def prepare_max_pool_2d(ctx: OpContext):
-    return _prepare_pool(ctx, _prepare_max_float)
+    return _prepare_pool(ctx, _prepare_max_float, _prepare_max_quantized)

@@ -30,7 +30,6 @@ from ..quant.fixedpoint import (
     INT32_MIN,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
-    round_away,
     wrap32,
 )
 from ..schema import dtypes
@@ -144,28 +143,34 @@ class QuantizeFloat:
     """float32 -> int: clamp(int32(round_half_away(x / scale)) + zp), per tensor or per channel."""
 
     scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
-    zero_point: np.ndarray  # float32 (exact small integers), same shape
+    zero_point: np.ndarray  # int32, same shape
+    lo: np.ndarray  # float32 qmin - zp - 1: the quotient is clamped to one step beyond the output range
+    hi: np.ndarray  # float32 qmax - zp + 1
     qmin: int
     qmax: int
     overflow_value: np.ndarray  # what an out-of-int32-range quotient becomes: clamp(wrap32(INT32_MIN + zp))
 
     def __call__(self, inputs, outputs):
         t = np.divide(inputs[INPUT], self.scale, dtype=_F32)  # float32 division, as the reference
-        round_away(t, out=t)
-        out = outputs[0]
+        bad = None
         if t.size and not (t.min() >= -2147483648.0 and t.max() < 2147483648.0):  # also false for NaN
             bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
             t[bad] = 0
-            self._finish(t, out)
+        # Rounding and clamping are monotone, so clamping first (to integers one beyond the range) changes
+        # nothing, and makes 2t exact and small: round_half_away(t) = (m + (m >= 0)) >> 1, m = trunc(2t).
+        np.maximum(t, self.lo, out=t)  # (np.clip costs more per call on small tensors)
+        np.minimum(t, self.hi, out=t)
+        t *= 2
+        m = t.astype(np.int32)
+        m += m >= 0
+        m >>= 1
+        m += self.zero_point
+        np.maximum(m, self.qmin, out=m)
+        np.minimum(m, self.qmax, out=m)
+        out = outputs[0]
+        np.copyto(out, m, casting="unsafe")
+        if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
-        else:
-            self._finish(t, out)
-
-    def _finish(self, t: np.ndarray, out: np.ndarray) -> None:
-        # In float32, t + zp is exact while |t| < 2^24; beyond that the clamp decides and rounding is moot.
-        t += self.zero_point
-        np.clip(t, self.qmin, self.qmax, out=t)
-        np.copyto(out, t, casting="unsafe")
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,7 +230,8 @@ def prepare_quantize(ctx: OpContext):
         else:
             scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
         overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
-        return QuantizeFloat(scale, zp.astype(_F32), qmin, qmax, overflow)
+        return QuantizeFloat(scale, zp.astype(np.int32), (qmin - zp - 1).astype(_F32), (qmax - zp + 1).astype(_F32),
+                             qmin, qmax, overflow)
     ctx.check(x.type not in dtypes.OBJECT_TYPES and x.type != _INT4 and x.dtype in _REQUANTIZE
               and y.type not in dtypes.OBJECT_TYPES and y.type != _INT4 and y.dtype in _REQUANTIZE[x.dtype],
               _unsupported(x, y))

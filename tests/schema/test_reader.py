@@ -179,7 +179,8 @@ def _with_tensor(model, index=0, **changes):
     sg = model.subgraphs[0]
     tensors = list(sg.tensors)
     tensors[index] = dataclasses.replace(tensors[index], **changes)
-    return dataclasses.replace(model, subgraphs=(dataclasses.replace(sg, tensors=tuple(tensors)),) + model.subgraphs[1:])
+    sg = dataclasses.replace(sg, tensors=tuple(tensors))
+    return dataclasses.replace(model, subgraphs=(sg,) + model.subgraphs[1:])
 
 
 def _with_op(model, index=0, **changes):
@@ -276,6 +277,7 @@ INVALID_MODELS = {
         "tensor 9 of 3"),
     "metadata-buffer": (
         lambda: dataclasses.replace(_add_model(), metadata_buffer=(5,)), "metadata_buffer refers to buffer 5"),
+    "schema-version": (lambda: dataclasses.replace(_add_model(), version=2), "schema version 2 not equal"),
     "no-subgraphs": (lambda: dataclasses.replace(_add_model(), subgraphs=()), "no subgraphs"),
     "no-buffers": (lambda: dataclasses.replace(_add_model(), buffers=()), "no buffers"),
     "buffer-zero-not-empty": (
@@ -374,7 +376,7 @@ def test_aliased_offsets_cannot_explode():
     sg = tflite.SubGraphEnd(b)
     tflite.BufferStart(b)
     buf = tflite.BufferEnd(b)
-    subgraphs = b.StartVector(4, 1, 4) and None
+    b.StartVector(4, 1, 4)
     b.PrependUOffsetTRelative(sg)
     subgraphs = b.EndVector()
     b.StartVector(4, 1, 4)

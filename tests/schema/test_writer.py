@@ -133,6 +133,17 @@ def test_default_layout_follows_the_source():
     assert not any(b.offset > 1 for b in read_model(write_model(m, external_buffers=False)).buffers)
 
 
+def test_data_too_big_for_a_flatbuffer_goes_after_it(monkeypatch):
+    from litert_py.schema import writer
+
+    model = fixtures.add_const_model()[0]
+    inline = read_model(write_model(model))
+    assert not any(b.offset > 1 for b in inline.buffers)
+    monkeypatch.setattr(writer, "FLATBUFFER_DATA_LIMIT", 16)  # stands for 2 GB
+    got = read_model(write_model(model))
+    assert any(b.offset > 1 for b in got.buffers) and got == inline
+
+
 def test_model_builder_features():
     b = ModelBuilder(description="builder")
     x = b.input("x", [2], np.float32)

@@ -109,8 +109,26 @@ def test_litert_crash_costs_one_case(worker):
     before = len(worker.crashes)
     cell = oc.evaluate_path("MATRIX_DIAG", "string", worker)
     assert cell.status in ("n/a", "beyond")
-    assert len(worker.crashes) == before + 1 and "SIGSEGV" in worker.crashes[-1]
+    assert len(worker.crashes) == before + 1 and "LiteRT crashed" in worker.crashes[-1]
     assert oc.evaluate_path("RESHAPE", "float32", worker).status == "yes"
+
+
+def test_crash_in_a_batch_is_charged_to_its_model(worker):
+    good = oc.build_cases("RESHAPE", "float32")[0]
+    bad = oc.build_cases("MATRIX_DIAG", "string")[0]
+    jobs = [(c.model, c.feeds(0), (oc.REF, oc.OPT)) for c in (good, bad, good)]
+    kinds = [r[0] for r in worker.run_batch(jobs, ["good", "bad", "good"])]
+    assert kinds == ["ok", "crashed", "ok"]
+    assert worker.crashes[-1].startswith("bad: LiteRT crashed")
+
+
+def test_worker_that_dies_is_restarted(worker):
+    case = oc.build_cases("RESHAPE", "float32")[0]
+    worker.run(case.model, case.feeds(0))  # make sure the worker process exists
+    worker.proc.kill()
+    worker.proc.wait()
+    assert worker.run(case.model, case.feeds(0), "RESHAPE float32")[0] == "crashed"
+    assert worker.run(case.model, case.feeds(0))[0] == "ok"
 
 
 def test_int32_int64_column_takes_the_better_width(worker):

@@ -1,0 +1,336 @@
+"""BATCH_MATMUL: float32, int8 (int8 or int32 output), int16 (int16 x int16 and int16 x int8) and hybrid
+(float32 lhs, int8 rhs).
+
+``out[..., a, c] = sum_k lhs[..., a, k] * rhs[..., k, c]`` after ``adj_x`` / ``adj_y`` (transpose the last two
+dims of lhs / rhs) with numpy-style broadcasting of the batch dims; both inputs have rank 2 to 5. The output
+shape is the broadcast batch shape followed by (rows of lhs, columns of rhs).
+
+Paths (prepared ops):
+
+- ``BatchMatMulFloat``: one ``np.matmul`` (a constant rhs is transposed once at prepare).
+- ``BatchMatMulQuantized``: int8: ``acc = sum (l - zl)(r - zr)`` in int32 (wraps), then
+  ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding, through
+  ``litert_py.quant.requantize``, exact float64 path when proven); int16 x int16 and int16 x int8 (all zero
+  points 0): int64 accumulator and the int64 overload of MultiplyByQuantizedMultiplier, clamped to int16;
+  int8 x int8 -> int32: the plain sum of raw products (zero points ignored). ``(M, e)`` is QuantizeMultiplier
+  of ``f64(f32(s_lhs * s_rhs)) / f64(s_out)``; there is no fused activation. The products are summed by
+  BLAS in float32 or float64, exact by a bound proved at prepare (as in fully_connected.py).
+- ``BatchMatMulHybrid``: each row of lhs (length K) is quantized to int8 on its own (``batch_quantize_floats``,
+  symmetric or ``asymmetric_quantize_inputs``), the int32 dot products with the int8 rhs are exact, then
+  ``out = f32(f32(scale) * f32(total))`` with ``scale = f32(sf_row * s_rhs)`` (per channel:
+  ``f32(sf_row * s_rhs[c])``) and, for asymmetric inputs,
+  ``total = int32(f32(f32(dot) - f32(row_sum[c]) * f32(zp_row)))``. The row sums are ``SseReductionSumVector``'s.
+
+LiteRT quirks reproduced (ai-edge-litert 2.3.0, x86-64; checked against the oracle in the tests):
+
+- The hybrid kernel finds the scaling factor / zero point of an lhs row at ``sum_i b_i * A + a`` where ``b_i``
+  runs over the (five-dim extended) output batch indices whose lhs dim is not 1 and A is the number of lhs
+  rows, instead of the row's flat index. The two agree when at most one lhs batch dim exceeds 1 (after
+  the kernel's folding of lhs ``[..., Q, R, K]`` into ``[..., Q*R, K]`` when ``adj_x`` is false and the rhs dim
+  before its matrix is 1), so e.g. lhs ``[2, 3, A, K]`` with a rank-2 rhs uses other rows' scales. The row sums
+  (asymmetric inputs) are indexed the same way over the rhs batch dims.
+- Row sums are computed only for the rhs matrices of extended dims 1 and 2 (dim 0 is skipped); for a 5-D rhs
+  whose first dim exceeds 1 LiteRT reads uninitialized sums in the asymmetric case. We use the true sums.
+- The hybrid row sums are computed once per prepare: with a non-constant rhs LiteRT keeps using the first
+  invoke's sums; we recompute them on every invoke.
+
+Sources matched: tflite/kernels/batch_matmul.cc (Prepare, ResizeOutputTensor, EvalHybrid, EvalInt8Int8,
+EvalInt8Int32, EvalInt16, EvalInt16Int8, Eval with its rhs/lhs role swap and the [..., 1, X, Y] folding),
+tflite/kernels/internal/reference/batch_matmul.h (the three BatchMatMul templates),
+tflite/kernels/kernel_util.cc (GetQuantizedConvolutionMultipler), tflite/kernels/internal/common.cc
+(MultiplyByQuantizedMultiplier int32 and int64 overloads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant import (
+    multiply_by_quantized_multiplier_int64,
+    quantize_multiplier,
+    requantize,
+    wrap32,
+)
+from ..schema.model import BuiltinOperator
+from .fully_connected import F32_EXACT, F64_EXACT, batch_quantize_floats, sse_reduction_sum_vector
+from .registry import OpContext, TensorInfo, register
+
+LHS, RHS = 0, 1
+_MAX_RANK = 5
+
+
+def _swap(a: np.ndarray) -> np.ndarray:
+    return np.swapaxes(a, -1, -2)
+
+
+def _compute_dtype(bound: float):
+    if bound <= F32_EXACT:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64) if bound <= F64_EXACT else None
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Float
+# -------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class BatchMatMulFloat:
+    rhs: np.ndarray | None  # constant rhs as (..., K, C), contiguous; None: read (and transpose) each invoke
+    adj_x: bool
+    adj_y: bool
+
+    def __call__(self, inputs, outputs):
+        lhs = inputs[LHS]
+        if self.adj_x:
+            lhs = _swap(lhs)
+        rhs = self.rhs
+        if rhs is None:
+            rhs = _swap(inputs[RHS]) if self.adj_y else inputs[RHS]
+        np.matmul(lhs, rhs, out=outputs[0])
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Quantized: int8 -> int8 / int32, int16 x int16 / int8 -> int16
+# -------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class BatchMatMulQuantized:
+    """``kind``: "int8" (int32 acc, MBQM), "int32" (raw products, int32 output), "int16" (int64 acc, MBQM64)."""
+
+    kind: str
+    rhs: np.ndarray | None  # constant (rhs - zr) as (..., K, C) in `dtype`, or None
+    dtype: np.dtype  # GEMM dtype (float32 / float64), exact for every input (proved at prepare)
+    lhs_zero_point: int
+    rhs_zero_point: int
+    adj_x: bool
+    adj_y: bool
+    multiplier: int
+    shift: int
+    zo: int
+    qmin: int
+    qmax: int
+    max_abs_acc: float
+    wraps: bool  # the int32 accumulator may overflow: reproduce the wrap
+
+    def __call__(self, inputs, outputs):
+        out = outputs[0]
+        lhs = inputs[LHS]
+        if self.adj_x:
+            lhs = _swap(lhs)
+        dt = self.dtype
+        lf = np.subtract(lhs, self.lhs_zero_point, dtype=dt) if self.lhs_zero_point else lhs.astype(dt)
+        rhs = self.rhs
+        if rhs is None:
+            r = _swap(inputs[RHS]) if self.adj_y else inputs[RHS]
+            rhs = np.subtract(r, self.rhs_zero_point, dtype=dt) if self.rhs_zero_point else r.astype(dt)
+        acc = np.matmul(lf, rhs)
+        if self.kind == "int16":
+            r = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
+            np.clip(wrap32(r + self.zo), self.qmin, self.qmax, out=out, casting="unsafe")
+            return
+        if self.wraps:
+            acc = wrap32(acc.astype(np.int64))
+        if self.kind == "int32":
+            np.copyto(out, acc, casting="unsafe")
+            return
+        requantize(acc, self.multiplier, self.shift, self.zo, self.qmin, self.qmax, out=out,
+                   max_abs_acc=min(self.max_abs_acc, 2**31))
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Hybrid: float32 lhs, int8 rhs
+# -------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class BatchMatMulHybrid:
+    rhs: np.ndarray | None  # constant int8 rhs as float (1, 1, 1|D0.., K, C) 5-D view, or None
+    row_sums: np.ndarray | None  # float32 (n_matrices * C,) SseReductionSumVector of each (C, K) matrix
+    w_scale: np.ndarray  # float32 () or (C,)
+    asymmetric: bool
+    adj_x: bool
+    adj_y: bool
+    lhs5: tuple[int, ...]  # lhs (after adj_x) as 5-D (d0, d1, d2, A, K), after LiteRT's folding
+    rhs5: tuple[int, ...]  # rhs (after adj_y) as 5-D (d0, d1, d2, K, C)
+    out5: tuple[int, ...]
+    scale_index: np.ndarray  # (D0, D1, D2, A) index of each row's scaling factor, LiteRT's way
+    sum_index: np.ndarray  # (D0, D1, D2, C) index of each column's row sum, LiteRT's way
+
+    def __call__(self, inputs, outputs):
+        lhs = inputs[LHS]
+        if self.adj_x:
+            lhs = np.ascontiguousarray(_swap(lhs))
+        k = self.lhs5[-1]
+        q, sf, zp = batch_quantize_floats(lhs.reshape(-1, k), self.asymmetric)
+        rhs, row_sums = self.rhs, self.row_sums
+        if rhs is None:
+            r = _swap(inputs[RHS]) if self.adj_y else inputs[RHS]
+            rhs = r.astype(np.float64).reshape(self.rhs5)
+            if self.asymmetric:
+                mats = np.ascontiguousarray(_swap(r)).reshape(-1, k)  # (n_matrices * C, K), LiteRT's layout
+                row_sums = sse_reduction_sum_vector(mats).astype(np.float32)
+        dot = np.matmul(q.reshape(self.lhs5).astype(rhs.dtype, copy=False), rhs)  # exact int32 sums
+        total = dot.astype(np.float32)
+        if zp is not None:  # total -= row_sum * batch_offset: a float product, then int32 truncation
+            rs = row_sums[self.sum_index][..., None, :]
+            off = zp[self.scale_index][..., :, None]
+            total -= rs * off
+            np.trunc(total, out=total)
+        if self.w_scale.ndim:  # scale = f32(sf * per_channel_scale[c])
+            scale = np.multiply(sf[self.scale_index][..., :, None], self.w_scale, dtype=np.float32)
+        else:  # scaling_factors[b] *= filter scale, then one scale per row
+            scale = np.multiply(sf, self.w_scale, dtype=np.float32)[self.scale_index][..., :, None]
+        np.multiply(scale, total, out=outputs[0].reshape(self.out5))
+
+
+def _extend5(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (1,) * (_MAX_RANK - len(shape)) + tuple(shape)
+
+
+def _litert_index(out_batch: tuple[int, int, int], operand_batch: tuple[int, int, int], stride: int) -> np.ndarray:
+    """``sum_i b_i * (stride if operand_batch[i] != 1 else 0)`` over the output batch grid (reference/
+    batch_matmul.h: ioff_ext / woff_ext), shape out_batch."""
+    grids = np.meshgrid(*(np.arange(n) for n in out_batch), indexing="ij")
+    base = np.zeros(out_batch, dtype=np.int64)
+    for g, n in zip(grids, operand_batch):
+        if n != 1:
+            base += g * stride
+    return base
+
+
+def _prepare_hybrid(ctx: OpContext, lhs: TensorInfo, rhs: TensorInfo, adj_x: bool, adj_y: bool):
+    out = ctx.outputs[0]
+    ctx.check(out.dtype == np.float32, f"hybrid BATCH_MATMUL needs a FLOAT32 output, got {out.type_name}")
+    ctx.check(bool(rhs.quantization.scale), "hybrid BATCH_MATMUL needs a quantized rhs")
+    scales = np.asarray(rhs.quantization.scale, dtype=np.float32)
+    rank = len(rhs.shape)
+    c_dim = rank - 2 if adj_y else rank - 1
+    if scales.size > 1:
+        qd = rhs.quantization.quantized_dimension
+        ctx.check(qd == c_dim and scales.size == rhs.shape[c_dim],
+                  f"{scales.size} rhs scales along dimension {qd}; per-channel hybrid BATCH_MATMUL needs one per "
+                  f"output column (dimension {c_dim}, size {rhs.shape[c_dim]})")
+        w_scale = scales
+    else:
+        w_scale = np.asarray(np.float32(scales[0]))
+    # LiteRT's shapes: lhs after adj_x is (..., A, K); rhs after adj_y is (..., K, C); then the folding.
+    lshape = list(lhs.shape)
+    if adj_x:
+        lshape[-1], lshape[-2] = lshape[-2], lshape[-1]
+    rshape = list(rhs.shape)
+    if adj_y:
+        rshape[-1], rshape[-2] = rshape[-2], rshape[-1]
+    if not adj_x and len(rshape) > 2 and len(lshape) > 2 and rhs.shape[-3] == 1:
+        lshape = lshape[:-3] + [lshape[-3] * lshape[-2], lshape[-1]]
+        rshape = rshape[:-3] + rshape[-2:]
+    lhs5, rhs5 = _extend5(lshape), _extend5(rshape)
+    out_batch = tuple(int(np.broadcast_shapes((a,), (b,))[0]) for a, b in zip(lhs5[:3], rhs5[:3]))
+    rows, k, cols = lhs5[3], lhs5[4], rhs5[4]
+    out5 = out_batch + (rows, cols)
+    scale_index = _litert_index(out_batch, lhs5[:3], rows)[..., None] + np.arange(rows)
+    sum_index = _litert_index(out_batch, rhs5[:3], cols)[..., None] + np.arange(cols)
+    asym = bool(ctx.options.asymmetric_quantize_inputs)
+    rhs_c, row_sums = None, None
+    if rhs.is_constant:
+        r = _swap(rhs.data) if adj_y else rhs.data  # (..., K, C)
+        bound = 128.0 * float(np.abs(r, dtype=np.float64).sum(axis=-2).max(initial=0))
+        dt = _compute_dtype(bound) or np.dtype(np.float64)
+        rhs_c = np.ascontiguousarray(r, dtype=dt).reshape(rhs5)
+        if asym:
+            mats = np.ascontiguousarray(_swap(r)).reshape(-1, k)
+            row_sums = sse_reduction_sum_vector(mats).astype(np.float32)
+    return BatchMatMulHybrid(rhs_c, row_sums, w_scale, asym, adj_x, adj_y, lhs5, rhs5, out5, scale_index,
+                             sum_index)
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Prepare
+# -------------------------------------------------------------------------------------------------------------
+
+
+@register(BuiltinOperator.BATCH_MATMUL)
+def prepare_batch_matmul(ctx: OpContext):
+    ctx.check_num(2, 1)
+    lhs, rhs = ctx.input(LHS), ctx.input(RHS)
+    out = ctx.outputs[0]
+    adj_x, adj_y = bool(ctx.options.adj_x), bool(ctx.options.adj_y)
+    if lhs.dtype == np.int16:
+        ctx.check(lhs.zero_point == 0 and rhs.zero_point == 0 and out.zero_point == 0,
+                  "INT16 BATCH_MATMUL needs zero points 0 (lhs, rhs and output)")
+    allowed = (np.float32, np.int8, np.int16)
+    ctx.check(lhs.dtype in allowed and rhs.dtype in allowed,
+              f"BATCH_MATMUL supports FLOAT32, INT8 and INT16 inputs, got {lhs.type_name} and {rhs.type_name}")
+    ctx.check((lhs.dtype == np.float32 and rhs.dtype == np.int8) or lhs.dtype == rhs.dtype
+              or (lhs.dtype == np.int16 and rhs.dtype == np.int8),
+              f"BATCH_MATMUL with lhs {lhs.type_name} and rhs {rhs.type_name} is not supported")
+    lr, rr = len(lhs.shape), len(rhs.shape)
+    ctx.check(2 <= lr <= _MAX_RANK and 2 <= rr <= _MAX_RANK,
+              f"BATCH_MATMUL inputs must have rank 2 to {_MAX_RANK}, got {lr} and {rr}")
+    rank = max(lr, rr)
+    l5, r5 = (1,) * (rank - lr) + tuple(lhs.shape), (1,) * (rank - rr) + tuple(rhs.shape)
+    batch = []
+    for a, b in zip(l5[:-2], r5[:-2]):
+        ctx.check(a == b or a == 1 or b == 1, f"batch dims {list(lhs.shape)} and {list(rhs.shape)} do not "
+                  "broadcast")
+        batch.append(b if (a != b and a == 1) else a)
+    k_l = l5[-2] if adj_x else l5[-1]
+    k_r = r5[-1] if adj_y else r5[-2]
+    ctx.check(k_l == k_r, f"contraction dims differ: lhs {k_l}, rhs {k_r}")
+    rows = l5[-1] if adj_x else l5[-2]
+    cols = r5[-2] if adj_y else r5[-1]
+    ctx.set_output_shape(0, tuple(batch) + (rows, cols))
+
+    if lhs.dtype == np.float32 and rhs.dtype == np.float32:
+        ctx.check(out.dtype == np.float32, f"float BATCH_MATMUL needs a FLOAT32 output, got {out.type_name}")
+        r = None
+        if rhs.is_constant:
+            r = np.ascontiguousarray(_swap(rhs.data) if adj_y else rhs.data, dtype=np.float32)
+        return BatchMatMulFloat(r, adj_x, adj_y)
+    if lhs.dtype == np.float32:
+        return _prepare_hybrid(ctx, lhs, rhs, adj_x, adj_y)
+    return _prepare_quantized(ctx, lhs, rhs, out, adj_x, adj_y, k_l)
+
+
+def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, adj_x, adj_y, depth: int):
+    if lhs.dtype == np.int8:
+        ctx.check(out.dtype in (np.int8, np.int32), f"INT8 BATCH_MATMUL outputs INT8 or INT32, got {out.type_name}")
+        kind = "int8" if out.dtype == np.int8 else "int32"
+    else:
+        ctx.check(out.dtype == np.int16, f"INT16 BATCH_MATMUL outputs INT16, got {out.type_name}")
+        kind = "int16"
+    m, shift, qmin, qmax = 0, 0, 0, 0
+    if kind != "int32":
+        ctx.check(bool(lhs.quantization.scale) and bool(rhs.quantization.scale) and bool(out.quantization.scale),
+                  "quantized BATCH_MATMUL needs scales on lhs, rhs and output")
+        product = np.float32(lhs.scale) * np.float32(rhs.scale)  # GetQuantizedConvolutionMultipler: f32
+        ctx.check(float(product) >= 0, "input_product_scale >= 0 was not true.")
+        with np.errstate(all="ignore"):
+            real = np.float64(product) / np.float64(np.float32(out.scale))
+        ctx.check(bool(np.isfinite(real)), f"output multiplier {real} is not finite")
+        m, shift = quantize_multiplier(float(real))
+        limit = 7 if kind == "int16" else 30
+        ctx.check(-31 <= shift <= limit, f"output multiplier {real} out of range")
+        info = np.iinfo(out.dtype)
+        qmin, qmax = int(info.min), int(info.max)
+    zl = 0 if kind == "int32" else int(lhs.zero_point)
+    zr = 0 if kind == "int32" else int(rhs.zero_point)
+    li, ri = np.iinfo(lhs.dtype), np.iinfo(rhs.dtype)
+    max_l = max(abs(int(li.min) - zl), abs(int(li.max) - zl))
+    rhs_c = None
+    if rhs.is_constant:
+        r = (_swap(rhs.data) if adj_y else rhs.data).astype(np.float64) - zr
+        col_l1 = np.abs(r).sum(axis=-2)  # (..., C)
+        bound = max_l * float(col_l1.max(initial=0))
+    else:
+        bound = float(depth) * max_l * max(abs(int(ri.min) - zr), abs(int(ri.max) - zr))
+    dt = _compute_dtype(bound)
+    ctx.check(dt is not None, "BATCH_MATMUL accumulation too deep for an exact float64 sum")
+    if rhs.is_constant:
+        rhs_c = np.ascontiguousarray(r, dtype=dt)
+    wraps = kind != "int16" and bound >= 2**31
+    return BatchMatMulQuantized(kind, rhs_c, dt, zl, zr, adj_x, adj_y, m, shift, int(out.zero_point), qmin, qmax,
+                                bound, wraps)

@@ -1,0 +1,151 @@
+"""RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH float paths vs the oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import Interpreter, PrepareError
+from tests.ops._values import assert_matches, regimes, shapes, values
+from tests.oracle import T, oracle, run_both, single_op_model
+
+#: float tolerance (rtol, elementwise) per case. Clamps and HARD_SWISH / LEAKY_RELU / PRELU are exact IEEE
+#: arithmetic; LOGISTIC / TANH / SOFTMAX use float32 exp / tanh (glibc vs NumPy: an ulp or two); SOFTMAX also
+#: sums the last axis (rtol is multiplied by its length); float16 results may differ by one half ulp.
+TOLERANCE = {
+    "relu-float32": 0.0, "relu6-float32": 0.0, "relu_n1_to_1-float32": 0.0, "hard_swish-float32": 0.0,
+    "leaky_relu-float32": 0.0, "prelu-float32": 0.0,
+    "logistic-float32": 1e-6, "tanh-float32": 1e-6, "softmax-float32": 1e-6,
+    "logistic-float16": 1e-3, "tanh-float16": 1e-3, "softmax-float16": 1e-3,
+}
+
+CASES = [
+    ("RELU", np.float32), ("RELU6", np.float32), ("RELU_N1_TO_1", np.float32), ("HARD_SWISH", np.float32),
+    ("LEAKY_RELU", np.float32), ("LOGISTIC", np.float32), ("LOGISTIC", np.float16), ("TANH", np.float32),
+    ("TANH", np.float16), ("SOFTMAX", np.float32), ("SOFTMAX", np.float16),
+]
+
+
+def _id(case) -> str:
+    return f"{case[0].lower()}-{np.dtype(case[1]).name}"
+
+
+def _options(op: str, data) -> dict | None:
+    if op == "SOFTMAX":
+        return {"beta": data.draw(st.sampled_from([1.0, 0.5, 2.0, 0.0, -1.0, 1e-3]), label="beta")}
+    if op == "LEAKY_RELU":
+        return {"alpha": data.draw(st.sampled_from([0.2, 0.0, 1.0, 2.5, -0.5, 1e-2]), label="alpha")}
+    return None
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+@given(data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_activation(case, data, seed):
+    op, dtype = case
+    shape = data.draw(shapes(1 if op == "SOFTMAX" else 0, 6), label="shape")
+    x = values(np.random.default_rng(seed), shape, dtype, data.draw(regimes(dtype), label="regime"))
+    model = single_op_model(op, [T(shape, dtype)], [T(shape, dtype)], _options(op, data))
+    ours, theirs = run_both(model, [x])
+    rtol = TOLERANCE[_id(case)] * (max(shape[-1], 1) if op == "SOFTMAX" else 1)
+    assert_matches(ours, theirs, rtol=rtol, atol=0.0)
+
+
+def _alphas(rng, shape, kind: str) -> np.ndarray:
+    """PRELU alphas: "any" (mixed signs and sizes, zeros), or all in (0, 1], all negative, all above 1 (the
+    kernel picks a different evaluation for each)."""
+    if kind == "any":
+        return values(rng, shape, np.float32, "unit")
+    u = rng.uniform(1e-3, 1.0, shape)
+    return np.asarray({"leaky": u, "negative": -3 * u, "steep": 1 + 3 * u}[kind], np.float32)
+
+
+@given(data=st.data(), seed=st.integers(0, 2**31 - 1), alpha_const=st.booleans())
+def test_prelu(data, seed, alpha_const):
+    rng = np.random.default_rng(seed)
+    shape = data.draw(shapes(0, 6), label="shape")
+    rank = data.draw(st.integers(0, len(shape)), label="alpha_rank")  # alpha: a suffix of x's shape, some 1s
+    alpha_shape = tuple(1 if data.draw(st.booleans()) else d for d in shape[len(shape) - rank:])
+    x = values(rng, shape, np.float32, data.draw(regimes(np.float32), label="regime"))
+    kind = data.draw(st.sampled_from(["any", "leaky", "negative", "steep"]), label="alpha_kind")
+    alpha = _alphas(rng, alpha_shape, kind)
+    a = T.const(alpha) if alpha_const else T(alpha_shape)
+    model = single_op_model("PRELU", [T(shape), a], [T(shape)])
+    ours, theirs = run_both(model, [x] if alpha_const else [x, alpha])
+    assert_matches(ours, theirs, rtol=TOLERANCE["prelu-float32"])
+
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, -3.0, 3.0, 1e30, -1e30, -9.5, -9.0, 16.6, 16.7, 6.0],
+                   np.float32)
+
+
+@pytest.mark.parametrize("op", ["RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
+                                "LEAKY_RELU-0.25", "LEAKY_RELU-0", "LEAKY_RELU-3", "LEAKY_RELU--0.5",
+                                "PRELU-0.25", "PRELU-0", "PRELU-3", "PRELU--0.5", "PRELU-mixed"])
+def test_ieee_special_values(op):
+    op, _, alpha = op.partition("-")
+    if op == "PRELU":
+        a = np.resize(np.float32([0.25, 0, 3, -0.5]), SPECIAL.shape) if alpha == "mixed" else \
+            np.full(SPECIAL.shape, float(alpha), np.float32)
+        model = single_op_model(op, [T(SPECIAL.shape), T.const(a)], [T(SPECIAL.shape)])
+    else:
+        opts = {"alpha": float(alpha)} if op == "LEAKY_RELU" else None
+        model = single_op_model(op, [T(SPECIAL.shape)], [T(SPECIAL.shape)], opts)
+    ours, theirs = run_both(model, [SPECIAL])
+    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-float32"])
+    signed = ~np.isnan(theirs[0])  # -0.0 where LiteRT gives -0.0 (a NaN's sign bit means nothing)
+    np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
+
+
+def test_logistic_uses_exp_below_minus_nine():
+    """Below -9 the reference returns exp(x), 1.2e-4 relative away from 1 / (1 + exp(-x)) at -9.5."""
+    x = np.array([-9.5, -12.0, -30.0], np.float32)
+    model = single_op_model("LOGISTIC", [T((3,))], [T((3,))])
+    ours, theirs = run_both(model, [x])
+    assert_matches(ours, theirs, rtol=TOLERANCE["logistic-float32"])
+    np.testing.assert_allclose(ours[0], np.exp(x), rtol=1e-6)
+
+
+def test_softmax_without_options_has_beta_zero():
+    model = single_op_model("SOFTMAX", [T((2, 3))], [T((2, 3))])
+    x = np.array([[5, 1, 2], [-1, 0, 7]], np.float32)
+    ours, theirs = run_both(model, [x])
+    assert_matches(ours, theirs, rtol=TOLERANCE["softmax-float32"])
+    np.testing.assert_allclose(ours[0], np.full((2, 3), 1 / 3, np.float32), rtol=1e-6)
+
+
+# -- what LiteRT rejects ----------------------------------------------------------------------------
+REJECTS = [  # (id, op, input specs, output spec, options, oracle_check)
+    ("softmax-rank0", "SOFTMAX", [T(())], T(()), {"beta": 1.0}, True),
+    ("relu-int32", "RELU", [T((3,), np.int32)], T((3,), np.int32), None, True),
+    ("relu-float16", "RELU", [T((3,), np.float16)], T((3,), np.float16), None, True),
+    ("relu_n1_to_1-int16", "RELU_N1_TO_1", [T((3,), np.int16)], T((3,), np.int16), None, True),
+    ("tanh-int32", "TANH", [T((3,), np.int32)], T((3,), np.int32), None, True),
+    ("logistic-int64", "LOGISTIC", [T((3,), np.int64)], T((3,), np.int64), None, True),
+    ("hard_swish-int16", "HARD_SWISH", [T((3,), np.int16)], T((3,), np.int16), None, True),
+    ("leaky_relu-float16", "LEAKY_RELU", [T((3,), np.float16)], T((3,), np.float16), {"alpha": 0.2}, True),
+    ("softmax-int32", "SOFTMAX", [T((3,), np.int32)], T((3,), np.int32), {"beta": 1.0}, True),
+    ("prelu-alpha-expands-input", "PRELU", [T((2, 3)), T.const(np.ones((2, 2, 3), np.float32))], T((2, 2, 3)),
+     None, True),
+    ("prelu-not-broadcastable", "PRELU", [T((2, 3)), T.const(np.ones((2,), np.float32))], T((2, 3)), None, True),
+    ("prelu-rank9-broadcast", "PRELU", [T((2,) * 9), T.const(np.ones((2,), np.float32))], T((2,) * 9), None,
+     False),  # LiteRT aborts
+    ("prelu-int32", "PRELU", [T((3,), np.int32), T.const(np.ones((3,), np.int32))], T((3,), np.int32), None, True),
+]
+
+
+@pytest.mark.parametrize("case", REJECTS, ids=lambda c: c[0])
+def test_rejected(case):
+    _, op, ins, out, opts, oracle_check = case
+    model = single_op_model(op, ins, [out], opts)
+    with pytest.raises(PrepareError):
+        Interpreter(model_content=model).allocate_tensors()
+    if oracle_check:
+        LiteRT, OpResolverType = oracle()
+        ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        with pytest.raises(RuntimeError):
+            ref.allocate_tensors()
+            for d, t in zip(ref.get_input_details(), [t for t in ins if t.data is None]):
+                ref.set_tensor(d["index"], np.zeros(t.shape, t.dtype))
+            ref.invoke()
