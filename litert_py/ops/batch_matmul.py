@@ -51,9 +51,11 @@ from ..quant import (
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
     requantize,
+    requantize_float64_ok,
     wrap32,
 )
 from ..schema.model import BuiltinOperator
+from .common import clip_ufunc
 from .fully_connected import F32_EXACT, F64_EXACT, batch_quantize_floats, sse_reduction_sum_vector
 from .registry import OpContext, TensorInfo, register
 
@@ -98,6 +100,54 @@ class BatchMatMulFloat:
 
 
 @dataclass(frozen=True, eq=False)
+class PreparedRequantize:
+    """``clamp(MultiplyByQuantizedMultiplier(acc, M, shift) + zo, qmin, qmax)`` for one (M, shift), with every
+    constant computed at prepare: the exact float64 formulation of ``litert_py.quant.requantize`` (proved by
+    ``requantize_float64_ok`` plus its fused-form bound for ``|acc| <= max_abs_acc``), which otherwise costs
+    ~100 us of per-call setup on small tensors. Falls back to ``quant.requantize`` (int64) when not proved.
+
+    ``t = acc * M * 2^(ls-31)`` is exact; SRDHM is ``floor(t + 1/2)``; RDBPOT by ``2^rs`` with ties away from
+    zero folds in as ``floor((t + 2^(rs-1) + 1/2 - [t < -1/2] + zo * 2^rs) / 2^rs)`` (floors nest).
+    """
+
+    multiplier: int
+    shift: int
+    zo: int
+    qmin: int
+    qmax: int
+    fused: bool
+    scale: float  # M * 2^(ls - 31)
+    add: float  # 2^(rs-1) + 1/2 + zo * 2^rs  (rs > 0), or 1/2 + zo (rs == 0)
+    inv: float  # 2^-rs
+    right_shift: bool
+
+    @staticmethod
+    def build(m: int, shift: int, zo: int, qmin: int, qmax: int, max_abs_acc: float) -> PreparedRequantize:
+        ls, rs = max(shift, 0), max(-shift, 0)
+        a = int(np.ceil(max_abs_acc))
+        h = (1 << (rs - 1)) if rs > 0 else 0
+        fused = (requantize_float64_ok(m, shift, max_abs_acc) and abs(zo) < (1 << 23)
+                 and (a << ls) * abs(m) + ((h + 1 + (abs(zo) << rs)) << 31) <= 2**53)
+        add = h + 0.5 + zo * 2.0**rs
+        return PreparedRequantize(m, shift, zo, qmin, qmax, fused, m * 2.0 ** (ls - 31), add, 2.0**-rs, rs > 0)
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        if not self.fused:
+            requantize(acc, self.multiplier, self.shift, self.zo, self.qmin, self.qmax, out=out, method="int64")
+            return
+        t = np.multiply(acc, self.scale, dtype=np.float64)
+        if self.right_shift:
+            neg = t < -0.5
+            t += self.add
+            t -= neg
+            t *= self.inv
+        else:
+            t += self.add
+        clip_ufunc(t, self.qmin, self.qmax, out=t)  # floor(clip(v)) == clip(floor(v)) for integer bounds
+        np.floor(t, out=out, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
 class BatchMatMulQuantized:
     """``kind``: "int8" (int32 acc, MBQM), "int32" (raw products, int32 output), "int16" (int64 acc, MBQM64)."""
 
@@ -113,7 +163,7 @@ class BatchMatMulQuantized:
     zo: int
     qmin: int
     qmax: int
-    max_abs_acc: float
+    requant: PreparedRequantize | None  # int8 output
     wraps: bool  # the int32 accumulator may overflow: reproduce the wrap
 
     def __call__(self, inputs, outputs):
@@ -137,8 +187,7 @@ class BatchMatMulQuantized:
         if self.kind == "int32":
             np.copyto(out, acc, casting="unsafe")
             return
-        requantize(acc, self.multiplier, self.shift, self.zo, self.qmin, self.qmax, out=out,
-                   max_abs_acc=min(self.max_abs_acc, 2**31))
+        self.requant(acc, out)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -332,5 +381,6 @@ def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, a
     if rhs.is_constant:
         rhs_c = np.ascontiguousarray(r, dtype=dt)
     wraps = kind != "int16" and bound >= 2**31
-    return BatchMatMulQuantized(kind, rhs_c, dt, zl, zr, adj_x, adj_y, m, shift, int(out.zero_point), qmin, qmax,
-                                bound, wraps)
+    zo = int(out.zero_point)
+    requant = PreparedRequantize.build(m, shift, zo, qmin, qmax, min(bound, 2.0**31)) if kind == "int8" else None
+    return BatchMatMulQuantized(kind, rhs_c, dt, zl, zr, adj_x, adj_y, m, shift, zo, qmin, qmax, requant, wraps)

@@ -368,12 +368,13 @@ def _quantization_params(ctx: OpContext, x: TensorInfo, f: TensorInfo, bias: Ten
     with np.errstate(all="ignore"):
         if legacy_uint8:
             # GetQuantizedConvolutionMultipler: the bias scale must be within 2% (of an output step) of
-            # s_in * s_w, in double; the multiplier itself uses the float32 product.
+            # s_in * s_w, in double (when there is a bias); the multiplier itself uses the float32 product.
             s_w = scales[0]
-            diff = abs(np.float64(s_in) * np.float64(s_w) - np.float64(bias.scale if bias is not None else 0.0))
-            ctx.check(bool(diff / np.float64(s_out) <= 0.02),
-                      f"bias scale {bias.scale if bias else 0.0} differs from input scale * filter scale "
-                      f"{float(s_in) * float(s_w)} by more than 2% of the output scale {float(s_out)}")
+            if bias is not None:
+                diff = abs(np.float64(s_in) * np.float64(s_w) - np.float64(bias.scale))
+                ctx.check(bool(diff / np.float64(s_out) <= 0.02),
+                          f"bias scale {bias.scale} differs from input scale * filter scale "
+                          f"{float(s_in) * float(s_w)} by more than 2% of the output scale {float(s_out)}")
             product = np.float64(s_in * s_w)
             ctx.check(bool(product >= 0), "input scale * filter scale must not be negative")
             real = np.full(out_c, product / np.float64(s_out))
@@ -494,6 +495,7 @@ class Im2Col:
     interior: tuple | None  # where the input goes in `padded`
     window: np.ndarray | None  # (G, N, OH, OW, KH, KW, Cg) strided view of `padded`
     blocks: tuple  # ((n0, n1, r0, r1, A, A as (G, n, r, OW, KH, KW, Cg)), ...); A is None for 1x1 stride 1
+    pointwise: bool = False  # 1x1 stride 1 unpadded, one block: A is the input converted (no window view)
 
     @staticmethod
     def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None) -> Im2Col:
@@ -519,7 +521,8 @@ class Im2Col:
         if g.padded:
             padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
             window = Im2Col._window(g, groups, padded)
-        return Im2Col(geo, groups, padded, interior, window, tuple(blocks))
+        pointwise = g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and len(blocks) == 1
+        return Im2Col(geo, groups, padded, interior, window, tuple(blocks), pointwise)
 
     @staticmethod
     def _window(g: Geometry, groups: int, src: np.ndarray) -> np.ndarray:
@@ -560,6 +563,14 @@ class Im2Col:
                 np.matmul(x.reshape(-1, x.shape[3]), weights, out=out.reshape(-1, og))
             else:
                 a = x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2)
+                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
+            return
+        if self.pointwise:
+            np.copyto(a, x.reshape(1, -1, x.shape[3]) if groups == 1 else
+                      x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
+            if groups == 1:
+                np.matmul(a[0], weights, out=out.reshape(-1, og))
+            else:
                 np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
             return
         if self.padded is not None:
@@ -691,20 +702,21 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     dtype = _exact_dtype(max(-qmin, qmax) * wmax)  # |every partial sum of the GEMM| <= max|x| * sum|w'|
     weights = _gemm_weights(f.data, groups, dtype, f_zp) if f.is_constant else None
     acc_dtype = np.int64 if int64_bias else np.float64
-    offset = None
+    offset = per_channel = None
     if weights is not None and bias.is_constant:
         colsum = weights.sum(axis=1, dtype=np.float64).reshape(-1)  # exact: |sum| < 2**53
         if int64_bias:
-            offset = bias.data.reshape(-1).astype(np.int64)  # the input zero point is 0
+            per_channel = bias.data.reshape(-1).astype(np.int64)  # the input zero point is 0
         else:
-            offset = bias.data.reshape(-1).astype(np.float64) - x_zp * colsum
-        offset = _tile(offset, geo.out_w, acc_dtype)
+            per_channel = bias.data.reshape(-1).astype(np.float64) - x_zp * colsum
+        offset = _tile(per_channel, geo.out_w, acc_dtype)
         acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
-    requant = _requantize(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
+    requant = _requantize(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias,
+                          conv_offset=per_channel, sums_bound=max(-qmin, qmax) * wmax)
     return ConvQuantized(Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc,
                          requant, x_zp, f_zp)
 
@@ -974,6 +986,7 @@ class DepthwiseConvQuantized:
     input_zp: int
     filter_zp: int
     has_bias: bool
+    zp_term: np.ndarray | None  # (O,) -x_zp * sum over the taps of (w - w_zp), for constant weights
 
     def __call__(self, inputs, outputs):
         views = self.taps(inputs[INPUT])
@@ -981,7 +994,10 @@ class DepthwiseConvQuantized:
         if weights is None:
             weights = _quantized_weights(inputs[FILTER].reshape(len(views), -1), self.filter_zp, self.sums.dtype)
         if offset is None:
-            offset = -self.input_zp * weights.sum(axis=0, dtype=np.float64).astype(self.acc.dtype)
+            zp_term = self.zp_term
+            if zp_term is None:
+                zp_term = -self.input_zp * weights.sum(axis=0, dtype=np.float64)
+            offset = zp_term.astype(self.acc.dtype)
             if self.has_bias:
                 offset = offset + inputs[BIAS].astype(self.acc.dtype)
         self.taps.exact_sum(views, weights, self.sums, self.scratch)
@@ -1021,21 +1037,22 @@ def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int)
     else:
         weights, scratch = None, np.empty(geo.out_shape, dtype)
     acc_dtype = np.int64 if int64_bias else np.float64
-    offset = None
+    offset = per_channel = zp_term = None
     bias_max = 0.0 if bias is None else 2.0 ** (63 if int64_bias else 31)
+    if weights is not None:
+        zp_term = -x_zp * (f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp).sum(axis=0)
     if weights is not None and (bias is None or bias.is_constant):
-        colsum = (f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp).sum(axis=0)
-        offset = -x_zp * colsum
+        per_channel = zp_term
         if bias is not None:
-            offset = offset + bias.data.astype(np.int64)
+            per_channel = per_channel + bias.data.astype(np.int64)
             bias_max = float(np.abs(bias.data.astype(np.float64)).max())
-        offset = _tile(offset, geo.out_w, acc_dtype)
+        offset = _tile(per_channel, geo.out_w, acc_dtype)
     sums = np.empty(geo.out_shape, dtype)
     acc = sums if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = _requantize(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max,
-                          int64_acc=int64_bias)
+                          int64_acc=int64_bias, conv_offset=per_channel, sums_bound=max(-qmin, qmax) * wmax)
     return DepthwiseConvQuantized(DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True), weights, offset,
-                                  sums, scratch, acc, requant, x_zp, f_zp, bias is not None)
+                                  sums, scratch, acc, requant, x_zp, f_zp, bias is not None, zp_term)
 
 
 @dataclass(frozen=True, eq=False)

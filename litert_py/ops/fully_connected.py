@@ -71,7 +71,7 @@ from ..quant import (
 )
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import float_activation
+from .common import clip_ufunc, float_activation
 from .registry import OpContext, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
@@ -92,6 +92,9 @@ _I32_LIMIT = float(2**31 - 2)  # |t| below this: round_half_away(t) fits int32 w
 #: rounds to the even 1.0; every non-tie t lands strictly on its side of n + 1 (|t| < 0.5 keeps t + h < 1 since
 #: t <= 0.5 - 2^-54 there). So it equals TfLiteRound (std::round) with 3 array passes instead of 6.
 _HALF_DOWN = {np.dtype(np.float64): np.float64(0.49999999999999994), np.dtype(np.float32): np.float32(0.49999997)}
+
+
+_HALF_DOWN_F64 = _HALF_DOWN[np.dtype(np.float64)]
 
 
 def round_half_away_inplace(t: np.ndarray) -> np.ndarray:
@@ -272,12 +275,13 @@ class FullyConnectedQuantized:
             t = np.multiply(acc, self.eff, dtype=np.float64)
         # clamp(round(t) + zo, lo, hi) == round(clamp(t, lo - zo, hi - zo)) + zo: rounding is monotonic and the
         # bounds are integers; prepare proved round(t) fits int32, so C++'s cast and "+ zo" do not overflow.
-        np.clip(t, self.act_min - self.zo, self.act_max - self.zo, out=t)
-        round_half_away_inplace(t)
+        clip_ufunc(t, self.act_min - self.zo, self.act_max - self.zo, out=t)
+        t += np.copysign(_HALF_DOWN_F64, t)  # round half away = trunc(t +- h), see _HALF_DOWN
         if self.zo:
+            np.trunc(t, out=t)
             np.add(t, self.zo, out=out2d, casting="unsafe")
         else:
-            np.copyto(out2d, t, casting="unsafe")
+            np.copyto(out2d, t, casting="unsafe")  # the float -> int cast truncates
 
     def _general(self, x2, inputs, out2d):
         """Every C++ integer detail: int32 wrap of the accumulator, x86 INT32_MIN for out-of-range casts."""
@@ -347,13 +351,14 @@ def _neon_round_inplace(t: np.ndarray, k_vec: int) -> np.ndarray:
     """RoundToNearest of neon_tensor_utils.cc as the x86 wheels run it (NEON_2_SSE, no vcvta): the first
     ``k_vec`` columns (the 8-wide vector loop) get ``trunc(f32(v + (v < 0 ? -0.5 : 0.5)))``, the tail columns
     ``TfLiteRound`` (roundf). They differ only at v = +-0.49999997, where v + 0.5 rounds up to 1."""
-    head = t[:, :k_vec]
-    head += np.copysign(np.float32(0.5), head)
-    np.trunc(head, out=head)
     if k_vec < t.shape[1]:
         tail = t[:, k_vec:]
-        round_half_away_inplace(tail)  # trunc(head) is in place on a view; so is this
-    return t
+        tail += np.copysign(_HALF_DOWN[t.dtype], tail)
+        head = t[:, :k_vec]
+        head += np.copysign(np.float32(0.5), head)
+    else:
+        t += np.copysign(np.float32(0.5), t)
+    return np.trunc(t, out=t)
 
 
 def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
@@ -382,33 +387,39 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
     mx = x2.max(axis=1)
     k_vec = k & ~7
     if not asymmetric:
-        r = np.maximum(np.abs(mn), np.abs(mx))
-        zero = r == 0
-        r1 = np.where(zero, f32(1), r)
-        sf = np.where(zero, f32(1), r / f32(127))
-        q = np.multiply(x2, (f32(127) / r1)[:, None], dtype=f32)
+        r = np.maximum(np.negative(mn), mx)  # max(|min|, |max|) as min <= max
+        zero = None if r.all() else r == 0
+        if zero is not None:  # all-zero rows: q = 0, scale 1
+            r[zero] = 1
+        sf = r / f32(127)
+        if zero is not None:
+            sf[zero] = 1
+        q = np.multiply(x2, np.divide(f32(127), r)[:, None], dtype=f32)
         _neon_round_inplace(q, k_vec)
-        np.clip(q, -127, 127, out=q)
-        return q, sf, None
+        return clip_ufunc(q, f32(-127), f32(127), out=q), sf, None
     rmin32 = np.minimum(mn, f32(0))
     rmax32 = np.maximum(mx, f32(0))
     same = rmin32 == rmax32
+    if same.any():
+        rmax32[same] = 1
     rmin = rmin32.astype(np.float64)
     rmax = rmax32.astype(np.float64)
-    scale = np.where(same, f32(1), rmax32 - rmin32).astype(np.float64) / 255.0
-    zmin = -128.0 - rmin / scale
-    zmax = 127.0 - rmax / scale
-    zd = np.where(128.0 + np.abs(rmin / scale) < 127.0 + np.abs(rmax / scale), zmin, zmax)
-    zp = np.where(zd <= -128.0, -128.0, np.where(zd >= 127.0, 127.0, round_away(zd)))
-    zp = np.where(same, 0.0, zp).astype(f32)
-    sf = np.where(same, f32(1), scale.astype(f32))
+    scale = np.subtract(rmax32, rmin32).astype(np.float64) / 255.0
+    zmin = rmin / scale
+    zmax = rmax / scale
+    zd = np.where(128.0 + np.abs(zmin) < 127.0 + np.abs(zmax), -128.0 - zmin, 127.0 - zmax)
+    zp = round_away(clip_ufunc(zd, -128.0, 127.0, out=zd)).astype(f32)  # the nudge: clamp, else round
+    sf = scale.astype(f32)
     with np.errstate(divide="ignore"):
-        inv = np.where(sf == 0, 0.0, 1.0 / sf.astype(np.float64)).astype(f32)
+        inv = (1.0 / sf.astype(np.float64)).astype(f32)
+    if not sf.all():  # a scale that underflows float32: scaling_factor_inv = 0
+        inv[sf == 0] = 0
+    if same.any():
+        zp[same], sf[same], inv[same] = 0, 1, 1
     q = np.multiply(x2, inv[:, None], dtype=f32)
     _neon_round_inplace(q, k_vec)
     q += zp[:, None]
-    np.clip(q, -128, 127, out=q)
-    return q, sf, zp
+    return clip_ufunc(q, f32(-128), f32(127), out=q), sf, zp
 
 
 def apply_activation_to_vector(code: int):

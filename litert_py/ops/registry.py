@@ -169,6 +169,17 @@ class OpContext:
         """The output's shape depends on input values: the op stores a new array in outputs[i] at eval."""
         self.outputs[i].dynamic = True
 
+    def scratch(self, shape: Sequence[int], dtype, fill=None) -> np.ndarray:
+        """A buffer for the prepared op (im2col matrices, padded inputs), refused with a PrepareError when it
+        exceeds the interpreter's memory limit (LITERT_PY_MAX_ARENA_BYTES) instead of exhausting memory."""
+        from ..runtime.subgraph import MAX_ARENA_BYTES
+
+        n = int(np.prod([int(d) for d in shape], dtype=object)) * np.dtype(dtype).itemsize
+        if n > MAX_ARENA_BYTES:
+            raise self.fail(f"needs a scratch buffer of {n} bytes, over the limit of {MAX_ARENA_BYTES} "
+                            "(set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        return np.zeros(shape, dtype) if fill is None else np.full(shape, fill, dtype)
+
     def input(self, i: int) -> TensorInfo:
         t = self.inputs[i] if i < len(self.inputs) else None
         if t is None:

@@ -22,7 +22,7 @@ from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
 from .tensors import constant_array
 
 #: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
-MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 8 << 30))
+MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))
 
 
 @dataclass
@@ -92,6 +92,13 @@ class SubgraphRuntime:
                 raise InvalidModelError(f"subgraph {index} tensor {i} ({t.name!r}): {e}") from None
             if arr is not None:
                 self.constants[i] = arr
+        written = {o for op in self.sg.operators for o in op.outputs} | set(self.sg.inputs)
+        for i, t in enumerate(self.sg.tensors):
+            # A zero-element tensor with a buffer and no writer (e.g. an empty axis list) has no bytes to
+            # store, yet it is a constant: give prepare an empty array instead of "not constant".
+            if (i not in self.constants and i not in written and t.buffer > 0 and not t.is_variable
+                    and 0 in t.shape and t.type not in dtypes.OBJECT_TYPES):
+                self.constants[i] = np.zeros(t.shape, dtypes.to_numpy(t.type))
         self.variables: dict[int, np.ndarray] = {}  # is_variable tensors, kept across invokes
         self.tensors: list[np.ndarray | None] = [None] * n
         self.infos: list[TensorInfo] = []
@@ -149,19 +156,32 @@ class SubgraphRuntime:
                         infos[o].dynamic = True
                 steps.append((node, None))
                 continue
+            self._check_budget(node, ins)
             op = self._prepare_node(node, infos)
             self.prepared_ops[node.index] = op
             outs = [infos[o] for o in node.operator.outputs if o >= 0]
-            if (not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins)
-                    and not any(t.dynamic for t in outs)):
+            self._check_budget(node, outs)
+            if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
                 self._fold(node, op, infos, folded)
                 continue
+            if any(t.dynamic for t in outs):  # the op stores new arrays at eval: the loop must read them back
+                self.deferred = True
             steps.append((node, op))
         self.infos = infos
         for i, info in enumerate(infos):
             self.shapes[i] = info.shape
         self._allocate(steps, folded)
         self.allocated = True
+
+    @staticmethod
+    def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
+        """Refuse a node whose declared tensors alone exceed the memory limit, before its kernel allocates
+        scratch for them: a hostile shape must fail cleanly, not exhaust the machine."""
+        total = sum(t.size * t.dtype.itemsize for t in tensors
+                    if t.data is None and t.type not in dtypes.OBJECT_TYPES and not t.dynamic)
+        if total > MAX_ARENA_BYTES:
+            raise PrepareError(f"Node number {node.index} ({node.name}) needs {total} bytes for its tensors, over "
+                               f"the limit of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)")
 
     def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
         """Run a node whose inputs are all constant once, now; its outputs become constants."""
@@ -178,6 +198,7 @@ class SubgraphRuntime:
                 arr = np.asarray(arr)
                 infos[o].data = arr
                 infos[o].shape = arr.shape
+                infos[o].dynamic = False
                 folded[o] = arr
 
     @staticmethod

@@ -76,8 +76,8 @@ def test_prelu(data, seed, alpha_const):
     assert_matches(ours, theirs, rtol=TOLERANCE["prelu-float32"])
 
 
-SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, -3.0, 3.0, 1e30, -1e30, -9.5, -9.0, 16.6, 16.7, 6.0],
-                   np.float32)
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, -3.0, 3.0, 1e30, -1e30, -9.5, -9.0, 16.6, 16.625, 16.7, 6.0],
+                   np.float32)  # 16.625: above LOGISTIC's cutoff, where 1 / (1 + exp(-x)) is not yet 1
 
 
 @pytest.mark.parametrize("op", ["RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
@@ -98,13 +98,16 @@ def test_ieee_special_values(op):
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
 
 
-def test_logistic_uses_exp_below_minus_nine():
-    """Below -9 the reference returns exp(x), 1.2e-4 relative away from 1 / (1 + exp(-x)) at -9.5."""
-    x = np.array([-9.5, -12.0, -30.0], np.float32)
-    model = single_op_model("LOGISTIC", [T((3,))], [T((3,))])
+def test_logistic_cutoffs():
+    """Below -9 the reference returns exp(x) (1.2e-4 relative away from 1 / (1 + exp(-x)) at -9.5); above
+    16.619047 it returns exactly 1, where 1 / (1 + exp(-x)) still rounds to 1 - 2**-23 (up to 16.6355)."""
+    x = np.array([-9.5, -12.0, -30.0, 16.625, 16.63], np.float32)
+    model = single_op_model("LOGISTIC", [T((5,))], [T((5,))])
     ours, theirs = run_both(model, [x])
     assert_matches(ours, theirs, rtol=TOLERANCE["logistic-float32"])
-    np.testing.assert_allclose(ours[0], np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(ours[0][:3], np.exp(x[:3]), rtol=1e-6)
+    np.testing.assert_array_equal(ours[0][3:], theirs[0][3:])
+    np.testing.assert_array_equal(theirs[0][3:], [1.0, 1.0])
 
 
 def test_softmax_without_options_has_beta_zero():

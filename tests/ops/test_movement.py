@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
-from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance per op: every op here moves bytes, so all are exact.
 TOLERANCE = {"CONCATENATION": 0.0, "PAD": 0.0, "PADV2": 0.0, "TRANSPOSE": 0.0, "STRIDED_SLICE": 0.0,
@@ -353,3 +353,16 @@ def test_movement_rejected_at_prepare(case):
         run_litert(model, feeds)
     with pytest.raises(PrepareError):
         run_ours(model, feeds)
+
+
+def test_concatenation_of_constant_scalars():
+    """Rank-0 inputs are accepted only when all are constant: stacked into a vector at prepare."""
+    model = single_op_model("CONCATENATION", [T.const(np.float32(1.5)), T.const(np.float32(-2.0))], [T((2,))],
+                            {"axis": 0})
+    out = check_both(model, [])
+    assert out is not None and out[0].tolist() == [1.5, -2.0]
+    model = single_op_model("CONCATENATION", [T(()), T(())], [T((2,))], {"axis": 0})
+    with pytest.raises(RuntimeError):
+        run_litert(model, [np.float32(1), np.float32(2)])
+    with pytest.raises(PrepareError):
+        run_ours(model, [np.float32(1), np.float32(2)])

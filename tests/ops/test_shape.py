@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance per op: all exact (bytes are copied).
 TOLERANCE = {"RESHAPE": 0.0, "SQUEEZE": 0.0, "EXPAND_DIMS": 0.0}

@@ -147,15 +147,16 @@ def test_length_fields_are_found():
 
 @pytest.mark.parametrize("name", sorted(seeds()))
 def test_systematic_truncation_and_length_overflow(name):
-    """Every seed truncated at 24 points, and each of (up to 48 of) its length fields set to huge values.
+    """Every seed truncated at 24 points, and (up to 24 of) its length fields set to huge values.
     A truncated file that still decodes (only padding was cut) decodes to the same model."""
     data = seed_bytes(name)
     whole = read_model(data)
     for cut in np.linspace(0, len(data) - 1, 24).astype(int):
         got = _decode(data[:cut])
         assert isinstance(got, InvalidModelError) or got == whole, cut
-    for pos in length_fields(name)[:48]:
-        for value in (0x7FFFFFFF, 0xFFFFFFF0, len(data) // 4 + 1):
+    fields = length_fields(name)
+    for pos in fields[:: max(1, len(fields) // 24)][:24]:
+        for value in (0x7FFFFFFF, len(data) // 4 + 1):
             _decode(mutate(data, [("int32", pos, value)]))
 
 

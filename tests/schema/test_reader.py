@@ -332,11 +332,13 @@ def _bytes_cases():
         "root-offset-out-of-file": (_patched(data, 0, "<I", 0xFFFFFFF0), "outside the"),
         # The root table's soffset sends its vtable before the file start: struct would read from the end.
         "vtable-before-start": (_patched(data, root, "<i", root + 64), "offset -64 is outside"),
-        "vtable-odd-size": (None, "odd size"),
+        "vtable-odd-size": (None, "bad vtable (size"),
         "vector-length-enlarged": (_patched(data, _vector_length_position(data, "Buffers"), "<I", 0x3FFFFFFF),
                                    "claims 1073741823 elements"),
         "vector-length-past-end": (
-            _patched(data, _vector_length_position(data, "Subgraphs"), "<I", len(data) // 4 - 2), "outside the"),
+            _patched(data, _vector_length_position(data, "Subgraphs"), "<I", len(data) // 4 - 2), "claims"),
+        "misaligned-root": (_patched(data, 0, "<I", root + 2), "misaligned"),
+        "zero-offset": (_patched(data, root + 4, "<I", 0), "not a valid Flatbuffer"),
         "external-buffer-truncated": (ext[:first_external + 8], "outside the"),
         "large-custom-options-truncated": (ops_ext[:first_custom + 4], "large custom options"),
     }
@@ -358,21 +360,22 @@ def test_corrupt_bytes_are_rejected(name):
     assert message in str(info.value)
 
 
-def test_aliased_offsets_cannot_explode():
-    """A decompression bomb: 20000 tensor entries all pointing at one tensor with a 20 kB name."""
+def _aliasing_model(n_entries: int, n_tables: int, name_bytes: int) -> bytes:
+    """A subgraph whose ``n_entries`` tensor entries point at ``n_tables`` distinct tensor tables, all of which
+    share one ``name_bytes``-long name: offsets alias, as a decompression bomb would have them."""
     b = flatbuffers.Builder(0)
-    name = b.CreateString("n" * 20000)
-    shape = b.CreateNumpyVector(np.zeros(0, np.int32))
-    tflite.TensorStart(b)
-    tflite.TensorAddName(b, name)
-    tflite.TensorAddShape(b, shape)
-    tensor = b.EndObject()
-    b.StartVector(4, 20000, 4)
-    for _ in range(20000):
-        b.PrependUOffsetTRelative(tensor)
-    tensors = b.EndVector()
+    name = b.CreateString("n" * name_bytes)
+    tensors = []
+    for _ in range(n_tables):
+        tflite.TensorStart(b)
+        tflite.TensorAddName(b, name)
+        tensors.append(tflite.TensorEnd(b))
+    b.StartVector(4, n_entries, 4)
+    for k in range(n_entries):
+        b.PrependUOffsetTRelative(tensors[k % n_tables])
+    vector = b.EndVector()
     tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensors)
+    tflite.SubGraphAddTensors(b, vector)
     sg = tflite.SubGraphEnd(b)
     tflite.BufferStart(b)
     buf = tflite.BufferEnd(b)
@@ -383,10 +386,25 @@ def test_aliased_offsets_cannot_explode():
     b.PrependUOffsetTRelative(buf)
     buffers = b.EndVector()
     tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
     tflite.ModelAddSubgraphs(b, subgraphs)
     tflite.ModelAddBuffers(b, buffers)
     b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    data = bytes(b.Output())
+    return bytes(b.Output())
+
+
+def test_aliased_tables_are_decoded_once():
+    """5000 entries pointing at one tensor with a 20 kB name (100 MB if each were decoded): one decode, shared
+    (the dataclasses are frozen)."""
+    data = _aliasing_model(5000, 1, 20000)
+    assert len(data) < 60_000
+    tensors = read_model(data).subgraphs[0].tensors
+    assert len(tensors) == 5000 and all(t is tensors[0] for t in tensors) and len(tensors[0].name) == 20000
+
+
+def test_aliased_strings_cannot_explode():
+    """3000 distinct tensors sharing one 30 kB name would decode to 90 MB of names from a 70 kB file."""
+    data = _aliasing_model(3000, 3000, 30000)
     assert len(data) < 120_000
     with pytest.raises(InvalidModelError, match="offsets alias"):
         read_model(data)
