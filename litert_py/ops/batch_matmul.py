@@ -9,9 +9,10 @@ Paths (prepared ops):
 
 - ``BatchMatMulFloat``: one ``np.matmul`` (a constant rhs is transposed once at prepare).
 - ``BatchMatMulQuantized``: int8: ``acc = sum (l - zl)(r - zr)`` in int32 (wraps), then
-  ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding, through
-  ``litert_py.quant.requantize``, exact float64 path when proven); int16 x int16 and int16 x int8 (all zero
-  points 0): int64 accumulator and the int64 overload of MultiplyByQuantizedMultiplier, clamped to int16;
+  ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding; ``PreparedRequantize``
+  runs ``litert_py.quant.requantize``'s exact float64 formulation with its constants computed at prepare);
+  int16 x int16 and int16 x int8 (all zero points 0): int64 accumulator and the int64 overload of
+  MultiplyByQuantizedMultiplier (shifts up to 14, see ``fully_connected.mbqm_int64``), clamped to int16;
   int8 x int8 -> int32: the plain sum of raw products (zero points ignored). ``(M, e)`` is QuantizeMultiplier
   of ``f64(f32(s_lhs * s_rhs)) / f64(s_out)``; there is no fused activation. The products are summed by
   BLAS in float32 or float64, exact by a bound proved at prepare (as in fully_connected.py).
@@ -48,7 +49,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import (
-    multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
     requantize,
     requantize_float64_ok,
@@ -56,7 +56,14 @@ from ..quant import (
 )
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
-from .fully_connected import F32_EXACT, F64_EXACT, batch_quantize_floats, sse_reduction_sum_vector
+from .fully_connected import (
+    F32_EXACT,
+    F64_EXACT,
+    batch_quantize_floats,
+    mbqm_int64,
+    mbqm_int64_ok,
+    sse_reduction_sum_vector,
+)
 from .registry import OpContext, TensorInfo, register
 
 LHS, RHS = 0, 1
@@ -179,7 +186,7 @@ class BatchMatMulQuantized:
             rhs = np.subtract(r, self.rhs_zero_point, dtype=dt) if self.rhs_zero_point else r.astype(dt)
         acc = np.matmul(lf, rhs)
         if self.kind == "int16":
-            r = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
+            r = mbqm_int64(acc.astype(np.int64), self.multiplier, self.shift)
             np.clip(wrap32(r + self.zo), self.qmin, self.qmax, out=out, casting="unsafe")
             return
         if self.wraps:
@@ -361,8 +368,7 @@ def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, a
             real = np.float64(product) / np.float64(np.float32(out.scale))
         ctx.check(bool(np.isfinite(real)), f"output multiplier {real} is not finite")
         m, shift = quantize_multiplier(float(real))
-        limit = 7 if kind == "int16" else 30
-        ctx.check(-31 <= shift <= limit, f"output multiplier {real} out of range")
+        ctx.check(-31 <= shift <= (14 if kind == "int16" else 30), f"output multiplier {real} out of range")
         info = np.iinfo(out.dtype)
         qmin, qmax = int(info.min), int(info.max)
     zl = 0 if kind == "int32" else int(lhs.zero_point)
@@ -378,6 +384,9 @@ def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, a
         bound = float(depth) * max_l * max(abs(int(ri.min) - zr), abs(int(ri.max) - zr))
     dt = _compute_dtype(bound)
     ctx.check(dt is not None, "BATCH_MATMUL accumulation too deep for an exact float64 sum")
+    if kind == "int16":
+        ctx.check(mbqm_int64_ok(shift, bound), f"output multiplier {real} out of range for the int64 "
+                  "MultiplyByQuantizedMultiplier")
     if rhs.is_constant:
         rhs_c = np.ascontiguousarray(r, dtype=dt)
     wraps = kind != "int16" and bound >= 2**31

@@ -41,7 +41,8 @@ snapshot we follow what 2.3.0 does, found by running it):
   conv): per-batch *asymmetric* quantization (NEON AsymmetricQuantizeFloats), reference/conv.h
   HybridConvPerChannel: out = f32(f32(f32(acc) * s_w[c]) * sf) + bias. Depthwise (always per-channel,
   asymmetric), reference/integer_ops/depthwise_conv.h DepthwiseConvHybridPerChannel:
-  out = f32(acc) * f32(s_w[c] * sf) + bias. A single depthwise filter scale applies to every channel.
+  out = f32(acc) * f32(s_w[c] * sf) + bias. It reads one scale per output channel, past the end of a single
+  scale (which LiteRT accepts on quantized dimension 0): litert_py refuses that unless there is one channel.
   The integer dot products are exact; the float results follow the reference's operation order.
 
 Speed: weights are re-laid out at prepare. CONV_2D is one GEMM per invoke (a batched one over the groups
@@ -1094,6 +1095,9 @@ def _prepare_depthwise_hybrid(ctx: OpContext, geo: Geometry, multiplier: int):
     ctx.check(0 <= qd < 4 and scales.size == f.shape[qd],
               f"hybrid DEPTHWISE_CONV_2D: {scales.size} filter scales for quantized dimension {qd} of "
               f"shape {list(f.shape)}")
+    # DepthwiseConvHybridPerChannel reads s_w[output channel]: past the end of a single scale (garbage).
+    ctx.check(scales.size == geo.out_c, f"hybrid DEPTHWISE_CONV_2D needs one filter scale per output channel "
+                                        f"({geo.out_c}), got {scales.size} (LiteRT reads past the end of the scales)")
     if geo.empty:
         return EMPTY_OUTPUT
     taps = geo.filter_h * geo.filter_w

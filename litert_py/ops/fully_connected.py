@@ -19,11 +19,23 @@ Paths (prepared ops):
 - ``FullyConnectedInt16x16``: int16 activations and int16 weights: int64 accumulator and the int64 overload
   of MultiplyByQuantizedMultiplier (tflite/kernels/internal/common.cc); the multiplier is
   ``f64(f32(s_in*s_w))/f64(s_out)`` per tensor, ``f64(s_in)*f64(s_w[c])/f64(s_out)`` per channel.
-- ``FullyConnectedHybrid``: float32 input, constant int8 (INT4 unpacked, or uint8 *reinterpreted as int8*,
-  as LiteRT does) weights, float32 bias. Each batch row is quantized (``batch_quantize_floats``:
-  symmetric ``round(x * 127/max|x|)``, or asymmetric with the nudged zero point), the int32 dot products
-  are exact, and the float32 output is ``bias + f32(dot) * f32(scale_row * w_scale[c])`` in LiteRT's order,
-  then the activation (any fused activation: TANH and SIGN_BIT too).
+- ``FullyConnectedHybrid``: float32 input, int8 (INT4 unpacked, or uint8 *reinterpreted as int8*, as LiteRT
+  does) weights, float32 bias. Each batch row is quantized (``batch_quantize_floats``: symmetric
+  ``round(x * 127/max|x|)``, or asymmetric with the nudged zero point), the int32 dot products are exact,
+  and the float32 output is ``bias + f32(dot) * f32(scale_row * w_scale[c])`` in LiteRT's order, then the
+  activation (any fused activation: TANH and SIGN_BIT too). The x86-64 wheel runs the tensor_utils
+  functions of optimized/neon_tensor_utils.cc (through NEON_2_SSE) and optimized/sse_tensor_utils.cc, not
+  the portable ones, and three of their details change results; all are reproduced, and the output then
+  equals BUILTIN_REF bit for bit (the tests compare exactly):
+  * the row quantizers round the first ``depth & ~7`` values with ``trunc(v +- 0.5)``, the rest with
+    roundf; the asymmetric one takes the scale as ``f64(f32(rmax - rmin)) / 255`` and adds the zero point
+    to the *rounded* value (the portable code adds it in float first);
+  * ``DotProdInt8x4x4`` moves the input's sign onto the weight with ``_mm_sign_epi8``, so in the 16-wide
+    blocks a weight of -128 times a negative input counts as +128 (``SseMinus128Fix``);
+  * ``SseReductionSumVector`` (row sums for asymmetric inputs) adds in int16 lanes that wrap for rows of
+    more than ~2000 large weights (``sse_reduction_sum_vector``).
+  Under the default XNNPACK delegate (resolver AUTO) hybrid FC uses XNNPACK's own input quantization: up to
+  ~2% apart from the reference with symmetric inputs, ~1 ulp with asymmetric ones.
 
 Speed. Integer products are summed by BLAS in floating point, which is exact while every partial sum is an
 integer below 2**24 (float32) or 2**53 (float64): prepare proves the bound from the constant weights
@@ -43,10 +55,10 @@ Sources matched (ai-edge-litert 2.3.0 = LiteRT tflite/kernels):
 - tflite/kernels/kernel_util.cc: GetQuantizedConvolutionMultipler (bias-scale check, product >= 0),
   CalculateActivationRangeQuantized.
 - tflite/kernels/internal/reference/integer_ops/fully_connected.h and reference/fully_connected.h: the float
-  requantization above; tflite/kernels/internal/reference/portable_tensor_utils.cc
-  (PortableSymmetricQuantizeFloats, PortableAsymmetricQuantizeFloats,
-  PortableMatrixBatchVectorMultiplyAccumulate), tflite/kernels/internal/portable_tensor_utils.{h,cc}
-  (BatchQuantizeFloats, Apply*ToVector).
+  requantization above; tflite/kernels/internal/portable_tensor_utils.{h,cc} (BatchQuantizeFloats,
+  Apply*ToVector), tflite/kernels/internal/optimized/neon_tensor_utils.cc (NeonSymmetricQuantizeFloats,
+  NeonAsymmetricQuantizeFloats, NeonMinMax, RoundToNearest), tflite/kernels/internal/optimized/
+  sse_tensor_utils.cc (SseMatrixBatchVectorMultiplyAccumulateImpl, DotProdInt8x4x4, SseReductionSumVector).
 
 Models LiteRT runs into garbage are rejected at prepare instead: an int64 bias with int8/uint8 input (read as
 int32), an int32 bias for int16x8 unless quantized_bias_type is INT32 (read as int64), uint8 -> int16 without
@@ -338,8 +350,31 @@ class FullyConnectedInt16x16:
         acc = np.matmul(x2.astype(np.float64) - self.x_zero_point, wt).astype(np.int64)  # exact below 2^53
         if bias is not None:
             acc += bias
-        r = multiply_by_quantized_multiplier_int64(acc, self.multiplier, self.shift)
+        r = mbqm_int64(acc, self.multiplier, self.shift)
         out2d[...] = np.clip(wrap32(r + self.zo), self.act_min, self.act_max)
+
+
+def mbqm_int64(acc: np.ndarray, multiplier, shift) -> np.ndarray:
+    """``MultiplyByQuantizedMultiplier(int64_t x, M, shift)`` (tflite/kernels/internal/common.cc) for shifts up to
+    14 (the source asserts shift < 8 only in debug builds; the release arithmetic
+    ``(x*Mr + 2^(14-shift)) >> (15-shift)`` is well defined while 15 - shift >= 1). litert_py.quant's helper takes
+    shift <= 7; for a larger shift ``s`` its result at shift 7 on ``x * 2^(s-7)`` is the same number.
+    The caller keeps ``|x| * 2^(max(s - 7, 0) + 15)`` below 2^63."""
+    s = np.asarray(shift, dtype=np.int64)
+    extra = np.maximum(s - 7, 0)
+    if np.any(extra):
+        acc = np.left_shift(acc, extra)
+        s = np.minimum(s, 7)
+    return multiply_by_quantized_multiplier_int64(acc, multiplier, s)
+
+
+def mbqm_int64_ok(shift, max_abs_acc: float) -> bool:
+    """Shift within the well-defined range of ``mbqm_int64`` and no int64 overflow for ``|acc| <= max_abs_acc``."""
+    s = np.asarray(shift, dtype=np.int64)
+    if s.size and (s.min() < -31 or s.max() > 14):
+        return False
+    extra = int(np.max(np.maximum(s - 7, 0), initial=0))
+    return max_abs_acc * 2.0 ** (extra + 15) < 2.0**62
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -667,8 +702,14 @@ def _prepare_int16x16(ctx, x, w, bias, out, per_channel, w_scales, zx, zw, zo, a
         real = np.float64(np.float32(x.scale) * np.float32(w.scale)) / s_out
     ctx.check(bool(np.all(np.isfinite(real))), "non-finite output multiplier")
     m, shift = quantize_multiplier_array(real)
-    ctx.check(bool(np.all(shift <= 7)), "output multiplier too large for the int64 MultiplyByQuantizedMultiplier")
     units, depth = w.shape
+    bound = depth * float(_max_abs_input(x.dtype, zx)) * float(_max_abs_input(w.dtype, zw))
+    if bias is not None and bias.is_constant:
+        bound += float(np.abs(bias.data.astype(np.float64)).max(initial=0))
+    elif bias is not None:
+        bound += 2.0**63 if bias.dtype == np.int64 else 2.0**31
+    ctx.check(mbqm_int64_ok(shift, bound), f"output multiplier {np.max(real)} out of range for the int64 "
+              "MultiplyByQuantizedMultiplier")
     if w.is_constant and (bias is None or bias.is_constant):
         wt = np.ascontiguousarray(w.data.T.astype(np.float64) - zw)
         b = None if bias is None else bias.data.astype(np.int64).reshape(-1)

@@ -342,4 +342,5 @@ class Interpreter:
         if sub.plan is None:
             raise ValueError("Tensor data is null. Run allocate_tensors() first")
         return {"arena_bytes": sub.plan.arena_bytes, "lower_bound": sub.plan.lower_bound,
+                "aligned_lower_bound": sub.plan.aligned_lower_bound,
                 "planned_tensors": len(sub.plan.offsets), "efficiency": sub.plan.efficiency}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,35 +124,34 @@ class _Placer:
         return offsets, end
 
 
-def _orders(sizes: Mapping[int, int], lifetimes: Mapping[int, Lifetime]) -> list[list[int]]:
+def _order_makers(sizes: Mapping[int, int], lifetimes: Mapping[int, Lifetime]) -> list[Callable[[], list[int]]]:
+    """The heuristic orders, best first on typical graphs; each is built only if the planner gets to it."""
     ts = sorted(sizes)
-    if not ts:
-        return [ts]
-    first = min(lifetimes[t].first for t in ts)
-    last = max(lifetimes[t].last for t in ts)
+    lt = lifetimes
 
-    def length(t: int) -> int:
-        return lifetimes[t].last - lifetimes[t].first + 1
+    def whole_lifetime_first() -> list[int]:  # TFLite's ArenaPlanner: tensors live throughout go first
+        first, last = min(lt[t].first for t in ts), max(lt[t].last for t in ts)
+        return sorted(ts, key=lambda t: (not (lt[t].first == first and lt[t].last == last), -sizes[t],
+                                         lt[t].first, t))
 
-    # The busiest step each tensor is live in ("greedy by breadth", Pisarchyk & Lee 2020).
-    points = sorted({s for t in ts for s in (lifetimes[t].first, lifetimes[t].last)})
-    delta = [0] * (len(points) + 1)
-    for t in ts:
-        delta[bisect.bisect_left(points, lifetimes[t].first)] += sizes[t]
-        delta[bisect.bisect_left(points, lifetimes[t].last) + 1] -= sizes[t]
-    live, breadth_at = 0, []
-    for d in delta[:-1]:
-        live += d
-        breadth_at.append(live)
-    breadth = {t: max(breadth_at[bisect.bisect_left(points, lifetimes[t].first):
-                                 bisect.bisect_left(points, lifetimes[t].last) + 1]) for t in ts}
-    whole = {t: lifetimes[t].first == first and lifetimes[t].last == last for t in ts}
+    def busiest_step_first() -> list[int]:  # "greedy by breadth" (Pisarchyk & Lee 2020)
+        points = sorted({s for t in ts for s in (lt[t].first, lt[t].last)})
+        delta = np.zeros(len(points) + 1, np.int64)
+        lo = {t: bisect.bisect_left(points, lt[t].first) for t in ts}
+        hi = {t: bisect.bisect_left(points, lt[t].last) + 1 for t in ts}
+        for t in ts:
+            delta[lo[t]] += sizes[t]
+            delta[hi[t]] -= sizes[t]
+        live = np.cumsum(delta)
+        breadth = {t: int(live[lo[t] : hi[t]].max()) for t in ts}
+        return sorted(ts, key=lambda t: (-breadth[t], -sizes[t], lt[t].first, t))
+
     return [
-        sorted(ts, key=lambda t: (-sizes[t], lifetimes[t].first, t)),  # greedy by size (TFLM, TFLite)
-        sorted(ts, key=lambda t: (not whole[t], -sizes[t], lifetimes[t].first, t)),  # TFLite's ArenaPlanner
-        sorted(ts, key=lambda t: (-sizes[t] * length(t), lifetimes[t].first, t)),
-        sorted(ts, key=lambda t: (lifetimes[t].first, -sizes[t], t)),
-        sorted(ts, key=lambda t: (-breadth[t], -sizes[t], lifetimes[t].first, t)),
+        lambda: sorted(ts, key=lambda t: (-sizes[t], lt[t].first, t)),  # greedy by size (TFLM, TFLite)
+        whole_lifetime_first,
+        lambda: sorted(ts, key=lambda t: (-sizes[t] * (lt[t].last - lt[t].first + 1), lt[t].first, t)),
+        lambda: sorted(ts, key=lambda t: (lt[t].first, -sizes[t], t)),  # first use
+        busiest_step_first,
     ]
 
 
@@ -170,9 +169,10 @@ def plan_arena(sizes: Mapping[int, int], lifetimes: Mapping[int, Lifetime], reus
     placer = _Placer(sizes, lifetimes, alignment)
     target = lower_bound(placer.need, lifetimes)  # the bound with aligned sizes: no plan can beat it
     best_offsets, best_end, best_order = None, None, None
-    for order in _orders(sizes, lifetimes):
+    for make_order in _order_makers(sizes, lifetimes):
         if best_end is not None and (best_end <= target or placer.work > SEARCH_WORK):
             break
+        order = make_order()
         offsets, end = placer.place(order)
         if best_end is None or end < best_end:
             best_offsets, best_end, best_order = offsets, end, order

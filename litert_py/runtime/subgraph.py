@@ -82,6 +82,9 @@ class SubgraphRuntime:
         self.shapes: list[tuple[int, ...]] = [t.shape for t in self.sg.tensors]
         self.constants: dict[int, np.ndarray] = {}
         for i, t in enumerate(self.sg.tensors):
+            if getattr(t, "external_buffer", 0):
+                raise UnsupportedOpError(f"subgraph {index} tensor {i} ({t.name!r}) keeps its data in an external "
+                                         "file (ExternalBuffer); litert_py does not load external weight files yet")
             if t.is_variable:
                 continue
             try:
@@ -229,8 +232,10 @@ class SubgraphRuntime:
         sizes: dict[int, int] = {}
 
         def plannable(i: int) -> bool:
+            if i < 0:
+                return False
             info = self.infos[i]
-            return (i >= 0 and info.data is None and not info.is_variable and not info.dynamic
+            return (info.data is None and not info.is_variable and not info.dynamic
                     and info.type not in dtypes.OBJECT_TYPES)
 
         def touch(i: int, step: int) -> None:

@@ -35,19 +35,11 @@ def decode_strings(raw: np.ndarray, shape) -> np.ndarray:
     return items.reshape(shape) if tensor_num_elements(shape) == count else items
 
 
-def encode_strings(values) -> bytes:
-    """Inverse of ``decode_strings``."""
-    items = [v if isinstance(v, bytes) else str(v).encode() for v in np.asarray(values, dtype=object).reshape(-1)]
-    head = 4 * (len(items) + 2)
-    offs = np.cumsum([head] + [len(s) for s in items]).astype("<i4")
-    return np.int32(len(items)).astype("<i4").tobytes() + offs.tobytes() + b"".join(items)
-
-
 def constant_array(model: Model, t: Tensor) -> np.ndarray | None:
     """The tensor's constant value (read-only view where possible), or None if it has no data."""
     raw = model.buffers[t.buffer].data
-    if raw.size == 0:
-        return None
+    if raw.size == 0 or t.type in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT):
+        return None  # RESOURCE/VARIANT hold handles, never constant bytes (the reader rejects such buffers)
     if t.type == STRING:
         return decode_strings(raw, t.shape)
     if t.sparsity is not None:

@@ -1,10 +1,15 @@
 """Read and write .tflite flatbuffers as plain Python dataclasses."""
 
 from .model import (
+    BlockwiseQuantization,
     Buffer,
     BuiltinOperator,
+    DimensionMetadata,
+    ExternalBuffer,
+    ExternalBufferGroup,
     Metadata,
     Model,
+    MultiAxisQuantization,
     Operator,
     OperatorCode,
     Options,
@@ -14,12 +19,14 @@ from .model import (
     Subgraph,
     Tensor,
     TensorMap,
+    VariantSubType,
 )
 from .reader import read_model
 from .writer import ModelBuilder, write_model
 
 __all__ = [
-    "Buffer", "BuiltinOperator", "Metadata", "Model", "ModelBuilder", "Operator", "OperatorCode", "Options",
-    "QuantizationParameters", "SignatureDef", "SparsityParameters", "Subgraph", "Tensor", "TensorMap",
-    "read_model", "write_model",
+    "BlockwiseQuantization", "Buffer", "BuiltinOperator", "DimensionMetadata", "ExternalBuffer",
+    "ExternalBufferGroup", "Metadata", "Model", "ModelBuilder", "MultiAxisQuantization", "Operator", "OperatorCode",
+    "Options", "QuantizationParameters", "SignatureDef", "SparsityParameters", "Subgraph", "Tensor", "TensorMap",
+    "VariantSubType", "read_model", "write_model",
 ]

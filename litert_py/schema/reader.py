@@ -121,7 +121,12 @@ def decode_model(buf, where: str = "<model_content>") -> Model:
         raise InvalidModelError(
             f"The model is not a valid Flatbuffer buffer: {where} is corrupt ({type(e).__name__}: {e})"
         ) from None
-    validate(model)
+    try:
+        validate(model)
+    except InvalidModelError:
+        raise
+    except Exception as e:  # a validator bug must not leak a bare exception either (the fuzz test flags it)
+        raise InvalidModelError(f"{where} could not be validated ({type(e).__name__}: {e})") from e
     return model
 
 

@@ -112,6 +112,8 @@ def bmm_case(draw, path):
             typical = np.sqrt(k) * max(abs(llo), lhi) * max(abs(rlo), rhi) / 2
             spread = draw(st.floats(-1.5, 1.0)) if regime == "typical" else draw(st.floats(-6, 6))
             s_o = s_l * s_r * typical / _range(ot)[1] * 10.0 ** spread
+            if ot == I16:  # a multiplier >= 2^14 is undefined behaviour in LiteRT's int64 requantization
+                assume(float(np.float32(s_l) * np.float32(s_r)) / float(np.float32(s_o)) < 2.0**13)
         lhs, rhs = lhs.astype(lt), rhs.astype(rt)
         out_q = None if ot == I32 else quant(float(np.float32(s_o)), zo)
         ins = [T(lhs_shape, lt, q=quant(s_l, zl) if ot != I32 else quant(0.5, 0)),
@@ -234,3 +236,15 @@ def test_batch_matmul_rejected_where_litert_misreads(case):
     model, inputs = REJECTED_BY_US[case]()
     with pytest.raises(PrepareError):
         run_ours(model, inputs)
+
+
+@pytest.mark.parametrize("real", [200.0, 3000.0, 16000.0], ids=["shift-8", "shift-12", "shift-14"])
+def test_batch_matmul_int16_large_multiplier(real):
+    """Output multipliers >= 2^7 (shift 8..14) in the int64 MultiplyByQuantizedMultiplier (well defined in the
+    release build; litert_py.quant's helper stops at shift 7)."""
+    rng = np.random.default_rng(int(real))
+    lhs = rng.integers(-3, 4, (2, 3, 5)).astype(I16)
+    rhs = rng.integers(-3, 4, (5, 4)).astype(I8)
+    model = single_op_model("BATCH_MATMUL", [T(lhs.shape, I16, q=quant(0.5, 0)), T.const(rhs, q=quant(0.25, 0))],
+                            [T((2, 3, 4), I16, q=quant(0.125 / real, 0))], {})
+    check_both(model, [lhs])

@@ -274,6 +274,17 @@ def test_fully_connected_int16x16_float32_product_multiplier():
     np.testing.assert_array_equal(ours, ref)
 
 
+@pytest.mark.parametrize("real", [200.0, 3000.0, 16000.0], ids=["shift-8", "shift-12", "shift-14"])
+def test_fully_connected_int16x16_large_multiplier(real):
+    """Output multipliers >= 2^7 (shift 8..14) in the int64 MultiplyByQuantizedMultiplier."""
+    rng = np.random.default_rng(int(real))
+    x = rng.integers(-3, 4, (2, 5)).astype(I16)
+    w = rng.integers(-3, 4, (4, 5)).astype(I16)
+    model = single_op_model("FULLY_CONNECTED", [T(x.shape, I16, q=quant(0.5, 0)), T.const(w, q=quant(0.25, 0)), None],
+                            [T((2, 4), I16, q=quant(0.125 / real, 0))], {})
+    check_both(model, [x])
+
+
 EDGES = {
     # int32 accumulator wraps (C++ int32 overflow): biases at the ends of the int32 range
     "int32-wrap": dict(bias=[2**31 - 1, -(2**31), 2**31 - 1000, -5, 2**30], s_out=2.0**24, zo=-5),
