@@ -228,19 +228,20 @@ class Requantize:
 
     ``kind``:
 
-    * "fused": litert_py.quant.requantize's fused float64 formulation with its per-channel constants made
-      once at prepare (requantize recomputes them at every call, ~80 us, which dominated small layers)::
+    * "fused": a float64 formulation with its per-channel constants made once at prepare (calling
+      litert_py.quant.requantize costs ~80 us of constant building per call, which dominated small layers):
+      with t = acc * M * 2^(ls-31) (exact), SRDHM = floor(t + 1/2) and RDBPOT's halves away from zero,
 
-          out = floor(clamp((acc * M*2^(ls-31) + (h + 1/2 + zp*2^rs) - [t < -1/2 and rs > 0]) * 2^-rs))
+          out = floor(t * 2^-rs + copysign(2^-(rs+1), t) + 1/2 + zp)      (no copysign term when rs = 0)
 
-      (t = the first product; h = 2^(rs-1), 0 when rs = 0), evaluated with every term scaled by 2^-rs first
-      (exact: a power of two), which saves two passes. It is exact (nested floors: floor(t + 1/2) is SRDHM,
-      then RDBPOT and + zp) while every intermediate is a float64 multiple of 2^-31 below 2^53, i.e.
-      for |acc| <= ``exact_bound`` (computed at prepare from requantize_float64_ok's conditions and the fused
-      one). When the static accumulator bound exceeds it, max|acc| is checked at eval and the int64 path of
-      litert_py.quant.requantize taken beyond it.
-    * "library": litert_py.quant.requantize (method "auto") when the fused form cannot be proven for any
-      useful bound (e.g. right shifts of 22 or more).
+      which is requantize's fused form floor((t + 1/2 + h - [t < 0]) * 2^-rs) + zp (h = 2^(rs-1); nested
+      floors; keyed on t < 0 rather than SRDHM < 0: they differ only where SRDHM is 0 and then both give 0)
+      with every term scaled by 2^-rs first and the comparison replaced by a copysign: 6 passes, no mask.
+      Exact while every intermediate is a float64 multiple of 2^-(31+rs) below 2^53 in magnitude, i.e. for
+      |acc| <= ``exact_bound`` (requantize_float64_ok's conditions and the fused one, see
+      _fused_exact_bound). When the static accumulator bound exceeds it, max|acc| is checked at eval and
+      litert_py.quant.requantize used beyond it.
+    * "library": litert_py.quant.requantize when the fused form cannot be proven for any useful bound.
     * "wrap32": the C++ int32 accumulator could overflow: the exact sum is wrapped to int32 as the C++ sum
       does, then requantize's int64 path.
     * "int64": int16x8 with int64 bias: multiply_by_quantized_multiplier_int64 (no output zero point).
@@ -253,31 +254,26 @@ class Requantize:
     hi: int
     kind: str
     scale: np.ndarray | None = None  # fused: (OW*O,) float64 M * 2^(ls-31-rs)
-    offset: np.ndarray | None = None  # fused: (h + 1/2) * 2^-rs + zp
-    ties: np.ndarray | None = None  # fused: -1/2 * 2^-rs (-inf where rs == 0: no tie correction)
-    step: np.ndarray | None = None  # fused: 2^-rs
-    negative: np.ndarray | None = None  # fused: bool scratch of the accumulator's shape
+    half: np.ndarray | None = None  # fused: 2^-(rs+1), 0 where rs == 0
+    sign: np.ndarray | None = None  # fused: float64 scratch of the accumulator's shape
     exact_bound: float = 0.0  # fused: exact for |acc| <= this
     check: bool = False  # fused: the static bound exceeds exact_bound, check max|acc| at eval
-    folded: bool = False  # fused: offset and ties include the conv's constant offset: call with the raw sums
 
-    def __call__(self, acc: np.ndarray, out: np.ndarray, work: np.ndarray | None = None) -> None:
-        """``acc``: the accumulators (or, when ``folded``, the raw sums without the conv's offset); ``work``: a
-        float64 buffer of acc's shape for the fused path (default: acc itself, overwritten)."""
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """``acc``: float64 (int64 for "int64") accumulators, overwritten."""
         rows = (-1, self.multiplier.size)
         acc, out = acc.reshape(rows), out.reshape(rows)
         kind = self.kind
         if kind == "fused" and self.check and max(-float(acc.min()), float(acc.max())) > self.exact_bound:
             kind = "library"
         if kind == "fused":
-            # All scaled by 2^-rs (exact: a power of two): floor(t*2^-rs + (h + 1/2)*2^-rs + zp - [t < -1/2]*2^-rs)
-            t, neg = (acc if work is None else work.reshape(rows)), self.negative.reshape(rows)
-            np.multiply(acc, self.scale, out=t)
-            np.less(t, self.ties, out=neg)
-            np.add(t, self.offset, out=t)
-            np.subtract(t, self.step, out=t, where=neg)
-            clip_ufunc(t, self.lo, self.hi, out=t)  # floor(clip(v)) == clip(floor(v)) for integer bounds
-            np.floor(t, out=out, casting="unsafe")
+            sign = self.sign.reshape(rows)
+            np.multiply(acc, self.scale, out=acc)
+            np.copysign(self.half, acc, out=sign)
+            np.add(acc, sign, out=acc)
+            np.add(acc, self.zero_point + 0.5, out=acc)
+            clip_ufunc(acc, self.lo, self.hi, out=acc)  # floor(clip(v)) == clip(floor(v)) for integer bounds
+            np.floor(acc, out=out, casting="unsafe")
         elif kind == "int64":
             r = multiply_by_quantized_multiplier_int64(acc, self.multiplier, self.shift)
             np.clip(r, self.lo, self.hi, out=out, casting="unsafe")
@@ -291,7 +287,7 @@ class Requantize:
 def _fused_exact_bound(multiplier, shift, zero_point: int) -> int:
     """The largest |acc| for which Requantize's fused float64 formula is exact on every channel (-1: none):
     requantize_float64_ok's conditions (acc << ls fits int32; acc*2^ls*|M| + 2^30 <= 2^53) and the fused
-    one, acc*2^ls*|M| + (h + |zp|*2^rs + 1) * 2^31 <= 2^53."""
+    one, acc*2^ls*|M| + (h + |zp|*2^rs + 1) * 2^31 <= 2^53 (all in units of 2^-(31+rs) after scaling)."""
     bound = INT32_MAX
     for m, sh in zip(np.abs(np.asarray(multiplier, np.int64)).tolist(), np.asarray(shift).tolist()):
         ls, rs = max(sh, 0), max(-sh, 0)
@@ -310,11 +306,8 @@ def _fused_exact_bound(multiplier, shift, zero_point: int) -> int:
 
 
 def _requantize(ctx: OpContext, multiplier, shift, zero_point: int, lo: int, hi: int, out_shape,
-                acc_bound: float, int64_acc: bool = False, conv_offset=None, sums_bound: float = 0.0) -> Requantize:
-    """The epilogue for accumulators |acc| <= acc_bound. ``conv_offset`` (O,) (exact integers) with the bound of
-    the raw sums it is added to: folded into the fused constants when that stays exact (saves a pass):
-    (sums + offset) * scale + c == sums * scale + (c + offset * scale), and t < ties <=> sums*scale <
-    ties - offset*scale, every term an exact float64 multiple of 2^-(31+rs) for magnitudes <= exact_bound."""
+                acc_bound: float, int64_acc: bool = False) -> Requantize:
+    """The epilogue for accumulators |acc| <= acc_bound of an output of ``out_shape``."""
     out_w = out_shape[2]
     m, s = np.tile(multiplier, out_w), np.tile(shift, out_w)
     if int64_acc:
@@ -328,18 +321,9 @@ def _requantize(ctx: OpContext, multiplier, shift, zero_point: int, lo: int, hi:
     if exact < 1 << 16:  # not even a 3x3x8 int8 conv is covered: not worth a check at every invoke
         return Requantize(m, s, zero_point, lo, hi, "library")
     ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-    step = np.ldexp(1.0, -rs)
-    scale = m * np.ldexp(1.0, ls - 31 - rs)
-    offset = (np.where(rs > 0, np.ldexp(1.0, rs - 1), 0.0) + 0.5) * step + zero_point
-    ties = np.where(rs > 0, -0.5 * step, -np.inf)
-    fold = (conv_offset is not None and acc_bound <= exact and sums_bound <= exact
-            and float(np.abs(conv_offset).max()) <= exact)
-    if fold:
-        shifted = np.tile(conv_offset, out_w) * scale  # exact
-        offset, ties = offset + shifted, ties - shifted
-    return Requantize(m, s, zero_point, lo, hi, "fused", scale=scale, offset=offset, ties=ties, step=step,
-                      negative=np.empty(out_shape, bool), exact_bound=float(exact), check=acc_bound > exact,
-                      folded=fold)
+    return Requantize(m, s, zero_point, lo, hi, "fused", scale=m * np.ldexp(1.0, ls - 31 - rs),
+                      half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), sign=np.empty(out_shape),
+                      exact_bound=float(exact), check=acc_bound > exact)
 
 
 def _quantized(t: TensorInfo) -> bool:
@@ -655,9 +639,6 @@ class ConvQuantized:
             colsum = w.sum(axis=1, dtype=np.float64).reshape(-1)
             offset = inputs[BIAS].reshape(-1).astype(self.acc.dtype) - self.input_zp * colsum.astype(self.acc.dtype)
         self.im2col.gemm(inputs[INPUT], w, self.gemm)
-        if self.requant.folded:
-            self.requant(self.gemm, outputs[OUTPUT], self.acc)
-            return
         acc = self.acc
         if acc.dtype == np.int64:  # exact: the GEMM holds integers
             np.copyto(acc, self.gemm, casting="unsafe")
@@ -703,21 +684,20 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     dtype = _exact_dtype(max(-qmin, qmax) * wmax)  # |every partial sum of the GEMM| <= max|x| * sum|w'|
     weights = _gemm_weights(f.data, groups, dtype, f_zp) if f.is_constant else None
     acc_dtype = np.int64 if int64_bias else np.float64
-    offset = per_channel = None
+    offset = None
     if weights is not None and bias.is_constant:
         colsum = weights.sum(axis=1, dtype=np.float64).reshape(-1)  # exact: |sum| < 2**53
         if int64_bias:
-            per_channel = bias.data.reshape(-1).astype(np.int64)  # the input zero point is 0
+            offset = bias.data.reshape(-1).astype(np.int64)  # the input zero point is 0
         else:
-            per_channel = bias.data.reshape(-1).astype(np.float64) - x_zp * colsum
-        offset = _tile(per_channel, geo.out_w, acc_dtype)
+            offset = bias.data.reshape(-1).astype(np.float64) - x_zp * colsum
+        offset = _tile(offset, geo.out_w, acc_dtype)
         acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
-    requant = _requantize(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias,
-                          conv_offset=per_channel, sums_bound=max(-qmin, qmax) * wmax)
+    requant = _requantize(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     return ConvQuantized(Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc,
                          requant, x_zp, f_zp)
 
@@ -1002,9 +982,6 @@ class DepthwiseConvQuantized:
             if self.has_bias:
                 offset = offset + inputs[BIAS].astype(self.acc.dtype)
         self.taps.exact_sum(views, weights, self.sums, self.scratch)
-        if self.requant.folded:
-            self.requant(self.sums, outputs[OUTPUT], self.acc)
-            return
         acc = self.acc
         if acc.dtype == np.int64:
             np.copyto(acc, self.sums, casting="unsafe")
@@ -1038,20 +1015,20 @@ def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int)
     else:
         weights, scratch = None, np.empty(geo.out_shape, dtype)
     acc_dtype = np.int64 if int64_bias else np.float64
-    offset = per_channel = zp_term = None
+    offset = zp_term = None
     bias_max = 0.0 if bias is None else 2.0 ** (63 if int64_bias else 31)
     if weights is not None:
         zp_term = -x_zp * (f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp).sum(axis=0)
     if weights is not None and (bias is None or bias.is_constant):
-        per_channel = zp_term
+        offset = zp_term
         if bias is not None:
-            per_channel = per_channel + bias.data.astype(np.int64)
+            offset = offset + bias.data.astype(np.int64)
             bias_max = float(np.abs(bias.data.astype(np.float64)).max())
-        offset = _tile(per_channel, geo.out_w, acc_dtype)
+        offset = _tile(offset, geo.out_w, acc_dtype)
     sums = np.empty(geo.out_shape, dtype)
     acc = sums if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = _requantize(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max,
-                          int64_acc=int64_bias, conv_offset=per_channel, sums_bound=max(-qmin, qmax) * wmax)
+                          int64_acc=int64_bias)
     return DepthwiseConvQuantized(DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True), weights, offset,
                                   sums, scratch, acc, requant, x_zp, f_zp, bias is not None, zp_term)
 

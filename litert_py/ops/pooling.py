@@ -223,7 +223,7 @@ class AveragePoolQuantized:
     half: np.ndarray | int  # count // 2: one value, or per output position (OH, OW, 1)
     count: np.ndarray | int  # the divisor (same shape)
     total: np.ndarray  # (N, OH, OW, C) int32 sums
-    signed: bool  # int8/int16: halves away from zero; uint8: (S + n/2) / n
+    sign: np.ndarray | None  # int8/int16 (halves away from zero): (N, OH, OW, C) int32 scratch; uint8: None
     lo: int
     hi: int
 
@@ -240,13 +240,14 @@ class AveragePoolQuantized:
             o, i = taps[k]
             dst = s[o]
             np.add(dst, x[i], out=dst)
-        if self.signed:
-            # S > 0: (S + h) / n;  S <= 0: (S - h) / n = -((h - S) // n), C division truncating toward zero.
-            neg = s <= 0
+        if self.sign is not None:
+            # S > 0: (S + h) / n;  S <= 0: (S - h) / n; C division truncates toward zero, so both are
+            # sign(S) * ((|S| + h) // n) (S = 0 gives 0 either way). No masked ufunc: they are 5x slower.
+            np.sign(s, out=self.sign)
             np.abs(s, out=s)
             s += self.half
             np.floor_divide(s, self.count, out=s)
-            np.negative(s, out=s, where=neg)
+            np.multiply(s, self.sign, out=s)
         else:
             s += self.half
             np.floor_divide(s, self.count, out=s)
@@ -269,8 +270,9 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         count = np.ascontiguousarray(counts[:, :, None], dtype=np.int32)
         half = count // 2
     lo, hi = _quantized_activation_range(ctx)
+    sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
     return AveragePoolQuantized(tuple((o, i) for o, i, _ in taps), leading, half, count,
-                                np.empty(geo.out_shape, np.int32), ctx.input(INPUT).dtype != np.uint8, lo, hi)
+                                np.empty(geo.out_shape, np.int32), sign, lo, hi)
 
 
 @dataclass(frozen=True, eq=False)

@@ -286,6 +286,29 @@ class SubgraphRuntime:
                            [tensors[o] if o >= 0 else None for o in node.operator.outputs])
                           for node, op in steps]
 
+    # -- run by control-flow kernels (WHILE, IF) -------------------------------------------------
+    def prepare_for(self, shapes) -> None:
+        """Give the subgraph's inputs these shapes; (re)prepare when one changed or it is not prepared yet."""
+        changed = False
+        for i, shape in zip(self.sg.inputs, shapes):
+            shape = tuple(shape)
+            if tuple(self.shapes[i]) != shape:
+                self.shapes[i] = shape
+                changed = True
+        if changed or not self.allocated:
+            self.prepare()
+
+    def run(self, arrays) -> list[np.ndarray]:
+        """Invoke on ``arrays`` (one per subgraph input), re-preparing when their shapes changed; returns the
+        output tensors (live arrays of this subgraph: copy them before the next run)."""
+        self.prepare_for([a.shape for a in arrays])
+        tensors = self.tensors
+        for i, a in zip(self.sg.inputs, arrays):
+            tensors[i][...] = a
+        self.invoke()
+        tensors = self.tensors  # a dynamic invoke may have stored new output arrays
+        return [tensors[o] for o in self.sg.outputs]
+
     # -- invoke -----------------------------------------------------------------------------------
     def invoke(self) -> None:
         if self.deferred:

@@ -1,4 +1,5 @@
 """CONV_2D and DEPTHWISE_CONV_2D (float32) against the oracle (ai-edge-litert BUILTIN_REF).
+The quantized and hybrid paths are tested in test_conv_quantized.py.
 
 One hypothesis-driven test per op draws shapes, strides, dilations, padding, fused activation, bias and
 whether the filter/bias are constants; a window LiteRT rejects must be rejected by litert_py at prepare.
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.ops import conv
-from tests.oracle import T, assert_close, quant, run_both, run_litert, run_ours, single_op_model
+from tests.oracle import T, assert_close, run_both, run_litert, run_ours, single_op_model
 
 #: Float tolerance, relative to the largest output magnitude, per term of the accumulation (KH*KW*Cg).
 TOLERANCE = {"CONV_2D": 1e-5, "DEPTHWISE_CONV_2D": 1e-5}
@@ -213,21 +214,4 @@ def test_conv_2d_float16_filter_rejected():
     numbers, reading past the buffer); litert_py refuses it (DEQUANTIZE float16 weights first, as converters do)."""
     model = single_op_model("CONV_2D", [_X, T.const(_W.astype(np.float16)), T.const(_B)], [T((1, 5, 5, 3))], _CONV)
     with pytest.raises(PrepareError, match="FLOAT16 filter"):
-        Interpreter(model_content=model).allocate_tensors()
-
-
-@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
-def test_int8_not_supported_yet(op):
-    """The int8 path is not written yet: LiteRT runs this model, litert_py refuses it cleanly at prepare."""
-    if op == "CONV_2D":
-        filt, axis, opts = np.ones((3, 3, 3, 4), np.int8), 0, _CONV
-    else:
-        filt, axis, opts = np.ones((1, 3, 3, 4), np.int8), 3, {**_DEPTH, "depth_multiplier": 1}
-    n = filt.shape[axis]
-    model = single_op_model(op, [T((1, 5, 5, 4), np.int8, q=quant(0.5)),
-                                 T.const(filt, q=quant([0.1] * n, [0] * n, axis)),
-                                 T.const(np.zeros(n, np.int32), q=quant([0.05] * n, [0] * n))],
-                            [T((1, 5, 5, n), np.int8, q=quant(0.5))], opts)
-    assert run_litert(model, [np.ones((1, 5, 5, 4), np.int8)])[0].shape == (1, 5, 5, n)
-    with pytest.raises(PrepareError, match="INT8 .* not supported yet"):
         Interpreter(model_content=model).allocate_tensors()

@@ -395,21 +395,14 @@ def test_bundled_model_runs_in_oracle_and_matches():
     theirs = [it.get_signature_runner("serving_default")(image=im)["probabilities"] for im in images]
     for p in theirs:
         assert p.shape == (1, 10) and abs(float(p.sum()) - 1) < 1e-5 and p.max() < 0.99
-    missing = missing_kernels(BUNDLED)
-    if missing:
-        pytest.skip(f"litert_py kernels not registered yet: {', '.join(missing)}")
+    assert not missing_kernels(BUNDLED)
     ours = Interpreter(model_path=str(BUNDLED)).get_signature_runner("serving_default")
     for im, p in zip(images, theirs):
         assert_close([ours(image=im)["probabilities"]], [p], rtol=1e-5, atol=1e-6)
 
 
 def test_no_argument_runs_bundled_model(capsys, tmp_path):
-    missing = missing_kernels(BUNDLED)
-    if missing:
-        rc, _, err = run_main(capsys)
-        assert rc == 1
-        assert_one_line_error(err, "tiny_cnn.tflite", *missing)
-        pytest.skip(f"litert_py kernels not registered yet: {', '.join(missing)}")
+    assert not missing_kernels(BUNDLED)
     rc, out, err = run_main(capsys, "-o", tmp_path / "o")
     assert rc == 0, err
     assert "tiny_cnn.tflite (bundled)" in out and "Signatures: serving_default (image -> probabilities)" in out
