@@ -3,10 +3,13 @@
 from . import (  # noqa: F401
     activations,
     batch_matmul,
+    cast,
+    comparison,
     control_flow,
     conv,
     elementwise,
     fully_connected,
+    hashtable,
     movement,
     pooling,
     quantize,
@@ -14,6 +17,8 @@ from . import (  # noqa: F401
     registry,
     resize,
     resource,
+    rnn,
     shape,
+    svdf,
     unary,
 )

@@ -1,18 +1,90 @@
-"""Control flow: CALL_ONCE (WHILE, IF and CALL come with the control-flow work).
+"""Control flow: CALL_ONCE, WHILE, IF (every dtype: the loop/branch values are copied, never computed).
 
 CALL_ONCE runs its init subgraph at the first invoke of the interpreter and never again, also across
 ``allocate_tensors`` calls (LiteRT keeps the flag in the interpreter's resources, not in the node).
-Source matched: tensorflow/lite/kernels/call_once.cc.
+
+WHILE feeds its inputs to the cond subgraph; while cond's single bool output is true it runs the body on
+the loop values and feeds the body's outputs back. The body may change the shapes of the loop values from
+one iteration to the next: cond and body are re-prepared for the shapes they are given (like LiteRT's
+ResizeInputTensor + AllocateTensors), and the node's outputs are then dynamic. When the body keeps every
+shape, the outputs have the input shapes and are planned statically.
+
+IF runs the then or else subgraph on inputs[1:] by the value of its bool scalar input 0. Its outputs are
+static when both branches give the same static shapes, dynamic otherwise.
+
+A subgraph that calls back into a subgraph on its own call chain (directly or through CALL_ONCE, WHILE, IF
+or any op naming a subgraph) is rejected at prepare. CALL (deprecated) has no kernel in LiteRT either.
+Sources matched: tensorflow/lite/kernels/call_once.cc, while.cc, if.cc, control_flow_common.h.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
 
 
+def _subgraph_refs(op) -> list[int]:
+    refs = []
+    for opts in (op.builtin_options, op.builtin_options2):
+        for key, val in (opts or {}).items():
+            if key.endswith("subgraph_index"):
+                refs.append(int(val))
+            elif key in ("branch_subgraph_indices", "called_computations"):
+                refs.extend(int(v) for v in val)
+    return refs
+
+
+def _callee(ctx: OpContext, k: int):
+    """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
+    model = ctx.runtime.model
+    n = len(model.subgraphs)
+    ctx.check(0 <= k < n, f"subgraph index {k} out of range [0, {n})")
+    seen, todo = set(), [k]
+    while todo:
+        s = todo.pop()
+        if s == ctx.subgraph_index:
+            raise ctx.fail(f"subgraph {ctx.subgraph_index} calls itself recursively through subgraph {k}")
+        if s in seen:
+            continue
+        seen.add(s)
+        for op in model.subgraphs[s].operators:
+            todo.extend(r for r in _subgraph_refs(op) if 0 <= r < n)
+    return ctx.runtime._subgraph(k)
+
+
+def _type_name(t: int) -> str:
+    return dtypes.type_name(t)
+
+
+def _check_io_types(ctx: OpContext, sub, role: str, which: str, tensors, expected) -> None:
+    """The subgraph's inputs (or outputs) have the given TensorTypes, in count and in order."""
+    idx = sub.sg.inputs if which == "inputs" else sub.sg.outputs
+    ctx.check(len(idx) == len(expected),
+              f"{role} subgraph {sub.index} has {len(idx)} {which}, the node needs {len(expected)}")
+    for k, (i, want) in enumerate(zip(idx, expected)):
+        got = sub.sg.tensors[i].type
+        ctx.check(got == want, f"{role} subgraph {sub.index} {which[:-1]} {k} is {_type_name(got)}, the node's "
+                               f"is {_type_name(want)}")
+
+
+def _output_infos(sub):
+    return [sub.infos[o] for o in sub.sg.outputs]
+
+
+def _store(outputs, values, dynamic: bool) -> None:
+    for k, v in enumerate(values):
+        if dynamic:
+            outputs[k] = np.array(v, copy=True)
+        else:
+            outputs[k][...] = v
+
+
+# -- CALL_ONCE --------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class CallOnce:
     interpreter: object
@@ -34,6 +106,92 @@ class CallOnce:
 def prepare_call_once(ctx: OpContext):
     ctx.check_num(0, 0)
     k = ctx.options.init_subgraph_index
-    sub = ctx.runtime._subgraph(k)
+    sub = _callee(ctx, k)
     ctx.check(not sub.sg.inputs and not sub.sg.outputs, "CALL_ONCE's init subgraph must have no inputs or outputs")
     return CallOnce(ctx.runtime, k)
+
+
+# -- WHILE ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class While:
+    cond: object  # SubgraphRuntime
+    body: object
+    dynamic: bool  # the body changes shapes: outputs are new arrays
+
+    def __call__(self, inputs, outputs):
+        values = inputs
+        cond, body = self.cond, self.body
+        while cond.run(values)[0].reshape(-1)[0]:
+            values = [np.array(v, copy=True) for v in body.run(values)]
+        _store(outputs, values, self.dynamic)
+
+
+@register(BuiltinOperator.WHILE, stateful=True)
+def prepare_while(ctx: OpContext):
+    n = len(ctx.inputs)
+    ctx.check(len(ctx.outputs) == n, f"WHILE has {n} inputs but {len(ctx.outputs)} outputs")
+    ctx.check(all(t is not None for t in ctx.inputs), "WHILE inputs must all be present")
+    cond = _callee(ctx, ctx.options.cond_subgraph_index)
+    body = _callee(ctx, ctx.options.body_subgraph_index)
+    types = [t.type for t in ctx.inputs]
+    for k, (t, o) in enumerate(zip(ctx.inputs, ctx.outputs)):
+        ctx.check(t.type == o.type, f"WHILE output {k} is {o.type_name}, its input is {t.type_name}")
+    _check_io_types(ctx, cond, "cond", "inputs", ctx.inputs, types)
+    _check_io_types(ctx, body, "body", "inputs", ctx.inputs, types)
+    _check_io_types(ctx, body, "body", "outputs", ctx.outputs, types)
+    ctx.check(len(cond.sg.outputs) == 1, f"cond subgraph {cond.index} must have 1 output, has "
+                                         f"{len(cond.sg.outputs)}")
+    shapes = [t.shape for t in ctx.inputs]
+    cond.prepare_for(shapes)
+    out = _output_infos(cond)[0]
+    ctx.check(out.type == dtypes.TensorType.BOOL, f"cond subgraph {cond.index} output is {out.type_name}, must be "
+                                                  "BOOL")
+    ctx.check(out.dynamic or out.size == 1, f"cond subgraph {cond.index} output has {out.size} elements, must have 1")
+    body.prepare_for(shapes)
+    outs = _output_infos(body)
+    dynamic = any(o.dynamic or tuple(o.shape) != tuple(s) for o, s in zip(outs, shapes))
+    for k, s in enumerate(shapes):
+        if dynamic:
+            ctx.set_output_dynamic(k)
+        else:
+            ctx.set_output_shape(k, s)
+    return While(cond, body, dynamic)
+
+
+# -- IF ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class If:
+    then_branch: object  # SubgraphRuntime
+    else_branch: object
+    dynamic: bool
+
+    def __call__(self, inputs, outputs):
+        branch = self.then_branch if inputs[0].reshape(-1)[0] else self.else_branch
+        _store(outputs, branch.run(inputs[1:]), self.dynamic)
+
+
+@register(BuiltinOperator.IF, stateful=True)
+def prepare_if(ctx: OpContext):
+    cond = ctx.input(0)
+    ctx.check(cond.type == dtypes.TensorType.BOOL, f"IF condition must be BOOL, got {cond.type_name}")
+    ctx.check(cond.size == 1, f"IF condition must have 1 element, has {cond.size}")
+    args = ctx.inputs[1:]
+    ctx.check(all(t is not None for t in args), "IF inputs must all be present")
+    branches = [_callee(ctx, ctx.options.then_subgraph_index), _callee(ctx, ctx.options.else_subgraph_index)]
+    shapes = [t.shape for t in args]
+    dynamic = False
+    results = []
+    for role, sub in zip(("then", "else"), branches):
+        _check_io_types(ctx, sub, role, "inputs", args, [t.type for t in args])
+        _check_io_types(ctx, sub, role, "outputs", ctx.outputs, [t.type for t in ctx.outputs])
+        sub.prepare_for(shapes)
+        outs = _output_infos(sub)
+        dynamic = dynamic or any(o.dynamic for o in outs)
+        results.append([tuple(o.shape) for o in outs])
+    dynamic = dynamic or results[0] != results[1]
+    for k, s in enumerate(results[0]):
+        if dynamic:
+            ctx.set_output_dynamic(k)
+        else:
+            ctx.set_output_shape(k, s)
+    return If(branches[0], branches[1], dynamic)

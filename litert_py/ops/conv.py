@@ -35,8 +35,10 @@ snapshot we follow what 2.3.0 does, found by running it):
   plus bias, then ActivationFunctionWithMinMax. Float CalculateActivationRange (kernel_util.h) only knows
   RELU, RELU_N1_TO_1 and RELU6: every other code clamps to [-FLT_MAX, FLT_MAX] (+-inf -> +-FLT_MAX).
 - Hybrid, conv.cc EvalHybrid (one filter scale, groups 1): per-batch *symmetric* input quantization
-  (tensor_utils SymmetricQuantizeFloats, which in the x86 wheel is the NEON version of
-  neon_tensor_utils.cc through NEON_2_SSE: see _round_neon), scale f32(sf * s_w), optimized_ops.h HybridConv:
+  (tensor_utils SymmetricQuantizeFloats, which in the x86 wheel is the NEON version of neon_tensor_utils.cc
+  through NEON_2_SSE: fully_connected.batch_quantize_floats, shared with FULLY_CONNECTED; ai-edge-litert 2.3.0
+  agrees with it, not with the portable version, e.g. the asymmetric scale comes from the float32 difference
+  max - min), scale f32(sf * s_w), optimized_ops.h HybridConv:
   out = f32(f32(dot) * scale) + bias, clamp. EvalHybridPerChannel (distinct per-channel scales, or a grouped
   conv): per-batch *asymmetric* quantization (NEON AsymmetricQuantizeFloats), reference/conv.h
   HybridConvPerChannel: out = f32(f32(f32(acc) * s_w[c]) * sf) + bias. Depthwise (always per-channel,
@@ -54,13 +56,19 @@ zero point, so a padded tap adds (w - w_zp) * (x_zp - x_zp) = 0 as the reference
 the constant part -x_zp * sum(w - w_zp) + bias is one per-channel float64 offset made at prepare. The GEMM
 runs in float32 when max|x| * max_c sum|w - w_zp| <= 2**24 (every partial sum is then an exact float32
 integer, whatever BLAS's summation order), else in float64 (exact below 2**53). The requantization epilogue
-is litert_py.quant.requantize: its float64 path when requantize_float64_ok proves it exact for the static
-accumulator bound, else decided from the data (float64 or int64); int32 accumulators that could overflow
-are wrapped first as the C++ int32 sum does. DEPTHWISE_CONV_2D loops over the KH*KW taps, each a
-whole-tensor multiply and add (exact float32/float64 integers on the quantized paths), the tap's weights
-tiled over the output width so the inner loops run over W*C contiguous values. The float path adds the taps
-in the reference's order (bit-exact with BUILTIN_REF in the tests); padded taps add an exact 0 (so, unlike
-the reference, which skips them, a padded tap times an infinite weight gives NaN).
+(`Requantize`) is litert_py.quant.requantize's fused float64 form with its per-channel constants made at
+prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven exact for the static
+accumulator bound or checked against the data; else the library's own paths (int64, or int32 accumulators
+that could overflow wrapped first as the C++ int32 sum does). DEPTHWISE_CONV_2D sums the KH*KW taps, each a
+whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run over W*C
+contiguous values): the float path adds them one by one in the reference's order (bit-exact with BUILTIN_REF
+in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap times an
+infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window view
+once and reduce it on small layers (2 ufunc calls instead of 17 for 3x3), tap by tap on large ones.
+Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x
+LiteRT's reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the
+silabs int8 corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers
+where ~10 us of numpy calls per node dominate).
 """
 
 from __future__ import annotations
@@ -78,12 +86,12 @@ from ..quant import (
     quantize_multiplier_array,
     requantize,
     requantize_float64_ok,
-    round_away,
     wrap32,
 )
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Padding
 from .common import FLT_MAX, clip_ufunc, float_activation_range
+from .fully_connected import batch_quantize_floats
 from .registry import OpContext, TensorInfo, register
 
 __all__ = ["FLT_MAX"]
@@ -388,90 +396,19 @@ def _quantized_weights(f: np.ndarray, filter_zp: int, dtype) -> np.ndarray:
     return (f.astype(np.int32) - filter_zp).astype(dtype)
 
 
-#: The x86 wheel's tensor_utils::*QuantizeFloats are the NEON versions (neon_tensor_utils.cc, compiled through
-#: NEON_2_SSE): the first (size & ~7) values of a batch are rounded 8 at a time with RoundToNearest, the rest
-#: with TfLiteRound.
-QUANTIZE_VECTOR = 8
-
-
-def _round_neon(q: np.ndarray) -> None:
-    """Round the float32 products ``q`` (N, size) in place as NeonSymmetric/AsymmetricQuantizeFloats do: the
-    vector part with RoundToNearest of NEON_2_SSE, trunc(f32(m + (m < 0 ? -0.5f : 0.5f))) (so 0.49999997
-    rounds to 1), the tail with roundf (half away from zero)."""
-    tail = q.shape[1] & ~(QUANTIZE_VECTOR - 1)
-    end = q[:, tail:].copy() if tail < q.shape[1] else None
-    q += np.copysign(np.float32(0.5), q)
-    np.trunc(q, out=q)
-    if end is not None:
-        q[:, tail:] = round_away(end)
-
-
-def _symmetric_quantize(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """NeonSymmetricQuantizeFloats (neon_tensor_utils.cc) of each batch of ``x`` into ``q`` (float32 holding the
-    int8 values); returns the float32 scaling factors (one per batch). In float32 as the C++ code:
-    range = max(|min|, |max|), sf = range / 127, q = clamp(round(x * (127 / range)), -127, 127) (rounding:
-    _round_neon); an all-zero batch gives q = 0, sf = 1."""
-    n = x.shape[0]
-    flat = x.reshape(n, -1)
-    r = np.maximum(np.abs(flat.min(axis=1)), np.abs(flat.max(axis=1)))  # float32
-    zero = r == 0
-    r[zero] = 1
-    k = np.float32(127)
-    sf = np.where(zero, np.float32(1), r / k).astype(np.float32)
-    inv = np.where(zero, np.float32(0), k / r).astype(np.float32)
-    qf = q.reshape(n, -1)
-    np.multiply(flat, inv[:, None], out=qf)
-    _round_neon(qf)
-    np.clip(q, -127, 127, out=q)
-    return sf
-
-
-def _asymmetric_quantize(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """NeonAsymmetricQuantizeFloats (neon_tensor_utils.cc) of each batch of ``x``; writes ``q - zp`` into ``q``
-    (float32, exact integers in [-255, 255]) and returns the float32 scaling factors.
-
-    The range [min(0, min), max(0, max)] maps to [-128, 127]: scale = f32(rmax - rmin) / 255 in double (the
-    difference is a float32 subtraction, unlike the portable version), the zero point nudged in double,
-    sf = f32(scale), inv = f32(1.0 / double(sf)), q = clamp(round(f32(x * inv)) + zp, -128, 127) (rounding:
-    _round_neon, before the zero point is added); an all-zero batch gives q = 0, sf = 1.
-    """
-    n = x.shape[0]
-    flat = x.reshape(n, -1)
-    lows, highs = flat.min(axis=1), flat.max(axis=1)
-    sf = np.ones(n, np.float32)
-    inv = np.zeros(n, np.float32)
-    zp = np.zeros(n, np.float32)
-    for b in range(n):
-        rmin, rmax = min(np.float32(0), lows[b]), max(np.float32(0), highs[b])
-        if rmin == rmax:
-            continue  # q = 0, sf = 1, zp = 0
-        scale = float(rmax - rmin) / 255.0
-        lo, hi = float(rmin) / scale, float(rmax) / scale
-        z = -128.0 - lo if 128.0 + abs(lo) < 127.0 + abs(hi) else 127.0 - hi
-        zp[b] = -128 if z <= -128 else 127 if z >= 127 else float(round_away(z))
-        sf[b] = np.float32(scale)
-        inv[b] = np.float32(1.0 / float(sf[b])) if sf[b] != 0 else 0
-    qf = q.reshape(n, -1)
-    np.multiply(flat, inv[:, None], out=qf)
-    _round_neon(qf)
-    qf += zp[:, None]
-    np.clip(qf, -128, 127, out=qf)
-    qf -= zp[:, None]
-    return sf
-
-
 # -- CONV_2D --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
 class Im2Col:
-    """Lays the receptive fields of an NHWC input out as the rows of a (G, M, KH*KW*Cg) GEMM operand.
+    """Lays the receptive fields of an NHWC input out as the rows of a (G, M, KH*KW*Cg) GEMM operand and
+    multiplies it (`gemm`).
 
-    Calling it with the input yields ``(A, n0, n1, r0, r1)``: A, in a buffer allocated at prepare, holds the
-    rows of output rows r0:r1 of batches n0:n1 (one block unless the matrix exceeds IM2COL_BLOCK_BYTES).
-    Padding comes from a buffer allocated at prepare whose border holds the pad value (0.0 for float, the
-    input zero point for quantized inputs); 1x1 stride-1 convs use the input itself as A when it already has
-    A's type. The padded buffer has the input's type (``src_dtype``); the copy into A converts.
+    Each block A, in a buffer allocated at prepare, holds the rows of output rows r0:r1 of batches n0:n1 (one
+    block unless the matrix exceeds IM2COL_BLOCK_BYTES). Padding comes from a buffer allocated at prepare
+    whose border holds the pad value (0.0 for float, the input zero point for quantized inputs); 1x1 stride-1
+    convs use the input itself as A when it already has A's type. The padded buffer has the input's type
+    (``src_dtype``); the copy into A converts.
     """
 
     geo: Geometry
@@ -518,21 +455,6 @@ class Im2Col:
         if src.flags.c_contiguous:  # the ndarray constructor is 5x cheaper than as_strided
             return np.ndarray(shape, src.dtype, src, 0, strides)
         return np.lib.stride_tricks.as_strided(src, shape, strides, writeable=False)
-
-    def __call__(self, x: np.ndarray):
-        g = self.geo
-        n0, n1, r0, r1, a, dest = self.blocks[0]
-        if a is None:  # 1x1 stride 1: the input is the (G, M, Cg) matrix
-            yield x.reshape(-1, self.groups, g.in_c // self.groups).transpose(1, 0, 2), n0, n1, r0, r1
-            return
-        if self.padded is not None:
-            self.padded[self.interior] = x
-            window = self.window
-        else:
-            window = self._window(g, self.groups, x)
-        for n0, n1, r0, r1, a, dest in self.blocks:
-            np.copyto(dest, window[:, n0:n1, r0:r1])
-            yield a, n0, n1, r0, r1
 
     def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
         """out (N, OH, OW, O) = im2col(x) @ weights (G, Kg, Og), one GEMM per block, written in place
@@ -702,13 +624,23 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
                          requant, x_zp, f_zp)
 
 
+def _quantize_batches(x: np.ndarray, asymmetric: bool):
+    """Each batch of the float input quantized to int8 as LiteRT's x86 wheel does (BatchQuantizeFloats with
+    the NEON routines through NEON_2_SSE; fully_connected.batch_quantize_floats): (q, float32 scaling factors)
+    with q float32 in the input's shape, holding q - zp when asymmetric (exact integers in [-255, 255])."""
+    n = x.shape[0]
+    q, sf, zp = batch_quantize_floats(x.reshape(n, -1), asymmetric)
+    if zp is not None:
+        q -= zp[:, None]
+    return q.reshape(x.shape), sf
+
+
 @dataclass(frozen=True, eq=False)
 class ConvHybrid:
-    """CONV_2D with float input and int8 filter: per-batch input quantization into ``quantized``, an exact
-    integer GEMM, then float32 scaling in the reference's order, bias and the float clamp."""
+    """CONV_2D with float input and int8 filter: per-batch input quantization, an exact integer GEMM, then
+    float32 scaling in the reference's order, bias and the float clamp."""
 
     im2col: Im2Col  # float32 holding the quantized input (q or q - zp), border 0
-    quantized: np.ndarray  # (N, H, W, C) float32
     weights: np.ndarray  # (G, Kg, Og)
     gemm: np.ndarray | None  # float64 GEMM output when the dot products may exceed 2**24; None: into the output
     filter_scale: np.float32  # per-tensor (symmetric) path
@@ -719,11 +651,9 @@ class ConvHybrid:
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
-        q = self.quantized
+        q, sf = _quantize_batches(x, asymmetric=self.channel_scale is not None)
         if self.channel_scale is None:
-            sf = _symmetric_quantize(x, q) * self.filter_scale  # scaling_factors[b] *= filter scale (float32)
-        else:
-            sf = _asymmetric_quantize(x, q)
+            sf = sf * self.filter_scale  # scaling_factors[b] *= filter scale (float32)
         gemm = out if self.gemm is None else self.gemm
         self.im2col.gemm(q, self.weights, gemm)
         if gemm is not out:
@@ -757,9 +687,9 @@ def _prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
     wabs = int(np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64)).sum(axis=1).max())
     dtype = _exact_dtype((255 if per_channel else 127) * wabs)  # |q - zp| <= 255, |q| <= 127
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
-    return ConvHybrid(Im2Col.build(geo, groups, np.float32), np.empty(ctx.input(INPUT).shape, np.float32),
-                      _gemm_weights(f.data, groups, dtype), None if dtype == np.float32 else np.empty(geo.out_shape),
-                      scales[0], _tile(scales, geo.out_w, np.float32) if per_channel else None,
+    return ConvHybrid(Im2Col.build(geo, groups, np.float32), _gemm_weights(f.data, groups, dtype),
+                      None if dtype == np.float32 else np.empty(geo.out_shape), scales[0],
+                      _tile(scales, geo.out_w, np.float32) if per_channel else None,
                       _tile(bias.data, geo.out_w, np.float32) if bias.is_constant else None, lo, hi)
 
 
@@ -1039,7 +969,6 @@ class DepthwiseConvHybrid:
     exact per-tap sums, then f32(acc) * f32(s_w[c] * sf), bias and the float clamp."""
 
     taps: DepthwiseTaps  # float32 holding q - zp, border 0
-    quantized: np.ndarray  # (N, H, W, C) float32
     weights: tuple | np.ndarray  # for DepthwiseTaps.exact_sum
     sums: np.ndarray  # (N, OH, OW, O) float64 when the sums may exceed 2**24; else the output is used
     scratch: np.ndarray
@@ -1051,8 +980,8 @@ class DepthwiseConvHybrid:
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
-        sf = _asymmetric_quantize(inputs[INPUT], self.quantized)
-        views = self.taps(self.quantized)
+        q, sf = _quantize_batches(inputs[INPUT], asymmetric=True)
+        views = self.taps(q)
         sums = out if self.sums is None else self.sums
         self.taps.exact_sum(views, self.weights, sums, self.scratch)
         if sums is not out:
@@ -1083,10 +1012,10 @@ def _prepare_depthwise_hybrid(ctx: OpContext, geo: Geometry, multiplier: int):
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     weights, scratch = _exact_tap_weights(f.data, geo, dtype)
     return DepthwiseConvHybrid(
-        DepthwiseTaps.build(geo, multiplier, np.float32, copy=True), np.empty(ctx.input(INPUT).shape, np.float32),
-        weights, None if dtype == np.float32 else np.empty(geo.out_shape), scratch,
-        np.broadcast_to(scales, (geo.out_c,)).astype(np.float32),
-        _bias_tile(bias, geo.out_w), bias is not None and not bias.is_constant, lo, hi)
+        DepthwiseTaps.build(geo, multiplier, np.float32, copy=True), weights,
+        None if dtype == np.float32 else np.empty(geo.out_shape), scratch,
+        np.broadcast_to(scales, (geo.out_c,)).astype(np.float32), _bias_tile(bias, geo.out_w),
+        bias is not None and not bias.is_constant, lo, hi)
 
 
 @register(BuiltinOperator.DEPTHWISE_CONV_2D)

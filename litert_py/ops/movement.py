@@ -783,3 +783,396 @@ def prepare_gather(ctx: OpContext):
     b, o, a, i = prod(x.shape[:bd]), prod(x.shape[bd:axis]), x.shape[axis], prod(x.shape[axis + 1:])
     c = prod(positions.shape[bd:])
     return GatherBatched(axis, (b, o, a, i), (b, 1, c, 1), (b, o, c, i))
+
+
+# =================================================================================================
+# TILE, PACK, UNPACK
+# =================================================================================================
+
+
+def _index_values(t: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(t).reshape(-1)]
+
+
+def tile_shape(in_shape, multiples, fail=ValueError) -> tuple[int, ...]:
+    m = _index_values(multiples)
+    if len(m) != len(in_shape):
+        raise fail(f"NumElements(multipliers) != NumDimensions(input) ({len(m)} != {len(in_shape)})")
+    if any(v < 0 for v in m):
+        raise fail(f"TILE multipliers must be non-negative, got {m}")
+    return tuple(d * v for d, v in zip(in_shape, m))
+
+
+@dataclass(frozen=True, eq=False)
+class Tile:
+    """Static multiples: the input is broadcast into a (m0, d0, m1, d1, ...) view of the output."""
+
+    view: tuple[int, ...]  # output viewed as interleaved (multiple, size) pairs
+    src: tuple[int, ...]  # input viewed as (1, d0, 1, d1, ...)
+
+    def __call__(self, inputs, outputs):
+        outputs[0].reshape(self.view)[...] = inputs[0].reshape(self.src)
+
+
+def _tile_views(in_shape, multiples) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    view, src = [], []
+    for d, m in zip(in_shape, multiples):
+        view += [m, d]
+        src += [1, d]
+    return tuple(view), tuple(src)
+
+
+@dataclass(frozen=True, eq=False)
+class TileDynamic:
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        shape = tile_shape(x.shape, inputs[1])
+        out = np.empty(shape, dtype=x.dtype)
+        Tile(*_tile_views(x.shape, _index_values(inputs[1])))([x], [out])
+        outputs[0] = out
+
+
+@register(BuiltinOperator.TILE)
+def prepare_tile(ctx: OpContext):
+    ctx.check_num(2)
+    x, mult = ctx.input(0), ctx.input(1)
+    _check_output_type(ctx, x)
+    ctx.check(x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
+              f"Type '{x.type_name}' is not supported by tile.")
+    ctx.check(len(mult.shape) == 1, f"NumDimensions(multipliers) != 1 ({len(mult.shape)} != 1)")
+    ctx.check(mult.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"Multipliers of type '{mult.type_name}' are not supported by tile.")
+    ctx.check(mult.size == len(x.shape),
+              f"NumElements(multipliers) != NumDimensions(input) ({mult.size} != {len(x.shape)})")
+    if not mult.is_constant:
+        ctx.set_output_dynamic(0)
+        return TileDynamic()
+    shape = tile_shape(x.shape, mult.data, ctx.fail)
+    ctx.set_output_shape(0, shape)
+    return Tile(*_tile_views(x.shape, _index_values(mult.data)))
+
+
+_PACK_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.UINT8, dtypes.TensorType.INT8, dtypes.TensorType.INT16,
+               dtypes.TensorType.INT32, dtypes.TensorType.INT64, dtypes.TensorType.UINT32}
+_UNPACK_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.FLOAT16, dtypes.TensorType.UINT8,
+                 dtypes.TensorType.INT8, dtypes.TensorType.INT16, dtypes.TensorType.INT32, dtypes.TensorType.BOOL}
+
+
+def _check_same_quantization(ctx: OpContext, a: TensorInfo, b: TensorInfo) -> None:
+    """pack.cc / unpack.cc: quantized tensors are moved, not requantized, so the parameters must agree."""
+    ctx.check(a.zero_point == b.zero_point, f"input->params.zero_point != output->params.zero_point "
+              f"({a.zero_point} != {b.zero_point})")
+    ctx.check(a.scale == b.scale, f"input->params.scale != output->params.scale ({a.scale} != {b.scale})")
+
+
+@dataclass(frozen=True, eq=False)
+class Pack:
+    axis: int
+
+    def __call__(self, inputs, outputs):
+        np.stack(inputs, axis=self.axis, out=outputs[0])
+
+
+@register(BuiltinOperator.PACK)
+def prepare_pack(ctx: OpContext):
+    n = ctx.options.values_count
+    ctx.check(len(ctx.inputs) == n, f"NumInputs(node) != values_count ({len(ctx.inputs)} != {n})")
+    ctx.check(n >= 1 and len(ctx.outputs) == 1, "PACK takes values_count >= 1 inputs and one output")
+    ins = [ctx.input(i) for i in range(n)]
+    x, y = ins[0], ctx.outputs[0]
+    rank = len(x.shape)
+    axis = ctx.options.axis
+    if axis < 0:
+        axis += rank + 1
+    ctx.check(0 <= axis <= rank, f"axis >= 0 && axis <= NumDimensions(input0) was not true (axis "
+              f"{ctx.options.axis}, rank {rank})")
+    ctx.check(x.type in _PACK_TYPES, f"Type '{x.type_name}' is not supported by pack.")
+    _check_output_type(ctx, x)
+    for t in ins:
+        ctx.check(t.shape == x.shape, f"PACK inputs differ in shape: {list(x.shape)} and {list(t.shape)}")
+        ctx.check(t.type == x.type, f"PACK inputs differ in type: {x.type_name} and {t.type_name}")
+        _check_same_quantization(ctx, t, y)
+    ctx.set_output_shape(0, x.shape[:axis] + (n,) + x.shape[axis:])
+    return Pack(axis)
+
+
+@dataclass(frozen=True, eq=False)
+class Unpack:
+    axis: int
+
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        for k, out in enumerate(outputs):
+            np.copyto(out, x[_slices(self.axis, k, k + 1)].reshape(out.shape))
+
+
+@register(BuiltinOperator.UNPACK)
+def prepare_unpack(ctx: OpContext):
+    ctx.check(len(ctx.inputs) == 1, f"UNPACK takes 1 input, got {len(ctx.inputs)}")
+    x = ctx.input(0)
+    n = ctx.options.num
+    ctx.check(len(ctx.outputs) == n, f"NumOutputs(node) != data->num ({len(ctx.outputs)} != {n})")
+    rank = len(x.shape)
+    axis = ctx.options.axis
+    if axis < 0:
+        axis += rank
+    ctx.check(0 <= axis < rank, f"0 <= axis && axis < NumDimensions(input) was not true (axis {ctx.options.axis})")
+    ctx.check(x.type in _UNPACK_TYPES, f"Type '{x.type_name}' is not supported by unpack.")
+    ctx.check(x.shape[axis] == n, f"UNPACK: num {n} differs from the size {x.shape[axis]} of axis {axis}")
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    for k in range(n):
+        _check_output_type(ctx, x, k)
+        _check_same_quantization(ctx, x, ctx.outputs[k])
+        ctx.set_output_shape(k, shape)
+    return Unpack(axis)
+
+
+# =================================================================================================
+# SLICE
+# =================================================================================================
+
+_SLICE_MAX_RANK = 5
+
+
+def slice_bounds(in_shape, begin, size, fail=ValueError) -> tuple[tuple[int, int], ...]:
+    """(start, stop) per dimension as slice.cc CalculateOutputShapeVector checks them; a size of -1 takes the
+    rest of the dimension. A negative begin (LiteRT reads before the array) is refused."""
+    b, s = _index_values(begin), _index_values(size)
+    if len(b) != len(in_shape) or len(s) != len(in_shape):
+        raise fail(f"begin and size must have {len(in_shape)} elements, got {len(b)} and {len(s)}")
+    out = []
+    for d, a, n in zip(in_shape, b, s):
+        if a < 0:
+            raise fail(f"SLICE begin {a} is negative: LiteRT would read before the input")
+        if n < 0:
+            if n != -1:
+                raise fail("Invalid size.")
+            n = d - a
+            if n < 0:
+                raise fail("Invalid begin and size.")
+        elif d < a + n:
+            raise fail("Invalid begin and size.")
+        out.append((a, a + n))
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class Slice:
+    index: tuple
+
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = inputs[0][self.index]
+
+
+@dataclass(frozen=True, eq=False)
+class SliceDynamic:
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        bounds = slice_bounds(x.shape, inputs[1], inputs[2])
+        outputs[0] = x[tuple(slice(a, b) for a, b in bounds)].copy()
+
+
+@register(BuiltinOperator.SLICE)
+def prepare_slice(ctx: OpContext):
+    ctx.check_num(3)
+    x, begin, size = ctx.input(0), ctx.input(1), ctx.input(2)
+    rank = len(x.shape)
+    ctx.check(begin.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"Type {begin.type_name} is not supported by Slice: begin must be INT32 or INT64.")
+    ctx.check(size.type == begin.type, f"TF_LITE_ENSURE_TYPES_EQ(begin, size): {begin.type_name} != {size.type_name}")
+    ctx.check(len(begin.shape) == 1 and len(size.shape) == 1, "Begin and size tensors must be 1-D.")
+    ctx.check(begin.size == rank and size.size == rank,
+              f"NumElements(begin) and NumElements(size) must equal the input rank {rank}")
+    ctx.check(rank <= _SLICE_MAX_RANK, f"Slice op only supports 1D-{_SLICE_MAX_RANK}D input arrays.")
+    _check_output_type(ctx, x)
+    ctx.check(x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
+              f"Type {x.type_name} is currently not supported by Slice.")
+    if not (begin.is_constant and size.is_constant):
+        ctx.set_output_dynamic(0)
+        return SliceDynamic()
+    bounds = slice_bounds(x.shape, begin.data, size.data, ctx.fail)
+    ctx.set_output_shape(0, tuple(b - a for a, b in bounds))
+    return Slice(tuple(slice(a, b) for a, b in bounds))
+
+
+# =================================================================================================
+# REVERSE_V2, REVERSE_SEQUENCE
+# =================================================================================================
+
+_REVERSE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.FLOAT16, dtypes.TensorType.UINT8,
+                  dtypes.TensorType.INT8, dtypes.TensorType.INT16, dtypes.TensorType.INT32, dtypes.TensorType.INT64,
+                  dtypes.TensorType.BOOL}
+
+
+def reverse_axes(axis, rank: int, fail=ValueError) -> tuple[int, ...]:
+    axes = []
+    for a in _index_values(axis):
+        if a < 0:
+            a += rank
+        if not 0 <= a < rank:
+            raise fail(f"axis >= 0 && axis < NumDimensions(input) was not true (axis {a})")
+        axes.append(a)
+    return tuple(axes)
+
+
+@dataclass(frozen=True, eq=False)
+class Reverse:
+    index: tuple
+
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = inputs[0][self.index]
+
+
+@dataclass(frozen=True, eq=False)
+class ReverseDynamicAxis:
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        outputs[0][...] = np.flip(x, reverse_axes(inputs[1], x.ndim))
+
+
+def _flip_index(axes, rank: int) -> tuple:
+    return tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(rank))
+
+
+@register(BuiltinOperator.REVERSE_V2)
+def prepare_reverse_v2(ctx: OpContext):
+    ctx.check_num(2)
+    x, axis = ctx.input(0), ctx.input(1)
+    ctx.check(len(axis.shape) == 1, f"NumDimensions(axis) != 1 ({len(axis.shape)} != 1)")
+    ctx.check(len(x.shape) >= axis.size, "NumDimensions(input) >= NumElements(axis) was not true.")
+    ctx.check(x.type in _REVERSE_TYPES, f"Type '{x.type_name}' is not supported by reverse.")
+    ctx.check(axis.type == dtypes.TensorType.INT32, f"Axis Type '{axis.type_name}' is not supported by reverse.")
+    _check_output_type(ctx, x)
+    ctx.set_output_shape(0, x.shape)
+    if not axis.is_constant:
+        return ReverseDynamicAxis()
+    return Reverse(_flip_index(reverse_axes(axis.data, len(x.shape), ctx.fail), len(x.shape)))
+
+
+_REVERSE_SEQUENCE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.UINT8, dtypes.TensorType.INT16,
+                           dtypes.TensorType.INT32, dtypes.TensorType.INT64}
+
+
+def reverse_sequence_index(seq_lengths, seq_size: int, fail=ValueError) -> np.ndarray:
+    """(batch, seq) source positions along the sequence axis: the first L entries reversed, the rest in place
+    (reference_ops::ReverseSequence; L <= 0 leaves the row unchanged). reverse_sequence.cc only checks the
+    first length against the sequence size; a longer later one (LiteRT reads outside the input) is refused."""
+    lengths = np.asarray(seq_lengths).reshape(-1).astype(np.int64)
+    if lengths.size and lengths.max() > seq_size:
+        raise fail(f"seq_lengths[i] <= SizeOfDimension(input, seq_dim) was not true: {lengths.max()} > {seq_size}")
+    j = np.arange(seq_size, dtype=np.int64)
+    last = lengths[:, None] - 1
+    return np.where(j[None, :] <= last, last - j[None, :], j[None, :])
+
+
+@dataclass(frozen=True, eq=False)
+class ReverseSequence:
+    """The input viewed with the batch and sequence axes moved last: one take_along_axis along the sequence."""
+
+    seq_dim: int
+    batch_dim: int
+    index: np.ndarray | None  # (batch, seq) positions when the lengths were constant
+
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        index = self.index
+        if index is None:
+            index = reverse_sequence_index(inputs[1], x.shape[self.seq_dim])
+        xv = np.moveaxis(x, (self.batch_dim, self.seq_dim), (-2, -1))
+        np.moveaxis(outputs[0], (self.batch_dim, self.seq_dim), (-2, -1))[...] = np.take_along_axis(
+            xv, np.broadcast_to(index, xv.shape[:-2] + index.shape), axis=-1)
+
+
+@register(BuiltinOperator.REVERSE_SEQUENCE)
+def prepare_reverse_sequence(ctx: OpContext):
+    ctx.check_num(2)
+    x, lengths = ctx.input(0), ctx.input(1)
+    ctx.check(len(lengths.shape) == 1, f"NumDimensions(seq_lengths) != 1 ({len(lengths.shape)} != 1)")
+    ctx.check(x.type in _REVERSE_SEQUENCE_TYPES, f"Type '{x.type_name}' is not supported by reverse_sequence.")
+    ctx.check(lengths.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"Seq_lengths type '{lengths.type_name}' is not supported by reverse_sequence.")
+    _check_output_type(ctx, x)
+    # LiteRT checks these at eval; they depend on nothing but the shapes, so prepare can.
+    rank = len(x.shape)
+    seq_dim, batch_dim = ctx.options.seq_dim, ctx.options.batch_dim
+    ctx.check(seq_dim >= 0 and batch_dim >= 0, "seq_dim >= 0 && batch_dim >= 0 was not true.")
+    ctx.check(seq_dim != batch_dim, "seq_dim != batch_dim was not true.")
+    ctx.check(seq_dim < rank and batch_dim < rank, "seq_dim and batch_dim must be < NumDimensions(input).")
+    ctx.check(lengths.shape[0] == x.shape[batch_dim], f"SizeOfDimension(seq_lengths_tensor, 0) != "
+              f"SizeOfDimension(input, batch_dim) ({lengths.shape[0]} != {x.shape[batch_dim]})")
+    ctx.set_output_shape(0, x.shape)
+    index = None
+    if lengths.is_constant:
+        index = reverse_sequence_index(lengths.data, x.shape[seq_dim], ctx.fail)
+    return ReverseSequence(seq_dim, batch_dim, index)
+
+
+# =================================================================================================
+# MIRROR_PAD
+# =================================================================================================
+
+REFLECT, SYMMETRIC = 0, 1
+
+
+def mirror_pad_index(in_shape, paddings, mode: int, fail=ValueError) -> tuple[np.ndarray, ...]:
+    """Per dimension, the input position of every output position (mirror_pad.cc GetInputDimension).
+    REFLECT skips the edge element (offset 1), SYMMETRIC repeats it. A right pad beyond the mirror clamps to
+    position 0 as LiteRT's ``std::min`` does; a left pad beyond it (LiteRT reads past the input), a negative
+    pad, or padding an empty dimension is refused."""
+    offset = 1 if mode == REFLECT else 0
+    p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
+    out = []
+    for d, (left, right) in zip(in_shape, p.tolist()):
+        if left < 0 or right < 0:
+            raise fail(f"MIRROR_PAD paddings must be non-negative, got ({left}, {right})")
+        if (left or right) and d == 0:
+            raise fail("MIRROR_PAD cannot pad an empty dimension (LiteRT reads outside the input)")
+        if left > d - offset and left:
+            raise fail(f"MIRROR_PAD left padding {left} exceeds {d - offset} for a dimension of {d} "
+                       "(LiteRT reads outside the input)")
+        if left + d + right > _INT32_MAX:
+            raise fail("MIRROR_PAD output dimension overflows int32")
+        lo = left + offset - 1 - np.arange(left, dtype=np.int64)
+        hi = np.maximum(d - 1 - offset - np.arange(right, dtype=np.int64), 0)
+        out.append(np.concatenate([lo, np.arange(d, dtype=np.int64), hi]))
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class MirrorPad:
+    index: tuple  # np.ix_ of the per-dimension source positions
+
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = inputs[0][self.index]
+
+
+@dataclass(frozen=True, eq=False)
+class MirrorPadDynamic:
+    mode: int
+
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        idx = mirror_pad_index(x.shape, inputs[1], self.mode)
+        outputs[0] = x[np.ix_(*idx)] if idx else x.copy()
+
+
+@register(BuiltinOperator.MIRROR_PAD)
+def prepare_mirror_pad(ctx: OpContext):
+    ctx.check_num(2)
+    x, pads = ctx.input(0), ctx.input(1)
+    ctx.check(len(pads.shape) == 2, f"NumDimensions(padding_matrix) != 2 ({len(pads.shape)} != 2)")
+    ctx.check(pads.shape[0] == len(x.shape), f"SizeOfDimension(padding_matrix, 0) != NumDimensions(input_tensor) "
+              f"({pads.shape[0]} != {len(x.shape)})")
+    ctx.check(pads.shape[1] == 2, f"MIRROR_PAD paddings must have shape [rank, 2], got {list(pads.shape)}")
+    ctx.check(pads.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"MIRROR_PAD paddings must be INT32 or INT64, got {pads.type_name}")
+    ctx.check(_movable(x), f"Type {x.type_name} is not supported by MIRROR_PAD.")
+    _check_output_type(ctx, x)
+    mode = ctx.options.mode
+    ctx.check(mode in (REFLECT, SYMMETRIC), f"MIRROR_PAD mode {mode} is neither REFLECT (0) nor SYMMETRIC (1)")
+    if not pads.is_constant:
+        ctx.set_output_dynamic(0)
+        return MirrorPadDynamic(mode)
+    idx = mirror_pad_index(x.shape, pads.data, mode, ctx.fail)
+    ctx.set_output_shape(0, tuple(len(i) for i in idx))
+    return MirrorPad(np.ix_(*idx) if idx else ())

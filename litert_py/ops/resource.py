@@ -2,7 +2,13 @@
 
 A VAR_HANDLE names a variable by (container, shared_name); every subgraph of one interpreter that names the
 same pair shares it (the interpreter's ``resources`` dict holds the values). Like LiteRT, the variable's
-value keeps the dtype and shape of the last assignment; READ_VARIABLE of a never-assigned variable fails.
+value keeps the dtype and shape of the last assignment. READ_VARIABLE's output is planned with the model's
+shape when its shape_signature is fully known (a variable of another shape then fails the invoke, where
+LiteRT's reference kernels copy a partial or overlong buffer), and is dynamic, taking the variable's
+current shape as LiteRT resizes it, when the signature has a -1. Reading a variable whose dtype (that of its
+last assignment) is not the output's fails the invoke, as in LiteRT's reference kernel; so does
+READ_VARIABLE of a never-assigned variable. Variables (and hashtables) survive ``reset_all_variables``,
+as in LiteRT, which resets only is_variable tensors.
 Source matched: tensorflow/lite/kernels/var_handle.cc, read_variable.cc, assign_variable.cc,
 tensorflow/lite/experimental/resource/resource_variable.cc.
 """
@@ -13,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
 
@@ -43,19 +50,45 @@ class VarHandle:
         outputs[0][...] = self.key
 
 
+def _variable_value(var: ResourceVariable | None, handle, dtype: np.dtype) -> np.ndarray:
+    if var is None or var.value is None:
+        raise RuntimeError(f"READ_VARIABLE of variable {handle} before any ASSIGN_VARIABLE")
+    value = var.value
+    if value.dtype != dtype:  # LiteRT's reference kernel: TF_LITE_ENSURE_TYPES_EQ at eval
+        raise RuntimeError(f"variable_tensor->type != output->type ({dtypes.upper_name(value.dtype)} != "
+                           f"{dtypes.upper_name(dtype)}): variable {handle}")
+    return value
+
+
 @dataclass(frozen=True, eq=False)
 class ReadVariable:
+    """The model declares the value's shape: copy into the planned output."""
+
     resources: dict
+    dtype: np.dtype  # the output's type: a variable of another type fails the invoke
 
     def __call__(self, inputs, outputs):
-        var = self.resources.get(inputs[0][()])
-        if var is None or var.value is None:
-            raise RuntimeError(f"READ_VARIABLE of variable {inputs[0][()]} before any ASSIGN_VARIABLE")
+        handle = inputs[0][()]
+        value = _variable_value(self.resources.get(handle), handle, self.dtype)
         out = outputs[0]
-        if var.value.shape != out.shape:
-            raise RuntimeError(f"variable {inputs[0][()]} holds shape {list(var.value.shape)}, the model reads "
-                               f"{list(out.shape)}")
-        out[...] = var.value
+        if value.shape != out.shape:
+            raise RuntimeError(f"variable {handle} holds shape {list(value.shape)}, the model reads "
+                               f"{list(out.shape)} (declare -1 in the output's shape_signature for a variable "
+                               "whose shape changes)")
+        out[...] = value
+
+
+@dataclass(frozen=True, eq=False)
+class ReadVariableDynamic:
+    """The model leaves the value's shape open (-1 in its shape_signature): the output takes the variable's
+    current shape, as LiteRT resizes it."""
+
+    resources: dict
+    dtype: np.dtype
+
+    def __call__(self, inputs, outputs):
+        handle = inputs[0][()]
+        outputs[0] = _variable_value(self.resources.get(handle), handle, self.dtype).copy()
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,7 +112,12 @@ def prepare_var_handle(ctx: OpContext):
 @register(BuiltinOperator.READ_VARIABLE, stateful=True)
 def prepare_read_variable(ctx: OpContext):
     ctx.check_num(1, 1)
-    return ReadVariable(ctx.runtime.resources)
+    out = ctx.outputs[0]
+    sig = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[out.index].shape_signature
+    if sig is not None and any(d < 0 for d in sig):
+        ctx.set_output_dynamic(0)
+        return ReadVariableDynamic(ctx.runtime.resources, out.dtype)
+    return ReadVariable(ctx.runtime.resources, out.dtype)
 
 
 @register(BuiltinOperator.ASSIGN_VARIABLE, stateful=True)

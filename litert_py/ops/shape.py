@@ -1,11 +1,17 @@
-"""RESHAPE, SQUEEZE, EXPAND_DIMS: ops that only change the shape; the bytes are copied unchanged.
+"""Shape ops: RESHAPE, SQUEEZE, EXPAND_DIMS (bytes copied unchanged), SHAPE, RANK, FILL, RANGE,
+BROADCAST_TO, BROADCAST_ARGS.
 
 Paths: every dtype, strings (object arrays) included; quantized tensors pass through untouched (EXPAND_DIMS
 checks, as LiteRT does, that input and output share scale and zero point, and that int16 has zero point 0).
 Shapes come from constant tensors at prepare; a shape/axis tensor that is not constant makes the output
 dynamic (its shape is computed from the values at eval).
 
-Sources matched: tensorflow/lite/kernels/reshape.cc (GetOutputShape: the shape tensor is used only when it
+SHAPE (out_type int32/int64) and RANK read only the input's shape (any dtype). FILL: dims int32/int64,
+any value type (strings, bools included). RANGE: int32, int64, float32 (float values accumulated one add at a
+time). BROADCAST_TO: every non-string dtype, shape int32/int64. BROADCAST_ARGS: int32/int64 shapes.
+
+Sources matched: tensorflow/lite/kernels/{shape,rank,fill,range,broadcast_to,broadcast_args}.cc,
+tensorflow/lite/kernels/reshape.cc (GetOutputShape: the shape tensor is used only when it
 is a 1-D int32 vector, otherwise ``new_shape`` from the options, ``[0]`` meaning a scalar),
 tensorflow/lite/kernels/internal/reshape_utils.h (ResolveOutputShape: one -1, zero-sized dimensions),
 tensorflow/lite/kernels/squeeze.cc, tensorflow/lite/kernels/expand_dims.cc.
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
 
@@ -179,3 +186,258 @@ def prepare_expand_dims(ctx: OpContext):
     shape = _expand_shape(x.shape, int(axis.data.reshape(-1)[0]), ctx.fail)
     ctx.set_output_shape(0, shape)
     return CopyReshaped(shape)
+
+
+# -- SHAPE, RANK ----------------------------------------------------------------------------------
+# Every input dtype (strings included): only the shape is read.
+
+
+@dataclass(frozen=True, eq=False)
+class WriteConstant:
+    """Writes a value known at prepare (SHAPE, RANK: it depends only on the input's shape)."""
+
+    value: np.ndarray
+
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = self.value
+
+
+@register(BuiltinOperator.SHAPE)
+def prepare_shape(ctx: OpContext):
+    ctx.check_num(1)
+    x, y = ctx.input(INPUT), ctx.outputs[0]
+    out_type = ctx.options.out_type
+    # shape.cc: params->out_type picks the output type; anything but INT32/INT64 is refused.
+    ctx.check(out_type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"Unknown shape output data type: {dtypes.type_name(out_type)}")
+    ctx.check(y.type == out_type, f"SHAPE: output type {y.type_name} differs from out_type "
+              f"{dtypes.type_name(out_type)}")
+    ctx.set_output_shape(0, (len(x.shape),))
+    return WriteConstant(np.array(x.shape, dtype=y.dtype))
+
+
+@register(BuiltinOperator.RANK)
+def prepare_rank(ctx: OpContext):
+    ctx.check_num(1)
+    x, y = ctx.input(INPUT), ctx.outputs[0]
+    # rank.cc makes the output INT32 whatever the model says; an int64 output tensor gets the same value.
+    ctx.check(y.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"RANK output must be INT32, got {y.type_name}")
+    ctx.set_output_shape(0, ())
+    return WriteConstant(np.array(len(x.shape), dtype=y.dtype))
+
+
+# -- FILL -----------------------------------------------------------------------------------------
+# fill.cc: dims is a 1-D int32/int64 vector (negative entries refused), value a scalar of the output's type
+# (any type LiteRT holds, strings included; quantized int8/int16 need the value's scale and zero point).
+
+DIMS, VALUE = 0, 1
+
+
+def _fill_shape(dims, fail: Callable[[str], Exception] = _value_error) -> tuple[int, ...]:
+    shape = tuple(int(d) for d in np.asarray(dims).reshape(-1))
+    if any(d < 0 for d in shape):
+        raise fail("Fill dimensions must be >= 0")
+    return shape
+
+
+@dataclass(frozen=True, eq=False)
+class Fill:
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = inputs[VALUE].reshape(())
+
+
+@dataclass(frozen=True, eq=False)
+class FillDynamic:
+    dtype: np.dtype
+
+    def __call__(self, inputs, outputs):
+        out = np.empty(_fill_shape(inputs[DIMS]), dtype=self.dtype)
+        out[...] = inputs[VALUE].reshape(())
+        outputs[0] = out
+
+
+@register(BuiltinOperator.FILL)
+def prepare_fill(ctx: OpContext):
+    ctx.check_num(2)
+    dims, value, y = ctx.input(DIMS), ctx.input(VALUE), ctx.outputs[0]
+    ctx.check(dims.dtype in (np.int32, np.int64) and dims.type not in dtypes.OBJECT_TYPES,
+              f"Fill only currently supports int32, int64 for input 0, got {dims.type_name}.")
+    ctx.check(len(dims.shape) == 1, f"NumDimensions(dims) != 1 ({len(dims.shape)} != 1)")
+    ctx.check(len(value.shape) == 0, f"NumDimensions(value) != 0 ({len(value.shape)} != 0)")
+    ctx.check(value.type == y.type, f"FILL: output type {y.type_name} differs from value type {value.type_name}")
+    ctx.check(value.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
+              f"Type {value.type_name} is unsupported by op FILL.")
+    if value.dtype in (np.int8, np.int16) and value.quantization.scale:
+        ctx.check(value.zero_point == y.zero_point,
+                  f"value->params.zero_point != output->params.zero_point ({value.zero_point} != {y.zero_point})")
+        ctx.check(value.scale == y.scale, f"value->params.scale != output->params.scale ({value.scale} != {y.scale})")
+    if not dims.is_constant:
+        ctx.set_output_dynamic(0)
+        return FillDynamic(y.dtype if y.type not in dtypes.OBJECT_TYPES else np.dtype(object))
+    ctx.set_output_shape(0, _fill_shape(dims.data, ctx.fail))
+    return Fill()
+
+
+# -- RANGE ----------------------------------------------------------------------------------------
+# range.cc: start, limit, delta are scalars of one type (int32, int64, float32); the size is
+# ceil(|limit - start| / |delta|) (integers: exact integer division rounding up) and the values are
+# accumulated one by one (value += delta), which for float32 is not start + i * delta.
+
+START, LIMIT, DELTA = 0, 1, 2
+
+
+def range_size(start, limit, delta, fail: Callable[[str], Exception] = _value_error) -> int:
+    if delta == 0:
+        raise fail("delta != 0 was not true")
+    if not ((start >= limit and delta < 0) or (start <= limit and delta > 0)):
+        raise fail("(start >= limit && delta < 0) || (start <= limit && delta > 0) was not true")
+    if isinstance(start, np.floating):
+        with np.errstate(all="ignore"):
+            n = np.ceil(np.abs((limit - start) / delta))  # float32 arithmetic, as in C++
+        if not np.isfinite(n) or n > _INT32_MAX:
+            raise fail("RANGE output size overflows int32")
+        return int(n)
+    span, step = abs(int(limit) - int(start)), abs(int(delta))
+    n = (span + step - 1) // step
+    if n > _INT32_MAX:
+        raise fail("RANGE output size overflows int32")
+    return n
+
+
+def range_values(start, delta, n: int, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """start, start + delta, ... accumulated sequentially in ``dtype`` (np.cumsum is a sequential add)."""
+    steps = np.full(n, delta, dtype=dtype)
+    if n:
+        steps[0] = start
+    with np.errstate(all="ignore"):
+        return np.cumsum(steps, dtype=dtype, out=out)
+
+
+def _scalar(a: np.ndarray):
+    return a.reshape(-1)[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Range:
+    """Output size known at prepare (start, limit, delta constant): the values are written at eval."""
+
+    dtype: np.dtype
+
+    def __call__(self, inputs, outputs):
+        range_values(_scalar(inputs[START]), _scalar(inputs[DELTA]), outputs[0].size, self.dtype, outputs[0])
+
+
+@dataclass(frozen=True, eq=False)
+class RangeDynamic:
+    dtype: np.dtype
+
+    def __call__(self, inputs, outputs):
+        start, limit, delta = (_scalar(inputs[k]) for k in (START, LIMIT, DELTA))
+        outputs[0] = range_values(start, delta, range_size(start, limit, delta), self.dtype)
+
+
+@register(BuiltinOperator.RANGE)
+def prepare_range(ctx: OpContext):
+    ctx.check_num(3)
+    start, limit, delta = (ctx.input(k) for k in (START, LIMIT, DELTA))
+    y = ctx.outputs[0]
+    for t in (start, limit, delta):
+        ctx.check(t.size == 1 and len(t.shape) <= 1, f"NumDimensions({t.name}) must be 0 (a scalar)")
+    ctx.check(start.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64, dtypes.TensorType.FLOAT32),
+              f"Unknown index output data type: {start.type_name}")
+    ctx.check(limit.type == start.type and delta.type == start.type,
+              f"RANGE: start, limit and delta differ in type ({start.type_name}, {limit.type_name}, "
+              f"{delta.type_name})")
+    ctx.check(y.type == start.type, f"RANGE: output type {y.type_name} differs from input type {start.type_name}")
+    if all(t.is_constant for t in (start, limit, delta)):
+        n = range_size(*(_scalar(t.data) for t in (start, limit, delta)), fail=ctx.fail)
+        ctx.set_output_shape(0, (n,))
+        return Range(y.dtype)
+    ctx.set_output_dynamic(0)
+    return RangeDynamic(y.dtype)
+
+
+# -- BROADCAST_TO, BROADCAST_ARGS ------------------------------------------------------------------
+# broadcast_to.cc (registered from version 2): input rank <= 8 and no strings; the shape is a 1-D
+# int32/int64 vector of at most 8 entries, at least as long as the input rank, each input dimension 1 or
+# equal to the target's. broadcast_args.cc: two 1-D int32/int64 shape vectors of one type -> their
+# broadcast shape (length max of both); incompatible values fail at eval.
+
+_MAX_BROADCAST_RANK = 8
+
+
+def broadcast_to_shape(in_shape, shape, fail: Callable[[str], Exception] = _value_error) -> tuple[int, ...]:
+    target = tuple(int(d) for d in np.asarray(shape).reshape(-1))
+    if len(target) > _MAX_BROADCAST_RANK:
+        raise fail(f"BroadcastTo only supports 1-8D tensor (output rank {len(target)}).")
+    if len(target) < len(in_shape):
+        raise fail("Output shape must be broadcastable from input shape.")
+    off = len(target) - len(in_shape)
+    for i, d in enumerate(in_shape):
+        if d != 1 and d != target[off + i]:
+            raise fail(f"Output shape must be broadcastable from input shape ({list(in_shape)} to {list(target)}).")
+    if any(d < 0 for d in target):
+        raise fail("BROADCAST_TO target shape has a negative dimension")
+    return target
+
+
+@dataclass(frozen=True, eq=False)
+class BroadcastTo:
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = inputs[INPUT]
+
+
+@dataclass(frozen=True, eq=False)
+class BroadcastToDynamic:
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        outputs[0] = np.broadcast_to(x, broadcast_to_shape(x.shape, inputs[SHAPE])).copy()
+
+
+@register(BuiltinOperator.BROADCAST_TO)
+def prepare_broadcast_to(ctx: OpContext):
+    ctx.check_num(2)
+    x, shape_t = ctx.input(INPUT), ctx.input(SHAPE)
+    ctx.check(len(x.shape) <= _MAX_BROADCAST_RANK, "BroadcastTo only supports 1-8D tensor.")
+    ctx.check(len(shape_t.shape) == 1, f"NumDimensions(shape) != 1 ({len(shape_t.shape)} != 1)")
+    ctx.check(shape_t.dtype in (np.int32, np.int64) and shape_t.type not in dtypes.OBJECT_TYPES,
+              "Shape with type other than int32 or int64 is not supported.")
+    ctx.check(x.type != dtypes.TensorType.STRING, "op_context.input->type != kTfLiteString was not true.")
+    ctx.check(x.type not in dtypes.OBJECT_TYPES, f"Type {x.type_name} is unsupported by op BROADCAST_TO.")
+    _check_same_type(ctx)
+    if not shape_t.is_constant:
+        ctx.set_output_dynamic(0)
+        return BroadcastToDynamic()
+    ctx.set_output_shape(0, broadcast_to_shape(x.shape, shape_t.data, ctx.fail))
+    return BroadcastTo()
+
+
+def broadcast_args(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.reshape(-1), b.reshape(-1)
+    n = max(a.size, b.size)
+    pa = np.concatenate([np.ones(n - a.size, a.dtype), a])
+    pb = np.concatenate([np.ones(n - b.size, b.dtype), b])
+    ok = (pa == pb) | (pa == 1) | (pb == 1)
+    if not ok.all():
+        raise ValueError(f"BROADCAST_ARGS: shapes {a.tolist()} and {b.tolist()} are not broadcastable")
+    return np.where(pa == 1, pb, pa)
+
+
+@dataclass(frozen=True, eq=False)
+class BroadcastArgs:
+    def __call__(self, inputs, outputs):
+        outputs[0][...] = broadcast_args(inputs[0], inputs[1])
+
+
+@register(BuiltinOperator.BROADCAST_ARGS)
+def prepare_broadcast_args(ctx: OpContext):
+    ctx.check_num(2)
+    s0, s1, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
+    ctx.check(s0.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+              f"BROADCAST_ARGS shapes must be INT32 or INT64, got {s0.type_name}")
+    ctx.check(s1.type == s0.type and y.type == s0.type,
+              f"s0->type != s1->type or output ({s0.type_name}, {s1.type_name}, {y.type_name})")
+    ctx.check(len(s0.shape) == 1 and len(s1.shape) == 1, "NumDimensions(shape) != 1: BROADCAST_ARGS takes vectors")
+    ctx.set_output_shape(0, (max(s0.size, s1.size),))
+    return BroadcastArgs()

@@ -74,6 +74,32 @@ def _sparsity_details(sp) -> dict:
     return out
 
 
+def _string_array(value, pos: int, name: str) -> np.ndarray:
+    """A value for a STRING tensor as LiteRT's wrapper takes it: a numpy array of bytes (S), str (U, encoded
+    as UTF-8; a 0-d U array gives its raw UCS-4 bytes, as LiteRT does) or objects that are each bytes or
+    str; the result is an object array of ``bytes``, what get_tensor returns."""
+    if not isinstance(value, np.ndarray):
+        tp = type(value)
+        tp_name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__.split('.')[0]}.{tp.__name__}"
+        raise ValueError(f"Passed in value type is not a numpy array, got type {tp_name}.")
+    if value.dtype.kind not in "OSU":
+        raise ValueError(f"Cannot set tensor: Got value of type {dtypes.upper_name(value.dtype)} but expected type "
+                         f"STRING for input {pos}, name: {name} ")
+    out = np.empty(value.shape, dtype=object)
+    if value.dtype.kind == "U" and value.ndim == 0:
+        out[()] = value.tobytes()
+        return out
+    items = []
+    for v in value.reshape(-1).tolist():
+        if isinstance(v, str):
+            v = v.encode()
+        elif not isinstance(v, bytes):
+            raise ValueError("PyBytes_AsStringAndSize() failed.")
+        items.append(bytes(v))
+    out.reshape(-1)[:] = items
+    return out
+
+
 class Interpreter:
     """Interpreter interface for running .tflite models, compatible with ``tf.lite.Interpreter``."""
 
@@ -196,7 +222,7 @@ class Interpreter:
             raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
         want = dtypes.to_numpy(t.type)
         if t.type == dtypes.TensorType.STRING:
-            arr = np.asarray(value, dtype=object)
+            arr = _string_array(value, pos, t.name)
         else:
             try:
                 arr = np.asarray(value)

@@ -16,7 +16,7 @@ import contextlib
 
 import numpy as np
 import pytest
-from hypothesis import assume, event, given
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -220,17 +220,18 @@ def test_depthwise_conv_2d_quantized(path, data):
 
 # -- hybrid: float input, int8 filter ---------------------------------------------------------------------
 
-#: id -> (per-channel scales, groups)
+#: id -> (per-channel scales, groups, filter type)
 HYBRID = {
-    "per-tensor": (False, 1),  # EvalHybrid: symmetric per-batch input quantization
-    "per-channel": (True, 1),  # EvalHybridPerChannel: asymmetric per-batch input quantization
-    "grouped": (True, 2),
+    "per-tensor": (False, 1, I8),  # EvalHybrid: symmetric per-batch input quantization
+    "per-channel": (True, 1, I8),  # EvalHybridPerChannel: asymmetric per-batch input quantization
+    "grouped": (True, 2, I8),
+    "per-channel-int4-filter": (True, 1, INT4),
 }
 
 
 @st.composite
 def hybrid_cases(draw, op: str, kind: str):
-    per_channel, groups = HYBRID[kind]
+    per_channel, groups, f_type = HYBRID[kind]
     d = draw(geometry(op))
     if op == "CONV_2D":
         cg = draw(st.integers(1, 8 // groups))
@@ -246,13 +247,14 @@ def hybrid_cases(draw, op: str, kind: str):
         x = np.abs(x) * draw(st.sampled_from([1, -1]))
     if draw(st.integers(0, 5)) == 0:
         x[0] = 0  # an all-zero batch: scaling factor 1
-    f = rng.integers(-127, 128, f_shape).astype(I8)
+    lo, hi = (-127, 127) if f_type == I8 else _range(f_type)
+    f = rng.integers(lo, hi, f_shape, endpoint=True).astype(I8)
     s_w = 10.0 ** (draw(st.floats(-4, -1)) + (rng.uniform(-2, 2, out_c) if per_channel else 0.0))
     # LiteRT wants one depthwise scale per element of the quantized dimension: a single scale sits on dimension 0.
     qd = 0 if op == "CONV_2D" or not per_channel else 3
     bias = (rng.standard_normal(out_c) * scale).astype(F32)
     return {
-        "op": op, "x": x, "x_q": None, "f": f, "f_type": I8, "f_q": quant(s_w, 0, qd),
+        "op": op, "x": x, "x_q": None, "f": f, "f_type": f_type, "f_q": quant(s_w, 0, qd),
         "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None, "b_q": None, "out_q": None,
         "options": _options(op, d, {}), "const": (True, draw(st.booleans())),
     }
@@ -270,15 +272,16 @@ def test_depthwise_conv_2d_hybrid(kind, data):
     check_against_oracle(data.draw(hybrid_cases("DEPTHWISE_CONV_2D", kind)), rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
 
 
-def test_hybrid_quantization_rounds_like_the_x86_wheel():
-    """The x86 wheel quantizes with the NEON code (through NEON_2_SSE): 8 values at a time rounded as
-    trunc(x + 0.5f) (0.49999997 -> 1), the tail (size % 8) with roundf (-> 0); and the asymmetric scale from the
-    float32 difference max - min. A product of exactly 0.49999997 in each part shows both roundings."""
-    q = np.empty((1, 1, 1, 9), F32)
-    x = np.full((1, 1, 1, 9), 0.49999997, F32)
-    x[..., 0] = 127.0  # range 127: inv = 1, the products are 0.49999997 in the vector part and in the tail
-    conv._symmetric_quantize(x, q)
-    assert q[0, 0, 0, 1] == 1 and q[0, 0, 0, 8] == 0
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+@settings(max_examples=15)
+@given(data=st.data())
+def test_hybrid_close_to_default_kernels(op, data):
+    """LiteRT's default (optimized) hybrid kernels scale by f32(sf * s_w[c]) instead of the reference's
+    order: the last ulp differs (never more than TOLERANCE). Their depthwise kernels crash without a bias."""
+    case = data.draw(hybrid_cases(op, "per-channel"))
+    if case["bias"] is None:
+        case["bias"] = np.zeros(case["f"].shape[3], F32)
+    check_against_oracle(case, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES", rtol=TOLERANCE[op])
 
 
 # -- the epilogue, the big-accumulator paths and the layouts ----------------------------------------------

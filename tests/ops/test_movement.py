@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
@@ -17,7 +17,8 @@ from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance per op: every op here moves bytes, so all are exact.
 TOLERANCE = {"CONCATENATION": 0.0, "PAD": 0.0, "PADV2": 0.0, "TRANSPOSE": 0.0, "STRIDED_SLICE": 0.0,
-             "SPLIT": 0.0, "SPLIT_V": 0.0, "GATHER": 0.0}
+             "SPLIT": 0.0, "SPLIT_V": 0.0, "GATHER": 0.0, "TILE": 0.0, "PACK": 0.0, "UNPACK": 0.0, "SLICE": 0.0,
+             "REVERSE_V2": 0.0, "REVERSE_SEQUENCE": 0.0, "MIRROR_PAD": 0.0}
 
 NUMERIC = [k for k in ALL_DTYPES if k != "string"]
 #: Models litert_py refuses at prepare where LiteRT reads or writes out of bounds (uninitialized output).
@@ -202,6 +203,149 @@ def gather(draw):
     return model, data, ()
 
 
+def _other_q(q, draw):
+    """The same quantization, or (sometimes) another one: LiteRT rejects mismatches where it moves raw bytes."""
+    if q is not None and draw(st.integers(0, 4)) == 0:
+        return quant(q.scale[0] * 2, q.zero_point[0])
+    return q
+
+
+#: Models litert_py refuses at prepare where LiteRT reads outside its input.
+OUT_OF_BOUNDS_REFUSED = ("LiteRT reads", "LiteRT would read", "seq_lengths[i] <= SizeOfDimension")
+
+
+@st.composite
+def tile(draw):
+    name = draw(st.sampled_from(list(ALL_DTYPES)))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=4, min_side=0 if draw(st.booleans()) else 1, max_side=3))
+    mult = np.array([draw(st.integers(0 if draw(st.booleans()) else 1, 3)) for _ in shape],
+                    draw(st.sampled_from([np.int32, np.int64])))
+    q = _q(name, draw)
+    rng = np.random.default_rng(draw(seeds))
+    x = values(rng, shape, dt)
+    if draw(st.booleans()) or name == "string":
+        out = tuple(d * m for d, m in zip(shape, mult.tolist()))
+        return single_op_model("TILE", [T(shape, dt, q=q), T.const(mult)], [T(out, dt, q=q)]), [x], ()
+    return chain_model("TILE", [T(shape, dt, q=q), T(mult.shape, mult.dtype)], 1), [x, mult], ()
+
+
+@st.composite
+def pack(draw):
+    name = draw(st.sampled_from(NUMERIC + ["uint32"]))
+    dt = ALL_DTYPES.get(name, np.uint32)
+    shape = draw(shapes(min_rank=0, max_rank=4, max_side=3))
+    n = draw(st.integers(1, 4))
+    axis = draw(st.integers(-len(shape) - 1, len(shape)))
+    q = _q(name, draw)
+    qs = [_other_q(q, draw) for _ in range(n)]
+    rng = np.random.default_rng(draw(seeds))
+    ax = axis + len(shape) + 1 if axis < 0 else axis
+    out = shape[:ax] + (n,) + shape[ax:]
+    model = single_op_model("PACK", [T(shape, dt, q=qq) for qq in qs], [T(out, dt, q=q)],
+                            {"values_count": n, "axis": axis})
+    data = [values(rng, shape, dt) if name != "uint32" else rng.integers(0, 2**32, shape, np.uint32)
+            for _ in range(n)]
+    return model, data, ()
+
+
+@st.composite
+def unpack(draw):
+    name = draw(st.sampled_from(NUMERIC))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=4, max_side=3))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    n = shape[axis]
+    q = _q(name, draw)
+    out = shape[:axis % len(shape)] + shape[axis % len(shape) + 1:]
+    model = single_op_model("UNPACK", [T(shape, dt, q=q)], [T(out, dt, q=_other_q(q, draw)) for _ in range(n)],
+                            {"num": n, "axis": axis})
+    return model, [values(np.random.default_rng(draw(seeds)), shape, dt)], ()
+
+
+@st.composite
+def slice_(draw):
+    name = draw(st.sampled_from(list(ALL_DTYPES)))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=5, min_side=0 if draw(st.booleans()) else 1, max_side=4))
+    begin = [draw(st.integers(0, d)) for d in shape]
+    size = [draw(st.sampled_from([-1, draw(st.integers(0, d - b))])) for d, b in zip(shape, begin)]
+    if draw(st.integers(0, 5)) == 0:  # out of range: both refuse
+        k = draw(st.integers(0, len(shape) - 1))
+        begin[k], size[k] = draw(st.sampled_from([(shape[k], 1), (0, shape[k] + 1), (0, -2), (-1, 1)]))
+    idt = draw(st.sampled_from([np.int32, np.int64]))
+    b, z = np.array(begin, idt), np.array(size, idt)
+    q = _q(name, draw)
+    rng = np.random.default_rng(draw(seeds))
+    x = values(rng, shape, dt)
+    if draw(st.booleans()) or name == "string":
+        model = single_op_model("SLICE", [T(shape, dt, q=q), T.const(b), T.const(z)], [T((1,) * len(shape), dt, q=q)])
+        return model, [x], OUT_OF_BOUNDS_REFUSED
+    # LiteRT's dynamic SLICE fails on an empty result (slice.cc "output_shape_vector[idx] !=
+    # SizeOfDimension(output, idx)"): only non-empty results are compared on this path.
+    assume(all((d - a if n == -1 else n) > 0 for d, a, n in zip(shape, begin, size)))
+    model = chain_model("SLICE", [T(shape, dt, q=q), T(b.shape, idt), T(z.shape, idt)], 1)
+    return model, [x, b, z], OUT_OF_BOUNDS_REFUSED
+
+
+@st.composite
+def reverse_v2(draw):
+    name = draw(st.sampled_from(NUMERIC))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=5, max_side=4))
+    rank = len(shape)
+    n = draw(st.integers(1, min(rank, 3)))
+    start = draw(st.integers(0, rank - n))
+    axes = list(range(start, start + n))  # LiteRT reverses a run of consecutive axes
+    axes = [a - rank if draw(st.booleans()) else a for a in axes]
+    q = _q(name, draw)
+    rng = np.random.default_rng(draw(seeds))
+    av = np.array(axes, np.int32)
+    if draw(st.booleans()):
+        return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T.const(av)], [T(shape, dt, q=q)]), \
+            [values(rng, shape, dt)], ()
+    return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T(av.shape, np.int32)], [T(shape, dt, q=q)]), \
+        [values(rng, shape, dt), av], ()
+
+
+@st.composite
+def reverse_sequence(draw):
+    name = draw(st.sampled_from(NUMERIC))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=2, max_rank=4, max_side=4))
+    seq_dim, batch_dim = draw(st.permutations(range(len(shape))))[:2]
+    ldt = draw(st.sampled_from([np.int32, np.int64]))
+    rng = np.random.default_rng(draw(seeds))
+    lengths = rng.integers(-1, shape[seq_dim] + 1, shape[batch_dim]).astype(ldt)
+    opts = {"seq_dim": seq_dim, "batch_dim": batch_dim}
+    x = values(rng, shape, dt)
+    if draw(st.booleans()):
+        return single_op_model("REVERSE_SEQUENCE", [T(shape, dt), T.const(lengths)], [T(shape, dt)], opts), [x], \
+            OUT_OF_BOUNDS_REFUSED
+    return single_op_model("REVERSE_SEQUENCE", [T(shape, dt), T(lengths.shape, ldt)], [T(shape, dt)], opts), \
+        [x, lengths], ()
+
+
+@st.composite
+def mirror_pad(draw):
+    name = draw(st.sampled_from(NUMERIC))
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=4, max_side=4))
+    mode = draw(st.integers(0, 1))
+    off = 1 if mode == 0 else 0
+    pads = np.array([[draw(st.integers(0, max(d - off, 0))), draw(st.integers(0, d + 1))] for d in shape],
+                    draw(st.sampled_from([np.int32, np.int64])))
+    q = _q(name, draw)
+    rng = np.random.default_rng(draw(seeds))
+    x = values(rng, shape, dt)
+    out = tuple(d + a + b for d, (a, b) in zip(shape, pads.tolist()))
+    if draw(st.booleans()):
+        model = single_op_model("MIRROR_PAD", [T(shape, dt, q=q), T.const(pads)], [T(out, dt, q=q)], {"mode": mode})
+        return model, [x], OUT_OF_BOUNDS_REFUSED
+    model = chain_model("MIRROR_PAD", [T(shape, dt, q=q), T(pads.shape, pads.dtype)], 1, {"mode": mode})
+    return model, [x, pads], ()
+
+
 CASES = {
     "concatenation-any": concatenation(),
     "concatenation-quantized-rescale": concatenation_rescaled(),
@@ -213,6 +357,13 @@ CASES = {
     "split-any": split(),
     "split_v-any": split(v=True),
     "gather-any": gather(),
+    "tile-any": tile(),
+    "pack-any": pack(),
+    "unpack-any": unpack(),
+    "slice-any": slice_(),
+    "reverse_v2-any": reverse_v2(),
+    "reverse_sequence-any": reverse_sequence(),
+    "mirror_pad-any": mirror_pad(),
 }
 
 

@@ -79,3 +79,85 @@ def test_signature_runner_on_stateful_model():
         runs.append([runner(x=x)["y"] for x in xs])
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+def _assign_read_model(x_dtype, read_dtype, shape=(2, 3), signature=None) -> bytes:
+    """var = x; y = READ_VARIABLE(var) (declared ``read_dtype``); z = y + y."""
+    b = ModelBuilder()
+    x = b.input("x", shape, x_dtype, shape_signature=signature)
+    h = b.tensor("handle", (), None, tensor_type=RESOURCE)
+    b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": "v"})
+    b.op("ASSIGN_VARIABLE", [h, x], [])
+    y = b.tensor("y", shape, read_dtype, shape_signature=signature)
+    z = b.tensor("z", shape, read_dtype, shape_signature=signature)
+    b.op("READ_VARIABLE", [h], [y])
+    b.op("ADD", [y, y], [z])
+    b.output(y, z)
+    return b.build()
+
+
+def _resized_runs(I, model, shapes, x_of, **kw):
+    it = I(model_content=model, **kw)
+    it.allocate_tensors()
+    outs = []
+    for shape in shapes:
+        it.resize_tensor_input(0, list(shape))
+        it.allocate_tensors()
+        it.set_tensor(0, x_of(shape))
+        it.invoke()
+        outs.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
+    return outs
+
+
+def _compare_runs(ours, theirs):
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        for u, v in zip(a, b):
+            assert u.shape == v.shape and u.dtype == v.dtype, f"invoke {k}"
+            np.testing.assert_array_equal(u, v, err_msg=f"invoke {k}")
+
+
+def test_variable_shape_changes_on_assignment():
+    """A variable assigned values of changing shapes (the input has a -1 in its signature and is resized
+    between invokes) is read back with its current shape, as LiteRT's READ_VARIABLE resizes its output.
+    Checked against the inputs themselves: ai-edge-litert corrupts its heap on this model (its READ_VARIABLE
+    writes the resized value into the planned buffer and aborts the process), so it cannot be the oracle."""
+    model = _assign_read_model(np.float32, np.float32, signature=(-1, 3))
+    shapes = [(2, 3), (4, 3), (1, 3), (2, 3)]
+    xs = [(np.arange(int(np.prod(s))) + 10 * s[0]).astype(np.float32).reshape(s) for s in shapes]
+    ours = _resized_runs(litert_py.Interpreter, model, shapes, lambda shape: xs[shapes.index(shape)])
+    _compare_runs(ours, [[x, x + x] for x in xs])
+
+
+@pytest.mark.parametrize("x_dtype,read_dtype", [(np.int32, np.int32), (np.int32, np.float32),
+                                                (np.float32, np.int32)],
+                         ids=["int32", "int32-read-as-float32", "float32-read-as-int32"])
+def test_variable_read_as_its_dtype_only(x_dtype, read_dtype):
+    """A variable holds the dtype of its last assignment; reading it as another dtype fails the invoke in
+    LiteRT's reference kernels (variable_tensor->type != output->type) and in litert_py."""
+    LiteRT, OpResolverType = oracle()
+    model = _assign_read_model(x_dtype, read_dtype)
+
+    def x_of(shape):
+        return np.arange(6).reshape(shape).astype(x_dtype)
+
+    if x_dtype != read_dtype:
+        for I, kw in ((LiteRT, {"experimental_op_resolver_type": OpResolverType.BUILTIN_REF}),
+                      (litert_py.Interpreter, {})):
+            with pytest.raises(RuntimeError, match="variable_tensor->type != output->type"):
+                _resized_runs(I, model, [(2, 3)], x_of, **kw)
+        return
+    theirs = _resized_runs(LiteRT, model, [(2, 3)] * 2, x_of,
+                           experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    ours = _resized_runs(litert_py.Interpreter, model, [(2, 3)] * 2, x_of)
+    _compare_runs(ours, theirs)
+
+
+def test_variable_of_undeclared_shape_fails_invoke():
+    """The model declares READ_VARIABLE's shape fully; a variable of another shape is refused at invoke (LiteRT's
+    reference kernels copy a partial or overlong buffer there)."""
+    it = litert_py.Interpreter(model_content=_assign_read_model(np.float32, np.float32))
+    it.resize_tensor_input(0, [4])
+    it.allocate_tensors()
+    it.set_tensor(0, np.zeros(4, np.float32))
+    with pytest.raises(RuntimeError, match="holds shape"):
+        it.invoke()

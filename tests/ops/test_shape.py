@@ -114,7 +114,90 @@ def dynamic(draw):
     return chain_model("EXPAND_DIMS", [T(shape, dt), T((1,), np.int32)], 1), [x, axis]
 
 
+@st.composite
+def shape_rank(draw):
+    name = draw(dtype_names)
+    dt = ALL_DTYPES[name]
+    shape = draw(shapes(min_side=0))
+    x = values(np.random.default_rng(draw(seeds)), shape, dt)
+    if draw(st.booleans()):
+        return single_op_model("RANK", [T(shape, dt)], [T((), np.int32)]), [x]
+    out = draw(st.sampled_from([np.int32, np.int64]))
+    opts = {"out_type": 2 if out is np.int32 else 4}
+    return single_op_model("SHAPE", [T(shape, dt)], [T((len(shape),), out)], opts), [x]
+
+
+@st.composite
+def fill(draw):
+    name = draw(dtype_names)
+    dt = ALL_DTYPES[name]
+    rng = np.random.default_rng(draw(seeds))
+    dims = np.array(draw(shapes(min_side=0)), draw(st.sampled_from([np.int32, np.int64])))
+    q = _quant(name, draw)
+    v = values(rng, (), dt)
+    if draw(st.booleans()):  # constant dims: static shape
+        return single_op_model("FILL", [T.const(dims), T((), dt, q=q)], [T(tuple(dims), dt, q=q)]), [v]
+    return chain_model("FILL", [T(dims.shape, dims.dtype), T((), dt, q=q)], 1, out_dtype=dt), [dims, v]
+
+
+@st.composite
+def range_(draw):
+    dt = draw(st.sampled_from([np.int32, np.int64, np.float32]))
+    if dt is np.float32:
+        num = st.floats(-50, 50).map(np.float32)
+        delta = np.float32(draw(st.floats(0.05, 7)) * draw(st.sampled_from([1, -1])))
+    else:
+        num = st.integers(-50, 50)
+        delta = draw(st.integers(1, 7)) * draw(st.sampled_from([1, -1]))
+    start, limit = draw(num), draw(num)
+    if (limit - start) * delta < 0:
+        start, limit = limit, start
+    vals = [np.array(v, dt) for v in (start, limit, delta)]
+    const = draw(st.lists(st.booleans(), min_size=3, max_size=3))
+    ins = [T.const(v) if c else T((), dt) for v, c in zip(vals, const)]
+    feeds = [v for v, c in zip(vals, const) if not c]
+    if all(const):  # constant-folded: still compare
+        return single_op_model("RANGE", ins, [T((1,), dt)]), feeds
+    return chain_model("RANGE", ins, 1, out_dtype=dt), feeds
+
+
+@st.composite
+def broadcast_to(draw):
+    name = draw(st.sampled_from([k for k in ALL_DTYPES if k != "string"]))
+    dt = ALL_DTYPES[name]
+    target = draw(shapes(min_rank=0, max_rank=5, min_side=0 if draw(st.booleans()) else 1))
+    k = draw(st.integers(0, len(target)))
+    shape = tuple(d if draw(st.booleans()) else 1 for d in target[len(target) - k:])
+    sdt = draw(st.sampled_from([np.int32, np.int64]))
+    q = _quant(name, draw)
+    x = values(np.random.default_rng(draw(seeds)), shape, dt)
+    tv = np.array(target, sdt)
+    if draw(st.booleans()):
+        return single_op_model("BROADCAST_TO", [T(shape, dt, q=q), T.const(tv)], [T(target, dt, q=q)],
+                               version=2), [x]
+    return single_op_model("BROADCAST_TO", [T(shape, dt, q=q), T(tv.shape, sdt)], [T((1,), dt, q=q)],
+                           version=2), [x, tv]
+
+
+@st.composite
+def broadcast_args(draw):
+    sdt = draw(st.sampled_from([np.int32, np.int64]))
+    target = draw(shapes(min_rank=0, max_rank=5, min_side=0 if draw(st.booleans()) else 1))
+    a = [d if draw(st.booleans()) else 1 for d in target[len(target) - draw(st.integers(0, len(target))):]]
+    b = [d if draw(st.booleans()) else 1 for d in target[len(target) - draw(st.integers(0, len(target))):]]
+    if draw(st.integers(0, 4)) == 0 and a:  # incompatible: both fail at invoke
+        a[0] = 7
+    a, b = np.array(a, sdt), np.array(b, sdt)
+    model = single_op_model("BROADCAST_ARGS", [T(a.shape, sdt), T(b.shape, sdt)], [T((max(a.size, b.size),), sdt)])
+    return model, [a, b]
+
+
 CASES = {
+    "shape_rank-any": shape_rank(),
+    "fill-any": fill(),
+    "range-int32-int64-float32": range_(),
+    "broadcast_to-any": broadcast_to(),
+    "broadcast_args-int32-int64": broadcast_args(),
     "reshape-any": reshape(),
     "squeeze-any": squeeze(),
     "expand_dims-any": expand_dims(),
@@ -169,4 +252,71 @@ def test_expand_dims_requires_same_quantization():
     with pytest.raises(RuntimeError, match="scale"):
         run_litert(model, feeds)
     with pytest.raises(PrepareError, match="scale"):
+        run_ours(model, feeds)
+
+
+def test_dynamic_output_shapes_reported_after_each_invoke():
+    """RANGE / FILL with graph-input operands: get_output_details() follows each invoke's shape."""
+    from litert_py import Interpreter
+
+    model = single_op_model("RANGE", [T((), np.int32), T((), np.int32), T((), np.int32)], [T((1,), np.int32)])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    for start, limit, delta in [(0, 5, 1), (10, 0, -3), (2, 2, 1)]:
+        for d, v in zip(it.get_input_details(), (start, limit, delta)):
+            it.set_tensor(d["index"], np.array(v, np.int32))
+        it.invoke()
+        expected = np.arange(start, limit, delta, dtype=np.int32)
+        assert list(it.get_output_details()[0]["shape"]) == [expected.size]
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), expected)
+    model = single_op_model("FILL", [T((3,), np.int64), T((), np.bool_)], [T((1,), np.bool_)])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    for dims in ([2, 0, 3], [1, 4, 2]):
+        it.set_tensor(it.get_input_details()[0]["index"], np.array(dims, np.int64))
+        it.set_tensor(it.get_input_details()[1]["index"], np.array(True))
+        it.invoke()
+        assert list(it.get_output_details()[0]["shape"]) == dims
+
+
+def test_range_float_accumulates_like_litert():
+    """Float RANGE adds delta one step at a time: start + i * delta would differ in the last bits."""
+    ins = [T.const(np.float32(0.1)), T.const(np.float32(1000.0)), T((), np.float32)]
+    model = single_op_model("RANGE", ins, [T((1,))])
+    ours, theirs = run_ours(model, [np.float32(0.7)]), run_litert(model, [np.float32(0.7)])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert not np.array_equal(ours[0], np.float32(0.1) + np.arange(ours[0].size, dtype=np.float32) * np.float32(0.7))
+
+
+SHAPE_REJECTED = {
+    "shape-float-out-type": ("SHAPE", [T((2, 3))], [T((2,))], {"out_type": 0}, 1, []),
+    "fill-negative-dims": ("FILL", [T.const(np.array([2, -1], np.int32)), T(())], [T((1,))], None, 1, []),
+    "fill-float-dims": ("FILL", [T.const(np.array([2.0], np.float32)), T(())], [T((1,))], None, 1, []),
+    "fill-vector-value": ("FILL", [T.const(np.array([2], np.int32)), T((1,))], [T((2,))], None, 1, []),
+    "range-wrong-sign": ("RANGE", [T.const(np.int32(0)), T.const(np.int32(5)), T.const(np.int32(-1))],
+                         [T((1,), np.int32)], None, 1, []),
+    "range-zero-delta": ("RANGE", [T.const(np.int32(0)), T.const(np.int32(5)), T.const(np.int32(0))],
+                         [T((1,), np.int32)], None, 1, []),
+    "range-int16": ("RANGE", [T.const(np.int16(0)), T.const(np.int16(5)), T.const(np.int16(1))],
+                    [T((1,), np.int16)], None, 1, []),
+    "broadcast_to-incompatible": ("BROADCAST_TO", [T((2, 3)), T.const(np.array([4, 3], np.int32))], [T((4, 3))],
+                                  None, 2, []),
+    "broadcast_to-shorter": ("BROADCAST_TO", [T((2, 3)), T.const(np.array([3], np.int32))], [T((3,))], None, 2, []),
+    "broadcast_to-rank9": ("BROADCAST_TO", [T((2,)), T.const(np.ones(9, np.int32))], [T((1,))], None, 2, []),
+    "broadcast_to-string": ("BROADCAST_TO", [T((1,), np.bytes_), T.const(np.array([2], np.int32))],
+                            [T((2,), np.bytes_)], None, 2, []),
+    "broadcast_args-mixed-types": ("BROADCAST_ARGS", [T((2,), np.int32), T((2,), np.int64)], [T((2,), np.int32)],
+                                   None, 1, []),
+}
+
+
+@pytest.mark.parametrize("case", list(SHAPE_REJECTED))
+def test_shape_family_rejected_at_prepare(case):
+    op, ins, outs, opts, version, _ = SHAPE_REJECTED[case]
+    model = single_op_model(op, ins, outs, opts, version=version)
+    feeds = [np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
+             for t in ins if t.data is None]
+    with pytest.raises(RuntimeError):
+        run_litert(model, feeds)
+    with pytest.raises(PrepareError):
         run_ours(model, feeds)

@@ -1,0 +1,161 @@
+"""RNN, UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN against the oracle (ai-edge-litert
+BUILTIN_REF) over multi-invoke streams (the hidden state is a variable tensor kept across invokes), then
+reset_all_variables and the first invokes again. Float within TOLERANCE relative to the largest magnitude,
+scaled by the number of recurrent steps so far."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import Interpreter, PrepareError
+from litert_py.schema.writer import ModelBuilder
+from tests.oracle import assert_close, oracle, quant
+
+TOLERANCE = {"float32": 3e-6, "hybrid": 3e-6}
+ACTS = {"NONE": 0, "RELU": 1, "RELU6": 3, "TANH": 4}
+PATHS = {  # id -> (op, hybrid, asymmetric, time_major)
+    "rnn-float32": ("RNN", False, False, None),
+    "rnn-hybrid-symmetric": ("RNN", True, False, None),
+    "rnn-hybrid-asymmetric": ("RNN", True, True, None),
+    "seq-rnn-float32-batch-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", False, False, False),
+    "seq-rnn-float32-time-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", False, False, True),
+    "seq-rnn-hybrid-symmetric-batch-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", True, False, False),
+    "seq-rnn-hybrid-asymmetric-time-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", True, True, True),
+}
+
+
+def _weights(b, rng, name, shape, hybrid):
+    if hybrid:
+        return b.tensor(name, shape, np.int8, data=rng.integers(-128, 128, shape).astype(np.int8),
+                        quantization=quant(float(rng.uniform(0.002, 0.02))))
+    return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
+
+
+def run_stream(model: bytes, feeds, reset_steps: int = 1):
+    """Per invoke, every output of both runtimes; then reset_all_variables and the first invokes again.
+    ``feeds``: a list of input lists."""
+    LiteRT, R = oracle()
+    outs = []
+    for it in (Interpreter(model_content=model),
+               LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF)):
+        it.allocate_tensors()
+        ins = [d["index"] for d in it.get_input_details()]
+        res = []
+        for feed in list(feeds) + [None] + list(feeds[:reset_steps]):
+            if feed is None:
+                it.reset_all_variables()
+                continue
+            for i, x in zip(ins, feed):
+                it.set_tensor(i, x)
+            it.invoke()
+            res.append([it.get_tensor(d["index"]).copy() for d in it.get_output_details()])
+        outs.append(res)
+    return outs
+
+
+def _compare(ours, theirs, rtol):
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_close(a, b, rtol=rtol * (k + 1), atol=1e-6)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), n_in=st.integers(1, 24), units=st.integers(1, 8),
+       time=st.integers(1, 4), act=st.sampled_from(sorted(ACTS)), invokes=st.integers(1, 3))
+def test_rnn_matches_oracle(path, seed, batch, n_in, units, time, act, invokes):
+    op, hybrid, asym, tm = PATHS[path]
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    if op == "RNN":
+        xshape, oshape, opts = (batch, n_in), (batch, units), {}
+    else:
+        lead = (time, batch) if tm else (batch, time)
+        xshape, oshape, opts = lead + (n_in,), lead + (units,), {"time_major": tm}
+    opts.update(fused_activation_function=ACTS[act], asymmetric_quantize_inputs=asym)
+    x = b.input("x", xshape, np.float32)
+    w = _weights(b, rng, "w", (units, n_in), hybrid)
+    r = _weights(b, rng, "r", (units, units), hybrid)
+    bias = b.const("bias", rng.standard_normal(units).astype(np.float32))
+    h = b.tensor("h", (batch, units), np.float32, is_variable=True)
+    out = b.tensor("out", oshape, np.float32)
+    b.op(op, [x, w, r, bias, h], [out], opts)
+    b.output(out)
+    feeds = [[rng.standard_normal(xshape).astype(np.float32)] for _ in range(invokes)]
+    if invokes > 1:
+        feeds[1][0][...] = 0  # an all-zero input (hybrid: IsZeroVector)
+    ours, theirs = run_stream(b.build(), feeds)
+    steps = 1 if op == "RNN" else time
+    _compare(ours, theirs, TOLERANCE["hybrid" if hybrid else "float32"] * steps)
+
+
+BIDI = {  # id -> (time_major, merge_outputs, aux mode: None / "cross" / "bw-input", hybrid, asymmetric)
+    "bidi-rnn-batch-major": (False, False, None, False, False),
+    "bidi-rnn-time-major-merged": (True, True, None, False, False),
+    "bidi-rnn-batch-major-merged-aux-cross": (False, True, "cross", False, False),
+    "bidi-rnn-time-major-aux-cross": (True, False, "cross", False, False),
+    "bidi-rnn-time-major-aux-bw-input": (True, False, "bw-input", False, False),
+    "bidi-rnn-batch-major-aux-bw-input": (False, True, "bw-input", False, False),
+    "bidi-rnn-hybrid-symmetric-time-major-aux-cross": (True, False, "cross", True, False),
+    "bidi-rnn-hybrid-asymmetric-batch-major-merged": (False, True, None, True, True),
+    "bidi-rnn-hybrid-asymmetric-time-major-aux-bw-input": (True, True, "bw-input", True, True),
+}
+
+
+@pytest.mark.parametrize("path", sorted(BIDI))
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), n_in=st.integers(1, 12), uf=st.integers(1, 6),
+       ub=st.integers(1, 6), time=st.integers(1, 4), act=st.sampled_from(sorted(ACTS)), invokes=st.integers(1, 2))
+def test_bidirectional_rnn_matches_oracle(path, seed, batch, n_in, uf, ub, time, act, invokes):
+    tm, merge, aux_mode, hybrid, asym = BIDI[path]
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    lead = (time, batch) if tm else (batch, time)
+    x = b.input("x", lead + (n_in,), np.float32)
+    aux = b.input("aux", lead + (n_in,), np.float32) if aux_mode else -1
+    cells = []
+    for name, u in (("fw", uf), ("bw", ub)):
+        cells += [_weights(b, rng, f"{name}_w", (u, n_in), hybrid), _weights(b, rng, f"{name}_r", (u, u), hybrid),
+                  b.const(f"{name}_b", rng.standard_normal(u).astype(np.float32)),
+                  b.tensor(f"{name}_h", (batch, u), np.float32, is_variable=True)]
+    aux_w = [-1, -1]
+    if aux_mode == "cross":
+        aux_w = [_weights(b, rng, "fw_aux_w", (uf, n_in), hybrid), _weights(b, rng, "bw_aux_w", (ub, n_in), hybrid)]
+    outs = [b.tensor("out", lead + (uf + ub,), np.float32)] if merge else \
+        [b.tensor("fw_out", lead + (uf,), np.float32), b.tensor("bw_out", lead + (ub,), np.float32)]
+    b.op("BIDIRECTIONAL_SEQUENCE_RNN", [x] + cells + [aux] + aux_w, outs,
+         {"time_major": tm, "merge_outputs": merge, "fused_activation_function": ACTS[act],
+          "asymmetric_quantize_inputs": asym})
+    b.output(*outs)
+    n_feeds = 2 if aux_mode else 1
+    feeds = [[rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)] for _ in range(invokes)]
+    ours, theirs = run_stream(b.build(), feeds)
+    _compare(ours, theirs, TOLERANCE["hybrid" if hybrid else "float32"] * time)
+
+
+def test_rnn_rejects_mismatched_weight_types():
+    b = ModelBuilder()
+    x = b.input("x", (1, 3), np.float32)
+    w = b.const("w", np.ones((2, 3), np.float32))
+    r = b.tensor("r", (2, 2), np.int8, data=np.ones((2, 2), np.int8), quantization=quant(0.1))
+    bias = b.const("bias", np.zeros(2, np.float32))
+    h = b.tensor("h", (1, 2), np.float32, is_variable=True)
+    out = b.tensor("out", (1, 2), np.float32)
+    b.op("RNN", [x, w, r, bias, h], [out])
+    b.output(out)
+    with pytest.raises(PrepareError, match="recurrent weights type"):
+        Interpreter(model_content=b.build()).allocate_tensors()
+
+
+def test_sequence_rnn_needs_3d_input():
+    b = ModelBuilder()
+    x = b.input("x", (2, 3), np.float32)
+    w = b.const("w", np.ones((2, 3), np.float32))
+    r = b.const("r", np.ones((2, 2), np.float32))
+    bias = b.const("bias", np.zeros(2, np.float32))
+    h = b.tensor("h", (2, 2), np.float32, is_variable=True)
+    out = b.tensor("out", (2, 2), np.float32)
+    b.op("UNIDIRECTIONAL_SEQUENCE_RNN", [x, w, r, bias, h], [out])
+    b.output(out)
+    with pytest.raises(PrepareError, match="NumDimensions"):
+        Interpreter(model_content=b.build()).allocate_tensors()
