@@ -72,6 +72,22 @@ class CastFloatToInt:
         out[big] = self.hi
 
 
+@dataclass(frozen=True, eq=False)
+class CastFloatToIntNarrow:
+    """The same for targets narrower than int64, whose bounds are exact in float64: ``fmin`` maps NaN to hi."""
+
+    lo: float
+    hi: float
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        if x.dtype.kind == "c":
+            x = x.real
+        y = np.fmin(x, self.hi, dtype=np.float64)
+        np.fmax(y, self.lo, out=y)
+        np.copyto(outputs[OUTPUT], y, casting="unsafe")  # truncates toward zero
+
+
 @register(BuiltinOperator.CAST)
 def prepare_cast(ctx: OpContext):
     ctx.check_num(1, 1)
@@ -83,6 +99,8 @@ def prepare_cast(ctx: OpContext):
     src, dst = x.dtype, y.dtype
     if src.kind in "fc" and dst.kind in "iu":
         info = np.iinfo(dst)
+        if dst.itemsize < 8:
+            return CastFloatToIntNarrow(float(info.min), float(info.max))
         hi = int(info.max)
         safe_hi = float(np.nextafter(np.float64(2.0**63), 0)) if hi == 2**63 - 1 else float(hi)
         return CastFloatToInt(float(info.min), safe_hi, float(hi) + 1.0, hi)

@@ -33,7 +33,7 @@ import numpy as np
 from ..quant import multiply_by_quantized_multiplier, quantize_multiplier
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .common import broadcast_shape
+from .common import broadcast_shape, clip_ufunc
 from .registry import OpContext, TensorInfo, register
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -151,7 +151,7 @@ class RightShift:
     max_shift: int
 
     def __call__(self, inputs, outputs):
-        y = np.clip(inputs[INPUT2], 0, self.max_shift)
+        y = clip_ufunc(inputs[INPUT2], 0, self.max_shift)
         np.right_shift(inputs[INPUT1], y, out=outputs[OUTPUT])
 
 

@@ -7,7 +7,9 @@ WHILE feeds its inputs to the cond subgraph; while cond's single bool output is 
 the loop values and feeds the body's outputs back. The body may change the shapes of the loop values from
 one iteration to the next: cond and body are re-prepared for the shapes they are given (like LiteRT's
 ResizeInputTensor + AllocateTensors), and the node's outputs are then dynamic. When the body keeps every
-shape, the outputs have the input shapes and are planned statically.
+shape, the outputs have the input shapes and are planned statically. Loop values follow dataflow
+semantics even when a body output is the body's input tensor at another position (a swap); there
+ai-edge-litert 2.3.0 lends one buffer to two loop values and returns wrong values.
 
 IF runs the then or else subgraph on inputs[1:] by the value of its bool scalar input 0. Its outputs are
 static when both branches give the same static shapes, dynamic otherwise.
@@ -117,12 +119,17 @@ class While:
     cond: object  # SubgraphRuntime
     body: object
     dynamic: bool  # the body changes shapes: outputs are new arrays
+    copy: bool  # a body output is another position's input tensor (a swap): copy the values between runs
 
     def __call__(self, inputs, outputs):
         values = inputs
         cond, body = self.cond, self.body
+        # Without aliasing no copies between iterations: body.run writes its input tensors from the previous
+        # run's output tensors, which the planner never places over the inputs (both live all along).
         while cond.run(values)[0].reshape(-1)[0]:
-            values = [np.array(v, copy=True) for v in body.run(values)]
+            values = body.run(values)
+            if self.copy:
+                values = [np.array(v, copy=True) for v in values]
         _store(outputs, values, self.dynamic)
 
 
@@ -155,7 +162,9 @@ def prepare_while(ctx: OpContext):
             ctx.set_output_dynamic(k)
         else:
             ctx.set_output_shape(k, s)
-    return While(cond, body, dynamic)
+    ins, outs_idx = list(body.sg.inputs), list(body.sg.outputs)
+    swapped = any(o in ins and ins.index(o) != k for k, o in enumerate(outs_idx)) or len(set(ins)) != len(ins)
+    return While(cond, body, dynamic, swapped)
 
 
 # -- IF ---------------------------------------------------------------------------------------------

@@ -37,6 +37,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PrepareError
+from ..quant import (
+    calculate_activation_range_quantized,
+    dtype_range,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    requantize,
+    round_away,
+    rounding_divide_by_pot,
+    wrap32,
+)
+from ..quant import saturating_rounding_doubling_high_mul as srdhm
 from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
@@ -204,13 +216,16 @@ def is_full_range(clamp: tuple, dtype: np.dtype) -> bool:
     return clamp[0] == info.min and clamp[1] == info.max
 
 
-def prepare_binary(ctx: OpContext) -> tuple[TensorInfo, TensorInfo]:
-    """Checks shared by the binary ops; sets the (broadcast) output shape. Returns the two inputs."""
+def prepare_binary(ctx: OpContext, other_out_types=()) -> tuple[TensorInfo, TensorInfo]:
+    """Checks shared by the binary ops; sets the (broadcast) output shape. Returns the two inputs.
+
+    The output has the inputs' type, or one of ``other_out_types``."""
     ctx.check_num(2, 1)
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     out = ctx.outputs[OUTPUT]
     ctx.check(a.type == b.type, f"input1->type != input2->type ({a.type_name} != {b.type_name})")
-    ctx.check(out.type == a.type, f"output type {out.type_name} differs from the inputs' type {a.type_name}")
+    ctx.check(out.type == a.type or out.type in other_out_types,
+              f"output type {out.type_name} differs from the inputs' type {a.type_name}")
     if a.shape == b.shape:
         shape = a.shape
     else:
@@ -226,23 +241,421 @@ def _op_word(ctx: OpContext) -> str:
     return ctx.op_name.capitalize()  # "Add", "Sub", "Mul", "Div", as LiteRT's messages spell them
 
 
+# -- quantized ADD, SUB, MUL, DIV -------------------------------------------------------------------
+# An 8-bit binary op is a function of the input *pair*, which takes only 65536 values: prepare evaluates the
+# reference kernel's integer formula on all of them once (`_table8`) and eval is one gather (QuantizedTable8,
+# about 1 ns per element where the int64 fixed-point pipeline costs 4-5 ns). The int16 paths (2**32 pairs)
+# look the per-input stage up in a 65536-entry table where there is one and run the rest in int64.
+_U16 = np.uint16
+
+
+def _all_values(dtype) -> np.ndarray:
+    """Every value of an 8- or 16-bit integer dtype as int64, ordered by its bit pattern read as unsigned, so
+    that ``table[x.view(uintN)]`` looks ``x`` up."""
+    dtype = np.dtype(dtype)
+    bits = np.dtype(f"u{dtype.itemsize}")
+    return np.arange(1 << (8 * dtype.itemsize), dtype=np.int64).astype(bits).view(dtype).astype(np.int64)
+
+
+def _table8(fn, dtype, lo: int, hi: int, out_dtype) -> np.ndarray:
+    """The 65536-entry table of an 8-bit binary op: ``fn(x1, x2)`` (the int32 result before the clamp, as int64)
+    on every pair, clamped to [lo, hi]; entry ``byte(x1) << 8 | byte(x2)``."""
+    v = _all_values(dtype)
+    x1, x2 = np.broadcast_arrays(v[:, None], v[None, :])
+    return np.clip(wrap32(fn(x1, x2)), lo, hi).astype(out_dtype).reshape(-1)
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizedTable8:
+    """An 8-bit ADD / SUB / MUL / DIV: ``out = table[byte(x1) << 8 | byte(x2)]`` with NumPy broadcasting.
+
+    ``table`` holds the reference kernel's output for every input pair. DIV checks its divisor first: LiteRT
+    fails the invoke when an element of input2 equals input2's zero point.
+    """
+
+    table: np.ndarray  # (65536,) of the output dtype
+    divisor_zero_point: int | None = None
+
+    def __call__(self, inputs, outputs):
+        a, b = inputs[INPUT1], inputs[INPUT2]
+        if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
+            raise ZeroDivisionError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
+        out = outputs[OUTPUT]
+        idx = np.empty(out.shape, _U16)
+        np.left_shift(a.view(np.uint8), 8, out=idx, dtype=_U16)
+        np.bitwise_or(idx, b.view(np.uint8), out=idx)
+        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
+
+
+@dataclass(frozen=True, eq=False)
+class AddSubQuantized16:
+    """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift) + zo)``.
+
+    ``lut_k[x] = MBQM(x << 15, M_k, shift_k)`` for every int16 ``x``: the per-input rescaling of
+    reference_ops::AddElementwise / SubElementwise. ``|lut| < 2**30``, so the int32 sum never wraps.
+    """
+
+    lut1: np.ndarray  # (65536,) int32
+    lut2: np.ndarray
+    subtract: bool
+    multiplier: int
+    shift: int
+    lo: int
+    hi: int
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        acc = np.empty(out.shape, np.int64)
+        a = np.take(self.lut1, inputs[INPUT1].view(_U16), mode="wrap")
+        b = np.take(self.lut2, inputs[INPUT2].view(_U16), mode="wrap")
+        (np.subtract if self.subtract else np.add)(a, b, out=acc)
+        requantize(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out=out, method="int64")
+
+
+@dataclass(frozen=True, eq=False)
+class AddSubPot16:
+    """int16 ADD / SUB with power-of-two scales (the LSTM path, zero points 0): an input whose scale is below
+    the output's is rounded right (int16 ``RoundingDivideByPOT``, looked up in its ``lut``), then
+    ``clamp(x1 +- x2, lo, hi)``.
+
+    reference_ops::Add (int16, pot_scale) adds with int16 saturation, Sub16 subtracts with int16 saturation and
+    BroadcastSub16POTSlow in int32: each equals the int32 result clamped to [lo, hi], a sub-range of int16.
+    """
+
+    lut1: np.ndarray | None  # (65536,) int32; None: the input is taken as is
+    lut2: np.ndarray | None
+    subtract: bool
+    lo: int
+    hi: int
+
+    def __call__(self, inputs, outputs):
+        a, b = inputs[INPUT1], inputs[INPUT2]
+        if self.lut1 is not None:
+            a = np.take(self.lut1, a.view(_U16), mode="wrap")
+        if self.lut2 is not None:
+            b = np.take(self.lut2, b.view(_U16), mode="wrap")
+        out = outputs[OUTPUT]
+        acc = np.empty(out.shape, np.int32)
+        (np.subtract if self.subtract else np.add)(a, b, out=acc, dtype=np.int32)
+        clip_ufunc(acc, self.lo, self.hi, out=out, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
+class MulQuantized16:
+    """int16 MUL (zero points 0): ``clamp(MBQM(x1 * x2, M, shift), lo, hi)``; the product fits int32."""
+
+    multiplier: int
+    shift: int
+    lo: int
+    hi: int
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        acc = np.empty(out.shape, np.int64)
+        np.multiply(inputs[INPUT1], inputs[INPUT2], out=acc, dtype=np.int64)
+        requantize(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out=out, method="int64")
+
+
+@dataclass(frozen=True, eq=False)
+class MulInt16ToInt8:
+    """int16 x int16 -> int8 / uint8 MUL, the LSTM legacy path of reference_integer_ops::Mul /
+    reference_ops::Mul: the Q0.15 product ``SRDHM16(x1, x2)`` rounded right by 8 bits (ties away from zero),
+    clamped to ``[lo - zo, hi - zo]``, plus ``zo``. Scales and the multiplier play no part."""
+
+    zero_point: int
+    lo: int
+    hi: int
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        p = np.empty(out.shape, np.int64)
+        np.multiply(inputs[INPUT1], inputs[INPUT2], out=p, dtype=np.int64)
+        y = (p + (1 << 14)) >> 15  # SRDHM16: ties toward +inf ...
+        y[p == 1 << 30] = 32767  # ... and (-32768)**2 saturates
+        y += 128
+        y -= y < 128  # RoundingDivideByPOT(y, 8): y + 128 - [y < 0], floor-shifted
+        y >>= 8
+        clip_ufunc(y, self.lo - self.zero_point, self.hi - self.zero_point, out=y)
+        np.add(y, self.zero_point, out=out, casting="unsafe")
+
+
+# DIV's fixed-point helpers (tflite/kernels/internal/common.h, gemmlowp fixedpoint.h), on int64 arrays
+# holding int32 values. Local to DIV for now; they belong in litert_py.quant if another kernel needs them.
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _clz32(v: np.ndarray) -> np.ndarray:
+    """CountLeadingZeros of uint32 values (32 for 0): 32 minus the bit length (exact through float64)."""
+    return 32 - np.frexp(v.astype(np.float64))[1].astype(np.int64)
+
+
+def _count_leading_sign_bits(x: np.ndarray) -> np.ndarray:
+    """CountLeadingSignBits(int32): 31 for 0 and -1, 0 for INT32_MIN."""
+    return _clz32(x ^ (x >> 31)) - 1
+
+
+def _saturating_shift_left(x: np.ndarray, e: int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingMultiplyByPOT<e> for e > 0 (int32)."""
+    thr = (1 << (31 - e)) - 1
+    return np.where(x > thr, _I32_MAX, np.where(x < -thr, _I32_MIN, x << e))
+
+
+def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out): three Newton-Raphson steps in Q2.29."""
+    s = a + _I32_MAX
+    half_denominator = (s + 1) >> 1  # RoundingHalfSum(a, One): s > 0 for a >= 0
+    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))  # 48/17 - 32/17 * half_denominator
+    for _ in range(3):
+        one_minus = wrap32((1 << 29) - srdhm(half_denominator, x))
+        x = wrap32(x + _saturating_shift_left(srdhm(x, one_minus), 2))
+    return _saturating_shift_left(x, 1)
+
+
+def _get_reciprocal(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GetReciprocal(b, 31) for int32 b >= 1: (Q0.31 scale of 1/b, num_bits_over_unit)."""
+    headroom_plus_one = _clz32(b)
+    shifted_minus_one = wrap32(((b << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
+    return _one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), 31 - headroom_plus_one
+
+
+def _rounding_divide_by_pot_x86(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT(int32 x, e) as the x86-64 build computes it for *any* int e.
+
+    DIV reaches exponents outside [0, 31] (gemmlowp only asserts the range, and asserts are off): then
+    ``mask = int32((1ll << e) - 1)`` keeps the low 32 bits of a 64-bit shift by ``e & 63`` and ``x >> e`` shifts
+    by ``e & 31`` (x86 masks shift counts). For 0 <= e <= 31 this is the ordinary rounding shift.
+    """
+    with np.errstate(over="ignore"):  # 1 << 63 wraps to INT64_MIN, minus 1 to INT64_MAX: low 32 bits all ones
+        mask = wrap32((np.int64(1) << (e & 63)) - 1)
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> (e & 31)) + ((x & mask) > threshold)
+
+
+def _div_quantized(a: np.ndarray, b: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """reference_ops::DivElementwise before the output offset: a = x1 - z1, b = x2 - z2 (b != 0), int64 arrays.
+
+    1/b comes from GetReciprocal (Newton-Raphson in Q2.29), a is normalised by its headroom, and the quotient
+    is rescaled with ``MultiplyByQuantizedMultiplierSmallerThanOneExp(q, M, shift - bits_over_unit - headroom)``,
+    whose exponent often leaves [-31, 0] (e.g. 1/127 with all scales 1): LiteRT then computes garbage, and so
+    do we, the same garbage (``_rounding_divide_by_pot_x86``).
+    """
+    neg = b < 0
+    a = np.where(neg, wrap32(-a), a)
+    b = np.where(neg, wrap32(-b), b)
+    b = np.where(b == 0, 1, b)  # a zero divisor never reaches the kernel (checked at invoke)
+    inverse, bits_over_unit = _get_reciprocal(b)
+    headroom = _count_leading_sign_bits(a)
+    quotient = srdhm(wrap32(a << headroom), inverse)  # MultiplyByQuantizedMultiplierGreaterThanOne
+    return _rounding_divide_by_pot_x86(srdhm(quotient, multiplier), bits_over_unit + headroom - shift)
+
+
+@dataclass(frozen=True, eq=False)
+class DivQuantized16:
+    """int16 DIV: ``clamp(zo + _div_quantized(x1 - z1, x2 - z2), lo, hi)``, per element in int64."""
+
+    zero_points: tuple[int, int, int]
+    multiplier: int
+    shift: int
+    lo: int
+    hi: int
+
+    def __call__(self, inputs, outputs):
+        z1, z2, zo = self.zero_points
+        a, b = inputs[INPUT1], inputs[INPUT2]
+        if (b == z2).any():
+            raise ZeroDivisionError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
+        a, b = np.broadcast_arrays(a.astype(np.int64) - z1, b.astype(np.int64) - z2)
+        r = _div_quantized(a, b, self.multiplier, self.shift)
+        clip_ufunc(wrap32(r + zo), self.lo, self.hi, out=outputs[OUTPUT], casting="unsafe")
+
+
+# -- quantized prepare ------------------------------------------------------------------------------
+def _activation_range_quantized(ctx: OpContext, out: TensorInfo) -> tuple[int, int]:
+    qmin, qmax = dtype_range(out.dtype)
+    try:
+        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
+                                                    out.zero_point, qmin, qmax)
+    except PrepareError as e:
+        raise ctx.fail(str(e)) from None
+
+
+def _check_scales(ctx: OpContext, *tensors: TensorInfo) -> None:
+    """Per-tensor quantization with a positive, finite scale on every tensor (LiteRT reads ``params.scale``;
+    a missing scale is 0, which makes its multipliers 0 or NaN and aborts or garbles the kernel)."""
+    for name, t in zip(("input1", "input2", "output"), tensors):
+        q = t.quantization
+        ctx.check(len(q.scale) <= 1, f"{ctx.op_name}: {name} has per-channel quantization ({len(q.scale)} scales); "
+                  "only per-tensor is supported")
+        ctx.check(q.is_quantized and np.isfinite(t.scale) and t.scale > 0,
+                  f"{ctx.op_name} on {t.type_name} needs a quantized {name} with a positive scale "
+                  f"(got {t.scale if q.is_quantized else 'none'})")
+
+
+def _zero_point_is_zero(ctx: OpContext, *tensors: TensorInfo) -> None:
+    for name, t in zip(("input1", "input2", "output"), tensors):
+        ctx.check(t.zero_point == 0, f"{name}->params.zero_point != 0 ({t.zero_point} != 0)")
+
+
+def _smaller_than_one_exp(ctx: OpContext, real: float, what: str) -> tuple[int, int]:
+    """QuantizeMultiplierSmallerThanOneExp: LiteRT CHECK-fails (aborts) unless 0 < real < 1 and shift <= 0."""
+    ok = 0.0 < real < 1.0
+    m, shift = quantize_multiplier(real) if ok else (0, 1)
+    ctx.check(ok and shift <= 0, f"{ctx.op_name}: the {what} multiplier {real!r} is not in (0, 1) (LiteRT's "
+              "QuantizeMultiplierSmallerThanOneExp aborts on it)")
+    return m, shift
+
+
+def _quantize_multiplier_checked(ctx: OpContext, real, what: str) -> tuple[int, int]:
+    """QuantizeMultiplier of a float32 real multiplier, whose shift MultiplyByQuantizedMultiplier can apply."""
+    real = float(real)
+    ctx.check(np.isfinite(real), f"{ctx.op_name}: the {what} multiplier is not finite ({real})")
+    m, shift = quantize_multiplier(real)
+    ctx.check(-31 <= shift <= 31, f"{ctx.op_name}: the {what} multiplier {real!r} is out of range (shift {shift})")
+    return m, shift
+
+
+def _checked_log2(scale) -> int | None:
+    """CheckedLog2: the rounded log2 of a float32 scale when it is within 1e-3 of an integer (float math)."""
+    with np.errstate(all="ignore"):
+        x = np.float32(np.log(np.float32(scale))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
+    r = round_away(x)
+    return int(r) if np.isfinite(x) and abs(x - r) < np.float32(1e-3) else None
+
+
+def _rounding_divide_by_pot_int16(x: np.ndarray, e: int) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT<int16_t>(x, e), 0 <= e <= 31. For e >= 16 the int16 ``mask`` keeps only
+    the low 16 bits of 2**e - 1 (all ones, i.e. -1), so the result is 1 for x >= 0 and -1 for x < 0."""
+    if e >= 16:
+        return np.where(x >= 0, 1, -1)
+    return rounding_divide_by_pot(x, e)
+
+
+def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
+    out = ctx.outputs[OUTPUT]
+    subtract = ctx.builtin_code == BuiltinOperator.SUB
+    _check_scales(ctx, a, b, out)
+    lo, hi = _activation_range_quantized(ctx, out)
+    s1, s2, so = (np.float32(t.scale) for t in (a, b, out))
+    z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
+    if a.type == _I16:
+        _zero_point_is_zero(ctx, a, b, out)
+        logs = [_checked_log2(s) for s in (s1, s2, so)] if ctx.options.pot_scale_int16 else [None]
+        if None not in logs:
+            return _prepare_pot16(ctx, a, b, logs, subtract, lo, hi)
+    elif subtract:  # PrepareGeneralSubOp
+        qmin, qmax = dtype_range(out.dtype)
+        for name, z in (("input1", z1), ("input2", z2), ("output", zo)):
+            ctx.check(qmin <= z <= qmax, f"{name} zero point {z} is outside [{qmin}, {qmax}]")
+    left_shift = 15 if a.type == _I16 else 20
+    with np.errstate(over="ignore"):
+        twice_max = np.float32(2) * max(s1, s2)  # 2 * std::max(float, float) is a float product
+        denominator = np.float32(1 << left_shift) * so
+    m1, e1 = _smaller_than_one_exp(ctx, float(s1) / float(twice_max), "input1")
+    m2, e2 = _smaller_than_one_exp(ctx, float(s2) / float(twice_max), "input2")
+    # SUB takes QuantizeMultiplierGreaterThanOne for an output multiplier > 1 and then shifts right by a
+    # negative amount, undefined behaviour whose result depends on how the loop was vectorized (we saw
+    # zo +- 1 in vectorized loops, other values in scalar ones); ADD aborts. Both are rejected.
+    mo, eo = _smaller_than_one_exp(ctx, float(twice_max) / float(denominator), "output")
+    if a.type == _I16:
+        v = _all_values(np.int16)
+        return AddSubQuantized16(multiply_by_quantized_multiplier(v << left_shift, m1, e1).astype(np.int32),
+                                 multiply_by_quantized_multiplier(v << left_shift, m2, e2).astype(np.int32),
+                                 subtract, mo, eo, lo, hi)
+
+    def add_sub(x1, x2):  # reference_ops::AddElementwise / SubElementwise, per pair
+        r1 = multiply_by_quantized_multiplier(wrap32((x1 - z1) << left_shift), m1, e1)
+        r2 = multiply_by_quantized_multiplier(wrap32((x2 - z2) << left_shift), m2, e2)
+        return multiply_by_quantized_multiplier(wrap32(r1 - r2 if subtract else r1 + r2), mo, eo) + zo
+
+    return QuantizedTable8(_table8(add_sub, a.dtype, lo, hi, out.dtype))
+
+
+def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract: bool, lo: int, hi: int):
+    """The int16 power-of-two-scale path of add.cc / sub.cc (PrepareInt16SubOpPOT)."""
+    shift1, shift2 = logs[0] - logs[2], logs[1] - logs[2]
+    ctx.check(shift1 == 0 or shift2 == 0, "data->input1_shift == 0 || data->input2_shift == 0 was not true.")
+    ctx.check(shift1 <= 0, "data->input1_shift <= 0 was not true.")
+    ctx.check(shift2 <= 0, "data->input2_shift <= 0 was not true.")
+    ctx.check(max(-shift1, -shift2) <= 31, f"{ctx.op_name}: input/output scale ratio 2**{min(shift1, shift2)} is "
+              "below 2**-31 (RoundingDivideByPOT's limit)")
+    if not subtract:  # reference_ops::Add (int16, POT) has no broadcasting: MatchingElementsSize CHECK-fails
+        out = ctx.outputs[OUTPUT]
+        ctx.check(a.size == b.size == out.size, f"ADD with power-of-two int16 scales does not broadcast "
+                  f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts")
+    v = _all_values(np.int16)
+
+    def lut(shift):
+        return None if shift == 0 else _rounding_divide_by_pot_int16(v, -shift).astype(np.int32)
+
+    return AddSubPot16(lut(shift1), lut(shift2), subtract, lo, hi)
+
+
+def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
+    out = ctx.outputs[OUTPUT]
+    _check_scales(ctx, a, b, out)
+    lo, hi = _activation_range_quantized(ctx, out)
+    if a.type == _I16 and out.type in (_I8, _U8):  # the LSTM legacy path: no broadcasting (LiteRT aborts)
+        ctx.check(a.size == b.size == out.size, f"MUL int16 -> {out.type_name} does not broadcast "
+                  f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts")
+        return MulInt16ToInt8(out.zero_point, lo, hi)
+    with np.errstate(over="ignore", under="ignore"):
+        real = np.float32(a.scale) * np.float32(b.scale) / np.float32(out.scale)  # float32, as mul.cc
+    m, shift = _quantize_multiplier_checked(ctx, real, "output")
+    z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
+    if a.type == _I16:  # EvalQuantized: TF_LITE_ENSURE_EQ(input1_offset, 0) ... (at invoke in LiteRT)
+        _zero_point_is_zero(ctx, a, b, out)
+        return MulQuantized16(m, shift, lo, hi)
+
+    def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
+        return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo
+
+    return QuantizedTable8(_table8(mul, a.dtype, lo, hi, out.dtype))
+
+
+def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
+    out = ctx.outputs[OUTPUT]
+    _check_scales(ctx, a, b, out)
+    lo, hi = _activation_range_quantized(ctx, out)
+    with np.errstate(over="ignore", under="ignore"):
+        real = np.float32(a.scale) / (np.float32(b.scale) * np.float32(out.scale))  # float32, as div.cc
+    real = float(real)
+    ctx.check(np.isfinite(real), f"DIV: the output multiplier is not finite ({real})")
+    m, shift = quantize_multiplier(real)  # any shift: the kernel's exponent arithmetic is emulated throughout
+    qmin, qmax = dtype_range(out.dtype)
+    z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
+    for name, z in (("input1", z1), ("input2", z2), ("output", zo)):  # DivCheckArithmeticParams
+        ctx.check(-qmax - 1 <= z <= qmax + 1, f"{name} zero point {z} is outside [{-qmax - 1}, {qmax + 1}]")
+    if a.type == _I16:
+        return DivQuantized16((z1, z2, zo), m, shift, lo, hi)
+
+    def div(x1, x2):
+        return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
+
+    return QuantizedTable8(_table8(div, a.dtype, lo, hi, out.dtype), divisor_zero_point=z2)
+
+
+_PREPARE_QUANTIZED = {
+    BuiltinOperator.ADD: _prepare_add_sub_quantized,
+    BuiltinOperator.SUB: _prepare_add_sub_quantized,
+    BuiltinOperator.MUL: _prepare_mul_quantized,
+    BuiltinOperator.DIV: _prepare_div_quantized,
+}
+
+
 # -- ADD, SUB, MUL, DIV -----------------------------------------------------------------------------
-def prepare_arithmetic_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
-    """The int8 / uint8 / quantized int16 paths (fixed-point rescaling): added by the quantized-core work."""
-    raise ctx.fail(f"{ctx.op_name} on quantized {a.type_name} tensors is not supported yet")
-
-
 @register(BuiltinOperator.ADD)
 @register(BuiltinOperator.SUB)
 @register(BuiltinOperator.MUL)
 @register(BuiltinOperator.DIV)
 def prepare_arithmetic(ctx: OpContext):
-    a, b = prepare_binary(ctx)
-    op, t = ctx.builtin_code, a.type
+    op = ctx.builtin_code
+    legacy_mul = op == BuiltinOperator.MUL and ctx.input(INPUT1).type == _I16  # int16 x int16 -> int8 / uint8
+    a, b = prepare_binary(ctx, (_I8, _U8) if legacy_mul else ())
+    t = a.type
     out = ctx.outputs[OUTPUT]
     quantized = a.quantization.is_quantized or out.quantization.is_quantized
-    if t in (_I8, _U8) or (t == _I16 and quantized):
-        return prepare_arithmetic_quantized(ctx, a, b)
+    if t in (_I8, _U8) or (t == _I16 and (quantized or out.type != t)):
+        return _PREPARE_QUANTIZED[op](ctx, a, b)
     if t not in PLAIN_TYPES[op]:
         raise ctx.fail(f"Type {a.type_name} is unsupported by op {_op_word(ctx)}.")
     code = ctx.options.fused_activation_function

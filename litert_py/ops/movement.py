@@ -966,10 +966,35 @@ class Slice:
 
 @dataclass(frozen=True, eq=False)
 class SliceDynamic:
+    """begin/size not constant. ``shape``: the output shape the model declares (LiteRT keeps a declared,
+    fully known ranked shape and checks the slice against it at eval), or None: dynamic output."""
+
+    shape: tuple[int, ...] | None
+
     def __call__(self, inputs, outputs):
         x = inputs[0]
         bounds = slice_bounds(x.shape, inputs[1], inputs[2])
-        outputs[0] = x[tuple(slice(a, b) for a, b in bounds)].copy()
+        sizes = tuple(b - a for a, b in bounds)
+        if self.shape is not None and sizes != self.shape:
+            raise ValueError(f"output_shape_vector[idx] != SizeOfDimension(output, idx): slice {list(sizes)} "
+                             f"differs from the declared output shape {list(self.shape)}")
+        result = x[tuple(slice(a, b) for a, b in bounds)]
+        if self.shape is None:
+            outputs[0] = result.copy()
+        else:
+            outputs[0][...] = result
+
+
+def declared_static_shape(ctx: OpContext, k: int = 0) -> tuple[int, ...] | None:
+    """The model's own shape of output ``k`` when it is ranked and fully known (no -1 in its
+    shape_signature), else None. LiteRT's SLICE keeps such a shape instead of computing one."""
+    if ctx.runtime is None:
+        return None
+    t = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[ctx.outputs[k].index]
+    sig = t.shape_signature if t.shape_signature is not None else t.shape
+    if len(t.shape) == 0 or any(d < 0 for d in sig):
+        return None
+    return tuple(int(d) for d in t.shape)
 
 
 @register(BuiltinOperator.SLICE)
@@ -987,11 +1012,18 @@ def prepare_slice(ctx: OpContext):
     _check_output_type(ctx, x)
     ctx.check(x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
               f"Type {x.type_name} is currently not supported by Slice.")
+    declared = declared_static_shape(ctx)
     if not (begin.is_constant and size.is_constant):
-        ctx.set_output_dynamic(0)
-        return SliceDynamic()
+        if declared is None:
+            ctx.set_output_dynamic(0)
+        else:
+            ctx.set_output_shape(0, declared)
+        return SliceDynamic(declared)
     bounds = slice_bounds(x.shape, begin.data, size.data, ctx.fail)
-    ctx.set_output_shape(0, tuple(b - a for a, b in bounds))
+    shape = tuple(b - a for a, b in bounds)
+    ctx.check(declared is None or declared == shape, f"output_shape_vector[idx] != SizeOfDimension(output, idx): "
+              f"the slice {list(shape)} differs from the declared output shape {list(declared or ())}")
+    ctx.set_output_shape(0, shape)
     return Slice(tuple(slice(a, b) for a, b in bounds))
 
 
@@ -1116,24 +1148,18 @@ REFLECT, SYMMETRIC = 0, 1
 
 def mirror_pad_index(in_shape, paddings, mode: int, fail=ValueError) -> tuple[np.ndarray, ...]:
     """Per dimension, the input position of every output position (mirror_pad.cc GetInputDimension).
-    REFLECT skips the edge element (offset 1), SYMMETRIC repeats it. A right pad beyond the mirror clamps to
-    position 0 as LiteRT's ``std::min`` does; a left pad beyond it (LiteRT reads past the input), a negative
-    pad, or padding an empty dimension is refused."""
+    REFLECT skips the edge element (offset 1), SYMMETRIC repeats it. Each pad must lie in [0, size - offset]
+    (LiteRT's check, made at prepare for constant paddings and at eval otherwise)."""
     offset = 1 if mode == REFLECT else 0
     p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
     out = []
-    for d, (left, right) in zip(in_shape, p.tolist()):
-        if left < 0 or right < 0:
-            raise fail(f"MIRROR_PAD paddings must be non-negative, got ({left}, {right})")
-        if (left or right) and d == 0:
-            raise fail("MIRROR_PAD cannot pad an empty dimension (LiteRT reads outside the input)")
-        if left > d - offset and left:
-            raise fail(f"MIRROR_PAD left padding {left} exceeds {d - offset} for a dimension of {d} "
-                       "(LiteRT reads outside the input)")
-        if left + d + right > _INT32_MAX:
-            raise fail("MIRROR_PAD output dimension overflows int32")
+    for k, (d, (left, right)) in enumerate(zip(in_shape, p.tolist())):
+        if min(left, right) < 0 or max(left, right) > d - offset:
+            raise fail("MirrorPad paddings must be no greater than the input dimension size minus the mode offset. "
+                       f"Dimension {k} has input size {d}, mode offset {offset}, max padding {d - offset}, left "
+                       f"padding {left}, and right padding {right}.")
         lo = left + offset - 1 - np.arange(left, dtype=np.int64)
-        hi = np.maximum(d - 1 - offset - np.arange(right, dtype=np.int64), 0)
+        hi = d - 1 - offset - np.arange(right, dtype=np.int64)
         out.append(np.concatenate([lo, np.arange(d, dtype=np.int64), hi]))
     return tuple(out)
 

@@ -50,13 +50,17 @@ class VarHandle:
         outputs[0][...] = self.key
 
 
+def _name(dtype: np.dtype) -> str:
+    return "STRING" if dtype.kind == "O" else dtypes.upper_name(dtype)
+
+
 def _variable_value(var: ResourceVariable | None, handle, dtype: np.dtype) -> np.ndarray:
     if var is None or var.value is None:
         raise RuntimeError(f"READ_VARIABLE of variable {handle} before any ASSIGN_VARIABLE")
     value = var.value
     if value.dtype != dtype:  # LiteRT's reference kernel: TF_LITE_ENSURE_TYPES_EQ at eval
-        raise RuntimeError(f"variable_tensor->type != output->type ({dtypes.upper_name(value.dtype)} != "
-                           f"{dtypes.upper_name(dtype)}): variable {handle}")
+        raise RuntimeError(f"variable_tensor->type != output->type ({_name(value.dtype)} != {_name(dtype)}): "
+                           f"variable {handle}")
     return value
 
 
@@ -113,11 +117,12 @@ def prepare_var_handle(ctx: OpContext):
 def prepare_read_variable(ctx: OpContext):
     ctx.check_num(1, 1)
     out = ctx.outputs[0]
+    dtype = np.dtype(object) if out.type in dtypes.OBJECT_TYPES else out.dtype  # strings: object arrays
     sig = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[out.index].shape_signature
     if sig is not None and any(d < 0 for d in sig):
         ctx.set_output_dynamic(0)
-        return ReadVariableDynamic(ctx.runtime.resources, out.dtype)
-    return ReadVariable(ctx.runtime.resources, out.dtype)
+        return ReadVariableDynamic(ctx.runtime.resources, dtype)
+    return ReadVariable(ctx.runtime.resources, dtype)
 
 
 @register(BuiltinOperator.ASSIGN_VARIABLE, stateful=True)

@@ -268,7 +268,7 @@ def prepare_fill(ctx: OpContext):
     ctx.check(value.type == y.type, f"FILL: output type {y.type_name} differs from value type {value.type_name}")
     ctx.check(value.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
               f"Type {value.type_name} is unsupported by op FILL.")
-    if value.dtype in (np.int8, np.int16) and value.quantization.scale:
+    if value.type in (dtypes.TensorType.INT8, dtypes.TensorType.INT16):
         ctx.check(value.zero_point == y.zero_point,
                   f"value->params.zero_point != output->params.zero_point ({value.zero_point} != {y.zero_point})")
         ctx.check(value.scale == y.scale, f"value->params.scale != output->params.scale ({value.scale} != {y.scale})")

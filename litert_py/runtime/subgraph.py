@@ -304,7 +304,9 @@ class SubgraphRuntime:
         self.prepare_for([a.shape for a in arrays])
         tensors = self.tensors
         for i, a in zip(self.sg.inputs, arrays):
-            tensors[i][...] = a
+            dst = tensors[i]
+            if dst is not a:  # a loop value passed through unchanged is already in place
+                dst[...] = a
         self.invoke()
         tensors = self.tensors  # a dynamic invoke may have stored new output arrays
         return [tensors[o] for o in self.sg.outputs]

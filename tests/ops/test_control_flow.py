@@ -12,7 +12,7 @@ import litert_py
 from litert_py import InvalidModelError, PrepareError
 from litert_py.schema import dtypes
 from litert_py.schema.writer import ModelBuilder
-from tests.oracle import assert_close, oracle, run_both
+from tests.oracle import assert_close, oracle, run_both, run_ours
 
 #: Float tolerance per op: exact (the loop bodies use ADD/MUL on values that round the same way in both).
 TOLERANCE = {"WHILE": 0.0, "IF": 0.0}
@@ -155,6 +155,87 @@ def test_if_switches_branch_between_invokes():
         runs.append([_invoke_all(it, [np.bool_(c), x, y]) for c in (True, False, True, False)])
     for a, b in zip(*runs):
         assert_close(a, b, rtol=0, atol=0)
+
+
+def _nested_model() -> bytes:
+    """WHILE flags[i]: i += 1; x = IF parity[i] (then x * 2, else x + 3): an IF inside a loop body."""
+    b = ModelBuilder()
+    i, flags, x = b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("x", (3,), np.int32)
+    outs = [b.tensor("i_out", (), np.int32), b.tensor("flags_out", (6,), np.bool_), b.tensor("x_out", (3,), np.int32)]
+    b.op("WHILE", [i, flags, x], outs, dict(cond_subgraph_index=1, body_subgraph_index=2))
+    b.output(*outs)
+    b.subgraph("cond")
+    ci, cf, _ = b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("x", (3,), np.int32)
+    c = b.tensor("c", (), np.bool_)
+    b.op("GATHER", [cf, ci], [c], dict(axis=0))
+    b.output(c)
+    b.subgraph("body")
+    bi, bf, bx = b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("x", (3,), np.int32)
+    i2, even, x2 = b.tensor("i2", (), np.int32), b.tensor("even", (), np.bool_), b.tensor("x2", (3,), np.int32)
+    b.op("ADD", [bi, b.const("one", np.int32(1))], [i2])
+    b.op("GATHER", [b.const("parity", np.arange(7) % 2 == 0), bi], [even], dict(axis=0))
+    b.op("IF", [even, bx], [x2], dict(then_subgraph_index=3, else_subgraph_index=4))
+    b.output(i2, bf, x2)
+    for name, op, k in (("double", "MUL", 2), ("plus3", "ADD", 3)):
+        b.subgraph(name)
+        sx = b.input("x", (3,), np.int32)
+        r = b.tensor("r", (3,), np.int32)
+        b.op(op, [sx, b.const("k", np.int32(k))], [r])
+        b.output(r)
+    return b.build()
+
+
+@given(seed=seeds, start=st.integers(0, 5))
+def test_if_nested_in_while_body(seed, start):
+    rng = np.random.default_rng(seed)
+    inputs = [np.int32(start), _flags(rng.integers(start, 6)), rng.integers(-9, 10, 3).astype(np.int32)]
+    ours, theirs = run_both(_nested_model(), inputs)
+    assert_close(ours, theirs, rtol=0, atol=0)
+
+
+def _swap_model(sum_first: bool) -> bytes:
+    """Body (i, flags, a, b) -> (i + 1, flags, b, a + b), or (i + 1, flags, a + b, a) when ``sum_first``: a
+    body output that is the body's input tensor at another position (Fibonacci-like, exact in int32)."""
+    b = ModelBuilder()
+    ins = [b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("a", (2,), np.int32),
+           b.input("b", (2,), np.int32)]
+    outs = [b.tensor(n, s, t) for n, s, t in (("i_o", (), np.int32), ("f_o", (6,), np.bool_),
+                                              ("a_o", (2,), np.int32), ("b_o", (2,), np.int32))]
+    b.op("WHILE", ins, outs, dict(cond_subgraph_index=1, body_subgraph_index=2))
+    b.output(*outs)
+    for name in ("cond", "body"):
+        b.subgraph(name)
+        i, f, x, y = (b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("a", (2,), np.int32),
+                      b.input("b", (2,), np.int32))
+        if name == "cond":
+            c = b.tensor("c", (), np.bool_)
+            b.op("GATHER", [f, i], [c], dict(axis=0))
+            b.output(c)
+        else:
+            i2, s = b.tensor("i2", (), np.int32), b.tensor("s", (2,), np.int32)
+            b.op("ADD", [i, b.const("one", np.int32(1))], [i2])
+            b.op("ADD", [x, y], [s])
+            b.output(*((i2, f, s, x) if sum_first else (i2, f, y, s)))
+    return b.build()
+
+
+@given(seed=seeds, start=st.integers(0, 5), sum_first=st.booleans())
+def test_while_body_swaps_loop_values(seed, start, sum_first):
+    """Loop values must not be written over each other between iterations. With (b, a + b) LiteRT agrees;
+    with (a + b, a) ai-edge-litert 2.3.0 returns a == b (its WHILE lends the body's input buffer to two
+    loop values), so that order is checked against the loop run in numpy instead."""
+    rng = np.random.default_rng(seed)
+    inputs = [np.int32(start), _flags(rng.integers(start, 6)), rng.integers(-5, 6, 2).astype(np.int32),
+              rng.integers(-5, 6, 2).astype(np.int32)]
+    model = _swap_model(sum_first)
+    if not sum_first:
+        ours, theirs = run_both(model, inputs)
+        assert_close(ours, theirs, rtol=0, atol=0)
+        return
+    i, flags, a, b = inputs
+    while flags[i]:
+        i, a, b = np.int32(i + 1), a + b, a
+    assert_close(run_ours(model, inputs), [np.array(i), flags, a, b], rtol=0, atol=0)
 
 
 def _accumulator_model() -> bytes:

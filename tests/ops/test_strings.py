@@ -42,6 +42,8 @@ SET_CASES = {
     "bytes-array": np.array([b"a", b"bc", b""]),
     "bytes-with-nul-and-high-bytes": np.array([b"a\x00b", b"\xff\xfe", b"z"]),
     "unicode-array-utf8": np.array(["é", "日本", "x"]),
+    "bytes-array-trailing-nul-dropped": np.array([b"ab\x00", b"c", b"\x00"]),
+    "object-nul-kept": np.array([b"\x00", b"", b"a\x00"], dtype=object),
     "object-bytes": np.array([b"a", b"b", b"c"], dtype=object),
     "object-str": np.array(["a", "é", "c"], dtype=object),
     "object-mixed-bytes-str": np.array([b"a", "b", b"c"], dtype=object),

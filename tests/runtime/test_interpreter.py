@@ -139,13 +139,15 @@ def test_unsupported_ops_reported_together():
     x = b.input("x", [2], np.float32)
     y = b.tensor("y", [2], np.float32)
     z = b.tensor("z", [2], np.float32)
-    b.op("SIGN", [x], [y], version=1)
+    w = b.tensor("w", [2], np.float32)
+    b.op(250, [x], [y])  # a builtin code no schema defines yet
     b.op("SomeCustomOp", [y], [z], custom_code="SomeCustomOp")
-    b.output(z)
+    b.op("OtherCustomOp", [z], [w], custom_code="OtherCustomOp")
+    b.output(w)
     with pytest.raises(litert_py.UnsupportedOpError) as err:
         litert_py.Interpreter(model_content=b.build())
-    assert len(err.value.ops) == 2
-    assert "SIGN" in str(err.value) and "SomeCustomOp" in str(err.value)
+    assert len(err.value.ops) == 3
+    assert all(name in str(err.value) for name in ("BUILTIN_250", "SomeCustomOp", "OtherCustomOp"))
     assert isinstance(err.value, ValueError)
 
 
