@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     rnn,
     segment,
     shape,
+    sparse,
     space,
     svdf,
     unary,

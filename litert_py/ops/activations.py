@@ -1,10 +1,10 @@
-"""Activations: RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH.
+"""Activations: RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH.
 
 Float paths (ai-edge-litert 2.3.0, BUILTIN_REF):
 - float32: every op. float16: LOGISTIC, TANH, SOFTMAX, computed in float32 and rounded to half once; SOFTMAX
   also rounds exp to half before dividing by the float32 sum, as LiteRT's half kernel does.
-- RELU / RELU6 / RELU_N1_TO_1 clamp; NaN passes through and -0.0 stays -0.0, as the C++ comparisons leave
-  them.
+- RELU / RELU6 / RELU_N1_TO_1 / RELU_0_TO_1 clamp; NaN passes through and -0.0 stays -0.0, as the C++
+  comparisons leave them.
 - LOGISTIC (reference/logistic.h): 1 above 16.619047 and ``exp(x)`` below -9 (not 1 / (1 + exp(-x)), which
   differs by up to 1.2e-4 relative there), ``1 / (1 + exp(-x))`` between, all in float32.
 - TANH: ``std::tanh`` in float32.
@@ -15,23 +15,67 @@ Float paths (ai-edge-litert 2.3.0, BUILTIN_REF):
 - LEAKY_RELU: ``x > 0 ? x : x * alpha`` (so -0.0 * alpha for -0.0, and alpha may exceed 1 or be negative).
 - HARD_SWISH: ``x * min(6, max(0, x + 3)) / 6`` in that order of float operations.
 
-The quantized paths (uint8 / int8 / int16: LUTs and fixed point through ``litert_py.quant``) are chosen in
-each op's prepare through ``prepare_activation_quantized``, and live here as further prepared-op classes;
-until they land, those types fail at prepare. The types each op accepts are in ``FLOAT_TYPES`` and
-``QUANTIZED_TYPES``.
+Quantized paths (bit-exact with BUILTIN_REF; docs/quantized-arithmetic.md sections 2, 3, 5.5, 5.7-5.10):
+- Every op whose output depends on the input value alone runs as ONE table lookup (``ActivationLut``, indexed by
+  the input bytes read as uint8 / uint16), the table built at prepare:
+  - LOGISTIC / TANH uint8, int8: LiteRT's own 256-entry LUT (``LUTPopulate``, float32, glibc ``expf`` /
+    ``tanhf`` through ctypes), with the tensors' qparams. LOGISTIC requires ``s_out == 1/256`` (TANH checks
+    nothing).
+  - LOGISTIC / TANH int16 (zero points 0, ``s_out ~ 2^-15``; LOGISTIC exactly 2^-15): reference/integer_ops
+    int16 kernels (the interpolated ``sigmoid_table_uint16``), evaluated over all 65,536 inputs. An input scale
+    of 2^-12 (TANH also 2^-11; ``CheckedLog2``, |frac| < 1e-3) selects the "POT" multiplier ``3 << shift``;
+    otherwise ``M = int(s_in * 4096 * 3 * 2^k)``. (The default, optimized kernel uses gemmlowp in POT mode and
+    differs by several LSB: docs section 8.1.)
+  - RELU, RELU6 (uint8, int8, int16 with zero points 0), RELU_N1_TO_1, RELU_0_TO_1 (uint8, int8): ``QuantizedReluX``
+    -> ``clamp(zo + MBQM(x - zi, QM(f32(s_in / s_out))), lo, hi)`` with ``lo/hi = zo + roundf(f32(bound / s_out))``.
+  - LEAKY_RELU (uint8, int8, int16 with zero points 0): multipliers ``QM(f32(s_in * alpha / s_out))`` and
+    ``QM(f32(s_in / s_out))``; a negative alpha multiplier ``M`` is applied as ``-MBQM(v, -M)``.
+  - HARD_SWISH (uint8, int8): reference/hard_swish.h, 16-bit fixed point (f32 multipliers, downscaled to 16
+    bits), including gemmlowp's int16 RoundingDivideByPOT quirk for exponents >= 16 (tiny scale ratios).
+- SOFTMAX uint8 -> uint8 / int16, int8 -> int8 / int16 (``SoftmaxQuantized``): the reference gemmlowp fixed-point
+  kernel (``PreprocessSoftmaxScaling`` in double, Q5.26 differences, ``exp_on_negative_values``,
+  ``GetReciprocal``), the exp of each of the 256 possible differences tabulated at prepare. The output always
+  starts at the type minimum (int8 requires zo = -128 and s_out ~ 1/256; LiteRT aborts when
+  ``beta * s_in * 2^26 <= 1``, refused here at prepare). int16 -> int16 (``SoftmaxInt16``): the two 513-entry LUTs
+  built in double, ``QM(f32(s_in * beta) / (10 / 65535))``.
+- PRELU uint8 / int8 (``PreluQuantized``: a 65,536-entry table over (alpha, x) pairs), int16 input with int8
+  alpha (``PreluInt16``): ``x >= zi ? MBQM(x - zi, QM(f32(s_in/s_out))) : MBQM((x - zi)(a - za),
+  QM(f32(s_in * s_a / s_out)))``. LiteRT does not check alpha's type and reinterprets its bytes; other alpha
+  types are refused here.
 
 Sources matched: tflite/kernels/activations.cc; tflite/kernels/internal/reference/{logistic,tanh,softmax,
-hard_swish,leaky_relu,prelu}.h; tflite/kernels/internal/reference/reference_ops.h (Relu1, Relu6);
-optimized_ops.h (Relu, LeakyRelu float, used by the reference resolver too).
+hard_swish,leaky_relu,prelu}.h; reference/integer_ops/{logistic,tanh}.h; tflite/kernels/internal/common.h
+(LUTPopulate, LUTLookup, GetReciprocal, sigmoid_table_uint16); quantization_util.cc (PreprocessSoftmaxScaling,
+CalculateInputRadius, CheckedLog2); gemmlowp fixedpoint/fixedpoint.h; reference/reference_ops.h (ReluX, Relu1,
+Relu6); optimized_ops.h (Relu, LeakyRelu float, used by the reference resolver too).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant import (
+    INT32_MAX,
+    INT32_MIN,
+    downscale_int32_to_int16_multiplier,
+    dtype_range,
+    lut_int8,
+    lut_int16,
+    lut_lookup_int16,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    round_away,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+    trunc_to_int32,
+    wrap32,
+)
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
 from .common import broadcast_shape, clip_ufunc
@@ -50,7 +94,7 @@ _OP = BuiltinOperator
 #: float types each op computes in floating point
 FLOAT_TYPES: dict[int, frozenset] = {
     _OP.RELU: frozenset({_F32}), _OP.RELU6: frozenset({_F32}), _OP.RELU_N1_TO_1: frozenset({_F32}),
-    _OP.LOGISTIC: frozenset({_F32, _F16}), _OP.TANH: frozenset({_F32, _F16}),
+    _OP.RELU_0_TO_1: frozenset({_F32}), _OP.LOGISTIC: frozenset({_F32, _F16}), _OP.TANH: frozenset({_F32, _F16}),
     _OP.SOFTMAX: frozenset({_F32, _F16}), _OP.PRELU: frozenset({_F32}), _OP.LEAKY_RELU: frozenset({_F32}),
     _OP.HARD_SWISH: frozenset({_F32}),
 }
@@ -58,7 +102,8 @@ FLOAT_TYPES: dict[int, frozenset] = {
 #: integer types each op accepts as quantized tensors (LiteRT 2.3.0)
 QUANTIZED_TYPES: dict[int, frozenset] = {
     _OP.RELU: frozenset({_U8, _I8, _I16}), _OP.RELU6: frozenset({_U8, _I8, _I16}),
-    _OP.RELU_N1_TO_1: frozenset({_U8, _I8}), _OP.LOGISTIC: frozenset({_U8, _I8, _I16}),
+    _OP.RELU_N1_TO_1: frozenset({_U8, _I8}), _OP.RELU_0_TO_1: frozenset({_U8, _I8}),
+    _OP.LOGISTIC: frozenset({_U8, _I8, _I16}),
     _OP.TANH: frozenset({_U8, _I8, _I16}), _OP.SOFTMAX: frozenset({_U8, _I8, _I16}),
     _OP.PRELU: frozenset({_U8, _I8, _I16}), _OP.LEAKY_RELU: frozenset({_U8, _I8, _I16}),
     _OP.HARD_SWISH: frozenset({_U8, _I8}),
@@ -213,12 +258,576 @@ class HardSwishFloat:
         out /= np.float32(6)
 
 
+# -- quantized arithmetic -------------------------------------------------------------------------
+# gemmlowp fixed point (fixedpoint/fixedpoint.h) on int64 arrays holding int32 raw values; every add that
+# the C++ does in int32 is wrapped. Used once per op at prepare to fill tables, and per row by SOFTMAX.
+_srdhm = saturating_rounding_doubling_high_mul
+_rdbpot = rounding_divide_by_pot
+
+
+def _load_libm():
+    try:
+        path = ctypes.util.find_library("m")
+        return ctypes.CDLL(path) if path else None
+    except OSError:  # pragma: no cover - no C library
+        return None
+
+
+_LIBM = _load_libm()
+
+
+def _libm_float(name: str, fallback: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """The C library's float32 function ``name`` (glibc's expf, tanhf, logf: what LiteRT's LUT builders call),
+    elementwise over a float32 array; numpy's float32 function when there is no C library to load. Used at
+    prepare only, on a few hundred values."""
+    f = getattr(_LIBM, name, None) if _LIBM is not None else None
+    if f is None:  # pragma: no cover
+        return lambda x: fallback(np.asarray(x, np.float32))
+    f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+
+    def apply(x):
+        a = np.asarray(x, np.float32)
+        return np.array([f(v) for v in a.ravel().tolist()], np.float32).reshape(a.shape)
+
+    return apply
+
+
+_expf = _libm_float("expf", np.exp)
+_tanhf = _libm_float("tanhf", np.tanh)
+_logf = _libm_float("logf", np.log)
+
+
+def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
+    """SigmoidPrepare's LUT transform ``1.0f / (1.0f + std::exp(-value))`` in float32."""
+    return _ONE / (_ONE + _expf(-v))
+
+
+def _exp_f64(v: np.ndarray) -> np.ndarray:
+    """``std::exp(double)`` (libm, through Python's math module): SoftmaxPrepare's int16 exp LUT."""
+    return np.array([math.exp(t) for t in v.tolist()], np.float64)
+
+
+def _checked_log2(x: float) -> tuple[bool, int]:
+    """quantization_util.cc CheckedLog2, in float32: ``(|frac(log2 x)| < 1e-3, round(log2 x))``."""
+    with np.errstate(all="ignore"):
+        lg = np.float32(_logf(np.float32(x)) * (_ONE / _logf(np.float32(2))))
+        r = round_away(lg)
+        frac = np.float32(lg - r)
+    return bool(abs(frac) < np.float32(1e-3)), int(trunc_to_int32(r))
+
+
+def _sat_pot(x, e: int):
+    """gemmlowp SaturatingRoundingMultiplyByPOT<e> on int32 raw values."""
+    if e > 0:
+        thr = (1 << (31 - e)) - 1
+        return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
+    return _rdbpot(x, -e) if e < 0 else x
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
+               (4, 242))  # exp(-2^k) in Q0.31
+
+
+def exp_on_negative_values(a, integer_bits: int):
+    """gemmlowp ``exp_on_negative_values`` (int32, Q``integer_bits`` in, Q0.31 out) for ``a <= 0``."""
+    fb = 31 - integer_bits
+    quarter = 1 << (fb - 2)
+    a_mod = wrap32((a & (quarter - 1)) - quarter)  # a mod 1/4, minus 1/4: in [-1/4, 0)
+    # exp_on_interval_between_negative_one_quarter_and_0_excl(Rescale<0>(a_mod)): Taylor around -1/8
+    x = wrap32(_sat_pot(a_mod, integer_bits) + (1 << 28))
+    x2 = _srdhm(x, x)
+    x3 = _srdhm(x2, x)
+    x4 = _srdhm(x2, x2)
+    t = _rdbpot(wrap32(_srdhm(wrap32(_rdbpot(x4, 2) + x3), 715827883) + x2), 1)
+    result = wrap32(1895147668 + _srdhm(1895147668, wrap32(x + t)))
+    remainder = wrap32(a_mod - a)
+    for k, c in _EXP_BARREL:
+        if integer_bits > k:
+            result = np.where(remainder & (1 << (fb + k)), _srdhm(result, c), result)
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a):
+    """gemmlowp ``one_over_one_plus_x_for_x_in_0_1`` (int32, Q0.31 in and out; Newton-Raphson, 3 steps) for
+    ``0 <= a < 2^31``, the range GetReciprocal gives it. There ``RoundingHalfSum(a, 1)`` is ``(a + 2^31) >> 1``,
+    no SRDHM operand is INT32_MIN and the Newton corrections stay below 2^25 (the error starts under 1/17 and
+    squares), so only the final Rescale<0> can saturate (at ``a == 0``). Works on Python ints and int64 arrays."""
+    half_denominator = (a + (1 << 31)) >> 1
+    x = 1515870810 + ((half_denominator * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
+    for _ in range(3):
+        one_minus = (1 << 29) - ((half_denominator * x + (1 << 30)) >> 31)
+        x = x + (((x * one_minus + (1 << 30)) >> 31) << 2)
+    x = x << 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
+    return min(x, INT32_MAX) if isinstance(x, int) else np.minimum(x, INT32_MAX)
+
+
+def get_reciprocal(x, x_integer_digits: int):
+    """common.h ``GetReciprocal``: ``(1 / x as a Q0.31 scale, num_bits_over_unit)`` for int32 ``x > 0`` (a Python
+    int or an int64 array)."""
+    u = x & 0xFFFFFFFF
+    if isinstance(u, int):
+        headroom_plus_one = 32 - u.bit_length()  # CountLeadingZeros(uint32)
+    else:
+        headroom_plus_one = 32 - np.frexp(u.astype(np.float64))[1].astype(np.int64)
+    shifted_minus_one = ((u << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)  # in [0, 2^31): bit 31 was set
+    return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - headroom_plus_one
+
+
+# 16-bit helpers of HARD_SWISH (reference/hard_swish.h, gemmlowp int16 overloads), on int64 arrays.
+def _wrap16(v):
+    return ((v + 32768) & 0xFFFF) - 32768
+
+
+def _srdhm16(a, b):
+    """gemmlowp SaturatingRoundingDoublingHighMul<int16>: ``(a*b + 2^14) >> 15``, ties up."""
+    return np.where((a == -32768) & (b == -32768), 32767, (a * b + (1 << 14)) >> 15)
+
+
+def _sdhm16(a, b):
+    """reference/hard_swish.h SaturatingDoublingHighMul: ``a*b / 2^15`` truncated toward zero."""
+    p = a * b
+    return np.where((a == -32768) & (b == -32768), 32767, _wrap16(np.where(p >= 0, p >> 15, -((-p) >> 15))))
+
+
+def _rdbpot16(x, e: int):
+    """gemmlowp RoundingDivideByPOT<int16_t>. For ``e >= 16`` its mask ``(1 << e) - 1`` wraps to -1 in int16,
+    which turns the result into 1 for ``x >= 0`` and -1 for ``x < 0`` (reproduced, not fixed)."""
+    if e >= 16:
+        return np.where(x >= 0, 1, -1)
+    return _rdbpot(x, e)
+
+
+def _sat_shl16(x, amount: int):
+    """reference/hard_swish.h SaturatingLeftShift: ``x * 2^amount`` clamped to int16."""
+    return np.clip(np.left_shift(x, min(amount, 17)), -32768, 32767)  # beyond 17 every nonzero x saturates
+
+
+def _all_values(dtype) -> np.ndarray:
+    """Every value of an 8- or 16-bit integer type, as int64, in the order of its bytes read as unsigned: a table
+    built over them is indexed by ``x.view(uint8 / uint16)``."""
+    dt = np.dtype(dtype)
+    unsigned = np.dtype(f"u{dt.itemsize}")
+    return np.arange(1 << (8 * dt.itemsize)).astype(unsigned).view(dt).astype(np.int64)
+
+
+def _index_type(dtype) -> np.dtype:
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+# -- quantized prepared ops ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ActivationLut:
+    """A quantized activation whose output is a function of the input value alone: one table lookup.
+
+    ``table`` holds the output for every input value, indexed by the input's bytes read as unsigned
+    (``index``: uint8 or uint16), so int8 / int16 inputs need no offset. The table is LiteRT's own LUT where
+    the kernel has one (8-bit LOGISTIC / TANH) and otherwise the kernel's fixed-point arithmetic evaluated at
+    prepare over every input value (RELU family, LEAKY_RELU, HARD_SWISH, int16 LOGISTIC / TANH).
+    """
+
+    table: np.ndarray
+    index: np.dtype
+
+    def __call__(self, inputs, outputs):
+        np.take(self.table, inputs[INPUT].view(self.index), out=outputs[OUTPUT], mode="clip")
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxQuantized:
+    """reference/softmax.h, uint8 / int8 input, uint8 / int8 / int16 output (gemmlowp fixed point).
+
+    The per-element work depends only on ``d = max(row) - x`` (0..255), so ``exp_table[d]`` holds
+    ``exp_on_negative_values(SRDHM(-d << left_shift, multiplier))`` (Q0.31, 0 where ``-d < diff_min``) and
+    ``sum_table[d]`` its Q12.19 rescale. Per row: ``(scale, bits_over_unit) = GetReciprocal(sum, 12)``, then
+    ``RDBPOT(SRDHM(scale, e), bits_over_unit + 31 - out_bits) + type_min``, clamped (both roundings fused
+    into one shift, exact for these non-negative values).
+    """
+
+    exp_table: np.ndarray  # int64[256]
+    sum_table: np.ndarray  # int64[256]
+    out_bits: int
+    out_min: int
+    out_max: int
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
+        e = self.exp_table.take(d)
+        totals = self.sum_table.take(d).sum(axis=-1, keepdims=True)
+        # LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32 the
+        # fused shift below still gives the rounded quotient.
+        if totals.size == 1:  # one row: Python ints, no per-row array work
+            total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 accumulator
+            scale, bits_over_unit = get_reciprocal(total, 12)
+            exponent = min(max(bits_over_unit + 31 - self.out_bits, 1), 32)
+            rounding = (1 << 30) + (1 << (exponent + 30))
+        else:
+            scale, bits_over_unit = get_reciprocal(wrap32(totals), 12)
+            exponent = np.minimum(np.maximum(bits_over_unit + 31 - self.out_bits, 1), 32)
+            rounding = (1 << 30) + np.left_shift(np.int64(1), exponent + 30)
+        e *= scale
+        e += rounding
+        np.right_shift(e, exponent + 31, out=e)
+        np.minimum(e, self.out_max - self.out_min, out=e)
+        np.add(e, self.out_min, out=out, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxInt16:
+    """reference/softmax.h SoftmaxInt16: exp by a 513-entry LUT, the reciprocal of the sum by another.
+
+    ``exp_table[d]`` (``d = max(row) - x``, 0..65535) is ``LUTLookup(clamp(MBQM(-d, M, shift) + 32767),
+    exp_lut)``, precomputed for every ``d``. The reciprocal of a row's sum is
+    ``LUTLookup(clamp(shifted_sum - 3 * 2^15, int16), one_over_one_plus_x_lut)``, tabulated as ``recip_table``
+    over the clamped argument + 32768.
+    """
+
+    exp_table: np.ndarray  # int64[65536]
+    recip_table: np.ndarray  # int64[65536]
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
+        e = self.exp_table.take(d)
+        totals = e.sum(axis=-1, keepdims=True)  # Q16.15 in an int32
+        if totals.size == 1:  # one row: Python ints
+            total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            headroom_plus_one = max(32 - (total & 0xFFFFFFFF).bit_length(), 1)
+            shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+            reciprocal = int(self.recip_table[min(max(shifted - (1 << 16), 0), 65535)])
+            right_shift = 31 - headroom_plus_one
+            rounding = 1 << (right_shift - 1)
+        else:
+            total = wrap32(totals)
+            headroom_plus_one = np.maximum(32 - np.frexp((total & 0xFFFFFFFF).astype(np.float64))[1], 1)
+            shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+            reciprocal = self.recip_table.take(np.minimum(np.maximum(shifted - (1 << 16), 0), 65535))
+            right_shift = 31 - headroom_plus_one
+            rounding = np.left_shift(np.int64(1), right_shift - 1)
+        e *= reciprocal
+        e += rounding
+        np.right_shift(e, right_shift, out=e)
+        np.minimum(e, 32767, out=e)
+        np.maximum(e, 0, out=e)
+        np.copyto(out, e, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
+class PreluQuantized:
+    """reference/prelu.h, uint8 / int8: ``table[alpha_byte << 8 | x_byte]`` holds the result for every pair
+    (65,536 entries built at prepare), so the op is one index computation and one lookup. ``alpha_index`` is the
+    constant alpha's ``byte << 8`` (None: computed from the alpha input at each call)."""
+
+    table: np.ndarray
+    alpha_index: np.ndarray | None
+
+    def __call__(self, inputs, outputs):
+        a = self.alpha_index
+        if a is None:
+            a = np.left_shift(inputs[ALPHA].view(np.uint8), 8, dtype=np.uint16)
+        idx = np.add(a, inputs[INPUT].view(np.uint8), dtype=np.uint16)
+        np.take(self.table, idx, out=outputs[OUTPUT], mode="clip")
+
+
+@dataclass(frozen=True, eq=False)
+class PreluInt16:
+    """reference/prelu.h with int16 input and int8 alpha: ``x >= zi ? MBQM(x - zi, M1, e1) :
+    MBQM((x - zi) * (alpha - za), M2, e2)``, plus the output zero point, clamped to int16."""
+
+    input_zero_point: int
+    alpha_zero_point: int
+    output_zero_point: int
+    identity: tuple[int, int]
+    alpha: tuple[int, int]
+
+    def __call__(self, inputs, outputs):
+        v = inputs[INPUT].astype(np.int64)
+        v -= self.input_zero_point
+        neg = multiply_by_quantized_multiplier(v * (inputs[ALPHA].astype(np.int64) - self.alpha_zero_point),
+                                               *self.alpha)
+        r = np.where(v >= 0, multiply_by_quantized_multiplier(v, *self.identity), neg)
+        r += self.output_zero_point
+        np.clip(r, -32768, 32767, out=outputs[OUTPUT], casting="unsafe")
+
+
+# -- quantized prepare ---------------------------------------------------------------------------------
+def _multiplier(ctx: OpContext, real, what: str) -> tuple[int, int]:
+    """QuantizeMultiplier(real) -> (M, shift); non-finite multipliers and shifts past 31 (undefined behaviour in
+    LiteRT) are refused."""
+    r = float(real)
+    if not math.isfinite(r):
+        raise ctx.fail(f"the {what} multiplier {r} is not finite (a zero or missing scale)")
+    m, shift = quantize_multiplier(r)
+    if shift > 31:
+        raise ctx.fail(f"the {what} multiplier {r} is too large for LiteRT's 32-bit fixed point (shift {shift})")
+    return m, shift
+
+
+def _qparams(ctx: OpContext, t: TensorInfo) -> tuple[np.float32, int]:
+    ctx.check(len(t.quantization.scale) >= 1, f"tensor '{t.name}' ({t.type_name}) has no quantization scale")
+    return np.float32(t.scale), int(t.zero_point)
+
+
+def _check_same_type(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> None:
+    ctx.check(y.type == x.type, f"{y.type_name} != {x.type_name}: the output type must match the input type")
+
+
+def _check_eq(ctx: OpContext, a, b, what: str) -> None:
+    ctx.check(a == b, f"{what} != {b} ({a} != {b})")
+
+
+def _table(values: np.ndarray, dtype) -> ActivationLut:
+    """An ActivationLut from int64 results (in _all_values order), cast to the output type (wrapping, as
+    ``static_cast<T>`` does)."""
+    return ActivationLut(np.ascontiguousarray(values.astype(dtype)), _index_type(dtype))
+
+
+#: QuantizedReluX bounds of the standalone RELU ops (activations.cc): (act_min, act_max) in real units
+RELU_BOUNDS = {_OP.RELU: (0.0, np.inf), _OP.RELU6: (0.0, 6.0), _OP.RELU_N1_TO_1: (-1.0, 1.0),
+               _OP.RELU_0_TO_1: (0.0, 1.0)}
+
+
+def _relu_bound(value: float, scale: np.float32, zero_point: int) -> int:
+    """``zero_point + static_cast<int32>(roundf(value / scale))`` (float32 division; x86 cast overflow)."""
+    with np.errstate(all="ignore"):
+        r = round_away(np.float32(value) / scale)
+    return int(wrap32(zero_point + int(trunc_to_int32(r))))
+
+
+def _prepare_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    """ReluPrepare + QuantizedReluX (activations.cc) with optimized_ops::ReluX (the kernel both resolvers run):
+    ``min(hi, max(lo, zo + MBQM(x - zi, M, e)))``, ``(M, e) = QuantizeMultiplier(f32(s_in / s_out))``."""
+    _check_same_type(ctx, x, y)
+    s_in, zi = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    if x.type == _I16:
+        _check_eq(ctx, zi, 0, "input->params.zero_point")
+        _check_eq(ctx, zo, 0, "output->params.zero_point")
+    with np.errstate(all="ignore"):
+        m, shift = _multiplier(ctx, np.float32(s_in / s_out), "input / output scale")
+    tmin, tmax = dtype_range(x.dtype)
+    act_min, act_max = RELU_BOUNDS[ctx.builtin_code]
+    lo = max(tmin, _relu_bound(act_min, s_out, zo))
+    hi = tmax if act_max == np.inf else min(tmax, _relu_bound(act_max, s_out, zo))
+    v = _all_values(x.dtype)
+    r = wrap32(zo + multiply_by_quantized_multiplier(wrap32(v - zi), m, shift))
+    return _table(np.minimum(np.maximum(r, lo), hi), x.dtype)
+
+
+def _prepare_leaky_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    """LeakyReluPrepare + reference/leaky_relu.h: ``x >= zi`` uses ``QM(f32(s_in / s_out))``, ``x < zi`` uses
+    ``QM(f32(s_in * alpha / s_out))``; a negative alpha multiplier is applied as ``-MBQM(v, -M)``."""
+    _check_same_type(ctx, x, y)
+    s_in, zi = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    with np.errstate(all="ignore"):
+        ma, ea = _multiplier(ctx, s_in * np.float32(ctx.options.alpha) / s_out, "alpha")
+        mi, ei = _multiplier(ctx, s_in / s_out, "identity")
+    if x.type == _I16:
+        _check_eq(ctx, zi, 0, "input->params.zero_point")
+        _check_eq(ctx, zo, 0, "output->params.zero_point")
+    v = wrap32(_all_values(x.dtype) - zi)
+    neg = multiply_by_quantized_multiplier(v, int(wrap32(-ma)) if ma < 0 else ma, ea)
+    if ma < 0:
+        neg = wrap32(-neg)
+    r = wrap32(zo + np.where(v >= 0, multiply_by_quantized_multiplier(v, mi, ei), neg))
+    return _table(np.clip(r, *dtype_range(x.dtype)), x.dtype)
+
+
+def _prepare_hard_swish_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    """HardSwishPrepare (float32 multipliers, 16-bit fixed point) + reference/hard_swish.h, evaluated over the 256
+    input values."""
+    _check_same_type(ctx, x, y)
+    s_in, zi = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    f32 = np.float32
+    with np.errstate(all="ignore"):
+        hires = f32(f32(1.0 / 128.0) * s_in)
+        m_out, e_out = _multiplier(ctx, f32(hires / s_out), "output")
+        m_relu, e_relu = _multiplier(ctx, f32(hires / f32(3.0 / 32768.0)), "reluish")
+    ctx.check(e_out <= 0, "params->output_multiplier_exponent <= 0 was not true.")
+    m_out16 = int(downscale_int32_to_int16_multiplier(m_out))
+    m_relu16 = int(downscale_int32_to_int16_multiplier(m_relu))
+
+    hires_v = _wrap16(_wrap16(_all_values(x.dtype) - zi) * 128)
+    preshift_out = _srdhm16(hires_v, m_out16)
+    r = hires_v
+    if e_relu > 0:
+        r = _sat_shl16(r, e_relu - 1)
+    r = _srdhm16(r, m_relu16)
+    if e_relu > 0:
+        r = _sat_shl16(r, 1)
+    elif e_relu < 0:
+        r = _rdbpot16(r, -e_relu)
+    r = (r + (1 << 15)) >> 1  # [-1, 1] -> [0, 1]
+    out = _wrap16(_rdbpot16(_sdhm16(r, preshift_out), -e_out) + zo)  # int16 += zero point: wraps
+    return _table(np.clip(out, *dtype_range(x.dtype)), x.dtype)
+
+
+#: gemmlowp-free int16 LOGISTIC / TANH: sigmoid(i / 24) in Q0.16 (common.h sigmoid_table_uint16)
+SIGMOID_TABLE_UINT16 = np.array([
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
+    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
+    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
+    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
+    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
+    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
+    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
+    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
+    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
+    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
+    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
+    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
+], np.int64)
+
+
+def _logistic_tanh_int16(x_values: np.ndarray, multiplier: int, left_shift: int, tanh: bool) -> np.ndarray:
+    """reference/integer_ops/{logistic,tanh}.h int16: rescale to 1/(3*4096) (or 3/4096 per LSB in POT mode),
+    then the interpolated sigmoid table (tanh(x) = 2 sigmoid(2x) - 1). int32 arithmetic, wrapping."""
+    if multiplier == 0:  # power-of-two input scale
+        multiplier, left_shift = int(wrap32(3 << left_shift)), 0
+    rnd = 1 << (left_shift - 1) if left_shift > 0 else 0
+    v = wrap32(wrap32(x_values * multiplier) + rnd) >> left_shift
+    a = np.abs(v)  # abs(INT32_MIN) as uint32 is 2^31, as here
+    frac_bits = 8 if tanh else 9
+    uh = a >> frac_bits
+    sat = uh >= 255
+    u = np.minimum(uh, 254)
+    ua, ub = SIGMOID_TABLE_UINT16[u], SIGMOID_TABLE_UINT16[u + 1]
+    r = np.where(sat, (0xFFFF << 8) if tanh else (0x7FFF << 10),
+                 (ua << frac_bits) + (a & ((1 << frac_bits) - 1)) * (ub - ua))
+    if tanh:
+        r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
+        return r >> 8
+    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1)
+    return r >> 10
+
+
+def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    """SigmoidPrepare / TanhPrepare (kReference): 8-bit LUTs of ``1/(1+expf(-v))`` / ``tanhf(v)`` with the actual
+    qparams (LOGISTIC requires s_out == 1/256); int16 requires zero points 0 and s_out ~ 2^-15 and uses the
+    interpolated sigmoid table, in POT mode when s_in is 2^-12 (TANH also 2^-11)."""
+    _check_same_type(ctx, x, y)
+    s_in, zi = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    tanh = ctx.builtin_code == _OP.TANH
+    if x.type in (_U8, _I8):
+        if not tanh:
+            ctx.check(float(s_out) == 1.0 / 256, "output->params.scale == 1. / 256 was not true.")
+        fn = _tanhf if tanh else _sigmoid_f32
+        lut = lut_int8(fn, s_in, zi, s_out, zo, x.dtype)
+        return ActivationLut(lut, _index_type(x.dtype))
+    if not tanh:
+        ctx.check(float(s_out) == 1.0 / 32768, "output->params.scale == 1. / 32768 was not true.")
+        _check_eq(ctx, zo, 0, "output->params.zero_point")
+    _check_eq(ctx, zi, 0, "input->params.zero_point")
+    _check_eq(ctx, zo, 0, "output->params.zero_point")
+    pot, log2_in = _checked_log2(s_in)
+    left_shift = (15 - 3) + log2_in
+    pot = pot and (left_shift in ((0, 1) if tanh else (0,)))
+    multiplier = 0
+    if not pot:  # rescale the input to 1/(3 * 4096) per LSB: +-2^17 then represents +-10.7
+        m = float(s_in) * 4096.0 * 3.0
+        left_shift = 0
+        while m <= 32767.0 / 2.0 and left_shift <= 30:
+            left_shift += 1
+            m *= 2.0
+        multiplier = int(trunc_to_int32(m))
+    ok, log2_out = _checked_log2(s_out)
+    ctx.check(ok, "CheckedLog2(output->params.scale, &output_scale_log2_rounded) was not true.")
+    _check_eq(ctx, log2_out, -15, "output_scale_log2_rounded")
+    out = _logistic_tanh_int16(_all_values(np.int16), multiplier, left_shift, tanh)
+    return _table(out, np.int16)
+
+
+def _prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    """SoftmaxPrepare (kReference) + reference/softmax.h: see SoftmaxQuantized and SoftmaxInt16."""
+    s_in, zi = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    beta = float(np.float32(ctx.options.beta))
+    if x.type == _I16:
+        ctx.check(y.type == _I16, f"Only int16 output is supported with int16 input, got {y.type_name}.")
+    else:
+        ctx.check(y.type in (x.type, _I16), f"Only {x.type_name.lower()} and int16 outputs are supported with "
+                                            f"{x.type_name.lower()} inputs currently, got {y.type_name}.")
+    if x.type == y.type == _I8:
+        _check_eq(ctx, zo, -128, "output->params.zero_point")
+        ctx.check(abs(float(s_out) - 1.0 / 256) <= float(np.float32(0.001) * np.float32(1.0 / 256)),
+                  "output->params.scale not near 1.f / 256 (within 0.1%).")
+    if x.type == y.type == _I16:
+        _check_eq(ctx, zo, 0, "output->params.zero_point")
+        ctx.check(abs(float(s_out) - 1.0 / 32768) <= float(np.float32(0.001) * np.float32(1.0 / 32768)),
+                  "output->params.scale not near 1.f / 32768 (within 0.1%).")
+    if x.type == _I16:
+        _check_eq(ctx, zi, 0, "input->params.zero_point")
+        exp_lut = lut_int16(_exp_f64, 10.0 / 65535, 32767, 2.0 / 65535, 0, precision=np.float64)
+        recip_lut = lut_int16(lambda t: 1.0 / (1.0 + t), 1.0 / 65535, -32768, 2.0 / 65535, 0,
+                              precision=np.float64)
+        # float product s_in * beta, then a double division (activations.cc)
+        m, shift = _multiplier(ctx, float(np.float32(s_in * np.float32(beta))) / (10.0 / 65535.0), "input beta")
+        diff = -np.arange(65536, dtype=np.int64)
+        scaled = multiply_by_quantized_multiplier(diff, m, shift)
+        exp_table = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), exp_lut).astype(np.int64)
+        recip_table = lut_lookup_int16(np.arange(-32768, 32768), recip_lut).astype(np.int64)
+        return SoftmaxInt16(exp_table, recip_table)
+    # PreprocessSoftmaxScaling(beta, s_in, 5): Q5.26 differences, capped multiplier; then
+    # QuantizeMultiplierGreaterThanOne, which CHECKs (aborts the process in LiteRT) unless the multiplier is > 1.
+    real = min(beta * float(s_in) * float(1 << 26), (1 << 31) - 1.0)
+    ctx.check(real > 1.0, f"beta * input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; "
+                          "LiteRT aborts)")
+    m, left_shift = _multiplier(ctx, real, "input beta")
+    diff_min = -math.floor(31.0 * (1 << 26) / (1 << left_shift))  # -CalculateInputRadius(5, left_shift)
+    diff = -np.arange(256, dtype=np.int64)
+    e = exp_on_negative_values(_srdhm(wrap32(diff << left_shift), m), 5)
+    valid = diff >= diff_min
+    exp_table = np.where(valid, e, 0).astype(np.int64)
+    sum_table = np.where(valid, _rdbpot(e, 12), 0).astype(np.int64)  # Rescale<12>: Q0.31 -> Q12.19
+    out_min, out_max = dtype_range(y.dtype)
+    return SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
+
+
+def _prepare_prelu_quantized(ctx: OpContext, x: TensorInfo, alpha: TensorInfo, y: TensorInfo):
+    """PreluPrepare (float32 multipliers ``s_in/s_out`` and ``s_in*s_a/s_out``) + reference/prelu.h."""
+    ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    want = _I8 if x.type == _I16 else x.type
+    # LiteRT reads alpha as int8 (int16 input) or as the input's type without checking its type: any other alpha
+    # type would be reinterpreted bytes, so it is refused here.
+    ctx.check(alpha.type == want, f"alpha must be {type_name(want)} for {x.type_name} input, got {alpha.type_name}")
+    s_in, zi = _qparams(ctx, x)
+    s_a, za = _qparams(ctx, alpha)
+    s_out, zo = _qparams(ctx, y)
+    with np.errstate(all="ignore"):
+        identity = _multiplier(ctx, s_in / s_out, "identity")
+        alpha_m = _multiplier(ctx, s_in * s_a / s_out, "alpha")
+    if x.type == _I16:
+        return PreluInt16(zi, za, zo, identity, alpha_m)
+    v = wrap32(_all_values(x.dtype) - zi)[None, :]
+    av = wrap32(_all_values(alpha.dtype) - za)[:, None]
+    neg = multiply_by_quantized_multiplier(wrap32(v * av), *alpha_m)
+    r = wrap32(np.where(v >= 0, multiply_by_quantized_multiplier(v, *identity), neg) + zo)
+    table = np.clip(r, *dtype_range(x.dtype)).astype(x.dtype).reshape(-1)
+    alpha_index = None
+    if alpha.is_constant:
+        alpha_index = np.left_shift(np.asarray(alpha.data).view(np.uint8), 8, dtype=np.uint16)
+    return PreluQuantized(table, alpha_index)
+
+
+_PREPARE_QUANTIZED = {
+    _OP.RELU: _prepare_relu_quantized, _OP.RELU6: _prepare_relu_quantized,
+    _OP.RELU_N1_TO_1: _prepare_relu_quantized, _OP.RELU_0_TO_1: _prepare_relu_quantized,
+    _OP.LEAKY_RELU: _prepare_leaky_relu_quantized, _OP.HARD_SWISH: _prepare_hard_swish_quantized,
+    _OP.LOGISTIC: _prepare_logistic_tanh_quantized, _OP.TANH: _prepare_logistic_tanh_quantized,
+    _OP.SOFTMAX: _prepare_softmax_quantized,
+}
+
+
 # -- prepare --------------------------------------------------------------------------------------
-def prepare_activation_quantized(ctx: OpContext, x: TensorInfo):
-    """The uint8 / int8 / int16 paths (LUTs, fixed point): added by the quantized-core work."""
-    raise ctx.fail(f"{ctx.op_name} on quantized {x.type_name} tensors is not supported yet")
-
-
 def _unsupported(ctx: OpContext, x: TensorInfo):
     """LiteRT's words: "Only float32, uint8, int8 and int16 are supported currently, got INT32." """
     names = sorted(type_name(t).lower() for t in FLOAT_TYPES[ctx.builtin_code] | QUANTIZED_TYPES[ctx.builtin_code])
@@ -233,7 +842,8 @@ def _prepare(ctx: OpContext, make_float: Callable[[OpContext, TensorInfo], objec
         ctx.check(len(x.shape) >= 1, "NumDimensions(input) >= 1 was not true.")
     ctx.set_output_shape(OUTPUT, x.shape)
     if x.type in QUANTIZED_TYPES[ctx.builtin_code]:
-        return prepare_activation_quantized(ctx, x)
+        prepared = _PREPARE_QUANTIZED[ctx.builtin_code](ctx, x, y)
+        return Noop() if x.size == 0 else prepared
     if x.type not in FLOAT_TYPES[ctx.builtin_code]:
         raise _unsupported(ctx, x)
     ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
@@ -250,6 +860,7 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
     _OP.RELU: _relu(0, np.inf),
     _OP.RELU6: _relu(0, 6),
     _OP.RELU_N1_TO_1: _relu(-1, 1),
+    _OP.RELU_0_TO_1: _relu(0, 1),
     _OP.TANH: lambda ctx, x: TanhFloat(),
     _OP.LOGISTIC: lambda ctx, x: LogisticFloat(),
     _OP.SOFTMAX: lambda ctx, x: SoftmaxFloat(np.float32(ctx.options.beta), Reduction.of(x.shape, (len(x.shape) - 1,)),
@@ -263,6 +874,7 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
 @register(BuiltinOperator.RELU)
 @register(BuiltinOperator.RELU6)
 @register(BuiltinOperator.RELU_N1_TO_1)
+@register(BuiltinOperator.RELU_0_TO_1)
 @register(BuiltinOperator.TANH)
 @register(BuiltinOperator.LOGISTIC)
 @register(BuiltinOperator.SOFTMAX)
@@ -283,7 +895,8 @@ def prepare_prelu(ctx: OpContext):
               f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}, got rank {len(shape)}")
     ctx.set_output_shape(OUTPUT, shape)
     if x.type in QUANTIZED_TYPES[_OP.PRELU]:
-        return prepare_activation_quantized(ctx, x)
+        prepared = _prepare_prelu_quantized(ctx, x, alpha, y)
+        return Noop() if x.size == 0 else prepared
     if x.type not in FLOAT_TYPES[_OP.PRELU]:
         raise _unsupported(ctx, x)
     ctx.check(alpha.type == x.type, f"alpha must be {x.type_name} like the input, got {alpha.type_name}")

@@ -83,8 +83,7 @@ class CastFloatToIntNarrow:
         x = inputs[INPUT]
         if x.dtype.kind == "c":
             x = x.real
-        y = np.fmin(x, self.hi, dtype=np.float64)
-        np.fmax(y, self.lo, out=y)
+        y = np.fmax(np.fmin(x, self.hi, dtype=np.float64), self.lo)
         np.copyto(outputs[OUTPUT], y, casting="unsafe")  # truncates toward zero
 
 

@@ -370,13 +370,15 @@ class MulInt16ToInt8:
         out = outputs[OUTPUT]
         p = np.empty(out.shape, np.int64)
         np.multiply(inputs[INPUT1], inputs[INPUT2], out=p, dtype=np.int64)
-        y = (p + (1 << 14)) >> 15  # SRDHM16: ties toward +inf ...
-        y[p == 1 << 30] = 32767  # ... and (-32768)**2 saturates
-        y += 128
-        y -= y < 128  # RoundingDivideByPOT(y, 8): y + 128 - [y < 0], floor-shifted
-        y >>= 8
-        clip_ufunc(y, self.lo - self.zero_point, self.hi - self.zero_point, out=y)
-        np.add(y, self.zero_point, out=out, casting="unsafe")
+        saturated = p == 1 << 30  # (-32768)**2
+        p += 1 << 14  # SRDHM16: (p + 2**14) >> 15, ties toward +inf ...
+        p >>= 15
+        np.copyto(p, 32767, where=saturated)  # ... except (-32768)**2 -> 32767
+        p += 128
+        p -= p < 128  # RoundingDivideByPOT(y, 8) = (y + 128 - [y < 0]) >> 8: ties away from zero
+        p >>= 8
+        clip_ufunc(p, self.lo - self.zero_point, self.hi - self.zero_point, out=p)
+        np.add(p, self.zero_point, out=out, casting="unsafe")
 
 
 # DIV's fixed-point helpers (tflite/kernels/internal/common.h, gemmlowp fixedpoint.h), on int64 arrays

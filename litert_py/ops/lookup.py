@@ -4,14 +4,17 @@ Paths:
 - EMBEDDING_LOOKUP: int32 ids (a vector) into a table of rank >= 2. Same-type output: rows are copied for
   float32, float16, int8, uint8, int16, int32, int64 and bool tables. Hybrid: an int8 or uint8 (or INT4)
   table with a float32 output gives ``f32(value) * scale``, with the row's own scale when the table has one
-  scale per row; like LiteRT, the zero point is ignored and a uint8 table is *read as int8*
-  (``GetTensorData<int8_t>``). An id outside [0, rows) is an InvokeError ("Embedding Lookup: index out of
-  bounds"). LiteRT crashes on string tables; we reject them.
+  scale per row; zero points must be 0 (LiteRT's check) and, like LiteRT, a uint8 table is *read as int8*
+  (``GetTensorData<int8_t>``). An id outside [0, rows) is an InvokeError ("Embedding Lookup: index out
+  of bounds"). LiteRT crashes on string tables; we reject them.
 - EMBEDDING_LOOKUP_SPARSE: float32 table, int32 ids / indices / dense_shape, float32 weights; combiners SUM
   (0), MEAN (1), SQRTN (2). Exactly LiteRT's loop: rows are accumulated in order into the output row named
   by the leading indices; a run of equal buckets is finalized (divided by its total weight or by
   ``sqrtf`` of its summed squared weights, both float32) when the bucket changes, so a bucket met again
-  later is divided again, as in LiteRT. Output shape ``dense_shape[:-1] + table.shape[1:]``.
+  later is divided again, as in LiteRT. Output shape ``dense_shape[:-1] + table.shape[1:]``. An index
+  outside dense_shape is an InvokeError here (ai-edge-litert 2.3.0 writes outside its output; newer
+  LiteRT fails the same way we do). LiteRT accepts a non-float32 table and reads it as float32 out of
+  bounds; we refuse it at prepare.
 - HASHTABLE_LOOKUP: int32 lookups and keys, values of any type (strings too); outputs the rows found and a
   uint8 ``hits`` vector; a miss gives a zero row (empty strings). The search is glibc's ``bsearch``
   reproduced step by step (vectorized over lookups), so unsorted or repeated keys find what LiteRT finds.
@@ -87,6 +90,8 @@ def prepare_embedding_lookup(ctx: OpContext):
     hybrid = out.dtype == np.float32 and (table.dtype in (np.int8, np.uint8) or table.type == _INT4)
     ctx.check(hybrid, f"EMBEDDING_LOOKUP: output type {out.type_name} does not match the table's "
                       f"{table.type_name}")
+    ctx.check(all(z == 0 for z in table.quantization.zero_point),
+              "EMBEDDING_LOOKUP: a hybrid table's zero points must be 0 (qparams->zero_point->data[0] == 0)")
     scales = np.asarray(table.quantization.scale or (1.0,), np.float32)
     per_row = scales.size > 1
     ctx.check(not per_row or scales.size == rows, "EMBEDDING_LOOKUP: per-channel scales must be one per row")
@@ -223,3 +228,266 @@ def prepare_hashtable_lookup(ctx: OpContext):
     ctx.set_output_shape(0, (lookup.shape[0],) + tuple(values.shape[1:]))
     ctx.set_output_shape(1, (lookup.shape[0],))
     return HashtableLookup()
+
+
+# =================================================================================================
+# SKIP_GRAM
+# =================================================================================================
+
+_C_SPACE = frozenset(b" \t\n\v\f\r")  # isspace() in the C locale
+
+
+def _split_words(s: bytes) -> list[bytes]:
+    """skip_gram.cc's word split, quirks included: byte 0 is never a separator, and a trailing word may
+    keep a leading space."""
+    words, prev = [], 0
+    for i in range(1, len(s)):
+        if s[i] in _C_SPACE:
+            if i > prev and s[prev] not in _C_SPACE:
+                words.append(s[prev:i])
+            prev = i + 1
+    if len(s) > prev:
+        words.append(s[prev:])
+    return words
+
+
+def skip_grams(sentence: bytes, ngram_size: int, max_skip_size: int, include_all_ngrams: bool) -> list[bytes]:
+    """The n-grams of skip_gram.cc's Eval, in its order (its explicit-stack enumeration, step by step)."""
+    words = _split_words(sentence)
+    n = len(words)
+    if n < ngram_size:
+        return []
+    out: list[bytes] = []
+    stack = [0] * ngram_size
+    k = 1
+    while k >= 0:
+        if k < ngram_size and stack[k] + 1 < n and (k == 0 or stack[k] - stack[k - 1] <= max_skip_size):
+            stack[k] += 1
+            k += 1
+            if k < ngram_size:
+                stack[k] = stack[k - 1]
+        else:
+            if k > 0 and (k <= ngram_size if include_all_ngrams else k == ngram_size):
+                out.append(b" ".join(words[stack[i]] for i in range(k)))
+            k -= 1
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class SkipGram:
+    ngram_size: int
+    max_skip_size: int
+    include_all_ngrams: bool
+
+    def __call__(self, inputs, outputs):
+        x = inputs[0]
+        if x.size == 0:
+            raise ValueError("SKIP_GRAM: the input holds no string")
+        grams = skip_grams(bytes(x.reshape(-1)[0]), self.ngram_size, self.max_skip_size, self.include_all_ngrams)
+        out = np.empty(len(grams), dtype=object)
+        out[:] = grams
+        outputs[0] = out
+
+
+@register(BuiltinOperator.SKIP_GRAM)
+def prepare_skip_gram(ctx: OpContext):
+    ctx.check_num(1)
+    x = ctx.input(0)
+    ctx.check(x.type == _STRING and ctx.outputs[0].type == _STRING, "SKIP_GRAM: input and output must be strings")
+    o = ctx.options
+    ctx.check(int(o.ngram_size) >= 0 and int(o.max_skip_size) >= 0,
+              "SKIP_GRAM: ngram_size and max_skip_size must be non-negative")
+    ctx.set_output_dynamic(0)
+    return SkipGram(int(o.ngram_size), int(o.max_skip_size), bool(o.include_all_ngrams))
+
+
+# =================================================================================================
+# LSH_PROJECTION
+# =================================================================================================
+
+_M64 = (1 << 64) - 1
+_K0, _K1, _K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
+
+
+def _f64(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i:i + 8], "little")
+
+
+def _f32(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i:i + 4], "little")
+
+
+def _rot(v: int, r: int) -> int:
+    return v if r == 0 else ((v >> r) | (v << (64 - r))) & _M64
+
+
+def _smix(v: int) -> int:
+    return v ^ (v >> 47)
+
+
+def _h16(u: int, v: int, mul: int) -> int:
+    a = ((u ^ v) * mul) & _M64
+    a ^= a >> 47
+    b = ((v ^ a) * mul) & _M64
+    b ^= b >> 47
+    return (b * mul) & _M64
+
+
+def _weak32(s: bytes, i: int, a: int, b: int) -> tuple[int, int]:
+    w, x, y, z = _f64(s, i), _f64(s, i + 8), _f64(s, i + 16), _f64(s, i + 24)
+    a = (a + w) & _M64
+    b = _rot((b + a + z) & _M64, 21)
+    c = a
+    a = (a + x + y) & _M64
+    b = (b + _rot(a, 44)) & _M64
+    return (a + z) & _M64, (b + c) & _M64
+
+
+def fingerprint64(s: bytes) -> int:
+    """farmhash ``Fingerprint64`` (farmhashna::Hash64) of ``s`` as an unsigned 64-bit int."""
+    n = len(s)
+    if n <= 16:
+        if n >= 8:
+            mul = (_K2 + n * 2) & _M64
+            a = (_f64(s, 0) + _K2) & _M64
+            b = _f64(s, n - 8)
+            c = (_rot(b, 37) * mul + a) & _M64
+            d = ((_rot(a, 25) + b) * mul) & _M64
+            return _h16(c, d, mul)
+        if n >= 4:
+            mul = (_K2 + n * 2) & _M64
+            return _h16((n + (_f32(s, 0) << 3)) & _M64, _f32(s, n - 4), mul)
+        if n > 0:
+            y = (s[0] + (s[n >> 1] << 8)) & 0xFFFFFFFF
+            z = (n + (s[n - 1] << 2)) & 0xFFFFFFFF
+            return (_smix(((y * _K2) ^ (z * _K0)) & _M64) * _K2) & _M64
+        return _K2
+    mul = (_K2 + n * 2) & _M64
+    if n <= 32:
+        a = (_f64(s, 0) * _K1) & _M64
+        b = _f64(s, 8)
+        c = (_f64(s, n - 8) * mul) & _M64
+        d = (_f64(s, n - 16) * _K2) & _M64
+        return _h16((_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
+                    (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+    if n <= 64:
+        a = (_f64(s, 0) * _K2) & _M64
+        b = _f64(s, 8)
+        c = (_f64(s, n - 8) * mul) & _M64
+        d = (_f64(s, n - 16) * _K2) & _M64
+        y = (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64
+        z = _h16(y, (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+        e = (_f64(s, 16) * mul) & _M64
+        f = _f64(s, 24)
+        g = ((y + _f64(s, n - 32)) * mul) & _M64
+        h = ((z + _f64(s, n - 24)) * mul) & _M64
+        return _h16((_rot((e + f) & _M64, 43) + _rot(g, 30) + h) & _M64,
+                    (e + _rot((f + a) & _M64, 18) + g) & _M64, mul)
+    seed = 81
+    x = seed
+    y = (seed * _K1 + 113) & _M64
+    z = (_smix((y * _K2 + 113) & _M64) * _K2) & _M64
+    v0 = v1 = w0 = w1 = 0
+    x = (x * _K2 + _f64(s, 0)) & _M64
+    end = ((n - 1) // 64) * 64
+    last64 = end + ((n - 1) & 63) - 63
+    i = 0
+    while True:
+        x = (_rot((x + y + v0 + _f64(s, i + 8)) & _M64, 37) * _K1) & _M64
+        y = (_rot((y + v1 + _f64(s, i + 48)) & _M64, 42) * _K1) & _M64
+        x ^= w1
+        y = (y + v0 + _f64(s, i + 40)) & _M64
+        z = (_rot((z + w0) & _M64, 33) * _K1) & _M64
+        v0, v1 = _weak32(s, i, (v1 * _K1) & _M64, (x + w0) & _M64)
+        w0, w1 = _weak32(s, i + 32, (z + y) & _M64, (y + _f64(s, i + 16)) & _M64)
+        z, x = x, z
+        i += 64
+        if i == end:
+            break
+    mul = (_K1 + ((z & 0xFF) << 1)) & _M64
+    i = last64
+    w0 = (w0 + ((n - 1) & 63)) & _M64
+    v0 = (v0 + w0) & _M64
+    w0 = (w0 + v0) & _M64
+    x = (_rot((x + y + v0 + _f64(s, i + 8)) & _M64, 37) * mul) & _M64
+    y = (_rot((y + v1 + _f64(s, i + 48)) & _M64, 42) * mul) & _M64
+    x ^= (w1 * 9) & _M64
+    y = (y + v0 * 9 + _f64(s, i + 40)) & _M64
+    z = (_rot((z + w0) & _M64, 33) * mul) & _M64
+    v0, v1 = _weak32(s, i, (v1 * mul) & _M64, (x + w0) & _M64)
+    w0, w1 = _weak32(s, i + 32, (z + y) & _M64, (y + _f64(s, i + 16)) & _M64)
+    z, x = x, z
+    return _h16((_h16(v0, w0, mul) + _smix(y) * _K0 + z) & _M64, (_h16(v1, w1, mul) + x) & _M64, mul)
+
+
+def _signed64(v: int) -> int:
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _raw_rows(x: np.ndarray, rows: int) -> list[bytes]:
+    """``input->bytes / dim0`` byte chunks of the tensor's memory, as RunningSignBit walks them (strings:
+    TFLite's string-buffer layout, header included)."""
+    if x.dtype == object:
+        from ..schema.writer import string_buffer
+
+        raw = string_buffer(x)
+    else:
+        raw = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes()
+    item = len(raw) // rows if rows else 0
+    return [raw[k * item:(k + 1) * item] for k in range(rows)]
+
+
+@dataclass(frozen=True, eq=False)
+class LshProjection:
+    sparse: bool
+
+    def __call__(self, inputs, outputs):
+        hashes, x = inputs[0], inputs[1]
+        weight = inputs[2] if len(inputs) > 2 else None
+        num_hash, num_bits = hashes.shape
+        rows = x.shape[0]
+        chunks = _raw_rows(x, rows)
+        seeds = hashes.astype(np.float32).reshape(-1)
+        # One signed 64-bit fingerprint per (seed, row); float seed bytes then the row's bytes.
+        sig = np.array([[_signed64(fingerprint64(sd.tobytes() + c)) for c in chunks] for sd in seeds],
+                       np.int64).reshape(seeds.size, rows)
+        terms = sig.astype(np.float64)
+        if weight is not None:
+            terms *= weight.astype(np.float64)  # float weight promoted to double, as in C++
+        # score is a running double sum in row order: cumsum is sequential, its last column that sum.
+        score = np.cumsum(terms, axis=1)[:, -1] if rows else np.zeros(seeds.size)
+        bits = (score > 0).astype(np.int64).reshape(num_hash, num_bits)
+        out = outputs[0]
+        if not self.sparse:
+            np.copyto(out, bits.reshape(-1), casting="unsafe")
+            return
+        sig32 = np.zeros(num_hash, np.int64)
+        for j in range(num_bits):  # (signature << 1) | bit in int32, wrapping
+            sig32 = ((sig32 << 1) | bits[:, j]) & 0xFFFFFFFF
+        # i * (1 << num_bits): x86 masks the shift count to 5 bits; everything wraps in int32.
+        total = (sig32 + np.arange(num_hash, dtype=np.int64) * (1 << (num_bits & 31))) & 0xFFFFFFFF
+        np.copyto(out, total.astype(np.uint32).view(np.int32))
+
+
+@register(BuiltinOperator.LSH_PROJECTION)
+def prepare_lsh_projection(ctx: OpContext):
+    ctx.check_num((2, 3))
+    hashes, x = ctx.input(0), ctx.input(1)
+    weight = ctx.optional_input(2)
+    ctx.check(len(hashes.shape) == 2, "LSH_PROJECTION: the hash tensor must be a matrix")
+    ctx.check(hashes.shape[1] <= 32, "LSH_PROJECTION: at most 32 bits per hash")
+    ctx.check(hashes.dtype == np.float32, "LSH_PROJECTION: hash seeds must be float32")
+    ctx.check(len(x.shape) >= 1, "LSH_PROJECTION: the input must have rank >= 1")
+    if weight is not None:
+        ctx.check(len(weight.shape) == 1 and weight.shape[0] == x.shape[0],
+                  "LSH_PROJECTION: weight must be a vector with one entry per input row")
+        ctx.check(weight.dtype == np.float32, "LSH_PROJECTION: weight must be float32")
+    ctx.check(ctx.outputs[0].dtype == np.int32, "LSH_PROJECTION: output must be int32")
+    kind = int(ctx.options.type)
+    if kind == 1:  # SPARSE
+        ctx.set_output_shape(0, (hashes.shape[0],))
+    elif kind == 2:  # DENSE
+        ctx.set_output_shape(0, (hashes.shape[0] * hashes.shape[1],))
+    else:
+        raise ctx.fail(f"LSH_PROJECTION: unknown projection type {kind}")
+    return LshProjection(kind == 1)

@@ -38,14 +38,17 @@ tflite/kernels/internal/reference/portable_tensor_utils.cc (MeanStddevNormalizat
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant import multiply_by_quantized_multiplier, quantize_multiplier, saturating_rounding_doubling_high_mul, wrap32
 from ..schema.model import BuiltinOperator
 from .fully_connected import apply_activation_to_vector
 from .registry import OpContext, TensorInfo, register
 from .rnn import hybrid_matvec
+from .unary import get_inv_sqrt_quantized_multiplier_exp
 
 F32 = np.float32
 GATES = ("i", "f", "c", "o")
@@ -262,12 +265,344 @@ def _check_states(ctx: OpContext, h: TensorInfo, c: TensorInfo, n_batch: int, ce
     ctx.check(h.dtype == np.float32 and c.dtype == np.float32, "float LSTM states must be FLOAT32")
 
 
+def _check_state_sizes(ctx: OpContext, ins: list, n_batch: int, cell) -> None:
+    ctx.check(ins[OUT_STATE].size == n_batch * cell.n_output, "NumElements(output_state) != n_batch * n_output")
+    ctx.check(ins[CELL_STATE].size == n_batch * cell.n_cell, "NumElements(cell_state) != n_batch * n_cell")
+
+
 def _full_inputs(ctx: OpContext) -> tuple[list, bool]:
     n = len(ctx.inputs)
     ctx.check(n in (20, 24), f"The LSTM Full kernel expects 20 or 24 inputs. Got {n} inputs")
     ctx.check(len(ctx.outputs) == 1, "node->outputs->size != 1")
     ins = list(ctx.inputs) + [None] * (24 - n)
     return ins, ins[LN["f"]] is not None
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Integer 8x8_16: gemmlowp int16 fixed point (tables over all 65536 inputs)
+# -------------------------------------------------------------------------------------------------------------
+
+
+def _w16(x):
+    return ((x + 32768) & 0xFFFF) - 32768
+
+
+def _srdhm16(a, b):
+    r = (a * b + (1 << 14)) >> 15
+    return np.where((a == -32768) & (b == -32768), 32767, r)
+
+
+def _rdbpot(x, e: int):
+    if e == 0:
+        return x
+    mask = (1 << e) - 1
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
+
+
+def _satpot16(x, e: int):
+    if e > 0:
+        return np.clip(x << e, -32768, 32767)
+    return _rdbpot(x, -e)
+
+
+def _c16(c32: int) -> int:
+    """A gemmlowp Q0.31-style int32 constant as the int16 FixedPoint constant: RDBPOT(c, 16)."""
+    return int(_rdbpot(np.int64(c32), 16))
+
+
+def _exp_on_interval(a):
+    c, third = _c16(1895147668), _c16(715827883)
+    x = _w16(a + (1 << 12))
+    x2 = _srdhm16(x, x)
+    x3 = _srdhm16(x2, x)
+    x4 = _srdhm16(x2, x2)
+    inner = _w16(_srdhm16(_w16(_satpot16(x4, -2) + x3), third) + x2)
+    return np.clip(c + _srdhm16(c, _w16(x + _satpot16(inner, -1))), -32768, 32767)
+
+
+def _exp_on_negative_values(a, ib: int):
+    fb = 15 - ib
+    q = 1 << (fb - 2)
+    r = _w16((a & (q - 1)) - q)
+    res = _exp_on_interval(_satpot16(r, ib))
+    rem = _w16(r - a)
+    for k, ck in ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535),
+                  (3, 720401), (4, 242)):
+        if ib > k:
+            res = np.where((rem & (1 << (fb + k))) != 0, _srdhm16(res, _c16(ck)), res)
+    if ib > 5:
+        res = np.where(a < _c16(-(1 << (36 - ib))), 0, res)
+    return np.where(a == 0, 32767, res)
+
+
+def _newton_x(a):
+    hd = a + 32767
+    hd = np.where(hd >= 0, (hd + 1) // 2, -((1 - hd) // 2))  # RoundingHalfSum(a, One): (s + sign) / 2, truncated
+    x = _w16(_c16(1515870810) + _srdhm16(hd, _c16(-1010580540)))
+    for _ in range(3):
+        x = _w16(x + _satpot16(_srdhm16(x, _w16((1 << 13) - _srdhm16(hd, x))), 2))
+    return x
+
+
+@functools.cache
+def sigmoid16_table(ib: int) -> np.ndarray:
+    """gemmlowp ``logistic`` of FixedPoint<int16, ib> for every raw input (index raw + 32768), Q0.15 out."""
+    a = np.arange(-32768, 32768, dtype=np.int64)
+    pos = a > 0
+    e = _exp_on_negative_values(_w16(-np.where(pos, a, _w16(-a))), ib)
+    rp = _satpot16(_newton_x(e), 1)
+    return np.where(a == 0, 16384, np.where(pos, rp, _w16(32767 - rp))).astype(np.int64)
+
+
+@functools.cache
+def tanh16_table(ib: int) -> np.ndarray:
+    """gemmlowp ``tanh`` of FixedPoint<int16, ib> for every raw input (index raw + 32768), Q0.15 out."""
+    a = np.arange(-32768, 32768, dtype=np.int64)
+    neg = a < 0
+    t = _satpot16(_w16(_newton_x(_exp_on_negative_values(np.where(neg, a, _w16(-a)), ib + 1)) - (1 << 13)), 2)
+    return np.where(a == 0, 0, np.where(neg, _w16(-t), t)).astype(np.int64)
+
+
+def _tdiv(a: int, b: int) -> int:
+    """C++ integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _mbqm(x, m, e):
+    return multiply_by_quantized_multiplier(wrap32(x), m, e)
+
+
+def _mbqm_neon(x, m: int, e: int):
+    """MultiplyByQuantizedMultiplier4Rows (common.h, double rounding, NEON via NEON_2_SSE): vqrdmulh, then a
+    rounding right shift that rounds ties up (vrshl) instead of away from zero."""
+    left, right = max(e, 0), -min(e, 0)
+    y = saturating_rounding_doubling_high_mul(wrap32(np.left_shift(x, left)), m)
+    return (y + (1 << (right - 1))) >> right if right else y
+
+
+@dataclass(frozen=True, eq=False)
+class IntGate:
+    w_x: np.ndarray  # (n_input, n_cell) int64
+    eff_x: np.ndarray  # int64 (n_cell,)
+    m_x: tuple
+    w_h: np.ndarray  # (n_output, n_cell) int64
+    eff_h: np.ndarray
+    m_h: tuple
+    peep: np.ndarray | None  # int64 (n_output,) (the first n_output cell-to-gate weights: LiteRT's v_size)
+    m_p: tuple
+    ln: np.ndarray | None  # int64 (n_cell,)
+    ln_bias: np.ndarray | None  # int64 (n_cell,)
+    m_ln: tuple
+    guard: int
+
+
+@dataclass(frozen=True, eq=False)
+class LstmIntegerCell:
+    gates: dict
+    cs: int  # log2 of the cell scale
+    cell_clip: int
+    proj_clip: int
+    m_hidden: tuple
+    z_hidden: int
+    proj: np.ndarray | None  # (n_cell, n_output) int64
+    proj_eff: np.ndarray | None
+    m_proj: tuple
+    z_out_state: int
+    n_cell: int
+    n_output: int
+    rowwise_peephole: bool  # batch-major: LiteRT steps one row at a time (matters for the peephole quirk)
+
+    def _layer_norm(self, g: IntGate, v):
+        n = v.shape[1]
+        out = np.empty_like(v)
+        for b in range(v.shape[0]):
+            row = v[b]
+            s = int(row.sum())
+            mean = int(wrap32(_tdiv(s * 1024, n)))
+            var = int((row * row).sum()) * ((1 << 20) // n) - mean * mean
+            var2 = int(wrap32(_tdiv(var, 1 << 20)))
+            if var2 < 1:
+                var2 = g.guard
+            inv_m, inv_e = get_inv_sqrt_quantized_multiplier_exp(int(var2), -1)
+            r = _mbqm(1024 * row - mean, inv_m, inv_e)
+            t = r * g.ln + g.ln_bias
+            u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
+            out[b] = np.clip(_mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
+        return out
+
+    def _peephole(self, g: IntGate, gate, c):
+        """VectorBatchVectorCwiseProductAccumulate with v_size = n_output over the flat (rows, n_cell) buffers."""
+        n_out = self.n_output
+        rows = gate.shape[0]
+        k16 = n_out & ~15
+        if self.rowwise_peephole or n_out == self.n_cell:
+            gv, cv = gate[:, :n_out], c[:, :n_out]
+            prod = g.peep[None, :] * cv
+            r = np.empty_like(prod)
+            r[:, :k16] = _mbqm_neon(prod[:, :k16], *g.m_p)
+            r[:, k16:] = _mbqm(prod[:, k16:], *g.m_p)
+            gate[:, :n_out] = np.clip(gv + r, -32768, 32767)
+            return
+        gf, cf = gate.reshape(-1), c.reshape(-1)
+        prod = (np.tile(g.peep, rows) * cf[:rows * n_out]).reshape(rows, n_out)
+        r = np.empty_like(prod)
+        r[:, :k16] = _mbqm_neon(prod[:, :k16], *g.m_p)
+        r[:, k16:] = _mbqm(prod[:, k16:], *g.m_p)
+        gf[:rows * n_out] = np.clip(gf[:rows * n_out] + r.reshape(-1), -32768, 32767)
+
+    def _gate(self, name, x, h, c, table):
+        g: IntGate = self.gates[name]
+        gate = np.clip(_mbqm(x @ g.w_x + g.eff_x, *g.m_x), -32768, 32767)
+        gate = np.clip(_mbqm(h @ g.w_h + g.eff_h, *g.m_h) + gate, -32768, 32767)
+        if g.peep is not None:
+            self._peephole(g, gate, c)
+        if g.ln is not None:
+            gate = self._layer_norm(g, gate)
+        return table[gate + 32768]
+
+    def step(self, x, aux, h_state, c_state, out):
+        x = x.astype(np.int64)
+        h = h_state.astype(np.int64)
+        c = c_state.astype(np.int64)
+        sig, tanh3 = sigmoid16_table(3), tanh16_table(3)
+        cifg = "i" not in self.gates
+        ig = None if cifg else self._gate("i", x, h, c, sig)
+        fg = self._gate("f", x, h, c, sig)
+        cg = self._gate("c", x, h, None, tanh3)
+        c = _w16(_rdbpot(fg * c, 15))
+        scratch = _w16(_rdbpot(((32767 - fg) if cifg else ig) * cg, 30 + self.cs))
+        c = np.clip(c + scratch, -32768, 32767)
+        if self.cell_clip > 0:
+            c = np.clip(c, -self.cell_clip, self.cell_clip)
+        og = self._gate("o", x, h, c, sig)
+        t = tanh16_table(15 + self.cs)[c + 32768]
+        if self.proj is None:
+            hn = np.clip(_mbqm(og * t, *self.m_hidden) + self.z_hidden, -128, 127)
+        else:
+            hh = np.clip(_mbqm(og * t, *self.m_hidden) - self.z_hidden, -128, 127)
+            hn = np.clip(_mbqm(hh @ self.proj + self.proj_eff, *self.m_proj) + self.z_out_state, -128, 127)
+            if self.proj_clip > 0:
+                hn = np.clip(hn, -self.proj_clip, self.proj_clip)
+        c_state[...] = c
+        h_state[...] = hn
+        out[...] = hn
+
+
+def _scale(t: TensorInfo | None) -> np.float32:
+    return F32(t.scale) if t is not None else F32(1)
+
+
+def build_integer_cell(ctx: OpContext, ins: list, opts, use_ln: bool, out: TensorInfo,
+                       rowwise: bool) -> LstmIntegerCell:
+    """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias (unidirectional_sequence_
+    lstm.cc / lstm.cc) for int8 input, int8 weights, int16 cell state, 5 intermediates."""
+    ctx.check(len(ctx.intermediates) == 5, "num_intermediate_tensors == 5 was not true.")
+    x, h_state, c_state = ins[0], ins[OUT_STATE], ins[CELL_STATE]
+    n_input = x.shape[-1]
+    w_o = ins[IN_W["o"]]
+    ctx.check(w_o is not None and len(w_o.shape) == 2 and w_o.shape[1] == n_input,
+              "input_to_output_weights->dims->data[1] != n_input")
+    n_cell = w_o.shape[0]
+    r_o = ins[REC_W["o"]]
+    ctx.check(r_o is not None and len(r_o.shape) == 2 and r_o.shape[0] == n_cell,
+              "recurrent_to_output_weights->dims->data[0] != n_cell")
+    n_output = r_o.shape[1]
+    cifg = ins[IN_W["i"]] is None
+    ctx.check(cifg == (ins[REC_W["i"]] is None), "cifg_weights_all_or_none == true was not true.")
+    ctx.check(opts.cell_clip >= 0, "params->cell_clip >= 0 was not true.")
+    ctx.check(opts.proj_clip >= 0, "params->proj_clip >= 0 was not true.")
+    gates = GATES[1:] if cifg else GATES
+    for t in [ins[IN_W[g]] for g in gates] + [ins[REC_W[g]] for g in gates] + [ins[PROJ_W]]:
+        if t is not None:
+            ctx.check(t.dtype == np.int8 and t.is_constant and bool(t.quantization.scale),
+                      f"{t.name}: integer LSTM weights must be constant quantized INT8")
+    for g in gates:
+        ctx.check(ins[IN_W[g]].shape == (n_cell, n_input) and ins[REC_W[g]].shape == (n_cell, n_output),
+                  f"{g} gate weights must be (n_cell, n_input) and (n_cell, n_output)")
+        b = ins[BIAS[g]]
+        ctx.check(b is not None and b.dtype == np.int32 and b.is_constant and b.shape == (n_cell,),
+                  f"{g} gate bias must be a constant INT32 (n_cell,)")
+    c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
+    ctx.check(((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o),
+              "peephole_weights_all_or_none == true was not true.")
+    peephole = c_o
+    for t in ins[9:12] + ins[20:24]:
+        if t is not None:
+            ctx.check(t.dtype == np.int16 and t.is_constant and t.shape == (n_cell,),
+                      f"{t.name}: peephole / layer-norm weights must be constant INT16 (n_cell,)")
+    if peephole:
+        ctx.check(n_output <= n_cell, "litert_py: integer peephole LSTM needs n_output <= n_cell")
+    pw, pb = ins[PROJ_W], ins[PROJ_B]
+    ctx.check(pw is not None or pb is None, "projecton_tensors_consistent == true was not true.")
+    if pw is not None:
+        ctx.check(pw.shape == (n_output, n_cell), "projection_weights must be (n_output, n_cell)")
+        ctx.check(pb is None or (pb.dtype == np.int32 and pb.is_constant and pb.shape == (n_output,)),
+                  "projection_bias must be a constant INT32 (n_output,)")
+    else:
+        ctx.check(n_output == n_cell, "without projection n_output must equal n_cell")
+    ctx.check(h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
+              "output_state and cell_state must be variable tensors")
+    ctx.check(h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
+              "integer LSTM needs an INT8 output_state and output and an INT16 cell_state")
+    for t in (x, h_state, c_state, out):
+        ctx.check(bool(t.quantization.scale), f"{t.name}: quantization.type != kTfLiteNoQuantization")
+    cs_f = float(F32(c_state.scale))
+    cs = int(round(np.log2(cs_f)))
+    ctx.check(cs_f > 0 and 2.0**cs == cs_f, "CheckedLog2(cell_state->params.scale, &cell_scale) was not true.")
+    ctx.check(0 <= 15 + cs <= 6, "litert_py: the cell state scale must be 2^-15 .. 2^-9")
+    inter = ctx.intermediates
+    for t in inter[:4] if use_ln else inter[4:]:
+        ctx.check(bool(t.quantization.scale), "intermediate->quantization.type != kTfLiteNoQuantization")
+    ctx.check(bool(inter[4].quantization.scale), "hidden->quantization.type != kTfLiteNoQuantization")
+    s_int = [_scale(inter[k]) if use_ln else F32(2.0**-12) for k in range(4)]
+    s_h, z_h = F32(inter[4].scale), inter[4].zero_point
+    s_in, s_os = _scale(x), _scale(h_state)
+    zi, zos = x.zero_point, h_state.zero_point
+
+    def qm(v) -> tuple:
+        return quantize_multiplier(float(F32(v)))
+
+    def rowsum(t):
+        return t.data.astype(np.int64).sum(axis=1)
+
+    gate_objs = {}
+    for k, g in enumerate(GATES):
+        if g not in gates:
+            continue
+        wx, wh = ins[IN_W[g]], ins[REC_W[g]]
+        bias = ins[BIAS[g]].data.astype(np.int64)
+        eff_x = (0 if use_ln else bias) + (-zi) * rowsum(wx)
+        eff_h = (-zos) * rowsum(wh)
+        pw_g = ins[PEEP_W[g]] if peephole and g != "c" else None
+        m_p = (0, 0)
+        if pw_g is not None:
+            m_p = quantize_multiplier(float(F32(2.0**cs * float(_scale(pw_g)) / float(s_int[k]))))
+        ln = ins[LN[g]] if use_ln else None
+        m_ln = quantize_multiplier(float(_scale(ln))) if ln is not None else (0, 0)
+        guard = max(1, int(np.trunc(np.float32(10000) * _scale(ln)))) if ln is not None else 1
+        gate_objs[g] = IntGate(
+            np.ascontiguousarray(wx.data.astype(np.int64).T), eff_x.astype(np.int64),
+            qm(F32(_scale(wx) * s_in) / s_int[k]),
+            np.ascontiguousarray(wh.data.astype(np.int64).T), eff_h.astype(np.int64),
+            qm(F32(_scale(wh) * s_os) / s_int[k]),
+            None if pw_g is None else pw_g.data.astype(np.int64)[:n_output], m_p,
+            None if ln is None else ln.data.astype(np.int64),
+            None if ln is None else bias, m_ln, guard)
+    m_hidden = quantize_multiplier(float(F32(2.0**-15 / float(s_h) * 2.0**-15)))
+    proj = proj_eff = None
+    m_proj = (0, 0)
+    if pw is not None:
+        proj = np.ascontiguousarray(pw.data.astype(np.int64).T)
+        proj_eff = (pb.data.astype(np.int64) if pb is not None else 0) + z_h * rowsum(pw)
+        proj_eff = np.broadcast_to(np.asarray(proj_eff, np.int64), (n_output,)).copy()
+        m_proj = qm(F32(_scale(pw) * s_h) / s_os)
+    cell_clip = int(np.trunc(min(max(F32(opts.cell_clip) / F32(c_state.scale), F32(-32768)), F32(32767)))) \
+        if opts.cell_clip > 0 else 0
+    proj_clip = int(np.trunc(min(max(F32(opts.proj_clip) / _scale(out), F32(-128)), F32(127)))) \
+        if opts.proj_clip > 0 else 0
+    return LstmIntegerCell(gate_objs, cs, cell_clip, proj_clip, m_hidden, z_h, proj, proj_eff, m_proj, zos,
+                           n_cell, n_output, rowwise)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -313,7 +648,11 @@ def prepare_lstm(ctx: OpContext):
     ctx.check(len(x.shape) > 1, "input->dims->size > 1 was not true.")
     ctx.check(len(x.shape) == 2, "litert_py: LSTM input must be 2-D (batch, input)")
     n_batch = x.shape[0]
-    cell = _float_or_hybrid(ctx, ins, use_ln, opts, n_batch)
+    if x.dtype == np.int8:
+        cell = build_integer_cell(ctx, ins, opts, use_ln, ctx.outputs[0], False)
+        _check_state_sizes(ctx, ins, n_batch, cell)
+    else:
+        cell = _float_or_hybrid(ctx, ins, use_ln, opts, n_batch)
     ctx.set_output_shape(0, (n_batch, cell.n_output))
     return LstmSequence(cell, True)
 
@@ -327,6 +666,92 @@ def prepare_unidirectional_sequence_lstm(ctx: OpContext):
     ctx.check(len(x.shape) == 3, "litert_py: UNIDIRECTIONAL_SEQUENCE_LSTM input must be 3-D")
     tm = bool(opts.time_major)
     n_batch = x.shape[1] if tm else x.shape[0]
-    cell = _float_or_hybrid(ctx, ins, use_ln, opts, n_batch)
+    if x.dtype == np.int8:
+        cell = build_integer_cell(ctx, ins, opts, use_ln, ctx.outputs[0], not tm)
+        _check_state_sizes(ctx, ins, n_batch, cell)
+    else:
+        cell = _float_or_hybrid(ctx, ins, use_ln, opts, n_batch)
     ctx.set_output_shape(0, x.shape[:-1] + (cell.n_output,))
     return LstmSequence(cell, tm)
+
+
+# -------------------------------------------------------------------------------------------------------------
+# BIDIRECTIONAL_SEQUENCE_LSTM
+# -------------------------------------------------------------------------------------------------------------
+
+BIDI_FW_STATES, BIDI_BW_STATES, BIDI_AUX = (35, 36), (37, 38), 39
+
+
+@dataclass(frozen=True, eq=False)
+class BidirectionalSequenceLstm:
+    fw: LstmCell
+    bw: LstmCell
+    time_major: bool
+    merge: bool
+    bw_reads_aux: bool  # non-stacking mode: the aux input is the backward cell's input
+    use_aux: bool
+
+    def __call__(self, inputs, outputs):
+        x, aux = inputs[0], inputs[BIDI_AUX]
+        fw_out = outputs[0]
+        nf = self.fw.n_output
+        if self.merge:
+            bw_out, fw_out = fw_out[..., nf:], fw_out[..., :nf]
+        else:
+            bw_out = outputs[1]
+        bw_x = aux if self.bw_reads_aux else x
+        real_aux = aux if self.use_aux else None
+        if not self.time_major:
+            x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
+            fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
+            if real_aux is not None:
+                real_aux = real_aux.transpose(1, 0, 2)
+        n_batch = x.shape[1]
+        for cell, xs, out, (hi, ci), order in (
+                (self.fw, x, fw_out, BIDI_FW_STATES, range(x.shape[0])),
+                (self.bw, bw_x, bw_out, BIDI_BW_STATES, range(x.shape[0] - 1, -1, -1))):
+            h = inputs[hi].reshape(n_batch, cell.n_output)
+            c = inputs[ci].reshape(n_batch, cell.n_cell)
+            for t in order:
+                cell.step(xs[t], None if real_aux is None else real_aux[t], h, c, out[t])
+
+
+@register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM, stateful=True)
+def prepare_bidirectional_sequence_lstm(ctx: OpContext):
+    opts = ctx.options
+    merge = bool(opts.merge_outputs)
+    ctx.check(len(ctx.inputs) == 48, f"node->inputs->size != 48 (got {len(ctx.inputs)})")
+    ctx.check(len(ctx.outputs) == (1 if merge else 2), "node->outputs->size != (merge_outputs ? 1 : 2)")
+    x = ctx.input(0)
+    ctx.check(x.dtype == np.float32, f"Type {x.type_name} is not currently supported.")
+    ctx.check(len(x.shape) == 3, "input->dims->size != 3")
+    tm = bool(opts.time_major)
+    n_batch = x.shape[1] if tm else x.shape[0]
+    aux = ctx.optional_input(BIDI_AUX)
+    fw_aux_w = [ctx.optional_input(k) for k in range(40, 44)]
+    bw_aux_w = [ctx.optional_input(k) for k in range(44, 48)]
+    use_aux = fw_aux_w[1] is not None
+    if aux is not None:
+        ctx.check(aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
+                  "aux_input must be FLOAT32 with the input's first two dimensions")
+    if use_aux:
+        ctx.check(aux is not None, "aux weights need an aux input")
+    bw_reads_aux = aux is not None and not use_aux
+    bw_x = aux if bw_reads_aux else x
+    asym = bool(opts.asymmetric_quantize_inputs)
+    cells = []
+    for lo, states, aux_w, xin in ((1, BIDI_FW_STATES, fw_aux_w, x), (18, BIDI_BW_STATES, bw_aux_w, bw_x)):
+        ins = [xin] + [ctx.optional_input(k) for k in range(lo, lo + 17)] + \
+              [ctx.optional_input(states[0]), ctx.optional_input(states[1])] + [None] * 4
+        cell = build_cell(ctx, ins, asym, opts.cell_clip, opts.proj_clip, opts.fused_activation_function, False,
+                          aux_w if use_aux else None)
+        _check_states(ctx, ins[OUT_STATE], ins[CELL_STATE], n_batch, cell)
+        cells.append(cell)
+    fw, bw = cells
+    lead = x.shape[:2]
+    if merge:
+        ctx.set_output_shape(0, lead + (fw.n_output + bw.n_output,))
+    else:
+        ctx.set_output_shape(0, lead + (fw.n_output,))
+        ctx.set_output_shape(1, lead + (bw.n_output,))
+    return BidirectionalSequenceLstm(fw, bw, tm, merge, bw_reads_aux, use_aux)

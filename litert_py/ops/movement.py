@@ -1,4 +1,5 @@
-"""Data movement: CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SPLIT, SPLIT_V, GATHER.
+"""Data movement: CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SPLIT, SPLIT_V, GATHER, TILE, PACK,
+UNPACK, SLICE, REVERSE_V2, REVERSE_SEQUENCE, MIRROR_PAD.
 
 Paths (bytes are moved, never reinterpreted; quantized tensors pass through with their raw integers):
 - CONCATENATION: float32, float16, uint8, int8, int16, int32, int64, bool, uint32, int4. int8 inputs must
@@ -17,14 +18,28 @@ Paths (bytes are moved, never reinterpreted; quantized tensors pass through with
 - GATHER: float32, float16, uint8, int8, int16, int32, int64, bool, int4, strings (1-D); indices int16,
   int32, int64; ``axis`` and ``batch_dims``. An index outside [0, axis size) raises at eval (LiteRT's
   "gather index out of bounds").
+- TILE: every dtype, strings included; multiples int32/int64 (non-negative).
+- PACK: float32, uint8, int8, int16, int32, int64, uint32; UNPACK: float32, float16, uint8, int8, int16, int32,
+  bool. Every input and output share scale and zero point (LiteRT's Prepare checks, for every type).
+- SLICE: every dtype, strings included, any rank; begin/size int32 or int64 (one type), size -1 = the rest.
+  LiteRT keeps an output shape the model declares (ranked, no -1 in shape_signature) and fails when the
+  slice differs; litert_py does the same, and makes the output dynamic when begin/size are not constant and
+  no such shape is declared.
+- REVERSE_V2: float32, float16, uint8, int8, int16, int32, int64, bool; axis int32 (negative counts from the
+  end), several axes only when they form one contiguous run (LiteRT's rule). REVERSE_SEQUENCE: float32,
+  uint8, int16, int32, int64; seq_lengths int32/int64.
+- MIRROR_PAD: every 8/16/32/64-bit dtype; paddings int32/int64 in [0, size - offset] (REFLECT offset 1,
+  SYMMETRIC 0); int8/uint8/int16 input and output share scale and zero point (int16: zero point 0).
 
 Shapes come from constant index tensors at prepare; a non-constant one makes the output dynamic.
 
 Where LiteRT writes uninitialized memory instead of failing, we fail at prepare: a STRIDED_SLICE
 shrink axis with a negative stride or an out-of-range begin, an ``offset`` slice reaching past the
-input, and a TRANSPOSE perm with repeated entries.
+input, a TRANSPOSE perm with repeated entries, a negative SLICE begin, and a REVERSE_SEQUENCE length beyond
+the sequence axis (LiteRT checks only the first length).
 
 Sources matched: tensorflow/lite/kernels/{concatenation,pad,transpose,strided_slice,split,split_v,gather}.cc,
+tensorflow/lite/kernels/{tile,pack,unpack,slice,reverse,reverse_sequence,mirror_pad}.cc,
 tensorflow/lite/kernels/internal/reference/{concatenation,pad,strided_slice,gather}.h,
 tensorflow/lite/kernels/internal/strided_slice_logic.h.
 """
@@ -867,10 +882,12 @@ def _check_same_quantization(ctx: OpContext, a: TensorInfo, b: TensorInfo) -> No
 
 @dataclass(frozen=True, eq=False)
 class Pack:
-    axis: int
+    index: tuple  # per input, its place in the output: (:, ..., k)
 
     def __call__(self, inputs, outputs):
-        np.stack(inputs, axis=self.axis, out=outputs[0])
+        out = outputs[0]
+        for x, ix in zip(inputs, self.index):
+            out[ix] = x
 
 
 @register(BuiltinOperator.PACK)
@@ -893,17 +910,17 @@ def prepare_pack(ctx: OpContext):
         ctx.check(t.type == x.type, f"PACK inputs differ in type: {x.type_name} and {t.type_name}")
         _check_same_quantization(ctx, t, y)
     ctx.set_output_shape(0, x.shape[:axis] + (n,) + x.shape[axis:])
-    return Pack(axis)
+    return Pack(tuple((slice(None),) * axis + (k,) for k in range(n)))
 
 
 @dataclass(frozen=True, eq=False)
 class Unpack:
-    axis: int
+    index: tuple  # per output, its place in the input: (:, ..., k)
 
     def __call__(self, inputs, outputs):
         x = inputs[0]
-        for k, out in enumerate(outputs):
-            np.copyto(out, x[_slices(self.axis, k, k + 1)].reshape(out.shape))
+        for out, ix in zip(outputs, self.index):
+            out[...] = x[ix]
 
 
 @register(BuiltinOperator.UNPACK)
@@ -924,15 +941,12 @@ def prepare_unpack(ctx: OpContext):
         _check_output_type(ctx, x, k)
         _check_same_quantization(ctx, x, ctx.outputs[k])
         ctx.set_output_shape(k, shape)
-    return Unpack(axis)
+    return Unpack(tuple((slice(None),) * axis + (k,) for k in range(n)))
 
 
 # =================================================================================================
 # SLICE
 # =================================================================================================
-
-_SLICE_MAX_RANK = 5
-
 
 def slice_bounds(in_shape, begin, size, fail=ValueError) -> tuple[tuple[int, int], ...]:
     """(start, stop) per dimension as slice.cc CalculateOutputShapeVector checks them; a size of -1 takes the
@@ -1008,7 +1022,6 @@ def prepare_slice(ctx: OpContext):
     ctx.check(len(begin.shape) == 1 and len(size.shape) == 1, "Begin and size tensors must be 1-D.")
     ctx.check(begin.size == rank and size.size == rank,
               f"NumElements(begin) and NumElements(size) must equal the input rank {rank}")
-    ctx.check(rank <= _SLICE_MAX_RANK, f"Slice op only supports 1D-{_SLICE_MAX_RANK}D input arrays.")
     _check_output_type(ctx, x)
     ctx.check(x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
               f"Type {x.type_name} is currently not supported by Slice.")
@@ -1044,6 +1057,9 @@ def reverse_axes(axis, rank: int, fail=ValueError) -> tuple[int, ...]:
         if not 0 <= a < rank:
             raise fail(f"axis >= 0 && axis < NumDimensions(input) was not true (axis {a})")
         axes.append(a)
+    ordered = sorted(axes)
+    if any(b != a + 1 for a, b in zip(ordered, ordered[1:])):
+        raise fail(f"Non-contiguous `axes` not supported: {axes}")
     return tuple(axes)
 
 
@@ -1099,20 +1115,31 @@ def reverse_sequence_index(seq_lengths, seq_size: int, fail=ValueError) -> np.nd
 
 @dataclass(frozen=True, eq=False)
 class ReverseSequence:
-    """The input viewed with the batch and sequence axes moved last: one take_along_axis along the sequence."""
+    """Constant lengths: one gather through a flat index computed at prepare."""
 
+    flat_index: np.ndarray
+
+    def __call__(self, inputs, outputs):
+        np.take(inputs[0].reshape(-1), self.flat_index, out=outputs[0].reshape(-1))
+
+
+def _reverse_sequence_flat(shape, seq_dim: int, batch_dim: int, index: np.ndarray) -> np.ndarray:
+    """Flat source offset of every output element: positions along seq_dim come from ``index[batch, seq]``."""
+    pos = np.indices(shape, dtype=np.int64) if shape else np.zeros((0,), np.int64)
+    pos[seq_dim] = index[pos[batch_dim], pos[seq_dim]]
+    return np.ravel_multi_index(tuple(pos), shape).reshape(-1) if int(np.prod(shape)) else np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class ReverseSequenceDynamic:
     seq_dim: int
     batch_dim: int
-    index: np.ndarray | None  # (batch, seq) positions when the lengths were constant
 
     def __call__(self, inputs, outputs):
         x = inputs[0]
-        index = self.index
-        if index is None:
-            index = reverse_sequence_index(inputs[1], x.shape[self.seq_dim])
-        xv = np.moveaxis(x, (self.batch_dim, self.seq_dim), (-2, -1))
-        np.moveaxis(outputs[0], (self.batch_dim, self.seq_dim), (-2, -1))[...] = np.take_along_axis(
-            xv, np.broadcast_to(index, xv.shape[:-2] + index.shape), axis=-1)
+        index = reverse_sequence_index(inputs[1], x.shape[self.seq_dim])
+        flat = _reverse_sequence_flat(x.shape, self.seq_dim, self.batch_dim, index)
+        np.take(x.reshape(-1), flat, out=outputs[0].reshape(-1))
 
 
 @register(BuiltinOperator.REVERSE_SEQUENCE)
@@ -1133,10 +1160,10 @@ def prepare_reverse_sequence(ctx: OpContext):
     ctx.check(lengths.shape[0] == x.shape[batch_dim], f"SizeOfDimension(seq_lengths_tensor, 0) != "
               f"SizeOfDimension(input, batch_dim) ({lengths.shape[0]} != {x.shape[batch_dim]})")
     ctx.set_output_shape(0, x.shape)
-    index = None
-    if lengths.is_constant:
-        index = reverse_sequence_index(lengths.data, x.shape[seq_dim], ctx.fail)
-    return ReverseSequence(seq_dim, batch_dim, index)
+    if not lengths.is_constant:
+        return ReverseSequenceDynamic(seq_dim, batch_dim)
+    index = reverse_sequence_index(lengths.data, x.shape[seq_dim], ctx.fail)
+    return ReverseSequence(_reverse_sequence_flat(x.shape, seq_dim, batch_dim, index))
 
 
 # =================================================================================================
@@ -1154,7 +1181,9 @@ def mirror_pad_index(in_shape, paddings, mode: int, fail=ValueError) -> tuple[np
     p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
     out = []
     for k, (d, (left, right)) in enumerate(zip(in_shape, p.tolist())):
-        if min(left, right) < 0 or max(left, right) > d - offset:
+        if min(left, right) < 0:
+            raise fail("MirrorPad paddings must be non-negative.")
+        if max(left, right) > d - offset:
             raise fail("MirrorPad paddings must be no greater than the input dimension size minus the mode offset. "
                        f"Dimension {k} has input size {d}, mode offset {offset}, max padding {d - offset}, left "
                        f"padding {left}, and right padding {right}.")
@@ -1166,10 +1195,21 @@ def mirror_pad_index(in_shape, paddings, mode: int, fail=ValueError) -> tuple[np
 
 @dataclass(frozen=True, eq=False)
 class MirrorPad:
-    index: tuple  # np.ix_ of the per-dimension source positions
+    flat_index: np.ndarray  # flat input offset of every output element
 
     def __call__(self, inputs, outputs):
-        outputs[0][...] = inputs[0][self.index]
+        np.take(inputs[0].reshape(-1), self.flat_index, out=outputs[0].reshape(-1))
+
+
+def _mirror_flat(in_shape, idx: tuple[np.ndarray, ...]) -> np.ndarray:
+    flat = np.zeros([len(i) for i in idx], dtype=np.int64)
+    stride = 1
+    for k in range(len(idx) - 1, -1, -1):
+        shape = [1] * len(idx)
+        shape[k] = len(idx[k])
+        flat += (idx[k] * stride).reshape(shape)
+        stride *= in_shape[k]
+    return flat.reshape(-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -1194,6 +1234,14 @@ def prepare_mirror_pad(ctx: OpContext):
               f"MIRROR_PAD paddings must be INT32 or INT64, got {pads.type_name}")
     ctx.check(_movable(x), f"Type {x.type_name} is not supported by MIRROR_PAD.")
     _check_output_type(ctx, x)
+    if x.dtype in (np.int8, np.uint8, np.int16) and x.type != dtypes.TensorType.BOOL:
+        y = ctx.outputs[0]
+        ctx.check(x.scale == y.scale,
+                  f"input_tensor->params.scale != output_tensor->params.scale ({x.scale} != {y.scale})")
+        ctx.check(x.zero_point == y.zero_point, "input_tensor->params.zero_point != output_tensor->params.zero_point "
+                  f"({x.zero_point} != {y.zero_point})")
+        if x.dtype == np.int16:
+            ctx.check(x.zero_point == 0, f"input_tensor->params.zero_point != 0 ({x.zero_point} != 0)")
     mode = ctx.options.mode
     ctx.check(mode in (REFLECT, SYMMETRIC), f"MIRROR_PAD mode {mode} is neither REFLECT (0) nor SYMMETRIC (1)")
     if not pads.is_constant:
@@ -1201,4 +1249,4 @@ def prepare_mirror_pad(ctx: OpContext):
         return MirrorPadDynamic(mode)
     idx = mirror_pad_index(x.shape, pads.data, mode, ctx.fail)
     ctx.set_output_shape(0, tuple(len(i) for i in idx))
-    return MirrorPad(np.ix_(*idx) if idx else ())
+    return MirrorPad(_mirror_flat(x.shape, idx))

@@ -28,14 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant import dtype_range, quantize_multiplier, requantize, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .common import clip_ufunc
+from .registry import OpContext, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0
 
 _F32, _I32, _I64 = TensorType.FLOAT32, TensorType.INT32, TensorType.INT64
-_U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
+_U8, _I8, _I16, _BOOL = TensorType.UINT8, TensorType.INT8, TensorType.INT16, TensorType.BOOL
 
 
 # -- axes and shapes (every reducer) ----------------------------------------------------------------
@@ -136,49 +138,184 @@ class Fill:
 
 
 @dataclass(frozen=True, eq=False)
-class MeanDynamicAxes:
-    """MEAN whose axis tensor is not constant: axes, output shape and the mean are worked out at eval."""
+class SumInOrder:
+    """float32 / int32 / int64 SUM: the reference kernel's in-order sum in the input's type (integers wrap)."""
+
+    reduction: Reduction
+
+    def __call__(self, inputs, outputs):
+        self.reduction.sum_in_order(inputs[INPUT], outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class SumBool:
+    """bool SUM: ``current + in`` converted back to bool, i.e. a logical OR."""
+
+    reduction: Reduction
+
+    def __call__(self, inputs, outputs):
+        np.logical_or.reduce(self.reduction.rows(inputs[INPUT]), axis=0, out=outputs[OUTPUT].reshape(self.reduction.m))
+
+
+def _int_sums(reduction: Reduction, x: np.ndarray) -> np.ndarray:
+    """The int32 sums of the quantized kernels (``temp_sum``, wrapping), as int64, one per output."""
+    return wrap32(np.add.reduce(reduction.rows(x), axis=0, dtype=np.int64))
+
+
+@dataclass(frozen=True, eq=False)
+class MeanQuantized:
+    """uint8 / int8 / int16 MEAN (and uint8 SUM), reference_ops::QuantizedMeanOrSum:
+    ``clamp(MBQM(wrap32(sum - zi * n), M, shift) + zo, type range)``; for MEAN, ``(M, shift)`` already holds
+    the 1/n factor (see ``_mean_multiplier``)."""
+
+    reduction: Reduction
+    multiplier: int
+    shift: int
+    zi_n: int  # input zero point times n
+    zo: int
+    qmin: int
+    qmax: int
+
+    def __call__(self, inputs, outputs):
+        total = _int_sums(self.reduction, inputs[INPUT])
+        total -= self.zi_n
+        requantize(wrap32(total, out=total), self.multiplier, self.shift, self.zo, self.qmin, self.qmax,
+                   out=outputs[OUTPUT].reshape(self.reduction.m), method="int64")
+
+
+@dataclass(frozen=True, eq=False)
+class SumQuantizedFloat:
+    """int8 / int16 SUM as LiteRT's optimized kernel computes it (optimized_ops::QuantizedMeanOrSum), in float32:
+    ``clamp(int32(roundf(f32(f32(sum) * scale) + bias)) + zo)`` with ``scale = f32(s_in / s_out)`` and
+    ``bias = f32(f32(-zi * scale) * n)``.
+
+    LiteRT's reference SUM reads int8 / int16 data as uint8 (reference_ops::QuantizedMeanOrSum<uint8_t> on the
+    raw bytes), which is wrong whenever a value is negative; this is the default (optimized) kernel's result.
+    """
+
+    reduction: Reduction
+    scale: np.float32
+    bias: np.float32
+    zo: int
+    qmin: int
+    qmax: int
+
+    def __call__(self, inputs, outputs):
+        v = _int_sums(self.reduction, inputs[INPUT]).astype(np.float32)
+        v *= self.scale
+        v += self.bias
+        q = wrap32(trunc_to_int32(round_away(v, out=v)) + self.zo)
+        clip_ufunc(q, self.qmin, self.qmax, out=outputs[OUTPUT].reshape(self.reduction.m), casting="unsafe")
+
+
+# -- MEAN, SUM: which op for which path --------------------------------------------------------------
+@dataclass(frozen=True)
+class QuantParams:
+    """Prepare-time quantization data of a quantized MEAN / SUM (before the reduction length is known)."""
+
+    multiplier: int  # QuantizeMultiplier(f64(s_in) / f64(s_out))
+    shift: int
+    s_in: float
+    s_out: float
+    zi: int
+    zo: int
+    qmin: int
+    qmax: int
+
+
+def _mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
+    """Fold 1/n into (M, shift) as QuantizedMeanOrSum does: ``k = min(floor(log2 n), 32, 31 + shift)``,
+    ``M' = (M << k) / n`` (int64, truncating), ``shift' = shift - k``."""
+    k = min(n.bit_length() - 1, 32, 31 + shift)
+    return (multiplier << k) // n, shift - k
+
+
+def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | None):
+    """The prepared op of one MEAN / SUM path for a given reduction."""
+    if size == 0:
+        return Fill(np.nan if path == "mean-float" else 0)  # InitializeMeanOutput / the reducers' init value
+    n = reduction.n
+    if path == "mean-float":
+        return MeanFloat(reduction)
+    if path == "mean-int":
+        return MeanInt(reduction)
+    if path == "sum":
+        return SumInOrder(reduction)
+    if path == "sum-bool":
+        return SumBool(reduction)
+    if path == "sum-float":
+        scale = np.float32(np.float32(qp.s_in) / np.float32(qp.s_out))
+        bias = np.float32(np.float32(np.float32(-qp.zi) * scale) * np.float32(n))
+        return SumQuantizedFloat(reduction, scale, bias, qp.zo, qp.qmin, qp.qmax)
+    m, shift = _mean_multiplier(qp.multiplier, qp.shift, n) if path == "mean-q" else (qp.multiplier, qp.shift)
+    return MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax)
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceDynamicAxes:
+    """MEAN / SUM whose axis tensor is not constant: axes, output shape and the op are worked out at eval."""
 
     keep_dims: bool
-    is_float: bool
+    path: str
+    qp: QuantParams | None
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
         out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
-        _mean_op(Reduction.of(x.shape, axes), x.size, x.dtype, self.is_float)([x], [out])
+        _reduce_op(self.path, Reduction.of(x.shape, axes), x.size, self.qp)([x], [out])
         outputs[OUTPUT] = out
 
 
-def _mean_op(reduction: Reduction, size: int, dtype: np.dtype, is_float: bool):
-    if size == 0:
-        return Fill(np.nan if is_float else 0)
-    return MeanFloat(reduction) if is_float else MeanInt(reduction)
+def _quant_params(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> QuantParams:
+    for name, t in (("input", x), ("output", y)):
+        q = t.quantization
+        ctx.check(len(q.scale) <= 1, f"{ctx.op_name}: the {name} has per-channel quantization; only per-tensor "
+                  "is supported")
+        ctx.check(q.is_quantized and np.isfinite(t.scale) and t.scale > 0,
+                  f"{ctx.op_name} on {t.type_name} needs a quantized {name} with a positive scale")
+    if x.type == _I16:  # PrepareSimple
+        ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
+        ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
+    real = float(np.float64(x.scale) / np.float64(y.scale))  # PrepareMeanOrSum: in double
+    ctx.check(np.isfinite(real), f"{ctx.op_name}: the scale ratio {real} is not finite")
+    m, shift = quantize_multiplier(real)
+    ctx.check(shift <= 31, f"{ctx.op_name}: the input/output scale ratio {real!r} is too large (shift {shift})")
+    qmin, qmax = dtype_range(y.dtype)
+    return QuantParams(m, shift, x.scale, y.scale, x.zero_point, y.zero_point, qmin, qmax)
 
 
-def prepare_mean_quantized(ctx: OpContext):
-    """The uint8 / int8 / int16 paths (rescaled integer means): added by the quantized-core work."""
-    raise ctx.fail(f"MEAN on quantized {ctx.input(INPUT).type_name} tensors is not supported yet")
+_MEAN_TYPES = (_F32, _I32, _I64, _U8, _I8, _I16)
+_SUM_TYPES = (*_MEAN_TYPES, _BOOL)
 
 
 @register(BuiltinOperator.MEAN)
-def prepare_mean(ctx: OpContext):
+@register(BuiltinOperator.SUM)
+def prepare_mean_sum(ctx: OpContext):
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(axis.type == _I32, f"op_context.axis->type != kTfLiteInt32 ({axis.type_name} != INT32)")
-    if x.type in (_U8, _I8, _I16):
-        return prepare_mean_quantized(ctx)
-    if x.type not in (_F32, _I32, _I64):
-        raise ctx.fail(f"Type {x.type_name} is unsupported by op MEAN.")
+    is_sum = ctx.builtin_code == BuiltinOperator.SUM
+    if x.type not in (_SUM_TYPES if is_sum else _MEAN_TYPES):
+        raise ctx.fail(f"Type {x.type_name} is unsupported by op {ctx.op_name}.")
     ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    qp = None
+    if x.type in (_U8, _I8, _I16):
+        qp = _quant_params(ctx, x, y)
+        # uint8 SUM: the reference integer formula; int8 / int16 SUM: the optimized kernel's float formula
+        # (the reference one reinterprets the bytes as uint8, see SumQuantizedFloat)
+        path = ("sum-q" if x.type == _U8 else "sum-float") if is_sum else "mean-q"
+    elif is_sum:
+        path = "sum-bool" if x.type == _BOOL else "sum"
+    else:
+        path = "mean-float" if x.type == _F32 else "mean-int"
     keep_dims = bool(ctx.options.keep_dims)
-    is_float = x.type == _F32
     if not axis.is_constant and axis.size > 0:
         ctx.set_output_dynamic(OUTPUT)
-        return MeanDynamicAxes(keep_dims, is_float)
+        return ReduceDynamicAxes(keep_dims, path, qp)
     try:  # an empty axis tensor has no buffer (so is not "constant") but its values are known: none
         axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
     except ValueError as e:
         raise ctx.fail(str(e)) from None
     ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
-    return _mean_op(Reduction.of(x.shape, axes), x.size, x.dtype, is_float)
+    return _reduce_op(path, Reduction.of(x.shape, axes), x.size, qp)

@@ -6,9 +6,10 @@ checks, as LiteRT does, that input and output share scale and zero point, and th
 Shapes come from constant tensors at prepare; a shape/axis tensor that is not constant makes the output
 dynamic (its shape is computed from the values at eval).
 
-SHAPE (out_type int32/int64) and RANK read only the input's shape (any dtype). FILL: dims int32/int64,
-any value type (strings, bools included). RANGE: int32, int64, float32 (float values accumulated one add at a
-time). BROADCAST_TO: every non-string dtype, shape int32/int64. BROADCAST_ARGS: int32/int64 shapes.
+SHAPE (out_type int32/int64) and RANK read only the input's shape (any dtype). FILL: dims int32/int64, any
+value type (strings, bools included); value and output share scale and zero point (int16: zero point 0).
+RANGE: int32, int64, float32 (float values accumulated one add at a time). BROADCAST_TO: every non-string
+dtype, shape int32/int64. BROADCAST_ARGS: int32/int64 shapes.
 
 Sources matched: tensorflow/lite/kernels/{shape,rank,fill,range,broadcast_to,broadcast_args}.cc,
 tensorflow/lite/kernels/reshape.cc (GetOutputShape: the shape tensor is used only when it
@@ -268,10 +269,12 @@ def prepare_fill(ctx: OpContext):
     ctx.check(value.type == y.type, f"FILL: output type {y.type_name} differs from value type {value.type_name}")
     ctx.check(value.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
               f"Type {value.type_name} is unsupported by op FILL.")
-    if value.type in (dtypes.TensorType.INT8, dtypes.TensorType.INT16):
-        ctx.check(value.zero_point == y.zero_point,
-                  f"value->params.zero_point != output->params.zero_point ({value.zero_point} != {y.zero_point})")
-        ctx.check(value.scale == y.scale, f"value->params.scale != output->params.scale ({value.scale} != {y.scale})")
+    # fill.cc checks the parameters for every type (an unquantized tensor has scale 0, zero point 0).
+    ctx.check(y.scale == value.scale, f"output->params.scale != value->params.scale ({y.scale} != {value.scale})")
+    ctx.check(y.zero_point == value.zero_point,
+              f"output->params.zero_point != value->params.zero_point ({y.zero_point} != {value.zero_point})")
+    if value.type == dtypes.TensorType.INT16:
+        ctx.check(value.zero_point == 0, f"value->params.zero_point != 0 ({value.zero_point} != 0)")
     if not dims.is_constant:
         ctx.set_output_dynamic(0)
         return FillDynamic(y.dtype if y.type not in dtypes.OBJECT_TYPES else np.dtype(object))

@@ -2,12 +2,12 @@
 DILATE. Bytes are moved, never reinterpreted; quantized tensors pass through with their raw integers.
 
 Paths:
-- SPACE_TO_DEPTH, DEPTH_TO_SPACE: float32, uint8, int8, int32, int64, 4-D NHWC; quantized input and output
-  share scale and zero point (LiteRT's Prepare checks).
+- SPACE_TO_DEPTH, DEPTH_TO_SPACE: float32, uint8, int8, int32, int64, 4-D NHWC; quantization parameters
+  are not checked (LiteRT does not either: the raw integers move).
 - SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND: every 8/16/32/64-bit dtype, 3-D (N, H, C) or 4-D (N, H, W, C)
-  inputs; block_shape and paddings/crops int32. SPACE_TO_BATCH_ND pads with the output zero point
-  (0 for unquantized tensors); a negative padding crops, as in the reference loop. Non-constant
-  block_shape / paddings / crops make the output dynamic.
+  inputs; block_shape and paddings/crops int32; int8/uint8/int16 input and output share scale and zero
+  point. SPACE_TO_BATCH_ND pads with the output zero point (0 for unquantized tensors); a negative padding
+  crops, as in the reference loop. Non-constant block_shape / paddings / crops make the output dynamic.
 - DILATE: every 8/16/32/64-bit dtype, any rank >= 1 (ai-edge-litert 2.3 has no rank limit); dilations
   int32; the padding value has the input's type.
   LiteRT only checks the first dilation against 1 and reads the padding value's first element: litert_py
@@ -77,9 +77,7 @@ def _prepare_depth(ctx: OpContext, to_depth: bool):
     ctx.check(len(x.shape) == 4, f"NumDimensions(input) != 4 ({len(x.shape)} != 4)")
     ctx.check(x.type in _DEPTH_TYPES, "data_type == kTfLiteFloat32 || data_type == kTfLiteUInt8 || data_type == "
               f"kTfLiteInt8 || data_type == kTfLiteInt32 || data_type == kTfLiteInt64 was not true ({x.type_name})")
-    _check_output_type(ctx, x)
-    if x.type in (TT.UINT8, TT.INT8):
-        _check_same_quantization(ctx, x)
+    _check_output_type(ctx, x)  # no quantization check: LiteRT moves the raw integers whatever the params
     b = ctx.options.block_size
     ctx.check(b > 0, f"params->block_size > 0 was not true ({b})")
     n, h, w, c = x.shape
@@ -159,13 +157,25 @@ def _space_to_batch(x, pad_value, block, pads, out4, out):
 
 @dataclass(frozen=True, eq=False)
 class SpaceToBatch:
-    block: tuple[int, int]
-    pads: tuple[int, int, int, int]
-    out4: tuple[int, int, int, int]
+    """Static shapes: output positions ``dst`` take input elements ``src`` (flat offsets found at prepare by
+    running the re-layout on the element numbers), every other position the pad value."""
+
+    src: np.ndarray
+    dst: np.ndarray
     pad_value: object
 
     def __call__(self, inputs, outputs):
-        _space_to_batch(inputs[0], self.pad_value, self.block, self.pads, self.out4, outputs[0])
+        flat = outputs[0].reshape(-1)
+        flat[...] = self.pad_value
+        flat[self.dst] = np.take(inputs[0].reshape(-1), self.src)
+
+
+def _space_to_batch_map(in_shape, block, pads, out4) -> tuple[np.ndarray, np.ndarray]:
+    numbers = np.arange(int(np.prod(in_shape, dtype=np.int64)), dtype=np.int64).reshape(in_shape)
+    where = np.empty(int(np.prod(out4, dtype=np.int64)), dtype=np.int64)
+    _space_to_batch(numbers, -1, block, pads, out4, where)
+    dst = np.flatnonzero(where >= 0)
+    return where[dst], dst
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,7 +243,7 @@ def _prepare_batch_common(ctx: OpContext, what: str) -> tuple[TensorInfo, Tensor
     ctx.check(_movable(x), f"Type {x.type} is currently not supported by "
               f"{'SpaceToBatch' if what == 'paddings' else 'BatchToSpace'}.")
     _check_output_type(ctx, x)
-    if x.type in (TT.UINT8, TT.INT8, TT.INT16) and x.quantization.scale:
+    if x.type in (TT.UINT8, TT.INT8, TT.INT16):
         _check_same_quantization(ctx, x)
     return x, block, pads
 
@@ -254,7 +264,7 @@ def prepare_space_to_batch_nd(ctx: OpContext):
         return SpaceToBatchDynamic(pad_value)
     b, p, out4 = space_to_batch_shape(x.shape, block.data, pads.data, ctx.fail)
     ctx.set_output_shape(0, _out_shape(len(x.shape), out4))
-    return SpaceToBatch(b, p, out4, pad_value)
+    return SpaceToBatch(*_space_to_batch_map(x.shape, b, p, out4), pad_value)
 
 
 @register(BuiltinOperator.BATCH_TO_SPACE_ND)

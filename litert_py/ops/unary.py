@@ -2,8 +2,8 @@
 ZEROS_LIKE, and the complex parts REAL, IMAG, COMPLEX_ABS.
 
 Paths without quantization (what ai-edge-litert 2.3.0 accepts):
-- float32: every op. float16: NEG, SIN, COS, FLOOR, computed in float32 and rounded back to float16 as
-  LiteRT does (NumPy's own float16 sin/cos loops round differently, so they are not used).
+- float32: every op but LOGICAL_NOT. float16: NEG, SIN, COS, FLOOR, ROUND, computed in float32 and rounded
+  back to float16 as LiteRT does (NumPy's own float16 sin/cos loops round differently, so they are not used).
 - ABS: int32, and int16 without quantization parameters (|INT_MIN| wraps to INT_MIN, as std::abs does).
 - NEG: int8, int16, int32, int64, raw negation whatever the quantization (-(-128) wraps to -128).
 - ROUND: float32, float16 (half to even as RoundToNearest: floor, then up when the fraction is > 0.5 or == 0.5
@@ -36,6 +36,8 @@ the ones matched (CEIL float32 only; the XNNPACK delegate of the default resolve
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -91,8 +93,8 @@ def zeros_like(x, out=None):
     return out
 
 
-#: op -> f(x, out=None) giving the real-valued result; the float paths run it on the tensor, the
-#: quantized paths (LUTs) on dequantized values.
+#: op -> f(x, out=None) giving the result of the plain (unquantized) paths. The quantized LUTs sample glibc's
+#: expf / logf instead (see ``_lut_transform``).
 FLOAT_FUNCTIONS: dict[int, Callable] = {
     BuiltinOperator.LOG: np.log,
     BuiltinOperator.SQRT: np.sqrt,
@@ -229,13 +231,29 @@ def _rsqrt_int8(ctx: OpContext, raw: np.ndarray, zi: int, zo: int, s_in: float, 
     return out
 
 
+def _libm(name: str, fallback: Callable) -> Callable:
+    """glibc's float function ``name`` (``expf``, ``logf``) elementwise, as LiteRT's LUT builders call it: NumPy's
+    float32 loops differ from it by an ulp now and then, enough to move an int16 LUT entry by 1. Only used in
+    prepare (a few hundred calls). Falls back to ``fallback`` where there is no C library to load."""
+    try:
+        fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
+    except (OSError, AttributeError, TypeError):
+        return fallback
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    return lambda v: np.array([fn(t) for t in np.asarray(v, np.float32).tolist()], np.float32).reshape(np.shape(v))
+
+
+_EXPF = _libm("expf", np.exp)
+_LOGF = _libm("logf", np.log)
+
+
 def _lut_transform(op: int, x: TensorInfo, s_out: float, zo: int):
     """The float32 function LUTPopulate samples for LOG, EXP and RSQRT (int16)."""
     if op == BuiltinOperator.EXP:
-        return np.exp
+        return _EXPF
     if op == BuiltinOperator.LOG:
         out_min = _F(np.iinfo(x.dtype).min - zo) * _F(s_out)
-        return lambda v: np.where(v <= 0, out_min, np.log(np.where(v <= 0, _F(1), v)))
+        return lambda v: np.where(v <= 0, out_min, _LOGF(np.where(v <= 0, _F(1), v)))
     big = _F(32767) * _F(s_out)
     return lambda v: np.where(v <= 0, big, _F(1) / np.sqrt(np.where(v <= 0, _F(1), v)))
 

@@ -92,3 +92,16 @@ def assert_matches(ours, theirs, rtol: float = 0.0, atol: float = 0.0) -> None:
             np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"output {k}")
         else:
             np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
+
+
+@st.composite
+def qparams(draw, dtype, min_exp: float = -6.0, max_exp: float = 3.0, symmetric: bool = False):
+    """(scale, zero_point) of a quantized tensor: the scale log-uniform over 10**[min_exp, max_exp] (float32),
+    the zero point 0 when ``symmetric``, else often at an end of the type's range."""
+    scale = float(np.float32(10.0 ** draw(st.floats(min_exp, max_exp), label="log10_scale")))
+    if symmetric:
+        return scale, 0
+    info = np.iinfo(dtype)
+    zp = draw(st.one_of(st.sampled_from([int(info.min), int(info.max), 0]), st.integers(int(info.min), int(info.max))),
+              label="zero_point")
+    return scale, zp

@@ -197,3 +197,22 @@ def test_rejected(case):
             for d in ref.get_input_details():
                 ref.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
             ref.invoke()
+
+
+def test_rank_8_broadcast():
+    a, b = (2, 1, 1, 1, 1, 1, 1, 2), (1, 1, 1, 1, 1, 1, 2, 1)
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(-2, 3, a).astype(np.int32), rng.integers(-2, 3, b).astype(np.int32)
+    for op, out_dtype in (("LESS", np.bool_), ("BITWISE_XOR", np.int32)):
+        model = single_op_model(op, [T(a, np.int32), T(b, np.int32)], [T(np.broadcast_shapes(a, b), out_dtype)])
+        ours, theirs = run_both(model, [x, y])
+        assert_matches(ours, theirs)
+
+
+@pytest.mark.parametrize("op", ["SELECT", "SELECT_V2"])
+def test_select_mixed_rank_scalars_keep_the_model_output_shape(op):
+    model = single_op_model(op, [T((), np.bool_), T((1, 1), np.float32), T((1,), np.float32)], [T((1, 1, 1))])
+    for c in (True, False):
+        ours, theirs = run_both(model, [np.array(c), np.array([[2.5]], np.float32), np.array([-1.0], np.float32)])
+        assert_matches(ours, theirs)
+        assert theirs[0].shape == (1, 1, 1)

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, broadcast_pair, regimes, values
+from tests.ops._values import assert_matches, broadcast_pair, qparams, regimes, shapes, values
 from tests.oracle import T, oracle, quant, run_both, single_op_model
 
 #: float tolerance per op (rtol): all of these are a single IEEE operation (or a comparison) per element
@@ -185,3 +185,176 @@ def test_rejected(case: Reject):
     if not (case.oracle_crashes or case.oracle_retypes):
         feed = [np.zeros(s, dt) for s, dt in zip(case.shapes, case.dtypes)]
         assert _oracle_fails(model, feed), "the oracle accepts this model: it should not be rejected"
+
+
+# -- quantized ADD, SUB, MUL, DIV -------------------------------------------------------------------
+NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class QCase:
+    op: str
+    dtype: type
+    out_dtype: type | None = None  # MUL int16 x int16 -> int8 / uint8 (the LSTM legacy path)
+    pot: bool = False  # int16 power-of-two scales, zero points 0 (the LSTM path of ADD / SUB)
+    broadcast: bool = True  # LiteRT aborts on broadcasting in the int16 POT ADD and the legacy MUL
+
+    @property
+    def id(self) -> str:
+        out = f"-{np.dtype(self.out_dtype).name}" if self.out_dtype else ""
+        return f"{self.op.lower()}-{np.dtype(self.dtype).name}{out}" + ("-pot" if self.pot else "")
+
+
+QCASES = [
+    *(QCase(op, dt) for op in ("ADD", "SUB", "MUL", "DIV") for dt in (np.int8, np.uint8, np.int16)),
+    QCase("ADD", np.int16, pot=True, broadcast=False),
+    QCase("SUB", np.int16, pot=True),
+    QCase("MUL", np.int16, np.int8, broadcast=False),
+    QCase("MUL", np.int16, np.uint8, broadcast=False),
+]
+
+
+def _pot_scales(data):
+    """Power-of-two scales the POT path accepts: the output's, and inputs at or below it (one of them equal)."""
+    so = 2.0 ** -data.draw(st.integers(0, 20), label="log2_out")
+    other = so * 2.0 ** -data.draw(st.integers(0, 20), label="input_shift")
+    return (so, other) if data.draw(st.booleans(), label="shift_input2") else (other, so)
+
+
+def _draw_quantization(case: QCase, data):
+    """(q1, q2, qo, options) for one case; discards draws that LiteRT aborts on (see test_quantized_rejected)."""
+    op, dt = case.op, case.dtype
+    symmetric = dt == np.int16 and op != "DIV"
+    options = {"fused_activation_function": data.draw(st.sampled_from(ACTIVATIONS), label="activation")}
+    if case.pot:
+        s1, s2 = _pot_scales(data)
+        so = max(s1, s2)
+        return quant(s1, 0), quant(s2, 0), quant(so, 0), options
+    (s1, z1), (s2, z2) = (data.draw(qparams(dt, symmetric=symmetric), label=f"q{k}") for k in (1, 2))
+    out_dt = case.out_dtype or dt
+    so, zo = data.draw(qparams(out_dt, symmetric=symmetric and case.out_dtype is None), label="qo")
+    if dt == np.int16 and op in ("ADD", "SUB") and data.draw(st.booleans(), label="pot_scales_general_path"):
+        s1, s2 = _pot_scales(data)  # power-of-two scales with pot_scale_int16 = false: the general path
+        so = 2.0 ** -data.draw(st.integers(0, 20), label="log2_out")
+        options["pot_scale_int16"] = False
+    elif dt == np.int16 and op in ("ADD", "SUB") and all(s == 2.0 ** np.round(np.log2(s)) for s in (s1, s2, so)):
+        options["pot_scale_int16"] = False  # power-of-two scales drawn by chance: keep this case on the general path
+    f = np.float32
+    if op in ("ADD", "SUB"):  # QuantizeMultiplierSmallerThanOneExp(2 max / (2**ls so)) must not abort
+        ls = 15 if dt == np.int16 else 20
+        assume(float(f(2) * max(f(s1), f(s2))) / float(f(2**ls) * f(so)) < 0.999)
+    if op == "MUL" and case.out_dtype is None:
+        assume(float(f(s1) * f(s2) / f(so)) < 2.0**30)  # the multiplier's left shift stays below 31
+    return quant(s1, z1), quant(s2, z2), quant(so, zo), options
+
+
+@pytest.mark.parametrize("case", QCASES, ids=lambda c: c.id)
+@given(data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_quantized(case: QCase, data, seed):
+    """Bit-exact with BUILTIN_REF: scales spanning nine decades, zero points at the ends of the range, every
+    fused activation, NumPy broadcasting up to rank 6."""
+    rng = np.random.default_rng(seed)
+    if case.broadcast:
+        sa, sb = data.draw(broadcast_pair(max_rank=6), label="shapes")
+    else:
+        sa = sb = data.draw(shapes(0, 6), label="shape")
+    q1, q2, qo, options = _draw_quantization(case, data)
+    a = values(rng, sa, case.dtype, data.draw(regimes(case.dtype), label="regime_a"))
+    b = values(rng, sb, case.dtype, data.draw(regimes(case.dtype), label="regime_b"))
+    if case.op == "DIV":  # a divisor equal to its zero point fails the invoke (tested below)
+        z2 = q2.zero_point[0]
+        b[b == z2] = z2 + 1 if z2 < np.iinfo(case.dtype).max else z2 - 1
+    out_dtype = case.out_dtype or case.dtype
+    model = single_op_model(case.op, [T(sa, case.dtype, q=q1), T(sb, case.dtype, q=q2)],
+                            [T(np.broadcast_shapes(sa, sb), out_dtype, q=qo)], options)
+    ours, theirs = run_both(model, [a, b])
+    assert_matches(ours, theirs)
+
+
+def _all_pairs(dtype):
+    v = np.arange(256).astype(np.uint8).view(dtype)
+    return np.repeat(v, 256), np.tile(v, 256)
+
+
+EXHAUSTIVE = [  # (op, dtype, (s1, z1), (s2, z2), (so, zo), activation): every one of the 65536 input pairs
+    ("ADD", np.int8, (0.05, -3), (0.11, 20), (0.1, -128), RELU),
+    ("ADD", np.uint8, (1e-3, 255), (7.5, 0), (0.07, 128), NONE),
+    ("ADD", np.int8, (0.5, 0), (0.5, 0), (0.5, 0), RELU6),  # equal scales: exact ties of the rescaling
+    ("SUB", np.int8, (0.02, 127), (0.3, -128), (0.25, 3), RELU_N1_TO_1),
+    ("SUB", np.uint8, (3.0, 100), (2.9, 99), (1e-3, 0), NONE),
+    ("MUL", np.int8, (0.5, 0), (0.125, 0), (1.0, 0), NONE),  # the tie probe of quantized-arithmetic.md 8.3
+    ("MUL", np.uint8, (0.02, 128), (0.3, 7), (0.004, 255), RELU),
+    ("DIV", np.int8, (0.1, 0), (0.1, 0), (0.05, 3), NONE),
+    ("DIV", np.uint8, (0.03, 128), (0.07, 10), (0.2, 0), RELU6),
+    # rescaling exponents outside [-31, 0]: LiteRT computes garbage (0 / 127 -> 1, 1 / 127 -> 127) and we
+    # reproduce it (quantized-arithmetic.md 5.18; elementwise._rounding_divide_by_pot_x86)
+    ("DIV", np.int8, (1.0, 0), (1.0, 0), (1.0, 0), NONE),
+    ("DIV", np.int8, (2.0**22, 0), (1.0, 5), (1.0, 5), NONE),
+]
+
+
+@pytest.mark.parametrize("case", EXHAUSTIVE, ids=lambda c: f"{c[0].lower()}-{np.dtype(c[1]).name}-{c[2][0]}-{c[3][0]}"
+                         f"-{c[4][0]}")
+def test_quantized_all_pairs(case):
+    op, dtype, q1, q2, qo, act = case
+    a, b = _all_pairs(dtype)
+    if op == "DIV":
+        keep = b != np.array(q2[1]).astype(dtype)
+        a, b = a[keep], b[keep]
+    model = single_op_model(op, [T(a.shape, dtype, q=quant(*q1)), T(b.shape, dtype, q=quant(*q2))],
+                            [T(a.shape, dtype, q=quant(*qo))], {"fused_activation_function": act})
+    ours, theirs = run_both(model, [a, b])
+    assert_matches(ours, theirs)
+
+
+def test_div_quantized_divisor_at_zero_point_fails_at_invoke():
+    q = quant(0.1, 3)
+    model = single_op_model("DIV", [T((3,), np.int8, q=q), T((3,), np.int8, q=q)], [T((3,), np.int8, q=q)])
+    feed = [np.array([1, 2, 3], np.int8), np.array([5, 3, 7], np.int8)]
+    LiteRT, OpResolverType = oracle()
+    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    ref.allocate_tensors()
+    for d, x in zip(ref.get_input_details(), feed):
+        ref.set_tensor(d["index"], x)
+    with pytest.raises(RuntimeError):
+        ref.invoke()
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feed):
+        it.set_tensor(d["index"], x)
+    with pytest.raises(RuntimeError, match="zero point"):
+        it.invoke()
+
+
+Q8, Q16 = quant(0.1, 3), quant(2.0**-10, 0)
+QREJECTS = [  # (id, op, (dtype1, dtype2, out dtype), (q1, q2, qo), shapes, options, what LiteRT does)
+    # "fails": a prepare / invoke error; "aborts": a CHECK kills the process; "ub": it runs into undefined behaviour
+    ("add-int16-nonzero-zero-point", "ADD", (np.int16,) * 3, (quant(0.01, 3), Q16, Q16), None, None, "fails"),
+    ("sub-int16-nonzero-zero-point", "SUB", (np.int16,) * 3, (Q16, Q16, quant(0.01, -1)), None, None, "fails"),
+    ("mul-int16-nonzero-zero-point", "MUL", (np.int16,) * 3, (quant(0.01, 5), Q16, Q16), None, None, "fails"),
+    ("sub-int8-zero-point-out-of-range", "SUB", (np.int8,) * 3, (quant(0.1, 200), Q8, Q8), None, None, "fails"),
+    ("add-int16-pot-both-inputs-shifted", "ADD", (np.int16,) * 3, (quant(2.0**-12, 0), Q16, quant(2.0**-8, 0)),
+     None, None, "fails"),
+    ("sub-int16-pot-input-above-output", "SUB", (np.int16,) * 3, (quant(2.0**-8, 0), Q16, Q16), None, None, "fails"),
+    ("mul-int8-to-int16", "MUL", (np.int8, np.int8, np.int16), (Q8, Q8, Q16), None, None, "fails"),
+    ("add-int8-output-multiplier-above-1", "ADD", (np.int8,) * 3, (Q8, Q8, quant(1e-9, 0)), None, None, "aborts"),
+    ("sub-int8-output-multiplier-above-1", "SUB", (np.int8,) * 3, (Q8, Q8, quant(1e-9, 0)), None, None, "ub"),
+    ("add-int8-not-quantized", "ADD", (np.int8,) * 3, (None, None, None), None, None, "aborts"),
+    ("add-int16-pot-broadcast", "ADD", (np.int16,) * 3, (Q16, Q16, Q16), ((2, 3), (3,)), None, "aborts"),
+    ("mul-int16-int8-broadcast", "MUL", (np.int16, np.int16, np.int8), (Q16, Q16, Q8), ((2, 3), (3,)), None, "aborts"),
+    ("mul-int8-multiplier-1e15", "MUL", (np.int8,) * 3, (quant(1e6, 0), quant(1e6, 0), quant(1e-3, 0)), None,
+     None, "ub"),  # MultiplyByQuantizedMultiplier shifts left by 50 bits
+]
+
+
+@pytest.mark.parametrize("case", QREJECTS, ids=lambda c: c[0])
+def test_quantized_rejected(case):
+    _, op, dtypes, qs, shapes_, options, litert = case
+    sa, sb = shapes_ or ((3,), (3,))
+    model = single_op_model(op, [T(sa, dtypes[0], q=qs[0]), T(sb, dtypes[1], q=qs[1])],
+                            [T(np.broadcast_shapes(sa, sb), dtypes[2], q=qs[2])], options)
+    with pytest.raises(PrepareError):
+        Interpreter(model_content=model).allocate_tensors()
+    if litert == "fails":
+        assert _oracle_fails(model, [np.ones(sa, dtypes[0]), np.ones(sb, dtypes[1])]), \
+            "the oracle accepts this model: it should not be rejected"

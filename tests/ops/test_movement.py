@@ -21,6 +21,9 @@ TOLERANCE = {"CONCATENATION": 0.0, "PAD": 0.0, "PADV2": 0.0, "TRANSPOSE": 0.0, "
              "REVERSE_V2": 0.0, "REVERSE_SEQUENCE": 0.0, "MIRROR_PAD": 0.0}
 
 NUMERIC = [k for k in ALL_DTYPES if k != "string"]
+#: Also the dtypes some data-movement ops take by bit width alone (LiteRT accepts or rejects them per op).
+WIDE_DTYPES = {**ALL_DTYPES, "uint16": np.uint16, "uint32": np.uint32, "float64": np.float64}
+WIDE = [k for k in WIDE_DTYPES if k != "string"]
 #: Models litert_py refuses at prepare where LiteRT reads or writes out of bounds (uninitialized output).
 STRIDED_SLICE_REFUSED = ("selects nothing", "selects ", "needs one end value per effective dimension")
 
@@ -90,8 +93,8 @@ def concatenation_rescaled(draw):
 
 @st.composite
 def pad(draw, v2=False):
-    name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(max_rank=5, min_side=0))
     pdt = draw(st.sampled_from([np.int32, np.int64, np.int8]))
     pads = np.array([[draw(st.integers(0, 3)), draw(st.integers(0, 3))] for _ in shape], dtype=pdt)
@@ -113,8 +116,8 @@ def pad(draw, v2=False):
 
 @st.composite
 def transpose(draw):
-    name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(max_rank=6, max_side=3))
     perm = draw(st.permutations(range(len(shape))))
     perm = [p - len(shape) if draw(st.booleans()) else p for p in perm]  # negative entries count from the end
@@ -206,7 +209,9 @@ def gather(draw):
 def _other_q(q, draw):
     """The same quantization, or (sometimes) another one: LiteRT rejects mismatches where it moves raw bytes."""
     if q is not None and draw(st.integers(0, 4)) == 0:
-        return quant(q.scale[0] * 2, q.zero_point[0])
+        if draw(st.booleans()):
+            return quant(q.scale[0] * 2, q.zero_point[0])
+        return quant(q.scale[0], q.zero_point[0] + 1)
     return q
 
 
@@ -216,8 +221,8 @@ OUT_OF_BOUNDS_REFUSED = ("LiteRT reads", "LiteRT would read", "seq_lengths[i] <=
 
 @st.composite
 def tile(draw):
-    name = draw(st.sampled_from(list(ALL_DTYPES)))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(list(WIDE_DTYPES)))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=1, max_rank=4, min_side=0 if draw(st.booleans()) else 1, max_side=3))
     mult = np.array([draw(st.integers(0 if draw(st.booleans()) else 1, 3)) for _ in shape],
                     draw(st.sampled_from([np.int32, np.int64])))
@@ -226,14 +231,14 @@ def tile(draw):
     x = values(rng, shape, dt)
     if draw(st.booleans()) or name == "string":
         out = tuple(d * m for d, m in zip(shape, mult.tolist()))
-        return single_op_model("TILE", [T(shape, dt, q=q), T.const(mult)], [T(out, dt, q=q)]), [x], ()
+        return single_op_model("TILE", [T(shape, dt, q=q), T.const(mult)], [T(out, dt, q=_other_q(q, draw))]), [x], ()
     return chain_model("TILE", [T(shape, dt, q=q), T(mult.shape, mult.dtype)], 1), [x, mult], ()
 
 
 @st.composite
 def pack(draw):
-    name = draw(st.sampled_from(NUMERIC + ["uint32"]))
-    dt = ALL_DTYPES.get(name, np.uint32)
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=0, max_rank=4, max_side=3))
     n = draw(st.integers(1, 4))
     axis = draw(st.integers(-len(shape) - 1, len(shape)))
@@ -244,15 +249,14 @@ def pack(draw):
     out = shape[:ax] + (n,) + shape[ax:]
     model = single_op_model("PACK", [T(shape, dt, q=qq) for qq in qs], [T(out, dt, q=q)],
                             {"values_count": n, "axis": axis})
-    data = [values(rng, shape, dt) if name != "uint32" else rng.integers(0, 2**32, shape, np.uint32)
-            for _ in range(n)]
+    data = [values(rng, shape, dt) for _ in range(n)]
     return model, data, ()
 
 
 @st.composite
 def unpack(draw):
-    name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=1, max_rank=4, max_side=3))
     axis = draw(st.integers(-len(shape), len(shape) - 1))
     n = shape[axis]
@@ -265,9 +269,9 @@ def unpack(draw):
 
 @st.composite
 def slice_(draw):
-    name = draw(st.sampled_from(list(ALL_DTYPES)))
-    dt = ALL_DTYPES[name]
-    shape = draw(shapes(min_rank=1, max_rank=5, min_side=0 if draw(st.booleans()) else 1, max_side=4))
+    name = draw(st.sampled_from(list(WIDE_DTYPES)))
+    dt = WIDE_DTYPES[name]
+    shape = draw(shapes(min_rank=1, max_rank=6, min_side=0 if draw(st.booleans()) else 1, max_side=3))
     begin = [draw(st.integers(0, d)) for d in shape]
     size = [draw(st.sampled_from([-1, draw(st.integers(0, d - b))])) for d, b in zip(shape, begin)]
     if draw(st.integers(0, 5)) == 0:  # out of range: both refuse
@@ -296,19 +300,21 @@ def slice_(draw):
 
 @st.composite
 def reverse_v2(draw):
-    name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=1, max_rank=5, max_side=4))
     rank = len(shape)
     n = draw(st.integers(1, min(rank, 3)))
     start = draw(st.integers(0, rank - n))
-    axes = list(range(start, start + n))  # LiteRT reverses a run of consecutive axes
+    axes = draw(st.permutations(range(start, start + n)))  # LiteRT reverses one run of consecutive axes
+    if n > 1 and draw(st.integers(0, 5)) == 0:  # a gap or a repeat: both refuse
+        axes[-1] = draw(st.sampled_from([axes[0], (max(axes) + 2) % rank]))
     axes = [a - rank if draw(st.booleans()) else a for a in axes]
     q = _q(name, draw)
     rng = np.random.default_rng(draw(seeds))
     av = np.array(axes, np.int32)
     if draw(st.booleans()):
-        return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T.const(av)], [T(shape, dt, q=q)]), \
+        return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T.const(av)], [T(shape, dt, q=_other_q(q, draw))]), \
             [values(rng, shape, dt)], ()
     return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T(av.shape, np.int32)], [T(shape, dt, q=q)]), \
         [values(rng, shape, dt), av], ()
@@ -316,8 +322,8 @@ def reverse_v2(draw):
 
 @st.composite
 def reverse_sequence(draw):
-    name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=2, max_rank=4, max_side=4))
     seq_dim, batch_dim = draw(st.permutations(range(len(shape))))[:2]
     ldt = draw(st.sampled_from([np.int32, np.int64]))
@@ -334,8 +340,8 @@ def reverse_sequence(draw):
 
 @st.composite
 def mirror_pad(draw):
-    name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    name = draw(st.sampled_from(WIDE))
+    dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=1, max_rank=4, max_side=4))
     mode = draw(st.integers(0, 1))
     off = 1 if mode == 0 else 0
@@ -348,7 +354,8 @@ def mirror_pad(draw):
     x = values(rng, shape, dt)
     out = tuple(d + a + b for d, (a, b) in zip(shape, pads.tolist()))
     if draw(st.booleans()):
-        model = single_op_model("MIRROR_PAD", [T(shape, dt, q=q), T.const(pads)], [T(out, dt, q=q)], {"mode": mode})
+        model = single_op_model("MIRROR_PAD", [T(shape, dt, q=q), T.const(pads)], [T(out, dt, q=_other_q(q, draw))],
+                                {"mode": mode})
         return model, [x], ()
     model = chain_model("MIRROR_PAD", [T(shape, dt, q=q), T(pads.shape, pads.dtype)], 1, {"mode": mode})
     return model, [x, pads], ()
@@ -455,6 +462,10 @@ def test_gather_constant_out_of_range_fails_at_prepare():
         run_ours(model, [])
 
 
+def _i32(v) -> T:
+    return T.const(np.array(v, np.int32))
+
+
 REJECTED = {
     "concatenation-relu": ("CONCATENATION", [T((2, 3)), T((2, 3))], [T((4, 3))],
                            {"axis": 0, "fused_activation_function": 1}),
@@ -499,6 +510,46 @@ REJECTED = {
     "gather-batch-dims": ("GATHER", [T((2, 4)), T((3, 1), np.int32)], [T((2, 3))], {"axis": 1, "batch_dims": 1}),
     "gather-string-2d": ("GATHER", [T((2, 2), np.bytes_), T((1,), np.int32)], [T((1, 2), np.bytes_)],
                          {"axis": 0}),
+    "tile-negative": ("TILE", [T((2, 3)), _i32([1, -1])], [T((2, 3))], None),
+    "tile-float-multiples": ("TILE", [T((2, 3)), T.const(np.array([1, 1], np.float32))], [T((2, 3))], None),
+    "tile-multiples-length": ("TILE", [T((2, 3)), _i32([1])], [T((2, 3))], None),
+    "pack-axis": ("PACK", [T((3,)), T((3,))], [T((2, 3))], {"values_count": 2, "axis": 2}),
+    "pack-shapes": ("PACK", [T((3,)), T((2,))], [T((2, 3))], {"values_count": 2, "axis": 0}),
+    "pack-bool": ("PACK", [T((3,), np.bool_), T((3,), np.bool_)], [T((2, 3), np.bool_)],
+                  {"values_count": 2, "axis": 0}),
+    "pack-count": ("PACK", [T((3,)), T((3,))], [T((2, 3))], {"values_count": 3, "axis": 0}),
+    "pack-quantization": ("PACK", [T((3,), np.int8, q=quant(0.5, 1)), T((3,), np.int8, q=quant(0.5, 2))],
+                          [T((2, 3), np.int8, q=quant(0.5, 1))], {"values_count": 2, "axis": 0}),
+    "unpack-num": ("UNPACK", [T((2, 3))], [T((3,)), T((3,)), T((3,))], {"num": 3, "axis": 0}),
+    "unpack-int64": ("UNPACK", [T((2, 3), np.int64)], [T((3,), np.int64), T((3,), np.int64)], {"num": 2, "axis": 0}),
+    "unpack-axis": ("UNPACK", [T((2, 3))], [T((2,)), T((2,))], {"num": 2, "axis": 2}),
+    "slice-past-end": ("SLICE", [T((2, 3)), _i32([1, 1]), _i32([2, 1])], [T((2, 1))], None),
+    "slice-size-minus-two": ("SLICE", [T((2, 3)), _i32([0, 0]), _i32([1, -2])], [T((1, 1))], None),
+    "slice-negative-begin": ("SLICE", [T((2, 3)), _i32([-1, 0]), _i32([1, 1])], [T((1, 1))], None),
+    "slice-mixed-types": ("SLICE", [T((2, 3)), _i32([0, 0]), T.const(np.array([1, 1], np.int64))], [T((1, 1))],
+                          None),
+    "slice-declared-shape": ("SLICE", [T((2, 3)), _i32([0, 0]), _i32([1, 2])], [T((2, 2))], None),
+    "reverse_v2-axis": ("REVERSE_V2", [T((2, 3)), _i32([2])], [T((2, 3))], None),
+    "reverse_v2-string": ("REVERSE_V2", [T((2,), np.bytes_), _i32([0])], [T((2,), np.bytes_)], None),
+    "reverse_v2-int64-axis": ("REVERSE_V2", [T((2, 3)), T.const(np.array([0], np.int64))], [T((2, 3))], None),
+    "reverse_v2-gap": ("REVERSE_V2", [T((2, 3, 2)), _i32([0, 2])], [T((2, 3, 2))], None),
+    "reverse_v2-repeat": ("REVERSE_V2", [T((2, 3, 2)), _i32([0, 0])], [T((2, 3, 2))], None),
+    "reverse_v2-too-many": ("REVERSE_V2", [T((2, 3)), _i32([0, 1, 1])], [T((2, 3))], None),
+    "reverse_sequence-same-dims": ("REVERSE_SEQUENCE", [T((2, 3)), _i32([1, 2])], [T((2, 3))],
+                                   {"seq_dim": 0, "batch_dim": 0}),
+    "reverse_sequence-int8": ("REVERSE_SEQUENCE", [T((2, 3), np.int8), _i32([1, 2])], [T((2, 3), np.int8)],
+                              {"seq_dim": 1, "batch_dim": 0}),
+    "reverse_sequence-long": ("REVERSE_SEQUENCE", [T((2, 3)), _i32([4, 2])], [T((2, 3))],
+                              {"seq_dim": 1, "batch_dim": 0}),
+    "reverse_sequence-batch-size": ("REVERSE_SEQUENCE", [T((2, 3)), _i32([1, 2, 1])], [T((2, 3))],
+                                    {"seq_dim": 1, "batch_dim": 0}),
+    "mirror_pad-too-wide": ("MIRROR_PAD", [T((2, 3)), _i32([[2, 0], [0, 0]])], [T((4, 3))], {"mode": 0}),
+    "mirror_pad-negative": ("MIRROR_PAD", [T((2, 3)), _i32([[0, -1], [0, 0]])], [T((1, 3))], {"mode": 1}),
+    "mirror_pad-string": ("MIRROR_PAD", [T((2,), np.bytes_), _i32([[1, 1]])], [T((4,), np.bytes_)], {"mode": 1}),
+    "mirror_pad-int16-zero-point": ("MIRROR_PAD", [T((2,), np.int16, q=quant(0.5, 3)), _i32([[1, 1]])],
+                                    [T((4,), np.int16, q=quant(0.5, 3))], {"mode": 1}),
+    "mirror_pad-float-paddings": ("MIRROR_PAD", [T((2, 3)), T.const(np.zeros((2, 2), np.float32))], [T((2, 3))],
+                                  {"mode": 0}),
 }
 
 
@@ -525,3 +576,45 @@ def test_concatenation_of_constant_scalars():
         run_litert(model, [np.float32(1), np.float32(2)])
     with pytest.raises(PrepareError):
         run_ours(model, [np.float32(1), np.float32(2)])
+
+
+def test_dynamic_output_shapes_reported_after_each_invoke():
+    """TILE / SLICE / MIRROR_PAD with graph-input shape operands: the reported output shape follows each invoke,
+    and the values equal LiteRT's for each of them."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+
+    from litert_py import Interpreter
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    runs = [
+        ("TILE", [T((3, 4)), T((2,), np.int32)], {}, [[1, 2], [2, 1], [3, 1]]),
+        ("SLICE", [T((3, 4)), T((2,), np.int64), T((2,), np.int64)], {}, [([0, 1], [2, -1]), ([1, 0], [1, 4])]),
+        ("MIRROR_PAD", [T((3, 4)), T((2, 2), np.int32)], {"mode": 1}, [[[0, 1], [2, 3]], [[3, 0], [0, 0]]]),
+    ]
+    for op, ins, opts, operand_sets in runs:
+        model = single_op_model(op, ins, [T(())], opts)
+        ours = Interpreter(model_content=model)
+        theirs = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        for it in (ours, theirs):
+            it.allocate_tensors()
+        for operands in operand_sets:
+            operands = operands if op == "SLICE" else (operands,)
+            feeds = [x] + [np.array(v, t.dtype) for v, t in zip(operands, ins[1:])]
+            shapes_seen = []
+            for it in (ours, theirs):
+                for d, v in zip(it.get_input_details(), feeds):
+                    it.set_tensor(d["index"], v)
+                it.invoke()
+                out = it.get_output_details()[0]
+                shapes_seen.append((tuple(out["shape"]), it.get_tensor(out["index"])))
+            assert shapes_seen[0][0] == shapes_seen[1][0] == shapes_seen[0][1].shape
+            np.testing.assert_array_equal(shapes_seen[0][1], shapes_seen[1][1])
+
+
+def test_reverse_sequence_long_length_fails_at_invoke():
+    """LiteRT checks only seq_lengths[0] and reads past the input for a later, longer one: litert_py fails."""
+    model = single_op_model("REVERSE_SEQUENCE", [T((2, 3)), T((2,), np.int32)], [T((2, 3))],
+                            {"seq_dim": 1, "batch_dim": 0})
+    with pytest.raises(InvokeError, match="seq_lengths"):
+        run_ours(model, [np.zeros((2, 3), np.float32), np.array([1, 4], np.int32)])

@@ -19,7 +19,8 @@ from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 TOLERANCE = {"SPACE_TO_DEPTH": 0.0, "DEPTH_TO_SPACE": 0.0, "SPACE_TO_BATCH_ND": 0.0, "BATCH_TO_SPACE_ND": 0.0,
              "DILATE": 0.0}
 
-NUMERIC = [k for k in ALL_DTYPES if k != "string"]
+WIDE_DTYPES = {**ALL_DTYPES, "uint16": np.uint16, "uint32": np.uint32, "float64": np.float64}
+NUMERIC = [k for k in WIDE_DTYPES if k != "string"]
 seeds = st.integers(0, 2**32 - 1)
 
 
@@ -32,7 +33,9 @@ def _q(name, draw):
 
 def _other_q(q, draw):
     if q is not None and draw(st.integers(0, 4)) == 0:
-        return quant(q.scale[0] * 2, q.zero_point[0])
+        if draw(st.booleans()):
+            return quant(q.scale[0] * 2, q.zero_point[0])
+        return quant(q.scale[0], q.zero_point[0] + 1)
     return q
 
 
@@ -40,7 +43,7 @@ def _other_q(q, draw):
 def depth(draw):
     op = draw(st.sampled_from(["SPACE_TO_DEPTH", "DEPTH_TO_SPACE"]))
     name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    dt = WIDE_DTYPES[name]
     b = draw(st.integers(1, 3))
     n, h, w, c = (draw(st.integers(1, 3)) for _ in range(4))
     if op == "SPACE_TO_DEPTH":
@@ -58,7 +61,7 @@ def depth(draw):
 def batch(draw):
     op = draw(st.sampled_from(["SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"]))
     name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    dt = WIDE_DTYPES[name]
     rank = draw(st.integers(3, 4))
     m = rank - 2
     block = [draw(st.integers(1, 3)) for _ in range(m)]
@@ -105,7 +108,7 @@ def batch(draw):
 @st.composite
 def dilate(draw):
     name = draw(st.sampled_from(NUMERIC))
-    dt = ALL_DTYPES[name]
+    dt = WIDE_DTYPES[name]
     shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=7).map(tuple))
     d = np.array([draw(st.integers(1, 3)) for _ in shape], np.int32)
     q = _q(name, draw)
