@@ -23,8 +23,8 @@ from . import (  # noqa: F401
     rnn,
     segment,
     shape,
-    sparse,
     space,
+    sparse,
     svdf,
     unary,
 )

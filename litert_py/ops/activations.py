@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -265,7 +266,9 @@ _srdhm = saturating_rounding_doubling_high_mul
 _rdbpot = rounding_divide_by_pot
 
 
-def _load_libm():
+@functools.cache
+def _libm():
+    """The C library's libm (glibc on Linux: what LiteRT's kernels call), loaded on first use; None if absent."""
     try:
         path = ctypes.util.find_library("m")
         return ctypes.CDLL(path) if path else None
@@ -273,20 +276,16 @@ def _load_libm():
         return None
 
 
-_LIBM = _load_libm()
-
-
 def _libm_float(name: str, fallback: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """The C library's float32 function ``name`` (glibc's expf, tanhf, logf: what LiteRT's LUT builders call),
-    elementwise over a float32 array; numpy's float32 function when there is no C library to load. Used at
-    prepare only, on a few hundred values."""
-    f = getattr(_LIBM, name, None) if _LIBM is not None else None
-    if f is None:  # pragma: no cover
-        return lambda x: fallback(np.asarray(x, np.float32))
-    f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+    """The C library's float32 function ``name`` (expf, tanhf, logf) elementwise over a float32 array; numpy's
+    float32 function when there is no C library. Used at prepare only, on a few hundred values."""
 
     def apply(x):
         a = np.asarray(x, np.float32)
+        f = getattr(_libm(), name, None)
+        if f is None:  # pragma: no cover
+            return fallback(a)
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
         return np.array([f(v) for v in a.ravel().tolist()], np.float32).reshape(a.shape)
 
     return apply

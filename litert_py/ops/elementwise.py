@@ -7,8 +7,28 @@ Paths without quantization (what ai-edge-litert 2.3.0 accepts, BUILTIN_REF):
 - DIV: float32, int32.
 - MAXIMUM / MINIMUM: float32, float16, int8, uint8, int16, int32, int64. Quantized tensors are compared as
   raw integers; LiteRT checks no scales, and neither do we.
-The int8 / uint8 and quantized int16 paths of ADD, SUB, MUL and DIV (fixed-point rescaling through
-``litert_py.quant``) plug in at ``prepare_arithmetic_quantized``; until then they fail at prepare.
+
+Quantized paths (bit-exact with BUILTIN_REF; docs/quantized-arithmetic.md sections 2, 3, 5.1, 5.2, 5.18):
+- ADD / SUB int8, uint8 and int16 "general": each input rescaled by ``MBQM((x - z) << ls, M_k, e_k)`` (ls 20 for
+  8-bit, 15 for int16), the two added / subtracted in int32, then ``MBQM(., M_o, e_o) + zo`` and the fused
+  activation's quantized clamp. Multipliers as add.cc / sub.cc: ``s_k / (2 max(s1, s2))`` and
+  ``2 max / (2**ls s_out)`` divided in double, each through QuantizeMultiplierSmallerThanOneExp (which aborts
+  LiteRT unless the multiplier is in (0, 1): rejected here; SUB's "> 1" branch is undefined behaviour in the
+  kernel and rejected too).
+- ADD / SUB int16 with ``pot_scale_int16`` (the default) and all three scales powers of two (CheckedLog2):
+  zero points 0, one input rounded right by int16 ``RoundingDivideByPOT`` (for shifts >= 16 that yields +-1,
+  as the int16 mask arithmetic does), then ``clamp(x1 +- x2)``. The POT ADD does not broadcast (LiteRT
+  aborts); the POT SUB does. int16 zero points must be 0 on both paths.
+- MUL int8, uint8, int16 (zero points 0): ``clamp(MBQM((x1 - z1)(x2 - z2), M, e) + zo)``, with
+  ``(M, e) = QuantizeMultiplier(f32(s1 s2 / s_out))`` (float32, as mul.cc). int16 x int16 -> int8 / uint8 is
+  the LSTM legacy path (``RDBPOT(SRDHM16(x1, x2), 8)``, scales unused, no broadcasting).
+- DIV int8, uint8, int16: reference_ops::DivElementwise (GetReciprocal's Newton-Raphson, headroom
+  normalisation) with ``(M, e) = QuantizeMultiplier(f32(s1 / (s2 s_out)))``. Its final rescaling exponent
+  often leaves RoundingDivideByPOT's [0, 31] (e.g. 1/127 with all scales 1 gives 127, 0/127 gives 1);
+  we reproduce what the x86-64 wheel computes there. A divisor equal to its zero point fails at invoke.
+- Every 8-bit path is a 65536-entry table of the exact integer formula over all input pairs, built at
+  prepare; eval is one gather. The int16 paths run in int64 with per-input 65536-entry tables.
+- Per-channel quantization (several scales) is rejected; scales must be positive and finite.
 
 Semantics matched:
 - Broadcasting follows NumPy (kernel_util.cc CalculateShapeForBroadcast). LiteRT's broadcast loop
@@ -28,7 +48,10 @@ Semantics matched:
   yields the second input, a NaN in the second input yields NaN.
 
 Sources matched: tflite/kernels/{add,sub,mul,div,maximum_minimum}.cc, tflite/kernels/kernel_util.{h,cc},
-tflite/kernels/internal/reference/{add,sub,mul,div,broadcast_loop}.h.
+tflite/kernels/internal/reference/{add,sub,mul,div,broadcast_loop,reference_ops}.h,
+tflite/kernels/internal/reference/integer_ops/{add,mul}.h, tflite/kernels/internal/{common.h,
+quantization_util.cc} (MultiplyByQuantizedMultiplier*, GetReciprocal, CheckedLog2), gemmlowp
+fixedpoint/fixedpoint.h (RoundingDivideByPOT, one_over_one_plus_x_for_x_in_0_1).
 """
 
 from __future__ import annotations
@@ -261,8 +284,8 @@ def _table8(fn, dtype, lo: int, hi: int, out_dtype) -> np.ndarray:
     """The 65536-entry table of an 8-bit binary op: ``fn(x1, x2)`` (the int32 result before the clamp, as int64)
     on every pair, clamped to [lo, hi]; entry ``byte(x1) << 8 | byte(x2)``."""
     v = _all_values(dtype)
-    x1, x2 = np.broadcast_arrays(v[:, None], v[None, :])
-    return np.clip(wrap32(fn(x1, x2)), lo, hi).astype(out_dtype).reshape(-1)
+    result = np.broadcast_to(fn(v[:, None], v[None, :]), (v.size, v.size))  # fn broadcasts (256, 1) and (1, 256)
+    return np.clip(wrap32(result), lo, hi).astype(out_dtype).reshape(-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -287,6 +310,25 @@ class QuantizedTable8:
         np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
 
 
+def _requantize_right(acc: np.ndarray, multiplier: int, shift: int, lo: int, hi: int, out: np.ndarray) -> None:
+    """``out = clamp(MBQM(acc, M, shift), lo, hi)`` for ``shift <= 0`` and ``0 <= M < 2**31``, destroying the int64
+    ``acc`` (|acc| < 2**31): SRDHM and RoundingDivideByPOT fused into one int64 pass each for the product, the
+    rounding constant and the two shifts (the derivation is in litert_py.quant.fixedpoint._mbqm_core). About
+    twice as fast as ``requantize`` here; the SRDHM saturation case needs M = INT32_MIN and cannot occur."""
+    rs = -shift
+    np.multiply(acc, multiplier, out=acc)
+    if rs == 0:
+        acc += 1 << 30
+        acc >>= 31
+    else:
+        negative = np.right_shift(acc, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
+        acc += (1 << 30) + (1 << (rs + 30))
+        acc >>= 31
+        acc += negative
+        acc >>= rs
+    clip_ufunc(acc, lo, hi, out=out, casting="unsafe")
+
+
 @dataclass(frozen=True, eq=False)
 class AddSubQuantized16:
     """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift) + zo)``.
@@ -309,7 +351,7 @@ class AddSubQuantized16:
         a = np.take(self.lut1, inputs[INPUT1].view(_U16), mode="wrap")
         b = np.take(self.lut2, inputs[INPUT2].view(_U16), mode="wrap")
         (np.subtract if self.subtract else np.add)(a, b, out=acc)
-        requantize(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out=out, method="int64")
+        _requantize_right(acc, self.multiplier, self.shift, self.lo, self.hi, out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -353,7 +395,10 @@ class MulQuantized16:
         out = outputs[OUTPUT]
         acc = np.empty(out.shape, np.int64)
         np.multiply(inputs[INPUT1], inputs[INPUT2], out=acc, dtype=np.int64)
-        requantize(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out=out, method="int64")
+        if self.shift <= 0:
+            _requantize_right(acc, self.multiplier, self.shift, self.lo, self.hi, out)
+        else:
+            requantize(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out=out, method="int64")
 
 
 @dataclass(frozen=True, eq=False)
@@ -433,19 +478,23 @@ def _rounding_divide_by_pot_x86(x: np.ndarray, e: np.ndarray) -> np.ndarray:
     return (x >> (e & 31)) + ((x & mask) > threshold)
 
 
-def _div_quantized(a: np.ndarray, b: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+def _div_quantized(a: np.ndarray, b: np.ndarray, multiplier: int, shift: int, reciprocals=None) -> np.ndarray:
     """reference_ops::DivElementwise before the output offset: a = x1 - z1, b = x2 - z2 (b != 0), int64 arrays.
 
     1/b comes from GetReciprocal (Newton-Raphson in Q2.29), a is normalised by its headroom, and the quotient
     is rescaled with ``MultiplyByQuantizedMultiplierSmallerThanOneExp(q, M, shift - bits_over_unit - headroom)``,
     whose exponent often leaves [-31, 0] (e.g. 1/127 with all scales 1): LiteRT then computes garbage, and so
-    do we, the same garbage (``_rounding_divide_by_pot_x86``).
+    do we, the same garbage (``_rounding_divide_by_pot_x86``). ``reciprocals``: optional tables
+    ``(inverse[b], bits_over_unit[b])`` covering every |b| that occurs.
     """
     neg = b < 0
     a = np.where(neg, wrap32(-a), a)
     b = np.where(neg, wrap32(-b), b)
     b = np.where(b == 0, 1, b)  # a zero divisor never reaches the kernel (checked at invoke)
-    inverse, bits_over_unit = _get_reciprocal(b)
+    if reciprocals is None:
+        inverse, bits_over_unit = _get_reciprocal(b)
+    else:
+        inverse, bits_over_unit = reciprocals[0][b], reciprocals[1][b]
     headroom = _count_leading_sign_bits(a)
     quotient = srdhm(wrap32(a << headroom), inverse)  # MultiplyByQuantizedMultiplierGreaterThanOne
     return _rounding_divide_by_pot_x86(srdhm(quotient, multiplier), bits_over_unit + headroom - shift)
@@ -460,6 +509,7 @@ class DivQuantized16:
     shift: int
     lo: int
     hi: int
+    reciprocals: tuple[np.ndarray, np.ndarray]  # GetReciprocal(b, 31) for every |x2 - z2| that can occur
 
     def __call__(self, inputs, outputs):
         z1, z2, zo = self.zero_points
@@ -467,7 +517,7 @@ class DivQuantized16:
         if (b == z2).any():
             raise ZeroDivisionError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
         a, b = np.broadcast_arrays(a.astype(np.int64) - z1, b.astype(np.int64) - z2)
-        r = _div_quantized(a, b, self.multiplier, self.shift)
+        r = _div_quantized(a, b, self.multiplier, self.shift, self.reciprocals)
         clip_ufunc(wrap32(r + zo), self.lo, self.hi, out=outputs[OUTPUT], casting="unsafe")
 
 
@@ -481,10 +531,10 @@ def _activation_range_quantized(ctx: OpContext, out: TensorInfo) -> tuple[int, i
         raise ctx.fail(str(e)) from None
 
 
-def _check_scales(ctx: OpContext, *tensors: TensorInfo) -> None:
+def _check_scales(ctx: OpContext, *tensors: TensorInfo, names=("input1", "input2", "output")) -> None:
     """Per-tensor quantization with a positive, finite scale on every tensor (LiteRT reads ``params.scale``;
     a missing scale is 0, which makes its multipliers 0 or NaN and aborts or garbles the kernel)."""
-    for name, t in zip(("input1", "input2", "output"), tensors):
+    for name, t in zip(names, tensors):
         q = t.quantization
         ctx.check(len(q.scale) <= 1, f"{ctx.op_name}: {name} has per-channel quantization ({len(q.scale)} scales); "
                   "only per-tensor is supported")
@@ -594,12 +644,14 @@ def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract:
 
 def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     out = ctx.outputs[OUTPUT]
-    _check_scales(ctx, a, b, out)
-    lo, hi = _activation_range_quantized(ctx, out)
     if a.type == _I16 and out.type in (_I8, _U8):  # the LSTM legacy path: no broadcasting (LiteRT aborts)
+        _check_scales(ctx, out, names=("output",))  # the input scales play no part
+        lo, hi = _activation_range_quantized(ctx, out)
         ctx.check(a.size == b.size == out.size, f"MUL int16 -> {out.type_name} does not broadcast "
                   f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts")
         return MulInt16ToInt8(out.zero_point, lo, hi)
+    _check_scales(ctx, a, b, out)
+    lo, hi = _activation_range_quantized(ctx, out)
     with np.errstate(over="ignore", under="ignore"):
         real = np.float32(a.scale) * np.float32(b.scale) / np.float32(out.scale)  # float32, as mul.cc
     m, shift = _quantize_multiplier_checked(ctx, real, "output")
@@ -628,7 +680,8 @@ def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     for name, z in (("input1", z1), ("input2", z2), ("output", zo)):  # DivCheckArithmeticParams
         ctx.check(-qmax - 1 <= z <= qmax + 1, f"{name} zero point {z} is outside [{-qmax - 1}, {qmax + 1}]")
     if a.type == _I16:
-        return DivQuantized16((z1, z2, zo), m, shift, lo, hi)
+        b_max = max(abs(qmin - z2), abs(qmax - z2))
+        return DivQuantized16((z1, z2, zo), m, shift, lo, hi, _get_reciprocal(np.arange(b_max + 1).clip(1)))
 
     def div(x1, x2):
         return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
@@ -655,7 +708,9 @@ def prepare_arithmetic(ctx: OpContext):
     a, b = prepare_binary(ctx, (_I8, _U8) if legacy_mul else ())
     t = a.type
     out = ctx.outputs[OUTPUT]
-    quantized = a.quantization.is_quantized or out.quantization.is_quantized
+    # int16 is quantized when the output is (MUL), or when an input1 or the output is (ADD: Prepare looks at
+    # input1, Eval at the output; with only one of them quantized LiteRT aborts, and so do we, at prepare)
+    quantized = out.quantization.is_quantized or (op != BuiltinOperator.MUL and a.quantization.is_quantized)
     if t in (_I8, _U8) or (t == _I16 and (quantized or out.type != t)):
         return _PREPARE_QUANTIZED[op](ctx, a, b)
     if t not in PLAIN_TYPES[op]:

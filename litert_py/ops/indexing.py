@@ -18,8 +18,8 @@ Paths (all exact: values are moved, compared or counted, never rounded):
 - WHERE: bool, float32, int8, uint8, int32, int64, uint32 condition -> int64 coordinates (dynamic output).
 - UNIQUE: float32, int8, int16, int32, int64, uint8 vectors; idx int32 or int64 (``idx_out_type``); values
   in order of first occurrence (dynamic first output).
-- TOPK_V2: float32, uint8, int8, int16, int32, int64; k int32 (int16/int64 also accepted by newer
-  versions); indices int32 (or int16/int64). Ties: lower index first (TopContainer's comparator).
+- TOPK_V2: float32, uint8, int8, int16, int32, int64; k int32 or int16 (a non-constant k makes both
+  outputs dynamic); indices int32 or int16. Ties: lower index first (TopContainer's comparator).
 - BUCKETIZE: float32, float64, int32, int64 -> int32: ``upper_bound`` of each value in ``boundaries``; the
   value is compared as C++ does (int against float: the int converted to float32).
 
@@ -68,11 +68,16 @@ class IndexOutOfBounds(IndexError):
     """An index LiteRT rejects at eval (or would use to write outside its output)."""
 
 
-def _flat_offsets(idx: np.ndarray, dims, strides: np.ndarray, what: str) -> np.ndarray:
-    """Flat slice numbers of index rows; every coordinate must lie in [0, dim) (LiteRT checks each)."""
-    if idx.size and ((idx < 0).any() or (idx >= np.asarray(dims, np.int64)).any()):
+def _flat_offsets(idx: np.ndarray, dims: np.ndarray, strides: np.ndarray, what: str) -> np.ndarray:
+    """Flat slice numbers of index rows; every coordinate must lie in [0, dim) (LiteRT checks each).
+
+    ``dims`` is uint64: a negative coordinate, viewed as uint64, is huge, so one comparison checks both ends."""
+    idx = idx.astype(np.int64, copy=False)
+    if (idx.view(np.uint64) >= dims).any():
         raise IndexOutOfBounds(f"{what} index out of bounds")
-    return idx.astype(np.int64) @ strides if idx.shape[1] else np.zeros(idx.shape[0], np.int64)
+    if idx.shape[1] == 1:
+        return idx[:, 0]  # strides == [1]
+    return idx @ strides if idx.shape[1] else np.zeros(idx.shape[0], np.int64)
 
 
 def _slice_strides(shape, nd: int) -> tuple[np.ndarray, int]:
@@ -92,7 +97,7 @@ _GATHER_ND_TYPES = {_F32, _U8, _I8, _I16, _I32, _I64, _BOOL, _dt(object), _dt(np
 @dataclass(frozen=True, eq=False)
 class GatherNd:
     nd: int
-    dims: tuple[int, ...]
+    dims: np.ndarray  # uint64, the first nd params dims
     strides: np.ndarray
     n_slices: int
     slice_size: int
@@ -124,7 +129,7 @@ def prepare_gather_nd(ctx: OpContext):
     ctx.check(params.size > 0 or indices.size == 0, "gather_nd: empty params with non-empty indices")
     strides, n_slices = _slice_strides(p, nd)
     ctx.set_output_shape(0, tuple(i[:-1]) + tuple(p[nd:]))
-    return GatherNd(nd, tuple(p[:nd]), strides, n_slices, _prod(p[nd:]))
+    return GatherNd(nd, np.array(p[:nd], np.uint64), strides, n_slices, _prod(p[nd:]))
 
 
 # =================================================================================================
@@ -156,7 +161,7 @@ class ScatterNd:
             out = outputs[0]
             out.fill(0)
         strides, n_slices = _slice_strides(shape, self.nd)
-        off = _flat_offsets(idx.reshape(-1, self.nd), shape[: self.nd], strides, "scatter_nd")
+        off = _flat_offsets(idx.reshape(-1, self.nd), np.array(shape[: self.nd], np.uint64), strides, "scatter_nd")
         out2 = out.reshape(n_slices, -1) if n_slices else out.reshape(0, 0)
         upd2 = updates.reshape(off.shape[0], out2.shape[1])
         if out.dtype == _BOOL:
@@ -303,6 +308,7 @@ class OneHot:
     axis: int  # non-negative, in the output
     depth: int | None  # None: dynamic (from the depth input)
     dtype: np.dtype
+    classes: np.ndarray | None = None  # arange(depth) shaped to broadcast against the indices, when static
 
     def __call__(self, inputs, outputs):
         idx, depth_t, on, off = inputs
@@ -315,7 +321,8 @@ class OneHot:
             outputs[0] = out
         else:
             depth, out = self.depth, outputs[0]
-        classes = np.arange(depth).reshape((depth,) + (1,) * (idx.ndim - self.axis))
+        classes = self.classes if self.classes is not None else np.arange(depth).reshape(
+            (depth,) + (1,) * (idx.ndim - self.axis))
         hot = np.expand_dims(idx, self.axis) == classes
         np.copyto(out, off.reshape(-1)[0])
         np.copyto(out, on.reshape(-1)[0], where=hot)
@@ -343,7 +350,7 @@ def prepare_one_hot(ctx: OpContext):
     d = int(np.asarray(depth.data).reshape(-1)[0])
     ctx.check(d >= 0, f"ONE_HOT: depth must be non-negative, got {d}")
     ctx.set_output_shape(0, tuple(idx.shape[:axis]) + (d,) + tuple(idx.shape[axis:]))
-    return OneHot(axis, d, on.dtype)
+    return OneHot(axis, d, on.dtype, np.arange(d).reshape((d,) + (1,) * (rank - axis)))
 
 
 # =================================================================================================
@@ -511,12 +518,13 @@ def prepare_topk_v2(ctx: OpContext):
     x, k_t = ctx.input(0), ctx.input(1)
     if x.type in dtypes.OBJECT_TYPES or x.dtype not in _TOPK_TYPES:
         raise ctx.fail(f"Type {x.type_name} is currently not supported by TopK.")
-    ctx.check(k_t.dtype in (_I16, _I32, _I64), f"Type {k_t.type_name} is unsupported by op {ctx.op_name}.")
+    ctx.check(k_t.dtype in (_I16, _I32), "top_k->type == kTfLiteInt32 || top_k->type == kTfLiteInt16 was not true.")
     ctx.check(k_t.size == 1, "TOPK_V2: k must be a scalar")
     ctx.check(len(x.shape) >= 1, "TOPK_V2: input must be at least a vector")
     _same_output_type(ctx, 0, x)
     idx_dtype = ctx.outputs[1].dtype
-    ctx.check(idx_dtype in (_I16, _I32, _I64), f"Output index type {ctx.outputs[1].type_name} is not supported.")
+    ctx.check(idx_dtype in (_I16, _I32),
+              f"Output index type {ctx.outputs[1].type_name} is currently not supported by TopK.")
     if k_t.data is None:
         ctx.set_output_dynamic(0)
         ctx.set_output_dynamic(1)

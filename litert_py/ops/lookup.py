@@ -1,4 +1,5 @@
-"""Table lookups: EMBEDDING_LOOKUP, EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP.
+"""Table lookups and hashing: EMBEDDING_LOOKUP, EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, SKIP_GRAM,
+LSH_PROJECTION.
 
 Paths:
 - EMBEDDING_LOOKUP: int32 ids (a vector) into a table of rank >= 2. Same-type output: rows are copied for
@@ -18,8 +19,20 @@ Paths:
 - HASHTABLE_LOOKUP: int32 lookups and keys, values of any type (strings too); outputs the rows found and a
   uint8 ``hits`` vector; a miss gives a zero row (empty strings). The search is glibc's ``bsearch``
   reproduced step by step (vectorized over lookups), so unsorted or repeated keys find what LiteRT finds.
+- SKIP_GRAM: the first string of the input, split at C-locale white space exactly as skip_gram.cc does
+  (byte 0 is never a separator), n-grams of ``ngram_size`` words (or every size up to it with
+  ``include_all_ngrams``) skipping at most ``max_skip_size`` words between neighbours, in the kernel's
+  stack-enumeration order, joined by one space; a dynamic 1-D string output.
+- LSH_PROJECTION: any input dtype (strings too: their TFLite string-buffer bytes, header included, as the
+  kernel walks ``input->bytes / dim0``-byte rows), optional float32 weight, float32 seeds (rows of at most
+  32 bits). Each bit is the sign of ``sum_rows f64(w) * f64(Fingerprint64(seed bytes + row bytes))``
+  summed in double in row order; ``fingerprint64`` is farmhash's Fingerprint64 (farmhashna::Hash64) in
+  Python integers, checked against LiteRT for keys of 4..303 bytes (every branch of the hash). SPARSE (1)
+  packs each row's bits into ``signature + i * (1 << num_bits)`` with int32 wrap (and x86's 5-bit shift
+  count for 32 bits); DENSE (2) outputs the bits.
 
-Sources matched: tensorflow/lite/kernels/{embedding_lookup,embedding_lookup_sparse,hashtable_lookup}.cc.
+Sources matched: tensorflow/lite/kernels/{embedding_lookup,embedding_lookup_sparse,hashtable_lookup,
+skip_gram,lsh_projection}.cc; farmhash.cc (farmhashna::Hash64, HashLen0to16/17to32/33to64).
 """
 
 from __future__ import annotations
@@ -399,7 +412,7 @@ def fingerprint64(s: bytes) -> int:
         y = (y + v0 + _f64(s, i + 40)) & _M64
         z = (_rot((z + w0) & _M64, 33) * _K1) & _M64
         v0, v1 = _weak32(s, i, (v1 * _K1) & _M64, (x + w0) & _M64)
-        w0, w1 = _weak32(s, i + 32, (z + y) & _M64, (y + _f64(s, i + 16)) & _M64)
+        w0, w1 = _weak32(s, i + 32, (z + w1) & _M64, (y + _f64(s, i + 16)) & _M64)
         z, x = x, z
         i += 64
         if i == end:
@@ -415,7 +428,7 @@ def fingerprint64(s: bytes) -> int:
     y = (y + v0 * 9 + _f64(s, i + 40)) & _M64
     z = (_rot((z + w0) & _M64, 33) * mul) & _M64
     v0, v1 = _weak32(s, i, (v1 * mul) & _M64, (x + w0) & _M64)
-    w0, w1 = _weak32(s, i + 32, (z + y) & _M64, (y + _f64(s, i + 16)) & _M64)
+    w0, w1 = _weak32(s, i + 32, (z + w1) & _M64, (y + _f64(s, i + 16)) & _M64)
     z, x = x, z
     return _h16((_h16(v0, w0, mul) + _smix(y) * _K0 + z) & _M64, (_h16(v1, w1, mul) + x) & _M64, mul)
 

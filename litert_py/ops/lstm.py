@@ -1,4 +1,5 @@
-"""LSTM (full kernel), UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM: float32 and hybrid.
+"""LSTM (full kernel), UNIDIRECTIONAL_SEQUENCE_LSTM (float32, hybrid, integer 8x8_16) and
+BIDIRECTIONAL_SEQUENCE_LSTM (float32, hybrid).
 
 Inputs of the full kernel (20 or 24): 0 input; 1-4 input-to-{input, forget, cell, output} weights; 5-8
 recurrent-to-gate weights; 9-11 cell-to-{input, forget, output} (peephole) weights; 12-15 gate biases;
@@ -29,10 +30,27 @@ BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, 
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.
 
+LiteRT's batch-major bidirectional pass with ``merge_outputs`` addresses row b's state at
+``b * output_batch_leading_dim`` (lstm_eval.cc EvalFloat/EvalHybrid), past the state buffer for b >= 1: undefined
+behaviour that is not reproduced (litert_py keeps one state row per batch entry; identical for one row).
+
+Integer 8x8_16 (int8 input, weights and output_state, int16 cell state with scale 2^cs, int32 biases, int16
+peephole and layer-norm weights, 5 intermediates: docs/quantized-arithmetic.md section 7), bit-exact with the
+reference: per gate ``G = sat16(mbqm(W_x x + eff_x) + sat16(mbqm(W_h h + eff_h)))``, the peephole product with
+LiteRT's ``v_size = n_output`` (and, in its 16-wide blocks, NEON MultiplyByQuantizedMultiplier4Rows, whose final
+shift rounds ties up), integer layer norm, gemmlowp int16 ``logistic`` / ``tanh`` (tabulated over all 65536
+inputs), the cell update with RoundingDivideByPOT, and the hidden / projection requantization. Without layer norm
+the gate scales are 2^-12; the effective scales are float32 products as in Prepare.
+
 Sources matched: LiteRT tflite/kernels/lstm.cc and unidirectional_sequence_lstm.cc (Prepare,
 CheckInputTensorDimensions, Eval dispatch), bidirectional_sequence_lstm.cc, tflite/kernels/lstm_eval.cc
 (CalculateLstmGateFloat, UpdateLstmCellFloat, CalculateLstmOutputFloat, CalculateLstmGateHybrid,
-CalculateLstmOutputHybrid, LstmStepFloat, LstmStepHybrid, EvalFloat, EvalHybrid),
+CalculateLstmOutputHybrid, CalculateLstmGateInteger8x8_16, UpdateLstmCellInteger,
+CalculateLstmOutputInteger8x8_16, LstmStepFloat, LstmStepHybrid, LstmStepInteger8x8_16, EvalFloat, EvalHybrid,
+EvalInteger8x8_16), unidirectional_sequence_lstm.cc (PopulateQuantizedLstmParams8x8_16,
+PopulatePrecomputedZPTimesWeightsWithBias), tflite/kernels/internal/optimized/sse_tensor_utils.h (which
+tensor_utils run on x86: portable ones except the NEON VectorBatchVectorCwiseProductAccumulate),
+neon_tensor_utils.cc, gemmlowp fixedpoint/fixedpoint.h (int16 logistic, tanh, constants),
 tflite/kernels/internal/reference/portable_tensor_utils.cc (MeanStddevNormalization, CwiseClipping).
 """
 

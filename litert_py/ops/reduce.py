@@ -1,4 +1,4 @@
-"""Reductions: MEAN (float32, int32, int64).
+"""Reductions: MEAN and SUM (every dtype path LiteRT has, quantized included).
 
 Axis handling and output shape follow reduce.cc (ResolveAxis, GetOutputShape), shared by every reducer:
 the axis tensor is int32 (any shape; its values are read flat); negative axes count from the end,
@@ -6,19 +6,32 @@ repeated axes count once, an axis outside [-rank, rank) is rejected; ``keep_dims
 A rank-0 input ignores the axes and gives a rank-0 output. A constant axis tensor gives a static output shape;
 otherwise the output is dynamic and the axes are read at eval.
 
-MEAN paths (ai-edge-litert 2.3.0, BUILTIN_REF):
+MEAN (ai-edge-litert 2.3.0, BUILTIN_REF):
 - float32: sum in float32, accumulated in the input's row-major order as reference_ops::ReduceSumImpl does
   (not NumPy's pairwise sum), then divided by the number of reduced elements.
 - int32 / int64: sum in int64 (wrapping), then C++ division truncating toward zero; int32 converts back by
   wrapping (static_cast).
+- uint8 / int8 / int16 (int16: zero points 0): reference_ops::QuantizedMeanOrSum for every shape and axis list
+  (the 4-D spatial special case exists only in LiteRT's optimized kernels, which can differ by 1):
+  ``(M, e) = QuantizeMultiplier(f64(s_in) / f64(s_out))``, ``k = min(floor(log2 n), 32, 31 + e)``,
+  ``M' = (M << k) / n``, ``out = clamp(MBQM(wrap32(sum - zi n), M', e - k) + zo)`` with an int32 sum.
 - An empty input fills the output with NaN (0 for integers: quiet_NaN of an integer type), as
   InitializeMeanOutput does.
-The quantized uint8 / int8 / int16 paths plug in at ``prepare_mean_quantized`` (until then they fail at
-prepare); SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY and REDUCE_ALL reuse ``resolve_axes``,
-``reduced_shape`` and ``Reduction`` with their own prepared ops.
+
+SUM:
+- float32 / int32 / int64: the reference kernel's in-order sum in the input type (integers wrap); bool: OR.
+- uint8: the integer formula above without the 1/n (BUILTIN_REF).
+- int8 / int16: LiteRT's *optimized* float formula (optimized_ops::QuantizedMeanOrSum):
+  ``clamp(int32(roundf(f32(f32(sum) f32(s_in/s_out)) + f32(f32(-zi s_in/s_out) n))) + zo)``. The reference
+  kernel reads int8 / int16 data as uint8 bytes, a LiteRT bug (docs/quantized-arithmetic.md 5.12).
+- An empty input gives zeros (the reducers' initial value).
+
+REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY and REDUCE_ALL can reuse ``resolve_axes``, ``reduced_shape``
+and ``Reduction`` with their own prepared ops.
 
 Sources matched: tflite/kernels/reduce.cc, tflite/kernels/internal/reference/reduce.h (Mean, ReduceSumImpl,
-ResolveAxis).
+ResolveAxis, QuantizedMeanOrSum, ReduceGeneric), tflite/kernels/internal/optimized/reduce.h
+(QuantizedMeanOrSum), tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplier).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ segment ids (``np.<ufunc>.at`` is sequential), so float sums and products are bi
 - UNSORTED_SEGMENT_*: ``num_segments`` rows; every id must be ``< num_segments`` (LiteRT's check);
   negative ids are skipped. Empty segments hold the identity LiteRT initializes with: 0 (sum), 1 (prod),
   the lowest value (max: ``numeric_limits<T>::lowest()``, -FLT_MAX for float32) and the largest (min).
-  A non-constant ids or num_segments input makes the output dynamic.
+  A non-constant ids or num_segments input makes the output dynamic. MAX / MIN use ``fmax`` / ``fmin``:
+  ``std::max(acc, x)`` never takes a NaN ``x`` (``acc < NaN`` is false), and neither does ``fmax``.
 
 Sources matched: tensorflow/lite/kernels/{segment_sum,unsorted_segment}.cc,
 tensorflow/lite/kernels/internal/reference/reference_ops.h (SegmentSum, UnsortedSegmentRef).
@@ -77,9 +78,9 @@ _UNSORTED = {
     BuiltinOperator.UNSORTED_SEGMENT_SUM: (np.add, lambda dt: 0),
     BuiltinOperator.UNSORTED_SEGMENT_PROD: (np.multiply, lambda dt: 1),
     BuiltinOperator.UNSORTED_SEGMENT_MAX: (
-        np.maximum, lambda dt: np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min),
+        np.fmax, lambda dt: np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min),
     BuiltinOperator.UNSORTED_SEGMENT_MIN: (
-        np.minimum, lambda dt: np.finfo(dt).max if dt.kind == "f" else np.iinfo(dt).max),
+        np.fmin, lambda dt: np.finfo(dt).max if dt.kind == "f" else np.iinfo(dt).max),
 }
 
 

@@ -401,6 +401,8 @@ class BroadcastToDynamic:
 @register(BuiltinOperator.BROADCAST_TO)
 def prepare_broadcast_to(ctx: OpContext):
     ctx.check_num(2)
+    # LiteRT registers BROADCAST_TO from version 2 (version 1 was a placeholder of the converter).
+    ctx.check(ctx.version >= 2, f"Didn't find op for builtin opcode 'BROADCAST_TO' version '{ctx.version}'")
     x, shape_t = ctx.input(INPUT), ctx.input(SHAPE)
     ctx.check(len(x.shape) <= _MAX_BROADCAST_RANK, "BroadcastTo only supports 1-8D tensor.")
     ctx.check(len(shape_t.shape) == 1, f"NumDimensions(shape) != 1 ({len(shape_t.shape)} != 1)")

@@ -95,6 +95,7 @@ class SubgraphRuntime:
                 raise InvalidModelError(f"subgraph {index} tensor {i} ({t.name!r}): {e}") from None
             if arr is not None:
                 self.constants[i] = arr
+        self._densify_for_kernels(index)
         written = {o for op in self.sg.operators for o in op.outputs} | set(self.sg.inputs)
         for i, t in enumerate(self.sg.tensors):
             # A zero-element tensor with a buffer and no writer (e.g. an empty axis list) has no bytes to
@@ -111,6 +112,28 @@ class SubgraphRuntime:
         self.allocated = False
         self.steps: list = []
         self.deferred = False
+
+    def _densify_for_kernels(self, index: int) -> None:
+        """A sparse constant read by any op but DENSIFY (e.g. a sparse FULLY_CONNECTED weight, which LiteRT
+        multiplies in its sparse form) is expanded once, here: every kernel then sees dense weights. DENSIFY
+        itself gets the encoded values, as in LiteRT."""
+        from ..errors import InvalidModelError
+        from ..ops.sparse import densify
+
+        readers: dict[int, set[str]] = {}
+        for node in self.nodes:
+            for i in node.operator.inputs:
+                readers.setdefault(i, set()).add(node.name)
+        for i, t in enumerate(self.sg.tensors):
+            if t.sparsity is None or i not in self.constants or readers.get(i, {"DENSIFY"}) <= {"DENSIFY"}:
+                continue
+            raw = np.ascontiguousarray(self.constants[i]).view(np.uint8).reshape(-1)
+            dtype = np.dtype(dtypes.to_numpy(t.type)).newbyteorder("<")
+            values = raw[: raw.size - raw.size % dtype.itemsize].view(dtype)
+            try:
+                self.constants[i] = densify(values, tuple(t.shape), t.sparsity)
+            except ValueError as e:
+                raise InvalidModelError(f"subgraph {index} tensor {i} ({t.name!r}): {e}") from None
 
     # -- prepare ----------------------------------------------------------------------------------
     def _info(self, i: int) -> TensorInfo:

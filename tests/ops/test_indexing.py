@@ -180,8 +180,19 @@ def topk_v2(draw):
     pool = values(rng, (3,), dt)
     x = pool[rng.integers(0, 3, s)] if draw(st.booleans()) else values(rng, s, dt)  # ties
     out = s[:-1] + (k,)
-    model = single_op_model("TOPK_V2", [T(s, dt), T.const(np.int32(k))], [T(out, dt), T(out, np.int32)])
-    return model, [x], "BUILTIN_REF"
+    kt, it = draw(st.sampled_from([np.int32, np.int16])), draw(st.sampled_from([np.int32, np.int16]))
+    if draw(st.booleans()):
+        model = single_op_model("TOPK_V2", [T(s, dt), T.const(kt(k))], [T(out, dt), T(out, it)])
+        return model, [x], "BUILTIN_REF"
+    # k as a graph input: both outputs dynamic, then a RESHAPE of the values
+    b = ModelBuilder()
+    xi, ki = b.input("x", s, dt), b.input("k", (), kt)
+    v, i = b.tensor("v", [1], dt), b.tensor("i", [1], it)
+    b.op("TOPK_V2", [xi, ki], [v, i])
+    flat = b.tensor("flat", [1], dt)
+    b.op("RESHAPE", [v], [flat], {"new_shape": [-1]})
+    b.output(v, i, flat)
+    return b.build(), [x, np.array(k, kt)], "BUILTIN_REF"
 
 
 @st.composite
@@ -286,6 +297,8 @@ ERRORS = {
                               None),
     "unique-rank2": ("UNIQUE", [T((2, 2), np.int32)], [T((2,), np.int32), T((2, 2), np.int32)],
                      {"idx_out_type": 2}),
+    "topk-int64-indices": ("TOPK_V2", [T((2, 3)), T.const(np.int32(2))], [T((2, 2)), T((2, 2), np.int64)], None),
+    "topk-int64-k": ("TOPK_V2", [T((2, 3)), T.const(np.int64(2))], [T((2, 2)), T((2, 2), np.int32)], None),
     "topk-k-too-big": ("TOPK_V2", [T((2, 3)), T.const(np.int32(4))], [T((2, 4)), T((2, 4), np.int32)], None),
     "bucketize-unsorted": ("BUCKETIZE", [T((3,))], [T((3,), np.int32)], {"boundaries": [1.0, 0.0]}),
     "bucketize-int8": ("BUCKETIZE", [T((3,), np.int8)], [T((3,), np.int32)], {"boundaries": [0.0]}),

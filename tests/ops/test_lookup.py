@@ -1,8 +1,9 @@
-"""EMBEDDING_LOOKUP (copy and hybrid), EMBEDDING_LOOKUP_SPARSE (SUM / MEAN / SQRTN) and HASHTABLE_LOOKUP
-against the oracle (BUILTIN_REF registers all three).
+"""EMBEDDING_LOOKUP (copy and hybrid), EMBEDDING_LOOKUP_SPARSE (SUM / MEAN / SQRTN), HASHTABLE_LOOKUP,
+SKIP_GRAM and LSH_PROJECTION (sparse and dense) against the oracle (BUILTIN_REF registers all of them).
 
 Copies are exact; the hybrid path is one float32 product per element and the sparse combiners the same
-float32 sums and divisions in the same order as LiteRT, so every tolerance is 0.
+float32 sums and divisions in the same order as LiteRT; LSH bits come from exact 64-bit hashes and the
+same double sums: every tolerance is 0.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
+from litert_py.ops.lookup import fingerprint64
 from litert_py.schema.model import QuantizationParameters
+from litert_py.schema.writer import ModelBuilder
 from tests.ops._diff import ALL_DTYPES, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
-TOLERANCE = {"EMBEDDING_LOOKUP": 0.0, "EMBEDDING_LOOKUP_SPARSE": 0.0, "HASHTABLE_LOOKUP": 0.0}
+TOLERANCE = {"EMBEDDING_LOOKUP": 0.0, "EMBEDDING_LOOKUP_SPARSE": 0.0, "HASHTABLE_LOOKUP": 0.0, "SKIP_GRAM": 0.0,
+             "LSH_PROJECTION": 0.0}
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -98,11 +102,52 @@ def hashtable_lookup(draw):
     return model, [lookup] + ([vals] if name == "string" else [])
 
 
+WORDS = [b"a", b"bb", b"ccc", b"the", b"x y", b"", b" ", b"\t", b"  ", b"q\nr"]
+
+
+@st.composite
+def skip_gram(draw):
+    words = draw(st.lists(st.sampled_from(WORDS), max_size=8))
+    sentence = draw(st.sampled_from([b" ", b"", b"\t"])) + b" ".join(words)
+    options = {"ngram_size": draw(st.integers(0, 4)), "max_skip_size": draw(st.integers(0, 3)),
+               "include_all_ngrams": draw(st.booleans())}
+    b = ModelBuilder()
+    x = b.input("x", (1,), np.bytes_)
+    y = b.tensor("y", (1,), np.bytes_)
+    b.op("SKIP_GRAM", [x], [y], options)
+    b.output(y)
+    arr = np.empty(1, dtype=object)
+    arr[0] = sentence
+    return b.build(), [arr]
+
+
+@st.composite
+def lsh_projection(draw):
+    name = draw(st.sampled_from(["float32", "int8", "uint8", "int16", "int32", "int64", "bool", "string"]))
+    dt = ALL_DTYPES[name]
+    rows = draw(st.integers(1, 4))
+    # row widths up to 40 elements: hash keys of 4..324 bytes reach every branch of Fingerprint64
+    inner = () if name == "string" else (draw(st.integers(0, 40)),)
+    num_hash, num_bits = draw(st.integers(1, 4)), draw(st.sampled_from([1, 2, 5, 8, 31, 32]))
+    kind = draw(st.sampled_from([1, 2]))
+    rng = np.random.default_rng(draw(seeds))
+    hashes = rng.standard_normal((num_hash, num_bits)).astype(np.float32)
+    x = values(rng, (rows,) + inner, dt)
+    weighted = draw(st.booleans())
+    w = rng.standard_normal(rows).astype(np.float32)
+    n_out = num_hash if kind == 1 else num_hash * num_bits
+    ins = [T.const(hashes), T(x.shape, dt)] + ([T((rows,))] if weighted else [])
+    model = single_op_model("LSH_PROJECTION", ins, [T((n_out,), np.int32)], {"type": kind})
+    return model, [x] + ([w] if weighted else [])
+
+
 CASES = {
     "embedding_lookup-any": embedding_lookup(),
     "embedding_lookup-hybrid": embedding_lookup_hybrid(),
     "embedding_lookup_sparse-float32": embedding_lookup_sparse(),
     "hashtable_lookup-any": hashtable_lookup(),
+    "skip_gram-string": skip_gram(),
+    "lsh_projection-any": lsh_projection(),
 }
 
 
@@ -111,6 +156,23 @@ CASES = {
 def test_lookup(case, data):
     model, inputs = data.draw(CASES[case])
     check_both(model, inputs)
+
+
+def test_skip_gram_known_output():
+    b = ModelBuilder()
+    x = b.input("x", (1,), np.bytes_)
+    y = b.tensor("y", (1,), np.bytes_)
+    b.op("SKIP_GRAM", [x], [y], {"ngram_size": 2, "max_skip_size": 1, "include_all_ngrams": False})
+    b.output(y)
+    arr = np.empty(1, dtype=object)
+    arr[0] = b"a b c"
+    ours = check_both(b.build(), [arr])
+    assert list(ours[0]) == [b"a b", b"a c", b"b c"]
+
+
+def test_fingerprint64_known_value():
+    """farmhash Fingerprint64 of the empty string is k2 (farmhashna::HashLen0to16)."""
+    assert fingerprint64(b"") == 0x9AE16A3B2F90404F
 
 
 def test_hashtable_lookup_hits():
@@ -162,6 +224,10 @@ ERRORS = {
     "embedding_lookup-rank1-table": ("EMBEDDING_LOOKUP", [T((2,), np.int32), T((3,))], [T((2,))], None),
     "embedding_lookup-hybrid-zero-point": ("EMBEDDING_LOOKUP", [T((2,), np.int32), T.const(
         np.ones((3, 2), np.uint8), q=quant(0.5, 128))], [T((2, 2))], None),
+    "lsh_projection-rank1-hash": ("LSH_PROJECTION", [T.const(np.ones(3, np.float32)), T((2, 2))],
+                                  [T((3,), np.int32)], {"type": 1}),
+    "lsh_projection-33-bits": ("LSH_PROJECTION", [T.const(np.ones((1, 33), np.float32)), T((2, 2))],
+                               [T((1,), np.int32)], {"type": 1}),
     "hashtable_lookup-float-keys": ("HASHTABLE_LOOKUP", [T((2,), np.int32), T.const(np.array([1.0, 2.0])),
                                                          T.const(np.ones((2,), np.float32))],
                                     [T((2,)), T((2,), np.uint8)], None),
@@ -177,3 +243,22 @@ def test_prepare_errors(case):
         run_ours(model, inputs)
     with pytest.raises((RuntimeError, ValueError)):
         run_litert(model, inputs)
+
+
+def test_embedding_lookup_int4_table_hybrid():
+    """An INT4 table (two values a byte, low nibble first) with a float32 output: value * scale."""
+    from litert_py.schema import dtypes
+
+    rng = np.random.default_rng(0)
+    vals = rng.integers(-8, 8, (3, 4)).astype(np.int8)
+    nib = vals.reshape(-1).astype(np.uint8) & 0xF
+    packed = (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8)
+    b = ModelBuilder()
+    ids = b.input("ids", (2,), np.int32)
+    t = b.tensor("t", (3, 4), np.int8, data=packed.tobytes(), quantization=quant(0.5, 0),
+                 tensor_type=dtypes.TensorType.INT4)
+    o = b.tensor("o", (2, 4), np.float32)
+    b.op("EMBEDDING_LOOKUP", [ids, t], [o])
+    b.output(o)
+    ours = check_both(b.build(), [np.array([2, 0], np.int32)])
+    np.testing.assert_array_equal(ours[0], vals[[2, 0]] * np.float32(0.5))

@@ -37,7 +37,8 @@ PATHS = {
     "seq-lstm-hybrid-symmetric-time-major": ("UNIDIRECTIONAL_SEQUENCE_LSTM", True, False, True),
     "seq-lstm-hybrid-asymmetric-batch-major": ("UNIDIRECTIONAL_SEQUENCE_LSTM", True, True, False),
 }
-CASES = [(p, v) for p in PATHS for v in VARIANTS]
+HYBRID_VARIANTS = ("plain", "peephole", "projection-clips", "cifg-layer-norm-projection")
+CASES = [(p, v) for p in PATHS for v in VARIANTS if not PATHS[p][1] or v in HYBRID_VARIANTS]
 
 
 def _w(b, rng, name, shape, hybrid):
@@ -47,10 +48,10 @@ def _w(b, rng, name, shape, hybrid):
     return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
 
 
-def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out, drop=()):
+def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out, drop=(), n_inputs=24):
     cifg, peep, proj, proj_bias, ln, cclip, pclip, _ = VARIANTS[variant]
-    if not proj:
-        n_out = n_cell
+    # LiteRT sizes the float kernels' projection scratch by n_cell: n_output > n_cell overruns it (aborts).
+    n_out = min(n_out, n_cell) if proj else n_cell
     b = ModelBuilder()
     if op == "LSTM":
         xshape = (batch, n_in)
@@ -69,7 +70,7 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
             b.tensor("c", (batch, n_cell), np.float32, is_variable=True)]
     ins += [b.const(f"ln_{g}", rng.uniform(0.5, 1.5, n_cell).astype(np.float32))
             if ln and not (g == "i" and cifg) else -1 for g in "ifco"]
-    ins = [-1 if k in drop else t for k, t in enumerate(ins)]
+    ins = [-1 if k in drop else t for k, t in enumerate(ins)][:n_inputs]
     out = b.tensor("out", xshape[:-1] + (n_out,), np.float32)
     opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip,
             "asymmetric_quantize_inputs": asym}
@@ -81,20 +82,33 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
 
 
 @pytest.mark.parametrize("path,variant", CASES, ids=[f"{p}-{v}" for p, v in CASES])
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), time=st.integers(1, 4), n_in=st.integers(1, 12),
-       n_cell=st.sampled_from([1, 2, 4, 5, 8]), n_out=st.integers(1, 6), invokes=st.integers(1, 3))
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), time=st.integers(1, 4), n_in=st.integers(1, 40),
+       n_cell=st.sampled_from([1, 2, 4, 5, 8, 20]), n_out=st.integers(1, 20), invokes=st.integers(1, 3))
 def test_lstm_matches_oracle(path, variant, seed, batch, time, n_in, n_cell, n_out, invokes):
     op, hybrid, asym, tm = PATHS[path]
     rng = np.random.default_rng(seed)
+    if hybrid:
+        time = 1  # one step per invoke, states synced from LiteRT before each (see test_rnn.run_stream)
     model, xshape = float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out)
     feeds = [[rng.standard_normal(xshape).astype(np.float32)] for _ in range(invokes)]
     if invokes > 1:
         feeds[1][0][...] = 0  # an all-zero input (IsZeroVector)
-    ours, theirs = run_stream(model, feeds)
+    ours, theirs = run_stream(model, feeds, sync_states=hybrid)
     steps = 1 if op == "LSTM" else time
     rtol = TOLERANCE["layer-norm" if VARIANTS[variant][4] else "hybrid" if hybrid else "float32"] * steps
     for k, (a, b) in enumerate(zip(ours, theirs)):
         assert_close(a, b, rtol=rtol * (k + 1), atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM"])
+def test_lstm_20_inputs(op):
+    """The deprecated 20-input form (no layer-norm coefficients)."""
+    rng = np.random.default_rng(7)
+    model, xshape = float_lstm_model(op, rng, "projection-clips", False, False, True, 2, 3, 6, 4, 3, n_inputs=20)
+    feeds = [[rng.standard_normal(xshape).astype(np.float32)] for _ in range(2)]
+    ours, theirs = run_stream(model, feeds)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_close(a, b, rtol=TOLERANCE["float32"] * 3 * (k + 1), atol=1e-6)
 
 
 def test_lstm_rejects_inconsistent_cifg():
@@ -213,3 +227,72 @@ def test_integer_lstm_output_state_zero_point(variant, seed, zos, tm):
         res.append(out)
     for a, b in zip(*res):
         assert_close([a], [b])
+
+
+# -------------------------------------------------------------------------------------------------------------
+# BIDIRECTIONAL_SEQUENCE_LSTM (float32, hybrid)
+# -------------------------------------------------------------------------------------------------------------
+
+#: id -> (time_major, merge_outputs, aux mode: None / "cross" / "bw-input", hybrid, asymmetric, variant)
+BIDI = {
+    "bidi-lstm-float32-time-major": (True, False, None, False, False, "plain"),
+    "bidi-lstm-float32-batch-major-merged-peephole": (False, True, None, False, False, "peephole"),
+    "bidi-lstm-float32-time-major-aux-cross-projection": (True, False, "cross", False, False, "projection-clips"),
+    "bidi-lstm-float32-batch-major-aux-bw-input-cifg": (False, False, "bw-input", False, False, "cifg-peephole-clip"),
+    "bidi-lstm-float32-time-major-merged-aux-bw-input": (True, True, "bw-input", False, False, "projection-no-bias"),
+    "bidi-lstm-hybrid-symmetric-time-major-aux-cross": (True, False, "cross", True, False, "peephole"),
+    "bidi-lstm-hybrid-asymmetric-batch-major-merged": (False, True, None, True, True, "projection-clips"),
+}
+
+
+def _bidi_cell(b, rng, prefix, variant, hybrid, n_in, n_cell, n_out, batch):
+    cifg, peep, proj, proj_bias, _, _, _, _ = VARIANTS[variant]
+    skip = {"i"} if cifg else set()
+    ins = [-1 if g in skip else _w(b, rng, f"{prefix}w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
+    ins += [-1 if g in skip else _w(b, rng, f"{prefix}r_{g}", (n_cell, n_out), hybrid) for g in "ifco"]
+    ins += [_w(b, rng, f"{prefix}p_{g}", (n_cell,), hybrid) if peep and g not in skip else -1 for g in "ifo"]
+    ins += [-1 if g in skip else b.const(f"{prefix}b_{g}", rng.standard_normal(n_cell).astype(np.float32))
+            for g in "ifco"]
+    ins += [_w(b, rng, f"{prefix}proj", (n_out, n_cell), hybrid) if proj else -1]
+    ins += [b.const(f"{prefix}proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
+    states = [b.tensor(f"{prefix}h", (batch, n_out), np.float32, is_variable=True),
+              b.tensor(f"{prefix}c", (batch, n_cell), np.float32, is_variable=True)]
+    return ins, states
+
+
+@pytest.mark.parametrize("path", sorted(BIDI))
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), time=st.integers(1, 4), n_in=st.integers(1, 10),
+       n_cell=st.sampled_from([1, 2, 4, 5]), n_out=st.integers(1, 5), invokes=st.integers(1, 2))
+def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out, invokes):
+    tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
+    cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
+    rng = np.random.default_rng(seed)
+    if hybrid:
+        time = 1  # see test_rnn.run_stream(sync_states=True)
+    n_out = min(n_out, n_cell) if proj else n_cell  # see float_lstm_model
+    if merge and not tm:
+        # LiteRT's batch-major EvalFloat/EvalHybrid address the state of row b at b * output_batch_leading_dim,
+        # which with merged outputs runs past the state buffer for b >= 1 (undefined behaviour): one row only.
+        batch = 1
+    b = ModelBuilder()
+    lead = (time, batch) if tm else (batch, time)
+    x = b.input("x", lead + (n_in,), np.float32)
+    aux = b.input("aux", lead + (n_in,), np.float32) if aux_mode else -1
+    fw, fw_states = _bidi_cell(b, rng, "fw_", variant, hybrid, n_in, n_cell, n_out, batch)
+    bw, bw_states = _bidi_cell(b, rng, "bw_", variant, hybrid, n_in, n_cell, n_out, batch)
+    aux_w = [-1] * 8
+    if aux_mode == "cross":
+        aux_w = [-1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
+                 for d in ("fw_", "bw_") for g in "ifco"]
+    outs = [b.tensor("out", lead + (2 * n_out,), np.float32)] if merge else \
+        [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
+    b.op("BIDIRECTIONAL_SEQUENCE_LSTM", [x] + fw + bw + fw_states + bw_states + [aux] + aux_w, outs,
+         {"time_major": tm, "merge_outputs": merge, "fused_activation_function": 4, "cell_clip": cclip,
+          "proj_clip": pclip, "asymmetric_quantize_inputs": asym})
+    b.output(*outs)
+    n_feeds = 2 if aux_mode else 1
+    feeds = [[rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)] for _ in range(invokes)]
+    ours, theirs = run_stream(b.build(), feeds, sync_states=hybrid)
+    rtol = TOLERANCE["hybrid" if hybrid else "float32"] * time
+    for k, (a, bb) in enumerate(zip(ours, theirs)):
+        assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)

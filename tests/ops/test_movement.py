@@ -1,4 +1,5 @@
-"""CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SPLIT, SPLIT_V, GATHER against the oracle.
+"""CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SPLIT, SPLIT_V, GATHER, TILE, PACK, UNPACK, SLICE,
+REVERSE_V2, REVERSE_SEQUENCE, MIRROR_PAD against the oracle (all registered by BUILTIN_REF).
 
 One table (CASES) drives the differential test: each entry draws a model and its inputs with hypothesis.
 Data movement is exact for every dtype (tolerance 0); the uint8 CONCATENATION rescale is bit-exact.

@@ -124,3 +124,13 @@ def test_dynamic_ids_checked_at_eval():
         run_litert(model, inputs)
     with pytest.raises(InvokeError, match="not below num_segments"):
         run_ours(model, inputs)
+
+
+@pytest.mark.parametrize("op", ["UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN", "UNSORTED_SEGMENT_SUM",
+                                "UNSORTED_SEGMENT_PROD"])
+def test_unsorted_nan_data(op):
+    """std::max / std::min never take a NaN operand (the comparison is false); sums and products do."""
+    model = single_op_model(op, [T((4,)), T.const(np.array([0, 0, 1, 1], np.int32)), T.const(np.int32(3))],
+                            [T((3,))])
+    ours = check_both(model, [np.array([np.nan, 2.0, 1.0, np.nan], np.float32)])
+    assert ours is not None

@@ -1,6 +1,10 @@
-"""RESHAPE, SQUEEZE, EXPAND_DIMS against the oracle, for every dtype (strings included).
+"""RESHAPE, SQUEEZE, EXPAND_DIMS, SHAPE, RANK, FILL, RANGE, BROADCAST_TO, BROADCAST_ARGS against the oracle,
+for every dtype LiteRT accepts (strings included).
 
-One table (CASES) drives the differential test; every op copies bytes, so every comparison is exact.
+One table (CASES) drives the differential test; every op copies bytes or writes integers, and float RANGE
+accumulates exactly as LiteRT does, so every comparison is exact. Every op here is registered by
+ai-edge-litert's BUILTIN_REF resolver (BROADCAST_TO from version 2), so no comparison needs the
+BUILTIN_WITHOUT_DEFAULT_DELEGATES fallback.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from litert_py import PrepareError
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
-#: Float tolerance per op: all exact (bytes are copied).
-TOLERANCE = {"RESHAPE": 0.0, "SQUEEZE": 0.0, "EXPAND_DIMS": 0.0}
+#: Float tolerance per op: all exact (bytes are copied; RANGE adds in float32 in LiteRT's order).
+TOLERANCE = {"RESHAPE": 0.0, "SQUEEZE": 0.0, "EXPAND_DIMS": 0.0, "SHAPE": 0.0, "RANK": 0.0, "FILL": 0.0,
+             "RANGE": 0.0, "BROADCAST_TO": 0.0, "BROADCAST_ARGS": 0.0}
 
 seeds = st.integers(0, 2**32 - 1)
 dtype_names = st.sampled_from(list(ALL_DTYPES))
@@ -331,3 +336,11 @@ def test_shape_family_rejected_at_prepare(case):
         run_litert(model, feeds)
     with pytest.raises(PrepareError):
         run_ours(model, feeds)
+
+
+def test_broadcast_to_version_1_is_not_registered():
+    model = single_op_model("BROADCAST_TO", [T((1, 3)), T.const(np.array([2, 3], np.int32))], [T((2, 3))])
+    with pytest.raises((RuntimeError, ValueError), match="version '1'"):
+        run_litert(model, [np.ones((1, 3), np.float32)])
+    with pytest.raises(PrepareError, match="version '1'"):
+        run_ours(model, [np.ones((1, 3), np.float32)])
