@@ -1210,8 +1210,10 @@ def rank(p: P):
 
 @recipe("FILL")
 def fill(p: P):
-    return [case(p.op, [i32([2, 3]), p.x(())], [p.out((2, 3), same=True)], label="int32-dims"),
-            case(p.op, [i64([3, 1, 2]), p.x(())], [p.out((3, 1, 2), same=True)], label="int64-dims")]
+    # ai-edge-litert's set_tensor garbles a rank-0 string input, so the string value is a constant
+    value = p.const(np.array(3)) if p.path == "string" else p.x(())
+    return [case(p.op, [i32([2, 3]), value], [p.out((2, 3), same=True)], label="int32-dims"),
+            case(p.op, [i64([3, 1, 2]), value], [p.out((3, 1, 2), same=True)], label="int64-dims")]
 
 
 @recipe("RANGE")

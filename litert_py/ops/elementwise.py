@@ -66,7 +66,6 @@ from ..quant import (
     dtype_range,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
-    requantize,
     round_away,
     rounding_divide_by_pot,
     wrap32,
@@ -270,6 +269,7 @@ def _op_word(ctx: OpContext) -> str:
 # about 1 ns per element where the int64 fixed-point pipeline costs 4-5 ns). The int16 paths (2**32 pairs)
 # look the per-input stage up in a 65536-entry table where there is one and run the rest in int64.
 _U16 = np.uint16
+_SMALL = 512  # output elements up to which QuantizedTable8 uses fancy indexing
 
 
 def _all_values(dtype) -> np.ndarray:
@@ -298,25 +298,35 @@ class QuantizedTable8:
 
     table: np.ndarray  # (65536,) of the output dtype
     divisor_zero_point: int | None = None
+    small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
 
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
         if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
             raise ZeroDivisionError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
         out = outputs[OUTPUT]
+        if self.small:
+            out[...] = self.table.reshape(256, 256)[a.view(np.uint8), b.view(np.uint8)]
+            return
         idx = np.empty(out.shape, _U16)
         np.left_shift(a.view(np.uint8), 8, out=idx, dtype=_U16)
         np.bitwise_or(idx, b.view(np.uint8), out=idx)
         np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
 
 
-def _requantize_right(acc: np.ndarray, multiplier: int, shift: int, lo: int, hi: int, out: np.ndarray) -> None:
-    """``out = clamp(MBQM(acc, M, shift), lo, hi)`` for ``shift <= 0`` and ``0 <= M < 2**31``, destroying the int64
-    ``acc`` (|acc| < 2**31): SRDHM and RoundingDivideByPOT fused into one int64 pass each for the product, the
-    rounding constant and the two shifts (the derivation is in litert_py.quant.fixedpoint._mbqm_core). About
-    twice as fast as ``requantize`` here; the SRDHM saturation case needs M = INT32_MIN and cannot occur."""
-    rs = -shift
+def requantize_into(acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int,
+                    out: np.ndarray) -> None:
+    """``out = clamp(MBQM(acc, M, shift) + zero_point, lo, hi)`` (double-rounding MultiplyByQuantizedMultiplier,
+    tflite/kernels/internal/common.cc) for ``0 <= M < 2**31`` and ``-31 <= shift <= 31``, in place in the int64
+    ``acc`` (int32 values; destroyed). SRDHM and RoundingDivideByPOT are fused into a handful of int64 passes
+    (derivation in litert_py.quant.fixedpoint._mbqm_core; the SRDHM saturation needs M = INT32_MIN, excluded).
+    ``litert_py.quant.requantize`` gives the same numbers with per-channel support, at ~100 us of fixed Python
+    overhead per call, too much for small tensors."""
+    if shift > 0:
+        acc <<= shift  # x * (1 << shift) in int32: wraps
+        wrap32(acc, out=acc)
     np.multiply(acc, multiplier, out=acc)
+    rs = max(-shift, 0)
     if rs == 0:
         acc += 1 << 30
         acc >>= 31
@@ -326,12 +336,14 @@ def _requantize_right(acc: np.ndarray, multiplier: int, shift: int, lo: int, hi:
         acc >>= 31
         acc += negative
         acc >>= rs
+    if zero_point:
+        acc += zero_point
     clip_ufunc(acc, lo, hi, out=out, casting="unsafe")
 
 
 @dataclass(frozen=True, eq=False)
 class AddSubQuantized16:
-    """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift) + zo)``.
+    """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift))``.
 
     ``lut_k[x] = MBQM(x << 15, M_k, shift_k)`` for every int16 ``x``: the per-input rescaling of
     reference_ops::AddElementwise / SubElementwise. ``|lut| < 2**30``, so the int32 sum never wraps.
@@ -351,7 +363,7 @@ class AddSubQuantized16:
         a = np.take(self.lut1, inputs[INPUT1].view(_U16), mode="wrap")
         b = np.take(self.lut2, inputs[INPUT2].view(_U16), mode="wrap")
         (np.subtract if self.subtract else np.add)(a, b, out=acc)
-        _requantize_right(acc, self.multiplier, self.shift, self.lo, self.hi, out)
+        requantize_into(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -395,10 +407,7 @@ class MulQuantized16:
         out = outputs[OUTPUT]
         acc = np.empty(out.shape, np.int64)
         np.multiply(inputs[INPUT1], inputs[INPUT2], out=acc, dtype=np.int64)
-        if self.shift <= 0:
-            _requantize_right(acc, self.multiplier, self.shift, self.lo, self.hi, out)
-        else:
-            requantize(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out=out, method="int64")
+        requantize_into(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -619,7 +628,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
         r2 = multiply_by_quantized_multiplier(wrap32((x2 - z2) << left_shift), m2, e2)
         return multiply_by_quantized_multiplier(wrap32(r1 - r2 if subtract else r1 + r2), mo, eo) + zo
 
-    return QuantizedTable8(_table8(add_sub, a.dtype, lo, hi, out.dtype))
+    return QuantizedTable8(_table8(add_sub, a.dtype, lo, hi, out.dtype), small=out.size <= _SMALL)
 
 
 def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract: bool, lo: int, hi: int):
@@ -663,7 +672,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
         return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo
 
-    return QuantizedTable8(_table8(mul, a.dtype, lo, hi, out.dtype))
+    return QuantizedTable8(_table8(mul, a.dtype, lo, hi, out.dtype), small=out.size <= _SMALL)
 
 
 def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
@@ -686,7 +695,7 @@ def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def div(x1, x2):
         return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
 
-    return QuantizedTable8(_table8(div, a.dtype, lo, hi, out.dtype), divisor_zero_point=z2)
+    return QuantizedTable8(_table8(div, a.dtype, lo, hi, out.dtype), divisor_zero_point=z2, small=out.size <= _SMALL)
 
 
 _PREPARE_QUANTIZED = {

@@ -116,10 +116,39 @@ class Product:
 
 
 @dataclass(frozen=True, eq=False)
+class GateProducts:
+    """The products of one input (x, aux or h) with the weights of every gate: one combined matrix (all gates'
+    rows stacked; hybrid: per-row weight scales, the same f32(sf * s_w) as per gate) or, with diagonal
+    recurrent weights, one Product per gate. ``compute(v)`` -> {gate: (B, n_cell)}."""
+
+    combined: Product | None
+    per_gate: dict | None
+    gates: tuple
+    n_cell: int
+
+    @property
+    def hybrid(self) -> bool:
+        p = self.combined if self.combined is not None else next(iter(self.per_gate.values()))
+        return p.fc is not None
+
+    def compute(self, v) -> dict:
+        n = self.n_cell
+        if self.combined is not None:
+            acc = np.zeros((v.shape[0], n * len(self.gates)), F32)
+            self.combined.add_to(acc, v)
+            return {g: acc[:, k * n:(k + 1) * n] for k, g in enumerate(self.gates)}
+        out = {}
+        for g in self.gates:
+            out[g] = np.zeros((v.shape[0], n), F32)
+            self.per_gate[g].add_to(out[g], v)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
 class LstmCell:
-    x: dict  # gate -> Product
-    aux: dict | None
-    h: dict
+    x: GateProducts
+    aux: GateProducts | None
+    h: GateProducts
     peep: dict  # gate -> float32 (n_cell,) (dequantized for hybrid)
     ln: dict  # gate -> float32 (n_cell,)
     bias: dict  # gate -> float32 (n_cell,)
@@ -131,16 +160,15 @@ class LstmCell:
     n_cell: int
     n_output: int
 
-    def _gate(self, g, x, aux, h, c, act):
+    def _gate(self, g, xs, auxs, hs, c, act):
         ln = self.ln.get(g)
-        n = x.shape[0]
-        acc = np.zeros((n, self.n_cell), F32) if ln is not None else np.repeat(self.bias[g][None, :], n, axis=0)
-        if x.any():
-            self.x[g].add_to(acc, x)
-        if aux is not None and self.aux is not None and aux.any():
-            self.aux[g].add_to(acc, aux)
-        if h.any() or self.h[g].fc is None:
-            self.h[g].add_to(acc, h)
+        acc = np.zeros((hs[g].shape[0], self.n_cell), F32) if ln is not None else \
+            np.repeat(self.bias[g][None, :], hs[g].shape[0], axis=0)
+        if xs is not None:
+            acc += xs[g]
+        if auxs is not None:
+            acc += auxs[g]
+        acc += hs[g]
         peep = self.peep.get(g)
         if peep is not None:
             acc += peep * c
@@ -156,10 +184,15 @@ class LstmCell:
 
     def step(self, x, aux, h, c, out):
         """x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out (B, n_output)."""
-        cifg = "i" not in self.x
-        ig = None if cifg else self._gate("i", x, aux, h, c, _sigmoid)
-        fg = self._gate("f", x, aux, h, c, _sigmoid)
-        cg = self._gate("c", x, aux, h, None, self.act)
+        cifg = "i" not in self.x.gates
+        # IsZeroVector: an all-zero input skips its products (hybrid: also an all-zero output_state)
+        xs = self.x.compute(x) if x.any() else None
+        auxs = self.aux.compute(aux) if aux is not None and self.aux is not None and aux.any() else None
+        hs = self.h.compute(h) if (h.any() or not self.h.hybrid) else \
+            {g: np.zeros((h.shape[0], self.n_cell), F32) for g in self.h.gates}
+        ig = None if cifg else self._gate("i", xs, auxs, hs, c, _sigmoid)
+        fg = self._gate("f", xs, auxs, hs, c, _sigmoid)
+        cg = self._gate("c", xs, auxs, hs, None, self.act)
         c *= fg
         if cifg:
             np.subtract(F32(1), fg, out=fg)
@@ -168,7 +201,7 @@ class LstmCell:
         c += cg
         if self.cell_clip > 0:
             np.clip(c, -self.cell_clip, self.cell_clip, out=c)
-        og = self._gate("o", x, aux, h, c, _sigmoid)
+        og = self._gate("o", xs, auxs, hs, c, _sigmoid)
         t = c.copy()
         if self.act is not None:
             self.act(t)
@@ -190,7 +223,8 @@ def _f32(t: TensorInfo | None):
 
 
 def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, proj_clip: float,
-               activation: int, use_layer_norm: bool, aux_w: list | None = None) -> LstmCell:
+               activation: int, use_layer_norm: bool, aux_w: list | None = None,
+               allow_diagonal: bool = False) -> LstmCell:
     """``ins``: the 24 full-kernel inputs (TensorInfo or None), ``aux_w``: 4 aux weights (i, f, c, o) or None.
     Checks CheckInputTensorDimensions' rules for float and hybrid."""
     x = ins[0]
@@ -214,8 +248,11 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
             ctx.check(t.is_constant, f"litert_py's LSTM kernels need constant weights ({t.name})")
 
     def product(t: TensorInfo, k: int) -> Product:
-        if len(t.shape) == 1:  # diagonal recurrent weights
+        if len(t.shape) == 1:  # diagonal recurrent weights (UNIDIRECTIONAL_SEQUENCE_LSTM)
+            ctx.check(allow_diagonal, f"{t.name}: recurrent weights must be 2-D")
             ctx.check(t.shape[0] == n_cell, f"{t.name}: diagonal weights must have n_cell entries")
+            # LiteRT's hybrid kernel reads 1-D int8 recurrent weights as float (garbage, NaN): not reproduced
+            ctx.check(t.dtype == np.float32, "litert_py: hybrid LSTM with diagonal recurrent weights is unsupported")
             d = t.data.astype(F32) if t.dtype == np.float32 else \
                 np.multiply(t.data.view(np.int8), F32(t.scale), dtype=F32)
             return Product(diag=d)
@@ -228,12 +265,22 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
         return Product(wt=np.ascontiguousarray(t.data.T, dtype=F32))
 
     gates = GATES[1:] if cifg else GATES
-    xp = {g: product(ins[IN_W[g]], n_input) for g in gates}
-    hp = {g: product(ins[REC_W[g]], n_output) for g in gates}
+
+    def group(ts: list, k: int) -> GateProducts:
+        per_gate = {g: product(t, k) for g, t in zip(gates, ts)}  # checks shapes and types
+        if any(p.diag is not None for p in per_gate.values()):
+            return GateProducts(None, per_gate, gates, n_cell)
+        stacked = np.concatenate([t.data for t in ts], axis=0)
+        if not hybrid:
+            return GateProducts(Product(wt=np.ascontiguousarray(stacked.T, dtype=F32)), None, gates, n_cell)
+        scales = np.repeat(np.array([t.scale for t in ts], F32), n_cell)
+        return GateProducts(Product(fc=hybrid_matvec(stacked, scales, asymmetric)), None, gates, n_cell)
+
+    xp = group([ins[IN_W[g]] for g in gates], n_input)
+    hp = group([ins[REC_W[g]] for g in gates], n_output)
     aux = None
     if aux_w is not None:
-        n_aux = aux_w[1].shape[1]
-        aux = {g: product(aux_w[GATES.index(g)], n_aux) for g in gates}
+        aux = group([aux_w[GATES.index(g)] for g in gates], aux_w[1].shape[1])
     peep = {}
     c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
     ctx.check(((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o),
@@ -387,8 +434,16 @@ def _tdiv(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def _mbqm(x, m, e):
-    return multiply_by_quantized_multiplier(wrap32(x), m, e)
+def _mbqm(x, m: int, e: int):
+    """``MultiplyByQuantizedMultiplier(int32 x, M >= 0, e)`` (double rounding) for an int64 array ``x`` that is
+    wrapped to int32 first; the scalar-multiplier fast path of litert_py.quant's version (same results)."""
+    x = ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    if m < 0 or not -31 <= e <= 31:
+        return multiply_by_quantized_multiplier(x, m, e)
+    if e > 0:
+        x = (((x << e) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    y = (x * m + (1 << 30)) >> 31
+    return _rdbpot(y, -e) if e < 0 else y
 
 
 def _mbqm_neon(x, m: int, e: int):
@@ -652,7 +707,8 @@ def _float_or_hybrid(ctx: OpContext, ins: list, use_ln: bool, opts, n_batch: int
     x = ins[0]
     ctx.check(x.dtype == np.float32, f"Type {x.type_name} is not currently supported.")
     cell = build_cell(ctx, ins, bool(opts.asymmetric_quantize_inputs), opts.cell_clip, opts.proj_clip,
-                      opts.fused_activation_function, use_ln)
+                      opts.fused_activation_function, use_ln,
+                      allow_diagonal=ctx.builtin_code == BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
     _check_states(ctx, ins[OUT_STATE], ins[CELL_STATE], n_batch, cell)
     return cell
 

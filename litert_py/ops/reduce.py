@@ -41,10 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import dtype_range, quantize_multiplier, requantize, round_away, trunc_to_int32, wrap32
+from ..quant import dtype_range, quantize_multiplier, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
+from .elementwise import requantize_into
 from .registry import OpContext, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0
@@ -175,6 +176,11 @@ def _int_sums(reduction: Reduction, x: np.ndarray) -> np.ndarray:
     return wrap32(np.add.reduce(reduction.rows(x), axis=0, dtype=np.int64))
 
 
+def _may_wrap(n: int, zi: int, qmin: int, qmax: int) -> bool:
+    """Whether ``sum(x - zi)`` over n values in [qmin, qmax] can leave int32 (then the int32 arithmetic wraps)."""
+    return n * max(abs(qmin - zi), abs(qmax - zi)) > 2**31 - 1
+
+
 @dataclass(frozen=True, eq=False)
 class MeanQuantized:
     """uint8 / int8 / int16 MEAN (and uint8 SUM), reference_ops::QuantizedMeanOrSum:
@@ -188,12 +194,15 @@ class MeanQuantized:
     zo: int
     qmin: int
     qmax: int
+    wrap: bool  # the int32 sums can wrap (else they are exact in int64 and the wrap32 passes are skipped)
 
     def __call__(self, inputs, outputs):
-        total = _int_sums(self.reduction, inputs[INPUT])
+        total = np.add.reduce(self.reduction.rows(inputs[INPUT]), axis=0, dtype=np.int64)
         total -= self.zi_n
-        requantize(wrap32(total, out=total), self.multiplier, self.shift, self.zo, self.qmin, self.qmax,
-                   out=outputs[OUTPUT].reshape(self.reduction.m), method="int64")
+        if self.wrap:  # int32 arithmetic is modular: one wrap at the end equals wrapping every addition
+            wrap32(total, out=total)
+        requantize_into(total, self.multiplier, self.shift, self.zo, self.qmin, self.qmax,
+                        outputs[OUTPUT].reshape(self.reduction.m))
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,7 +270,8 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
         bias = np.float32(np.float32(np.float32(-qp.zi) * scale) * np.float32(n))
         return SumQuantizedFloat(reduction, scale, bias, qp.zo, qp.qmin, qp.qmax)
     m, shift = _mean_multiplier(qp.multiplier, qp.shift, n) if path == "mean-q" else (qp.multiplier, qp.shift)
-    return MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax)
+    return MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax,
+                         _may_wrap(n, qp.zi, qp.qmin, qp.qmax))
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,12 +41,13 @@ from .fully_connected import (
 from .registry import OpContext, TensorInfo, register
 
 
-def hybrid_matvec(w: np.ndarray, scale: float, asymmetric: bool) -> FullyConnectedHybrid:
-    """A prepared hybrid product ``x -> f32(dot(q(x), w)) * f32(sf * scale)`` for the int8 matrix ``w``."""
+def hybrid_matvec(w: np.ndarray, scale, asymmetric: bool) -> FullyConnectedHybrid:
+    """A prepared hybrid product ``x -> f32(dot(q(x), w)) * f32(sf * scale)`` for the int8 matrix ``w``;
+    ``scale``: one float, or one per row of ``w`` (float32)."""
     wi = w.view(np.int8) if w.dtype == np.uint8 else w
     return FullyConnectedHybrid(np.ascontiguousarray(wi.T, dtype=np.float64),
                                 sse_reduction_sum_vector(wi).astype(np.float64) if asymmetric else None,
-                                SseMinus128Fix.build(wi, np.float64), np.asarray(np.float32(scale)), None,
+                                SseMinus128Fix.build(wi, np.float64), np.asarray(scale, dtype=np.float32), None,
                                 asymmetric, wi.shape[1], wi.shape[0], None)
 
 

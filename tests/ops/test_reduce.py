@@ -242,3 +242,14 @@ def test_quantized_rejected(case):
             ref.allocate_tensors()
             ref.set_tensor(ref.get_input_details()[0]["index"], np.zeros(x.shape, x.dtype))
             ref.invoke()
+
+
+@pytest.mark.parametrize("op", ["MEAN", "SUM"])
+def test_quantized_int32_sum_wraps(op):
+    """70000 int16 values near 32767 sum past INT32_MAX: LiteRT's int32 accumulator wraps, and so do we."""
+    x = np.full((70000,), 32767, np.int16)
+    x[::7] = 30000
+    model = single_op_model(op, [T(x.shape, np.int16, q=quant(0.001, 0)), T.const(np.array([0], np.int32))],
+                            [T((), np.int16, q=quant(0.002, 0))], {"keep_dims": False})
+    ours, theirs = run_both(model, [x], "BUILTIN_REF" if op == "MEAN" else SUM_RESOLVER[np.int16])
+    assert_matches(ours, theirs)

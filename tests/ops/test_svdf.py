@@ -14,7 +14,9 @@ from litert_py import Interpreter, PrepareError
 from litert_py.schema.writer import ModelBuilder
 from tests.oracle import assert_close, oracle, quant
 
-TOLERANCE = {"float32": 2e-6, "hybrid": 2e-6, "integer": 0.0}
+#: Float: per accumulated term (input_size + rank * memory_size), relative to the largest output magnitude
+#: (the output can be a small difference of large terms).
+TOLERANCE = {"float32": 1e-6, "hybrid": 1e-6, "integer": 0.0}
 ACTS = {"NONE": 0, "RELU": 1, "RELU6": 3, "TANH": 4}
 PATHS = ["svdf-float32", "svdf-hybrid-symmetric", "svdf-hybrid-asymmetric", "svdf-integer"]
 
@@ -95,7 +97,8 @@ def test_svdf_matches_oracle(path, seed, batch, n_in, units, rank, memory, act, 
     ours, theirs = run_stream(model, xs)
     kind = path.split("-")[1]
     for k, (a, b) in enumerate(zip(ours, theirs)):
-        assert_close([a], [b], rtol=TOLERANCE[kind] * (k + 1), atol=1e-6 if kind != "integer" else 0)
+        rtol = TOLERANCE[kind] * (n_in + rank * memory) * (k + 1)
+        assert_close([a], [b], rtol=rtol, atol=1e-6 if kind != "integer" else 0)
 
 
 def test_svdf_integer_requires_relu():
