@@ -239,10 +239,12 @@ class SubgraphRuntime:
             self.variables[i] = self._initial_variable(i, info)
 
     def _initial_variable(self, i: int, info: TensorInfo) -> np.ndarray:
-        init = constant_array(self.model, self.sg.tensors[i])
-        if init is not None:
-            return np.array(init, dtype=init.dtype)
-        return self._new_array(info)
+        """LiteRT's ResetVariableTensor (tflite/core/api/tensor_utils.cc): INT8 variables start at their zero
+        point, every other type at 0 (buffer data of a variable is not used)."""
+        arr = self._new_array(info)
+        if info.type == dtypes.TensorType.INT8 and info.zero_point:
+            arr.fill(info.zero_point)
+        return arr
 
     def reset_variables(self) -> None:
         for i in self.variables:

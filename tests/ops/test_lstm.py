@@ -302,3 +302,11 @@ def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
     rtol = TOLERANCE["hybrid" if hybrid else "float32"] * time * (2 * n_in + n_out + n_cell)
     for k, (a, bb) in enumerate(zip(ours, theirs)):
         assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)
+
+
+def test_hybrid_diagonal_recurrent_is_refused():
+    """LiteRT's hybrid kernel reads 1-D int8 recurrent weights as float (NaN outputs): litert_py refuses it."""
+    model, _ = float_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", np.random.default_rng(0), "diagonal-recurrent", True,
+                                False, True, 1, 2, 3, 4, 4)
+    with pytest.raises(PrepareError, match="diagonal recurrent weights"):
+        Interpreter(model_content=model).allocate_tensors()
