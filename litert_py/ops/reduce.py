@@ -342,3 +342,262 @@ def prepare_mean_sum(ctx: OpContext):
         raise ctx.fail(str(e)) from None
     ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
     return _reduce_op(path, Reduction.of(x.shape, axes), x.size, qp)
+
+
+# -- REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL (reduce.cc EvalGeneric) ---------------
+@dataclass(frozen=True, eq=False)
+class ReduceLogic:
+    """Integer / bool REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, REDUCE_ALL and integer / bool REDUCE_PROD (wrapping):
+    ``ufunc.reduce`` over the reduced rows, starting from the reducer's initial value (an empty reduction gives
+    it: lowest for MAX, max for MIN, 1 for PROD, false for ANY, true for ALL)."""
+
+    reduction: Reduction
+    ufunc: np.ufunc
+    init: object
+
+    def __call__(self, inputs, outputs):
+        flat = outputs[OUTPUT].reshape(self.reduction.m)
+        if self.reduction.n == 0:
+            flat[...] = self.init
+        else:
+            self.ufunc.reduce(self.reduction.rows(inputs[INPUT]), axis=0, out=flat)
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceProdFloat:
+    """float32 REDUCE_PROD: products taken one after the other in input order, from 1 (the reference order)."""
+
+    reduction: Reduction
+
+    def __call__(self, inputs, outputs):
+        r = self.reduction
+        flat = outputs[OUTPUT].reshape(r.m)
+        y = r.rows(inputs[INPUT])
+        if r.n == 0:
+            flat[...] = 1
+        elif r.m == 1:
+            flat[0] = np.multiply.accumulate(y[:, 0])[-1]
+        else:
+            np.multiply.reduce(np.ascontiguousarray(y), axis=0, out=flat)
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceMaxMinFloat:
+    """float32 REDUCE_MAX / REDUCE_MIN: ``current = in > current ? in : current`` (``<`` for MIN) over the
+    reduced elements in input order, starting from ``start``: -FLT_MAX (FLT_MAX for MIN) in ReduceGeneric, or
+    the first element when every axis is reduced (ReduceAllDims). Hence NaN is skipped (a leading NaN sticks in
+    the all-axes case), an all -inf slice gives -FLT_MAX in ReduceGeneric, and of equal values (+0.0 and
+    -0.0) the first one is kept."""
+
+    reduction: Reduction
+    is_max: bool
+    all_dims: bool  # ReduceAllDims: start from the first element
+
+    def __call__(self, inputs, outputs):
+        r = self.reduction
+        flat = outputs[OUTPUT].reshape(r.m)
+        limit = np.float32(np.finfo(np.float32).min if self.is_max else np.finfo(np.float32).max)
+        if r.n == 0:
+            flat[...] = limit
+            return
+        y = r.rows(inputs[INPUT])
+        best = (np.fmax if self.is_max else np.fmin).reduce(y, axis=0)  # NaN only where all are NaN
+        if self.all_dims:
+            start = y[0]
+            better = np.ones(best.shape, bool)  # best >= start whenever start is not NaN
+            better &= ~np.isnan(start)
+        else:
+            start = np.full(best.shape, limit)
+            better = best > start if self.is_max else best < start
+        result = np.where(better, best, start)
+        zero = better & (best == 0)
+        if zero.any():  # the first zero of the slice decides the sign
+            first = np.argmax(y == 0, axis=0)
+            result[zero] = y[first, np.arange(r.m)][zero]
+        flat[...] = result
+
+
+_MINMAX_REDUCE_TYPES = (_F32, _I32, _I64, _U8, _I8, _I16, _BOOL)
+
+
+def _generic_op(code: int, dtype: np.dtype, reduction: Reduction, all_dims: bool):
+    is_float = dtype == np.float32
+    if code in (BuiltinOperator.REDUCE_MAX, BuiltinOperator.REDUCE_MIN):
+        is_max = code == BuiltinOperator.REDUCE_MAX
+        if is_float:
+            return ReduceMaxMinFloat(reduction, is_max, all_dims)
+        info = np.iinfo(dtype) if dtype != np.bool_ else None
+        init = (info.min if is_max else info.max) if info else (not is_max)
+        return ReduceLogic(reduction, np.maximum if is_max else np.minimum, init)
+    if code == BuiltinOperator.REDUCE_PROD:
+        if is_float:
+            return ReduceProdFloat(reduction)
+        return ReduceLogic(reduction, np.logical_and if dtype == np.bool_ else np.multiply, 1)
+    if code == BuiltinOperator.REDUCE_ANY:
+        return ReduceLogic(reduction, np.logical_or, False)
+    return ReduceLogic(reduction, np.logical_and, True)
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceGenericDynamicAxes:
+    """A generic reducer whose axis tensor is not constant: axes, output shape and the op worked out at eval."""
+
+    code: int
+    keep_dims: bool
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
+        out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
+        _generic_op(self.code, x.dtype, Reduction.of(x.shape, axes), len(axes) == x.ndim)([x], [out])
+        outputs[OUTPUT] = out
+
+
+@register(BuiltinOperator.REDUCE_MAX)
+@register(BuiltinOperator.REDUCE_MIN)
+@register(BuiltinOperator.REDUCE_PROD)
+@register(BuiltinOperator.REDUCE_ANY)
+@register(BuiltinOperator.REDUCE_ALL)
+def prepare_reduce_generic(ctx: OpContext):
+    ctx.check_num(2, 1)
+    x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
+    code = ctx.builtin_code
+    ctx.check(axis.type == _I32, f"op_context.axis->type != kTfLiteInt32 ({axis.type_name} != INT32)")
+    if code in (BuiltinOperator.REDUCE_ANY, BuiltinOperator.REDUCE_ALL):
+        ctx.check(x.type == _BOOL, f"input->type != kTfLiteBool ({x.type_name} != BOOL)")
+    elif x.type not in _MINMAX_REDUCE_TYPES:
+        raise ctx.fail(f"Type {x.type_name} is unsupported by op {ctx.op_name}.")
+    ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    if x.type in (_U8, _I8, _I16):
+        if code == BuiltinOperator.REDUCE_PROD:  # EvalQuantizedProd is not implemented here
+            ctx.check(not x.quantization.is_quantized,
+                      f"quantized {x.type_name} REDUCE_PROD is not supported by litert_py")
+        if x.type == _I16:  # PrepareSimple
+            ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
+            ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
+        # EvalType: raw values are reduced, so input and output must share scale and zero point
+        ctx.check(x.scale == y.scale and x.zero_point == y.zero_point,
+                  f"input->params != output->params (scale {x.scale} vs {y.scale}, zero point {x.zero_point} vs "
+                  f"{y.zero_point})")
+    keep_dims = bool(ctx.options.keep_dims)
+    if not axis.is_constant and axis.size > 0:
+        ctx.set_output_dynamic(OUTPUT)
+        return ReduceGenericDynamicAxes(code, keep_dims)
+    try:
+        axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
+    except ValueError as e:
+        raise ctx.fail(str(e)) from None
+    ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
+    return _generic_op(code, x.dtype, Reduction.of(x.shape, axes), len(axes) == len(x.shape))
+
+
+# -- ARG_MAX, ARG_MIN (arg_min_max.cc, reference/arg_min_max.h) -------------------------------------
+@dataclass(frozen=True, eq=False)
+class ArgMaxMin:
+    """Index of the first maximum (minimum) along ``axis``: a later element wins only when strictly greater
+    (less). float32: NaN candidates are skipped and a NaN current value is replaced by any non-NaN one, so the
+    result is the first non-NaN extreme, 0 when all are NaN."""
+
+    axis: int | None  # None: read from the axis tensor at eval
+    is_max: bool
+    out_dtype: np.dtype
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        axis = self.axis if self.axis is not None else _arg_axis(int(inputs[AXIS].reshape(-1)[0]), x.ndim)
+        if x.dtype.kind == "f":
+            best = (np.fmax if self.is_max else np.fmin).reduce(x, axis=axis, keepdims=True)
+            idx = np.argmax(x == best, axis=axis)
+        else:
+            idx = (np.argmax if self.is_max else np.argmin)(x, axis=axis)
+        if self.axis is None:
+            outputs[OUTPUT] = idx.astype(self.out_dtype)
+        else:
+            np.copyto(outputs[OUTPUT], idx, casting="unsafe")
+
+
+def _arg_axis(a: int, rank: int) -> int:
+    r = a + rank if a < 0 else a
+    if not 0 <= r < rank:
+        raise ValueError(f"Invalid axis index {a} for a rank-{rank} input.")
+    return r
+
+
+_ARG_TYPES = (_F32, _U8, _I8, _I32, _BOOL)
+
+
+@register(BuiltinOperator.ARG_MAX)
+@register(BuiltinOperator.ARG_MIN)
+def prepare_arg_max_min(ctx: OpContext):
+    ctx.check_num(2, 1)
+    x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
+    ctx.check(axis.size == 1, f"NumElements(axis) != 1 ({axis.size} != 1)")
+    ctx.check(axis.type in (_I32, _I64), "axis->type == kTfLiteInt32 || axis->type == kTfLiteInt64 was not true.")
+    ctx.check(y.type in (_I32, _I64), f"Unknown index output data type: {y.type_name}")
+    if x.type not in _ARG_TYPES:
+        raise ctx.fail(f"Unknown input type: {x.type_name}")
+    ctx.check(len(x.shape) >= 1, "NumDimensions(input) >= 1 was not true.")
+    is_max = ctx.builtin_code == BuiltinOperator.ARG_MAX
+    if not axis.is_constant:
+        ctx.set_output_dynamic(OUTPUT)
+        return ArgMaxMin(None, is_max, y.dtype)
+    try:
+        a = _arg_axis(int(axis.data.reshape(-1)[0]), len(x.shape))
+    except ValueError as e:
+        raise ctx.fail(str(e)) from None
+    ctx.check(x.shape[a] > 0, "Cannot compute ArgMin/ArgMax over an empty axis.")
+    ctx.set_output_shape(OUTPUT, tuple(d for i, d in enumerate(x.shape) if i != a))
+    return ArgMaxMin(a, is_max, y.dtype)
+
+
+# -- CUMSUM (cumsum.cc, optimized_ops::CumSum) --------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Cumsum:
+    """Running sum along ``axis`` in the input type (integers wrap), added in order (reversed for ``reverse``);
+    ``exclusive`` shifts it by one, starting from 0."""
+
+    axis: int | None  # None: read from the axis tensor at eval
+    exclusive: bool
+    reverse: bool
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x.size == 0:
+            return
+        axis = self.axis if self.axis is not None else _arg_axis(int(inputs[AXIS].reshape(-1)[0]), x.ndim)
+        if self.reverse:
+            x = np.flip(x, axis)
+            target = np.flip(out, axis)
+        else:
+            target = out
+        if self.exclusive:
+            n = x.shape[axis]
+            head = [slice(None)] * x.ndim
+            head[axis] = slice(0, 1)
+            target[tuple(head)] = 0
+            if n > 1:
+                src, dst = list(head), list(head)
+                src[axis], dst[axis] = slice(0, n - 1), slice(1, n)
+                np.add.accumulate(x[tuple(src)], axis=axis, dtype=out.dtype, out=target[tuple(dst)])
+        else:
+            np.add.accumulate(x, axis=axis, dtype=out.dtype, out=target)
+
+
+@register(BuiltinOperator.CUMSUM)
+def prepare_cumsum(ctx: OpContext):
+    ctx.check_num(2, 1)
+    x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
+    ctx.check(x.type in (_I32, _F32, _I64), "input->type == kTfLiteInt32 || input->type == kTfLiteFloat32 || "
+              "input->type == kTfLiteInt64 was not true.")
+    ctx.check(axis.type == _I32, f"axis->type != kTfLiteInt32 ({axis.type_name} != INT32)")
+    ctx.check(axis.size == 1, f"NumElements(axis) != 1 ({axis.size} != 1)")
+    ctx.check(len(x.shape) >= 1, "NumDimensions(input) >= 1 was not true.")
+    ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    ctx.set_output_shape(OUTPUT, x.shape)
+    a = None
+    if axis.is_constant:
+        try:
+            a = _arg_axis(int(axis.data.reshape(-1)[0]), len(x.shape))
+        except ValueError as e:
+            raise ctx.fail(str(e)) from None
+    return Cumsum(a, bool(ctx.options.exclusive), bool(ctx.options.reverse))

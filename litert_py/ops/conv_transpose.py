@@ -1,0 +1,239 @@
+"""TRANSPOSE_CONV (float32, int8 per-channel, int16x8).
+
+Sources matched (ai-edge-litert 2.3.0, BUILTIN_REF): LiteRT tflite/kernels/transpose_conv.cc (Prepare: 3 or 4
+inputs, 1-D int32 output_shape of 4 elements, 4-D weights OHWI and input NHWC with the same channel count,
+output type = input type, weights of the input type (int8 for int16 input), bias int32 for int8 / int64 for
+int16 / float32 for float with NumElements == output channels; padding from ComputePaddingHeightWidth run on
+the *output* size; multipliers from PopulateConvolutionQuantizationParams, shared with CONV_2D),
+reference/transpose_conv.h (float) and reference/integer_ops/transpose_conv.h (int8, int16): a scatter of
+input * filter into a zeroed accumulator over the output, then + bias, then the float clamp or
+MultiplyByQuantizedMultiplier (int32 for int8 with the input offset applied, the int64 overload for int16x8)
++ output zero point and the activation clamp.
+
+Vectorized: col2im. One GEMM (N*H*W, C) @ (C, KH*KW*O) gives every tap's contribution, then an overlap-add
+of the KH*KW taps (each a whole-tensor strided add) into a buffer covering the full scatter, from which the
+output window (the padding removed) is taken. The integer paths run the same GEMM on exact integers in
+float64 (sums of int8*int8 / int16*int8 products stay far below 2**53).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema.model import BuiltinOperator, Padding
+from .common import clip_ufunc, float_activation_range
+from .conv import EMPTY_OUTPUT, _quantization_params, _requantize, out_size, pad_before
+from .registry import OpContext, register
+
+OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = 0, 1, 2, 3
+OUTPUT = 0
+
+
+@dataclass(frozen=True)
+class TransposeGeometry:
+    """Input (N, H, W, C), filter (O, KH, KW, C), output (N, OH, OW, O), strides and the leading padding."""
+
+    batches: int
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    out_c: int
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+
+    @property
+    def full_h(self) -> int:
+        return max((self.in_h - 1) * self.stride_h + self.filter_h, self.pad_top + self.out_h)
+
+    @property
+    def full_w(self) -> int:
+        return max((self.in_w - 1) * self.stride_w + self.filter_w, self.pad_left + self.out_w)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return self.batches, self.out_h, self.out_w, self.out_c
+
+
+def _geometry(padding: int, x_shape, f_shape, out_shape, stride_h: int, stride_w: int) -> TransposeGeometry:
+    n, h, w, c = x_shape
+    o, kh, kw, _ = f_shape
+    oh, ow = int(out_shape[1]), int(out_shape[2])
+    # ComputePaddingHeightWidth on the output size (as the input of the forward conv); unchecked.
+    ph = pw = 0
+    if out_size(padding, ow, kw, stride_w) is not None and out_size(padding, oh, kh, stride_h) is not None:
+        ph = pad_before(oh, kh, stride_h, 1, out_size(padding, oh, kh, stride_h))
+        pw = pad_before(ow, kw, stride_w, 1, out_size(padding, ow, kw, stride_w))
+    return TransposeGeometry(n, h, w, c, oh, ow, o, kh, kw, stride_h, stride_w, ph, pw)
+
+
+def col2im(geo: TransposeGeometry, cols: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """Overlap-add of cols (N, H, W, KH, KW, O) into ``full`` (N, Hf, Wf, O), zeroed first; returns the
+    output window of ``full`` (a view)."""
+    g = geo
+    full.fill(0)
+    hs, ws = (g.in_h - 1) * g.stride_h + 1, (g.in_w - 1) * g.stride_w + 1
+    for ky in range(g.filter_h):
+        for kx in range(g.filter_w):
+            dst = full[:, ky:ky + hs:g.stride_h, kx:kx + ws:g.stride_w]
+            np.add(dst, cols[:, :, :, ky, kx], out=dst)
+    return full[:, g.pad_top:g.pad_top + g.out_h, g.pad_left:g.pad_left + g.out_w]
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeConvFloat:
+    geo: TransposeGeometry | None  # None: from the output_shape input at every invoke (dynamic output)
+    padding: int
+    weights: np.ndarray | None  # (C, KH*KW*O); None: from the weights input
+    bias: np.ndarray | None  # (O,) constant
+    dynamic_bias: bool
+    out_min: np.float32
+    out_max: np.float32
+    strides: tuple  # (stride_h, stride_w)
+
+    def __call__(self, inputs, outputs):
+        x, f = inputs[INPUT], inputs[WEIGHTS]
+        geo = self.geo
+        if geo is None:
+            geo = _geometry(self.padding, x.shape, f.shape, inputs[OUTPUT_SHAPE], *self.strides)
+            outputs[OUTPUT] = np.empty(geo.out_shape, np.float32)
+        out = outputs[OUTPUT]
+        if out.size == 0:
+            return
+        w = self.weights
+        if w is None:
+            w = f.transpose(3, 1, 2, 0).reshape(geo.in_c, -1)
+        cols = np.matmul(x.reshape(-1, geo.in_c), w).reshape(
+            geo.batches, geo.in_h, geo.in_w, geo.filter_h, geo.filter_w, geo.out_c)
+        full = np.empty((geo.batches, geo.full_h, geo.full_w, geo.out_c), np.float32)
+        out[...] = col2im(geo, cols, full)
+        if self.bias is not None:
+            np.add(out, self.bias, out=out)
+        elif self.dynamic_bias and inputs[BIAS] is not None:
+            np.add(out, inputs[BIAS], out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeConvQuantized:
+    """int8 / int16x8: exact integer col2im in float64, + bias, then the conv requantization epilogue."""
+
+    geo: TransposeGeometry
+    input_zp: int
+    weights: np.ndarray | None  # (C, KH*KW*O) float64 filter values; None: from the weights input
+    bias: np.ndarray | None  # (O,) float64 or int64 constant bias
+    dynamic_bias: bool
+    full: np.ndarray  # (N, Hf, Wf, O) float64 overlap-add buffer
+    acc: np.ndarray  # (N, OH, OW, O) float64 or int64 accumulators
+    requant: object  # conv.Requantize
+
+    def __call__(self, inputs, outputs):
+        geo = self.geo
+        x = inputs[INPUT].reshape(-1, geo.in_c).astype(np.float64)
+        if self.input_zp:
+            x -= self.input_zp
+        w = self.weights
+        if w is None:
+            w = inputs[WEIGHTS].transpose(3, 1, 2, 0).reshape(geo.in_c, -1).astype(np.float64)
+        cols = np.matmul(x, w).reshape(geo.batches, geo.in_h, geo.in_w, geo.filter_h, geo.filter_w, geo.out_c)
+        acc = self.acc
+        np.copyto(acc, col2im(geo, cols, self.full), casting="unsafe")
+        if self.bias is not None:
+            acc += self.bias
+        elif self.dynamic_bias and inputs[BIAS] is not None:
+            acc += inputs[BIAS].astype(acc.dtype)
+        self.requant(acc, outputs[OUTPUT])
+
+
+def _check(ctx: OpContext):
+    ctx.check_num((3, 4))
+    shape_t, f, x = ctx.input(OUTPUT_SHAPE), ctx.input(WEIGHTS), ctx.input(INPUT)
+    out = ctx.outputs[OUTPUT]
+    ctx.check(len(shape_t.shape) == 1, f"output_shape must be 1-D, got shape {list(shape_t.shape)}")
+    ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
+    ctx.check(len(f.shape) == 4, f"weights must be 4-D (OHWI), got shape {list(f.shape)}")
+    ctx.check(x.dtype in (np.float32, np.int8, np.int16),
+              f"Type {x.type_name} is unsupported by op TRANSPOSE_CONV.")
+    ctx.check(out.type == x.type, f"output type {out.type_name} does not match input type {x.type_name}")
+    ctx.check(shape_t.type_name == "INT32", f"output_shape must be INT32, got {shape_t.type_name}")
+    ctx.check(shape_t.shape[0] == 4, f"output_shape must have 4 elements, got {shape_t.shape[0]}")
+    ctx.check(x.shape[3] == f.shape[3], f"input channels ({x.shape[3]}) must equal the weights' last dim "
+                                        f"({f.shape[3]})")
+    want = "INT8" if x.dtype == np.int16 else x.type_name
+    ctx.check(f.type_name == want, f"weights type {f.type_name} does not match (expected {want})")
+    if x.dtype == np.int16:
+        ctx.check(x.zero_point == 0 and out.zero_point == 0, "int16 input and output zero points must be 0")
+    bias = ctx.optional_input(BIAS)
+    if bias is not None:
+        want = {np.dtype(np.float32): "FLOAT32", np.dtype(np.int8): "INT32", np.dtype(np.int16): "INT64"}[x.dtype]
+        ctx.check(bias.type_name == want, f"bias type {bias.type_name} (expected {want})")
+        ctx.check(int(np.prod(bias.shape)) == f.shape[0],
+                  f"bias has {int(np.prod(bias.shape))} elements, expected {f.shape[0]} (output channels)")
+    o = ctx.options
+    ctx.check(o.stride_h > 0 and o.stride_w > 0, f"strides must be positive, got {o.stride_h}x{o.stride_w}")
+    ctx.check(o.padding in (Padding.SAME, Padding.VALID), f"unknown padding {o.padding}")
+
+
+def _static_geometry(ctx: OpContext) -> TransposeGeometry | None:
+    shape_t, f, x = ctx.input(OUTPUT_SHAPE), ctx.input(WEIGHTS), ctx.input(INPUT)
+    if not shape_t.is_constant:
+        return None
+    shape = [int(v) for v in np.asarray(shape_t.data).reshape(-1)]
+    ctx.check(all(d >= 0 for d in shape), f"output_shape must not be negative, got {shape}")
+    ctx.check(shape[0] == x.shape[0], f"output batch ({shape[0]}) must equal the input batch ({x.shape[0]})")
+    ctx.check(shape[3] == f.shape[0], f"output channels ({shape[3]}) must equal the weights' first dim "
+                                      f"({f.shape[0]})")
+    o = ctx.options
+    return _geometry(o.padding, x.shape, f.shape, shape, o.stride_h, o.stride_w)
+
+
+@register(BuiltinOperator.TRANSPOSE_CONV)
+def prepare_transpose_conv(ctx: OpContext):
+    _check(ctx)
+    f, x, bias = ctx.input(WEIGHTS), ctx.input(INPUT), ctx.optional_input(BIAS)
+    geo = _static_geometry(ctx)
+    o = ctx.options
+    if x.dtype == np.float32:
+        if geo is None:
+            ctx.set_output_dynamic(OUTPUT)
+        else:
+            ctx.set_output_shape(OUTPUT, geo.out_shape)
+            if 0 in geo.out_shape or x.size == 0:
+                return EMPTY_OUTPUT
+        weights = f.data.transpose(3, 1, 2, 0).reshape(f.shape[3], -1).copy() if f.is_constant else None
+        lo, hi = float_activation_range(o.fused_activation_function)
+        const_bias = None if bias is None or not bias.is_constant else bias.data.reshape(-1).astype(np.float32)
+        return TransposeConvFloat(geo, o.padding, weights, const_bias, bias is not None and not bias.is_constant,
+                                  lo, hi, (o.stride_h, o.stride_w))
+    ctx.check(geo is not None, "quantized TRANSPOSE_CONV needs a constant output_shape in litert_py")
+    ctx.set_output_shape(OUTPUT, geo.out_shape)
+    m, shift, lo, hi = _quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=False)
+    if 0 in geo.out_shape or x.size == 0:
+        return EMPTY_OUTPUT
+    int16 = x.dtype == np.int16
+    x_zp = 0 if int16 else x.zero_point
+    acc_dtype = np.int64 if int16 else np.float64
+    weights = None
+    wmax = geo.filter_h * geo.filter_w * geo.in_c * 128
+    if f.is_constant:
+        weights = f.data.transpose(3, 1, 2, 0).reshape(geo.in_c, -1).astype(np.float64)
+        # the most a single output gathers: every tap of every input channel
+        wmax = float(np.abs(f.data.astype(np.int64)).sum(axis=(1, 2, 3)).max())
+    dev = 32768 if int16 else 128 + abs(x_zp)
+    bias_data = None
+    bias_max = 0.0 if bias is None else 2.0 ** (63 if int16 else 31)
+    if bias is not None and bias.is_constant:
+        bias_data = bias.data.reshape(-1).astype(acc_dtype)
+        bias_max = float(np.abs(bias.data.astype(np.float64)).max())
+    requant = _requantize(ctx, m, shift, ctx.outputs[OUTPUT].zero_point, lo, hi, geo.out_shape,
+                          dev * wmax + bias_max, int64_acc=int16)
+    return TransposeConvQuantized(geo, x_zp, weights, bias_data, bias is not None and not bias.is_constant,
+                                  np.empty((geo.batches, geo.full_h, geo.full_w, geo.out_c)),
+                                  np.empty(geo.out_shape, acc_dtype), requant)

@@ -1,0 +1,364 @@
+"""StableHLO ops that ai-edge-litert 2.3.0 registers, and the builtin REDUCE_WINDOW.
+
+- STABLEHLO_ADD, STABLEHLO_MULTIPLY, STABLEHLO_MAXIMUM, STABLEHLO_MINIMUM (float16/32/64, every int, bool) and
+  STABLEHLO_AND (ints, bool): same-shape, same-type elementwise ops, integers wrapping like C++
+  (stablehlo_elementwise.h/.cc). bool add is logical or, bool multiply logical and.
+- STABLEHLO_SHIFT_LEFT (int8, int16, int32): ``x << s`` computed in C++'s promoted 32-bit int and truncated
+  (stablehlo_shift_left.cc). Shift counts outside [0, bits) are undefined behaviour in C++; here they
+  give 0 (the StableHLO spec's answer, and what LiteRT's vectorized loop gives; its scalar tail differs).
+- STABLEHLO_PAD (every numeric dtype, bool): edge padding (negative crops) and interior padding with the
+  scalar padding value (stablehlo_pad.cc).
+- STABLEHLO_GATHER (every numeric dtype, bool; int32/int64 indices): the StableHLO gather with start indices
+  clamped into the operand (stablehlo_gather.cc).
+- REDUCE_WINDOW (ReduceWindowOptions.reduce_function ADD/MUL/MINIMUM/MAXIMUM/ALL/ANY; constant int64
+  window shape, strides and dilations) and STABLEHLO_REDUCE_WINDOW (base dilation, padding with the init
+  value, body subgraph of one ADD/MUL/MAXIMUM/MINIMUM/LOGICAL_AND/LOGICAL_OR node, builtin or StableHLO):
+  each output is init reduced with the window taps in row-major order, one tap at a time, like
+  stablehlo_reduce_window.cc (the order matters for the last bit of float sums; max is ``a >= b ? a : b``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema.model import BuiltinOperator
+from .registry import OpContext, register
+
+B = BuiltinOperator
+_FLOATS = (np.float16, np.float32, np.float64)
+_INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+_NUMERIC = _FLOATS + _INTS + (np.bool_,)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Elementwise binary ops
+# ----------------------------------------------------------------------------------------------------------
+
+def _and(a, b, out):
+    np.bitwise_and(a, b, out=out)
+
+
+def _add(a, b, out):
+    if out.dtype == np.bool_:
+        np.logical_or(a, b, out=out)
+    else:
+        np.add(a, b, out=out)
+
+
+def _mul(a, b, out):
+    if out.dtype == np.bool_:
+        np.logical_and(a, b, out=out)
+    else:
+        np.multiply(a, b, out=out)
+
+
+def _max(a, b, out):
+    np.copyto(out, np.where(a < b, b, a))  # std::max(a, b) = (a < b) ? b : a (NaN in a wins)
+
+
+def _min(a, b, out):
+    np.copyto(out, np.where(b < a, b, a))  # std::min(a, b) = (b < a) ? b : a
+
+
+_BINARY = {
+    B.STABLEHLO_ADD: (_add, _NUMERIC), B.STABLEHLO_MULTIPLY: (_mul, _NUMERIC),
+    B.STABLEHLO_MAXIMUM: (_max, _NUMERIC), B.STABLEHLO_MINIMUM: (_min, _NUMERIC),
+    B.STABLEHLO_AND: (_and, _INTS + (np.bool_,)),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class StablehloBinary:
+    fn: object
+
+    def __call__(self, inputs, outputs):
+        with np.errstate(all="ignore"):
+            self.fn(inputs[0], inputs[1], outputs[0])
+
+
+def _prepare_binary(ctx: OpContext, allowed) -> None:
+    ctx.check_num(2)
+    a, b = ctx.input(0), ctx.input(1)
+    ctx.check(a.type == b.type, f"input types differ: {a.dtype} vs {b.dtype}")
+    ctx.check(a.shape == b.shape, f"input shapes differ: {a.shape} vs {b.shape}")
+    ctx.check(a.dtype in [np.dtype(t) for t in allowed], f"(Data Type: {a.dtype}) currently not supported.")
+    ctx.set_output_shape(0, a.shape)
+
+
+def _binary(op):
+    fn, allowed = _BINARY[op]
+
+    def prepare(ctx: OpContext):
+        _prepare_binary(ctx, allowed)
+        return StablehloBinary(fn)
+
+    register(op)(prepare)
+
+
+for _op in _BINARY:
+    _binary(_op)
+
+
+@dataclass(frozen=True, eq=False)
+class ShiftLeft:
+    def __call__(self, inputs, outputs):
+        # shift in 64 bits and truncate to the element type (wraps); a count outside [0, bits) gives 0, as
+        # the StableHLO spec says and LiteRT's vectorized loop (VPSLLVD) computes
+        s = inputs[1]
+        shift = np.where((s < 0) | (s > 63), 63, s).astype(np.int64)
+        np.copyto(outputs[0], np.left_shift(inputs[0].astype(np.int64), shift), casting="unsafe")
+
+
+@register(B.STABLEHLO_SHIFT_LEFT)
+def prepare_shift_left(ctx: OpContext):
+    _prepare_binary(ctx, (np.int8, np.int16, np.int32))
+    return ShiftLeft()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# PAD
+# ----------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class StablehloPad:
+    interior_slots: tuple  # where the operand lands in the (uncropped) interior+edge-padded array
+    full_shape: tuple
+    crop: tuple  # slices of the full array that give the output (negative edge padding)
+
+    def __call__(self, inputs, outputs):
+        full = np.full(self.full_shape, inputs[1].reshape(()), dtype=outputs[0].dtype)
+        full[self.interior_slots] = inputs[0]
+        outputs[0][...] = full[self.crop]
+
+
+@register(B.STABLEHLO_PAD)
+def prepare_stablehlo_pad(ctx: OpContext):
+    ctx.check_num(2)
+    x, pv = ctx.input(0), ctx.input(1)
+    ctx.check(x.type == pv.type, "operand and padding value types differ")
+    ctx.check(pv.size == 1, "padding value must be a scalar")
+    ctx.check(x.dtype in [np.dtype(t) for t in _NUMERIC], f"Type {x.dtype} is unsupported.")
+    o = ctx.options
+    rank = len(x.shape)
+    lo, hi, it = (list(o.edge_padding_low), list(o.edge_padding_high), list(o.interior_padding))
+    ctx.check(len(lo) == len(hi) == len(it) == rank, "padding vectors must have the operand's rank")
+    full, slots, crop, out = [], [], [], []
+    for n, l, h, i in zip(x.shape, lo, hi, it):
+        ctx.check(i >= 0, "StableHLO Pad interior padding must be non-negative.")
+        core = n + max(n - 1, 0) * i
+        size = core + max(l, 0) + max(h, 0)
+        start = max(l, 0)
+        slots.append(slice(start, start + core, i + 1))
+        c0 = -l if l < 0 else 0
+        c1 = size + h if h < 0 else size
+        ctx.check(c1 - c0 >= 0, "StableHLO Pad output dimension must be non-negative.")
+        crop.append(slice(c0, c1))
+        full.append(size)
+        out.append(c1 - c0)
+    ctx.set_output_shape(0, out)
+    return StablehloPad(tuple(slots), tuple(full), tuple(crop))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# GATHER
+# ----------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class StablehloGather:
+    index_vector_dim: int
+    implicit: bool  # index_vector_dim == rank(start_indices): one index per batch element
+    start_index_map: tuple
+    operand_shape: tuple
+    slice_sizes: tuple
+    collapsed: tuple
+    perm: tuple  # batch + offset axes -> output axes
+
+    def __call__(self, inputs, outputs):
+        idx = inputs[1].astype(np.int64)
+        idx = idx[..., None] if self.implicit else np.moveaxis(idx, self.index_vector_dim, -1)
+        batch = idx.shape[:-1]
+        nb = len(batch)
+        rank = len(self.operand_shape)
+        ix = []
+        for d in range(rank):
+            size = self.slice_sizes[d]
+            if d in self.start_index_map:
+                start = np.clip(idx[..., self.start_index_map.index(d)], 0, self.operand_shape[d] - size)
+            else:
+                start = np.zeros(batch, np.int64)
+            offs = np.arange(size).reshape((1,) * nb + tuple(size if e == d else 1 for e in range(rank)))
+            ix.append(start.reshape(batch + (1,) * rank) + offs)
+        g = inputs[0][tuple(ix)]  # batch + slice_sizes
+        g = g.reshape(batch + tuple(s for d, s in enumerate(self.slice_sizes) if d not in self.collapsed))
+        outputs[0][...] = np.transpose(g, self.perm)
+
+
+@register(B.STABLEHLO_GATHER)
+def prepare_stablehlo_gather(ctx: OpContext):
+    ctx.check_num(2)
+    x, ind = ctx.input(0), ctx.input(1)
+    ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)), "start indices must be int32 or int64")
+    ctx.check(x.dtype in [np.dtype(t) for t in _NUMERIC], f"(Data Type: {x.dtype}) currently not supported.")
+    o = ctx.options
+    offset_dims = tuple(int(v) for v in o.offset_dims)
+    collapsed = tuple(int(v) for v in o.collapsed_slice_dims)
+    smap = tuple(int(v) for v in o.start_index_map)
+    ivd = int(o.index_vector_dim)
+    sizes = tuple(int(v) for v in o.slice_sizes)
+    rank = len(x.shape)
+    ctx.check(len(sizes) == rank, "slice_sizes must have the operand's rank")
+    ctx.check(all(0 <= s <= n for s, n in zip(sizes, x.shape)), "slice_sizes out of the operand's bounds")
+    ctx.check(all(sizes[d] <= 1 for d in collapsed), "collapsed slice dims must have slice size 1")
+    ctx.check(0 <= ivd <= len(ind.shape), "index_vector_dim out of range")
+    implicit = ivd == len(ind.shape)
+    n_index = 1 if implicit else ind.shape[ivd]
+    ctx.check(len(smap) == n_index, "start_index_map must have one entry per index")
+    batch = [n for k, n in enumerate(ind.shape) if k != ivd]
+    offset_sizes = [s for d, s in enumerate(sizes) if d not in collapsed]
+    ctx.check(len(offset_sizes) == len(offset_dims), "offset_dims must name every uncollapsed slice dim")
+    out_rank = len(batch) + len(offset_dims)
+    batch_pos = [k for k in range(out_rank) if k not in offset_dims]
+    out_shape = [0] * out_rank
+    src = [0] * out_rank  # output axis k takes axis src[k] of (batch + offset)
+    for j, k in enumerate(batch_pos):
+        out_shape[k], src[k] = batch[j], j
+    for j, k in enumerate(offset_dims):
+        out_shape[k], src[k] = offset_sizes[j], len(batch) + j
+    ctx.set_output_shape(0, out_shape)
+    return StablehloGather(ivd, implicit, smap, tuple(x.shape), sizes, collapsed, tuple(src))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# REDUCE_WINDOW (builtin) and STABLEHLO_REDUCE_WINDOW
+# ----------------------------------------------------------------------------------------------------------
+
+def _rw_max(a, b, out):
+    np.copyto(out, np.where(a >= b, a, b))
+
+
+def _rw_min(a, b, out):
+    np.copyto(out, np.where(a <= b, a, b))
+
+
+def _rw_add(a, b, out):
+    _add(a, b, out)
+
+
+def _rw_mul(a, b, out):
+    _mul(a, b, out)
+
+
+def _rw_all(a, b, out):
+    np.logical_and(a, b, out=out, casting="unsafe")
+
+
+def _rw_any(a, b, out):
+    np.logical_or(a, b, out=out, casting="unsafe")
+
+
+#: ReduceWindowFunction enum -> reducer
+_RW_FUNCTIONS = {1: _rw_add, 2: _rw_mul, 3: _rw_min, 4: _rw_max, 5: _rw_all, 6: _rw_any}
+_RW_BODIES = {
+    B.ADD: _rw_add, B.STABLEHLO_ADD: _rw_add, B.MUL: _rw_mul, B.STABLEHLO_MULTIPLY: _rw_mul,
+    B.MAXIMUM: _rw_max, B.STABLEHLO_MAXIMUM: _rw_max, B.MINIMUM: _rw_min, B.STABLEHLO_MINIMUM: _rw_min,
+    B.LOGICAL_AND: _rw_all, B.STABLEHLO_AND: _rw_all, B.LOGICAL_OR: _rw_any, B.STABLEHLO_OR: _rw_any,
+}
+_RW_TYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.float32, np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceWindow:
+    fn: object
+    base_slots: tuple | None  # where the operand lands in the base-dilated, padded array (None: no padding)
+    padded_shape: tuple
+    crop: tuple
+    taps: tuple  # one tuple of slices of the padded input per window tap, row-major
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[0], outputs[0]
+        if self.base_slots is not None:
+            full = np.full(self.padded_shape, inputs[1].reshape(()), dtype=x.dtype)
+            full[self.base_slots] = x
+            x = full[self.crop]
+        out[...] = inputs[1].reshape(())
+        with np.errstate(all="ignore"):
+            for tap in self.taps:
+                self.fn(out, x[tap], out)
+
+
+def _reduce_window(ctx: OpContext, fn, window, strides, base_dil, win_dil, padding) -> ReduceWindow:
+    x, init = ctx.input(0), ctx.input(1)
+    rank = len(x.shape)
+    ctx.check(x.type == init.type, "input and init value types differ")
+    ctx.check(init.size == 1, "init value must be a scalar")
+    ctx.check(x.dtype in [np.dtype(t) for t in _RW_TYPES], f"unsupported kernel data type ({x.dtype})")
+    ctx.check(rank <= 6, "rank must be at most 6")
+    for name, v in (("window dimensions", window), ("window strides", strides), ("base dilations", base_dil),
+                    ("window dilations", win_dil)):
+        ctx.check(len(v) == rank and all(k >= 1 for k in v), f"{name} must be {rank} positive values")
+    ctx.check(len(padding) == 2 * rank, "padding must have two values per dimension")
+    # base dilation then edge padding / cropping, both filled with the init value
+    slots, full, crop, shape = [], [], [], []
+    for d, n in enumerate(x.shape):
+        core = (n - 1) * base_dil[d] + 1 if n > 0 else 0
+        lo, hi = padding[2 * d], padding[2 * d + 1]
+        size = core + max(lo, 0) + max(hi, 0)
+        slots.append(slice(max(lo, 0), max(lo, 0) + core, base_dil[d]))
+        c0, c1 = (-lo if lo < 0 else 0), (size + hi if hi < 0 else size)
+        ctx.check(c1 >= c0, "padding crops more than the dimension")
+        full.append(size)
+        crop.append(slice(c0, c1))
+        shape.append(c1 - c0)
+    trivial = all(b == 1 for b in base_dil) and all(p == 0 for p in padding)
+    out = []
+    for d in range(rank):
+        span = (window[d] - 1) * win_dil[d] + 1
+        out.append(0 if shape[d] < span else (shape[d] - span) // strides[d] + 1)
+    taps = []
+    for tap in np.ndindex(*window):
+        taps.append(tuple(slice(t * win_dil[d], t * win_dil[d] + (out[d] - 1) * strides[d] + 1, strides[d])
+                          for d, t in enumerate(tap)))
+    ctx.set_output_shape(0, out)
+    if any(k == 0 for k in out):
+        taps = []
+    return ReduceWindow(fn, None if trivial else tuple(slots), tuple(full), tuple(crop), tuple(taps))
+
+
+@register(B.REDUCE_WINDOW)
+def prepare_reduce_window(ctx: OpContext):
+    ctx.check_num(5)
+    vecs = []
+    for i in (2, 3, 4):
+        t = ctx.input(i)
+        ctx.check(t.dtype == np.dtype(np.int64), f"input {i} must be int64")
+        ctx.check(t.data is not None, f"input {i} must be constant")
+        vecs.append([int(v) for v in np.asarray(t.data).reshape(-1)])
+    fn = _RW_FUNCTIONS.get(int(ctx.options.reduce_function))
+    ctx.check(fn is not None, "unsupported reduction body.")
+    rank = len(ctx.input(0).shape)
+    return _reduce_window(ctx, fn, vecs[0], vecs[1], [1] * rank, vecs[2], [0] * (2 * rank))
+
+
+@register(B.STABLEHLO_REDUCE_WINDOW)
+def prepare_stablehlo_reduce_window(ctx: OpContext):
+    ctx.check_num(2)
+    o = ctx.options
+    model = ctx.runtime.model
+    k = int(o.body_subgraph_index)
+    ctx.check(0 <= k < len(model.subgraphs), f"Body subgraph not found for stablehlo.reduce_window: {k}.")
+    ops = model.subgraphs[k].operators
+    ctx.check(len(ops) == 1, "Only one kernel is allowed within stablehlo.reduce_window body. "
+                             f"({len(ops)}) kernels found.")
+    fn = _RW_BODIES.get(model.operator_codes[ops[0].opcode_index].builtin_code)
+    ctx.check(fn is not None, "unsupported reduction body.")
+    rank = len(ctx.input(0).shape)
+
+    def vec(name, default):
+        v = [int(t) for t in (getattr(o, name, None) or [])]
+        return v if v else default
+
+    return _reduce_window(ctx, fn, vec("window_dimensions", [1] * rank), vec("window_strides", [1] * rank),
+                          vec("base_dilations", [1] * rank), vec("window_dilations", [1] * rank),
+                          vec("padding", [0] * (2 * rank)))

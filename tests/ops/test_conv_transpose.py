@@ -1,0 +1,123 @@
+"""TRANSPOSE_CONV against the oracle (ai-edge-litert BUILTIN_REF): float32, int8 per-channel, int16x8.
+
+One hypothesis-driven case table draws shapes, strides, padding, activation, bias, constness and the dtype
+path; the error table checks combinations LiteRT rejects.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import PrepareError
+from tests.oracle import T, assert_close, quant, run_both, run_litert, run_ours, single_op_model
+
+#: Float tolerance, relative, per term of the accumulation (KH*KW*C); integer paths are exact.
+TOLERANCE = {"TRANSPOSE_CONV": 1e-5}
+ACTIVATIONS = [0, 1, 2, 3]
+
+
+@st.composite
+def cases(draw):
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    h, w = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    padding = draw(st.sampled_from([0, 1]))
+    # The forward conv's geometry: the output size that maps back onto the input size.
+    if padding == 1:  # VALID: out = (h - 1) * s + k, plus up to s - 1 extra rows
+        oh = (h - 1) * sh + kh + draw(st.integers(0, sh - 1))
+        ow = (w - 1) * sw + kw + draw(st.integers(0, sw - 1))
+    else:  # SAME: ceil(out / s) == h
+        oh = (h - 1) * sh + draw(st.integers(1, sh))
+        ow = (w - 1) * sw + draw(st.integers(1, sw))
+    return {
+        "path": draw(st.sampled_from(["float32", "int8", "int16"])),
+        "n": draw(st.integers(1, 2)), "h": h, "w": w, "c": draw(st.integers(1, 5)), "o": draw(st.integers(1, 5)),
+        "kh": kh, "kw": kw, "sh": sh, "sw": sw, "oh": oh, "ow": ow, "padding": padding,
+        "act": draw(st.sampled_from(ACTIVATIONS)), "bias": draw(st.booleans()), "const": draw(st.booleans()),
+        "seed": draw(st.integers(0, 2**31 - 1)),
+    }
+
+
+def _model(d):
+    rng = np.random.default_rng(d["seed"])
+    xs, fs, oshape = (d["n"], d["h"], d["w"], d["c"]), (d["o"], d["kh"], d["kw"], d["c"]), \
+        (d["n"], d["oh"], d["ow"], d["o"])
+    opts = {"padding": d["padding"], "stride_h": d["sh"], "stride_w": d["sw"], "fused_activation_function": d["act"]}
+    shape_t = T.const(np.array(oshape, np.int32))
+    if d["path"] == "float32":
+        x = rng.standard_normal(xs).astype(np.float32)
+        f = rng.standard_normal(fs).astype(np.float32)
+        b = rng.standard_normal(d["o"]).astype(np.float32)
+        if d["const"]:
+            ins, feeds = [shape_t, T.const(f), T(xs)] + ([T.const(b)] if d["bias"] else []), [x]
+        else:
+            ins, feeds = [shape_t, T(fs), T(xs)] + ([T(b.shape)] if d["bias"] else []), [f, x] + ([b] if d["bias"] else [])
+        return single_op_model("TRANSPOSE_CONV", ins, [T(oshape)], opts, version=4), feeds
+    int16 = d["path"] == "int16"
+    xdt, bdt = (np.int16, np.int64) if int16 else (np.int8, np.int32)
+    lo, hi = (-32768, 32767) if int16 else (-128, 127)
+    x = rng.integers(lo, hi + 1, xs).astype(xdt)
+    x_zp = 0 if int16 else int(rng.integers(-20, 20))
+    s_in = float(rng.uniform(0.01, 0.05)) / (256 if int16 else 1)
+    s_w = rng.uniform(0.005, 0.02, d["o"])
+    f = rng.integers(-127, 128, fs).astype(np.int8)
+    b = rng.integers(-3000, 3000, d["o"]).astype(bdt)
+    s_out = s_in * 0.02 * np.sqrt(d["kh"] * d["kw"] * d["c"]) * 20 * float(rng.uniform(0.5, 2))
+    out_zp = 0 if int16 else int(rng.integers(-10, 10))
+    ins = [shape_t, T.const(f, q=quant(s_w, 0, 0)), T(xs, xdt, q=quant(s_in, x_zp))]
+    if d["bias"]:
+        ins.append(T.const(b, q=quant(s_in * s_w, 0)))
+    return single_op_model("TRANSPOSE_CONV", ins, [T(oshape, xdt, q=quant(s_out, out_zp))], opts, version=4), [x]
+
+
+@given(d=cases())
+def test_transpose_conv(d):
+    model, feeds = _model(d)
+    if d["path"] == "float32":
+        assert_close(*run_both(model, feeds), rtol=TOLERANCE["TRANSPOSE_CONV"] * d["kh"] * d["kw"] * d["c"],
+                     atol=1e-5)
+    else:
+        assert_close(*run_both(model, feeds))
+
+
+def test_transpose_conv_dynamic_output_shape():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 3, 4, 2)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
+    model = single_op_model("TRANSPOSE_CONV", [T((4,), np.int32), T.const(f), T(x.shape)], [T((1, 6, 8, 3))],
+                            {"padding": 0, "stride_h": 2, "stride_w": 2}, version=4)
+    for shape in ((1, 6, 8, 3), (1, 5, 7, 3)):
+        feeds = [np.array(shape, np.int32), x]
+        ours, theirs = run_ours(model, feeds), run_litert(model, feeds)
+        assert ours[0].shape == shape
+        assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+ERRORS = {
+    "int32-input": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.int32)),
+                     T((1, 2, 2, 1), np.int32)], T((1, 4, 4, 1), np.int32)),
+    "channel-mismatch": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 3), np.float32)),
+                          T((1, 2, 2, 2))], T((1, 4, 4, 1))),
+    "shape-not-int32": ([T.const(np.array([1, 4, 4, 1], np.int64)), T.const(np.ones((1, 2, 2, 1), np.float32)),
+                         T((1, 2, 2, 1))], T((1, 4, 4, 1))),
+    "shape-3-elements": ([T.const(np.array([4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)),
+                          T((1, 2, 2, 1))], T((1, 4, 4, 1))),
+    "input-3d": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)),
+                  T((2, 2, 1))], T((1, 4, 4, 1))),
+    "bias-length": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)),
+                     T((1, 2, 2, 1)), T.const(np.ones(2, np.float32))], T((1, 4, 4, 1))),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_transpose_conv_errors(name):
+    ins, out = ERRORS[name]
+    model = single_op_model("TRANSPOSE_CONV", ins, [out], {"padding": 0, "stride_h": 2, "stride_w": 2}, version=4)
+    feeds = [np.zeros(t.shape, t.dtype) for t in ins if t.data is None]
+    with pytest.raises(RuntimeError):
+        run_litert(model, feeds)
+    with pytest.raises(PrepareError):
+        run_ours(model, feeds)

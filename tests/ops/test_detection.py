@@ -1,0 +1,143 @@
+"""NON_MAX_SUPPRESSION_V4 / V5 and the custom TFLite_Detection_PostProcess against the oracle.
+
+Boxes and scores are drawn from coarse grids so that equal scores, equal IoUs, degenerate and flipped
+boxes are common: the selected indices, classes and counts must then come out in exactly LiteRT's order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flatbuffers import flexbuffers
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import PrepareError
+from tests.oracle import T, assert_close, quant, run_both, run_ours, single_op_model
+
+# float outputs: NMS scores are the inputs' (exact) or soft-NMS products of expf (1 ulp); the post-process
+# boxes are decoded with exp in double (LiteRT's libm vs numpy's may differ in the last bit of a double).
+TOLERANCE = {"NON_MAX_SUPPRESSION_V4": 0.0, "NON_MAX_SUPPRESSION_V5": 1e-6, "TFLite_Detection_PostProcess": 1e-6}
+RESOLVER = {"NON_MAX_SUPPRESSION_V4": "BUILTIN_REF", "NON_MAX_SUPPRESSION_V5": "BUILTIN_REF",
+            "TFLite_Detection_PostProcess": "BUILTIN_REF"}
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def _boxes(rng, n):
+    corners = rng.integers(0, 6, (n, 4)).astype(np.float32) / 4  # coarse grid: equal IoUs, empty boxes
+    swap = rng.random(n) < 0.2  # some boxes with y1 > y2 (NMS normalises the corners)
+    corners[swap] = corners[swap][:, [2, 3, 0, 1]]
+    return corners
+
+
+@st.composite
+def nms_case(draw, op):
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(st.integers(1, 12))
+    boxes = _boxes(rng, n)
+    scores = (rng.integers(0, 6, n) / 5).astype(np.float32)  # ties
+    m = draw(st.integers(0, n + 2))
+    iou = draw(st.sampled_from([0.0, 0.25, 0.5, 1.0]))
+    sthr = draw(st.sampled_from([-1.0, 0.0, 0.3]))
+    const_m = draw(st.booleans())
+    ins = [T(boxes.shape), T(scores.shape), T.const(np.int32(m)) if const_m else T((), np.int32),
+           T.const(np.float32(iou)), T.const(np.float32(sthr))]
+    if op == "NON_MAX_SUPPRESSION_V5":
+        ins.append(T.const(np.float32(draw(st.sampled_from([0.0, 0.2, 0.5, 2.0])))))
+        outs = [T((m,), np.int32), T((m,), np.float32), T((), np.int32)]
+    else:
+        outs = [T((m,), np.int32), T((), np.int32)]
+    return single_op_model(op, ins, outs), [boxes, scores] + ([] if const_m else [np.int32(m)])
+
+
+@pytest.mark.parametrize("op", ["NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5"])
+@given(data=st.data())
+def test_nms(op, data):
+    model, inputs = data.draw(nms_case(op))
+    ours, theirs = run_both(model, inputs, RESOLVER[op])
+    assert_close(ours, theirs, rtol=TOLERANCE[op], atol=0)
+
+
+def _options(**kw) -> bytes:
+    return bytes(flexbuffers.Dumps(kw))
+
+
+@st.composite
+def postprocess_case(draw):
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(st.integers(1, 10))
+    num_classes = draw(st.integers(1, 4))
+    background = draw(st.integers(0, 1))
+    max_det = draw(st.integers(1, 5))
+    per = draw(st.integers(1, 3))
+    regular = draw(st.booleans())
+    path = draw(st.sampled_from(["float32", "uint8", "uint8-boxes", "uint8-scores"]))
+    opts = dict(max_detections=max_det, max_classes_per_detection=per, detections_per_class=draw(st.integers(1, 4)),
+                use_regular_nms=regular, nms_score_threshold=draw(st.sampled_from([0.0, 0.2, 0.5])),
+                nms_iou_threshold=draw(st.sampled_from([0.3, 0.5, 1.0])), num_classes=num_classes,
+                y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)
+    anchors = np.stack([rng.integers(0, 5, n) / 4, rng.integers(0, 5, n) / 4,
+                        rng.integers(1, 4, n) / 8, rng.integers(1, 4, n) / 8], 1).astype(np.float32)
+    enc = (rng.integers(-8, 9, (1, n, 4)) / 4).astype(np.float32)
+    cls = (rng.integers(0, 5, (1, n, num_classes + background)) / 4).astype(np.float32)  # ties
+    qbox, qcls = path in ("uint8", "uint8-boxes"), path in ("uint8", "uint8-scores")
+    if qbox:
+        enc = np.round(enc / 0.05 + 128).astype(np.uint8)
+        box_t = T(enc.shape, np.uint8, q=quant(0.05, 128))
+        anc_t = T.const(np.round(anchors / (1 / 64)).astype(np.uint8), q=quant(1 / 64, 0))
+    else:
+        box_t, anc_t = T(enc.shape), T.const(anchors)
+    if qcls:
+        cls = np.round(cls * 255).astype(np.uint8)
+        cls_t = T(cls.shape, np.uint8, q=quant(1 / 255, 0))
+    else:
+        cls_t = T(cls.shape)
+    k = max_det * per
+    outs = [T((1, k, 4)), T((1, k)), T((1, k)), T((1,))]
+    model = single_op_model("CUSTOM", [box_t, cls_t, anc_t], outs, custom_code="TFLite_Detection_PostProcess",
+                            custom_options=_options(**opts))
+    return model, [enc, cls]
+
+
+@given(case=postprocess_case())
+def test_detection_postprocess(case):
+    model, inputs = case
+    op = "TFLite_Detection_PostProcess"
+    ours, theirs = run_both(model, inputs, RESOLVER[op])
+    assert_close(ours, theirs, rtol=TOLERANCE[op], atol=1e-7)
+    np.testing.assert_array_equal(ours[1], theirs[1])  # classes and counts exactly
+    np.testing.assert_array_equal(ours[3], theirs[3])
+
+
+def _nms_model(boxes=T((4, 4)), scores=T((4,)), m=T.const(np.int32(2)), outs=None):
+    ins = [boxes, scores, m, T.const(np.float32(0.5)), T.const(np.float32(0.0))]
+    return single_op_model("NON_MAX_SUPPRESSION_V4", ins, outs or [T((2,), np.int32), T((), np.int32)])
+
+
+def _pp_model(box=T((1, 3, 4)), cls=T((1, 3, 3)), **kw):
+    opts = dict(max_detections=2, max_classes_per_detection=1, detections_per_class=2, use_regular_nms=False,
+                nms_score_threshold=0.0, nms_iou_threshold=0.5, num_classes=2, y_scale=1.0, x_scale=1.0,
+                h_scale=1.0, w_scale=1.0)
+    opts.update(kw)
+    anc = T.const(np.full((3, 4), 0.5, np.float32))
+    return single_op_model("CUSTOM", [box, cls, anc], [T((1, 2, 4)), T((1, 2)), T((1, 2)), T((1,))],
+                           custom_code="TFLite_Detection_PostProcess", custom_options=_options(**opts))
+
+
+ERRORS = {
+    "nms-int32-boxes": lambda: _nms_model(boxes=T((4, 4), np.int32)),
+    "nms-boxes-not-4-wide": lambda: _nms_model(boxes=T((4, 3))),
+    "nms-scores-length": lambda: _nms_model(scores=T((5,))),
+    "nms-negative-max-output": lambda: _nms_model(m=T.const(np.int32(-1))),
+    "nms-max-output-not-scalar": lambda: _nms_model(m=T.const(np.array([2], np.int32))),
+    "postprocess-int8-boxes": lambda: _pp_model(box=T((1, 3, 4), np.int8, q=quant(0.1, 0))),
+    "postprocess-iou-threshold-0": lambda: _pp_model(nms_iou_threshold=0.0),
+    "postprocess-two-background-classes": lambda: _pp_model(cls=T((1, 3, 4))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_errors(name):
+    with pytest.raises(PrepareError):
+        run_ours(ERRORS[name](), [np.zeros((4, 4), np.float32)])
