@@ -1,11 +1,12 @@
-"""TRANSPOSE_CONV (float32, int8 per-channel, int16x8).
+"""TRANSPOSE_CONV (float32, uint8, int8 per-channel, int16x8).
 
 Sources matched (ai-edge-litert 2.3.0, BUILTIN_REF): LiteRT tflite/kernels/transpose_conv.cc (Prepare: 3 or 4
 inputs, 1-D int32 output_shape of 4 elements, 4-D weights OHWI and input NHWC with the same channel count,
-output type = input type, weights of the input type (int8 for int16 input), bias int32 for int8 / int64 for
-int16 / float32 for float with NumElements == output channels; padding from ComputePaddingHeightWidth run on
+output type = input type (FLOAT32/UINT8/INT8/INT16), weights of the input type (int8 for int16 input),
+bias int32 for uint8/int8 / int64 for int16 / float32 for float with NumElements == output channels; padding from ComputePaddingHeightWidth run on
 the *output* size; multipliers from PopulateConvolutionQuantizationParams, shared with CONV_2D),
-reference/transpose_conv.h (float) and reference/integer_ops/transpose_conv.h (int8, int16): a scatter of
+reference/transpose_conv.h (float; uint8 with input and filter offsets and the legacy per-tensor
+multiplier f64(f32(s_in*s_w))/f64(s_out)) and reference/integer_ops/transpose_conv.h (int8, int16): a scatter of
 input * filter into a zeroed accumulator over the output, then + bias, then the float clamp or
 MultiplyByQuantizedMultiplier (int32 for int8 with the input offset applied, the int64 overload for int16x8)
 + output zero point and the activation clamp.
@@ -123,11 +124,12 @@ class TransposeConvFloat:
 
 @dataclass(frozen=True, eq=False)
 class TransposeConvQuantized:
-    """int8 / int16x8: exact integer col2im in float64, + bias, then the conv requantization epilogue."""
+    """uint8 / int8 / int16x8: exact integer col2im in float64, + bias, then the conv requantization epilogue."""
 
     geo: TransposeGeometry
     input_zp: int
-    weights: np.ndarray | None  # (C, KH*KW*O) float64 filter values; None: from the weights input
+    filter_zp: int  # uint8 only
+    weights: np.ndarray | None  # (C, KH*KW*O) float64 w - w_zp; None: from the weights input
     bias: np.ndarray | None  # (O,) float64 or int64 constant bias
     dynamic_bias: bool
     full: np.ndarray  # (N, Hf, Wf, O) float64 overlap-add buffer
@@ -141,7 +143,7 @@ class TransposeConvQuantized:
             x -= self.input_zp
         w = self.weights
         if w is None:
-            w = inputs[WEIGHTS].transpose(3, 1, 2, 0).reshape(geo.in_c, -1).astype(np.float64)
+            w = inputs[WEIGHTS].transpose(3, 1, 2, 0).reshape(geo.in_c, -1).astype(np.float64) - self.filter_zp
         cols = np.matmul(x, w).reshape(geo.batches, geo.in_h, geo.in_w, geo.filter_h, geo.filter_w, geo.out_c)
         acc = self.acc
         np.copyto(acc, col2im(geo, cols, self.full), casting="unsafe")
@@ -159,7 +161,7 @@ def _check(ctx: OpContext):
     ctx.check(len(shape_t.shape) == 1, f"output_shape must be 1-D, got shape {list(shape_t.shape)}")
     ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
     ctx.check(len(f.shape) == 4, f"weights must be 4-D (OHWI), got shape {list(f.shape)}")
-    ctx.check(x.dtype in (np.float32, np.int8, np.int16),
+    ctx.check(x.dtype in (np.float32, np.uint8, np.int8, np.int16),
               f"Type {x.type_name} is unsupported by op TRANSPOSE_CONV.")
     ctx.check(out.type == x.type, f"output type {out.type_name} does not match input type {x.type_name}")
     ctx.check(shape_t.type_name == "INT32", f"output_shape must be INT32, got {shape_t.type_name}")
@@ -172,7 +174,8 @@ def _check(ctx: OpContext):
         ctx.check(x.zero_point == 0 and out.zero_point == 0, "int16 input and output zero points must be 0")
     bias = ctx.optional_input(BIAS)
     if bias is not None:
-        want = {np.dtype(np.float32): "FLOAT32", np.dtype(np.int8): "INT32", np.dtype(np.int16): "INT64"}[x.dtype]
+        want = {np.dtype(np.float32): "FLOAT32", np.dtype(np.uint8): "INT32", np.dtype(np.int8): "INT32",
+                np.dtype(np.int16): "INT64"}[x.dtype]
         ctx.check(bias.type_name == want, f"bias type {bias.type_name} (expected {want})")
         ctx.check(int(np.prod(bias.shape)) == f.shape[0],
                   f"bias has {int(np.prod(bias.shape))} elements, expected {f.shape[0]} (output channels)")
@@ -214,7 +217,9 @@ def prepare_transpose_conv(ctx: OpContext):
                                   lo, hi, (o.stride_h, o.stride_w))
     ctx.check(geo is not None, "quantized TRANSPOSE_CONV needs a constant output_shape in litert_py")
     ctx.set_output_shape(OUTPUT, geo.out_shape)
-    m, shift, lo, hi = _quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=False)
+    uint8 = x.dtype == np.uint8
+    m, shift, lo, hi = _quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
+    f_zp = f.zero_point if uint8 else 0  # the int8 / int16 kernels ignore the filter zero point
     if 0 in geo.out_shape or x.size == 0:
         return EMPTY_OUTPUT
     int16 = x.dtype == np.int16
@@ -223,10 +228,10 @@ def prepare_transpose_conv(ctx: OpContext):
     weights = None
     wmax = geo.filter_h * geo.filter_w * geo.in_c * 128
     if f.is_constant:
-        weights = f.data.transpose(3, 1, 2, 0).reshape(geo.in_c, -1).astype(np.float64)
+        weights = f.data.transpose(3, 1, 2, 0).reshape(geo.in_c, -1).astype(np.float64) - f_zp
         # the most a single output gathers: every tap of every input channel
-        wmax = float(np.abs(f.data.astype(np.int64)).sum(axis=(1, 2, 3)).max())
-    dev = 32768 if int16 else 128 + abs(x_zp)
+        wmax = float(np.abs(f.data.astype(np.int64) - f_zp).sum(axis=(1, 2, 3)).max())
+    dev = 32768 if int16 else 256 + abs(x_zp)
     bias_data = None
     bias_max = 0.0 if bias is None else 2.0 ** (63 if int16 else 31)
     if bias is not None and bias.is_constant:
@@ -234,6 +239,6 @@ def prepare_transpose_conv(ctx: OpContext):
         bias_max = float(np.abs(bias.data.astype(np.float64)).max())
     requant = _requantize(ctx, m, shift, ctx.outputs[OUTPUT].zero_point, lo, hi, geo.out_shape,
                           dev * wmax + bias_max, int64_acc=int16)
-    return TransposeConvQuantized(geo, x_zp, weights, bias_data, bias is not None and not bias.is_constant,
+    return TransposeConvQuantized(geo, x_zp, f_zp, weights, bias_data, bias is not None and not bias.is_constant,
                                   np.empty((geo.batches, geo.full_h, geo.full_w, geo.out_c)),
                                   np.empty(geo.out_shape, acc_dtype), requant)

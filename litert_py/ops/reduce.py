@@ -495,8 +495,9 @@ def prepare_reduce_generic(ctx: OpContext):
 @dataclass(frozen=True, eq=False)
 class ArgMaxMin:
     """Index of the first maximum (minimum) along ``axis``: a later element wins only when strictly greater
-    (less). float32: NaN candidates are skipped and a NaN current value is replaced by any non-NaN one, so the
-    result is the first non-NaN extreme, 0 when all are NaN."""
+    (less), ``std::greater`` / ``std::less``. float32 in ai-edge-litert 2.3.0: a NaN candidate never wins and a
+    leading NaN is never replaced, so the result is 0 when the first element is NaN and otherwise the first
+    non-NaN extreme. (Newer LiteRT sources replace a leading NaN; the installed wheel does not.)"""
 
     axis: int | None  # None: read from the axis tensor at eval
     is_max: bool
@@ -508,6 +509,9 @@ class ArgMaxMin:
         if x.dtype.kind == "f":
             best = (np.fmax if self.is_max else np.fmin).reduce(x, axis=axis, keepdims=True)
             idx = np.argmax(x == best, axis=axis)
+            first_nan = np.isnan(np.take(x, 0, axis=axis))
+            if first_nan.any():
+                idx[first_nan] = 0
         else:
             idx = (np.argmax if self.is_max else np.argmin)(x, axis=axis)
         if self.axis is None:

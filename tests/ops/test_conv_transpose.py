@@ -1,4 +1,4 @@
-"""TRANSPOSE_CONV against the oracle (ai-edge-litert BUILTIN_REF): float32, int8 per-channel, int16x8.
+"""TRANSPOSE_CONV against the oracle (ai-edge-litert BUILTIN_REF): float32, uint8, int8 per-channel, int16x8.
 
 One hypothesis-driven case table draws shapes, strides, padding, activation, bias, constness and the dtype
 path; the error table checks combinations LiteRT rejects.
@@ -33,7 +33,7 @@ def cases(draw):
         oh = (h - 1) * sh + draw(st.integers(1, sh))
         ow = (w - 1) * sw + draw(st.integers(1, sw))
     return {
-        "path": draw(st.sampled_from(["float32", "int8", "int16"])),
+        "path": draw(st.sampled_from(["float32", "uint8", "int8", "int16"])),
         "n": draw(st.integers(1, 2)), "h": h, "w": w, "c": draw(st.integers(1, 5)), "o": draw(st.integers(1, 5)),
         "kh": kh, "kw": kw, "sh": sh, "sw": sw, "oh": oh, "ow": ow, "padding": padding,
         "act": draw(st.sampled_from(ACTIVATIONS)), "bias": draw(st.booleans()), "const": draw(st.booleans()),
@@ -54,22 +54,25 @@ def _model(d):
         if d["const"]:
             ins, feeds = [shape_t, T.const(f), T(xs)] + ([T.const(b)] if d["bias"] else []), [x]
         else:
-            ins, feeds = [shape_t, T(fs), T(xs)] + ([T(b.shape)] if d["bias"] else []), [f, x] + ([b] if d["bias"] else [])
+            ins = [shape_t, T(fs), T(xs)] + ([T(b.shape)] if d["bias"] else [])
+            feeds = [f, x] + ([b] if d["bias"] else [])
         return single_op_model("TRANSPOSE_CONV", ins, [T(oshape)], opts, version=4), feeds
-    int16 = d["path"] == "int16"
-    xdt, bdt = (np.int16, np.int64) if int16 else (np.int8, np.int32)
-    lo, hi = (-32768, 32767) if int16 else (-128, 127)
+    int16, uint8 = d["path"] == "int16", d["path"] == "uint8"
+    xdt, bdt = {"int16": (np.int16, np.int64), "int8": (np.int8, np.int32), "uint8": (np.uint8, np.int32)}[d["path"]]
+    lo, hi = np.iinfo(xdt).min, np.iinfo(xdt).max
     x = rng.integers(lo, hi + 1, xs).astype(xdt)
-    x_zp = 0 if int16 else int(rng.integers(-20, 20))
+    x_zp = 0 if int16 else int(rng.integers(-20, 20)) + (128 if uint8 else 0)
     s_in = float(rng.uniform(0.01, 0.05)) / (256 if int16 else 1)
-    s_w = rng.uniform(0.005, 0.02, d["o"])
-    f = rng.integers(-127, 128, fs).astype(np.int8)
+    s_w = rng.uniform(0.005, 0.02, 1 if uint8 else d["o"])
+    f = rng.integers(0, 256, fs).astype(np.uint8) if uint8 else rng.integers(-127, 128, fs).astype(np.int8)
+    f_zp = int(rng.integers(100, 156)) if uint8 else 0
     b = rng.integers(-3000, 3000, d["o"]).astype(bdt)
-    s_out = s_in * 0.02 * np.sqrt(d["kh"] * d["kw"] * d["c"]) * 20 * float(rng.uniform(0.5, 2))
-    out_zp = 0 if int16 else int(rng.integers(-10, 10))
-    ins = [shape_t, T.const(f, q=quant(s_w, 0, 0)), T(xs, xdt, q=quant(s_in, x_zp))]
+    s_out = s_in * 0.02 * np.sqrt(d["kh"] * d["kw"] * d["c"]) * 40 * float(rng.uniform(0.5, 2))
+    out_zp = 0 if int16 else int(rng.integers(-10, 10)) + (128 if uint8 else 0)
+    s_w = np.float32(s_w)
+    ins = [shape_t, T.const(f, q=quant(s_w, f_zp, 0)), T(xs, xdt, q=quant(s_in, x_zp))]
     if d["bias"]:
-        ins.append(T.const(b, q=quant(s_in * s_w, 0)))
+        ins.append(T.const(b, q=quant(np.float32(s_in) * s_w, 0)))
     return single_op_model("TRANSPOSE_CONV", ins, [T(oshape, xdt, q=quant(s_out, out_zp))], opts, version=4), [x]
 
 
