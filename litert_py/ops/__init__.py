@@ -30,6 +30,7 @@ from . import (  # noqa: F401
     signal,
     space,
     stablehlo,
+    stablehlo_elementwise,
     sparse,
     svdf,
     unary,

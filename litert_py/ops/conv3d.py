@@ -8,7 +8,8 @@ Sources matched (ai-edge-litert 2.3.0, BUILTIN_REF):
   taps (filter_d, filter_y, filter_x, in_channel) of input * filter, + bias, ActivationFunctionWithMinMax.
 - tflite/kernels/conv3d_transpose.cc Prepare: 3 or 4 inputs, 1-D INT32 output_shape of 5 elements,
   5-D input NDHWC and filter [D, H, W, O, I] with the input channels equal to filter dim 4, FLOAT32,
-  bias of output-channel length; padding from ComputePadding3DValues run on the output size.
+  bias of output-channel length; padding from ComputePadding3DValues run on the output size, whose forward
+  conv must give the input's depth, height and width ("unused_out_depth != SizeOfDimension(input, 1)").
   reference/conv3d_transpose.h: a scatter of input * filter into the zeroed output (dilated taps), then
   bias and the activation clamp.
 
@@ -196,6 +197,11 @@ def prepare_conv_3d_transpose(ctx: OpContext):
         ctx.check(all(v >= 0 for v in static), f"output_shape must not be negative, got {list(static)}")
         ctx.check(static[0] == x.shape[0] and static[4] == o_c,
                   f"output_shape {list(static)} must have the input's batch and the filter's {o_c} channels")
+        # conv3d_transpose.cc: the forward conv of the output must give the input's spatial dims.
+        for axis, name in ((1, "depth"), (2, "height"), (3, "width")):
+            computed = out_size(padding, static[axis], f.shape[axis - 1], strides[axis - 1], dilations[axis - 1])
+            ctx.check(computed == x.shape[axis], f"unused_out_{name} != SizeOfDimension(input, {axis}) "
+                                                 f"({computed} != {x.shape[axis]})")
         ctx.set_output_shape(OUTPUT, static)
         if 0 in static or x.size == 0:
             return EMPTY_OUTPUT

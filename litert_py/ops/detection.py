@@ -18,9 +18,11 @@ TFLite_Detection_PostProcess (tensorflow/lite/kernels/detection_postprocess.cc):
 (``ycenter = y / y_scale * anchor_h + anchor_y``, ``half_h = 0.5 * exp(h / h_scale) * anchor_h``, rounded to
 float, then corners in float), single-class NMS with ``score >= threshold``, a stable descending sort and
 ``iou > threshold`` suppression (unnormalised corners), fast NMS (per-anchor top classes by
-``std::partial_sort``, or the first maximum when one class is kept) and regular NMS (per class, merged with
-``std::partial_sort``); ``_partial_sort`` reproduces libstdc++'s heap-select so equal scores come out in
-LiteRT's order.
+``std::partial_sort``, reproduced by ``_partial_sort`` step by step so equal scores come out in LiteRT's
+order, or the first maximum when one class is kept) and regular NMS (LiteRT's single-threaded
+ComputeNMSResult: at most ``min(detections_per_class, max_detections)`` per class, stably merged into the
+running list with ``std::inplace_merge``, earlier classes first on equal scores, cut to max_detections).
+Matched against google-ai-edge/LiteRT tflite/kernels/detection_postprocess.cc.
 """
 
 from __future__ import annotations
@@ -141,8 +143,14 @@ class _Heap:
 # ----------------------------------------------------------------------------------------------
 
 
-def nms_float(boxes: np.ndarray, scores: np.ndarray, max_output_size: int, iou_threshold: float,
-              score_threshold: float, sigma: float) -> tuple[list[int], list[float]]:
+def nms_float(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    max_output_size: int,
+    iou_threshold: float,
+    score_threshold: float,
+    sigma: float,
+) -> tuple[list[int], list[float]]:
     """reference_ops::NonMaxSuppression (float): the selected indices and their (soft-NMS) scores."""
     b = boxes.astype(F32, copy=False)
     ymin, ymax = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
@@ -168,8 +176,9 @@ def nms_float(boxes: np.ndarray, scores: np.ndarray, max_output_size: int, iou_t
         if n > begin:
             js = np.asarray(sel[begin:n][::-1], dtype=np.intp)  # the loop walks the selections backwards
             with np.errstate(invalid="ignore", divide="ignore"):
-                inter = (np.maximum(np.minimum(ymax[idx], ymax[js]) - np.maximum(ymin[idx], ymin[js]), F32(0))
-                         * np.maximum(np.minimum(xmax[idx], xmax[js]) - np.maximum(xmin[idx], xmin[js]), F32(0)))
+                inter = np.maximum(
+                    np.minimum(ymax[idx], ymax[js]) - np.maximum(ymin[idx], ymin[js]), F32(0)
+                ) * np.maximum(np.minimum(xmax[idx], xmax[js]) - np.maximum(xmin[idx], xmin[js]), F32(0))
                 union = (area[idx] + area[js]) - inter
                 iou = np.where(union == 0, F32(0), inter / np.where(union == 0, F32(1), union))
             iou[(area[js] <= 0) | (area[idx] <= 0)] = 0
@@ -202,8 +211,14 @@ class NonMaxSuppressionFloat:
     def __call__(self, inputs, outputs):
         m = int(inputs[MAX_OUTPUT_SIZE].reshape(-1)[0])
         sigma = float(inputs[SIGMA].reshape(-1)[0]) if self.soft else 0.0
-        sel, sc = nms_float(inputs[BOXES], inputs[SCORES], m, float(inputs[IOU_THRESHOLD].reshape(-1)[0]),
-                            float(inputs[SCORE_THRESHOLD].reshape(-1)[0]), sigma)
+        sel, sc = nms_float(
+            inputs[BOXES],
+            inputs[SCORES],
+            m,
+            float(inputs[IOU_THRESHOLD].reshape(-1)[0]),
+            float(inputs[SCORE_THRESHOLD].reshape(-1)[0]),
+            sigma,
+        )
         k = len(sel)
         if self.dynamic:
             outputs[0] = np.zeros(max(m, 0), np.int32)
@@ -237,8 +252,10 @@ def _prepare_nms(ctx: OpContext, soft: bool):
         ctx.check(len(ctx.input(i).shape) == 0, f"NumDimensions(input {i}) != 0")
     n_out = 3 if soft else 2
     ctx.check(len(ctx.outputs) == n_out, f"NumOutputs(node) != {n_out}")
-    ctx.check(ctx.outputs[0].dtype == np.int32 and ctx.outputs[-1].dtype == np.int32,
-              "selected indices and their count are int32")
+    ctx.check(
+        ctx.outputs[0].dtype == np.int32 and ctx.outputs[-1].dtype == np.int32,
+        "selected indices and their count are int32",
+    )
     if soft:
         ctx.check(ctx.outputs[1].dtype == np.float32, "selected scores have the type of the scores (float32)")
         sig = ctx.input(SIGMA)
@@ -274,8 +291,14 @@ def prepare_non_max_suppression_v5(ctx: OpContext):
 BOX_ENCODINGS, CLASS_PREDICTIONS, ANCHORS = range(3)
 
 
-def _single_class_nms(corners: np.ndarray, area: np.ndarray, scores: np.ndarray, score_threshold: F32,
-                      iou_threshold: F32, max_detections: int) -> list[int]:
+def _single_class_nms(
+    corners: np.ndarray,
+    area: np.ndarray,
+    scores: np.ndarray,
+    score_threshold: F32,
+    iou_threshold: F32,
+    max_detections: int,
+) -> list[int]:
     """NonMaxSuppressionSingleClassHelper: greedy NMS over the kept scores in stable decreasing order."""
     keep = np.flatnonzero(scores >= score_threshold)
     order = keep[np.argsort(-scores[keep], kind="stable")]
@@ -293,12 +316,13 @@ def _single_class_nms(corners: np.ndarray, area: np.ndarray, scores: np.ndarray,
             continue
         selected.append(int(order[i]))
         active[i] = False
-        rest = np.flatnonzero(active[i + 1:]) + i + 1
+        rest = np.flatnonzero(active[i + 1 :]) + i + 1
         if rest.size == 0:
             break
         with np.errstate(invalid="ignore", divide="ignore"):
-            inter = (np.maximum(np.minimum(ymax[i], ymax[rest]) - np.maximum(ymin[i], ymin[rest]), F32(0))
-                     * np.maximum(np.minimum(xmax[i], xmax[rest]) - np.maximum(xmin[i], xmin[rest]), F32(0)))
+            inter = np.maximum(np.minimum(ymax[i], ymax[rest]) - np.maximum(ymin[i], ymin[rest]), F32(0)) * np.maximum(
+                np.minimum(xmax[i], xmax[rest]) - np.maximum(xmin[i], xmin[rest]), F32(0)
+            )
             iou = inter / ((a[i] + a[rest]) - inter)
         iou[(a[rest] <= 0) | (a[i] <= 0)] = 0
         active[rest[iou > iou_threshold]] = False
@@ -360,24 +384,23 @@ class DetectionPostProcess:
         out_boxes = out_boxes.reshape(-1, 4)
         thr_s, thr_iou = F32(self.score_threshold), F32(self.iou_threshold)
         if self.regular:
+            # LiteRT's ComputeNMSResult (one thread): each class's selections (already in decreasing score
+            # order) are std::inplace_merge'd after the running list -- a stable merge, earlier classes first
+            # on equal scores -- and the list is cut to max_detections.
             max_det = self.max_detections
-            merged: list[tuple[int, int, float]] = []  # (anchor, class, score), the running top list
+            per_class = min(self.detections_per_class, max_det)
+            merged: list[tuple[float, int, int]] = []  # (score, anchor, class)
             for c in range(self.num_classes):
                 cs = np.ascontiguousarray(scores[:, c])
-                sel = _single_class_nms(corners, area, cs, thr_s, thr_iou, self.detections_per_class)
-                cand = merged + [(a, c, float(cs[a])) for a in sel]
-                k = min(len(cand), max_det)
-                if k == 0:
-                    merged = []
+                sel = _single_class_nms(corners, area, cs, thr_s, thr_iou, per_class)
+                if not sel:
                     continue
-                order = _decreasing_partial_argsort(np.array([s for _, _, s in cand], F32), k)
-                merged = [cand[j] for j in order[:k]]
+                merged = sorted(merged + [(float(cs[a]), a, c) for a in sel], key=lambda t: -t[0])[:max_det]
             n = len(merged)
             if n:
-                anchors_sel = [a for a, _, _ in merged]
-                out_boxes[:n] = corners[anchors_sel]
-                out_classes[:n] = [c for _, c, _ in merged]
-                out_scores[:n] = [s for _, _, s in merged]
+                out_boxes[:n] = corners[[a for _, a, _ in merged]]
+                out_classes[:n] = [c for _, _, c in merged]
+                out_scores[:n] = [s for s, _, _ in merged]
             out_num[0] = n
         else:
             per = self.max_classes_per_detection
@@ -433,21 +456,26 @@ def prepare_detection_postprocess(ctx: OpContext):
     scales = tuple(getf(k) for k in ("y_scale", "x_scale", "h_scale", "w_scale"))
     num_boxes = box.shape[1]
     for t, name in ((box, "box encodings"), (cls, "class predictions")):
-        ctx.check(t.dtype in (np.float32, np.uint8), f"Type {t.type_name} of {name} is unsupported by op "
-                  "TFLite_Detection_PostProcess (float32 or uint8).")
+        ctx.check(
+            t.dtype in (np.float32, np.uint8),
+            f"Type {t.type_name} of {name} is unsupported by op TFLite_Detection_PostProcess (float32 or uint8).",
+        )
     ctx.check(anc.dtype == box.dtype, f"anchors must be {box.type_name} like the box encodings")
     ctx.check(box.shape[0] == 1, "input_box_encodings->dims->data[0] != kBatchSize (1)")
     ctx.check(box.shape[2] >= 4, "input_box_encodings->dims->data[2] >= kNumCoordBox was not true.")
     ctx.check(anc.shape[0] >= num_boxes and anc.shape[1] == 4, "anchors must be (num_boxes, 4)")
     ctx.check(cls.shape[0] == 1, "input_class_predictions->dims->data[0] != kBatchSize (1)")
     ctx.check(cls.shape[1] == num_boxes, "input_class_predictions->dims->data[1] != num_boxes")
-    ctx.check(0 <= cls.shape[2] - num_classes <= 1,
-              "num_classes_with_background - num_classes must be 0 or 1")
-    ctx.check(max_det >= 0, "(max_detections >= 0) was not true.")
-    ctx.check(0.0 < iou_thr <= 1.0, "(intersection_over_union_threshold > 0.0f) && "
-              "(intersection_over_union_threshold <= 1.0f) was not true.")
+    ctx.check(0 <= cls.shape[2] - num_classes <= 1, "num_classes_with_background - num_classes must be 0 or 1")
+    ctx.check(max_det >= 0, "max_detections must be non-negative")
+    ctx.check(per >= 0 and dpc >= 0, "max_classes_per_detection and detections_per_class must be non-negative")
+    ctx.check(num_classes > 0, "num_classes must be positive")
+    ctx.check(
+        0.0 < iou_thr <= 1.0,
+        "(intersection_over_union_threshold > 0.0f) && (intersection_over_union_threshold <= 1.0f) was not true.",
+    )
     if regular:
-        ctx.check(dpc > 0, "num_detections_per_class > 0 was not true.")
+        ctx.check(min(dpc, max_det) > 0, "num_detections_per_class > 0 was not true.")
     else:
         ctx.check(per > 0, "(max_categories_per_anchor > 0) was not true.")
     for o in ctx.outputs:
@@ -465,5 +493,6 @@ def prepare_detection_postprocess(ctx: OpContext):
     ctx.set_output_shape(1, (1, n))
     ctx.set_output_shape(2, (1, n))
     ctx.set_output_shape(3, (1,))
-    return DetectionPostProcess(box_q, class_q, anchors, anchor_q, scales, max_det, per, dpc, score_thr, iou_thr,
-                                num_classes, regular)
+    return DetectionPostProcess(
+        box_q, class_q, anchors, anchor_q, scales, max_det, per, dpc, score_thr, iou_thr, num_classes, regular
+    )

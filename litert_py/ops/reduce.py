@@ -26,10 +26,16 @@ SUM:
   kernel reads int8 / int16 data as uint8 bytes, a LiteRT bug (docs/quantized-arithmetic.md 5.12).
 - An empty input gives zeros (the reducers' initial value).
 
-REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY and REDUCE_ALL can reuse ``resolve_axes``, ``reduced_shape``
-and ``Reduction`` with their own prepared ops.
+REDUCE_MAX / REDUCE_MIN (float32, int32, int64, uint8, int8, int16, bool; quantized 8/16-bit reduce raw values
+and need equal input / output scale and zero point), REDUCE_PROD (float32 in input order, integers wrapping,
+bool; *quantized* int8 / int16 PROD is not implemented and rejected), REDUCE_ANY / REDUCE_ALL (bool):
+reduce.cc EvalGeneric with the reference reducers; see ReduceMaxMinFloat for NaN, inf and -0.0.
 
-Sources matched: tflite/kernels/reduce.cc, tflite/kernels/internal/reference/reduce.h (Mean, ReduceSumImpl,
+ARG_MAX / ARG_MIN (float32, uint8, int8, int32, bool; int32 / int64 axis and output): first extreme index,
+see ArgMaxMin for NaN. CUMSUM (float32, int32, int64; int32 axis; exclusive, reverse): sequential running sum.
+
+Sources matched: tflite/kernels/{reduce,arg_min_max,cumsum}.cc, reference/arg_min_max.h,
+tflite/kernels/internal/reference/reduce.h (Mean, ReduceSumImpl,
 ResolveAxis, QuantizedMeanOrSum, ReduceGeneric), tflite/kernels/internal/optimized/reduce.h
 (QuantizedMeanOrSum), tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplier).
 """
@@ -495,9 +501,11 @@ def prepare_reduce_generic(ctx: OpContext):
 @dataclass(frozen=True, eq=False)
 class ArgMaxMin:
     """Index of the first maximum (minimum) along ``axis``: a later element wins only when strictly greater
-    (less), ``std::greater`` / ``std::less``. float32 in ai-edge-litert 2.3.0: a NaN candidate never wins and a
-    leading NaN is never replaced, so the result is 0 when the first element is NaN and otherwise the first
-    non-NaN extreme. (Newer LiteRT sources replace a leading NaN; the installed wheel does not.)"""
+    (less). float32 as reference/arg_min_max.h: a NaN candidate never wins and a NaN current value is replaced
+    by any non-NaN one, so the result is the first non-NaN extreme, 0 when all are NaN. When the inner size is 1
+    (the reduced axis is the last non-trivial one) the x86-64 wheel takes a vectorized float kernel
+    (optimized_ops::ArgMinMaxLastAxis) that treats NaN otherwise (e.g. ARG_MAX [1, 2, NaN, 3] gives 1 there);
+    that NaN behaviour is not reproduced. Without NaN both kernels agree."""
 
     axis: int | None  # None: read from the axis tensor at eval
     is_max: bool
@@ -509,9 +517,6 @@ class ArgMaxMin:
         if x.dtype.kind == "f":
             best = (np.fmax if self.is_max else np.fmin).reduce(x, axis=axis, keepdims=True)
             idx = np.argmax(x == best, axis=axis)
-            first_nan = np.isnan(np.take(x, 0, axis=axis))
-            if first_nan.any():
-                idx[first_nan] = 0
         else:
             idx = (np.argmax if self.is_max else np.argmin)(x, axis=axis)
         if self.axis is None:

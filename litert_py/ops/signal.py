@@ -1,7 +1,8 @@
 """Signal-style float ops: RFFT2D and FAKE_QUANT.
 
 RFFT2D (tensorflow/lite/kernels/rfft2d.cc): float32 input of rank >= 2, int32 ``fft_length`` [fft_h, fft_w]
-(both powers of two, as the fft2d library needs); each innermost 2-D slice is cropped or zero-padded to
+(both powers of two, as the fft2d library needs; fft_w 1 is refused: LiteRT runs it but its numbers are not
+a DFT); each innermost 2-D slice is cropped or zero-padded to
 (fft_h, fft_w) and transformed; complex64 output ``[..., fft_h, fft_w / 2 + 1]``. LiteRT computes in double
 (Ooura's rdft2d) and rounds to complex64; numpy's pocketfft in double agrees to within float rounding.
 A non-constant ``fft_length`` makes the output dynamic.
@@ -65,6 +66,9 @@ def prepare_rfft2d(ctx: OpContext):
         return Rfft2dFloat(None)
     fh, fw = (int(v) for v in np.asarray(fl.data).reshape(-1))
     ctx.check(_is_power_of_two(fh) and _is_power_of_two(fw), "IsPowerOfTwo(fft_length_data) was not true.")
+    # Ooura's rdft2d needs an even row length: LiteRT accepts fft_width 1 but its output is then not a DFT
+    # (e.g. x - x*j for a 1x1 input), so we refuse it rather than return different numbers.
+    ctx.check(fw >= 2, "fft_length[1] must be at least 2 (LiteRT's rdft2d gives no DFT for width 1)")
     ctx.set_output_shape(0, x.shape[:-2] + (fh, fw // 2 + 1))
     return Rfft2dFloat((fh, fw))
 
@@ -123,8 +127,10 @@ def prepare_fake_quant(ctx: OpContext):
     ctx.check_num(1, 1)
     o = ctx.options
     if o.narrow_range:
-        raise ctx.fail("narrow_range FakeQuant is not currently supported at runtime. narrow_range is only "
-                       "meant to be applied to weights, not activations")
+        raise ctx.fail(
+            "narrow_range FakeQuant is not currently supported at runtime. narrow_range is only "
+            "meant to be applied to weights, not activations"
+        )
     x = ctx.input(0)
     ctx.check(x.dtype == np.float32, f"Type {x.type_name} is unsupported by op FakeQuant (float32 only).")
     ctx.check(ctx.outputs[0].dtype == np.float32, "FakeQuant output must be float32")

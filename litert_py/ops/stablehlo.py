@@ -15,6 +15,12 @@
   value, body subgraph of one ADD/MUL/MAXIMUM/MINIMUM/LOGICAL_AND/LOGICAL_OR node, builtin or StableHLO):
   each output is init reduced with the window taps in row-major order, one tap at a time, like
   stablehlo_reduce_window.cc (the order matters for the last bit of float sums; max is ``a >= b ? a : b``).
+- STABLEHLO_SCATTER (every numeric dtype, bool; int32/int64 indices): update region of no kernel (replace)
+  or one STABLEHLO_ADD/MULTIPLY/MAXIMUM/MINIMUM, the only ones stablehlo_scatter.cc accepts. Updates apply
+  in row-major order of the updates tensor; an update element whose target lies outside the operand is
+  skipped on its own (LiteRT checks each element, not its whole window, and does not clamp).
+- STABLEHLO_COMPOSITE (every dtype): runs its decomposition subgraph on the inputs, like
+  stablehlo_composite.cc; outputs are static when the subgraph's are.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.model import BuiltinOperator
+from .control_flow import _callee, _check_io_types, _output_infos, _store
 from .registry import OpContext, register
 
 B = BuiltinOperator
@@ -362,3 +369,131 @@ def prepare_stablehlo_reduce_window(ctx: OpContext):
     return _reduce_window(ctx, fn, vec("window_dimensions", [1] * rank), vec("window_strides", [1] * rank),
                           vec("base_dilations", [1] * rank), vec("window_dilations", [1] * rank),
                           vec("padding", [0] * (2 * rank)))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# SCATTER
+# ----------------------------------------------------------------------------------------------------------
+
+def _replace(a, b, out):
+    np.copyto(out, b)
+
+
+_SCATTER_BODIES = {B.STABLEHLO_ADD: _add, B.STABLEHLO_MULTIPLY: _mul, B.STABLEHLO_MAXIMUM: _max,
+                   B.STABLEHLO_MINIMUM: _min}
+
+
+@dataclass(frozen=True, eq=False)
+class StablehloScatter:
+    fn: object
+    index_vector_dim: int
+    implicit: bool
+    batch_coords: tuple  # per update element: its position in the scatter indices' batch dims
+    window: tuple  # per operand dim: the window offset of every update element (array of the updates' shape)
+    operand_dim_of_index: tuple  # scatter_dims_to_operand_dims
+    operand_shape: tuple
+
+    def __call__(self, inputs, outputs):
+        out = outputs[0]
+        out[...] = inputs[0]
+        idx = inputs[1].astype(np.int64)
+        idx = idx[..., None] if self.implicit else np.moveaxis(idx, self.index_vector_dim, -1)
+        start = idx[self.batch_coords]  # updates shape + (number of indices,)
+        coords = list(self.window)
+        for k, d in enumerate(self.operand_dim_of_index):
+            coords[d] = coords[d] + start[..., k]
+        ok = np.ones(inputs[2].shape, bool)
+        for d, n in enumerate(self.operand_shape):
+            ok &= (coords[d] >= 0) & (coords[d] < n)
+        # each out-of-bounds element is skipped alone (LiteRT checks the element, not its whole window)
+        target = np.ravel_multi_index(tuple(c[ok] for c in coords), self.operand_shape) if coords else \
+            np.zeros(int(ok.sum()), np.int64)
+        upd = inputs[2][ok]
+        flat = out.reshape(-1)
+        # LiteRT applies the updates one by one in row-major order; duplicates of a target are applied in
+        # rounds (k-th occurrence in round k), so every target sees its updates in that same order
+        order = np.argsort(target, kind="stable")
+        ts = target[order]
+        first = np.r_[0, np.flatnonzero(ts[1:] != ts[:-1]) + 1] if ts.size else np.zeros(0, np.int64)
+        occ = np.empty(ts.size, np.int64)
+        occ[order] = np.arange(ts.size) - np.repeat(first, np.diff(np.r_[first, ts.size]))
+        with np.errstate(all="ignore"):
+            for r in range(int(occ.max()) + 1 if occ.size else 0):
+                sel = occ == r
+                t = target[sel]
+                cur = flat[t]
+                self.fn(cur, upd[sel], cur)
+                flat[t] = cur
+
+
+@register(B.STABLEHLO_SCATTER)
+def prepare_stablehlo_scatter(ctx: OpContext):
+    ctx.check_num(3)
+    x, ind, upd = ctx.input(0), ctx.input(1), ctx.input(2)
+    ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)),
+              f"(Index Type: {ind.dtype}) currently not supported.")
+    ctx.check(x.type == upd.type, "operand and updates types differ")
+    ctx.check(x.dtype in [np.dtype(t) for t in _NUMERIC], f"(Data Type: {x.dtype}) currently not supported.")
+    o = ctx.options
+    model = ctx.runtime.model
+    k = int(o.update_computation_subgraph_index)
+    ctx.check(0 <= k < len(model.subgraphs), f"update computation subgraph {k} not found")
+    ops = model.subgraphs[k].operators
+    ctx.check(len(ops) <= 1, "Only one kernel allowed within the stablehlo region. "
+                             f"({len(ops)}) kernels found.")
+    fn = _replace if not ops else _SCATTER_BODIES.get(model.operator_codes[ops[0].opcode_index].builtin_code)
+    ctx.check(fn is not None, "Only update, Add, Multiply, Maximum and Minimum operations are currently "
+                              "supported for stablehlo.scatter.")
+    uwd = [int(v) for v in o.update_window_dims]
+    iwd = [int(v) for v in o.inserted_window_dims]
+    sdod = tuple(int(v) for v in o.scatter_dims_to_operand_dims)
+    ivd = int(o.index_vector_dim)
+    rank, urank = len(x.shape), len(upd.shape)
+    ctx.check(len(uwd) <= urank and len(iwd) <= rank, "window dims out of range")
+    ctx.check(len(uwd) + len(iwd) == rank, "update_window_dims and inserted_window_dims must cover the operand")
+    ctx.check(all(0 <= d < urank for d in uwd) and all(0 <= d < rank for d in iwd + list(sdod)),
+              "dimension numbers out of range")
+    ctx.check(0 <= ivd <= len(ind.shape), "index_vector_dim out of range")
+    implicit = ivd == len(ind.shape)
+    ctx.check(len(sdod) == (1 if implicit else ind.shape[ivd]), "scatter_dims_to_operand_dims size mismatch")
+    batch = [n for j, n in enumerate(ind.shape) if j != ivd]
+    scatter_dims = [d for d in range(urank) if d not in uwd]
+    ctx.check([upd.shape[d] for d in scatter_dims] == batch, "updates' scatter dims must match the indices")
+    grid = np.indices(upd.shape, dtype=np.int64) if urank else np.zeros((0,), np.int64)
+    batch_coords = tuple(grid[d] for d in scatter_dims)
+    window, w = [], iter(uwd)
+    for d in range(rank):
+        window.append(np.zeros(upd.shape, np.int64) if d in iwd else grid[next(w)])
+    ctx.set_output_shape(0, x.shape)
+    return StablehloScatter(fn, ivd, implicit, batch_coords, tuple(window), sdod, tuple(x.shape))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# COMPOSITE
+# ----------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class StablehloComposite:
+    decomposition: object  # SubgraphRuntime
+    dynamic: bool
+
+    def __call__(self, inputs, outputs):
+        _store(outputs, self.decomposition.run(inputs), self.dynamic)
+
+
+@register(B.STABLEHLO_COMPOSITE, stateful=True)
+def prepare_stablehlo_composite(ctx: OpContext):
+    ctx.check(len(ctx.inputs) > 0, "STABLEHLO_COMPOSITE needs at least one input")
+    ctx.check(all(t is not None for t in ctx.inputs), "STABLEHLO_COMPOSITE inputs must all be present")
+    sub = _callee(ctx, int(ctx.options.decomposition_subgraph_index))
+    _check_io_types(ctx, sub, "decomposition", "inputs", ctx.inputs, [t.type for t in ctx.inputs])
+    _check_io_types(ctx, sub, "decomposition", "outputs", ctx.outputs, [t.type for t in ctx.outputs])
+    sub.prepare_for([t.shape for t in ctx.inputs])
+    outs = _output_infos(sub)
+    dynamic = any(o.dynamic for o in outs)
+    for k, o in enumerate(outs):
+        if dynamic:
+            ctx.set_output_dynamic(k)
+        else:
+            ctx.set_output_shape(k, o.shape)
+    return StablehloComposite(sub, dynamic)

@@ -1,4 +1,5 @@
-"""TRANSPOSE_CONV against the oracle (ai-edge-litert BUILTIN_REF): float32, uint8, int8 per-channel, int16x8.
+"""TRANSPOSE_CONV against the oracle (ai-edge-litert BUILTIN_REF): float32, hybrid (bit-exact), uint8, int8
+per-channel, int16x8 (int64 bias, or int32 bias with quantized_bias_type INT32).
 
 One hypothesis-driven case table draws shapes, strides, padding, activation, bias, constness and the dtype
 path; the error table checks combinations LiteRT rejects.
@@ -8,14 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from tests.oracle import T, assert_close, quant, run_both, run_litert, run_ours, single_op_model
+from tests.oracle import T, assert_close, quant, run_litert, run_ours, single_op_model
 
-#: Float tolerance, relative, per term of the accumulation (KH*KW*C); integer paths are exact.
-TOLERANCE = {"TRANSPOSE_CONV": 1e-5}
+#: Float tolerance, relative, per term of the accumulation (KH*KW*C); the hybrid path follows the reference's
+#: float summation order and the integer paths are exact (compared with rtol 0).
+TOLERANCE = {"TRANSPOSE_CONV": 1e-5, "TRANSPOSE_CONV-hybrid": 0.0}
 ACTIVATIONS = [0, 1, 2, 3]
 
 
@@ -32,8 +34,10 @@ def cases(draw):
     else:  # SAME: ceil(out / s) == h
         oh = (h - 1) * sh + draw(st.integers(1, sh))
         ow = (w - 1) * sw + draw(st.integers(1, sw))
+    if draw(st.integers(0, 4)) == 0:  # any output size: LiteRT rejects those not mapping back onto the input
+        oh, ow = draw(st.integers(0, 12)), draw(st.integers(0, 12))
     return {
-        "path": draw(st.sampled_from(["float32", "uint8", "int8", "int16"])),
+        "path": draw(st.sampled_from(["float32", "hybrid", "uint8", "int8", "int16", "int16-b32"])),
         "n": draw(st.integers(1, 2)), "h": h, "w": w, "c": draw(st.integers(1, 5)), "o": draw(st.integers(1, 5)),
         "kh": kh, "kw": kw, "sh": sh, "sw": sw, "oh": oh, "ow": ow, "padding": padding,
         "act": draw(st.sampled_from(ACTIVATIONS)), "bias": draw(st.booleans()), "const": draw(st.booleans()),
@@ -57,8 +61,21 @@ def _model(d):
             ins = [shape_t, T(fs), T(xs)] + ([T(b.shape)] if d["bias"] else [])
             feeds = [f, x] + ([b] if d["bias"] else [])
         return single_op_model("TRANSPOSE_CONV", ins, [T(oshape)], opts, version=4), feeds
-    int16, uint8 = d["path"] == "int16", d["path"] == "uint8"
-    xdt, bdt = {"int16": (np.int16, np.int64), "int8": (np.int8, np.int32), "uint8": (np.uint8, np.int32)}[d["path"]]
+    if d["path"] == "hybrid":  # float input, constant int8 weights (per-tensor or per-channel), float bias
+        x = (rng.standard_normal(xs) * 2 + float(rng.uniform(-1, 1))).astype(np.float32)
+        f = rng.integers(-127, 128, fs).astype(np.int8)
+        s_w = rng.uniform(0.005, 0.02, d["o"] if d["seed"] % 2 else 1)
+        b = rng.standard_normal(d["o"]).astype(np.float32)
+        ins = [shape_t, T.const(f, q=quant(s_w, 0, 0)), T(xs)]
+        if d["bias"]:
+            ins.append(T.const(b) if d["const"] else T(b.shape))
+        feeds = [x] + ([b] if d["bias"] and not d["const"] else [])
+        return single_op_model("TRANSPOSE_CONV", ins, [T(oshape)], opts, version=4), feeds
+    int16, uint8 = d["path"].startswith("int16"), d["path"] == "uint8"
+    xdt, bdt = {"int16": (np.int16, np.int64), "int16-b32": (np.int16, np.int32), "int8": (np.int8, np.int32),
+                "uint8": (np.uint8, np.int32)}[d["path"]]
+    if d["path"] == "int16-b32":  # quantized_bias_type INT32: int32 bias and accumulator
+        opts["quantized_bias_type"] = 2
     lo, hi = np.iinfo(xdt).min, np.iinfo(xdt).max
     x = rng.integers(lo, hi + 1, xs).astype(xdt)
     x_zp = 0 if int16 else int(rng.integers(-20, 20)) + (128 if uint8 else 0)
@@ -70,20 +87,34 @@ def _model(d):
     s_out = s_in * 0.02 * np.sqrt(d["kh"] * d["kw"] * d["c"]) * 40 * float(rng.uniform(0.5, 2))
     out_zp = 0 if int16 else int(rng.integers(-10, 10)) + (128 if uint8 else 0)
     s_w = np.float32(s_w)
-    ins = [shape_t, T.const(f, q=quant(s_w, f_zp, 0)), T(xs, xdt, q=quant(s_in, x_zp))]
+    fq, bq = quant(s_w, f_zp, 0), quant(np.float32(s_in) * s_w, 0)
+    ins = [shape_t, T.const(f, q=fq) if d["const"] else T(fs, f.dtype, q=fq), T(xs, xdt, q=quant(s_in, x_zp))]
+    feeds = [x] if d["const"] else [f, x]
     if d["bias"]:
-        ins.append(T.const(b, q=quant(np.float32(s_in) * s_w, 0)))
-    return single_op_model("TRANSPOSE_CONV", ins, [T(oshape, xdt, q=quant(s_out, out_zp))], opts, version=4), [x]
+        ins.append(T.const(b, q=bq) if d["const"] else T(b.shape, bdt, q=bq))
+        feeds += [] if d["const"] else [b]
+    return single_op_model("TRANSPOSE_CONV", ins, [T(oshape, xdt, q=quant(s_out, out_zp))], opts, version=4), feeds
 
 
 @given(d=cases())
 def test_transpose_conv(d):
     model, feeds = _model(d)
+    try:
+        theirs = run_litert(model, feeds)
+    except RuntimeError:  # e.g. computed_input_height != SizeOfDimension(input, 1)
+        event("rejected by LiteRT")
+        with pytest.raises(PrepareError):
+            run_ours(model, feeds)
+        return
+    ours = run_ours(model, feeds)
+    assert ours[0].shape == theirs[0].shape
     if d["path"] == "float32":
-        assert_close(*run_both(model, feeds), rtol=TOLERANCE["TRANSPOSE_CONV"] * d["kh"] * d["kw"] * d["c"],
+        assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV"] * d["kh"] * d["kw"] * d["c"],
                      atol=1e-5)
+    elif d["path"] == "hybrid":
+        assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV-hybrid"], atol=0)
     else:
-        assert_close(*run_both(model, feeds))
+        assert_close(ours, theirs)
 
 
 def test_transpose_conv_dynamic_output_shape():

@@ -18,8 +18,11 @@ from tests.oracle import T, assert_close, quant, run_both, single_op_model
 # float outputs: NMS scores are the inputs' (exact) or soft-NMS products of expf (1 ulp); the post-process
 # boxes are decoded with exp in double (LiteRT's libm vs numpy's may differ in the last bit of a double).
 TOLERANCE = {"NON_MAX_SUPPRESSION_V4": 0.0, "NON_MAX_SUPPRESSION_V5": 1e-6, "TFLite_Detection_PostProcess": 1e-6}
-RESOLVER = {"NON_MAX_SUPPRESSION_V4": "BUILTIN_REF", "NON_MAX_SUPPRESSION_V5": "BUILTIN_REF",
-            "TFLite_Detection_PostProcess": "BUILTIN_REF"}
+RESOLVER = {
+    "NON_MAX_SUPPRESSION_V4": "BUILTIN_REF",
+    "NON_MAX_SUPPRESSION_V5": "BUILTIN_REF",
+    "TFLite_Detection_PostProcess": "BUILTIN_REF",
+}
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -37,13 +40,21 @@ def nms_case(draw, op):
     n = draw(st.integers(1, 12))
     boxes = _boxes(rng, n)
     scores = (rng.integers(0, 6, n) / 5).astype(np.float32)  # ties
+    if draw(st.booleans()):  # continuous boxes and scores: soft-NMS products and IoUs off any grid
+        boxes = rng.uniform(0, 1, (n, 4)).astype(np.float32)
+        scores = rng.random(n).astype(np.float32)
     const_m = draw(st.booleans())
     # LiteRT's get_tensor refuses an empty dynamic output, so a non-constant max_output_size is >= 1
     m = draw(st.integers(0 if const_m else 1, n + 2))
     iou = draw(st.sampled_from([0.0, 0.25, 0.5, 1.0]))
     sthr = draw(st.sampled_from([-1.0, 0.0, 0.3]))
-    ins = [T(boxes.shape), T(scores.shape), T.const(np.int32(m)) if const_m else T((), np.int32),
-           T.const(np.float32(iou)), T.const(np.float32(sthr))]
+    ins = [
+        T(boxes.shape),
+        T(scores.shape),
+        T.const(np.int32(m)) if const_m else T((), np.int32),
+        T.const(np.float32(iou)),
+        T.const(np.float32(sthr)),
+    ]
     if op == "NON_MAX_SUPPRESSION_V5":
         ins.append(T.const(np.float32(draw(st.sampled_from([0.0, 0.2, 0.5, 2.0])))))
         outs = [T((m,), np.int32), T((m,), np.float32), T((), np.int32)]
@@ -74,12 +85,22 @@ def postprocess_case(draw):
     per = draw(st.integers(1, 3))
     regular = draw(st.booleans())
     path = draw(st.sampled_from(["float32", "uint8", "uint8-boxes", "uint8-scores"]))
-    opts = dict(max_detections=max_det, max_classes_per_detection=per, detections_per_class=draw(st.integers(1, 4)),
-                use_regular_nms=regular, nms_score_threshold=draw(st.sampled_from([0.0, 0.2, 0.5])),
-                nms_iou_threshold=draw(st.sampled_from([0.3, 0.5, 1.0])), num_classes=num_classes,
-                y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)
-    anchors = np.stack([rng.integers(0, 5, n) / 4, rng.integers(0, 5, n) / 4,
-                        rng.integers(1, 4, n) / 8, rng.integers(1, 4, n) / 8], 1).astype(np.float32)
+    opts = dict(
+        max_detections=max_det,
+        max_classes_per_detection=per,
+        detections_per_class=draw(st.integers(1, 4)),
+        use_regular_nms=regular,
+        nms_score_threshold=draw(st.sampled_from([0.0, 0.2, 0.5])),
+        nms_iou_threshold=draw(st.sampled_from([0.3, 0.5, 1.0])),
+        num_classes=num_classes,
+        y_scale=10.0,
+        x_scale=10.0,
+        h_scale=5.0,
+        w_scale=5.0,
+    )
+    anchors = np.stack(
+        [rng.integers(0, 5, n) / 4, rng.integers(0, 5, n) / 4, rng.integers(1, 4, n) / 8, rng.integers(1, 4, n) / 8], 1
+    ).astype(np.float32)
     enc = (rng.integers(-8, 9, (1, n, 4)) / 4).astype(np.float32)
     cls = (rng.integers(0, 5, (1, n, num_classes + background)) / 4).astype(np.float32)  # ties
     qbox, qcls = path in ("uint8", "uint8-boxes"), path in ("uint8", "uint8-scores")
@@ -96,8 +117,13 @@ def postprocess_case(draw):
         cls_t = T(cls.shape)
     k = max_det * per
     outs = [T((1, k, 4)), T((1, k)), T((1, k)), T((1,))]
-    model = single_op_model("CUSTOM", [box_t, cls_t, anc_t], outs, custom_code="TFLite_Detection_PostProcess",
-                            custom_options=_options(**opts))
+    model = single_op_model(
+        "CUSTOM",
+        [box_t, cls_t, anc_t],
+        outs,
+        custom_code="TFLite_Detection_PostProcess",
+        custom_options=_options(**opts),
+    )
     return model, [enc, cls], opts
 
 
@@ -106,11 +132,11 @@ def _written(opts: dict, num: int) -> np.ndarray:
     per = opts["max_classes_per_detection"]
     mask = np.zeros(opts["max_detections"] * per, bool)
     if opts["use_regular_nms"]:
-        mask[:opts["max_detections"]] = True  # detections past the count are zero-filled
+        mask[: opts["max_detections"]] = True  # detections past the count are zero-filled
     else:
         ncat = min(per, opts["num_classes"])
         for k in range(num):
-            mask[per * k:per * k + ncat] = True
+            mask[per * k : per * k + ncat] = True
     return mask
 
 
@@ -125,19 +151,40 @@ def test_detection_postprocess(case):
     assert_close([ours[1][0, w], ours[2][0, w]], [theirs[1][0, w], theirs[2][0, w]], atol=0)  # classes, scores
 
 
-def _nms_model(boxes=T((4, 4)), scores=T((4,)), m=T.const(np.int32(2)), outs=None):
-    ins = [boxes, scores, m, T.const(np.float32(0.5)), T.const(np.float32(0.0))]
-    return single_op_model("NON_MAX_SUPPRESSION_V4", ins, outs or [T((2,), np.int32), T((), np.int32)])
+def _nms_model(boxes=None, scores=None, m=None):
+    ins = [
+        boxes or T((4, 4)),
+        scores or T((4,)),
+        m or T.const(np.int32(2)),
+        T.const(np.float32(0.5)),
+        T.const(np.float32(0.0)),
+    ]
+    return single_op_model("NON_MAX_SUPPRESSION_V4", ins, [T((2,), np.int32), T((), np.int32)])
 
 
-def _pp_model(box=T((1, 3, 4)), cls=T((1, 3, 3)), **kw):
-    opts = dict(max_detections=2, max_classes_per_detection=1, detections_per_class=2, use_regular_nms=False,
-                nms_score_threshold=0.0, nms_iou_threshold=0.5, num_classes=2, y_scale=1.0, x_scale=1.0,
-                h_scale=1.0, w_scale=1.0)
+def _pp_model(box=None, cls=None, **kw):
+    opts = dict(
+        max_detections=2,
+        max_classes_per_detection=1,
+        detections_per_class=2,
+        use_regular_nms=False,
+        nms_score_threshold=0.0,
+        nms_iou_threshold=0.5,
+        num_classes=2,
+        y_scale=1.0,
+        x_scale=1.0,
+        h_scale=1.0,
+        w_scale=1.0,
+    )
     opts.update(kw)
     anc = T.const(np.full((3, 4), 0.5, np.float32))
-    return single_op_model("CUSTOM", [box, cls, anc], [T((1, 2, 4)), T((1, 2)), T((1, 2)), T((1,))],
-                           custom_code="TFLite_Detection_PostProcess", custom_options=_options(**opts))
+    return single_op_model(
+        "CUSTOM",
+        [box or T((1, 3, 4)), cls or T((1, 3, 3)), anc],
+        [T((1, 2, 4)), T((1, 2)), T((1, 2)), T((1,))],
+        custom_code="TFLite_Detection_PostProcess",
+        custom_options=_options(**opts),
+    )
 
 
 ERRORS = {

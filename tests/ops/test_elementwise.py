@@ -359,3 +359,140 @@ def test_quantized_rejected(case):
     if litert == "fails":
         assert _oracle_fails(model, [np.ones(sa, dtypes[0]), np.ones(sb, dtypes[1])]), \
             "the oracle accepts this model: it should not be rejected"
+
+
+# -- FLOOR_DIV, FLOOR_MOD, POW, SQUARED_DIFFERENCE, ATAN2, ADD_N: one table ----------------------------------
+#: rtol per op: floor division / remainder / squared difference / sums are exact in IEEE arithmetic (FLOOR_DIV
+#: divides in double then floors), POW and ATAN2 go through libm (powf / atan2f) where NumPy may differ by an ulp
+TOLERANCE.update({"FLOOR_DIV": 0.0, "FLOOR_MOD": 0.0, "SQUARED_DIFFERENCE": 0.0, "ADD_N": 0.0, "POW": 1e-6,
+                  "ATAN2": 1e-6})
+
+
+@dataclass(frozen=True)
+class MoreCase:
+    op: str
+    dtype: type
+    quantized: bool = False
+    broadcast: bool = True  # ATAN2 takes equal shapes only
+
+    @property
+    def id(self) -> str:
+        return f"{self.op.lower()}-{np.dtype(self.dtype).name}" + ("-quantized" if self.quantized else "")
+
+
+MORE_CASES = [
+    *(MoreCase("FLOOR_DIV", dt) for dt in (np.float32, np.int32, np.int16, np.int8)),
+    *(MoreCase("FLOOR_MOD", dt) for dt in (np.float32, np.int64, np.int32, np.int16, np.int8)),
+    *(MoreCase("POW", dt) for dt in (np.float32, np.int32)),
+    *(MoreCase("SQUARED_DIFFERENCE", dt) for dt in (np.float32, np.int32)),
+    MoreCase("SQUARED_DIFFERENCE", np.int8, quantized=True),
+    *(MoreCase("ATAN2", dt, broadcast=False) for dt in (np.float32, np.float16)),
+    *(MoreCase("ADD_N", dt, broadcast=False) for dt in (np.float32, np.int32)),
+]
+
+
+def _operand(rng, data, shape, case: MoreCase, k: int):
+    x = values(rng, shape, case.dtype, data.draw(regimes(case.dtype), label=f"regime{k}"))
+    if k == 1 and case.op in ("FLOOR_DIV", "FLOOR_MOD") and case.dtype != np.float32 or \
+            k == 1 and case.op == "FLOOR_DIV":
+        x[x == 0] = 1  # a zero divisor fails at invoke (tested below); float FLOOR_MOD gives NaN
+    if k == 1 and case.op == "POW" and case.dtype == np.int32:
+        x &= 0x7FFFFFFF  # a negative exponent fails at invoke (tested below)
+    return x
+
+
+@pytest.mark.parametrize("case", MORE_CASES, ids=lambda c: c.id)
+@given(data=st.data(), pair=broadcast_pair(max_rank=6), seed=st.integers(0, 2**31 - 1))
+def test_binary_more(case: MoreCase, data, pair, seed):
+    """Broadcasting up to rank 6; NaN, inf, -0.0 and integer extremes (wrapping POW, SQUARED_DIFFERENCE)."""
+    rng = np.random.default_rng(seed)
+    sa, sb = pair if case.broadcast else (pair[0], pair[0])
+    n = data.draw(st.integers(2, 4), label="n") if case.op == "ADD_N" else 2
+    shapes_ = [sa, sb] + [sa] * (n - 2)
+    xs = [_operand(rng, data, s, case, k) for k, s in enumerate(shapes_)]
+    q = [None] * (n + 1)
+    if case.quantized:
+        q = [quant(*data.draw(qparams(case.dtype, -3, 1), label=f"q{k}")) for k in range(3)]
+        assume(max(q[0].scale[0], q[1].scale[0]) ** 2 * 4 / 2**14 < q[2].scale[0])  # else LiteRT aborts
+    out_shape = np.broadcast_shapes(sa, sb)
+    model = single_op_model(case.op, [T(s, case.dtype, q=q[k]) for k, s in enumerate(shapes_)],
+                            [T(out_shape, case.dtype, q=q[-1])])
+    ours, theirs = run_both(model, xs)
+    assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
+
+
+@pytest.mark.parametrize("op, dtype, a, b", [
+    ("FLOOR_DIV", np.int32, [-2**31, -2**31, 7, -7, 7, -7, 0], [-1, 1, 2, 2, -2, -2, -5]),
+    ("FLOOR_DIV", np.int8, [-128, -128, 127, -1], [-1, 3, -128, 127]),
+    ("FLOOR_DIV", np.float32, [7.0, -7.0, np.inf, np.nan, -0.0, 1e30, 5.0], [2.0, 2.0, 3.0, 1.0, 3.0, 1e-30, -np.inf]),
+    # INT32_MIN % -1 traps (SIGFPE) inside LiteRT, so it is not compared; int8 / int16 promote and give 0
+    ("FLOOR_MOD", np.int32, [-2**31, 7, -7, 7, -7, 0, 2**31 - 1], [3, 3, 3, -3, -3, -5, -2**31]),
+    ("FLOOR_MOD", np.int8, [-128, -128, 127, -1], [-1, 3, -128, 127]),
+    ("FLOOR_MOD", np.float32, [7.5, -7.5, 7.5, -7.5, 1.0, np.inf, 3.0, -0.0], [2.0, 2.0, -2.0, -2.0, 0.0, 2.0, np.inf,
+                                                                                 1.0]),
+    ("POW", np.int32, [2, -2, 3, 0, -1, 7], [31, 31, 40, 0, 2**31 - 1, 2**30]),
+    ("POW", np.float32, [-8.0, 0.0, -0.0, 2.0, np.nan, 1.0, -1.0], [1 / 3, -1.0, -1.0, 128.0, 0.0, np.nan, np.inf]),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_binary_more_edges(op, dtype, a, b):
+    a, b = np.array(a, dtype), np.array(b, dtype)
+    model = single_op_model(op, [T(a.shape, dtype), T(b.shape, dtype)], [T(a.shape, dtype)])
+    ours, theirs = run_both(model, [a, b])
+    assert_matches(ours, theirs, rtol=TOLERANCE[op])
+
+
+@pytest.mark.parametrize("op, dtype, b", [
+    ("FLOOR_DIV", np.int32, [1, 0, 1]), ("FLOOR_DIV", np.float32, [1.0, -0.0, 1.0]), ("FLOOR_MOD", np.int8, [1, 0, 1]),
+    ("FLOOR_MOD", np.int64, [0, 1, 1]), ("POW", np.int32, [1, -1, 2]),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_binary_more_fails_at_invoke(op, dtype, b):
+    """Zero divisors (float ones too for FLOOR_DIV) and negative integer exponents fail the invoke in both."""
+    model = single_op_model(op, [T((3,), dtype), T((3,), dtype)], [T((3,), dtype)])
+    feed = [np.array([3, 4, 5], dtype), np.array(b, dtype)]
+    LiteRT, OpResolverType = oracle()
+    for it, error in ((LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+                       RuntimeError), (Interpreter(model_content=model), RuntimeError)):
+        it.allocate_tensors()
+        for d, x in zip(it.get_input_details(), feed):
+            it.set_tensor(d["index"], x)
+        with pytest.raises(error):
+            it.invoke()
+
+
+MORE_REJECTS = [  # (id, op, inputs, output)
+    ("floor-div-int64", "FLOOR_DIV", [T((2,), np.int64), T((2,), np.int64)], T((2,), np.int64)),
+    ("floor-div-types-differ", "FLOOR_DIV", [T((2,)), T((2,), np.int32)], T((2,))),
+    ("floor-mod-uint8", "FLOOR_MOD", [T((2,), np.uint8), T((2,), np.uint8)], T((2,), np.uint8)),
+    ("pow-int8", "POW", [T((2,), np.int8), T((2,), np.int8)], T((2,), np.int8)),
+    ("pow-int64", "POW", [T((2,), np.int64), T((2,), np.int64)], T((2,), np.int64)),
+    ("pow-not-broadcastable", "POW", [T((2, 3)), T((4,))], T((2, 3))),
+    ("squared-difference-int16", "SQUARED_DIFFERENCE", [T((2,), np.int16), T((2,), np.int16)], T((2,), np.int16)),
+    ("squared-difference-int64", "SQUARED_DIFFERENCE", [T((2,), np.int64), T((2,), np.int64)], T((2,), np.int64)),
+    ("atan2-int32", "ATAN2", [T((2,), np.int32), T((2,), np.int32)], T((2,), np.int32)),
+    ("atan2-ranks-differ", "ATAN2", [T((2, 3)), T((3,))], T((2, 3))),
+    ("add-n-one-input", "ADD_N", [T((2,))], T((2,))),
+    ("add-n-shapes-differ", "ADD_N", [T((2,)), T((2,)), T((1,))], T((2,))),
+    ("add-n-int64", "ADD_N", [T((2,), np.int64), T((2,), np.int64)], T((2,), np.int64)),
+    ("add-n-int8", "ADD_N", [T((2,), np.int8), T((2,), np.int8)], T((2,), np.int8)),
+]
+
+
+@pytest.mark.parametrize("case", MORE_REJECTS, ids=lambda c: c[0])
+def test_more_rejected(case):
+    _, op, inputs, out = case
+    model = single_op_model(op, inputs, [out])
+    with pytest.raises(PrepareError):
+        Interpreter(model_content=model).allocate_tensors()
+    LiteRT, OpResolverType = oracle()
+    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    with pytest.raises((RuntimeError, ValueError)):
+        ref.allocate_tensors()
+        for d, t in zip(ref.get_input_details(), inputs):
+            ref.set_tensor(d["index"], np.ones(t.shape, t.dtype))
+        ref.invoke()
+
+
+def test_atan2_same_rank_other_dims_rejected():
+    """LiteRT checks only the ranks and then reads past the smaller input; we reject unequal shapes."""
+    model = single_op_model("ATAN2", [T((2, 3)), T((2, 1))], [T((2, 3))])
+    with pytest.raises(PrepareError):
+        Interpreter(model_content=model).allocate_tensors()

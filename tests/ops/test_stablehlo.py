@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume
-from hypothesis import given
+from flatbuffers import flexbuffers
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
@@ -71,7 +71,7 @@ def pad_case(dtype):
         lo, hi = data.draw(ints, label="low"), data.draw(ints, label="high")
         it = data.draw(st.lists(st.integers(0, 2), min_size=rank, max_size=rank), label="interior")
         out = [lo[d] + hi[d] + shape[d] + max(shape[d] - 1, 0) * it[d] for d in range(rank)]
-        assume(all(n >= 0 for n in out))
+        assume(all(n >= 1 for n in out))  # LiteRT reads an empty output back as shape (0, 0)
         x = _values(data, shape, dtype)
         pv = _values(data, (), dtype)
         model = single_op_model("STABLEHLO_PAD", [T(shape, dtype), T.const(pv, dtype)], [T(out, dtype)],
@@ -90,7 +90,7 @@ def gather_case(dtype, index_dtype=np.int32):
         smap = data.draw(st.permutations(range(rank)), label="perm")[:data.draw(st.integers(1, rank), label="m")]
         batch = list(data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch"))
         m = len(smap)
-        implicit = m == 1 and data.draw(st.booleans(), label="implicit")
+        implicit = False  # index_vector_dim == rank(start_indices) crashes LiteRT 2.3.0: test_gather_implicit
         ivd = len(batch) if implicit else data.draw(st.integers(0, len(batch)), label="ivd")
         ind_shape = batch if implicit else batch[:ivd] + [m] + batch[ivd:]
         rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1), label="iseed"))
@@ -108,6 +108,67 @@ def gather_case(dtype, index_dtype=np.int32):
                     index_vector_dim=ivd, slice_sizes=sizes)
         return single_op_model("STABLEHLO_GATHER", [T(shape, dtype), T(ind.shape, index_dtype)],
                                [T(out, dtype)], opts), [x, ind]
+
+    return build
+
+
+def scatter_case(body, dtype, index_dtype=np.int32):
+    def build(data):
+        shape = _shape(data, 1, 3, 4, 1)
+        rank = len(shape)
+        inserted = [d for d in range(rank) if data.draw(st.booleans(), label="insert")]
+        win = [data.draw(st.integers(1, shape[d]), label="window") for d in range(rank) if d not in inserted]
+        sdod = data.draw(st.permutations(range(rank)), label="perm")[:data.draw(st.integers(1, rank), label="m")]
+        batch = list(data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch"))
+        ivd = data.draw(st.integers(0, len(batch)), label="ivd")
+        ind_shape = batch[:ivd] + [len(sdod)] + batch[ivd:]
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1), label="iseed"))
+        ind = rng.integers(-2, max(shape) + 2, ind_shape).astype(index_dtype)
+        urank = len(batch) + len(win)
+        uwd = sorted(data.draw(st.permutations(range(urank)), label="uwd")[:len(win)])
+        ushape, bi = [], iter(batch)
+        for k in range(urank):
+            ushape.append(win[uwd.index(k)] if k in uwd else next(bi))
+        x, u = _values(data, shape, dtype), _values(data, ushape, dtype)
+        b = ModelBuilder()
+        xi, ii, ui = b.input("x", shape, dtype), b.input("i", ind.shape, index_dtype), b.input("u", ushape, dtype)
+        o = b.tensor("out", shape, dtype)
+        b.op("STABLEHLO_SCATTER", [xi, ii, ui], [o],
+             dict(update_window_dims=uwd, inserted_window_dims=inserted, scatter_dims_to_operand_dims=list(sdod),
+                  index_vector_dim=ivd, update_computation_subgraph_index=1))
+        b.output(o)
+        b.subgraph("update")
+        a, c = b.input("a", (), dtype), b.input("b", (), dtype)
+        if body is None:  # no kernel: the region returns the update
+            b.output(c)
+        else:
+            r = b.tensor("r", (), dtype)
+            b.op(body, [a, c], [r])
+            b.output(r)
+        return b.build(), [x, ind, u]
+
+    return build
+
+
+def composite_case(dtype):
+    """(x, y) -> composite "test.fma": (x * y + x, y); the decomposition subgraph has two builtin ops."""
+    def build(data):
+        shape = _shape(data, 0, 3)
+        x, y = _values(data, shape, dtype), _values(data, shape, dtype)
+        b = ModelBuilder()
+        xi, yi = b.input("x", shape, dtype), b.input("y", shape, dtype)
+        o1, o2 = b.tensor("o1", shape, dtype), b.tensor("o2", shape, dtype)
+        attrs = bytes(flexbuffers.Dumps({"k": 1}))  # LiteRT requires the attributes (a flexbuffer map)
+        b.op("STABLEHLO_COMPOSITE", [xi, yi], [o1, o2], dict(name="test.fma", decomposition_subgraph_index=1,
+                                                             composite_attributes=attrs, version=1))
+        b.output(o1, o2)
+        b.subgraph("decomposition")
+        a, c = b.input("a", shape, dtype), b.input("b", shape, dtype)
+        m, r = b.tensor("m", shape, dtype), b.tensor("r", shape, dtype)
+        b.op("MUL", [a, c], [m])
+        b.op("ADD", [m, a], [r])
+        b.output(r, c)
+        return b.build(), [x, y]
 
     return build
 
@@ -177,6 +238,12 @@ CASES = [(f"{op[10:].lower()}-{_name(dt)}", op, binary_case(op, dt)) for op, dts
 CASES += [(f"pad-{_name(dt)}", "STABLEHLO_PAD", pad_case(dt)) for dt in MOVE_DTYPES]
 CASES += [(f"gather-{_name(dt)}", "STABLEHLO_GATHER", gather_case(dt)) for dt in MOVE_DTYPES]
 CASES += [("gather-float32-int64-indices", "STABLEHLO_GATHER", gather_case(np.float32, np.int64))]
+CASES += [(f"scatter-{(body or 'update')[10:].lower() or 'update'}-{_name(dt)}", "STABLEHLO_SCATTER",
+           scatter_case(body, dt)) for body in (None, "STABLEHLO_ADD", "STABLEHLO_MULTIPLY", "STABLEHLO_MAXIMUM",
+                                                "STABLEHLO_MINIMUM")
+          for dt in (np.float32, np.int8, np.int32, np.bool_)]
+CASES += [("scatter-add-int64-int64-indices", "STABLEHLO_SCATTER", scatter_case("STABLEHLO_ADD", np.int64, np.int64))]
+CASES += [(f"composite-{_name(dt)}", "STABLEHLO_COMPOSITE", composite_case(dt)) for dt in (np.float32, np.int32)]
 CASES += [(f"reduce_window-{fn.lower()}-{_name(dt)}", "REDUCE_WINDOW", reduce_window_case(fn, dt))
           for dt in RW_DTYPES for fn in (("ALL", "ANY") if dt is np.bool_ else ("ADD", "MUL", "MINIMUM", "MAXIMUM"))]
 CASES += [(f"stablehlo_reduce_window-{body.lower()}-{_name(dt)}", "STABLEHLO_REDUCE_WINDOW",
@@ -231,6 +298,19 @@ def test_gather_spec_example():
     np.testing.assert_array_equal(out, expected)
 
 
+def test_gather_implicit_index_vector_dim():
+    """index_vector_dim == rank(start_indices): each index is a scalar (LiteRT 2.3.0 segfaults on it)."""
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    ind = np.array([[0, 4], [-3, 9]], np.int32)
+    model = single_op_model("STABLEHLO_GATHER", [T((5, 4), np.float32), T((2, 2), np.int32)],
+                            [T((2, 2, 2, 4), np.float32)],
+                            dict(offset_dims=[2, 3], collapsed_slice_dims=[], start_index_map=[0],
+                                 index_vector_dim=2, slice_sizes=[2, 4]))
+    (out,) = run_ours(model, [x, ind])
+    starts = np.clip(ind, 0, 3)
+    np.testing.assert_array_equal(out, np.stack([x[starts], x[starts + 1]], axis=2))
+
+
 def test_shift_left_out_of_range_counts_give_zero():
     x = np.array([3, -5, 7, 1], np.int32)
     s = np.array([32, -1, 40, 31], np.int32)
@@ -262,3 +342,235 @@ REJECTED = [
 def test_rejected(model):
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Beyond LiteRT (no oracle): StableHLO elementwise ops against NumPy / Python formulations written here
+# --------------------------------------------------------------------------------------------------------
+
+
+def _wrap(v: int, dtype) -> int:
+    """Python int -> two's complement value of ``dtype``."""
+    bits = np.iinfo(dtype).bits
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if np.iinfo(dtype).min < 0 and v >> (bits - 1) else v
+
+
+def _int_div(a: int, b: int) -> int:
+    if b == 0:
+        return -1
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _int_rem(a: int, b: int) -> int:
+    return a if b == 0 else a - b * _int_div(a, b)
+
+
+def _int_pow(a: int, b: int) -> int:
+    if b < 0:
+        return 1 if a == 1 else (-1 if b % 2 else 1) if a == -1 else 0
+    return a ** b
+
+
+def _scalar_ref(fn):
+    """Elementwise over Python ints, wrapped to the dtype."""
+    def ref(a, b):
+        out = [_wrap(fn(int(x), int(y)), a.dtype) for x, y in zip(a.ravel(), b.ravel())]
+        return np.array(out, dtype=np.int64).astype(a.dtype).reshape(a.shape)
+
+    return ref
+
+
+def _f64(fn):
+    """A float reference computed in float64 and rounded once to the input's type."""
+    return lambda x: fn(x.astype(np.float64)).astype(x.dtype)
+
+
+UNARY_REF = {
+    "STABLEHLO_LOGISTIC": _f64(lambda x: np.exp(-np.logaddexp(0, -x))),
+    "STABLEHLO_COSINE": _f64(np.cos), "STABLEHLO_EXPONENTIAL": _f64(np.exp), "STABLEHLO_LOG": _f64(np.log),
+    "STABLEHLO_RSQRT": _f64(lambda x: np.sqrt(1 / x)), "STABLEHLO_TANH": _f64(np.tanh),
+    "STABLEHLO_CBRT": _f64(lambda x: np.sign(x) * np.abs(x) ** (1 / 3)), "STABLEHLO_FLOOR": _f64(np.floor),
+}
+BEYOND_TOLERANCE = {  # rtol against a float64 reference rounded once: an ulp or two of the input's type
+    np.dtype(np.float32): 3e-7, np.dtype(np.float16): 1e-3, np.dtype(np.float64): 1e-15}
+
+BINARY_REF = {
+    "STABLEHLO_SUBTRACT": (lambda a, b: (a.astype(np.float64) - b).astype(a.dtype), _scalar_ref(lambda x, y: x - y)),
+    "STABLEHLO_DIVIDE": (lambda a, b: (a.astype(np.float64) / b).astype(a.dtype), _scalar_ref(_int_div)),
+    "STABLEHLO_REMAINDER": (lambda a, b: np.fmod(a.astype(np.float64), b).astype(a.dtype),
+                            _scalar_ref(_int_rem)),
+    "STABLEHLO_POWER": (lambda a, b: (a.astype(np.float64) ** b).astype(a.dtype), _scalar_ref(_int_pow)),
+    "STABLEHLO_OR": (None, _scalar_ref(lambda x, y: x | y)),
+}
+
+
+def _beyond_values(data, shape, dtype, op=None):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1), label="seed"))
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind in "iu":
+        if op == "STABLEHLO_POWER":
+            return rng.integers(-3 if dt.kind == "i" else 0, 6, shape).astype(dt)
+        info = np.iinfo(dt)
+        pick = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+        small = rng.integers(max(info.min, -9), 10, shape).astype(dt)
+        return np.where(rng.random(shape) < 0.5, pick, small)
+    return (rng.standard_normal(shape) * 3).astype(dt)
+
+
+def _assert_float(ours, ref, rtol):
+    np.testing.assert_allclose(ours.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=0, equal_nan=True)
+
+
+BEYOND_UNARY = [(op, dt) for op in UNARY_REF for dt in (np.float32, np.float16)] + [
+    ("STABLEHLO_ABS", np.int8), ("STABLEHLO_ABS", np.int32), ("STABLEHLO_ABS", np.float32),
+    ("STABLEHLO_NEGATE", np.int16), ("STABLEHLO_NEGATE", np.int64), ("STABLEHLO_NEGATE", np.float32)]
+
+
+@pytest.mark.parametrize("case", BEYOND_UNARY, ids=[f"{o[10:].lower()}-{_name(d)}" for o, d in BEYOND_UNARY])
+@given(data=st.data())
+def test_beyond_unary(case, data):
+    op, dtype = case
+    shape = _shape(data, 0, 3)
+    x = _beyond_values(data, shape, dtype)
+    if op in ("STABLEHLO_LOG", "STABLEHLO_RSQRT"):
+        x = np.abs(x)
+    (out,) = run_ours(single_op_model(op, [T(shape, dtype)], [T(shape, dtype)]), [x])
+    if op in UNARY_REF:
+        with np.errstate(all="ignore"):
+            _assert_float(out, UNARY_REF[op](x), BEYOND_TOLERANCE[np.dtype(dtype)])
+    else:
+        fn = abs if op == "STABLEHLO_ABS" else (lambda v: -v)
+        expected = [_wrap(fn(int(v)), dtype) if np.dtype(dtype).kind == "i" else fn(v) for v in x.ravel()]
+        np.testing.assert_array_equal(out, np.array(expected, dtype=dtype).reshape(shape))
+
+
+BEYOND_BINARY = [(op, dt) for op in BINARY_REF for dt in (np.float32, np.int8, np.int32, np.int64, np.uint8)
+                 if not (op == "STABLEHLO_OR" and dt is np.float32)] + [("STABLEHLO_OR", np.bool_)]
+
+
+@pytest.mark.parametrize("case", BEYOND_BINARY, ids=[f"{o[10:].lower()}-{_name(d)}" for o, d in BEYOND_BINARY])
+@given(data=st.data())
+def test_beyond_binary(case, data):
+    op, dtype = case
+    shape = _shape(data, 0, 3)
+    a, b = _beyond_values(data, shape, dtype, op), _beyond_values(data, shape, dtype, op)
+    (out,) = run_ours(single_op_model(op, [T(shape, dtype), T(shape, dtype)], [T(shape, dtype)]), [a, b])
+    float_ref, int_ref = BINARY_REF[op]
+    if np.dtype(dtype).kind == "f":
+        with np.errstate(all="ignore"):
+            _assert_float(out, float_ref(a, b), 0.0 if op != "STABLEHLO_POWER" else 3e-7)
+    elif dtype is np.bool_:
+        np.testing.assert_array_equal(out, a | b)
+    else:
+        np.testing.assert_array_equal(out, int_ref(a, b))
+
+
+def test_beyond_integer_division_corner_cases():
+    a = np.array([7, -7, 7, -7, -128, -128, 5, 0], np.int8)
+    b = np.array([2, 2, -2, -2, -1, 0, 0, 3], np.int8)
+    div = single_op_model("STABLEHLO_DIVIDE", [T((8,), np.int8)] * 2, [T((8,), np.int8)])
+    rem = single_op_model("STABLEHLO_REMAINDER", [T((8,), np.int8)] * 2, [T((8,), np.int8)])
+    np.testing.assert_array_equal(run_ours(div, [a, b])[0], [3, -3, -3, 3, -128, -1, -1, 0])
+    np.testing.assert_array_equal(run_ours(rem, [a, b])[0], [1, -1, 1, -1, 0, -128, 5, 0])
+
+
+COMPARE_DIRECTIONS = {0: "==", 1: "!=", 2: ">=", 3: ">", 4: "<=", 5: "<"}
+
+
+def _total_key(v: float) -> tuple:
+    """FLOAT_TOTAL_ORDER key: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN."""
+    neg = np.signbit(v)
+    rank = 2 if np.isnan(v) else 1
+    return (-rank, -abs(v) if not np.isnan(v) else 0) if neg else (rank, v if not np.isnan(v) else 0)
+
+
+COMPARE_CASES = [(np.float32, 1), (np.float32, 2), (np.int8, 3), (np.int8, 4), (np.int32, 0), (np.uint8, 4),
+                 (np.bool_, 0)]
+
+
+@pytest.mark.parametrize("case", COMPARE_CASES, ids=[f"compare-{_name(d)}-type{k}" for d, k in COMPARE_CASES])
+@given(data=st.data(), direction=st.integers(0, 5))
+def test_beyond_compare(case, data, direction):
+    dtype, kind = case
+    shape = _shape(data, 0, 3)
+    a, b = _beyond_values(data, shape, dtype), _beyond_values(data, shape, dtype)
+    if np.dtype(dtype).kind == "f" and a.size:
+        a.ravel()[0] = np.nan
+        a.ravel()[-1] = -0.0
+        b.ravel()[-1] = 0.0
+        b.ravel()[0] = -b.ravel()[0] if data.draw(st.booleans()) else np.float32(-np.nan)
+    model = single_op_model("STABLEHLO_COMPARE", [T(shape, dtype), T(shape, dtype)], [T(shape, np.bool_)],
+                            dict(comparison_direction=direction, compare_type=kind))
+    (out,) = run_ours(model, [a, b])
+    sym = COMPARE_DIRECTIONS[direction]
+    expected = []
+    for x, y in zip(a.ravel(), b.ravel()):
+        if kind == 2:
+            x, y = _total_key(float(x)), _total_key(float(y))
+        elif kind == 4 and np.dtype(dtype).kind == "i":
+            x, y = int(x) % 2 ** np.iinfo(dtype).bits, int(y) % 2 ** np.iinfo(dtype).bits
+        else:
+            x, y = (float(x), float(y)) if np.dtype(dtype).kind == "f" else (int(x), int(y))
+        expected.append(eval(f"x {sym} y"))  # noqa: S307 - a fixed operator from the table above
+    np.testing.assert_array_equal(out, np.array(expected, bool).reshape(shape))
+
+
+@given(data=st.data(), scalar_pred=st.booleans())
+def test_beyond_select(data, scalar_pred):
+    shape = _shape(data, 0, 3)
+    pshape = () if scalar_pred else shape
+    p = _beyond_values(data, pshape, np.bool_)
+    t, f = _beyond_values(data, shape, np.int16), _beyond_values(data, shape, np.int16)
+    model = single_op_model("STABLEHLO_SELECT", [T(pshape, np.bool_), T(shape, np.int16), T(shape, np.int16)],
+                            [T(shape, np.int16)])
+    (out,) = run_ours(model, [p, t, f])
+    pb = np.broadcast_to(p, shape)
+    expected = [x if c else y for c, x, y in zip(pb.ravel(), t.ravel(), f.ravel())]
+    np.testing.assert_array_equal(out, np.array(expected, np.int16).reshape(shape))
+
+
+@given(data=st.data(), scalar_bounds=st.booleans(), dtype=st.sampled_from([np.float32, np.int32]))
+def test_beyond_clamp(data, scalar_bounds, dtype):
+    shape = _shape(data, 0, 3)
+    bshape = () if scalar_bounds else shape
+    lo, x, hi = (_beyond_values(data, s, dtype) for s in (bshape, shape, bshape))
+    model = single_op_model("STABLEHLO_CLAMP", [T(bshape, dtype), T(shape, dtype), T(bshape, dtype)],
+                            [T(shape, dtype)])
+    (out,) = run_ours(model, [lo, x, hi])
+    los, his = np.broadcast_to(lo, shape).ravel(), np.broadcast_to(hi, shape).ravel()
+    expected = [min(max(v, lo_), hi_) for v, lo_, hi_ in zip(x.ravel().tolist(), los.tolist(), his.tolist())]
+    np.testing.assert_array_equal(out, np.array(expected, dtype).reshape(shape))
+
+
+CONVERT_CASES = [(np.float32, np.int32), (np.float32, np.int8), (np.float32, np.bool_), (np.int32, np.float32),
+                 (np.int64, np.float16), (np.int32, np.int8), (np.uint8, np.int8), (np.bool_, np.float32),
+                 (np.float32, np.float16), (np.int8, np.uint16)]
+
+
+@pytest.mark.parametrize("case", CONVERT_CASES, ids=[f"convert-{_name(a)}-to-{_name(b)}" for a, b in CONVERT_CASES])
+@given(data=st.data())
+def test_beyond_convert(case, data):
+    src, dst = case
+    shape = _shape(data, 0, 3)
+    x = _beyond_values(data, shape, src)
+    if np.dtype(src).kind == "f":
+        x = x * np.float32(30)
+    (out,) = run_ours(single_op_model("STABLEHLO_CONVERT", [T(shape, src)], [T(shape, dst)]), [x])
+    dk = np.dtype(dst).kind
+    expected = []
+    for v in x.ravel().tolist():
+        if dk == "b":
+            expected.append(v != 0)
+        elif dk in "iu" and isinstance(v, float):
+            info = np.iinfo(dst)
+            expected.append(min(max(int(v), info.min), info.max))  # int() truncates toward zero
+        elif dk in "iu":
+            expected.append(_wrap(int(v), dst))
+        else:
+            expected.append(float(v))
+    np.testing.assert_array_equal(out, np.array(expected, dtype=np.float64 if dk == "f" else object)
+                                  .astype(dst).reshape(shape))
