@@ -574,3 +574,156 @@ def test_beyond_convert(case, data):
             expected.append(float(v))
     np.testing.assert_array_equal(out, np.array(expected, dtype=np.float64 if dk == "f" else object)
                                   .astype(dst).reshape(shape))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Beyond LiteRT: StableHLO data movement and dot_general against formulations written here
+# --------------------------------------------------------------------------------------------------------
+
+STRUCT_DTYPES = st.sampled_from([np.float32, np.int8, np.int64, np.bool_])
+
+
+def _loop_ref(out_shape, fn, dtype):
+    """An array built element by element from ``fn(index tuple)``: the plainest formulation there is."""
+    out = np.empty(out_shape, dtype)
+    for ix in np.ndindex(*out_shape):
+        out[ix] = fn(ix)
+    return out
+
+
+@given(data=st.data(), dtype=STRUCT_DTYPES)
+def test_beyond_transpose_reshape(data, dtype):
+    shape = _shape(data, 1, 4, 3, 1)
+    x = _beyond_values(data, shape, dtype)
+    perm = data.draw(st.permutations(range(len(shape))), label="perm")
+    out_shape = [shape[p] for p in perm]
+    (out,) = run_ours(single_op_model("STABLEHLO_TRANSPOSE", [T(shape, dtype)], [T(out_shape, dtype)],
+                                      dict(permutation=perm)), [x])
+    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: x[tuple(ix[perm.index(d)]
+                                                                               for d in range(len(shape)))], dtype))
+    flat = [int(np.prod(shape))]
+    (r,) = run_ours(single_op_model("STABLEHLO_RESHAPE", [T(shape, dtype)], [T(flat, dtype)]), [x])
+    np.testing.assert_array_equal(r, [x[ix] for ix in np.ndindex(*shape)])  # row-major order
+
+
+@given(data=st.data(), dtype=STRUCT_DTYPES)
+def test_beyond_slice(data, dtype):
+    shape = _shape(data, 1, 3, 5, 1)
+    x = _beyond_values(data, shape, dtype)
+    start = [data.draw(st.integers(0, n), label="start") for n in shape]
+    limit = [data.draw(st.integers(s, n), label="limit") for s, n in zip(start, shape)]
+    strides = [data.draw(st.integers(1, 3), label="stride") for _ in shape]
+    out_shape = [len(range(s, lim, k)) for s, lim, k in zip(start, limit, strides)]
+    model = single_op_model("STABLEHLO_SLICE", [T(shape, dtype)], [T(out_shape, dtype)],
+                            dict(start_indices=start, limit_indices=limit, strides=strides))
+    (out,) = run_ours(model, [x])
+    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: x[tuple(s + i * k for i, s, k in
+                                                                               zip(ix, start, strides))], dtype))
+
+
+@given(data=st.data(), dtype=STRUCT_DTYPES, n=st.integers(1, 3))
+def test_beyond_concatenate(data, dtype, n):
+    shape = _shape(data, 1, 3, 3, 0)
+    d = data.draw(st.integers(0, len(shape) - 1), label="dim")
+    parts = []
+    for _ in range(n):
+        s = list(shape)
+        s[d] = data.draw(st.integers(0, 3), label="len")
+        parts.append(_beyond_values(data, s, dtype))
+    out_shape = list(shape)
+    out_shape[d] = sum(p.shape[d] for p in parts)
+    model = single_op_model("STABLEHLO_CONCATENATE", [T(p.shape, dtype) for p in parts], [T(out_shape, dtype)],
+                            dict(dimension=d))
+    (out,) = run_ours(model, parts)
+    offsets = np.cumsum([0] + [p.shape[d] for p in parts])
+
+    def elem(ix):
+        k = int(np.searchsorted(offsets, ix[d], side="right")) - 1
+        return parts[k][ix[:d] + (ix[d] - offsets[k],) + ix[d + 1:]]
+
+    np.testing.assert_array_equal(out, _loop_ref(out_shape, elem, dtype))
+
+
+@given(data=st.data(), dtype=STRUCT_DTYPES)
+def test_beyond_broadcast_in_dim(data, dtype):
+    out_shape = _shape(data, 1, 4, 3, 1)
+    k = data.draw(st.integers(0, len(out_shape)), label="operand rank")
+    dims = data.draw(st.permutations(range(len(out_shape))), label="dims")[:k]
+    shape = [out_shape[d] if data.draw(st.booleans(), label="keep") else 1 for d in dims]
+    x = _beyond_values(data, shape, dtype)
+    model = single_op_model("STABLEHLO_BROADCAST_IN_DIM", [T(shape, dtype)], [T(out_shape, dtype)],
+                            dict(broadcast_dimensions=dims))
+    (out,) = run_ours(model, [x])
+    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: x[tuple(
+        0 if shape[i] == 1 else ix[d] for i, d in enumerate(dims))], dtype))
+
+
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.int32, np.int64]))
+def test_beyond_iota(data, dtype):
+    out_shape = _shape(data, 1, 3, 4, 1)
+    d = data.draw(st.integers(0, len(out_shape) - 1), label="dim")
+    (out,) = run_ours(single_op_model("STABLEHLO_IOTA", [], [T(out_shape, dtype)], dict(iota_dimension=d)), [])
+    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: ix[d], dtype))
+
+
+@given(data=st.data(), dtype=STRUCT_DTYPES, update=st.booleans())
+def test_beyond_dynamic_slice(data, dtype, update):
+    shape = _shape(data, 1, 3, 4, 1)
+    x = _beyond_values(data, shape, dtype)
+    sizes = [data.draw(st.integers(0, n), label="size") for n in shape]
+    starts = [np.int32(data.draw(st.integers(-2, n + 2), label="start")) for n in shape]
+    clamped = [min(max(int(s), 0), n - k) for s, n, k in zip(starts, shape, sizes)]
+    scalars = [T((), np.int32) for _ in shape]
+    if update:
+        u = _beyond_values(data, sizes, dtype)
+        model = single_op_model("STABLEHLO_DYNAMIC_UPDATE_SLICE", [T(shape, dtype), T(sizes, dtype)] + scalars,
+                                [T(shape, dtype)])
+        (out,) = run_ours(model, [x, u] + starts)
+
+        def elem(ix):
+            rel = [i - c for i, c in zip(ix, clamped)]
+            inside = all(0 <= r < k for r, k in zip(rel, sizes))
+            return u[tuple(rel)] if inside else x[ix]
+
+        np.testing.assert_array_equal(out, _loop_ref(shape, elem, dtype))
+    else:
+        model = single_op_model("STABLEHLO_DYNAMIC_SLICE", [T(shape, dtype)] + scalars, [T(sizes, dtype)],
+                                dict(slice_sizes=sizes))
+        (out,) = run_ours(model, [x] + starts)
+        np.testing.assert_array_equal(out, _loop_ref(sizes, lambda ix: x[tuple(i + c for i, c in
+                                                                              zip(ix, clamped))], dtype))
+
+
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.int32]))
+def test_beyond_dot_general(data, dtype):
+    nb, nc = data.draw(st.integers(0, 2), label="batch dims"), data.draw(st.integers(0, 2), label="contracting")
+    nlf, nrf = data.draw(st.integers(0, 2), label="lhs free"), data.draw(st.integers(0, 2), label="rhs free")
+    size = st.integers(1, 3)
+    b = [data.draw(size) for _ in range(nb)]
+    c = [data.draw(size) for _ in range(nc)]
+    lf, rf = [data.draw(size) for _ in range(nlf)], [data.draw(size) for _ in range(nrf)]
+    # lay the dims out in a drawn order in each operand
+    lperm = data.draw(st.permutations(range(nb + nlf + nc)), label="lhs order")
+    rperm = data.draw(st.permutations(range(nb + nc + nrf)), label="rhs order")
+    lsizes, rsizes = b + lf + c, b + c + rf
+    lshape, rshape = [lsizes[i] for i in lperm], [rsizes[i] for i in rperm]
+    pos_l, pos_r = {r: k for k, r in enumerate(lperm)}, {r: k for k, r in enumerate(rperm)}
+    lb, lc = [pos_l[i] for i in range(nb)], [pos_l[nb + nlf + i] for i in range(nc)]
+    rb, rc = [pos_r[i] for i in range(nb)], [pos_r[nb + i] for i in range(nc)]
+    x = (_beyond_values(data, lshape, dtype) % 7).astype(dtype)
+    y = (_beyond_values(data, rshape, dtype) % 7).astype(dtype)
+    out_shape = b + lf + rf
+    model = single_op_model("STABLEHLO_DOT_GENERAL", [T(lshape, dtype), T(rshape, dtype)], [T(out_shape, dtype)],
+                            dict(lhs_batching_dimensions=lb, rhs_batching_dimensions=rb,
+                                 lhs_contracting_dimensions=lc, rhs_contracting_dimensions=rc))
+    (out,) = run_ours(model, [x, y])
+
+    def elem(ix):
+        bi, li, ri = ix[:nb], ix[nb:nb + nlf], ix[nb + nlf:]
+        total = 0.0
+        for ci in np.ndindex(*c):
+            lr, rr = bi + li + ci, bi + ci + ri  # logical index -> physical through the permutations
+            total += float(x[tuple(lr[i] for i in lperm)]) * float(y[tuple(rr[i] for i in rperm)])
+        return total
+
+    np.testing.assert_allclose(out, _loop_ref(out_shape, elem, np.float64), rtol=1e-6)
