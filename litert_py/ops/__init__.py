@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     indexing,
     l2_pool,
     lookup,
+    normalization,
     lstm,
     movement,
     pooling,

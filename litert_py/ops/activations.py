@@ -1,4 +1,19 @@
-"""Activations: RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH.
+"""Activations: RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH,
+LOG_SOFTMAX, ELU, GELU.
+
+LOG_SOFTMAX / ELU / GELU (sections at the end of this module):
+- LOG_SOFTMAX float32 (reference/log_softmax.h): ``x - max - log(sum(exp(x - max)))`` per last-axis row, float32.
+  uint8 / int8 (LogSoftmaxPrepare + reference/log_softmax.h, reference/integer_ops/log_softmax.h, bit-exact): the
+  output has scale 16/256 and zero point 255 / 127; ``PreprocessLogSoftmaxScalingExp(beta 1, s_in, 5)`` (Q5.26
+  differences, reverse scaling divisor, diff_min); per row the Q12.19 sum of gemmlowp exps, its log by
+  ``log_x_for_x_greater_than_or_equal_to_1<5>`` (common.h), then ``RDBPOT(diff_q5 - log_sum, 22) + type_max``
+  above the adjusted diff_min, type_min below. Rank 0 is refused (LiteRT reads past the tensor).
+- ELU float32: ``x < 0 ? expm1(x) : x``; int8: LUTPopulate of ``x < 0 ? expf(x) - 1 : x`` (activations.cc
+  EluPrepare). LiteRT's BUILTIN_REF resolver does not register ELU (tests use BUILTIN_WITHOUT_DEFAULT_DELEGATES).
+- GELU (gelu.cc, reference/gelu.h): float32 ``0.5 * x * erfc(-x / sqrt 2)`` or, ``approximate``, ``0.5 * x * (1 +
+  tanh(sqrt(2/pi) * (x + 0.044715 x^3)))``; int8 / uint8: LUTPopulate (256 entries) of the float32 transforms
+  (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry interpolated LUTPopulate<int16_t> (float32), tabulated over
+  every input.
 
 Float paths (ai-edge-litert 2.3.0, BUILTIN_REF):
 - float32: every op. float16: LOGISTIC, TANH, SOFTMAX, computed in float32 and rounded to half once; SOFTMAX
@@ -901,3 +916,290 @@ def prepare_prelu(ctx: OpContext):
     ctx.check(alpha.type == x.type, f"alpha must be {x.type_name} like the input, got {alpha.type_name}")
     ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
     return PreluFloat(_pick_for(alpha.data) if alpha.is_constant else None)
+
+
+# -- LOG_SOFTMAX ----------------------------------------------------------------------------------
+# Float: reference/log_softmax.h per row ``x - max - log(sum(exp(x - max)))`` in float32. Quantized (uint8,
+# int8): LogSoftmaxPrepare (PreprocessLogSoftmaxScalingExp with beta 1, Q5.26 differences, reverse scaling,
+# diff_min) + reference/log_softmax.h (uint8) / reference/integer_ops/log_softmax.h (int8), the same arithmetic:
+# the output is 255 / 127 (s_out 16/256) at each row's maximum.
+_LOG_SQRT_HALF, _LOG_SQRT_SQRT_HALF, _LOG_2 = 1518500250, 1805811301, 1488522236
+_ALPHA_N, _ALPHA_D, _ALPHA_I, _ALPHA_F = 117049297, 127690142, 1057819769, 638450708
+
+
+def _clz32(x):
+    """CountLeadingZeros(uint32) of int64 arrays holding non-negative int32 values (x > 0)."""
+    return 32 - np.frexp(x.astype(np.float64))[1].astype(np.int64)
+
+
+def _sat_shl(x, e):
+    """SaturatingRoundingMultiplyByPOTParam for per-element exponents ``e >= 0``."""
+    thr = np.right_shift(INT32_MAX, e)
+    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
+
+
+def _sat32(v):
+    return np.clip(v, INT32_MIN, INT32_MAX)
+
+
+def log_x_ge_1(x, input_integer_bits: int):
+    """common.h ``log_x_for_x_greater_than_or_equal_to_1_impl<5, input_integer_bits>`` on int64 arrays of
+    positive int32 raw values; Q5.26 raw results."""
+    shifted_quarter = _rdbpot(np.int64(536870912), 6)
+    hp1 = _clz32(x)
+    r_a_tmp = np.left_shift(x, hp1 - 1)
+    r_a_raw = _sat_pot(_srdhm(r_a_tmp, _LOG_SQRT_HALF), 1)
+    z_a_adj = _sat32(_sat_pot(input_integer_bits - hp1, 25) + shifted_quarter)
+    z_b = _srdhm(x, _LOG_SQRT_HALF)
+    z_b_headroom = _clz32(z_b) - 1
+    r_b_raw = _sat_shl(x, z_b_headroom)
+    z_b_adj = _sat32(_sat_pot(input_integer_bits - z_b_headroom, 25) - shifted_quarter)
+    r = np.minimum(r_a_raw, r_b_raw)
+    z_adj = np.maximum(z_a_adj, z_b_adj)
+    s = r + _LOG_SQRT_SQRT_HALF
+    p = np.where(s >= 0, (s + 1) // 2, -((-(s - 1)) // 2))  # RoundingHalfSum: (sum + sign) / 2, truncated
+    q = wrap32(r - _LOG_SQRT_SQRT_HALF)
+    q = wrap32(q + q)
+    common_sq = _srdhm(q, q)
+    num = wrap32(_srdhm(q, r) + _srdhm(_srdhm(q, common_sq), _ALPHA_N))
+    inner = wrap32(wrap32(_ALPHA_I + q) + _srdhm(_ALPHA_D, common_sq))
+    denom_minus_one = wrap32(_srdhm(p, inner) + _srdhm(_ALPHA_F, q))
+    recip = one_over_one_plus_x_for_x_in_0_1(denom_minus_one)
+    num_scaled = _rdbpot(num, 6)
+    return _sat_pot(wrap32(_srdhm(z_adj, _LOG_2) + _srdhm(num_scaled, recip)), 1)
+
+
+def _srdhm_int(a: int, b: int) -> int:
+    """SaturatingRoundingDoublingHighMul on Python ints (the per-row path for a few rows)."""
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    p = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
+    return p >> 31 if p >= 0 else -((-p) >> 31)
+
+
+def _rdbpot_int(x: int, e: int) -> int:
+    mask = (1 << e) - 1
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
+
+
+def _wrap_int(v: int) -> int:
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _sat_shl_int(x: int, e: int) -> int:
+    return max(INT32_MIN, min(INT32_MAX, x << e))
+
+
+def log_x_ge_1_int(x: int, input_integer_bits: int) -> int:
+    """``log_x_ge_1`` for one Python int (same arithmetic; ~20x faster than the array version on one value)."""
+    quarter = 8388608  # Rescale<6>(1/4)
+    hp1 = 32 - x.bit_length()
+    r_a_raw = _sat_shl_int(_srdhm_int(x << (hp1 - 1), _LOG_SQRT_HALF), 1)
+    z_a_adj = max(INT32_MIN, min(INT32_MAX, ((input_integer_bits - hp1) << 25) + quarter))
+    z_b = _srdhm_int(x, _LOG_SQRT_HALF)
+    z_b_headroom = 32 - z_b.bit_length() - 1
+    r_b_raw = _sat_shl_int(x, z_b_headroom)
+    z_b_adj = max(INT32_MIN, min(INT32_MAX, ((input_integer_bits - z_b_headroom) << 25) - quarter))
+    r, z_adj = min(r_a_raw, r_b_raw), max(z_a_adj, z_b_adj)
+    t = r + _LOG_SQRT_SQRT_HALF
+    p = (t + 1) // 2 if t >= 0 else -((1 - t) // 2)
+    q = _wrap_int(r - _LOG_SQRT_SQRT_HALF)
+    q = _wrap_int(q + q)
+    common_sq = _srdhm_int(q, q)
+    num = _wrap_int(_srdhm_int(q, r) + _srdhm_int(_srdhm_int(q, common_sq), _ALPHA_N))
+    inner = _wrap_int(_wrap_int(_ALPHA_I + q) + _srdhm_int(_ALPHA_D, common_sq))
+    recip = one_over_one_plus_x_for_x_in_0_1(_wrap_int(_srdhm_int(p, inner) + _srdhm_int(_ALPHA_F, q)))
+    return _sat_shl_int(_wrap_int(_srdhm_int(z_adj, _LOG_2) + _srdhm_int(_rdbpot_int(num, 6), recip)), 1)
+
+
+#: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
+FEW_ROWS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class LogSoftmaxFloat:
+    """reference/log_softmax.h float: ``x - max - log(sum(exp(x - max)))`` over the last axis, float32."""
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        m = x.max(axis=-1, keepdims=True)
+        np.subtract(x, m, out=out)
+        s = np.exp(out).sum(axis=-1, keepdims=True, dtype=np.float32)
+        np.subtract(out, np.log(s), out=out)
+
+
+@dataclass(frozen=True, eq=False)
+class LogSoftmaxQuantized:
+    """The 8-bit reference kernel with every per-element quantity a function of ``d = max(row) - x`` tabulated:
+    ``q5[d]`` (the Q5.26 difference), ``exp12[d]`` (its exp in Q12.19, 0 below diff_min). Per row: the Q5.26
+    log of the summed exps, the adjusted diff_min, then ``RDBPOT(q5[d] - log_sum, 22) + type_max``."""
+
+    q5: np.ndarray  # int64[256]
+    exp12: np.ndarray  # int64[256]
+    diff_min: int
+    reverse: tuple[int, int]
+    out_min: int
+    out_max: int
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
+        total = self.exp12.take(d).sum(axis=-1, keepdims=True)  # at most 2^12 maximal rows fit (the C++ wraps)
+        if total.size <= FEW_ROWS:
+            m, shift = self.reverse
+            logs = [log_x_ge_1_int(_wrap_int(t), 12) for t in total.ravel().tolist()]
+            adj = [max(self.diff_min - 1, _rdbpot_int(_srdhm_int(_wrap_int(v + INT32_MIN), m), -shift)) for v in logs]
+            log_sum = np.array(logs, np.int64).reshape(total.shape)
+            adjusted = np.array(adj, np.int64).reshape(total.shape)
+        else:
+            log_sum = log_x_ge_1(wrap32(total), 12)
+            adjusted = np.maximum(self.diff_min - 1,
+                                  multiply_by_quantized_multiplier(wrap32(log_sum + INT32_MIN), *self.reverse))
+        q5 = self.q5.take(d)
+        v = np.clip(_rdbpot(wrap32(q5 - log_sum), 22) + self.out_max, self.out_min, self.out_max)
+        out[...] = np.where(-d > adjusted, v, self.out_min)
+
+
+def _prepare_log_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    s_in, _ = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    out_min, out_max = dtype_range(x.dtype)
+    _check_eq(ctx, zo, out_max, "output->params.zero_point")
+    ctx.check(float(s_out) == 16.0 / 256, f"output->params.scale != 16.0 / 256 ({float(s_out)} != 0.0625)")
+    real = min(float(s_in) * float(1 << 26), (1 << 31) - 1.0)
+    ctx.check(real > 1.0, f"input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; "
+                          "LiteRT aborts)")
+    m, left_shift = _multiplier(ctx, real, "input")
+    reverse_real = float(1 << (31 - left_shift)) / m
+    ctx.check(0.0 < reverse_real < 1.0, f"the reverse scaling divisor {reverse_real} must be in (0, 1) "
+                                        "(QuantizeMultiplierSmallerThanOneExp; LiteRT aborts)")
+    reverse = quantize_multiplier(reverse_real)
+    diff_min = -math.floor(31.0 * (1 << 26) / (1 << left_shift))
+    diff = -np.arange(256, dtype=np.int64)
+    valid = diff >= diff_min
+    q5 = np.where(valid, multiply_by_quantized_multiplier(np.where(valid, diff, 0), m, left_shift), 0)
+    exp12 = np.where(valid, _rdbpot(exp_on_negative_values(q5, 5), 12), 0)
+    return LogSoftmaxQuantized(q5.astype(np.int64), exp12.astype(np.int64), diff_min, reverse, out_min, out_max)
+
+
+@register(BuiltinOperator.LOG_SOFTMAX)
+def prepare_log_softmax(ctx: OpContext):
+    ctx.check_num(1, 1)
+    x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
+    ctx.check(x.type in (_F32, _U8, _I8), f"Only float32, uint8 and int8 are supported currently, got {x.type_name}.")
+    _check_same_type(ctx, x, y)
+    ctx.check(len(x.shape) >= 1, "LOG_SOFTMAX of a rank 0 tensor is not supported")
+    ctx.set_output_shape(OUTPUT, x.shape)
+    prepared = LogSoftmaxFloat() if x.type == _F32 else _prepare_log_softmax_quantized(ctx, x, y)
+    return Noop() if x.size == 0 else prepared
+
+
+# -- ELU, GELU ------------------------------------------------------------------------------------
+_SQRT1_2 = np.float32(0.70710678118654752440)
+_SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * 0.70710678118654752440)
+_GELU_C = np.float32(0.044715)
+_HALF = np.float32(0.5)
+_ERFC_COEFFS = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+                0.37409196, 1.00002368, -1.26551223)
+
+
+def _erfc_f64(x: np.ndarray) -> np.ndarray:
+    """erfc in float64 with a relative error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes
+    ``erfcc``): NumPy has no erfc; enough for the float32 GELU path (rounded to float32 afterwards)."""
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = np.zeros_like(t)
+    for c in _ERFC_COEFFS[:-1]:
+        poly = (poly + c) * t
+    ans = t * np.exp(poly - z * z + _ERFC_COEFFS[-1])
+    return np.where(x >= 0, ans, 2.0 - ans)
+
+
+_erfcf = _libm_float("erfcf", lambda a: _erfc_f64(a.astype(np.float64)).astype(np.float32))
+
+
+def _gelu_exact_f32(v: np.ndarray) -> np.ndarray:
+    """reference/gelu.h GeluTransform: ``0.5f * x * erfcf(x * -f32(M_SQRT1_2))`` (glibc erfcf at prepare)."""
+    return _HALF * v * _erfcf(v * -_SQRT1_2)
+
+
+def _gelu_tanh_f32(v: np.ndarray) -> np.ndarray:
+    """reference/gelu.h GeluTransformApproximate: ``0.5f*x*(1 + tanhf(sqrt(2/pi) * (x + 0.044715f*x*x*x)))``."""
+    return _HALF * v * (_ONE + _tanhf(_SQRT_2_OVER_PI * (v + _GELU_C * v * v * v)))
+
+
+def _elu_f32(v: np.ndarray) -> np.ndarray:
+    """EluPrepare's int8 LUT transform ``value < 0 ? expf(value) - 1 : value`` in float32."""
+    return np.where(v < 0, _expf(v) - _ONE, v)
+
+
+@dataclass(frozen=True, eq=False)
+class EluFloat:
+    """``x < 0 ? expm1(x) : x`` in float32 (reference_ops / optimized_ops Elu)."""
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        np.expm1(x, out=out)
+        np.copyto(out, x, where=~(x < 0))
+
+
+@dataclass(frozen=True, eq=False)
+class GeluFloat:
+    """reference/gelu.h Gelu float32: ``0.5 * x * erfc(-x / sqrt 2)`` (erfc in float64, see ``_erfc_f64``) or,
+    approximate, ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`` in float32."""
+
+    approximate: bool
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if self.approximate:
+            np.multiply(x, x, out=out)
+            out *= x
+            out *= _GELU_C
+            out += x
+            out *= _SQRT_2_OVER_PI
+            np.tanh(out, out=out)
+            out += _ONE
+            out *= _HALF  # (0.5 * x) * (1 + t): halving first is exact and keeps x * 2 from overflowing
+            out *= x
+        else:  # (0.5f * x) * erfc(-x / sqrt 2)
+            np.multiply(x, _HALF, out=out)
+            out *= _erfc_f64(x.astype(np.float64) * -0.70710678118654752440).astype(np.float32)
+
+
+def _lut_activation(ctx: OpContext, x: TensorInfo, y: TensorInfo, fn) -> ActivationLut:
+    """LUTPopulate over the tensors' qparams: 256-entry table (8-bit) or the 513-entry interpolated int16 LUT
+    evaluated over every int16 input."""
+    s_in, zi = _qparams(ctx, x)
+    s_out, zo = _qparams(ctx, y)
+    if x.type == _I16:
+        lut = lut_int16(fn, s_in, zi, s_out, zo)
+        return _table(lut_lookup_int16(_all_values(np.int16), lut).astype(np.int64), np.int16)
+    return ActivationLut(lut_int8(fn, s_in, zi, s_out, zo, dtype=x.dtype), _index_type(x.dtype))
+
+
+@register(BuiltinOperator.ELU)
+def prepare_elu(ctx: OpContext):
+    ctx.check_num(1, 1)
+    x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
+    ctx.check(x.type in (_F32, _I8), f"Only float32 and int8 is supported currently, got {x.type_name}.")
+    _check_same_type(ctx, x, y)
+    ctx.set_output_shape(OUTPUT, x.shape)
+    prepared = EluFloat() if x.type == _F32 else _lut_activation(ctx, x, y, _elu_f32)
+    return Noop() if x.size == 0 else prepared
+
+
+@register(BuiltinOperator.GELU)
+def prepare_gelu(ctx: OpContext):
+    ctx.check_num(1, 1)
+    x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
+    ctx.check(x.type in (_F32, _I8, _U8, _I16),
+              f"Only float32, int8, int16 and uint8 supported currently, got {x.type_name}.")
+    _check_same_type(ctx, x, y)
+    ctx.set_output_shape(OUTPUT, x.shape)
+    approximate = bool(ctx.options.approximate) if ctx.options else False
+    if x.type == _F32:
+        prepared = GeluFloat(approximate)
+    else:
+        prepared = _lut_activation(ctx, x, y, _gelu_tanh_f32 if approximate else _gelu_exact_f32)
+    return Noop() if x.size == 0 else prepared

@@ -1,4 +1,13 @@
-"""Binary elementwise arithmetic: ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM.
+"""Binary elementwise arithmetic: ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM; FLOOR_DIV, FLOOR_MOD, POW,
+SQUARED_DIFFERENCE, ATAN2, ADD_N.
+
+FLOOR_DIV (float32, int32, int16, int8), FLOOR_MOD (float32, int64, int32, int16, int8), POW (float32, int32),
+SQUARED_DIFFERENCE (float32, int32, int8 quantized: ADD's recipe with left shift 7, no activation, 8-bit
+table), ATAN2 (float32, float16; equal shapes only), ADD_N (float32, int32; >= 2 equal-shape inputs):
+see each prepared op's docstring for zero divisors, integer overflow, NaN and the clamps; the last five
+broadcast as NumPy does (ATAN2 and ADD_N not at all). Sources: tflite/kernels/{floor_div,floor_mod,pow,
+squared_difference,atan2,add_n}.cc, reference/{floor_div,floor_mod}.h, optimized_ops.h (AddN,
+BroadcastPow4D).
 
 Paths without quantization (what ai-edge-litert 2.3.0 accepts, BUILTIN_REF):
 - ADD: float32, float16, int32, int64, int16 (int16 only when not quantized).
@@ -820,18 +829,19 @@ class PowFloat:
 @dataclass(frozen=True, eq=False)
 class PowInt:
     """int32 POW. Equal shapes (reference_ops::Pow): ``static_cast<int>(std::pow(double(a), double(b)))``, exact
-    in double below 2**31, a result outside int32 converting as x86-64 does, to INT32_MIN. Broadcasting
-    (optimized_ops::BroadcastPow4D, IntegerPow): square-and-multiply with wrapping int32 products. A negative
+    in double below 2**31, a result outside int32 converting as x86-64 does, to INT32_MIN; the same with
+    broadcasting, except when the exponent is a single broadcast value: then square-and-multiply with wrapping
+    int32 products (IntegerPow), as the wheel does. A negative
     exponent fails at invoke (pow.cc CheckValue: "Integer to a negative integer power")."""
 
-    broadcast: bool
+    wrap: bool  # broadcasting a single exponent (optimized_ops::BroadcastPow4D's scalar path, IntegerPow)
 
     def __call__(self, inputs, outputs):
         b = inputs[INPUT2]
         if (b < 0).any():
             raise ValueError("POW: integers to negative integer powers are not allowed")
         out = outputs[OUTPUT]
-        if self.broadcast:  # NumPy's integer power multiplies with wrap-around too
+        if self.wrap:  # NumPy's integer power multiplies with wrap-around too
             np.power(inputs[INPUT1], b, out=out)
             return
         r = np.empty(out.shape, np.float64)
@@ -865,18 +875,20 @@ class Atan2:
 
 @dataclass(frozen=True, eq=False)
 class AddN:
-    """ADD_N (float32 / int32): ``((in0 + in1) + in2) + ...`` elementwise in T (int32 wraps); float32 results are
-    clamped to [-FLT_MAX, FLT_MAX] (optimized_ops::AddN applies the full-range activation clamp; NaN passes)."""
+    """ADD_N (float32 / int32): ``((in0 + in1) + in2) + ...`` elementwise in T (int32 wraps); every float32 partial
+    sum is clamped to [-FLT_MAX, FLT_MAX] (optimized_ops::AddN adds with the full-range activation clamp; NaN
+    passes), so an overflow to inf becomes FLT_MAX and can come back down. One thread: LiteRT splits the inputs
+    among up to num_inputs / 2 threads, which changes the order of additions."""
 
     clamp: tuple | None
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
-        np.add(inputs[0], inputs[1], out=out)
-        for x in inputs[2:]:
+        np.copyto(out, inputs[0])
+        for x in inputs[1:]:
             np.add(out, x, out=out)
-        if self.clamp is not None:
-            clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+            if self.clamp is not None:
+                clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
 
 
 @register(BuiltinOperator.FLOOR_DIV)
@@ -894,7 +906,7 @@ def prepare_floor_mod(ctx: OpContext):
 @register(BuiltinOperator.POW)
 def prepare_pow(ctx: OpContext):
     a, b = _prepare_binary_typed(ctx, (_F32, _I32))
-    return PowFloat() if a.type == _F32 else PowInt(a.shape != b.shape)
+    return PowFloat() if a.type == _F32 else PowInt(a.shape != b.shape and b.size == 1)
 
 
 @register(BuiltinOperator.SQUARED_DIFFERENCE)

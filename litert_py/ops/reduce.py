@@ -28,8 +28,8 @@ SUM:
 
 REDUCE_MAX / REDUCE_MIN (float32, int32, int64, uint8, int8, int16, bool; quantized 8/16-bit reduce raw values
 and need equal input / output scale and zero point), REDUCE_PROD (float32 in input order, integers wrapping,
-bool; *quantized* int8 / int16 PROD is not implemented and rejected), REDUCE_ANY / REDUCE_ALL (bool):
-reduce.cc EvalGeneric with the reference reducers; see ReduceMaxMinFloat for NaN, inf and -0.0.
+bool; quantized int8 / int16 as reference_ops::QuantizedReduceProd, see ReduceProdQuantized), REDUCE_ANY /
+REDUCE_ALL (bool): reduce.cc EvalGeneric with the reference reducers; see ReduceMaxMinFloat for NaN, inf and -0.0.
 
 ARG_MAX / ARG_MIN (float32, uint8, int8, int32, bool; int32 / int64 axis and output): first extreme index,
 see ArgMaxMin for NaN. CUMSUM (float32, int32, int64; int32 axis; exclusive, reverse): sequential running sum.
@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import dtype_range, quantize_multiplier, round_away, trunc_to_int32, wrap32
+from ..quant import multiply_by_quantized_multiplier_int64 as mbqm64
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
@@ -445,6 +446,65 @@ def _generic_op(code: int, dtype: np.dtype, reduction: Reduction, all_dims: bool
 
 
 @dataclass(frozen=True, eq=False)
+class ReduceProdQuantized:
+    """int8 / int16 quantized REDUCE_PROD (reference_ops::QuantizedReduceProd): ``p = x0 - zi``, then for each
+    further reduced element in input order ``p = MBQM64(p * (x - zi), M, e)``, finally
+    ``clamp(MBQM64(p, M, e) + zo)``, with ``(M, e) = QuantizeMultiplier(s_in / s_out ** (1 / n))`` in double.
+    The products are sequential, so this loops over the n reduced elements (each step vectorized over the
+    outputs). An empty input leaves LiteRT's output unwritten; we write the output zero point."""
+
+    reduction: Reduction
+    zi: int
+    zo: int
+    multiplier: int
+    shift: int
+    qmin: int
+    qmax: int
+
+    def __call__(self, inputs, outputs):
+        r = self.reduction
+        flat = outputs[OUTPUT].reshape(r.m)
+        if inputs[INPUT].size == 0:
+            flat[...] = self.zo
+            return
+        y = r.rows(inputs[INPUT]).astype(np.int64)
+        y -= self.zi
+        p = y[0]
+        for row in y[1:]:
+            p = mbqm64(p * row, self.multiplier, self.shift)
+        p = mbqm64(p, self.multiplier, self.shift) + self.zo
+        np.clip(p, self.qmin, self.qmax, out=p)
+        flat[...] = p
+
+
+def _prod_quantized_op(x: TensorInfo | np.ndarray, scales: tuple, reduction: Reduction, size: int):
+    """The ReduceProdQuantized of one reduction, or an error message (PrepareProd's multiplier)."""
+    s_in, s_out, zi, zo, qmin, qmax = scales
+    m, shift = 0, 0
+    if size and reduction.m:
+        scaling = float(np.float64(s_in) / np.float64(s_out) ** (1.0 / reduction.n))
+        m, shift = quantize_multiplier(scaling)
+        if not -31 <= shift <= 7:
+            raise ValueError(f"REDUCE_PROD: the scaling {scaling!r} is out of range (shift {shift})")
+    return ReduceProdQuantized(reduction, zi, zo, m, shift, qmin, qmax)
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceProdQuantizedDynamicAxes:
+    """Quantized REDUCE_PROD whose axis tensor is not constant."""
+
+    keep_dims: bool
+    scales: tuple
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
+        out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
+        _prod_quantized_op(x, self.scales, Reduction.of(x.shape, axes), x.size)([x], [out])
+        outputs[OUTPUT] = out
+
+
+@dataclass(frozen=True, eq=False)
 class ReduceGenericDynamicAxes:
     """A generic reducer whose axis tensor is not constant: axes, output shape and the op worked out at eval."""
 
@@ -474,10 +534,10 @@ def prepare_reduce_generic(ctx: OpContext):
     elif x.type not in _MINMAX_REDUCE_TYPES:
         raise ctx.fail(f"Type {x.type_name} is unsupported by op {ctx.op_name}.")
     ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
+    keep_dims = bool(ctx.options.keep_dims)
+    if code == BuiltinOperator.REDUCE_PROD and x.quantization.is_quantized and x.type != _BOOL:
+        return _prepare_prod_quantized(ctx, x, axis, y, keep_dims)
     if x.type in (_U8, _I8, _I16):
-        if code == BuiltinOperator.REDUCE_PROD:  # EvalQuantizedProd is not implemented here
-            ctx.check(not x.quantization.is_quantized,
-                      f"quantized {x.type_name} REDUCE_PROD is not supported by litert_py")
         if x.type == _I16:  # PrepareSimple
             ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
             ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
@@ -485,7 +545,6 @@ def prepare_reduce_generic(ctx: OpContext):
         ctx.check(x.scale == y.scale and x.zero_point == y.zero_point,
                   f"input->params != output->params (scale {x.scale} vs {y.scale}, zero point {x.zero_point} vs "
                   f"{y.zero_point})")
-    keep_dims = bool(ctx.options.keep_dims)
     if not axis.is_constant and axis.size > 0:
         ctx.set_output_dynamic(OUTPUT)
         return ReduceGenericDynamicAxes(code, keep_dims)
@@ -495,6 +554,28 @@ def prepare_reduce_generic(ctx: OpContext):
         raise ctx.fail(str(e)) from None
     ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
     return _generic_op(code, x.dtype, Reduction.of(x.shape, axes), len(axes) == len(x.shape))
+
+
+def _prepare_prod_quantized(ctx: OpContext, x: TensorInfo, axis: TensorInfo, y: TensorInfo, keep_dims: bool):
+    """PrepareProd's quantized branch: int8 / int16 only (int16 zero points 0), per-tensor parameters."""
+    ctx.check(x.type in (_I8, _I16), f"Unsupported quantized data type: {x.type_name}")
+    for name, t in (("input", x), ("output", y)):
+        ctx.check(len(t.quantization.scale) == 1 and np.isfinite(t.scale) and t.scale > 0,
+                  f"REDUCE_PROD: the {name} needs one positive scale")
+    if x.type == _I16:
+        ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
+        ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
+    qmin, qmax = dtype_range(y.dtype)
+    scales = (x.scale, y.scale, x.zero_point, y.zero_point, qmin, qmax)
+    if not axis.is_constant and axis.size > 0:
+        ctx.set_output_dynamic(OUTPUT)
+        return ReduceProdQuantizedDynamicAxes(keep_dims, scales)
+    try:
+        axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
+        ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
+        return _prod_quantized_op(x, scales, Reduction.of(x.shape, axes), x.size)
+    except ValueError as e:
+        raise ctx.fail(str(e)) from None
 
 
 # -- ARG_MAX, ARG_MIN (arg_min_max.cc, reference/arg_min_max.h) -------------------------------------

@@ -1,11 +1,6 @@
-"""StableHLO ops that ai-edge-litert 2.3.0 registers, and the builtin REDUCE_WINDOW.
+"""StableHLO ops that ai-edge-litert 2.3.0 registers, and the builtin REDUCE_WINDOW (the elementwise ones,
+STABLEHLO_ADD, MULTIPLY, MAXIMUM, MINIMUM, AND and SHIFT_LEFT, are in stablehlo_elementwise.py).
 
-- STABLEHLO_ADD, STABLEHLO_MULTIPLY, STABLEHLO_MAXIMUM, STABLEHLO_MINIMUM (float16/32/64, every int, bool) and
-  STABLEHLO_AND (ints, bool): same-shape, same-type elementwise ops, integers wrapping like C++
-  (stablehlo_elementwise.h/.cc). bool add is logical or, bool multiply logical and.
-- STABLEHLO_SHIFT_LEFT (int8, int16, int32): ``x << s`` computed in C++'s promoted 32-bit int and truncated
-  (stablehlo_shift_left.cc). Shift counts outside [0, bits) are undefined behaviour in C++; here they
-  give 0 (the StableHLO spec's answer, and what LiteRT's vectorized loop gives; its scalar tail differs).
 - STABLEHLO_PAD (every numeric dtype, bool): edge padding (negative crops) and interior padding with the
   scalar padding value (stablehlo_pad.cc).
 - STABLEHLO_GATHER (every numeric dtype, bool; int32/int64 indices): the StableHLO gather with start indices
@@ -21,6 +16,11 @@
   skipped on its own (LiteRT checks each element, not its whole window, and does not clamp).
 - STABLEHLO_COMPOSITE (every dtype): runs its decomposition subgraph on the inputs, like
   stablehlo_composite.cc; outputs are static when the subgraph's are.
+- STABLEHLO_CASE (every dtype; int32 branch index): runs branch ``index`` (out of range: the last) on the
+  remaining inputs (stablehlo_case.cc); outputs are dynamic when the branches' shapes differ.
+- STABLEHLO_RNG_BIT_GENERATOR (uint64 state of 2 or 3; int32/int64/uint32/uint64 output): Philox-4x32-10
+  (DEFAULT, PHILOX) or Threefry-2x32 (THREEFRY) over the counter in the state, the output filled as a stream
+  of uint32 words and the advanced state returned, like rng_bit_generator.cc and rng_util.cc.
 """
 
 from __future__ import annotations
@@ -32,96 +32,12 @@ import numpy as np
 from ..schema.model import BuiltinOperator
 from .control_flow import _callee, _check_io_types, _output_infos, _store
 from .registry import OpContext, register
+from .stablehlo_elementwise import _add, _max, _min, _mul
 
 B = BuiltinOperator
 _FLOATS = (np.float16, np.float32, np.float64)
 _INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 _NUMERIC = _FLOATS + _INTS + (np.bool_,)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Elementwise binary ops
-# ----------------------------------------------------------------------------------------------------------
-
-def _and(a, b, out):
-    np.bitwise_and(a, b, out=out)
-
-
-def _add(a, b, out):
-    if out.dtype == np.bool_:
-        np.logical_or(a, b, out=out)
-    else:
-        np.add(a, b, out=out)
-
-
-def _mul(a, b, out):
-    if out.dtype == np.bool_:
-        np.logical_and(a, b, out=out)
-    else:
-        np.multiply(a, b, out=out)
-
-
-def _max(a, b, out):
-    np.copyto(out, np.where(a < b, b, a))  # std::max(a, b) = (a < b) ? b : a (NaN in a wins)
-
-
-def _min(a, b, out):
-    np.copyto(out, np.where(b < a, b, a))  # std::min(a, b) = (b < a) ? b : a
-
-
-_BINARY = {
-    B.STABLEHLO_ADD: (_add, _NUMERIC), B.STABLEHLO_MULTIPLY: (_mul, _NUMERIC),
-    B.STABLEHLO_MAXIMUM: (_max, _NUMERIC), B.STABLEHLO_MINIMUM: (_min, _NUMERIC),
-    B.STABLEHLO_AND: (_and, _INTS + (np.bool_,)),
-}
-
-
-@dataclass(frozen=True, eq=False)
-class StablehloBinary:
-    fn: object
-
-    def __call__(self, inputs, outputs):
-        with np.errstate(all="ignore"):
-            self.fn(inputs[0], inputs[1], outputs[0])
-
-
-def _prepare_binary(ctx: OpContext, allowed) -> None:
-    ctx.check_num(2)
-    a, b = ctx.input(0), ctx.input(1)
-    ctx.check(a.type == b.type, f"input types differ: {a.dtype} vs {b.dtype}")
-    ctx.check(a.shape == b.shape, f"input shapes differ: {a.shape} vs {b.shape}")
-    ctx.check(a.dtype in [np.dtype(t) for t in allowed], f"(Data Type: {a.dtype}) currently not supported.")
-    ctx.set_output_shape(0, a.shape)
-
-
-def _binary(op):
-    fn, allowed = _BINARY[op]
-
-    def prepare(ctx: OpContext):
-        _prepare_binary(ctx, allowed)
-        return StablehloBinary(fn)
-
-    register(op)(prepare)
-
-
-for _op in _BINARY:
-    _binary(_op)
-
-
-@dataclass(frozen=True, eq=False)
-class ShiftLeft:
-    def __call__(self, inputs, outputs):
-        # shift in 64 bits and truncate to the element type (wraps); a count outside [0, bits) gives 0, as
-        # the StableHLO spec says and LiteRT's vectorized loop (VPSLLVD) computes
-        s = inputs[1]
-        shift = np.where((s < 0) | (s > 63), 63, s).astype(np.int64)
-        np.copyto(outputs[0], np.left_shift(inputs[0].astype(np.int64), shift), casting="unsafe")
-
-
-@register(B.STABLEHLO_SHIFT_LEFT)
-def prepare_shift_left(ctx: OpContext):
-    _prepare_binary(ctx, (np.int8, np.int16, np.int32))
-    return ShiftLeft()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -497,3 +413,126 @@ def prepare_stablehlo_composite(ctx: OpContext):
         else:
             ctx.set_output_shape(k, o.shape)
     return StablehloComposite(sub, dynamic)
+
+
+@dataclass(frozen=True, eq=False)
+class StablehloCase:
+    branches: tuple  # SubgraphRuntime per branch
+    dynamic: bool
+
+    def __call__(self, inputs, outputs):
+        k = int(inputs[0].reshape(-1)[0])
+        branch = self.branches[k if 0 <= k < len(self.branches) else -1]  # out of range: the last branch
+        _store(outputs, branch.run(inputs[1:]), self.dynamic)
+
+
+@register(B.STABLEHLO_CASE, stateful=True)
+def prepare_stablehlo_case(ctx: OpContext):
+    index = ctx.input(0)
+    ctx.check(index.dtype == np.dtype(np.int32) and index.size == 1, "the branch index must be one int32")
+    ks = [int(k) for k in (ctx.options.branch_subgraph_indices or [])]
+    ctx.check(len(ks) > 0, "STABLEHLO_CASE needs at least one branch")
+    args = ctx.inputs[1:]
+    ctx.check(all(t is not None for t in args), "STABLEHLO_CASE inputs must all be present")
+    branches, shapes, dynamic = [], [], False
+    for k in ks:
+        sub = _callee(ctx, k)
+        _check_io_types(ctx, sub, "branch", "inputs", args, [t.type for t in args])
+        _check_io_types(ctx, sub, "branch", "outputs", ctx.outputs, [t.type for t in ctx.outputs])
+        sub.prepare_for([t.shape for t in args])
+        outs = _output_infos(sub)
+        dynamic = dynamic or any(o.dynamic for o in outs)
+        shapes.append([tuple(o.shape) for o in outs])
+        branches.append(sub)
+    dynamic = dynamic or any(s != shapes[0] for s in shapes)
+    for i, s in enumerate(shapes[0]):
+        if dynamic:
+            ctx.set_output_dynamic(i)
+        else:
+            ctx.set_output_shape(i, s)
+    return StablehloCase(tuple(branches), dynamic)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# RNG_BIT_GENERATOR
+# ----------------------------------------------------------------------------------------------------------
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+def _threefry2x32(k0, k1, c0, c1):
+    """Threefry-2x32 (5 x 4 rounds) on uint64 arrays holding uint32 values (tflite/kernels/rng_util.cc)."""
+    k2 = k0 ^ k1 ^ np.uint64(0x1BD11BDA)
+    x0, x1 = (c0 + k0) & _M32, (c1 + k1) & _M32
+    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    for r, ks0, ks1, b in ((0, k1, k2, 1), (1, k2, k0, 2), (0, k0, k1, 3), (1, k1, k2, 4), (0, k2, k0, 5)):
+        for rot in rotations[r]:
+            x0 = (x0 + x1) & _M32
+            x1 = ((x1 << np.uint64(rot)) & _M32) | (x1 >> np.uint64(32 - rot))
+            x1 ^= x0
+        x0 = (x0 + ks0) & _M32
+        x1 = (x1 + ks1 + np.uint64(b)) & _M32
+    return [x0, x1]
+
+
+def _philox4x32(k0, k1, c0, c1, c2, c3):
+    """Philox-4x32-10 on uint64 arrays holding uint32 values (tflite/kernels/rng_util.cc)."""
+    ctr = [c0, c1, c2, c3]
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * ctr[0]
+        p1 = np.uint64(0xCD9E8D57) * ctr[2]
+        ctr = [(p1 >> np.uint64(32)) ^ ctr[1] ^ k0, p1 & _M32, (p0 >> np.uint64(32)) ^ ctr[3] ^ k1, p0 & _M32]
+        k0 = (k0 + np.uint64(0x9E3779B9)) & _M32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & _M32
+    return ctr
+
+
+@dataclass(frozen=True, eq=False)
+class RngBitGenerator:
+    threefry: bool
+    n_words: int  # uint32 words of output
+
+    def __call__(self, inputs, outputs):
+        s = inputs[0].view(np.uint32).astype(np.uint64)
+        k0, k1 = s[0], s[1]
+        width = 2 if self.threefry else 4
+        blocks = -(-self.n_words // width)
+        j = np.arange(blocks, dtype=np.uint64)
+        # the counter's low word increments per block, carrying into the next word when it wraps to 0
+        low = s[2] + j
+        c0, c1 = low & _M32, (s[3] + (low >> np.uint64(32))) & _M32
+        if self.threefry:
+            words = _threefry2x32(k0, k1, c0, c1)
+        else:
+            c2 = s[4] if s.size == 6 else k0
+            c3 = s[5] if s.size == 6 else k1
+            words = _philox4x32(k0, k1, c0, c1, np.full_like(c0, c2), np.full_like(c0, c3))
+        stream = np.stack(words, axis=-1).reshape(-1)[:self.n_words].astype(np.uint32)
+        outputs[1].reshape(-1).view(np.uint32)[...] = stream
+        end = s[2] + np.uint64(blocks)
+        state = inputs[0].copy() if not self.threefry else np.zeros_like(inputs[0])
+        st32 = state.view(np.uint32)
+        st32[:4] = [k0, k1, end & _M32, (s[3] + (end >> np.uint64(32))) & _M32]
+        outputs[0][...] = state
+
+
+@register(B.STABLEHLO_RNG_BIT_GENERATOR)
+def prepare_rng_bit_generator(ctx: OpContext):
+    ctx.check_num(1, 2)
+    state, key_out, out = ctx.input(0), ctx.outputs[0], ctx.outputs[1]
+    ctx.check(state.dtype == np.dtype(np.uint64) and len(state.shape) == 1, "initial state must be 1-D uint64")
+    ctx.check(key_out.dtype == np.dtype(np.uint64), "output state must be uint64")
+    ctx.check(out.dtype in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64)),
+              f"Unsupported output data type: {out.dtype}")
+    algorithm = int(ctx.options.algorithm)
+    ctx.check(algorithm in (0, 1, 2), f"Unknown RNG algorithm: {algorithm}")
+    if algorithm == 2:
+        ctx.check(state.shape[0] == 2, "Threefry needs a state of 2 uint64")
+    else:
+        ctx.check(state.shape[0] in (2, 3), "Philox needs a state of 2 or 3 uint64")
+    shape = tuple(out.shape)
+    ctx.check(all(n >= 0 for n in shape), "the output shape must be static")
+    ctx.set_output_shape(0, state.shape)
+    ctx.set_output_shape(1, shape)
+    n = int(np.prod(shape)) * (out.dtype.itemsize // 4)
+    return RngBitGenerator(algorithm == 2, n)

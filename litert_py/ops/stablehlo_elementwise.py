@@ -1,5 +1,15 @@
-"""StableHLO elementwise ops that ai-edge-litert 2.3.0 does not register (no oracle: semantics from the
-StableHLO specification, https://github.com/openxla/stablehlo/blob/main/docs/spec.md).
+"""StableHLO elementwise ops.
+
+Registered by ai-edge-litert 2.3.0 (matched against it):
+- STABLEHLO_ADD, STABLEHLO_MULTIPLY, STABLEHLO_MAXIMUM, STABLEHLO_MINIMUM (float16/32/64, every int, bool) and
+  STABLEHLO_AND (ints, bool): same-shape, same-type elementwise ops, integers wrapping like C++
+  (stablehlo_elementwise.h/.cc). bool add is logical or, bool multiply logical and.
+- STABLEHLO_SHIFT_LEFT (int8, int16, int32): ``x << s`` computed in C++'s promoted 32-bit int and truncated
+  (stablehlo_shift_left.cc). Shift counts outside [0, bits) are undefined behaviour in C++; here they give
+  what ai-edge-litert's compiled loop gives on x86-64 (see ``ShiftLeft``), not the spec's 0.
+
+Not registered by ai-edge-litert 2.3.0 (no oracle: semantics from the StableHLO specification,
+https://github.com/openxla/stablehlo/blob/main/docs/spec.md):
 
 - Float unary (float16/32/64): STABLEHLO_LOGISTIC, COSINE, EXPONENTIAL, LOG, RSQRT, TANH, CBRT, FLOOR;
   float16 is computed in float32 and rounded once.
@@ -35,6 +45,126 @@ _SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 _UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 _INTS = _SIGNED + _UNSIGNED
 _BOOL = (np.dtype(np.bool_),)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Registered by LiteRT: binary ops and SHIFT_LEFT
+# ----------------------------------------------------------------------------------------------------------
+
+def _and(a, b, out):
+    np.bitwise_and(a, b, out=out)
+
+
+def _add(a, b, out):
+    if out.dtype == np.bool_:
+        np.logical_or(a, b, out=out)
+    else:
+        np.add(a, b, out=out)
+
+
+def _mul(a, b, out):
+    if out.dtype == np.bool_:
+        np.logical_and(a, b, out=out)
+    else:
+        np.multiply(a, b, out=out)
+
+
+def _max(a, b, out):
+    np.copyto(out, np.where(a < b, b, a))  # std::max(a, b) = (a < b) ? b : a (NaN in a wins)
+
+
+def _min(a, b, out):
+    np.copyto(out, np.where(b < a, b, a))  # std::min(a, b) = (b < a) ? b : a
+
+
+def _int_max(a, b, out):
+    np.maximum(a, b, out=out)
+
+
+def _int_min(a, b, out):
+    np.minimum(a, b, out=out)
+
+
+_INT_FAST = {_max: _int_max, _min: _int_min}
+_BINARY = {
+    B.STABLEHLO_ADD: (_add, _FLOATS + _INTS + _BOOL), B.STABLEHLO_MULTIPLY: (_mul, _FLOATS + _INTS + _BOOL),
+    B.STABLEHLO_MAXIMUM: (_max, _FLOATS + _INTS + _BOOL), B.STABLEHLO_MINIMUM: (_min, _FLOATS + _INTS + _BOOL),
+    B.STABLEHLO_AND: (_and, _INTS + _BOOL),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class StablehloBinary:
+    fn: object
+
+    def __call__(self, inputs, outputs):
+        with np.errstate(all="ignore"):
+            self.fn(inputs[0], inputs[1], outputs[0])
+
+
+def _prepare_binary(ctx: OpContext, allowed) -> None:
+    ctx.check_num(2)
+    a, b = ctx.input(0), ctx.input(1)
+    ctx.check(a.type == b.type, f"input types differ: {a.dtype} vs {b.dtype}")
+    ctx.check(a.shape == b.shape, f"input shapes differ: {a.shape} vs {b.shape}")
+    ctx.check(a.dtype in [np.dtype(t) for t in allowed], f"(Data Type: {a.dtype}) currently not supported.")
+    ctx.set_output_shape(0, a.shape)
+
+
+def _litert_binary(op):
+    fn, allowed = _BINARY[op]
+
+    def prepare(ctx: OpContext):
+        _prepare_binary(ctx, allowed)
+        if fn in _INT_FAST and ctx.input(0).dtype.kind != "f":
+            return StablehloBinary(_INT_FAST[fn])  # no NaN or signed zero: the plain ufunc is the same
+        return StablehloBinary(fn)
+
+    register(op)(prepare)
+
+
+for _op in _BINARY:
+    _litert_binary(_op)
+
+
+#: smallest element count for which LiteRT's shift loop takes its vector path (measured on ai-edge-litert 2.3.0)
+_SHIFT_VECTOR_MIN = {np.dtype(np.int8): 8, np.dtype(np.int16): 16, np.dtype(np.int32): 12}
+
+
+@dataclass(frozen=True, eq=False)
+class ShiftLeft:
+    vector_min: int  # smallest element count for which LiteRT's loop takes its vector path
+    bits: int
+
+    def __call__(self, inputs, outputs):
+        x, s, out = inputs[0], inputs[1], outputs[0]
+        # LiteRT's compiled loop (``x << s`` in C++'s 32-bit int, truncated) runs as the scalar SHL, whose
+        # count is s & 31, for small tensors and the last n % 8 elements; the rest is vectorized 8 elements at
+        # a time as x * 2**s, with 2**s built from float bits: (s + 127) << 23 reinterpreted as float32 and
+        # converted with truncation (out of int32 range: INT_MIN). Both agree for counts in [0, bits);
+        # outside, C++ leaves the result undefined and these are the values ai-edge-litert 2.3.0 (x86-64)
+        # computes.
+        n = x.size
+        if n < self.vector_min or (0 <= s.min() and s.max() < self.bits):
+            np.copyto(out, np.left_shift(x.astype(np.int64), (s & 31).astype(np.int64)), casting="unsafe")
+            return
+        x, s, out = x.reshape(-1), s.reshape(-1).astype(np.int32), out.reshape(-1)
+        body = n - n % 8
+        with np.errstate(all="ignore"):
+            bits = ((s[:body] + np.int32(127)) << np.int32(23)).view(np.float32)
+            pow2 = np.where(np.abs(bits) < 2.0**31, np.trunc(np.nan_to_num(bits, nan=2.0**31)), -(2.0**31))
+            np.copyto(out[:body], x[:body].astype(np.int64) * pow2.astype(np.int64), casting="unsafe")
+            tail = np.left_shift(x[body:].astype(np.int64), (s[body:] & 31).astype(np.int64))
+            np.copyto(out[body:], tail, casting="unsafe")
+
+
+@register(B.STABLEHLO_SHIFT_LEFT)
+def prepare_shift_left(ctx: OpContext):
+    _prepare_binary(ctx, (np.int8, np.int16, np.int32))
+    dt = ctx.input(0).dtype
+    return ShiftLeft(_SHIFT_VECTOR_MIN[dt], 8 * dt.itemsize)
+
+
 
 
 def _not_quantized(ctx: OpContext, *tensors) -> None:

@@ -11,6 +11,11 @@ Every dtype (data movement copies raw values, so quantized tensors pass through 
   slice lies inside the operand.
 - STABLEHLO_DOT_GENERAL (float and int; no quantized): result dims are batch, lhs free, rhs free dims.
   Floats accumulate in the input type through NumPy matmul, ints wrap in the result type.
+- STABLEHLO_WHILE: the WHILE kernel (same options). STABLEHLO_REDUCE (one operand; a body of one
+  add/multiply/maximum/minimum/and/or, builtin or StableHLO: reduced with the NumPy ufunc, so float sums
+  are pairwise, an order the spec leaves open). STABLEHLO_SORT (any number of operands sorted by the
+  first; a comparator of one STABLEHLO_COMPARE LT (ascending) or GT (descending) on the first pair, FLOAT or
+  FLOAT_TOTAL_ORDER; stable always, which is_stable=false allows).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.model import BuiltinOperator
+from .control_flow import prepare_while
 from .registry import OpContext, register
 
 B = BuiltinOperator
@@ -262,3 +268,204 @@ def prepare_stablehlo_dot_general(ctx: OpContext):
     ctx.set_output_shape(0, out)
     return StablehloDotGeneral(tuple(lb + lf + lc), tuple(rb + rc + rf), tuple(batch + [nlf, nc]),
                                tuple(batch + [nc, nrf]), o.dtype)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Ops with a region: WHILE (any body), REDUCE and SORT (a one-node body, recognized and run vectorized)
+# ----------------------------------------------------------------------------------------------------------
+
+register(B.STABLEHLO_WHILE, stateful=True)(prepare_while)  # same semantics and option names as WHILE
+
+
+def _body_op(ctx: OpContext, k: int, what: str):
+    """The single operator of region subgraph ``k`` (its builtin code and operator), or a PrepareError."""
+    model = ctx.runtime.model
+    ctx.check(0 <= k < len(model.subgraphs), f"{what} subgraph {k} not found")
+    sg = model.subgraphs[k]
+    ctx.check(len(sg.operators) == 1, f"only a {what} of one operator is supported, found {len(sg.operators)}")
+    op = sg.operators[0]
+    ctx.check(list(op.inputs) == list(sg.inputs[:2]) and list(op.outputs) == list(sg.outputs),
+              f"the {what} operator must map the region's first two arguments to its result")
+    return model.operator_codes[op.opcode_index].builtin_code, op
+
+
+_REDUCERS = {
+    B.STABLEHLO_ADD: np.add, B.ADD: np.add, B.STABLEHLO_MULTIPLY: np.multiply, B.MUL: np.multiply,
+    B.STABLEHLO_MAXIMUM: np.maximum, B.MAXIMUM: np.maximum, B.STABLEHLO_MINIMUM: np.minimum,
+    B.MINIMUM: np.minimum, B.STABLEHLO_AND: np.bitwise_and, B.LOGICAL_AND: np.logical_and,
+    B.STABLEHLO_OR: np.bitwise_or, B.LOGICAL_OR: np.logical_or,
+}
+
+
+@dataclass(frozen=True, eq=False)
+class StablehloReduce:
+    ufunc: object
+    axes: tuple
+
+    def __call__(self, inputs, outputs):
+        out = outputs[0]
+        init = inputs[1].reshape(()).item()
+        with np.errstate(all="ignore"):
+            res = self.ufunc.reduce(inputs[0], axis=self.axes, initial=init)
+        np.copyto(out, res, casting="unsafe")
+
+
+@register(B.STABLEHLO_REDUCE)
+def prepare_stablehlo_reduce(ctx: OpContext):
+    ctx.check(len(ctx.inputs) == 2 and len(ctx.outputs) == 1, "only a reduction of one operand is supported")
+    x, init = ctx.input(0), ctx.input(1)
+    ctx.check(x.type == init.type and init.size == 1, "init value must be a scalar of the operand's type")
+    ctx.check(not x.quantization.scale, "quantized reduce is not supported")
+    ctx.check(x.dtype.kind in "biuf", f"Type {x.dtype} is unsupported by op STABLEHLO_REDUCE.")
+    code, _ = _body_op(ctx, int(ctx.options.body_subgraph_index), "reduce body")
+    ufunc = _REDUCERS.get(code)
+    ctx.check(ufunc is not None, "the reduce body must be one add, multiply, maximum, minimum, and or or")
+    dims = _ints(ctx.options.dimensions)
+    ctx.check(len(set(dims)) == len(dims) and all(0 <= d < len(x.shape) for d in dims), f"bad dimensions {dims}")
+    ctx.set_output_shape(0, [n for d, n in enumerate(x.shape) if d not in dims])
+    return StablehloReduce(ufunc, tuple(dims))
+
+
+@dataclass(frozen=True, eq=False)
+class StablehloSort:
+    dimension: int
+    descending: bool
+    total_order: bool
+
+    def __call__(self, inputs, outputs):
+        key = np.moveaxis(inputs[0], self.dimension, -1)
+        if self.total_order:
+            i = key.view({2: np.int16, 4: np.int32, 8: np.int64}[key.dtype.itemsize])
+            key = np.where(i < 0, np.bitwise_xor(i, np.iinfo(i.dtype).max), i)
+        if self.descending:  # dense ranks (NaN ranks above everything), negated: a stable descending order
+            _, rank = np.unique(key, return_inverse=True)
+            key = -rank.reshape(key.shape)
+        order = np.argsort(key, axis=-1, kind="stable")
+        for x, out in zip(inputs, outputs):
+            moved = np.moveaxis(x, self.dimension, -1)
+            np.copyto(np.moveaxis(out, self.dimension, -1), np.take_along_axis(moved, order, axis=-1))
+
+
+@register(B.STABLEHLO_SORT)
+def prepare_stablehlo_sort(ctx: OpContext):
+    n = len(ctx.inputs)
+    ctx.check(n >= 1 and len(ctx.outputs) == n, "sort needs as many outputs as operands")
+    ins = [ctx.input(i) for i in range(n)]
+    ctx.check(all(t.shape == ins[0].shape for t in ins), "operands must have one shape")
+    ctx.check(ins[0].dtype.kind in "biuf", f"cannot compare {ins[0].dtype} keys")
+    code, op = _body_op(ctx, int(ctx.options.comparator_subgraph_index), "comparator")
+    ctx.check(code == B.STABLEHLO_COMPARE, "the comparator must be one STABLEHLO_COMPARE")
+    sg = ctx.runtime.model.subgraphs[int(ctx.options.comparator_subgraph_index)]
+    ctx.check(list(op.inputs) == list(sg.inputs[:2]), "the comparator must compare the first operand's pair")
+    opts = op.builtin_options2 or op.builtin_options or {}
+    direction = int(opts.get("comparison_direction", 0))
+    ctx.check(direction in (3, 5), "the comparator must be LT (ascending) or GT (descending)")
+    total = int(opts.get("compare_type", 0)) == 2
+    ctx.check(not total or ins[0].dtype.kind == "f", "FLOAT_TOTAL_ORDER needs a float first operand")
+    d = int(ctx.options.dimension)
+    rank = len(ins[0].shape)
+    d = d + rank if d < 0 else d
+    ctx.check(0 <= d < max(rank, 1), f"dimension {ctx.options.dimension} out of range")
+    for i, t in enumerate(ins):
+        ctx.set_output_shape(i, t.shape)
+    return StablehloSort(d, direction == 3, total)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# CONVOLUTION
+# ----------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class StablehloConvolution:
+    in_perm: tuple  # operand -> (N, C, spatial...)
+    k_perm: tuple  # kernel -> (O, I, spatial...)
+    lhs_dilation: tuple
+    pad: tuple  # (lo, hi) per spatial dim, may be negative
+    taps: tuple  # per kernel tap: (tap index, slices of the padded input)
+    groups: int
+    out_perm: tuple  # (N, O, spatial...) -> output layout
+    acc_dtype: np.dtype
+
+    def __call__(self, inputs, outputs):
+        x = np.transpose(inputs[0], self.in_perm).astype(self.acc_dtype, copy=False)
+        k = np.transpose(inputs[1], self.k_perm).astype(self.acc_dtype, copy=False)
+        n, c = x.shape[:2]
+        if any(d > 1 for d in self.lhs_dilation):
+            sp = [(s - 1) * d + 1 if s else 0 for s, d in zip(x.shape[2:], self.lhs_dilation)]
+            xd = np.zeros((n, c, *sp), x.dtype)
+            xd[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in self.lhs_dilation)] = x
+            x = xd
+        widths = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in self.pad]
+        x = np.pad(x, widths)
+        x = x[(slice(None), slice(None)) + tuple(slice(-lo if lo < 0 else 0, x.shape[2 + i] + hi if hi < 0 else None)
+                                                 for i, (lo, hi) in enumerate(self.pad))]
+        g = self.groups
+        o = k.shape[0]
+        kg = k.reshape((g, o // g) + k.shape[1:])  # (G, O/G, I, taps...)
+        acc = None
+        with np.errstate(all="ignore"):
+            for tap, sl in self.taps:
+                patch = x[(slice(None), slice(None)) + sl]
+                patch = patch.reshape((n, g, c // g) + patch.shape[2:])
+                term = np.einsum("ngi...,goi->ngo...", patch, kg[(slice(None), slice(None), slice(None)) + tap])
+                acc = term if acc is None else acc + term
+            acc = acc.reshape((n, o) + acc.shape[3:])
+            np.copyto(outputs[0], np.transpose(acc, self.out_perm), casting="unsafe")
+
+
+@register(B.STABLEHLO_CONVOLUTION)
+def prepare_stablehlo_convolution(ctx: OpContext):
+    ctx.check_num(2)
+    x, k, out = ctx.input(0), ctx.input(1), ctx.outputs[0]
+    for t in (x, k, out):
+        ctx.check(not t.quantization.scale, "quantized convolution is not supported")
+        ctx.check(t.dtype.kind in "iuf", f"Type {t.dtype} is unsupported by op STABLEHLO_CONVOLUTION.")
+    o = ctx.options
+    isd, ksd, osd = _ints(o.input_spatial_dimensions), _ints(o.kernel_spatial_dimensions), \
+        _ints(o.output_spatial_dimensions)
+    ns = len(isd)
+    rank = len(x.shape)
+    ctx.check(rank == len(k.shape) == ns + 2 and len(ksd) == len(osd) == ns, "ranks and spatial dims disagree")
+    in_perm = (int(o.input_batch_dimension), int(o.input_feature_dimension), *isd)
+    k_perm = (int(o.kernel_output_feature_dimension), int(o.kernel_input_feature_dimension), *ksd)
+    o_axes = (int(o.output_batch_dimension), int(o.output_feature_dimension), *osd)
+    for perm in (in_perm, k_perm, o_axes):
+        ctx.check(sorted(perm) == list(range(rank)), "dimension numbers must be a permutation")
+
+    def vec(v, default):
+        v = _ints(v)
+        return v if v else default
+
+    strides = vec(o.window_strides, [1] * ns)
+    pad = vec(o.padding, [0] * (2 * ns))
+    lhs_dil, rhs_dil = vec(o.lhs_dilation, [1] * ns), vec(o.rhs_dilation, [1] * ns)
+    ctx.check(not any(bool(v) for v in (o.window_reversal if o.window_reversal is not None else [])),
+              "window_reversal is not supported")
+    ctx.check(int(o.batch_group_count or 1) == 1, "batch_group_count other than 1 is not supported")
+    groups = int(o.feature_group_count or 1)
+    ctx.check(len(strides) == len(lhs_dil) == len(rhs_dil) == ns and len(pad) == 2 * ns, "bad window options")
+    ctx.check(all(v >= 1 for v in strides + lhs_dil + rhs_dil), "strides and dilations must be positive")
+    n, c = x.shape[in_perm[0]], x.shape[in_perm[1]]
+    oc, ic = k.shape[k_perm[0]], k.shape[k_perm[1]]
+    ctx.check(groups >= 1 and c == ic * groups and oc % groups == 0,
+              f"input features {c} must be {groups} groups of the kernel's {ic}, output features divisible")
+    sp = [x.shape[d] for d in isd]
+    ks = [k.shape[d] for d in ksd]
+    pairs = tuple((pad[2 * i], pad[2 * i + 1]) for i in range(ns))
+    padded = [((s - 1) * d + 1 if s else 0) + lo + hi for s, d, (lo, hi) in zip(sp, lhs_dil, pairs)]
+    ctx.check(all(p >= 0 for p in padded), "padding crops more than the input")
+    osz = []
+    for p, kk, rd, st_ in zip(padded, ks, rhs_dil, strides):
+        span = (kk - 1) * rd + 1
+        osz.append(0 if p < span else (p - span) // st_ + 1)
+    taps = tuple((tap, tuple(slice(t * rd, t * rd + (m - 1) * st_ + 1 if m else t * rd, st_)
+                             for t, rd, m, st_ in zip(tap, rhs_dil, osz, strides)))
+                 for tap in np.ndindex(*ks))
+    res = (n, oc, *osz)
+    out_shape = [0] * rank
+    for axis, size in zip(o_axes, res):
+        out_shape[axis] = size
+    out_perm = tuple(o_axes.index(a) for a in range(rank))
+    acc = np.dtype(np.int64) if out.dtype.kind in "iu" else out.dtype
+    ctx.set_output_shape(0, out_shape)
+    return StablehloConvolution(in_perm, k_perm, tuple(lhs_dil), pairs, taps, groups, out_perm, acc)

@@ -262,6 +262,7 @@ GENERIC_CASES = [
       for dt in (np.float32, np.int32, np.int64, np.uint8, np.int8, np.int16, np.bool_)],
     *[(op, dt, True) for op in ("REDUCE_MAX", "REDUCE_MIN") for dt in (np.uint8, np.int8, np.int16)],
     *[("REDUCE_PROD", dt, False) for dt in (np.float32, np.int32, np.int64, np.uint8, np.int8, np.int16, np.bool_)],
+    ("REDUCE_PROD", np.int8, True), ("REDUCE_PROD", np.int16, True),
     ("REDUCE_ANY", np.bool_, False), ("REDUCE_ALL", np.bool_, False),
 ]
 
@@ -290,10 +291,16 @@ def test_reduce_generic(case, data, shape, keep, axis_const, seed):
         x = rng.random(shape) < data.draw(st.sampled_from([0.0, 0.5, 0.9, 1.0]), label="p_true")
     else:
         x = values(rng, shape, dtype, data.draw(regimes(dtype), label="regime"))
-    q = quant(*data.draw(qparams(dtype, symmetric=dtype == np.int16), label="q")) if quantized else None
+    q = q_out = None
+    if quantized:
+        q = q_out = quant(*data.draw(qparams(dtype, -2, 0, symmetric=dtype == np.int16), label="q"))
+        if op == "REDUCE_PROD":  # its own output scale (MAX / MIN need equal ones); LiteRT leaves the output
+            # of an empty input unwritten
+            assume(0 not in shape)
+            q_out = quant(*data.draw(qparams(dtype, -2, 0, symmetric=dtype == np.int16), label="q_out"))
     ax = np.array(axes, np.int32)
     model = single_op_model(op, [T(shape, dtype, q=q), T.const(ax) if axis_const else T(ax.shape, np.int32)],
-                            [T(_expected_shape(shape, axes, keep), dtype, q=q)], {"keep_dims": keep})
+                            [T(_expected_shape(shape, axes, keep), dtype, q=q_out)], {"keep_dims": keep})
     ours, theirs = run_both(model, [x] if axis_const else [x, ax])
     assert_matches(ours, theirs, rtol=TOLERANCE.get(op, 0.0))
 
@@ -324,6 +331,10 @@ GENERIC_REJECTS = [  # (id, op, input, axis, output)
      T((2,), np.int16, q=quant(0.1, 3))),
     ("max-int8-scales-differ", "REDUCE_MAX", T((2, 3), np.int8, q=quant(0.1, 3)), T.const(np.array([1], np.int32)),
      T((2,), np.int8, q=quant(0.2, 3))),
+    ("prod-uint8-quantized", "REDUCE_PROD", T((2, 3), np.uint8, q=quant(0.1, 3)), T.const(np.array([1], np.int32)),
+     T((2,), np.uint8, q=quant(0.1, 3))),
+    ("prod-int16-zero-point", "REDUCE_PROD", T((2, 3), np.int16, q=quant(0.1, 2)), T.const(np.array([1], np.int32)),
+     T((2,), np.int16, q=quant(0.1, 0))),
     ("argmax-float16", "ARG_MAX", T((2, 3), np.float16), T.const(np.array([1], np.int32)), T((2,), np.int32)),
     ("argmin-int16", "ARG_MIN", T((2, 3), np.int16), T.const(np.array([1], np.int32)), T((2,), np.int32)),
     ("argmax-two-axes", "ARG_MAX", T((2, 3)), T.const(np.array([0, 1], np.int32)), T((2,), np.int32)),

@@ -19,9 +19,12 @@ from litert_py.schema.writer import ModelBuilder
 from tests.ops._values import assert_matches, regimes, values
 from tests.oracle import T, run_both, run_ours, single_op_model
 
-# BUILTIN_REF lacks STABLEHLO_AND and STABLEHLO_SHIFT_LEFT: their builtin kernels run without delegates.
+# BUILTIN_REF lacks STABLEHLO_AND, STABLEHLO_SHIFT_LEFT, STABLEHLO_CASE and STABLEHLO_RNG_BIT_GENERATOR: their
+# builtin kernels run without delegates.
 RESOLVER = {"STABLEHLO_AND": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-            "STABLEHLO_SHIFT_LEFT": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
+            "STABLEHLO_SHIFT_LEFT": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+            "STABLEHLO_CASE": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+            "STABLEHLO_RNG_BIT_GENERATOR": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
 
 #: float tolerance (rtol) per op: all exact (single IEEE operations, same accumulation order)
 TOLERANCE: dict[str, float] = {}
@@ -50,11 +53,11 @@ def _shape(data, min_rank=0, max_rank=4, max_dim=4, min_dim=0):
     return tuple(data.draw(st.lists(st.integers(min_dim, max_dim), min_size=rank, max_size=rank), label="shape"))
 
 
-def binary_case(op, dtype):
+def binary_case(op, dtype, any_count=False):
     def build(data):
-        shape = _shape(data)
+        shape = _shape(data, max_dim=9 if any_count else 4)  # sizes around 8: LiteRT's vector body and tail
         x = _values(data, shape, dtype)
-        if op == "STABLEHLO_SHIFT_LEFT":  # counts in [0, bits): beyond, C++ is undefined behaviour
+        if op == "STABLEHLO_SHIFT_LEFT" and not any_count:  # counts in [0, bits), defined in C++
             y = np.random.default_rng(x.size).integers(0, np.iinfo(dtype).bits, shape).astype(dtype)
         else:
             y = _values(data, shape, dtype)
@@ -173,6 +176,42 @@ def composite_case(dtype):
     return build
 
 
+def case_case(dtype):
+    """(index, x, y) -> branch index of [x + x, x * y, max(x, y)]; out-of-range indices take the last."""
+    def build(data):
+        shape = _shape(data, 0, 3)
+        x, y = _values(data, shape, dtype), _values(data, shape, dtype)
+        index = np.int32(data.draw(st.integers(-2, 4), label="index"))
+        b = ModelBuilder()
+        ii, xi, yi = b.input("i", (), np.int32), b.input("x", shape, dtype), b.input("y", shape, dtype)
+        o = b.tensor("o", shape, dtype)
+        b.op("STABLEHLO_CASE", [ii, xi, yi], [o], dict(branch_subgraph_indices=[1, 2, 3]))
+        b.output(o)
+        for op, second in (("STABLEHLO_ADD", 0), ("STABLEHLO_MULTIPLY", 1), ("STABLEHLO_MAXIMUM", 1)):
+            b.subgraph(op)
+            a = [b.input("a", shape, dtype), b.input("b", shape, dtype)]
+            r = b.tensor("r", shape, dtype)
+            b.op(op, [a[0], a[second]], [r])
+            b.output(r)
+        return b.build(), [index, x, y]
+
+    return build
+
+
+def rng_case(algorithm, out_dtype):
+    def build(data):
+        n_state = 2 if algorithm == 2 else data.draw(st.sampled_from([2, 3]), label="state size")
+        words = data.draw(st.lists(st.sampled_from([0, 1, 0xFFFFFFFE, 0xFFFFFFFF]) | st.integers(0, 2**32 - 1),
+                                   min_size=2 * n_state, max_size=2 * n_state), label="state words")
+        state = np.array(words, np.uint32).view(np.uint64)  # near-wrap counters exercise the carry
+        shape = _shape(data, 0, 3, 5, 0)
+        model = single_op_model("STABLEHLO_RNG_BIT_GENERATOR", [T(state.shape, np.uint64)],
+                                [T(state.shape, np.uint64), T(shape, out_dtype)], dict(algorithm=algorithm))
+        return model, [state]
+
+    return build
+
+
 def _window(data, shape, base=(1,), pad=(0, 0)):
     rank = len(shape)
     lists = lambda lo, hi, n=rank: st.lists(st.integers(lo, hi), min_size=n, max_size=n)  # noqa: E731
@@ -235,6 +274,8 @@ def _name(dt) -> str:
 
 CASES = [(f"{op[10:].lower()}-{_name(dt)}", op, binary_case(op, dt)) for op, dts in BINARY_DTYPES.items()
          for dt in dts]
+CASES += [(f"shift_left-{_name(dt)}-any-count", "STABLEHLO_SHIFT_LEFT", binary_case("STABLEHLO_SHIFT_LEFT", dt, True))
+          for dt in BINARY_DTYPES["STABLEHLO_SHIFT_LEFT"]]  # undefined in C++: what LiteRT's build computes
 CASES += [(f"pad-{_name(dt)}", "STABLEHLO_PAD", pad_case(dt)) for dt in MOVE_DTYPES]
 CASES += [(f"gather-{_name(dt)}", "STABLEHLO_GATHER", gather_case(dt)) for dt in MOVE_DTYPES]
 CASES += [("gather-float32-int64-indices", "STABLEHLO_GATHER", gather_case(np.float32, np.int64))]
@@ -244,6 +285,11 @@ CASES += [(f"scatter-{(body or 'update')[10:].lower() or 'update'}-{_name(dt)}",
           for dt in (np.float32, np.int8, np.int32, np.bool_)]
 CASES += [("scatter-add-int64-int64-indices", "STABLEHLO_SCATTER", scatter_case("STABLEHLO_ADD", np.int64, np.int64))]
 CASES += [(f"composite-{_name(dt)}", "STABLEHLO_COMPOSITE", composite_case(dt)) for dt in (np.float32, np.int32)]
+CASES += [(f"case-{_name(dt)}", "STABLEHLO_CASE", case_case(dt)) for dt in (np.float32, np.int8, np.bool_)]
+CASES += [(f"rng_bit_generator-alg{a}-{_name(dt)}", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(a, dt))
+          for a in (0, 1, 2) for dt in (np.uint32, np.int64)] + [
+    ("rng_bit_generator-alg2-int32", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(2, np.int32)),
+    ("rng_bit_generator-alg1-uint64", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(1, np.uint64))]
 CASES += [(f"reduce_window-{fn.lower()}-{_name(dt)}", "REDUCE_WINDOW", reduce_window_case(fn, dt))
           for dt in RW_DTYPES for fn in (("ALL", "ANY") if dt is np.bool_ else ("ADD", "MUL", "MINIMUM", "MAXIMUM"))]
 CASES += [(f"stablehlo_reduce_window-{body.lower()}-{_name(dt)}", "STABLEHLO_REDUCE_WINDOW",
@@ -271,8 +317,6 @@ def test_stablehlo(case, data):
 
 def test_pad_spec_example():
     x = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
-    model = single_op_model("STABLEHLO_PAD", [T((2, 3), np.int32), T.const(np.int32(0))], [T((7, 5), np.int32)],
-                            dict(edge_padding_low=[0, 1], edge_padding_high=[2, 1], interior_padding=[1, 2]))
     expected = [[0, 1, 0, 0, 2, 0, 0, 3, 0], [0] * 9, [0, 4, 0, 0, 5, 0, 0, 6, 0], [0] * 9, [0] * 9]
     # the spec's example: result shape [5, 9]; dims: 2 + 1*1 + 0 + 2 = 5, 3 + 2*2 + 1 + 1 = 9
     model = single_op_model("STABLEHLO_PAD", [T((2, 3), np.int32), T.const(np.int32(0))], [T((5, 9), np.int32)],
@@ -309,14 +353,6 @@ def test_gather_implicit_index_vector_dim():
     (out,) = run_ours(model, [x, ind])
     starts = np.clip(ind, 0, 3)
     np.testing.assert_array_equal(out, np.stack([x[starts], x[starts + 1]], axis=2))
-
-
-def test_shift_left_out_of_range_counts_give_zero():
-    x = np.array([3, -5, 7, 1], np.int32)
-    s = np.array([32, -1, 40, 31], np.int32)
-    model = single_op_model("STABLEHLO_SHIFT_LEFT", [T((4,), np.int32), T((4,), np.int32)], [T((4,), np.int32)])
-    (out,) = run_ours(model, [x, s])
-    np.testing.assert_array_equal(out, [0, 0, 0, np.int32(-(2**31))])
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -694,6 +730,14 @@ def test_beyond_dynamic_slice(data, dtype, update):
                                                                               zip(ix, clamped))], dtype))
 
 
+def _free_in_order(perm, free) -> list:
+    perm, free = list(perm), set(free)
+    slots = [k for k, v in enumerate(perm) if v in free]
+    for k, v in zip(slots, sorted(perm[k] for k in slots)):
+        perm[k] = v
+    return perm
+
+
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.int32]))
 def test_beyond_dot_general(data, dtype):
     nb, nc = data.draw(st.integers(0, 2), label="batch dims"), data.draw(st.integers(0, 2), label="contracting")
@@ -705,6 +749,8 @@ def test_beyond_dot_general(data, dtype):
     # lay the dims out in a drawn order in each operand
     lperm = data.draw(st.permutations(range(nb + nlf + nc)), label="lhs order")
     rperm = data.draw(st.permutations(range(nb + nc + nrf)), label="rhs order")
+    # free dims appear in the result in their operand order (spec): keep them in order within each layout
+    lperm, rperm = _free_in_order(lperm, range(nb, nb + nlf)), _free_in_order(rperm, range(nb + nc, nb + nc + nrf))
     lsizes, rsizes = b + lf + c, b + c + rf
     lshape, rshape = [lsizes[i] for i in lperm], [rsizes[i] for i in rperm]
     pos_l, pos_r = {r: k for k, r in enumerate(lperm)}, {r: k for k, r in enumerate(rperm)}
@@ -727,3 +773,152 @@ def test_beyond_dot_general(data, dtype):
         return total
 
     np.testing.assert_allclose(out, _loop_ref(out_shape, elem, np.float64), rtol=1e-6)
+
+
+def _region_model(op, inputs, outputs, options, regions):
+    """``op`` over graph inputs ``inputs`` [(shape, dtype)], then one subgraph per region: (arg types, body op,
+    body options, result dtype) with scalar arguments."""
+    b = ModelBuilder()
+    ins = [b.input(f"x{k}", s, d) for k, (s, d) in enumerate(inputs)]
+    outs = [b.tensor(f"o{k}", s, d) for k, (s, d) in enumerate(outputs)]
+    b.op(op, ins, outs, options)
+    b.output(*outs)
+    for args, body, opts, res in regions:
+        b.subgraph("region")
+        a = [b.input(f"a{k}", (), d) for k, d in enumerate(args)]
+        r = b.tensor("r", (), res)
+        b.op(body, a[:2], [r], opts)
+        b.output(r)
+    return b.build()
+
+
+REDUCE_BODIES = {"STABLEHLO_ADD": lambda v: sum(v), "STABLEHLO_MAXIMUM": max, "STABLEHLO_MINIMUM": min,
+                 "STABLEHLO_MULTIPLY": lambda v: int(np.prod(np.array(v, dtype=object)))}
+
+
+@given(data=st.data(), body=st.sampled_from(sorted(REDUCE_BODIES)), dtype=st.sampled_from([np.int32, np.int8]))
+def test_beyond_reduce(data, body, dtype):
+    shape = _shape(data, 1, 3, 3, 0)
+    x = _beyond_values(data, shape, dtype)
+    dims = sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)), label="dims"))
+    init = _beyond_values(data, (), dtype)
+    out_shape = [n for d, n in enumerate(shape) if d not in dims]
+    b = ModelBuilder()
+    xi = b.input("x", shape, dtype)
+    o = b.tensor("o", out_shape, dtype)
+    b.op("STABLEHLO_REDUCE", [xi, b.const("init", np.asarray(init, dtype))], [o],
+         dict(dimensions=dims, body_subgraph_index=1))
+    b.output(o)
+    b.subgraph("body")
+    a, c = b.input("a", (), dtype), b.input("b", (), dtype)
+    r = b.tensor("r", (), dtype)
+    b.op(body, [a, c], [r])
+    b.output(r)
+    (out,) = run_ours(b.build(), [x])
+
+    def elem(ix):
+        vals = [int(init)]
+        for full in np.ndindex(*shape):
+            if tuple(full[d] for d in range(len(shape)) if d not in dims) == ix:
+                vals.append(int(x[full]))
+        return _wrap(REDUCE_BODIES[body](vals), dtype)
+
+    np.testing.assert_array_equal(out, _loop_ref(out_shape, elem, dtype))
+
+
+@given(data=st.data(), descending=st.booleans(), dtype=st.sampled_from([np.float32, np.int8]))
+def test_beyond_sort(data, descending, dtype):
+    shape = _shape(data, 1, 3, 4, 1)
+    d = data.draw(st.integers(0, len(shape) - 1), label="dim")
+    keys = (_beyond_values(data, shape, dtype) % 4).astype(dtype)  # many ties: stability matters
+    payload = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    model = _region_model("STABLEHLO_SORT", [(shape, dtype), (shape, np.int32)], [(shape, dtype), (shape, np.int32)],
+                          dict(dimension=d, is_stable=True, comparator_subgraph_index=1),
+                          [((dtype, dtype, np.int32, np.int32), "STABLEHLO_COMPARE",
+                            dict(comparison_direction=3 if descending else 5), np.bool_)])
+    k_out, p_out = run_ours(model, [keys, payload])
+    for line in np.ndindex(*[n for k, n in enumerate(shape) if k != d]):
+        sel = line[:d] + (slice(None),) + line[d:]
+        pairs = sorted(zip(keys[sel].tolist(), payload[sel].tolist()), key=lambda kv: -kv[0] if descending else kv[0])
+        np.testing.assert_array_equal(k_out[sel], [k for k, _ in pairs])  # sorted() is stable
+        np.testing.assert_array_equal(p_out[sel], [p for _, p in pairs])
+
+
+def test_beyond_while_counts_and_doubles():
+    b = ModelBuilder()
+    i, x = b.input("i", (), np.int32), b.input("x", (2, 3), np.float32)
+    oi, ox = b.tensor("oi", (), np.int32), b.tensor("ox", (2, 3), np.float32)
+    b.op("STABLEHLO_WHILE", [i, x], [oi, ox], dict(cond_subgraph_index=1, body_subgraph_index=2))
+    b.output(oi, ox)
+    b.subgraph("cond")
+    ci, _ = b.input("i", (), np.int32), b.input("x", (2, 3), np.float32)
+    c = b.tensor("c", (), np.bool_)
+    b.op("STABLEHLO_COMPARE", [ci, b.const("three", np.int32(3))], [c], dict(comparison_direction=5))
+    b.output(c)
+    b.subgraph("body")
+    bi, bx = b.input("i", (), np.int32), b.input("x", (2, 3), np.float32)
+    i2, x2 = b.tensor("i2", (), np.int32), b.tensor("x2", (2, 3), np.float32)
+    b.op("STABLEHLO_ADD", [bi, b.const("one", np.int32(1))], [i2])
+    b.op("STABLEHLO_ADD", [bx, bx], [x2])
+    b.output(i2, x2)
+    x0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for start, expected_doublings in ((0, 3), (2, 1), (5, 0)):
+        oi_, ox_ = run_ours(b.build(), [np.int32(start), x0])
+        assert int(oi_) == max(start, 3)
+        np.testing.assert_array_equal(ox_, x0 * 2.0 ** expected_doublings)
+
+
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.int32]))
+def test_beyond_convolution(data, dtype):
+    ns = data.draw(st.integers(1, 2), label="spatial dims")
+    small = st.integers(1, 3)
+    groups = data.draw(st.integers(1, 2), label="groups")
+    n, ic, ocg = data.draw(small), data.draw(small), data.draw(small)
+    sp = [data.draw(st.integers(1, 4)) for _ in range(ns)]
+    ks = [data.draw(small) for _ in range(ns)]
+    strides, ldil, rdil = ([data.draw(st.integers(1, 2)) for _ in range(ns)] for _ in range(3))
+    pad = [data.draw(st.integers(-1, 2)) for _ in range(2 * ns)]
+    padded = [(s - 1) * d + 1 + pad[2 * i] + pad[2 * i + 1] for i, (s, d) in enumerate(zip(sp, ldil))]
+    osz = [(p - ((k - 1) * r + 1)) // s + 1 for p, k, r, s in zip(padded, ks, rdil, strides)]
+    assume(all(m >= 1 for m in osz))
+    c, oc = ic * groups, ocg * groups
+    # logical layouts (N, C, S...), (O, I, K...), (N, O, S...) stored in drawn physical orders
+    rank = ns + 2
+    ip, kp, op = (data.draw(st.permutations(range(rank)), label=f"{w} layout") for w in ("in", "kernel", "out"))
+    lx = (_beyond_values(data, [n, c, *sp], dtype) % 5).astype(dtype)
+    lk = (_beyond_values(data, [oc, ic, *ks], dtype) % 3).astype(dtype)
+    x, k = np.transpose(lx, np.argsort(ip)), np.transpose(lk, np.argsort(kp))  # logical axis j lives at ip[j]
+    out_log = [n, oc, *osz]
+    out_shape = [0] * rank
+    for j, ax in enumerate(op):
+        out_shape[ax] = out_log[j]
+    opts = dict(window_strides=strides, padding=pad, lhs_dilation=ldil, rhs_dilation=rdil,
+                input_batch_dimension=ip[0], input_feature_dimension=ip[1], input_spatial_dimensions=list(ip[2:]),
+                kernel_output_feature_dimension=kp[0], kernel_input_feature_dimension=kp[1],
+                kernel_spatial_dimensions=list(kp[2:]), output_batch_dimension=op[0], output_feature_dimension=op[1],
+                output_spatial_dimensions=list(op[2:]), feature_group_count=groups, batch_group_count=1)
+    model = single_op_model("STABLEHLO_CONVOLUTION", [T(x.shape, dtype), T(k.shape, dtype)], [T(out_shape, dtype)],
+                            opts)
+    (out,) = run_ours(model, [x, k])
+
+    def xval(b, ch, pos):  # the dilated, padded input by its definition
+        idx = []
+        for i, p in enumerate(pos):
+            q = p - pad[2 * i]
+            if q < 0 or q % ldil[i] or q // ldil[i] >= sp[i]:
+                return 0
+            idx.append(q // ldil[i])
+        return int(lx[(b, ch, *idx)]) if dtype is np.int32 else float(lx[(b, ch, *idx)])
+
+    def elem(ix):
+        b, o_, ys = ix[0], ix[1], ix[2:]
+        g = o_ // ocg
+        total = 0
+        for i in range(ic):
+            for t in np.ndindex(*ks):
+                pos = [y * s + tt * r for y, s, tt, r in zip(ys, strides, t, rdil)]
+                total += xval(b, g * ic + i, pos) * lk[(o_, i, *t)].item()
+        return total
+
+    expected = np.transpose(_loop_ref(out_log, elem, np.float64), np.argsort(op))
+    np.testing.assert_allclose(out, expected.astype(dtype), rtol=1e-5)

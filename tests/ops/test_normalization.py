@@ -1,0 +1,96 @@
+"""L2_NORMALIZATION (float32, uint8, int8) and LOCAL_RESPONSE_NORMALIZATION (float32) vs ai-edge-litert BUILTIN_REF.
+
+One case table drives the tests: hypothesis draws shapes, values, input qparams (scales 1e-6 .. 1e3, zero points
+at the type ends included) and LRN options. Quantized results are compared exactly, float ones within TOLERANCE.
+LiteRT 2.3.0 has no integer LOCAL_RESPONSE_NORMALIZATION (output type must be float32), so there is no int8 case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from litert_py import Interpreter, PrepareError
+from tests.ops._values import assert_matches, qparams, regimes, shapes, values
+from tests.oracle import T, quant, run_both, run_litert, single_op_model
+
+I8, U8 = np.int8, np.uint8
+
+#: float tolerance: rtol per element times the reduction length (sum of squares over the last axis / window),
+#: plus an atol for LRN where pow of a float32 accumulation amplifies the sum's rounding by |beta|
+TOLERANCE = {"l2_normalization-float32": 1e-6, "local_response_normalization-float32": 2e-6}
+
+CASES = [
+    ("L2_NORMALIZATION", np.float32), ("L2_NORMALIZATION", U8), ("L2_NORMALIZATION", I8),
+    ("LOCAL_RESPONSE_NORMALIZATION", np.float32),
+]
+OUTPUT_QPARAMS = {U8: (1 / 128, 128), I8: (1 / 128, 0)}
+
+
+def _id(case) -> str:
+    return f"{case[0].lower()}-{np.dtype(case[1]).name}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+@given(data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_normalization(case, data, seed):
+    op, dtype = case
+    rng = np.random.default_rng(seed)
+    lrn = op == "LOCAL_RESPONSE_NORMALIZATION"
+    shape = data.draw(shapes(4, 4, max_dim=6) if lrn else shapes(1, 6, max_dim=4), label="shape")
+    if not lrn and data.draw(st.booleans(), label="long rows"):
+        shape = shape[:-1] + (data.draw(st.integers(50, 3000), label="depth"),)
+    options = None
+    if lrn:
+        options = {"radius": data.draw(st.integers(-1, 8), label="radius"),
+                   "bias": data.draw(st.sampled_from([1.0, 2.0, 0.5, 1e-3]), label="bias"),
+                   "alpha": data.draw(st.sampled_from([1.0, 1e-4, 0.5, 3.0]), label="alpha"),
+                   "beta": data.draw(st.sampled_from([0.75, 0.5, 1.0, 2.0, -1.0]), label="beta")}
+    if np.dtype(dtype).kind == "f":
+        regime = data.draw(regimes(dtype), label="regime")
+        x = values(rng, shape, dtype, regime)
+        model = single_op_model(op, [T(shape, dtype)], [T(shape, dtype)], options)
+        ours, theirs = run_both(model, [x])
+        n = max(shape[-1], 1) if not lrn else max(min(2 * options["radius"], shape[-1]), 1)
+        rtol = TOLERANCE[_id(case)] * n * (max(abs(options["beta"]), 1) if lrn else 1)
+        assert_matches(ours, theirs, rtol=rtol, atol=1e-30)
+        return
+    info = np.iinfo(dtype)
+    s_in, z_in = data.draw(qparams(dtype, -6.0, 3.0), label="in")
+    regime = data.draw(st.sampled_from(["full", "narrow", "zero"]), label="regime")
+    if regime == "narrow":
+        x = np.clip(z_in + rng.integers(-3, 4, size=shape), info.min, info.max).astype(dtype)
+    elif regime == "zero":  # rows equal to the zero point: GetInvSqrtQuantizedMultiplierExp(0)
+        x = np.full(shape, z_in, dtype)
+    else:
+        x = rng.integers(int(info.min), int(info.max), size=shape, endpoint=True).astype(dtype)
+    model = single_op_model(op, [T(shape, dtype, q=quant(s_in, z_in))],
+                            [T(shape, dtype, q=quant(*OUTPUT_QPARAMS[dtype]))])
+    assert_matches(*run_both(model, [x]))
+
+
+_Q = quant(0.1, 0)
+REJECTS = [  # (id, op, input spec, output spec, options): refused at prepare by both runtimes
+    ("l2_normalization-int16", "L2_NORMALIZATION", T((2, 3), np.int16, q=_Q), T((2, 3), np.int16, q=_Q), None),
+    ("l2_normalization-rank0", "L2_NORMALIZATION", T(()), T(()), None),
+    ("l2_normalization-relu", "L2_NORMALIZATION", T((2, 3)), T((2, 3)), {"fused_activation_function": 1}),
+    ("l2_normalization-uint8-bad-scale", "L2_NORMALIZATION", T((2, 3), U8, q=_Q), T((2, 3), U8, q=quant(0.1, 128)),
+     None),
+    ("l2_normalization-int8-bad-zero-point", "L2_NORMALIZATION", T((2, 3), I8, q=_Q),
+     T((2, 3), I8, q=quant(1 / 128, 128 - 256 + 1)), None),
+    ("lrn-rank3", "LOCAL_RESPONSE_NORMALIZATION", T((2, 3, 4)), T((2, 3, 4)), {"radius": 1}),
+    ("lrn-int8", "LOCAL_RESPONSE_NORMALIZATION", T((1, 2, 2, 4), I8, q=_Q), T((1, 2, 2, 4), I8, q=_Q),
+     {"radius": 1}),
+]
+
+
+@pytest.mark.parametrize("case", REJECTS, ids=lambda c: c[0])
+def test_rejected(case):
+    _, op, x, y, options = case
+    model = single_op_model(op, [x], [y], options)
+    with pytest.raises(PrepareError):
+        Interpreter(model_content=model).allocate_tensors()
+    with pytest.raises((RuntimeError, ValueError)):
+        run_litert(model, [np.zeros(tuple(x.shape), x.dtype)])
