@@ -62,8 +62,9 @@ MISUSE = {
                             "not ready"),
     "signature-none-without-signatures": (lambda I: _allocated(I).get_signature_runner(), "None is only allowed"),
     "signature-bad-key": (lambda I: I(model_path=str(SINE)).get_signature_runner("nope"), "Invalid signature_key"),
-    "signature-bad-input-name": (lambda I: I(model_path=str(SINE)).get_signature_runner()(x=np.zeros((1, 1), np.float32)),
-                                 "Invalid Input name (x) for SignatureDef"),
+    "signature-bad-input-name": (
+        lambda I: I(model_path=str(SINE)).get_signature_runner()(x=np.zeros((1, 1), np.float32)),
+        "Invalid Input name (x) for SignatureDef"),
     "signature-wrong-count": (lambda I: I(model_path=str(SINE)).get_signature_runner()(),
                               "expected 1 vs provided 0"),
     "signature-wrong-dtype": (lambda I: I(model_path=str(SINE)).get_signature_runner()(dense_input=np.zeros((1, 1))),
