@@ -9,7 +9,8 @@
 - LOCAL_RESPONSE_NORMALIZATION float32 (reference_ops::LocalResponseNormalization): rank 4; for channel ``c``
   ``accum = sum(x[k]^2, k in [max(0, c - radius), min(depth, c + radius)))`` (float32, summed in channel order;
   the window ends BEFORE ``c + radius``, so radius 0 sums nothing; one vectorized add per window offset),
-  ``out = x * f32(pow(bias + alpha * accum, -beta))``, the pow in double (the params struct holds doubles). LiteRT 2.3.0 has no integer path.
+  ``out = x * f32(pow(bias + alpha * accum, -beta))``, the pow in double (the params struct holds doubles).
+  LiteRT 2.3.0 has no integer path.
 
 Sources matched: tflite/kernels/l2norm.cc, local_response_norm.cc; internal/reference/l2normalization.h,
 reference/integer_ops/l2normalization.h, reference/reference_ops.h (LocalResponseNormalization),

@@ -93,3 +93,16 @@ def test_rejected(case):
         Interpreter(model_content=model).allocate_tensors()
     with pytest.raises((RuntimeError, ValueError)):
         run_litert(model, [np.zeros(tuple(x.shape), x.dtype)])
+
+
+def test_lrn_default_kernel_window_differs():
+    """LiteRT's reference LRN sums the window [c - radius, c + radius) (end exclusive), which litert_py follows;
+    the default (optimized) kernel includes c + radius, so on the same model the two LiteRT kernels disagree."""
+    x = np.arange(1, 9, dtype=np.float32).reshape(1, 1, 1, 8)
+    model = single_op_model("LOCAL_RESPONSE_NORMALIZATION", [T(x.shape)], [T(x.shape)],
+                            {"radius": 1, "bias": 1.0, "alpha": 1.0, "beta": 0.5})
+    ours, ref = run_both(model, [x])
+    assert_matches(ours, ref)
+    np.testing.assert_array_equal(ours[0][..., 0], x[..., 0] / np.sqrt(np.float32(1 + 1)))  # window {0} only
+    default = run_litert(model, [x], resolver="AUTO")
+    assert not np.allclose(default[0], ref[0])
