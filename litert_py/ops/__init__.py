@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     normalization,
     pooling,
     quantize,
+    random,
     reduce,
     registry,
     resize,
