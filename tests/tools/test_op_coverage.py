@@ -203,3 +203,13 @@ def test_compare_rules():
     assert oc.compare([s], [s.copy()], 0, 0) is None
     nan = np.array([np.nan, 1.0], np.float32)
     assert oc.compare([nan], [nan.copy()], 1e-5, 1e-6) is None
+
+
+def test_committed_dashboard_is_current():
+    """docs/op-coverage.md is what the tool writes today: a kernel change must regenerate it."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.run([sys.executable, str(root / "tools" / "op_coverage.py"), "--check"], cwd=root,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]
