@@ -171,8 +171,12 @@ class Interpreter:
                 "raw\n      data access.")
 
     def allocate_tensors(self) -> None:
+        """Prepare and plan subgraph 0. Like LiteRT, a second call with nothing changed (no resize to a new
+        shape since) does nothing: kernels keep their state (e.g. a random generator's position)."""
         self._ensure_safe()
-        self._subgraph(0).prepare()
+        sub = self._subgraph(0)
+        if not sub.allocated:
+            sub.prepare()
 
     def invoke(self) -> None:
         self._ensure_safe()

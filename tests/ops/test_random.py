@@ -148,3 +148,20 @@ def test_reseeded_when_prepared_again():
         res.append(r)
     for a, b in zip(*res):
         np.testing.assert_array_equal(a, b)
+
+
+def test_allocate_twice_does_not_reseed():
+    """LiteRT's AllocateTensors does nothing when nothing changed, so the generator's draws continue."""
+    model = single_op_model("MULTINOMIAL", [T.const(np.log(np.full((1, 3), 1 / 3, np.float32))),
+                                            T.const(np.array(2, np.int32))],
+                            [T((1, 2), np.int32)], {"seed": 0, "seed2": 1})
+    runs = []
+    for I in (oracle()[0], Interpreter):
+        it = I(model_content=model)
+        outs = []
+        for _ in range(3):
+            it.allocate_tensors()
+            it.invoke()
+            outs.append(it.get_tensor(it.get_output_details()[0]["index"]))
+        runs.append(np.array(outs))
+    np.testing.assert_array_equal(runs[1], runs[0])
