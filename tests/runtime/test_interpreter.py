@@ -206,7 +206,8 @@ NOT_YET: dict[str, str] = {}
 
 
 def _detail_models():
-    models = sorted(CORPUS.glob("*.tflite"))
+    bundled = pathlib.Path(litert_py.__file__).parent / "models"
+    models = sorted(CORPUS.glob("*.tflite")) + sorted(bundled.glob("*.tflite"))
     params = []
     for m in models:
         marks = [pytest.mark.xfail(reason=NOT_YET[m.name], strict=True)] if m.name in NOT_YET else []
