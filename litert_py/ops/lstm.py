@@ -65,7 +65,7 @@ from ..quant import multiply_by_quantized_multiplier, quantize_multiplier, satur
 from ..schema.model import BuiltinOperator
 from .fully_connected import apply_activation_to_vector
 from .registry import OpContext, TensorInfo, register
-from .rnn import hybrid_matvec
+from .rnn import bidirectional_views, hybrid_matvec
 from .unary import get_inv_sqrt_quantized_multiplier_exp
 
 F32 = np.float32
@@ -766,20 +766,9 @@ class BidirectionalSequenceLstm:
     use_aux: bool
 
     def __call__(self, inputs, outputs):
-        x, aux = inputs[0], inputs[BIDI_AUX]
-        fw_out = outputs[0]
-        nf = self.fw.n_output
-        if self.merge:
-            bw_out, fw_out = fw_out[..., nf:], fw_out[..., :nf]
-        else:
-            bw_out = outputs[1]
-        bw_x = aux if self.bw_reads_aux else x
-        real_aux = aux if self.use_aux else None
-        if not self.time_major:
-            x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
-            fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
-            if real_aux is not None:
-                real_aux = real_aux.transpose(1, 0, 2)
+        x, bw_x, real_aux, fw_out, bw_out = bidirectional_views(
+            inputs[0], inputs[BIDI_AUX], outputs, self.fw.n_output, self.merge, self.bw_reads_aux, self.use_aux,
+            self.time_major)
         n_batch = x.shape[1]
         for cell, xs, out, (hi, ci), order in (
                 (self.fw, x, fw_out, BIDI_FW_STATES, range(x.shape[0])),

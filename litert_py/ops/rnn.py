@@ -185,6 +185,26 @@ def prepare_unidirectional_sequence_rnn(ctx: OpContext):
 # -------------------------------------------------------------------------------------------------------------
 
 
+def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: bool, use_aux: bool,
+                        time_major: bool):
+    """Time-major views (x, backward input, aux or None, forward output, backward output) of a bidirectional
+    sequence op's arrays: merged outputs split at ``n_fw``; batch-major arrays transposed (views, so writes
+    land in the outputs). Shared by BIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_LSTM."""
+    fw_out = outputs[0]
+    if merge:
+        bw_out, fw_out = fw_out[..., n_fw:], fw_out[..., :n_fw]
+    else:
+        bw_out = outputs[1]
+    bw_x = aux if bw_reads_aux else x
+    real_aux = aux if use_aux else None
+    if not time_major:
+        x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
+        fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
+        if real_aux is not None:
+            real_aux = real_aux.transpose(1, 0, 2)
+    return x, bw_x, real_aux, fw_out, bw_out
+
+
 @dataclass(frozen=True, eq=False)
 class BidirectionalSequenceRnn:
     fw: RnnCell
@@ -195,20 +215,9 @@ class BidirectionalSequenceRnn:
     use_aux: bool
 
     def __call__(self, inputs, outputs):
-        x, aux = inputs[0], inputs[9] if len(inputs) > 9 else None
-        fw_out = outputs[0]
-        uf = self.fw.units
-        if self.merge:
-            bw_out, fw_out = fw_out[..., uf:], fw_out[..., :uf]
-        else:
-            bw_out = outputs[1]
-        bw_x = aux if self.bw_reads_aux else x
-        real_aux = aux if self.use_aux else None
-        if not self.time_major:
-            x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
-            fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
-            if real_aux is not None:
-                real_aux = real_aux.transpose(1, 0, 2)
+        aux = inputs[9] if len(inputs) > 9 else None
+        x, bw_x, real_aux, fw_out, bw_out = bidirectional_views(
+            inputs[0], aux, outputs, self.fw.units, self.merge, self.bw_reads_aux, self.use_aux, self.time_major)
         fw_h, bw_h = inputs[4], inputs[8]
         n = x.shape[0]
         for _ in range(n if self.time_major and self.fw.hybrid else 1):  # LiteRT's EvalHybrid bug, see above
