@@ -2182,8 +2182,18 @@ REF_BROKEN = {
 }
 
 
+#: Paths LiteRT "runs" only by reading or writing outside its buffers (garbage or a crash): not a supported
+#: path, so n/a; litert_py refuses them at prepare. Each is pinned by a test in tests/ops.
+UNSAFE_IN_LITERT = {
+    ("MATRIX_DIAG", "bool"): "LiteRT sends bool through its float32 branch and reads/writes out of bounds",
+    ("MATRIX_SET_DIAG", "bool"): "LiteRT sends bool through its float32 branch and reads/writes out of bounds",
+}
+
+
 def build_cases(op: str, path: str) -> list[Case] | Cell:
     """The models of one (op, path), or the cell itself when there is nothing to run."""
+    if (op, path) in UNSAFE_IN_LITERT:
+        return Cell("n/a", [("unsafe in LiteRT", UNSAFE_IN_LITERT[op, path])])
     r = RECIPES.get(op)
     if r is None:
         return Cell("untested")
@@ -2290,6 +2300,10 @@ def render(rows: dict[str, dict[str, Cell]], crashes: Sequence[str] = ()) -> str
     if opt:
         lines += ["Compared with LiteRT's default (optimized) kernels, since `BUILTIN_REF` does not register them:",
                   "", *textwrap.wrap(", ".join(opt), 110, break_on_hyphens=False), ""]
+    unsafe = [f"- {op} {path}: {why}" for (op, path), why in UNSAFE_IN_LITERT.items() if op in rows]
+    if unsafe:
+        lines += ["n/a because LiteRT runs them only out of bounds (litert_py refuses them at prepare):", "",
+                  *unsafe, ""]
     broken = [f"- {op} {path}: {why}" for (op, path), why in REF_BROKEN.items() if op in rows]
     if broken:
         lines += ["Compared with LiteRT's optimized kernels because its reference kernel is broken there:", "",
