@@ -141,6 +141,9 @@ def test_every_recipe_builds_its_models():
     for op, r in oc.RECIPES.items():
         for path in r.paths:
             cases = oc.build_cases(op, path)
+            if (op, path) in oc.UNSAFE_IN_LITERT:
+                assert cases.status == "n/a", (op, path)
+                continue
             assert isinstance(cases, list) and cases, (op, path)
             for c in cases:
                 assert c.model[4:8] == b"TFL3", (op, path, c.label)
