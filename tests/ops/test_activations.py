@@ -584,3 +584,14 @@ def test_more_rejected(case):
         Interpreter(model_content=model).allocate_tensors()
     with pytest.raises((RuntimeError, ValueError)):
         run_litert(model, [np.zeros((3,), x.dtype)], resolver=resolver)
+
+
+@pytest.mark.parametrize("op,options", [("GELU", {"approximate": False}), ("EXP", None)], ids=["gelu", "exp"])
+def test_int8_lut_saturates_like_litert(op, options):
+    """Found by hypothesis in CI: a table value beyond the int8 range saturates in LiteRT's LUT building
+    (it is not the x86 cast's INT_MIN)."""
+    qi, qo = quant(1000.0, -128), quant(1e-4, -128)
+    model = single_op_model(op, [T((256,), np.int8, q=qi)], [T((256,), np.int8, q=qo)], options)
+    x = np.arange(-128, 128, dtype=np.int8)
+    ours, theirs = run_both(model, [x], resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    np.testing.assert_array_equal(ours[0], theirs[0])
