@@ -716,12 +716,19 @@ def _float_or_hybrid(ctx: OpContext, ins: list, use_ln: bool, opts, n_batch: int
 @register(BuiltinOperator.LSTM, stateful=True)
 def prepare_lstm(ctx: OpContext):
     opts = ctx.options
-    ctx.check(opts.kernel_type == 0, "litert_py: the basic LSTM kernel (kernel_type BASIC) is not implemented")
+    if opts.kernel_type == 1:  # BASIC: 5 inputs, 4 outputs, its own kernel
+        from .lstm_basic import prepare_basic_lstm
+
+        return prepare_basic_lstm(ctx)
     ins, use_ln = _full_inputs(ctx)
     x = ins[0]
     ctx.check(len(x.shape) > 1, "input->dims->size > 1 was not true.")
     ctx.check(len(x.shape) == 2, "litert_py: LSTM input must be 2-D (batch, input)")
     n_batch = x.shape[0]
+    if x.dtype == np.int8 and len(ctx.intermediates) == 12:  # the 8x8_8 integer kernel
+        from .lstm_integer8 import prepare_lstm_8x8_8
+
+        return prepare_lstm_8x8_8(ctx, ins, use_ln)
     if x.dtype == np.int8:
         cell = build_integer_cell(ctx, ins, opts, use_ln, ctx.outputs[0], False)
         _check_state_sizes(ctx, ins, n_batch, cell)
