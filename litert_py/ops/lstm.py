@@ -52,6 +52,11 @@ PopulatePrecomputedZPTimesWeightsWithBias), tflite/kernels/internal/optimized/ss
 tensor_utils run on x86: portable ones except the NEON VectorBatchVectorCwiseProductAccumulate),
 neon_tensor_utils.cc, gemmlowp fixedpoint/fixedpoint.h (int16 logistic, tanh, constants),
 tflite/kernels/internal/reference/portable_tensor_utils.cc (MeanStddevNormalization, CwiseClipping).
+
+Sparse hybrid LSTM (lstm.cc make_ledger/copy_ledger; lstm_eval.cc with ledgers; sse_tensor_utils.cc
+SseSparseMatrixBatchVectorMultiplyAccumulate): weight matrices in 1x16 block-sparse form are densified at load
+and multiplied as LiteRT's sparse product does (SparseHybridProduct: no zero-point correction, the recurrent
+product scaled by the input's factors). LiteRT crashes on a sparse LSTM without projection weights; we refuse it.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ import numpy as np
 
 from ..quant import multiply_by_quantized_multiplier, quantize_multiplier, saturating_rounding_doubling_high_mul, wrap32
 from ..schema.model import BuiltinOperator
-from .fully_connected import apply_activation_to_vector
+from .fully_connected import SseMinus128Fix, apply_activation_to_vector, batch_quantize_floats
 from .registry import OpContext, TensorInfo, register
 from .rnn import bidirectional_views, hybrid_matvec
 from .unary import get_inv_sqrt_quantized_multiplier_exp
@@ -113,6 +118,50 @@ class Product:
             acc += t
         else:
             acc += v @ self.wt
+
+
+@dataclass(frozen=True, eq=False)
+class SparseHybridProduct:
+    """The hybrid product with 1x16-block-sparse weights (lstm_eval.cc CalculateLstmGateHybrid and
+    CalculateLstmOutputHybrid with a ledger; sse_tensor_utils.cc SseSparseMatrixBatchVectorMultiplyAccumulate):
+    ``out = f32(dot(q(v), w)) * f32(sf * w_scale)``. Unlike the dense kernel it never subtracts the zero point
+    of asymmetrically quantized inputs, and LiteRT scales the recurrent product with the INPUT's scaling
+    factors (``input_sf``, not the output state's): ``own_sf`` records them on the input product, the
+    recurrent product reads them as ``input_sf``. The projection writes its own factors into that same scratch
+    (CalculateLstmOutputHybrid's scratch2 is LstmStepHybrid's input_sf), and an all-zero input skips its
+    quantization, so after an all-zero input the recurrent product is scaled by the previous step's
+    projection factors, as in LiteRT. The dot product over the stored blocks
+    equals the dense one (zero blocks add nothing), including DotProdInt8x4x4's -128 quirk."""
+
+    wt: np.ndarray  # (k, n) float64 holding the int8 weights, zero blocks included
+    fix: SseMinus128Fix | None
+    w_scale: np.ndarray  # float32 (n,): each row's weight scale
+    asymmetric: bool
+    own_sf: np.ndarray | None = None  # float32 (B,): written with this product's scaling factors
+    input_sf: np.ndarray | None = None  # float32 (B,): the factors to scale with instead of this product's
+
+    def __call__(self, inputs, outputs) -> None:
+        q, sf, _ = batch_quantize_floats(inputs[0], self.asymmetric)
+        dot = np.matmul(q.astype(np.float64), self.wt)
+        if self.fix is not None:
+            self.fix.apply(q, dot)
+        if self.own_sf is not None:
+            self.own_sf[...] = sf
+        s = sf if self.input_sf is None else self.input_sf
+        np.multiply(dot.astype(F32), np.multiply(s[:, None], self.w_scale, dtype=F32), out=outputs[0])
+
+
+def _check_block_sparse_16(ctx: OpContext, t: TensorInfo) -> None:
+    """LiteRT's sparse hybrid LSTM reads dim_metadata[1] as a ledger of 16-wide column blocks."""
+    sp = t.sparsity
+    ok = (sp is not None and tuple(sp.traversal_order) == (0, 1, 2) and tuple(sp.block_map) == (1,)
+          and len(sp.dim_metadata) == 3 and [d.format for d in sp.dim_metadata] == [0, 1, 0]
+          and sp.dim_metadata[2].dense_size == 16 and t.shape[1] % 16 == 0)
+    ctx.check(ok, f"{t.name}: a sparse hybrid LSTM needs every weight matrix in 1x16 block-sparse form "
+                  "(traversal order 0,1,2, block map 1, DENSE/SPARSE_CSR/DENSE, block size 16)")
+    counts = np.diff(sp.dim_metadata[1].array_segments)
+    ctx.check(counts.size == 0 or (counts.max() <= 255 and max(sp.dim_metadata[1].array_indices, default=0) <= 255),
+              f"{t.name}: more than 255 blocks in a row do not fit LiteRT's uint8 ledger")
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,8 +295,32 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
     for t in ins[1:18] + ins[20:24] + list(aux_w or []):
         if t is not None:
             ctx.check(t.is_constant, f"litert_py's LSTM kernels need constant weights ({t.name})")
+    # lstm.cc: a sparse input_to_output weight makes the hybrid kernel read every matrix through a ledger
+    sparse = hybrid and ctx.builtin_code == BuiltinOperator.LSTM and w_o.sparsity is not None
+    matrices = [t for t in ins[1:9] + [ins[PROJ_W]] if t is not None]
+    if sparse:
+        ctx.check(ins[PROJ_W] is not None, "litert_py: a sparse hybrid LSTM without projection weights is "
+                  "refused (LiteRT reads the missing projection's sparsity and crashes)")
+        for t in matrices:
+            if t.sparsity is not None:
+                _check_block_sparse_16(ctx, t)
+            else:  # read densely, but with the row sums that a sparse op never computes
+                ctx.check(not asymmetric, f"litert_py: {t.name} is dense in a sparse hybrid LSTM with "
+                          "asymmetric_quantize_inputs (LiteRT then uses row sums it never computed)")
+    for t in ins[1:24] + list(aux_w or []):
+        ctx.check(t is None or t.sparsity is None or (sparse and any(t is m for m in matrices)),
+                  f"{t and t.name}: sparse weights are only read by LSTM's hybrid kernel (LiteRT reads them as "
+                  "dense elsewhere)")
+    input_sf = np.zeros(x.shape[0] if len(x.shape) == 2 else 0, F32) if sparse else None
 
-    def product(t: TensorInfo, k: int) -> Product:
+    def sparse_product(w: np.ndarray, scales, role: str) -> Product:
+        return Product(fc=SparseHybridProduct(np.ascontiguousarray(w.T, dtype=np.float64),
+                                              SseMinus128Fix.build(w, np.float64),
+                                              np.broadcast_to(np.asarray(scales, F32), (w.shape[0],)).copy(),
+                                              asymmetric, input_sf if role in ("x", "proj") else None,
+                                              input_sf if role == "h" else None))
+
+    def product(t: TensorInfo, k: int, role: str) -> Product:
         if len(t.shape) == 1:  # diagonal recurrent weights (UNIDIRECTIONAL_SEQUENCE_LSTM)
             ctx.check(allow_diagonal, f"{t.name}: recurrent weights must be 2-D")
             ctx.check(t.shape[0] == n_cell, f"{t.name}: diagonal weights must have n_cell entries")
@@ -261,26 +334,30 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
         ctx.check(t.dtype == wtype, f"{t.name}: type {t.type_name} != {w_o.type_name}")
         if hybrid:
             ctx.check(bool(t.quantization.scale), f"{t.name}: hybrid weights need a scale")
+            if t.sparsity is not None:
+                return sparse_product(t.data.view(np.int8), t.scale, role)
             return Product(fc=hybrid_matvec(t.data, t.scale, asymmetric))
         return Product(wt=np.ascontiguousarray(t.data.T, dtype=F32))
 
     gates = GATES[1:] if cifg else GATES
 
-    def group(ts: list, k: int) -> GateProducts:
-        per_gate = {g: product(t, k) for g, t in zip(gates, ts)}  # checks shapes and types
-        if any(p.diag is not None for p in per_gate.values()):
+    def group(ts: list, k: int, role: str) -> GateProducts:
+        per_gate = {g: product(t, k, role) for g, t in zip(gates, ts)}  # checks shapes and types
+        if any(p.diag is not None for p in per_gate.values()) or len({t.sparsity is None for t in ts}) > 1:
             return GateProducts(None, per_gate, gates, n_cell)
         stacked = np.concatenate([t.data for t in ts], axis=0)
         if not hybrid:
             return GateProducts(Product(wt=np.ascontiguousarray(stacked.T, dtype=F32)), None, gates, n_cell)
         scales = np.repeat(np.array([t.scale for t in ts], F32), n_cell)
+        if ts[0].sparsity is not None:
+            return GateProducts(sparse_product(stacked.view(np.int8), scales, role), None, gates, n_cell)
         return GateProducts(Product(fc=hybrid_matvec(stacked, scales, asymmetric)), None, gates, n_cell)
 
-    xp = group([ins[IN_W[g]] for g in gates], n_input)
-    hp = group([ins[REC_W[g]] for g in gates], n_output)
+    xp = group([ins[IN_W[g]] for g in gates], n_input, "x")
+    hp = group([ins[REC_W[g]] for g in gates], n_output, "h")
     aux = None
     if aux_w is not None:
-        aux = group([aux_w[GATES.index(g)] for g in gates], aux_w[1].shape[1])
+        aux = group([aux_w[GATES.index(g)] for g in gates], aux_w[1].shape[1], "aux")
     peep = {}
     c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
     ctx.check(((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o),
@@ -313,7 +390,7 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
     if pw is not None:
         ctx.check(len(pw.shape) == 2 and pw.shape == (n_output, n_cell),
                   "projection_weights must be (n_output, n_cell)")
-        proj = product(pw, n_cell)
+        proj = product(pw, n_cell, "proj")
     else:
         ctx.check(n_output == n_cell, "without projection n_output must equal n_cell")
     if pb is not None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import PrepareError
 from ..schema import dtypes
-from ..schema.model import OP_OPTIONS, BuiltinOperator, Options, QuantizationParameters
+from ..schema.model import OP_OPTIONS, BuiltinOperator, Options, QuantizationParameters, SparsityParameters
 from ..schema.tables import default_options
 
 _EMPTY_Q = QuantizationParameters()
@@ -86,6 +86,7 @@ class TensorInfo:
     data: np.ndarray | None = None  # constant tensors (and tensors folded at prepare)
     is_variable: bool = False
     dynamic: bool = False  # the shape is only known at eval time
+    sparsity: SparsityParameters | None = None  # a sparse constant as stored (``data`` is already dense)
 
     @property
     def dtype(self) -> np.dtype:

@@ -140,7 +140,7 @@ class SubgraphRuntime:
         t = self.sg.tensors[i]
         return TensorInfo(index=i, name=t.name, shape=tuple(self.shapes[i]), type=t.type,
                           quantization=t.quantization or TensorInfo.__dataclass_fields__["quantization"].default,
-                          data=self.constants.get(i), is_variable=t.is_variable)
+                          data=self.constants.get(i), is_variable=t.is_variable, sparsity=t.sparsity)
 
     def _context(self, node: Node, infos: list[TensorInfo]) -> OpContext:
         op = node.operator
