@@ -1973,6 +1973,13 @@ def stablehlo_rng_bit_generator(p: P):
     return [case(p.op, [state], [Out((2,), np.uint64), Out((2, 3), p.dtype)], dict(algorithm=a),
                  label=f"algorithm{a}") for a in (1, 2)]
 
+
+
+@recipe("STABLEHLO_CUSTOM_CALL", paths=ALL, not_applicable=())
+def stablehlo_custom_call(p: P):
+    # The callee is whatever the target name means to some backend: neither runtime has one to run.
+    return case(p.op, [p.x((2, 3))], [p.out((2, 3))], dict(call_target_name="litert_py.test_target"))
+
 # ==============================================================================================
 # Running: LiteRT in a child process, litert_py here
 # ==============================================================================================
