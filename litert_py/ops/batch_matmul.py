@@ -9,10 +9,10 @@ Paths (prepared ops):
 
 - ``BatchMatMulFloat``: one ``np.matmul`` (a constant rhs is transposed once at prepare).
 - ``BatchMatMulQuantized``: int8: ``acc = sum (l - zl)(r - zr)`` in int32 (wraps), then
-  ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding; ``PreparedRequantize``
+  ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding; ``litert_py.quant.Requantizer``
   runs ``litert_py.quant.requantize``'s exact float64 formulation with its constants computed at prepare);
   int16 x int16 and int16 x int8 (all zero points 0): int64 accumulator and the int64 overload of
-  MultiplyByQuantizedMultiplier (shifts up to 14, see ``fully_connected.mbqm_int64``), clamped to int16;
+  MultiplyByQuantizedMultiplier (shifts up to 14), clamped to int16;
   int8 x int8 -> int32: the plain sum of raw products (zero points ignored). ``(M, e)`` is QuantizeMultiplier
   of ``f64(f32(s_lhs * s_rhs)) / f64(s_out)``; there is no fused activation. The products are summed by
   BLAS in float32 or float64, exact by a bound proved at prepare (as in fully_connected.py).
@@ -49,21 +49,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import (
+    Requantizer,
+    batch_quantize_floats,
+    multiply_by_quantized_multiplier_int64,
+    multiply_by_quantized_multiplier_int64_ok,
     quantize_multiplier,
-    requantize,
-    requantize_float64_ok,
+    sse_reduction_sum_vector,
     wrap32,
 )
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc
-from .fully_connected import (
-    F32_EXACT,
-    F64_EXACT,
-    batch_quantize_floats,
-    mbqm_int64,
-    mbqm_int64_ok,
-    sse_reduction_sum_vector,
-)
+from .fully_connected import F32_EXACT, F64_EXACT
 from .registry import OpContext, TensorInfo, register
 
 LHS, RHS = 0, 1
@@ -107,54 +102,6 @@ class BatchMatMulFloat:
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedRequantize:
-    """``clamp(MultiplyByQuantizedMultiplier(acc, M, shift) + zo, qmin, qmax)`` for one (M, shift), with every
-    constant computed at prepare: the exact float64 formulation of ``litert_py.quant.requantize`` (proved by
-    ``requantize_float64_ok`` plus its fused-form bound for ``|acc| <= max_abs_acc``), which otherwise costs
-    ~100 us of per-call setup on small tensors. Falls back to ``quant.requantize`` (int64) when not proved.
-
-    ``t = acc * M * 2^(ls-31)`` is exact; SRDHM is ``floor(t + 1/2)``; RDBPOT by ``2^rs`` with ties away from
-    zero folds in as ``floor((t + 2^(rs-1) + 1/2 - [t < -1/2] + zo * 2^rs) / 2^rs)`` (floors nest).
-    """
-
-    multiplier: int
-    shift: int
-    zo: int
-    qmin: int
-    qmax: int
-    fused: bool
-    scale: float  # M * 2^(ls - 31)
-    add: float  # 2^(rs-1) + 1/2 + zo * 2^rs  (rs > 0), or 1/2 + zo (rs == 0)
-    inv: float  # 2^-rs
-    right_shift: bool
-
-    @staticmethod
-    def build(m: int, shift: int, zo: int, qmin: int, qmax: int, max_abs_acc: float) -> PreparedRequantize:
-        ls, rs = max(shift, 0), max(-shift, 0)
-        a = int(np.ceil(max_abs_acc))
-        h = (1 << (rs - 1)) if rs > 0 else 0
-        fused = (requantize_float64_ok(m, shift, max_abs_acc) and abs(zo) < (1 << 23)
-                 and (a << ls) * abs(m) + ((h + 1 + (abs(zo) << rs)) << 31) <= 2**53)
-        add = h + 0.5 + zo * 2.0**rs
-        return PreparedRequantize(m, shift, zo, qmin, qmax, fused, m * 2.0 ** (ls - 31), add, 2.0**-rs, rs > 0)
-
-    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
-        if not self.fused:
-            requantize(acc, self.multiplier, self.shift, self.zo, self.qmin, self.qmax, out=out, method="int64")
-            return
-        t = np.multiply(acc, self.scale, dtype=np.float64)
-        if self.right_shift:
-            neg = t < -0.5
-            t += self.add
-            t -= neg
-            t *= self.inv
-        else:
-            t += self.add
-        clip_ufunc(t, self.qmin, self.qmax, out=t)  # floor(clip(v)) == clip(floor(v)) for integer bounds
-        np.floor(t, out=out, casting="unsafe")
-
-
-@dataclass(frozen=True, eq=False)
 class BatchMatMulQuantized:
     """``kind``: "int8" (int32 acc, MBQM), "int32" (raw products, int32 output), "int16" (int64 acc, MBQM64)."""
 
@@ -170,8 +117,8 @@ class BatchMatMulQuantized:
     zo: int
     qmin: int
     qmax: int
-    requant: PreparedRequantize | None  # int8 output
-    wraps: bool  # the int32 accumulator may overflow: reproduce the wrap
+    requant: Requantizer | None  # int8 output (it wraps an int32 accumulator that may overflow itself)
+    wraps: bool  # int32 output: the int32 accumulator may overflow, reproduce the wrap
 
     def __call__(self, inputs, outputs):
         out = outputs[0]
@@ -186,7 +133,7 @@ class BatchMatMulQuantized:
             rhs = np.subtract(r, self.rhs_zero_point, dtype=dt) if self.rhs_zero_point else r.astype(dt)
         acc = np.matmul(lf, rhs)
         if self.kind == "int16":
-            r = mbqm_int64(acc.astype(np.int64), self.multiplier, self.shift)
+            r = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
             np.clip(wrap32(r + self.zo), self.qmin, self.qmax, out=out, casting="unsafe")
             return
         if self.wraps:
@@ -348,10 +295,11 @@ def prepare_batch_matmul(ctx: OpContext):
         return BatchMatMulFloat(r, adj_x, adj_y)
     if lhs.dtype == np.float32:
         return _prepare_hybrid(ctx, lhs, rhs, adj_x, adj_y)
-    return _prepare_quantized(ctx, lhs, rhs, out, adj_x, adj_y, k_l)
+    return _prepare_quantized(ctx, lhs, rhs, out, adj_x, adj_y, k_l, tuple(batch) + (rows, cols))
 
 
-def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, adj_x, adj_y, depth: int):
+def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, adj_x, adj_y, depth: int,
+                       acc_shape: tuple):
     if lhs.dtype == np.int8:
         ctx.check(out.dtype in (np.int8, np.int32), f"INT8 BATCH_MATMUL outputs INT8 or INT32, got {out.type_name}")
         kind = "int8" if out.dtype == np.int8 else "int32"
@@ -385,11 +333,11 @@ def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, a
     dt = _compute_dtype(bound)
     ctx.check(dt is not None, "BATCH_MATMUL accumulation too deep for an exact float64 sum")
     if kind == "int16":
-        ctx.check(mbqm_int64_ok(shift, bound), f"output multiplier {real} out of range for the int64 "
-                  "MultiplyByQuantizedMultiplier")
+        ctx.check(multiply_by_quantized_multiplier_int64_ok(shift, bound),
+                  f"output multiplier {real} out of range for the int64 MultiplyByQuantizedMultiplier")
     if rhs.is_constant:
         rhs_c = np.ascontiguousarray(r, dtype=dt)
-    wraps = kind != "int16" and bound >= 2**31
+    wraps = kind == "int32" and bound >= 2**31
     zo = int(out.zero_point)
-    requant = PreparedRequantize.build(m, shift, zo, qmin, qmax, min(bound, 2.0**31)) if kind == "int8" else None
+    requant = Requantizer.build(m, shift, zo, qmin, qmax, bound, acc_shape) if kind == "int8" else None
     return BatchMatMulQuantized(kind, rhs_c, dt, zl, zr, adj_x, adj_y, m, shift, zo, qmin, qmax, requant, wraps)

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
 from ..schema.model import ActivationFunctionType as Act
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
-
-try:  # np.clip is a Python wrapper costing ~3 us a call; the ufunc under it costs < 1 us
-    from numpy._core.umath import clip as clip_ufunc
-except ImportError:  # pragma: no cover
-    clip_ufunc = np.clip
 
 
 def float_activation_range(code: int) -> tuple[np.float32, np.float32]:

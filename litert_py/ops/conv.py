@@ -56,19 +56,19 @@ zero point, so a padded tap adds (w - w_zp) * (x_zp - x_zp) = 0 as the reference
 the constant part -x_zp * sum(w - w_zp) + bias is one per-channel float64 offset made at prepare. The GEMM
 runs in float32 when max|x| * max_c sum|w - w_zp| <= 2**24 (every partial sum is then an exact float32
 integer, whatever BLAS's summation order), else in float64 (exact below 2**53). The requantization epilogue
-(`Requantize`) is litert_py.quant.requantize's fused float64 form with its per-channel constants made at
-prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven exact for the static
-accumulator bound or checked against the data; else the library's own paths (int64, or int32 accumulators
-that could overflow wrapped first as the C++ int32 sum does). DEPTHWISE_CONV_2D sums the KH*KW taps, each a
-whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run over W*C
-contiguous values): the float path adds them one by one in the reference's order (bit-exact with BUILTIN_REF
-in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap times an
-infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window view
-once and reduce it on small layers (2 ufunc calls instead of 17 for 3x3), tap by tap on large ones.
-Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x
-LiteRT's reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the
-silabs int8 corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers
-where ~10 us of numpy calls per node dominate).
+(`litert_py.quant.Requantizer`) is litert_py.quant.requantize's fused float64 form with its per-channel
+constants made at prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven
+exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
+int32 accumulators that could overflow wrapped first as the C++ int32 sum does). DEPTHWISE_CONV_2D sums the
+KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
+over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
+BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
+times an infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window
+view once and reduce it on small layers (2 ufunc calls instead of 17 for 3x3), tap by tap on large ones.
+Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x LiteRT's
+reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the silabs int8
+corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers where ~10 us of
+numpy calls per node dominate).
 """
 
 from __future__ import annotations
@@ -79,19 +79,16 @@ import numpy as np
 
 from ..errors import PrepareError
 from ..quant import (
-    INT32_MAX,
+    Requantizer,
+    batch_quantize_floats,
     calculate_activation_range_quantized,
     dtype_range,
-    multiply_by_quantized_multiplier_int64,
+    multiply_by_quantized_multiplier_int64_ok,
     quantize_multiplier_array,
-    requantize,
-    requantize_float64_ok,
-    wrap32,
 )
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Padding
 from .common import FLT_MAX, clip_ufunc, float_activation_range
-from .fully_connected import batch_quantize_floats
 from .registry import OpContext, TensorInfo, register
 
 __all__ = ["FLT_MAX"]
@@ -105,7 +102,6 @@ IM2COL_BLOCK_BYTES = 32 << 20
 DEPTHWISE_TILE_BYTES = 4 << 20
 #: Integers up to these magnitudes are exact in float32 / float64 (so are all sums staying below them).
 FLOAT32_EXACT = 2**24
-FLOAT64_EXACT = 2**53
 _INT4 = dtypes.TensorType.INT4
 _TYPE = {name: num for num, name in dtypes.TENSOR_TYPE_NAMES.items()}
 
@@ -228,110 +224,18 @@ def _tile(values: np.ndarray, out_w: int, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(np.asarray(values).reshape(-1), (out_w, values.size)), dtype=dtype)
 
 
-@dataclass(frozen=True, eq=False)
-class Requantize:
-    """The integer epilogue of the quantized convs: ``clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi)`` written
-    into the output (MultiplyByQuantizedMultiplier of common.cc, double rounding). The per-channel values are
-    tiled over the output width: acc and output are seen as rows of OW*O.
-
-    ``kind``:
-
-    * "fused": a float64 formulation with its per-channel constants made once at prepare (calling
-      litert_py.quant.requantize costs ~80 us of constant building per call, which dominated small layers):
-      with t = acc * M * 2^(ls-31) (exact), SRDHM = floor(t + 1/2) and RDBPOT's halves away from zero,
-
-          out = floor(t * 2^-rs + copysign(2^-(rs+1), t) + 1/2 + zp)      (no copysign term when rs = 0)
-
-      which is requantize's fused form floor((t + 1/2 + h - [t < 0]) * 2^-rs) + zp (h = 2^(rs-1); nested
-      floors; keyed on t < 0 rather than SRDHM < 0: they differ only where SRDHM is 0 and then both give 0)
-      with every term scaled by 2^-rs first and the comparison replaced by a copysign: 6 passes, no mask.
-      Exact while every intermediate is a float64 multiple of 2^-(31+rs) below 2^53 in magnitude, i.e. for
-      |acc| <= ``exact_bound`` (requantize_float64_ok's conditions and the fused one, see
-      _fused_exact_bound). When the static accumulator bound exceeds it, max|acc| is checked at eval and
-      litert_py.quant.requantize used beyond it.
-    * "library": litert_py.quant.requantize when the fused form cannot be proven for any useful bound.
-    * "wrap32": the C++ int32 accumulator could overflow: the exact sum is wrapped to int32 as the C++ sum
-      does, then requantize's int64 path.
-    * "int64": int16x8 with int64 bias: multiply_by_quantized_multiplier_int64 (no output zero point).
-    """
-
-    multiplier: np.ndarray  # (OW*O,) int64
-    shift: np.ndarray  # (OW*O,) int64
-    zero_point: int
-    lo: int
-    hi: int
-    kind: str
-    scale: np.ndarray | None = None  # fused: (OW*O,) float64 M * 2^(ls-31-rs)
-    half: np.ndarray | None = None  # fused: 2^-(rs+1), 0 where rs == 0
-    sign: np.ndarray | None = None  # fused: float64 scratch of the accumulator's shape
-    exact_bound: float = 0.0  # fused: exact for |acc| <= this
-    check: bool = False  # fused: the static bound exceeds exact_bound, check max|acc| at eval
-
-    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
-        """``acc``: float64 (int64 for "int64") accumulators, overwritten."""
-        rows = (-1, self.multiplier.size)
-        acc, out = acc.reshape(rows), out.reshape(rows)
-        kind = self.kind
-        if kind == "fused" and self.check and max(-float(acc.min()), float(acc.max())) > self.exact_bound:
-            kind = "library"
-        if kind == "fused":
-            sign = self.sign.reshape(rows)
-            np.multiply(acc, self.scale, out=acc)
-            np.copysign(self.half, acc, out=sign)
-            np.add(acc, sign, out=acc)
-            np.add(acc, self.zero_point + 0.5, out=acc)
-            clip_ufunc(acc, self.lo, self.hi, out=acc)  # floor(clip(v)) == clip(floor(v)) for integer bounds
-            np.floor(acc, out=out, casting="unsafe")
-        elif kind == "int64":
-            r = multiply_by_quantized_multiplier_int64(acc, self.multiplier, self.shift)
-            np.clip(r, self.lo, self.hi, out=out, casting="unsafe")
-        elif kind == "wrap32":
-            a = wrap32(acc.astype(np.int64))
-            requantize(a, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out, method="int64")
-        else:
-            requantize(acc, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out)
-
-
-def _fused_exact_bound(multiplier, shift, zero_point: int) -> int:
-    """The largest |acc| for which Requantize's fused float64 formula is exact on every channel (-1: none):
-    requantize_float64_ok's conditions (acc << ls fits int32; acc*2^ls*|M| + 2^30 <= 2^53) and the fused
-    one, acc*2^ls*|M| + (h + |zp|*2^rs + 1) * 2^31 <= 2^53 (all in units of 2^-(31+rs) after scaling)."""
-    bound = INT32_MAX
-    for m, sh in zip(np.abs(np.asarray(multiplier, np.int64)).tolist(), np.asarray(shift).tolist()):
-        ls, rs = max(sh, 0), max(-sh, 0)
-        if ls > 31 or rs > 31:
-            return -1
-        half = (1 << (rs - 1)) if rs else 0
-        room = FLOAT64_EXACT - ((half + (abs(zero_point) << rs) + 1) << 31)
-        if room < 0:
-            return -1
-        bound = min(bound, INT32_MAX >> ls)
-        if m:
-            bound = min(bound, room // (m << ls))
-    if bound > 0:
-        assert requantize_float64_ok(multiplier, shift, bound)
-    return bound
-
-
 def _requantize(ctx: OpContext, multiplier, shift, zero_point: int, lo: int, hi: int, out_shape,
-                acc_bound: float, int64_acc: bool = False) -> Requantize:
-    """The epilogue for accumulators |acc| <= acc_bound of an output of ``out_shape``."""
-    out_w = out_shape[2]
-    m, s = np.tile(multiplier, out_w), np.tile(shift, out_w)
+                acc_bound: float, int64_acc: bool = False) -> Requantizer:
+    """The epilogue for accumulators |acc| <= acc_bound of an NHWC output of ``out_shape``: the per-channel
+    values tiled over the output width, so that it runs over whole (W, C) rows."""
     if int64_acc:
-        # common.cc asserts shift < 8 there (assert is compiled out; from shift 15 on the shift is undefined).
-        ctx.check(int(shift.max()) <= 7, "int16 output multiplier too large for the int64 "
-                  f"MultiplyByQuantizedMultiplier (shift {int(shift.max())} > 7: s_in*s_w/s_out >= 64)")
-        return Requantize(m, s, 0, lo, hi, "int64")
-    if acc_bound > INT32_MAX:
-        return Requantize(m, s, zero_point, lo, hi, "wrap32")
-    exact = _fused_exact_bound(multiplier, shift, zero_point)
-    if exact < 1 << 16:  # not even a 3x3x8 int8 conv is covered: not worth a check at every invoke
-        return Requantize(m, s, zero_point, lo, hi, "library")
-    ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-    return Requantize(m, s, zero_point, lo, hi, "fused", scale=m * np.ldexp(1.0, ls - 31 - rs),
-                      half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), sign=np.empty(out_shape),
-                      exact_bound=float(exact), check=acc_bound > exact)
+        # int64 products that overflow wrap as in C++; only a shift outside [-31, 14] is undefined there
+        ctx.check(multiply_by_quantized_multiplier_int64_ok(shift, 0.0),
+                  f"int16 output multiplier too large for the int64 MultiplyByQuantizedMultiplier (shift "
+                  f"{int(np.max(shift))} > 14: s_in*s_w/s_out >= 2^14)")
+    out_w = out_shape[2]
+    return Requantizer.build(np.tile(multiplier, out_w), np.tile(shift, out_w), zero_point, lo, hi, acc_bound,
+                             out_shape, int64_acc=int64_acc)
 
 
 def _quantized(t: TensorInfo) -> bool:
@@ -549,7 +453,7 @@ class ConvQuantized:
     offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
     gemm: np.ndarray  # (N, OH, OW, O) GEMM output
     acc: np.ndarray  # (N, OH, OW, O) accumulators: float64 (may be `gemm` itself) or int64 (int64 bias)
-    requant: Requantize
+    requant: Requantizer
     input_zp: int
     filter_zp: int
 
@@ -893,7 +797,7 @@ class DepthwiseConvQuantized:
     sums: np.ndarray  # (N, OH, OW, O) tap sums
     scratch: np.ndarray  # one tap's products
     acc: np.ndarray  # (N, OH, OW, O) accumulators: float64 (may be `sums` itself) or int64 (int64 bias)
-    requant: Requantize
+    requant: Requantizer
     input_zp: int
     filter_zp: int
     has_bias: bool

@@ -162,7 +162,7 @@ class TransposeConvQuantized:
     dynamic_bias: bool
     full: np.ndarray  # (N, Hf, Wf, O) float64 overlap-add buffer
     acc: np.ndarray  # (N, OH, OW, O) float64 or int64 accumulators
-    requant: object  # conv.Requantize
+    requant: object  # litert_py.quant.Requantizer
 
     def __call__(self, inputs, outputs):
         geo = self.geo

@@ -75,6 +75,7 @@ from ..quant import (
     dtype_range,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
+    requantize_int64_inplace,
     round_away,
     rounding_divide_by_pot,
     wrap32,
@@ -323,33 +324,6 @@ class QuantizedTable8:
         np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
 
 
-def requantize_into(acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int,
-                    out: np.ndarray) -> None:
-    """``out = clamp(MBQM(acc, M, shift) + zero_point, lo, hi)`` (double-rounding MultiplyByQuantizedMultiplier,
-    tflite/kernels/internal/common.cc) for ``0 <= M < 2**31`` and ``-31 <= shift <= 31``, in place in the int64
-    ``acc`` (int32 values; destroyed). SRDHM and RoundingDivideByPOT are fused into a handful of int64 passes
-    (derivation in litert_py.quant.fixedpoint._mbqm_core; the SRDHM saturation needs M = INT32_MIN, excluded).
-    ``litert_py.quant.requantize`` gives the same numbers with per-channel support, at ~100 us of fixed Python
-    overhead per call, too much for small tensors."""
-    if shift > 0:
-        acc <<= shift  # x * (1 << shift) in int32: wraps
-        wrap32(acc, out=acc)
-    np.multiply(acc, multiplier, out=acc)
-    rs = max(-shift, 0)
-    if rs == 0:
-        acc += 1 << 30
-        acc >>= 31
-    else:
-        negative = np.right_shift(acc, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
-        acc += (1 << 30) + (1 << (rs + 30))
-        acc >>= 31
-        acc += negative
-        acc >>= rs
-    if zero_point:
-        acc += zero_point
-    clip_ufunc(acc, lo, hi, out=out, casting="unsafe")
-
-
 @dataclass(frozen=True, eq=False)
 class AddSubQuantized16:
     """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift))``.
@@ -372,7 +346,7 @@ class AddSubQuantized16:
         a = np.take(self.lut1, inputs[INPUT1].view(_U16), mode="wrap")
         b = np.take(self.lut2, inputs[INPUT2].view(_U16), mode="wrap")
         (np.subtract if self.subtract else np.add)(a, b, out=acc)
-        requantize_into(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
+        requantize_int64_inplace(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -416,7 +390,7 @@ class MulQuantized16:
         out = outputs[OUTPUT]
         acc = np.empty(out.shape, np.int64)
         np.multiply(inputs[INPUT1], inputs[INPUT2], out=acc, dtype=np.int64)
-        requantize_into(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
+        requantize_int64_inplace(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
 
 
 @dataclass(frozen=True, eq=False)

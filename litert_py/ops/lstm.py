@@ -66,9 +66,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import multiply_by_quantized_multiplier, quantize_multiplier, saturating_rounding_doubling_high_mul, wrap32
+from ..quant import (
+    SseMinus128Fix,
+    batch_quantize_floats,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    saturating_rounding_doubling_high_mul,
+    wrap32,
+)
 from ..schema.model import BuiltinOperator
-from .fully_connected import SseMinus128Fix, apply_activation_to_vector, batch_quantize_floats
+from .fully_connected import apply_activation_to_vector
 from .registry import OpContext, TensorInfo, register
 from .rnn import bidirectional_views, hybrid_matvec
 from .unary import get_inv_sqrt_quantized_multiplier_exp

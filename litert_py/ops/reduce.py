@@ -47,12 +47,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import dtype_range, quantize_multiplier, round_away, trunc_to_int32, wrap32
+from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
 from ..quant import multiply_by_quantized_multiplier_int64 as mbqm64
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
-from .elementwise import requantize_into
 from .registry import OpContext, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0
@@ -208,8 +207,8 @@ class MeanQuantized:
         total -= self.zi_n
         if self.wrap:  # int32 arithmetic is modular: one wrap at the end equals wrapping every addition
             wrap32(total, out=total)
-        requantize_into(total, self.multiplier, self.shift, self.zo, self.qmin, self.qmax,
-                        outputs[OUTPUT].reshape(self.reduction.m))
+        requantize_int64_inplace(total, self.multiplier, self.shift, self.zo, self.qmin, self.qmax,
+                                 outputs[OUTPUT].reshape(self.reduction.m))
 
 
 @dataclass(frozen=True, eq=False)

@@ -31,13 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant import SseMinus128Fix, sse_reduction_sum_vector
 from ..schema.model import BuiltinOperator
-from .fully_connected import (
-    FullyConnectedHybrid,
-    SseMinus128Fix,
-    apply_activation_to_vector,
-    sse_reduction_sum_vector,
-)
+from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
 from .registry import OpContext, TensorInfo, register
 
 

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap32
+from ..quant import (
+    SseMinus128Fix,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    sse_reduction_sum_vector,
+    wrap32,
+)
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .fully_connected import (
-    FullyConnectedHybrid,
-    SseMinus128Fix,
-    apply_activation_to_vector,
-    sse_reduction_sum_vector,
-)
+from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
 from .registry import OpContext, register
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)

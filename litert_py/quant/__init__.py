@@ -4,6 +4,8 @@
   MultiplyByQuantizedMultiplier (int32 and int64 overloads) and fast exact requantization.
 * :mod:`litert_py.quant.params`: fused-activation clamp ranges, QUANTIZE / DEQUANTIZE arithmetic.
 * :mod:`litert_py.quant.lut`: 8-bit and 16-bit activation lookup tables.
+* :mod:`litert_py.quant.requantizer`: requantization epilogues prepared once per kernel.
+* :mod:`litert_py.quant.hybrid`: the per-row int8 quantization and dot-product quirks of hybrid kernels.
 
 See docs/quantized-arithmetic.md for the semantics being reproduced.
 """
@@ -14,6 +16,7 @@ from litert_py.quant.fixedpoint import (
     downscale_int32_to_int16_multiplier,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
+    multiply_by_quantized_multiplier_int64_ok,
     quantize_multiplier,
     quantize_multiplier_array,
     requantize,
@@ -24,6 +27,7 @@ from litert_py.quant.fixedpoint import (
     trunc_to_int32,
     wrap32,
 )
+from litert_py.quant.hybrid import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
 from litert_py.quant.lut import lut_int8, lut_int16, lut_lookup_int8, lut_lookup_int16
 from litert_py.quant.params import (
     ACT_NONE,
@@ -40,6 +44,7 @@ from litert_py.quant.params import (
     quantize,
     quantize_per_axis,
 )
+from litert_py.quant.requantizer import Requantizer, fused_exact_bound, requantize_int64_inplace
 
 __all__ = [
     "INT32_MIN",
@@ -53,6 +58,13 @@ __all__ = [
     "rounding_divide_by_pot",
     "multiply_by_quantized_multiplier",
     "multiply_by_quantized_multiplier_int64",
+    "multiply_by_quantized_multiplier_int64_ok",
+    "Requantizer",
+    "fused_exact_bound",
+    "requantize_int64_inplace",
+    "batch_quantize_floats",
+    "sse_reduction_sum_vector",
+    "SseMinus128Fix",
     "downscale_int32_to_int16_multiplier",
     "requantize_float64_ok",
     "requantize",

@@ -264,17 +264,27 @@ def multiply_by_quantized_multiplier_int64(x, m, shift):
         Mr = (M + 2^15) >> 16 if M < 0x7FFF0000 else 0x7FFF
         r  = (x*Mr + 2^(14-shift)) >> (15-shift),  truncated to int32 (wraps)
 
-    ``-2^47 <= x < 2^47`` and ``-31 <= shift <= 7`` as the source assumes (shift is checked).
+    ``-2^47 <= x < 2^47`` and ``-31 <= shift <= 14`` (checked): the source asserts shift < 8 only in debug
+    builds; the release arithmetic is well defined while 15 - shift >= 1, and the wheels run it so.
     """
     x = _i64(x)
     m = _i64(m)
     s = _i64(shift)
-    if s.size and (s.min() < -31 or s.max() > 7):
-        raise ValueError("multiply_by_quantized_multiplier_int64: shift must be in [-31, 7]")
+    if s.size and (s.min() < -31 or s.max() > 14):
+        raise ValueError("multiply_by_quantized_multiplier_int64: shift must be in [-31, 14]")
     mr = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
     total = 15 - s
     r = (x * mr + (np.int64(1) << (total - 1))) >> total
     return wrap32(r)
+
+
+def multiply_by_quantized_multiplier_int64_ok(shift, max_abs_acc: float) -> bool:
+    """Every shift in the range of :func:`multiply_by_quantized_multiplier_int64` and no int64 overflow of
+    ``x * Mr`` (``Mr < 2^15``) for ``|x| <= max_abs_acc``."""
+    s = np.asarray(shift, dtype=np.int64)
+    if s.size and (s.min() < -31 or s.max() > 14):
+        return False
+    return max_abs_acc * 2.0**15 < 2.0**62
 
 
 # ------------------------------------------------------------------------------------------------

@@ -288,16 +288,22 @@ int48s = st.one_of(st.sampled_from([-(2**47), 2**47 - 1, -1, 0, 1]), st.integers
 
 @settings(max_examples=400)
 @given(int48s, st.one_of(st.integers(0, INT32_MAX), st.sampled_from([0x7FFEFFFF, 0x7FFF0000, INT32_MAX])),
-       st.integers(-31, 7))
+       st.integers(-31, 14))
 def test_mbqm_int64(x, m, shift):
     assert int(multiply_by_quantized_multiplier_int64(x, m, shift)) == ref.mbqm64(x, m, shift)
 
 
 @settings(max_examples=40)
-@given(st.lists(st.tuples(int48s, st.integers(0, INT32_MAX), st.integers(-31, 7)), min_size=1, max_size=40))
+@given(st.lists(st.tuples(int48s, st.integers(0, INT32_MAX), st.integers(-31, 14)), min_size=1, max_size=40))
 def test_mbqm_int64_vectorized(rows):
     x, m, s = (np.array(c, dtype=np.int64) for c in zip(*rows))
     assert multiply_by_quantized_multiplier_int64(x, m, s).tolist() == [ref.mbqm64(*r) for r in rows]
+
+
+@pytest.mark.parametrize("shift", [-32, 15])
+def test_mbqm_int64_rejects_shift_outside_the_defined_range(shift):
+    with pytest.raises(ValueError, match=r"\[-31, 14\]"):
+        multiply_by_quantized_multiplier_int64(1, 2**30, shift)
 
 
 def test_mbqm_int64_is_lower_precision_than_int32():

@@ -1,0 +1,152 @@
+"""The quirks of LiteRT's hybrid (dynamic-range) kernels as the x86-64 wheels run them: per-row int8
+quantization of float activations (``BatchQuantizeFloats``, NEON code compiled through NEON_2_SSE), the SSE
+row sums and the -128 quirk of the SSE int8 dot product. Shared by FULLY_CONNECTED, CONV_2D, BATCH_MATMUL,
+the RNN/LSTM/SVDF hybrid paths.
+
+Sources: tflite/kernels/internal/optimized/neon_tensor_utils.cc (NeonSymmetricQuantizeFloats,
+NeonAsymmetricQuantizeFloats), tflite/kernels/internal/optimized/sse_tensor_utils.cc (SseReductionSumVector,
+DotProdInt8x4x4), tflite/kernels/internal/reference/portable_tensor_utils.cc (the portable versions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fixedpoint import round_away
+from .requantizer import clip_ufunc
+
+#: The largest double / float below 0.5. ``trunc(t + copysign(h, t))`` is round-half-away-from-zero for every
+#: finite t of that precision: a tie n + 0.5 becomes n + 1 - 2^-54 (resp. 2^-25), which rounds up to n + 1 when
+#: n >= 1 (the spacing there is at least 2^-52) and, for n = 0, is the midpoint between 1 - 2^-53 and 1, which
+#: rounds to the even 1.0; every non-tie t lands strictly on its side of n + 1 (|t| < 0.5 keeps t + h < 1 since
+#: t <= 0.5 - 2^-54 there). So it equals TfLiteRound (std::round) with 3 array passes instead of 6.
+HALF_DOWN = {np.dtype(np.float64): np.float64(0.49999999999999994), np.dtype(np.float32): np.float32(0.49999997)}
+
+
+HALF_DOWN_F64 = HALF_DOWN[np.dtype(np.float64)]
+
+
+def round_half_away_inplace(t: np.ndarray) -> np.ndarray:
+    """``std::round`` (ties away from zero) in place on a float32 or float64 array (see HALF_DOWN)."""
+    t += np.copysign(HALF_DOWN[t.dtype], t)
+    return np.trunc(t, out=t)
+
+
+
+def neon_round_inplace(t: np.ndarray, k_vec: int) -> np.ndarray:
+    """RoundToNearest of neon_tensor_utils.cc as the x86 wheels run it (NEON_2_SSE, no vcvta): the first
+    ``k_vec`` columns (the 8-wide vector loop) get ``trunc(f32(v + (v < 0 ? -0.5 : 0.5)))``, the tail columns
+    ``TfLiteRound`` (roundf). They differ only at v = +-0.49999997, where v + 0.5 rounds up to 1."""
+    if k_vec < t.shape[1]:
+        tail = t[:, k_vec:]
+        tail += np.copysign(HALF_DOWN[t.dtype], tail)
+        head = t[:, :k_vec]
+        head += np.copysign(np.float32(0.5), head)
+    else:
+        t += np.copysign(np.float32(0.5), t)
+    return np.trunc(t, out=t)
+
+
+def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
+    """``BatchQuantizeFloats`` (tflite/kernels/internal/portable_tensor_utils.h): quantize each row of the
+    float32 matrix ``x2`` to int8 on its own, as the x86-64 wheels do it, i.e. with
+    ``NeonSymmetricQuantizeFloats`` / ``NeonAsymmetricQuantizeFloats`` of
+    tflite/kernels/internal/optimized/neon_tensor_utils.cc compiled through NEON_2_SSE (SSE4.1).
+
+    Returns ``(q, scaling_factors, zero_points)``: ``q`` float32 holding the int8 values, one float32 scale
+    and one zero point (float32 holding an int; None when symmetric) per row.
+
+    Symmetric: ``R = max(|min|, |max|)``; ``R == 0`` gives q = 0, scale 1; else ``scale = f32(R / 127)``,
+    ``q = clamp(round(f32(x * f32(127 / R))), -127, 127)``.
+    Asymmetric: ``rmin = min(0, min)``, ``rmax = max(0, max)`` (float32; NeonMinMax caps at zero); equal ->
+    q = 0, scale 1, zp 0; else ``scale = f64(f32(rmax - rmin)) / 255``, the zero point from the bound with
+    the smaller error (double), clamped to [-128, 127] or ``round``ed, ``sf = f32(scale)``,
+    ``inv = f32(1.0 / f64(sf))``, ``q = clamp(round(f32(x * inv)) + zp, -128, 127)``: the zero point is
+    added to the rounded integer (the portable C++ adds it in float before rounding, a different result).
+    ``round`` is :func:`neon_round_inplace`.
+    """
+    f32 = np.float32
+    b, k = x2.shape
+    if k == 0 or b == 0:
+        return x2.astype(f32), np.ones(b, f32), (np.zeros(b, f32) if asymmetric else None)
+    mn = x2.min(axis=1)
+    mx = x2.max(axis=1)
+    k_vec = k & ~7
+    if not asymmetric:
+        r = np.maximum(np.negative(mn), mx)  # max(|min|, |max|) as min <= max
+        zero = None if r.all() else r == 0
+        if zero is not None:  # all-zero rows: q = 0, scale 1
+            r[zero] = 1
+        sf = r / f32(127)
+        if zero is not None:
+            sf[zero] = 1
+        q = np.multiply(x2, np.divide(f32(127), r)[:, None], dtype=f32)
+        neon_round_inplace(q, k_vec)
+        return clip_ufunc(q, f32(-127), f32(127), out=q), sf, None
+    rmin32 = np.minimum(mn, f32(0))
+    rmax32 = np.maximum(mx, f32(0))
+    same = rmin32 == rmax32
+    if same.any():
+        rmax32[same] = 1
+    rmin = rmin32.astype(np.float64)
+    rmax = rmax32.astype(np.float64)
+    scale = np.subtract(rmax32, rmin32).astype(np.float64) / 255.0
+    zmin = rmin / scale
+    zmax = rmax / scale
+    zd = np.where(128.0 + np.abs(zmin) < 127.0 + np.abs(zmax), -128.0 - zmin, 127.0 - zmax)
+    zp = round_away(clip_ufunc(zd, -128.0, 127.0, out=zd)).astype(f32)  # the nudge: clamp, else round
+    sf = scale.astype(f32)
+    with np.errstate(divide="ignore"):
+        inv = (1.0 / sf.astype(np.float64)).astype(f32)
+    if not sf.all():  # a scale that underflows float32: scaling_factor_inv = 0
+        inv[sf == 0] = 0
+    if same.any():
+        zp[same], sf[same], inv[same] = 0, 1, 1
+    q = np.multiply(x2, inv[:, None], dtype=f32)
+    neon_round_inplace(q, k_vec)
+    q += zp[:, None]
+    return clip_ufunc(q, f32(-128), f32(127), out=q), sf, zp
+
+
+
+def sse_reduction_sum_vector(w: np.ndarray) -> np.ndarray:
+    """Row sums of an int8 matrix as ``SseReductionSumVector`` (tflite/kernels/internal/optimized/
+    sse_tensor_utils.cc) computes them on x86: blocks of 16 are added pairwise into eight int16 lanes that
+    wrap (so a row of more than ~2000 large weights sums wrongly), an 8-wide postamble adds into the same
+    lanes, the lanes are widened and added, then the tail is added in int32. Returns int64 (rows,)."""
+    n, k = w.shape
+    k16 = k & ~15
+    lanes = w[:, :k16].reshape(n, k16 // 16, 8, 2).sum(axis=(1, 3), dtype=np.int64)
+    col = k16
+    if k - col >= 8:
+        lanes += w[:, col:col + 8]
+        col += 8
+    lanes = ((lanes + 2**15) & 0xFFFF) - 2**15  # int16 wrap of every lane
+    return lanes.sum(axis=1) + w[:, col:].sum(axis=1, dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class SseMinus128Fix:
+    """``DotProdInt8x4x4`` (sse_tensor_utils.cc) moves the input's sign onto the weight with
+    ``_mm_sign_epi8``, which leaves -128 at -128: in the 16-wide blocks (columns below depth & ~15) a weight of
+    -128 times a negative input adds ``+128 * q`` instead of ``-128 * q``. Its dot products are therefore ours
+    plus ``256 * sum over those (k, c) of min(q_k, 0)``. ``cols``: the affected input columns;
+    ``mask_t``: (len(cols), units), 1 where w[c, k] == -128."""
+
+    cols: np.ndarray
+    mask_t: np.ndarray
+
+    @staticmethod
+    def build(wi: np.ndarray, dtype) -> SseMinus128Fix | None:
+        k16 = wi.shape[1] & ~15
+        hit = wi[:, :k16] == -128
+        cols = np.flatnonzero(hit.any(axis=0))
+        if cols.size == 0:
+            return None
+        return SseMinus128Fix(cols, np.ascontiguousarray(hit[:, cols].T, dtype=dtype))
+
+    def apply(self, q: np.ndarray, dot: np.ndarray) -> None:
+        neg = np.minimum(q[:, self.cols], 0).astype(self.mask_t.dtype)
+        dot += 256 * (neg @ self.mask_t)

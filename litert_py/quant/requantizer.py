@@ -1,0 +1,168 @@
+"""Prepared requantization epilogues: ``clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi)`` into an output buffer,
+with every constant made once at prepare.
+
+:func:`litert_py.quant.requantize` gives the same numbers for any input, but builds its per-channel constants
+on every call (~80-100 us of fixed cost, which dominated small layers). The kernels therefore prepare one of:
+
+* :class:`Requantizer` for GEMM-style accumulators (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV,
+  BATCH_MATMUL): exact integers held in float64 (or int64), per-channel constants along the last axis;
+* :func:`requantize_int64_inplace` for int64 accumulators of int32 values with one (M, shift) (the
+  elementwise ops and the quantized reductions).
+
+MBQM is tflite/kernels/internal/common.cc MultiplyByQuantizedMultiplier (double rounding: SRDHM then
+RoundingDivideByPOT with ties away from zero); the int64 overload is
+:func:`litert_py.quant.multiply_by_quantized_multiplier_int64`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fixedpoint import (
+    INT32_MAX,
+    multiply_by_quantized_multiplier_int64,
+    requantize,
+    requantize_float64_ok,
+    wrap32,
+)
+
+FLOAT64_EXACT = 1 << 53
+#: Below this proven bound the fused form is not worth a max|acc| check per invoke (a 3x3x8 int8 conv
+#: already needs more): the library path is used instead.
+MIN_USEFUL_BOUND = 1 << 16
+
+
+try:  # np.clip is a Python wrapper costing ~3 us a call; the ufunc under it costs < 1 us
+    from numpy._core.umath import clip as clip_ufunc
+except ImportError:  # pragma: no cover
+    clip_ufunc = np.clip
+
+
+def fused_exact_bound(multiplier, shift, zero_point: int) -> int:
+    """The largest |acc| for which :class:`Requantizer`'s fused float64 formula is exact on every channel (-1:
+    none): requantize_float64_ok's conditions (acc << ls fits int32; acc*2^ls*|M| + 2^30 <= 2^53) and the
+    fused one, acc*2^ls*|M| + (h + |zp|*2^rs + 1) * 2^31 <= 2^53 (all in units of 2^-(31+rs) after scaling)."""
+    bound = INT32_MAX
+    for m, sh in zip(np.abs(np.asarray(multiplier, np.int64)).reshape(-1).tolist(),
+                     np.asarray(shift).reshape(-1).tolist()):
+        ls, rs = max(sh, 0), max(-sh, 0)
+        if ls > 31 or rs > 31:
+            return -1
+        half = (1 << (rs - 1)) if rs else 0
+        room = FLOAT64_EXACT - ((half + (abs(zero_point) << rs) + 1) << 31)
+        if room < 0:
+            return -1
+        bound = min(bound, INT32_MAX >> ls)
+        if m:
+            bound = min(bound, room // (m << ls))
+    if bound > 0:
+        assert requantize_float64_ok(multiplier, shift, bound)
+    return bound
+
+
+@dataclass(frozen=True, eq=False)
+class Requantizer:
+    """``out = clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi)`` with the per-channel values along the last axis
+    of ``acc`` (already tiled by the caller when a channel repeats, e.g. over the output width of NHWC). Build
+    it with :meth:`build`; call it as ``requantizer(acc, out)`` (``acc`` is overwritten).
+
+    ``kind``:
+
+    * "fused": with t = acc * M * 2^(ls-31) (exact), SRDHM = floor(t + 1/2) and RDBPOT's halves away from
+      zero, ``out = floor(t * 2^-rs + copysign(2^-(rs+1), t) + 1/2 + zp)`` (no copysign term when rs = 0):
+      requantize's fused form floor((t + 1/2 + h - [t < 0]) * 2^-rs) + zp (h = 2^(rs-1); nested floors;
+      keyed on t < 0 rather than SRDHM < 0: they differ only where SRDHM is 0 and then both give 0) with every
+      term scaled by 2^-rs first and the comparison replaced by a copysign: 6 passes, no mask. Exact while
+      every intermediate is a float64 multiple of 2^-(31+rs) below 2^53, i.e. for |acc| <= ``exact_bound``
+      (:func:`fused_exact_bound`). When the static accumulator bound exceeds it, max|acc| is checked per call
+      and the library path taken beyond it.
+    * "library": :func:`litert_py.quant.requantize` when the fused form cannot be proven for a useful bound.
+    * "wrap32": the C++ int32 accumulator could overflow: the exact sum is wrapped to int32 as the C++ sum
+      does, then requantize's int64 path.
+    * "int64": int64 accumulators (int16 activations with int64 bias): the int64 MBQM overload, no zero point.
+    """
+
+    multiplier: np.ndarray  # (C,) int64
+    shift: np.ndarray  # (C,) int64
+    zero_point: int
+    lo: int
+    hi: int
+    kind: str
+    scale: np.ndarray | None = None  # fused: (C,) float64 M * 2^(ls-31-rs)
+    half: np.ndarray | None = None  # fused: (C,) 2^-(rs+1), 0 where rs == 0
+    sign: np.ndarray | None = None  # fused: float64 scratch of the accumulator's shape
+    exact_bound: float = 0.0  # fused: exact for |acc| <= this
+    check: bool = False  # fused: the static bound exceeds exact_bound, check max|acc| per call
+
+    @staticmethod
+    def build(multiplier, shift, zero_point: int, lo: int, hi: int, acc_bound: float, acc_shape,
+              *, int64_acc: bool = False) -> Requantizer:
+        """For accumulators of ``acc_shape`` with |acc| <= ``acc_bound``; ``multiplier``/``shift``: scalars
+        or one per element of the last axis. ``int64_acc``: int64 accumulators and the int64 MBQM (the
+        caller checks the shift with :func:`multiply_by_quantized_multiplier_int64_ok`)."""
+        m = np.asarray(multiplier, np.int64).reshape(-1)
+        s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape).copy()
+        if int64_acc:
+            return Requantizer(m, s, 0, lo, hi, "int64")
+        if acc_bound > INT32_MAX:
+            return Requantizer(m, s, zero_point, lo, hi, "wrap32")
+        exact = fused_exact_bound(m, s, zero_point)
+        if exact < MIN_USEFUL_BOUND:
+            return Requantizer(m, s, zero_point, lo, hi, "library")
+        ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
+        return Requantizer(m, s, zero_point, lo, hi, "fused", scale=m * np.ldexp(1.0, ls - 31 - rs),
+                           half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), sign=np.empty(acc_shape),
+                           exact_bound=float(exact), check=acc_bound > exact)
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """``acc``: exact integer accumulators (float64 ones are overwritten; "int64" needs int64)."""
+        rows = (-1, self.multiplier.size)
+        acc, out = acc.reshape(rows), out.reshape(rows)
+        kind = self.kind
+        if kind == "fused" and self.check and max(-float(acc.min()), float(acc.max())) > self.exact_bound:
+            kind = "library"
+        if kind == "fused":
+            if acc.dtype != np.float64:  # float32 GEMM sums, or int64: the products below need float64
+                acc = acc.astype(np.float64)
+            sign = self.sign.reshape(rows)
+            np.multiply(acc, self.scale, out=acc)
+            np.copysign(self.half, acc, out=sign)
+            np.add(acc, sign, out=acc)
+            np.add(acc, self.zero_point + 0.5, out=acc)
+            clip_ufunc(acc, self.lo, self.hi, out=acc)  # floor(clip(v)) == clip(floor(v)) for integer bounds
+            np.floor(acc, out=out, casting="unsafe")
+        elif kind == "int64":
+            r = multiply_by_quantized_multiplier_int64(acc, self.multiplier, self.shift)
+            np.clip(r, self.lo, self.hi, out=out, casting="unsafe")
+        elif kind == "wrap32":
+            a = wrap32(acc.astype(np.int64))
+            requantize(a, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out, method="int64")
+        else:
+            requantize(acc, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out)
+
+
+def requantize_int64_inplace(acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int,
+                             out: np.ndarray) -> None:
+    """``out = clamp(MBQM(acc, M, shift) + zero_point, lo, hi)`` for ``0 <= M < 2**31`` and
+    ``-31 <= shift <= 31``, in place in the int64 ``acc`` (int32 values; destroyed). SRDHM and
+    RoundingDivideByPOT are fused into a handful of int64 passes (derivation in
+    litert_py.quant.fixedpoint._mbqm_core; the SRDHM saturation needs M = INT32_MIN, excluded)."""
+    if shift > 0:
+        acc <<= shift  # x * (1 << shift) in int32: wraps
+        wrap32(acc, out=acc)
+    np.multiply(acc, multiplier, out=acc)
+    rs = max(-shift, 0)
+    if rs == 0:
+        acc += 1 << 30
+        acc >>= 31
+    else:
+        negative = np.right_shift(acc, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
+        acc += (1 << 30) + (1 << (rs + 30))
+        acc >>= 31
+        acc += negative
+        acc >>= rs
+    if zero_point:
+        acc += zero_point
+    clip_ufunc(acc, lo, hi, out=out, casting="unsafe")
