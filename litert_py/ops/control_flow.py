@@ -41,7 +41,7 @@ def _subgraph_refs(op) -> list[int]:
     return refs
 
 
-def _callee(ctx: OpContext, k: int):
+def callee_runtime(ctx: OpContext, k: int):
     """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
     model = ctx.runtime.model
     n = len(model.subgraphs)
@@ -63,7 +63,7 @@ def _type_name(t: int) -> str:
     return dtypes.type_name(t)
 
 
-def _check_io_types(ctx: OpContext, sub, role: str, which: str, tensors, expected) -> None:
+def check_subgraph_io_types(ctx: OpContext, sub, role: str, which: str, tensors, expected) -> None:
     """The subgraph's inputs (or outputs) have the given TensorTypes, in count and in order."""
     idx = sub.sg.inputs if which == "inputs" else sub.sg.outputs
     ctx.check(len(idx) == len(expected),
@@ -74,11 +74,13 @@ def _check_io_types(ctx: OpContext, sub, role: str, which: str, tensors, expecte
                                f"is {_type_name(want)}")
 
 
-def _output_infos(sub):
+def subgraph_output_infos(sub):
+    """What prepare knows of the outputs of the subgraph runtime ``sub``."""
     return [sub.infos[o] for o in sub.sg.outputs]
 
 
-def _store(outputs, values, dynamic: bool) -> None:
+def store_outputs(outputs, values, dynamic: bool) -> None:
+    """Copy a callee's results into the node's outputs (new arrays when the output shapes are dynamic)."""
     for k, v in enumerate(values):
         if dynamic:
             outputs[k] = np.array(v, copy=True)
@@ -108,7 +110,7 @@ class CallOnce:
 def prepare_call_once(ctx: OpContext):
     ctx.check_num(0, 0)
     k = ctx.options.init_subgraph_index
-    sub = _callee(ctx, k)
+    sub = callee_runtime(ctx, k)
     ctx.check(not sub.sg.inputs and not sub.sg.outputs, "CALL_ONCE's init subgraph must have no inputs or outputs")
     return CallOnce(ctx.runtime, k)
 
@@ -130,7 +132,7 @@ class While:
             values = body.run(values)
             if self.copy:
                 values = [np.array(v, copy=True) for v in values]
-        _store(outputs, values, self.dynamic)
+        store_outputs(outputs, values, self.dynamic)
 
 
 @register(BuiltinOperator.WHILE, stateful=True)
@@ -138,24 +140,24 @@ def prepare_while(ctx: OpContext):
     n = len(ctx.inputs)
     ctx.check(len(ctx.outputs) == n, f"WHILE has {n} inputs but {len(ctx.outputs)} outputs")
     ctx.check(all(t is not None for t in ctx.inputs), "WHILE inputs must all be present")
-    cond = _callee(ctx, ctx.options.cond_subgraph_index)
-    body = _callee(ctx, ctx.options.body_subgraph_index)
+    cond = callee_runtime(ctx, ctx.options.cond_subgraph_index)
+    body = callee_runtime(ctx, ctx.options.body_subgraph_index)
     types = [t.type for t in ctx.inputs]
     for k, (t, o) in enumerate(zip(ctx.inputs, ctx.outputs)):
         ctx.check(t.type == o.type, f"WHILE output {k} is {o.type_name}, its input is {t.type_name}")
-    _check_io_types(ctx, cond, "cond", "inputs", ctx.inputs, types)
-    _check_io_types(ctx, body, "body", "inputs", ctx.inputs, types)
-    _check_io_types(ctx, body, "body", "outputs", ctx.outputs, types)
+    check_subgraph_io_types(ctx, cond, "cond", "inputs", ctx.inputs, types)
+    check_subgraph_io_types(ctx, body, "body", "inputs", ctx.inputs, types)
+    check_subgraph_io_types(ctx, body, "body", "outputs", ctx.outputs, types)
     ctx.check(len(cond.sg.outputs) == 1, f"cond subgraph {cond.index} must have 1 output, has "
                                          f"{len(cond.sg.outputs)}")
     shapes = [t.shape for t in ctx.inputs]
     cond.prepare_for(shapes)
-    out = _output_infos(cond)[0]
+    out = subgraph_output_infos(cond)[0]
     ctx.check(out.type == dtypes.TensorType.BOOL, f"cond subgraph {cond.index} output is {out.type_name}, must be "
                                                   "BOOL")
     ctx.check(out.dynamic or out.size == 1, f"cond subgraph {cond.index} output has {out.size} elements, must have 1")
     body.prepare_for(shapes)
-    outs = _output_infos(body)
+    outs = subgraph_output_infos(body)
     dynamic = any(o.dynamic or tuple(o.shape) != tuple(s) for o, s in zip(outs, shapes))
     for k, s in enumerate(shapes):
         if dynamic:
@@ -176,7 +178,7 @@ class If:
 
     def __call__(self, inputs, outputs):
         branch = self.then_branch if inputs[0].reshape(-1)[0] else self.else_branch
-        _store(outputs, branch.run(inputs[1:]), self.dynamic)
+        store_outputs(outputs, branch.run(inputs[1:]), self.dynamic)
 
 
 @register(BuiltinOperator.IF, stateful=True)
@@ -186,15 +188,16 @@ def prepare_if(ctx: OpContext):
     ctx.check(cond.size == 1, f"IF condition must have 1 element, has {cond.size}")
     args = ctx.inputs[1:]
     ctx.check(all(t is not None for t in args), "IF inputs must all be present")
-    branches = [_callee(ctx, ctx.options.then_subgraph_index), _callee(ctx, ctx.options.else_subgraph_index)]
+    branches = [callee_runtime(ctx, ctx.options.then_subgraph_index),
+                callee_runtime(ctx, ctx.options.else_subgraph_index)]
     shapes = [t.shape for t in args]
     dynamic = False
     results = []
     for role, sub in zip(("then", "else"), branches):
-        _check_io_types(ctx, sub, role, "inputs", args, [t.type for t in args])
-        _check_io_types(ctx, sub, role, "outputs", ctx.outputs, [t.type for t in ctx.outputs])
+        check_subgraph_io_types(ctx, sub, role, "inputs", args, [t.type for t in args])
+        check_subgraph_io_types(ctx, sub, role, "outputs", ctx.outputs, [t.type for t in ctx.outputs])
         sub.prepare_for(shapes)
-        outs = _output_infos(sub)
+        outs = subgraph_output_infos(sub)
         dynamic = dynamic or any(o.dynamic for o in outs)
         results.append([tuple(o.shape) for o in outs])
     dynamic = dynamic or results[0] != results[1]

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.model import BuiltinOperator
-from .control_flow import _callee, _check_io_types, _output_infos, _store
+from .control_flow import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
 from .registry import OpContext, register
-from .stablehlo_elementwise import _add, _max, _min, _mul
+from .stablehlo_elementwise import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
 
 B = BuiltinOperator
 _FLOATS = (np.float16, np.float32, np.float64)
@@ -166,11 +166,11 @@ def _rw_min(a, b, out):
 
 
 def _rw_add(a, b, out):
-    _add(a, b, out)
+    hlo_add(a, b, out)
 
 
 def _rw_mul(a, b, out):
-    _mul(a, b, out)
+    hlo_multiply(a, b, out)
 
 
 def _rw_all(a, b, out):
@@ -295,8 +295,8 @@ def _replace(a, b, out):
     np.copyto(out, b)
 
 
-_SCATTER_BODIES = {B.STABLEHLO_ADD: _add, B.STABLEHLO_MULTIPLY: _mul, B.STABLEHLO_MAXIMUM: _max,
-                   B.STABLEHLO_MINIMUM: _min}
+_SCATTER_BODIES = {B.STABLEHLO_ADD: hlo_add, B.STABLEHLO_MULTIPLY: hlo_multiply, B.STABLEHLO_MAXIMUM: hlo_maximum,
+                   B.STABLEHLO_MINIMUM: hlo_minimum}
 
 
 @dataclass(frozen=True, eq=False)
@@ -394,18 +394,18 @@ class StablehloComposite:
     dynamic: bool
 
     def __call__(self, inputs, outputs):
-        _store(outputs, self.decomposition.run(inputs), self.dynamic)
+        store_outputs(outputs, self.decomposition.run(inputs), self.dynamic)
 
 
 @register(B.STABLEHLO_COMPOSITE, stateful=True)
 def prepare_stablehlo_composite(ctx: OpContext):
     ctx.check(len(ctx.inputs) > 0, "STABLEHLO_COMPOSITE needs at least one input")
     ctx.check(all(t is not None for t in ctx.inputs), "STABLEHLO_COMPOSITE inputs must all be present")
-    sub = _callee(ctx, int(ctx.options.decomposition_subgraph_index))
-    _check_io_types(ctx, sub, "decomposition", "inputs", ctx.inputs, [t.type for t in ctx.inputs])
-    _check_io_types(ctx, sub, "decomposition", "outputs", ctx.outputs, [t.type for t in ctx.outputs])
+    sub = callee_runtime(ctx, int(ctx.options.decomposition_subgraph_index))
+    check_subgraph_io_types(ctx, sub, "decomposition", "inputs", ctx.inputs, [t.type for t in ctx.inputs])
+    check_subgraph_io_types(ctx, sub, "decomposition", "outputs", ctx.outputs, [t.type for t in ctx.outputs])
     sub.prepare_for([t.shape for t in ctx.inputs])
-    outs = _output_infos(sub)
+    outs = subgraph_output_infos(sub)
     dynamic = any(o.dynamic for o in outs)
     for k, o in enumerate(outs):
         if dynamic:
@@ -423,7 +423,7 @@ class StablehloCase:
     def __call__(self, inputs, outputs):
         k = int(inputs[0].reshape(-1)[0])
         branch = self.branches[k if 0 <= k < len(self.branches) else -1]  # out of range: the last branch
-        _store(outputs, branch.run(inputs[1:]), self.dynamic)
+        store_outputs(outputs, branch.run(inputs[1:]), self.dynamic)
 
 
 @register(B.STABLEHLO_CASE, stateful=True)
@@ -436,11 +436,11 @@ def prepare_stablehlo_case(ctx: OpContext):
     ctx.check(all(t is not None for t in args), "STABLEHLO_CASE inputs must all be present")
     branches, shapes, dynamic = [], [], False
     for k in ks:
-        sub = _callee(ctx, k)
-        _check_io_types(ctx, sub, "branch", "inputs", args, [t.type for t in args])
-        _check_io_types(ctx, sub, "branch", "outputs", ctx.outputs, [t.type for t in ctx.outputs])
+        sub = callee_runtime(ctx, k)
+        check_subgraph_io_types(ctx, sub, "branch", "inputs", args, [t.type for t in args])
+        check_subgraph_io_types(ctx, sub, "branch", "outputs", ctx.outputs, [t.type for t in ctx.outputs])
         sub.prepare_for([t.shape for t in args])
-        outs = _output_infos(sub)
+        outs = subgraph_output_infos(sub)
         dynamic = dynamic or any(o.dynamic for o in outs)
         shapes.append([tuple(o.shape) for o in outs])
         branches.append(sub)

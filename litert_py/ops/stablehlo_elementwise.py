@@ -55,25 +55,25 @@ def _and(a, b, out):
     np.bitwise_and(a, b, out=out)
 
 
-def _add(a, b, out):
+def hlo_add(a, b, out):
     if out.dtype == np.bool_:
         np.logical_or(a, b, out=out)
     else:
         np.add(a, b, out=out)
 
 
-def _mul(a, b, out):
+def hlo_multiply(a, b, out):
     if out.dtype == np.bool_:
         np.logical_and(a, b, out=out)
     else:
         np.multiply(a, b, out=out)
 
 
-def _max(a, b, out):
+def hlo_maximum(a, b, out):
     np.copyto(out, np.where(a < b, b, a))  # std::max(a, b) = (a < b) ? b : a (NaN in a wins)
 
 
-def _min(a, b, out):
+def hlo_minimum(a, b, out):
     np.copyto(out, np.where(b < a, b, a))  # std::min(a, b) = (b < a) ? b : a
 
 
@@ -85,10 +85,12 @@ def _int_min(a, b, out):
     np.minimum(a, b, out=out)
 
 
-_INT_FAST = {_max: _int_max, _min: _int_min}
+_INT_FAST = {hlo_maximum: _int_max, hlo_minimum: _int_min}
 _BINARY = {
-    B.STABLEHLO_ADD: (_add, _FLOATS + _INTS + _BOOL), B.STABLEHLO_MULTIPLY: (_mul, _FLOATS + _INTS + _BOOL),
-    B.STABLEHLO_MAXIMUM: (_max, _FLOATS + _INTS + _BOOL), B.STABLEHLO_MINIMUM: (_min, _FLOATS + _INTS + _BOOL),
+    B.STABLEHLO_ADD: (hlo_add, _FLOATS + _INTS + _BOOL),
+    B.STABLEHLO_MULTIPLY: (hlo_multiply, _FLOATS + _INTS + _BOOL),
+    B.STABLEHLO_MAXIMUM: (hlo_maximum, _FLOATS + _INTS + _BOOL),
+    B.STABLEHLO_MINIMUM: (hlo_minimum, _FLOATS + _INTS + _BOOL),
     B.STABLEHLO_AND: (_and, _INTS + _BOOL),
 }
 

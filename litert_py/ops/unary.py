@@ -258,14 +258,6 @@ def _lut_transform(op: int, x: TensorInfo, s_out: float, zo: int):
     return lambda v: np.where(v <= 0, big, _F(1) / np.sqrt(np.where(v <= 0, _F(1), v)))
 
 
-def _saturating(fn, s_out: float):
-    """``fn`` with results clipped to +-1e9 output steps. In ai-edge-litert 2.3.0 (x86) an overflowing
-    ``static_cast<int32_t>`` in LUTPopulate saturates (EXP int8 of a large input gives 127), where
-    ``litert_py.quant.lut_int8`` models the x86 INT_MIN; clipping first gives the saturated entry with either."""
-    bound = np.float32(1e9) * np.float32(s_out)
-    return lambda v: np.clip(fn(v), -bound, bound)
-
-
 def prepare_unary_quantized(ctx: OpContext, x: TensorInfo):
     """The int8 / int16 quantized paths: one output value per stored input value, computed here."""
     y = ctx.outputs[OUTPUT]
@@ -295,8 +287,7 @@ def prepare_unary_quantized(ctx: OpContext, x: TensorInfo):
         min_valid, message = zi, "Rsqrt is only defined for positive values"
     else:  # LOG, EXP, RSQRT int16: LUTPopulate in float32
         fn = _lut_transform(op, x, float(s_out), zo)
-        if x.type == _I8:
-            fn = _saturating(fn, float(s_out))
+        if x.type == _I8:  # an overflowing entry saturates (EXP of a large input gives 127), as lut_int8 does
             out = lut_lookup_int8(raw, lut_int8(fn, float(s_in), zi, float(s_out), zo))
         else:  # int16 overflow (inf - inf = NaN entries -> 0) already matches LiteRT as lut_int16 models it
             out = lut_lookup_int16(raw, lut_int16(fn, float(s_in), zi, float(s_out), zo))
