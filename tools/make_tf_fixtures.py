@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Write the TensorFlow-converted fixtures of tests/fixtures/ (state, control flow, lookup tables, sequence ops).
+
+    python tools/make_tf_fixtures.py [--out tests/fixtures]
+
+Needs TensorFlow (any 2.x with the TFLite converter; made with 2.21), which neither the package nor its tests
+need: run it in a separate environment, e.g. ``python -m venv /tmp/tf && /tmp/tf/bin/pip install tensorflow-cpu``.
+Every model is made by TF's own converter, so the tests see the graphs real users get (CALL_ONCE
+initializers, resource variables, hashtables, WHILE/IF bodies, the converter's LSTM intermediates), not the
+ones litert_py's writer makes. Each file stays a few kilobytes; the random weights are seeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import tempfile
+
+import numpy as np
+
+OUT = pathlib.Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+
+
+def _convert_saved_model(module, signatures: dict, **converter_options) -> bytes:
+    import tensorflow as tf
+
+    with tempfile.TemporaryDirectory() as d:
+        tf.saved_model.save(module, d, signatures=signatures)
+        converter = tf.lite.TFLiteConverter.from_saved_model(d, signature_keys=list(signatures))
+        for k, v in converter_options.items():
+            setattr(converter, k, v)
+        return converter.convert()
+
+
+def variables_model() -> bytes:
+    """Two signatures sharing resource variables: ``accumulate`` (v += 2x, n += 1) and ``read``."""
+    import tensorflow as tf
+
+    class Accumulator(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.total = tf.Variable(tf.constant([1.0, -1.0, 0.5]), name="total")
+            self.count = tf.Variable(tf.constant(0, tf.int32), name="count")
+
+        @tf.function(input_signature=[tf.TensorSpec([3], tf.float32, name="x")])
+        def accumulate(self, x):
+            self.total.assign_add(x * 2.0)
+            self.count.assign_add(1)
+            return {"total": self.total.read_value(), "count": self.count.read_value()}
+
+        @tf.function(input_signature=[])
+        def read(self):
+            return {"total": self.total.read_value(), "count": self.count.read_value()}
+
+    m = Accumulator()
+    return _convert_saved_model(m, {"accumulate": m.accumulate, "read": m.read})
+
+
+def hashtable_model() -> bytes:
+    """string -> int64 and int64 -> string StaticHashTables with default values, and their sizes."""
+    import tensorflow as tf
+
+    class Tables(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.ids = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(tf.constant(["cat", "dog", "bird", ""]),
+                                                    tf.constant([3, 7, -2, 11], tf.int64)), default_value=-1)
+            self.names = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(tf.constant([3, 7, 42], tf.int64),
+                                                    tf.constant(["three", "seven", "forty-two"])),
+                default_value="?")
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words"),
+                                      tf.TensorSpec([None], tf.int64, name="numbers")])
+        def lookup(self, words, numbers):
+            return {"ids": self.ids.lookup(words), "names": self.names.lookup(numbers),
+                    "sizes": tf.stack([self.ids.size(), self.names.size()])}
+
+    m = Tables()
+    import tensorflow as tf  # noqa: F811
+
+    return _convert_saved_model(m, {"lookup": m.lookup},
+                                target_spec=_builtin_spec(tf))
+
+
+def _builtin_spec(tf):
+    spec = tf.lite.TargetSpec()
+    spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    return spec
+
+
+def while_if_model() -> bytes:
+    """A data-dependent WHILE whose body holds an IF."""
+    import tensorflow as tf
+
+    class Loop(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name="n"), tf.TensorSpec([4], tf.float32, name="x")])
+        def run(self, n, x):
+            def body(i, v):
+                v = tf.cond(tf.reduce_sum(v) > 0.0, lambda: v * 0.5 - 1.0, lambda: v * 1.5 + 2.0)
+                return i + 1, v
+
+            _, y = tf.while_loop(lambda i, v: i < n, body, [tf.constant(0), x])
+            return {"y": y}
+
+    m = Loop()
+    return _convert_saved_model(m, {"run": m.run})
+
+
+def while_grow_model() -> bytes:
+    """A WHILE that appends one value per iteration to a tensor (its shape changes every iteration)."""
+    import tensorflow as tf
+
+    class Grow(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name="n"), tf.TensorSpec([4], tf.float32, name="x")])
+        def run(self, n, x):
+            def body(i, v, grown):
+                v = v * 0.5 - 1.0
+                grown = tf.concat([grown, tf.reshape(tf.reduce_max(v), [1])], axis=0)
+                return i + 1, v, grown
+
+            _, y, grown = tf.while_loop(lambda i, v, g: i < n, body,
+                                        [tf.constant(0), x, tf.zeros([0], tf.float32)],
+                                        shape_invariants=[tf.TensorShape([]), tf.TensorShape([4]),
+                                                          tf.TensorShape([None])])
+            return {"y": y, "trace": grown}
+
+    m = Grow()
+    return _convert_saved_model(m, {"run": m.run})
+
+
+def _keras(legacy: bool):
+    """Keras 2 (tf_keras: its LSTM converts to the fused sequence ops) or Keras 3 (converted op by op: WHILE)."""
+    if legacy:
+        import tf_keras
+
+        return tf_keras
+    import tensorflow as tf
+
+    return tf.keras
+
+
+def _keras_sequence_model(kind: str, seed: int, legacy: bool, units: int, features: int):
+    keras = _keras(legacy)
+    keras.utils.set_random_seed(seed)
+    inp = keras.Input((5, features), batch_size=1, name="x")
+    if kind == "lstm":
+        out = keras.layers.LSTM(units, return_sequences=True)(inp)
+    elif kind == "bidirectional":
+        out = keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True))(inp)
+    elif kind == "rnn":
+        out = keras.layers.SimpleRNN(units, return_sequences=True)(inp)
+    elif kind == "gru":
+        out = keras.layers.GRU(5)(inp)
+    else:
+        raise ValueError(kind)
+    return keras.Model(inp, out)
+
+
+def sequence_model(kind: str, quantization: str, seed: int = 0, legacy: bool = True, units: int = 6,
+                   features: int = 8) -> bytes:
+    """A Keras sequence layer; ``quantization``: float, dynamic (hybrid int8 weights: the converter quantizes
+    weights of 1024 elements or more, hence the bigger sizes there), int8 (full integer)."""
+    import tensorflow as tf
+
+    model = _keras_sequence_model(kind, seed, legacy, units, features)
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if quantization in ("dynamic", "int8"):
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "int8":
+        rng = np.random.default_rng(seed)
+
+        def representative():
+            for _ in range(50):
+                yield [rng.uniform(-1, 1, (1, 5, features)).astype(np.float32)]
+
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+FIXTURES = {
+    "tf_variables.tflite": variables_model,
+    "tf_hashtables.tflite": hashtable_model,
+    "tf_while_if.tflite": while_if_model,
+    "tf_while_grow.tflite": while_grow_model,
+    "tf_keras3_lstm_while.tflite": lambda: sequence_model("lstm", "float", legacy=False),
+    "tf_lstm_float.tflite": lambda: sequence_model("lstm", "float"),
+    "tf_lstm_dynamic_range.tflite": lambda: sequence_model("lstm", "dynamic", units=32, features=32),
+    "tf_lstm_int8.tflite": lambda: sequence_model("lstm", "int8"),
+    "tf_bidirectional_lstm_float.tflite": lambda: sequence_model("bidirectional", "float"),
+    "tf_simple_rnn_float.tflite": lambda: sequence_model("rnn", "float"),
+    "tf_gru_float.tflite": lambda: sequence_model("gru", "float"),
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=pathlib.Path, default=OUT)
+    ap.add_argument("--only", default="", help="comma-separated fixture names")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    only = {s for s in a.only.split(",") if s}
+    for name, make in FIXTURES.items():
+        if only and name not in only:
+            continue
+        data = make()
+        (a.out / name).write_bytes(data)
+        print(f"{name}: {len(data)} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
