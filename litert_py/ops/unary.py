@@ -194,6 +194,11 @@ def _rdbpot(x: int, e: int) -> int:
     return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
 
 
+def _wrap32_int(v: int) -> int:
+    """int32 two's-complement wrap of a Python int (numpy's wrap32 costs ~1.5 us a scalar call)."""
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
 def get_inv_sqrt_quantized_multiplier_exp(x: int, reverse_shift: int = -1) -> tuple[int, int]:
     """``GetInvSqrtQuantizedMultiplierExp`` of tflite/kernels/internal/common.h: 1/sqrt(x) as (M, shift) by a
     fixed-point Newton-Raphson iteration in Q3.28 (5 steps from 1.0)."""
@@ -211,10 +216,10 @@ def get_inv_sqrt_quantized_multiplier_exp(x: int, reverse_shift: int = -1) -> tu
     y = 1 << 28  # F3 one
     for _ in range(5):
         y3 = _sat_pot(_srdhm(_srdhm(y, y), y), 6)
-        y = _sat_pot(int(wrap32(_srdhm(three_halves, y) - _srdhm(half_input, y3))), 3)
+        y = _sat_pot(_wrap32_int(_srdhm(three_halves, y) - _srdhm(half_input, y3)), 3)
     y = _srdhm(y, 1518500250)  # times sqrt(2)/2
     if shift < 0:
-        y = int(wrap32(y << -shift))
+        y = _wrap32_int(y << -shift)
         shift = 0
     return y, shift * reverse_shift
 
