@@ -28,8 +28,8 @@ import numpy as np
 
 from ..quant import (
     SseMinus128Fix,
-    multiply_by_quantized_multiplier,
     quantize_multiplier,
+    requantize_int64_inplace,
     sse_reduction_sum_vector,
     wrap32,
 )
@@ -107,16 +107,13 @@ class SvdfInteger:
         _shift_state(state)
         s3 = state.reshape(-1, self.num_filters, self.memory)
         dot = (inputs[INPUT].astype(np.int64) - self.zi) @ self.wf_t
-        dot = multiply_by_quantized_multiplier(wrap32(dot), self.m1, self.e1)
-        s3[:, :, -1] = np.clip(dot, -32768, 32767)
+        requantize_int64_inplace(wrap32(dot), self.m1, self.e1, 0, -32768, 32767, s3[:, :, -1])
         scratch = wrap32(np.einsum("bft,ft->bf", s3.astype(np.int64), self.wt))
         out = outputs[0]
         acc = scratch.reshape(out.shape[0], -1, self.rank).sum(axis=2)
         if self.bias is not None:
             acc += self.bias
-        r = multiply_by_quantized_multiplier(wrap32(acc), self.m2, self.e2) + self.zo
-        np.clip(r, -128, 127, out=r)
-        out[...] = r
+        requantize_int64_inplace(wrap32(acc), self.m2, self.e2, self.zo, -128, 127, out)
 
 
 @register(BuiltinOperator.SVDF, stateful=True)
