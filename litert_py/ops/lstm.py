@@ -75,6 +75,7 @@ from ..quant import (
     wrap32,
 )
 from ..schema.model import BuiltinOperator
+from .common import clip_ufunc
 from .fully_connected import apply_activation_to_vector
 from .registry import OpContext, TensorInfo, register
 from .rnn import bidirectional_views, hybrid_matvec
@@ -256,7 +257,7 @@ class LstmCell:
         cg *= ig
         c += cg
         if self.cell_clip > 0:
-            np.clip(c, -self.cell_clip, self.cell_clip, out=c)
+            clip_ufunc(c, -self.cell_clip, self.cell_clip, out=c)
         og = self._gate("o", xs, auxs, hs, c, _sigmoid)
         t = c.copy()
         if self.act is not None:
@@ -268,7 +269,7 @@ class LstmCell:
             if t.any() or self.proj.fc is None:
                 self.proj.add_to(r, t)
             if self.proj_clip > 0:
-                np.clip(r, -self.proj_clip, self.proj_clip, out=r)
+                clip_ufunc(r, -self.proj_clip, self.proj_clip, out=r)
             t = r
         h[...] = t
         out[...] = t
@@ -450,7 +451,7 @@ def _rdbpot(x, e: int):
 
 def _satpot16(x, e: int):
     if e > 0:
-        return np.clip(x << e, -32768, 32767)
+        return clip_ufunc(x << e, -32768, 32767)
     return _rdbpot(x, -e)
 
 
@@ -466,7 +467,7 @@ def _exp_on_interval(a):
     x3 = _srdhm16(x2, x)
     x4 = _srdhm16(x2, x2)
     inner = _w16(_srdhm16(_w16(_satpot16(x4, -2) + x3), third) + x2)
-    return np.clip(c + _srdhm16(c, _w16(x + _satpot16(inner, -1))), -32768, 32767)
+    return clip_ufunc(c + _srdhm16(c, _w16(x + _satpot16(inner, -1))), -32768, 32767)
 
 
 def _exp_on_negative_values(a, ib: int):
@@ -585,7 +586,7 @@ class LstmIntegerCell:
             r = _mbqm(1024 * row - mean, inv_m, inv_e)
             t = r * g.ln + g.ln_bias
             u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
-            out[b] = np.clip(_mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
+            out[b] = clip_ufunc(_mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
         return out
 
     def _peephole(self, g: IntGate, gate, c):
@@ -599,19 +600,19 @@ class LstmIntegerCell:
             r = np.empty_like(prod)
             r[:, :k16] = _mbqm_neon(prod[:, :k16], *g.m_p)
             r[:, k16:] = _mbqm(prod[:, k16:], *g.m_p)
-            gate[:, :n_out] = np.clip(gv + r, -32768, 32767)
+            gate[:, :n_out] = clip_ufunc(gv + r, -32768, 32767)
             return
         gf, cf = gate.reshape(-1), c.reshape(-1)
         prod = (np.tile(g.peep, rows) * cf[:rows * n_out]).reshape(rows, n_out)
         r = np.empty_like(prod)
         r[:, :k16] = _mbqm_neon(prod[:, :k16], *g.m_p)
         r[:, k16:] = _mbqm(prod[:, k16:], *g.m_p)
-        gf[:rows * n_out] = np.clip(gf[:rows * n_out] + r.reshape(-1), -32768, 32767)
+        gf[:rows * n_out] = clip_ufunc(gf[:rows * n_out] + r.reshape(-1), -32768, 32767)
 
     def _gate(self, name, x, h, c, table):
         g: IntGate = self.gates[name]
-        gate = np.clip(_mbqm(x @ g.w_x + g.eff_x, *g.m_x), -32768, 32767)
-        gate = np.clip(_mbqm(h @ g.w_h + g.eff_h, *g.m_h) + gate, -32768, 32767)
+        gate = clip_ufunc(_mbqm(x @ g.w_x + g.eff_x, *g.m_x), -32768, 32767)
+        gate = clip_ufunc(_mbqm(h @ g.w_h + g.eff_h, *g.m_h) + gate, -32768, 32767)
         if g.peep is not None:
             self._peephole(g, gate, c)
         if g.ln is not None:
@@ -629,18 +630,18 @@ class LstmIntegerCell:
         cg = self._gate("c", x, h, None, tanh3)
         c = _w16(_rdbpot(fg * c, 15))
         scratch = _w16(_rdbpot(((32767 - fg) if cifg else ig) * cg, 30 + self.cs))
-        c = np.clip(c + scratch, -32768, 32767)
+        c = clip_ufunc(c + scratch, -32768, 32767)
         if self.cell_clip > 0:
-            c = np.clip(c, -self.cell_clip, self.cell_clip)
+            c = clip_ufunc(c, -self.cell_clip, self.cell_clip)
         og = self._gate("o", x, h, c, sig)
         t = tanh16_table(15 + self.cs)[c + 32768]
         if self.proj is None:
-            hn = np.clip(_mbqm(og * t, *self.m_hidden) + self.z_hidden, -128, 127)
+            hn = clip_ufunc(_mbqm(og * t, *self.m_hidden) + self.z_hidden, -128, 127)
         else:
-            hh = np.clip(_mbqm(og * t, *self.m_hidden) - self.z_hidden, -128, 127)
-            hn = np.clip(_mbqm(hh @ self.proj + self.proj_eff, *self.m_proj) + self.z_out_state, -128, 127)
+            hh = clip_ufunc(_mbqm(og * t, *self.m_hidden) - self.z_hidden, -128, 127)
+            hn = clip_ufunc(_mbqm(hh @ self.proj + self.proj_eff, *self.m_proj) + self.z_out_state, -128, 127)
             if self.proj_clip > 0:
-                hn = np.clip(hn, -self.proj_clip, self.proj_clip)
+                hn = clip_ufunc(hn, -self.proj_clip, self.proj_clip)
         c_state[...] = c
         h_state[...] = hn
         out[...] = hn

@@ -237,6 +237,30 @@ def _mbqm_core(x, m, rs, out=None, extra=None):
     return p
 
 
+_SCALAR_INTS = (int, np.int32, np.int64)
+
+
+def _mbqm_scalar(x: np.ndarray, m: int, shift: int) -> np.ndarray:
+    """_mbqm_core for one Python-int (M, shift), M != INT32_MIN: the same passes with scalar constants (the
+    array form's per-call constant building costs ~10 us, which dominates small tensors)."""
+    if not -31 <= shift <= 31:
+        raise ValueError("multiply_by_quantized_multiplier: shift must be in [-31, 31]")
+    if shift > 0:
+        x = wrap32(np.left_shift(x, shift))
+    p = np.multiply(x, m, dtype=np.int64)
+    rs = max(-shift, 0)
+    if rs == 0:
+        p += 1 << 30
+        p >>= 31
+        return p
+    negative = np.right_shift(p, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
+    p += (1 << 30) + (1 << (rs + 30))
+    p >>= 31
+    p += negative
+    p >>= rs
+    return p
+
+
 def multiply_by_quantized_multiplier(x, m, shift, out=None):
     """``MultiplyByQuantizedMultiplier(int32 x, int32 M, int shift)``, double-rounding (default) build,
     of tflite/kernels/internal/common.cc: ``RDBPOT(SRDHM(wrap32(x << max(shift,0)), M), max(-shift,0))``.
@@ -246,6 +270,8 @@ def multiply_by_quantized_multiplier(x, m, shift, out=None):
     broadcast shape that receives the result (no extra temporaries beyond one int64 buffer).
     Also covers MultiplyByQuantizedMultiplierSmallerThanOneExp / GreaterThanOne of common.h.
     """
+    if out is None and type(m) in _SCALAR_INTS and type(shift) in _SCALAR_INTS and m != INT32_MIN:
+        return _unwrap0d(_mbqm_scalar(_i64(x), int(m), int(shift)))
     x = _i64(x)
     m = _i64(m)
     s = _i64(shift)

@@ -39,9 +39,11 @@ def lut_int8(fn, in_scale, in_zp, out_scale, out_zp, dtype=np.int8) -> np.ndarra
 
     ``fn`` receives a float32 array of the 256 dequantized inputs and must work elementwise. The
     table is indexed by the input byte as uint8 (so int8 tables are ordered 0..127, -128..-1), as
-    :func:`lut_lookup_int8` expects. The ai-edge-litert 2.3.0 x86 wheel saturates values beyond the type
-    range (EXP int8 with s_in 0.5 at x=127 gives 127; GELU int8 with s_in 1000, s_out 1e-4 gives 127), so the
-    clamp is applied to the float before the cast; only NaN gives INT32_MIN, i.e. the type minimum.
+    :func:`lut_lookup_int8` expects. The cast of a value beyond int32 is undefined in C++, and the ai-edge-litert
+    2.3.0 x86 wheel compiles the two instantiations differently: int8 saturates (EXP int8 with s_in 0.5 at
+    x=127 gives 127; GELU int8 with s_in 1000, s_out 1e-4 gives 127), so its clamp is applied to the float
+    before the cast; uint8 converts like cvttss2si, INT32_MIN for anything outside int32, which the clamp
+    then makes 0 (GELU uint8 with s_in 100, s_out 1e-5 gives 0 for x >= 215). NaN gives the type minimum.
     Returns a 256-entry array of ``dtype`` (int8 or uint8).
     """
     dt = np.dtype(dtype)
@@ -55,7 +57,10 @@ def lut_int8(fn, in_scale, in_zp, out_scale, out_zp, dtype=np.int8) -> np.ndarra
         deq = f32(in_scale) * (vals - int(in_zp)).astype(f32)
         t = _apply(fn, deq, f32)
         rescaled = round_away(t * inverse_scale)
-        q = trunc_to_int32(np.clip(rescaled + f32(int(out_zp)), f32(info.min), f32(info.max)))
+        q = rescaled + f32(int(out_zp))
+        if dt == np.dtype(np.int8):
+            np.clip(q, f32(info.min), f32(info.max), out=q)
+        q = trunc_to_int32(q)
     q = np.clip(q, int(info.min), int(info.max))
     lut = np.empty(256, dtype=dt)
     lut[vals & 0xFF] = q

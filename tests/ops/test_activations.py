@@ -595,3 +595,15 @@ def test_int8_lut_saturates_like_litert(op, options):
     x = np.arange(-128, 128, dtype=np.int8)
     ours, theirs = run_both(model, [x], resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
     np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize("dtype,zero_point", [(np.uint8, 0), (np.uint8, 128), (np.int8, -128), (np.int8, 0)])
+@pytest.mark.parametrize("out_scale", [1e-5, 1e-8])
+def test_lut_entries_beyond_int32(dtype, zero_point, out_scale):
+    """GELU of large inputs over a tiny output scale: the table's float -> int32 cast overflows. LiteRT's uint8
+    tables get INT32_MIN there (then 0), its int8 tables saturate (litert_py.quant.lut_int8)."""
+    info = np.iinfo(dtype)
+    model = single_op_model("GELU", inputs=[T((256,), dtype, q=quant(100.0, zero_point))],
+                            outputs=[T((256,), dtype, q=quant(out_scale, zero_point))], options={"approximate": False})
+    ours, theirs = run_both(model, [np.arange(info.min, info.max + 1).astype(dtype)])
+    np.testing.assert_array_equal(ours[0], theirs[0])
