@@ -37,7 +37,9 @@ see ArgMaxMin for NaN. CUMSUM (float32, int32, int64; int32 axis; exclusive, rev
 Sources matched: tflite/kernels/{reduce,arg_min_max,cumsum}.cc, reference/arg_min_max.h,
 tflite/kernels/internal/reference/reduce.h (Mean, ReduceSumImpl,
 ResolveAxis, QuantizedMeanOrSum, ReduceGeneric), tflite/kernels/internal/optimized/reduce.h
-(QuantizedMeanOrSum), tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplier).
+(QuantizedMeanOrSum), tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplier),
+tflite/kernels/internal/optimized/optimized_ops.h (ArgMinMax, ArgMaxVector / ArgMinVector) with NEON_2_SSE.h's
+vpmax_f32 / vpmin_f32 (the x86 wheel's NEON emulation).
 """
 
 from __future__ import annotations
@@ -577,24 +579,46 @@ def _prepare_prod_quantized(ctx: OpContext, x: TensorInfo, axis: TensorInfo, y: 
         raise ctx.fail(str(e)) from None
 
 
-# -- ARG_MAX, ARG_MIN (arg_min_max.cc, reference/arg_min_max.h) -------------------------------------
+# -- ARG_MAX, ARG_MIN (arg_min_max.cc, reference/arg_min_max.h, optimized_ops.h ArgMinMax) ---------------
 @dataclass(frozen=True, eq=False)
 class ArgMaxMin:
     """Index of the first maximum (minimum) along ``axis``: a later element wins only when strictly greater
-    (less). float32 as reference/arg_min_max.h: a NaN candidate never wins and a NaN current value is replaced
-    by any non-NaN one, so the result is the first non-NaN extreme, 0 when all are NaN. When the inner size is 1
-    (the reduced axis is the last non-trivial one) the x86-64 wheel takes a vectorized float kernel
-    (optimized_ops::ArgMinMaxLastAxis) that treats NaN otherwise (e.g. ARG_MAX [1, 2, NaN, 3] gives 1 there);
-    that NaN behaviour is not reproduced. Without NaN both kernels agree."""
+    (less). arg_min_max.cc registers one kernel for every resolver (BUILTIN_REF included): it calls
+    optimized_ops::ArgMinMax, which sends float32 / int8 / uint8 with an inner size of 1 (every axis after the
+    reduced one has size 1) to ArgMinMaxLastAxis and everything else to reference_ops::ArgMinMax. Integers and
+    float32 without NaN give the first extreme index on both paths.
+
+    float32 NaN, reference path (inner size > 1, reference/arg_min_max.h NaN-aware comparator): a NaN candidate
+    never wins and a NaN current value is replaced by any non-NaN one: the first non-NaN extreme, 0 if all NaN.
+
+    float32 NaN, inner size 1 (ArgMaxVector / ArgMinVector<float>, optimized_ops.h, built with USE_NEON on
+    x86-64 through NEON_2_SSE.h, no __aarch64__): for a length n < 4 the scalar loop above. For n >= 4, with
+    k = 4 * (n // 4): lane j (elements j, j+4, ... below k) keeps its first non-NaN extreme and its index (NaN
+    if the lane is all NaN); the lanes are folded as ``m = p(p(l0, l1), p(l2, l3))`` with NEON_2_SSE's serial
+    vpmax_f32 ``p(a, b) = b if a < b else a`` (vpmin_f32: ``b if a > b else a``), so a NaN first operand
+    propagates and a NaN second operand is dropped; the index is the smallest lane index whose lane value
+    equals m (none when m is NaN). The tail (elements k..n-1) then runs the NaN-aware scalar loop from (m,
+    index); a final NaN m gives 0. E.g. ARG_MAX [1, 2, NaN, 3] = 1, [NaN, NaN, 5, 8, 2] = 4. See _lanes_arg."""
 
     axis: int | None  # None: read from the axis tensor at eval
     is_max: bool
     out_dtype: np.dtype
+    lanes: bool = False  # float32 with inner size 1 and axis length >= 4 (the vectorized kernel)
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
-        axis = self.axis if self.axis is not None else _arg_axis(int(inputs[AXIS].reshape(-1)[0]), x.ndim)
-        if x.dtype.kind == "f":
+        if self.axis is None:
+            axis = _arg_axis(int(inputs[AXIS].reshape(-1)[0]), x.ndim)
+            lanes = _uses_lanes(x.dtype.kind == "f", x.shape, axis)
+        else:
+            axis, lanes = self.axis, self.lanes
+        if lanes:
+            best = (np.maximum if self.is_max else np.minimum).reduce(x, axis=axis, keepdims=True)
+            if np.isnan(best).any():  # NaN somewhere: the vectorized kernel's own NaN behaviour
+                idx = _lanes_arg(x.reshape(-1, x.shape[axis]), self.is_max).reshape(x.shape[:axis] + x.shape[axis + 1:])
+            else:  # no NaN: the first extreme, as on the reference path
+                idx = np.argmax(x == best, axis=axis)
+        elif x.dtype.kind == "f":
             best = (np.fmax if self.is_max else np.fmin).reduce(x, axis=axis, keepdims=True)
             idx = np.argmax(x == best, axis=axis)
         else:
@@ -603,6 +627,43 @@ class ArgMaxMin:
             outputs[OUTPUT] = idx.astype(self.out_dtype)
         else:
             np.copyto(outputs[OUTPUT], idx, casting="unsafe")
+
+
+def _lanes_arg(x: np.ndarray, is_max: bool) -> np.ndarray:
+    """ArgMaxVector / ArgMinVector<float> (NEON via NEON_2_SSE) for each row of ``x`` (rows, n), n >= 4."""
+    rows, n = x.shape
+    k = n - n % 4
+    red = np.fmax if is_max else np.fmin
+    v = x[:, :k].reshape(rows, k // 4, 4)
+    lane = v  # each lane's non-NaN extreme (NaN when the lane is all NaN), halving the chunks (fast on any shape)
+    while lane.shape[1] > 1:
+        h = lane.shape[1] // 2
+        half = red(lane[:, :h], lane[:, h:2 * h])
+        lane = np.concatenate((half, lane[:, 2 * h:]), axis=1) if lane.shape[1] % 2 else half
+    lane = lane[:, 0]
+    lane_idx = np.argmax(v == lane[:, None, :], axis=1) * 4 + np.arange(4)  # first index of it in its lane
+    if is_max:
+        def fold(a, b):
+            return np.where(a < b, b, a)  # vpmax_f32: (a < b) ? b : a
+    else:
+        def fold(a, b):
+            return np.where(a > b, b, a)  # vpmin_f32: (a > b) ? b : a
+    m = fold(fold(lane[:, 0], lane[:, 1]), fold(lane[:, 2], lane[:, 3]))
+    m_nan = np.isnan(m)
+    hit = np.where(lane == m[:, None], lane_idx, n)  # index masks as vbslq_s32, then the smallest one
+    res = np.where(m_nan, 0, np.minimum(np.minimum(hit[:, 0], hit[:, 1]), np.minimum(hit[:, 2], hit[:, 3])))
+    if k < n:  # scalar tail: a non-NaN element wins over a NaN m or when strictly better
+        t = x[:, k:]
+        tb = t[:, 0] if n - k == 1 else red(t[:, 0], t[:, 1]) if n - k == 2 else red(red(t[:, 0], t[:, 1]), t[:, 2])
+        better = (tb > m) if is_max else (tb < m)
+        take = ~np.isnan(tb) & (m_nan | better)
+        res = np.where(take, k + np.argmax(t == tb[:, None], axis=1), res)
+    return res
+
+
+def _uses_lanes(is_float: bool, shape: Sequence[int], axis: int) -> bool:
+    """optimized_ops::ArgMinMax takes ArgMinMaxLastAxis (inner size 1); its float kernel vectorizes from 4."""
+    return is_float and shape[axis] >= 4 and all(d == 1 for d in shape[axis + 1:])
 
 
 def _arg_axis(a: int, rank: int) -> int:
@@ -636,7 +697,7 @@ def prepare_arg_max_min(ctx: OpContext):
         raise ctx.fail(str(e)) from None
     ctx.check(x.shape[a] > 0, "Cannot compute ArgMin/ArgMax over an empty axis.")
     ctx.set_output_shape(OUTPUT, tuple(d for i, d in enumerate(x.shape) if i != a))
-    return ArgMaxMin(a, is_max, y.dtype)
+    return ArgMaxMin(a, is_max, y.dtype, _uses_lanes(x.type == _F32, x.shape, a))
 
 
 # -- CUMSUM (cumsum.cc, optimized_ops::CumSum) --------------------------------------------------------

@@ -374,7 +374,8 @@ ARG_CASES = [(op, dt, out) for op in ("ARG_MAX", "ARG_MIN")
 @given(data=st.data(), shape=shapes(1, 5, max_dim=4, allow_empty=False), axis_const=st.booleans(),
        seed=st.integers(0, 2**31 - 1))
 def test_arg_max_min(case, data, shape, axis_const, seed):
-    """Ties give the first index; float NaN is skipped (all NaN: 0); negative axes; int32 or int64 axis."""
+    """Ties give the first index; float NaN / inf / -0.0 on every axis (see test_arg_max_min_nan); negative
+    axes; int32 or int64 axis."""
     op, dtype, out_dtype = case
     rng = np.random.default_rng(seed)
     a = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
@@ -382,8 +383,6 @@ def test_arg_max_min(case, data, shape, axis_const, seed):
         x = rng.random(shape) < 0.5
     else:
         x = values(rng, shape, dtype, data.draw(regimes(dtype), label="regime"))
-        if dtype == np.float32 and np.prod(shape[a % len(shape) + 1:]) == 1:
-            x[np.isnan(x)] = 0.0  # NaN with an inner size of 1 (the vectorized kernel): see test_arg_max_min_nan
         if data.draw(st.booleans(), label="coarse"):  # many ties
             x = (x % 3).astype(dtype) if dtype != np.float32 else np.where(np.isfinite(x), np.sign(x), x)
     ax = np.array([a], data.draw(st.sampled_from([np.int32, np.int64]), label="axis_dtype"))
@@ -394,18 +393,48 @@ def test_arg_max_min(case, data, shape, axis_const, seed):
     assert_matches(ours, theirs)
 
 
-@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
-@pytest.mark.parametrize("row", [
+NAN_ROWS = [
     [np.nan, 1, 2], [1, np.nan, 0.5], [0, 5, np.nan, 7, np.nan, 9], [np.nan, np.nan, 1], [np.nan, np.nan, np.nan],
     [np.nan, -np.inf, np.inf, 2, np.nan], [-0.0, 0.0, np.nan], [np.nan, 0.0, -0.0, np.nan, -1.0],
-], ids=str)
-def test_arg_max_min_nan(op, row):
-    """NaN never wins and a leading NaN is replaced (reference/arg_min_max.h), along a non-last axis. Along the
-    last axis the wheel's vectorized float kernel treats NaN otherwise (see ArgMaxMin)."""
-    x = np.array([row, row[::-1]], np.float32).T
-    model = single_op_model(op, [T(x.shape), T.const(np.array([0], np.int32))], [T((2,), np.int32)],
+    [1, 2, np.nan, 3], [np.nan, np.nan, 5, 8, 2], [np.nan, np.nan, 5, 8], [3, np.nan, 1, 2, 9, 9, 9, 9],
+    [1, 5, np.nan, 9, 0, 6, np.nan, 2, np.nan], [np.nan, 1, 2, 3, np.nan, 4, 5, 6, 7], [1, 2, 3, 4, np.nan, 0, 0, 0],
+]
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("last", [False, True], ids=["axis0", "last-axis"])
+@pytest.mark.parametrize("row", NAN_ROWS, ids=str)
+def test_arg_max_min_nan(op, last, row):
+    """Along a non-last axis NaN never wins and a leading NaN is replaced (reference/arg_min_max.h). Along the
+    last axis (inner size 1) the x86 wheel's NEON_2_SSE-vectorized kernel folds 4 lanes: ARG_MAX [1, 2, NaN, 3]
+    gives 1 there, [NaN, NaN, 5, 8, 2] gives 4 (see ArgMaxMin)."""
+    x = np.array([row, row[::-1]], np.float32)
+    x, axis = (x, 1) if last else (x.T, 0)
+    model = single_op_model(op, [T(x.shape), T.const(np.array([axis], np.int32))], [T((2,), np.int32)],
                             {"output_type": 2})
     ours, theirs = run_both(model, [x])
+    assert_matches(ours, theirs)
+
+
+NAN_POOL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 3.0e38, -3.0e38], np.float32)
+
+
+@pytest.mark.parametrize("op", ["ARG_MAX", "ARG_MIN"])
+@pytest.mark.parametrize("out_dtype", [np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+@given(n=st.integers(1, 13), rows=st.integers(1, 300), trailing=st.integers(0, 2), axis_const=st.booleans(),
+       nan_rate=st.sampled_from([0.1, 0.3, 0.6, 0.9]), seed=st.integers(0, 2**31 - 1))
+def test_arg_max_min_nan_last_axis(op, out_dtype, n, rows, trailing, axis_const, nan_rate, seed):
+    """Inner size 1 (last axis, or only size-1 axes after it): many rows of NaN / inf / -0.0 / ties per model,
+    axis lengths below 4, exactly 4k and with a tail, so every lane / fold / tail case meets the oracle."""
+    rng = np.random.default_rng(seed)
+    x = rng.choice(NAN_POOL, size=(rows, n))
+    x[rng.random(x.shape) < nan_rate] = np.nan
+    x = x.reshape((rows, n) + (1,) * trailing)
+    ax = np.array([1], np.int32)
+    model = single_op_model(op, [T(x.shape), T.const(ax) if axis_const else T(ax.shape, np.int32)],
+                            [T((rows,) + (1,) * trailing, out_dtype)],
+                            {"output_type": 2 if out_dtype == np.int32 else 4})
+    ours, theirs = run_both(model, [x] if axis_const else [x, ax])
     assert_matches(ours, theirs)
 
 
