@@ -50,7 +50,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
-from ..quant import multiply_by_quantized_multiplier_int64 as mbqm64
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
@@ -470,12 +469,27 @@ class ReduceProdQuantized:
             return
         y = r.rows(inputs[INPUT]).astype(np.int64)
         y -= self.zi
-        p = y[0]
-        for row in y[1:]:
-            p = mbqm64(p * row, self.multiplier, self.shift)
-        p = mbqm64(p, self.multiplier, self.shift) + self.zo
-        np.clip(p, self.qmin, self.qmax, out=p)
-        flat[...] = p
+        p = y[0].copy()
+        # MBQM64 inlined (tflite/kernels/internal/common.cc, int64 overload): Mr = the 16-bit reduced
+        # multiplier, r = wrap32((x*Mr + 2^(14-e)) >> (15-e)); |p * x| < 2^47, so x*Mr stays below 2^62.
+        mr, total = self.reduced_multiplier, 15 - self.shift
+        half = 1 << (total - 1)
+        for k in range(1, r.n + 1):  # p = MBQM64(p * y[k]) for each further element, then MBQM64(p) once more
+            if k < r.n:
+                p *= y[k]
+            p *= mr
+            p += half
+            p >>= total
+            p += 1 << 31
+            p &= 0xFFFFFFFF
+            p -= 1 << 31
+        p += self.zo
+        clip_ufunc(p, self.qmin, self.qmax, out=flat, casting="unsafe")
+
+    @property
+    def reduced_multiplier(self) -> int:
+        m = self.multiplier
+        return (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
 
 
 def _prod_quantized_op(x: TensorInfo | np.ndarray, scales: tuple, reduction: Reduction, size: int):
