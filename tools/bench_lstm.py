@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""UNIDIRECTIONAL_SEQUENCE_LSTM per invoke in litert_py and ai-edge-litert (reference kernels), same run.
+
+    python tools/bench_lstm.py [--repeats 9]
+
+Keyword-spotting-sized layers (batch 1, 49 time steps, 40 inputs, 64 cells) in float32, hybrid (int8 weights)
+and full integer (8x8_16) form, built with the test suite's model builders. Prints medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from litert_py import Interpreter  # noqa: E402
+from tests.ops.test_lstm import float_lstm_model, int_lstm_model  # noqa: E402
+
+SIZES = dict(batch=1, time=49, n_in=40, n_cell=64, n_out=64)
+
+
+def models():
+    rng = np.random.default_rng(0)
+    s = SIZES
+    yield "float32", float_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", False, False, False, s["batch"],
+                                      s["time"], s["n_in"], s["n_cell"], s["n_out"])
+    yield "hybrid", float_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", True, False, False, s["batch"],
+                                     s["time"], s["n_in"], s["n_cell"], s["n_out"])
+    yield "int8 (8x8_16)", int_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", False, s["batch"],
+                                          s["time"], s["n_in"], s["n_cell"], s["n_out"], -11)
+
+
+def per_invoke(it, x, repeats: int) -> float:
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        it.invoke()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=9)
+    a = ap.parse_args()
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+
+    print(f"UNIDIRECTIONAL_SEQUENCE_LSTM {SIZES}, median of {a.repeats} invokes")
+    for name, (model, xshape) in models():
+        rng = np.random.default_rng(1)
+        dtype = np.int8 if name.startswith("int8") else np.float32
+        x = rng.integers(-128, 128, xshape).astype(dtype) if dtype == np.int8 else rng.standard_normal(xshape)
+        x = x.astype(dtype)
+        ours = per_invoke(Interpreter(model_content=model), x, a.repeats)
+        ref = per_invoke(LiteRT(model_content=model, num_threads=1,
+                                experimental_op_resolver_type=OpResolverType.BUILTIN_REF), x, a.repeats)
+        print(f"  {name:14s} litert_py {ours * 1e3:7.3f} ms   LiteRT ref {ref * 1e3:7.3f} ms   "
+              f"ratio {ours / ref:5.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
