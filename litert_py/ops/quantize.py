@@ -48,13 +48,13 @@ def _type_range(t: TensorInfo) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
-def _table_index(x: np.ndarray) -> np.ndarray:
+def table_index(x: np.ndarray) -> np.ndarray:
     """The input's bytes as table indices (int8 -> uint8, int16 -> uint16 views; no copy)."""
     return x.view(np.uint8) if x.dtype.itemsize == 1 else x.view(np.uint16)
 
 
-def _table_domain(dtype) -> np.ndarray:
-    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see _table_index)."""
+def table_domain(dtype) -> np.ndarray:
+    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see table_index)."""
     dt = np.dtype(dtype)
     unsigned = np.uint8 if dt.itemsize == 1 else np.uint16
     return np.arange(np.iinfo(unsigned).max + 1, dtype=unsigned).view(dt)
@@ -67,14 +67,14 @@ class TableLookup:
     table: np.ndarray  # indexed by the input's unsigned bit pattern, in the output dtype
 
     def __call__(self, inputs, outputs):
-        np.take(self.table, _table_index(inputs[INPUT]), out=outputs[0], mode="wrap")
+        np.take(self.table, table_index(inputs[INPUT]), out=outputs[0], mode="wrap")
 
 
 def _channel_shape(rank: int, axis: int, n: int) -> tuple[int, ...]:
     return tuple(n if k == axis else 1 for k in range(rank))
 
 
-def _per_channel_params(ctx: OpContext, t: TensorInfo) -> tuple[np.ndarray, np.ndarray]:
+def per_channel_params(ctx: OpContext, t: TensorInfo) -> tuple[np.ndarray, np.ndarray]:
     """(scale, zero point) arrays shaped to broadcast along the quantized dimension."""
     q = t.quantization
     n = len(q.scale)
@@ -126,9 +126,9 @@ def prepare_dequantize(ctx: OpContext):
         ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
     if len(x.quantization.scale) > 1:
         ctx.check(x.dtype != np.int16, f"Type {x.type_name} not supported for per-channel.")
-        scale, zp = _per_channel_params(ctx, x)
+        scale, zp = per_channel_params(ctx, x)
         return DequantizePerChannel(scale, zp.astype(_F32))
-    domain = _table_domain(x.dtype).astype(np.int64)
+    domain = table_domain(x.dtype).astype(np.int64)
     table = (np.float64(x.scale) * (domain - x.zero_point)).astype(_F32)  # f64 product is exact
     return TableLookup(table)
 
@@ -226,7 +226,7 @@ def prepare_quantize(ctx: OpContext):
                   _unsupported(x, y))
         if len(y.quantization.scale) > 1:
             ctx.check(y.type != _INT4, _unsupported(x, y))
-            scale, zp = _per_channel_params(ctx, y)
+            scale, zp = per_channel_params(ctx, y)
         else:
             scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
         overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
@@ -242,5 +242,5 @@ def prepare_quantize(ctx: OpContext):
     multiplier, shift = quantize_multiplier(np.float64(x.scale) / np.float64(y.scale))
     if x.dtype == np.int32:
         return RequantizeInt32(x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)
-    table = requantize_values(_table_domain(x.dtype), x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)
+    table = requantize_values(table_domain(x.dtype), x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)
     return TableLookup(table.astype(y.dtype))
