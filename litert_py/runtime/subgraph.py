@@ -357,8 +357,9 @@ class SubgraphRuntime:
                 op(ins, outs)
         except Exception as e:
             node = self.steps_nodes[k][0]
-            raise InvokeError(f"{type(e).__name__}: {e}\nNode number {node.index} ({node.name}) failed to invoke.") \
-                from e
+            # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
+            what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
+            raise InvokeError(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
 
     def _invoke_dynamic(self) -> None:
         with np.errstate(all="ignore"):
