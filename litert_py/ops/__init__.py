@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activations,
+    audio,
     batch_matmul,
     cast,
     comparison,
