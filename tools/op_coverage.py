@@ -1,6 +1,6 @@
 """Op coverage dashboard: which (builtin op, dtype path) pairs litert_py runs with LiteRT's numbers.
 
-For every builtin op (and the custom op TFLite_Detection_PostProcess) a *recipe* builds one or more small
+For every builtin op (and the custom ops LiteRT registers by default) a *recipe* builds one or more small
 single-op models per dtype path. The oracle, ai-edge-litert, runs each model with its reference kernels
 (``BUILTIN_REF``), or with its default kernels without delegates (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``) when
 the reference resolver does not register the op or its reference kernel is broken there (``REF_BROKEN``).
@@ -213,7 +213,8 @@ from litert_py.schema.writer import ModelBuilder, quant  # noqa: E402
 DEFAULT_OUT = ROOT / "docs" / "op-coverage.md"
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")
 PATHS = ("float32", "int8", "uint8", "int16", "hybrid", "int32", "int64", "bool", "string")
-CUSTOM_OPS = ("TFLite_Detection_PostProcess",)
+#: The custom ops LiteRT's BuiltinOpResolver registers (tflite/core/kernels/register.cc AddCustom)
+CUSTOM_OPS = ("TFLite_Detection_PostProcess", "AudioSpectrogram", "Mfcc", "NumericVerify", "aeq.hadamard_rotation")
 EXCLUDED = {"CUSTOM", "DELEGATE", "PLACEHOLDER_FOR_GREATER_OP_CODES"}
 CELL_VALUES = ("yes", "missing", "missing (differs)", "n/a", "beyond", "untested")
 N_FEEDS = 3  # random input sets per model
@@ -1428,9 +1429,74 @@ def detection_postprocess(p: P):
     return cases
 
 
+@recipe("AudioSpectrogram")
+def audio_spectrogram(p: P):  # LiteRT: float32 only (other paths are attempted and refused)
+    from flatbuffers import flexbuffers
+
+    cases = []
+    for window, stride, squared in ((64, 32, True), (100, 40, False)):
+        bins = (1 << (window - 1).bit_length()) // 2 + 1
+        opts = bytes(flexbuffers.Dumps(dict(window_size=window, stride=stride, magnitude_squared=squared)))
+        cases.append(case(p.op, [p.x((300, 2))], [p.out((2, 1 + (300 - window) // stride, bins), same=True)],
+                          custom_options=opts, label=f"window{window}-stride{stride}-squared={squared}"))
+    return cases
+
+
+@recipe("Mfcc")
+def mfcc(p: P):  # LiteRT: float32 spectrogram, int32 rate only (other paths are attempted and refused)
+    from flatbuffers import flexbuffers
+
+    opts = bytes(flexbuffers.Dumps(dict(upper_frequency_limit=4000, lower_frequency_limit=20,
+                                        filterbank_channel_count=20, dct_coefficient_count=13)))
+    spec = p.x((2, 3, 129), lo=0, hi=10)
+    rate = In((1,), np.int32, gen=lambda rng: np.array([16000]))
+    return [case(p.op, [spec, i32([16000])], [p.out((2, 3, 13), same=True)], custom_options=opts,
+                 label="constant-rate"),
+            case(p.op, [spec, rate], [p.out((2, 3, 13), same=True)], custom_options=opts, label="rate-input")]
+
+
 # ----------------------------------------------------------------------------------------------
 # Smaller legacy ops
 # ----------------------------------------------------------------------------------------------
+
+
+@recipe("NumericVerify")
+def numeric_verify(p: P):  # LiteRT: int8 / uint8 / int16 / float16 input (float16 shown as float32), f32 ref
+    from flatbuffers import flexbuffers
+
+    def opts(tolerance: float, log_if_failed: bool) -> bytes:
+        return bytes(flexbuffers.Dumps(dict(tolerance=tolerance, log_if_failed=log_if_failed)))
+
+    shape = (2, 3, 4)
+    if p.path == "float32":  # the op's float variant: a float16 tensor verified against its float32 reference
+        q_in, const = In(shape, np.float16), Const(p.rand(shape).astype(np.float16), np.float16)
+    else:
+        q_in, const = p.x(shape), p.const(p.rand(shape))
+    ref, out = In(shape, np.float32), Out(shape, np.float32)
+    exact = dict(rtol=0.0, atol=0.0)
+    cases = [case(p.op, [q_in, ref], [out], custom_options=opts(0.0, False), label="statistics", **exact),
+             case(p.op, [const, ref], [out], custom_options=opts(0.0, False), label="constant-input", **exact)]
+    if p.path != "float32":  # a float16 input has scale 0: every nonzero difference fails the check
+        cases.append(case(p.op, [q_in, ref], [out], custom_options=opts(1e6, True), label="checked", **exact))
+    if p.path in ("int8", "uint8"):
+        zp = p.qin().zero_point[0]
+        pc = QuantizationParameters(scale=(0.05, 0.1, 0.02), zero_point=(zp, zp, zp), quantized_dimension=1)
+        cases.append(case(p.op, [p.x(shape, q=pc), ref], [out], custom_options=opts(0.0, False),
+                          label="per-channel", **exact))
+    return cases
+
+
+@recipe("aeq.hadamard_rotation")
+def hadamard_rotation(p: P):  # LiteRT: float32 and int32 (its bits transformed as float32) only
+    from flatbuffers import flexbuffers
+
+    cases = []
+    for shape, size in (((2, 16), 8), ((2, 3, 128), 64), ((3, 10), 4)):  # small loop, unrolled (>= 64), ragged
+        x = p.x(shape, lo=0, hi=10**6) if p.path == "int32" else p.x(shape)  # int32: no NaN bit patterns
+        cases.append(case(p.op, [x], [p.out(shape, same=True)], rtol=0.0, atol=0.0,
+                          custom_options=bytes(flexbuffers.Dumps(dict(hadamard_size=size))),
+                          label=f"size{size}-{'x'.join(map(str, shape))}"))
+    return cases
 
 
 @recipe("HASHTABLE_LOOKUP")
@@ -1716,8 +1782,34 @@ def lstm_weights(p: P, n_in: int, n_cell: int, n_out: int, batch: int, peephole=
 
 LSTM_VARIANTS = (("plain", {}), ("peephole-projection", dict(peephole=True, projection=True)),
                  ("cifg-layer-norm", dict(cifg=True, layer_norm=True)))
-# uint8 LSTM (the BASIC kernel type) and layer-normalized integer LSTMs have no recipe yet: uint8 is untested.
-INTEGER_LSTM_PATHS = ("float32", "int8", "int16", "hybrid", "int32", "int64", "bool", "string")
+# uint8: LSTM's BASIC kernel type (kernel_type 1: 5 inputs, 4 outputs, uint8 activations, int16 state), and
+# full-kernel attempts with uint8 activations (LiteRT's full kernels take float32, int8 and int16 only). Not
+# attempted: a uint8 input with float32 weights, biases and states, which LiteRT's full kernels accept and
+# EvalFloat then reads as float32, past the end of the input buffer (litert_py refuses it).
+# Layer-normalized integer LSTMs have no recipe yet.
+INTEGER_LSTM_PATHS = ALL
+
+
+def basic_lstm_case(p: P, batch: int = 2, n_in: int = 3, n_out: int = 4) -> Case:
+    """LSTM with kernel_type BASIC: input, prev_activ, weights (4N, I+N), biases (4N,), prev_state (ordinary
+    inputs, not variables) -> activ, state, concat_temp, activ_temp. uint8: activations Q0.7 (zero point 128),
+    uint8 weights with a zero point, int32 bias of scale s_in * s_w, int16 state of scale 2^-11, activ_temp
+    int16 Q3.12; float32: every tensor float32."""
+    opts = dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, kernel_type=1)
+    k = n_in + n_out
+    if p.path == "uint8":
+        qa, qs, s_w = quant(1 / 128, 128), quant(2.0 ** -11, 0), 0.02
+        ins = [In((batch, n_in), np.uint8, qa), In((batch, n_out), np.uint8, qa),
+               Const(p.rand((4 * n_out, k), 0, 255, np.uint8), np.uint8, quant(s_w, 120)),
+               Const(p.rand((4 * n_out,), -3000, 3000, np.int32), np.int32, quant(s_w / 128, 0)),
+               In((batch, n_out), np.int16, qs)]
+        outs = [Out((batch, n_out), np.uint8, qa), Out((batch, n_out), np.int16, qs),
+                Out((batch, k), np.uint8, qa), Out((batch, 4 * n_out), np.int16, quant(2.0 ** -12, 0))]
+    else:
+        ins = [p.x((batch, n_in)), p.x((batch, n_out)), Const(randv(p, (4 * n_out, k), -0.5, 0.5)),
+               Const(randv(p, (4 * n_out,), -0.5, 0.5)), p.x((batch, n_out))]
+        outs = [p.out((batch, n_out)), p.out((batch, n_out)), p.out((batch, k)), p.out((batch, 4 * n_out))]
+    return case("LSTM", ins, outs, opts, label="basic")
 
 
 def integer_lstm_case(p: P, op: str, xshape, oshape, options: dict, projection: bool) -> Case:
@@ -1726,8 +1818,8 @@ def integer_lstm_case(p: P, op: str, xshape, oshape, options: dict, projection: 
     scales of 2^-12, unused without layer norm, and the hidden state's scale)."""
     n_in, n_cell, n_out, batch = xshape[-1], 4, oshape[-1], xshape[0]
     in_scale = QIN[p.path][0].scale[0]
-    bdt = np.int32 if p.path == "int8" else np.int64
-    out_q = quant(1 / 128, 0) if p.path == "int8" else quant(1 / 32768, 0)
+    bdt = np.int64 if p.path == "int16" else np.int32
+    out_q = {"int8": quant(1 / 128, 0), "uint8": quant(1 / 128, 128)}.get(p.path, quant(1 / 32768, 0))
 
     def w(shape):
         return Const(p.rand(shape, -127, 127, np.int8), np.int8, quant(0.02, 0))
@@ -1754,16 +1846,23 @@ def lstm(p: P):
         return [integer_lstm_case(p, p.op, (2, 3), (2, 4), opts, False),
                 integer_lstm_case(p, p.op, (2, 3), (2, 3), opts, True)]
     n_out = {"plain": 4, "peephole-projection": 3, "cifg-layer-norm": 4}
-    return [case(p.op, [p.x((2, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw), [p.out((2, n_out[label]))],
+    full = [case(p.op, [p.x((2, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw), [p.out((2, n_out[label]))],
                  opts, label=label) for label, kw in LSTM_VARIANTS]
+    if p.path == "uint8":  # the BASIC kernel; the full kernel attempted with uint8 activations too
+        return [basic_lstm_case(p), integer_lstm_case(p, p.op, (2, 3), (2, 4), opts, False)] + full
+    return full + ([basic_lstm_case(p)] if p.path == "float32" else [])
 
 
 @recipe("UNIDIRECTIONAL_SEQUENCE_LSTM", paths=INTEGER_LSTM_PATHS, not_applicable=())
 def sequence_lstm(p: P):
     opts = dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, time_major=False)
-    if p.path in ("int8", "int16"):
-        return [integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 4), opts, False),
-                integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 3), opts, True)]
+    if p.path in ("int8", "int16", "uint8"):  # uint8: attempted (LiteRT's integer kernels take int8/int16 only)
+        integer = [integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 4), opts, False),
+                   integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 3), opts, True)]
+        if p.path != "uint8":
+            return integer
+        return integer + [case(p.op, [p.x((2, 5, 3))] + lstm_weights(p, 3, 4, 4, 2), [p.out((2, 5, 4))], opts,
+                               label="uint8-weights")]
     n_out = {"plain": 4, "peephole-projection": 3, "cifg-layer-norm": 4}
     return [case(p.op, [p.x((2, 5, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw),
                  [p.out((2, 5, n_out[label]))], opts, label=label) for label, kw in LSTM_VARIANTS]
