@@ -71,6 +71,97 @@ def test_nms(op, data):
     assert_close(ours, theirs, rtol=TOLERANCE[op], atol=0)
 
 
+def _many_boxes(rng, n, kind):
+    """``n`` boxes in clusters (many overlaps): continuous corners, or a coarse grid (equal IoUs, empty boxes)."""
+    centres = rng.uniform(0.1, 0.9, (max(1, n // 10), 2))
+    c = centres[rng.integers(0, len(centres), n)] + rng.normal(0, 0.03, (n, 2))
+    hw = rng.uniform(0.02, 0.25, (n, 2))
+    boxes = np.concatenate([c - hw / 2, c + hw / 2], 1)
+    if kind == "grid":
+        boxes = np.round(boxes * 16) / 16
+    boxes = boxes.astype(np.float32)
+    swap = rng.random(n) < 0.1
+    boxes[swap] = boxes[swap][:, [2, 3, 0, 1]]
+    return boxes
+
+
+@st.composite
+def nms_many_case(draw, op):
+    """100-2000 boxes: hard and soft NMS through the vectorized greedy and the simulated queue."""
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(st.sampled_from([100, 300, 1000, 2000]))
+    boxes = _many_boxes(rng, n, draw(st.sampled_from(["continuous", "grid"])))
+    kind = draw(st.sampled_from(["distinct", "levels", "uint8"]))
+    if kind == "distinct":
+        scores = rng.permutation(n).astype(np.float32) / n + np.float32(0.5 / n)
+    elif kind == "levels":  # many equal scores
+        scores = (rng.integers(0, 40, n) / 40).astype(np.float32)
+    else:  # dequantized uint8 sigmoid outputs: ties everywhere, a few distinct high scores
+        scores = (np.round(rng.beta(0.5, 3, n) * 255) / 255).astype(np.float32)
+    m = draw(st.sampled_from([1, 10, 100, n]))
+    iou = draw(st.sampled_from([0.3, 0.5, 0.7]))
+    sthr = draw(st.sampled_from([-1.0, 0.0, 0.2, 0.5]))
+    ins = [T(boxes.shape), T(scores.shape), T.const(np.int32(m)), T.const(np.float32(iou)), T.const(np.float32(sthr))]
+    if op == "NON_MAX_SUPPRESSION_V5":
+        ins.append(T.const(np.float32(draw(st.sampled_from([0.0, 0.1, 0.5, 1.0])))))
+        outs = [T((m,), np.int32), T((m,), np.float32), T((), np.int32)]
+    else:
+        outs = [T((m,), np.int32), T((), np.int32)]
+    return single_op_model(op, ins, outs), [boxes, scores]
+
+
+@pytest.mark.parametrize("op", ["NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5"])
+@given(data=st.data())
+def test_nms_many_boxes(op, data):
+    model, inputs = data.draw(nms_many_case(op))
+    ours, theirs = run_both(model, inputs, RESOLVER[op])
+    assert_close(ours, theirs, rtol=TOLERANCE[op], atol=0)
+
+
+def _edge_boxes(name, rng, n):
+    """Named box / score sets on the paths' corners (300 boxes, uniform corners, distinct scores unless named)."""
+    b = rng.uniform(0, 1, (n, 4)).astype(np.float32)
+    s = rng.random(n).astype(np.float32)
+    if name == "zero-area-top":  # selected, not suppressed by itself: LiteRT re-selects it into every slot
+        b[np.argmax(s), 2:] = b[np.argmax(s), :2]
+    elif name == "nan-corners":
+        b[rng.random(n) < 0.05, rng.integers(0, 4)] = np.nan
+    elif name == "inf-corners":
+        b[rng.random(n) < 0.05, 2] = np.inf
+    elif name == "nan-scores":
+        s[rng.random(n) < 0.05] = np.nan
+    elif name == "equal-scores":
+        s[:] = 0.5
+    elif name == "identical-boxes":
+        b[:] = b[0]
+    elif name == "huge-boxes":  # areas near FLT_MAX: area + area overflows, the self-IoU is 0 or NaN
+        big = rng.random(n) < 0.1
+        b[big] = b[big] * np.float32(3e19)
+        b[np.argmax(s)] = [0, 0, 1.5e19, 1.5e19]
+    return b, s
+
+
+NMS_EDGES = ["zero-area-top", "nan-corners", "inf-corners", "nan-scores", "equal-scores", "identical-boxes",
+             "huge-boxes"]
+
+
+@pytest.mark.parametrize("iou", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("op,sigma", [("NON_MAX_SUPPRESSION_V4", 0.0), ("NON_MAX_SUPPRESSION_V5", 0.0),
+                                      ("NON_MAX_SUPPRESSION_V5", 0.5)])
+@pytest.mark.parametrize("name", NMS_EDGES)
+def test_nms_edges(name, op, sigma, iou):
+    boxes, scores = _edge_boxes(name, np.random.default_rng(7), 300)
+    m = 50
+    ins = [T(boxes.shape), T(scores.shape), T.const(np.int32(m)), T.const(np.float32(iou)), T.const(np.float32(0))]
+    if op == "NON_MAX_SUPPRESSION_V5":
+        ins.append(T.const(np.float32(sigma)))
+        outs = [T((m,), np.int32), T((m,), np.float32), T((), np.int32)]
+    else:
+        outs = [T((m,), np.int32), T((), np.int32)]
+    ours, theirs = run_both(single_op_model(op, ins, outs), [boxes, scores], RESOLVER[op])
+    assert_close(ours, theirs, rtol=TOLERANCE[op], atol=0)
+
+
 def _options(**kw) -> bytes:
     return bytes(flexbuffers.Dumps(kw))
 
@@ -127,6 +218,52 @@ def postprocess_case(draw):
     return model, [enc, cls], opts
 
 
+@st.composite
+def postprocess_many_case(draw):
+    """100-2000 anchors on a grid, up to 20 classes, up to 100 detections: fast and regular NMS at scale."""
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(st.sampled_from([100, 500, 2000]))
+    num_classes = draw(st.sampled_from([1, 5, 20]))
+    background = draw(st.integers(0, 1))
+    max_det = draw(st.sampled_from([1, 10, 100]))
+    per = draw(st.integers(1, 3))
+    regular = draw(st.booleans())
+    opts = dict(
+        max_detections=max_det,
+        max_classes_per_detection=per,
+        detections_per_class=draw(st.sampled_from([1, 10, 100])),
+        use_regular_nms=regular,
+        nms_score_threshold=draw(st.sampled_from([0.0, 0.3, 0.6])),
+        nms_iou_threshold=draw(st.sampled_from([0.3, 0.6, 1.0])),
+        num_classes=num_classes,
+        y_scale=10.0,
+        x_scale=10.0,
+        h_scale=5.0,
+        w_scale=5.0,
+    )
+    g = int(np.ceil(np.sqrt(n)))
+    yy, xx = np.meshgrid((np.arange(g) + 0.5) / g, (np.arange(g) + 0.5) / g, indexing="ij")
+    anchors = np.stack([yy.ravel()[:n], xx.ravel()[:n], np.full(n, 3.0 / g), np.full(n, 3.0 / g)], 1)
+    anchors = anchors.astype(np.float32)
+    enc = rng.normal(0, 1, (1, n, 4)).astype(np.float32)
+    shape = (1, n, num_classes + background)
+    if draw(st.booleans()):  # coarse scores: ties within and across classes
+        cls = (rng.integers(0, 20, shape) / 20).astype(np.float32)
+        cls_t = T(cls.shape)
+    else:  # uint8 scores
+        cls = np.round(rng.beta(0.5, 3, shape) * 255).astype(np.uint8)
+        cls_t = T(cls.shape, np.uint8, q=quant(1 / 255, 0))
+    k = max_det * per
+    model = single_op_model(
+        "CUSTOM",
+        [T(enc.shape), cls_t, T.const(anchors)],
+        [T((1, k, 4)), T((1, k)), T((1, k)), T((1,))],
+        custom_code="TFLite_Detection_PostProcess",
+        custom_options=_options(**opts),
+    )
+    return model, [enc, cls], opts
+
+
 def _written(opts: dict, num: int) -> np.ndarray:
     """The detection slots LiteRT writes; it leaves the others as they were (uninitialised memory)."""
     per = opts["max_classes_per_detection"]
@@ -149,6 +286,11 @@ def test_detection_postprocess(case):
     w = _written(opts, int(theirs[3][0]))
     assert_close([ours[0][0, w]], [theirs[0][0, w]], rtol=TOLERANCE[op], atol=1e-7)
     assert_close([ours[1][0, w], ours[2][0, w]], [theirs[1][0, w], theirs[2][0, w]], atol=0)  # classes, scores
+
+
+@given(case=postprocess_many_case())
+def test_detection_postprocess_many_anchors(case):
+    test_detection_postprocess.hypothesis.inner_test(case)
 
 
 def _nms_model(boxes=None, scores=None, m=None):
