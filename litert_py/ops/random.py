@@ -9,60 +9,106 @@ in ai-edge-litert 2.3.0: seeds 2**31 and -2**31 give the same numbers). Each gen
 uint32 and steps the 128-bit counter by 1.
 
 - RANDOM_UNIFORM: ceil(n / 4) calls; float = bits(0x3f800000 | x & 0x7fffff) - 1.
-- RANDOM_STANDARD_NORMAL: ceil(n / 4) calls; Box-Muller on pairs (u1 clamped to 1e-7f, v1 = float(2*pi*u),
-  u2 = sqrt(-2 log u1), out = sinf(v1) * u2, cosf(v1) * u2 in float32). LiteRT's libm is not correctly
-  rounded: about 1.4% of the outputs differ by 1-2 ulps (measured over 40000 draws), so not bit-exact.
+- RANDOM_STANDARD_NORMAL: ceil(n / 4) calls; BoxMullerFloat on pairs (u1 clamped to 1e-7f,
+  v1 = float(2*pi*u) in double, u2 = sqrtf(-2 * logf(u1)), sincosf(v1) * u2, all float32). logf and sincosf
+  are glibc's (not correctly rounded), emulated bit for bit by glibc_math: we match the glibc-based LiteRT
+  of the Linux wheels (checked exhaustively over every u1 and v1 the generator can produce, and on 12M
+  outputs of ai-edge-litert 2.3.0); LiteRT built on other platforms calls another libm (sinf/cosf on
+  non-Linux) and may differ in the last bits.
 - MULTINOMIAL: the draws come from a copy of the generator, whose own counter is then skipped by
   batch * round_up(num_samples, 4) * 2 * 256; per sample two uint32 make a double in [0, 1), scaled by
   the row's total of exp(logit - max finite logit) (double, non-finite logits count 0), and the class is
   upper_bound in the double cumulative sums.
 
-Vectorized: all Philox blocks of one invoke are computed at once in uint64-held uint32 arithmetic.
+Vectorized: all Philox blocks of one invoke are computed at once in uint64-held uint32 arithmetic (up to
+_SCALAR_BLOCKS blocks in Python ints instead, cheaper than the ~100 numpy calls of the vectorized rounds).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..schema.model import BuiltinOperator
+from .glibc_math import logf, sincosf
 from .registry import OpContext, register
 
-_M0 = np.uint64(0xD2511F53)
-_M1 = np.uint64(0xCD9E8D57)
-_W0 = 0x9E3779B9
-_W1 = 0xBB67AE85
-_MASK = np.uint64(0xFFFFFFFF)
+_M0, _M1 = 0xD2511F53, 0xCD9E8D57
+_W0, _W1 = 0x9E3779B9, 0xBB67AE85
+_M32 = 0xFFFFFFFF
+_MASK = np.uint64(_M32)
 _S32 = np.uint64(32)
+_M128 = (1 << 128) - 1
+#: Up to this many generator calls, plain Python ints beat the ~100 numpy calls of the vectorized rounds
+#: (measured: ~3 us per call in Python against ~50 us for the vectorized rounds, whatever their size)
+_SCALAR_BLOCKS = 12
+_VECTOR_BLOCKS = 8192  # generator calls per vectorized step
+_BOX_MULLER_CHUNK = 16384  # uint32 words (8192 pairs) per vectorized Box-Muller step
 
 
 def key_schedule(key: tuple[int, int]) -> tuple:
-    """The 10 round keys (raised by the Weyl constants), as uint64 scalars."""
+    """The 10 round keys (raised by the Weyl constants), as Python ints."""
     k0, k1 = key
-    return tuple((np.uint64((k0 + r * _W0) & 0xFFFFFFFF), np.uint64((k1 + r * _W1) & 0xFFFFFFFF))
-                 for r in range(10))
+    return tuple(((k0 + r * _W0) & _M32, (k1 + r * _W1) & _M32) for r in range(10))
 
 
-def philox_blocks(key: tuple, counter: int, n: int) -> np.ndarray:
-    """Philox4x32-10 outputs for the 128-bit counters counter, counter+1, ..., counter+n-1: uint32 (n, 4)."""
-    base_lo = np.uint64(counter & 0xFFFFFFFFFFFFFFFF)
-    lo = base_lo + np.arange(n, dtype=np.uint64)
-    hi = np.full(n, (counter >> 64) & 0xFFFFFFFFFFFFFFFF, np.uint64)
-    hi += (lo < base_lo).astype(np.uint64)  # carry into the high 64 bits (wraps like the C++ counter)
+def philox_blocks(key: tuple, counter: int, n: int, key_np: tuple | None = None) -> np.ndarray:
+    """Philox4x32-10 outputs for the 128-bit counters counter, counter+1, ..., counter+n-1: uint32 (n, 4).
+
+    key: key_schedule(...); key_np: the same as np.uint64 scalars (precomputed by Philox)."""
+    if n <= _SCALAR_BLOCKS:
+        words = []
+        for j in range(n):
+            c = (counter + j) & _M128
+            c0, c1, c2, c3 = c & _M32, (c >> 32) & _M32, (c >> 64) & _M32, c >> 96
+            for k0, k1 in key:
+                p0, p1 = _M0 * c0, _M1 * c2
+                c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & _M32, (p0 >> 32) ^ c3 ^ k1, p0 & _M32
+            words += (c0, c1, c2, c3)
+        return np.array(words, np.uint32).reshape(n, 4)
+    key_np = key_np or tuple((np.uint64(a), np.uint64(b)) for a, b in key)
+    out = np.empty((n, 4), np.uint32)
+    for s in range(0, n, _VECTOR_BLOCKS):  # chunks: the uint64 temporaries stay in cache
+        _philox_vector(key_np, (counter + s) & _M128, out[s : s + _VECTOR_BLOCKS])
+    return out
+
+
+def _philox_vector(key_np: tuple, counter: int, out: np.ndarray) -> None:
+    """philox_blocks for len(out) counters from counter, vectorized, into out (uint32 (n, 4))."""
+    n = len(out)
+    base, hi = counter & 0xFFFFFFFFFFFFFFFF, counter >> 64
+    lo = np.arange(n, dtype=np.uint64)
+    lo += np.uint64(base)
     c0, c1 = lo & _MASK, lo >> _S32
-    c2, c3 = hi & _MASK, hi >> _S32
-    for kk0, kk1 in key:  # key_schedule(...)
-        p0 = _M0 * c0
-        p1 = _M1 * c2
-        c0, c1, c2, c3 = (p1 >> _S32) ^ c1 ^ kk0, p1 & _MASK, (p0 >> _S32) ^ c3 ^ kk1, p0 & _MASK
-    return np.stack([c0, c1, c2, c3], axis=1).astype(np.uint32)
+    if base + n <= 1 << 64:
+        c2, c3 = np.full(n, hi & _M32, np.uint64), np.full(n, hi >> 32, np.uint64)
+    else:  # carry into the high 64 bits (wraps like the C++ counter)
+        h = (lo < np.uint64(base)).astype(np.uint64)
+        h += np.uint64(hi)
+        c2, c3 = h & _MASK, h >> _S32
+    p0, p1 = np.empty_like(lo), np.empty_like(lo)
+    m0, m1 = np.uint64(_M0), np.uint64(_M1)
+    # in place: c0' = hi(M1 c2) ^ c1 ^ k0, c1' = lo(M1 c2), c2' = hi(M0 c0) ^ c3 ^ k1, c3' = lo(M0 c0)
+    for k0, k1 in key_np:
+        np.multiply(c0, m0, out=p0)
+        np.multiply(c2, m1, out=p1)
+        np.right_shift(p1, _S32, out=c0)
+        c0 ^= c1
+        c0 ^= k0
+        np.right_shift(p0, _S32, out=c2)
+        c2 ^= c3
+        c2 ^= k1
+        np.bitwise_and(p1, _MASK, out=c1)
+        np.bitwise_and(p0, _MASK, out=c3)
+    out[:, 0], out[:, 1], out[:, 2], out[:, 3] = c0, c1, c2, c3
 
 
 class Philox:
     """The mutable generator of one node: key and 128-bit counter (as in tsl::random::PhiloxRandom)."""
 
-    __slots__ = ("key", "counter")
+    __slots__ = ("key", "key_np", "counter")
 
     def __init__(self, seed: int, seed2: int):
         # ai-edge-litert 2.3.0 keeps only the low 32 bits of each int64 option, sign-extended (measured)
@@ -70,15 +116,19 @@ class Philox:
         if seed == 0 and seed2 == 0:  # both unspecified: non-deterministic seeds, like LiteRT
             seed, seed2 = (int(v) for v in np.random.default_rng().integers(0, 2**64, 2, dtype=np.uint64))
         s = seed & 0xFFFFFFFFFFFFFFFF
-        self.key = key_schedule((s & 0xFFFFFFFF, s >> 32))
+        self.key = key_schedule((s & _M32, s >> 32))
+        self.key_np = tuple((np.uint64(k0), np.uint64(k1)) for k0, k1 in self.key)
         self.counter = (seed2 & 0xFFFFFFFFFFFFFFFF) << 64
 
-    def words(self, count: int, advance: bool = True) -> np.ndarray:
+    def blocks(self, counter: int, n: int) -> np.ndarray:
+        """The generator's outputs at counters counter .. counter+n-1 (state unchanged): uint32 (n, 4)."""
+        return philox_blocks(self.key, counter, n, self.key_np)
+
+    def words(self, count: int) -> np.ndarray:
         """The next ``count`` uint32 (whole generator calls of 4 are consumed)."""
         nb = -(-count // 4)
-        out = philox_blocks(self.key, self.counter, nb).reshape(-1)[:count]
-        if advance:
-            self.counter = (self.counter + nb) & ((1 << 128) - 1)
+        out = self.blocks(self.counter, nb).reshape(-1)[:count]
+        self.counter = (self.counter + nb) & _M128
         return out
 
 
@@ -92,33 +142,51 @@ def uniform(gen: Philox, n: int) -> np.ndarray:
 
 def standard_normal(gen: Philox, n: int) -> np.ndarray:
     w = gen.words(n + (n & 1))
-    u1 = np.maximum(uint32_to_float(w[0::2]), np.float32(1e-7))
-    v1 = (2.0 * np.pi * uint32_to_float(w[1::2]).astype(np.float64)).astype(np.float32)
-    # logf / sinf / cosf taken correctly rounded (double, then rounded): closest to LiteRT's libm (see tests)
-    u2 = np.sqrt(np.float32(-2.0) * np.log(u1.astype(np.float64)).astype(np.float32))
-    v = v1.astype(np.float64)
-    res = np.empty((w.size // 2, 2), np.float32)
-    np.multiply(np.sin(v).astype(np.float32), u2, out=res[:, 0])
-    np.multiply(np.cos(v).astype(np.float32), u2, out=res[:, 1])
-    return res.reshape(-1)[:n]
+    res = np.empty(w.size, np.float32)
+    for i in range(0, w.size, _BOX_MULLER_CHUNK):  # chunks: the float64 temporaries stay in cache
+        box_muller(w[i : i + _BOX_MULLER_CHUNK], res[i : i + _BOX_MULLER_CHUNK])
+    return res[:n]
+
+
+def box_muller(w: np.ndarray, out: np.ndarray) -> None:
+    """BoxMullerFloat on the pairs of uint32 w (even size) into float32 out (same size)."""
+    f = uint32_to_float(w)
+    u1 = np.maximum(f[0::2], np.float32(1e-7))
+    v1 = (2.0 * np.pi * f[1::2].astype(np.float64)).astype(np.float32)
+    # check=False: the plain double evaluation equals glibc's fused one on every u1 and v1 Box-Muller can
+    # produce (all 2^23 of each, tools/check_glibc_math.py), so no lane needs the FMA emulation
+    u2 = np.sqrt(np.float32(-2.0) * logf(u1, check=False))  # float32 throughout, as in BoxMullerFloat
+    sin, cos = sincosf(v1, check=False)
+    pairs = out.reshape(-1, 2)
+    np.multiply(sin, u2, out=pairs[:, 0])
+    np.multiply(cos, u2, out=pairs[:, 1])
+
+
+_F32_LOWEST = float(np.finfo(np.float32).min)
+#: Up to this many (sample, class) comparisons the upper_bound of all rows is one broadcast comparison
+_COMPARE_ALL = 1 << 16
 
 
 def multinomial(gen: Philox, logits: np.ndarray, num_samples: int) -> np.ndarray:
     batch, classes = logits.shape
     counter = gen.counter
-    gen.counter = (counter + batch * (-(-num_samples // 4) * 4) * 2 * 256) & ((1 << 128) - 1)
-    nb = -(-(batch * num_samples * 2) // 4)
-    w = philox_blocks(gen.key, counter, nb).reshape(-1)[: batch * num_samples * 2].astype(np.uint64)
+    gen.counter = (counter + batch * (-(-num_samples // 4) * 4) * 2 * 256) & _M128
+    count = batch * num_samples * 2
+    w = gen.blocks(counter, -(-count // 4)).reshape(-1)[:count].astype(np.uint64)
     bits = ((w[0::2] & np.uint64(0xFFFFF)) << _S32) | w[1::2] | np.uint64(1023 << 52)
     u = (bits.view(np.float64) - 1.0).reshape(batch, num_samples)
-    finite = np.isfinite(logits)
-    mx = np.max(np.where(finite, logits, np.finfo(np.float32).min), axis=1, initial=np.finfo(np.float32).min)
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.where(finite, np.exp(logits.astype(np.float64) - mx.astype(np.float64)[:, None]), 0.0)
-    cdf = np.cumsum(e, axis=1)
+    x = logits.astype(np.float64)
+    finite = np.isfinite(x)
+    mx = np.max(x, axis=1, where=finite, initial=_F32_LOWEST, keepdims=True)  # max finite logit
+    x -= mx
+    e = np.exp(x, out=np.zeros_like(x), where=finite)  # non-finite logits: probability 0
+    cdf = np.cumsum(e, axis=1, out=e)
+    target = u * cdf[:, -1:]
+    if batch * num_samples * classes <= _COMPARE_ALL:  # upper_bound = how many cdf entries are <= target
+        return np.count_nonzero(cdf[:, None, :] <= target[:, :, None], axis=2)
     res = np.empty((batch, num_samples), np.int64)
     for b in range(batch):
-        res[b] = np.searchsorted(cdf[b], u[b] * cdf[b, -1], side="right")
+        res[b] = np.searchsorted(cdf[b], target[b], side="right")
     return res
 
 
@@ -130,8 +198,8 @@ class RandomFloat:
 
     def __call__(self, inputs, outputs):
         if self.dynamic:
-            shape = tuple(int(v) for v in inputs[0].reshape(-1))
-            outputs[0] = self.sample(self.gen, int(np.prod(shape, dtype=np.int64))).reshape(shape)
+            shape = tuple(inputs[0].reshape(-1).tolist())
+            outputs[0] = self.sample(self.gen, math.prod(shape)).reshape(shape)
         else:
             out = outputs[0]
             out.reshape(-1)[...] = self.sample(self.gen, out.size)
