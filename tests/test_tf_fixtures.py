@@ -105,6 +105,20 @@ def test_while_growing_a_tensor_runs_where_litert_fails(n):
     np.testing.assert_array_equal(got["trace"], np.array(trace, np.float32).reshape(n))
 
 
+def test_seeded_random_ops_continue_their_streams():
+    """tf.random.normal / uniform / categorical with seeds: the same numbers, bit for bit, invoke after invoke
+    (each invoke continues the generator's stream)."""
+    ours, theirs = _pair("tf_random.tflite")
+    logits = np.log(np.array([[0.1, 0.2, 0.3, 0.25, 0.15], [0.5, 0.0, 0.25, 0.25, 0.0]], np.float32))
+    runners = [it.get_signature_runner("sample") for it in (ours, theirs)]
+    for _ in range(3):
+        a, b = (r(logits=logits) for r in runners)
+        assert a.keys() == b.keys()
+        for k in b:
+            assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
+            np.testing.assert_array_equal(a[k].view(np.uint8), b[k].view(np.uint8), err_msg=k)
+
+
 SEQUENCE_MODELS = {
     # fixture: (resolver, exact) -- int8 models compare exactly with the reference kernels
     "tf_lstm_float.tflite": ("BUILTIN_REF", False),
@@ -149,5 +163,5 @@ def test_sequence_models_stream(name):
 def test_every_fixture_is_exercised():
     names = {p.name for p in FIXTURES.glob("*.tflite")}
     tested = set(SEQUENCE_MODELS) | {"tf_variables.tflite", "tf_hashtables.tflite", "tf_while_if.tflite",
-                                     "tf_while_grow.tflite"}
+                                     "tf_while_grow.tflite", "tf_random.tflite"}
     assert names == tested

@@ -130,6 +130,22 @@ def while_grow_model() -> bytes:
     return _convert_saved_model(m, {"run": m.run})
 
 
+def random_model() -> bytes:
+    """Seeded tf.random.normal / uniform / categorical: TFLite's RANDOM_STANDARD_NORMAL, RANDOM_UNIFORM and
+    MULTINOMIAL with the seeds in their options (deterministic streams, the same in every runtime)."""
+    import tensorflow as tf
+
+    class Random(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2, 5], tf.float32, name="logits")])
+        def sample(self, logits):
+            return {"normal": tf.random.normal([3, 7], seed=7) * 1.0,
+                    "uniform": tf.random.uniform([4, 5], seed=11) * 1.0,
+                    "categorical": tf.random.categorical(logits, 6, seed=3)}
+
+    m = Random()
+    return _convert_saved_model(m, {"sample": m.sample})
+
+
 def _keras(legacy: bool):
     """Keras 2 (tf_keras: its LSTM converts to the fused sequence ops) or Keras 3 (converted op by op: WHILE)."""
     if legacy:
@@ -187,6 +203,7 @@ FIXTURES = {
     "tf_hashtables.tflite": hashtable_model,
     "tf_while_if.tflite": while_if_model,
     "tf_while_grow.tflite": while_grow_model,
+    "tf_random.tflite": random_model,
     "tf_keras3_lstm_while.tflite": lambda: sequence_model("lstm", "float", legacy=False),
     "tf_lstm_float.tflite": lambda: sequence_model("lstm", "float"),
     "tf_lstm_dynamic_range.tflite": lambda: sequence_model("lstm", "dynamic", units=32, features=32),
