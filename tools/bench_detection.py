@@ -9,8 +9,8 @@ whether the outputs agree (NMS: exactly; post-process: count, classes and scores
 
     python tools/bench_detection.py [--runs 15] [--sizes 10,100,1000] [--only nms|postprocess] [--impl FILE]
 
---impl FILE registers the kernels of another copy of litert_py/ops/detection.py (e.g. an older version saved
-aside) over the current ones, to time "before" and "after" with the same script.
+--impl FILE registers the kernels of another, self-contained copy of the detection kernels (e.g. the
+pre-split detection.py saved aside) over the current ones, to time "before" and "after" with the same script.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     lookup,
     lstm,
     movement,
+    nms,
     normalization,
     numeric_verify,
     pooling,
