@@ -34,6 +34,7 @@ from . import (  # noqa: F401
     segment,
     shape,
     signal,
+    slicing,
     space,
     sparse,
     stablehlo,
