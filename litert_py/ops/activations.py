@@ -8,7 +8,7 @@ LOG_SOFTMAX / ELU / GELU (sections at the end of this module):
   differences, reverse scaling divisor, diff_min); per row the Q12.19 sum of gemmlowp exps, its log by
   ``log_x_for_x_greater_than_or_equal_to_1<5>`` (common.h), then ``RDBPOT(diff_q5 - log_sum, 22) + type_max``
   above the adjusted diff_min, type_min below. Rank 0 is refused (LiteRT reads past the tensor).
-- ELU float32: ``x < 0 ? expm1(x) : x``; int8: LUTPopulate of ``x < 0 ? expf(x) - 1 : x`` (activations.cc
+- ELU float32: ``x < 0 ? expm1(x) : x``; int8: LUTPopulate of ``x < 0 ? expm1f(x) : x`` (activations.cc
   EluPrepare). LiteRT's BUILTIN_REF resolver does not register ELU (tests use BUILTIN_WITHOUT_DEFAULT_DELEGATES).
 - GELU (gelu.cc, reference/gelu.h): float32 ``0.5 * x * erfc(-x / sqrt 2)`` or, ``approximate``, ``0.5 * x * (1 +
   tanh(sqrt(2/pi) * (x + 0.044715 x^3)))``; int8 / uint8: LUTPopulate (256 entries) of the float32 transforms
@@ -307,6 +307,7 @@ def _libm_float(name: str, fallback: Callable[[np.ndarray], np.ndarray]) -> Call
 
 
 _expf = _libm_float("expf", np.exp)
+_expm1f = _libm_float("expm1f", np.expm1)
 _tanhf = _libm_float("tanhf", np.tanh)
 _logf = _libm_float("logf", np.log)
 
@@ -1129,8 +1130,9 @@ def _gelu_tanh_f32(v: np.ndarray) -> np.ndarray:
 
 
 def _elu_f32(v: np.ndarray) -> np.ndarray:
-    """EluPrepare's int8 LUT transform ``value < 0 ? expf(value) - 1 : value`` in float32."""
-    return np.where(v < 0, _expf(v) - _ONE, v)
+    """EluPrepare's int8 LUT transform ``value < 0 ? std::expm1(value) : value`` in float32 (expm1f, not
+    expf - 1: they differ by an ulp near 0, enough to move an entry)."""
+    return np.where(v < 0, _expm1f(v), v)
 
 
 @dataclass(frozen=True, eq=False)
