@@ -99,7 +99,8 @@ def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], rtol:
         assert a.shape == b.shape, f"output {k}: shape {a.shape} != {b.shape}"
         assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} != {b.dtype}"
         if b.dtype.kind in "fc":
-            scale = float(np.max(np.abs(b))) if b.size else 0.0
+            finite = np.abs(b[np.isfinite(b)])  # NaN / inf positions must match exactly (assert_allclose does)
+            scale = float(np.max(finite)) if finite.size else 0.0
             np.testing.assert_allclose(a, b, rtol=0, atol=atol + rtol * scale, err_msg=f"output {k}")
         else:
             np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
