@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""UNIDIRECTIONAL_SEQUENCE_LSTM per invoke in litert_py and ai-edge-litert (reference kernels), same run.
+"""UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN per invoke in litert_py and ai-edge-litert (reference kernels), same run.
 
     python tools/bench_lstm.py [--repeats 9]
 
 Keyword-spotting-sized layers (batch 1, 49 time steps, 40 inputs, 64 cells) in float32, hybrid (int8 weights)
-and full integer (8x8_16) form, built with the test suite's model builders. Prints medians and ratios.
+and full integer (8x8_16) form, built with the test suite's model builders, and UNIDIRECTIONAL_SEQUENCE_RNN
+(float32, hybrid; 64 units, TANH) of the same sequence. Prints medians and ratios.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from litert_py import Interpreter  # noqa: E402
+from litert_py.schema.writer import ModelBuilder  # noqa: E402
 from tests.ops.test_lstm import float_lstm_model, int_lstm_model  # noqa: E402
+from tests.ops.test_rnn import _weights  # noqa: E402
 
 SIZES = dict(batch=1, time=49, n_in=40, n_cell=64, n_out=64)
 
@@ -34,6 +37,24 @@ def models():
                                      s["time"], s["n_in"], s["n_cell"], s["n_out"])
     yield "int8 (8x8_16)", int_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", False, s["batch"],
                                           s["time"], s["n_in"], s["n_cell"], s["n_out"], -11)
+    for hybrid in (False, True):
+        yield ("rnn hybrid" if hybrid else "rnn float32"), rnn_model(rng, hybrid)
+
+
+def rnn_model(rng, hybrid: bool):
+    s = SIZES
+    b = ModelBuilder()
+    xshape = (s["batch"], s["time"], s["n_in"])
+    x = b.input("x", xshape, np.float32)
+    w = _weights(b, rng, "w", (s["n_cell"], s["n_in"]), hybrid)
+    r = _weights(b, rng, "r", (s["n_cell"], s["n_cell"]), hybrid)
+    bias = b.const("bias", rng.standard_normal(s["n_cell"]).astype(np.float32))
+    h = b.tensor("h", (s["batch"], s["n_cell"]), np.float32, is_variable=True)
+    out = b.tensor("out", xshape[:2] + (s["n_cell"],), np.float32)
+    b.op("UNIDIRECTIONAL_SEQUENCE_RNN", [x, w, r, bias, h], [out],
+         {"time_major": False, "fused_activation_function": 4})
+    b.output(out)
+    return b.build(), xshape
 
 
 def per_invoke(it, x, repeats: int) -> float:
@@ -55,7 +76,7 @@ def main() -> int:
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     from ai_edge_litert.interpreter import OpResolverType
 
-    print(f"UNIDIRECTIONAL_SEQUENCE_LSTM {SIZES}, median of {a.repeats} invokes")
+    print(f"UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN {SIZES}, median of {a.repeats} invokes")
     for name, (model, xshape) in models():
         rng = np.random.default_rng(1)
         dtype = np.int8 if name.startswith("int8") else np.float32

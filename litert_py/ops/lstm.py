@@ -26,6 +26,18 @@ that is all zeros skips its product (identical up to the sign of zero).
 
 Sequence ops walk the time axis (``time_major``: (T, B, I), else (B, T, I)). Rows are independent, so the
 whole batch is stepped at once (LiteRT's batch-major loop runs one row at a time: same numbers).
+
+Speed (``LstmCell.run`` / ``LstmIntegerCell.run``; the results are those of the one-step code kept as ``step``):
+the input-to-gate products do not depend on the recurrence, so ``0 + W_x x`` (all gates stacked) is computed for
+every time step before the loop (hybrid: one product over the T*B rows, quantized and multiplied row by row
+exactly as per step; float32: one BLAS call per step with the step's own (B, I) operand, since a GEMM over all
+rows may sum in another order; integer: ``sat16(mbqm(W_x x + eff_x))`` for all steps), then ``bias +`` that and
+``+ W_aux aux``; a step whose whole input (B rows) is zero skips its product as before. Each step then does one
+recurrent product for all gates (integer: with per-column MBQM constants, in place), the gate nonlinearities
+over stacked views, 0-d constants instead of numpy scalars (a scalar operand costs a ufunc call ~0.5 us), and
+the hybrid recurrent / projection products through ``recurrent_common.StepHybridProduct``. The sparse hybrid
+kernel keeps the one-step code (its products share the scaling-factor scratch). numpy 2.4's in-place float32
+``np.negative`` is wrong on a strided (B, 1) view, so the sigmoid negates with ``* -1``.
 BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, fw states 35-36, bw states
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.
@@ -74,9 +86,11 @@ from ..quant import (
     saturating_rounding_doubling_high_mul,
     wrap32,
 )
+from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
 from .fully_connected import apply_activation_to_vector
+from .recurrent_common import StepHybridProduct
 from .registry import OpContext, TensorInfo, register
 from .rnn import bidirectional_views, hybrid_matvec
 from .unary import get_inv_sqrt_quantized_multiplier_exp
@@ -92,20 +106,54 @@ PROJ_W, PROJ_B, OUT_STATE, CELL_STATE = 16, 17, 18, 19
 LN = {"i": 20, "f": 21, "c": 22, "o": 23}
 
 
+# 0-d constants for the per-step loops (a numpy scalar operand costs a ufunc call ~0.5 us more)
+ZERO, ONE, MINUS_ONE, EPS_LN = (np.array(v, F32) for v in (0, 1, -1, 1e-8))
+P14, P30, P31, S31, M32 = (np.array(v, np.int64) for v in (1 << 14, 1 << 30, 1 << 31, 31, 0xFFFFFFFF))
+I16_LO, I16_HI, I16_OFF, I8_LO, I8_HI = (np.array(v, np.int64) for v in (-32768, 32767, 32768, -128, 127))
+Z64, S10, S15, S20, K512, K1024 = (np.array(v, np.int64) for v in (0, 10, 15, 20, 512, 1024))
+
+
 def _sigmoid(v: np.ndarray) -> None:
-    np.negative(v, out=v)
+    # v * -1, not np.negative: numpy 2.4's in-place float32 negative is wrong on a strided (B, 1) view
+    np.multiply(v, MINUS_ONE, out=v)
     np.exp(v, out=v)
-    v += F32(1)
+    v += ONE
     np.reciprocal(v, out=v)
+
+
+def _sigmoid_to(v: np.ndarray, out: np.ndarray) -> None:
+    """``_sigmoid`` of ``v`` written to ``out`` (same operations)."""
+    np.multiply(v, MINUS_ONE, out=out)
+    np.exp(out, out=out)
+    out += ONE
+    np.reciprocal(out, out=out)
+
+
+def _float_dot(wt: np.ndarray | None):
+    """``np.dot`` (~0.4 us less overhead than np.matmul for small operands; bit-identical results, checked over
+    row counts 1-8, depths 1-512, 2-1024 columns, contiguous and strided rows) except for a single output column,
+    where the two take different BLAS paths: np.matmul then, as the one-step code."""
+    return np.dot if wt is not None and wt.shape[1] > 1 else np.matmul
 
 
 def _mean_stddev_normalization(v: np.ndarray) -> None:
     """``MeanStddevNormalization`` in float32, per row, in place: ``(v - mean) / sqrt(var + 1e-8)``."""
-    n = F32(v.shape[1])
-    mean = np.sum(v, axis=1, dtype=F32) / n
-    v -= mean[:, None]
-    var = np.sum(v * v, axis=1, dtype=F32) / n
-    v *= (F32(1) / np.sqrt(var + F32(1e-8)))[:, None]
+    _mean_stddev_normalization3(v[:, None, :])
+
+
+def _mean_stddev_normalization3(v: np.ndarray) -> None:
+    """``_mean_stddev_normalization`` of every (row, gate) of a (B, G, n) view, in place (np.add.reduce is
+    np.sum's reduction: the same pairwise sums)."""
+    n = np.array(v.shape[2], F32)
+    mean = np.add.reduce(v, axis=2, dtype=F32)
+    mean /= n
+    v -= mean[:, :, None]
+    var = np.add.reduce(v * v, axis=2, dtype=F32)
+    var /= n
+    var += EPS_LN
+    np.sqrt(var, out=var)
+    np.divide(ONE, var, out=var)
+    v *= var[:, :, None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,6 +264,31 @@ class LstmCell:
     proj_clip: float
     n_cell: int
     n_output: int
+    tanh_act: bool = False  # the activation is TANH (applied out of place on the cell state)
+
+    def __post_init__(self):
+        """Stacked constants of the sequence path (``run``): gates in the order (i,) f, c, o."""
+        gates = self.x.gates
+        n = self.n_cell
+        fast = all(gp is None or (gp.combined is None or not isinstance(gp.combined.fc, SparseHybridProduct))
+                   for gp in (self.x, self.aux, self.h)) and self.x.combined is not None and \
+            (self.aux is None or self.aux.combined is not None) and \
+            (self.proj is None or not isinstance(self.proj.fc, SparseHybridProduct)) and \
+            (self.h.combined is not None or all(p.diag is not None for p in self.h.per_gate.values()))
+        k = len(gates) - 2  # the sigmoid gates before the cell gate: (i,) f
+        ln = bool(self.ln)
+        base = np.zeros(n * len(gates), F32) if ln else np.concatenate([self.bias[g] for g in gates])
+        d = {"fast": fast, "k": k, "base": base,
+             "peep_if": np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
+             "ln_ifc": np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
+             "bias_ifc": np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
+             "diag": None if self.h.combined is not None else
+             np.stack([self.h.per_gate[g].diag for g in gates])}
+        if fast:
+            hp, pp = self.h.combined, self.proj
+            d["h_fc"] = StepHybridProduct.of(hp.fc) if hp is not None and hp.fc is not None else None
+            d["proj_fc"] = StepHybridProduct.of(pp.fc) if pp is not None and pp.fc is not None else None
+        object.__setattr__(self, "_seq", d)
 
     def _gate(self, g, xs, auxs, hs, c, act):
         ln = self.ln.get(g)
@@ -240,7 +313,8 @@ class LstmCell:
         return acc
 
     def step(self, x, aux, h, c, out):
-        """x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out (B, n_output)."""
+        """x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out (B, n_output).
+        One step at a time: the sparse hybrid kernel (its products share scaling-factor scratch)."""
         cifg = "i" not in self.x.gates
         # IsZeroVector: an all-zero input skips its products (hybrid: also an all-zero output_state)
         xs = self.x.compute(x) if x.any() else None
@@ -273,6 +347,152 @@ class LstmCell:
             t = r
         h[...] = t
         out[...] = t
+
+    def _input_products(self, gp: GateProducts, x3: np.ndarray) -> tuple:
+        """``0 + W v`` for every step ((T, B, G*n) float32) and the steps whose input is not all zeros (IsZeroVector
+        over the step's batch: those skip the product). Hybrid: all T*B rows at once (each row is quantized and
+        multiplied on its own, exactly: the same numbers as per step); float32: one (B, I) product per step,
+        the same BLAS call as the one-step code (one GEMM over all rows can round differently)."""
+        t_, b_ = x3.shape[:2]
+        p = gp.combined
+        prod = np.empty((t_, b_, self.n_cell * len(gp.gates)), F32)
+        if p.fc is not None:
+            p.fc([x3.reshape(t_ * b_, x3.shape[2])], [prod])
+        else:  # float32: one product per step, as a larger GEMM may sum in another order (BLAS kernels)
+            mm = _float_dot(p.wt)
+            for t in range(t_):
+                mm(x3[t], p.wt, out=prod[t])
+        prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
+        return prod, x3.reshape(t_, -1).any(axis=1)
+
+    def run(self, x3, aux3, h, c, out3, reverse: bool = False) -> None:
+        """The whole sequence: x3 (T, B, I) and aux3 (T, B, A) or None time-major (views allowed), h / c the
+        states (updated), out3 (T, B, n_output) written. Per step exactly ``step``'s arithmetic, with the input
+        products of every step computed up front and the gates stacked (i, f, c, o) along the last axis."""
+        d = self._seq
+        n_steps = x3.shape[0]
+        order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
+        use_aux = aux3 is not None and self.aux is not None
+        if not d["fast"]:
+            for t in order:
+                self.step(x3[t], aux3[t] if use_aux else None, h, c, out3[t])
+            return
+        n, k = self.n_cell, d["k"]
+        n_g = len(self.x.gates)
+        n_batch = x3.shape[1]
+        # gate = bias (layer norm: 0) + (0 + W_x x) [+ (0 + W_aux aux)], skipped for all-zero inputs
+        pre, nz = self._input_products(self.x, x3)
+        pre += d["base"]
+        if not nz.all():
+            pre[~nz] = d["base"]
+        if use_aux:
+            pa, nza = self._input_products(self.aux, aux3)
+            if nza.all():
+                pre += pa
+            else:
+                pre[nza] += pa[nza]
+        acc = np.empty((n_batch, n_g * n), F32)
+        acc3 = acc.reshape(n_batch, n_g, n)
+        hs = np.empty_like(acc)
+        hp = self.h.combined
+        hybrid_h = hp is not None and hp.fc is not None
+        h_fc, proj_fc = d["h_fc"], d["proj_fc"]
+        wt = hp.wt if hp is not None and hp.fc is None else None
+        mm_h = _float_dot(wt)
+        mm_p = _float_dot(self.proj.wt if self.proj is not None and self.proj.fc is None else None)
+        diag = d["diag"]
+        peep_if, peep_o = d["peep_if"], self.peep.get("o")
+        ln_ifc, bias_ifc = d["ln_ifc"], d["bias_ifc"]
+        ln_o, bias_o = self.ln.get("o"), self.bias["o"]
+        act, cifg, tanh_act = self.act, k == 1, self.tanh_act
+        # without peephole and layer norm the output gate does not wait for the new cell state: one sigmoid
+        # pass over all gates (the cell gate's sigmoid is computed and unused)
+        early_o = peep_o is None and ln_o is None
+        sg = np.empty_like(acc) if early_o else None
+        sg3 = None if sg is None else sg.reshape(n_batch, n_g, n)
+        gsrc = acc3 if sg3 is None else sg3
+        ifg, cg = gsrc[:, :k], acc3[:, k]
+        fg = gsrc[:, k - 1]
+        ig = None if cifg else gsrc[:, 0]
+        og = gsrc[:, k + 1]
+        cell_clip, proj_clip = self.cell_clip, self.proj_clip
+        cc_lo, cc_hi, pc_lo, pc_hi = (np.array(v, F32) for v in (-cell_clip, cell_clip, -proj_clip, proj_clip))
+        tbuf = np.empty((n_batch, n), F32)
+        proj = self.proj
+        pb = self.proj_bias
+        r = np.empty((n_batch, self.n_output), F32) if proj is not None else None
+        h_prev = h
+        t = -1
+        for t in order:
+            # + W_h h (hybrid: skipped when h is all zeros; the zero accumulator still turns -0 into +0)
+            if wt is not None:
+                mm_h(h_prev, wt, out=hs)
+                np.add(pre[t], hs, out=acc)
+            elif hybrid_h:
+                if h_fc(h_prev, hs):  # False: h is all zeros, nothing computed
+                    np.add(pre[t], hs, out=acc)
+                else:
+                    np.add(pre[t], ZERO, out=acc)
+            else:  # diagonal recurrent weights
+                hd = diag * h_prev[:, None, :]
+                hd += F32(0)
+                np.add(pre[t], hd.reshape(n_batch, -1), out=acc)
+            if peep_if is not None:
+                acc3[:, :k] += peep_if * c[:, None, :]
+            if ln_ifc is not None:
+                v = acc3[:, :k + 1]
+                _mean_stddev_normalization3(v)
+                v *= ln_ifc
+                v += bias_ifc
+            if sg is not None:
+                _sigmoid_to(acc, sg)
+            else:
+                _sigmoid(ifg)
+            if act is not None:
+                act(cg)
+            c *= fg
+            if cifg:
+                np.subtract(ONE, fg, out=fg)
+                cg *= fg
+            else:
+                cg *= ig
+            c += cg
+            if cell_clip > 0:
+                clip_ufunc(c, cc_lo, cc_hi, out=c)
+            if sg is None:
+                if peep_o is not None:
+                    og += peep_o * c
+                if ln_o is not None:
+                    _mean_stddev_normalization(og)
+                    og *= ln_o
+                    og += bias_o
+                _sigmoid(og)
+            if tanh_act:
+                np.tanh(c, out=tbuf)
+            else:
+                np.copyto(tbuf, c)
+                if act is not None:
+                    act(tbuf)
+            dst = out3[t]
+            if proj is None:
+                np.multiply(tbuf, og, out=dst)
+            else:
+                tbuf *= og
+                if proj.fc is None:
+                    mm_p(tbuf, proj.wt, out=r)
+                    if pb is not None:
+                        r += pb
+                elif proj_fc(tbuf, r):  # False: all zeros, skipped
+                    if pb is not None:
+                        r += pb
+                else:
+                    r[...] = F32(0) if pb is None else pb
+                if proj_clip > 0:
+                    clip_ufunc(r, pc_lo, pc_hi, out=r)
+                dst[...] = r
+            h_prev = dst
+        if t >= 0:
+            h[...] = h_prev
 
 
 def _f32(t: TensorInfo | None):
@@ -404,7 +624,7 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
     if pb is not None:
         ctx.check(pb.shape == (n_output,) and pb.dtype == np.float32, "projection_bias must be FLOAT32 (n_output,)")
     return LstmCell(xp, aux, hp, peep, ln, bias, proj, _f32(pb), apply_activation_to_vector(activation),
-                    float(cell_clip), float(proj_clip), n_cell, n_output)
+                    float(cell_clip), float(proj_clip), n_cell, n_output, activation == Act.TANH)
 
 
 def _check_states(ctx: OpContext, h: TensorInfo, c: TensorInfo, n_batch: int, cell: LstmCell):
@@ -519,6 +739,23 @@ def _tdiv(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
+def _tdiv_arr(a: np.ndarray, b: int) -> np.ndarray:
+    """C++ integer division (truncates toward zero) of an int64 array by a positive int."""
+    q = np.abs(a) // b
+    return np.where(a < 0, -q, q)
+
+
+def _rdbpot_arr(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """``_rdbpot`` with an int64 exponent array (broadcast; 0 allowed)."""
+    mask = (np.int64(1) << e) - 1
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
+
+
+@functools.lru_cache(maxsize=65536)
+def _inv_sqrt_cached(x: int) -> tuple:
+    return get_inv_sqrt_quantized_multiplier_exp(x, -1)
+
+
 def _mbqm(x, m: int, e: int):
     """``MultiplyByQuantizedMultiplier(int32 x, M >= 0, e)`` (double rounding) for an int64 array ``x`` that is
     wrapped to int32 first; the scalar-multiplier fast path of litert_py.quant's version (same results)."""
@@ -529,6 +766,29 @@ def _mbqm(x, m: int, e: int):
         x = (((x << e) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
     y = (x * m + (1 << 30)) >> 31
     return _rdbpot(y, -e) if e < 0 else y
+
+
+def _mbqm_small(x, m: int, e: int):
+    """``_mbqm`` in place for an int64 array whose values already fit int32 (no wrap)."""
+    if m < 0 or not -31 <= e <= 31:
+        return _mbqm(x, m, e)
+    if e > 0:
+        x = (((x << e) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    x *= m
+    x += P30
+    x >>= S31
+    if e < 0:
+        neg = x < 0
+        x += 1 << (-e - 1)
+        x -= neg
+        x >>= -e
+    return x
+
+
+def _signed_index_table(table: np.ndarray) -> np.ndarray:
+    """``table`` (indexed by raw + 32768) rolled so that indexing with the raw int16 value (negative indices
+    wrap around) gives the same entry."""
+    return np.ascontiguousarray(np.concatenate([table[32768:], table[:32768]]))
 
 
 def _mbqm_neon(x, m: int, e: int):
@@ -572,6 +832,36 @@ class LstmIntegerCell:
     rowwise_peephole: bool  # batch-major: LiteRT steps one row at a time (matters for the peephole quirk)
 
     def _layer_norm(self, g: IntGate, v):
+        """LayerNorm (integer): per row mean and variance in 64-bit integers (C division truncates), the
+        inverse square root per row, then the rescale of every element; vectorized over the rows."""
+        n = v.shape[1]
+        rows = v.shape[0]
+        s = v.sum(axis=1)
+        mean = wrap32(_tdiv_arr(s * 1024, n))
+        var = (v * v).sum(axis=1) * ((1 << 20) // n) - mean * mean
+        var2 = wrap32(_tdiv_arr(var, 1 << 20))
+        var2[var2 < 1] = g.guard
+        ms = np.empty(rows, np.int64)
+        es = np.empty(rows, np.int64)
+        for b, x in enumerate(var2.tolist()):
+            ms[b], es[b] = _inv_sqrt_cached(x)
+        if not ((ms >= 0).all() and (np.abs(es) <= 31).all()):
+            return self._layer_norm_rows(g, v)
+        # _mbqm with one (M, e) per row: wrap32 of the input, of the left shift, then SRDHM and RDBPOT
+        x = wrap32(1024 * v - mean[:, None])
+        left = np.maximum(es, 0)[:, None]
+        if (left > 0).any():
+            x = wrap32(x << left)
+        x *= ms[:, None]
+        x += P30
+        x >>= S31
+        right = np.maximum(-es, 0)[:, None]
+        x = _rdbpot_arr(x, right)
+        t = x * g.ln + g.ln_bias
+        u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
+        return clip_ufunc(_mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
+
+    def _layer_norm_rows(self, g: IntGate, v):
         n = v.shape[1]
         out = np.empty_like(v)
         for b in range(v.shape[0]):
@@ -618,6 +908,267 @@ class LstmIntegerCell:
         if g.ln is not None:
             gate = self._layer_norm(g, gate)
         return table[gate + 32768]
+
+    def __post_init__(self):
+        """Stacked constants of ``run``: every gate's input and recurrent weights side by side (float64 holding
+        the int8 values: exact products), per-column MBQM constants, and whether the int16 wraps can be skipped."""
+        names = [g for g in GATES if g in self.gates]
+        gs = [self.gates[g] for g in names]
+        qs = [g.m_x for g in gs] + [g.m_h for g in gs]
+        d = {"fast": all(0 <= m < 2**31 and -31 <= e <= 31 for m, e in qs)}
+        if d["fast"]:
+            n = self.n_cell
+            d["names"] = names
+            d["w_x"] = np.concatenate([g.w_x for g in gs], axis=1).astype(np.float64)
+            w_h = np.concatenate([g.w_h for g in gs], axis=1)
+            # float32 products are exact when every partial sum stays below 2^24 (|h| <= 128)
+            d["w_h"] = w_h.astype(F32 if 128 * np.abs(w_h).sum(axis=0).max(initial=0) < 2**24 else np.float64)
+            d["eff_h"] = np.concatenate([g.eff_h for g in gs])
+            m = np.repeat(np.array([g.m_h[0] for g in gs], np.int64), n)
+            e = np.repeat(np.array([g.m_h[1] for g in gs], np.int64), n)
+            right = np.maximum(-e, 0)
+            d["q_h"] = (m, np.maximum(e, 0) if (e > 0).any() else None, right,
+                        np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
+                        None if (right > 0).all() else (right > 0).astype(np.int64))
+            # |h @ W_h + eff_h| < 2^31 for every int8 h: the int32 wrap of MBQM's input is the identity
+            bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(d["eff_h"])
+            d["wrap_h"] = bool(bound.size and bound.max() >= 2**31)
+            d["proj"] = None if self.proj is None else self.proj.astype(np.float64)
+            d["plain"] = [g.peep is None and g.ln is None for g in gs]
+            ifc, o = self._ln_consts(names[:-1]), self._ln_consts(names[-1:])
+            d["ln_stack"] = (ifc, o) if ifc is not None and o is not None else (None, None)
+            # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
+            d["tables"] = tuple(_signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3),
+                                                                     tanh16_table(15 + self.cs)))
+        object.__setattr__(self, "_seq", d)
+
+    def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
+        """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
+        input-to-gate terms ``sat16(mbqm(W_x x + eff_x))`` of every step computed up front (they do not depend
+        on the recurrence) and the recurrent products of all gates in one matrix product per step."""
+        d = self._seq
+        if not d["fast"]:
+            for t in range(x3.shape[0]):
+                self.step(x3[t], None, h_state, c_state, out3[t])
+            return
+        n_steps, n_batch = x3.shape[:2]
+        n, names = self.n_cell, d["names"]
+        n_g = len(names)
+        k = n_g - 2  # sigmoid gates before the cell gate
+        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d["w_x"]).astype(np.int64)
+        for j, name in enumerate(names):
+            g = self.gates[name]
+            blk = gx[:, j * n:(j + 1) * n]
+            blk[...] = _mbqm(blk + g.eff_x, *g.m_x)
+        clip_ufunc(gx, -32768, 32767, out=gx)
+        gx = gx.reshape(n_steps, n_batch, n_g * n)
+        h64 = h_state.astype(d["w_h"].dtype)
+        c = c_state.astype(np.int64)
+        w_h, eff_h, wrap_h = d["w_h"], d["eff_h"], d["wrap_h"]
+        acc_f = np.empty((n_batch, n_g * n), w_h.dtype)
+        neg_a = np.empty((n_batch, n_g * n), bool)
+        neg_c = np.empty((n_batch, n), bool)
+        acc = np.empty((n_batch, n_g * n), np.int64)
+        m, left, right, off, rpos = d["q_h"]
+        sig, tanh3, tanh_c = d["tables"]
+        plain = d["plain"]
+        ln_ifc, ln_o = d["ln_stack"]
+        cifg = k == 1
+        shift_ic = np.array(30 + self.cs, np.int64)
+        half_ic = np.array(1 << (29 + self.cs), np.int64)
+        cell_clip, proj_clip = self.cell_clip, self.proj_clip
+        m_hid, e_hid = self.m_hidden
+        z_hid = np.array(self.z_hidden, np.int64)
+        proj = d["proj"]
+        hn = None
+        for t in range(n_steps):
+            # G = sat16(mbqm(W_h h + eff_h) + sat16(mbqm(W_x x + eff_x))), all gates at once
+            np.dot(h64, w_h, out=acc_f)
+            np.copyto(acc, acc_f, casting="unsafe")
+            acc += eff_h
+            if wrap_h:
+                acc += P31
+                acc &= M32
+                acc -= P31
+            if left is not None:
+                acc <<= left
+                acc += P31
+                acc &= M32
+                acc -= P31
+            acc *= m
+            acc += P30
+            acc >>= S31
+            neg = np.less(acc, Z64, out=neg_a)
+            if rpos is not None:
+                neg = neg * rpos
+            acc += off
+            acc -= neg
+            acc >>= right
+            acc += gx[t]
+            clip_ufunc(acc, I16_LO, I16_HI, out=acc)
+            if ln_ifc is not None:  # peepholes, then the layer norm of (i,) f, c at once
+                for j in range(k):
+                    if self.gates[names[j]].peep is not None:
+                        acc[:, j * n:(j + 1) * n] = self._gate_post(names[j], acc[:, j * n:(j + 1) * n], c, ln=False)
+                v = acc[:, :(k + 1) * n]
+                v[...] = self._layer_norm_stack(ln_ifc, v.reshape(n_batch, k + 1, n)).reshape(n_batch, -1)
+            else:
+                for j in range(n_g - 1):
+                    if not plain[j]:
+                        acc[:, j * n:(j + 1) * n] = self._gate_post(names[j], acc[:, j * n:(j + 1) * n], c)
+            ifg = sig[acc[:, :k * n]]
+            cg = tanh3[acc[:, k * n:(k + 1) * n]]
+            fg = ifg[:, (k - 1) * n:]
+            # c = sat16(rdbpot(f c, 15) + rdbpot(i g, 30 + cs)) (the int16 wraps are no-ops: |results| < 2^15)
+            c *= fg
+            neg = np.less(c, Z64, out=neg_c)
+            c += P14
+            c -= neg
+            c >>= S15
+            if cifg:
+                np.subtract(I16_HI, fg, out=fg)
+                cg *= fg
+            else:
+                cg *= ifg[:, :n]
+            neg = np.less(cg, Z64, out=neg_c)
+            cg += half_ic
+            cg -= neg
+            cg >>= shift_ic
+            c += cg
+            clip_ufunc(c, I16_LO, I16_HI, out=c)
+            if cell_clip > 0:
+                clip_ufunc(c, -cell_clip, cell_clip, out=c)
+            og = acc[:, (k + 1) * n:]
+            if ln_o is not None:
+                og = self._gate_post(names[-1], og.copy(), c, ln=False)
+                og = self._layer_norm_stack(ln_o, og[:, None, :])[:, 0]
+            elif not plain[-1]:
+                og = self._gate_post(names[-1], og.copy(), c)
+            og = sig[og]
+            og *= tanh_c[c]
+            og = _mbqm_small(og, m_hid, e_hid)
+            if proj is None:
+                og += z_hid
+                hn = clip_ufunc(og, I8_LO, I8_HI, out=og)
+            else:
+                og -= z_hid
+                clip_ufunc(og, I8_LO, I8_HI, out=og)
+                hn = clip_ufunc(_mbqm((og @ proj).astype(np.int64) + self.proj_eff, *self.m_proj) +
+                                self.z_out_state, -128, 127)
+                if proj_clip > 0:
+                    clip_ufunc(hn, -proj_clip, proj_clip, out=hn)
+            np.copyto(h64, hn)
+            out3[t] = hn
+        c_state[...] = c
+        if hn is not None:
+            h_state[...] = hn
+
+    def _layer_norm_stack(self, consts: tuple, v):
+        """``_layer_norm`` of several gates at once: ``v`` (B, G, n) int64, ``consts`` from ``_ln_consts``. The
+        int32 wraps of the mean, the variance and ``1024 v - mean`` are no-ops (|v| <= 2^15: all below 2^31)."""
+        ln, ln_bias, guard, m_g, left_g, right_g, half_g, rpos_g, gates = consts
+        n = v.shape[2]
+        s = np.add.reduce(v, axis=2)
+        s *= K1024
+        mean = np.abs(s)
+        mean //= np.array(n, np.int64)
+        mean *= np.sign(s)  # C division (truncation)
+        var = np.add.reduce(v * v, axis=2)
+        var *= np.array((1 << 20) // n, np.int64)
+        var -= mean * mean
+        var2 = np.abs(var)
+        var2 >>= S20
+        var2 *= np.sign(var)
+        n_g = len(guard)
+        rows = []
+        for j, x in enumerate(var2.reshape(-1).tolist()):
+            m, e = _inv_sqrt_cached(x if x >= 1 else guard[j % n_g])
+            if m < 0 or not -31 <= e <= 31:
+                return np.stack([self._layer_norm_rows(self.gates[g], v[:, j]) for j, g in enumerate(gates)],
+                                axis=1)
+            r = max(-e, 0)
+            rows.append((m, max(e, 0), r, (1 << r) >> 1, int(r > 0)))
+        me = np.array(rows, np.int64).reshape(var2.shape + (5,))
+        # _mbqm with one (M, e) per row and gate: SRDHM and RDBPOT (a left shift wraps)
+        x = v * K1024
+        x -= mean[..., None]
+        if me[..., 1].any():
+            x = wrap32(x << me[..., 1:2])
+        x *= me[..., 0:1]
+        x += P30
+        x >>= S31
+        x -= np.less(x, Z64) * me[..., 4:5]  # RDBPOT: (x + 2^(e-1) - (x < 0)) >> e, nothing for e = 0
+        x += me[..., 3:4]
+        x >>= me[..., 2:3]
+        t = x * ln
+        t += ln_bias
+        # t > 0: (t + 512) // 1024, else -((512 - t) // 1024): both |t| + 512 shifted, with t's sign
+        u = np.abs(t)
+        u += K512
+        u >>= S10
+        u *= np.sign(t)
+        # _mbqm(wrap32(u), m_ln, e_ln + 12) per gate
+        u += P31
+        u &= M32
+        u -= P31
+        if left_g is not None:
+            u = wrap32(u << left_g)
+        u *= m_g
+        u += P30
+        u >>= S31
+        u -= np.less(u, Z64) * rpos_g
+        u += half_g
+        u >>= right_g
+        return clip_ufunc(u, I16_LO, I16_HI, out=u)
+
+    def _ln_consts(self, names: list):
+        """Stacked layer-norm constants of the gates ``names`` (None when one has no layer norm or a final
+        multiplier outside the fast path's range)."""
+        gs = [self.gates[g] for g in names]
+        if not all(g.ln is not None and 0 <= g.m_ln[0] < 2**31 and -31 <= g.m_ln[1] + 12 <= 31 for g in gs):
+            return None
+        e = np.array([g.m_ln[1] + 12 for g in gs], np.int64)[:, None]
+        right = np.maximum(-e, 0)
+        return (np.stack([g.ln for g in gs]), np.stack([g.ln_bias for g in gs]), [g.guard for g in gs],
+                np.array([g.m_ln[0] for g in gs], np.int64)[:, None],
+                np.maximum(e, 0) if (e > 0).any() else None, right, (1 << right) >> 1, (right > 0).astype(np.int64),
+                list(names))
+
+    def _gate_post(self, name, gate, c, ln: bool = True):
+        """The peephole term and layer norm of one gate ((B, n_cell) int64 view; the result is returned)."""
+        g: IntGate = self.gates[name]
+        if g.peep is not None:
+            if self.rowwise_peephole or self.n_output == self.n_cell:
+                self._peephole_rows(g, gate, c)
+            else:
+                gate = np.ascontiguousarray(gate)
+                self._peephole(g, gate, c)
+        if ln and g.ln is not None:
+            gate = self._layer_norm(g, gate)
+        return gate
+
+    def _peephole_rows(self, g: IntGate, gate, c):
+        """``_peephole``'s row-aligned case in place: ``_mbqm_neon`` on the columns below n_output & ~15 and
+        ``_mbqm`` on the rest share everything but the final rounding (the NEON one rounds ties up; wrapping
+        before the left shift changes nothing mod 2^32)."""
+        n_out = self.n_output
+        k16 = n_out & ~15
+        m, e = g.m_p
+        prod = c[:, :n_out] * g.peep
+        if e > 0 or (m < 0 or not -31 <= e <= 31):
+            prod = np.concatenate([_mbqm_neon(prod[:, :k16], m, e), _mbqm(prod[:, k16:], m, e)], axis=1)
+        else:  # |peep * c| <= 2^30: no wrap
+            prod *= m
+            prod += P30
+            prod >>= S31
+            if e < 0:
+                tail = prod[:, k16:]
+                tail -= np.less(tail, Z64)
+                prod += np.array(1 << (-e - 1), np.int64)
+                prod >>= np.array(-e, np.int64)
+        gv = gate[:, :n_out]
+        gv += prod
+        clip_ufunc(gv, I16_LO, I16_HI, out=gv)
 
     def step(self, x, aux, h_state, c_state, out):
         x = x.astype(np.int64)
@@ -780,12 +1331,11 @@ class LstmSequence:
         h = inputs[OUT_STATE].reshape(n_batch, cell.n_output)
         c = inputs[CELL_STATE].reshape(n_batch, cell.n_cell)
         if x.ndim == 2:  # LSTM: one step
-            cell.step(x, None, h, c, out)
+            cell.run(x[None], None, h, c, out[None])
             return
         if not self.time_major:
             x, out = x.transpose(1, 0, 2), out.transpose(1, 0, 2)
-        for t in range(x.shape[0]):
-            cell.step(x[t], None, h, c, out[t])
+        cell.run(x, None, h, c, out)
 
 
 def _float_or_hybrid(ctx: OpContext, ins: list, use_ln: bool, opts, n_batch: int) -> LstmCell:
@@ -862,13 +1412,11 @@ class BidirectionalSequenceLstm:
             inputs[0], inputs[BIDI_AUX], outputs, self.fw.n_output, self.merge, self.bw_reads_aux, self.use_aux,
             self.time_major)
         n_batch = x.shape[1]
-        for cell, xs, out, (hi, ci), order in (
-                (self.fw, x, fw_out, BIDI_FW_STATES, range(x.shape[0])),
-                (self.bw, bw_x, bw_out, BIDI_BW_STATES, range(x.shape[0] - 1, -1, -1))):
+        for cell, xs, out, (hi, ci), reverse in ((self.fw, x, fw_out, BIDI_FW_STATES, False),
+                                                 (self.bw, bw_x, bw_out, BIDI_BW_STATES, True)):
             h = inputs[hi].reshape(n_batch, cell.n_output)
             c = inputs[ci].reshape(n_batch, cell.n_cell)
-            for t in order:
-                cell.step(xs[t], None if real_aux is None else real_aux[t], h, c, out[t])
+            cell.run(xs, real_aux, h, c, out, reverse)
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM, stateful=True)

@@ -310,3 +310,103 @@ def test_hybrid_diagonal_recurrent_is_refused():
                                 False, True, 1, 2, 3, 4, 4)
     with pytest.raises(PrepareError, match="diagonal recurrent weights"):
         Interpreter(model_content=model).allocate_tensors()
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Long sequences: litert_py computes the input products of every step up front and steps the recurrence with
+# stacked gates; these streams check it over time > 10, all-zero steps and rows in the middle of a sequence
+# (IsZeroVector), both layouts and batch > 4.
+# -------------------------------------------------------------------------------------------------------------
+
+#: id -> (kind: float32 / hybrid / hybrid-asymmetric / int8, variant, time_major)
+LONG = {
+    "long-float32-plain-time-major": ("float32", "plain", True),
+    "long-float32-peephole-batch-major": ("float32", "peephole", False),
+    "long-float32-cifg-peephole-clip-time-major": ("float32", "cifg-peephole-clip", True),
+    "long-float32-projection-clips-batch-major": ("float32", "projection-clips", False),
+    "long-float32-cifg-layer-norm-projection-batch-major": ("float32", "cifg-layer-norm-projection", False),
+    "long-float32-diagonal-recurrent-time-major": ("float32", "diagonal-recurrent", True),
+    "long-hybrid-plain-batch-major": ("hybrid", "plain", False),
+    "long-hybrid-asymmetric-projection-clips-time-major": ("hybrid-asymmetric", "projection-clips", True),
+    "long-int8-plain-batch-major": ("int8", "plain", False),
+    "long-int8-peephole-time-major": ("int8", "peephole", True),
+    "long-int8-cifg-layer-norm-projection-batch-major": ("int8", "cifg-layer-norm-projection", False),
+    "long-int8-projection-clips-time-major": ("int8", "projection-clips", True),
+}
+#: hybrid streams re-quantize h every step, so one ulp of a transcendental function can flip a quantized value
+#: (one step of 127) and the chain carries it on: relative to the largest output, per step (measured: < 1e-7)
+LONG_HYBRID_TOLERANCE = 2e-4
+
+
+def _zero_steps(x, tm, rng):
+    """An all-zero step in the middle of the sequence and an all-zero row at another step."""
+    steps = x.shape[0] if tm else x.shape[1]
+    t0, t1 = steps // 2, int(rng.integers(0, steps))
+    if tm:
+        x[t0] = 0
+        x[t1, int(rng.integers(0, x.shape[1]))] = 0
+    else:
+        x[:, t0] = 0
+        x[int(rng.integers(0, x.shape[0])), t1] = 0
+    return x
+
+
+@pytest.mark.parametrize("path", sorted(LONG))
+@given(seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 2, 5, 6]), time=st.integers(11, 16),
+       n_in=st.integers(1, 12), n_cell=st.sampled_from([1, 4, 16, 20]), n_out=st.integers(1, 12))
+def test_long_sequence_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out):
+    kind, variant, tm = LONG[path]
+    rng = np.random.default_rng(seed)
+    op = "UNIDIRECTIONAL_SEQUENCE_LSTM"
+    if kind == "int8":
+        model, xshape = int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, -11)
+        feeds = [[_zero_steps(rng.integers(-128, 128, xshape).astype(np.int8), tm, rng)] for _ in range(2)]
+        ours, theirs = run_stream(model, feeds)
+        for a, b in zip(ours, theirs):
+            assert_close(a, b)
+        return
+    hybrid = kind != "float32"
+    model, xshape = float_lstm_model(op, rng, variant, hybrid, kind == "hybrid-asymmetric", tm, batch, time, n_in,
+                                     n_cell, n_out)
+    feeds = [[_zero_steps(rng.standard_normal(xshape).astype(np.float32), tm, rng)] for _ in range(2)]
+    ours, theirs = run_stream(model, feeds)
+    if hybrid:
+        rtol = LONG_HYBRID_TOLERANCE * time
+    else:
+        rtol = TOLERANCE["layer-norm" if VARIANTS[variant][4] else "float32"] * time * (n_in + n_out + n_cell)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_close(a, b, rtol=rtol * (k + 1), atol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["bidi-lstm-float32-batch-major-aux-bw-input-cifg",
+                                  "bidi-lstm-float32-time-major-aux-cross-projection"])
+@given(seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 5]), time=st.integers(11, 14),
+       n_in=st.integers(1, 8), n_cell=st.sampled_from([1, 4, 5]), n_out=st.integers(1, 5))
+def test_long_sequence_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out):
+    """BIDIRECTIONAL_SEQUENCE_LSTM over time > 10 with all-zero steps (the backward cell walks the precomputed
+    input products in reverse)."""
+    tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
+    cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
+    rng = np.random.default_rng(seed)
+    n_out = min(n_out, n_cell) if proj else n_cell
+    b = ModelBuilder()
+    lead = (time, batch) if tm else (batch, time)
+    x = b.input("x", lead + (n_in,), np.float32)
+    aux = b.input("aux", lead + (n_in,), np.float32)
+    fw, fw_states = _bidi_cell(b, rng, "fw_", variant, hybrid, n_in, n_cell, n_out, batch)
+    bw, bw_states = _bidi_cell(b, rng, "bw_", variant, hybrid, n_in, n_cell, n_out, batch)
+    aux_w = [-1] * 8
+    if aux_mode == "cross":
+        aux_w = [-1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
+                 for d in ("fw_", "bw_") for g in "ifco"]
+    outs = [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
+    b.op("BIDIRECTIONAL_SEQUENCE_LSTM", [x] + fw + bw + fw_states + bw_states + [aux] + aux_w, outs,
+         {"time_major": tm, "merge_outputs": merge, "fused_activation_function": 4, "cell_clip": cclip,
+          "proj_clip": pclip, "asymmetric_quantize_inputs": asym})
+    b.output(*outs)
+    feeds = [[_zero_steps(rng.standard_normal(lead + (n_in,)).astype(np.float32), tm, rng) for _ in range(2)]
+             for _ in range(2)]
+    ours, theirs = run_stream(b.build(), feeds)
+    rtol = TOLERANCE["float32"] * time * (2 * n_in + n_out + n_cell)
+    for k, (a, bb) in enumerate(zip(ours, theirs)):
+        assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)

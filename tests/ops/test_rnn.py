@@ -172,3 +172,66 @@ def test_sequence_rnn_needs_3d_input():
     b.output(out)
     with pytest.raises(PrepareError, match="NumDimensions"):
         Interpreter(model_content=b.build()).allocate_tensors()
+
+
+#: Long sequences (litert_py computes bias + W_in x of every step up front): id -> (op, hybrid, asymmetric,
+#: time_major, aux mode for the bidirectional op). Hybrid streams use RELU (see test_rnn_matches_oracle).
+LONG = {
+    "long-seq-rnn-float32-time-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", False, False, True, None),
+    "long-seq-rnn-float32-batch-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", False, False, False, None),
+    "long-seq-rnn-hybrid-symmetric-time-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", True, False, True, None),
+    "long-seq-rnn-hybrid-asymmetric-batch-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", True, True, False, None),
+    "long-bidi-rnn-float32-batch-major-aux-cross": ("BIDIRECTIONAL_SEQUENCE_RNN", False, False, False, "cross"),
+    "long-bidi-rnn-float32-time-major-aux-bw-input": ("BIDIRECTIONAL_SEQUENCE_RNN", False, False, True, "bw-input"),
+    "long-bidi-rnn-hybrid-symmetric-batch-major": ("BIDIRECTIONAL_SEQUENCE_RNN", True, False, False, None),
+}
+
+
+@pytest.mark.parametrize("path", sorted(LONG))
+@given(seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 2, 5, 6]), n_in=st.integers(1, 16),
+       units=st.integers(1, 12), time=st.integers(11, 16), act=st.sampled_from(["NONE", "RELU", "TANH"]))
+def test_long_sequence_rnn_matches_oracle(path, seed, batch, n_in, units, time, act):
+    """time > 10, an all-zero step in the middle and an all-zero row at another step, batch > 4."""
+    op, hybrid, asym, tm, aux_mode = LONG[path]
+    rng = np.random.default_rng(seed)
+    if hybrid:
+        act = "RELU"
+    b = ModelBuilder()
+    lead = (time, batch) if tm else (batch, time)
+    x = b.input("x", lead + (n_in,), np.float32)
+    opts = {"time_major": tm, "fused_activation_function": ACTS[act], "asymmetric_quantize_inputs": asym}
+    if op == "UNIDIRECTIONAL_SEQUENCE_RNN":
+        ins = [x, _weights(b, rng, "w", (units, n_in), hybrid), _weights(b, rng, "r", (units, units), hybrid),
+               b.const("bias", rng.standard_normal(units).astype(np.float32)),
+               b.tensor("h", (batch, units), np.float32, is_variable=True)]
+        outs = [b.tensor("out", lead + (units,), np.float32)]
+    else:
+        aux = b.input("aux", lead + (n_in,), np.float32) if aux_mode else -1
+        cells = []
+        for name in ("fw", "bw"):
+            cells += [_weights(b, rng, f"{name}_w", (units, n_in), hybrid),
+                      _weights(b, rng, f"{name}_r", (units, units), hybrid),
+                      b.const(f"{name}_b", rng.standard_normal(units).astype(np.float32)),
+                      b.tensor(f"{name}_h", (batch, units), np.float32, is_variable=True)]
+        aux_w = [-1, -1]
+        if aux_mode == "cross":
+            aux_w = [_weights(b, rng, f"{d}_aux_w", (units, n_in), hybrid) for d in ("fw", "bw")]
+        ins = [x] + cells + [aux] + aux_w
+        outs = [b.tensor("fw_out", lead + (units,), np.float32), b.tensor("bw_out", lead + (units,), np.float32)]
+        opts["merge_outputs"] = False
+    b.op(op, ins, outs, opts)
+    b.output(*outs)
+    n_feeds = 2 if aux_mode else 1
+    feeds = []
+    for _ in range(2):
+        feed = [rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)]
+        for v in feed:
+            t0, t1 = time // 2, int(rng.integers(0, time))
+            r = int(rng.integers(0, batch))
+            if tm:
+                v[t0], v[t1, r] = 0, 0
+            else:
+                v[:, t0], v[r, t1] = 0, 0
+        feeds.append(feed)
+    ours, theirs = run_stream(b.build(), feeds)
+    _compare(ours, theirs, TOLERANCE["hybrid" if hybrid else "float32"] * time * (2 * n_in + units))
