@@ -60,7 +60,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import quantize_multiplier
-from .lstm import _sigmoid, sigmoid16_table, tanh16_table
+from .lstm_cell import sigmoid
+from .lstm_common import sigmoid16_table, tanh16_table
 from .registry import OpContext
 
 INPUT, PREV_ACTIV, WEIGHTS, BIASES, PREV_STATE = range(5)
@@ -68,7 +69,7 @@ ACTIV_OUT, STATE_OUT, CONCAT_TEMP, ACTIV_TEMP = range(4)
 F32 = np.float32
 
 
-def _rdbpot(v: np.ndarray, e: int) -> np.ndarray:
+def rdbpot(v: np.ndarray, e: int) -> np.ndarray:
     """gemmlowp RoundingDivideByPOT: ``v / 2^e`` rounded to nearest, ties away from zero."""
     mask = (1 << e) - 1
     return (v >> e) + ((v & mask) > (mask >> 1) + (v < 0))
@@ -87,8 +88,8 @@ def _tables() -> tuple[np.ndarray, ...]:
     v = np.arange(-32768, 32768, dtype=np.int64)
     sig, tanh = sigmoid16_table(3), tanh16_table(3)  # indexed by v + 32768
     state_tanh = tanh[np.clip(2 * v, -32768, 32767) + 32768]
-    div16 = _rdbpot(v, 4)
-    to_u8 = (np.clip(_rdbpot(v, 8), -128, 127) + 128).astype(np.uint8)
+    div16 = rdbpot(v, 4)
+    to_u8 = (np.clip(rdbpot(v, 8), -128, 127) + 128).astype(np.uint8)
     # roll by half the length: position v mod 65536 holds the value at v
     return tuple(np.roll(t, 32768) for t in (sig, tanh, state_tanh, div16, to_u8))
 
@@ -125,7 +126,7 @@ class BasicLstmFloat:
         np.matmul(concat, wt, out=temp)
         temp += self.bias if self.bias is not None else inputs[BIASES]
         sig = temp.copy()
-        _sigmoid(sig)  # gates 0, 2, 3 (the sigmoid of gate 1, the new input, is not used)
+        sigmoid(sig)  # gates 0, 2, 3 (the sigmoid of gate 1, the new input, is not used)
         g = np.tanh(temp[:, n:2 * n])
         np.multiply(sig[:, :n], g, out=state)
         np.multiply(sig[:, 2 * n:3 * n], inputs[PREV_STATE], out=g)

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import multiply_by_quantized_multiplier_int64, quantize_multiplier, wrap32
-from .lstm import BIAS, CELL_STATE, IN_W, LN, OUT_STATE, PEEP_W, PROJ_B, PROJ_W, REC_W, _mbqm, _rdbpot, _w16
+from .lstm_common import BIAS, CELL_STATE, IN_W, LN, OUT_STATE, PEEP_W, PROJ_B, PROJ_W, REC_W, mbqm, rdbpot, w16
 from .registry import OpContext, TensorInfo
 
 F32 = np.float32
@@ -119,7 +119,7 @@ def _w8(z: int) -> int:
 def _mvm(v: np.ndarray, zp: int, wt: np.ndarray, m: tuple, out_zp: int) -> np.ndarray:
     """PortableMatrixBatchVectorMultiply (int8 input): ``sat8(mbqm(sum (v - zp) w, m) + out_zp)``."""
     acc = np.matmul(v.astype(np.float64) - zp, wt).astype(np.int64)  # exact: |acc| < 2^53
-    return np.clip(_mbqm(acc, *m) + out_zp, -128, 127)
+    return np.clip(mbqm(acc, *m) + out_zp, -128, 127)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,7 +141,7 @@ class Gate8:
     def __call__(self, x: np.ndarray, zx: int, h: np.ndarray, zh: int) -> np.ndarray:
         sx = _mvm(x, zx, self.wx, self.m_x, self.zp_x)
         sh = _mvm(h, zh, self.wh, self.m_h, self.zp_h)
-        g = _mbqm(sx - self.zp_x, *self.m_sx) + _mbqm(sh - self.zp_h, *self.m_sh)
+        g = mbqm(sx - self.zp_x, *self.m_sx) + mbqm(sh - self.zp_h, *self.m_sh)
         g = np.clip(g, -32768, 32767)
         return self.table[self._layer_norm(g) + 32768]
 
@@ -192,12 +192,12 @@ class LstmInteger8x8_8:
         fg = self.gates["f"](x, zx, h, zh)
         cg = self.gates["c"](x, zx, h, zh)
         # UpdateLstmCellInteger(cell_state_scale=-15, use_cifg=true): CwiseMul wraps to int16, CwiseAdd saturates
-        c = np.clip(_w16(_rdbpot(fg * c, 15)) + _w16(_rdbpot((32767 - fg) * cg, 15)), -32768, 32767)
+        c = np.clip(w16(rdbpot(fg * c, 15)) + w16(rdbpot((32767 - fg) * cg, 15)), -32768, 32767)
         if self.cell_clip > 0:
             c = np.clip(c, -self.cell_clip, self.cell_clip)
         og = self.gates["o"](x, zx, h, zh)
         # CalculateLstmOutputInteger8x8_8
-        t = _w16(_rdbpot(og * tanh_float_table(-15)[c + 32768], 15))
+        t = w16(rdbpot(og * tanh_float_table(-15)[c + 32768], 15))
         acc = np.matmul(t.astype(np.float64), self.proj).astype(np.int64) + self.proj_bias
         hn = np.clip(multiply_by_quantized_multiplier_int64(acc, *self.m_proj) + zh, -128, 127)
         if self.proj_clip > 0:
