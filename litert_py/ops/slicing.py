@@ -15,14 +15,12 @@ Paths (bytes are moved, never reinterpreted; quantized tensors pass through with
 
 Shapes come from constant index tensors at prepare; a non-constant one makes the output dynamic.
 
-Where LiteRT writes uninitialized memory instead of failing, we fail at prepare: a STRIDED_SLICE
-shrink axis with a negative stride or an out-of-range begin, an ``offset`` slice reaching past the
-input, a TRANSPOSE perm with repeated entries, a negative SLICE begin, and a REVERSE_SEQUENCE length beyond
-the sequence axis (LiteRT checks only the first length).
+Where LiteRT writes uninitialized memory instead of failing, we fail at prepare: a STRIDED_SLICE shrink
+axis with a negative stride or an out-of-range begin, an ``offset`` slice reaching past the input, and a
+negative SLICE begin.
 
-Sources matched: tensorflow/lite/kernels/{concatenation,pad,transpose,strided_slice,split,split_v,gather}.cc,
-tensorflow/lite/kernels/{tile,pack,unpack,slice,reverse,reverse_sequence,mirror_pad}.cc,
-tensorflow/lite/kernels/internal/reference/{concatenation,pad,strided_slice,gather}.h,
+Sources matched: tensorflow/lite/kernels/{strided_slice,split,split_v,gather,slice}.cc,
+tensorflow/lite/kernels/internal/reference/{strided_slice,gather}.h,
 tensorflow/lite/kernels/internal/strided_slice_logic.h.
 """
 
