@@ -216,10 +216,8 @@ def _nms_boxes(boxes: np.ndarray) -> np.ndarray:
     return s
 
 
-def _heap_push(a: list, item) -> None:
-    """std::push_heap (libstdc++ __push_heap) of ``item`` = (key, ...) onto the max-heap ``a``."""
-    a.append(item)
-    hole = len(a) - 1
+def _sift_up(a: list, hole: int, item) -> None:
+    """libstdc++ __push_heap: move ``item`` = (key, ...) up from ``hole`` past every parent with a smaller key."""
     key = item[0]
     while hole > 0:
         parent = (hole - 1) >> 1
@@ -229,6 +227,12 @@ def _heap_push(a: list, item) -> None:
         else:
             break
     a[hole] = item
+
+
+def _heap_push(a: list, item) -> None:
+    """std::push_heap of ``item`` onto the max-heap ``a``."""
+    a.append(item)
+    _sift_up(a, len(a) - 1, item)
 
 
 def _heap_pop(a: list):
@@ -251,15 +255,7 @@ def _heap_pop(a: list):
         child = 2 * (child + 1)
         a[hole] = a[child - 1]
         hole = child - 1
-    key = value[0]
-    while hole > 0:
-        parent = (hole - 1) >> 1
-        if a[parent][0] < key:
-            a[hole] = a[parent]
-            hole = parent
-        else:
-            break
-    a[hole] = value
+    _sift_up(a, hole, value)
     return top
 
 
