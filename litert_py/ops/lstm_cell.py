@@ -31,6 +31,7 @@ from .lstm_common import (
     PROJ_W,
     REC_W,
     ZERO,
+    lstm_sizes,
 )
 from .recurrent_common import StepHybridProduct
 from .registry import OpContext, TensorInfo
@@ -429,14 +430,8 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
     """``ins``: the 24 full-kernel inputs (TensorInfo or None), ``aux_w``: 4 aux weights (i, f, c, o) or None.
     Checks CheckInputTensorDimensions' rules for float and hybrid."""
     x = ins[0]
-    n_input = x.shape[-1]
+    n_input, n_cell, n_output = lstm_sizes(ctx, ins, diagonal_ok=True)
     w_o = ins[IN_W["o"]]
-    ctx.check(w_o is not None and len(w_o.shape) == 2 and w_o.shape[1] == n_input,
-              "input_to_output_weights->dims->data[1] != n_input")
-    n_cell = w_o.shape[0]
-    r_o = ins[REC_W["o"]]
-    ctx.check(r_o is not None and r_o.shape[0] == n_cell, "recurrent_to_output_weights->dims->data[0] != n_cell")
-    n_output = r_o.shape[1] if len(r_o.shape) == 2 else r_o.shape[0]
     ctx.check(cell_clip >= 0, "params->cell_clip >= 0 was not true.")
     ctx.check(proj_clip >= 0, "params->proj_clip >= 0 was not true.")
     wtype = w_o.dtype

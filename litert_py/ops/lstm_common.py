@@ -184,3 +184,17 @@ def mbqm_neon(x, m: int, e: int):
     left, right = max(e, 0), -min(e, 0)
     y = saturating_rounding_doubling_high_mul(wrap32(np.left_shift(x, left)), m)
     return (y + (1 << (right - 1))) >> right if right else y
+
+
+def lstm_sizes(ctx, ins: list, diagonal_ok: bool) -> tuple[int, int, int]:
+    """(n_input, n_cell, n_output) from the input and the output gate's weights, checked as
+    CheckInputTensorDimensions does; ``diagonal_ok``: 1-D (diagonal) recurrent weights are allowed."""
+    n_input = ins[0].shape[-1]
+    w_o = ins[IN_W["o"]]
+    ctx.check(w_o is not None and len(w_o.shape) == 2 and w_o.shape[1] == n_input,
+              "input_to_output_weights->dims->data[1] != n_input")
+    n_cell = w_o.shape[0]
+    r_o = ins[REC_W["o"]]
+    ctx.check(r_o is not None and (len(r_o.shape) == 2 or diagonal_ok) and r_o.shape[0] == n_cell,
+              "recurrent_to_output_weights->dims->data[0] != n_cell")
+    return n_input, n_cell, (r_o.shape[1] if len(r_o.shape) == 2 else r_o.shape[0])

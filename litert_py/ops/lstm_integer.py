@@ -41,6 +41,7 @@ from .lstm_common import (
     S31,
     Z64,
     inv_sqrt_cached,
+    lstm_sizes,
     mbqm,
     mbqm_neon,
     mbqm_small,
@@ -466,15 +467,7 @@ def build_integer_cell(ctx: OpContext, ins: list, opts, use_ln: bool, out: Tenso
     lstm.cc / lstm.cc) for int8 input, int8 weights, int16 cell state, 5 intermediates."""
     ctx.check(len(ctx.intermediates) == 5, "num_intermediate_tensors == 5 was not true.")
     x, h_state, c_state = ins[0], ins[OUT_STATE], ins[CELL_STATE]
-    n_input = x.shape[-1]
-    w_o = ins[IN_W["o"]]
-    ctx.check(w_o is not None and len(w_o.shape) == 2 and w_o.shape[1] == n_input,
-              "input_to_output_weights->dims->data[1] != n_input")
-    n_cell = w_o.shape[0]
-    r_o = ins[REC_W["o"]]
-    ctx.check(r_o is not None and len(r_o.shape) == 2 and r_o.shape[0] == n_cell,
-              "recurrent_to_output_weights->dims->data[0] != n_cell")
-    n_output = r_o.shape[1]
+    n_input, n_cell, n_output = lstm_sizes(ctx, ins, diagonal_ok=False)
     cifg = ins[IN_W["i"]] is None
     ctx.check(cifg == (ins[REC_W["i"]] is None), "cifg_weights_all_or_none == true was not true.")
     ctx.check(opts.cell_clip >= 0, "params->cell_clip >= 0 was not true.")
