@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     conv,
     conv3d,
     conv_transpose,
+    depthwise_conv,
     detection,
     elementwise,
     fully_connected,

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator, Padding
 from .common import clip_ufunc, float_activation_range
-from .conv import EMPTY_OUTPUT, out_size, pad_before
+from .conv_common import EMPTY_OUTPUT, out_size, pad_before
 from .registry import OpContext, register
 
 OUTPUT = 0

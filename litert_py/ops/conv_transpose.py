@@ -39,15 +39,15 @@ import numpy as np
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Padding
 from .common import clip_ufunc, float_activation_range
-from .conv import (
-    _TYPE,
+from .conv_common import (
     EMPTY_OUTPUT,
-    _int16_bias_type,
-    _quantization_params,
-    _quantize_batches,
-    _requantize,
+    TYPE_NUMBER,
+    int16_bias_type,
     out_size,
     pad_before,
+    quantization_params,
+    quantize_batches,
+    requantizer_for,
 )
 from .registry import OpContext, register
 
@@ -195,7 +195,7 @@ class TransposeConvHybrid:
 
     def __call__(self, inputs, outputs):
         g = self.geo
-        q, sf = _quantize_batches(inputs[INPUT], asymmetric=True)  # q - zp, exact in float32
+        q, sf = quantize_batches(inputs[INPUT], asymmetric=True)  # q - zp, exact in float32
         # terms[n, y, x, ky, kx, c, o] = f32(f32((q - zp) * w) * s_w[o]) * sf[n]; (q - zp) * w is exact
         terms = q[:, :, :, None, None, :, None] * self.weights
         terms *= self.scale
@@ -257,12 +257,12 @@ def _check(ctx: OpContext):
     if x.dtype == np.int16:
         ctx.check(x.zero_point == 0 and out.zero_point == 0, "int16 input and output zero points must be 0")
         qbt = ctx.options.quantized_bias_type
-        ctx.check(qbt in (_TYPE["FLOAT32"], _TYPE["INT32"], _TYPE["INT64"]),
+        ctx.check(qbt in (TYPE_NUMBER["FLOAT32"], TYPE_NUMBER["INT32"], TYPE_NUMBER["INT64"]),
                   f"quantized_bias_type must be INT32 or INT64, got {dtypes.type_name(qbt)}")
     bias = ctx.optional_input(BIAS)
     if bias is not None:
         if x.dtype == np.int16:
-            _int16_bias_type(ctx, bias)
+            int16_bias_type(ctx, bias)
         else:
             want = {np.dtype(np.float32): "FLOAT32", np.dtype(np.uint8): "INT32", np.dtype(np.int8): "INT32"}[x.dtype]
             ctx.check(bias.type_name == want, f"bias type {bias.type_name} (expected {want})")
@@ -321,13 +321,13 @@ def prepare_transpose_conv(ctx: OpContext):
     ctx.check(geo is not None, "quantized TRANSPOSE_CONV needs a constant output_shape in litert_py")
     ctx.set_output_shape(OUTPUT, geo.out_shape)
     uint8 = x.dtype == np.uint8
-    m, shift, lo, hi = _quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
+    m, shift, lo, hi = quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
     f_zp = f.zero_point if uint8 else 0  # the int8 / int16 kernels ignore the filter zero point
     if 0 in geo.out_shape or x.size == 0:
         return EMPTY_OUTPUT
     # int16x8: an int64 accumulator and the int64 MultiplyByQuantizedMultiplier, unless quantized_bias_type
     # is INT32 (int32 accumulator and bias, the int32 one).
-    int16 = x.dtype == np.int16 and o.quantized_bias_type != _TYPE["INT32"]
+    int16 = x.dtype == np.int16 and o.quantized_bias_type != TYPE_NUMBER["INT32"]
     x_zp = 0 if x.dtype == np.int16 else x.zero_point
     acc_dtype = np.int64 if int16 else np.float64
     weights = None
@@ -342,7 +342,7 @@ def prepare_transpose_conv(ctx: OpContext):
     if bias is not None and bias.is_constant:
         bias_data = bias.data.reshape(-1).astype(acc_dtype)
         bias_max = float(np.abs(bias.data.astype(np.float64)).max())
-    requant = _requantize(ctx, m, shift, ctx.outputs[OUTPUT].zero_point, lo, hi, geo.out_shape,
+    requant = requantizer_for(ctx, m, shift, ctx.outputs[OUTPUT].zero_point, lo, hi, geo.out_shape,
                           dev * wmax + bias_max, int64_acc=int16)
     return TransposeConvQuantized(geo, x_zp, f_zp, weights, bias_data, bias is not None and not bias.is_constant,
                                   ctx.scratch((geo.batches, geo.full_h, geo.full_w, geo.out_c), np.float64),

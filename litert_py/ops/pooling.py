@@ -42,7 +42,7 @@ from ..errors import PrepareError
 from ..quant import calculate_activation_range_quantized, dtype_range
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
-from .conv import EMPTY_OUTPUT, Geometry, window_geometry
+from .conv_common import EMPTY_OUTPUT, Geometry, window_geometry
 from .registry import OpContext, register
 
 INPUT = 0

@@ -14,7 +14,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.ops import conv
+from litert_py.ops import conv, depthwise_conv
+from litert_py.ops.common import FLT_MAX
 from tests.oracle import T, assert_close, run_both, run_litert, run_ours, single_op_model
 
 #: Float tolerance, relative to the largest output magnitude, per term of the accumulation (KH*KW*Cg).
@@ -107,7 +108,7 @@ def test_float32_blocked_layouts(op, small_buffers, monkeypatch):
     """The im2col matrix built in blocks of output rows, depthwise weights not tiled: same numbers."""
     if small_buffers:
         monkeypatch.setattr(conv, "IM2COL_BLOCK_BYTES", 200)
-        monkeypatch.setattr(conv, "DEPTHWISE_TILE_BYTES", 16)
+        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_TILE_BYTES", 16)
     for padding in (0, 1):
         _check_against_oracle(op, _conv_case(op, padding=padding))
         _check_against_oracle(op, _conv_case(op, padding=padding, batch=1, h=12, w=12, stride=(1, 1)))
@@ -122,10 +123,10 @@ def test_float32_special_values(op):
         x[0, 1, 1, 0], x[0, 4, 3, 1], x[1, 2, 2, 2] = np.inf, -np.inf, np.nan
         with np.errstate(invalid="ignore"):  # inf - inf in the GEMM
             (ours,), (theirs,) = run_both(model, feeds)
-        assert not np.isinf(theirs).any() and (np.abs(theirs) == conv.FLT_MAX).any() and np.isnan(theirs).any()
+        assert not np.isinf(theirs).any() and (np.abs(theirs) == FLT_MAX).any() and np.isnan(theirs).any()
         np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
-        np.testing.assert_array_equal(ours[np.abs(theirs) == conv.FLT_MAX], theirs[np.abs(theirs) == conv.FLT_MAX])
-        normal = np.abs(theirs) < conv.FLT_MAX
+        np.testing.assert_array_equal(ours[np.abs(theirs) == FLT_MAX], theirs[np.abs(theirs) == FLT_MAX])
+        normal = np.abs(theirs) < FLT_MAX
         assert_close([ours[normal]], [theirs[normal]], rtol=1e-4, atol=1e-6)
 
 

@@ -22,7 +22,7 @@ from hypothesis.errors import InvalidArgument
 
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
-from litert_py.ops import conv
+from litert_py.ops import conv, depthwise_conv
 from litert_py.schema.model import QuantizationParameters
 from litert_py.schema.writer import ModelBuilder, quant
 from tests.oracle import run_litert, run_ours
@@ -357,8 +357,8 @@ def test_quantized_layouts(op, small, monkeypatch):
     """The im2col matrix in blocks of output rows; the depthwise tap loop instead of the stacked product."""
     if small:
         monkeypatch.setattr(conv, "IM2COL_BLOCK_BYTES", 300)
-        monkeypatch.setattr(conv, "DEPTHWISE_STACKED_ELEMENTS", 10)
-        monkeypatch.setattr(conv, "DEPTHWISE_TILE_BYTES", 16)
+        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_STACKED_ELEMENTS", 10)
+        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_TILE_BYTES", 16)
     rng = np.random.default_rng(3)
     for padding in (0, 1):
         x = rng.integers(-128, 128, (2, 9, 7, 4)).astype(I8)
