@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     hashtable,
     indexing,
     l2_pool,
+    log_softmax,
     lookup,
     lstm,
     movement,

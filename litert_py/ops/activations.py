@@ -277,8 +277,8 @@ class HardSwishFloat:
 # -- quantized arithmetic -------------------------------------------------------------------------
 # gemmlowp fixed point (fixedpoint/fixedpoint.h) on int64 arrays holding int32 raw values; every add that
 # the C++ does in int32 is wrapped. Used once per op at prepare to fill tables, and per row by SOFTMAX.
-_srdhm = saturating_rounding_doubling_high_mul
-_rdbpot = rounding_divide_by_pot
+srdhm = saturating_rounding_doubling_high_mul
+rdbpot = rounding_divide_by_pot
 
 
 @functools.cache
@@ -331,12 +331,12 @@ def _checked_log2(x: float) -> tuple[bool, int]:
     return bool(abs(frac) < np.float32(1e-3)), int(trunc_to_int32(r))
 
 
-def _sat_pot(x, e: int):
+def sat_pot(x, e: int):
     """gemmlowp SaturatingRoundingMultiplyByPOT<e> on int32 raw values."""
     if e > 0:
         thr = (1 << (31 - e)) - 1
         return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
-    return _rdbpot(x, -e) if e < 0 else x
+    return rdbpot(x, -e) if e < 0 else x
 
 
 _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
@@ -349,16 +349,16 @@ def exp_on_negative_values(a, integer_bits: int):
     quarter = 1 << (fb - 2)
     a_mod = wrap32((a & (quarter - 1)) - quarter)  # a mod 1/4, minus 1/4: in [-1/4, 0)
     # exp_on_interval_between_negative_one_quarter_and_0_excl(Rescale<0>(a_mod)): Taylor around -1/8
-    x = wrap32(_sat_pot(a_mod, integer_bits) + (1 << 28))
-    x2 = _srdhm(x, x)
-    x3 = _srdhm(x2, x)
-    x4 = _srdhm(x2, x2)
-    t = _rdbpot(wrap32(_srdhm(wrap32(_rdbpot(x4, 2) + x3), 715827883) + x2), 1)
-    result = wrap32(1895147668 + _srdhm(1895147668, wrap32(x + t)))
+    x = wrap32(sat_pot(a_mod, integer_bits) + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    t = rdbpot(wrap32(srdhm(wrap32(rdbpot(x4, 2) + x3), 715827883) + x2), 1)
+    result = wrap32(1895147668 + srdhm(1895147668, wrap32(x + t)))
     remainder = wrap32(a_mod - a)
     for k, c in _EXP_BARREL:
         if integer_bits > k:
-            result = np.where(remainder & (1 << (fb + k)), _srdhm(result, c), result)
+            result = np.where(remainder & (1 << (fb + k)), srdhm(result, c), result)
     if integer_bits > 5:
         result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
     return np.where(a == 0, INT32_MAX, result)
@@ -411,7 +411,7 @@ def _rdbpot16(x, e: int):
     which turns the result into 1 for ``x >= 0`` and -1 for ``x < 0`` (reproduced, not fixed)."""
     if e >= 16:
         return np.where(x >= 0, 1, -1)
-    return _rdbpot(x, e)
+    return rdbpot(x, e)
 
 
 def _sat_shl16(x, amount: int):
@@ -568,7 +568,7 @@ class PreluInt16:
 
 
 # -- quantized prepare ---------------------------------------------------------------------------------
-def _multiplier(ctx: OpContext, real, what: str) -> tuple[int, int]:
+def quantized_multiplier(ctx: OpContext, real, what: str) -> tuple[int, int]:
     """QuantizeMultiplier(real) -> (M, shift); non-finite multipliers and shifts past 31 (undefined behaviour in
     LiteRT) are refused."""
     r = float(real)
@@ -580,16 +580,16 @@ def _multiplier(ctx: OpContext, real, what: str) -> tuple[int, int]:
     return m, shift
 
 
-def _qparams(ctx: OpContext, t: TensorInfo) -> tuple[np.float32, int]:
+def qparams(ctx: OpContext, t: TensorInfo) -> tuple[np.float32, int]:
     ctx.check(len(t.quantization.scale) >= 1, f"tensor '{t.name}' ({t.type_name}) has no quantization scale")
     return np.float32(t.scale), int(t.zero_point)
 
 
-def _check_same_type(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> None:
+def check_same_type(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> None:
     ctx.check(y.type == x.type, f"{y.type_name} != {x.type_name}: the output type must match the input type")
 
 
-def _check_eq(ctx: OpContext, a, b, what: str) -> None:
+def check_equal(ctx: OpContext, a, b, what: str) -> None:
     ctx.check(a == b, f"{what} != {b} ({a} != {b})")
 
 
@@ -614,14 +614,14 @@ def _relu_bound(value: float, scale: np.float32, zero_point: int) -> int:
 def _prepare_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     """ReluPrepare + QuantizedReluX (activations.cc) with optimized_ops::ReluX (the kernel both resolvers run):
     ``min(hi, max(lo, zo + MBQM(x - zi, M, e)))``, ``(M, e) = QuantizeMultiplier(f32(s_in / s_out))``."""
-    _check_same_type(ctx, x, y)
-    s_in, zi = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
+    check_same_type(ctx, x, y)
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
     if x.type == _I16:
-        _check_eq(ctx, zi, 0, "input->params.zero_point")
-        _check_eq(ctx, zo, 0, "output->params.zero_point")
+        check_equal(ctx, zi, 0, "input->params.zero_point")
+        check_equal(ctx, zo, 0, "output->params.zero_point")
     with np.errstate(all="ignore"):
-        m, shift = _multiplier(ctx, np.float32(s_in / s_out), "input / output scale")
+        m, shift = quantized_multiplier(ctx, np.float32(s_in / s_out), "input / output scale")
     tmin, tmax = dtype_range(x.dtype)
     act_min, act_max = RELU_BOUNDS[ctx.builtin_code]
     lo = max(tmin, _relu_bound(act_min, s_out, zo))
@@ -634,15 +634,15 @@ def _prepare_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
 def _prepare_leaky_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     """LeakyReluPrepare + reference/leaky_relu.h: ``x >= zi`` uses ``QM(f32(s_in / s_out))``, ``x < zi`` uses
     ``QM(f32(s_in * alpha / s_out))``; a negative alpha multiplier is applied as ``-MBQM(v, -M)``."""
-    _check_same_type(ctx, x, y)
-    s_in, zi = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
+    check_same_type(ctx, x, y)
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
     with np.errstate(all="ignore"):
-        ma, ea = _multiplier(ctx, s_in * np.float32(ctx.options.alpha) / s_out, "alpha")
-        mi, ei = _multiplier(ctx, s_in / s_out, "identity")
+        ma, ea = quantized_multiplier(ctx, s_in * np.float32(ctx.options.alpha) / s_out, "alpha")
+        mi, ei = quantized_multiplier(ctx, s_in / s_out, "identity")
     if x.type == _I16:
-        _check_eq(ctx, zi, 0, "input->params.zero_point")
-        _check_eq(ctx, zo, 0, "output->params.zero_point")
+        check_equal(ctx, zi, 0, "input->params.zero_point")
+        check_equal(ctx, zo, 0, "output->params.zero_point")
     v = wrap32(_all_values(x.dtype) - zi)
     neg = multiply_by_quantized_multiplier(v, int(wrap32(-ma)) if ma < 0 else ma, ea)
     if ma < 0:
@@ -654,14 +654,14 @@ def _prepare_leaky_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
 def _prepare_hard_swish_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     """HardSwishPrepare (float32 multipliers, 16-bit fixed point) + reference/hard_swish.h, evaluated over the 256
     input values."""
-    _check_same_type(ctx, x, y)
-    s_in, zi = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
+    check_same_type(ctx, x, y)
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
     f32 = np.float32
     with np.errstate(all="ignore"):
         hires = f32(f32(1.0 / 128.0) * s_in)
-        m_out, e_out = _multiplier(ctx, f32(hires / s_out), "output")
-        m_relu, e_relu = _multiplier(ctx, f32(hires / f32(3.0 / 32768.0)), "reluish")
+        m_out, e_out = quantized_multiplier(ctx, f32(hires / s_out), "output")
+        m_relu, e_relu = quantized_multiplier(ctx, f32(hires / f32(3.0 / 32768.0)), "reluish")
     ctx.check(e_out <= 0, "params->output_multiplier_exponent <= 0 was not true.")
     m_out16 = int(downscale_int32_to_int16_multiplier(m_out))
     m_relu16 = int(downscale_int32_to_int16_multiplier(m_relu))
@@ -728,9 +728,9 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
     """SigmoidPrepare / TanhPrepare (kReference): 8-bit LUTs of ``1/(1+expf(-v))`` / ``tanhf(v)`` with the actual
     qparams (LOGISTIC requires s_out == 1/256); int16 requires zero points 0 and s_out ~ 2^-15 and uses the
     interpolated sigmoid table, in POT mode when s_in is 2^-12 (TANH also 2^-11)."""
-    _check_same_type(ctx, x, y)
-    s_in, zi = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
+    check_same_type(ctx, x, y)
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
     tanh = ctx.builtin_code == _OP.TANH
     if x.type in (_U8, _I8):
         if not tanh:
@@ -740,9 +740,9 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
         return ActivationLut(lut, _index_type(x.dtype))
     if not tanh:
         ctx.check(float(s_out) == 1.0 / 32768, "output->params.scale == 1. / 32768 was not true.")
-        _check_eq(ctx, zo, 0, "output->params.zero_point")
-    _check_eq(ctx, zi, 0, "input->params.zero_point")
-    _check_eq(ctx, zo, 0, "output->params.zero_point")
+        check_equal(ctx, zo, 0, "output->params.zero_point")
+    check_equal(ctx, zi, 0, "input->params.zero_point")
+    check_equal(ctx, zo, 0, "output->params.zero_point")
     pot, log2_in = _checked_log2(s_in)
     left_shift = (15 - 3) + log2_in
     pot = pot and (left_shift in ((0, 1) if tanh else (0,)))
@@ -756,15 +756,15 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
         multiplier = int(trunc_to_int32(m))
     ok, log2_out = _checked_log2(s_out)
     ctx.check(ok, "CheckedLog2(output->params.scale, &output_scale_log2_rounded) was not true.")
-    _check_eq(ctx, log2_out, -15, "output_scale_log2_rounded")
+    check_equal(ctx, log2_out, -15, "output_scale_log2_rounded")
     out = _logistic_tanh_int16(_all_values(np.int16), multiplier, left_shift, tanh)
     return _table(out, np.int16)
 
 
 def _prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     """SoftmaxPrepare (kReference) + reference/softmax.h: see SoftmaxQuantized and SoftmaxInt16."""
-    s_in, zi = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
     beta = float(np.float32(ctx.options.beta))
     if x.type == _I16:
         ctx.check(y.type == _I16, f"Only int16 output is supported with int16 input, got {y.type_name}.")
@@ -772,20 +772,21 @@ def _prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
         ctx.check(y.type in (x.type, _I16), f"Only {x.type_name.lower()} and int16 outputs are supported with "
                                             f"{x.type_name.lower()} inputs currently, got {y.type_name}.")
     if x.type == y.type == _I8:
-        _check_eq(ctx, zo, -128, "output->params.zero_point")
+        check_equal(ctx, zo, -128, "output->params.zero_point")
         ctx.check(abs(float(s_out) - 1.0 / 256) <= float(np.float32(0.001) * np.float32(1.0 / 256)),
                   "output->params.scale not near 1.f / 256 (within 0.1%).")
     if x.type == y.type == _I16:
-        _check_eq(ctx, zo, 0, "output->params.zero_point")
+        check_equal(ctx, zo, 0, "output->params.zero_point")
         ctx.check(abs(float(s_out) - 1.0 / 32768) <= float(np.float32(0.001) * np.float32(1.0 / 32768)),
                   "output->params.scale not near 1.f / 32768 (within 0.1%).")
     if x.type == _I16:
-        _check_eq(ctx, zi, 0, "input->params.zero_point")
+        check_equal(ctx, zi, 0, "input->params.zero_point")
         exp_lut = lut_int16(_exp_f64, 10.0 / 65535, 32767, 2.0 / 65535, 0, precision=np.float64)
         recip_lut = lut_int16(lambda t: 1.0 / (1.0 + t), 1.0 / 65535, -32768, 2.0 / 65535, 0,
                               precision=np.float64)
         # float product s_in * beta, then a double division (activations.cc)
-        m, shift = _multiplier(ctx, float(np.float32(s_in * np.float32(beta))) / (10.0 / 65535.0), "input beta")
+        real = float(np.float32(s_in * np.float32(beta))) / (10.0 / 65535.0)
+        m, shift = quantized_multiplier(ctx, real, "input beta")
         diff = -np.arange(65536, dtype=np.int64)
         scaled = multiply_by_quantized_multiplier(diff, m, shift)
         exp_table = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), exp_lut).astype(np.int64)
@@ -796,13 +797,13 @@ def _prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     real = min(beta * float(s_in) * float(1 << 26), (1 << 31) - 1.0)
     ctx.check(real > 1.0, f"beta * input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; "
                           "LiteRT aborts)")
-    m, left_shift = _multiplier(ctx, real, "input beta")
+    m, left_shift = quantized_multiplier(ctx, real, "input beta")
     diff_min = -math.floor(31.0 * (1 << 26) / (1 << left_shift))  # -CalculateInputRadius(5, left_shift)
     diff = -np.arange(256, dtype=np.int64)
-    e = exp_on_negative_values(_srdhm(wrap32(diff << left_shift), m), 5)
+    e = exp_on_negative_values(srdhm(wrap32(diff << left_shift), m), 5)
     valid = diff >= diff_min
     exp_table = np.where(valid, e, 0).astype(np.int64)
-    sum_table = np.where(valid, _rdbpot(e, 12), 0).astype(np.int64)  # Rescale<12>: Q0.31 -> Q12.19
+    sum_table = np.where(valid, rdbpot(e, 12), 0).astype(np.int64)  # Rescale<12>: Q0.31 -> Q12.19
     out_min, out_max = dtype_range(y.dtype)
     return SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
 
@@ -814,12 +815,12 @@ def _prepare_prelu_quantized(ctx: OpContext, x: TensorInfo, alpha: TensorInfo, y
     # LiteRT reads alpha as int8 (int16 input) or as the input's type without checking its type: any other alpha
     # type would be reinterpreted bytes, so it is refused here.
     ctx.check(alpha.type == want, f"alpha must be {type_name(want)} for {x.type_name} input, got {alpha.type_name}")
-    s_in, zi = _qparams(ctx, x)
-    s_a, za = _qparams(ctx, alpha)
-    s_out, zo = _qparams(ctx, y)
+    s_in, zi = qparams(ctx, x)
+    s_a, za = qparams(ctx, alpha)
+    s_out, zo = qparams(ctx, y)
     with np.errstate(all="ignore"):
-        identity = _multiplier(ctx, s_in / s_out, "identity")
-        alpha_m = _multiplier(ctx, s_in * s_a / s_out, "alpha")
+        identity = quantized_multiplier(ctx, s_in / s_out, "identity")
+        alpha_m = quantized_multiplier(ctx, s_in * s_a / s_out, "alpha")
     if x.type == _I16:
         return PreluInt16(zi, za, zo, identity, alpha_m)
     v = wrap32(_all_values(x.dtype) - zi)[None, :]
@@ -919,182 +920,6 @@ def prepare_prelu(ctx: OpContext):
     return PreluFloat(_pick_for(alpha.data) if alpha.is_constant else None)
 
 
-# -- LOG_SOFTMAX ----------------------------------------------------------------------------------
-# Float: reference/log_softmax.h per row ``x - max - log(sum(exp(x - max)))`` in float32. Quantized (uint8,
-# int8): LogSoftmaxPrepare (PreprocessLogSoftmaxScalingExp with beta 1, Q5.26 differences, reverse scaling,
-# diff_min) + reference/log_softmax.h (uint8) / reference/integer_ops/log_softmax.h (int8), the same arithmetic:
-# the output is 255 / 127 (s_out 16/256) at each row's maximum.
-_LOG_SQRT_HALF, _LOG_SQRT_SQRT_HALF, _LOG_2 = 1518500250, 1805811301, 1488522236
-_ALPHA_N, _ALPHA_D, _ALPHA_I, _ALPHA_F = 117049297, 127690142, 1057819769, 638450708
-
-
-def _clz32(x):
-    """CountLeadingZeros(uint32) of int64 arrays holding non-negative int32 values (x > 0)."""
-    return 32 - np.frexp(x.astype(np.float64))[1].astype(np.int64)
-
-
-def _sat_shl(x, e):
-    """SaturatingRoundingMultiplyByPOTParam for per-element exponents ``e >= 0``."""
-    thr = np.right_shift(INT32_MAX, e)
-    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
-
-
-def _sat32(v):
-    return np.clip(v, INT32_MIN, INT32_MAX)
-
-
-def log_x_ge_1(x, input_integer_bits: int):
-    """common.h ``log_x_for_x_greater_than_or_equal_to_1_impl<5, input_integer_bits>`` on int64 arrays of
-    positive int32 raw values; Q5.26 raw results."""
-    shifted_quarter = _rdbpot(np.int64(536870912), 6)
-    hp1 = _clz32(x)
-    r_a_tmp = np.left_shift(x, hp1 - 1)
-    r_a_raw = _sat_pot(_srdhm(r_a_tmp, _LOG_SQRT_HALF), 1)
-    z_a_adj = _sat32(_sat_pot(input_integer_bits - hp1, 25) + shifted_quarter)
-    z_b = _srdhm(x, _LOG_SQRT_HALF)
-    z_b_headroom = _clz32(z_b) - 1
-    r_b_raw = _sat_shl(x, z_b_headroom)
-    z_b_adj = _sat32(_sat_pot(input_integer_bits - z_b_headroom, 25) - shifted_quarter)
-    r = np.minimum(r_a_raw, r_b_raw)
-    z_adj = np.maximum(z_a_adj, z_b_adj)
-    s = r + _LOG_SQRT_SQRT_HALF
-    p = np.where(s >= 0, (s + 1) // 2, -((-(s - 1)) // 2))  # RoundingHalfSum: (sum + sign) / 2, truncated
-    q = wrap32(r - _LOG_SQRT_SQRT_HALF)
-    q = wrap32(q + q)
-    common_sq = _srdhm(q, q)
-    num = wrap32(_srdhm(q, r) + _srdhm(_srdhm(q, common_sq), _ALPHA_N))
-    inner = wrap32(wrap32(_ALPHA_I + q) + _srdhm(_ALPHA_D, common_sq))
-    denom_minus_one = wrap32(_srdhm(p, inner) + _srdhm(_ALPHA_F, q))
-    recip = one_over_one_plus_x_for_x_in_0_1(denom_minus_one)
-    num_scaled = _rdbpot(num, 6)
-    return _sat_pot(wrap32(_srdhm(z_adj, _LOG_2) + _srdhm(num_scaled, recip)), 1)
-
-
-def _srdhm_int(a: int, b: int) -> int:
-    """SaturatingRoundingDoublingHighMul on Python ints (the per-row path for a few rows)."""
-    if a == b == INT32_MIN:
-        return INT32_MAX
-    p = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
-    return p >> 31 if p >= 0 else -((-p) >> 31)
-
-
-def _rdbpot_int(x: int, e: int) -> int:
-    mask = (1 << e) - 1
-    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-def _wrap_int(v: int) -> int:
-    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def _sat_shl_int(x: int, e: int) -> int:
-    return max(INT32_MIN, min(INT32_MAX, x << e))
-
-
-def log_x_ge_1_int(x: int, input_integer_bits: int) -> int:
-    """``log_x_ge_1`` for one Python int (same arithmetic; ~20x faster than the array version on one value)."""
-    quarter = 8388608  # Rescale<6>(1/4)
-    hp1 = 32 - x.bit_length()
-    r_a_raw = _sat_shl_int(_srdhm_int(x << (hp1 - 1), _LOG_SQRT_HALF), 1)
-    z_a_adj = max(INT32_MIN, min(INT32_MAX, ((input_integer_bits - hp1) << 25) + quarter))
-    z_b = _srdhm_int(x, _LOG_SQRT_HALF)
-    z_b_headroom = 32 - z_b.bit_length() - 1
-    r_b_raw = _sat_shl_int(x, z_b_headroom)
-    z_b_adj = max(INT32_MIN, min(INT32_MAX, ((input_integer_bits - z_b_headroom) << 25) - quarter))
-    r, z_adj = min(r_a_raw, r_b_raw), max(z_a_adj, z_b_adj)
-    t = r + _LOG_SQRT_SQRT_HALF
-    p = (t + 1) // 2 if t >= 0 else -((1 - t) // 2)
-    q = _wrap_int(r - _LOG_SQRT_SQRT_HALF)
-    q = _wrap_int(q + q)
-    common_sq = _srdhm_int(q, q)
-    num = _wrap_int(_srdhm_int(q, r) + _srdhm_int(_srdhm_int(q, common_sq), _ALPHA_N))
-    inner = _wrap_int(_wrap_int(_ALPHA_I + q) + _srdhm_int(_ALPHA_D, common_sq))
-    recip = one_over_one_plus_x_for_x_in_0_1(_wrap_int(_srdhm_int(p, inner) + _srdhm_int(_ALPHA_F, q)))
-    return _sat_shl_int(_wrap_int(_srdhm_int(z_adj, _LOG_2) + _srdhm_int(_rdbpot_int(num, 6), recip)), 1)
-
-
-#: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
-FEW_ROWS = 16
-
-
-@dataclass(frozen=True, eq=False)
-class LogSoftmaxFloat:
-    """reference/log_softmax.h float: ``x - max - log(sum(exp(x - max)))`` over the last axis, float32."""
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        m = x.max(axis=-1, keepdims=True)
-        np.subtract(x, m, out=out)
-        s = np.exp(out).sum(axis=-1, keepdims=True, dtype=np.float32)
-        np.subtract(out, np.log(s), out=out)
-
-
-@dataclass(frozen=True, eq=False)
-class LogSoftmaxQuantized:
-    """The 8-bit reference kernel with every per-element quantity a function of ``d = max(row) - x`` tabulated:
-    ``q5[d]`` (the Q5.26 difference), ``exp12[d]`` (its exp in Q12.19, 0 below diff_min). Per row: the Q5.26
-    log of the summed exps, the adjusted diff_min, then ``RDBPOT(q5[d] - log_sum, 22) + type_max``."""
-
-    q5: np.ndarray  # int64[256]
-    exp12: np.ndarray  # int64[256]
-    diff_min: int
-    reverse: tuple[int, int]
-    out_min: int
-    out_max: int
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
-        total = self.exp12.take(d).sum(axis=-1, keepdims=True)  # at most 2^12 maximal rows fit (the C++ wraps)
-        if total.size <= FEW_ROWS:
-            m, shift = self.reverse
-            logs = [log_x_ge_1_int(_wrap_int(t), 12) for t in total.ravel().tolist()]
-            adj = [max(self.diff_min - 1, _rdbpot_int(_srdhm_int(_wrap_int(v + INT32_MIN), m), -shift)) for v in logs]
-            log_sum = np.array(logs, np.int64).reshape(total.shape)
-            adjusted = np.array(adj, np.int64).reshape(total.shape)
-        else:
-            log_sum = log_x_ge_1(wrap32(total), 12)
-            adjusted = np.maximum(self.diff_min - 1,
-                                  multiply_by_quantized_multiplier(wrap32(log_sum + INT32_MIN), *self.reverse))
-        q5 = self.q5.take(d)
-        v = np.clip(_rdbpot(wrap32(q5 - log_sum), 22) + self.out_max, self.out_min, self.out_max)
-        out[...] = np.where(-d > adjusted, v, self.out_min)
-
-
-def _prepare_log_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
-    s_in, _ = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
-    out_min, out_max = dtype_range(x.dtype)
-    _check_eq(ctx, zo, out_max, "output->params.zero_point")
-    ctx.check(float(s_out) == 16.0 / 256, f"output->params.scale != 16.0 / 256 ({float(s_out)} != 0.0625)")
-    real = min(float(s_in) * float(1 << 26), (1 << 31) - 1.0)
-    ctx.check(real > 1.0, f"input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; "
-                          "LiteRT aborts)")
-    m, left_shift = _multiplier(ctx, real, "input")
-    reverse_real = float(1 << (31 - left_shift)) / m
-    ctx.check(0.0 < reverse_real < 1.0, f"the reverse scaling divisor {reverse_real} must be in (0, 1) "
-                                        "(QuantizeMultiplierSmallerThanOneExp; LiteRT aborts)")
-    reverse = quantize_multiplier(reverse_real)
-    diff_min = -math.floor(31.0 * (1 << 26) / (1 << left_shift))
-    diff = -np.arange(256, dtype=np.int64)
-    valid = diff >= diff_min
-    q5 = np.where(valid, multiply_by_quantized_multiplier(np.where(valid, diff, 0), m, left_shift), 0)
-    exp12 = np.where(valid, _rdbpot(exp_on_negative_values(q5, 5), 12), 0)
-    return LogSoftmaxQuantized(q5.astype(np.int64), exp12.astype(np.int64), diff_min, reverse, out_min, out_max)
-
-
-@register(BuiltinOperator.LOG_SOFTMAX)
-def prepare_log_softmax(ctx: OpContext):
-    ctx.check_num(1, 1)
-    x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
-    ctx.check(x.type in (_F32, _U8, _I8), f"Only float32, uint8 and int8 are supported currently, got {x.type_name}.")
-    _check_same_type(ctx, x, y)
-    ctx.check(len(x.shape) >= 1, "LOG_SOFTMAX of a rank 0 tensor is not supported")
-    ctx.set_output_shape(OUTPUT, x.shape)
-    prepared = LogSoftmaxFloat() if x.type == _F32 else _prepare_log_softmax_quantized(ctx, x, y)
-    return Noop() if x.size == 0 else prepared
-
-
 # -- ELU, GELU ------------------------------------------------------------------------------------
 _SQRT1_2 = np.float32(0.70710678118654752440)
 _SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * 0.70710678118654752440)
@@ -1172,8 +997,8 @@ class GeluFloat:
 def _lut_activation(ctx: OpContext, x: TensorInfo, y: TensorInfo, fn) -> ActivationLut:
     """LUTPopulate over the tensors' qparams: 256-entry table (8-bit) or the 513-entry interpolated int16 LUT
     evaluated over every int16 input."""
-    s_in, zi = _qparams(ctx, x)
-    s_out, zo = _qparams(ctx, y)
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
     if x.type == _I16:
         lut = lut_int16(fn, s_in, zi, s_out, zo)
         return _table(lut_lookup_int16(_all_values(np.int16), lut).astype(np.int64), np.int16)
@@ -1185,7 +1010,7 @@ def prepare_elu(ctx: OpContext):
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _I8), f"Only float32 and int8 is supported currently, got {x.type_name}.")
-    _check_same_type(ctx, x, y)
+    check_same_type(ctx, x, y)
     ctx.set_output_shape(OUTPUT, x.shape)
     prepared = EluFloat() if x.type == _F32 else _lut_activation(ctx, x, y, _elu_f32)
     return Noop() if x.size == 0 else prepared
@@ -1197,7 +1022,7 @@ def prepare_gelu(ctx: OpContext):
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _I8, _U8, _I16),
               f"Only float32, int8, int16 and uint8 supported currently, got {x.type_name}.")
-    _check_same_type(ctx, x, y)
+    check_same_type(ctx, x, y)
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False
     if x.type == _F32:

@@ -32,15 +32,16 @@ from ..quant import (
 )
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .activations import FEW_ROWS, Noop, _sat_pot
+from .activations import Noop, sat_pot
+from .log_softmax import FEW_ROWS
 from .registry import OpContext, register
 from .unary import get_inv_sqrt_quantized_multiplier_exp
 
 INPUT, OUTPUT = 0, 0
 _F32, _U8, _I8 = TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8
 _EPSILON = np.float32(1e-6)
-_srdhm = saturating_rounding_doubling_high_mul
-_rdbpot = rounding_divide_by_pot
+srdhm = saturating_rounding_doubling_high_mul
+rdbpot = rounding_divide_by_pot
 
 
 def inv_sqrt_multiplier_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,12 +59,12 @@ def inv_sqrt_multiplier_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pairs = (32 - bits - 1) // 2 - 1
     shift = shift - pairs
     x = x << (2 * pairs)
-    half_input = _rdbpot(x >> 1, 1)
+    half_input = rdbpot(x >> 1, 1)
     y = np.full(x.shape, 1 << 28, np.int64)
     for _ in range(5):
-        y3 = _sat_pot(_srdhm(_srdhm(y, y), y), 6)
-        y = _sat_pot(wrap32(_srdhm((1 << 28) + (1 << 27), y) - _srdhm(half_input, y3)), 3)
-    y = _srdhm(y, 1518500250)
+        y3 = sat_pot(srdhm(srdhm(y, y), y), 6)
+        y = sat_pot(wrap32(srdhm((1 << 28) + (1 << 27), y) - srdhm(half_input, y3)), 3)
+    y = srdhm(y, 1518500250)
     neg = shift < 0
     y = np.where(neg, wrap32(y << np.where(neg, -shift, 0)), y)
     shift = np.where(neg, 0, shift)
@@ -97,7 +98,7 @@ class L2NormQuantized:
         else:
             m, shift = inv_sqrt_multiplier_exp(acc)
         if self.uint8:  # MultiplyByQuantizedMultiplierSmallerThanOneExp(128 * diff, M, shift), shift <= 0
-            v = _rdbpot(_srdhm(128 * diff, m), -shift) + 128
+            v = rdbpot(srdhm(128 * diff, m), -shift) + 128
             np.clip(v, 0, 255, out=v)
         else:
             v = multiply_by_quantized_multiplier(diff, m, shift + 7)
