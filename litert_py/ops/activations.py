@@ -1,13 +1,7 @@
 """Activations: RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LOGISTIC, TANH, SOFTMAX, PRELU, LEAKY_RELU, HARD_SWISH,
-LOG_SOFTMAX, ELU, GELU.
+ELU, GELU.
 
-LOG_SOFTMAX / ELU / GELU (sections at the end of this module):
-- LOG_SOFTMAX float32 (reference/log_softmax.h): ``x - max - log(sum(exp(x - max)))`` per last-axis row, float32.
-  uint8 / int8 (LogSoftmaxPrepare + reference/log_softmax.h, reference/integer_ops/log_softmax.h, bit-exact): the
-  output has scale 16/256 and zero point 255 / 127; ``PreprocessLogSoftmaxScalingExp(beta 1, s_in, 5)`` (Q5.26
-  differences, reverse scaling divisor, diff_min); per row the Q12.19 sum of gemmlowp exps, its log by
-  ``log_x_for_x_greater_than_or_equal_to_1<5>`` (common.h), then ``RDBPOT(diff_q5 - log_sum, 22) + type_max``
-  above the adjusted diff_min, type_min below. Rank 0 is refused (LiteRT reads past the tensor).
+ELU / GELU (sections at the end of this module; LOG_SOFTMAX is in log_softmax.py):
 - ELU float32: ``x < 0 ? expm1(x) : x``; int8: LUTPopulate of ``x < 0 ? expm1f(x) : x`` (activations.cc
   EluPrepare). LiteRT's BUILTIN_REF resolver does not register ELU (tests use BUILTIN_WITHOUT_DEFAULT_DELEGATES).
 - GELU (gelu.cc, reference/gelu.h): float32 ``0.5 * x * erfc(-x / sqrt 2)`` or, ``approximate``, ``0.5 * x * (1 +

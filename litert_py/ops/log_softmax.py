@@ -1,6 +1,14 @@
 """LOG_SOFTMAX: float32 (reference/log_softmax.h) and quantized uint8 / int8 (LogSoftmaxPrepare in
 activations.cc, reference/log_softmax.h, reference/integer_ops/log_softmax.h), bit-exact with the reference
-kernels. Shares the gemmlowp helpers and checks of activations.py."""
+kernels. Shares the gemmlowp helpers and checks of activations.py.
+
+- LOG_SOFTMAX float32 (reference/log_softmax.h): ``x - max - log(sum(exp(x - max)))`` per last-axis row, float32.
+  uint8 / int8 (LogSoftmaxPrepare + reference/log_softmax.h, reference/integer_ops/log_softmax.h, bit-exact): the
+  output has scale 16/256 and zero point 255 / 127; ``PreprocessLogSoftmaxScalingExp(beta 1, s_in, 5)`` (Q5.26
+  differences, reverse scaling divisor, diff_min); per row the Q12.19 sum of gemmlowp exps, its log by
+  ``log_x_for_x_greater_than_or_equal_to_1<5>`` (common.h), then ``RDBPOT(diff_q5 - log_sum, 22) + type_max``
+  above the adjusted diff_min, type_min below. Rank 0 is refused (LiteRT reads past the tensor).
+"""
 
 from __future__ import annotations
 
