@@ -1,5 +1,5 @@
-"""Hypothesis profiles: 'ci' (bounded and derandomized, the default under CI=true), 'dev' (default),
-'long' (nightly-style).
+"""Hypothesis profiles: 'ci' (bounded and derandomized, the default under CI=true), 'dev' (default; derandomized
+too, with more examples), 'long' (random, nightly-style: the one that hunts for new failures).
 
 Select with LITERT_PY_HYPOTHESIS_PROFILE=long.
 """
@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, settings
 
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                derandomize=False, print_blob=True)
-# CI draws the same examples on every run (a red CI is reproducible, never a coin toss); dev and long explore.
+# CI and dev draw the same examples on every run (a red run is reproducible, never a coin toss); long explores.
+# Failures the long profile finds become fixes or listed xfails (tests/ops/test_lstm_known_gaps.py).
 settings.register_profile("ci", max_examples=25, **{**_common, "derandomize": True})
-settings.register_profile("dev", max_examples=40, **_common)
+settings.register_profile("dev", max_examples=40, **{**_common, "derandomize": True})
 settings.register_profile("long", max_examples=1000, **_common)
 settings.load_profile(os.environ.get("LITERT_PY_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
