@@ -6,7 +6,8 @@ The likely cause (shown for no case yet): LiteRT applies Eigen's vectorized tanh
 numpy's; they differ in the last ulp now and then. A hybrid kernel then re-quantizes the activated values to
 int8 per row (the projection input, or the next step's hidden state), and an ulp can move one value across a
 rounding boundary: the int8 product changes by one quantum, i.e. by up to scale_row * scale_w * max|w| (the
-differences here are 0.0026-0.006), far above an ulp. Between such flips the outputs agree to the tolerance of tests/ops/test_lstm.py.
+differences here are 0.0026-0.006), far above an ulp. Between such flips the outputs agree to the tolerance
+of tests/ops/test_lstm.py.
 """
 
 from __future__ import annotations
