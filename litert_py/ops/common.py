@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import PrepareError
+from ..quant import calculate_activation_range_quantized, dtype_range
 from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
 from ..schema.model import ActivationFunctionType as Act
 
@@ -64,3 +66,14 @@ def conv_out_and_pad(ctx, padding: int, in_size: int, filter_size: int, stride: 
         return same_padding(in_size, filter_size, stride, dilation)
     out = valid_out(in_size, filter_size, stride, dilation)
     return max(out, 0), 0
+
+
+def quantized_activation_range(ctx, out) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized (kernel_util.cc) of the node's fused activation over the output's
+    type, scale and zero point; an unsupported activation fails prepare naming the node."""
+    qmin, qmax = dtype_range(out.dtype)
+    try:
+        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
+                                                    out.zero_point, qmin, qmax)
+    except PrepareError as e:
+        raise ctx.fail(str(e)) from None

@@ -9,17 +9,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PrepareError
 from ..quant import (
     Requantizer,
     batch_quantize_floats,
-    calculate_activation_range_quantized,
-    dtype_range,
     multiply_by_quantized_multiplier_int64_ok,
     quantize_multiplier_array,
 )
 from ..schema import dtypes
 from ..schema.model import Padding
+from .common import quantized_activation_range
 from .registry import OpContext, TensorInfo
 
 INPUT, FILTER, BIAS = 0, 1, 2
@@ -212,17 +210,8 @@ def quantization_params(ctx: OpContext, x: TensorInfo, f: TensorInfo, bias: Tens
     except ValueError:
         raise ctx.fail(f"output multiplier s_in*s_w/s_out is not finite (input scale {float(s_in)}, output scale "
                        f"{float(s_out)})") from None
-    lo, hi = _activation_range(ctx, out)
+    lo, hi = quantized_activation_range(ctx, out)
     return m, shift, lo, hi
-
-
-def _activation_range(ctx: OpContext, out: TensorInfo) -> tuple[int, int]:
-    qmin, qmax = dtype_range(out.dtype)
-    try:
-        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
-                                                    out.zero_point, qmin, qmax)
-    except PrepareError as e:
-        raise ctx.fail(str(e)) from None
 
 
 def quantized_weights(f: np.ndarray, filter_zp: int, dtype) -> np.ndarray:

@@ -69,9 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PrepareError
 from ..quant import (
-    calculate_activation_range_quantized,
     dtype_range,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -84,7 +82,7 @@ from ..quant import saturating_rounding_doubling_high_mul as srdhm
 from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import broadcast_shape, clip_ufunc
+from .common import broadcast_shape, clip_ufunc, quantized_activation_range
 from .registry import OpContext, TensorInfo, register
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -514,15 +512,6 @@ class DivQuantized16:
 
 
 # -- quantized prepare ------------------------------------------------------------------------------
-def _activation_range_quantized(ctx: OpContext, out: TensorInfo) -> tuple[int, int]:
-    qmin, qmax = dtype_range(out.dtype)
-    try:
-        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
-                                                    out.zero_point, qmin, qmax)
-    except PrepareError as e:
-        raise ctx.fail(str(e)) from None
-
-
 def _check_scales(ctx: OpContext, *tensors: TensorInfo, names=("input1", "input2", "output")) -> None:
     """Per-tensor quantization with a positive, finite scale on every tensor (LiteRT reads ``params.scale``;
     a missing scale is 0, which makes its multipliers 0 or NaN and aborts or garbles the kernel)."""
@@ -578,7 +567,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     out = ctx.outputs[OUTPUT]
     subtract = ctx.builtin_code == BuiltinOperator.SUB
     _check_scales(ctx, a, b, out)
-    lo, hi = _activation_range_quantized(ctx, out)
+    lo, hi = quantized_activation_range(ctx, out)
     s1, s2, so = (np.float32(t.scale) for t in (a, b, out))
     z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
     if a.type == _I16:
@@ -638,12 +627,12 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     out = ctx.outputs[OUTPUT]
     if a.type == _I16 and out.type in (_I8, _U8):  # the LSTM legacy path: no broadcasting (LiteRT aborts)
         _check_scales(ctx, out, names=("output",))  # the input scales play no part
-        lo, hi = _activation_range_quantized(ctx, out)
+        lo, hi = quantized_activation_range(ctx, out)
         ctx.check(a.size == b.size == out.size, f"MUL int16 -> {out.type_name} does not broadcast "
                   f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts")
         return MulInt16ToInt8(out.zero_point, lo, hi)
     _check_scales(ctx, a, b, out)
-    lo, hi = _activation_range_quantized(ctx, out)
+    lo, hi = quantized_activation_range(ctx, out)
     with np.errstate(over="ignore", under="ignore"):
         real = np.float32(a.scale) * np.float32(b.scale) / np.float32(out.scale)  # float32, as mul.cc
     m, shift = _quantize_multiplier_checked(ctx, real, "output")
@@ -661,7 +650,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
 def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     out = ctx.outputs[OUTPUT]
     _check_scales(ctx, a, b, out)
-    lo, hi = _activation_range_quantized(ctx, out)
+    lo, hi = quantized_activation_range(ctx, out)
     with np.errstate(over="ignore", under="ignore"):
         real = np.float32(a.scale) / (np.float32(b.scale) * np.float32(out.scale))  # float32, as div.cc
     real = float(real)

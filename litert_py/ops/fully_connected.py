@@ -71,11 +71,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PrepareError
 from ..quant import (
     SseMinus128Fix,
     batch_quantize_floats,
-    calculate_activation_range_quantized,
     dtype_range,
     multiply_by_quantized_multiplier_int64,
     multiply_by_quantized_multiplier_int64_ok,
@@ -88,7 +86,7 @@ from ..quant import (
 from ..quant.hybrid import HALF_DOWN_F64
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation
+from .common import clip_ufunc, float_activation, quantized_activation_range
 from .registry import OpContext, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
@@ -131,15 +129,6 @@ def fc_output_shape(ctx: OpContext) -> tuple[tuple[int, ...], int]:
 
 def _scales(t: TensorInfo) -> np.ndarray:
     return np.asarray(t.quantization.scale, dtype=np.float32)
-
-
-def _activation_range(ctx: OpContext, out: TensorInfo) -> tuple[int, int]:
-    qmin, qmax = dtype_range(out.dtype)
-    try:
-        return calculate_activation_range_quantized(ctx.options.fused_activation_function, np.float32(out.scale),
-                                                    out.zero_point, qmin, qmax)
-    except PrepareError as e:
-        raise ctx.fail(str(e)) from None
 
 
 def _check_bias_scale(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, out: TensorInfo):
@@ -483,7 +472,7 @@ def _prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tenso
         ctx.check(x.zero_point == 0, f"input zero point must be 0 for INT16, got {x.zero_point}")
         ctx.check(out.zero_point == 0, f"output zero point must be 0 for INT16, got {out.zero_point}")
     acc_bits = _check_bias_type(ctx, x, w, bias, int16_io)
-    act_min, act_max = _activation_range(ctx, out)
+    act_min, act_max = quantized_activation_range(ctx, out)
     units, depth = w.shape
     zx = int(x.zero_point)
     zw = 0 if per_channel else int(w.zero_point)

@@ -38,10 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PrepareError
-from ..quant import calculate_activation_range_quantized, dtype_range
+from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation_range
+from .common import clip_ufunc, float_activation_range, quantized_activation_range
 from .conv_common import EMPTY_OUTPUT, Geometry, window_geometry
 from .registry import OpContext, register
 
@@ -205,16 +204,6 @@ def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
 # -- quantized ------------------------------------------------------------------------------------------
 
 
-def _quantized_activation_range(ctx: OpContext) -> tuple[int, int]:
-    out = ctx.outputs[OUTPUT]
-    qmin, qmax = dtype_range(out.dtype)
-    try:
-        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
-                                                    out.zero_point, qmin, qmax)
-    except PrepareError as e:
-        raise ctx.fail(str(e)) from None
-
-
 @dataclass(frozen=True, eq=False)
 class AveragePoolQuantized:
     """The int32 sum of the in-input taps, a rounding division by their count, the activation clamp."""
@@ -270,7 +259,7 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
     else:
         count = np.ascontiguousarray(counts[:, :, None], dtype=np.int32)
         half = count // 2
-    lo, hi = _quantized_activation_range(ctx)
+    lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
     sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
     return AveragePoolQuantized(tuple((o, i) for o, i, _ in taps), leading, half, count,
                                 np.empty(geo.out_shape, np.int32), sign, lo, hi)
@@ -300,7 +289,7 @@ def _prepare_max_quantized(ctx: OpContext, geo: Geometry) -> MaxPoolQuantized:
     dtype = ctx.input(INPUT).dtype
     qmin, qmax = dtype_range(dtype)
     rows, cols = _max_stages(ctx, g, qmin)  # the reference starts from numeric_limits::lowest()
-    lo, hi = _quantized_activation_range(ctx)
+    lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
     clamp = (lo, hi) != (qmin, qmax)
     row_max = None if rows is None else np.empty((g.batches, g.out_h, g.in_w, g.in_c), dtype)
     return MaxPoolQuantized(rows, cols, row_max, dtype.type(lo) if clamp else None, dtype.type(hi) if clamp else None)
