@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                derandomize=False, print_blob=True)
 # CI and dev draw the same examples on every run (a red run is reproducible, never a coin toss); long explores.
-# Failures the long profile finds become fixes or listed xfails (tests/ops/test_lstm_known_gaps.py).
+# Failures the long profile finds become fixes with regression tests, or listed xfails.
 settings.register_profile("ci", max_examples=25, **{**_common, "derandomize": True})
 settings.register_profile("dev", max_examples=40, **{**_common, "derandomize": True})
 settings.register_profile("long", max_examples=1000, **_common)

@@ -199,3 +199,21 @@ def eigen_logistic(x, out: np.ndarray | None = None, offset: int = 0) -> np.ndar
     if end < n:
         of[end:] = _logistic_scalar(tail)
     return out
+
+
+def tanh_inplace(v: np.ndarray) -> None:
+    """``eigen_tanh`` written back into the float32 array or view ``v`` (strided views go through a copy)."""
+    if v.flags.c_contiguous:
+        eigen_tanh(v, out=v)
+    else:
+        v[...] = eigen_tanh(np.ascontiguousarray(v))
+
+
+def logistic_into(v: np.ndarray, out: np.ndarray) -> None:
+    """``eigen_logistic`` of ``v`` into ``out`` (may be ``v``; strided views go through a copy). The buffer is
+    taken as 16-byte aligned: which trailing elements take the scalar path can differ from LiteRT's per-gate
+    buffers by their offset, which changes a result only where the packet and scalar paths differ (an ulp)."""
+    if out.flags.c_contiguous and v.flags.c_contiguous:
+        eigen_logistic(v, out=out)
+    else:
+        out[...] = eigen_logistic(np.ascontiguousarray(v))

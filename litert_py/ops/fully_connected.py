@@ -87,6 +87,7 @@ from ..quant.hybrid import HALF_DOWN_F64
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation, quantized_activation_range
+from .eigen_math import tanh_inplace
 from .registry import OpContext, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
@@ -337,16 +338,17 @@ class FullyConnectedInt16x16:
 
 
 def apply_activation_to_vector(code: int):
-    """``tensor_utils::ApplyActivationToVector`` (hybrid kernels): an in-place function or None. Unlike the
-    float kernels' clamp, NONE leaves inf alone, TANH and SIGN_BIT apply."""
+    """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
+    Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
+    SIGN_BIT apply."""
     if code == Act.RELU:
         return lambda v: np.maximum(v, np.float32(0), out=v)
     if code == Act.RELU_N1_TO_1:
         return lambda v: np.clip(v, np.float32(-1), np.float32(1), out=v)
     if code == Act.RELU6:
         return lambda v: np.clip(v, np.float32(0), np.float32(6), out=v)
-    if code == Act.TANH:
-        return lambda v: np.tanh(v, out=v)
+    if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
+        return tanh_inplace
     if code == Act.SIGN_BIT:
         return lambda v: np.copyto(v, np.signbit(v))
     return None

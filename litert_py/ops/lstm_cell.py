@@ -14,6 +14,7 @@ from ..quant import (
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc
+from .eigen_math import logistic_into, tanh_inplace
 from .fully_connected import apply_activation_to_vector
 from .lstm_common import (
     BIAS,
@@ -23,7 +24,6 @@ from .lstm_common import (
     GATES,
     IN_W,
     LN,
-    MINUS_ONE,
     ONE,
     OUT_STATE,
     PEEP_W,
@@ -39,19 +39,15 @@ from .rnn import hybrid_matvec
 
 
 def sigmoid(v: np.ndarray) -> None:
-    # v * -1, not np.negative: numpy 2.4's in-place float32 negative is wrong on a strided (B, 1) view
-    np.multiply(v, MINUS_ONE, out=v)
-    np.exp(v, out=v)
-    v += ONE
-    np.reciprocal(v, out=v)
+    """ApplySigmoidToVector (tensor_utils.h): Eigen's logistic, in place (litert_py.ops.eigen_math). numpy's
+    1 / (1 + exp(-x)) differs from it in the last ulp now and then, enough to flip an int8 value that a hybrid
+    kernel re-quantizes (tests/ops/test_lstm_known_gaps.py history)."""
+    logistic_into(v, v)
 
 
 def _sigmoid_to(v: np.ndarray, out: np.ndarray) -> None:
-    """``sigmoid`` of ``v`` written to ``out`` (same operations)."""
-    np.multiply(v, MINUS_ONE, out=out)
-    np.exp(out, out=out)
-    out += ONE
-    np.reciprocal(out, out=out)
+    """``sigmoid`` of ``v`` written to ``out``."""
+    logistic_into(v, out)
 
 
 def _float_dot(wt: np.ndarray | None):
@@ -393,7 +389,8 @@ class LstmCell:
                     og += bias_o
                 sigmoid(og)
             if tanh_act:
-                np.tanh(c, out=tbuf)
+                np.copyto(tbuf, c)
+                tanh_inplace(tbuf)
             else:
                 np.copyto(tbuf, c)
                 if act is not None:
