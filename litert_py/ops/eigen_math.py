@@ -52,22 +52,24 @@ PACKET_SIZE = 4
 _CHUNK = 8192  # elements per vectorized pass over big arrays
 
 # ptanh_float (EIGEN_FAST_MATH, no EIGEN_VECTORIZE_FMA): clamp and rminimax [9/8] coefficients, highest first.
-_TANH_CLAMP = F32(7.90738964080810547)
-_TANH_ALPHA = tuple(F32(v) for v in (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1))
-_TANH_BETA = tuple(F32(v) for v in (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0))
+_TANH_CLAMP = np.array(7.90738964080810547, F32)  # 0-d arrays: a numpy scalar operand costs ~0.5 us a ufunc call
+_TANH_NEG_CLAMP = -_TANH_CLAMP
+_TANH_ALPHA = tuple(np.array(v, F32) for v in (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1))
+_TANH_BETA = tuple(np.array(v, F32) for v in (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0))
 
 # scalar_logistic_op<float>::packetOp constants.
-_LOG_EXP_HI = F32(16.6355324)
-_LOG_EXP_LO = F32(-104.0)
-_HALF = F32(0.5)
-_ONE = F32(1.0)
-_LOG2EF = F32(1.44269504088896341)
-_EXP_C1 = F32(-0.693359375)
-_EXP_C2 = F32(2.12194440e-4)
-_EXP_P2 = F32(0.49999141693115234375)
-_EXP_P3 = F32(0.16666877269744873046875)
-_EXP_P4 = F32(4.1898667812347412109375e-2)
-_EXP_P5 = F32(8.33471305668354034423828125e-3)
+_LOG_EXP_HI = np.array(16.6355324, F32)
+_LOG_EXP_LO = np.array(-104.0, F32)
+_HALF = np.array(0.5, F32)
+_ONE = np.array(1.0, F32)
+_LOG2EF = np.array(1.44269504088896341, F32)
+_EXP_C1 = np.array(-0.693359375, F32)
+_EXP_C2 = np.array(2.12194440e-4, F32)
+_EXP_P2 = np.array(0.49999141693115234375, F32)
+_EXP_P3 = np.array(0.16666877269744873046875, F32)
+_EXP_P4 = np.array(4.1898667812347412109375e-2, F32)
+_BIAS_127, _ZERO = np.array(127.0, F32), np.array(0.0, F32)
+_EXP_P5 = np.array(8.33471305668354034423828125e-3, F32)
 
 
 def _check_out(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
@@ -98,7 +100,7 @@ def eigen_tanh(x, out: np.ndarray | None = None) -> np.ndarray:
 def _tanh(x: np.ndarray, out: np.ndarray) -> None:
     # Clamp: np.minimum / np.maximum propagate NaN as minps/maxps do with Eigen's operand order here.
     c = np.minimum(x, _TANH_CLAMP)
-    np.maximum(c, -_TANH_CLAMP, out=c)
+    np.maximum(c, _TANH_NEG_CLAMP, out=c)
     x2 = c * c
     p = x2 * _TANH_ALPHA[0]
     for a in _TANH_ALPHA[1:-1]:  # ppolevl: p = p * x2 + a, rounded after each operation
@@ -118,37 +120,37 @@ def _tanh(x: np.ndarray, out: np.ndarray) -> None:
 
 
 def _logistic_packet(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``scalar_logistic_op<float>::packetOp`` elementwise (into ``out``, a new float32 array by default)."""
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        zero = x < _LOG_EXP_LO  # before out (which may be x) is written
-        v = np.minimum(x, _LOG_EXP_HI)
-        v *= _HALF
-        m = v * _LOG2EF
-        m += _HALF
-        np.floor(m, out=m)
-        r = m * _EXP_C1
-        r += v
-        t = m * _EXP_C2
-        r += t
-        r2 = r * r
-        pe = r2 * _EXP_P4
-        pe += _EXP_P2
-        po = r2 * _EXP_P5
-        po += _EXP_P3
-        po *= r
-        po += pe  # p = pmadd(r, p_odd, p_even)
-        po *= r2
-        r += _ONE
-        po += r  # p = pmadd(r2, p, r + 1)
-        # pldexp_fast: multiply by 2^m built from the biased exponent m + 127. Eigen clamps it to [0, 255]; for
-        # x >= -104 it lies in [52, 139] already, and other lanes are NaN (p is NaN) or zeroed below.
-        m += F32(127.0)
-        scale = (m.astype(np.int32) << 23).view(F32)
-        po *= scale
-        po *= po  # exp(x) = exp(x / 2)^2
-        den = po + _ONE
-        out = np.divide(po, den, out=out)
-        np.copyto(out, F32(0.0), where=zero)
+    """``scalar_logistic_op<float>::packetOp`` elementwise (into ``out``, a new float32 array by default).
+    Overflow / underflow / invalid warnings are the caller's to silence (the kernels run inside np.errstate)."""
+    zero = x < _LOG_EXP_LO  # before out (which may be x) is written
+    v = np.minimum(x, _LOG_EXP_HI)
+    v *= _HALF
+    m = v * _LOG2EF
+    m += _HALF
+    np.floor(m, out=m)
+    r = m * _EXP_C1
+    r += v
+    t = m * _EXP_C2
+    r += t
+    r2 = r * r
+    pe = r2 * _EXP_P4
+    pe += _EXP_P2
+    po = r2 * _EXP_P5
+    po += _EXP_P3
+    po *= r
+    po += pe  # p = pmadd(r, p_odd, p_even)
+    po *= r2
+    r += _ONE
+    po += r  # p = pmadd(r2, p, r + 1)
+    # pldexp_fast: multiply by 2^m built from the biased exponent m + 127. Eigen clamps it to [0, 255]; for
+    # x >= -104 it lies in [52, 139] already, and other lanes are NaN (p is NaN) or zeroed below.
+    m += _BIAS_127
+    scale = (m.astype(np.int32) << 23).view(F32)
+    po *= scale
+    po *= po  # exp(x) = exp(x / 2)^2
+    den = po + _ONE
+    out = np.divide(po, den, out=out)
+    np.copyto(out, _ZERO, where=zero)
     return out
 
 
@@ -165,15 +167,18 @@ def _libm_expf():
     return f
 
 
+_HI_FLOAT = float(_LOG_EXP_HI)
+
+
 def _logistic_scalar(x: np.ndarray) -> np.ndarray:
     """``scalar_logistic_op<float>::operator()``: ``e = expf(min(x, hi)); e / (1 + e)`` (a few elements)."""
     expf = _libm_expf()
     res = np.empty(x.size, F32)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         for i, t in enumerate(x.ravel().tolist()):
-            v = _LOG_EXP_HI if t > _LOG_EXP_HI else t  # std::min(x, hi) keeps a NaN x
+            v = _HI_FLOAT if t > _HI_FLOAT else t  # std::min(x, hi) keeps a NaN x
             e = F32(expf(v)) if expf is not None else np.exp(F32(v))
-            res[i] = e / (e + _ONE)  # float32 scalar arithmetic
+            res[i] = e / (e + F32(1.0))  # float32 scalar arithmetic
     return res.reshape(x.shape)
 
 
@@ -191,9 +196,10 @@ def eigen_logistic(x, out: np.ndarray | None = None, offset: int = 0) -> np.ndar
     start = min((PACKET_SIZE - offset % PACKET_SIZE) % PACKET_SIZE, n)
     end = start + (n - start) // PACKET_SIZE * PACKET_SIZE
     head, tail = xf[:start].copy(), xf[end:].copy()  # copies: out may alias x
-    for i in range(start, end, _CHUNK):
-        j = min(i + _CHUNK, end)
-        _logistic_packet(xf[i:j], of[i:j])
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for i in range(start, end, _CHUNK):
+            j = min(i + _CHUNK, end)
+            _logistic_packet(xf[i:j], of[i:j])
     if start:
         of[:start] = _logistic_scalar(head)
     if end < n:
@@ -202,8 +208,11 @@ def eigen_logistic(x, out: np.ndarray | None = None, offset: int = 0) -> np.ndar
 
 
 def tanh_inplace(v: np.ndarray) -> None:
-    """``eigen_tanh`` written back into the float32 array or view ``v`` (strided views go through a copy)."""
-    if v.flags.c_contiguous:
+    """``eigen_tanh`` written back into the float32 array or view ``v`` (strided views go through a copy), for
+    kernels: they run inside the invoke's np.errstate, so small arrays skip eigen_tanh's own checks."""
+    if v.flags.c_contiguous and v.ndim and v.size <= _CHUNK and v.dtype == F32:
+        _tanh(v, v)
+    elif v.flags.c_contiguous:
         eigen_tanh(v, out=v)
     else:
         v[...] = eigen_tanh(np.ascontiguousarray(v))
@@ -213,7 +222,10 @@ def logistic_into(v: np.ndarray, out: np.ndarray) -> None:
     """``eigen_logistic`` of ``v`` into ``out`` (may be ``v``; strided views go through a copy). The buffer is
     taken as 16-byte aligned: which trailing elements take the scalar path can differ from LiteRT's per-gate
     buffers by their offset, which changes a result only where the packet and scalar paths differ (an ulp)."""
-    if out.flags.c_contiguous and v.flags.c_contiguous:
+    n = v.size
+    if out.flags.c_contiguous and v.flags.c_contiguous and v.ndim and 0 < n <= _CHUNK and n % PACKET_SIZE == 0:
+        _logistic_packet(v.reshape(-1), out.reshape(-1))  # whole packets only: no scalar tail
+    elif out.flags.c_contiguous and v.flags.c_contiguous:
         eigen_logistic(v, out=out)
     else:
         out[...] = eigen_logistic(np.ascontiguousarray(v))
