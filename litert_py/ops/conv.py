@@ -91,6 +91,7 @@ from .conv_common import (
     INPUT,
     OUTPUT,
     Geometry,
+    add_offset,
     bias_tile,
     check_bias,
     check_types,
@@ -266,13 +267,8 @@ class ConvQuantized:
             colsum = w.sum(axis=1, dtype=np.float64).reshape(-1)
             offset = inputs[BIAS].reshape(-1).astype(self.acc.dtype) - self.input_zp * colsum.astype(self.acc.dtype)
         self.im2col.gemm(inputs[INPUT], w, self.gemm)
-        acc = self.acc
-        if acc.dtype == np.int64:  # exact: the GEMM holds integers
-            np.copyto(acc, self.gemm, casting="unsafe")
-            acc += offset
-        else:
-            np.add(self.gemm, offset, out=acc)
-        self.requant(acc, outputs[OUTPUT])
+        add_offset(self.acc, self.gemm, offset)
+        self.requant(self.acc, outputs[OUTPUT])
 
 
 def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):

@@ -276,3 +276,13 @@ def check_bias(ctx: OpContext, out_c: int, one_d: bool, int16_bias: tuple[str, .
     if one_d:
         ctx.check(len(bias.shape) == 1, f"bias must be 1-D, got shape {list(bias.shape)}")
     ctx.check(bias.size == out_c, f"bias has {bias.size} elements, expected {out_c} (one per output channel)")
+
+
+def add_offset(acc: np.ndarray, sums: np.ndarray, offset) -> None:
+    """``acc = sums + offset`` for the quantized convs' epilogue: int64 accumulators take the exact integer
+    sums (held in float) first, float64 ones add in one pass."""
+    if acc.dtype == np.int64:
+        np.copyto(acc, sums, casting="unsafe")
+        acc += offset
+    else:
+        np.add(sums, offset, out=acc)

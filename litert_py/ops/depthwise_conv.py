@@ -23,6 +23,7 @@ from .conv_common import (
     INT16_MAX,
     OUTPUT,
     Geometry,
+    add_offset,
     bias_tile,
     check_bias,
     check_types,
@@ -191,13 +192,8 @@ class DepthwiseConvQuantized:
             if self.has_bias:
                 offset = offset + inputs[BIAS].astype(self.acc.dtype)
         self.taps.exact_sum(views, weights, self.sums, self.scratch)
-        acc = self.acc
-        if acc.dtype == np.int64:
-            np.copyto(acc, self.sums, casting="unsafe")
-            acc += offset
-        else:
-            np.add(self.sums, offset, out=acc)
-        self.requant(acc, outputs[OUTPUT])
+        add_offset(self.acc, self.sums, offset)
+        self.requant(self.acc, outputs[OUTPUT])
 
 
 def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
