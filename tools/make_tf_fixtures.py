@@ -198,6 +198,53 @@ def sequence_model(kind: str, quantization: str, seed: int = 0, legacy: bool = T
     return converter.convert()
 
 
+def _verify_keras_model(seed: int = 0):
+    """A small image classifier (conv, depthwise conv, pooling, dense, softmax) for tflite-verify's tests."""
+    import tensorflow as tf
+
+    keras = tf.keras
+    keras.utils.set_random_seed(seed)
+    inp = keras.Input((8, 8, 3), batch_size=1, name="image")
+    x = keras.layers.Conv2D(6, 3, padding="same", activation="relu")(inp)
+    x = keras.layers.DepthwiseConv2D(3, padding="same", activation="relu6")(x)
+    x = keras.layers.AveragePooling2D(2)(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(5)(x)
+    out = keras.layers.Softmax()(x)
+    return keras.Model(inp, out)
+
+
+def _verify_converter(quantized: bool, seed: int = 0):
+    import tensorflow as tf
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(_verify_keras_model(seed))
+    if quantized:
+        rng = np.random.default_rng(seed)
+        calibration = [rng.uniform(-1, 1, (1, 8, 8, 3)).astype(np.float32) for _ in range(32)]
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = lambda: ([c] for c in calibration)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    return converter
+
+
+def verify_pair_model(quantized: bool) -> bytes:
+    """The float model, or its full-integer version (int8 inside, float input and output) from one Keras model."""
+    return _verify_converter(quantized).convert()
+
+
+def verify_debug_model() -> bytes:
+    """The same int8 model instrumented by tf.lite.experimental.QuantizationDebugger: a NumericVerify op
+    compares each quantized tensor with its float twin."""
+    import tensorflow as tf
+
+    converter = _verify_converter(True)
+    rng = np.random.default_rng(1)
+    samples = [rng.uniform(-1, 1, (1, 8, 8, 3)).astype(np.float32) for _ in range(4)]
+    debugger = tf.lite.experimental.QuantizationDebugger(converter=converter,
+                                                         debug_dataset=lambda: ([s] for s in samples))
+    return debugger.get_debug_quantized_model()
+
+
 FIXTURES = {
     "tf_variables.tflite": variables_model,
     "tf_hashtables.tflite": hashtable_model,
@@ -211,6 +258,9 @@ FIXTURES = {
     "tf_bidirectional_lstm_float.tflite": lambda: sequence_model("bidirectional", "float"),
     "tf_simple_rnn_float.tflite": lambda: sequence_model("rnn", "float"),
     "tf_gru_float.tflite": lambda: sequence_model("gru", "float"),
+    "tf_verify_float.tflite": lambda: verify_pair_model(False),
+    "tf_verify_int8.tflite": lambda: verify_pair_model(True),
+    "tf_verify_debug.tflite": verify_debug_model,
 }
 
 

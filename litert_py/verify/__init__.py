@@ -1,0 +1,17 @@
+"""``litert_py.verify``: find, layer by layer, where a quantized model loses accuracy (``tflite-verify``).
+
+>>> from litert_py.verify import verify
+>>> report = verify("model_int8.tflite", "model_float.tflite", samples=20)   # pair mode
+>>> report = verify("model_int8.tflite")                                      # single: op by op in float
+>>> print(report.table()); report.suggest_float(3); report.to_json()
+
+See ``run`` for the three modes, ``metrics`` for the metrics, ``samples`` for the sample formats.
+"""
+
+from __future__ import annotations
+
+from .metrics import METRICS, Accumulator
+from .report import Report
+from .run import VerifyError, verify, verify_debug, verify_pair, verify_single
+
+__all__ = ["METRICS", "Accumulator", "Report", "VerifyError", "verify", "verify_debug", "verify_pair", "verify_single"]
