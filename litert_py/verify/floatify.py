@@ -139,16 +139,13 @@ def op_by_op_model(model: Model, shapes, nodes) -> OpByOp:
                 new_in.append(i)
                 continue
             t = tensors[i]
-            # a variable (state) input becomes a plain input, fed with the state the quantized op saw
-            tensors.append(
-                replace(
-                    t, name=f"{t.name}@op{k}", shape=tuple(shapes[i]), shape_signature=None, buffer=0, is_variable=False
-                )
-            )
+            # a variable (state) input stays a variable: set to the state the quantized op saw before each invoke
+            tensors.append(replace(t, name=f"{t.name}@op{k}", shape=tuple(shapes[i]), shape_signature=None, buffer=0))
             j = len(tensors) - 1
             new_in.append(j)
             feeds[k].append((i, j))
-            inputs.append(j)
+            if not t.is_variable:
+                inputs.append(j)
         new_out = []
         outs[k] = []
         for o in op.outputs:

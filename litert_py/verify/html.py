@@ -19,7 +19,9 @@ _STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: right; }
-th { background: #dde4f0; } td.name { text-align: left; font-family: monospace; }
+th { background: #dde4f0; }
+td.name { text-align: left; font-family: monospace; max-width: 420px; overflow: hidden; text-overflow: ellipsis;
+          white-space: nowrap; }
 tr.bad td { background: #fbe0dc; }
 .plots { display: flex; flex-wrap: wrap; gap: 16px; }
 svg { background: #fafafa; border: 1px solid #ccc; }
@@ -121,7 +123,7 @@ def to_html(report: Report, worst: int = 6) -> str:
     for r in report.worst():
         bad = _rank(r) > 2 * PERFECT_RMSE_OVER_SCALE
         cells = "".join(
-            f'<td class="name">{_fmt(r.get(c))}</td>'
+            f'<td class="name" title="{_fmt(r.get(c))}">{_fmt(r.get(c))}</td>'
             if c in ("tensor_name", "float_tensor_name")
             else f"<td>{_fmt(r.get(c))}</td>"
             for c in cols

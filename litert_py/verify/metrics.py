@@ -81,8 +81,9 @@ class Accumulator:
         out["zero_point"] = int(self.zero_point)
         mse = out["mean_squared_error"]
         out["rmse/scale"] = math.sqrt(mse) / self.scale if self.scale and self.scale > 0 and mse >= 0 else math.nan
-        out["cosine_similarity"] = cosine(self.qf, self.qq, self.ff)
-        out["snr_db"] = snr_db(self.ff, self.dd)
+        seen = bool(self.per_sample)
+        out["cosine_similarity"] = cosine(self.qf, self.qq, self.ff) if seen else math.nan
+        out["snr_db"] = snr_db(self.ff, self.dd) if seen else math.nan
         return out
 
 
