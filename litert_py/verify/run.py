@@ -245,6 +245,21 @@ def _snr_drop(model: Model, layers: list[dict], aux: dict, cap: float = 100.0) -
         r["snr_drop_db"] = min(ins, default=cap) - snr[r["tensor_idx"]]
 
 
+_CONTROL_FLOW = {"WHILE", "IF", "CALL_ONCE", "STABLEHLO_COMPOSITE", "STABLEHLO_WHILE", "STABLEHLO_CASE"}
+
+
+def _no_op_by_op(model: Model, n: int) -> str:
+    """Why node n cannot run alone in float ("" when it can): control flow, resource / string / variant tensors."""
+    op = model.subgraphs[0].operators[n]
+    name = op_name(model, op)
+    if name in _CONTROL_FLOW:
+        return "control flow: not run op by op"
+    tensors = model.subgraphs[0].tensors
+    if any(i >= 0 and tensors[i].type in dtypes.OBJECT_TYPES for i in op.inputs + op.outputs):
+        return "resource, string or variant tensors: not run op by op"
+    return ""
+
+
 def _op_by_op(qm: _Model, nodes: list[int]):
     """The op-by-op float model; nodes whose float version does not prepare are dropped (and reported)."""
     shapes = qm.interp._subgraph(0).shapes
@@ -277,14 +292,17 @@ def verify_single(quant_model, data=None, samples: int = 10, seed: int = 0, prog
         wf = None
     qsg = qm.model.subgraphs[0]
     compared = compared_tensors(qm.model)
-    nodes = sorted(
+    quantized_nodes = sorted(
         {
             n
             for n, _ in compared
             if any(i >= 0 and is_quantized(qsg.tensors[i]) for i in qsg.operators[n].inputs + qsg.operators[n].outputs)
         }
     )
+    skipped = {n: _no_op_by_op(qm.model, n) for n in quantized_nodes}
+    nodes = [n for n in quantized_nodes if not skipped[n]]
     obo, obo_it, dropped = _op_by_op(qm, nodes)
+    dropped.update({n: why for n, why in skipped.items() if why})
     own = {o: _acc(qsg.tensors[o]) for n, o in compared if obo is not None and n in obo.outputs}
     acc_total = {o: _acc(qsg.tensors[o]) for _, o in compared} if wf is not None else {}
     out_accs, top1s = _output_accs(qm)
@@ -328,7 +346,7 @@ def verify_single(quant_model, data=None, samples: int = 10, seed: int = 0, prog
     unmatched = [
         f"{qsg.tensors[o].name} ({op_name(qm.model, qsg.operators[n])}: {dropped.get(n, 'no float op')})"
         for n, o in compared
-        if o not in own and n in nodes
+        if o not in own and n in quantized_nodes
     ]
     outputs = [_output_row(qm.model, k, a, top1s[k]) for k, a in enumerate(out_accs)] if wf is not None else []
     return Report(
