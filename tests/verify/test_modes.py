@@ -280,8 +280,11 @@ def test_verify_fixtures_agree_with_the_oracle():
         path = FIXTURES / f"tf_verify_{name}.tflite"
         content = write_model(_debug_model(read_model(path))) if name == "debug" else path.read_bytes()
         ours = Interpreter(model_content=content, experimental_preserve_all_tensors=True)
-        ref = LiteRT(model_path=str(path), experimental_op_resolver_type=Resolver.BUILTIN_REF,
-                     experimental_preserve_all_tensors=True)
+        ref = LiteRT(
+            model_path=str(path),
+            experimental_op_resolver_type=Resolver.BUILTIN_REF,
+            experimental_preserve_all_tensors=True,
+        )
         for it in (ours, ref):
             it.allocate_tensors()
             it.set_tensor(it.get_input_details()[0]["index"], x)
