@@ -10,8 +10,11 @@ See ``run`` for the three modes, ``metrics`` for the metrics, ``samples`` for th
 
 from __future__ import annotations
 
+from .debug import verify_debug
 from .metrics import METRICS, Accumulator
+from .pair import verify_pair
 from .report import Report
-from .run import VerifyError, verify, verify_debug, verify_pair, verify_single
+from .run import VerifyError, verify
+from .single import verify_single
 
 __all__ = ["METRICS", "Accumulator", "Report", "VerifyError", "verify", "verify_debug", "verify_pair", "verify_single"]

@@ -272,7 +272,7 @@ def test_stateful_model_sample_is_a_sequence(tmp_path):
 def test_verify_fixtures_agree_with_the_oracle():
     """The TF-made fixtures run in litert_py as in LiteRT's reference kernels (int8 bit-exact, every tensor)."""
     from litert_py import Interpreter
-    from litert_py.verify.run import _debug_model
+    from litert_py.verify.debug import _debug_model
 
     LiteRT, Resolver = oracle()
     x = np.random.default_rng(6).uniform(-1, 1, (1, 8, 8, 3)).astype(np.float32)
