@@ -1,5 +1,10 @@
 """Single mode: each quantized op re-run in float on its dequantized actual inputs (its own error), and every
-tensor against the whole model run in float (the accumulated error)."""
+tensor against the whole model run in float (the accumulated error).
+
+QUANTIZE / DEQUANTIZE are not layers here (their float version is the identity; a requantizing QUANTIZE's
+rounding shows in the next layer's accumulated error). Control-flow ops and ops on resource, string or variant
+tensors are not run op by op (listed in ``unmatched`` with the reason); their outputs still get the accumulated
+error. Ops whose float version does not prepare are listed the same way."""
 
 from __future__ import annotations
 
