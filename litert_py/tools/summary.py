@@ -3,6 +3,7 @@ and --nodes (every node with its op name, tensors, quantization and options)."""
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -177,7 +178,9 @@ def option_value(name: str, value):
     if isinstance(value, (list, tuple)):
         return [option_value("", v) for v in value]
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no inf/nan
     return value
 
 
