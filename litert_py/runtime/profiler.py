@@ -54,25 +54,34 @@ class Profile:
         return sorted(self.nodes, key=lambda r: -r.self_ms)[:n]
 
     def to_dict(self) -> dict:
-        return {"runs": self.runs, "warmup": self.warmup, "invoke_ms": self.invoke_ms,
-                "nodes": [asdict(r) for r in self.nodes], "by_op": [asdict(r) for r in self.by_op]}
+        return {
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "invoke_ms": self.invoke_ms,
+            "nodes": [asdict(r) for r in self.nodes],
+            "by_op": [asdict(r) for r in self.by_op],
+        }
 
     def table(self, top: int | None = 10) -> str:
         """Text tables in the style of benchmark_model: every node in run order, the ``top`` slowest nodes by
         self time (none when ``top`` is 0 or None), and the summary by op type."""
-        lines = [f"Profile: {self.runs} runs after {self.warmup} warm-up, invoke {self.invoke_ms:.3f} ms (timers "
-                 "included)"]
+        lines = [
+            f"Profile: {self.runs} runs after {self.warmup} warm-up, invoke {self.invoke_ms:.3f} ms (timers included)"
+        ]
 
         def section(title: str, rows) -> None:
             lines.append(title)
-            lines.append(f"  {'node':>8}  {'op':<24} {'v':>2} {'mean ms':>9} {'self ms':>9} {'%':>6}  {'output':<16} "
-                         "dtypes")
+            lines.append(
+                f"  {'node':>8}  {'op':<24} {'v':>2} {'mean ms':>9} {'self ms':>9} {'%':>6}  {'output':<16} dtypes"
+            )
             for r in rows:
                 shape = "?" if r.output_shape is None else ("x".join(map(str, r.output_shape)) or "scalar")
                 calls = f"  ({r.calls:g} calls per invoke)" if r.calls != 1 else ""
                 where = f"{r.node}" if r.subgraph == 0 else f"{r.subgraph}:{r.node}"
-                lines.append(f"  {where:>8}  {r.op[:24]:<24} {r.version:>2} {r.mean_ms:9.4f} {r.self_ms:9.4f} "
-                             f"{r.percent:6.2f}  {shape:<16} {r.dtypes}{calls}")
+                lines.append(
+                    f"  {where:>8}  {r.op[:24]:<24} {r.version:>2} {r.mean_ms:9.4f} {r.self_ms:9.4f} "
+                    f"{r.percent:6.2f}  {shape:<16} {r.dtypes}{calls}"
+                )
 
         section("Run order (sg:node for nodes of other subgraphs):", self.nodes)
         if top:
@@ -81,8 +90,9 @@ class Profile:
         lines.append("By op type (self times):")
         lines.append(f"  {'op':<28} {'count':>5} {'total ms':>10} {'%':>7} {'cum %':>7}")
         for o in self.by_op:
-            lines.append(f"  {o.op[:28]:<28} {o.count:>5} {o.total_ms:10.4f} {o.percent:7.2f} "
-                         f"{o.cumulative_percent:7.2f}")
+            lines.append(
+                f"  {o.op[:28]:<28} {o.count:>5} {o.total_ms:10.4f} {o.percent:7.2f} {o.cumulative_percent:7.2f}"
+            )
         return "\n".join(lines)
 
 
@@ -205,9 +215,20 @@ def profile(interpreter, runs: int = 10, warmup: int = 1, invoke=None) -> Profil
         if outs and sub.tensors[outs[0]] is not None and hasattr(sub.tensors[outs[0]], "shape"):
             shape = tuple(int(d) for d in sub.tensors[outs[0]].shape)
         mean = t * 1e3 / runs
-        records.append(NodeProfile(si, ni, code.name, code.version, _dtype_path(sub.sg, operator), shape,
-                                   calls / runs, mean, t_self * 1e3 / runs,
-                                   100.0 * mean / invoke_ms if invoke_ms else 0.0))
+        records.append(
+            NodeProfile(
+                si,
+                ni,
+                code.name,
+                code.version,
+                _dtype_path(sub.sg, operator),
+                shape,
+                calls / runs,
+                mean,
+                t_self * 1e3 / runs,
+                100.0 * mean / invoke_ms if invoke_ms else 0.0,
+            )
+        )
     by: dict[str, list] = {}
     for r in records:
         acc = by.setdefault(r.op, [0, 0.0])

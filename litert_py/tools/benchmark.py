@@ -20,9 +20,17 @@ def peak_rss_bytes() -> int:
 def stats_ms(times: list[float]) -> dict:
     """count, first, min, max, mean, std, p50, p90, p99 of invoke times (seconds in, milliseconds out)."""
     a = np.asarray(times, np.float64) * 1e3
-    return {"count": int(a.size), "first_ms": float(a[0]), "min_ms": float(a.min()), "max_ms": float(a.max()),
-            "mean_ms": float(a.mean()), "std_ms": float(a.std()), "p50_ms": float(np.percentile(a, 50)),
-            "p90_ms": float(np.percentile(a, 90)), "p99_ms": float(np.percentile(a, 99))}
+    return {
+        "count": int(a.size),
+        "first_ms": float(a[0]),
+        "min_ms": float(a.min()),
+        "max_ms": float(a.max()),
+        "mean_ms": float(a.mean()),
+        "std_ms": float(a.std()),
+        "p50_ms": float(np.percentile(a, 50)),
+        "p90_ms": float(np.percentile(a, 90)),
+        "p99_ms": float(np.percentile(a, 99)),
+    }
 
 
 class Progress:
@@ -52,8 +60,7 @@ class Progress:
             frac = max(frac, min(1.0, elapsed / self.max_secs))
         width = 30
         fill = int(round(frac * width))
-        self.stream.write(f"\r{label} [{'#' * fill}{'.' * (width - fill)}] {done}/{self.total} runs, "
-                          f"{elapsed:.1f} s")
+        self.stream.write(f"\r{label} [{'#' * fill}{'.' * (width - fill)}] {done}/{self.total} runs, {elapsed:.1f} s")
         self.stream.flush()
         self.shown, self.last = True, now
 
@@ -101,9 +108,13 @@ def benchmark_text(b: dict, memory: dict) -> str:
         w = b["warmup"]
         lines.append(f"Warm-up: count={w['count']} first={f(w['first_ms'])} ms mean={f(w['mean_ms'])} ms")
     stop = " (stopped by --max-secs)" if b["stopped_by_max_secs"] else ""
-    lines.append(f"Benchmark: count={b['count']}{stop} first={f(b['first_ms'])} min={f(b['min_ms'])} "
-                 f"max={f(b['max_ms'])} avg={f(b['mean_ms'])} std={f(b['std_ms'])} p50={f(b['p50_ms'])} "
-                 f"p90={f(b['p90_ms'])} p99={f(b['p99_ms'])} (ms)")
-    lines.append(f"Memory: peak RSS {memory['peak_rss_bytes'] / 2**20:.1f} MiB, arena {memory['arena_bytes']:,} bytes"
-                 f" ({memory['arena_subgraphs']} subgraph{'s' if memory['arena_subgraphs'] != 1 else ''})")
+    lines.append(
+        f"Benchmark: count={b['count']}{stop} first={f(b['first_ms'])} min={f(b['min_ms'])} "
+        f"max={f(b['max_ms'])} avg={f(b['mean_ms'])} std={f(b['std_ms'])} p50={f(b['p50_ms'])} "
+        f"p90={f(b['p90_ms'])} p99={f(b['p99_ms'])} (ms)"
+    )
+    lines.append(
+        f"Memory: peak RSS {memory['peak_rss_bytes'] / 2**20:.1f} MiB, arena {memory['arena_bytes']:,} bytes"
+        f" ({memory['arena_subgraphs']} subgraph{'s' if memory['arena_subgraphs'] != 1 else ''})"
+    )
     return "\n".join(lines)

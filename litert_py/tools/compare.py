@@ -27,20 +27,26 @@ def _agreement(ours: np.ndarray, theirs: np.ndarray) -> dict:
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         diff = np.where(same, 0.0, diff)
         rel = np.where(same, 0.0, diff / np.maximum(np.abs(b), np.finfo(np.float64).tiny))
-    doc.update(exact=bool(same.all()), max_abs=float(diff.max()) if diff.size else 0.0,
-               max_rel=float(rel.max()) if rel.size else 0.0, mismatches=int((~same).sum()))
+    doc.update(
+        exact=bool(same.all()),
+        max_abs=float(diff.max()) if diff.size else 0.0,
+        max_rel=float(rel.max()) if rel.size else 0.0,
+        mismatches=int((~same).sum()),
+    )
     return doc
 
 
-def compare_litert(model_path: str, session, outputs: list[np.ndarray] | None, our_times_ms: list[float],
-                   sequence: bool) -> dict:
+def compare_litert(
+    model_path: str, session, outputs: list[np.ndarray] | None, our_times_ms: list[float], sequence: bool
+) -> dict:
     """Run LiteRT on ``session``'s inputs; ``outputs`` are litert_py's (None after a --sequence: not compared)."""
     try:
         from ai_edge_litert.interpreter import Interpreter as LiteRT
         from ai_edge_litert.interpreter import OpResolverType
     except ImportError as e:
-        raise ModelError(f"--compare litert needs ai-edge-litert (pip install ai-edge-litert): {_one_line(e)}") \
-            from None
+        raise ModelError(
+            f"--compare litert needs ai-edge-litert (pip install ai-edge-litert): {_one_line(e)}"
+        ) from None
     if sequence or outputs is None:
         raise ModelError("--compare litert compares one set of inputs; it cannot follow a --sequence run")
     runs = max(1, min(len(our_times_ms), MAX_RUNS))
@@ -49,8 +55,9 @@ def compare_litert(model_path: str, session, outputs: list[np.ndarray] | None, o
     for label, resolver in RESOLVERS:
         entry = {"name": label, "op_resolver_type": resolver}
         try:
-            it = LiteRT(model_path=model_path, num_threads=1,
-                        experimental_op_resolver_type=getattr(OpResolverType, resolver))
+            it = LiteRT(
+                model_path=model_path, num_threads=1, experimental_op_resolver_type=getattr(OpResolverType, resolver)
+            )
             call = _litert_call(it, session)
             call()  # one untimed invoke (allocation, first-run effects), as litert_py had its own
             times, result = [], None
@@ -64,8 +71,10 @@ def compare_litert(model_path: str, session, outputs: list[np.ndarray] | None, o
             continue
         entry["litert_ms"] = statistics.median(times)
         entry["time_ratio"] = ours_ms / entry["litert_ms"] if ours_ms and entry["litert_ms"] > 0 else None
-        entry["outputs"] = [{"name": p.name, **_agreement(np.asarray(o), np.asarray(t))}
-                            for p, o, t in zip(session.outputs, outputs, result)]
+        entry["outputs"] = [
+            {"name": p.name, **_agreement(np.asarray(o), np.asarray(t))}
+            for p, o, t in zip(session.outputs, outputs, result)
+        ]
         doc["resolvers"].append(entry)
     return doc
 
@@ -101,8 +110,11 @@ def _litert_call(it, session):
 
 
 def compare_text(doc: dict) -> str:
-    lines = [f"Compare with ai-edge-litert (medians of {doc['runs']} invokes; litert_py "
-             f"{doc['litert_py_ms']:.3f} ms):" if doc["litert_py_ms"] is not None else "Compare with ai-edge-litert:"]
+    lines = [
+        f"Compare with ai-edge-litert (medians of {doc['runs']} invokes; litert_py {doc['litert_py_ms']:.3f} ms):"
+        if doc["litert_py_ms"] is not None
+        else "Compare with ai-edge-litert:"
+    ]
     for r in doc["resolvers"]:
         if "error" in r:
             lines.append(f"  {r['name']} ({r['op_resolver_type']}): LiteRT failed: {r['error']}")
@@ -115,6 +127,7 @@ def compare_text(doc: dict) -> str:
             elif o["max_abs"] is None:
                 lines.append(f"    {o['name']}: differs (shape or dtype)")
             else:
-                lines.append(f"    {o['name']}: {o['mismatches']} differ, max abs {o['max_abs']:.3g}, max rel "
-                             f"{o['max_rel']:.3g}")
+                lines.append(
+                    f"    {o['name']}: {o['mismatches']} differ, max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g}"
+                )
     return "\n".join(lines)

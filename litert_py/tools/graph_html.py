@@ -23,11 +23,26 @@ DUMMY_W = 8
 SWEEPS = 8
 
 _COLORS = {  # fill by op family (anything else grey)
-    "CONV": "#cfe2ff", "DEPTHWISE": "#cfe2ff", "FULLY_CONNECTED": "#cfe2ff", "BATCH_MATMUL": "#cfe2ff",
-    "POOL": "#d1f0d6", "RELU": "#ffe0b3", "LOGISTIC": "#ffe0b3", "TANH": "#ffe0b3", "SOFTMAX": "#ffe0b3",
-    "HARD_SWISH": "#ffe0b3", "PRELU": "#ffe0b3", "RESHAPE": "#eee2f7", "CONCATENATION": "#eee2f7",
-    "TRANSPOSE": "#eee2f7", "PAD": "#eee2f7", "QUANTIZE": "#fff3b0", "DEQUANTIZE": "#fff3b0",
-    "WHILE": "#ffd6d6", "IF": "#ffd6d6", "CALL_ONCE": "#ffd6d6",
+    "CONV": "#cfe2ff",
+    "DEPTHWISE": "#cfe2ff",
+    "FULLY_CONNECTED": "#cfe2ff",
+    "BATCH_MATMUL": "#cfe2ff",
+    "POOL": "#d1f0d6",
+    "RELU": "#ffe0b3",
+    "LOGISTIC": "#ffe0b3",
+    "TANH": "#ffe0b3",
+    "SOFTMAX": "#ffe0b3",
+    "HARD_SWISH": "#ffe0b3",
+    "PRELU": "#ffe0b3",
+    "RESHAPE": "#eee2f7",
+    "CONCATENATION": "#eee2f7",
+    "TRANSPOSE": "#eee2f7",
+    "PAD": "#eee2f7",
+    "QUANTIZE": "#fff3b0",
+    "DEQUANTIZE": "#fff3b0",
+    "WHILE": "#ffd6d6",
+    "IF": "#ffd6d6",
+    "CALL_ONCE": "#ffd6d6",
 }
 
 
@@ -48,15 +63,23 @@ def quant_summary(q) -> str | None:
     s = np.asarray(q.scale, np.float64)
     z = np.asarray(q.zero_point or (0,), np.int64)
     zps = f"zero_point {int(z[0])}" if np.all(z == z[0]) else f"zero_points {int(z.min())}..{int(z.max())}"
-    return (f"per-axis on dim {q.quantized_dimension}: {s.size} scales {s.min():.6g}..{s.max():.6g} "
-            f"(mean {s.mean():.6g}), {zps}")
+    return (
+        f"per-axis on dim {q.quantized_dimension}: {s.size} scales {s.min():.6g}..{s.max():.6g} "
+        f"(mean {s.mean():.6g}), {zps}"
+    )
 
 
 def _tensor_info(model, sg, i: int) -> dict:
     t = sg.tensors[i]
-    return {"index": i, "name": t.name, "shape": "x".join(map(str, t.shape)) or "scalar",
-            "dtype": _type_name(t.type), "quantization": quant_summary(t.quantization),
-            "constant": _has_data(model, t), "variable": t.is_variable}
+    return {
+        "index": i,
+        "name": t.name,
+        "shape": "x".join(map(str, t.shape)) or "scalar",
+        "dtype": _type_name(t.type),
+        "quantization": quant_summary(t.quantization),
+        "constant": _has_data(model, t),
+        "variable": t.is_variable,
+    }
 
 
 def _type_name(tensor_type: int) -> str:
@@ -116,6 +139,7 @@ def layout(n_nodes: int, edges: list[tuple[int, int]], widths: list[float]) -> t
 
     def sweep(order_rows, neighbours) -> None:
         for row in order_rows:
+
             def key(v, _row=row):
                 ns = [pos[u] for u in neighbours[v]]
                 return (sum(ns) / len(ns)) if ns else pos[v]
@@ -162,10 +186,17 @@ def subgraph_view(model, k: int, profile=None) -> dict:
     for n, op in enumerate(sg.operators):
         code = model.operator_codes[op.opcode_index]
         opts = op.builtin_options or op.builtin_options2
-        item = {"kind": "op", "label": code.name, "node": n, "version": code.version,
-                "options": {name: option_value(name, v) for name, v in (opts or {}).items()},
-                "options_type": getattr(opts, "table", None), "custom_options_bytes": len(op.custom_options),
-                "inputs": [i for i in op.inputs], "outputs": [o for o in op.outputs]}
+        item = {
+            "kind": "op",
+            "label": code.name,
+            "node": n,
+            "version": code.version,
+            "options": {name: option_value(name, v) for name, v in (opts or {}).items()},
+            "options_type": getattr(opts, "table", None),
+            "custom_options_bytes": len(op.custom_options),
+            "inputs": [i for i in op.inputs],
+            "outputs": [o for o in op.outputs],
+        }
         r = times.get(n)
         if r is not None:
             item["profile"] = {"mean_ms": r.mean_ms, "self_ms": r.self_ms, "percent": r.percent, "calls": r.calls}
@@ -205,12 +236,27 @@ def subgraph_view(model, k: int, profile=None) -> dict:
         for i in it.get("inputs", []) + it.get("outputs", []) + ([it["tensor"]] if "tensor" in it else []):
             if i >= 0:
                 tensors.setdefault(i, _tensor_info(model, sg, i))
-    drawn = [{"from": a, "to": b, "tensor": i, "points": [[round(x, 1), round(y, 1)] for x, y in pts],
-              "label": f"{tensors[i]['shape']} {tensors[i]['dtype']}"} for (a, b, i), pts in zip(edges, lines)]
+    drawn = [
+        {
+            "from": a,
+            "to": b,
+            "tensor": i,
+            "points": [[round(x, 1), round(y, 1)] for x, y in pts],
+            "label": f"{tensors[i]['shape']} {tensors[i]['dtype']}",
+        }
+        for (a, b, i), pts in zip(edges, lines)
+    ]
     width = max((it["x"] + it["w"] / 2 for it in items), default=0) + 40
     height = max((it["y"] + NODE_H for it in items), default=0) + 30
-    return {"index": k, "name": sg.name, "width": round(width, 1), "height": round(height, 1), "items": items,
-            "edges": drawn, "tensors": {str(i): t for i, t in tensors.items()}}
+    return {
+        "index": k,
+        "name": sg.name,
+        "width": round(width, 1),
+        "height": round(height, 1),
+        "items": items,
+        "edges": drawn,
+        "tensors": {str(i): t for i, t in tensors.items()},
+    }
 
 
 _PAGE = """<!DOCTYPE html>

@@ -79,8 +79,11 @@ def quant(details: dict) -> dict | None:
     scales = np.asarray(qp.get("scales", ()), dtype=np.float64)
     if scales.size == 0:
         return None
-    return {"scales": [float(s) for s in scales], "zero_points": [int(z) for z in qp.get("zero_points", ())],
-            "quantized_dimension": int(qp.get("quantized_dimension", 0))}
+    return {
+        "scales": [float(s) for s in scales],
+        "zero_points": [int(z) for z in qp.get("zero_points", ())],
+        "quantized_dimension": int(qp.get("quantized_dimension", 0)),
+    }
 
 
 def _quant_text(q: dict | None) -> str:
@@ -221,18 +224,22 @@ def _check_signature_feed(port: Port, pos: int, arr: np.ndarray) -> None:
     d = port.details
     want = np.dtype(d["dtype"])
     if want.kind not in "SO" and (arr.dtype.kind in "OUSV" or arr.dtype != want):
-        raise ValueError(f"Cannot set tensor: Got value of type {_dtype_name(arr.dtype)} but expected type "
-                         f"{_dtype_name(want)} for input {port.name}, name: {d['name']} ")
+        raise ValueError(
+            f"Cannot set tensor: Got value of type {_dtype_name(arr.dtype)} but expected type "
+            f"{_dtype_name(want)} for input {port.name}, name: {d['name']} "
+        )
     if _resizable(d, arr):
         return
     shape = _shape(d["shape"])
     if arr.ndim != len(shape):
-        raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} for "
-                         f"input {pos}.")
+        raise ValueError(
+            f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} for input {pos}."
+        )
     for k, (got, exp) in enumerate(zip(arr.shape, shape)):
         if got != exp:
-            raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for dimension "
-                             f"{k} of input {pos}.")
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for dimension {k} of input {pos}."
+            )
 
 
 def open_session(model_path: str, args) -> Session:
@@ -243,8 +250,11 @@ def open_session(model_path: str, args) -> Session:
     if os.path.isdir(model_path):
         raise ModelError(f"cannot open model '{model_path}': it is a directory")
     try:
-        it = Interpreter(model_path=model_path, num_threads=args.num_threads,
-                         experimental_preserve_all_tensors=args.preserve_all_tensors)
+        it = Interpreter(
+            model_path=model_path,
+            num_threads=args.num_threads,
+            experimental_preserve_all_tensors=args.preserve_all_tensors,
+        )
     except (LiteRTError, ValueError, RuntimeError, OSError) as e:
         raise ModelError(f"cannot load model '{model_path}': {_one_line(e)}") from None
     full = it._get_full_signature_list()
@@ -291,7 +301,7 @@ def _split_spec(spec: str, session: Session) -> tuple[str | None, str]:
     """'NAME=FILE' -> (NAME, FILE); a bare existing FILE -> (None, FILE)."""
     if os.path.isfile(spec) or "=" not in spec:
         return None, spec
-    splits = [(spec[:k], spec[k + 1:]) for k, ch in enumerate(spec) if ch == "="]
+    splits = [(spec[:k], spec[k + 1 :]) for k, ch in enumerate(spec) if ch == "="]
     for name, path in splits:  # prefer a split whose left side names an input
         if session.find_input(name) is not None:
             return name, path
@@ -321,8 +331,7 @@ def collect_inputs(specs: list[str], session: Session) -> dict[int, str]:
 
     def assign(port: Port | None, name: str, arr, where: str) -> None:
         if port is None:
-            raise UsageError(f"unknown input name {name!r} (from {where}); the model's inputs: "
-                             f"{_input_names(session)}")
+            raise UsageError(f"unknown input name {name!r} (from {where}); the model's inputs: {_input_names(session)}")
         if port.position in sources:
             raise UsageError(f"input {port.name!r} is given twice ({sources[port.position]} and {where})")
         session.feeds[port.position] = np.asarray(arr)
@@ -339,8 +348,10 @@ def collect_inputs(specs: list[str], session: Session) -> dict[int, str]:
                 raise UsageError(f"input file '{path}' has no key {key!r} (keys: {', '.join(data) or 'none'})")
             if name is None:
                 if len(session.inputs) != 1:
-                    raise UsageError(f"--input {spec!r}: the model has {len(session.inputs)} inputs, so name the "
-                                     f"one this array is for: NAME=FILE.npz:KEY (inputs: {_input_names(session)})")
+                    raise UsageError(
+                        f"--input {spec!r}: the model has {len(session.inputs)} inputs, so name the "
+                        f"one this array is for: NAME=FILE.npz:KEY (inputs: {_input_names(session)})"
+                    )
                 name = "0"
             assign(session.find_input(name), name, data[key], f"{path}[{key}]")
         elif name is not None:
@@ -353,8 +364,9 @@ def collect_inputs(specs: list[str], session: Session) -> dict[int, str]:
                 elif len(data) == 1:
                     arr = next(iter(data.values()))
                 else:
-                    raise UsageError(f"input file '{path}' holds {len(data)} arrays ({', '.join(data)}) and none "
-                                     f"is named {name!r}")
+                    raise UsageError(
+                        f"input file '{path}' holds {len(data)} arrays ({', '.join(data)}) and none is named {name!r}"
+                    )
                 assign(port, name, arr, path)
             else:
                 assign(port, name, data, path)
@@ -367,12 +379,12 @@ def collect_inputs(specs: list[str], session: Session) -> dict[int, str]:
                 assign(port, key, arr, f"{path}[{key}]")
         else:
             if len(session.inputs) != 1:
-                raise UsageError(f"--input {spec!r}: the model has {len(session.inputs)} inputs, so name the one "
-                                 f"this file is for: NAME=FILE (inputs: {_input_names(session)})")
+                raise UsageError(
+                    f"--input {spec!r}: the model has {len(session.inputs)} inputs, so name the one "
+                    f"this file is for: NAME=FILE (inputs: {_input_names(session)})"
+                )
             assign(session.inputs[0], "0", data, path)
     return sources
-
-
 
 
 # -- --sequence -----------------------------------------------------------------------------------------
@@ -396,15 +408,19 @@ def load_sequence(path: str, session: Session) -> list[dict[int, np.ndarray]]:
     if all(p is not None for p in ports.values()):
         lengths = {k: (np.asarray(a).shape[:1] or (None,))[0] for k, a in data.items()}
         if len(set(lengths.values())) != 1 or None in lengths.values():
-            raise UsageError(f"--sequence file '{path}': every array needs the same leading step axis, got "
-                             + ", ".join(f"{k} {list(np.asarray(a).shape)}" for k, a in data.items()))
+            raise UsageError(
+                f"--sequence file '{path}': every array needs the same leading step axis, got "
+                + ", ".join(f"{k} {list(np.asarray(a).shape)}" for k, a in data.items())
+            )
         n = next(iter(lengths.values()))
         return [{ports[k].position: np.asarray(a)[t] for k, a in data.items()} for t in range(n)]
     if len(session.inputs) == 1:
         return [{0: np.asarray(a)} for a in data.values()]
     unknown = [k for k, p in ports.items() if p is None]
-    raise UsageError(f"--sequence file '{path}': keys {', '.join(map(repr, unknown))} name no input (inputs: "
-                     f"{_input_names(session)}); give each input its steps along a leading axis")
+    raise UsageError(
+        f"--sequence file '{path}': keys {', '.join(map(repr, unknown))} name no input (inputs: "
+        f"{_input_names(session)}); give each input its steps along a leading axis"
+    )
 
 
 # -- outputs --------------------------------------------------------------------------------------------
@@ -431,8 +447,9 @@ def array_text(arr: np.ndarray, details: dict) -> str:
             return np.array2string(arr, prefix="    ")
         flat_real, flat_q = real.reshape(-1), arr.reshape(-1)
         index = np.arange(arr.size).reshape(arr.shape)
-        return np.array2string(index, prefix="    ", separator=", ",
-                               formatter={"int": lambda k: f"{flat_real[k]:.6g} (q={flat_q[k]})"})
+        return np.array2string(
+            index, prefix="    ", separator=", ", formatter={"int": lambda k: f"{flat_real[k]:.6g} (q={flat_q[k]})"}
+        )
 
 
 def save_outputs(directory: str, ports: list[Port], arrays: list[np.ndarray], prefix: str = "") -> list[str]:
@@ -451,8 +468,13 @@ def save_outputs(directory: str, ports: list[Port], arrays: list[np.ndarray], pr
 
 
 def result_doc(port: Port, arr: np.ndarray, file: str | None) -> dict:
-    doc = {"name": port.name, "shape": list(arr.shape), "dtype": _dtype_name(arr.dtype), "stats": _stats(arr),
-           "file": file}
+    doc = {
+        "name": port.name,
+        "shape": list(arr.shape),
+        "dtype": _dtype_name(arr.dtype),
+        "stats": _stats(arr),
+        "file": file,
+    }
     real = dequantize(arr, port.details)
     if real is not None:
         doc["dequantized_stats"] = _stats(real)

@@ -89,21 +89,40 @@ def _seconds(text: str) -> float:
 
 
 def _model_args(g) -> None:
-    g.add_argument("-i", "--input", action="append", default=[], metavar="NAME=FILE",
-                   help="take input NAME (its name, signature name or 0-based position) from FILE (.npy, or .npz "
-                        "holding NAME or a single array; FILE.npz:KEY takes any key); a bare FILE.npz sets every "
-                        "input it names (keys: input names, or in_K / arr_K for position K); a bare FILE.npy is "
-                        "allowed for one-input models. Repeatable; inputs not given are random")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0): floats uniform in "
-                   "[-1, 1), integer types over their full range")
+    g.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="take input NAME (its name, signature name or 0-based position) from FILE (.npy, or .npz "
+        "holding NAME or a single array; FILE.npz:KEY takes any key); a bare FILE.npz sets every "
+        "input it names (keys: input names, or in_K / arr_K for position K); a bare FILE.npy is "
+        "allowed for one-input models. Repeatable; inputs not given are random",
+    )
+    g.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random inputs (default 0): floats uniform in [-1, 1), integer types over their full range",
+    )
     g.add_argument("--signature", metavar="KEY", help="run through the SignatureDef KEY (its input/output names)")
-    g.add_argument("--custom-ops", action="append", default=[], metavar="MODULE",
-                   help="import MODULE (a module name or a .py file) first; it registers custom ops with "
-                        "litert_py.register_custom_op. Repeatable")
-    g.add_argument("--num-threads", type=_positive_int, default=None, metavar="N",
-                   help="Interpreter(num_threads=N): BLAS threads")
-    g.add_argument("--preserve-all-tensors", action="store_true",
-                   help="Interpreter(experimental_preserve_all_tensors=True): no arena reuse")
+    g.add_argument(
+        "--custom-ops",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a module name or a .py file) first; it registers custom ops with "
+        "litert_py.register_custom_op. Repeatable",
+    )
+    g.add_argument(
+        "--num-threads", type=_positive_int, default=None, metavar="N", help="Interpreter(num_threads=N): BLAS threads"
+    )
+    g.add_argument(
+        "--preserve-all-tensors",
+        action="store_true",
+        help="Interpreter(experimental_preserve_all_tensors=True): no arena reuse",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,66 +131,112 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
         description="Summarize a .tflite model and run it with litert_py (pure-Python TFLite interpreter); "
-                    "benchmark it, profile it per node, list its nodes. `tflite-run graph MODEL -o FILE.html` "
-                    "draws the model as a self-contained HTML page (see tflite-run graph --help).",
+        "benchmark it, profile it per node, list its nodes. `tflite-run graph MODEL -o FILE.html` "
+        "draws the model as a self-contained HTML page (see tflite-run graph --help).",
         epilog="Without MODEL, runs the small image classifier bundled with litert_py. Exit status: 0 ok, 1 the "
-               "model failed to load/prepare/run, 2 bad arguments.",
+        "model failed to load/prepare/run, 2 bad arguments.",
     )
-    p.add_argument("model", nargs="?", metavar="MODEL",
-                   help="path of a .tflite model (default: the bundled tiny CNN)")
+    p.add_argument("model", nargs="?", metavar="MODEL", help="path of a .tflite model (default: the bundled tiny CNN)")
     p.add_argument("--version", action="version", version=f"{PROG} (litert_py {__version__})")
     g = p.add_argument_group("model and inputs")
     _model_args(g)
     g = p.add_argument_group("stateful models")
-    g.add_argument("--sequence", action="append", default=[], metavar="FILE.npz",
-                   help="run one invoke per step of FILE: each key an input with a leading step axis, or (one-input "
-                        "models) each key one step; prints (or saves with -o) every step's outputs. Repeatable")
-    g.add_argument("--reset", action="store_true",
-                   help="reset the model's variables (reset_all_variables) before each --sequence file")
+    g.add_argument(
+        "--sequence",
+        action="append",
+        default=[],
+        metavar="FILE.npz",
+        help="run one invoke per step of FILE: each key an input with a leading step axis, or (one-input "
+        "models) each key one step; prints (or saves with -o) every step's outputs. Repeatable",
+    )
+    g.add_argument(
+        "--reset",
+        action="store_true",
+        help="reset the model's variables (reset_all_variables) before each --sequence file",
+    )
     g = p.add_argument_group("running and benchmarking")
-    g.add_argument("-n", "--runs", type=_positive_int, default=None, metavar="N",
-                   help="invoke N times and report the median time (default 1; 50 with --benchmark, 10 with "
-                        "--profile)")
-    g.add_argument("--benchmark", action="store_true",
-                   help="time --warmup untimed and --runs timed invokes: count, first, min, max, mean, std, p50, "
-                        "p90, p99; load and allocate time, peak RSS and arena bytes")
-    g.add_argument("--warmup", type=_count, default=None, metavar="N",
-                   help="untimed invokes before the timed ones (default 1 with --benchmark or --profile, else 0)")
-    g.add_argument("--max-secs", type=_seconds, default=None, metavar="S",
-                   help="stop the timed runs after S seconds (at least one run)")
+    g.add_argument(
+        "-n",
+        "--runs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="invoke N times and report the median time (default 1; 50 with --benchmark, 10 with --profile)",
+    )
+    g.add_argument(
+        "--benchmark",
+        action="store_true",
+        help="time --warmup untimed and --runs timed invokes: count, first, min, max, mean, std, p50, "
+        "p90, p99; load and allocate time, peak RSS and arena bytes",
+    )
+    g.add_argument(
+        "--warmup",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="untimed invokes before the timed ones (default 1 with --benchmark or --profile, else 0)",
+    )
+    g.add_argument(
+        "--max-secs",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="stop the timed runs after S seconds (at least one run)",
+    )
     g = p.add_argument_group("per-op profile")
-    g.add_argument("--profile", action="store_true",
-                   help="time every node (like benchmark_model --enable_op_profiling): per node in run order, the "
-                        "slowest nodes, and a summary by op type")
-    g.add_argument("--top", type=_count, default=10, metavar="N", help="show the N slowest nodes (default 10; 0: "
-                   "none)")
-    g.add_argument("--profile-csv", metavar="FILE", help="write the per-node profile to FILE as CSV (implies "
-                   "--profile)")
+    g.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every node (like benchmark_model --enable_op_profiling): per node in run order, the "
+        "slowest nodes, and a summary by op type",
+    )
+    g.add_argument("--top", type=_count, default=10, metavar="N", help="show the N slowest nodes (default 10; 0: none)")
+    g.add_argument(
+        "--profile-csv", metavar="FILE", help="write the per-node profile to FILE as CSV (implies --profile)"
+    )
     g = p.add_argument_group("model view")
-    g.add_argument("--summary-only", action="store_true",
-                   help="print the summary and do not run (works when ops are missing: lists them)")
-    g.add_argument("--nodes", action="store_true",
-                   help="list every node: op name, inputs and outputs (shape, dtype, quantization), options")
+    g.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="print the summary and do not run (works when ops are missing: lists them)",
+    )
+    g.add_argument(
+        "--nodes",
+        action="store_true",
+        help="list every node: op name, inputs and outputs (shape, dtype, quantization), options",
+    )
     g = p.add_argument_group("outputs")
-    g.add_argument("-o", "--output-dir", metavar="DIR",
-                   help="save each output (raw, quantized ones as stored) as DIR/<name>.npy (name made file-safe) "
-                        "instead of printing it")
-    g.add_argument("--compare", choices=["litert"], default=None,
-                   help="also run ai-edge-litert (reference and default kernels) on the same inputs: per-output "
-                        "agreement (exact, max abs, max rel) and the time ratio")
+    g.add_argument(
+        "-o",
+        "--output-dir",
+        metavar="DIR",
+        help="save each output (raw, quantized ones as stored) as DIR/<name>.npy (name made file-safe) "
+        "instead of printing it",
+    )
+    g.add_argument(
+        "--compare",
+        choices=["litert"],
+        default=None,
+        help="also run ai-edge-litert (reference and default kernels) on the same inputs: per-output "
+        "agreement (exact, max abs, max rel) and the time ratio",
+    )
     g.add_argument("-q", "--quiet", action="store_true", help="print only the timing line (no progress bar)")
-    g.add_argument("--json", action="store_true", help="print one JSON object (summary, outputs, timings, "
-                   "benchmark, profile, nodes, comparison)")
+    g.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (summary, outputs, timings, benchmark, profile, nodes, comparison)",
+    )
     return p
 
 
 def build_graph_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=f"{PROG} graph",
-                description="Draw every subgraph of MODEL into one self-contained HTML page (no network): nodes "
-                            "with op names, edges with tensor shapes and dtypes, a side panel with a node's options "
-                            "and a tensor's quantization; with --profile, each node's time.")
-    p.add_argument("model", nargs="?", metavar="MODEL", help="path of a .tflite model (default: the bundled tiny "
-                   "CNN)")
+    p = _Parser(
+        prog=f"{PROG} graph",
+        description="Draw every subgraph of MODEL into one self-contained HTML page (no network): nodes "
+        "with op names, edges with tensor shapes and dtypes, a side panel with a node's options "
+        "and a tensor's quantization; with --profile, each node's time.",
+    )
+    p.add_argument("model", nargs="?", metavar="MODEL", help="path of a .tflite model (default: the bundled tiny CNN)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="the HTML file to write")
     g = p.add_argument_group("profile times (optional)")
     g.add_argument("--profile", action="store_true", help="run the model and show each node's mean time")
@@ -200,8 +265,7 @@ def import_custom_ops(specs: list[str]) -> None:
         except ImportError as e:
             raise UsageError(f"--custom-ops {spec}: cannot import it: {_one_line(e)}") from None
         except Exception as e:
-            raise ModelError(f"--custom-ops {spec}: importing it failed: {type(e).__name__}: {_one_line(e)}") \
-                from None
+            raise ModelError(f"--custom-ops {spec}: importing it failed: {type(e).__name__}: {_one_line(e)}") from None
 
 
 def prepare_session(args, model_path: str):
@@ -259,8 +323,11 @@ def memory_doc(session) -> dict:
     from .benchmark import peak_rss_bytes
 
     subs = [s for s in getattr(session.interpreter, "_subgraphs", []) if s is not None and s.plan is not None]
-    return {"peak_rss_bytes": peak_rss_bytes(), "arena_bytes": sum(s.plan.arena_bytes for s in subs),
-            "arena_subgraphs": len(subs)}
+    return {
+        "peak_rss_bytes": peak_rss_bytes(),
+        "arena_bytes": sum(s.plan.arena_bytes for s in subs),
+        "arena_subgraphs": len(subs),
+    }
 
 
 def write_profile_csv(path: str, prof) -> None:
@@ -271,8 +338,20 @@ def write_profile_csv(path: str, prof) -> None:
             w.writerow(fields)
             for r in prof.nodes:
                 shape = "" if r.output_shape is None else "x".join(map(str, r.output_shape))
-                w.writerow([r.subgraph, r.node, r.op, r.version, r.dtypes, shape, f"{r.calls:g}", f"{r.mean_ms:.6f}",
-                            f"{r.self_ms:.6f}", f"{r.percent:.4f}"])
+                w.writerow(
+                    [
+                        r.subgraph,
+                        r.node,
+                        r.op,
+                        r.version,
+                        r.dtypes,
+                        shape,
+                        f"{r.calls:g}",
+                        f"{r.mean_ms:.6f}",
+                        f"{r.self_ms:.6f}",
+                        f"{r.percent:.4f}",
+                    ]
+                )
     except OSError as e:
         raise ModelError(f"cannot write --profile-csv '{path}': {_one_line(e)}") from None
 
@@ -306,24 +385,35 @@ def run_sequences(args, session, out) -> tuple[list[dict], list[float]]:
             from_runner = _invoke(session)
             times.append(time.perf_counter() - t0)
             per_step.append([np.array(a, copy=True) for a in session.results(from_runner)])
-        stacked = [np.stack([step[j] for step in per_step]) if per_step else np.zeros(0)
-                   for j in range(len(session.outputs))]
+        stacked = [
+            np.stack([step[j] for step in per_step]) if per_step else np.zeros(0) for j in range(len(session.outputs))
+        ]
         files = [None] * len(stacked)
         if args.output_dir is not None:
             prefix = "" if len(args.sequence) == 1 else f"seq{k}_"
             files = save_outputs(args.output_dir, session.outputs, stacked, prefix)
-        docs.append({"file": path, "steps": len(steps), "reset": bool(args.reset),
-                     "results": [{**result_doc(p, a[-1] if len(a) else a, f), "shape": list(a.shape),
-                                  "steps": [result_doc(p, s[j], None)["stats"] for s in per_step]}
-                                 for j, (p, a, f) in enumerate(zip(session.outputs, stacked, files))]})
+        docs.append(
+            {
+                "file": path,
+                "steps": len(steps),
+                "reset": bool(args.reset),
+                "results": [
+                    {
+                        **result_doc(p, a[-1] if len(a) else a, f),
+                        "shape": list(a.shape),
+                        "steps": [result_doc(p, s[j], None)["stats"] for s in per_step],
+                    }
+                    for j, (p, a, f) in enumerate(zip(session.outputs, stacked, files))
+                ],
+            }
+        )
         if not args.json and not args.quiet:
             print(f"Sequence {path}: {len(steps)} steps{' (variables reset first)' if args.reset else ''}", file=out)
             for t, step in enumerate(per_step):
                 for j, (p, arr) in enumerate(zip(session.outputs, step)):
                     if files[j] is None:
                         body = array_text(arr, p.details).replace("\n", "\n    ")
-                        print(f"  step {t} {p.name}: {_dtype_name(arr.dtype)} {list(arr.shape)}\n    {body}",
-                              file=out)
+                        print(f"  step {t} {p.name}: {_dtype_name(arr.dtype)} {list(arr.shape)}\n    {body}", file=out)
             for p, f in zip(session.outputs, files):
                 if f is not None:
                     print(f"  {p.name}: all steps -> {f}", file=out)
@@ -423,11 +513,15 @@ def run(args, out, err=None) -> int:
     memory = memory_doc(session)
 
     times_ms = [t * 1e3 for t in times]
-    timing = {"load": _ms(t_load), "allocate": _ms(t_alloc),
-              "invoke_median": round(statistics.median(times_ms), 4) if times_ms else None,
-              "invoke_min": round(min(times_ms), 4) if times_ms else None,
-              "invoke_max": round(max(times_ms), 4) if times_ms else None, "runs": len(times_ms),
-              "invoke_all": [round(t, 4) for t in times_ms]}
+    timing = {
+        "load": _ms(t_load),
+        "allocate": _ms(t_alloc),
+        "invoke_median": round(statistics.median(times_ms), 4) if times_ms else None,
+        "invoke_min": round(min(times_ms), 4) if times_ms else None,
+        "invoke_max": round(max(times_ms), 4) if times_ms else None,
+        "runs": len(times_ms),
+        "invoke_all": [round(t, 4) for t in times_ms],
+    }
 
     files: list[str | None] = [None] * (len(outputs) if outputs is not None else 0)
     if outputs is not None and args.output_dir is not None:
@@ -439,8 +533,14 @@ def run(args, out, err=None) -> int:
         comparison = compare_litert(model_path, session, outputs, times_ms, sequences is not None)
 
     if args.json:
-        doc = {"tool": PROG, "litert_py_version": litert_py.__version__, "seed": args.seed, **summary,
-               "timing_ms": timing, "memory": memory}
+        doc = {
+            "tool": PROG,
+            "litert_py_version": litert_py.__version__,
+            "seed": args.seed,
+            **summary,
+            "timing_ms": timing,
+            "memory": memory,
+        }
         if outputs is not None:
             doc["results"] = [result_doc(p, a, f) for p, a, f in zip(session.outputs, outputs, files)]
         if sequences is not None:
@@ -499,8 +599,11 @@ def run_graph(args, out) -> int:
         n = write_graph_html(args.output, model, os.path.basename(model_path), prof)
     except OSError as e:
         raise ModelError(f"cannot write '{args.output}': {_one_line(e)}") from None
-    print(f"Wrote {args.output}: {n} nodes in {len(model.subgraphs)} subgraph"
-          f"{'s' if len(model.subgraphs) != 1 else ''}{' with profile times' if prof else ''}", file=out)
+    print(
+        f"Wrote {args.output}: {n} nodes in {len(model.subgraphs)} subgraph"
+        f"{'s' if len(model.subgraphs) != 1 else ''}{' with profile times' if prof else ''}",
+        file=out,
+    )
     return 0
 
 
@@ -534,8 +637,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug, in the tool or a kernel: still one line
         if os.environ.get(_TRACEBACK_ENV):
             raise
-        print(f"{PROG}: internal error: {type(e).__name__}: {_one_line(e)} (set {_TRACEBACK_ENV}=1 to see the "
-              "traceback)", file=sys.stderr)
+        print(
+            f"{PROG}: internal error: {type(e).__name__}: {_one_line(e)} (set {_TRACEBACK_ENV}=1 to see the traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -30,8 +30,10 @@ def summarize(session: Session, model, model_path: str, bundled: bool) -> dict:
             outs = tuple(_type_name(sg.tensors[i].type) for i in op.outputs if i >= 0)
             key = (code.name, code.version, ins, outs)
             groups[key] = groups.get(key, 0) + 1
-    ops = [{"op": n, "version": v, "input_types": list(i), "output_types": list(o), "count": c}
-           for (n, v, i, o), c in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))]
+    ops = [
+        {"op": n, "version": v, "input_types": list(i), "output_types": list(o), "count": c}
+        for (n, v, i, o), c in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
+    ]
     arena = None
     if it is not None:
         try:
@@ -41,17 +43,28 @@ def summarize(session: Session, model, model_path: str, bundled: bool) -> dict:
 
     def port(p: Port, source: str | None = None) -> dict:
         d = p.details
-        out = {"name": p.name, "tensor": d["name"], "index": int(d["index"]), "shape": _shape(d["shape"]),
-               "shape_signature": _shape(d.get("shape_signature", d["shape"])),
-               "dtype": _dtype_name(d["dtype"]), "quantization": quant(d)}
+        out = {
+            "name": p.name,
+            "tensor": d["name"],
+            "index": int(d["index"]),
+            "shape": _shape(d["shape"]),
+            "shape_signature": _shape(d.get("shape_signature", d["shape"])),
+            "dtype": _dtype_name(d["dtype"]),
+            "quantization": quant(d),
+        }
         if source is not None:
             out["source"] = source
         return out
 
     sources = session.sources
     return {
-        "model": {"path": model_path, "bundled": bundled, "bytes": os.path.getsize(model_path),
-                  "description": model.description, "schema_version": model.version},
+        "model": {
+            "path": model_path,
+            "bundled": bundled,
+            "bytes": os.path.getsize(model_path),
+            "description": model.description,
+            "schema_version": model.version,
+        },
         "signature": session.signature,
         "subgraph_index": session.subgraph_index,
         "inputs": [port(p, sources.get(p.position, "random")) for p in session.inputs],
@@ -59,10 +72,14 @@ def summarize(session: Session, model, model_path: str, bundled: bool) -> dict:
         "ops": ops,
         "num_operators": sum(len(sg.operators) for sg in model.subgraphs),
         "num_tensors": sum(len(sg.tensors) for sg in model.subgraphs),
-        "subgraphs": [{"index": k, "name": sg.name, "tensors": len(sg.tensors), "operators": len(sg.operators)}
-                      for k, sg in enumerate(model.subgraphs)],
-        "signatures": {s.signature_key: {"inputs": [m.name for m in s.inputs], "outputs": [m.name for m in s.outputs]}
-                       for s in model.signature_defs},
+        "subgraphs": [
+            {"index": k, "name": sg.name, "tensors": len(sg.tensors), "operators": len(sg.operators)}
+            for k, sg in enumerate(model.subgraphs)
+        ],
+        "signatures": {
+            s.signature_key: {"inputs": [m.name for m in s.inputs], "outputs": [m.name for m in s.outputs]}
+            for s in model.signature_defs
+        },
         "missing_ops": missing_ops(model),
         "arena": arena,
     }
@@ -82,16 +99,26 @@ def _port_line(p: dict, with_source: bool) -> str:
 
 def summary_text(s: dict, seed: int) -> str:
     m = s["model"]
-    lines = [f"Model: {m['path']}{' (bundled)' if m['bundled'] else ''}, {m['bytes']:,} bytes, schema v"
-             f"{m['schema_version']}" + (f", {m['description']!r}" if m["description"] else "")]
+    lines = [
+        f"Model: {m['path']}{' (bundled)' if m['bundled'] else ''}, {m['bytes']:,} bytes, schema v"
+        f"{m['schema_version']}" + (f", {m['description']!r}" if m["description"] else "")
+    ]
     sgs = s["subgraphs"]
-    per = "" if len(sgs) == 1 else " (" + " | ".join(
-        f"#{g['index']}{' ' + repr(g['name']) if g['name'] else ''}: {g['tensors']} tensors, {g['operators']} ops"
-        for g in sgs) + ")"
+    per = (
+        ""
+        if len(sgs) == 1
+        else " ("
+        + " | ".join(
+            f"#{g['index']}{' ' + repr(g['name']) if g['name'] else ''}: {g['tensors']} tensors, {g['operators']} ops"
+            for g in sgs
+        )
+        + ")"
+    )
     lines.append(f"Subgraphs: {len(sgs)}{per}; tensors: {s['num_tensors']}; operators: {s['num_operators']}")
     if s["signatures"]:
-        sigs = "; ".join(f"{k} ({', '.join(v['inputs'])} -> {', '.join(v['outputs'])})"
-                         for k, v in s["signatures"].items())
+        sigs = "; ".join(
+            f"{k} ({', '.join(v['inputs'])} -> {', '.join(v['outputs'])})" for k, v in s["signatures"].items()
+        )
         lines.append(f"Signatures: {sigs}")
     else:
         lines.append("Signatures: none")
@@ -107,15 +134,17 @@ def summary_text(s: dict, seed: int) -> str:
         lines.append(f"  {op['count']:4d} x {op['op']} v{op['version']} ({types})")
     if s["missing_ops"]:
         lines.append(f"Missing kernels ({len(s['missing_ops'])}; the model cannot run until they are registered):")
-        lines += [f"  {m['op']} v{m['version']} ({', '.join(m['input_types'])}) at node "
-                  + ", ".join(m["nodes"]) for m in s["missing_ops"]]
+        lines += [
+            f"  {m['op']} v{m['version']} ({', '.join(m['input_types'])}) at node " + ", ".join(m["nodes"])
+            for m in s["missing_ops"]
+        ]
     a = s["arena"]
     if a is not None:
-        lines.append(f"Arena: {a['arena_bytes']:,} bytes for {a['planned_tensors']} tensors (lower bound "
-                     f"{a['lower_bound']:,} bytes, {100 * a['efficiency']:.0f}% efficient)")
+        lines.append(
+            f"Arena: {a['arena_bytes']:,} bytes for {a['planned_tensors']} tensors (lower bound "
+            f"{a['lower_bound']:,} bytes, {100 * a['efficiency']:.0f}% efficient)"
+        )
     return "\n".join(lines)
-
-
 
 
 def missing_ops(model) -> list[dict]:
@@ -138,12 +167,18 @@ def static_details(sg, i: int) -> dict:
 
     t = sg.tensors[i]
     q = t.quantization
-    return {"name": t.name, "index": i, "shape": np.array(t.shape, np.int32),
-            "shape_signature": np.array(t.shape_signature if t.shape_signature is not None else t.shape, np.int32),
-            "dtype": dtypes.to_numpy(t.type),
-            "quantization_parameters": {"scales": np.array(q.scale if q else (), np.float32),
-                                        "zero_points": np.array(q.zero_point if q else (), np.int32),
-                                        "quantized_dimension": q.quantized_dimension if q else 0}}
+    return {
+        "name": t.name,
+        "index": i,
+        "shape": np.array(t.shape, np.int32),
+        "shape_signature": np.array(t.shape_signature if t.shape_signature is not None else t.shape, np.int32),
+        "dtype": dtypes.to_numpy(t.type),
+        "quantization_parameters": {
+            "scales": np.array(q.scale if q else (), np.float32),
+            "zero_points": np.array(q.zero_point if q else (), np.int32),
+            "quantized_dimension": q.quantized_dimension if q else 0,
+        },
+    }
 
 
 def static_session(model, signature: str | None) -> Session:
@@ -185,8 +220,9 @@ def option_value(name: str, value):
 
 
 def _has_data(model, t) -> bool:
-    return (not t.is_variable and 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer].data.size > 0) or \
-        bool(getattr(t, "external_buffer", 0))
+    return (not t.is_variable and 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer].data.size > 0) or bool(
+        getattr(t, "external_buffer", 0)
+    )
 
 
 def tensor_doc(model, sg, i: int) -> dict | None:
@@ -196,10 +232,20 @@ def tensor_doc(model, sg, i: int) -> dict | None:
     q = t.quantization
     quant_doc = None
     if q is not None and q.is_quantized:
-        quant_doc = {"scales": [float(s) for s in q.scale], "zero_points": [int(z) for z in q.zero_point],
-                     "quantized_dimension": int(q.quantized_dimension)}
-    return {"index": i, "name": t.name, "shape": [int(d) for d in t.shape], "dtype": _type_name(t.type),
-            "quantization": quant_doc, "constant": _has_data(model, t), "variable": t.is_variable}
+        quant_doc = {
+            "scales": [float(s) for s in q.scale],
+            "zero_points": [int(z) for z in q.zero_point],
+            "quantized_dimension": int(q.quantized_dimension),
+        }
+    return {
+        "index": i,
+        "name": t.name,
+        "shape": [int(d) for d in t.shape],
+        "dtype": _type_name(t.type),
+        "quantization": quant_doc,
+        "constant": _has_data(model, t),
+        "variable": t.is_variable,
+    }
 
 
 def node_docs(model) -> list[dict]:
@@ -209,14 +255,19 @@ def node_docs(model) -> list[dict]:
         for n, op in enumerate(sg.operators):
             code = model.operator_codes[op.opcode_index]
             opts = op.builtin_options or op.builtin_options2
-            out.append({
-                "subgraph": k, "node": n, "op": code.name, "version": code.version,
-                "options_type": getattr(opts, "table", None),
-                "options": {name: option_value(name, v) for name, v in (opts or {}).items()},
-                "custom_options_bytes": len(op.custom_options),
-                "inputs": [tensor_doc(model, sg, i) for i in op.inputs],
-                "outputs": [tensor_doc(model, sg, i) for i in op.outputs],
-            })
+            out.append(
+                {
+                    "subgraph": k,
+                    "node": n,
+                    "op": code.name,
+                    "version": code.version,
+                    "options_type": getattr(opts, "table", None),
+                    "options": {name: option_value(name, v) for name, v in (opts or {}).items()},
+                    "custom_options_bytes": len(op.custom_options),
+                    "inputs": [tensor_doc(model, sg, i) for i in op.inputs],
+                    "outputs": [tensor_doc(model, sg, i) for i in op.outputs],
+                }
+            )
     return out
 
 
