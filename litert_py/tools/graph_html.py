@@ -329,6 +329,9 @@ data.subgraphs.forEach(function(sg){
    selected=g;showNode(sg,it);});});
 });
 document.body.setAttribute("data-drawn",String(document.querySelectorAll("g.node.op").length));
+var m=location.hash.match(/^#node=(\\d+):(\\d+)$/);  // a link to one node: #node=SUBGRAPH:NODE opens its panel
+if(m){var g=document.querySelector('svg[data-subgraph="'+m[1]+'"] g.node.op[data-node="'+m[2]+'"]');
+ if(g){g.dispatchEvent(new MouseEvent("click"));g.scrollIntoView();}}
 })();
 </script></body></html>
 """
