@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.runtime.profiler import _Timer
 from litert_py.schema.writer import ModelBuilder, quant
 from litert_py.tools.benchmark import Progress, stats_ms
 from tests.oracle import oracle
@@ -189,6 +190,10 @@ def test_profile_attributes_control_flow_subgraphs():
     assert loop.mean_ms >= sum(r.mean_ms for r in inner if r.subgraph in {b.subgraph for b in body}) * 0.99
     assert loop.self_ms < loop.mean_ms
     assert sum(o.total_ms for o in prof.by_op) <= prof.invoke_ms * 1.0001
+    for sub in (s for s in it._subgraphs if s is not None):  # every timer removed, in every subgraph
+        assert "_prepare_node" not in sub.__dict__
+        assert not any(isinstance(op, _Timer) for op, _, _ in sub.steps)
+        assert not any(isinstance(op, _Timer) for _, op in sub.steps_nodes)
 
 
 # -- --nodes, --summary-only ----------------------------------------------------------------------------
