@@ -48,19 +48,20 @@ class Progress:
         isatty = getattr(stream, "isatty", None)
         return not quiet and bool(isatty and isatty())
 
-    def update(self, done: int, label: str = "benchmark") -> None:
+    def update(self, done: int, label: str = "benchmark", total: int | None = None) -> None:
         if not self.enabled:
             return
         now = time.perf_counter()
         elapsed = now - self.start
-        if elapsed < self.after or (self.shown and now - self.last < 0.1 and done < self.total):
+        if elapsed < self.after or (self.shown and now - self.last < 0.1 and done < (total or self.total)):
             return
-        frac = done / self.total if self.total else 1.0
+        total = self.total if total is None else total
+        frac = done / total if total else 1.0
         if self.max_secs:
             frac = max(frac, min(1.0, elapsed / self.max_secs))
         width = 30
         fill = int(round(frac * width))
-        self.stream.write(f"\r{label} [{'#' * fill}{'.' * (width - fill)}] {done}/{self.total} runs, {elapsed:.1f} s")
+        self.stream.write(f"\r{label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} runs, {elapsed:.1f} s")
         self.stream.flush()
         self.shown, self.last = True, now
 
@@ -78,7 +79,7 @@ def benchmark(invoke, warmup: int, runs: int, max_secs: float | None, progress: 
         t0 = time.perf_counter()
         invoke()
         warm.append(time.perf_counter() - t0)
-        progress.update(k + 1, "warm-up")
+        progress.update(k + 1, "warm-up", warmup)
     times = []
     start = time.perf_counter()
     try:

@@ -16,7 +16,7 @@ import pytest
 from litert_py import Interpreter
 from litert_py.runtime.profiler import _Timer
 from litert_py.schema.writer import ModelBuilder, quant
-from litert_py.tools.benchmark import Progress, stats_ms
+from litert_py.tools.benchmark import Progress, benchmark, stats_ms
 from tests.oracle import oracle
 from tests.tools.test_run import custom_op_model, reference, run_main, two_input_model
 
@@ -109,6 +109,11 @@ def test_progress_bar_only_on_a_terminal():
     assert re.search(r"benchmark \[#{15}\.{15}\] 5/10 runs", tty.getvalue())
     bar.close()
     assert tty.getvalue().endswith("\r")
+    tty = _Tty()
+    calls = []
+    doc = benchmark(lambda: calls.append(1), 2, 4, None, Progress(tty, 4, None, enabled=True, after=0.0))
+    assert len(calls) == 6 and doc["count"] == 4 and doc["warmup"]["count"] == 2
+    assert "warm-up [" in tty.getvalue() and "] 2/2 runs" in tty.getvalue() and "] 4/4 runs" in tty.getvalue()
     quiet = Progress(tty, 10, None, enabled=True, after=3600.0)  # a run shorter than `after` shows nothing
     before = tty.getvalue()
     quiet.update(10)
