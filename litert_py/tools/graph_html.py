@@ -18,7 +18,7 @@ from .summary import _has_data, option_value
 
 LAYER_GAP = 86  # vertical distance between layers
 NODE_H = 38
-GAP = 26  # horizontal space between neighbours in a layer
+GAP = 44  # horizontal space between neighbours in a layer
 DUMMY_W = 8
 SWEEPS = 8
 
@@ -246,6 +246,17 @@ def subgraph_view(model, k: int, profile=None) -> dict:
         }
         for (a, b, i), pts in zip(edges, lines)
     ]
+    rank: dict[int, int] = {}  # a node's place in its layer: neighbours' labels sit at different heights
+    for y in {it["y"] for it in items}:
+        row = sorted((j for j, it in enumerate(items) if it["y"] == y), key=lambda j: items[j]["x"])
+        rank.update((n, place) for place, n in enumerate(row))
+    seen: set[int] = set()
+    for e in drawn:  # a tensor read by several nodes is labelled once, near its producer
+        e["show_label"] = e["tensor"] not in seen
+        seen.add(e["tensor"])
+        (x0, y0), (x1, y1) = e["points"][0], e["points"][1]
+        frac = 0.25 if rank[e["from"]] % 2 == 0 else 0.6
+        e["label_at"] = [round(x0 + (x1 - x0) * frac + 4, 1), round(y0 + (y1 - y0) * frac + 3, 1)]
     width = max((it["x"] + it["w"] / 2 for it in items), default=0) + 40
     height = max((it["y"] + NODE_H for it in items), default=0) + 30
     return {
@@ -317,7 +328,8 @@ data.subgraphs.forEach(function(sg){
  sg.edges.forEach(function(e){var g=el("g",{"class":"edge","data-tensor":e.tensor},svg);
   var d="M"+e.points.map(function(p){return p[0]+","+p[1];}).join("L");
   el("path",{d:d,"marker-end":"url(#arrow"+sg.index+")"},g);
-  var a=e.points[0],b=e.points[1];var t=el("text",{x:(a[0]+b[0])/2+4,y:(a[1]+b[1])/2+3},g);t.textContent=e.label;
+  el("title",{},g).textContent=e.label;
+  if(e.show_label){var t=el("text",{x:e.label_at[0],y:e.label_at[1]},g);t.textContent=e.label;}
   g.addEventListener("click",function(){showTensor(sg,e.tensor);});});
  sg.items.forEach(function(it){var g=el("g",{"class":"node "+(it.kind==="op"?"op":"io"),
    "data-node":it.kind==="op"?it.node:"t"+it.tensor},svg);

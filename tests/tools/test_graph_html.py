@@ -81,6 +81,7 @@ def test_graph_every_subgraph(capsys, tmp_path):
     out, stdout = make_page(capsys, tmp_path, WHILE_MODEL)
     model = read_model(WHILE_MODEL)
     subs = page_data(out)["subgraphs"]
+    assert [sg["index"] for sg in subs] == list(range(len(model.subgraphs)))
     assert [sum(it["kind"] == "op" for it in sg["items"]) for sg in subs] == [len(s.operators) for s in model.subgraphs]
     assert f"{sum(len(s.operators) for s in model.subgraphs)} nodes in {len(model.subgraphs)} subgraphs" in stdout
     for sg in subs:
@@ -148,6 +149,8 @@ def test_chromium_draws_every_node(capsys, tmp_path, model):
     dom = p.stdout
     assert len(re.findall(r'<g class="node op( selected)?"', dom)) == n_ops  # drawn by the page's script
     assert f'data-drawn="{n_ops}"' in dom
+    headings = re.findall(r"<h2>Subgraph (\d+)", dom)
+    assert headings == [str(k) for k in range(len(read_model(model).subgraphs))]
     assert len(re.findall(r'<g class="edge"', dom)) == sum(len(sg["edges"]) for sg in page_data(out)["subgraphs"])
     for op in set(BUNDLED_OPS if model == BUNDLED else ["WHILE"]):
         assert f">{op}</text>" in dom
