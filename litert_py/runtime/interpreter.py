@@ -374,3 +374,14 @@ class Interpreter:
         return {"arena_bytes": sub.plan.arena_bytes, "lower_bound": sub.plan.lower_bound,
                 "aligned_lower_bound": sub.plan.aligned_lower_bound,
                 "planned_tensors": len(sub.plan.offsets), "efficiency": sub.plan.efficiency}
+
+    def profile(self, runs: int = 10, warmup: int = 1):
+        """Time every node over ``runs`` invokes after ``warmup`` untimed ones (inputs as currently set);
+        returns a :class:`litert_py.runtime.profiler.Profile` (per-node records and a by-op summary). The
+        timers are removed afterwards: plain ``invoke()`` is not slowed."""
+        from .profiler import profile
+
+        self._ensure_safe()
+        if not self._subgraph(0).allocated:
+            raise RuntimeError("Invoke called on model that is not ready.")
+        return profile(self, runs=runs, warmup=warmup)
