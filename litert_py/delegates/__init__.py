@@ -61,8 +61,9 @@ class Partition:
     delegate must leave the output infos with their shapes set, e.g. through :meth:`infer_shapes`).
     """
 
-    def __init__(self, runtime, nodes: list, inputs: list[int], outputs: list[int], tensors: dict,
-                 num_threads: int = 1):
+    def __init__(
+        self, runtime, nodes: list, inputs: list[int], outputs: list[int], tensors: dict, num_threads: int = 1
+    ):
         self._runtime = runtime
         self.nodes = nodes
         self.inputs = inputs

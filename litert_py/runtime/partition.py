@@ -52,8 +52,9 @@ def _epochs(ins: Sequence[Sequence[int]], outs: Sequence[Sequence[int]], support
     return subsets
 
 
-def partition_nodes(ins: Sequence[Sequence[int]], outs: Sequence[Sequence[int]], supported: Sequence[bool],
-                    min_nodes: int = 1) -> list[Subset]:
+def partition_nodes(
+    ins: Sequence[Sequence[int]], outs: Sequence[Sequence[int]], supported: Sequence[bool], min_nodes: int = 1
+) -> list[Subset]:
     """Subsets of node positions, in an execution order: supported subsets have >= ``min_nodes`` nodes."""
     supported = list(supported)
     subsets = _epochs(ins, outs, supported)
@@ -117,8 +118,11 @@ def _foldable(runtime, nodes) -> set[int]:
         ins = [i for i in node.operator.inputs if i >= 0]
         if node.kernel is None or node.kernel.stateful or not ins or not all(i in known for i in ins):
             continue
-        infos = {i: runtime._info(i) for i in list(node.operator.inputs) + list(node.operator.outputs)
-                 + list(node.operator.intermediates) if i >= 0}
+        infos = {
+            i: runtime._info(i)
+            for i in list(node.operator.inputs) + list(node.operator.outputs) + list(node.operator.intermediates)
+            if i >= 0
+        }
         for i in ins:
             infos[i].data = known[i]
         try:
@@ -161,8 +165,12 @@ def apply_delegates(runtime, nodes: list, delegates: Sequence) -> list:
             flags.append(ok)
         if not any(flags):
             continue
-        subsets = partition_nodes([n.operator.inputs for n in nodes], [n.operator.outputs for n in nodes], flags,
-                                  getattr(delegate, "min_nodes", 1))
+        subsets = partition_nodes(
+            [n.operator.inputs for n in nodes],
+            [n.operator.outputs for n in nodes],
+            flags,
+            getattr(delegate, "min_nodes", 1),
+        )
         new_nodes, new_foldable = [], set()
         for s in subsets:
             if not s.supported:
@@ -173,8 +181,11 @@ def apply_delegates(runtime, nodes: list, delegates: Sequence) -> list:
                 continue
             ins, outs = subset_io(nodes, s.nodes, runtime.sg.outputs)
             members = [nodes[k] for k in s.nodes]
-            index = n_model + sum(isinstance(n, DelegateNode) for n in nodes) + \
-                sum(isinstance(n, DelegateNode) for n in new_nodes)
+            index = (
+                n_model
+                + sum(isinstance(n, DelegateNode) for n in nodes)
+                + sum(isinstance(n, DelegateNode) for n in new_nodes)
+            )
             dnode = DelegateNode(index, delegate_operator(ins, outs), delegate, members)
             stateful = any(m.kernel is None or m.kernel.stateful for m in members)
             dnode.kernel = KernelEntry(_partition_prepare(runtime, dnode), stateful=stateful)
@@ -196,8 +207,9 @@ def _partition_prepare(runtime, dnode: DelegateNode):
             for i in list(m.operator.inputs) + list(m.operator.outputs) + list(m.operator.intermediates):
                 if i >= 0 and i not in tensors:
                     tensors[i] = runtime._info(i)
-        part = Partition(runtime, dnode.members, list(dnode.operator.inputs), list(dnode.operator.outputs),
-                         tensors, ctx.num_threads)
+        part = Partition(
+            runtime, dnode.members, list(dnode.operator.inputs), list(dnode.operator.outputs), tensors, ctx.num_threads
+        )
         return dnode.delegate.prepare(part)
 
     return prepare
@@ -206,4 +218,4 @@ def _partition_prepare(runtime, dnode: DelegateNode):
 def expand(nodes: list, dnode: DelegateNode) -> list:
     """The node list with ``dnode`` replaced by the nodes it claimed (its fallback)."""
     k = nodes.index(dnode)
-    return nodes[:k] + list(dnode.members) + nodes[k + 1:]
+    return nodes[:k] + list(dnode.members) + nodes[k + 1 :]

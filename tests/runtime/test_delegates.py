@@ -199,8 +199,9 @@ def test_dynamic_shapes_reprepare_the_partition():
 
 def test_preserve_all_tensors_sees_partition_inputs_and_outputs():
     x = np.ones((2, 3), np.float32)
-    it, _ = _run(_chain(["ADD", "MUL", "ADD"]), x, experimental_delegates=[AddDelegate()],
-                 experimental_preserve_all_tensors=True)
+    it, _ = _run(
+        _chain(["ADD", "MUL", "ADD"]), x, experimental_delegates=[AddDelegate()], experimental_preserve_all_tensors=True
+    )
     np.testing.assert_array_equal(it.get_tensor(1), 2 * x)  # y0: output of the first partition
     np.testing.assert_array_equal(it.get_tensor(2), 2 * x)  # y1: MUL's output, input of the second
 

@@ -1,0 +1,118 @@
+"""The ONNX Runtime delegate: each claimed partition runs as one ``onnxruntime.InferenceSession``.
+
+    from litert_py import Interpreter, load_delegate
+    it = Interpreter(model_path="model.tflite", experimental_delegates=[load_delegate("onnxruntime")])
+
+Options (``load_delegate("onnxruntime", {...})``):
+
+- ``providers``: ONNX Runtime execution providers, in order (default ``["CPUExecutionProvider"]``; e.g.
+  ``["CUDAExecutionProvider", "CPUExecutionProvider"]`` on a GPU machine).
+- ``num_threads``: intra-op threads of each session (default: the Interpreter's ``num_threads``).
+- ``min_nodes``: the smallest partition to claim (default 1).
+- ``graph_optimization_level``: 0 (disable), 1 (basic), 2 (extended), 99 (all, default).
+- ``allow_inexact_quantized``: accepted for forward compatibility; quantized nodes are not lowered yet, so
+  they always stay on litert_py's bit-exact kernels.
+
+Claimed: float32 nodes of the ops in :mod:`litert_py.delegates.onnx_lowering` whose weights, shapes, axes and
+paddings are constants. Needs the ``onnxruntime`` extra (``pip install litert-py[onnxruntime]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import Delegate
+
+EXTRA_HINT = "the ONNX Runtime delegate needs onnxruntime and onnx: pip install 'litert-py[onnxruntime]'"
+
+
+def _import_backends():
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime
+    except ImportError as e:
+        err = ImportError(f"{EXTRA_HINT} ({e})")
+        err.litert_py_extra = "onnxruntime"
+        raise err from e
+    return onnxruntime
+
+
+@dataclass(frozen=True, eq=False)
+class OrtPartition:
+    """The prepared op of one partition: feeds its non-constant inputs, copies the session's outputs."""
+
+    session: object
+    feed_names: tuple[str, ...]
+    feed_positions: tuple[int, ...]  # positions in the partition's inputs
+    output_names: tuple[str, ...]
+
+    def __call__(self, inputs, outputs) -> None:
+        feeds = {n: inputs[k] for n, k in zip(self.feed_names, self.feed_positions)}
+        results = self.session.run(self.output_names, feeds)
+        for dst, src in zip(outputs, results):
+            np.copyto(dst, src, casting="no")
+
+
+class OnnxRuntimeDelegate(Delegate):
+    name = "OnnxRuntimeDelegate"
+
+    def __init__(self, options: dict | None = None):
+        super().__init__(options)
+        self._ort = _import_backends()
+        known = {"providers", "num_threads", "min_nodes", "graph_optimization_level", "allow_inexact_quantized"}
+        unknown = set(self.options) - known
+        if unknown:
+            raise ValueError(f"unknown onnxruntime delegate options: {sorted(unknown)} (known: {sorted(known)})")
+        self.providers = list(self.options.get("providers") or ["CPUExecutionProvider"])
+        available = set(self._ort.get_available_providers())
+        missing = [p for p in self.providers if p not in available]
+        if missing:
+            raise ValueError(f"onnxruntime providers {missing} are not available here (available: {sorted(available)})")
+        self.min_nodes = int(self.options.get("min_nodes", 1))
+        self.allow_inexact_quantized = bool(self.options.get("allow_inexact_quantized", False))
+        self.num_threads = self.options.get("num_threads")
+        self.optimization_level = int(self.options.get("graph_optimization_level", 99))
+        self.sessions_built = 0
+
+    def supports(self, node, ctx) -> bool:
+        from .onnx_lowering import lowerable
+
+        return lowerable(node, ctx)
+
+    def prepare(self, partition):
+        from .onnx_lowering import build_model
+
+        partition.infer_shapes()  # litert_py's prepare of each node: checks and every inner shape
+        lower_nodes = [(n, partition.context(n)) for n in partition.nodes]
+        for o in partition.outputs:
+            if partition.tensors[o].dynamic:
+                raise ValueError(f"tensor {o} has a value-dependent shape")
+        model, feeds = build_model(partition, lower_nodes)
+        ort = self._ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = int(self.num_threads or partition.num_threads or 1)
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        levels = {
+            0: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            2: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            99: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }
+        so.graph_optimization_level = levels.get(self.optimization_level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        session = ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=self.providers)
+        self.sessions_built += 1
+        positions = {t: k for k, t in enumerate(partition.inputs)}
+        return OrtPartition(
+            session,
+            tuple(f"t{i}" for i in feeds),
+            tuple(positions[i] for i in feeds),
+            tuple(f"t{o}" for o in partition.outputs),
+        )
+
+
+def create_delegate(options: dict | None = None) -> OnnxRuntimeDelegate:
+    """Entry point of the ``litert_py.delegates`` group (``load_delegate("onnxruntime", options)``)."""
+    return OnnxRuntimeDelegate(options)
