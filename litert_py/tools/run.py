@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--signature", metavar="KEY", help="run through the SignatureDef KEY (its input/output names)")
     p.add_argument("--preserve-all-tensors", action="store_true",
                    help="Interpreter(experimental_preserve_all_tensors=True): no arena reuse")
+    p.add_argument("--delegate", action="append", default=[], metavar="NAME",
+                   help="Interpreter(experimental_delegates=[load_delegate(NAME)]), e.g. onnxruntime (repeatable)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the timing line")
     p.add_argument("--json", action="store_true", help="print one JSON object (summary, outputs, timings)")
     p.add_argument("--version", action="version", version=f"{PROG} (litert_py {__version__})")
@@ -307,9 +309,20 @@ def open_session(model_path: str, args) -> Session:
         raise ModelError(f"cannot open model '{model_path}': no such file")
     if os.path.isdir(model_path):
         raise ModelError(f"cannot open model '{model_path}': it is a directory")
+    delegates = []
+    for name in getattr(args, "delegate", None) or []:
+        from litert_py import load_delegate
+
+        try:
+            delegates.append(load_delegate(name))
+        except ImportError as e:
+            raise ModelError(f"cannot load delegate {name!r}: {_one_line(e)}") from None
+        except ValueError as e:
+            raise UsageError(f"cannot load delegate {name!r}: {_one_line(e)}") from None
     try:
         it = Interpreter(model_path=model_path, num_threads=args.num_threads,
-                         experimental_preserve_all_tensors=args.preserve_all_tensors)
+                         experimental_preserve_all_tensors=args.preserve_all_tensors,
+                         experimental_delegates=delegates or None)
     except (LiteRTError, ValueError, RuntimeError, OSError) as e:
         raise ModelError(f"cannot load model '{model_path}': {_one_line(e)}") from None
     full = it._get_full_signature_list()

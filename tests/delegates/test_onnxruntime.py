@@ -289,3 +289,12 @@ def test_core_never_imports_onnxruntime():
 
     code = "import sys, litert_py; litert_py.Interpreter; assert 'onnxruntime' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_tflite_run_delegate_flag(capsys):
+    from litert_py.tools.run import main
+
+    model = str(CORPUS / "tflite_micro__sine_float.tflite")
+    assert main([model, "--delegate", "onnxruntime", "--json"]) == 0
+    assert main([model, "--delegate", "no_such_delegate_module"]) == 2
+    assert "cannot load delegate 'no_such_delegate_module'" in capsys.readouterr().err
