@@ -325,6 +325,10 @@ class Interpreter:
     def _get_op_details(self, op_index) -> dict:
         sub = self._subgraph(0)
         ops = sub.sg.operators
+        if isinstance(op_index, (int, np.integer)) and op_index >= len(ops):
+            for d in self._delegate_op_details():
+                if d["index"] == op_index:
+                    return d
         if not isinstance(op_index, (int, np.integer)) or not 0 <= op_index < len(ops):
             raise ValueError("Invalid node index")
         op = ops[op_index]
@@ -342,14 +346,18 @@ class Interpreter:
     def _get_ops_details(self) -> list[dict]:
         """Every node of the model, then one ``DELEGATE`` entry per delegated partition (as LiteRT lists them)."""
         sub = self._subgraph(0)
-        out = [self._get_op_details(k) for k in range(len(sub.sg.operators))]
+        return [self._get_op_details(k) for k in range(len(sub.sg.operators))] + self._delegate_op_details()
+
+    def _delegate_op_details(self) -> list[dict]:
+        sub = self._subgraph(0)
+        out = []
         for node in sub.nodes:
-            if node.code.builtin_code == 51 and hasattr(node, "members"):  # BuiltinOperator.DELEGATE
-                types = [dtypes.to_numpy(sub.sg.tensors[i].type) for i in node.operator.inputs]
-                out.append({"index": node.index, "op_name": "DELEGATE",
-                            "inputs": np.array(node.operator.inputs, dtype=np.int32),
-                            "outputs": np.array(node.operator.outputs, dtype=np.int32), "operand_types": types,
-                            "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in node.operator.outputs]})
+            if hasattr(node, "members"):  # a delegate's partition (runtime.partition.DelegateNode)
+                ins, outs = node.operator.inputs, node.operator.outputs
+                out.append({"index": node.index, "op_name": "DELEGATE", "inputs": np.array(ins, dtype=np.int32),
+                            "outputs": np.array(outs, dtype=np.int32),
+                            "operand_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in ins],
+                            "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in outs]})
         return out
 
     # -- signatures -------------------------------------------------------------------------------

@@ -82,6 +82,9 @@ def test_toy_add_delegate_runs_its_kernel_and_matches():
     assert [o["op_name"] for o in ops] == ["ADD", "ADD", "MUL", "ADD", "DELEGATE", "DELEGATE"]
     assert [o["index"] for o in ops[4:]] == [4, 5]
     assert list(ops[4]["inputs"]) == [0] and list(ops[4]["outputs"]) == [2]
+    assert it._get_op_details(5)["op_name"] == "DELEGATE"
+    with pytest.raises(ValueError, match="Invalid node index"):
+        it._get_op_details(6)
 
 
 def test_min_nodes_leaves_small_partitions_to_builtin_kernels():
