@@ -72,9 +72,9 @@ class Partition:
         self.num_threads = num_threads
         self.subgraph_index = runtime.index
 
-    def context(self, node):
-        """The OpContext of ``node`` over this partition's tensors."""
-        return self._runtime._context(node, self.tensors)
+    def context(self, node, tensors: dict | None = None):
+        """The OpContext of ``node`` over this partition's tensors (or over ``tensors``, e.g. float views)."""
+        return self._runtime._context(node, self.tensors if tensors is None else tensors)
 
     def infer_shapes(self) -> list[Any]:
         """Run litert_py's own prepare of every node in order, setting the shapes of every tensor of the

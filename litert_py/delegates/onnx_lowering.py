@@ -34,6 +34,7 @@ class GraphBuilder:
 
         self.helper, self.numpy_helper = helper, numpy_helper
         self.tensors = tensors
+        self.alias: dict[int, str] = {}  # a quantized node's output: its float value before QuantizeLinear
         self.nodes: list = []
         self.initializers: list = []
         self._inits: set[str] = set()
@@ -45,7 +46,7 @@ class GraphBuilder:
 
     def const(self, array, hint: str = "c") -> str:
         name = self.fresh(hint)
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(self.numpy_helper.from_array(np.array(array, order="C"), name))  # keeps 0-d
         return name
 
     def ints(self, values) -> str:
@@ -53,6 +54,8 @@ class GraphBuilder:
 
     def t(self, i: int) -> str:
         """The value of TFLite tensor ``i`` (an initializer when it is constant)."""
+        if i in self.alias:
+            return self.alias[i]
         name = f"t{i}"
         info = self.tensors[i]
         if info.data is not None and name not in self._inits:
@@ -390,7 +393,15 @@ def lower_split(g: GraphBuilder, node, ctx) -> None:
     )
 
 
+def lower_identity(g: GraphBuilder, node, ctx) -> None:
+    """QUANTIZE and DEQUANTIZE in a quantized partition: identities on the float values (the QuantizeLinear /
+    DequantizeLinear pair around the node does the work)."""
+    g.node("Identity", [g.t(node.operator.inputs[0])], g.t(node.operator.outputs[0]))
+
+
 LOWERINGS = {
+    B.QUANTIZE: lower_identity,
+    B.DEQUANTIZE: lower_identity,
     B.CONV_2D: lower_conv,
     B.DEPTHWISE_CONV_2D: lower_conv,
     B.TRANSPOSE_CONV: lower_transpose_conv,
@@ -494,18 +505,40 @@ def lowerable(node, ctx) -> bool:
     return True
 
 
-def build_model(part, lower_nodes):
-    """The ONNX ModelProto of a partition: graph inputs are its non-constant inputs, outputs its outputs."""
+def _qparams(g: GraphBuilder, info) -> list[str]:
+    return [g.const(np.float32(info.scale), "s"), g.const(np.array(info.zero_point, info.dtype), "z")]
+
+
+def build_model(part, lower_nodes, float_tensors=None):
+    """The ONNX ModelProto of a partition: graph inputs are its non-constant inputs, outputs its outputs.
+
+    ``float_tensors``: for a partition with quantized (int8/uint8) tensors, their float views
+    (onnx_quant.float_view); the graph then reads quantized inputs through DequantizeLinear and requantizes every
+    quantized node output with a QuantizeLinear / DequantizeLinear pair (ONNX Runtime's QDQ form)."""
     from onnx import TensorProto, helper
 
-    g = GraphBuilder(part.tensors)
+    from .onnx_quant import is_quantized
+
+    g = GraphBuilder(float_tensors or part.tensors)
+    quantized = {i for i, t in part.tensors.items() if is_quantized(t) and t.data is None}
+    for i in part.inputs:
+        if i in quantized:
+            g.node("DequantizeLinear", [f"q{i}", *_qparams(g, part.tensors[i])], f"t{i}")
     for node, ctx in lower_nodes:
+        outs = [o for o in node.operator.outputs if o in quantized]
+        for o in outs:
+            g.alias[o] = g.fresh("pre")
         LOWERINGS[node.code.builtin_code](g, node, ctx)
+        for o in outs:
+            pre = g.alias.pop(o)
+            q = g.node("QuantizeLinear", [pre, *_qparams(g, part.tensors[o])], f"q{o}")
+            g.node("DequantizeLinear", [q, *_qparams(g, part.tensors[o])], f"t{o}")
 
     def value_info(i):
         info = part.tensors[i]
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
-        return helper.make_tensor_value_info(f"t{i}", elem if elem else TensorProto.FLOAT, list(info.shape))
+        name = f"q{i}" if i in quantized else f"t{i}"
+        return helper.make_tensor_value_info(name, elem if elem else TensorProto.FLOAT, list(info.shape))
 
     feeds = [i for i in part.inputs if part.tensors[i].data is None]
     graph = helper.make_graph(
@@ -517,4 +550,8 @@ def build_model(part, lower_nodes):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="litert_py")
     model.ir_version = 8
-    return model, feeds
+    return (
+        model,
+        [(f"q{i}" if i in quantized else f"t{i}", i) for i in feeds],
+        [f"q{o}" if o in quantized else f"t{o}" for o in part.outputs],
+    )

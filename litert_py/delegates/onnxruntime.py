@@ -10,8 +10,9 @@ Options (``load_delegate("onnxruntime", {...})``):
 - ``num_threads``: intra-op threads of each session (default: the Interpreter's ``num_threads``).
 - ``min_nodes``: the smallest partition to claim (default 1).
 - ``graph_optimization_level``: 0 (disable), 1 (basic), 2 (extended), 99 (all, default).
-- ``allow_inexact_quantized``: accepted for forward compatibility; quantized nodes are not lowered yet, so
-  they always stay on litert_py's bit-exact kernels.
+- ``allow_inexact_quantized``: also claim int8/uint8 nodes (default False: they stay on litert_py's bit-exact
+  kernels). They run as float ops between QuantizeLinear/DequantizeLinear pairs (onnx_quant), which round
+  differently from LiteRT's fixed-point kernels: outputs differ by a few quantization steps.
 
 Claimed: float32 nodes of the ops in :mod:`litert_py.delegates.onnx_lowering` whose weights, shapes, axes and
 paddings are constants. Needs the ``onnxruntime`` extra (``pip install litert-py[onnxruntime]``).
@@ -78,18 +79,26 @@ class OnnxRuntimeDelegate(Delegate):
 
     def supports(self, node, ctx) -> bool:
         from .onnx_lowering import lowerable
+        from .onnx_quant import float_context, quantized_supported
 
-        return lowerable(node, ctx)
+        if lowerable(node, ctx):
+            return True
+        return self.allow_inexact_quantized and quantized_supported(node, ctx) and lowerable(node, float_context(ctx))
 
     def prepare(self, partition):
         from .onnx_lowering import build_model
+        from .onnx_quant import float_view, is_quantized
 
         partition.infer_shapes()  # litert_py's prepare of each node: checks and every inner shape
-        lower_nodes = [(n, partition.context(n)) for n in partition.nodes]
         for o in partition.outputs:
             if partition.tensors[o].dynamic:
                 raise ValueError(f"tensor {o} has a value-dependent shape")
-        model, feeds = build_model(partition, lower_nodes)
+        float_tensors = None
+        if any(is_quantized(t) for t in partition.tensors.values()):
+            float_tensors = {i: float_view(t) for i, t in partition.tensors.items()}
+        tensors = float_tensors or partition.tensors
+        lower_nodes = [(n, partition.context(n, tensors)) for n in partition.nodes]
+        model, feeds, output_names = build_model(partition, lower_nodes, float_tensors)
         ort = self._ort
         so = ort.SessionOptions()
         so.intra_op_num_threads = int(self.num_threads or partition.num_threads or 1)
@@ -106,10 +115,7 @@ class OnnxRuntimeDelegate(Delegate):
         self.sessions_built += 1
         positions = {t: k for k, t in enumerate(partition.inputs)}
         return OrtPartition(
-            session,
-            tuple(f"t{i}" for i in feeds),
-            tuple(positions[i] for i in feeds),
-            tuple(f"t{o}" for o in partition.outputs),
+            session, tuple(n for n, _ in feeds), tuple(positions[i] for _, i in feeds), tuple(output_names)
         )
 
 
