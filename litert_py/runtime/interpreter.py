@@ -147,9 +147,7 @@ class Interpreter:
             raise unsupported_op_error(missing)
         self._subgraph(0)
         self._views: list[weakref.ref] = []
-        for d in self._delegates:
-            if hasattr(d, "supports"):
-                continue
+        for d in self._delegates:  # an object with apply(interpreter) (the earlier interface) is still called
             apply = getattr(d, "apply", None)
             if apply is not None:
                 apply(self)

@@ -233,7 +233,11 @@ def test_legacy_apply_delegate_still_called():
         def apply(self, interpreter):
             seen.append(interpreter)
 
+    class LegacySubclass(Delegate):  # the earlier base class: only apply() overridden
+        def apply(self, interpreter):
+            seen.append(interpreter)
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        it = Interpreter(model_content=_chain(["ADD"]), experimental_delegates=[Legacy()])
-    assert seen == [it]
+        it = Interpreter(model_content=_chain(["ADD"]), experimental_delegates=[Legacy(), LegacySubclass()])
+    assert seen == [it, it]
