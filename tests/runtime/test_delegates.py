@@ -241,3 +241,26 @@ def test_legacy_apply_delegate_still_called():
         warnings.simplefilter("error")
         it = Interpreter(model_content=_chain(["ADD"]), experimental_delegates=[Legacy(), LegacySubclass()])
     assert seen == [it, it]
+
+
+def test_partition_after_a_value_dependent_shape_is_prepared_at_invoke():
+    b = ModelBuilder()
+    x = b.input("x", (6,), np.float32)
+    s = b.input("s", (2,), np.int32)
+    y = b.tensor("y", (2, 3), np.float32)
+    z = b.tensor("z", (2, 3), np.float32)
+    w = b.tensor("w", (2, 3), np.float32)
+    b.op("RESHAPE", [x, s], [y])  # the output shape is the value of s: known at invoke only
+    b.op("ADD", [y, y], [z])
+    b.op("ADD", [z, y], [w])
+    b.output(w)
+    d = AddDelegate()
+    it = Interpreter(model_content=b.build(), experimental_delegates=[d])
+    it.allocate_tensors()
+    xv = np.arange(6, dtype=np.float32)
+    for shape in ([2, 3], [3, 2], [3, 2]):
+        it.set_tensor(0, xv)
+        it.set_tensor(1, np.array(shape, np.int32))
+        it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), 3 * xv.reshape(shape))
+    assert d.prepared == [((2, 3),), ((3, 2),)]  # prepared again only when the shape changed
