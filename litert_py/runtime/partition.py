@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..schema.model import BuiltinOperator, Operator, OperatorCode
 
 
@@ -219,3 +221,41 @@ def expand(nodes: list, dnode: DelegateNode) -> list:
     """The node list with ``dnode`` replaced by the nodes it claimed (its fallback)."""
     k = nodes.index(dnode)
     return nodes[:k] + list(dnode.members) + nodes[k + 1 :]
+
+
+@dataclass(frozen=True, eq=False)
+class BuiltinChain:
+    """A partition run on litert_py's own kernels, node after node (the fallback of a partition that failed to
+    prepare while the subgraph was already invoking, after a value-dependent shape)."""
+
+    steps: tuple  # (prepared op, input indices, output indices)
+    shapes: dict  # internal tensor index -> (shape, dtype)
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+    def __call__(self, inputs, outputs) -> None:
+        env = dict(zip(self.inputs, inputs))
+        for op, ins, outs in self.steps:
+            arrays = [np.zeros(*self.shapes[o]) if o >= 0 else None for o in outs]
+            op([env[i] if i >= 0 else None for i in ins], arrays)
+            env.update((o, a) for o, a in zip(outs, arrays) if o >= 0)
+        for k, o in enumerate(self.outputs):
+            if outputs[k].shape == env[o].shape:
+                outputs[k][...] = env[o]
+            else:
+                outputs[k] = env[o]
+
+
+def builtin_chain(runtime, dnode: DelegateNode, ctx) -> BuiltinChain:
+    from ..delegates import Partition
+
+    tensors = dict(zip(dnode.operator.inputs, ctx.inputs)) | dict(zip(dnode.operator.outputs, ctx.outputs))
+    for m in dnode.members:
+        for i in list(m.operator.inputs) + list(m.operator.outputs) + list(m.operator.intermediates):
+            if i >= 0 and i not in tensors:
+                tensors[i] = runtime._info(i)
+    part = Partition(runtime, dnode.members, list(dnode.operator.inputs), list(dnode.operator.outputs), tensors)
+    ops = part.infer_shapes()
+    shapes = {o: (tensors[o].shape, tensors[o].dtype) for m in dnode.members for o in m.operator.outputs if o >= 0}
+    steps = tuple((op, tuple(m.operator.inputs), tuple(m.operator.outputs)) for op, m in zip(ops, dnode.members))
+    return BuiltinChain(steps, shapes, tuple(dnode.operator.inputs), tuple(dnode.operator.outputs))

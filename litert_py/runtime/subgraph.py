@@ -235,6 +235,18 @@ class SubgraphRuntime:
         self.nodes = expand(self.nodes, node)
         return True
 
+    def _late_fall_back(self, node, infos, error: Exception):
+        """A partition prepared during invoke failed: its nodes run on litert_py's kernels, one after another."""
+        from .partition import DelegateNode, builtin_chain
+
+        if not isinstance(node, DelegateNode) or any(m.kernel is None for m in node.members):
+            raise error
+        import warnings
+
+        warnings.warn(f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
+                      f"litert_py's kernels instead: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=4)
+        return builtin_chain(self, node, self._context(node, infos))
+
     @staticmethod
     def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
         """Refuse a node whose declared tensors alone exceed the memory limit, before its kernel allocates
@@ -412,7 +424,10 @@ class SubgraphRuntime:
                 cached = self._deferred_cache.get(node.index)
                 if cached is None or cached[0] != key:
                     infos = self._late_infos(operator)
-                    prepared = self._prepare_node(node, infos)
+                    try:
+                        prepared = self._prepare_node(node, infos)
+                    except Exception as e:
+                        prepared = self._late_fall_back(node, infos, e)
                     cached = (key, prepared, {o: infos[o] for o in operator.outputs if o >= 0})
                     self._deferred_cache[node.index] = cached
                     for o, info in cached[2].items():

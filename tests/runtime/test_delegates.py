@@ -264,3 +264,22 @@ def test_partition_after_a_value_dependent_shape_is_prepared_at_invoke():
         it.invoke()
         np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), 3 * xv.reshape(shape))
     assert d.prepared == [((2, 3),), ((3, 2),)]  # prepared again only when the shape changed
+
+
+def test_partition_prepared_at_invoke_falls_back_too():
+    b = ModelBuilder()
+    x = b.input("x", (6,), np.float32)
+    s = b.input("s", (2,), np.int32)
+    y, z, w = (b.tensor(n, (2, 3), np.float32) for n in "yzw")
+    b.op("RESHAPE", [x, s], [y])
+    b.op("ADD", [y, y], [z])
+    b.op("ADD", [z, y], [w])
+    b.output(w)
+    it = Interpreter(model_content=b.build(), experimental_delegates=[AddDelegate(fail=True)])
+    it.allocate_tensors()
+    xv = np.arange(6, dtype=np.float32)
+    it.set_tensor(0, xv)
+    it.set_tensor(1, np.array([3, 2], np.int32))
+    with pytest.warns(RuntimeWarning, match="failed to prepare"):
+        it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), 3 * xv.reshape(3, 2))
