@@ -382,13 +382,20 @@ def lower_gather(g: GraphBuilder, node, ctx) -> None:
 
 
 def lower_split(g: GraphBuilder, node, ctx) -> None:
-    """SPLIT (axis input first) into equal parts."""
-    rank = len(ctx.inputs[1].shape)
-    axis = int(np.asarray(ctx.inputs[0].data).reshape(-1)[0]) % rank
+    """SPLIT (axis, x) and SPLIT_V (x, size_splits, axis): ONNX Split with the output sizes."""
+    if node.code.builtin_code == B.SPLIT:
+        x_pos, axis_info = 1, ctx.inputs[0]
+    else:
+        x_pos, axis_info = 0, ctx.inputs[2]
+    rank = len(ctx.inputs[x_pos].shape)
+    axis = int(np.asarray(axis_info.data).reshape(-1)[0]) % rank
     sizes = [t.shape[axis] for t in ctx.outputs]
     g.nodes.append(
         g.helper.make_node(
-            "Split", [g.t(node.operator.inputs[1]), g.ints(sizes)], [g.t(o) for o in node.operator.outputs], axis=axis
+            "Split",
+            [g.t(node.operator.inputs[x_pos]), g.ints(sizes)],
+            [g.t(o) for o in node.operator.outputs],
+            axis=axis,
         )
     )
 
@@ -434,6 +441,7 @@ LOWERINGS = {
     B.STRIDED_SLICE: lower_strided_slice,
     B.GATHER: lower_gather,
     B.SPLIT: lower_split,
+    B.SPLIT_V: lower_split,
 }
 
 #: Input positions that must be constant (weights, shapes, axes, paddings, ...) for the lowering above.
@@ -456,6 +464,7 @@ CONSTANT_INPUTS = {
     B.SLICE: (1, 2),
     B.STRIDED_SLICE: (1, 2, 3),
     B.SPLIT: (0,),
+    B.SPLIT_V: (1, 2),
     B.RESIZE_BILINEAR: (1,),
     B.RESIZE_NEAREST_NEIGHBOR: (1,),
 }

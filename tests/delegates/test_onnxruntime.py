@@ -82,13 +82,16 @@ def test_corpus_float_models_match_without_the_delegate(name):
 
 
 def _model(op, ins, options=None, version=1, dtype=np.float32, shape=None):
-    """A single-op model whose declared output shape is the one litert_py's prepare computes (or ``shape``)."""
+    """A single-op model whose declared output shapes are the ones litert_py's prepare computes (or ``shape``)."""
+    n_out = (options or {}).get("num_splits", 1)
     if shape is None:
-        probe = single_op_model(op, ins, [T((1,), dtype)], options, version=version)
+        probe = single_op_model(op, ins, [T((1,), dtype) for _ in range(n_out)], options, version=version)
         it = Interpreter(model_content=probe)
         it.allocate_tensors()
-        shape = tuple(it.get_output_details()[0]["shape"])
-    return single_op_model(op, ins, [T(shape, dtype)], options, version=version)
+        shapes = [tuple(d["shape"]) for d in it.get_output_details()]
+    else:
+        shapes = [shape]
+    return single_op_model(op, ins, [T(s, dtype) for s in shapes], options, version=version)
 
 
 rng = np.random.default_rng(1)
@@ -204,6 +207,11 @@ CASES = {
             T.const(np.array([1, 2, -3, 1], np.int32)),
         ],
         {"begin_mask": 1, "end_mask": 8, "shrink_axis_mask": 1},
+    ),
+    "split-v": (
+        "SPLIT_V",
+        [X4, T.const(np.array([2, -1, 3], np.int32)), T.const(np.array([2], np.int32))],
+        {"num_splits": 3},
     ),
     "gather-axis1": ("GATHER", [X4, T.const(np.array([3, 0, 8], np.int32))], {"axis": 1}),
     **{
