@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """litert_py + the ONNX Runtime delegate vs LiteRT's default CPU path (XNNPACK), same run, 1 thread.
 
-    python tools/bench_delegate.py [MODEL.tflite ...] [--repeats 7] [--min-ms 1.0]
+    python tools/bench_delegate.py [MODEL.tflite ...] [--repeats 7] [--min-ms 1.0] [--allow-inexact-quantized]
 
 Default models: the float models vendored in tests/corpus/. For each model prints the median process CPU
 time per invoke of litert_py + ORT, LiteRT (default resolver: XNNPACK) and litert_py alone, the ratio
@@ -62,6 +62,7 @@ def main() -> int:
     ap.add_argument("models", nargs="*")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--min-ms", type=float, default=1.0)
+    ap.add_argument("--allow-inexact-quantized", action="store_true", help="let ORT claim int8/uint8 nodes too")
     a = ap.parse_args()
     from ai_edge_litert.interpreter import Interpreter as LiteRT
 
@@ -69,7 +70,8 @@ def main() -> int:
     ratios = []
     print(f"{'model':48s} {'ours+ORT':>9s} {'LiteRT':>9s} {'ours':>9s} {'ratio':>6s} parts  outside partitions")
     for path in paths:
-        ours_ort = Interpreter(model_path=path, num_threads=1, experimental_delegates=[load_delegate("onnxruntime")])
+        ort = load_delegate("onnxruntime", {"allow_inexact_quantized": a.allow_inexact_quantized})
+        ours_ort = Interpreter(model_path=path, num_threads=1, experimental_delegates=[ort])
         ours = Interpreter(model_path=path, num_threads=1)
         ref = LiteRT(model_path=path, num_threads=1)
         times = []
@@ -77,14 +79,18 @@ def main() -> int:
             it.allocate_tensors()
             _feed(it)
             times.append(cpu_per_invoke(it, a.repeats) * 1e3)
-        nodes = ours_ort._subgraph(0).nodes
-        parts = sum(hasattr(n, "members") for n in nodes)
-        left = collections.Counter(n.name for n in nodes if not hasattr(n, "members"))
+        sub = ours_ort._subgraph(0)
+        parts = sum(hasattr(n, "members") for n in sub.nodes)
+        running = {id(n) for n, _ in sub.steps_nodes}
+        left = collections.Counter(n.name for n in sub.nodes if not hasattr(n, "members") and id(n) in running)
+        folded = collections.Counter(n.name for n in sub.nodes if id(n) not in running)
         ratio = times[0] / times[1]
         if times[1] >= a.min_ms:
             ratios.append(ratio)
         name = pathlib.Path(path).name
         left_s = ", ".join(f"{k} x{v}" for k, v in sorted(left.items())) or "-"
+        if folded:
+            left_s += " (folded at prepare: " + ", ".join(f"{k} x{v}" for k, v in sorted(folded.items())) + ")"
         print(f"{name:48s} {times[0]:8.3f}ms {times[1]:8.3f}ms {times[2]:8.3f}ms {ratio:6.2f} {parts:5d}  {left_s}")
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
