@@ -86,7 +86,6 @@ class OnnxRuntimeDelegate(Delegate):
         return self.allow_inexact_quantized and quantized_supported(node, ctx) and lowerable(node, float_context(ctx))
 
     def prepare(self, partition):
-        from .onnx_lowering import build_model
         from .onnx_quant import float_view, is_quantized
 
         partition.infer_shapes()  # litert_py's prepare of each node: checks and every inner shape
@@ -117,6 +116,59 @@ class OnnxRuntimeDelegate(Delegate):
         return OrtPartition(
             session, tuple(n for n, _ in feeds), tuple(positions[i] for _, i in feeds), tuple(output_names)
         )
+
+
+def _qparams(g, info) -> list[str]:
+    return [g.const(np.float32(info.scale), "s"), g.const(np.array(info.zero_point, info.dtype), "z")]
+
+
+def build_model(part, lower_nodes, float_tensors=None):
+    """The ONNX ModelProto of a partition: graph inputs are its non-constant inputs, outputs its outputs.
+
+    ``float_tensors``: for a partition with quantized (int8/uint8) tensors, their float views
+    (onnx_quant.float_view); the graph then reads quantized inputs through DequantizeLinear and requantizes every
+    quantized node output with a QuantizeLinear / DequantizeLinear pair (ONNX Runtime's QDQ form)."""
+    from onnx import TensorProto, helper
+
+    from .onnx_lowering import LOWERINGS, OPSET, GraphBuilder
+    from .onnx_quant import is_quantized
+
+    g = GraphBuilder(float_tensors or part.tensors)
+    quantized = {i for i, t in part.tensors.items() if is_quantized(t) and t.data is None}
+    for i in part.inputs:
+        if i in quantized:
+            g.node("DequantizeLinear", [f"q{i}", *_qparams(g, part.tensors[i])], f"t{i}")
+    for node, ctx in lower_nodes:
+        outs = [o for o in node.operator.outputs if o in quantized]
+        for o in outs:
+            g.alias[o] = g.fresh("pre")
+        LOWERINGS[node.code.builtin_code](g, node, ctx)
+        for o in outs:
+            pre = g.alias.pop(o)
+            q = g.node("QuantizeLinear", [pre, *_qparams(g, part.tensors[o])], f"q{o}")
+            g.node("DequantizeLinear", [q, *_qparams(g, part.tensors[o])], f"t{o}")
+
+    def value_info(i):
+        info = part.tensors[i]
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
+        name = f"q{i}" if i in quantized else f"t{i}"
+        return helper.make_tensor_value_info(name, elem if elem else TensorProto.FLOAT, list(info.shape))
+
+    feeds = [i for i in part.inputs if part.tensors[i].data is None]
+    graph = helper.make_graph(
+        g.nodes,
+        "litert_py_partition",
+        [value_info(i) for i in feeds],
+        [value_info(o) for o in part.outputs],
+        g.initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="litert_py")
+    model.ir_version = 8
+    return (
+        model,
+        [(f"q{i}" if i in quantized else f"t{i}", i) for i in feeds],
+        [f"q{o}" if o in quantized else f"t{o}" for o in part.outputs],
+    )
 
 
 def create_delegate(options: dict | None = None) -> OnnxRuntimeDelegate:
