@@ -133,14 +133,21 @@ class Interpreter:
         self._preserve_all_tensors = bool(experimental_preserve_all_tensors)
         self.resources: dict = {}  # resource variables and hashtables shared by all subgraphs
         n = len(self._model.subgraphs)
-        missing = [m for k in range(n) for m in resolve(self._model, k)[1]]
+        self._delegates = list(experimental_delegates or [])
+        self._subgraphs: list[SubgraphRuntime | None] = [None] * n
+        if any(hasattr(d, "supports") for d in self._delegates):
+            # delegates claim nodes first (they may supply ops litert_py lacks), in every subgraph
+            for k in range(n):
+                self._subgraphs[k] = SubgraphRuntime(self, self._model, k, self._preserve_all_tensors,
+                                                     self._delegates, raise_missing=False)
+            missing = [m for sub in self._subgraphs for m in sub.missing]
+        else:
+            missing = [m for k in range(n) for m in resolve(self._model, k)[1]]
         if missing:  # every unsupported op of every subgraph, in one error
             raise unsupported_op_error(missing)
-        self._subgraphs: list[SubgraphRuntime | None] = [None] * n
         self._subgraph(0)
         self._views: list[weakref.ref] = []
-        self._delegates = list(experimental_delegates or [])
-        for d in self._delegates:
+        for d in self._delegates:  # an object with apply(interpreter) (the earlier interface) is still called
             apply = getattr(d, "apply", None)
             if apply is not None:
                 apply(self)
@@ -316,6 +323,10 @@ class Interpreter:
     def _get_op_details(self, op_index) -> dict:
         sub = self._subgraph(0)
         ops = sub.sg.operators
+        if isinstance(op_index, (int, np.integer)) and op_index >= len(ops):
+            for d in self._delegate_op_details():
+                if d["index"] == op_index:
+                    return d
         if not isinstance(op_index, (int, np.integer)) or not 0 <= op_index < len(ops):
             raise ValueError("Invalid node index")
         op = ops[op_index]
@@ -331,7 +342,21 @@ class Interpreter:
         }
 
     def _get_ops_details(self) -> list[dict]:
-        return [self._get_op_details(k) for k in range(len(self._subgraph(0).sg.operators))]
+        """Every node of the model, then one ``DELEGATE`` entry per delegated partition (as LiteRT lists them)."""
+        sub = self._subgraph(0)
+        return [self._get_op_details(k) for k in range(len(sub.sg.operators))] + self._delegate_op_details()
+
+    def _delegate_op_details(self) -> list[dict]:
+        sub = self._subgraph(0)
+        out = []
+        for node in sub.nodes:
+            if hasattr(node, "members"):  # a delegate's partition (runtime.partition.DelegateNode)
+                ins, outs = node.operator.inputs, node.operator.outputs
+                out.append({"index": node.index, "op_name": "DELEGATE", "inputs": np.array(ins, dtype=np.int32),
+                            "outputs": np.array(outs, dtype=np.int32),
+                            "operand_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in ins],
+                            "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in outs]})
+        return out
 
     # -- signatures -------------------------------------------------------------------------------
     def _get_full_signature_list(self) -> dict:

@@ -37,20 +37,27 @@ class Node:
         return self.code.name
 
 
-def resolve(model: Model, subgraph_index: int) -> tuple[list[Node], list[tuple[str, int, int]]]:
-    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one."""
+def resolve(model: Model, subgraph_index: int, keep_missing: bool = False):
+    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one
+    (``keep_missing``: those nodes stay in the list with ``kernel=None``, for a delegate to claim)."""
     nodes, missing = [], []
     sg = model.subgraphs[subgraph_index]
     for i, op in enumerate(sg.operators):
         code = model.operator_codes[op.opcode_index]
         entry = lookup(code.builtin_code, code.custom_code)
         if entry is None:
-            types = ", ".join(dtypes.type_name(sg.tensors[t].type) for t in op.inputs if t >= 0)
-            kind = "custom op" if code.builtin_code == BuiltinOperator.CUSTOM else "builtin opcode"
-            missing.append((f"{kind} '{code.name}' version '{code.version}' ({types})", subgraph_index, i))
+            missing.append(_missing(sg, op, code, subgraph_index, i))
+            if keep_missing:
+                nodes.append(Node(i, op, code, None))
         else:
             nodes.append(Node(i, op, code, entry))
     return nodes, missing
+
+
+def _missing(sg, op: Operator, code: OperatorCode, subgraph_index: int, i: int) -> tuple[str, int, int]:
+    types = ", ".join(dtypes.type_name(sg.tensors[t].type) for t in op.inputs if t >= 0)
+    kind = "custom op" if code.builtin_code == BuiltinOperator.CUSTOM else "builtin opcode"
+    return (f"{kind} '{code.name}' version '{code.version}' ({types})", subgraph_index, i)
 
 
 def unsupported_op_error(missing: list[tuple[str, int, int]]) -> UnsupportedOpError:
@@ -68,14 +75,16 @@ def unsupported_op_error(missing: list[tuple[str, int, int]]) -> UnsupportedOpEr
 
 
 class SubgraphRuntime:
-    def __init__(self, interpreter, model: Model, index: int, preserve_all_tensors: bool = False):
+    def __init__(self, interpreter, model: Model, index: int, preserve_all_tensors: bool = False,
+                 delegates=(), raise_missing: bool = True):
         self.interpreter = interpreter
         self.model = model
         self.index = index
         self.sg = model.subgraphs[index]
         self.preserve_all_tensors = preserve_all_tensors
-        nodes, missing = resolve(model, index)
-        if missing:
+        delegates = [d for d in delegates if hasattr(d, "supports")]
+        nodes, missing = resolve(model, index, keep_missing=bool(delegates))
+        if missing and not delegates:
             raise unsupported_op_error(missing)
         self.nodes = nodes
         n = len(self.sg.tensors)
@@ -96,6 +105,15 @@ class SubgraphRuntime:
             if arr is not None:
                 self.constants[i] = arr
         self._densify_for_kernels(index)
+        self.missing: list[tuple[str, int, int]] = []
+        if delegates:  # before the unsupported-op check: a delegate may supply ops litert_py lacks
+            from .partition import apply_delegates
+
+            self.nodes = apply_delegates(self, self.nodes, delegates)
+            self.missing = [_missing(self.sg, n.operator, n.code, index, n.index) for n in self.nodes
+                            if n.kernel is None]
+            if self.missing and raise_missing:
+                raise unsupported_op_error(self.missing)
         written = {o for op in self.sg.operators for o in op.outputs} | set(self.sg.inputs)
         for i, t in enumerate(self.sg.tensors):
             # A zero-element tensor with a buffer and no writer (e.g. an empty axis list) has no bytes to
@@ -183,7 +201,12 @@ class SubgraphRuntime:
                 steps.append((node, None))
                 continue
             self._check_budget(node, ins)
-            op = self._prepare_node(node, infos)
+            try:
+                op = self._prepare_node(node, infos)
+            except Exception as e:
+                if not self._fall_back(node, e):
+                    raise
+                return self.prepare()
             self.prepared_ops[node.index] = op
             outs = [infos[o] for o in node.operator.outputs if o >= 0]
             self._check_budget(node, outs)
@@ -198,6 +221,31 @@ class SubgraphRuntime:
             self.shapes[i] = info.shape
         self._allocate(steps, folded)
         self.allocated = True
+
+    def _fall_back(self, node, error: Exception) -> bool:
+        """A delegate's partition failed to prepare: run its nodes with litert_py's kernels (when all have one)."""
+        from .partition import DelegateNode, expand
+
+        if not isinstance(node, DelegateNode) or any(m.kernel is None for m in node.members):
+            return False
+        import warnings
+
+        warnings.warn(f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
+                      f"litert_py's kernels instead: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=4)
+        self.nodes = expand(self.nodes, node)
+        return True
+
+    def _late_fall_back(self, node, infos, error: Exception):
+        """A partition prepared during invoke failed: its nodes run on litert_py's kernels, one after another."""
+        from .partition import DelegateNode, builtin_chain
+
+        if not isinstance(node, DelegateNode) or any(m.kernel is None for m in node.members):
+            raise error
+        import warnings
+
+        warnings.warn(f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
+                      f"litert_py's kernels instead: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=4)
+        return builtin_chain(self, node, self._context(node, infos))
 
     @staticmethod
     def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
@@ -376,7 +424,10 @@ class SubgraphRuntime:
                 cached = self._deferred_cache.get(node.index)
                 if cached is None or cached[0] != key:
                     infos = self._late_infos(operator)
-                    prepared = self._prepare_node(node, infos)
+                    try:
+                        prepared = self._prepare_node(node, infos)
+                    except Exception as e:
+                        prepared = self._late_fall_back(node, infos, e)
                     cached = (key, prepared, {o: infos[o] for o in operator.outputs if o >= 0})
                     self._deferred_cache[node.index] = cached
                     for o, info in cached[2].items():

@@ -249,11 +249,22 @@ def open_session(model_path: str, args) -> Session:
         raise ModelError(f"cannot open model '{model_path}': no such file")
     if os.path.isdir(model_path):
         raise ModelError(f"cannot open model '{model_path}': it is a directory")
+    delegates = []
+    for name in getattr(args, "delegate", None) or []:
+        from litert_py import load_delegate
+
+        try:
+            delegates.append(load_delegate(name))
+        except ImportError as e:
+            raise ModelError(f"cannot load delegate {name!r}: {_one_line(e)}") from None
+        except ValueError as e:
+            raise UsageError(f"cannot load delegate {name!r}: {_one_line(e)}") from None
     try:
         it = Interpreter(
             model_path=model_path,
             num_threads=args.num_threads,
             experimental_preserve_all_tensors=args.preserve_all_tensors,
+            experimental_delegates=delegates or None,
         )
     except (LiteRTError, ValueError, RuntimeError, OSError) as e:
         raise ModelError(f"cannot load model '{model_path}': {_one_line(e)}") from None

@@ -77,6 +77,13 @@ def _model_args(g) -> None:
         action="store_true",
         help="Interpreter(experimental_preserve_all_tensors=True): no arena reuse",
     )
+    g.add_argument(
+        "--delegate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="Interpreter(experimental_delegates=[load_delegate(NAME)]), e.g. onnxruntime (repeatable)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
