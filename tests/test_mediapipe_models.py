@@ -89,15 +89,25 @@ def _custom_op_outputs(path: pathlib.Path, name: str) -> tuple[int, ...]:
 
 
 @pytest.mark.filterwarnings("ignore:Warning. Enabling .experimental_preserve_all_tensors.:UserWarning")
-@pytest.mark.parametrize("name, hw", [("selfie_segmentation", (256, 256)), ("selfie_segmentation_landscape", (144, 256))])
+@pytest.mark.parametrize(
+    "name, hw", [("selfie_segmentation", (256, 256)), ("selfie_segmentation_landscape", (144, 256))]
+)
 def test_selfie_segmentation_matches_litert_auto(name, hw):
     LiteRT, OpResolverType = oracle()
     path = CORPUS / f"mediapipe__{name}.tflite"
     (logits,) = _custom_op_outputs(path, "Convolution2DTransposeBias")
     x, person = draw_person(*hw)
     ours = _run(Interpreter(model_path=str(path), experimental_preserve_all_tensors=True), x, (logits,))
-    theirs = _run(LiteRT(model_path=str(path), num_threads=1, experimental_op_resolver_type=OpResolverType.AUTO,
-                         experimental_preserve_all_tensors=True), x, (logits,))
+    theirs = _run(
+        LiteRT(
+            model_path=str(path),
+            num_threads=1,
+            experimental_op_resolver_type=OpResolverType.AUTO,
+            experimental_preserve_all_tensors=True,
+        ),
+        x,
+        (logits,),
+    )
     assert list(ours) == list(theirs)
     assert_close([ours.pop(logits)], [theirs.pop(logits)], rtol=1e-5, atol=1e-6)
     assert_close(list(ours.values()), list(theirs.values()), rtol=1e-3, atol=1e-6)

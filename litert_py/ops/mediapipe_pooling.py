@@ -71,8 +71,10 @@ def _struct_options(ctx: OpContext, struct_name: str, fields: tuple[str, ...], r
     n = min(len(raw) // 4, len(fields))
     if n < required:
         missing = fields[n]
-        raise ctx.fail(f"{ctx.op_name}: custom options ({len(raw)} bytes) are too short for {struct_name} field "
-                       f"{missing!r} (needs {4 * required} bytes: {', '.join(fields[:required])})")
+        raise ctx.fail(
+            f"{ctx.op_name}: custom options ({len(raw)} bytes) are too short for {struct_name} field "
+            f"{missing!r} (needs {4 * required} bytes: {', '.join(fields[:required])})"
+        )
     return dict(zip(fields[:n], struct.unpack_from(f"<{n}i", raw)))
 
 
@@ -90,11 +92,15 @@ def _positive(ctx: OpContext, opts: dict, *names: str) -> None:
 def _float_tensors(ctx: OpContext, rank4: tuple[int, ...]) -> None:
     for t in [*ctx.inputs, *ctx.outputs]:
         ctx.check(t is not None, f"{ctx.op_name}: every input is required")
-        ctx.check(t.dtype == F32, f"{ctx.op_name} supports only float32 tensors (as MediaPipe), got {t.type_name} "
-                                  f"for tensor {t.name!r}")
+        ctx.check(
+            t.dtype == F32,
+            f"{ctx.op_name} supports only float32 tensors (as MediaPipe), got {t.type_name} for tensor {t.name!r}",
+        )
     for i in rank4:
-        ctx.check(len(ctx.inputs[i].shape) == 4,
-                  f"{ctx.op_name}: input {i} must be 4-D, got shape {list(ctx.inputs[i].shape)}")
+        ctx.check(
+            len(ctx.inputs[i].shape) == 4,
+            f"{ctx.op_name}: input {i} must be 4-D, got shape {list(ctx.inputs[i].shape)}",
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,8 +134,10 @@ def prepare_convolution_2d_transpose_bias(ctx: OpContext):
     o, kh, kw, wc = w.shape
     ctx.check(wc == c, f"{ctx.op_name}: weights (OHWI) have {wc} input channels, the input has {c}")
     ctx.check(b.shape[0] == o, f"{ctx.op_name}: bias has {b.shape[0]} values for {o} output channels")
-    ctx.check(h > 0 and wd > 0 and kh > 0 and kw > 0,
-              f"{ctx.op_name}: empty input {list(x.shape)} or filter {list(w.shape)} is not supported")
+    ctx.check(
+        h > 0 and wd > 0 and kh > 0 and kw > 0,
+        f"{ctx.op_name}: empty input {list(x.shape)} or filter {list(w.shape)} is not supported",
+    )
     sh, sw = opts["stride_height"], opts["stride_width"]
     pad_h = max(0, kh - (h - 1) % sh - 1) if padding == Padding.SAME else 0
     pad_w = max(0, kw - (wd - 1) % sw - 1) if padding == Padding.SAME else 0
@@ -157,8 +165,10 @@ def _pool_options(ctx: OpContext) -> dict[str, int]:
     opts.setdefault("activation", 0)
     _positive(ctx, opts, "stride_width", "stride_height", "filter_width", "filter_height")
     act = opts["activation"]
-    ctx.check(0 <= act < _NUM_ACTIVATIONS,
-              f"{ctx.op_name}: option 'activation' must be a TfLiteFusedActivation (0..6), got {act}")
+    ctx.check(
+        0 <= act < _NUM_ACTIVATIONS,
+        f"{ctx.op_name}: option 'activation' must be a TfLiteFusedActivation (0..6), got {act}",
+    )
     return opts
 
 
@@ -199,16 +209,18 @@ def prepare_max_pooling_with_argmax_2d(ctx: OpContext):
     n, h, w, c = ctx.input(INPUT).shape
     kh, kw, sh, sw = opts["filter_height"], opts["filter_width"], opts["stride_height"], opts["stride_width"]
     oh, ow = out_size(padding, h, kh, sh), out_size(padding, w, kw, sw)
-    ctx.check(oh is not None and ow is not None,
-              f"{ctx.op_name}: a {kh}x{kw} filter does not fit the {h}x{w} input with VALID padding")
+    ctx.check(
+        oh is not None and ow is not None,
+        f"{ctx.op_name}: a {kh}x{kw} filter does not fit the {h}x{w} input with VALID padding",
+    )
     for i in (OUTPUT, OUT_INDICES):
         ctx.set_output_shape(i, (n, oh, ow, c))
     pad_h, pad_w = pad_before(h, kh, sh, 1, oh), pad_before(w, kw, sw, 1, ow)
     hp, wp = max((oh - 1) * sh + kh, pad_h + h), max((ow - 1) * sw + kw, pad_w + w)
     padded = ctx.scratch((n, max(hp, 0), max(wp, 0), c), F32, fill=-np.inf)
-    interior = padded[:, pad_h:pad_h + h, pad_w:pad_w + w]
+    interior = padded[:, pad_h : pad_h + h, pad_w : pad_w + w]
     hs, ws = (oh - 1) * sh + 1, (ow - 1) * sw + 1
-    taps = tuple(padded[:, ky:ky + hs:sh, kx:kx + ws:sw] for ky in range(kh) for kx in range(kw))
+    taps = tuple(padded[:, ky : ky + hs : sh, kx : kx + ws : sw] for ky in range(kh) for kx in range(kw))
     codes = np.arange(kh * kw, dtype=F32) + F32(0.1)
     lo, hi = float_activation_range(opts["activation"])
     shape = (n, oh, ow, c)
@@ -257,8 +269,9 @@ def prepare_max_unpooling_2d(ctx: OpContext):
     ctx.check_num(2, 1)
     _float_tensors(ctx, (INPUT, INDICES))
     x, i = ctx.input(INPUT), ctx.input(INDICES)
-    ctx.check(x.shape == i.shape,
-              f"{ctx.op_name}: indices shape {list(i.shape)} must equal the input shape {list(x.shape)}")
+    ctx.check(
+        x.shape == i.shape, f"{ctx.op_name}: indices shape {list(i.shape)} must equal the input shape {list(x.shape)}"
+    )
     n, h, w, c = x.shape
     kh, kw, sh, sw = opts["filter_height"], opts["filter_width"], opts["stride_height"], opts["stride_width"]
     oh, ow = h * kh, w * kw
@@ -266,8 +279,9 @@ def prepare_max_unpooling_2d(ctx: OpContext):
     pad_h, pad_w = pad_before(oh, kh, sh, 1, h), pad_before(ow, kw, sw, 1, w)
     base_y = (np.arange(h, dtype=np.int64) * sh - pad_h).reshape(1, h, 1, 1)
     base_x = (np.arange(w, dtype=np.int64) * sw - pad_w).reshape(1, 1, w, 1)
-    lead = (np.arange(n, dtype=np.int64).reshape(n, 1, 1, 1) * (oh * ow * c)
-            + np.arange(c, dtype=np.int64).reshape(1, 1, 1, c))
+    lead = np.arange(n, dtype=np.int64).reshape(n, 1, 1, 1) * (oh * ow * c) + np.arange(c, dtype=np.int64).reshape(
+        1, 1, 1, c
+    )
     order = np.arange(n * h * w * c, dtype=np.int64)
     last = ctx.scratch((n * oh * ow * c,), np.int64)
     return MaxUnpool(base_y, base_x, lead, kw, oh, ow, c, order, last)

@@ -92,9 +92,10 @@ def _float(ctx: OpContext, m: dict, key: str) -> F32:
 
 def _int_vector(ctx: OpContext, m: dict, key: str) -> list[int]:
     v = _has(ctx, m, key)
-    ctx.check(isinstance(v, list) and all(isinstance(e, _NUMBER) for e in v),
-              f"{ctx.op_name} v{ctx.version}: custom option {key!r} must be a vector of integers, got "
-              f"{type(v).__name__}")
+    ctx.check(
+        isinstance(v, list) and all(isinstance(e, _NUMBER) for e in v),
+        f"{ctx.op_name} v{ctx.version}: custom option {key!r} must be a vector of integers, got {type(v).__name__}",
+    )
     return [flex_int32(ctx, {key: e}, key) for e in v]
 
 
@@ -120,18 +121,24 @@ def _float_io(ctx: OpContext, n_inputs: int) -> None:
     ctx.check_num(n_inputs, 1)
     for t in [*ctx.inputs, *ctx.outputs]:
         ctx.check(t is not None, f"{ctx.op_name}: every input is required")
-        ctx.check(t.dtype == F32, f"{ctx.op_name} supports only float32 tensors (as MediaPipe), got {t.type_name} "
-                                  f"for tensor {t.name!r}")
+        ctx.check(
+            t.dtype == F32,
+            f"{ctx.op_name} supports only float32 tensors (as MediaPipe), got {t.type_name} for tensor {t.name!r}",
+        )
     if n_inputs == 2:
-        ctx.check(ctx.inputs[MATRIX].size == 16,
-                  f"{ctx.op_name}: the matrix input must hold a 4x4 matrix, got shape {list(ctx.inputs[MATRIX].shape)}")
+        ctx.check(
+            ctx.inputs[MATRIX].size == 16,
+            f"{ctx.op_name}: the matrix input must hold a 4x4 matrix, got shape {list(ctx.inputs[MATRIX].shape)}",
+        )
 
 
 def _landmark_indices(ctx: OpContext, indices, n_values: int, needed: int) -> None:
     """Every landmark index reads ``needed`` floats from ``3 * index``: refuse one past the input."""
     top = max(indices)
-    ctx.check(3 * top + needed <= n_values,
-              f"{ctx.op_name} v{ctx.version}: landmark index {top} is past the input's {n_values // 3} landmarks")
+    ctx.check(
+        3 * top + needed <= n_values,
+        f"{ctx.op_name} v{ctx.version}: landmark index {top} is past the input's {n_values // 3} landmarks",
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -143,7 +150,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Mat3 / Mat4 ``operator*``: ``float sum = 0; sum += a[r][k] * b[k][c]`` for k in order."""
     acc = np.zeros((a.shape[0], b.shape[1]), F32)
     for k in range(a.shape[1]):
-        acc = acc + a[:, k:k + 1] * b[k:k + 1, :]
+        acc = acc + a[:, k : k + 1] * b[k : k + 1, :]
     return acc
 
 
@@ -196,10 +203,19 @@ class Landmarks2TransformMatrixV2:
             ci, si = _cos_sin(F32(-r))
             cx, cy = F32(ci * mx + (-si) * my), F32(si * mx + ci * my)
             t = np.eye(4, dtype=F32)
-            for m in (_translation(cx, cy), _rotation4(ci, si),
-                      np.diag([F32(self.scale_x * crop_w) / F32(self.out_w),
-                               F32(self.scale_y * crop_h) / F32(self.out_h), F32(1), F32(1)]).astype(F32),
-                      _translation(F32(-(self.out_w / 2.0)), F32(-(self.out_h / 2.0)))):
+            for m in (
+                _translation(cx, cy),
+                _rotation4(ci, si),
+                np.diag(
+                    [
+                        F32(self.scale_x * crop_w) / F32(self.out_w),
+                        F32(self.scale_y * crop_h) / F32(self.out_h),
+                        F32(1),
+                        F32(1),
+                    ]
+                ).astype(F32),
+                _translation(F32(-(self.out_w / 2.0)), F32(-(self.out_h / 2.0))),
+            ):
                 t = _matmul(t, m)
         outputs[OUTPUT].reshape(-1)[:] = t.reshape(-1)
 
@@ -248,8 +264,24 @@ class Landmarks2TransformMatrixV1:
             rotation = np.array([[cn, -sn, shift_x], [sn, cn, shift_y], [0, 0, 1]]).astype(F32)
             itm = _matmul(_matmul(_matmul(self.to_absolute, rotation), scale), self.to_relative)
         out = outputs[OUTPUT].reshape(-1)
-        out[:] = [itm[0, 0], itm[0, 1], 0, itm[0, 2], itm[1, 0], itm[1, 1], 0, itm[1, 2],
-                  itm[2, 0], itm[2, 1], itm[2, 2], 0, 0, 0, 0, 1]
+        out[:] = [
+            itm[0, 0],
+            itm[0, 1],
+            0,
+            itm[0, 2],
+            itm[1, 0],
+            itm[1, 1],
+            0,
+            itm[1, 2],
+            itm[2, 0],
+            itm[2, 1],
+            itm[2, 2],
+            0,
+            0,
+            0,
+            0,
+            1,
+        ]
 
 
 @register("Landmarks2TransformMatrix")
@@ -274,8 +306,10 @@ def prepare_landmarks2_transform_matrix(ctx: OpContext):
         _check(ctx, sy > 0, "scale_y", sy, "positive")
         _landmark_indices(ctx, [left, right, *subset], x.size, 3)
         return Landmarks2TransformMatrixV2(np.array(subset, np.int64), left, right, target, out_w, out_h, sx, sy)
-    ctx.check(len(x.shape) == 4 and tuple(x.shape[:3]) == (1, 1, 1),
-              f"{ctx.op_name} v1: the landmarks must have shape (1, 1, 1, n), got {list(x.shape)}")
+    ctx.check(
+        len(x.shape) == 4 and tuple(x.shape[:3]) == (1, 1, 1),
+        f"{ctx.op_name} v1: the landmarks must have shape (1, 1, 1, n), got {list(x.shape)}",
+    )
     hw = {}
     for key in ("input_hw", "output_hw"):
         v = _int_vector(ctx, m, key)
@@ -291,8 +325,9 @@ def prepare_landmarks2_transform_matrix(ctx: OpContext):
     _landmark_indices(ctx, [left, right, *subset], x.size, 2)
     (ih, iw), (oh, ow) = hw["input_hw"][:2], hw["output_hw"][:2]
     to_relative = np.array([[2.0 / (ow - 1.0), 0, -1], [0, 2.0 / (oh - 1.0), -1], [0, 0, 1]]).astype(F32)
-    to_absolute = np.array([[(iw - 1.0) / 2.0, 0, (iw - 1.0) / 2.0], [0, (ih - 1.0) / 2.0, (ih - 1.0) / 2.0],
-                            [0, 0, 1]]).astype(F32)
+    to_absolute = np.array(
+        [[(iw - 1.0) / 2.0, 0, (iw - 1.0) / 2.0], [0, (ih - 1.0) / 2.0, (ih - 1.0) / 2.0], [0, 0, 1]]
+    ).astype(F32)
     return Landmarks2TransformMatrixV1(np.array(subset, np.int64), left, right, to_absolute, to_relative, rng, mult)
 
 
@@ -335,13 +370,17 @@ def prepare_transform_landmarks(ctx: OpContext):
     x = ctx.input(INPUT)
     ctx.set_output_shape(OUTPUT, x.shape)
     if version == 2:  # no options: dimensions = the last dim, scale 1
-        ctx.check(len(x.shape) == 3 and x.shape[0] == 1,
-                  f"{ctx.op_name} v2: the landmarks must have shape (1, n, 2 or 3), got {list(x.shape)}")
+        ctx.check(
+            len(x.shape) == 3 and x.shape[0] == 1,
+            f"{ctx.op_name} v2: the landmarks must have shape (1, n, 2 or 3), got {list(x.shape)}",
+        )
         dims = x.shape[2]
         ctx.check(dims in (2, 3), f"{ctx.op_name} v2: landmarks of {dims} dimensions (MediaPipe: 2 or 3)")
         return TransformLandmarks(dims, F32(1))
-    ctx.check(len(x.shape) == 4 and x.shape[0] == 1,
-              f"{ctx.op_name} v1: the landmarks must have shape (1, H, W, C), got {list(x.shape)}")
+    ctx.check(
+        len(x.shape) == 4 and x.shape[0] == 1,
+        f"{ctx.op_name} v1: the landmarks must have shape (1, H, W, C), got {list(x.shape)}",
+    )
     dims = _int(ctx, m, "dimensions")
     _check(ctx, dims in (2, 3), "dimensions", dims, "2 or 3")
     _check(ctx, x.shape[3] % dims == 0, "dimensions", dims, f"a divisor of the channel count {x.shape[3]}")
@@ -381,7 +420,7 @@ class TransformTensorBilinear:
             ix0 = np.clip(np.where(np.isnan(fx), -1, fx), -1, w).astype(np.intp) + 1
             iy0 = np.clip(np.where(np.isnan(fy), -1, fy), -1, h).astype(np.intp) + 1
             ix1, iy1 = np.minimum(ix0 + 1, w + 1), np.minimum(iy0 + 1, h + 1)
-            np.copyto(self.padded[1:h + 1, 1:w + 1], inputs[INPUT][0])
+            np.copyto(self.padded[1 : h + 1, 1 : w + 1], inputs[INPUT][0])
             p = self.padded
             q11, q21, q12, q22 = p[iy0, ix0], p[iy0, ix1], p[iy1, ix0], p[iy1, ix1]
             rc, lc = (tx - fx)[..., None], (ty - fy)[..., None]  # float32, exact
@@ -399,8 +438,10 @@ def prepare_transform_tensor_bilinear(ctx: OpContext):
     m = flex_options(ctx)
     _float_io(ctx, 2)
     x = ctx.input(INPUT)
-    ctx.check(len(x.shape) == 4 and x.shape[0] == 1,
-              f"{ctx.op_name}: the input must have shape (1, H, W, C), got {list(x.shape)}")
+    ctx.check(
+        len(x.shape) == 4 and x.shape[0] == 1,
+        f"{ctx.op_name}: the input must have shape (1, H, W, C), got {list(x.shape)}",
+    )
     if version == 2:
         oh, ow = _int(ctx, m, "output_height"), _int(ctx, m, "output_width")
         _check(ctx, oh > 0, "output_height", oh, "positive")
@@ -409,14 +450,17 @@ def prepare_transform_tensor_bilinear(ctx: OpContext):
         if "mode" in m:
             _check(ctx, m["mode"] == "bilinear", "mode", repr(m["mode"]), "'bilinear'")
         size = _int_vector(ctx, m, "output_size")
-        _check(ctx, len(size) >= 2 and size[0] > 0 and size[1] > 0, "output_size", size,
-               "[height, width], both positive")
+        _check(
+            ctx, len(size) >= 2 and size[0] > 0 and size[1] > 0, "output_size", size, "[height, width], both positive"
+        )
         oh, ow = size[0], size[1]
     _, h, w, c = x.shape
     shape = (1, oh, ow, c)
     declared = ctx.outputs[OUTPUT].shape
-    ctx.check(not declared or tuple(declared) == shape,
-              f"{ctx.op_name}: the model declares the output {list(declared)}, the options give {list(shape)}")
+    ctx.check(
+        not declared or tuple(declared) == shape,
+        f"{ctx.op_name}: the model declares the output {list(declared)}, the options give {list(shape)}",
+    )
     ctx.set_output_shape(OUTPUT, shape)
     xs = np.arange(ow, dtype=F32).reshape(1, ow)
     ys = np.arange(oh, dtype=F32).reshape(oh, 1)

@@ -44,14 +44,24 @@ def pool_model(shape, padding, s, f, activation=0) -> bytes:
     n, h, w, c = shape
     (oh, _), (ow, _) = pool_geometry(padding, h, f[0], s[0]), pool_geometry(padding, w, f[1], s[1])
     out = (n, oh, ow, c)
-    return single_op_model("CUSTOM", [T(shape)], [T(out), T(out)], custom_code=POOL,
-                           custom_options=pool_options(padding, s[1], s[0], f[1], f[0], activation))
+    return single_op_model(
+        "CUSTOM",
+        [T(shape)],
+        [T(out), T(out)],
+        custom_code=POOL,
+        custom_options=pool_options(padding, s[1], s[0], f[1], f[0], activation),
+    )
 
 
 def unpool_model(shape, padding, s, f) -> bytes:
     n, h, w, c = shape
-    return single_op_model("CUSTOM", [T(shape), T(shape)], [T((n, h * f[0], w * f[1], c))], custom_code=UNPOOL,
-                           custom_options=pool_options(padding, s[1], s[0], f[1], f[0]))
+    return single_op_model(
+        "CUSTOM",
+        [T(shape), T(shape)],
+        [T((n, h * f[0], w * f[1], c))],
+        custom_code=UNPOOL,
+        custom_options=pool_options(padding, s[1], s[0], f[1], f[0]),
+    )
 
 
 # -- MediaPipe's loops, transcribed -------------------------------------------------------------------------
@@ -192,8 +202,13 @@ def test_convolution_2d_transpose_bias_matches_auto(c):
     n, h, w, _ = x.shape
     o, kh, kw, _ = weights.shape
     out = (n, deconv_out(padding, h, kh, s[0]), deconv_out(padding, w, kw, s[1]), o)
-    model = single_op_model("CUSTOM", [T(x.shape), T.const(weights), T.const(bias)], [T(out)], custom_code=DECONV,
-                            custom_options=deconv_options(padding, s[1], s[0]))
+    model = single_op_model(
+        "CUSTOM",
+        [T(x.shape), T.const(weights), T.const(bias)],
+        [T(out)],
+        custom_code=DECONV,
+        custom_options=deconv_options(padding, s[1], s[0]),
+    )
     ours, theirs = run_ours(model, [x]), run_litert(model, [x], "AUTO")
     assert_close(ours, theirs, rtol=1e-5 * weights[0].size, atol=1e-6)
 
@@ -206,8 +221,12 @@ def test_max_pool_argmax_any_stride_activation_specials(data):
     f = (data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4)))
     s = (data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4)))
     padding = data.draw(st.sampled_from([SAME, VALID]))
-    shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(f[0], 8)), data.draw(st.integers(f[1], 8)),
-             data.draw(st.integers(1, 3)))
+    shape = (
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(f[0], 8)),
+        data.draw(st.integers(f[1], 8)),
+        data.draw(st.integers(1, 3)),
+    )
     activation = data.draw(st.sampled_from([0, 1, 2, 3, 4]))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     x = rng.standard_normal(shape).astype(np.float32) * 3
@@ -224,8 +243,12 @@ def test_max_pool_argmax_any_stride_activation_specials(data):
 def test_max_unpool_any_stride_and_indices(data):
     f = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
     s = (data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4)))
-    shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5)),
-             data.draw(st.integers(1, 3)))
+    shape = (
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 5)),
+        data.draw(st.integers(1, 5)),
+        data.draw(st.integers(1, 3)),
+    )
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     x = rng.standard_normal(shape).astype(np.float32)
     # in-window indices, others past the window (overlapping writes: the later input wins), negatives
@@ -274,28 +297,42 @@ BAD_POOL = {
 def test_pool_bad_options(op, case):
     raw, field = BAD_POOL[case]
     if op == POOL:
-        model = single_op_model("CUSTOM", [T((1, 4, 4, 1))], [T((1, 2, 2, 1)), T((1, 2, 2, 1))], custom_code=op,
-                                custom_options=raw)
+        model = single_op_model(
+            "CUSTOM", [T((1, 4, 4, 1))], [T((1, 2, 2, 1)), T((1, 2, 2, 1))], custom_code=op, custom_options=raw
+        )
     else:
-        model = single_op_model("CUSTOM", [T((1, 2, 2, 1)), T((1, 2, 2, 1))], [T((1, 4, 4, 1))], custom_code=op,
-                                custom_options=raw)
+        model = single_op_model(
+            "CUSTOM", [T((1, 2, 2, 1)), T((1, 2, 2, 1))], [T((1, 4, 4, 1))], custom_code=op, custom_options=raw
+        )
     _refused(model, op, field)
 
 
-BAD_DECONV = [(struct.pack("<2i", SAME, 2), "stride_height"), (deconv_options(3, 2, 2), "padding"),
-              (deconv_options(SAME, 2, 0), "stride_height")]
+BAD_DECONV = [
+    (struct.pack("<2i", SAME, 2), "stride_height"),
+    (deconv_options(3, 2, 2), "padding"),
+    (deconv_options(SAME, 2, 0), "stride_height"),
+]
 
 
 @pytest.mark.parametrize("raw, field", BAD_DECONV)
 def test_deconv_bad_options(raw, field):
-    model = single_op_model("CUSTOM", [T((1, 2, 2, 1)), T.const(np.ones((1, 2, 2, 1), np.float32)),
-                                       T.const(np.zeros(1, np.float32))], [T((1, 4, 4, 1))], custom_code=DECONV,
-                            custom_options=raw)
+    model = single_op_model(
+        "CUSTOM",
+        [T((1, 2, 2, 1)), T.const(np.ones((1, 2, 2, 1), np.float32)), T.const(np.zeros(1, np.float32))],
+        [T((1, 4, 4, 1))],
+        custom_code=DECONV,
+        custom_options=raw,
+    )
     _refused(model, DECONV, field)
 
 
 def test_non_float_refused():
-    model = single_op_model("CUSTOM", [T((1, 4, 4, 1), np.int8)], [T((1, 2, 2, 1), np.int8), T((1, 2, 2, 1))],
-                            custom_code=POOL, custom_options=pool_options(SAME, 2, 2, 2, 2))
+    model = single_op_model(
+        "CUSTOM",
+        [T((1, 4, 4, 1), np.int8)],
+        [T((1, 2, 2, 1), np.int8), T((1, 2, 2, 1))],
+        custom_code=POOL,
+        custom_options=pool_options(SAME, 2, 2, 2, 2),
+    )
     with pytest.raises(PrepareError, match="only float32"):
         run_ours(model, [np.zeros((1, 4, 4, 1), np.int8)])

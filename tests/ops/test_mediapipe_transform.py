@@ -78,7 +78,9 @@ def l2tm_v2(xyz: np.ndarray, o: dict) -> np.ndarray:
     centre = rot(-r) @ ((lo + hi) / 2)
     size = hi - lo
     a = np.eye(3)
-    a[:2, :2] = rot(-r) @ np.diag([o["scale_x"] * size[0] / o["output_width"], o["scale_y"] * size[1] / o["output_height"]])
+    a[:2, :2] = rot(-r) @ np.diag(
+        [o["scale_x"] * size[0] / o["output_width"], o["scale_y"] * size[1] / o["output_height"]]
+    )
     a[:2, 2] = centre - a[:2, :2] @ [o["output_width"] / 2, o["output_height"] / 2]
     m = np.eye(4)
     m[:2, :2], m[:2, 3] = a[:2, :2], a[:2, 2]
@@ -111,10 +113,19 @@ def l2tm_v1(xyz: np.ndarray, o: dict) -> np.ndarray:
 
 def ttb_model(in_shape, out_hw, version, options=None) -> bytes:
     if options is None:
-        options = ({"output_height": out_hw[0], "output_width": out_hw[1]} if version == 2
-                   else {"mode": "bilinear", "output_size": list(out_hw)})
-    return single_op_model("CUSTOM", [T(in_shape), T((1, 4, 4))], [T((1, *out_hw, in_shape[3]))], version=version,
-                           custom_code=TTB, custom_options=flex(options))
+        options = (
+            {"output_height": out_hw[0], "output_width": out_hw[1]}
+            if version == 2
+            else {"mode": "bilinear", "output_size": list(out_hw)}
+        )
+    return single_op_model(
+        "CUSTOM",
+        [T(in_shape), T((1, 4, 4))],
+        [T((1, *out_hw, in_shape[3]))],
+        version=version,
+        custom_code=TTB,
+        custom_options=flex(options),
+    )
 
 
 def run_ttb(img: np.ndarray, m: np.ndarray, out_hw, version: int) -> np.ndarray:
@@ -200,8 +211,14 @@ def test_bilinear_matches_formulation(c):
 
 def run_tl(points: np.ndarray, m: np.ndarray, version: int, options: dict | None = None) -> np.ndarray:
     raw = b"" if version == 2 else flex(options)
-    model = single_op_model("CUSTOM", [T(points.shape), T((1, 4, 4))], [T(points.shape)], version=version,
-                            custom_code=TL, custom_options=raw)
+    model = single_op_model(
+        "CUSTOM",
+        [T(points.shape), T((1, 4, 4))],
+        [T(points.shape)],
+        version=version,
+        custom_code=TL,
+        custom_options=raw,
+    )
     return run_ours(model, [points, m])[0]
 
 
@@ -241,13 +258,22 @@ def test_landmarks_match_formulation(seed, n, dims):
 # -- Landmarks2TransformMatrix ---------------------------------------------------------------------------------
 
 
-V2 = {"left_rotation_idx": 0, "right_rotation_idx": 1, "target_rotation_radians": 0.0, "output_height": 16,
-      "output_width": 16, "scale_x": 1.5, "scale_y": 1.5, "subset_idxs": [0, 1, 2, 3]}
+V2 = {
+    "left_rotation_idx": 0,
+    "right_rotation_idx": 1,
+    "target_rotation_radians": 0.0,
+    "output_height": 16,
+    "output_width": 16,
+    "scale_x": 1.5,
+    "scale_y": 1.5,
+    "subset_idxs": [0, 1, 2, 3],
+}
 
 
 def run_l2tm(xyz: np.ndarray, options: dict, version: int = 2) -> np.ndarray:
-    model = single_op_model("CUSTOM", [T(xyz.shape)], [T((1, 4, 4))], version=version, custom_code=L2TM,
-                            custom_options=flex(options))
+    model = single_op_model(
+        "CUSTOM", [T(xyz.shape)], [T((1, 4, 4))], version=version, custom_code=L2TM, custom_options=flex(options)
+    )
     return run_ours(model, [xyz])[0].reshape(4, 4)
 
 
@@ -255,8 +281,12 @@ def test_l2tm_v2_axis_aligned_box():
     # eye corners (10, 20) and (30, 20), lids (20, 15) and (20, 27): box 20 x 12 centred at (20, 21)
     xyz = np.array([[[10, 20, 0], [30, 20, 0], [20, 15, 0], [20, 27, 0]]], np.float32)
     m = run_l2tm(xyz, V2)
-    expected = [[1.5 * 20 / 16, 0, 0, 20 - 1.5 * 20 / 2], [0, 1.5 * 12 / 16, 0, 21 - 1.5 * 12 / 2], [0, 0, 1, 0],
-                [0, 0, 0, 1]]
+    expected = [
+        [1.5 * 20 / 16, 0, 0, 20 - 1.5 * 20 / 2],
+        [0, 1.5 * 12 / 16, 0, 21 - 1.5 * 12 / 2],
+        [0, 0, 1, 0],
+        [0, 0, 0, 1],
+    ]
     np.testing.assert_allclose(m, expected, rtol=1e-6, atol=1e-6)
     # the output crop's centre lands on the box centre
     np.testing.assert_allclose(m @ [8, 8, 0, 1], [20, 21, 0, 1], atol=1e-5)
@@ -276,14 +306,29 @@ def test_l2tm_v2_matches_formulation(seed, n, target, odd):
     rng = np.random.default_rng(seed)
     xyz = (rng.uniform(0, 192, (1, n, 3))).astype(np.float32)
     subset = [int(i) for i in rng.integers(0, n, 2 * rng.integers(1, 6) + odd)]
-    o = {**V2, "left_rotation_idx": 0, "right_rotation_idx": n - 1, "target_rotation_radians": target,
-         "subset_idxs": subset, "scale_x": float(rng.uniform(0.5, 2)), "output_width": int(rng.integers(1, 40))}
+    o = {
+        **V2,
+        "left_rotation_idx": 0,
+        "right_rotation_idx": n - 1,
+        "target_rotation_radians": target,
+        "subset_idxs": subset,
+        "scale_x": float(rng.uniform(0.5, 2)),
+        "output_width": int(rng.integers(1, 40)),
+    }
     expected = l2tm_v2(xyz, {**o, "subset_idxs": subset + subset[-1:] if odd else subset})
     np.testing.assert_allclose(run_l2tm(xyz, o), expected, rtol=1e-4, atol=1e-3)
 
 
-V1 = {"input_hw": [64, 48], "output_hw": [16, 24], "dimensions": 3, "landmarks_range": 64,
-      "bbox_size_multiplier": 1.25, "left_rotation_idx": 0, "right_rotation_idx": 1, "subset": [0, 1, 2, 3, 4]}
+V1 = {
+    "input_hw": [64, 48],
+    "output_hw": [16, 24],
+    "dimensions": 3,
+    "landmarks_range": 64,
+    "bbox_size_multiplier": 1.25,
+    "left_rotation_idx": 0,
+    "right_rotation_idx": 1,
+    "subset": [0, 1, 2, 3, 4],
+}
 
 
 @given(seed=st.integers(0, 2**32 - 1))
@@ -321,8 +366,7 @@ def _refused(model: bytes, *fragments: str) -> None:
 def _l2tm_model(options: dict | bytes, version: int = 2) -> bytes:
     shape = (1, 4, 3) if version == 2 else (1, 1, 1, 18)
     raw = options if isinstance(options, bytes) else flex(options)
-    return single_op_model("CUSTOM", [T(shape)], [T((1, 4, 4))], version=version, custom_code=L2TM,
-                           custom_options=raw)
+    return single_op_model("CUSTOM", [T(shape)], [T((1, 4, 4))], version=version, custom_code=L2TM, custom_options=raw)
 
 
 BAD_L2TM = {
@@ -346,8 +390,17 @@ def test_l2tm_bad_options(case):
     _refused(_l2tm_model(options), L2TM, fragment)
 
 
-@pytest.mark.parametrize("key, value", [("dimensions", 2), ("landmarks_range", 0), ("bbox_size_multiplier", 0.0),
-                                        ("input_hw", [64]), ("output_hw", "16x24"), ("subset", None)])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("dimensions", 2),
+        ("landmarks_range", 0),
+        ("bbox_size_multiplier", 0.0),
+        ("input_hw", [64]),
+        ("output_hw", "16x24"),
+        ("subset", None),
+    ],
+)
 def test_l2tm_v1_bad_options(key, value):
     options = {k: v for k, v in V1.items() if k != key}
     if value is not None:
@@ -355,14 +408,17 @@ def test_l2tm_v1_bad_options(key, value):
     _refused(_l2tm_model(options, version=1), L2TM, key)
 
 
-@pytest.mark.parametrize("version, options, fragment", [
-    (2, {"output_height": 16}, "output_width"),
-    (2, {"output_height": "16", "output_width": 16}, "output_height"),
-    (2, {"output_height": 16, "output_width": 16, "extra": 1}, None),  # unknown keys are ignored
-    (1, {"mode": "nearest", "output_size": [16, 16]}, "mode"),
-    (1, {"mode": "bilinear"}, "output_size"),
-    (1, {"output_size": 16}, "output_size"),
-])
+@pytest.mark.parametrize(
+    "version, options, fragment",
+    [
+        (2, {"output_height": 16}, "output_width"),
+        (2, {"output_height": "16", "output_width": 16}, "output_height"),
+        (2, {"output_height": 16, "output_width": 16, "extra": 1}, None),  # unknown keys are ignored
+        (1, {"mode": "nearest", "output_size": [16, 16]}, "mode"),
+        (1, {"mode": "bilinear"}, "output_size"),
+        (1, {"output_size": 16}, "output_size"),
+    ],
+)
 def test_bilinear_bad_options(version, options, fragment):
     model = ttb_model((1, 8, 8, 2), (16, 16), version, options)
     if fragment is None:
@@ -372,23 +428,42 @@ def test_bilinear_bad_options(version, options, fragment):
 
 
 def test_bilinear_declared_output_must_match_options():
-    model = single_op_model("CUSTOM", [T((1, 8, 8, 2)), T((1, 4, 4))], [T((1, 4, 4, 2))], version=2,
-                            custom_code=TTB, custom_options=flex({"output_height": 16, "output_width": 16}))
+    model = single_op_model(
+        "CUSTOM",
+        [T((1, 8, 8, 2)), T((1, 4, 4))],
+        [T((1, 4, 4, 2))],
+        version=2,
+        custom_code=TTB,
+        custom_options=flex({"output_height": 16, "output_width": 16}),
+    )
     _refused(model, TTB, "declares the output")
 
 
-@pytest.mark.parametrize("options, fragment", [({"scale": 1.0}, "dimensions"), ({"dimensions": 3}, "scale"),
-                                               ({"dimensions": 4, "scale": 1.0}, "dimensions"),
-                                               ({"dimensions": 3, "scale": 0.0}, "scale")])
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        ({"scale": 1.0}, "dimensions"),
+        ({"dimensions": 3}, "scale"),
+        ({"dimensions": 4, "scale": 1.0}, "dimensions"),
+        ({"dimensions": 3, "scale": 0.0}, "scale"),
+    ],
+)
 def test_landmarks_v1_bad_options(options, fragment):
-    model = single_op_model("CUSTOM", [T((1, 2, 2, 6)), T((1, 4, 4))], [T((1, 2, 2, 6))], version=1, custom_code=TL,
-                            custom_options=flex(options))
+    model = single_op_model(
+        "CUSTOM",
+        [T((1, 2, 2, 6)), T((1, 4, 4))],
+        [T((1, 2, 2, 6))],
+        version=1,
+        custom_code=TL,
+        custom_options=flex(options),
+    )
     _refused(model, TL, fragment)
 
 
 def test_non_float_and_bad_version_refused():
-    model = single_op_model("CUSTOM", [T((1, 3, 2), np.int32), T((1, 4, 4))], [T((1, 3, 2), np.int32)], version=2,
-                            custom_code=TL)
+    model = single_op_model(
+        "CUSTOM", [T((1, 3, 2), np.int32), T((1, 4, 4))], [T((1, 3, 2), np.int32)], version=2, custom_code=TL
+    )
     _refused(model, TL, "only float32")
     model = single_op_model("CUSTOM", [T((1, 3, 2)), T((1, 4, 4))], [T((1, 3, 2))], version=3, custom_code=TL)
     _refused(model, TL, "version 3")
