@@ -155,6 +155,13 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _cos_sin(r: F32) -> tuple[F32, F32]:
+    """glibc's cosf / sinf where glibc_math reproduces them (finite |r| < 120), correctly rounded elsewhere
+    (a NaN landmark or a huge target rotation)."""
+    v = float(r)
+    if not math.isfinite(v):
+        return F32(np.nan), F32(np.nan)
+    if abs(v) >= 120:
+        return F32(math.cos(v)), F32(math.sin(v))
     s, c = sincosf(np.array([r], F32))
     return F32(c[0]), F32(s[0])
 

@@ -336,3 +336,36 @@ def test_non_float_refused():
     )
     with pytest.raises(PrepareError, match="only float32"):
         run_ours(model, [np.zeros((1, 4, 4, 1), np.int8)])
+
+
+def reference_deconv(x, weights, bias, padding, s):
+    """transpose_conv_bias.cc's loops: the bias, then every input * filter product scattered, in float64."""
+    n, h, w, _ = x.shape
+    o, kh, kw, _ = weights.shape
+    ph = max(0, kh - (h - 1) % s[0] - 1) if padding == SAME else 0
+    pw = max(0, kw - (w - 1) % s[1] - 1) if padding == SAME else 0
+    oh, ow = s[0] * (h - 1) + kh - ph, s[1] * (w - 1) + kw - pw
+    out = np.zeros((n, oh, ow, o)) + bias
+    for b, iy, ix, fy, fx in np.ndindex(n, h, w, kh, kw):
+        y, x_ = iy * s[0] - ph // 2 + fy, ix * s[1] - pw // 2 + fx
+        if 0 <= y < oh and 0 <= x_ < ow:
+            out[b, y, x_] += weights[:, fy, fx, :].astype(np.float64) @ x[b, iy, ix].astype(np.float64)
+    return out
+
+
+@given(c=deconv_case(), any_stride=st.booleans())
+def test_convolution_2d_transpose_bias_runtime_weights(c, any_stride):
+    """Weights and bias as graph inputs (XNNPACK needs them constant), any kernel / stride combination."""
+    padding, s, x, weights, bias = c
+    if any_stride:
+        s = (s[0] + 1, s[1] + 2)  # strides above the kernel size with SAME padding too
+    expected = reference_deconv(x, weights, bias, padding, s)
+    model = single_op_model(
+        "CUSTOM",
+        [T(x.shape), T(weights.shape), T(bias.shape)],
+        [T(expected.shape)],
+        custom_code=DECONV,
+        custom_options=deconv_options(padding, s[1], s[0]),
+    )
+    (ours,) = run_ours(model, [x, weights, bias])
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-5 * max(1.0, np.abs(expected).max()))

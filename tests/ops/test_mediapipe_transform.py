@@ -467,3 +467,18 @@ def test_non_float_and_bad_version_refused():
     _refused(model, TL, "only float32")
     model = single_op_model("CUSTOM", [T((1, 3, 2)), T((1, 4, 4))], [T((1, 3, 2))], version=3, custom_code=TL)
     _refused(model, TL, "version 3")
+
+
+@pytest.mark.parametrize("target", [0.0, 500.0, float("inf")])
+def test_l2tm_v2_any_target_rotation(target):
+    xyz = np.array([[[10, 20, 0], [30, 20, 0], [20, 15, 0], [20, 27, 0]]], np.float32)
+    m = run_l2tm(xyz, {**V2, "target_rotation_radians": target})
+    if np.isfinite(target):
+        np.testing.assert_allclose(m, l2tm_v2(xyz, {**V2, "target_rotation_radians": target}), rtol=1e-4, atol=1e-3)
+    else:
+        assert np.isnan(m[:2, :2]).all()
+
+
+def test_l2tm_v2_nan_landmark_gives_nan_not_an_error():
+    xyz = np.array([[[np.nan, 20, 0], [30, 20, 0], [20, 15, 0], [20, 27, 0]]], np.float32)
+    assert np.isnan(run_l2tm(xyz, V2)[:2]).any()
