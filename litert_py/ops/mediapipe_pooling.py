@@ -34,11 +34,13 @@ Semantics:
   later inputs (in NHWC order) overwrite earlier ones. Writes that fall outside the output (MediaPipe writes
   out of bounds) are dropped, as are non-finite indices.
 
-Where XNNPACK (AUTO) differs from MediaPipe's kernels, litert_py follows MediaPipe's: XNNPACK claims the pools
-only when the filter equals the stride and VALID (unpooling) or SAME/VALID (argmax pooling); it ignores a fused
-RELU / RELU6 / RELU_N1_TO_1; and its argmax indices are uint32 *bits* in the float32 tensor, counted
-column-major (``filter_x * filter_height + filter_y``) over a window whose padding repeats the edge pixels.
-Values and unpooled outputs agree; tests/ops/test_mediapipe_pooling.py converts the index encodings.
+Where XNNPACK (AUTO, ai-edge-litert 2.3.0) differs from MediaPipe's kernels, litert_py follows MediaPipe's:
+XNNPACK claims the pools only when the filter equals the stride, with VALID padding (unpooling) or SAME / VALID
+(argmax pooling), and without a fused activation (otherwise the node stays unresolved and LiteRT fails); its
+argmax indices are uint32 *bits* in the float32 tensor, counted column-major (``filter_x * filter_height +
+filter_y``) over a window whose padding repeats the edge pixels; and LiteRT crashes (SIGSEGV) on a model whose
+argmax indices go unused. Values and unpooled outputs agree; tests/ops/test_mediapipe_pooling.py converts the
+index encodings.
 """
 
 from __future__ import annotations
