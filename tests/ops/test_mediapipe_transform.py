@@ -379,8 +379,8 @@ BAD_L2TM = {
     "index-past-input": ({**V2, "subset_idxs": [0, 9]}, "landmark index 9"),
     "zero-output_height": ({**V2, "output_height": 0}, "output_height"),
     "negative-scale_y": ({**V2, "scale_y": -1.0}, "scale_y"),
-    "truncated": (flex(V2)[:40], L2TM),
-    "empty": (b"", L2TM),
+    "truncated": (flex(V2)[:40], "not a valid FlexBuffer map"),
+    "empty": (b"", "FlexBuffer map"),
 }
 
 
