@@ -2,14 +2,17 @@
 wheel, Apache-2.0).
 
 - selfie_segmentation and selfie_segmentation_landscape (Convolution2DTransposeBias, the last op before the final
-  LOGISTIC): compared with LiteRT's default resolver (AUTO, where XNNPACK runs the custom op). Its logits equal
-  AUTO's to 1e-5 of their largest magnitude (XNNPACK's float sums differ from the reference kernels' by a few
-  1e-6 relative, measured 3e-6); the logits reach +-600, so the probabilities after the LOGISTIC agree to 1e-3
-  (measured 2e-4 at a probability of 0.2, where the slope is 0.17).
+  LOGISTIC): compared with LiteRT's default resolver (AUTO, where XNNPACK runs the whole model). Its logits equal
+  AUTO's to 1e-5 of their largest magnitude (XNNPACK's float sums and activations drift from litert_py's by a
+  few 1e-6 relative over the network, measured 3e-6); the logits reach +-600, so the probabilities after the
+  LOGISTIC agree to 1e-3 (measured 2e-4 at a probability of 0.2, where the slope is 0.17).
 - face_landmark_with_attention (Landmarks2TransformMatrix, TransformTensorBilinear, TransformLandmarks, all v2):
   no Python runtime runs it. On a drawn face, tilted or not, the refined iris points (computed in 16x16 crops
   that those ops cut around each eye and mapped back by them) must land on the irises drawn, with the drawn
-  radius, and inside the refined eye contour: a wrong matrix, crop or back-mapping moves them off.
+  radius, and inside the refined eye contour: a wrong matrix, crop or back-mapping moves them off. Since the
+  network finds the iris in any crop that holds it, every custom-op node is also checked on the tensors it saw
+  against test_mediapipe_transform.py's independent formulation, and each eye crop must be upright along the
+  eye line of the mesh.
 
 Inputs are drawn deterministically (seeded noise), no image files.
 """
