@@ -82,7 +82,7 @@ def _run_interpreter(it, feeds: list[list[np.ndarray]]) -> list[list[np.ndarray]
     return results
 
 
-REF, OPT = "BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
+REF, OPT, AUTO = "BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "AUTO"
 
 
 def _litert_outputs(model: bytes, feeds, resolver: str):
@@ -214,7 +214,10 @@ DEFAULT_OUT = ROOT / "docs" / "op-coverage.md"
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")
 PATHS = ("float32", "int8", "uint8", "int16", "hybrid", "int32", "int64", "bool", "string")
 #: The custom ops LiteRT's BuiltinOpResolver registers (tflite/core/kernels/register.cc AddCustom)
-CUSTOM_OPS = ("TFLite_Detection_PostProcess", "AudioSpectrogram", "Mfcc", "NumericVerify", "aeq.hadamard_rotation")
+CUSTOM_OPS = ("TFLite_Detection_PostProcess", "AudioSpectrogram", "Mfcc", "NumericVerify", "aeq.hadamard_rotation",
+              # MediaPipe's (litert_py registers them by default; LiteRT runs the first three through XNNPACK)
+              "Convolution2DTransposeBias", "MaxPoolingWithArgmax2D", "MaxUnpooling2D", "Landmarks2TransformMatrix",
+              "TransformLandmarks", "TransformTensorBilinear")
 EXCLUDED = {"CUSTOM", "DELEGATE", "PLACEHOLDER_FOR_GREATER_OP_CODES"}
 CELL_VALUES = ("yes", "missing", "missing (differs)", "n/a", "beyond", "untested")
 N_FEEDS = 3  # random input sets per model
@@ -1499,6 +1502,104 @@ def hadamard_rotation(p: P):  # LiteRT: float32 and int32 (its bits transformed 
     return cases
 
 
+# ----------------------------------------------------------------------------------------------
+# MediaPipe's custom ops (float32 only). LiteRT runs the first three only with XNNPACK (its default resolver,
+# AUTO), which claims the pools only when the filter equals the stride; the transform ops it cannot run.
+# ----------------------------------------------------------------------------------------------
+
+
+def _pool_params(padding: int, stride: int, size: int) -> bytes:  # TfLitePoolParams: padding 1 SAME, 2 VALID
+    return struct.pack("<6i", padding, stride, stride, size, size, 0)
+
+
+@recipe("Convolution2DTransposeBias")
+def convolution_2d_transpose_bias(p: P):  # custom options: TfLiteTransposeConvParams {padding, stride_w, stride_h}
+    cases = []
+    for padding, stride, k in ((1, 2, 2), (1, 2, 3), (2, 1, 3)):
+        x, (o, c) = p.x((1, 4, 5, 3)), (4, 3)
+        p_h = max(0, k - 3 % stride - 1) if padding == 1 else 0
+        p_w = max(0, k - 4 % stride - 1) if padding == 1 else 0
+        out = p.out((1, stride * 3 + k - p_h, stride * 4 + k - p_w, o))
+        cases.append(case(p.op, [x, p.const(p.rand((o, k, k, c))), p.const(p.rand((o,)))], [out],
+                          custom_options=struct.pack("<3i", padding, stride, stride),
+                          label=f"{'same' if padding == 1 else 'valid'}-k{k}-s{stride}"))
+    for c in cases:
+        c.resolvers = (AUTO,)
+    return cases
+
+
+@recipe("MaxPoolingWithArgmax2D")
+def max_pooling_with_argmax_2d(p: P):
+    """The values, and the indices seen through MaxUnpooling2D: XNNPACK stores its indices as uint32 bits,
+    column-major (MediaPipe: float ``fy * fw + fx + 0.1``), so they are compared by the positions they name
+    (tests/ops/test_mediapipe_pooling.py compares them directly). LiteRT crashes when the indices are not used."""
+    cases = []
+    for padding, shape in ((1, (1, 5, 6, 3)), (2, (2, 6, 4, 2))):
+        g = Graph()
+        oh, ow = (-(-shape[1] // 2), -(-shape[2] // 2)) if padding == 1 else (shape[1] // 2, shape[2] // 2)
+        out = (shape[0], oh, ow, shape[3])
+        values, idx = g.op(p.op, [p.x(shape)], [p.out(out), Out(out)], custom_options=_pool_params(padding, 2, 2))
+        (y,) = g.op("MaxUnpooling2D", [values, idx], [p.out((shape[0], 2 * oh, 2 * ow, shape[3]))],
+                    custom_options=_pool_params(2, 2, 2))
+        cases.append(g.case([values, y], label="same" if padding == 1 else "valid", resolvers=(AUTO,)))
+    return cases
+
+
+@recipe("MaxUnpooling2D")
+def max_unpooling_2d(p: P):
+    """Unpooling what MaxPoolingWithArgmax2D pooled (each runtime reads the index encoding its pool wrote)."""
+    g = Graph()
+    shape, out = (1, 6, 4, 3), (1, 3, 2, 3)
+    values, idx = g.op("MaxPoolingWithArgmax2D", [p.x(shape)], [p.out(out), Out(out)],
+                       custom_options=_pool_params(2, 2, 2))
+    (y,) = g.op(p.op, [values, idx], [p.out(shape)], custom_options=_pool_params(2, 2, 2))
+    return g.case([y], label="after-MaxPoolingWithArgmax2D", resolvers=(AUTO,))
+
+
+def _matrix(gen_rng, scale: float = 1.0) -> np.ndarray:
+    a = gen_rng.uniform(-np.pi, np.pi)
+    m = np.eye(4, dtype=np.float32)
+    m[:2, :2] = scale * np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    m[:2, 3] = gen_rng.uniform(0, 8, 2)
+    return m.reshape(1, 4, 4)
+
+
+@recipe("Landmarks2TransformMatrix")
+def landmarks2_transform_matrix(p: P):  # FlexBuffer options; v2 (MediaPipe's CPU resolver) and v1
+    from flatbuffers import flexbuffers
+
+    v2 = dict(left_rotation_idx=0, right_rotation_idx=1, target_rotation_radians=0.0, output_height=16,
+              output_width=16, scale_x=1.5, scale_y=1.5, subset_idxs=[0, 1, 2, 3, 4, 5])
+    v1 = dict(input_hw=[64, 64], output_hw=[16, 16], dimensions=3, landmarks_range=64, bbox_size_multiplier=1.5,
+              left_rotation_idx=0, right_rotation_idx=1, subset=[0, 1, 2, 3, 4, 5])
+    return [case(p.op, [p.x((1, 6, 3), lo=0, hi=64)], [p.out((1, 4, 4))], version=2, label="v2",
+                 custom_options=bytes(flexbuffers.Dumps(v2))),
+            case(p.op, [p.x((1, 1, 1, 18), lo=0, hi=64)], [p.out((1, 4, 4))], version=1, label="v1",
+                 custom_options=bytes(flexbuffers.Dumps(v1)))]
+
+
+@recipe("TransformLandmarks")
+def transform_landmarks(p: P):  # v2: no options; v1: FlexBuffer {dimensions, scale}
+    from flatbuffers import flexbuffers
+
+    m = In((1, 4, 4), p.dtype, gen=_matrix) if p.path == "float32" else p.x((1, 4, 4))
+    return [case(p.op, [p.x((1, 5, 3), lo=0, hi=16), m], [p.out((1, 5, 3))], version=2, label="v2"),
+            case(p.op, [p.x((1, 2, 2, 4), lo=0, hi=16), m], [p.out((1, 2, 2, 4))], version=1, label="v1",
+                 custom_options=bytes(flexbuffers.Dumps(dict(dimensions=2, scale=2.0))))]
+
+
+@recipe("TransformTensorBilinear")
+def transform_tensor_bilinear(p: P):  # v2 {output_height, output_width}; v1 {mode, output_size}
+    from flatbuffers import flexbuffers
+
+    m = In((1, 4, 4), p.dtype, gen=_matrix) if p.path == "float32" else p.x((1, 4, 4))
+    x = p.x((1, 8, 8, 3))
+    return [case(p.op, [x, m], [p.out((1, 4, 5, 3))], version=2, label="v2",
+                 custom_options=bytes(flexbuffers.Dumps(dict(output_height=4, output_width=5)))),
+            case(p.op, [x, m], [p.out((1, 4, 5, 3))], version=1, label="v1",
+                 custom_options=bytes(flexbuffers.Dumps(dict(mode="bilinear", output_size=[4, 5]))))]
+
+
 @recipe("HASHTABLE_LOOKUP")
 def hashtable_lookup(p: P):
     lookup = In((4,), np.int32, gen=lambda rng: rng.integers(0, 8, 4))
@@ -2406,6 +2507,11 @@ def render(rows: dict[str, dict[str, Cell]], crashes: Sequence[str] = ()) -> str
     if opt:
         lines += ["Compared with LiteRT's default (optimized) kernels, since `BUILTIN_REF` does not register them:",
                   "", *textwrap.wrap(", ".join(opt), 110, break_on_hyphens=False), ""]
+    auto = [f"{op} ({', '.join(c for c in COLUMNS if AUTO in cells[c].resolvers)})" for op, cells in rows.items()
+            if any(AUTO in cells[c].resolvers for c in COLUMNS)]
+    if auto:
+        lines += ["Compared with LiteRT's default resolver (`AUTO`: XNNPACK), the only one that runs them:", "",
+                  *textwrap.wrap(", ".join(auto), 110, break_on_hyphens=False), ""]
     unsafe = [f"- {op} {path}: {why}" for (op, path), why in UNSAFE_IN_LITERT.items() if op in rows]
     if unsafe:
         lines += ["n/a because LiteRT runs them only out of bounds (litert_py refuses them at prepare):", "",

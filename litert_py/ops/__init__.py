@@ -21,6 +21,8 @@ from . import (  # noqa: F401
     log_softmax,
     lookup,
     lstm,
+    mediapipe_pooling,
+    mediapipe_transform,
     movement,
     nms,
     normalization,

@@ -60,7 +60,8 @@ def flex_options(ctx: OpContext) -> dict:
     try:
         m = flexbuffers.Loads(raw)
     except Exception as e:  # malformed flexbuffer
-        raise ctx.fail(f"custom options are not a valid FlexBuffer map: {e}") from None
+        raise ctx.fail(f"{ctx.op_name}: custom options ({len(raw)} bytes) are not a valid FlexBuffer map (truncated "
+                       f"or corrupt: {type(e).__name__}: {e})") from None
     return m if isinstance(m, dict) else {}
 
 
