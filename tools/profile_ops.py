@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import pathlib
+import sys
 import time
 
 import numpy as np
@@ -39,6 +41,7 @@ def main() -> int:
     ap.add_argument("--invokes", type=int, default=50)
     ap.add_argument("--nodes", type=int, default=10)
     a = ap.parse_args()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's litert_py
     from litert_py import Interpreter
 
     it = Interpreter(model_path=a.model)

@@ -107,7 +107,8 @@ from .conv_common import (
     tile_over_width,
     window_geometry,
 )
-from .registry import OpContext, register
+from .conv_requant import FoldedEpilogue, fold_requantization
+from .registry import OpContext, TensorInfo, register
 
 # -- CONV_2D --------------------------------------------------------------------------------------------
 
@@ -133,24 +134,33 @@ class Im2Col:
     pointwise: bool = False  # 1x1 stride 1 unpadded, one block: A is the input converted (no window view)
 
     @staticmethod
-    def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None) -> Im2Col:
+    def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None, ones: bool = False) -> Im2Col:
+        """``ones`` (groups 1): A gets a last column of ones (the folded constant row of the weights)."""
         g = geo
         src_dtype = np.dtype(dtype if src_dtype is None else src_dtype)
         cg = g.in_c // groups
         kg = g.filter_h * g.filter_w * cg
-        if g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and src_dtype == dtype:
+        if g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and src_dtype == dtype \
+                and not ones:
             return Im2Col(geo, groups, None, None, None, ((0, g.batches, 0, g.out_h, None, None),))
-        row_bytes = g.out_w * kg * groups * np.dtype(dtype).itemsize
+        row_bytes = g.out_w * (kg + ones) * groups * np.dtype(dtype).itemsize
         if g.batches * g.out_h * row_bytes <= IM2COL_BLOCK_BYTES:
             spans = [(0, g.batches, 0, g.out_h)]
         else:
             step = max(1, IM2COL_BLOCK_BYTES // row_bytes)
             spans = [(n, n + 1, r, min(r + step, g.out_h)) for n in range(g.batches) for r in range(0, g.out_h, step)]
-        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg), dtype)
+        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg + ones), dtype)
+        if ones:
+            cols[..., kg] = 1
         blocks = []
         for n0, n1, r0, r1 in spans:
             a = cols[:, : (n1 - n0) * (r1 - r0) * g.out_w]
-            dest = np.reshape(a, (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg), copy=False)
+            shape = (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg)
+            if ones:  # splits the two axes of a strided view: still a view
+                dest = a[..., :kg].reshape(shape)
+                assert np.shares_memory(dest, cols)
+            else:
+                dest = np.reshape(a, shape, copy=False)
             blocks.append((n0, n1, r0, r1, a, dest))
         padded = interior = window = None
         if g.padded:
@@ -186,8 +196,11 @@ class Im2Col:
                 np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
             return
         if self.pointwise:
-            np.copyto(a, x.reshape(1, -1, x.shape[3]) if groups == 1 else
-                      x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
+            if groups == 1:
+                dest = blocks[0][5]
+                np.copyto(dest, x.reshape(dest.shape))
+            else:
+                np.copyto(a, x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
             if groups == 1:
                 np.matmul(a[0], weights, out=out.reshape(-1, og))
             else:
@@ -304,11 +317,49 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
+    if offset is not None and not int64_bias and groups == 1:
+        folded = _prepare_conv_folded(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi,
+                                      max(-qmin, qmax), acc_bound)
+        if folded is not None:
+            return folded
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     return ConvQuantized(Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc,
                          requant, x_zp, f_zp)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFolded:
+    """CONV_2D uint8 / int8 with constant weights and bias whose requantization folds into the GEMM
+    (litert_py.ops.conv_requant, exactness bound checked at prepare): one float64 GEMM of the raw input values
+    plus a ones column against (w - w_zp) * scale[c] plus the constant row, then clip and floor."""
+
+    im2col: Im2Col  # float64 raw input values, border = the input zero point, last column ones
+    weights: np.ndarray  # (1, K+1, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo, f_zp: int, m, shift,
+                         zero_point: int, lo: int, hi: int, max_abs_x: int, acc_bound: float):
+    """The folded prepared op, or None when conv_requant's bound fails."""
+    x_zp = x.zero_point
+    w = _gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    offset = bias.data.reshape(-1).astype(np.int64) - x_zp * w.sum(axis=0)
+    folding = fold_requantization(m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x,
+                                  acc_bound, geo.out_shape)
+    if folding is None:
+        return None
+    weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
+    np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
+    weights[0, -1] = folding.const
+    return ConvQuantizedFolded(Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True), weights,
+                               np.empty(geo.out_shape), folding.epilogue)
 
 
 @dataclass(frozen=True, eq=False)
