@@ -190,6 +190,9 @@ class SubgraphRuntime:
             if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
                 self._fold(node, op, infos, folded)
                 continue
+            if getattr(op, "constant_output", None) is not None:  # SHAPE / RANK of a static shape
+                self._fold_value(node, op.constant_output, infos, folded)
+                continue
             if any(t.dynamic for t in outs):  # the op stores new arrays at eval: the loop must read them back
                 self.deferred = True
             steps.append((node, op))
@@ -226,6 +229,15 @@ class SubgraphRuntime:
                 infos[o].shape = arr.shape
                 infos[o].dynamic = False
                 folded[o] = arr
+
+    @staticmethod
+    def _fold_value(node: Node, value: np.ndarray, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
+        """A one-output node whose prepared op always writes ``value`` (``constant_output``): a constant."""
+        o = node.operator.outputs[0]
+        arr = np.array(value, dtype=infos[o].dtype).reshape(infos[o].shape)
+        infos[o].data = arr
+        infos[o].dynamic = False
+        folded[o] = arr
 
     @staticmethod
     def _new_array(info: TensorInfo) -> np.ndarray:
