@@ -131,7 +131,8 @@ class Im2Col:
     interior: tuple | None  # where the input goes in `padded`
     window: np.ndarray | None  # (G, N, OH, OW, KH, KW, Cg) strided view of `padded`
     blocks: tuple  # ((n0, n1, r0, r1, A, A as (G, n, r, OW, KH, KW, Cg)), ...); A is None for 1x1 stride 1
-    pointwise: bool = False  # 1x1 stride 1 unpadded, one block: A is the input converted (no window view)
+    pointwise: bool = False  # 1x1 stride 1 (or one window over the whole input) unpadded, one block: A is the
+    # input converted (no window view)
 
     @staticmethod
     def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None, ones: bool = False) -> Im2Col:
@@ -166,7 +167,11 @@ class Im2Col:
         if g.padded:
             padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
             window = Im2Col._window(g, groups, padded)
-        pointwise = g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and len(blocks) == 1
+        # one window covering the whole (unpadded) input: its rows are the input's, as for 1x1 stride 1
+        whole = (groups == 1 and g.out_h == g.out_w == 1 and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
+                 and g.dilation_h == g.dilation_w == 1)
+        pointwise = ((g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 or whole) and not g.padded
+                     and len(blocks) == 1)
         return Im2Col(geo, groups, padded, interior, window, tuple(blocks), pointwise)
 
     @staticmethod

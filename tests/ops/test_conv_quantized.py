@@ -516,3 +516,26 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind):
         assert not hasattr(prepared, "epilogue") and prepared.requant.fallback is not None
     else:
         assert (prepared.epilogue.half is None) == (kind != "sign")
+
+
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_conv_window_covering_the_whole_input(dtype):
+    """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
+    buffer): the im2col rows are the input's rows (Im2Col.pointwise), two batches."""
+    rng = np.random.default_rng(11)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
+    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
+    case = {"op": "CONV_2D", "x": x, "x_q": quant(0.05, 3), "f": f, "f_type": dtype,
+            "f_q": quant(0.002, 128 if dtype == U8 else 0), "bias": rng.integers(-3000, 3000, 16).astype(I32),
+            "b_q": quant(np.float32(0.05) * np.float32(0.002)), "out_q": quant(0.08, -2 if dtype == I8 else 100),
+            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+            "const": (True, True)}
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 3
+    model = conv_model("CONV_2D", x, case["x_q"], f, dtype, case["f_q"], case["bias"], case["b_q"], dtype,
+                       case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert prepared.im2col.pointwise
