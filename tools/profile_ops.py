@@ -77,8 +77,10 @@ def main() -> int:
     for k, t in sorted(per_node.items(), key=lambda kv: -kv[1])[: a.nodes]:
         node, op = sub.steps_nodes[k]
         shape = tuple(sub.tensors[node.operator.outputs[0]].shape) if node.operator.outputs else ()
-        print(f"  node {node.index:4d} {node.name:24s} {type(op).__name__:28s} {str(shape):22s} "
-              f"{t / a.invokes * 1e6:9.1f} us")
+        print(
+            f"  node {node.index:4d} {node.name:24s} {type(op).__name__:28s} {str(shape):22s} "
+            f"{t / a.invokes * 1e6:9.1f} us"
+        )
     return 0
 
 

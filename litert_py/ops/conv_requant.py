@@ -70,8 +70,18 @@ class Folding:
     epilogue: FoldedEpilogue
 
 
-def fold_requantization(multiplier, shift, zero_point: int, lo: int, hi: int, offset, weight_abs_sums,
-                        max_abs_x: int, acc_bound: float, out_shape) -> Folding | None:
+def fold_requantization(
+    multiplier,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    offset,
+    weight_abs_sums,
+    max_abs_x: int,
+    acc_bound: float,
+    out_shape,
+) -> Folding | None:
     """The folding of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with acc = sum_k x_k * w_kc + offset[c],
     or None when the bound of the module docstring fails on some channel.
 
@@ -100,5 +110,6 @@ def fold_requantization(multiplier, shift, zero_point: int, lo: int, hi: int, of
         return Folding(scale, const, FoldedEpilogue(float(lo), float(hi), None, 0.0, None))
     half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
     rows = int(np.prod(out_shape)) // half.size
-    return Folding(scale, const, FoldedEpilogue(float(lo), float(hi), half, zero_point + 0.5,
-                                                np.empty((rows, half.size))))
+    return Folding(
+        scale, const, FoldedEpilogue(float(lo), float(hi), half, zero_point + 0.5, np.empty((rows, half.size)))
+    )

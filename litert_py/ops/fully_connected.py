@@ -88,6 +88,7 @@ from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation, quantized_activation_range
 from .eigen_math import tanh_inplace
+from .fully_connected_folded import FullyConnectedQuantizedFolded
 from .registry import OpContext, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
@@ -297,60 +298,18 @@ class FullyConnectedQuantized:
         out2d[...] = r
 
 
-@dataclass(frozen=True, eq=False)
-class FullyConnectedQuantizedFolded:
-    """FullyConnectedQuantized's exact path with the bias and the input zero point folded into the GEMM: a
-    ones column after the raw input values (a buffer made at prepare) meets the row bias - zx * sum(w - zw),
-    so acc = [x, 1] @ [(W - zw)^T; row] with every partial sum an exact integer (|x| * sum|w - zw| + |row|
-    below 2^24 for float32, 2^53 for float64, checked at prepare), then LiteRT's float requantization
-    clamp(round_half_away(f64(acc) * eff) + zo) into scratch buffers: no allocation per invoke."""
-
-    weights_t: np.ndarray  # (depth + 1, units) float32 or float64
-    xbuf: np.ndarray  # (rows, depth + 1) of weights_t's type, last column ones
-    acc: np.ndarray  # (rows, units) of weights_t's type
-    t: np.ndarray  # (rows, units) float64 (acc itself when float64)
-    sign: np.ndarray  # (rows, units) float64
-    eff: np.ndarray
-    zo: int
-    lo: int  # act_min - zo
-    hi: int  # act_max - zo
-
-    def __call__(self, inputs, outputs):
-        xbuf, t = self.xbuf, self.t
-        np.copyto(xbuf[:, :-1], inputs[INPUT].reshape(xbuf.shape[0], -1), casting="unsafe")
-        np.matmul(xbuf, self.weights_t, out=self.acc)
-        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        clip_ufunc(t, self.lo, self.hi, out=t)
-        np.copysign(HALF_DOWN_F64, t, out=self.sign)
-        t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
-        out2d = outputs[0].reshape(t.shape)
-        if self.zo:
-            np.trunc(t, out=t)
-            np.add(t, self.zo, out=out2d, casting="unsafe")
-        else:
-            np.copyto(out2d, t, casting="unsafe")  # the float -> int cast truncates
-
-
 def _fold_quantized(x: TensorInfo, wz: np.ndarray, bias_int, zx: int, eff, zo: int, act_min: int, act_max: int):
-    """FullyConnectedQuantizedFolded for constant weights and bias when its GEMM is exact, else None."""
+    """FullyConnectedQuantizedFolded (fully_connected_folded.py) for constant weights and bias when its GEMM is
+    exact, else None."""
     units, depth = wz.shape
     row = -zx * wz.sum(axis=1)
     if bias_int is not None:
         row = row + bias_int
     lo, hi = dtype_range(x.dtype)
-    bound = np.abs(wz).sum(axis=1) * max(-lo, hi) + np.abs(row)
-    ct = _gemm_dtype(bound)
+    ct = _gemm_dtype(np.abs(wz).sum(axis=1) * max(-lo, hi) + np.abs(row))
     if ct is None or units == 0 or depth == 0 or x.size % depth:
         return None
-    rows = x.size // depth
-    wt = np.empty((depth + 1, units), ct)
-    wt[:-1] = wz.T
-    wt[-1] = row
-    xbuf = np.empty((rows, depth + 1), ct)
-    xbuf[:, -1] = 1
-    acc = np.empty((rows, units), ct)
-    return FullyConnectedQuantizedFolded(wt, xbuf, acc, acc if ct == np.float64 else np.empty((rows, units)),
-                                         np.empty((rows, units)), eff, zo, act_min - zo, act_max - zo)
+    return FullyConnectedQuantizedFolded.build(x.size // depth, wz, row, ct, eff, zo, act_min - zo, act_max - zo)
 
 
 # -------------------------------------------------------------------------------------------------------------
