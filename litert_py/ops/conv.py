@@ -55,12 +55,19 @@ the same GEMM in BLAS on exact integers: the im2col matrix holds the raw input v
 zero point, so a padded tap adds (w - w_zp) * (x_zp - x_zp) = 0 as the reference's skipped tap does) and
 the constant part -x_zp * sum(w - w_zp) + bias is one per-channel float64 offset made at prepare. The GEMM
 runs in float32 when max|x| * max_c sum|w - w_zp| <= 2**24 (every partial sum is then an exact float32
-integer, whatever BLAS's summation order), else in float64 (exact below 2**53). The requantization epilogue
-(`litert_py.quant.Requantizer`) is litert_py.quant.requantize's fused float64 form with its per-channel
+integer, whatever BLAS's summation order), else in float64 (exact below 2**53). 8-bit layers with constant
+weights and bias whose bound allows it (ops/conv_requant.py, checked per channel at prepare) fold the whole
+requantization into the weights instead: `ConvQuantizedFolded` multiplies [im2col, 1] by
+[(w - w_zp) * M * 2^(ls-31-rs); folded constant] in float64 and only clips and floors (ReLU-like layers and
+layers without right shifts), or adds the ties-away sign term first; `DepthwiseConvQuantizedFolded` scales the
+exact tap sums and adds the constant. Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
+litert_py.quant.requantize's fused float64 form with its per-channel
 constants made at prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven
 exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
-int32 accumulators that could overflow wrapped first as the C++ int32 sum does). DEPTHWISE_CONV_2D sums the
-KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
+int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
+per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
+PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`). DEPTHWISE_CONV_2D sums
+the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
 over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
 times an infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window
