@@ -269,6 +269,28 @@ class DepthwiseConvQuantizedFolded:
         self.epilogue(acc, outputs[OUTPUT])
 
 
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFolded:
+    """DepthwiseConvQuantizedFolded for one output pixel whose window is the whole unpadded input (depth
+    multiplier 1; a streaming model's depthwise conv over its ring buffer): the input read as (N, taps, C) times
+    the (taps, C) weights already scaled by M * 2^(ls-31-rs) in float64 (|w * M| < 2^40: exact; every sum
+    below 2^53 units by the folding's bound), summed over the taps, + the folded constant, then the epilogue:
+    5 numpy calls instead of 7."""
+
+    weights: np.ndarray  # (taps, C) float64, scaled
+    const: np.ndarray  # (C,) float64
+    products: np.ndarray  # (N, taps, C) float64
+    acc: np.ndarray  # (N, C) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        acc, products = self.acc, self.products
+        np.multiply(inputs[INPUT].reshape(products.shape), self.weights, out=products)
+        np.add.reduce(products, axis=1, out=acc)
+        np.add(acc, self.const, out=acc)
+        self.epilogue(acc, outputs[OUTPUT])
+
+
 def _prepare_depthwise_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo | None, f_zp: int,
                               multiplier: int, m, shift, zero_point: int, lo: int, hi: int, max_abs_x: int,
                               acc_bound: float, dtype):
@@ -282,6 +304,10 @@ def _prepare_depthwise_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias:
                                   acc_bound, geo.out_shape)
     if folding is None:
         return None
+    if (multiplier == 1 and not geo.padded and geo.out_h == geo.out_w == 1 and geo.dilation_h == geo.dilation_w == 1
+            and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)):
+        return DepthwiseConvWholeFolded(w * folding.scale, folding.const, np.empty((geo.batches, taps, geo.out_c)),
+                                        np.empty((geo.batches, geo.out_c)), folding.epilogue)
     weights, scratch = _exact_tap_weights(f.data, geo, dtype, f_zp)
     return DepthwiseConvQuantizedFolded(DepthwiseTaps.build(geo, multiplier, dtype, x.zero_point, copy=True),
                                         weights, scratch, np.empty(geo.out_shape, dtype),

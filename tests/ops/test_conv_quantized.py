@@ -539,3 +539,30 @@ def test_conv_window_covering_the_whole_input(dtype):
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert prepared.im2col.pointwise
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_depthwise_window_covering_the_whole_input(dtype, act):
+    """One output pixel whose window is the whole unpadded input (DepthwiseConvWholeFolded), both epilogues
+    (ReLU-like and sign-corrected), two batches."""
+    rng = np.random.default_rng(12)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
+    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
+    case = {"op": "DEPTHWISE_CONV_2D", "x": x, "x_q": quant(0.05, 3), "f": f, "f_type": dtype,
+            "f_q": quant(0.01, 128, 3) if dtype == U8 else quant(rng.uniform(0.005, 0.02, 24), 0, 3),
+            "bias": rng.integers(-300, 300, 24).astype(I32), "b_q": quant(0.0005),
+            "out_q": quant(0.03, -2 if dtype == I8 else 100),
+            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act,
+                        "depth_multiplier": 1},
+            "const": (True, True)}
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 3
+    model = conv_model(case["op"], x, case["x_q"], f, dtype, case["f_q"], case["bias"], case["b_q"], dtype,
+                       case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
+    assert (prepared.epilogue.half is None) == (act == 1)
