@@ -19,6 +19,7 @@ from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
+from .ring_buffer import fuse_ring_buffers
 from .tensors import constant_array
 
 #: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
@@ -199,6 +200,8 @@ class SubgraphRuntime:
         self.infos = infos
         for i, info in enumerate(infos):
             self.shapes[i] = info.shape
+        if not self.deferred and not self.preserve_all_tensors:
+            steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
         self._allocate(steps, folded)
         self.allocated = True
 
