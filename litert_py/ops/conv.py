@@ -399,6 +399,25 @@ class ConvQuantizedFolded:
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRows:
+    """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
+    whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
+    without Im2Col's window logic (small streaming layers pay per Python call)."""
+
+    a: np.ndarray  # (M, K+1) float64, last column ones
+    a_input: np.ndarray  # (M, K) view of a
+    weights: np.ndarray  # (K+1, O) float64
+    acc: np.ndarray  # (M, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        a_input = self.a_input
+        np.copyto(a_input, inputs[INPUT].reshape(a_input.shape))
+        np.matmul(self.a, self.weights, out=self.acc)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
 def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo, f_zp: int, m, shift,
                          zero_point: int, lo: int, hi: int, max_abs_x: int, acc_bound: float):
     """The folded prepared op, or None when conv_requant's bound fails."""
@@ -412,8 +431,11 @@ def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: Tens
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
     np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
     weights[0, -1] = folding.const
-    return ConvQuantizedFolded(Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True), weights,
-                               np.empty(geo.out_shape), folding.epilogue)
+    im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
+    if im2col.pointwise:
+        a = im2col.blocks[0][4][0]
+        return ConvQuantizedFoldedRows(a, a[:, :-1], weights[0], np.empty((a.shape[0], geo.out_c)), folding.epilogue)
+    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
 
 
 @dataclass(frozen=True, eq=False)

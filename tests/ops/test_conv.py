@@ -241,3 +241,19 @@ def test_conv_2d_few_output_channels_per_tap(geometry, out_c, monkeypatch):
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert isinstance(prepared, conv.ConvFloatPerTap)
+
+
+def test_conv_2d_window_covering_the_whole_input():
+    """One output pixel whose window is the whole unpadded input: the im2col rows are the input's rows."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 5, 3, 6)).astype(np.float32)
+    w = rng.standard_normal((7, 5, 3, 6)).astype(np.float32)
+    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(np.ones(7, np.float32))],
+                            [T((1, 1, 1, 7))], {"padding": 1, "stride_h": 2, "stride_w": 1})
+    ours, theirs = run_both(model, [x])
+    assert ours[0].shape == (2, 1, 1, 7)
+    assert_close(ours, theirs, rtol=TOLERANCE["CONV_2D"] * 90, atol=1e-6)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert prepared.im2col.pointwise

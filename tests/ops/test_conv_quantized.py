@@ -521,7 +521,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind):
 @pytest.mark.parametrize("dtype", [I8, U8])
 def test_conv_window_covering_the_whole_input(dtype):
     """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
-    buffer): the im2col rows are the input's rows (Im2Col.pointwise), two batches."""
+    buffer): the im2col rows are the input's rows (ConvQuantizedFoldedRows), two batches."""
     rng = np.random.default_rng(11)
     lo, hi = _range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
@@ -538,7 +538,7 @@ def test_conv_window_covering_the_whole_input(dtype):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
-    assert prepared.im2col.pointwise
+    assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
 
 
 @pytest.mark.parametrize("act", [0, 1])
