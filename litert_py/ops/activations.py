@@ -247,13 +247,37 @@ class LeakyReluFloat:
 
 
 def _pick_for(alpha) -> np.ufunc | None:
-    """The ufunc that selects between x and x * alpha by the sign of x for every alpha, or None."""
+    """The ufunc that selects between x and x * alpha by the sign of x for every alpha, or None. Needs finite
+    nonzero alphas (0 * inf and inf * 0 are NaN where the reference returns x)."""
     alpha = np.asarray(alpha)
-    if alpha.size and np.all((alpha <= 1) & (alpha != 0)):
+    if not alpha.size or not np.all(np.isfinite(alpha) & (alpha != 0)):
+        return None
+    if np.all(alpha <= 1):
         return np.maximum
-    if alpha.size and np.all(alpha > 1):
+    if np.all(alpha > 1):
         return np.minimum
     return None
+
+
+@dataclass(frozen=True, eq=False)
+class PreluFloatSigned:
+    """PRELU float with constant alphas mixing values <= 1 and > 1, all finite and nonzero: with s = -1 where
+    alpha > 1 and +1 elsewhere, ``out = s * max(s*alpha * x, s * x)``, bit-identical to ``x >= 0 ? x : x *
+    alpha`` (incl. +-0, +-inf, NaN and denormal x): for s = +1 it is PreluFloat's max(x * alpha, x), for s = -1
+    min(x * alpha, x) with both operands negated (exact) and the result negated back; numpy's maximum keeps
+    its second operand on ties, s * x, so +-0 inputs come back as x. 4 ufunc passes instead of a masked copy
+    (843 -> ~200 us on a 96x96x32 layer)."""
+
+    sign: np.ndarray  # float32 +-1, alpha's shape
+    signed_alpha: np.ndarray  # float32 s * alpha (exact)
+    scratch: np.ndarray  # float32, the input's shape
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        np.multiply(x, self.signed_alpha, out=out)
+        np.multiply(x, self.sign, out=self.scratch)
+        np.maximum(out, self.scratch, out=out)
+        np.multiply(out, self.sign, out=out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -911,7 +935,14 @@ def prepare_prelu(ctx: OpContext):
         raise _unsupported(ctx, x)
     ctx.check(alpha.type == x.type, f"alpha must be {x.type_name} like the input, got {alpha.type_name}")
     ctx.check(y.type == x.type, f"output type {y.type_name} differs from the input type {x.type_name}")
-    return PreluFloat(_pick_for(alpha.data) if alpha.is_constant else None)
+    if alpha.is_constant:
+        pick = _pick_for(alpha.data)
+        a = np.asarray(alpha.data, np.float32)
+        if pick is None and a.size and np.all(np.isfinite(a) & (a != 0)):
+            sign = np.where(a > 1, np.float32(-1), np.float32(1)).astype(np.float32)
+            return PreluFloatSigned(sign, sign * a, np.empty(shape, np.float32))
+        return PreluFloat(pick)
+    return PreluFloat(None)
 
 
 # -- ELU, GELU ------------------------------------------------------------------------------------

@@ -55,12 +55,19 @@ the same GEMM in BLAS on exact integers: the im2col matrix holds the raw input v
 zero point, so a padded tap adds (w - w_zp) * (x_zp - x_zp) = 0 as the reference's skipped tap does) and
 the constant part -x_zp * sum(w - w_zp) + bias is one per-channel float64 offset made at prepare. The GEMM
 runs in float32 when max|x| * max_c sum|w - w_zp| <= 2**24 (every partial sum is then an exact float32
-integer, whatever BLAS's summation order), else in float64 (exact below 2**53). The requantization epilogue
-(`litert_py.quant.Requantizer`) is litert_py.quant.requantize's fused float64 form with its per-channel
+integer, whatever BLAS's summation order), else in float64 (exact below 2**53). 8-bit layers with constant
+weights and bias whose bound allows it (ops/conv_requant.py, checked per channel at prepare) fold the whole
+requantization into the weights instead: `ConvQuantizedFolded` multiplies [im2col, 1] by
+[(w - w_zp) * M * 2^(ls-31-rs); folded constant] in float64 and only clips and floors (ReLU-like layers and
+layers without right shifts), or adds the ties-away sign term first; `DepthwiseConvQuantizedFolded` scales the
+exact tap sums and adds the constant. Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
+litert_py.quant.requantize's fused float64 form with its per-channel
 constants made at prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven
 exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
-int32 accumulators that could overflow wrapped first as the C++ int32 sum does). DEPTHWISE_CONV_2D sums the
-KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
+int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
+per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
+PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`). DEPTHWISE_CONV_2D sums
+the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
 over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
 times an infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window
@@ -107,7 +114,9 @@ from .conv_common import (
     tile_over_width,
     window_geometry,
 )
-from .registry import OpContext, register
+from .conv_requant import FoldedEpilogue, fold_requantization
+from .depthwise_conv import DepthwiseTaps
+from .registry import OpContext, TensorInfo, register
 
 # -- CONV_2D --------------------------------------------------------------------------------------------
 
@@ -130,33 +139,47 @@ class Im2Col:
     interior: tuple | None  # where the input goes in `padded`
     window: np.ndarray | None  # (G, N, OH, OW, KH, KW, Cg) strided view of `padded`
     blocks: tuple  # ((n0, n1, r0, r1, A, A as (G, n, r, OW, KH, KW, Cg)), ...); A is None for 1x1 stride 1
-    pointwise: bool = False  # 1x1 stride 1 unpadded, one block: A is the input converted (no window view)
+    pointwise: bool = False  # 1x1 stride 1 (or one window over the whole input) unpadded, one block: A is the
+    # input converted (no window view)
 
     @staticmethod
-    def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None) -> Im2Col:
+    def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None, ones: bool = False) -> Im2Col:
+        """``ones`` (groups 1): A gets a last column of ones (the folded constant row of the weights)."""
         g = geo
         src_dtype = np.dtype(dtype if src_dtype is None else src_dtype)
         cg = g.in_c // groups
         kg = g.filter_h * g.filter_w * cg
-        if g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and src_dtype == dtype:
+        if g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and src_dtype == dtype \
+                and not ones:
             return Im2Col(geo, groups, None, None, None, ((0, g.batches, 0, g.out_h, None, None),))
-        row_bytes = g.out_w * kg * groups * np.dtype(dtype).itemsize
+        row_bytes = g.out_w * (kg + ones) * groups * np.dtype(dtype).itemsize
         if g.batches * g.out_h * row_bytes <= IM2COL_BLOCK_BYTES:
             spans = [(0, g.batches, 0, g.out_h)]
         else:
             step = max(1, IM2COL_BLOCK_BYTES // row_bytes)
             spans = [(n, n + 1, r, min(r + step, g.out_h)) for n in range(g.batches) for r in range(0, g.out_h, step)]
-        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg), dtype)
+        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg + ones), dtype)
+        if ones:
+            cols[..., kg] = 1
         blocks = []
         for n0, n1, r0, r1 in spans:
             a = cols[:, : (n1 - n0) * (r1 - r0) * g.out_w]
-            dest = np.reshape(a, (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg), copy=False)
+            shape = (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg)
+            if ones:  # splits the two axes of a strided view: still a view
+                dest = a[..., :kg].reshape(shape)
+                assert np.shares_memory(dest, cols)
+            else:
+                dest = np.reshape(a, shape, copy=False)
             blocks.append((n0, n1, r0, r1, a, dest))
         padded = interior = window = None
         if g.padded:
             padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
             window = Im2Col._window(g, groups, padded)
-        pointwise = g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and len(blocks) == 1
+        # one window covering the whole (unpadded) input: its rows are the input's, as for 1x1 stride 1
+        whole = (groups == 1 and g.out_h == g.out_w == 1 and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
+                 and g.dilation_h == g.dilation_w == 1)
+        pointwise = ((g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 or whole) and not g.padded
+                     and len(blocks) == 1)
         return Im2Col(geo, groups, padded, interior, window, tuple(blocks), pointwise)
 
     @staticmethod
@@ -186,8 +209,11 @@ class Im2Col:
                 np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
             return
         if self.pointwise:
-            np.copyto(a, x.reshape(1, -1, x.shape[3]) if groups == 1 else
-                      x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
+            if groups == 1:
+                dest = blocks[0][5]
+                np.copyto(dest, x.reshape(dest.shape))
+            else:
+                np.copyto(a, x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
             if groups == 1:
                 np.matmul(a[0], weights, out=out.reshape(-1, og))
             else:
@@ -237,10 +263,51 @@ class ConvFloat:
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
+#: A float CONV_2D with at most this many output channels whose im2col matrix would exceed PER_TAP_MIN_BYTES
+#: runs one matmul per filter tap instead (the im2col copy dominates a GEMM that narrow).
+PER_TAP_MAX_CHANNELS = 4
+PER_TAP_MIN_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class ConvFloatPerTap:
+    """Float CONV_2D with few output channels (groups 1, constant filter): out = sum over the taps, in the
+    reference's (filter_y, filter_x) order, of tap_view (N, OH, OW, C) @ w_tap (C, O), then bias and clamp. A
+    1-output-channel 3x3 conv over 256x256x8: 9.3 ms with a 19 MB im2col -> 1.6 ms. Float results: each tap's
+    channel sum in BLAS order, as the im2col GEMM's is (not bit-exact with the reference's sequential sum)."""
+
+    taps: DepthwiseTaps
+    weights: np.ndarray  # (KH*KW, C, O) float32
+    scratch: np.ndarray  # (N, OH, OW, O)
+    bias: np.ndarray | None  # (OW, O)
+    dynamic_bias: bool
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out, tmp, w = outputs[OUTPUT], self.scratch, self.weights
+        views = self.taps(inputs[INPUT])
+        np.matmul(views[0], w[0], out=out)
+        for k in range(1, len(views)):
+            np.matmul(views[k], w[k], out=tmp)
+            np.add(out, tmp, out=out)
+        if self.bias is not None:
+            np.add(out, self.bias, out=out)
+        elif self.dynamic_bias:
+            np.add(out, inputs[BIAS].reshape(-1), out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
 def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
-    weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    taps = geo.filter_h * geo.filter_w
+    if (groups == 1 and f.is_constant and taps > 1 and geo.out_c <= PER_TAP_MAX_CHANNELS
+            and geo.batches * geo.out_h * geo.out_w * taps * geo.in_c * 4 > PER_TAP_MIN_BYTES):
+        w = np.ascontiguousarray(f.data.reshape(geo.out_c, taps, geo.in_c).transpose(1, 2, 0), dtype=np.float32)
+        return ConvFloatPerTap(DepthwiseTaps.build(geo, 1, np.float32), w, np.empty(geo.out_shape, np.float32),
+                               bias_tile(bias, geo.out_w), bias is not None and not bias.is_constant, lo, hi)
+    weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
     return ConvFloat(Im2Col.build(geo, groups, np.float32), weights, bias_tile(bias, geo.out_w),
                      bias is not None and not bias.is_constant, lo, hi)
 
@@ -304,11 +371,71 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
+    if offset is not None and not int64_bias and groups == 1:
+        folded = _prepare_conv_folded(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi,
+                                      max(-qmin, qmax), acc_bound)
+        if folded is not None:
+            return folded
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     return ConvQuantized(Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc,
                          requant, x_zp, f_zp)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFolded:
+    """CONV_2D uint8 / int8 with constant weights and bias whose requantization folds into the GEMM
+    (litert_py.ops.conv_requant, exactness bound checked at prepare): one float64 GEMM of the raw input values
+    plus a ones column against (w - w_zp) * scale[c] plus the constant row, then clip and floor."""
+
+    im2col: Im2Col  # float64 raw input values, border = the input zero point, last column ones
+    weights: np.ndarray  # (1, K+1, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRows:
+    """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
+    whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
+    without Im2Col's window logic (small streaming layers pay per Python call)."""
+
+    a: np.ndarray  # (M, K+1) float64, last column ones
+    a_input: np.ndarray  # (M, K) view of a
+    weights: np.ndarray  # (K+1, O) float64
+    acc: np.ndarray  # (M, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        a_input = self.a_input
+        np.copyto(a_input, inputs[INPUT].reshape(a_input.shape))
+        np.matmul(self.a, self.weights, out=self.acc)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo, f_zp: int, m, shift,
+                         zero_point: int, lo: int, hi: int, max_abs_x: int, acc_bound: float):
+    """The folded prepared op, or None when conv_requant's bound fails."""
+    x_zp = x.zero_point
+    w = _gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    offset = bias.data.reshape(-1).astype(np.int64) - x_zp * w.sum(axis=0)
+    folding = fold_requantization(m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x,
+                                  acc_bound, geo.out_shape)
+    if folding is None:
+        return None
+    weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
+    np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
+    weights[0, -1] = folding.const
+    im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
+    if im2col.pointwise:
+        a = im2col.blocks[0][4][0]
+        return ConvQuantizedFoldedRows(a, a[:, :-1], weights[0], np.empty((a.shape[0], geo.out_c)), folding.epilogue)
+    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
 
 
 @dataclass(frozen=True, eq=False)

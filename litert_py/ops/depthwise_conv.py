@@ -37,7 +37,8 @@ from .conv_common import (
     tile_over_width,
     window_geometry,
 )
-from .registry import OpContext, register
+from .conv_requant import FoldedEpilogue, fold_requantization
+from .registry import OpContext, TensorInfo, register
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
 
@@ -230,12 +231,90 @@ def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int)
             offset = offset + bias.data.astype(np.int64)
             bias_max = float(np.abs(bias.data.astype(np.float64)).max())
         offset = tile_over_width(offset, geo.out_w, acc_dtype)
+    if offset is not None and not int64_bias:
+        folded = _prepare_depthwise_folded(geo, x, f, bias, f_zp, multiplier, m, shift, out.zero_point, lo, hi,
+                                           max(-qmin, qmax), dev * wmax + bias_max, dtype)
+        if folded is not None:
+            return folded
     sums = np.empty(geo.out_shape, dtype)
     acc = sums if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max,
                           int64_acc=int64_bias)
     return DepthwiseConvQuantized(DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True), weights, offset,
                                   sums, scratch, acc, requant, x_zp, f_zp, bias is not None, zp_term)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvQuantizedFolded:
+    """DEPTHWISE_CONV_2D uint8 / int8 with constant weights (and bias) whose requantization folds
+    (litert_py.ops.conv_requant, exactness bound checked at prepare): the exact tap sums of the raw input
+    values times (w - w_zp) (float32 or float64 as DepthwiseConvQuantized), then sums * scale[c] + the folded
+    per-channel constant in float64, clip and floor (4 passes after the sums instead of 7). Scaling the sums
+    rather than the weights keeps the taps in float32 where they are exact there (half the bytes)."""
+
+    taps: DepthwiseTaps  # raw input values, border = input zero point
+    weights: tuple | np.ndarray  # w - w_zp for DepthwiseTaps.exact_sum
+    scratch: np.ndarray
+    sums: np.ndarray  # (N, OH, OW, O) tap sums
+    scale: np.ndarray  # (OW, O) float64
+    const: np.ndarray  # (OW, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        acc = self.acc
+        self.taps.exact_sum(self.taps(inputs[INPUT]), self.weights, self.sums, self.scratch)
+        np.multiply(self.sums, self.scale, out=acc)  # |sum * M| < 2^53 (the folding's bound): exact
+        np.add(acc, self.const, out=acc)
+        self.epilogue(acc, outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFolded:
+    """DepthwiseConvQuantizedFolded for one output pixel whose window is the whole unpadded input (depth
+    multiplier 1; a streaming model's depthwise conv over its ring buffer): the input read as (N, taps, C) times
+    the (taps, C) weights already scaled by M * 2^(ls-31-rs) in float64 (|w * M| < 2^40: exact; every sum
+    below 2^53 units by the folding's bound), summed over the taps and a row holding the folded constant, then
+    the epilogue: 4 numpy calls instead of 7."""
+
+    weights: np.ndarray  # (taps, C) float64, scaled
+    products: np.ndarray  # (N, taps + 1, C) float64; the last row holds the folded constant
+    taps_products: np.ndarray  # (N, taps, C) view of products
+    acc: np.ndarray  # (N, C) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        acc, products = self.acc, self.taps_products
+        np.multiply(inputs[INPUT].reshape(products.shape), self.weights, out=products)
+        np.add.reduce(self.products, axis=1, out=acc)  # the taps and the constant
+        self.epilogue(acc, outputs[OUTPUT])
+
+
+def _prepare_depthwise_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo | None, f_zp: int,
+                              multiplier: int, m, shift, zero_point: int, lo: int, hi: int, max_abs_x: int,
+                              acc_bound: float, dtype):
+    """The folded prepared op, or None when conv_requant's bound fails."""
+    taps = geo.filter_h * geo.filter_w
+    w = f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp
+    offset = -x.zero_point * w.sum(axis=0)
+    if bias is not None:
+        offset = offset + bias.data.reshape(-1).astype(np.int64)
+    folding = fold_requantization(m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x,
+                                  acc_bound, geo.out_shape)
+    if folding is None:
+        return None
+    if (multiplier == 1 and not geo.padded and geo.out_h == geo.out_w == 1 and geo.dilation_h == geo.dilation_w == 1
+            and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)):
+        products = np.empty((geo.batches, taps + 1, geo.out_c))
+        products[:, taps] = folding.const
+        return DepthwiseConvWholeFolded(w * folding.scale, products, products[:, :taps],
+                                        np.empty((geo.batches, geo.out_c)), folding.epilogue)
+    weights, scratch = _exact_tap_weights(f.data, geo, dtype, f_zp)
+    return DepthwiseConvQuantizedFolded(DepthwiseTaps.build(geo, multiplier, dtype, x.zero_point, copy=True),
+                                        weights, scratch, np.empty(geo.out_shape, dtype),
+                                        tile_over_width(folding.scale, geo.out_w, np.float64),
+                                        tile_over_width(folding.const, geo.out_w, np.float64),
+                                        np.empty(geo.out_shape), folding.epilogue)
 
 
 @dataclass(frozen=True, eq=False)

@@ -88,6 +88,7 @@ from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation, quantized_activation_range
 from .eigen_math import tanh_inplace
+from .fully_connected_folded import FullyConnectedQuantizedFolded
 from .registry import OpContext, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
@@ -297,6 +298,20 @@ class FullyConnectedQuantized:
         out2d[...] = r
 
 
+def _fold_quantized(x: TensorInfo, wz: np.ndarray, bias_int, zx: int, eff, zo: int, act_min: int, act_max: int):
+    """FullyConnectedQuantizedFolded (fully_connected_folded.py) for constant weights and bias when its GEMM is
+    exact, else None."""
+    units, depth = wz.shape
+    row = -zx * wz.sum(axis=1)
+    if bias_int is not None:
+        row = row + bias_int
+    lo, hi = dtype_range(x.dtype)
+    ct = _gemm_dtype(np.abs(wz).sum(axis=1) * max(-lo, hi) + np.abs(row))
+    if ct is None or units == 0 or depth == 0 or x.size % depth:
+        return None
+    return FullyConnectedQuantizedFolded.build(x.size // depth, wz, row, ct, eff, zo, act_min - zo, act_max - zo)
+
+
 # -------------------------------------------------------------------------------------------------------------
 # int16 x int16 (MultiplyByQuantizedMultiplier, int64 overload)
 # -------------------------------------------------------------------------------------------------------------
@@ -497,6 +512,10 @@ def _prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tenso
              and (acc_bits == 64 or float(bound.max(initial=0)) < 2**31)
              and float(np.max(bound * eff, initial=0)) < _I32_LIMIT)
     ct = ct or np.dtype(np.float64)
+    if exact and not (out.dtype == np.int16 and x.dtype == np.uint8):
+        folded = _fold_quantized(x, wz, bias_int, zx, eff, zo, act_min, act_max)
+        if folded is not None:
+            return folded
     return FullyConnectedQuantized(
         np.ascontiguousarray(wz.T, dtype=ct), None if bias_int is None else bias_int.astype(ct), bias_int,
         zx, zw, eff, zo, act_min, act_max, depth, units, acc_bits,

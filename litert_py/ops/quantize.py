@@ -34,6 +34,7 @@ from ..quant.fixedpoint import (
 )
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
+from .common import clip_ufunc
 from .registry import OpContext, TensorInfo, register
 
 INPUT = 0
@@ -150,25 +151,44 @@ class QuantizeFloat:
     qmax: int
     overflow_value: np.ndarray  # what an out-of-int32-range quotient becomes: clamp(wrap32(INT32_MIN + zp))
 
+    shape: tuple | None = None  # the input's shape: scratch buffers made at prepare (None: per call)
+
+    def __post_init__(self):
+        shape = () if self.shape is None else self.shape
+        object.__setattr__(self, "_t", np.empty(shape, _F32))
+        object.__setattr__(self, "_half", np.empty(shape, _F32))
+        object.__setattr__(self, "_wide", np.empty(shape, np.float64))
+        zp = np.asarray(self.zero_point)
+        object.__setattr__(self, "_zp", zp.astype(np.float64) if zp.any() else None)
+        object.__setattr__(self, "_qmin", np.float64(self.qmin))
+        object.__setattr__(self, "_qmax", np.float64(self.qmax))
+        # A quotient outside int32 (or NaN) becomes clamp(INT32_MIN + zp): qmin for zp >= 0, where the clamp
+        # already sends t < -2^31 (so only the max needs checking), qmax for zp < 0 (only the min).
+        object.__setattr__(self, "_check_max", bool((zp >= 0).any()))
+        object.__setattr__(self, "_check_min", bool((zp < 0).any()))
+
     def __call__(self, inputs, outputs):
-        t = np.divide(inputs[INPUT], self.scale, dtype=_F32)  # float32 division, as the reference
+        x = inputs[INPUT]
+        if x.shape == self._t.shape:
+            t, half, wide = self._t, self._half, self._wide
+        else:
+            t, half, wide = np.empty(x.shape, _F32), np.empty(x.shape, _F32), np.empty(x.shape, np.float64)
+        np.divide(x, self.scale, out=t)  # float32 division, as the reference
         bad = None
-        if t.size and not (t.min() >= -2147483648.0 and t.max() < 2147483648.0):  # also false for NaN
+        if t.size and ((self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
+                       or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)):
             bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
             t[bad] = 0
         # Rounding and clamping are monotone, so clamping first (to integers one beyond the range) changes
-        # nothing, and makes 2t exact and small: round_half_away(t) = (m + (m >= 0)) >> 1, m = trunc(2t).
-        np.maximum(t, self.lo, out=t)  # (np.clip costs more per call on small tensors)
-        np.minimum(t, self.hi, out=t)
-        t *= 2
-        m = t.astype(np.int32)
-        m += m >= 0
-        m >>= 1
-        m += self.zero_point
-        np.maximum(m, self.qmin, out=m)
-        np.minimum(m, self.qmax, out=m)
+        # nothing and keeps |t| < 2^17: then t +- 1/2 is exact in float64 and its trunc is round_half_away(t).
+        clip_ufunc(t, self.lo, self.hi, out=t)
+        np.copysign(_F32(0.5), t, out=half)
+        np.add(t, half, out=wide)  # exact in float64
+        np.trunc(wide, out=wide)
+        if self._zp is not None:
+            wide += self._zp
         out = outputs[0]
-        np.copyto(out, m, casting="unsafe")
+        clip_ufunc(wide, self._qmin, self._qmax, out=out, casting="unsafe")  # integers in range: exact casts
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
 
@@ -231,7 +251,7 @@ def prepare_quantize(ctx: OpContext):
             scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
         overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
         return QuantizeFloat(scale, zp.astype(np.int32), (qmin - zp - 1).astype(_F32), (qmax - zp + 1).astype(_F32),
-                             qmin, qmax, overflow)
+                             qmin, qmax, overflow, shape=tuple(x.shape))
     ctx.check(x.type not in dtypes.OBJECT_TYPES and x.type != _INT4 and x.dtype in _REQUANTIZE
               and y.type not in dtypes.OBJECT_TYPES and y.type != _INT4 and y.dtype in _REQUANTIZE[x.dtype],
               _unsupported(x, y))

@@ -97,7 +97,12 @@ def nearest_axis(in_size: int, out_size: int, align_corners: bool, half_pixel: b
 
 @dataclass(frozen=True, eq=False)
 class ResizeBilinearFloat:
-    """float32 (round_offset 0) and uint8 (round_offset 0.5, then truncation) reference kernel."""
+    """float32 (round_offset 0) and uint8 (round_offset 0.5, then truncation) reference kernel.
+
+    The x weights are tiled over the channels, (OW, C), so every multiply runs over whole contiguous (OW, C)
+    rows (with (OW, 1) weights numpy's inner loops ran over C values only); the gathers go into buffers made
+    at prepare (``take(..., out=, mode='clip')``, the indices being in range). Same operations, same order:
+    bit-identical."""
 
     y0: np.ndarray
     y1: np.ndarray
@@ -105,22 +110,24 @@ class ResizeBilinearFloat:
     wy1: np.ndarray  # dy
     x0: np.ndarray
     x1: np.ndarray
-    wx0: np.ndarray  # (1, 1, OW, 1) float32: 1 - dx
+    wx0: np.ndarray  # (OW, C) float32: 1 - dx, tiled over the channels
     wx1: np.ndarray
     round_offset: float
+    buffers: tuple  # (converted input or None, top, bot, acc, t), float32
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
-        if x.dtype != _F32:
-            x = x.astype(_F32)  # uint8: exact; converting once is cheaper than mixed-type multiplies
-        top = np.take(x, self.y0, axis=1)
-        bot = np.take(x, self.y1, axis=1)
+        xf, top, bot, acc, t = self.buffers
+        if xf is not None:
+            np.copyto(xf, x)  # uint8: exact; converting once is cheaper than mixed-type multiplies
+            x = xf
+        np.take(x, self.y0, axis=1, out=top, mode="clip")
+        np.take(x, self.y1, axis=1, out=bot, mode="clip")
         # ((p00*wy0)*wx0 + (p10*wy1)*wx0) + (p01*wy0)*wx1 + (p11*wy1)*wx1, every step rounded to float32.
-        # Two output-sized buffers only (fresh large arrays cost page faults).
-        acc = np.take(top, self.x0, axis=2)
+        np.take(top, self.x0, axis=2, out=acc, mode="clip")
         acc *= self.wy0
         acc *= self.wx0
-        t = np.take(bot, self.x0, axis=2)
+        np.take(bot, self.x0, axis=2, out=t, mode="clip")
         t *= self.wy1
         t *= self.wx0
         acc += t
@@ -195,9 +202,13 @@ def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
         return ResizeBilinearInteger(ylo.reshape(-1), yhi.reshape(-1), *w, xlo.reshape(-1), xhi.reshape(-1))
     ylo, yhi, wy0, wy1 = bilinear_axis_float(h, oh, align_corners, half_pixel)
     xlo, xhi, wx0, wx1 = bilinear_axis_float(w, ow, align_corners, half_pixel)
-    return ResizeBilinearFloat(ylo, yhi, wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1),
-                               xlo, xhi, wx0.reshape(1, 1, -1, 1), wx1.reshape(1, 1, -1, 1),
-                               0.5 if dtype == np.uint8 else 0.0)
+    n, c = in_shape[0], in_shape[3]
+    buffers = (None if dtype == _F32 else np.empty(in_shape, _F32), np.empty((n, oh, w, c), _F32),
+               np.empty((n, oh, w, c), _F32), np.empty((n, oh, ow, c), _F32), np.empty((n, oh, ow, c), _F32))
+    return ResizeBilinearFloat(ylo, yhi, wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1), xlo, xhi,
+                               np.ascontiguousarray(np.broadcast_to(wx0.reshape(-1, 1), (ow, c))),
+                               np.ascontiguousarray(np.broadcast_to(wx1.reshape(-1, 1), (ow, c))),
+                               0.5 if dtype == np.uint8 else 0.0, buffers)
 
 
 @dataclass(frozen=True, eq=False)

@@ -46,6 +46,13 @@ def _variable(resources: dict, key) -> ResourceVariable:
 class VarHandle:
     key: tuple
 
+    @property
+    def constant_output(self) -> np.ndarray:
+        """The handle never changes: the runtime folds it into a constant at prepare (see shape.WriteConstant)."""
+        value = np.empty((), dtype=object)
+        value[()] = self.key
+        return value
+
     def __call__(self, inputs, outputs):
         outputs[0][...] = self.key
 

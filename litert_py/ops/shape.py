@@ -199,6 +199,12 @@ class WriteConstant:
 
     value: np.ndarray
 
+    @property
+    def constant_output(self) -> np.ndarray:
+        """The runtime folds a node whose prepared op has this into a constant at prepare (its output does not
+        depend on the input's values), so the ops after SHAPE/RANK of a static shape stay static."""
+        return self.value
+
     def __call__(self, inputs, outputs):
         outputs[0][...] = self.value
 

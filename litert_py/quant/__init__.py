@@ -44,7 +44,7 @@ from litert_py.quant.params import (
     quantize,
     quantize_per_axis,
 )
-from litert_py.quant.requantizer import Requantizer, fused_exact_bound, requantize_int64_inplace
+from litert_py.quant.requantizer import PerChannelMBQM, Requantizer, fused_exact_bound, requantize_int64_inplace
 
 __all__ = [
     "INT32_MIN",
@@ -60,6 +60,7 @@ __all__ = [
     "multiply_by_quantized_multiplier_int64",
     "multiply_by_quantized_multiplier_int64_ok",
     "Requantizer",
+    "PerChannelMBQM",
     "fused_exact_bound",
     "requantize_int64_inplace",
     "batch_quantize_floats",

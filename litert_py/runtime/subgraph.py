@@ -19,6 +19,7 @@ from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
+from .ring_buffer import fuse_ring_buffers
 from .tensors import constant_array
 
 #: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
@@ -213,12 +214,17 @@ class SubgraphRuntime:
             if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
                 self._fold(node, op, infos, folded)
                 continue
+            if getattr(op, "constant_output", None) is not None:  # SHAPE / RANK of a static shape
+                self._fold_value(node, op.constant_output, infos, folded)
+                continue
             if any(t.dynamic for t in outs):  # the op stores new arrays at eval: the loop must read them back
                 self.deferred = True
             steps.append((node, op))
         self.infos = infos
         for i, info in enumerate(infos):
             self.shapes[i] = info.shape
+        if not self.deferred and not self.preserve_all_tensors:
+            steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
         self._allocate(steps, folded)
         self.allocated = True
 
@@ -274,6 +280,15 @@ class SubgraphRuntime:
                 infos[o].shape = arr.shape
                 infos[o].dynamic = False
                 folded[o] = arr
+
+    @staticmethod
+    def _fold_value(node: Node, value: np.ndarray, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
+        """A one-output node whose prepared op always writes ``value`` (``constant_output``): a constant."""
+        o = node.operator.outputs[0]
+        arr = np.array(value, dtype=infos[o].dtype).reshape(infos[o].shape)
+        infos[o].data = arr
+        infos[o].dynamic = False
+        folded[o] = arr
 
     @staticmethod
     def _new_array(info: TensorInfo) -> np.ndarray:

@@ -112,6 +112,30 @@ def test_ieee_special_values(op):
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
 
 
+@pytest.mark.parametrize("alphas", ["mixed", "mixed-denormal", "inf", "-inf", "nan", "steep-inf", "leaky-inf"])
+def test_prelu_alpha_mixes(alphas):
+    """Constant alphas mixing <= 1 and > 1 (the sign-flip path: s * max(s*alpha*x, s*x)), against every special
+    input (+-0, +-inf, NaN, denormals, huge) on every alpha; with an infinite or NaN alpha the masked select
+    (0 * inf would be NaN where the reference returns x). Exact, signs of zeros included."""
+    tiny = np.float32(1e-45)
+    xs = np.concatenate([SPECIAL, np.float32([tiny, -tiny, 1e-39, -1e-39, 3.4e38, -3.4e38, 1.0, -1.0])])
+    a = {"mixed": [0.25, 3.0, -0.5, 1.0, 1.0000001, -7.0, 1e-30, 2e30],
+         "mixed-denormal": [1e-40, 1.5, -1e-42, 0.999999, 100.0, -1e-45, 1.0, 2.0],
+         "inf": [0.25, np.inf, 3.0], "-inf": [-np.inf, 0.5, 2.0], "nan": [np.nan, 0.5, 2.0],
+         "steep-inf": [np.inf, 2.0], "leaky-inf": [-np.inf, 0.5]}[alphas]
+    a = np.float32(a)
+    x = np.repeat(xs, a.size).reshape(-1, a.size)  # every x against every alpha
+    model = single_op_model("PRELU", [T(x.shape), T.const(a)], [T(x.shape)])
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    signed = ~np.isnan(theirs[0])
+    np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == ("PreluFloatSigned" if alphas.startswith("mixed") else "PreluFloat")
+
+
 def test_logistic_cutoffs():
     """Below -9 the reference returns exp(x) (1.2e-4 relative away from 1 / (1 + exp(-x)) at -9.5); above
     16.619047 it returns exactly 1, where 1 / (1 + exp(-x)) still rounds to 1 - 2**-23 (up to 16.6355)."""

@@ -216,3 +216,44 @@ def test_conv_2d_float16_filter_rejected():
     model = single_op_model("CONV_2D", [_X, T.const(_W.astype(np.float16)), T.const(_B)], [T((1, 5, 5, 3))], _CONV)
     with pytest.raises(PrepareError, match="FLOAT16 filter"):
         Interpreter(model_content=model).allocate_tensors()
+
+
+@pytest.mark.parametrize("geometry", [
+    {"padding": 0, "stride_h": 1, "stride_w": 1},  # SAME
+    {"padding": 0, "stride_h": 2, "stride_w": 1, "dilation_w_factor": 2},
+    {"padding": 1, "stride_h": 1, "stride_w": 2},  # VALID
+])
+@pytest.mark.parametrize("out_c", [1, 3])
+def test_conv_2d_few_output_channels_per_tap(geometry, out_c, monkeypatch):
+    """Few output channels: one matmul per tap (ConvFloatPerTap) instead of an im2col GEMM, with a bias and a
+    clamp; the threshold lowered so that a small layer takes the path."""
+    monkeypatch.setattr(conv, "PER_TAP_MIN_BYTES", 1000)
+    rng = np.random.default_rng(out_c)
+    x = rng.standard_normal((2, 17, 13, 8)).astype(np.float32)
+    w = rng.standard_normal((out_c, 3, 3, 8)).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(b)], [T((1, 1, 1, out_c))],
+                            {**geometry, "fused_activation_function": 3})
+    ours, theirs = run_both(model, [x])
+    assert_close(ours, theirs, rtol=TOLERANCE["CONV_2D"] * 72, atol=1e-6)
+    assert (theirs[0] == 6).any() and (theirs[0] == 0).any() and ((theirs[0] > 0) & (theirs[0] < 6)).any()
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert isinstance(prepared, conv.ConvFloatPerTap)
+
+
+def test_conv_2d_window_covering_the_whole_input():
+    """One output pixel whose window is the whole unpadded input: the im2col rows are the input's rows."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 5, 3, 6)).astype(np.float32)
+    w = rng.standard_normal((7, 5, 3, 6)).astype(np.float32)
+    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(np.ones(7, np.float32))],
+                            [T((1, 1, 1, 7))], {"padding": 1, "stride_h": 2, "stride_w": 1})
+    ours, theirs = run_both(model, [x])
+    assert ours[0].shape == (2, 1, 1, 7)
+    assert_close(ours, theirs, rtol=TOLERANCE["CONV_2D"] * 90, atol=1e-6)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert prepared.im2col.pointwise

@@ -471,3 +471,98 @@ def test_refused_although_litert_runs_it(case, match):
     run_litert(model, [case["x"]])
     with pytest.raises(PrepareError, match=match):
         run_ours(model, [case["x"]])
+
+
+# -- the folded requantization (ops/conv_requant.py) at its boundaries -------------------------------------
+
+#: (activation, output scale, output zero point, the epilogue kind prepare must choose)
+#: "relu": ReLU-like clamp (lo >= zp), sign correction dropped; "sign": copysign-corrected; "no-rs": no right
+#: shift (multiplier >= 1/2), no correction whatever the clamp; "unfolded": the 2^53 bound fails (right shift
+#: ~20 with zero point -128), the prepared Requantizer runs.
+FOLDED = [
+    (1, 1.0, -5, "relu"), (3, 1.0, 7, "relu"), (0, 1.0, -5, "sign"), (2, 1.0, 3, "sign"),
+    (0, 0.05, 2, "no-rs"), (1, 0.01, -3, "no-rs"), (0, 2.0**13, -128, "unfolded"), (1, 2.0**13, -128, "unfolded"),
+]
+
+
+@pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind):
+    """Random inputs and a ramp against a multiplier 1/16 * 1/s_out (every residue of the accumulator, so
+    SRDHM's and RoundingDivideByPOT's ties for s_out 1), negative and positive accumulators, the bias and input
+    zero point folded into the constant; the prepared path is the one the bound and the clamp select."""
+    x = np.random.default_rng(5).integers(-128, 128, (1, 8, 64, 2)).astype(I8)
+    x[0, 0, :, 0] = np.arange(-128, 128, 4)  # a ramp and its mirror
+    x[0, 0, :, 1] = -x[0, 0, :, 0] - 1
+    if op == "CONV_2D":
+        f, f_q = np.array([[[[1, 0]], [[2, -1]]], [[[-3, 1]], [[0, 2]]]], I8).reshape(2, 2, 1, 2), quant([0.125, 0.25])
+        bias = np.array([37, -1000], I32)
+    else:
+        f, f_q = np.array([1, -2, 3, 1, 0, -1, 2, 1], I8).reshape(1, 2, 2, 2), quant([0.125, 0.25], 0, 3)
+        bias = np.array([37, -1000], I32)
+    if kind == "unfolded":  # outputs of a few units need accumulators of ~2^20
+        bias += np.array([2**22, 2**20], I32)
+    case = {"op": op, "x": x, "x_q": quant(0.5, 3), "f": f, "f_type": I8, "f_q": f_q, "bias": bias,
+            "b_q": quant([0.0625, 0.125]), "out_q": quant(s_out, out_zp),
+            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+            "const": (True, True)}
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2 - (kind == "unfolded")  # not all clamped
+    model = conv_model(op, x, case["x_q"], f, I8, f_q, bias, case["b_q"], I8, case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    if kind == "unfolded":
+        assert not hasattr(prepared, "epilogue") and prepared.requant.fallback is not None
+    else:
+        assert (prepared.epilogue.half is None) == (kind != "sign")
+
+
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_conv_window_covering_the_whole_input(dtype):
+    """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
+    buffer): the im2col rows are the input's rows (ConvQuantizedFoldedRows), two batches."""
+    rng = np.random.default_rng(11)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
+    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
+    case = {"op": "CONV_2D", "x": x, "x_q": quant(0.05, 3), "f": f, "f_type": dtype,
+            "f_q": quant(0.002, 128 if dtype == U8 else 0), "bias": rng.integers(-3000, 3000, 16).astype(I32),
+            "b_q": quant(np.float32(0.05) * np.float32(0.002)), "out_q": quant(0.08, -2 if dtype == I8 else 100),
+            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+            "const": (True, True)}
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 3
+    model = conv_model("CONV_2D", x, case["x_q"], f, dtype, case["f_q"], case["bias"], case["b_q"], dtype,
+                       case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_depthwise_window_covering_the_whole_input(dtype, act):
+    """One output pixel whose window is the whole unpadded input (DepthwiseConvWholeFolded), both epilogues
+    (ReLU-like and sign-corrected), two batches."""
+    rng = np.random.default_rng(12)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
+    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
+    case = {"op": "DEPTHWISE_CONV_2D", "x": x, "x_q": quant(0.05, 3), "f": f, "f_type": dtype,
+            "f_q": quant(0.01, 128, 3) if dtype == U8 else quant(rng.uniform(0.005, 0.02, 24), 0, 3),
+            "bias": rng.integers(-300, 300, 24).astype(I32), "b_q": quant(0.0005),
+            "out_q": quant(0.03, -2 if dtype == I8 else 100),
+            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act,
+                        "depth_multiplier": 1},
+            "const": (True, True)}
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 3
+    model = conv_model(case["op"], x, case["x_q"], f, dtype, case["f_q"], case["bias"], case["b_q"], dtype,
+                       case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
+    assert (prepared.epilogue.half is None) == (act == 1)

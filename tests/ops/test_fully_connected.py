@@ -406,3 +406,25 @@ def test_round_half_away_inplace(dtype):
     t = np.concatenate([base, near, special]).astype(dtype)
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(round_half_away_inplace(t.copy()), round_away(t))
+
+
+@pytest.mark.parametrize("depth, zx, gemm", [(16, -128, "float32"), (3000, 100, "float64"), (3000, -128, "float64")])
+def test_fully_connected_folded_bias_and_zero_point(depth, zx, gemm):
+    """The bias and input zero point folded into a ones column of the GEMM (FullyConnectedQuantizedFolded):
+    float32 while |x| * sum|w| + |bias - zx * sum w| stays below 2^24, float64 beyond; negative and positive
+    accumulators, several batches, ties of the float requantization near zero."""
+    from litert_py import Interpreter
+
+    rng = np.random.default_rng(depth)
+    x = rng.integers(-128, 128, (5, depth)).astype(I8)
+    x[0] = zx  # the zero point itself: acc = bias exactly
+    w = rng.integers(-127, 128, (7, depth)).astype(I8)
+    bias = rng.integers(-50000, 50000, 7).astype(I32)
+    model = _int8_fc(x, w, bias, 0.05, 0.01, 0.05 * 0.01 * 16 * np.sqrt(depth) * 8, zx=zx, zo=-3)
+    ours, ref = run_ours(model, [x])[0], run_litert(model, [x])[0]
+    np.testing.assert_array_equal(ours, ref)
+    assert len(np.unique(ref)) > 5
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "FullyConnectedQuantizedFolded" and prepared.weights_t.dtype == gemm

@@ -161,3 +161,17 @@ def test_variable_of_undeclared_shape_fails_invoke():
     it.set_tensor(0, np.zeros(4, np.float32))
     with pytest.raises(RuntimeError, match="holds shape"):
         it.invoke()
+
+
+def test_var_handle_is_folded_at_prepare():
+    """VAR_HANDLE's output never changes: a constant after prepare (no step), in both subgraphs; the delay line
+    still matches the oracle."""
+    model = _delay_line_model()
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    assert [node.name for node, _ in it._subgraphs[0].steps_nodes] == ["CALL_ONCE", "READ_VARIABLE",
+                                                                       "ASSIGN_VARIABLE"]
+    LiteRT, _ = oracle()
+    xs = [np.full((2, 3), k, np.float32) for k in range(1, 4)]
+    for a, b in zip(_stream(litert_py.Interpreter, model, xs), _stream(LiteRT, model, xs)):
+        np.testing.assert_array_equal(a, b)

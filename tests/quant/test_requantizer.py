@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py.quant import (
+    PerChannelMBQM,
     Requantizer,
     fused_exact_bound,
     quantize_multiplier_array,
@@ -114,3 +115,38 @@ def test_requantize_int64_inplace(seed, m, shift, zp):
     got = np.empty(64, np.int16)
     requantize_int64_inplace(acc.copy(), m, shift, zp, -32768, 32767, got)
     np.testing.assert_array_equal(got, want)
+
+
+@given(seed=st.integers(0, 2**32 - 1), zp=st.integers(-128, 127), wrap=st.booleans(),
+       shifts=st.lists(st.integers(-31, 31), min_size=1, max_size=6))
+def test_per_channel_mbqm_equals_the_reference(seed, zp, wrap, shifts):
+    """The prepared int64 fallback: mixed left and right shifts per channel (rs = 0 channels take no ties
+    correction), x << ls wrapping to int32 when the bound allows it, ties (small accumulators, powers of two)."""
+    rng = np.random.default_rng(seed)
+    c = len(shifts)
+    m = rng.integers(0, INT32_MAX, c, endpoint=True)
+    m[: c // 2] = 1 << 30  # a power-of-two multiplier: exact ties
+    shape = (5, 4, c)
+    bound = INT32_MAX if wrap else 1 << 12
+    r = PerChannelMBQM.build(m, shifts, zp, -128, 127, float(bound), shape)
+    acc = rng.integers(-bound, bound, shape, endpoint=True)
+    acc[0] = rng.integers(-600, 600, (4, c))
+    if wrap:
+        acc[1, 0] = INT32_MIN
+        acc[1, 1] = INT32_MAX
+    want = _want(acc, m, np.array(shifts), zp, -128, 127)
+    got = np.empty(shape, np.int8)
+    r(acc.astype(np.float64), got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_library_kind_uses_the_prepared_fallback():
+    """Right shifts of ~15 or more with zero point -128 fail the fused bound: the prepared int64 fallback runs."""
+    m, shift = quantize_multiplier_array(np.array([2.0**-20 * 1.3, 2.0**-17 * 1.7]))
+    shape = (3, 2)
+    r = Requantizer.build(m, shift, -128, -128, 127, float(1 << 20), shape)
+    assert r.kind == "library" and r.fallback is not None
+    acc = np.array([[1 << 20, -(1 << 20)], [3 << 16, 5 << 13], [-(3 << 16), 12345]], np.float64)
+    got = np.empty(shape, np.int8)
+    r(acc.copy(), got)
+    np.testing.assert_array_equal(got, _want(acc.astype(np.int64), m, shift, -128, -128, 127))

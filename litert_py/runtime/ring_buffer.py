@@ -1,0 +1,122 @@
+"""The ring buffer of streaming models, fused at prepare into one step.
+
+Streaming models (e.g. microWakeWord) keep the last frames of each layer's input in a resource variable:
+
+    r = READ_VARIABLE(h);  c = CONCATENATION(r, new, ...);  s = STRIDED_SLICE(c, ...);  ASSIGN_VARIABLE(h, s)
+
+with ``c`` feeding the layer. :func:`fuse_ring_buffers` replaces such a group by one step at the
+CONCATENATION's place that concatenates the variable's value itself (no copy into ``r``) and slices ``c``
+straight into the variable when it already has the slice's shape and type (no copy through ``s``): the same
+kernels (the prepared CONCATENATION and STRIDED_SLICE ops) on the same values, so the results are identical.
+
+Conditions (checked on the prepared steps): ``r`` and ``s`` are read by no other node and are not subgraph
+outputs; the handles are constants with the same key (VAR_HANDLE is folded at prepare); no other node between
+the READ_VARIABLE and the ASSIGN_VARIABLE reads or assigns that variable (moving the assignment to the
+CONCATENATION's place changes nothing then); static shapes. The interpreter does not fuse when it must keep
+every tensor (experimental_preserve_all_tensors) or runs its dynamic path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..ops.resource import AssignVariable, ReadVariable, _variable, _variable_value
+from ..ops.slicing import StridedSlice
+
+
+@dataclass(frozen=True, eq=False)
+class RingBufferStep:
+    """READ_VARIABLE -> CONCATENATION -> STRIDED_SLICE -> ASSIGN_VARIABLE as one step. Inputs: the handle, the
+    concatenation's other inputs, the slice's index tensors; outputs: the concatenation, the slice."""
+
+    read: ReadVariable
+    concat: object  # the CONCATENATION's prepared op
+    slice: StridedSlice
+    n_concat: int  # the concatenation's inputs after the variable
+    read_shape: tuple  # the READ_VARIABLE output's declared shape
+
+    def __call__(self, inputs, outputs):
+        handle = inputs[0][()]
+        resources = self.read.resources
+        value = _variable_value(resources.get(handle), handle, self.read.dtype)
+        if value.shape != self.read_shape:
+            raise RuntimeError(
+                f"variable {handle} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
+            )
+        c, s = outputs
+        self.concat([value, *inputs[1 : 1 + self.n_concat]], [c])
+        if value.shape == s.shape and value.dtype == s.dtype:
+            self.slice([c, *inputs[1 + self.n_concat :]], [value])  # c is its own buffer: no aliasing
+        else:
+            self.slice([c, *inputs[1 + self.n_concat :]], [s])
+            _variable(resources, handle).assign(s)
+
+
+def _handle_key(infos, i: int):
+    data = infos[i].data
+    if data is None or data.dtype != object or data.shape != ():
+        return None
+    return data[()]
+
+
+def fuse_ring_buffers(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each ring-buffer group fused."""
+    readers: dict[int, list[int]] = {}
+    for k, (node, _) in enumerate(steps):
+        for i in node.operator.inputs:
+            if i >= 0:
+                readers.setdefault(i, []).append(k)
+    keep = set(outputs)
+
+    def only_reader(t: int, after: int):
+        ks = readers.get(t, [])
+        return ks[0] if len(ks) == 1 and ks[0] > after and t not in keep else None
+
+    touches: dict[object, list[int]] = {}  # handle key -> steps reading or assigning it
+    for k, (node, op) in enumerate(steps):
+        if isinstance(op, (ReadVariable, AssignVariable)):
+            key = _handle_key(infos, node.operator.inputs[0])
+            touches.setdefault(key, []).append(k)
+    fused: dict[int, tuple] = {}  # concat step -> fused (node, op); removed steps map to None
+    for i, (node, op) in enumerate(steps):
+        if not isinstance(op, ReadVariable) or i in fused:
+            continue
+        key = _handle_key(infos, node.operator.inputs[0])
+        r = node.operator.outputs[0]
+        j = only_reader(r, i) if key is not None else None
+        if j is None or j in fused or steps[j][0].name != "CONCATENATION" or steps[j][0].operator.inputs[0] != r:
+            continue
+        c = steps[j][0].operator.outputs[0]
+        slices = [
+            k
+            for k in readers.get(c, [])
+            if steps[k][0].name == "STRIDED_SLICE"
+            and k > j
+            and isinstance(steps[k][1], StridedSlice)
+            and steps[k][0].operator.inputs[0] == c
+        ]
+        for k in slices:
+            s = steps[k][0].operator.outputs[0]
+            m = only_reader(s, k)
+            if m is None or not isinstance(steps[m][1], AssignVariable):
+                continue
+            assign = steps[m][0].operator
+            if assign.inputs[1] != s or _handle_key(infos, assign.inputs[0]) != key:
+                continue
+            if any(t not in (i, m) for t in touches.get(key, []) if i <= t <= m) or infos[c].dynamic:
+                continue
+            concat_node, slice_node = steps[j][0], steps[k][0]
+            ins = (
+                [node.operator.inputs[0]] + list(concat_node.operator.inputs[1:]) + list(slice_node.operator.inputs[1:])
+            )
+            operator = dataclasses.replace(concat_node.operator, inputs=ins, outputs=[c, s])
+            step = RingBufferStep(
+                op, steps[j][1], steps[k][1], len(concat_node.operator.inputs) - 1, tuple(infos[r].shape)
+            )
+            fused[j] = (dataclasses.replace(concat_node, operator=operator), step)
+            fused[i] = fused[k] = fused[m] = None
+            break
+    if not fused:
+        return steps
+    return [fused.get(k, s) for k, s in enumerate(steps) if fused.get(k, s) is not None]

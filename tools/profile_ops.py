@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Per-op-type process CPU time of one model in litert_py (a developer script, not the runtime's profiler).
+
+    python tools/profile_ops.py MODEL.tflite [--invokes 50] [--nodes 10]
+
+Allocates the model, fills its inputs with random values, then times every step of the primary subgraph's
+invoke loop separately (process CPU time, summed over ``--invokes`` invokes after one warm-up) and prints,
+per op type, the node count, the time per invoke and its share; then the ``--nodes`` slowest nodes with
+their prepared-op class (which fast path prepare chose). Models whose subgraph runs through the dynamic path
+(shapes known only at eval) are timed as a whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+
+def random_inputs(it) -> None:
+    rng = np.random.default_rng(0)
+    for d in it.get_input_details():
+        dt = np.dtype(d["dtype"])
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            v = rng.integers(max(info.min, -128), min(info.max, 127) + 1, d["shape"]).astype(dt)
+        elif dt.kind == "b":
+            v = rng.integers(0, 2, d["shape"]).astype(dt)
+        else:
+            v = rng.standard_normal(d["shape"]).astype(dt)
+        it.set_tensor(d["index"], v)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--invokes", type=int, default=50)
+    ap.add_argument("--nodes", type=int, default=10)
+    a = ap.parse_args()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's litert_py
+    from litert_py import Interpreter
+
+    it = Interpreter(model_path=a.model)
+    it.allocate_tensors()
+    random_inputs(it)
+    it.invoke()
+    sub = it._subgraph(0)
+    clock = time.process_time
+    if sub.deferred:
+        t0 = clock()
+        for _ in range(a.invokes):
+            it.invoke()
+        print(f"dynamic path (not timed per op): {(clock() - t0) / a.invokes * 1e3:.3f} ms per invoke")
+        return 0
+    per_node = collections.defaultdict(float)
+    with np.errstate(all="ignore"):
+        for _ in range(a.invokes):
+            for k, (op, ins, outs) in enumerate(sub.steps):
+                t0 = clock()
+                op(ins, outs)
+                per_node[k] += clock() - t0
+    by_type: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
+    for k, t in per_node.items():
+        row = by_type[sub.steps_nodes[k][0].name]
+        row[0] += 1
+        row[1] += t
+    total = sum(per_node.values())
+    print(f"{a.model}: {len(sub.steps)} steps, {total / a.invokes * 1e3:.3f} ms per invoke (sum of steps)")
+    print(f"{'op type':32s} {'nodes':>5s} {'ms':>8s} {'share':>6s}")
+    for name, (n, t) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
+        print(f"{name:32s} {n:5d} {t / a.invokes * 1e3:8.3f} {t / total:6.1%}")
+    print(f"\nslowest {a.nodes} nodes:")
+    for k, t in sorted(per_node.items(), key=lambda kv: -kv[1])[: a.nodes]:
+        node, op = sub.steps_nodes[k]
+        shape = tuple(sub.tensors[node.operator.outputs[0]].shape) if node.operator.outputs else ()
+        print(
+            f"  node {node.index:4d} {node.name:24s} {type(op).__name__:28s} {str(shape):22s} "
+            f"{t / a.invokes * 1e6:9.1f} us"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
