@@ -49,16 +49,38 @@ __all__ = ["BatchInfo", "ModelRunner", "model_info", "run_batch", "Sample"]
 Sample = np.ndarray | Sequence[np.ndarray] | Mapping[str, np.ndarray]
 
 #: ops whose results depend on earlier invokes (state or a random generator that advances)
-STATEFUL_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "RANDOM_STANDARD_NORMAL",
-                          "RANDOM_UNIFORM", "MULTINOMIAL"})
+STATEFUL_OPS = frozenset(
+    {"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "RANDOM_STANDARD_NORMAL", "RANDOM_UNIFORM", "MULTINOMIAL"}
+)
 
 
 #: float ops whose result for one row of a batch is the same whatever the other rows (elementwise, exact, or data
 #: movement); any other op with a float output (GEMM, convolutions, reductions, transcendentals) may round a
 #: stacked batch differently from one sample in the last bit (BLAS blocks a batch of rows differently).
-ROW_EXACT_FLOAT_OPS = frozenset({"DEQUANTIZE", "QUANTIZE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CONCATENATION",
-                                 "ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "MAXIMUM", "MINIMUM",
-                                 "PAD", "TRANSPOSE", "GATHER", "STRIDED_SLICE", "SLICE", "CAST"})
+ROW_EXACT_FLOAT_OPS = frozenset(
+    {
+        "DEQUANTIZE",
+        "QUANTIZE",
+        "RESHAPE",
+        "SQUEEZE",
+        "EXPAND_DIMS",
+        "CONCATENATION",
+        "ADD",
+        "SUB",
+        "MUL",
+        "RELU",
+        "RELU6",
+        "RELU_N1_TO_1",
+        "MAXIMUM",
+        "MINIMUM",
+        "PAD",
+        "TRANSPOSE",
+        "GATHER",
+        "STRIDED_SLICE",
+        "SLICE",
+        "CAST",
+    }
+)
 _FLOAT_TYPES = (0, 1, 16)  # TensorType FLOAT32, FLOAT16, FLOAT64
 
 
@@ -77,8 +99,9 @@ def model_info(interpreter: Interpreter) -> BatchInfo:
     """Whether the model keeps state between invokes and whether samples can be stacked along axis 0."""
     model = interpreter.model
     variables = [t.name for sg in model.subgraphs for t in sg.tensors if t.is_variable]
-    ops = sorted({model.operator_codes[op.opcode_index].name for sg in model.subgraphs for op in sg.operators}
-                 & STATEFUL_OPS)
+    ops = sorted(
+        {model.operator_codes[op.opcode_index].name for sg in model.subgraphs for op in sg.operators} & STATEFUL_OPS
+    )
     if variables or ops:
         why = f"variable tensors {variables[:3]}" if variables else f"stateful ops {ops}"
         return BatchInfo(True, False, f"the model keeps state between invokes ({why})")
@@ -86,11 +109,20 @@ def model_info(interpreter: Interpreter) -> BatchInfo:
         for d in details:
             sig = d["shape_signature"]
             if len(sig) == 0 or sig[0] != -1:
-                return BatchInfo(False, False, f"{kind} {d['name']!r} has no resizable batch dimension "
-                                               f"(shape_signature {sig.tolist()})")
-    float_ops = sorted({model.operator_codes[op.opcode_index].name for sg in model.subgraphs for op in sg.operators
-                        if any(sg.tensors[t].type in _FLOAT_TYPES for t in op.outputs if t >= 0)}
-                       - ROW_EXACT_FLOAT_OPS)
+                return BatchInfo(
+                    False,
+                    False,
+                    f"{kind} {d['name']!r} has no resizable batch dimension (shape_signature {sig.tolist()})",
+                )
+    float_ops = sorted(
+        {
+            model.operator_codes[op.opcode_index].name
+            for sg in model.subgraphs
+            for op in sg.operators
+            if any(sg.tensors[t].type in _FLOAT_TYPES for t in op.outputs if t >= 0)
+        }
+        - ROW_EXACT_FLOAT_OPS
+    )
     return BatchInfo(False, True, "", tuple(float_ops))
 
 
@@ -101,12 +133,20 @@ class ModelRunner:
     when ``stack`` and the model allows it. Errors become ``BatchError`` naming ``first_index + position``.
     """
 
-    def __init__(self, model: str | os.PathLike | bytes, stack: bool | str = "auto", reset_variables: bool = False,
-                 interpreter_kwargs: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        model: str | os.PathLike | bytes,
+        stack: bool | str = "auto",
+        reset_variables: bool = False,
+        interpreter_kwargs: Mapping[str, Any] | None = None,
+    ):
         content = model if isinstance(model, (bytes, bytearray, memoryview)) else None
         kwargs = dict(interpreter_kwargs or {})
-        self.interpreter = (Interpreter(model_content=bytes(content), **kwargs) if content is not None
-                            else Interpreter(model_path=model, **kwargs))
+        self.interpreter = (
+            Interpreter(model_content=bytes(content), **kwargs)
+            if content is not None
+            else Interpreter(model_path=model, **kwargs)
+        )
         self.interpreter.allocate_tensors()
         self.inputs = self.interpreter.get_input_details()
         self.outputs = self.interpreter.get_output_details()
@@ -132,8 +172,10 @@ class ModelRunner:
             return [np.asarray(sample[n]) for n in self.input_names]
         if isinstance(sample, np.ndarray) or not isinstance(sample, Sequence):
             if len(self.inputs) != 1:
-                raise ValueError(f"the model has {len(self.inputs)} inputs {self.input_names}: give each sample as "
-                                 "a sequence of arrays or a dict {input name: array}")
+                raise ValueError(
+                    f"the model has {len(self.inputs)} inputs {self.input_names}: give each sample as "
+                    "a sequence of arrays or a dict {input name: array}"
+                )
             return [np.asarray(sample)]
         if len(sample) != len(self.inputs):
             raise ValueError(f"sample has {len(sample)} arrays, the model has {len(self.inputs)} inputs")
@@ -183,8 +225,13 @@ class ModelRunner:
         rows = [a[0].shape[0] if a[0].ndim else 0 for a in arrays]
         for pos in range(len(self.inputs)):
             first = arrays[0][pos]
-            if any(a[pos].ndim == 0 or a[pos].shape[1:] != first.shape[1:] or a[pos].dtype != first.dtype
-                   or a[pos].shape[0] != r for a, r in zip(arrays, rows)):
+            if any(
+                a[pos].ndim == 0
+                or a[pos].shape[1:] != first.shape[1:]
+                or a[pos].dtype != first.dtype
+                or a[pos].shape[0] != r
+                for a, r in zip(arrays, rows)
+            ):
                 return None
         try:
             self._set_inputs([np.concatenate([a[pos] for a in arrays]) for pos in range(len(self.inputs))])
@@ -258,10 +305,19 @@ class _Progress:
             sys.stderr.flush()
 
 
-def run_batch(model: str | os.PathLike | bytes, samples: Iterable[Sample], *, workers: int | None = None,
-              batch_size: int = 16, stack: bool | str = "auto", reset_variables: bool = False,
-              progress: bool | None = None, ray_address: str | None = None, mp_context: str | None = None,
-              interpreter_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, np.ndarray]]:
+def run_batch(
+    model: str | os.PathLike | bytes,
+    samples: Iterable[Sample],
+    *,
+    workers: int | None = None,
+    batch_size: int = 16,
+    stack: bool | str = "auto",
+    reset_variables: bool = False,
+    progress: bool | None = None,
+    ray_address: str | None = None,
+    mp_context: str | None = None,
+    interpreter_kwargs: Mapping[str, Any] | None = None,
+) -> list[dict[str, np.ndarray]]:
     """Run ``model`` over ``samples``; one ``{output name: array}`` per sample, in input order.
 
     ``workers``: processes (default ``os.cpu_count()``; 0 or 1 runs in this process; with ``ray_address``, the
@@ -282,9 +338,17 @@ def run_batch(model: str | os.PathLike | bytes, samples: Iterable[Sample], *, wo
         if ray_address is not None and not sequential:
             from .ray_data import run_on_ray
 
-            return run_on_ray(content, samples, address=ray_address, workers=workers, batch_size=batch_size,
-                              stack=stack, reset_variables=reset_variables, interpreter_kwargs=interpreter_kwargs,
-                              progress=bar)
+            return run_on_ray(
+                content,
+                samples,
+                address=ray_address,
+                workers=workers,
+                batch_size=batch_size,
+                stack=stack,
+                reset_variables=reset_variables,
+                interpreter_kwargs=interpreter_kwargs,
+                progress=bar,
+            )
         workers = (os.cpu_count() or 1) if workers is None else workers
         results: list[dict[str, np.ndarray]] = []
         if workers <= 1 or sequential:
@@ -294,8 +358,9 @@ def run_batch(model: str | os.PathLike | bytes, samples: Iterable[Sample], *, wo
             return results
         del local
         ctx = multiprocessing.get_context(mp_context)
-        with ctx.Pool(workers, initializer=_init_worker,
-                      initargs=(content, stack, reset_variables, interpreter_kwargs)) as pool:
+        with ctx.Pool(
+            workers, initializer=_init_worker, initargs=(content, stack, reset_variables, interpreter_kwargs)
+        ) as pool:
             for out in pool.imap(_run_chunk, _chunks(samples, batch_size)):
                 results.extend(out)
                 bar.update(len(out))
