@@ -82,7 +82,7 @@ from ..quant import (
     dtype_range,
 )
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation_range
+from .common import clip_ufunc, float_activation_range, reshape_view
 from .conv_common import (
     BIAS,
     EMPTY_OUTPUT,
@@ -150,7 +150,7 @@ class Im2Col:
         blocks = []
         for n0, n1, r0, r1 in spans:
             a = cols[:, : (n1 - n0) * (r1 - r0) * g.out_w]
-            dest = np.reshape(a, (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg), copy=False)
+            dest = reshape_view(a, (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg))
             blocks.append((n0, n1, r0, r1, a, dest))
         padded = interior = window = None
         if g.padded:
