@@ -45,7 +45,7 @@ def main() -> None:
     n = ap.parse_args().n
     rng = np.random.default_rng(0)
     assert L.libm() is not None, "no libm here: nothing to compare with"
-    print(f"{'function':8} {'inputs':>9}  fallback (float64, rounded): ulp 0/1/>1 (max)   numpy float32: ulp 0/1/>1 (max)")
+    print(f"{'function':8} {'inputs':>9}  fallback (float64 rounded) ulp 0/1/>1 (max)  numpy float32 ulp 0/1/>1 (max)")
     for name in DOMAINS:
         x = sample(name, n, rng)
         ref = L.libm_float(name)(x)
