@@ -103,6 +103,8 @@ def _string_array(value, pos: int, name: str) -> np.ndarray:
 class Interpreter:
     """Interpreter interface for running .tflite models, compatible with ``tf.lite.Interpreter``."""
 
+    _custom_ops: dict = {}  # this interpreter's own custom op kernels (InterpreterWithCustomOps); never mutated
+
     def __init__(self, model_path=None, model_content=None, experimental_delegates=None, num_threads=None,
                  experimental_op_resolver_type=OpResolverType.AUTO, experimental_preserve_all_tensors=False,
                  experimental_disable_delegate_clustering=False,
@@ -133,7 +135,7 @@ class Interpreter:
         self._preserve_all_tensors = bool(experimental_preserve_all_tensors)
         self.resources: dict = {}  # resource variables and hashtables shared by all subgraphs
         n = len(self._model.subgraphs)
-        missing = [m for k in range(n) for m in resolve(self._model, k)[1]]
+        missing = [m for k in range(n) for m in resolve(self._model, k, self._custom_ops)[1]]
         if missing:  # every unsupported op of every subgraph, in one error
             raise unsupported_op_error(missing)
         self._subgraphs: list[SubgraphRuntime | None] = [None] * n
@@ -374,3 +376,29 @@ class Interpreter:
         return {"arena_bytes": sub.plan.arena_bytes, "lower_bound": sub.plan.lower_bound,
                 "aligned_lower_bound": sub.plan.aligned_lower_bound,
                 "planned_tensors": len(sub.plan.offsets), "efficiency": sub.plan.efficiency}
+
+
+class InterpreterWithCustomOps(Interpreter):
+    """``tf.lite.experimental``'s ``InterpreterWithCustomOps``: an Interpreter with custom ops of its own.
+
+    Each of ``custom_op_registerers`` is a Python callable that receives ``add(name, prepare, stateful=False)``
+    and calls it for the custom ops it provides; they are seen by this interpreter only (before the global ones
+    of ``litert_py.register_custom_op``). tf.lite's registerers are C symbol names; a string raises ValueError as
+    tf.lite does when it cannot look the symbol up.
+    """
+
+    def __init__(self, custom_op_registerers=None, **kwargs):
+        from ..ops.registry import KernelEntry
+
+        ops: dict = {}
+
+        def add(name: str, prepare, stateful: bool = False) -> None:
+            ops[name] = KernelEntry(prepare, stateful)
+
+        for registerer in custom_op_registerers or []:
+            if isinstance(registerer, str) or not callable(registerer):
+                raise ValueError(f"Looking up symbol '{registerer}' failed with error 'litert_py registerers are "
+                                 "Python callables taking add(name, prepare)'")
+            registerer(add)
+        self._custom_ops = ops
+        super().__init__(**kwargs)

@@ -37,13 +37,16 @@ class Node:
         return self.code.name
 
 
-def resolve(model: Model, subgraph_index: int) -> tuple[list[Node], list[tuple[str, int, int]]]:
-    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one."""
+def resolve(model: Model, subgraph_index: int, custom_ops: dict | None = None
+            ) -> tuple[list[Node], list[tuple[str, int, int]]]:
+    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one.
+    ``custom_ops`` ({name: KernelEntry}, one interpreter's own) come before the global registry."""
     nodes, missing = [], []
     sg = model.subgraphs[subgraph_index]
     for i, op in enumerate(sg.operators):
         code = model.operator_codes[op.opcode_index]
-        entry = lookup(code.builtin_code, code.custom_code)
+        entry = custom_ops.get(code.custom_code) if custom_ops and code.builtin_code == BuiltinOperator.CUSTOM else None
+        entry = entry or lookup(code.builtin_code, code.custom_code)
         if entry is None:
             types = ", ".join(dtypes.type_name(sg.tensors[t].type) for t in op.inputs if t >= 0)
             kind = "custom op" if code.builtin_code == BuiltinOperator.CUSTOM else "builtin opcode"
@@ -74,7 +77,7 @@ class SubgraphRuntime:
         self.index = index
         self.sg = model.subgraphs[index]
         self.preserve_all_tensors = preserve_all_tensors
-        nodes, missing = resolve(model, index)
+        nodes, missing = resolve(model, index, getattr(interpreter, "_custom_ops", None))
         if missing:
             raise unsupported_op_error(missing)
         self.nodes = nodes
