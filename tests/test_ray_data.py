@@ -1,6 +1,8 @@
 """litert_py.ray_data on a local Ray started by the test (ray.init(num_cpus=2)): outputs equal to a plain loop.
 
 Ray is a test dependency (extra ``test``): under CI=true these tests fail when it is missing; elsewhere they skip.
+Named input/output columns and rows without the batch dimension on Ray are exercised by the batch guide
+(docs/guide/batch-inference-ray.md, run by tests/test_guides.py), and by test_predictor_without_ray_names_rows.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from litert_py.batch import run_batch
 from litert_py.errors import BatchError
 from litert_py.ray_data import LiteRTPredictor
 
-from .test_batch import KWS, SINE, WAKE, _assert_identical, _loop, _samples
+from .test_batch import KWS, WAKE, _assert_identical, _loop, _samples
 
 
 @pytest.fixture(scope="module")
@@ -42,27 +44,6 @@ def test_run_batch_on_ray_names_the_failing_sample(ray):
     with pytest.raises(BatchError, match="sample 4: ValueError") as e:
         run_batch(KWS, xs, workers=2, ray_address="local")
     assert e.value.index == 4
-
-
-def test_predictor_named_columns_without_batch_dim(ray):
-    xs = _samples(SINE, 30)
-    want = _loop(SINE, xs)
-    rows = [{"id": i, "x": x[0]} for i, x in enumerate(xs)]  # rows without the leading batch dimension of 1
-    ds = ray.data.from_items(rows).map_batches(
-        LiteRTPredictor,
-        fn_constructor_kwargs={
-            "model": SINE.read_bytes(),
-            "input_columns": ["x"],
-            "output_columns": {"StatefulPartitionedCall:0": "y"},
-        },
-        batch_size=8,
-        batch_format="numpy",
-        concurrency=2,
-    )
-    out = sorted(ds.take_all(), key=lambda r: r["id"])
-    assert [r["id"] for r in out] == list(range(30)) and set(out[0]) == {"id", "y"}
-    for r, w in zip(out, want):
-        np.testing.assert_array_equal(r["y"], w["StatefulPartitionedCall:0"][0])
 
 
 def test_stateful_model_per_row_group(ray):
