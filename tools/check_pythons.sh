@@ -14,7 +14,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENVS=${VENVS:-/tmp/litert-py-venvs}
-PYTHONS=${PYTHONS:-"3.10 3.11 3.12 3.13"}
+PYTHONS=${PYTHONS-"3.10 3.11 3.12 3.13"}  # PYTHONS="" runs only the oldest-numpy run
 OLDEST_NUMPY_PYTHON=${OLDEST_NUMPY_PYTHON:-3.10}
 SUBSET=${SUBSET:-"tests/test_corpus.py tests/runtime/test_interpreter.py tests/quant tests/ops/test_conv.py
   tests/ops/test_conv_quantized.py tests/ops/test_elementwise.py tests/ops/test_fully_connected.py
