@@ -9,7 +9,7 @@ from . import ops as _ops  # noqa: F401  (registers the kernels)
 from .delegates import Delegate, load_delegate
 from .errors import InvalidModelError, InvokeError, LiteRTError, PrepareError, UnsupportedOpError
 from .ops.registry import register, register_custom_op
-from .runtime.interpreter import Interpreter, OpResolverType
+from .runtime.interpreter import Interpreter, InterpreterWithCustomOps, OpResolverType
 from .runtime.signature import SignatureRunner
 
 __version__ = "0.1.0"
@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Delegate",
     "Interpreter",
+    "InterpreterWithCustomOps",
     "InvalidModelError",
     "InvokeError",
     "LiteRTError",

@@ -29,3 +29,15 @@ class PrepareError(LiteRTError, RuntimeError):
 
 class InvokeError(LiteRTError, RuntimeError):
     """A kernel failed while running (e.g. an index out of range in the data)."""
+
+
+class BatchError(LiteRTError, RuntimeError):
+    """A sample of a batch run (litert_py.batch, litert_py.ray_data) failed. ``index`` is its position in the
+    input; the message names it and the original error's type and message."""
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+    def __reduce__(self):  # crosses process boundaries with its index
+        return (type(self), (str(self), self.index))

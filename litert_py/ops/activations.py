@@ -61,9 +61,6 @@ Relu6); optimized_ops.h (Relu, LeakyRelu float, used by the reference resolver t
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +86,7 @@ from ..quant import (
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
 from .common import broadcast_shape, clip_ufunc
+from .libm import libm_float
 from .reduce import Reduction
 from .registry import OpContext, TensorInfo, register
 
@@ -299,35 +297,11 @@ srdhm = saturating_rounding_doubling_high_mul
 rdbpot = rounding_divide_by_pot
 
 
-@functools.cache
-def _libm():
-    """The C library's libm (glibc on Linux: what LiteRT's kernels call), loaded on first use; None if absent."""
-    try:
-        path = ctypes.util.find_library("m")
-        return ctypes.CDLL(path) if path else None
-    except OSError:  # pragma: no cover - no C library
-        return None
-
-
-def _libm_float(name: str, fallback: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """The C library's float32 function ``name`` (expf, tanhf, logf) elementwise over a float32 array; numpy's
-    float32 function when there is no C library. Used at prepare only, on a few hundred values."""
-
-    def apply(x):
-        a = np.asarray(x, np.float32)
-        f = getattr(_libm(), name, None)
-        if f is None:  # pragma: no cover
-            return fallback(a)
-        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
-        return np.array([f(v) for v in a.ravel().tolist()], np.float32).reshape(a.shape)
-
-    return apply
-
-
-_expf = _libm_float("expf", np.exp)
-_expm1f = _libm_float("expm1f", np.expm1)
-_tanhf = _libm_float("tanhf", np.tanh)
-_logf = _libm_float("logf", np.log)
+# the C library's float32 functions (what LiteRT's kernels call), used at prepare only; see ops/libm.py
+_expf = libm_float("expf")
+_expm1f = libm_float("expm1f")
+_tanhf = libm_float("tanhf")
+_logf = libm_float("logf")
 
 
 def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
@@ -966,7 +940,7 @@ def _erfc_f64(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, ans, 2.0 - ans)
 
 
-_erfcf = _libm_float("erfcf", lambda a: _erfc_f64(a.astype(np.float64)).astype(np.float32))
+_erfcf = libm_float("erfcf", _erfc_f64)
 
 
 def _gelu_exact_f32(v: np.ndarray) -> np.ndarray:

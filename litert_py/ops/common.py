@@ -77,3 +77,12 @@ def quantized_activation_range(ctx, out) -> tuple[int, int]:
                                                     out.zero_point, qmin, qmax)
     except PrepareError as e:
         raise ctx.fail(str(e)) from None
+
+
+def reshape_view(a: np.ndarray, shape) -> np.ndarray:
+    """``a`` reshaped as a view; ValueError if that needs a copy (``np.reshape(a, shape, copy=False)``, which needs
+    numpy >= 2.1: this works on every numpy the package supports). For prepare-time buffer layouts."""
+    r = a.reshape(shape)
+    if r.size and not np.may_share_memory(r, a):
+        raise ValueError(f"cannot reshape an array of shape {a.shape} to {tuple(shape)} without copying")
+    return r

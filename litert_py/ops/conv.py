@@ -89,7 +89,7 @@ from ..quant import (
     dtype_range,
 )
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation_range
+from .common import clip_ufunc, float_activation_range, reshape_view
 from .conv_common import (
     BIAS,
     EMPTY_OUTPUT,
@@ -169,7 +169,7 @@ class Im2Col:
                 dest = a[..., :kg].reshape(shape)
                 assert np.shares_memory(dest, cols)
             else:
-                dest = np.reshape(a, shape, copy=False)
+                dest = reshape_view(a, shape)
             blocks.append((n0, n1, r0, r1, a, dest))
         padded = interior = window = None
         if g.padded:

@@ -12,7 +12,7 @@ from ..quant import (
     dtype_range,
 )
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation_range
+from .common import clip_ufunc, float_activation_range, reshape_view
 from .conv_common import (
     BIAS,
     DEPTHWISE_TILE_BYTES,
@@ -70,7 +70,7 @@ class DepthwiseTaps:
         padded, interior = padded_buffer(g, g.in_c * multiplier, dtype, pad_value)
         fill = padded[interior]
         if multiplier > 1:
-            fill = np.reshape(fill, (g.batches, g.in_h, g.in_w, g.in_c, multiplier), copy=False)
+            fill = reshape_view(fill, (g.batches, g.in_h, g.in_w, g.in_c, multiplier))
         sn, sh, sw, sc = padded.strides
         window = np.ndarray((g.filter_h, g.filter_w, g.batches, g.out_h, g.out_w, g.in_c * multiplier), padded.dtype,
                             padded, 0, (sh * g.dilation_h, sw * g.dilation_w, sn, sh * g.stride_h, sw * g.stride_w, sc))

@@ -39,11 +39,9 @@ glibc's in the last bit for some inputs); without a C library numpy's float32 ex
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-from functools import cache
-
 import numpy as np
+
+from .libm import libm_float
 
 __all__ = ["eigen_logistic", "eigen_tanh", "PACKET_SIZE"]
 
@@ -154,32 +152,15 @@ def _logistic_packet(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
     return out
 
 
-@cache
-def _libm_expf():
-    """The C library's ``expf`` (what ``std::exp(float)`` calls in the wheel), or None without a C library."""
-    try:
-        path = ctypes.util.find_library("m")
-        f = ctypes.CDLL(path).expf if path else None
-    except (OSError, AttributeError):  # pragma: no cover - no C library
-        return None
-    if f is not None:
-        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
-    return f
-
-
-_HI_FLOAT = float(_LOG_EXP_HI)
+_EXPF = libm_float("expf")
 
 
 def _logistic_scalar(x: np.ndarray) -> np.ndarray:
     """``scalar_logistic_op<float>::operator()``: ``e = expf(min(x, hi)); e / (1 + e)`` (a few elements)."""
-    expf = _libm_expf()
-    res = np.empty(x.size, F32)
+    x = np.asarray(x, F32)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        for i, t in enumerate(x.ravel().tolist()):
-            v = _HI_FLOAT if t > _HI_FLOAT else t  # std::min(x, hi) keeps a NaN x
-            e = F32(expf(v)) if expf is not None else np.exp(F32(v))
-            res[i] = e / (e + F32(1.0))  # float32 scalar arithmetic
-    return res.reshape(x.shape)
+        e = _EXPF(np.where(x > _LOG_EXP_HI, _LOG_EXP_HI, x))  # std::min(x, hi) keeps a NaN x
+        return e / (e + F32(1.0))  # float32 arithmetic, elementwise as the scalar code
 
 
 def eigen_logistic(x, out: np.ndarray | None = None, offset: int = 0) -> np.ndarray:

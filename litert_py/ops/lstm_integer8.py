@@ -45,14 +45,13 @@ versions on x86), tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplie
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..quant import multiply_by_quantized_multiplier_int64, quantize_multiplier, wrap32
+from .libm import libm_float
 from .lstm_common import BIAS, CELL_STATE, IN_W, LN, OUT_STATE, PEEP_W, PROJ_B, PROJ_W, REC_W, mbqm, rdbpot, w16
 from .registry import OpContext, TensorInfo
 
@@ -66,24 +65,8 @@ INTER = {"i": (0, 1, 2), "f": (3, 4, 5), "c": (6, 7, 8), "o": (9, 10, 11)}
 # -------------------------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _libm():
-    try:
-        m = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        for name in ("expf", "tanhf"):
-            fn = getattr(m, name)
-            fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
-        return m
-    except (OSError, AttributeError):  # no C math library: the float64 function rounded to float32
-        return None
-
-
-def _float_fn(name: str, x: np.ndarray) -> np.ndarray:
-    m = _libm()
-    if m is None:
-        return getattr(np, name[:-1])(x.astype(np.float64)).astype(F32)
-    fn = getattr(m, name)
-    return np.array([fn(float(v)) for v in x], F32)
+_EXPF = libm_float("expf")
+_TANHF = libm_float("tanhf")
 
 
 def _to_q15(y: np.ndarray) -> np.ndarray:
@@ -95,7 +78,7 @@ def _to_q15(y: np.ndarray) -> np.ndarray:
 def sigmoid_float_table() -> np.ndarray:
     """PortableApplySigmoidFloat for every int16 input (index raw + 32768): ``1 / (1 + expf(-x 2^-12))``."""
     x = np.arange(-32768, 32768).astype(F32) * F32(2.0**-12)
-    e = _float_fn("expf", -x)
+    e = _EXPF(-x)
     return _to_q15(F32(1) / (F32(1) + e))
 
 
@@ -103,7 +86,7 @@ def sigmoid_float_table() -> np.ndarray:
 def tanh_float_table(integer_bits: int) -> np.ndarray:
     """PortableApplyTanhFloat(integer_bits) for every int16 input: ``tanhf(x 2^integer_bits)``."""
     x = (np.arange(-32768, 32768) * 2.0**integer_bits).astype(F32)
-    return _to_q15(_float_fn("tanhf", x))
+    return _to_q15(_TANHF(x))
 
 
 # -------------------------------------------------------------------------------------------------------------

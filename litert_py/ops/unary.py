@@ -36,8 +36,6 @@ the ones matched (CEIL float32 only; the XNNPACK delegate of the default resolve
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -57,6 +55,7 @@ from ..quant import (
 )
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
+from .libm import libm_float
 from .registry import OpContext, TensorInfo, register
 
 INPUT, OUTPUT = 0, 0
@@ -236,20 +235,10 @@ def _rsqrt_int8(ctx: OpContext, raw: np.ndarray, zi: int, zo: int, s_in: float, 
     return out
 
 
-def _libm(name: str, fallback: Callable) -> Callable:
-    """glibc's float function ``name`` (``expf``, ``logf``) elementwise, as LiteRT's LUT builders call it: NumPy's
-    float32 loops differ from it by an ulp now and then, enough to move an int16 LUT entry by 1. Only used in
-    prepare (a few hundred calls). Falls back to ``fallback`` where there is no C library to load."""
-    try:
-        fn = getattr(ctypes.CDLL(ctypes.util.find_library("m")), name)
-    except (OSError, AttributeError, TypeError):
-        return fallback
-    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
-    return lambda v: np.array([fn(t) for t in np.asarray(v, np.float32).tolist()], np.float32).reshape(np.shape(v))
-
-
-_EXPF = _libm("expf", np.exp)
-_LOGF = _libm("logf", np.log)
+# glibc's expf/logf as LiteRT's LUT builders call them (numpy's float32 loops differ by an ulp now and then, enough
+# to move an int16 LUT entry by 1); prepare only. See ops/libm.py for the fallback without a C library.
+_EXPF = libm_float("expf")
+_LOGF = libm_float("logf")
 
 
 def _lut_transform(op: int, x: TensorInfo, s_out: float, zo: int):

@@ -39,8 +39,15 @@ MIN_USEFUL_BOUND = 1 << 16
 
 try:  # np.clip is a Python wrapper costing ~3 us a call; the ufunc under it costs < 1 us
     from numpy._core.umath import clip as clip_ufunc
-except ImportError:  # pragma: no cover
-    clip_ufunc = np.clip
+except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 (2.x keeps x unless x < lo)
+    from numpy.core.umath import clip as _clip_1x
+
+    def clip_ufunc(x, lo, hi, out=None, **kwargs):
+        """numpy 2's clip semantics on numpy 1.x: values not outside [lo, hi] (-0.0 and NaN included) stay x."""
+        r = _clip_1x(x, lo, hi, out=out, **kwargs)
+        if isinstance(r, np.ndarray) and r.dtype.kind == "f" and np.ndim(x) and r.shape == np.shape(x):
+            np.copyto(r, x, where=(r == x), casting="unsafe")
+        return r
 
 
 def fused_exact_bound(multiplier, shift, zero_point: int) -> int:

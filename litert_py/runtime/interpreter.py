@@ -103,6 +103,8 @@ def _string_array(value, pos: int, name: str) -> np.ndarray:
 class Interpreter:
     """Interpreter interface for running .tflite models, compatible with ``tf.lite.Interpreter``."""
 
+    _custom_ops: dict = {}  # this interpreter's own custom op kernels (InterpreterWithCustomOps); never mutated
+
     def __init__(self, model_path=None, model_content=None, experimental_delegates=None, num_threads=None,
                  experimental_op_resolver_type=OpResolverType.AUTO, experimental_preserve_all_tensors=False,
                  experimental_disable_delegate_clustering=False,
@@ -142,7 +144,7 @@ class Interpreter:
                                                      self._delegates, raise_missing=False)
             missing = [m for sub in self._subgraphs for m in sub.missing]
         else:
-            missing = [m for k in range(n) for m in resolve(self._model, k)[1]]
+            missing = [m for k in range(n) for m in resolve(self._model, k, self._custom_ops)[1]]
         if missing:  # every unsupported op of every subgraph, in one error
             raise unsupported_op_error(missing)
         self._subgraph(0)
@@ -410,3 +412,28 @@ class Interpreter:
         if not self._subgraph(0).allocated:
             raise RuntimeError("Invoke called on model that is not ready.")
         return profile(self, runs=runs, warmup=warmup)
+
+class InterpreterWithCustomOps(Interpreter):
+    """``tf.lite.experimental``'s ``InterpreterWithCustomOps``: an Interpreter with custom ops of its own.
+
+    Each of ``custom_op_registerers`` is a Python callable that receives ``add(name, prepare, stateful=False)``
+    and calls it for the custom ops it provides; they are seen by this interpreter only (before the global ones
+    of ``litert_py.register_custom_op``). tf.lite's registerers are C symbol names; a string raises ValueError as
+    tf.lite does when it cannot look the symbol up.
+    """
+
+    def __init__(self, custom_op_registerers=None, **kwargs):
+        from ..ops.registry import KernelEntry
+
+        ops: dict = {}
+
+        def add(name: str, prepare, stateful: bool = False) -> None:
+            ops[name] = KernelEntry(prepare, stateful)
+
+        for registerer in custom_op_registerers or []:
+            if isinstance(registerer, str) or not callable(registerer):
+                raise ValueError(f"Looking up symbol '{registerer}' failed with error 'litert_py registerers are "
+                                 "Python callables taking add(name, prepare)'")
+            registerer(add)
+        self._custom_ops = ops
+        super().__init__(**kwargs)

@@ -38,14 +38,17 @@ class Node:
         return self.code.name
 
 
-def resolve(model: Model, subgraph_index: int, keep_missing: bool = False):
-    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one
-    (``keep_missing``: those nodes stay in the list with ``kernel=None``, for a delegate to claim)."""
+def resolve(model: Model, subgraph_index: int, custom_ops: dict | None = None, keep_missing: bool = False
+            ) -> tuple[list[Node], list[tuple[str, int, int]]]:
+    """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one.
+    ``custom_ops`` ({name: KernelEntry}, one interpreter's own) come before the global registry;
+    ``keep_missing``: nodes without a kernel stay in the list with ``kernel=None``, for a delegate to claim."""
     nodes, missing = [], []
     sg = model.subgraphs[subgraph_index]
     for i, op in enumerate(sg.operators):
         code = model.operator_codes[op.opcode_index]
-        entry = lookup(code.builtin_code, code.custom_code)
+        entry = custom_ops.get(code.custom_code) if custom_ops and code.builtin_code == BuiltinOperator.CUSTOM else None
+        entry = entry or lookup(code.builtin_code, code.custom_code)
         if entry is None:
             missing.append(_missing(sg, op, code, subgraph_index, i))
             if keep_missing:
@@ -84,7 +87,7 @@ class SubgraphRuntime:
         self.sg = model.subgraphs[index]
         self.preserve_all_tensors = preserve_all_tensors
         delegates = [d for d in delegates if hasattr(d, "supports")]
-        nodes, missing = resolve(model, index, keep_missing=bool(delegates))
+        nodes, missing = resolve(model, index, getattr(interpreter, "_custom_ops", None), keep_missing=bool(delegates))
         if missing and not delegates:
             raise unsupported_op_error(missing)
         self.nodes = nodes
