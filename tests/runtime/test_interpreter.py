@@ -14,7 +14,7 @@ import pytest
 import litert_py
 from tests.oracle import T, oracle, single_op_model
 
-CORPUS = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
 SINE = CORPUS / "tflite_micro__sine_float.tflite"
 
 

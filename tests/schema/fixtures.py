@@ -30,7 +30,7 @@ from litert_py.schema.model import (
 )
 from litert_py.schema.writer import ModelBuilder, quant
 
-CORPUS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "corpus", "*.tflite")))
+CORPUS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "corpus", "*.tflite")))
 TT = dtypes.TensorType
 
 

@@ -27,7 +27,7 @@ LAYOUT_IDS = ["inline", "external"]
 
 
 def test_corpus_is_present():
-    assert len(CORPUS) >= 7, "the shared corpus (../shared/corpus/*.tflite) is missing"
+    assert len(CORPUS) >= 7, "the vendored corpus (tests/corpus/*.tflite) is missing"
 
 
 @pytest.mark.parametrize("external", LAYOUTS, ids=LAYOUT_IDS)
