@@ -66,8 +66,12 @@ def _segment_model(op: str = "UNSORTED_SEGMENT_SUM") -> bytes:
     return b.build()
 
 
-SEGMENT_FEEDS = [np.arange(12, dtype=np.float32).reshape(4, 3) - 5, np.array([0, 2, 2, 1], np.int32),
-                 np.array([4], np.int32), np.linspace(-1, 1, 5).astype(np.float32)]
+SEGMENT_FEEDS = [
+    np.arange(12, dtype=np.float32).reshape(4, 3) - 5,
+    np.array([0, 2, 2, 1], np.int32),
+    np.array([4], np.int32),
+    np.linspace(-1, 1, 5).astype(np.float32),
+]
 
 
 @pytest.mark.parametrize("op", ["UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_PROD"])
@@ -75,10 +79,16 @@ def test_segment_count_from_an_input(op):
     ours, theirs = _both(_segment_model(op), SEGMENT_FEEDS)
     assert ours == theirs
     # what LiteRT shows: the model's shapes (signature [-1, 3] kept) until the invoke, then the real ones
-    assert theirs["allocated"] == [("segments", [1, 3], [-1, 3]), ("abs_of_segments", [1, 3], [1, 3]),
-                                   ("unrelated", [2], [2])]
-    assert theirs["invoked"] == [("segments", [4, 3], [-1, 3]), ("abs_of_segments", [4, 3], [4, 3]),
-                                 ("unrelated", [5], [5])]
+    assert theirs["allocated"] == [
+        ("segments", [1, 3], [-1, 3]),
+        ("abs_of_segments", [1, 3], [1, 3]),
+        ("unrelated", [2], [2]),
+    ]
+    assert theirs["invoked"] == [
+        ("segments", [4, 3], [-1, 3]),
+        ("abs_of_segments", [4, 3], [4, 3]),
+        ("unrelated", [5], [5]),
+    ]
 
 
 def test_segment_count_after_resize_and_second_allocate():
@@ -86,13 +96,19 @@ def test_segment_count_after_resize_and_second_allocate():
     the nodes it has not prepared yet."""
     model = _segment_model()
     LiteRT, OpResolverType = oracle()
-    runtimes = [Interpreter(model_content=model),
-                LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)]
+    runtimes = [
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+    ]
     seen = []
     for it in runtimes:
         first = _lifecycle(it, SEGMENT_FEEDS)
-        feeds = [np.ones((6, 3), np.float32), np.array([0, 1, 1, 0, 2, 2], np.int32), np.array([3], np.int32),
-                 np.ones(7, np.float32)]
+        feeds = [
+            np.ones((6, 3), np.float32),
+            np.array([0, 1, 1, 0, 2, 2], np.int32),
+            np.array([3], np.int32),
+            np.ones(7, np.float32),
+        ]
         second = _lifecycle(it, feeds, resize=True)
         seen.append((first, second))
     assert seen[0] == seen[1]
