@@ -18,6 +18,7 @@ it reads a pointer back, see tests/ops/_diff.py).
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import importlib.util
 import os
 import sys
@@ -103,6 +104,11 @@ KNOWN: dict[tuple[tuple[str, ...], str | None, str], str] = {
     ): "refused: LiteRT reads a dimension a rank-0 input lacks (garbage out)",
     (("NumericVerify",), None, "has fewer values than the input"): "refused: LiteRT reads past the reference",
     (("aeq.hadamard_rotation",), None, "LiteRT"): "refused: documented in the kernel (LiteRT reads dims it lacks)",
+    (
+        ("TFLite_Detection_PostProcess",),
+        None,
+        "differs",
+    ): "no box: both give num_detections 0; LiteRT leaves the other outputs uninitialized, litert_py zeroes them",
 }
 
 
@@ -178,7 +184,13 @@ def test_degenerate_inputs(op, data):
         resolvers = (oc.OPT,) if (op, path) in oc.REF_BROKEN else (case.resolvers or (oc.REF, oc.OPT))
         jobs.append((model, feeds, resolvers))
         runs.append((path, case, shapes, model, feeds))
-    results = oc.run_forked(jobs, timeout=20.0)
+    enabled = faulthandler.is_enabled()
+    faulthandler.disable()  # a LiteRT segfault in the fork is an expected result, not a traceback for the log
+    try:
+        results = oc.run_forked(jobs, timeout=20.0)
+    finally:
+        if enabled:
+            faulthandler.enable()
     failures = []
     for (path, case, shapes, model, feeds), (kind, _, payload, _) in zip(runs, results):
         what = f"{op} {path} [{case.label}] inputs {shapes}"
