@@ -110,8 +110,6 @@ class LstmSequence:
             return
         if not self.time_major:
             x, out = x.transpose(1, 0, 2), out.transpose(1, 0, 2)
-        if x.shape[0] == 0 or n_batch == 0:  # no time step or no sequence: the state stays as it is
-            return
         cell.run(x, None, h, c, out)
 
 

@@ -48,8 +48,8 @@ def _load_coverage_tool():
 
 oc = _load_coverage_tool()
 
-#: examples per op: the CI profile stays within ~1 minute for the ~200 ops
-EXAMPLES = 2 if os.environ.get("CI") else 4
+#: examples per op: the CI profile stays within ~1 minute for the ~200 ops (LITERT_PY_DEGENERATE_EXAMPLES: more)
+EXAMPLES = int(os.environ.get("LITERT_PY_DEGENERATE_EXAMPLES", 2 if os.environ.get("CI") else 4))
 
 #: (ops, case label or None for any, what litert_py says or "differs"): LiteRT runs the degenerate model and
 #: litert_py deliberately does not, or answers otherwise; the reason is the dict's value
