@@ -7,8 +7,9 @@ it. ``invoke()`` is then a plain loop over prebound (op, inputs, outputs) steps.
 whose shape is only known at eval time are prepared during invoke instead, with the shapes seen then.
 
 A node none of whose outputs has an element (zero-size tensors) has nothing to compute and is not run, unless
-its kernel is stateful (control flow, variables, random generators): LiteRT's kernels return early on such
-nodes or compute nothing, and litert_py's kernels need not handle every empty shape on their hot path.
+its kernel is stateful (control flow, variables, random generators) or it reads run-time indices or sizes that
+LiteRT validates at eval (``_nothing_to_compute``): LiteRT's kernels return early on such nodes or compute
+nothing, and litert_py's kernels need not handle every empty shape on their hot path.
 
 Shapes reported before the first invoke (``reported``): LiteRT prepares nodes in order and stops after the
 first node with a dynamic output (Subgraph::PrepareOpsStartingAt: an output whose shape depends on values, any
@@ -40,6 +41,16 @@ _STRING = dtypes.TensorType.STRING
 
 def _nothing(inputs, outputs) -> None:
     """The step of a node whose outputs have no elements."""
+
+
+def _nothing_to_compute(node: Node, ins: list[TensorInfo], outs: list[TensorInfo]) -> bool:
+    """Every output is empty (and known at prepare), the kernel keeps no state, and no input is a run-time
+    index or size whose values LiteRT checks at eval (a non-constant unquantized integer tensor with elements:
+    SLICE's begin, GATHER's indices); then the node has nothing to compute."""
+    if not outs or node.kernel.stateful or any(t.dynamic or t.size for t in outs):
+        return False
+    return not any(t.data is None and t.size and t.dtype.kind in "iub" and not t.quantization.is_quantized
+                   for t in ins)
 
 
 @dataclass
@@ -216,8 +227,7 @@ class SubgraphRuntime:
                 # the node itself was prepared, so only outputs whose shape is unknown keep their old shape
                 litert_stopped = True
                 self._report_unprepared([o for o in outputs if infos[o].dynamic])
-            empty = bool(outs) and not node.kernel.stateful and all(not t.dynamic and t.size == 0 for t in outs)
-            if empty:  # nothing to compute: the outputs stay the empty arrays they are
+            if _nothing_to_compute(node, ins, outs):  # the outputs stay the empty arrays they are
                 op = _nothing
             if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
                 self._fold(node, op, infos, folded)
