@@ -62,6 +62,16 @@ def test_resource_variables_behind_two_signatures():
             np.testing.assert_array_equal(outs[0][k], outs[1][k], err_msg=f"step {step} output {k}")
 
 
+def test_int8_variables_with_a_rank0_quantize():
+    """Full-integer int8 with a rank-0 float input (QUANTIZE of a scalar; issue 11), a resource variable set up by
+    CALL_ONCE: state across invokes, equal to LiteRT's reference kernels."""
+    ours, theirs = _pair("tf_variables_int8.tflite")
+    runners = [it.get_signature_runner("step") for it in (ours, theirs)]
+    for x in (1.5, -0.7, 0.0, 2.2, -2.0):
+        a, b = (r(x=np.float32(x)) for r in runners)
+        np.testing.assert_array_equal(a["y"], b["y"], err_msg=f"x={x}")
+
+
 def test_hashtables_string_and_int64_keys():
     ours, theirs = _pair("tf_hashtables.tflite", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")  # the ref resolver lacks them
     words = np.array([b"dog", b"fish", b"", b"cat", b"bird", b"cat"])
@@ -162,7 +172,7 @@ def test_sequence_models_stream(name):
 
 def test_every_fixture_is_exercised():
     names = {p.name for p in FIXTURES.glob("*.tflite")}
-    tested = set(SEQUENCE_MODELS) | {"tf_variables.tflite", "tf_hashtables.tflite", "tf_while_if.tflite",
-                                     "tf_while_grow.tflite", "tf_random.tflite"}
+    tested = set(SEQUENCE_MODELS) | {"tf_variables.tflite", "tf_variables_int8.tflite", "tf_hashtables.tflite",
+                                     "tf_while_if.tflite", "tf_while_grow.tflite", "tf_random.tflite"}
     tested |= {"tf_verify_float.tflite", "tf_verify_int8.tflite", "tf_verify_debug.tflite"}  # tests/verify
     assert names == tested

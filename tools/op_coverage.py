@@ -2386,6 +2386,8 @@ _RANK = {"yes": 0, "differs": 1, "missing": 2, "beyond": 3, "n/a": 4, "untested"
 REF_BROKEN = {
     ("SUM", "int8"): "BUILTIN_REF returns -1 in every element (e.g. [-1 -1 -1] where the sum is [-13 -3 36])",
     ("SUM", "int16"): "BUILTIN_REF returns values like [-1 255 0] where the sum is [-545 -280 1640]",
+    ("LOCAL_RESPONSE_NORMALIZATION", "float32"): "BUILTIN_REF sums the window [c - r, c + r), not TensorFlow's "
+    "[c - r, c + r] (0.5625 where TensorFlow and the default kernels give 0.442)",
 }
 
 

@@ -889,6 +889,11 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
 @register(BuiltinOperator.LEAKY_RELU)
 @register(BuiltinOperator.HARD_SWISH)
 def prepare_activation(ctx: OpContext):
+    x = ctx.input(INPUT)
+    if ctx.builtin_code == _OP.SOFTMAX and x is not None and x.type == TensorType.FLOAT32:
+        ctx.check(not x.shape or x.shape[-1] > 0 or 0 in x.shape[:-1],
+                  f"SOFTMAX float32 over an empty last dimension {list(x.shape)} (LiteRT reads outside the input: "
+                  "it segfaults or returns garbage)")
     return _prepare(ctx, _MAKE_FLOAT[ctx.builtin_code])
 
 

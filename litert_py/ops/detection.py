@@ -123,6 +123,8 @@ class DetectionPostProcess:
         per_class = min(self.detections_per_class, max_det)
         # Each class's first selection is its best score: a candidate below the max_det-th best of those can
         # never be output (nor can anything after it in its class), so it is left out from the start.
+        if scores.size == 0:  # no box
+            return 0
         cmax = np.fmax.reduce(scores, axis=0)
         cmax = cmax[cmax >= thr_s]
         if cmax.size > max_det:

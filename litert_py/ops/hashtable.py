@@ -75,6 +75,7 @@ def prepare_hashtable(ctx: OpContext):
     out = ctx.outputs[0]
     ctx.check(out.type == dtypes.TensorType.RESOURCE, f"HASHTABLE output must be RESOURCE, got {out.type_name}")
     ctx.set_output_shape(0, out.shape)
+    ctx.report_dynamic(0)  # hashtable.cc PrepareHashtable reallocates the handle as a dynamic tensor
     return Hashtable(ctx.runtime.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype),
                      int(opts.value_dtype))
 

@@ -407,9 +407,7 @@ def prepare_sparse_to_dense(ctx: OpContext):
         ctx.check(indices.shape[1] == n_out, "SPARSE_TO_DENSE: indices' second dimension must equal the "
                                              "output rank")
         n_idx = indices.shape[0]
-    if len(vals.shape) == 0:
-        ctx.check(n_idx == 1, "SPARSE_TO_DENSE: a scalar value needs exactly one index")
-    else:
+    if len(vals.shape) > 0:  # a scalar value is written at every index (sparse_to_dense.h)
         # LiteRT reads values[i] for every index: fewer values would be read out of bounds.
         ctx.check(vals.shape[0] >= n_idx, f"SPARSE_TO_DENSE: {vals.shape[0]} values for {n_idx} indices")
     ctx.check(n_out <= 4, f"SPARSE_TO_DENSE: output rank {n_out} is over 4")

@@ -215,7 +215,11 @@ def prepare_log_softmax(ctx: OpContext):
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _U8, _I8), f"Only float32, uint8 and int8 are supported currently, got {x.type_name}.")
     check_same_type(ctx, x, y)
+    # rank 0: LiteRT reads a dimension that does not exist (garbage out); an empty last axis: it segfaults
     ctx.check(len(x.shape) >= 1, "LOG_SOFTMAX of a rank 0 tensor is not supported")
+    ctx.check(x.type != _F32 or x.shape[-1] > 0 or 0 in x.shape[:-1],
+              f"LOG_SOFTMAX float32 over an empty last dimension {list(x.shape)} (LiteRT reads outside the input: "
+              "it segfaults or returns garbage)")
     ctx.set_output_shape(OUTPUT, x.shape)
     prepared = LogSoftmaxFloat() if x.type == _F32 else _prepare_log_softmax_quantized(ctx, x, y)
     return Noop() if x.size == 0 else prepared

@@ -292,6 +292,8 @@ class LstmCell:
         products of every step computed up front and the gates stacked (i, f, c, o) along the last axis."""
         d = self._seq
         n_steps = x3.shape[0]
+        if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
+            return
         order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
         use_aux = aux3 is not None and self.aux is not None
         if not d["fast"]:

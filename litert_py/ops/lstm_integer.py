@@ -206,6 +206,8 @@ class LstmIntegerCell:
         input-to-gate terms ``sat16(mbqm(W_x x + eff_x))`` of every step computed up front (they do not depend
         on the recurrence) and the recurrent products of all gates in one matrix product per step."""
         d = self._seq
+        if x3.shape[0] == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
+            return
         if not d["fast"]:
             for t in range(x3.shape[0]):
                 self.step(x3[t], None, h_state, c_state, out3[t])

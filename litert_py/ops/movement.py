@@ -528,7 +528,12 @@ def prepare_reverse_v2(ctx: OpContext):
     ctx.set_output_shape(0, x.shape)
     if not axis.is_constant:
         return ReverseDynamicAxis()
-    return Reverse(_flip_index(reverse_axes(axis.data, len(x.shape), ctx.fail), len(x.shape)))
+    axes = reverse_axes(axis.data, len(x.shape), ctx.fail)
+    # e.g. (1, 4, 4, 0) reversed along axis 2: LiteRT's reverse.cc divides by the empty inner size (SIGSEGV)
+    ctx.check(not axes or 0 not in x.shape[max(axes) + 1 :],
+              f"REVERSE_V2 of {list(x.shape)} along axis {max(axes) if axes else 0}: a later dimension is empty "
+              "(LiteRT segfaults)")
+    return Reverse(_flip_index(axes, len(x.shape)))
 
 
 _REVERSE_SEQUENCE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.UINT8, dtypes.TensorType.INT16,

@@ -6,11 +6,18 @@
   ``clamp(128 + RDBPOT(SRDHM(128 * diff, M), -shift), 0, 255)`` (uint8, reference/l2normalization.h) or
   ``clamp(MBQM(diff, M, shift + 7), -128, 127)`` (int8, reference/integer_ops/l2normalization.h). Rank >= 1 and no
   fused activation (l2norm.cc Prepare).
-- LOCAL_RESPONSE_NORMALIZATION float32 (reference_ops::LocalResponseNormalization): rank 4; for channel ``c``
-  ``accum = sum(x[k]^2, k in [max(0, c - radius), min(depth, c + radius)))`` (float32, summed in channel order;
-  the window ends BEFORE ``c + radius``, so radius 0 sums nothing; one vectorized add per window offset),
-  ``out = x * f32(pow(bias + alpha * accum, -beta))``, the pow in double (the params struct holds doubles).
-  LiteRT 2.3.0 has no integer path.
+- LOCAL_RESPONSE_NORMALIZATION float32: rank 4; TensorFlow's definition (tf.nn.local_response_normalization,
+  tensorflow/core/kernels/lrn_op.cc): ``out[c] = x[c] / (bias + alpha * sum(x[k]^2, k in [c - r, c + r]))^beta``,
+  the window *including* ``c + r``. LiteRT's default kernels (optimized_ops::LocalResponseNormalization, run by
+  BUILTIN_WITHOUT_DEFAULT_DELEGATES and AUTO; XNNPACK does not claim LRN) compute exactly that; LiteRT's
+  reference kernel (reference_ops::LocalResponseNormalization, BUILTIN_REF) sums ``[c - r, c + r)``, so with
+  radius 0 it returns the input unchanged: a bug in the reference kernel, which litert_py does not follow
+  (docs/litert-differences.md). The float32 arithmetic is the optimized kernel's, bit for bit where it can be:
+  ``p = alpha * x^2``, a running window sum along the channels in the kernel's order (add ``p[c + r]``, store
+  ``bias + sum``, subtract ``p[c - r]``; one vectorized step per channel over all rows), then
+  ``x * (1 / d)`` for beta 1, ``x * (1 / sqrt(d))`` for beta 0.5 (exact), else ``x * d^-beta`` in float32 (Eigen's
+  float pow: a few ulp from powf). A negative radius is refused (the default kernels abort on it). LiteRT
+  2.3.0 has no integer LRN: its Prepare requires a float32 output, so int8 and uint8 models are refused.
 
 Sources matched: tflite/kernels/l2norm.cc, local_response_norm.cc; internal/reference/l2normalization.h,
 reference/integer_ops/l2normalization.h, reference/reference_ops.h (LocalResponseNormalization),
@@ -108,27 +115,37 @@ class L2NormQuantized:
 
 @dataclass(frozen=True, eq=False)
 class LocalResponseNormFloat:
+    """optimized_ops::LocalResponseNormalization (TensorFlow's window [c - radius, c + radius])."""
+
     radius: int
-    bias: float  # the float32 options widened to double
-    alpha: float
-    beta: float
+    bias: np.float32
+    alpha: np.float32
+    beta: np.float32
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
-        depth = x.shape[-1]
+        depth, r = x.shape[-1], self.radius
+        rows = x.reshape(-1, depth)
+        # channel-major, zero-padded by r on both sides: one contiguous row per running-sum step
+        padded = np.zeros((depth + 2 * r, rows.shape[0]), np.float32)
         with np.errstate(all="ignore"):
-            sq = np.square(x)
-            accum = np.zeros(x.shape, np.float32)
-            # one vectorized add per window offset, in increasing channel order: the C++ float32 sum, bit for bit
-            for k in range(max(-self.radius, 1 - depth), min(self.radius, depth)):
-                c0, c1 = max(0, -k), min(depth, depth - k)
-                accum[..., c0:c1] += sq[..., c0 + k:c1 + k]
-            # LocalResponseNormalizationParams holds bias, alpha, beta as double: the multiplier is computed in double
-            mult = accum.astype(np.float64)
-            mult *= self.alpha
-            mult += self.bias
-            np.power(mult, -self.beta, out=mult)
-            np.multiply(x, mult.astype(np.float32), out=out)  # ``const float multiplier``
+            np.multiply(np.square(rows).T, self.alpha, out=padded[r : r + depth])
+            acc = np.zeros(rows.shape[0], np.float32)
+            for i in range(2 * r):  # the kernel's sequential float32 sum of the first 2r entries
+                acc += padded[i]
+            denom = np.empty((depth, rows.shape[0]), np.float32)
+            for i in range(depth):
+                acc += padded[i + 2 * r]
+                np.add(acc, self.bias, out=denom[i])
+                acc -= padded[i]
+            if self.beta == 1:
+                np.reciprocal(denom, out=denom)
+            elif self.beta == 0.5:
+                np.sqrt(denom, out=denom)
+                np.reciprocal(denom, out=denom)
+            else:
+                np.power(denom, -self.beta, out=denom)
+            np.multiply(rows, denom.T, out=out.reshape(-1, depth))
 
 
 @register(BuiltinOperator.L2_NORMALIZATION)
@@ -161,5 +178,6 @@ def prepare_local_response_normalization(ctx: OpContext):
     ctx.check(x.type == y.type, f"{x.type_name} != {y.type_name}")
     ctx.set_output_shape(OUTPUT, x.shape)
     o = ctx.options
-    prepared = LocalResponseNormFloat(int(o.radius), *(float(np.float32(v)) for v in (o.bias, o.alpha, o.beta)))
+    ctx.check(int(o.radius) >= 0, f"radius {o.radius} < 0 (LiteRT's default kernels abort on a negative radius)")
+    prepared = LocalResponseNormFloat(int(o.radius), *(np.float32(v) for v in (o.bias, o.alpha, o.beta)))
     return Noop() if x.size == 0 else prepared

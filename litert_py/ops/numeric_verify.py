@@ -143,6 +143,7 @@ def prepare_numeric_verify(ctx: OpContext):
     table = scale = zero_point = None
     if len(q.scale) > 1:  # IsQuantizedPerChannel
         ctx.check(x.dtype in (np.int8, np.uint8), f"Type {x.type_name} not supported for per-channel.")
+        ctx.check(x.size > 0, f"NumericVerify per-channel of an empty input {list(x.shape)} (LiteRT segfaults)")
         scale, zp = per_channel_params(ctx, x)
         zero_point = zp.astype(F32)
     elif x.dtype != np.float16:

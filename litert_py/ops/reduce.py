@@ -348,7 +348,18 @@ def prepare_mean_sum(ctx: OpContext):
     except ValueError as e:
         raise ctx.fail(str(e)) from None
     ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
-    return _reduce_op(path, Reduction.of(x.shape, axes), x.size, qp)
+    reduction = Reduction.of(x.shape, axes)
+    if path == "sum-float":
+        _refuse_empty_quantized(ctx, reduction)
+    return _reduce_op(path, reduction, x.size, qp)
+
+
+def _refuse_empty_quantized(ctx: OpContext, reduction: Reduction) -> None:
+    """int8 / int16 SUM and REDUCE_PROD over no element: LiteRT's kernels return uninitialized scratch values
+    (e.g. SUM int16 of a (0, 3, 4) input over axes 0 and 2 gives [0 16128 32670], its optimized kernel
+    [7792 16383 32670]; the sum is 0), so the model is refused rather than answered differently."""
+    ctx.check(reduction.n > 0 or reduction.m == 0,
+              f"quantized {ctx.op_name} over an empty dimension: LiteRT returns uninitialized values there")
 
 
 # -- REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL (reduce.cc EvalGeneric) ---------------
@@ -588,7 +599,9 @@ def _prepare_prod_quantized(ctx: OpContext, x: TensorInfo, axis: TensorInfo, y: 
     try:
         axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
         ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))
-        return _prod_quantized_op(x, scales, Reduction.of(x.shape, axes), x.size)
+        reduction = Reduction.of(x.shape, axes)
+        _refuse_empty_quantized(ctx, reduction)
+        return _prod_quantized_op(x, scales, reduction, x.size)
     except ValueError as e:
         raise ctx.fail(str(e)) from None
 

@@ -86,6 +86,9 @@ class TensorInfo:
     data: np.ndarray | None = None  # constant tensors (and tensors folded at prepare)
     is_variable: bool = False
     dynamic: bool = False  # the shape is only known at eval time
+    # LiteRT's kernel marks this output dynamic (kTfLiteDynamic) although litert_py knows its shape at prepare:
+    # the detail dicts report the model's shape until the first invoke, as LiteRT does
+    reported_dynamic: bool = False
     sparsity: SparsityParameters | None = None  # a sparse constant as stored (``data`` is already dense)
 
     @property
@@ -169,6 +172,12 @@ class OpContext:
     def set_output_dynamic(self, i: int) -> None:
         """The output's shape depends on input values: the op stores a new array in outputs[i] at eval."""
         self.outputs[i].dynamic = True
+
+    def report_dynamic(self, i: int) -> None:
+        """LiteRT's kernel makes output ``i`` dynamic at prepare (its shape is set during invoke), though
+        litert_py computes it now: ``get_output_details()`` reports the model's shape until the first invoke,
+        and LiteRT leaves every later node unprepared until then (see ``SubgraphRuntime.prepare``)."""
+        self.outputs[i].reported_dynamic = True
 
     def scratch(self, shape: Sequence[int], dtype, fill=None) -> np.ndarray:
         """A buffer for the prepared op (im2col matrices, padded inputs), refused with a PrepareError when it

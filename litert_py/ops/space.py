@@ -328,6 +328,7 @@ def prepare_dilate(ctx: OpContext):
     ctx.check(len(dil.shape) == 1 and dil.shape[0] == rank,
               f"dilations must be a vector of {rank} values, got shape {list(dil.shape)}")
     ctx.check(value.size >= 1, "DILATE padding value is empty (LiteRT would read outside it)")
+    ctx.check(rank < 2 or x.shape[0] > 0, f"DILATE of {list(x.shape)}: an empty first dimension (LiteRT segfaults)")
     if not dil.is_constant:
         ctx.set_output_dynamic(0)
         return DilateDynamic()

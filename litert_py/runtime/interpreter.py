@@ -38,8 +38,10 @@ def _tensor_details(sub: SubgraphRuntime, i: int) -> dict:
         legacy = (float(np.float32(q.scale[0])), int(q.zero_point[0]) if q.zero_point else 0)
     else:
         legacy = (0.0, 0)
-    shape = sub.shapes[i]
-    sig = t.shape_signature if t.shape_signature is not None else t.shape
+    # before the first invoke, a tensor LiteRT has not prepared yet shows its old shape (SubgraphRuntime.reported)
+    shape = sub.reported.get(i, sub.shapes[i])
+    # LiteRT reports dims_signature when the model gives a non-empty one, else the current dims
+    sig = t.shape_signature if t.shape_signature else shape
     return {
         "name": t.name,
         "index": i,

@@ -5,6 +5,17 @@ set its output shapes, folds nodes whose inputs are all constant (float16 weight
 arithmetic on constants) into constants, plans one arena for the rest and binds every tensor to a view of
 it. ``invoke()`` is then a plain loop over prebound (op, inputs, outputs) steps. Nodes that consume a tensor
 whose shape is only known at eval time are prepared during invoke instead, with the shapes seen then.
+
+A node none of whose outputs has an element (zero-size tensors) has nothing to compute and is not run, unless
+its kernel is stateful (control flow, variables, random generators) or it reads run-time indices or sizes that
+LiteRT validates at eval (``_nothing_to_compute``): LiteRT's kernels return early on such nodes or compute
+nothing, and litert_py's kernels need not handle every empty shape on their hot path.
+
+Shapes reported before the first invoke (``reported``): LiteRT prepares nodes in order and stops after the
+first node with a dynamic output (Subgraph::PrepareOpsStartingAt: an output whose shape depends on values, any
+string output, a HASHTABLE handle); the rest are prepared during invoke. Until then the value-dependent outputs
+and every output of a later node keep the shape they had (the model's, before any invoke), and the detail dicts
+show that; litert_py computes the real shapes where it can and reports LiteRT's.
 """
 
 from __future__ import annotations
@@ -24,6 +35,23 @@ from .tensors import constant_array
 
 #: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
 MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))
+
+
+_STRING = dtypes.TensorType.STRING
+
+
+def _nothing(inputs, outputs) -> None:
+    """The step of a node whose outputs have no elements."""
+
+
+def _nothing_to_compute(node: Node, ins: list[TensorInfo], outs: list[TensorInfo]) -> bool:
+    """Every output is empty (and known at prepare), the kernel keeps no state, and no input is a run-time
+    index or size whose values LiteRT checks at eval (a non-constant unquantized integer tensor with elements:
+    SLICE's begin, GATHER's indices); then the node has nothing to compute."""
+    if not outs or node.kernel.stateful or any(t.dynamic or t.size for t in outs):
+        return False
+    return not any(t.data is None and t.size and t.dtype.kind in "iub" and not t.quantization.is_quantized
+                   for t in ins)
 
 
 @dataclass
@@ -134,6 +162,8 @@ class SubgraphRuntime:
         self.allocated = False
         self.steps: list = []
         self.deferred = False
+        self.reported: dict[int, tuple[int, ...]] = {}  # tensor -> shape the detail dicts show until invoke
+        self.invoked = False
 
     def _densify_for_kernels(self, index: int) -> None:
         """A sparse constant read by any op but DENSIFY (e.g. a sparse FULLY_CONNECTED weight, which LiteRT
@@ -195,14 +225,17 @@ class SubgraphRuntime:
         steps: list[tuple[Node, object | None]] = []  # (node, prepared op or None when deferred)
         folded: dict[int, np.ndarray] = {}
         self.deferred = False
+        self.reported = {}
+        litert_stopped = False  # LiteRT's prepare has stopped at a node with a dynamic output
         for node in self.nodes:
             ins = [infos[i] for i in node.operator.inputs if i >= 0]
+            outputs = [o for o in node.operator.outputs if o >= 0]
             if any(t.dynamic for t in ins):
                 self.deferred = True
-                for o in node.operator.outputs:
-                    if o >= 0:
-                        infos[o].dynamic = True
+                for o in outputs:
+                    infos[o].dynamic = True
                 steps.append((node, None))
+                self._report_unprepared(outputs)
                 continue
             self._check_budget(node, ins)
             try:
@@ -212,8 +245,17 @@ class SubgraphRuntime:
                     raise
                 return self.prepare()
             self.prepared_ops[node.index] = op
-            outs = [infos[o] for o in node.operator.outputs if o >= 0]
+            outs = [infos[o] for o in outputs]
             self._check_budget(node, outs)
+            if litert_stopped:
+                self._report_unprepared(outputs)
+            elif any(t.dynamic or t.reported_dynamic or t.type == _STRING for t in outs):
+                # LiteRT allocates string outputs (and the outputs its kernel marks dynamic) as kTfLiteDynamic;
+                # the node itself was prepared, so only outputs whose shape is unknown keep their old shape
+                litert_stopped = True
+                self._report_unprepared([o for o in outputs if infos[o].dynamic])
+            if _nothing_to_compute(node, ins, outs):  # the outputs stay the empty arrays they are
+                op = _nothing
             if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
                 self._fold(node, op, infos, folded)
                 continue
@@ -255,6 +297,12 @@ class SubgraphRuntime:
         warnings.warn(f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
                       f"litert_py's kernels instead: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=4)
         return builtin_chain(self, node, self._context(node, infos))
+
+    def _report_unprepared(self, outputs: list[int]) -> None:
+        """Tensors LiteRT has not given their prepared shape yet: they show the model's shape before the first
+        invoke, afterwards the shape the last invoke gave them (``self.shapes`` until this prepare ends)."""
+        for o in outputs:
+            self.reported[o] = tuple(self.shapes[o] if self.invoked else self.sg.tensors[o].shape)
 
     @staticmethod
     def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
@@ -411,10 +459,14 @@ class SubgraphRuntime:
     # -- invoke -----------------------------------------------------------------------------------
     def invoke(self) -> None:
         if self.deferred:
-            return self._invoke_dynamic()
-        # inf/NaN arithmetic is the model's business, as in C++: no numpy warnings
-        with np.errstate(all="ignore"):
-            self._invoke_steps()
+            self._invoke_dynamic()
+        else:
+            # inf/NaN arithmetic is the model's business, as in C++: no numpy warnings
+            with np.errstate(all="ignore"):
+                self._invoke_steps()
+        if self.reported:  # every node has run: the detail dicts show the real shapes from now on
+            self.reported = {}
+        self.invoked = True
 
     def _invoke_steps(self) -> None:
         k = 0

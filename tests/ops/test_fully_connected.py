@@ -428,3 +428,25 @@ def test_fully_connected_folded_bias_and_zero_point(depth, zx, gemm):
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "FullyConnectedQuantizedFolded" and prepared.weights_t.dtype == gemm
+
+
+@pytest.mark.parametrize("path", ["float32", "int8", "hybrid"])
+def test_zero_output_units(path):
+    """Weights of shape [0, depth] (issue 11: 'cannot reshape array of size 0'): LiteRT returns a [2, 0] output."""
+    if path == "float32":
+        x_t, w, y_t = T((2, 3)), T.const(np.zeros((0, 3), np.float32)), T((2, 0))
+        bias = T.const(np.zeros(0, np.float32))
+    elif path == "int8":
+        x_t, y_t = T((2, 3), np.int8, q=quant(0.5, 1)), T((2, 0), np.int8, q=quant(0.25, -2))
+        w = T.const(np.zeros((0, 3), np.int8), q=quant(0.1, 0))
+        bias = T.const(np.zeros(0, np.int32), q=quant(0.05, 0))
+    else:
+        x_t, y_t = T((2, 3)), T((2, 0))
+        w = T.const(np.zeros((0, 3), np.int8), q=quant(0.1, 0))
+        bias = T.const(np.zeros(0, np.float32))
+    for b in (bias, None):
+        model = single_op_model("FULLY_CONNECTED", [x_t, w, b], [y_t])
+        x = np.ones((2, 3), x_t.dtype)
+        ours, theirs = run_ours(model, [x]), run_litert(model, [x])
+        assert ours[0].shape == theirs[0].shape == (2, 0)
+        assert ours[0].dtype == theirs[0].dtype

@@ -131,7 +131,7 @@ def sparse_to_dense(draw):
     idx = np.stack(np.unravel_index(flat, shape), axis=-1).astype(it)
     if len(shape) == 1 and draw(st.booleans()):
         idx = idx[:, 0]
-    scalar = draw(st.integers(0, 3)) == 0 and idx.shape[0] == 1
+    scalar = draw(st.integers(0, 3)) == 0  # one value written at every index
     vals = values(rng, () if scalar else (idx.shape[0],), dt)
     default = values(rng, (), dt)
     dyn = draw(st.booleans())

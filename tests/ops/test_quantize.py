@@ -182,3 +182,14 @@ def test_quantize_rejected_at_prepare(case):
         run_litert(model, feeds)
     with pytest.raises(PrepareError):
         run_ours(model, feeds)
+
+
+@pytest.mark.parametrize("value, expected", [(1.5, 15), (-1.55, -15), (1e12, -128), (0.05, 1)])
+def test_quantize_rank0_float(value, expected):
+    """A rank-0 float input (issue 11: it raised 'return arrays must be of ArrayType'); LiteRT: quantize(1.5)
+    with scale 0.1 is 15. A quotient outside int32 becomes the type minimum, as in LiteRT."""
+    model = single_op_model("QUANTIZE", [T((), np.float32)], [T((), np.int8, q=quant(0.1, 0))])
+    x = np.array(value, np.float32)
+    ours, theirs = run_ours(model, [x]), run_litert(model, [x])
+    assert np.shape(ours[0]) == np.shape(theirs[0]) == ()
+    assert int(ours[0]) == int(theirs[0]) == expected

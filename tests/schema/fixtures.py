@@ -30,12 +30,17 @@ from litert_py.schema.model import (
 )
 from litert_py.schema.writer import ModelBuilder, quant
 
-CORPUS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "corpus", "*.tflite")))
+CORPUS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "corpus", "*.tflite")))
 TT = dtypes.TensorType
 
 
-def corpus_paths() -> list[str]:
-    return CORPUS
+def corpus_paths(with_refs: bool = False) -> list[str]:
+    """The vendored real models; ``with_refs``: only those with LiteRT reference outputs in tests/corpus/refs
+    (the MediaPipe models use custom ops LiteRT's reference resolver lacks: tests/test_mediapipe_models.py)."""
+    if not with_refs:
+        return CORPUS
+    refs = os.path.join(os.path.dirname(__file__), "..", "corpus", "refs")
+    return [p for p in CORPUS if os.path.exists(os.path.join(refs, os.path.basename(p)[: -len(".tflite")] + ".npz"))]
 
 
 def control_flow_model() -> Model:

@@ -1,8 +1,8 @@
 """Fuzz the reader (and the Interpreter's load + allocate) with mutated real models.
 
-Seeds are the shared corpus and the schema fixtures (inline and external-buffer layouts). Mutations: bit
-flips, byte overwrites, truncation, random int32s written at random positions, and length fields (vector
-and string lengths, found by watching the reader decode the seed) enlarged. ``read_model`` must return a
+Seeds are the vendored corpus (tests/corpus) and the schema fixtures (inline and external-buffer layouts).
+Mutations: bit flips, byte overwrites, truncation, random int32s written at random positions, and length fields
+(vector and string lengths, found by watching the reader decode the seed) enlarged. ``read_model`` must return a
 Model or raise InvalidModelError, within 2 s; ``Interpreter(model_content=...)`` + ``allocate_tensors``
 must succeed or raise a LiteRTError subclass.
 

@@ -22,12 +22,13 @@ from tests.schema import fixtures
 
 CORPUS = fixtures.corpus_paths()
 CORPUS_IDS = [os.path.basename(p)[: -len(".tflite")] for p in CORPUS]
+WITH_REFS = fixtures.corpus_paths(with_refs=True)
 LAYOUTS = [False, True]
 LAYOUT_IDS = ["inline", "external"]
 
 
 def test_corpus_is_present():
-    assert len(CORPUS) >= 7, "the shared corpus (../shared/corpus/*.tflite) is missing"
+    assert len(CORPUS) >= 7, "the vendored corpus (tests/corpus/*.tflite) is missing"
 
 
 @pytest.mark.parametrize("external", LAYOUTS, ids=LAYOUT_IDS)
@@ -203,7 +204,7 @@ def test_written_single_op_models_run_in_litert(name, model, inputs, external):
 
 
 @pytest.mark.parametrize("external", LAYOUTS, ids=LAYOUT_IDS)
-@pytest.mark.parametrize("path", CORPUS, ids=CORPUS_IDS)
+@pytest.mark.parametrize("path", WITH_REFS, ids=[os.path.basename(p)[: -len(".tflite")] for p in WITH_REFS])
 def test_written_corpus_models_match_references(path, external):
     """The corpus written back runs in LiteRT's reference kernels with the recorded outputs, bit for bit."""
     name = os.path.basename(path)[: -len(".tflite")]
