@@ -29,3 +29,19 @@ class PrepareError(LiteRTError, RuntimeError):
 
 class InvokeError(LiteRTError, RuntimeError):
     """A kernel failed while running (e.g. an index out of range in the data)."""
+
+
+class ResourceLimitError(PrepareError, InvokeError):
+    """An allocation the model or its input values ask for exceeds the memory budget
+    (``LITERT_PY_MAX_ARENA_BYTES``). Raised before the memory is taken; at ``allocate_tensors`` (or
+    ``Interpreter()`` for constants) as well as during ``invoke`` for shapes that come from runtime values, so
+    it subclasses both PrepareError and InvokeError. The interpreter stays usable."""
+
+
+class CancelledError(InvokeError):
+    """``Interpreter.cancel()`` stopped the running invoke (TFLite's kTfLiteCancelled). The interpreter stays
+    usable; outputs of the cancelled invoke are undefined."""
+
+
+class DeadlineExceededError(CancelledError, TimeoutError):
+    """``invoke(timeout=...)`` ran past its deadline and was cancelled."""

@@ -129,7 +129,9 @@ def prepare_dequantize(ctx: OpContext):
         scale, zp = per_channel_params(ctx, x)
         return DequantizePerChannel(scale, zp.astype(_F32))
     domain = table_domain(x.dtype).astype(np.int64)
-    table = (np.float64(x.scale) * (domain - x.zero_point)).astype(_F32)  # f64 product is exact
+    # reference_ops::Dequantize: int32 ``val - zero_point`` (wraps for a zero point near the int32 limits),
+    # times the double scale; the f64 product is exact
+    table = (np.float64(x.scale) * wrap32(domain - x.zero_point)).astype(_F32)
     return TableLookup(table)
 
 

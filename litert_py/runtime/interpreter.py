@@ -18,6 +18,7 @@ from ..schema.model import Model
 from ..schema.reader import read_model
 from . import threads
 from .subgraph import SubgraphRuntime, resolve, unsupported_op_error
+from .tensors import int32_quantization
 
 
 class OpResolverType(enum.Enum):
@@ -31,7 +32,7 @@ class OpResolverType(enum.Enum):
 
 def _tensor_details(sub: SubgraphRuntime, i: int) -> dict:
     t = sub.sg.tensors[i]
-    q = t.quantization
+    q = int32_quantization(t.quantization)
     scales = np.array(q.scale if q else (), dtype=np.float32)
     zps = np.array(q.zero_point if q else (), dtype=np.int32)
     if q is not None and len(q.scale) == 1 and len(q.zero_point) <= 1:
@@ -232,7 +233,9 @@ class Interpreter:
                 arr = np.asarray(value)
             except Exception:
                 raise ValueError("Failed to convert value into readable tensor.") from None
-            if arr.dtype.kind in "OUSV" or arr.dtype != np.dtype(want):
+            if arr.dtype.kind not in "OUSV" and arr.dtype.newbyteorder("=") == np.dtype(want):
+                pass  # the other byte order (e.g. '>f4'): converted by the copy below, to the same values
+            elif arr.dtype.kind in "OUSV" or arr.dtype != np.dtype(want):
                 got = dtypes.upper_name(arr.dtype)
                 raise ValueError(f"Cannot set tensor: Got value of type {got} but expected type "
                                  f"{dtypes.upper_name(want)} for input {pos}, name: {t.name} ")

@@ -9,7 +9,6 @@ whose shape is only known at eval time are prepared during invoke instead, with 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,11 +17,9 @@ from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
+from . import limits
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
-from .tensors import constant_array
-
-#: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
-MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))
+from .tensors import constant_array, int32_quantization
 
 
 @dataclass
@@ -138,8 +135,9 @@ class SubgraphRuntime:
     # -- prepare ----------------------------------------------------------------------------------
     def _info(self, i: int) -> TensorInfo:
         t = self.sg.tensors[i]
+        q = int32_quantization(t.quantization)
         return TensorInfo(index=i, name=t.name, shape=tuple(self.shapes[i]), type=t.type,
-                          quantization=t.quantization or TensorInfo.__dataclass_fields__["quantization"].default,
+                          quantization=q or TensorInfo.__dataclass_fields__["quantization"].default,
                           data=self.constants.get(i), is_variable=t.is_variable, sparsity=t.sparsity)
 
     def _context(self, node: Node, infos: list[TensorInfo]) -> OpContext:
@@ -166,6 +164,7 @@ class SubgraphRuntime:
     def prepare(self) -> None:
         """Prepare every node, fold constants, plan the arena and bind tensors (``allocate_tensors``)."""
         self.allocated = False
+        self._check_no_overlap()
         infos = [self._info(i) for i in range(len(self.sg.tensors))]
         for i, t in enumerate(self.sg.tensors):
             if t.is_variable:
@@ -199,15 +198,22 @@ class SubgraphRuntime:
         self._allocate(steps, folded)
         self.allocated = True
 
+    def _check_no_overlap(self) -> None:
+        """LiteRT's Subgraph::CheckInputAndOutputForOverlap: a node may not write a tensor it reads (it would
+        change a graph input, or its own operand, on every invoke). Refused at allocate_tensors, as there."""
+        clashes = [f"Tensor {i} is both input {a} and output {b}" for node in self.nodes
+                   for a, i in enumerate(node.operator.inputs) if i >= 0
+                   for b, o in enumerate(node.operator.outputs) if o == i]
+        if clashes:
+            raise PrepareError("\n".join(clashes + ["AllocateTensors() called on inconsistent model."]))
+
     @staticmethod
     def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
         """Refuse a node whose declared tensors alone exceed the memory limit, before its kernel allocates
         scratch for them: a hostile shape must fail cleanly, not exhaust the machine."""
-        total = sum(t.size * t.dtype.itemsize for t in tensors
+        total = sum(limits.nbytes(t.shape, t.dtype) for t in tensors
                     if t.data is None and t.type not in dtypes.OBJECT_TYPES and not t.dynamic)
-        if total > MAX_ARENA_BYTES:
-            raise PrepareError(f"Node number {node.index} ({node.name}) needs {total} bytes for its tensors, over "
-                               f"the limit of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        limits.check_allocation(total, f"Node number {node.index} ({node.name}): its tensors")
 
     def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
         """Run a node whose inputs are all constant once, now; its outputs become constants."""
@@ -282,9 +288,7 @@ class SubgraphRuntime:
             info = self.infos[i]
             sizes[i] = info.size * info.dtype.itemsize
         plan = plan_arena(sizes, lifetimes, reuse=not self.preserve_all_tensors)
-        if plan.arena_bytes > MAX_ARENA_BYTES:
-            raise PrepareError(f"subgraph {self.index} needs an arena of {plan.arena_bytes} bytes, over the limit "
-                               f"of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        limits.check_allocation(plan.arena_bytes, f"the arena of subgraph {self.index}")
         arena = np.zeros(plan.arena_bytes + ALIGNMENT, np.uint8)
         base = (-arena.ctypes.data) % ALIGNMENT
         tensors: list[np.ndarray | None] = [None] * len(self.sg.tensors)

@@ -1,0 +1,161 @@
+"""Hostile models: zero points outside int32, nodes writing their own input, other byte orders, and the memory
+budget (LITERT_PY_MAX_ARENA_BYTES) before every allocation sized by the model or by input values.
+
+Each case is checked against the oracle where LiteRT defines the behaviour, and the interpreter must stay
+usable after the documented error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import litert_py
+from litert_py.errors import InvokeError, PrepareError, ResourceLimitError
+from litert_py.runtime import limits
+from litert_py.schema.model import DimensionMetadata, SparsityParameters
+from litert_py.schema.writer import ModelBuilder, quant
+from tests.oracle import oracle
+
+
+def _litert(model: bytes):
+    LiteRT, OpResolverType = oracle()
+    return LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+
+
+@pytest.fixture
+def budget(monkeypatch):
+    """A 1 MiB budget for the test."""
+    monkeypatch.setattr(limits, "MAX_ARENA_BYTES", 1 << 20)
+    return 1 << 20
+
+
+# -- item 1: zero points outside int32 ------------------------------------------------------------
+@pytest.mark.parametrize("zp", [2**31, 2**31 + 5, 2**62, -(2**31) - 1, -(2**40) + 3])
+def test_out_of_int32_zero_point_wraps_like_litert(zp):
+    """LiteRT keeps zero points in C int: the details and the kernels see the value modulo 2**32."""
+    b = ModelBuilder()
+    x = b.input("x", [6], np.int8, quantization=quant(0.5, zp))
+    y = b.tensor("y", [6], np.float32)
+    b.op("DEQUANTIZE", [x], [y])
+    b.output(y)
+    model = b.build()
+    ours, theirs = litert_py.Interpreter(model_content=model), _litert(model)
+    for it in (ours, theirs):
+        it.allocate_tensors()
+    for key in ("get_input_details", "get_tensor_details"):
+        a, e = getattr(ours, key)()[0], getattr(theirs, key)()[0]
+        assert a["quantization"] == e["quantization"]
+        np.testing.assert_array_equal(a["quantization_parameters"]["zero_points"],
+                                      e["quantization_parameters"]["zero_points"])
+        assert a["quantization_parameters"]["zero_points"].dtype == e["quantization_parameters"]["zero_points"].dtype
+    x_val = np.array([-128, -1, 0, 1, 5, 127], np.int8)
+    for it in (ours, theirs):
+        it.set_tensor(it.get_input_details()[0]["index"], x_val)
+        it.invoke()
+    np.testing.assert_array_equal(ours.get_tensor(1), theirs.get_tensor(1))
+
+
+# -- item 4: a node whose output is one of its inputs -----------------------------------------------
+def _self_io_model() -> bytes:
+    b = ModelBuilder()
+    x = b.input("x", [4], np.float32)
+    t = b.tensor("t", [4], np.float32)
+    c = b.const("c", np.ones(4, np.float32))
+    b.op("ADD", [t, c], [t])
+    b.op("ADD", [x, t], [t])
+    b.output(t)
+    return b.build()
+
+
+def test_output_that_is_its_own_input_is_refused_like_litert():
+    model = _self_io_model()
+    with pytest.raises(RuntimeError) as theirs:
+        _litert(model).allocate_tensors()
+    it = litert_py.Interpreter(model_content=model)  # construction succeeds, as in LiteRT
+    assert [d["index"] for d in it.get_input_details()] == [0]
+    with pytest.raises(PrepareError) as ours:
+        it.allocate_tensors()
+    assert str(ours.value) == str(theirs.value).strip()
+    assert str(ours.value).splitlines() == ["Tensor 1 is both input 0 and output 0",
+                                            "Tensor 1 is both input 1 and output 0",
+                                            "AllocateTensors() called on inconsistent model."]
+
+
+def test_graph_input_written_by_its_reader_is_refused():
+    b = ModelBuilder()
+    x = b.input("x", [4], np.float32)
+    b.op("ADD", [x, b.const("c", np.ones(4, np.float32))], [x])
+    b.output(x)
+    it = litert_py.Interpreter(model_content=b.build())
+    with pytest.raises(PrepareError, match="Tensor 0 is both input 0 and output 0"):
+        it.allocate_tensors()
+
+
+# -- item 7: a value in the other byte order ----------------------------------------------------------
+@pytest.mark.parametrize("dtype", [">f4", ">i4", ">i2", ">f8", ">u2"])
+def test_set_tensor_converts_other_byte_order(dtype):
+    """LiteRT copies the raw bytes (giving byte-swapped numbers); litert_py converts to the same values."""
+    want = np.dtype(dtype).newbyteorder("=")
+    b = ModelBuilder()
+    x = b.input("x", [5], want)
+    y = b.tensor("y", [5], want)
+    b.op("RESHAPE", [x, b.const("s", np.array([5], np.int32))], [y])
+    b.output(y)
+    it = litert_py.Interpreter(model_content=b.build())
+    it.allocate_tensors()
+    value = np.arange(5).astype(dtype)
+    it.set_tensor(0, value)
+    it.invoke()
+    out = it.get_tensor(1)
+    assert out.dtype == want
+    np.testing.assert_array_equal(out, np.arange(5))
+
+
+def test_set_tensor_other_type_still_refused():
+    b = ModelBuilder()
+    x = b.input("x", [2], np.float32)
+    y = b.tensor("y", [2], np.float32)
+    b.op("RELU", [x], [y])
+    b.output(y)
+    it = litert_py.Interpreter(model_content=b.build())
+    it.allocate_tensors()
+    with pytest.raises(ValueError, match="Got value of type FLOAT64 but expected type FLOAT32"):
+        it.set_tensor(0, np.zeros(2, ">f8"))
+
+
+# -- item 1 / 2: sparse constants ---------------------------------------------------------------------
+def _sparse_fc_model(n: int) -> bytes:
+    """FULLY_CONNECTED with an [n, n] CSR weight holding a single value: a few hundred bytes that densify to
+    4 n^2 bytes."""
+    sp = SparsityParameters(traversal_order=(0, 1), dim_metadata=(
+        DimensionMetadata(format=0, dense_size=n),
+        DimensionMetadata(format=1, array_segments=(0,) + (1,) * n, array_indices=(0,),
+                          array_segments_type=1, array_indices_type=1)))
+    b = ModelBuilder()
+    x = b.input("x", [1, n], np.float32)
+    w = b.tensor("w", [n, n], np.float32, data=np.ones(1, np.float32).tobytes(), sparsity=sp)
+    y = b.tensor("y", [1, n], np.float32)
+    b.op("FULLY_CONNECTED", [x, w, -1], [y])
+    b.output(y)
+    return b.build()
+
+
+def test_sparse_constant_over_budget_is_refused_before_densifying(budget):
+    model = _sparse_fc_model(40000)  # 6.4 GB dense
+    assert len(model) < 400_000
+    with pytest.raises(ResourceLimitError, match="densifying a sparse tensor of shape \\[40000, 40000\\]"):
+        litert_py.Interpreter(model_content=model)
+
+
+def test_sparse_constant_within_budget_still_runs(budget):
+    it = litert_py.Interpreter(model_content=_sparse_fc_model(64))
+    it.allocate_tensors()
+    it.set_tensor(0, np.ones((1, 64), np.float32))
+    it.invoke()
+    assert it.get_tensor(it.get_output_details()[0]["index"])[0, 0] == 1.0
+
+
+def test_resource_limit_error_is_both_prepare_and_invoke_error():
+    assert issubclass(ResourceLimitError, PrepareError) and issubclass(ResourceLimitError, InvokeError)
+    assert issubclass(ResourceLimitError, RuntimeError)
