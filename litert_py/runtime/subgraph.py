@@ -155,7 +155,10 @@ class SubgraphRuntime:
     def _prepare_node(self, node: Node, infos: list[TensorInfo]):
         ctx = self._context(node, infos)
         try:
-            return node.kernel.prepare(ctx)
+            # parameter arithmetic on degenerate quantization (a zero scale, a huge zero point) gives inf/NaN
+            # as in C++, where the kernels' own checks refuse it: no numpy RuntimeWarnings on stderr
+            with np.errstate(all="ignore"):
+                return node.kernel.prepare(ctx)
         except PrepareError:
             raise
         except Exception as e:  # a kernel bug or an unchecked case: still name the node, never a bare traceback

@@ -159,3 +159,43 @@ def test_sparse_constant_within_budget_still_runs(budget):
 def test_resource_limit_error_is_both_prepare_and_invoke_error():
     assert issubclass(ResourceLimitError, PrepareError) and issubclass(ResourceLimitError, InvokeError)
     assert issubclass(ResourceLimitError, RuntimeError)
+
+
+# -- item 6: degenerate quantization parameters give no numpy warnings --------------------------------
+def _degenerate(case: str) -> bytes:
+    b = ModelBuilder()
+    if case == "fc-zero-output-scale":
+        x = b.input("x", [1, 4], np.int8, quantization=quant(1.0, 0))
+        w = b.const("w", np.ones((4, 4), np.int8), quantization=quant(1.0, 0))
+        bias = b.const("b", np.ones(4, np.int32), quantization=quant(1.0, 0))
+        y = b.tensor("y", [1, 4], np.int8, quantization=quant(0.0, 0))
+        b.op("FULLY_CONNECTED", [x, w, bias], [y])
+    else:
+        scale = {"dequantize-huge-scale": 1e38, "dequantize-inf-scale": float("inf")}[case]
+        x = b.input("x", [256], np.int8, quantization=quant(scale, 3))
+        y = b.tensor("y", [256], np.float32)
+        b.op("DEQUANTIZE", [x], [y])
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("case", ["fc-zero-output-scale", "dequantize-huge-scale", "dequantize-inf-scale"])
+def test_degenerate_quantization_gives_no_warnings_and_litert_outcome(case, recwarn):
+    model = _degenerate(case)
+    theirs = _litert(model)
+    try:
+        theirs.allocate_tensors()
+    except RuntimeError:
+        theirs = None
+    ours = litert_py.Interpreter(model_content=model)
+    if theirs is None:
+        with pytest.raises(PrepareError):
+            ours.allocate_tensors()
+    else:
+        ours.allocate_tensors()
+        x = np.arange(-128, 128, dtype=np.int8)
+        for it in (ours, theirs):
+            it.set_tensor(0, x)
+            it.invoke()
+        np.testing.assert_array_equal(ours.get_tensor(1), theirs.get_tensor(1))
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in recwarn]
