@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
@@ -154,7 +155,8 @@ class ScatterNd:
                     updates.shape != idx.shape[:-1] + shape[self.nd:]):
                 raise ValueError(f"scatter_nd: updates shape {updates.shape} does not match indices "
                                  f"{idx.shape} and shape {shape}")
-            out = np.zeros(shape, self.out_dtype)
+            out = limits.new_array(shape, self.out_dtype, "SCATTER_ND's output")
+            out[...] = 0
             outputs[0] = out
         else:
             shape = self.shape
@@ -317,7 +319,7 @@ class OneHot:
             if depth < 0:
                 raise ValueError(f"ONE_HOT: depth must be non-negative, got {depth}")
             shape = idx.shape[: self.axis] + (depth,) + idx.shape[self.axis:]
-            out = np.empty(shape, self.dtype)
+            out = limits.new_array(shape, self.dtype, "ONE_HOT's output")
             outputs[0] = out
         else:
             depth, out = self.depth, outputs[0]
@@ -371,7 +373,7 @@ class SparseToDense:
         if self.dynamic:
             if any(d < 0 for d in shape) or len(shape) > 4:
                 raise ValueError(f"SPARSE_TO_DENSE: invalid output shape {shape}")
-            outputs[0] = np.empty(shape, self.dtype)
+            outputs[0] = limits.new_array(shape, self.dtype, "SPARSE_TO_DENSE's output")
         out = outputs[0]
         idx = indices.reshape(-1, 1) if indices.ndim < 2 else indices
         if idx.shape[1] != len(shape):

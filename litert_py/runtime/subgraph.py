@@ -366,7 +366,8 @@ class SubgraphRuntime:
             node = self.steps_nodes[k][0]
             # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
             what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
-            raise InvokeError(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
+            cls = type(e) if isinstance(e, InvokeError) else InvokeError  # keeps ResourceLimitError, ...
+            raise cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
 
     def _invoke_dynamic(self) -> None:
         with np.errstate(all="ignore"):
@@ -385,6 +386,7 @@ class SubgraphRuntime:
                     infos = self._late_infos(operator)
                     prepared = self._prepare_node(node, infos)
                     cached = (key, prepared, {o: infos[o] for o in operator.outputs if o >= 0})
+                    self._check_budget(node, list(cached[2].values()))  # shapes seen now: same budget
                     self._deferred_cache[node.index] = cached
                     for o, info in cached[2].items():
                         if not info.dynamic:
@@ -397,8 +399,9 @@ class SubgraphRuntime:
             try:
                 run(ins, outs)
             except Exception as e:
-                raise InvokeError(f"{type(e).__name__}: {e}\nNode number {node.index} ({node.name}) failed to "
-                                  "invoke.") from e
+                what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
+                cls = type(e) if isinstance(e, InvokeError) else InvokeError
+                raise cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
             for o, arr in zip(operator.outputs, outs):
                 if o >= 0:
                     tensors[o] = arr

@@ -199,3 +199,93 @@ def test_degenerate_quantization_gives_no_warnings_and_litert_outcome(case, recw
             it.invoke()
         np.testing.assert_array_equal(ours.get_tensor(1), theirs.get_tensor(1))
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in recwarn]
+
+
+# -- item 2: outputs sized by runtime values are checked against the budget ---------------------------
+_BIG = 1 << 16  # a dimension: _BIG * _BIG elements are far over the 1 MiB test budget
+# op -> (inputs: (name, dtype, small value, huge value) or a constant array, output dtype, options)
+_RUNTIME_SHAPED = {
+    "FILL": ([("dims", np.int32, [2, 3], [_BIG, _BIG]), np.float32(1.5)], np.float32, None),
+    "BROADCAST_TO": ([np.ones((1, 1), np.float32), ("shape", np.int32, [2, 3], [_BIG, _BIG])], np.float32, None),
+    "TILE": ([np.ones((1, 2), np.float32), ("multiples", np.int32, [2, 3], [_BIG, _BIG])], np.float32, None),
+    "PAD": ([np.ones((1, 2), np.float32), ("paddings", np.int32, [[0, 1], [1, 0]], [[0, _BIG], [_BIG, 0]])],
+            np.float32, None),
+    "ONE_HOT": ([np.arange(256, dtype=np.int32) % 3, ("depth", np.int32, 3, 1 << 24), np.float32(1), np.float32(0)],
+                np.float32, dict(axis=-1)),
+    "RANGE": ([np.int32(0), ("limit", np.int32, 5, 2**31 - 1), np.int32(1)], np.int32, None),
+    "SCATTER_ND": ([np.zeros((1, 2), np.int32), np.ones(1, np.float32), ("shape", np.int32, [2, 3], [_BIG, _BIG])],
+                   np.float32, None),
+    "RESIZE_NEAREST_NEIGHBOR": ([np.ones((1, 2, 2, 1), np.float32), ("size", np.int32, [3, 3], [_BIG, _BIG])],
+                                np.float32, None),
+    "RANDOM_UNIFORM": ([("shape", np.int32, [2, 3], [_BIG, _BIG])], np.float32, None),
+    "UNSORTED_SEGMENT_SUM": ([np.ones((2, 3), np.float32), np.zeros(2, np.int32),
+                              ("num_segments", np.int32, 2, _BIG * 256)], np.float32, None),
+    "SPARSE_TO_DENSE": ([np.zeros((1, 2), np.int32), ("shape", np.int32, [2, 3], [_BIG, _BIG]),
+                         np.ones(1, np.float32), np.float32(0)], np.float32, None),
+}
+
+
+def _runtime_shaped_model(op: str) -> tuple[bytes, list]:
+    specs, out_dtype, options = _RUNTIME_SHAPED[op]
+    b = ModelBuilder()
+    ins, runtime = [], []
+    for k, s in enumerate(specs):
+        if isinstance(s, tuple):
+            name, dtype, small, big = s
+            small, big = np.array(small, dtype), np.array(big, dtype)
+            ins.append(b.input(name, small.shape, dtype))
+            runtime.append((small, big))
+        else:
+            ins.append(b.const(f"c{k}", s))
+    y = b.tensor("y", [], out_dtype)
+    b.op(op, ins, [y], options, version=2 if op == "BROADCAST_TO" else 1)
+    b.output(y)
+    return b.build(), runtime
+
+
+@pytest.mark.parametrize("op", sorted(_RUNTIME_SHAPED))
+def test_runtime_shaped_output_over_budget_is_refused_and_interpreter_stays_usable(op, budget):
+    model, runtime = _runtime_shaped_model(op)
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    details = it.get_input_details()
+    for d, (_, big) in zip(details, runtime):
+        it.set_tensor(d["index"], big)
+    with pytest.raises(ResourceLimitError, match="over the limit of 1048576"):
+        it.invoke()
+    for d, (small, _) in zip(details, runtime):
+        it.set_tensor(d["index"], small)
+    it.invoke()
+    out = it.get_tensor(it.get_output_details()[0]["index"])
+    assert 0 < out.size <= 768
+
+
+def test_budget_refusal_inside_a_while_body_keeps_its_type(budget):
+    """A runtime-shaped allocation in a called subgraph: the same documented error reaches the caller."""
+    b = ModelBuilder()
+    n = b.input("n", [], np.int32)
+    out = b.tensor("n_out", [], np.int32)
+    b.op("WHILE", [n], [out], dict(cond_subgraph_index=1, body_subgraph_index=2))
+    b.output(out)
+    b.subgraph("cond")
+    cn = b.input("n", [], np.int32)
+    c = b.tensor("c", [], np.bool_)
+    b.op("LESS", [cn, b.const("lim", np.int32(_BIG * 2))], [c])
+    b.output(c)
+    b.subgraph("body")
+    bn = b.input("n", [], np.int32)
+    dims, filled, total, n2 = (b.tensor("dims", [2], np.int32), b.tensor("f", [], np.float32),
+                               b.tensor("s", [], np.float32), b.tensor("n2", [], np.int32))
+    b.op("PACK", [bn, bn], [dims], dict(values_count=2, axis=0))
+    b.op("FILL", [dims, b.const("v", np.float32(1))], [filled])
+    b.op("SUM", [filled, b.const("ax", np.array([0, 1], np.int32))], [total])
+    b.op("MUL", [bn, b.const("two", np.int32(2))], [n2])
+    b.output(n2)
+    it = litert_py.Interpreter(model_content=b.build())
+    it.allocate_tensors()
+    it.set_tensor(0, np.int32(1))
+    with pytest.raises(ResourceLimitError, match="FILL's output of shape"):
+        it.invoke()
+    it.set_tensor(0, np.int32(_BIG * 2))  # the body never runs
+    it.invoke()
+    assert it.get_tensor(it.get_output_details()[0]["index"]) == _BIG * 2
