@@ -45,3 +45,8 @@ class CancelledError(InvokeError):
 
 class DeadlineExceededError(CancelledError, TimeoutError):
     """``invoke(timeout=...)`` ran past its deadline and was cancelled."""
+
+
+class ConcurrentUseError(LiteRTError, RuntimeError):
+    """A second thread called into an Interpreter (invoke, set_tensor, get_tensor, allocate_tensors, ...)
+    while another thread was inside it. One Interpreter per thread is fine."""
