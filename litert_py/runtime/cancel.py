@@ -23,39 +23,54 @@ import threading
 from ..errors import CancelledError, ConcurrentUseError, DeadlineExceededError
 
 
-class _Raise:
-    """A step standing in for a node of a cancelled invoke."""
+def _raise(error: type[CancelledError]) -> None:
+    if error is DeadlineExceededError:
+        raise DeadlineExceededError("Invoke cancelled: the deadline (invoke(timeout=...)) passed.")
+    raise CancelledError("Invoke cancelled (Interpreter.cancel()).")
 
-    def __init__(self, error: type[CancelledError]):
-        self.error = error
+
+class _Stop:
+    """A step standing in for a node of a cancelled invoke. Should a later invoke meet it before the swap is
+    undone (a cancel racing with the end of its invoke), it runs the node's own op instead."""
+
+    __slots__ = ("guard", "invoke", "error", "op")
+
+    def __init__(self, guard: Guard, invoke: int, error: type[CancelledError], op):
+        self.guard, self.invoke, self.error, self.op = guard, invoke, error, op
 
     def __call__(self, inputs, outputs):
-        if self.error is DeadlineExceededError:
-            raise DeadlineExceededError("Invoke cancelled: the deadline (invoke(timeout=...)) passed.")
-        raise CancelledError("Invoke cancelled (Interpreter.cancel()).")
+        if self.guard._invoke != self.invoke:
+            if self.op is None:  # a deferred node of the dynamic loop: nothing to run in its place
+                raise CancelledError("Invoke cancelled while the previous invoke ended; invoke again.")
+            return self.op(inputs, outputs)
+        _raise(self.error)
 
 
 class Guard:
-    """Per-interpreter state: who is inside it, and whether its running invoke was cancelled."""
+    """Per-interpreter state: who is inside it, and whether its running invoke was cancelled.
+
+    ``begin``/``end`` run on the invoking thread (which holds the interpreter) without a lock; ``cancel`` takes
+    ``_state`` and, after swapping the steps, checks the invoke it swapped for is still the running one (else
+    it restores them itself), so a swap never outlives its invoke."""
 
     def __init__(self, interpreter):
         self._interpreter = interpreter
-        self._busy = threading.Lock()  # held by the one thread inside a guarded method
-        self.owner: int | None = None  # that thread's id
-        self._state = threading.Lock()  # orders cancel() against the start and end of an invoke
+        # held by the one thread inside a guarded method; re-entrant, so that a callback on that thread (a
+        # custom op, a delegate) may call back into the interpreter
+        self._busy = threading.RLock()
+        self._state = threading.Lock()  # orders cancel() calls and the restoring of swapped steps
         self._invoke = 0  # number of the running invoke, 0 when none
         self._count = 0
         self._saved: list[tuple[list, list]] | None = None
-        #: read by WHILE once per iteration: None, or the error class to raise
-        self.requested: type[CancelledError] | None = None
+        #: read by WHILE once per iteration: None, or (invoke number, error class)
+        self.requested: tuple[int, type[CancelledError]] | None = None
 
     def begin(self, timeout: float | None = None):
         """Mark an invoke running (cancellable), with an optional deadline in seconds; returns the token
         ``end`` takes."""
-        with self._state:
-            self._count += 1
-            number = self._invoke = self._count
-            self.requested = None
+        self.requested = None
+        self._count += 1
+        number = self._invoke = self._count
         if timeout is None:
             return None
         timer = threading.Timer(timeout, self.cancel, kwargs={"invoke": number, "error": DeadlineExceededError})
@@ -67,60 +82,68 @@ class Guard:
         """The invoke is over: restore any swapped steps."""
         if timer is not None:
             timer.cancel()
-        with self._state:
-            self._invoke = 0
-            self.requested = None
-            if self._saved is not None:
-                for steps, original in self._saved:
-                    steps[:] = original
-                self._saved = None
+        self._invoke = 0
+        self.requested = None
+        if self._saved is not None:
+            with self._state:
+                self._restore()
+
+    def _restore(self) -> None:
+        if self._saved is not None:
+            for steps, original in self._saved:
+                steps[:] = original
+            self._saved = None
 
     def cancel(self, invoke: int | None = None, error: type[CancelledError] = CancelledError) -> bool:
         """Stop the running invoke (``invoke``: only if it is that one). True if one was running."""
         with self._state:
-            if not self._invoke or (invoke is not None and invoke != self._invoke) or self._saved is not None:
-                return bool(self._invoke) and self._saved is not None
-            self.requested = error
-            stop = _Raise(error)
+            number = self._invoke
+            if not number or (invoke is not None and invoke != number):
+                return False
+            if self._saved is not None:  # already cancelled
+                return True
+            self.requested = (number, error)
             saved = []
             for sub in self._interpreter._subgraphs:
                 if sub is None:
                     continue
-                for steps, make in ((getattr(sub, "steps", None), lambda s: (stop, s[1], s[2])),
-                                    (getattr(sub, "steps_nodes", None), lambda s: (s[0], stop))):
-                    if steps:
-                        saved.append((steps, list(steps)))
-                        steps[:] = [make(s) for s in steps]
+                steps = getattr(sub, "steps", None)
+                if steps:
+                    saved.append((steps, list(steps)))
+                    steps[:] = [(_Stop(self, number, error, op), ins, outs) for op, ins, outs in list(steps)]
+                nodes = getattr(sub, "steps_nodes", None)
+                if nodes:
+                    saved.append((nodes, list(nodes)))
+                    nodes[:] = [(node, _Stop(self, number, error, op)) for node, op in list(nodes)]
             self._saved = saved
+            if self._invoke != number:  # the invoke ended meanwhile (its end() saw no swap): undo it here
+                self._restore()
+                return False
             return True
 
 
 def check_cancelled(guard: Guard | None) -> None:
-    """For loops (WHILE): raise the requested error, if any. One attribute read when nothing is requested."""
-    if guard is not None and guard.requested is not None:
-        _Raise(guard.requested)(None, None)
+    """For loops (WHILE): raise the requested error if it is for the running invoke."""
+    req = guard.requested if guard is not None else None
+    if req is not None and req[0] == guard._invoke:
+        _raise(req[1])
 
 
 def exclusive(method):
     """Decorate an Interpreter method: a second thread entering the same interpreter meanwhile gets a
-    ConcurrentUseError (a non-blocking lock, ~0.1 us)."""
+    ConcurrentUseError (a non-blocking re-entrant lock)."""
     name = method.__name__
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        guard = self._guard
-        busy = guard._busy
+        busy = self._guard._busy
         if not busy.acquire(False):
-            if guard.owner == threading.get_ident():  # re-entered from the same thread (a callback, a delegate)
-                return method(self, *args, **kwargs)
             raise ConcurrentUseError(
                 f"{name}() called while another thread is inside this Interpreter (invoke, set_tensor, get_tensor, "
                 "...). An Interpreter is not thread-safe: use one Interpreter per thread, or a lock.")
-        guard.owner = threading.get_ident()
         try:
             return method(self, *args, **kwargs)
         finally:
-            guard.owner = None
             busy.release()
 
     return wrapper

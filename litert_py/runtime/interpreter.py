@@ -251,9 +251,11 @@ class Interpreter:
                 arr = np.asarray(value)
             except Exception:
                 raise ValueError("Failed to convert value into readable tensor.") from None
-            if arr.dtype.kind not in "OUSV" and arr.dtype.newbyteorder("=") == np.dtype(want):
+            if arr.dtype == want and arr.dtype.kind not in "OUSV":
+                pass
+            elif arr.dtype.kind not in "OUSV" and arr.dtype.newbyteorder("=") == np.dtype(want):
                 pass  # the other byte order (e.g. '>f4'): converted by the copy below, to the same values
-            elif arr.dtype.kind in "OUSV" or arr.dtype != np.dtype(want):
+            else:
                 got = dtypes.upper_name(arr.dtype)
                 raise ValueError(f"Cannot set tensor: Got value of type {got} but expected type "
                                  f"{dtypes.upper_name(want)} for input {pos}, name: {t.name} ")
