@@ -5,7 +5,7 @@ invoke in a forked, resource-limited child, and print the outcomes by type.
     python tools/fuzz_graphs.py [--graphs 500] [--seed 0] [--show CAUSE]
 
 ``--show TypeError`` prints the first message of each distinct case whose outcome or wrapped cause is that
-type (for triage). Run from the repository root (it imports tests.fuzz).
+type (for triage); ``--save DIR`` also writes those models (input values: ``input_values(details, seed)``). Run from the repository root (it imports tests.fuzz).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def main() -> int:
     ap.add_argument("--graphs", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show", default="")
+    ap.add_argument("--save", default="", help="directory: write each shown case's model there")
     a = ap.parse_args()
     outcomes, shown = [], collections.Counter()
 
@@ -44,6 +45,11 @@ def main() -> int:
         if a.show and a.show in (o.outcome, o.cause) and shown[o.message] < 1:
             shown[o.message] += 1
             print(f"[{o.stage}] {o.outcome} <- {o.cause}: {o.message}  ops={g.ops}")
+            if a.save:
+                path = pathlib.Path(a.save) / f"{a.show}_{len(shown)}_seed{g.seed}.tflite"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(g.model)
+                print(f"  saved {path} (input seed {g.seed})")
         for w in o.runtime_warnings:
             if a.show == "RuntimeWarning" and shown[w] < 1:
                 shown[w] += 1

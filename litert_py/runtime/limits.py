@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..errors import ResourceLimitError
+from ..errors import InvokeError, ResourceLimitError
 
 #: Bytes one allocation (a subgraph's whole arena counts as one) may take.
 MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))
@@ -35,8 +35,20 @@ def check_allocation(n: int, what: str) -> None:
                                  "(set LITERT_PY_MAX_ARENA_BYTES to raise it)")
 
 
+INT32_MAX = (1 << 31) - 1
+
+
+def check_dims(shape, what: str) -> None:
+    """LiteRT keeps dimensions in int32 (TfLiteIntArray): a larger one, even in a zero-element tensor (e.g.
+    TILE multiples of 2^30 on a [0, 2] input), is refused instead of overflowing."""
+    if any(int(d) > INT32_MAX for d in shape):
+        raise InvokeError(f"{what}: shape {[int(d) for d in shape]} has a dimension over the int32 limit "
+                          f"{INT32_MAX}")
+
+
 def new_array(shape, dtype, what: str = "an output whose shape depends on input values") -> np.ndarray:
     """``np.empty(shape, dtype)`` after the budget check: for kernels that size an output from values."""
     shape = tuple(int(d) for d in shape)
+    check_dims(shape, what)
     check_allocation(nbytes(shape, dtype), f"{what} of shape {list(shape)}")
     return np.empty(shape, dtype)

@@ -214,6 +214,10 @@ class SubgraphRuntime:
     def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
         """Refuse a node whose declared tensors alone exceed the memory limit, before its kernel allocates
         scratch for them: a hostile shape must fail cleanly, not exhaust the machine."""
+        for t in tensors:
+            if t.shape and max(t.shape) > limits.INT32_MAX:
+                raise PrepareError(f"Node number {node.index} ({node.name}): tensor {t.index} has shape "
+                                   f"{list(t.shape)}, a dimension over the int32 limit {limits.INT32_MAX}")
         total = sum(limits.nbytes(t.shape, t.dtype) for t in tensors
                     if t.data is None and t.type not in dtypes.OBJECT_TYPES and not t.dynamic)
         limits.check_allocation(total, f"Node number {node.index} ({node.name}): its tensors")
@@ -404,6 +408,8 @@ class SubgraphRuntime:
                 raise cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
             for o, arr in zip(operator.outputs, outs):
                 if o >= 0:
+                    if arr.ndim and max(arr.shape) > limits.INT32_MAX:  # a zero-size array can claim any dims
+                        limits.check_dims(arr.shape, f"Node number {node.index} ({node.name}) output")
                     tensors[o] = arr
                     self.shapes[o] = arr.shape
 

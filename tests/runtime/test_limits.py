@@ -289,3 +289,37 @@ def test_budget_refusal_inside_a_while_body_keeps_its_type(budget):
     it.set_tensor(0, np.int32(_BIG * 2))  # the body never runs
     it.invoke()
     assert it.get_tensor(it.get_output_details()[0]["index"]) == _BIG * 2
+
+
+# -- found by tests/fuzz: a dimension over int32 in a zero-element output -----------------------------
+@pytest.mark.parametrize("multiples", [[1 << 30, 1], [(1 << 31) - 1, 5]])
+def test_dimension_over_int32_is_refused_not_overflowed(multiples):
+    """TILE of a [2, 0] input by runtime multiples: zero elements, yet a dimension LiteRT's int32 dims cannot
+    hold; get_output_details() used to raise a raw OverflowError."""
+    b = ModelBuilder()
+    x = b.input("x", [2, 0], np.float32)
+    m = b.input("m", [2], np.int32)
+    y = b.tensor("y", [], np.float32)
+    b.op("TILE", [x, m], [y])
+    b.output(y)
+    it = litert_py.Interpreter(model_content=b.build())
+    it.allocate_tensors()
+    it.set_tensor(1, np.array(multiples, np.int32))
+    with pytest.raises(InvokeError, match="over the int32 limit"):
+        it.invoke()
+    it.get_output_details()
+    it.set_tensor(1, np.array([2, 3], np.int32))
+    it.invoke()
+    assert it.get_tensor(it.get_output_details()[0]["index"]).shape == (4, 0)
+
+
+def test_static_dimension_over_int32_is_refused_at_prepare():
+    b = ModelBuilder()
+    x = b.input("x", [2, 0], np.float32)
+    y = b.tensor("y", [], np.float32)
+    b.op("TILE", [x, b.const("m", np.array([1 << 30, 1], np.int32))], [y])
+    b.output(y)
+    it = litert_py.Interpreter(model_content=b.build())
+    with pytest.raises(PrepareError, match="over the int32 limit"):
+        it.allocate_tensors()
+    it.get_output_details()
