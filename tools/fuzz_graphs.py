@@ -5,7 +5,8 @@ invoke in a forked, resource-limited child, and print the outcomes by type.
     python tools/fuzz_graphs.py [--graphs 500] [--seed 0] [--show CAUSE]
 
 ``--show TypeError`` prints the first message of each distinct case whose outcome or wrapped cause is that
-type (for triage); ``--save DIR`` also writes those models (input values: ``input_values(details, seed)``). Run from the repository root (it imports tests.fuzz).
+type (for triage); ``--save DIR`` also writes those models (input values: ``input_values(details, seed)``).
+Run from the repository root (it imports tests.fuzz).
 """
 
 from __future__ import annotations
