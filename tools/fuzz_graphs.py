@@ -5,7 +5,8 @@ invoke in a forked, resource-limited child, and print the outcomes by type.
     python tools/fuzz_graphs.py [--graphs 500] [--seed 0] [--show CAUSE]
 
 ``--show TypeError`` prints the first message of each distinct case whose outcome or wrapped cause is that
-type (for triage); ``--save DIR`` also writes those models (input values: ``input_values(details, seed)``).
+type (``--show internal``: every wrapped exception but ValueError, and every undocumented one), for triage;
+``--save DIR`` also writes those models (input values: ``input_values(details, seed)``).
 Run from the repository root (it imports tests.fuzz).
 """
 
@@ -43,7 +44,8 @@ def main() -> int:
     def collect(g):
         o = run_isolated(g.model, g.seed)
         outcomes.append(o)
-        if a.show and a.show in (o.outcome, o.cause) and shown[o.message] < 1:
+        internal = (o.cause not in (None, "ValueError")) or not o.documented
+        if a.show and (a.show in (o.outcome, o.cause) or (a.show == "internal" and internal)) and shown[o.message] < 1:
             shown[o.message] += 1
             print(f"[{o.stage}] {o.outcome} <- {o.cause}: {o.message}  ops={g.ops}")
             if a.save:

@@ -153,7 +153,8 @@ class QuantizeFloat:
     overflow_value: np.ndarray  # what an out-of-int32-range quotient becomes: clamp(wrap32(INT32_MIN + zp))
 
     def __call__(self, inputs, outputs):
-        t = np.divide(inputs[INPUT], self.scale, dtype=_F32)  # float32 division, as the reference
+        # float32 division, as the reference; a 0-d input gives a numpy scalar: asarray makes it writable
+        t = np.asarray(np.divide(inputs[INPUT], self.scale, dtype=_F32))
         bad = None
         if t.size and not (t.min() >= -2147483648.0 and t.max() < 2147483648.0):  # also false for NaN
             bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
