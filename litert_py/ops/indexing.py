@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvokeError
 from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
@@ -65,8 +66,9 @@ def _shape_from(ctx: OpContext, t) -> tuple[int, ...] | None:
     return shape
 
 
-class IndexOutOfBounds(IndexError):
-    """An index LiteRT rejects at eval (or would use to write outside its output)."""
+class IndexOutOfBounds(InvokeError, IndexError):
+    """An index LiteRT rejects at eval (or would use to write outside its output): a documented InvokeError
+    (still an IndexError for code that catches that)."""
 
 
 def _flat_offsets(idx: np.ndarray, dims: np.ndarray, strides: np.ndarray, what: str) -> np.ndarray:

@@ -371,3 +371,30 @@ def test_division_by_zero_is_an_invoke_error_like_litert(op, dtype):
     assert "ZeroDivisionError" not in str(e.value) and not isinstance(e.value.__cause__, ZeroDivisionError)
     it.set_tensor(1, np.array([1, 3, 2], dtype))
     it.invoke()
+
+
+@pytest.mark.parametrize("op", ["GATHER_ND", "GATHER"])
+def test_index_out_of_range_is_an_invoke_error_like_litert(op):
+    b = ModelBuilder()
+    x = b.input("x", [3, 2], np.float32)
+    idx = b.input("i", [2, 1] if op == "GATHER_ND" else [2], np.int32)
+    y = b.tensor("y", [2, 2], np.float32)
+    b.op(op, [x, idx], [y], dict(axis=0) if op == "GATHER" else None)
+    b.output(y)
+    model = b.build()
+    bad = np.array([1, 7], np.int32).reshape(-1, 1) if op == "GATHER_ND" else np.array([1, 7], np.int32)
+    theirs = _litert(model)
+    theirs.allocate_tensors()
+    theirs.set_tensor(0, np.ones((3, 2), np.float32))
+    theirs.set_tensor(1, bad)
+    with pytest.raises(RuntimeError):
+        theirs.invoke()
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    it.set_tensor(0, np.ones((3, 2), np.float32))
+    it.set_tensor(1, bad)
+    with pytest.raises(InvokeError) as e:
+        it.invoke()
+    assert "IndexOutOfBounds:" not in str(e.value) and "IndexError:" not in str(e.value)
+    it.set_tensor(1, bad % 3)
+    it.invoke()
