@@ -8,7 +8,7 @@ Seeds are litert_py's bundled model and small models built with the writer (seve
 sparse, string and variable tensors). Every input must give a Model or InvalidModelError from ``read_model``
 (with ``--interpreter``: an Interpreter, allocate_tensors, or a LiteRTError); anything else is reported by
 libFuzzer as a crash with the input saved as ``crash-<sha1>``, which then becomes a regression test
-(tests/schema/test_reader_fuzz_regressions.py). Memory and time per input are bounded by libFuzzer's
+(next to tests/schema/test_fuzz.py). Memory and time per input are bounded by libFuzzer's
 ``-rss_limit_mb`` and ``-timeout`` (set here), the run by ``--seconds``.
 """
 
