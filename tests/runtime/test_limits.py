@@ -398,3 +398,18 @@ def test_index_out_of_range_is_an_invoke_error_like_litert(op):
     assert "IndexOutOfBounds:" not in str(e.value) and "IndexError:" not in str(e.value)
     it.set_tensor(1, bad % 3)
     it.invoke()
+
+
+@pytest.mark.parametrize(("scales", "why"), [((float("inf"), 1.0), "not finite"), ((1e30, 1e-40), "outside the")])
+def test_requantize_with_an_unrepresentable_multiplier_is_refused_with_its_own_message(scales, why):
+    """int8 -> int8 QUANTIZE whose scale ratio is inf or needs a shift over 31 bits: was a PrepareError
+    wrapping an internal ValueError. (LiteRT runs into undefined behaviour there: not run here.)"""
+    b = ModelBuilder()
+    x = b.input("x", [2], np.int8, quantization=quant(scales[0], 0))
+    y = b.tensor("y", [2], np.int8, quantization=quant(scales[1], 0))
+    b.op("QUANTIZE", [x], [y])
+    b.output(y)
+    it = litert_py.Interpreter(model_content=b.build())
+    with pytest.raises(PrepareError, match=f"requantization multiplier .* {why}") as e:
+        it.allocate_tensors()
+    assert e.value.__cause__ is None
