@@ -38,8 +38,14 @@ def main() -> int:
     outcomes, shown = [], collections.Counter()
 
     @seed(a.seed)
-    @settings(max_examples=a.graphs, database=None, deadline=None, derandomize=False,
-              suppress_health_check=list(HealthCheck), phases=["generate"])
+    @settings(
+        max_examples=a.graphs,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        phases=["generate"],
+    )
     @given(graphs())
     def collect(g):
         o = run_isolated(g.model, g.seed)

@@ -30,8 +30,11 @@ def seed_models() -> dict[str, bytes]:
     from litert_py.schema.model import DimensionMetadata, SparsityParameters
     from litert_py.schema.writer import ModelBuilder, quant
 
-    out = {"tiny_cnn": (pathlib.Path(__file__).resolve().parents[1] / "litert_py" / "models"
-                        / "tiny_cnn.tflite").read_bytes()}
+    out = {
+        "tiny_cnn": (
+            pathlib.Path(__file__).resolve().parents[1] / "litert_py" / "models" / "tiny_cnn.tflite"
+        ).read_bytes()
+    }
     b = ModelBuilder()
     x = b.input("x", [1, 4], np.int8, quantization=quant(0.5, 3))
     w = b.const("w", np.ones((2, 4), np.int8), quantization=quant(0.25, 0))
@@ -41,10 +44,19 @@ def seed_models() -> dict[str, bytes]:
     b.signature("serving_default", {"x": x}, {"y": y})
     out["fc_int8"] = b.build()
     b = ModelBuilder()
-    sp = SparsityParameters(traversal_order=(0, 1), dim_metadata=(
-        DimensionMetadata(format=0, dense_size=4),
-        DimensionMetadata(format=1, array_segments=(0, 1, 1, 2, 2), array_indices=(0, 3),
-                          array_segments_type=1, array_indices_type=1)))
+    sp = SparsityParameters(
+        traversal_order=(0, 1),
+        dim_metadata=(
+            DimensionMetadata(format=0, dense_size=4),
+            DimensionMetadata(
+                format=1,
+                array_segments=(0, 1, 1, 2, 2),
+                array_indices=(0, 3),
+                array_segments_type=1,
+                array_indices_type=1,
+            ),
+        ),
+    )
     x = b.input("x", [1, 4], np.float32)
     w = b.tensor("w", [4, 4], np.float32, data=np.ones(2, np.float32).tobytes(), sparsity=sp)
     y = b.tensor("y", [1, 4], np.float32)
@@ -103,8 +115,15 @@ def main() -> int:
     corpus.mkdir(parents=True, exist_ok=True)
     for name, data in seed_models().items():
         (corpus / f"seed_{name}.tflite").write_bytes(data)
-    argv = [sys.argv[0], str(corpus), f"-max_total_time={a.seconds}", "-rss_limit_mb=3072", "-timeout=10",
-            "-max_len=65536", *rest]
+    argv = [
+        sys.argv[0],
+        str(corpus),
+        f"-max_total_time={a.seconds}",
+        "-rss_limit_mb=3072",
+        "-timeout=10",
+        "-max_len=65536",
+        *rest,
+    ]
     atheris.Setup(argv, one_input)
     atheris.Fuzz()
     return 0

@@ -140,7 +140,8 @@ def exclusive(method):
         if not busy.acquire(False):
             raise ConcurrentUseError(
                 f"{name}() called while another thread is inside this Interpreter (invoke, set_tensor, get_tensor, "
-                "...). An Interpreter is not thread-safe: use one Interpreter per thread, or a lock.")
+                "...). An Interpreter is not thread-safe: use one Interpreter per thread, or a lock."
+            )
         try:
             return method(self, *args, **kwargs)
         finally:

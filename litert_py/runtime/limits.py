@@ -31,8 +31,9 @@ def nbytes(shape: Iterable[int], dtype) -> int:
 def check_allocation(n: int, what: str) -> None:
     """Refuse an allocation of ``n`` bytes over the budget, with a ResourceLimitError naming ``what``."""
     if n > MAX_ARENA_BYTES:
-        raise ResourceLimitError(f"{what} needs {n} bytes, over the limit of {MAX_ARENA_BYTES} "
-                                 "(set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        raise ResourceLimitError(
+            f"{what} needs {n} bytes, over the limit of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)"
+        )
 
 
 INT32_MAX = (1 << 31) - 1
@@ -42,8 +43,7 @@ def check_dims(shape, what: str) -> None:
     """LiteRT keeps dimensions in int32 (TfLiteIntArray): a larger one, even in a zero-element tensor (e.g.
     TILE multiples of 2^30 on a [0, 2] input), is refused instead of overflowing."""
     if any(int(d) > INT32_MAX for d in shape):
-        raise InvokeError(f"{what}: shape {[int(d) for d in shape]} has a dimension over the int32 limit "
-                          f"{INT32_MAX}")
+        raise InvokeError(f"{what}: shape {[int(d) for d in shape]} has a dimension over the int32 limit {INT32_MAX}")
 
 
 def new_array(shape, dtype, what: str = "an output whose shape depends on input values") -> np.ndarray:

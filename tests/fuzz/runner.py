@@ -76,12 +76,19 @@ def run_case(model: bytes, seed: int) -> Outcome:
             stage, result = "done", None
         except Exception as e:  # noqa: BLE001 (classified below)
             result = e
-    rw = tuple(sorted({f"{w.category.__name__}: {w.message}" for w in caught
-                       if issubclass(w.category, RuntimeWarning)}))
+    rw = tuple(
+        sorted({f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, RuntimeWarning)})
+    )
     if result is None:
         return Outcome(stage, "ok", True, runtime_warnings=rw)
-    return Outcome(stage, type(result).__name__, isinstance(result, LiteRTError), _internal_cause(result),
-                   str(result).splitlines()[0][:200] if str(result) else "", rw)
+    return Outcome(
+        stage,
+        type(result).__name__,
+        isinstance(result, LiteRTError),
+        _internal_cause(result),
+        str(result).splitlines()[0][:200] if str(result) else "",
+        rw,
+    )
 
 
 def _address_space_limit() -> int:
@@ -147,7 +154,9 @@ def summary(outcomes: list[Outcome]) -> str:
     by = Counter(o.outcome + (f" <- {o.cause}" if o.cause else "") for o in outcomes)
     reached = sum(o.reached_invoke for o in outcomes)
     warned = sum(bool(o.runtime_warnings) for o in outcomes)
-    lines = [f"{n} graphs, {reached} reached invoke ({100 * reached / max(n, 1):.1f} %), "
-             f"{sum(o.outcome == 'ok' for o in outcomes)} ran both invokes, {warned} with RuntimeWarnings"]
+    lines = [
+        f"{n} graphs, {reached} reached invoke ({100 * reached / max(n, 1):.1f} %), "
+        f"{sum(o.outcome == 'ok' for o in outcomes)} ran both invokes, {warned} with RuntimeWarnings"
+    ]
     lines += [f"  {c:6d}  {k}" for k, c in by.most_common()]
     return "\n".join(lines)

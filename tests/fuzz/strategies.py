@@ -25,24 +25,75 @@ from litert_py.schema.writer import ModelBuilder
 F32 = np.dtype(np.float32)
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
 
-FLOAT_UNARY = ["ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SIN", "COS", "TANH", "LOGISTIC", "RELU", "RELU6",
-               "RELU_N1_TO_1", "RELU_0_TO_1", "FLOOR", "CEIL", "ROUND", "SQUARE", "ELU", "HARD_SWISH", "GELU",
-               "SIGN", "ZEROS_LIKE", "LEAKY_RELU", "SOFTMAX", "LOG_SOFTMAX", "L2_NORMALIZATION"]
+FLOAT_UNARY = [
+    "ABS",
+    "NEG",
+    "EXP",
+    "LOG",
+    "SQRT",
+    "RSQRT",
+    "SIN",
+    "COS",
+    "TANH",
+    "LOGISTIC",
+    "RELU",
+    "RELU6",
+    "RELU_N1_TO_1",
+    "RELU_0_TO_1",
+    "FLOOR",
+    "CEIL",
+    "ROUND",
+    "SQUARE",
+    "ELU",
+    "HARD_SWISH",
+    "GELU",
+    "SIGN",
+    "ZEROS_LIKE",
+    "LEAKY_RELU",
+    "SOFTMAX",
+    "LOG_SOFTMAX",
+    "L2_NORMALIZATION",
+]
 INT_UNARY = ["ABS", "NEG", "SQUARE", "SIGN", "ZEROS_LIKE", "RELU", "CAST"]
-QUANT_UNARY = ["RELU", "RELU6", "LOGISTIC", "TANH", "ABS", "NEG", "SOFTMAX", "LOG_SOFTMAX", "LEAKY_RELU",
-               "HARD_SWISH", "DEQUANTIZE", "QUANTIZE", "ELU", "RSQRT", "SQUARE"]
-BINARY = ["ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV",
-          "FLOOR_MOD"]
+QUANT_UNARY = [
+    "RELU",
+    "RELU6",
+    "LOGISTIC",
+    "TANH",
+    "ABS",
+    "NEG",
+    "SOFTMAX",
+    "LOG_SOFTMAX",
+    "LEAKY_RELU",
+    "HARD_SWISH",
+    "DEQUANTIZE",
+    "QUANTIZE",
+    "ELU",
+    "RSQRT",
+    "SQUARE",
+]
+BINARY = ["ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD"]
 QUANT_BINARY = ["ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "DIV"]
 COMPARE = ["LESS", "GREATER", "EQUAL", "NOT_EQUAL", "LESS_EQUAL", "GREATER_EQUAL"]
 REDUCE = ["MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"]
 ACTIVATIONS = [0, 0, 1, 2, 3, 4]  # NONE, RELU, RELU_N1_TO_1, RELU6, TANH
-WILD_SKIP = {"WHILE", "IF", "CALL_ONCE", "STABLEHLO_WHILE", "STABLEHLO_CASE", "STABLEHLO_COMPOSITE",
-             "STABLEHLO_REDUCE", "STABLEHLO_SORT", "STABLEHLO_SCATTER", "STABLEHLO_REDUCE_WINDOW"}  # need subgraphs
+WILD_SKIP = {
+    "WHILE",
+    "IF",
+    "CALL_ONCE",
+    "STABLEHLO_WHILE",
+    "STABLEHLO_CASE",
+    "STABLEHLO_COMPOSITE",
+    "STABLEHLO_REDUCE",
+    "STABLEHLO_SORT",
+    "STABLEHLO_SCATTER",
+    "STABLEHLO_REDUCE_WINDOW",
+}  # need subgraphs
 ALL_OPS = [BuiltinOperator(c).name for c in registered_builtins()]
 WILD_OPS = [n for n in ALL_OPS if n not in WILD_SKIP]
-INPUT_TYPES = [F32] * 5 + [np.dtype(np.int32)] * 2 + list(QUANTIZED) + [np.dtype(np.int8), np.dtype(np.int64),
-                                                                       np.dtype(np.bool_)]
+INPUT_TYPES = (
+    [F32] * 5 + [np.dtype(np.int32)] * 2 + list(QUANTIZED) + [np.dtype(np.int8), np.dtype(np.int64), np.dtype(np.bool_)]
+)
 
 
 @dataclass
@@ -126,8 +177,13 @@ class _Draw:
         return self.draw(st.sampled_from(self.pool))
 
     def emit(self, op: str, inputs, outputs, options=None, version: int = 1) -> None:
-        self.b.op(op, [t.index if isinstance(t, Tensor) else t for t in inputs], [t.index for t in outputs],
-                  options, version=version)
+        self.b.op(
+            op,
+            [t.index if isinstance(t, Tensor) else t for t in inputs],
+            [t.index for t in outputs],
+            options,
+            version=version,
+        )
         self.ops.append(op)
 
     def broadcast_shape(self, shape) -> tuple[int, ...]:
@@ -138,7 +194,7 @@ class _Draw:
         if kind == 1:
             return ()
         if kind == 2:
-            return tuple(shape[self.draw(st.integers(0, len(shape))):])
+            return tuple(shape[self.draw(st.integers(0, len(shape))) :])
         return tuple(1 if self.draw(st.booleans()) else d for d in shape)
 
     def axes(self, rank: int) -> list[int]:
@@ -188,8 +244,11 @@ class _Draw:
             y = self.const_like(x.dtype, self.broadcast_shape(x.shape), q)
         if compare:
             return self.emit(op, [x, y], [self.tensor(np.bool_)])
-        opts = dict(fused_activation_function=d(st.sampled_from(ACTIVATIONS))) if op in (
-            "ADD", "SUB", "MUL", "DIV") else None
+        opts = (
+            dict(fused_activation_function=d(st.sampled_from(ACTIVATIONS)))
+            if op in ("ADD", "SUB", "MUL", "DIV")
+            else None
+        )
         return self.emit(op, [x, y], [self.tensor(x.dtype, (), self.quant(x.dtype))], opts)
 
     def reduce(self, x: Tensor) -> None:
@@ -202,9 +261,29 @@ class _Draw:
     def movement(self, x: Tensor) -> None:
         d = self.draw
         rank = len(x.shape)
-        op = d(st.sampled_from(["RESHAPE", "TRANSPOSE", "CONCATENATION", "PACK", "EXPAND_DIMS", "SQUEEZE",
-                                "REVERSE_V2", "TILE", "PAD", "SLICE", "STRIDED_SLICE", "GATHER", "ARG_MAX",
-                                "CUMSUM", "SPLIT", "MIRROR_PAD", "GATHER_ND"]))
+        op = d(
+            st.sampled_from(
+                [
+                    "RESHAPE",
+                    "TRANSPOSE",
+                    "CONCATENATION",
+                    "PACK",
+                    "EXPAND_DIMS",
+                    "SQUEEZE",
+                    "REVERSE_V2",
+                    "TILE",
+                    "PAD",
+                    "SLICE",
+                    "STRIDED_SLICE",
+                    "GATHER",
+                    "ARG_MAX",
+                    "CUMSUM",
+                    "SPLIT",
+                    "MIRROR_PAD",
+                    "GATHER_ND",
+                ]
+            )
+        )
         y = self.tensor(x.dtype, (), x.q)
         n = int(np.prod(x.shape)) if x.shape else 1
         if op == "RESHAPE":
@@ -239,13 +318,27 @@ class _Draw:
             else:
                 end = [b + max(s, 1) for b, s in zip(begin, size)]
                 strides = [d(st.sampled_from([1, 1, 2, -1])) for _ in x.shape]
-                self.emit(op, [x, self.const(np.array(begin, np.int32)), self.const(np.array(end, np.int32)),
-                               self.const(np.array(strides, np.int32))], [y],
-                          dict(begin_mask=d(st.integers(0, 3)), end_mask=d(st.integers(0, 3))))
+                self.emit(
+                    op,
+                    [
+                        x,
+                        self.const(np.array(begin, np.int32)),
+                        self.const(np.array(end, np.int32)),
+                        self.const(np.array(strides, np.int32)),
+                    ],
+                    [y],
+                    dict(begin_mask=d(st.integers(0, 3)), end_mask=d(st.integers(0, 3))),
+                )
         elif op in ("GATHER", "GATHER_ND"):
             hi = x.shape[0] if x.shape else 1
-            idx = np.array(d(st.lists(st.integers(-1 if d(st.integers(0, 9)) == 0 else 0, max(hi - 1, 0)),
-                                      min_size=1, max_size=4)), np.int32)
+            idx = np.array(
+                d(
+                    st.lists(
+                        st.integers(-1 if d(st.integers(0, 9)) == 0 else 0, max(hi - 1, 0)), min_size=1, max_size=4
+                    )
+                ),
+                np.int32,
+            )
             if op == "GATHER_ND":
                 idx = idx.reshape(-1, 1)
             self.emit(op, [x, self.const(idx)], [y], dict(axis=0) if op == "GATHER" else None)
@@ -254,8 +347,12 @@ class _Draw:
             self.pool.pop()
             self.emit(op, [x, axis], [self.tensor(np.int32)], dict(output_type=2))
         elif op == "CUMSUM":
-            self.emit(op, [x, self.const(np.int32(d(st.integers(0, max(rank - 1, 0)))))], [y],
-                      dict(exclusive=d(st.booleans()), reverse=d(st.booleans())))
+            self.emit(
+                op,
+                [x, self.const(np.int32(d(st.integers(0, max(rank - 1, 0)))))],
+                [y],
+                dict(exclusive=d(st.booleans()), reverse=d(st.booleans())),
+            )
         elif op == "SPLIT":
             self.emit(op, [self.const(np.int32(0)), x], [y], dict(num_splits=1))
 
@@ -276,8 +373,12 @@ class _Draw:
             self.emit(op, [self.const(np.int32(0)), limit, self.const(np.int32(1))], [self.tensor(np.int32)])
         elif op == "ONE_HOT":
             depth = self.input(np.int32, ())
-            self.emit(op, [self.const(np.arange(3, dtype=np.int32)), depth, self.const(np.float32(1)),
-                           self.const(np.float32(0))], [y], dict(axis=-1))
+            self.emit(
+                op,
+                [self.const(np.arange(3, dtype=np.int32)), depth, self.const(np.float32(1)), self.const(np.float32(0))],
+                [y],
+                dict(axis=-1),
+            )
         elif op == "TILE":
             mult = self.input(np.int32, (2,))
             self.emit(op, [self.const(np.ones((2, 2), np.float32)), mult], [y])
@@ -294,14 +395,21 @@ class _Draw:
             return self.unary(x)
         q = x.dtype != F32
         wq = self.quant(np.dtype(np.int8)) if q else None
-        bq = QuantizationParameters(scale=(float(np.float32(x.q.scale[0] * wq.scale[0])),), zero_point=(0,)) if (
-            q and x.q is not None and d(st.booleans())) else (self.quant(np.dtype(np.int8)) if q else None)
+        bq = (
+            QuantizationParameters(scale=(float(np.float32(x.q.scale[0] * wq.scale[0])),), zero_point=(0,))
+            if (q and x.q is not None and d(st.booleans()))
+            else (self.quant(np.dtype(np.int8)) if q else None)
+        )
         bias_dtype = np.int32 if q else np.float32
         if len(x.shape) == 4 and d(st.booleans()):
             op = d(st.sampled_from(["CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"]))
             k = d(st.integers(1, 3))
-            geo = dict(padding=d(st.integers(0, 1)), stride_w=d(st.integers(1, 2)), stride_h=d(st.integers(1, 2)),
-                       fused_activation_function=d(st.sampled_from(ACTIVATIONS)))
+            geo = dict(
+                padding=d(st.integers(0, 1)),
+                stride_w=d(st.integers(1, 2)),
+                stride_h=d(st.integers(1, 2)),
+                fused_activation_function=d(st.sampled_from(ACTIVATIONS)),
+            )
             y = self.tensor(x.dtype, (), self.quant(x.dtype))
             if op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
                 return self.emit(op, [x], [y], dict(geo, filter_width=k, filter_height=k))
@@ -315,8 +423,12 @@ class _Draw:
         units, depth = d(st.integers(1, 4)), x.shape[-1]
         w = self.const_like(np.dtype(np.int8) if q else F32, (units, depth), wq)
         ins = [x, w, self.const_like(np.dtype(bias_dtype), (units,), bq) if d(st.booleans()) else -1]
-        self.emit("FULLY_CONNECTED", ins, [self.tensor(x.dtype, (), self.quant(x.dtype))],
-                  dict(fused_activation_function=d(st.sampled_from(ACTIVATIONS)), keep_num_dims=d(st.booleans())))
+        self.emit(
+            "FULLY_CONNECTED",
+            ins,
+            [self.tensor(x.dtype, (), self.quant(x.dtype))],
+            dict(fused_activation_function=d(st.sampled_from(ACTIVATIONS)), keep_num_dims=d(st.booleans())),
+        )
 
     def wild(self) -> None:
         d = self.draw
@@ -328,8 +440,10 @@ class _Draw:
             else:
                 dt = d(st.sampled_from(INPUT_TYPES))
                 ins.append(self.const_like(dt, self.shape(3), self.quant(dt)))
-        outs = [self.tensor(dt, (), self.quant(dt)) for dt in
-                (d(st.sampled_from(INPUT_TYPES)) for _ in range(d(st.integers(1, 2))))]
+        outs = [
+            self.tensor(dt, (), self.quant(dt))
+            for dt in (d(st.sampled_from(INPUT_TYPES)) for _ in range(d(st.integers(1, 2))))
+        ]
         code = BuiltinOperator[op]
         options = None
         if code in OP_OPTIONS and d(st.booleans()):
@@ -359,8 +473,13 @@ def graphs(draw) -> Graph:
         g.input(draw(st.sampled_from(INPUT_TYPES)), g.shape())
     n_ops = draw(st.integers(1, 4))
     for _ in range(n_ops):
-        kind = draw(st.sampled_from(["unary"] * 3 + ["binary"] * 3 + ["reduce", "movement", "movement",
-                                                                     "runtime", "nn", "nn", "wild", "wild"]))
+        kind = draw(
+            st.sampled_from(
+                ["unary"] * 3
+                + ["binary"] * 3
+                + ["reduce", "movement", "movement", "runtime", "nn", "nn", "wild", "wild"]
+            )
+        )
         if kind == "wild":
             g.wild()
         elif kind == "runtime":

@@ -160,8 +160,13 @@ def test_concurrent_use_of_one_interpreter_is_refused():
     th, result = _start(it)
     _wait_until_running(it)
     try:
-        for call in (lambda: it.set_tensor(0, np.int32(1)), lambda: it.invoke(), lambda: it.get_tensor(0),
-                     lambda: it.allocate_tensors(), lambda: it.resize_tensor_input(0, [])):
+        for call in (
+            lambda: it.set_tensor(0, np.int32(1)),
+            lambda: it.invoke(),
+            lambda: it.get_tensor(0),
+            lambda: it.allocate_tensors(),
+            lambda: it.resize_tensor_input(0, []),
+        ):
             with pytest.raises(ConcurrentUseError, match="another thread is inside this Interpreter"):
                 call()
     finally:
@@ -186,8 +191,9 @@ def test_interpreters_in_threads_give_single_thread_results():
     rng = np.random.default_rng(15)
     if np.issubdtype(detail["dtype"], np.integer):
         info = np.iinfo(detail["dtype"])
-        inputs = [rng.integers(info.min, info.max, detail["shape"], endpoint=True).astype(detail["dtype"])
-                  for _ in range(12)]
+        inputs = [
+            rng.integers(info.min, info.max, detail["shape"], endpoint=True).astype(detail["dtype"]) for _ in range(12)
+        ]
     else:
         inputs = [rng.standard_normal(detail["shape"]).astype(detail["dtype"]) for _ in range(12)]
 

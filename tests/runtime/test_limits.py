@@ -46,8 +46,9 @@ def test_out_of_int32_zero_point_wraps_like_litert(zp):
     for key in ("get_input_details", "get_tensor_details"):
         a, e = getattr(ours, key)()[0], getattr(theirs, key)()[0]
         assert a["quantization"] == e["quantization"]
-        np.testing.assert_array_equal(a["quantization_parameters"]["zero_points"],
-                                      e["quantization_parameters"]["zero_points"])
+        np.testing.assert_array_equal(
+            a["quantization_parameters"]["zero_points"], e["quantization_parameters"]["zero_points"]
+        )
         assert a["quantization_parameters"]["zero_points"].dtype == e["quantization_parameters"]["zero_points"].dtype
     x_val = np.array([-128, -1, 0, 1, 5, 127], np.int8)
     for it in (ours, theirs):
@@ -77,9 +78,11 @@ def test_output_that_is_its_own_input_is_refused_like_litert():
     with pytest.raises(PrepareError) as ours:
         it.allocate_tensors()
     assert str(ours.value) == str(theirs.value).strip()
-    assert str(ours.value).splitlines() == ["Tensor 1 is both input 0 and output 0",
-                                            "Tensor 1 is both input 1 and output 0",
-                                            "AllocateTensors() called on inconsistent model."]
+    assert str(ours.value).splitlines() == [
+        "Tensor 1 is both input 0 and output 0",
+        "Tensor 1 is both input 1 and output 0",
+        "AllocateTensors() called on inconsistent model.",
+    ]
 
 
 def test_graph_input_written_by_its_reader_is_refused():
@@ -128,10 +131,19 @@ def test_set_tensor_other_type_still_refused():
 def _sparse_fc_model(n: int) -> bytes:
     """FULLY_CONNECTED with an [n, n] CSR weight holding a single value: a few hundred bytes that densify to
     4 n^2 bytes."""
-    sp = SparsityParameters(traversal_order=(0, 1), dim_metadata=(
-        DimensionMetadata(format=0, dense_size=n),
-        DimensionMetadata(format=1, array_segments=(0,) + (1,) * n, array_indices=(0,),
-                          array_segments_type=1, array_indices_type=1)))
+    sp = SparsityParameters(
+        traversal_order=(0, 1),
+        dim_metadata=(
+            DimensionMetadata(format=0, dense_size=n),
+            DimensionMetadata(
+                format=1,
+                array_segments=(0,) + (1,) * n,
+                array_indices=(0,),
+                array_segments_type=1,
+                array_indices_type=1,
+            ),
+        ),
+    )
     b = ModelBuilder()
     x = b.input("x", [1, n], np.float32)
     w = b.tensor("w", [n, n], np.float32, data=np.ones(1, np.float32).tobytes(), sparsity=sp)
@@ -208,20 +220,38 @@ _RUNTIME_SHAPED = {
     "FILL": ([("dims", np.int32, [2, 3], [_BIG, _BIG]), np.float32(1.5)], np.float32, None),
     "BROADCAST_TO": ([np.ones((1, 1), np.float32), ("shape", np.int32, [2, 3], [_BIG, _BIG])], np.float32, None),
     "TILE": ([np.ones((1, 2), np.float32), ("multiples", np.int32, [2, 3], [_BIG, _BIG])], np.float32, None),
-    "PAD": ([np.ones((1, 2), np.float32), ("paddings", np.int32, [[0, 1], [1, 0]], [[0, _BIG], [_BIG, 0]])],
-            np.float32, None),
-    "ONE_HOT": ([np.arange(256, dtype=np.int32) % 3, ("depth", np.int32, 3, 1 << 24), np.float32(1), np.float32(0)],
-                np.float32, dict(axis=-1)),
+    "PAD": (
+        [np.ones((1, 2), np.float32), ("paddings", np.int32, [[0, 1], [1, 0]], [[0, _BIG], [_BIG, 0]])],
+        np.float32,
+        None,
+    ),
+    "ONE_HOT": (
+        [np.arange(256, dtype=np.int32) % 3, ("depth", np.int32, 3, 1 << 24), np.float32(1), np.float32(0)],
+        np.float32,
+        dict(axis=-1),
+    ),
     "RANGE": ([np.int32(0), ("limit", np.int32, 5, 2**31 - 1), np.int32(1)], np.int32, None),
-    "SCATTER_ND": ([np.zeros((1, 2), np.int32), np.ones(1, np.float32), ("shape", np.int32, [2, 3], [_BIG, _BIG])],
-                   np.float32, None),
-    "RESIZE_NEAREST_NEIGHBOR": ([np.ones((1, 2, 2, 1), np.float32), ("size", np.int32, [3, 3], [_BIG, _BIG])],
-                                np.float32, None),
+    "SCATTER_ND": (
+        [np.zeros((1, 2), np.int32), np.ones(1, np.float32), ("shape", np.int32, [2, 3], [_BIG, _BIG])],
+        np.float32,
+        None,
+    ),
+    "RESIZE_NEAREST_NEIGHBOR": (
+        [np.ones((1, 2, 2, 1), np.float32), ("size", np.int32, [3, 3], [_BIG, _BIG])],
+        np.float32,
+        None,
+    ),
     "RANDOM_UNIFORM": ([("shape", np.int32, [2, 3], [_BIG, _BIG])], np.float32, None),
-    "UNSORTED_SEGMENT_SUM": ([np.ones((2, 3), np.float32), np.zeros(2, np.int32),
-                              ("num_segments", np.int32, 2, _BIG * 256)], np.float32, None),
-    "SPARSE_TO_DENSE": ([np.zeros((1, 2), np.int32), ("shape", np.int32, [2, 3], [_BIG, _BIG]),
-                         np.ones(1, np.float32), np.float32(0)], np.float32, None),
+    "UNSORTED_SEGMENT_SUM": (
+        [np.ones((2, 3), np.float32), np.zeros(2, np.int32), ("num_segments", np.int32, 2, _BIG * 256)],
+        np.float32,
+        None,
+    ),
+    "SPARSE_TO_DENSE": (
+        [np.zeros((1, 2), np.int32), ("shape", np.int32, [2, 3], [_BIG, _BIG]), np.ones(1, np.float32), np.float32(0)],
+        np.float32,
+        None,
+    ),
 }
 
 
@@ -274,8 +304,12 @@ def test_budget_refusal_inside_a_while_body_keeps_its_type(budget):
     b.output(c)
     b.subgraph("body")
     bn = b.input("n", [], np.int32)
-    dims, filled, total, n2 = (b.tensor("dims", [2], np.int32), b.tensor("f", [], np.float32),
-                               b.tensor("s", [], np.float32), b.tensor("n2", [], np.int32))
+    dims, filled, total, n2 = (
+        b.tensor("dims", [2], np.int32),
+        b.tensor("f", [], np.float32),
+        b.tensor("s", [], np.float32),
+        b.tensor("n2", [], np.int32),
+    )
     b.op("PACK", [bn, bn], [dims], dict(values_count=2, axis=0))
     b.op("FILL", [dims, b.const("v", np.float32(1))], [filled])
     b.op("SUM", [filled, b.const("ax", np.array([0, 1], np.int32))], [total])
@@ -346,8 +380,9 @@ def test_quantize_of_a_scalar_matches_litert(qtype):
 
 
 # the divisions LiteRT refuses at a zero divisor (float DIV and FLOOR_MOD give inf/NaN instead)
-@pytest.mark.parametrize(("op", "dtype"), [("DIV", np.int32), ("FLOOR_DIV", np.int32), ("FLOOR_DIV", np.float32),
-                                           ("FLOOR_MOD", np.int32)])
+@pytest.mark.parametrize(
+    ("op", "dtype"), [("DIV", np.int32), ("FLOOR_DIV", np.int32), ("FLOOR_DIV", np.float32), ("FLOOR_MOD", np.int32)]
+)
 def test_division_by_zero_is_an_invoke_error_like_litert(op, dtype):
     """Refused as LiteRT refuses it (at invoke, a RuntimeError), with our InvokeError and no ZeroDivisionError."""
     b = ModelBuilder()
