@@ -64,10 +64,11 @@ def _start(it) -> tuple[threading.Thread, dict]:
     return th, result
 
 
-def _wait_until_running(it) -> None:
+def _wait_until_running(it, th: threading.Thread) -> None:
     """Until the invoke in the other thread holds the interpreter (no sleeps of fixed length)."""
-    while it._guard._invoke == 0:
+    while it._guard._invoke == 0 and th.is_alive():
         threading.Event().wait(0.001)
+    assert th.is_alive(), "the invoke ended before it could be cancelled"
 
 
 @pytest.mark.parametrize("with_nodes", [True, False], ids=["loop-with-nodes", "loop-without-nodes"])
@@ -93,7 +94,7 @@ def test_cancel_from_another_thread(with_nodes):
     it.allocate_tensors()
     it.set_tensor(0, np.int32(7) if with_nodes else np.bool_(True))
     th, result = _start(it)
-    _wait_until_running(it)
+    _wait_until_running(it, th)
     assert it.cancel() is True
     th.join(JOIN_LIMIT)
     assert not th.is_alive(), "cancel() did not stop the invoke"
@@ -158,7 +159,7 @@ def test_concurrent_use_of_one_interpreter_is_refused():
     it.allocate_tensors()
     it.set_tensor(0, np.int32(0))
     th, result = _start(it)
-    _wait_until_running(it)
+    _wait_until_running(it, th)
     try:
         for call in (
             lambda: it.set_tensor(0, np.int32(1)),
