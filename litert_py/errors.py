@@ -41,3 +41,24 @@ class BatchError(LiteRTError, RuntimeError):
 
     def __reduce__(self):  # crosses process boundaries with its index
         return (type(self), (str(self), self.index))
+
+
+class ResourceLimitError(PrepareError, InvokeError):
+    """An allocation the model or its input values ask for exceeds the memory budget
+    (``LITERT_PY_MAX_ARENA_BYTES``). Raised before the memory is taken; at ``allocate_tensors`` (or
+    ``Interpreter()`` for constants) as well as during ``invoke`` for shapes that come from runtime values, so
+    it subclasses both PrepareError and InvokeError. The interpreter stays usable."""
+
+
+class CancelledError(InvokeError):
+    """``Interpreter.cancel()`` stopped the running invoke (TFLite's kTfLiteCancelled). The interpreter stays
+    usable; outputs of the cancelled invoke are undefined."""
+
+
+class DeadlineExceededError(CancelledError, TimeoutError):
+    """``invoke(timeout=...)`` ran past its deadline and was cancelled."""
+
+
+class ConcurrentUseError(LiteRTError, RuntimeError):
+    """A second thread called into an Interpreter (invoke, set_tensor, get_tensor, allocate_tensors, ...)
+    while another thread was inside it. One Interpreter per thread is fine."""

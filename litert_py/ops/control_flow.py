@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime.cancel import check_cancelled
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
@@ -122,13 +123,16 @@ class While:
     body: object
     dynamic: bool  # the body changes shapes: outputs are new arrays
     copy: bool  # a body output is another position's input tensor (a swap): copy the values between runs
+    guard: object = None  # the interpreter's runtime.cancel.Guard: cancel() is tested once per iteration
 
     def __call__(self, inputs, outputs):
         values = inputs
-        cond, body = self.cond, self.body
+        cond, body, guard = self.cond, self.body, self.guard
         # Without aliasing no copies between iterations: body.run writes its input tensors from the previous
         # run's output tensors, which the planner never places over the inputs (both live all along).
         while cond.run(values)[0].reshape(-1)[0]:
+            if guard is not None and guard.requested is not None:  # no iteration cap, as in TFLite: cancel()
+                check_cancelled(guard)
             values = body.run(values)
             if self.copy:
                 values = [np.array(v, copy=True) for v in values]
@@ -166,7 +170,7 @@ def prepare_while(ctx: OpContext):
             ctx.set_output_shape(k, s)
     ins, outs_idx = list(body.sg.inputs), list(body.sg.outputs)
     swapped = any(o in ins and ins.index(o) != k for k, o in enumerate(outs_idx)) or len(set(ins)) != len(ins)
-    return While(cond, body, dynamic, swapped)
+    return While(cond, body, dynamic, swapped, getattr(ctx.runtime, "_guard", None))
 
 
 # -- IF ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema.model import BuiltinOperator, Padding
 from .common import clip_ufunc, float_activation_range
 from .conv_common import EMPTY_OUTPUT, out_size, pad_before
@@ -143,7 +144,7 @@ class Conv3DTransposeFloat:
         x = inputs[2]
         if self.static_out is None:
             shape = tuple(int(v) for v in inputs[0])
-            outputs[OUTPUT] = np.empty(shape, np.float32)
+            outputs[OUTPUT] = limits.new_array(shape, np.float32, "CONV_3D_TRANSPOSE's output")
         out = outputs[OUTPUT]
         if out.size == 0:
             return

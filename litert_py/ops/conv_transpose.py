@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Padding
 from .common import clip_ufunc, float_activation_range
@@ -129,7 +130,7 @@ class TransposeConvFloat:
         geo = self.geo
         if geo is None:
             geo = _geometry(self.padding, x.shape, f.shape, inputs[OUTPUT_SHAPE], *self.strides)
-            outputs[OUTPUT] = np.empty(geo.out_shape, np.float32)
+            outputs[OUTPUT] = limits.new_array(geo.out_shape, np.float32, "TRANSPOSE_CONV's output")
         out = outputs[OUTPUT]
         if out.size == 0:
             return

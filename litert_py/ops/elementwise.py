@@ -69,6 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvokeError
 from ..quant import (
     dtype_range,
     multiply_by_quantized_multiplier,
@@ -144,7 +145,7 @@ class DivInt:
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
         if not b.all():
-            raise ZeroDivisionError("DIV: the divisor has a zero element (data[i] != zero_point was not true)")
+            raise InvokeError("DIV: the divisor has a zero element (data[i] != zero_point was not true)")
         out = outputs[OUTPUT]
         q = np.empty(out.shape, np.float64)
         np.true_divide(a, b, out=q)
@@ -311,7 +312,7 @@ class QuantizedTable8:
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
         if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
-            raise ZeroDivisionError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
+            raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
         out = outputs[OUTPUT]
         if self.small:
             out[...] = self.table.reshape(256, 256)[a.view(np.uint8), b.view(np.uint8)]
@@ -505,7 +506,7 @@ class DivQuantized16:
         z1, z2, zo = self.zero_points
         a, b = inputs[INPUT1], inputs[INPUT2]
         if (b == z2).any():
-            raise ZeroDivisionError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
+            raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
         a, b = np.broadcast_arrays(a.astype(np.int64) - z1, b.astype(np.int64) - z2)
         r = _div_quantized(a, b, self.multiplier, self.shift, self.reciprocals)
         clip_ufunc(wrap32(r + zo), self.lo, self.hi, out=outputs[OUTPUT], casting="unsafe")
@@ -739,7 +740,7 @@ class FloorDivFloat:
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
         if not b.all():
-            raise ZeroDivisionError("FLOOR_DIV: division by zero")
+            raise InvokeError("FLOOR_DIV: division by zero")
         q = np.empty(outputs[OUTPUT].shape, np.float64)
         with np.errstate(all="ignore"):
             np.divide(a, b, out=q, dtype=np.float64)  # dtype: the loop itself in double, not a float32 one
@@ -755,7 +756,7 @@ class FloorDivInt:
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
         if not b.all():
-            raise ZeroDivisionError("FLOOR_DIV: division by zero")
+            raise InvokeError("FLOOR_DIV: division by zero")
         q = np.empty(outputs[OUTPUT].shape, np.float64)
         np.divide(a, b, out=q, dtype=np.float64)  # exact floor: see DivInt
         np.floor(q, out=q)
@@ -773,7 +774,7 @@ class FloorMod:
         a, b = inputs[INPUT1], inputs[INPUT2]
         out = outputs[OUTPUT]
         if self.integer and not b.all():
-            raise ZeroDivisionError("FLOOR_MOD: division by zero")
+            raise InvokeError("FLOOR_MOD: division by zero")
         with np.errstate(invalid="ignore", divide="ignore"):
             np.fmod(a, b, out=out)
             fix = (out != 0) & ((b < 0) != (out < 0))

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvokeError
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
@@ -64,8 +66,9 @@ def _shape_from(ctx: OpContext, t) -> tuple[int, ...] | None:
     return shape
 
 
-class IndexOutOfBounds(IndexError):
-    """An index LiteRT rejects at eval (or would use to write outside its output)."""
+class IndexOutOfBounds(InvokeError, IndexError):
+    """An index LiteRT rejects at eval (or would use to write outside its output): a documented InvokeError
+    (still an IndexError for code that catches that)."""
 
 
 def _flat_offsets(idx: np.ndarray, dims: np.ndarray, strides: np.ndarray, what: str) -> np.ndarray:
@@ -154,7 +157,8 @@ class ScatterNd:
                     updates.shape != idx.shape[:-1] + shape[self.nd:]):
                 raise ValueError(f"scatter_nd: updates shape {updates.shape} does not match indices "
                                  f"{idx.shape} and shape {shape}")
-            out = np.zeros(shape, self.out_dtype)
+            out = limits.new_array(shape, self.out_dtype, "SCATTER_ND's output")
+            out[...] = 0
             outputs[0] = out
         else:
             shape = self.shape
@@ -317,7 +321,7 @@ class OneHot:
             if depth < 0:
                 raise ValueError(f"ONE_HOT: depth must be non-negative, got {depth}")
             shape = idx.shape[: self.axis] + (depth,) + idx.shape[self.axis:]
-            out = np.empty(shape, self.dtype)
+            out = limits.new_array(shape, self.dtype, "ONE_HOT's output")
             outputs[0] = out
         else:
             depth, out = self.depth, outputs[0]
@@ -371,7 +375,7 @@ class SparseToDense:
         if self.dynamic:
             if any(d < 0 for d in shape) or len(shape) > 4:
                 raise ValueError(f"SPARSE_TO_DENSE: invalid output shape {shape}")
-            outputs[0] = np.empty(shape, self.dtype)
+            outputs[0] = limits.new_array(shape, self.dtype, "SPARSE_TO_DENSE's output")
         out = outputs[0]
         idx = indices.reshape(-1, 1) if indices.ndim < 2 else indices
         if idx.shape[1] != len(shape):

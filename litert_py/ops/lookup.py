@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
@@ -132,7 +133,8 @@ class EmbeddingLookupSparse:
             raise ValueError("EMBEDDING_LOOKUP_SPARSE: dense_shape must have one entry per indices column")
         if any(d < 0 for d in dims):
             raise ValueError(f"EMBEDDING_LOOKUP_SPARSE: negative dense_shape {dims}")
-        out = np.zeros(tuple(dims) + self.emb_shape, np.float32)
+        out = limits.new_array(tuple(dims) + self.emb_shape, np.float32, "EMBEDDING_LOOKUP_SPARSE's output")
+        out[...] = 0
         outputs[0] = out
         _check_ids(ids, self.rows, "Embedding Lookup Sparse")
         lead = indices[:, : lookup_rank - 1].astype(np.int64)

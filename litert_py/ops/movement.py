@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.fixedpoint import round_away, trunc_to_int32
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType, BuiltinOperator
 from .registry import OpContext, TensorInfo, register
@@ -223,7 +224,7 @@ class PadDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         pads, shape = pad_params(inputs[PADDINGS], x.shape)
-        out = np.empty(shape, dtype=x.dtype)
+        out = limits.new_array(shape, x.dtype, "PAD's output")
         interior, borders = _pad_regions(pads, x.shape)
         Pad(interior, borders, self.value)(inputs, [out])
         outputs[0] = out
@@ -372,7 +373,7 @@ class TileDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         shape = tile_shape(x.shape, inputs[1])
-        out = np.empty(shape, dtype=x.dtype)
+        out = limits.new_array(shape, x.dtype, "TILE's output")
         Tile(*_tile_views(x.shape, index_values(inputs[1])))([x], [out])
         outputs[0] = out
 

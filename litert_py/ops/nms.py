@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
 
@@ -383,6 +384,7 @@ class NonMaxSuppressionFloat:
 
     def __call__(self, inputs, outputs):
         m = int(inputs[MAX_OUTPUT_SIZE].reshape(-1)[0])
+        limits.check_allocation(limits.nbytes((m,), np.int64), "NON_MAX_SUPPRESSION's outputs")
         sigma = float(inputs[SIGMA].reshape(-1)[0]) if self.soft else 0.0
         sel, sc = nms_float(
             inputs[BOXES],

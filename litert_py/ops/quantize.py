@@ -130,7 +130,9 @@ def prepare_dequantize(ctx: OpContext):
         scale, zp = per_channel_params(ctx, x)
         return DequantizePerChannel(scale, zp.astype(_F32))
     domain = table_domain(x.dtype).astype(np.int64)
-    table = (np.float64(x.scale) * (domain - x.zero_point)).astype(_F32)  # f64 product is exact
+    # reference_ops::Dequantize: int32 ``val - zero_point`` (wraps for a zero point near the int32 limits),
+    # times the double scale; the f64 product is exact
+    table = (np.float64(x.scale) * wrap32(domain - x.zero_point)).astype(_F32)
     return TableLookup(table)
 
 
@@ -259,7 +261,13 @@ def prepare_quantize(ctx: OpContext):
         ctx.check(x.zero_point == 0, f"input->params.zero_point != 0 ({x.zero_point} != 0)")
         ctx.check(y.zero_point == 0, f"output->params.zero_point != 0 ({y.zero_point} != 0)")
     ctx.check(x.scale > 0 and y.scale > 0, f"QUANTIZE needs positive scales, got {x.scale} and {y.scale}")
-    multiplier, shift = quantize_multiplier(np.float64(x.scale) / np.float64(y.scale))
+    real = np.float64(x.scale) / np.float64(y.scale)
+    # e.g. inf / 1 or 1e30 / 1e-40: LiteRT's QuantizeMultiplier casts inf to int64, and MultiplyByQuantized-
+    # Multiplier shifts by more than 31 bits (both undefined behaviour): refused instead
+    bad = f"QUANTIZE: the requantization multiplier input scale / output scale ({x.scale} / {y.scale}) is"
+    ctx.check(bool(np.isfinite(real)), f"{bad} not finite")
+    multiplier, shift = quantize_multiplier(real)
+    ctx.check(-31 <= shift <= 31, f"{bad} outside the fixed-point range (shift {shift} not in [-31, 31])")
     if x.dtype == np.int32:
         return RequantizeInt32(x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)
     table = requantize_values(table_domain(x.dtype), x.zero_point, multiplier, shift, y.zero_point, qmin, qmax)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema.model import BuiltinOperator
 from .glibc_math import logf, sincosf
 from .registry import OpContext, register
@@ -199,6 +200,7 @@ class RandomFloat:
     def __call__(self, inputs, outputs):
         if self.dynamic:
             shape = tuple(inputs[0].reshape(-1).tolist())
+            limits.check_allocation(limits.nbytes(shape, np.float64), f"a random output of shape {list(shape)}")
             outputs[0] = self.sample(self.gen, math.prod(shape)).reshape(shape)
         else:
             out = outputs[0]
@@ -215,6 +217,7 @@ class Multinomial:
     def __call__(self, inputs, outputs):
         logits = inputs[0]
         n = int(inputs[1].reshape(-1)[0]) if self.dynamic else self.n_static
+        limits.check_allocation(limits.nbytes((logits.shape[0], n), np.float64), f"MULTINOMIAL's {n} samples")
         res = multinomial(self.gen, logits, n)
         if self.dynamic:
             outputs[0] = res.astype(self.out_dtype)

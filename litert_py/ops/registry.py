@@ -180,14 +180,15 @@ class OpContext:
         self.outputs[i].reported_dynamic = True
 
     def scratch(self, shape: Sequence[int], dtype, fill=None) -> np.ndarray:
-        """A buffer for the prepared op (im2col matrices, padded inputs), refused with a PrepareError when it
+        """A buffer for the prepared op (im2col matrices, padded inputs), refused with a ResourceLimitError when it
         exceeds the interpreter's memory limit (LITERT_PY_MAX_ARENA_BYTES) instead of exhausting memory."""
-        from ..runtime.subgraph import MAX_ARENA_BYTES
+        from ..errors import ResourceLimitError
+        from ..runtime import limits
 
-        n = int(np.prod([int(d) for d in shape], dtype=object)) * np.dtype(dtype).itemsize
-        if n > MAX_ARENA_BYTES:
-            raise self.fail(f"needs a scratch buffer of {n} bytes, over the limit of {MAX_ARENA_BYTES} "
-                            "(set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        try:
+            limits.check_allocation(limits.nbytes(shape, dtype), "a scratch buffer")
+        except ResourceLimitError as e:
+            raise ResourceLimitError(str(self.fail(str(e)))) from None
         return np.zeros(shape, dtype) if fill is None else np.full(shape, fill, dtype)
 
     def input(self, i: int) -> TensorInfo:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
 
@@ -62,7 +63,7 @@ class SegmentReduce:
             if ids.shape != data.shape[: self.id_rank]:
                 raise ValueError(f"segment ids shape {ids.shape} does not match data shape {data.shape}")
             rows = _segment_sum_rows(ids) if self.sorted_ids else _unsorted_rows(ids, inputs[2])
-            outputs[0] = np.empty((rows,) + data.shape[self.id_rank:], data.dtype)
+            outputs[0] = limits.new_array((rows,) + data.shape[self.id_rank:], data.dtype, "the segment output")
         out = outputs[0]
         out.fill(self.identity)
         flat_ids = ids.reshape(-1)

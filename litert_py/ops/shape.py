@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
@@ -259,7 +260,7 @@ class FillDynamic:
     dtype: np.dtype
 
     def __call__(self, inputs, outputs):
-        out = np.empty(_fill_shape(inputs[DIMS]), dtype=self.dtype)
+        out = limits.new_array(_fill_shape(inputs[DIMS]), self.dtype, "FILL's output")
         out[...] = inputs[VALUE].reshape(())
         outputs[0] = out
 
@@ -343,7 +344,9 @@ class RangeDynamic:
 
     def __call__(self, inputs, outputs):
         start, limit, delta = (_scalar(inputs[k]) for k in (START, LIMIT, DELTA))
-        outputs[0] = range_values(start, delta, range_size(start, limit, delta), self.dtype)
+        n = range_size(start, limit, delta)
+        limits.check_allocation(limits.nbytes((n,), self.dtype), f"RANGE's output of {n} elements")
+        outputs[0] = range_values(start, delta, n, self.dtype)
 
 
 @register(BuiltinOperator.RANGE)
@@ -401,7 +404,9 @@ class BroadcastTo:
 class BroadcastToDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
-        outputs[0] = np.broadcast_to(x, broadcast_to_shape(x.shape, inputs[SHAPE])).copy()
+        out = limits.new_array(broadcast_to_shape(x.shape, inputs[SHAPE]), x.dtype, "BROADCAST_TO's output")
+        out[...] = x
+        outputs[0] = out
 
 
 @register(BuiltinOperator.BROADCAST_TO)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvokeError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .movement import axis_slices, check_output_type, index_values, movable
@@ -408,7 +409,7 @@ _GATHER_TYPES = {np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8
                                          np.bool_)}
 
 
-class GatherIndexError(IndexError):
+class GatherIndexError(InvokeError, IndexError):
     """An index outside [0, axis size): LiteRT fails the invoke with "gather index out of bounds"."""
 
 

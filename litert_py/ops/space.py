@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, TensorInfo, register
@@ -185,7 +186,8 @@ class SpaceToBatchDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         block, pads, out4 = space_to_batch_shape(x.shape, inputs[BLOCK], inputs[PADS])
-        out = np.empty(out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), dtype=x.dtype)
+        out = limits.new_array(out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), x.dtype,
+                               "SPACE_TO_BATCH_ND's output")
         _space_to_batch(x, self.pad_value, block, pads, out4, out)
         outputs[0] = out
 
@@ -224,7 +226,8 @@ class BatchToSpaceDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         block, crops, out4 = batch_to_space_shape(x.shape, inputs[BLOCK], inputs[PADS])
-        out = np.empty(out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), dtype=x.dtype)
+        out = limits.new_array(out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), x.dtype,
+                               "BATCH_TO_SPACE_ND's output")
         _batch_to_space(x, block, crops, out4, out)
         outputs[0] = out
 
@@ -309,7 +312,7 @@ class DilateDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         d = _ints(inputs[1])
-        out = np.empty(dilate_shape(x.shape, d), dtype=x.dtype)
+        out = limits.new_array(dilate_shape(x.shape, d), x.dtype, "DILATE's output")
         Dilate(tuple(slice(None, None, v) for v in d))(inputs, [out])
         outputs[0] = out
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime import limits
 from ..schema.model import BuiltinOperator, SparsityParameters
 from .registry import OpContext, register
 
@@ -58,12 +59,15 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sp: SparsityParameters) 
     block_size = [int(meta[order[rank + i]].dense_size) for i in range(len(block_map))]
     if any(b <= 0 for b in block_size):
         raise ValueError(f"sparsity: block sizes {block_size} must be positive")
+    limits.check_allocation(limits.nbytes(shape, values.dtype), f"densifying a sparse tensor of shape {list(shape)}")
     prev = np.zeros(1, np.int64)
     cols: list[np.ndarray] = []
     for level in range(levels):
         m = meta[level]
         if m.format == DENSE:
             s = int(m.dense_size)
+            # the index arrays grow by the level's dense size: refuse before numpy allocates them
+            limits.check_allocation(prev.size * max(s, 0) * 8 * (len(cols) + 2), "densifying a sparse tensor")
             prev = (prev[:, None] * s + np.arange(s)).reshape(-1)
             cols = [np.repeat(c, s) for c in cols] + [np.tile(np.arange(s, dtype=np.int64), prev.size // s if s
                                                               else 0)]

@@ -17,7 +17,9 @@ from ..schema import dtypes
 from ..schema.model import Model
 from ..schema.reader import read_model
 from . import threads
+from .cancel import Guard, exclusive
 from .subgraph import SubgraphRuntime, resolve, unsupported_op_error
+from .tensors import int32_quantization
 
 
 class OpResolverType(enum.Enum):
@@ -31,7 +33,7 @@ class OpResolverType(enum.Enum):
 
 def _tensor_details(sub: SubgraphRuntime, i: int) -> dict:
     t = sub.sg.tensors[i]
-    q = t.quantization
+    q = int32_quantization(t.quantization)
     scales = np.array(q.scale if q else (), dtype=np.float32)
     zps = np.array(q.zero_point if q else (), dtype=np.int32)
     if q is not None and len(q.scale) == 1 and len(q.zero_point) <= 1:
@@ -135,6 +137,7 @@ class Interpreter:
                 raise TypeError(f"model_content must be bytes, not {type(model_content).__name__}")
             self._model = read_model(bytes(model_content))
         self._preserve_all_tensors = bool(experimental_preserve_all_tensors)
+        self._guard = Guard(self)  # concurrent-use refusal and cancel() (runtime/cancel.py)
         self.resources: dict = {}  # resource variables and hashtables shared by all subgraphs
         n = len(self._model.subgraphs)
         self._delegates = list(experimental_delegates or [])
@@ -181,6 +184,7 @@ class Interpreter:
                 "array or slice. Be sure to\n      only hold the function returned from tensor() if you are using "
                 "raw\n      data access.")
 
+    @exclusive
     def allocate_tensors(self) -> None:
         """Prepare and plan subgraph 0. Like LiteRT, a second call with nothing changed (no resize to a new
         shape since) does nothing: kernels keep their state (e.g. a random generator's position)."""
@@ -189,13 +193,27 @@ class Interpreter:
         if not sub.allocated:
             sub.prepare()
 
-    def invoke(self) -> None:
+    @exclusive
+    def invoke(self, timeout: float | None = None) -> None:
+        """Run the model. ``timeout`` (seconds, beyond tf.lite): past it the invoke stops at the next node or
+        loop iteration with DeadlineExceededError. There is no iteration cap otherwise, as in TFLite."""
         self._ensure_safe()
         sub = self._subgraph(0)
         if not sub.allocated:
             raise RuntimeError("Invoke called on model that is not ready.")
-        sub.invoke()
+        token = self._guard.begin(timeout)
+        try:
+            sub.invoke()
+        finally:
+            self._guard.end(token)
 
+    def cancel(self) -> bool:
+        """Thread-safe (TFLite's Interpreter::Cancel): the running invoke stops at its next node or loop
+        iteration and raises CancelledError; the interpreter stays usable. Returns whether an invoke was
+        running; with none running it does nothing (a later invoke is not affected)."""
+        return self._guard.cancel()
+
+    @exclusive
     def reset_all_variables(self) -> None:
         for sub in self._subgraphs:
             if sub is not None:
@@ -228,6 +246,7 @@ class Interpreter:
             sub.tensors[i] = arr
         return arr
 
+    @exclusive
     def set_tensor(self, tensor_index, value) -> None:
         sub = self._subgraph(0)
         i = self._check_tensor_index(sub, tensor_index)
@@ -243,7 +262,11 @@ class Interpreter:
                 arr = np.asarray(value)
             except Exception:
                 raise ValueError("Failed to convert value into readable tensor.") from None
-            if arr.dtype.kind in "OUSV" or arr.dtype != np.dtype(want):
+            if arr.dtype == want and arr.dtype.kind not in "OUSV":
+                pass
+            elif arr.dtype.kind not in "OUSV" and arr.dtype.newbyteorder("=") == np.dtype(want):
+                pass  # the other byte order (e.g. '>f4'): converted by the copy below, to the same values
+            else:
                 got = dtypes.upper_name(arr.dtype)
                 raise ValueError(f"Cannot set tensor: Got value of type {got} but expected type "
                                  f"{dtypes.upper_name(want)} for input {pos}, name: {t.name} ")
@@ -260,6 +283,7 @@ class Interpreter:
             raise ValueError(f"Cannot set tensor: tensor {i} ({t.name}) is a constant of the model")
         dst[...] = arr
 
+    @exclusive
     def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
         sub = self._checked_subgraph(subgraph_index)
         i = self._check_tensor_index(sub, tensor_index)
@@ -278,6 +302,7 @@ class Interpreter:
 
         return view
 
+    @exclusive
     def resize_tensor_input(self, input_index, tensor_size, strict=False) -> None:
         self._ensure_safe()
         sub = self._subgraph(0)

@@ -27,6 +27,17 @@ class SignatureRunner:
         self._outputs = {m.name: m.tensor_index for m in sig.outputs}
 
     def __call__(self, **kwargs):
+        guard = self._interpreter._guard  # one thread at a time, cancellable (runtime/cancel.py)
+        if not guard._busy.acquire(False):
+            from ..errors import ConcurrentUseError
+
+            raise ConcurrentUseError("SignatureRunner called while another thread is inside its Interpreter")
+        try:
+            return self._run(kwargs)
+        finally:
+            guard._busy.release()
+
+    def _run(self, kwargs):
         if len(kwargs) != len(self._inputs):
             raise ValueError("Invalid number of inputs provided for running a SignatureDef, expected "
                              f"{len(self._inputs)} vs provided {len(kwargs)}")
@@ -43,7 +54,10 @@ class SignatureRunner:
                 arr = _string_array(value, positions[name], t.name)
             else:
                 arr = np.asarray(value)
-            if t.type != dtypes.TensorType.STRING and arr.dtype != np.dtype(dtypes.to_numpy(t.type)):
+            if t.type != dtypes.TensorType.STRING and arr.dtype.kind not in "OUSV" and \
+                    arr.dtype.newbyteorder("=") == np.dtype(dtypes.to_numpy(t.type)):
+                pass  # the other byte order: converted by the copy, as Interpreter.set_tensor does
+            elif t.type != dtypes.TensorType.STRING and arr.dtype != np.dtype(dtypes.to_numpy(t.type)):
                 want = dtypes.upper_name(dtypes.to_numpy(t.type))
                 raise ValueError(f"Cannot set tensor: Got value of type {dtypes.upper_name(arr.dtype)} but expected "
                                  f"type {want} for input {positions[name]}, name: {t.name} ")
@@ -55,7 +69,11 @@ class SignatureRunner:
             sub.prepare()
         for i, arr in arrays.items():
             sub.tensors[i][...] = arr
-        sub.invoke()
+        token = self._interpreter._guard.begin()
+        try:
+            sub.invoke()
+        finally:
+            self._interpreter._guard.end(token)
         return {name: np.array(sub.tensors[i], copy=True) for name, i in self._outputs.items()}
 
     def get_input_details(self) -> dict:

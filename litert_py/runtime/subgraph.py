@@ -20,7 +20,6 @@ show that; litert_py computes the real shapes where it can and reports LiteRT's.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,13 +28,10 @@ from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
+from . import limits
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
 from .ring_buffer import fuse_ring_buffers
-from .tensors import constant_array
-
-#: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
-MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))
-
+from .tensors import constant_array, int32_quantization
 
 _STRING = dtypes.TensorType.STRING
 
@@ -190,8 +186,9 @@ class SubgraphRuntime:
     # -- prepare ----------------------------------------------------------------------------------
     def _info(self, i: int) -> TensorInfo:
         t = self.sg.tensors[i]
+        q = int32_quantization(t.quantization)
         return TensorInfo(index=i, name=t.name, shape=tuple(self.shapes[i]), type=t.type,
-                          quantization=t.quantization or TensorInfo.__dataclass_fields__["quantization"].default,
+                          quantization=q or TensorInfo.__dataclass_fields__["quantization"].default,
                           data=self.constants.get(i), is_variable=t.is_variable, sparsity=t.sparsity)
 
     def _context(self, node: Node, infos: list[TensorInfo]) -> OpContext:
@@ -209,7 +206,10 @@ class SubgraphRuntime:
     def _prepare_node(self, node: Node, infos: list[TensorInfo]):
         ctx = self._context(node, infos)
         try:
-            return node.kernel.prepare(ctx)
+            # parameter arithmetic on degenerate quantization (a zero scale, a huge zero point) gives inf/NaN
+            # as in C++, where the kernels' own checks refuse it: no numpy RuntimeWarnings on stderr
+            with np.errstate(all="ignore"):
+                return node.kernel.prepare(ctx)
         except PrepareError:
             raise
         except Exception as e:  # a kernel bug or an unchecked case: still name the node, never a bare traceback
@@ -218,6 +218,7 @@ class SubgraphRuntime:
     def prepare(self) -> None:
         """Prepare every node, fold constants, plan the arena and bind tensors (``allocate_tensors``)."""
         self.allocated = False
+        self._check_no_overlap()
         infos = [self._info(i) for i in range(len(self.sg.tensors))]
         for i, t in enumerate(self.sg.tensors):
             if t.is_variable:
@@ -304,15 +305,26 @@ class SubgraphRuntime:
         for o in outputs:
             self.reported[o] = tuple(self.shapes[o] if self.invoked else self.sg.tensors[o].shape)
 
+    def _check_no_overlap(self) -> None:
+        """LiteRT's Subgraph::CheckInputAndOutputForOverlap: a node may not write a tensor it reads (it would
+        change a graph input, or its own operand, on every invoke). Refused at allocate_tensors, as there."""
+        clashes = [f"Tensor {i} is both input {a} and output {b}" for node in self.nodes
+                   for a, i in enumerate(node.operator.inputs) if i >= 0
+                   for b, o in enumerate(node.operator.outputs) if o == i]
+        if clashes:
+            raise PrepareError("\n".join(clashes + ["AllocateTensors() called on inconsistent model."]))
+
     @staticmethod
     def _check_budget(node: Node, tensors: list[TensorInfo]) -> None:
         """Refuse a node whose declared tensors alone exceed the memory limit, before its kernel allocates
         scratch for them: a hostile shape must fail cleanly, not exhaust the machine."""
-        total = sum(t.size * t.dtype.itemsize for t in tensors
+        for t in tensors:
+            if t.shape and max(t.shape) > limits.INT32_MAX:
+                raise PrepareError(f"Node number {node.index} ({node.name}): tensor {t.index} has shape "
+                                   f"{list(t.shape)}, a dimension over the int32 limit {limits.INT32_MAX}")
+        total = sum(limits.nbytes(t.shape, t.dtype) for t in tensors
                     if t.data is None and t.type not in dtypes.OBJECT_TYPES and not t.dynamic)
-        if total > MAX_ARENA_BYTES:
-            raise PrepareError(f"Node number {node.index} ({node.name}) needs {total} bytes for its tensors, over "
-                               f"the limit of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        limits.check_allocation(total, f"Node number {node.index} ({node.name}): its tensors")
 
     def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
         """Run a node whose inputs are all constant once, now; its outputs become constants."""
@@ -396,9 +408,7 @@ class SubgraphRuntime:
             info = self.infos[i]
             sizes[i] = info.size * info.dtype.itemsize
         plan = plan_arena(sizes, lifetimes, reuse=not self.preserve_all_tensors)
-        if plan.arena_bytes > MAX_ARENA_BYTES:
-            raise PrepareError(f"subgraph {self.index} needs an arena of {plan.arena_bytes} bytes, over the limit "
-                               f"of {MAX_ARENA_BYTES} (set LITERT_PY_MAX_ARENA_BYTES to raise it)")
+        limits.check_allocation(plan.arena_bytes, f"the arena of subgraph {self.index}")
         arena = np.zeros(plan.arena_bytes + ALIGNMENT, np.uint8)
         base = (-arena.ctypes.data) % ALIGNMENT
         tensors: list[np.ndarray | None] = [None] * len(self.sg.tensors)
@@ -477,7 +487,8 @@ class SubgraphRuntime:
             node = self.steps_nodes[k][0]
             # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
             what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
-            raise InvokeError(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
+            cls = type(e) if isinstance(e, InvokeError) else InvokeError  # keeps ResourceLimitError, ...
+            raise cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
 
     def _invoke_dynamic(self) -> None:
         with np.errstate(all="ignore"):
@@ -499,6 +510,7 @@ class SubgraphRuntime:
                     except Exception as e:
                         prepared = self._late_fall_back(node, infos, e)
                     cached = (key, prepared, {o: infos[o] for o in operator.outputs if o >= 0})
+                    self._check_budget(node, list(cached[2].values()))  # shapes seen now: same budget
                     self._deferred_cache[node.index] = cached
                     for o, info in cached[2].items():
                         if not info.dynamic:
@@ -511,10 +523,13 @@ class SubgraphRuntime:
             try:
                 run(ins, outs)
             except Exception as e:
-                raise InvokeError(f"{type(e).__name__}: {e}\nNode number {node.index} ({node.name}) failed to "
-                                  "invoke.") from e
+                what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
+                cls = type(e) if isinstance(e, InvokeError) else InvokeError
+                raise cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
             for o, arr in zip(operator.outputs, outs):
                 if o >= 0:
+                    if arr.ndim and max(arr.shape) > limits.INT32_MAX:  # a zero-size array can claim any dims
+                        limits.check_dims(arr.shape, f"Node number {node.index} ({node.name}) output")
                     tensors[o] = arr
                     self.shapes[o] = arr.shape
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..schema import dtypes
@@ -51,3 +53,13 @@ def constant_array(model: Model, t: Tensor) -> np.ndarray | None:
         return arr
     dtype = np.dtype(dtypes.to_numpy(t.type)).newbyteorder("<")
     return raw.view(dtype).reshape(t.shape)
+
+
+def int32_quantization(q):
+    """The quantization LiteRT works with: the schema's int64 zero points stored in C ``int``
+    (TfLiteAffineQuantization.zero_point, filled by InterpreterBuilder::ParseQuantization), so a zero point
+    outside int32 wraps modulo 2**32 (2**31 -> -2**31, 2**62 -> 0), in the details and in every kernel."""
+    if q is None or all(-(1 << 31) <= z < (1 << 31) for z in q.zero_point):
+        return q
+    wrapped = tuple((int(z) + (1 << 31)) % (1 << 32) - (1 << 31) for z in q.zero_point)
+    return dataclasses.replace(q, zero_point=wrapped)

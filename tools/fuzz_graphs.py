@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Draw random small graphs (tests/fuzz/strategies.py), run each through construct -> allocate -> invoke ->
+invoke in a forked, resource-limited child, and print the outcomes by type.
+
+    python tools/fuzz_graphs.py [--graphs 500] [--seed 0] [--show CAUSE]
+
+``--show TypeError`` prints the first message of each distinct case whose outcome or wrapped cause is that
+type (``--show internal``: every wrapped exception but ValueError, and every undocumented one), for triage;
+``--save DIR`` also writes those models (input values: ``input_values(details, seed)``).
+Run from the repository root (it imports tests.fuzz).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import pathlib
+import sys
+
+# the repository root, after any PYTHONPATH entries (so PYTHONPATH=<other litert_py> measures that one)
+_extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+sys.path.insert(1 + len(_extra), str(pathlib.Path(__file__).resolve().parents[1]))
+
+
+def main() -> int:
+    from hypothesis import HealthCheck, given, seed, settings
+
+    from tests.fuzz.runner import run_isolated, summary
+    from tests.fuzz.strategies import graphs
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graphs", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--show", default="")
+    ap.add_argument("--save", default="", help="directory: write each shown case's model there")
+    a = ap.parse_args()
+    outcomes, shown = [], collections.Counter()
+
+    @seed(a.seed)
+    @settings(
+        max_examples=a.graphs,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        phases=["generate"],
+    )
+    @given(graphs())
+    def collect(g):
+        o = run_isolated(g.model, g.seed)
+        outcomes.append(o)
+        internal = (o.cause not in (None, "ValueError")) or not o.documented
+        if a.show and (a.show in (o.outcome, o.cause) or (a.show == "internal" and internal)) and shown[o.message] < 1:
+            shown[o.message] += 1
+            print(f"[{o.stage}] {o.outcome} <- {o.cause}: {o.message}  ops={g.ops}")
+            if a.save:
+                path = pathlib.Path(a.save) / f"{a.show}_{len(shown)}_seed{g.seed}.tflite"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(g.model)
+                print(f"  saved {path} (input seed {g.seed})")
+        for w in o.runtime_warnings:
+            if a.show == "RuntimeWarning" and shown[w] < 1:
+                shown[w] += 1
+                print(f"[{o.stage}] {w}  ops={g.ops}")
+
+    collect()
+    print(summary(outcomes))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
