@@ -152,8 +152,12 @@ def run(samples: list, sinks: list, bar) -> None:
                 done += len(out)
                 bar(done)
         return
-    import ray
+    try:
+        import ray
+    except ImportError as e:
+        from .run import VerifyError
 
+        raise VerifyError(f"--ray needs Ray: pip install 'litert-py[ray]' ({e})") from None
     started = not ray.is_initialized()
     if started:
         ray.init(address=None if address == "local" else address, num_cpus=workers if address == "local" else None)
