@@ -25,7 +25,7 @@ A sample is what ``set_tensor`` takes for each input: one array (single-input mo
 - ``ray_address`` runs the same thing on a Ray cluster (extra ``[ray]``) with ``litert_py.ray_data.LiteRTPredictor``:
   ``"local"`` starts a local Ray, ``"auto"`` or ``"ray://host:10001"`` connects to an existing cluster.
 
-``tflite-verify --workers N`` / ``--ray ADDRESS`` are meant to call ``run_batch`` with those arguments.
+``tflite-verify --workers N`` / ``--ray ADDRESS`` run their samples with the same pieces (litert_py/verify/parallel.py).
 """
 
 from __future__ import annotations

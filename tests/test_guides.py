@@ -1,4 +1,5 @@
-"""Every code block of docs/guide/*.md runs (a guide added there is picked up without touching this file).
+"""Every code block of docs/guide/*.md runs (a guide added there is picked up without touching this file);
+docs/guide/README.md is the index (no code), which links every guide.
 
 A guide's ```python blocks run top to bottom as one script, in a fresh process (so ``if __name__ ==
 "__main__":`` guards and process pools behave as for a user), from an empty temporary folder, with this
@@ -17,7 +18,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-GUIDES = sorted((ROOT / "docs" / "guide").glob("*.md"))
+INDEX = ROOT / "docs" / "guide" / "README.md"  # the list of guides (no code)
+GUIDES = sorted(g for g in (ROOT / "docs" / "guide").glob("*.md") if g != INDEX)
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 NOT_CODE = {"text"}
 
@@ -30,7 +32,20 @@ def blocks(path: pathlib.Path) -> list[tuple[str, int, str]]:
 
 def test_guides_exist():
     names = {g.name for g in GUIDES}
-    assert {"run-a-model.md", "custom-ops.md", "batch-inference-ray.md"} <= names, names
+    assert {
+        "run-a-model.md",
+        "custom-ops.md",
+        "batch-inference-ray.md",
+        "debug-quantization.md",
+        "profile.md",
+        "write-a-delegate.md",
+    } <= names, names
+
+
+def test_index_links_every_guide():
+    links = set(re.findall(r"\]\(([^)#]+\.md)\)", INDEX.read_text()))
+    assert links == {g.name for g in GUIDES}, links ^ {g.name for g in GUIDES}
+    assert "docs/guide/README.md" in (ROOT / "README.md").read_text()
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=[g.stem for g in GUIDES])

@@ -4,8 +4,10 @@
 >>> report = verify("model_int8.tflite", "model_float.tflite", samples=20)   # pair mode
 >>> report = verify("model_int8.tflite")                                      # single: op by op in float
 >>> print(report.table()); report.suggest_float(3); report.to_json()
+>>> report = verify("model_int8.tflite", samples=1000, workers=4)             # or ray_address="auto"
 
-See ``run`` for the three modes, ``metrics`` for the metrics, ``samples`` for the sample formats.
+See ``run`` for the three modes, ``parallel`` for ``workers`` / ``ray_address``, ``metrics`` for the metrics,
+``samples`` for the sample formats.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@
     tflite-verify DEBUG.tflite                  # a debug model with NumericVerify ops (QuantizationDebugger)
     tflite-verify QUANT.tflite --data samples/ --csv layers.csv --json report.json --html report.html
     tflite-verify QUANT.tflite --suggest-float 3 --fail-above rmse/scale=0.5
+    tflite-verify FLOAT.tflite QUANT.tflite --samples 1000 --workers 4     # or --ray auto (a Ray cluster)
 
 Exit status: 0; 1 when ``--fail-above METRIC=VALUE`` finds a layer above VALUE; 2 for bad input (arguments,
 models that do not pair, a float model given as the quantized one, --data that does not fit the model).
@@ -80,6 +81,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METRIC=VALUE",
         help="exit 1 when a layer's METRIC is above VALUE (repeatable)",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run the samples in N processes (with --ray: N Ray actors, default one per CPU); same report",
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the samples on Ray (extra [ray]): 'local' starts a local Ray, else ray.init's address "
+        "('auto', 'ray://head:10001')",
+    )
     p.add_argument("--top", type=int, default=25, help="layers shown in the table (0: all; default 25)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
     return p
@@ -87,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     a = build_parser().parse_args(argv)
+    if a.workers is not None and a.workers < 0:
+        print(f"{PROG}: error: --workers must be >= 0, got {a.workers}", file=sys.stderr)
+        return 2
     if len(a.models) > 2:
         print(
             f"{PROG}: error: give QUANT.tflite or FLOAT.tflite QUANT.tflite, got {len(a.models)} models",
@@ -95,7 +111,16 @@ def main(argv=None) -> int:
         return 2
     flt, quant = (a.models[0], a.models[1]) if len(a.models) == 2 else (None, a.models[0])
     try:
-        report = verify(quant, flt, data=a.data, samples=a.samples, seed=a.seed, progress=False if a.quiet else None)
+        report = verify(
+            quant,
+            flt,
+            data=a.data,
+            samples=a.samples,
+            seed=a.seed,
+            progress=False if a.quiet else None,
+            workers=a.workers,
+            ray_address=a.ray,
+        )
     except VerifyError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

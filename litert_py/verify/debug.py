@@ -75,7 +75,8 @@ def verify_debug(debug_model, data=None, samples: int = 10, seed: int = 0, progr
             if out_top1[j] is not None:
                 out_top1[j].append(top1_agreement(dm.value(q), dm.value(checked[q][0])))
 
-    _run(ss := _samples(dm, data, samples, seed), progress, [dm], step)
+    sinks = [*accs.values(), *(t for t in out_top1.values() if t is not None)]
+    _run(ss := _samples(dm, data, samples, seed), progress, [dm], step, sinks)
     layers = [
         _layer(dm.model, producer[q][0], q, sg.tensors[ref].name, accs[out]) for q, ref, out in nv if q in producer
     ]

@@ -50,20 +50,35 @@ class Accumulator:
         self.qf = self.qq = self.ff = self.dd = 0.0
         self.kept: list[np.ndarray] = []
         self.n_kept = 0
+        self.record: list | None = None  # a --workers process: the contributions added, in order
 
-    def update(self, q: np.ndarray, f: np.ndarray, diffs: np.ndarray | None = None) -> None:
+    def contribution(self, q: np.ndarray, f: np.ndarray, diffs: np.ndarray | None = None) -> tuple:
+        """What one sample adds (``add`` adds it): computed where the sample ran (a ``--workers`` process) and
+        added in sample order here, which gives the same sums, bit for bit, as ``update`` in a plain loop."""
         q = np.asarray(q, np.float64).reshape(-1)
         f = np.asarray(f, np.float64).reshape(-1)
         d = q - f if diffs is None else np.asarray(diffs, np.float64).reshape(-1)
-        self.per_sample.append(sample_metrics(d))
-        self.qf += float(q @ f)
-        self.qq += float(q @ q)
-        self.ff += float(f @ f)
-        self.dd += float(d @ d)
+        take = None
         if self.n_kept < HISTOGRAM_VALUES and d.size:
-            take = d[:: max(1, d.size // HISTOGRAM_VALUES)][: HISTOGRAM_VALUES - self.n_kept]
-            self.kept.append(take.astype(np.float32))
+            take = d[:: max(1, d.size // HISTOGRAM_VALUES)][:HISTOGRAM_VALUES].astype(np.float32)
+        return (sample_metrics(d), float(q @ f), float(q @ q), float(f @ f), float(d @ d), take)
+
+    def add(self, c: tuple) -> None:
+        metrics, qf, qq, ff, dd, take = c
+        self.per_sample.append(metrics)
+        self.qf += qf
+        self.qq += qq
+        self.ff += ff
+        self.dd += dd
+        if take is not None and self.n_kept < HISTOGRAM_VALUES:
+            take = take[: HISTOGRAM_VALUES - self.n_kept]
+            self.kept.append(take)
             self.n_kept += take.size
+        if self.record is not None:
+            self.record.append(c)
+
+    def update(self, q: np.ndarray, f: np.ndarray, diffs: np.ndarray | None = None) -> None:
+        self.add(self.contribution(q, f, diffs))
 
     def histogram_values(self) -> np.ndarray:
         return np.concatenate(self.kept) if self.kept else np.zeros(0, np.float32)

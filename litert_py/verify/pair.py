@@ -63,7 +63,8 @@ def verify_pair(float_model_, quant_model, data=None, samples: int = 10, seed: i
             acc.update(qm.value(i), ref)
         _compare_outputs(qm, lambda j: fm.value(fsg.outputs[j]), out_accs, top1s)
 
-    _run(ss, progress, [fm, qm], step)
+    tops = [t for t in top1s if t is not None]
+    _run(ss, progress, [fm, qm], step, [*accs.values(), *aux.values(), *out_accs, *tops])
     layers = [_layer(qm.model, n, o, fsg.tensors[matches[o]].name, accs[o]) for n, o in compared if o in accs]
     _snr_drop(qm.model, layers, aux)
     unmatched = [qsg.tensors[o].name for _, o in compared if o not in accs]

@@ -139,13 +139,27 @@ def _output_row(model: Model, k: int, acc: Accumulator, top1: list | None) -> di
     return row
 
 
-def _run(samples, progress, models, step_fn) -> None:
+def _run_sample(s: dict, models, step_fn) -> None:
+    for m in models:
+        m.interp.reset_all_variables()
+    for step in range(next(iter(s.values())).shape[0] if s else 1):
+        step_fn(s, step)
+
+
+def _run(samples, progress, models, step_fn, sinks=()) -> None:
+    """Every sample through ``step_fn``, which adds to ``sinks`` (the comparison's Accumulators and top-1 lists,
+    in a fixed order): here, or in worker processes / Ray actors when ``verify(workers=..., ray_address=...)``
+    asked for it (parallel.py), with the same results."""
+    from . import parallel
+
+    if parallel.capturing():  # a worker setting up: hand the comparison over instead of running it
+        raise parallel.Captured(models, step_fn, list(sinks))
     bar = _Progress(len(samples), progress)
+    if parallel.requested() and len(samples) > 1:
+        parallel.run(samples, list(sinks), bar)
+        return
     for n, s in enumerate(samples):
-        for m in models:
-            m.interp.reset_all_variables()
-        for step in range(next(iter(s.values())).shape[0] if s else 1):
-            step_fn(s, step)
+        _run_sample(s, models, step_fn)
         bar(n + 1)
 
 
@@ -171,18 +185,33 @@ def _require_quantized(m: Model, what: str) -> None:
         raise VerifyError(f"{what} has no quantized tensor: is it the float model? (give FLOAT.tflite QUANT.tflite)")
 
 
-def verify(quant_model, float_model_=None, data=None, samples: int = 10, seed: int = 0, progress=None) -> Report:
-    """Pair mode with a float model; else debug mode for a model with NumericVerify ops, else single mode."""
+def verify(
+    quant_model,
+    float_model_=None,
+    data=None,
+    samples: int = 10,
+    seed: int = 0,
+    progress=None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+) -> Report:
+    """Pair mode with a float model; else debug mode for a model with NumericVerify ops, else single mode.
+
+    ``workers``: run the samples in that many processes (0, 1 or None: here); ``ray_address``: on Ray actors
+    instead (``"local"`` starts a local Ray, else what ``ray.init(address=...)`` takes; ``workers`` actors,
+    default one per CPU of the cluster). The report is the same, bit for bit, as without them."""
+    from . import parallel
     from .debug import numeric_verify_ops, verify_debug
     from .pair import verify_pair
     from .single import verify_single
 
     if float_model_ is not None:
-        return verify_pair(float_model_, quant_model, data, samples, seed, progress)
+        with parallel.requesting(workers, ray_address, ("pair", float_model_, quant_model)):
+            return verify_pair(float_model_, quant_model, data, samples, seed, progress)
     try:
         m = quant_model if isinstance(quant_model, Model) else read_model(quant_model)
     except (OSError, LiteRTError) as e:
         raise VerifyError(f"quantized model: {e}") from None
-    if numeric_verify_ops(m):
-        return verify_debug(m, data, samples, seed, progress)
-    return verify_single(m, data, samples, seed, progress)
+    mode = "debug" if numeric_verify_ops(m) else "single"
+    with parallel.requesting(workers, ray_address, (mode, m)):
+        return (verify_debug if mode == "debug" else verify_single)(m, data, samples, seed, progress)

@@ -125,7 +125,8 @@ def verify_single(quant_model, data=None, samples: int = 10, seed: int = 0, prog
         if wf is not None:
             _compare_outputs(qm, lambda j: wf.value(fl.tensor(qsg.outputs[j])), out_accs, top1s)
 
-    _run(ss := _samples(qm, data, samples, seed), progress, [m for m in (qm, wf) if m is not None], step)
+    sinks = [*own.values(), *acc_total.values(), *out_accs, *(t for t in top1s if t is not None)]
+    _run(ss := _samples(qm, data, samples, seed), progress, [m for m in (qm, wf) if m is not None], step, sinks)
     layers = []
     for n, o in compared:
         if o not in own and o not in acc_total:
