@@ -406,15 +406,15 @@ class ConvQuantizedFoldedRows:
     without Im2Col's window logic (small streaming layers pay per Python call)."""
 
     a: np.ndarray  # (M, K+1) float64, last column ones
-    a_input: np.ndarray  # (M, K) view of a
+    a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
     weights: np.ndarray  # (K+1, O) float64
-    acc: np.ndarray  # (M, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64, the epilogue's input
+    acc_rows: np.ndarray  # (M, O) view of acc: the GEMM's output
     epilogue: FoldedEpilogue
 
     def __call__(self, inputs, outputs):
-        a_input = self.a_input
-        np.copyto(a_input, inputs[INPUT].reshape(a_input.shape))
-        np.matmul(self.a, self.weights, out=self.acc)
+        np.copyto(self.a_input, inputs[INPUT])
+        np.matmul(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
@@ -434,7 +434,11 @@ def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: Tens
     im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
     if im2col.pointwise:
         a = im2col.blocks[0][4][0]
-        return ConvQuantizedFoldedRows(a, a[:, :-1], weights[0], np.empty((a.shape[0], geo.out_c)), folding.epilogue)
+        a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
+        assert np.shares_memory(a_input, a)
+        acc = np.empty(geo.out_shape)
+        return ConvQuantizedFoldedRows(a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c),
+                                       folding.epilogue)
     return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
 
 

@@ -66,20 +66,20 @@ SMALL_EPILOGUE_VALUES = 512
 @dataclass(frozen=True, eq=False)
 class SmallFoldedEpilogue(FoldedEpilogue):
     """FoldedEpilogue for small outputs (streaming layers, where each numpy call costs about a microsecond
-    whatever its size): floor in place, then a plain assignment into the output instead of the casting floor
-    (a casting ufunc call costs about twice a plain one; the values are integers within the output type's
-    range, so the conversion is exact): the same values."""
+    whatever its size): ``v`` must have the output's shape (the callers allocate it so), so no reshape is
+    made, ``half`` is (OW, O) and ``sign`` has the output's shape; floor in place, then a plain assignment into
+    the output instead of the casting floor (a casting ufunc call costs about twice a plain one; the values
+    are integers within the output type's range, so the conversion is exact): the same values."""
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
         if self.half is not None:
             sign = self.sign
-            v = v.reshape(sign.shape)
             np.copysign(self.half, v, out=sign)
             np.add(v, sign, out=v)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)
         np.floor(v, out=v)
-        out.reshape(v.shape)[...] = v
+        out[...] = v
 
 
 @dataclass(frozen=True)
@@ -133,5 +133,8 @@ def fold_requantization(
         const = const + (zero_point + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5))
         return Folding(scale, const, epilogue(float(lo), float(hi), None, 0.0, None))
     half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
+    if epilogue is SmallFoldedEpilogue:  # v has the output's shape
+        return Folding(scale, const, SmallFoldedEpilogue(float(lo), float(hi), half.reshape(out_w, -1),
+                                                         zero_point + 0.5, np.empty(out_shape)))
     rows = int(np.prod(out_shape)) // half.size
     return Folding(scale, const, epilogue(float(lo), float(hi), half, zero_point + 0.5, np.empty((rows, half.size))))

@@ -327,17 +327,17 @@ class DepthwiseConvWholeFolded:
     below 2^53 units by the folding's bound), summed over the taps and a row holding the folded constant, then
     the epilogue: 4 numpy calls instead of 7."""
 
-    weights: np.ndarray  # (taps, C) float64, scaled
+    weights: np.ndarray  # (H, W, C) float64, scaled
     products: np.ndarray  # (N, taps + 1, C) float64; the last row holds the folded constant
-    taps_products: np.ndarray  # (N, taps, C) view of products
-    acc: np.ndarray  # (N, C) float64
+    taps_products: np.ndarray  # (N, H, W, C) view of products' tap rows (the input's shape: no reshape)
+    acc: np.ndarray  # (N, 1, 1, C) float64, the epilogue's input
+    acc_rows: np.ndarray  # (N, C) view of acc
     epilogue: FoldedEpilogue
 
     def __call__(self, inputs, outputs):
-        acc, products = self.acc, self.taps_products
-        np.multiply(inputs[INPUT].reshape(products.shape), self.weights, out=products)
-        np.add.reduce(self.products, axis=1, out=acc)  # the taps and the constant
-        self.epilogue(acc, outputs[OUTPUT])
+        np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
+        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        self.epilogue(self.acc, outputs[OUTPUT])
 
 
 def _prepare_depthwise_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo | None, f_zp: int,
@@ -357,8 +357,11 @@ def _prepare_depthwise_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias:
             and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)):
         products = np.empty((geo.batches, taps + 1, geo.out_c))
         products[:, taps] = folding.const
-        return DepthwiseConvWholeFolded(w * folding.scale, products, products[:, :taps],
-                                        np.empty((geo.batches, geo.out_c)), folding.epilogue)
+        taps_products = products[:, :taps].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # a view
+        assert np.shares_memory(taps_products, products)
+        acc = np.empty(geo.out_shape)
+        return DepthwiseConvWholeFolded((w * folding.scale).reshape(geo.in_h, geo.in_w, geo.in_c), products,
+                                        taps_products, acc, acc.reshape(geo.batches, geo.out_c), folding.epilogue)
     weights, scratch = _exact_tap_weights(f.data, geo, dtype, f_zp)
     return DepthwiseConvQuantizedFolded(DepthwiseTaps.build(geo, multiplier, dtype, x.zero_point, copy=True),
                                         weights, scratch, np.empty(geo.out_shape, dtype),
