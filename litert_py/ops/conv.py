@@ -60,7 +60,9 @@ weights and bias whose bound allows it (ops/conv_requant.py, checked per channel
 requantization into the weights instead: `ConvQuantizedFolded` multiplies [im2col, 1] by
 [(w - w_zp) * M * 2^(ls-31-rs); folded constant] in float64 and only clips and floors (ReLU-like layers and
 layers without right shifts), or adds the ties-away sign term first; `DepthwiseConvQuantizedFolded` scales the
-exact tap sums and adds the constant. Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
+exact tap sums and adds the constant. Outputs of at most SMALL_EPILOGUE_VALUES values (streaming layers) take
+`SmallFoldedEpilogue` (no reshapes, floor in place and a plain assignment: fewer costly numpy calls).
+Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
 litert_py.quant.requantize's fused float64 form with its per-channel
 constants made at prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven
 exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
@@ -70,7 +72,9 @@ PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFl
 the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
 over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
-times an infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window
+times an infinite weight gives NaN); with stride_w > 1 and depth multiplier 1 its tap views are unit-stride
+slices of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, same sums); the exact
+integer paths multiply the whole (KH, KW, N, OH, OW, O) window
 view once and reduce it on small layers (2 ufunc calls instead of 17 for 3x3), tap by tap on large ones.
 Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x LiteRT's
 reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the silabs int8
