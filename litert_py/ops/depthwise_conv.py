@@ -200,6 +200,49 @@ class DepthwiseConvFloat:
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
+#: A float depthwise output above 2x this many bytes is computed in blocks of output rows of about this size,
+#: so that the tap loop's operands (out, one tap's products, the tap views) stay in the L2 cache: 128x128x16
+#: 3x3 (1 MB) 1.8 -> 1.35 ms; outputs of 256-384 KB gain nothing.
+DEPTHWISE_BLOCK_BYTES = 256 << 10
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvFloatBlocked:
+    """DepthwiseConvFloat (constant weights, constant or no bias) over blocks of output rows: for each block
+    the whole tap loop, the bias and the clamp, while its operands are in cache. Per output element the same
+    operations in the same order (first tap, + each next tap, + bias, clamp): bit-identical to
+    DepthwiseConvFloat."""
+
+    taps: DepthwiseTaps | DepthwisePhaseTaps
+    weights: tuple  # per tap: (OW, C*m) tiled, or (C*m,)
+    blocks: tuple  # (batch slice, output row slice) per block
+    scratch: np.ndarray  # (N, OH, OW, C*m): one tap's products
+    bias: np.ndarray | None  # (OW, C*m)
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out, weights, bias, lo, hi = outputs[OUTPUT], self.weights, self.bias, self.out_min, self.out_max
+        views = self.taps(inputs[INPUT])
+        for block in self.blocks:
+            dst = out[block]
+            DepthwiseTaps.accumulate([v[block] for v in views], weights, dst, self.scratch[block])
+            if bias is not None:
+                np.add(dst, bias, out=dst)
+            clip_ufunc(dst, lo, hi, out=dst)
+
+
+def _row_blocks(geo: Geometry) -> tuple | None:
+    """(batch slice, output row slice) blocks of about DEPTHWISE_BLOCK_BYTES float32 values, or None when the
+    output is at most two blocks."""
+    row_bytes = geo.out_w * geo.out_c * 4
+    if geo.batches * geo.out_h * row_bytes <= 2 * DEPTHWISE_BLOCK_BYTES:
+        return None
+    step = max(1, DEPTHWISE_BLOCK_BYTES // row_bytes)
+    return tuple((slice(n, n + 1), slice(r, min(r + step, geo.out_h)))
+                 for n in range(geo.batches) for r in range(0, geo.out_h, step))
+
+
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
     weights = _tap_weights(f.data, geo, np.float32) if f.is_constant else None
@@ -208,6 +251,10 @@ def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
         taps = DepthwisePhaseTaps.build(geo, np.float32)
     else:
         taps = DepthwiseTaps.build(geo, multiplier, np.float32)
+    blocks = _row_blocks(geo)
+    if blocks is not None and weights is not None and (bias is None or bias.is_constant):
+        return DepthwiseConvFloatBlocked(taps, weights, blocks, np.empty(geo.out_shape, np.float32),
+                                         bias_tile(bias, geo.out_w), lo, hi)
     return DepthwiseConvFloat(taps, weights,
                               np.empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w),
                               bias is not None and not bias.is_constant, lo, hi)

@@ -1,7 +1,8 @@
-"""Float DEPTHWISE_CONV_2D with stride_w > 1 and depth multiplier 1 reads its taps from phase planes
-(litert_py.ops.depthwise_conv.DepthwisePhaseTaps): checked against the oracle (ai-edge-litert BUILTIN_REF)
-within the float tolerance and bit for bit against the unsplit padded buffer (DepthwiseTaps), over strides,
-dilations, padding and sizes where some phases hold no input element; the boundaries of the choice too.
+"""Float DEPTHWISE_CONV_2D fast paths, against the oracle (ai-edge-litert BUILTIN_REF) within the float
+tolerance and bit for bit against the plain path, with the boundaries of each choice:
+- stride_w > 1, depth multiplier 1: taps read from phase planes (depthwise_conv.DepthwisePhaseTaps) instead of
+  the padded buffer (DepthwiseTaps), over strides, dilations, padding and sizes where some phases are empty;
+- large outputs: blocks of output rows (depthwise_conv.DepthwiseConvFloatBlocked).
 """
 
 from __future__ import annotations
@@ -69,3 +70,47 @@ def test_depthwise_phase_planes(case, act, monkeypatch):
         depthwise_conv.DepthwisePhaseTaps, "build", staticmethod(lambda geo, dtype: DepthwiseTaps.build(geo, 1, dtype))
     )
     np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])  # the same taps in the same order
+
+
+# -- blocks of output rows (DepthwiseConvFloatBlocked) ------------------------------------------------------
+
+# (h, w, c, kh, kw, stride, dilation, padding, depth multiplier, bias)
+BLOCKED = [
+    (13, 11, 5, 3, 3, (1, 1), (1, 1), SAME, 1, True),
+    (15, 17, 5, 3, 3, (2, 2), (1, 1), SAME, 1, True),  # phase planes, then blocks
+    (12, 9, 3, 3, 2, (1, 1), (2, 1), VALID, 2, False),  # depth multiplier 2, no bias
+    (9, 7, 4, 5, 5, (1, 1), (1, 1), SAME, 1, True),
+]
+
+
+@pytest.mark.parametrize(
+    "case", BLOCKED, ids=[f"{c[0]}x{c[1]}x{c[2]}-k{c[3]}x{c[4]}-s{c[5]}-m{c[8]}-b{c[9]}" for c in BLOCKED]
+)
+@pytest.mark.parametrize("act", [0, 3])
+def test_depthwise_row_blocks(case, act, monkeypatch):
+    """Blocks of output rows (the block size lowered so that small layers, two batches, take the path, some
+    blocks shorter than the others): within tolerance of the oracle and bit for bit the unblocked result."""
+    *geometry, bias = case
+    d = _case(*geometry, act=act) | {"bias": bias}
+    model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", d)
+    monkeypatch.setattr(depthwise_conv, "DEPTHWISE_BLOCK_BYTES", d["w"] * d["out_c"] * 4 * 2)  # ~2 rows
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "DepthwiseConvFloatBlocked" and len(prepared.blocks) > 4
+    ours = run_ours(model, feeds)
+    assert_close(ours, run_litert(model, feeds), rtol=TOLERANCE["DEPTHWISE_CONV_2D"] * terms, atol=1e-6)
+    monkeypatch.setattr(depthwise_conv, "DEPTHWISE_BLOCK_BYTES", 1 << 30)
+    np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])
+
+
+def test_depthwise_row_blocks_default_threshold():
+    """A 1 MB output (MediaPipe selfie segmentation's last depthwise layer) takes the blocks by default; a
+    256 KB one does not."""
+    for (h, w, c), blocked in (((128, 128, 16), True), ((64, 64, 16), False)):
+        model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", _case(h, w, c, 3, 3, (1, 1), (1, 1), SAME, 1))
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        (prepared,) = it._subgraphs[0].prepared_ops.values()
+        assert (type(prepared).__name__ == "DepthwiseConvFloatBlocked") == blocked
+        assert_close(run_ours(model, feeds), run_litert(model, feeds), rtol=1e-5 * terms, atol=1e-6)
