@@ -31,7 +31,7 @@ divides by the same count; the max is order-free, computed separably (rows then 
 (NaN = no value) and floored at the activation minimum. Windows are clipped to the input as rectangles
 per tap (no padded copy). Average pools whose windows tile the input (global pools, filter == stride without
 padding) with at least POOL_TILED_MIN_TAPS taps take one reduction instead (`AveragePoolFloatTiled`,
-`AveragePoolQuantizedTiled`): quantized bit-exact, float within the reduction tolerance (see the class).
+`AveragePoolQuantizedTiled`, float with more than one channel): bit-exact too (see the classes).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _pool_taps_2d(geo: Geometry):
 
 
 def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | AveragePoolFloatTiled:
-    tiles = PoolTiles.build(geo)
+    tiles = PoolTiles.build(geo) if geo.in_c > 1 else None  # see AveragePoolFloatTiled: C = 1 is not sequential
     if tiles is not None:
         lo, hi = float_activation_range(ctx.options.fused_activation_function)
         return AveragePoolFloatTiled(tiles, np.float32(geo.filter_h * geo.filter_w), lo, hi)
@@ -168,12 +168,13 @@ class PoolTiles:
 
 @dataclass(frozen=True, eq=False)
 class AveragePoolFloatTiled:
-    """AVERAGE_POOL_2D float32 over tiling windows (PoolTiles): one float32 np.add.reduce of the window
-    view, divided by the count, clamped. Within tolerance, not bit-exact in general: the reduction adds the
-    same taps but numpy picks the order (pairwise over a contiguous axis), so a sum of n taps differs from
-    the reference's sequential one by at most ~n ulp of the largest partial sum (tests/oracle.assert_close,
-    1e-5 relative scaled by the window size). Over whole input rows with C > 1 numpy adds the taps' rows
-    in order (an outer-axis reduction), which is the reference's order: bit-exact in the tests."""
+    """AVERAGE_POOL_2D float32 over tiling windows (PoolTiles) with more than one channel: one float32
+    np.add.reduce of the window view, divided by the count, clamped. Bit-exact: the channel axis is the only
+    one the output and the window view share contiguously, so numpy's reduction runs its inner loop over the
+    channels and steps through the taps in the outer loops, kh then kw (the iterator orders axes by stride):
+    per output element the sequential sum from the first tap in (filter_y, filter_x) order, the reference's.
+    With one channel the taps would become the contiguous inner axis, which numpy sums pairwise (8 partial
+    sums from 8 taps on): those layers keep the per-tap AveragePoolFloat."""
 
     tiles: PoolTiles
     count: np.float32
