@@ -60,18 +60,23 @@ weights and bias whose bound allows it (ops/conv_requant.py, checked per channel
 requantization into the weights instead: `ConvQuantizedFolded` multiplies [im2col, 1] by
 [(w - w_zp) * M * 2^(ls-31-rs); folded constant] in float64 and only clips and floors (ReLU-like layers and
 layers without right shifts), or adds the ties-away sign term first; `DepthwiseConvQuantizedFolded` scales the
-exact tap sums and adds the constant. Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
+exact tap sums and adds the constant. Outputs of at most SMALL_EPILOGUE_VALUES values (streaming layers) take
+`SmallFoldedEpilogue` (no reshapes, floor in place and a plain assignment: fewer costly numpy calls).
+Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
 litert_py.quant.requantize's fused float64 form with its per-channel
 constants made at prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven
 exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
 int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
 per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
-PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`). DEPTHWISE_CONV_2D sums
+PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); one whose im2col is a
+copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`). DEPTHWISE_CONV_2D sums
 the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
 over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
-times an infinite weight gives NaN); the exact integer paths multiply the whole (KH, KW, N, OH, OW, O) window
-view once and reduce it on small layers (2 ufunc calls instead of 17 for 3x3), tap by tap on large ones.
+times an infinite weight gives NaN); with stride_w > 1 and depth multiplier 1 its tap views are unit-stride slices
+of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, same sums); the exact integer paths
+multiply the whole (KH, KW, N, OH, OW, O) window view once and reduce it on small layers (2 ufunc calls instead of
+17 for 3x3), tap by tap on large ones.
 Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x LiteRT's
 reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the silabs int8
 corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers where ~10 us of
@@ -308,8 +313,33 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         return ConvFloatPerTap(DepthwiseTaps.build(geo, 1, np.float32), w, np.empty(geo.out_shape, np.float32),
                                bias_tile(bias, geo.out_w), bias is not None and not bias.is_constant, lo, hi)
     weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
+    input_is_a = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
+    if groups == 1 and weights is not None and bias is not None and bias.is_constant and not input_is_a:
+        folded = np.empty((1, weights.shape[1] + 1, geo.out_c), np.float32)
+        folded[:, :-1] = weights
+        folded[0, -1] = bias.data.reshape(-1)
+        return ConvFloatBiasFolded(Im2Col.build(geo, 1, np.float32, ones=True), folded, lo, hi)
     return ConvFloat(Im2Col.build(geo, groups, np.float32), weights, bias_tile(bias, geo.out_w),
                      bias is not None and not bias.is_constant, lo, hi)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvFloatBiasFolded:
+    """Float CONV_2D (groups 1, constant filter and bias) whose im2col matrix is a copy anyway: the bias is
+    one more GEMM row against a ones column of [im2col, 1], so the invoke is copy -> GEMM -> clamp (the bias
+    pass is gone). Within the float tolerance, not bit-exact: BLAS adds the bias as one more term of its dot
+    product, in its own order, where the reference adds it after the sum (tests/oracle.assert_close, relative
+    1e-5 per term)."""
+
+    im2col: Im2Col  # float32, border 0.0, last column ones
+    weights: np.ndarray  # (1, KH*KW*C + 1, O) float32: the filter, then the bias row
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        self.im2col.gemm(inputs[INPUT], self.weights, out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,15 +436,15 @@ class ConvQuantizedFoldedRows:
     without Im2Col's window logic (small streaming layers pay per Python call)."""
 
     a: np.ndarray  # (M, K+1) float64, last column ones
-    a_input: np.ndarray  # (M, K) view of a
+    a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
     weights: np.ndarray  # (K+1, O) float64
-    acc: np.ndarray  # (M, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64, the epilogue's input
+    acc_rows: np.ndarray  # (M, O) view of acc: the GEMM's output
     epilogue: FoldedEpilogue
 
     def __call__(self, inputs, outputs):
-        a_input = self.a_input
-        np.copyto(a_input, inputs[INPUT].reshape(a_input.shape))
-        np.matmul(self.a, self.weights, out=self.acc)
+        np.copyto(self.a_input, inputs[INPUT])
+        np.matmul(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
@@ -434,7 +464,11 @@ def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: Tens
     im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
     if im2col.pointwise:
         a = im2col.blocks[0][4][0]
-        return ConvQuantizedFoldedRows(a, a[:, :-1], weights[0], np.empty((a.shape[0], geo.out_c)), folding.epilogue)
+        a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
+        assert np.shares_memory(a_input, a)
+        acc = np.empty(geo.out_shape)
+        return ConvQuantizedFoldedRows(a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c),
+                                       folding.epilogue)
     return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
 
 

@@ -59,6 +59,29 @@ class FoldedEpilogue:
         np.floor(v, out=out.reshape(v.shape), casting="unsafe")
 
 
+#: Outputs of at most this many values take SmallFoldedEpilogue; larger ones FoldedEpilogue (one pass less).
+SMALL_EPILOGUE_VALUES = 512
+
+
+@dataclass(frozen=True, eq=False)
+class SmallFoldedEpilogue(FoldedEpilogue):
+    """FoldedEpilogue for small outputs (streaming layers, where each numpy call costs about a microsecond
+    whatever its size): ``v`` must have the output's shape (the callers allocate it so), so no reshape is
+    made, ``half`` is (OW, O) and ``sign`` has the output's shape; floor in place, then a plain assignment into
+    the output instead of the casting floor (a casting ufunc call costs about twice a plain one; the values
+    are integers within the output type's range, so the conversion is exact): the same values."""
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        if self.half is not None:
+            sign = self.sign
+            np.copysign(self.half, v, out=sign)
+            np.add(v, sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)
+        np.floor(v, out=v)
+        out[...] = v
+
+
 @dataclass(frozen=True)
 class Folding:
     """What prepare folds into the weights: ``scale`` (O,) float64 M * 2^(ls-31-rs) per output channel (the
@@ -105,11 +128,13 @@ def fold_requantization(
     scale = m * np.ldexp(1.0, ls - 31 - rs)
     const = (offset * m).astype(np.float64) * np.ldexp(1.0, ls - 31 - rs)  # |offset * M| < 2^53: exact
     out_w = out_shape[2]
+    epilogue = SmallFoldedEpilogue if int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES else FoldedEpilogue
     if relu_like:
         const = const + (zero_point + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5))
-        return Folding(scale, const, FoldedEpilogue(float(lo), float(hi), None, 0.0, None))
+        return Folding(scale, const, epilogue(float(lo), float(hi), None, 0.0, None))
     half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
+    if epilogue is SmallFoldedEpilogue:  # v has the output's shape
+        return Folding(scale, const, SmallFoldedEpilogue(float(lo), float(hi), half.reshape(out_w, -1),
+                                                         zero_point + 0.5, np.empty(out_shape)))
     rows = int(np.prod(out_shape)) // half.size
-    return Folding(
-        scale, const, FoldedEpilogue(float(lo), float(hi), half, zero_point + 0.5, np.empty((rows, half.size)))
-    )
+    return Folding(scale, const, epilogue(float(lo), float(hi), half, zero_point + 0.5, np.empty((rows, half.size))))

@@ -146,7 +146,8 @@ def test_conv_2d_bias_of_shape_1xO_and_empty_output():
 
 
 def test_prepared_conv_is_one_gemm_on_the_input_for_1x1():
-    """A 1x1 stride-1 conv multiplies the input itself: no im2col buffer; a 3x3 one allocates it at prepare."""
+    """A 1x1 stride-1 conv multiplies the input itself: no im2col buffer; a 3x3 one allocates it at prepare,
+    with a ones column that multiplies the bias row of the weights (ConvFloatBiasFolded)."""
     x = np.zeros((1, 4, 4, 8), np.float32)
     for k, direct in ((1, True), (3, False)):
         w = np.ones((2, k, k, 8), np.float32)
@@ -155,9 +156,46 @@ def test_prepared_conv_is_one_gemm_on_the_input_for_1x1():
         it = Interpreter(model_content=model)
         it.allocate_tensors()
         (op,) = [o for o in it._subgraphs[0].prepared_ops.values()]
-        assert isinstance(op, conv.ConvFloat)
+        assert isinstance(op, conv.ConvFloat if direct else conv.ConvFloatBiasFolded)
         assert (op.im2col.blocks[0][4] is None) == direct
-        assert op.weights.shape == (1, k * k * 8, 2) and op.weights.flags.c_contiguous
+        assert op.weights.shape == (1, k * k * 8 + (not direct), 2) and op.weights.flags.c_contiguous
+
+
+# (id, input shape, filter shape, options, constant bias, the prepared op)
+BIAS_FOLDING = [
+    ("3x3-same-relu6", (2, 9, 7, 5), (6, 3, 3, 5), {"padding": 0, "fused_activation_function": 3}, True,
+     "ConvFloatBiasFolded"),
+    ("5x5-stride-2", (1, 16, 16, 3), (8, 5, 5, 3), {"padding": 0, "stride_h": 2, "stride_w": 2}, True,
+     "ConvFloatBiasFolded"),
+    ("1x1-stride-2", (1, 8, 8, 6), (8, 1, 1, 6), {"padding": 1, "stride_h": 2, "stride_w": 2}, True,
+     "ConvFloatBiasFolded"),  # a strided 1x1 copies its rows: folded too
+    ("1x1-stride-1", (1, 8, 8, 6), (8, 1, 1, 6), {"padding": 1}, True, "ConvFloat"),  # the input is the matrix
+    ("runtime-bias", (1, 9, 7, 5), (6, 3, 3, 5), {"padding": 0}, False, "ConvFloat"),
+    ("grouped", (1, 9, 7, 6), (6, 3, 3, 3), {"padding": 0}, True, "ConvFloat"),
+]
+
+
+@pytest.mark.parametrize("case", BIAS_FOLDING, ids=[c[0] for c in BIAS_FOLDING])
+def test_conv_2d_bias_folded_into_the_gemm(case):
+    """The bias as one more GEMM row (a ones column of the im2col matrix): biases much larger than the dot
+    products and of both signs, clamped by the activation; within the float tolerance of the reference."""
+    _, x_shape, w_shape, options, const_bias, expected = case
+    rng = np.random.default_rng(len(x_shape) + w_shape[0])
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = (rng.standard_normal(w_shape[0]) * 50).astype(np.float32)
+    options = {"stride_h": 1, "stride_w": 1, **options}
+    bias = T.const(b) if const_bias else T(b.shape)
+    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), bias], [T((1, 1, 1, w_shape[0]))], options)
+    feeds = [x] if const_bias else [x, b]
+    ours, theirs = run_both(model, feeds)
+    assert_close(ours, theirs, rtol=TOLERANCE["CONV_2D"] * (np.prod(w_shape[1:]) + 1), atol=1e-6)
+    if options.get("fused_activation_function") == 3:
+        assert (theirs[0] == 6).any() and (theirs[0] == 0).any() and ((theirs[0] > 0) & (theirs[0] < 6)).any()
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == expected
 
 
 # -- error paths: (id, op, inputs, options); LiteRT rejects each (at prepare), litert_py at allocate_tensors --

@@ -23,6 +23,7 @@ from hypothesis.errors import InvalidArgument
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
 from litert_py.ops import conv, depthwise_conv
+from litert_py.ops.conv_requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.model import QuantizationParameters
 from litert_py.schema.writer import ModelBuilder, quant
 from tests.oracle import run_litert, run_ours
@@ -487,13 +488,17 @@ FOLDED = [
 
 @pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
 @pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
-def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind):
+@pytest.mark.parametrize("height", [8, 2])
+def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     """Random inputs and a ramp against a multiplier 1/16 * 1/s_out (every residue of the accumulator, so
     SRDHM's and RoundingDivideByPOT's ties for s_out 1), negative and positive accumulators, the bias and input
-    zero point folded into the constant; the prepared path is the one the bound and the clamp select."""
-    x = np.random.default_rng(5).integers(-128, 128, (1, 8, 64, 2)).astype(I8)
+    zero point folded into the constant; the prepared path is the one the bound and the clamp select. Height 8
+    gives 1024 output values (FoldedEpilogue), height 2 gives 256 (SmallFoldedEpilogue: at most
+    SMALL_EPILOGUE_VALUES)."""
+    x = np.random.default_rng(5).integers(-128, 128, (1, height, 64, 2)).astype(I8)
     x[0, 0, :, 0] = np.arange(-128, 128, 4)  # a ramp and its mirror
     x[0, 0, :, 1] = -x[0, 0, :, 0] - 1
+    x[0, -1] = np.arange(128).reshape(64, 2) % 7 - 3  # small accumulators: outputs between the clamps
     if op == "CONV_2D":
         f, f_q = np.array([[[[1, 0]], [[2, -1]]], [[[-3, 1]], [[0, 2]]]], I8).reshape(2, 2, 1, 2), quant([0.125, 0.25])
         bias = np.array([37, -1000], I32)
@@ -516,6 +521,8 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind):
         assert not hasattr(prepared, "epilogue") and prepared.requant.fallback is not None
     else:
         assert (prepared.epilogue.half is None) == (kind != "sign")
+        small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
+        assert type(prepared.epilogue).__name__ == ("SmallFoldedEpilogue" if small else "FoldedEpilogue")
 
 
 @pytest.mark.parametrize("dtype", [I8, U8])

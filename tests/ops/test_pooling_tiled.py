@@ -1,0 +1,133 @@
+"""AVERAGE_POOL_2D over windows that tile the input (litert_py.ops.pooling.PoolTiles: no padding, one window or
+filter == stride per axis, at least POOL_TILED_MIN_TAPS taps): one reduction per invoke instead of one add
+per tap. Checked against the oracle (ai-edge-litert BUILTIN_REF) bit for bit, float included (numpy's
+outer-axis reduction adds the taps in the reference's order; one-channel float layers keep the per-tap path),
+and the boundaries of the path's choice (overlapping windows, padding, a window past the input, too few taps
+keep the per-tap path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.ops.pooling import POOL_TILED_MIN_TAPS
+from tests.oracle import T, quant, run_both, single_op_model
+
+SAME, VALID = 0, 1
+
+
+def _model(shape, out_shape, fh, fw, sh, sw, padding=VALID, act=0, dtype=np.float32, q=None):
+    return single_op_model(
+        "AVERAGE_POOL_2D",
+        [T(shape, dtype, q=q)],
+        [T(out_shape, dtype, q=q)],
+        {
+            "padding": padding,
+            "stride_h": sh,
+            "stride_w": sw,
+            "filter_height": fh,
+            "filter_width": fw,
+            "fused_activation_function": act,
+        },
+    )
+
+
+def _prepared(model: bytes):
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op,) = it._subgraphs[0].prepared_ops.values()
+    return type(op).__name__
+
+
+# (input shape, filter h, w, stride h, w, padding, tiled?)
+GEOMETRIES = [
+    ((1, 64, 64, 16), 64, 64, 64, 64, VALID, True),  # global pool (MediaPipe's squeeze-excite blocks)
+    ((2, 16, 16, 96), 16, 16, 1, 1, VALID, True),  # global pool, any stride, two batches
+    ((1, 9, 9, 1), 9, 9, 2, 2, VALID, True),  # one channel: float keeps the per-tap path (numpy's pairwise sum)
+    ((1, 4, 12, 1), 2, 12, 2, 12, VALID, True),  # one channel, 24 taps: ditto
+    ((1, 12, 13, 3), 4, 4, 4, 4, VALID, True),  # 3x3 windows, a column left over
+    ((1, 12, 12, 5), 3, 4, 3, 4, SAME, True),  # SAME where the windows divide the input: no padding
+    ((2, 10, 7, 4), 5, 7, 5, 1, VALID, True),  # window rows spanning whole input rows: (N, OH, KH*W, C)
+    ((1, 12, 12, 3), 4, 4, 3, 3, VALID, False),  # overlapping windows
+    ((1, 14, 14, 3), 4, 4, 4, 4, SAME, False),  # SAME padding: the last window is clipped
+    ((1, 12, 12, 3), 2, 2, 2, 2, VALID, False),  # too few taps
+    ((1, 8, 8, 2), 8, 8, 1, 1, SAME, False),  # global-sized window with padding: 64 outputs
+]
+
+
+def _out_shape(shape, fh, fw, sh, sw, padding):
+    n, h, w, c = shape
+    if padding == SAME:
+        return (n, -(-h // sh), -(-w // sw), c)
+    return (n, (h - fh) // sh + 1, (w - fw) // sw + 1, c)
+
+
+@pytest.mark.parametrize(
+    "geometry", GEOMETRIES, ids=[f"{g[0]}-{g[1]}x{g[2]}/{g[3]}x{g[4]}-{'SV'[g[5]]}" for g in GEOMETRIES]
+)
+@pytest.mark.parametrize("act", [0, 3])  # NONE, RELU6
+def test_average_pool_tiled_float(geometry, act):
+    shape, fh, fw, sh, sw, padding, tiled = geometry
+    assert fh * fw >= POOL_TILED_MIN_TAPS or not tiled
+    rng = np.random.default_rng(sum(shape) + fh + act)
+    x = (rng.standard_normal(shape) * 4 + 1).astype(np.float32)
+    model = _model(shape, _out_shape(shape, fh, fw, sh, sw, padding), fh, fw, sh, sw, padding, act)
+    tiled = tiled and shape[3] > 1
+    assert _prepared(model) == ("AveragePoolFloatTiled" if tiled else "AveragePoolFloat")
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])  # the reference's order of the taps
+
+
+def test_average_pool_tiled_float_nan_inf():
+    """A NaN or an infinity in one window reaches only that window's output (as in the reference)."""
+    x = np.ones((1, 12, 12, 2), np.float32)
+    x[0, 1, 2, 0] = np.nan
+    x[0, 5, 9, 1] = np.inf
+    x[0, 9, 0, 1] = -np.inf
+    model = _model(x.shape, (1, 3, 3, 2), 4, 4, 4, 4)
+    assert _prepared(model) == "AveragePoolFloatTiled"
+    with np.errstate(invalid="ignore"):
+        ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert np.isnan(ours[0][0, 0, 0, 0]) and ours[0][0, 1, 2, 1] == np.finfo(np.float32).max
+
+
+QUANTIZED = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}
+
+
+@pytest.mark.parametrize(
+    "geometry", GEOMETRIES, ids=[f"{g[0]}-{g[1]}x{g[2]}/{g[3]}x{g[4]}-{'SV'[g[5]]}" for g in GEOMETRIES]
+)
+@pytest.mark.parametrize("dtype", list(QUANTIZED))
+def test_average_pool_tiled_quantized(geometry, dtype):
+    """Exact: the int32 window sums and the reference's rounding division (halves away from zero for
+    int8/int16, up for uint8), extremes of the type included, RELU clamping at the zero point."""
+    shape, fh, fw, sh, sw, padding, tiled = geometry
+    dt = np.dtype(QUANTIZED[dtype])
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(sum(shape) + fh)
+    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+    x.reshape(-1)[: x.size // 4] = info.max  # large sums, and at the other end
+    x.reshape(-1)[-(x.size // 4) :] = info.min
+    zp = 0 if dt == np.int16 else int(info.min) + 7
+    model = _model(shape, _out_shape(shape, fh, fw, sh, sw, padding), fh, fw, sh, sw, padding, 1, dt, quant(0.5, zp))
+    assert _prepared(model) == ("AveragePoolQuantizedTiled" if tiled else "AveragePoolQuantized")
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_average_pool_tiled_rounding_halves(dtype):
+    """Window sums at exact halves of the count (8 taps): int8 rounds -4/8 and 4/8 away from zero, uint8 up."""
+    x = np.zeros((1, 2, 8, 4), dtype)
+    x[0, 0, :4, 0] = 1  # sum 4 -> 0.5
+    x[0, 1, :4, 1] = 1 if dtype == np.uint8 else -1  # sum -4 (int8) -> -0.5
+    x[0, 0, :3, 2] = 1  # 3/8 rounds to 0
+    x[0, 1, :5, 3] = 1  # 5/8 rounds to 1
+    model = _model(x.shape, (1, 2, 1, 4), 1, 8, 1, 8, dtype=dtype, q=quant(1.0, 0))
+    assert _prepared(model) == "AveragePoolQuantizedTiled"
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert theirs[0][0, 0, 0, 0] == 1 and theirs[0][0, 0, 0, 2] == 0 and theirs[0][0, 1, 0, 3] == 1
