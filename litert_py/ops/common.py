@@ -6,14 +6,19 @@ CalculateShapeForBroadcast), tensorflow/lite/kernels/padding.h (ComputePaddingHe
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import PrepareError
-from ..quant import calculate_activation_range_quantized, dtype_range
+from ..quant import calculate_activation_range_quantized, dtype_range, quantize_multiplier
 from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
 from ..schema.model import ActivationFunctionType as Act
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
+#: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
+FEW_ROWS = 16
 
 
 def float_activation_range(code: int) -> tuple[np.float32, np.float32]:
@@ -86,3 +91,36 @@ def reshape_view(a: np.ndarray, shape) -> np.ndarray:
     if r.size and not np.may_share_memory(r, a):
         raise ValueError(f"cannot reshape an array of shape {a.shape} to {tuple(shape)} without copying")
     return r
+
+
+@dataclass(frozen=True, eq=False)
+class Noop:
+    """An op over an empty tensor: nothing to compute."""
+
+    def __call__(self, inputs, outputs):
+        pass
+
+
+def quantized_multiplier(ctx, real, what: str) -> tuple[int, int]:
+    """QuantizeMultiplier(real) -> (M, shift); non-finite multipliers and shifts past 31 (undefined behaviour in
+    LiteRT) are refused."""
+    r = float(real)
+    if not math.isfinite(r):
+        raise ctx.fail(f"the {what} multiplier {r} is not finite (a zero or missing scale)")
+    m, shift = quantize_multiplier(r)
+    if shift > 31:
+        raise ctx.fail(f"the {what} multiplier {r} is too large for LiteRT's 32-bit fixed point (shift {shift})")
+    return m, shift
+
+
+def qparams(ctx, t) -> tuple[np.float32, int]:
+    ctx.check(len(t.quantization.scale) >= 1, f"tensor '{t.name}' ({t.type_name}) has no quantization scale")
+    return np.float32(t.scale), int(t.zero_point)
+
+
+def check_same_type(ctx, x, y) -> None:
+    ctx.check(y.type == x.type, f"{y.type_name} != {x.type_name}: the output type must match the input type")
+
+
+def check_equal(ctx, a, b, what: str) -> None:
+    ctx.check(a == b, f"{what} != {b} ({a} != {b})")

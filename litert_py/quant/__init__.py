@@ -2,6 +2,8 @@
 
 * :mod:`litert_py.quant.fixedpoint`: rounding, QuantizeMultiplier, SRDHM / RDBPOT /
   MultiplyByQuantizedMultiplier (int32 and int64 overloads) and fast exact requantization.
+* :mod:`litert_py.quant.gemmlowp`: gemmlowp's FixedPoint helpers (exp, reciprocal, logistic/tanh int16 tables,
+  CLZ, saturating shifts, CheckedLog2, GetInvSqrtQuantizedMultiplierExp), int32 and int16 forms.
 * :mod:`litert_py.quant.params`: fused-activation clamp ranges, QUANTIZE / DEQUANTIZE arithmetic.
 * :mod:`litert_py.quant.lut`: 8-bit and 16-bit activation lookup tables.
 * :mod:`litert_py.quant.requantizer`: requantization epilogues prepared once per kernel.
