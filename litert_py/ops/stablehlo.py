@@ -31,6 +31,7 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator
 from .control_flow import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
+from .philox import philox4x32
 from .registry import OpContext, register
 from .stablehlo_elementwise import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
 
@@ -475,18 +476,6 @@ def _threefry2x32(k0, k1, c0, c1):
     return [x0, x1]
 
 
-def _philox4x32(k0, k1, c0, c1, c2, c3):
-    """Philox-4x32-10 on uint64 arrays holding uint32 values (tflite/kernels/rng_util.cc)."""
-    ctr = [c0, c1, c2, c3]
-    for _ in range(10):
-        p0 = np.uint64(0xD2511F53) * ctr[0]
-        p1 = np.uint64(0xCD9E8D57) * ctr[2]
-        ctr = [(p1 >> np.uint64(32)) ^ ctr[1] ^ k0, p1 & _M32, (p0 >> np.uint64(32)) ^ ctr[3] ^ k1, p0 & _M32]
-        k0 = (k0 + np.uint64(0x9E3779B9)) & _M32
-        k1 = (k1 + np.uint64(0xBB67AE85)) & _M32
-    return ctr
-
-
 @dataclass(frozen=True, eq=False)
 class RngBitGenerator:
     threefry: bool
@@ -506,7 +495,7 @@ class RngBitGenerator:
         else:
             c2 = s[4] if s.size == 6 else k0
             c3 = s[5] if s.size == 6 else k1
-            words = _philox4x32(k0, k1, c0, c1, np.full_like(c0, c2), np.full_like(c0, c3))
+            words = philox4x32(k0, k1, c0, c1, np.full_like(c0, c2), np.full_like(c0, c3))
         stream = np.stack(words, axis=-1).reshape(-1)[:self.n_words].astype(np.uint32)
         outputs[1].reshape(-1).view(np.uint32)[...] = stream
         end = s[2] + np.uint64(blocks)
