@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import PrepareError
 from ..quant import calculate_activation_range_quantized, dtype_range, quantize_multiplier
 from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
+from ..schema import flexbuffers
 from ..schema.model import ActivationFunctionType as Act
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
@@ -124,3 +125,58 @@ def check_same_type(ctx, x, y) -> None:
 
 def check_equal(ctx, a, b, what: str) -> None:
     ctx.check(a == b, f"{what} != {b} ({a} != {b})")
+
+
+# -- custom options (FlexBuffer maps; schema/flexbuffers.py decodes and converts) ------------------------------
+
+
+def flex_options(ctx, *, allow_empty: bool = False, require_map: bool = False) -> dict:
+    """The node's custom options as a dict. LiteRT's ``flexbuffers::GetRoot(buffer, length).AsMap()`` reads before
+    an empty buffer (a crash): refused unless ``allow_empty`` (then ``{}``). A root that is not a map reads as the
+    empty map, as in C++, unless ``require_map``."""
+    raw = bytes(ctx.custom_options or b"")
+    if not raw:
+        ctx.check(allow_empty, f"{ctx.op_name} needs its options as a FlexBuffer map in custom_options (LiteRT "
+                               "crashes on empty custom options)")
+        return {}
+    try:
+        m = flexbuffers.loads(raw)
+    except flexbuffers.FlexBufferError as e:
+        raise ctx.fail(f"{ctx.op_name}: custom options ({len(raw)} bytes) are not a valid FlexBuffer map (truncated "
+                       f"or corrupt: {e})") from None
+    if not isinstance(m, dict):
+        ctx.check(not require_map, "custom options must be a FlexBuffer map")
+        return {}
+    return m
+
+
+def _flex_number(ctx, m: dict, key: str):
+    """``m[key]``, refused unless a number (or missing: 0); floats must convert to int64 where ``integral``."""
+    v = m.get(key)
+    if v is None:  # FBT_NULL / missing key: 0
+        return 0
+    ctx.check(isinstance(v, flexbuffers.NUMBER), f"{ctx.op_name} option {key!r} must be a number, got "
+                                                 f"{type(v).__name__}")
+    return v
+
+
+def _flex_integral(ctx, m: dict, key: str):
+    v = _flex_number(ctx, m, key)
+    if isinstance(v, float):  # C++'s float -> int64 conversion is undefined for NaN, infinities, out of range
+        ctx.check(math.isfinite(v) and abs(v) < 2.0**63, f"{ctx.op_name} option {key!r} is not a usable integer: {v}")
+    return v
+
+
+def flex_int32(ctx, m: dict, key: str) -> int:
+    """``m[key].AsInt32()`` of a number option (anything else, or a float with no int64 value, refused)."""
+    return flexbuffers.as_int32(_flex_integral(ctx, m, key))
+
+
+def flex_float(ctx, m: dict, key: str) -> float:
+    """``m[key].AsFloat()`` of a number option (anything else refused)."""
+    return flexbuffers.as_float(_flex_number(ctx, m, key))
+
+
+def flex_bool(ctx, m: dict, key: str) -> bool:
+    """``m[key].AsBool()`` of a number option (anything else, or a float with no int64 value, refused)."""
+    return flexbuffers.as_bool(_flex_integral(ctx, m, key))
