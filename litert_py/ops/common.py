@@ -12,27 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import PrepareError
+from ..quant import calculate_activation_range_float as float_activation_range
 from ..quant import calculate_activation_range_quantized, dtype_range, quantize_multiplier
 from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
 from ..schema import flexbuffers
-from ..schema.model import ActivationFunctionType as Act
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 #: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
 FEW_ROWS = 16
-
-
-def float_activation_range(code: int) -> tuple[np.float32, np.float32]:
-    """CalculateActivationRange<float>: [min, max] of the fused activation, [-FLT_MAX, FLT_MAX] for every
-    other code. So a fused TANH or SIGN_BIT is ignored by the kernels that use it (as in LiteRT) and +-inf
-    outputs become +-FLT_MAX (NaN passes through)."""
-    if code == Act.RELU:
-        return np.float32(0), FLT_MAX
-    if code == Act.RELU_N1_TO_1:
-        return np.float32(-1), np.float32(1)
-    if code == Act.RELU6:
-        return np.float32(0), np.float32(6)
-    return -FLT_MAX, FLT_MAX
 
 
 def float_activation(ctx, code: int):

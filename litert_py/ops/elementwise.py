@@ -70,6 +70,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import (
+    calculate_activation_range,
     dtype_range,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -226,26 +227,6 @@ class MaximumMinimumFloat:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def activation_range(code: int, dtype: np.dtype) -> tuple:
-    """CalculateActivationRange<T> (kernel_util.h): (lo, hi) as scalars of ``dtype``.
-
-    Codes other than RELU, RELU6 and RELU_N1_TO_1 give the full range of T. Bounds are converted to T as
-    C++ converts them (-1 wraps for unsigned types).
-    """
-    dtype = np.dtype(dtype)
-    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    lowest, highest = info.min, info.max
-    if code == Act.RELU:
-        lo, hi = 0, highest
-    elif code == Act.RELU6:
-        lo, hi = 0, 6
-    elif code == Act.RELU_N1_TO_1:
-        lo, hi = -1, 1
-    else:
-        lo, hi = lowest, highest
-    return np.array(lo).astype(dtype)[()], np.array(hi).astype(dtype)[()]
-
-
 def is_full_range(clamp: tuple, dtype: np.dtype) -> bool:
     info = np.iinfo(dtype)
     return clamp[0] == info.min and clamp[1] == info.max
@@ -639,7 +620,7 @@ def prepare_arithmetic(ctx: OpContext):
     if t == _C64:
         ctx.check(code == Act.NONE, "Activation is not allowed for COMPLEX64 input.")
         return MulComplex()
-    clamp = activation_range(code, a.dtype)
+    clamp = calculate_activation_range(code, a.dtype)
     if op == BuiltinOperator.DIV and t == _I32:
         return DivInt(float(clamp[0]), float(clamp[1]))
     if t not in _FLOATS and is_full_range(clamp, a.dtype):
@@ -864,4 +845,4 @@ def prepare_add_n(ctx: OpContext):
     ctx.check(out.type == first.type, f"output type {out.type_name} differs from the inputs' type")
     ctx.check(out.type in (_F32, _I32), f"AddN only supports FLOAT32|INT32 now, got {out.type_name}.")
     ctx.set_output_shape(OUTPUT, first.shape)
-    return AddN(activation_range(Act.NONE, np.float32) if out.type == _F32 else None)
+    return AddN(calculate_activation_range(Act.NONE, np.float32) if out.type == _F32 else None)
