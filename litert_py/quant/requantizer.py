@@ -25,6 +25,8 @@ import numpy as np
 
 from .fixedpoint import (
     INT32_MAX,
+    mbqm_inplace,
+    mbqm_rounding_constant,
     multiply_by_quantized_multiplier_int64,
     requantize,
     requantize_float64_ok,
@@ -105,7 +107,7 @@ class PerChannelMBQM:
         ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
         rows = (int(np.prod(acc_shape)) // max(m.size, 1), m.size)
         wrap = bool(ls.any()) and acc_bound * 2.0 ** int(ls.max()) > INT32_MAX
-        nudge = np.where(rs > 0, np.left_shift(np.int64(1), np.maximum(rs, 1) + 30), 0) + (1 << 30)
+        nudge = mbqm_rounding_constant(rs)
         return PerChannelMBQM(ls if ls.any() else None, wrap, m, nudge, rs if rs.any() else None,
                               None if (rs > 0).all() else np.where(rs > 0, -1, 0).astype(np.int64),
                               zero_point, lo, hi, np.empty(rows, np.int64),
@@ -228,20 +230,7 @@ def requantize_int64_inplace(acc: np.ndarray, multiplier: int, shift: int, zero_
     ``-31 <= shift <= 31``, in place in the int64 ``acc`` (int32 values; destroyed). SRDHM and
     RoundingDivideByPOT are fused into a handful of int64 passes (derivation in
     litert_py.quant.fixedpoint._mbqm_core; the SRDHM saturation needs M = INT32_MIN, excluded)."""
-    if shift > 0:
-        acc <<= shift  # x * (1 << shift) in int32: wraps
-        wrap32(acc, out=acc)
-    np.multiply(acc, multiplier, out=acc)
-    rs = max(-shift, 0)
-    if rs == 0:
-        acc += 1 << 30
-        acc >>= 31
-    else:
-        negative = np.right_shift(acc, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
-        acc += (1 << 30) + (1 << (rs + 30))
-        acc >>= 31
-        acc += negative
-        acc >>= rs
+    mbqm_inplace(acc, multiplier, shift)
     if zero_point:
         acc += zero_point
     clip_ufunc(acc, lo, hi, out=out, casting="unsafe")
