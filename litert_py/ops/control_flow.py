@@ -43,7 +43,7 @@ def _subgraph_refs(op) -> list[int]:
 
 def callee_runtime(ctx: OpContext, k: int):
     """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
-    model = ctx.runtime.model
+    model = ctx.model
     n = len(model.subgraphs)
     ctx.check(0 <= k < n, f"subgraph index {k} out of range [0, {n})")
     seen, todo = set(), [k]
@@ -56,7 +56,7 @@ def callee_runtime(ctx: OpContext, k: int):
         seen.add(s)
         for op in model.subgraphs[s].operators:
             todo.extend(r for r in _subgraph_refs(op) if 0 <= r < n)
-    return ctx.runtime._subgraph(k)
+    return ctx.subgraph(k)
 
 
 def _type_name(t: int) -> str:
@@ -99,7 +99,7 @@ class CallOnce:
         key = ("call_once", self.subgraph_index)
         if done.get(key):
             return
-        sub = self.interpreter._subgraph(self.subgraph_index)
+        sub = self.interpreter.subgraph(self.subgraph_index)
         if not sub.allocated:
             sub.prepare()
         sub.invoke()

@@ -75,7 +75,7 @@ def prepare_hashtable(ctx: OpContext):
     out = ctx.outputs[0]
     ctx.check(out.type == dtypes.TensorType.RESOURCE, f"HASHTABLE output must be RESOURCE, got {out.type_name}")
     ctx.set_output_shape(0, out.shape)
-    return Hashtable(ctx.runtime.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype),
+    return Hashtable(ctx.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype),
                      int(opts.value_dtype))
 
 
@@ -101,7 +101,7 @@ def prepare_hashtable_import(ctx: OpContext):
     keys, values = ctx.input(1), ctx.input(2)
     _check_pair(ctx, keys.type, values.type)
     ctx.check(keys.size == values.size, f"HASHTABLE_IMPORT has {keys.size} keys but {values.size} values")
-    return HashtableImport(ctx.runtime.resources)
+    return HashtableImport(ctx.resources)
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,7 +134,7 @@ def prepare_hashtable_find(ctx: OpContext):
     _check_pair(ctx, keys.type, out.type)
     ctx.check(default.size >= 1, "HASHTABLE_FIND needs a default value")
     ctx.set_output_shape(0, keys.shape)
-    return HashtableFind(ctx.runtime.resources, keys.type, out.type)
+    return HashtableFind(ctx.resources, keys.type, out.type)
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,4 +152,4 @@ def prepare_hashtable_size(ctx: OpContext):
     out = ctx.outputs[0]
     ctx.check(out.type == INT64, f"HASHTABLE_SIZE output must be INT64, got {out.type_name}")
     ctx.set_output_shape(0, (1,))
-    return HashtableSize(ctx.runtime.resources)
+    return HashtableSize(ctx.resources)

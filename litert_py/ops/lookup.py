@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema import dtypes
+from ..schema.dtypes import string_buffer
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, register
 
@@ -441,8 +442,6 @@ def _raw_rows(x: np.ndarray, rows: int) -> list[bytes]:
     """``input->bytes / dim0`` byte chunks of the tensor's memory, as RunningSignBit walks them (strings:
     TFLite's string-buffer layout, header included)."""
     if x.dtype == object:
-        from ..schema.writer import string_buffer
-
         raw = string_buffer(x)
     else:
         raw = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes()

@@ -125,14 +125,14 @@ def prepare_read_variable(ctx: OpContext):
     ctx.check_num(1, 1)
     out = ctx.outputs[0]
     dtype = np.dtype(object) if out.type in dtypes.OBJECT_TYPES else out.dtype  # strings: object arrays
-    sig = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[out.index].shape_signature
+    sig = ctx.model.subgraphs[ctx.subgraph_index].tensors[out.index].shape_signature
     if sig is not None and any(d < 0 for d in sig):
         ctx.set_output_dynamic(0)
-        return ReadVariableDynamic(ctx.runtime.resources, dtype)
-    return ReadVariable(ctx.runtime.resources, dtype)
+        return ReadVariableDynamic(ctx.resources, dtype)
+    return ReadVariable(ctx.resources, dtype)
 
 
 @register(BuiltinOperator.ASSIGN_VARIABLE, stateful=True)
 def prepare_assign_variable(ctx: OpContext):
     ctx.check_num(2, 0)
-    return AssignVariable(ctx.runtime.resources)
+    return AssignVariable(ctx.resources)

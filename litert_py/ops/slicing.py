@@ -552,9 +552,9 @@ class SliceDynamic:
 def declared_static_shape(ctx: OpContext, k: int = 0) -> tuple[int, ...] | None:
     """The model's own shape of output ``k`` when it is ranked and fully known (no -1 in its
     shape_signature), else None. LiteRT's SLICE keeps such a shape instead of computing one."""
-    if ctx.runtime is None:
+    if ctx.model is None:
         return None
-    t = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[ctx.outputs[k].index]
+    t = ctx.model.subgraphs[ctx.subgraph_index].tensors[ctx.outputs[k].index]
     sig = t.shape_signature if t.shape_signature is not None else t.shape
     if len(t.shape) == 0 or any(d < 0 for d in sig):
         return None

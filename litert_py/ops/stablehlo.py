@@ -269,7 +269,7 @@ def prepare_reduce_window(ctx: OpContext):
 def prepare_stablehlo_reduce_window(ctx: OpContext):
     ctx.check_num(2)
     o = ctx.options
-    model = ctx.runtime.model
+    model = ctx.model
     k = int(o.body_subgraph_index)
     ctx.check(0 <= k < len(model.subgraphs), f"Body subgraph not found for stablehlo.reduce_window: {k}.")
     ops = model.subgraphs[k].operators
@@ -352,7 +352,7 @@ def prepare_stablehlo_scatter(ctx: OpContext):
     ctx.check(x.type == upd.type, "operand and updates types differ")
     ctx.check(x.dtype in [np.dtype(t) for t in _NUMERIC], f"(Data Type: {x.dtype}) currently not supported.")
     o = ctx.options
-    model = ctx.runtime.model
+    model = ctx.model
     k = int(o.update_computation_subgraph_index)
     ctx.check(0 <= k < len(model.subgraphs), f"update computation subgraph {k} not found")
     ops = model.subgraphs[k].operators

@@ -279,7 +279,7 @@ register(B.STABLEHLO_WHILE, stateful=True)(prepare_while)  # same semantics and 
 
 def _body_op(ctx: OpContext, k: int, what: str):
     """The single operator of region subgraph ``k`` (its builtin code and operator), or a PrepareError."""
-    model = ctx.runtime.model
+    model = ctx.model
     ctx.check(0 <= k < len(model.subgraphs), f"{what} subgraph {k} not found")
     sg = model.subgraphs[k]
     ctx.check(len(sg.operators) == 1, f"only a {what} of one operator is supported, found {len(sg.operators)}")
@@ -355,7 +355,7 @@ def prepare_stablehlo_sort(ctx: OpContext):
     ctx.check(ins[0].dtype.kind in "biuf", f"cannot compare {ins[0].dtype} keys")
     code, op = _body_op(ctx, int(ctx.options.comparator_subgraph_index), "comparator")
     ctx.check(code == B.STABLEHLO_COMPARE, "the comparator must be one STABLEHLO_COMPARE")
-    sg = ctx.runtime.model.subgraphs[int(ctx.options.comparator_subgraph_index)]
+    sg = ctx.model.subgraphs[int(ctx.options.comparator_subgraph_index)]
     ctx.check(list(op.inputs) == list(sg.inputs[:2]), "the comparator must compare the first operand's pair")
     opts = op.builtin_options2 or op.builtin_options or {}
     direction = int(opts.get("comparison_direction", 0))

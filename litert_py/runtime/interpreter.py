@@ -136,6 +136,11 @@ class Interpreter:
             sub = self._subgraphs[k] = SubgraphRuntime(self, self._model, k, self._preserve_all_tensors)
         return sub
 
+    def subgraph(self, k: int) -> SubgraphRuntime:
+        """The prepared runtime of subgraph ``k`` (what kernels reach through OpContext.subgraph; ops/registry.py
+        KernelHost)."""
+        return self._subgraph(k)
+
     def _checked_subgraph(self, subgraph_index: int) -> SubgraphRuntime:
         n = len(self._subgraphs)
         if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:

@@ -9,21 +9,18 @@ whose shape is only known at eval time are prepared during invoke instead, with 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
+from ..limits import MAX_ARENA_BYTES
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
 from .ring_buffer import fuse_ring_buffers
 from .tensors import constant_array
-
-#: Bytes one subgraph's arena may take; a hostile model's shapes must not exhaust the machine.
-MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))
 
 
 @dataclass
@@ -140,7 +137,7 @@ class SubgraphRuntime:
         multiplies in its sparse form) is expanded once, here: every kernel then sees dense weights. DENSIFY
         itself gets the encoded values, as in LiteRT."""
         from ..errors import InvalidModelError
-        from ..ops.sparse import densify
+        from ..schema.sparsity import densify
 
         readers: dict[int, set[str]] = {}
         for node in self.nodes:
