@@ -93,8 +93,16 @@ from ..quant.gemmlowp import (
 )
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
-from .common import Noop, broadcast_shape, check_equal, check_same_type, clip_ufunc, qparams, quantized_multiplier
-from .reduce import Reduction
+from .common import (
+    Noop,
+    Reduction,
+    broadcast_shape,
+    check_equal,
+    check_same_type,
+    clip_ufunc,
+    qparams,
+    quantized_multiplier,
+)
 from .registry import OpContext, TensorInfo, register
 
 INPUT, ALPHA, OUTPUT = 0, 1, 0

@@ -58,7 +58,7 @@ from ..quant import (
     wrap32,
 )
 from ..schema.model import BuiltinOperator
-from .fully_connected import F32_EXACT, F64_EXACT
+from .common import F32_EXACT, F64_EXACT
 from .registry import OpContext, TensorInfo, register
 
 LHS, RHS = 0, 1

@@ -7,6 +7,7 @@ CalculateShapeForBroadcast), tensorflow/lite/kernels/padding.h (ComputePaddingHe
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +16,9 @@ from ..errors import PrepareError
 from ..quant import calculate_activation_range_float as float_activation_range
 from ..quant import calculate_activation_range_quantized, dtype_range, quantize_multiplier
 from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
-from ..schema import flexbuffers
+from ..schema import dtypes, flexbuffers
+from ..schema.model import ActivationFunctionType as Act
+from .eigen_math import tanh_inplace
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 #: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
@@ -167,3 +170,110 @@ def flex_float(ctx, m: dict, key: str) -> float:
 def flex_bool(ctx, m: dict, key: str) -> bool:
     """``m[key].AsBool()`` of a number option (anything else, or a float with no int64 value, refused)."""
     return flexbuffers.as_bool(_flex_integral(ctx, m, key))
+
+
+# -- small helpers shared by several kernel families ----------------------------------------------------
+
+
+#: integers up to these magnitudes are exact in float32 / float64 accumulations
+F32_EXACT = float(2**24)
+F64_EXACT = float(2**53)
+
+
+def apply_activation_to_vector(code: int):
+    """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
+    Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
+    SIGN_BIT apply."""
+    if code == Act.RELU:
+        return lambda v: np.maximum(v, np.float32(0), out=v)
+    if code == Act.RELU_N1_TO_1:
+        return lambda v: np.clip(v, np.float32(-1), np.float32(1), out=v)
+    if code == Act.RELU6:
+        return lambda v: np.clip(v, np.float32(0), np.float32(6), out=v)
+    if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
+        return tanh_inplace
+    if code == Act.SIGN_BIT:
+        return lambda v: np.copyto(v, np.signbit(v))
+    return None
+
+
+def table_index(x: np.ndarray) -> np.ndarray:
+    """The input's bytes as table indices (int8 -> uint8, int16 -> uint16 views; no copy)."""
+    return x.view(np.uint8) if x.dtype.itemsize == 1 else x.view(np.uint16)
+
+
+def table_domain(dtype) -> np.ndarray:
+    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see table_index)."""
+    dt = np.dtype(dtype)
+    unsigned = np.uint8 if dt.itemsize == 1 else np.uint16
+    return np.arange(np.iinfo(unsigned).max + 1, dtype=unsigned).view(dt)
+
+
+def _channel_shape(rank: int, axis: int, n: int) -> tuple[int, ...]:
+    return tuple(n if k == axis else 1 for k in range(rank))
+
+
+def per_channel_params(ctx, t) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) arrays shaped to broadcast along the quantized dimension."""
+    q = t.quantization
+    n = len(q.scale)
+    axis = q.quantized_dimension
+    ctx.check(0 <= axis < len(t.shape) and t.shape[axis] == n,
+              f"{n} per-channel scales do not match dimension {axis} of shape {list(t.shape)}")
+    zp = q.zero_point if len(q.zero_point) == n else (q.zero_point[0] if q.zero_point else 0,) * n
+    shape = _channel_shape(len(t.shape), axis, n)
+    return np.asarray(q.scale, np.float32).reshape(shape), np.asarray(zp, np.int64).reshape(shape)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How one reduction walks its input: reduced axes moved first, then the input viewed as (n, m).
+
+    ``perm`` puts the reduced axes (ascending) before the kept ones, so row i of the (n, m) view holds the
+    i-th reduced element (row-major) of every output, and summing the rows in order repeats the reference
+    kernel's order of accumulation.
+    """
+
+    perm: tuple[int, ...]
+    n: int  # reduced elements per output
+    m: int  # outputs
+
+    @staticmethod
+    def of(shape: Sequence[int], axes: Sequence[int]) -> Reduction:
+        reduced = sorted(axes)
+        kept = [i for i in range(len(shape)) if i not in reduced]
+        n = int(np.prod([shape[i] for i in reduced], dtype=np.int64))
+        m = int(np.prod([shape[i] for i in kept], dtype=np.int64))
+        return Reduction(tuple(reduced + kept), n, m)
+
+    def rows(self, x: np.ndarray) -> np.ndarray:
+        """The input as an (n, m) array (a view when the reduced axes already lead)."""
+        return x.transpose(self.perm).reshape(self.n, self.m)
+
+    def sum_in_order(self, x: np.ndarray, out: np.ndarray) -> None:
+        """out (m elements) = the sum of the n rows, added one after the other in out's dtype."""
+        y = self.rows(x)
+        flat = out.reshape(self.m)
+        if self.m == 1:  # a full reduction: NumPy would sum pairwise, the reference sums in order
+            flat[0] = np.add.accumulate(y[:, 0], dtype=out.dtype)[-1] if self.n else 0
+        else:  # along axis 0 of a C-contiguous (n, m) array NumPy adds row after row (a strided view may
+            # be reordered into a pairwise inner loop, hence the copy when the reduced axes do not lead)
+            np.add.reduce(np.ascontiguousarray(y), axis=0, out=flat, dtype=out.dtype)
+
+
+def check_output_type(ctx, x, k: int = 0) -> None:
+    y = ctx.outputs[k]
+    ctx.check(y.type == x.type, f"{ctx.op_name}: output type {y.type_name} differs from input type {x.type_name}")
+
+
+def movable(t) -> bool:
+    """A type TFLite moves by its bit width (8/16/32/64 bits), as TfLiteTypeGetSizeBits dispatches."""
+    return t.type not in dtypes.OBJECT_TYPES and t.dtype.itemsize in (1, 2, 4, 8)
+
+
+def axis_slices(axis: int, start: int, stop: int) -> tuple:
+    return (slice(None),) * axis + (slice(start, stop),)
+
+
+def index_values(t: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(t).reshape(-1)]

@@ -86,8 +86,14 @@ from ..quant import (
 from ..quant.hybrid import HALF_DOWN_F64
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation, quantized_activation_range
-from .eigen_math import tanh_inplace
+from .common import (  # noqa: F401  (re-exported)
+    F32_EXACT,
+    F64_EXACT,
+    apply_activation_to_vector,
+    clip_ufunc,
+    float_activation,
+    quantized_activation_range,
+)
 from .fully_connected_folded import FullyConnectedQuantizedFolded
 from .registry import OpContext, TensorInfo, register
 
@@ -99,8 +105,6 @@ _INT4 = 17
 _CLIPPING_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
 
 #: float32 / float64 represent every integer up to these exactly.
-F32_EXACT = float(2**24)
-F64_EXACT = float(2**53)
 _I32_LIMIT = float(2**31 - 2)  # |t| below this: round_half_away(t) fits int32 with room for the product's ulp
 
 # -------------------------------------------------------------------------------------------------------------
@@ -350,23 +354,6 @@ class FullyConnectedInt16x16:
 # -------------------------------------------------------------------------------------------------------------
 # Hybrid (dynamic range): float input, int8 weights
 # -------------------------------------------------------------------------------------------------------------
-
-
-def apply_activation_to_vector(code: int):
-    """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
-    Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
-    SIGN_BIT apply."""
-    if code == Act.RELU:
-        return lambda v: np.maximum(v, np.float32(0), out=v)
-    if code == Act.RELU_N1_TO_1:
-        return lambda v: np.clip(v, np.float32(-1), np.float32(1), out=v)
-    if code == Act.RELU6:
-        return lambda v: np.clip(v, np.float32(0), np.float32(6), out=v)
-    if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
-        return tanh_inplace
-    if code == Act.SIGN_BIT:
-        return lambda v: np.copyto(v, np.signbit(v))
-    return None
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,28 +39,18 @@ import numpy as np
 from ..quant.fixedpoint import round_away, trunc_to_int32
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType, BuiltinOperator
+from .common import axis_slices, check_output_type, index_values, movable
 from .registry import OpContext, TensorInfo, register
 
 _STRING = dtypes.TensorType.STRING
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def check_output_type(ctx: OpContext, x: TensorInfo, k: int = 0) -> None:
-    y = ctx.outputs[k]
-    ctx.check(y.type == x.type, f"{ctx.op_name}: output type {y.type_name} differs from input type {x.type_name}")
-
-
 def is_quantized(t: TensorInfo) -> bool:
     return bool(t.quantization.scale)
 
 
-def movable(t: TensorInfo) -> bool:
-    """A type TFLite moves by its bit width (8/16/32/64 bits), as TfLiteTypeGetSizeBits dispatches."""
-    return t.type not in dtypes.OBJECT_TYPES and t.dtype.itemsize in (1, 2, 4, 8)
 
-
-def axis_slices(axis: int, start: int, stop: int) -> tuple:
-    return (slice(None),) * axis + (slice(start, stop),)
 
 # =================================================================================================
 # CONCATENATION
@@ -333,10 +323,6 @@ def prepare_transpose(ctx: OpContext):
 # =================================================================================================
 # TILE, PACK, UNPACK
 # =================================================================================================
-
-
-def index_values(t: np.ndarray) -> list[int]:
-    return [int(v) for v in np.asarray(t).reshape(-1)]
 
 
 def tile_shape(in_shape, multiples, fail=ValueError) -> tuple[int, ...]:

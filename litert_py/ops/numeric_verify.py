@@ -45,8 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .common import flex_bool, flex_float, flex_options
-from .quantize import per_channel_params, table_domain, table_index
+from .common import flex_bool, flex_float, flex_options, per_channel_params, table_domain, table_index
 from .registry import OpContext, register
 
 F32 = np.float32

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .movement import axis_slices, check_output_type, index_values, movable
+from .common import axis_slices, check_output_type, index_values, movable
 from .registry import OpContext, TensorInfo, register
 
 _STRING = dtypes.TensorType.STRING
