@@ -286,6 +286,21 @@ class LstmCell:
         prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
         return prod, x3.reshape(t_, -1).any(axis=1)
 
+    def _sequence_inputs(self, x3, aux3, base) -> np.ndarray:
+        """Every step's gate inputs before the recurrent product ((T, B, G*n) float32): bias (layer norm: 0) +
+        (0 + W_x x) [+ (0 + W_aux aux)], each product skipped for a step whose input is all zeros."""
+        pre, nz = self._input_products(self.x, x3)
+        pre += base
+        if not nz.all():
+            pre[~nz] = base
+        if aux3 is not None:
+            pa, nza = self._input_products(self.aux, aux3)
+            if nza.all():
+                pre += pa
+            else:
+                pre[nza] += pa[nza]
+        return pre
+
     def run(self, x3, aux3, h, c, out3, reverse: bool = False) -> None:
         """The whole sequence: x3 (T, B, I) and aux3 (T, B, A) or None time-major (views allowed), h / c the
         states (updated), out3 (T, B, n_output) written. Per step exactly ``step``'s arithmetic, with the input
@@ -301,17 +316,7 @@ class LstmCell:
         n, k = self.n_cell, d["k"]
         n_g = len(self.x.gates)
         n_batch = x3.shape[1]
-        # gate = bias (layer norm: 0) + (0 + W_x x) [+ (0 + W_aux aux)], skipped for all-zero inputs
-        pre, nz = self._input_products(self.x, x3)
-        pre += d["base"]
-        if not nz.all():
-            pre[~nz] = d["base"]
-        if use_aux:
-            pa, nza = self._input_products(self.aux, aux3)
-            if nza.all():
-                pre += pa
-            else:
-                pre[nza] += pa[nza]
+        pre = self._sequence_inputs(x3, aux3 if use_aux else None, d["base"])
         acc = np.empty((n_batch, n_g * n), F32)
         acc3 = acc.reshape(n_batch, n_g, n)
         hs = np.empty_like(acc)
