@@ -103,7 +103,7 @@ from .common import (
     qparams,
     quantized_multiplier,
 )
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, ALPHA, OUTPUT = 0, 1, 0
 
@@ -772,12 +772,12 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
 @register(BuiltinOperator.SOFTMAX)
 @register(BuiltinOperator.LEAKY_RELU)
 @register(BuiltinOperator.HARD_SWISH)
-def prepare_activation(ctx: OpContext):
+def prepare_activation(ctx: OpContext) -> PreparedOp:
     return _prepare(ctx, _MAKE_FLOAT[ctx.builtin_code])
 
 
 @register(BuiltinOperator.PRELU)
-def prepare_prelu(ctx: OpContext):
+def prepare_prelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, alpha, y = ctx.input(INPUT), ctx.input(ALPHA), ctx.outputs[OUTPUT]
     shape = broadcast_shape(ctx, x.shape, alpha.shape)
@@ -889,7 +889,7 @@ def _lut_activation(ctx: OpContext, x: TensorInfo, y: TensorInfo, fn) -> Activat
 
 
 @register(BuiltinOperator.ELU)
-def prepare_elu(ctx: OpContext):
+def prepare_elu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _I8), f"Only float32 and int8 is supported currently, got {x.type_name}.")
@@ -900,7 +900,7 @@ def prepare_elu(ctx: OpContext):
 
 
 @register(BuiltinOperator.GELU)
-def prepare_gelu(ctx: OpContext):
+def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _I8, _U8, _I16),

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..schema.flexbuffers import as_int32, as_int64
 from .common import flex_options
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32, F64 = np.float32, np.float64
 FILTERBANK_FLOOR = 1e-12  # kFilterbankFloor (mfcc.cc)
@@ -91,7 +91,7 @@ def _next_power_of_two(n: int) -> int:
 
 
 @register("AudioSpectrogram")
-def prepare_audio_spectrogram(ctx: OpContext):
+def prepare_audio_spectrogram(ctx: OpContext) -> PreparedOp:
     m = flex_options(ctx, require_map=True)
     window_size, stride = as_int32(m.get("window_size")), as_int32(m.get("stride"))
     magnitude_squared = as_int64(m.get("magnitude_squared")) != 0
@@ -254,7 +254,7 @@ def _bands_per_channel(terms: np.ndarray, t: MfccTables) -> np.ndarray:
 
 
 @register("Mfcc")
-def prepare_mfcc(ctx: OpContext):
+def prepare_mfcc(ctx: OpContext) -> PreparedOp:
     m = flex_options(ctx, require_map=True)
     # LiteRT stores AsInt64() of each limit in a float field, then hands it to Mfcc as double.
     upper = float(F32(as_int64(m.get("upper_frequency_limit"))))

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 
 def _subgraph_refs(op) -> list[int]:
@@ -107,7 +107,7 @@ class CallOnce:
 
 
 @register(BuiltinOperator.CALL_ONCE, stateful=True)
-def prepare_call_once(ctx: OpContext):
+def prepare_call_once(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 0)
     k = ctx.options.init_subgraph_index
     sub = callee_runtime(ctx, k)
@@ -136,7 +136,7 @@ class While:
 
 
 @register(BuiltinOperator.WHILE, stateful=True)
-def prepare_while(ctx: OpContext):
+def prepare_while(ctx: OpContext) -> PreparedOp:
     n = len(ctx.inputs)
     ctx.check(len(ctx.outputs) == n, f"WHILE has {n} inputs but {len(ctx.outputs)} outputs")
     ctx.check(all(t is not None for t in ctx.inputs), "WHILE inputs must all be present")
@@ -182,7 +182,7 @@ class If:
 
 
 @register(BuiltinOperator.IF, stateful=True)
-def prepare_if(ctx: OpContext):
+def prepare_if(ctx: OpContext) -> PreparedOp:
     cond = ctx.input(0)
     ctx.check(cond.type == dtypes.TensorType.BOOL, f"IF condition must be BOOL, got {cond.type_name}")
     ctx.check(cond.size == 1, f"IF condition must have 1 element, has {cond.size}")

@@ -50,7 +50,7 @@ from .conv_common import (
     quantize_batches,
     requantizer_for,
 )
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = 0, 1, 2, 3
 OUTPUT = 0
@@ -264,7 +264,7 @@ def _static_geometry(ctx: OpContext) -> Geometry | None:
 
 
 @register(BuiltinOperator.TRANSPOSE_CONV)
-def prepare_transpose_conv(ctx: OpContext):
+def prepare_transpose_conv(ctx: OpContext) -> PreparedOp:
     _check(ctx)
     f, x, bias = ctx.input(WEIGHTS), ctx.input(INPUT), ctx.optional_input(BIAS)
     geo = _static_geometry(ctx)

@@ -25,7 +25,7 @@ import numpy as np
 from ..schema.flexbuffers import as_bool, as_float, as_int64
 from .common import flex_options
 from .nms import AREA, XMAX, XMIN, YMAX, YMIN, greedy, greedy_segments, partial_sort
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 
@@ -176,7 +176,7 @@ def _qparams(t) -> tuple[float, float]:
 
 
 @register("TFLite_Detection_PostProcess")
-def prepare_detection_postprocess(ctx: OpContext):
+def prepare_detection_postprocess(ctx: OpContext) -> PreparedOp:
     m = flex_options(ctx, allow_empty=True, require_map=True)
 
     def geti(key, default=0):

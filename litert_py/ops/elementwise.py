@@ -89,7 +89,7 @@ from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import broadcast_shape, clip_ufunc, quantized_activation_range
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
 
@@ -603,7 +603,7 @@ _PREPARE_QUANTIZED = {
 @register(BuiltinOperator.SUB)
 @register(BuiltinOperator.MUL)
 @register(BuiltinOperator.DIV)
-def prepare_arithmetic(ctx: OpContext):
+def prepare_arithmetic(ctx: OpContext) -> PreparedOp:
     op = ctx.builtin_code
     legacy_mul = op == BuiltinOperator.MUL and ctx.input(INPUT1).type == _I16  # int16 x int16 -> int8 / uint8
     a, b = prepare_binary(ctx, (_I8, _U8) if legacy_mul else ())
@@ -631,7 +631,7 @@ def prepare_arithmetic(ctx: OpContext):
 # -- MAXIMUM, MINIMUM -------------------------------------------------------------------------------
 @register(BuiltinOperator.MAXIMUM)
 @register(BuiltinOperator.MINIMUM)
-def prepare_maximum_minimum(ctx: OpContext):
+def prepare_maximum_minimum(ctx: OpContext) -> PreparedOp:
     a, _ = prepare_binary(ctx)
     if a.type not in MINMAX_TYPES:
         raise ctx.fail(f"Type {a.type_name} is currently not supported by Maximum.")
@@ -775,25 +775,25 @@ class AddN:
 
 
 @register(BuiltinOperator.FLOOR_DIV)
-def prepare_floor_div(ctx: OpContext):
+def prepare_floor_div(ctx: OpContext) -> PreparedOp:
     a, _ = _prepare_binary_typed(ctx, (_F32, _I32, _I16, _I8))
     return FloorDivFloat() if a.type == _F32 else FloorDivInt()
 
 
 @register(BuiltinOperator.FLOOR_MOD)
-def prepare_floor_mod(ctx: OpContext):
+def prepare_floor_mod(ctx: OpContext) -> PreparedOp:
     a, _ = _prepare_binary_typed(ctx, (_F32, _I64, _I32, _I16, _I8))
     return FloorMod(a.type != _F32)
 
 
 @register(BuiltinOperator.POW)
-def prepare_pow(ctx: OpContext):
+def prepare_pow(ctx: OpContext) -> PreparedOp:
     a, b = _prepare_binary_typed(ctx, (_F32, _I32))
     return PowFloat() if a.type == _F32 else PowInt(a.shape != b.shape and b.size == 1)
 
 
 @register(BuiltinOperator.SQUARED_DIFFERENCE)
-def prepare_squared_difference(ctx: OpContext):
+def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
     a, b = _prepare_binary_typed(ctx, (_F32, _I32, _I8))
     if a.type != _I8:
         return SquaredDifference()
@@ -819,7 +819,7 @@ def prepare_squared_difference(ctx: OpContext):
 
 
 @register(BuiltinOperator.ATAN2)
-def prepare_atan2(ctx: OpContext):
+def prepare_atan2(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     y, x, out = ctx.input(INPUT1), ctx.input(INPUT2), ctx.outputs[OUTPUT]
     ctx.check(y.shape == x.shape, f"ATAN2: input shapes differ ({list(y.shape)} vs {list(x.shape)}); LiteRT's "
@@ -832,7 +832,7 @@ def prepare_atan2(ctx: OpContext):
 
 
 @register(BuiltinOperator.ADD_N)
-def prepare_add_n(ctx: OpContext):
+def prepare_add_n(ctx: OpContext) -> PreparedOp:
     n = len(ctx.inputs)
     ctx.check(n >= 2, f"ADD_N needs at least 2 inputs, got {n}")
     ctx.check(len(ctx.outputs) == 1, f"ADD_N has 1 output, got {len(ctx.outputs)}")

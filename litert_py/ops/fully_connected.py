@@ -95,7 +95,7 @@ from .common import (  # noqa: F401  (re-exported)
     quantized_activation_range,
 )
 from .fully_connected_folded import FullyConnectedQuantizedFolded
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
 
@@ -406,7 +406,7 @@ def _hybrid_weights(w: np.ndarray) -> np.ndarray:
 
 
 @register(BuiltinOperator.FULLY_CONNECTED)
-def prepare_fully_connected(ctx: OpContext):
+def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) in (2, 3), f"FULLY_CONNECTED takes 2 or 3 inputs, got {len(ctx.inputs)}")
     ctx.check(ctx.options.weights_format == 0, "Unhandled fully-connected weights format (shuffled).")
     x, w = ctx.input(INPUT), ctx.input(WEIGHTS)

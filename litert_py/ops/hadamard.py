@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .common import flex_int32, flex_options
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 INPUT, OUTPUT = 0, 0
@@ -139,7 +139,7 @@ class HadamardRotation:
 
 
 @register("aeq.hadamard_rotation")
-def prepare_hadamard_rotation(ctx: OpContext):
+def prepare_hadamard_rotation(ctx: OpContext) -> PreparedOp:
     m = flex_options(ctx)
     size = flex_int32(ctx, m, "hadamard_size")
     # random_binary_vector is parsed by LiteRT (AsVector of anything else is empty) and never used.

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INT64 = dtypes.TensorType.INT64
 STRING = dtypes.TensorType.STRING
@@ -68,7 +68,7 @@ class Hashtable:
 
 
 @register(BuiltinOperator.HASHTABLE, stateful=True)
-def prepare_hashtable(ctx: OpContext):
+def prepare_hashtable(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 1)
     opts = ctx.options
     _check_pair(ctx, opts.key_dtype, opts.value_dtype)
@@ -95,7 +95,7 @@ class HashtableImport:
 
 
 @register(BuiltinOperator.HASHTABLE_IMPORT, stateful=True)
-def prepare_hashtable_import(ctx: OpContext):
+def prepare_hashtable_import(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 0)
     _check_handle(ctx)
     keys, values = ctx.input(1), ctx.input(2)
@@ -125,7 +125,7 @@ class HashtableFind:
 
 
 @register(BuiltinOperator.HASHTABLE_FIND, stateful=True)
-def prepare_hashtable_find(ctx: OpContext):
+def prepare_hashtable_find(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 1)
     _check_handle(ctx)
     keys, default, out = ctx.input(1), ctx.input(2), ctx.outputs[0]
@@ -146,7 +146,7 @@ class HashtableSize:
 
 
 @register(BuiltinOperator.HASHTABLE_SIZE, stateful=True)
-def prepare_hashtable_size(ctx: OpContext):
+def prepare_hashtable_size(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     _check_handle(ctx)
     out = ctx.outputs[0]

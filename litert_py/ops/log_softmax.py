@@ -40,7 +40,7 @@ from ..quant.gemmlowp import sat_shl_param as _sat_shl
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import FEW_ROWS, Noop, check_equal, check_same_type, qparams, quantized_multiplier
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, OUTPUT = 0, 0
 _F32, _U8, _I8 = TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8
@@ -181,7 +181,7 @@ def _prepare_log_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo)
 
 
 @register(BuiltinOperator.LOG_SOFTMAX)
-def prepare_log_softmax(ctx: OpContext):
+def prepare_log_softmax(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _U8, _I8), f"Only float32, uint8 and int8 are supported currently, got {x.type_name}.")

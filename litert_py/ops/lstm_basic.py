@@ -63,7 +63,7 @@ from ..quant import quantize_multiplier
 from ..quant.gemmlowp import checked_log2, tanh16_table
 from ..quant.gemmlowp import logistic16_table as sigmoid16_table
 from .lstm_cell import sigmoid
-from .registry import OpContext
+from .registry import OpContext, PreparedOp
 
 INPUT, PREV_ACTIV, WEIGHTS, BIASES, PREV_STATE = range(5)
 ACTIV_OUT, STATE_OUT, CONCAT_TEMP, ACTIV_TEMP = range(4)
@@ -190,7 +190,7 @@ class BasicLstmQuantized:
         inputs[PREV_STATE][...] = state
 
 
-def prepare_basic_lstm(ctx: OpContext):
+def prepare_basic_lstm(ctx: OpContext) -> PreparedOp:
     """Prepare of lstm.cc ``basic``: shapes, then (at prepare, where LiteRT waits for Eval) the dtype path."""
     ctx.check(len(ctx.inputs) == 5, f"node->inputs->size != kInputNum ({len(ctx.inputs)} != 5)")
     ctx.check(len(ctx.outputs) == 4, f"node->outputs->size != kOutputNum ({len(ctx.outputs)} != 4)")

@@ -62,7 +62,7 @@ import numpy as np
 
 from .common import flex_float, flex_int32, flex_options
 from .glibc_math import sincosf
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 F64 = np.float64
@@ -292,7 +292,7 @@ class Landmarks2TransformMatrixV1:
 
 
 @register("Landmarks2TransformMatrix")
-def prepare_landmarks2_transform_matrix(ctx: OpContext):
+def prepare_landmarks2_transform_matrix(ctx: OpContext) -> PreparedOp:
     version = _version(ctx)
     m = flex_options(ctx)
     _float_io(ctx, 1)
@@ -369,7 +369,7 @@ class TransformLandmarks:
 
 
 @register("TransformLandmarks")
-def prepare_transform_landmarks(ctx: OpContext):
+def prepare_transform_landmarks(ctx: OpContext) -> PreparedOp:
     version = _version(ctx)
     if version == 1:
         m = flex_options(ctx)
@@ -440,7 +440,7 @@ class TransformTensorBilinear:
 
 
 @register("TransformTensorBilinear")
-def prepare_transform_tensor_bilinear(ctx: OpContext):
+def prepare_transform_tensor_bilinear(ctx: OpContext) -> PreparedOp:
     version = _version(ctx)
     m = flex_options(ctx)
     _float_io(ctx, 2)

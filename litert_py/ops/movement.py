@@ -40,7 +40,7 @@ from ..quant.fixedpoint import round_away, trunc_to_int32
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType, BuiltinOperator
 from .common import axis_slices, check_output_type, index_values, movable
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 _STRING = dtypes.TensorType.STRING
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -101,7 +101,7 @@ class ConcatenationUInt8Rescaled:
 
 
 @register(BuiltinOperator.CONCATENATION)
-def prepare_concatenation(ctx: OpContext):
+def prepare_concatenation(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) >= 1 and len(ctx.outputs) == 1, "CONCATENATION needs inputs and one output")
     ins = [ctx.input(i) for i in range(len(ctx.inputs))]
     t0, out = ins[0], ctx.outputs[0]
@@ -303,7 +303,7 @@ class TransposeDynamic:
 
 
 @register(BuiltinOperator.TRANSPOSE)
-def prepare_transpose(ctx: OpContext):
+def prepare_transpose(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, perm = ctx.input(0), ctx.input(1)
     rank = len(x.shape)
@@ -364,7 +364,7 @@ class TileDynamic:
 
 
 @register(BuiltinOperator.TILE)
-def prepare_tile(ctx: OpContext):
+def prepare_tile(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, mult = ctx.input(0), ctx.input(1)
     check_output_type(ctx, x)
@@ -407,7 +407,7 @@ class Pack:
 
 
 @register(BuiltinOperator.PACK)
-def prepare_pack(ctx: OpContext):
+def prepare_pack(ctx: OpContext) -> PreparedOp:
     n = ctx.options.values_count
     ctx.check(len(ctx.inputs) == n, f"NumInputs(node) != values_count ({len(ctx.inputs)} != {n})")
     ctx.check(n >= 1 and len(ctx.outputs) == 1, "PACK takes values_count >= 1 inputs and one output")
@@ -440,7 +440,7 @@ class Unpack:
 
 
 @register(BuiltinOperator.UNPACK)
-def prepare_unpack(ctx: OpContext):
+def prepare_unpack(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 1, f"UNPACK takes 1 input, got {len(ctx.inputs)}")
     x = ctx.input(0)
     n = ctx.options.num
@@ -503,7 +503,7 @@ def _flip_index(axes, rank: int) -> tuple:
 
 
 @register(BuiltinOperator.REVERSE_V2)
-def prepare_reverse_v2(ctx: OpContext):
+def prepare_reverse_v2(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, axis = ctx.input(0), ctx.input(1)
     ctx.check(len(axis.shape) == 1, f"NumDimensions(axis) != 1 ({len(axis.shape)} != 1)")
@@ -563,7 +563,7 @@ class ReverseSequenceDynamic:
 
 
 @register(BuiltinOperator.REVERSE_SEQUENCE)
-def prepare_reverse_sequence(ctx: OpContext):
+def prepare_reverse_sequence(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, lengths = ctx.input(0), ctx.input(1)
     ctx.check(len(lengths.shape) == 1, f"NumDimensions(seq_lengths) != 1 ({len(lengths.shape)} != 1)")
@@ -643,7 +643,7 @@ class MirrorPadDynamic:
 
 
 @register(BuiltinOperator.MIRROR_PAD)
-def prepare_mirror_pad(ctx: OpContext):
+def prepare_mirror_pad(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, pads = ctx.input(0), ctx.input(1)
     ctx.check(len(pads.shape) == 2, f"NumDimensions(padding_matrix) != 2 ({len(pads.shape)} != 2)")

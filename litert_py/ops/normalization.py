@@ -33,7 +33,7 @@ from ..quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, inv_sqrt_mul
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import FEW_ROWS, Noop
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
 _F32, _U8, _I8 = TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8
@@ -103,7 +103,7 @@ class LocalResponseNormFloat:
 
 
 @register(BuiltinOperator.L2_NORMALIZATION)
-def prepare_l2_normalization(ctx: OpContext):
+def prepare_l2_normalization(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(y.type in (_F32, _U8, _I8), "output->type == kTfLiteFloat32 || output->type == kTfLiteUInt8 || "
@@ -124,7 +124,7 @@ def prepare_l2_normalization(ctx: OpContext):
 
 
 @register(BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION)
-def prepare_local_response_normalization(ctx: OpContext):
+def prepare_local_response_normalization(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(len(x.shape) == 4, f"NumDimensions(input) != 4 ({len(x.shape)} != 4)")

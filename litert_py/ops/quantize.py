@@ -35,7 +35,7 @@ from ..quant.fixedpoint import (
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .common import _channel_shape, clip_ufunc, per_channel_params, table_domain, table_index  # noqa: F401
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
@@ -88,7 +88,7 @@ _DEQUANTIZE_TYPES = {np.dtype(t) for t in (np.uint8, np.int8, np.int16, np.float
 
 
 @register(BuiltinOperator.DEQUANTIZE)
-def prepare_dequantize(ctx: OpContext):
+def prepare_dequantize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     ctx.check(x.type == _INT4 or (x.dtype in _DEQUANTIZE_TYPES and x.type not in dtypes.OBJECT_TYPES),
@@ -208,7 +208,7 @@ def _unsupported(x: TensorInfo, y: TensorInfo) -> str:
 
 
 @register(BuiltinOperator.QUANTIZE)
-def prepare_quantize(ctx: OpContext):
+def prepare_quantize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     ctx.check(bool(y.quantization.scale), "output->quantization.type != kTfLiteAffineQuantization: the QUANTIZE "

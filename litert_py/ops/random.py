@@ -33,7 +33,7 @@ import numpy as np
 from ..schema.model import BuiltinOperator
 from .glibc_math import logf, sincosf
 from .philox import Philox
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 _S32 = np.uint64(32)
 _M128 = (1 << 128) - 1
@@ -146,17 +146,17 @@ def _prepare_random(ctx: OpContext, sample):
 
 
 @register(BuiltinOperator.RANDOM_UNIFORM, stateful=True)
-def prepare_random_uniform(ctx: OpContext):
+def prepare_random_uniform(ctx: OpContext) -> PreparedOp:
     return _prepare_random(ctx, uniform)
 
 
 @register(BuiltinOperator.RANDOM_STANDARD_NORMAL, stateful=True)
-def prepare_random_standard_normal(ctx: OpContext):
+def prepare_random_standard_normal(ctx: OpContext) -> PreparedOp:
     return _prepare_random(ctx, standard_normal)
 
 
 @register(BuiltinOperator.MULTINOMIAL, stateful=True)
-def prepare_multinomial(ctx: OpContext):
+def prepare_multinomial(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     logits, ns = ctx.input(0), ctx.input(1)
     ctx.check_types((np.float32,), 0)

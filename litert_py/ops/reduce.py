@@ -53,7 +53,7 @@ from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, 
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import Reduction, clip_ufunc
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0
 
@@ -285,7 +285,7 @@ _SUM_TYPES = (*_MEAN_TYPES, _BOOL)
 
 @register(BuiltinOperator.MEAN)
 @register(BuiltinOperator.SUM)
-def prepare_mean_sum(ctx: OpContext):
+def prepare_mean_sum(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(axis.type == _I32, f"op_context.axis->type != kTfLiteInt32 ({axis.type_name} != INT32)")
@@ -503,7 +503,7 @@ class ReduceGenericDynamicAxes:
 @register(BuiltinOperator.REDUCE_PROD)
 @register(BuiltinOperator.REDUCE_ANY)
 @register(BuiltinOperator.REDUCE_ALL)
-def prepare_reduce_generic(ctx: OpContext):
+def prepare_reduce_generic(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     code = ctx.builtin_code
@@ -656,7 +656,7 @@ _ARG_TYPES = (_F32, _U8, _I8, _I32, _BOOL)
 
 @register(BuiltinOperator.ARG_MAX)
 @register(BuiltinOperator.ARG_MIN)
-def prepare_arg_max_min(ctx: OpContext):
+def prepare_arg_max_min(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(axis.size == 1, f"NumElements(axis) != 1 ({axis.size} != 1)")
@@ -712,7 +712,7 @@ class Cumsum:
 
 
 @register(BuiltinOperator.CUMSUM)
-def prepare_cumsum(ctx: OpContext):
+def prepare_cumsum(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_I32, _F32, _I64), "input->type == kTfLiteInt32 || input->type == kTfLiteFloat32 || "

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 
 @dataclass(eq=False)
@@ -111,7 +111,7 @@ class AssignVariable:
 
 
 @register(BuiltinOperator.VAR_HANDLE, stateful=True)
-def prepare_var_handle(ctx: OpContext):
+def prepare_var_handle(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 1)
     opts = ctx.options
     # An empty shared_name is unique per op in TF; LiteRT keys it by the names as given, and so do we.
@@ -121,7 +121,7 @@ def prepare_var_handle(ctx: OpContext):
 
 
 @register(BuiltinOperator.READ_VARIABLE, stateful=True)
-def prepare_read_variable(ctx: OpContext):
+def prepare_read_variable(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     out = ctx.outputs[0]
     dtype = np.dtype(object) if out.type in dtypes.OBJECT_TYPES else out.dtype  # strings: object arrays
@@ -133,6 +133,6 @@ def prepare_read_variable(ctx: OpContext):
 
 
 @register(BuiltinOperator.ASSIGN_VARIABLE, stateful=True)
-def prepare_assign_variable(ctx: OpContext):
+def prepare_assign_variable(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 0)
     return AssignVariable(ctx.resources)

@@ -41,7 +41,7 @@ from ..quant import SseMinus128Fix, sse_reduction_sum_vector
 from ..schema.model import BuiltinOperator
 from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
 from .recurrent_common import StepHybridProduct
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 
 def hybrid_matvec(w: np.ndarray, scale, asymmetric: bool) -> FullyConnectedHybrid:
@@ -162,7 +162,7 @@ class RnnStep:
 
 
 @register(BuiltinOperator.RNN, stateful=True)
-def prepare_rnn(ctx: OpContext):
+def prepare_rnn(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5, 1)
     x, w, rec, bias, h = (ctx.input(i) for i in range(5))
     ctx.check(x.dtype == np.float32, f"input type {x.type_name} != FLOAT32")
@@ -197,7 +197,7 @@ def _seq_dims(ctx: OpContext, x: TensorInfo, time_major: bool):
 
 
 @register(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, stateful=True)
-def prepare_unidirectional_sequence_rnn(ctx: OpContext):
+def prepare_unidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5, 1)
     x, w, rec, bias, h = (ctx.input(i) for i in range(5))
     ctx.check(x.dtype == np.float32, f"input type {x.type_name} != FLOAT32")
@@ -258,7 +258,7 @@ class BidirectionalSequenceRnn:
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN, stateful=True)
-def prepare_bidirectional_sequence_rnn(ctx: OpContext):
+def prepare_bidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     o = ctx.options
     merge = bool(o.merge_outputs)
     ctx.check(len(ctx.inputs) == 12, f"node->inputs->size != 12 (got {len(ctx.inputs)})")

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator
 from ..schema.sparsity import densify  # noqa: F401  (the arithmetic lives in schema; tests import it here)
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +43,7 @@ class DensifyConstant:
 
 
 @register(BuiltinOperator.DENSIFY)
-def prepare_densify(ctx: OpContext):
+def prepare_densify(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     ctx.check_types((np.float32, np.float16, np.int8), 0)

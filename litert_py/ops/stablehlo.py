@@ -32,7 +32,7 @@ import numpy as np
 from ..schema.model import BuiltinOperator
 from .control_flow import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
 from .philox import philox4x32
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 from .stablehlo_elementwise import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
 
 B = BuiltinOperator
@@ -58,7 +58,7 @@ class StablehloPad:
 
 
 @register(B.STABLEHLO_PAD)
-def prepare_stablehlo_pad(ctx: OpContext):
+def prepare_stablehlo_pad(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, pv = ctx.input(0), ctx.input(1)
     ctx.check(x.type == pv.type, "operand and padding value types differ")
@@ -120,7 +120,7 @@ class StablehloGather:
 
 
 @register(B.STABLEHLO_GATHER)
-def prepare_stablehlo_gather(ctx: OpContext):
+def prepare_stablehlo_gather(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, ind = ctx.input(0), ctx.input(1)
     ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)), "start indices must be int32 or int64")
@@ -251,7 +251,7 @@ def _reduce_window(ctx: OpContext, fn, window, strides, base_dil, win_dil, paddi
 
 
 @register(B.REDUCE_WINDOW)
-def prepare_reduce_window(ctx: OpContext):
+def prepare_reduce_window(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5)
     vecs = []
     for i in (2, 3, 4):
@@ -266,7 +266,7 @@ def prepare_reduce_window(ctx: OpContext):
 
 
 @register(B.STABLEHLO_REDUCE_WINDOW)
-def prepare_stablehlo_reduce_window(ctx: OpContext):
+def prepare_stablehlo_reduce_window(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     o = ctx.options
     model = ctx.model
@@ -344,7 +344,7 @@ class StablehloScatter:
 
 
 @register(B.STABLEHLO_SCATTER)
-def prepare_stablehlo_scatter(ctx: OpContext):
+def prepare_stablehlo_scatter(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     x, ind, upd = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)),
@@ -399,7 +399,7 @@ class StablehloComposite:
 
 
 @register(B.STABLEHLO_COMPOSITE, stateful=True)
-def prepare_stablehlo_composite(ctx: OpContext):
+def prepare_stablehlo_composite(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) > 0, "STABLEHLO_COMPOSITE needs at least one input")
     ctx.check(all(t is not None for t in ctx.inputs), "STABLEHLO_COMPOSITE inputs must all be present")
     sub = callee_runtime(ctx, int(ctx.options.decomposition_subgraph_index))
@@ -428,7 +428,7 @@ class StablehloCase:
 
 
 @register(B.STABLEHLO_CASE, stateful=True)
-def prepare_stablehlo_case(ctx: OpContext):
+def prepare_stablehlo_case(ctx: OpContext) -> PreparedOp:
     index = ctx.input(0)
     ctx.check(index.dtype == np.dtype(np.int32) and index.size == 1, "the branch index must be one int32")
     ks = [int(k) for k in (ctx.options.branch_subgraph_indices or [])]
@@ -506,7 +506,7 @@ class RngBitGenerator:
 
 
 @register(B.STABLEHLO_RNG_BIT_GENERATOR)
-def prepare_rng_bit_generator(ctx: OpContext):
+def prepare_rng_bit_generator(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 2)
     state, key_out, out = ctx.input(0), ctx.outputs[0], ctx.outputs[1]
     ctx.check(state.dtype == np.dtype(np.uint64) and len(state.shape) == 1, "initial state must be 1-D uint64")

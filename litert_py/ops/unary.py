@@ -57,7 +57,7 @@ from ..quant import (
 from ..quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, OUTPUT = 0, 0
 
@@ -263,7 +263,7 @@ def prepare_unary_quantized(ctx: OpContext, x: TensorInfo):
 @register(BuiltinOperator.SIGN)
 @register(BuiltinOperator.LOGICAL_NOT)
 @register(BuiltinOperator.ZEROS_LIKE)
-def prepare_unary(ctx: OpContext):
+def prepare_unary(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x = ctx.input(INPUT)
     y = ctx.outputs[OUTPUT]
@@ -306,7 +306,7 @@ class ComplexAbs:
 @register(BuiltinOperator.REAL)
 @register(BuiltinOperator.IMAG)
 @register(BuiltinOperator.COMPLEX_ABS)
-def prepare_complex_part(ctx: OpContext):
+def prepare_complex_part(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     want = {TensorType.COMPLEX64: _F32, TensorType.COMPLEX128: _F64}.get(x.type)
