@@ -22,8 +22,10 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sp: SparsityParameters) 
     meta = sp.dim_metadata
     levels = len(order)
     if levels != rank + len(block_map) or len(meta) != levels or sorted(order) != list(range(levels)):
-        raise ValueError(f"sparsity: traversal_order {order} / {len(meta)} dim_metadata do not match rank {rank} "
-                         f"with {len(block_map)} block dimensions")
+        raise ValueError(
+            f"sparsity: traversal_order {order} / {len(meta)} dim_metadata do not match rank {rank} "
+            f"with {len(block_map)} block dimensions"
+        )
     if any(o >= rank for o in order[:rank]) or any(not 0 <= b < rank for b in block_map):
         raise ValueError("sparsity: block dimensions must come after the original ones in traversal_order")
     if any(meta[level].format != DENSE for level in range(rank, levels)):
@@ -43,8 +45,7 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sp: SparsityParameters) 
         if m.format == DENSE:
             s = int(m.dense_size)
             prev = (prev[:, None] * s + np.arange(s)).reshape(-1)
-            cols = [np.repeat(c, s) for c in cols] + [np.tile(np.arange(s, dtype=np.int64), prev.size // s if s
-                                                              else 0)]
+            cols = [np.repeat(c, s) for c in cols] + [np.tile(np.arange(s, dtype=np.int64), prev.size // s if s else 0)]
         elif m.format == SPARSE_CSR:
             seg = np.asarray(m.array_segments, np.int64)
             ind = np.asarray(m.array_indices, np.int64)
