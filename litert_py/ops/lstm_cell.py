@@ -171,6 +171,21 @@ class GateProducts:
 
 
 @dataclass(frozen=True, eq=False)
+class SequencePlan:
+    """The stacked constants of ``LstmCell.run`` (gates in the order (i,) f, c, o), built once with the cell."""
+
+    fast: bool  # the stacked sequence path applies (no sparse hybrid product; else step by step)
+    k: int  # the sigmoid gates before the cell gate: (i,) f
+    base: np.ndarray  # (G*n,) float32: the stacked biases (layer norm: 0)
+    peep_if: np.ndarray | None  # (k, n) peephole weights of (i,) f
+    ln_ifc: np.ndarray | None  # (k+1, n) layer-norm weights of (i,) f, c
+    bias_ifc: np.ndarray | None  # (k+1, n) biases of (i,) f, c (with layer norm)
+    diag: np.ndarray | None  # (G, n) diagonal recurrent weights
+    h_fc: StepHybridProduct | None  # hybrid recurrent product (fast path)
+    proj_fc: StepHybridProduct | None  # hybrid projection (fast path)
+
+
+@dataclass(frozen=True, eq=False)
 class LstmCell:
     x: GateProducts
     aux: GateProducts | None
@@ -199,17 +214,16 @@ class LstmCell:
         k = len(gates) - 2  # the sigmoid gates before the cell gate: (i,) f
         ln = bool(self.ln)
         base = np.zeros(n * len(gates), F32) if ln else np.concatenate([self.bias[g] for g in gates])
-        d = {"fast": fast, "k": k, "base": base,
-             "peep_if": np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
-             "ln_ifc": np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
-             "bias_ifc": np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
-             "diag": None if self.h.combined is not None else
-             np.stack([self.h.per_gate[g].diag for g in gates])}
-        if fast:
-            hp, pp = self.h.combined, self.proj
-            d["h_fc"] = StepHybridProduct.of(hp.fc) if hp is not None and hp.fc is not None else None
-            d["proj_fc"] = StepHybridProduct.of(pp.fc) if pp is not None and pp.fc is not None else None
-        object.__setattr__(self, "_seq", d)
+        hp, pp = self.h.combined, self.proj
+        plan = SequencePlan(
+            fast=fast, k=k, base=base,
+            peep_if=np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
+            ln_ifc=np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
+            bias_ifc=np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
+            diag=None if self.h.combined is not None else np.stack([self.h.per_gate[g].diag for g in gates]),
+            h_fc=StepHybridProduct.of(hp.fc) if fast and hp is not None and hp.fc is not None else None,
+            proj_fc=StepHybridProduct.of(pp.fc) if fast and pp is not None and pp.fc is not None else None)
+        object.__setattr__(self, "_seq", plan)
 
     def _gate(self, g, xs, auxs, hs, c, act):
         ln = self.ln.get(g)
@@ -309,26 +323,26 @@ class LstmCell:
         n_steps = x3.shape[0]
         order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
         use_aux = aux3 is not None and self.aux is not None
-        if not d["fast"]:
+        if not d.fast:
             for t in order:
                 self.step(x3[t], aux3[t] if use_aux else None, h, c, out3[t])
             return
-        n, k = self.n_cell, d["k"]
+        n, k = self.n_cell, d.k
         n_g = len(self.x.gates)
         n_batch = x3.shape[1]
-        pre = self._sequence_inputs(x3, aux3 if use_aux else None, d["base"])
+        pre = self._sequence_inputs(x3, aux3 if use_aux else None, d.base)
         acc = np.empty((n_batch, n_g * n), F32)
         acc3 = acc.reshape(n_batch, n_g, n)
         hs = np.empty_like(acc)
         hp = self.h.combined
         hybrid_h = hp is not None and hp.fc is not None
-        h_fc, proj_fc = d["h_fc"], d["proj_fc"]
+        h_fc, proj_fc = d.h_fc, d.proj_fc
         wt = hp.wt if hp is not None and hp.fc is None else None
         mm_h = _float_dot(wt)
         mm_p = _float_dot(self.proj.wt if self.proj is not None and self.proj.fc is None else None)
-        diag = d["diag"]
-        peep_if, peep_o = d["peep_if"], self.peep.get("o")
-        ln_ifc, bias_ifc = d["ln_ifc"], d["bias_ifc"]
+        diag = d.diag
+        peep_if, peep_o = d.peep_if, self.peep.get("o")
+        ln_ifc, bias_ifc = d.ln_ifc, d.bias_ifc
         ln_o, bias_o = self.ln.get("o"), self.bias["o"]
         act, cifg, tanh_act = self.act, k == 1, self.tanh_act
         # without peephole and layer norm the output gate does not wait for the new cell state: one sigmoid
