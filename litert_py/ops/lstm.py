@@ -86,8 +86,8 @@ from .lstm_cell import LstmCell, build_cell, check_state_sizes, check_states, fu
 from .lstm_common import CELL_STATE, OUT_STATE
 from .lstm_integer import build_integer_cell
 from .lstm_integer8 import prepare_lstm_8x8_8
+from .recurrent_common import bidirectional_views
 from .registry import OpContext, PreparedOp, register
-from .rnn import bidirectional_views
 
 # -------------------------------------------------------------------------------------------------------------
 # Prepared ops

@@ -13,9 +13,9 @@ from ..quant import (
 )
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc
+from .common import apply_activation_to_vector, clip_ufunc
 from .eigen_math import logistic_into, tanh_inplace
-from .fully_connected import apply_activation_to_vector
+from .hybrid_fc import hybrid_matvec
 from .lstm_common import (
     BIAS,
     CELL_STATE,
@@ -35,7 +35,6 @@ from .lstm_common import (
 )
 from .recurrent_common import StepHybridProduct
 from .registry import OpContext, TensorInfo
-from .rnn import hybrid_matvec
 
 
 def sigmoid(v: np.ndarray) -> None:

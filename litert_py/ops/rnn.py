@@ -37,21 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import SseMinus128Fix, sse_reduction_sum_vector
 from ..schema.model import BuiltinOperator
-from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
-from .recurrent_common import StepHybridProduct
+from .common import apply_activation_to_vector
+from .hybrid_fc import hybrid_matvec
+from .recurrent_common import StepHybridProduct, bidirectional_views
 from .registry import OpContext, PreparedOp, TensorInfo, register
-
-
-def hybrid_matvec(w: np.ndarray, scale, asymmetric: bool) -> FullyConnectedHybrid:
-    """A prepared hybrid product ``x -> f32(dot(q(x), w)) * f32(sf * scale)`` for the int8 matrix ``w``;
-    ``scale``: one float, or one per row of ``w`` (float32)."""
-    wi = w.view(np.int8) if w.dtype == np.uint8 else w
-    return FullyConnectedHybrid(np.ascontiguousarray(wi.T, dtype=np.float64),
-                                sse_reduction_sum_vector(wi).astype(np.float64) if asymmetric else None,
-                                SseMinus128Fix.build(wi, np.float64), np.asarray(scale, dtype=np.float32), None,
-                                asymmetric, wi.shape[1], wi.shape[0], None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,26 +205,6 @@ def prepare_unidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
 # -------------------------------------------------------------------------------------------------------------
 # BIDIRECTIONAL_SEQUENCE_RNN
 # -------------------------------------------------------------------------------------------------------------
-
-
-def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: bool, use_aux: bool,
-                        time_major: bool):
-    """Time-major views (x, backward input, aux or None, forward output, backward output) of a bidirectional
-    sequence op's arrays: merged outputs split at ``n_fw``; batch-major arrays transposed (views, so writes
-    land in the outputs). Shared by BIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_LSTM."""
-    fw_out = outputs[0]
-    if merge:
-        bw_out, fw_out = fw_out[..., n_fw:], fw_out[..., :n_fw]
-    else:
-        bw_out = outputs[1]
-    bw_x = aux if bw_reads_aux else x
-    real_aux = aux if use_aux else None
-    if not time_major:
-        x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
-        fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
-        if real_aux is not None:
-            real_aux = real_aux.transpose(1, 0, 2)
-    return x, bw_x, real_aux, fw_out, bw_out
 
 
 @dataclass(frozen=True, eq=False)

@@ -35,7 +35,8 @@ from ..quant import (
 )
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
+from .common import apply_activation_to_vector
+from .hybrid_fc import FullyConnectedHybrid
 from .registry import OpContext, PreparedOp, register
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
