@@ -31,6 +31,7 @@ import numpy as np
 
 from .batch import ModelRunner, Sample
 from .errors import BatchError
+from .runtime.values import check_value_type
 
 __all__ = ["LiteRTPredictor", "run_on_ray"]
 
@@ -147,10 +148,7 @@ def run_on_ray(
             arrays = runner.arrays(s)
             for a, d in zip(arrays, runner.inputs):  # checked here: Arrow cannot even hold mixed dtypes in a column
                 if a.dtype != d["dtype"]:
-                    raise ValueError(
-                        f"Cannot set tensor: Got value of type {a.dtype.name.upper()} but expected type "
-                        f"{np.dtype(d['dtype']).name.upper()} for input {d['index']}, name: {d['name']} "
-                    )
+                    check_value_type(a.dtype, d["dtype"], d["index"], d["name"])
         except Exception as e:
             raise BatchError(f"sample {i}: {type(e).__name__}: {e}", i) from e
         rows.append({INDEX: i, **dict(zip(runner.input_names, arrays))})

@@ -1,4 +1,4 @@
-"""The numpy fallback for the C library's float functions (litert_py/ops/libm.py), forced on this machine.
+"""The numpy fallback for the C library's float functions (litert_py/libm.py), forced on this machine.
 
 Where no libm loads (WebAssembly, or LITERT_PY_NO_LIBM=1) litert_py evaluates expf/expm1f/tanhf/logf in float64
 and rounds once. These tests force that path, check the loader really falls back, bound the distance to glibc
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from litert_py.ops import libm as L
+from litert_py import libm as L
 from litert_py.schema.writer import quant
 
 from .oracle import T, run_litert, run_ours, single_op_model

@@ -2,7 +2,7 @@
 
 litert_py calls libm's expf/expm1f/tanhf/logf (ctypes) where LiteRT's kernels do (LUT builders at prepare, Eigen's
 scalar logistic). Without a loadable libm (or with LITERT_PY_NO_LIBM=1) it uses the float64 function rounded once
-to float32 (litert_py/ops/libm.py). This prints, per function, the ulp distance to libm of that fallback and of
+to float32 (litert_py/libm.py). This prints, per function, the ulp distance to libm of that fallback and of
 numpy's own float32 function, over random float32 inputs of each function's useful domain, and how many entries
 of the quantized LUTs that use them change (int8 LOGISTIC/TANH over a range of scales, the integer LSTM's int16
 sigmoid/tanh tables).
@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from litert_py.ops import libm as L
+from litert_py import libm as L
 
 F32 = np.float32
 DOMAINS = {"expf": (-87.0, 88.0), "expm1f": (-20.0, 20.0), "tanhf": (-10.0, 10.0), "logf": (1e-30, 1e30)}

@@ -95,8 +95,8 @@ def main() -> int:
         return 2
     with atheris.instrument_imports():
         import litert_py
+        from litert_py import limits
         from litert_py.errors import InvalidModelError, LiteRTError
-        from litert_py.runtime import limits
         from litert_py.schema.reader import read_model
     limits.MAX_ARENA_BYTES = 64 << 20
 

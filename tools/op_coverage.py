@@ -2483,11 +2483,13 @@ def render(rows: dict[str, dict[str, Cell]], crashes: Sequence[str] = ()) -> str
         "",
         "## Table",
         "",
-        "| op | " + " | ".join(COLUMNS) + " |",
-        "|---|" + "---|" * len(COLUMNS),
+        "`module`: the litert_py module whose kernel the op is registered by (litert_py/ops/...).",
+        "",
+        "| op | module | " + " | ".join(COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
     ]
     for op, cells in rows.items():
-        lines.append(f"| {op} | " + " | ".join(cells[c].text for c in COLUMNS) + " |")
+        lines.append(f"| {op} | {kernel_module(op)} | " + " | ".join(cells[c].text for c in COLUMNS) + " |")
     no_kernel = [op for op, cells in rows.items()
                  if any(c.status == "missing" for c in cells.values())
                  and all(n.startswith("UnsupportedOpError") for c in cells.values() if c.status == "missing"
@@ -2542,8 +2544,27 @@ def grouped_notes(notes: Sequence[tuple[str, str]]) -> list[str]:
             for reason, labels in by_reason.items()]
 
 
-def parse_table(text: str) -> dict[str, dict[str, str]]:
-    """The dashboard's table back to {op: {column: cell}} (used by tests)."""
+def kernel_module(op: str) -> str:
+    """The module that registers ``op``'s kernel, as ``ops/<name>.py`` (``-`` when litert_py has none)."""
+    from litert_py.ops import registry
+
+    if op in CUSTOM_OPS:
+        entry = registry.lookup(int(BuiltinOperator.CUSTOM), op)
+    else:
+        entry = registry.lookup(int(BuiltinOperator[op]), None)
+    if entry is None:
+        return "-"
+    return entry.prepare.__module__.removeprefix("litert_py.").replace(".", "/") + ".py"
+
+
+def parse_modules(text: str) -> dict[str, str]:
+    """The dashboard's op -> module column (used by tests)."""
+    return {op: cells["module"] for op, cells in parse_table(text, keep_module=True).items()}
+
+
+def parse_table(text: str, keep_module: bool = False) -> dict[str, dict[str, str]]:
+    """The dashboard's table back to {op: {column: cell}} (used by tests); the module column only with
+    ``keep_module``."""
     rows, header = {}, None
     for line in text.splitlines():
         if not line.startswith("| "):
@@ -2553,7 +2574,10 @@ def parse_table(text: str) -> dict[str, dict[str, str]]:
             header = parts[1:]
             continue
         if header is not None and len(parts) == len(header) + 1:
-            rows[parts[0]] = dict(zip(header, parts[1:]))
+            row = dict(zip(header, parts[1:]))
+            if not keep_module:
+                row.pop("module", None)
+            rows[parts[0]] = row
     return rows
 
 

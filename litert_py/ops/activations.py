@@ -67,28 +67,43 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..libm import libm_float
 from ..quant import (
-    INT32_MAX,
-    INT32_MIN,
     downscale_int32_to_int16_multiplier,
     dtype_range,
     lut_int8,
     lut_int16,
     lut_lookup_int16,
     multiply_by_quantized_multiplier,
-    quantize_multiplier,
     round_away,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
     trunc_to_int32,
     wrap32,
 )
+from ..quant.gemmlowp import (
+    checked_log2,
+    exp_on_negative_values,
+    get_reciprocal,
+    rdbpot16,
+    sat_shl16,
+    sdhm16,
+    srdhm16,
+    wrap16,
+)
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
-from .common import broadcast_shape, clip_ufunc
-from .libm import libm_float
-from .reduce import Reduction
-from .registry import OpContext, TensorInfo, register
+from .common import (
+    Noop,
+    Reduction,
+    broadcast_shape,
+    check_equal,
+    check_same_type,
+    clip_ufunc,
+    qparams,
+    quantized_multiplier,
+)
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, ALPHA, OUTPUT = 0, 1, 0
 
@@ -198,14 +213,6 @@ class SoftmaxFloat:
 
 
 @dataclass(frozen=True, eq=False)
-class Noop:
-    """An op over an empty tensor: nothing to compute."""
-
-    def __call__(self, inputs, outputs):
-        pass
-
-
-@dataclass(frozen=True, eq=False)
 class PreluFloat:
     """``x >= 0 ? x : x * alpha``, alpha (inputs[1]) broadcast to x's shape.
 
@@ -297,11 +304,10 @@ srdhm = saturating_rounding_doubling_high_mul
 rdbpot = rounding_divide_by_pot
 
 
-# the C library's float32 functions (what LiteRT's kernels call), used at prepare only; see ops/libm.py
+# the C library's float32 functions (what LiteRT's kernels call), used at prepare only; see litert_py/libm.py
 _expf = libm_float("expf")
 _expm1f = libm_float("expm1f")
 _tanhf = libm_float("tanhf")
-_logf = libm_float("logf")
 
 
 def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
@@ -312,103 +318,6 @@ def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
 def _exp_f64(v: np.ndarray) -> np.ndarray:
     """``std::exp(double)`` (libm, through Python's math module): SoftmaxPrepare's int16 exp LUT."""
     return np.array([math.exp(t) for t in v.tolist()], np.float64)
-
-
-def _checked_log2(x: float) -> tuple[bool, int]:
-    """quantization_util.cc CheckedLog2, in float32: ``(|frac(log2 x)| < 1e-3, round(log2 x))``."""
-    with np.errstate(all="ignore"):
-        lg = np.float32(_logf(np.float32(x)) * (_ONE / _logf(np.float32(2))))
-        r = round_away(lg)
-        frac = np.float32(lg - r)
-    return bool(abs(frac) < np.float32(1e-3)), int(trunc_to_int32(r))
-
-
-def sat_pot(x, e: int):
-    """gemmlowp SaturatingRoundingMultiplyByPOT<e> on int32 raw values."""
-    if e > 0:
-        thr = (1 << (31 - e)) - 1
-        return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
-    return rdbpot(x, -e) if e < 0 else x
-
-
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
-               (4, 242))  # exp(-2^k) in Q0.31
-
-
-def exp_on_negative_values(a, integer_bits: int):
-    """gemmlowp ``exp_on_negative_values`` (int32, Q``integer_bits`` in, Q0.31 out) for ``a <= 0``."""
-    fb = 31 - integer_bits
-    quarter = 1 << (fb - 2)
-    a_mod = wrap32((a & (quarter - 1)) - quarter)  # a mod 1/4, minus 1/4: in [-1/4, 0)
-    # exp_on_interval_between_negative_one_quarter_and_0_excl(Rescale<0>(a_mod)): Taylor around -1/8
-    x = wrap32(sat_pot(a_mod, integer_bits) + (1 << 28))
-    x2 = srdhm(x, x)
-    x3 = srdhm(x2, x)
-    x4 = srdhm(x2, x2)
-    t = rdbpot(wrap32(srdhm(wrap32(rdbpot(x4, 2) + x3), 715827883) + x2), 1)
-    result = wrap32(1895147668 + srdhm(1895147668, wrap32(x + t)))
-    remainder = wrap32(a_mod - a)
-    for k, c in _EXP_BARREL:
-        if integer_bits > k:
-            result = np.where(remainder & (1 << (fb + k)), srdhm(result, c), result)
-    if integer_bits > 5:
-        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
-    return np.where(a == 0, INT32_MAX, result)
-
-
-def one_over_one_plus_x_for_x_in_0_1(a):
-    """gemmlowp ``one_over_one_plus_x_for_x_in_0_1`` (int32, Q0.31 in and out; Newton-Raphson, 3 steps) for
-    ``0 <= a < 2^31``, the range GetReciprocal gives it. There ``RoundingHalfSum(a, 1)`` is ``(a + 2^31) >> 1``,
-    no SRDHM operand is INT32_MIN and the Newton corrections stay below 2^25 (the error starts under 1/17 and
-    squares), so only the final Rescale<0> can saturate (at ``a == 0``). Works on Python ints and int64 arrays."""
-    half_denominator = (a + (1 << 31)) >> 1
-    x = 1515870810 + ((half_denominator * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
-    for _ in range(3):
-        one_minus = (1 << 29) - ((half_denominator * x + (1 << 30)) >> 31)
-        x = x + (((x * one_minus + (1 << 30)) >> 31) << 2)
-    x = x << 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
-    return min(x, INT32_MAX) if isinstance(x, int) else np.minimum(x, INT32_MAX)
-
-
-def get_reciprocal(x, x_integer_digits: int):
-    """common.h ``GetReciprocal``: ``(1 / x as a Q0.31 scale, num_bits_over_unit)`` for int32 ``x > 0`` (a Python
-    int or an int64 array)."""
-    u = x & 0xFFFFFFFF
-    if isinstance(u, int):
-        headroom_plus_one = 32 - u.bit_length()  # CountLeadingZeros(uint32)
-    else:
-        headroom_plus_one = 32 - np.frexp(u.astype(np.float64))[1].astype(np.int64)
-    shifted_minus_one = ((u << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)  # in [0, 2^31): bit 31 was set
-    return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - headroom_plus_one
-
-
-# 16-bit helpers of HARD_SWISH (reference/hard_swish.h, gemmlowp int16 overloads), on int64 arrays.
-def _wrap16(v):
-    return ((v + 32768) & 0xFFFF) - 32768
-
-
-def _srdhm16(a, b):
-    """gemmlowp SaturatingRoundingDoublingHighMul<int16>: ``(a*b + 2^14) >> 15``, ties up."""
-    return np.where((a == -32768) & (b == -32768), 32767, (a * b + (1 << 14)) >> 15)
-
-
-def _sdhm16(a, b):
-    """reference/hard_swish.h SaturatingDoublingHighMul: ``a*b / 2^15`` truncated toward zero."""
-    p = a * b
-    return np.where((a == -32768) & (b == -32768), 32767, _wrap16(np.where(p >= 0, p >> 15, -((-p) >> 15))))
-
-
-def _rdbpot16(x, e: int):
-    """gemmlowp RoundingDivideByPOT<int16_t>. For ``e >= 16`` its mask ``(1 << e) - 1`` wraps to -1 in int16,
-    which turns the result into 1 for ``x >= 0`` and -1 for ``x < 0`` (reproduced, not fixed)."""
-    if e >= 16:
-        return np.where(x >= 0, 1, -1)
-    return rdbpot(x, e)
-
-
-def _sat_shl16(x, amount: int):
-    """reference/hard_swish.h SaturatingLeftShift: ``x * 2^amount`` clamped to int16."""
-    return np.clip(np.left_shift(x, min(amount, 17)), -32768, 32767)  # beyond 17 every nonzero x saturates
 
 
 def _all_values(dtype) -> np.ndarray:
@@ -560,31 +469,6 @@ class PreluInt16:
 
 
 # -- quantized prepare ---------------------------------------------------------------------------------
-def quantized_multiplier(ctx: OpContext, real, what: str) -> tuple[int, int]:
-    """QuantizeMultiplier(real) -> (M, shift); non-finite multipliers and shifts past 31 (undefined behaviour in
-    LiteRT) are refused."""
-    r = float(real)
-    if not math.isfinite(r):
-        raise ctx.fail(f"the {what} multiplier {r} is not finite (a zero or missing scale)")
-    m, shift = quantize_multiplier(r)
-    if shift > 31:
-        raise ctx.fail(f"the {what} multiplier {r} is too large for LiteRT's 32-bit fixed point (shift {shift})")
-    return m, shift
-
-
-def qparams(ctx: OpContext, t: TensorInfo) -> tuple[np.float32, int]:
-    ctx.check(len(t.quantization.scale) >= 1, f"tensor '{t.name}' ({t.type_name}) has no quantization scale")
-    return np.float32(t.scale), int(t.zero_point)
-
-
-def check_same_type(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> None:
-    ctx.check(y.type == x.type, f"{y.type_name} != {x.type_name}: the output type must match the input type")
-
-
-def check_equal(ctx: OpContext, a, b, what: str) -> None:
-    ctx.check(a == b, f"{what} != {b} ({a} != {b})")
-
-
 def _table(values: np.ndarray, dtype) -> ActivationLut:
     """An ActivationLut from int64 results (in _all_values order), cast to the output type (wrapping, as
     ``static_cast<T>`` does)."""
@@ -658,18 +542,18 @@ def _prepare_hard_swish_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     m_out16 = int(downscale_int32_to_int16_multiplier(m_out))
     m_relu16 = int(downscale_int32_to_int16_multiplier(m_relu))
 
-    hires_v = _wrap16(_wrap16(_all_values(x.dtype) - zi) * 128)
-    preshift_out = _srdhm16(hires_v, m_out16)
+    hires_v = wrap16(wrap16(_all_values(x.dtype) - zi) * 128)
+    preshift_out = srdhm16(hires_v, m_out16)
     r = hires_v
     if e_relu > 0:
-        r = _sat_shl16(r, e_relu - 1)
-    r = _srdhm16(r, m_relu16)
+        r = sat_shl16(r, e_relu - 1)
+    r = srdhm16(r, m_relu16)
     if e_relu > 0:
-        r = _sat_shl16(r, 1)
+        r = sat_shl16(r, 1)
     elif e_relu < 0:
-        r = _rdbpot16(r, -e_relu)
+        r = rdbpot16(r, -e_relu)
     r = (r + (1 << 15)) >> 1  # [-1, 1] -> [0, 1]
-    out = _wrap16(_rdbpot16(_sdhm16(r, preshift_out), -e_out) + zo)  # int16 += zero point: wraps
+    out = wrap16(rdbpot16(sdhm16(r, preshift_out), -e_out) + zo)  # int16 += zero point: wraps
     return _table(np.clip(out, *dtype_range(x.dtype)), x.dtype)
 
 
@@ -735,7 +619,7 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
         check_equal(ctx, zo, 0, "output->params.zero_point")
     check_equal(ctx, zi, 0, "input->params.zero_point")
     check_equal(ctx, zo, 0, "output->params.zero_point")
-    pot, log2_in = _checked_log2(s_in)
+    pot, log2_in = checked_log2(s_in)
     left_shift = (15 - 3) + log2_in
     pot = pot and (left_shift in ((0, 1) if tanh else (0,)))
     multiplier = 0
@@ -746,7 +630,7 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
             left_shift += 1
             m *= 2.0
         multiplier = int(trunc_to_int32(m))
-    ok, log2_out = _checked_log2(s_out)
+    ok, log2_out = checked_log2(s_out)
     ctx.check(ok, "CheckedLog2(output->params.scale, &output_scale_log2_rounded) was not true.")
     check_equal(ctx, log2_out, -15, "output_scale_log2_rounded")
     out = _logistic_tanh_int16(_all_values(np.int16), multiplier, left_shift, tanh)
@@ -888,7 +772,7 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
 @register(BuiltinOperator.SOFTMAX)
 @register(BuiltinOperator.LEAKY_RELU)
 @register(BuiltinOperator.HARD_SWISH)
-def prepare_activation(ctx: OpContext):
+def prepare_activation(ctx: OpContext) -> PreparedOp:
     x = ctx.input(INPUT)
     if ctx.builtin_code == _OP.SOFTMAX and x is not None and x.type == TensorType.FLOAT32:
         ctx.check(not x.shape or x.shape[-1] > 0 or 0 in x.shape[:-1],
@@ -898,7 +782,7 @@ def prepare_activation(ctx: OpContext):
 
 
 @register(BuiltinOperator.PRELU)
-def prepare_prelu(ctx: OpContext):
+def prepare_prelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, alpha, y = ctx.input(INPUT), ctx.input(ALPHA), ctx.outputs[OUTPUT]
     shape = broadcast_shape(ctx, x.shape, alpha.shape)
@@ -1010,7 +894,7 @@ def _lut_activation(ctx: OpContext, x: TensorInfo, y: TensorInfo, fn) -> Activat
 
 
 @register(BuiltinOperator.ELU)
-def prepare_elu(ctx: OpContext):
+def prepare_elu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _I8), f"Only float32 and int8 is supported currently, got {x.type_name}.")
@@ -1021,7 +905,7 @@ def prepare_elu(ctx: OpContext):
 
 
 @register(BuiltinOperator.GELU)
-def prepare_gelu(ctx: OpContext):
+def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _I8, _U8, _I16),

@@ -43,52 +43,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .registry import OpContext, register
+from ..schema.flexbuffers import as_int32, as_int64
+from .common import flex_options
+from .registry import OpContext, PreparedOp, register
 
 F32, F64 = np.float32, np.float64
 FILTERBANK_FLOOR = 1e-12  # kFilterbankFloor (mfcc.cc)
-
-
-# ----------------------------------------------------------------------------------------------
-# Options: flexbuffers::Reference::AsInt64 / AsBool semantics
-# ----------------------------------------------------------------------------------------------
-
-
-def _options(ctx: OpContext) -> dict:
-    from flatbuffers import flexbuffers
-
-    # LiteRT's Init calls flexbuffers::GetRoot(buffer, length).AsMap() unchecked and crashes on empty options.
-    ctx.check(bool(ctx.custom_options), f"{ctx.op_name} needs its options as a FlexBuffer map (custom options "
-                                        "are empty)")
-    try:
-        m = flexbuffers.Loads(bytes(ctx.custom_options))
-    except Exception as e:  # malformed flexbuffer
-        raise ctx.fail(f"custom options are not a valid FlexBuffer map: {e}") from None
-    ctx.check(isinstance(m, dict), "custom options must be a FlexBuffer map")
-    return m
-
-
-def _as_int64(v) -> int:
-    """flexbuffers AsInt64: null -> 0, float truncated toward zero, string parsed, vector/map -> size."""
-    if v is None:
-        return 0
-    if isinstance(v, bool | int):
-        return int(v)
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) else 0
-    if isinstance(v, str | bytes):
-        try:
-            return int(v)
-        except ValueError:
-            return 0
-    if isinstance(v, list | tuple | dict):
-        return len(v)
-    return 0
-
-
-def _as_int32(v) -> int:
-    """AsInt64 stored into a C ``int`` (two's-complement wrap)."""
-    return (_as_int64(v) + 2**31) % 2**32 - 2**31
 
 
 # ----------------------------------------------------------------------------------------------
@@ -131,10 +91,10 @@ def _next_power_of_two(n: int) -> int:
 
 
 @register("AudioSpectrogram")
-def prepare_audio_spectrogram(ctx: OpContext):
-    m = _options(ctx)
-    window_size, stride = _as_int32(m.get("window_size")), _as_int32(m.get("stride"))
-    magnitude_squared = _as_int64(m.get("magnitude_squared")) != 0
+def prepare_audio_spectrogram(ctx: OpContext) -> PreparedOp:
+    m = flex_options(ctx, require_map=True)
+    window_size, stride = as_int32(m.get("window_size")), as_int32(m.get("stride"))
+    magnitude_squared = as_int64(m.get("magnitude_squared")) != 0
     ctx.check(len(ctx.inputs) == 1, f"NumInputs(node) != 1 ({len(ctx.inputs)} != 1)")
     ctx.check(len(ctx.outputs) == 1, f"NumOutputs(node) != 1 ({len(ctx.outputs)} != 1)")
     x, y = ctx.input(0), ctx.outputs[0]
@@ -294,13 +254,13 @@ def _bands_per_channel(terms: np.ndarray, t: MfccTables) -> np.ndarray:
 
 
 @register("Mfcc")
-def prepare_mfcc(ctx: OpContext):
-    m = _options(ctx)
+def prepare_mfcc(ctx: OpContext) -> PreparedOp:
+    m = flex_options(ctx, require_map=True)
     # LiteRT stores AsInt64() of each limit in a float field, then hands it to Mfcc as double.
-    upper = float(F32(_as_int64(m.get("upper_frequency_limit"))))
-    lower = float(F32(_as_int64(m.get("lower_frequency_limit"))))
-    channels = _as_int32(m.get("filterbank_channel_count"))
-    coefficients = _as_int32(m.get("dct_coefficient_count"))
+    upper = float(F32(as_int64(m.get("upper_frequency_limit"))))
+    lower = float(F32(as_int64(m.get("lower_frequency_limit"))))
+    channels = as_int32(m.get("filterbank_channel_count"))
+    coefficients = as_int32(m.get("dct_coefficient_count"))
     ctx.check(len(ctx.inputs) == 2, f"NumInputs(node) != 2 ({len(ctx.inputs)} != 2)")
     ctx.check(len(ctx.outputs) == 1, f"NumOutputs(node) != 1 ({len(ctx.outputs)} != 1)")
     wav, rate, y = ctx.input(0), ctx.input(1), ctx.outputs[0]

@@ -58,8 +58,8 @@ from ..quant import (
     wrap32,
 )
 from ..schema.model import BuiltinOperator
-from .fully_connected import F32_EXACT, F64_EXACT
-from .registry import OpContext, TensorInfo, register
+from .common import F32_EXACT, F64_EXACT
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 LHS, RHS = 0, 1
 _MAX_RANK = 5
@@ -256,7 +256,7 @@ def _prepare_hybrid(ctx: OpContext, lhs: TensorInfo, rhs: TensorInfo, adj_x: boo
 
 
 @register(BuiltinOperator.BATCH_MATMUL)
-def prepare_batch_matmul(ctx: OpContext):
+def prepare_batch_matmul(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     lhs, rhs = ctx.input(LHS), ctx.input(RHS)
     out = ctx.outputs[0]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
 
@@ -88,7 +88,7 @@ class CastFloatToIntNarrow:
 
 
 @register(BuiltinOperator.CAST)
-def prepare_cast(ctx: OpContext):
+def prepare_cast(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     for t in (x, y):
@@ -120,7 +120,7 @@ class Bitcast:
 
 
 @register(BuiltinOperator.BITCAST)
-def prepare_bitcast(ctx: OpContext):
+def prepare_bitcast(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     for t in (x, y):

@@ -6,27 +6,23 @@ CalculateShapeForBroadcast), tensorflow/lite/kernels/padding.h (ComputePaddingHe
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import PrepareError
-from ..quant import calculate_activation_range_quantized, dtype_range
+from ..quant import calculate_activation_range_float as float_activation_range
+from ..quant import calculate_activation_range_quantized, dtype_range, quantize_multiplier
 from ..quant.requantizer import clip_ufunc  # noqa: F401  (re-exported for the kernels)
+from ..schema import dtypes, flexbuffers
 from ..schema.model import ActivationFunctionType as Act
+from .eigen_math import tanh_inplace
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
-
-
-def float_activation_range(code: int) -> tuple[np.float32, np.float32]:
-    """CalculateActivationRange<float>: [min, max] of the fused activation, [-FLT_MAX, FLT_MAX] for every
-    other code. So a fused TANH or SIGN_BIT is ignored by the kernels that use it (as in LiteRT) and +-inf
-    outputs become +-FLT_MAX (NaN passes through)."""
-    if code == Act.RELU:
-        return np.float32(0), FLT_MAX
-    if code == Act.RELU_N1_TO_1:
-        return np.float32(-1), np.float32(1)
-    if code == Act.RELU6:
-        return np.float32(0), np.float32(6)
-    return -FLT_MAX, FLT_MAX
+#: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
+FEW_ROWS = 16
 
 
 def float_activation(ctx, code: int):
@@ -86,3 +82,198 @@ def reshape_view(a: np.ndarray, shape) -> np.ndarray:
     if r.size and not np.may_share_memory(r, a):
         raise ValueError(f"cannot reshape an array of shape {a.shape} to {tuple(shape)} without copying")
     return r
+
+
+@dataclass(frozen=True, eq=False)
+class Noop:
+    """An op over an empty tensor: nothing to compute."""
+
+    def __call__(self, inputs, outputs):
+        pass
+
+
+def quantized_multiplier(ctx, real, what: str) -> tuple[int, int]:
+    """QuantizeMultiplier(real) -> (M, shift); non-finite multipliers and shifts past 31 (undefined behaviour in
+    LiteRT) are refused."""
+    r = float(real)
+    if not math.isfinite(r):
+        raise ctx.fail(f"the {what} multiplier {r} is not finite (a zero or missing scale)")
+    m, shift = quantize_multiplier(r)
+    if shift > 31:
+        raise ctx.fail(f"the {what} multiplier {r} is too large for LiteRT's 32-bit fixed point (shift {shift})")
+    return m, shift
+
+
+def qparams(ctx, t) -> tuple[np.float32, int]:
+    ctx.check(len(t.quantization.scale) >= 1, f"tensor '{t.name}' ({t.type_name}) has no quantization scale")
+    return np.float32(t.scale), int(t.zero_point)
+
+
+def check_same_type(ctx, x, y) -> None:
+    ctx.check(y.type == x.type, f"{y.type_name} != {x.type_name}: the output type must match the input type")
+
+
+def check_equal(ctx, a, b, what: str) -> None:
+    ctx.check(a == b, f"{what} != {b} ({a} != {b})")
+
+
+# -- custom options (FlexBuffer maps; schema/flexbuffers.py decodes and converts) ------------------------------
+
+
+def flex_options(ctx, *, allow_empty: bool = False, require_map: bool = False) -> dict:
+    """The node's custom options as a dict. LiteRT's ``flexbuffers::GetRoot(buffer, length).AsMap()`` reads before
+    an empty buffer (a crash): refused unless ``allow_empty`` (then ``{}``). A root that is not a map reads as the
+    empty map, as in C++, unless ``require_map``."""
+    raw = bytes(ctx.custom_options or b"")
+    if not raw:
+        ctx.check(allow_empty, f"{ctx.op_name} needs its options as a FlexBuffer map in custom_options (LiteRT "
+                               "crashes on empty custom options)")
+        return {}
+    try:
+        m = flexbuffers.loads(raw)
+    except flexbuffers.FlexBufferError as e:
+        raise ctx.fail(f"{ctx.op_name}: custom options ({len(raw)} bytes) are not a valid FlexBuffer map (truncated "
+                       f"or corrupt: {e})") from None
+    if not isinstance(m, dict):
+        ctx.check(not require_map, "custom options must be a FlexBuffer map")
+        return {}
+    return m
+
+
+def _flex_number(ctx, m: dict, key: str):
+    """``m[key]``, refused unless a number (or missing: 0); floats must convert to int64 where ``integral``."""
+    v = m.get(key)
+    if v is None:  # FBT_NULL / missing key: 0
+        return 0
+    ctx.check(isinstance(v, flexbuffers.NUMBER), f"{ctx.op_name} option {key!r} must be a number, got "
+                                                 f"{type(v).__name__}")
+    return v
+
+
+def _flex_integral(ctx, m: dict, key: str):
+    v = _flex_number(ctx, m, key)
+    if isinstance(v, float):  # C++'s float -> int64 conversion is undefined for NaN, infinities, out of range
+        ctx.check(math.isfinite(v) and abs(v) < 2.0**63, f"{ctx.op_name} option {key!r} is not a usable integer: {v}")
+    return v
+
+
+def flex_int32(ctx, m: dict, key: str) -> int:
+    """``m[key].AsInt32()`` of a number option (anything else, or a float with no int64 value, refused)."""
+    return flexbuffers.as_int32(_flex_integral(ctx, m, key))
+
+
+def flex_float(ctx, m: dict, key: str) -> float:
+    """``m[key].AsFloat()`` of a number option (anything else refused)."""
+    return flexbuffers.as_float(_flex_number(ctx, m, key))
+
+
+def flex_bool(ctx, m: dict, key: str) -> bool:
+    """``m[key].AsBool()`` of a number option (anything else, or a float with no int64 value, refused)."""
+    return flexbuffers.as_bool(_flex_integral(ctx, m, key))
+
+
+# -- small helpers shared by several kernel families ----------------------------------------------------
+
+
+#: integers up to these magnitudes are exact in float32 / float64 accumulations
+F32_EXACT = float(2**24)
+F64_EXACT = float(2**53)
+
+
+def apply_activation_to_vector(code: int):
+    """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
+    Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
+    SIGN_BIT apply."""
+    if code == Act.RELU:
+        return lambda v: np.maximum(v, np.float32(0), out=v)
+    if code == Act.RELU_N1_TO_1:
+        return lambda v: np.clip(v, np.float32(-1), np.float32(1), out=v)
+    if code == Act.RELU6:
+        return lambda v: np.clip(v, np.float32(0), np.float32(6), out=v)
+    if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
+        return tanh_inplace
+    if code == Act.SIGN_BIT:
+        return lambda v: np.copyto(v, np.signbit(v))
+    return None
+
+
+def table_index(x: np.ndarray) -> np.ndarray:
+    """The input's bytes as table indices (int8 -> uint8, int16 -> uint16 views; no copy)."""
+    return x.view(np.uint8) if x.dtype.itemsize == 1 else x.view(np.uint16)
+
+
+def table_domain(dtype) -> np.ndarray:
+    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see table_index)."""
+    dt = np.dtype(dtype)
+    unsigned = np.uint8 if dt.itemsize == 1 else np.uint16
+    return np.arange(np.iinfo(unsigned).max + 1, dtype=unsigned).view(dt)
+
+
+def _channel_shape(rank: int, axis: int, n: int) -> tuple[int, ...]:
+    return tuple(n if k == axis else 1 for k in range(rank))
+
+
+def per_channel_params(ctx, t) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) arrays shaped to broadcast along the quantized dimension."""
+    q = t.quantization
+    n = len(q.scale)
+    axis = q.quantized_dimension
+    ctx.check(0 <= axis < len(t.shape) and t.shape[axis] == n,
+              f"{n} per-channel scales do not match dimension {axis} of shape {list(t.shape)}")
+    zp = q.zero_point if len(q.zero_point) == n else (q.zero_point[0] if q.zero_point else 0,) * n
+    shape = _channel_shape(len(t.shape), axis, n)
+    return np.asarray(q.scale, np.float32).reshape(shape), np.asarray(zp, np.int64).reshape(shape)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How one reduction walks its input: reduced axes moved first, then the input viewed as (n, m).
+
+    ``perm`` puts the reduced axes (ascending) before the kept ones, so row i of the (n, m) view holds the
+    i-th reduced element (row-major) of every output, and summing the rows in order repeats the reference
+    kernel's order of accumulation.
+    """
+
+    perm: tuple[int, ...]
+    n: int  # reduced elements per output
+    m: int  # outputs
+
+    @staticmethod
+    def of(shape: Sequence[int], axes: Sequence[int]) -> Reduction:
+        reduced = sorted(axes)
+        kept = [i for i in range(len(shape)) if i not in reduced]
+        n = int(np.prod([shape[i] for i in reduced], dtype=np.int64))
+        m = int(np.prod([shape[i] for i in kept], dtype=np.int64))
+        return Reduction(tuple(reduced + kept), n, m)
+
+    def rows(self, x: np.ndarray) -> np.ndarray:
+        """The input as an (n, m) array (a view when the reduced axes already lead)."""
+        return x.transpose(self.perm).reshape(self.n, self.m)
+
+    def sum_in_order(self, x: np.ndarray, out: np.ndarray) -> None:
+        """out (m elements) = the sum of the n rows, added one after the other in out's dtype."""
+        y = self.rows(x)
+        flat = out.reshape(self.m)
+        if self.m == 1:  # a full reduction: NumPy would sum pairwise, the reference sums in order
+            flat[0] = np.add.accumulate(y[:, 0], dtype=out.dtype)[-1] if self.n else 0
+        else:  # along axis 0 of a C-contiguous (n, m) array NumPy adds row after row (a strided view may
+            # be reordered into a pairwise inner loop, hence the copy when the reduced axes do not lead)
+            np.add.reduce(np.ascontiguousarray(y), axis=0, out=flat, dtype=out.dtype)
+
+
+def check_output_type(ctx, x, k: int = 0) -> None:
+    y = ctx.outputs[k]
+    ctx.check(y.type == x.type, f"{ctx.op_name}: output type {y.type_name} differs from input type {x.type_name}")
+
+
+def movable(t) -> bool:
+    """A type TFLite moves by its bit width (8/16/32/64 bits), as TfLiteTypeGetSizeBits dispatches."""
+    return t.type not in dtypes.OBJECT_TYPES and t.dtype.itemsize in (1, 2, 4, 8)
+
+
+def axis_slices(axis: int, start: int, stop: int) -> tuple:
+    return (slice(None),) * axis + (slice(start, stop),)
+
+
+def index_values(t: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(t).reshape(-1)]

@@ -34,7 +34,7 @@ from ..quant import multiply_by_quantized_multiplier, quantize_multiplier
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import broadcast_shape, clip_ufunc
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
 CONDITION, X, Y = 0, 1, 2
@@ -118,7 +118,7 @@ class ComparisonQuantized:
 @register(_B.LESS_EQUAL)
 @register(_B.GREATER)
 @register(_B.GREATER_EQUAL)
-def prepare_comparison(ctx: OpContext):
+def prepare_comparison(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     fn, raw_types, scaled_types = COMPARISONS[ctx.builtin_code]
@@ -135,7 +135,7 @@ def prepare_comparison(ctx: OpContext):
 
 @register(_B.LOGICAL_AND)
 @register(_B.LOGICAL_OR)
-def prepare_logical(ctx: OpContext):
+def prepare_logical(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     ctx.check(a.type == _BOOL and b.type == _BOOL, "Logical ops only support bool type.")
@@ -157,7 +157,7 @@ class RightShift:
 
 @register(_B.BITWISE_XOR)
 @register(_B.RIGHT_SHIFT)
-def prepare_bitwise(ctx: OpContext):
+def prepare_bitwise(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     shape = _binary_shape(ctx, a, b)
@@ -197,7 +197,7 @@ class SelectOne:
 
 @register(_B.SELECT)
 @register(_B.SELECT_V2)
-def prepare_select(ctx: OpContext):
+def prepare_select(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 1)
     cond, x, y = ctx.input(CONDITION), ctx.input(X), ctx.input(Y)
     out = ctx.outputs[OUTPUT]

@@ -28,7 +28,7 @@ import numpy as np
 from ..runtime.cancel import check_cancelled
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 
 def _subgraph_refs(op) -> list[int]:
@@ -44,7 +44,7 @@ def _subgraph_refs(op) -> list[int]:
 
 def callee_runtime(ctx: OpContext, k: int):
     """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
-    model = ctx.runtime.model
+    model = ctx.model
     n = len(model.subgraphs)
     ctx.check(0 <= k < n, f"subgraph index {k} out of range [0, {n})")
     seen, todo = set(), [k]
@@ -57,7 +57,7 @@ def callee_runtime(ctx: OpContext, k: int):
         seen.add(s)
         for op in model.subgraphs[s].operators:
             todo.extend(r for r in _subgraph_refs(op) if 0 <= r < n)
-    return ctx.runtime._subgraph(k)
+    return ctx.subgraph(k)
 
 
 def _type_name(t: int) -> str:
@@ -100,7 +100,7 @@ class CallOnce:
         key = ("call_once", self.subgraph_index)
         if done.get(key):
             return
-        sub = self.interpreter._subgraph(self.subgraph_index)
+        sub = self.interpreter.subgraph(self.subgraph_index)
         if not sub.allocated:
             sub.prepare()
         sub.invoke()
@@ -108,7 +108,7 @@ class CallOnce:
 
 
 @register(BuiltinOperator.CALL_ONCE, stateful=True)
-def prepare_call_once(ctx: OpContext):
+def prepare_call_once(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 0)
     k = ctx.options.init_subgraph_index
     sub = callee_runtime(ctx, k)
@@ -140,7 +140,7 @@ class While:
 
 
 @register(BuiltinOperator.WHILE, stateful=True)
-def prepare_while(ctx: OpContext):
+def prepare_while(ctx: OpContext) -> PreparedOp:
     n = len(ctx.inputs)
     ctx.check(len(ctx.outputs) == n, f"WHILE has {n} inputs but {len(ctx.outputs)} outputs")
     ctx.check(all(t is not None for t in ctx.inputs), "WHILE inputs must all be present")
@@ -186,7 +186,7 @@ class If:
 
 
 @register(BuiltinOperator.IF, stateful=True)
-def prepare_if(ctx: OpContext):
+def prepare_if(ctx: OpContext) -> PreparedOp:
     cond = ctx.input(0)
     ctx.check(cond.type == dtypes.TensorType.BOOL, f"IF condition must be BOOL, got {cond.type_name}")
     ctx.check(cond.size == 1, f"IF condition must have 1 element, has {cond.size}")

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema.model import BuiltinOperator, Padding
 from .common import clip_ufunc, float_activation_range
 from .conv_common import EMPTY_OUTPUT, out_size, pad_before
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 OUTPUT = 0
 
@@ -83,7 +83,7 @@ class Conv3DFloat:
 
 
 @register(BuiltinOperator.CONV_3D)
-def prepare_conv_3d(ctx: OpContext):
+def prepare_conv_3d(ctx: OpContext) -> PreparedOp:
     ctx.check_num((2, 3))
     x, f = ctx.input(0), ctx.input(1)
     ctx.check(len(x.shape) == 5, f"input must be 5-D (NDHWC), got shape {list(x.shape)}")
@@ -177,7 +177,7 @@ class Conv3DTransposeFloat:
 
 
 @register(BuiltinOperator.CONV_3D_TRANSPOSE)
-def prepare_conv_3d_transpose(ctx: OpContext):
+def prepare_conv_3d_transpose(ctx: OpContext) -> PreparedOp:
     ctx.check_num((3, 4))
     shape_t, f, x = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(shape_t.type_name == "INT32", f"output_shape must be INT32, got {shape_t.type_name}")

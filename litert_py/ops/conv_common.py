@@ -78,6 +78,15 @@ class Geometry:
         return self.batches, self.out_h, self.out_w, self.out_c
 
     @property
+    def full_h(self) -> int:
+        """TRANSPOSE_CONV: rows of the overlap-add buffer (every input row's window, and the cropped output)."""
+        return max((self.in_h - 1) * self.stride_h + self.filter_h, self.pad_top + self.out_h)
+
+    @property
+    def full_w(self) -> int:
+        return max((self.in_w - 1) * self.stride_w + self.filter_w, self.pad_left + self.out_w)
+
+    @property
     def pad_bottom(self) -> int:
         """Rows past the input the last window reaches (0 when every window fits)."""
         eff = (self.filter_h - 1) * self.dilation_h + 1

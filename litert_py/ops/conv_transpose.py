@@ -36,13 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Padding
 from .common import clip_ufunc, float_activation_range
 from .conv_common import (
     EMPTY_OUTPUT,
     TYPE_NUMBER,
+    Geometry,
     int16_bias_type,
     out_size,
     pad_before,
@@ -50,44 +51,13 @@ from .conv_common import (
     quantize_batches,
     requantizer_for,
 )
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = 0, 1, 2, 3
 OUTPUT = 0
 
 
-@dataclass(frozen=True)
-class TransposeGeometry:
-    """Input (N, H, W, C), filter (O, KH, KW, C), output (N, OH, OW, O), strides and the leading padding."""
-
-    batches: int
-    in_h: int
-    in_w: int
-    in_c: int
-    out_h: int
-    out_w: int
-    out_c: int
-    filter_h: int
-    filter_w: int
-    stride_h: int
-    stride_w: int
-    pad_top: int
-    pad_left: int
-
-    @property
-    def full_h(self) -> int:
-        return max((self.in_h - 1) * self.stride_h + self.filter_h, self.pad_top + self.out_h)
-
-    @property
-    def full_w(self) -> int:
-        return max((self.in_w - 1) * self.stride_w + self.filter_w, self.pad_left + self.out_w)
-
-    @property
-    def out_shape(self) -> tuple[int, int, int, int]:
-        return self.batches, self.out_h, self.out_w, self.out_c
-
-
-def _geometry(padding: int, x_shape, f_shape, out_shape, stride_h: int, stride_w: int) -> TransposeGeometry:
+def _geometry(padding: int, x_shape, f_shape, out_shape, stride_h: int, stride_w: int) -> Geometry:
     n, h, w, c = x_shape
     o, kh, kw, _ = f_shape
     oh, ow = int(out_shape[1]), int(out_shape[2])
@@ -96,10 +66,10 @@ def _geometry(padding: int, x_shape, f_shape, out_shape, stride_h: int, stride_w
     if out_size(padding, ow, kw, stride_w) is not None and out_size(padding, oh, kh, stride_h) is not None:
         ph = pad_before(oh, kh, stride_h, 1, out_size(padding, oh, kh, stride_h))
         pw = pad_before(ow, kw, stride_w, 1, out_size(padding, ow, kw, stride_w))
-    return TransposeGeometry(n, h, w, c, oh, ow, o, kh, kw, stride_h, stride_w, ph, pw)
+    return Geometry(n, h, w, c, oh, ow, o, kh, kw, stride_h, stride_w, 1, 1, ph, pw)
 
 
-def col2im(geo: TransposeGeometry, cols: np.ndarray, full: np.ndarray) -> np.ndarray:
+def col2im(geo: Geometry, cols: np.ndarray, full: np.ndarray) -> np.ndarray:
     """Overlap-add of cols (N, H, W, KH, KW, O) into ``full`` (N, Hf, Wf, O), zeroed first; returns the
     output window of ``full`` (a view)."""
     g = geo
@@ -114,7 +84,7 @@ def col2im(geo: TransposeGeometry, cols: np.ndarray, full: np.ndarray) -> np.nda
 
 @dataclass(frozen=True, eq=False)
 class TransposeConvFloat:
-    geo: TransposeGeometry | None  # None: from the output_shape input at every invoke (dynamic output)
+    geo: Geometry | None  # None: from the output_shape input at every invoke (dynamic output)
     padding: int
     weights: np.ndarray | None  # (C, KH*KW*O); None: from the weights input
     bias: np.ndarray | None  # (O,) constant
@@ -155,7 +125,7 @@ class TransposeConvFloat:
 class TransposeConvQuantized:
     """uint8 / int8 / int16x8: exact integer col2im in float64, + bias, then the conv requantization epilogue."""
 
-    geo: TransposeGeometry
+    geo: Geometry
     input_zp: int
     filter_zp: int  # uint8 only
     weights: np.ndarray | None  # (C, KH*KW*O) float64 w - w_zp; None: from the weights input
@@ -185,7 +155,7 @@ class TransposeConvQuantized:
 
 @dataclass(frozen=True, eq=False)
 class TransposeConvHybrid:
-    geo: TransposeGeometry
+    geo: Geometry
     weights: np.ndarray  # (KH, KW, C, O) float32 filter values
     scale: np.ndarray  # (O,) float32 filter scales
     bias: np.ndarray | None  # (O,) float32 constant
@@ -218,7 +188,7 @@ class TransposeConvHybrid:
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
-def _prepare_hybrid(ctx: OpContext, geo: TransposeGeometry | None):
+def _prepare_hybrid(ctx: OpContext, geo: Geometry | None):
     f, x, bias = ctx.input(WEIGHTS), ctx.input(INPUT), ctx.optional_input(BIAS)
     ctx.check(geo is not None, "hybrid TRANSPOSE_CONV needs a constant output_shape in litert_py")
     ctx.check(f.is_constant, "hybrid TRANSPOSE_CONV needs constant weights in litert_py")
@@ -276,7 +246,7 @@ def _check(ctx: OpContext):
     ctx.check(o.padding in (Padding.SAME, Padding.VALID), f"unknown padding {o.padding}")
 
 
-def _static_geometry(ctx: OpContext) -> TransposeGeometry | None:
+def _static_geometry(ctx: OpContext) -> Geometry | None:
     shape_t, f, x = ctx.input(OUTPUT_SHAPE), ctx.input(WEIGHTS), ctx.input(INPUT)
     if not shape_t.is_constant:
         return None
@@ -295,7 +265,7 @@ def _static_geometry(ctx: OpContext) -> TransposeGeometry | None:
 
 
 @register(BuiltinOperator.TRANSPOSE_CONV)
-def prepare_transpose_conv(ctx: OpContext):
+def prepare_transpose_conv(ctx: OpContext) -> PreparedOp:
     _check(ctx)
     f, x, bias = ctx.input(WEIGHTS), ctx.input(INPUT), ctx.optional_input(BIAS)
     geo = _static_geometry(ctx)

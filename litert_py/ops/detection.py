@@ -22,8 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema.flexbuffers import as_bool, as_float, as_int64
+from .common import flex_options
 from .nms import AREA, XMAX, XMIN, YMAX, YMIN, greedy, greedy_segments, partial_sort
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 
@@ -176,22 +178,15 @@ def _qparams(t) -> tuple[float, float]:
 
 
 @register("TFLite_Detection_PostProcess")
-def prepare_detection_postprocess(ctx: OpContext):
-    from flatbuffers import flexbuffers
-
-    try:
-        m = flexbuffers.Loads(bytes(ctx.custom_options)) if ctx.custom_options else {}
-    except Exception as e:  # malformed flexbuffer
-        raise ctx.fail(f"custom options are not a valid FlexBuffer map: {e}") from None
-    ctx.check(isinstance(m, dict), "custom options must be a FlexBuffer map")
+def prepare_detection_postprocess(ctx: OpContext) -> PreparedOp:
+    m = flex_options(ctx, allow_empty=True, require_map=True)
 
     def geti(key, default=0):
         v = m.get(key)
-        return default if v is None else int(v)
+        return default if v is None else as_int64(v)
 
     def getf(key):
-        v = m.get(key)
-        return 0.0 if v is None else float(F32(v))
+        return as_float(m.get(key))
 
     ctx.check(len(ctx.inputs) == 3, f"NumInputs(node) != 3 (got {len(ctx.inputs)})")
     ctx.check(len(ctx.outputs) == 4, f"NumOutputs(node) != 4 (got {len(ctx.outputs)})")
@@ -202,7 +197,7 @@ def prepare_detection_postprocess(ctx: OpContext):
     max_det = geti("max_detections")
     per = geti("max_classes_per_detection")
     dpc = geti("detections_per_class", 100)
-    regular = bool(m.get("use_regular_nms") or False)
+    regular = as_bool(m.get("use_regular_nms"))
     num_classes = geti("num_classes")
     score_thr, iou_thr = getf("nms_score_threshold"), getf("nms_iou_threshold")
     scales = tuple(getf(k) for k in ("y_scale", "x_scale", "h_scale", "w_scale"))

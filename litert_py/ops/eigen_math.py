@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .libm import libm_float
+from ..libm import libm_float
 
 __all__ = ["eigen_logistic", "eigen_tanh", "PACKET_SIZE"]
 

@@ -71,20 +71,26 @@ import numpy as np
 
 from ..errors import InvokeError
 from ..quant import (
+    calculate_activation_range,
     dtype_range,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     requantize_int64_inplace,
-    round_away,
-    rounding_divide_by_pot,
     wrap32,
 )
 from ..quant import saturating_rounding_doubling_high_mul as srdhm
+from ..quant.gemmlowp import (
+    checked_log2,
+    count_leading_sign_bits,
+    get_reciprocal,
+    rdbpot16,
+    rounding_divide_by_pot_x86,
+)
 from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import broadcast_shape, clip_ufunc, quantized_activation_range
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
 
@@ -222,26 +228,6 @@ class MaximumMinimumFloat:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def activation_range(code: int, dtype: np.dtype) -> tuple:
-    """CalculateActivationRange<T> (kernel_util.h): (lo, hi) as scalars of ``dtype``.
-
-    Codes other than RELU, RELU6 and RELU_N1_TO_1 give the full range of T. Bounds are converted to T as
-    C++ converts them (-1 wraps for unsigned types).
-    """
-    dtype = np.dtype(dtype)
-    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    lowest, highest = info.min, info.max
-    if code == Act.RELU:
-        lo, hi = 0, highest
-    elif code == Act.RELU6:
-        lo, hi = 0, 6
-    elif code == Act.RELU_N1_TO_1:
-        lo, hi = -1, 1
-    else:
-        lo, hi = lowest, highest
-    return np.array(lo).astype(dtype)[()], np.array(hi).astype(dtype)[()]
-
-
 def is_full_range(clamp: tuple, dtype: np.dtype) -> bool:
     info = np.iinfo(dtype)
     return clamp[0] == info.min and clamp[1] == info.max
@@ -417,65 +403,13 @@ class MulInt16ToInt8:
         np.add(p, self.zero_point, out=out, casting="unsafe")
 
 
-# DIV's fixed-point helpers (tflite/kernels/internal/common.h, gemmlowp fixedpoint.h), on int64 arrays
-# holding int32 values. Local to DIV for now; they belong in litert_py.quant if another kernel needs them.
-_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
-
-
-def _clz32(v: np.ndarray) -> np.ndarray:
-    """CountLeadingZeros of uint32 values (32 for 0): 32 minus the bit length (exact through float64)."""
-    return 32 - np.frexp(v.astype(np.float64))[1].astype(np.int64)
-
-
-def _count_leading_sign_bits(x: np.ndarray) -> np.ndarray:
-    """CountLeadingSignBits(int32): 31 for 0 and -1, 0 for INT32_MIN."""
-    return _clz32(x ^ (x >> 31)) - 1
-
-
-def _saturating_shift_left(x: np.ndarray, e: int) -> np.ndarray:
-    """gemmlowp SaturatingRoundingMultiplyByPOT<e> for e > 0 (int32)."""
-    thr = (1 << (31 - e)) - 1
-    return np.where(x > thr, _I32_MAX, np.where(x < -thr, _I32_MIN, x << e))
-
-
-def _one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
-    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out): three Newton-Raphson steps in Q2.29."""
-    s = a + _I32_MAX
-    half_denominator = (s + 1) >> 1  # RoundingHalfSum(a, One): s > 0 for a >= 0
-    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))  # 48/17 - 32/17 * half_denominator
-    for _ in range(3):
-        one_minus = wrap32((1 << 29) - srdhm(half_denominator, x))
-        x = wrap32(x + _saturating_shift_left(srdhm(x, one_minus), 2))
-    return _saturating_shift_left(x, 1)
-
-
-def _get_reciprocal(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """GetReciprocal(b, 31) for int32 b >= 1: (Q0.31 scale of 1/b, num_bits_over_unit)."""
-    headroom_plus_one = _clz32(b)
-    shifted_minus_one = wrap32(((b << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
-    return _one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), 31 - headroom_plus_one
-
-
-def _rounding_divide_by_pot_x86(x: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """gemmlowp RoundingDivideByPOT(int32 x, e) as the x86-64 build computes it for *any* int e.
-
-    DIV reaches exponents outside [0, 31] (gemmlowp only asserts the range, and asserts are off): then
-    ``mask = int32((1ll << e) - 1)`` keeps the low 32 bits of a 64-bit shift by ``e & 63`` and ``x >> e`` shifts
-    by ``e & 31`` (x86 masks shift counts). For 0 <= e <= 31 this is the ordinary rounding shift.
-    """
-    with np.errstate(over="ignore"):  # 1 << 63 wraps to INT64_MIN, minus 1 to INT64_MAX: low 32 bits all ones
-        mask = wrap32((np.int64(1) << (e & 63)) - 1)
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> (e & 31)) + ((x & mask) > threshold)
-
-
 def _div_quantized(a: np.ndarray, b: np.ndarray, multiplier: int, shift: int, reciprocals=None) -> np.ndarray:
     """reference_ops::DivElementwise before the output offset: a = x1 - z1, b = x2 - z2 (b != 0), int64 arrays.
 
     1/b comes from GetReciprocal (Newton-Raphson in Q2.29), a is normalised by its headroom, and the quotient
     is rescaled with ``MultiplyByQuantizedMultiplierSmallerThanOneExp(q, M, shift - bits_over_unit - headroom)``,
     whose exponent often leaves [-31, 0] (e.g. 1/127 with all scales 1): LiteRT then computes garbage, and so
-    do we, the same garbage (``_rounding_divide_by_pot_x86``). ``reciprocals``: optional tables
+    do we, the same garbage (``rounding_divide_by_pot_x86``). ``reciprocals``: optional tables
     ``(inverse[b], bits_over_unit[b])`` covering every |b| that occurs.
     """
     neg = b < 0
@@ -483,12 +417,12 @@ def _div_quantized(a: np.ndarray, b: np.ndarray, multiplier: int, shift: int, re
     b = np.where(neg, wrap32(-b), b)
     b = np.where(b == 0, 1, b)  # a zero divisor never reaches the kernel (checked at invoke)
     if reciprocals is None:
-        inverse, bits_over_unit = _get_reciprocal(b)
+        inverse, bits_over_unit = get_reciprocal(b, 31)
     else:
         inverse, bits_over_unit = reciprocals[0][b], reciprocals[1][b]
-    headroom = _count_leading_sign_bits(a)
+    headroom = count_leading_sign_bits(a)
     quotient = srdhm(wrap32(a << headroom), inverse)  # MultiplyByQuantizedMultiplierGreaterThanOne
-    return _rounding_divide_by_pot_x86(srdhm(quotient, multiplier), bits_over_unit + headroom - shift)
+    return rounding_divide_by_pot_x86(srdhm(quotient, multiplier), bits_over_unit + headroom - shift)
 
 
 @dataclass(frozen=True, eq=False)
@@ -548,22 +482,6 @@ def _quantize_multiplier_checked(ctx: OpContext, real, what: str) -> tuple[int, 
     return m, shift
 
 
-def _checked_log2(scale) -> int | None:
-    """CheckedLog2: the rounded log2 of a float32 scale when it is within 1e-3 of an integer (float math)."""
-    with np.errstate(all="ignore"):
-        x = np.float32(np.log(np.float32(scale))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
-    r = round_away(x)
-    return int(r) if np.isfinite(x) and abs(x - r) < np.float32(1e-3) else None
-
-
-def _rounding_divide_by_pot_int16(x: np.ndarray, e: int) -> np.ndarray:
-    """gemmlowp RoundingDivideByPOT<int16_t>(x, e), 0 <= e <= 31. For e >= 16 the int16 ``mask`` keeps only
-    the low 16 bits of 2**e - 1 (all ones, i.e. -1), so the result is 1 for x >= 0 and -1 for x < 0."""
-    if e >= 16:
-        return np.where(x >= 0, 1, -1)
-    return rounding_divide_by_pot(x, e)
-
-
 def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     out = ctx.outputs[OUTPUT]
     subtract = ctx.builtin_code == BuiltinOperator.SUB
@@ -573,7 +491,9 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
     if a.type == _I16:
         _zero_point_is_zero(ctx, a, b, out)
-        logs = [_checked_log2(s) for s in (s1, s2, so)] if ctx.options.pot_scale_int16 else [None]
+        logs = [r if ok else None for ok, r in map(checked_log2, (s1, s2, so))]
+        if not ctx.options.pot_scale_int16:
+            logs = [None]
         if None not in logs:
             return _prepare_pot16(ctx, a, b, logs, subtract, lo, hi)
     elif subtract:  # PrepareGeneralSubOp
@@ -619,7 +539,7 @@ def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract:
     v = _all_values(np.int16)
 
     def lut(shift):
-        return None if shift == 0 else _rounding_divide_by_pot_int16(v, -shift).astype(np.int32)
+        return None if shift == 0 else rdbpot16(v, -shift).astype(np.int32)
 
     return AddSubPot16(lut(shift1), lut(shift2), subtract, lo, hi)
 
@@ -663,7 +583,7 @@ def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
         ctx.check(-qmax - 1 <= z <= qmax + 1, f"{name} zero point {z} is outside [{-qmax - 1}, {qmax + 1}]")
     if a.type == _I16:
         b_max = max(abs(qmin - z2), abs(qmax - z2))
-        return DivQuantized16((z1, z2, zo), m, shift, lo, hi, _get_reciprocal(np.arange(b_max + 1).clip(1)))
+        return DivQuantized16((z1, z2, zo), m, shift, lo, hi, get_reciprocal(np.arange(b_max + 1).clip(1), 31))
 
     def div(x1, x2):
         return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
@@ -684,7 +604,7 @@ _PREPARE_QUANTIZED = {
 @register(BuiltinOperator.SUB)
 @register(BuiltinOperator.MUL)
 @register(BuiltinOperator.DIV)
-def prepare_arithmetic(ctx: OpContext):
+def prepare_arithmetic(ctx: OpContext) -> PreparedOp:
     op = ctx.builtin_code
     legacy_mul = op == BuiltinOperator.MUL and ctx.input(INPUT1).type == _I16  # int16 x int16 -> int8 / uint8
     a, b = prepare_binary(ctx, (_I8, _U8) if legacy_mul else ())
@@ -701,7 +621,7 @@ def prepare_arithmetic(ctx: OpContext):
     if t == _C64:
         ctx.check(code == Act.NONE, "Activation is not allowed for COMPLEX64 input.")
         return MulComplex()
-    clamp = activation_range(code, a.dtype)
+    clamp = calculate_activation_range(code, a.dtype)
     if op == BuiltinOperator.DIV and t == _I32:
         return DivInt(float(clamp[0]), float(clamp[1]))
     if t not in _FLOATS and is_full_range(clamp, a.dtype):
@@ -712,7 +632,7 @@ def prepare_arithmetic(ctx: OpContext):
 # -- MAXIMUM, MINIMUM -------------------------------------------------------------------------------
 @register(BuiltinOperator.MAXIMUM)
 @register(BuiltinOperator.MINIMUM)
-def prepare_maximum_minimum(ctx: OpContext):
+def prepare_maximum_minimum(ctx: OpContext) -> PreparedOp:
     a, _ = prepare_binary(ctx)
     if a.type not in MINMAX_TYPES:
         raise ctx.fail(f"Type {a.type_name} is currently not supported by Maximum.")
@@ -856,25 +776,25 @@ class AddN:
 
 
 @register(BuiltinOperator.FLOOR_DIV)
-def prepare_floor_div(ctx: OpContext):
+def prepare_floor_div(ctx: OpContext) -> PreparedOp:
     a, _ = _prepare_binary_typed(ctx, (_F32, _I32, _I16, _I8))
     return FloorDivFloat() if a.type == _F32 else FloorDivInt()
 
 
 @register(BuiltinOperator.FLOOR_MOD)
-def prepare_floor_mod(ctx: OpContext):
+def prepare_floor_mod(ctx: OpContext) -> PreparedOp:
     a, _ = _prepare_binary_typed(ctx, (_F32, _I64, _I32, _I16, _I8))
     return FloorMod(a.type != _F32)
 
 
 @register(BuiltinOperator.POW)
-def prepare_pow(ctx: OpContext):
+def prepare_pow(ctx: OpContext) -> PreparedOp:
     a, b = _prepare_binary_typed(ctx, (_F32, _I32))
     return PowFloat() if a.type == _F32 else PowInt(a.shape != b.shape and b.size == 1)
 
 
 @register(BuiltinOperator.SQUARED_DIFFERENCE)
-def prepare_squared_difference(ctx: OpContext):
+def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
     a, b = _prepare_binary_typed(ctx, (_F32, _I32, _I8))
     if a.type != _I8:
         return SquaredDifference()
@@ -900,7 +820,7 @@ def prepare_squared_difference(ctx: OpContext):
 
 
 @register(BuiltinOperator.ATAN2)
-def prepare_atan2(ctx: OpContext):
+def prepare_atan2(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     y, x, out = ctx.input(INPUT1), ctx.input(INPUT2), ctx.outputs[OUTPUT]
     ctx.check(y.shape == x.shape, f"ATAN2: input shapes differ ({list(y.shape)} vs {list(x.shape)}); LiteRT's "
@@ -913,7 +833,7 @@ def prepare_atan2(ctx: OpContext):
 
 
 @register(BuiltinOperator.ADD_N)
-def prepare_add_n(ctx: OpContext):
+def prepare_add_n(ctx: OpContext) -> PreparedOp:
     n = len(ctx.inputs)
     ctx.check(n >= 2, f"ADD_N needs at least 2 inputs, got {n}")
     ctx.check(len(ctx.outputs) == 1, f"ADD_N has 1 output, got {len(ctx.outputs)}")
@@ -926,4 +846,4 @@ def prepare_add_n(ctx: OpContext):
     ctx.check(out.type == first.type, f"output type {out.type_name} differs from the inputs' type")
     ctx.check(out.type in (_F32, _I32), f"AddN only supports FLOAT32|INT32 now, got {out.type_name}.")
     ctx.set_output_shape(OUTPUT, first.shape)
-    return AddN(activation_range(Act.NONE, np.float32) if out.type == _F32 else None)
+    return AddN(calculate_activation_range(Act.NONE, np.float32) if out.type == _F32 else None)

@@ -73,7 +73,6 @@ import numpy as np
 
 from ..quant import (
     SseMinus128Fix,
-    batch_quantize_floats,
     dtype_range,
     multiply_by_quantized_multiplier_int64,
     multiply_by_quantized_multiplier_int64_ok,
@@ -86,10 +85,17 @@ from ..quant import (
 from ..quant.hybrid import HALF_DOWN_F64
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation, quantized_activation_range
-from .eigen_math import tanh_inplace
+from .common import (  # noqa: F401  (re-exported)
+    F32_EXACT,
+    F64_EXACT,
+    apply_activation_to_vector,
+    clip_ufunc,
+    float_activation,
+    quantized_activation_range,
+)
 from .fully_connected_folded import FullyConnectedQuantizedFolded
-from .registry import OpContext, TensorInfo, register
+from .hybrid_fc import FullyConnectedHybrid, hybrid_weights
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
 
@@ -99,8 +105,6 @@ _INT4 = 17
 _CLIPPING_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
 
 #: float32 / float64 represent every integer up to these exactly.
-F32_EXACT = float(2**24)
-F64_EXACT = float(2**53)
 _I32_LIMIT = float(2**31 - 2)  # |t| below this: round_half_away(t) fits int32 with room for the product's ulp
 
 # -------------------------------------------------------------------------------------------------------------
@@ -352,74 +356,13 @@ class FullyConnectedInt16x16:
 # -------------------------------------------------------------------------------------------------------------
 
 
-def apply_activation_to_vector(code: int):
-    """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
-    Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
-    SIGN_BIT apply."""
-    if code == Act.RELU:
-        return lambda v: np.maximum(v, np.float32(0), out=v)
-    if code == Act.RELU_N1_TO_1:
-        return lambda v: np.clip(v, np.float32(-1), np.float32(1), out=v)
-    if code == Act.RELU6:
-        return lambda v: np.clip(v, np.float32(0), np.float32(6), out=v)
-    if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
-        return tanh_inplace
-    if code == Act.SIGN_BIT:
-        return lambda v: np.copyto(v, np.signbit(v))
-    return None
-
-
-@dataclass(frozen=True, eq=False)
-class FullyConnectedHybrid:
-    weights_t: np.ndarray | None  # (depth, units) float32/float64 holding the int8 weights; None: not constant
-    row_sums: np.ndarray | None  # (units,) same dtype, sse_reduction_sum_vector (asymmetric inputs only)
-    sse_fix: SseMinus128Fix | None
-    w_scale: np.ndarray  # float32: () per tensor, (units,) per channel
-    bias: np.ndarray | None  # float32 (units,)
-    asymmetric: bool
-    depth: int
-    units: int
-    activation: object
-
-    def __call__(self, inputs, outputs):
-        out2d = outputs[0].reshape(-1, self.units)
-        x2 = inputs[INPUT].reshape(-1, self.depth)
-        wt, row_sums, fix = self.weights_t, self.row_sums, self.sse_fix
-        if wt is None:
-            w = _hybrid_weights(inputs[WEIGHTS])
-            wt = w.T.astype(np.float64)
-            row_sums = sse_reduction_sum_vector(w).astype(np.float64) if self.asymmetric else None
-            fix = SseMinus128Fix.build(w, np.float64)
-        q, sf, zp = batch_quantize_floats(x2, self.asymmetric)
-        dot = np.matmul(q if wt.dtype == np.float32 else q.astype(wt.dtype), wt)  # exact int32 dot products
-        if fix is not None:
-            fix.apply(q, dot)
-        if zp is not None:
-            dot -= zp.astype(wt.dtype)[:, None] * row_sums
-        if dot.dtype != np.float32:
-            dot = dot.astype(np.float32)  # int32 -> float conversion of `dotprod * scale`
-        if self.w_scale.ndim:  # per channel: scale = f32(w_scale[c] * sf[b])
-            scale = np.multiply(sf[:, None], self.w_scale, dtype=np.float32)
-        else:  # per tensor: scaling_factors[b] *= filter scale
-            scale = np.multiply(sf, self.w_scale, dtype=np.float32)[:, None]
-        dot *= scale
-        # result = bias (or 0.0f), then result += dot * scale
-        np.add(dot, self.bias if self.bias is not None else np.float32(0), out=out2d)
-        if self.activation is not None:
-            self.activation(out2d)
-
-
-def _hybrid_weights(w: np.ndarray) -> np.ndarray:
-    return w.view(np.int8) if w.dtype == np.uint8 else w  # LiteRT reads uint8 hybrid weights as int8
-
-
 # -------------------------------------------------------------------------------------------------------------
 # Prepare
 # -------------------------------------------------------------------------------------------------------------
 
 
 @register(BuiltinOperator.FULLY_CONNECTED)
-def prepare_fully_connected(ctx: OpContext):
+def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) in (2, 3), f"FULLY_CONNECTED takes 2 or 3 inputs, got {len(ctx.inputs)}")
     ctx.check(ctx.options.weights_format == 0, "Unhandled fully-connected weights format (shuffled).")
     x, w = ctx.input(INPUT), ctx.input(WEIGHTS)
@@ -600,7 +543,7 @@ def _prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorIn
     activation = apply_activation_to_vector(ctx.options.fused_activation_function)
     if not w.is_constant:
         return FullyConnectedHybrid(None, None, None, np.asarray(w_scale), b, asym, depth, units, activation)
-    wi = _hybrid_weights(w.data)
+    wi = hybrid_weights(w.data)
     row_sums = sse_reduction_sum_vector(wi) if asym else None
     # |dot| <= 128 * L1 (+ 256 * 128 * #(-128 weights) <= 2 * 128 * L1 with the SSE quirk); asymmetric inputs
     # also subtract |zp * row_sum| <= 128 * max(L1, |row_sum|).

@@ -24,8 +24,7 @@ options, ``hadamard_size == 0`` (integer division by zero at eval), an input of 
 ``dims->data[1]`` past the end), and an output that is not a 4-byte numeric tensor with as many elements as
 the input (LiteRT's ``memcpy`` would overrun it or leave its tail uninitialised).
 
-``flex_options`` and the ``flex_*`` converters below reproduce flexbuffers' ``AsInt32`` / ``AsFloat`` /
-``AsBool`` on the decoded values; ops/numeric_verify.py uses them too.
+Options are read with ops/common.py's ``flex_options`` / ``flex_int32`` (schema/flexbuffers.py).
 """
 
 from __future__ import annotations
@@ -36,66 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .registry import OpContext, register
+from .common import flex_int32, flex_options
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 INPUT, OUTPUT = 0, 0
-_NUMBER = (bool, int, float)
 logger = logging.getLogger(__name__)
-
-
-# ----------------------------------------------------------------------------------------------
-# FlexBuffer options (flatbuffers/flexbuffers.h Reference::AsInt64 / AsDouble / AsBool)
-# ----------------------------------------------------------------------------------------------
-
-
-def flex_options(ctx: OpContext) -> dict:
-    """The custom options as a dict. LiteRT's ``flexbuffers::GetRoot(buffer, length).AsMap()`` reads before
-    an empty buffer (a crash): refused here. A root that is not a map reads as the empty map, as in C++."""
-    from flatbuffers import flexbuffers
-
-    raw = bytes(ctx.custom_options or b"")
-    ctx.check(len(raw) > 0, f"{ctx.op_name} needs its options as a FlexBuffer map in custom_options (LiteRT "
-                            "crashes on empty custom options)")
-    try:
-        m = flexbuffers.Loads(raw)
-    except Exception as e:  # malformed flexbuffer
-        raise ctx.fail(f"{ctx.op_name}: custom options ({len(raw)} bytes) are not a valid FlexBuffer map (truncated "
-                       f"or corrupt: {type(e).__name__}: {e})") from None
-    return m if isinstance(m, dict) else {}
-
-
-def _number(ctx: OpContext, m: dict, key: str):
-    v = m.get(key)
-    if v is None:  # FBT_NULL / missing key: 0
-        return 0
-    ctx.check(isinstance(v, _NUMBER), f"{ctx.op_name} option {key!r} must be a number, got {type(v).__name__}")
-    return v
-
-
-def _truncated(ctx: OpContext, v: float, key: str) -> int:
-    """C++'s float -> int64 conversion, refused where it is undefined (NaN, infinities, out of range)."""
-    ctx.check(math.isfinite(v) and abs(v) < 2.0**63, f"{ctx.op_name} option {key!r} is not a usable integer: {v}")
-    return math.trunc(v)
-
-
-def flex_int32(ctx: OpContext, m: dict, key: str) -> int:
-    """``m[key].AsInt32()``: ``static_cast<int32_t>(AsInt64())``, a float truncated toward zero first."""
-    v = _number(ctx, m, key)
-    v = (_truncated(ctx, v, key) if isinstance(v, float) else int(v)) & 0xFFFFFFFF
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
-def flex_float(ctx: OpContext, m: dict, key: str) -> float:
-    """``m[key].AsFloat()``: ``static_cast<float>(AsDouble())``."""
-    with np.errstate(over="ignore"):  # a double beyond the float range becomes +-inf, as in C++
-        return float(F32(float(_number(ctx, m, key))))
-
-
-def flex_bool(ctx: OpContext, m: dict, key: str) -> bool:
-    """``m[key].AsBool()``: a bool as stored, any other number ``AsUInt64() != 0`` (floats truncated)."""
-    v = _number(ctx, m, key)
-    return _truncated(ctx, v, key) != 0 if isinstance(v, float) else bool(v)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -194,7 +139,7 @@ class HadamardRotation:
 
 
 @register("aeq.hadamard_rotation")
-def prepare_hadamard_rotation(ctx: OpContext):
+def prepare_hadamard_rotation(ctx: OpContext) -> PreparedOp:
     m = flex_options(ctx)
     size = flex_int32(ctx, m, "hadamard_size")
     # random_binary_vector is parsed by LiteRT (AsVector of anything else is empty) and never used.

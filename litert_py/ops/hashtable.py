@@ -17,7 +17,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INT64 = dtypes.TensorType.INT64
 STRING = dtypes.TensorType.STRING
@@ -68,7 +68,7 @@ class Hashtable:
 
 
 @register(BuiltinOperator.HASHTABLE, stateful=True)
-def prepare_hashtable(ctx: OpContext):
+def prepare_hashtable(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 1)
     opts = ctx.options
     _check_pair(ctx, opts.key_dtype, opts.value_dtype)
@@ -76,7 +76,7 @@ def prepare_hashtable(ctx: OpContext):
     ctx.check(out.type == dtypes.TensorType.RESOURCE, f"HASHTABLE output must be RESOURCE, got {out.type_name}")
     ctx.set_output_shape(0, out.shape)
     ctx.report_dynamic(0)  # hashtable.cc PrepareHashtable reallocates the handle as a dynamic tensor
-    return Hashtable(ctx.runtime.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype),
+    return Hashtable(ctx.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype),
                      int(opts.value_dtype))
 
 
@@ -96,13 +96,13 @@ class HashtableImport:
 
 
 @register(BuiltinOperator.HASHTABLE_IMPORT, stateful=True)
-def prepare_hashtable_import(ctx: OpContext):
+def prepare_hashtable_import(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 0)
     _check_handle(ctx)
     keys, values = ctx.input(1), ctx.input(2)
     _check_pair(ctx, keys.type, values.type)
     ctx.check(keys.size == values.size, f"HASHTABLE_IMPORT has {keys.size} keys but {values.size} values")
-    return HashtableImport(ctx.runtime.resources)
+    return HashtableImport(ctx.resources)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +126,7 @@ class HashtableFind:
 
 
 @register(BuiltinOperator.HASHTABLE_FIND, stateful=True)
-def prepare_hashtable_find(ctx: OpContext):
+def prepare_hashtable_find(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 1)
     _check_handle(ctx)
     keys, default, out = ctx.input(1), ctx.input(2), ctx.outputs[0]
@@ -135,7 +135,7 @@ def prepare_hashtable_find(ctx: OpContext):
     _check_pair(ctx, keys.type, out.type)
     ctx.check(default.size >= 1, "HASHTABLE_FIND needs a default value")
     ctx.set_output_shape(0, keys.shape)
-    return HashtableFind(ctx.runtime.resources, keys.type, out.type)
+    return HashtableFind(ctx.resources, keys.type, out.type)
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,10 +147,10 @@ class HashtableSize:
 
 
 @register(BuiltinOperator.HASHTABLE_SIZE, stateful=True)
-def prepare_hashtable_size(ctx: OpContext):
+def prepare_hashtable_size(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     _check_handle(ctx)
     out = ctx.outputs[0]
     ctx.check(out.type == INT64, f"HASHTABLE_SIZE output must be INT64, got {out.type_name}")
     ctx.set_output_shape(0, (1,))
-    return HashtableSize(ctx.runtime.resources)
+    return HashtableSize(ctx.resources)

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import limits
 from ..errors import InvokeError
-from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 _dt = np.dtype
 _F32, _F16, _F64 = _dt(np.float32), _dt(np.float16), _dt(np.float64)
@@ -114,7 +114,7 @@ class GatherNd:
 
 
 @register(BuiltinOperator.GATHER_ND)
-def prepare_gather_nd(ctx: OpContext):
+def prepare_gather_nd(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     params, indices = ctx.input(0), ctx.input(1)
     if params.type != _STRING and params.dtype not in _GATHER_ND_TYPES:
@@ -175,7 +175,7 @@ class ScatterNd:
 
 
 @register(BuiltinOperator.SCATTER_ND)
-def prepare_scatter_nd(ctx: OpContext):
+def prepare_scatter_nd(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     indices, updates, shape_t = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(indices.dtype == _I32, f"Indices of type '{indices.type_name}' are not supported by scatter_nd.")
@@ -218,7 +218,7 @@ class DynamicUpdateSlice:
 
 
 @register(BuiltinOperator.DYNAMIC_UPDATE_SLICE)
-def prepare_dynamic_update_slice(ctx: OpContext):
+def prepare_dynamic_update_slice(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     operand, update, start = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(operand.type == update.type, "DYNAMIC_UPDATE_SLICE: operand and update types differ")
@@ -273,7 +273,7 @@ def _check_diag_type(ctx: OpContext, t) -> None:
 
 
 @register(BuiltinOperator.MATRIX_DIAG)
-def prepare_matrix_diag(ctx: OpContext):
+def prepare_matrix_diag(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     _check_diag_type(ctx, x)
@@ -285,7 +285,7 @@ def prepare_matrix_diag(ctx: OpContext):
 
 
 @register(BuiltinOperator.MATRIX_SET_DIAG)
-def prepare_matrix_set_diag(ctx: OpContext):
+def prepare_matrix_set_diag(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, d = ctx.input(0), ctx.input(1)
     _check_diag_type(ctx, x)
@@ -333,7 +333,7 @@ class OneHot:
 
 
 @register(BuiltinOperator.ONE_HOT)
-def prepare_one_hot(ctx: OpContext):
+def prepare_one_hot(ctx: OpContext) -> PreparedOp:
     ctx.check_num(4)
     idx, depth, on, off = (ctx.input(k) for k in range(4))
     ctx.check(idx.dtype in (_I32, _I64), f"Unknown index output data type: {idx.type_name}")
@@ -390,7 +390,7 @@ class SparseToDense:
 
 
 @register(BuiltinOperator.SPARSE_TO_DENSE)
-def prepare_sparse_to_dense(ctx: OpContext):
+def prepare_sparse_to_dense(ctx: OpContext) -> PreparedOp:
     ctx.check_num(4)
     indices, shape_t, vals, default = (ctx.input(k) for k in range(4))
     ctx.check(len(indices.shape) < 3, f"Wrong indices dimensions {len(indices.shape)}, should be less than 3.")
@@ -437,7 +437,7 @@ class Where:
 
 
 @register(BuiltinOperator.WHERE)
-def prepare_where(ctx: OpContext):
+def prepare_where(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     if x.type in dtypes.OBJECT_TYPES or x.dtype not in _WHERE_TYPES:
@@ -468,7 +468,7 @@ class Unique:
 
 
 @register(BuiltinOperator.UNIQUE)
-def prepare_unique(ctx: OpContext):
+def prepare_unique(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 2)
     x = ctx.input(0)
     ctx.check(len(x.shape) == 1, "UNIQUE: input must be a vector")
@@ -515,7 +515,7 @@ class TopKV2:
 
 
 @register(BuiltinOperator.TOPK_V2)
-def prepare_topk_v2(ctx: OpContext):
+def prepare_topk_v2(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 2)
     x, k_t = ctx.input(0), ctx.input(1)
     if x.type in dtypes.OBJECT_TYPES or x.dtype not in _TOPK_TYPES:
@@ -554,7 +554,7 @@ class Bucketize:
 
 
 @register(BuiltinOperator.BUCKETIZE)
-def prepare_bucketize(ctx: OpContext):
+def prepare_bucketize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     if x.type in dtypes.OBJECT_TYPES or x.dtype not in (_F32, _F64, _I32, _I64):

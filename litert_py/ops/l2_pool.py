@@ -21,7 +21,7 @@ from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
 from .conv_common import EMPTY_OUTPUT, window_geometry
 from .pooling import _pool_taps_2d, axis_counts
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INPUT = 0
 OUTPUT = 0
@@ -49,7 +49,7 @@ class L2PoolFloat:
 
 
 @register(BuiltinOperator.L2_POOL_2D)
-def prepare_l2_pool_2d(ctx: OpContext):
+def prepare_l2_pool_2d(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, out = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")

@@ -25,21 +25,22 @@ from ..quant import (
     quantize_multiplier,
     wrap32,
 )
-from ..schema.dtypes import TensorType
-from ..schema.model import BuiltinOperator
-from .activations import (
-    Noop,
-    check_equal,
-    check_same_type,
+from ..quant import rounding_divide_by_pot as rdbpot
+from ..quant import saturating_rounding_doubling_high_mul as srdhm
+from ..quant.gemmlowp import clz32 as _clz32
+from ..quant.gemmlowp import (
     exp_on_negative_values,
     one_over_one_plus_x_for_x_in_0_1,
-    qparams,
-    quantized_multiplier,
-    rdbpot,
+    rdbpot_int,
     sat_pot,
-    srdhm,
+    srdhm_int,
+    wrap32_int,
 )
-from .registry import OpContext, TensorInfo, register
+from ..quant.gemmlowp import sat_shl_param as _sat_shl
+from ..schema.dtypes import TensorType
+from ..schema.model import BuiltinOperator
+from .common import FEW_ROWS, Noop, check_equal, check_same_type, qparams, quantized_multiplier
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, OUTPUT = 0, 0
 _F32, _U8, _I8 = TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8
@@ -52,17 +53,6 @@ _F32, _U8, _I8 = TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8
 # the output is 255 / 127 (s_out 16/256) at each row's maximum.
 _LOG_SQRT_HALF, _LOG_SQRT_SQRT_HALF, _LOG_2 = 1518500250, 1805811301, 1488522236
 _ALPHA_N, _ALPHA_D, _ALPHA_I, _ALPHA_F = 117049297, 127690142, 1057819769, 638450708
-
-
-def _clz32(x):
-    """CountLeadingZeros(uint32) of int64 arrays holding non-negative int32 values (x > 0)."""
-    return 32 - np.frexp(x.astype(np.float64))[1].astype(np.int64)
-
-
-def _sat_shl(x, e):
-    """SaturatingRoundingMultiplyByPOTParam for per-element exponents ``e >= 0``."""
-    thr = np.right_shift(INT32_MAX, e)
-    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
 
 
 def _sat32(v):
@@ -96,23 +86,6 @@ def log_x_ge_1(x, input_integer_bits: int):
     return sat_pot(wrap32(srdhm(z_adj, _LOG_2) + srdhm(num_scaled, recip)), 1)
 
 
-def _srdhm_int(a: int, b: int) -> int:
-    """SaturatingRoundingDoublingHighMul on Python ints (the per-row path for a few rows)."""
-    if a == b == INT32_MIN:
-        return INT32_MAX
-    p = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
-    return p >> 31 if p >= 0 else -((-p) >> 31)
-
-
-def _rdbpot_int(x: int, e: int) -> int:
-    mask = (1 << e) - 1
-    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-def _wrap_int(v: int) -> int:
-    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
 def _sat_shl_int(x: int, e: int) -> int:
     return max(INT32_MIN, min(INT32_MAX, x << e))
 
@@ -121,26 +94,24 @@ def log_x_ge_1_int(x: int, input_integer_bits: int) -> int:
     """``log_x_ge_1`` for one Python int (same arithmetic; ~20x faster than the array version on one value)."""
     quarter = 8388608  # Rescale<6>(1/4)
     hp1 = 32 - x.bit_length()
-    r_a_raw = _sat_shl_int(_srdhm_int(x << (hp1 - 1), _LOG_SQRT_HALF), 1)
+    r_a_raw = _sat_shl_int(srdhm_int(x << (hp1 - 1), _LOG_SQRT_HALF), 1)
     z_a_adj = max(INT32_MIN, min(INT32_MAX, ((input_integer_bits - hp1) << 25) + quarter))
-    z_b = _srdhm_int(x, _LOG_SQRT_HALF)
+    z_b = srdhm_int(x, _LOG_SQRT_HALF)
     z_b_headroom = 32 - z_b.bit_length() - 1
     r_b_raw = _sat_shl_int(x, z_b_headroom)
     z_b_adj = max(INT32_MIN, min(INT32_MAX, ((input_integer_bits - z_b_headroom) << 25) - quarter))
     r, z_adj = min(r_a_raw, r_b_raw), max(z_a_adj, z_b_adj)
     t = r + _LOG_SQRT_SQRT_HALF
     p = (t + 1) // 2 if t >= 0 else -((1 - t) // 2)
-    q = _wrap_int(r - _LOG_SQRT_SQRT_HALF)
-    q = _wrap_int(q + q)
-    common_sq = _srdhm_int(q, q)
-    num = _wrap_int(_srdhm_int(q, r) + _srdhm_int(_srdhm_int(q, common_sq), _ALPHA_N))
-    inner = _wrap_int(_wrap_int(_ALPHA_I + q) + _srdhm_int(_ALPHA_D, common_sq))
-    recip = one_over_one_plus_x_for_x_in_0_1(_wrap_int(_srdhm_int(p, inner) + _srdhm_int(_ALPHA_F, q)))
-    return _sat_shl_int(_wrap_int(_srdhm_int(z_adj, _LOG_2) + _srdhm_int(_rdbpot_int(num, 6), recip)), 1)
+    q = wrap32_int(r - _LOG_SQRT_SQRT_HALF)
+    q = wrap32_int(q + q)
+    common_sq = srdhm_int(q, q)
+    num = wrap32_int(srdhm_int(q, r) + srdhm_int(srdhm_int(q, common_sq), _ALPHA_N))
+    inner = wrap32_int(wrap32_int(_ALPHA_I + q) + srdhm_int(_ALPHA_D, common_sq))
+    recip = one_over_one_plus_x_for_x_in_0_1(wrap32_int(srdhm_int(p, inner) + srdhm_int(_ALPHA_F, q)))
+    return _sat_shl_int(wrap32_int(srdhm_int(z_adj, _LOG_2) + srdhm_int(rdbpot_int(num, 6), recip)), 1)
 
 
-#: below this many rows the per-row fixed point runs on Python ints (numpy's per-call overhead dominates)
-FEW_ROWS = 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,8 +145,8 @@ class LogSoftmaxQuantized:
         total = self.exp12.take(d).sum(axis=-1, keepdims=True)  # at most 2^12 maximal rows fit (the C++ wraps)
         if total.size <= FEW_ROWS:
             m, shift = self.reverse
-            logs = [log_x_ge_1_int(_wrap_int(t), 12) for t in total.ravel().tolist()]
-            adj = [max(self.diff_min - 1, _rdbpot_int(_srdhm_int(_wrap_int(v + INT32_MIN), m), -shift)) for v in logs]
+            logs = [log_x_ge_1_int(wrap32_int(t), 12) for t in total.ravel().tolist()]
+            adj = [max(self.diff_min - 1, rdbpot_int(srdhm_int(wrap32_int(v + INT32_MIN), m), -shift)) for v in logs]
             log_sum = np.array(logs, np.int64).reshape(total.shape)
             adjusted = np.array(adj, np.int64).reshape(total.shape)
         else:
@@ -210,7 +181,7 @@ def _prepare_log_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo)
 
 
 @register(BuiltinOperator.LOG_SOFTMAX)
-def prepare_log_softmax(ctx: OpContext):
+def prepare_log_softmax(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_F32, _U8, _I8), f"Only float32, uint8 and int8 are supported currently, got {x.type_name}.")

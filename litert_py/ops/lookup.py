@@ -41,10 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema import dtypes
+from ..schema.dtypes import string_buffer
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 _STRING = dtypes.TensorType.STRING
 _INT4 = getattr(dtypes.TensorType, "INT4", 17)
@@ -88,7 +89,7 @@ class EmbeddingLookupHybrid:
 
 
 @register(BuiltinOperator.EMBEDDING_LOOKUP)
-def prepare_embedding_lookup(ctx: OpContext):
+def prepare_embedding_lookup(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     ids, table = ctx.input(0), ctx.input(1)
     ctx.check(ids.dtype == np.int32 and len(ids.shape) == 1,
@@ -170,7 +171,7 @@ class EmbeddingLookupSparse:
 
 
 @register(BuiltinOperator.EMBEDDING_LOOKUP_SPARSE)
-def prepare_embedding_lookup_sparse(ctx: OpContext):
+def prepare_embedding_lookup_sparse(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5)
     ids, indices, shape, weights, table = (ctx.input(k) for k in range(5))
     ctx.check(len(ids.shape) == 1 and ids.dtype == np.int32, "EMBEDDING_LOOKUP_SPARSE: ids must be an int32 vector")
@@ -230,7 +231,7 @@ class HashtableLookup:
 
 
 @register(BuiltinOperator.HASHTABLE_LOOKUP)
-def prepare_hashtable_lookup(ctx: OpContext):
+def prepare_hashtable_lookup(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 2)
     lookup, keys, values = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(len(lookup.shape) == 1 and lookup.dtype == np.int32,
@@ -305,7 +306,7 @@ class SkipGram:
 
 
 @register(BuiltinOperator.SKIP_GRAM)
-def prepare_skip_gram(ctx: OpContext):
+def prepare_skip_gram(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     ctx.check(x.type == _STRING and ctx.outputs[0].type == _STRING, "SKIP_GRAM: input and output must be strings")
@@ -443,8 +444,6 @@ def _raw_rows(x: np.ndarray, rows: int) -> list[bytes]:
     """``input->bytes / dim0`` byte chunks of the tensor's memory, as RunningSignBit walks them (strings:
     TFLite's string-buffer layout, header included)."""
     if x.dtype == object:
-        from ..schema.writer import string_buffer
-
         raw = string_buffer(x)
     else:
         raw = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes()
@@ -485,7 +484,7 @@ class LshProjection:
 
 
 @register(BuiltinOperator.LSH_PROJECTION)
-def prepare_lsh_projection(ctx: OpContext):
+def prepare_lsh_projection(ctx: OpContext) -> PreparedOp:
     ctx.check_num((2, 3))
     hashes, x = ctx.input(0), ctx.input(1)
     weight = ctx.optional_input(2)

@@ -86,8 +86,8 @@ from .lstm_cell import LstmCell, build_cell, check_state_sizes, check_states, fu
 from .lstm_common import CELL_STATE, OUT_STATE
 from .lstm_integer import build_integer_cell
 from .lstm_integer8 import prepare_lstm_8x8_8
-from .registry import OpContext, register
-from .rnn import bidirectional_views
+from .recurrent_common import bidirectional_views
+from .registry import OpContext, PreparedOp, register
 
 # -------------------------------------------------------------------------------------------------------------
 # Prepared ops
@@ -124,7 +124,7 @@ def _float_or_hybrid(ctx: OpContext, ins: list, use_ln: bool, opts, n_batch: int
 
 
 @register(BuiltinOperator.LSTM, stateful=True)
-def prepare_lstm(ctx: OpContext):
+def prepare_lstm(ctx: OpContext) -> PreparedOp:
     opts = ctx.options
     if opts.kernel_type == 1:  # BASIC: 5 inputs, 4 outputs, its own kernel
         return prepare_basic_lstm(ctx)
@@ -145,7 +145,7 @@ def prepare_lstm(ctx: OpContext):
 
 
 @register(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, stateful=True)
-def prepare_unidirectional_sequence_lstm(ctx: OpContext):
+def prepare_unidirectional_sequence_lstm(ctx: OpContext) -> PreparedOp:
     opts = ctx.options
     ins, use_ln = full_inputs(ctx)
     x = ins[0]
@@ -191,7 +191,7 @@ class BidirectionalSequenceLstm:
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM, stateful=True)
-def prepare_bidirectional_sequence_lstm(ctx: OpContext):
+def prepare_bidirectional_sequence_lstm(ctx: OpContext) -> PreparedOp:
     opts = ctx.options
     merge = bool(opts.merge_outputs)
     ctx.check(len(ctx.inputs) == 48, f"node->inputs->size != 48 (got {len(ctx.inputs)})")

@@ -60,9 +60,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import quantize_multiplier
+from ..quant.gemmlowp import checked_log2, tanh16_table
+from ..quant.gemmlowp import logistic16_table as sigmoid16_table
 from .lstm_cell import sigmoid
-from .lstm_common import sigmoid16_table, tanh16_table
-from .registry import OpContext
+from .registry import OpContext, PreparedOp
 
 INPUT, PREV_ACTIV, WEIGHTS, BIASES, PREV_STATE = range(5)
 ACTIV_OUT, STATE_OUT, CONCAT_TEMP, ACTIV_TEMP = range(4)
@@ -92,18 +93,6 @@ def _tables() -> tuple[np.ndarray, ...]:
     to_u8 = (np.clip(rdbpot(v, 8), -128, 127) + 128).astype(np.uint8)
     # roll by half the length: position v mod 65536 holds the value at v
     return tuple(np.roll(t, 32768) for t in (sig, tanh, state_tanh, div16, to_u8))
-
-
-def checked_log2(x: float) -> int | None:
-    """quantization_util.cc ``CheckedLog2`` in float32: ``round(logf(x) * (1/logf(2)))`` if ``x`` is within
-    1e-3 (in the exponent) of a power of two, else None."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = F32(np.log(F32(x))) * (F32(1) / F32(np.log(F32(2))))
-        r = np.trunc(v + np.copysign(F32(0.5), v)) if np.isfinite(v) else v  # TfLiteRound: half away from zero
-        frac = F32(v - r)
-    if not np.abs(frac) < F32(1e-3):
-        return None
-    return int(r)
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,7 +190,7 @@ class BasicLstmQuantized:
         inputs[PREV_STATE][...] = state
 
 
-def prepare_basic_lstm(ctx: OpContext):
+def prepare_basic_lstm(ctx: OpContext) -> PreparedOp:
     """Prepare of lstm.cc ``basic``: shapes, then (at prepare, where LiteRT waits for Eval) the dtype path."""
     ctx.check(len(ctx.inputs) == 5, f"node->inputs->size != kInputNum ({len(ctx.inputs)} != 5)")
     ctx.check(len(ctx.outputs) == 4, f"node->outputs->size != kOutputNum ({len(ctx.outputs)} != 4)")
@@ -239,8 +228,8 @@ def prepare_basic_lstm(ctx: OpContext):
             None if b.data is None else np.array(b.data, F32))
     ctx.check(types == [u8, u8, u8, i32, i16, i16, u8, u8, i16],
               "Unsupported combination of data types for LstmCell")
-    log2 = checked_log2(ctx.outputs[STATE_OUT].scale)
-    ctx.check(log2 is not None, "The internal state of a LSTM cell must have a power-of-two scale.")
+    pot, log2 = checked_log2(ctx.outputs[STATE_OUT].scale)
+    ctx.check(pot, "The internal state of a LSTM cell must have a power-of-two scale.")
     ctx.check(15 + log2 == 4,
               "The only case of quantized LstmCell currently supported is with StateIntegerBits==4")
     m, shift = quantize_multiplier(4096 * float(F32(b.scale)))

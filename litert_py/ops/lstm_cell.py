@@ -13,9 +13,9 @@ from ..quant import (
 )
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc
+from .common import apply_activation_to_vector, clip_ufunc
 from .eigen_math import logistic_into, tanh_inplace
-from .fully_connected import apply_activation_to_vector
+from .hybrid_fc import hybrid_matvec
 from .lstm_common import (
     BIAS,
     CELL_STATE,
@@ -35,7 +35,6 @@ from .lstm_common import (
 )
 from .recurrent_common import StepHybridProduct
 from .registry import OpContext, TensorInfo
-from .rnn import hybrid_matvec
 
 
 def sigmoid(v: np.ndarray) -> None:
@@ -171,6 +170,21 @@ class GateProducts:
 
 
 @dataclass(frozen=True, eq=False)
+class SequencePlan:
+    """The stacked constants of ``LstmCell.run`` (gates in the order (i,) f, c, o), built once with the cell."""
+
+    fast: bool  # the stacked sequence path applies (no sparse hybrid product; else step by step)
+    k: int  # the sigmoid gates before the cell gate: (i,) f
+    base: np.ndarray  # (G*n,) float32: the stacked biases (layer norm: 0)
+    peep_if: np.ndarray | None  # (k, n) peephole weights of (i,) f
+    ln_ifc: np.ndarray | None  # (k+1, n) layer-norm weights of (i,) f, c
+    bias_ifc: np.ndarray | None  # (k+1, n) biases of (i,) f, c (with layer norm)
+    diag: np.ndarray | None  # (G, n) diagonal recurrent weights
+    h_fc: StepHybridProduct | None  # hybrid recurrent product (fast path)
+    proj_fc: StepHybridProduct | None  # hybrid projection (fast path)
+
+
+@dataclass(frozen=True, eq=False)
 class LstmCell:
     x: GateProducts
     aux: GateProducts | None
@@ -199,17 +213,16 @@ class LstmCell:
         k = len(gates) - 2  # the sigmoid gates before the cell gate: (i,) f
         ln = bool(self.ln)
         base = np.zeros(n * len(gates), F32) if ln else np.concatenate([self.bias[g] for g in gates])
-        d = {"fast": fast, "k": k, "base": base,
-             "peep_if": np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
-             "ln_ifc": np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
-             "bias_ifc": np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
-             "diag": None if self.h.combined is not None else
-             np.stack([self.h.per_gate[g].diag for g in gates])}
-        if fast:
-            hp, pp = self.h.combined, self.proj
-            d["h_fc"] = StepHybridProduct.of(hp.fc) if hp is not None and hp.fc is not None else None
-            d["proj_fc"] = StepHybridProduct.of(pp.fc) if pp is not None and pp.fc is not None else None
-        object.__setattr__(self, "_seq", d)
+        hp, pp = self.h.combined, self.proj
+        plan = SequencePlan(
+            fast=fast, k=k, base=base,
+            peep_if=np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
+            ln_ifc=np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
+            bias_ifc=np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
+            diag=None if self.h.combined is not None else np.stack([self.h.per_gate[g].diag for g in gates]),
+            h_fc=StepHybridProduct.of(hp.fc) if fast and hp is not None and hp.fc is not None else None,
+            proj_fc=StepHybridProduct.of(pp.fc) if fast and pp is not None and pp.fc is not None else None)
+        object.__setattr__(self, "_seq", plan)
 
     def _gate(self, g, xs, auxs, hs, c, act):
         ln = self.ln.get(g)
@@ -286,46 +299,55 @@ class LstmCell:
         prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
         return prod, x3.reshape(t_, -1).any(axis=1)
 
-    def run(self, x3, aux3, h, c, out3, reverse: bool = False) -> None:
-        """The whole sequence: x3 (T, B, I) and aux3 (T, B, A) or None time-major (views allowed), h / c the
-        states (updated), out3 (T, B, n_output) written. Per step exactly ``step``'s arithmetic, with the input
-        products of every step computed up front and the gates stacked (i, f, c, o) along the last axis."""
-        d = self._seq
-        n_steps = x3.shape[0]
-        if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
-            return
-        order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
-        use_aux = aux3 is not None and self.aux is not None
-        if not d["fast"]:
-            for t in order:
-                self.step(x3[t], aux3[t] if use_aux else None, h, c, out3[t])
-            return
-        n, k = self.n_cell, d["k"]
-        n_g = len(self.x.gates)
-        n_batch = x3.shape[1]
-        # gate = bias (layer norm: 0) + (0 + W_x x) [+ (0 + W_aux aux)], skipped for all-zero inputs
+    def _sequence_inputs(self, x3, aux3, base) -> np.ndarray:
+        """Every step's gate inputs before the recurrent product ((T, B, G*n) float32): bias (layer norm: 0) +
+        (0 + W_x x) [+ (0 + W_aux aux)], each product skipped for a step whose input is all zeros."""
         pre, nz = self._input_products(self.x, x3)
-        pre += d["base"]
+        pre += base
         if not nz.all():
-            pre[~nz] = d["base"]
-        if use_aux:
+            pre[~nz] = base
+        if aux3 is not None:
             pa, nza = self._input_products(self.aux, aux3)
             if nza.all():
                 pre += pa
             else:
                 pre[nza] += pa[nza]
+        return pre
+
+    def run(self, x3, aux3, h, c, out3, reverse: bool = False) -> None:
+        """The whole sequence: x3 (T, B, I) and aux3 (T, B, A) or None time-major (views allowed), h / c the
+        states (updated), out3 (T, B, n_output) written. Per step exactly ``step``'s arithmetic, with the input
+        products of every step computed up front and the gates stacked (i, f, c, o) along the last axis."""
+        n_steps = x3.shape[0]
+        if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
+            return
+        order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
+        aux3 = aux3 if aux3 is not None and self.aux is not None else None
+        if not self._seq.fast:
+            for t in order:
+                self.step(x3[t], None if aux3 is None else aux3[t], h, c, out3[t])
+            return
+        self._run_stacked(x3, aux3, h, c, out3, order)
+
+    def _run_stacked(self, x3, aux3, h, c, out3, order) -> None:
+        """``run``'s fast path: the gates stacked (i, f, c, o) along the last axis, buffers made once."""
+        d = self._seq
+        n, k = self.n_cell, d.k
+        n_g = len(self.x.gates)
+        n_batch = x3.shape[1]
+        pre = self._sequence_inputs(x3, aux3, d.base)
         acc = np.empty((n_batch, n_g * n), F32)
         acc3 = acc.reshape(n_batch, n_g, n)
         hs = np.empty_like(acc)
         hp = self.h.combined
         hybrid_h = hp is not None and hp.fc is not None
-        h_fc, proj_fc = d["h_fc"], d["proj_fc"]
+        h_fc, proj_fc = d.h_fc, d.proj_fc
         wt = hp.wt if hp is not None and hp.fc is None else None
         mm_h = _float_dot(wt)
         mm_p = _float_dot(self.proj.wt if self.proj is not None and self.proj.fc is None else None)
-        diag = d["diag"]
-        peep_if, peep_o = d["peep_if"], self.peep.get("o")
-        ln_ifc, bias_ifc = d["ln_ifc"], d["bias_ifc"]
+        diag = d.diag
+        peep_if, peep_o = d.peep_if, self.peep.get("o")
+        ln_ifc, bias_ifc = d.ln_ifc, d.bias_ifc
         ln_o, bias_o = self.ln.get("o"), self.bias["o"]
         act, cifg, tanh_act = self.act, k == 1, self.tanh_act
         # without peephole and layer norm the output gate does not wait for the new cell state: one sigmoid

@@ -13,8 +13,7 @@ from ..quant import (
     saturating_rounding_doubling_high_mul,
     wrap32,
 )
-from .common import clip_ufunc
-from .unary import get_inv_sqrt_quantized_multiplier_exp
+from ..quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp
 
 F32 = np.float32
 GATES = ("i", "f", "c", "o")
@@ -40,84 +39,11 @@ Z64, S10, S15, S20, K512, K1024 = (np.array(v, np.int64) for v in (0, 10, 15, 20
 # -------------------------------------------------------------------------------------------------------------
 
 
-def w16(x):
-    return ((x + 32768) & 0xFFFF) - 32768
-
-
-def _srdhm16(a, b):
-    r = (a * b + (1 << 14)) >> 15
-    return np.where((a == -32768) & (b == -32768), 32767, r)
-
-
 def rdbpot(x, e: int):
     if e == 0:
         return x
     mask = (1 << e) - 1
     return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-def _satpot16(x, e: int):
-    if e > 0:
-        return clip_ufunc(x << e, -32768, 32767)
-    return rdbpot(x, -e)
-
-
-def _c16(c32: int) -> int:
-    """A gemmlowp Q0.31-style int32 constant as the int16 FixedPoint constant: RDBPOT(c, 16)."""
-    return int(rdbpot(np.int64(c32), 16))
-
-
-def _exp_on_interval(a):
-    c, third = _c16(1895147668), _c16(715827883)
-    x = w16(a + (1 << 12))
-    x2 = _srdhm16(x, x)
-    x3 = _srdhm16(x2, x)
-    x4 = _srdhm16(x2, x2)
-    inner = w16(_srdhm16(w16(_satpot16(x4, -2) + x3), third) + x2)
-    return clip_ufunc(c + _srdhm16(c, w16(x + _satpot16(inner, -1))), -32768, 32767)
-
-
-def _exp_on_negative_values(a, ib: int):
-    fb = 15 - ib
-    q = 1 << (fb - 2)
-    r = w16((a & (q - 1)) - q)
-    res = _exp_on_interval(_satpot16(r, ib))
-    rem = w16(r - a)
-    for k, ck in ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535),
-                  (3, 720401), (4, 242)):
-        if ib > k:
-            res = np.where((rem & (1 << (fb + k))) != 0, _srdhm16(res, _c16(ck)), res)
-    if ib > 5:
-        res = np.where(a < _c16(-(1 << (36 - ib))), 0, res)
-    return np.where(a == 0, 32767, res)
-
-
-def _newton_x(a):
-    hd = a + 32767
-    hd = np.where(hd >= 0, (hd + 1) // 2, -((1 - hd) // 2))  # RoundingHalfSum(a, One): (s + sign) / 2, truncated
-    x = w16(_c16(1515870810) + _srdhm16(hd, _c16(-1010580540)))
-    for _ in range(3):
-        x = w16(x + _satpot16(_srdhm16(x, w16((1 << 13) - _srdhm16(hd, x))), 2))
-    return x
-
-
-@functools.cache
-def sigmoid16_table(ib: int) -> np.ndarray:
-    """gemmlowp ``logistic`` of FixedPoint<int16, ib> for every raw input (index raw + 32768), Q0.15 out."""
-    a = np.arange(-32768, 32768, dtype=np.int64)
-    pos = a > 0
-    e = _exp_on_negative_values(w16(-np.where(pos, a, w16(-a))), ib)
-    rp = _satpot16(_newton_x(e), 1)
-    return np.where(a == 0, 16384, np.where(pos, rp, w16(32767 - rp))).astype(np.int64)
-
-
-@functools.cache
-def tanh16_table(ib: int) -> np.ndarray:
-    """gemmlowp ``tanh`` of FixedPoint<int16, ib> for every raw input (index raw + 32768), Q0.15 out."""
-    a = np.arange(-32768, 32768, dtype=np.int64)
-    neg = a < 0
-    t = _satpot16(w16(_newton_x(_exp_on_negative_values(np.where(neg, a, w16(-a)), ib + 1)) - (1 << 13)), 2)
-    return np.where(a == 0, 0, np.where(neg, w16(-t), t)).astype(np.int64)
 
 
 def tdiv(a: int, b: int) -> int:

@@ -12,6 +12,9 @@ from ..quant import (
     quantize_multiplier,
     wrap32,
 )
+from ..quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, tanh16_table
+from ..quant.gemmlowp import logistic16_table as sigmoid16_table
+from ..quant.gemmlowp import wrap16 as w16
 from .common import clip_ufunc
 from .lstm_common import (
     BIAS,
@@ -47,15 +50,11 @@ from .lstm_common import (
     mbqm_small,
     rdbpot,
     rdbpot_arr,
-    sigmoid16_table,
     signed_index_table,
-    tanh16_table,
     tdiv,
     tdiv_arr,
-    w16,
 )
 from .registry import OpContext, TensorInfo
-from .unary import get_inv_sqrt_quantized_multiplier_exp
 
 
 @dataclass(frozen=True, eq=False)

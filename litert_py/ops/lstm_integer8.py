@@ -50,9 +50,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..libm import libm_float
 from ..quant import multiply_by_quantized_multiplier_int64, quantize_multiplier, wrap32
-from .libm import libm_float
-from .lstm_common import BIAS, CELL_STATE, IN_W, LN, OUT_STATE, PEEP_W, PROJ_B, PROJ_W, REC_W, mbqm, rdbpot, w16
+from ..quant.gemmlowp import wrap16 as w16
+from .lstm_common import BIAS, CELL_STATE, IN_W, LN, OUT_STATE, PEEP_W, PROJ_B, PROJ_W, REC_W, mbqm, rdbpot
 from .registry import OpContext, TensorInfo
 
 F32 = np.float32

@@ -52,9 +52,9 @@ import numpy as np
 
 from ..schema.model import Padding
 from .common import clip_ufunc, float_activation_range
-from .conv_common import out_size, pad_before
-from .conv_transpose import TransposeConvFloat, TransposeGeometry
-from .registry import OpContext, register
+from .conv_common import Geometry, out_size, pad_before
+from .conv_transpose import TransposeConvFloat
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 LOWEST = F32(np.finfo(np.float32).min)
@@ -124,7 +124,7 @@ class TransposeConvBias:
 
 
 @register("Convolution2DTransposeBias")
-def prepare_convolution_2d_transpose_bias(ctx: OpContext):
+def prepare_convolution_2d_transpose_bias(ctx: OpContext) -> PreparedOp:
     opts = _struct_options(ctx, "TfLiteTransposeConvParams", _TRANSPOSE_CONV_FIELDS, 3)
     padding = _padding(ctx, opts)
     _positive(ctx, opts, "stride_width", "stride_height")
@@ -145,7 +145,7 @@ def prepare_convolution_2d_transpose_bias(ctx: OpContext):
     pad_w = max(0, kw - (wd - 1) % sw - 1) if padding == Padding.SAME else 0
     oh, ow = sh * (h - 1) + kh - pad_h, sw * (wd - 1) + kw - pad_w
     ctx.set_output_shape(OUTPUT, (n, oh, ow, o))
-    geo = TransposeGeometry(n, h, wd, c, oh, ow, o, kh, kw, sh, sw, pad_h // 2, pad_w // 2)
+    geo = Geometry(n, h, wd, c, oh, ow, o, kh, kw, sh, sw, pad_top=pad_h // 2, pad_left=pad_w // 2)
     weights = w.data.transpose(3, 1, 2, 0).reshape(c, -1).astype(F32) if w.is_constant else None
     bias = b.data.astype(F32) if b.is_constant else None
     cols = ctx.scratch((n * h * wd, kh * kw * o), F32)
@@ -203,7 +203,7 @@ class MaxPoolArgmax:
 
 
 @register("MaxPoolingWithArgmax2D")
-def prepare_max_pooling_with_argmax_2d(ctx: OpContext):
+def prepare_max_pooling_with_argmax_2d(ctx: OpContext) -> PreparedOp:
     opts = _pool_options(ctx)
     padding = _padding(ctx, opts)
     ctx.check_num(1, 2)
@@ -265,7 +265,7 @@ class MaxUnpool:
 
 
 @register("MaxUnpooling2D")
-def prepare_max_unpooling_2d(ctx: OpContext):
+def prepare_max_unpooling_2d(ctx: OpContext) -> PreparedOp:
     opts = _pool_options(ctx)
     _padding(ctx, opts)  # checked, though the unpooling's geometry does not depend on it
     ctx.check_num(2, 1)

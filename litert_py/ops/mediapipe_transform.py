@@ -5,7 +5,7 @@ default. No Python runtime runs them (ai-edge-litert has no kernel, XNNPACK does
 Sources matched: google-ai-edge/mediapipe mediapipe/util/tflite/operations/landmarks_to_transform_matrix.cc,
 transform_landmarks.cc, transform_tensor_bilinear.cc (the CPU kernels; cpu_op_resolver.cc registers version 2
 of each) and their option parsers in LiteRT/TensorFlow tflite/delegates/gpu/common/mediapipe/*.cc
-(``Parse*Attributes``). Options are FlexBuffer maps (read with hadamard.py's flex_* helpers, flexbuffers'
+(``Parse*Attributes``). Options are FlexBuffer maps (read with ops/common.py's flex_* helpers, flexbuffers'
 ``AsInt32`` / ``AsFloat``). MediaPipe reads a missing key as 0 and only then rejects some values at eval;
 litert_py refuses at prepare, with a PrepareError naming the op and the field, options that are malformed
 (truncated), a missing key, a value of the wrong type (a string or vector for a number, a number for a
@@ -60,9 +60,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .common import flex_float, flex_int32, flex_options
 from .glibc_math import sincosf
-from .hadamard import flex_float, flex_int32, flex_options
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 F64 = np.float64
@@ -292,7 +292,7 @@ class Landmarks2TransformMatrixV1:
 
 
 @register("Landmarks2TransformMatrix")
-def prepare_landmarks2_transform_matrix(ctx: OpContext):
+def prepare_landmarks2_transform_matrix(ctx: OpContext) -> PreparedOp:
     version = _version(ctx)
     m = flex_options(ctx)
     _float_io(ctx, 1)
@@ -369,7 +369,7 @@ class TransformLandmarks:
 
 
 @register("TransformLandmarks")
-def prepare_transform_landmarks(ctx: OpContext):
+def prepare_transform_landmarks(ctx: OpContext) -> PreparedOp:
     version = _version(ctx)
     if version == 1:
         m = flex_options(ctx)
@@ -440,7 +440,7 @@ class TransformTensorBilinear:
 
 
 @register("TransformTensorBilinear")
-def prepare_transform_tensor_bilinear(ctx: OpContext):
+def prepare_transform_tensor_bilinear(ctx: OpContext) -> PreparedOp:
     version = _version(ctx)
     m = flex_options(ctx)
     _float_io(ctx, 2)

@@ -36,32 +36,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import limits
 from ..quant.fixedpoint import round_away, trunc_to_int32
-from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType, BuiltinOperator
-from .registry import OpContext, TensorInfo, register
+from .common import axis_slices, check_output_type, index_values, movable
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 _STRING = dtypes.TensorType.STRING
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-def check_output_type(ctx: OpContext, x: TensorInfo, k: int = 0) -> None:
-    y = ctx.outputs[k]
-    ctx.check(y.type == x.type, f"{ctx.op_name}: output type {y.type_name} differs from input type {x.type_name}")
 
 
 def is_quantized(t: TensorInfo) -> bool:
     return bool(t.quantization.scale)
 
 
-def movable(t: TensorInfo) -> bool:
-    """A type TFLite moves by its bit width (8/16/32/64 bits), as TfLiteTypeGetSizeBits dispatches."""
-    return t.type not in dtypes.OBJECT_TYPES and t.dtype.itemsize in (1, 2, 4, 8)
 
-
-def axis_slices(axis: int, start: int, stop: int) -> tuple:
-    return (slice(None),) * axis + (slice(start, stop),)
 
 # =================================================================================================
 # CONCATENATION
@@ -112,7 +102,7 @@ class ConcatenationUInt8Rescaled:
 
 
 @register(BuiltinOperator.CONCATENATION)
-def prepare_concatenation(ctx: OpContext):
+def prepare_concatenation(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) >= 1 and len(ctx.outputs) == 1, "CONCATENATION needs inputs and one output")
     ins = [ctx.input(i) for i in range(len(ctx.inputs))]
     t0, out = ins[0], ctx.outputs[0]
@@ -314,7 +304,7 @@ class TransposeDynamic:
 
 
 @register(BuiltinOperator.TRANSPOSE)
-def prepare_transpose(ctx: OpContext):
+def prepare_transpose(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, perm = ctx.input(0), ctx.input(1)
     rank = len(x.shape)
@@ -334,10 +324,6 @@ def prepare_transpose(ctx: OpContext):
 # =================================================================================================
 # TILE, PACK, UNPACK
 # =================================================================================================
-
-
-def index_values(t: np.ndarray) -> list[int]:
-    return [int(v) for v in np.asarray(t).reshape(-1)]
 
 
 def tile_shape(in_shape, multiples, fail=ValueError) -> tuple[int, ...]:
@@ -379,7 +365,7 @@ class TileDynamic:
 
 
 @register(BuiltinOperator.TILE)
-def prepare_tile(ctx: OpContext):
+def prepare_tile(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, mult = ctx.input(0), ctx.input(1)
     check_output_type(ctx, x)
@@ -422,7 +408,7 @@ class Pack:
 
 
 @register(BuiltinOperator.PACK)
-def prepare_pack(ctx: OpContext):
+def prepare_pack(ctx: OpContext) -> PreparedOp:
     n = ctx.options.values_count
     ctx.check(len(ctx.inputs) == n, f"NumInputs(node) != values_count ({len(ctx.inputs)} != {n})")
     ctx.check(n >= 1 and len(ctx.outputs) == 1, "PACK takes values_count >= 1 inputs and one output")
@@ -455,7 +441,7 @@ class Unpack:
 
 
 @register(BuiltinOperator.UNPACK)
-def prepare_unpack(ctx: OpContext):
+def prepare_unpack(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 1, f"UNPACK takes 1 input, got {len(ctx.inputs)}")
     x = ctx.input(0)
     n = ctx.options.num
@@ -518,7 +504,7 @@ def _flip_index(axes, rank: int) -> tuple:
 
 
 @register(BuiltinOperator.REVERSE_V2)
-def prepare_reverse_v2(ctx: OpContext):
+def prepare_reverse_v2(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, axis = ctx.input(0), ctx.input(1)
     ctx.check(len(axis.shape) == 1, f"NumDimensions(axis) != 1 ({len(axis.shape)} != 1)")
@@ -583,7 +569,7 @@ class ReverseSequenceDynamic:
 
 
 @register(BuiltinOperator.REVERSE_SEQUENCE)
-def prepare_reverse_sequence(ctx: OpContext):
+def prepare_reverse_sequence(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, lengths = ctx.input(0), ctx.input(1)
     ctx.check(len(lengths.shape) == 1, f"NumDimensions(seq_lengths) != 1 ({len(lengths.shape)} != 1)")
@@ -663,7 +649,7 @@ class MirrorPadDynamic:
 
 
 @register(BuiltinOperator.MIRROR_PAD)
-def prepare_mirror_pad(ctx: OpContext):
+def prepare_mirror_pad(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, pads = ctx.input(0), ctx.input(1)
     ctx.check(len(pads.shape) == 2, f"NumDimensions(padding_matrix) != 2 ({len(pads.shape)} != 2)")

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 BOXES, SCORES, MAX_OUTPUT_SIZE, IOU_THRESHOLD, SCORE_THRESHOLD, SIGMA = range(6)
@@ -450,10 +450,10 @@ def _prepare_nms(ctx: OpContext, soft: bool):
 
 
 @register(BuiltinOperator.NON_MAX_SUPPRESSION_V4)
-def prepare_non_max_suppression_v4(ctx: OpContext):
+def prepare_non_max_suppression_v4(ctx: OpContext) -> PreparedOp:
     return _prepare_nms(ctx, soft=False)
 
 
 @register(BuiltinOperator.NON_MAX_SUPPRESSION_V5)
-def prepare_non_max_suppression_v5(ctx: OpContext):
+def prepare_non_max_suppression_v5(ctx: OpContext) -> PreparedOp:
     return _prepare_nms(ctx, soft=True)

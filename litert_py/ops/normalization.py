@@ -31,51 +31,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import (
-    INT32_MAX,
     multiply_by_quantized_multiplier,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
     wrap32,
 )
+from ..quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, inv_sqrt_multiplier_exp
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .activations import Noop, sat_pot
-from .log_softmax import FEW_ROWS
-from .registry import OpContext, register
-from .unary import get_inv_sqrt_quantized_multiplier_exp
+from .common import FEW_ROWS, Noop
+from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
 _F32, _U8, _I8 = TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8
 _EPSILON = np.float32(1e-6)
 srdhm = saturating_rounding_doubling_high_mul
 rdbpot = rounding_divide_by_pot
-
-
-def inv_sqrt_multiplier_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """common.h ``GetInvSqrtQuantizedMultiplierExp(x, kReverseShift = -1)`` over an int64 array of non-negative
-    int32 values: ``(M, left_shift)`` arrays (the same arithmetic as ``unary.get_inv_sqrt_quantized_multiplier_exp``,
-    vectorized)."""
-    x = np.asarray(x, np.int64)
-    small = x <= 1
-    x = np.where(small, 2, x)
-    bits = np.frexp(x.astype(np.float64))[1].astype(np.int64)  # bit length
-    quarters = np.maximum(0, (bits - 28) // 2)  # while x >= 2^29: x /= 4
-    x = x >> (2 * quarters)
-    shift = 11 + quarters
-    bits = np.frexp(x.astype(np.float64))[1].astype(np.int64)
-    pairs = (32 - bits - 1) // 2 - 1
-    shift = shift - pairs
-    x = x << (2 * pairs)
-    half_input = rdbpot(x >> 1, 1)
-    y = np.full(x.shape, 1 << 28, np.int64)
-    for _ in range(5):
-        y3 = sat_pot(srdhm(srdhm(y, y), y), 6)
-        y = sat_pot(wrap32(srdhm((1 << 28) + (1 << 27), y) - srdhm(half_input, y3)), 3)
-    y = srdhm(y, 1518500250)
-    neg = shift < 0
-    y = np.where(neg, wrap32(y << np.where(neg, -shift, 0)), y)
-    shift = np.where(neg, 0, shift)
-    return np.where(small, INT32_MAX, y), np.where(small, 0, -shift)
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,7 +120,7 @@ class LocalResponseNormFloat:
 
 
 @register(BuiltinOperator.L2_NORMALIZATION)
-def prepare_l2_normalization(ctx: OpContext):
+def prepare_l2_normalization(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(y.type in (_F32, _U8, _I8), "output->type == kTfLiteFloat32 || output->type == kTfLiteUInt8 || "
@@ -170,7 +141,7 @@ def prepare_l2_normalization(ctx: OpContext):
 
 
 @register(BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION)
-def prepare_local_response_normalization(ctx: OpContext):
+def prepare_local_response_normalization(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(len(x.shape) == 4, f"NumDimensions(input) != 4 ({len(x.shape)} != 4)")

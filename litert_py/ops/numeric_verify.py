@@ -45,9 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .hadamard import flex_bool, flex_float, flex_options
-from .quantize import per_channel_params, table_domain, table_index
-from .registry import OpContext, register
+from .common import flex_bool, flex_float, flex_options, per_channel_params, table_domain, table_index
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 INPUT, REF, OUTPUT = 0, 1, 0
@@ -122,7 +121,7 @@ class NumericVerify:
 
 
 @register("NumericVerify", stateful=True)
-def prepare_numeric_verify(ctx: OpContext):
+def prepare_numeric_verify(ctx: OpContext) -> PreparedOp:
     m = flex_options(ctx)  # Init: LiteRT parses the options before anything else
     tolerance = flex_float(ctx, m, "tolerance")
     log_if_failed = flex_bool(ctx, m, "log_if_failed")

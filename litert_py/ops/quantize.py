@@ -34,8 +34,8 @@ from ..quant.fixedpoint import (
 )
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc
-from .registry import OpContext, TensorInfo, register
+from .common import _channel_shape, clip_ufunc, per_channel_params, table_domain, table_index  # noqa: F401
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
@@ -49,18 +49,6 @@ def _type_range(t: TensorInfo) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
-def table_index(x: np.ndarray) -> np.ndarray:
-    """The input's bytes as table indices (int8 -> uint8, int16 -> uint16 views; no copy)."""
-    return x.view(np.uint8) if x.dtype.itemsize == 1 else x.view(np.uint16)
-
-
-def table_domain(dtype) -> np.ndarray:
-    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see table_index)."""
-    dt = np.dtype(dtype)
-    unsigned = np.uint8 if dt.itemsize == 1 else np.uint16
-    return np.arange(np.iinfo(unsigned).max + 1, dtype=unsigned).view(dt)
-
-
 @dataclass(frozen=True, eq=False)
 class TableLookup:
     """DEQUANTIZE / requantize of an 8- or 16-bit input: one gather from a table built at prepare."""
@@ -71,20 +59,6 @@ class TableLookup:
         np.take(self.table, table_index(inputs[INPUT]), out=outputs[0], mode="wrap")
 
 
-def _channel_shape(rank: int, axis: int, n: int) -> tuple[int, ...]:
-    return tuple(n if k == axis else 1 for k in range(rank))
-
-
-def per_channel_params(ctx: OpContext, t: TensorInfo) -> tuple[np.ndarray, np.ndarray]:
-    """(scale, zero point) arrays shaped to broadcast along the quantized dimension."""
-    q = t.quantization
-    n = len(q.scale)
-    axis = q.quantized_dimension
-    ctx.check(0 <= axis < len(t.shape) and t.shape[axis] == n,
-              f"{n} per-channel scales do not match dimension {axis} of shape {list(t.shape)}")
-    zp = q.zero_point if len(q.zero_point) == n else (q.zero_point[0] if q.zero_point else 0,) * n
-    shape = _channel_shape(len(t.shape), axis, n)
-    return np.asarray(q.scale, _F32).reshape(shape), np.asarray(zp, np.int64).reshape(shape)
 
 
 # =================================================================================================
@@ -114,7 +88,7 @@ _DEQUANTIZE_TYPES = {np.dtype(t) for t in (np.uint8, np.int8, np.int16, np.float
 
 
 @register(BuiltinOperator.DEQUANTIZE)
-def prepare_dequantize(ctx: OpContext):
+def prepare_dequantize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     ctx.check(x.type == _INT4 or (x.dtype in _DEQUANTIZE_TYPES and x.type not in dtypes.OBJECT_TYPES),
@@ -236,7 +210,7 @@ def _unsupported(x: TensorInfo, y: TensorInfo) -> str:
 
 
 @register(BuiltinOperator.QUANTIZE)
-def prepare_quantize(ctx: OpContext):
+def prepare_quantize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     ctx.check(bool(y.quantization.scale), "output->quantization.type != kTfLiteAffineQuantization: the QUANTIZE "

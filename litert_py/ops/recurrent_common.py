@@ -8,7 +8,7 @@ recurrent product that runs once per time step. The symmetric quantization is ``
 ``neon_round_inplace``. The dot products run in float32 when every partial sum is an integer below 2^24
 (exact), else in float64 as FullyConnectedHybrid does.
 
-Sources: see fully_connected.py (FullyConnectedHybrid) and litert_py/quant/hybrid.py.
+Sources: see fully_connected.py and hybrid_fc.py (FullyConnectedHybrid) and litert_py/quant/hybrid.py.
 """
 
 from __future__ import annotations
@@ -100,3 +100,23 @@ class StepHybridProduct:
         np.multiply(sf[:, None], self.w_scale, out=out)
         out *= dot  # f32(dot) * f32(sf * s_w)
         return True
+
+
+def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: bool, use_aux: bool,
+                        time_major: bool):
+    """Time-major views (x, backward input, aux or None, forward output, backward output) of a bidirectional
+    sequence op's arrays: merged outputs split at ``n_fw``; batch-major arrays transposed (views, so writes
+    land in the outputs). Shared by BIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_LSTM."""
+    fw_out = outputs[0]
+    if merge:
+        bw_out, fw_out = fw_out[..., n_fw:], fw_out[..., :n_fw]
+    else:
+        bw_out = outputs[1]
+    bw_x = aux if bw_reads_aux else x
+    real_aux = aux if use_aux else None
+    if not time_major:
+        x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
+        fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
+        if real_aux is not None:
+            real_aux = real_aux.transpose(1, 0, 2)
+    return x, bw_x, real_aux, fw_out, bw_out

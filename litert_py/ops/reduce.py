@@ -52,8 +52,8 @@ import numpy as np
 from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc
-from .registry import OpContext, TensorInfo, register
+from .common import Reduction, clip_ufunc
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0
 
@@ -81,42 +81,6 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) ->
     if keep_dims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """How one reduction walks its input: reduced axes moved first, then the input viewed as (n, m).
-
-    ``perm`` puts the reduced axes (ascending) before the kept ones, so row i of the (n, m) view holds the
-    i-th reduced element (row-major) of every output, and summing the rows in order repeats the reference
-    kernel's order of accumulation.
-    """
-
-    perm: tuple[int, ...]
-    n: int  # reduced elements per output
-    m: int  # outputs
-
-    @staticmethod
-    def of(shape: Sequence[int], axes: Sequence[int]) -> Reduction:
-        reduced = sorted(axes)
-        kept = [i for i in range(len(shape)) if i not in reduced]
-        n = int(np.prod([shape[i] for i in reduced], dtype=np.int64))
-        m = int(np.prod([shape[i] for i in kept], dtype=np.int64))
-        return Reduction(tuple(reduced + kept), n, m)
-
-    def rows(self, x: np.ndarray) -> np.ndarray:
-        """The input as an (n, m) array (a view when the reduced axes already lead)."""
-        return x.transpose(self.perm).reshape(self.n, self.m)
-
-    def sum_in_order(self, x: np.ndarray, out: np.ndarray) -> None:
-        """out (m elements) = the sum of the n rows, added one after the other in out's dtype."""
-        y = self.rows(x)
-        flat = out.reshape(self.m)
-        if self.m == 1:  # a full reduction: NumPy would sum pairwise, the reference sums in order
-            flat[0] = np.add.accumulate(y[:, 0], dtype=out.dtype)[-1] if self.n else 0
-        else:  # along axis 0 of a C-contiguous (n, m) array NumPy adds row after row (a strided view may
-            # be reordered into a pairwise inner loop, hence the copy when the reduced axes do not lead)
-            np.add.reduce(np.ascontiguousarray(y), axis=0, out=flat, dtype=out.dtype)
 
 
 # -- MEAN -----------------------------------------------------------------------------------------
@@ -321,7 +285,7 @@ _SUM_TYPES = (*_MEAN_TYPES, _BOOL)
 
 @register(BuiltinOperator.MEAN)
 @register(BuiltinOperator.SUM)
-def prepare_mean_sum(ctx: OpContext):
+def prepare_mean_sum(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(axis.type == _I32, f"op_context.axis->type != kTfLiteInt32 ({axis.type_name} != INT32)")
@@ -550,7 +514,7 @@ class ReduceGenericDynamicAxes:
 @register(BuiltinOperator.REDUCE_PROD)
 @register(BuiltinOperator.REDUCE_ANY)
 @register(BuiltinOperator.REDUCE_ALL)
-def prepare_reduce_generic(ctx: OpContext):
+def prepare_reduce_generic(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     code = ctx.builtin_code
@@ -705,7 +669,7 @@ _ARG_TYPES = (_F32, _U8, _I8, _I32, _BOOL)
 
 @register(BuiltinOperator.ARG_MAX)
 @register(BuiltinOperator.ARG_MIN)
-def prepare_arg_max_min(ctx: OpContext):
+def prepare_arg_max_min(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(axis.size == 1, f"NumElements(axis) != 1 ({axis.size} != 1)")
@@ -761,7 +725,7 @@ class Cumsum:
 
 
 @register(BuiltinOperator.CUMSUM)
-def prepare_cumsum(ctx: OpContext):
+def prepare_cumsum(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
     ctx.check(x.type in (_I32, _F32, _I64), "input->type == kTfLiteInt32 || input->type == kTfLiteFloat32 || "

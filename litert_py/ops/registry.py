@@ -29,7 +29,23 @@ _EMPTY_Q = QuantizationParameters()
 
 
 class PreparedOp(Protocol):
+    """What ``prepare_<op>(ctx)`` returns: called once per invoke with the input arrays (None for an omitted
+    optional input) and the preallocated output arrays, which it fills in place (or replaces, for a dynamic
+    output). Usually a frozen dataclass holding everything prepare computed."""
+
     def __call__(self, inputs: list, outputs: list) -> None: ...
+
+
+class KernelHost(Protocol):
+    """What a kernel may use of the interpreter that prepares it (``OpContext.runtime``), through the OpContext
+    accessors ``model``, ``subgraph(k)``, ``resources`` (the runtime implements it: runtime/interpreter.py)."""
+
+    @property
+    def model(self) -> Any: ...  # litert_py.schema.Model
+
+    resources: dict  # resource variables and hashtables shared by all subgraphs
+
+    def subgraph(self, index: int) -> Any: ...  # the prepared runtime of subgraph ``index`` (control flow)
 
 
 Prepare = Callable[["OpContext"], PreparedOp]
@@ -130,12 +146,34 @@ class OpContext:
     custom_options: bytes = b""
     intermediates: list[TensorInfo] = field(default_factory=list)
     subgraph_index: int = 0
-    runtime: Any = None  # the owning Interpreter (subgraphs, resources); control-flow kernels use it
+    runtime: KernelHost | None = None  # the owning interpreter: use the accessors model/subgraph/resources
     num_threads: int = 1
 
     def __post_init__(self):
         if self.options is None and self.builtin_code in OP_OPTIONS:
             self.options = default_options(OP_OPTIONS[self.builtin_code][1])
+
+    # -- the owning interpreter (KernelHost) and limits ----------------------------------------------
+    @property
+    def model(self):
+        """The decoded model (litert_py.schema.Model), or None when the kernel runs without an interpreter."""
+        return None if self.runtime is None else self.runtime.model
+
+    def subgraph(self, index: int):
+        """The prepared runtime of subgraph ``index`` (control flow calls it)."""
+        return self.runtime.subgraph(index)
+
+    @property
+    def resources(self) -> dict:
+        """The interpreter's resource store (variables, hashtables), shared by all subgraphs."""
+        return self.runtime.resources
+
+    @property
+    def max_arena_bytes(self) -> int:
+        """The memory limit (litert_py.limits): bytes one scratch buffer or one subgraph's arena may take."""
+        from .. import limits
+
+        return limits.MAX_ARENA_BYTES
 
     # -- failing ----------------------------------------------------------------------------------
     def fail(self, message: str) -> PrepareError:
@@ -182,8 +220,8 @@ class OpContext:
     def scratch(self, shape: Sequence[int], dtype, fill=None) -> np.ndarray:
         """A buffer for the prepared op (im2col matrices, padded inputs), refused with a ResourceLimitError when it
         exceeds the interpreter's memory limit (LITERT_PY_MAX_ARENA_BYTES) instead of exhausting memory."""
+        from .. import limits
         from ..errors import ResourceLimitError
-        from ..runtime import limits
 
         try:
             limits.check_allocation(limits.nbytes(shape, dtype), "a scratch buffer")

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import limits
 from ..quant.fixedpoint import round_away
-from ..runtime import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INPUT, SIZE = 0, 1
 _F32 = np.float32
@@ -284,10 +284,10 @@ def _prepare_resize(ctx: OpContext, bilinear: bool):
 
 
 @register(BuiltinOperator.RESIZE_BILINEAR)
-def prepare_resize_bilinear(ctx: OpContext):
+def prepare_resize_bilinear(ctx: OpContext) -> PreparedOp:
     return _prepare_resize(ctx, bilinear=True)
 
 
 @register(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR)
-def prepare_resize_nearest_neighbor(ctx: OpContext):
+def prepare_resize_nearest_neighbor(ctx: OpContext) -> PreparedOp:
     return _prepare_resize(ctx, bilinear=False)

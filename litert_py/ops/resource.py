@@ -21,7 +21,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 
 @dataclass(eq=False)
@@ -111,7 +111,7 @@ class AssignVariable:
 
 
 @register(BuiltinOperator.VAR_HANDLE, stateful=True)
-def prepare_var_handle(ctx: OpContext):
+def prepare_var_handle(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 1)
     opts = ctx.options
     # An empty shared_name is unique per op in TF; LiteRT keys it by the names as given, and so do we.
@@ -121,18 +121,18 @@ def prepare_var_handle(ctx: OpContext):
 
 
 @register(BuiltinOperator.READ_VARIABLE, stateful=True)
-def prepare_read_variable(ctx: OpContext):
+def prepare_read_variable(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     out = ctx.outputs[0]
     dtype = np.dtype(object) if out.type in dtypes.OBJECT_TYPES else out.dtype  # strings: object arrays
-    sig = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[out.index].shape_signature
+    sig = ctx.model.subgraphs[ctx.subgraph_index].tensors[out.index].shape_signature
     if sig is not None and any(d < 0 for d in sig):
         ctx.set_output_dynamic(0)
-        return ReadVariableDynamic(ctx.runtime.resources, dtype)
-    return ReadVariable(ctx.runtime.resources, dtype)
+        return ReadVariableDynamic(ctx.resources, dtype)
+    return ReadVariable(ctx.resources, dtype)
 
 
 @register(BuiltinOperator.ASSIGN_VARIABLE, stateful=True)
-def prepare_assign_variable(ctx: OpContext):
+def prepare_assign_variable(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 0)
-    return AssignVariable(ctx.runtime.resources)
+    return AssignVariable(ctx.resources)

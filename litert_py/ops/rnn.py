@@ -37,21 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import SseMinus128Fix, sse_reduction_sum_vector
 from ..schema.model import BuiltinOperator
-from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
-from .recurrent_common import StepHybridProduct
-from .registry import OpContext, TensorInfo, register
-
-
-def hybrid_matvec(w: np.ndarray, scale, asymmetric: bool) -> FullyConnectedHybrid:
-    """A prepared hybrid product ``x -> f32(dot(q(x), w)) * f32(sf * scale)`` for the int8 matrix ``w``;
-    ``scale``: one float, or one per row of ``w`` (float32)."""
-    wi = w.view(np.int8) if w.dtype == np.uint8 else w
-    return FullyConnectedHybrid(np.ascontiguousarray(wi.T, dtype=np.float64),
-                                sse_reduction_sum_vector(wi).astype(np.float64) if asymmetric else None,
-                                SseMinus128Fix.build(wi, np.float64), np.asarray(scale, dtype=np.float32), None,
-                                asymmetric, wi.shape[1], wi.shape[0], None)
+from .common import apply_activation_to_vector
+from .hybrid_fc import hybrid_matvec
+from .recurrent_common import StepHybridProduct, bidirectional_views
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,7 +152,7 @@ class RnnStep:
 
 
 @register(BuiltinOperator.RNN, stateful=True)
-def prepare_rnn(ctx: OpContext):
+def prepare_rnn(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5, 1)
     x, w, rec, bias, h = (ctx.input(i) for i in range(5))
     ctx.check(x.dtype == np.float32, f"input type {x.type_name} != FLOAT32")
@@ -197,7 +187,7 @@ def _seq_dims(ctx: OpContext, x: TensorInfo, time_major: bool):
 
 
 @register(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, stateful=True)
-def prepare_unidirectional_sequence_rnn(ctx: OpContext):
+def prepare_unidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5, 1)
     x, w, rec, bias, h = (ctx.input(i) for i in range(5))
     ctx.check(x.dtype == np.float32, f"input type {x.type_name} != FLOAT32")
@@ -215,26 +205,6 @@ def prepare_unidirectional_sequence_rnn(ctx: OpContext):
 # -------------------------------------------------------------------------------------------------------------
 # BIDIRECTIONAL_SEQUENCE_RNN
 # -------------------------------------------------------------------------------------------------------------
-
-
-def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: bool, use_aux: bool,
-                        time_major: bool):
-    """Time-major views (x, backward input, aux or None, forward output, backward output) of a bidirectional
-    sequence op's arrays: merged outputs split at ``n_fw``; batch-major arrays transposed (views, so writes
-    land in the outputs). Shared by BIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_LSTM."""
-    fw_out = outputs[0]
-    if merge:
-        bw_out, fw_out = fw_out[..., n_fw:], fw_out[..., :n_fw]
-    else:
-        bw_out = outputs[1]
-    bw_x = aux if bw_reads_aux else x
-    real_aux = aux if use_aux else None
-    if not time_major:
-        x, bw_x = x.transpose(1, 0, 2), bw_x.transpose(1, 0, 2)
-        fw_out, bw_out = fw_out.transpose(1, 0, 2), bw_out.transpose(1, 0, 2)
-        if real_aux is not None:
-            real_aux = real_aux.transpose(1, 0, 2)
-    return x, bw_x, real_aux, fw_out, bw_out
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,7 +228,7 @@ class BidirectionalSequenceRnn:
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN, stateful=True)
-def prepare_bidirectional_sequence_rnn(ctx: OpContext):
+def prepare_bidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     o = ctx.options
     merge = bool(o.merge_outputs)
     ctx.check(len(ctx.inputs) == 12, f"node->inputs->size != 12 (got {len(ctx.inputs)})")

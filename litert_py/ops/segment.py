@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 _TYPES = (np.float32, np.int32)
 
@@ -98,7 +98,7 @@ def _check_common(ctx: OpContext, n_inputs: int):
 
 
 @register(BuiltinOperator.SEGMENT_SUM)
-def prepare_segment_sum(ctx: OpContext):
+def prepare_segment_sum(ctx: OpContext) -> PreparedOp:
     data, ids = _check_common(ctx, 2)
     ctx.check(len(ids.shape) == 1, "SEGMENT_SUM: segment ids must be a vector")
     if ids.data is None:
@@ -112,7 +112,7 @@ def prepare_segment_sum(ctx: OpContext):
     return SegmentReduce(np.add, 0, True, False, 1)
 
 
-def prepare_unsorted_segment(ctx: OpContext):
+def prepare_unsorted_segment(ctx: OpContext) -> PreparedOp:
     data, ids = _check_common(ctx, 3)
     num = ctx.input(2)
     ctx.check(num.dtype == np.int32, f"{ctx.op_name}: num_segments must be int32, got {num.type_name}")

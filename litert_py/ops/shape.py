@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 INPUT, SHAPE, AXIS = 0, 1, 1
 _INT32_MAX = 2**31 - 1
@@ -107,7 +107,7 @@ class ReshapeDynamic:
 
 
 @register(BuiltinOperator.RESHAPE)
-def prepare_reshape(ctx: OpContext):
+def prepare_reshape(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) in (1, 2), f"RESHAPE takes 1 or 2 inputs, got {len(ctx.inputs)}")
     ctx.check(len(ctx.outputs) == 1, f"RESHAPE produces 1 output, the model gives {len(ctx.outputs)}")
     x = ctx.input(INPUT)
@@ -130,7 +130,7 @@ def prepare_reshape(ctx: OpContext):
 
 
 @register(BuiltinOperator.SQUEEZE)
-def prepare_squeeze(ctx: OpContext):
+def prepare_squeeze(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(INPUT)
     _check_same_type(ctx)
@@ -170,7 +170,7 @@ class ExpandDimsDynamic:
 
 
 @register(BuiltinOperator.EXPAND_DIMS)
-def prepare_expand_dims(ctx: OpContext):
+def prepare_expand_dims(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, axis = ctx.input(INPUT), ctx.input(AXIS)
     _check_same_type(ctx)
@@ -211,7 +211,7 @@ class WriteConstant:
 
 
 @register(BuiltinOperator.SHAPE)
-def prepare_shape(ctx: OpContext):
+def prepare_shape(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     out_type = ctx.options.out_type
@@ -225,7 +225,7 @@ def prepare_shape(ctx: OpContext):
 
 
 @register(BuiltinOperator.RANK)
-def prepare_rank(ctx: OpContext):
+def prepare_rank(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     # rank.cc makes the output INT32 whatever the model says; an int64 output tensor gets the same value.
@@ -266,7 +266,7 @@ class FillDynamic:
 
 
 @register(BuiltinOperator.FILL)
-def prepare_fill(ctx: OpContext):
+def prepare_fill(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     dims, value, y = ctx.input(DIMS), ctx.input(VALUE), ctx.outputs[0]
     ctx.check(dims.dtype in (np.int32, np.int64) and dims.type not in dtypes.OBJECT_TYPES,
@@ -350,7 +350,7 @@ class RangeDynamic:
 
 
 @register(BuiltinOperator.RANGE)
-def prepare_range(ctx: OpContext):
+def prepare_range(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     start, limit, delta = (ctx.input(k) for k in (START, LIMIT, DELTA))
     y = ctx.outputs[0]
@@ -410,7 +410,7 @@ class BroadcastToDynamic:
 
 
 @register(BuiltinOperator.BROADCAST_TO)
-def prepare_broadcast_to(ctx: OpContext):
+def prepare_broadcast_to(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     # LiteRT registers BROADCAST_TO from version 2 (version 1 was a placeholder of the converter).
     ctx.check(ctx.version >= 2, f"Didn't find op for builtin opcode 'BROADCAST_TO' version '{ctx.version}'")
@@ -447,7 +447,7 @@ class BroadcastArgs:
 
 
 @register(BuiltinOperator.BROADCAST_ARGS)
-def prepare_broadcast_args(ctx: OpContext):
+def prepare_broadcast_args(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     s0, s1, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
     ctx.check(s0.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32
 
@@ -53,7 +53,7 @@ class Rfft2dFloat:
 
 
 @register(BuiltinOperator.RFFT2D)
-def prepare_rfft2d(ctx: OpContext):
+def prepare_rfft2d(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, fl = ctx.input(0), ctx.input(1)
     ctx.check(len(x.shape) >= 2, "NumDimensions(input) >= 2 was not true.")
@@ -123,7 +123,7 @@ class FakeQuantFloat:
 
 
 @register(BuiltinOperator.FAKE_QUANT)
-def prepare_fake_quant(ctx: OpContext):
+def prepare_fake_quant(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     o = ctx.options
     if o.narrow_range:

@@ -33,8 +33,8 @@ import numpy as np
 from ..errors import InvokeError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .movement import axis_slices, check_output_type, index_values, movable
-from .registry import OpContext, TensorInfo, register
+from .common import axis_slices, check_output_type, index_values, movable
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 _STRING = dtypes.TensorType.STRING
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -244,7 +244,7 @@ class StridedSliceDynamic:
 
 
 @register(BuiltinOperator.STRIDED_SLICE)
-def prepare_strided_slice(ctx: OpContext):
+def prepare_strided_slice(ctx: OpContext) -> PreparedOp:
     ctx.check_num(4)
     x = ctx.input(0)
     begin, end, strides = ctx.input(BEGIN), ctx.input(END), ctx.input(STRIDES)
@@ -365,7 +365,7 @@ def _prepare_split_common(ctx: OpContext, data: int, axis_t: TensorInfo, num_spl
 
 
 @register(BuiltinOperator.SPLIT)
-def prepare_split(ctx: OpContext):
+def prepare_split(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 2, f"SPLIT takes 2 inputs, got {len(ctx.inputs)}")
     axis_t = ctx.input(0)
     n = ctx.options.num_splits
@@ -382,7 +382,7 @@ def prepare_split(ctx: OpContext):
 
 
 @register(BuiltinOperator.SPLIT_V)
-def prepare_split_v(ctx: OpContext):
+def prepare_split_v(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 3, f"SPLIT_V takes 3 inputs, got {len(ctx.inputs)}")
     size_splits, axis_t = ctx.input(1), ctx.input(2)
     n = ctx.options.num_splits
@@ -453,7 +453,7 @@ class GatherBatched:
 
 
 @register(BuiltinOperator.GATHER)
-def prepare_gather(ctx: OpContext):
+def prepare_gather(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, positions = ctx.input(0), ctx.input(1)
     ctx.check(positions.dtype in (np.int16, np.int32, np.int64) and positions.type not in dtypes.OBJECT_TYPES,
@@ -553,9 +553,9 @@ class SliceDynamic:
 def declared_static_shape(ctx: OpContext, k: int = 0) -> tuple[int, ...] | None:
     """The model's own shape of output ``k`` when it is ranked and fully known (no -1 in its
     shape_signature), else None. LiteRT's SLICE keeps such a shape instead of computing one."""
-    if ctx.runtime is None:
+    if ctx.model is None:
         return None
-    t = ctx.runtime.model.subgraphs[ctx.subgraph_index].tensors[ctx.outputs[k].index]
+    t = ctx.model.subgraphs[ctx.subgraph_index].tensors[ctx.outputs[k].index]
     sig = t.shape_signature if t.shape_signature is not None else t.shape
     if len(t.shape) == 0 or any(d < 0 for d in sig):
         return None
@@ -563,7 +563,7 @@ def declared_static_shape(ctx: OpContext, k: int = 0) -> tuple[int, ...] | None:
 
 
 @register(BuiltinOperator.SLICE)
-def prepare_slice(ctx: OpContext):
+def prepare_slice(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     x, begin, size = ctx.input(0), ctx.input(1), ctx.input(2)
     rank = len(x.shape)

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import limits
+from .. import limits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 TT = dtypes.TensorType
 _INT32_MAX = 2**31 - 1
@@ -93,12 +93,12 @@ def _prepare_depth(ctx: OpContext, to_depth: bool):
 
 
 @register(BuiltinOperator.SPACE_TO_DEPTH)
-def prepare_space_to_depth(ctx: OpContext):
+def prepare_space_to_depth(ctx: OpContext) -> PreparedOp:
     return _prepare_depth(ctx, True)
 
 
 @register(BuiltinOperator.DEPTH_TO_SPACE)
-def prepare_depth_to_space(ctx: OpContext):
+def prepare_depth_to_space(ctx: OpContext) -> PreparedOp:
     return _prepare_depth(ctx, False)
 
 
@@ -256,7 +256,7 @@ def _out_shape(rank: int, out4):
 
 
 @register(BuiltinOperator.SPACE_TO_BATCH_ND)
-def prepare_space_to_batch_nd(ctx: OpContext):
+def prepare_space_to_batch_nd(ctx: OpContext) -> PreparedOp:
     x, block, pads = _prepare_batch_common(ctx, "paddings")
     y = ctx.outputs[0]
     # Quantized tensors pad with the output's zero point (0.0 in its quantization).
@@ -271,7 +271,7 @@ def prepare_space_to_batch_nd(ctx: OpContext):
 
 
 @register(BuiltinOperator.BATCH_TO_SPACE_ND)
-def prepare_batch_to_space_nd(ctx: OpContext):
+def prepare_batch_to_space_nd(ctx: OpContext) -> PreparedOp:
     x, block, crops = _prepare_batch_common(ctx, "crops")
     if not (block.is_constant and crops.is_constant):
         ctx.set_output_dynamic(0)
@@ -318,7 +318,7 @@ class DilateDynamic:
 
 
 @register(BuiltinOperator.DILATE)
-def prepare_dilate(ctx: OpContext):
+def prepare_dilate(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     x, dil, value = ctx.input(0), ctx.input(1), ctx.input(2)
     rank = len(x.shape)

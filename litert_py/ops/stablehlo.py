@@ -31,7 +31,8 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator
 from .control_flow import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
-from .registry import OpContext, register
+from .philox import philox4x32
+from .registry import OpContext, PreparedOp, register
 from .stablehlo_elementwise import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
 
 B = BuiltinOperator
@@ -57,7 +58,7 @@ class StablehloPad:
 
 
 @register(B.STABLEHLO_PAD)
-def prepare_stablehlo_pad(ctx: OpContext):
+def prepare_stablehlo_pad(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, pv = ctx.input(0), ctx.input(1)
     ctx.check(x.type == pv.type, "operand and padding value types differ")
@@ -119,7 +120,7 @@ class StablehloGather:
 
 
 @register(B.STABLEHLO_GATHER)
-def prepare_stablehlo_gather(ctx: OpContext):
+def prepare_stablehlo_gather(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, ind = ctx.input(0), ctx.input(1)
     ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)), "start indices must be int32 or int64")
@@ -250,7 +251,7 @@ def _reduce_window(ctx: OpContext, fn, window, strides, base_dil, win_dil, paddi
 
 
 @register(B.REDUCE_WINDOW)
-def prepare_reduce_window(ctx: OpContext):
+def prepare_reduce_window(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5)
     vecs = []
     for i in (2, 3, 4):
@@ -265,10 +266,10 @@ def prepare_reduce_window(ctx: OpContext):
 
 
 @register(B.STABLEHLO_REDUCE_WINDOW)
-def prepare_stablehlo_reduce_window(ctx: OpContext):
+def prepare_stablehlo_reduce_window(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     o = ctx.options
-    model = ctx.runtime.model
+    model = ctx.model
     k = int(o.body_subgraph_index)
     ctx.check(0 <= k < len(model.subgraphs), f"Body subgraph not found for stablehlo.reduce_window: {k}.")
     ops = model.subgraphs[k].operators
@@ -343,7 +344,7 @@ class StablehloScatter:
 
 
 @register(B.STABLEHLO_SCATTER)
-def prepare_stablehlo_scatter(ctx: OpContext):
+def prepare_stablehlo_scatter(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     x, ind, upd = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)),
@@ -351,7 +352,7 @@ def prepare_stablehlo_scatter(ctx: OpContext):
     ctx.check(x.type == upd.type, "operand and updates types differ")
     ctx.check(x.dtype in [np.dtype(t) for t in _NUMERIC], f"(Data Type: {x.dtype}) currently not supported.")
     o = ctx.options
-    model = ctx.runtime.model
+    model = ctx.model
     k = int(o.update_computation_subgraph_index)
     ctx.check(0 <= k < len(model.subgraphs), f"update computation subgraph {k} not found")
     ops = model.subgraphs[k].operators
@@ -398,7 +399,7 @@ class StablehloComposite:
 
 
 @register(B.STABLEHLO_COMPOSITE, stateful=True)
-def prepare_stablehlo_composite(ctx: OpContext):
+def prepare_stablehlo_composite(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) > 0, "STABLEHLO_COMPOSITE needs at least one input")
     ctx.check(all(t is not None for t in ctx.inputs), "STABLEHLO_COMPOSITE inputs must all be present")
     sub = callee_runtime(ctx, int(ctx.options.decomposition_subgraph_index))
@@ -427,7 +428,7 @@ class StablehloCase:
 
 
 @register(B.STABLEHLO_CASE, stateful=True)
-def prepare_stablehlo_case(ctx: OpContext):
+def prepare_stablehlo_case(ctx: OpContext) -> PreparedOp:
     index = ctx.input(0)
     ctx.check(index.dtype == np.dtype(np.int32) and index.size == 1, "the branch index must be one int32")
     ks = [int(k) for k in (ctx.options.branch_subgraph_indices or [])]
@@ -475,18 +476,6 @@ def _threefry2x32(k0, k1, c0, c1):
     return [x0, x1]
 
 
-def _philox4x32(k0, k1, c0, c1, c2, c3):
-    """Philox-4x32-10 on uint64 arrays holding uint32 values (tflite/kernels/rng_util.cc)."""
-    ctr = [c0, c1, c2, c3]
-    for _ in range(10):
-        p0 = np.uint64(0xD2511F53) * ctr[0]
-        p1 = np.uint64(0xCD9E8D57) * ctr[2]
-        ctr = [(p1 >> np.uint64(32)) ^ ctr[1] ^ k0, p1 & _M32, (p0 >> np.uint64(32)) ^ ctr[3] ^ k1, p0 & _M32]
-        k0 = (k0 + np.uint64(0x9E3779B9)) & _M32
-        k1 = (k1 + np.uint64(0xBB67AE85)) & _M32
-    return ctr
-
-
 @dataclass(frozen=True, eq=False)
 class RngBitGenerator:
     threefry: bool
@@ -506,7 +495,7 @@ class RngBitGenerator:
         else:
             c2 = s[4] if s.size == 6 else k0
             c3 = s[5] if s.size == 6 else k1
-            words = _philox4x32(k0, k1, c0, c1, np.full_like(c0, c2), np.full_like(c0, c3))
+            words = philox4x32(k0, k1, c0, c1, np.full_like(c0, c2), np.full_like(c0, c3))
         stream = np.stack(words, axis=-1).reshape(-1)[:self.n_words].astype(np.uint32)
         outputs[1].reshape(-1).view(np.uint32)[...] = stream
         end = s[2] + np.uint64(blocks)
@@ -517,7 +506,7 @@ class RngBitGenerator:
 
 
 @register(B.STABLEHLO_RNG_BIT_GENERATOR)
-def prepare_rng_bit_generator(ctx: OpContext):
+def prepare_rng_bit_generator(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 2)
     state, key_out, out = ctx.input(0), ctx.outputs[0], ctx.outputs[1]
     ctx.check(state.dtype == np.dtype(np.uint64) and len(state.shape) == 1, "initial state must be 1-D uint64")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.model import BuiltinOperator
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 B = BuiltinOperator
 _FLOATS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64))
@@ -161,7 +161,7 @@ class ShiftLeft:
 
 
 @register(B.STABLEHLO_SHIFT_LEFT)
-def prepare_shift_left(ctx: OpContext):
+def prepare_shift_left(ctx: OpContext) -> PreparedOp:
     _prepare_binary(ctx, (np.int8, np.int16, np.int32))
     dt = ctx.input(0).dtype
     return ShiftLeft(_SHIFT_VECTOR_MIN[dt], 8 * dt.itemsize)
@@ -346,7 +346,7 @@ class StablehloCompare:
 
 
 @register(B.STABLEHLO_COMPARE)
-def prepare_stablehlo_compare(ctx: OpContext):
+def prepare_stablehlo_compare(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     a, b = ctx.input(0), ctx.input(1)
     ctx.check(a.type == b.type, f"input types differ: {a.dtype} vs {b.dtype}")
@@ -382,7 +382,7 @@ class StablehloSelect:
 
 
 @register(B.STABLEHLO_SELECT)
-def prepare_stablehlo_select(ctx: OpContext):
+def prepare_stablehlo_select(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     p, t, f = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(p.dtype == np.dtype(np.bool_), "pred must be bool")
@@ -400,7 +400,7 @@ class StablehloClamp:
 
 
 @register(B.STABLEHLO_CLAMP)
-def prepare_stablehlo_clamp(ctx: OpContext):
+def prepare_stablehlo_clamp(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     lo, x, hi = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(lo.type == x.type == hi.type, "min, operand and max must have one type")
@@ -435,7 +435,7 @@ class StablehloConvert:
 
 
 @register(B.STABLEHLO_CONVERT)
-def prepare_stablehlo_convert(ctx: OpContext):
+def prepare_stablehlo_convert(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, o = ctx.input(0), ctx.outputs[0]
     _not_quantized(ctx, x, o)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator
 from .control_flow import prepare_while
-from .registry import OpContext, register
+from .registry import OpContext, PreparedOp, register
 
 B = BuiltinOperator
 
@@ -44,7 +44,7 @@ class StablehloReshape:
 
 
 @register(B.STABLEHLO_RESHAPE)
-def prepare_stablehlo_reshape(ctx: OpContext):
+def prepare_stablehlo_reshape(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, o = ctx.input(0), ctx.outputs[0]
     ctx.check(x.type == o.type, "output type must be the operand type")
@@ -64,7 +64,7 @@ class StablehloTranspose:
 
 
 @register(B.STABLEHLO_TRANSPOSE)
-def prepare_stablehlo_transpose(ctx: OpContext):
+def prepare_stablehlo_transpose(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     perm = tuple(_ints(ctx.options.permutation))
@@ -82,7 +82,7 @@ class StablehloSlice:
 
 
 @register(B.STABLEHLO_SLICE)
-def prepare_stablehlo_slice(ctx: OpContext):
+def prepare_stablehlo_slice(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x = ctx.input(0)
     o = ctx.options
@@ -105,7 +105,7 @@ class StablehloConcatenate:
 
 
 @register(B.STABLEHLO_CONCATENATE)
-def prepare_stablehlo_concatenate(ctx: OpContext):
+def prepare_stablehlo_concatenate(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) >= 1 and len(ctx.outputs) == 1, "needs inputs and one output")
     ins = [ctx.input(i) for i in range(len(ctx.inputs))]
     d = int(ctx.options.dimension)
@@ -134,7 +134,7 @@ class StablehloBroadcastInDim:
 
 
 @register(B.STABLEHLO_BROADCAST_IN_DIM)
-def prepare_stablehlo_broadcast_in_dim(ctx: OpContext):
+def prepare_stablehlo_broadcast_in_dim(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, o = ctx.input(0), ctx.outputs[0]
     dims = _ints(ctx.options.broadcast_dimensions)
@@ -159,7 +159,7 @@ class StablehloIota:
 
 
 @register(B.STABLEHLO_IOTA)
-def prepare_stablehlo_iota(ctx: OpContext):
+def prepare_stablehlo_iota(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0)
     o = ctx.outputs[0]
     shape = tuple(o.shape)
@@ -196,7 +196,7 @@ def _check_starts(ctx: OpContext, first: int, rank: int) -> None:
 
 
 @register(B.STABLEHLO_DYNAMIC_SLICE)
-def prepare_stablehlo_dynamic_slice(ctx: OpContext):
+def prepare_stablehlo_dynamic_slice(ctx: OpContext) -> PreparedOp:
     x = ctx.input(0)
     rank = len(x.shape)
     _check_starts(ctx, 1, rank)
@@ -219,7 +219,7 @@ class StablehloDynamicUpdateSlice:
 
 
 @register(B.STABLEHLO_DYNAMIC_UPDATE_SLICE)
-def prepare_stablehlo_dynamic_update_slice(ctx: OpContext):
+def prepare_stablehlo_dynamic_update_slice(ctx: OpContext) -> PreparedOp:
     x, u = ctx.input(0), ctx.input(1)
     rank = len(x.shape)
     ctx.check(x.type == u.type and len(u.shape) == rank, "update must have the operand's type and rank")
@@ -245,7 +245,7 @@ class StablehloDotGeneral:
 
 
 @register(B.STABLEHLO_DOT_GENERAL)
-def prepare_stablehlo_dot_general(ctx: OpContext):
+def prepare_stablehlo_dot_general(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     a, b, o = ctx.input(0), ctx.input(1), ctx.outputs[0]
     for t in (a, b, o):
@@ -279,7 +279,7 @@ register(B.STABLEHLO_WHILE, stateful=True)(prepare_while)  # same semantics and 
 
 def _body_op(ctx: OpContext, k: int, what: str):
     """The single operator of region subgraph ``k`` (its builtin code and operator), or a PrepareError."""
-    model = ctx.runtime.model
+    model = ctx.model
     ctx.check(0 <= k < len(model.subgraphs), f"{what} subgraph {k} not found")
     sg = model.subgraphs[k]
     ctx.check(len(sg.operators) == 1, f"only a {what} of one operator is supported, found {len(sg.operators)}")
@@ -311,7 +311,7 @@ class StablehloReduce:
 
 
 @register(B.STABLEHLO_REDUCE)
-def prepare_stablehlo_reduce(ctx: OpContext):
+def prepare_stablehlo_reduce(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 2 and len(ctx.outputs) == 1, "only a reduction of one operand is supported")
     x, init = ctx.input(0), ctx.input(1)
     ctx.check(x.type == init.type and init.size == 1, "init value must be a scalar of the operand's type")
@@ -347,7 +347,7 @@ class StablehloSort:
 
 
 @register(B.STABLEHLO_SORT)
-def prepare_stablehlo_sort(ctx: OpContext):
+def prepare_stablehlo_sort(ctx: OpContext) -> PreparedOp:
     n = len(ctx.inputs)
     ctx.check(n >= 1 and len(ctx.outputs) == n, "sort needs as many outputs as operands")
     ins = [ctx.input(i) for i in range(n)]
@@ -355,7 +355,7 @@ def prepare_stablehlo_sort(ctx: OpContext):
     ctx.check(ins[0].dtype.kind in "biuf", f"cannot compare {ins[0].dtype} keys")
     code, op = _body_op(ctx, int(ctx.options.comparator_subgraph_index), "comparator")
     ctx.check(code == B.STABLEHLO_COMPARE, "the comparator must be one STABLEHLO_COMPARE")
-    sg = ctx.runtime.model.subgraphs[int(ctx.options.comparator_subgraph_index)]
+    sg = ctx.model.subgraphs[int(ctx.options.comparator_subgraph_index)]
     ctx.check(list(op.inputs) == list(sg.inputs[:2]), "the comparator must compare the first operand's pair")
     opts = op.builtin_options2 or op.builtin_options or {}
     direction = int(opts.get("comparison_direction", 0))
@@ -414,7 +414,7 @@ class StablehloConvolution:
 
 
 @register(B.STABLEHLO_CONVOLUTION)
-def prepare_stablehlo_convolution(ctx: OpContext):
+def prepare_stablehlo_convolution(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, k, out = ctx.input(0), ctx.input(1), ctx.outputs[0]
     for t in (x, k, out):

@@ -35,8 +35,9 @@ from ..quant import (
 )
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .fully_connected import FullyConnectedHybrid, apply_activation_to_vector
-from .registry import OpContext, register
+from .common import apply_activation_to_vector
+from .hybrid_fc import FullyConnectedHybrid
+from .registry import OpContext, PreparedOp, register
 
 INPUT, WEIGHTS_FEATURE, WEIGHTS_TIME, BIAS, STATE = range(5)
 
@@ -117,7 +118,7 @@ class SvdfInteger:
 
 
 @register(BuiltinOperator.SVDF, stateful=True)
-def prepare_svdf(ctx: OpContext):
+def prepare_svdf(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 5 and len(ctx.outputs) == 1, "SVDF takes 5 inputs and 1 output")
     x, wf, wt = ctx.input(INPUT), ctx.input(WEIGHTS_FEATURE), ctx.input(WEIGHTS_TIME)
     bias, state, out = ctx.optional_input(BIAS), ctx.input(STATE), ctx.outputs[0]

@@ -43,6 +43,7 @@ from functools import partial
 import numpy as np
 
 from ..errors import InvokeError
+from ..libm import libm_float
 from ..quant import (
     lut_int8,
     lut_int16,
@@ -53,10 +54,10 @@ from ..quant import (
     trunc_to_int32,
     wrap32,
 )
+from ..quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .libm import libm_float
-from .registry import OpContext, TensorInfo, register
+from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, OUTPUT = 0, 0
 
@@ -157,7 +158,6 @@ class UnaryPlain:
 
 _UNSIGNED = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
 _F = np.float32
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,51 +178,6 @@ class UnaryTable:
         outputs[OUTPUT][...] = self.table[x.view(self.index_dtype)]
 
 
-def _sat_pot(x: int, e: int) -> int:
-    """gemmlowp SaturatingRoundingMultiplyByPOT<e> for e > 0 (int32)."""
-    thr = (1 << (31 - e)) - 1
-    return _INT32_MAX if x > thr else _INT32_MIN if x < -thr else x << e
-
-
-def _srdhm(a: int, b: int) -> int:
-    return _INT32_MAX if a == b == _INT32_MIN else (a * b + (1 << 30)) >> 31
-
-
-def _rdbpot(x: int, e: int) -> int:
-    mask = (1 << e) - 1
-    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-def _wrap32_int(v: int) -> int:
-    """int32 two's-complement wrap of a Python int (numpy's wrap32 costs ~1.5 us a scalar call)."""
-    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def get_inv_sqrt_quantized_multiplier_exp(x: int, reverse_shift: int = -1) -> tuple[int, int]:
-    """``GetInvSqrtQuantizedMultiplierExp`` of tflite/kernels/internal/common.h: 1/sqrt(x) as (M, shift) by a
-    fixed-point Newton-Raphson iteration in Q3.28 (5 steps from 1.0)."""
-    if x <= 1:
-        return _INT32_MAX, 0
-    shift = 11
-    while x >= 1 << 29:
-        x //= 4
-        shift += 1
-    pairs = (32 - x.bit_length() - 1) // 2 - 1  # CountLeadingZeros(x) - 1, in bit pairs, minus one
-    shift -= pairs
-    x <<= 2 * pairs
-    half_input = _rdbpot(x >> 1, 1)
-    three_halves = (1 << 28) + (1 << 27)
-    y = 1 << 28  # F3 one
-    for _ in range(5):
-        y3 = _sat_pot(_srdhm(_srdhm(y, y), y), 6)
-        y = _sat_pot(_wrap32_int(_srdhm(three_halves, y) - _srdhm(half_input, y3)), 3)
-    y = _srdhm(y, 1518500250)  # times sqrt(2)/2
-    if shift < 0:
-        y = _wrap32_int(y << -shift)
-        shift = 0
-    return y, shift * reverse_shift
-
-
 def _rsqrt_int8(ctx: OpContext, raw: np.ndarray, zi: int, zo: int, s_in: float, s_out: float) -> np.ndarray:
     m, shift = quantize_multiplier(1.0 / float(np.sqrt(_F(s_in)) * _F(s_out)))  # f32 product, double reciprocal
     ctx.check(-31 <= shift - 20 <= 31, "RSQRT output multiplier out of range")
@@ -236,7 +191,7 @@ def _rsqrt_int8(ctx: OpContext, raw: np.ndarray, zi: int, zo: int, s_in: float, 
 
 
 # glibc's expf/logf as LiteRT's LUT builders call them (numpy's float32 loops differ by an ulp now and then, enough
-# to move an int16 LUT entry by 1); prepare only. See ops/libm.py for the fallback without a C library.
+# to move an int16 LUT entry by 1); prepare only. See litert_py/libm.py for the fallback without a C library.
 _EXPF = libm_float("expf")
 _LOGF = libm_float("logf")
 
@@ -308,7 +263,7 @@ def prepare_unary_quantized(ctx: OpContext, x: TensorInfo):
 @register(BuiltinOperator.SIGN)
 @register(BuiltinOperator.LOGICAL_NOT)
 @register(BuiltinOperator.ZEROS_LIKE)
-def prepare_unary(ctx: OpContext):
+def prepare_unary(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x = ctx.input(INPUT)
     y = ctx.outputs[OUTPUT]
@@ -351,7 +306,7 @@ class ComplexAbs:
 @register(BuiltinOperator.REAL)
 @register(BuiltinOperator.IMAG)
 @register(BuiltinOperator.COMPLEX_ABS)
-def prepare_complex_part(ctx: OpContext):
+def prepare_complex_part(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     want = {TensorType.COMPLEX64: _F32, TensorType.COMPLEX128: _F64}.get(x.type)

@@ -2,6 +2,8 @@
 
 * :mod:`litert_py.quant.fixedpoint`: rounding, QuantizeMultiplier, SRDHM / RDBPOT /
   MultiplyByQuantizedMultiplier (int32 and int64 overloads) and fast exact requantization.
+* :mod:`litert_py.quant.gemmlowp`: gemmlowp's FixedPoint helpers (exp, reciprocal, logistic/tanh int16 tables,
+  CLZ, saturating shifts, CheckedLog2, GetInvSqrtQuantizedMultiplierExp), int32 and int16 forms.
 * :mod:`litert_py.quant.params`: fused-activation clamp ranges, QUANTIZE / DEQUANTIZE arithmetic.
 * :mod:`litert_py.quant.lut`: 8-bit and 16-bit activation lookup tables.
 * :mod:`litert_py.quant.requantizer`: requantization epilogues prepared once per kernel.
@@ -36,6 +38,7 @@ from litert_py.quant.params import (
     ACT_RELU_N1_TO_1,
     ACT_SIGN_BIT,
     ACT_TANH,
+    calculate_activation_range,
     calculate_activation_range_float,
     calculate_activation_range_quantized,
     dequantize,
@@ -77,6 +80,7 @@ __all__ = [
     "ACT_SIGN_BIT",
     "dtype_range",
     "calculate_activation_range_quantized",
+    "calculate_activation_range",
     "calculate_activation_range_float",
     "quantize",
     "quantize_per_axis",

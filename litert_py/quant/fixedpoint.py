@@ -32,6 +32,7 @@ __all__ = [
     "rounding_divide_by_pot",
     "multiply_by_quantized_multiplier",
     "multiply_by_quantized_multiplier_int64",
+    "mbqm_inplace",
     "downscale_int32_to_int16_multiplier",
     "requantize_float64_ok",
     "requantize",
@@ -200,8 +201,9 @@ def rounding_divide_by_pot(x, exponent):
     return _unwrap0d((x >> e) + ((x & mask) > thr))
 
 
-def _round_consts(rs: np.ndarray, extra=None):
-    """Per-channel rounding constant of the fused double-rounding step (see _mbqm_core)."""
+def mbqm_rounding_constant(rs: np.ndarray, extra=None):
+    """Per-channel rounding constant of the fused double-rounding step (see _mbqm_core; also used by
+    quant.requantizer.PerChannelMBQM)."""
     # 2^30 (SRDHM nudge) + 2^(rs-1) * 2^31 (RDBPOT half, expressed before the >> 31).
     k = np.where(rs > 0, np.left_shift(np.int64(1), np.maximum(rs, 1) + 30), 0) + (1 << 30)
     if extra is not None:
@@ -229,7 +231,7 @@ def _mbqm_core(x, m, rs, out=None, extra=None):
     neg = p < 0
     if not np.all(pos):
         neg &= pos
-    p += _round_consts(rs, extra)
+    p += mbqm_rounding_constant(rs, extra)
     p >>= 31
     p -= neg
     if np.any(pos):
@@ -240,25 +242,27 @@ def _mbqm_core(x, m, rs, out=None, extra=None):
 _SCALAR_INTS = (int, np.int32, np.int64)
 
 
-def _mbqm_scalar(x: np.ndarray, m: int, shift: int) -> np.ndarray:
-    """_mbqm_core for one Python-int (M, shift), M != INT32_MIN: the same passes with scalar constants (the
-    array form's per-call constant building costs ~10 us, which dominates small tensors)."""
-    if not -31 <= shift <= 31:
-        raise ValueError("multiply_by_quantized_multiplier: shift must be in [-31, 31]")
+def mbqm_inplace(acc: np.ndarray, m: int, shift: int) -> np.ndarray:
+    """``MultiplyByQuantizedMultiplier`` with one Python-int ``(M, shift)`` (``M != INT32_MIN``,
+    ``-31 <= shift <= 31``, not re-checked) in place in the int64 array ``acc`` holding int32 values: the passes of
+    _mbqm_core with scalar constants (the array form's per-call constant building costs ~10 us, which dominates
+    small tensors). The one fused scalar MBQM: multiply_by_quantized_multiplier and
+    quant.requantizer.requantize_int64_inplace both run it. Returns ``acc``."""
     if shift > 0:
-        x = wrap32(np.left_shift(x, shift))
-    p = np.multiply(x, m, dtype=np.int64)
+        acc <<= shift  # x * (1 << shift) in int32: wraps
+        wrap32(acc, out=acc)
+    np.multiply(acc, m, out=acc)
     rs = max(-shift, 0)
     if rs == 0:
-        p += 1 << 30
-        p >>= 31
-        return p
-    negative = np.right_shift(p, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
-    p += (1 << 30) + (1 << (rs + 30))
-    p >>= 31
-    p += negative
-    p >>= rs
-    return p
+        acc += 1 << 30
+        acc >>= 31
+        return acc
+    negative = np.right_shift(acc, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
+    acc += (1 << 30) + (1 << (rs + 30))
+    acc >>= 31
+    acc += negative
+    acc >>= rs
+    return acc
 
 
 def multiply_by_quantized_multiplier(x, m, shift, out=None):
@@ -271,7 +275,9 @@ def multiply_by_quantized_multiplier(x, m, shift, out=None):
     Also covers MultiplyByQuantizedMultiplierSmallerThanOneExp / GreaterThanOne of common.h.
     """
     if out is None and type(m) in _SCALAR_INTS and type(shift) in _SCALAR_INTS and m != INT32_MIN:
-        return _unwrap0d(_mbqm_scalar(_i64(x), int(m), int(shift)))
+        if not -31 <= shift <= 31:
+            raise ValueError("multiply_by_quantized_multiplier: shift must be in [-31, 31]")
+        return _unwrap0d(mbqm_inplace(np.array(x, np.int64), int(m), int(shift)))
     x = _i64(x)
     m = _i64(m)
     s = _i64(shift)

@@ -22,6 +22,7 @@ __all__ = [
     "ACT_SIGN_BIT",
     "dtype_range",
     "calculate_activation_range_quantized",
+    "calculate_activation_range",
     "calculate_activation_range_float",
     "quantize",
     "quantize_per_axis",
@@ -37,7 +38,6 @@ ACT_RELU6 = 3
 ACT_TANH = 4
 ACT_SIGN_BIT = 5
 
-_FLT_MAX = np.finfo(np.float32).max
 
 
 def dtype_range(dtype) -> tuple[int, int]:
@@ -87,21 +87,31 @@ def calculate_activation_range_quantized(activation: int, scale, zero_point, qmi
     return qmin, qmax
 
 
-def calculate_activation_range_float(activation: int):
-    """``CalculateActivationRange<float>`` of tflite/kernels/kernel_util.h: ``(lo, hi)`` as float32.
+def calculate_activation_range(activation: int, dtype) -> tuple:
+    """``CalculateActivationRange<T>`` of tflite/kernels/kernel_util.h: ``(lo, hi)`` as scalars of ``dtype``.
 
-    RELU ``(0, FLT_MAX)``, RELU6 ``(0, 6)``, RELU_N1_TO_1 ``(-1, 1)``, anything else
-    ``(-FLT_MAX, FLT_MAX)`` (``numeric_limits<float>::lowest()/max()``, not infinities).
+    RELU ``(0, max)``, RELU6 ``(0, 6)``, RELU_N1_TO_1 ``(-1, 1)``, anything else the full range of T
+    (``numeric_limits<T>::lowest()/max()``: for float ``+-FLT_MAX``, not infinities). Bounds are converted to T as
+    C++ converts them (-1 wraps for unsigned types).
     """
     act = int(activation)
-    f = np.float32
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
     if act == ACT_RELU:
-        return f(0.0), f(_FLT_MAX)
-    if act == ACT_RELU6:
-        return f(0.0), f(6.0)
-    if act == ACT_RELU_N1_TO_1:
-        return f(-1.0), f(1.0)
-    return f(-_FLT_MAX), f(_FLT_MAX)
+        lo, hi = 0, info.max
+    elif act == ACT_RELU6:
+        lo, hi = 0, 6
+    elif act == ACT_RELU_N1_TO_1:
+        lo, hi = -1, 1
+    else:
+        lo, hi = info.min, info.max
+    return np.array(lo).astype(dtype)[()], np.array(hi).astype(dtype)[()]
+
+
+def calculate_activation_range_float(activation: int) -> tuple[np.float32, np.float32]:
+    """``CalculateActivationRange<float>``: ``(lo, hi)`` as float32. A fused TANH or SIGN_BIT gives the full range,
+    so kernels that clamp with it ignore those codes (as LiteRT does) and +-inf outputs become +-FLT_MAX."""
+    return calculate_activation_range(activation, np.float32)
 
 
 def _axis_shape(ndim: int, axis: int, n: int) -> tuple[int, ...]:

@@ -20,11 +20,14 @@ RoundingDivideByPOT with ties away from zero); the int64 overload is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from .fixedpoint import (
     INT32_MAX,
+    mbqm_inplace,
+    mbqm_rounding_constant,
     multiply_by_quantized_multiplier_int64,
     requantize,
     requantize_float64_ok,
@@ -105,7 +108,7 @@ class PerChannelMBQM:
         ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
         rows = (int(np.prod(acc_shape)) // max(m.size, 1), m.size)
         wrap = bool(ls.any()) and acc_bound * 2.0 ** int(ls.max()) > INT32_MAX
-        nudge = np.where(rs > 0, np.left_shift(np.int64(1), np.maximum(rs, 1) + 30), 0) + (1 << 30)
+        nudge = mbqm_rounding_constant(rs)
         return PerChannelMBQM(ls if ls.any() else None, wrap, m, nudge, rs if rs.any() else None,
                               None if (rs > 0).all() else np.where(rs > 0, -1, 0).astype(np.int64),
                               zero_point, lo, hi, np.empty(rows, np.int64),
@@ -155,6 +158,8 @@ class Requantizer:
     * "wrap32": the C++ int32 accumulator could overflow: the exact sum is wrapped to int32 as the C++ sum
       does, then requantize's int64 path.
     * "int64": int64 accumulators (int16 activations with int64 bias): the int64 MBQM overload, no zero point.
+
+    Each kind is its own small prepared class (below), chosen once by :meth:`build`; ``kind`` names it.
     """
 
     multiplier: np.ndarray  # (C,) int64
@@ -162,13 +167,7 @@ class Requantizer:
     zero_point: int
     lo: int
     hi: int
-    kind: str
-    scale: np.ndarray | None = None  # fused: (C,) float64 M * 2^(ls-31-rs)
-    half: np.ndarray | None = None  # fused: (C,) 2^-(rs+1), 0 where rs == 0
-    sign: np.ndarray | None = None  # fused: float64 scratch of the accumulator's shape
-    exact_bound: float = 0.0  # fused: exact for |acc| <= this
-    check: bool = False  # fused: the static bound exceeds exact_bound, check max|acc| per call
-    fallback: PerChannelMBQM | None = None  # "library" (and "fused" beyond its bound) when M >= 0
+    kind: ClassVar[str] = ""
 
     @staticmethod
     def build(multiplier, shift, zero_point: int, lo: int, hi: int, acc_bound: float, acc_shape,
@@ -179,47 +178,91 @@ class Requantizer:
         m = np.asarray(multiplier, np.int64).reshape(-1)
         s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape).copy()
         if int64_acc:
-            return Requantizer(m, s, 0, lo, hi, "int64")
+            return Int64Requantizer(m, s, 0, lo, hi)
         if acc_bound > INT32_MAX:
-            return Requantizer(m, s, zero_point, lo, hi, "wrap32")
+            return Wrap32Requantizer(m, s, zero_point, lo, hi)
         exact = fused_exact_bound(m, s, zero_point)
         fallback = None
         if (m >= 0).all() and (np.abs(s) <= 31).all() and (exact < MIN_USEFUL_BOUND or acc_bound > exact):
             fallback = PerChannelMBQM.build(m, s, zero_point, lo, hi, acc_bound, acc_shape)
         if exact < MIN_USEFUL_BOUND:
-            return Requantizer(m, s, zero_point, lo, hi, "library", fallback=fallback)
+            return LibraryRequantizer(m, s, zero_point, lo, hi, fallback)
         ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-        return Requantizer(m, s, zero_point, lo, hi, "fused", scale=m * np.ldexp(1.0, ls - 31 - rs),
-                           half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), sign=np.empty(acc_shape),
-                           exact_bound=float(exact), check=acc_bound > exact, fallback=fallback)
+        return FusedRequantizer(m, s, zero_point, lo, hi, fallback, acc_bound > exact,
+                                scale=m * np.ldexp(1.0, ls - 31 - rs),
+                                half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0),
+                                sign=np.empty(acc_shape), exact_bound=float(exact))
 
     def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
         """``acc``: exact integer accumulators (float64 ones are overwritten; "int64" needs int64)."""
         rows = (-1, self.multiplier.size)
-        acc, out = acc.reshape(rows), out.reshape(rows)
-        kind = self.kind
-        if kind == "fused" and self.check and max(-float(acc.min()), float(acc.max())) > self.exact_bound:
-            kind = "library"
-        if kind == "fused":
-            if acc.dtype != np.float64:  # float32 GEMM sums, or int64: the products below need float64
-                acc = acc.astype(np.float64)
-            sign = self.sign.reshape(rows)
-            np.multiply(acc, self.scale, out=acc)
-            np.copysign(self.half, acc, out=sign)
-            np.add(acc, sign, out=acc)
-            np.add(acc, self.zero_point + 0.5, out=acc)
-            clip_ufunc(acc, self.lo, self.hi, out=acc)  # floor(clip(v)) == clip(floor(v)) for integer bounds
-            np.floor(acc, out=out, casting="unsafe")
-        elif kind == "int64":
-            r = multiply_by_quantized_multiplier_int64(acc, self.multiplier, self.shift)
-            np.clip(r, self.lo, self.hi, out=out, casting="unsafe")
-        elif kind == "wrap32":
-            a = wrap32(acc.astype(np.int64))
-            requantize(a, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out, method="int64")
-        elif self.fallback is not None:
+        self.apply(acc.reshape(rows), out.reshape(rows))
+
+    def apply(self, acc: np.ndarray, out: np.ndarray) -> None:  # acc, out: (rows, C)
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class Int64Requantizer(Requantizer):
+    """int64 accumulators: the int64 MBQM overload, no zero point."""
+
+    kind: ClassVar[str] = "int64"
+
+    def apply(self, acc: np.ndarray, out: np.ndarray) -> None:
+        r = multiply_by_quantized_multiplier_int64(acc, self.multiplier, self.shift)
+        np.clip(r, self.lo, self.hi, out=out, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
+class Wrap32Requantizer(Requantizer):
+    """The C++ int32 accumulator could overflow: wrapped to int32 as the C++ sum does, then the int64 path."""
+
+    kind: ClassVar[str] = "wrap32"
+
+    def apply(self, acc: np.ndarray, out: np.ndarray) -> None:
+        a = wrap32(acc.astype(np.int64))
+        requantize(a, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out, method="int64")
+
+
+@dataclass(frozen=True, eq=False)
+class LibraryRequantizer(Requantizer):
+    """:class:`PerChannelMBQM` (prepared), or :func:`requantize` for multipliers it does not take (M < 0)."""
+
+    fallback: PerChannelMBQM | None = None
+    check: bool = False  # FusedRequantizer: the static bound exceeds exact_bound, check max|acc| per call
+    kind: ClassVar[str] = "library"
+
+    def apply(self, acc: np.ndarray, out: np.ndarray) -> None:
+        if self.fallback is not None:
             self.fallback(acc, out)
         else:
             requantize(acc, self.multiplier, self.shift, self.zero_point, self.lo, self.hi, out=out)
+
+
+@dataclass(frozen=True, eq=False)
+class FusedRequantizer(LibraryRequantizer):
+    """The fused float64 form (see Requantizer); beyond ``exact_bound`` (checked per call when ``check``) the
+    library path."""
+
+    scale: np.ndarray | None = None  # (C,) float64 M * 2^(ls-31-rs)
+    half: np.ndarray | None = None  # (C,) 2^-(rs+1), 0 where rs == 0
+    sign: np.ndarray | None = None  # float64 scratch of the accumulator's shape
+    exact_bound: float = 0.0  # exact for |acc| <= this
+    kind: ClassVar[str] = "fused"
+
+    def apply(self, acc: np.ndarray, out: np.ndarray) -> None:
+        if self.check and max(-float(acc.min()), float(acc.max())) > self.exact_bound:
+            LibraryRequantizer.apply(self, acc, out)
+            return
+        if acc.dtype != np.float64:  # float32 GEMM sums, or int64: the products below need float64
+            acc = acc.astype(np.float64)
+        sign = self.sign.reshape(acc.shape)
+        np.multiply(acc, self.scale, out=acc)
+        np.copysign(self.half, acc, out=sign)
+        np.add(acc, sign, out=acc)
+        np.add(acc, self.zero_point + 0.5, out=acc)
+        clip_ufunc(acc, self.lo, self.hi, out=acc)  # floor(clip(v)) == clip(floor(v)) for integer bounds
+        np.floor(acc, out=out, casting="unsafe")
 
 
 def requantize_int64_inplace(acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int,
@@ -228,20 +271,7 @@ def requantize_int64_inplace(acc: np.ndarray, multiplier: int, shift: int, zero_
     ``-31 <= shift <= 31``, in place in the int64 ``acc`` (int32 values; destroyed). SRDHM and
     RoundingDivideByPOT are fused into a handful of int64 passes (derivation in
     litert_py.quant.fixedpoint._mbqm_core; the SRDHM saturation needs M = INT32_MIN, excluded)."""
-    if shift > 0:
-        acc <<= shift  # x * (1 << shift) in int32: wraps
-        wrap32(acc, out=acc)
-    np.multiply(acc, multiplier, out=acc)
-    rs = max(-shift, 0)
-    if rs == 0:
-        acc += 1 << 30
-        acc >>= 31
-    else:
-        negative = np.right_shift(acc, 63)  # -1 where the product is negative: RDBPOT's ties away from zero
-        acc += (1 << 30) + (1 << (rs + 30))
-        acc >>= 31
-        acc += negative
-        acc >>= rs
+    mbqm_inplace(acc, multiplier, shift)
     if zero_point:
         acc += zero_point
     clip_ufunc(acc, lo, hi, out=out, casting="unsafe")

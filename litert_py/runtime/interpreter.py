@@ -20,6 +20,7 @@ from . import threads
 from .cancel import Guard, exclusive
 from .subgraph import SubgraphRuntime, resolve, unsupported_op_error
 from .tensors import int32_quantization
+from .values import input_value
 
 
 class OpResolverType(enum.Enum):
@@ -75,32 +76,6 @@ def _sparsity_details(sp) -> dict:
             dims.append({"format": 1, "array_segments": np.array(d.array_segments, dtype=np.int32),
                          "array_indices": np.array(d.array_indices, dtype=np.int32)})
     out["dim_metadata"] = dims
-    return out
-
-
-def _string_array(value, pos: int, name: str) -> np.ndarray:
-    """A value for a STRING tensor as LiteRT's wrapper takes it: a numpy array of bytes (S), str (U, encoded
-    as UTF-8; a 0-d U array gives its raw UCS-4 bytes, as LiteRT does) or objects that are each bytes or
-    str; the result is an object array of ``bytes``, what get_tensor returns."""
-    if not isinstance(value, np.ndarray):
-        tp = type(value)
-        tp_name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__.split('.')[0]}.{tp.__name__}"
-        raise ValueError(f"Passed in value type is not a numpy array, got type {tp_name}.")
-    if value.dtype.kind not in "OSU":
-        raise ValueError(f"Cannot set tensor: Got value of type {dtypes.upper_name(value.dtype)} but expected type "
-                         f"STRING for input {pos}, name: {name} ")
-    out = np.empty(value.shape, dtype=object)
-    if value.dtype.kind == "U" and value.ndim == 0:
-        out[()] = value.tobytes()
-        return out
-    items = []
-    for v in value.reshape(-1).tolist():
-        if isinstance(v, str):
-            v = v.encode()
-        elif not isinstance(v, bytes):
-            raise ValueError("PyBytes_AsStringAndSize() failed.")
-        items.append(bytes(v))
-    out.reshape(-1)[:] = items
     return out
 
 
@@ -165,6 +140,11 @@ class Interpreter:
         if sub is None:
             sub = self._subgraphs[k] = SubgraphRuntime(self, self._model, k, self._preserve_all_tensors)
         return sub
+
+    def subgraph(self, k: int) -> SubgraphRuntime:
+        """The prepared runtime of subgraph ``k`` (what kernels reach through OpContext.subgraph; ops/registry.py
+        KernelHost)."""
+        return self._subgraph(k)
 
     def _checked_subgraph(self, subgraph_index: int) -> SubgraphRuntime:
         n = len(self._subgraphs)
@@ -254,22 +234,7 @@ class Interpreter:
         pos = list(sub.sg.inputs).index(i) if i in sub.sg.inputs else i
         if not sub.allocated:
             raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
-        want = dtypes.to_numpy(t.type)
-        if t.type == dtypes.TensorType.STRING:
-            arr = _string_array(value, pos, t.name)
-        else:
-            try:
-                arr = np.asarray(value)
-            except Exception:
-                raise ValueError("Failed to convert value into readable tensor.") from None
-            if arr.dtype == want and arr.dtype.kind not in "OUSV":
-                pass
-            elif arr.dtype.kind not in "OUSV" and arr.dtype.newbyteorder("=") == np.dtype(want):
-                pass  # the other byte order (e.g. '>f4'): converted by the copy below, to the same values
-            else:
-                got = dtypes.upper_name(arr.dtype)
-                raise ValueError(f"Cannot set tensor: Got value of type {got} but expected type "
-                                 f"{dtypes.upper_name(want)} for input {pos}, name: {t.name} ")
+        arr = input_value(t, value, pos)
         shape = sub.shapes[i]
         if arr.ndim != len(shape):
             raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} "

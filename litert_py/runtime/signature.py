@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..schema import dtypes
-from .interpreter import _string_array
+from .values import input_value
 
 
 class SignatureRunner:
@@ -50,17 +49,7 @@ class SignatureRunner:
         for name, value in kwargs.items():
             i = self._inputs[name]
             t = sub.sg.tensors[i]
-            if t.type == dtypes.TensorType.STRING:
-                arr = _string_array(value, positions[name], t.name)
-            else:
-                arr = np.asarray(value)
-            if t.type != dtypes.TensorType.STRING and arr.dtype.kind not in "OUSV" and \
-                    arr.dtype.newbyteorder("=") == np.dtype(dtypes.to_numpy(t.type)):
-                pass  # the other byte order: converted by the copy, as Interpreter.set_tensor does
-            elif t.type != dtypes.TensorType.STRING and arr.dtype != np.dtype(dtypes.to_numpy(t.type)):
-                want = dtypes.upper_name(dtypes.to_numpy(t.type))
-                raise ValueError(f"Cannot set tensor: Got value of type {dtypes.upper_name(arr.dtype)} but expected "
-                                 f"type {want} for input {positions[name]}, name: {t.name} ")
+            arr = input_value(t, value, positions[name])
             arrays[i] = arr
             if tuple(sub.shapes[i]) != arr.shape:
                 sub.shapes[i] = arr.shape

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
-from . import limits
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
 from .ring_buffer import fuse_ring_buffers
 from .tensors import constant_array, int32_quantization
@@ -166,7 +166,7 @@ class SubgraphRuntime:
         multiplies in its sparse form) is expanded once, here: every kernel then sees dense weights. DENSIFY
         itself gets the encoded values, as in LiteRT."""
         from ..errors import InvalidModelError
-        from ..ops.sparse import densify
+        from ..schema.sparsity import densify
 
         readers: dict[int, set[str]] = {}
         for node in self.nodes:

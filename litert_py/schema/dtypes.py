@@ -110,3 +110,11 @@ def upper_name(dtype) -> str:
     if dt.kind == "O":
         return "OBJECT"
     return dt.name.upper()
+
+
+def string_buffer(values) -> bytes:
+    """TFLite's STRING tensor buffer: int32 count, int32 offsets[count + 1] from the buffer start, bytes."""
+    items = [v if isinstance(v, bytes) else str(v).encode() for v in np.asarray(values, dtype=object).reshape(-1)]
+    head = 4 * (len(items) + 2)
+    offsets = np.cumsum([head] + [len(v) for v in items]).astype("<i4")
+    return np.int32(len(items)).astype("<i4").tobytes() + offsets.tobytes() + b"".join(items)

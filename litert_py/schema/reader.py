@@ -715,7 +715,27 @@ def _find_cycle(edges: dict[int, set[int]]) -> list[int] | None:
 
 def validate(model: Model) -> None:
     """Check every cross-reference of a decoded model; raise ``InvalidModelError`` naming the first bad one."""
-    nbuf, nsub, nops = len(model.buffers), len(model.subgraphs), len(model.operator_codes)
+    _validate_header(model)
+    external_ids = _validate_external_buffers(model)
+    calls: dict[int, set[int]] = {}
+    for si, sg in enumerate(model.subgraphs):
+        _validate_subgraph(model, si, sg, external_ids, calls)
+    cycle = _find_cycle(calls)
+    if cycle is not None:
+        raise InvalidModelError(f"subgraphs call one another in a cycle: {' -> '.join(map(str, cycle))}")
+    nsub = len(model.subgraphs)
+    for s in model.signature_defs:
+        if not 0 <= s.subgraph_index < nsub:
+            raise InvalidModelError(f"signature {s.signature_key!r} refers to subgraph {s.subgraph_index} of {nsub}")
+        nt = len(model.subgraphs[s.subgraph_index].tensors)
+        for m in s.inputs + s.outputs:
+            if not 0 <= m.tensor_index < nt:
+                raise InvalidModelError(f"signature {s.signature_key!r} refers to tensor {m.tensor_index} of {nt}")
+
+
+def _validate_header(model: Model) -> None:
+    """Schema version, subgraphs and buffers present, operator codes, metadata buffer references."""
+    nbuf, nsub = len(model.buffers), len(model.subgraphs)
     if model.version != SCHEMA_VERSION:
         raise InvalidModelError(f"Model provided is schema version {model.version} not equal to supported "
                                 f"version {SCHEMA_VERSION}.")
@@ -738,6 +758,10 @@ def validate(model: Model) -> None:
     for b in model.metadata_buffer:
         if not 0 <= b < nbuf:
             raise InvalidModelError(f"metadata_buffer refers to buffer {b} of {nbuf}")
+
+
+def _validate_external_buffers(model: Model) -> set[int]:
+    """The ids of the external buffers, each checked unique, non-zero and in an existing group."""
     external_ids: set[int] = set()
     for e in model.external_buffers:
         if e.id in external_ids or e.id == 0:
@@ -746,37 +770,31 @@ def validate(model: Model) -> None:
             raise InvalidModelError(f"external buffer {e.id} refers to group {e.group} of "
                                     f"{len(model.external_buffer_groups)}")
         external_ids.add(e.id)
-    calls: dict[int, set[int]] = {}
-    for si, sg in enumerate(model.subgraphs):
-        nt = len(sg.tensors)
-        for ti, t in enumerate(sg.tensors):
-            _check_tensor(model, t, f"subgraph {si} tensor {ti} ({t.name!r})", nt, external_ids)
-        for name, idx in (("input", sg.inputs), ("output", sg.outputs)):
+    return external_ids
+
+
+def _validate_subgraph(model: Model, si: int, sg, external_ids: set[int], calls: dict[int, set[int]]) -> None:
+    """Tensors, input/output and operator tensor indices, opcode indices and subgraph references of subgraph
+    ``si``; the subgraphs it calls are added to ``calls[si]``."""
+    nsub, nops, nt = len(model.subgraphs), len(model.operator_codes), len(sg.tensors)
+    for ti, t in enumerate(sg.tensors):
+        _check_tensor(model, t, f"subgraph {si} tensor {ti} ({t.name!r})", nt, external_ids)
+    for name, idx in (("input", sg.inputs), ("output", sg.outputs)):
+        for i in idx:
+            if not 0 <= i < nt:
+                raise InvalidModelError(f"subgraph {si} {name} tensor index {i} out of range [0, {nt})")
+    for oi, op in enumerate(sg.operators):
+        where = f"subgraph {si} operator {oi}"
+        if not 0 <= op.opcode_index < nops:
+            raise InvalidModelError(f"{where} has opcode index {op.opcode_index} of {nops}")
+        for kind, idx in (("reads", op.inputs), ("writes", op.outputs), ("has intermediate", op.intermediates)):
             for i in idx:
-                if not 0 <= i < nt:
-                    raise InvalidModelError(f"subgraph {si} {name} tensor index {i} out of range [0, {nt})")
-        for oi, op in enumerate(sg.operators):
-            where = f"subgraph {si} operator {oi}"
-            if not 0 <= op.opcode_index < nops:
-                raise InvalidModelError(f"{where} has opcode index {op.opcode_index} of {nops}")
-            for kind, idx in (("reads", op.inputs), ("writes", op.outputs), ("has intermediate", op.intermediates)):
-                for i in idx:
-                    if not -1 <= i < nt:
-                        raise InvalidModelError(f"{where} {kind} tensor {i} of {nt}")
-            for key, val in _subgraph_refs(op):
-                if not 0 <= val < nsub:
-                    raise InvalidModelError(f"{where}: {key} {val} of {nsub} subgraphs")
-                calls.setdefault(si, set()).add(val)
-    cycle = _find_cycle(calls)
-    if cycle is not None:
-        raise InvalidModelError(f"subgraphs call one another in a cycle: {' -> '.join(map(str, cycle))}")
-    for s in model.signature_defs:
-        if not 0 <= s.subgraph_index < nsub:
-            raise InvalidModelError(f"signature {s.signature_key!r} refers to subgraph {s.subgraph_index} of {nsub}")
-        nt = len(model.subgraphs[s.subgraph_index].tensors)
-        for m in s.inputs + s.outputs:
-            if not 0 <= m.tensor_index < nt:
-                raise InvalidModelError(f"signature {s.signature_key!r} refers to tensor {m.tensor_index} of {nt}")
+                if not -1 <= i < nt:
+                    raise InvalidModelError(f"{where} {kind} tensor {i} of {nt}")
+        for key, val in _subgraph_refs(op):
+            if not 0 <= val < nsub:
+                raise InvalidModelError(f"{where}: {key} {val} of {nsub} subgraphs")
+            calls.setdefault(si, set()).add(val)
 
 
 def metadata_bytes(model: Model, name: str) -> bytes | None:

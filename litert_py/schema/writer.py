@@ -19,6 +19,7 @@ import numpy as np
 import tflite
 
 from . import dtypes
+from .dtypes import string_buffer  # noqa: F401  (public here too: ModelBuilder users build STRING buffers)
 from .model import (
     OP_OPTIONS,
     OPTIONS2_NAMES,
@@ -438,14 +439,6 @@ def write_model(model: Model, *, external_buffers: bool | None = None) -> bytes:
     not fit in a 2 GB flatbuffer. Buffers named by metadata always stay inside.
     """
     return _Writer(model, external_buffers).write()
-
-
-def string_buffer(values) -> bytes:
-    """TFLite's STRING tensor buffer: int32 count, int32 offsets[count + 1] from the buffer start, bytes."""
-    items = [v if isinstance(v, bytes) else str(v).encode() for v in np.asarray(values, dtype=object).reshape(-1)]
-    head = 4 * (len(items) + 2)
-    offsets = np.cumsum([head] + [len(v) for v in items]).astype("<i4")
-    return np.int32(len(items)).astype("<i4").tobytes() + offsets.tobytes() + b"".join(items)
 
 
 def quant(scale, zero_point=0, quantized_dimension: int = 0) -> QuantizationParameters:

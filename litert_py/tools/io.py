@@ -223,11 +223,10 @@ def _check_signature_feed(port: Port, pos: int, arr: np.ndarray) -> None:
     """set_tensor's checks for a signature input (SignatureRunner itself would resize to any shape)."""
     d = port.details
     want = np.dtype(d["dtype"])
-    if want.kind not in "SO" and (arr.dtype.kind in "OUSV" or arr.dtype != want):
-        raise ValueError(
-            f"Cannot set tensor: Got value of type {_dtype_name(arr.dtype)} but expected type "
-            f"{_dtype_name(want)} for input {port.name}, name: {d['name']} "
-        )
+    if want.kind not in "SO":
+        from litert_py.runtime.values import check_value_type
+
+        check_value_type(arr.dtype, want, port.name, d["name"])
     if _resizable(d, arr):
         return
     shape = _shape(d["shape"])

@@ -258,9 +258,6 @@ def summary_only(args, model_path: str, bundled: bool, out) -> int:
 
 
 def run(args, out, err=None) -> int:
-    import litert_py
-
-    from .benchmark import Progress, benchmark, benchmark_text
     from .summary import node_docs, nodes_text, summarize, summary_text
 
     err = sys.stderr if err is None else err
@@ -290,31 +287,7 @@ def run(args, out, err=None) -> int:
         sequences, times = run_sequences(args, session, out)
         from_runner = None
     else:
-        last: list = [None]
-        times = []
-
-        def call():
-            t0 = time.perf_counter()
-            last[0] = _invoke(session)
-            times.append(time.perf_counter() - t0)
-
-        if args.benchmark:
-            progress = Progress(err, runs, args.max_secs, Progress.wanted(err, args.quiet))
-            bench = benchmark(call, warmup, runs, args.max_secs, progress)
-            times = times[warmup:]
-        elif profiling:  # the profiled runs are the runs (their times include the timers)
-            prof = run_profile(session, runs, warmup, call)
-            times = times[warmup:]
-        else:
-            for _ in range(warmup):
-                _invoke(session)
-            for _ in range(runs):
-                call()
-        if profiling and prof is None:  # after --benchmark: warm already
-            prof = run_profile(session, runs, 0)
-        if prof is not None and args.profile_csv is not None:
-            write_profile_csv(args.profile_csv, prof)
-        from_runner = last[0]
+        times, bench, prof, from_runner = _run_invocations(args, session, err, runs, warmup, profiling)
     outputs = session.results(from_runner) if not args.sequence else None
     session.refresh_details()
     memory = memory_doc(session)
@@ -340,29 +313,82 @@ def run(args, out, err=None) -> int:
         comparison = compare_litert(model_path, session, outputs, times_ms, sequences is not None)
 
     if args.json:
-        doc = {
-            "tool": PROG,
-            "litert_py_version": litert_py.__version__,
-            "seed": args.seed,
-            **summary,
-            "timing_ms": timing,
-            "memory": memory,
-        }
-        if outputs is not None:
-            doc["results"] = [result_doc(p, a, f) for p, a, f in zip(session.outputs, outputs, files)]
-        if sequences is not None:
-            doc["sequences"] = sequences
-        if bench is not None:
-            doc["benchmark"] = {**bench, "load_ms": _ms(t_load), "allocate_ms": _ms(t_alloc), **memory}
-        if prof is not None:
-            doc["profile"] = prof.to_dict()
-        if nodes is not None:
-            doc["nodes"] = nodes
-        if comparison is not None:
-            doc["compare"] = comparison
+        doc = _json_doc(args, summary, timing, memory, session, outputs, files, sequences, bench, t_load, t_alloc, prof,
+                        nodes, comparison)
         print(json.dumps(doc, default=str), file=out)
         return 0
-    if not args.quiet and outputs is not None:
+    _print_results(args, out, session, outputs, files, times_ms, bench, memory, prof, comparison)
+    print(timing_text(timing), file=out)
+    return 0
+
+
+def _run_invocations(args, session, err, runs: int, warmup: int, profiling: bool):
+    """The timed invocations of ``run`` (plain, --benchmark or --profile): (times, bench, prof, last result)."""
+    from .benchmark import Progress, benchmark
+
+    bench = prof = None
+    last: list = [None]
+    times: list = []
+
+    def call():
+        t0 = time.perf_counter()
+        last[0] = _invoke(session)
+        times.append(time.perf_counter() - t0)
+
+    if args.benchmark:
+        progress = Progress(err, runs, args.max_secs, Progress.wanted(err, args.quiet))
+        bench = benchmark(call, warmup, runs, args.max_secs, progress)
+        times = times[warmup:]
+    elif profiling:  # the profiled runs are the runs (their times include the timers)
+        prof = run_profile(session, runs, warmup, call)
+        times = times[warmup:]
+    else:
+        for _ in range(warmup):
+            _invoke(session)
+        for _ in range(runs):
+            call()
+    if profiling and prof is None:  # after --benchmark: warm already
+        prof = run_profile(session, runs, 0)
+    if prof is not None and args.profile_csv is not None:
+        write_profile_csv(args.profile_csv, prof)
+    return times, bench, prof, last[0]
+
+
+def _json_doc(args, summary, timing, memory, session, outputs, files, sequences, bench, t_load, t_alloc, prof, nodes,
+              comparison) -> dict:
+    """``run``'s --json document."""
+    import litert_py
+
+    doc = {
+        "tool": PROG,
+        "litert_py_version": litert_py.__version__,
+        "seed": args.seed,
+        **summary,
+        "timing_ms": timing,
+        "memory": memory,
+    }
+    if outputs is not None:
+        doc["results"] = [result_doc(p, a, f) for p, a, f in zip(session.outputs, outputs, files)]
+    if sequences is not None:
+        doc["sequences"] = sequences
+    if bench is not None:
+        doc["benchmark"] = {**bench, "load_ms": _ms(t_load), "allocate_ms": _ms(t_alloc), **memory}
+    if prof is not None:
+        doc["profile"] = prof.to_dict()
+    if nodes is not None:
+        doc["nodes"] = nodes
+    if comparison is not None:
+        doc["compare"] = comparison
+    return doc
+
+
+def _print_results(args, out, session, outputs, files, times_ms, bench, memory, prof, comparison) -> None:
+    """``run``'s text report before the timing line (nothing with --quiet)."""
+    from .benchmark import benchmark_text
+
+    if args.quiet:
+        return
+    if outputs is not None:
         print(f"Results (after {len(times_ms)} run{'s' if len(times_ms) > 1 else ''}):", file=out)
         for p, arr, f in zip(session.outputs, outputs, files):
             head = f"  {p.name}: {_dtype_name(arr.dtype)} {list(arr.shape)}"
@@ -370,18 +396,16 @@ def run(args, out, err=None) -> int:
                 print(f"{head} -> {f}", file=out)
             else:
                 print(f"{head}\n    {array_text(arr, p.details)}", file=out)
-    if bench is not None and not args.quiet:
+    if bench is not None:
         print(benchmark_text(bench, memory), file=out)
-    if prof is not None and not args.quiet:
+    if prof is not None:
         print(prof.table(args.top), file=out)
         if args.profile_csv is not None:
             print(f"Profile written to {args.profile_csv}", file=out)
-    if comparison is not None and not args.quiet:
+    if comparison is not None:
         from .compare import compare_text
 
         print(compare_text(comparison), file=out)
-    print(timing_text(timing), file=out)
-    return 0
 
 
 def run_graph(args, out) -> int:

@@ -66,9 +66,25 @@ def check_both(model: bytes, inputs: Sequence[np.ndarray], *, rtol: float = 0.0,
         assert theirs_err is not None and ours_err is not None, (
             f"only one runtime failed: litert_py: {ours_err!r}; LiteRT: {theirs_err!r}")
         assert isinstance(ours_err, RuntimeError | ValueError)
+        RUNS.rejected += 1
         return None
     assert_close(ours, theirs, rtol=rtol, atol=atol)
+    RUNS.compared += 1
     return ours
+
+
+class _Runs:
+    """check_both's tally for the current test (reset and checked by tests/ops/conftest.py): a test whose every
+    case was rejected by both runtimes compared nothing, and fails."""
+
+    compared = 0
+    rejected = 0
+
+    def reset(self) -> None:
+        self.compared = self.rejected = 0
+
+
+RUNS = _Runs()
 
 
 def chain_model(op: str, inputs: Sequence[T | None], n_outputs: int, options: dict | None = None,

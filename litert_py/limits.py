@@ -1,4 +1,6 @@
-"""The memory budget: one check before every allocation whose size comes from the model or input values.
+"""Resource limits shared by the schema reader, the kernels and the runtime (below all of them).
+
+The memory budget: one check before every allocation whose size comes from the model or input values.
 
 ``LITERT_PY_MAX_ARENA_BYTES`` (default 4 GiB) bounds each single allocation: a subgraph's arena, a tensor a
 kernel creates at eval because its shape depends on input values (FILL, BROADCAST_TO, TILE, PAD, ONE_HOT,
@@ -14,7 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..errors import InvokeError, ResourceLimitError
+from .errors import InvokeError, ResourceLimitError
 
 #: Bytes one allocation (a subgraph's whole arena counts as one) may take.
 MAX_ARENA_BYTES = int(os.environ.get("LITERT_PY_MAX_ARENA_BYTES", 4 << 30))

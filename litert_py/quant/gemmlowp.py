@@ -1,0 +1,348 @@
+"""gemmlowp's ``FixedPoint`` helpers and TFLite's fixed-point math built on them (int32 and int16 forms).
+
+The transcendental building blocks of LiteRT's integer kernels (SOFTMAX, LOG_SOFTMAX, LOGISTIC/TANH int16, DIV,
+HARD_SWISH, RSQRT, L2_NORMALIZATION, the integer LSTMs), written once here and imported by the kernels.
+
+Conventions as :mod:`litert_py.quant.fixedpoint`: int64 arrays holding int32 (or int16) raw values; a "Qm"
+value has ``m`` integer bits. The ``*_int`` forms take and return Python ints (per-scalar prepare loops, where a
+numpy call costs more than the arithmetic).
+
+Sources matched: gemmlowp fixedpoint/fixedpoint.h (SaturatingRoundingMultiplyByPOT, exp_on_negative_values,
+exp_on_interval_between_negative_one_quarter_and_0_excl, one_over_one_plus_x_for_x_in_0_1, logistic, tanh,
+the int16 overloads), tflite/kernels/internal/common.h (GetReciprocal, CountLeadingZeros,
+CountLeadingSignBits, GetInvSqrtQuantizedMultiplierExp), reference/hard_swish.h (SaturatingLeftShift,
+SaturatingDoublingHighMul), quantization_util.cc (CheckedLog2).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..libm import libm_float
+from .fixedpoint import INT32_MAX, INT32_MIN, round_away, trunc_to_int32, wrap32
+from .fixedpoint import rounding_divide_by_pot as rdbpot
+from .fixedpoint import saturating_rounding_doubling_high_mul as srdhm
+
+__all__ = [
+    "checked_log2",
+    "clz32",
+    "count_leading_sign_bits",
+    "sat_pot",
+    "sat_shl_param",
+    "exp_on_negative_values",
+    "one_over_one_plus_x_for_x_in_0_1",
+    "get_reciprocal",
+    "rounding_divide_by_pot_x86",
+    "srdhm_int",
+    "rdbpot_int",
+    "sat_pot_int",
+    "wrap32_int",
+    "get_inv_sqrt_quantized_multiplier_exp",
+    "inv_sqrt_multiplier_exp",
+    "wrap16",
+    "srdhm16",
+    "sdhm16",
+    "rdbpot16",
+    "sat_shl16",
+    "sat_pot16",
+    "exp_on_negative_values16",
+    "logistic16_table",
+    "tanh16_table",
+]
+
+_F32 = np.float32
+_logf = libm_float("logf")
+
+
+def checked_log2(x: float) -> tuple[bool, int]:
+    """quantization_util.cc ``CheckedLog2`` in float32 with the C library's ``logf`` (``std::log(float)``):
+    ``(|frac(log2 x)| < 1e-3, static_cast<int>(round(log2 x)))``. ``x <= 0`` or non-finite: ``(False, ...)``.
+
+    numpy's float32 ``log`` differs from glibc's by an ulp now and then, which can move ``frac`` across 1e-3;
+    this is the one copy, with libm (tests/quant/test_gemmlowp.py checks it against the definition)."""
+    with np.errstate(all="ignore"):
+        lg = _F32(_logf(_F32(x)) * (_F32(1) / _logf(_F32(2))))
+        r = round_away(lg)
+        frac = _F32(lg - r)
+    return bool(abs(frac) < _F32(1e-3)), int(trunc_to_int32(r))
+
+
+# ------------------------------------------------------------------------------------------------
+# int32 (int64 arrays holding int32 values)
+# ------------------------------------------------------------------------------------------------
+
+
+def clz32(v):
+    """CountLeadingZeros of uint32 values (32 for 0): 32 minus the bit length (exact through float64)."""
+    return 32 - np.frexp(np.asarray(v).astype(np.float64))[1].astype(np.int64)
+
+
+def count_leading_sign_bits(x):
+    """CountLeadingSignBits(int32): 31 for 0 and -1, 0 for INT32_MIN."""
+    return clz32(x ^ (x >> 31)) - 1
+
+
+def sat_pot(x, e: int):
+    """gemmlowp ``SaturatingRoundingMultiplyByPOT<e>`` on int32 raw values (any sign of ``e``)."""
+    if e > 0:
+        thr = (1 << (31 - e)) - 1
+        return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
+    return rdbpot(x, -e) if e < 0 else x
+
+
+def sat_shl_param(x, e):
+    """``SaturatingRoundingMultiplyByPOTParam`` for per-element exponents ``e >= 0``."""
+    thr = np.right_shift(INT32_MAX, e)
+    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, np.left_shift(x, e)))
+
+
+_EXP_BARREL = (
+    (-2, 1672461947),
+    (-1, 1302514674),
+    (0, 790015084),
+    (1, 290630308),
+    (2, 39332535),
+    (3, 720401),
+    (4, 242),
+)  # exp(-2^k) in Q0.31
+
+
+def exp_on_negative_values(a, integer_bits: int):
+    """gemmlowp ``exp_on_negative_values`` (int32, Q``integer_bits`` in, Q0.31 out) for ``a <= 0``."""
+    fb = 31 - integer_bits
+    quarter = 1 << (fb - 2)
+    a_mod = wrap32((a & (quarter - 1)) - quarter)  # a mod 1/4, minus 1/4: in [-1/4, 0)
+    # exp_on_interval_between_negative_one_quarter_and_0_excl(Rescale<0>(a_mod)): Taylor around -1/8
+    x = wrap32(sat_pot(a_mod, integer_bits) + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    t = rdbpot(wrap32(srdhm(wrap32(rdbpot(x4, 2) + x3), 715827883) + x2), 1)
+    result = wrap32(1895147668 + srdhm(1895147668, wrap32(x + t)))
+    remainder = wrap32(a_mod - a)
+    for k, c in _EXP_BARREL:
+        if integer_bits > k:
+            result = np.where(remainder & (1 << (fb + k)), srdhm(result, c), result)
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a):
+    """gemmlowp ``one_over_one_plus_x_for_x_in_0_1`` (int32, Q0.31 in and out; Newton-Raphson, 3 steps) for
+    ``0 <= a < 2^31``, the range GetReciprocal gives it. There ``RoundingHalfSum(a, 1)`` is ``(a + 2^31) >> 1``,
+    no SRDHM operand is INT32_MIN and the Newton corrections stay below 2^25 (the error starts under 1/17 and
+    squares), so only the final Rescale<0> can saturate (at ``a == 0``). Works on Python ints and int64 arrays
+    (tests/quant/test_gemmlowp.py checks it against the step-by-step saturating form)."""
+    half_denominator = (a + (1 << 31)) >> 1
+    x = 1515870810 + ((half_denominator * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
+    for _ in range(3):
+        one_minus = (1 << 29) - ((half_denominator * x + (1 << 30)) >> 31)
+        x = x + (((x * one_minus + (1 << 30)) >> 31) << 2)
+    x = x << 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
+    return min(x, INT32_MAX) if isinstance(x, int) else np.minimum(x, INT32_MAX)
+
+
+def get_reciprocal(x, x_integer_digits: int):
+    """common.h ``GetReciprocal``: ``(1 / x as a Q0.31 scale, num_bits_over_unit)`` for int32 ``x > 0`` (a Python
+    int or an int64 array)."""
+    u = x & 0xFFFFFFFF
+    if isinstance(u, int):
+        headroom_plus_one = 32 - u.bit_length()  # CountLeadingZeros(uint32)
+    else:
+        headroom_plus_one = clz32(u)
+    shifted_minus_one = ((u << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)  # in [0, 2^31): bit 31 was set
+    return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - headroom_plus_one
+
+
+def rounding_divide_by_pot_x86(x, e):
+    """gemmlowp RoundingDivideByPOT(int32 x, e) as the x86-64 build computes it for *any* int e.
+
+    DIV reaches exponents outside [0, 31] (gemmlowp only asserts the range, and asserts are off): then
+    ``mask = int32((1ll << e) - 1)`` keeps the low 32 bits of a 64-bit shift by ``e & 63`` and ``x >> e`` shifts
+    by ``e & 31`` (x86 masks shift counts). For 0 <= e <= 31 this is the ordinary rounding shift.
+    """
+    with np.errstate(over="ignore"):  # 1 << 63 wraps to INT64_MIN, minus 1 to INT64_MAX: low 32 bits all ones
+        mask = wrap32((np.int64(1) << (e & 63)) - 1)
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> (e & 31)) + ((x & mask) > threshold)
+
+
+# Python-int forms (prepare-time loops over a few scalars)
+
+
+def srdhm_int(a: int, b: int) -> int:
+    """SaturatingRoundingDoublingHighMul on Python ints."""
+    return INT32_MAX if a == b == INT32_MIN else (a * b + (1 << 30)) >> 31
+
+
+def rdbpot_int(x: int, e: int) -> int:
+    """RoundingDivideByPOT on Python ints (0 <= e <= 31)."""
+    mask = (1 << e) - 1
+    return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
+
+
+def sat_pot_int(x: int, e: int) -> int:
+    """SaturatingRoundingMultiplyByPOT<e> for e > 0 on a Python int."""
+    thr = (1 << (31 - e)) - 1
+    return INT32_MAX if x > thr else INT32_MIN if x < -thr else x << e
+
+
+def wrap32_int(v: int) -> int:
+    """int32 two's-complement wrap of a Python int (numpy's wrap32 costs ~1.5 us a scalar call)."""
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def get_inv_sqrt_quantized_multiplier_exp(x: int, reverse_shift: int = -1) -> tuple[int, int]:
+    """``GetInvSqrtQuantizedMultiplierExp`` of tflite/kernels/internal/common.h: 1/sqrt(x) as (M, shift) by a
+    fixed-point Newton-Raphson iteration in Q3.28 (5 steps from 1.0)."""
+    if x <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while x >= 1 << 29:
+        x //= 4
+        shift += 1
+    pairs = (32 - x.bit_length() - 1) // 2 - 1  # CountLeadingZeros(x) - 1, in bit pairs, minus one
+    shift -= pairs
+    x <<= 2 * pairs
+    half_input = rdbpot_int(x >> 1, 1)
+    three_halves = (1 << 28) + (1 << 27)
+    y = 1 << 28  # F3 one
+    for _ in range(5):
+        y3 = sat_pot_int(srdhm_int(srdhm_int(y, y), y), 6)
+        y = sat_pot_int(wrap32_int(srdhm_int(three_halves, y) - srdhm_int(half_input, y3)), 3)
+    y = srdhm_int(y, 1518500250)  # times sqrt(2)/2
+    if shift < 0:
+        y = wrap32_int(y << -shift)
+        shift = 0
+    return y, shift * reverse_shift
+
+
+def inv_sqrt_multiplier_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``GetInvSqrtQuantizedMultiplierExp(x, kReverseShift = -1)`` over an int64 array of non-negative int32
+    values: ``(M, left_shift)`` arrays (``get_inv_sqrt_quantized_multiplier_exp`` vectorized)."""
+    x = np.asarray(x, np.int64)
+    small = x <= 1
+    x = np.where(small, 2, x)
+    bits = np.frexp(x.astype(np.float64))[1].astype(np.int64)  # bit length
+    quarters = np.maximum(0, (bits - 28) // 2)  # while x >= 2^29: x /= 4
+    x = x >> (2 * quarters)
+    shift = 11 + quarters
+    bits = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    pairs = (32 - bits - 1) // 2 - 1
+    shift = shift - pairs
+    x = x << (2 * pairs)
+    half_input = rdbpot(x >> 1, 1)
+    y = np.full(x.shape, 1 << 28, np.int64)
+    for _ in range(5):
+        y3 = sat_pot(srdhm(srdhm(y, y), y), 6)
+        y = sat_pot(wrap32(srdhm((1 << 28) + (1 << 27), y) - srdhm(half_input, y3)), 3)
+    y = srdhm(y, 1518500250)
+    neg = shift < 0
+    y = np.where(neg, wrap32(y << np.where(neg, -shift, 0)), y)
+    shift = np.where(neg, 0, shift)
+    return np.where(small, INT32_MAX, y), np.where(small, 0, -shift)
+
+
+# ------------------------------------------------------------------------------------------------
+# int16 (int64 arrays holding int16 values)
+# ------------------------------------------------------------------------------------------------
+
+
+def wrap16(v):
+    """int16 two's-complement wrap."""
+    return ((v + 32768) & 0xFFFF) - 32768
+
+
+def srdhm16(a, b):
+    """gemmlowp SaturatingRoundingDoublingHighMul<int16>: ``(a*b + 2^14) >> 15``, ties up; (-2^15)^2 -> 2^15-1."""
+    return np.where((a == -32768) & (b == -32768), 32767, (a * b + (1 << 14)) >> 15)
+
+
+def sdhm16(a, b):
+    """reference/hard_swish.h SaturatingDoublingHighMul: ``a*b / 2^15`` truncated toward zero."""
+    p = a * b
+    return np.where((a == -32768) & (b == -32768), 32767, wrap16(np.where(p >= 0, p >> 15, -((-p) >> 15))))
+
+
+def rdbpot16(x, e: int):
+    """gemmlowp RoundingDivideByPOT<int16_t>(x, e), 0 <= e <= 31. For ``e >= 16`` the int16 ``mask``
+    ``(1 << e) - 1`` wraps to -1, which turns the result into 1 for ``x >= 0`` and -1 for ``x < 0`` (reproduced,
+    not fixed)."""
+    if e >= 16:
+        return np.where(x >= 0, 1, -1)
+    return rdbpot(x, e)
+
+
+def sat_shl16(x, amount: int):
+    """reference/hard_swish.h SaturatingLeftShift: ``x * 2^amount`` clamped to int16."""
+    return np.clip(np.left_shift(x, min(amount, 17)), -32768, 32767)  # beyond 17 every nonzero x saturates
+
+
+def sat_pot16(x, e: int):
+    """gemmlowp SaturatingRoundingMultiplyByPOT<e> on int16 raw values (any sign of ``e``)."""
+    if e > 0:
+        return np.clip(x << e, -32768, 32767)
+    return x if e == 0 else rdbpot(x, -e)
+
+
+def _c16(c32: int) -> int:
+    """A gemmlowp Q0.31-style int32 constant as the int16 FixedPoint constant: RDBPOT(c, 16)."""
+    return int(rdbpot(np.int64(c32), 16))
+
+
+def _exp_on_interval16(a):
+    c, third = _c16(1895147668), _c16(715827883)
+    x = wrap16(a + (1 << 12))
+    x2 = srdhm16(x, x)
+    x3 = srdhm16(x2, x)
+    x4 = srdhm16(x2, x2)
+    inner = wrap16(srdhm16(wrap16(sat_pot16(x4, -2) + x3), third) + x2)
+    return np.clip(c + srdhm16(c, wrap16(x + sat_pot16(inner, -1))), -32768, 32767)
+
+
+def exp_on_negative_values16(a, integer_bits: int):
+    """gemmlowp ``exp_on_negative_values`` of ``FixedPoint<int16, integer_bits>`` (Q0.15 out) for ``a <= 0``."""
+    fb = 15 - integer_bits
+    q = 1 << (fb - 2)
+    r = wrap16((a & (q - 1)) - q)
+    res = _exp_on_interval16(sat_pot16(r, integer_bits))
+    rem = wrap16(r - a)
+    for k, ck in _EXP_BARREL:
+        if integer_bits > k:
+            res = np.where((rem & (1 << (fb + k))) != 0, srdhm16(res, _c16(ck)), res)
+    if integer_bits > 5:
+        res = np.where(a < _c16(-(1 << (36 - integer_bits))), 0, res)
+    return np.where(a == 0, 32767, res)
+
+
+def _one_over_one_plus_x16(a):
+    """gemmlowp ``one_over_one_plus_x_for_x_in_0_1`` of int16 FixedPoint (Q2.13 Newton-Raphson, 3 steps)."""
+    hd = a + 32767
+    hd = np.where(hd >= 0, (hd + 1) // 2, -((1 - hd) // 2))  # RoundingHalfSum(a, One): (s + sign) / 2, truncated
+    x = wrap16(_c16(1515870810) + srdhm16(hd, _c16(-1010580540)))
+    for _ in range(3):
+        x = wrap16(x + sat_pot16(srdhm16(x, wrap16((1 << 13) - srdhm16(hd, x))), 2))
+    return x
+
+
+@functools.cache
+def logistic16_table(integer_bits: int) -> np.ndarray:
+    """gemmlowp ``logistic`` of FixedPoint<int16, integer_bits> for every raw input (index raw + 32768), Q0.15."""
+    a = np.arange(-32768, 32768, dtype=np.int64)
+    pos = a > 0
+    e = exp_on_negative_values16(wrap16(-np.where(pos, a, wrap16(-a))), integer_bits)
+    rp = sat_pot16(_one_over_one_plus_x16(e), 1)
+    return np.where(a == 0, 16384, np.where(pos, rp, wrap16(32767 - rp))).astype(np.int64)
+
+
+@functools.cache
+def tanh16_table(integer_bits: int) -> np.ndarray:
+    """gemmlowp ``tanh`` of FixedPoint<int16, integer_bits> for every raw input (index raw + 32768), Q0.15 out."""
+    a = np.arange(-32768, 32768, dtype=np.int64)
+    neg = a < 0
+    e = exp_on_negative_values16(np.where(neg, a, wrap16(-a)), integer_bits + 1)
+    t = sat_pot16(wrap16(_one_over_one_plus_x16(e) - (1 << 13)), 2)
+    return np.where(a == 0, 0, np.where(neg, wrap16(-t), t)).astype(np.int64)

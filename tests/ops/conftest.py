@@ -1,0 +1,14 @@
+"""tests/ops fixtures: a test that used check_both must have compared at least one case."""
+
+import pytest
+
+from tests.ops._diff import RUNS
+
+
+@pytest.fixture(autouse=True)
+def _check_both_compared_something():
+    RUNS.reset()
+    yield
+    assert RUNS.rejected == 0 or RUNS.compared > 0, (
+        f"check_both: both runtimes rejected all {RUNS.rejected} case(s) of this test; it compared nothing"
+    )

@@ -1,0 +1,17 @@
+"""tests/ops/_diff.py: check_both tallies what it compared, so that a test in which both runtimes rejected every
+case fails (tests/ops/conftest.py) instead of passing having compared nothing."""
+
+import numpy as np
+
+from tests.ops._diff import RUNS, check_both
+from tests.oracle import T, single_op_model
+
+
+def test_check_both_counts_rejections_and_comparisons():
+    bad = single_op_model("ADD", [T((2,)), T((3,))], [T((3,))])  # not broadcastable: both runtimes refuse
+    assert check_both(bad, [np.zeros(2, np.float32), np.zeros(3, np.float32)]) is None
+    assert (RUNS.rejected, RUNS.compared) == (1, 0)  # alone, this test would fail at teardown
+    good = single_op_model("ADD", [T((3,)), T((3,))], [T((3,))])
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(check_both(good, [x, x])[0], 2 * x)
+    assert (RUNS.rejected, RUNS.compared) == (1, 1)
