@@ -31,6 +31,12 @@ class InvokeError(LiteRTError, RuntimeError):
     """A kernel failed while running (e.g. an index out of range in the data)."""
 
 
+class InputValueError(InvokeError, ValueError):
+    """A kernel refused the values of its inputs at invoke: a runtime shape asking for a negative dimension, a
+    TILE multiplier below 0, an integer raised to a negative power, ... (LiteRT's kernels fail the invoke the
+    same way, with the message given where LiteRT has one). Still a ValueError for code that catches that."""
+
+
 class BatchError(LiteRTError, RuntimeError):
     """A sample of a batch run (litert_py.batch, litert_py.ray_data) failed. ``index`` is its position in the
     input; the message names it and the original error's type and message."""

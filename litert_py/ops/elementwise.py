@@ -69,7 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvokeError
+from ..errors import InputValueError, InvokeError
 from ..quant import (
     calculate_activation_range,
     dtype_range,
@@ -723,7 +723,7 @@ class PowInt:
     def __call__(self, inputs, outputs):
         b = inputs[INPUT2]
         if (b < 0).any():
-            raise ValueError("POW: integers to negative integer powers are not allowed")
+            raise InputValueError("POW: integers to negative integer powers are not allowed")
         out = outputs[OUTPUT]
         if self.wrap:  # NumPy's integer power multiplies with wrap-around too
             np.power(inputs[INPUT1], b, out=out)

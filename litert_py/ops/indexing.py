@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
-from ..errors import InvokeError
+from ..errors import InputValueError, InvokeError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
@@ -155,7 +155,7 @@ class ScatterNd:
             shape = tuple(int(v) for v in shape_t.reshape(-1))
             if any(d < 0 for d in shape) or len(shape) < self.nd or (
                     updates.shape != idx.shape[:-1] + shape[self.nd:]):
-                raise ValueError(f"scatter_nd: updates shape {updates.shape} does not match indices "
+                raise InputValueError(f"scatter_nd: updates shape {updates.shape} does not match indices "
                                  f"{idx.shape} and shape {shape}")
             out = limits.new_array(shape, self.out_dtype, "SCATTER_ND's output")
             out[...] = 0
@@ -319,7 +319,7 @@ class OneHot:
         if self.depth is None:
             depth = int(depth_t.reshape(-1)[0])
             if depth < 0:
-                raise ValueError(f"ONE_HOT: depth must be non-negative, got {depth}")
+                raise InputValueError(f"ONE_HOT: depth must be non-negative, got {depth}")
             shape = idx.shape[: self.axis] + (depth,) + idx.shape[self.axis:]
             out = limits.new_array(shape, self.dtype, "ONE_HOT's output")
             outputs[0] = out
@@ -374,12 +374,12 @@ class SparseToDense:
         shape = tuple(int(v) for v in shape_t.reshape(-1))
         if self.dynamic:
             if any(d < 0 for d in shape) or len(shape) > 4:
-                raise ValueError(f"SPARSE_TO_DENSE: invalid output shape {shape}")
+                raise InputValueError(f"SPARSE_TO_DENSE: invalid output shape {shape}")
             outputs[0] = limits.new_array(shape, self.dtype, "SPARSE_TO_DENSE's output")
         out = outputs[0]
         idx = indices.reshape(-1, 1) if indices.ndim < 2 else indices
         if idx.shape[1] != len(shape):
-            raise ValueError(f"SPARSE_TO_DENSE: indices of {idx.shape[1]} coordinates for an output of rank "
+            raise InputValueError(f"SPARSE_TO_DENSE: indices of {idx.shape[1]} coordinates for an output of rank "
                              f"{len(shape)}")
         if idx.size and ((idx < 0).any() or (idx >= np.array(shape, np.int64)).any()):
             raise IndexOutOfBounds(f"SPARSE_TO_DENSE: index outside the output shape {shape}")
@@ -501,7 +501,7 @@ class TopKV2:
         if self.k is None:
             k = int(inputs[1].reshape(-1)[0])
             if not 0 <= k <= n:
-                raise ValueError(f"TOPK_V2: k = {k} outside [0, {n}]")
+                raise InputValueError(f"TOPK_V2: k = {k} outside [0, {n}]")
             outputs[0] = np.empty(x.shape[:-1] + (k,), x.dtype)
             outputs[1] = np.empty(x.shape[:-1] + (k,), self.idx_dtype)
         else:

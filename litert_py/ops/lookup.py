@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
+from ..errors import InputValueError
 from ..schema import dtypes
 from ..schema.dtypes import string_buffer
 from ..schema.model import BuiltinOperator
@@ -131,9 +132,9 @@ class EmbeddingLookupSparse:
         lookup_rank = indices.shape[1]
         dims = [int(d) for d in dense_shape.reshape(-1)[: lookup_rank - 1]]
         if dense_shape.size != lookup_rank:
-            raise ValueError("EMBEDDING_LOOKUP_SPARSE: dense_shape must have one entry per indices column")
+            raise InputValueError("EMBEDDING_LOOKUP_SPARSE: dense_shape must have one entry per indices column")
         if any(d < 0 for d in dims):
-            raise ValueError(f"EMBEDDING_LOOKUP_SPARSE: negative dense_shape {dims}")
+            raise InputValueError(f"EMBEDDING_LOOKUP_SPARSE: negative dense_shape {dims}")
         out = limits.new_array(tuple(dims) + self.emb_shape, np.float32, "EMBEDDING_LOOKUP_SPARSE's output")
         out[...] = 0
         outputs[0] = out
@@ -298,7 +299,7 @@ class SkipGram:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         if x.size == 0:
-            raise ValueError("SKIP_GRAM: the input holds no string")
+            raise InputValueError("SKIP_GRAM: the input holds no string")
         grams = skip_grams(bytes(x.reshape(-1)[0]), self.ngram_size, self.max_skip_size, self.include_all_ngrams)
         out = np.empty(len(grams), dtype=object)
         out[:] = grams

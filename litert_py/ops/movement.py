@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
+from ..errors import InputValueError
 from ..quant.fixedpoint import round_away, trunc_to_int32
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType, BuiltinOperator
@@ -168,7 +169,7 @@ _PADDING_TYPES = {np.dtype(t) for t in (np.int32, np.int64, np.int8, np.int16, n
 _PAD_MAX_RANK = 5
 
 
-def pad_params(paddings: np.ndarray, in_shape: tuple[int, ...], fail=ValueError):
+def pad_params(paddings: np.ndarray, in_shape: tuple[int, ...], fail=InputValueError):
     """(left, right) per dimension from the (rank, 2) paddings, checked as pad.cc GetPadParams does."""
     p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
     if p.size and (p.min() < _INT32_MIN or p.max() > _INT32_MAX):
@@ -276,7 +277,7 @@ register(BuiltinOperator.PADV2)(_prepare_pad)
 _TRANSPOSE_MAX_RANK = 8
 
 
-def transpose_perm(perm, rank: int, fail=ValueError) -> tuple[int, ...]:
+def transpose_perm(perm, rank: int, fail=InputValueError) -> tuple[int, ...]:
     p = [int(v) for v in np.asarray(perm).reshape(-1)]
     if len(p) != rank:
         raise fail(f"op_context->perm->dims->data[0] != dims ({len(p)} != {rank})")
@@ -326,7 +327,7 @@ def prepare_transpose(ctx: OpContext) -> PreparedOp:
 # =================================================================================================
 
 
-def tile_shape(in_shape, multiples, fail=ValueError) -> tuple[int, ...]:
+def tile_shape(in_shape, multiples, fail=InputValueError) -> tuple[int, ...]:
     m = index_values(multiples)
     if len(m) != len(in_shape):
         raise fail(f"NumElements(multipliers) != NumDimensions(input) ({len(m)} != {len(in_shape)})")
@@ -470,7 +471,7 @@ _REVERSE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.FLOAT16, dtypes.T
                   dtypes.TensorType.BOOL}
 
 
-def reverse_axes(axis, rank: int, fail=ValueError) -> tuple[int, ...]:
+def reverse_axes(axis, rank: int, fail=InputValueError) -> tuple[int, ...]:
     axes = []
     for a in index_values(axis):
         if a < 0:
@@ -527,7 +528,7 @@ _REVERSE_SEQUENCE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.UINT8, d
                            dtypes.TensorType.INT32, dtypes.TensorType.INT64}
 
 
-def reverse_sequence_index(seq_lengths, seq_size: int, fail=ValueError) -> np.ndarray:
+def reverse_sequence_index(seq_lengths, seq_size: int, fail=InputValueError) -> np.ndarray:
     """(batch, seq) source positions along the sequence axis: the first L entries reversed, the rest in place
     (reference_ops::ReverseSequence; L <= 0 leaves the row unchanged). reverse_sequence.cc only checks the
     first length against the sequence size; a longer later one (LiteRT reads outside the input) is refused."""
@@ -599,7 +600,7 @@ def prepare_reverse_sequence(ctx: OpContext) -> PreparedOp:
 REFLECT, SYMMETRIC = 0, 1
 
 
-def mirror_pad_index(in_shape, paddings, mode: int, fail=ValueError) -> tuple[np.ndarray, ...]:
+def mirror_pad_index(in_shape, paddings, mode: int, fail=InputValueError) -> tuple[np.ndarray, ...]:
     """Per dimension, the input position of every output position (mirror_pad.cc GetInputDimension).
     REFLECT skips the edge element (offset 1), SYMMETRIC repeats it. Each pad must lie in [0, size - offset]
     (LiteRT's check, made at prepare for constant paddings and at eval otherwise)."""

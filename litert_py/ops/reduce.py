@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputValueError
 from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
@@ -70,7 +71,7 @@ def resolve_axes(rank: int, axis_values: Sequence[int]) -> tuple[int, ...]:
     for a in (int(v) for v in axis_values):
         r = a + rank if a < 0 else a
         if not 0 <= r < rank:
-            raise ValueError(f"Invalid axis index {a} for a rank-{rank} input.")
+            raise InputValueError(f"Invalid axis index {a} for a rank-{rank} input.")
         if r not in axes:
             axes.append(r)
     return tuple(axes)
@@ -475,7 +476,7 @@ def _prod_quantized_op(x: TensorInfo | np.ndarray, scales: tuple, reduction: Red
         scaling = float(np.float64(s_in) / np.float64(s_out) ** (1.0 / reduction.n))
         m, shift = quantize_multiplier(scaling)
         if not -31 <= shift <= 7:
-            raise ValueError(f"REDUCE_PROD: the scaling {scaling!r} is out of range (shift {shift})")
+            raise InputValueError(f"REDUCE_PROD: the scaling {scaling!r} is out of range (shift {shift})")
     return ReduceProdQuantized(reduction, zi, zo, m, shift, qmin, qmax)
 
 
@@ -660,7 +661,7 @@ def _uses_lanes(is_float: bool, shape: Sequence[int], axis: int) -> bool:
 def _arg_axis(a: int, rank: int) -> int:
     r = a + rank if a < 0 else a
     if not 0 <= r < rank:
-        raise ValueError(f"Invalid axis index {a} for a rank-{rank} input.")
+        raise InputValueError(f"Invalid axis index {a} for a rank-{rank} input.")
     return r
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
+from ..errors import InputValueError
 from ..quant.fixedpoint import round_away
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
@@ -240,7 +241,7 @@ class ResizeDynamic:
         x = inputs[INPUT]
         oh, ow = (int(v) for v in inputs[SIZE].reshape(-1)[:2])
         if (self.bilinear and (oh <= 0 or ow <= 0)) or oh < 0 or ow < 0:
-            raise ValueError(f"resize output size must be positive, got {[oh, ow]}")
+            raise InputValueError(f"resize output size must be positive, got {[oh, ow]}")
         out = limits.new_array((x.shape[0], oh, ow, x.shape[3]), x.dtype, "the resized output")
         self.make(x.shape, (oh, ow), x.dtype, self.align_corners, self.half_pixel)(inputs, [out])
         outputs[0] = out

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
+from ..errors import InputValueError
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
 
@@ -36,14 +37,14 @@ def _segment_sum_rows(ids: np.ndarray) -> int:
         return 0
     d = np.diff(ids.astype(np.int64))
     if ids[0] != 0 or (d.size and (d.min() < 0 or d.max() > 1)):
-        raise ValueError("SEGMENT_SUM: segment ids must start at 0 and increase by at most 1")
+        raise InputValueError("SEGMENT_SUM: segment ids must start at 0 and increase by at most 1")
     return int(ids[-1]) + 1
 
 
 def _unsorted_rows(ids: np.ndarray, num_segments: np.ndarray) -> int:
     n = int(num_segments.reshape(-1)[0])
     if ids.size and int(ids.max()) >= n:
-        raise ValueError(f"UNSORTED_SEGMENT: segment id {int(ids.max())} is not below num_segments {n}")
+        raise InputValueError(f"UNSORTED_SEGMENT: segment id {int(ids.max())} is not below num_segments {n}")
     return n
 
 
@@ -61,7 +62,7 @@ class SegmentReduce:
         data, ids = inputs[0], inputs[1]
         if self.dynamic:
             if ids.shape != data.shape[: self.id_rank]:
-                raise ValueError(f"segment ids shape {ids.shape} does not match data shape {data.shape}")
+                raise InputValueError(f"segment ids shape {ids.shape} does not match data shape {data.shape}")
             rows = _segment_sum_rows(ids) if self.sorted_ids else _unsorted_rows(ids, inputs[2])
             outputs[0] = limits.new_array((rows,) + data.shape[self.id_rank:], data.dtype, "the segment output")
         out = outputs[0]

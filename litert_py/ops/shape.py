@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
+from ..errors import InputValueError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
@@ -35,7 +36,7 @@ _INT32_MAX = 2**31 - 1
 
 
 def _value_error(msg: str) -> Exception:
-    return ValueError(msg)
+    return InputValueError(msg)
 
 
 def resolve_reshape(in_shape: Sequence[int], shape: Sequence[int], fail: Callable[[str], Exception] = _value_error):
@@ -436,7 +437,7 @@ def broadcast_args(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     pb = np.concatenate([np.ones(n - b.size, b.dtype), b])
     ok = (pa == pb) | (pa == 1) | (pb == 1)
     if not ok.all():
-        raise ValueError(f"BROADCAST_ARGS: shapes {a.tolist()} and {b.tolist()} are not broadcastable")
+        raise InputValueError(f"BROADCAST_ARGS: shapes {a.tolist()} and {b.tolist()} are not broadcastable")
     return np.where(pa == 1, pb, pa)
 
 

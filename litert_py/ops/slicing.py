@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvokeError
+from ..errors import InputValueError, InvokeError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .common import axis_slices, check_output_type, index_values, movable
@@ -189,7 +189,7 @@ def _output_shape(in_shape, begin, end, strides, o, fail) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def strided_slice_spec(in_shape, begin, end, strides, o, out_size: int, fail=ValueError) -> StridedSliceSpec:
+def strided_slice_spec(in_shape, begin, end, strides, o, out_size: int, fail=InputValueError) -> StridedSliceSpec:
     """The slice the reference kernel walks (EvalImpl), checked to fill exactly ``out_size`` elements."""
     eff, starts, stops, strd, bm, em, sm = _effective_params(in_shape, begin, end, strides, o, True, fail)
     a_list, b_list, shrink = [], [], []
@@ -499,7 +499,7 @@ def prepare_gather(ctx: OpContext) -> PreparedOp:
 # SLICE
 # =================================================================================================
 
-def slice_bounds(in_shape, begin, size, fail=ValueError) -> tuple[tuple[int, int], ...]:
+def slice_bounds(in_shape, begin, size, fail=InputValueError) -> tuple[tuple[int, int], ...]:
     """(start, stop) per dimension as slice.cc CalculateOutputShapeVector checks them; a size of -1 takes the
     rest of the dimension. A negative begin (LiteRT reads before the array) is refused."""
     b, s = index_values(begin), index_values(size)
@@ -541,7 +541,7 @@ class SliceDynamic:
         bounds = slice_bounds(x.shape, inputs[1], inputs[2])
         sizes = tuple(b - a for a, b in bounds)
         if self.shape is not None and sizes != self.shape:
-            raise ValueError(f"output_shape_vector[idx] != SizeOfDimension(output, idx): slice {list(sizes)} "
+            raise InputValueError(f"output_shape_vector[idx] != SizeOfDimension(output, idx): slice {list(sizes)} "
                              f"differs from the declared output shape {list(self.shape)}")
         result = x[tuple(slice(a, b) for a, b in bounds)]
         if self.shape is None:
