@@ -93,6 +93,7 @@ from ..schema.model import BuiltinOperator
 from .common import (
     Noop,
     Reduction,
+    all_values,
     broadcast_shape,
     check_equal,
     check_same_type,
@@ -280,14 +281,6 @@ def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
     return _ONE / (_ONE + _expf(-v))
 
 
-def _all_values(dtype) -> np.ndarray:
-    """Every value of an 8- or 16-bit integer type, as int64, in the order of its bytes read as unsigned: a table
-    built over them is indexed by ``x.view(uint8 / uint16)``."""
-    dt = np.dtype(dtype)
-    unsigned = np.dtype(f"u{dt.itemsize}")
-    return np.arange(1 << (8 * dt.itemsize)).astype(unsigned).view(dt).astype(np.int64)
-
-
 def _index_type(dtype) -> np.dtype:
     return np.dtype(f"u{np.dtype(dtype).itemsize}")
 
@@ -382,7 +375,7 @@ def _prepare_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     act_min, act_max = RELU_BOUNDS[ctx.builtin_code]
     lo = max(tmin, _relu_bound(act_min, s_out, zo))
     hi = tmax if act_max == np.inf else min(tmax, _relu_bound(act_max, s_out, zo))
-    v = _all_values(x.dtype)
+    v = all_values(x.dtype)
     r = wrap32(zo + multiply_by_quantized_multiplier(wrap32(v - zi), m, shift))
     return _table(np.minimum(np.maximum(r, lo), hi), x.dtype)
 
@@ -399,7 +392,7 @@ def _prepare_leaky_relu_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     if x.type == _I16:
         check_equal(ctx, zi, 0, "input->params.zero_point")
         check_equal(ctx, zo, 0, "output->params.zero_point")
-    v = wrap32(_all_values(x.dtype) - zi)
+    v = wrap32(all_values(x.dtype) - zi)
     neg = multiply_by_quantized_multiplier(v, int(wrap32(-ma)) if ma < 0 else ma, ea)
     if ma < 0:
         neg = wrap32(-neg)
@@ -422,7 +415,7 @@ def _prepare_hard_swish_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     m_out16 = int(downscale_int32_to_int16_multiplier(m_out))
     m_relu16 = int(downscale_int32_to_int16_multiplier(m_relu))
 
-    hires_v = wrap16(wrap16(_all_values(x.dtype) - zi) * 128)
+    hires_v = wrap16(wrap16(all_values(x.dtype) - zi) * 128)
     preshift_out = srdhm16(hires_v, m_out16)
     r = hires_v
     if e_relu > 0:
@@ -513,7 +506,7 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
     ok, log2_out = checked_log2(s_out)
     ctx.check(ok, "CheckedLog2(output->params.scale, &output_scale_log2_rounded) was not true.")
     check_equal(ctx, log2_out, -15, "output_scale_log2_rounded")
-    out = _logistic_tanh_int16(_all_values(np.int16), multiplier, left_shift, tanh)
+    out = _logistic_tanh_int16(all_values(np.int16), multiplier, left_shift, tanh)
     return _table(out, np.int16)
 
 
@@ -532,8 +525,8 @@ def _prepare_prelu_quantized(ctx: OpContext, x: TensorInfo, alpha: TensorInfo, y
         alpha_m = quantized_multiplier(ctx, s_in * s_a / s_out, "alpha")
     if x.type == _I16:
         return PreluInt16(zi, za, zo, identity, alpha_m)
-    v = wrap32(_all_values(x.dtype) - zi)[None, :]
-    av = wrap32(_all_values(alpha.dtype) - za)[:, None]
+    v = wrap32(all_values(x.dtype) - zi)[None, :]
+    av = wrap32(all_values(alpha.dtype) - za)[:, None]
     neg = multiply_by_quantized_multiplier(wrap32(v * av), *alpha_m)
     r = wrap32(np.where(v >= 0, multiply_by_quantized_multiplier(v, *identity), neg) + zo)
     table = np.clip(r, *dtype_range(x.dtype)).astype(x.dtype).reshape(-1)
@@ -717,7 +710,7 @@ def _lut_activation(ctx: OpContext, x: TensorInfo, y: TensorInfo, fn) -> Activat
     s_out, zo = qparams(ctx, y)
     if x.type == _I16:
         lut = lut_int16(fn, s_in, zi, s_out, zo)
-        return _table(lut_lookup_int16(_all_values(np.int16), lut).astype(np.int64), np.int16)
+        return _table(lut_lookup_int16(all_values(np.int16), lut).astype(np.int64), np.int16)
     return ActivationLut(lut_int8(fn, s_in, zi, s_out, zo, dtype=x.dtype), _index_type(x.dtype))
 
 

@@ -25,7 +25,7 @@ from ..quant.gemmlowp import (
 )
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, quantized_activation_range
+from .common import all_values, clip_ufunc, quantized_activation_range
 from .registry import OpContext, TensorInfo
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -41,18 +41,10 @@ _U16 = np.uint16
 SMALL_TABLE = 512  # output elements up to which QuantizedTable8 uses fancy indexing
 
 
-def _all_values(dtype) -> np.ndarray:
-    """Every value of an 8- or 16-bit integer dtype as int64, ordered by its bit pattern read as unsigned, so
-    that ``table[x.view(uintN)]`` looks ``x`` up."""
-    dtype = np.dtype(dtype)
-    bits = np.dtype(f"u{dtype.itemsize}")
-    return np.arange(1 << (8 * dtype.itemsize), dtype=np.int64).astype(bits).view(dtype).astype(np.int64)
-
-
 def table8(fn, dtype, lo: int, hi: int, out_dtype) -> np.ndarray:
     """The 65536-entry table of an 8-bit binary op: ``fn(x1, x2)`` (the int32 result before the clamp, as int64)
     on every pair, clamped to [lo, hi]; entry ``byte(x1) << 8 | byte(x2)``."""
-    v = _all_values(dtype)
+    v = all_values(dtype)
     result = np.broadcast_to(fn(v[:, None], v[None, :]), (v.size, v.size))  # fn broadcasts (256, 1) and (1, 256)
     return np.clip(wrap32(result), lo, hi).astype(out_dtype).reshape(-1)
 
@@ -292,7 +284,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     # zo +- 1 in vectorized loops, other values in scalar ones); ADD aborts. Both are rejected.
     mo, eo = smaller_than_one_exp(ctx, float(twice_max) / float(denominator), "output")
     if a.type == _I16:
-        v = _all_values(np.int16)
+        v = all_values(np.int16)
         return AddSubQuantized16(
             multiply_by_quantized_multiplier(v << left_shift, m1, e1).astype(np.int32),
             multiply_by_quantized_multiplier(v << left_shift, m2, e2).astype(np.int32),
@@ -329,7 +321,7 @@ def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract:
             f"ADD with power-of-two int16 scales does not broadcast "
             f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts",
         )
-    v = _all_values(np.int16)
+    v = all_values(np.int16)
 
     def lut(shift):
         return None if shift == 0 else rdbpot16(v, -shift).astype(np.int32)
