@@ -202,6 +202,12 @@ def table_index(x: np.ndarray) -> np.ndarray:
     return x.view(np.uint8) if x.dtype.itemsize == 1 else x.view(np.uint16)
 
 
+def all_values(dtype) -> np.ndarray:
+    """Every value of an 8- or 16-bit integer dtype as int64, ordered by its bit pattern read as unsigned, so that
+    ``table[x.view(uintN)]`` looks ``x`` up (``table_domain`` as int64)."""
+    return table_domain(dtype).astype(np.int64)
+
+
 def table_domain(dtype) -> np.ndarray:
     """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern (see table_index)."""
     dt = np.dtype(dtype)

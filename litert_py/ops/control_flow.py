@@ -25,68 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime.cancel import check_cancelled
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
-
-
-def _subgraph_refs(op) -> list[int]:
-    refs = []
-    for opts in (op.builtin_options, op.builtin_options2):
-        for key, val in (opts or {}).items():
-            if key.endswith("subgraph_index"):
-                refs.append(int(val))
-            elif key in ("branch_subgraph_indices", "called_computations"):
-                refs.extend(int(v) for v in val)
-    return refs
-
-
-def callee_runtime(ctx: OpContext, k: int):
-    """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
-    model = ctx.model
-    n = len(model.subgraphs)
-    ctx.check(0 <= k < n, f"subgraph index {k} out of range [0, {n})")
-    seen, todo = set(), [k]
-    while todo:
-        s = todo.pop()
-        if s == ctx.subgraph_index:
-            raise ctx.fail(f"subgraph {ctx.subgraph_index} calls itself recursively through subgraph {k}")
-        if s in seen:
-            continue
-        seen.add(s)
-        for op in model.subgraphs[s].operators:
-            todo.extend(r for r in _subgraph_refs(op) if 0 <= r < n)
-    return ctx.subgraph(k)
-
-
-def _type_name(t: int) -> str:
-    return dtypes.type_name(t)
-
-
-def check_subgraph_io_types(ctx: OpContext, sub, role: str, which: str, tensors, expected) -> None:
-    """The subgraph's inputs (or outputs) have the given TensorTypes, in count and in order."""
-    idx = sub.sg.inputs if which == "inputs" else sub.sg.outputs
-    ctx.check(len(idx) == len(expected),
-              f"{role} subgraph {sub.index} has {len(idx)} {which}, the node needs {len(expected)}")
-    for k, (i, want) in enumerate(zip(idx, expected)):
-        got = sub.sg.tensors[i].type
-        ctx.check(got == want, f"{role} subgraph {sub.index} {which[:-1]} {k} is {_type_name(got)}, the node's "
-                               f"is {_type_name(want)}")
-
-
-def subgraph_output_infos(sub):
-    """What prepare knows of the outputs of the subgraph runtime ``sub``."""
-    return [sub.infos[o] for o in sub.sg.outputs]
-
-
-def store_outputs(outputs, values, dynamic: bool) -> None:
-    """Copy a callee's results into the node's outputs (new arrays when the output shapes are dynamic)."""
-    for k, v in enumerate(values):
-        if dynamic:
-            outputs[k] = np.array(v, copy=True)
-        else:
-            outputs[k][...] = v
+from .subgraph_call import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
 
 
 # -- CALL_ONCE --------------------------------------------------------------------------------------
@@ -123,7 +65,7 @@ class While:
     body: object
     dynamic: bool  # the body changes shapes: outputs are new arrays
     copy: bool  # a body output is another position's input tensor (a swap): copy the values between runs
-    guard: object = None  # the interpreter's runtime.cancel.Guard: cancel() is tested once per iteration
+    guard: object = None  # ctx.cancel_guard: cancel() is tested once per iteration
 
     def __call__(self, inputs, outputs):
         values = inputs
@@ -132,7 +74,7 @@ class While:
         # run's output tensors, which the planner never places over the inputs (both live all along).
         while cond.run(values)[0].reshape(-1)[0]:
             if guard is not None and guard.requested is not None:  # no iteration cap, as in TFLite: cancel()
-                check_cancelled(guard)
+                guard.check_cancelled()
             values = body.run(values)
             if self.copy:
                 values = [np.array(v, copy=True) for v in values]
@@ -170,7 +112,7 @@ def prepare_while(ctx: OpContext) -> PreparedOp:
             ctx.set_output_shape(k, s)
     ins, outs_idx = list(body.sg.inputs), list(body.sg.outputs)
     swapped = any(o in ins and ins.index(o) != k for k, o in enumerate(outs_idx)) or len(set(ins)) != len(ins)
-    return While(cond, body, dynamic, swapped, getattr(ctx.runtime, "_guard", None))
+    return While(cond, body, dynamic, swapped, ctx.cancel_guard)
 
 
 # -- IF ---------------------------------------------------------------------------------------------

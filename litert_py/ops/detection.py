@@ -24,7 +24,7 @@ import numpy as np
 
 from ..schema.flexbuffers import as_bool, as_float, as_int64
 from .common import flex_options
-from .nms import AREA, XMAX, XMIN, YMAX, YMIN, greedy, greedy_segments, partial_sort
+from .nms_common import AREA, XMAX, XMIN, YMAX, YMIN, greedy, greedy_segments, partial_sort
 from .registry import OpContext, PreparedOp, register
 
 F32 = np.float32

@@ -72,24 +72,21 @@ import numpy as np
 from ..errors import InputValueError, InvokeError
 from ..quant import (
     calculate_activation_range,
-    dtype_range,
     multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    requantize_int64_inplace,
     wrap32,
-)
-from ..quant import saturating_rounding_doubling_high_mul as srdhm
-from ..quant.gemmlowp import (
-    checked_log2,
-    count_leading_sign_bits,
-    get_reciprocal,
-    rdbpot16,
-    rounding_divide_by_pot_x86,
 )
 from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import broadcast_shape, clip_ufunc, quantized_activation_range
+from .common import broadcast_shape, clip_ufunc
+from .elementwise_quantized import (
+    PREPARE_QUANTIZED,
+    SMALL_TABLE,
+    QuantizedTable8,
+    check_scales,
+    smaller_than_one_exp,
+    table8,
+)
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -258,347 +255,6 @@ def _op_word(ctx: OpContext) -> str:
     return ctx.op_name.capitalize()  # "Add", "Sub", "Mul", "Div", as LiteRT's messages spell them
 
 
-# -- quantized ADD, SUB, MUL, DIV -------------------------------------------------------------------
-# An 8-bit binary op is a function of the input *pair*, which takes only 65536 values: prepare evaluates the
-# reference kernel's integer formula on all of them once (`_table8`) and eval is one gather (QuantizedTable8,
-# about 1 ns per element where the int64 fixed-point pipeline costs 4-5 ns). The int16 paths (2**32 pairs)
-# look the per-input stage up in a 65536-entry table where there is one and run the rest in int64.
-_U16 = np.uint16
-_SMALL = 512  # output elements up to which QuantizedTable8 uses fancy indexing
-
-
-def _all_values(dtype) -> np.ndarray:
-    """Every value of an 8- or 16-bit integer dtype as int64, ordered by its bit pattern read as unsigned, so
-    that ``table[x.view(uintN)]`` looks ``x`` up."""
-    dtype = np.dtype(dtype)
-    bits = np.dtype(f"u{dtype.itemsize}")
-    return np.arange(1 << (8 * dtype.itemsize), dtype=np.int64).astype(bits).view(dtype).astype(np.int64)
-
-
-def _table8(fn, dtype, lo: int, hi: int, out_dtype) -> np.ndarray:
-    """The 65536-entry table of an 8-bit binary op: ``fn(x1, x2)`` (the int32 result before the clamp, as int64)
-    on every pair, clamped to [lo, hi]; entry ``byte(x1) << 8 | byte(x2)``."""
-    v = _all_values(dtype)
-    result = np.broadcast_to(fn(v[:, None], v[None, :]), (v.size, v.size))  # fn broadcasts (256, 1) and (1, 256)
-    return np.clip(wrap32(result), lo, hi).astype(out_dtype).reshape(-1)
-
-
-@dataclass(frozen=True, eq=False)
-class QuantizedTable8:
-    """An 8-bit ADD / SUB / MUL / DIV: ``out = table[byte(x1) << 8 | byte(x2)]`` with NumPy broadcasting.
-
-    ``table`` holds the reference kernel's output for every input pair. DIV checks its divisor first: LiteRT
-    fails the invoke when an element of input2 equals input2's zero point.
-    """
-
-    table: np.ndarray  # (65536,) of the output dtype
-    divisor_zero_point: int | None = None
-    small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
-
-    def __call__(self, inputs, outputs):
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
-            raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
-        out = outputs[OUTPUT]
-        if self.small:
-            out[...] = self.table.reshape(256, 256)[a.view(np.uint8), b.view(np.uint8)]
-            return
-        idx = np.empty(out.shape, _U16)
-        np.left_shift(a.view(np.uint8), 8, out=idx, dtype=_U16)
-        np.bitwise_or(idx, b.view(np.uint8), out=idx)
-        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
-
-
-@dataclass(frozen=True, eq=False)
-class AddSubQuantized16:
-    """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift))``.
-
-    ``lut_k[x] = MBQM(x << 15, M_k, shift_k)`` for every int16 ``x``: the per-input rescaling of
-    reference_ops::AddElementwise / SubElementwise. ``|lut| < 2**30``, so the int32 sum never wraps.
-    """
-
-    lut1: np.ndarray  # (65536,) int32
-    lut2: np.ndarray
-    subtract: bool
-    multiplier: int
-    shift: int
-    lo: int
-    hi: int
-
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        acc = np.empty(out.shape, np.int64)
-        a = np.take(self.lut1, inputs[INPUT1].view(_U16), mode="wrap")
-        b = np.take(self.lut2, inputs[INPUT2].view(_U16), mode="wrap")
-        (np.subtract if self.subtract else np.add)(a, b, out=acc)
-        requantize_int64_inplace(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
-
-
-@dataclass(frozen=True, eq=False)
-class AddSubPot16:
-    """int16 ADD / SUB with power-of-two scales (the LSTM path, zero points 0): an input whose scale is below
-    the output's is rounded right (int16 ``RoundingDivideByPOT``, looked up in its ``lut``), then
-    ``clamp(x1 +- x2, lo, hi)``.
-
-    reference_ops::Add (int16, pot_scale) adds with int16 saturation, Sub16 subtracts with int16 saturation and
-    BroadcastSub16POTSlow in int32: each equals the int32 result clamped to [lo, hi], a sub-range of int16.
-    """
-
-    lut1: np.ndarray | None  # (65536,) int32; None: the input is taken as is
-    lut2: np.ndarray | None
-    subtract: bool
-    lo: int
-    hi: int
-
-    def __call__(self, inputs, outputs):
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if self.lut1 is not None:
-            a = np.take(self.lut1, a.view(_U16), mode="wrap")
-        if self.lut2 is not None:
-            b = np.take(self.lut2, b.view(_U16), mode="wrap")
-        out = outputs[OUTPUT]
-        acc = np.empty(out.shape, np.int32)
-        (np.subtract if self.subtract else np.add)(a, b, out=acc, dtype=np.int32)
-        clip_ufunc(acc, self.lo, self.hi, out=out, casting="unsafe")
-
-
-@dataclass(frozen=True, eq=False)
-class MulQuantized16:
-    """int16 MUL (zero points 0): ``clamp(MBQM(x1 * x2, M, shift), lo, hi)``; the product fits int32."""
-
-    multiplier: int
-    shift: int
-    lo: int
-    hi: int
-
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        acc = np.empty(out.shape, np.int64)
-        np.multiply(inputs[INPUT1], inputs[INPUT2], out=acc, dtype=np.int64)
-        requantize_int64_inplace(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
-
-
-@dataclass(frozen=True, eq=False)
-class MulInt16ToInt8:
-    """int16 x int16 -> int8 / uint8 MUL, the LSTM legacy path of reference_integer_ops::Mul /
-    reference_ops::Mul: the Q0.15 product ``SRDHM16(x1, x2)`` rounded right by 8 bits (ties away from zero),
-    clamped to ``[lo - zo, hi - zo]``, plus ``zo``. Scales and the multiplier play no part."""
-
-    zero_point: int
-    lo: int
-    hi: int
-
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        p = np.empty(out.shape, np.int64)
-        np.multiply(inputs[INPUT1], inputs[INPUT2], out=p, dtype=np.int64)
-        saturated = p == 1 << 30  # (-32768)**2
-        p += 1 << 14  # SRDHM16: (p + 2**14) >> 15, ties toward +inf ...
-        p >>= 15
-        np.copyto(p, 32767, where=saturated)  # ... except (-32768)**2 -> 32767
-        p += 128
-        p -= p < 128  # RoundingDivideByPOT(y, 8) = (y + 128 - [y < 0]) >> 8: ties away from zero
-        p >>= 8
-        clip_ufunc(p, self.lo - self.zero_point, self.hi - self.zero_point, out=p)
-        np.add(p, self.zero_point, out=out, casting="unsafe")
-
-
-def _div_quantized(a: np.ndarray, b: np.ndarray, multiplier: int, shift: int, reciprocals=None) -> np.ndarray:
-    """reference_ops::DivElementwise before the output offset: a = x1 - z1, b = x2 - z2 (b != 0), int64 arrays.
-
-    1/b comes from GetReciprocal (Newton-Raphson in Q2.29), a is normalised by its headroom, and the quotient
-    is rescaled with ``MultiplyByQuantizedMultiplierSmallerThanOneExp(q, M, shift - bits_over_unit - headroom)``,
-    whose exponent often leaves [-31, 0] (e.g. 1/127 with all scales 1): LiteRT then computes garbage, and so
-    do we, the same garbage (``rounding_divide_by_pot_x86``). ``reciprocals``: optional tables
-    ``(inverse[b], bits_over_unit[b])`` covering every |b| that occurs.
-    """
-    neg = b < 0
-    a = np.where(neg, wrap32(-a), a)
-    b = np.where(neg, wrap32(-b), b)
-    b = np.where(b == 0, 1, b)  # a zero divisor never reaches the kernel (checked at invoke)
-    if reciprocals is None:
-        inverse, bits_over_unit = get_reciprocal(b, 31)
-    else:
-        inverse, bits_over_unit = reciprocals[0][b], reciprocals[1][b]
-    headroom = count_leading_sign_bits(a)
-    quotient = srdhm(wrap32(a << headroom), inverse)  # MultiplyByQuantizedMultiplierGreaterThanOne
-    return rounding_divide_by_pot_x86(srdhm(quotient, multiplier), bits_over_unit + headroom - shift)
-
-
-@dataclass(frozen=True, eq=False)
-class DivQuantized16:
-    """int16 DIV: ``clamp(zo + _div_quantized(x1 - z1, x2 - z2), lo, hi)``, per element in int64."""
-
-    zero_points: tuple[int, int, int]
-    multiplier: int
-    shift: int
-    lo: int
-    hi: int
-    reciprocals: tuple[np.ndarray, np.ndarray]  # GetReciprocal(b, 31) for every |x2 - z2| that can occur
-
-    def __call__(self, inputs, outputs):
-        z1, z2, zo = self.zero_points
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if (b == z2).any():
-            raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
-        a, b = np.broadcast_arrays(a.astype(np.int64) - z1, b.astype(np.int64) - z2)
-        r = _div_quantized(a, b, self.multiplier, self.shift, self.reciprocals)
-        clip_ufunc(wrap32(r + zo), self.lo, self.hi, out=outputs[OUTPUT], casting="unsafe")
-
-
-# -- quantized prepare ------------------------------------------------------------------------------
-def _check_scales(ctx: OpContext, *tensors: TensorInfo, names=("input1", "input2", "output")) -> None:
-    """Per-tensor quantization with a positive, finite scale on every tensor (LiteRT reads ``params.scale``;
-    a missing scale is 0, which makes its multipliers 0 or NaN and aborts or garbles the kernel)."""
-    for name, t in zip(names, tensors):
-        q = t.quantization
-        ctx.check(len(q.scale) <= 1, f"{ctx.op_name}: {name} has per-channel quantization ({len(q.scale)} scales); "
-                  "only per-tensor is supported")
-        ctx.check(q.is_quantized and np.isfinite(t.scale) and t.scale > 0,
-                  f"{ctx.op_name} on {t.type_name} needs a quantized {name} with a positive scale "
-                  f"(got {t.scale if q.is_quantized else 'none'})")
-
-
-def _zero_point_is_zero(ctx: OpContext, *tensors: TensorInfo) -> None:
-    for name, t in zip(("input1", "input2", "output"), tensors):
-        ctx.check(t.zero_point == 0, f"{name}->params.zero_point != 0 ({t.zero_point} != 0)")
-
-
-def _smaller_than_one_exp(ctx: OpContext, real: float, what: str) -> tuple[int, int]:
-    """QuantizeMultiplierSmallerThanOneExp: LiteRT CHECK-fails (aborts) unless 0 < real < 1 and shift <= 0."""
-    ok = 0.0 < real < 1.0
-    m, shift = quantize_multiplier(real) if ok else (0, 1)
-    ctx.check(ok and shift <= 0, f"{ctx.op_name}: the {what} multiplier {real!r} is not in (0, 1) (LiteRT's "
-              "QuantizeMultiplierSmallerThanOneExp aborts on it)")
-    return m, shift
-
-
-def _quantize_multiplier_checked(ctx: OpContext, real, what: str) -> tuple[int, int]:
-    """QuantizeMultiplier of a float32 real multiplier, whose shift MultiplyByQuantizedMultiplier can apply."""
-    real = float(real)
-    ctx.check(np.isfinite(real), f"{ctx.op_name}: the {what} multiplier is not finite ({real})")
-    m, shift = quantize_multiplier(real)
-    ctx.check(-31 <= shift <= 31, f"{ctx.op_name}: the {what} multiplier {real!r} is out of range (shift {shift})")
-    return m, shift
-
-
-def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
-    out = ctx.outputs[OUTPUT]
-    subtract = ctx.builtin_code == BuiltinOperator.SUB
-    _check_scales(ctx, a, b, out)
-    lo, hi = quantized_activation_range(ctx, out)
-    s1, s2, so = (np.float32(t.scale) for t in (a, b, out))
-    z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
-    if a.type == _I16:
-        _zero_point_is_zero(ctx, a, b, out)
-        logs = [r if ok else None for ok, r in map(checked_log2, (s1, s2, so))]
-        if not ctx.options.pot_scale_int16:
-            logs = [None]
-        if None not in logs:
-            return _prepare_pot16(ctx, a, b, logs, subtract, lo, hi)
-    elif subtract:  # PrepareGeneralSubOp
-        qmin, qmax = dtype_range(out.dtype)
-        for name, z in (("input1", z1), ("input2", z2), ("output", zo)):
-            ctx.check(qmin <= z <= qmax, f"{name} zero point {z} is outside [{qmin}, {qmax}]")
-    left_shift = 15 if a.type == _I16 else 20
-    with np.errstate(over="ignore"):
-        twice_max = np.float32(2) * max(s1, s2)  # 2 * std::max(float, float) is a float product
-        denominator = np.float32(1 << left_shift) * so
-    m1, e1 = _smaller_than_one_exp(ctx, float(s1) / float(twice_max), "input1")
-    m2, e2 = _smaller_than_one_exp(ctx, float(s2) / float(twice_max), "input2")
-    # SUB takes QuantizeMultiplierGreaterThanOne for an output multiplier > 1 and then shifts right by a
-    # negative amount, undefined behaviour whose result depends on how the loop was vectorized (we saw
-    # zo +- 1 in vectorized loops, other values in scalar ones); ADD aborts. Both are rejected.
-    mo, eo = _smaller_than_one_exp(ctx, float(twice_max) / float(denominator), "output")
-    if a.type == _I16:
-        v = _all_values(np.int16)
-        return AddSubQuantized16(multiply_by_quantized_multiplier(v << left_shift, m1, e1).astype(np.int32),
-                                 multiply_by_quantized_multiplier(v << left_shift, m2, e2).astype(np.int32),
-                                 subtract, mo, eo, lo, hi)
-
-    def add_sub(x1, x2):  # reference_ops::AddElementwise / SubElementwise, per pair
-        r1 = multiply_by_quantized_multiplier(wrap32((x1 - z1) << left_shift), m1, e1)
-        r2 = multiply_by_quantized_multiplier(wrap32((x2 - z2) << left_shift), m2, e2)
-        return multiply_by_quantized_multiplier(wrap32(r1 - r2 if subtract else r1 + r2), mo, eo) + zo
-
-    return QuantizedTable8(_table8(add_sub, a.dtype, lo, hi, out.dtype), small=out.size <= _SMALL)
-
-
-def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract: bool, lo: int, hi: int):
-    """The int16 power-of-two-scale path of add.cc / sub.cc (PrepareInt16SubOpPOT)."""
-    shift1, shift2 = logs[0] - logs[2], logs[1] - logs[2]
-    ctx.check(shift1 == 0 or shift2 == 0, "data->input1_shift == 0 || data->input2_shift == 0 was not true.")
-    ctx.check(shift1 <= 0, "data->input1_shift <= 0 was not true.")
-    ctx.check(shift2 <= 0, "data->input2_shift <= 0 was not true.")
-    ctx.check(max(-shift1, -shift2) <= 31, f"{ctx.op_name}: input/output scale ratio 2**{min(shift1, shift2)} is "
-              "below 2**-31 (RoundingDivideByPOT's limit)")
-    if not subtract:  # reference_ops::Add (int16, POT) has no broadcasting: MatchingElementsSize CHECK-fails
-        out = ctx.outputs[OUTPUT]
-        ctx.check(a.size == b.size == out.size, f"ADD with power-of-two int16 scales does not broadcast "
-                  f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts")
-    v = _all_values(np.int16)
-
-    def lut(shift):
-        return None if shift == 0 else rdbpot16(v, -shift).astype(np.int32)
-
-    return AddSubPot16(lut(shift1), lut(shift2), subtract, lo, hi)
-
-
-def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
-    out = ctx.outputs[OUTPUT]
-    if a.type == _I16 and out.type in (_I8, _U8):  # the LSTM legacy path: no broadcasting (LiteRT aborts)
-        _check_scales(ctx, out, names=("output",))  # the input scales play no part
-        lo, hi = quantized_activation_range(ctx, out)
-        ctx.check(a.size == b.size == out.size, f"MUL int16 -> {out.type_name} does not broadcast "
-                  f"({list(a.shape)} and {list(b.shape)}); LiteRT aborts")
-        return MulInt16ToInt8(out.zero_point, lo, hi)
-    _check_scales(ctx, a, b, out)
-    lo, hi = quantized_activation_range(ctx, out)
-    with np.errstate(over="ignore", under="ignore"):
-        real = np.float32(a.scale) * np.float32(b.scale) / np.float32(out.scale)  # float32, as mul.cc
-    m, shift = _quantize_multiplier_checked(ctx, real, "output")
-    z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
-    if a.type == _I16:  # EvalQuantized: TF_LITE_ENSURE_EQ(input1_offset, 0) ... (at invoke in LiteRT)
-        _zero_point_is_zero(ctx, a, b, out)
-        return MulQuantized16(m, shift, lo, hi)
-
-    def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
-        return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo
-
-    return QuantizedTable8(_table8(mul, a.dtype, lo, hi, out.dtype), small=out.size <= _SMALL)
-
-
-def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
-    out = ctx.outputs[OUTPUT]
-    _check_scales(ctx, a, b, out)
-    lo, hi = quantized_activation_range(ctx, out)
-    with np.errstate(over="ignore", under="ignore"):
-        real = np.float32(a.scale) / (np.float32(b.scale) * np.float32(out.scale))  # float32, as div.cc
-    real = float(real)
-    ctx.check(np.isfinite(real), f"DIV: the output multiplier is not finite ({real})")
-    m, shift = quantize_multiplier(real)  # any shift: the kernel's exponent arithmetic is emulated throughout
-    qmin, qmax = dtype_range(out.dtype)
-    z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
-    for name, z in (("input1", z1), ("input2", z2), ("output", zo)):  # DivCheckArithmeticParams
-        ctx.check(-qmax - 1 <= z <= qmax + 1, f"{name} zero point {z} is outside [{-qmax - 1}, {qmax + 1}]")
-    if a.type == _I16:
-        b_max = max(abs(qmin - z2), abs(qmax - z2))
-        return DivQuantized16((z1, z2, zo), m, shift, lo, hi, get_reciprocal(np.arange(b_max + 1).clip(1), 31))
-
-    def div(x1, x2):
-        return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
-
-    return QuantizedTable8(_table8(div, a.dtype, lo, hi, out.dtype), divisor_zero_point=z2, small=out.size <= _SMALL)
-
-
-_PREPARE_QUANTIZED = {
-    BuiltinOperator.ADD: _prepare_add_sub_quantized,
-    BuiltinOperator.SUB: _prepare_add_sub_quantized,
-    BuiltinOperator.MUL: _prepare_mul_quantized,
-    BuiltinOperator.DIV: _prepare_div_quantized,
-}
-
-
 # -- ADD, SUB, MUL, DIV -----------------------------------------------------------------------------
 @register(BuiltinOperator.ADD)
 @register(BuiltinOperator.SUB)
@@ -614,7 +270,7 @@ def prepare_arithmetic(ctx: OpContext) -> PreparedOp:
     # input1, Eval at the output; with only one of them quantized LiteRT aborts, and so do we, at prepare)
     quantized = out.quantization.is_quantized or (op != BuiltinOperator.MUL and a.quantization.is_quantized)
     if t in (_I8, _U8) or (t == _I16 and (quantized or out.type != t)):
-        return _PREPARE_QUANTIZED[op](ctx, a, b)
+        return PREPARE_QUANTIZED[op](ctx, a, b)
     if t not in PLAIN_TYPES[op]:
         raise ctx.fail(f"Type {a.type_name} is unsupported by op {_op_word(ctx)}.")
     code = ctx.options.fused_activation_function
@@ -799,16 +455,16 @@ def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
     if a.type != _I8:
         return SquaredDifference()
     out = ctx.outputs[OUTPUT]
-    _check_scales(ctx, a, b, out)
+    check_scales(ctx, a, b, out)
     z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
     for name, z in (("input1", z1), ("input2", z2), ("output", zo)):
         ctx.check(-128 <= z <= 127, f"{name} zero point {z} is outside [-128, 127]")
     left_shift = 7
     s1, s2, so = (np.float32(t.scale) for t in (a, b, out))
     twice_max = float(np.float32(2) * max(s1, s2))  # a float product, then used in double
-    m1, e1 = _smaller_than_one_exp(ctx, float(s1) / twice_max, "input1")
-    m2, e2 = _smaller_than_one_exp(ctx, float(s2) / twice_max, "input2")
-    mo, eo = _smaller_than_one_exp(ctx, twice_max * twice_max / ((1 << 2 * left_shift) * float(so)), "output")
+    m1, e1 = smaller_than_one_exp(ctx, float(s1) / twice_max, "input1")
+    m2, e2 = smaller_than_one_exp(ctx, float(s2) / twice_max, "input2")
+    mo, eo = smaller_than_one_exp(ctx, twice_max * twice_max / ((1 << 2 * left_shift) * float(so)), "output")
 
     def squared_difference(x1, x2):  # SquaredDifference(int8_t, int8_t, params), per pair
         r1 = multiply_by_quantized_multiplier((x1 - z1) << left_shift, m1, e1)
@@ -816,7 +472,7 @@ def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
         d = r1 - r2
         return multiply_by_quantized_multiplier(wrap32(d * d), mo, eo) + zo
 
-    return QuantizedTable8(_table8(squared_difference, a.dtype, -128, 127, out.dtype), small=out.size <= _SMALL)
+    return QuantizedTable8(table8(squared_difference, a.dtype, -128, 127, out.dtype), small=out.size <= SMALL_TABLE)
 
 
 @register(BuiltinOperator.ATAN2)

@@ -47,6 +47,8 @@ class KernelHost(Protocol):
 
     def subgraph(self, index: int) -> Any: ...  # the prepared runtime of subgraph ``index`` (control flow)
 
+    # optional: ``_guard`` (runtime/cancel.Guard), whose check_cancelled() a loop calls once per iteration
+
 
 Prepare = Callable[["OpContext"], PreparedOp]
 
@@ -162,6 +164,12 @@ class OpContext:
     def subgraph(self, index: int):
         """The prepared runtime of subgraph ``index`` (control flow calls it)."""
         return self.runtime.subgraph(index)
+
+    @property
+    def cancel_guard(self):
+        """The interpreter's cancellation guard (``check_cancelled()`` raises when ``Interpreter.cancel()`` or a
+        deadline stopped the running invoke), or None: loops test it once per iteration."""
+        return getattr(self.runtime, "_guard", None)
 
     @property
     def resources(self) -> dict:

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.model import BuiltinOperator
-from .control_flow import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
 from .philox import philox4x32
 from .registry import OpContext, PreparedOp, register
 from .stablehlo_elementwise import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
+from .subgraph_call import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
 
 B = BuiltinOperator
 _FLOATS = (np.float16, np.float32, np.float64)

@@ -94,6 +94,10 @@ class Guard:
                 steps[:] = original
             self._saved = None
 
+    def check_cancelled(self) -> None:
+        """For loops (WHILE, once per iteration): raise the requested error if it is for the running invoke."""
+        check_cancelled(self)
+
     def cancel(self, invoke: int | None = None, error: type[CancelledError] = CancelledError) -> bool:
         """Stop the running invoke (``invoke``: only if it is that one). True if one was running."""
         with self._state:

@@ -94,6 +94,7 @@ def benchmark(invoke, warmup: int, runs: int, max_secs: float | None, progress: 
     finally:
         progress.close()
     doc = stats_ms(times)
+    doc["times_s"] = times  # the raw timed runs (tflite-run's timing figures use the same ones)
     doc["warmup"] = stats_ms(warm) if warm else None
     doc["requested_runs"] = runs
     doc["stopped_by_max_secs"] = len(times) < runs

@@ -335,10 +335,10 @@ def _run_invocations(args, session, err, runs: int, warmup: int, profiling: bool
         last[0] = _invoke(session)
         times.append(time.perf_counter() - t0)
 
-    if args.benchmark:
+    if args.benchmark:  # one clock: the benchmark's own timings are the runs' times
         progress = Progress(err, runs, args.max_secs, Progress.wanted(err, args.quiet))
-        bench = benchmark(call, warmup, runs, args.max_secs, progress)
-        times = times[warmup:]
+        bench = benchmark(lambda: last.__setitem__(0, _invoke(session)), warmup, runs, args.max_secs, progress)
+        times = bench.pop("times_s")
     elif profiling:  # the profiled runs are the runs (their times include the timers)
         prof = run_profile(session, runs, warmup, call)
         times = times[warmup:]

@@ -288,7 +288,7 @@ EXHAUSTIVE = [  # (op, dtype, (s1, z1), (s2, z2), (so, zo), activation): every o
     ("DIV", np.int8, (0.1, 0), (0.1, 0), (0.05, 3), NONE),
     ("DIV", np.uint8, (0.03, 128), (0.07, 10), (0.2, 0), RELU6),
     # rescaling exponents outside [-31, 0]: LiteRT computes garbage (0 / 127 -> 1, 1 / 127 -> 127) and we
-    # reproduce it (quantized-arithmetic.md 5.18; elementwise._rounding_divide_by_pot_x86)
+    # reproduce it (quantized-arithmetic.md 5.18; quant.gemmlowp.rounding_divide_by_pot_x86)
     ("DIV", np.int8, (1.0, 0), (1.0, 0), (1.0, 0), NONE),
     ("DIV", np.int8, (2.0**22, 0), (1.0, 5), (1.0, 5), NONE),
 ]

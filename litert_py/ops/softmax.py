@@ -1,0 +1,193 @@
+"""SOFTMAX's prepared ops (float32/float16, uint8/int8, int16) and its quantized prepare; the op is registered
+(and its checks shared) by activations.py. Semantics and sources: see activations.py's docstring (SoftmaxPrepare,
+reference/softmax.h, reference/integer_ops/softmax.h)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant import dtype_range, lut_int16, lut_lookup_int16, multiply_by_quantized_multiplier, wrap32
+from ..quant import rounding_divide_by_pot as rdbpot
+from ..quant import saturating_rounding_doubling_high_mul as srdhm
+from ..quant.gemmlowp import exp_on_negative_values, get_reciprocal
+from ..schema.dtypes import TensorType
+from .common import Reduction, check_equal, qparams, quantized_multiplier
+from .registry import OpContext, TensorInfo
+
+INPUT, OUTPUT = 0, 0
+_I8, _I16 = TensorType.INT8, TensorType.INT16
+
+
+def _round_to_half(a: np.ndarray) -> None:
+    """In place: round float32 values to the nearest float16 and back (an Eigen::half intermediate)."""
+    a[...] = a.astype(np.float16)
+
+
+def _exp_f64(v: np.ndarray) -> np.ndarray:
+    """``std::exp(double)`` (libm, through Python's math module): SoftmaxPrepare's int16 exp LUT."""
+    return np.array([math.exp(t) for t in v.tolist()], np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxFloat:
+    """reference/softmax.h over the last axis, in float32.
+
+    The sum is accumulated in order along the axis, as the reference loop does (``reduction``, shared with
+    MEAN; NumPy's own sum is pairwise). ``half`` (float16 tensors) rounds exp to half before the division,
+    as the float16 kernel stores it in the output first, while the sum keeps the float32 values.
+    """
+
+    beta: np.float32
+    reduction: Reduction  # the last axis of the input's shape
+    half: bool = False
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        t = out if not self.half else np.empty(out.shape, np.float32)
+        np.subtract(x, np.max(x, axis=-1, keepdims=True), out=t, dtype=np.float32)
+        t *= self.beta
+        np.exp(t, out=t)
+        total = np.empty(t.shape[:-1] + (1,), np.float32)
+        self.reduction.sum_in_order(t, total)
+        if self.half:
+            _round_to_half(t)
+        t /= total
+        if self.half:
+            np.copyto(out, t, casting="same_kind")
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxQuantized:
+    """reference/softmax.h, uint8 / int8 input, uint8 / int8 / int16 output (gemmlowp fixed point).
+
+    The per-element work depends only on ``d = max(row) - x`` (0..255), so ``exp_table[d]`` holds
+    ``exp_on_negative_values(SRDHM(-d << left_shift, multiplier))`` (Q0.31, 0 where ``-d < diff_min``) and
+    ``sum_table[d]`` its Q12.19 rescale. Per row: ``(scale, bits_over_unit) = GetReciprocal(sum, 12)``, then
+    ``RDBPOT(SRDHM(scale, e), bits_over_unit + 31 - out_bits) + type_min``, clamped (both roundings fused
+    into one shift, exact for these non-negative values).
+    """
+
+    exp_table: np.ndarray  # int64[256]
+    sum_table: np.ndarray  # int64[256]
+    out_bits: int
+    out_min: int
+    out_max: int
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
+        e = self.exp_table.take(d)
+        totals = self.sum_table.take(d).sum(axis=-1, keepdims=True)
+        # LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32 the
+        # fused shift below still gives the rounded quotient.
+        if totals.size == 1:  # one row: Python ints, no per-row array work
+            total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 accumulator
+            scale, bits_over_unit = get_reciprocal(total, 12)
+            exponent = min(max(bits_over_unit + 31 - self.out_bits, 1), 32)
+            rounding = (1 << 30) + (1 << (exponent + 30))
+        else:
+            scale, bits_over_unit = get_reciprocal(wrap32(totals), 12)
+            exponent = np.minimum(np.maximum(bits_over_unit + 31 - self.out_bits, 1), 32)
+            rounding = (1 << 30) + np.left_shift(np.int64(1), exponent + 30)
+        e *= scale
+        e += rounding
+        np.right_shift(e, exponent + 31, out=e)
+        np.minimum(e, self.out_max - self.out_min, out=e)
+        np.add(e, self.out_min, out=out, casting="unsafe")
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxInt16:
+    """reference/softmax.h SoftmaxInt16: exp by a 513-entry LUT, the reciprocal of the sum by another.
+
+    ``exp_table[d]`` (``d = max(row) - x``, 0..65535) is ``LUTLookup(clamp(MBQM(-d, M, shift) + 32767),
+    exp_lut)``, precomputed for every ``d``. The reciprocal of a row's sum is
+    ``LUTLookup(clamp(shifted_sum - 3 * 2^15, int16), one_over_one_plus_x_lut)``, tabulated as ``recip_table``
+    over the clamped argument + 32768.
+    """
+
+    exp_table: np.ndarray  # int64[65536]
+    recip_table: np.ndarray  # int64[65536]
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
+        e = self.exp_table.take(d)
+        totals = e.sum(axis=-1, keepdims=True)  # Q16.15 in an int32
+        if totals.size == 1:  # one row: Python ints
+            total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            headroom_plus_one = max(32 - (total & 0xFFFFFFFF).bit_length(), 1)
+            shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+            reciprocal = int(self.recip_table[min(max(shifted - (1 << 16), 0), 65535)])
+            right_shift = 31 - headroom_plus_one
+            rounding = 1 << (right_shift - 1)
+        else:
+            total = wrap32(totals)
+            headroom_plus_one = np.maximum(32 - np.frexp((total & 0xFFFFFFFF).astype(np.float64))[1], 1)
+            shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+            reciprocal = self.recip_table.take(np.minimum(np.maximum(shifted - (1 << 16), 0), 65535))
+            right_shift = 31 - headroom_plus_one
+            rounding = np.left_shift(np.int64(1), right_shift - 1)
+        e *= reciprocal
+        e += rounding
+        np.right_shift(e, right_shift, out=e)
+        np.minimum(e, 32767, out=e)
+        np.maximum(e, 0, out=e)
+        np.copyto(out, e, casting="unsafe")
+
+
+def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+    """SoftmaxPrepare (kReference) + reference/softmax.h: see SoftmaxQuantized and SoftmaxInt16."""
+    s_in, zi = qparams(ctx, x)
+    s_out, zo = qparams(ctx, y)
+    beta = float(np.float32(ctx.options.beta))
+    if x.type == _I16:
+        ctx.check(y.type == _I16, f"Only int16 output is supported with int16 input, got {y.type_name}.")
+    else:
+        ctx.check(
+            y.type in (x.type, _I16),
+            f"Only {x.type_name.lower()} and int16 outputs are supported with "
+            f"{x.type_name.lower()} inputs currently, got {y.type_name}.",
+        )
+    if x.type == y.type == _I8:
+        check_equal(ctx, zo, -128, "output->params.zero_point")
+        ctx.check(
+            abs(float(s_out) - 1.0 / 256) <= float(np.float32(0.001) * np.float32(1.0 / 256)),
+            "output->params.scale not near 1.f / 256 (within 0.1%).",
+        )
+    if x.type == y.type == _I16:
+        check_equal(ctx, zo, 0, "output->params.zero_point")
+        ctx.check(
+            abs(float(s_out) - 1.0 / 32768) <= float(np.float32(0.001) * np.float32(1.0 / 32768)),
+            "output->params.scale not near 1.f / 32768 (within 0.1%).",
+        )
+    if x.type == _I16:
+        check_equal(ctx, zi, 0, "input->params.zero_point")
+        exp_lut = lut_int16(_exp_f64, 10.0 / 65535, 32767, 2.0 / 65535, 0, precision=np.float64)
+        recip_lut = lut_int16(lambda t: 1.0 / (1.0 + t), 1.0 / 65535, -32768, 2.0 / 65535, 0, precision=np.float64)
+        # float product s_in * beta, then a double division (activations.cc)
+        real = float(np.float32(s_in * np.float32(beta))) / (10.0 / 65535.0)
+        m, shift = quantized_multiplier(ctx, real, "input beta")
+        diff = -np.arange(65536, dtype=np.int64)
+        scaled = multiply_by_quantized_multiplier(diff, m, shift)
+        exp_table = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), exp_lut).astype(np.int64)
+        recip_table = lut_lookup_int16(np.arange(-32768, 32768), recip_lut).astype(np.int64)
+        return SoftmaxInt16(exp_table, recip_table)
+    # PreprocessSoftmaxScaling(beta, s_in, 5): Q5.26 differences, capped multiplier; then
+    # QuantizeMultiplierGreaterThanOne, which CHECKs (aborts the process in LiteRT) unless the multiplier is > 1.
+    real = min(beta * float(s_in) * float(1 << 26), (1 << 31) - 1.0)
+    ctx.check(
+        real > 1.0, f"beta * input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; LiteRT aborts)"
+    )
+    m, left_shift = quantized_multiplier(ctx, real, "input beta")
+    diff_min = -math.floor(31.0 * (1 << 26) / (1 << left_shift))  # -CalculateInputRadius(5, left_shift)
+    diff = -np.arange(256, dtype=np.int64)
+    e = exp_on_negative_values(srdhm(wrap32(diff << left_shift), m), 5)
+    valid = diff >= diff_min
+    exp_table = np.where(valid, e, 0).astype(np.int64)
+    sum_table = np.where(valid, rdbpot(e, 12), 0).astype(np.int64)  # Rescale<12>: Q0.31 -> Q12.19
+    out_min, out_max = dtype_range(y.dtype)
+    return SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
