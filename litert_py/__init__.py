@@ -1,6 +1,6 @@
 """litert_py: a pure-Python (numpy) interpreter for TensorFlow Lite / LiteRT .tflite models.
 
-    from litert_py import Interpreter      # drop-in for tf.lite.Interpreter / ai_edge_litert's
+from litert_py import Interpreter      # drop-in for tf.lite.Interpreter / ai_edge_litert's
 """
 
 from __future__ import annotations

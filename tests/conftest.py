@@ -10,8 +10,12 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-               derandomize=False, print_blob=True)
+_common = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=False,
+    print_blob=True,
+)
 # CI and dev draw the same examples on every run (a red run is reproducible, never a coin toss); long explores.
 # Failures the long profile finds become fixes with regression tests, or listed xfails.
 settings.register_profile("ci", max_examples=25, **{**_common, "derandomize": True})

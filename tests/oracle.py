@@ -44,8 +44,15 @@ class T:
         return T(arr.shape, arr.dtype, arr, q)
 
 
-def single_op_model(op: str, inputs: Sequence[T | None], outputs: Sequence[T], options: dict | None = None,
-                    version: int = 1, custom_code: str | None = None, custom_options: bytes = b"") -> bytes:
+def single_op_model(
+    op: str,
+    inputs: Sequence[T | None],
+    outputs: Sequence[T],
+    options: dict | None = None,
+    version: int = 1,
+    custom_code: str | None = None,
+    custom_options: bytes = b"",
+) -> bytes:
     """A model with one operator. Inputs without data become graph inputs (in order); None is an omitted
     optional input (-1)."""
     b = ModelBuilder()
@@ -81,8 +88,7 @@ def run_ours(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 def run_litert(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF") -> list[np.ndarray]:
     LiteRT, OpResolverType = oracle()
-    it = LiteRT(model_content=model, num_threads=1,
-                experimental_op_resolver_type=getattr(OpResolverType, resolver))
+    it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=getattr(OpResolverType, resolver))
     return _run(it, inputs)
 
 
@@ -91,8 +97,9 @@ def run_both(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTI
     return run_ours(model, inputs), run_litert(model, inputs, resolver)
 
 
-def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], rtol: float = 1e-5,
-                 atol: float = 1e-6) -> None:
+def assert_close(
+    ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], rtol: float = 1e-5, atol: float = 1e-6
+) -> None:
     """Integers (and bools) equal; floats within rtol of the reference's largest magnitude plus atol."""
     assert len(ours) == len(theirs)
     for k, (a, b) in enumerate(zip(ours, theirs)):

@@ -172,7 +172,13 @@ def test_sequence_models_stream(name):
 
 def test_every_fixture_is_exercised():
     names = {p.name for p in FIXTURES.glob("*.tflite")}
-    tested = set(SEQUENCE_MODELS) | {"tf_variables.tflite", "tf_variables_int8.tflite", "tf_hashtables.tflite",
-                                     "tf_while_if.tflite", "tf_while_grow.tflite", "tf_random.tflite"}
+    tested = set(SEQUENCE_MODELS) | {
+        "tf_variables.tflite",
+        "tf_variables_int8.tflite",
+        "tf_hashtables.tflite",
+        "tf_while_if.tflite",
+        "tf_while_grow.tflite",
+        "tf_random.tflite",
+    }
     tested |= {"tf_verify_float.tflite", "tf_verify_int8.tflite", "tf_verify_debug.tflite"}  # tests/verify
     assert names == tested

@@ -65,8 +65,10 @@ def main() -> int:
     ours, x_ours = per_iteration(Interpreter, model, a.iterations, a.repeats)
     theirs, x_theirs = per_iteration(LiteRT, model, a.iterations, a.repeats)
     assert np.array_equal(x_ours, x_theirs), (x_ours, x_theirs)
-    print(f"WHILE, {a.iterations} iterations, median of {a.repeats}: litert_py {ours * 1e6:.2f} us/iteration, "
-          f"LiteRT {theirs * 1e6:.2f} us/iteration, ratio {ours / theirs:.1f}x")
+    print(
+        f"WHILE, {a.iterations} iterations, median of {a.repeats}: litert_py {ours * 1e6:.2f} us/iteration, "
+        f"LiteRT {theirs * 1e6:.2f} us/iteration, ratio {ours / theirs:.1f}x"
+    )
     return 0
 
 

@@ -63,8 +63,9 @@ def conv(rng, shape, out_c, k, stride=1, int8=False):
     if int8:
         f = rng.integers(-127, 128, (out_c, k, k, c)).astype(np.int8)
         bias = rng.integers(-2000, 2000, out_c).astype(np.int32)
-        return single_op("CONV_2D", shape, (n, oh, ow, out_c), [f, bias], opts, np.int8,
-                         _int8_quant(rng, out_c, k * k * c, 0))
+        return single_op(
+            "CONV_2D", shape, (n, oh, ow, out_c), [f, bias], opts, np.int8, _int8_quant(rng, out_c, k * k * c, 0)
+        )
     f = rng.standard_normal((out_c, k, k, c)).astype(np.float32)
     bias = rng.standard_normal(out_c).astype(np.float32)
     return single_op("CONV_2D", shape, (n, oh, ow, out_c), [f, bias], opts)
@@ -77,8 +78,9 @@ def depthwise(rng, shape, k, stride=1, int8=False):
     if int8:
         f = rng.integers(-127, 128, (1, k, k, c)).astype(np.int8)
         bias = rng.integers(-2000, 2000, c).astype(np.int32)
-        return single_op("DEPTHWISE_CONV_2D", shape, (n, oh, ow, c), [f, bias], opts, np.int8,
-                         _int8_quant(rng, c, k * k, 3))
+        return single_op(
+            "DEPTHWISE_CONV_2D", shape, (n, oh, ow, c), [f, bias], opts, np.int8, _int8_quant(rng, c, k * k, 3)
+        )
     f = rng.standard_normal((1, k, k, c)).astype(np.float32)
     bias = rng.standard_normal(c).astype(np.float32)
     return single_op("DEPTHWISE_CONV_2D", shape, (n, oh, ow, c), [f, bias], opts)
@@ -87,9 +89,15 @@ def depthwise(rng, shape, k, stride=1, int8=False):
 def pool(op, shape, k, stride, int8=False):
     n, h, w, c = shape
     q = quant(0.05, 7)
-    return single_op(op, shape, (n, -(-h // stride), -(-w // stride), c), (),
-                     {"padding": SAME, "stride_h": stride, "stride_w": stride, "filter_height": k, "filter_width": k},
-                     np.int8 if int8 else np.float32, [q, q] if int8 else None)
+    return single_op(
+        op,
+        shape,
+        (n, -(-h // stride), -(-w // stride), c),
+        (),
+        {"padding": SAME, "stride_h": stride, "stride_w": stride, "filter_height": k, "filter_width": k},
+        np.int8 if int8 else np.float32,
+        [q, q] if int8 else None,
+    )
 
 
 def cases(rng):
@@ -105,8 +113,7 @@ def cases(rng):
         ("int8 depthwise 1x64x64x64 3x3", depthwise(rng, (1, 64, 64, 64), 3, int8=True), (1, 64, 64, 64)),
         ("int8 depthwise 1x32x32x128 3x3 s2", depthwise(rng, (1, 32, 32, 128), 3, 2, int8=True), (1, 32, 32, 128)),
         ("int8 maxpool 1x64x64x32 2x2 s2", pool("MAX_POOL_2D", (1, 64, 64, 32), 2, 2, int8=True), (1, 64, 64, 32)),
-        ("int8 avgpool 1x64x64x32 2x2 s2", pool("AVERAGE_POOL_2D", (1, 64, 64, 32), 2, 2, int8=True),
-         (1, 64, 64, 32)),
+        ("int8 avgpool 1x64x64x32 2x2 s2", pool("AVERAGE_POOL_2D", (1, 64, 64, 32), 2, 2, int8=True), (1, 64, 64, 32)),
     ]
 
 
@@ -168,17 +175,23 @@ def bench_model(path: pathlib.Path, runs: int) -> int:
     bad = 0
     for name, model, x, stored in sliced_nodes(path):
         (ours, y), (ref, y_ref) = paired_median_invoke(
-            [Interpreter(model_content=model, num_threads=1),
-             LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)],
-            x, runs)
+            [
+                Interpreter(model_content=model, num_threads=1),
+                LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+            ],
+            x,
+            runs,
+        )
         same = bool(np.array_equal(y, y_ref))
         same_stored = "-" if stored is None else str(bool(np.array_equal(y, stored)))
         bad += not same
         total_ours += ours
         total_ref += ref
         print(f"{name:44} {ours * 1e3:10.3f} {ref * 1e3:10.3f} {ours / ref:9.3f}  {same} / {same_stored}")
-    print(f"total over the nodes: litert_py {total_ours * 1e3:.3f} ms, REF {total_ref * 1e3:.3f} ms, "
-          f"ratio {total_ours / max(total_ref, 1e-12):.3f}; {bad} nodes differ from REF")
+    print(
+        f"total over the nodes: litert_py {total_ours * 1e3:.3f} ms, REF {total_ref * 1e3:.3f} ms, "
+        f"ratio {total_ours / max(total_ref, 1e-12):.3f}; {bad} nodes differ from REF"
+    )
     return 1 if bad else 0
 
 
@@ -202,8 +215,9 @@ def paired_median_invoke(interps, x, runs: int) -> list[tuple[float, np.ndarray]
             for _ in range(n):
                 it.invoke()
             ts.append((time.perf_counter() - t) / n)
-    return [(float(np.median(ts)), it.get_tensor(it.get_output_details()[0]["index"]))
-            for it, ts in zip(interps, times)]
+    return [
+        (float(np.median(ts)), it.get_tensor(it.get_output_details()[0]["index"])) for it, ts in zip(interps, times)
+    ]
 
 
 def median_invoke(interp, x, runs: int) -> tuple[float, np.ndarray]:
@@ -241,15 +255,21 @@ def main(argv=None) -> int:
         int8 = name.startswith("int8")
         x = rng.integers(-128, 128, shape).astype(np.int8) if int8 else rng.standard_normal(shape).astype(np.float32)
         ours, y = median_invoke(Interpreter(model_content=model, num_threads=1), x, runs)
-        ref, y_ref = median_invoke(LiteRT(model_content=model, num_threads=1,
-                                          experimental_op_resolver_type=OpResolverType.BUILTIN_REF), x, runs)
-        auto, _ = median_invoke(LiteRT(model_content=model, num_threads=1,
-                                       experimental_op_resolver_type=OpResolverType.AUTO), x, runs)
+        ref, y_ref = median_invoke(
+            LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+            x,
+            runs,
+        )
+        auto, _ = median_invoke(
+            LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.AUTO), x, runs
+        )
         kind = "int8" if int8 else "float"
         worst[kind] = max(worst[kind], ours / ref)
         diff = np.max(np.abs(y.astype(np.float64) - y_ref.astype(np.float64)))
-        print(f"{name:36} {ours * 1e3:10.3f} {ref * 1e3:10.3f} {auto * 1e3:10.3f} {ours / ref:9.3f} "
-              f"{ours / auto:9.2f}  {float(diff):.2g}")
+        print(
+            f"{name:36} {ours * 1e3:10.3f} {ref * 1e3:10.3f} {auto * 1e3:10.3f} {ours / ref:9.3f} "
+            f"{ours / auto:9.2f}  {float(diff):.2g}"
+        )
     print(f"worst ours/ref: float {worst['float']:.3f} (target <= 0.5), int8 {worst['int8']:.3f} (target <= 1.0)")
     return 0
 

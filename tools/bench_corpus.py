@@ -32,8 +32,10 @@ def main() -> int:
     a = ap.parse_args()
     from litert_py import Interpreter
 
-    print(f"{'model':48s} {'ours ms':>9s} {'auto ms':>9s} {'ref ms':>9s} {'x auto':>7s} {'x ref':>7s} "
-          f"{'ops':>4s} {'us/op':>7s}")
+    print(
+        f"{'model':48s} {'ours ms':>9s} {'auto ms':>9s} {'ref ms':>9s} {'x auto':>7s} {'x ref':>7s} "
+        f"{'ops':>4s} {'us/op':>7s}"
+    )
     for model in sorted(a.corpus.glob("*.tflite")):
         if not re.search(a.filter, model.name):
             continue
@@ -48,17 +50,22 @@ def main() -> int:
             rows.append(r)
         if len(rows) < a.repeats:
             continue
-        med = {k: statistics.median(r[k] for r in rows) for k in ("ours_ms", "litert_ms", "litert_ref_ms")
-               if all(k in r for r in rows)}
+        med = {
+            k: statistics.median(r[k] for r in rows)
+            for k in ("ours_ms", "litert_ms", "litert_ref_ms")
+            if all(k in r for r in rows)
+        }
         it = Interpreter(model_path=str(model))
         n_ops = sum(len(s.sg.operators) for s in it._subgraphs if s is not None)
         it.allocate_tensors()
         executed = len(it._subgraph(0).steps_nodes)
         nan = float("nan")
         ours, auto, ref = med.get("ours_ms", 0), med.get("litert_ms", nan), med.get("litert_ref_ms", nan)
-        print(f"{model.stem:48s} {ours:9.3f} {auto:9.3f} {ref:9.3f} {ours / auto:7.2f} {ours / ref:7.2f} "
-              f"{executed:4d} {1e3 * ours / max(executed, 1):7.1f}  ({n_ops} ops in the model, "
-              f"{n_ops - executed} folded at prepare)")
+        print(
+            f"{model.stem:48s} {ours:9.3f} {auto:9.3f} {ref:9.3f} {ours / auto:7.2f} {ours / ref:7.2f} "
+            f"{executed:4d} {1e3 * ours / max(executed, 1):7.1f}  ({n_ops} ops in the model, "
+            f"{n_ops - executed} folded at prepare)"
+        )
     return 0
 
 

@@ -57,8 +57,13 @@ def nms_case(rng, n: int, soft: bool, sigma: float = 0.0, m: int = 100, ties: bo
     boxes = _clustered_boxes(rng, n)
     scores = (rng.integers(0, 50, n) / 50) if ties else rng.random(n)
     scores = scores.astype(np.float32)
-    ins = [((n, 4), np.float32, None), ((n,), np.float32, None), ((), np.int32, np.int32(m)),
-           ((), np.float32, np.float32(0.5)), ((), np.float32, np.float32(0.1))]
+    ins = [
+        ((n, 4), np.float32, None),
+        ((n,), np.float32, None),
+        ((), np.int32, np.int32(m)),
+        ((), np.float32, np.float32(0.5)),
+        ((), np.float32, np.float32(0.1)),
+    ]
     if soft:
         ins.append(((), np.float32, np.float32(sigma)))
         outs = [((m,), np.int32), ((m,), np.float32), ((), np.int32)]
@@ -71,9 +76,19 @@ def nms_case(rng, n: int, soft: bool, sigma: float = 0.0, m: int = 100, ties: bo
 
 def postprocess_case(rng, n: int, regular: bool, num_classes: int = 10):
     max_det, per = 20, (1 if regular else 3)
-    opts = dict(max_detections=max_det, max_classes_per_detection=per, detections_per_class=10,
-                use_regular_nms=regular, nms_score_threshold=0.3, nms_iou_threshold=0.5, num_classes=num_classes,
-                y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)
+    opts = dict(
+        max_detections=max_det,
+        max_classes_per_detection=per,
+        detections_per_class=10,
+        use_regular_nms=regular,
+        nms_score_threshold=0.3,
+        nms_iou_threshold=0.5,
+        num_classes=num_classes,
+        y_scale=10.0,
+        x_scale=10.0,
+        h_scale=5.0,
+        w_scale=5.0,
+    )
     g = int(np.ceil(np.sqrt(n)))
     yy, xx = np.meshgrid((np.arange(g) + 0.5) / g, (np.arange(g) + 0.5) / g, indexing="ij")
     anchors = np.stack([yy.ravel()[:n], xx.ravel()[:n], np.full(n, 2.0 / g), np.full(n, 2.0 / g)], 1)
@@ -81,10 +96,13 @@ def postprocess_case(rng, n: int, regular: bool, num_classes: int = 10):
     enc = rng.normal(0, 1, (1, n, 4)).astype(np.float32)
     cls = (rng.integers(0, 20, (1, n, num_classes + 1)) ** 2 / 400).astype(np.float32)  # most scores low
     k = max_det * per
-    model = _model("CUSTOM", [((1, n, 4), np.float32, None), ((1, n, num_classes + 1), np.float32, None),
-                              ((n, 4), np.float32, anchors)],
-                   [((1, k, 4), np.float32), ((1, k), np.float32), ((1, k), np.float32), ((1,), np.float32)],
-                   custom_code="TFLite_Detection_PostProcess", custom_options=bytes(flexbuffers.Dumps(opts)))
+    model = _model(
+        "CUSTOM",
+        [((1, n, 4), np.float32, None), ((1, n, num_classes + 1), np.float32, None), ((n, 4), np.float32, anchors)],
+        [((1, k, 4), np.float32), ((1, k), np.float32), ((1, k), np.float32), ((1,), np.float32)],
+        custom_code="TFLite_Detection_PostProcess",
+        custom_options=bytes(flexbuffers.Dumps(opts)),
+    )
     return model, [enc, cls]
 
 
@@ -107,8 +125,10 @@ def paired_median_invoke(interps, inputs, runs: int) -> list[tuple[float, list[n
             for _ in range(reps[k]):
                 it.invoke()
             samples[k].append((time.perf_counter() - t) / reps[k])
-    return [(float(np.median(s)), [it.get_tensor(d["index"]) for d in it.get_output_details()])
-            for s, it in zip(samples, interps)]
+    return [
+        (float(np.median(s)), [it.get_tensor(d["index"]) for d in it.get_output_details()])
+        for s, it in zip(samples, interps)
+    ]
 
 
 def _agree(ours, theirs, float_tol: float) -> bool:
@@ -146,25 +166,39 @@ def main() -> None:
     cases = []
     for n in sizes:
         if args.only in (None, "nms"):
-            cases += [(f"nms-v4 n={n}", *nms_case(np.random.default_rng(n), n, soft=False)),
-                      (f"nms-v4-distinct n={n}", *nms_case(np.random.default_rng(n), n, soft=False, ties=False)),
-                      (f"nms-v5-hard n={n}", *nms_case(np.random.default_rng(n), n, soft=True, sigma=0.0)),
-                      (f"nms-v5-soft(0.5) n={n}", *nms_case(np.random.default_rng(n), n, soft=True, sigma=0.5)),
-                      (f"nms-v5-soft-distinct n={n}",
-                       *nms_case(np.random.default_rng(n), n, soft=True, sigma=0.5, ties=False))]
+            cases += [
+                (f"nms-v4 n={n}", *nms_case(np.random.default_rng(n), n, soft=False)),
+                (f"nms-v4-distinct n={n}", *nms_case(np.random.default_rng(n), n, soft=False, ties=False)),
+                (f"nms-v5-hard n={n}", *nms_case(np.random.default_rng(n), n, soft=True, sigma=0.0)),
+                (f"nms-v5-soft(0.5) n={n}", *nms_case(np.random.default_rng(n), n, soft=True, sigma=0.5)),
+                (
+                    f"nms-v5-soft-distinct n={n}",
+                    *nms_case(np.random.default_rng(n), n, soft=True, sigma=0.5, ties=False),
+                ),
+            ]
         if args.only in (None, "postprocess"):
             for nc in (10, 90):
-                cases += [(f"postprocess-fast c={nc} n={n}",
-                           *postprocess_case(np.random.default_rng(n), n, regular=False, num_classes=nc)),
-                          (f"postprocess-regular c={nc} n={n}",
-                           *postprocess_case(np.random.default_rng(n), n, regular=True, num_classes=nc))]
+                cases += [
+                    (
+                        f"postprocess-fast c={nc} n={n}",
+                        *postprocess_case(np.random.default_rng(n), n, regular=False, num_classes=nc),
+                    ),
+                    (
+                        f"postprocess-regular c={nc} n={n}",
+                        *postprocess_case(np.random.default_rng(n), n, regular=True, num_classes=nc),
+                    ),
+                ]
     print(f"median per-invoke time over {args.runs} samples, num_threads=1, LiteRT = BUILTIN_REF")
     print(f"{'case':34s} {'ours ms':>10s} {'litert ms':>10s} {'ratio':>8s}  equal")
     for name, model, inputs in cases:
         (t_ours, y_ours), (t_ref, y_ref) = paired_median_invoke(
-            [Interpreter(model_content=model, num_threads=1),
-             LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)],
-            inputs, args.runs)
+            [
+                Interpreter(model_content=model, num_threads=1),
+                LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+            ],
+            inputs,
+            args.runs,
+        )
         if name.startswith("postprocess"):  # compare only the detections LiteRT wrote
             k = int(y_ref[3][0])
             per = y_ref[1].shape[1] // 20

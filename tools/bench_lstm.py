@@ -31,12 +31,53 @@ SIZES = dict(batch=1, time=49, n_in=40, n_cell=64, n_out=64)
 def models():
     rng = np.random.default_rng(0)
     s = SIZES
-    yield "float32", float_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", False, False, False, s["batch"],
-                                      s["time"], s["n_in"], s["n_cell"], s["n_out"])
-    yield "hybrid", float_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", True, False, False, s["batch"],
-                                     s["time"], s["n_in"], s["n_cell"], s["n_out"])
-    yield "int8 (8x8_16)", int_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, "plain", False, s["batch"],
-                                          s["time"], s["n_in"], s["n_cell"], s["n_out"], -11)
+    yield (
+        "float32",
+        float_lstm_model(
+            "UNIDIRECTIONAL_SEQUENCE_LSTM",
+            rng,
+            "plain",
+            False,
+            False,
+            False,
+            s["batch"],
+            s["time"],
+            s["n_in"],
+            s["n_cell"],
+            s["n_out"],
+        ),
+    )
+    yield (
+        "hybrid",
+        float_lstm_model(
+            "UNIDIRECTIONAL_SEQUENCE_LSTM",
+            rng,
+            "plain",
+            True,
+            False,
+            False,
+            s["batch"],
+            s["time"],
+            s["n_in"],
+            s["n_cell"],
+            s["n_out"],
+        ),
+    )
+    yield (
+        "int8 (8x8_16)",
+        int_lstm_model(
+            "UNIDIRECTIONAL_SEQUENCE_LSTM",
+            rng,
+            "plain",
+            False,
+            s["batch"],
+            s["time"],
+            s["n_in"],
+            s["n_cell"],
+            s["n_out"],
+            -11,
+        ),
+    )
     for hybrid in (False, True):
         yield ("rnn hybrid" if hybrid else "rnn float32"), rnn_model(rng, hybrid)
 
@@ -51,8 +92,9 @@ def rnn_model(rng, hybrid: bool):
     bias = b.const("bias", rng.standard_normal(s["n_cell"]).astype(np.float32))
     h = b.tensor("h", (s["batch"], s["n_cell"]), np.float32, is_variable=True)
     out = b.tensor("out", xshape[:2] + (s["n_cell"],), np.float32)
-    b.op("UNIDIRECTIONAL_SEQUENCE_RNN", [x, w, r, bias, h], [out],
-         {"time_major": False, "fused_activation_function": 4})
+    b.op(
+        "UNIDIRECTIONAL_SEQUENCE_RNN", [x, w, r, bias, h], [out], {"time_major": False, "fused_activation_function": 4}
+    )
     b.output(out)
     return b.build(), xshape
 
@@ -83,10 +125,14 @@ def main() -> int:
         x = rng.integers(-128, 128, xshape).astype(dtype) if dtype == np.int8 else rng.standard_normal(xshape)
         x = x.astype(dtype)
         ours = per_invoke(Interpreter(model_content=model), x, a.repeats)
-        ref = per_invoke(LiteRT(model_content=model, num_threads=1,
-                                experimental_op_resolver_type=OpResolverType.BUILTIN_REF), x, a.repeats)
-        print(f"  {name:14s} litert_py {ours * 1e3:7.3f} ms   LiteRT ref {ref * 1e3:7.3f} ms   "
-              f"ratio {ours / ref:5.2f}x")
+        ref = per_invoke(
+            LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+            x,
+            a.repeats,
+        )
+        print(
+            f"  {name:14s} litert_py {ours * 1e3:7.3f} ms   LiteRT ref {ref * 1e3:7.3f} ms   ratio {ours / ref:5.2f}x"
+        )
     return 0
 
 

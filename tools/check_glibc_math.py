@@ -74,8 +74,10 @@ def main() -> int:
     n = glibc_math._reduce(xd)
     p = glibc_math._sincos_plain(xd - n * glibc_math._HPI, n & 3)
     flagged = glibc_math._unsafe(p, (np.abs(xd) + 1.0) * glibc_math._TOL).any(axis=0)
-    print(f"lanes the default path re-evaluates with FMA emulation: logf {int(glibc_math._unsafe(y, tol).sum())}, "
-          f"sincosf {int(flagged.sum())}")
+    print(
+        f"lanes the default path re-evaluates with FMA emulation: logf {int(glibc_math._unsafe(y, tol).sum())}, "
+        f"sincosf {int(flagged.sum())}"
+    )
     print("OK: bit-identical" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -51,20 +51,26 @@ def build() -> bytes:
     w1 = b.const("conv1/weights", _he(rng, (8, 3, 3, 3), 27))
     b1 = b.const("conv1/bias", (rng.standard_normal(8) * 0.1).astype(f32))
     h1 = b.tensor("conv1/relu", (1, 16, 16, 8), f32)
-    b.op("CONV_2D", [x, w1, b1], [h1], {"padding": SAME, "stride_w": 1, "stride_h": 1,
-                                         "fused_activation_function": RELU})
+    b.op(
+        "CONV_2D", [x, w1, b1], [h1], {"padding": SAME, "stride_w": 1, "stride_h": 1, "fused_activation_function": RELU}
+    )
 
     # 2x2 max pool, stride 2: -> 1x8x8x8
     p1 = b.tensor("pool1", (1, 8, 8, 8), f32)
-    b.op("MAX_POOL_2D", [h1], [p1], {"padding": VALID, "stride_w": 2, "stride_h": 2,
-                                     "filter_width": 2, "filter_height": 2})
+    b.op(
+        "MAX_POOL_2D",
+        [h1],
+        [p1],
+        {"padding": VALID, "stride_w": 2, "stride_h": 2, "filter_width": 2, "filter_height": 2},
+    )
 
     # 3x3 depthwise conv, depth multiplier 2: -> 1x8x8x16, then a separate RELU
     w2 = b.const("dwconv/weights", _he(rng, (1, 3, 3, 16), 9))
     b2 = b.const("dwconv/bias", (rng.standard_normal(16) * 0.1).astype(f32))
     h2 = b.tensor("dwconv", (1, 8, 8, 16), f32)
-    b.op("DEPTHWISE_CONV_2D", [p1, w2, b2], [h2], {"padding": SAME, "stride_w": 1, "stride_h": 1,
-                                                   "depth_multiplier": 2})
+    b.op(
+        "DEPTHWISE_CONV_2D", [p1, w2, b2], [h2], {"padding": SAME, "stride_w": 1, "stride_h": 1, "depth_multiplier": 2}
+    )
     r2 = b.tensor("dwconv/relu", (1, 8, 8, 16), f32)
     b.op("RELU", [h2], [r2])
 
@@ -72,13 +78,21 @@ def build() -> bytes:
     w3 = b.const("conv2/weights", _he(rng, (16, 1, 1, 16), 16))
     b3 = b.const("conv2/bias", (rng.standard_normal(16) * 0.1).astype(f32))
     h3 = b.tensor("conv2/relu6", (1, 8, 8, 16), f32)
-    b.op("CONV_2D", [r2, w3, b3], [h3], {"padding": VALID, "stride_w": 1, "stride_h": 1,
-                                          "fused_activation_function": RELU6})
+    b.op(
+        "CONV_2D",
+        [r2, w3, b3],
+        [h3],
+        {"padding": VALID, "stride_w": 1, "stride_h": 1, "fused_activation_function": RELU6},
+    )
 
     # 4x4 average pool, stride 4: -> 1x2x2x16
     p2 = b.tensor("pool2", (1, 2, 2, 16), f32)
-    b.op("AVERAGE_POOL_2D", [h3], [p2], {"padding": VALID, "stride_w": 4, "stride_h": 4,
-                                         "filter_width": 4, "filter_height": 4})
+    b.op(
+        "AVERAGE_POOL_2D",
+        [h3],
+        [p2],
+        {"padding": VALID, "stride_w": 4, "stride_h": 4, "filter_width": 4, "filter_height": 4},
+    )
 
     # flatten: -> 1x64
     new_shape = b.const("flatten/shape", np.array([1, 64], np.int32))

@@ -78,8 +78,9 @@ def variables_int8_model() -> bytes:
             yield {"x": np.float32(rng.uniform(-2, 2))}
 
     m = Smoother()
-    return _convert_saved_model(m, {"step": m.step}, optimizations=[tf.lite.Optimize.DEFAULT],
-                                representative_dataset=representative)
+    return _convert_saved_model(
+        m, {"step": m.step}, optimizations=[tf.lite.Optimize.DEFAULT], representative_dataset=representative
+    )
 
 
 def hashtable_model() -> bytes:
@@ -90,24 +91,35 @@ def hashtable_model() -> bytes:
         def __init__(self):
             super().__init__()
             self.ids = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(tf.constant(["cat", "dog", "bird", ""]),
-                                                    tf.constant([3, 7, -2, 11], tf.int64)), default_value=-1)
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(["cat", "dog", "bird", ""]), tf.constant([3, 7, -2, 11], tf.int64)
+                ),
+                default_value=-1,
+            )
             self.names = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(tf.constant([3, 7, 42], tf.int64),
-                                                    tf.constant(["three", "seven", "forty-two"])),
-                default_value="?")
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant([3, 7, 42], tf.int64), tf.constant(["three", "seven", "forty-two"])
+                ),
+                default_value="?",
+            )
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words"),
-                                      tf.TensorSpec([None], tf.int64, name="numbers")])
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None], tf.string, name="words"),
+                tf.TensorSpec([None], tf.int64, name="numbers"),
+            ]
+        )
         def lookup(self, words, numbers):
-            return {"ids": self.ids.lookup(words), "names": self.names.lookup(numbers),
-                    "sizes": tf.stack([self.ids.size(), self.names.size()])}
+            return {
+                "ids": self.ids.lookup(words),
+                "names": self.names.lookup(numbers),
+                "sizes": tf.stack([self.ids.size(), self.names.size()]),
+            }
 
     m = Tables()
     import tensorflow as tf  # noqa: F811
 
-    return _convert_saved_model(m, {"lookup": m.lookup},
-                                target_spec=_builtin_spec(tf))
+    return _convert_saved_model(m, {"lookup": m.lookup}, target_spec=_builtin_spec(tf))
 
 
 def _builtin_spec(tf):
@@ -146,10 +158,12 @@ def while_grow_model() -> bytes:
                 grown = tf.concat([grown, tf.reshape(tf.reduce_max(v), [1])], axis=0)
                 return i + 1, v, grown
 
-            _, y, grown = tf.while_loop(lambda i, v, g: i < n, body,
-                                        [tf.constant(0), x, tf.zeros([0], tf.float32)],
-                                        shape_invariants=[tf.TensorShape([]), tf.TensorShape([4]),
-                                                          tf.TensorShape([None])])
+            _, y, grown = tf.while_loop(
+                lambda i, v, g: i < n,
+                body,
+                [tf.constant(0), x, tf.zeros([0], tf.float32)],
+                shape_invariants=[tf.TensorShape([]), tf.TensorShape([4]), tf.TensorShape([None])],
+            )
             return {"y": y, "trace": grown}
 
     m = Grow()
@@ -164,9 +178,11 @@ def random_model() -> bytes:
     class Random(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([2, 5], tf.float32, name="logits")])
         def sample(self, logits):
-            return {"normal": tf.random.normal([3, 7], seed=7) * 1.0,
-                    "uniform": tf.random.uniform([4, 5], seed=11) * 1.0,
-                    "categorical": tf.random.categorical(logits, 6, seed=3)}
+            return {
+                "normal": tf.random.normal([3, 7], seed=7) * 1.0,
+                "uniform": tf.random.uniform([4, 5], seed=11) * 1.0,
+                "categorical": tf.random.categorical(logits, 6, seed=3),
+            }
 
     m = Random()
     return _convert_saved_model(m, {"sample": m.sample})
@@ -200,8 +216,9 @@ def _keras_sequence_model(kind: str, seed: int, legacy: bool, units: int, featur
     return keras.Model(inp, out)
 
 
-def sequence_model(kind: str, quantization: str, seed: int = 0, legacy: bool = True, units: int = 6,
-                   features: int = 8) -> bytes:
+def sequence_model(
+    kind: str, quantization: str, seed: int = 0, legacy: bool = True, units: int = 6, features: int = 8
+) -> bytes:
     """A Keras sequence layer; ``quantization``: float, dynamic (hybrid int8 weights: the converter quantizes
     weights of 1024 elements or more, hence the bigger sizes there), int8 (full integer)."""
     import tensorflow as tf
@@ -266,8 +283,9 @@ def verify_debug_model() -> bytes:
     converter = _verify_converter(True)
     rng = np.random.default_rng(1)
     samples = [rng.uniform(-1, 1, (1, 8, 8, 3)).astype(np.float32) for _ in range(4)]
-    debugger = tf.lite.experimental.QuantizationDebugger(converter=converter,
-                                                         debug_dataset=lambda: ([s] for s in samples))
+    debugger = tf.lite.experimental.QuantizationDebugger(
+        converter=converter, debug_dataset=lambda: ([s] for s in samples)
+    )
     return debugger.get_debug_quantized_model()
 
 

@@ -88,8 +88,9 @@ REF, OPT, AUTO = "BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "AUTO"
 def _litert_outputs(model: bytes, feeds, resolver: str):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    it = Interpreter(model_content=model, num_threads=1,
-                     experimental_op_resolver_type=getattr(OpResolverType, resolver))
+    it = Interpreter(
+        model_content=model, num_threads=1, experimental_op_resolver_type=getattr(OpResolverType, resolver)
+    )
     return _run_interpreter(it, feeds)
 
 
@@ -175,8 +176,11 @@ def run_forked(jobs: list, timeout: float) -> list[tuple]:
     if timed_out:
         return [("crashed", "?", f"LiteRT timeout after {timeout:.0f}s", None)]
     if failed:
-        what = (f"crashed ({_signal_name(os.WTERMSIG(status))})" if os.WIFSIGNALED(status)
-                else f"exited with status {os.WEXITSTATUS(status)}")
+        what = (
+            f"crashed ({_signal_name(os.WTERMSIG(status))})"
+            if os.WIFSIGNALED(status)
+            else f"exited with status {os.WEXITSTATUS(status)}"
+        )
         tail = _stderr_tail(start)
         return [("crashed", "?", f"LiteRT {what}" + (f": {tail}" if tail else ""), None)]
     return pickle.loads(b"".join(chunks))
@@ -214,10 +218,20 @@ DEFAULT_OUT = ROOT / "docs" / "op-coverage.md"
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")
 PATHS = ("float32", "int8", "uint8", "int16", "hybrid", "int32", "int64", "bool", "string")
 #: The custom ops LiteRT's BuiltinOpResolver registers (tflite/core/kernels/register.cc AddCustom)
-CUSTOM_OPS = ("TFLite_Detection_PostProcess", "AudioSpectrogram", "Mfcc", "NumericVerify", "aeq.hadamard_rotation",
-              # MediaPipe's (litert_py registers them by default; LiteRT runs the first three through XNNPACK)
-              "Convolution2DTransposeBias", "MaxPoolingWithArgmax2D", "MaxUnpooling2D", "Landmarks2TransformMatrix",
-              "TransformLandmarks", "TransformTensorBilinear")
+CUSTOM_OPS = (
+    "TFLite_Detection_PostProcess",
+    "AudioSpectrogram",
+    "Mfcc",
+    "NumericVerify",
+    "aeq.hadamard_rotation",
+    # MediaPipe's (litert_py registers them by default; LiteRT runs the first three through XNNPACK)
+    "Convolution2DTransposeBias",
+    "MaxPoolingWithArgmax2D",
+    "MaxUnpooling2D",
+    "Landmarks2TransformMatrix",
+    "TransformLandmarks",
+    "TransformTensorBilinear",
+)
 EXCLUDED = {"CUSTOM", "DELEGATE", "PLACEHOLDER_FOR_GREATER_OP_CODES"}
 CELL_VALUES = ("yes", "missing", "missing (differs)", "n/a", "beyond", "untested")
 N_FEEDS = 3  # random input sets per model
@@ -232,8 +246,17 @@ def all_ops() -> list[str]:
 # Model recipes
 # ==============================================================================================
 
-NP = {"float32": np.float32, "hybrid": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
-      "int32": np.int32, "int64": np.int64, "bool": np.bool_, "string": np.bytes_}
+NP = {
+    "float32": np.float32,
+    "hybrid": np.float32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "bool": np.bool_,
+    "string": np.bytes_,
+}
 QUANTIZED = ("int8", "uint8", "int16")
 # Activation quantization per path, for the k-th input (different scales exercise the rescaling); QOUT is
 # a different output quantization for ops that requantize.
@@ -309,8 +332,9 @@ def draw(rng: np.random.Generator, spec: In) -> np.ndarray:
     if spec.gen is not None:
         return np.asarray(spec.gen(rng), dtype=object if dt.kind == "S" else dt).reshape(shape)
     if dt.kind == "S":
-        return np.array([WORDS[i] for i in rng.integers(0, len(WORDS), int(np.prod(shape)))],
-                        dtype=object).reshape(shape)
+        return np.array([WORDS[i] for i in rng.integers(0, len(WORDS), int(np.prod(shape)))], dtype=object).reshape(
+            shape
+        )
     if dt == np.bool_:
         return rng.random(shape) < 0.5
     if spec.q is not None and spec.q.scale and dt.kind in "iu":
@@ -355,8 +379,7 @@ class Graph:
         if isinstance(t, Const):
             arr = np.asarray(t.data, dtype=t.dtype)
             if arr.dtype.kind in "SUO":
-                return self.b.tensor(self._name("c"), arr.shape, np.bytes_, data=_string_buffer(arr),
-                                     quantization=t.q)
+                return self.b.tensor(self._name("c"), arr.shape, np.bytes_, data=_string_buffer(arr), quantization=t.q)
             return self.b.tensor(self._name("c"), arr.shape, arr.dtype, data=arr, quantization=t.q)
         return self.b.tensor(self._name("t"), t.shape, t.dtype, quantization=t.q)
 
@@ -397,8 +420,17 @@ def _string_buffer(arr: np.ndarray) -> np.ndarray:
     return np.frombuffer(head + b"".join(items), np.uint8)
 
 
-def case(op: str, ins: Sequence, outs: Sequence, options: dict | None = None, *, label: str = "",
-         rtol: float = 1e-5, atol: float = 1e-6, **kw) -> Case:
+def case(
+    op: str,
+    ins: Sequence,
+    outs: Sequence,
+    options: dict | None = None,
+    *,
+    label: str = "",
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    **kw,
+) -> Case:
     """A one-operator model: inputs (In / Const / None for an omitted optional input) -> outputs (Out)."""
     g = Graph()
     o = g.op(op, ins, outs, options, **kw)
@@ -434,8 +466,9 @@ class P:
         if self.quantized:
             return Const(quantize(np.asarray(real), q, self.dtype), self.dtype, q)
         if self.path == "string":
-            return Const(np.array([WORDS[int(i) % len(WORDS)] for i in np.ravel(real)], dtype=object)
-                         .reshape(np.shape(real)))
+            return Const(
+                np.array([WORDS[int(i) % len(WORDS)] for i in np.ravel(real)], dtype=object).reshape(np.shape(real))
+            )
         return Const(np.asarray(real).astype(self.dtype), self.dtype)
 
     def rand(self, shape, lo=-1.0, hi=1.0, dtype=np.float32) -> np.ndarray:
@@ -472,9 +505,25 @@ def recipe(*ops: str, paths: Sequence[str] = NON_HYBRID, not_applicable: Sequenc
 ALL = PATHS
 NONE, RELU, RELU_N1_TO_1, RELU6, TANH = 0, 1, 2, 3, 4
 SAME, VALID = 0, 1
-TYPE = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "string": 5, "bool": 6, "int16": 7,
-        "complex64": 8, "int8": 9, "float64": 10, "complex128": 11, "uint64": 12, "resource": 13, "variant": 14,
-        "uint32": 15, "uint16": 16}
+TYPE = {
+    "float32": 0,
+    "float16": 1,
+    "int32": 2,
+    "uint8": 3,
+    "int64": 4,
+    "string": 5,
+    "bool": 6,
+    "int16": 7,
+    "complex64": 8,
+    "int8": 9,
+    "float64": 10,
+    "complex128": 11,
+    "uint64": 12,
+    "resource": 13,
+    "variant": 14,
+    "uint32": 15,
+    "uint16": 16,
+}
 
 # ----------------------------------------------------------------------------------------------
 # Helpers shared by recipes
@@ -497,8 +546,9 @@ def randv(p: P, shape, lo=-1.0, hi=1.0) -> np.ndarray:
     """Random constant data of the path's (unquantized) dtype."""
     dt = np.dtype(p.dtype)
     if dt.kind == "S":
-        return np.array([WORDS[i] for i in p.rng.integers(0, len(WORDS), int(np.prod(shape)))],
-                        dtype=object).reshape(shape)
+        return np.array([WORDS[i] for i in p.rng.integers(0, len(WORDS), int(np.prod(shape)))], dtype=object).reshape(
+            shape
+        )
     if dt == np.bool_:
         return p.rng.random(shape) < 0.5
     if dt.kind in "iu":
@@ -553,18 +603,31 @@ def _out_q(p: P, op: str, same: bool = False):
     return QIN[p.path][0] if same else QOUT[p.path]
 
 
-def unary(p: P, op: str, shape=X4, lo=None, hi=None, options=None, same=False, out_dtype=None, label="",
-          **kw) -> Case:
+def unary(p: P, op: str, shape=X4, lo=None, hi=None, options=None, same=False, out_dtype=None, label="", **kw) -> Case:
     q = None if out_dtype is not None else _out_q(p, op, same)
     return case(op, [p.x(shape, 0, lo, hi)], [p.out(shape, q=q, dtype=out_dtype)], options, label=label, **kw)
 
 
-BROADCAST_SHAPES = (("same-shape", X4, X4), ("broadcast", X4, (1, 1, 1, 3)), ("broadcast-5d", (2, 1, 2, 1, 3),
-                                                                            (1, 3, 1, 2, 1)))
+BROADCAST_SHAPES = (
+    ("same-shape", X4, X4),
+    ("broadcast", X4, (1, 1, 1, 3)),
+    ("broadcast-5d", (2, 1, 2, 1, 3), (1, 3, 1, 2, 1)),
+)
 
 
-def binary(p: P, op: str, options=None, same_q=False, out_dtype=None, y=None, x=None, shapes=BROADCAST_SHAPES,
-           act_variant=True, out_q=None, **kw) -> list[Case]:
+def binary(
+    p: P,
+    op: str,
+    options=None,
+    same_q=False,
+    out_dtype=None,
+    y=None,
+    x=None,
+    shapes=BROADCAST_SHAPES,
+    act_variant=True,
+    out_q=None,
+    **kw,
+) -> list[Case]:
     """Same-shape and broadcasting variants; ``x``/``y``: functions (p, shape) -> In overriding the inputs."""
     cases = []
     for label, sa, sb in shapes:
@@ -621,8 +684,13 @@ def div(p: P):
 
 @recipe("MAXIMUM", "MINIMUM")
 def maximum_minimum(p: P):
-    return binary(p, p.op, same_q=True, y=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)),
-                  x=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)))
+    return binary(
+        p,
+        p.op,
+        same_q=True,
+        y=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)),
+        x=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)),
+    )
 
 
 @recipe("SQUARED_DIFFERENCE")
@@ -637,9 +705,18 @@ def atan2(p: P):
     return binary(p, p.op, shapes=BROADCAST_SHAPES[:1])
 
 
-@recipe("STABLEHLO_ADD", "STABLEHLO_SUBTRACT", "STABLEHLO_MULTIPLY",
-        "STABLEHLO_MAXIMUM", "STABLEHLO_MINIMUM", "STABLEHLO_AND", "STABLEHLO_OR", "BITWISE_XOR",
-        "LOGICAL_AND", "LOGICAL_OR")
+@recipe(
+    "STABLEHLO_ADD",
+    "STABLEHLO_SUBTRACT",
+    "STABLEHLO_MULTIPLY",
+    "STABLEHLO_MAXIMUM",
+    "STABLEHLO_MINIMUM",
+    "STABLEHLO_AND",
+    "STABLEHLO_OR",
+    "BITWISE_XOR",
+    "LOGICAL_AND",
+    "LOGICAL_OR",
+)
 def plain_binary(p: P):
     same = p.op in ("STABLEHLO_MAXIMUM", "STABLEHLO_MINIMUM")
     shapes = BROADCAST_SHAPES[:1] if p.op.startswith("STABLEHLO_") else BROADCAST_SHAPES  # no implicit broadcast
@@ -668,8 +745,14 @@ def shift(p: P):
 
 @recipe("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
 def comparison(p: P):
-    return binary(p, p.op, same_q=True, out_dtype=np.bool_, x=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)),
-                  y=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)))
+    return binary(
+        p,
+        p.op,
+        same_q=True,
+        out_dtype=np.bool_,
+        x=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)),
+        y=lambda p, s: p.x(s, 0, gen=coarse_gen(p, s)),
+    )
 
 
 @recipe("STABLEHLO_COMPARE")
@@ -678,8 +761,15 @@ def stablehlo_compare(p: P):
     cases = []
     for direction in range(6):
         x, y = p.x(X4, 0, gen=coarse_gen(p, X4)), p.x(X4, 0, gen=coarse_gen(p, X4))
-        cases.append(case(p.op, [x, y], [Out(X4, np.bool_)],
-                          dict(comparison_direction=direction, compare_type=kind), label=f"direction{direction}"))
+        cases.append(
+            case(
+                p.op,
+                [x, y],
+                [Out(X4, np.bool_)],
+                dict(comparison_direction=direction, compare_type=kind),
+                label=f"direction{direction}",
+            )
+        )
     return cases
 
 
@@ -689,14 +779,46 @@ def stablehlo_compare(p: P):
 
 
 # Input ranges that keep outputs away from saturation (quantized paths draw the full range otherwise).
-UNARY_RANGE = {"TANH": (-3, 3), "STABLEHLO_TANH": (-3, 3), "LOGISTIC": (-6, 6), "STABLEHLO_LOGISTIC": (-6, 6),
-               "EXP": (-3, 2), "STABLEHLO_EXPONENTIAL": (-3, 2)}
+UNARY_RANGE = {
+    "TANH": (-3, 3),
+    "STABLEHLO_TANH": (-3, 3),
+    "LOGISTIC": (-6, 6),
+    "STABLEHLO_LOGISTIC": (-6, 6),
+    "EXP": (-3, 2),
+    "STABLEHLO_EXPONENTIAL": (-3, 2),
+}
 
 
-@recipe("ABS", "NEG", "EXP", "SIN", "COS", "SQUARE", "FLOOR", "CEIL", "ROUND", "SIGN", "ELU", "HARD_SWISH",
-        "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "ZEROS_LIKE", "STABLEHLO_ABS",
-        "STABLEHLO_COSINE", "STABLEHLO_EXPONENTIAL", "STABLEHLO_FLOOR", "STABLEHLO_NEGATE", "STABLEHLO_TANH",
-        "STABLEHLO_LOGISTIC", "STABLEHLO_CBRT", "LOGICAL_NOT")
+@recipe(
+    "ABS",
+    "NEG",
+    "EXP",
+    "SIN",
+    "COS",
+    "SQUARE",
+    "FLOOR",
+    "CEIL",
+    "ROUND",
+    "SIGN",
+    "ELU",
+    "HARD_SWISH",
+    "LOGISTIC",
+    "TANH",
+    "RELU",
+    "RELU6",
+    "RELU_N1_TO_1",
+    "RELU_0_TO_1",
+    "ZEROS_LIKE",
+    "STABLEHLO_ABS",
+    "STABLEHLO_COSINE",
+    "STABLEHLO_EXPONENTIAL",
+    "STABLEHLO_FLOOR",
+    "STABLEHLO_NEGATE",
+    "STABLEHLO_TANH",
+    "STABLEHLO_LOGISTIC",
+    "STABLEHLO_CBRT",
+    "LOGICAL_NOT",
+)
 def plain_unary(p: P):
     lo, hi = UNARY_RANGE.get(p.op, (None, None))
     return unary(p, p.op, lo=lo, hi=hi)
@@ -709,8 +831,10 @@ def positive_unary(p: P):
 
 @recipe("LEAKY_RELU")
 def leaky_relu(p: P):
-    return [unary(p, p.op, options={"alpha": 0.2}, label="alpha0.2"),
-            unary(p, p.op, options={"alpha": 1.5}, label="alpha1.5")]
+    return [
+        unary(p, p.op, options={"alpha": 0.2}, label="alpha0.2"),
+        unary(p, p.op, options={"alpha": 1.5}, label="alpha1.5"),
+    ]
 
 
 @recipe("GELU")
@@ -734,8 +858,10 @@ def prelu(p: P):
 
 @recipe("SOFTMAX")
 def softmax(p: P):
-    return [unary(p, p.op, (2, 5), options={"beta": 1.0}, label="2d"),
-            unary(p, p.op, (1, 2, 2, 8), options={"beta": 0.5}, label="4d-beta0.5")]
+    return [
+        unary(p, p.op, (2, 5), options={"beta": 1.0}, label="2d"),
+        unary(p, p.op, (1, 2, 2, 8), options={"beta": 0.5}, label="4d-beta0.5"),
+    ]
 
 
 @recipe("LOG_SOFTMAX")
@@ -756,8 +882,19 @@ def lrn(p: P):
 @recipe("CAST", "STABLEHLO_CONVERT")
 def cast(p: P):
     cases = []
-    for name in ("float32", "int32", "int64", "int16", "int8", "uint8", "bool", "float16", "float64", "uint16",
-                 "uint32"):
+    for name in (
+        "float32",
+        "int32",
+        "int64",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+        "float16",
+        "float64",
+        "uint16",
+        "uint32",
+    ):
         dt = np.dtype(name if name != "bool" else np.bool_)
         lo = 0 if dt.kind in "ub" or np.dtype(p.dtype).kind == "u" else -3
         x = In((2, 6), p.dtype, None, lo, 5)
@@ -792,22 +929,32 @@ def quantize_op(p: P):
 def fake_quant(p: P):
     # FakeQuant is a float op: LiteRT does not check the input type and reads any buffer as float (heap
     # corruption and aborts for narrower types), so only float32 is attempted.
-    return [unary(p, p.op, options=dict(min=-2.0, max=2.0, num_bits=8, narrow_range=n), label=f"narrow={n}")
-            for n in (False, True)]
+    return [
+        unary(p, p.op, options=dict(min=-2.0, max=2.0, num_bits=8, narrow_range=n), label=f"narrow={n}")
+        for n in (False, True)
+    ]
 
 
 @recipe("STABLEHLO_CLAMP")
 def stablehlo_clamp(p: P):
-    return [case(p.op, [p.x(X4, 0, -1, 0), p.x(X4), p.x(X4, 0, 0, 1)], [p.out(X4, same=True)], label="elementwise"),
-            case(p.op, [p.const(-0.5), p.x(X4), p.const(0.7)], [p.out(X4, same=True)], label="scalar-bounds")]
+    return [
+        case(p.op, [p.x(X4, 0, -1, 0), p.x(X4), p.x(X4, 0, 0, 1)], [p.out(X4, same=True)], label="elementwise"),
+        case(p.op, [p.const(-0.5), p.x(X4), p.const(0.7)], [p.out(X4, same=True)], label="scalar-bounds"),
+    ]
 
 
 @recipe("SELECT", "SELECT_V2", "STABLEHLO_SELECT")
 def select_op(p: P):
     cases = [case(p.op, [In(X4, np.bool_), p.x(X4), p.x(X4)], [p.out(X4, same=True)], label="same-shape")]
     if p.op == "SELECT_V2":
-        cases.append(case(p.op, [In((1, 1, 4, 1), np.bool_), p.x((1, 4, 1, 3)), p.x((4, 1, 1))],
-                          [p.out(X4, same=True)], label="broadcast"))
+        cases.append(
+            case(
+                p.op,
+                [In((1, 1, 4, 1), np.bool_), p.x((1, 4, 1, 3)), p.x((4, 1, 1))],
+                [p.out(X4, same=True)],
+                label="broadcast",
+            )
+        )
     if p.op == "SELECT":
         cases.append(case(p.op, [In((1,), np.bool_), p.x(X4), p.x(X4)], [p.out(X4, same=True)], label="rank1-cond"))
     return cases
@@ -855,17 +1002,39 @@ def weights(p: P, shape, qdim: int, bias_len: int | None, per_channel: bool = Tr
 def conv_2d(p: P):
     cases = []
     for label, xs, opts, oshape in (
-        ("same-relu", (1, 5, 5, 3), dict(padding=SAME, stride_w=1, stride_h=1, fused_activation_function=RELU),
-         (1, 5, 5, 4)),
+        (
+            "same-relu",
+            (1, 5, 5, 3),
+            dict(padding=SAME, stride_w=1, stride_h=1, fused_activation_function=RELU),
+            (1, 5, 5, 4),
+        ),
         ("valid-stride2", (1, 5, 5, 3), dict(padding=VALID, stride_w=2, stride_h=2), (1, 2, 2, 4)),
-        ("dilation2-relu6", (2, 6, 6, 3), dict(padding=SAME, stride_w=1, stride_h=1, dilation_w_factor=2,
-                                               dilation_h_factor=2, fused_activation_function=RELU6), (2, 6, 6, 4)),
+        (
+            "dilation2-relu6",
+            (2, 6, 6, 3),
+            dict(
+                padding=SAME,
+                stride_w=1,
+                stride_h=1,
+                dilation_w_factor=2,
+                dilation_h_factor=2,
+                fused_activation_function=RELU6,
+            ),
+            (2, 6, 6, 4),
+        ),
     ):
         w, b = weights(p, (4, 3, 3, 3), 0, 4)
         cases.append(case(p.op, [p.x(xs), w, b], [p.out(oshape, q=CONV_OUT.get(p.path))], opts, label=label))
     w, _ = weights(p, (4, 1, 1, 3), 0, None)
-    cases.append(case(p.op, [p.x((1, 3, 3, 3)), w, None], [p.out((1, 3, 3, 4), q=CONV_OUT.get(p.path))],
-                      dict(padding=VALID, stride_w=1, stride_h=1), label="1x1-no-bias"))
+    cases.append(
+        case(
+            p.op,
+            [p.x((1, 3, 3, 3)), w, None],
+            [p.out((1, 3, 3, 4), q=CONV_OUT.get(p.path))],
+            dict(padding=VALID, stride_w=1, stride_h=1),
+            label="1x1-no-bias",
+        )
+    )
     return cases
 
 
@@ -873,12 +1042,19 @@ def conv_2d(p: P):
 def depthwise_conv_2d(p: P):
     cases = []
     for label, xs, opts, oshape in (
-        ("same-mult2-relu", (1, 5, 5, 3), dict(padding=SAME, stride_w=1, stride_h=1, depth_multiplier=2,
-                                               fused_activation_function=RELU), (1, 5, 5, 6)),
-        ("valid-stride2", (1, 5, 5, 3), dict(padding=VALID, stride_w=2, stride_h=2, depth_multiplier=2),
-         (1, 2, 2, 6)),
-        ("dilation2", (2, 6, 6, 3), dict(padding=SAME, stride_w=1, stride_h=1, depth_multiplier=2,
-                                         dilation_w_factor=2, dilation_h_factor=2), (2, 6, 6, 6)),
+        (
+            "same-mult2-relu",
+            (1, 5, 5, 3),
+            dict(padding=SAME, stride_w=1, stride_h=1, depth_multiplier=2, fused_activation_function=RELU),
+            (1, 5, 5, 6),
+        ),
+        ("valid-stride2", (1, 5, 5, 3), dict(padding=VALID, stride_w=2, stride_h=2, depth_multiplier=2), (1, 2, 2, 6)),
+        (
+            "dilation2",
+            (2, 6, 6, 3),
+            dict(padding=SAME, stride_w=1, stride_h=1, depth_multiplier=2, dilation_w_factor=2, dilation_h_factor=2),
+            (2, 6, 6, 6),
+        ),
     ):
         w, b = weights(p, (1, 3, 3, 6), 3, 6)
         cases.append(case(p.op, [p.x(xs), w, b], [p.out(oshape, q=CONV_OUT.get(p.path))], opts, label=label))
@@ -897,12 +1073,18 @@ def fully_connected(p: P):
         cases.append(case(p.op, [p.x(xs), w, b], [p.out(oshape, q=FC_OUT.get(p.path))], opts, label=label))
     if p.path in ("int8", "int16", "hybrid"):
         w, b = weights(p, (4, 8), 0, 4, per_channel=True)
-        cases.append(case(p.op, [p.x((2, 8)), w, b], [p.out((2, 4), q=FC_OUT.get(p.path))], {},
-                          label="per-channel"))
+        cases.append(case(p.op, [p.x((2, 8)), w, b], [p.out((2, 4), q=FC_OUT.get(p.path))], {}, label="per-channel"))
     if p.path == "hybrid":
         w, b = weights(p, (4, 8), 0, 4, per_channel=False)
-        cases.append(case(p.op, [p.x((2, 8)), w, b], [p.out((2, 4))], dict(asymmetric_quantize_inputs=True),
-                          label="asymmetric-inputs"))
+        cases.append(
+            case(
+                p.op,
+                [p.x((2, 8)), w, b],
+                [p.out((2, 4))],
+                dict(asymmetric_quantize_inputs=True),
+                label="asymmetric-inputs",
+            )
+        )
     return cases
 
 
@@ -911,16 +1093,27 @@ def batch_matmul(p: P):
     q = {"int8": quant(0.5, 0), "uint8": quant(0.5, 128), "int16": quant(0.1, 0)}.get(p.path)
     if p.path == "hybrid":
         w = Const(p.rng.integers(-127, 128, (4, 5)).astype(np.int8), np.int8, quant(0.02, 0))
-        return [case(p.op, [p.x((2, 3, 4)), w], [p.out((2, 3, 5))], label="const-int8-rhs"),
-                case(p.op, [p.x((2, 3, 4)), w], [p.out((2, 3, 5))], dict(asymmetric_quantize_inputs=True),
-                     label="asymmetric-inputs")]
+        return [
+            case(p.op, [p.x((2, 3, 4)), w], [p.out((2, 3, 5))], label="const-int8-rhs"),
+            case(
+                p.op,
+                [p.x((2, 3, 4)), w],
+                [p.out((2, 3, 5))],
+                dict(asymmetric_quantize_inputs=True),
+                label="asymmetric-inputs",
+            ),
+        ]
     rq = {"int8": quant(0.04, 0), "uint8": quant(0.04, 128), "int16": quant(0.0008, 0)}.get(p.path)
     return [
         case(p.op, [p.x((2, 3, 4)), p.x((2, 4, 5), q=rq)], [p.out((2, 3, 5), q=q)], label="batched"),
-        case(p.op, [p.x((2, 3, 4)), p.x((2, 5, 4), q=rq)], [p.out((2, 3, 5), q=q)], dict(adj_y=True),
-             label="adj-y"),
-        case(p.op, [p.x((2, 4, 3)), p.x((4, 5), q=rq)], [p.out((2, 3, 5), q=q)], dict(adj_x=True),
-             label="adj-x-broadcast"),
+        case(p.op, [p.x((2, 3, 4)), p.x((2, 5, 4), q=rq)], [p.out((2, 3, 5), q=q)], dict(adj_y=True), label="adj-y"),
+        case(
+            p.op,
+            [p.x((2, 4, 3)), p.x((4, 5), q=rq)],
+            [p.out((2, 3, 5), q=q)],
+            dict(adj_x=True),
+            label="adj-x-broadcast",
+        ),
     ]
 
 
@@ -940,18 +1133,33 @@ def transpose_conv(p: P):
 @recipe("CONV_3D", paths=ALL)
 def conv_3d(p: P):
     w, b = weights(p, (2, 2, 2, 2, 3), 4, 3)
-    return [case(p.op, [p.x((1, 3, 4, 4, 2)), w, b], [p.out((1, 3, 4, 4, 3), q=CONV_OUT.get(p.path))],
-                 dict(padding=SAME, stride_d=1, stride_w=1, stride_h=1), label="same"),
-            case(p.op, [p.x((1, 3, 4, 4, 2)), w, b], [p.out((1, 1, 2, 2, 3), q=CONV_OUT.get(p.path))],
-                 dict(padding=VALID, stride_d=2, stride_w=2, stride_h=2), label="valid-stride2")]
+    return [
+        case(
+            p.op,
+            [p.x((1, 3, 4, 4, 2)), w, b],
+            [p.out((1, 3, 4, 4, 3), q=CONV_OUT.get(p.path))],
+            dict(padding=SAME, stride_d=1, stride_w=1, stride_h=1),
+            label="same",
+        ),
+        case(
+            p.op,
+            [p.x((1, 3, 4, 4, 2)), w, b],
+            [p.out((1, 1, 2, 2, 3), q=CONV_OUT.get(p.path))],
+            dict(padding=VALID, stride_d=2, stride_w=2, stride_h=2),
+            label="valid-stride2",
+        ),
+    ]
 
 
 @recipe("CONV_3D_TRANSPOSE", paths=ALL)
 def conv_3d_transpose(p: P):
     w, b = weights(p, (2, 2, 2, 2, 3), 3, 2)
-    return case(p.op, [i32((1, 6, 8, 8, 2)), w, p.x((1, 3, 4, 4, 3)), b],
-                [p.out((1, 6, 8, 8, 2), q=CONV_OUT.get(p.path))],
-                dict(padding=SAME, stride_d=2, stride_w=2, stride_h=2))
+    return case(
+        p.op,
+        [i32((1, 6, 8, 8, 2)), w, p.x((1, 3, 4, 4, 3)), b],
+        [p.out((1, 6, 8, 8, 2), q=CONV_OUT.get(p.path))],
+        dict(padding=SAME, stride_d=2, stride_w=2, stride_h=2),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -963,13 +1171,29 @@ def conv_3d_transpose(p: P):
 def pool(p: P):
     same = p.op != "L2_POOL_2D"
     return [
-        case(p.op, [p.x(X4)], [p.out((1, 2, 2, 3), same=same)],
-             dict(padding=VALID, stride_w=2, stride_h=2, filter_width=2, filter_height=2), label="valid-2x2-s2"),
-        case(p.op, [p.x(X4, lo=-8, hi=8)], [p.out(X4, same=same)],
-             dict(padding=SAME, stride_w=1, stride_h=1, filter_width=3, filter_height=3,
-                  fused_activation_function=RELU6), label="same-3x3-s1-relu6"),
-        case(p.op, [p.x((2, 5, 5, 2))], [p.out((2, 2, 3, 2), same=same)],
-             dict(padding=SAME, stride_w=2, stride_h=3, filter_width=2, filter_height=3), label="same-uneven"),
+        case(
+            p.op,
+            [p.x(X4)],
+            [p.out((1, 2, 2, 3), same=same)],
+            dict(padding=VALID, stride_w=2, stride_h=2, filter_width=2, filter_height=2),
+            label="valid-2x2-s2",
+        ),
+        case(
+            p.op,
+            [p.x(X4, lo=-8, hi=8)],
+            [p.out(X4, same=same)],
+            dict(
+                padding=SAME, stride_w=1, stride_h=1, filter_width=3, filter_height=3, fused_activation_function=RELU6
+            ),
+            label="same-3x3-s1-relu6",
+        ),
+        case(
+            p.op,
+            [p.x((2, 5, 5, 2))],
+            [p.out((2, 2, 3, 2), same=same)],
+            dict(padding=SAME, stride_w=2, stride_h=3, filter_width=2, filter_height=3),
+            label="same-uneven",
+        ),
     ]
 
 
@@ -987,27 +1211,59 @@ def reduce(p: P):
         lo, hi = -0.4, 0.4
     same = p.op in REDUCE_SAME_Q
     return [
-        case(p.op, [p.x(X4, 0, lo, hi), i32([1, 2])], [p.out((1, 1, 1, 3), same=same)], dict(keep_dims=True),
-             label="axes12-keepdims"),
-        case(p.op, [p.x(X4, 0, lo, hi), i32([-1])], [p.out((1, 4, 4), same=same)], dict(keep_dims=False),
-             label="last-axis"),
-        case(p.op, [p.x((2, 3, 4), 0, lo, hi), i32([0, 2])], [p.out((3,), same=same)], dict(keep_dims=False),
-             label="axes02"),
+        case(
+            p.op,
+            [p.x(X4, 0, lo, hi), i32([1, 2])],
+            [p.out((1, 1, 1, 3), same=same)],
+            dict(keep_dims=True),
+            label="axes12-keepdims",
+        ),
+        case(
+            p.op,
+            [p.x(X4, 0, lo, hi), i32([-1])],
+            [p.out((1, 4, 4), same=same)],
+            dict(keep_dims=False),
+            label="last-axis",
+        ),
+        case(
+            p.op,
+            [p.x((2, 3, 4), 0, lo, hi), i32([0, 2])],
+            [p.out((3,), same=same)],
+            dict(keep_dims=False),
+            label="axes02",
+        ),
     ]
 
 
 @recipe("ARG_MAX", "ARG_MIN")
 def arg_max_min(p: P):
-    return [case(p.op, [p.x(X4, gen=coarse_gen(p, X4)), i32([3])], [Out((1, 4, 4), np.int32)],
-                 dict(output_type=TYPE["int32"]), label="last-axis-int32"),
-            case(p.op, [p.x(X4), i64([1])], [Out((1, 4, 3), np.int64)], dict(output_type=TYPE["int64"]),
-                 label="axis1-int64")]
+    return [
+        case(
+            p.op,
+            [p.x(X4, gen=coarse_gen(p, X4)), i32([3])],
+            [Out((1, 4, 4), np.int32)],
+            dict(output_type=TYPE["int32"]),
+            label="last-axis-int32",
+        ),
+        case(
+            p.op, [p.x(X4), i64([1])], [Out((1, 4, 3), np.int64)], dict(output_type=TYPE["int64"]), label="axis1-int64"
+        ),
+    ]
 
 
 @recipe("CUMSUM")
 def cumsum(p: P):
-    return [case(p.op, [p.x((2, 3, 4)), i32(1)], [p.out((2, 3, 4), same=True)], dict(exclusive=e, reverse=r),
-                 label=f"exclusive={e}-reverse={r}") for e in (False, True) for r in (False, True)]
+    return [
+        case(
+            p.op,
+            [p.x((2, 3, 4)), i32(1)],
+            [p.out((2, 3, 4), same=True)],
+            dict(exclusive=e, reverse=r),
+            label=f"exclusive={e}-reverse={r}",
+        )
+        for e in (False, True)
+        for r in (False, True)
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1018,8 +1274,7 @@ def cumsum(p: P):
 @recipe("RESHAPE")
 def reshape(p: P):
     return [
-        case(p.op, [p.x(X4), i32([4, 12])], [p.out((4, 12), same=True)], dict(new_shape=[4, 12]),
-             label="shape-tensor"),
+        case(p.op, [p.x(X4), i32([4, 12])], [p.out((4, 12), same=True)], dict(new_shape=[4, 12]), label="shape-tensor"),
         case(p.op, [p.x(X4)], [p.out((2, 24), same=True)], dict(new_shape=[2, 24]), label="options-only"),
         case(p.op, [p.x(X4), i32([-1, 3])], [p.out((16, 3), same=True)], label="minus-one"),
     ]
@@ -1027,14 +1282,18 @@ def reshape(p: P):
 
 @recipe("SQUEEZE")
 def squeeze(p: P):
-    return [case(p.op, [p.x((1, 4, 1, 3))], [p.out((1, 4, 3), same=True)], dict(squeeze_dims=[2]), label="dim2"),
-            case(p.op, [p.x((1, 4, 1, 3))], [p.out((4, 3), same=True)], dict(squeeze_dims=[]), label="all")]
+    return [
+        case(p.op, [p.x((1, 4, 1, 3))], [p.out((1, 4, 3), same=True)], dict(squeeze_dims=[2]), label="dim2"),
+        case(p.op, [p.x((1, 4, 1, 3))], [p.out((4, 3), same=True)], dict(squeeze_dims=[]), label="all"),
+    ]
 
 
 @recipe("EXPAND_DIMS")
 def expand_dims(p: P):
-    return [case(p.op, [p.x((4, 3)), i32([1])], [p.out((4, 1, 3), same=True)], label="axis1"),
-            case(p.op, [p.x((4, 3)), i64(-1)], [p.out((4, 3, 1), same=True)], label="axis-1-int64")]
+    return [
+        case(p.op, [p.x((4, 3)), i32([1])], [p.out((4, 1, 3), same=True)], label="axis1"),
+        case(p.op, [p.x((4, 3)), i64(-1)], [p.out((4, 3, 1), same=True)], label="axis-1-int64"),
+    ]
 
 
 @recipe("CONCATENATION", "STABLEHLO_CONCATENATE")
@@ -1044,74 +1303,136 @@ def concatenation(p: P):
     def opts(axis):
         return dict(dimension=axis) if shlo else dict(axis=axis, fused_activation_function=NONE)
 
-    cases = [case(p.op, [p.x((1, 4, 4, 3)), p.x((1, 4, 4, 2))], [p.out((1, 4, 4, 5), same=True)], opts(3),
-                  label="last-axis-same-q"),
-             case(p.op, [p.x((1, 2, 4, 3)), p.x((1, 1, 4, 3)), p.x((1, 3, 4, 3))], [p.out((1, 6, 4, 3), same=True)],
-                  opts(1), label="axis1-3-inputs")]
+    cases = [
+        case(
+            p.op,
+            [p.x((1, 4, 4, 3)), p.x((1, 4, 4, 2))],
+            [p.out((1, 4, 4, 5), same=True)],
+            opts(3),
+            label="last-axis-same-q",
+        ),
+        case(
+            p.op,
+            [p.x((1, 2, 4, 3)), p.x((1, 1, 4, 3)), p.x((1, 3, 4, 3))],
+            [p.out((1, 6, 4, 3), same=True)],
+            opts(1),
+            label="axis1-3-inputs",
+        ),
+    ]
     if p.quantized and not shlo:
-        cases.append(case(p.op, [p.x((1, 4, 4, 3), 0), p.x((1, 4, 4, 2), 1)], [p.out((1, 4, 4, 5))], opts(-1),
-                          label="requantize"))
+        cases.append(
+            case(
+                p.op, [p.x((1, 4, 4, 3), 0), p.x((1, 4, 4, 2), 1)], [p.out((1, 4, 4, 5))], opts(-1), label="requantize"
+            )
+        )
     return cases
 
 
 @recipe("PACK")
 def pack(p: P):
-    return [case(p.op, [p.x((4, 3))] * 3, [p.out((3, 4, 3), same=True)], dict(values_count=3, axis=0),
-                 label="axis0"),
-            case(p.op, [p.x((4, 3))] * 2, [p.out((4, 3, 2), same=True)], dict(values_count=2, axis=-1),
-                 label="axis-1")]
+    return [
+        case(p.op, [p.x((4, 3))] * 3, [p.out((3, 4, 3), same=True)], dict(values_count=3, axis=0), label="axis0"),
+        case(p.op, [p.x((4, 3))] * 2, [p.out((4, 3, 2), same=True)], dict(values_count=2, axis=-1), label="axis-1"),
+    ]
 
 
 @recipe("UNPACK")
 def unpack(p: P):
-    return [case(p.op, [p.x((3, 4, 2))], [p.out((4, 2), same=True) for _ in range(3)], dict(num=3, axis=0),
-                 label="axis0"),
-            case(p.op, [p.x((3, 4, 2))], [p.out((3, 4), same=True) for _ in range(2)], dict(num=2, axis=-1),
-                 label="axis-1")]
+    return [
+        case(p.op, [p.x((3, 4, 2))], [p.out((4, 2), same=True) for _ in range(3)], dict(num=3, axis=0), label="axis0"),
+        case(
+            p.op, [p.x((3, 4, 2))], [p.out((3, 4), same=True) for _ in range(2)], dict(num=2, axis=-1), label="axis-1"
+        ),
+    ]
 
 
 @recipe("SPLIT")
 def split(p: P):
-    return [case(p.op, [i32(3), p.x((1, 4, 4, 6))], [p.out((1, 4, 4, 2), same=True) for _ in range(3)],
-                 dict(num_splits=3), label="last-axis"),
-            case(p.op, [i32(-3), p.x((1, 4, 4, 6))], [p.out((1, 2, 4, 6), same=True) for _ in range(2)],
-                 dict(num_splits=2), label="negative-axis")]
+    return [
+        case(
+            p.op,
+            [i32(3), p.x((1, 4, 4, 6))],
+            [p.out((1, 4, 4, 2), same=True) for _ in range(3)],
+            dict(num_splits=3),
+            label="last-axis",
+        ),
+        case(
+            p.op,
+            [i32(-3), p.x((1, 4, 4, 6))],
+            [p.out((1, 2, 4, 6), same=True) for _ in range(2)],
+            dict(num_splits=2),
+            label="negative-axis",
+        ),
+    ]
 
 
 @recipe("SPLIT_V")
 def split_v(p: P):
-    return [case(p.op, [p.x((1, 4, 4, 6)), i32([1, 2, 3]), i32(3)],
-                 [p.out((1, 4, 4, k), same=True) for k in (1, 2, 3)], dict(num_splits=3), label="sizes"),
-            case(p.op, [p.x((2, 5, 3)), i32([2, -1]), i32(1)],
-                 [p.out((2, 2, 3), same=True), p.out((2, 3, 3), same=True)], dict(num_splits=2), label="minus-one")]
+    return [
+        case(
+            p.op,
+            [p.x((1, 4, 4, 6)), i32([1, 2, 3]), i32(3)],
+            [p.out((1, 4, 4, k), same=True) for k in (1, 2, 3)],
+            dict(num_splits=3),
+            label="sizes",
+        ),
+        case(
+            p.op,
+            [p.x((2, 5, 3)), i32([2, -1]), i32(1)],
+            [p.out((2, 2, 3), same=True), p.out((2, 3, 3), same=True)],
+            dict(num_splits=2),
+            label="minus-one",
+        ),
+    ]
 
 
 @recipe("TRANSPOSE")
 def transpose(p: P):
-    return [case(p.op, [p.x(X4), i32([0, 3, 1, 2])], [p.out((1, 3, 4, 4), same=True)], label="4d"),
-            case(p.op, [p.x((2, 3, 4)), i32([2, 0, 1])], [p.out((4, 2, 3), same=True)], label="3d"),
-            case(p.op, [p.x((2, 3, 1, 2, 2)), i32([4, 2, 0, 3, 1])], [p.out((2, 1, 2, 2, 3), same=True)],
-                 label="5d")]
+    return [
+        case(p.op, [p.x(X4), i32([0, 3, 1, 2])], [p.out((1, 3, 4, 4), same=True)], label="4d"),
+        case(p.op, [p.x((2, 3, 4)), i32([2, 0, 1])], [p.out((4, 2, 3), same=True)], label="3d"),
+        case(p.op, [p.x((2, 3, 1, 2, 2)), i32([4, 2, 0, 3, 1])], [p.out((2, 1, 2, 2, 3), same=True)], label="5d"),
+    ]
 
 
 @recipe("SLICE")
 def slice_op(p: P):
-    return [case(p.op, [p.x(X4), i32([0, 1, 1, 0]), i32([1, 2, -1, 2])], [p.out((1, 2, 3, 2), same=True)],
-                 label="int32"),
-            case(p.op, [p.x((3, 4)), i64([1, 0]), i64([2, 3])], [p.out((2, 3), same=True)], label="int64")]
+    return [
+        case(p.op, [p.x(X4), i32([0, 1, 1, 0]), i32([1, 2, -1, 2])], [p.out((1, 2, 3, 2), same=True)], label="int32"),
+        case(p.op, [p.x((3, 4)), i64([1, 0]), i64([2, 3])], [p.out((2, 3), same=True)], label="int64"),
+    ]
 
 
 @recipe("STRIDED_SLICE")
 def strided_slice(p: P):
     return [
-        case(p.op, [p.x(X4), i32([0, 1, 0, 0]), i32([1, 4, 4, 2]), i32([1, 2, 1, 1])], [p.out((1, 2, 4, 2), same=True)],
-             label="strides"),
-        case(p.op, [p.x(X4), i32([0, 0, 0, 1]), i32([1, 0, 0, 3]), i32([1, 1, 1, 1])], [p.out((4, 4, 2), same=True)],
-             dict(begin_mask=0b0110, end_mask=0b0110, shrink_axis_mask=0b0001), label="masks-shrink"),
-        case(p.op, [p.x(X4), i32([0, 3, 0, -1]), i32([1, 0, 4, -4]), i32([1, -1, 1, -1])],
-             [p.out((1, 4, 4, 3), same=True)], dict(end_mask=0b0010), label="negative-strides"),
-        case(p.op, [p.x((3, 4)), i32([1, 0]), i32([3, 4]), i32([1, 2])], [p.out((2, 1, 2), same=True)],
-             dict(new_axis_mask=0b10, begin_mask=0b10, end_mask=0b10), label="new-axis"),
+        case(
+            p.op,
+            [p.x(X4), i32([0, 1, 0, 0]), i32([1, 4, 4, 2]), i32([1, 2, 1, 1])],
+            [p.out((1, 2, 4, 2), same=True)],
+            label="strides",
+        ),
+        case(
+            p.op,
+            [p.x(X4), i32([0, 0, 0, 1]), i32([1, 0, 0, 3]), i32([1, 1, 1, 1])],
+            [p.out((4, 4, 2), same=True)],
+            dict(begin_mask=0b0110, end_mask=0b0110, shrink_axis_mask=0b0001),
+            label="masks-shrink",
+        ),
+        case(
+            p.op,
+            [p.x(X4), i32([0, 3, 0, -1]), i32([1, 0, 4, -4]), i32([1, -1, 1, -1])],
+            [p.out((1, 4, 4, 3), same=True)],
+            dict(end_mask=0b0010),
+            label="negative-strides",
+        ),
+        case(
+            p.op,
+            [p.x((3, 4)), i32([1, 0]), i32([3, 4]), i32([1, 2])],
+            [p.out((2, 1, 2), same=True)],
+            dict(new_axis_mask=0b10, begin_mask=0b10, end_mask=0b10),
+            label="new-axis",
+        ),
     ]
 
 
@@ -1123,59 +1444,96 @@ def pad(p: P):
     cases = []
     for k, o in enumerate(opts):
         mode = f"-mode{k}" if o else ""
-        cases.append(case(p.op, [p.x(X4), i32(pads)] + extra, [p.out((1, 6, 6, 4), same=True)], o,
-                          label="int32-paddings" + mode))
-        cases.append(case(p.op, [p.x((3, 4)), i64([[1, 0], [1, 2]])] + extra, [p.out((4, 7), same=True)], o,
-                          label="int64-paddings" + mode))
+        cases.append(
+            case(p.op, [p.x(X4), i32(pads)] + extra, [p.out((1, 6, 6, 4), same=True)], o, label="int32-paddings" + mode)
+        )
+        cases.append(
+            case(
+                p.op,
+                [p.x((3, 4)), i64([[1, 0], [1, 2]])] + extra,
+                [p.out((4, 7), same=True)],
+                o,
+                label="int64-paddings" + mode,
+            )
+        )
     return cases
 
 
 @recipe("TILE")
 def tile(p: P):
-    return [case(p.op, [p.x((2, 3)), i32([2, 3])], [p.out((4, 9), same=True)], label="int32-multiples"),
-            case(p.op, [p.x((1, 2, 3)), i64([2, 1, 2])], [p.out((2, 2, 6), same=True)], label="int64-multiples")]
+    return [
+        case(p.op, [p.x((2, 3)), i32([2, 3])], [p.out((4, 9), same=True)], label="int32-multiples"),
+        case(p.op, [p.x((1, 2, 3)), i64([2, 1, 2])], [p.out((2, 2, 6), same=True)], label="int64-multiples"),
+    ]
 
 
 @recipe("BROADCAST_TO")
 def broadcast_to(p: P):
     # LiteRT registers BROADCAST_TO from version 2 on.
-    return [case(p.op, [p.x((1, 3)), i32([4, 3])], [p.out((4, 3), same=True)], label="2d", version=2),
-            case(p.op, [p.x((2, 1, 3)), i64([2, 2, 4, 3])], [p.out((2, 2, 4, 3), same=True)], label="rank-up-int64",
-                 version=2)]
+    return [
+        case(p.op, [p.x((1, 3)), i32([4, 3])], [p.out((4, 3), same=True)], label="2d", version=2),
+        case(
+            p.op,
+            [p.x((2, 1, 3)), i64([2, 2, 4, 3])],
+            [p.out((2, 2, 4, 3), same=True)],
+            label="rank-up-int64",
+            version=2,
+        ),
+    ]
 
 
 @recipe("REVERSE_V2")
 def reverse_v2(p: P):
-    return [case(p.op, [p.x(X4), i32([2])], [p.out(X4, same=True)], label="one-axis"),
-            case(p.op, [p.x((2, 3, 4)), i32([0, 2])], [p.out((2, 3, 4), same=True)], label="two-axes")]
+    return [
+        case(p.op, [p.x(X4), i32([2])], [p.out(X4, same=True)], label="one-axis"),
+        case(p.op, [p.x((2, 3, 4)), i32([0, 2])], [p.out((2, 3, 4), same=True)], label="two-axes"),
+    ]
 
 
 @recipe("GATHER")
 def gather(p: P):
     return [
         case(p.op, [p.x((5, 3)), i32([0, 4, 2, 2])], [p.out((4, 3), same=True)], dict(axis=0), label="axis0"),
-        case(p.op, [p.x((5, 3)), i64([[0, 2], [1, 1]])], [p.out((5, 2, 2), same=True)], dict(axis=1),
-             label="axis1-int64"),
-        case(p.op, [p.x((2, 5, 3)), i32([[0, 4, 1, 1], [3, 2, 0, 4]])], [p.out((2, 4, 3), same=True)],
-             dict(axis=1, batch_dims=1), label="batch-dims"),
+        case(
+            p.op, [p.x((5, 3)), i64([[0, 2], [1, 1]])], [p.out((5, 2, 2), same=True)], dict(axis=1), label="axis1-int64"
+        ),
+        case(
+            p.op,
+            [p.x((2, 5, 3)), i32([[0, 4, 1, 1], [3, 2, 0, 4]])],
+            [p.out((2, 4, 3), same=True)],
+            dict(axis=1, batch_dims=1),
+            label="batch-dims",
+        ),
         case(p.op, [p.x((6,)), i32([5, 0, 3])], [p.out((3,), same=True)], dict(axis=0), label="1d"),
     ]
 
 
 @recipe("GATHER_ND")
 def gather_nd(p: P):
-    return [case(p.op, [p.x((4, 3, 2)), i32([[0, 1], [3, 2]])], [p.out((2, 2), same=True)], label="int32"),
-            case(p.op, [p.x((4, 3, 2)), i64([[1], [3]])], [p.out((2, 3, 2), same=True)], label="int64-slices")]
+    return [
+        case(p.op, [p.x((4, 3, 2)), i32([[0, 1], [3, 2]])], [p.out((2, 2), same=True)], label="int32"),
+        case(p.op, [p.x((4, 3, 2)), i64([[1], [3]])], [p.out((2, 3, 2), same=True)], label="int64-slices"),
+    ]
 
 
 @recipe("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
 def resize(p: P):
     cases = []
-    for label, opts in (("default", {}), ("align-corners", dict(align_corners=True)),
-                        ("half-pixel-centers", dict(half_pixel_centers=True))):
+    for label, opts in (
+        ("default", {}),
+        ("align-corners", dict(align_corners=True)),
+        ("half-pixel-centers", dict(half_pixel_centers=True)),
+    ):
         cases.append(case(p.op, [p.x(X4), i32([8, 6])], [p.out((1, 8, 6, 3), same=True)], opts, label=label))
-    cases.append(case(p.op, [p.x((2, 5, 5, 2)), i32([3, 2])], [p.out((2, 3, 2, 2), same=True)],
-                      dict(half_pixel_centers=True), label="downscale"))
+    cases.append(
+        case(
+            p.op,
+            [p.x((2, 5, 5, 2)), i32([3, 2])],
+            [p.out((2, 3, 2, 2), same=True)],
+            dict(half_pixel_centers=True),
+            label="downscale",
+        )
+    )
     return cases
 
 
@@ -1191,24 +1549,41 @@ def space_to_depth(p: P):
 
 @recipe("BATCH_TO_SPACE_ND")
 def batch_to_space_nd(p: P):
-    return [case(p.op, [p.x((4, 2, 2, 3)), i32([2, 2]), i32([[0, 0], [0, 0]])], [p.out((1, 4, 4, 3), same=True)],
-                 label="no-crop"),
-            case(p.op, [p.x((4, 3, 3, 2)), i32([2, 2]), i32([[1, 0], [0, 2]])], [p.out((1, 5, 4, 2), same=True)],
-                 label="crops")]
+    return [
+        case(
+            p.op,
+            [p.x((4, 2, 2, 3)), i32([2, 2]), i32([[0, 0], [0, 0]])],
+            [p.out((1, 4, 4, 3), same=True)],
+            label="no-crop",
+        ),
+        case(
+            p.op,
+            [p.x((4, 3, 3, 2)), i32([2, 2]), i32([[1, 0], [0, 2]])],
+            [p.out((1, 5, 4, 2), same=True)],
+            label="crops",
+        ),
+    ]
 
 
 @recipe("SPACE_TO_BATCH_ND")
 def space_to_batch_nd(p: P):
-    return [case(p.op, [p.x(X4), i32([2, 2]), i32([[0, 0], [0, 0]])], [p.out((4, 2, 2, 3), same=True)],
-                 label="no-pad"),
-            case(p.op, [p.x((1, 5, 4, 2)), i32([2, 2]), i32([[1, 0], [0, 2]])], [p.out((4, 3, 3, 2), same=True)],
-                 label="paddings")]
+    return [
+        case(p.op, [p.x(X4), i32([2, 2]), i32([[0, 0], [0, 0]])], [p.out((4, 2, 2, 3), same=True)], label="no-pad"),
+        case(
+            p.op,
+            [p.x((1, 5, 4, 2)), i32([2, 2]), i32([[1, 0], [0, 2]])],
+            [p.out((4, 3, 3, 2), same=True)],
+            label="paddings",
+        ),
+    ]
 
 
 @recipe("SHAPE")
 def shape(p: P):
-    return [case(p.op, [p.x(X4)], [Out((4,), np.int32)], dict(out_type=TYPE["int32"]), label="int32"),
-            case(p.op, [p.x((2, 3))], [Out((2,), np.int64)], dict(out_type=TYPE["int64"]), label="int64")]
+    return [
+        case(p.op, [p.x(X4)], [Out((4,), np.int32)], dict(out_type=TYPE["int32"]), label="int32"),
+        case(p.op, [p.x((2, 3))], [Out((2,), np.int64)], dict(out_type=TYPE["int64"]), label="int64"),
+    ]
 
 
 @recipe("RANK")
@@ -1220,8 +1595,10 @@ def rank(p: P):
 def fill(p: P):
     # ai-edge-litert's set_tensor garbles a rank-0 string input, so the string value is a constant
     value = p.const(np.array(3)) if p.path == "string" else p.x(())
-    return [case(p.op, [i32([2, 3]), value], [p.out((2, 3), same=True)], label="int32-dims"),
-            case(p.op, [i64([3, 1, 2]), value], [p.out((3, 1, 2), same=True)], label="int64-dims")]
+    return [
+        case(p.op, [i32([2, 3]), value], [p.out((2, 3), same=True)], label="int32-dims"),
+        case(p.op, [i64([3, 1, 2]), value], [p.out((3, 1, 2), same=True)], label="int64-dims"),
+    ]
 
 
 @recipe("RANGE")
@@ -1242,18 +1619,26 @@ def range_op(p: P):
 
 @recipe("WHERE")
 def where(p: P):
-    return [case(p.op, [p.x((3, 4), gen=coarse_gen(p, (3, 4)))], [Out((1, 2), np.int64)], label="2d"),
-            case(p.op, [p.x((6,), gen=coarse_gen(p, (6,)))], [Out((1, 1), np.int64)], label="1d")]
+    return [
+        case(p.op, [p.x((3, 4), gen=coarse_gen(p, (3, 4)))], [Out((1, 2), np.int64)], label="2d"),
+        case(p.op, [p.x((6,), gen=coarse_gen(p, (6,)))], [Out((1, 1), np.int64)], label="1d"),
+    ]
 
 
 @recipe("ONE_HOT")
 def one_hot(p: P):
     on, off = (np.asarray(v).astype(p.dtype) for v in ((1, 0) if p.path != "string" else (b"on", b"off")))
     idx = In((4,), np.int32, gen=lambda rng: rng.integers(-1, 5, 4))
-    return [case(p.op, [idx, i32(5), Const(on), Const(off)], [Out((4, 5), p.dtype)], dict(axis=-1),
-                 label="last-axis"),
-            case(p.op, [In((2, 3), np.int64, gen=lambda rng: rng.integers(0, 4, (2, 3))), i32(4), Const(on),
-                        Const(off)], [Out((4, 2, 3), p.dtype)], dict(axis=0), label="axis0-int64")]
+    return [
+        case(p.op, [idx, i32(5), Const(on), Const(off)], [Out((4, 5), p.dtype)], dict(axis=-1), label="last-axis"),
+        case(
+            p.op,
+            [In((2, 3), np.int64, gen=lambda rng: rng.integers(0, 4, (2, 3))), i32(4), Const(on), Const(off)],
+            [Out((4, 2, 3), p.dtype)],
+            dict(axis=0),
+            label="axis0-int64",
+        ),
+    ]
 
 
 @recipe("MATRIX_DIAG")
@@ -1263,23 +1648,43 @@ def matrix_diag(p: P):
 
 @recipe("MATRIX_SET_DIAG")
 def matrix_set_diag(p: P):
-    return [case(p.op, [p.x((2, 3, 3)), p.x((2, 3))], [p.out((2, 3, 3), same=True)], label="square"),
-            case(p.op, [p.x((2, 3, 4)), p.x((2, 3))], [p.out((2, 3, 4), same=True)], label="wide")]
+    return [
+        case(p.op, [p.x((2, 3, 3)), p.x((2, 3))], [p.out((2, 3, 3), same=True)], label="square"),
+        case(p.op, [p.x((2, 3, 4)), p.x((2, 3))], [p.out((2, 3, 4), same=True)], label="wide"),
+    ]
 
 
 @recipe("REVERSE_SEQUENCE")
 def reverse_sequence(p: P):
-    return [case(p.op, [p.x((3, 4, 2)), i32([4, 2, 1])], [p.out((3, 4, 2), same=True)],
-                 dict(seq_dim=1, batch_dim=0), label="seq1-batch0"),
-            case(p.op, [p.x((4, 3, 2)), i64([1, 3, 4])], [p.out((4, 3, 2), same=True)],
-                 dict(seq_dim=0, batch_dim=1), label="seq0-batch1-int64")]
+    return [
+        case(
+            p.op,
+            [p.x((3, 4, 2)), i32([4, 2, 1])],
+            [p.out((3, 4, 2), same=True)],
+            dict(seq_dim=1, batch_dim=0),
+            label="seq1-batch0",
+        ),
+        case(
+            p.op,
+            [p.x((4, 3, 2)), i64([1, 3, 4])],
+            [p.out((4, 3, 2), same=True)],
+            dict(seq_dim=0, batch_dim=1),
+            label="seq0-batch1-int64",
+        ),
+    ]
 
 
 @recipe("SCATTER_ND")
 def scatter_nd(p: P):
-    return [case(p.op, [i32([[1], [3]]), p.x((2, 3)), i32([5, 3])], [p.out((5, 3), same=True)], label="rows"),
-            case(p.op, [i32([[0, 1], [2, 2], [0, 1]]), p.x((3,)), i32([3, 3])], [p.out((3, 3), same=True)],
-                 label="elements-duplicate")]
+    return [
+        case(p.op, [i32([[1], [3]]), p.x((2, 3)), i32([5, 3])], [p.out((5, 3), same=True)], label="rows"),
+        case(
+            p.op,
+            [i32([[0, 1], [2, 2], [0, 1]]), p.x((3,)), i32([3, 3])],
+            [p.out((3, 3), same=True)],
+            label="elements-duplicate",
+        ),
+    ]
 
 
 @recipe("SEGMENT_SUM")
@@ -1294,30 +1699,53 @@ def unsorted_segment(p: P):
 
 @recipe("TOPK_V2")
 def topk(p: P):
-    return [case(p.op, [p.x((2, 6)), i32(3)], [p.out((2, 3), same=True), Out((2, 3), np.int32)], label="k3"),
-            case(p.op, [p.x((2, 3, 5), gen=coarse_gen(p, (2, 3, 5))), i32(2)],
-                 [p.out((2, 3, 2), same=True), Out((2, 3, 2), np.int32)], label="ties")]
+    return [
+        case(p.op, [p.x((2, 6)), i32(3)], [p.out((2, 3), same=True), Out((2, 3), np.int32)], label="k3"),
+        case(
+            p.op,
+            [p.x((2, 3, 5), gen=coarse_gen(p, (2, 3, 5))), i32(2)],
+            [p.out((2, 3, 2), same=True), Out((2, 3, 2), np.int32)],
+            label="ties",
+        ),
+    ]
 
 
 @recipe("UNIQUE")
 def unique(p: P):
-    return [case(p.op, [p.x((8,), gen=coarse_gen(p, (8,)))], [p.out((1,), same=True), Out((8,), np.int32)],
-                 dict(idx_out_type=TYPE["int32"]), label="int32-idx"),
-            case(p.op, [p.x((8,), gen=coarse_gen(p, (8,)))], [p.out((1,), same=True), Out((8,), np.int64)],
-                 dict(idx_out_type=TYPE["int64"]), label="int64-idx")]
+    return [
+        case(
+            p.op,
+            [p.x((8,), gen=coarse_gen(p, (8,)))],
+            [p.out((1,), same=True), Out((8,), np.int32)],
+            dict(idx_out_type=TYPE["int32"]),
+            label="int32-idx",
+        ),
+        case(
+            p.op,
+            [p.x((8,), gen=coarse_gen(p, (8,)))],
+            [p.out((1,), same=True), Out((8,), np.int64)],
+            dict(idx_out_type=TYPE["int64"]),
+            label="int64-idx",
+        ),
+    ]
 
 
 @recipe("SPARSE_TO_DENSE")
 def sparse_to_dense(p: P):
-    return [case(p.op, [i32([[0, 1], [2, 3]]), i32([3, 4]), p.x((2,)), p.const(0.25)], [p.out((3, 4), same=True)],
-                 label="2d"),
-            case(p.op, [i64([1, 4]), i64([6]), p.x((2,)), p.const(0.0)], [p.out((6,), same=True)], label="1d-int64")]
+    return [
+        case(
+            p.op, [i32([[0, 1], [2, 3]]), i32([3, 4]), p.x((2,)), p.const(0.25)], [p.out((3, 4), same=True)], label="2d"
+        ),
+        case(p.op, [i64([1, 4]), i64([6]), p.x((2,)), p.const(0.0)], [p.out((6,), same=True)], label="1d-int64"),
+    ]
 
 
 @recipe("DYNAMIC_UPDATE_SLICE")
 def dynamic_update_slice(p: P):
-    return [case(p.op, [p.x((4, 4)), p.x((2, 2)), i32([1, 2])], [p.out((4, 4), same=True)], label="int32"),
-            case(p.op, [p.x((4, 4)), p.x((2, 3)), i64([3, 3])], [p.out((4, 4), same=True)], label="clamped-int64")]
+    return [
+        case(p.op, [p.x((4, 4)), p.x((2, 2)), i32([1, 2])], [p.out((4, 4), same=True)], label="int32"),
+        case(p.op, [p.x((4, 4)), p.x((2, 3)), i64([3, 3])], [p.out((4, 4), same=True)], label="clamped-int64"),
+    ]
 
 
 @recipe("EMBEDDING_LOOKUP", paths=ALL)
@@ -1325,10 +1753,15 @@ def embedding_lookup(p: P):
     ids = In((3,), np.int32, gen=lambda rng: rng.integers(0, 5, 3))
     if p.path == "hybrid":
         table = Const(p.rng.integers(-127, 128, (5, 4)).astype(np.int8), np.int8, quant(0.02, 0))
-        per_channel = Const(p.rng.integers(-127, 128, (5, 4)).astype(np.int8), np.int8,
-                            quant(p.rand(5, 0.01, 0.03).astype(np.float64), 0, 0))
-        return [case(p.op, [ids, table], [Out((3, 4), np.float32)], label="int8-table"),
-                case(p.op, [ids, per_channel], [Out((3, 4), np.float32)], label="per-channel")]
+        per_channel = Const(
+            p.rng.integers(-127, 128, (5, 4)).astype(np.int8),
+            np.int8,
+            quant(p.rand(5, 0.01, 0.03).astype(np.float64), 0, 0),
+        )
+        return [
+            case(p.op, [ids, table], [Out((3, 4), np.float32)], label="int8-table"),
+            case(p.op, [ids, per_channel], [Out((3, 4), np.float32)], label="per-channel"),
+        ]
     return case(p.op, [ids, p.x((5, 4))], [p.out((3, 4), same=True)])
 
 
@@ -1339,11 +1772,20 @@ def bucketize(p: P):
 
 @recipe("BITCAST")
 def bitcast(p: P):
-    partner = {"float32": np.int32, "int32": np.float32, "int64": np.float64, "int8": np.uint8, "uint8": np.int8,
-               "int16": np.uint16, "bool": np.uint8, "string": np.bytes_}[p.path]
-    return [case(p.op, [In((2, 4), p.dtype)], [Out((2, 4), partner)], label="same-size"),
-            case(p.op, [In((2, 4), p.dtype)], [Out((2, 4, np.dtype(p.dtype).itemsize), np.uint8)],
-                 label="to-bytes")]
+    partner = {
+        "float32": np.int32,
+        "int32": np.float32,
+        "int64": np.float64,
+        "int8": np.uint8,
+        "uint8": np.int8,
+        "int16": np.uint16,
+        "bool": np.uint8,
+        "string": np.bytes_,
+    }[p.path]
+    return [
+        case(p.op, [In((2, 4), p.dtype)], [Out((2, 4), partner)], label="same-size"),
+        case(p.op, [In((2, 4), p.dtype)], [Out((2, 4, np.dtype(p.dtype).itemsize), np.uint8)], label="to-bytes"),
+    ]
 
 
 @recipe("BROADCAST_ARGS")
@@ -1351,6 +1793,7 @@ def broadcast_args(p: P):
     a = In((3,), p.dtype, gen=lambda rng: np.array([1, 4, 1]))
     b = In((3,), p.dtype, gen=lambda rng: np.array([3, 1, 5]))
     return case(p.op, [a, b], [Out((3,), p.dtype)])
+
 
 # ----------------------------------------------------------------------------------------------
 # Complex numbers, FFT, random numbers
@@ -1360,27 +1803,35 @@ def broadcast_args(p: P):
 @recipe("COMPLEX_ABS", "REAL", "IMAG")
 def complex_parts(p: P):
     if p.path == "float32":
-        return [case(p.op, [In((2, 3), np.complex64)], [Out((2, 3), np.float32)], label="complex64"),
-                case(p.op, [In((2, 3), np.complex128)], [Out((2, 3), np.float64)], label="complex128")]
+        return [
+            case(p.op, [In((2, 3), np.complex64)], [Out((2, 3), np.float32)], label="complex64"),
+            case(p.op, [In((2, 3), np.complex128)], [Out((2, 3), np.float64)], label="complex128"),
+        ]
     return case(p.op, [p.x((2, 3))], [p.out((2, 3))])
 
 
 @recipe("RFFT2D")
 def rfft2d(p: P):
-    return [case(p.op, [p.x((2, 4, 8)), i32([4, 8])], [Out((2, 4, 5), np.complex64)], label="same-size"),
-            case(p.op, [p.x((3, 5)), i32([4, 4])], [Out((4, 3), np.complex64)], label="crop-and-pad")]
+    return [
+        case(p.op, [p.x((2, 4, 8)), i32([4, 8])], [Out((2, 4, 5), np.complex64)], label="same-size"),
+        case(p.op, [p.x((3, 5)), i32([4, 4])], [Out((4, 3), np.complex64)], label="crop-and-pad"),
+    ]
 
 
 @recipe("RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL")
 def random_op(p: P):
-    return [case(p.op, [i32([2, 3])], [Out((2, 3), p.dtype)], dict(seed=1, seed2=2), label="int32-shape"),
-            case(p.op, [i64([4])], [Out((4,), p.dtype)], dict(seed=7, seed2=0), label="int64-shape")]
+    return [
+        case(p.op, [i32([2, 3])], [Out((2, 3), p.dtype)], dict(seed=1, seed2=2), label="int32-shape"),
+        case(p.op, [i64([4])], [Out((4,), p.dtype)], dict(seed=7, seed2=0), label="int64-shape"),
+    ]
 
 
 @recipe("MULTINOMIAL")
 def multinomial(p: P):
-    return [case(p.op, [p.x((2, 4)), i32(5)], [Out((2, 5), np.int64)], dict(seed=3, seed2=4), label="int64-out"),
-            case(p.op, [p.x((1, 3)), i32(4)], [Out((1, 4), np.int32)], dict(seed=5, seed2=6), label="int32-out")]
+    return [
+        case(p.op, [p.x((2, 4)), i32(5)], [Out((2, 5), np.int64)], dict(seed=3, seed2=4), label="int64-out"),
+        case(p.op, [p.x((1, 3)), i32(4)], [Out((1, 4), np.int32)], dict(seed=5, seed2=6), label="int32-out"),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1404,10 +1855,20 @@ def non_max_suppression(p: P):
     ins = [boxes, scores, i32(4), Const(np.float32(0.4)), Const(np.float32(0.2))]
     if p.op == "NON_MAX_SUPPRESSION_V4":
         return case(p.op, ins, [Out((4,), np.int32), Out((), np.int32)])
-    return [case(p.op, ins + [Const(np.float32(0.0))], [Out((4,), np.int32), Out((4,), np.float32),
-                                                         Out((), np.int32)], label="hard-nms"),
-            case(p.op, ins + [Const(np.float32(0.5))], [Out((4,), np.int32), Out((4,), np.float32),
-                                                         Out((), np.int32)], label="soft-nms")]
+    return [
+        case(
+            p.op,
+            ins + [Const(np.float32(0.0))],
+            [Out((4,), np.int32), Out((4,), np.float32), Out((), np.int32)],
+            label="hard-nms",
+        ),
+        case(
+            p.op,
+            ins + [Const(np.float32(0.5))],
+            [Out((4,), np.int32), Out((4,), np.float32), Out((), np.int32)],
+            label="soft-nms",
+        ),
+    ]
 
 
 @recipe("TFLite_Detection_PostProcess")
@@ -1420,15 +1881,32 @@ def detection_postprocess(p: P):
     cq = {"int8": quant(1 / 256, -128), "uint8": quant(1 / 256, 0)}.get(p.path)
     cases = []
     for regular in (False, True):
-        opts = dict(max_detections=max_det, max_classes_per_detection=1, detections_per_class=2,
-                    use_regular_nms=regular, nms_score_threshold=0.2, nms_iou_threshold=0.5, num_classes=classes,
-                    y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)
+        opts = dict(
+            max_detections=max_det,
+            max_classes_per_detection=1,
+            detections_per_class=2,
+            use_regular_nms=regular,
+            nms_score_threshold=0.2,
+            nms_iou_threshold=0.5,
+            num_classes=classes,
+            y_scale=10.0,
+            x_scale=10.0,
+            h_scale=5.0,
+            w_scale=5.0,
+        )
         box = p.x((1, n, 4), q=quant(0.05, 0) if p.quantized else None, lo=-2, hi=2)
         cls = p.x((1, n, classes + 1), q=cq, lo=0, hi=1)
         anc = p.const(anchors, q=qa) if p.quantized else Const(anchors.astype(p.dtype))
         outs = [Out((1, max_det, 4)), Out((1, max_det)), Out((1, max_det)), Out((1,))]
-        cases.append(case(p.op, [box, cls, anc], outs, custom_options=bytes(flexbuffers.Dumps(opts)),
-                          label=f"regular-nms={regular}"))
+        cases.append(
+            case(
+                p.op,
+                [box, cls, anc],
+                outs,
+                custom_options=bytes(flexbuffers.Dumps(opts)),
+                label=f"regular-nms={regular}",
+            )
+        )
     return cases
 
 
@@ -1440,8 +1918,15 @@ def audio_spectrogram(p: P):  # LiteRT: float32 only (other paths are attempted 
     for window, stride, squared in ((64, 32, True), (100, 40, False)):
         bins = (1 << (window - 1).bit_length()) // 2 + 1
         opts = bytes(flexbuffers.Dumps(dict(window_size=window, stride=stride, magnitude_squared=squared)))
-        cases.append(case(p.op, [p.x((300, 2))], [p.out((2, 1 + (300 - window) // stride, bins), same=True)],
-                          custom_options=opts, label=f"window{window}-stride{stride}-squared={squared}"))
+        cases.append(
+            case(
+                p.op,
+                [p.x((300, 2))],
+                [p.out((2, 1 + (300 - window) // stride, bins), same=True)],
+                custom_options=opts,
+                label=f"window{window}-stride{stride}-squared={squared}",
+            )
+        )
     return cases
 
 
@@ -1449,13 +1934,22 @@ def audio_spectrogram(p: P):  # LiteRT: float32 only (other paths are attempted 
 def mfcc(p: P):  # LiteRT: float32 spectrogram, int32 rate only (other paths are attempted and refused)
     from flatbuffers import flexbuffers
 
-    opts = bytes(flexbuffers.Dumps(dict(upper_frequency_limit=4000, lower_frequency_limit=20,
-                                        filterbank_channel_count=20, dct_coefficient_count=13)))
+    opts = bytes(
+        flexbuffers.Dumps(
+            dict(
+                upper_frequency_limit=4000,
+                lower_frequency_limit=20,
+                filterbank_channel_count=20,
+                dct_coefficient_count=13,
+            )
+        )
+    )
     spec = p.x((2, 3, 129), lo=0, hi=10)
     rate = In((1,), np.int32, gen=lambda rng: np.array([16000]))
-    return [case(p.op, [spec, i32([16000])], [p.out((2, 3, 13), same=True)], custom_options=opts,
-                 label="constant-rate"),
-            case(p.op, [spec, rate], [p.out((2, 3, 13), same=True)], custom_options=opts, label="rate-input")]
+    return [
+        case(p.op, [spec, i32([16000])], [p.out((2, 3, 13), same=True)], custom_options=opts, label="constant-rate"),
+        case(p.op, [spec, rate], [p.out((2, 3, 13), same=True)], custom_options=opts, label="rate-input"),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1477,15 +1971,18 @@ def numeric_verify(p: P):  # LiteRT: int8 / uint8 / int16 / float16 input (float
         q_in, const = p.x(shape), p.const(p.rand(shape))
     ref, out = In(shape, np.float32), Out(shape, np.float32)
     exact = dict(rtol=0.0, atol=0.0)
-    cases = [case(p.op, [q_in, ref], [out], custom_options=opts(0.0, False), label="statistics", **exact),
-             case(p.op, [const, ref], [out], custom_options=opts(0.0, False), label="constant-input", **exact)]
+    cases = [
+        case(p.op, [q_in, ref], [out], custom_options=opts(0.0, False), label="statistics", **exact),
+        case(p.op, [const, ref], [out], custom_options=opts(0.0, False), label="constant-input", **exact),
+    ]
     if p.path != "float32":  # a float16 input has scale 0: every nonzero difference fails the check
         cases.append(case(p.op, [q_in, ref], [out], custom_options=opts(1e6, True), label="checked", **exact))
     if p.path in ("int8", "uint8"):
         zp = p.qin().zero_point[0]
         pc = QuantizationParameters(scale=(0.05, 0.1, 0.02), zero_point=(zp, zp, zp), quantized_dimension=1)
-        cases.append(case(p.op, [p.x(shape, q=pc), ref], [out], custom_options=opts(0.0, False),
-                          label="per-channel", **exact))
+        cases.append(
+            case(p.op, [p.x(shape, q=pc), ref], [out], custom_options=opts(0.0, False), label="per-channel", **exact)
+        )
     return cases
 
 
@@ -1496,9 +1993,17 @@ def hadamard_rotation(p: P):  # LiteRT: float32 and int32 (its bits transformed 
     cases = []
     for shape, size in (((2, 16), 8), ((2, 3, 128), 64), ((3, 10), 4)):  # small loop, unrolled (>= 64), ragged
         x = p.x(shape, lo=0, hi=10**6) if p.path == "int32" else p.x(shape)  # int32: no NaN bit patterns
-        cases.append(case(p.op, [x], [p.out(shape, same=True)], rtol=0.0, atol=0.0,
-                          custom_options=bytes(flexbuffers.Dumps(dict(hadamard_size=size))),
-                          label=f"size{size}-{'x'.join(map(str, shape))}"))
+        cases.append(
+            case(
+                p.op,
+                [x],
+                [p.out(shape, same=True)],
+                rtol=0.0,
+                atol=0.0,
+                custom_options=bytes(flexbuffers.Dumps(dict(hadamard_size=size))),
+                label=f"size{size}-{'x'.join(map(str, shape))}",
+            )
+        )
     return cases
 
 
@@ -1520,9 +2025,15 @@ def convolution_2d_transpose_bias(p: P):  # custom options: TfLiteTransposeConvP
         p_h = max(0, k - 3 % stride - 1) if padding == 1 else 0
         p_w = max(0, k - 4 % stride - 1) if padding == 1 else 0
         out = p.out((1, stride * 3 + k - p_h, stride * 4 + k - p_w, o))
-        cases.append(case(p.op, [x, p.const(p.rand((o, k, k, c))), p.const(p.rand((o,)))], [out],
-                          custom_options=struct.pack("<3i", padding, stride, stride),
-                          label=f"{'same' if padding == 1 else 'valid'}-k{k}-s{stride}"))
+        cases.append(
+            case(
+                p.op,
+                [x, p.const(p.rand((o, k, k, c))), p.const(p.rand((o,)))],
+                [out],
+                custom_options=struct.pack("<3i", padding, stride, stride),
+                label=f"{'same' if padding == 1 else 'valid'}-k{k}-s{stride}",
+            )
+        )
     for c in cases:
         c.resolvers = (AUTO,)
     return cases
@@ -1539,8 +2050,12 @@ def max_pooling_with_argmax_2d(p: P):
         oh, ow = (-(-shape[1] // 2), -(-shape[2] // 2)) if padding == 1 else (shape[1] // 2, shape[2] // 2)
         out = (shape[0], oh, ow, shape[3])
         values, idx = g.op(p.op, [p.x(shape)], [p.out(out), Out(out)], custom_options=_pool_params(padding, 2, 2))
-        (y,) = g.op("MaxUnpooling2D", [values, idx], [p.out((shape[0], 2 * oh, 2 * ow, shape[3]))],
-                    custom_options=_pool_params(2, 2, 2))
+        (y,) = g.op(
+            "MaxUnpooling2D",
+            [values, idx],
+            [p.out((shape[0], 2 * oh, 2 * ow, shape[3]))],
+            custom_options=_pool_params(2, 2, 2),
+        )
         cases.append(g.case([values, y], label="same" if padding == 1 else "valid", resolvers=(AUTO,)))
     return cases
 
@@ -1550,8 +2065,9 @@ def max_unpooling_2d(p: P):
     """Unpooling what MaxPoolingWithArgmax2D pooled (each runtime reads the index encoding its pool wrote)."""
     g = Graph()
     shape, out = (1, 6, 4, 3), (1, 3, 2, 3)
-    values, idx = g.op("MaxPoolingWithArgmax2D", [p.x(shape)], [p.out(out), Out(out)],
-                       custom_options=_pool_params(2, 2, 2))
+    values, idx = g.op(
+        "MaxPoolingWithArgmax2D", [p.x(shape)], [p.out(out), Out(out)], custom_options=_pool_params(2, 2, 2)
+    )
     (y,) = g.op(p.op, [values, idx], [p.out(shape)], custom_options=_pool_params(2, 2, 2))
     return g.case([y], label="after-MaxPoolingWithArgmax2D", resolvers=(AUTO,))
 
@@ -1568,14 +2084,44 @@ def _matrix(gen_rng, scale: float = 1.0) -> np.ndarray:
 def landmarks2_transform_matrix(p: P):  # FlexBuffer options; v2 (MediaPipe's CPU resolver) and v1
     from flatbuffers import flexbuffers
 
-    v2 = dict(left_rotation_idx=0, right_rotation_idx=1, target_rotation_radians=0.0, output_height=16,
-              output_width=16, scale_x=1.5, scale_y=1.5, subset_idxs=[0, 1, 2, 3, 4, 5])
-    v1 = dict(input_hw=[64, 64], output_hw=[16, 16], dimensions=3, landmarks_range=64, bbox_size_multiplier=1.5,
-              left_rotation_idx=0, right_rotation_idx=1, subset=[0, 1, 2, 3, 4, 5])
-    return [case(p.op, [p.x((1, 6, 3), lo=0, hi=64)], [p.out((1, 4, 4))], version=2, label="v2",
-                 custom_options=bytes(flexbuffers.Dumps(v2))),
-            case(p.op, [p.x((1, 1, 1, 18), lo=0, hi=64)], [p.out((1, 4, 4))], version=1, label="v1",
-                 custom_options=bytes(flexbuffers.Dumps(v1)))]
+    v2 = dict(
+        left_rotation_idx=0,
+        right_rotation_idx=1,
+        target_rotation_radians=0.0,
+        output_height=16,
+        output_width=16,
+        scale_x=1.5,
+        scale_y=1.5,
+        subset_idxs=[0, 1, 2, 3, 4, 5],
+    )
+    v1 = dict(
+        input_hw=[64, 64],
+        output_hw=[16, 16],
+        dimensions=3,
+        landmarks_range=64,
+        bbox_size_multiplier=1.5,
+        left_rotation_idx=0,
+        right_rotation_idx=1,
+        subset=[0, 1, 2, 3, 4, 5],
+    )
+    return [
+        case(
+            p.op,
+            [p.x((1, 6, 3), lo=0, hi=64)],
+            [p.out((1, 4, 4))],
+            version=2,
+            label="v2",
+            custom_options=bytes(flexbuffers.Dumps(v2)),
+        ),
+        case(
+            p.op,
+            [p.x((1, 1, 1, 18), lo=0, hi=64)],
+            [p.out((1, 4, 4))],
+            version=1,
+            label="v1",
+            custom_options=bytes(flexbuffers.Dumps(v1)),
+        ),
+    ]
 
 
 @recipe("TransformLandmarks")
@@ -1583,9 +2129,17 @@ def transform_landmarks(p: P):  # v2: no options; v1: FlexBuffer {dimensions, sc
     from flatbuffers import flexbuffers
 
     m = In((1, 4, 4), p.dtype, gen=_matrix) if p.path == "float32" else p.x((1, 4, 4))
-    return [case(p.op, [p.x((1, 5, 3), lo=0, hi=16), m], [p.out((1, 5, 3))], version=2, label="v2"),
-            case(p.op, [p.x((1, 2, 2, 4), lo=0, hi=16), m], [p.out((1, 2, 2, 4))], version=1, label="v1",
-                 custom_options=bytes(flexbuffers.Dumps(dict(dimensions=2, scale=2.0))))]
+    return [
+        case(p.op, [p.x((1, 5, 3), lo=0, hi=16), m], [p.out((1, 5, 3))], version=2, label="v2"),
+        case(
+            p.op,
+            [p.x((1, 2, 2, 4), lo=0, hi=16), m],
+            [p.out((1, 2, 2, 4))],
+            version=1,
+            label="v1",
+            custom_options=bytes(flexbuffers.Dumps(dict(dimensions=2, scale=2.0))),
+        ),
+    ]
 
 
 @recipe("TransformTensorBilinear")
@@ -1594,10 +2148,24 @@ def transform_tensor_bilinear(p: P):  # v2 {output_height, output_width}; v1 {mo
 
     m = In((1, 4, 4), p.dtype, gen=_matrix) if p.path == "float32" else p.x((1, 4, 4))
     x = p.x((1, 8, 8, 3))
-    return [case(p.op, [x, m], [p.out((1, 4, 5, 3))], version=2, label="v2",
-                 custom_options=bytes(flexbuffers.Dumps(dict(output_height=4, output_width=5)))),
-            case(p.op, [x, m], [p.out((1, 4, 5, 3))], version=1, label="v1",
-                 custom_options=bytes(flexbuffers.Dumps(dict(mode="bilinear", output_size=[4, 5]))))]
+    return [
+        case(
+            p.op,
+            [x, m],
+            [p.out((1, 4, 5, 3))],
+            version=2,
+            label="v2",
+            custom_options=bytes(flexbuffers.Dumps(dict(output_height=4, output_width=5))),
+        ),
+        case(
+            p.op,
+            [x, m],
+            [p.out((1, 4, 5, 3))],
+            version=1,
+            label="v1",
+            custom_options=bytes(flexbuffers.Dumps(dict(mode="bilinear", output_size=[4, 5]))),
+        ),
+    ]
 
 
 @recipe("HASHTABLE_LOOKUP")
@@ -1612,31 +2180,58 @@ def hashtable_lookup(p: P):
 @recipe("LSH_PROJECTION")
 def lsh_projection(p: P):
     hashes = f32(p.rand((4, 2), -1, 1))
-    return [case(p.op, [hashes, p.x((3, 2)), f32([0.5, 1.0, 2.0])], [Out((4,), np.int32)], dict(type=1),
-                 label="sparse-weighted"),
-            case(p.op, [hashes, p.x((3, 2)), None], [Out((8,), np.int32)], dict(type=2), label="dense")]
+    return [
+        case(
+            p.op,
+            [hashes, p.x((3, 2)), f32([0.5, 1.0, 2.0])],
+            [Out((4,), np.int32)],
+            dict(type=1),
+            label="sparse-weighted",
+        ),
+        case(p.op, [hashes, p.x((3, 2)), None], [Out((8,), np.int32)], dict(type=2), label="dense"),
+    ]
 
 
 @recipe("SKIP_GRAM")
 def skip_gram(p: P):
     gen = (lambda rng: np.array([b"the quick brown fox jumps"], dtype=object)) if p.path == "string" else None
     sentence = In((1,), p.dtype, gen=gen)
-    return [case(p.op, [sentence], [Out((1,), p.dtype)], dict(ngram_size=2, max_skip_size=1, include_all_ngrams=b),
-                 label=f"all-ngrams={b}") for b in (False, True)]
+    return [
+        case(
+            p.op,
+            [sentence],
+            [Out((1,), p.dtype)],
+            dict(ngram_size=2, max_skip_size=1, include_all_ngrams=b),
+            label=f"all-ngrams={b}",
+        )
+        for b in (False, True)
+    ]
 
 
 @recipe("EMBEDDING_LOOKUP_SPARSE")
 def embedding_lookup_sparse(p: P):
     ids = i32([1, 3, 0])
     indices = i32([[0, 0], [2, 0], [2, 1]])
-    return [case(p.op, [ids, indices, i32([3, 2]), f32([1.0, 2.0, 0.5]), p.x((4, 2))], [p.out((3, 2))],
-                 dict(combiner=c), label=f"combiner{c}") for c in (0, 1, 2)]
+    return [
+        case(
+            p.op,
+            [ids, indices, i32([3, 2]), f32([1.0, 2.0, 0.5]), p.x((4, 2))],
+            [p.out((3, 2))],
+            dict(combiner=c),
+            label=f"combiner{c}",
+        )
+        for c in (0, 1, 2)
+    ]
 
 
 @recipe("CONCAT_EMBEDDINGS")
 def concat_embeddings(p: P):  # a schema op without a kernel in LiteRT: expected n/a
-    return case(p.op, [In((2,), np.int32, gen=lambda rng: np.array([0, 1])), p.x((3, 2))], [p.out((2, 2))],
-                dict(num_channels=1, num_columns_per_channel=[1], embedding_dim_per_channel=[2]))
+    return case(
+        p.op,
+        [In((2,), np.int32, gen=lambda rng: np.array([0, 1])), p.x((3, 2))],
+        [p.out((2, 2))],
+        dict(num_channels=1, num_columns_per_channel=[1], embedding_dim_per_channel=[2]),
+    )
 
 
 @recipe("DENSIFY")
@@ -1646,10 +2241,19 @@ def densify(p: P):
     dense = np.array([[1, 0, 0, 2], [0, 0, 0, 0], [0, 3, 4, 0]], np.float32)
     rows, cols = np.nonzero(dense)
     values = np.asarray(dense[rows, cols])
-    sp = SparsityParameters(traversal_order=(0, 1), dim_metadata=(
-        DimensionMetadata(format=0, dense_size=3),
-        DimensionMetadata(format=1, array_segments=(0, 2, 2, 4), array_indices=tuple(int(c) for c in cols),
-                          array_segments_type=1, array_indices_type=1)))
+    sp = SparsityParameters(
+        traversal_order=(0, 1),
+        dim_metadata=(
+            DimensionMetadata(format=0, dense_size=3),
+            DimensionMetadata(
+                format=1,
+                array_segments=(0, 2, 2, 4),
+                array_indices=tuple(int(c) for c in cols),
+                array_segments_type=1,
+                array_indices_type=1,
+            ),
+        ),
+    )
     g = Graph()
     c = p.const(values)
     data = np.asarray(c.data)
@@ -1660,8 +2264,10 @@ def densify(p: P):
 
 @recipe("DILATE")
 def dilate(p: P):
-    return [case(p.op, [p.x((2, 3)), i32([2, 3]), p.const(0.5)], [p.out((3, 7), same=True)], label="2d"),
-            case(p.op, [p.x((2, 2, 2)), i32([1, 2, 1]), p.const(0.0)], [p.out((2, 3, 2), same=True)], label="3d")]
+    return [
+        case(p.op, [p.x((2, 3)), i32([2, 3]), p.const(0.5)], [p.out((3, 7), same=True)], label="2d"),
+        case(p.op, [p.x((2, 2, 2)), i32([1, 2, 1]), p.const(0.0)], [p.out((2, 3, 2), same=True)], label="3d"),
+    ]
 
 
 @recipe("REDUCE_WINDOW")
@@ -1670,9 +2276,21 @@ def reduce_window(p: P):
     fns = {"ADD": 1, "MUL": 2, "MINIMUM": 3, "MAXIMUM": 4} if p.path != "bool" else {"ALL": 5, "ANY": 6}
     for name, fn in fns.items():
         init = {"ADD": 0, "MUL": 1, "MINIMUM": 3, "MAXIMUM": -3, "ALL": True, "ANY": False}[name]
-        cases.append(case(p.op, [p.x((4, 5), lo=0.5 if name == "MUL" else None, hi=1.5 if name == "MUL" else None),
-                                 Const(np.asarray(init).astype(p.dtype)), i64([2, 2]), i64([1, 2]), i64([1, 1])],
-                          [p.out((3, 2), same=True)], dict(reduce_function=fn), label=name.lower()))
+        cases.append(
+            case(
+                p.op,
+                [
+                    p.x((4, 5), lo=0.5 if name == "MUL" else None, hi=1.5 if name == "MUL" else None),
+                    Const(np.asarray(init).astype(p.dtype)),
+                    i64([2, 2]),
+                    i64([1, 2]),
+                    i64([1, 1]),
+                ],
+                [p.out((3, 2), same=True)],
+                dict(reduce_function=fn),
+                label=name.lower(),
+            )
+        )
     return cases
 
 
@@ -1692,8 +2310,12 @@ def _reverse_branch(p: P, shape):
     def build(g: Graph, idx):
         n = len(shape)
         begin, end, strides = i32([shape[0] - 1] + [0] * (n - 1)), i32([0] * n), i32([-1] + [1] * (n - 1))
-        return g.op("STRIDED_SLICE", [idx[0], begin, end, strides], [p.out(shape, same=True)],
-                    dict(begin_mask=0, end_mask=(1 << n) - 1))
+        return g.op(
+            "STRIDED_SLICE",
+            [idx[0], begin, end, strides],
+            [p.out(shape, same=True)],
+            dict(begin_mask=0, end_mask=(1 << n) - 1),
+        )
 
     return build
 
@@ -1704,8 +2326,12 @@ def if_op(p: P):
     g = Graph()
     then = g.subgraph([p.out(shape, same=True)], _identity_branch(p, shape))
     other = g.subgraph([p.out(shape, same=True)], _reverse_branch(p, shape))
-    o = g.op("IF", [In((), np.bool_), p.x(shape)], [p.out(shape, same=True)],
-             dict(then_subgraph_index=then, else_subgraph_index=other))
+    o = g.op(
+        "IF",
+        [In((), np.bool_), p.x(shape)],
+        [p.out(shape, same=True)],
+        dict(then_subgraph_index=then, else_subgraph_index=other),
+    )
     return g.case(o)
 
 
@@ -1724,8 +2350,12 @@ def while_op(p: P):
         return [i, x]
 
     c, b = g.subgraph(loop, cond), g.subgraph(loop, body)
-    o = g.op("WHILE", [In((), np.int32, gen=lambda rng: rng.integers(0, 4, ())), p.x(shape)],
-             [Out((), np.int32), p.out(shape, same=True)], dict(cond_subgraph_index=c, body_subgraph_index=b))
+    o = g.op(
+        "WHILE",
+        [In((), np.int32, gen=lambda rng: rng.integers(0, 4, ())), p.x(shape)],
+        [Out((), np.int32), p.out(shape, same=True)],
+        dict(cond_subgraph_index=c, body_subgraph_index=b),
+    )
     return g.case(o)
 
 
@@ -1742,6 +2372,7 @@ def _variable_model(p: P, with_call_once: bool) -> Case:
     shape = (2, 3)
     g = Graph()
     if with_call_once:
+
         def init(g: Graph, idx):
             h = g.resource()
             g.op("VAR_HANDLE", [], [h], dict(shared_name="v"))
@@ -1779,12 +2410,16 @@ def hashtable(p: P):
         keys = np.array([3, 7, 11, 20]) if p.path == "int64" else np.array(WORDS[1:5], dtype=object)
     else:
         keys = randv(p, (4,))
-    values = np.array([b"three", b"seven", b"eleven", b"twenty"], dtype=object) if p.path != "string" \
+    values = (
+        np.array([b"three", b"seven", b"eleven", b"twenty"], dtype=object)
+        if p.path != "string"
         else np.array([3, 7, 11, 20], np.int64)
+    )
     vtype = np.bytes_ if p.path != "string" else np.int64
     default = np.array(b"?", dtype=object) if p.path != "string" else np.int64(-1)
-    opts = dict(table_id=1, key_dtype=TYPE.get(p.path, 0),
-                value_dtype=TYPE["string" if p.path != "string" else "int64"])
+    opts = dict(
+        table_id=1, key_dtype=TYPE.get(p.path, 0), value_dtype=TYPE["string" if p.path != "string" else "int64"]
+    )
     g = Graph()
 
     def init(g: Graph, idx):
@@ -1797,8 +2432,13 @@ def hashtable(p: P):
     g.op("CALL_ONCE", [], [], dict(init_subgraph_index=k))
     h = g.resource()
     g.op("HASHTABLE", [], [h], opts)
-    query = In((5,), p.dtype, gen=lambda rng: np.concatenate([keys[rng.integers(0, 4, 4)], keys[:0],
-                                                              randv(p, (1,)) if p.path != "int64" else [99]]))
+    query = In(
+        (5,),
+        p.dtype,
+        gen=lambda rng: np.concatenate(
+            [keys[rng.integers(0, 4, 4)], keys[:0], randv(p, (1,)) if p.path != "int64" else [99]]
+        ),
+    )
     (found,) = g.op("HASHTABLE_FIND", [h, query, Const(default)], [Out((5,), vtype)])
     (size,) = g.op("HASHTABLE_SIZE", [h], [Out((1,), np.int64)])
     return g.case([found, size])
@@ -1816,31 +2456,67 @@ def rnn_weight(p: P, shape):
 
 
 def rnn_inputs(p: P, n_in: int, units: int, batch: int):
-    return [rnn_weight(p, (units, n_in)), rnn_weight(p, (units, units)), Const(randv(p, (units,), -0.2, 0.2)),
-            Var((batch, units), p.dtype)]
+    return [
+        rnn_weight(p, (units, n_in)),
+        rnn_weight(p, (units, units)),
+        Const(randv(p, (units,), -0.2, 0.2)),
+        Var((batch, units), p.dtype),
+    ]
 
 
 @recipe("RNN", paths=ALL)
 def rnn(p: P):
-    return [case(p.op, [p.x((2, 3))] + rnn_inputs(p, 3, 4, 2), [p.out((2, 4))],
-                 dict(fused_activation_function=act), label=f"act{act}") for act in (RELU, TANH)]
+    return [
+        case(
+            p.op,
+            [p.x((2, 3))] + rnn_inputs(p, 3, 4, 2),
+            [p.out((2, 4))],
+            dict(fused_activation_function=act),
+            label=f"act{act}",
+        )
+        for act in (RELU, TANH)
+    ]
 
 
 @recipe("UNIDIRECTIONAL_SEQUENCE_RNN", paths=ALL)
 def sequence_rnn(p: P):
-    return [case(p.op, [p.x((2, 5, 3))] + rnn_inputs(p, 3, 4, 2), [p.out((2, 5, 4))],
-                 dict(time_major=False, fused_activation_function=TANH), label="batch-major"),
-            case(p.op, [p.x((5, 2, 3))] + rnn_inputs(p, 3, 4, 2), [p.out((5, 2, 4))],
-                 dict(time_major=True, fused_activation_function=RELU), label="time-major")]
+    return [
+        case(
+            p.op,
+            [p.x((2, 5, 3))] + rnn_inputs(p, 3, 4, 2),
+            [p.out((2, 5, 4))],
+            dict(time_major=False, fused_activation_function=TANH),
+            label="batch-major",
+        ),
+        case(
+            p.op,
+            [p.x((5, 2, 3))] + rnn_inputs(p, 3, 4, 2),
+            [p.out((5, 2, 4))],
+            dict(time_major=True, fused_activation_function=RELU),
+            label="time-major",
+        ),
+    ]
 
 
 @recipe("BIDIRECTIONAL_SEQUENCE_RNN", paths=ALL)
 def bidirectional_rnn(p: P):
     ins = [p.x((2, 5, 3))] + rnn_inputs(p, 3, 4, 2) + rnn_inputs(p, 3, 4, 2) + [None, None, None]
-    return [case(p.op, ins, [p.out((2, 5, 4)), p.out((2, 5, 4))],
-                 dict(time_major=False, fused_activation_function=TANH, merge_outputs=False), label="separate"),
-            case(p.op, ins, [p.out((2, 5, 8))],
-                 dict(time_major=False, fused_activation_function=TANH, merge_outputs=True), label="merged")]
+    return [
+        case(
+            p.op,
+            ins,
+            [p.out((2, 5, 4)), p.out((2, 5, 4))],
+            dict(time_major=False, fused_activation_function=TANH, merge_outputs=False),
+            label="separate",
+        ),
+        case(
+            p.op,
+            ins,
+            [p.out((2, 5, 8))],
+            dict(time_major=False, fused_activation_function=TANH, merge_outputs=True),
+            label="merged",
+        ),
+    ]
 
 
 @recipe("SVDF", paths=ALL)
@@ -1850,39 +2526,74 @@ def svdf(p: P):
     if p.path == "int8":  # int8 activations and feature weights, int16 time weights and state, int32 bias; RELU
         wf, wt, state = quant(0.01, 0), quant(0.0005, 0), quant(0.005, 0)
         bias_q = quant(float(np.float32(0.005)) * float(np.float32(0.0005)), 0)
-        return [case(p.op, [p.x((batch, n_in)), Const(p.rand((filters, n_in), -127, 127, np.int8), np.int8, wf),
-                            Const(p.rand((filters, memory), -3000, 3000, np.int16), np.int16, wt),
-                            Const(p.rand((units,), -2000, 2000, np.int32), np.int32, bias_q),
-                            Var((batch, memory * filters), np.int16, state)],
-                     [p.out((batch, units), q=quant(0.02, -3))], dict(rank=rank, fused_activation_function=RELU))]
-    return case(p.op, [p.x((batch, n_in)), rnn_weight(p, (filters, n_in)), rnn_weight(p, (filters, memory)),
-                       Const(randv(p, (units,), -0.2, 0.2)), Var((batch, memory * filters), p.dtype)],
-                [p.out((batch, units))], dict(rank=rank, fused_activation_function=RELU))
+        return [
+            case(
+                p.op,
+                [
+                    p.x((batch, n_in)),
+                    Const(p.rand((filters, n_in), -127, 127, np.int8), np.int8, wf),
+                    Const(p.rand((filters, memory), -3000, 3000, np.int16), np.int16, wt),
+                    Const(p.rand((units,), -2000, 2000, np.int32), np.int32, bias_q),
+                    Var((batch, memory * filters), np.int16, state),
+                ],
+                [p.out((batch, units), q=quant(0.02, -3))],
+                dict(rank=rank, fused_activation_function=RELU),
+            )
+        ]
+    return case(
+        p.op,
+        [
+            p.x((batch, n_in)),
+            rnn_weight(p, (filters, n_in)),
+            rnn_weight(p, (filters, memory)),
+            Const(randv(p, (units,), -0.2, 0.2)),
+            Var((batch, memory * filters), p.dtype),
+        ],
+        [p.out((batch, units))],
+        dict(rank=rank, fused_activation_function=RELU),
+    )
 
 
-def lstm_weights(p: P, n_in: int, n_cell: int, n_out: int, batch: int, peephole=False, projection=False,
-                 layer_norm=False, cifg=False) -> list:
+def lstm_weights(
+    p: P, n_in: int, n_cell: int, n_out: int, batch: int, peephole=False, projection=False, layer_norm=False, cifg=False
+) -> list:
     """The 20 weight/bias/state inputs (1..19 and the four layer-norm ones) of an LSTM, in schema order."""
+
     def w(shape):
         return rnn_weight(p, shape)
 
     def b(n, lo=-0.2, hi=0.2):
         return Const(randv(p, (n,), lo, hi))
 
-    ins = [None if cifg else w((n_cell, n_in)), w((n_cell, n_in)), w((n_cell, n_in)), w((n_cell, n_in)),
-           None if cifg else w((n_cell, n_out)), w((n_cell, n_out)), w((n_cell, n_out)), w((n_cell, n_out))]
-    ins += [w((n_cell,)) if peephole and not cifg else None, w((n_cell,)) if peephole else None,
-            w((n_cell,)) if peephole else None]  # peephole weights: int8 on the hybrid path too
+    ins = [
+        None if cifg else w((n_cell, n_in)),
+        w((n_cell, n_in)),
+        w((n_cell, n_in)),
+        w((n_cell, n_in)),
+        None if cifg else w((n_cell, n_out)),
+        w((n_cell, n_out)),
+        w((n_cell, n_out)),
+        w((n_cell, n_out)),
+    ]
+    ins += [
+        w((n_cell,)) if peephole and not cifg else None,
+        w((n_cell,)) if peephole else None,
+        w((n_cell,)) if peephole else None,
+    ]  # peephole weights: int8 on the hybrid path too
     ins += [None if cifg else b(n_cell), b(n_cell, 0.5, 1.0), b(n_cell), b(n_cell)]
     ins += [w((n_out, n_cell)) if projection else None, b(n_out) if projection else None]
     ins += [Var((batch, n_out), p.dtype), Var((batch, n_cell), p.dtype)]
-    ins += [b(n_cell, 0.5, 1.5) if layer_norm and not cifg else None] + \
-           [b(n_cell, 0.5, 1.5) if layer_norm else None for _ in range(3)]
+    ins += [b(n_cell, 0.5, 1.5) if layer_norm and not cifg else None] + [
+        b(n_cell, 0.5, 1.5) if layer_norm else None for _ in range(3)
+    ]
     return ins
 
 
-LSTM_VARIANTS = (("plain", {}), ("peephole-projection", dict(peephole=True, projection=True)),
-                 ("cifg-layer-norm", dict(cifg=True, layer_norm=True)))
+LSTM_VARIANTS = (
+    ("plain", {}),
+    ("peephole-projection", dict(peephole=True, projection=True)),
+    ("cifg-layer-norm", dict(cifg=True, layer_norm=True)),
+)
 # uint8: LSTM's BASIC kernel type (kernel_type 1: 5 inputs, 4 outputs, uint8 activations, int16 state), and
 # full-kernel attempts with uint8 activations (LiteRT's full kernels take float32, int8 and int16 only). Not
 # attempted: a uint8 input with float32 weights, biases and states, which LiteRT's full kernels accept and
@@ -1899,16 +2610,28 @@ def basic_lstm_case(p: P, batch: int = 2, n_in: int = 3, n_out: int = 4) -> Case
     opts = dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, kernel_type=1)
     k = n_in + n_out
     if p.path == "uint8":
-        qa, qs, s_w = quant(1 / 128, 128), quant(2.0 ** -11, 0), 0.02
-        ins = [In((batch, n_in), np.uint8, qa), In((batch, n_out), np.uint8, qa),
-               Const(p.rand((4 * n_out, k), 0, 255, np.uint8), np.uint8, quant(s_w, 120)),
-               Const(p.rand((4 * n_out,), -3000, 3000, np.int32), np.int32, quant(s_w / 128, 0)),
-               In((batch, n_out), np.int16, qs)]
-        outs = [Out((batch, n_out), np.uint8, qa), Out((batch, n_out), np.int16, qs),
-                Out((batch, k), np.uint8, qa), Out((batch, 4 * n_out), np.int16, quant(2.0 ** -12, 0))]
+        qa, qs, s_w = quant(1 / 128, 128), quant(2.0**-11, 0), 0.02
+        ins = [
+            In((batch, n_in), np.uint8, qa),
+            In((batch, n_out), np.uint8, qa),
+            Const(p.rand((4 * n_out, k), 0, 255, np.uint8), np.uint8, quant(s_w, 120)),
+            Const(p.rand((4 * n_out,), -3000, 3000, np.int32), np.int32, quant(s_w / 128, 0)),
+            In((batch, n_out), np.int16, qs),
+        ]
+        outs = [
+            Out((batch, n_out), np.uint8, qa),
+            Out((batch, n_out), np.int16, qs),
+            Out((batch, k), np.uint8, qa),
+            Out((batch, 4 * n_out), np.int16, quant(2.0**-12, 0)),
+        ]
     else:
-        ins = [p.x((batch, n_in)), p.x((batch, n_out)), Const(randv(p, (4 * n_out, k), -0.5, 0.5)),
-               Const(randv(p, (4 * n_out,), -0.5, 0.5)), p.x((batch, n_out))]
+        ins = [
+            p.x((batch, n_in)),
+            p.x((batch, n_out)),
+            Const(randv(p, (4 * n_out, k), -0.5, 0.5)),
+            Const(randv(p, (4 * n_out,), -0.5, 0.5)),
+            p.x((batch, n_out)),
+        ]
         outs = [p.out((batch, n_out)), p.out((batch, n_out)), p.out((batch, k)), p.out((batch, 4 * n_out))]
     return case("LSTM", ins, outs, opts, label="basic")
 
@@ -1931,10 +2654,10 @@ def integer_lstm_case(p: P, op: str, xshape, oshape, options: dict, projection: 
     ins = [p.x(xshape)] + [w((n_cell, n_in)) for _ in range(4)] + [w((n_cell, n_out)) for _ in range(4)]
     ins += [None] * 3 + [b(in_scale) for _ in range(4)]
     ins += [w((n_out, n_cell)), None] if projection else [None, None]
-    ins += [Var((batch, n_out), p.dtype, out_q), Var((batch, n_cell), np.int16, quant(2.0 ** -11, 0))]
+    ins += [Var((batch, n_out), p.dtype, out_q), Var((batch, n_cell), np.int16, quant(2.0**-11, 0))]
     ins += [None] * 4
     g = Graph()
-    inter = [g.add(Out((), np.int16, quant(2.0 ** -12, 0))) for _ in range(4)]
+    inter = [g.add(Out((), np.int16, quant(2.0**-12, 0))) for _ in range(4)]
     inter.append(g.add(Out((), p.dtype, out_q)))
     o = g.op(op, ins, [Out(oshape, p.dtype, out_q)], options, intermediates=inter)
     return g.case(o, label="integer-projection" if projection else "integer")
@@ -1944,11 +2667,21 @@ def integer_lstm_case(p: P, op: str, xshape, oshape, options: dict, projection: 
 def lstm(p: P):
     opts = dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, kernel_type=0)
     if p.path in ("int8", "int16"):
-        return [integer_lstm_case(p, p.op, (2, 3), (2, 4), opts, False),
-                integer_lstm_case(p, p.op, (2, 3), (2, 3), opts, True)]
+        return [
+            integer_lstm_case(p, p.op, (2, 3), (2, 4), opts, False),
+            integer_lstm_case(p, p.op, (2, 3), (2, 3), opts, True),
+        ]
     n_out = {"plain": 4, "peephole-projection": 3, "cifg-layer-norm": 4}
-    full = [case(p.op, [p.x((2, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw), [p.out((2, n_out[label]))],
-                 opts, label=label) for label, kw in LSTM_VARIANTS]
+    full = [
+        case(
+            p.op,
+            [p.x((2, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw),
+            [p.out((2, n_out[label]))],
+            opts,
+            label=label,
+        )
+        for label, kw in LSTM_VARIANTS
+    ]
     if p.path == "uint8":  # the BASIC kernel; the full kernel attempted with uint8 activations too
         return [basic_lstm_case(p), integer_lstm_case(p, p.op, (2, 3), (2, 4), opts, False)] + full
     return full + ([basic_lstm_case(p)] if p.path == "float32" else [])
@@ -1958,15 +2691,26 @@ def lstm(p: P):
 def sequence_lstm(p: P):
     opts = dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, time_major=False)
     if p.path in ("int8", "int16", "uint8"):  # uint8: attempted (LiteRT's integer kernels take int8/int16 only)
-        integer = [integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 4), opts, False),
-                   integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 3), opts, True)]
+        integer = [
+            integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 4), opts, False),
+            integer_lstm_case(p, p.op, (2, 5, 3), (2, 5, 3), opts, True),
+        ]
         if p.path != "uint8":
             return integer
-        return integer + [case(p.op, [p.x((2, 5, 3))] + lstm_weights(p, 3, 4, 4, 2), [p.out((2, 5, 4))], opts,
-                               label="uint8-weights")]
+        return integer + [
+            case(p.op, [p.x((2, 5, 3))] + lstm_weights(p, 3, 4, 4, 2), [p.out((2, 5, 4))], opts, label="uint8-weights")
+        ]
     n_out = {"plain": 4, "peephole-projection": 3, "cifg-layer-norm": 4}
-    return [case(p.op, [p.x((2, 5, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw),
-                 [p.out((2, 5, n_out[label]))], opts, label=label) for label, kw in LSTM_VARIANTS]
+    return [
+        case(
+            p.op,
+            [p.x((2, 5, 3))] + lstm_weights(p, 3, 4, n_out[label], 2, **kw),
+            [p.out((2, 5, n_out[label]))],
+            opts,
+            label=label,
+        )
+        for label, kw in LSTM_VARIANTS
+    ]
 
 
 @recipe("BIDIRECTIONAL_SEQUENCE_LSTM", paths=ALL)  # LiteRT: float input only (float or hybrid weights)
@@ -1978,9 +2722,12 @@ def bidirectional_lstm(p: P):
     fw, fw_state = half()
     bw, bw_state = half()
     ins = [p.x((2, 5, 3))] + fw + bw + fw_state + bw_state + [None] * 9
-    return case(p.op, ins, [p.out((2, 5, 4)), p.out((2, 5, 4))],
-                dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, merge_outputs=False,
-                     time_major=False))
+    return case(
+        p.op,
+        ins,
+        [p.out((2, 5, 4)), p.out((2, 5, 4))],
+        dict(fused_activation_function=TANH, cell_clip=0.0, proj_clip=0.0, merge_outputs=False, time_major=False),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1995,24 +2742,42 @@ def stablehlo_reshape(p: P):
 
 @recipe("STABLEHLO_BROADCAST_IN_DIM")
 def stablehlo_broadcast_in_dim(p: P):
-    return [case(p.op, [p.x((3,))], [p.out((2, 3), same=True)], dict(broadcast_dimensions=[1]), label="rank-up"),
-            case(p.op, [p.x((1, 3))], [p.out((3, 2, 4), same=True)], dict(broadcast_dimensions=[1, 0]),
-                 label="transposing")]
+    return [
+        case(p.op, [p.x((3,))], [p.out((2, 3), same=True)], dict(broadcast_dimensions=[1]), label="rank-up"),
+        case(
+            p.op, [p.x((1, 3))], [p.out((3, 2, 4), same=True)], dict(broadcast_dimensions=[1, 0]), label="transposing"
+        ),
+    ]
 
 
 @recipe("STABLEHLO_SLICE")
 def stablehlo_slice(p: P):
-    return case(p.op, [p.x((4, 6))], [p.out((2, 2), same=True)],
-                dict(start_indices=[1, 0], limit_indices=[4, 6], strides=[2, 3]))
+    return case(
+        p.op,
+        [p.x((4, 6))],
+        [p.out((2, 2), same=True)],
+        dict(start_indices=[1, 0], limit_indices=[4, 6], strides=[2, 3]),
+    )
 
 
 @recipe("STABLEHLO_PAD")
 def stablehlo_pad(p: P):
-    return [case(p.op, [p.x((2, 3)), p.const(0.5)], [p.out((4, 7), same=True)],
-                 dict(edge_padding_low=[1, 0], edge_padding_high=[0, 2], interior_padding=[1, 1]), label="interior"),
-            case(p.op, [p.x((3, 4)), p.const(0.0)], [p.out((2, 4), same=True)],
-                 dict(edge_padding_low=[-1, 1], edge_padding_high=[0, -1], interior_padding=[0, 0]),
-                 label="negative")]
+    return [
+        case(
+            p.op,
+            [p.x((2, 3)), p.const(0.5)],
+            [p.out((4, 7), same=True)],
+            dict(edge_padding_low=[1, 0], edge_padding_high=[0, 2], interior_padding=[1, 1]),
+            label="interior",
+        ),
+        case(
+            p.op,
+            [p.x((3, 4)), p.const(0.0)],
+            [p.out((2, 4), same=True)],
+            dict(edge_padding_low=[-1, 1], edge_padding_high=[0, -1], interior_padding=[0, 0]),
+            label="negative",
+        ),
+    ]
 
 
 @recipe("STABLEHLO_IOTA")
@@ -2027,18 +2792,37 @@ def stablehlo_transpose(p: P):
 
 @recipe("STABLEHLO_DOT_GENERAL")
 def stablehlo_dot_general(p: P):
-    return [case(p.op, [p.x((2, 3, 4)), p.x((2, 4, 5))], [p.out((2, 3, 5))],
-                 dict(lhs_batching_dimensions=[0], rhs_batching_dimensions=[0], lhs_contracting_dimensions=[2],
-                      rhs_contracting_dimensions=[1]), label="batched"),
-            case(p.op, [p.x((3, 4)), p.x((5, 4))], [p.out((3, 5))],
-                 dict(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[1]), label="matmul-transposed")]
+    return [
+        case(
+            p.op,
+            [p.x((2, 3, 4)), p.x((2, 4, 5))],
+            [p.out((2, 3, 5))],
+            dict(
+                lhs_batching_dimensions=[0],
+                rhs_batching_dimensions=[0],
+                lhs_contracting_dimensions=[2],
+                rhs_contracting_dimensions=[1],
+            ),
+            label="batched",
+        ),
+        case(
+            p.op,
+            [p.x((3, 4)), p.x((5, 4))],
+            [p.out((3, 5))],
+            dict(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[1]),
+            label="matmul-transposed",
+        ),
+    ]
 
 
 @recipe("STABLEHLO_GATHER")
 def stablehlo_gather(p: P):
-    return case(p.op, [p.x((3, 4)), i32([[0], [2]])], [p.out((2, 4), same=True)],
-                dict(offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1,
-                     slice_sizes=[1, 4]))
+    return case(
+        p.op,
+        [p.x((3, 4)), i32([[0], [2]])],
+        [p.out((2, 4), same=True)],
+        dict(offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1, slice_sizes=[1, 4]),
+    )
 
 
 @recipe("STABLEHLO_DYNAMIC_SLICE")
@@ -2055,12 +2839,28 @@ def stablehlo_dynamic_update_slice(p: P):
 
 @recipe("STABLEHLO_CONVOLUTION")
 def stablehlo_convolution(p: P):
-    return case(p.op, [p.x((1, 5, 5, 3)), Const(randv(p, (3, 3, 3, 4), -0.5, 0.5))], [p.out((1, 5, 5, 4))],
-                dict(window_strides=[1, 1], padding=[1, 1, 1, 1], lhs_dilation=[1, 1], rhs_dilation=[1, 1],
-                     input_batch_dimension=0, input_feature_dimension=3, input_spatial_dimensions=[1, 2],
-                     kernel_input_feature_dimension=2, kernel_output_feature_dimension=3,
-                     kernel_spatial_dimensions=[0, 1], output_batch_dimension=0, output_feature_dimension=3,
-                     output_spatial_dimensions=[1, 2], feature_group_count=1, batch_group_count=1))
+    return case(
+        p.op,
+        [p.x((1, 5, 5, 3)), Const(randv(p, (3, 3, 3, 4), -0.5, 0.5))],
+        [p.out((1, 5, 5, 4))],
+        dict(
+            window_strides=[1, 1],
+            padding=[1, 1, 1, 1],
+            lhs_dilation=[1, 1],
+            rhs_dilation=[1, 1],
+            input_batch_dimension=0,
+            input_feature_dimension=3,
+            input_spatial_dimensions=[1, 2],
+            kernel_input_feature_dimension=2,
+            kernel_output_feature_dimension=3,
+            kernel_spatial_dimensions=[0, 1],
+            output_batch_dimension=0,
+            output_feature_dimension=3,
+            output_spatial_dimensions=[1, 2],
+            feature_group_count=1,
+            batch_group_count=1,
+        ),
+    )
 
 
 def _scalar_body(p: P, op: str, n_in: int = 2, out_dtype=None):
@@ -2074,8 +2874,9 @@ def _scalar_body(p: P, op: str, n_in: int = 2, out_dtype=None):
 def stablehlo_reduce(p: P):
     g = Graph()
     k = g.subgraph([p.out((), same=True)] * 2, _scalar_body(p, "STABLEHLO_ADD"))
-    o = g.op(p.op, [p.x((2, 3, 4)), p.const(0)], [p.out((2, 4), same=True)], dict(dimensions=[1],
-                                                                               body_subgraph_index=k))
+    o = g.op(
+        p.op, [p.x((2, 3, 4)), p.const(0)], [p.out((2, 4), same=True)], dict(dimensions=[1], body_subgraph_index=k)
+    )
     return g.case(o)
 
 
@@ -2085,9 +2886,19 @@ def stablehlo_reduce_window(p: P):
     for body, init in (("STABLEHLO_ADD", 0), ("STABLEHLO_MAXIMUM", -3)):
         g = Graph()
         k = g.subgraph([p.out((), same=True)] * 2, _scalar_body(p, body))
-        o = g.op(p.op, [p.x((1, 4, 5, 1)), p.const(init)], [p.out((1, 3, 2, 1), same=True)],
-                 dict(window_dimensions=[1, 2, 2, 1], window_strides=[1, 1, 2, 1], base_dilations=[1, 1, 1, 1],
-                      window_dilations=[1, 1, 1, 1], padding=[0, 0, 0, 0, 0, 0, 0, 0], body_subgraph_index=k))
+        o = g.op(
+            p.op,
+            [p.x((1, 4, 5, 1)), p.const(init)],
+            [p.out((1, 3, 2, 1), same=True)],
+            dict(
+                window_dimensions=[1, 2, 2, 1],
+                window_strides=[1, 1, 2, 1],
+                base_dilations=[1, 1, 1, 1],
+                window_dilations=[1, 1, 1, 1],
+                padding=[0, 0, 0, 0, 0, 0, 0, 0],
+                body_subgraph_index=k,
+            ),
+        )
         cases.append(g.case(o, label=body.lower()))
     return cases
 
@@ -2100,8 +2911,12 @@ def stablehlo_sort(p: P):
         return g.op("STABLEHLO_COMPARE", idx, [Out((), np.bool_)], dict(comparison_direction=5))
 
     k = g.subgraph([p.out((), same=True)] * 2, comparator)
-    o = g.op(p.op, [p.x((2, 5), gen=coarse_gen(p, (2, 5)))], [p.out((2, 5), same=True)],
-             dict(dimension=1, is_stable=True, comparator_subgraph_index=k))
+    o = g.op(
+        p.op,
+        [p.x((2, 5), gen=coarse_gen(p, (2, 5)))],
+        [p.out((2, 5), same=True)],
+        dict(dimension=1, is_stable=True, comparator_subgraph_index=k),
+    )
     return g.case(o)
 
 
@@ -2119,8 +2934,12 @@ def stablehlo_while(p: P):
         return [i, x]
 
     c, b = g.subgraph(loop, cond), g.subgraph(loop, body)
-    o = g.op(p.op, [In((), np.int32, gen=lambda rng: rng.integers(0, 4, ())), p.x((2, 3))], loop,
-             dict(cond_subgraph_index=c, body_subgraph_index=b))
+    o = g.op(
+        p.op,
+        [In((), np.int32, gen=lambda rng: rng.integers(0, 4, ())), p.x((2, 3))],
+        loop,
+        dict(cond_subgraph_index=c, body_subgraph_index=b),
+    )
     return g.case(o)
 
 
@@ -2128,9 +2947,18 @@ def stablehlo_while(p: P):
 def stablehlo_scatter(p: P):
     g = Graph()
     k = g.subgraph([p.out((), same=True)] * 2, _scalar_body(p, "STABLEHLO_ADD"))
-    o = g.op(p.op, [p.x((5, 3)), i32([[1], [3]]), p.x((2, 3))], [p.out((5, 3), same=True)],
-             dict(update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0],
-                  index_vector_dim=1, update_computation_subgraph_index=k))
+    o = g.op(
+        p.op,
+        [p.x((5, 3)), i32([[1], [3]]), p.x((2, 3))],
+        [p.out((5, 3), same=True)],
+        dict(
+            update_window_dims=[1],
+            inserted_window_dims=[0],
+            scatter_dims_to_operand_dims=[0],
+            index_vector_dim=1,
+            update_computation_subgraph_index=k,
+        ),
+    )
     return g.case(o)
 
 
@@ -2145,9 +2973,18 @@ def stablehlo_composite(p: P):
 
     k = g.subgraph([p.out((2, 3), same=True)], decomposition)
     attrs = bytes(flexbuffers.Dumps({"factor": 2}))
-    o = g.op(p.op, [p.x((2, 3))], [p.out((2, 3))],
-             dict(name="test.double", decomposition_subgraph_index=k, composite_attributes=attrs,
-                  composite_attributes_format=0, version=1))
+    o = g.op(
+        p.op,
+        [p.x((2, 3))],
+        [p.out((2, 3))],
+        dict(
+            name="test.double",
+            decomposition_subgraph_index=k,
+            composite_attributes=attrs,
+            composite_attributes_format=0,
+            version=1,
+        ),
+    )
     return g.case(o)
 
 
@@ -2158,21 +2995,27 @@ def stablehlo_case(p: P):
     g = Graph()
     branches = []
     for op in ("STABLEHLO_ADD", "STABLEHLO_MULTIPLY"):
+
         def build(g: Graph, idx, op=op):
             return g.op(op, [idx[0], idx[0]], [p.out((2, 3))])
 
         branches.append(g.subgraph([p.out((2, 3), same=True)], build))
-    o = g.op(p.op, [In((), np.int32, gen=lambda rng: rng.integers(0, 3, ())), p.x((2, 3))], [p.out((2, 3))],
-             dict(branch_subgraph_indices=branches))
+    o = g.op(
+        p.op,
+        [In((), np.int32, gen=lambda rng: rng.integers(0, 3, ())), p.x((2, 3))],
+        [p.out((2, 3))],
+        dict(branch_subgraph_indices=branches),
+    )
     return g.case(o)
 
 
 @recipe("STABLEHLO_RNG_BIT_GENERATOR", paths=("int32", "int64"), not_applicable=ALL)
 def stablehlo_rng_bit_generator(p: P):
     state = Const(np.array([1, 2], np.uint64))
-    return [case(p.op, [state], [Out((2,), np.uint64), Out((2, 3), p.dtype)], dict(algorithm=a),
-                 label=f"algorithm{a}") for a in (1, 2)]
-
+    return [
+        case(p.op, [state], [Out((2,), np.uint64), Out((2, 3), p.dtype)], dict(algorithm=a), label=f"algorithm{a}")
+        for a in (1, 2)
+    ]
 
 
 @recipe("STABLEHLO_CUSTOM_CALL", paths=ALL, not_applicable=())
@@ -2180,9 +3023,11 @@ def stablehlo_custom_call(p: P):
     # The callee is whatever the target name means to some backend: neither runtime has one to run.
     return case(p.op, [p.x((2, 3))], [p.out((2, 3))], dict(call_target_name="litert_py.test_target"))
 
+
 # ==============================================================================================
 # Running: LiteRT in a child process, litert_py here
 # ==============================================================================================
+
 
 class LiteRTWorker:
     """The child process serving LiteRT runs (each case in a fork of it); restarted if it dies itself."""
@@ -2195,8 +3040,13 @@ class LiteRTWorker:
     def _start(self) -> None:
         self.err = tempfile.TemporaryFile()
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            env=env,
+        )
 
     def close(self) -> None:
         if self.proc is not None:
@@ -2296,8 +3146,9 @@ def compare(ours: list[np.ndarray], theirs: list[np.ndarray], rtol: float, atol:
             return f"output {k}: dtype {a.dtype}, LiteRT {b.dtype}"
         if b.dtype.kind in "fc":
             fin = np.isfinite(b)
-            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(a[~fin & ~np.isnan(b)],
-                                                                                   b[~fin & ~np.isnan(b)]):
+            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(
+                a[~fin & ~np.isnan(b)], b[~fin & ~np.isnan(b)]
+            ):
                 return f"output {k}: non-finite values differ"
             if not fin.any():
                 continue
@@ -2490,14 +3341,20 @@ def render(rows: dict[str, dict[str, Cell]], crashes: Sequence[str] = ()) -> str
     ]
     for op, cells in rows.items():
         lines.append(f"| {op} | {kernel_module(op)} | " + " | ".join(cells[c].text for c in COLUMNS) + " |")
-    no_kernel = [op for op, cells in rows.items()
-                 if any(c.status == "missing" for c in cells.values())
-                 and all(n.startswith("UnsupportedOpError") for c in cells.values() if c.status == "missing"
-                         for n, _ in c.notes)]
+    no_kernel = [
+        op
+        for op, cells in rows.items()
+        if any(c.status == "missing" for c in cells.values())
+        and all(n.startswith("UnsupportedOpError") for c in cells.values() if c.status == "missing" for n, _ in c.notes)
+    ]
     lines += ["", "## Notes", ""]
     if no_kernel:
-        lines += ["LiteRT runs these, litert_py has no kernel for them:", "",
-                  *textwrap.wrap(", ".join(no_kernel), 110, break_on_hyphens=False), ""]
+        lines += [
+            "LiteRT runs these, litert_py has no kernel for them:",
+            "",
+            *textwrap.wrap(", ".join(no_kernel), 110, break_on_hyphens=False),
+            "",
+        ]
     notes = []
     for op, cells in rows.items():
         for col in COLUMNS:
@@ -2506,32 +3363,68 @@ def render(rows: dict[str, dict[str, Cell]], crashes: Sequence[str] = ()) -> str
                 notes += [f"- {op} {col}: {line}" for line in grouped_notes(c.notes)]
     if notes:
         lines += ["Missing cells where litert_py has a kernel (reason, then the failing variants):", "", *notes, ""]
-    opt = [f"{op} ({', '.join(c for c in COLUMNS if OPT in cells[c].resolvers)})" for op, cells in rows.items()
-           if any(OPT in cells[c].resolvers for c in COLUMNS) and not any((op, p) in REF_BROKEN for p in PATHS)]
+    opt = [
+        f"{op} ({', '.join(c for c in COLUMNS if OPT in cells[c].resolvers)})"
+        for op, cells in rows.items()
+        if any(OPT in cells[c].resolvers for c in COLUMNS) and not any((op, p) in REF_BROKEN for p in PATHS)
+    ]
     if opt:
-        lines += ["Compared with LiteRT's default (optimized) kernels, since `BUILTIN_REF` does not register them:",
-                  "", *textwrap.wrap(", ".join(opt), 110, break_on_hyphens=False), ""]
-    auto = [f"{op} ({', '.join(c for c in COLUMNS if AUTO in cells[c].resolvers)})" for op, cells in rows.items()
-            if any(AUTO in cells[c].resolvers for c in COLUMNS)]
+        lines += [
+            "Compared with LiteRT's default (optimized) kernels, since `BUILTIN_REF` does not register them:",
+            "",
+            *textwrap.wrap(", ".join(opt), 110, break_on_hyphens=False),
+            "",
+        ]
+    auto = [
+        f"{op} ({', '.join(c for c in COLUMNS if AUTO in cells[c].resolvers)})"
+        for op, cells in rows.items()
+        if any(AUTO in cells[c].resolvers for c in COLUMNS)
+    ]
     if auto:
-        lines += ["Compared with LiteRT's default resolver (`AUTO`: XNNPACK), the only one that runs them:", "",
-                  *textwrap.wrap(", ".join(auto), 110, break_on_hyphens=False), ""]
+        lines += [
+            "Compared with LiteRT's default resolver (`AUTO`: XNNPACK), the only one that runs them:",
+            "",
+            *textwrap.wrap(", ".join(auto), 110, break_on_hyphens=False),
+            "",
+        ]
     unsafe = [f"- {op} {path}: {why}" for (op, path), why in UNSAFE_IN_LITERT.items() if op in rows]
     if unsafe:
-        lines += ["n/a because LiteRT runs them only out of bounds (litert_py refuses them at prepare):", "",
-                  *unsafe, ""]
+        lines += [
+            "n/a because LiteRT runs them only out of bounds (litert_py refuses them at prepare):",
+            "",
+            *unsafe,
+            "",
+        ]
     broken = [f"- {op} {path}: {why}" for (op, path), why in REF_BROKEN.items() if op in rows]
     if broken:
-        lines += ["Compared with LiteRT's optimized kernels because its reference kernel is broken there:", "",
-                  *broken, ""]
-    disagree = [f"- {op} {col}: {line}" for op, cells in rows.items() for col in COLUMNS
-                for line in grouped_notes(cells[col].ref_vs_opt)]
+        lines += [
+            "Compared with LiteRT's optimized kernels because its reference kernel is broken there:",
+            "",
+            *broken,
+            "",
+        ]
+    disagree = [
+        f"- {op} {col}: {line}"
+        for op, cells in rows.items()
+        for col in COLUMNS
+        for line in grouped_notes(cells[col].ref_vs_opt)
+    ]
     if disagree:
-        lines += ["LiteRT's reference (`BUILTIN_REF`, the oracle here) and optimized kernels disagree on these",
-                  "(optimized vs reference):", "", *disagree, ""]
+        lines += [
+            "LiteRT's reference (`BUILTIN_REF`, the oracle here) and optimized kernels disagree on these",
+            "(optimized vs reference):",
+            "",
+            *disagree,
+            "",
+        ]
     if crashes:
-        lines += ["LiteRT crashed or hung on these models (counted as rejections; each LiteRT case runs in a",
-                  "forked child process, so a crash costs that case only):", "", *[f"- {c}" for c in crashes], ""]
+        lines += [
+            "LiteRT crashed or hung on these models (counted as rejections; each LiteRT case runs in a",
+            "forked child process, so a crash costs that case only):",
+            "",
+            *[f"- {c}" for c in crashes],
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -2540,8 +3433,10 @@ def grouped_notes(notes: Sequence[tuple[str, str]]) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for reason, label in notes:
         by_reason.setdefault(reason, []).append(label)
-    return [reason + (f" ({', '.join(lb for lb in labels if lb)})" if any(labels) else "")
-            for reason, labels in by_reason.items()]
+    return [
+        reason + (f" ({', '.join(lb for lb in labels if lb)})" if any(labels) else "")
+        for reason, labels in by_reason.items()
+    ]
 
 
 def kernel_module(op: str) -> str:
@@ -2601,8 +3496,9 @@ def evaluate(ops: Sequence[str], verbose: bool = False) -> tuple[dict[str, dict[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", help=f"file to write (default {DEFAULT_OUT.relative_to(ROOT)}; stdout with --ops)")
     ap.add_argument("--ops", help="comma-separated op names (default: every op)")
     ap.add_argument("--check", action="store_true", help="exit 1 if the output file would change")

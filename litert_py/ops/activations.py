@@ -115,19 +115,29 @@ _OP = BuiltinOperator
 
 #: float types each op computes in floating point
 FLOAT_TYPES: dict[int, frozenset] = {
-    _OP.RELU: frozenset({_F32}), _OP.RELU6: frozenset({_F32}), _OP.RELU_N1_TO_1: frozenset({_F32}),
-    _OP.RELU_0_TO_1: frozenset({_F32}), _OP.LOGISTIC: frozenset({_F32, _F16}), _OP.TANH: frozenset({_F32, _F16}),
-    _OP.SOFTMAX: frozenset({_F32, _F16}), _OP.PRELU: frozenset({_F32}), _OP.LEAKY_RELU: frozenset({_F32}),
+    _OP.RELU: frozenset({_F32}),
+    _OP.RELU6: frozenset({_F32}),
+    _OP.RELU_N1_TO_1: frozenset({_F32}),
+    _OP.RELU_0_TO_1: frozenset({_F32}),
+    _OP.LOGISTIC: frozenset({_F32, _F16}),
+    _OP.TANH: frozenset({_F32, _F16}),
+    _OP.SOFTMAX: frozenset({_F32, _F16}),
+    _OP.PRELU: frozenset({_F32}),
+    _OP.LEAKY_RELU: frozenset({_F32}),
     _OP.HARD_SWISH: frozenset({_F32}),
 }
 
 #: integer types each op accepts as quantized tensors (LiteRT 2.3.0)
 QUANTIZED_TYPES: dict[int, frozenset] = {
-    _OP.RELU: frozenset({_U8, _I8, _I16}), _OP.RELU6: frozenset({_U8, _I8, _I16}),
-    _OP.RELU_N1_TO_1: frozenset({_U8, _I8}), _OP.RELU_0_TO_1: frozenset({_U8, _I8}),
+    _OP.RELU: frozenset({_U8, _I8, _I16}),
+    _OP.RELU6: frozenset({_U8, _I8, _I16}),
+    _OP.RELU_N1_TO_1: frozenset({_U8, _I8}),
+    _OP.RELU_0_TO_1: frozenset({_U8, _I8}),
     _OP.LOGISTIC: frozenset({_U8, _I8, _I16}),
-    _OP.TANH: frozenset({_U8, _I8, _I16}), _OP.SOFTMAX: frozenset({_U8, _I8, _I16}),
-    _OP.PRELU: frozenset({_U8, _I8, _I16}), _OP.LEAKY_RELU: frozenset({_U8, _I8, _I16}),
+    _OP.TANH: frozenset({_U8, _I8, _I16}),
+    _OP.SOFTMAX: frozenset({_U8, _I8, _I16}),
+    _OP.PRELU: frozenset({_U8, _I8, _I16}),
+    _OP.LEAKY_RELU: frozenset({_U8, _I8, _I16}),
     _OP.HARD_SWISH: frozenset({_U8, _I8}),
 }
 
@@ -334,8 +344,9 @@ class PreluInt16:
     def __call__(self, inputs, outputs):
         v = inputs[INPUT].astype(np.int64)
         v -= self.input_zero_point
-        neg = multiply_by_quantized_multiplier(v * (inputs[ALPHA].astype(np.int64) - self.alpha_zero_point),
-                                               *self.alpha)
+        neg = multiply_by_quantized_multiplier(
+            v * (inputs[ALPHA].astype(np.int64) - self.alpha_zero_point), *self.alpha
+        )
         r = np.where(v >= 0, multiply_by_quantized_multiplier(v, *self.identity), neg)
         r += self.output_zero_point
         np.clip(r, -32768, 32767, out=outputs[OUTPUT], casting="unsafe")
@@ -349,8 +360,12 @@ def _table(values: np.ndarray, dtype) -> ActivationLut:
 
 
 #: QuantizedReluX bounds of the standalone RELU ops (activations.cc): (act_min, act_max) in real units
-RELU_BOUNDS = {_OP.RELU: (0.0, np.inf), _OP.RELU6: (0.0, 6.0), _OP.RELU_N1_TO_1: (-1.0, 1.0),
-               _OP.RELU_0_TO_1: (0.0, 1.0)}
+RELU_BOUNDS = {
+    _OP.RELU: (0.0, np.inf),
+    _OP.RELU6: (0.0, 6.0),
+    _OP.RELU_N1_TO_1: (-1.0, 1.0),
+    _OP.RELU_0_TO_1: (0.0, 1.0),
+}
 
 
 def _relu_bound(value: float, scale: np.float32, zero_point: int) -> int:
@@ -431,24 +446,267 @@ def _prepare_hard_swish_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
 
 
 #: gemmlowp-free int16 LOGISTIC / TANH: sigmoid(i / 24) in Q0.16 (common.h sigmoid_table_uint16)
-SIGMOID_TABLE_UINT16 = np.array([
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
-    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
-    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
-    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
-    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
-    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
-    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
-    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
-    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
-    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
-    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
-    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
-    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
-    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
-    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
-    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
-], np.int64)
+SIGMOID_TABLE_UINT16 = np.array(
+    [
+        32768,
+        33451,
+        34133,
+        34813,
+        35493,
+        36169,
+        36843,
+        37513,
+        38180,
+        38841,
+        39498,
+        40149,
+        40794,
+        41432,
+        42064,
+        42688,
+        43304,
+        43912,
+        44511,
+        45102,
+        45683,
+        46255,
+        46817,
+        47369,
+        47911,
+        48443,
+        48964,
+        49475,
+        49975,
+        50464,
+        50942,
+        51409,
+        51865,
+        52311,
+        52745,
+        53169,
+        53581,
+        53983,
+        54374,
+        54755,
+        55125,
+        55485,
+        55834,
+        56174,
+        56503,
+        56823,
+        57133,
+        57433,
+        57724,
+        58007,
+        58280,
+        58544,
+        58800,
+        59048,
+        59288,
+        59519,
+        59743,
+        59959,
+        60168,
+        60370,
+        60565,
+        60753,
+        60935,
+        61110,
+        61279,
+        61441,
+        61599,
+        61750,
+        61896,
+        62036,
+        62172,
+        62302,
+        62428,
+        62549,
+        62666,
+        62778,
+        62886,
+        62990,
+        63090,
+        63186,
+        63279,
+        63368,
+        63454,
+        63536,
+        63615,
+        63691,
+        63765,
+        63835,
+        63903,
+        63968,
+        64030,
+        64090,
+        64148,
+        64204,
+        64257,
+        64308,
+        64357,
+        64405,
+        64450,
+        64494,
+        64536,
+        64576,
+        64614,
+        64652,
+        64687,
+        64721,
+        64754,
+        64786,
+        64816,
+        64845,
+        64873,
+        64900,
+        64926,
+        64950,
+        64974,
+        64997,
+        65019,
+        65039,
+        65060,
+        65079,
+        65097,
+        65115,
+        65132,
+        65149,
+        65164,
+        65179,
+        65194,
+        65208,
+        65221,
+        65234,
+        65246,
+        65258,
+        65269,
+        65280,
+        65291,
+        65301,
+        65310,
+        65319,
+        65328,
+        65337,
+        65345,
+        65352,
+        65360,
+        65367,
+        65374,
+        65381,
+        65387,
+        65393,
+        65399,
+        65404,
+        65410,
+        65415,
+        65420,
+        65425,
+        65429,
+        65433,
+        65438,
+        65442,
+        65445,
+        65449,
+        65453,
+        65456,
+        65459,
+        65462,
+        65465,
+        65468,
+        65471,
+        65474,
+        65476,
+        65479,
+        65481,
+        65483,
+        65485,
+        65488,
+        65489,
+        65491,
+        65493,
+        65495,
+        65497,
+        65498,
+        65500,
+        65501,
+        65503,
+        65504,
+        65505,
+        65507,
+        65508,
+        65509,
+        65510,
+        65511,
+        65512,
+        65513,
+        65514,
+        65515,
+        65516,
+        65517,
+        65517,
+        65518,
+        65519,
+        65520,
+        65520,
+        65521,
+        65522,
+        65522,
+        65523,
+        65523,
+        65524,
+        65524,
+        65525,
+        65525,
+        65526,
+        65526,
+        65526,
+        65527,
+        65527,
+        65528,
+        65528,
+        65528,
+        65529,
+        65529,
+        65529,
+        65529,
+        65530,
+        65530,
+        65530,
+        65530,
+        65531,
+        65531,
+        65531,
+        65531,
+        65531,
+        65532,
+        65532,
+        65532,
+        65532,
+        65532,
+        65532,
+        65533,
+        65533,
+        65533,
+        65533,
+        65533,
+        65533,
+        65533,
+        65533,
+        65534,
+        65534,
+        65534,
+        65534,
+        65534,
+        65534,
+        65534,
+        65534,
+        65534,
+        65534,
+        65535,
+    ],
+    np.int64,
+)
 
 
 def _logistic_tanh_int16(x_values: np.ndarray, multiplier: int, left_shift: int, tanh: bool) -> np.ndarray:
@@ -464,8 +722,9 @@ def _logistic_tanh_int16(x_values: np.ndarray, multiplier: int, left_shift: int,
     sat = uh >= 255
     u = np.minimum(uh, 254)
     ua, ub = SIGMOID_TABLE_UINT16[u], SIGMOID_TABLE_UINT16[u + 1]
-    r = np.where(sat, (0xFFFF << 8) if tanh else (0x7FFF << 10),
-                 (ua << frac_bits) + (a & ((1 << frac_bits) - 1)) * (ub - ua))
+    r = np.where(
+        sat, (0xFFFF << 8) if tanh else (0x7FFF << 10), (ua << frac_bits) + (a & ((1 << frac_bits) - 1)) * (ub - ua)
+    )
     if tanh:
         r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
         return r >> 8
@@ -537,10 +796,14 @@ def _prepare_prelu_quantized(ctx: OpContext, x: TensorInfo, alpha: TensorInfo, y
 
 
 _PREPARE_QUANTIZED = {
-    _OP.RELU: _prepare_relu_quantized, _OP.RELU6: _prepare_relu_quantized,
-    _OP.RELU_N1_TO_1: _prepare_relu_quantized, _OP.RELU_0_TO_1: _prepare_relu_quantized,
-    _OP.LEAKY_RELU: _prepare_leaky_relu_quantized, _OP.HARD_SWISH: _prepare_hard_swish_quantized,
-    _OP.LOGISTIC: _prepare_logistic_tanh_quantized, _OP.TANH: _prepare_logistic_tanh_quantized,
+    _OP.RELU: _prepare_relu_quantized,
+    _OP.RELU6: _prepare_relu_quantized,
+    _OP.RELU_N1_TO_1: _prepare_relu_quantized,
+    _OP.RELU_0_TO_1: _prepare_relu_quantized,
+    _OP.LEAKY_RELU: _prepare_leaky_relu_quantized,
+    _OP.HARD_SWISH: _prepare_hard_swish_quantized,
+    _OP.LOGISTIC: _prepare_logistic_tanh_quantized,
+    _OP.TANH: _prepare_logistic_tanh_quantized,
     _OP.SOFTMAX: prepare_softmax_quantized,
 }
 
@@ -581,10 +844,12 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
     _OP.RELU_0_TO_1: _relu(0, 1),
     _OP.TANH: lambda ctx, x: TanhFloat(),
     _OP.LOGISTIC: lambda ctx, x: LogisticFloat(),
-    _OP.SOFTMAX: lambda ctx, x: SoftmaxFloat(np.float32(ctx.options.beta), Reduction.of(x.shape, (len(x.shape) - 1,)),
-                                             half=x.type == _F16),
-    _OP.LEAKY_RELU: lambda ctx, x: LeakyReluFloat(np.float32(ctx.options.alpha),
-                                                  _pick_for(np.float32(ctx.options.alpha))),
+    _OP.SOFTMAX: lambda ctx, x: SoftmaxFloat(
+        np.float32(ctx.options.beta), Reduction.of(x.shape, (len(x.shape) - 1,)), half=x.type == _F16
+    ),
+    _OP.LEAKY_RELU: lambda ctx, x: LeakyReluFloat(
+        np.float32(ctx.options.alpha), _pick_for(np.float32(ctx.options.alpha))
+    ),
     _OP.HARD_SWISH: lambda ctx, x: HardSwishFloat(),
 }
 
@@ -601,9 +866,11 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
 def prepare_activation(ctx: OpContext) -> PreparedOp:
     x = ctx.input(INPUT)
     if ctx.builtin_code == _OP.SOFTMAX and x is not None and x.type == TensorType.FLOAT32:
-        ctx.check(not x.shape or x.shape[-1] > 0 or 0 in x.shape[:-1],
-                  f"SOFTMAX float32 over an empty last dimension {list(x.shape)} (LiteRT reads outside the input: "
-                  "it segfaults or returns garbage)")
+        ctx.check(
+            not x.shape or x.shape[-1] > 0 or 0 in x.shape[:-1],
+            f"SOFTMAX float32 over an empty last dimension {list(x.shape)} (LiteRT reads outside the input: "
+            "it segfaults or returns garbage)",
+        )
     return _prepare(ctx, _MAKE_FLOAT[ctx.builtin_code])
 
 
@@ -612,10 +879,15 @@ def prepare_prelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, alpha, y = ctx.input(INPUT), ctx.input(ALPHA), ctx.outputs[OUTPUT]
     shape = broadcast_shape(ctx, x.shape, alpha.shape)
-    ctx.check(shape == x.shape, f"alpha of shape {list(alpha.shape)} would broadcast the input "
-                                f"{list(x.shape)} to {list(shape)}: HaveSameShapes(input, output) was not true.")
-    ctx.check(x.shape == alpha.shape or len(shape) <= MAX_BROADCAST_RANK,
-              f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}, got rank {len(shape)}")
+    ctx.check(
+        shape == x.shape,
+        f"alpha of shape {list(alpha.shape)} would broadcast the input "
+        f"{list(x.shape)} to {list(shape)}: HaveSameShapes(input, output) was not true.",
+    )
+    ctx.check(
+        x.shape == alpha.shape or len(shape) <= MAX_BROADCAST_RANK,
+        f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}, got rank {len(shape)}",
+    )
     ctx.set_output_shape(OUTPUT, shape)
     if x.type in QUANTIZED_TYPES[_OP.PRELU]:
         prepared = _prepare_prelu_quantized(ctx, x, alpha, y)
@@ -639,8 +911,18 @@ _SQRT1_2 = np.float32(0.70710678118654752440)
 _SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * 0.70710678118654752440)
 _GELU_C = np.float32(0.044715)
 _HALF = np.float32(0.5)
-_ERFC_COEFFS = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
-                0.37409196, 1.00002368, -1.26551223)
+_ERFC_COEFFS = (
+    0.17087277,
+    -0.82215223,
+    1.48851587,
+    -1.13520398,
+    0.27886807,
+    -0.18628806,
+    0.09678418,
+    0.37409196,
+    1.00002368,
+    -1.26551223,
+)
 
 
 def _erfc_f64(x: np.ndarray) -> np.ndarray:
@@ -734,8 +1016,9 @@ def prepare_elu(ctx: OpContext) -> PreparedOp:
 def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
-    ctx.check(x.type in (_F32, _I8, _U8, _I16),
-              f"Only float32, int8, int16 and uint8 supported currently, got {x.type_name}.")
+    ctx.check(
+        x.type in (_F32, _I8, _U8, _I16), f"Only float32, int8, int16 and uint8 supported currently, got {x.type_name}."
+    )
     check_same_type(ctx, x, y)
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False

@@ -101,9 +101,11 @@ def prepare_audio_spectrogram(ctx: OpContext) -> PreparedOp:
     ctx.check(len(x.shape) == 2, f"NumDimensions(input) != 2 ({len(x.shape)} != 2)")
     ctx.check(y.dtype == F32, f"output->type != kTfLiteFloat32 ({y.type_name} != FLOAT32)")
     ctx.check(x.type == y.type, f"input->type != output->type ({x.type_name} != {y.type_name})")
-    ctx.check(2 <= window_size <= 2**30 and stride >= 1,
-              "params->spectrogram->Initialize(params->window_size, params->stride) was not true "
-              f"(window_size {window_size} must be in [2, 2**30], stride {stride} >= 1).")
+    ctx.check(
+        2 <= window_size <= 2**30 and stride >= 1,
+        "params->spectrogram->Initialize(params->window_size, params->stride) was not true "
+        f"(window_size {window_size} must be in [2, 2**30], stride {stride} >= 1).",
+    )
     samples, channels = x.shape
     frames = 0 if samples < window_size else 1 + (samples - window_size) // stride
     fft_length = _next_power_of_two(window_size)
@@ -139,8 +141,9 @@ class MfccTables:
     segments: tuple = ()  # per channel: (left-slope bins, right-slope bins) as slices of start..end
 
 
-def mfcc_tables(bins: int, sample_rate: float, channels: int, coefficients: int, lower: float,
-                upper: float) -> MfccTables:
+def mfcc_tables(
+    bins: int, sample_rate: float, channels: int, coefficients: int, lower: float, upper: float
+) -> MfccTables:
     """The tables of Mfcc::Initialize(bins, sample_rate) (mfcc_mel_filterbank.cc, mfcc_dct.cc)."""
     errors = []
     if channels < 1:
@@ -276,6 +279,8 @@ def prepare_mfcc(ctx: OpContext) -> PreparedOp:
     tables = None
     if rate.is_constant:
         tables = mfcc_tables(wav.shape[2], float(int(rate.data.reshape(-1)[0])), *params)
-        ctx.check(tables.error is None or wav.shape[0] * wav.shape[1] * coefficients == 0,
-                  f"{tables.error} (LiteRT fails at invoke: params->dct_coefficient_count != mfcc_output.size())")
+        ctx.check(
+            tables.error is None or wav.shape[0] * wav.shape[1] * coefficients == 0,
+            f"{tables.error} (LiteRT fails at invoke: params->dct_coefficient_count != mfcc_output.size())",
+        )
     return MfccFloat(tables, params)

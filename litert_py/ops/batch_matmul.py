@@ -214,9 +214,11 @@ def _prepare_hybrid(ctx: OpContext, lhs: TensorInfo, rhs: TensorInfo, adj_x: boo
     c_dim = rank - 2 if adj_y else rank - 1
     if scales.size > 1:
         qd = rhs.quantization.quantized_dimension
-        ctx.check(qd == c_dim and scales.size == rhs.shape[c_dim],
-                  f"{scales.size} rhs scales along dimension {qd}; per-channel hybrid BATCH_MATMUL needs one per "
-                  f"output column (dimension {c_dim}, size {rhs.shape[c_dim]})")
+        ctx.check(
+            qd == c_dim and scales.size == rhs.shape[c_dim],
+            f"{scales.size} rhs scales along dimension {qd}; per-channel hybrid BATCH_MATMUL needs one per "
+            f"output column (dimension {c_dim}, size {rhs.shape[c_dim]})",
+        )
         w_scale = scales
     else:
         w_scale = np.asarray(np.float32(scales[0]))
@@ -246,8 +248,7 @@ def _prepare_hybrid(ctx: OpContext, lhs: TensorInfo, rhs: TensorInfo, adj_x: boo
         if asym:
             mats = np.ascontiguousarray(_swap(r)).reshape(-1, k)
             row_sums = sse_reduction_sum_vector(mats).astype(np.float32)
-    return BatchMatMulHybrid(rhs_c, row_sums, w_scale, asym, adj_x, adj_y, lhs5, rhs5, out5, scale_index,
-                             sum_index)
+    return BatchMatMulHybrid(rhs_c, row_sums, w_scale, asym, adj_x, adj_y, lhs5, rhs5, out5, scale_index, sum_index)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -262,23 +263,31 @@ def prepare_batch_matmul(ctx: OpContext) -> PreparedOp:
     out = ctx.outputs[0]
     adj_x, adj_y = bool(ctx.options.adj_x), bool(ctx.options.adj_y)
     if lhs.dtype == np.int16:
-        ctx.check(lhs.zero_point == 0 and rhs.zero_point == 0 and out.zero_point == 0,
-                  "INT16 BATCH_MATMUL needs zero points 0 (lhs, rhs and output)")
+        ctx.check(
+            lhs.zero_point == 0 and rhs.zero_point == 0 and out.zero_point == 0,
+            "INT16 BATCH_MATMUL needs zero points 0 (lhs, rhs and output)",
+        )
     allowed = (np.float32, np.int8, np.int16)
-    ctx.check(lhs.dtype in allowed and rhs.dtype in allowed,
-              f"BATCH_MATMUL supports FLOAT32, INT8 and INT16 inputs, got {lhs.type_name} and {rhs.type_name}")
-    ctx.check((lhs.dtype == np.float32 and rhs.dtype == np.int8) or lhs.dtype == rhs.dtype
-              or (lhs.dtype == np.int16 and rhs.dtype == np.int8),
-              f"BATCH_MATMUL with lhs {lhs.type_name} and rhs {rhs.type_name} is not supported")
+    ctx.check(
+        lhs.dtype in allowed and rhs.dtype in allowed,
+        f"BATCH_MATMUL supports FLOAT32, INT8 and INT16 inputs, got {lhs.type_name} and {rhs.type_name}",
+    )
+    ctx.check(
+        (lhs.dtype == np.float32 and rhs.dtype == np.int8)
+        or lhs.dtype == rhs.dtype
+        or (lhs.dtype == np.int16 and rhs.dtype == np.int8),
+        f"BATCH_MATMUL with lhs {lhs.type_name} and rhs {rhs.type_name} is not supported",
+    )
     lr, rr = len(lhs.shape), len(rhs.shape)
-    ctx.check(2 <= lr <= _MAX_RANK and 2 <= rr <= _MAX_RANK,
-              f"BATCH_MATMUL inputs must have rank 2 to {_MAX_RANK}, got {lr} and {rr}")
+    ctx.check(
+        2 <= lr <= _MAX_RANK and 2 <= rr <= _MAX_RANK,
+        f"BATCH_MATMUL inputs must have rank 2 to {_MAX_RANK}, got {lr} and {rr}",
+    )
     rank = max(lr, rr)
     l5, r5 = (1,) * (rank - lr) + tuple(lhs.shape), (1,) * (rank - rr) + tuple(rhs.shape)
     batch = []
     for a, b in zip(l5[:-2], r5[:-2]):
-        ctx.check(a == b or a == 1 or b == 1, f"batch dims {list(lhs.shape)} and {list(rhs.shape)} do not "
-                  "broadcast")
+        ctx.check(a == b or a == 1 or b == 1, f"batch dims {list(lhs.shape)} and {list(rhs.shape)} do not broadcast")
         batch.append(b if (a != b and a == 1) else a)
     k_l = l5[-2] if adj_x else l5[-1]
     k_r = r5[-1] if adj_y else r5[-2]
@@ -298,8 +307,9 @@ def prepare_batch_matmul(ctx: OpContext) -> PreparedOp:
     return _prepare_quantized(ctx, lhs, rhs, out, adj_x, adj_y, k_l, tuple(batch) + (rows, cols))
 
 
-def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, adj_x, adj_y, depth: int,
-                       acc_shape: tuple):
+def _prepare_quantized(
+    ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, adj_x, adj_y, depth: int, acc_shape: tuple
+):
     if lhs.dtype == np.int8:
         ctx.check(out.dtype in (np.int8, np.int32), f"INT8 BATCH_MATMUL outputs INT8 or INT32, got {out.type_name}")
         kind = "int8" if out.dtype == np.int8 else "int32"
@@ -308,8 +318,10 @@ def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, a
         kind = "int16"
     m, shift, qmin, qmax = 0, 0, 0, 0
     if kind != "int32":
-        ctx.check(bool(lhs.quantization.scale) and bool(rhs.quantization.scale) and bool(out.quantization.scale),
-                  "quantized BATCH_MATMUL needs scales on lhs, rhs and output")
+        ctx.check(
+            bool(lhs.quantization.scale) and bool(rhs.quantization.scale) and bool(out.quantization.scale),
+            "quantized BATCH_MATMUL needs scales on lhs, rhs and output",
+        )
         product = np.float32(lhs.scale) * np.float32(rhs.scale)  # GetQuantizedConvolutionMultipler: f32
         ctx.check(float(product) >= 0, "input_product_scale >= 0 was not true.")
         with np.errstate(all="ignore"):
@@ -333,8 +345,10 @@ def _prepare_quantized(ctx, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, a
     dt = _compute_dtype(bound)
     ctx.check(dt is not None, "BATCH_MATMUL accumulation too deep for an exact float64 sum")
     if kind == "int16":
-        ctx.check(multiply_by_quantized_multiplier_int64_ok(shift, bound),
-                  f"output multiplier {real} out of range for the int64 MultiplyByQuantizedMultiplier")
+        ctx.check(
+            multiply_by_quantized_multiplier_int64_ok(shift, bound),
+            f"output multiplier {real} out of range for the int64 MultiplyByQuantizedMultiplier",
+        )
     if rhs.is_constant:
         rhs_c = np.ascontiguousarray(r, dtype=dt)
     wraps = kind == "int32" and bound >= 2**31

@@ -28,11 +28,22 @@ from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
 
-_CAST_TYPES = frozenset({
-    TensorType.FLOAT32, TensorType.FLOAT16, TensorType.FLOAT64, TensorType.INT8, TensorType.INT16,
-    TensorType.INT32, TensorType.INT64, TensorType.UINT8, TensorType.UINT16, TensorType.UINT32, TensorType.BOOL,
-    TensorType.COMPLEX64,
-})
+_CAST_TYPES = frozenset(
+    {
+        TensorType.FLOAT32,
+        TensorType.FLOAT16,
+        TensorType.FLOAT64,
+        TensorType.INT8,
+        TensorType.INT16,
+        TensorType.INT32,
+        TensorType.INT64,
+        TensorType.UINT8,
+        TensorType.UINT16,
+        TensorType.UINT32,
+        TensorType.BOOL,
+        TensorType.COMPLEX64,
+    }
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,9 +140,11 @@ def prepare_bitcast(ctx: OpContext) -> PreparedOp:
     if a > b:
         shape = x.shape + (a // b,)
     elif a < b:
-        ctx.check(len(x.shape) >= 1 and x.shape[-1] == b // a,
-                  f"input's last dimension must be {b // a} to bitcast {x.type_name} to {y.type_name}, "
-                  f"got shape {list(x.shape)}")
+        ctx.check(
+            len(x.shape) >= 1 and x.shape[-1] == b // a,
+            f"input's last dimension must be {b // a} to bitcast {x.type_name} to {y.type_name}, "
+            f"got shape {list(x.shape)}",
+        )
         shape = x.shape[:-1]
     else:
         shape = x.shape

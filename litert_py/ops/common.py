@@ -69,8 +69,9 @@ def quantized_activation_range(ctx, out) -> tuple[int, int]:
     type, scale and zero point; an unsupported activation fails prepare naming the node."""
     qmin, qmax = dtype_range(out.dtype)
     try:
-        return calculate_activation_range_quantized(ctx.options.fused_activation_function, out.scale,
-                                                    out.zero_point, qmin, qmax)
+        return calculate_activation_range_quantized(
+            ctx.options.fused_activation_function, out.scale, out.zero_point, qmin, qmax
+        )
     except PrepareError as e:
         raise ctx.fail(str(e)) from None
 
@@ -126,14 +127,19 @@ def flex_options(ctx, *, allow_empty: bool = False, require_map: bool = False) -
     empty map, as in C++, unless ``require_map``."""
     raw = bytes(ctx.custom_options or b"")
     if not raw:
-        ctx.check(allow_empty, f"{ctx.op_name} needs its options as a FlexBuffer map in custom_options (LiteRT "
-                               "crashes on empty custom options)")
+        ctx.check(
+            allow_empty,
+            f"{ctx.op_name} needs its options as a FlexBuffer map in custom_options (LiteRT "
+            "crashes on empty custom options)",
+        )
         return {}
     try:
         m = flexbuffers.loads(raw)
     except flexbuffers.FlexBufferError as e:
-        raise ctx.fail(f"{ctx.op_name}: custom options ({len(raw)} bytes) are not a valid FlexBuffer map (truncated "
-                       f"or corrupt: {e})") from None
+        raise ctx.fail(
+            f"{ctx.op_name}: custom options ({len(raw)} bytes) are not a valid FlexBuffer map (truncated "
+            f"or corrupt: {e})"
+        ) from None
     if not isinstance(m, dict):
         ctx.check(not require_map, "custom options must be a FlexBuffer map")
         return {}
@@ -145,8 +151,9 @@ def _flex_number(ctx, m: dict, key: str):
     v = m.get(key)
     if v is None:  # FBT_NULL / missing key: 0
         return 0
-    ctx.check(isinstance(v, flexbuffers.NUMBER), f"{ctx.op_name} option {key!r} must be a number, got "
-                                                 f"{type(v).__name__}")
+    ctx.check(
+        isinstance(v, flexbuffers.NUMBER), f"{ctx.op_name} option {key!r} must be a number, got {type(v).__name__}"
+    )
     return v
 
 
@@ -224,8 +231,10 @@ def per_channel_params(ctx, t) -> tuple[np.ndarray, np.ndarray]:
     q = t.quantization
     n = len(q.scale)
     axis = q.quantized_dimension
-    ctx.check(0 <= axis < len(t.shape) and t.shape[axis] == n,
-              f"{n} per-channel scales do not match dimension {axis} of shape {list(t.shape)}")
+    ctx.check(
+        0 <= axis < len(t.shape) and t.shape[axis] == n,
+        f"{n} per-channel scales do not match dimension {axis} of shape {list(t.shape)}",
+    )
     zp = q.zero_point if len(q.zero_point) == n else (q.zero_point[0] if q.zero_point else 0,) * n
     shape = _channel_shape(len(t.shape), axis, n)
     return np.asarray(q.scale, np.float32).reshape(shape), np.asarray(zp, np.int64).reshape(shape)

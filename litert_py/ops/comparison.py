@@ -86,8 +86,10 @@ def scaled_table(ctx: OpContext, t: TensorInfo) -> np.ndarray:
     """``MultiplyByQuantizedMultiplierSmallerThanOneExp((x - zp) << 8, M, shift)`` for every stored value x,
     indexed by x viewed as unsigned (comparisons.cc: left_shift 8)."""
     scale = t.scale
-    ctx.check(0.0 < scale < 1.0,
-              f"quantized {ctx.op_name} needs an input scale in (0, 1), got {scale} (LiteRT aborts or is undefined)")
+    ctx.check(
+        0.0 < scale < 1.0,
+        f"quantized {ctx.op_name} needs an input scale in (0, 1), got {scale} (LiteRT aborts or is undefined)",
+    )
     m, shift = quantize_multiplier(float(scale))
     info = np.iinfo(t.dtype)
     raw = np.arange(info.min, info.max + 1, dtype=np.int64)
@@ -128,8 +130,13 @@ def prepare_comparison(ctx: OpContext) -> PreparedOp:
     if scaled:
         return ComparisonQuantized(fn, scaled_table(ctx, a), scaled_table(ctx, b), _UNSIGNED[a.dtype])
     if a.type not in raw_types:
-        raise _unsupported(ctx, a, "bool|float|int|uint8|int8|int16" if ctx.builtin_code in (_B.EQUAL, _B.NOT_EQUAL)
-                           else "float|int|uint8|int8|int16")
+        raise _unsupported(
+            ctx,
+            a,
+            "bool|float|int|uint8|int8|int16"
+            if ctx.builtin_code in (_B.EQUAL, _B.NOT_EQUAL)
+            else "float|int|uint8|int8|int16",
+        )
     return BinaryPlain(fn)
 
 
@@ -163,8 +170,10 @@ def prepare_bitwise(ctx: OpContext) -> PreparedOp:
     shape = _binary_shape(ctx, a, b)
     if a.type not in _BITWISE_TYPES:
         raise ctx.fail(f"Unsupported datatype {a.type_name} for {ctx.op_name}")
-    ctx.check(ctx.outputs[OUTPUT].type == a.type,
-              f"output type {ctx.outputs[OUTPUT].type_name} differs from the input type {a.type_name}")
+    ctx.check(
+        ctx.outputs[OUTPUT].type == a.type,
+        f"output type {ctx.outputs[OUTPUT].type_name} differs from the input type {a.type_name}",
+    )
     ctx.set_output_shape(OUTPUT, shape)
     if ctx.builtin_code == _B.BITWISE_XOR:
         return BinaryPlain(np.bitwise_xor)
@@ -204,8 +213,10 @@ def prepare_select(ctx: OpContext) -> PreparedOp:
     ctx.check(cond.type == _BOOL, f"condition must be BOOL, got {cond.type_name}")
     ctx.check(x.type == y.type, f"x and y types differ: {x.type_name} and {y.type_name}")
     ctx.check(out.type == x.type, f"output type {out.type_name} differs from the input type {x.type_name}")
-    ctx.check(x.dtype.kind in "biufc" and x.dtype.itemsize in (1, 2, 4, 8),
-              f"Does not support type other than bool|float|int, got {x.type_name}")
+    ctx.check(
+        x.dtype.kind in "biufc" and x.dtype.itemsize in (1, 2, 4, 8),
+        f"Does not support type other than bool|float|int, got {x.type_name}",
+    )
     if cond.size == 1 and x.size == 1 and y.size == 1 and out.size == 1:
         # LiteRT keeps the model's output shape here (mixed-rank scalars)
         ctx.set_output_shape(OUTPUT, out.shape)
@@ -214,8 +225,7 @@ def prepare_select(ctx: OpContext) -> PreparedOp:
         ctx.set_output_shape(OUTPUT, x.shape)
         return Select()
     if ctx.builtin_code == _B.SELECT:
-        low_rank = len(cond.shape) == 0 or (len(cond.shape) == 1 and len(x.shape) >= 1
-                                              and cond.shape[0] == x.shape[0])
+        low_rank = len(cond.shape) == 0 or (len(cond.shape) == 1 and len(x.shape) >= 1 and cond.shape[0] == x.shape[0])
         ctx.check(low_rank, "condition must be a scalar, have x's shape, or be rank 1 matching x's first dimension")
         ctx.check(x.shape == y.shape, f"x and y shapes differ: {list(x.shape)} and {list(y.shape)}")
         ctx.set_output_shape(OUTPUT, x.shape)

@@ -94,13 +94,11 @@ def prepare_while(ctx: OpContext) -> PreparedOp:
     check_subgraph_io_types(ctx, cond, "cond", "inputs", ctx.inputs, types)
     check_subgraph_io_types(ctx, body, "body", "inputs", ctx.inputs, types)
     check_subgraph_io_types(ctx, body, "body", "outputs", ctx.outputs, types)
-    ctx.check(len(cond.sg.outputs) == 1, f"cond subgraph {cond.index} must have 1 output, has "
-                                         f"{len(cond.sg.outputs)}")
+    ctx.check(len(cond.sg.outputs) == 1, f"cond subgraph {cond.index} must have 1 output, has {len(cond.sg.outputs)}")
     shapes = [t.shape for t in ctx.inputs]
     cond.prepare_for(shapes)
     out = subgraph_output_infos(cond)[0]
-    ctx.check(out.type == dtypes.TensorType.BOOL, f"cond subgraph {cond.index} output is {out.type_name}, must be "
-                                                  "BOOL")
+    ctx.check(out.type == dtypes.TensorType.BOOL, f"cond subgraph {cond.index} output is {out.type_name}, must be BOOL")
     ctx.check(out.dynamic or out.size == 1, f"cond subgraph {cond.index} output has {out.size} elements, must have 1")
     body.prepare_for(shapes)
     outs = subgraph_output_infos(body)
@@ -134,8 +132,10 @@ def prepare_if(ctx: OpContext) -> PreparedOp:
     ctx.check(cond.size == 1, f"IF condition must have 1 element, has {cond.size}")
     args = ctx.inputs[1:]
     ctx.check(all(t is not None for t in args), "IF inputs must all be present")
-    branches = [callee_runtime(ctx, ctx.options.then_subgraph_index),
-                callee_runtime(ctx, ctx.options.else_subgraph_index)]
+    branches = [
+        callee_runtime(ctx, ctx.options.then_subgraph_index),
+        callee_runtime(ctx, ctx.options.else_subgraph_index),
+    ]
     shapes = [t.shape for t in args]
     dynamic = False
     results = []

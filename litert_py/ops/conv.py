@@ -154,8 +154,12 @@ class Im2Col:
         src_dtype = np.dtype(dtype if src_dtype is None else src_dtype)
         cg = g.in_c // groups
         kg = g.filter_h * g.filter_w * cg
-        if g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 and not g.padded and src_dtype == dtype \
-                and not ones:
+        if (
+            g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1
+            and not g.padded
+            and src_dtype == dtype
+            and not ones
+        ):
             return Im2Col(geo, groups, None, None, None, ((0, g.batches, 0, g.out_h, None, None),))
         row_bytes = g.out_w * (kg + ones) * groups * np.dtype(dtype).itemsize
         if g.batches * g.out_h * row_bytes <= IM2COL_BLOCK_BYTES:
@@ -181,10 +185,15 @@ class Im2Col:
             padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
             window = Im2Col._window(g, groups, padded)
         # one window covering the whole (unpadded) input: its rows are the input's, as for 1x1 stride 1
-        whole = (groups == 1 and g.out_h == g.out_w == 1 and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
-                 and g.dilation_h == g.dilation_w == 1)
-        pointwise = ((g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 or whole) and not g.padded
-                     and len(blocks) == 1)
+        whole = (
+            groups == 1
+            and g.out_h == g.out_w == 1
+            and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
+            and g.dilation_h == g.dilation_w == 1
+        )
+        pointwise = (
+            (g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 or whole) and not g.padded and len(blocks) == 1
+        )
         return Im2Col(geo, groups, padded, interior, window, tuple(blocks), pointwise)
 
     @staticmethod
@@ -307,11 +316,23 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     taps = geo.filter_h * geo.filter_w
-    if (groups == 1 and f.is_constant and taps > 1 and geo.out_c <= PER_TAP_MAX_CHANNELS
-            and geo.batches * geo.out_h * geo.out_w * taps * geo.in_c * 4 > PER_TAP_MIN_BYTES):
+    if (
+        groups == 1
+        and f.is_constant
+        and taps > 1
+        and geo.out_c <= PER_TAP_MAX_CHANNELS
+        and geo.batches * geo.out_h * geo.out_w * taps * geo.in_c * 4 > PER_TAP_MIN_BYTES
+    ):
         w = np.ascontiguousarray(f.data.reshape(geo.out_c, taps, geo.in_c).transpose(1, 2, 0), dtype=np.float32)
-        return ConvFloatPerTap(DepthwiseTaps.build(geo, 1, np.float32), w, np.empty(geo.out_shape, np.float32),
-                               bias_tile(bias, geo.out_w), bias is not None and not bias.is_constant, lo, hi)
+        return ConvFloatPerTap(
+            DepthwiseTaps.build(geo, 1, np.float32),
+            w,
+            np.empty(geo.out_shape, np.float32),
+            bias_tile(bias, geo.out_w),
+            bias is not None and not bias.is_constant,
+            lo,
+            hi,
+        )
     weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
     input_is_a = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
     if groups == 1 and weights is not None and bias is not None and bias.is_constant and not input_is_a:
@@ -319,8 +340,14 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         folded[:, :-1] = weights
         folded[0, -1] = bias.data.reshape(-1)
         return ConvFloatBiasFolded(Im2Col.build(geo, 1, np.float32, ones=True), folded, lo, hi)
-    return ConvFloat(Im2Col.build(geo, groups, np.float32), weights, bias_tile(bias, geo.out_w),
-                     bias is not None and not bias.is_constant, lo, hi)
+    return ConvFloat(
+        Im2Col.build(geo, groups, np.float32),
+        weights,
+        bias_tile(bias, geo.out_w),
+        bias is not None and not bias.is_constant,
+        lo,
+        hi,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,8 +399,10 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     x, f, bias, out = ctx.input(INPUT), ctx.input(FILTER), ctx.input(BIAS), ctx.outputs[OUTPUT]
     uint8 = x.dtype == np.uint8
     expected = (np.uint8,) if uint8 else (np.int8,)  # INT4 filters are unpacked to int8
-    ctx.check(f.dtype in expected, f"{x.type_name} CONV_2D needs a {'UINT8' if uint8 else 'INT8 or INT4'} filter, "
-                                   f"got {f.type_name}")
+    ctx.check(
+        f.dtype in expected,
+        f"{x.type_name} CONV_2D needs a {'UINT8' if uint8 else 'INT8 or INT4'} filter, got {f.type_name}",
+    )
     m, shift, lo, hi = quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
     int64_bias = x.dtype == np.int16 and int16_bias_type(ctx, bias) == "INT64"
     if geo.empty:
@@ -402,15 +431,17 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     if offset is not None and not int64_bias and groups == 1:
-        folded = _prepare_conv_folded(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi,
-                                      max(-qmin, qmax), acc_bound)
+        folded = _prepare_conv_folded(
+            geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound
+        )
         if folded is not None:
             return folded
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
-    return ConvQuantized(Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc,
-                         requant, x_zp, f_zp)
+    return ConvQuantized(
+        Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc, requant, x_zp, f_zp
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -448,14 +479,27 @@ class ConvQuantizedFoldedRows:
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
-def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo, f_zp: int, m, shift,
-                         zero_point: int, lo: int, hi: int, max_abs_x: int, acc_bound: float):
+def _prepare_conv_folded(
+    geo: Geometry,
+    x: TensorInfo,
+    f: TensorInfo,
+    bias: TensorInfo,
+    f_zp: int,
+    m,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    max_abs_x: int,
+    acc_bound: float,
+):
     """The folded prepared op, or None when conv_requant's bound fails."""
     x_zp = x.zero_point
     w = _gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
     offset = bias.data.reshape(-1).astype(np.int64) - x_zp * w.sum(axis=0)
-    folding = fold_requantization(m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x,
-                                  acc_bound, geo.out_shape)
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape
+    )
     if folding is None:
         return None
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
@@ -467,8 +511,9 @@ def _prepare_conv_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: Tens
         a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
         assert np.shares_memory(a_input, a)
         acc = np.empty(geo.out_shape)
-        return ConvQuantizedFoldedRows(a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c),
-                                       folding.epilogue)
+        return ConvQuantizedFoldedRows(
+            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue
+        )
     return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
 
 
@@ -509,19 +554,25 @@ def _prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
     if per_channel:  # EvalHybridPerChannel reads s_w[output channel] (checks of ai-edge-litert 2.3.0)
         qd = f.quantization.quantized_dimension
         ctx.check(qd == 0, f"hybrid per-channel or grouped CONV_2D needs the filter quantized on dimension 0, got {qd}")
-        ctx.check(scales.size == geo.out_c, f"hybrid per-channel or grouped CONV_2D needs {geo.out_c} filter scales, "
-                                            f"got {scales.size}")
+        ctx.check(
+            scales.size == geo.out_c,
+            f"hybrid per-channel or grouped CONV_2D needs {geo.out_c} filter scales, got {scales.size}",
+        )
     if geo.empty:
         return EMPTY_OUTPUT
     wabs = int(np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64)).sum(axis=1).max())
     dtype = exact_dtype((255 if per_channel else 127) * wabs)  # |q - zp| <= 255, |q| <= 127
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
-    return ConvHybrid(Im2Col.build(geo, groups, np.float32), _gemm_weights(f.data, groups, dtype),
-                      None if dtype == np.float32 else np.empty(geo.out_shape), scales[0],
-                      tile_over_width(scales, geo.out_w, np.float32) if per_channel else None,
-                      tile_over_width(bias.data, geo.out_w, np.float32) if bias.is_constant else None, lo, hi)
-
-
+    return ConvHybrid(
+        Im2Col.build(geo, groups, np.float32),
+        _gemm_weights(f.data, groups, dtype),
+        None if dtype == np.float32 else np.empty(geo.out_shape),
+        scales[0],
+        tile_over_width(scales, geo.out_w, np.float32) if per_channel else None,
+        tile_over_width(bias.data, geo.out_w, np.float32) if bias.is_constant else None,
+        lo,
+        hi,
+    )
 
 
 @register(BuiltinOperator.CONV_2D)
@@ -539,21 +590,27 @@ def prepare_conv_2d(ctx: OpContext):
     ctx.check(o % groups == 0, f"output channels ({o}) must be a multiple of the number of groups ({groups})")
     check_types(ctx)
     if x.dtype in (np.int8, np.int16):
-        ctx.check(has_affine_quantization(f), "filter must have affine quantization "
-                  "(LiteRT: filter->quantization.type != kTfLiteAffineQuantization)")
+        ctx.check(
+            has_affine_quantization(f),
+            "filter must have affine quantization (LiteRT: filter->quantization.type != kTfLiteAffineQuantization)",
+        )
         ctx.check(not any(f.quantization.zero_point), f"filter zero points must be 0, got {f.quantization.zero_point}")
     opt = ctx.options
     ctx.check(opt.stride_h > 0 and opt.stride_w > 0, f"strides must be positive, got {opt.stride_h}x{opt.stride_w}")
-    ctx.check(opt.dilation_h_factor > 0 and opt.dilation_w_factor > 0,
-              f"dilations must be positive, got {opt.dilation_h_factor}x{opt.dilation_w_factor}")
+    ctx.check(
+        opt.dilation_h_factor > 0 and opt.dilation_w_factor > 0,
+        f"dilations must be positive, got {opt.dilation_h_factor}x{opt.dilation_w_factor}",
+    )
     # conv.cc: "TODO(ahentz): At this point the optimized versions require 'bias'".
     ctx.check(len(ctx.inputs) == 3, "CONV_2D requires a bias input (LiteRT: has_bias was not true)")
     ctx.check(ctx.inputs[BIAS] is not None, "CONV_2D requires a bias: tensor at index 2 was optional but was expected")
     check_bias(ctx, o, one_d=False, int16_bias=("INT32", "INT64"))
     if x.dtype == np.int16:
         ctx.check(x.zero_point == 0, f"int16 input zero point must be 0, got {x.zero_point}")
-        ctx.check(ctx.outputs[OUTPUT].zero_point == 0,
-                  f"int16 output zero point must be 0, got {ctx.outputs[OUTPUT].zero_point}")
+        ctx.check(
+            ctx.outputs[OUTPUT].zero_point == 0,
+            f"int16 output zero point must be 0, got {ctx.outputs[OUTPUT].zero_point}",
+        )
     geo = window_geometry(ctx, x.shape, o, kh, kw, checked=True)
     ctx.set_output_shape(OUTPUT, geo.out_shape)
     if x.dtype != np.float32:

@@ -47,8 +47,10 @@ def _bias(ctx: OpContext, index: int, out_c: int):
     bias = ctx.optional_input(index)
     if bias is not None:
         ctx.check(bias.type_name == "FLOAT32", f"bias type {bias.type_name} must be FLOAT32")
-        ctx.check(int(np.prod(bias.shape)) == out_c,
-                  f"bias has {int(np.prod(bias.shape))} elements, expected {out_c} (output channels)")
+        ctx.check(
+            int(np.prod(bias.shape)) == out_c,
+            f"bias has {int(np.prod(bias.shape))} elements, expected {out_c} (output channels)",
+        )
     return bias
 
 
@@ -104,22 +106,28 @@ def prepare_conv_3d(ctx: OpContext) -> PreparedOp:
     if 0 in out_shape or x.size == 0:
         return EMPTY_OUTPUT
     pads = [pad_before(i, k, s, d, v) for i, k, s, d, v in zip(ins, ks, strides, dilations, outs)]
-    ends = [max((v - 1) * s + (k - 1) * d + 1 - i - p, 0) for i, k, s, d, v, p in
-            zip(ins, ks, strides, dilations, outs, pads)]
+    ends = [
+        max((v - 1) * s + (k - 1) * d + 1 - i - p, 0)
+        for i, k, s, d, v, p in zip(ins, ks, strides, dilations, outs, pads)
+    ]
     padded = ctx.scratch((n, *(i + p + e for i, p, e in zip(ins, pads, ends)), c), np.float32)
     interior = (slice(None), *(slice(p, p + i) for p, i in zip(pads, ins)))
     sn, sd, sh, sw, sc = padded.strides
     sp = (sd, sh, sw)
     window = np.lib.stride_tricks.as_strided(
-        padded, (n, *outs, *ks, c),
-        (sn, *(a * s for a, s in zip(sp, strides)), *(a * d for a, d in zip(sp, dilations)), sc), writeable=False)
+        padded,
+        (n, *outs, *ks, c),
+        (sn, *(a * s for a, s in zip(sp, strides)), *(a * d for a, d in zip(sp, dilations)), sc),
+        writeable=False,
+    )
     k_len = int(np.prod(ks)) * c
     cols = ctx.scratch((n * int(np.prod(outs)), k_len), np.float32)
     weights = np.ascontiguousarray(f.data.reshape(k_len, o_c), np.float32) if f.is_constant else None
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     const_bias = bias.data.reshape(-1).astype(np.float32) if bias is not None and bias.is_constant else None
-    return Conv3DFloat(padded, interior, window, cols, weights, const_bias,
-                       bias is not None and not bias.is_constant, lo, hi)
+    return Conv3DFloat(
+        padded, interior, window, cols, weights, const_bias, bias is not None and not bias.is_constant, lo, hi
+    )
 
 
 # -- CONV_3D_TRANSPOSE --------------------------------------------------------------------------------
@@ -155,10 +163,21 @@ class Conv3DTransposeFloat:
             wts = inputs[1].transpose(4, 0, 1, 2, 3).reshape(c, -1)
         cols = np.matmul(x.reshape(-1, c), wts).reshape(n, d, h, w, *ks, o_c)
         ins, outs = (d, h, w), out.shape[1:4]
-        pads = [pad_before(v, k, s, dl, out_size(self.padding, v, k, s, dl) or 0)
-                for v, k, s, dl in zip(outs, ks, self.strides, self.dilations)]
-        full = np.zeros((n, *(max((i - 1) * s + (k - 1) * dl + 1, p + v) for i, k, s, dl, p, v in
-                              zip(ins, ks, self.strides, self.dilations, pads, outs)), o_c), np.float32)
+        pads = [
+            pad_before(v, k, s, dl, out_size(self.padding, v, k, s, dl) or 0)
+            for v, k, s, dl in zip(outs, ks, self.strides, self.dilations)
+        ]
+        full = np.zeros(
+            (
+                n,
+                *(
+                    max((i - 1) * s + (k - 1) * dl + 1, p + v)
+                    for i, k, s, dl, p, v in zip(ins, ks, self.strides, self.dilations, pads, outs)
+                ),
+                o_c,
+            ),
+            np.float32,
+        )
         spans = [(i - 1) * s + 1 for i, s in zip(ins, self.strides)]
         sd, sh, sw = self.strides
         dd, dh, dw = self.dilations
@@ -166,9 +185,9 @@ class Conv3DTransposeFloat:
             for kh in range(ks[1]):
                 for kw in range(ks[2]):
                     a, b, e = kd * dd, kh * dh, kw * dw
-                    dst = full[:, a:a + spans[0]:sd, b:b + spans[1]:sh, e:e + spans[2]:sw]
+                    dst = full[:, a : a + spans[0] : sd, b : b + spans[1] : sh, e : e + spans[2] : sw]
                     np.add(dst, cols[:, :, :, :, kd, kh, kw], out=dst)
-        out[...] = full[:, pads[0]:pads[0] + outs[0], pads[1]:pads[1] + outs[1], pads[2]:pads[2] + outs[2]]
+        out[...] = full[:, pads[0] : pads[0] + outs[0], pads[1] : pads[1] + outs[1], pads[2] : pads[2] + outs[2]]
         if self.bias is not None:
             np.add(out, self.bias, out=out)
         elif self.dynamic_bias:
@@ -181,8 +200,10 @@ def prepare_conv_3d_transpose(ctx: OpContext) -> PreparedOp:
     ctx.check_num((3, 4))
     shape_t, f, x = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(shape_t.type_name == "INT32", f"output_shape must be INT32, got {shape_t.type_name}")
-    ctx.check(len(shape_t.shape) == 1 and shape_t.shape[0] == 5,
-              f"output_shape must be 1-D with 5 elements, got shape {list(shape_t.shape)}")
+    ctx.check(
+        len(shape_t.shape) == 1 and shape_t.shape[0] == 5,
+        f"output_shape must be 1-D with 5 elements, got shape {list(shape_t.shape)}",
+    )
     ctx.check(len(x.shape) == 5, f"input must be 5-D (NDHWC), got shape {list(x.shape)}")
     ctx.check(len(f.shape) == 5, f"filter must be 5-D (DHWOI), got shape {list(f.shape)}")
     ctx.check(x.type_name == "FLOAT32", f"Type {x.type_name} is unsupported by op CONV_3D_TRANSPOSE.")
@@ -196,13 +217,17 @@ def prepare_conv_3d_transpose(ctx: OpContext) -> PreparedOp:
     if shape_t.is_constant:
         static = tuple(int(v) for v in np.asarray(shape_t.data).reshape(-1))
         ctx.check(all(v >= 0 for v in static), f"output_shape must not be negative, got {list(static)}")
-        ctx.check(static[0] == x.shape[0] and static[4] == o_c,
-                  f"output_shape {list(static)} must have the input's batch and the filter's {o_c} channels")
+        ctx.check(
+            static[0] == x.shape[0] and static[4] == o_c,
+            f"output_shape {list(static)} must have the input's batch and the filter's {o_c} channels",
+        )
         # conv3d_transpose.cc: the forward conv of the output must give the input's spatial dims.
         for axis, name in ((1, "depth"), (2, "height"), (3, "width")):
             computed = out_size(padding, static[axis], f.shape[axis - 1], strides[axis - 1], dilations[axis - 1])
-            ctx.check(computed == x.shape[axis], f"unused_out_{name} != SizeOfDimension(input, {axis}) "
-                                                 f"({computed} != {x.shape[axis]})")
+            ctx.check(
+                computed == x.shape[axis],
+                f"unused_out_{name} != SizeOfDimension(input, {axis}) ({computed} != {x.shape[axis]})",
+            )
         ctx.set_output_shape(OUTPUT, static)
         if 0 in static or x.size == 0:
             return EMPTY_OUTPUT
@@ -211,5 +236,17 @@ def prepare_conv_3d_transpose(ctx: OpContext) -> PreparedOp:
     weights = f.data.transpose(4, 0, 1, 2, 3).reshape(f.shape[4], -1).copy() if f.is_constant else None
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     const_bias = bias.data.reshape(-1).astype(np.float32) if bias is not None and bias.is_constant else None
-    return Conv3DTransposeFloat(tuple(x.shape), tuple(f.shape[:3]), o_c, strides, dilations, padding, static,
-                                weights, const_bias, bias is not None and not bias.is_constant, lo, hi)
+    return Conv3DTransposeFloat(
+        tuple(x.shape),
+        tuple(f.shape[:3]),
+        o_c,
+        strides,
+        dilations,
+        padding,
+        static,
+        weights,
+        const_bias,
+        bias is not None and not bias.is_constant,
+        lo,
+        hi,
+    )

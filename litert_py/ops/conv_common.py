@@ -38,8 +38,7 @@ TYPE_NUMBER = {name: num for num, name in dtypes.TENSOR_TYPE_NAMES.items()}
 
 def out_size(padding: int, in_size: int, filter_size: int, stride: int, dilation: int = 1) -> int | None:
     """ComputeOutSizeChecked (padding.h): the output size, or None where LiteRT reports an error."""
-    if padding not in (Padding.SAME, Padding.VALID) or in_size < 0 or filter_size <= 0 or stride <= 0 \
-            or dilation <= 0:
+    if padding not in (Padding.SAME, Padding.VALID) or in_size < 0 or filter_size <= 0 or stride <= 0 or dilation <= 0:
         return None
     eff = (filter_size - 1) * dilation + 1
     num = in_size + stride - 1 if padding == Padding.SAME else in_size + stride - eff
@@ -106,8 +105,9 @@ class Geometry:
         return 0 in self.out_shape
 
 
-def window_geometry(ctx: OpContext, in_shape, out_c: int, filter_h: int, filter_w: int, checked: bool,
-                    dilation: bool = True) -> Geometry:
+def window_geometry(
+    ctx: OpContext, in_shape, out_c: int, filter_h: int, filter_w: int, checked: bool, dilation: bool = True
+) -> Geometry:
     """The output size and padding of a windowed op (ComputePaddingHeightWidth[Checked], padding.h).
 
     ``checked`` (conv, depthwise conv): an invalid geometry (filter larger than a VALID input, ...) fails
@@ -122,11 +122,29 @@ def window_geometry(ctx: OpContext, in_shape, out_c: int, filter_h: int, filter_
     oh = out_size(o.padding, h, filter_h, sh, dh) if ow is not None else None
     if oh is None:
         pad = Padding(o.padding).name if o.padding in (0, 1) else o.padding
-        ctx.check(not checked, f"invalid window: input {h}x{w}, filter {filter_h}x{filter_w}, stride {sh}x{sw}, "
-                               f"dilation {dh}x{dw}, padding {pad} (ComputePaddingHeightWidthChecked failed)")
+        ctx.check(
+            not checked,
+            f"invalid window: input {h}x{w}, filter {filter_h}x{filter_w}, stride {sh}x{sw}, "
+            f"dilation {dh}x{dw}, padding {pad} (ComputePaddingHeightWidthChecked failed)",
+        )
         return Geometry(n, h, w, c, 0, ow or 0, out_c, filter_h, filter_w, max(sh, 1), max(sw, 1), dh, dw)
-    return Geometry(n, h, w, c, oh, ow, out_c, filter_h, filter_w, sh, sw, dh, dw,
-                    pad_before(h, filter_h, sh, dh, oh), pad_before(w, filter_w, sw, dw, ow))
+    return Geometry(
+        n,
+        h,
+        w,
+        c,
+        oh,
+        ow,
+        out_c,
+        filter_h,
+        filter_w,
+        sh,
+        sw,
+        dh,
+        dw,
+        pad_before(h, filter_h, sh, dh, oh),
+        pad_before(w, filter_w, sw, dw, ow),
+    )
 
 
 def padded_buffer(geo: Geometry, channels: int, dtype, pad_value) -> tuple[np.ndarray, tuple]:
@@ -134,8 +152,7 @@ def padded_buffer(geo: Geometry, channels: int, dtype, pad_value) -> tuple[np.nd
     hp = geo.pad_top + geo.in_h + geo.pad_bottom
     wp = geo.pad_left + geo.in_w + geo.pad_right
     buf = np.full((geo.batches, hp, wp, channels), pad_value, dtype=dtype)
-    return buf, (slice(None), slice(geo.pad_top, geo.pad_top + geo.in_h),
-                 slice(geo.pad_left, geo.pad_left + geo.in_w))
+    return buf, (slice(None), slice(geo.pad_top, geo.pad_top + geo.in_h), slice(geo.pad_left, geo.pad_left + geo.in_w))
 
 
 class EmptyOutput:
@@ -161,18 +178,30 @@ def tile_over_width(values: np.ndarray, out_w: int, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(np.asarray(values).reshape(-1), (out_w, values.size)), dtype=dtype)
 
 
-def requantizer_for(ctx: OpContext, multiplier, shift, zero_point: int, lo: int, hi: int, out_shape,
-                acc_bound: float, int64_acc: bool = False) -> Requantizer:
+def requantizer_for(
+    ctx: OpContext,
+    multiplier,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    out_shape,
+    acc_bound: float,
+    int64_acc: bool = False,
+) -> Requantizer:
     """The epilogue for accumulators |acc| <= acc_bound of an NHWC output of ``out_shape``: the per-channel
     values tiled over the output width, so that it runs over whole (W, C) rows."""
     if int64_acc:
         # int64 products that overflow wrap as in C++; only a shift outside [-31, 14] is undefined there
-        ctx.check(multiply_by_quantized_multiplier_int64_ok(shift, 0.0),
-                  f"int16 output multiplier too large for the int64 MultiplyByQuantizedMultiplier (shift "
-                  f"{int(np.max(shift))} > 14: s_in*s_w/s_out >= 2^14)")
+        ctx.check(
+            multiply_by_quantized_multiplier_int64_ok(shift, 0.0),
+            f"int16 output multiplier too large for the int64 MultiplyByQuantizedMultiplier (shift "
+            f"{int(np.max(shift))} > 14: s_in*s_w/s_out >= 2^14)",
+        )
     out_w = out_shape[2]
-    return Requantizer.build(np.tile(multiplier, out_w), np.tile(shift, out_w), zero_point, lo, hi, acc_bound,
-                             out_shape, int64_acc=int64_acc)
+    return Requantizer.build(
+        np.tile(multiplier, out_w), np.tile(shift, out_w), zero_point, lo, hi, acc_bound, out_shape, int64_acc=int64_acc
+    )
 
 
 def has_affine_quantization(t: TensorInfo) -> bool:
@@ -180,23 +209,33 @@ def has_affine_quantization(t: TensorInfo) -> bool:
     return t.quantization.is_quantized
 
 
-def quantization_params(ctx: OpContext, x: TensorInfo, f: TensorInfo, bias: TensorInfo | None, out_c: int,
-                         legacy_uint8: bool):
+def quantization_params(
+    ctx: OpContext, x: TensorInfo, f: TensorInfo, bias: TensorInfo | None, out_c: int, legacy_uint8: bool
+):
     """PopulateConvolutionQuantizationParams (kernel_util.cc): per-channel (M, shift) and the clamp range."""
-    ctx.check(has_affine_quantization(x), "input must have affine quantization (LiteRT: input->quantization.type != "
-                             "kTfLiteAffineQuantization)")
-    ctx.check(has_affine_quantization(f), "filter must have affine quantization (LiteRT: filter->quantization.type != "
-                             "kTfLiteAffineQuantization)")
+    ctx.check(
+        has_affine_quantization(x),
+        "input must have affine quantization (LiteRT: input->quantization.type != kTfLiteAffineQuantization)",
+    )
+    ctx.check(
+        has_affine_quantization(f),
+        "filter must have affine quantization (LiteRT: filter->quantization.type != kTfLiteAffineQuantization)",
+    )
     scales = np.asarray(f.quantization.scale, np.float32)
     ctx.check(scales.size in (1, out_c), f"filter has {scales.size} scales, expected 1 or {out_c} (output channels)")
     if scales.size > 1:
-        ctx.check(x.dtype in (np.int8, np.int16), f"per-channel filter quantization needs an INT8 or INT16 input, "
-                                                  f"got {x.type_name}")
-        ctx.check(f.dtype == np.int8,
-                  f"per-channel filter quantization needs an INT8 or INT4 filter, got {f.type_name}")
+        ctx.check(
+            x.dtype in (np.int8, np.int16),
+            f"per-channel filter quantization needs an INT8 or INT16 input, got {x.type_name}",
+        )
+        ctx.check(
+            f.dtype == np.int8, f"per-channel filter quantization needs an INT8 or INT4 filter, got {f.type_name}"
+        )
         qd = f.quantization.quantized_dimension
-        ctx.check(0 <= qd < len(f.shape) and f.shape[qd] == out_c,
-                  f"filter quantized_dimension {qd} does not have the {out_c} output channels (shape {list(f.shape)})")
+        ctx.check(
+            0 <= qd < len(f.shape) and f.shape[qd] == out_c,
+            f"filter quantized_dimension {qd} does not have the {out_c} output channels (shape {list(f.shape)})",
+        )
     out = ctx.outputs[OUTPUT]
     s_in, s_out = np.float32(x.scale), np.float32(out.scale)
     with np.errstate(all="ignore"):
@@ -206,9 +245,11 @@ def quantization_params(ctx: OpContext, x: TensorInfo, f: TensorInfo, bias: Tens
             s_w = scales[0]
             if bias is not None:
                 diff = abs(np.float64(s_in) * np.float64(s_w) - np.float64(bias.scale))
-                ctx.check(bool(diff / np.float64(s_out) <= 0.02),
-                          f"bias scale {bias.scale} differs from input scale * filter scale "
-                          f"{float(s_in) * float(s_w)} by more than 2% of the output scale {float(s_out)}")
+                ctx.check(
+                    bool(diff / np.float64(s_out) <= 0.02),
+                    f"bias scale {bias.scale} differs from input scale * filter scale "
+                    f"{float(s_in) * float(s_w)} by more than 2% of the output scale {float(s_out)}",
+                )
             product = np.float64(s_in * s_w)
             ctx.check(bool(product >= 0), "input scale * filter scale must not be negative")
             real = np.full(out_c, product / np.float64(s_out))
@@ -217,8 +258,9 @@ def quantization_params(ctx: OpContext, x: TensorInfo, f: TensorInfo, bias: Tens
     try:
         m, shift = quantize_multiplier_array(real)
     except ValueError:
-        raise ctx.fail(f"output multiplier s_in*s_w/s_out is not finite (input scale {float(s_in)}, output scale "
-                       f"{float(s_out)})") from None
+        raise ctx.fail(
+            f"output multiplier s_in*s_w/s_out is not finite (input scale {float(s_in)}, output scale {float(s_out)})"
+        ) from None
     lo, hi = quantized_activation_range(ctx, out)
     return m, shift, lo, hi
 
@@ -234,18 +276,23 @@ def bias_tile(bias, out_w: int) -> np.ndarray | None:
         return None
     return tile_over_width(bias.data, out_w, np.float32)
 
+
 def int16_bias_type(ctx: OpContext, bias: TensorInfo) -> str:
     """The bias LiteRT's int16 CONV_2D reads: quantized_bias_type when set, else int64."""
     qbt = ctx.options.quantized_bias_type
     if qbt != TYPE_NUMBER["FLOAT32"]:
-        ctx.check(qbt in (TYPE_NUMBER["INT32"], TYPE_NUMBER["INT64"]),
-                  f"quantized_bias_type must be INT32 or INT64, got {dtypes.type_name(qbt)}")
+        ctx.check(
+            qbt in (TYPE_NUMBER["INT32"], TYPE_NUMBER["INT64"]),
+            f"quantized_bias_type must be INT32 or INT64, got {dtypes.type_name(qbt)}",
+        )
         ctx.check(bias.type == qbt, f"bias type {bias.type_name} != quantized_bias_type {dtypes.type_name(qbt)}")
     # Without quantized_bias_type LiteRT's 16x8 kernel reads the bias as int64 whatever its type.
-    ctx.check(bias.type == TYPE_NUMBER["INT64"] or qbt == TYPE_NUMBER["INT32"],
-              "int16 CONV_2D with an INT32 bias needs quantized_bias_type INT32 (LiteRT reads the bias as INT64 "
-              "otherwise)")
+    ctx.check(
+        bias.type == TYPE_NUMBER["INT64"] or qbt == TYPE_NUMBER["INT32"],
+        "int16 CONV_2D with an INT32 bias needs quantized_bias_type INT32 (LiteRT reads the bias as INT64 otherwise)",
+    )
     return bias.type_name
+
 
 def quantize_batches(x: np.ndarray, asymmetric: bool):
     """Each batch of the float input quantized to int8 as LiteRT's x86 wheel does (BatchQuantizeFloats with
@@ -257,21 +304,29 @@ def quantize_batches(x: np.ndarray, asymmetric: bool):
         q -= zp[:, None]
     return q.reshape(x.shape), sf
 
+
 def hybrid_scales(ctx: OpContext, f: TensorInfo) -> np.ndarray:
-    ctx.check(f.dtype == np.int8, f"hybrid {ctx.op_name} (FLOAT32 input) needs an INT8 or INT4 filter, got "
-                                  f"{f.type_name} (LiteRT reads a UINT8 filter's bytes as int8)")
+    ctx.check(
+        f.dtype == np.int8,
+        f"hybrid {ctx.op_name} (FLOAT32 input) needs an INT8 or INT4 filter, got "
+        f"{f.type_name} (LiteRT reads a UINT8 filter's bytes as int8)",
+    )
     ctx.check(has_affine_quantization(f), f"hybrid {ctx.op_name}: the INT8 filter has no quantization scale")
     ctx.check(f.is_constant, f"hybrid {ctx.op_name}: the INT8 filter must be constant")
     return np.asarray(f.quantization.scale, np.float32)
+
 
 _INPUT_TYPES = tuple(np.dtype(t) for t in (np.float32, np.uint8, np.int8, np.int16))
 
 
 def check_types(ctx: OpContext) -> None:
     x, out = ctx.input(INPUT), ctx.outputs[OUTPUT]
-    ctx.check(x.dtype in _INPUT_TYPES and x.type != INT4,
-              f"Type {x.type_name} is unsupported by op {ctx.op_name} (input must be FLOAT32, UINT8, INT8 or INT16).")
+    ctx.check(
+        x.dtype in _INPUT_TYPES and x.type != INT4,
+        f"Type {x.type_name} is unsupported by op {ctx.op_name} (input must be FLOAT32, UINT8, INT8 or INT16).",
+    )
     ctx.check(out.type == x.type, f"output type {out.type_name} != input type {x.type_name}")
+
 
 def check_bias(ctx: OpContext, out_c: int, one_d: bool, int16_bias: tuple[str, ...]) -> None:
     x, bias = ctx.input(INPUT), ctx.input(BIAS)
@@ -279,8 +334,10 @@ def check_bias(ctx: OpContext, out_c: int, one_d: bool, int16_bias: tuple[str, .
         ctx.check(bias.type == x.type, f"bias type {bias.type_name} != input type {x.type_name}")
     else:
         allowed = int16_bias if x.dtype == np.int16 else ("INT32",)
-        ctx.check(bias.type_name in allowed,
-                  f"{x.type_name} {ctx.op_name} needs a {' or '.join(allowed)} bias, got {bias.type_name}")
+        ctx.check(
+            bias.type_name in allowed,
+            f"{x.type_name} {ctx.op_name} needs a {' or '.join(allowed)} bias, got {bias.type_name}",
+        )
         ctx.check(bias.zero_point == 0, f"bias zero point must be 0, got {bias.zero_point}")
     if one_d:
         ctx.check(len(bias.shape) == 1, f"bias must be 1-D, got shape {list(bias.shape)}")

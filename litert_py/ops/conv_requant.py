@@ -134,7 +134,10 @@ def fold_requantization(
         return Folding(scale, const, epilogue(float(lo), float(hi), None, 0.0, None))
     half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
     if epilogue is SmallFoldedEpilogue:  # v has the output's shape
-        return Folding(scale, const, SmallFoldedEpilogue(float(lo), float(hi), half.reshape(out_w, -1),
-                                                         zero_point + 0.5, np.empty(out_shape)))
+        return Folding(
+            scale,
+            const,
+            SmallFoldedEpilogue(float(lo), float(hi), half.reshape(out_w, -1), zero_point + 0.5, np.empty(out_shape)),
+        )
     rows = int(np.prod(out_shape)) // half.size
     return Folding(scale, const, epilogue(float(lo), float(hi), half, zero_point + 0.5, np.empty((rows, half.size))))

@@ -77,9 +77,9 @@ def col2im(geo: Geometry, cols: np.ndarray, full: np.ndarray) -> np.ndarray:
     hs, ws = (g.in_h - 1) * g.stride_h + 1, (g.in_w - 1) * g.stride_w + 1
     for ky in range(g.filter_h):
         for kx in range(g.filter_w):
-            dst = full[:, ky:ky + hs:g.stride_h, kx:kx + ws:g.stride_w]
+            dst = full[:, ky : ky + hs : g.stride_h, kx : kx + ws : g.stride_w]
             np.add(dst, cols[:, :, :, ky, kx], out=dst)
-    return full[:, g.pad_top:g.pad_top + g.out_h, g.pad_left:g.pad_left + g.out_w]
+    return full[:, g.pad_top : g.pad_top + g.out_h, g.pad_left : g.pad_left + g.out_w]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,8 +112,9 @@ class TransposeConvFloat:
             cols = np.empty((x.size // geo.in_c, w.shape[1]), np.float32)
             full = np.empty((geo.batches, geo.full_h, geo.full_w, geo.out_c), np.float32)
         np.matmul(x.reshape(-1, geo.in_c), w, out=cols)
-        np.copyto(out, col2im(geo, cols.reshape(geo.batches, geo.in_h, geo.in_w, geo.filter_h, geo.filter_w,
-                                                geo.out_c), full))
+        np.copyto(
+            out, col2im(geo, cols.reshape(geo.batches, geo.in_h, geo.in_w, geo.filter_h, geo.filter_w, geo.out_c), full)
+        )
         if self.bias is not None:
             np.add(out, self.bias, out=out)
         elif self.dynamic_bias and inputs[BIAS] is not None:
@@ -176,11 +177,11 @@ class TransposeConvHybrid:
         hs, ws = (g.in_h - 1) * g.stride_h + 1, (g.in_w - 1) * g.stride_w + 1
         for ky in range(g.filter_h - 1, -1, -1):
             for kx in range(g.filter_w - 1, -1, -1):
-                dst = full[:, ky:ky + hs:g.stride_h, kx:kx + ws:g.stride_w]
+                dst = full[:, ky : ky + hs : g.stride_h, kx : kx + ws : g.stride_w]
                 for c in range(g.in_c):
                     np.add(dst, terms[:, :, :, ky, kx, c], out=dst)
         out = outputs[OUTPUT]
-        np.copyto(out, full[:, g.pad_top:g.pad_top + g.out_h, g.pad_left:g.pad_left + g.out_w])
+        np.copyto(out, full[:, g.pad_top : g.pad_top + g.out_h, g.pad_left : g.pad_left + g.out_w])
         if self.bias is not None:
             np.add(out, self.bias, out=out)
         elif self.dynamic_bias and inputs[BIAS] is not None:
@@ -195,18 +196,26 @@ def _prepare_hybrid(ctx: OpContext, geo: Geometry | None):
     ctx.check(f.quantization.is_quantized, "hybrid TRANSPOSE_CONV weights must have affine quantization")
     scales = np.asarray(f.quantization.scale, np.float32)
     o_c = f.shape[0]
-    ctx.check(scales.size == 1 or (scales.size == o_c and f.quantization.quantized_dimension == 0),
-              f"hybrid TRANSPOSE_CONV needs 1 filter scale or {o_c} on dimension 0, got {scales.size} on dimension "
-              f"{f.quantization.quantized_dimension}")
+    ctx.check(
+        scales.size == 1 or (scales.size == o_c and f.quantization.quantized_dimension == 0),
+        f"hybrid TRANSPOSE_CONV needs 1 filter scale or {o_c} on dimension 0, got {scales.size} on dimension "
+        f"{f.quantization.quantized_dimension}",
+    )
     ctx.set_output_shape(OUTPUT, geo.out_shape)
     if 0 in geo.out_shape or x.size == 0:
         return EMPTY_OUTPUT
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     const_bias = None if bias is None or not bias.is_constant else bias.data.reshape(-1).astype(np.float32)
-    return TransposeConvHybrid(geo, np.ascontiguousarray(f.data.transpose(1, 2, 3, 0), np.float32),
-                               np.broadcast_to(scales, (o_c,)).astype(np.float32), const_bias,
-                               bias is not None and not bias.is_constant,
-                               ctx.scratch((geo.batches, geo.full_h, geo.full_w, o_c), np.float32), lo, hi)
+    return TransposeConvHybrid(
+        geo,
+        np.ascontiguousarray(f.data.transpose(1, 2, 3, 0), np.float32),
+        np.broadcast_to(scales, (o_c,)).astype(np.float32),
+        const_bias,
+        bias is not None and not bias.is_constant,
+        ctx.scratch((geo.batches, geo.full_h, geo.full_w, o_c), np.float32),
+        lo,
+        hi,
+    )
 
 
 def _check(ctx: OpContext):
@@ -216,20 +225,24 @@ def _check(ctx: OpContext):
     ctx.check(len(shape_t.shape) == 1, f"output_shape must be 1-D, got shape {list(shape_t.shape)}")
     ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
     ctx.check(len(f.shape) == 4, f"weights must be 4-D (OHWI), got shape {list(f.shape)}")
-    ctx.check(x.dtype in (np.float32, np.uint8, np.int8, np.int16),
-              f"Type {x.type_name} is unsupported by op TRANSPOSE_CONV.")
+    ctx.check(
+        x.dtype in (np.float32, np.uint8, np.int8, np.int16), f"Type {x.type_name} is unsupported by op TRANSPOSE_CONV."
+    )
     ctx.check(out.type == x.type, f"output type {out.type_name} does not match input type {x.type_name}")
     ctx.check(shape_t.type_name == "INT32", f"output_shape must be INT32, got {shape_t.type_name}")
     ctx.check(shape_t.shape[0] == 4, f"output_shape must have 4 elements, got {shape_t.shape[0]}")
-    ctx.check(x.shape[3] == f.shape[3], f"input channels ({x.shape[3]}) must equal the weights' last dim "
-                                        f"({f.shape[3]})")
+    ctx.check(
+        x.shape[3] == f.shape[3], f"input channels ({x.shape[3]}) must equal the weights' last dim ({f.shape[3]})"
+    )
     want = ("INT8",) if x.dtype == np.int16 else ("FLOAT32", "INT8") if x.dtype == np.float32 else (x.type_name,)
     ctx.check(f.type_name in want, f"weights type {f.type_name} does not match (expected {' or '.join(want)})")
     if x.dtype == np.int16:
         ctx.check(x.zero_point == 0 and out.zero_point == 0, "int16 input and output zero points must be 0")
         qbt = ctx.options.quantized_bias_type
-        ctx.check(qbt in (TYPE_NUMBER["FLOAT32"], TYPE_NUMBER["INT32"], TYPE_NUMBER["INT64"]),
-                  f"quantized_bias_type must be INT32 or INT64, got {dtypes.type_name(qbt)}")
+        ctx.check(
+            qbt in (TYPE_NUMBER["FLOAT32"], TYPE_NUMBER["INT32"], TYPE_NUMBER["INT64"]),
+            f"quantized_bias_type must be INT32 or INT64, got {dtypes.type_name(qbt)}",
+        )
     bias = ctx.optional_input(BIAS)
     if bias is not None:
         if x.dtype == np.int16:
@@ -239,8 +252,10 @@ def _check(ctx: OpContext):
             ctx.check(bias.type_name == want, f"bias type {bias.type_name} (expected {want})")
         if x.dtype in (np.int8, np.int16):
             ctx.check(bias.zero_point == 0, f"bias zero point must be 0, got {bias.zero_point}")
-        ctx.check(int(np.prod(bias.shape)) == f.shape[0],
-                  f"bias has {int(np.prod(bias.shape))} elements, expected {f.shape[0]} (output channels)")
+        ctx.check(
+            int(np.prod(bias.shape)) == f.shape[0],
+            f"bias has {int(np.prod(bias.shape))} elements, expected {f.shape[0]} (output channels)",
+        )
     o = ctx.options
     ctx.check(o.stride_h > 0 and o.stride_w > 0, f"strides must be positive, got {o.stride_h}x{o.stride_w}")
     ctx.check(o.padding in (Padding.SAME, Padding.VALID), f"unknown padding {o.padding}")
@@ -253,14 +268,15 @@ def _static_geometry(ctx: OpContext) -> Geometry | None:
     shape = [int(v) for v in np.asarray(shape_t.data).reshape(-1)]
     ctx.check(all(d >= 0 for d in shape), f"output_shape must not be negative, got {shape}")
     ctx.check(shape[0] == x.shape[0], f"output batch ({shape[0]}) must equal the input batch ({x.shape[0]})")
-    ctx.check(shape[3] == f.shape[0], f"output channels ({shape[3]}) must equal the weights' first dim "
-                                      f"({f.shape[0]})")
+    ctx.check(shape[3] == f.shape[0], f"output channels ({shape[3]}) must equal the weights' first dim ({f.shape[0]})")
     o = ctx.options
     # transpose_conv.cc: the forward conv of the output must give the input's height and width.
     for axis, k, stride, name in ((1, f.shape[1], o.stride_h, "height"), (2, f.shape[2], o.stride_w, "width")):
         computed = out_size(o.padding, shape[axis], k, stride)
-        ctx.check(computed == x.shape[axis], f"computed_input_{name} != SizeOfDimension(input, {axis}) "
-                                             f"({computed} != {x.shape[axis]})")
+        ctx.check(
+            computed == x.shape[axis],
+            f"computed_input_{name} != SizeOfDimension(input, {axis}) ({computed} != {x.shape[axis]})",
+        )
     return _geometry(o.padding, x.shape, f.shape, shape, o.stride_h, o.stride_w)
 
 
@@ -284,11 +300,20 @@ def prepare_transpose_conv(ctx: OpContext) -> PreparedOp:
         const_bias = None if bias is None or not bias.is_constant else bias.data.reshape(-1).astype(np.float32)
         cols = full = None
         if geo is not None:
-            cols = ctx.scratch((geo.batches * geo.in_h * geo.in_w, geo.filter_h * geo.filter_w * geo.out_c),
-                               np.float32)
+            cols = ctx.scratch((geo.batches * geo.in_h * geo.in_w, geo.filter_h * geo.filter_w * geo.out_c), np.float32)
             full = ctx.scratch((geo.batches, geo.full_h, geo.full_w, geo.out_c), np.float32)
-        return TransposeConvFloat(geo, o.padding, weights, const_bias, bias is not None and not bias.is_constant,
-                                  lo, hi, (o.stride_h, o.stride_w), cols, full)
+        return TransposeConvFloat(
+            geo,
+            o.padding,
+            weights,
+            const_bias,
+            bias is not None and not bias.is_constant,
+            lo,
+            hi,
+            (o.stride_h, o.stride_w),
+            cols,
+            full,
+        )
     ctx.check(geo is not None, "quantized TRANSPOSE_CONV needs a constant output_shape in litert_py")
     ctx.set_output_shape(OUTPUT, geo.out_shape)
     uint8 = x.dtype == np.uint8
@@ -313,8 +338,17 @@ def prepare_transpose_conv(ctx: OpContext) -> PreparedOp:
     if bias is not None and bias.is_constant:
         bias_data = bias.data.reshape(-1).astype(acc_dtype)
         bias_max = float(np.abs(bias.data.astype(np.float64)).max())
-    requant = requantizer_for(ctx, m, shift, ctx.outputs[OUTPUT].zero_point, lo, hi, geo.out_shape,
-                          dev * wmax + bias_max, int64_acc=int16)
-    return TransposeConvQuantized(geo, x_zp, f_zp, weights, bias_data, bias is not None and not bias.is_constant,
-                                  ctx.scratch((geo.batches, geo.full_h, geo.full_w, geo.out_c), np.float64),
-                                  np.empty(geo.out_shape, acc_dtype), requant)
+    requant = requantizer_for(
+        ctx, m, shift, ctx.outputs[OUTPUT].zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max, int64_acc=int16
+    )
+    return TransposeConvQuantized(
+        geo,
+        x_zp,
+        f_zp,
+        weights,
+        bias_data,
+        bias is not None and not bias.is_constant,
+        ctx.scratch((geo.batches, geo.full_h, geo.full_w, geo.out_c), np.float64),
+        np.empty(geo.out_shape, acc_dtype),
+        requant,
+    )

@@ -62,9 +62,14 @@ class DepthwiseTaps:
     def build(geo: Geometry, multiplier: int, dtype, pad_value=0, copy: bool = False) -> DepthwiseTaps:
         g = geo
         taps = tuple(
-            (slice(None), slice(ky * g.dilation_h, ky * g.dilation_h + (g.out_h - 1) * g.stride_h + 1, g.stride_h),
-             slice(kx * g.dilation_w, kx * g.dilation_w + (g.out_w - 1) * g.stride_w + 1, g.stride_w))
-            for ky in range(g.filter_h) for kx in range(g.filter_w))
+            (
+                slice(None),
+                slice(ky * g.dilation_h, ky * g.dilation_h + (g.out_h - 1) * g.stride_h + 1, g.stride_h),
+                slice(kx * g.dilation_w, kx * g.dilation_w + (g.out_w - 1) * g.stride_w + 1, g.stride_w),
+            )
+            for ky in range(g.filter_h)
+            for kx in range(g.filter_w)
+        )
         if not g.padded and multiplier == 1 and not copy:
             return DepthwiseTaps(None, None, taps, None)
         padded, interior = padded_buffer(g, g.in_c * multiplier, dtype, pad_value)
@@ -72,8 +77,13 @@ class DepthwiseTaps:
         if multiplier > 1:
             fill = reshape_view(fill, (g.batches, g.in_h, g.in_w, g.in_c, multiplier))
         sn, sh, sw, sc = padded.strides
-        window = np.ndarray((g.filter_h, g.filter_w, g.batches, g.out_h, g.out_w, g.in_c * multiplier), padded.dtype,
-                            padded, 0, (sh * g.dilation_h, sw * g.dilation_w, sn, sh * g.stride_h, sw * g.stride_w, sc))
+        window = np.ndarray(
+            (g.filter_h, g.filter_w, g.batches, g.out_h, g.out_w, g.in_c * multiplier),
+            padded.dtype,
+            padded,
+            0,
+            (sh * g.dilation_h, sw * g.dilation_w, sn, sh * g.stride_h, sw * g.stride_w, sc),
+        )
         return DepthwiseTaps(padded, fill, taps, tuple(padded[t] for t in taps), window)
 
     def __call__(self, x: np.ndarray):
@@ -111,8 +121,9 @@ def _phase_axis(size: int, pad: int, padded: int, stride: int) -> tuple[int, lis
     fills = []
     for q in range(stride):
         a0, a1 = max(0, -((q - pad) // stride)), (pad + size - 1 - q) // stride + 1
-        fills.append((slice(a0, a1), slice(a0 * stride + q - pad, (a1 - 1) * stride + q - pad + 1, stride))
-                     if a1 > a0 else None)
+        fills.append(
+            (slice(a0, a1), slice(a0 * stride + q - pad, (a1 - 1) * stride + q - pad + 1, stride)) if a1 > a0 else None
+        )
     return -(-padded // stride), fills
 
 
@@ -135,14 +146,19 @@ class DepthwisePhaseTaps:
         qh, rows = _phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
         qw, cols = _phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
         planes = np.zeros((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), dtype)  # border = 0.0
-        fills = tuple((planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
-                      for py, r in enumerate(rows) if r is not None for px, c in enumerate(cols) if c is not None)
+        fills = tuple(
+            (planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
+            for py, r in enumerate(rows)
+            if r is not None
+            for px, c in enumerate(cols)
+            if c is not None
+        )
         views = []
         for ky in range(g.filter_h):
             py, oy = divmod(ky * g.dilation_h, g.stride_h)[::-1]
             for kx in range(g.filter_w):
                 px, ox = divmod(kx * g.dilation_w, g.stride_w)[::-1]
-                views.append(planes[py, px][:, oy:oy + g.out_h, ox:ox + g.out_w])
+                views.append(planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w])
         return DepthwisePhaseTaps(fills, tuple(views))
 
     def __call__(self, x: np.ndarray):
@@ -239,8 +255,11 @@ def _row_blocks(geo: Geometry) -> tuple | None:
     if geo.batches * geo.out_h * row_bytes <= 2 * DEPTHWISE_BLOCK_BYTES:
         return None
     step = max(1, DEPTHWISE_BLOCK_BYTES // row_bytes)
-    return tuple((slice(n, n + 1), slice(r, min(r + step, geo.out_h)))
-                 for n in range(geo.batches) for r in range(0, geo.out_h, step))
+    return tuple(
+        (slice(n, n + 1), slice(r, min(r + step, geo.out_h)))
+        for n in range(geo.batches)
+        for r in range(0, geo.out_h, step)
+    )
 
 
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
@@ -253,11 +272,18 @@ def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
         taps = DepthwiseTaps.build(geo, multiplier, np.float32)
     blocks = _row_blocks(geo)
     if blocks is not None and weights is not None and (bias is None or bias.is_constant):
-        return DepthwiseConvFloatBlocked(taps, weights, blocks, np.empty(geo.out_shape, np.float32),
-                                         bias_tile(bias, geo.out_w), lo, hi)
-    return DepthwiseConvFloat(taps, weights,
-                              np.empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w),
-                              bias is not None and not bias.is_constant, lo, hi)
+        return DepthwiseConvFloatBlocked(
+            taps, weights, blocks, np.empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w), lo, hi
+        )
+    return DepthwiseConvFloat(
+        taps,
+        weights,
+        np.empty(geo.out_shape, np.float32),
+        bias_tile(bias, geo.out_w),
+        bias is not None and not bias.is_constant,
+        lo,
+        hi,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -297,8 +323,10 @@ class DepthwiseConvQuantized:
 def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
     x, f, bias, out = ctx.input(INPUT), ctx.input(FILTER), ctx.optional_input(BIAS), ctx.outputs[OUTPUT]
     expected = {np.dtype(np.uint8): ("UINT8",), np.dtype(np.int8): ("INT8", "INT4"), np.dtype(np.int16): ("INT8",)}
-    ctx.check(f.type_name in expected[x.dtype], f"{x.type_name} DEPTHWISE_CONV_2D needs a "
-                                                f"{' or '.join(expected[x.dtype])} filter, got {f.type_name}")
+    ctx.check(
+        f.type_name in expected[x.dtype],
+        f"{x.type_name} DEPTHWISE_CONV_2D needs a {' or '.join(expected[x.dtype])} filter, got {f.type_name}",
+    )
     uint8 = x.dtype == np.uint8
     m, shift, lo, hi = quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
     if geo.empty:
@@ -329,16 +357,42 @@ def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int)
             bias_max = float(np.abs(bias.data.astype(np.float64)).max())
         offset = tile_over_width(offset, geo.out_w, acc_dtype)
     if offset is not None and not int64_bias:
-        folded = _prepare_depthwise_folded(geo, x, f, bias, f_zp, multiplier, m, shift, out.zero_point, lo, hi,
-                                           max(-qmin, qmax), dev * wmax + bias_max, dtype)
+        folded = _prepare_depthwise_folded(
+            geo,
+            x,
+            f,
+            bias,
+            f_zp,
+            multiplier,
+            m,
+            shift,
+            out.zero_point,
+            lo,
+            hi,
+            max(-qmin, qmax),
+            dev * wmax + bias_max,
+            dtype,
+        )
         if folded is not None:
             return folded
     sums = np.empty(geo.out_shape, dtype)
     acc = sums if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
-    requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max,
-                          int64_acc=int64_bias)
-    return DepthwiseConvQuantized(DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True), weights, offset,
-                                  sums, scratch, acc, requant, x_zp, f_zp, bias is not None, zp_term)
+    requant = requantizer_for(
+        ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max, int64_acc=int64_bias
+    )
+    return DepthwiseConvQuantized(
+        DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True),
+        weights,
+        offset,
+        sums,
+        scratch,
+        acc,
+        requant,
+        x_zp,
+        f_zp,
+        bias is not None,
+        zp_term,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -387,34 +441,64 @@ class DepthwiseConvWholeFolded:
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
-def _prepare_depthwise_folded(geo: Geometry, x: TensorInfo, f: TensorInfo, bias: TensorInfo | None, f_zp: int,
-                              multiplier: int, m, shift, zero_point: int, lo: int, hi: int, max_abs_x: int,
-                              acc_bound: float, dtype):
+def _prepare_depthwise_folded(
+    geo: Geometry,
+    x: TensorInfo,
+    f: TensorInfo,
+    bias: TensorInfo | None,
+    f_zp: int,
+    multiplier: int,
+    m,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    max_abs_x: int,
+    acc_bound: float,
+    dtype,
+):
     """The folded prepared op, or None when conv_requant's bound fails."""
     taps = geo.filter_h * geo.filter_w
     w = f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp
     offset = -x.zero_point * w.sum(axis=0)
     if bias is not None:
         offset = offset + bias.data.reshape(-1).astype(np.int64)
-    folding = fold_requantization(m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x,
-                                  acc_bound, geo.out_shape)
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape
+    )
     if folding is None:
         return None
-    if (multiplier == 1 and not geo.padded and geo.out_h == geo.out_w == 1 and geo.dilation_h == geo.dilation_w == 1
-            and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)):
+    if (
+        multiplier == 1
+        and not geo.padded
+        and geo.out_h == geo.out_w == 1
+        and geo.dilation_h == geo.dilation_w == 1
+        and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)
+    ):
         products = np.empty((geo.batches, taps + 1, geo.out_c))
         products[:, taps] = folding.const
         taps_products = products[:, :taps].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # a view
         assert np.shares_memory(taps_products, products)
         acc = np.empty(geo.out_shape)
-        return DepthwiseConvWholeFolded((w * folding.scale).reshape(geo.in_h, geo.in_w, geo.in_c), products,
-                                        taps_products, acc, acc.reshape(geo.batches, geo.out_c), folding.epilogue)
+        return DepthwiseConvWholeFolded(
+            (w * folding.scale).reshape(geo.in_h, geo.in_w, geo.in_c),
+            products,
+            taps_products,
+            acc,
+            acc.reshape(geo.batches, geo.out_c),
+            folding.epilogue,
+        )
     weights, scratch = _exact_tap_weights(f.data, geo, dtype, f_zp)
-    return DepthwiseConvQuantizedFolded(DepthwiseTaps.build(geo, multiplier, dtype, x.zero_point, copy=True),
-                                        weights, scratch, np.empty(geo.out_shape, dtype),
-                                        tile_over_width(folding.scale, geo.out_w, np.float64),
-                                        tile_over_width(folding.const, geo.out_w, np.float64),
-                                        np.empty(geo.out_shape), folding.epilogue)
+    return DepthwiseConvQuantizedFolded(
+        DepthwiseTaps.build(geo, multiplier, dtype, x.zero_point, copy=True),
+        weights,
+        scratch,
+        np.empty(geo.out_shape, dtype),
+        tile_over_width(folding.scale, geo.out_w, np.float64),
+        tile_over_width(folding.const, geo.out_w, np.float64),
+        np.empty(geo.out_shape),
+        folding.epilogue,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -452,12 +536,16 @@ def _prepare_depthwise_hybrid(ctx: OpContext, geo: Geometry, multiplier: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
     scales = hybrid_scales(ctx, f)
     qd = f.quantization.quantized_dimension
-    ctx.check(0 <= qd < 4 and scales.size == f.shape[qd],
-              f"hybrid DEPTHWISE_CONV_2D: {scales.size} filter scales for quantized dimension {qd} of "
-              f"shape {list(f.shape)}")
+    ctx.check(
+        0 <= qd < 4 and scales.size == f.shape[qd],
+        f"hybrid DEPTHWISE_CONV_2D: {scales.size} filter scales for quantized dimension {qd} of shape {list(f.shape)}",
+    )
     # DepthwiseConvHybridPerChannel reads s_w[output channel]: past the end of a single scale (garbage).
-    ctx.check(scales.size == geo.out_c, f"hybrid DEPTHWISE_CONV_2D needs one filter scale per output channel "
-                                        f"({geo.out_c}), got {scales.size} (LiteRT reads past the end of the scales)")
+    ctx.check(
+        scales.size == geo.out_c,
+        f"hybrid DEPTHWISE_CONV_2D needs one filter scale per output channel "
+        f"({geo.out_c}), got {scales.size} (LiteRT reads past the end of the scales)",
+    )
     if geo.empty:
         return EMPTY_OUTPUT
     taps = geo.filter_h * geo.filter_w
@@ -466,10 +554,16 @@ def _prepare_depthwise_hybrid(ctx: OpContext, geo: Geometry, multiplier: int):
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     weights, scratch = _exact_tap_weights(f.data, geo, dtype)
     return DepthwiseConvHybrid(
-        DepthwiseTaps.build(geo, multiplier, np.float32, copy=True), weights,
-        None if dtype == np.float32 else np.empty(geo.out_shape), scratch,
-        np.broadcast_to(scales, (geo.out_c,)).astype(np.float32), bias_tile(bias, geo.out_w),
-        bias is not None and not bias.is_constant, lo, hi)
+        DepthwiseTaps.build(geo, multiplier, np.float32, copy=True),
+        weights,
+        None if dtype == np.float32 else np.empty(geo.out_shape),
+        scratch,
+        np.broadcast_to(scales, (geo.out_c,)).astype(np.float32),
+        bias_tile(bias, geo.out_w),
+        bias is not None and not bias.is_constant,
+        lo,
+        hi,
+    )
 
 
 @register(BuiltinOperator.DEPTHWISE_CONV_2D)
@@ -479,26 +573,36 @@ def prepare_depthwise_conv_2d(ctx: OpContext):
     ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
     ctx.check(len(f.shape) == 4, f"filter must be 4-D ([1, KH, KW, O]), got shape {list(f.shape)}")
     opt = ctx.options
-    ctx.check(0 < opt.dilation_h_factor <= INT16_MAX and 0 < opt.dilation_w_factor <= INT16_MAX,
-              f"dilations must be in 1..{INT16_MAX}, got {opt.dilation_h_factor}x{opt.dilation_w_factor}")
-    ctx.check(0 < opt.stride_h <= INT16_MAX and 0 < opt.stride_w <= INT16_MAX,
-              f"strides must be in 1..{INT16_MAX}, got {opt.stride_h}x{opt.stride_w}")
+    ctx.check(
+        0 < opt.dilation_h_factor <= INT16_MAX and 0 < opt.dilation_w_factor <= INT16_MAX,
+        f"dilations must be in 1..{INT16_MAX}, got {opt.dilation_h_factor}x{opt.dilation_w_factor}",
+    )
+    ctx.check(
+        0 < opt.stride_h <= INT16_MAX and 0 < opt.stride_w <= INT16_MAX,
+        f"strides must be in 1..{INT16_MAX}, got {opt.stride_h}x{opt.stride_w}",
+    )
     n, h, w, c = x.shape
     one, kh, kw, o = f.shape
     ctx.check(h > 0 and w > 0 and c > 0, f"input height, width and channels must be positive: {list(x.shape)}")
     ctx.check(kh > 0 and kw > 0 and o > 0, f"filter dims must be positive: {list(f.shape)}")
     check_types(ctx)
     hybrid = x.dtype == np.float32 and f.type_name == "INT8"
-    ctx.check(hybrid or f.type == x.type or x.dtype == np.int16 or f.type == INT4,
-              f"filter type {f.type_name} does not match input type {x.type_name}")
+    ctx.check(
+        hybrid or f.type == x.type or x.dtype == np.int16 or f.type == INT4,
+        f"filter type {f.type_name} does not match input type {x.type_name}",
+    )
     if x.dtype == np.int16:
         ctx.check(x.zero_point == 0, f"int16 input zero point must be 0, got {x.zero_point}")
-        ctx.check(ctx.outputs[OUTPUT].zero_point == 0,
-                  f"int16 output zero point must be 0, got {ctx.outputs[OUTPUT].zero_point}")
+        ctx.check(
+            ctx.outputs[OUTPUT].zero_point == 0,
+            f"int16 output zero point must be 0, got {ctx.outputs[OUTPUT].zero_point}",
+        )
     ctx.check(one == 1, f"filter must be [1, KH, KW, O], got shape {list(f.shape)}")
     ctx.check(o % c == 0, f"output channels ({o}) must be a multiple of the input channels ({c})")
-    ctx.check(ctx.optional_input(BIAS) is not None or len(ctx.inputs) == 2,
-              "DEPTHWISE_CONV_2D: tensor at index 2 (bias) was optional but was expected")
+    ctx.check(
+        ctx.optional_input(BIAS) is not None or len(ctx.inputs) == 2,
+        "DEPTHWISE_CONV_2D: tensor at index 2 (bias) was optional but was expected",
+    )
     if len(ctx.inputs) == 3:
         check_bias(ctx, o, one_d=True, int16_bias=("INT64",))
     geo = window_geometry(ctx, x.shape, o, kh, kw, checked=True)
@@ -507,6 +611,8 @@ def prepare_depthwise_conv_2d(ctx: OpContext):
         return _prepare_depthwise_quantized(ctx, geo, o // c)
     if hybrid:
         return _prepare_depthwise_hybrid(ctx, geo, o // c)
-    ctx.check(f.dtype == np.float32 and f.type != INT4,
-              f"DEPTHWISE_CONV_2D with FLOAT32 input and {f.type_name} filter is not supported (LiteRT fails at eval)")
+    ctx.check(
+        f.dtype == np.float32 and f.type != INT4,
+        f"DEPTHWISE_CONV_2D with FLOAT32 input and {f.type_name} filter is not supported (LiteRT fails at eval)",
+    )
     return EMPTY_OUTPUT if geo.empty else _prepare_depthwise_float(ctx, geo, o // c)

@@ -37,8 +37,9 @@ F32 = np.float32
 BOX_ENCODINGS, CLASS_PREDICTIONS, ANCHORS = range(3)
 
 
-def _single_class_nms(s: np.ndarray, scores: np.ndarray, score_threshold: F32, iou_threshold: F32,
-                      max_detections: int) -> np.ndarray:
+def _single_class_nms(
+    s: np.ndarray, scores: np.ndarray, score_threshold: F32, iou_threshold: F32, max_detections: int
+) -> np.ndarray:
     """NonMaxSuppressionSingleClassHelper: greedy NMS (``iou > threshold``) over the boxes ``s`` (5, N) with
     ``score >= threshold``, in stable decreasing score order. Returns the selected box indices."""
     keep = np.flatnonzero(scores >= score_threshold)

@@ -91,7 +91,7 @@ def eigen_tanh(x, out: np.ndarray | None = None) -> np.ndarray:
         else:  # cache-sized pieces: the ~20 passes below then stay in L2
             xf, of = x.reshape(-1), out.reshape(-1)
             for i in range(0, xf.size, _CHUNK):
-                _tanh(xf[i:i + _CHUNK], of[i:i + _CHUNK])
+                _tanh(xf[i : i + _CHUNK], of[i : i + _CHUNK])
     return out
 
 

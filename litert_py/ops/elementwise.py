@@ -95,8 +95,14 @@ INPUT1, INPUT2, OUTPUT = 0, 1, 0
 MAX_BROADCAST_RANK = 8
 
 _F32, _F16, _C64 = TensorType.FLOAT32, TensorType.FLOAT16, TensorType.COMPLEX64
-_I8, _U8, _I16, _I32, _I64, _U32 = (TensorType.INT8, TensorType.UINT8, TensorType.INT16, TensorType.INT32,
-                                    TensorType.INT64, TensorType.UINT32)
+_I8, _U8, _I16, _I32, _I64, _U32 = (
+    TensorType.INT8,
+    TensorType.UINT8,
+    TensorType.INT16,
+    TensorType.INT32,
+    TensorType.INT64,
+    TensorType.UINT32,
+)
 _FLOATS = frozenset({_F32, _F16})
 
 _UFUNC = {
@@ -199,8 +205,7 @@ class MulComplex:
         im += np.multiply(ai, br, out=t)
         both_nan = np.isnan(re) & np.isnan(im)
         if both_nan.any():
-            re[both_nan], im[both_nan] = _recover_infinities(ar[both_nan], ai[both_nan], br[both_nan],
-                                                             bi[both_nan])
+            re[both_nan], im[both_nan] = _recover_infinities(ar[both_nan], ai[both_nan], br[both_nan], bi[both_nan])
         out.real = re
         out.imag = im
 
@@ -238,15 +243,19 @@ def prepare_binary(ctx: OpContext, other_out_types=()) -> tuple[TensorInfo, Tens
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     out = ctx.outputs[OUTPUT]
     ctx.check(a.type == b.type, f"input1->type != input2->type ({a.type_name} != {b.type_name})")
-    ctx.check(out.type == a.type or out.type in other_out_types,
-              f"output type {out.type_name} differs from the inputs' type {a.type_name}")
+    ctx.check(
+        out.type == a.type or out.type in other_out_types,
+        f"output type {out.type_name} differs from the inputs' type {a.type_name}",
+    )
     if a.shape == b.shape:
         shape = a.shape
     else:
         shape = broadcast_shape(ctx, a.shape, b.shape)
-        ctx.check(len(shape) <= MAX_BROADCAST_RANK,
-                  f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}; shapes {list(a.shape)} and "
-                  f"{list(b.shape)} broadcast to rank {len(shape)}")
+        ctx.check(
+            len(shape) <= MAX_BROADCAST_RANK,
+            f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}; shapes {list(a.shape)} and "
+            f"{list(b.shape)} broadcast to rank {len(shape)}",
+        )
     ctx.set_output_shape(OUTPUT, shape)
     return a, b
 
@@ -479,8 +488,10 @@ def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
 def prepare_atan2(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     y, x, out = ctx.input(INPUT1), ctx.input(INPUT2), ctx.outputs[OUTPUT]
-    ctx.check(y.shape == x.shape, f"ATAN2: input shapes differ ({list(y.shape)} vs {list(x.shape)}); LiteRT's "
-              "atan2 does not broadcast")
+    ctx.check(
+        y.shape == x.shape,
+        f"ATAN2: input shapes differ ({list(y.shape)} vs {list(x.shape)}); LiteRT's atan2 does not broadcast",
+    )
     ctx.check(y.type == x.type, f"input_y->type != input_x->type ({y.type_name} != {x.type_name})")
     ctx.check(out.type == y.type, f"input_y->type != output->type ({y.type_name} != {out.type_name})")
     ctx.check(y.type in _FLOATS, f"Unsupported datatype for atan2 output: {y.type_name}")

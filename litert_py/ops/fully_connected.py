@@ -123,12 +123,13 @@ def fc_output_shape(ctx: OpContext) -> tuple[tuple[int, ...], int]:
         batches = int(np.prod(x.shape[:-1], dtype=np.int64))
         return (batches, units), batches
     size = x.size
-    ctx.check(size % depth == 0,
-              f"input of {size} elements is not a multiple of the weights' input depth {depth}")
+    ctx.check(size % depth == 0, f"input of {size} elements is not a multiple of the weights' input depth {depth}")
     batches = size // depth
     if ctx.options.keep_num_dims:
-        ctx.check(len(x.shape) > 0 and x.shape[-1] == depth,
-                  f"keep_num_dims needs the last input dim ({x.shape[-1] if x.shape else '-'}) == {depth}")
+        ctx.check(
+            len(x.shape) > 0 and x.shape[-1] == depth,
+            f"keep_num_dims needs the last input dim ({x.shape[-1] if x.shape else '-'}) == {depth}",
+        )
         return tuple(x.shape[:-1]) + (units,), batches
     return (batches, units), batches
 
@@ -142,9 +143,11 @@ def _check_bias_scale(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tensor
     if bias is not None:
         product = np.float64(x.scale) * np.float64(w.scale)
         diff = abs(product - np.float64(bias.scale))
-        ctx.check(bool(diff / np.float64(out.scale) <= 0.02),
-                  f"bias scale {bias.scale} is not input scale * weights scale ({product}) "
-                  "(kernel_util.cc: scale_diff / output_scale <= 0.02)")
+        ctx.check(
+            bool(diff / np.float64(out.scale) <= 0.02),
+            f"bias scale {bias.scale} is not input scale * weights scale ({product}) "
+            "(kernel_util.cc: scale_diff / output_scale <= 0.02)",
+        )
     ctx.check(float(np.float32(x.scale) * np.float32(w.scale)) >= 0, "input_product_scale >= 0 was not true.")
 
 
@@ -371,14 +374,19 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
     act = ctx.options.fused_activation_function
     hybrid = x.dtype == np.float32 and w.dtype in (np.int8, np.uint8)
     if not hybrid:  # Prepare: only the hybrid path supports every fused activation
-        ctx.check(act in _CLIPPING_ACTIVATIONS, f"Fused activation {_act_name(act)} is unsupported by "
-                  "FULLY_CONNECTED (only NONE, RELU, RELU_N1_TO_1, RELU6).")
+        ctx.check(
+            act in _CLIPPING_ACTIVATIONS,
+            f"Fused activation {_act_name(act)} is unsupported by "
+            "FULLY_CONNECTED (only NONE, RELU, RELU_N1_TO_1, RELU6).",
+        )
     shape, _ = fc_output_shape(ctx)
     if bias is not None:
         ctx.check(bias.size == w.shape[0], f"bias has {bias.size} elements, the weights {w.shape[0]} units")
     if x.dtype == np.float32 and w.dtype == np.float32:
-        ctx.check(bias is None or bias.dtype == np.float32, f"bias of type {bias and bias.type_name} with float "
-                  "input; expected FLOAT32")
+        ctx.check(
+            bias is None or bias.dtype == np.float32,
+            f"bias of type {bias and bias.type_name} with float input; expected FLOAT32",
+        )
         ctx.check(out.dtype == np.float32, f"float FULLY_CONNECTED needs a FLOAT32 output, got {out.type_name}")
         ctx.set_output_shape(0, shape)
         if w.shape[1] == 0:
@@ -386,8 +394,9 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
         activation = float_activation(ctx, act)
         depth = w.shape[1]
         if w.is_constant and (bias is None or bias.is_constant):
-            return FullyConnectedFloat(np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy(),
-                                       depth, activation)
+            return FullyConnectedFloat(
+                np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy(), depth, activation
+            )
         return FullyConnectedFloatDynamicWeights(depth, activation)
     if hybrid:
         op = _prepare_hybrid(ctx, x, w, bias, out)
@@ -404,26 +413,36 @@ def _per_channel(ctx: OpContext, x: TensorInfo, w: TensorInfo) -> bool:
     n = len(w.quantization.scale)
     if n <= 1:
         return False
-    ctx.check(x.dtype in (np.int8, np.int16), "per-channel weights need INT8 or INT16 input, got "
-              f"{x.type_name}")
+    ctx.check(x.dtype in (np.int8, np.int16), f"per-channel weights need INT8 or INT16 input, got {x.type_name}")
     ctx.check(w.dtype in (np.int8, np.int16), f"per-channel weights must be signed, got {w.type_name}")
-    ctx.check(w.quantization.quantized_dimension == 0,
-              f"per-channel weights must be quantized along dimension 0, got {w.quantization.quantized_dimension}")
+    ctx.check(
+        w.quantization.quantized_dimension == 0,
+        f"per-channel weights must be quantized along dimension 0, got {w.quantization.quantized_dimension}",
+    )
     ctx.check(n == w.shape[0], f"{n} weight scales for {w.shape[0]} units")
     return True
 
 
 def _prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, out: TensorInfo):
-    combos = {(np.int8, np.int8, np.int8), (np.uint8, np.uint8, np.uint8), (np.uint8, np.uint8, np.int16),
-              (np.int16, np.int8, np.int16), (np.int16, np.int16, np.int16)}
+    combos = {
+        (np.int8, np.int8, np.int8),
+        (np.uint8, np.uint8, np.uint8),
+        (np.uint8, np.uint8, np.int16),
+        (np.int16, np.int8, np.int16),
+        (np.int16, np.int16, np.int16),
+    }
     key = (x.dtype.type, w.dtype.type, out.dtype.type)
-    ctx.check(key in combos, f"FULLY_CONNECTED with input {x.type_name}, weights {w.type_name} and output "
-              f"{out.type_name} is not supported (LiteRT reinterprets one of them)")
-    ctx.check(bool(x.quantization.scale) and bool(w.quantization.scale),
-              "quantized FULLY_CONNECTED needs affine quantization on the input and the weights")
+    ctx.check(
+        key in combos,
+        f"FULLY_CONNECTED with input {x.type_name}, weights {w.type_name} and output "
+        f"{out.type_name} is not supported (LiteRT reinterprets one of them)",
+    )
+    ctx.check(
+        bool(x.quantization.scale) and bool(w.quantization.scale),
+        "quantized FULLY_CONNECTED needs affine quantization on the input and the weights",
+    )
     if w.type == _INT4:
-        ctx.check(all(z == 0 for z in w.quantization.zero_point),
-                  "Unsupported filter quantization zero-point value.")
+        ctx.check(all(z == 0 for z in w.quantization.zero_point), "Unsupported filter quantization zero-point value.")
     per_channel = _per_channel(ctx, x, w)
     if not per_channel:
         _check_bias_scale(ctx, x, w, bias, out)
@@ -445,54 +464,92 @@ def _prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tenso
     with np.errstate(all="ignore"):
         eff = np.float64(np.float32(x.scale)) * np.asarray(w_scales, np.float64) / np.float64(np.float32(out.scale))
     if not (w.is_constant and (bias is None or bias.is_constant)):
-        return FullyConnectedQuantized(None, None, None, zx, zw, eff, zo, act_min, act_max, depth, units,
-                                       acc_bits, out.dtype == np.int16 and x.dtype == np.uint8, False)
+        return FullyConnectedQuantized(
+            None,
+            None,
+            None,
+            zx,
+            zw,
+            eff,
+            zo,
+            act_min,
+            act_max,
+            depth,
+            units,
+            acc_bits,
+            out.dtype == np.int16 and x.dtype == np.uint8,
+            False,
+        )
     wz = w.data.astype(np.float64) - zw  # (units, depth)
     bias_int = None if bias is None else bias.data.astype(np.int64).reshape(-1)
     bound = _bound(wz, _max_abs_input(x.dtype, zx), bias_int)
     ct = _gemm_dtype(bound)
-    exact = (ct is not None and bool(np.all(np.isfinite(eff)))
-             and (acc_bits == 64 or float(bound.max(initial=0)) < 2**31)
-             and float(np.max(bound * eff, initial=0)) < _I32_LIMIT)
+    exact = (
+        ct is not None
+        and bool(np.all(np.isfinite(eff)))
+        and (acc_bits == 64 or float(bound.max(initial=0)) < 2**31)
+        and float(np.max(bound * eff, initial=0)) < _I32_LIMIT
+    )
     ct = ct or np.dtype(np.float64)
     if exact and not (out.dtype == np.int16 and x.dtype == np.uint8):
         folded = _fold_quantized(x, wz, bias_int, zx, eff, zo, act_min, act_max)
         if folded is not None:
             return folded
     return FullyConnectedQuantized(
-        np.ascontiguousarray(wz.T, dtype=ct), None if bias_int is None else bias_int.astype(ct), bias_int,
-        zx, zw, eff, zo, act_min, act_max, depth, units, acc_bits,
-        out.dtype == np.int16 and x.dtype == np.uint8, exact)
+        np.ascontiguousarray(wz.T, dtype=ct),
+        None if bias_int is None else bias_int.astype(ct),
+        bias_int,
+        zx,
+        zw,
+        eff,
+        zo,
+        act_min,
+        act_max,
+        depth,
+        units,
+        acc_bits,
+        out.dtype == np.int16 and x.dtype == np.uint8,
+        exact,
+    )
 
 
 def _check_bias_type(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, int16_io: bool) -> int:
     """Bias dtype rules; returns the C++ accumulator width (32 or 64) of the float-requant kernels."""
     if bias is not None:
-        ctx.check(bias.dtype in (np.int32, np.int64),
-                  f"bias must be INT32 or INT64 for quantized FULLY_CONNECTED, got {bias.type_name} "
-                  "(fully_connected.cc: is_optional_bias_int)")
+        ctx.check(
+            bias.dtype in (np.int32, np.int64),
+            f"bias must be INT32 or INT64 for quantized FULLY_CONNECTED, got {bias.type_name} "
+            "(fully_connected.cc: is_optional_bias_int)",
+        )
     if not int16_io:
         if x.dtype == np.uint8:
-            ctx.check(bias is not None or ctx.outputs[0].dtype != np.int16,
-                      "uint8 -> int16 FULLY_CONNECTED needs a bias (LiteRT's reference kernel reads it "
-                      "unconditionally)")
-        ctx.check(bias is None or bias.dtype == np.int32,
-                  f"bias must be INT32 with {x.type_name} input, got {bias and bias.type_name} "
-                  "(LiteRT would read it as int32)")
+            ctx.check(
+                bias is not None or ctx.outputs[0].dtype != np.int16,
+                "uint8 -> int16 FULLY_CONNECTED needs a bias (LiteRT's reference kernel reads it unconditionally)",
+            )
+        ctx.check(
+            bias is None or bias.dtype == np.int32,
+            f"bias must be INT32 with {x.type_name} input, got {bias and bias.type_name} "
+            "(LiteRT would read it as int32)",
+        )
         return 32
     qbt = ctx.options.quantized_bias_type
     if qbt != _FLOAT32:
         ctx.check(qbt in (_INT32, _INT64), f"quantized_bias_type must be INT32 or INT64, got {qbt}")
-        ctx.check(bias is None or bias.type == qbt,
-                  f"bias type {bias and bias.type_name} does not match quantized_bias_type {qbt}")
+        ctx.check(
+            bias is None or bias.type == qbt,
+            f"bias type {bias and bias.type_name} does not match quantized_bias_type {qbt}",
+        )
     if w.dtype == np.int16:  # int16 weights: int32 bias unless quantized_bias_type says INT64
         want = np.int64 if qbt == _INT64 else np.int32
     else:  # int8 weights: int64 bias unless quantized_bias_type says INT32
         want = np.int32 if qbt == _INT32 else np.int64
-    ctx.check(bias is None or bias.dtype == want,
-              f"bias of type {bias and bias.type_name} with INT16 input and {w.type_name} weights needs "
-              f"quantized_bias_type {'INT32' if want == np.int32 else 'INT64'} (LiteRT would read it as "
-              f"{np.dtype(want).name})")
+    ctx.check(
+        bias is None or bias.dtype == want,
+        f"bias of type {bias and bias.type_name} with INT16 input and {w.type_name} weights needs "
+        f"quantized_bias_type {'INT32' if want == np.int32 else 'INT64'} (LiteRT would read it as "
+        f"{np.dtype(want).name})",
+    )
     return 32 if want == np.int32 else 64
 
 
@@ -510,8 +567,10 @@ def _prepare_int16x16(ctx, x, w, bias, out, per_channel, w_scales, zx, zw, zo, a
         bound += float(np.abs(bias.data.astype(np.float64)).max(initial=0))
     elif bias is not None:
         bound += 2.0**63 if bias.dtype == np.int64 else 2.0**31
-    ctx.check(multiply_by_quantized_multiplier_int64_ok(shift, bound),
-              f"output multiplier {np.max(real)} out of range for the int64 MultiplyByQuantizedMultiplier")
+    ctx.check(
+        multiply_by_quantized_multiplier_int64_ok(shift, bound),
+        f"output multiplier {np.max(real)} out of range for the int64 MultiplyByQuantizedMultiplier",
+    )
     if w.is_constant and (bias is None or bias.is_constant):
         wt = np.ascontiguousarray(w.data.T.astype(np.float64) - zw)
         b = None if bias is None else bias.data.astype(np.int64).reshape(-1)
@@ -522,18 +581,20 @@ def _prepare_int16x16(ctx, x, w, bias, out, per_channel, w_scales, zx, zw, zo, a
 
 def _prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, out: TensorInfo):
     ctx.check(out.dtype == np.float32, f"hybrid FULLY_CONNECTED needs a FLOAT32 output, got {out.type_name}")
-    ctx.check(bias is None or bias.dtype == np.float32,
-              f"bias must be FLOAT32 for hybrid FULLY_CONNECTED, got {bias and bias.type_name}")
+    ctx.check(
+        bias is None or bias.dtype == np.float32,
+        f"bias must be FLOAT32 for hybrid FULLY_CONNECTED, got {bias and bias.type_name}",
+    )
     ctx.check(bool(w.quantization.scale), "hybrid FULLY_CONNECTED needs quantized weights")
     if w.type == _INT4:
-        ctx.check(all(z == 0 for z in w.quantization.zero_point),
-                  "Unsupported filter quantization zero-point value.")
+        ctx.check(all(z == 0 for z in w.quantization.zero_point), "Unsupported filter quantization zero-point value.")
     units, depth = w.shape
     scales = _scales(w)
     if scales.size > 1:  # VerifyPerChannelQuantization; the scale of row `c` is scales[c]
-        ctx.check(w.quantization.quantized_dimension == 0 and scales.size == units,
-                  f"{scales.size} weight scales along dimension {w.quantization.quantized_dimension} for "
-                  f"{units} units")
+        ctx.check(
+            w.quantization.quantized_dimension == 0 and scales.size == units,
+            f"{scales.size} weight scales along dimension {w.quantization.quantized_dimension} for {units} units",
+        )
         w_scale = scales
     else:
         w_scale = np.float32(scales[0])
@@ -551,5 +612,14 @@ def _prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorIn
     bound = 256.0 * l1 + (128.0 * np.maximum(l1, np.abs(row_sums)) if asym else 0.0)
     ct = _gemm_dtype(bound) or np.dtype(np.float64)
     wt = np.ascontiguousarray(wi.T, dtype=ct)
-    return FullyConnectedHybrid(wt, None if row_sums is None else row_sums.astype(ct), SseMinus128Fix.build(wi, ct),
-                                np.asarray(w_scale), b, asym, depth, units, activation)
+    return FullyConnectedHybrid(
+        wt,
+        None if row_sums is None else row_sums.astype(ct),
+        SseMinus128Fix.build(wi, ct),
+        np.asarray(w_scale),
+        b,
+        asym,
+        depth,
+        units,
+        activation,
+    )

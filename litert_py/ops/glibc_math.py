@@ -28,29 +28,70 @@ from __future__ import annotations
 import numpy as np
 
 # e_logf_data.c: (invc, logc) per subinterval, Ln2, polynomial A[0..2] (LOGF_TABLE_BITS 4, POLY_ORDER 4)
-_LOGF_INVC = np.array([float.fromhex(h) for h in (
-    "0x1.661ec79f8f3bep+0", "0x1.571ed4aaf883dp+0", "0x1.49539f0f010bp+0", "0x1.3c995b0b80385p+0",
-    "0x1.30d190c8864a5p+0", "0x1.25e227b0b8eap+0", "0x1.1bb4a4a1a343fp+0", "0x1.12358f08ae5bap+0",
-    "0x1.0953f419900a7p+0", "0x1p+0", "0x1.e608cfd9a47acp-1", "0x1.ca4b31f026aap-1",
-    "0x1.b2036576afce6p-1", "0x1.9c2d163a1aa2dp-1", "0x1.886e6037841edp-1", "0x1.767dcf5534862p-1")])
-_LOGF_LOGC = np.array([float.fromhex(h) for h in (
-    "-0x1.57bf7808caadep-2", "-0x1.2bef0a7c06ddbp-2", "-0x1.01eae7f513a67p-2", "-0x1.b31d8a68224e9p-3",
-    "-0x1.6574f0ac07758p-3", "-0x1.1aa2bc79c81p-3", "-0x1.a4e76ce8c0e5ep-4", "-0x1.1973c5a611cccp-4",
-    "-0x1.252f438e10c1ep-5", "0x0p+0", "0x1.aa5aa5df25984p-5", "0x1.c5e53aa362eb4p-4",
-    "0x1.526e57720db08p-3", "0x1.bc2860d22477p-3", "0x1.1058bc8a07ee1p-2", "0x1.4043057b6ee09p-2")])
+_LOGF_INVC = np.array(
+    [
+        float.fromhex(h)
+        for h in (
+            "0x1.661ec79f8f3bep+0",
+            "0x1.571ed4aaf883dp+0",
+            "0x1.49539f0f010bp+0",
+            "0x1.3c995b0b80385p+0",
+            "0x1.30d190c8864a5p+0",
+            "0x1.25e227b0b8eap+0",
+            "0x1.1bb4a4a1a343fp+0",
+            "0x1.12358f08ae5bap+0",
+            "0x1.0953f419900a7p+0",
+            "0x1p+0",
+            "0x1.e608cfd9a47acp-1",
+            "0x1.ca4b31f026aap-1",
+            "0x1.b2036576afce6p-1",
+            "0x1.9c2d163a1aa2dp-1",
+            "0x1.886e6037841edp-1",
+            "0x1.767dcf5534862p-1",
+        )
+    ]
+)
+_LOGF_LOGC = np.array(
+    [
+        float.fromhex(h)
+        for h in (
+            "-0x1.57bf7808caadep-2",
+            "-0x1.2bef0a7c06ddbp-2",
+            "-0x1.01eae7f513a67p-2",
+            "-0x1.b31d8a68224e9p-3",
+            "-0x1.6574f0ac07758p-3",
+            "-0x1.1aa2bc79c81p-3",
+            "-0x1.a4e76ce8c0e5ep-4",
+            "-0x1.1973c5a611cccp-4",
+            "-0x1.252f438e10c1ep-5",
+            "0x0p+0",
+            "0x1.aa5aa5df25984p-5",
+            "0x1.c5e53aa362eb4p-4",
+            "0x1.526e57720db08p-3",
+            "0x1.bc2860d22477p-3",
+            "0x1.1058bc8a07ee1p-2",
+            "0x1.4043057b6ee09p-2",
+        )
+    ]
+)
 _LN2 = float.fromhex("0x1.62e42fefa39efp-1")
-_A0, _A1, _A2 = (float.fromhex(h) for h in ("-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2",
-                                            "-0x1.ffffef20a4123p-2"))
+_A0, _A1, _A2 = (float.fromhex(h) for h in ("-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2"))
 _LOGF_OFF = np.uint32(0x3F330000)
 
 # s_sincosf_data.c, first table (the second one is the same with the cosine polynomial negated)
 _HPI_INV = float.fromhex("0x1.45F306DC9C883p+23")  # 2/pi * 2^24 (x86-64 has no TOINT_INTRINSICS)
 _HPI = float.fromhex("0x1.921FB54442D18p0")
-_C0, _C1, _C2, _C3, _C4 = (float.fromhex(h) for h in (
-    "0x1p0", "-0x1.ffffffd0c621cp-2", "0x1.55553e1068f19p-5", "-0x1.6c087e89a359dp-10",
-    "0x1.99343027bf8c3p-16"))
-_S1, _S2, _S3 = (float.fromhex(h) for h in ("-0x1.555545995a603p-3", "0x1.1107605230bc4p-7",
-                                           "-0x1.994eb3774cf24p-13"))
+_C0, _C1, _C2, _C3, _C4 = (
+    float.fromhex(h)
+    for h in (
+        "0x1p0",
+        "-0x1.ffffffd0c621cp-2",
+        "0x1.55553e1068f19p-5",
+        "-0x1.6c087e89a359dp-10",
+        "0x1.99343027bf8c3p-16",
+    )
+)
+_S1, _S2, _S3 = (float.fromhex(h) for h in ("-0x1.555545995a603p-3", "0x1.1107605230bc4p-7", "-0x1.994eb3774cf24p-13"))
 
 #: Bound on |plain - fused| relative to the size of the terms summed (the real one is a few 2^-53)
 _TOL = 2.0**-44

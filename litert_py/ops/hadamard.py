@@ -134,8 +134,9 @@ class HadamardRotation:
         # high == 1 with low > 1: every stage ran transposed, (size, transforms); scale straight from there.
         result = cur.reshape(size, transforms).T if low > 1 and high == 1 else cur.reshape(transforms, size)
         norm = F32(1.0 / math.sqrt(float(size)))
-        return cls(size, transforms, low, norm, a.reshape(low, transforms, high), tuple(first), shuffle,
-                   tuple(second), result)
+        return cls(
+            size, transforms, low, norm, a.reshape(low, transforms, high), tuple(first), shuffle, tuple(second), result
+        )
 
 
 @register("aeq.hadamard_rotation")
@@ -146,18 +147,26 @@ def prepare_hadamard_rotation(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 1, f"NumInputs(node) != 1 ({len(ctx.inputs)} != 1)")
     ctx.check(len(ctx.outputs) == 1, f"NumOutputs(node) != 1 ({len(ctx.outputs)} != 1)")
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
-    ctx.check(x.dtype in (np.float32, np.int32),
-              "input_tensor->type == kTfLiteFloat32 || input_tensor->type == kTfLiteInt32 was not true.")
+    ctx.check(
+        x.dtype in (np.float32, np.int32),
+        "input_tensor->type == kTfLiteFloat32 || input_tensor->type == kTfLiteInt32 was not true.",
+    )
     ctx.check(size != 0, "aeq.hadamard_rotation: hadamard_size is 0 or missing (LiteRT divides by it at eval)")
-    ctx.check(len(x.shape) >= 2,
-              f"aeq.hadamard_rotation: the input must have rank 2 or more (LiteRT reads dims[0] and dims[1]), "
-              f"got shape {list(x.shape)}")
-    ctx.check(y.dtype in (np.float32, np.int32, np.uint32),
-              f"aeq.hadamard_rotation: the output must be a 4-byte tensor (float32 or int32) that receives the "
-              f"input's bytes, got {y.type_name}")
-    ctx.check(y.size == x.size,
-              f"aeq.hadamard_rotation: the output shape {list(y.shape)} must hold the input's {x.size} values "
-              f"(LiteRT does not resize its output and copies the input's bytes into it)")
+    ctx.check(
+        len(x.shape) >= 2,
+        f"aeq.hadamard_rotation: the input must have rank 2 or more (LiteRT reads dims[0] and dims[1]), "
+        f"got shape {list(x.shape)}",
+    )
+    ctx.check(
+        y.dtype in (np.float32, np.int32, np.uint32),
+        f"aeq.hadamard_rotation: the output must be a 4-byte tensor (float32 or int32) that receives the "
+        f"input's bytes, got {y.type_name}",
+    )
+    ctx.check(
+        y.size == x.size,
+        f"aeq.hadamard_rotation: the output shape {list(y.shape)} must hold the input's {x.size} values "
+        f"(LiteRT does not resize its output and copies the input's bytes into it)",
+    )
     if len(x.shape) == 3:
         rows, feature_size = x.shape[0] * x.shape[1], x.shape[2]
     else:

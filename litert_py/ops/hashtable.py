@@ -41,15 +41,19 @@ class StaticHashtable:
 
 
 def _check_pair(ctx: OpContext, key_type: int, value_type: int) -> None:
-    ctx.check((key_type, value_type) in _PAIRS,
-              f"{ctx.op_name} supports int64 keys with string values and string keys with int64 values, got "
-              f"{dtypes.type_name(key_type)} keys with {dtypes.type_name(value_type)} values")
+    ctx.check(
+        (key_type, value_type) in _PAIRS,
+        f"{ctx.op_name} supports int64 keys with string values and string keys with int64 values, got "
+        f"{dtypes.type_name(key_type)} keys with {dtypes.type_name(value_type)} values",
+    )
 
 
 def _check_handle(ctx: OpContext) -> None:
     h = ctx.input(0)
-    ctx.check(h.type in (dtypes.TensorType.RESOURCE, dtypes.TensorType.INT32),
-              f"{ctx.op_name}'s table handle must be a RESOURCE tensor, got {h.type_name}")
+    ctx.check(
+        h.type in (dtypes.TensorType.RESOURCE, dtypes.TensorType.INT32),
+        f"{ctx.op_name}'s table handle must be a RESOURCE tensor, got {h.type_name}",
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,8 +80,7 @@ def prepare_hashtable(ctx: OpContext) -> PreparedOp:
     ctx.check(out.type == dtypes.TensorType.RESOURCE, f"HASHTABLE output must be RESOURCE, got {out.type_name}")
     ctx.set_output_shape(0, out.shape)
     ctx.report_dynamic(0)  # hashtable.cc PrepareHashtable reallocates the handle as a dynamic tensor
-    return Hashtable(ctx.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype),
-                     int(opts.value_dtype))
+    return Hashtable(ctx.resources, ("hashtable", int(opts.table_id)), int(opts.key_dtype), int(opts.value_dtype))
 
 
 def _table(resources: dict, handle: np.ndarray) -> StaticHashtable:
@@ -121,8 +124,9 @@ class HashtableFind:
             outputs[0].reshape(-1)[:] = found
         else:
             get = table.table.get
-            outputs[0].reshape(-1)[:] = np.fromiter((get(k, default) for k in inputs[1].reshape(-1).tolist()),
-                                                    np.int64, inputs[1].size)
+            outputs[0].reshape(-1)[:] = np.fromiter(
+                (get(k, default) for k in inputs[1].reshape(-1).tolist()), np.int64, inputs[1].size
+            )
 
 
 @register(BuiltinOperator.HASHTABLE_FIND, stateful=True)
@@ -130,8 +134,9 @@ def prepare_hashtable_find(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 1)
     _check_handle(ctx)
     keys, default, out = ctx.input(1), ctx.input(2), ctx.outputs[0]
-    ctx.check(default.type == out.type,
-              f"HASHTABLE_FIND default value is {default.type_name}, its output {out.type_name}")
+    ctx.check(
+        default.type == out.type, f"HASHTABLE_FIND default value is {default.type_name}, its output {out.type_name}"
+    )
     _check_pair(ctx, keys.type, out.type)
     ctx.check(default.size >= 1, "HASHTABLE_FIND needs a default value")
     ctx.set_output_shape(0, keys.shape)

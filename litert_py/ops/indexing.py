@@ -43,8 +43,9 @@ from .registry import OpContext, PreparedOp, register
 
 _dt = np.dtype
 _F32, _F16, _F64 = _dt(np.float32), _dt(np.float16), _dt(np.float64)
-_I8, _U8, _I16, _I32, _I64, _U32, _BOOL = (_dt(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64,
-                                                           np.uint32, np.bool_))
+_I8, _U8, _I16, _I32, _I64, _U32, _BOOL = (
+    _dt(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.bool_)
+)
 _STRING = dtypes.TensorType.STRING
 
 
@@ -53,8 +54,10 @@ def _prod(shape) -> int:
 
 
 def _same_output_type(ctx: OpContext, k: int, src) -> None:
-    ctx.check(ctx.outputs[k].type == src.type,
-              f"{ctx.op_name}: output type {ctx.outputs[k].type_name} differs from input type {src.type_name}")
+    ctx.check(
+        ctx.outputs[k].type == src.type,
+        f"{ctx.op_name}: output type {ctx.outputs[k].type_name} differs from input type {src.type_name}",
+    )
 
 
 def _shape_from(ctx: OpContext, t) -> tuple[int, ...] | None:
@@ -86,7 +89,7 @@ def _flat_offsets(idx: np.ndarray, dims: np.ndarray, strides: np.ndarray, what: 
 def _slice_strides(shape, nd: int) -> tuple[np.ndarray, int]:
     """Strides (in slices) of the first ``nd`` dims of ``shape`` and their slice count."""
     outer = tuple(shape[:nd])
-    strides = np.array([_prod(outer[k + 1:]) for k in range(nd)], np.int64)
+    strides = np.array([_prod(outer[k + 1 :]) for k in range(nd)], np.int64)
     return strides, _prod(outer)
 
 
@@ -109,8 +112,9 @@ class GatherNd:
         params, idx = inputs
         off = _flat_offsets(idx.reshape(-1, self.nd), self.dims, self.strides, "gather_nd")
         out = outputs[0]
-        np.take(params.reshape(self.n_slices, self.slice_size), off, axis=0,
-                out=out.reshape(off.shape[0], self.slice_size))
+        np.take(
+            params.reshape(self.n_slices, self.slice_size), off, axis=0, out=out.reshape(off.shape[0], self.slice_size)
+        )
 
 
 @register(BuiltinOperator.GATHER_ND)
@@ -119,8 +123,9 @@ def prepare_gather_nd(ctx: OpContext) -> PreparedOp:
     params, indices = ctx.input(0), ctx.input(1)
     if params.type != _STRING and params.dtype not in _GATHER_ND_TYPES:
         raise ctx.fail(f"Params type '{params.type_name}' are not supported by gather_nd.")
-    ctx.check(indices.dtype in (_I16, _I32, _I64),
-              f"Indices of type '{indices.type_name}' are not supported by gather_nd.")
+    ctx.check(
+        indices.dtype in (_I16, _I32, _I64), f"Indices of type '{indices.type_name}' are not supported by gather_nd."
+    )
     _same_output_type(ctx, 0, params)
     p, i = params.shape, indices.shape
     ctx.check(len(p) >= 1, "Params must be at least a vector.")
@@ -153,10 +158,14 @@ class ScatterNd:
         idx, updates, shape_t = inputs
         if self.dynamic:
             shape = tuple(int(v) for v in shape_t.reshape(-1))
-            if any(d < 0 for d in shape) or len(shape) < self.nd or (
-                    updates.shape != idx.shape[:-1] + shape[self.nd:]):
-                raise InputValueError(f"scatter_nd: updates shape {updates.shape} does not match indices "
-                                 f"{idx.shape} and shape {shape}")
+            if (
+                any(d < 0 for d in shape)
+                or len(shape) < self.nd
+                or (updates.shape != idx.shape[:-1] + shape[self.nd :])
+            ):
+                raise InputValueError(
+                    f"scatter_nd: updates shape {updates.shape} does not match indices {idx.shape} and shape {shape}"
+                )
             out = limits.new_array(shape, self.out_dtype, "SCATTER_ND's output")
             out[...] = 0
             outputs[0] = out
@@ -191,9 +200,10 @@ def prepare_scatter_nd(ctx: OpContext) -> PreparedOp:
         ctx.set_output_dynamic(0)
         return ScatterNd(nd, True, updates.dtype, None)
     ctx.check(nd <= len(shape), "scatter_nd: indices' last dimension exceeds the output rank")
-    ctx.check(tuple(updates.shape) == tuple(indices.shape[:-1]) + shape[nd:],
-              f"scatter_nd: updates shape {updates.shape} does not match indices {indices.shape} and shape "
-              f"{shape}")
+    ctx.check(
+        tuple(updates.shape) == tuple(indices.shape[:-1]) + shape[nd:],
+        f"scatter_nd: updates shape {updates.shape} does not match indices {indices.shape} and shape {shape}",
+    )
     ctx.set_output_shape(0, shape)
     return ScatterNd(nd, False, updates.dtype, shape)
 
@@ -212,8 +222,10 @@ class DynamicUpdateSlice:
         operand, update, start = inputs
         out = outputs[0]
         out[...] = operand
-        sl = tuple(slice(s, s + n) for s, n in
-                   zip((min(max(0, int(v)), m) for v, m in zip(start.reshape(-1), self.limits)), self.update_shape))
+        sl = tuple(
+            slice(s, s + n)
+            for s, n in zip((min(max(0, int(v)), m) for v, m in zip(start.reshape(-1), self.limits)), self.update_shape)
+        )
         out[sl] = update
 
 
@@ -223,14 +235,18 @@ def prepare_dynamic_update_slice(ctx: OpContext) -> PreparedOp:
     operand, update, start = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(operand.type == update.type, "DYNAMIC_UPDATE_SLICE: operand and update types differ")
     if operand.type in dtypes.OBJECT_TYPES or operand.dtype.itemsize not in (1, 2, 4, 8):
-        raise ctx.fail(f"DynamicUpdateSlice only currently supports 1-bit/8-bit/32-bit/64-bit integer or "
-                       f"float type, got {operand.type_name}.")
+        raise ctx.fail(
+            f"DynamicUpdateSlice only currently supports 1-bit/8-bit/32-bit/64-bit integer or "
+            f"float type, got {operand.type_name}."
+        )
     ctx.check(start.dtype in (_I32, _I64), f"Type {start.type_name} is unsupported by op {ctx.op_name}.")
     _same_output_type(ctx, 0, operand)
     o, u = operand.shape, update.shape
     ctx.check(len(o) == len(u), "DYNAMIC_UPDATE_SLICE: operand and update must have the same rank")
-    ctx.check(len(start.shape) == 1 and start.shape[0] == len(o),
-              "DYNAMIC_UPDATE_SLICE: start_indices must be a vector of the operand's rank")
+    ctx.check(
+        len(start.shape) == 1 and start.shape[0] == len(o),
+        "DYNAMIC_UPDATE_SLICE: start_indices must be a vector of the operand's rank",
+    )
     ctx.check(all(b <= a for a, b in zip(o, u)), "DYNAMIC_UPDATE_SLICE: update is larger than the operand")
     ctx.set_output_shape(0, o)
     return DynamicUpdateSlice(tuple(a - b for a, b in zip(o, u)), tuple(u))
@@ -294,8 +310,10 @@ def prepare_matrix_set_diag(ctx: OpContext) -> PreparedOp:
     ctx.check(len(x.shape) >= 2, "MATRIX_SET_DIAG: input must be at least a matrix")
     m, n = x.shape[-2:]
     k = min(m, n)
-    ctx.check(tuple(d.shape) == tuple(x.shape[:-2]) + (k,),
-              f"MATRIX_SET_DIAG: diagonal shape {d.shape} must be {tuple(x.shape[:-2]) + (k,)}")
+    ctx.check(
+        tuple(d.shape) == tuple(x.shape[:-2]) + (k,),
+        f"MATRIX_SET_DIAG: diagonal shape {d.shape} must be {tuple(x.shape[:-2]) + (k,)}",
+    )
     ctx.set_output_shape(0, x.shape)
     return MatrixSetDiag(_prod(x.shape[:-2]), n, k, True)
 
@@ -320,13 +338,16 @@ class OneHot:
             depth = int(depth_t.reshape(-1)[0])
             if depth < 0:
                 raise InputValueError(f"ONE_HOT: depth must be non-negative, got {depth}")
-            shape = idx.shape[: self.axis] + (depth,) + idx.shape[self.axis:]
+            shape = idx.shape[: self.axis] + (depth,) + idx.shape[self.axis :]
             out = limits.new_array(shape, self.dtype, "ONE_HOT's output")
             outputs[0] = out
         else:
             depth, out = self.depth, outputs[0]
-        classes = self.classes if self.classes is not None else np.arange(depth).reshape(
-            (depth,) + (1,) * (idx.ndim - self.axis))
+        classes = (
+            self.classes
+            if self.classes is not None
+            else np.arange(depth).reshape((depth,) + (1,) * (idx.ndim - self.axis))
+        )
         hot = np.expand_dims(idx, self.axis) == classes
         np.copyto(out, off.reshape(-1)[0])
         np.copyto(out, on.reshape(-1)[0], where=hot)
@@ -342,8 +363,9 @@ def prepare_one_hot(ctx: OpContext) -> PreparedOp:
         raise ctx.fail(f"Unknown output data type: {on.type_name}")
     ctx.check(off.type == on.type, "ONE_HOT: on_value and off_value types differ")
     _same_output_type(ctx, 0, on)
-    ctx.check(depth.size == 1 and on.size == 1 and off.size == 1,
-              "ONE_HOT: depth, on_value and off_value must be scalars")
+    ctx.check(
+        depth.size == 1 and on.size == 1 and off.size == 1, "ONE_HOT: depth, on_value and off_value must be scalars"
+    )
     rank = len(idx.shape)
     axis = int(ctx.options.axis)
     axis = rank if axis == -1 else axis
@@ -379,8 +401,9 @@ class SparseToDense:
         out = outputs[0]
         idx = indices.reshape(-1, 1) if indices.ndim < 2 else indices
         if idx.shape[1] != len(shape):
-            raise InputValueError(f"SPARSE_TO_DENSE: indices of {idx.shape[1]} coordinates for an output of rank "
-                             f"{len(shape)}")
+            raise InputValueError(
+                f"SPARSE_TO_DENSE: indices of {idx.shape[1]} coordinates for an output of rank {len(shape)}"
+            )
         if idx.size and ((idx < 0).any() or (idx >= np.array(shape, np.int64)).any()):
             raise IndexOutOfBounds(f"SPARSE_TO_DENSE: index outside the output shape {shape}")
         out.fill(default.reshape(-1)[0])
@@ -408,8 +431,7 @@ def prepare_sparse_to_dense(ctx: OpContext) -> PreparedOp:
         ctx.check(n_out == 1, "SPARSE_TO_DENSE: 0-D/1-D indices need a 1-D output")
         n_idx = indices.size
     else:
-        ctx.check(indices.shape[1] == n_out, "SPARSE_TO_DENSE: indices' second dimension must equal the "
-                                             "output rank")
+        ctx.check(indices.shape[1] == n_out, "SPARSE_TO_DENSE: indices' second dimension must equal the output rank")
         n_idx = indices.shape[0]
     if len(vals.shape) > 0:  # a scalar value is written at every index (sparse_to_dense.h)
         # LiteRT reads values[i] for every index: fewer values would be read out of bounds.
@@ -476,8 +498,9 @@ def prepare_unique(ctx: OpContext) -> PreparedOp:
         raise ctx.fail(f"Unique index output array can only be Int32 or In64, got {x.type_name}")
     _same_output_type(ctx, 0, x)
     idx_type = ctx.outputs[1].dtype
-    ctx.check(idx_type in (_I32, _I64), f"Unique index output array can only be Int32 or In64, got "
-                                        f"{ctx.outputs[1].type_name}")
+    ctx.check(
+        idx_type in (_I32, _I64), f"Unique index output array can only be Int32 or In64, got {ctx.outputs[1].type_name}"
+    )
     ctx.set_output_dynamic(0)
     ctx.set_output_shape(1, x.shape)
     return Unique()
@@ -525,8 +548,9 @@ def prepare_topk_v2(ctx: OpContext) -> PreparedOp:
     ctx.check(len(x.shape) >= 1, "TOPK_V2: input must be at least a vector")
     _same_output_type(ctx, 0, x)
     idx_dtype = ctx.outputs[1].dtype
-    ctx.check(idx_dtype in (_I16, _I32),
-              f"Output index type {ctx.outputs[1].type_name} is currently not supported by TopK.")
+    ctx.check(
+        idx_dtype in (_I16, _I32), f"Output index type {ctx.outputs[1].type_name} is currently not supported by TopK."
+    )
     if k_t.data is None:
         ctx.set_output_dynamic(0)
         ctx.set_output_dynamic(1)

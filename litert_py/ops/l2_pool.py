@@ -62,8 +62,10 @@ def prepare_l2_pool_2d(ctx: OpContext) -> PreparedOp:
     if geo.empty:
         return EMPTY_OUTPUT
     taps = _pool_taps_2d(geo)
-    counts = np.outer(axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
-                      axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left))
+    counts = np.outer(
+        axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
+        axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left),
+    )
     ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
     if (counts == counts.flat[0]).all():
         count = np.float32(counts.flat[0])

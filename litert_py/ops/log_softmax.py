@@ -112,8 +112,6 @@ def log_x_ge_1_int(x: int, input_integer_bits: int) -> int:
     return _sat_shl_int(wrap32_int(srdhm_int(z_adj, _LOG_2) + srdhm_int(rdbpot_int(num, 6), recip)), 1)
 
 
-
-
 @dataclass(frozen=True, eq=False)
 class LogSoftmaxFloat:
     """reference/log_softmax.h float: ``x - max - log(sum(exp(x - max)))`` over the last axis, float32."""
@@ -151,8 +149,9 @@ class LogSoftmaxQuantized:
             adjusted = np.array(adj, np.int64).reshape(total.shape)
         else:
             log_sum = log_x_ge_1(wrap32(total), 12)
-            adjusted = np.maximum(self.diff_min - 1,
-                                  multiply_by_quantized_multiplier(wrap32(log_sum + INT32_MIN), *self.reverse))
+            adjusted = np.maximum(
+                self.diff_min - 1, multiply_by_quantized_multiplier(wrap32(log_sum + INT32_MIN), *self.reverse)
+            )
         q5 = self.q5.take(d)
         v = np.clip(rdbpot(wrap32(q5 - log_sum), 22) + self.out_max, self.out_min, self.out_max)
         out[...] = np.where(-d > adjusted, v, self.out_min)
@@ -165,12 +164,14 @@ def _prepare_log_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo)
     check_equal(ctx, zo, out_max, "output->params.zero_point")
     ctx.check(float(s_out) == 16.0 / 256, f"output->params.scale != 16.0 / 256 ({float(s_out)} != 0.0625)")
     real = min(float(s_in) * float(1 << 26), (1 << 31) - 1.0)
-    ctx.check(real > 1.0, f"input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; "
-                          "LiteRT aborts)")
+    ctx.check(real > 1.0, f"input_scale * 2^26 = {real} must be > 1 (QuantizeMultiplierGreaterThanOne; LiteRT aborts)")
     m, left_shift = quantized_multiplier(ctx, real, "input")
     reverse_real = float(1 << (31 - left_shift)) / m
-    ctx.check(0.0 < reverse_real < 1.0, f"the reverse scaling divisor {reverse_real} must be in (0, 1) "
-                                        "(QuantizeMultiplierSmallerThanOneExp; LiteRT aborts)")
+    ctx.check(
+        0.0 < reverse_real < 1.0,
+        f"the reverse scaling divisor {reverse_real} must be in (0, 1) "
+        "(QuantizeMultiplierSmallerThanOneExp; LiteRT aborts)",
+    )
     reverse = quantize_multiplier(reverse_real)
     diff_min = -math.floor(31.0 * (1 << 26) / (1 << left_shift))
     diff = -np.arange(256, dtype=np.int64)
@@ -188,9 +189,11 @@ def prepare_log_softmax(ctx: OpContext) -> PreparedOp:
     check_same_type(ctx, x, y)
     # rank 0: LiteRT reads a dimension that does not exist (garbage out); an empty last axis: it segfaults
     ctx.check(len(x.shape) >= 1, "LOG_SOFTMAX of a rank 0 tensor is not supported")
-    ctx.check(x.type != _F32 or x.shape[-1] > 0 or 0 in x.shape[:-1],
-              f"LOG_SOFTMAX float32 over an empty last dimension {list(x.shape)} (LiteRT reads outside the input: "
-              "it segfaults or returns garbage)")
+    ctx.check(
+        x.type != _F32 or x.shape[-1] > 0 or 0 in x.shape[:-1],
+        f"LOG_SOFTMAX float32 over an empty last dimension {list(x.shape)} (LiteRT reads outside the input: "
+        "it segfaults or returns garbage)",
+    )
     ctx.set_output_shape(OUTPUT, x.shape)
     prepared = LogSoftmaxFloat() if x.type == _F32 else _prepare_log_softmax_quantized(ctx, x, y)
     return Noop() if x.size == 0 else prepared

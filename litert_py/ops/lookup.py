@@ -93,8 +93,7 @@ class EmbeddingLookupHybrid:
 def prepare_embedding_lookup(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     ids, table = ctx.input(0), ctx.input(1)
-    ctx.check(ids.dtype == np.int32 and len(ids.shape) == 1,
-              "EMBEDDING_LOOKUP: lookup must be an int32 vector")
+    ctx.check(ids.dtype == np.int32 and len(ids.shape) == 1, "EMBEDDING_LOOKUP: lookup must be an int32 vector")
     ctx.check(len(table.shape) >= 2, "EMBEDDING_LOOKUP: the table must have rank >= 2")
     if table.type in dtypes.OBJECT_TYPES:
         raise ctx.fail(f"Type {table.type_name} is unsupported by op {ctx.op_name}.")
@@ -104,10 +103,11 @@ def prepare_embedding_lookup(ctx: OpContext) -> PreparedOp:
     if out.type == table.type:
         return EmbeddingLookup(rows)
     hybrid = out.dtype == np.float32 and (table.dtype in (np.int8, np.uint8) or table.type == _INT4)
-    ctx.check(hybrid, f"EMBEDDING_LOOKUP: output type {out.type_name} does not match the table's "
-                      f"{table.type_name}")
-    ctx.check(all(z == 0 for z in table.quantization.zero_point),
-              "EMBEDDING_LOOKUP: a hybrid table's zero points must be 0 (qparams->zero_point->data[0] == 0)")
+    ctx.check(hybrid, f"EMBEDDING_LOOKUP: output type {out.type_name} does not match the table's {table.type_name}")
+    ctx.check(
+        all(z == 0 for z in table.quantization.zero_point),
+        "EMBEDDING_LOOKUP: a hybrid table's zero points must be 0 (qparams->zero_point->data[0] == 0)",
+    )
     scales = np.asarray(table.quantization.scale or (1.0,), np.float32)
     per_row = scales.size > 1
     ctx.check(not per_row or scales.size == rows, "EMBEDDING_LOOKUP: per-channel scales must be one per row")
@@ -176,17 +176,27 @@ def prepare_embedding_lookup_sparse(ctx: OpContext) -> PreparedOp:
     ctx.check_num(5)
     ids, indices, shape, weights, table = (ctx.input(k) for k in range(5))
     ctx.check(len(ids.shape) == 1 and ids.dtype == np.int32, "EMBEDDING_LOOKUP_SPARSE: ids must be an int32 vector")
-    ctx.check(len(indices.shape) == 2 and indices.dtype == np.int32,
-              "EMBEDDING_LOOKUP_SPARSE: indices must be an int32 matrix")
-    ctx.check(len(shape.shape) == 1 and shape.dtype == np.int32,
-              "EMBEDDING_LOOKUP_SPARSE: dense_shape must be an int32 vector")
-    ctx.check(len(weights.shape) == 1 and weights.dtype == np.float32,
-              "EMBEDDING_LOOKUP_SPARSE: weights must be a float32 vector")
-    ctx.check(indices.shape[0] == ids.shape[0] == weights.shape[0],
-              "EMBEDDING_LOOKUP_SPARSE: ids, indices and weights must have the same length")
+    ctx.check(
+        len(indices.shape) == 2 and indices.dtype == np.int32,
+        "EMBEDDING_LOOKUP_SPARSE: indices must be an int32 matrix",
+    )
+    ctx.check(
+        len(shape.shape) == 1 and shape.dtype == np.int32,
+        "EMBEDDING_LOOKUP_SPARSE: dense_shape must be an int32 vector",
+    )
+    ctx.check(
+        len(weights.shape) == 1 and weights.dtype == np.float32,
+        "EMBEDDING_LOOKUP_SPARSE: weights must be a float32 vector",
+    )
+    ctx.check(
+        indices.shape[0] == ids.shape[0] == weights.shape[0],
+        "EMBEDDING_LOOKUP_SPARSE: ids, indices and weights must have the same length",
+    )
     ctx.check(len(table.shape) >= 2, "EMBEDDING_LOOKUP_SPARSE: the table must have rank >= 2")
-    ctx.check(table.dtype == np.float32 and table.type not in dtypes.OBJECT_TYPES,
-              f"Type {table.type_name} is unsupported by op {ctx.op_name}.")
+    ctx.check(
+        table.dtype == np.float32 and table.type not in dtypes.OBJECT_TYPES,
+        f"Type {table.type_name} is unsupported by op {ctx.op_name}.",
+    )
     ctx.check(ctx.outputs[0].dtype == np.float32, "EMBEDDING_LOOKUP_SPARSE: output must be float32")
     ctx.check(indices.shape[1] >= 1, "EMBEDDING_LOOKUP_SPARSE: indices need at least one column")
     combiner = int(ctx.options.combiner)
@@ -235,11 +245,12 @@ class HashtableLookup:
 def prepare_hashtable_lookup(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3, 2)
     lookup, keys, values = ctx.input(0), ctx.input(1), ctx.input(2)
-    ctx.check(len(lookup.shape) == 1 and lookup.dtype == np.int32,
-              "HASHTABLE_LOOKUP: lookup must be an int32 vector")
+    ctx.check(len(lookup.shape) == 1 and lookup.dtype == np.int32, "HASHTABLE_LOOKUP: lookup must be an int32 vector")
     ctx.check(len(keys.shape) == 1 and keys.dtype == np.int32, "HASHTABLE_LOOKUP: keys must be an int32 vector")
-    ctx.check(len(values.shape) >= 1 and values.shape[0] == keys.shape[0],
-              "HASHTABLE_LOOKUP: values must have one row per key")
+    ctx.check(
+        len(values.shape) >= 1 and values.shape[0] == keys.shape[0],
+        "HASHTABLE_LOOKUP: values must have one row per key",
+    )
     ctx.check(ctx.outputs[0].type == values.type, "HASHTABLE_LOOKUP: output type differs from the values' type")
     ctx.check(ctx.outputs[1].dtype == np.uint8, "HASHTABLE_LOOKUP: hits must be uint8")
     ctx.set_output_shape(0, (lookup.shape[0],) + tuple(values.shape[1:]))
@@ -312,8 +323,10 @@ def prepare_skip_gram(ctx: OpContext) -> PreparedOp:
     x = ctx.input(0)
     ctx.check(x.type == _STRING and ctx.outputs[0].type == _STRING, "SKIP_GRAM: input and output must be strings")
     o = ctx.options
-    ctx.check(int(o.ngram_size) >= 0 and int(o.max_skip_size) >= 0,
-              "SKIP_GRAM: ngram_size and max_skip_size must be non-negative")
+    ctx.check(
+        int(o.ngram_size) >= 0 and int(o.max_skip_size) >= 0,
+        "SKIP_GRAM: ngram_size and max_skip_size must be non-negative",
+    )
     ctx.set_output_dynamic(0)
     return SkipGram(int(o.ngram_size), int(o.max_skip_size), bool(o.include_all_ngrams))
 
@@ -327,11 +340,11 @@ _K0, _K1, _K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
 
 
 def _f64(s: bytes, i: int) -> int:
-    return int.from_bytes(s[i:i + 8], "little")
+    return int.from_bytes(s[i : i + 8], "little")
 
 
 def _f32(s: bytes, i: int) -> int:
-    return int.from_bytes(s[i:i + 4], "little")
+    return int.from_bytes(s[i : i + 4], "little")
 
 
 def _rot(v: int, r: int) -> int:
@@ -385,8 +398,9 @@ def fingerprint64(s: bytes) -> int:
         b = _f64(s, 8)
         c = (_f64(s, n - 8) * mul) & _M64
         d = (_f64(s, n - 16) * _K2) & _M64
-        return _h16((_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
-                    (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+        return _h16(
+            (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64, (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul
+        )
     if n <= 64:
         a = (_f64(s, 0) * _K2) & _M64
         b = _f64(s, 8)
@@ -398,8 +412,7 @@ def fingerprint64(s: bytes) -> int:
         f = _f64(s, 24)
         g = ((y + _f64(s, n - 32)) * mul) & _M64
         h = ((z + _f64(s, n - 24)) * mul) & _M64
-        return _h16((_rot((e + f) & _M64, 43) + _rot(g, 30) + h) & _M64,
-                    (e + _rot((f + a) & _M64, 18) + g) & _M64, mul)
+        return _h16((_rot((e + f) & _M64, 43) + _rot(g, 30) + h) & _M64, (e + _rot((f + a) & _M64, 18) + g) & _M64, mul)
     seed = 81
     x = seed
     y = (seed * _K1 + 113) & _M64
@@ -449,7 +462,7 @@ def _raw_rows(x: np.ndarray, rows: int) -> list[bytes]:
     else:
         raw = np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes()
     item = len(raw) // rows if rows else 0
-    return [raw[k * item:(k + 1) * item] for k in range(rows)]
+    return [raw[k * item : (k + 1) * item] for k in range(rows)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -464,8 +477,9 @@ class LshProjection:
         chunks = _raw_rows(x, rows)
         seeds = hashes.astype(np.float32).reshape(-1)
         # One signed 64-bit fingerprint per (seed, row); float seed bytes then the row's bytes.
-        sig = np.array([[_signed64(fingerprint64(sd.tobytes() + c)) for c in chunks] for sd in seeds],
-                       np.int64).reshape(seeds.size, rows)
+        sig = np.array(
+            [[_signed64(fingerprint64(sd.tobytes() + c)) for c in chunks] for sd in seeds], np.int64
+        ).reshape(seeds.size, rows)
         terms = sig.astype(np.float64)
         if weight is not None:
             terms *= weight.astype(np.float64)  # float weight promoted to double, as in C++
@@ -494,8 +508,10 @@ def prepare_lsh_projection(ctx: OpContext) -> PreparedOp:
     ctx.check(hashes.dtype == np.float32, "LSH_PROJECTION: hash seeds must be float32")
     ctx.check(len(x.shape) >= 1, "LSH_PROJECTION: the input must have rank >= 1")
     if weight is not None:
-        ctx.check(len(weight.shape) == 1 and weight.shape[0] == x.shape[0],
-                  "LSH_PROJECTION: weight must be a vector with one entry per input row")
+        ctx.check(
+            len(weight.shape) == 1 and weight.shape[0] == x.shape[0],
+            "LSH_PROJECTION: weight must be a vector with one entry per input row",
+        )
         ctx.check(weight.dtype == np.float32, "LSH_PROJECTION: weight must be float32")
     ctx.check(ctx.outputs[0].dtype == np.int32, "LSH_PROJECTION: output must be int32")
     kind = int(ctx.options.type)

@@ -74,6 +74,7 @@ Modules: lstm.py (the three ops, their checks, the sequence loops), lstm_cell.py
 hybrid product), lstm_integer.py (8x8_16 cell), lstm_common.py (input indices, int16 fixed point, tables),
 lstm_basic.py (the BASIC kernel type), lstm_integer8.py (the 8x8_8 kernel with 12 intermediates).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -116,9 +117,16 @@ class LstmSequence:
 def _float_or_hybrid(ctx: OpContext, ins: list, use_ln: bool, opts, n_batch: int) -> LstmCell:
     x = ins[0]
     ctx.check(x.dtype == np.float32, f"Type {x.type_name} is not currently supported.")
-    cell = build_cell(ctx, ins, bool(opts.asymmetric_quantize_inputs), opts.cell_clip, opts.proj_clip,
-                      opts.fused_activation_function, use_ln,
-                      allow_diagonal=ctx.builtin_code == BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
+    cell = build_cell(
+        ctx,
+        ins,
+        bool(opts.asymmetric_quantize_inputs),
+        opts.cell_clip,
+        opts.proj_clip,
+        opts.fused_activation_function,
+        use_ln,
+        allow_diagonal=ctx.builtin_code == BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
+    )
     check_states(ctx, ins[OUT_STATE], ins[CELL_STATE], n_batch, cell)
     return cell
 
@@ -180,11 +188,20 @@ class BidirectionalSequenceLstm:
 
     def __call__(self, inputs, outputs):
         x, bw_x, real_aux, fw_out, bw_out = bidirectional_views(
-            inputs[0], inputs[BIDI_AUX], outputs, self.fw.n_output, self.merge, self.bw_reads_aux, self.use_aux,
-            self.time_major)
+            inputs[0],
+            inputs[BIDI_AUX],
+            outputs,
+            self.fw.n_output,
+            self.merge,
+            self.bw_reads_aux,
+            self.use_aux,
+            self.time_major,
+        )
         n_batch = x.shape[1]
-        for cell, xs, out, (hi, ci), reverse in ((self.fw, x, fw_out, BIDI_FW_STATES, False),
-                                                 (self.bw, bw_x, bw_out, BIDI_BW_STATES, True)):
+        for cell, xs, out, (hi, ci), reverse in (
+            (self.fw, x, fw_out, BIDI_FW_STATES, False),
+            (self.bw, bw_x, bw_out, BIDI_BW_STATES, True),
+        ):
             h = inputs[hi].reshape(n_batch, cell.n_output)
             c = inputs[ci].reshape(n_batch, cell.n_cell)
             cell.run(xs, real_aux, h, c, out, reverse)
@@ -206,8 +223,10 @@ def prepare_bidirectional_sequence_lstm(ctx: OpContext) -> PreparedOp:
     bw_aux_w = [ctx.optional_input(k) for k in range(44, 48)]
     use_aux = fw_aux_w[1] is not None
     if aux is not None:
-        ctx.check(aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
-                  "aux_input must be FLOAT32 with the input's first two dimensions")
+        ctx.check(
+            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
+            "aux_input must be FLOAT32 with the input's first two dimensions",
+        )
     if use_aux:
         ctx.check(aux is not None, "aux weights need an aux input")
     bw_reads_aux = aux is not None and not use_aux
@@ -215,10 +234,22 @@ def prepare_bidirectional_sequence_lstm(ctx: OpContext) -> PreparedOp:
     asym = bool(opts.asymmetric_quantize_inputs)
     cells = []
     for lo, states, aux_w, xin in ((1, BIDI_FW_STATES, fw_aux_w, x), (18, BIDI_BW_STATES, bw_aux_w, bw_x)):
-        ins = [xin] + [ctx.optional_input(k) for k in range(lo, lo + 17)] + \
-              [ctx.optional_input(states[0]), ctx.optional_input(states[1])] + [None] * 4
-        cell = build_cell(ctx, ins, asym, opts.cell_clip, opts.proj_clip, opts.fused_activation_function, False,
-                          aux_w if use_aux else None)
+        ins = (
+            [xin]
+            + [ctx.optional_input(k) for k in range(lo, lo + 17)]
+            + [ctx.optional_input(states[0]), ctx.optional_input(states[1])]
+            + [None] * 4
+        )
+        cell = build_cell(
+            ctx,
+            ins,
+            asym,
+            opts.cell_clip,
+            opts.proj_clip,
+            opts.fused_activation_function,
+            False,
+            aux_w if use_aux else None,
+        )
         check_states(ctx, ins[OUT_STATE], ins[CELL_STATE], n_batch, cell)
         cells.append(cell)
     fw, bw = cells

@@ -116,12 +116,12 @@ class BasicLstmFloat:
         temp += self.bias if self.bias is not None else inputs[BIASES]
         sig = temp.copy()
         sigmoid(sig)  # gates 0, 2, 3 (the sigmoid of gate 1, the new input, is not used)
-        g = np.tanh(temp[:, n:2 * n])
+        g = np.tanh(temp[:, n : 2 * n])
         np.multiply(sig[:, :n], g, out=state)
-        np.multiply(sig[:, 2 * n:3 * n], inputs[PREV_STATE], out=g)
+        np.multiply(sig[:, 2 * n : 3 * n], inputs[PREV_STATE], out=g)
         state += g
         np.tanh(state, out=activ)
-        activ *= sig[:, 3 * n:]
+        activ *= sig[:, 3 * n :]
         inputs[PREV_ACTIV][...] = activ  # lstm.cc: memcpy of the new state over the state inputs
         inputs[PREV_STATE][...] = state
 
@@ -169,12 +169,12 @@ class BasicLstmQuantized:
         sig_t, tanh_t, state_tanh_t, div16_t, to_u8_t = _tables()
         gates = sig_t.take(acc)  # (B, 4N) logistic of every gate (gate 1, the new input, uses tanh instead)
         # FixedPoint products are SRDHM, (a*b + 2^14) >> 15: the gate outputs are >= 0, so it never saturates.
-        ig = tanh_t.take(acc[:, n:2 * n])
+        ig = tanh_t.take(acc[:, n : 2 * n])
         ig *= gates[:, :n]
         ig += 1 << 14
         ig >>= 15
         new = div16_t.take(ig)  # Rescale<4>(i * g)
-        fc = np.multiply(inputs[PREV_STATE], gates[:, 2 * n:3 * n])
+        fc = np.multiply(inputs[PREV_STATE], gates[:, 2 * n : 3 * n])
         fc += 1 << 14
         fc >>= 15  # f * prev_state, Q4.11
         new += fc
@@ -182,7 +182,7 @@ class BasicLstmQuantized:
         np.minimum(new, 32767, out=new)
         state[...] = new
         h = state_tanh_t.take(new)
-        h *= gates[:, 3 * n:]
+        h *= gates[:, 3 * n :]
         h += 1 << 14
         h >>= 15  # o * tanh(state), Q0.15
         np.take(to_u8_t, h, out=activ)
@@ -198,13 +198,11 @@ def prepare_basic_lstm(ctx: OpContext) -> PreparedOp:
     ctx.check(len(x.shape) == 2, f"input->dims->size != 2 ({len(x.shape)} != 2)")
     n_batch, n_input = x.shape
     ctx.check(len(h.shape) == 2, f"prev_activation->dims->size != 2 ({len(h.shape)} != 2)")
-    ctx.check(h.shape[0] == n_batch,
-              f"prev_activation->dims->data[0] != num_batches ({h.shape[0]} != {n_batch})")
+    ctx.check(h.shape[0] == n_batch, f"prev_activation->dims->data[0] != num_batches ({h.shape[0]} != {n_batch})")
     n = h.shape[1]
     ctx.check(len(w.shape) == 2, f"weights->dims->size != 2 ({len(w.shape)} != 2)")
     ctx.check(w.shape[0] == 4 * n, f"weights->dims->data[0] != 4 * activation_depth ({w.shape[0]} != {4 * n})")
-    ctx.check(w.shape[1] == n_input + n,
-              f"weights->dims->data[1] != total_depth ({w.shape[1]} != {n_input + n})")
+    ctx.check(w.shape[1] == n_input + n, f"weights->dims->data[1] != total_depth ({w.shape[1]} != {n_input + n})")
     ctx.check(len(b.shape) == 1, f"bias->dims->size != 1 ({len(b.shape)} != 1)")
     ctx.check(b.shape[0] == 4 * n, f"bias->dims->data[0] != 4 * activation_depth ({b.shape[0]} != {4 * n})")
     ctx.check(len(c.shape) == 2, f"prev_state->dims->size != 2 ({len(c.shape)} != 2)")
@@ -215,23 +213,24 @@ def prepare_basic_lstm(ctx: OpContext) -> PreparedOp:
     ctx.set_output_shape(CONCAT_TEMP, (n_batch, n_input + n))
     ctx.set_output_shape(ACTIV_TEMP, (n_batch, 4 * n))
 
-    types = [t.dtype for t in (x, h, w, b, c)] + [ctx.outputs[i].dtype for i in (STATE_OUT, ACTIV_OUT,
-                                                                                  CONCAT_TEMP, ACTIV_TEMP)]
+    types = [t.dtype for t in (x, h, w, b, c)] + [
+        ctx.outputs[i].dtype for i in (STATE_OUT, ACTIV_OUT, CONCAT_TEMP, ACTIV_TEMP)
+    ]
     u8, i16, i32 = np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.int32)
     # LiteRT turns the state inputs into arena tensors; a constant one then has no data and Invoke fails.
     for t in (h, c):
         ctx.check(not t.is_constant, f"Input tensor {t.index} lacks data")
     if all(t == np.float32 for t in types):
         return BasicLstmFloat(
-            n_input, n,
+            n_input,
+            n,
             None if w.data is None else np.ascontiguousarray(w.data.T, dtype=F32),
-            None if b.data is None else np.array(b.data, F32))
-    ctx.check(types == [u8, u8, u8, i32, i16, i16, u8, u8, i16],
-              "Unsupported combination of data types for LstmCell")
+            None if b.data is None else np.array(b.data, F32),
+        )
+    ctx.check(types == [u8, u8, u8, i32, i16, i16, u8, u8, i16], "Unsupported combination of data types for LstmCell")
     pot, log2 = checked_log2(ctx.outputs[STATE_OUT].scale)
     ctx.check(pot, "The internal state of a LSTM cell must have a power-of-two scale.")
-    ctx.check(15 + log2 == 4,
-              "The only case of quantized LstmCell currently supported is with StateIntegerBits==4")
+    ctx.check(15 + log2 == 4, "The only case of quantized LstmCell currently supported is with StateIntegerBits==4")
     m, shift = quantize_multiplier(4096 * float(F32(b.scale)))
     zw = int(w.zero_point)
     wt = bias = None
@@ -240,5 +239,6 @@ def prepare_basic_lstm(ctx: OpContext) -> PreparedOp:
         wt -= zw
         bias = b.data.astype(np.float64) - 128 * wt.sum(axis=0)
     rs = max(-shift, 0)
-    return BasicLstmQuantized(n_input, n, wt, zw, bias, int(m), int(shift),
-                              (1 << 30) + ((1 << (30 + rs)) if rs else 0), 31 + rs)
+    return BasicLstmQuantized(
+        n_input, n, wt, zw, bias, int(m), int(shift), (1 << 30) + ((1 << (30 + rs)) if rs else 0), 31 + rs
+    )

@@ -130,14 +130,25 @@ class SparseHybridProduct:
 def _check_block_sparse_16(ctx: OpContext, t: TensorInfo) -> None:
     """LiteRT's sparse hybrid LSTM reads dim_metadata[1] as a ledger of 16-wide column blocks."""
     sp = t.sparsity
-    ok = (sp is not None and tuple(sp.traversal_order) == (0, 1, 2) and tuple(sp.block_map) == (1,)
-          and len(sp.dim_metadata) == 3 and [d.format for d in sp.dim_metadata] == [0, 1, 0]
-          and sp.dim_metadata[2].dense_size == 16 and t.shape[1] % 16 == 0)
-    ctx.check(ok, f"{t.name}: a sparse hybrid LSTM needs every weight matrix in 1x16 block-sparse form "
-                  "(traversal order 0,1,2, block map 1, DENSE/SPARSE_CSR/DENSE, block size 16)")
+    ok = (
+        sp is not None
+        and tuple(sp.traversal_order) == (0, 1, 2)
+        and tuple(sp.block_map) == (1,)
+        and len(sp.dim_metadata) == 3
+        and [d.format for d in sp.dim_metadata] == [0, 1, 0]
+        and sp.dim_metadata[2].dense_size == 16
+        and t.shape[1] % 16 == 0
+    )
+    ctx.check(
+        ok,
+        f"{t.name}: a sparse hybrid LSTM needs every weight matrix in 1x16 block-sparse form "
+        "(traversal order 0,1,2, block map 1, DENSE/SPARSE_CSR/DENSE, block size 16)",
+    )
     counts = np.diff(sp.dim_metadata[1].array_segments)
-    ctx.check(counts.size == 0 or (counts.max() <= 255 and max(sp.dim_metadata[1].array_indices, default=0) <= 255),
-              f"{t.name}: more than 255 blocks in a row do not fit LiteRT's uint8 ledger")
+    ctx.check(
+        counts.size == 0 or (counts.max() <= 255 and max(sp.dim_metadata[1].array_indices, default=0) <= 255),
+        f"{t.name}: more than 255 blocks in a row do not fit LiteRT's uint8 ledger",
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,7 +172,7 @@ class GateProducts:
         if self.combined is not None:
             acc = np.zeros((v.shape[0], n * len(self.gates)), F32)
             self.combined.add_to(acc, v)
-            return {g: acc[:, k * n:(k + 1) * n] for k, g in enumerate(self.gates)}
+            return {g: acc[:, k * n : (k + 1) * n] for k, g in enumerate(self.gates)}
         out = {}
         for g in self.gates:
             out[g] = np.zeros((v.shape[0], n), F32)
@@ -205,29 +216,40 @@ class LstmCell:
         """Stacked constants of the sequence path (``run``): gates in the order (i,) f, c, o."""
         gates = self.x.gates
         n = self.n_cell
-        fast = all(gp is None or (gp.combined is None or not isinstance(gp.combined.fc, SparseHybridProduct))
-                   for gp in (self.x, self.aux, self.h)) and self.x.combined is not None and \
-            (self.aux is None or self.aux.combined is not None) and \
-            (self.proj is None or not isinstance(self.proj.fc, SparseHybridProduct)) and \
-            (self.h.combined is not None or all(p.diag is not None for p in self.h.per_gate.values()))
+        fast = (
+            all(
+                gp is None or (gp.combined is None or not isinstance(gp.combined.fc, SparseHybridProduct))
+                for gp in (self.x, self.aux, self.h)
+            )
+            and self.x.combined is not None
+            and (self.aux is None or self.aux.combined is not None)
+            and (self.proj is None or not isinstance(self.proj.fc, SparseHybridProduct))
+            and (self.h.combined is not None or all(p.diag is not None for p in self.h.per_gate.values()))
+        )
         k = len(gates) - 2  # the sigmoid gates before the cell gate: (i,) f
         ln = bool(self.ln)
         base = np.zeros(n * len(gates), F32) if ln else np.concatenate([self.bias[g] for g in gates])
         hp, pp = self.h.combined, self.proj
         plan = SequencePlan(
-            fast=fast, k=k, base=base,
+            fast=fast,
+            k=k,
+            base=base,
             peep_if=np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
             ln_ifc=np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
             bias_ifc=np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
             diag=None if self.h.combined is not None else np.stack([self.h.per_gate[g].diag for g in gates]),
             h_fc=StepHybridProduct.of(hp.fc) if fast and hp is not None and hp.fc is not None else None,
-            proj_fc=StepHybridProduct.of(pp.fc) if fast and pp is not None and pp.fc is not None else None)
+            proj_fc=StepHybridProduct.of(pp.fc) if fast and pp is not None and pp.fc is not None else None,
+        )
         object.__setattr__(self, "_seq", plan)
 
     def _gate(self, g, xs, auxs, hs, c, act):
         ln = self.ln.get(g)
-        acc = np.zeros((hs[g].shape[0], self.n_cell), F32) if ln is not None else \
-            np.repeat(self.bias[g][None, :], hs[g].shape[0], axis=0)
+        acc = (
+            np.zeros((hs[g].shape[0], self.n_cell), F32)
+            if ln is not None
+            else np.repeat(self.bias[g][None, :], hs[g].shape[0], axis=0)
+        )
         if xs is not None:
             acc += xs[g]
         if auxs is not None:
@@ -253,8 +275,11 @@ class LstmCell:
         # IsZeroVector: an all-zero input skips its products (hybrid: also an all-zero output_state)
         xs = self.x.compute(x) if x.any() else None
         auxs = self.aux.compute(aux) if aux is not None and self.aux is not None and aux.any() else None
-        hs = self.h.compute(h) if (h.any() or not self.h.hybrid) else \
-            {g: np.zeros((h.shape[0], self.n_cell), F32) for g in self.h.gates}
+        hs = (
+            self.h.compute(h)
+            if (h.any() or not self.h.hybrid)
+            else {g: np.zeros((h.shape[0], self.n_cell), F32) for g in self.h.gates}
+        )
         ig = None if cifg else self._gate("i", xs, auxs, hs, c, sigmoid)
         fg = self._gate("f", xs, auxs, hs, c, sigmoid)
         cg = self._gate("c", xs, auxs, hs, None, self.act)
@@ -272,8 +297,11 @@ class LstmCell:
             self.act(t)
         t *= og
         if self.proj is not None:
-            r = np.zeros((t.shape[0], self.n_output), F32) if self.proj_bias is None else \
-                np.repeat(self.proj_bias[None, :], t.shape[0], axis=0)
+            r = (
+                np.zeros((t.shape[0], self.n_output), F32)
+                if self.proj_bias is None
+                else np.repeat(self.proj_bias[None, :], t.shape[0], axis=0)
+            )
             if t.any() or self.proj.fc is None:
                 self.proj.add_to(r, t)
             if self.proj_clip > 0:
@@ -385,7 +413,7 @@ class LstmCell:
             if peep_if is not None:
                 acc3[:, :k] += peep_if * c[:, None, :]
             if ln_ifc is not None:
-                v = acc3[:, :k + 1]
+                v = acc3[:, : k + 1]
                 _mean_stddev_normalization3(v)
                 v *= ln_ifc
                 v += bias_ifc
@@ -445,9 +473,17 @@ def _f32(t: TensorInfo | None):
     return None if t is None else t.data.astype(F32).reshape(-1)
 
 
-def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, proj_clip: float,
-               activation: int, use_layer_norm: bool, aux_w: list | None = None,
-               allow_diagonal: bool = False) -> LstmCell:
+def build_cell(
+    ctx: OpContext,
+    ins: list,
+    asymmetric: bool,
+    cell_clip: float,
+    proj_clip: float,
+    activation: int,
+    use_layer_norm: bool,
+    aux_w: list | None = None,
+    allow_diagonal: bool = False,
+) -> LstmCell:
     """``ins``: the 24 full-kernel inputs (TensorInfo or None), ``aux_w``: 4 aux weights (i, f, c, o) or None.
     Checks CheckInputTensorDimensions' rules for float and hybrid."""
     x = ins[0]
@@ -467,26 +503,39 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
     sparse = hybrid and ctx.builtin_code == BuiltinOperator.LSTM and w_o.sparsity is not None
     matrices = [t for t in ins[1:9] + [ins[PROJ_W]] if t is not None]
     if sparse:
-        ctx.check(ins[PROJ_W] is not None, "litert_py: a sparse hybrid LSTM without projection weights is "
-                  "refused (LiteRT reads the missing projection's sparsity and crashes)")
+        ctx.check(
+            ins[PROJ_W] is not None,
+            "litert_py: a sparse hybrid LSTM without projection weights is "
+            "refused (LiteRT reads the missing projection's sparsity and crashes)",
+        )
         for t in matrices:
             if t.sparsity is not None:
                 _check_block_sparse_16(ctx, t)
             else:  # read densely, but with the row sums that a sparse op never computes
-                ctx.check(not asymmetric, f"litert_py: {t.name} is dense in a sparse hybrid LSTM with "
-                          "asymmetric_quantize_inputs (LiteRT then uses row sums it never computed)")
+                ctx.check(
+                    not asymmetric,
+                    f"litert_py: {t.name} is dense in a sparse hybrid LSTM with "
+                    "asymmetric_quantize_inputs (LiteRT then uses row sums it never computed)",
+                )
     for t in ins[1:24] + list(aux_w or []):
-        ctx.check(t is None or t.sparsity is None or (sparse and any(t is m for m in matrices)),
-                  f"{t and t.name}: sparse weights are only read by LSTM's hybrid kernel (LiteRT reads them as "
-                  "dense elsewhere)")
+        ctx.check(
+            t is None or t.sparsity is None or (sparse and any(t is m for m in matrices)),
+            f"{t and t.name}: sparse weights are only read by LSTM's hybrid kernel (LiteRT reads them as "
+            "dense elsewhere)",
+        )
     input_sf = np.zeros(x.shape[0] if len(x.shape) == 2 else 0, F32) if sparse else None
 
     def sparse_product(w: np.ndarray, scales, role: str) -> Product:
-        return Product(fc=SparseHybridProduct(np.ascontiguousarray(w.T, dtype=np.float64),
-                                              SseMinus128Fix.build(w, np.float64),
-                                              np.broadcast_to(np.asarray(scales, F32), (w.shape[0],)).copy(),
-                                              asymmetric, input_sf if role in ("x", "proj") else None,
-                                              input_sf if role == "h" else None))
+        return Product(
+            fc=SparseHybridProduct(
+                np.ascontiguousarray(w.T, dtype=np.float64),
+                SseMinus128Fix.build(w, np.float64),
+                np.broadcast_to(np.asarray(scales, F32), (w.shape[0],)).copy(),
+                asymmetric,
+                input_sf if role in ("x", "proj") else None,
+                input_sf if role == "h" else None,
+            )
+        )
 
     def product(t: TensorInfo, k: int, role: str) -> Product:
         if len(t.shape) == 1:  # diagonal recurrent weights (UNIDIRECTIONAL_SEQUENCE_LSTM)
@@ -494,11 +543,16 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
             ctx.check(t.shape[0] == n_cell, f"{t.name}: diagonal weights must have n_cell entries")
             # LiteRT's hybrid kernel reads 1-D int8 recurrent weights as float (garbage, NaN): not reproduced
             ctx.check(t.dtype == np.float32, "litert_py: hybrid LSTM with diagonal recurrent weights is unsupported")
-            d = t.data.astype(F32) if t.dtype == np.float32 else \
-                np.multiply(t.data.view(np.int8), F32(t.scale), dtype=F32)
+            d = (
+                t.data.astype(F32)
+                if t.dtype == np.float32
+                else np.multiply(t.data.view(np.int8), F32(t.scale), dtype=F32)
+            )
             return Product(diag=d)
-        ctx.check(t.shape == (n_cell, k) or (t is ins[PROJ_W] and t.shape == (n_output, n_cell)),
-                  f"{t.name}: dims {t.shape} != ({n_cell}, {k})")
+        ctx.check(
+            t.shape == (n_cell, k) or (t is ins[PROJ_W] and t.shape == (n_output, n_cell)),
+            f"{t.name}: dims {t.shape} != ({n_cell}, {k})",
+        )
         ctx.check(t.dtype == wtype, f"{t.name}: type {t.type_name} != {w_o.type_name}")
         if hybrid:
             ctx.check(bool(t.quantization.scale), f"{t.name}: hybrid weights need a scale")
@@ -528,20 +582,23 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
         aux = group([aux_w[GATES.index(g)] for g in gates], aux_w[1].shape[1], "aux")
     peep = {}
     c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
-    ctx.check(((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o),
-              "peephole_weights_all_or_none == true was not true.")
+    ctx.check(
+        ((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o), "peephole_weights_all_or_none == true was not true."
+    )
     for g in ("i", "f", "o"):
         t = ins[PEEP_W[g]]
         if t is None or (g == "i" and cifg):
             continue
         ctx.check(len(t.shape) == 1 and t.shape[0] == n_cell, f"{t.name}: peephole weights must be (n_cell,)")
-        peep[g] = t.data.astype(F32) if t.dtype == np.float32 else \
-            np.multiply(t.data.view(np.int8), F32(t.scale), dtype=F32)
+        peep[g] = (
+            t.data.astype(F32) if t.dtype == np.float32 else np.multiply(t.data.view(np.int8), F32(t.scale), dtype=F32)
+        )
     bias = {}
     for g in gates:
         t = ins[BIAS[g]]
-        ctx.check(t is not None and t.shape == (n_cell,) and t.dtype == np.float32,
-                  f"{g} gate bias must be FLOAT32 (n_cell,)")
+        ctx.check(
+            t is not None and t.shape == (n_cell,) and t.dtype == np.float32, f"{g} gate bias must be FLOAT32 (n_cell,)"
+        )
         bias[g] = _f32(t)
     if cifg:
         ctx.check(ins[BIAS["i"]] is None, "input_gate_bias == nullptr was not true.")
@@ -549,27 +606,46 @@ def build_cell(ctx: OpContext, ins: list, asymmetric: bool, cell_clip: float, pr
     if use_layer_norm:
         for g in gates:
             t = ins[LN[g]]
-            ctx.check(t is not None and t.shape == (n_cell,) and t.dtype == np.float32,
-                      f"{g} layer norm coefficients must be FLOAT32 (n_cell,)")
+            ctx.check(
+                t is not None and t.shape == (n_cell,) and t.dtype == np.float32,
+                f"{g} layer norm coefficients must be FLOAT32 (n_cell,)",
+            )
             ln[g] = _f32(t)
     pw, pb = ins[PROJ_W], ins[PROJ_B]
     ctx.check(pw is not None or pb is None, "projecton_tensors_consistent == true was not true.")
     proj = None
     if pw is not None:
-        ctx.check(len(pw.shape) == 2 and pw.shape == (n_output, n_cell),
-                  "projection_weights must be (n_output, n_cell)")
+        ctx.check(
+            len(pw.shape) == 2 and pw.shape == (n_output, n_cell), "projection_weights must be (n_output, n_cell)"
+        )
         proj = product(pw, n_cell, "proj")
     else:
         ctx.check(n_output == n_cell, "without projection n_output must equal n_cell")
     if pb is not None:
         ctx.check(pb.shape == (n_output,) and pb.dtype == np.float32, "projection_bias must be FLOAT32 (n_output,)")
-    return LstmCell(xp, aux, hp, peep, ln, bias, proj, _f32(pb), apply_activation_to_vector(activation),
-                    float(cell_clip), float(proj_clip), n_cell, n_output, activation == Act.TANH)
+    return LstmCell(
+        xp,
+        aux,
+        hp,
+        peep,
+        ln,
+        bias,
+        proj,
+        _f32(pb),
+        apply_activation_to_vector(activation),
+        float(cell_clip),
+        float(proj_clip),
+        n_cell,
+        n_output,
+        activation == Act.TANH,
+    )
 
 
 def check_states(ctx: OpContext, h: TensorInfo, c: TensorInfo, n_batch: int, cell: LstmCell):
-    ctx.check(h is not None and h.is_variable and c is not None and c.is_variable,
-              "output_state and cell_state must be variable tensors")
+    ctx.check(
+        h is not None and h.is_variable and c is not None and c.is_variable,
+        "output_state and cell_state must be variable tensors",
+    )
     ctx.check(h.size == n_batch * cell.n_output, "NumElements(output_state) != n_batch * n_output")
     ctx.check(c.size == n_batch * cell.n_cell, "NumElements(cell_state) != n_batch * n_cell")
     ctx.check(h.dtype == np.float32 and c.dtype == np.float32, "float LSTM states must be FLOAT32")

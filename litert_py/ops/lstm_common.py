@@ -33,7 +33,6 @@ I16_LO, I16_HI, I16_OFF, I8_LO, I8_HI = (np.array(v, np.int64) for v in (-32768,
 Z64, S10, S15, S20, K512, K1024 = (np.array(v, np.int64) for v in (0, 10, 15, 20, 512, 1024))
 
 
-
 # -------------------------------------------------------------------------------------------------------------
 # Integer 8x8_16: gemmlowp int16 fixed point (tables over all 65536 inputs)
 # -------------------------------------------------------------------------------------------------------------
@@ -117,10 +116,14 @@ def lstm_sizes(ctx, ins: list, diagonal_ok: bool) -> tuple[int, int, int]:
     CheckInputTensorDimensions does; ``diagonal_ok``: 1-D (diagonal) recurrent weights are allowed."""
     n_input = ins[0].shape[-1]
     w_o = ins[IN_W["o"]]
-    ctx.check(w_o is not None and len(w_o.shape) == 2 and w_o.shape[1] == n_input,
-              "input_to_output_weights->dims->data[1] != n_input")
+    ctx.check(
+        w_o is not None and len(w_o.shape) == 2 and w_o.shape[1] == n_input,
+        "input_to_output_weights->dims->data[1] != n_input",
+    )
     n_cell = w_o.shape[0]
     r_o = ins[REC_W["o"]]
-    ctx.check(r_o is not None and (len(r_o.shape) == 2 or diagonal_ok) and r_o.shape[0] == n_cell,
-              "recurrent_to_output_weights->dims->data[0] != n_cell")
+    ctx.check(
+        r_o is not None and (len(r_o.shape) == 2 or diagonal_ok) and r_o.shape[0] == n_cell,
+        "recurrent_to_output_weights->dims->data[0] != n_cell",
+    )
     return n_input, n_cell, (r_o.shape[1] if len(r_o.shape) == 2 else r_o.shape[0])

@@ -151,11 +151,11 @@ class LstmIntegerCell:
             gate[:, :n_out] = clip_ufunc(gv + r, -32768, 32767)
             return
         gf, cf = gate.reshape(-1), c.reshape(-1)
-        prod = (np.tile(g.peep, rows) * cf[:rows * n_out]).reshape(rows, n_out)
+        prod = (np.tile(g.peep, rows) * cf[: rows * n_out]).reshape(rows, n_out)
         r = np.empty_like(prod)
         r[:, :k16] = mbqm_neon(prod[:, :k16], *g.m_p)
         r[:, k16:] = mbqm(prod[:, k16:], *g.m_p)
-        gf[:rows * n_out] = clip_ufunc(gf[:rows * n_out] + r.reshape(-1), -32768, 32767)
+        gf[: rows * n_out] = clip_ufunc(gf[: rows * n_out] + r.reshape(-1), -32768, 32767)
 
     def _gate(self, name, x, h, c, table):
         g: IntGate = self.gates[name]
@@ -185,9 +185,13 @@ class LstmIntegerCell:
             m = np.repeat(np.array([g.m_h[0] for g in gs], np.int64), n)
             e = np.repeat(np.array([g.m_h[1] for g in gs], np.int64), n)
             right = np.maximum(-e, 0)
-            d["q_h"] = (m, np.maximum(e, 0) if (e > 0).any() else None, right,
-                        np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
-                        None if (right > 0).all() else (right > 0).astype(np.int64))
+            d["q_h"] = (
+                m,
+                np.maximum(e, 0) if (e > 0).any() else None,
+                right,
+                np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
+                None if (right > 0).all() else (right > 0).astype(np.int64),
+            )
             # |h @ W_h + eff_h| < 2^31 for every int8 h: the int32 wrap of MBQM's input is the identity
             bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(d["eff_h"])
             d["wrap_h"] = bool(bound.size and bound.max() >= 2**31)
@@ -196,8 +200,9 @@ class LstmIntegerCell:
             ifc, o = self._ln_consts(names[:-1]), self._ln_consts(names[-1:])
             d["ln_stack"] = (ifc, o) if ifc is not None and o is not None else (None, None)
             # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
-            d["tables"] = tuple(signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3),
-                                                                     tanh16_table(15 + self.cs)))
+            d["tables"] = tuple(
+                signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3), tanh16_table(15 + self.cs))
+            )
         object.__setattr__(self, "_seq", d)
 
     def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
@@ -218,7 +223,7 @@ class LstmIntegerCell:
         gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d["w_x"]).astype(np.int64)
         for j, name in enumerate(names):
             g = self.gates[name]
-            blk = gx[:, j * n:(j + 1) * n]
+            blk = gx[:, j * n : (j + 1) * n]
             blk[...] = mbqm(blk + g.eff_x, *g.m_x)
         clip_ufunc(gx, -32768, 32767, out=gx)
         gx = gx.reshape(n_steps, n_batch, n_g * n)
@@ -269,16 +274,18 @@ class LstmIntegerCell:
             if ln_ifc is not None:  # peepholes, then the layer norm of (i,) f, c at once
                 for j in range(k):
                     if self.gates[names[j]].peep is not None:
-                        acc[:, j * n:(j + 1) * n] = self._gate_post(names[j], acc[:, j * n:(j + 1) * n], c, ln=False)
-                v = acc[:, :(k + 1) * n]
+                        acc[:, j * n : (j + 1) * n] = self._gate_post(
+                            names[j], acc[:, j * n : (j + 1) * n], c, ln=False
+                        )
+                v = acc[:, : (k + 1) * n]
                 v[...] = self._layer_norm_stack(ln_ifc, v.reshape(n_batch, k + 1, n)).reshape(n_batch, -1)
             else:
                 for j in range(n_g - 1):
                     if not plain[j]:
-                        acc[:, j * n:(j + 1) * n] = self._gate_post(names[j], acc[:, j * n:(j + 1) * n], c)
-            ifg = sig[acc[:, :k * n]]
-            cg = tanh3[acc[:, k * n:(k + 1) * n]]
-            fg = ifg[:, (k - 1) * n:]
+                        acc[:, j * n : (j + 1) * n] = self._gate_post(names[j], acc[:, j * n : (j + 1) * n], c)
+            ifg = sig[acc[:, : k * n]]
+            cg = tanh3[acc[:, k * n : (k + 1) * n]]
+            fg = ifg[:, (k - 1) * n :]
             # c = sat16(rdbpot(f c, 15) + rdbpot(i g, 30 + cs)) (the int16 wraps are no-ops: |results| < 2^15)
             c *= fg
             neg = np.less(c, Z64, out=neg_c)
@@ -298,7 +305,7 @@ class LstmIntegerCell:
             clip_ufunc(c, I16_LO, I16_HI, out=c)
             if cell_clip > 0:
                 clip_ufunc(c, -cell_clip, cell_clip, out=c)
-            og = acc[:, (k + 1) * n:]
+            og = acc[:, (k + 1) * n :]
             if ln_o is not None:
                 og = self._gate_post(names[-1], og.copy(), c, ln=False)
                 og = self._layer_norm_stack(ln_o, og[:, None, :])[:, 0]
@@ -313,8 +320,9 @@ class LstmIntegerCell:
             else:
                 og -= z_hid
                 clip_ufunc(og, I8_LO, I8_HI, out=og)
-                hn = clip_ufunc(mbqm((og @ proj).astype(np.int64) + self.proj_eff, *self.m_proj) +
-                                self.z_out_state, -128, 127)
+                hn = clip_ufunc(
+                    mbqm((og @ proj).astype(np.int64) + self.proj_eff, *self.m_proj) + self.z_out_state, -128, 127
+                )
                 if proj_clip > 0:
                     clip_ufunc(hn, -proj_clip, proj_clip, out=hn)
             np.copyto(h64, hn)
@@ -344,8 +352,7 @@ class LstmIntegerCell:
         for j, x in enumerate(var2.reshape(-1).tolist()):
             m, e = inv_sqrt_cached(x if x >= 1 else guard[j % n_g])
             if m < 0 or not -31 <= e <= 31:
-                return np.stack([self._layer_norm_rows(self.gates[g], v[:, j]) for j, g in enumerate(gates)],
-                                axis=1)
+                return np.stack([self._layer_norm_rows(self.gates[g], v[:, j]) for j, g in enumerate(gates)], axis=1)
             r = max(-e, 0)
             rows.append((m, max(e, 0), r, (1 << r) >> 1, int(r > 0)))
         me = np.array(rows, np.int64).reshape(var2.shape + (5,))
@@ -389,10 +396,17 @@ class LstmIntegerCell:
             return None
         e = np.array([g.m_ln[1] + 12 for g in gs], np.int64)[:, None]
         right = np.maximum(-e, 0)
-        return (np.stack([g.ln for g in gs]), np.stack([g.ln_bias for g in gs]), [g.guard for g in gs],
-                np.array([g.m_ln[0] for g in gs], np.int64)[:, None],
-                np.maximum(e, 0) if (e > 0).any() else None, right, (1 << right) >> 1, (right > 0).astype(np.int64),
-                list(names))
+        return (
+            np.stack([g.ln for g in gs]),
+            np.stack([g.ln_bias for g in gs]),
+            [g.guard for g in gs],
+            np.array([g.m_ln[0] for g in gs], np.int64)[:, None],
+            np.maximum(e, 0) if (e > 0).any() else None,
+            right,
+            (1 << right) >> 1,
+            (right > 0).astype(np.int64),
+            list(names),
+        )
 
     def _gate_post(self, name, gate, c, ln: bool = True):
         """The peephole term and layer norm of one gate ((B, n_cell) int64 view; the result is returned)."""
@@ -462,8 +476,9 @@ def _scale(t: TensorInfo | None) -> np.float32:
     return F32(t.scale) if t is not None else F32(1)
 
 
-def build_integer_cell(ctx: OpContext, ins: list, opts, use_ln: bool, out: TensorInfo,
-                       rowwise: bool) -> LstmIntegerCell:
+def build_integer_cell(
+    ctx: OpContext, ins: list, opts, use_ln: bool, out: TensorInfo, rowwise: bool
+) -> LstmIntegerCell:
     """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias (unidirectional_sequence_
     lstm.cc / lstm.cc) for int8 input, int8 weights, int16 cell state, 5 intermediates."""
     ctx.check(len(ctx.intermediates) == 5, "num_intermediate_tensors == 5 was not true.")
@@ -476,36 +491,51 @@ def build_integer_cell(ctx: OpContext, ins: list, opts, use_ln: bool, out: Tenso
     gates = GATES[1:] if cifg else GATES
     for t in [ins[IN_W[g]] for g in gates] + [ins[REC_W[g]] for g in gates] + [ins[PROJ_W]]:
         if t is not None:
-            ctx.check(t.dtype == np.int8 and t.is_constant and bool(t.quantization.scale),
-                      f"{t.name}: integer LSTM weights must be constant quantized INT8")
+            ctx.check(
+                t.dtype == np.int8 and t.is_constant and bool(t.quantization.scale),
+                f"{t.name}: integer LSTM weights must be constant quantized INT8",
+            )
     for g in gates:
-        ctx.check(ins[IN_W[g]].shape == (n_cell, n_input) and ins[REC_W[g]].shape == (n_cell, n_output),
-                  f"{g} gate weights must be (n_cell, n_input) and (n_cell, n_output)")
+        ctx.check(
+            ins[IN_W[g]].shape == (n_cell, n_input) and ins[REC_W[g]].shape == (n_cell, n_output),
+            f"{g} gate weights must be (n_cell, n_input) and (n_cell, n_output)",
+        )
         b = ins[BIAS[g]]
-        ctx.check(b is not None and b.dtype == np.int32 and b.is_constant and b.shape == (n_cell,),
-                  f"{g} gate bias must be a constant INT32 (n_cell,)")
+        ctx.check(
+            b is not None and b.dtype == np.int32 and b.is_constant and b.shape == (n_cell,),
+            f"{g} gate bias must be a constant INT32 (n_cell,)",
+        )
     c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
-    ctx.check(((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o),
-              "peephole_weights_all_or_none == true was not true.")
+    ctx.check(
+        ((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o), "peephole_weights_all_or_none == true was not true."
+    )
     peephole = c_o
     for t in ins[9:12] + ins[20:24]:
         if t is not None:
-            ctx.check(t.dtype == np.int16 and t.is_constant and t.shape == (n_cell,),
-                      f"{t.name}: peephole / layer-norm weights must be constant INT16 (n_cell,)")
+            ctx.check(
+                t.dtype == np.int16 and t.is_constant and t.shape == (n_cell,),
+                f"{t.name}: peephole / layer-norm weights must be constant INT16 (n_cell,)",
+            )
     if peephole:
         ctx.check(n_output <= n_cell, "litert_py: integer peephole LSTM needs n_output <= n_cell")
     pw, pb = ins[PROJ_W], ins[PROJ_B]
     ctx.check(pw is not None or pb is None, "projecton_tensors_consistent == true was not true.")
     if pw is not None:
         ctx.check(pw.shape == (n_output, n_cell), "projection_weights must be (n_output, n_cell)")
-        ctx.check(pb is None or (pb.dtype == np.int32 and pb.is_constant and pb.shape == (n_output,)),
-                  "projection_bias must be a constant INT32 (n_output,)")
+        ctx.check(
+            pb is None or (pb.dtype == np.int32 and pb.is_constant and pb.shape == (n_output,)),
+            "projection_bias must be a constant INT32 (n_output,)",
+        )
     else:
         ctx.check(n_output == n_cell, "without projection n_output must equal n_cell")
-    ctx.check(h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
-              "output_state and cell_state must be variable tensors")
-    ctx.check(h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
-              "integer LSTM needs an INT8 output_state and output and an INT16 cell_state")
+    ctx.check(
+        h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
+        "output_state and cell_state must be variable tensors",
+    )
+    ctx.check(
+        h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
+        "integer LSTM needs an INT8 output_state and output and an INT16 cell_state",
+    )
     for t in (x, h_state, c_state, out):
         ctx.check(bool(t.quantization.scale), f"{t.name}: quantization.type != kTfLiteNoQuantization")
     cs_f = float(F32(c_state.scale))
@@ -543,13 +573,19 @@ def build_integer_cell(ctx: OpContext, ins: list, opts, use_ln: bool, out: Tenso
         m_ln = quantize_multiplier(float(_scale(ln))) if ln is not None else (0, 0)
         guard = max(1, int(np.trunc(np.float32(10000) * _scale(ln)))) if ln is not None else 1
         gate_objs[g] = IntGate(
-            np.ascontiguousarray(wx.data.astype(np.int64).T), eff_x.astype(np.int64),
+            np.ascontiguousarray(wx.data.astype(np.int64).T),
+            eff_x.astype(np.int64),
             qm(F32(_scale(wx) * s_in) / s_int[k]),
-            np.ascontiguousarray(wh.data.astype(np.int64).T), eff_h.astype(np.int64),
+            np.ascontiguousarray(wh.data.astype(np.int64).T),
+            eff_h.astype(np.int64),
             qm(F32(_scale(wh) * s_os) / s_int[k]),
-            None if pw_g is None else pw_g.data.astype(np.int64)[:n_output], m_p,
+            None if pw_g is None else pw_g.data.astype(np.int64)[:n_output],
+            m_p,
             None if ln is None else ln.data.astype(np.int64),
-            None if ln is None else bias, m_ln, guard)
+            None if ln is None else bias,
+            m_ln,
+            guard,
+        )
     m_hidden = quantize_multiplier(float(F32(2.0**-15 / float(s_h) * 2.0**-15)))
     proj = proj_eff = None
     m_proj = (0, 0)
@@ -558,9 +594,14 @@ def build_integer_cell(ctx: OpContext, ins: list, opts, use_ln: bool, out: Tenso
         proj_eff = (pb.data.astype(np.int64) if pb is not None else 0) + z_h * rowsum(pw)
         proj_eff = np.broadcast_to(np.asarray(proj_eff, np.int64), (n_output,)).copy()
         m_proj = qm(F32(_scale(pw) * s_h) / s_os)
-    cell_clip = int(np.trunc(min(max(F32(opts.cell_clip) / F32(c_state.scale), F32(-32768)), F32(32767)))) \
-        if opts.cell_clip > 0 else 0
-    proj_clip = int(np.trunc(min(max(F32(opts.proj_clip) / _scale(out), F32(-128)), F32(127)))) \
-        if opts.proj_clip > 0 else 0
-    return LstmIntegerCell(gate_objs, cs, cell_clip, proj_clip, m_hidden, z_h, proj, proj_eff, m_proj, zos,
-                           n_cell, n_output, rowwise)
+    cell_clip = (
+        int(np.trunc(min(max(F32(opts.cell_clip) / F32(c_state.scale), F32(-32768)), F32(32767))))
+        if opts.cell_clip > 0
+        else 0
+    )
+    proj_clip = (
+        int(np.trunc(min(max(F32(opts.proj_clip) / _scale(out), F32(-128)), F32(127)))) if opts.proj_clip > 0 else 0
+    )
+    return LstmIntegerCell(
+        gate_objs, cs, cell_clip, proj_clip, m_hidden, z_h, proj, proj_eff, m_proj, zos, n_cell, n_output, rowwise
+    )

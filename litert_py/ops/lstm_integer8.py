@@ -220,18 +220,22 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
             ctx.check(t is not None and t.shape == (n_cell, k), f"{t and t.name}: dims must be ({n_cell}, {k})")
     for t in [ins[IN_W[g]] for g in gates] + [ins[REC_W[g]] for g in gates] + [ins[PROJ_W]]:
         if t is not None:
-            ctx.check(t.dtype == np.int8, f"{t.name}: litert_py's 8x8_8 integer LSTM needs INT8 weights, got "
-                                          f"{t.type_name}")
-            ctx.check(t.is_constant and bool(t.quantization.scale),
-                      f"{t.name}: integer LSTM weights must be constant and quantized")
+            ctx.check(
+                t.dtype == np.int8, f"{t.name}: litert_py's 8x8_8 integer LSTM needs INT8 weights, got {t.type_name}"
+            )
+            ctx.check(
+                t.is_constant and bool(t.quantization.scale),
+                f"{t.name}: integer LSTM weights must be constant and quantized",
+            )
     for g in ("i", "f", "o"):
         t = ins[PEEP_W[g]]
         if t is not None:
             ctx.check(t.shape == (n_cell,), f"{t.name}: cell_to_{g} weights must be ({n_cell},)")
             ctx.check(t.dtype == np.int16, f"{t.name}: integer peephole weights must be INT16, got {t.type_name}")
     c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
-    ctx.check(((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o),
-              "peephole_weights_all_or_none == true was not true.")
+    ctx.check(
+        ((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o), "peephole_weights_all_or_none == true was not true."
+    )
     if cifg:
         ctx.check(ins[BIAS["i"]] is None, "input_gate_bias == nullptr was not true.")
     for g in gates:
@@ -243,8 +247,10 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
     if pw is not None:
         ctx.check(pw.shape == (n_output, n_cell), f"projection_weights must be ({n_output}, {n_cell})")
     if pb is not None:
-        ctx.check(pb.shape == (n_output,) and pb.dtype == np.int32 and pb.is_constant,
-                  f"projection_bias must be a constant INT32 ({n_output},)")
+        ctx.check(
+            pb.shape == (n_output,) and pb.dtype == np.int32 and pb.is_constant,
+            f"projection_bias must be a constant INT32 ({n_output},)",
+        )
     ctx.check(pw is not None or pb is None, "projecton_tensors_consistent == true was not true.")
     if use_ln:
         if cifg:
@@ -252,15 +258,21 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
         for g in gates:
             t = ins[LN[g]]
             ctx.check(t is not None, f"{g}_layer_norm_coefficients != nullptr was not true.")
-            ctx.check(t.shape == (n_cell,) and t.dtype == np.int16 and t.is_constant,
-                      f"{t.name}: layer-norm coefficients must be constant INT16 ({n_cell},)")
+            ctx.check(
+                t.shape == (n_cell,) and t.dtype == np.int16 and t.is_constant,
+                f"{t.name}: layer-norm coefficients must be constant INT16 ({n_cell},)",
+            )
     h_state, c_state, out = ins[OUT_STATE], ins[CELL_STATE], ctx.outputs[0]
-    ctx.check(h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
-              "output_state and cell_state must be variable tensors")
+    ctx.check(
+        h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
+        "output_state and cell_state must be variable tensors",
+    )
     ctx.check(h_state.size == n_batch * n_output, "NumElements(output_state) != n_batch * n_output")
     ctx.check(c_state.size == n_batch * n_cell, "NumElements(cell_state) != n_batch * n_cell")
-    ctx.check(h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
-              "litert_py: the 8x8_8 integer LSTM needs an INT8 output_state and output and an INT16 cell_state")
+    ctx.check(
+        h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
+        "litert_py: the 8x8_8 integer LSTM needs an INT8 output_state and output and an INT16 cell_state",
+    )
     # where LiteRT's 8x8_8 kernel dereferences a null pointer
     crash = "litert_py: refused, LiteRT's 8x8_8 integer LSTM (12 intermediates) crashes on it"
     ctx.check(use_ln, f"{crash}: it needs layer-norm coefficients")
@@ -268,8 +280,10 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
     ctx.check(pb is not None, f"{crash}: it needs a projection bias")
     inter = ctx.intermediates
     for t in inter:
-        ctx.check(bool(t.quantization.scale) and bool(t.quantization.zero_point),
-                  f"{crash}: intermediate {t.name} has no quantization parameters")
+        ctx.check(
+            bool(t.quantization.scale) and bool(t.quantization.zero_point),
+            f"{crash}: intermediate {t.name} has no quantization parameters",
+        )
     for t in (x, h_state, c_state, out):
         ctx.check(bool(t.quantization.scale), f"{t.name}: litert_py needs quantization parameters")
 
@@ -283,15 +297,19 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
         return m, e
 
     # the TwoGateSaturatingAdd rescales, in IntegerLstmParameter's intermediate_scale_a / _b order
-    pairs = [qm(F32(s[a] / s[b]), f"intermediate {a}/{b}") for a, b in
-             ((1, 0), (2, 0), (4, 3), (5, 3), (7, 6), (8, 6), (10, 9), (11, 9))]
+    pairs = [
+        qm(F32(s[a] / s[b]), f"intermediate {a}/{b}")
+        for a, b in ((1, 0), (2, 0), (4, 3), (5, 3), (7, 6), (8, 6), (10, 9), (11, 9))
+    ]
     scale_a = [p[0] for p in pairs] + [p[1] for p in pairs]  # intermediate_scale_a[8] then _b[8], contiguous
     scale_b = [p[1] for p in pairs]
     # LstmStepInteger8x8_8's arguments per gate: (pair index of Wx, of Wh, zp of Wx, zp of Wh); the output gate
     # reads intermediate_scale_a[11] (= intermediate_scale_b[3]) and intermediate_zp[7]
-    step_args = {"f": ((scale_a[2], scale_b[2]), (scale_a[3], scale_b[3]), zp[4], zp[5]),
-                 "c": ((scale_a[4], scale_b[4]), (scale_a[5], scale_b[5]), zp[7], zp[8]),
-                 "o": ((scale_a[6], scale_b[6]), (scale_a[11], scale_b[7]), zp[10], zp[7])}
+    step_args = {
+        "f": ((scale_a[2], scale_b[2]), (scale_a[3], scale_b[3]), zp[4], zp[5]),
+        "c": ((scale_a[4], scale_b[4]), (scale_a[5], scale_b[5]), zp[7], zp[8]),
+        "o": ((scale_a[6], scale_b[6]), (scale_a[11], scale_b[7]), zp[10], zp[7]),
+    }
     tables = {"f": sigmoid_float_table(), "c": tanh_float_table(-12), "o": sigmoid_float_table()}
     gate_objs = {}
     for g in ("f", "c", "o"):
@@ -301,10 +319,20 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
         ln_m, ln_e = quantize_multiplier(float(_scale(ln)))
         ln_scale = F32(ln_m * 2.0 ** (ln_e - 31))
         gate_objs[g] = Gate8(
-            np.ascontiguousarray(wx.data.astype(np.float64).T), qm(F32(_scale(wx) * s_in) / s[kx], f"{g} Wx"),
-            _w8(zp_x), np.ascontiguousarray(wh.data.astype(np.float64).T),
-            qm(F32(_scale(wh) * s_os) / s[kh], f"{g} Wh"), _w8(zp_h), m_sx, m_sh,
-            ln.data.astype(F32), ln_scale, ins[BIAS[g]].data.astype(F32), F32(2.0**-10) * ln_scale, tables[g])
+            np.ascontiguousarray(wx.data.astype(np.float64).T),
+            qm(F32(_scale(wx) * s_in) / s[kx], f"{g} Wx"),
+            _w8(zp_x),
+            np.ascontiguousarray(wh.data.astype(np.float64).T),
+            qm(F32(_scale(wh) * s_os) / s[kh], f"{g} Wh"),
+            _w8(zp_h),
+            m_sx,
+            m_sh,
+            ln.data.astype(F32),
+            ln_scale,
+            ins[BIAS[g]].data.astype(F32),
+            F32(2.0**-10) * ln_scale,
+            tables[g],
+        )
     m_proj = quantize_multiplier(float(F32(float(_scale(pw)) * 2.0**-15 / float(s_os))))
     ctx.check(-31 <= m_proj[1] <= 14, "litert_py: the projection scale is out of range")
     cell_clip = proj_clip = 0
@@ -315,6 +343,15 @@ def prepare_lstm_8x8_8(ctx: OpContext, ins: list, use_ln: bool) -> LstmInteger8x
         if pc > 0:
             proj_clip = int(np.trunc(min(max(pc / _scale(out), F32(-128)), F32(127))))
     ctx.set_output_shape(0, (n_batch, n_output))
-    return LstmInteger8x8_8(gate_objs, int(x.zero_point), int(h_state.zero_point), cell_clip,
-                            np.ascontiguousarray(pw.data.astype(np.float64).T), pb.data.astype(np.int64),
-                            m_proj, proj_clip, n_cell, n_output)
+    return LstmInteger8x8_8(
+        gate_objs,
+        int(x.zero_point),
+        int(h_state.zero_point),
+        cell_clip,
+        np.ascontiguousarray(pw.data.astype(np.float64).T),
+        pb.data.astype(np.int64),
+        m_proj,
+        proj_clip,
+        n_cell,
+        n_output,
+    )

@@ -52,14 +52,13 @@ def is_quantized(t: TensorInfo) -> bool:
     return bool(t.quantization.scale)
 
 
-
-
 # =================================================================================================
 # CONCATENATION
 # =================================================================================================
 
-_CONCAT_TYPES = {np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64,
-                                         np.bool_, np.uint32)}
+_CONCAT_TYPES = {
+    np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64, np.bool_, np.uint32)
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,8 +96,10 @@ class ConcatenationUInt8Rescaled:
     output_zero_point: int
 
     def __call__(self, inputs, outputs):
-        parts = [x if r is None else rescale_uint8(x, r[0], r[1], self.output_zero_point)
-                 for x, r in zip(inputs, self.rescale)]
+        parts = [
+            x if r is None else rescale_uint8(x, r[0], r[1], self.output_zero_point)
+            for x, r in zip(inputs, self.rescale)
+        ]
         np.concatenate(parts, axis=self.axis, out=outputs[0])
 
 
@@ -111,19 +112,25 @@ def prepare_concatenation(ctx: OpContext) -> PreparedOp:
     axis = ctx.options.axis
     if axis < 0:
         axis += rank
-    ctx.check(axis >= 0 and (axis < rank or (rank == 0 and axis == 0)),
-              f"CONCATENATION axis {ctx.options.axis} is out of range for inputs of rank {rank}")
+    ctx.check(
+        axis >= 0 and (axis < rank or (rank == 0 and axis == 0)),
+        f"CONCATENATION axis {ctx.options.axis} is out of range for inputs of rank {rank}",
+    )
     act = ctx.options.fused_activation_function
     ctx.check(act == ActivationFunctionType.NONE, f"params->activation != kTfLiteActNone ({act} != 0)")
-    ctx.check(t0.type == dtypes.TensorType.INT4 or t0.dtype in _CONCAT_TYPES,
-              f"Type {t0.type_name} is unsupported by op CONCATENATION.")
+    ctx.check(
+        t0.type == dtypes.TensorType.INT4 or t0.dtype in _CONCAT_TYPES,
+        f"Type {t0.type_name} is unsupported by op CONCATENATION.",
+    )
     for t in ins[1:]:
         ctx.check(len(t.shape) == rank, f"t->dims->size != t0->dims->size ({len(t.shape)} != {rank})")
         ctx.check(t.type == t0.type, f"CONCATENATION inputs have different types: {t0.type_name}, {t.type_name}")
     check_output_type(ctx, t0)
     if rank == 0:
-        ctx.check(all(t.is_constant for t in ins), "t0->dims->size > 0 was not true: only constant scalars "
-                  "can be concatenated")
+        ctx.check(
+            all(t.is_constant for t in ins),
+            "t0->dims->size > 0 was not true: only constant scalars can be concatenated",
+        )
         ctx.set_output_shape(0, (len(ins),))
         return ConcatenationScalars()
     shape = list(t0.shape)
@@ -132,13 +139,17 @@ def prepare_concatenation(ctx: OpContext) -> PreparedOp:
             if d == axis:
                 shape[d] += t.shape[d]
             else:
-                ctx.check(t.shape[d] == t0.shape[d],
-                          f"t->dims->data[d] != t0->dims->data[d] ({t.shape[d]} != {t0.shape[d]}) at dimension {d}")
+                ctx.check(
+                    t.shape[d] == t0.shape[d],
+                    f"t->dims->data[d] != t0->dims->data[d] ({t.shape[d]} != {t0.shape[d]}) at dimension {d}",
+                )
     if t0.type == dtypes.TensorType.INT8:  # no rescaling in the int8 kernel
         for t in ins:
             ctx.check(t.scale == out.scale, f"t->params.scale != output->params.scale ({t.scale} != {out.scale})")
-            ctx.check(t.zero_point == out.zero_point,
-                      f"t->params.zero_point != output->params.zero_point ({t.zero_point} != {out.zero_point})")
+            ctx.check(
+                t.zero_point == out.zero_point,
+                f"t->params.zero_point != output->params.zero_point ({t.zero_point} != {out.zero_point})",
+            )
     if t0.dtype == np.int16:
         for t in ins + [out]:
             ctx.check(t.zero_point == 0, f"params.zero_point != 0 ({t.zero_point} != 0)")
@@ -163,8 +174,7 @@ def prepare_concatenation(ctx: OpContext) -> PreparedOp:
 # =================================================================================================
 
 INPUT, PADDINGS, CONSTANT_VALUES = 0, 1, 2
-_PAD_TYPES = {np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64,
-                                      np.bool_)}
+_PAD_TYPES = {np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64, np.bool_)}
 _PADDING_TYPES = {np.dtype(t) for t in (np.int32, np.int64, np.int8, np.int16, np.bool_)}
 _PAD_MAX_RANK = 5
 
@@ -230,29 +240,40 @@ def _pad_value(ctx: OpContext, x: TensorInfo, cv: TensorInfo | None):
             zp = out.zero_point
             ctx.check(info.min <= zp <= info.max, f"output zero point {zp} is outside the {x.type_name} range")
             return x.dtype.type(zp)
-        ctx.check(cv.zero_point == out.zero_point, "output->params.zero_point != constant_values->params.zero_point "
-                  f"({out.zero_point} != {cv.zero_point})")
-        ctx.check(cv.scale == out.scale,
-                  f"output->params.scale != constant_values->params.scale ({out.scale} != {cv.scale})")
+        ctx.check(
+            cv.zero_point == out.zero_point,
+            f"output->params.zero_point != constant_values->params.zero_point ({out.zero_point} != {cv.zero_point})",
+        )
+        ctx.check(
+            cv.scale == out.scale, f"output->params.scale != constant_values->params.scale ({out.scale} != {cv.scale})"
+        )
     if cv is None:
         return x.dtype.type(0)
     return cv.data.reshape(-1)[0] if cv.is_constant else None
 
 
 def _prepare_pad(ctx: OpContext):
-    ctx.check(len(ctx.inputs) in (2, 3) and len(ctx.outputs) == 1,
-              f"{ctx.op_name} takes 2 or 3 inputs and 1 output, got {len(ctx.inputs)} and {len(ctx.outputs)}")
+    ctx.check(
+        len(ctx.inputs) in (2, 3) and len(ctx.outputs) == 1,
+        f"{ctx.op_name} takes 2 or 3 inputs and 1 output, got {len(ctx.inputs)} and {len(ctx.outputs)}",
+    )
     x, paddings = ctx.input(INPUT), ctx.input(PADDINGS)
     cv = ctx.optional_input(CONSTANT_VALUES)
-    ctx.check(paddings.dtype in _PADDING_TYPES and paddings.type not in dtypes.OBJECT_TYPES,
-              f"Padding type {paddings.type_name} is currently not supported by Pad.")
+    ctx.check(
+        paddings.dtype in _PADDING_TYPES and paddings.type not in dtypes.OBJECT_TYPES,
+        f"Padding type {paddings.type_name} is currently not supported by Pad.",
+    )
     rank = len(x.shape)
-    ctx.check(len(paddings.shape) == 2 and paddings.shape[1] == 2,
-              f"paddings must have shape [rank, 2], got {list(paddings.shape)}")
+    ctx.check(
+        len(paddings.shape) == 2 and paddings.shape[1] == 2,
+        f"paddings must have shape [rank, 2], got {list(paddings.shape)}",
+    )
     ctx.check(paddings.shape[0] == rank, f"SizeOfDimension(paddings, 0) != dims ({paddings.shape[0]} != {rank})")
     check_output_type(ctx, x)
-    ctx.check(x.dtype in _PAD_TYPES and x.type not in dtypes.OBJECT_TYPES,
-              f"Type {x.type_name} is currently not supported by Pad.")
+    ctx.check(
+        x.dtype in _PAD_TYPES and x.type not in dtypes.OBJECT_TYPES,
+        f"Type {x.type_name} is currently not supported by Pad.",
+    )
     if cv is not None:
         ctx.check(cv.type == x.type, f"constant_values type {cv.type_name} differs from input type {x.type_name}")
         ctx.check(cv.size == 1, f"constant_values_count != 1 ({cv.size} != 1)")
@@ -370,13 +391,18 @@ def prepare_tile(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, mult = ctx.input(0), ctx.input(1)
     check_output_type(ctx, x)
-    ctx.check(x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
-              f"Type '{x.type_name}' is not supported by tile.")
+    ctx.check(
+        x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
+        f"Type '{x.type_name}' is not supported by tile.",
+    )
     ctx.check(len(mult.shape) == 1, f"NumDimensions(multipliers) != 1 ({len(mult.shape)} != 1)")
-    ctx.check(mult.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"Multipliers of type '{mult.type_name}' are not supported by tile.")
-    ctx.check(mult.size == len(x.shape),
-              f"NumElements(multipliers) != NumDimensions(input) ({mult.size} != {len(x.shape)})")
+    ctx.check(
+        mult.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+        f"Multipliers of type '{mult.type_name}' are not supported by tile.",
+    )
+    ctx.check(
+        mult.size == len(x.shape), f"NumElements(multipliers) != NumDimensions(input) ({mult.size} != {len(x.shape)})"
+    )
     if not mult.is_constant:
         ctx.set_output_dynamic(0)
         return TileDynamic()
@@ -385,16 +411,32 @@ def prepare_tile(ctx: OpContext) -> PreparedOp:
     return Tile(*_tile_views(x.shape, index_values(mult.data)))
 
 
-_PACK_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.UINT8, dtypes.TensorType.INT8, dtypes.TensorType.INT16,
-               dtypes.TensorType.INT32, dtypes.TensorType.INT64, dtypes.TensorType.UINT32}
-_UNPACK_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.FLOAT16, dtypes.TensorType.UINT8,
-                 dtypes.TensorType.INT8, dtypes.TensorType.INT16, dtypes.TensorType.INT32, dtypes.TensorType.BOOL}
+_PACK_TYPES = {
+    dtypes.TensorType.FLOAT32,
+    dtypes.TensorType.UINT8,
+    dtypes.TensorType.INT8,
+    dtypes.TensorType.INT16,
+    dtypes.TensorType.INT32,
+    dtypes.TensorType.INT64,
+    dtypes.TensorType.UINT32,
+}
+_UNPACK_TYPES = {
+    dtypes.TensorType.FLOAT32,
+    dtypes.TensorType.FLOAT16,
+    dtypes.TensorType.UINT8,
+    dtypes.TensorType.INT8,
+    dtypes.TensorType.INT16,
+    dtypes.TensorType.INT32,
+    dtypes.TensorType.BOOL,
+}
 
 
 def _check_same_quantization(ctx: OpContext, a: TensorInfo, b: TensorInfo) -> None:
     """pack.cc / unpack.cc: quantized tensors are moved, not requantized, so the parameters must agree."""
-    ctx.check(a.zero_point == b.zero_point, f"input->params.zero_point != output->params.zero_point "
-              f"({a.zero_point} != {b.zero_point})")
+    ctx.check(
+        a.zero_point == b.zero_point,
+        f"input->params.zero_point != output->params.zero_point ({a.zero_point} != {b.zero_point})",
+    )
     ctx.check(a.scale == b.scale, f"input->params.scale != output->params.scale ({a.scale} != {b.scale})")
 
 
@@ -419,8 +461,10 @@ def prepare_pack(ctx: OpContext) -> PreparedOp:
     axis = ctx.options.axis
     if axis < 0:
         axis += rank + 1
-    ctx.check(0 <= axis <= rank, f"axis >= 0 && axis <= NumDimensions(input0) was not true (axis "
-              f"{ctx.options.axis}, rank {rank})")
+    ctx.check(
+        0 <= axis <= rank,
+        f"axis >= 0 && axis <= NumDimensions(input0) was not true (axis {ctx.options.axis}, rank {rank})",
+    )
     ctx.check(x.type in _PACK_TYPES, f"Type '{x.type_name}' is not supported by pack.")
     check_output_type(ctx, x)
     for t in ins:
@@ -454,7 +498,7 @@ def prepare_unpack(ctx: OpContext) -> PreparedOp:
     ctx.check(0 <= axis < rank, f"0 <= axis && axis < NumDimensions(input) was not true (axis {ctx.options.axis})")
     ctx.check(x.type in _UNPACK_TYPES, f"Type '{x.type_name}' is not supported by unpack.")
     ctx.check(x.shape[axis] == n, f"UNPACK: num {n} differs from the size {x.shape[axis]} of axis {axis}")
-    shape = x.shape[:axis] + x.shape[axis + 1:]
+    shape = x.shape[:axis] + x.shape[axis + 1 :]
     for k in range(n):
         check_output_type(ctx, x, k)
         _check_same_quantization(ctx, x, ctx.outputs[k])
@@ -466,9 +510,16 @@ def prepare_unpack(ctx: OpContext) -> PreparedOp:
 # REVERSE_V2, REVERSE_SEQUENCE
 # =================================================================================================
 
-_REVERSE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.FLOAT16, dtypes.TensorType.UINT8,
-                  dtypes.TensorType.INT8, dtypes.TensorType.INT16, dtypes.TensorType.INT32, dtypes.TensorType.INT64,
-                  dtypes.TensorType.BOOL}
+_REVERSE_TYPES = {
+    dtypes.TensorType.FLOAT32,
+    dtypes.TensorType.FLOAT16,
+    dtypes.TensorType.UINT8,
+    dtypes.TensorType.INT8,
+    dtypes.TensorType.INT16,
+    dtypes.TensorType.INT32,
+    dtypes.TensorType.INT64,
+    dtypes.TensorType.BOOL,
+}
 
 
 def reverse_axes(axis, rank: int, fail=InputValueError) -> tuple[int, ...]:
@@ -518,14 +569,21 @@ def prepare_reverse_v2(ctx: OpContext) -> PreparedOp:
         return ReverseDynamicAxis()
     axes = reverse_axes(axis.data, len(x.shape), ctx.fail)
     # e.g. (1, 4, 4, 0) reversed along axis 2: LiteRT's reverse.cc divides by the empty inner size (SIGSEGV)
-    ctx.check(not axes or 0 not in x.shape[max(axes) + 1 :],
-              f"REVERSE_V2 of {list(x.shape)} along axis {max(axes) if axes else 0}: a later dimension is empty "
-              "(LiteRT segfaults)")
+    ctx.check(
+        not axes or 0 not in x.shape[max(axes) + 1 :],
+        f"REVERSE_V2 of {list(x.shape)} along axis {max(axes) if axes else 0}: a later dimension is empty "
+        "(LiteRT segfaults)",
+    )
     return Reverse(_flip_index(axes, len(x.shape)))
 
 
-_REVERSE_SEQUENCE_TYPES = {dtypes.TensorType.FLOAT32, dtypes.TensorType.UINT8, dtypes.TensorType.INT16,
-                           dtypes.TensorType.INT32, dtypes.TensorType.INT64}
+_REVERSE_SEQUENCE_TYPES = {
+    dtypes.TensorType.FLOAT32,
+    dtypes.TensorType.UINT8,
+    dtypes.TensorType.INT16,
+    dtypes.TensorType.INT32,
+    dtypes.TensorType.INT64,
+}
 
 
 def reverse_sequence_index(seq_lengths, seq_size: int, fail=InputValueError) -> np.ndarray:
@@ -575,8 +633,10 @@ def prepare_reverse_sequence(ctx: OpContext) -> PreparedOp:
     x, lengths = ctx.input(0), ctx.input(1)
     ctx.check(len(lengths.shape) == 1, f"NumDimensions(seq_lengths) != 1 ({len(lengths.shape)} != 1)")
     ctx.check(x.type in _REVERSE_SEQUENCE_TYPES, f"Type '{x.type_name}' is not supported by reverse_sequence.")
-    ctx.check(lengths.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"Seq_lengths type '{lengths.type_name}' is not supported by reverse_sequence.")
+    ctx.check(
+        lengths.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+        f"Seq_lengths type '{lengths.type_name}' is not supported by reverse_sequence.",
+    )
     check_output_type(ctx, x)
     # LiteRT checks these at eval; they depend on nothing but the shapes, so prepare can.
     rank = len(x.shape)
@@ -584,8 +644,11 @@ def prepare_reverse_sequence(ctx: OpContext) -> PreparedOp:
     ctx.check(seq_dim >= 0 and batch_dim >= 0, "seq_dim >= 0 && batch_dim >= 0 was not true.")
     ctx.check(seq_dim != batch_dim, "seq_dim != batch_dim was not true.")
     ctx.check(seq_dim < rank and batch_dim < rank, "seq_dim and batch_dim must be < NumDimensions(input).")
-    ctx.check(lengths.shape[0] == x.shape[batch_dim], f"SizeOfDimension(seq_lengths_tensor, 0) != "
-              f"SizeOfDimension(input, batch_dim) ({lengths.shape[0]} != {x.shape[batch_dim]})")
+    ctx.check(
+        lengths.shape[0] == x.shape[batch_dim],
+        f"SizeOfDimension(seq_lengths_tensor, 0) != "
+        f"SizeOfDimension(input, batch_dim) ({lengths.shape[0]} != {x.shape[batch_dim]})",
+    )
     ctx.set_output_shape(0, x.shape)
     if not lengths.is_constant:
         return ReverseSequenceDynamic(seq_dim, batch_dim)
@@ -611,9 +674,11 @@ def mirror_pad_index(in_shape, paddings, mode: int, fail=InputValueError) -> tup
         if min(left, right) < 0:
             raise fail("MirrorPad paddings must be non-negative.")
         if max(left, right) > d - offset:
-            raise fail("MirrorPad paddings must be no greater than the input dimension size minus the mode offset. "
-                       f"Dimension {k} has input size {d}, mode offset {offset}, max padding {d - offset}, left "
-                       f"padding {left}, and right padding {right}.")
+            raise fail(
+                "MirrorPad paddings must be no greater than the input dimension size minus the mode offset. "
+                f"Dimension {k} has input size {d}, mode offset {offset}, max padding {d - offset}, left "
+                f"padding {left}, and right padding {right}."
+            )
         lo = left + offset - 1 - np.arange(left, dtype=np.int64)
         hi = d - 1 - offset - np.arange(right, dtype=np.int64)
         out.append(np.concatenate([lo, np.arange(d, dtype=np.int64), hi]))
@@ -654,19 +719,26 @@ def prepare_mirror_pad(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, pads = ctx.input(0), ctx.input(1)
     ctx.check(len(pads.shape) == 2, f"NumDimensions(padding_matrix) != 2 ({len(pads.shape)} != 2)")
-    ctx.check(pads.shape[0] == len(x.shape), f"SizeOfDimension(padding_matrix, 0) != NumDimensions(input_tensor) "
-              f"({pads.shape[0]} != {len(x.shape)})")
+    ctx.check(
+        pads.shape[0] == len(x.shape),
+        f"SizeOfDimension(padding_matrix, 0) != NumDimensions(input_tensor) ({pads.shape[0]} != {len(x.shape)})",
+    )
     ctx.check(pads.shape[1] == 2, f"MIRROR_PAD paddings must have shape [rank, 2], got {list(pads.shape)}")
-    ctx.check(pads.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"MIRROR_PAD paddings must be INT32 or INT64, got {pads.type_name}")
+    ctx.check(
+        pads.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+        f"MIRROR_PAD paddings must be INT32 or INT64, got {pads.type_name}",
+    )
     ctx.check(movable(x), f"Type {x.type_name} is not supported by MIRROR_PAD.")
     check_output_type(ctx, x)
     if x.dtype in (np.int8, np.uint8, np.int16) and x.type != dtypes.TensorType.BOOL:
         y = ctx.outputs[0]
-        ctx.check(x.scale == y.scale,
-                  f"input_tensor->params.scale != output_tensor->params.scale ({x.scale} != {y.scale})")
-        ctx.check(x.zero_point == y.zero_point, "input_tensor->params.zero_point != output_tensor->params.zero_point "
-                  f"({x.zero_point} != {y.zero_point})")
+        ctx.check(
+            x.scale == y.scale, f"input_tensor->params.scale != output_tensor->params.scale ({x.scale} != {y.scale})"
+        )
+        ctx.check(
+            x.zero_point == y.zero_point,
+            f"input_tensor->params.zero_point != output_tensor->params.zero_point ({x.zero_point} != {y.zero_point})",
+        )
         if x.dtype == np.int16:
             ctx.check(x.zero_point == 0, f"input_tensor->params.zero_point != 0 ({x.zero_point} != 0)")
     mode = ctx.options.mode

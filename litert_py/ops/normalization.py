@@ -123,8 +123,10 @@ class LocalResponseNormFloat:
 def prepare_l2_normalization(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
-    ctx.check(y.type in (_F32, _U8, _I8), "output->type == kTfLiteFloat32 || output->type == kTfLiteUInt8 || "
-                                          "output->type == kTfLiteInt8 was not true.")
+    ctx.check(
+        y.type in (_F32, _U8, _I8),
+        "output->type == kTfLiteFloat32 || output->type == kTfLiteUInt8 || output->type == kTfLiteInt8 was not true.",
+    )
     ctx.check(x.type == y.type, f"{x.type_name} != {y.type_name}")
     ctx.check(int(ctx.options.fused_activation_function) == 0, "params->activation != kTfLiteActNone")
     ctx.check(len(x.shape) >= 1, "NumDimensions(input) >= 1 was not true.")

@@ -116,8 +116,14 @@ class NumericVerify:
             mean = float(np.sum(d) / d.size) if d.size else float("nan")
             std = float(np.sqrt(np.sum((d - mean) ** 2) / d.size)) if d.size else float("nan")
         max_diff = float(np.max(np.abs(d), initial=0.0))
-        logger.info("std: %f, mean: %f, max_diff: %f (scale: %f, zero_point: %d).", std, mean, max_diff,
-                    self.params[0], self.params[1])
+        logger.info(
+            "std: %f, mean: %f, max_diff: %f (scale: %f, zero_point: %d).",
+            std,
+            mean,
+            max_diff,
+            self.params[0],
+            self.params[1],
+        )
 
 
 @register("NumericVerify", stateful=True)
@@ -128,14 +134,20 @@ def prepare_numeric_verify(ctx: OpContext) -> PreparedOp:
     ctx.check(len(ctx.inputs) == 2, f"NumInputs(node) != 2 ({len(ctx.inputs)} != 2)")
     ctx.check(len(ctx.outputs) == 1, f"NumOutputs(node) != 1 ({len(ctx.outputs)} != 1)")
     x, ref, y = ctx.input(INPUT), ctx.input(REF), ctx.outputs[OUTPUT]
-    ctx.check(x.dtype in _QUANTIZED,
-              "op_context.input->type == kTfLiteUInt8 || op_context.input->type == kTfLiteInt8 || "
-              "op_context.input->type == kTfLiteInt16 || op_context.input->type == kTfLiteFloat16 was not true.")
+    ctx.check(
+        x.dtype in _QUANTIZED,
+        "op_context.input->type == kTfLiteUInt8 || op_context.input->type == kTfLiteInt8 || "
+        "op_context.input->type == kTfLiteInt16 || op_context.input->type == kTfLiteFloat16 was not true.",
+    )
     ctx.check(ref.dtype == np.float32, "op_context.ref->type == kTfLiteFloat32 was not true.")
-    ctx.check(y.dtype == np.float32,
-              f"NumericVerify: the output must be declared FLOAT32 (LiteRT retypes it), got {y.type_name}")
-    ctx.check(ref.size >= x.size,
-              f"NumericVerify: the reference {list(ref.shape)} has fewer values than the input {list(x.shape)}")
+    ctx.check(
+        y.dtype == np.float32,
+        f"NumericVerify: the output must be declared FLOAT32 (LiteRT retypes it), got {y.type_name}",
+    )
+    ctx.check(
+        ref.size >= x.size,
+        f"NumericVerify: the reference {list(ref.shape)} has fewer values than the input {list(x.shape)}",
+    )
     ctx.set_output_shape(OUTPUT, x.shape)
     q = x.quantization
     params = (float(q.scale[0]), int(q.zero_point[0]) if q.zero_point else 0) if len(q.scale) == 1 else (0.0, 0)
@@ -149,7 +161,9 @@ def prepare_numeric_verify(ctx: OpContext) -> PreparedOp:
         domain = table_domain(x.dtype).astype(np.int64)
         table = (np.float64(params[0]) * (domain - params[1])).astype(F32)  # the f64 product is exact
     return NumericVerify(
-        table, scale, zero_point,
+        table,
+        scale,
+        zero_point,
         ref_shape=None if ref.shape == x.shape else x.shape,
         check=bool(log_if_failed and tolerance >= 0.1),
         max_diff=F32(F32(tolerance) * F32(params[0])),

@@ -122,8 +122,9 @@ def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | 
     if (counts == counts.flat[0]).all():
         count = np.float32(counts.flat[0])
     else:
-        count = np.ascontiguousarray(np.broadcast_to(counts[:, :, None], (geo.out_h, geo.out_w, geo.out_c)),
-                                     dtype=np.float32)
+        count = np.ascontiguousarray(
+            np.broadcast_to(counts[:, :, None], (geo.out_h, geo.out_w, geo.out_c)), dtype=np.float32
+        )
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     return AveragePoolFloat(tuple((o, i) for o, i, _ in taps), leading, count, lo, hi)
 
@@ -152,15 +153,22 @@ class PoolTiles:
         g = geo
         if g.filter_h * g.filter_w < POOL_TILED_MIN_TAPS or g.pad_top or g.pad_left:
             return None
-        for out, size, k, stride in ((g.out_h, g.in_h, g.filter_h, g.stride_h), (g.out_w, g.in_w, g.filter_w,
-                                                                                  g.stride_w)):
+        for out, size, k, stride in (
+            (g.out_h, g.in_h, g.filter_h, g.stride_h),
+            (g.out_w, g.in_w, g.filter_w, g.stride_w),
+        ):
             if not (out * k <= size and (out == 1 or k == stride)):
                 return None
         n, c = g.batches, g.in_c
         if g.out_w == 1 and g.filter_w == g.in_w:
             return PoolTiles(g.out_h * g.filter_h, g.in_w, (n, g.out_h, g.filter_h * g.in_w, c), 2, (n, g.out_h, c))
-        return PoolTiles(g.out_h * g.filter_h, g.out_w * g.filter_w,
-                         (n, g.out_h, g.filter_h, g.out_w, g.filter_w, c), (2, 4), g.out_shape)
+        return PoolTiles(
+            g.out_h * g.filter_h,
+            g.out_w * g.filter_w,
+            (n, g.out_h, g.filter_h, g.out_w, g.filter_w, c),
+            (2, 4),
+            g.out_shape,
+        )
 
     def windows(self, x: np.ndarray) -> np.ndarray:
         return x[:, : self.rows, : self.cols].reshape(self.shape)  # splits axes of a strided view: a view
@@ -283,8 +291,9 @@ def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     # Windows are never empty (checked above); a window of NaNs ends as NaN and the floor replaces it.
     row_max = None if rows is None else np.empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32)
-    return MaxPoolFloat(rows, cols, row_max,
-                        np.full((g.out_w, g.out_c), lo, np.float32), np.full((g.out_w, g.out_c), hi, np.float32))
+    return MaxPoolFloat(
+        rows, cols, row_max, np.full((g.out_w, g.out_c), lo, np.float32), np.full((g.out_w, g.out_c), hi, np.float32)
+    )
 
 
 # -- quantized ------------------------------------------------------------------------------------------
@@ -346,8 +355,10 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
     leading = 0
     while leading < min(2, len(taps)) and taps[leading][2]:
         leading += 1
-    counts = np.outer(axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
-                      axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left))
+    counts = np.outer(
+        axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
+        axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left),
+    )
     # LiteRT fails at eval on a window with no element inside the input; SAME/VALID windows always have one.
     ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
     if (counts == counts.flat[0]).all():
@@ -358,8 +369,9 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         half = count // 2
     lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
     sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
-    return AveragePoolQuantized(tuple((o, i) for o, i, _ in taps), leading, half, count,
-                                np.empty(geo.out_shape, np.int32), sign, lo, hi)
+    return AveragePoolQuantized(
+        tuple((o, i) for o, i, _ in taps), leading, half, count, np.empty(geo.out_shape, np.int32), sign, lo, hi
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -402,8 +414,7 @@ def _prepare_pool(ctx: OpContext, make_float, make_quantized):
     ctx.check(out.type == x.type, f"output type {out.type_name} != input type {x.type_name}")
     o = ctx.options
     ctx.check(o.stride_h > 0 and o.stride_w > 0, f"strides must be positive, got {o.stride_h}x{o.stride_w}")
-    geo = window_geometry(ctx, x.shape, x.shape[3], o.filter_height, o.filter_width, checked=False,
-                          dilation=False)
+    geo = window_geometry(ctx, x.shape, x.shape[3], o.filter_height, o.filter_width, checked=False, dilation=False)
     ctx.set_output_shape(OUTPUT, geo.out_shape)
     if x.dtype == np.float32:
         return EMPTY_OUTPUT if geo.empty else make_float(ctx, geo)

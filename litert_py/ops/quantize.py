@@ -59,8 +59,6 @@ class TableLookup:
         np.take(self.table, table_index(inputs[INPUT]), out=outputs[0], mode="wrap")
 
 
-
-
 # =================================================================================================
 # DEQUANTIZE
 # =================================================================================================
@@ -91,8 +89,10 @@ _DEQUANTIZE_TYPES = {np.dtype(t) for t in (np.uint8, np.int8, np.int16, np.float
 def prepare_dequantize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
-    ctx.check(x.type == _INT4 or (x.dtype in _DEQUANTIZE_TYPES and x.type not in dtypes.OBJECT_TYPES),
-              f"Type {x.type_name} is unsupported by op DEQUANTIZE.")
+    ctx.check(
+        x.type == _INT4 or (x.dtype in _DEQUANTIZE_TYPES and x.type not in dtypes.OBJECT_TYPES),
+        f"Type {x.type_name} is unsupported by op DEQUANTIZE.",
+    )
     ctx.check(y.dtype == np.float32, f"DEQUANTIZE output must be FLOAT32, got {y.type_name}")
     ctx.set_output_shape(0, x.shape)
     if x.dtype == np.float16:
@@ -151,8 +151,10 @@ class QuantizeFloat:
             t, half, wide = np.empty(x.shape, _F32), np.empty(x.shape, _F32), np.empty(x.shape, np.float64)
         np.divide(x, self.scale, out=t)  # float32 division, as the reference
         bad = None
-        if t.size and ((self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
-                       or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)):
+        if t.size and (
+            (self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
+            or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)
+        ):
             bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
             t[bad] = 0
         # Rounding and clamping are monotone, so clamping first (to integers one beyond the range) changes
@@ -188,8 +190,9 @@ class RequantizeInt32:
         np.copyto(outputs[0], r, casting="unsafe")
 
 
-def requantize_values(q: np.ndarray, zp_in: int, multiplier: int, shift: int, zp_out: int, qmin: int,
-                      qmax: int) -> np.ndarray:
+def requantize_values(
+    q: np.ndarray, zp_in: int, multiplier: int, shift: int, zp_out: int, qmin: int, qmax: int
+) -> np.ndarray:
     """reference_ops::Requantize on int values (int64 result; the int8<->uint8 "xor 0x80" fast path gives
     the same numbers as this formula)."""
     r = np.asarray(multiply_by_quantized_multiplier(wrap32(np.asarray(q, np.int64) - zp_in), multiplier, shift))
@@ -213,24 +216,42 @@ def _unsupported(x: TensorInfo, y: TensorInfo) -> str:
 def prepare_quantize(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
-    ctx.check(bool(y.quantization.scale), "output->quantization.type != kTfLiteAffineQuantization: the QUANTIZE "
-              "output has no quantization parameters")
+    ctx.check(
+        bool(y.quantization.scale),
+        "output->quantization.type != kTfLiteAffineQuantization: the QUANTIZE output has no quantization parameters",
+    )
     ctx.set_output_shape(0, x.shape)
     qmin, qmax = _type_range(y) if y.type not in dtypes.OBJECT_TYPES and y.dtype.kind in "iu" else (0, 0)
     if x.dtype == np.float32 and x.type not in dtypes.OBJECT_TYPES:
-        ctx.check(y.type == _INT4 or (y.dtype in _QUANTIZE_OUT_FROM_FLOAT and y.type not in dtypes.OBJECT_TYPES),
-                  _unsupported(x, y))
+        ctx.check(
+            y.type == _INT4 or (y.dtype in _QUANTIZE_OUT_FROM_FLOAT and y.type not in dtypes.OBJECT_TYPES),
+            _unsupported(x, y),
+        )
         if len(y.quantization.scale) > 1:
             ctx.check(y.type != _INT4, _unsupported(x, y))
             scale, zp = per_channel_params(ctx, y)
         else:
             scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
         overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
-        return QuantizeFloat(scale, zp.astype(np.int32), (qmin - zp - 1).astype(_F32), (qmax - zp + 1).astype(_F32),
-                             qmin, qmax, overflow, shape=tuple(x.shape))
-    ctx.check(x.type not in dtypes.OBJECT_TYPES and x.type != _INT4 and x.dtype in _REQUANTIZE
-              and y.type not in dtypes.OBJECT_TYPES and y.type != _INT4 and y.dtype in _REQUANTIZE[x.dtype],
-              _unsupported(x, y))
+        return QuantizeFloat(
+            scale,
+            zp.astype(np.int32),
+            (qmin - zp - 1).astype(_F32),
+            (qmax - zp + 1).astype(_F32),
+            qmin,
+            qmax,
+            overflow,
+            shape=tuple(x.shape),
+        )
+    ctx.check(
+        x.type not in dtypes.OBJECT_TYPES
+        and x.type != _INT4
+        and x.dtype in _REQUANTIZE
+        and y.type not in dtypes.OBJECT_TYPES
+        and y.type != _INT4
+        and y.dtype in _REQUANTIZE[x.dtype],
+        _unsupported(x, y),
+    )
     if x.dtype == np.int16 and y.dtype == np.int16:
         ctx.check(x.zero_point == 0, f"input->params.zero_point != 0 ({x.zero_point} != 0)")
         ctx.check(y.zero_point == 0, f"output->params.zero_point != 0 ({y.zero_point} != 0)")

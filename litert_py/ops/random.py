@@ -168,8 +168,7 @@ def prepare_multinomial(ctx: OpContext) -> PreparedOp:
     ctx.check(logits.shape[1] > 0, "num_classes > 0 was not true.")
     ctx.check(len(ns.shape) == 0, f"num_samples must be a scalar, got shape {list(ns.shape)}")
     out = ctx.outputs[0]
-    ctx.check(out.dtype in (np.int32, np.int64),
-              f"Unsupported output datatype for Multinomial op: {out.type_name}")
+    ctx.check(out.dtype in (np.int32, np.int64), f"Unsupported output datatype for Multinomial op: {out.type_name}")
     gen = Philox(int(ctx.options.seed), int(ctx.options.seed2))
     if ns.is_constant:
         n = int(ns.data.reshape(-1)[0])

@@ -55,9 +55,14 @@ class StepHybridProduct:
             parts.append(256 * m)
         if fc.asymmetric:
             parts.append(-fc.row_sums.reshape(1, units))
-        return StepHybridProduct(np.ascontiguousarray(np.concatenate(parts).astype(dtype)),
-                                 np.broadcast_to(np.asarray(fc.w_scale, F32), (units,)).copy(), fc.asymmetric,
-                                 depth, depth & ~7, fix is not None)
+        return StepHybridProduct(
+            np.ascontiguousarray(np.concatenate(parts).astype(dtype)),
+            np.broadcast_to(np.asarray(fc.w_scale, F32), (units,)).copy(),
+            fc.asymmetric,
+            depth,
+            depth & ~7,
+            fix is not None,
+        )
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> bool:
         """``out`` (B, units) float32 = the hybrid product of the float32 rows ``x`` (B, depth); when ``x`` is
@@ -94,7 +99,7 @@ class StepHybridProduct:
             np.trunc(q, out=q)
             clip_ufunc(q, CM127, C127, out=q)
         if self.with_fix:
-            np.minimum(q, ZERO, out=qq[:, k:2 * k])
+            np.minimum(q, ZERO, out=qq[:, k : 2 * k])
         w = self.w_aug
         dot = np.dot(qq, w) if w.dtype == F32 else np.dot(qq.astype(w.dtype), w).astype(F32)
         np.multiply(sf[:, None], self.w_scale, out=out)
@@ -102,8 +107,7 @@ class StepHybridProduct:
         return True
 
 
-def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: bool, use_aux: bool,
-                        time_major: bool):
+def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: bool, use_aux: bool, time_major: bool):
     """Time-major views (x, backward input, aux or None, forward output, backward output) of a bidirectional
     sequence op's arrays: merged outputs split at ``n_fw``; batch-major arrays transposed (views, so writes
     land in the outputs). Shared by BIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_LSTM."""

@@ -173,8 +173,9 @@ class MeanQuantized:
         total -= self.zi_n
         if self.wrap:  # int32 arithmetic is modular: one wrap at the end equals wrapping every addition
             wrap32(total, out=total)
-        requantize_int64_inplace(total, self.multiplier, self.shift, self.zo, self.qmin, self.qmax,
-                                 outputs[OUTPUT].reshape(self.reduction.m))
+        requantize_int64_inplace(
+            total, self.multiplier, self.shift, self.zo, self.qmin, self.qmax, outputs[OUTPUT].reshape(self.reduction.m)
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,8 +243,7 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
         bias = np.float32(np.float32(np.float32(-qp.zi) * scale) * np.float32(n))
         return SumQuantizedFloat(reduction, scale, bias, qp.zo, qp.qmin, qp.qmax)
     m, shift = _mean_multiplier(qp.multiplier, qp.shift, n) if path == "mean-q" else (qp.multiplier, qp.shift)
-    return MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax,
-                         _may_wrap(n, qp.zi, qp.qmin, qp.qmax))
+    return MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax, _may_wrap(n, qp.zi, qp.qmin, qp.qmax))
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,10 +265,13 @@ class ReduceDynamicAxes:
 def _quant_params(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> QuantParams:
     for name, t in (("input", x), ("output", y)):
         q = t.quantization
-        ctx.check(len(q.scale) <= 1, f"{ctx.op_name}: the {name} has per-channel quantization; only per-tensor "
-                  "is supported")
-        ctx.check(q.is_quantized and np.isfinite(t.scale) and t.scale > 0,
-                  f"{ctx.op_name} on {t.type_name} needs a quantized {name} with a positive scale")
+        ctx.check(
+            len(q.scale) <= 1, f"{ctx.op_name}: the {name} has per-channel quantization; only per-tensor is supported"
+        )
+        ctx.check(
+            q.is_quantized and np.isfinite(t.scale) and t.scale > 0,
+            f"{ctx.op_name} on {t.type_name} needs a quantized {name} with a positive scale",
+        )
     if x.type == _I16:  # PrepareSimple
         ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
         ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
@@ -323,8 +326,10 @@ def _refuse_empty_quantized(ctx: OpContext, reduction: Reduction) -> None:
     """int8 / int16 SUM and REDUCE_PROD over no element: LiteRT's kernels return uninitialized scratch values
     (e.g. SUM int16 of a (0, 3, 4) input over axes 0 and 2 gives [0 16128 32670], its optimized kernel
     [7792 16383 32670]; the sum is 0), so the model is refused rather than answered differently."""
-    ctx.check(reduction.n > 0 or reduction.m == 0,
-              f"quantized {ctx.op_name} over an empty dimension: LiteRT returns uninitialized values there")
+    ctx.check(
+        reduction.n > 0 or reduction.m == 0,
+        f"quantized {ctx.op_name} over an empty dimension: LiteRT returns uninitialized values there",
+    )
 
 
 # -- REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL (reduce.cc EvalGeneric) ---------------
@@ -533,9 +538,11 @@ def prepare_reduce_generic(ctx: OpContext) -> PreparedOp:
             ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
             ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
         # EvalType: raw values are reduced, so input and output must share scale and zero point
-        ctx.check(x.scale == y.scale and x.zero_point == y.zero_point,
-                  f"input->params != output->params (scale {x.scale} vs {y.scale}, zero point {x.zero_point} vs "
-                  f"{y.zero_point})")
+        ctx.check(
+            x.scale == y.scale and x.zero_point == y.zero_point,
+            f"input->params != output->params (scale {x.scale} vs {y.scale}, zero point {x.zero_point} vs "
+            f"{y.zero_point})",
+        )
     if not axis.is_constant and axis.size > 0:
         ctx.set_output_dynamic(OUTPUT)
         return ReduceGenericDynamicAxes(code, keep_dims)
@@ -551,8 +558,10 @@ def _prepare_prod_quantized(ctx: OpContext, x: TensorInfo, axis: TensorInfo, y: 
     """PrepareProd's quantized branch: int8 / int16 only (int16 zero points 0), per-tensor parameters."""
     ctx.check(x.type in (_I8, _I16), f"Unsupported quantized data type: {x.type_name}")
     for name, t in (("input", x), ("output", y)):
-        ctx.check(len(t.quantization.scale) == 1 and np.isfinite(t.scale) and t.scale > 0,
-                  f"REDUCE_PROD: the {name} needs one positive scale")
+        ctx.check(
+            len(t.quantization.scale) == 1 and np.isfinite(t.scale) and t.scale > 0,
+            f"REDUCE_PROD: the {name} needs one positive scale",
+        )
     if x.type == _I16:
         ctx.check(x.zero_point == 0, f"op_context.input->params.zero_point != 0 ({x.zero_point} != 0)")
         ctx.check(y.zero_point == 0, f"op_context.output->params.zero_point != 0 ({y.zero_point} != 0)")
@@ -607,7 +616,9 @@ class ArgMaxMin:
         if lanes:
             best = (np.maximum if self.is_max else np.minimum).reduce(x, axis=axis, keepdims=True)
             if np.isnan(best).any():  # NaN somewhere: the vectorized kernel's own NaN behaviour
-                idx = _lanes_arg(x.reshape(-1, x.shape[axis]), self.is_max).reshape(x.shape[:axis] + x.shape[axis + 1:])
+                idx = _lanes_arg(x.reshape(-1, x.shape[axis]), self.is_max).reshape(
+                    x.shape[:axis] + x.shape[axis + 1 :]
+                )
             else:  # no NaN: the first extreme, as on the reference path
                 idx = np.argmax(x == best, axis=axis)
         elif x.dtype.kind == "f":
@@ -630,16 +641,19 @@ def _lanes_arg(x: np.ndarray, is_max: bool) -> np.ndarray:
     lane = v  # each lane's non-NaN extreme (NaN when the lane is all NaN), halving the chunks (fast on any shape)
     while lane.shape[1] > 1:
         h = lane.shape[1] // 2
-        half = red(lane[:, :h], lane[:, h:2 * h])
-        lane = np.concatenate((half, lane[:, 2 * h:]), axis=1) if lane.shape[1] % 2 else half
+        half = red(lane[:, :h], lane[:, h : 2 * h])
+        lane = np.concatenate((half, lane[:, 2 * h :]), axis=1) if lane.shape[1] % 2 else half
     lane = lane[:, 0]
     lane_idx = np.argmax(v == lane[:, None, :], axis=1) * 4 + np.arange(4)  # first index of it in its lane
     if is_max:
+
         def fold(a, b):
             return np.where(a < b, b, a)  # vpmax_f32: (a < b) ? b : a
     else:
+
         def fold(a, b):
             return np.where(a > b, b, a)  # vpmin_f32: (a > b) ? b : a
+
     m = fold(fold(lane[:, 0], lane[:, 1]), fold(lane[:, 2], lane[:, 3]))
     m_nan = np.isnan(m)
     hit = np.where(lane == m[:, None], lane_idx, n)  # index masks as vbslq_s32, then the smallest one
@@ -655,7 +669,7 @@ def _lanes_arg(x: np.ndarray, is_max: bool) -> np.ndarray:
 
 def _uses_lanes(is_float: bool, shape: Sequence[int], axis: int) -> bool:
     """optimized_ops::ArgMinMax takes ArgMinMaxLastAxis (inner size 1); its float kernel vectorizes from 4."""
-    return is_float and shape[axis] >= 4 and all(d == 1 for d in shape[axis + 1:])
+    return is_float and shape[axis] >= 4 and all(d == 1 for d in shape[axis + 1 :])
 
 
 def _arg_axis(a: int, rank: int) -> int:
@@ -729,8 +743,10 @@ class Cumsum:
 def prepare_cumsum(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2, 1)
     x, axis, y = ctx.input(INPUT), ctx.input(AXIS), ctx.outputs[OUTPUT]
-    ctx.check(x.type in (_I32, _F32, _I64), "input->type == kTfLiteInt32 || input->type == kTfLiteFloat32 || "
-              "input->type == kTfLiteInt64 was not true.")
+    ctx.check(
+        x.type in (_I32, _F32, _I64),
+        "input->type == kTfLiteInt32 || input->type == kTfLiteFloat32 || input->type == kTfLiteInt64 was not true.",
+    )
     ctx.check(axis.type == _I32, f"axis->type != kTfLiteInt32 ({axis.type_name} != INT32)")
     ctx.check(axis.size == 1, f"NumElements(axis) != 1 ({axis.size} != 1)")
     ctx.check(len(x.shape) >= 1, "NumDimensions(input) >= 1 was not true.")

@@ -197,10 +197,14 @@ class OpContext:
 
     def check_num(self, n_inputs: int | Sequence[int], n_outputs: int = 1) -> None:
         allowed = (n_inputs,) if isinstance(n_inputs, int) else tuple(n_inputs)
-        self.check(len(self.inputs) in allowed,
-                   f"{self.op_name} takes {' or '.join(map(str, allowed))} inputs, got {len(self.inputs)}")
-        self.check(len(self.outputs) == n_outputs,
-                   f"{self.op_name} produces {n_outputs} outputs, the model gives {len(self.outputs)}")
+        self.check(
+            len(self.inputs) in allowed,
+            f"{self.op_name} takes {' or '.join(map(str, allowed))} inputs, got {len(self.inputs)}",
+        )
+        self.check(
+            len(self.outputs) == n_outputs,
+            f"{self.op_name} produces {n_outputs} outputs, the model gives {len(self.outputs)}",
+        )
 
     def check_types(self, allowed: Sequence, *which: int) -> None:
         """Every listed input (default: all present inputs) has one of the ``allowed`` numpy dtypes."""

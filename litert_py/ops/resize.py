@@ -205,12 +205,25 @@ def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
     ylo, yhi, wy0, wy1 = bilinear_axis_float(h, oh, align_corners, half_pixel)
     xlo, xhi, wx0, wx1 = bilinear_axis_float(w, ow, align_corners, half_pixel)
     n, c = in_shape[0], in_shape[3]
-    buffers = (None if dtype == _F32 else np.empty(in_shape, _F32), np.empty((n, oh, w, c), _F32),
-               np.empty((n, oh, w, c), _F32), np.empty((n, oh, ow, c), _F32), np.empty((n, oh, ow, c), _F32))
-    return ResizeBilinearFloat(ylo, yhi, wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1), xlo, xhi,
-                               np.ascontiguousarray(np.broadcast_to(wx0.reshape(-1, 1), (ow, c))),
-                               np.ascontiguousarray(np.broadcast_to(wx1.reshape(-1, 1), (ow, c))),
-                               0.5 if dtype == np.uint8 else 0.0, buffers)
+    buffers = (
+        None if dtype == _F32 else np.empty(in_shape, _F32),
+        np.empty((n, oh, w, c), _F32),
+        np.empty((n, oh, w, c), _F32),
+        np.empty((n, oh, ow, c), _F32),
+        np.empty((n, oh, ow, c), _F32),
+    )
+    return ResizeBilinearFloat(
+        ylo,
+        yhi,
+        wy0.reshape(1, -1, 1, 1),
+        wy1.reshape(1, -1, 1, 1),
+        xlo,
+        xhi,
+        np.ascontiguousarray(np.broadcast_to(wx0.reshape(-1, 1), (ow, c))),
+        np.ascontiguousarray(np.broadcast_to(wx1.reshape(-1, 1), (ow, c))),
+        0.5 if dtype == np.uint8 else 0.0,
+        buffers,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,8 +237,9 @@ class ResizeNearestNeighbor:
 
 def _nearest_op(in_shape, out_hw, dtype, align_corners, half_pixel):
     (_, h, w, _), (oh, ow) = in_shape, out_hw
-    return ResizeNearestNeighbor(nearest_axis(h, oh, align_corners, half_pixel),
-                                 nearest_axis(w, ow, align_corners, half_pixel))
+    return ResizeNearestNeighbor(
+        nearest_axis(h, oh, align_corners, half_pixel), nearest_axis(w, ow, align_corners, half_pixel)
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,12 +276,16 @@ def _prepare_resize(ctx: OpContext, bilinear: bool):
     y = ctx.outputs[0]
     ctx.check(y.type == x.type, f"{ctx.op_name}: output type {y.type_name} differs from input type {x.type_name}")
     if bilinear:
-        ctx.check(x.dtype in _BILINEAR_TYPES and x.type not in dtypes.OBJECT_TYPES,
-                  f"Output type is {x.type_name}, requires float.")
+        ctx.check(
+            x.dtype in _BILINEAR_TYPES and x.type not in dtypes.OBJECT_TYPES,
+            f"Output type is {x.type_name}, requires float.",
+        )
         make = _bilinear_op
     else:
-        ctx.check(x.type not in dtypes.OBJECT_TYPES and x.dtype.itemsize in (1, 2, 4),
-                  f"Output type is {x.type_name}, requires float, uint8, int8 or int16.")
+        ctx.check(
+            x.type not in dtypes.OBJECT_TYPES and x.dtype.itemsize in (1, 2, 4),
+            f"Output type is {x.type_name}, requires float, uint8, int8 or int16.",
+        )
         make = _nearest_op
     align, half = bool(ctx.options.align_corners), bool(ctx.options.half_pixel_centers)
     if not size.is_constant:

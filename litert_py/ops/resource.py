@@ -66,8 +66,9 @@ def _variable_value(var: ResourceVariable | None, handle, dtype: np.dtype) -> np
         raise RuntimeError(f"READ_VARIABLE of variable {handle} before any ASSIGN_VARIABLE")
     value = var.value
     if value.dtype != dtype:  # LiteRT's reference kernel: TF_LITE_ENSURE_TYPES_EQ at eval
-        raise RuntimeError(f"variable_tensor->type != output->type ({_name(value.dtype)} != {_name(dtype)}): "
-                           f"variable {handle}")
+        raise RuntimeError(
+            f"variable_tensor->type != output->type ({_name(value.dtype)} != {_name(dtype)}): variable {handle}"
+        )
     return value
 
 
@@ -83,9 +84,11 @@ class ReadVariable:
         value = _variable_value(self.resources.get(handle), handle, self.dtype)
         out = outputs[0]
         if value.shape != out.shape:
-            raise RuntimeError(f"variable {handle} holds shape {list(value.shape)}, the model reads "
-                               f"{list(out.shape)} (declare -1 in the output's shape_signature for a variable "
-                               "whose shape changes)")
+            raise RuntimeError(
+                f"variable {handle} holds shape {list(value.shape)}, the model reads "
+                f"{list(out.shape)} (declare -1 in the output's shape_signature for a variable "
+                "whose shape changes)"
+            )
         out[...] = value
 
 

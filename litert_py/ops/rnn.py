@@ -93,7 +93,7 @@ class RnnCell:
         mm = np.dot if rec is None and self.units > 1 else np.matmul  # see lstm._float_dot
         hs = np.empty((n_batch, self.units), np.float32)
         h_prev = h
-        for t in (range(n_steps - 1, -1, -1) if reverse else range(n_steps)):
+        for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
             if rec is None:
                 mm(h_prev, self.w_rec, out=hs)
             elif not rec(h_prev, hs):  # an all-zero state: the product is +0 (computed in the one-step form)
@@ -106,29 +106,53 @@ class RnnCell:
         h[...] = h_prev
 
 
-def _cell(ctx: OpContext, w: TensorInfo, rec: TensorInfo, bias: TensorInfo, aux_w: TensorInfo | None,
-          asymmetric: bool, activation: int, allow_hybrid: bool) -> RnnCell:
+def _cell(
+    ctx: OpContext,
+    w: TensorInfo,
+    rec: TensorInfo,
+    bias: TensorInfo,
+    aux_w: TensorInfo | None,
+    asymmetric: bool,
+    activation: int,
+    allow_hybrid: bool,
+) -> RnnCell:
     ctx.check(w.dtype == rec.dtype, f"recurrent weights type {rec.type_name} != input weights type {w.type_name}")
     units = w.shape[0]
-    ctx.check(bias.shape[0] == units and rec.shape == (units, units),
-              "input_weights->dims->data[0] != bias->dims->data[0]")
+    ctx.check(
+        bias.shape[0] == units and rec.shape == (units, units), "input_weights->dims->data[0] != bias->dims->data[0]"
+    )
     ctx.check(bias.dtype == np.float32, f"bias must be FLOAT32, got {bias.type_name}")
-    ctx.check(w.is_constant and rec.is_constant and bias.is_constant and (aux_w is None or aux_w.is_constant),
-              "litert_py's RNN kernels need constant weights and bias")
+    ctx.check(
+        w.is_constant and rec.is_constant and bias.is_constant and (aux_w is None or aux_w.is_constant),
+        "litert_py's RNN kernels need constant weights and bias",
+    )
     act = apply_activation_to_vector(activation)
     b = bias.data.astype(np.float32).reshape(-1)
     if w.dtype == np.float32:
         ctx.check(aux_w is None or aux_w.dtype == np.float32, "aux weights must be FLOAT32")
-        return RnnCell(np.ascontiguousarray(w.data.T), None if aux_w is None else np.ascontiguousarray(aux_w.data.T),
-                       np.ascontiguousarray(rec.data.T), b, act, False, units)
+        return RnnCell(
+            np.ascontiguousarray(w.data.T),
+            None if aux_w is None else np.ascontiguousarray(aux_w.data.T),
+            np.ascontiguousarray(rec.data.T),
+            b,
+            act,
+            False,
+            units,
+        )
     if w.dtype not in (np.int8, np.uint8):
         raise ctx.fail(f"Type {w.type_name} not currently supported.")
     ctx.check(allow_hybrid, f"litert_py: hybrid {ctx.op_name} is not implemented")
     for t in (w, rec) + ((aux_w,) if aux_w is not None else ()):
         ctx.check(bool(t.quantization.scale), f"{t.name}: hybrid weights need a scale")
-    return RnnCell(hybrid_matvec(w.data, w.scale, asymmetric),
-                   None if aux_w is None else hybrid_matvec(aux_w.data, aux_w.scale, asymmetric),
-                   hybrid_matvec(rec.data, rec.scale, asymmetric), b, act, True, units)
+    return RnnCell(
+        hybrid_matvec(w.data, w.scale, asymmetric),
+        None if aux_w is None else hybrid_matvec(aux_w.data, aux_w.scale, asymmetric),
+        hybrid_matvec(rec.data, rec.scale, asymmetric),
+        b,
+        act,
+        True,
+        units,
+    )
 
 
 def _check_state(ctx: OpContext, h: TensorInfo, batch: int, units: int):
@@ -219,7 +243,8 @@ class BidirectionalSequenceRnn:
     def __call__(self, inputs, outputs):
         aux = inputs[9] if len(inputs) > 9 else None
         x, bw_x, real_aux, fw_out, bw_out = bidirectional_views(
-            inputs[0], aux, outputs, self.fw.units, self.merge, self.bw_reads_aux, self.use_aux, self.time_major)
+            inputs[0], aux, outputs, self.fw.units, self.merge, self.bw_reads_aux, self.use_aux, self.time_major
+        )
         fw_h, bw_h = inputs[4], inputs[8]
         n = x.shape[0]
         for _ in range(n if self.time_major and self.fw.hybrid else 1):  # LiteRT's EvalHybrid bug, see above
@@ -243,17 +268,23 @@ def prepare_bidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     asym, act = bool(o.asymmetric_quantize_inputs), o.fused_activation_function
     fw = _cell(ctx, ctx.input(1), ctx.input(2), ctx.input(3), fw_aux_w, asym, act, True)
     bw = _cell(ctx, ctx.input(5), ctx.input(6), ctx.input(7), bw_aux_w, asym, act, True)
-    ctx.check(x.shape[2] == ctx.input(1).shape[1] and x.shape[2] == ctx.input(5).shape[1],
-              "input->dims->data[2] != fw_input_weights->dims->data[1]")
+    ctx.check(
+        x.shape[2] == ctx.input(1).shape[1] and x.shape[2] == ctx.input(5).shape[1],
+        "input->dims->data[2] != fw_input_weights->dims->data[1]",
+    )
     _check_state(ctx, ctx.input(4), batch, fw.units)
     _check_state(ctx, ctx.input(8), batch, bw.units)
     if aux is not None:
-        ctx.check(aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
-                  "aux_input must be FLOAT32 with the input's first two dimensions")
+        ctx.check(
+            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
+            "aux_input must be FLOAT32 with the input's first two dimensions",
+        )
     if use_aux:
         ctx.check(aux is not None, "aux weights need an aux input")
-        ctx.check(fw_aux_w.shape == (fw.units, aux.shape[2]) and bw_aux_w.shape == (bw.units, aux.shape[2]),
-                  "aux_input_weights must be (num_units, aux_input_size)")
+        ctx.check(
+            fw_aux_w.shape == (fw.units, aux.shape[2]) and bw_aux_w.shape == (bw.units, aux.shape[2]),
+            "aux_input_weights must be (num_units, aux_input_size)",
+        )
         # LiteRT's time-major loop offsets the aux input by s * input_size * batch: only the same size works.
         ctx.check(not tm or aux.shape[2] == x.shape[2], "litert_py: time-major aux input size != input size")
     bw_reads_aux = tm and aux is not None and not use_aux

@@ -64,7 +64,7 @@ class SegmentReduce:
             if ids.shape != data.shape[: self.id_rank]:
                 raise InputValueError(f"segment ids shape {ids.shape} does not match data shape {data.shape}")
             rows = _segment_sum_rows(ids) if self.sorted_ids else _unsorted_rows(ids, inputs[2])
-            outputs[0] = limits.new_array((rows,) + data.shape[self.id_rank:], data.dtype, "the segment output")
+            outputs[0] = limits.new_array((rows,) + data.shape[self.id_rank :], data.dtype, "the segment output")
         out = outputs[0]
         out.fill(self.identity)
         flat_ids = ids.reshape(-1)
@@ -80,9 +80,13 @@ _UNSORTED = {
     BuiltinOperator.UNSORTED_SEGMENT_SUM: (np.add, lambda dt: 0),
     BuiltinOperator.UNSORTED_SEGMENT_PROD: (np.multiply, lambda dt: 1),
     BuiltinOperator.UNSORTED_SEGMENT_MAX: (
-        np.fmax, lambda dt: np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min),
+        np.fmax,
+        lambda dt: np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min,
+    ),
     BuiltinOperator.UNSORTED_SEGMENT_MIN: (
-        np.fmin, lambda dt: np.finfo(dt).max if dt.kind == "f" else np.iinfo(dt).max),
+        np.fmin,
+        lambda dt: np.finfo(dt).max if dt.kind == "f" else np.iinfo(dt).max,
+    ),
 }
 
 
@@ -92,9 +96,12 @@ def _check_common(ctx: OpContext, n_inputs: int):
     ctx.check_types(_TYPES, 0)
     ctx.check(ids.dtype == np.int32, f"{ctx.op_name}: segment ids must be int32, got {ids.type_name}")
     ctx.check(ctx.outputs[0].type == data.type, f"{ctx.op_name}: output type differs from the data type")
-    ctx.check(len(ids.shape) >= 1 and len(data.shape) >= len(ids.shape)
-              and tuple(data.shape[: len(ids.shape)]) == tuple(ids.shape),
-              f"{ctx.op_name}: segment ids shape {ids.shape} does not match data shape {data.shape}")
+    ctx.check(
+        len(ids.shape) >= 1
+        and len(data.shape) >= len(ids.shape)
+        and tuple(data.shape[: len(ids.shape)]) == tuple(ids.shape),
+        f"{ctx.op_name}: segment ids shape {ids.shape} does not match data shape {data.shape}",
+    )
     return data, ids
 
 

@@ -144,8 +144,10 @@ def prepare_squeeze(ctx: OpContext) -> PreparedOp:
         drop = set()
         for d in dims:
             cur = d + rank if d < 0 else d
-            ctx.check(0 <= cur < rank and x.shape[cur] == 1,
-                      f"cannot squeeze dimension {d} of shape {list(x.shape)}: it must exist and have size 1")
+            ctx.check(
+                0 <= cur < rank and x.shape[cur] == 1,
+                f"cannot squeeze dimension {d} of shape {list(x.shape)}: it must exist and have size 1",
+            )
             drop.add(cur)
     shape = tuple(d for i, d in enumerate(x.shape) if i not in drop)
     ctx.set_output_shape(0, shape)
@@ -177,8 +179,10 @@ def prepare_expand_dims(ctx: OpContext) -> PreparedOp:
     _check_same_type(ctx)
     y = ctx.outputs[0]
     ctx.check(x.scale == y.scale, f"input->params.scale != output->params.scale ({x.scale} != {y.scale})")
-    ctx.check(x.zero_point == y.zero_point,
-              f"input->params.zero_point != output->params.zero_point ({x.zero_point} != {y.zero_point})")
+    ctx.check(
+        x.zero_point == y.zero_point,
+        f"input->params.zero_point != output->params.zero_point ({x.zero_point} != {y.zero_point})",
+    )
     if x.dtype == np.int16:
         ctx.check(x.zero_point == 0, f"input->params.zero_point != 0 ({x.zero_point} != 0)")
     ctx.check(axis.size == 1, f"NumElements(&axis) != 1 ({axis.size} != 1)")
@@ -217,10 +221,13 @@ def prepare_shape(ctx: OpContext) -> PreparedOp:
     x, y = ctx.input(INPUT), ctx.outputs[0]
     out_type = ctx.options.out_type
     # shape.cc: params->out_type picks the output type; anything but INT32/INT64 is refused.
-    ctx.check(out_type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"Unknown shape output data type: {dtypes.type_name(out_type)}")
-    ctx.check(y.type == out_type, f"SHAPE: output type {y.type_name} differs from out_type "
-              f"{dtypes.type_name(out_type)}")
+    ctx.check(
+        out_type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+        f"Unknown shape output data type: {dtypes.type_name(out_type)}",
+    )
+    ctx.check(
+        y.type == out_type, f"SHAPE: output type {y.type_name} differs from out_type {dtypes.type_name(out_type)}"
+    )
     ctx.set_output_shape(0, (len(x.shape),))
     return WriteConstant(np.array(x.shape, dtype=y.dtype))
 
@@ -230,8 +237,9 @@ def prepare_rank(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1)
     x, y = ctx.input(INPUT), ctx.outputs[0]
     # rank.cc makes the output INT32 whatever the model says; an int64 output tensor gets the same value.
-    ctx.check(y.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"RANK output must be INT32, got {y.type_name}")
+    ctx.check(
+        y.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64), f"RANK output must be INT32, got {y.type_name}"
+    )
     ctx.set_output_shape(0, ())
     return WriteConstant(np.array(len(x.shape), dtype=y.dtype))
 
@@ -270,17 +278,23 @@ class FillDynamic:
 def prepare_fill(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     dims, value, y = ctx.input(DIMS), ctx.input(VALUE), ctx.outputs[0]
-    ctx.check(dims.dtype in (np.int32, np.int64) and dims.type not in dtypes.OBJECT_TYPES,
-              f"Fill only currently supports int32, int64 for input 0, got {dims.type_name}.")
+    ctx.check(
+        dims.dtype in (np.int32, np.int64) and dims.type not in dtypes.OBJECT_TYPES,
+        f"Fill only currently supports int32, int64 for input 0, got {dims.type_name}.",
+    )
     ctx.check(len(dims.shape) == 1, f"NumDimensions(dims) != 1 ({len(dims.shape)} != 1)")
     ctx.check(len(value.shape) == 0, f"NumDimensions(value) != 0 ({len(value.shape)} != 0)")
     ctx.check(value.type == y.type, f"FILL: output type {y.type_name} differs from value type {value.type_name}")
-    ctx.check(value.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
-              f"Type {value.type_name} is unsupported by op FILL.")
+    ctx.check(
+        value.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
+        f"Type {value.type_name} is unsupported by op FILL.",
+    )
     # fill.cc checks the parameters for every type (an unquantized tensor has scale 0, zero point 0).
     ctx.check(y.scale == value.scale, f"output->params.scale != value->params.scale ({y.scale} != {value.scale})")
-    ctx.check(y.zero_point == value.zero_point,
-              f"output->params.zero_point != value->params.zero_point ({y.zero_point} != {value.zero_point})")
+    ctx.check(
+        y.zero_point == value.zero_point,
+        f"output->params.zero_point != value->params.zero_point ({y.zero_point} != {value.zero_point})",
+    )
     if value.type == dtypes.TensorType.INT16:
         ctx.check(value.zero_point == 0, f"value->params.zero_point != 0 ({value.zero_point} != 0)")
     if not dims.is_constant:
@@ -357,11 +371,14 @@ def prepare_range(ctx: OpContext) -> PreparedOp:
     y = ctx.outputs[0]
     for t in (start, limit, delta):
         ctx.check(t.size == 1 and len(t.shape) <= 1, f"NumDimensions({t.name}) must be 0 (a scalar)")
-    ctx.check(start.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64, dtypes.TensorType.FLOAT32),
-              f"Unknown index output data type: {start.type_name}")
-    ctx.check(limit.type == start.type and delta.type == start.type,
-              f"RANGE: start, limit and delta differ in type ({start.type_name}, {limit.type_name}, "
-              f"{delta.type_name})")
+    ctx.check(
+        start.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64, dtypes.TensorType.FLOAT32),
+        f"Unknown index output data type: {start.type_name}",
+    )
+    ctx.check(
+        limit.type == start.type and delta.type == start.type,
+        f"RANGE: start, limit and delta differ in type ({start.type_name}, {limit.type_name}, {delta.type_name})",
+    )
     ctx.check(y.type == start.type, f"RANGE: output type {y.type_name} differs from input type {start.type_name}")
     if all(t.is_constant for t in (start, limit, delta)):
         n = range_size(*(_scalar(t.data) for t in (start, limit, delta)), fail=ctx.fail)
@@ -418,8 +435,10 @@ def prepare_broadcast_to(ctx: OpContext) -> PreparedOp:
     x, shape_t = ctx.input(INPUT), ctx.input(SHAPE)
     ctx.check(len(x.shape) <= _MAX_BROADCAST_RANK, "BroadcastTo only supports 1-8D tensor.")
     ctx.check(len(shape_t.shape) == 1, f"NumDimensions(shape) != 1 ({len(shape_t.shape)} != 1)")
-    ctx.check(shape_t.dtype in (np.int32, np.int64) and shape_t.type not in dtypes.OBJECT_TYPES,
-              "Shape with type other than int32 or int64 is not supported.")
+    ctx.check(
+        shape_t.dtype in (np.int32, np.int64) and shape_t.type not in dtypes.OBJECT_TYPES,
+        "Shape with type other than int32 or int64 is not supported.",
+    )
     ctx.check(x.type != dtypes.TensorType.STRING, "op_context.input->type != kTfLiteString was not true.")
     ctx.check(x.type not in dtypes.OBJECT_TYPES, f"Type {x.type_name} is unsupported by op BROADCAST_TO.")
     _check_same_type(ctx)
@@ -451,10 +470,14 @@ class BroadcastArgs:
 def prepare_broadcast_args(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     s0, s1, y = ctx.input(0), ctx.input(1), ctx.outputs[0]
-    ctx.check(s0.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"BROADCAST_ARGS shapes must be INT32 or INT64, got {s0.type_name}")
-    ctx.check(s1.type == s0.type and y.type == s0.type,
-              f"s0->type != s1->type or output ({s0.type_name}, {s1.type_name}, {y.type_name})")
+    ctx.check(
+        s0.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+        f"BROADCAST_ARGS shapes must be INT32 or INT64, got {s0.type_name}",
+    )
+    ctx.check(
+        s1.type == s0.type and y.type == s0.type,
+        f"s0->type != s1->type or output ({s0.type_name}, {s1.type_name}, {y.type_name})",
+    )
     ctx.check(len(s0.shape) == 1 and len(s1.shape) == 1, "NumDimensions(shape) != 1: BROADCAST_ARGS takes vectors")
     ctx.set_output_shape(0, (max(s0.size, s1.size),))
     return BroadcastArgs()

@@ -70,8 +70,10 @@ class StridedSliceSpec:
     def index(self) -> tuple:
         # numpy reads -1 as "the last element": an empty range must stay empty, and a negative-stride stop
         # of -1 ("through element 0") becomes None.
-        return tuple(slice(a, None if b < 0 else b, s) if n else slice(0, 0)
-                     for a, b, s, n in zip(self.starts, self.stops, self.strides, self.counts))
+        return tuple(
+            slice(a, None if b < 0 else b, s) if n else slice(0, 0)
+            for a, b, s, n in zip(self.starts, self.stops, self.strides, self.counts)
+        )
 
 
 def _effective_params(in_shape, begin, end, strides, o, fill_indices: bool, fail):
@@ -205,8 +207,10 @@ def strided_slice_spec(in_shape, begin, end, strides, o, out_size: int, fail=Inp
     spec = StridedSliceSpec(eff, tuple(a_list), tuple(b_list), tuple(strd), tuple(shrink))
     n = int(np.prod(spec.counts, dtype=np.int64))
     if n != out_size:
-        raise fail(f"STRIDED_SLICE selects {n} elements for an output of {out_size} (a shrink axis or an offset "
-                   "slice out of range)")
+        raise fail(
+            f"STRIDED_SLICE selects {n} elements for an output of {out_size} (a shrink axis or an offset "
+            "slice out of range)"
+        )
     return spec
 
 
@@ -250,8 +254,10 @@ def prepare_strided_slice(ctx: OpContext) -> PreparedOp:
     begin, end, strides = ctx.input(BEGIN), ctx.input(END), ctx.input(STRIDES)
     for t in (begin, end, strides):
         ctx.check(len(t.shape) == 1, f"NumDimensions(begin/end/strides) != 1 ({len(t.shape)} != 1)")
-    ctx.check(begin.size == end.size, f"NumElements(op_context.begin) != NumElements(op_context.end) "
-              f"({begin.size} != {end.size})")
+    ctx.check(
+        begin.size == end.size,
+        f"NumElements(op_context.begin) != NumElements(op_context.end) ({begin.size} != {end.size})",
+    )
     ctx.check(strides.size == begin.size, f"STRIDED_SLICE has {begin.size} begin values but {strides.size} strides")
     check_output_type(ctx, x)
     for t in (begin, end, strides):
@@ -285,8 +291,10 @@ def _split_axis(axis_value, rank: int, fail) -> int:
     if a < 0:
         a += rank
     if not 0 <= a < rank:
-        raise fail(f"axis_value < NumDimensions(input) was not true: axis {a - rank if a < 0 else a} "
-                   f"for an input of rank {rank}")
+        raise fail(
+            f"axis_value < NumDimensions(input) was not true: axis {a - rank if a < 0 else a} "
+            f"for an input of rank {rank}"
+        )
     return a
 
 
@@ -354,10 +362,11 @@ class SplitDynamic:
 
 def _prepare_split_common(ctx: OpContext, data: int, axis_t: TensorInfo, num_splits: int) -> TensorInfo:
     x = ctx.input(data)
-    ctx.check(len(ctx.outputs) == num_splits,
-              f"NumOutputs(node) != num_splits ({len(ctx.outputs)} != {num_splits})")
-    ctx.check(x.dtype in _SPLIT_TYPES and x.type not in dtypes.OBJECT_TYPES,
-              f"Type {x.type_name} is unsupported by op {ctx.op_name}.")
+    ctx.check(len(ctx.outputs) == num_splits, f"NumOutputs(node) != num_splits ({len(ctx.outputs)} != {num_splits})")
+    ctx.check(
+        x.dtype in _SPLIT_TYPES and x.type not in dtypes.OBJECT_TYPES,
+        f"Type {x.type_name} is unsupported by op {ctx.op_name}.",
+    )
     for k in range(len(ctx.outputs)):
         check_output_type(ctx, x, k)
     ctx.check(axis_t.dtype == np.int32 and axis_t.size >= 1, f"{ctx.op_name} axis must be an int32 scalar")
@@ -377,7 +386,7 @@ def prepare_split(ctx: OpContext) -> PreparedOp:
     axis = _split_axis(axis_t.data, len(x.shape), ctx.fail)
     sizes = _even_sizes(x.shape[axis], n, ctx.fail)
     for k, s in enumerate(sizes):
-        ctx.set_output_shape(k, x.shape[:axis] + (s,) + x.shape[axis + 1:])
+        ctx.set_output_shape(k, x.shape[:axis] + (s,) + x.shape[axis + 1 :])
     return Split(1, _split_index(axis, sizes))
 
 
@@ -397,7 +406,7 @@ def prepare_split_v(ctx: OpContext) -> PreparedOp:
     axis = _split_axis(axis_t.data, len(x.shape), ctx.fail)
     sizes = _v_sizes(size_splits.data, x.shape[axis], ctx.fail)
     for k, s in enumerate(sizes):
-        ctx.set_output_shape(k, x.shape[:axis] + (s,) + x.shape[axis + 1:])
+        ctx.set_output_shape(k, x.shape[:axis] + (s,) + x.shape[axis + 1 :])
     return Split(0, _split_index(axis, sizes))
 
 
@@ -405,8 +414,9 @@ def prepare_split_v(ctx: OpContext) -> PreparedOp:
 # GATHER
 # =================================================================================================
 
-_GATHER_TYPES = {np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64,
-                                         np.bool_)}
+_GATHER_TYPES = {
+    np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64, np.bool_)
+}
 
 
 class GatherIndexError(InvokeError, IndexError):
@@ -418,8 +428,9 @@ def _check_indices(idx: np.ndarray, axis_size: int, axis: int) -> None:
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= axis_size:
             bad = lo if lo < 0 else hi
-            raise GatherIndexError(f"gather index out of bounds: index {bad} is outside [0, {axis_size}) on axis "
-                                   f"{axis}")
+            raise GatherIndexError(
+                f"gather index out of bounds: index {bad} is outside [0, {axis_size}) on axis {axis}"
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -456,20 +467,26 @@ class GatherBatched:
 def prepare_gather(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, positions = ctx.input(0), ctx.input(1)
-    ctx.check(positions.dtype in (np.int16, np.int32, np.int64) and positions.type not in dtypes.OBJECT_TYPES,
-              f"Positions of type '{positions.type_name}' are not supported by gather.")
+    ctx.check(
+        positions.dtype in (np.int16, np.int32, np.int64) and positions.type not in dtypes.OBJECT_TYPES,
+        f"Positions of type '{positions.type_name}' are not supported by gather.",
+    )
     check_output_type(ctx, x)
     if x.type == _STRING:
         ctx.check(len(x.shape) == 1, f"NumDimensions(input) != 1 ({len(x.shape)} != 1): gather of strings is 1-D only")
     else:
-        ctx.check(x.dtype in _GATHER_TYPES and x.type not in dtypes.OBJECT_TYPES,
-                  f"Type '{x.type_name}' is not supported by gather.")
+        ctx.check(
+            x.dtype in _GATHER_TYPES and x.type not in dtypes.OBJECT_TYPES,
+            f"Type '{x.type_name}' is not supported by gather.",
+        )
     rank, prank = len(x.shape), len(positions.shape)
     axis = ctx.options.axis
     if axis < 0:
         axis += rank
-    ctx.check(0 <= axis < rank, f"0 <= axis && axis < NumDimensions(input) was not true: axis {ctx.options.axis} "
-              f"for an input of rank {rank}")
+    ctx.check(
+        0 <= axis < rank,
+        f"0 <= axis && axis < NumDimensions(input) was not true: axis {ctx.options.axis} for an input of rank {rank}",
+    )
     bd = ctx.options.batch_dims
     if bd < 0:
         bd += prank
@@ -477,20 +494,23 @@ def prepare_gather(ctx: OpContext) -> PreparedOp:
     ctx.check(0 <= bd < rank, f"0 <= batch_dims && batch_dims < NumDimensions(input) was not true (batch_dims {bd})")
     ctx.check(bd <= prank, f"batch_dims <= NumDimensions(positions) was not true ({bd} > {prank})")
     for i in range(bd):
-        ctx.check(x.shape[i] == positions.shape[i],
-                  f"input->dims->data[{i}] != positions->dims->data[{i}] ({x.shape[i]} != {positions.shape[i]})")
-    shape = x.shape[:axis] + positions.shape[bd:] + x.shape[axis + 1:]
+        ctx.check(
+            x.shape[i] == positions.shape[i],
+            f"input->dims->data[{i}] != positions->dims->data[{i}] ({x.shape[i]} != {positions.shape[i]})",
+        )
+    shape = x.shape[:axis] + positions.shape[bd:] + x.shape[axis + 1 :]
     ctx.set_output_shape(0, shape)
     if bd == 0:
         # Constant indices in range need no check at eval; out-of-range ones still fail at invoke, as in LiteRT.
         known_good = positions.is_constant and (
-            positions.size == 0 or (positions.data.min() >= 0 and positions.data.max() < x.shape[axis]))
+            positions.size == 0 or (positions.data.min() >= 0 and positions.data.max() < x.shape[axis])
+        )
         return Gather(axis, x.shape[axis], check=not known_good)
 
     def prod(s):
         return int(np.prod(s, dtype=np.int64))
 
-    b, o, a, i = prod(x.shape[:bd]), prod(x.shape[bd:axis]), x.shape[axis], prod(x.shape[axis + 1:])
+    b, o, a, i = prod(x.shape[:bd]), prod(x.shape[bd:axis]), x.shape[axis], prod(x.shape[axis + 1 :])
     c = prod(positions.shape[bd:])
     return GatherBatched(axis, (b, o, a, i), (b, 1, c, 1), (b, o, c, i))
 
@@ -498,6 +518,7 @@ def prepare_gather(ctx: OpContext) -> PreparedOp:
 # =================================================================================================
 # SLICE
 # =================================================================================================
+
 
 def slice_bounds(in_shape, begin, size, fail=InputValueError) -> tuple[tuple[int, int], ...]:
     """(start, stop) per dimension as slice.cc CalculateOutputShapeVector checks them; a size of -1 takes the
@@ -541,8 +562,10 @@ class SliceDynamic:
         bounds = slice_bounds(x.shape, inputs[1], inputs[2])
         sizes = tuple(b - a for a, b in bounds)
         if self.shape is not None and sizes != self.shape:
-            raise InputValueError(f"output_shape_vector[idx] != SizeOfDimension(output, idx): slice {list(sizes)} "
-                             f"differs from the declared output shape {list(self.shape)}")
+            raise InputValueError(
+                f"output_shape_vector[idx] != SizeOfDimension(output, idx): slice {list(sizes)} "
+                f"differs from the declared output shape {list(self.shape)}"
+            )
         result = x[tuple(slice(a, b) for a, b in bounds)]
         if self.shape is None:
             outputs[0] = result.copy()
@@ -567,15 +590,21 @@ def prepare_slice(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     x, begin, size = ctx.input(0), ctx.input(1), ctx.input(2)
     rank = len(x.shape)
-    ctx.check(begin.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-              f"Type {begin.type_name} is not supported by Slice: begin must be INT32 or INT64.")
+    ctx.check(
+        begin.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
+        f"Type {begin.type_name} is not supported by Slice: begin must be INT32 or INT64.",
+    )
     ctx.check(size.type == begin.type, f"TF_LITE_ENSURE_TYPES_EQ(begin, size): {begin.type_name} != {size.type_name}")
     ctx.check(len(begin.shape) == 1 and len(size.shape) == 1, "Begin and size tensors must be 1-D.")
-    ctx.check(begin.size == rank and size.size == rank,
-              f"NumElements(begin) and NumElements(size) must equal the input rank {rank}")
+    ctx.check(
+        begin.size == rank and size.size == rank,
+        f"NumElements(begin) and NumElements(size) must equal the input rank {rank}",
+    )
     check_output_type(ctx, x)
-    ctx.check(x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
-              f"Type {x.type_name} is currently not supported by Slice.")
+    ctx.check(
+        x.type not in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT),
+        f"Type {x.type_name} is currently not supported by Slice.",
+    )
     declared = declared_static_shape(ctx)
     if not (begin.is_constant and size.is_constant):
         if declared is None:
@@ -585,7 +614,10 @@ def prepare_slice(ctx: OpContext) -> PreparedOp:
         return SliceDynamic(declared)
     bounds = slice_bounds(x.shape, begin.data, size.data, ctx.fail)
     shape = tuple(b - a for a, b in bounds)
-    ctx.check(declared is None or declared == shape, f"output_shape_vector[idx] != SizeOfDimension(output, idx): "
-              f"the slice {list(shape)} differs from the declared output shape {list(declared or ())}")
+    ctx.check(
+        declared is None or declared == shape,
+        f"output_shape_vector[idx] != SizeOfDimension(output, idx): "
+        f"the slice {list(shape)} differs from the declared output shape {list(declared or ())}",
+    )
     ctx.set_output_shape(0, shape)
     return Slice(tuple(slice(a, b) for a, b in bounds))

@@ -41,8 +41,10 @@ def _check_output_type(ctx: OpContext, x: TensorInfo) -> None:
 def _check_same_quantization(ctx: OpContext, x: TensorInfo) -> None:
     y = ctx.outputs[0]
     ctx.check(x.scale == y.scale, f"input->params.scale != output->params.scale ({x.scale} != {y.scale})")
-    ctx.check(x.zero_point == y.zero_point,
-              f"input->params.zero_point != output->params.zero_point ({x.zero_point} != {y.zero_point})")
+    ctx.check(
+        x.zero_point == y.zero_point,
+        f"input->params.zero_point != output->params.zero_point ({x.zero_point} != {y.zero_point})",
+    )
 
 
 def _movable(t: TensorInfo) -> bool:
@@ -76,8 +78,11 @@ def _prepare_depth(ctx: OpContext, to_depth: bool):
     ctx.check_num(1)
     x = ctx.input(0)
     ctx.check(len(x.shape) == 4, f"NumDimensions(input) != 4 ({len(x.shape)} != 4)")
-    ctx.check(x.type in _DEPTH_TYPES, "data_type == kTfLiteFloat32 || data_type == kTfLiteUInt8 || data_type == "
-              f"kTfLiteInt8 || data_type == kTfLiteInt32 || data_type == kTfLiteInt64 was not true ({x.type_name})")
+    ctx.check(
+        x.type in _DEPTH_TYPES,
+        "data_type == kTfLiteFloat32 || data_type == kTfLiteUInt8 || data_type == "
+        f"kTfLiteInt8 || data_type == kTfLiteInt32 || data_type == kTfLiteInt64 was not true ({x.type_name})",
+    )
     _check_output_type(ctx, x)  # no quantization check: LiteRT moves the raw integers whatever the params
     b = ctx.options.block_size
     ctx.check(b > 0, f"params->block_size > 0 was not true ({b})")
@@ -147,10 +152,10 @@ def _space_to_batch(x, pad_value, block, pads, out4, out):
     n, h, w, c = _as_4d(x.shape)
     (bh, bw), (pt, pb, pl, pr) = block, pads
     # A negative padding crops (the reference kernel copies only rows/columns inside the input).
-    x4 = x.reshape(n, h, w, c)[:, max(-pt, 0):h - max(-pb, 0), max(-pl, 0):w - max(-pr, 0)]
+    x4 = x.reshape(n, h, w, c)[:, max(-pt, 0) : h - max(-pb, 0), max(-pl, 0) : w - max(-pr, 0)]
     padded = np.full((n, h + pt + pb, w + pl + pr, c), pad_value, dtype=x.dtype)
     top, left = max(pt, 0), max(pl, 0)
-    padded[:, top:top + x4.shape[1], left:left + x4.shape[2]] = x4
+    padded[:, top : top + x4.shape[1], left : left + x4.shape[2]] = x4
     _, ho, wo, _ = out4
     v = padded.reshape(n, ho, bh, wo, bw, c).transpose(2, 4, 0, 1, 3, 5)
     out.reshape(bh, bw, n, ho, wo, c)[...] = v
@@ -186,8 +191,9 @@ class SpaceToBatchDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         block, pads, out4 = space_to_batch_shape(x.shape, inputs[BLOCK], inputs[PADS])
-        out = limits.new_array(out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), x.dtype,
-                               "SPACE_TO_BATCH_ND's output")
+        out = limits.new_array(
+            out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), x.dtype, "SPACE_TO_BATCH_ND's output"
+        )
         _space_to_batch(x, self.pad_value, block, pads, out4, out)
         outputs[0] = out
 
@@ -208,7 +214,7 @@ def _batch_to_space(x, block, crops, out4, out):
     (bh, bw), (ct, _, cl, _) = block, crops
     nb, ho, wo, _ = out4
     full = x.reshape(bh, bw, nb, h, w, c).transpose(2, 3, 0, 4, 1, 5).reshape(nb, h * bh, w * bw, c)
-    out.reshape(out4)[...] = full[:, ct:ct + ho, cl:cl + wo]
+    out.reshape(out4)[...] = full[:, ct : ct + ho, cl : cl + wo]
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,8 +232,9 @@ class BatchToSpaceDynamic:
     def __call__(self, inputs, outputs):
         x = inputs[0]
         block, crops, out4 = batch_to_space_shape(x.shape, inputs[BLOCK], inputs[PADS])
-        out = limits.new_array(out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), x.dtype,
-                               "BATCH_TO_SPACE_ND's output")
+        out = limits.new_array(
+            out4 if x.ndim == 4 else (out4[0], out4[1], out4[3]), x.dtype, "BATCH_TO_SPACE_ND's output"
+        )
         _batch_to_space(x, block, crops, out4, out)
         outputs[0] = out
 
@@ -237,14 +244,22 @@ def _prepare_batch_common(ctx: OpContext, what: str) -> tuple[TensorInfo, Tensor
     x, block, pads = ctx.input(0), ctx.input(BLOCK), ctx.input(PADS)
     rank = len(x.shape)
     ctx.check(3 <= rank <= 4, f"{ctx.op_name} input must be 3-D or 4-D, got rank {rank}")
-    ctx.check(block.type == TT.INT32 and pads.type == TT.INT32,
-              f"block_shape and {what} must be INT32, got {block.type_name} and {pads.type_name}")
-    ctx.check(len(block.shape) == 1 and block.shape[0] == rank - 2,
-              f"NumDimensions(block_shape) must be 1 with {rank - 2} entries, got shape {list(block.shape)}")
-    ctx.check(len(pads.shape) == 2 and pads.shape == (rank - 2, 2),
-              f"{what} must have shape [{rank - 2}, 2], got {list(pads.shape)}")
-    ctx.check(_movable(x), f"Type {x.type} is currently not supported by "
-              f"{'SpaceToBatch' if what == 'paddings' else 'BatchToSpace'}.")
+    ctx.check(
+        block.type == TT.INT32 and pads.type == TT.INT32,
+        f"block_shape and {what} must be INT32, got {block.type_name} and {pads.type_name}",
+    )
+    ctx.check(
+        len(block.shape) == 1 and block.shape[0] == rank - 2,
+        f"NumDimensions(block_shape) must be 1 with {rank - 2} entries, got shape {list(block.shape)}",
+    )
+    ctx.check(
+        len(pads.shape) == 2 and pads.shape == (rank - 2, 2),
+        f"{what} must have shape [{rank - 2}, 2], got {list(pads.shape)}",
+    )
+    ctx.check(
+        _movable(x),
+        f"Type {x.type} is currently not supported by {'SpaceToBatch' if what == 'paddings' else 'BatchToSpace'}.",
+    )
     _check_output_type(ctx, x)
     if x.type in (TT.UINT8, TT.INT8, TT.INT16):
         _check_same_quantization(ctx, x)
@@ -260,8 +275,7 @@ def prepare_space_to_batch_nd(ctx: OpContext) -> PreparedOp:
     x, block, pads = _prepare_batch_common(ctx, "paddings")
     y = ctx.outputs[0]
     # Quantized tensors pad with the output's zero point (0.0 in its quantization).
-    pad_value = x.dtype.type(y.zero_point if x.type in (TT.UINT8, TT.INT8, TT.INT16) and y.quantization.scale
-                             else 0)
+    pad_value = x.dtype.type(y.zero_point if x.type in (TT.UINT8, TT.INT8, TT.INT16) and y.quantization.scale else 0)
     if not (block.is_constant and pads.is_constant):
         ctx.set_output_dynamic(0)
         return SpaceToBatchDynamic(pad_value)
@@ -285,13 +299,15 @@ def prepare_batch_to_space_nd(ctx: OpContext) -> PreparedOp:
 # DILATE
 # =================================================================================================
 
+
 def dilate_shape(in_shape, dilations, fail=ValueError) -> tuple[int, ...]:
     d = _ints(dilations)
     if len(d) != len(in_shape):
         raise fail(f"dilations_tensor->dims->data[0] != input rank ({len(d)} != {len(in_shape)})")
     if any(v < 1 for v in d):
-        raise fail(f"dilations must be >= 1, got {d} (LiteRT checks only the first; others would write outside "
-                   "the output)")
+        raise fail(
+            f"dilations must be >= 1, got {d} (LiteRT checks only the first; others would write outside the output)"
+        )
     if any(n == 0 and v > 1 for n, v in zip(in_shape, d)):
         raise fail("DILATE of an empty dimension by more than 1 gives a negative size ((0 - 1) * d + 1)")
     return tuple((n - 1) * v + 1 if n else 0 for n, v in zip(in_shape, d))
@@ -324,12 +340,16 @@ def prepare_dilate(ctx: OpContext) -> PreparedOp:
     rank = len(x.shape)
     ctx.check(rank > 0, "ctx.input_tensor->dims->size > 0 was not true.")
     _check_output_type(ctx, x)
-    ctx.check(value.type == x.type, f"ctx.input_tensor->type != ctx.padding_value_tensor->type "
-              f"({x.type_name} != {value.type_name})")
+    ctx.check(
+        value.type == x.type,
+        f"ctx.input_tensor->type != ctx.padding_value_tensor->type ({x.type_name} != {value.type_name})",
+    )
     ctx.check(_movable(x), f"Type {x.type_name} is not supported by DILATE.")
     ctx.check(dil.type == TT.INT32, f"ctx.dilations_tensor->type != kTfLiteInt32 ({dil.type_name})")
-    ctx.check(len(dil.shape) == 1 and dil.shape[0] == rank,
-              f"dilations must be a vector of {rank} values, got shape {list(dil.shape)}")
+    ctx.check(
+        len(dil.shape) == 1 and dil.shape[0] == rank,
+        f"dilations must be a vector of {rank} values, got shape {list(dil.shape)}",
+    )
     ctx.check(value.size >= 1, "DILATE padding value is empty (LiteRT would read outside it)")
     ctx.check(rank < 2 or x.shape[0] > 0, f"DILATE of {list(x.shape)}: an empty first dimension (LiteRT segfaults)")
     if not dil.is_constant:

@@ -45,6 +45,7 @@ _NUMERIC = _FLOATS + _INTS + (np.bool_,)
 # PAD
 # ----------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class StablehloPad:
     interior_slots: tuple  # where the operand lands in the (uncropped) interior+edge-padded array
@@ -88,6 +89,7 @@ def prepare_stablehlo_pad(ctx: OpContext) -> PreparedOp:
 # ----------------------------------------------------------------------------------------------------------
 # GATHER
 # ----------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class StablehloGather:
@@ -158,6 +160,7 @@ def prepare_stablehlo_gather(ctx: OpContext) -> PreparedOp:
 # REDUCE_WINDOW (builtin) and STABLEHLO_REDUCE_WINDOW
 # ----------------------------------------------------------------------------------------------------------
 
+
 def _rw_max(a, b, out):
     np.copyto(out, np.where(a >= b, a, b))
 
@@ -185,9 +188,18 @@ def _rw_any(a, b, out):
 #: ReduceWindowFunction enum -> reducer
 _RW_FUNCTIONS = {1: _rw_add, 2: _rw_mul, 3: _rw_min, 4: _rw_max, 5: _rw_all, 6: _rw_any}
 _RW_BODIES = {
-    B.ADD: _rw_add, B.STABLEHLO_ADD: _rw_add, B.MUL: _rw_mul, B.STABLEHLO_MULTIPLY: _rw_mul,
-    B.MAXIMUM: _rw_max, B.STABLEHLO_MAXIMUM: _rw_max, B.MINIMUM: _rw_min, B.STABLEHLO_MINIMUM: _rw_min,
-    B.LOGICAL_AND: _rw_all, B.STABLEHLO_AND: _rw_all, B.LOGICAL_OR: _rw_any, B.STABLEHLO_OR: _rw_any,
+    B.ADD: _rw_add,
+    B.STABLEHLO_ADD: _rw_add,
+    B.MUL: _rw_mul,
+    B.STABLEHLO_MULTIPLY: _rw_mul,
+    B.MAXIMUM: _rw_max,
+    B.STABLEHLO_MAXIMUM: _rw_max,
+    B.MINIMUM: _rw_min,
+    B.STABLEHLO_MINIMUM: _rw_min,
+    B.LOGICAL_AND: _rw_all,
+    B.STABLEHLO_AND: _rw_all,
+    B.LOGICAL_OR: _rw_any,
+    B.STABLEHLO_OR: _rw_any,
 }
 _RW_TYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.float32, np.float64)
 
@@ -219,8 +231,12 @@ def _reduce_window(ctx: OpContext, fn, window, strides, base_dil, win_dil, paddi
     ctx.check(init.size == 1, "init value must be a scalar")
     ctx.check(x.dtype in [np.dtype(t) for t in _RW_TYPES], f"unsupported kernel data type ({x.dtype})")
     ctx.check(rank <= 6, "rank must be at most 6")
-    for name, v in (("window dimensions", window), ("window strides", strides), ("base dilations", base_dil),
-                    ("window dilations", win_dil)):
+    for name, v in (
+        ("window dimensions", window),
+        ("window strides", strides),
+        ("base dilations", base_dil),
+        ("window dilations", win_dil),
+    ):
         ctx.check(len(v) == rank and all(k >= 1 for k in v), f"{name} must be {rank} positive values")
     ctx.check(len(padding) == 2 * rank, "padding must have two values per dimension")
     # base dilation then edge padding / cropping, both filled with the init value
@@ -242,8 +258,12 @@ def _reduce_window(ctx: OpContext, fn, window, strides, base_dil, win_dil, paddi
         out.append(0 if shape[d] < span else (shape[d] - span) // strides[d] + 1)
     taps = []
     for tap in np.ndindex(*window):
-        taps.append(tuple(slice(t * win_dil[d], t * win_dil[d] + (out[d] - 1) * strides[d] + 1, strides[d])
-                          for d, t in enumerate(tap)))
+        taps.append(
+            tuple(
+                slice(t * win_dil[d], t * win_dil[d] + (out[d] - 1) * strides[d] + 1, strides[d])
+                for d, t in enumerate(tap)
+            )
+        )
     ctx.set_output_shape(0, out)
     if any(k == 0 for k in out):
         taps = []
@@ -273,8 +293,9 @@ def prepare_stablehlo_reduce_window(ctx: OpContext) -> PreparedOp:
     k = int(o.body_subgraph_index)
     ctx.check(0 <= k < len(model.subgraphs), f"Body subgraph not found for stablehlo.reduce_window: {k}.")
     ops = model.subgraphs[k].operators
-    ctx.check(len(ops) == 1, "Only one kernel is allowed within stablehlo.reduce_window body. "
-                             f"({len(ops)}) kernels found.")
+    ctx.check(
+        len(ops) == 1, f"Only one kernel is allowed within stablehlo.reduce_window body. ({len(ops)}) kernels found."
+    )
     fn = _RW_BODIES.get(model.operator_codes[ops[0].opcode_index].builtin_code)
     ctx.check(fn is not None, "unsupported reduction body.")
     rank = len(ctx.input(0).shape)
@@ -283,21 +304,32 @@ def prepare_stablehlo_reduce_window(ctx: OpContext) -> PreparedOp:
         v = [int(t) for t in (getattr(o, name, None) or [])]
         return v if v else default
 
-    return _reduce_window(ctx, fn, vec("window_dimensions", [1] * rank), vec("window_strides", [1] * rank),
-                          vec("base_dilations", [1] * rank), vec("window_dilations", [1] * rank),
-                          vec("padding", [0] * (2 * rank)))
+    return _reduce_window(
+        ctx,
+        fn,
+        vec("window_dimensions", [1] * rank),
+        vec("window_strides", [1] * rank),
+        vec("base_dilations", [1] * rank),
+        vec("window_dilations", [1] * rank),
+        vec("padding", [0] * (2 * rank)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
 # SCATTER
 # ----------------------------------------------------------------------------------------------------------
 
+
 def _replace(a, b, out):
     np.copyto(out, b)
 
 
-_SCATTER_BODIES = {B.STABLEHLO_ADD: hlo_add, B.STABLEHLO_MULTIPLY: hlo_multiply, B.STABLEHLO_MAXIMUM: hlo_maximum,
-                   B.STABLEHLO_MINIMUM: hlo_minimum}
+_SCATTER_BODIES = {
+    B.STABLEHLO_ADD: hlo_add,
+    B.STABLEHLO_MULTIPLY: hlo_multiply,
+    B.STABLEHLO_MAXIMUM: hlo_maximum,
+    B.STABLEHLO_MINIMUM: hlo_minimum,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -323,8 +355,11 @@ class StablehloScatter:
         for d, n in enumerate(self.operand_shape):
             ok &= (coords[d] >= 0) & (coords[d] < n)
         # each out-of-bounds element is skipped alone (LiteRT checks the element, not its whole window)
-        target = np.ravel_multi_index(tuple(c[ok] for c in coords), self.operand_shape) if coords else \
-            np.zeros(int(ok.sum()), np.int64)
+        target = (
+            np.ravel_multi_index(tuple(c[ok] for c in coords), self.operand_shape)
+            if coords
+            else np.zeros(int(ok.sum()), np.int64)
+        )
         upd = inputs[2][ok]
         flat = out.reshape(-1)
         # LiteRT applies the updates one by one in row-major order; duplicates of a target are applied in
@@ -347,8 +382,9 @@ class StablehloScatter:
 def prepare_stablehlo_scatter(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     x, ind, upd = ctx.input(0), ctx.input(1), ctx.input(2)
-    ctx.check(ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)),
-              f"(Index Type: {ind.dtype}) currently not supported.")
+    ctx.check(
+        ind.dtype in (np.dtype(np.int32), np.dtype(np.int64)), f"(Index Type: {ind.dtype}) currently not supported."
+    )
     ctx.check(x.type == upd.type, "operand and updates types differ")
     ctx.check(x.dtype in [np.dtype(t) for t in _NUMERIC], f"(Data Type: {x.dtype}) currently not supported.")
     o = ctx.options
@@ -356,11 +392,12 @@ def prepare_stablehlo_scatter(ctx: OpContext) -> PreparedOp:
     k = int(o.update_computation_subgraph_index)
     ctx.check(0 <= k < len(model.subgraphs), f"update computation subgraph {k} not found")
     ops = model.subgraphs[k].operators
-    ctx.check(len(ops) <= 1, "Only one kernel allowed within the stablehlo region. "
-                             f"({len(ops)}) kernels found.")
+    ctx.check(len(ops) <= 1, f"Only one kernel allowed within the stablehlo region. ({len(ops)}) kernels found.")
     fn = _replace if not ops else _SCATTER_BODIES.get(model.operator_codes[ops[0].opcode_index].builtin_code)
-    ctx.check(fn is not None, "Only update, Add, Multiply, Maximum and Minimum operations are currently "
-                              "supported for stablehlo.scatter.")
+    ctx.check(
+        fn is not None,
+        "Only update, Add, Multiply, Maximum and Minimum operations are currently supported for stablehlo.scatter.",
+    )
     uwd = [int(v) for v in o.update_window_dims]
     iwd = [int(v) for v in o.inserted_window_dims]
     sdod = tuple(int(v) for v in o.scatter_dims_to_operand_dims)
@@ -368,8 +405,10 @@ def prepare_stablehlo_scatter(ctx: OpContext) -> PreparedOp:
     rank, urank = len(x.shape), len(upd.shape)
     ctx.check(len(uwd) <= urank and len(iwd) <= rank, "window dims out of range")
     ctx.check(len(uwd) + len(iwd) == rank, "update_window_dims and inserted_window_dims must cover the operand")
-    ctx.check(all(0 <= d < urank for d in uwd) and all(0 <= d < rank for d in iwd + list(sdod)),
-              "dimension numbers out of range")
+    ctx.check(
+        all(0 <= d < urank for d in uwd) and all(0 <= d < rank for d in iwd + list(sdod)),
+        "dimension numbers out of range",
+    )
     ctx.check(0 <= ivd <= len(ind.shape), "index_vector_dim out of range")
     implicit = ivd == len(ind.shape)
     ctx.check(len(sdod) == (1 if implicit else ind.shape[ivd]), "scatter_dims_to_operand_dims size mismatch")
@@ -388,6 +427,7 @@ def prepare_stablehlo_scatter(ctx: OpContext) -> PreparedOp:
 # ----------------------------------------------------------------------------------------------------------
 # COMPOSITE
 # ----------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class StablehloComposite:
@@ -496,7 +536,7 @@ class RngBitGenerator:
             c2 = s[4] if s.size == 6 else k0
             c3 = s[5] if s.size == 6 else k1
             words = philox4x32(k0, k1, c0, c1, np.full_like(c0, c2), np.full_like(c0, c3))
-        stream = np.stack(words, axis=-1).reshape(-1)[:self.n_words].astype(np.uint32)
+        stream = np.stack(words, axis=-1).reshape(-1)[: self.n_words].astype(np.uint32)
         outputs[1].reshape(-1).view(np.uint32)[...] = stream
         end = s[2] + np.uint64(blocks)
         state = inputs[0].copy() if not self.threefry else np.zeros_like(inputs[0])
@@ -511,8 +551,10 @@ def prepare_rng_bit_generator(ctx: OpContext) -> PreparedOp:
     state, key_out, out = ctx.input(0), ctx.outputs[0], ctx.outputs[1]
     ctx.check(state.dtype == np.dtype(np.uint64) and len(state.shape) == 1, "initial state must be 1-D uint64")
     ctx.check(key_out.dtype == np.dtype(np.uint64), "output state must be uint64")
-    ctx.check(out.dtype in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64)),
-              f"Unsupported output data type: {out.dtype}")
+    ctx.check(
+        out.dtype in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64)),
+        f"Unsupported output data type: {out.dtype}",
+    )
     algorithm = int(ctx.options.algorithm)
     ctx.check(algorithm in (0, 1, 2), f"Unknown RNG algorithm: {algorithm}")
     if algorithm == 2:

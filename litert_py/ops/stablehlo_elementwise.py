@@ -51,6 +51,7 @@ _BOOL = (np.dtype(np.bool_),)
 # Registered by LiteRT: binary ops and SHIFT_LEFT
 # ----------------------------------------------------------------------------------------------------------
 
+
 def _and(a, b, out):
     np.bitwise_and(a, b, out=out)
 
@@ -167,8 +168,6 @@ def prepare_shift_left(ctx: OpContext) -> PreparedOp:
     return ShiftLeft(_SHIFT_VECTOR_MIN[dt], 8 * dt.itemsize)
 
 
-
-
 def _not_quantized(ctx: OpContext, *tensors) -> None:
     """Quantized StableHLO arithmetic dequantizes, computes and requantizes; only plain values are handled."""
     for t in tensors:
@@ -193,9 +192,14 @@ def _logistic(x):
 
 #: float unary op -> NumPy function
 UNARY_FLOAT = {
-    B.STABLEHLO_LOGISTIC: _logistic, B.STABLEHLO_COSINE: np.cos, B.STABLEHLO_EXPONENTIAL: np.exp,
-    B.STABLEHLO_LOG: np.log, B.STABLEHLO_RSQRT: lambda x: 1 / np.sqrt(x), B.STABLEHLO_TANH: np.tanh,
-    B.STABLEHLO_CBRT: np.cbrt, B.STABLEHLO_FLOOR: np.floor,
+    B.STABLEHLO_LOGISTIC: _logistic,
+    B.STABLEHLO_COSINE: np.cos,
+    B.STABLEHLO_EXPONENTIAL: np.exp,
+    B.STABLEHLO_LOG: np.log,
+    B.STABLEHLO_RSQRT: lambda x: 1 / np.sqrt(x),
+    B.STABLEHLO_TANH: np.tanh,
+    B.STABLEHLO_CBRT: np.cbrt,
+    B.STABLEHLO_FLOOR: np.floor,
 }
 UNARY_SIGNED = {B.STABLEHLO_ABS: np.abs, B.STABLEHLO_NEGATE: np.negative}
 
@@ -229,6 +233,7 @@ for _op, _fn in UNARY_SIGNED.items():
 
 
 # -- binary ----------------------------------------------------------------------------------------------
+
 
 def _subtract(a, b, out):
     np.subtract(a, b, out=out)
@@ -284,8 +289,10 @@ def _power(a, b, out):
 
 _NUMERIC = _FLOATS + _INTS
 BINARY = {
-    B.STABLEHLO_SUBTRACT: (_subtract, _NUMERIC), B.STABLEHLO_OR: (_or, _INTS + _BOOL),
-    B.STABLEHLO_DIVIDE: (_divide, _NUMERIC), B.STABLEHLO_REMAINDER: (_remainder, _NUMERIC),
+    B.STABLEHLO_SUBTRACT: (_subtract, _NUMERIC),
+    B.STABLEHLO_OR: (_or, _INTS + _BOOL),
+    B.STABLEHLO_DIVIDE: (_divide, _NUMERIC),
+    B.STABLEHLO_REMAINDER: (_remainder, _NUMERIC),
     B.STABLEHLO_POWER: (_power, _NUMERIC),
 }
 
@@ -375,6 +382,7 @@ def prepare_stablehlo_compare(ctx: OpContext) -> PreparedOp:
 
 # -- select, clamp ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class StablehloSelect:
     def __call__(self, inputs, outputs):
@@ -404,8 +412,10 @@ def prepare_stablehlo_clamp(ctx: OpContext) -> PreparedOp:
     ctx.check_num(3)
     lo, x, hi = ctx.input(0), ctx.input(1), ctx.input(2)
     ctx.check(lo.type == x.type == hi.type, "min, operand and max must have one type")
-    ctx.check(lo.quantization == x.quantization == hi.quantization == ctx.outputs[0].quantization,
-              "quantized min, operand, max and result must share their quantization")
+    ctx.check(
+        lo.quantization == x.quantization == hi.quantization == ctx.outputs[0].quantization,
+        "quantized min, operand, max and result must share their quantization",
+    )
     ctx.check(x.dtype in _NUMERIC + _BOOL, f"Type {x.dtype} is unsupported by op STABLEHLO_CLAMP.")
     for name, t in (("min", lo), ("max", hi)):
         ctx.check(t.shape in ((), x.shape), f"{name} must be a scalar or have the operand's shape")
@@ -414,6 +424,7 @@ def prepare_stablehlo_clamp(ctx: OpContext) -> PreparedOp:
 
 
 # -- convert ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class StablehloConvert:

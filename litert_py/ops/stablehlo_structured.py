@@ -49,8 +49,10 @@ def prepare_stablehlo_reshape(ctx: OpContext) -> PreparedOp:
     x, o = ctx.input(0), ctx.outputs[0]
     ctx.check(x.type == o.type, "output type must be the operand type")
     shape = tuple(o.shape)
-    ctx.check(all(n >= 0 for n in shape) and int(np.prod(shape)) == int(np.prod(x.shape)),
-              f"cannot reshape {x.shape} to {shape}")
+    ctx.check(
+        all(n >= 0 for n in shape) and int(np.prod(shape)) == int(np.prod(x.shape)),
+        f"cannot reshape {x.shape} to {shape}",
+    )
     ctx.set_output_shape(0, shape)
     return StablehloReshape(shape)
 
@@ -89,8 +91,10 @@ def prepare_stablehlo_slice(ctx: OpContext) -> PreparedOp:
     start, limit, strides = _ints(o.start_indices), _ints(o.limit_indices), _ints(o.strides)
     rank = len(x.shape)
     ctx.check(len(start) == len(limit) == len(strides) == rank, "slice vectors must have the operand's rank")
-    ctx.check(all(0 <= s <= lim <= n and st >= 1 for s, lim, n, st in zip(start, limit, x.shape, strides)),
-              "need 0 <= start <= limit <= dim and stride >= 1")
+    ctx.check(
+        all(0 <= s <= lim <= n and st >= 1 for s, lim, n, st in zip(start, limit, x.shape, strides)),
+        "need 0 <= start <= limit <= dim and stride >= 1",
+    )
     slices = tuple(slice(s, lim, st) for s, lim, st in zip(start, limit, strides))
     ctx.set_output_shape(0, [-(-(lim - s) // st) for s, lim, st in zip(start, limit, strides)])
     return StablehloSlice(slices)
@@ -113,10 +117,13 @@ def prepare_stablehlo_concatenate(ctx: OpContext) -> PreparedOp:
     ctx.check(0 <= d < rank, f"dimension {d} out of range for rank {rank}")
     for t in ins:
         ctx.check(t.type == ins[0].type and len(t.shape) == rank, "inputs must share type and rank")
-        ctx.check(t.quantization == ctx.outputs[0].quantization, "quantized inputs must share the result's "
-                                                                 "quantization")
-        ctx.check(all(a == b for k, (a, b) in enumerate(zip(t.shape, ins[0].shape)) if k != d),
-                  "inputs must agree outside the concatenation dimension")
+        ctx.check(
+            t.quantization == ctx.outputs[0].quantization, "quantized inputs must share the result's quantization"
+        )
+        ctx.check(
+            all(a == b for k, (a, b) in enumerate(zip(t.shape, ins[0].shape)) if k != d),
+            "inputs must agree outside the concatenation dimension",
+        )
     shape = list(ins[0].shape)
     shape[d] = sum(t.shape[d] for t in ins)
     ctx.set_output_shape(0, shape)
@@ -201,8 +208,10 @@ def prepare_stablehlo_dynamic_slice(ctx: OpContext) -> PreparedOp:
     rank = len(x.shape)
     _check_starts(ctx, 1, rank)
     sizes = tuple(_ints(ctx.options.slice_sizes))
-    ctx.check(len(sizes) == rank and all(0 <= s <= n for s, n in zip(sizes, x.shape)),
-              "slice_sizes must have the operand's rank and fit in it")
+    ctx.check(
+        len(sizes) == rank and all(0 <= s <= n for s, n in zip(sizes, x.shape)),
+        "slice_sizes must have the operand's rank and fit in it",
+    )
     ctx.set_output_shape(0, sizes)
     return StablehloDynamicSlice(sizes, tuple(x.shape))
 
@@ -266,8 +275,9 @@ def prepare_stablehlo_dot_general(ctx: OpContext) -> PreparedOp:
     nc = int(np.prod([a.shape[d] for d in lc]))
     out = batch + [a.shape[d] for d in lf] + [b.shape[d] for d in rf]
     ctx.set_output_shape(0, out)
-    return StablehloDotGeneral(tuple(lb + lf + lc), tuple(rb + rc + rf), tuple(batch + [nlf, nc]),
-                               tuple(batch + [nc, nrf]), o.dtype)
+    return StablehloDotGeneral(
+        tuple(lb + lf + lc), tuple(rb + rc + rf), tuple(batch + [nlf, nc]), tuple(batch + [nc, nrf]), o.dtype
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -284,16 +294,26 @@ def _body_op(ctx: OpContext, k: int, what: str):
     sg = model.subgraphs[k]
     ctx.check(len(sg.operators) == 1, f"only a {what} of one operator is supported, found {len(sg.operators)}")
     op = sg.operators[0]
-    ctx.check(list(op.inputs) == list(sg.inputs[:2]) and list(op.outputs) == list(sg.outputs),
-              f"the {what} operator must map the region's first two arguments to its result")
+    ctx.check(
+        list(op.inputs) == list(sg.inputs[:2]) and list(op.outputs) == list(sg.outputs),
+        f"the {what} operator must map the region's first two arguments to its result",
+    )
     return model.operator_codes[op.opcode_index].builtin_code, op
 
 
 _REDUCERS = {
-    B.STABLEHLO_ADD: np.add, B.ADD: np.add, B.STABLEHLO_MULTIPLY: np.multiply, B.MUL: np.multiply,
-    B.STABLEHLO_MAXIMUM: np.maximum, B.MAXIMUM: np.maximum, B.STABLEHLO_MINIMUM: np.minimum,
-    B.MINIMUM: np.minimum, B.STABLEHLO_AND: np.bitwise_and, B.LOGICAL_AND: np.logical_and,
-    B.STABLEHLO_OR: np.bitwise_or, B.LOGICAL_OR: np.logical_or,
+    B.STABLEHLO_ADD: np.add,
+    B.ADD: np.add,
+    B.STABLEHLO_MULTIPLY: np.multiply,
+    B.MUL: np.multiply,
+    B.STABLEHLO_MAXIMUM: np.maximum,
+    B.MAXIMUM: np.maximum,
+    B.STABLEHLO_MINIMUM: np.minimum,
+    B.MINIMUM: np.minimum,
+    B.STABLEHLO_AND: np.bitwise_and,
+    B.LOGICAL_AND: np.logical_and,
+    B.STABLEHLO_OR: np.bitwise_or,
+    B.LOGICAL_OR: np.logical_or,
 }
 
 
@@ -375,6 +395,7 @@ def prepare_stablehlo_sort(ctx: OpContext) -> PreparedOp:
 # CONVOLUTION
 # ----------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class StablehloConvolution:
     in_perm: tuple  # operand -> (N, C, spatial...)
@@ -397,8 +418,13 @@ class StablehloConvolution:
             x = xd
         widths = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in self.pad]
         x = np.pad(x, widths)
-        x = x[(slice(None), slice(None)) + tuple(slice(-lo if lo < 0 else 0, x.shape[2 + i] + hi if hi < 0 else None)
-                                                 for i, (lo, hi) in enumerate(self.pad))]
+        x = x[
+            (slice(None), slice(None))
+            + tuple(
+                slice(-lo if lo < 0 else 0, x.shape[2 + i] + hi if hi < 0 else None)
+                for i, (lo, hi) in enumerate(self.pad)
+            )
+        ]
         g = self.groups
         o = k.shape[0]
         kg = k.reshape((g, o // g) + k.shape[1:])  # (G, O/G, I, taps...)
@@ -421,8 +447,11 @@ def prepare_stablehlo_convolution(ctx: OpContext) -> PreparedOp:
         ctx.check(not t.quantization.scale, "quantized convolution is not supported")
         ctx.check(t.dtype.kind in "iuf", f"Type {t.dtype} is unsupported by op STABLEHLO_CONVOLUTION.")
     o = ctx.options
-    isd, ksd, osd = _ints(o.input_spatial_dimensions), _ints(o.kernel_spatial_dimensions), \
-        _ints(o.output_spatial_dimensions)
+    isd, ksd, osd = (
+        _ints(o.input_spatial_dimensions),
+        _ints(o.kernel_spatial_dimensions),
+        _ints(o.output_spatial_dimensions),
+    )
     ns = len(isd)
     rank = len(x.shape)
     ctx.check(rank == len(k.shape) == ns + 2 and len(ksd) == len(osd) == ns, "ranks and spatial dims disagree")
@@ -439,16 +468,20 @@ def prepare_stablehlo_convolution(ctx: OpContext) -> PreparedOp:
     strides = vec(o.window_strides, [1] * ns)
     pad = vec(o.padding, [0] * (2 * ns))
     lhs_dil, rhs_dil = vec(o.lhs_dilation, [1] * ns), vec(o.rhs_dilation, [1] * ns)
-    ctx.check(not any(bool(v) for v in (o.window_reversal if o.window_reversal is not None else [])),
-              "window_reversal is not supported")
+    ctx.check(
+        not any(bool(v) for v in (o.window_reversal if o.window_reversal is not None else [])),
+        "window_reversal is not supported",
+    )
     ctx.check(int(o.batch_group_count or 1) == 1, "batch_group_count other than 1 is not supported")
     groups = int(o.feature_group_count or 1)
     ctx.check(len(strides) == len(lhs_dil) == len(rhs_dil) == ns and len(pad) == 2 * ns, "bad window options")
     ctx.check(all(v >= 1 for v in strides + lhs_dil + rhs_dil), "strides and dilations must be positive")
     n, c = x.shape[in_perm[0]], x.shape[in_perm[1]]
     oc, ic = k.shape[k_perm[0]], k.shape[k_perm[1]]
-    ctx.check(groups >= 1 and c == ic * groups and oc % groups == 0,
-              f"input features {c} must be {groups} groups of the kernel's {ic}, output features divisible")
+    ctx.check(
+        groups >= 1 and c == ic * groups and oc % groups == 0,
+        f"input features {c} must be {groups} groups of the kernel's {ic}, output features divisible",
+    )
     sp = [x.shape[d] for d in isd]
     ks = [k.shape[d] for d in ksd]
     pairs = tuple((pad[2 * i], pad[2 * i + 1]) for i in range(ns))
@@ -458,9 +491,16 @@ def prepare_stablehlo_convolution(ctx: OpContext) -> PreparedOp:
     for p, kk, rd, st_ in zip(padded, ks, rhs_dil, strides):
         span = (kk - 1) * rd + 1
         osz.append(0 if p < span else (p - span) // st_ + 1)
-    taps = tuple((tap, tuple(slice(t * rd, t * rd + (m - 1) * st_ + 1 if m else t * rd, st_)
-                             for t, rd, m, st_ in zip(tap, rhs_dil, osz, strides)))
-                 for tap in np.ndindex(*ks))
+    taps = tuple(
+        (
+            tap,
+            tuple(
+                slice(t * rd, t * rd + (m - 1) * st_ + 1 if m else t * rd, st_)
+                for t, rd, m, st_ in zip(tap, rhs_dil, osz, strides)
+            ),
+        )
+        for tap in np.ndindex(*ks)
+    )
     res = (n, oc, *osz)
     out_shape = [0] * rank
     for axis, size in zip(o_axes, res):

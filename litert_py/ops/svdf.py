@@ -134,37 +134,64 @@ def prepare_svdf(ctx: OpContext) -> PreparedOp:
     ctx.check(wt.shape[0] == num_filters, "weights_time->dims->data[0] != num_filters")
     if bias is not None:
         ctx.check(len(bias.shape) >= 1 and bias.shape[0] == units, "bias->dims->data[0] != num_units")
-    ctx.check(len(state.shape) == 2 and state.shape[0] == batch and state.shape[1] == memory * num_filters,
-              "the state must be (batch, memory_size * num_filters)")
+    ctx.check(
+        len(state.shape) == 2 and state.shape[0] == batch and state.shape[1] == memory * num_filters,
+        "the state must be (batch, memory_size * num_filters)",
+    )
     ctx.check(state.is_variable, "the SVDF state must be a variable tensor")
-    ctx.check(wf.is_constant and wt.is_constant and (bias is None or bias.is_constant),
-              "litert_py's SVDF needs constant weights and bias")
+    ctx.check(
+        wf.is_constant and wt.is_constant and (bias is None or bias.is_constant),
+        "litert_py's SVDF needs constant weights and bias",
+    )
     ctx.set_output_shape(0, (batch, units))
     activation = opts.fused_activation_function
     if wf.dtype == np.float32:
-        ctx.check(x.dtype == np.float32 and wt.dtype == np.float32 and state.dtype == np.float32
-                  and out.dtype == np.float32, "float SVDF needs FLOAT32 input, weights, state and output")
+        ctx.check(
+            x.dtype == np.float32 and wt.dtype == np.float32 and state.dtype == np.float32 and out.dtype == np.float32,
+            "float SVDF needs FLOAT32 input, weights, state and output",
+        )
         b = None if bias is None else bias.data.astype(np.float32).reshape(-1)
-        return SvdfFloat(np.ascontiguousarray(wf.data.T), wt.data.astype(np.float32), b, rank, num_filters, memory,
-                         apply_activation_to_vector(activation))
+        return SvdfFloat(
+            np.ascontiguousarray(wf.data.T),
+            wt.data.astype(np.float32),
+            b,
+            rank,
+            num_filters,
+            memory,
+            apply_activation_to_vector(activation),
+        )
     ctx.check(wf.dtype in (np.int8, np.uint8), f"Type {wf.type_name} not currently supported.")
     if x.dtype == np.float32:  # hybrid
-        ctx.check(wt.dtype in (np.int8, np.uint8) and state.dtype == np.float32 and out.dtype == np.float32,
-                  "hybrid SVDF needs int8 weights_time and a FLOAT32 state and output")
+        ctx.check(
+            wt.dtype in (np.int8, np.uint8) and state.dtype == np.float32 and out.dtype == np.float32,
+            "hybrid SVDF needs int8 weights_time and a FLOAT32 state and output",
+        )
         ctx.check(bool(wf.quantization.scale) and bool(wt.quantization.scale), "hybrid SVDF needs quantized weights")
         wi = wf.data.view(np.int8)
         asym = bool(opts.asymmetric_quantize_inputs)
         wt_f = np.multiply(wt.data.view(np.int8), np.float32(wt.scale), dtype=np.float32)
-        fc = FullyConnectedHybrid(np.ascontiguousarray(wi.T, dtype=np.float64),
-                                  sse_reduction_sum_vector(wi).astype(np.float64) if asym else None,
-                                  SseMinus128Fix.build(wi, np.float64), np.asarray(np.float32(wf.scale)), None,
-                                  asym, wi.shape[1], num_filters, None)
+        fc = FullyConnectedHybrid(
+            np.ascontiguousarray(wi.T, dtype=np.float64),
+            sse_reduction_sum_vector(wi).astype(np.float64) if asym else None,
+            SseMinus128Fix.build(wi, np.float64),
+            np.asarray(np.float32(wf.scale)),
+            None,
+            asym,
+            wi.shape[1],
+            num_filters,
+            None,
+        )
         b = None if bias is None else bias.data.astype(np.float32).reshape(-1)
         return SvdfHybrid(None, wt_f, b, rank, num_filters, memory, apply_activation_to_vector(activation), fc)
     # integer
-    ctx.check(wf.dtype == np.int8 and wt.dtype == np.int16 and state.dtype == np.int16 and out.dtype == np.int8
-              and (bias is None or bias.dtype == np.int32),
-              "integer SVDF needs int8 weights_feature, int16 weights_time and state, int32 bias, int8 output")
+    ctx.check(
+        wf.dtype == np.int8
+        and wt.dtype == np.int16
+        and state.dtype == np.int16
+        and out.dtype == np.int8
+        and (bias is None or bias.dtype == np.int32),
+        "integer SVDF needs int8 weights_feature, int16 weights_time and state, int32 bias, int8 output",
+    )
     for t in (x, wf, state, wt, out):
         ctx.check(bool(t.quantization.scale), f"{t.name}: quantization.type != kTfLiteNoQuantization")
     ctx.check(activation == Act.RELU, "params->activation != kTfLiteActRelu")
@@ -174,5 +201,17 @@ def prepare_svdf(ctx: OpContext) -> PreparedOp:
     m1, e1 = quantize_multiplier(float(s1))
     m2, e2 = quantize_multiplier(float(s2))
     b = None if bias is None else bias.data.astype(np.int64).reshape(-1)
-    return SvdfInteger(np.ascontiguousarray(wf.data.T.astype(np.int64)), wt.data.astype(np.int64), b,
-                       x.zero_point, out.zero_point, m1, e1, m2, e2, rank, num_filters, memory)
+    return SvdfInteger(
+        np.ascontiguousarray(wf.data.T.astype(np.int64)),
+        wt.data.astype(np.int64),
+        b,
+        x.zero_point,
+        out.zero_point,
+        m1,
+        e1,
+        m2,
+        e2,
+        rank,
+        num_filters,
+        memory,
+    )

@@ -142,8 +142,12 @@ QUANTIZED_TYPES: dict[int, frozenset] = {
 }
 
 #: LiteRT's spelling of the op in its messages ("Type INT16 is unsupported by op Rsqrt.")
-_NAMES = {BuiltinOperator.RSQRT: "Rsqrt", BuiltinOperator.SQUARE: "Square", BuiltinOperator.ZEROS_LIKE: "ZerosLike",
-          BuiltinOperator.LOGICAL_NOT: "LogicalNot"}
+_NAMES = {
+    BuiltinOperator.RSQRT: "Rsqrt",
+    BuiltinOperator.SQUARE: "Square",
+    BuiltinOperator.ZEROS_LIKE: "ZerosLike",
+    BuiltinOperator.LOGICAL_NOT: "LogicalNot",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,8 +215,10 @@ def prepare_unary_quantized(ctx: OpContext, x: TensorInfo):
     """The int8 / int16 quantized paths: one output value per stored input value, computed here."""
     y = ctx.outputs[OUTPUT]
     op = ctx.builtin_code
-    ctx.check(x.quantization.is_quantized and y.quantization.is_quantized,
-              f"{ctx.op_name} on {x.type_name} needs quantization parameters on its input and output")
+    ctx.check(
+        x.quantization.is_quantized and y.quantization.is_quantized,
+        f"{ctx.op_name} on {x.type_name} needs quantization parameters on its input and output",
+    )
     s_in, zi, s_out, zo = _F(x.scale), x.zero_point, _F(y.scale), y.zero_point
     ctx.check(s_in > 0 and s_out > 0, f"{ctx.op_name}: scales must be positive")
     if x.type == _I16:
@@ -311,8 +317,10 @@ def prepare_complex_part(ctx: OpContext) -> PreparedOp:
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     want = {TensorType.COMPLEX64: _F32, TensorType.COMPLEX128: _F64}.get(x.type)
     ctx.check(want is not None, f"{ctx.op_name} takes a COMPLEX64 or COMPLEX128 input, got {x.type_name}")
-    ctx.check(y.type == want,
-              f"{ctx.op_name} of {x.type_name} gives {'FLOAT32' if want == _F32 else 'FLOAT64'}, not {y.type_name}")
+    ctx.check(
+        y.type == want,
+        f"{ctx.op_name} of {x.type_name} gives {'FLOAT32' if want == _F32 else 'FLOAT64'}, not {y.type_name}",
+    )
     ctx.set_output_shape(OUTPUT, x.shape)
     if ctx.builtin_code == BuiltinOperator.COMPLEX_ABS:
         return ComplexAbs()

@@ -34,7 +34,6 @@ def round_half_away_inplace(t: np.ndarray) -> np.ndarray:
     return np.trunc(t, out=t)
 
 
-
 def neon_round_inplace(t: np.ndarray, k_vec: int) -> np.ndarray:
     """RoundToNearest of neon_tensor_utils.cc as the x86 wheels run it (NEON_2_SSE, no vcvta): the first
     ``k_vec`` columns (the 8-wide vector loop) get ``trunc(f32(v + (v < 0 ? -0.5 : 0.5)))``, the tail columns
@@ -110,7 +109,6 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
     return clip_ufunc(q, f32(-128), f32(127), out=q), sf, zp
 
 
-
 def sse_reduction_sum_vector(w: np.ndarray) -> np.ndarray:
     """Row sums of an int8 matrix as ``SseReductionSumVector`` (tflite/kernels/internal/optimized/
     sse_tensor_utils.cc) computes them on x86: blocks of 16 are added pairwise into eight int16 lanes that
@@ -121,7 +119,7 @@ def sse_reduction_sum_vector(w: np.ndarray) -> np.ndarray:
     lanes = w[:, :k16].reshape(n, k16 // 16, 8, 2).sum(axis=(1, 3), dtype=np.int64)
     col = k16
     if k - col >= 8:
-        lanes += w[:, col:col + 8]
+        lanes += w[:, col : col + 8]
         col += 8
     lanes = ((lanes + 2**15) & 0xFFFF) - 2**15  # int16 wrap of every lane
     return lanes.sum(axis=1) + w[:, col:].sum(axis=1, dtype=np.int64)

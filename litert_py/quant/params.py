@@ -39,7 +39,6 @@ ACT_TANH = 4
 ACT_SIGN_BIT = 5
 
 
-
 def dtype_range(dtype) -> tuple[int, int]:
     """``(std::numeric_limits<T>::min(), max())`` for an integer dtype (as used throughout
     tflite/kernels/kernel_util.cc and the quantized kernels), as Python ints."""
@@ -79,11 +78,9 @@ def calculate_activation_range_quantized(activation: int, scale, zero_point, qmi
     if act == ACT_RELU:
         return max(qmin, _quantize_bound(0.0, scale, zero_point)), qmax
     if act == ACT_RELU6:
-        return (max(qmin, _quantize_bound(0.0, scale, zero_point)),
-                min(qmax, _quantize_bound(6.0, scale, zero_point)))
+        return (max(qmin, _quantize_bound(0.0, scale, zero_point)), min(qmax, _quantize_bound(6.0, scale, zero_point)))
     if act == ACT_RELU_N1_TO_1:
-        return (max(qmin, _quantize_bound(-1.0, scale, zero_point)),
-                min(qmax, _quantize_bound(1.0, scale, zero_point)))
+        return (max(qmin, _quantize_bound(-1.0, scale, zero_point)), min(qmax, _quantize_bound(1.0, scale, zero_point)))
     return qmin, qmax
 
 
@@ -131,8 +128,9 @@ def _per_axis_params(x: np.ndarray, scales, zero_points, quantized_dimension: in
     if z.size == 1 and n != 1:
         z = np.broadcast_to(z, (n,))
     if s.size != n or z.size != n:
-        raise ValueError(f"per-axis quantization: {s.size} scales / {z.size} zero points "
-                         f"for dimension {axis} of size {n}")
+        raise ValueError(
+            f"per-axis quantization: {s.size} scales / {z.size} zero points for dimension {axis} of size {n}"
+        )
     shape = _axis_shape(x.ndim, axis, n)
     return s.reshape(shape), z.reshape(shape)
 

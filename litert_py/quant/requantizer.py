@@ -58,8 +58,9 @@ def fused_exact_bound(multiplier, shift, zero_point: int) -> int:
     none): requantize_float64_ok's conditions (acc << ls fits int32; acc*2^ls*|M| + 2^30 <= 2^53) and the
     fused one, acc*2^ls*|M| + (h + |zp|*2^rs + 1) * 2^31 <= 2^53 (all in units of 2^-(31+rs) after scaling)."""
     bound = INT32_MAX
-    for m, sh in zip(np.abs(np.asarray(multiplier, np.int64)).reshape(-1).tolist(),
-                     np.asarray(shift).reshape(-1).tolist()):
+    for m, sh in zip(
+        np.abs(np.asarray(multiplier, np.int64)).reshape(-1).tolist(), np.asarray(shift).reshape(-1).tolist()
+    ):
         ls, rs = max(sh, 0), max(-sh, 0)
         if ls > 31 or rs > 31:
             return -1
@@ -109,10 +110,19 @@ class PerChannelMBQM:
         rows = (int(np.prod(acc_shape)) // max(m.size, 1), m.size)
         wrap = bool(ls.any()) and acc_bound * 2.0 ** int(ls.max()) > INT32_MAX
         nudge = mbqm_rounding_constant(rs)
-        return PerChannelMBQM(ls if ls.any() else None, wrap, m, nudge, rs if rs.any() else None,
-                              None if (rs > 0).all() else np.where(rs > 0, -1, 0).astype(np.int64),
-                              zero_point, lo, hi, np.empty(rows, np.int64),
-                              np.empty(rows, np.int64) if rs.any() else None)
+        return PerChannelMBQM(
+            ls if ls.any() else None,
+            wrap,
+            m,
+            nudge,
+            rs if rs.any() else None,
+            None if (rs > 0).all() else np.where(rs > 0, -1, 0).astype(np.int64),
+            zero_point,
+            lo,
+            hi,
+            np.empty(rows, np.int64),
+            np.empty(rows, np.int64) if rs.any() else None,
+        )
 
     def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
         p = self.scratch
@@ -170,8 +180,9 @@ class Requantizer:
     kind: ClassVar[str] = ""
 
     @staticmethod
-    def build(multiplier, shift, zero_point: int, lo: int, hi: int, acc_bound: float, acc_shape,
-              *, int64_acc: bool = False) -> Requantizer:
+    def build(
+        multiplier, shift, zero_point: int, lo: int, hi: int, acc_bound: float, acc_shape, *, int64_acc: bool = False
+    ) -> Requantizer:
         """For accumulators of ``acc_shape`` with |acc| <= ``acc_bound``; ``multiplier``/``shift``: scalars
         or one per element of the last axis. ``int64_acc``: int64 accumulators and the int64 MBQM (the
         caller checks the shift with :func:`multiply_by_quantized_multiplier_int64_ok`)."""
@@ -188,10 +199,19 @@ class Requantizer:
         if exact < MIN_USEFUL_BOUND:
             return LibraryRequantizer(m, s, zero_point, lo, hi, fallback)
         ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-        return FusedRequantizer(m, s, zero_point, lo, hi, fallback, acc_bound > exact,
-                                scale=m * np.ldexp(1.0, ls - 31 - rs),
-                                half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0),
-                                sign=np.empty(acc_shape), exact_bound=float(exact))
+        return FusedRequantizer(
+            m,
+            s,
+            zero_point,
+            lo,
+            hi,
+            fallback,
+            acc_bound > exact,
+            scale=m * np.ldexp(1.0, ls - 31 - rs),
+            half=np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0),
+            sign=np.empty(acc_shape),
+            exact_bound=float(exact),
+        )
 
     def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
         """``acc``: exact integer accumulators (float64 ones are overwritten; "int64" needs int64)."""
@@ -265,8 +285,9 @@ class FusedRequantizer(LibraryRequantizer):
         np.floor(acc, out=out, casting="unsafe")
 
 
-def requantize_int64_inplace(acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int,
-                             out: np.ndarray) -> None:
+def requantize_int64_inplace(
+    acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int, out: np.ndarray
+) -> None:
     """``out = clamp(MBQM(acc, M, shift) + zero_point, lo, hi)`` for ``0 <= M < 2**31`` and
     ``-31 <= shift <= 31``, in place in the int64 ``acc`` (int32 values; destroyed). SRDHM and
     RoundingDivideByPOT are fused into a handful of int64 passes (derivation in

@@ -73,8 +73,13 @@ def _sparsity_details(sp) -> dict:
         if d.format == 0:
             dims.append({"format": 0, "dense_size": d.dense_size})
         else:
-            dims.append({"format": 1, "array_segments": np.array(d.array_segments, dtype=np.int32),
-                         "array_indices": np.array(d.array_indices, dtype=np.int32)})
+            dims.append(
+                {
+                    "format": 1,
+                    "array_segments": np.array(d.array_segments, dtype=np.int32),
+                    "array_indices": np.array(d.array_indices, dtype=np.int32),
+                }
+            )
     out["dim_metadata"] = dims
     return out
 
@@ -84,10 +89,17 @@ class Interpreter:
 
     _custom_ops: dict = {}  # this interpreter's own custom op kernels (InterpreterWithCustomOps); never mutated
 
-    def __init__(self, model_path=None, model_content=None, experimental_delegates=None, num_threads=None,
-                 experimental_op_resolver_type=OpResolverType.AUTO, experimental_preserve_all_tensors=False,
-                 experimental_disable_delegate_clustering=False,
-                 experimental_default_delegate_latest_features=False):
+    def __init__(
+        self,
+        model_path=None,
+        model_content=None,
+        experimental_delegates=None,
+        num_threads=None,
+        experimental_op_resolver_type=OpResolverType.AUTO,
+        experimental_preserve_all_tensors=False,
+        experimental_disable_delegate_clustering=False,
+        experimental_default_delegate_latest_features=False,
+    ):
         if not isinstance(experimental_op_resolver_type, OpResolverType):
             name = getattr(experimental_op_resolver_type, "name", experimental_op_resolver_type)
             if name not in OpResolverType.__members__:
@@ -120,8 +132,9 @@ class Interpreter:
         if any(hasattr(d, "supports") for d in self._delegates):
             # delegates claim nodes first (they may supply ops litert_py lacks), in every subgraph
             for k in range(n):
-                self._subgraphs[k] = SubgraphRuntime(self, self._model, k, self._preserve_all_tensors,
-                                                     self._delegates, raise_missing=False)
+                self._subgraphs[k] = SubgraphRuntime(
+                    self, self._model, k, self._preserve_all_tensors, self._delegates, raise_missing=False
+                )
             missing = [m for sub in self._subgraphs for m in sub.missing]
         else:
             missing = [m for k in range(n) for m in resolve(self._model, k, self._custom_ops)[1]]
@@ -162,7 +175,8 @@ class Interpreter:
             raise RuntimeError(
                 "There is at least 1 reference to internal data\n      in the interpreter in the form of a numpy "
                 "array or slice. Be sure to\n      only hold the function returned from tensor() if you are using "
-                "raw\n      data access.")
+                "raw\n      data access."
+            )
 
     @exclusive
     def allocate_tensors(self) -> None:
@@ -237,12 +251,15 @@ class Interpreter:
         arr = input_value(t, value, pos)
         shape = sub.shapes[i]
         if arr.ndim != len(shape):
-            raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} "
-                             f"for input {pos}.")
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} for input {pos}."
+            )
         for d, (got, exp) in enumerate(zip(arr.shape, shape)):
             if got != exp:
-                raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for "
-                                 f"dimension {d} of input {pos}.")
+                raise ValueError(
+                    f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for "
+                    f"dimension {d} of input {pos}."
+                )
         dst = sub.tensors[i]
         if dst is None or i in sub.constants:
             raise ValueError(f"Cannot set tensor: tensor {i} ({t.name}) is a constant of the model")
@@ -282,13 +299,17 @@ class Interpreter:
         if strict:
             sig = t.shape_signature if t.shape_signature is not None else t.shape
             if len(sig) != len(new):
-                raise RuntimeError(f"Attempting to resize tensor {i} of rank {len(sig)} to rank {len(new)}. "
-                                   "ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1.")
+                raise RuntimeError(
+                    f"Attempting to resize tensor {i} of rank {len(sig)} to rank {len(new)}. "
+                    "ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1."
+                )
             for d, (s_d, cur, n_d) in enumerate(zip(sig, sub.shapes[i], new)):
                 if s_d != -1 and cur != n_d:
-                    raise RuntimeError(f"Attempting to resize dimension {d} of tensor {i} with value {cur} to {n_d}. "
-                                       "ResizeInputTensorStrict only allows mutating unknown dimensions identified "
-                                       "by -1.")
+                    raise RuntimeError(
+                        f"Attempting to resize dimension {d} of tensor {i} with value {cur} to {n_d}. "
+                        "ResizeInputTensorStrict only allows mutating unknown dimensions identified "
+                        "by -1."
+                    )
         if tuple(sub.shapes[i]) != new:
             sub.shapes[i] = new
             sub.allocated = False
@@ -301,8 +322,9 @@ class Interpreter:
     def get_tensor_details(self, subgraph_index=0) -> list[dict]:
         n = len(self._subgraphs)
         if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
-            raise ValueError(f"subgraph_index is out of range: {subgraph_index} for the model, which has {n} "
-                             "subgraphs.")
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has {n} subgraphs."
+            )
         sub = self._subgraph(int(subgraph_index))
         return [_tensor_details(sub, i) for i in range(len(sub.sg.tensors))]
 
@@ -346,10 +368,16 @@ class Interpreter:
         for node in sub.nodes:
             if hasattr(node, "members"):  # a delegate's partition (runtime.partition.DelegateNode)
                 ins, outs = node.operator.inputs, node.operator.outputs
-                out.append({"index": node.index, "op_name": "DELEGATE", "inputs": np.array(ins, dtype=np.int32),
-                            "outputs": np.array(outs, dtype=np.int32),
-                            "operand_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in ins],
-                            "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in outs]})
+                out.append(
+                    {
+                        "index": node.index,
+                        "op_name": "DELEGATE",
+                        "inputs": np.array(ins, dtype=np.int32),
+                        "outputs": np.array(outs, dtype=np.int32),
+                        "operand_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in ins],
+                        "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in outs],
+                    }
+                )
         return out
 
     # -- signatures -------------------------------------------------------------------------------
@@ -374,8 +402,10 @@ class Interpreter:
         if signature_key is None:
             sigs = self._model.signature_defs
             if len(sigs) != 1:
-                raise ValueError(f"SignatureDef signature_key is None and model has {len(sigs)} Signatures. None is "
-                                 "only allowed when the model has 1 SignatureDef")
+                raise ValueError(
+                    f"SignatureDef signature_key is None and model has {len(sigs)} Signatures. None is "
+                    "only allowed when the model has 1 SignatureDef"
+                )
             signature_key = sigs[0].signature_key
         return SignatureRunner(interpreter=self, signature_key=signature_key)
 
@@ -390,9 +420,13 @@ class Interpreter:
         sub = self._checked_subgraph(subgraph_index)
         if sub.plan is None:
             raise ValueError("Tensor data is null. Run allocate_tensors() first")
-        return {"arena_bytes": sub.plan.arena_bytes, "lower_bound": sub.plan.lower_bound,
-                "aligned_lower_bound": sub.plan.aligned_lower_bound,
-                "planned_tensors": len(sub.plan.offsets), "efficiency": sub.plan.efficiency}
+        return {
+            "arena_bytes": sub.plan.arena_bytes,
+            "lower_bound": sub.plan.lower_bound,
+            "aligned_lower_bound": sub.plan.aligned_lower_bound,
+            "planned_tensors": len(sub.plan.offsets),
+            "efficiency": sub.plan.efficiency,
+        }
 
     def profile(self, runs: int = 10, warmup: int = 1):
         """Time every node over ``runs`` invokes after ``warmup`` untimed ones (inputs as currently set);
@@ -404,6 +438,7 @@ class Interpreter:
         if not self._subgraph(0).allocated:
             raise RuntimeError("Invoke called on model that is not ready.")
         return profile(self, runs=runs, warmup=warmup)
+
 
 class InterpreterWithCustomOps(Interpreter):
     """``tf.lite.experimental``'s ``InterpreterWithCustomOps``: an Interpreter with custom ops of its own.
@@ -424,8 +459,10 @@ class InterpreterWithCustomOps(Interpreter):
 
         for registerer in custom_op_registerers or []:
             if isinstance(registerer, str) or not callable(registerer):
-                raise ValueError(f"Looking up symbol '{registerer}' failed with error 'litert_py registerers are "
-                                 "Python callables taking add(name, prepare)'")
+                raise ValueError(
+                    f"Looking up symbol '{registerer}' failed with error 'litert_py registerers are "
+                    "Python callables taking add(name, prepare)'"
+                )
             registerer(add)
         self._custom_ops = ops
         super().__init__(**kwargs)

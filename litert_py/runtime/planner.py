@@ -131,8 +131,7 @@ def _order_makers(sizes: Mapping[int, int], lifetimes: Mapping[int, Lifetime]) -
 
     def whole_lifetime_first() -> list[int]:  # TFLite's ArenaPlanner: tensors live throughout go first
         first, last = min(lt[t].first for t in ts), max(lt[t].last for t in ts)
-        return sorted(ts, key=lambda t: (not (lt[t].first == first and lt[t].last == last), -sizes[t],
-                                         lt[t].first, t))
+        return sorted(ts, key=lambda t: (not (lt[t].first == first and lt[t].last == last), -sizes[t], lt[t].first, t))
 
     def busiest_step_first() -> list[int]:  # "greedy by breadth" (Pisarchyk & Lee 2020)
         points = sorted({s for t in ts for s in (lt[t].first, lt[t].last)})
@@ -155,8 +154,13 @@ def _order_makers(sizes: Mapping[int, int], lifetimes: Mapping[int, Lifetime]) -
     ]
 
 
-def plan_arena(sizes: Mapping[int, int], lifetimes: Mapping[int, Lifetime], reuse: bool = True,
-               alignment: int = ALIGNMENT, search_tries: int = SEARCH_TRIES) -> ArenaPlan:
+def plan_arena(
+    sizes: Mapping[int, int],
+    lifetimes: Mapping[int, Lifetime],
+    reuse: bool = True,
+    alignment: int = ALIGNMENT,
+    search_tries: int = SEARCH_TRIES,
+) -> ArenaPlan:
     """Offsets for every tensor of ``sizes`` (bytes). ``reuse=False`` gives each tensor its own bytes."""
     bound = lower_bound(sizes, lifetimes)
     if not reuse:

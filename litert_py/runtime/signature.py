@@ -38,8 +38,10 @@ class SignatureRunner:
 
     def _run(self, kwargs):
         if len(kwargs) != len(self._inputs):
-            raise ValueError("Invalid number of inputs provided for running a SignatureDef, expected "
-                             f"{len(self._inputs)} vs provided {len(kwargs)}")
+            raise ValueError(
+                "Invalid number of inputs provided for running a SignatureDef, expected "
+                f"{len(self._inputs)} vs provided {len(kwargs)}"
+            )
         for name in kwargs:
             if name not in self._inputs:
                 raise ValueError(f"Invalid Input name ({name}) for SignatureDef")

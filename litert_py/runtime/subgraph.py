@@ -46,8 +46,7 @@ def _nothing_to_compute(node: Node, ins: list[TensorInfo], outs: list[TensorInfo
     SLICE's begin, GATHER's indices); then the node has nothing to compute."""
     if not outs or node.kernel.stateful or any(t.dynamic or t.size for t in outs):
         return False
-    return not any(t.data is None and t.size and t.dtype.kind in "iub" and not t.quantization.is_quantized
-                   for t in ins)
+    return not any(t.data is None and t.size and t.dtype.kind in "iub" and not t.quantization.is_quantized for t in ins)
 
 
 @dataclass
@@ -62,8 +61,9 @@ class Node:
         return self.code.name
 
 
-def resolve(model: Model, subgraph_index: int, custom_ops: dict | None = None, keep_missing: bool = False
-            ) -> tuple[list[Node], list[tuple[str, int, int]]]:
+def resolve(
+    model: Model, subgraph_index: int, custom_ops: dict | None = None, keep_missing: bool = False
+) -> tuple[list[Node], list[tuple[str, int, int]]]:
     """Kernels for every node of a subgraph, and (op description, subgraph, node) for each node without one.
     ``custom_ops`` ({name: KernelEntry}, one interpreter's own) come before the global registry;
     ``keep_missing``: nodes without a kernel stay in the list with ``kernel=None``, for a delegate to claim."""
@@ -99,12 +99,21 @@ def unsupported_op_error(missing: list[tuple[str, int, int]]) -> UnsupportedOpEr
         parts.append(f"{desc} at node {shown}")
     return UnsupportedOpError(
         "Didn't find op for " + "; ".join(parts) + ". litert_py has no kernel for it; a custom op can be "
-        "registered with litert_py.register_custom_op().", list(where))
+        "registered with litert_py.register_custom_op().",
+        list(where),
+    )
 
 
 class SubgraphRuntime:
-    def __init__(self, interpreter, model: Model, index: int, preserve_all_tensors: bool = False,
-                 delegates=(), raise_missing: bool = True):
+    def __init__(
+        self,
+        interpreter,
+        model: Model,
+        index: int,
+        preserve_all_tensors: bool = False,
+        delegates=(),
+        raise_missing: bool = True,
+    ):
         self.interpreter = interpreter
         self.model = model
         self.index = index
@@ -120,8 +129,10 @@ class SubgraphRuntime:
         self.constants: dict[int, np.ndarray] = {}
         for i, t in enumerate(self.sg.tensors):
             if getattr(t, "external_buffer", 0):
-                raise UnsupportedOpError(f"subgraph {index} tensor {i} ({t.name!r}) keeps its data in an external "
-                                         "file (ExternalBuffer); litert_py does not load external weight files yet")
+                raise UnsupportedOpError(
+                    f"subgraph {index} tensor {i} ({t.name!r}) keeps its data in an external "
+                    "file (ExternalBuffer); litert_py does not load external weight files yet"
+                )
             if t.is_variable:
                 continue
             try:
@@ -138,16 +149,23 @@ class SubgraphRuntime:
             from .partition import apply_delegates
 
             self.nodes = apply_delegates(self, self.nodes, delegates)
-            self.missing = [_missing(self.sg, n.operator, n.code, index, n.index) for n in self.nodes
-                            if n.kernel is None]
+            self.missing = [
+                _missing(self.sg, n.operator, n.code, index, n.index) for n in self.nodes if n.kernel is None
+            ]
             if self.missing and raise_missing:
                 raise unsupported_op_error(self.missing)
         written = {o for op in self.sg.operators for o in op.outputs} | set(self.sg.inputs)
         for i, t in enumerate(self.sg.tensors):
             # A zero-element tensor with a buffer and no writer (e.g. an empty axis list) has no bytes to
             # store, yet it is a constant: give prepare an empty array instead of "not constant".
-            if (i not in self.constants and i not in written and t.buffer > 0 and not t.is_variable
-                    and 0 in t.shape and t.type not in dtypes.OBJECT_TYPES):
+            if (
+                i not in self.constants
+                and i not in written
+                and t.buffer > 0
+                and not t.is_variable
+                and 0 in t.shape
+                and t.type not in dtypes.OBJECT_TYPES
+            ):
                 self.constants[i] = np.zeros(t.shape, dtypes.to_numpy(t.type))
         self.variables: dict[int, np.ndarray] = {}  # is_variable tensors, kept across invokes
         self.tensors: list[np.ndarray | None] = [None] * n
@@ -187,21 +205,33 @@ class SubgraphRuntime:
     def _info(self, i: int) -> TensorInfo:
         t = self.sg.tensors[i]
         q = int32_quantization(t.quantization)
-        return TensorInfo(index=i, name=t.name, shape=tuple(self.shapes[i]), type=t.type,
-                          quantization=q or TensorInfo.__dataclass_fields__["quantization"].default,
-                          data=self.constants.get(i), is_variable=t.is_variable, sparsity=t.sparsity)
+        return TensorInfo(
+            index=i,
+            name=t.name,
+            shape=tuple(self.shapes[i]),
+            type=t.type,
+            quantization=q or TensorInfo.__dataclass_fields__["quantization"].default,
+            data=self.constants.get(i),
+            is_variable=t.is_variable,
+            sparsity=t.sparsity,
+        )
 
     def _context(self, node: Node, infos: list[TensorInfo]) -> OpContext:
         op = node.operator
         return OpContext(
-            node_index=node.index, builtin_code=node.code.builtin_code, op_name=node.name,
-            version=node.code.version, options=op.builtin_options or op.builtin_options2,
+            node_index=node.index,
+            builtin_code=node.code.builtin_code,
+            op_name=node.name,
+            version=node.code.version,
+            options=op.builtin_options or op.builtin_options2,
             inputs=[infos[i] if i >= 0 else None for i in op.inputs],
             outputs=[infos[o] for o in op.outputs],
             custom_options=op.custom_options,
             intermediates=[infos[i] for i in op.intermediates if i >= 0],
-            subgraph_index=self.index, runtime=self.interpreter,
-            num_threads=getattr(self.interpreter, "num_threads", 1) or 1)
+            subgraph_index=self.index,
+            runtime=self.interpreter,
+            num_threads=getattr(self.interpreter, "num_threads", 1) or 1,
+        )
 
     def _prepare_node(self, node: Node, infos: list[TensorInfo]):
         ctx = self._context(node, infos)
@@ -282,8 +312,12 @@ class SubgraphRuntime:
             return False
         import warnings
 
-        warnings.warn(f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
-                      f"litert_py's kernels instead: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
+            f"litert_py's kernels instead: {type(error).__name__}: {error}",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         self.nodes = expand(self.nodes, node)
         return True
 
@@ -295,8 +329,12 @@ class SubgraphRuntime:
             raise error
         import warnings
 
-        warnings.warn(f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
-                      f"litert_py's kernels instead: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
+            f"litert_py's kernels instead: {type(error).__name__}: {error}",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         return builtin_chain(self, node, self._context(node, infos))
 
     def _report_unprepared(self, outputs: list[int]) -> None:
@@ -308,9 +346,14 @@ class SubgraphRuntime:
     def _check_no_overlap(self) -> None:
         """LiteRT's Subgraph::CheckInputAndOutputForOverlap: a node may not write a tensor it reads (it would
         change a graph input, or its own operand, on every invoke). Refused at allocate_tensors, as there."""
-        clashes = [f"Tensor {i} is both input {a} and output {b}" for node in self.nodes
-                   for a, i in enumerate(node.operator.inputs) if i >= 0
-                   for b, o in enumerate(node.operator.outputs) if o == i]
+        clashes = [
+            f"Tensor {i} is both input {a} and output {b}"
+            for node in self.nodes
+            for a, i in enumerate(node.operator.inputs)
+            if i >= 0
+            for b, o in enumerate(node.operator.outputs)
+            if o == i
+        ]
         if clashes:
             raise PrepareError("\n".join(clashes + ["AllocateTensors() called on inconsistent model."]))
 
@@ -320,10 +363,15 @@ class SubgraphRuntime:
         scratch for them: a hostile shape must fail cleanly, not exhaust the machine."""
         for t in tensors:
             if t.shape and max(t.shape) > limits.INT32_MAX:
-                raise PrepareError(f"Node number {node.index} ({node.name}): tensor {t.index} has shape "
-                                   f"{list(t.shape)}, a dimension over the int32 limit {limits.INT32_MAX}")
-        total = sum(limits.nbytes(t.shape, t.dtype) for t in tensors
-                    if t.data is None and t.type not in dtypes.OBJECT_TYPES and not t.dynamic)
+                raise PrepareError(
+                    f"Node number {node.index} ({node.name}): tensor {t.index} has shape "
+                    f"{list(t.shape)}, a dimension over the int32 limit {limits.INT32_MAX}"
+                )
+        total = sum(
+            limits.nbytes(t.shape, t.dtype)
+            for t in tensors
+            if t.data is None and t.type not in dtypes.OBJECT_TYPES and not t.dynamic
+        )
         limits.check_allocation(total, f"Node number {node.index} ({node.name}): its tensors")
 
     def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
@@ -334,8 +382,9 @@ class SubgraphRuntime:
             with np.errstate(all="ignore"):
                 op(ins, outs)
         except Exception as e:
-            raise PrepareError(f"Node number {node.index} ({node.name}) failed while folding constants: "
-                               f"{type(e).__name__}: {e}") from e
+            raise PrepareError(
+                f"Node number {node.index} ({node.name}) failed while folding constants: {type(e).__name__}: {e}"
+            ) from e
         for o, arr in zip(node.operator.outputs, outs):
             if o >= 0:
                 arr = np.asarray(arr)
@@ -386,8 +435,9 @@ class SubgraphRuntime:
             if i < 0:
                 return False
             info = self.infos[i]
-            return (info.data is None and not info.is_variable and not info.dynamic
-                    and info.type not in dtypes.OBJECT_TYPES)
+            return (
+                info.data is None and not info.is_variable and not info.dynamic and info.type not in dtypes.OBJECT_TYPES
+            )
 
         def touch(i: int, step: int) -> None:
             lt = lifetimes.get(i)
@@ -431,9 +481,14 @@ class SubgraphRuntime:
             self.steps = []
             self._deferred_cache: dict[int, tuple] = {}
         else:
-            self.steps = [(op, [tensors[i] if i >= 0 else None for i in node.operator.inputs],
-                           [tensors[o] if o >= 0 else None for o in node.operator.outputs])
-                          for node, op in steps]
+            self.steps = [
+                (
+                    op,
+                    [tensors[i] if i >= 0 else None for i in node.operator.inputs],
+                    [tensors[o] if o >= 0 else None for o in node.operator.outputs],
+                )
+                for node, op in steps
+            ]
 
     # -- run by control-flow kernels (WHILE, IF) -------------------------------------------------
     def prepare_for(self, shapes) -> None:
@@ -500,8 +555,7 @@ class SubgraphRuntime:
         for node, op in self.steps_nodes:
             operator = node.operator
             if op is None:  # deferred: (re)prepare when its input shapes change
-                key = tuple(tensors[i].shape if i >= 0 and tensors[i] is not None else None
-                            for i in operator.inputs)
+                key = tuple(tensors[i].shape if i >= 0 and tensors[i] is not None else None for i in operator.inputs)
                 cached = self._deferred_cache.get(node.index)
                 if cached is None or cached[0] != key:
                     infos = self._late_infos(operator)

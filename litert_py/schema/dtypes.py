@@ -43,8 +43,26 @@ OBJECT_TYPES = frozenset({5, 13, 14})
 
 #: Bits one element occupies in a constant buffer (sub-byte types are packed, low bits first).
 _STORAGE_BITS: dict[int, int] = {
-    0: 32, 1: 16, 2: 32, 3: 8, 4: 64, 6: 8, 7: 16, 8: 64, 9: 8, 10: 64, 11: 128, 12: 64, 15: 32, 16: 16,
-    17: 4, 18: 16, 19: 2, 20: 4, 21: 8, 22: 8,
+    0: 32,
+    1: 16,
+    2: 32,
+    3: 8,
+    4: 64,
+    6: 8,
+    7: 16,
+    8: 64,
+    9: 8,
+    10: 64,
+    11: 128,
+    12: 64,
+    15: 32,
+    16: 16,
+    17: 4,
+    18: 16,
+    19: 2,
+    20: 4,
+    21: 8,
+    22: 8,
 }
 
 
@@ -75,8 +93,9 @@ def to_numpy(tensor_type: int) -> type:
     except KeyError:
         from ..errors import UnsupportedOpError
 
-        raise UnsupportedOpError(f"tensor type {type_name(tensor_type)} has no numpy equivalent; litert_py does "
-                                 "not support it") from None
+        raise UnsupportedOpError(
+            f"tensor type {type_name(tensor_type)} has no numpy equivalent; litert_py does not support it"
+        ) from None
 
 
 _FROM_NUMPY = {np.dtype(v): k for k, v in reversed(list(_NUMPY.items())) if v is not np.object_}

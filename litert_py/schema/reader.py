@@ -108,9 +108,7 @@ def decode_model(buf, where: str = "<model_content>") -> Model:
     if n < 8:
         raise InvalidModelError(f"The model is not a valid Flatbuffer buffer: {where} has only {n} bytes")
     if bytes(buf[4:8]) != FILE_IDENTIFIER:
-        raise InvalidModelError(
-            f"The model is not a valid Flatbuffer buffer: {where} lacks the 'TFL3' file identifier"
-        )
+        raise InvalidModelError(f"The model is not a valid Flatbuffer buffer: {where} lacks the 'TFL3' file identifier")
     try:
         model = _Decoder(buf).model()
     except _Corrupt as e:
@@ -240,8 +238,10 @@ class _Decoder:
     def charge(self, n: int, what: str) -> None:
         self.budget -= n
         if self.budget < 0:
-            raise _Corrupt(f"decoding {what} exceeds what a {self.size}-byte file can hold: offsets alias "
-                           "one another (a decompression bomb)")
+            raise _Corrupt(
+                f"decoding {what} exceeds what a {self.size}-byte file can hold: offsets alias "
+                "one another (a decompression bomb)"
+            )
 
     def seat(self, obj):
         """Move a generated object (or a union's bare Table) onto a bounds-checked table."""
@@ -334,13 +334,20 @@ class _Decoder:
         root = struct.unpack_from("<I", self.buf, 0)[0]
         m = tflite.Model()
         m._tab = _CheckedTable(self.buf, root)
-        groups = [ExternalBufferGroup(self.slot_string(t, 4))
-                  for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFER_GROUPS, "Model.external_buffer_groups")]
+        groups = [
+            ExternalBufferGroup(self.slot_string(t, 4))
+            for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFER_GROUPS, "Model.external_buffer_groups")
+        ]
         externals = [
-            ExternalBuffer(id=self.slot_scalar(t, 4, N.Uint32Flags, 0), group=self.slot_scalar(t, 6, N.Uint32Flags, 0),
-                           offset=self.slot_scalar(t, 8, N.Uint64Flags, 0),
-                           length=self.slot_scalar(t, 10, N.Uint64Flags, 0), packing=self.slot_string(t, 12))
-            for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFERS, "Model.external_buffers")]
+            ExternalBuffer(
+                id=self.slot_scalar(t, 4, N.Uint32Flags, 0),
+                group=self.slot_scalar(t, 6, N.Uint32Flags, 0),
+                offset=self.slot_scalar(t, 8, N.Uint64Flags, 0),
+                length=self.slot_scalar(t, 10, N.Uint64Flags, 0),
+                packing=self.slot_string(t, 12),
+            )
+            for t in self.slot_tables(m._tab, _MODEL_EXTERNAL_BUFFERS, "Model.external_buffers")
+        ]
         return Model(
             version=m.Version(),
             operator_codes=self.items(m, "OperatorCodes", tflite.OperatorCode, self.opcode),
@@ -380,8 +387,14 @@ class _Decoder:
         q = self.seat(t.Quantization())
         sp = self.seat(t.Sparsity())
         sig = self.ints(t, "ShapeSignature") if not t.ShapeSignatureIsNone() else None
-        variants = self.items(t, "VariantTensors", tflite.VariantSubType, lambda v: VariantSubType(
-            self.ints(v, "Shape") if not v.ShapeIsNone() else None, v.Type(), bool(v.HasRank())))
+        variants = self.items(
+            t,
+            "VariantTensors",
+            tflite.VariantSubType,
+            lambda v: VariantSubType(
+                self.ints(v, "Shape") if not v.ShapeIsNone() else None, v.Type(), bool(v.HasRank())
+            ),
+        )
         return Tensor(
             name=self.string(t.Name()),
             shape=self.ints(t, "Shape"),
@@ -466,8 +479,9 @@ class _Decoder:
             custom = raw.tobytes()
         elif big_off > 1:
             if big_off + big_size > self.size:
-                raise _Corrupt(f"large custom options at [{big_off}, {big_off + big_size}) lie outside the "
-                               f"{self.size}-byte file")
+                raise _Corrupt(
+                    f"large custom options at [{big_off}, {big_off + big_size}) lie outside the {self.size}-byte file"
+                )
             self.charge(big_size, "Operator.large_custom_options")
             custom = self.view[big_off : big_off + big_size].tobytes()
         return Operator(
@@ -577,8 +591,10 @@ def _sparsity_values(t: Tensor, where: str) -> int:
     rank, order, dims = len(t.shape), sp.traversal_order, sp.dim_metadata
     m = len(order)
     if len(dims) != m or m < rank or len(sp.block_map) != m - rank:
-        raise InvalidModelError(f"{where}: sparsity has {m} traversal_order, {len(dims)} dim_metadata and "
-                                f"{len(sp.block_map)} block_map entries for rank {rank}")
+        raise InvalidModelError(
+            f"{where}: sparsity has {m} traversal_order, {len(dims)} dim_metadata and "
+            f"{len(sp.block_map)} block_map entries for rank {rank}"
+        )
     if sorted(order) != list(range(m)):
         raise InvalidModelError(f"{where}: sparsity traversal_order {list(order)} is not a permutation")
     if any(not 0 <= b < rank for b in sp.block_map):
@@ -588,8 +604,9 @@ def _sparsity_values(t: Tensor, where: str) -> int:
     sizes = list(t.shape) + block_sizes  # the size of each traversed dimension, by dimension id
     for j, b in enumerate(sp.block_map):
         if block_sizes[j] <= 0 or t.shape[b] % block_sizes[j]:
-            raise InvalidModelError(f"{where}: block size {block_sizes[j]} does not divide dimension {b} "
-                                    f"of shape {list(t.shape)}")
+            raise InvalidModelError(
+                f"{where}: block size {block_sizes[j]} does not divide dimension {b} of shape {list(t.shape)}"
+            )
         sizes[b] = sizes[b] // block_sizes[j]
     nodes = 1
     for p, d in enumerate(dims):
@@ -602,8 +619,14 @@ def _sparsity_values(t: Tensor, where: str) -> int:
             segs, idx = np.asarray(d.array_segments, np.int64), np.asarray(d.array_indices, np.int64)
             if d.array_segments_type == 0 or d.array_indices_type == 0:
                 raise InvalidModelError(f"{where}: sparse dimension {p} lacks array_segments or array_indices")
-            if (segs.size != nodes + 1 or segs[0] != 0 or segs[-1] != idx.size or np.any(np.diff(segs) < 0)
-                    or np.any(idx < 0) or np.any(idx >= size)):
+            if (
+                segs.size != nodes + 1
+                or segs[0] != 0
+                or segs[-1] != idx.size
+                or np.any(np.diff(segs) < 0)
+                or np.any(idx < 0)
+                or np.any(idx >= size)
+            ):
                 raise InvalidModelError(f"{where}: sparse dimension {p} has inconsistent array_segments/array_indices")
             nodes = idx.size
         else:
@@ -620,21 +643,27 @@ def _check_quantization(t: Tensor, where: str, nt: int) -> None:
         return
     if q.details is not None:
         if not 0 <= q.details.scales < nt or not -1 <= q.details.zero_points < nt:
-            raise InvalidModelError(f"{where}: quantization details refer to tensors {q.details.scales}, "
-                                    f"{q.details.zero_points} of {nt}")
+            raise InvalidModelError(
+                f"{where}: quantization details refer to tensors {q.details.scales}, {q.details.zero_points} of {nt}"
+            )
         return
     if not q.scale:
         return
     if len(q.zero_point) != len(q.scale):
-        raise InvalidModelError(f"{where}: QuantizationParam has {len(q.zero_point)} zero_point values and "
-                                f"{len(q.scale)} scale values. Must have same number.")
+        raise InvalidModelError(
+            f"{where}: QuantizationParam has {len(q.zero_point)} zero_point values and "
+            f"{len(q.scale)} scale values. Must have same number."
+        )
     rank = len(t.shape)
     if q.quantized_dimension < 0 or (rank and q.quantized_dimension >= rank):
-        raise InvalidModelError(f"{where}: quantized_dimension must be in range [0, {rank}). "
-                                f"Was {q.quantized_dimension}.")
+        raise InvalidModelError(
+            f"{where}: quantized_dimension must be in range [0, {rank}). Was {q.quantized_dimension}."
+        )
     if len(q.scale) != 1 and rank and len(q.scale) != t.shape[q.quantized_dimension]:
-        raise InvalidModelError(f"{where}: num_scales must be 1 for per-layer quantization, or "
-                                f"{t.shape[q.quantized_dimension]} for per-axis quantization, but got {len(q.scale)}.")
+        raise InvalidModelError(
+            f"{where}: num_scales must be 1 for per-layer quantization, or "
+            f"{t.shape[q.quantized_dimension]} for per-axis quantization, but got {len(q.scale)}."
+        )
 
 
 def _check_tensor(model: Model, t: Tensor, where: str, nt: int, external_ids: set[int]) -> None:
@@ -662,8 +691,10 @@ def _check_tensor(model: Model, t: Tensor, where: str, nt: int, external_ids: se
         want = dtypes.buffer_bytes(t.type, values)
     elif t.type in (dtypes.TensorType.RESOURCE, dtypes.TensorType.VARIANT):
         if data.size:
-            raise InvalidModelError(f"{where}: a {dtypes.type_name(t.type)} tensor cannot hold constant data "
-                                    f"(its buffer has {data.size} bytes)")
+            raise InvalidModelError(
+                f"{where}: a {dtypes.type_name(t.type)} tensor cannot hold constant data "
+                f"(its buffer has {data.size} bytes)"
+            )
         return
     elif t.type == dtypes.TensorType.STRING:
         if data.size and (problem := _string_buffer_error(data, count)):
@@ -672,8 +703,10 @@ def _check_tensor(model: Model, t: Tensor, where: str, nt: int, external_ids: se
     else:
         want = dtypes.buffer_bytes(t.type, count)
     if data.size and want is not None and data.size != want:
-        raise InvalidModelError(f"{where} of shape {list(t.shape)} {dtypes.type_name(t.type)} needs {want} bytes "
-                                f"but its buffer has {data.size}")
+        raise InvalidModelError(
+            f"{where} of shape {list(t.shape)} {dtypes.type_name(t.type)} needs {want} bytes "
+            f"but its buffer has {data.size}"
+        )
 
 
 def _subgraph_refs(op: Operator) -> list[tuple[str, int]]:
@@ -705,7 +738,7 @@ def _find_cycle(edges: dict[int, set[int]]) -> list[int] | None:
                 stack.pop()
                 path.pop()
             elif state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             elif not state.get(nxt):
                 state[nxt] = 1
                 stack.append((nxt, iter(sorted(edges.get(nxt, ())))))
@@ -737,8 +770,9 @@ def _validate_header(model: Model) -> None:
     """Schema version, subgraphs and buffers present, operator codes, metadata buffer references."""
     nbuf, nsub = len(model.buffers), len(model.subgraphs)
     if model.version != SCHEMA_VERSION:
-        raise InvalidModelError(f"Model provided is schema version {model.version} not equal to supported "
-                                f"version {SCHEMA_VERSION}.")
+        raise InvalidModelError(
+            f"Model provided is schema version {model.version} not equal to supported version {SCHEMA_VERSION}."
+        )
     if nsub == 0:
         raise InvalidModelError("The model has no subgraphs")
     if nbuf == 0:
@@ -767,8 +801,9 @@ def _validate_external_buffers(model: Model) -> set[int]:
         if e.id in external_ids or e.id == 0:
             raise InvalidModelError(f"external buffer id {e.id} is 0 or not unique")
         if e.group >= len(model.external_buffer_groups):
-            raise InvalidModelError(f"external buffer {e.id} refers to group {e.group} of "
-                                    f"{len(model.external_buffer_groups)}")
+            raise InvalidModelError(
+                f"external buffer {e.id} refers to group {e.group} of {len(model.external_buffer_groups)}"
+            )
         external_ids.add(e.id)
     return external_ids
 

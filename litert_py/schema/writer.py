@@ -69,17 +69,24 @@ class _Writer:
         self.b = flatbuffers.Builder(1024)
         self.m = model
         if external_buffers is None:
-            external_buffers = (any(x.offset > 1 for x in model.buffers)
-                                or any(o.large_custom_options_offset > 1 for s in model.subgraphs for o in s.operators)
-                                or sum(x.data.nbytes for x in model.buffers) > FLATBUFFER_DATA_LIMIT)
+            external_buffers = (
+                any(x.offset > 1 for x in model.buffers)
+                or any(o.large_custom_options_offset > 1 for s in model.subgraphs for o in s.operators)
+                or sum(x.data.nbytes for x in model.buffers) > FLATBUFFER_DATA_LIMIT
+            )
         self.external = external_buffers
         # Metadata buffers stay inline: LiteRT reads them through Buffer.data only.
         meta = {m.buffer for m in model.metadata} | set(model.metadata_buffer)
-        self.external_buffers = [k for k, x in enumerate(model.buffers)
-                                 if external_buffers and x.data.size and k not in meta]
+        self.external_buffers = [
+            k for k, x in enumerate(model.buffers) if external_buffers and x.data.size and k not in meta
+        ]
         custom = {k for k, c in enumerate(model.operator_codes) if c.builtin_code == BuiltinOperator.CUSTOM}
-        self.external_options = [(si, oi) for si, s in enumerate(model.subgraphs) for oi, o in enumerate(s.operators)
-                                 if external_buffers and o.custom_options and o.opcode_index in custom]
+        self.external_options = [
+            (si, oi)
+            for si, s in enumerate(model.subgraphs)
+            for oi, o in enumerate(s.operators)
+            if external_buffers and o.custom_options and o.opcode_index in custom
+        ]
         self._external_buffer_set = set(self.external_buffers)
         self._external_option_set = set(self.external_options)
 
@@ -321,8 +328,12 @@ class _Writer:
             T.CustomQuantizationAddCustom(self.b, custom)
             details = T.CustomQuantizationEnd(self.b)
         T.QuantizationParametersStart(self.b)
-        for fn, v in ((T.QuantizationParametersAddMin, vmin), (T.QuantizationParametersAddMax, vmax),
-                      (T.QuantizationParametersAddScale, vs), (T.QuantizationParametersAddZeroPoint, vz)):
+        for fn, v in (
+            (T.QuantizationParametersAddMin, vmin),
+            (T.QuantizationParametersAddMax, vmax),
+            (T.QuantizationParametersAddScale, vs),
+            (T.QuantizationParametersAddZeroPoint, vz),
+        ):
             if v is not None:
                 fn(self.b, v)
         if details is not None:
@@ -445,8 +456,9 @@ def quant(scale, zero_point=0, quantized_dimension: int = 0) -> QuantizationPara
     """Quantization parameters from a scale (or per-channel scales) and zero point(s)."""
     scales = tuple(float(np.float32(s)) for s in np.atleast_1d(scale))
     zps = np.broadcast_to(np.atleast_1d(zero_point), (len(scales),))
-    return QuantizationParameters(scale=scales, zero_point=tuple(int(z) for z in zps),
-                                  quantized_dimension=quantized_dimension)
+    return QuantizationParameters(
+        scale=scales, zero_point=tuple(int(z) for z in zps), quantized_dimension=quantized_dimension
+    )
 
 
 class ModelBuilder:
@@ -488,8 +500,11 @@ class ModelBuilder:
 
     def buffer(self, data) -> int:
         """Add a buffer holding ``data`` (bytes or an array, stored as its raw bytes); returns its index."""
-        raw = np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray)) else \
-            np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        raw = (
+            np.frombuffer(data, np.uint8)
+            if isinstance(data, (bytes, bytearray))
+            else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        )
         self.buffers.append(Buffer(raw.copy()))
         return len(self.buffers) - 1
 
@@ -499,10 +514,21 @@ class ModelBuilder:
         self.metadata.append(Metadata(name, k))
         return k
 
-    def tensor(self, name: str, shape, dtype, data=None, quantization: QuantizationParameters | None = None,
-               is_variable: bool = False, shape_signature=None, sparsity=None, tensor_type: int | None = None,
-               has_rank: bool = False, variant_tensors: Sequence[VariantSubType] = (),
-               external_buffer: int = 0) -> int:
+    def tensor(
+        self,
+        name: str,
+        shape,
+        dtype,
+        data=None,
+        quantization: QuantizationParameters | None = None,
+        is_variable: bool = False,
+        shape_signature=None,
+        sparsity=None,
+        tensor_type: int | None = None,
+        has_rank: bool = False,
+        variant_tensors: Sequence[VariantSubType] = (),
+        external_buffer: int = 0,
+    ) -> int:
         """Add a tensor to the current subgraph; ``data`` makes it constant (raw bytes for INT4, sparse and
         string tensors: INT4 packed two per byte, STRING in TFLite's string-buffer layout or as a
         sequence of bytes/str)."""
@@ -520,10 +546,19 @@ class ModelBuilder:
                 except ValueError:  # BFLOAT16, INT2, ...: no numpy type, the caller gives the raw bytes
                     storage = None
                 buf = self.buffer(np.ascontiguousarray(data, dtype=storage))
-        t = Tensor(name=name, shape=tuple(int(d) for d in shape), type=ttype, buffer=buf,
-                   quantization=quantization, is_variable=is_variable, sparsity=sparsity,
-                   shape_signature=tuple(shape_signature) if shape_signature is not None else None,
-                   has_rank=has_rank, variant_tensors=tuple(variant_tensors), external_buffer=external_buffer)
+        t = Tensor(
+            name=name,
+            shape=tuple(int(d) for d in shape),
+            type=ttype,
+            buffer=buf,
+            quantization=quantization,
+            is_variable=is_variable,
+            sparsity=sparsity,
+            shape_signature=tuple(shape_signature) if shape_signature is not None else None,
+            has_rank=has_rank,
+            variant_tensors=tuple(variant_tensors),
+            external_buffer=external_buffer,
+        )
         self._sg["tensors"].append(t)
         return len(self._sg["tensors"]) - 1
 
@@ -539,16 +574,29 @@ class ModelBuilder:
     def output(self, *indices: int) -> None:
         self._sg["outputs"].extend(indices)
 
-    def op(self, op: str | int, inputs: Sequence[int], outputs: Sequence[int], options: dict | None = None,
-           version: int = 1, custom_code: str | None = None, custom_options: bytes = b"",
-           intermediates: Sequence[int] = (), mutating_variable_inputs: Sequence[bool] = ()) -> int:
+    def op(
+        self,
+        op: str | int,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        options: dict | None = None,
+        version: int = 1,
+        custom_code: str | None = None,
+        custom_options: bytes = b"",
+        intermediates: Sequence[int] = (),
+        mutating_variable_inputs: Sequence[bool] = (),
+    ) -> int:
         """Append an operator to the current subgraph; returns its index there. ``options`` fill the op's
         BuiltinOptions (or BuiltinOptions2) table; a CUSTOM op is named by ``custom_code``."""
         code = BuiltinOperator[op] if isinstance(op, str) and custom_code is None else op
         if custom_code is not None:
             code = BuiltinOperator.CUSTOM
-        key = OperatorCode(builtin_code=int(code), custom_code=custom_code, version=version,
-                           deprecated_builtin_code=min(int(code), BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES))
+        key = OperatorCode(
+            builtin_code=int(code),
+            custom_code=custom_code,
+            version=version,
+            deprecated_builtin_code=min(int(code), BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES),
+        )
         if key not in self.codes:
             self.codes.append(key)
         opt1 = opt2 = None
@@ -559,26 +607,50 @@ class ModelBuilder:
                 opt1, opt2 = (opts, None) if which == 1 else (None, opts)
         elif options:
             raise ValueError(f"{BuiltinOperator(code).name} has no options table")
-        self._sg["ops"].append(Operator(
-            opcode_index=self.codes.index(key), inputs=tuple(inputs), outputs=tuple(outputs),
-            builtin_options=opt1, builtin_options2=opt2, custom_options=bytes(custom_options),
-            intermediates=tuple(intermediates), mutating_variable_inputs=tuple(mutating_variable_inputs)))
+        self._sg["ops"].append(
+            Operator(
+                opcode_index=self.codes.index(key),
+                inputs=tuple(inputs),
+                outputs=tuple(outputs),
+                builtin_options=opt1,
+                builtin_options2=opt2,
+                custom_options=bytes(custom_options),
+                intermediates=tuple(intermediates),
+                mutating_variable_inputs=tuple(mutating_variable_inputs),
+            )
+        )
         return len(self._sg["ops"]) - 1
 
     def signature(self, key: str, inputs: dict[str, int], outputs: dict[str, int], subgraph: int = 0) -> None:
-        self.signatures.append(SignatureDef(
-            inputs=tuple(TensorMap(n, i) for n, i in inputs.items()),
-            outputs=tuple(TensorMap(n, i) for n, i in outputs.items()),
-            signature_key=key, subgraph_index=subgraph))
+        self.signatures.append(
+            SignatureDef(
+                inputs=tuple(TensorMap(n, i) for n, i in inputs.items()),
+                outputs=tuple(TensorMap(n, i) for n, i in outputs.items()),
+                signature_key=key,
+                subgraph_index=subgraph,
+            )
+        )
 
     def model(self) -> Model:
         subgraphs = tuple(
-            Subgraph(tensors=tuple(s["tensors"]), inputs=tuple(s["inputs"]), outputs=tuple(s["outputs"]),
-                     operators=tuple(s["ops"]), name=s["name"])
-            for s in self.subgraphs)
-        return Model(version=3, operator_codes=tuple(self.codes), subgraphs=subgraphs,
-                     buffers=tuple(self.buffers), description=self.description,
-                     metadata=tuple(self.metadata), signature_defs=tuple(self.signatures))
+            Subgraph(
+                tensors=tuple(s["tensors"]),
+                inputs=tuple(s["inputs"]),
+                outputs=tuple(s["outputs"]),
+                operators=tuple(s["ops"]),
+                name=s["name"],
+            )
+            for s in self.subgraphs
+        )
+        return Model(
+            version=3,
+            operator_codes=tuple(self.codes),
+            subgraphs=subgraphs,
+            buffers=tuple(self.buffers),
+            description=self.description,
+            metadata=tuple(self.metadata),
+            signature_defs=tuple(self.signatures),
+        )
 
     def build(self, external_buffers: bool | None = None) -> bytes:
         """The model's bytes; ``external_buffers=True`` stores constants after the flatbuffer (see

@@ -313,8 +313,22 @@ def run(args, out, err=None) -> int:
         comparison = compare_litert(model_path, session, outputs, times_ms, sequences is not None)
 
     if args.json:
-        doc = _json_doc(args, summary, timing, memory, session, outputs, files, sequences, bench, t_load, t_alloc, prof,
-                        nodes, comparison)
+        doc = _json_doc(
+            args,
+            summary,
+            timing,
+            memory,
+            session,
+            outputs,
+            files,
+            sequences,
+            bench,
+            t_load,
+            t_alloc,
+            prof,
+            nodes,
+            comparison,
+        )
         print(json.dumps(doc, default=str), file=out)
         return 0
     _print_results(args, out, session, outputs, files, times_ms, bench, memory, prof, comparison)
@@ -354,8 +368,9 @@ def _run_invocations(args, session, err, runs: int, warmup: int, profiling: bool
     return times, bench, prof, last[0]
 
 
-def _json_doc(args, summary, timing, memory, session, outputs, files, sequences, bench, t_load, t_alloc, prof, nodes,
-              comparison) -> dict:
+def _json_doc(
+    args, summary, timing, memory, session, outputs, files, sequences, bench, t_load, t_alloc, prof, nodes, comparison
+) -> dict:
     """``run``'s --json document."""
     import litert_py
 

@@ -16,8 +16,15 @@ from tests.oracle import T, assert_close, run_litert, run_ours
 
 #: Every dtype a data-movement op may see; strings are numpy object arrays of bytes.
 ALL_DTYPES = {
-    "float32": np.float32, "float16": np.float16, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
-    "int32": np.int32, "int64": np.int64, "bool": np.bool_, "string": np.bytes_,
+    "float32": np.float32,
+    "float16": np.float16,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "bool": np.bool_,
+    "string": np.bytes_,
 }
 
 
@@ -38,8 +45,15 @@ def values(rng: np.random.Generator, shape, dtype) -> np.ndarray:
     return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
 
 
-def check_both(model: bytes, inputs: Sequence[np.ndarray], *, rtol: float = 0.0, atol: float = 0.0,
-               resolver: str = "BUILTIN_REF", skip_ours: Sequence[str] = ()) -> list[np.ndarray] | None:
+def check_both(
+    model: bytes,
+    inputs: Sequence[np.ndarray],
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    resolver: str = "BUILTIN_REF",
+    skip_ours: Sequence[str] = (),
+) -> list[np.ndarray] | None:
     """Run the model in both runtimes: equal outputs, or both reject it (ours with a litert_py error).
 
     ``skip_ours``: message fragments of prepare errors by which litert_py deliberately refuses a model that
@@ -59,12 +73,17 @@ def check_both(model: bytes, inputs: Sequence[np.ndarray], *, rtol: float = 0.0,
         theirs_err = None
     except (RuntimeError, ValueError) as e:
         theirs, theirs_err = None, e
-    if (theirs_err is not None and "Invalid tensor size" in str(theirs_err) and ours is not None
-            and any(o.size == 0 for o in ours)):
+    if (
+        theirs_err is not None
+        and "Invalid tensor size" in str(theirs_err)
+        and ours is not None
+        and any(o.size == 0 for o in ours)
+    ):
         assume(False)  # ai-edge-litert's get_tensor cannot read an empty dynamic tensor: nothing to compare
     if theirs_err is not None or ours_err is not None:
         assert theirs_err is not None and ours_err is not None, (
-            f"only one runtime failed: litert_py: {ours_err!r}; LiteRT: {theirs_err!r}")
+            f"only one runtime failed: litert_py: {ours_err!r}; LiteRT: {theirs_err!r}"
+        )
         assert isinstance(ours_err, RuntimeError | ValueError)
         RUNS.rejected += 1
         return None
@@ -87,8 +106,9 @@ class _Runs:
 RUNS = _Runs()
 
 
-def chain_model(op: str, inputs: Sequence[T | None], n_outputs: int, options: dict | None = None,
-                out_dtype=None, out_q=None) -> bytes:
+def chain_model(
+    op: str, inputs: Sequence[T | None], n_outputs: int, options: dict | None = None, out_dtype=None, out_q=None
+) -> bytes:
     """``op`` (whose outputs may be dynamic) followed by a RESHAPE to 1-D of its first output, so that the
     runtime takes its deferred-shape path. Outputs: the op's outputs, then the flattened first one."""
     b = ModelBuilder()

@@ -71,7 +71,7 @@ def broadcast_pair(draw, max_rank: int = 6, max_dim: int = 4):
 
     def operand():
         rank = draw(st.integers(0, len(out)))
-        dims = out[len(out) - rank:]
+        dims = out[len(out) - rank :]
         return tuple(1 if draw(st.integers(0, 2)) == 0 else d for d in dims)
 
     a, b = operand(), operand()
@@ -102,6 +102,8 @@ def qparams(draw, dtype, min_exp: float = -6.0, max_exp: float = 3.0, symmetric:
     if symmetric:
         return scale, 0
     info = np.iinfo(dtype)
-    zp = draw(st.one_of(st.sampled_from([int(info.min), int(info.max), 0]), st.integers(int(info.min), int(info.max))),
-              label="zero_point")
+    zp = draw(
+        st.one_of(st.sampled_from([int(info.min), int(info.max), 0]), st.integers(int(info.min), int(info.max))),
+        label="zero_point",
+    )
     return scale, zp

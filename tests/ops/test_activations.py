@@ -29,16 +29,32 @@ def _f32(v: float) -> float:
 #: arithmetic; LOGISTIC / TANH / SOFTMAX use float32 exp / tanh (glibc vs NumPy: an ulp or two); SOFTMAX also
 #: sums the last axis (rtol is multiplied by its length); float16 results may differ by one half ulp.
 TOLERANCE = {
-    "relu-float32": 0.0, "relu6-float32": 0.0, "relu_n1_to_1-float32": 0.0, "hard_swish-float32": 0.0,
-    "leaky_relu-float32": 0.0, "prelu-float32": 0.0,
-    "logistic-float32": 1e-6, "tanh-float32": 1e-6, "softmax-float32": 1e-6,
-    "logistic-float16": 1e-3, "tanh-float16": 1e-3, "softmax-float16": 1e-3,
+    "relu-float32": 0.0,
+    "relu6-float32": 0.0,
+    "relu_n1_to_1-float32": 0.0,
+    "hard_swish-float32": 0.0,
+    "leaky_relu-float32": 0.0,
+    "prelu-float32": 0.0,
+    "logistic-float32": 1e-6,
+    "tanh-float32": 1e-6,
+    "softmax-float32": 1e-6,
+    "logistic-float16": 1e-3,
+    "tanh-float16": 1e-3,
+    "softmax-float16": 1e-3,
 }
 
 CASES = [
-    ("RELU", np.float32), ("RELU6", np.float32), ("RELU_N1_TO_1", np.float32), ("HARD_SWISH", np.float32),
-    ("LEAKY_RELU", np.float32), ("LOGISTIC", np.float32), ("LOGISTIC", np.float16), ("TANH", np.float32),
-    ("TANH", np.float16), ("SOFTMAX", np.float32), ("SOFTMAX", np.float16),
+    ("RELU", np.float32),
+    ("RELU6", np.float32),
+    ("RELU_N1_TO_1", np.float32),
+    ("HARD_SWISH", np.float32),
+    ("LEAKY_RELU", np.float32),
+    ("LOGISTIC", np.float32),
+    ("LOGISTIC", np.float16),
+    ("TANH", np.float32),
+    ("TANH", np.float16),
+    ("SOFTMAX", np.float32),
+    ("SOFTMAX", np.float16),
 ]
 
 
@@ -95,7 +111,7 @@ def test_prelu(data, seed, alpha_const):
     rng = np.random.default_rng(seed)
     shape = data.draw(shapes(0, 6), label="shape")
     rank = data.draw(st.integers(0, len(shape)), label="alpha_rank")  # alpha: a suffix of x's shape, some 1s
-    alpha_shape = tuple(1 if data.draw(st.booleans()) else d for d in shape[len(shape) - rank:])
+    alpha_shape = tuple(1 if data.draw(st.booleans()) else d for d in shape[len(shape) - rank :])
     x = values(rng, shape, np.float32, data.draw(regimes(np.float32), label="regime"))
     kind = data.draw(st.sampled_from(["any", "leaky", "negative", "steep"]), label="alpha_kind")
     alpha = _alphas(rng, alpha_shape, kind)
@@ -105,18 +121,39 @@ def test_prelu(data, seed, alpha_const):
     assert_matches(ours, theirs, rtol=TOLERANCE["prelu-float32"])
 
 
-SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, -3.0, 3.0, 1e30, -1e30, -9.5, -9.0, 16.6, 16.625, 16.7, 6.0],
-                   np.float32)  # 16.625: above LOGISTIC's cutoff, where 1 / (1 + exp(-x)) is not yet 1
+SPECIAL = np.array(
+    [np.nan, np.inf, -np.inf, -0.0, 0.0, -3.0, 3.0, 1e30, -1e30, -9.5, -9.0, 16.6, 16.625, 16.7, 6.0], np.float32
+)  # 16.625: above LOGISTIC's cutoff, where 1 / (1 + exp(-x)) is not yet 1
 
 
-@pytest.mark.parametrize("op", ["RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
-                                "LEAKY_RELU-0.25", "LEAKY_RELU-0", "LEAKY_RELU-3", "LEAKY_RELU--0.5",
-                                "PRELU-0.25", "PRELU-0", "PRELU-3", "PRELU--0.5", "PRELU-mixed"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "RELU",
+        "RELU6",
+        "RELU_N1_TO_1",
+        "LOGISTIC",
+        "TANH",
+        "HARD_SWISH",
+        "LEAKY_RELU-0.25",
+        "LEAKY_RELU-0",
+        "LEAKY_RELU-3",
+        "LEAKY_RELU--0.5",
+        "PRELU-0.25",
+        "PRELU-0",
+        "PRELU-3",
+        "PRELU--0.5",
+        "PRELU-mixed",
+    ],
+)
 def test_ieee_special_values(op):
     op, _, alpha = op.partition("-")
     if op == "PRELU":
-        a = np.resize(np.float32([0.25, 0, 3, -0.5]), SPECIAL.shape) if alpha == "mixed" else \
-            np.full(SPECIAL.shape, float(alpha), np.float32)
+        a = (
+            np.resize(np.float32([0.25, 0, 3, -0.5]), SPECIAL.shape)
+            if alpha == "mixed"
+            else np.full(SPECIAL.shape, float(alpha), np.float32)
+        )
         model = single_op_model(op, [T(SPECIAL.shape), T.const(a)], [T(SPECIAL.shape)])
     else:
         opts = {"alpha": float(alpha)} if op == "LEAKY_RELU" else None
@@ -134,10 +171,15 @@ def test_prelu_alpha_mixes(alphas):
     (0 * inf would be NaN where the reference returns x). Exact, signs of zeros included."""
     tiny = np.float32(1e-45)
     xs = np.concatenate([SPECIAL, np.float32([tiny, -tiny, 1e-39, -1e-39, 3.4e38, -3.4e38, 1.0, -1.0])])
-    a = {"mixed": [0.25, 3.0, -0.5, 1.0, 1.0000001, -7.0, 1e-30, 2e30],
-         "mixed-denormal": [1e-40, 1.5, -1e-42, 0.999999, 100.0, -1e-45, 1.0, 2.0],
-         "inf": [0.25, np.inf, 3.0], "-inf": [-np.inf, 0.5, 2.0], "nan": [np.nan, 0.5, 2.0],
-         "steep-inf": [np.inf, 2.0], "leaky-inf": [-np.inf, 0.5]}[alphas]
+    a = {
+        "mixed": [0.25, 3.0, -0.5, 1.0, 1.0000001, -7.0, 1e-30, 2e30],
+        "mixed-denormal": [1e-40, 1.5, -1e-42, 0.999999, 100.0, -1e-45, 1.0, 2.0],
+        "inf": [0.25, np.inf, 3.0],
+        "-inf": [-np.inf, 0.5, 2.0],
+        "nan": [np.nan, 0.5, 2.0],
+        "steep-inf": [np.inf, 2.0],
+        "leaky-inf": [-np.inf, 0.5],
+    }[alphas]
     a = np.float32(a)
     x = np.repeat(xs, a.size).reshape(-1, a.size)  # every x against every alpha
     model = single_op_model("PRELU", [T(x.shape), T.const(a)], [T(x.shape)])
@@ -182,65 +224,185 @@ REJECTS = [  # (id, op, input specs, output spec, options, oracle_check)
     ("hard_swish-int16", "HARD_SWISH", [T((3,), np.int16)], T((3,), np.int16), None, True),
     ("leaky_relu-float16", "LEAKY_RELU", [T((3,), np.float16)], T((3,), np.float16), {"alpha": 0.2}, True),
     ("softmax-int32", "SOFTMAX", [T((3,), np.int32)], T((3,), np.int32), {"beta": 1.0}, True),
-    ("prelu-alpha-expands-input", "PRELU", [T((2, 3)), T.const(np.ones((2, 2, 3), np.float32))], T((2, 2, 3)),
-     None, True),
+    (
+        "prelu-alpha-expands-input",
+        "PRELU",
+        [T((2, 3)), T.const(np.ones((2, 2, 3), np.float32))],
+        T((2, 2, 3)),
+        None,
+        True,
+    ),
     ("prelu-not-broadcastable", "PRELU", [T((2, 3)), T.const(np.ones((2,), np.float32))], T((2, 3)), None, True),
-    ("prelu-rank9-broadcast", "PRELU", [T((2,) * 9), T.const(np.ones((2,), np.float32))], T((2,) * 9), None,
-     False),  # LiteRT aborts
+    (
+        "prelu-rank9-broadcast",
+        "PRELU",
+        [T((2,) * 9), T.const(np.ones((2,), np.float32))],
+        T((2,) * 9),
+        None,
+        False,
+    ),  # LiteRT aborts
     ("prelu-int32", "PRELU", [T((3,), np.int32), T.const(np.ones((3,), np.int32))], T((3,), np.int32), None, True),
 ]
 _Q8, _Q16 = quant(0.05, 3), quant(2**-12, 0)
 REJECTS += [  # quantized paths: fixed output qparams, int16 zero points, types, multipliers
     ("logistic-int8-output-scale", "LOGISTIC", [T((3,), I8, q=_Q8)], T((3,), I8, q=quant(1 / 128, -128)), None, True),
-    ("logistic-uint8-output-scale", "LOGISTIC", [T((3,), U8, q=_Q8)], T((3,), U8, q=quant(_f32(1 / 256 * 1.001))),
-     None, True),
+    (
+        "logistic-uint8-output-scale",
+        "LOGISTIC",
+        [T((3,), U8, q=_Q8)],
+        T((3,), U8, q=quant(_f32(1 / 256 * 1.001))),
+        None,
+        True,
+    ),
     ("logistic-int16-output-scale", "LOGISTIC", [T((3,), I16, q=_Q16)], T((3,), I16, q=quant(2**-14)), None, True),
-    ("logistic-int16-input-zero-point", "LOGISTIC", [T((3,), I16, q=quant(2**-12, 1))], T((3,), I16, q=quant(2**-15)),
-     None, True),
-    ("logistic-int16-output-zero-point", "LOGISTIC", [T((3,), I16, q=_Q16)], T((3,), I16, q=quant(2**-15, 1)), None,
-     True),
-    ("tanh-int16-output-scale", "TANH", [T((3,), I16, q=_Q16)], T((3,), I16, q=quant(_f32(2**-15 * 1.002))), None,
-     True),
-    ("tanh-int16-input-zero-point", "TANH", [T((3,), I16, q=quant(2**-12, -1))], T((3,), I16, q=quant(2**-15)), None,
-     True),
+    (
+        "logistic-int16-input-zero-point",
+        "LOGISTIC",
+        [T((3,), I16, q=quant(2**-12, 1))],
+        T((3,), I16, q=quant(2**-15)),
+        None,
+        True,
+    ),
+    (
+        "logistic-int16-output-zero-point",
+        "LOGISTIC",
+        [T((3,), I16, q=_Q16)],
+        T((3,), I16, q=quant(2**-15, 1)),
+        None,
+        True,
+    ),
+    (
+        "tanh-int16-output-scale",
+        "TANH",
+        [T((3,), I16, q=_Q16)],
+        T((3,), I16, q=quant(_f32(2**-15 * 1.002))),
+        None,
+        True,
+    ),
+    (
+        "tanh-int16-input-zero-point",
+        "TANH",
+        [T((3,), I16, q=quant(2**-12, -1))],
+        T((3,), I16, q=quant(2**-15)),
+        None,
+        True,
+    ),
     ("tanh-int8-to-uint8", "TANH", [T((3,), I8, q=_Q8)], T((3,), U8, q=_Q8), None, True),
-    ("softmax-int8-output-zero-point", "SOFTMAX", [T((3,), I8, q=_Q8)], T((3,), I8, q=quant(1 / 256, -127)),
-     {"beta": 1.0}, True),
-    ("softmax-int8-output-scale", "SOFTMAX", [T((3,), I8, q=_Q8)], T((3,), I8, q=quant(_f32(1 / 256 * 1.0011), -128)),
-     {"beta": 1.0}, True),
+    (
+        "softmax-int8-output-zero-point",
+        "SOFTMAX",
+        [T((3,), I8, q=_Q8)],
+        T((3,), I8, q=quant(1 / 256, -127)),
+        {"beta": 1.0},
+        True,
+    ),
+    (
+        "softmax-int8-output-scale",
+        "SOFTMAX",
+        [T((3,), I8, q=_Q8)],
+        T((3,), I8, q=quant(_f32(1 / 256 * 1.0011), -128)),
+        {"beta": 1.0},
+        True,
+    ),
     ("softmax-int8-to-uint8", "SOFTMAX", [T((3,), I8, q=_Q8)], T((3,), U8, q=quant(1 / 256)), {"beta": 1.0}, True),
-    ("softmax-uint8-to-int8", "SOFTMAX", [T((3,), U8, q=_Q8)], T((3,), I8, q=quant(1 / 256, -128)), {"beta": 1.0},
-     True),
-    ("softmax-int16-output-scale", "SOFTMAX", [T((3,), I16, q=_Q16)], T((3,), I16, q=quant(2**-14)), {"beta": 1.0},
-     True),
-    ("softmax-int16-input-zero-point", "SOFTMAX", [T((3,), I16, q=quant(2**-12, 5))], T((3,), I16, q=quant(2**-15)),
-     {"beta": 1.0}, True),
+    (
+        "softmax-uint8-to-int8",
+        "SOFTMAX",
+        [T((3,), U8, q=_Q8)],
+        T((3,), I8, q=quant(1 / 256, -128)),
+        {"beta": 1.0},
+        True,
+    ),
+    (
+        "softmax-int16-output-scale",
+        "SOFTMAX",
+        [T((3,), I16, q=_Q16)],
+        T((3,), I16, q=quant(2**-14)),
+        {"beta": 1.0},
+        True,
+    ),
+    (
+        "softmax-int16-input-zero-point",
+        "SOFTMAX",
+        [T((3,), I16, q=quant(2**-12, 5))],
+        T((3,), I16, q=quant(2**-15)),
+        {"beta": 1.0},
+        True,
+    ),
     # LiteRT writes int16 results into the int8 buffer (out of bounds): refused without asking it
-    ("softmax-int16-to-int8", "SOFTMAX", [T((3,), I16, q=_Q16)], T((3,), I8, q=quant(1 / 256, -128)), {"beta": 1.0},
-     False),
+    (
+        "softmax-int16-to-int8",
+        "SOFTMAX",
+        [T((3,), I16, q=_Q16)],
+        T((3,), I8, q=quant(1 / 256, -128)),
+        {"beta": 1.0},
+        False,
+    ),
     # beta * s_in * 2^26 <= 1: QuantizeMultiplierGreaterThanOne aborts LiteRT
-    ("softmax-int8-tiny-beta", "SOFTMAX", [T((3,), I8, q=_Q8)], T((3,), I8, q=quant(1 / 256, -128)), {"beta": 1e-7},
-     False),
-    ("softmax-uint8-negative-beta", "SOFTMAX", [T((3,), U8, q=_Q8)], T((3,), U8, q=quant(1 / 256)), {"beta": -1.0},
-     False),
+    (
+        "softmax-int8-tiny-beta",
+        "SOFTMAX",
+        [T((3,), I8, q=_Q8)],
+        T((3,), I8, q=quant(1 / 256, -128)),
+        {"beta": 1e-7},
+        False,
+    ),
+    (
+        "softmax-uint8-negative-beta",
+        "SOFTMAX",
+        [T((3,), U8, q=_Q8)],
+        T((3,), U8, q=quant(1 / 256)),
+        {"beta": -1.0},
+        False,
+    ),
     ("relu-int16-zero-point", "RELU", [T((3,), I16, q=quant(0.01, 2))], T((3,), I16, q=quant(0.01)), None, True),
-    ("relu6-int16-output-zero-point", "RELU6", [T((3,), I16, q=quant(0.01))], T((3,), I16, q=quant(0.01, -2)), None,
-     True),
+    (
+        "relu6-int16-output-zero-point",
+        "RELU6",
+        [T((3,), I16, q=quant(0.01))],
+        T((3,), I16, q=quant(0.01, -2)),
+        None,
+        True,
+    ),
     ("relu-int8-to-uint8", "RELU", [T((3,), I8, q=_Q8)], T((3,), U8, q=_Q8), None, True),
     ("relu_0_to_1-int16", "RELU_0_TO_1", [T((3,), I16, q=_Q16)], T((3,), I16, q=_Q16), None, True),
-    ("leaky_relu-int16-zero-point", "LEAKY_RELU", [T((3,), I16, q=quant(0.01, 1))], T((3,), I16, q=quant(0.01)),
-     {"alpha": 0.2}, True),
-    ("hard_swish-output-multiplier-above-1", "HARD_SWISH", [T((3,), I8, q=quant(1.0))], T((3,), I8, q=quant(1 / 256)),
-     None, True),
+    (
+        "leaky_relu-int16-zero-point",
+        "LEAKY_RELU",
+        [T((3,), I16, q=quant(0.01, 1))],
+        T((3,), I16, q=quant(0.01)),
+        {"alpha": 0.2},
+        True,
+    ),
+    (
+        "hard_swish-output-multiplier-above-1",
+        "HARD_SWISH",
+        [T((3,), I8, q=quant(1.0))],
+        T((3,), I8, q=quant(1 / 256)),
+        None,
+        True,
+    ),
     ("hard_swish-int8-to-uint8", "HARD_SWISH", [T((3,), I8, q=_Q8)], T((3,), U8, q=_Q8), None, True),
     # a multiplier shift past 31 is undefined behaviour in LiteRT
     ("relu-int8-huge-scale-ratio", "RELU", [T((3,), I8, q=quant(1e4))], T((3,), I8, q=quant(1e-7)), None, False),
     ("relu-int8-zero-output-scale", "RELU", [T((3,), I8, q=_Q8)], T((3,), I8, q=quant(0.0)), None, False),
     # LiteRT reads an int16 alpha as int8 bytes (and a uint8 alpha of int8 input as int8): refused
-    ("prelu-int16-int16-alpha", "PRELU", [T((3,), I16, q=_Q16), T.const(np.ones((3,), I16), q=_Q16)],
-     T((3,), I16, q=_Q16), None, False),
-    ("prelu-int8-uint8-alpha", "PRELU", [T((3,), I8, q=_Q8), T.const(np.ones((3,), U8), q=_Q8)], T((3,), I8, q=_Q8),
-     None, False),
+    (
+        "prelu-int16-int16-alpha",
+        "PRELU",
+        [T((3,), I16, q=_Q16), T.const(np.ones((3,), I16), q=_Q16)],
+        T((3,), I16, q=_Q16),
+        None,
+        False,
+    ),
+    (
+        "prelu-int8-uint8-alpha",
+        "PRELU",
+        [T((3,), I8, q=_Q8), T.const(np.ones((3,), U8), q=_Q8)],
+        T((3,), I8, q=_Q8),
+        None,
+        False,
+    ),
 ]
 
 
@@ -265,20 +427,39 @@ def test_rejected(case):
 # model LiteRT rejects must raise PrepareError here. Scales are drawn from 1e-9 to 1e4 (input/output ratios up
 # to 1e6 either way), zero points at the ends of the type range, inputs over the whole range.
 QUANTIZED = [
-    ("RELU", I8, I8), ("RELU", U8, U8), ("RELU", I16, I16),
-    ("RELU6", I8, I8), ("RELU6", U8, U8), ("RELU6", I16, I16),
-    ("RELU_N1_TO_1", I8, I8), ("RELU_N1_TO_1", U8, U8), ("RELU_0_TO_1", I8, I8), ("RELU_0_TO_1", U8, U8),
-    ("LEAKY_RELU", I8, I8), ("LEAKY_RELU", U8, U8), ("LEAKY_RELU", I16, I16),
-    ("HARD_SWISH", I8, I8), ("HARD_SWISH", U8, U8),
-    ("LOGISTIC", I8, I8), ("LOGISTIC", U8, U8), ("LOGISTIC", I16, I16),
-    ("TANH", I8, I8), ("TANH", U8, U8), ("TANH", I16, I16),
-    ("SOFTMAX", I8, I8), ("SOFTMAX", I8, I16), ("SOFTMAX", U8, U8), ("SOFTMAX", U8, I16), ("SOFTMAX", I16, I16),
-    ("PRELU", I8, I8), ("PRELU", U8, U8), ("PRELU", I16, I16),  # int16 input takes an int8 alpha
+    ("RELU", I8, I8),
+    ("RELU", U8, U8),
+    ("RELU", I16, I16),
+    ("RELU6", I8, I8),
+    ("RELU6", U8, U8),
+    ("RELU6", I16, I16),
+    ("RELU_N1_TO_1", I8, I8),
+    ("RELU_N1_TO_1", U8, U8),
+    ("RELU_0_TO_1", I8, I8),
+    ("RELU_0_TO_1", U8, U8),
+    ("LEAKY_RELU", I8, I8),
+    ("LEAKY_RELU", U8, U8),
+    ("LEAKY_RELU", I16, I16),
+    ("HARD_SWISH", I8, I8),
+    ("HARD_SWISH", U8, U8),
+    ("LOGISTIC", I8, I8),
+    ("LOGISTIC", U8, U8),
+    ("LOGISTIC", I16, I16),
+    ("TANH", I8, I8),
+    ("TANH", U8, U8),
+    ("TANH", I16, I16),
+    ("SOFTMAX", I8, I8),
+    ("SOFTMAX", I8, I16),
+    ("SOFTMAX", U8, U8),
+    ("SOFTMAX", U8, I16),
+    ("SOFTMAX", I16, I16),
+    ("PRELU", I8, I8),
+    ("PRELU", U8, U8),
+    ("PRELU", I16, I16),  # int16 input takes an int8 alpha
 ]
 ELEMENTWISE = [c for c in QUANTIZED if c[0] not in ("SOFTMAX", "PRELU")]
 #: int16 paths that require zero points 0
-ZERO_POINT_0 = {("RELU", I16), ("RELU6", I16), ("LEAKY_RELU", I16), ("LOGISTIC", I16), ("TANH", I16),
-                ("SOFTMAX", I16)}
+ZERO_POINT_0 = {("RELU", I16), ("RELU6", I16), ("LEAKY_RELU", I16), ("LOGISTIC", I16), ("TANH", I16), ("SOFTMAX", I16)}
 SOFTMAX_BETAS = [1.0, 0.5, 2.0, 1e-3, 10.0, 1e3, -1.0]
 LEAKY_ALPHAS = [0.2, 0.01, 0.0, 1.0, 2.5, -0.5, -0.75, -3.0]
 
@@ -368,8 +549,10 @@ def _quantized_model(draw, case, shape):
     options = None
     if op == "LOGISTIC" or (op == "TANH" and tin == I16):
         if tin == I16:
-            s_in = draw(st.sampled_from([s_in, 2**-12, 2**-11, _f32(2**-12 * 1.0007), _f32(2**-12 * 1.002)]),
-                        label="s_in (pot?)")
+            s_in = draw(
+                st.sampled_from([s_in, 2**-12, 2**-11, _f32(2**-12 * 1.0007), _f32(2**-12 * 1.002)]),
+                label="s_in (pot?)",
+            )
         s_out = 1 / 256 if tin != I16 else 2**-15
     elif op == "SOFTMAX":
         beta = draw(st.sampled_from(SOFTMAX_BETAS), label="beta")
@@ -427,7 +610,7 @@ def test_quantized_prelu(case, data, seed, alpha_const):
     rng = np.random.default_rng(seed)
     shape = data.draw(shapes(0, 5, max_dim=5), label="shape")
     rank = data.draw(st.integers(0, len(shape)), label="alpha_rank")
-    alpha_shape = tuple(1 if data.draw(st.booleans()) else d for d in shape[len(shape) - rank:])
+    alpha_shape = tuple(1 if data.draw(st.booleans()) else d for d in shape[len(shape) - rank :])
     s_in = data.draw(_scales(), label="s_in")
     s_out = data.draw(_ratio_scale(s_in), label="s_out")
     s_a = data.draw(_scales(-6, 1), label="s_alpha")
@@ -436,13 +619,17 @@ def test_quantized_prelu(case, data, seed, alpha_const):
     x = _qvalues(rng, shape, tin, data.draw(st.sampled_from(["full", "ends"]), label="regime"))
     alpha = _qvalues(rng, alpha_shape, tal, "full")
     a_spec = T.const(alpha, q=quant(s_a, z_a)) if alpha_const else T(alpha_shape, tal, q=quant(s_a, z_a))
-    model = single_op_model("PRELU", [T(shape, tin, q=quant(s_in, z_in)), a_spec],
-                            [T(shape, tin, q=quant(s_out, z_out))])
+    model = single_op_model(
+        "PRELU", [T(shape, tin, q=quant(s_in, z_in)), a_spec], [T(shape, tin, q=quant(s_out, z_out))]
+    )
     _check_against_ref(model, [x] if alpha_const else [x, alpha])
 
 
-@pytest.mark.parametrize("depth, tout, oracle_runs", [(300, I8, True), (600, I16, True), (600, I8, False)],
-                         ids=["int8-300", "int8-to-int16-600", "int8-600"])
+@pytest.mark.parametrize(
+    "depth, tout, oracle_runs",
+    [(300, I8, True), (600, I16, True), (600, I8, False)],
+    ids=["int8-300", "int8-to-int16-600", "int8-600"],
+)
 def test_quantized_softmax_long_flat_rows(depth, tout, oracle_runs):
     """Rows of equal values: LiteRT's 8-bit-output kernel CHECKs that the row sum stays below 512 maxima
     (exponent <= 31) and aborts past it; there litert_py still gives the rounded probability, 0 + type minimum
@@ -475,8 +662,18 @@ DEFAULT_DIFFERS = {
     # XNNPACK requantizes LEAKY_RELU its own way (+-1)
     "leaky_relu-int8-xnnpack": ("LEAKY_RELU", I8, I8, 0.05, 3, 0.05, -2, {"alpha": 0.2}, "AUTO", 1),
     # the optimized softmax uses the output's own scale and zero point; the reference always 1/65536, -32768
-    "softmax-int8-to-int16": ("SOFTMAX", I8, I16, 0.05, 0, 1 / 32768, 0, {"beta": 1.0},
-                              "BUILTIN_WITHOUT_DEFAULT_DELEGATES", 65536),
+    "softmax-int8-to-int16": (
+        "SOFTMAX",
+        I8,
+        I16,
+        0.05,
+        0,
+        1 / 32768,
+        0,
+        {"beta": 1.0},
+        "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+        65536,
+    ),
 }
 
 
@@ -485,8 +682,9 @@ def test_quantized_default_kernels_differ(case):
     op, tin, tout, s_in, z_in, s_out, z_out, options, resolver, bound = DEFAULT_DIFFERS[case]
     info = np.iinfo(tin)
     x = np.arange(int(info.min), int(info.max) + 1).astype(tin).reshape(-1, 64)
-    model = single_op_model(op, [T(x.shape, tin, q=quant(s_in, z_in))], [T(x.shape, tout, q=quant(s_out, z_out))],
-                            options)
+    model = single_op_model(
+        op, [T(x.shape, tin, q=quant(s_in, z_in))], [T(x.shape, tout, q=quant(s_out, z_out))], options
+    )
     ours, ref = run_both(model, [x])
     assert_matches(ours, ref)
     default = run_litert(model, [x], resolver)[0]
@@ -502,18 +700,27 @@ def test_quantized_default_kernels_differ(case):
 #: erfc (Eigen's float tanh saturates to +-1 early, so 1 + tanh differs by an ulp of 1 times |x|), ours NumPy's
 #: tanh and a float64 erfc: error bounded by a few e-7 * |x|.
 MORE_TOLERANCE = {
-    "log_softmax-float32": (1e-6, 1e-6), "elu-float32": (1e-6, 0.0),
-    "gelu-float32": (1e-5, 3e-7), "gelu-approximate-float32": (1e-6, 3e-7),
+    "log_softmax-float32": (1e-6, 1e-6),
+    "elu-float32": (1e-6, 0.0),
+    "gelu-float32": (1e-5, 3e-7),
+    "gelu-approximate-float32": (1e-6, 3e-7),
 }
 MORE_RESOLVER = {"ELU": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
 #: (op, options, dtype): every path LiteRT 2.3.0 accepts
 MORE_CASES = [
-    ("LOG_SOFTMAX", None, np.float32), ("LOG_SOFTMAX", None, I8), ("LOG_SOFTMAX", None, U8),
-    ("ELU", None, np.float32), ("ELU", None, I8),
-    ("GELU", {"approximate": False}, np.float32), ("GELU", {"approximate": True}, np.float32),
-    ("GELU", {"approximate": False}, I8), ("GELU", {"approximate": True}, I8),
-    ("GELU", {"approximate": False}, U8), ("GELU", {"approximate": True}, U8),
-    ("GELU", {"approximate": False}, I16), ("GELU", {"approximate": True}, I16),
+    ("LOG_SOFTMAX", None, np.float32),
+    ("LOG_SOFTMAX", None, I8),
+    ("LOG_SOFTMAX", None, U8),
+    ("ELU", None, np.float32),
+    ("ELU", None, I8),
+    ("GELU", {"approximate": False}, np.float32),
+    ("GELU", {"approximate": True}, np.float32),
+    ("GELU", {"approximate": False}, I8),
+    ("GELU", {"approximate": True}, I8),
+    ("GELU", {"approximate": False}, U8),
+    ("GELU", {"approximate": True}, U8),
+    ("GELU", {"approximate": False}, I16),
+    ("GELU", {"approximate": True}, I16),
 ]
 
 
@@ -531,8 +738,9 @@ def _assert_scaled(ours, theirs, x, rtol: float, xtol: float) -> None:
     with np.errstate(all="ignore"):
         ok = same | (np.abs(a - b) <= rtol * np.abs(b) + xtol * np.abs(x.astype(np.float64)))
     bad = np.flatnonzero(~ok)
-    assert not bad.size, f"{bad.size} mismatches, e.g. x={x.ravel()[bad[:4]]} ours={a.ravel()[bad[:4]]} " \
-                         f"theirs={b.ravel()[bad[:4]]}"
+    assert not bad.size, (
+        f"{bad.size} mismatches, e.g. x={x.ravel()[bad[:4]]} ours={a.ravel()[bad[:4]]} theirs={b.ravel()[bad[:4]]}"
+    )
 
 
 @pytest.mark.parametrize("case", MORE_CASES, ids=_more_id)
@@ -573,13 +781,15 @@ def test_more_activations(case, data, seed):
         x = np.clip(z_in + rng.integers(-3, 4, size=shape), info.min, info.max).astype(dtype)
     else:
         x = rng.integers(int(info.min), int(info.max), size=shape, endpoint=True).astype(dtype)
-    model = single_op_model(op, [T(shape, dtype, q=quant(s_in, z_in))], [T(shape, dtype, q=quant(s_out, z_out))],
-                            options)
+    model = single_op_model(
+        op, [T(shape, dtype, q=quant(s_in, z_in))], [T(shape, dtype, q=quant(s_out, z_out))], options
+    )
     assert_matches(*run_both(model, [x], resolver=resolver))
 
 
-@pytest.mark.parametrize("case", [c for c in MORE_CASES if c[0] != "LOG_SOFTMAX" and np.dtype(c[2]).kind != "f"],
-                         ids=_more_id)
+@pytest.mark.parametrize(
+    "case", [c for c in MORE_CASES if c[0] != "LOG_SOFTMAX" and np.dtype(c[2]).kind != "f"], ids=_more_id
+)
 @given(data=st.data())
 def test_more_activations_every_input(case, data):
     """The whole table: every input value of the type at once, under drawn qparams."""
@@ -588,8 +798,9 @@ def test_more_activations_every_input(case, data):
     x = np.arange(int(info.min), int(info.max) + 1).astype(dtype)
     s_in, z_in = data.draw(qparams(dtype, -5.0, 1.0, dtype == I16), label="in")
     s_out, z_out = data.draw(qparams(dtype, -5.0, 1.0, dtype == I16), label="out")
-    model = single_op_model(op, [T(x.shape, dtype, q=quant(s_in, z_in))],
-                            [T(x.shape, dtype, q=quant(s_out, z_out))], options)
+    model = single_op_model(
+        op, [T(x.shape, dtype, q=quant(s_in, z_in))], [T(x.shape, dtype, q=quant(s_out, z_out))], options
+    )
     assert_matches(*run_both(model, [x], resolver=MORE_RESOLVER.get(op, "BUILTIN_REF")))
 
 
@@ -599,18 +810,33 @@ def test_log_softmax_quantized_long_equal_rows(depth):
     for dtype in (U8, I8):
         x = np.full((2, depth), np.iinfo(dtype).max, dtype)
         x[1, ::2] = 0
-        model = single_op_model("LOG_SOFTMAX", [T(x.shape, dtype, q=quant(0.05, 3))],
-                                [T(x.shape, dtype, q=quant(16 / 256, int(np.iinfo(dtype).max)))])
+        model = single_op_model(
+            "LOG_SOFTMAX",
+            [T(x.shape, dtype, q=quant(0.05, 3))],
+            [T(x.shape, dtype, q=quant(16 / 256, int(np.iinfo(dtype).max)))],
+        )
         assert_matches(*run_both(model, [x]))
 
 
 _QL = quant(0.1, 0)
 MORE_REJECTS = [  # (id, op, input spec, output spec, options): LiteRT refuses these at prepare as well
     ("log_softmax-int16", "LOG_SOFTMAX", T((3,), I16, q=_QL), T((3,), I16, q=_QL), None, "BUILTIN_REF"),
-    ("log_softmax-uint8-bad-zero-point", "LOG_SOFTMAX", T((3,), U8, q=_QL), T((3,), U8, q=quant(16 / 256, 0)), None,
-     "BUILTIN_REF"),
-    ("log_softmax-int8-bad-scale", "LOG_SOFTMAX", T((3,), I8, q=_QL), T((3,), I8, q=quant(0.1, 127)), None,
-     "BUILTIN_REF"),
+    (
+        "log_softmax-uint8-bad-zero-point",
+        "LOG_SOFTMAX",
+        T((3,), U8, q=_QL),
+        T((3,), U8, q=quant(16 / 256, 0)),
+        None,
+        "BUILTIN_REF",
+    ),
+    (
+        "log_softmax-int8-bad-scale",
+        "LOG_SOFTMAX",
+        T((3,), I8, q=_QL),
+        T((3,), I8, q=quant(0.1, 127)),
+        None,
+        "BUILTIN_REF",
+    ),
     ("log_softmax-type-mismatch", "LOG_SOFTMAX", T((3,), np.float32), T((3,), I8, q=_QL), None, "BUILTIN_REF"),
     ("elu-uint8", "ELU", T((3,), U8, q=_QL), T((3,), U8, q=_QL), None, "BUILTIN_WITHOUT_DEFAULT_DELEGATES"),
     ("elu-int16", "ELU", T((3,), I16, q=_QL), T((3,), I16, q=_QL), None, "BUILTIN_WITHOUT_DEFAULT_DELEGATES"),
@@ -645,8 +871,12 @@ def test_lut_entries_beyond_int32(dtype, zero_point, out_scale):
     """GELU of large inputs over a tiny output scale: the table's float -> int32 cast overflows. LiteRT's uint8
     tables get INT32_MIN there (then 0), its int8 tables saturate (litert_py.quant.lut_int8)."""
     info = np.iinfo(dtype)
-    model = single_op_model("GELU", inputs=[T((256,), dtype, q=quant(100.0, zero_point))],
-                            outputs=[T((256,), dtype, q=quant(out_scale, zero_point))], options={"approximate": False})
+    model = single_op_model(
+        "GELU",
+        inputs=[T((256,), dtype, q=quant(100.0, zero_point))],
+        outputs=[T((256,), dtype, q=quant(out_scale, zero_point))],
+        options={"approximate": False},
+    )
     ours, theirs = run_both(model, [np.arange(info.min, info.max + 1).astype(dtype)])
     np.testing.assert_array_equal(ours[0], theirs[0])
 
@@ -660,8 +890,9 @@ def test_elu_int8_table_uses_expm1():
     np.testing.assert_array_equal(ours[0], theirs[0])
 
 
-@pytest.mark.parametrize("op, fn, worst_default",
-                         [("LOGISTIC", lambda v: 1 / (1 + np.exp(-v)), 6), ("TANH", np.tanh, 12)])
+@pytest.mark.parametrize(
+    "op, fn, worst_default", [("LOGISTIC", lambda v: 1 / (1 + np.exp(-v)), 6), ("TANH", np.tanh, 12)]
+)
 def test_int16_logistic_tanh_closer_to_the_definition_than_the_default_kernels(op, fn, worst_default):
     """docs/litert-differences.md: for int16 LOGISTIC / TANH (power-of-two scales) TensorFlow's definition, the real
     function, agrees with the reference kernel litert_py follows: within 1 LSB on all 65,536 inputs, where LiteRT's

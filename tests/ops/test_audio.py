@@ -85,10 +85,18 @@ def spectrogram_case(draw):
     squared = draw(st.booleans())
     x = _signal(rng, n, channels, draw(st.sampled_from(["noise", "tones", "speech"])))
     # LiteRT reads the options with AsInt64 / AsBool: a float window is truncated, an int flag is != 0
-    opts = dict(window_size=draw(st.sampled_from([window, window + 0.75])), stride=stride,
-                magnitude_squared=draw(st.sampled_from([squared, int(squared)])))
-    model = single_op_model("CUSTOM", [T(x.shape)], [T((channels, _frames(n, window, stride), _bins(window)))],
-                            custom_code="AudioSpectrogram", custom_options=_options(**opts))
+    opts = dict(
+        window_size=draw(st.sampled_from([window, window + 0.75])),
+        stride=stride,
+        magnitude_squared=draw(st.sampled_from([squared, int(squared)])),
+    )
+    model = single_op_model(
+        "CUSTOM",
+        [T(x.shape)],
+        [T((channels, _frames(n, window, stride), _bins(window)))],
+        custom_code="AudioSpectrogram",
+        custom_options=_options(**opts),
+    )
     return model, [x]
 
 
@@ -111,12 +119,21 @@ def mfcc_options(draw, rate: int):
     lower = draw(st.sampled_from([0, 20, 125, 300.7]))
     nyquist = rate / 2
     # mostly below Nyquist; sometimes past it (LiteRT then outputs zeros when end_index >= bins)
-    upper = draw(st.one_of(st.floats(lower + 1, nyquist).map(lambda v: float(int(v))),
-                           st.floats(lower + 1, nyquist), st.sampled_from([4000, 7600, nyquist, 1.2 * nyquist])))
+    upper = draw(
+        st.one_of(
+            st.floats(lower + 1, nyquist).map(lambda v: float(int(v))),
+            st.floats(lower + 1, nyquist),
+            st.sampled_from([4000, 7600, nyquist, 1.2 * nyquist]),
+        )
+    )
     if upper <= lower + 1:
         upper = lower + 2
-    return dict(upper_frequency_limit=upper, lower_frequency_limit=lower, filterbank_channel_count=channels,
-                dct_coefficient_count=coefficients)
+    return dict(
+        upper_frequency_limit=upper,
+        lower_frequency_limit=lower,
+        filterbank_channel_count=channels,
+        dct_coefficient_count=coefficients,
+    )
 
 
 @st.composite
@@ -132,8 +149,13 @@ def mfcc_case(draw):
         spec[hit] = rng.choice(np.array([np.inf, np.nan, -1.0], np.float32), int(hit.sum()))
     const_rate = draw(st.booleans())
     rate_t = T.const(np.array([rate], np.int32)) if const_rate else T((1,), np.int32)
-    model = single_op_model("CUSTOM", [T(shape), rate_t], [T((*shape[:2], opts["dct_coefficient_count"]))],
-                            custom_code="Mfcc", custom_options=_options(**opts))
+    model = single_op_model(
+        "CUSTOM",
+        [T(shape), rate_t],
+        [T((*shape[:2], opts["dct_coefficient_count"]))],
+        custom_code="Mfcc",
+        custom_options=_options(**opts),
+    )
     return model, [spec] if const_rate else [spec, np.array([rate], np.int32)]
 
 
@@ -149,17 +171,27 @@ def test_mfcc(case):
 # ----------------------------------------------------------------------------------------------
 
 
-def _speech_frontend(n: int, channels: int, window: int, stride: int, rate: int | None, mfcc: dict,
-                     squared: bool = True) -> bytes:
+def _speech_frontend(
+    n: int, channels: int, window: int, stride: int, rate: int | None, mfcc: dict, squared: bool = True
+) -> bytes:
     b = ModelBuilder()
     wav = b.input("wav", (n, channels), np.float32)
-    r = b.input("rate", (1,), np.int32) if rate is None else b.tensor("rate", (1,), np.int32,
-                                                                       data=np.array([rate], np.int32))
+    r = (
+        b.input("rate", (1,), np.int32)
+        if rate is None
+        else b.tensor("rate", (1,), np.int32, data=np.array([rate], np.int32))
+    )
     frames = _frames(n, window, stride)
     spec = b.tensor("spectrogram", (channels, frames, _bins(window)), np.float32)
     out = b.tensor("mfcc", (channels, frames, mfcc["dct_coefficient_count"]), np.float32)
-    b.op("CUSTOM", [wav], [spec], None, custom_code="AudioSpectrogram",
-         custom_options=_options(window_size=window, stride=stride, magnitude_squared=squared))
+    b.op(
+        "CUSTOM",
+        [wav],
+        [spec],
+        None,
+        custom_code="AudioSpectrogram",
+        custom_options=_options(window_size=window, stride=stride, magnitude_squared=squared),
+    )
     b.op("CUSTOM", [spec, r], [out], None, custom_code="Mfcc", custom_options=_options(**mfcc))
     b.output(spec, out)
     return b.build()
@@ -187,8 +219,9 @@ def test_spectrogram_mfcc_chain(data):
 def test_keyword_spotting_frontend():
     """The usual 1 s, 16 kHz front end: 30 ms windows every 20 ms, 40 mel channels, 13 coefficients."""
     x = _signal(np.random.default_rng(7), 16000, 1, "speech")
-    opts = dict(upper_frequency_limit=4000, lower_frequency_limit=20, filterbank_channel_count=40,
-                dct_coefficient_count=13)
+    opts = dict(
+        upper_frequency_limit=4000, lower_frequency_limit=20, filterbank_channel_count=40, dct_coefficient_count=13
+    )
     ours, theirs = run_both(_speech_frontend(16000, 1, 480, 320, 16000, opts), [x])
     assert ours[1].shape == (1, 49, 13)
     _close("AudioSpectrogram", ours[:1], theirs[:1])
@@ -202,11 +235,24 @@ def test_constant_signal_folded_at_prepare():
     wav = b.tensor("wav", x.shape, np.float32, data=x)
     rate = b.tensor("rate", (1,), np.int32, data=np.array([8000], np.int32))
     spec, out = b.tensor("spectrogram", (2, 6, 65), np.float32), b.tensor("mfcc", (2, 6, 10), np.float32)
-    b.op("CUSTOM", [wav], [spec], None, custom_code="AudioSpectrogram",
-         custom_options=_options(window_size=100, stride=80, magnitude_squared=True))
-    b.op("CUSTOM", [spec, rate], [out], None, custom_code="Mfcc",
-         custom_options=_options(upper_frequency_limit=3000, lower_frequency_limit=100, filterbank_channel_count=12,
-                                 dct_coefficient_count=10))
+    b.op(
+        "CUSTOM",
+        [wav],
+        [spec],
+        None,
+        custom_code="AudioSpectrogram",
+        custom_options=_options(window_size=100, stride=80, magnitude_squared=True),
+    )
+    b.op(
+        "CUSTOM",
+        [spec, rate],
+        [out],
+        None,
+        custom_code="Mfcc",
+        custom_options=_options(
+            upper_frequency_limit=3000, lower_frequency_limit=100, filterbank_channel_count=12, dct_coefficient_count=10
+        ),
+    )
     b.output(spec, out)
     ours, theirs = run_both(b.build(), [])
     _close("AudioSpectrogram", ours[:1], theirs[:1])
@@ -216,9 +262,15 @@ def test_constant_signal_folded_at_prepare():
 def test_mfcc_rate_changes_between_invokes():
     """A fed sample rate: the filterbank follows the rate of each invoke (tables cached per rate)."""
     LiteRT, OpResolverType = oracle()
-    model = single_op_model("CUSTOM", [T((1, 4, 257)), T((1,), np.int32)], [T((1, 4, 13))], custom_code="Mfcc",
-                            custom_options=_options(upper_frequency_limit=4000, lower_frequency_limit=20,
-                                                    filterbank_channel_count=40, dct_coefficient_count=13))
+    model = single_op_model(
+        "CUSTOM",
+        [T((1, 4, 257)), T((1,), np.int32)],
+        [T((1, 4, 13))],
+        custom_code="Mfcc",
+        custom_options=_options(
+            upper_frequency_limit=4000, lower_frequency_limit=20, filterbank_channel_count=40, dct_coefficient_count=13
+        ),
+    )
     spec = (np.random.default_rng(3).uniform(0, 3, (1, 4, 257)) ** 4).astype(np.float32)
     ours = Interpreter(model_content=model)
     theirs = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
@@ -241,18 +293,22 @@ def test_mfcc_rate_changes_between_invokes():
 # LiteRT's Mfcc quirks: refused parameters fail at invoke when there is a frame to compute
 # ----------------------------------------------------------------------------------------------
 
-_MFCC_OK = dict(upper_frequency_limit=4000, lower_frequency_limit=20, filterbank_channel_count=20,
-                dct_coefficient_count=13)
+_MFCC_OK = dict(
+    upper_frequency_limit=4000, lower_frequency_limit=20, filterbank_channel_count=20, dct_coefficient_count=13
+)
 
 
-def _mfcc_model(shape=(1, 3, 129), rate=16000, wav_dtype=np.float32, rate_t=None, out_dtype=np.float32,
-                **kw) -> bytes:
+def _mfcc_model(shape=(1, 3, 129), rate=16000, wav_dtype=np.float32, rate_t=None, out_dtype=np.float32, **kw) -> bytes:
     opts = {**_MFCC_OK, **kw}
     if rate_t is None:
         rate_t = T((1,), np.int32) if rate is None else T.const(np.array([rate], np.int32))
-    return single_op_model("CUSTOM", [T(shape, wav_dtype), rate_t],
-                           [T((*shape[:2], max(opts["dct_coefficient_count"], 0)), out_dtype)],
-                           custom_code="Mfcc", custom_options=_options(**opts))
+    return single_op_model(
+        "CUSTOM",
+        [T(shape, wav_dtype), rate_t],
+        [T((*shape[:2], max(opts["dct_coefficient_count"], 0)), out_dtype)],
+        custom_code="Mfcc",
+        custom_options=_options(**opts),
+    )
 
 
 @pytest.mark.parametrize("rate", [0, -8000])
@@ -265,9 +321,15 @@ def test_mfcc_bad_rate_fails_at_invoke(rate):
         run_ours(model, [spec, np.array([rate], np.int32)])
 
 
-@pytest.mark.parametrize("opts", [dict(dct_coefficient_count=21), dict(lower_frequency_limit=4000),
-                                  dict(filterbank_channel_count=0, dct_coefficient_count=1)],
-                         ids=["more-coefficients-than-channels", "upper-not-above-lower", "no-channels"])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(dct_coefficient_count=21),
+        dict(lower_frequency_limit=4000),
+        dict(filterbank_channel_count=0, dct_coefficient_count=1),
+    ],
+    ids=["more-coefficients-than-channels", "upper-not-above-lower", "no-channels"],
+)
 def test_mfcc_refused_parameters(opts):
     """LiteRT allocates, then fails at invoke; with a constant rate litert_py refuses the node at prepare."""
     model = _mfcc_model(**opts)
@@ -290,12 +352,16 @@ def test_mfcc_refused_parameters_without_frames():
 # ----------------------------------------------------------------------------------------------
 
 
-def _spectrogram_model(shape=(100, 1), dtype=np.float32, out_dtype=np.float32, out_shape=(1, 1, 33),
-                       **kw) -> bytes:
+def _spectrogram_model(shape=(100, 1), dtype=np.float32, out_dtype=np.float32, out_shape=(1, 1, 33), **kw) -> bytes:
     opts = dict(window_size=64, stride=32, magnitude_squared=False)
     opts.update(kw)
-    return single_op_model("CUSTOM", [T(shape, dtype)], [T(out_shape, out_dtype)], custom_code="AudioSpectrogram",
-                           custom_options=_options(**opts))
+    return single_op_model(
+        "CUSTOM",
+        [T(shape, dtype)],
+        [T(out_shape, out_dtype)],
+        custom_code="AudioSpectrogram",
+        custom_options=_options(**opts),
+    )
 
 
 ERRORS = {
@@ -306,7 +372,8 @@ ERRORS = {
     "spectrogram-window-1": lambda: _spectrogram_model(window_size=1),
     "spectrogram-stride-0": lambda: _spectrogram_model(stride=0),
     "spectrogram-no-window-key": lambda: single_op_model(
-        "CUSTOM", [T((100, 1))], [T((1, 1, 33))], custom_code="AudioSpectrogram", custom_options=_options(stride=4)),
+        "CUSTOM", [T((100, 1))], [T((1, 1, 33))], custom_code="AudioSpectrogram", custom_options=_options(stride=4)
+    ),
     "mfcc-rank2": lambda: _mfcc_model(shape=(3, 129)),
     "mfcc-rank4": lambda: _mfcc_model(shape=(1, 1, 3, 129)),
     "mfcc-int32-wav": lambda: _mfcc_model(wav_dtype=np.int32, out_dtype=np.int32),

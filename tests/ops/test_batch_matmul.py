@@ -44,7 +44,7 @@ def bmm_shapes(draw):
 
     def operand():
         rank = draw(st.integers(0, len(out_batch)))
-        dims = out_batch[len(out_batch) - rank:]
+        dims = out_batch[len(out_batch) - rank :]
         return tuple(1 if draw(st.integers(0, 2)) == 0 else d for d in dims)
 
     lb, rb = operand(), operand()
@@ -111,14 +111,19 @@ def bmm_case(draw, path):
             s_r = float(np.float32(10.0 ** draw(st.floats(-8, 2))))
             typical = np.sqrt(k) * max(abs(llo), lhi) * max(abs(rlo), rhi) / 2
             spread = draw(st.floats(-1.5, 1.0)) if regime == "typical" else draw(st.floats(-6, 6))
-            s_o = s_l * s_r * typical / _range(ot)[1] * 10.0 ** spread
+            s_o = s_l * s_r * typical / _range(ot)[1] * 10.0**spread
             if ot == I16:  # a multiplier >= 2^14 is undefined behaviour in LiteRT's int64 requantization
                 assume(float(np.float32(s_l) * np.float32(s_r)) / float(np.float32(s_o)) < 2.0**13)
         lhs, rhs = lhs.astype(lt), rhs.astype(rt)
         out_q = None if ot == I32 else quant(float(np.float32(s_o)), zo)
-        ins = [T(lhs_shape, lt, q=quant(s_l, zl) if ot != I32 else quant(0.5, 0)),
-               (T.const(rhs, q=quant(s_r, zr) if ot != I32 else quant(0.25, 0)) if const_rhs
-                else T(rhs_shape, rt, q=quant(s_r, zr) if ot != I32 else quant(0.25, 0)))]
+        ins = [
+            T(lhs_shape, lt, q=quant(s_l, zl) if ot != I32 else quant(0.5, 0)),
+            (
+                T.const(rhs, q=quant(s_r, zr) if ot != I32 else quant(0.25, 0))
+                if const_rhs
+                else T(rhs_shape, rt, q=quant(s_r, zr) if ot != I32 else quant(0.25, 0))
+            ),
+        ]
     model = single_op_model("BATCH_MATMUL", ins, [T(out_shape, ot, q=out_q)], opts)
     return model, ([lhs] if const_rhs else [lhs, rhs]), k
 
@@ -145,8 +150,7 @@ def test_batch_matmul_hybrid_row_scale_indexing():
     rhs = rng.integers(-127, 128, (5, 6)).astype(I8)
     for asym in (False, True):
         opts = {"asymmetric_quantize_inputs": asym}
-        model = single_op_model("BATCH_MATMUL", [T(lhs.shape), T.const(rhs, q=quant(0.02, 0))], [T((2, 3, 4, 6))],
-                                opts)
+        model = single_op_model("BATCH_MATMUL", [T(lhs.shape), T.const(rhs, q=quant(0.02, 0))], [T((2, 3, 4, 6))], opts)
         ours, ref = run_ours(model, [lhs])[0], run_litert(model, [lhs])[0]
         np.testing.assert_array_equal(ours, ref)
         flat = single_op_model("BATCH_MATMUL", [T((6, 4, 5)), T.const(rhs, q=quant(0.02, 0))], [T((6, 4, 6))], opts)
@@ -163,8 +167,12 @@ def test_batch_matmul_sse_row_sums():
     rhs[:, 1] = -128
     rhs[:, 2] = rng.integers(-128, 128, k)
     lhs = np.abs(rng.standard_normal((2, k))).astype(F32)
-    model = single_op_model("BATCH_MATMUL", [T(lhs.shape), T.const(rhs, q=quant(0.001, 0))], [T((2, 3))],
-                            {"asymmetric_quantize_inputs": True})
+    model = single_op_model(
+        "BATCH_MATMUL",
+        [T(lhs.shape), T.const(rhs, q=quant(0.001, 0))],
+        [T((2, 3))],
+        {"asymmetric_quantize_inputs": True},
+    )
     check_both(model, [lhs])
 
 
@@ -174,8 +182,9 @@ def test_batch_matmul_int32_wrap():
     lhs = np.full((1, k), -128, I8)
     rhs = np.full((k, 2), -128, I8)
     rhs[: k // 3, 1] = 127
-    model = single_op_model("BATCH_MATMUL", [T((1, k), I8, q=quant(0.5, 0)), T.const(rhs, q=quant(0.25, 0))],
-                            [T((1, 2), I32)], {})
+    model = single_op_model(
+        "BATCH_MATMUL", [T((1, k), I8, q=quant(0.5, 0)), T.const(rhs, q=quant(0.25, 0))], [T((1, 2), I32)], {}
+    )
     ours = check_both(model, [lhs])
     assert ours[0][0, 0] == np.int32(np.int64(k * 16384) - 2**32)
 
@@ -185,8 +194,12 @@ def test_batch_matmul_int8_wrap_requantized():
     k = 70000
     lhs = np.full((1, k), 127, I8)
     rhs = np.full((k, 2), 127, I8)
-    model = single_op_model("BATCH_MATMUL", [T((1, k), I8, q=quant(0.5, -128)), T.const(rhs, q=quant(0.25, -128))],
-                            [T((1, 2), I8, q=quant(2.0**20, 3))], {})
+    model = single_op_model(
+        "BATCH_MATMUL",
+        [T((1, k), I8, q=quant(0.5, -128)), T.const(rhs, q=quant(0.25, -128))],
+        [T((1, 2), I8, q=quant(2.0**20, 3))],
+        {},
+    )
     check_both(model, [lhs])
 
 
@@ -194,8 +207,9 @@ def test_batch_matmul_int8_wrap_requantized():
 
 
 def _model(lhs_shape, rhs_shape, lt=F32, rt=F32, ot=F32, lq=None, rq=None, oq=None, out_shape=(1, 1), **opts):
-    return single_op_model("BATCH_MATMUL", [T(lhs_shape, lt, q=lq), T(rhs_shape, rt, q=rq)],
-                           [T(out_shape, ot, q=oq)], opts), [np.zeros(lhs_shape, lt), np.zeros(rhs_shape, rt)]
+    return single_op_model(
+        "BATCH_MATMUL", [T(lhs_shape, lt, q=lq), T(rhs_shape, rt, q=rq)], [T(out_shape, ot, q=oq)], opts
+    ), [np.zeros(lhs_shape, lt), np.zeros(rhs_shape, rt)]
 
 
 Q = quant(0.1, 0)
@@ -217,8 +231,9 @@ REJECTED_BY_US = {
     "bmm-int8-to-int16": lambda: _model((2, 3), (3, 4), I8, I8, I16, Q, Q, Q),
     "bmm-int16-to-int32": lambda: _model((2, 3), (3, 4), I16, I16, I32, Q, Q, Q),
     "bmm-float-to-int8": lambda: _model((2, 3), (3, 4), F32, F32, I8, oq=Q),
-    "bmm-hybrid-scales-on-wrong-dim": lambda: _model((2, 3), (3, 4), F32, I8, F32, None,
-                                                     quant([0.1, 0.2, 0.3], [0] * 3, quantized_dimension=0)),
+    "bmm-hybrid-scales-on-wrong-dim": lambda: _model(
+        (2, 3), (3, 4), F32, I8, F32, None, quant([0.1, 0.2, 0.3], [0] * 3, quantized_dimension=0)
+    ),
 }
 
 
@@ -245,6 +260,10 @@ def test_batch_matmul_int16_large_multiplier(real):
     rng = np.random.default_rng(int(real))
     lhs = rng.integers(-3, 4, (2, 3, 5)).astype(I16)
     rhs = rng.integers(-3, 4, (5, 4)).astype(I8)
-    model = single_op_model("BATCH_MATMUL", [T(lhs.shape, I16, q=quant(0.5, 0)), T.const(rhs, q=quant(0.25, 0))],
-                            [T((2, 3, 4), I16, q=quant(0.125 / real, 0))], {})
+    model = single_op_model(
+        "BATCH_MATMUL",
+        [T(lhs.shape, I16, q=quant(0.5, 0)), T.const(rhs, q=quant(0.25, 0))],
+        [T((2, 3, 4), I16, q=quant(0.125 / real, 0))],
+        {},
+    )
     check_both(model, [lhs])

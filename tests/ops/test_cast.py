@@ -11,8 +11,20 @@ from litert_py import Interpreter, PrepareError
 from tests.ops._values import assert_matches, shapes
 from tests.oracle import T, oracle, run_both, single_op_model
 
-TYPES = [np.float32, np.float16, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-         np.bool_, np.complex64]
+TYPES = [
+    np.float32,
+    np.float16,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.bool_,
+    np.complex64,
+]
 #: every (from, to) pair; one hypothesis test per source type draws the target (keeps the suite fast)
 CASES = TYPES
 
@@ -25,9 +37,40 @@ def _values(rng, shape, dtype, regime):
     if dtype == np.bool_:
         return (rng.random(size) < 0.5).reshape(shape)
     if dtype.kind in "fc":
-        edges = [np.nan, np.inf, -np.inf, -0.0, 0.5, -0.5, 1.5, -1.5, 127.5, 128.0, -128.5, -129.0, 255.9, 256.0,
-                 32767.5, 32768.0, -32769.0, 65535.9, 65536.0, 65520.0, 65519.0, 2.0**31, -2.0**31, -2.0**31 - 4096,
-                 2.0**32, 2.0**32 - 256, 2.0**63, -2.0**63, 2.0**64, 1e30, -1e30, 1 + 2.0**-11 + 2.0**-30]
+        edges = [
+            np.nan,
+            np.inf,
+            -np.inf,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            127.5,
+            128.0,
+            -128.5,
+            -129.0,
+            255.9,
+            256.0,
+            32767.5,
+            32768.0,
+            -32769.0,
+            65535.9,
+            65536.0,
+            65520.0,
+            65519.0,
+            2.0**31,
+            -(2.0**31),
+            -(2.0**31) - 4096,
+            2.0**32,
+            2.0**32 - 256,
+            2.0**63,
+            -(2.0**63),
+            2.0**64,
+            1e30,
+            -1e30,
+            1 + 2.0**-11 + 2.0**-30,
+        ]
         if regime == "edges":
             x = rng.choice(np.array(edges), size)
         else:
@@ -39,9 +82,22 @@ def _values(rng, shape, dtype, regime):
             return real.astype(dtype).reshape(shape)
     info = np.iinfo(dtype)
     if regime == "edges":
-        pool = np.array([info.min, info.max, 0, 1, -1 if info.min < 0 else 2, info.min + 1, info.max - 1,
-                         2**53 + 1 if dtype == np.int64 else info.max, 2**24 + 1 if dtype.itemsize >= 4 else 3,
-                         65519 if dtype.itemsize >= 4 else 4, 65521 if dtype.itemsize >= 4 else 5], dtype=object)
+        pool = np.array(
+            [
+                info.min,
+                info.max,
+                0,
+                1,
+                -1 if info.min < 0 else 2,
+                info.min + 1,
+                info.max - 1,
+                2**53 + 1 if dtype == np.int64 else info.max,
+                2**24 + 1 if dtype.itemsize >= 4 else 3,
+                65519 if dtype.itemsize >= 4 else 4,
+                65521 if dtype.itemsize >= 4 else 5,
+            ],
+            dtype=object,
+        )
         return np.array(rng.choice(pool, size).tolist(), dtype=dtype).reshape(shape)
     return rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True).reshape(shape)
 
@@ -93,8 +149,19 @@ def test_cast_rejected(case):
 
 
 # -- BITCAST ------------------------------------------------------------------------------------------
-BITCAST_TYPES = [np.float32, np.float16, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-                 np.float64, np.complex64]
+BITCAST_TYPES = [
+    np.float32,
+    np.float16,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.float64,
+    np.complex64,
+]
 
 
 @pytest.mark.parametrize("src", BITCAST_TYPES, ids=lambda d: np.dtype(d).name)

@@ -22,8 +22,11 @@ CASES = (
     + [(op, dt, True) for op in COMPARE for dt in (np.int8, np.uint8)]
     + [(op, np.int16, True) for op in COMPARE]  # EQUAL/NOT_EQUAL rescale; the others ignore the scales
     + [(op, np.bool_, False) for op in ("LOGICAL_AND", "LOGICAL_OR")]
-    + [(op, dt, False) for op in ("BITWISE_XOR", "RIGHT_SHIFT")
-       for dt in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)]
+    + [
+        (op, dt, False)
+        for op in ("BITWISE_XOR", "RIGHT_SHIFT")
+        for dt in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
+    ]
 )
 
 
@@ -41,8 +44,11 @@ def _values(rng, shape, dtype, regime):
     if dtype is np.bool_:
         return rng.random(shape) < 0.5
     if regime == "ties":
-        return rng.integers(-3, 4, size=shape).astype(dtype) if np.dtype(dtype).kind != "u" else \
-            rng.integers(0, 4, size=shape).astype(dtype)
+        return (
+            rng.integers(-3, 4, size=shape).astype(dtype)
+            if np.dtype(dtype).kind != "u"
+            else rng.integers(0, 4, size=shape).astype(dtype)
+        )
     return values(rng, shape, dtype, "special" if np.dtype(dtype).kind == "f" else "full")
 
 
@@ -84,16 +90,29 @@ def test_quantized_comparison_rescales_both_sides():
     x = np.array([3, 3, 5, -128], np.int8)
     y = np.array([4, 5, 8, -128], np.int8)
     for op in COMPARE:
-        model = single_op_model(op, [T((4,), np.int8, q=quant(0.5, 1)), T((4,), np.int8, q=quant(0.25, 0))],
-                                [T((4,), np.bool_)])
+        model = single_op_model(
+            op, [T((4,), np.int8, q=quant(0.5, 1)), T((4,), np.int8, q=quant(0.25, 0))], [T((4,), np.bool_)]
+        )
         ours, theirs = run_both(model, [x, y])
         assert_matches(ours, theirs)
     assert list(ours[0]) == [True, False, True, False]  # GREATER_EQUAL: 1 >= 1, 1 >= 1.25, 2 >= 2, -64.5 >= -32
 
 
 # -- SELECT / SELECT_V2 -----------------------------------------------------------------------------
-SELECT_TYPES = [np.float32, np.float16, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                np.uint32, np.bool_, np.complex64]
+SELECT_TYPES = [
+    np.float32,
+    np.float16,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.bool_,
+    np.complex64,
+]
 
 
 @st.composite
@@ -110,7 +129,7 @@ def select_shapes(draw, op):
 
     def operand():
         rank = draw(st.integers(0, len(out)))
-        return tuple(1 if draw(st.booleans()) else d for d in out[len(out) - rank:])
+        return tuple(1 if draw(st.booleans()) else d for d in out[len(out) - rank :])
 
     return operand(), operand(), operand()
 
@@ -139,8 +158,9 @@ def test_select(op, dtype, data, seed):
 def test_select_v1_rank1_condition_picks_rows():
     cond = np.array([True, False])
     x = np.arange(6, dtype=np.int32).reshape(2, 3)
-    model = single_op_model("SELECT", [T((2,), np.bool_), T((2, 3), np.int32), T((2, 3), np.int32)],
-                            [T((2, 3), np.int32)])
+    model = single_op_model(
+        "SELECT", [T((2,), np.bool_), T((2, 3), np.int32), T((2, 3), np.int32)], [T((2, 3), np.int32)]
+    )
     ours, theirs = run_both(model, [cond, x, -x])
     assert_matches(ours, theirs)
     np.testing.assert_array_equal(theirs[0], [[0, 1, 2], [-3, -4, -5]])
@@ -162,22 +182,32 @@ REJECTS = [  # (id, model, oracle_check): oracle_check False where LiteRT aborts
     ("equal-mixed-types", _model("EQUAL", [(3,), (3,)], [np.int32, np.float32], out_dtype=np.bool_), True),
     ("equal-not-broadcastable", _model("EQUAL", [(3,), (3,)], [np.int32] * 2, out_dtype=np.bool_), None),
     ("less-int8-unquantized", _model("LESS", [(3,), (3,)], [np.int8] * 2, out_dtype=np.bool_), False),
-    ("less-uint8-scale-1", _model("LESS", [(3,), (3,)], [np.uint8] * 2, [quant(1.0, 0), quant(0.5, 0)],
-                                  out_dtype=np.bool_), False),
+    (
+        "less-uint8-scale-1",
+        _model("LESS", [(3,), (3,)], [np.uint8] * 2, [quant(1.0, 0), quant(0.5, 0)], out_dtype=np.bool_),
+        False,
+    ),
     ("logical_and-int32", _model("LOGICAL_AND", [(3,), (3,)], [np.int32] * 2), True),
     ("logical_or-float32", _model("LOGICAL_OR", [(3,), (3,)], [np.float32] * 2), True),
     ("bitwise_xor-int64", _model("BITWISE_XOR", [(3,), (3,)], [np.int64] * 2), True),
     ("bitwise_xor-float32", _model("BITWISE_XOR", [(3,), (3,)], [np.float32] * 2), True),
     ("right_shift-int64", _model("RIGHT_SHIFT", [(3,), (3,)], [np.int64] * 2), True),
     ("right_shift-bool", _model("RIGHT_SHIFT", [(3,), (3,)], [np.bool_] * 2), True),
-    ("select-broadcast", single_op_model("SELECT", [T((1, 3), np.bool_), T((2, 3)), T((2, 3))], [T((2, 3))]),
-     True),
+    ("select-broadcast", single_op_model("SELECT", [T((1, 3), np.bool_), T((2, 3)), T((2, 3))], [T((2, 3))]), True),
     ("select-x-y-shapes", single_op_model("SELECT", [T((2,), np.bool_), T((2, 3)), T((2, 1))], [T((2, 3))]), True),
-    ("select_v2-not-broadcastable", single_op_model("SELECT_V2", [T((2,), np.bool_), T((3,)), T((3,))], [T((3,))]),
-     True),
+    (
+        "select_v2-not-broadcastable",
+        single_op_model("SELECT_V2", [T((2,), np.bool_), T((3,)), T((3,))], [T((3,))]),
+        True,
+    ),
     ("select-int-condition", single_op_model("SELECT", [T((3,), np.int32), T((3,)), T((3,))], [T((3,))]), True),
-    ("select-rank-9", single_op_model("SELECT_V2", [T((2,) + (1,) * 8, np.bool_), T((1,) * 8 + (2,)), T((1,))],
-                                      [T((2,) + (1,) * 7 + (2,))]), True),
+    (
+        "select-rank-9",
+        single_op_model(
+            "SELECT_V2", [T((2,) + (1,) * 8, np.bool_), T((1,) * 8 + (2,)), T((1,))], [T((2,) + (1,) * 7 + (2,))]
+        ),
+        True,
+    ),
 ]
 
 

@@ -60,8 +60,12 @@ def _flags(n: int) -> np.ndarray:
     return np.array([True] * n + [False] * (6 - n))
 
 
-@given(seed=seeds, dtype=st.sampled_from(sorted(DTYPES)), start=st.integers(0, 5),
-       shape=st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple))
+@given(
+    seed=seeds,
+    dtype=st.sampled_from(sorted(DTYPES)),
+    start=st.integers(0, 5),
+    shape=st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple),
+)
 def test_while_counted_loop(seed, dtype, start, shape):
     rng = np.random.default_rng(seed)
     dt = DTYPES[dtype]
@@ -134,8 +138,13 @@ def _if_model(shape, dt, reshape_then: bool = False) -> bytes:
     return b.build()
 
 
-@given(seed=seeds, dtype=st.sampled_from(sorted(DTYPES)), cond=st.booleans(), reshape_then=st.booleans(),
-       shape=st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple))
+@given(
+    seed=seeds,
+    dtype=st.sampled_from(sorted(DTYPES)),
+    cond=st.booleans(),
+    reshape_then=st.booleans(),
+    shape=st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple),
+)
 def test_if(seed, dtype, cond, reshape_then, shape):
     rng = np.random.default_rng(seed)
     dt = DTYPES[dtype]
@@ -197,16 +206,31 @@ def _swap_model(sum_first: bool) -> bytes:
     """Body (i, flags, a, b) -> (i + 1, flags, b, a + b), or (i + 1, flags, a + b, a) when ``sum_first``: a
     body output that is the body's input tensor at another position (Fibonacci-like, exact in int32)."""
     b = ModelBuilder()
-    ins = [b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("a", (2,), np.int32),
-           b.input("b", (2,), np.int32)]
-    outs = [b.tensor(n, s, t) for n, s, t in (("i_o", (), np.int32), ("f_o", (6,), np.bool_),
-                                              ("a_o", (2,), np.int32), ("b_o", (2,), np.int32))]
+    ins = [
+        b.input("i", (), np.int32),
+        b.input("flags", (6,), np.bool_),
+        b.input("a", (2,), np.int32),
+        b.input("b", (2,), np.int32),
+    ]
+    outs = [
+        b.tensor(n, s, t)
+        for n, s, t in (
+            ("i_o", (), np.int32),
+            ("f_o", (6,), np.bool_),
+            ("a_o", (2,), np.int32),
+            ("b_o", (2,), np.int32),
+        )
+    ]
     b.op("WHILE", ins, outs, dict(cond_subgraph_index=1, body_subgraph_index=2))
     b.output(*outs)
     for name in ("cond", "body"):
         b.subgraph(name)
-        i, f, x, y = (b.input("i", (), np.int32), b.input("flags", (6,), np.bool_), b.input("a", (2,), np.int32),
-                      b.input("b", (2,), np.int32))
+        i, f, x, y = (
+            b.input("i", (), np.int32),
+            b.input("flags", (6,), np.bool_),
+            b.input("a", (2,), np.int32),
+            b.input("b", (2,), np.int32),
+        )
         if name == "cond":
             c = b.tensor("c", (), np.bool_)
             b.op("GATHER", [f, i], [c], dict(axis=0))
@@ -225,8 +249,12 @@ def test_while_body_swaps_loop_values(seed, start, sum_first):
     with (a + b, a) ai-edge-litert 2.3.0 returns a == b (its WHILE lends the body's input buffer to two
     loop values), so that order is checked against the loop run in numpy instead."""
     rng = np.random.default_rng(seed)
-    inputs = [np.int32(start), _flags(rng.integers(start, 6)), rng.integers(-5, 6, 2).astype(np.int32),
-              rng.integers(-5, 6, 2).astype(np.int32)]
+    inputs = [
+        np.int32(start),
+        _flags(rng.integers(start, 6)),
+        rng.integers(-5, 6, 2).astype(np.int32),
+        rng.integers(-5, 6, 2).astype(np.int32),
+    ]
     model = _swap_model(sum_first)
     if not sum_first:
         ours, theirs = run_both(model, inputs)
@@ -315,14 +343,18 @@ def test_signature_runners_on_different_subgraphs():
     for I in (LiteRT, litert_py.Interpreter):
         it = I(model_content=model)
         add, mul = it.get_signature_runner("add"), it.get_signature_runner("mul")
-        runs.append([
-            add(x=np.array([1, 2], np.float32), y=np.array([3, 4], np.float32))["sum"],
-            mul(a=np.array([1, 2, 3], np.int32), b=np.array([4, 5, 6], np.int32))["product"],
-            mul(a=np.arange(5, dtype=np.int32), b=np.arange(5, dtype=np.int32))["product"],
-            add(x=np.array([0.5], np.float32), y=np.array([0.25], np.float32))["sum"],
-        ])
-        assert it.get_signature_list() == {"add": {"inputs": ["x", "y"], "outputs": ["sum"]},
-                                           "mul": {"inputs": ["a", "b"], "outputs": ["product"]}}
+        runs.append(
+            [
+                add(x=np.array([1, 2], np.float32), y=np.array([3, 4], np.float32))["sum"],
+                mul(a=np.array([1, 2, 3], np.int32), b=np.array([4, 5, 6], np.int32))["product"],
+                mul(a=np.arange(5, dtype=np.int32), b=np.arange(5, dtype=np.int32))["product"],
+                add(x=np.array([0.5], np.float32), y=np.array([0.25], np.float32))["sum"],
+            ]
+        )
+        assert it.get_signature_list() == {
+            "add": {"inputs": ["x", "y"], "outputs": ["sum"]},
+            "mul": {"inputs": ["a", "b"], "outputs": ["product"]},
+        }
     assert_close(runs[1], runs[0], rtol=0, atol=0)
 
 
@@ -367,8 +399,9 @@ def _both_reject(model: bytes, oracle_rejects: bool = True) -> None:
         litert_py.Interpreter(model_content=model).allocate_tensors()
 
 
-@pytest.mark.parametrize("case", ["if-int32-condition", "if-branch-input-type", "while-cond-not-bool",
-                                  "while-body-output-type"])
+@pytest.mark.parametrize(
+    "case", ["if-int32-condition", "if-branch-input-type", "while-cond-not-bool", "while-body-output-type"]
+)
 def test_invalid_control_flow_rejected(case):
     b = ModelBuilder()
     if case.startswith("if"):

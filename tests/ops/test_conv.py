@@ -24,9 +24,14 @@ ACTIVATIONS = [0, 1, 2, 3, 4, 5]  # NONE RELU RELU_N1_TO_1 RELU6 TANH SIGN_BIT (
 
 
 def _options(d: dict, op: str) -> dict:
-    o = {"padding": d["padding"], "stride_h": d["stride"][0], "stride_w": d["stride"][1],
-         "dilation_h_factor": d["dilation"][0], "dilation_w_factor": d["dilation"][1],
-         "fused_activation_function": d["act"]}
+    o = {
+        "padding": d["padding"],
+        "stride_h": d["stride"][0],
+        "stride_w": d["stride"][1],
+        "dilation_h_factor": d["dilation"][0],
+        "dilation_w_factor": d["dilation"][1],
+        "fused_activation_function": d["act"],
+    }
     if op == "DEPTHWISE_CONV_2D":
         o["depth_multiplier"] = d["mult"]
     return o
@@ -36,12 +41,17 @@ def _options(d: dict, op: str) -> dict:
 def conv_cases(draw, op: str):
     """A case: model input/filter/bias arrays and options, drawn in modest ranges."""
     d = {
-        "batch": draw(st.integers(1, 2)), "h": draw(st.integers(1, 12)), "w": draw(st.integers(1, 12)),
-        "kh": draw(st.integers(1, 4)), "kw": draw(st.integers(1, 4)),
+        "batch": draw(st.integers(1, 2)),
+        "h": draw(st.integers(1, 12)),
+        "w": draw(st.integers(1, 12)),
+        "kh": draw(st.integers(1, 4)),
+        "kw": draw(st.integers(1, 4)),
         "stride": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
         "dilation": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
-        "padding": draw(st.sampled_from([0, 1])), "act": draw(st.sampled_from(ACTIVATIONS)),
-        "const": draw(st.booleans()), "seed": draw(st.integers(0, 2**31 - 1)),
+        "padding": draw(st.sampled_from([0, 1])),
+        "act": draw(st.sampled_from(ACTIVATIONS)),
+        "const": draw(st.booleans()),
+        "seed": draw(st.integers(0, 2**31 - 1)),
     }
     if op == "CONV_2D":
         groups = draw(st.sampled_from([1, 1, 2]))
@@ -94,8 +104,24 @@ def test_depthwise_conv_2d_float32(d):
 
 
 def _conv_case(op="CONV_2D", **kw):
-    d = {"batch": 2, "h": 9, "w": 7, "c": 4, "out_c": 6, "filter_c": 4, "kh": 3, "kw": 2, "stride": (2, 1),
-         "dilation": (1, 2), "padding": 0, "act": 0, "const": True, "bias": True, "mult": 1, "seed": 7}
+    d = {
+        "batch": 2,
+        "h": 9,
+        "w": 7,
+        "c": 4,
+        "out_c": 6,
+        "filter_c": 4,
+        "kh": 3,
+        "kw": 2,
+        "stride": (2, 1),
+        "dilation": (1, 2),
+        "padding": 0,
+        "act": 0,
+        "const": True,
+        "bias": True,
+        "mult": 1,
+        "seed": 7,
+    }
     if op == "DEPTHWISE_CONV_2D":
         d.update(out_c=8, mult=2)
     d.update(kw)
@@ -135,12 +161,20 @@ def test_conv_2d_bias_of_shape_1xO_and_empty_output():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 5, 5, 4)).astype(np.float32)
     w = rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
-    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(np.ones((1, 3), np.float32))],
-                            [T((1, 5, 5, 3))], {"padding": 0, "stride_h": 1, "stride_w": 1})
+    model = single_op_model(
+        "CONV_2D",
+        [T(x.shape), T.const(w), T.const(np.ones((1, 3), np.float32))],
+        [T((1, 5, 5, 3))],
+        {"padding": 0, "stride_h": 1, "stride_w": 1},
+    )
     assert_close(*run_both(model, [x]), rtol=1e-4)
     w6 = rng.standard_normal((3, 6, 6, 4)).astype(np.float32)
-    model = single_op_model("CONV_2D", [T(x.shape), T.const(w6), T.const(np.ones(3, np.float32))],
-                            [T((1, 1, 1, 3))], {"padding": 1, "stride_h": 1, "stride_w": 1})
+    model = single_op_model(
+        "CONV_2D",
+        [T(x.shape), T.const(w6), T.const(np.ones(3, np.float32))],
+        [T((1, 1, 1, 3))],
+        {"padding": 1, "stride_h": 1, "stride_w": 1},
+    )
     ours, theirs = run_both(model, [x])
     assert ours[0].shape == theirs[0].shape == (1, 0, 0, 3)
 
@@ -151,8 +185,12 @@ def test_prepared_conv_is_one_gemm_on_the_input_for_1x1():
     x = np.zeros((1, 4, 4, 8), np.float32)
     for k, direct in ((1, True), (3, False)):
         w = np.ones((2, k, k, 8), np.float32)
-        model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(np.zeros(2, np.float32))],
-                                [T((1, 4, 4, 2))], {"padding": 0, "stride_h": 1, "stride_w": 1})
+        model = single_op_model(
+            "CONV_2D",
+            [T(x.shape), T.const(w), T.const(np.zeros(2, np.float32))],
+            [T((1, 4, 4, 2))],
+            {"padding": 0, "stride_h": 1, "stride_w": 1},
+        )
         it = Interpreter(model_content=model)
         it.allocate_tensors()
         (op,) = [o for o in it._subgraphs[0].prepared_ops.values()]
@@ -163,12 +201,30 @@ def test_prepared_conv_is_one_gemm_on_the_input_for_1x1():
 
 # (id, input shape, filter shape, options, constant bias, the prepared op)
 BIAS_FOLDING = [
-    ("3x3-same-relu6", (2, 9, 7, 5), (6, 3, 3, 5), {"padding": 0, "fused_activation_function": 3}, True,
-     "ConvFloatBiasFolded"),
-    ("5x5-stride-2", (1, 16, 16, 3), (8, 5, 5, 3), {"padding": 0, "stride_h": 2, "stride_w": 2}, True,
-     "ConvFloatBiasFolded"),
-    ("1x1-stride-2", (1, 8, 8, 6), (8, 1, 1, 6), {"padding": 1, "stride_h": 2, "stride_w": 2}, True,
-     "ConvFloatBiasFolded"),  # a strided 1x1 copies its rows: folded too
+    (
+        "3x3-same-relu6",
+        (2, 9, 7, 5),
+        (6, 3, 3, 5),
+        {"padding": 0, "fused_activation_function": 3},
+        True,
+        "ConvFloatBiasFolded",
+    ),
+    (
+        "5x5-stride-2",
+        (1, 16, 16, 3),
+        (8, 5, 5, 3),
+        {"padding": 0, "stride_h": 2, "stride_w": 2},
+        True,
+        "ConvFloatBiasFolded",
+    ),
+    (
+        "1x1-stride-2",
+        (1, 8, 8, 6),
+        (8, 1, 1, 6),
+        {"padding": 1, "stride_h": 2, "stride_w": 2},
+        True,
+        "ConvFloatBiasFolded",
+    ),  # a strided 1x1 copies its rows: folded too
     ("1x1-stride-1", (1, 8, 8, 6), (8, 1, 1, 6), {"padding": 1}, True, "ConvFloat"),  # the input is the matrix
     ("runtime-bias", (1, 9, 7, 5), (6, 3, 3, 5), {"padding": 0}, False, "ConvFloat"),
     ("grouped", (1, 9, 7, 6), (6, 3, 3, 3), {"padding": 0}, True, "ConvFloat"),
@@ -215,26 +271,53 @@ ERRORS = [
     ("conv_2d-bias-int32", "CONV_2D", [_X, T.const(_W), T.const(np.ones(3, np.int32))], _CONV),
     ("conv_2d-stride-0", "CONV_2D", [_X, T.const(_W), T.const(_B)], {**_CONV, "stride_w": 0}),
     ("conv_2d-dilation-0", "CONV_2D", [_X, T.const(_W), T.const(_B)], {**_CONV, "dilation_h_factor": 0}),
-    ("conv_2d-channels-not-multiple", "CONV_2D", [_X, T.const(np.ones((3, 3, 3, 3), np.float32)), T.const(_B)],
-     _CONV),
-    ("conv_2d-outputs-not-multiple-of-groups", "CONV_2D",
-     [_X, T.const(np.ones((3, 3, 3, 2), np.float32)), T.const(_B)], _CONV),
-    ("conv_2d-valid-filter-too-big", "CONV_2D", [_X, T.const(np.ones((3, 7, 7, 4), np.float32)), T.const(_B)],
-     {**_CONV, "padding": 1}),
-    ("depthwise_conv_2d-filter-dim0-not-1", "DEPTHWISE_CONV_2D", [_X, T.const(np.ones((2, 3, 3, 8), np.float32)),
-                                                                  T.const(_DB)], _DEPTH),
-    ("depthwise_conv_2d-outputs-not-multiple", "DEPTHWISE_CONV_2D",
-     [_X, T.const(np.ones((1, 3, 3, 6), np.float32)), T.const(_DB[:6])], _DEPTH),
+    ("conv_2d-channels-not-multiple", "CONV_2D", [_X, T.const(np.ones((3, 3, 3, 3), np.float32)), T.const(_B)], _CONV),
+    (
+        "conv_2d-outputs-not-multiple-of-groups",
+        "CONV_2D",
+        [_X, T.const(np.ones((3, 3, 3, 2), np.float32)), T.const(_B)],
+        _CONV,
+    ),
+    (
+        "conv_2d-valid-filter-too-big",
+        "CONV_2D",
+        [_X, T.const(np.ones((3, 7, 7, 4), np.float32)), T.const(_B)],
+        {**_CONV, "padding": 1},
+    ),
+    (
+        "depthwise_conv_2d-filter-dim0-not-1",
+        "DEPTHWISE_CONV_2D",
+        [_X, T.const(np.ones((2, 3, 3, 8), np.float32)), T.const(_DB)],
+        _DEPTH,
+    ),
+    (
+        "depthwise_conv_2d-outputs-not-multiple",
+        "DEPTHWISE_CONV_2D",
+        [_X, T.const(np.ones((1, 3, 3, 6), np.float32)), T.const(_DB[:6])],
+        _DEPTH,
+    ),
     ("depthwise_conv_2d-bias-2d", "DEPTHWISE_CONV_2D", [_X, T.const(_DW), T.const(_DB[None])], _DEPTH),
     ("depthwise_conv_2d-bias-wrong-length", "DEPTHWISE_CONV_2D", [_X, T.const(_DW), T.const(_DB[:4])], _DEPTH),
     ("depthwise_conv_2d-bias-omitted", "DEPTHWISE_CONV_2D", [_X, T.const(_DW), None], _DEPTH),
     ("depthwise_conv_2d-filter-rank-3", "DEPTHWISE_CONV_2D", [_X, T.const(_DW[0]), T.const(_DB)], _DEPTH),
-    ("depthwise_conv_2d-stride-over-int16", "DEPTHWISE_CONV_2D", [_X, T.const(_DW), T.const(_DB)],
-     {**_DEPTH, "stride_h": 40000}),
-    ("depthwise_conv_2d-valid-filter-too-big", "DEPTHWISE_CONV_2D",
-     [_X, T.const(np.ones((1, 7, 7, 8), np.float32)), T.const(_DB)], {**_DEPTH, "padding": 1}),
-    ("depthwise_conv_2d-filter-float16", "DEPTHWISE_CONV_2D", [_X, T.const(_DW.astype(np.float16)), T.const(_DB)],
-     _DEPTH),
+    (
+        "depthwise_conv_2d-stride-over-int16",
+        "DEPTHWISE_CONV_2D",
+        [_X, T.const(_DW), T.const(_DB)],
+        {**_DEPTH, "stride_h": 40000},
+    ),
+    (
+        "depthwise_conv_2d-valid-filter-too-big",
+        "DEPTHWISE_CONV_2D",
+        [_X, T.const(np.ones((1, 7, 7, 8), np.float32)), T.const(_DB)],
+        {**_DEPTH, "padding": 1},
+    ),
+    (
+        "depthwise_conv_2d-filter-float16",
+        "DEPTHWISE_CONV_2D",
+        [_X, T.const(_DW.astype(np.float16)), T.const(_DB)],
+        _DEPTH,
+    ),
 ]
 
 
@@ -256,11 +339,14 @@ def test_conv_2d_float16_filter_rejected():
         Interpreter(model_content=model).allocate_tensors()
 
 
-@pytest.mark.parametrize("geometry", [
-    {"padding": 0, "stride_h": 1, "stride_w": 1},  # SAME
-    {"padding": 0, "stride_h": 2, "stride_w": 1, "dilation_w_factor": 2},
-    {"padding": 1, "stride_h": 1, "stride_w": 2},  # VALID
-])
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        {"padding": 0, "stride_h": 1, "stride_w": 1},  # SAME
+        {"padding": 0, "stride_h": 2, "stride_w": 1, "dilation_w_factor": 2},
+        {"padding": 1, "stride_h": 1, "stride_w": 2},  # VALID
+    ],
+)
 @pytest.mark.parametrize("out_c", [1, 3])
 def test_conv_2d_few_output_channels_per_tap(geometry, out_c, monkeypatch):
     """Few output channels: one matmul per tap (ConvFloatPerTap) instead of an im2col GEMM, with a bias and a
@@ -270,8 +356,12 @@ def test_conv_2d_few_output_channels_per_tap(geometry, out_c, monkeypatch):
     x = rng.standard_normal((2, 17, 13, 8)).astype(np.float32)
     w = rng.standard_normal((out_c, 3, 3, 8)).astype(np.float32)
     b = rng.standard_normal(out_c).astype(np.float32)
-    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(b)], [T((1, 1, 1, out_c))],
-                            {**geometry, "fused_activation_function": 3})
+    model = single_op_model(
+        "CONV_2D",
+        [T(x.shape), T.const(w), T.const(b)],
+        [T((1, 1, 1, out_c))],
+        {**geometry, "fused_activation_function": 3},
+    )
     ours, theirs = run_both(model, [x])
     assert_close(ours, theirs, rtol=TOLERANCE["CONV_2D"] * 72, atol=1e-6)
     assert (theirs[0] == 6).any() and (theirs[0] == 0).any() and ((theirs[0] > 0) & (theirs[0] < 6)).any()
@@ -286,8 +376,12 @@ def test_conv_2d_window_covering_the_whole_input():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 5, 3, 6)).astype(np.float32)
     w = rng.standard_normal((7, 5, 3, 6)).astype(np.float32)
-    model = single_op_model("CONV_2D", [T(x.shape), T.const(w), T.const(np.ones(7, np.float32))],
-                            [T((1, 1, 1, 7))], {"padding": 1, "stride_h": 2, "stride_w": 1})
+    model = single_op_model(
+        "CONV_2D",
+        [T(x.shape), T.const(w), T.const(np.ones(7, np.float32))],
+        [T((1, 1, 1, 7))],
+        {"padding": 1, "stride_h": 2, "stride_w": 1},
+    )
     ours, theirs = run_both(model, [x])
     assert ours[0].shape == (2, 1, 1, 7)
     assert_close(ours, theirs, rtol=TOLERANCE["CONV_2D"] * 90, atol=1e-6)

@@ -19,19 +19,32 @@ TOLERANCE = {"CONV_3D": 1e-5, "CONV_3D_TRANSPOSE": 1e-5}
 
 
 def _opts(d):
-    return {"padding": d["padding"], "stride_d": d["s"][0], "stride_h": d["s"][1], "stride_w": d["s"][2],
-            "dilation_d_factor": d["dl"][0], "dilation_h_factor": d["dl"][1], "dilation_w_factor": d["dl"][2],
-            "fused_activation_function": d["act"]}
+    return {
+        "padding": d["padding"],
+        "stride_d": d["s"][0],
+        "stride_h": d["s"][1],
+        "stride_w": d["s"][2],
+        "dilation_d_factor": d["dl"][0],
+        "dilation_h_factor": d["dl"][1],
+        "dilation_w_factor": d["dl"][2],
+        "fused_activation_function": d["act"],
+    }
 
 
 @st.composite
 def cases(draw, transpose: bool):
     d = {
-        "n": draw(st.integers(1, 2)), "in": tuple(draw(st.integers(1, 5)) for _ in range(3)),
-        "k": tuple(draw(st.integers(1, 3)) for _ in range(3)), "s": tuple(draw(st.integers(1, 2)) for _ in range(3)),
+        "n": draw(st.integers(1, 2)),
+        "in": tuple(draw(st.integers(1, 5)) for _ in range(3)),
+        "k": tuple(draw(st.integers(1, 3)) for _ in range(3)),
+        "s": tuple(draw(st.integers(1, 2)) for _ in range(3)),
         "dl": tuple(draw(st.integers(1, 2)) for _ in range(3)),
-        "c": draw(st.integers(1, 4)), "o": draw(st.integers(1, 4)), "padding": draw(st.sampled_from([0, 1])),
-        "act": draw(st.sampled_from([0, 1, 2, 3])), "bias": draw(st.booleans()), "const": draw(st.booleans()),
+        "c": draw(st.integers(1, 4)),
+        "o": draw(st.integers(1, 4)),
+        "padding": draw(st.sampled_from([0, 1])),
+        "act": draw(st.sampled_from([0, 1, 2, 3])),
+        "bias": draw(st.booleans()),
+        "const": draw(st.booleans()),
         "seed": draw(st.integers(0, 2**31 - 1)),
     }
     if transpose:
@@ -102,12 +115,22 @@ ERRORS = {
     "conv3d-int8": ("CONV_3D", [T((1, 2, 2, 2, 1), np.int8), T.const(np.ones((1, 1, 1, 1, 1), np.int8))]),
     "conv3d-4d": ("CONV_3D", [T((1, 2, 2, 1)), T.const(np.ones((1, 1, 1, 1, 1), np.float32))]),
     "conv3d-channels": ("CONV_3D", [T((1, 2, 2, 2, 2)), T.const(np.ones((1, 1, 1, 3, 1), np.float32))]),
-    "conv3d-bias": ("CONV_3D", [T((1, 2, 2, 2, 1)), T.const(np.ones((1, 1, 1, 1, 2), np.float32)),
-                                T.const(np.ones(3, np.float32))]),
-    "transpose-channels": ("CONV_3D_TRANSPOSE", [T.const(np.array([1, 2, 2, 2, 1], np.int32)),
-                                                 T.const(np.ones((1, 1, 1, 1, 3), np.float32)), T((1, 2, 2, 2, 2))]),
-    "transpose-shape-4": ("CONV_3D_TRANSPOSE", [T.const(np.array([1, 2, 2, 1], np.int32)),
-                                                T.const(np.ones((1, 1, 1, 1, 2), np.float32)), T((1, 2, 2, 2, 2))]),
+    "conv3d-bias": (
+        "CONV_3D",
+        [T((1, 2, 2, 2, 1)), T.const(np.ones((1, 1, 1, 1, 2), np.float32)), T.const(np.ones(3, np.float32))],
+    ),
+    "transpose-channels": (
+        "CONV_3D_TRANSPOSE",
+        [
+            T.const(np.array([1, 2, 2, 2, 1], np.int32)),
+            T.const(np.ones((1, 1, 1, 1, 3), np.float32)),
+            T((1, 2, 2, 2, 2)),
+        ],
+    ),
+    "transpose-shape-4": (
+        "CONV_3D_TRANSPOSE",
+        [T.const(np.array([1, 2, 2, 1], np.int32)), T.const(np.ones((1, 1, 1, 1, 2), np.float32)), T((1, 2, 2, 2, 2))],
+    ),
 }
 
 

@@ -98,14 +98,28 @@ def _feeds(case) -> list:
 #: int64 MultiplyByQuantizedMultiplier with a shift above 7 (asserted against in common.cc; from 15 on the
 #: C++ shifts by a negative count); a hybrid depthwise conv with a single filter scale and several channels
 #: (the kernel reads a scale per channel, past the end of the array).
-DELIBERATE_REFUSALS = ("too large for the int64 MultiplyByQuantizedMultiplier",
-                       # hybrid depthwise with one filter scale and several channels: LiteRT reads past the scales
-                       "LiteRT reads past the end of the scales")
+DELIBERATE_REFUSALS = (
+    "too large for the int64 MultiplyByQuantizedMultiplier",
+    # hybrid depthwise with one filter scale and several channels: LiteRT reads past the scales
+    "LiteRT reads past the end of the scales",
+)
 
 
 def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0):
-    model = conv_model(case["op"], case["x"], case["x_q"], case["f"], case["f_type"], case["f_q"], case["bias"],
-                       case["b_q"], case["x"].dtype, case["out_q"], case["options"], case["const"])
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        case["f_type"],
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        case["x"].dtype,
+        case["out_q"],
+        case["options"],
+        case["const"],
+    )
     feeds = _feeds(case)
     try:
         Interpreter(model_content=model).allocate_tensors()
@@ -146,11 +160,15 @@ def _values(rng, shape, dtype, wide: bool):
 @st.composite
 def geometry(draw, op: str):
     d = {
-        "batch": draw(st.integers(1, 2)), "h": draw(st.integers(1, 9)), "w": draw(st.integers(1, 9)),
-        "kh": draw(st.integers(1, 4)), "kw": draw(st.integers(1, 4)),
+        "batch": draw(st.integers(1, 2)),
+        "h": draw(st.integers(1, 9)),
+        "w": draw(st.integers(1, 9)),
+        "kh": draw(st.integers(1, 4)),
+        "kw": draw(st.integers(1, 4)),
         "stride": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
         "dilation": (draw(st.sampled_from([1, 1, 2, 3])), draw(st.sampled_from([1, 1, 2, 3]))),
-        "padding": draw(st.sampled_from([0, 1])), "act": draw(st.sampled_from(ACTIVATIONS)),
+        "padding": draw(st.sampled_from([0, 1])),
+        "act": draw(st.sampled_from(ACTIVATIONS)),
     }
     if op == "CONV_2D":
         groups = draw(st.sampled_from([1, 1, 2]))
@@ -163,9 +181,15 @@ def geometry(draw, op: str):
 
 
 def _options(op: str, d: dict, extra: dict) -> dict:
-    o = {"padding": d["padding"], "stride_h": d["stride"][0], "stride_w": d["stride"][1],
-         "dilation_h_factor": d["dilation"][0], "dilation_w_factor": d["dilation"][1],
-         "fused_activation_function": d["act"], **extra}
+    o = {
+        "padding": d["padding"],
+        "stride_h": d["stride"][0],
+        "stride_w": d["stride"][1],
+        "dilation_h_factor": d["dilation"][0],
+        "dilation_w_factor": d["dilation"][1],
+        "fused_activation_function": d["act"],
+        **extra,
+    }
     if op == "DEPTHWISE_CONV_2D":
         o["depth_multiplier"] = d["mult"]
     return o
@@ -184,8 +208,11 @@ def quantized_cases(draw, op: str, path: str):
     x_zp = 0 if x_dtype == I16 else _zero_point(draw, x_dtype)
     out_zp = 0 if x_dtype == I16 else _zero_point(draw, x_dtype)
     # The uint8 filter has a zero point; int8 convs require 0 (depthwise ignores it: drawn sometimes).
-    f_zp = _zero_point(draw, U8) if f_type == U8 else (
-        int(draw(st.integers(-128, 127))) if op != "CONV_2D" and draw(st.integers(0, 4)) == 0 else 0)
+    f_zp = (
+        _zero_point(draw, U8)
+        if f_type == U8
+        else (int(draw(st.integers(-128, 127))) if op != "CONV_2D" and draw(st.integers(0, 4)) == 0 else 0)
+    )
     s_in = 10.0 ** draw(st.floats(-5, 1))
     if per_channel:
         s_w = 10.0 ** (draw(st.floats(-4, -1)) + rng.uniform(-1, 1, out_c) * draw(st.sampled_from([0.0, 0.5, 3.0])))
@@ -201,10 +228,17 @@ def quantized_cases(draw, op: str, path: str):
     b_scale = np.float32(s_in) * np.float32(s_w).astype(np.float64)
     const = (draw(st.integers(0, 5)) > 0, draw(st.integers(0, 5)) > 0) if f_type != INT4 else (True, True)
     return {
-        "op": op, "x": x, "x_q": quant(s_in, x_zp), "f": f, "f_type": f_type,
+        "op": op,
+        "x": x,
+        "x_q": quant(s_in, x_zp),
+        "f": f,
+        "f_type": f_type,
         "f_q": quant(s_w, f_zp, 0 if op == "CONV_2D" else 3),
         "bias": bias if op == "CONV_2D" or draw(st.integers(0, 4)) else None,
-        "b_q": quant(b_scale, 0), "out_q": quant(s_out, out_zp), "options": _options(op, d, extra), "const": const,
+        "b_q": quant(b_scale, 0),
+        "out_q": quant(s_out, out_zp),
+        "options": _options(op, d, extra),
+        "const": const,
     }
 
 
@@ -256,9 +290,17 @@ def hybrid_cases(draw, op: str, kind: str):
     qd = 0 if op == "CONV_2D" or not per_channel else 3
     bias = (rng.standard_normal(out_c) * scale).astype(F32)
     return {
-        "op": op, "x": x, "x_q": None, "f": f, "f_type": f_type, "f_q": quant(s_w, 0, qd),
-        "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None, "b_q": None, "out_q": None,
-        "options": _options(op, d, {}), "const": (True, draw(st.booleans())),
+        "op": op,
+        "x": x,
+        "x_q": None,
+        "f": f,
+        "f_type": f_type,
+        "f_q": quant(s_w, 0, qd),
+        "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None,
+        "b_q": None,
+        "out_q": None,
+        "options": _options(op, d, {}),
+        "const": (True, draw(st.booleans())),
     }
 
 
@@ -296,10 +338,21 @@ def test_tie_probe(op):
     kernels differ here: the optimized CONV_2D gives 0 for x = -8 and -6 for x = -105 (-6.5625, REF -7);
     XNNPACK rounds the ties to even (x = 8 -> 0)."""
     x = np.arange(-128, 128, dtype=I8).reshape(1, 1, 256, 1)
-    out = check_against_oracle({
-        "op": op, "x": x, "x_q": quant(0.5), "f": np.ones((1, 1, 1, 1), I8), "f_type": I8,
-        "f_q": quant([0.125], 0, 0 if op == "CONV_2D" else 3), "bias": np.zeros(1, I32), "b_q": quant(0.0625),
-        "out_q": quant(1.0), "options": {"padding": 0, "stride_h": 1, "stride_w": 1}, "const": (True, True)})
+    out = check_against_oracle(
+        {
+            "op": op,
+            "x": x,
+            "x_q": quant(0.5),
+            "f": np.ones((1, 1, 1, 1), I8),
+            "f_type": I8,
+            "f_q": quant([0.125], 0, 0 if op == "CONV_2D" else 3),
+            "bias": np.zeros(1, I32),
+            "b_q": quant(0.0625),
+            "out_q": quant(1.0),
+            "options": {"padding": 0, "stride_h": 1, "stride_w": 1},
+            "const": (True, True),
+        }
+    )
     assert out[0, 0, 128 - 8, 0] == -1 and out[0, 0, 128 + 8, 0] == 1
 
 
@@ -314,11 +367,19 @@ def _full_scale_case(op, x_dtype, value, terms_c, bias_dtype=I32, options=None):
         f = np.full((1, 1, 1, terms_c), 127, I8)
         f_q = quant(0.01, 0, 3)
         out_c = terms_c
-    return {"op": op, "x": x, "x_q": quant(0.5, 0), "f": f, "f_type": I8, "f_q": f_q,
-            "bias": np.arange(out_c).astype(bias_dtype), "b_q": quant(0.005, 0),
-            "out_q": quant(2000.0 if x_dtype == I16 else 500.0, 0),
-            "options": {"padding": 0, "stride_h": 1, "stride_w": 1, **(options or {})},
-            "const": (True, True)}
+    return {
+        "op": op,
+        "x": x,
+        "x_q": quant(0.5, 0),
+        "f": f,
+        "f_type": I8,
+        "f_q": f_q,
+        "bias": np.arange(out_c).astype(bias_dtype),
+        "b_q": quant(0.005, 0),
+        "out_q": quant(2000.0 if x_dtype == I16 else 500.0, 0),
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, **(options or {})},
+        "const": (True, True),
+    }
 
 
 def test_int8_accumulators_beyond_the_fused_bound_take_the_int64_path():
@@ -326,8 +387,19 @@ def test_int8_accumulators_beyond_the_fused_bound_take_the_int64_path():
     case = _full_scale_case("CONV_2D", I8, 127, 700)
     out = check_against_oracle(case)
     assert (out != 0).any()
-    model = conv_model(case["op"], case["x"], case["x_q"], case["f"], I8, case["f_q"], case["bias"], case["b_q"],
-                       I8, case["out_q"], case["options"])
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        I8,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        I8,
+        case["out_q"],
+        case["options"],
+    )
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (op,) = it._subgraphs[0].prepared_ops.values()
@@ -338,8 +410,19 @@ def test_int16_int32_accumulator_wraps_like_litert():
     """int16x8 with an int32 bias accumulates in int32: 600 * 32767 * 127 overflows and wraps in LiteRT."""
     case = _full_scale_case("CONV_2D", I16, 32767, 600, I32, {"quantized_bias_type": TYPE_INT32})
     check_against_oracle(case)
-    model = conv_model(case["op"], case["x"], case["x_q"], case["f"], I8, case["f_q"], case["bias"], case["b_q"],
-                       I16, case["out_q"], case["options"])
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        I8,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        I16,
+        case["out_q"],
+        case["options"],
+    )
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (op,) = it._subgraphs[0].prepared_ops.values()
@@ -369,9 +452,21 @@ def test_quantized_layouts(op, small, monkeypatch):
         else:
             f, f_q, out_c = rng.integers(-127, 128, (1, 3, 2, 8)).astype(I8), quant(0.01, 0, 3), 8
             opts = {"padding": padding, "stride_h": 1, "stride_w": 2}
-        check_against_oracle({"op": op, "x": x, "x_q": quant(0.1, -7), "f": f, "f_type": I8, "f_q": f_q,
-                              "bias": rng.integers(-500, 500, out_c).astype(I32), "b_q": quant(0.001),
-                              "out_q": quant(0.5, 3), "options": opts, "const": (True, True)})
+        check_against_oracle(
+            {
+                "op": op,
+                "x": x,
+                "x_q": quant(0.1, -7),
+                "f": f,
+                "f_type": I8,
+                "f_q": f_q,
+                "bias": rng.integers(-500, 500, out_c).astype(I32),
+                "b_q": quant(0.001),
+                "out_q": quant(0.5, 3),
+                "options": opts,
+                "const": (True, True),
+            }
+        )
 
 
 def test_quantized_empty_output():
@@ -391,16 +486,25 @@ _NOQ = QuantizationParameters()
 _Q_IN, _Q_BIAS, _Q_OUT = quant(0.5, 1), quant(0.005), quant(0.7, -2)
 
 
-def _error_case(op="CONV_2D", x_dtype=I8, f_dtype=I8, b_dtype=I32, x_q=_Q_IN, f_q=None, b_q=_Q_BIAS, out_q=_Q_OUT,
-                options=None):
+def _error_case(
+    op="CONV_2D", x_dtype=I8, f_dtype=I8, b_dtype=I32, x_q=_Q_IN, f_q=None, b_q=_Q_BIAS, out_q=_Q_OUT, options=None
+):
     out_c = 3 if op == "CONV_2D" else 4
     f_shape = (3, 2, 2, 4) if op == "CONV_2D" else (1, 2, 2, 4)
     x = (np.arange(32).reshape(1, 2, 4, 4) % 7).astype(x_dtype)
-    return {"op": op, "x": x, "x_q": x_q,
-            "f": np.ones(f_shape, f_dtype), "f_type": f_dtype,
-            "f_q": quant(0.01, 0, 0 if op == "CONV_2D" else 3) if f_q is None else f_q,
-            "bias": np.ones(out_c, b_dtype), "b_q": b_q, "out_q": out_q,
-            "options": {"padding": 0, "stride_h": 1, "stride_w": 1, **(options or {})}, "const": (True, True)}
+    return {
+        "op": op,
+        "x": x,
+        "x_q": x_q,
+        "f": np.ones(f_shape, f_dtype),
+        "f_type": f_dtype,
+        "f_q": quant(0.01, 0, 0 if op == "CONV_2D" else 3) if f_q is None else f_q,
+        "bias": np.ones(out_c, b_dtype),
+        "b_q": b_q,
+        "out_q": out_q,
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, **(options or {})},
+        "const": (True, True),
+    }
 
 
 ERRORS = [
@@ -411,37 +515,72 @@ ERRORS = [
     ("conv_2d-input-not-quantized", _error_case(x_q=_NOQ)),
     ("conv_2d-filter-not-quantized", _error_case(f_q=_NOQ)),
     ("conv_2d-filter-zero-point", _error_case(f_q=quant(0.01, 1))),
-    ("conv_2d-uint8-per-channel", _error_case(x_dtype=U8, f_dtype=U8, f_q=quant([0.1, 0.2, 0.3], 0),
-                                              x_q=quant(0.5, 128), out_q=quant(0.7, 128))),
-    ("conv_2d-uint8-bias-scale-off", _error_case(x_dtype=U8, f_dtype=U8, x_q=quant(0.5, 128), b_q=quant(0.5),
-                                                 out_q=quant(0.7, 128))),
+    (
+        "conv_2d-uint8-per-channel",
+        _error_case(x_dtype=U8, f_dtype=U8, f_q=quant([0.1, 0.2, 0.3], 0), x_q=quant(0.5, 128), out_q=quant(0.7, 128)),
+    ),
+    (
+        "conv_2d-uint8-bias-scale-off",
+        _error_case(x_dtype=U8, f_dtype=U8, x_q=quant(0.5, 128), b_q=quant(0.5), out_q=quant(0.7, 128)),
+    ),
     ("conv_2d-int16-input-zero-point", _error_case(x_dtype=I16, b_dtype=I64, x_q=quant(0.5, 3), out_q=quant(0.7))),
     ("conv_2d-int16-output-zero-point", _error_case(x_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7, 3))),
-    ("conv_2d-int16-bias-type-mismatch", _error_case(x_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7),
-                                                     options={"quantized_bias_type": TYPE_INT32})),
+    (
+        "conv_2d-int16-bias-type-mismatch",
+        _error_case(
+            x_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7), options={"quantized_bias_type": TYPE_INT32}
+        ),
+    ),
     # Without quantized_bias_type LiteRT reads an int32 bias as int64 (garbage): litert_py refuses it.
     ("conv_2d-relu-output-scale-overflow", _error_case(out_q=quant(1e-12), options={"fused_activation_function": 3})),
     ("depthwise_conv_2d-int8-input-uint8-filter", _error_case("DEPTHWISE_CONV_2D", f_dtype=U8)),
-    ("depthwise_conv_2d-int16-bias-int32", _error_case("DEPTHWISE_CONV_2D", x_dtype=I16, x_q=quant(0.5),
-                                                       out_q=quant(0.7))),
+    (
+        "depthwise_conv_2d-int16-bias-int32",
+        _error_case("DEPTHWISE_CONV_2D", x_dtype=I16, x_q=quant(0.5), out_q=quant(0.7)),
+    ),
     ("depthwise_conv_2d-int8-bias-int64", _error_case("DEPTHWISE_CONV_2D", b_dtype=I64)),
     ("depthwise_conv_2d-filter-not-quantized", _error_case("DEPTHWISE_CONV_2D", f_q=_NOQ)),
     ("depthwise_conv_2d-input-not-quantized", _error_case("DEPTHWISE_CONV_2D", x_q=_NOQ)),
     ("depthwise_conv_2d-per-channel-count", _error_case("DEPTHWISE_CONV_2D", f_q=quant([0.1, 0.2], 0, 3))),
-    ("conv_2d-hybrid-grouped-one-scale", {**_error_case(x_dtype=F32, b_dtype=F32, x_q=None, out_q=None),
-                                          "f": np.ones((4, 2, 2, 2), I8), "bias": np.ones(4, F32)}),
-    ("conv_2d-hybrid-per-channel-dimension-3", {**_error_case(x_dtype=F32, b_dtype=F32, x_q=None, out_q=None),
-                                                "f": np.ones((4, 2, 2, 4), I8), "bias": np.ones(4, F32),
-                                                "f_q": quant([0.1, 0.2, 0.3, 0.4], 0, 3)}),
-    ("depthwise_conv_2d-hybrid-one-scale-dimension-3",
-     {**_error_case("DEPTHWISE_CONV_2D", x_dtype=F32, b_dtype=F32, x_q=None, out_q=None), "f_q": quant(0.1, 0, 3)}),
+    (
+        "conv_2d-hybrid-grouped-one-scale",
+        {
+            **_error_case(x_dtype=F32, b_dtype=F32, x_q=None, out_q=None),
+            "f": np.ones((4, 2, 2, 2), I8),
+            "bias": np.ones(4, F32),
+        },
+    ),
+    (
+        "conv_2d-hybrid-per-channel-dimension-3",
+        {
+            **_error_case(x_dtype=F32, b_dtype=F32, x_q=None, out_q=None),
+            "f": np.ones((4, 2, 2, 4), I8),
+            "bias": np.ones(4, F32),
+            "f_q": quant([0.1, 0.2, 0.3, 0.4], 0, 3),
+        },
+    ),
+    (
+        "depthwise_conv_2d-hybrid-one-scale-dimension-3",
+        {**_error_case("DEPTHWISE_CONV_2D", x_dtype=F32, b_dtype=F32, x_q=None, out_q=None), "f_q": quant(0.1, 0, 3)},
+    ),
 ]
 
 
 @pytest.mark.parametrize("case", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
 def test_rejected_like_litert(case):
-    model = conv_model(case["op"], case["x"], case["x_q"], case["f"], case["f_type"], case["f_q"], case["bias"],
-                       case["b_q"], case["x"].dtype, case["out_q"], case["options"])
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        case["f_type"],
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        case["x"].dtype,
+        case["out_q"],
+        case["options"],
+    )
     # LiteRT fails at load (invalid quantization: ValueError), prepare, or invoke for the filter types it does
     # not run; litert_py at load or prepare.
     with pytest.raises((RuntimeError, ValueError)):
@@ -453,22 +592,44 @@ def test_rejected_like_litert(case):
 # LiteRT runs these, reading a tensor's bytes as another type (garbage); litert_py refuses them.
 REFUSED = [
     # The int16 CONV_2D reads the bias as int64 unless quantized_bias_type says INT32.
-    ("conv_2d-int16-int32-bias-without-quantized_bias_type",
-     _error_case(x_dtype=I16, b_dtype=I32, x_q=quant(0.5), out_q=quant(0.7)), "quantized_bias_type"),
-    ("conv_2d-uint8-input-int8-filter", _error_case(x_dtype=U8, x_q=quant(0.5, 128), out_q=quant(0.7, 128)),
-     "UINT8 filter"),
-    ("conv_2d-int16-input-int16-filter", _error_case(x_dtype=I16, f_dtype=I16, b_dtype=I64, x_q=quant(0.5),
-                                                     out_q=quant(0.7)), "INT8 or INT4 filter"),
-    ("depthwise_conv_2d-int16-input-int16-filter",
-     _error_case("DEPTHWISE_CONV_2D", x_dtype=I16, f_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7)),
-     "INT8 filter"),
+    (
+        "conv_2d-int16-int32-bias-without-quantized_bias_type",
+        _error_case(x_dtype=I16, b_dtype=I32, x_q=quant(0.5), out_q=quant(0.7)),
+        "quantized_bias_type",
+    ),
+    (
+        "conv_2d-uint8-input-int8-filter",
+        _error_case(x_dtype=U8, x_q=quant(0.5, 128), out_q=quant(0.7, 128)),
+        "UINT8 filter",
+    ),
+    (
+        "conv_2d-int16-input-int16-filter",
+        _error_case(x_dtype=I16, f_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7)),
+        "INT8 or INT4 filter",
+    ),
+    (
+        "depthwise_conv_2d-int16-input-int16-filter",
+        _error_case("DEPTHWISE_CONV_2D", x_dtype=I16, f_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7)),
+        "INT8 filter",
+    ),
 ]
 
 
 @pytest.mark.parametrize("case, match", [e[1:] for e in REFUSED], ids=[e[0] for e in REFUSED])
 def test_refused_although_litert_runs_it(case, match):
-    model = conv_model(case["op"], case["x"], case["x_q"], case["f"], case["f_type"], case["f_q"], case["bias"],
-                       case["b_q"], case["x"].dtype, case["out_q"], case["options"])
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        case["f_type"],
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        case["x"].dtype,
+        case["out_q"],
+        case["options"],
+    )
     run_litert(model, [case["x"]])
     with pytest.raises(PrepareError, match=match):
         run_ours(model, [case["x"]])
@@ -481,8 +642,14 @@ def test_refused_although_litert_runs_it(case, match):
 #: shift (multiplier >= 1/2), no correction whatever the clamp; "unfolded": the 2^53 bound fails (right shift
 #: ~20 with zero point -128), the prepared Requantizer runs.
 FOLDED = [
-    (1, 1.0, -5, "relu"), (3, 1.0, 7, "relu"), (0, 1.0, -5, "sign"), (2, 1.0, 3, "sign"),
-    (0, 0.05, 2, "no-rs"), (1, 0.01, -3, "no-rs"), (0, 2.0**13, -128, "unfolded"), (1, 2.0**13, -128, "unfolded"),
+    (1, 1.0, -5, "relu"),
+    (3, 1.0, 7, "relu"),
+    (0, 1.0, -5, "sign"),
+    (2, 1.0, 3, "sign"),
+    (0, 0.05, 2, "no-rs"),
+    (1, 0.01, -3, "no-rs"),
+    (0, 2.0**13, -128, "unfolded"),
+    (1, 2.0**13, -128, "unfolded"),
 ]
 
 
@@ -507,10 +674,19 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
         bias = np.array([37, -1000], I32)
     if kind == "unfolded":  # outputs of a few units need accumulators of ~2^20
         bias += np.array([2**22, 2**20], I32)
-    case = {"op": op, "x": x, "x_q": quant(0.5, 3), "f": f, "f_type": I8, "f_q": f_q, "bias": bias,
-            "b_q": quant([0.0625, 0.125]), "out_q": quant(s_out, out_zp),
-            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
-            "const": (True, True)}
+    case = {
+        "op": op,
+        "x": x,
+        "x_q": quant(0.5, 3),
+        "f": f,
+        "f_type": I8,
+        "f_q": f_q,
+        "bias": bias,
+        "b_q": quant([0.0625, 0.125]),
+        "out_q": quant(s_out, out_zp),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+        "const": (True, True),
+    }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2 - (kind == "unfolded")  # not all clamped
     model = conv_model(op, x, case["x_q"], f, I8, f_q, bias, case["b_q"], I8, case["out_q"], case["options"])
@@ -533,15 +709,34 @@ def test_conv_window_covering_the_whole_input(dtype):
     lo, hi = _range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
     f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
-    case = {"op": "CONV_2D", "x": x, "x_q": quant(0.05, 3), "f": f, "f_type": dtype,
-            "f_q": quant(0.002, 128 if dtype == U8 else 0), "bias": rng.integers(-3000, 3000, 16).astype(I32),
-            "b_q": quant(np.float32(0.05) * np.float32(0.002)), "out_q": quant(0.08, -2 if dtype == I8 else 100),
-            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
-            "const": (True, True)}
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, 3),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(0.002, 128 if dtype == U8 else 0),
+        "bias": rng.integers(-3000, 3000, 16).astype(I32),
+        "b_q": quant(np.float32(0.05) * np.float32(0.002)),
+        "out_q": quant(0.08, -2 if dtype == I8 else 100),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+        "const": (True, True),
+    }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 3
-    model = conv_model("CONV_2D", x, case["x_q"], f, dtype, case["f_q"], case["bias"], case["b_q"], dtype,
-                       case["out_q"], case["options"])
+    model = conv_model(
+        "CONV_2D",
+        x,
+        case["x_q"],
+        f,
+        dtype,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        dtype,
+        case["out_q"],
+        case["options"],
+    )
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
@@ -557,17 +752,40 @@ def test_depthwise_window_covering_the_whole_input(dtype, act):
     lo, hi = _range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
     f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
-    case = {"op": "DEPTHWISE_CONV_2D", "x": x, "x_q": quant(0.05, 3), "f": f, "f_type": dtype,
-            "f_q": quant(0.01, 128, 3) if dtype == U8 else quant(rng.uniform(0.005, 0.02, 24), 0, 3),
-            "bias": rng.integers(-300, 300, 24).astype(I32), "b_q": quant(0.0005),
-            "out_q": quant(0.03, -2 if dtype == I8 else 100),
-            "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act,
-                        "depth_multiplier": 1},
-            "const": (True, True)}
+    case = {
+        "op": "DEPTHWISE_CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, 3),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(0.01, 128, 3) if dtype == U8 else quant(rng.uniform(0.005, 0.02, 24), 0, 3),
+        "bias": rng.integers(-300, 300, 24).astype(I32),
+        "b_q": quant(0.0005),
+        "out_q": quant(0.03, -2 if dtype == I8 else 100),
+        "options": {
+            "padding": 1,
+            "stride_h": 1,
+            "stride_w": 1,
+            "fused_activation_function": act,
+            "depth_multiplier": 1,
+        },
+        "const": (True, True),
+    }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 3
-    model = conv_model(case["op"], x, case["x_q"], f, dtype, case["f_q"], case["bias"], case["b_q"], dtype,
-                       case["out_q"], case["options"])
+    model = conv_model(
+        case["op"],
+        x,
+        case["x_q"],
+        f,
+        dtype,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        dtype,
+        case["out_q"],
+        case["options"],
+    )
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()

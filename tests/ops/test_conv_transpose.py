@@ -38,17 +38,32 @@ def cases(draw):
         oh, ow = draw(st.integers(0, 12)), draw(st.integers(0, 12))
     return {
         "path": draw(st.sampled_from(["float32", "hybrid", "uint8", "int8", "int16", "int16-b32"])),
-        "n": draw(st.integers(1, 2)), "h": h, "w": w, "c": draw(st.integers(1, 5)), "o": draw(st.integers(1, 5)),
-        "kh": kh, "kw": kw, "sh": sh, "sw": sw, "oh": oh, "ow": ow, "padding": padding,
-        "act": draw(st.sampled_from(ACTIVATIONS)), "bias": draw(st.booleans()), "const": draw(st.booleans()),
+        "n": draw(st.integers(1, 2)),
+        "h": h,
+        "w": w,
+        "c": draw(st.integers(1, 5)),
+        "o": draw(st.integers(1, 5)),
+        "kh": kh,
+        "kw": kw,
+        "sh": sh,
+        "sw": sw,
+        "oh": oh,
+        "ow": ow,
+        "padding": padding,
+        "act": draw(st.sampled_from(ACTIVATIONS)),
+        "bias": draw(st.booleans()),
+        "const": draw(st.booleans()),
         "seed": draw(st.integers(0, 2**31 - 1)),
     }
 
 
 def _model(d):
     rng = np.random.default_rng(d["seed"])
-    xs, fs, oshape = (d["n"], d["h"], d["w"], d["c"]), (d["o"], d["kh"], d["kw"], d["c"]), \
-        (d["n"], d["oh"], d["ow"], d["o"])
+    xs, fs, oshape = (
+        (d["n"], d["h"], d["w"], d["c"]),
+        (d["o"], d["kh"], d["kw"], d["c"]),
+        (d["n"], d["oh"], d["ow"], d["o"]),
+    )
     opts = {"padding": d["padding"], "stride_h": d["sh"], "stride_w": d["sw"], "fused_activation_function": d["act"]}
     shape_t = T.const(np.array(oshape, np.int32))
     if d["path"] == "float32":
@@ -72,8 +87,12 @@ def _model(d):
         feeds = [x] + ([b] if d["bias"] and not d["const"] else [])
         return single_op_model("TRANSPOSE_CONV", ins, [T(oshape)], opts, version=4), feeds
     int16, uint8 = d["path"].startswith("int16"), d["path"] == "uint8"
-    xdt, bdt = {"int16": (np.int16, np.int64), "int16-b32": (np.int16, np.int32), "int8": (np.int8, np.int32),
-                "uint8": (np.uint8, np.int32)}[d["path"]]
+    xdt, bdt = {
+        "int16": (np.int16, np.int64),
+        "int16-b32": (np.int16, np.int32),
+        "int8": (np.int8, np.int32),
+        "uint8": (np.uint8, np.int32),
+    }[d["path"]]
     if d["path"] == "int16-b32":  # quantized_bias_type INT32: int32 bias and accumulator
         opts["quantized_bias_type"] = 2
     lo, hi = np.iinfo(xdt).min, np.iinfo(xdt).max
@@ -109,8 +128,7 @@ def test_transpose_conv(d):
     ours = run_ours(model, feeds)
     assert ours[0].shape == theirs[0].shape
     if d["path"] == "float32":
-        assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV"] * d["kh"] * d["kw"] * d["c"],
-                     atol=1e-5)
+        assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV"] * d["kh"] * d["kw"] * d["c"], atol=1e-5)
     elif d["path"] == "hybrid":
         assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV-hybrid"], atol=0)
     else:
@@ -121,8 +139,13 @@ def test_transpose_conv_dynamic_output_shape():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 3, 4, 2)).astype(np.float32)
     f = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
-    model = single_op_model("TRANSPOSE_CONV", [T((4,), np.int32), T.const(f), T(x.shape)], [T((1, 6, 8, 3))],
-                            {"padding": 0, "stride_h": 2, "stride_w": 2}, version=4)
+    model = single_op_model(
+        "TRANSPOSE_CONV",
+        [T((4,), np.int32), T.const(f), T(x.shape)],
+        [T((1, 6, 8, 3))],
+        {"padding": 0, "stride_h": 2, "stride_w": 2},
+        version=4,
+    )
     for shape in ((1, 6, 8, 3), (1, 5, 7, 3)):
         feeds = [np.array(shape, np.int32), x]
         ours, theirs = run_ours(model, feeds), run_litert(model, feeds)
@@ -131,18 +154,39 @@ def test_transpose_conv_dynamic_output_shape():
 
 
 ERRORS = {
-    "int32-input": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.int32)),
-                     T((1, 2, 2, 1), np.int32)], T((1, 4, 4, 1), np.int32)),
-    "channel-mismatch": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 3), np.float32)),
-                          T((1, 2, 2, 2))], T((1, 4, 4, 1))),
-    "shape-not-int32": ([T.const(np.array([1, 4, 4, 1], np.int64)), T.const(np.ones((1, 2, 2, 1), np.float32)),
-                         T((1, 2, 2, 1))], T((1, 4, 4, 1))),
-    "shape-3-elements": ([T.const(np.array([4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)),
-                          T((1, 2, 2, 1))], T((1, 4, 4, 1))),
-    "input-3d": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)),
-                  T((2, 2, 1))], T((1, 4, 4, 1))),
-    "bias-length": ([T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)),
-                     T((1, 2, 2, 1)), T.const(np.ones(2, np.float32))], T((1, 4, 4, 1))),
+    "int32-input": (
+        [
+            T.const(np.array([1, 4, 4, 1], np.int32)),
+            T.const(np.ones((1, 2, 2, 1), np.int32)),
+            T((1, 2, 2, 1), np.int32),
+        ],
+        T((1, 4, 4, 1), np.int32),
+    ),
+    "channel-mismatch": (
+        [T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 3), np.float32)), T((1, 2, 2, 2))],
+        T((1, 4, 4, 1)),
+    ),
+    "shape-not-int32": (
+        [T.const(np.array([1, 4, 4, 1], np.int64)), T.const(np.ones((1, 2, 2, 1), np.float32)), T((1, 2, 2, 1))],
+        T((1, 4, 4, 1)),
+    ),
+    "shape-3-elements": (
+        [T.const(np.array([4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)), T((1, 2, 2, 1))],
+        T((1, 4, 4, 1)),
+    ),
+    "input-3d": (
+        [T.const(np.array([1, 4, 4, 1], np.int32)), T.const(np.ones((1, 2, 2, 1), np.float32)), T((2, 2, 1))],
+        T((1, 4, 4, 1)),
+    ),
+    "bias-length": (
+        [
+            T.const(np.array([1, 4, 4, 1], np.int32)),
+            T.const(np.ones((1, 2, 2, 1), np.float32)),
+            T((1, 2, 2, 1)),
+            T.const(np.ones(2, np.float32)),
+        ],
+        T((1, 4, 4, 1)),
+    ),
 }
 
 

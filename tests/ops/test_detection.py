@@ -141,13 +141,21 @@ def _edge_boxes(name, rng, n):
     return b, s
 
 
-NMS_EDGES = ["zero-area-top", "nan-corners", "inf-corners", "nan-scores", "equal-scores", "identical-boxes",
-             "huge-boxes"]
+NMS_EDGES = [
+    "zero-area-top",
+    "nan-corners",
+    "inf-corners",
+    "nan-scores",
+    "equal-scores",
+    "identical-boxes",
+    "huge-boxes",
+]
 
 
 @pytest.mark.parametrize("iou", [0.0, 0.5, 1.0])
-@pytest.mark.parametrize("op,sigma", [("NON_MAX_SUPPRESSION_V4", 0.0), ("NON_MAX_SUPPRESSION_V5", 0.0),
-                                      ("NON_MAX_SUPPRESSION_V5", 0.5)])
+@pytest.mark.parametrize(
+    "op,sigma", [("NON_MAX_SUPPRESSION_V4", 0.0), ("NON_MAX_SUPPRESSION_V5", 0.0), ("NON_MAX_SUPPRESSION_V5", 0.5)]
+)
 @pytest.mark.parametrize("name", NMS_EDGES)
 def test_nms_edges(name, op, sigma, iou):
     boxes, scores = _edge_boxes(name, np.random.default_rng(7), 300)

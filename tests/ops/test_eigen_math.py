@@ -35,19 +35,54 @@ def _assert_bits(x: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> None:
     assert ours.dtype == np.float32 and ours.shape == theirs.shape
     bad = ours.view(np.int32) != theirs.view(np.int32)
     assert not bad.any(), (
-        f"{int(bad.sum())} of {bad.size} differ; x={x[bad][:5]!r} ours={ours[bad][:5]!r} theirs={theirs[bad][:5]!r}")
+        f"{int(bad.sum())} of {bad.size} differ; x={x[bad][:5]!r} ours={ours[bad][:5]!r} theirs={theirs[bad][:5]!r}"
+    )
 
 
 def _grid() -> np.ndarray:
     """A fine grid, every 4099th bit pattern of the whole float32 range, and the special values."""
     rng = np.random.default_rng(20261122)
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1e-38, 3e-4, 4e-4, -4e-4,
-                         7.9073896, -7.9073896, 7.907389, 16.6355324, 16.64, -103.99, -104.0, -104.01, -87.0,
-                         -89.0, -150.0, 88.0, 1e30, -1e30], np.float32)
+    specials = np.array(
+        [
+            0.0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            -np.nan,
+            1e-45,
+            -1e-45,
+            1e-38,
+            3e-4,
+            4e-4,
+            -4e-4,
+            7.9073896,
+            -7.9073896,
+            7.907389,
+            16.6355324,
+            16.64,
+            -103.99,
+            -104.0,
+            -104.01,
+            -87.0,
+            -89.0,
+            -150.0,
+            88.0,
+            1e30,
+            -1e30,
+        ],
+        np.float32,
+    )
     bits = np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    return np.concatenate([np.linspace(-20, 20, 400_000, dtype=np.float32),
-                           (rng.standard_normal(100_000) * 5).astype(np.float32),
-                           np.linspace(-1e-3, 1e-3, 20_000, dtype=np.float32), bits, specials])
+    return np.concatenate(
+        [
+            np.linspace(-20, 20, 400_000, dtype=np.float32),
+            (rng.standard_normal(100_000) * 5).astype(np.float32),
+            np.linspace(-1e-3, 1e-3, 20_000, dtype=np.float32),
+            bits,
+            specials,
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +129,15 @@ def test_logistic_paths_really_differ():
 def test_hypothesis_bit_exact(op, data):
     oracle()
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9))
-    elements = data.draw(st.sampled_from([
-        st.floats(-12, 12, width=32),
-        st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True),
-        st.floats(-120, 20, width=32),
-    ]))
+    elements = data.draw(
+        st.sampled_from(
+            [
+                st.floats(-12, 12, width=32),
+                st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True),
+                st.floats(-120, 20, width=32),
+            ]
+        )
+    )
     x = data.draw(hnp.arrays(np.float32, shape, elements=elements))
     _assert_bits(x, CASES[op](x), _theirs(op, x))
 
@@ -128,28 +167,54 @@ def _lstm_output_gate_model(batch: int, n: int, cifg: bool) -> bytes:
 
     skip_i = [g for g in "ifco" if not (g == "i" and cifg)]
     ins = [x]
-    ins += [b.const("w_o", np.eye(n, dtype=np.float32)) if g == "o" else zeros(f"w_{g}", (n, n)) if g in skip_i
-            else -1 for g in "ifco"]
+    ins += [
+        b.const("w_o", np.eye(n, dtype=np.float32)) if g == "o" else zeros(f"w_{g}", (n, n)) if g in skip_i else -1
+        for g in "ifco"
+    ]
     ins += [zeros(f"r_{g}", (n, n)) if g in skip_i else -1 for g in "ifco"]
     ins += [-1, -1, -1]  # no peepholes
-    ins += [zeros("b_o", (n,)) if g == "o" else b.const(f"b_{g}", np.full(n, 20, np.float32)) if g in skip_i
-            else -1 for g in "ifco"]
-    ins += [-1, -1, b.tensor("h", (batch, n), np.float32, is_variable=True),
-            b.tensor("c", (batch, n), np.float32, is_variable=True), -1, -1, -1, -1]
+    ins += [
+        zeros("b_o", (n,)) if g == "o" else b.const(f"b_{g}", np.full(n, 20, np.float32)) if g in skip_i else -1
+        for g in "ifco"
+    ]
+    ins += [
+        -1,
+        -1,
+        b.tensor("h", (batch, n), np.float32, is_variable=True),
+        b.tensor("c", (batch, n), np.float32, is_variable=True),
+        -1,
+        -1,
+        -1,
+        -1,
+    ]
     out = b.tensor("out", (1, batch, n), np.float32)
-    b.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [out],
-         {"fused_activation_function": 4, "cell_clip": 0.0, "proj_clip": 0.0, "time_major": True})
+    b.op(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        ins,
+        [out],
+        {"fused_activation_function": 4, "cell_clip": 0.0, "proj_clip": 0.0, "time_major": True},
+    )
     b.output(out)
     return b.build()
 
 
 #: (batch, n_cell, cifg): lstm_eval.cc puts the output gate at scratch + 3 (CIFG: 2) * n_cell * n_batch
-LSTM_CASES = [(1, 5, False), (1, 6, False), (1, 7, False), (3, 3, False), (2, 2, False), (1, 9, True),
-              (1, 5, True), (3, 5, True), (2, 7, True)]
+LSTM_CASES = [
+    (1, 5, False),
+    (1, 6, False),
+    (1, 7, False),
+    (3, 3, False),
+    (2, 2, False),
+    (1, 9, True),
+    (1, 5, True),
+    (3, 5, True),
+    (2, 7, True),
+]
 
 
-@pytest.mark.parametrize("batch,n,cifg", LSTM_CASES,
-                         ids=[f"lstm-sigmoid-b{b}-n{n}{'-cifg' if c else ''}" for b, n, c in LSTM_CASES])
+@pytest.mark.parametrize(
+    "batch,n,cifg", LSTM_CASES, ids=[f"lstm-sigmoid-b{b}-n{n}{'-cifg' if c else ''}" for b, n, c in LSTM_CASES]
+)
 def test_lstm_output_gate_offset(batch, n, cifg):
     LiteRT, R = oracle()
     x = _tail_sensitive(batch * n, np.random.default_rng(batch * 100 + n)).reshape(1, batch, n)

@@ -37,8 +37,11 @@ CASES = [
     *(Case("MUL", dt) for dt in (np.float32, np.float16, np.int32, np.int64, np.int16, np.uint32)),
     Case("MUL", np.complex64, activation=False),
     *(Case("DIV", dt) for dt in (np.float32, np.int32)),
-    *(Case(op, dt, activation=False) for op in ("MAXIMUM", "MINIMUM")
-      for dt in (np.float32, np.float16, np.int8, np.uint8, np.int16, np.int32, np.int64)),
+    *(
+        Case(op, dt, activation=False)
+        for op in ("MAXIMUM", "MINIMUM")
+        for dt in (np.float32, np.float16, np.int8, np.uint8, np.int16, np.int32, np.int64)
+    ),
     Case("MAXIMUM", np.int8, activation=False, quantized=True),
     Case("MINIMUM", np.uint8, activation=False, quantized=True),
 ]
@@ -62,8 +65,9 @@ def test_binary(case: Case, data, shapes, seed):
     if case.quantized:  # different scales on purpose: LiteRT compares the raw integers regardless
         qa, qb, qo = quant(0.5, 3), quant(0.25, -2 if case.dtype == np.int8 else 7), quant(0.125, 1)
     out_shape = np.broadcast_shapes(sa, sb)
-    model = single_op_model(case.op, [T(sa, case.dtype, q=qa), T(sb, case.dtype, q=qb)],
-                            [T(out_shape, case.dtype, q=qo)], options)
+    model = single_op_model(
+        case.op, [T(sa, case.dtype, q=qa), T(sb, case.dtype, q=qb)], [T(out_shape, case.dtype, q=qo)], options
+    )
     ours, theirs = run_both(model, [a, b])
     assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
 
@@ -143,16 +147,16 @@ REJECTS = [
     Reject("add-rank9-broadcast", "ADD", ((2,) * 9, (2,)), (np.float32, np.float32), oracle_crashes=True),
     Reject("maximum-rank9-broadcast", "MAXIMUM", ((1,) * 9, (3,)), (np.int32, np.int32), oracle_crashes=True),
     Reject("add-mixed-types", "ADD", ((3,), (3,)), (np.float32, np.int32)),
-    Reject("add-output-type", "ADD", ((3,), (3,)), (np.float32, np.float32), out_dtype=np.int32,
-           oracle_retypes=True),
+    Reject("add-output-type", "ADD", ((3,), (3,)), (np.float32, np.float32), out_dtype=np.int32, oracle_retypes=True),
     Reject("add-bool", "ADD", ((3,), (3,)), (np.bool_, np.bool_)),
     Reject("add-float64", "ADD", ((3,), (3,)), (np.float64, np.float64)),
     Reject("add-uint32", "ADD", ((3,), (3,)), (np.uint32, np.uint32)),
     Reject("sub-float16", "SUB", ((3,), (3,)), (np.float16, np.float16)),
     Reject("sub-int16", "SUB", ((3,), (3,)), (np.int16, np.int16), oracle_crashes=True),
     Reject("mul-bool", "MUL", ((3,), (3,)), (np.bool_, np.bool_)),
-    Reject("mul-complex64-activation", "MUL", ((3,), (3,)), (np.complex64, np.complex64),
-           {"fused_activation_function": 1}),
+    Reject(
+        "mul-complex64-activation", "MUL", ((3,), (3,)), (np.complex64, np.complex64), {"fused_activation_function": 1}
+    ),
     Reject("div-int64", "DIV", ((3,), (3,)), (np.int64, np.int64)),
     Reject("div-float16", "DIV", ((3,), (3,)), (np.float16, np.float16)),
     Reject("maximum-bool", "MAXIMUM", ((3,), (3,)), (np.bool_, np.bool_)),
@@ -175,11 +179,15 @@ def _oracle_fails(model: bytes, feed) -> bool:
 
 @pytest.mark.parametrize("case", REJECTS, ids=lambda c: c.id)
 def test_rejected(case: Reject):
-    out_shape = np.broadcast_shapes(*case.shapes) if case.id not in ("add-not-broadcastable", "add-empty-vs-2") \
+    out_shape = (
+        np.broadcast_shapes(*case.shapes)
+        if case.id not in ("add-not-broadcastable", "add-empty-vs-2")
         else case.shapes[0]
+    )
     out_dtype = case.out_dtype or case.dtypes[0]
-    model = single_op_model(case.op, [T(s, dt) for s, dt in zip(case.shapes, case.dtypes)],
-                            [T(out_shape, out_dtype)], case.options)
+    model = single_op_model(
+        case.op, [T(s, dt) for s, dt in zip(case.shapes, case.dtypes)], [T(out_shape, out_dtype)], case.options
+    )
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
     if not (case.oracle_crashes or case.oracle_retypes):
@@ -237,8 +245,11 @@ def _draw_quantization(case: QCase, data):
         s1, s2 = _pot_scales(data)  # power-of-two scales with pot_scale_int16 = false: the general path
         so = 2.0 ** -data.draw(st.integers(0, 20), label="log2_out")
         options["pot_scale_int16"] = False
-    elif dt == np.int16 and op in ("ADD", "SUB") and all(abs(np.log2(s) - np.round(np.log2(s))) < 2e-3
-                                                          for s in (s1, s2, so)):
+    elif (
+        dt == np.int16
+        and op in ("ADD", "SUB")
+        and all(abs(np.log2(s) - np.round(np.log2(s))) < 2e-3 for s in (s1, s2, so))
+    ):
         options["pot_scale_int16"] = False  # (nearly) power-of-two scales by chance: CheckedLog2 allows 1e-3
     f = np.float32
     if op in ("ADD", "SUB"):  # QuantizeMultiplierSmallerThanOneExp(2 max / (2**ls so)) must not abort
@@ -266,8 +277,12 @@ def test_quantized(case: QCase, data, seed):
         z2 = q2.zero_point[0]
         b[b == z2] = z2 + 1 if z2 < np.iinfo(case.dtype).max else z2 - 1
     out_dtype = case.out_dtype or case.dtype
-    model = single_op_model(case.op, [T(sa, case.dtype, q=q1), T(sb, case.dtype, q=q2)],
-                            [T(np.broadcast_shapes(sa, sb), out_dtype, q=qo)], options)
+    model = single_op_model(
+        case.op,
+        [T(sa, case.dtype, q=q1), T(sb, case.dtype, q=q2)],
+        [T(np.broadcast_shapes(sa, sb), out_dtype, q=qo)],
+        options,
+    )
     ours, theirs = run_both(model, [a, b])
     assert_matches(ours, theirs)
 
@@ -294,16 +309,21 @@ EXHAUSTIVE = [  # (op, dtype, (s1, z1), (s2, z2), (so, zo), activation): every o
 ]
 
 
-@pytest.mark.parametrize("case", EXHAUSTIVE, ids=lambda c: f"{c[0].lower()}-{np.dtype(c[1]).name}-{c[2][0]}-{c[3][0]}"
-                         f"-{c[4][0]}")
+@pytest.mark.parametrize(
+    "case", EXHAUSTIVE, ids=lambda c: f"{c[0].lower()}-{np.dtype(c[1]).name}-{c[2][0]}-{c[3][0]}-{c[4][0]}"
+)
 def test_quantized_all_pairs(case):
     op, dtype, q1, q2, qo, act = case
     a, b = _all_pairs(dtype)
     if op == "DIV":
         keep = b != np.array(q2[1]).astype(dtype)
         a, b = a[keep], b[keep]
-    model = single_op_model(op, [T(a.shape, dtype, q=quant(*q1)), T(b.shape, dtype, q=quant(*q2))],
-                            [T(a.shape, dtype, q=quant(*qo))], {"fused_activation_function": act})
+    model = single_op_model(
+        op,
+        [T(a.shape, dtype, q=quant(*q1)), T(b.shape, dtype, q=quant(*q2))],
+        [T(a.shape, dtype, q=quant(*qo))],
+        {"fused_activation_function": act},
+    )
     ours, theirs = run_both(model, [a, b])
     assert_matches(ours, theirs)
 
@@ -334,8 +354,15 @@ QREJECTS = [  # (id, op, (dtype1, dtype2, out dtype), (q1, q2, qo), shapes, opti
     ("sub-int16-nonzero-zero-point", "SUB", (np.int16,) * 3, (Q16, Q16, quant(0.01, -1)), None, None, "fails"),
     ("mul-int16-nonzero-zero-point", "MUL", (np.int16,) * 3, (quant(0.01, 5), Q16, Q16), None, None, "fails"),
     ("sub-int8-zero-point-out-of-range", "SUB", (np.int8,) * 3, (quant(0.1, 200), Q8, Q8), None, None, "fails"),
-    ("add-int16-pot-both-inputs-shifted", "ADD", (np.int16,) * 3, (quant(2.0**-12, 0), Q16, quant(2.0**-8, 0)),
-     None, None, "fails"),
+    (
+        "add-int16-pot-both-inputs-shifted",
+        "ADD",
+        (np.int16,) * 3,
+        (quant(2.0**-12, 0), Q16, quant(2.0**-8, 0)),
+        None,
+        None,
+        "fails",
+    ),
     ("sub-int16-pot-input-above-output", "SUB", (np.int16,) * 3, (quant(2.0**-8, 0), Q16, Q16), None, None, "fails"),
     ("mul-int8-to-int16", "MUL", (np.int8, np.int8, np.int16), (Q8, Q8, Q16), None, None, "fails"),
     ("add-int8-output-multiplier-above-1", "ADD", (np.int8,) * 3, (Q8, Q8, quant(1e-9, 0)), None, None, "aborts"),
@@ -343,8 +370,15 @@ QREJECTS = [  # (id, op, (dtype1, dtype2, out dtype), (q1, q2, qo), shapes, opti
     ("add-int8-not-quantized", "ADD", (np.int8,) * 3, (None, None, None), None, None, "aborts"),
     ("add-int16-pot-broadcast", "ADD", (np.int16,) * 3, (Q16, Q16, Q16), ((2, 3), (3,)), None, "aborts"),
     ("mul-int16-int8-broadcast", "MUL", (np.int16, np.int16, np.int8), (Q16, Q16, Q8), ((2, 3), (3,)), None, "aborts"),
-    ("mul-int8-multiplier-1e15", "MUL", (np.int8,) * 3, (quant(1e6, 0), quant(1e6, 0), quant(1e-3, 0)), None,
-     None, "ub"),  # MultiplyByQuantizedMultiplier shifts left by 50 bits
+    (
+        "mul-int8-multiplier-1e15",
+        "MUL",
+        (np.int8,) * 3,
+        (quant(1e6, 0), quant(1e6, 0), quant(1e-3, 0)),
+        None,
+        None,
+        "ub",
+    ),  # MultiplyByQuantizedMultiplier shifts left by 50 bits
 ]
 
 
@@ -352,20 +386,26 @@ QREJECTS = [  # (id, op, (dtype1, dtype2, out dtype), (q1, q2, qo), shapes, opti
 def test_quantized_rejected(case):
     _, op, dtypes, qs, shapes_, options, litert = case
     sa, sb = shapes_ or ((3,), (3,))
-    model = single_op_model(op, [T(sa, dtypes[0], q=qs[0]), T(sb, dtypes[1], q=qs[1])],
-                            [T(np.broadcast_shapes(sa, sb), dtypes[2], q=qs[2])], options)
+    model = single_op_model(
+        op,
+        [T(sa, dtypes[0], q=qs[0]), T(sb, dtypes[1], q=qs[1])],
+        [T(np.broadcast_shapes(sa, sb), dtypes[2], q=qs[2])],
+        options,
+    )
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
     if litert == "fails":
-        assert _oracle_fails(model, [np.ones(sa, dtypes[0]), np.ones(sb, dtypes[1])]), \
+        assert _oracle_fails(model, [np.ones(sa, dtypes[0]), np.ones(sb, dtypes[1])]), (
             "the oracle accepts this model: it should not be rejected"
+        )
 
 
 # -- FLOOR_DIV, FLOOR_MOD, POW, SQUARED_DIFFERENCE, ATAN2, ADD_N: one table ----------------------------------
 #: rtol per op: floor division / remainder / squared difference / sums are exact in IEEE arithmetic (FLOOR_DIV
 #: divides in double then floors), POW and ATAN2 go through libm (powf / atan2f) where NumPy may differ by an ulp
-TOLERANCE.update({"FLOOR_DIV": 0.0, "FLOOR_MOD": 0.0, "SQUARED_DIFFERENCE": 0.0, "ADD_N": 0.0, "POW": 1e-6,
-                  "ATAN2": 1e-6})
+TOLERANCE.update(
+    {"FLOOR_DIV": 0.0, "FLOOR_MOD": 0.0, "SQUARED_DIFFERENCE": 0.0, "ADD_N": 0.0, "POW": 1e-6, "ATAN2": 1e-6}
+)
 
 
 @dataclass(frozen=True)
@@ -393,8 +433,13 @@ MORE_CASES = [
 
 def _operand(rng, data, shape, case: MoreCase, k: int):
     x = values(rng, shape, case.dtype, data.draw(regimes(case.dtype), label=f"regime{k}"))
-    if k == 1 and case.op in ("FLOOR_DIV", "FLOOR_MOD") and case.dtype != np.float32 or \
-            k == 1 and case.op == "FLOOR_DIV":
+    if (
+        k == 1
+        and case.op in ("FLOOR_DIV", "FLOOR_MOD")
+        and case.dtype != np.float32
+        or k == 1
+        and case.op == "FLOOR_DIV"
+    ):
         x[x == 0] = 1  # a zero divisor fails at invoke (tested below); float FLOOR_MOD gives NaN
     if k == 1 and case.op == "POW" and case.dtype == np.int32:
         x &= 0x7FFFFFFF  # a negative exponent fails at invoke (tested below)
@@ -415,24 +460,38 @@ def test_binary_more(case: MoreCase, data, pair, seed):
         q = [quant(*data.draw(qparams(case.dtype, -3, 1), label=f"q{k}")) for k in range(3)]
         assume(max(q[0].scale[0], q[1].scale[0]) ** 2 * 4 / 2**14 < q[2].scale[0])  # else LiteRT aborts
     out_shape = np.broadcast_shapes(sa, sb)
-    model = single_op_model(case.op, [T(s, case.dtype, q=q[k]) for k, s in enumerate(shapes_)],
-                            [T(out_shape, case.dtype, q=q[-1])])
+    model = single_op_model(
+        case.op, [T(s, case.dtype, q=q[k]) for k, s in enumerate(shapes_)], [T(out_shape, case.dtype, q=q[-1])]
+    )
     ours, theirs = run_both(model, xs)
     assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
 
 
-@pytest.mark.parametrize("op, dtype, a, b", [
-    ("FLOOR_DIV", np.int32, [-2**31, -2**31, 7, -7, 7, -7, 0], [-1, 1, 2, 2, -2, -2, -5]),
-    ("FLOOR_DIV", np.int8, [-128, -128, 127, -1], [-1, 3, -128, 127]),
-    ("FLOOR_DIV", np.float32, [7.0, -7.0, np.inf, np.nan, -0.0, 1e30, 5.0], [2.0, 2.0, 3.0, 1.0, 3.0, 1e-30, -np.inf]),
-    # INT32_MIN % -1 traps (SIGFPE) inside LiteRT, so it is not compared; int8 / int16 promote and give 0
-    ("FLOOR_MOD", np.int32, [-2**31, 7, -7, 7, -7, 0, 2**31 - 1], [3, 3, 3, -3, -3, -5, -2**31]),
-    ("FLOOR_MOD", np.int8, [-128, -128, 127, -1], [-1, 3, -128, 127]),
-    ("FLOOR_MOD", np.float32, [7.5, -7.5, 7.5, -7.5, 1.0, np.inf, 3.0, -0.0], [2.0, 2.0, -2.0, -2.0, 0.0, 2.0, np.inf,
-                                                                                 1.0]),
-    ("POW", np.int32, [2, -2, 3, 0, -1, 7], [31, 31, 40, 0, 2**31 - 1, 2**30]),
-    ("POW", np.float32, [-8.0, 0.0, -0.0, 2.0, np.nan, 1.0, -1.0], [1 / 3, -1.0, -1.0, 128.0, 0.0, np.nan, np.inf]),
-], ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "op, dtype, a, b",
+    [
+        ("FLOOR_DIV", np.int32, [-(2**31), -(2**31), 7, -7, 7, -7, 0], [-1, 1, 2, 2, -2, -2, -5]),
+        ("FLOOR_DIV", np.int8, [-128, -128, 127, -1], [-1, 3, -128, 127]),
+        (
+            "FLOOR_DIV",
+            np.float32,
+            [7.0, -7.0, np.inf, np.nan, -0.0, 1e30, 5.0],
+            [2.0, 2.0, 3.0, 1.0, 3.0, 1e-30, -np.inf],
+        ),
+        # INT32_MIN % -1 traps (SIGFPE) inside LiteRT, so it is not compared; int8 / int16 promote and give 0
+        ("FLOOR_MOD", np.int32, [-(2**31), 7, -7, 7, -7, 0, 2**31 - 1], [3, 3, 3, -3, -3, -5, -(2**31)]),
+        ("FLOOR_MOD", np.int8, [-128, -128, 127, -1], [-1, 3, -128, 127]),
+        (
+            "FLOOR_MOD",
+            np.float32,
+            [7.5, -7.5, 7.5, -7.5, 1.0, np.inf, 3.0, -0.0],
+            [2.0, 2.0, -2.0, -2.0, 0.0, 2.0, np.inf, 1.0],
+        ),
+        ("POW", np.int32, [2, -2, 3, 0, -1, 7], [31, 31, 40, 0, 2**31 - 1, 2**30]),
+        ("POW", np.float32, [-8.0, 0.0, -0.0, 2.0, np.nan, 1.0, -1.0], [1 / 3, -1.0, -1.0, 128.0, 0.0, np.nan, np.inf]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
 def test_binary_more_edges(op, dtype, a, b):
     a, b = np.array(a, dtype), np.array(b, dtype)
     model = single_op_model(op, [T(a.shape, dtype), T(b.shape, dtype)], [T(a.shape, dtype)])
@@ -440,17 +499,26 @@ def test_binary_more_edges(op, dtype, a, b):
     assert_matches(ours, theirs, rtol=TOLERANCE[op])
 
 
-@pytest.mark.parametrize("op, dtype, b", [
-    ("FLOOR_DIV", np.int32, [1, 0, 1]), ("FLOOR_DIV", np.float32, [1.0, -0.0, 1.0]), ("FLOOR_MOD", np.int8, [1, 0, 1]),
-    ("FLOOR_MOD", np.int64, [0, 1, 1]), ("POW", np.int32, [1, -1, 2]),
-], ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "op, dtype, b",
+    [
+        ("FLOOR_DIV", np.int32, [1, 0, 1]),
+        ("FLOOR_DIV", np.float32, [1.0, -0.0, 1.0]),
+        ("FLOOR_MOD", np.int8, [1, 0, 1]),
+        ("FLOOR_MOD", np.int64, [0, 1, 1]),
+        ("POW", np.int32, [1, -1, 2]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
 def test_binary_more_fails_at_invoke(op, dtype, b):
     """Zero divisors (float ones too for FLOOR_DIV) and negative integer exponents fail the invoke in both."""
     model = single_op_model(op, [T((3,), dtype), T((3,), dtype)], [T((3,), dtype)])
     feed = [np.array([3, 4, 5], dtype), np.array(b, dtype)]
     LiteRT, OpResolverType = oracle()
-    for it, error in ((LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
-                       RuntimeError), (Interpreter(model_content=model), RuntimeError)):
+    for it, error in (
+        (LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF), RuntimeError),
+        (Interpreter(model_content=model), RuntimeError),
+    ):
         it.allocate_tensors()
         for d, x in zip(it.get_input_details(), feed):
             it.set_tensor(d["index"], x)

@@ -70,8 +70,9 @@ def pack_int4(values: np.ndarray) -> np.ndarray:
     return v[0::2] | (v[1::2] << 4)
 
 
-def fc_model(x_shape, x_dtype, x_q, w, w_dtype, w_q, bias, b_q, out_shape, out_dtype, out_q, options,
-             const_weights=True) -> bytes:
+def fc_model(
+    x_shape, x_dtype, x_q, w, w_dtype, w_q, bias, b_q, out_shape, out_dtype, out_q, options, const_weights=True
+) -> bytes:
     """A one-op FULLY_CONNECTED model; ``w_dtype`` may be INT4; bias None is omitted (-1)."""
     b = ModelBuilder()
     x = b.input("x", x_shape, x_dtype, quantization=x_q)
@@ -152,8 +153,7 @@ def quantized_case(draw, path):
     w_q = quant(s_w, np.zeros(n_scales, int) if per_channel else zw)
     out_shape = lead + (batch, units) if keep else (int(np.prod(lead + (batch,))), units)
     opts = {"fused_activation_function": act, "keep_num_dims": keep, **options}
-    model = fc_model(x.shape, _np(xt), quant(s_in, zx), w, wt, w_q, bias, b_q, out_shape, ot,
-                     quant(s_out, zo), opts)
+    model = fc_model(x.shape, _np(xt), quant(s_in, zx), w, wt, w_q, bias, b_q, out_shape, ot, quant(s_out, zo), opts)
     return model, x
 
 
@@ -200,8 +200,7 @@ def hybrid_case(draw, asymmetric, per_channel):
     bias = rng.standard_normal(units).astype(F32) if draw(st.booleans()) else None
     out_shape = lead + (batch, units) if keep else (int(np.prod(lead + (batch,))), units)
     opts = {"fused_activation_function": act, "keep_num_dims": keep, "asymmetric_quantize_inputs": asymmetric}
-    model = fc_model(shape, F32, None, w, w_dtype, quant(s_w, np.zeros(n, int)), bias, None, out_shape, F32,
-                     None, opts)
+    model = fc_model(shape, F32, None, w, w_dtype, quant(s_w, np.zeros(n, int)), bias, None, out_shape, F32, None, opts)
     return model, x, act
 
 
@@ -213,16 +212,28 @@ def test_fully_connected_hybrid(path, data):
     check_both(model, [x], rtol=rtol)
 
 
-@given(batch=st.integers(1, 4), depth=st.integers(1, 33), units=st.integers(1, 17), act=st.sampled_from([0, 1, 2, 3]),
-       with_bias=st.booleans(), keep=st.booleans(), lead=st.integers(1, 3), seed=seeds)
+@given(
+    batch=st.integers(1, 4),
+    depth=st.integers(1, 33),
+    units=st.integers(1, 17),
+    act=st.sampled_from([0, 1, 2, 3]),
+    with_bias=st.booleans(),
+    keep=st.booleans(),
+    lead=st.integers(1, 3),
+    seed=seeds,
+)
 def test_fully_connected_float(batch, depth, units, act, with_bias, keep, lead, seed):
     rng = np.random.default_rng(seed)
     in_shape = (lead, batch, depth)
     w = rng.standard_normal((units, depth)).astype(np.float32)
     b = rng.standard_normal(units).astype(np.float32)
     out_shape = (lead, batch, units) if keep else (lead * batch, units)
-    model = single_op_model("FULLY_CONNECTED", [T(in_shape), T.const(w), T.const(b) if with_bias else None],
-                            [T(out_shape)], {"fused_activation_function": act, "keep_num_dims": keep})
+    model = single_op_model(
+        "FULLY_CONNECTED",
+        [T(in_shape), T.const(w), T.const(b) if with_bias else None],
+        [T(out_shape)],
+        {"fused_activation_function": act, "keep_num_dims": keep},
+    )
     x = rng.standard_normal(in_shape).astype(np.float32)
     check_both(model, [x], rtol=TOLERANCE["float32"] * depth)
 
@@ -232,9 +243,16 @@ def test_fully_connected_float(batch, depth, units, act, with_bias, keep, lead, 
 
 def _int8_fc(x, w, bias, s_in, s_w, s_out, zx=0, zo=0, act=0, w_zp=0):
     bq = quant(np.float32(s_in) * np.float32(s_w), 0)
-    return single_op_model("FULLY_CONNECTED", [T(x.shape, I8, q=quant(s_in, zx)), T.const(w, q=quant(s_w, w_zp)),
-                                               None if bias is None else T.const(bias, q=bq)],
-                           [T((x.shape[0], w.shape[0]), I8, q=quant(s_out, zo))], {"fused_activation_function": act})
+    return single_op_model(
+        "FULLY_CONNECTED",
+        [
+            T(x.shape, I8, q=quant(s_in, zx)),
+            T.const(w, q=quant(s_w, w_zp)),
+            None if bias is None else T.const(bias, q=bq),
+        ],
+        [T((x.shape[0], w.shape[0]), I8, q=quant(s_out, zo))],
+        {"fused_activation_function": act},
+    )
 
 
 def test_fully_connected_tie_probe_float_requant():
@@ -266,9 +284,12 @@ def test_fully_connected_int16x16_float32_product_multiplier():
     s_in, s_w, s_out = 0.0005617927527055144, 0.0008586680050939322, 6.433504313463345e-05
     x = np.ones((1, 1), I16)
     bias = T.const(np.array([-1048476], I32), q=quant(np.float32(s_in) * np.float32(s_w)))
-    model = single_op_model("FULLY_CONNECTED", [T((1, 1), I16, q=quant(s_in, 0)),
-                                                T.const(np.ones((1, 1), I16), q=quant(s_w, 0)), bias],
-                            [T((1, 1), I16, q=quant(s_out, 0))], {})
+    model = single_op_model(
+        "FULLY_CONNECTED",
+        [T((1, 1), I16, q=quant(s_in, 0)), T.const(np.ones((1, 1), I16), q=quant(s_w, 0)), bias],
+        [T((1, 1), I16, q=quant(s_out, 0))],
+        {},
+    )
     ours, ref = run_ours(model, [x])[0], run_litert(model, [x])[0]
     assert int(ref[0, 0]) == -7862
     np.testing.assert_array_equal(ours, ref)
@@ -280,8 +301,12 @@ def test_fully_connected_int16x16_large_multiplier(real):
     rng = np.random.default_rng(int(real))
     x = rng.integers(-3, 4, (2, 5)).astype(I16)
     w = rng.integers(-3, 4, (4, 5)).astype(I16)
-    model = single_op_model("FULLY_CONNECTED", [T(x.shape, I16, q=quant(0.5, 0)), T.const(w, q=quant(0.25, 0)), None],
-                            [T((2, 4), I16, q=quant(0.125 / real, 0))], {})
+    model = single_op_model(
+        "FULLY_CONNECTED",
+        [T(x.shape, I16, q=quant(0.5, 0)), T.const(w, q=quant(0.25, 0)), None],
+        [T((2, 4), I16, q=quant(0.125 / real, 0))],
+        {},
+    )
     check_both(model, [x])
 
 
@@ -314,24 +339,73 @@ def test_fully_connected_non_constant_weights():
     rng = np.random.default_rng(11)
     x = rng.integers(-128, 128, (3, 20)).astype(I8)
     w = rng.integers(-128, 128, (6, 20)).astype(I8)
-    model = fc_model(x.shape, I8, quant(0.02, 4), w, I8, quant(0.01, -2), None, None, (3, 6), I8, quant(0.3, -1),
-                     {}, const_weights=False)
+    model = fc_model(
+        x.shape,
+        I8,
+        quant(0.02, 4),
+        w,
+        I8,
+        quant(0.01, -2),
+        None,
+        None,
+        (3, 6),
+        I8,
+        quant(0.3, -1),
+        {},
+        const_weights=False,
+    )
     check_both(model, [x, w])
     xf = rng.standard_normal((3, 20)).astype(F32)
-    model = fc_model(xf.shape, F32, None, w, I8, quant(0.01, 0), None, None, (3, 6), F32, None,
-                     {"asymmetric_quantize_inputs": True}, const_weights=False)
+    model = fc_model(
+        xf.shape,
+        F32,
+        None,
+        w,
+        I8,
+        quant(0.01, 0),
+        None,
+        None,
+        (3, 6),
+        F32,
+        None,
+        {"asymmetric_quantize_inputs": True},
+        const_weights=False,
+    )
     check_both(model, [xf, w])
 
 
 # -- error paths ----------------------------------------------------------------------------------------------
 
 
-def _bad(x_dtype=I8, w=None, w_dtype=I8, w_q=None, bias=None, b_q=None, out_dtype=I8, options=None, x_shape=(2, 8),
-         out_shape=(2, 3), x_q=None):
+def _bad(
+    x_dtype=I8,
+    w=None,
+    w_dtype=I8,
+    w_q=None,
+    bias=None,
+    b_q=None,
+    out_dtype=I8,
+    options=None,
+    x_shape=(2, 8),
+    out_shape=(2, 3),
+    x_q=None,
+):
     """(model, input) of a small FULLY_CONNECTED with one thing wrong."""
     w = np.ones((3, 8), _np(w_dtype)) if w is None else w
-    model = fc_model(x_shape, x_dtype, x_q or quant(0.1, 0), w, w_dtype, w_q or quant(0.1, 0), bias,
-                     b_q or quant(0.01, 0), out_shape, out_dtype, quant(0.5, 0), options or {})
+    model = fc_model(
+        x_shape,
+        x_dtype,
+        x_q or quant(0.1, 0),
+        w,
+        w_dtype,
+        w_q or quant(0.1, 0),
+        bias,
+        b_q or quant(0.01, 0),
+        out_shape,
+        out_dtype,
+        quant(0.5, 0),
+        options or {},
+    )
     return model, np.zeros(x_shape, x_dtype)
 
 
@@ -341,17 +415,34 @@ REJECTED_BY_BOTH = {
     "fc-int8-bias-scale-mismatch": lambda: _bad(bias=np.ones(3, I32), b_q=quant(0.5, 0)),
     "fc-int8-bias-length": lambda: _bad(bias=np.ones(4, I32)),
     "fc-int8-tanh": lambda: _bad(options={"fused_activation_function": 4}),
-    "fc-float-sign-bit": lambda: (fc_model((2, 8), F32, None, np.ones((3, 8), F32), F32, None, None, None, (2, 3),
-                                           F32, None, {"fused_activation_function": 5}), np.zeros((2, 8), F32)),
+    "fc-float-sign-bit": lambda: (
+        fc_model(
+            (2, 8),
+            F32,
+            None,
+            np.ones((3, 8), F32),
+            F32,
+            None,
+            None,
+            None,
+            (2, 3),
+            F32,
+            None,
+            {"fused_activation_function": 5},
+        ),
+        np.zeros((2, 8), F32),
+    ),
     "fc-int8-keep-num-dims-depth": lambda: _bad(x_shape=(4, 4), out_shape=(4, 3), options={"keep_num_dims": True}),
-    "fc-per-channel-uint8-input": lambda: _bad(x_dtype=U8, w_dtype=U8, w_q=quant([0.1, 0.2, 0.3], 0),
-                                               out_dtype=U8),
+    "fc-per-channel-uint8-input": lambda: _bad(x_dtype=U8, w_dtype=U8, w_q=quant([0.1, 0.2, 0.3], 0), out_dtype=U8),
     "fc-per-channel-wrong-dimension": lambda: _bad(w_q=quant([0.1] * 8, [0] * 8, quantized_dimension=1)),
     "fc-int16-input-zero-point": lambda: _bad(x_dtype=I16, out_dtype=I16, x_q=quant(0.1, 3)),
-    "fc-int16x8-bias-type-mismatch": lambda: _bad(x_dtype=I16, out_dtype=I16, bias=np.ones(3, I64),
-                                                  options={"quantized_bias_type": 2}),
-    "fc-float-int8-output": lambda: (fc_model((2, 8), F32, None, np.ones((3, 8), F32), F32, None, None, None,
-                                              (2, 3), I8, quant(0.1, 0), {}), np.zeros((2, 8), F32)),
+    "fc-int16x8-bias-type-mismatch": lambda: _bad(
+        x_dtype=I16, out_dtype=I16, bias=np.ones(3, I64), options={"quantized_bias_type": 2}
+    ),
+    "fc-float-int8-output": lambda: (
+        fc_model((2, 8), F32, None, np.ones((3, 8), F32), F32, None, None, None, (2, 3), I8, quant(0.1, 0), {}),
+        np.zeros((2, 8), F32),
+    ),
     "fc-int4-weights-zero-point": lambda: _bad(w_dtype=INT4, w_q=quant(0.1, 1)),
 }
 
@@ -360,8 +451,7 @@ REJECTED_BY_BOTH = {
 REJECTED_BY_US = {
     "fc-int8-int64-bias": lambda: _bad(bias=np.ones(3, I64)),
     "fc-int16x8-int32-bias-default-type": lambda: _bad(x_dtype=I16, out_dtype=I16, bias=np.ones(3, I32)),
-    "fc-int16x16-int64-bias-default-type": lambda: _bad(x_dtype=I16, w_dtype=I16, out_dtype=I16,
-                                                        bias=np.ones(3, I64)),
+    "fc-int16x16-int64-bias-default-type": lambda: _bad(x_dtype=I16, w_dtype=I16, out_dtype=I16, bias=np.ones(3, I64)),
     "fc-uint8-to-int16-without-bias": lambda: _bad(x_dtype=U8, w_dtype=U8, out_dtype=I16),
     "fc-int8-in-uint8-out": lambda: _bad(out_dtype=U8),
     "fc-int8-in-int16-out": lambda: _bad(out_dtype=I16),
@@ -401,8 +491,19 @@ def test_round_half_away_inplace(dtype):
     info = np.finfo(dtype)
     base = np.concatenate([np.arange(-40, 41) / 2, rng.standard_normal(2000) * 1e3, [0.5, -0.5, 2.5, -2.5]])
     near = np.concatenate([np.nextafter(base, np.inf), np.nextafter(base, -np.inf)])
-    special = np.array([0.0, -0.0, info.max, -info.max, info.tiny, 2.0 ** (info.nmant), 2.0 ** (info.nmant + 1) - 1,
-                        np.nextafter(dtype(0.5), dtype(0)), -np.nextafter(dtype(0.5), dtype(0))])
+    special = np.array(
+        [
+            0.0,
+            -0.0,
+            info.max,
+            -info.max,
+            info.tiny,
+            2.0 ** (info.nmant),
+            2.0 ** (info.nmant + 1) - 1,
+            np.nextafter(dtype(0.5), dtype(0)),
+            -np.nextafter(dtype(0.5), dtype(0)),
+        ]
+    )
     t = np.concatenate([base, near, special]).astype(dtype)
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(round_half_away_inplace(t.copy()), round_away(t))

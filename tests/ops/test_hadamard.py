@@ -44,8 +44,9 @@ def _values(rng, shape, dtype, specials: bool) -> np.ndarray:
 @st.composite
 def case(draw):
     rank = draw(st.sampled_from([2, 2, 3, 3, 4]))
-    path = draw(st.sampled_from(["pow2", "pow2", "unrolled", "large", "large", "ragged", "not-pow2", "too-big",
-                                 "negative"]))
+    path = draw(
+        st.sampled_from(["pow2", "pow2", "unrolled", "large", "large", "ragged", "not-pow2", "too-big", "negative"])
+    )
     if path == "large":  # >= 2048 transformed values: litert_py's two-phase layout (any split of the stages)
         size = 1 << draw(st.integers(0, 12))
         rank = 2
@@ -106,8 +107,13 @@ CASES = {
     "hadamard-float32-size-wraps-int32": ((2, 16), {"hadamard_size": 2**32 + 8}, np.float32, None, None),  # 8
     "hadamard-float32-size-1": ((3, 5), {"hadamard_size": 1}, np.float32, None, None),  # only the * 1.0
     "hadamard-float32-output-reshaped": ((2, 8), {"hadamard_size": 4}, np.float32, None, (16,)),
-    "hadamard-float32-binary-vector-not-a-vector": ((2, 8), {"hadamard_size": 8, "random_binary_vector": 3},
-                                                     np.float32, None, None),
+    "hadamard-float32-binary-vector-not-a-vector": (
+        (2, 8),
+        {"hadamard_size": 8, "random_binary_vector": 3},
+        np.float32,
+        None,
+        None,
+    ),
 }
 
 
@@ -146,8 +152,12 @@ ERRORS = {
     "hadamard-output-too-small": lambda: _model((2, 8), {"hadamard_size": 4}, out_shape=(2, 4)),
     "hadamard-output-too-big": lambda: _model((2, 8), {"hadamard_size": 4}, out_shape=(2, 16)),
     "hadamard-two-inputs": lambda: single_op_model(
-        "CUSTOM", [T((2, 8)), T((2, 8))], [T((2, 8))], custom_code=OP,
-        custom_options=bytes(flexbuffers.Dumps({"hadamard_size": 4}))),
+        "CUSTOM",
+        [T((2, 8)), T((2, 8))],
+        [T((2, 8))],
+        custom_code=OP,
+        custom_options=bytes(flexbuffers.Dumps({"hadamard_size": 4})),
+    ),
 }
 
 

@@ -44,8 +44,11 @@ def _model(keys, values, default, query_shape, key_string: bool, imports=1, hand
     b.op("HASHTABLE", [], [h1], opts)
     for k in range(imports):
         vals = values if k == 0 else values[::-1]
-        b.op("HASHTABLE_IMPORT", [h1, b.tensor(f"k{k}", (len(keys),), kt, data=keys),
-                                  b.tensor(f"v{k}", (len(vals),), vt, data=vals)], [])
+        b.op(
+            "HASHTABLE_IMPORT",
+            [h1, b.tensor(f"k{k}", (len(keys),), kt, data=keys), b.tensor(f"v{k}", (len(vals),), vt, data=vals)],
+            [],
+        )
     return b.build()
 
 
@@ -85,8 +88,15 @@ def tables(draw):
 @given(case=tables(), reset=st.booleans(), handle_shape=st.sampled_from([(1,), ()]))
 def test_hashtable_lookup_matches_oracle(case, reset, handle_shape):
     key_string, keys, values, default, query_shape, queries, imports = case
-    model = _model(_arr(keys, key_string), _arr(values, not key_string),
-                   _arr(default, not key_string), query_shape, key_string, imports, handle_shape)
+    model = _model(
+        _arr(keys, key_string),
+        _arr(values, not key_string),
+        _arr(default, not key_string),
+        query_shape,
+        key_string,
+        imports,
+        handle_shape,
+    )
     qs = [_arr(q, key_string).reshape(query_shape) for q in queries]
     LiteRT, _ = oracle()
     theirs = _run(LiteRT, model, qs, reset_at=1 if reset else None)
@@ -96,9 +106,11 @@ def test_hashtable_lookup_matches_oracle(case, reset, handle_shape):
         assert a[0].dtype == (np.int64 if key_string else object)
 
 
-@pytest.mark.parametrize("key_type,value_type", [(INT64, INT64), (dtypes.TensorType.INT32, STRING),
-                                                 (STRING, dtypes.TensorType.FLOAT32), (STRING, STRING)],
-                         ids=["int64-int64", "int32-string", "string-float32", "string-string"])
+@pytest.mark.parametrize(
+    "key_type,value_type",
+    [(INT64, INT64), (dtypes.TensorType.INT32, STRING), (STRING, dtypes.TensorType.FLOAT32), (STRING, STRING)],
+    ids=["int64-int64", "int32-string", "string-float32", "string-string"],
+)
 def test_unsupported_key_value_types_rejected(key_type, value_type):
     b = ModelBuilder()
     h = b.tensor("h", (1,), None, tensor_type=RESOURCE)
@@ -114,8 +126,7 @@ def test_unsupported_key_value_types_rejected(key_type, value_type):
         litert_py.Interpreter(model_content=model).allocate_tensors()
 
 
-@pytest.mark.parametrize("case", ["int64-default-for-string-values", "string-query-on-int64-keys",
-                                  "int32-query"])
+@pytest.mark.parametrize("case", ["int64-default-for-string-values", "string-query-on-int64-keys", "int32-query"])
 def test_find_type_mismatch_rejected(case):
     """LiteRT prepares nodes after a resource-producing node late (at the first invoke) and fails there;
     litert_py refuses the model at allocate_tensors: both raise a RuntimeError before computing anything."""
@@ -124,11 +135,21 @@ def test_find_type_mismatch_rejected(case):
     q = b.input("q", (2,), qt)
     h = b.tensor("h", (1,), None, tensor_type=RESOURCE)
     b.op("HASHTABLE", [], [h], dict(table_id=1, key_dtype=INT64, value_dtype=STRING))
-    b.op("HASHTABLE_IMPORT", [h, b.const("k", np.array([1, 2], np.int64)),
-                              b.tensor("v", (2,), np.bytes_, data=np.array([b"a", b"b"], dtype=object))], [])
+    b.op(
+        "HASHTABLE_IMPORT",
+        [
+            h,
+            b.const("k", np.array([1, 2], np.int64)),
+            b.tensor("v", (2,), np.bytes_, data=np.array([b"a", b"b"], dtype=object)),
+        ],
+        [],
+    )
     found = b.tensor("found", (2,), np.bytes_)
-    default = b.const("d", np.int64(0)) if case.startswith("int64") else \
-        b.tensor("d", (1,), np.bytes_, data=np.array([b"?"], dtype=object))
+    default = (
+        b.const("d", np.int64(0))
+        if case.startswith("int64")
+        else b.tensor("d", (1,), np.bytes_, data=np.array([b"?"], dtype=object))
+    )
     b.op("HASHTABLE_FIND", [h, q, default], [found])
     b.output(found)
     model = b.build()

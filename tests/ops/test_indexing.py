@@ -17,9 +17,22 @@ from litert_py.schema.writer import ModelBuilder
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
 from tests.oracle import T, run_litert, run_ours, single_op_model
 
-TOLERANCE = {op: 0.0 for op in ("GATHER_ND", "SCATTER_ND", "DYNAMIC_UPDATE_SLICE", "MATRIX_DIAG",
-                                "MATRIX_SET_DIAG", "ONE_HOT", "SPARSE_TO_DENSE", "WHERE", "UNIQUE", "TOPK_V2",
-                                "BUCKETIZE")}
+TOLERANCE = {
+    op: 0.0
+    for op in (
+        "GATHER_ND",
+        "SCATTER_ND",
+        "DYNAMIC_UPDATE_SLICE",
+        "MATRIX_DIAG",
+        "MATRIX_SET_DIAG",
+        "ONE_HOT",
+        "SPARSE_TO_DENSE",
+        "WHERE",
+        "UNIQUE",
+        "TOPK_V2",
+        "BUCKETIZE",
+    )
+}
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -44,8 +57,9 @@ def gather_nd(draw):
     hi = [s + (1 if draw(st.integers(0, 9)) == 0 else 0) for s in p[:nd]]
     idx = np.stack([rng.integers(0, h, lead) for h in hi], axis=-1).astype(it)
     constant = draw(st.booleans())
-    model = single_op_model("GATHER_ND", [T(p, dt), T.const(idx) if constant else T(idx.shape, it)],
-                            [T(lead + p[nd:], dt)])
+    model = single_op_model(
+        "GATHER_ND", [T(p, dt), T.const(idx) if constant else T(idx.shape, it)], [T(lead + p[nd:], dt)]
+    )
     return model, [values(rng, p, dt)] + ([] if constant else [idx]), "BUILTIN_REF"
 
 
@@ -65,8 +79,9 @@ def scatter_nd(draw):
     dyn = draw(st.booleans())
     shp = np.array(shape, it)
     ins = [T(idx.shape, it), T(upd_shape, dt), T(shp.shape, it) if dyn else T.const(shp)]
-    model = (chain_model("SCATTER_ND", ins, 1, out_dtype=dt) if dyn
-             else single_op_model("SCATTER_ND", ins, [T(shape, dt)]))
+    model = (
+        chain_model("SCATTER_ND", ins, 1, out_dtype=dt) if dyn else single_op_model("SCATTER_ND", ins, [T(shape, dt)])
+    )
     return model, [idx, upd] + ([shp] if dyn else []), "BUILTIN_REF"
 
 
@@ -115,8 +130,11 @@ def one_hot(draw):
     ins = [T(s, it), T((), np.int32) if dyn else T.const(np.int32(depth)), T.const(on), T.const(off)]
     a = len(s) if axis == -1 else axis
     out = s[:a] + (depth,) + s[a:]
-    model = (chain_model("ONE_HOT", ins, 1, {"axis": axis}, out_dtype=dt) if dyn
-             else single_op_model("ONE_HOT", ins, [T(out, dt)], {"axis": axis}))
+    model = (
+        chain_model("ONE_HOT", ins, 1, {"axis": axis}, out_dtype=dt)
+        if dyn
+        else single_op_model("ONE_HOT", ins, [T(out, dt)], {"axis": axis})
+    )
     return model, [idx] + ([np.int32(depth)] if dyn else []), "BUILTIN_REF"
 
 
@@ -137,8 +155,11 @@ def sparse_to_dense(draw):
     dyn = draw(st.booleans())
     shp = np.array(shape, it)
     ins = [T(idx.shape, it), T(shp.shape, it) if dyn else T.const(shp), T(vals.shape, dt), T.const(default)]
-    model = (chain_model("SPARSE_TO_DENSE", ins, 1, {"validate_indices": False}, out_dtype=dt) if dyn
-             else single_op_model("SPARSE_TO_DENSE", ins, [T(shape, dt)], {"validate_indices": False}))
+    model = (
+        chain_model("SPARSE_TO_DENSE", ins, 1, {"validate_indices": False}, out_dtype=dt)
+        if dyn
+        else single_op_model("SPARSE_TO_DENSE", ins, [T(shape, dt)], {"validate_indices": False})
+    )
     return model, [idx] + ([shp] if dyn else []) + [vals], "BUILTIN_REF"
 
 
@@ -232,8 +253,9 @@ def test_indexing(case, data):
 
 def test_topk_ties_lower_index_first():
     x = np.array([[3, 1, 3, 2, 3, 1]], np.int32)
-    model = single_op_model("TOPK_V2", [T((1, 6), np.int32), T.const(np.int32(4))],
-                            [T((1, 4), np.int32), T((1, 4), np.int32)])
+    model = single_op_model(
+        "TOPK_V2", [T((1, 6), np.int32), T.const(np.int32(4))], [T((1, 4), np.int32), T((1, 4), np.int32)]
+    )
     ours = check_both(model, [x])
     np.testing.assert_array_equal(ours[1], [[0, 2, 4, 3]])
 
@@ -261,8 +283,7 @@ def test_nd_out_of_range_raises(op, bad):
         model = single_op_model(op, [T((3, 2)), T((2, 2), np.int32)], [T((2,))])
         inputs = [np.arange(6, dtype=np.float32).reshape(3, 2), idx]
     else:
-        model = single_op_model(op, [T((2, 2), np.int32), T((2,)), T.const(np.array([3, 2], np.int32))],
-                                [T((3, 2))])
+        model = single_op_model(op, [T((2, 2), np.int32), T((2,)), T.const(np.array([3, 2], np.int32))], [T((3, 2))])
         inputs = [idx, np.ones(2, np.float32)]
     with pytest.raises(RuntimeError):
         run_litert(model, inputs)
@@ -272,8 +293,11 @@ def test_nd_out_of_range_raises(op, bad):
 
 def test_sparse_to_dense_out_of_range_raises():
     """LiteRT writes out of bounds here; litert_py refuses at eval."""
-    model = single_op_model("SPARSE_TO_DENSE", [T((2, 2), np.int32), T.const(np.array([2, 2], np.int32)),
-                                                T((2,)), T.const(np.float32(0))], [T((2, 2))])
+    model = single_op_model(
+        "SPARSE_TO_DENSE",
+        [T((2, 2), np.int32), T.const(np.array([2, 2], np.int32)), T((2,)), T.const(np.float32(0))],
+        [T((2, 2))],
+    )
     with pytest.raises(InvokeError, match="outside the output"):
         run_ours(model, [np.array([[0, 0], [2, 1]], np.int32), np.ones(2, np.float32)])
 
@@ -285,18 +309,32 @@ ERRORS = {
     "gather_nd-float32-indices": ("GATHER_ND", [T((3, 2)), T((1, 2))], [T((1,))], None),
     "gather_nd-empty-index": ("GATHER_ND", [T((3, 2)), T((1, 0), np.int32)], [T((1, 3, 2))], None),
     "gather_nd-index-depth": ("GATHER_ND", [T((3, 2)), T((1, 3), np.int32)], [T((1,))], None),
-    "scatter_nd-int16": ("SCATTER_ND", [T((1, 1), np.int32), T((1,), np.int16),
-                                        T.const(np.array([3], np.int32))], [T((3,), np.int16)], None),
-    "dynamic_update_slice-bigger-update": ("DYNAMIC_UPDATE_SLICE", [T((2, 2)), T((3, 2)), T((2,), np.int32)],
-                                           [T((2, 2))], None),
+    "scatter_nd-int16": (
+        "SCATTER_ND",
+        [T((1, 1), np.int32), T((1,), np.int16), T.const(np.array([3], np.int32))],
+        [T((3,), np.int16)],
+        None,
+    ),
+    "dynamic_update_slice-bigger-update": (
+        "DYNAMIC_UPDATE_SLICE",
+        [T((2, 2)), T((3, 2)), T((2,), np.int32)],
+        [T((2, 2))],
+        None,
+    ),
     "matrix_set_diag-rank1": ("MATRIX_SET_DIAG", [T((3,)), T((3,))], [T((3,))], None),
-    "one_hot-int16": ("ONE_HOT", [T((2,), np.int32), T.const(np.int32(3)), T.const(np.int16(1)),
-                                  T.const(np.int16(0))], [T((2, 3), np.int16)], {"axis": -1}),
-    "sparse_to_dense-int16": ("SPARSE_TO_DENSE", [T((1, 1), np.int32), T.const(np.array([3], np.int32)),
-                                                  T((1,), np.int16), T.const(np.int16(0))], [T((3,), np.int16)],
-                              None),
-    "unique-rank2": ("UNIQUE", [T((2, 2), np.int32)], [T((2,), np.int32), T((2, 2), np.int32)],
-                     {"idx_out_type": 2}),
+    "one_hot-int16": (
+        "ONE_HOT",
+        [T((2,), np.int32), T.const(np.int32(3)), T.const(np.int16(1)), T.const(np.int16(0))],
+        [T((2, 3), np.int16)],
+        {"axis": -1},
+    ),
+    "sparse_to_dense-int16": (
+        "SPARSE_TO_DENSE",
+        [T((1, 1), np.int32), T.const(np.array([3], np.int32)), T((1,), np.int16), T.const(np.int16(0))],
+        [T((3,), np.int16)],
+        None,
+    ),
+    "unique-rank2": ("UNIQUE", [T((2, 2), np.int32)], [T((2,), np.int32), T((2, 2), np.int32)], {"idx_out_type": 2}),
     "topk-int64-indices": ("TOPK_V2", [T((2, 3)), T.const(np.int32(2))], [T((2, 2)), T((2, 2), np.int64)], None),
     "topk-int64-k": ("TOPK_V2", [T((2, 3)), T.const(np.int64(2))], [T((2, 2)), T((2, 2), np.int32)], None),
     "topk-k-too-big": ("TOPK_V2", [T((2, 3)), T.const(np.int32(4))], [T((2, 4)), T((2, 4), np.int32)], None),

@@ -20,8 +20,13 @@ from litert_py.schema.writer import ModelBuilder
 from tests.ops._diff import ALL_DTYPES, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
-TOLERANCE = {"EMBEDDING_LOOKUP": 0.0, "EMBEDDING_LOOKUP_SPARSE": 0.0, "HASHTABLE_LOOKUP": 0.0, "SKIP_GRAM": 0.0,
-             "LSH_PROJECTION": 0.0}
+TOLERANCE = {
+    "EMBEDDING_LOOKUP": 0.0,
+    "EMBEDDING_LOOKUP_SPARSE": 0.0,
+    "HASHTABLE_LOOKUP": 0.0,
+    "SKIP_GRAM": 0.0,
+    "LSH_PROJECTION": 0.0,
+}
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -52,12 +57,14 @@ def embedding_lookup_hybrid(draw):
     ids = rng.integers(0, rows, n).astype(np.int32)
     table = values(rng, (rows,) + inner, dt)
     if draw(st.booleans()) and dt == np.int8:
-        q = QuantizationParameters(scale=tuple(float(s) for s in rng.uniform(0.001, 2.0, rows)),
-                                   zero_point=(0,) * rows, quantized_dimension=0)
+        q = QuantizationParameters(
+            scale=tuple(float(s) for s in rng.uniform(0.001, 2.0, rows)), zero_point=(0,) * rows, quantized_dimension=0
+        )
     else:
         q = quant(float(rng.uniform(0.001, 2.0)), 0)  # LiteRT requires zero point 0
-    model = single_op_model("EMBEDDING_LOOKUP", [T((n,), np.int32), T(table.shape, dt, table, q)],
-                            [T((n,) + inner, np.float32)])
+    model = single_op_model(
+        "EMBEDDING_LOOKUP", [T((n,), np.int32), T(table.shape, dt, table, q)], [T((n,) + inner, np.float32)]
+    )
     return model, [ids]
 
 
@@ -109,8 +116,11 @@ WORDS = [b"a", b"bb", b"ccc", b"the", b"x y", b"", b" ", b"\t", b"  ", b"q\nr"]
 def skip_gram(draw):
     words = draw(st.lists(st.sampled_from(WORDS), max_size=8))
     sentence = draw(st.sampled_from([b" ", b"", b"\t"])) + b" ".join(words)
-    options = {"ngram_size": draw(st.integers(0, 4)), "max_skip_size": draw(st.integers(0, 3)),
-               "include_all_ngrams": draw(st.booleans())}
+    options = {
+        "ngram_size": draw(st.integers(0, 4)),
+        "max_skip_size": draw(st.integers(0, 3)),
+        "include_all_ngrams": draw(st.booleans()),
+    }
     b = ModelBuilder()
     x = b.input("x", (1,), np.bytes_)
     y = b.tensor("y", (1,), np.bytes_)
@@ -176,9 +186,15 @@ def test_fingerprint64_known_value():
 
 
 def test_hashtable_lookup_hits():
-    model = single_op_model("HASHTABLE_LOOKUP", [T((3,), np.int32), T.const(np.array([1, 5, 9], np.int32)),
-                                                 T.const(np.array([[1.0], [2.0], [3.0]], np.float32))],
-                            [T((3, 1)), T((3,), np.uint8)])
+    model = single_op_model(
+        "HASHTABLE_LOOKUP",
+        [
+            T((3,), np.int32),
+            T.const(np.array([1, 5, 9], np.int32)),
+            T.const(np.array([[1.0], [2.0], [3.0]], np.float32)),
+        ],
+        [T((3, 1)), T((3,), np.uint8)],
+    )
     ours = check_both(model, [np.array([5, 4, 9], np.int32)])
     np.testing.assert_array_equal(ours[0][:, 0], [2.0, 0.0, 3.0])
     np.testing.assert_array_equal(ours[1], [1, 0, 1])
@@ -195,8 +211,13 @@ def test_embedding_lookup_out_of_range_raises(bad):
 
 
 def test_embedding_lookup_sparse_out_of_range_raises():
-    ins = [T((2,), np.int32), T((2, 2), np.int32), T.const(np.array([2, 4], np.int32)), T((2,)),
-           T.const(np.ones((3, 2), np.float32))]
+    ins = [
+        T((2,), np.int32),
+        T((2, 2), np.int32),
+        T.const(np.array([2, 4], np.int32)),
+        T((2,)),
+        T.const(np.ones((3, 2), np.float32)),
+    ]
     model = single_op_model("EMBEDDING_LOOKUP_SPARSE", ins, [T((2, 2))], {"combiner": 0})
     inputs = [np.array([0, 3], np.int32), np.array([[0, 0], [1, 0]], np.int32), np.ones(2, np.float32)]
     with pytest.raises(RuntimeError):
@@ -212,8 +233,13 @@ def test_embedding_lookup_sparse_out_of_range_raises():
 
 def test_embedding_lookup_sparse_non_float_table_refused():
     """LiteRT reads any table as float32 (out of bounds for int8): refused at prepare."""
-    ins = [T((1,), np.int32), T((1, 1), np.int32), T.const(np.array([2], np.int32)), T((1,)),
-           T.const(np.ones((2, 2), np.int8))]
+    ins = [
+        T((1,), np.int32),
+        T((1, 1), np.int32),
+        T.const(np.array([2], np.int32)),
+        T((1,)),
+        T.const(np.ones((2, 2), np.int8)),
+    ]
     model = single_op_model("EMBEDDING_LOOKUP_SPARSE", ins, [T((2,))], {"combiner": 0})
     with pytest.raises(PrepareError, match="unsupported"):
         run_ours(model, [np.zeros(1, np.int32), np.zeros((1, 1), np.int32), np.ones(1, np.float32)])
@@ -222,15 +248,30 @@ def test_embedding_lookup_sparse_non_float_table_refused():
 ERRORS = {
     "embedding_lookup-int64-ids": ("EMBEDDING_LOOKUP", [T((2,), np.int64), T((3, 2))], [T((2, 2))], None),
     "embedding_lookup-rank1-table": ("EMBEDDING_LOOKUP", [T((2,), np.int32), T((3,))], [T((2,))], None),
-    "embedding_lookup-hybrid-zero-point": ("EMBEDDING_LOOKUP", [T((2,), np.int32), T.const(
-        np.ones((3, 2), np.uint8), q=quant(0.5, 128))], [T((2, 2))], None),
-    "lsh_projection-rank1-hash": ("LSH_PROJECTION", [T.const(np.ones(3, np.float32)), T((2, 2))],
-                                  [T((3,), np.int32)], {"type": 1}),
-    "lsh_projection-33-bits": ("LSH_PROJECTION", [T.const(np.ones((1, 33), np.float32)), T((2, 2))],
-                               [T((1,), np.int32)], {"type": 1}),
-    "hashtable_lookup-float-keys": ("HASHTABLE_LOOKUP", [T((2,), np.int32), T.const(np.array([1.0, 2.0])),
-                                                         T.const(np.ones((2,), np.float32))],
-                                    [T((2,)), T((2,), np.uint8)], None),
+    "embedding_lookup-hybrid-zero-point": (
+        "EMBEDDING_LOOKUP",
+        [T((2,), np.int32), T.const(np.ones((3, 2), np.uint8), q=quant(0.5, 128))],
+        [T((2, 2))],
+        None,
+    ),
+    "lsh_projection-rank1-hash": (
+        "LSH_PROJECTION",
+        [T.const(np.ones(3, np.float32)), T((2, 2))],
+        [T((3,), np.int32)],
+        {"type": 1},
+    ),
+    "lsh_projection-33-bits": (
+        "LSH_PROJECTION",
+        [T.const(np.ones((1, 33), np.float32)), T((2, 2))],
+        [T((1,), np.int32)],
+        {"type": 1},
+    ),
+    "hashtable_lookup-float-keys": (
+        "HASHTABLE_LOOKUP",
+        [T((2,), np.int32), T.const(np.array([1.0, 2.0])), T.const(np.ones((2,), np.float32))],
+        [T((2,)), T((2,), np.uint8)],
+        None,
+    ),
 }
 
 
@@ -255,8 +296,9 @@ def test_embedding_lookup_int4_table_hybrid():
     packed = (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8)
     b = ModelBuilder()
     ids = b.input("ids", (2,), np.int32)
-    t = b.tensor("t", (3, 4), np.int8, data=packed.tobytes(), quantization=quant(0.5, 0),
-                 tensor_type=dtypes.TensorType.INT4)
+    t = b.tensor(
+        "t", (3, 4), np.int8, data=packed.tobytes(), quantization=quant(0.5, 0), tensor_type=dtypes.TensorType.INT4
+    )
     o = b.tensor("o", (2, 4), np.float32)
     b.op("EMBEDDING_LOOKUP", [ids, t], [o])
     b.output(o)

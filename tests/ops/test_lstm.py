@@ -40,14 +40,24 @@ PATHS = {
     "seq-lstm-hybrid-asymmetric-batch-major": ("UNIDIRECTIONAL_SEQUENCE_LSTM", True, True, False),
 }
 HYBRID_VARIANTS = ("plain", "peephole", "projection-clips", "cifg-layer-norm-projection")
-CASES = [(p, v) for p in PATHS for v in VARIANTS if (not PATHS[p][1] or v in HYBRID_VARIANTS)
-         and (not VARIANTS[v][7] or (PATHS[p][0] == "UNIDIRECTIONAL_SEQUENCE_LSTM" and not PATHS[p][1]))]
+CASES = [
+    (p, v)
+    for p in PATHS
+    for v in VARIANTS
+    if (not PATHS[p][1] or v in HYBRID_VARIANTS)
+    and (not VARIANTS[v][7] or (PATHS[p][0] == "UNIDIRECTIONAL_SEQUENCE_LSTM" and not PATHS[p][1]))
+]
 
 
 def _w(b, rng, name, shape, hybrid):
     if hybrid:
-        return b.tensor(name, shape, np.int8, data=rng.integers(-128, 128, shape).astype(np.int8),
-                        quantization=quant(float(rng.uniform(0.002, 0.01))))
+        return b.tensor(
+            name,
+            shape,
+            np.int8,
+            data=rng.integers(-128, 128, shape).astype(np.int8),
+            quantization=quant(float(rng.uniform(0.002, 0.01))),
+        )
     return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
 
 
@@ -66,18 +76,22 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
     rshape = (n_cell,) if diag else (n_cell, n_out)
     ins += [-1 if (g == "i" and cifg) else _w(b, rng, f"r_{g}", rshape, hybrid) for g in "ifco"]
     ins += [_w(b, rng, f"p_{g}", (n_cell,), hybrid) if peep and not (g == "i" and cifg) else -1 for g in "ifo"]
-    ins += [-1 if (g == "i" and cifg) else b.const(f"b_{g}", rng.standard_normal(n_cell).astype(np.float32))
-            for g in "ifco"]
+    ins += [
+        -1 if (g == "i" and cifg) else b.const(f"b_{g}", rng.standard_normal(n_cell).astype(np.float32)) for g in "ifco"
+    ]
     ins += [_w(b, rng, "proj", (n_out, n_cell), hybrid) if proj else -1]
     ins += [b.const("proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
-    ins += [b.tensor("h", (batch, n_out), np.float32, is_variable=True),
-            b.tensor("c", (batch, n_cell), np.float32, is_variable=True)]
-    ins += [b.const(f"ln_{g}", rng.uniform(0.5, 1.5, n_cell).astype(np.float32))
-            if ln and not (g == "i" and cifg) else -1 for g in "ifco"]
+    ins += [
+        b.tensor("h", (batch, n_out), np.float32, is_variable=True),
+        b.tensor("c", (batch, n_cell), np.float32, is_variable=True),
+    ]
+    ins += [
+        b.const(f"ln_{g}", rng.uniform(0.5, 1.5, n_cell).astype(np.float32)) if ln and not (g == "i" and cifg) else -1
+        for g in "ifco"
+    ]
     ins = [-1 if k in drop else t for k, t in enumerate(ins)][:n_inputs]
     out = b.tensor("out", xshape[:-1] + (n_out,), np.float32)
-    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip,
-            "asymmetric_quantize_inputs": asym}
+    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip, "asymmetric_quantize_inputs": asym}
     if op != "LSTM":
         opts["time_major"] = tm
         opts["diagonal_recurrent_tensors"] = diag
@@ -87,8 +101,15 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
 
 
 @pytest.mark.parametrize("path,variant", CASES, ids=[f"{p}-{v}" for p, v in CASES])
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), time=st.integers(1, 4), n_in=st.integers(1, 40),
-       n_cell=st.sampled_from([1, 2, 4, 5, 8, 20]), n_out=st.integers(1, 20), invokes=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    time=st.integers(1, 4),
+    n_in=st.integers(1, 40),
+    n_cell=st.sampled_from([1, 2, 4, 5, 8, 20]),
+    n_out=st.integers(1, 20),
+    invokes=st.integers(1, 3),
+)
 def test_lstm_matches_oracle(path, variant, seed, batch, time, n_in, n_cell, n_out, invokes):
     op, hybrid, asym, tm = PATHS[path]
     rng = np.random.default_rng(seed)
@@ -100,8 +121,11 @@ def test_lstm_matches_oracle(path, variant, seed, batch, time, n_in, n_cell, n_o
         feeds[1][0][...] = 0  # an all-zero input (IsZeroVector)
     ours, theirs = run_stream(model, feeds, sync_states=hybrid)
     steps = 1 if op == "LSTM" else time
-    rtol = TOLERANCE["layer-norm" if VARIANTS[variant][4] else "hybrid" if hybrid else "float32"] * steps * \
-        (n_in + n_out + n_cell)
+    rtol = (
+        TOLERANCE["layer-norm" if VARIANTS[variant][4] else "hybrid" if hybrid else "float32"]
+        * steps
+        * (n_in + n_out + n_cell)
+    )
     for k, (a, b) in enumerate(zip(ours, theirs)):
         assert_close(a, b, rtol=rtol * (k + 1), atol=1e-6)
 
@@ -148,8 +172,13 @@ INT_CASES = [(p, v) for p in INT_PATHS for v in VARIANTS if not VARIANTS[v][7]]
 
 
 def _i8w(b, rng, name, shape):
-    return b.tensor(name, shape, np.int8, data=rng.integers(-127, 128, shape).astype(np.int8),
-                    quantization=quant(float(rng.uniform(0.005, 0.02))))
+    return b.tensor(
+        name,
+        shape,
+        np.int8,
+        data=rng.integers(-127, 128, shape).astype(np.int8),
+        quantization=quant(float(rng.uniform(0.005, 0.02))),
+    )
 
 
 def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, zos=0):
@@ -165,25 +194,60 @@ def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, z
     ins = [x]
     ins += [-1 if g in skip else _i8w(b, rng, f"w_{g}", (n_cell, n_in)) for g in "ifco"]
     ins += [-1 if g in skip else _i8w(b, rng, f"r_{g}", (n_cell, n_out)) for g in "ifco"]
-    ins += [b.tensor(f"p_{g}", (n_cell,), np.int16, data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
-                     quantization=quant(float(rng.uniform(1e-4, 1e-3))))
-            if peep and g not in skip else -1 for g in "ifo"]
-    ins += [-1 if g in skip else b.tensor(f"b_{g}", (n_cell,), np.int32,
-                                          data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
-                                          quantization=quant(1e-5)) for g in "ifco"]
+    ins += [
+        b.tensor(
+            f"p_{g}",
+            (n_cell,),
+            np.int16,
+            data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
+            quantization=quant(float(rng.uniform(1e-4, 1e-3))),
+        )
+        if peep and g not in skip
+        else -1
+        for g in "ifo"
+    ]
+    ins += [
+        -1
+        if g in skip
+        else b.tensor(
+            f"b_{g}",
+            (n_cell,),
+            np.int32,
+            data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
+            quantization=quant(1e-5),
+        )
+        for g in "ifco"
+    ]
     ins += [_i8w(b, rng, "proj", (n_out, n_cell)) if proj else -1]
-    ins += [b.tensor("proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32),
-                     quantization=quant(1e-4)) if proj_bias else -1]
+    ins += [
+        b.tensor(
+            "proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32), quantization=quant(1e-4)
+        )
+        if proj_bias
+        else -1
+    ]
     zo = int(rng.integers(-10, 10))
     s_out = float(rng.uniform(0.004, 0.012))
-    ins += [b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
-            b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs))]
-    ins += [b.tensor(f"ln_{g}", (n_cell,), np.int16, data=rng.integers(12000, 32767, n_cell).astype(np.int16),
-                     quantization=quant(float(rng.uniform(2e-5, 4e-5))))
-            if ln and g not in skip else -1 for g in "ifco"]
+    ins += [
+        b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
+        b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
+    ]
+    ins += [
+        b.tensor(
+            f"ln_{g}",
+            (n_cell,),
+            np.int16,
+            data=rng.integers(12000, 32767, n_cell).astype(np.int16),
+            quantization=quant(float(rng.uniform(2e-5, 4e-5))),
+        )
+        if ln and g not in skip
+        else -1
+        for g in "ifco"
+    ]
     inter = [b.tensor(f"inter{k}", (), np.int16, quantization=quant(float(rng.uniform(2e-4, 1e-3)))) for k in range(4)]
-    inter.append(b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)),
-                                                                   int(rng.integers(-10, 10)))))
+    inter.append(
+        b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
+    )
     out = b.tensor("out", xshape[:-1] + (n_out,), np.int8, quantization=quant(s_out, zo))
     opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip}
     if op != "LSTM":
@@ -194,9 +258,16 @@ def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, z
 
 
 @pytest.mark.parametrize("path,variant", INT_CASES, ids=[f"{p}-{v}" for p, v in INT_CASES])
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), time=st.integers(1, 4), n_in=st.integers(1, 20),
-       n_cell=st.sampled_from([1, 3, 4, 8, 16, 20]), n_out=st.integers(1, 20), invokes=st.integers(1, 3),
-       cs=st.sampled_from([-11, -12, -10]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    time=st.integers(1, 4),
+    n_in=st.integers(1, 20),
+    n_cell=st.sampled_from([1, 3, 4, 8, 16, 20]),
+    n_out=st.integers(1, 20),
+    invokes=st.integers(1, 3),
+    cs=st.sampled_from([-11, -12, -10]),
+)
 def test_integer_lstm_matches_oracle_exactly(path, variant, seed, batch, time, n_in, n_cell, n_out, invokes, cs):
     op, tm = INT_PATHS[path]
     rng = np.random.default_rng(seed)
@@ -215,13 +286,16 @@ def test_integer_lstm_output_state_zero_point(variant, seed, zos, tm):
     litert_py's runtime does not do yet (see the module report)."""
     rng = np.random.default_rng(seed)
     batch, time, n_in, n_cell, n_out = 2, 3, 5, 4, 3
-    model, xshape = int_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", rng, variant, tm, batch, time, n_in, n_cell,
-                                   n_out, -11, zos=zos)
+    model, xshape = int_lstm_model(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM", rng, variant, tm, batch, time, n_in, n_cell, n_out, -11, zos=zos
+    )
     x = rng.integers(-128, 128, xshape).astype(np.int8)
     LiteRT, R = oracle()
     res = []
-    for it in (Interpreter(model_content=model),
-               LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF)):
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF),
+    ):
         it.allocate_tensors()
         h = next(d for d in it.get_tensor_details() if d["name"] == "h")
         it.set_tensor(h["index"], np.full(h["shape"], zos, np.int8))
@@ -257,18 +331,28 @@ def _bidi_cell(b, rng, prefix, variant, hybrid, n_in, n_cell, n_out, batch):
     ins = [-1 if g in skip else _w(b, rng, f"{prefix}w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
     ins += [-1 if g in skip else _w(b, rng, f"{prefix}r_{g}", (n_cell, n_out), hybrid) for g in "ifco"]
     ins += [_w(b, rng, f"{prefix}p_{g}", (n_cell,), hybrid) if peep and g not in skip else -1 for g in "ifo"]
-    ins += [-1 if g in skip else b.const(f"{prefix}b_{g}", rng.standard_normal(n_cell).astype(np.float32))
-            for g in "ifco"]
+    ins += [
+        -1 if g in skip else b.const(f"{prefix}b_{g}", rng.standard_normal(n_cell).astype(np.float32)) for g in "ifco"
+    ]
     ins += [_w(b, rng, f"{prefix}proj", (n_out, n_cell), hybrid) if proj else -1]
     ins += [b.const(f"{prefix}proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
-    states = [b.tensor(f"{prefix}h", (batch, n_out), np.float32, is_variable=True),
-              b.tensor(f"{prefix}c", (batch, n_cell), np.float32, is_variable=True)]
+    states = [
+        b.tensor(f"{prefix}h", (batch, n_out), np.float32, is_variable=True),
+        b.tensor(f"{prefix}c", (batch, n_cell), np.float32, is_variable=True),
+    ]
     return ins, states
 
 
 @pytest.mark.parametrize("path", sorted(BIDI))
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), time=st.integers(1, 4), n_in=st.integers(1, 10),
-       n_cell=st.sampled_from([1, 2, 4, 5]), n_out=st.integers(1, 5), invokes=st.integers(1, 2))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    time=st.integers(1, 4),
+    n_in=st.integers(1, 10),
+    n_cell=st.sampled_from([1, 2, 4, 5]),
+    n_out=st.integers(1, 5),
+    invokes=st.integers(1, 2),
+)
 def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out, invokes):
     tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
     cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
@@ -288,13 +372,29 @@ def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
     bw, bw_states = _bidi_cell(b, rng, "bw_", variant, hybrid, n_in, n_cell, n_out, batch)
     aux_w = [-1] * 8
     if aux_mode == "cross":
-        aux_w = [-1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
-                 for d in ("fw_", "bw_") for g in "ifco"]
-    outs = [b.tensor("out", lead + (2 * n_out,), np.float32)] if merge else \
-        [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
-    b.op("BIDIRECTIONAL_SEQUENCE_LSTM", [x] + fw + bw + fw_states + bw_states + [aux] + aux_w, outs,
-         {"time_major": tm, "merge_outputs": merge, "fused_activation_function": 4, "cell_clip": cclip,
-          "proj_clip": pclip, "asymmetric_quantize_inputs": asym})
+        aux_w = [
+            -1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
+            for d in ("fw_", "bw_")
+            for g in "ifco"
+        ]
+    outs = (
+        [b.tensor("out", lead + (2 * n_out,), np.float32)]
+        if merge
+        else [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
+    )
+    b.op(
+        "BIDIRECTIONAL_SEQUENCE_LSTM",
+        [x] + fw + bw + fw_states + bw_states + [aux] + aux_w,
+        outs,
+        {
+            "time_major": tm,
+            "merge_outputs": merge,
+            "fused_activation_function": 4,
+            "cell_clip": cclip,
+            "proj_clip": pclip,
+            "asymmetric_quantize_inputs": asym,
+        },
+    )
     b.output(*outs)
     n_feeds = 2 if aux_mode else 1
     feeds = [[rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)] for _ in range(invokes)]
@@ -306,8 +406,9 @@ def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
 
 def test_hybrid_diagonal_recurrent_is_refused():
     """LiteRT's hybrid kernel reads 1-D int8 recurrent weights as float (NaN outputs): litert_py refuses it."""
-    model, _ = float_lstm_model("UNIDIRECTIONAL_SEQUENCE_LSTM", np.random.default_rng(0), "diagonal-recurrent", True,
-                                False, True, 1, 2, 3, 4, 4)
+    model, _ = float_lstm_model(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM", np.random.default_rng(0), "diagonal-recurrent", True, False, True, 1, 2, 3, 4, 4
+    )
     with pytest.raises(PrepareError, match="diagonal recurrent weights"):
         Interpreter(model_content=model).allocate_tensors()
 
@@ -352,8 +453,14 @@ def _zero_steps(x, tm, rng):
 
 
 @pytest.mark.parametrize("path", sorted(LONG))
-@given(seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 2, 5, 6]), time=st.integers(11, 16),
-       n_in=st.integers(1, 12), n_cell=st.sampled_from([1, 4, 16, 20]), n_out=st.integers(1, 12))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.sampled_from([1, 2, 5, 6]),
+    time=st.integers(11, 16),
+    n_in=st.integers(1, 12),
+    n_cell=st.sampled_from([1, 4, 16, 20]),
+    n_out=st.integers(1, 12),
+)
 def test_long_sequence_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out):
     kind, variant, tm = LONG[path]
     rng = np.random.default_rng(seed)
@@ -366,8 +473,9 @@ def test_long_sequence_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
             assert_close(a, b)
         return
     hybrid = kind != "float32"
-    model, xshape = float_lstm_model(op, rng, variant, hybrid, kind == "hybrid-asymmetric", tm, batch, time, n_in,
-                                     n_cell, n_out)
+    model, xshape = float_lstm_model(
+        op, rng, variant, hybrid, kind == "hybrid-asymmetric", tm, batch, time, n_in, n_cell, n_out
+    )
     feeds = [[_zero_steps(rng.standard_normal(xshape).astype(np.float32), tm, rng)] for _ in range(2)]
     ours, theirs = run_stream(model, feeds)
     if hybrid:
@@ -378,10 +486,17 @@ def test_long_sequence_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
         assert_close(a, b, rtol=rtol * (k + 1), atol=1e-6)
 
 
-@pytest.mark.parametrize("path", ["bidi-lstm-float32-batch-major-aux-bw-input-cifg",
-                                  "bidi-lstm-float32-time-major-aux-cross-projection"])
-@given(seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 5]), time=st.integers(11, 14),
-       n_in=st.integers(1, 8), n_cell=st.sampled_from([1, 4, 5]), n_out=st.integers(1, 5))
+@pytest.mark.parametrize(
+    "path", ["bidi-lstm-float32-batch-major-aux-bw-input-cifg", "bidi-lstm-float32-time-major-aux-cross-projection"]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.sampled_from([1, 5]),
+    time=st.integers(11, 14),
+    n_in=st.integers(1, 8),
+    n_cell=st.sampled_from([1, 4, 5]),
+    n_out=st.integers(1, 5),
+)
 def test_long_sequence_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out):
     """BIDIRECTIONAL_SEQUENCE_LSTM over time > 10 with all-zero steps (the backward cell walks the precomputed
     input products in reverse)."""
@@ -397,15 +512,30 @@ def test_long_sequence_bidirectional_lstm_matches_oracle(path, seed, batch, time
     bw, bw_states = _bidi_cell(b, rng, "bw_", variant, hybrid, n_in, n_cell, n_out, batch)
     aux_w = [-1] * 8
     if aux_mode == "cross":
-        aux_w = [-1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
-                 for d in ("fw_", "bw_") for g in "ifco"]
+        aux_w = [
+            -1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
+            for d in ("fw_", "bw_")
+            for g in "ifco"
+        ]
     outs = [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
-    b.op("BIDIRECTIONAL_SEQUENCE_LSTM", [x] + fw + bw + fw_states + bw_states + [aux] + aux_w, outs,
-         {"time_major": tm, "merge_outputs": merge, "fused_activation_function": 4, "cell_clip": cclip,
-          "proj_clip": pclip, "asymmetric_quantize_inputs": asym})
+    b.op(
+        "BIDIRECTIONAL_SEQUENCE_LSTM",
+        [x] + fw + bw + fw_states + bw_states + [aux] + aux_w,
+        outs,
+        {
+            "time_major": tm,
+            "merge_outputs": merge,
+            "fused_activation_function": 4,
+            "cell_clip": cclip,
+            "proj_clip": pclip,
+            "asymmetric_quantize_inputs": asym,
+        },
+    )
     b.output(*outs)
-    feeds = [[_zero_steps(rng.standard_normal(lead + (n_in,)).astype(np.float32), tm, rng) for _ in range(2)]
-             for _ in range(2)]
+    feeds = [
+        [_zero_steps(rng.standard_normal(lead + (n_in,)).astype(np.float32), tm, rng) for _ in range(2)]
+        for _ in range(2)
+    ]
     ours, theirs = run_stream(b.build(), feeds)
     rtol = TOLERANCE["float32"] * time * (2 * n_in + n_out + n_cell)
     for k, (a, bb) in enumerate(zip(ours, theirs)):

@@ -15,15 +15,47 @@ import pytest
 from tests.ops import test_lstm, test_lstm_sparse
 
 CASES = {
-    "hybrid-layer-norm-projection": (test_lstm.test_lstm_matches_oracle, dict(
-        path="seq-lstm-hybrid-symmetric-time-major", variant="cifg-layer-norm-projection", seed=189684720,
-        batch=3, time=1, n_in=32, n_cell=20, n_out=6, invokes=1)),
-    "hybrid-asymmetric-projection-long-sequence": (test_lstm.test_long_sequence_lstm_matches_oracle, dict(
-        path="long-hybrid-asymmetric-projection-clips-time-major", seed=6, batch=2, time=11, n_in=6, n_cell=16,
-        n_out=5)),
-    "sparse-hybrid-asymmetric": (test_lstm_sparse.test_sparse_hybrid_lstm_matches_oracle, dict(
-        seed=511377, batch=4, n_in=16, n_cell=16, n_out=32, asym=True, cifg=False, peephole=False, density=0.3,
-        invokes=3)),
+    "hybrid-layer-norm-projection": (
+        test_lstm.test_lstm_matches_oracle,
+        dict(
+            path="seq-lstm-hybrid-symmetric-time-major",
+            variant="cifg-layer-norm-projection",
+            seed=189684720,
+            batch=3,
+            time=1,
+            n_in=32,
+            n_cell=20,
+            n_out=6,
+            invokes=1,
+        ),
+    ),
+    "hybrid-asymmetric-projection-long-sequence": (
+        test_lstm.test_long_sequence_lstm_matches_oracle,
+        dict(
+            path="long-hybrid-asymmetric-projection-clips-time-major",
+            seed=6,
+            batch=2,
+            time=11,
+            n_in=6,
+            n_cell=16,
+            n_out=5,
+        ),
+    ),
+    "sparse-hybrid-asymmetric": (
+        test_lstm_sparse.test_sparse_hybrid_lstm_matches_oracle,
+        dict(
+            seed=511377,
+            batch=4,
+            n_in=16,
+            n_cell=16,
+            n_out=32,
+            asym=True,
+            cifg=False,
+            peephole=False,
+            density=0.3,
+            invokes=3,
+        ),
+    ),
 }
 
 

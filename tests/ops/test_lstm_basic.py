@@ -27,8 +27,21 @@ S_IN = 1 / 128  # the uint8 kernel reads its activations as Q0.7 (zero point 128
 S_STATE = 2.0**-11  # StateIntegerBits 4
 
 
-def basic_lstm_model(dtype, const, batch, n_in, n_out, weights, bias, s_w=0.01, zw=128, s_state=S_STATE,
-                     types=None, shapes=None, const_state=None):
+def basic_lstm_model(
+    dtype,
+    const,
+    batch,
+    n_in,
+    n_out,
+    weights,
+    bias,
+    s_w=0.01,
+    zw=128,
+    s_state=S_STATE,
+    types=None,
+    shapes=None,
+    const_state=None,
+):
     """A one-node BASIC LSTM. ``types`` / ``shapes``: override the 5 input then 4 output dtypes / shapes."""
     if dtype == np.float32:
         tt = [np.float32] * 9
@@ -38,8 +51,17 @@ def basic_lstm_model(dtype, const, batch, n_in, n_out, weights, bias, s_w=0.01, 
         qa, qst = quant(S_IN, 128), quant(s_state, 0)
         qs = [qa, qa, quant(s_w, zw), quant(S_IN * s_w, 0), qst, qa, qst, qa, quant(2.0**-12, 0)]
     tt = types or tt
-    ss = shapes or [(batch, n_in), (batch, n_out), (4 * n_out, n_in + n_out), (4 * n_out,), (batch, n_out),
-                    (batch, n_out), (batch, n_out), (batch, n_in + n_out), (batch, 4 * n_out)]
+    ss = shapes or [
+        (batch, n_in),
+        (batch, n_out),
+        (4 * n_out, n_in + n_out),
+        (4 * n_out,),
+        (batch, n_out),
+        (batch, n_out),
+        (batch, n_out),
+        (batch, n_in + n_out),
+        (batch, 4 * n_out),
+    ]
     ins = []
     for k in range(5):
         data = {2: weights, 3: bias, 4: const_state}.get(k) if (const or k == 4) else None
@@ -53,8 +75,10 @@ def run_invokes(model: bytes, feeds: list, later_inputs: list, invokes: int):
     listed in ``later_inputs``. Per invoke: the 4 outputs and the 2 state inputs."""
     LiteRT, R = oracle()
     res = []
-    for it in (Interpreter(model_content=model),
-               LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF)):
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF),
+    ):
         it.allocate_tensors()
         ins, outs = it.get_input_details(), it.get_output_details()
         got = []
@@ -63,15 +87,23 @@ def run_invokes(model: bytes, feeds: list, later_inputs: list, invokes: int):
                 if step == 0 or k in later_inputs:
                     it.set_tensor(d["index"], x)
             it.invoke()
-            got.append([it.get_tensor(d["index"]) for d in outs]
-                       + [it.get_tensor(ins[k]["index"]) for k in (1, len(ins) - 1)])
+            got.append(
+                [it.get_tensor(d["index"]) for d in outs] + [it.get_tensor(ins[k]["index"]) for k in (1, len(ins) - 1)]
+            )
         res.append(got)
     return res
 
 
 @pytest.mark.parametrize("path", PATHS)
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 4), n_in=st.integers(1, 24), n_out=st.integers(1, 12),
-       invokes=st.integers(1, 3), s_w=st.sampled_from([0.002, 0.01, 0.03, 0.2]), zw=st.integers(0, 255))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 4),
+    n_in=st.integers(1, 24),
+    n_out=st.integers(1, 12),
+    invokes=st.integers(1, 3),
+    s_w=st.sampled_from([0.002, 0.01, 0.03, 0.2]),
+    zw=st.integers(0, 255),
+)
 def test_basic_lstm_matches_oracle(path, seed, batch, n_in, n_out, invokes, s_w, zw):
     dtype, const = PATHS[path]
     rng = np.random.default_rng(seed)
@@ -81,17 +113,22 @@ def test_basic_lstm_matches_oracle(path, seed, batch, n_in, n_out, invokes, s_w,
         b = rng.standard_normal(4 * n_out).astype(np.float32)
 
         def feed():
-            return [rng.standard_normal((batch, n_in)).astype(np.float32),
-                    rng.uniform(-1, 1, (batch, n_out)).astype(np.float32),
-                    rng.standard_normal((batch, n_out)).astype(np.float32)]
+            return [
+                rng.standard_normal((batch, n_in)).astype(np.float32),
+                rng.uniform(-1, 1, (batch, n_out)).astype(np.float32),
+                rng.standard_normal((batch, n_out)).astype(np.float32),
+            ]
     else:
         w = rng.integers(0, 256, (4 * n_out, k)).astype(np.uint8)
         b = rng.integers(-(2**14), 2**14, 4 * n_out).astype(np.int32)
 
         def feed():
-            return [rng.integers(0, 256, (batch, n_in)).astype(np.uint8),
-                    rng.integers(0, 256, (batch, n_out)).astype(np.uint8),
-                    rng.integers(-32768, 32768, (batch, n_out)).astype(np.int16)]
+            return [
+                rng.integers(0, 256, (batch, n_in)).astype(np.uint8),
+                rng.integers(0, 256, (batch, n_out)).astype(np.uint8),
+                rng.integers(-32768, 32768, (batch, n_out)).astype(np.int16),
+            ]
+
     model = basic_lstm_model(dtype, const, batch, n_in, n_out, w, b, s_w=s_w, zw=zw)
     feeds = []
     for _ in range(invokes):
@@ -117,8 +154,10 @@ def test_basic_lstm_uint8_negative_ties():
 
 def _f32(batch=2, n_in=3, n_out=2):
     rng = np.random.default_rng(0)
-    return (rng.standard_normal((4 * n_out, n_in + n_out)).astype(np.float32),
-            rng.standard_normal(4 * n_out).astype(np.float32))
+    return (
+        rng.standard_normal((4 * n_out, n_in + n_out)).astype(np.float32),
+        rng.standard_normal(4 * n_out).astype(np.float32),
+    )
 
 
 def _u8(n_in=3, n_out=2):
@@ -150,13 +189,15 @@ ERRORS = {
     "weights-cols": lambda: basic_lstm_model(np.float32, False, 2, 3, 2, *_f32(), shapes=_shapes(2, (8, 4))),
     "bias-length": lambda: basic_lstm_model(np.float32, False, 2, 3, 2, *_f32(), shapes=_shapes(3, (7,))),
     "prev-state-depth": lambda: basic_lstm_model(np.float32, True, 2, 3, 2, *_f32(), shapes=_shapes(4, (2, 3))),
-    "constant-state": lambda: basic_lstm_model(np.float32, True, 2, 3, 2, *_f32(),
-                                               const_state=np.zeros((2, 2), np.float32)),
+    "constant-state": lambda: basic_lstm_model(
+        np.float32, True, 2, 3, 2, *_f32(), const_state=np.zeros((2, 2), np.float32)
+    ),
     "int8-input": lambda: basic_lstm_model(np.uint8, True, 2, 3, 2, *_u8(), types=_types((0, np.int8))),
     "int8-weights": lambda: basic_lstm_model(np.uint8, False, 2, 3, 2, *_u8(), types=_types((2, np.int8))),
     "uint8-float-bias": lambda: basic_lstm_model(np.uint8, False, 2, 3, 2, *_u8(), types=_types((3, np.float32))),
-    "uint8-int32-state": lambda: basic_lstm_model(np.uint8, True, 2, 3, 2, *_u8(),
-                                                  types=_types((4, np.int32), (6, np.int32))),
+    "uint8-int32-state": lambda: basic_lstm_model(
+        np.uint8, True, 2, 3, 2, *_u8(), types=_types((4, np.int32), (6, np.int32))
+    ),
     "int8-activ-temp": lambda: basic_lstm_model(np.uint8, True, 2, 3, 2, *_u8(), types=_types((8, np.int8))),
     "float-input-uint8-rest": lambda: basic_lstm_model(np.uint8, True, 2, 3, 2, *_u8(), types=_types((0, np.float32))),
     "state-scale-not-pot": lambda: basic_lstm_model(np.uint8, True, 2, 3, 2, *_u8(), s_state=0.0003),

@@ -32,9 +32,28 @@ VARIANTS = {
 }
 
 
-def lstm8_model(rng, op="LSTM", batch=2, n_in=5, n_cell=4, n_out=3, cifg=True, peep=False, ln=True, proj=True,
-                proj_bias=True, cclip=0.0, pclip=0.0, cell_scale=2.0**-15, zos=0, n_inter=12, quantized_inter=12,
-                time=2, drop=(), inter_gain=1.0):
+def lstm8_model(
+    rng,
+    op="LSTM",
+    batch=2,
+    n_in=5,
+    n_cell=4,
+    n_out=3,
+    cifg=True,
+    peep=False,
+    ln=True,
+    proj=True,
+    proj_bias=True,
+    cclip=0.0,
+    pclip=0.0,
+    cell_scale=2.0**-15,
+    zos=0,
+    n_inter=12,
+    quantized_inter=12,
+    time=2,
+    drop=(),
+    inter_gain=1.0,
+):
     """An 8x8_8 integer LSTM: intermediates 3k (the gate sum Wx + Wh) int16, 3k+1 / 3k+2 (Wx, Wh) int8 with a
     zero point (scale times ``inter_gain``: small gains saturate the int8 products); the first ``quantized_inter``
     of them carry quantization parameters."""
@@ -43,28 +62,67 @@ def lstm8_model(rng, op="LSTM", batch=2, n_in=5, n_cell=4, n_out=3, cifg=True, p
     x = b.input("x", xshape, np.int8, quantization=quant(float(rng.uniform(0.02, 0.08)), int(rng.integers(-20, 20))))
 
     def w8(name, shape):
-        return b.tensor(name, shape, np.int8, data=rng.integers(-127, 128, shape).astype(np.int8),
-                        quantization=quant(float(rng.uniform(0.005, 0.02))))
+        return b.tensor(
+            name,
+            shape,
+            np.int8,
+            data=rng.integers(-127, 128, shape).astype(np.int8),
+            quantization=quant(float(rng.uniform(0.005, 0.02))),
+        )
 
     skip = {"i"} if cifg else set()
     ins = [x]
     ins += [-1 if g in skip else w8(f"w_{g}", (n_cell, n_in)) for g in "ifco"]
     ins += [-1 if g in skip else w8(f"r_{g}", (n_cell, n_out)) for g in "ifco"]
-    ins += [b.tensor(f"p_{g}", (n_cell,), np.int16, data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
-                     quantization=quant(float(rng.uniform(1e-4, 1e-3))))
-            if peep and g not in skip else -1 for g in "ifo"]
-    ins += [-1 if g in skip else b.tensor(f"b_{g}", (n_cell,), np.int32,
-                                          data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
-                                          quantization=quant(1e-5)) for g in "ifco"]
+    ins += [
+        b.tensor(
+            f"p_{g}",
+            (n_cell,),
+            np.int16,
+            data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
+            quantization=quant(float(rng.uniform(1e-4, 1e-3))),
+        )
+        if peep and g not in skip
+        else -1
+        for g in "ifo"
+    ]
+    ins += [
+        -1
+        if g in skip
+        else b.tensor(
+            f"b_{g}",
+            (n_cell,),
+            np.int32,
+            data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
+            quantization=quant(1e-5),
+        )
+        for g in "ifco"
+    ]
     ins += [w8("proj", (n_out, n_cell)) if proj else -1]
-    ins += [b.tensor("proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32),
-                     quantization=quant(1e-4)) if proj_bias else -1]
+    ins += [
+        b.tensor(
+            "proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32), quantization=quant(1e-4)
+        )
+        if proj_bias
+        else -1
+    ]
     s_out = float(rng.uniform(0.004, 0.012))
-    ins += [b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
-            b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(cell_scale))]
-    ins += [b.tensor(f"ln_{g}", (n_cell,), np.int16, data=rng.integers(12000, 32767, n_cell).astype(np.int16),
-                     quantization=quant(float(rng.uniform(2e-5, 4e-5))))
-            if ln and g not in skip else -1 for g in "ifco"]
+    ins += [
+        b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
+        b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(cell_scale)),
+    ]
+    ins += [
+        b.tensor(
+            f"ln_{g}",
+            (n_cell,),
+            np.int16,
+            data=rng.integers(12000, 32767, n_cell).astype(np.int16),
+            quantization=quant(float(rng.uniform(2e-5, 4e-5))),
+        )
+        if ln and g not in skip
+        else -1
+        for g in "ifco"
+    ]
     ins = [-1 if k in drop else t for k, t in enumerate(ins)]
     inter = []
     for k in range(n_inter):
@@ -85,13 +143,20 @@ def lstm8_model(rng, op="LSTM", batch=2, n_in=5, n_cell=4, n_out=3, cifg=True, p
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), n_in=st.integers(1, 20),
-       n_cell=st.integers(1, 20), n_out=st.integers(1, 20), invokes=st.integers(1, 3),
-       inter_gain=st.sampled_from([0.1, 1.0, 8.0]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    n_in=st.integers(1, 20),
+    n_cell=st.integers(1, 20),
+    n_out=st.integers(1, 20),
+    invokes=st.integers(1, 3),
+    inter_gain=st.sampled_from([0.1, 1.0, 8.0]),
+)
 def test_lstm_8x8_8_matches_oracle_exactly(variant, seed, batch, n_in, n_cell, n_out, invokes, inter_gain):
     rng = np.random.default_rng(seed)
-    model, xshape = lstm8_model(rng, batch=batch, n_in=n_in, n_cell=n_cell, n_out=n_out, inter_gain=inter_gain,
-                                **VARIANTS[variant])
+    model, xshape = lstm8_model(
+        rng, batch=batch, n_in=n_in, n_cell=n_cell, n_out=n_out, inter_gain=inter_gain, **VARIANTS[variant]
+    )
     feeds = [[rng.integers(-128, 128, xshape).astype(np.int8)] for _ in range(invokes)]
     ours, theirs = run_stream(model, feeds)
     for a, b in zip(ours, theirs):
@@ -171,4 +236,3 @@ def test_lstm_8x8_8_rejections_match_litert(case):
         LiteRT(model_content=model, experimental_op_resolver_type=R.BUILTIN_REF).allocate_tensors()
     with pytest.raises(PrepareError, match=message):
         Interpreter(model_content=model).allocate_tensors()
-

@@ -34,21 +34,40 @@ def _block_sparse(b, rng, name, shape, density, sparse=True):
     return b.tensor(name, shape, np.int8, data=values.tobytes(), quantization=q, sparsity=sp)
 
 
-def sparse_lstm_model(rng, batch, n_in, n_cell, n_out, asym, cifg=False, peephole=False, projection=True,
-                      density=0.5, op="LSTM", sparse_rec=True):
+def sparse_lstm_model(
+    rng,
+    batch,
+    n_in,
+    n_cell,
+    n_out,
+    asym,
+    cifg=False,
+    peephole=False,
+    projection=True,
+    density=0.5,
+    op="LSTM",
+    sparse_rec=True,
+):
     b = ModelBuilder()
     xshape = (batch, n_in) if op == "LSTM" else (batch, 1, n_in)
     x = b.input("x", xshape, np.float32)
     gates = "fco" if cifg else "ifco"
     ins = [x] + [_block_sparse(b, rng, f"w_{g}", (n_cell, n_in), density) if g in gates else -1 for g in "ifco"]
-    ins += [_block_sparse(b, rng, f"r_{g}", (n_cell, n_out), density, sparse_rec) if g in gates else -1
-            for g in "ifco"]
-    ins += [b.tensor(f"p_{g}", (n_cell,), np.int8, data=rng.integers(-127, 128, n_cell).astype(np.int8),
-                     quantization=quant(0.01)) if peephole and g in gates else -1 for g in "ifo"]
+    ins += [_block_sparse(b, rng, f"r_{g}", (n_cell, n_out), density, sparse_rec) if g in gates else -1 for g in "ifco"]
+    ins += [
+        b.tensor(
+            f"p_{g}", (n_cell,), np.int8, data=rng.integers(-127, 128, n_cell).astype(np.int8), quantization=quant(0.01)
+        )
+        if peephole and g in gates
+        else -1
+        for g in "ifo"
+    ]
     ins += [b.const(f"b_{g}", rng.standard_normal(n_cell).astype(np.float32)) if g in gates else -1 for g in "ifco"]
     ins += [_block_sparse(b, rng, "proj", (n_out, n_cell), density) if projection else -1, -1]
-    ins += [b.tensor("h", (batch, n_out), np.float32, is_variable=True),
-            b.tensor("c", (batch, n_cell), np.float32, is_variable=True)]
+    ins += [
+        b.tensor("h", (batch, n_out), np.float32, is_variable=True),
+        b.tensor("c", (batch, n_cell), np.float32, is_variable=True),
+    ]
     out = b.tensor("out", xshape[:-1] + (n_out,), np.float32)
     opts = {"fused_activation_function": 4, "asymmetric_quantize_inputs": asym}
     if op != "LSTM":
@@ -58,12 +77,19 @@ def sparse_lstm_model(rng, batch, n_in, n_cell, n_out, asym, cifg=False, peephol
     return b.build(), xshape
 
 
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 6), n_in=st.sampled_from([16, 32, 48]),
-       n_cell=st.sampled_from([16, 32]), n_out=st.sampled_from([16, 32]), asym=st.booleans(),
-       cifg=st.booleans(), peephole=st.booleans(), density=st.sampled_from([0.1, 0.3, 0.7, 1.0]),
-       invokes=st.integers(2, 4))
-def test_sparse_hybrid_lstm_matches_oracle(seed, batch, n_in, n_cell, n_out, asym, cifg, peephole, density,
-                                           invokes):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 6),
+    n_in=st.sampled_from([16, 32, 48]),
+    n_cell=st.sampled_from([16, 32]),
+    n_out=st.sampled_from([16, 32]),
+    asym=st.booleans(),
+    cifg=st.booleans(),
+    peephole=st.booleans(),
+    density=st.sampled_from([0.1, 0.3, 0.7, 1.0]),
+    invokes=st.integers(2, 4),
+)
+def test_sparse_hybrid_lstm_matches_oracle(seed, batch, n_in, n_cell, n_out, asym, cifg, peephole, density, invokes):
     rng = np.random.default_rng(seed)
     model, xshape = sparse_lstm_model(rng, batch, n_in, n_cell, n_out, asym, cifg, peephole, density=density)
     feeds = [[rng.standard_normal(xshape).astype(np.float32) * 2] for _ in range(invokes)]
@@ -96,16 +122,26 @@ def test_sparse_lstm_with_dense_recurrent_weights(seed, batch, invokes):
         assert_close(a, b, rtol=TOLERANCE * 64, atol=1e-6)
 
 
-@pytest.mark.parametrize("case,message", [
-    ("no-projection", "without projection weights"),
-    ("sequence-op", "only read by LSTM's hybrid kernel"),
-    ("dense-recurrent-asymmetric", "row sums it never computed"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("no-projection", "without projection weights"),
+        ("sequence-op", "only read by LSTM's hybrid kernel"),
+        ("dense-recurrent-asymmetric", "row sums it never computed"),
+    ],
+)
 def test_sparse_lstm_refusals(case, message):
     rng = np.random.default_rng(1)
     model, xshape = sparse_lstm_model(
-        rng, 1, 16, 16, 16, case.endswith("asymmetric"), projection=case != "no-projection",
+        rng,
+        1,
+        16,
+        16,
+        16,
+        case.endswith("asymmetric"),
+        projection=case != "no-projection",
         op="UNIDIRECTIONAL_SEQUENCE_LSTM" if case == "sequence-op" else "LSTM",
-        sparse_rec=not case.startswith("dense-recurrent"))
+        sparse_rec=not case.startswith("dense-recurrent"),
+    )
     with pytest.raises(PrepareError, match=message):
         run_ours(model, [np.ones(xshape, np.float32)])

@@ -17,9 +17,23 @@ from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance per op: every op here moves bytes, so all are exact.
-TOLERANCE = {"CONCATENATION": 0.0, "PAD": 0.0, "PADV2": 0.0, "TRANSPOSE": 0.0, "STRIDED_SLICE": 0.0,
-             "SPLIT": 0.0, "SPLIT_V": 0.0, "GATHER": 0.0, "TILE": 0.0, "PACK": 0.0, "UNPACK": 0.0, "SLICE": 0.0,
-             "REVERSE_V2": 0.0, "REVERSE_SEQUENCE": 0.0, "MIRROR_PAD": 0.0}
+TOLERANCE = {
+    "CONCATENATION": 0.0,
+    "PAD": 0.0,
+    "PADV2": 0.0,
+    "TRANSPOSE": 0.0,
+    "STRIDED_SLICE": 0.0,
+    "SPLIT": 0.0,
+    "SPLIT_V": 0.0,
+    "GATHER": 0.0,
+    "TILE": 0.0,
+    "PACK": 0.0,
+    "UNPACK": 0.0,
+    "SLICE": 0.0,
+    "REVERSE_V2": 0.0,
+    "REVERSE_SEQUENCE": 0.0,
+    "MIRROR_PAD": 0.0,
+}
 
 NUMERIC = [k for k in ALL_DTYPES if k != "string"]
 #: Also the dtypes some data-movement ops take by bit width alone (LiteRT accepts or rejects them per op).
@@ -86,8 +100,9 @@ def concatenation_rescaled(draw):
     ins = [tuple(d if k != axis else draw(st.integers(1, 3)) for k, d in enumerate(base)) for _ in range(n)]
     out = list(base)
     out[axis] = sum(s[axis] for s in ins)
-    model = single_op_model("CONCATENATION", [T(s, dt, q=q) for s, q in zip(ins, qs)], [T(out, dt, q=out_q)],
-                            {"axis": axis})
+    model = single_op_model(
+        "CONCATENATION", [T(s, dt, q=q) for s, q in zip(ins, qs)], [T(out, dt, q=out_q)], {"axis": axis}
+    )
     rng = np.random.default_rng(draw(seeds))
     return model, [values(rng, s, dt) for s in ins], ()
 
@@ -140,8 +155,11 @@ def strided_slice(draw, masks=True):
     end = draw(st.lists(index, min_size=n, max_size=n))
     strides = draw(st.lists(st.sampled_from([1, 1, 2, 3, -1, -2, -3]), min_size=n, max_size=n))
     full = (1 << n) - 1
-    opts = {"begin_mask": draw(st.integers(0, full)), "end_mask": draw(st.integers(0, full)),
-            "shrink_axis_mask": draw(st.integers(0, full)) if draw(st.booleans()) else 0}
+    opts = {
+        "begin_mask": draw(st.integers(0, full)),
+        "end_mask": draw(st.integers(0, full)),
+        "shrink_axis_mask": draw(st.integers(0, full)) if draw(st.booleans()) else 0,
+    }
     if masks:
         opts["new_axis_mask"] = draw(st.integers(0, full)) if draw(st.booleans()) else 0
         opts["ellipsis_mask"] = (1 << draw(st.integers(0, n - 1))) if draw(st.booleans()) else 0
@@ -149,8 +167,12 @@ def strided_slice(draw, masks=True):
         if opts["offset"]:  # end is a size there: keep begin + end inside int32
             begin = [min(abs(b), 7) for b in begin]
             end = [min(abs(e), 7) for e in end]
-    ins = [T(shape, dt), T.const(np.array(begin, np.int32)), T.const(np.array(end, np.int32)),
-           T.const(np.array(strides, np.int32))]
+    ins = [
+        T(shape, dt),
+        T.const(np.array(begin, np.int32)),
+        T.const(np.array(end, np.int32)),
+        T.const(np.array(strides, np.int32)),
+    ]
     model = single_op_model("STRIDED_SLICE", ins, [T((1,), dt)], opts)
     rng = np.random.default_rng(draw(seeds))
     return model, [values(rng, shape, dt)], STRIDED_SLICE_REFUSED
@@ -197,9 +219,11 @@ def gather(draw):
     idt = draw(st.sampled_from([np.int16, np.int32, np.int64]))
     rng = np.random.default_rng(draw(seeds))
     idx = rng.integers(0, shape[axis], pshape).astype(idt)
-    opts = {"axis": axis - rank if draw(st.booleans()) else axis,
-            "batch_dims": bd - len(pshape) if bd and draw(st.booleans()) else bd}
-    out = shape[:axis] + pshape[bd:] + shape[axis + 1:]
+    opts = {
+        "axis": axis - rank if draw(st.booleans()) else axis,
+        "batch_dims": bd - len(pshape) if bd and draw(st.booleans()) else bd,
+    }
+    out = shape[:axis] + pshape[bd:] + shape[axis + 1 :]
     const_idx = draw(st.booleans())
     ins = [T(shape, dt), T.const(idx) if const_idx else T(pshape, idt)]
     model = single_op_model("GATHER", ins, [T(out, dt)], opts)
@@ -225,8 +249,10 @@ def tile(draw):
     name = draw(st.sampled_from(list(WIDE_DTYPES)))
     dt = WIDE_DTYPES[name]
     shape = draw(shapes(min_rank=1, max_rank=4, min_side=0 if draw(st.booleans()) else 1, max_side=3))
-    mult = np.array([draw(st.integers(0 if draw(st.booleans()) else 1, 3)) for _ in shape],
-                    draw(st.sampled_from([np.int32, np.int64])))
+    mult = np.array(
+        [draw(st.integers(0 if draw(st.booleans()) else 1, 3)) for _ in shape],
+        draw(st.sampled_from([np.int32, np.int64])),
+    )
     q = _q(name, draw)
     rng = np.random.default_rng(draw(seeds))
     x = values(rng, shape, dt)
@@ -248,8 +274,9 @@ def pack(draw):
     rng = np.random.default_rng(draw(seeds))
     ax = axis + len(shape) + 1 if axis < 0 else axis
     out = shape[:ax] + (n,) + shape[ax:]
-    model = single_op_model("PACK", [T(shape, dt, q=qq) for qq in qs], [T(out, dt, q=q)],
-                            {"values_count": n, "axis": axis})
+    model = single_op_model(
+        "PACK", [T(shape, dt, q=qq) for qq in qs], [T(out, dt, q=q)], {"values_count": n, "axis": axis}
+    )
     data = [values(rng, shape, dt) for _ in range(n)]
     return model, data, ()
 
@@ -262,9 +289,10 @@ def unpack(draw):
     axis = draw(st.integers(-len(shape), len(shape) - 1))
     n = shape[axis]
     q = _q(name, draw)
-    out = shape[:axis % len(shape)] + shape[axis % len(shape) + 1:]
-    model = single_op_model("UNPACK", [T(shape, dt, q=q)], [T(out, dt, q=_other_q(q, draw)) for _ in range(n)],
-                            {"num": n, "axis": axis})
+    out = shape[: axis % len(shape)] + shape[axis % len(shape) + 1 :]
+    model = single_op_model(
+        "UNPACK", [T(shape, dt, q=q)], [T(out, dt, q=_other_q(q, draw)) for _ in range(n)], {"num": n, "axis": axis}
+    )
     return model, [values(np.random.default_rng(draw(seeds)), shape, dt)], ()
 
 
@@ -287,8 +315,9 @@ def slice_(draw):
         out = tuple(d - a if n == -1 else n for d, a, n in zip(shape, begin, size))
         if draw(st.integers(0, 5)) == 0:  # a declared ranked shape that differs: both refuse
             out = out[:-1] + (out[-1] + 1,)
-        model = single_op_model("SLICE", [T(shape, dt, q=q), T.const(b), T.const(z)],
-                                [T(out if draw(st.booleans()) else (), dt, q=q)])
+        model = single_op_model(
+            "SLICE", [T(shape, dt, q=q), T.const(b), T.const(z)], [T(out if draw(st.booleans()) else (), dt, q=q)]
+        )
         return model, [x], OUT_OF_BOUNDS_REFUSED
     # LiteRT keeps a declared ranked output shape of a SLICE with non-constant begin/size and checks the
     # result against it at eval; a rank-0 declaration (as converters write for unknown shapes) makes it
@@ -315,10 +344,16 @@ def reverse_v2(draw):
     rng = np.random.default_rng(draw(seeds))
     av = np.array(axes, np.int32)
     if draw(st.booleans()):
-        return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T.const(av)], [T(shape, dt, q=_other_q(q, draw))]), \
-            [values(rng, shape, dt)], ()
-    return single_op_model("REVERSE_V2", [T(shape, dt, q=q), T(av.shape, np.int32)], [T(shape, dt, q=q)]), \
-        [values(rng, shape, dt), av], ()
+        return (
+            single_op_model("REVERSE_V2", [T(shape, dt, q=q), T.const(av)], [T(shape, dt, q=_other_q(q, draw))]),
+            [values(rng, shape, dt)],
+            (),
+        )
+    return (
+        single_op_model("REVERSE_V2", [T(shape, dt, q=q), T(av.shape, np.int32)], [T(shape, dt, q=q)]),
+        [values(rng, shape, dt), av],
+        (),
+    )
 
 
 @st.composite
@@ -333,10 +368,16 @@ def reverse_sequence(draw):
     opts = {"seq_dim": seq_dim, "batch_dim": batch_dim}
     x = values(rng, shape, dt)
     if draw(st.booleans()):
-        return single_op_model("REVERSE_SEQUENCE", [T(shape, dt), T.const(lengths)], [T(shape, dt)], opts), [x], \
-            OUT_OF_BOUNDS_REFUSED
-    return single_op_model("REVERSE_SEQUENCE", [T(shape, dt), T(lengths.shape, ldt)], [T(shape, dt)], opts), \
-        [x, lengths], ()
+        return (
+            single_op_model("REVERSE_SEQUENCE", [T(shape, dt), T.const(lengths)], [T(shape, dt)], opts),
+            [x],
+            OUT_OF_BOUNDS_REFUSED,
+        )
+    return (
+        single_op_model("REVERSE_SEQUENCE", [T(shape, dt), T(lengths.shape, ldt)], [T(shape, dt)], opts),
+        [x, lengths],
+        (),
+    )
 
 
 @st.composite
@@ -346,8 +387,10 @@ def mirror_pad(draw):
     shape = draw(shapes(min_rank=1, max_rank=4, max_side=4))
     mode = draw(st.integers(0, 1))
     off = 1 if mode == 0 else 0
-    pads = np.array([[draw(st.integers(0, max(d - off, 0))), draw(st.integers(0, max(d - off, 0)))] for d in shape],
-                    draw(st.sampled_from([np.int32, np.int64])))
+    pads = np.array(
+        [[draw(st.integers(0, max(d - off, 0))), draw(st.integers(0, max(d - off, 0)))] for d in shape],
+        draw(st.sampled_from([np.int32, np.int64])),
+    )
     if draw(st.integers(0, 5)) == 0:  # too wide or negative: both refuse
         pads[draw(st.integers(0, len(shape) - 1)), draw(st.integers(0, 1))] = draw(st.sampled_from([-1, 5]))
     q = _q(name, draw)
@@ -355,8 +398,9 @@ def mirror_pad(draw):
     x = values(rng, shape, dt)
     out = tuple(d + a + b for d, (a, b) in zip(shape, pads.tolist()))
     if draw(st.booleans()):
-        model = single_op_model("MIRROR_PAD", [T(shape, dt, q=q), T.const(pads)], [T(out, dt, q=_other_q(q, draw))],
-                                {"mode": mode})
+        model = single_op_model(
+            "MIRROR_PAD", [T(shape, dt, q=q), T.const(pads)], [T(out, dt, q=_other_q(q, draw))], {"mode": mode}
+        )
         return model, [x], ()
     model = chain_model("MIRROR_PAD", [T(shape, dt, q=q), T(pads.shape, pads.dtype)], 1, {"mode": mode})
     return model, [x, pads], ()
@@ -416,11 +460,17 @@ def dynamic(draw):
     axis = np.array([int(rng.integers(-len(shape), len(shape)))], np.int32)
     if which == "SPLIT":
         n = shape[axis[0]]
-        return chain_model("SPLIT", [T((1,), np.int32), T(shape)], n, {"num_splits": n}, out_dtype=np.float32), \
-            [axis, x], n
+        return (
+            chain_model("SPLIT", [T((1,), np.int32), T(shape)], n, {"num_splits": n}, out_dtype=np.float32),
+            [axis, x],
+            n,
+        )
     sizes = np.array([1, -1], np.int32)
-    return chain_model("SPLIT_V", [T(shape), T((2,), np.int32), T((1,), np.int32)], 2, {"num_splits": 2}), \
-        [x, sizes, axis], 2
+    return (
+        chain_model("SPLIT_V", [T(shape), T((2,), np.int32), T((1,), np.int32)], 2, {"num_splits": 2}),
+        [x, sizes, axis],
+        2,
+    )
 
 
 @given(case=dynamic())
@@ -435,11 +485,19 @@ def test_movement_dynamic_shapes(case):
 def test_concatenation_uint8_rescale_all_values():
     """Every uint8 value through ConcatenationWithScaling with awkward scales: ties of the float rounding."""
     x = np.arange(256, dtype=np.uint8).reshape(1, 256)
-    for s_in, z_in, s_out, z_out in [(0.5, 3, 0.25, 7), (0.1, 128, 0.3, 120), (1 / 3, 0, 2 / 3, 0),
-                                     (0.7, 200, 0.05, 10), (2.5, 17, 1.0, 255)]:
-        model = single_op_model("CONCATENATION", [T((1, 256), np.uint8, q=quant(s_in, z_in)),
-                                                  T((1, 256), np.uint8, q=quant(s_out, z_out))],
-                                [T((2, 256), np.uint8, q=quant(s_out, z_out))], {"axis": 0})
+    for s_in, z_in, s_out, z_out in [
+        (0.5, 3, 0.25, 7),
+        (0.1, 128, 0.3, 120),
+        (1 / 3, 0, 2 / 3, 0),
+        (0.7, 200, 0.05, 10),
+        (2.5, 17, 1.0, 255),
+    ]:
+        model = single_op_model(
+            "CONCATENATION",
+            [T((1, 256), np.uint8, q=quant(s_in, z_in)), T((1, 256), np.uint8, q=quant(s_out, z_out))],
+            [T((2, 256), np.uint8, q=quant(s_out, z_out))],
+            {"axis": 0},
+        )
         assert check_both(model, [x, x]) is not None
 
 
@@ -455,8 +513,9 @@ def test_gather_out_of_range_raises(bad):
 
 def test_gather_constant_out_of_range_fails_at_prepare():
     """All inputs constant: both runtimes gather at prepare, so the bad index fails allocate_tensors."""
-    model = single_op_model("GATHER", [T.const(np.zeros((4, 3), np.float32)), T.const(np.array([5], np.int32))],
-                            [T((1, 3))], {"axis": 0})
+    model = single_op_model(
+        "GATHER", [T.const(np.zeros((4, 3), np.float32)), T.const(np.array([5], np.int32))], [T((1, 3))], {"axis": 0}
+    )
     with pytest.raises(RuntimeError, match="gather index out of bounds"):
         run_litert(model, [])
     with pytest.raises(PrepareError, match="gather index out of bounds"):
@@ -468,13 +527,24 @@ def _i32(v) -> T:
 
 
 REJECTED = {
-    "concatenation-relu": ("CONCATENATION", [T((2, 3)), T((2, 3))], [T((4, 3))],
-                           {"axis": 0, "fused_activation_function": 1}),
-    "concatenation-int8-different-scales": ("CONCATENATION", [T((2,), np.int8, q=quant(0.5, 0)),
-                                                              T((2,), np.int8, q=quant(0.25, 0))],
-                                            [T((4,), np.int8, q=quant(0.5, 0))], {"axis": 0}),
-    "concatenation-int16-zero-point": ("CONCATENATION", [T((2,), np.int16, q=quant(0.5, 3))],
-                                       [T((2,), np.int16, q=quant(0.5, 3))], {"axis": 0}),
+    "concatenation-relu": (
+        "CONCATENATION",
+        [T((2, 3)), T((2, 3))],
+        [T((4, 3))],
+        {"axis": 0, "fused_activation_function": 1},
+    ),
+    "concatenation-int8-different-scales": (
+        "CONCATENATION",
+        [T((2,), np.int8, q=quant(0.5, 0)), T((2,), np.int8, q=quant(0.25, 0))],
+        [T((4,), np.int8, q=quant(0.5, 0))],
+        {"axis": 0},
+    ),
+    "concatenation-int16-zero-point": (
+        "CONCATENATION",
+        [T((2,), np.int16, q=quant(0.5, 3))],
+        [T((2,), np.int16, q=quant(0.5, 3))],
+        {"axis": 0},
+    ),
     "concatenation-shape-mismatch": ("CONCATENATION", [T((2, 3)), T((2, 4))], [T((4, 3))], {"axis": 0}),
     "concatenation-axis": ("CONCATENATION", [T((2, 3))], [T((2, 3))], {"axis": 2}),
     "concatenation-string": ("CONCATENATION", [T((2,), np.bytes_)], [T((2,), np.bytes_)], {"axis": 0}),
@@ -482,53 +552,91 @@ REJECTED = {
     "pad-rank6": ("PAD", [T((1,) * 6), T.const(np.zeros((6, 2), np.int32))], [T((1,) * 6)], None),
     "pad-paddings-shape": ("PAD", [T((2, 3)), T.const(np.zeros((3, 2), np.int32))], [T((2, 3))], None),
     "pad-float-paddings": ("PAD", [T((2, 3)), T.const(np.zeros((2, 2), np.float32))], [T((2, 3))], None),
-    "padv2-quantized-value-params": ("PADV2", [T((2,), np.int8, q=quant(0.5, 1)), T.const(np.zeros((1, 2), np.int32)),
-                                     T.const(np.array([3], np.int8), q=quant(0.25, 1))],
-                                     [T((2,), np.int8, q=quant(0.5, 1))], None),
-    "transpose-perm-out-of-range": ("TRANSPOSE", [T((2, 3)), T.const(np.array([0, 2], np.int32))], [T((2, 3))],
-                                    None),
+    "padv2-quantized-value-params": (
+        "PADV2",
+        [
+            T((2,), np.int8, q=quant(0.5, 1)),
+            T.const(np.zeros((1, 2), np.int32)),
+            T.const(np.array([3], np.int8), q=quant(0.25, 1)),
+        ],
+        [T((2,), np.int8, q=quant(0.5, 1))],
+        None,
+    ),
+    "transpose-perm-out-of-range": ("TRANSPOSE", [T((2, 3)), T.const(np.array([0, 2], np.int32))], [T((2, 3))], None),
     "transpose-perm-length": ("TRANSPOSE", [T((2, 3)), T.const(np.array([0], np.int32))], [T((2, 3))], None),
-    "transpose-string": ("TRANSPOSE", [T((2,), np.bytes_), T.const(np.array([0], np.int32))], [T((2,), np.bytes_)],
-                         None),
-    "strided_slice-zero-stride": ("STRIDED_SLICE", [T((4,)), T.const(np.array([0], np.int32)),
-                                                    T.const(np.array([4], np.int32)), T.const(np.array([0], np.int32))],
-                                  [T((4,))], None),
-    "strided_slice-int64-begin": ("STRIDED_SLICE", [T((4,)), T.const(np.array([0], np.int64)),
-                                                    T.const(np.array([4], np.int32)), T.const(np.array([1], np.int32))],
-                                  [T((4,))], None),
+    "transpose-string": (
+        "TRANSPOSE",
+        [T((2,), np.bytes_), T.const(np.array([0], np.int32))],
+        [T((2,), np.bytes_)],
+        None,
+    ),
+    "strided_slice-zero-stride": (
+        "STRIDED_SLICE",
+        [T((4,)), T.const(np.array([0], np.int32)), T.const(np.array([4], np.int32)), T.const(np.array([0], np.int32))],
+        [T((4,))],
+        None,
+    ),
+    "strided_slice-int64-begin": (
+        "STRIDED_SLICE",
+        [T((4,)), T.const(np.array([0], np.int64)), T.const(np.array([4], np.int32)), T.const(np.array([1], np.int32))],
+        [T((4,))],
+        None,
+    ),
     "split-uneven": ("SPLIT", [T.const(np.array(0, np.int32)), T((5,))], [T((2,)), T((2,))], {"num_splits": 2}),
-    "split-bool": ("SPLIT", [T.const(np.array(0, np.int32)), T((4,), np.bool_)], [T((2,), np.bool_)] * 2,
-                   {"num_splits": 2}),
+    "split-bool": (
+        "SPLIT",
+        [T.const(np.array(0, np.int32)), T((4,), np.bool_)],
+        [T((2,), np.bool_)] * 2,
+        {"num_splits": 2},
+    ),
     "split-axis": ("SPLIT", [T.const(np.array(2, np.int32)), T((4,))], [T((4,))], {"num_splits": 1}),
-    "split_v-two-minus-one": ("SPLIT_V", [T((4,)), T.const(np.array([-1, -1], np.int32)),
-                                          T.const(np.array([0], np.int32))], [T((2,)), T((2,))], {"num_splits": 2}),
-    "split_v-sum": ("SPLIT_V", [T((4,)), T.const(np.array([1, 2], np.int32)), T.const(np.array([0], np.int32))],
-                    [T((1,)), T((2,))], {"num_splits": 2}),
-    "split_v-sum-minus-one": ("SPLIT_V", [T((4,)), T.const(np.array([5, -1], np.int32)),
-                                          T.const(np.array([0], np.int32))], [T((4,)), T((1,))], {"num_splits": 2}),
+    "split_v-two-minus-one": (
+        "SPLIT_V",
+        [T((4,)), T.const(np.array([-1, -1], np.int32)), T.const(np.array([0], np.int32))],
+        [T((2,)), T((2,))],
+        {"num_splits": 2},
+    ),
+    "split_v-sum": (
+        "SPLIT_V",
+        [T((4,)), T.const(np.array([1, 2], np.int32)), T.const(np.array([0], np.int32))],
+        [T((1,)), T((2,))],
+        {"num_splits": 2},
+    ),
+    "split_v-sum-minus-one": (
+        "SPLIT_V",
+        [T((4,)), T.const(np.array([5, -1], np.int32)), T.const(np.array([0], np.int32))],
+        [T((4,)), T((1,))],
+        {"num_splits": 2},
+    ),
     "gather-float-indices": ("GATHER", [T((4,)), T((2,), np.float32)], [T((2,))], {"axis": 0}),
     "gather-axis": ("GATHER", [T((4,)), T((2,), np.int32)], [T((2,))], {"axis": 1}),
     "gather-batch-dims": ("GATHER", [T((2, 4)), T((3, 1), np.int32)], [T((2, 3))], {"axis": 1, "batch_dims": 1}),
-    "gather-string-2d": ("GATHER", [T((2, 2), np.bytes_), T((1,), np.int32)], [T((1, 2), np.bytes_)],
-                         {"axis": 0}),
+    "gather-string-2d": ("GATHER", [T((2, 2), np.bytes_), T((1,), np.int32)], [T((1, 2), np.bytes_)], {"axis": 0}),
     "tile-negative": ("TILE", [T((2, 3)), _i32([1, -1])], [T((2, 3))], None),
     "tile-float-multiples": ("TILE", [T((2, 3)), T.const(np.array([1, 1], np.float32))], [T((2, 3))], None),
     "tile-multiples-length": ("TILE", [T((2, 3)), _i32([1])], [T((2, 3))], None),
     "pack-axis": ("PACK", [T((3,)), T((3,))], [T((2, 3))], {"values_count": 2, "axis": 2}),
     "pack-shapes": ("PACK", [T((3,)), T((2,))], [T((2, 3))], {"values_count": 2, "axis": 0}),
-    "pack-bool": ("PACK", [T((3,), np.bool_), T((3,), np.bool_)], [T((2, 3), np.bool_)],
-                  {"values_count": 2, "axis": 0}),
+    "pack-bool": (
+        "PACK",
+        [T((3,), np.bool_), T((3,), np.bool_)],
+        [T((2, 3), np.bool_)],
+        {"values_count": 2, "axis": 0},
+    ),
     "pack-count": ("PACK", [T((3,)), T((3,))], [T((2, 3))], {"values_count": 3, "axis": 0}),
-    "pack-quantization": ("PACK", [T((3,), np.int8, q=quant(0.5, 1)), T((3,), np.int8, q=quant(0.5, 2))],
-                          [T((2, 3), np.int8, q=quant(0.5, 1))], {"values_count": 2, "axis": 0}),
+    "pack-quantization": (
+        "PACK",
+        [T((3,), np.int8, q=quant(0.5, 1)), T((3,), np.int8, q=quant(0.5, 2))],
+        [T((2, 3), np.int8, q=quant(0.5, 1))],
+        {"values_count": 2, "axis": 0},
+    ),
     "unpack-num": ("UNPACK", [T((2, 3))], [T((3,)), T((3,)), T((3,))], {"num": 3, "axis": 0}),
     "unpack-int64": ("UNPACK", [T((2, 3), np.int64)], [T((3,), np.int64), T((3,), np.int64)], {"num": 2, "axis": 0}),
     "unpack-axis": ("UNPACK", [T((2, 3))], [T((2,)), T((2,))], {"num": 2, "axis": 2}),
     "slice-past-end": ("SLICE", [T((2, 3)), _i32([1, 1]), _i32([2, 1])], [T((2, 1))], None),
     "slice-size-minus-two": ("SLICE", [T((2, 3)), _i32([0, 0]), _i32([1, -2])], [T((1, 1))], None),
     "slice-negative-begin": ("SLICE", [T((2, 3)), _i32([-1, 0]), _i32([1, 1])], [T((1, 1))], None),
-    "slice-mixed-types": ("SLICE", [T((2, 3)), _i32([0, 0]), T.const(np.array([1, 1], np.int64))], [T((1, 1))],
-                          None),
+    "slice-mixed-types": ("SLICE", [T((2, 3)), _i32([0, 0]), T.const(np.array([1, 1], np.int64))], [T((1, 1))], None),
     "slice-declared-shape": ("SLICE", [T((2, 3)), _i32([0, 0]), _i32([1, 2])], [T((2, 2))], None),
     "reverse_v2-axis": ("REVERSE_V2", [T((2, 3)), _i32([2])], [T((2, 3))], None),
     "reverse_v2-string": ("REVERSE_V2", [T((2,), np.bytes_), _i32([0])], [T((2,), np.bytes_)], None),
@@ -536,21 +644,45 @@ REJECTED = {
     "reverse_v2-gap": ("REVERSE_V2", [T((2, 3, 2)), _i32([0, 2])], [T((2, 3, 2))], None),
     "reverse_v2-repeat": ("REVERSE_V2", [T((2, 3, 2)), _i32([0, 0])], [T((2, 3, 2))], None),
     "reverse_v2-too-many": ("REVERSE_V2", [T((2, 3)), _i32([0, 1, 1])], [T((2, 3))], None),
-    "reverse_sequence-same-dims": ("REVERSE_SEQUENCE", [T((2, 3)), _i32([1, 2])], [T((2, 3))],
-                                   {"seq_dim": 0, "batch_dim": 0}),
-    "reverse_sequence-int8": ("REVERSE_SEQUENCE", [T((2, 3), np.int8), _i32([1, 2])], [T((2, 3), np.int8)],
-                              {"seq_dim": 1, "batch_dim": 0}),
-    "reverse_sequence-long": ("REVERSE_SEQUENCE", [T((2, 3)), _i32([4, 2])], [T((2, 3))],
-                              {"seq_dim": 1, "batch_dim": 0}),
-    "reverse_sequence-batch-size": ("REVERSE_SEQUENCE", [T((2, 3)), _i32([1, 2, 1])], [T((2, 3))],
-                                    {"seq_dim": 1, "batch_dim": 0}),
+    "reverse_sequence-same-dims": (
+        "REVERSE_SEQUENCE",
+        [T((2, 3)), _i32([1, 2])],
+        [T((2, 3))],
+        {"seq_dim": 0, "batch_dim": 0},
+    ),
+    "reverse_sequence-int8": (
+        "REVERSE_SEQUENCE",
+        [T((2, 3), np.int8), _i32([1, 2])],
+        [T((2, 3), np.int8)],
+        {"seq_dim": 1, "batch_dim": 0},
+    ),
+    "reverse_sequence-long": (
+        "REVERSE_SEQUENCE",
+        [T((2, 3)), _i32([4, 2])],
+        [T((2, 3))],
+        {"seq_dim": 1, "batch_dim": 0},
+    ),
+    "reverse_sequence-batch-size": (
+        "REVERSE_SEQUENCE",
+        [T((2, 3)), _i32([1, 2, 1])],
+        [T((2, 3))],
+        {"seq_dim": 1, "batch_dim": 0},
+    ),
     "mirror_pad-too-wide": ("MIRROR_PAD", [T((2, 3)), _i32([[2, 0], [0, 0]])], [T((4, 3))], {"mode": 0}),
     "mirror_pad-negative": ("MIRROR_PAD", [T((2, 3)), _i32([[0, -1], [0, 0]])], [T((1, 3))], {"mode": 1}),
     "mirror_pad-string": ("MIRROR_PAD", [T((2,), np.bytes_), _i32([[1, 1]])], [T((4,), np.bytes_)], {"mode": 1}),
-    "mirror_pad-int16-zero-point": ("MIRROR_PAD", [T((2,), np.int16, q=quant(0.5, 3)), _i32([[1, 1]])],
-                                    [T((4,), np.int16, q=quant(0.5, 3))], {"mode": 1}),
-    "mirror_pad-float-paddings": ("MIRROR_PAD", [T((2, 3)), T.const(np.zeros((2, 2), np.float32))], [T((2, 3))],
-                                  {"mode": 0}),
+    "mirror_pad-int16-zero-point": (
+        "MIRROR_PAD",
+        [T((2,), np.int16, q=quant(0.5, 3)), _i32([[1, 1]])],
+        [T((4,), np.int16, q=quant(0.5, 3))],
+        {"mode": 1},
+    ),
+    "mirror_pad-float-paddings": (
+        "MIRROR_PAD",
+        [T((2, 3)), T.const(np.zeros((2, 2), np.float32))],
+        [T((2, 3))],
+        {"mode": 0},
+    ),
 }
 
 
@@ -558,8 +690,11 @@ REJECTED = {
 def test_movement_rejected_at_prepare(case):
     op, ins, outs, opts = REJECTED[case]
     model = single_op_model(op, ins, outs, opts)
-    feeds = [np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
-             for t in ins if t is not None and t.data is None]
+    feeds = [
+        np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
+        for t in ins
+        if t is not None and t.data is None
+    ]
     with pytest.raises(RuntimeError):
         run_litert(model, feeds)
     with pytest.raises(PrepareError):
@@ -568,8 +703,9 @@ def test_movement_rejected_at_prepare(case):
 
 def test_concatenation_of_constant_scalars():
     """Rank-0 inputs are accepted only when all are constant: stacked into a vector at prepare."""
-    model = single_op_model("CONCATENATION", [T.const(np.float32(1.5)), T.const(np.float32(-2.0))], [T((2,))],
-                            {"axis": 0})
+    model = single_op_model(
+        "CONCATENATION", [T.const(np.float32(1.5)), T.const(np.float32(-2.0))], [T((2,))], {"axis": 0}
+    )
     out = check_both(model, [])
     assert out is not None and out[0].tolist() == [1.5, -2.0]
     model = single_op_model("CONCATENATION", [T(()), T(())], [T((2,))], {"axis": 0})
@@ -615,7 +751,8 @@ def test_dynamic_output_shapes_reported_after_each_invoke():
 
 def test_reverse_sequence_long_length_fails_at_invoke():
     """LiteRT checks only seq_lengths[0] and reads past the input for a later, longer one: litert_py fails."""
-    model = single_op_model("REVERSE_SEQUENCE", [T((2, 3)), T((2,), np.int32)], [T((2, 3))],
-                            {"seq_dim": 1, "batch_dim": 0})
+    model = single_op_model(
+        "REVERSE_SEQUENCE", [T((2, 3)), T((2,), np.int32)], [T((2, 3))], {"seq_dim": 1, "batch_dim": 0}
+    )
     with pytest.raises(InvokeError, match="seq_lengths"):
         run_ours(model, [np.zeros((2, 3), np.float32), np.array([1, 4], np.int32)])

@@ -29,7 +29,9 @@ LRN_POW_RTOL = 1e-6
 RESOLVER = {"local_response_normalization-float32": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
 
 CASES = [
-    ("L2_NORMALIZATION", np.float32), ("L2_NORMALIZATION", U8), ("L2_NORMALIZATION", I8),
+    ("L2_NORMALIZATION", np.float32),
+    ("L2_NORMALIZATION", U8),
+    ("L2_NORMALIZATION", I8),
     ("LOCAL_RESPONSE_NORMALIZATION", np.float32),
 ]
 OUTPUT_QPARAMS = {U8: (1 / 128, 128), I8: (1 / 128, 0)}
@@ -50,10 +52,12 @@ def test_normalization(case, data, seed):
         shape = shape[:-1] + (data.draw(st.integers(50, 3000), label="depth"),)
     options = None
     if lrn:
-        options = {"radius": data.draw(st.integers(0, 8), label="radius"),
-                   "bias": data.draw(st.sampled_from([1.0, 2.0, 0.5, 1e-3]), label="bias"),
-                   "alpha": data.draw(st.sampled_from([1.0, 1e-4, 0.5, 3.0]), label="alpha"),
-                   "beta": data.draw(st.sampled_from([0.75, 0.5, 1.0, 2.0, -1.0]), label="beta")}
+        options = {
+            "radius": data.draw(st.integers(0, 8), label="radius"),
+            "bias": data.draw(st.sampled_from([1.0, 2.0, 0.5, 1e-3]), label="bias"),
+            "alpha": data.draw(st.sampled_from([1.0, 1e-4, 0.5, 3.0]), label="alpha"),
+            "beta": data.draw(st.sampled_from([0.75, 0.5, 1.0, 2.0, -1.0]), label="beta"),
+        }
     if np.dtype(dtype).kind == "f":
         regime = data.draw(regimes(dtype), label="regime")
         x = values(rng, shape, dtype, regime)
@@ -73,8 +77,9 @@ def test_normalization(case, data, seed):
         x = np.full(shape, z_in, dtype)
     else:
         x = rng.integers(int(info.min), int(info.max), size=shape, endpoint=True).astype(dtype)
-    model = single_op_model(op, [T(shape, dtype, q=quant(s_in, z_in))],
-                            [T(shape, dtype, q=quant(*OUTPUT_QPARAMS[dtype]))])
+    model = single_op_model(
+        op, [T(shape, dtype, q=quant(s_in, z_in))], [T(shape, dtype, q=quant(*OUTPUT_QPARAMS[dtype]))]
+    )
     assert_matches(*run_both(model, [x]))
 
 
@@ -83,13 +88,22 @@ REJECTS = [  # (id, op, input spec, output spec, options): refused at prepare by
     ("l2_normalization-int16", "L2_NORMALIZATION", T((2, 3), np.int16, q=_Q), T((2, 3), np.int16, q=_Q), None),
     ("l2_normalization-rank0", "L2_NORMALIZATION", T(()), T(()), None),
     ("l2_normalization-relu", "L2_NORMALIZATION", T((2, 3)), T((2, 3)), {"fused_activation_function": 1}),
-    ("l2_normalization-uint8-bad-scale", "L2_NORMALIZATION", T((2, 3), U8, q=_Q), T((2, 3), U8, q=quant(0.1, 128)),
-     None),
-    ("l2_normalization-int8-bad-zero-point", "L2_NORMALIZATION", T((2, 3), I8, q=_Q),
-     T((2, 3), I8, q=quant(1 / 128, 128 - 256 + 1)), None),
+    (
+        "l2_normalization-uint8-bad-scale",
+        "L2_NORMALIZATION",
+        T((2, 3), U8, q=_Q),
+        T((2, 3), U8, q=quant(0.1, 128)),
+        None,
+    ),
+    (
+        "l2_normalization-int8-bad-zero-point",
+        "L2_NORMALIZATION",
+        T((2, 3), I8, q=_Q),
+        T((2, 3), I8, q=quant(1 / 128, 128 - 256 + 1)),
+        None,
+    ),
     ("lrn-rank3", "LOCAL_RESPONSE_NORMALIZATION", T((2, 3, 4)), T((2, 3, 4)), {"radius": 1}),
-    ("lrn-int8", "LOCAL_RESPONSE_NORMALIZATION", T((1, 2, 2, 4), I8, q=_Q), T((1, 2, 2, 4), I8, q=_Q),
-     {"radius": 1}),
+    ("lrn-int8", "LOCAL_RESPONSE_NORMALIZATION", T((1, 2, 2, 4), I8, q=_Q), T((1, 2, 2, 4), I8, q=_Q), {"radius": 1}),
 ]
 
 
@@ -114,8 +128,10 @@ def _lrn_tensorflow(x: np.ndarray, radius: int, bias: float, alpha: float, beta:
 
 
 #: the issue's example: radius 2, bias 1, alpha 0.5, beta 0.75
-LRN_EXAMPLE = (np.array([2.884, -2.714, -2.589, 1.3, 0.7, -0.2], np.float32).reshape(1, 1, 1, 6),
-               {"radius": 2, "bias": 1.0, "alpha": 0.5, "beta": 0.75})
+LRN_EXAMPLE = (
+    np.array([2.884, -2.714, -2.589, 1.3, 0.7, -0.2], np.float32).reshape(1, 1, 1, 6),
+    {"radius": 2, "bias": 1.0, "alpha": 0.5, "beta": 0.75},
+)
 
 
 @pytest.mark.parametrize("radius", [0, 1, 2, 7])
@@ -131,8 +147,11 @@ def test_lrn_follows_tensorflow_and_the_default_kernels(radius, resolver):
         assert round(float(ours[0].flat[0]), 3) == 0.442  # the reference kernel gives 0.5625
 
 
-@pytest.mark.xfail(strict=True, reason="LiteRT's reference LOCAL_RESPONSE_NORMALIZATION sums [c - r, c + r), not "
-                                       "TensorFlow's [c - r, c + r]; litert_py follows the default kernels")
+@pytest.mark.xfail(
+    strict=True,
+    reason="LiteRT's reference LOCAL_RESPONSE_NORMALIZATION sums [c - r, c + r), not "
+    "TensorFlow's [c - r, c + r]; litert_py follows the default kernels",
+)
 @pytest.mark.parametrize("radius", [0, 2])
 def test_lrn_reference_kernel_window(radius):
     x, options = LRN_EXAMPLE

@@ -28,8 +28,9 @@ def _options(**kw) -> bytes:
 
 
 def _model(q_t: T, ref_shape, options: bytes, out: T | None = None, extra: list | None = None) -> bytes:
-    return single_op_model("CUSTOM", [q_t, T(ref_shape), *(extra or [])], [out or T(q_t.shape)],
-                           custom_code=OP, custom_options=options)
+    return single_op_model(
+        "CUSTOM", [q_t, T(ref_shape), *(extra or [])], [out or T(q_t.shape)], custom_code=OP, custom_options=options
+    )
 
 
 def _outcome(run, model, inputs):
@@ -83,8 +84,10 @@ def case(draw):
                 zps = tuple(int(z) for z in rng.integers(-5, 6, n))
                 q = QuantizationParameters(scale=scales, zero_point=zps, quantized_dimension=axis)
                 cs = [n if k == axis else 1 for k in range(rank)]
-                deq = (np.float32(np.array(scales, np.float32).reshape(cs))
-                       * (x.astype(np.float64) - np.array(zps).reshape(cs))).astype(np.float32)
+                deq = (
+                    np.float32(np.array(scales, np.float32).reshape(cs))
+                    * (x.astype(np.float64) - np.array(zps).reshape(cs))
+                ).astype(np.float32)
         if quantization == "per-tensor":
             scale = float(np.float32(draw(st.sampled_from([1e-4, 0.003, 0.1, 1 / 3, 2.5]))))
             zp = draw(st.integers(-10, 10)) if dtype_name != "uint8" else draw(st.integers(0, 255))
@@ -120,15 +123,19 @@ def test_numeric_verify_reference_longer_than_input():
     _assert_same(_model(T(q.shape, np.int8, q=quant(0.25, 1)), (10,), _options(tolerance=0.0)), [q, ref])
 
 
-@pytest.mark.parametrize("options", [
-    {"tolerance": 1, "log_if_failed": 1},  # ints for AsFloat / AsBool
-    {"tolerance": 0.1, "log_if_failed": 1.0},  # f64(f32(0.1)) >= 0.1
-    {"tolerance": 0.5, "log_if_failed": 0.5},  # AsBool of 0.5: AsUInt64() == 0, false
-    {"tolerance": True, "log_if_failed": True},
-    {},
-    {"tolerance": float("inf"), "log_if_failed": True},  # max_diff inf: nothing fails
-    {"tolerance": float("nan"), "log_if_failed": True},  # NaN >= 0.1 is false: statistics only
-], ids=["ints", "tolerance-0.1", "log-0.5", "bools", "empty-map", "tolerance-inf", "tolerance-nan"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"tolerance": 1, "log_if_failed": 1},  # ints for AsFloat / AsBool
+        {"tolerance": 0.1, "log_if_failed": 1.0},  # f64(f32(0.1)) >= 0.1
+        {"tolerance": 0.5, "log_if_failed": 0.5},  # AsBool of 0.5: AsUInt64() == 0, false
+        {"tolerance": True, "log_if_failed": True},
+        {},
+        {"tolerance": float("inf"), "log_if_failed": True},  # max_diff inf: nothing fails
+        {"tolerance": float("nan"), "log_if_failed": True},  # NaN >= 0.1 is false: statistics only
+    ],
+    ids=["ints", "tolerance-0.1", "log-0.5", "bools", "empty-map", "tolerance-inf", "tolerance-nan"],
+)
 def test_numeric_verify_option_encodings(options):
     q = np.array([0, 2, 3], np.int8)
     ref = np.array([0.4, 1, 1.5], np.float32)
@@ -138,8 +145,10 @@ def test_numeric_verify_option_encodings(options):
 def test_numeric_verify_options_not_a_map():
     # AsMap() of a non-map root is the empty map: tolerance 0, no check.
     q = np.array([0, 2, 3], np.int8)
-    _assert_same(_model(T((3,), np.int8, q=quant(0.5, 0)), (3,), bytes(flexbuffers.Dumps(5))),
-                 [q, np.array([0.4, 1, 1.5], np.float32)])
+    _assert_same(
+        _model(T((3,), np.int8, q=quant(0.5, 0)), (3,), bytes(flexbuffers.Dumps(5))),
+        [q, np.array([0.4, 1, 1.5], np.float32)],
+    )
 
 
 @pytest.mark.parametrize("log_if_failed", [False, True])
@@ -151,8 +160,10 @@ def test_numeric_verify_constant_input_evaluated_once(log_if_failed):
     LiteRT, OpResolverType = oracle()
     refs = [np.zeros(3, np.float32), np.ones(3, np.float32), np.full(3, 7, np.float32)]
     results = []
-    for it in (Interpreter(model_content=model),
-               LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)):
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+    ):
         it.allocate_tensors()
         ref_index = it.get_input_details()[0]["index"]
         out_index = it.get_output_details()[0]["index"]
@@ -177,8 +188,11 @@ def test_numeric_verify_constant_input_evaluated_once(log_if_failed):
 def test_numeric_verify_failure_is_invoke_error():
     q = np.array([1, 2, 3], np.int8)
     model = _model(T((3,), np.int8, q=quant(0.1, 0)), (3,), _options(tolerance=0.2, log_if_failed=True))
-    with pytest.raises(InvokeError, match=r"Mismatch: 0\.330000 is quantized to 3 with \(0\.100000, 0\)\. "
-                                          r"abs\(0\.330000 - 0\.300000\) = 0\.030000 > 0\.020000 \(tolerance\)"):
+    with pytest.raises(
+        InvokeError,
+        match=r"Mismatch: 0\.330000 is quantized to 3 with \(0\.100000, 0\)\. "
+        r"abs\(0\.330000 - 0\.300000\) = 0\.030000 > 0\.020000 \(tolerance\)",
+    ):
         run_ours(model, [q, np.array([0.1, 0.2, 0.33], np.float32)])
 
 
@@ -192,15 +206,21 @@ ERRORS = {
     "numeric-verify-float32-input": lambda: _model(T((2, 3), np.float32), (2, 3), _OPTS),
     "numeric-verify-int32-input": lambda: _model(T((2, 3), np.int32, q=quant(0.1, 0)), (2, 3), _OPTS),
     "numeric-verify-int8-reference": lambda: single_op_model(
-        "CUSTOM", [T((2, 3), np.int8, q=quant(0.1, 0)), T((2, 3), np.int8, q=quant(0.1, 0))], [T((2, 3))],
-        custom_code=OP, custom_options=_OPTS),
+        "CUSTOM",
+        [T((2, 3), np.int8, q=quant(0.1, 0)), T((2, 3), np.int8, q=quant(0.1, 0))],
+        [T((2, 3))],
+        custom_code=OP,
+        custom_options=_OPTS,
+    ),
     "numeric-verify-reference-too-short": lambda: _model(T((2, 3), np.int8, q=quant(0.1, 0)), (5,), _OPTS),
     "numeric-verify-int16-per-channel": lambda: _model(T((2, 3), np.int16, q=_PER_CHANNEL), (2, 3), _OPTS),
     "numeric-verify-float16-per-channel": lambda: _model(T((2, 3), np.float16, q=_PER_CHANNEL), (2, 3), _OPTS),
-    "numeric-verify-int8-output": lambda: _model(T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS,
-                                                 out=T((2, 3), np.int8, q=quant(0.1, 0))),
-    "numeric-verify-three-inputs": lambda: _model(T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS,
-                                                  extra=[T((2, 3))]),
+    "numeric-verify-int8-output": lambda: _model(
+        T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS, out=T((2, 3), np.int8, q=quant(0.1, 0))
+    ),
+    "numeric-verify-three-inputs": lambda: _model(
+        T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS, extra=[T((2, 3))]
+    ),
 }
 
 

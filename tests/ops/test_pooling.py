@@ -22,9 +22,19 @@ TOLERANCE = {"AVERAGE_POOL_2D": 0.0, "MAX_POOL_2D": 0.0}
 
 
 def _model(op, shape, fh, fw, sh, sw, padding=0, act=0, dtype=np.float32, q=None):
-    return single_op_model(op, [T(shape, dtype, q=q)], [T((1,) * (len(shape) - 1) + shape[-1:], dtype, q=q)],
-                           {"padding": padding, "stride_h": sh, "stride_w": sw, "filter_height": fh,
-                            "filter_width": fw, "fused_activation_function": act})
+    return single_op_model(
+        op,
+        [T(shape, dtype, q=q)],
+        [T((1,) * (len(shape) - 1) + shape[-1:], dtype, q=q)],
+        {
+            "padding": padding,
+            "stride_h": sh,
+            "stride_w": sw,
+            "filter_height": fh,
+            "filter_width": fw,
+            "fused_activation_function": act,
+        },
+    )
 
 
 def _assert_same(ours, theirs, op):
@@ -36,10 +46,20 @@ def _assert_same(ours, theirs, op):
 
 
 @pytest.mark.parametrize("op", OPS)
-@given(batch=st.integers(1, 2), h=st.integers(1, 12), w=st.integers(1, 12), c=st.integers(1, 8),
-       fh=st.integers(1, 4), fw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
-       padding=st.sampled_from([0, 1]), act=st.sampled_from([0, 1, 2, 3, 4, 5]),
-       special=st.sampled_from([False, False, True]), seed=st.integers(0, 2**31 - 1))
+@given(
+    batch=st.integers(1, 2),
+    h=st.integers(1, 12),
+    w=st.integers(1, 12),
+    c=st.integers(1, 8),
+    fh=st.integers(1, 4),
+    fw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    padding=st.sampled_from([0, 1]),
+    act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+    special=st.sampled_from([False, False, True]),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_pool_float32(op, batch, h, w, c, fh, fw, sh, sw, padding, act, special, seed):
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal((batch, h, w, c)) * 4).astype(np.float32)
@@ -102,10 +122,22 @@ QUANTIZED = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dtype", list(QUANTIZED))
-@given(batch=st.integers(1, 2), h=st.integers(1, 12), w=st.integers(1, 12), c=st.integers(1, 8),
-       fh=st.integers(1, 4), fw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
-       padding=st.sampled_from([0, 1]), act=st.sampled_from([0, 1, 2, 3, 4, 5]), log_scale=st.floats(-6, 3),
-       zp_kind=st.sampled_from(["min", "max", "zero", "any"]), narrow=st.booleans(), seed=st.integers(0, 2**31 - 1))
+@given(
+    batch=st.integers(1, 2),
+    h=st.integers(1, 12),
+    w=st.integers(1, 12),
+    c=st.integers(1, 8),
+    fh=st.integers(1, 4),
+    fw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    padding=st.sampled_from([0, 1]),
+    act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+    log_scale=st.floats(-6, 3),
+    zp_kind=st.sampled_from(["min", "max", "zero", "any"]),
+    narrow=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_pool_quantized(op, dtype, batch, h, w, c, fh, fw, sh, sw, padding, act, log_scale, zp_kind, narrow, seed):
     """Rounding division of the int32 window sum (halves away from zero; uint8: + n/2, truncated), the
     max from the type's lowest value, then the activation clamp from the output's scale and zero point."""
@@ -114,8 +146,16 @@ def test_pool_quantized(op, dtype, batch, h, w, c, fh, fw, sh, sw, padding, act,
     rng = np.random.default_rng(seed)
     lo, hi = (int(info.min), int(info.max)) if not narrow else (max(int(info.min), -3), min(int(info.max), 3))
     x = rng.integers(lo, hi, (batch, h, w, c), endpoint=True).astype(dt)
-    zp = 0 if dt == np.int16 else {"min": int(info.min), "max": int(info.max), "zero": 0,
-                                   "any": int(rng.integers(info.min, info.max, endpoint=True))}[zp_kind]
+    zp = (
+        0
+        if dt == np.int16
+        else {
+            "min": int(info.min),
+            "max": int(info.max),
+            "zero": 0,
+            "any": int(rng.integers(info.min, info.max, endpoint=True)),
+        }[zp_kind]
+    )
     model = _model(op, x.shape, fh, fw, sh, sw, padding, act, dt, quant(10.0**log_scale, zp))
     try:
         theirs = run_litert(model, [x])

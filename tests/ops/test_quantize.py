@@ -20,8 +20,13 @@ from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 TOLERANCE = {"DEQUANTIZE": 0.0, "QUANTIZE": 0.0}
 
 INT4 = 17  # TensorType.INT4: held unpacked, one int8 per value (both runtimes report it so)
-RANGES = {np.int8: (-128, 127), np.uint8: (0, 255), np.int16: (-32768, 32767), np.int32: (-(2**31), 2**31 - 1),
-          INT4: (-8, 7)}
+RANGES = {
+    np.int8: (-128, 127),
+    np.uint8: (0, 255),
+    np.int16: (-32768, 32767),
+    np.int32: (-(2**31), 2**31 - 1),
+    INT4: (-8, 7),
+}
 seeds = st.integers(0, 2**32 - 1)
 scales = st.floats(1e-4, 10.0).map(lambda s: float(np.float32(s)))
 
@@ -41,8 +46,11 @@ def _model(op, x_shape, x_dtype, x_q, y_dtype, y_q, const=None):
         kw = {"tensor_type": INT4} if dtype == INT4 else {}
         np_dtype = np.int8 if dtype == INT4 else dtype
         make = b.input if graph_input else b.tensor
-        return make(name, x_shape, np_dtype, quantization=q, **kw) if data is None else \
-            b.tensor(name, x_shape, np_dtype, data=data, quantization=q, **kw)
+        return (
+            make(name, x_shape, np_dtype, quantization=q, **kw)
+            if data is None
+            else b.tensor(name, x_shape, np_dtype, data=data, quantization=q, **kw)
+        )
 
     x = tensor("x", x_dtype, x_q, const, graph_input=const is None)
     y = tensor("y", y_dtype, y_q)
@@ -76,8 +84,7 @@ def quantize_float(draw):
     elif kind == "random":
         x = (rng.standard_normal(shape) * (hi - lo) * s_b).astype(np.float32)
     else:
-        pool = np.array([0.0, -0.0, 1e10, -1e10, 3e9, -3e9, 2.1e9, np.inf, -np.inf, np.nan, 1e-30, 65504.0],
-                        np.float32)
+        pool = np.array([0.0, -0.0, 1e10, -1e10, 3e9, -3e9, 2.1e9, np.inf, -np.inf, np.nan, 1e-30, 65504.0], np.float32)
         x = rng.choice(pool, shape).astype(np.float32) * np.float32(s_b if np.ndim(s_b) == 0 else 1.0)
     return _model("QUANTIZE", shape, np.float32, None, y_dtype, q), [x]
 
@@ -85,8 +92,16 @@ def quantize_float(draw):
 @st.composite
 def requantize(draw):
     x_dtype = draw(st.sampled_from([np.int8, np.uint8, np.int16, np.int32]))
-    y_dtype = draw(st.sampled_from({np.int8: [np.int8, np.uint8, np.int16], np.uint8: [np.int8, np.uint8, np.int16],
-                                    np.int16: [np.int8, np.int16, np.int32], np.int32: [np.int8, np.int16]}[x_dtype]))
+    y_dtype = draw(
+        st.sampled_from(
+            {
+                np.int8: [np.int8, np.uint8, np.int16],
+                np.uint8: [np.int8, np.uint8, np.int16],
+                np.int16: [np.int8, np.int16, np.int32],
+                np.int32: [np.int8, np.int16],
+            }[x_dtype]
+        )
+    )
     both16 = x_dtype == np.int16 and y_dtype == np.int16
     s_in = draw(scales)
     s_out = draw(st.sampled_from([s_in, s_in * 2, s_in / 3]) | scales)
@@ -156,8 +171,9 @@ def test_requantize_every_input_value(dtype):
         out_dtype = np.int16 if dtype == np.int16 else np.int8
         if out_dtype == np.int16:
             zout = 0
-        model = single_op_model("QUANTIZE", [T(x.shape, dtype, q=quant(s_in, zin))],
-                                [T(x.shape, out_dtype, q=quant(s_out, zout))])
+        model = single_op_model(
+            "QUANTIZE", [T(x.shape, dtype, q=quant(s_in, zin))], [T(x.shape, out_dtype, q=quant(s_out, zout))]
+        )
         assert check_both(model, [x]) is not None
 
 

@@ -24,8 +24,9 @@ from tests.oracle import T, oracle, single_op_model
 
 INVOKES = 3
 
-SEEDS = st.tuples(st.integers(-2**63, 2**63 - 1), st.integers(-2**63, 2**63 - 1)).filter(
-    lambda s: (s[0] & 0xFFFFFFFF, s[1] & 0xFFFFFFFF) != (0, 0))  # LiteRT keeps the low 32 bits; (0, 0) is random
+SEEDS = st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(-(2**63), 2**63 - 1)).filter(
+    lambda s: (s[0] & 0xFFFFFFFF, s[1] & 0xFFFFFFFF) != (0, 0)
+)  # LiteRT keeps the low 32 bits; (0, 0) is random
 
 
 def _invokes(it, inputs, n=INVOKES):
@@ -75,20 +76,28 @@ def test_random_float32(op, seeds, shape, const):
 @pytest.mark.parametrize("seeds,n", [((12345, 678), 1001), ((-7, 2**40 + 3), 65537), ((1, 0), 200_000)])
 def test_random_float32_large(op, seeds, n):
     """Many Box-Muller pairs (incl. u1 near 0 clamps, v1 near multiples of pi/2) and several invokes."""
-    model = single_op_model(op, [T.const(np.array([n], np.int32))], [T((n,), np.float32)],
-                            {"seed": seeds[0], "seed2": seeds[1]})
+    model = single_op_model(
+        op, [T.const(np.array([n], np.int32))], [T((n,), np.float32)], {"seed": seeds[0], "seed2": seeds[1]}
+    )
     ours, theirs = run_both_invokes(model, [], n=3)
     assert_identical(ours, theirs)
 
 
-@given(seeds=SEEDS, batch=st.integers(1, 4), classes=st.integers(1, 6), n=st.integers(1, 9),
-       out=st.sampled_from([np.int32, np.int64]), const=st.booleans(), vseed=st.integers(0, 2**31 - 1),
-       special=st.booleans())
+@given(
+    seeds=SEEDS,
+    batch=st.integers(1, 4),
+    classes=st.integers(1, 6),
+    n=st.integers(1, 9),
+    out=st.sampled_from([np.int32, np.int64]),
+    const=st.booleans(),
+    vseed=st.integers(0, 2**31 - 1),
+    special=st.booleans(),
+)
 def test_multinomial(seeds, batch, classes, n, out, const, vseed, special):
     # n >= 1: the oracle's get_tensor fails ("Invalid tensor size") on an empty output
     logits = (np.random.default_rng(vseed).standard_normal((batch, classes)) * 3).astype(np.float32)
     if special:  # non-finite logits count as probability 0
-        logits.reshape(-1)[:: 3] = np.float32(-np.inf)
+        logits.reshape(-1)[::3] = np.float32(-np.inf)
     ns = np.array(n, np.int32)
     inputs = [T((batch, classes), np.float32), T.const(ns) if const else T((), np.int32)]
     model = single_op_model("MULTINOMIAL", inputs, [T((batch, n), out)], {"seed": seeds[0], "seed2": seeds[1]})
@@ -101,8 +110,12 @@ def test_multinomial_large(batch, classes, n):
     """Past the broadcast comparison (batch * n * classes > 2^16: upper_bound row by row) and many draws."""
     logits = (np.random.default_rng(classes).standard_normal((batch, classes)) * 2).astype(np.float32)
     logits[:, ::5] = -np.inf
-    model = single_op_model("MULTINOMIAL", [T.const(logits), T.const(np.array(n, np.int32))],
-                            [T((batch, n), np.int64)], {"seed": 77, "seed2": -3})
+    model = single_op_model(
+        "MULTINOMIAL",
+        [T.const(logits), T.const(np.array(n, np.int32))],
+        [T((batch, n), np.int64)],
+        {"seed": 77, "seed2": -3},
+    )
     ours, theirs = run_both_invokes(model, [], n=2)
     assert_identical(ours, theirs)
 
@@ -110,11 +123,16 @@ def test_multinomial_large(batch, classes, n):
 @pytest.mark.parametrize("op", ["RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL"])
 def test_seed_zero_shape_dtype_range(op):
     if op == "MULTINOMIAL":
-        model = single_op_model(op, [T.const(np.zeros((3, 4), np.float32)), T.const(np.array(50, np.int32))],
-                                [T((3, 50), np.int64)], {"seed": 0, "seed2": 0})
+        model = single_op_model(
+            op,
+            [T.const(np.zeros((3, 4), np.float32)), T.const(np.array(50, np.int32))],
+            [T((3, 50), np.int64)],
+            {"seed": 0, "seed2": 0},
+        )
     else:
-        model = single_op_model(op, [T.const(np.array([40, 5], np.int32))], [T((40, 5), np.float32)],
-                                {"seed": 0, "seed2": 0})
+        model = single_op_model(
+            op, [T.const(np.array([40, 5], np.int32))], [T((40, 5), np.float32)], {"seed": 0, "seed2": 0}
+        )
     ours, theirs = run_both_invokes(model, [], n=2)
     for (a,), (b,) in zip(ours, theirs):
         assert a.shape == b.shape and a.dtype == b.dtype
@@ -127,15 +145,25 @@ def test_seed_zero_shape_dtype_range(op):
     assert not np.array_equal(ours[0][0], ours[1][0])  # the state advances
 
 
-@pytest.mark.parametrize("case", [
-    ("RANDOM_UNIFORM", [T.const(np.array([2, 3], np.int64))], [T((2, 3), np.float32)]),
-    ("RANDOM_UNIFORM", [T.const(np.array([[2, 3]], np.int32))], [T((2, 3), np.float32)]),
-    ("RANDOM_STANDARD_NORMAL", [T.const(np.array([2], np.int32))], [T((2,), np.int32)]),
-    ("MULTINOMIAL", [T((2, 3), np.int32), T.const(np.array(2, np.int32))], [T((2, 2), np.int64)]),
-    ("MULTINOMIAL", [T((2, 3), np.float32), T.const(np.array(2, np.int64))], [T((2, 2), np.int64)]),
-    ("MULTINOMIAL", [T((2, 3), np.float32), T.const(np.array(2, np.int32))], [T((2, 2), np.float32)]),
-], ids=["uniform-int64-shape", "uniform-2d-shape", "normal-int32-out", "multinomial-int32-logits",
-        "multinomial-int64-num", "multinomial-float-out"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("RANDOM_UNIFORM", [T.const(np.array([2, 3], np.int64))], [T((2, 3), np.float32)]),
+        ("RANDOM_UNIFORM", [T.const(np.array([[2, 3]], np.int32))], [T((2, 3), np.float32)]),
+        ("RANDOM_STANDARD_NORMAL", [T.const(np.array([2], np.int32))], [T((2,), np.int32)]),
+        ("MULTINOMIAL", [T((2, 3), np.int32), T.const(np.array(2, np.int32))], [T((2, 2), np.int64)]),
+        ("MULTINOMIAL", [T((2, 3), np.float32), T.const(np.array(2, np.int64))], [T((2, 2), np.int64)]),
+        ("MULTINOMIAL", [T((2, 3), np.float32), T.const(np.array(2, np.int32))], [T((2, 2), np.float32)]),
+    ],
+    ids=[
+        "uniform-int64-shape",
+        "uniform-2d-shape",
+        "normal-int32-out",
+        "multinomial-int32-logits",
+        "multinomial-int64-num",
+        "multinomial-float-out",
+    ],
+)
 def test_rejected(case):
     op, inputs, outputs = case
     model = single_op_model(op, inputs, outputs, {"seed": 1, "seed2": 2})
@@ -145,8 +173,12 @@ def test_rejected(case):
 
 def test_reseeded_when_prepared_again():
     """A resize to a new shape re-runs prepare, which re-seeds the generator (LiteRT's InitializeOpData)."""
-    model = single_op_model("MULTINOMIAL", [T((1, 3), np.float32), T.const(np.array(4, np.int32))],
-                            [T((1, 4), np.int64)], {"seed": 3, "seed2": 9})
+    model = single_op_model(
+        "MULTINOMIAL",
+        [T((1, 3), np.float32), T.const(np.array(4, np.int32))],
+        [T((1, 4), np.int64)],
+        {"seed": 3, "seed2": 9},
+    )
     res = []
     for it in _pair(model):
         i, o = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
@@ -167,9 +199,12 @@ def test_reseeded_when_prepared_again():
 
 def test_allocate_twice_does_not_reseed():
     """LiteRT's AllocateTensors does nothing when nothing changed, so the generator's draws continue."""
-    model = single_op_model("MULTINOMIAL", [T.const(np.log(np.full((1, 3), 1 / 3, np.float32))),
-                                            T.const(np.array(2, np.int32))],
-                            [T((1, 2), np.int32)], {"seed": 0, "seed2": 1})
+    model = single_op_model(
+        "MULTINOMIAL",
+        [T.const(np.log(np.full((1, 3), 1 / 3, np.float32))), T.const(np.array(2, np.int32))],
+        [T((1, 2), np.int32)],
+        {"seed": 0, "seed2": 1},
+    )
     runs = []
     for I in (oracle()[0], Interpreter):
         it = I(model_content=model)
@@ -184,8 +219,9 @@ def test_allocate_twice_does_not_reseed():
 
 # --- glibc_math: the FMA emulation against exact rationals, logf/sincosf against this machine's libm ---------
 
-FINITE = st.floats(min_value=-2.0**200, max_value=2.0**200, allow_nan=False, allow_infinity=False).filter(
-    lambda v: v == 0 or abs(v) > 2.0**-200)
+FINITE = st.floats(min_value=-(2.0**200), max_value=2.0**200, allow_nan=False, allow_infinity=False).filter(
+    lambda v: v == 0 or abs(v) > 2.0**-200
+)
 
 
 def _fma_exact(a: float, b: float, c: float) -> float:

@@ -32,8 +32,7 @@ def resize(draw, op, dtype_names, dynamic=False):
     oh, ow = draw(st.integers(1, 17)), draw(st.integers(1, 17))
     mode = draw(st.sampled_from(["plain", "align_corners", "half_pixel_centers"]))
     opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
-    q = quant(0.5, 0 if name == "int16" else 3) if name in ("int8", "uint8", "int16") and draw(st.booleans()) \
-        else None
+    q = quant(0.5, 0 if name == "int16" else 3) if name in ("int8", "uint8", "int16") and draw(st.booleans()) else None
     x = values(np.random.default_rng(draw(seeds)), (b, h, w, c), dt)
     size = np.array([oh, ow], np.int32)
     if dynamic:
@@ -72,15 +71,20 @@ def test_resize_bilinear_extreme_values(dtype, mode):
         x = rng.choice(np.array([info.min, info.max, info.min + 1, info.max - 1, 0], dt), (1, 5, 7, 2))
     opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
     for oh, ow in [(1, 1), (2, 3), (9, 13), (20, 28), (4, 5), (5, 7)]:
-        model = single_op_model("RESIZE_BILINEAR", [T(x.shape, dt), T.const(np.array([oh, ow], np.int32))],
-                                [T((1, oh, ow, 2), dt)], opts)
+        model = single_op_model(
+            "RESIZE_BILINEAR", [T(x.shape, dt), T.const(np.array([oh, ow], np.int32))], [T((1, oh, ow, 2), dt)], opts
+        )
         assert check_both(model, [x]) is not None
 
 
 REJECTED = {
     "bilinear-int32": ("RESIZE_BILINEAR", np.int32, [2, 2], {}),
-    "bilinear-align-and-half-pixel": ("RESIZE_BILINEAR", np.float32, [2, 2],
-                                      {"align_corners": True, "half_pixel_centers": True}),
+    "bilinear-align-and-half-pixel": (
+        "RESIZE_BILINEAR",
+        np.float32,
+        [2, 2],
+        {"align_corners": True, "half_pixel_centers": True},
+    ),
     "bilinear-zero-size": ("RESIZE_BILINEAR", np.float32, [0, 2], {}),
     "bilinear-rank3": ("RESIZE_BILINEAR", np.float32, [2, 2], {"rank": 3}),
     "bilinear-size3": ("RESIZE_BILINEAR", np.float32, [2, 2, 2], {}),

@@ -128,9 +128,11 @@ def test_variable_shape_changes_on_assignment():
     _compare_runs(ours, [[x, x + x] for x in xs])
 
 
-@pytest.mark.parametrize("x_dtype,read_dtype", [(np.int32, np.int32), (np.int32, np.float32),
-                                                (np.float32, np.int32)],
-                         ids=["int32", "int32-read-as-float32", "float32-read-as-int32"])
+@pytest.mark.parametrize(
+    "x_dtype,read_dtype",
+    [(np.int32, np.int32), (np.int32, np.float32), (np.float32, np.int32)],
+    ids=["int32", "int32-read-as-float32", "float32-read-as-int32"],
+)
 def test_variable_read_as_its_dtype_only(x_dtype, read_dtype):
     """A variable holds the dtype of its last assignment; reading it as another dtype fails the invoke in
     LiteRT's reference kernels (variable_tensor->type != output->type) and in litert_py."""
@@ -141,13 +143,14 @@ def test_variable_read_as_its_dtype_only(x_dtype, read_dtype):
         return np.arange(6).reshape(shape).astype(x_dtype)
 
     if x_dtype != read_dtype:
-        for I, kw in ((LiteRT, {"experimental_op_resolver_type": OpResolverType.BUILTIN_REF}),
-                      (litert_py.Interpreter, {})):
+        for I, kw in (
+            (LiteRT, {"experimental_op_resolver_type": OpResolverType.BUILTIN_REF}),
+            (litert_py.Interpreter, {}),
+        ):
             with pytest.raises(RuntimeError, match="variable_tensor->type != output->type"):
                 _resized_runs(I, model, [(2, 3)], x_of, **kw)
         return
-    theirs = _resized_runs(LiteRT, model, [(2, 3)] * 2, x_of,
-                           experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    theirs = _resized_runs(LiteRT, model, [(2, 3)] * 2, x_of, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     ours = _resized_runs(litert_py.Interpreter, model, [(2, 3)] * 2, x_of)
     _compare_runs(ours, theirs)
 
@@ -169,8 +172,7 @@ def test_var_handle_is_folded_at_prepare():
     model = _delay_line_model()
     it = litert_py.Interpreter(model_content=model)
     it.allocate_tensors()
-    assert [node.name for node, _ in it._subgraphs[0].steps_nodes] == ["CALL_ONCE", "READ_VARIABLE",
-                                                                       "ASSIGN_VARIABLE"]
+    assert [node.name for node, _ in it._subgraphs[0].steps_nodes] == ["CALL_ONCE", "READ_VARIABLE", "ASSIGN_VARIABLE"]
     LiteRT, _ = oracle()
     xs = [np.full((2, 3), k, np.float32) for k in range(1, 4)]
     for a, b in zip(_stream(litert_py.Interpreter, model, xs), _stream(LiteRT, model, xs)):

@@ -31,8 +31,13 @@ PATHS = {  # id -> (op, hybrid, asymmetric, time_major)
 
 def _weights(b, rng, name, shape, hybrid):
     if hybrid:
-        return b.tensor(name, shape, np.int8, data=rng.integers(-128, 128, shape).astype(np.int8),
-                        quantization=quant(float(rng.uniform(0.002, 0.02))))
+        return b.tensor(
+            name,
+            shape,
+            np.int8,
+            data=rng.integers(-128, 128, shape).astype(np.int8),
+            quantization=quant(float(rng.uniform(0.002, 0.02))),
+        )
     return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
 
 
@@ -71,8 +76,15 @@ def _compare(ours, theirs, rtol):
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), n_in=st.integers(1, 24), units=st.integers(1, 8),
-       time=st.integers(1, 4), act=st.sampled_from(sorted(ACTS)), invokes=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    n_in=st.integers(1, 24),
+    units=st.integers(1, 8),
+    time=st.integers(1, 4),
+    act=st.sampled_from(sorted(ACTS)),
+    invokes=st.integers(1, 3),
+)
 def test_rnn_matches_oracle(path, seed, batch, n_in, units, time, act, invokes):
     op, hybrid, asym, tm = PATHS[path]
     rng = np.random.default_rng(seed)
@@ -115,8 +127,16 @@ BIDI = {  # id -> (time_major, merge_outputs, aux mode: None / "cross" / "bw-inp
 
 
 @pytest.mark.parametrize("path", sorted(BIDI))
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), n_in=st.integers(1, 12), uf=st.integers(1, 6),
-       ub=st.integers(1, 6), time=st.integers(1, 4), act=st.sampled_from(sorted(ACTS)), invokes=st.integers(1, 2))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    n_in=st.integers(1, 12),
+    uf=st.integers(1, 6),
+    ub=st.integers(1, 6),
+    time=st.integers(1, 4),
+    act=st.sampled_from(sorted(ACTS)),
+    invokes=st.integers(1, 2),
+)
 def test_bidirectional_rnn_matches_oracle(path, seed, batch, n_in, uf, ub, time, act, invokes):
     tm, merge, aux_mode, hybrid, asym = BIDI[path]
     rng = np.random.default_rng(seed)
@@ -128,17 +148,31 @@ def test_bidirectional_rnn_matches_oracle(path, seed, batch, n_in, uf, ub, time,
     aux = b.input("aux", lead + (n_in,), np.float32) if aux_mode else -1
     cells = []
     for name, u in (("fw", uf), ("bw", ub)):
-        cells += [_weights(b, rng, f"{name}_w", (u, n_in), hybrid), _weights(b, rng, f"{name}_r", (u, u), hybrid),
-                  b.const(f"{name}_b", rng.standard_normal(u).astype(np.float32)),
-                  b.tensor(f"{name}_h", (batch, u), np.float32, is_variable=True)]
+        cells += [
+            _weights(b, rng, f"{name}_w", (u, n_in), hybrid),
+            _weights(b, rng, f"{name}_r", (u, u), hybrid),
+            b.const(f"{name}_b", rng.standard_normal(u).astype(np.float32)),
+            b.tensor(f"{name}_h", (batch, u), np.float32, is_variable=True),
+        ]
     aux_w = [-1, -1]
     if aux_mode == "cross":
         aux_w = [_weights(b, rng, "fw_aux_w", (uf, n_in), hybrid), _weights(b, rng, "bw_aux_w", (ub, n_in), hybrid)]
-    outs = [b.tensor("out", lead + (uf + ub,), np.float32)] if merge else \
-        [b.tensor("fw_out", lead + (uf,), np.float32), b.tensor("bw_out", lead + (ub,), np.float32)]
-    b.op("BIDIRECTIONAL_SEQUENCE_RNN", [x] + cells + [aux] + aux_w, outs,
-         {"time_major": tm, "merge_outputs": merge, "fused_activation_function": ACTS[act],
-          "asymmetric_quantize_inputs": asym})
+    outs = (
+        [b.tensor("out", lead + (uf + ub,), np.float32)]
+        if merge
+        else [b.tensor("fw_out", lead + (uf,), np.float32), b.tensor("bw_out", lead + (ub,), np.float32)]
+    )
+    b.op(
+        "BIDIRECTIONAL_SEQUENCE_RNN",
+        [x] + cells + [aux] + aux_w,
+        outs,
+        {
+            "time_major": tm,
+            "merge_outputs": merge,
+            "fused_activation_function": ACTS[act],
+            "asymmetric_quantize_inputs": asym,
+        },
+    )
     b.output(*outs)
     n_feeds = 2 if aux_mode else 1
     feeds = [[rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)] for _ in range(invokes)]
@@ -188,8 +222,14 @@ LONG = {
 
 
 @pytest.mark.parametrize("path", sorted(LONG))
-@given(seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 2, 5, 6]), n_in=st.integers(1, 16),
-       units=st.integers(1, 12), time=st.integers(11, 16), act=st.sampled_from(["NONE", "RELU", "TANH"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.sampled_from([1, 2, 5, 6]),
+    n_in=st.integers(1, 16),
+    units=st.integers(1, 12),
+    time=st.integers(11, 16),
+    act=st.sampled_from(["NONE", "RELU", "TANH"]),
+)
 def test_long_sequence_rnn_matches_oracle(path, seed, batch, n_in, units, time, act):
     """time > 10, an all-zero step in the middle and an all-zero row at another step, batch > 4."""
     op, hybrid, asym, tm, aux_mode = LONG[path]
@@ -201,18 +241,24 @@ def test_long_sequence_rnn_matches_oracle(path, seed, batch, n_in, units, time, 
     x = b.input("x", lead + (n_in,), np.float32)
     opts = {"time_major": tm, "fused_activation_function": ACTS[act], "asymmetric_quantize_inputs": asym}
     if op == "UNIDIRECTIONAL_SEQUENCE_RNN":
-        ins = [x, _weights(b, rng, "w", (units, n_in), hybrid), _weights(b, rng, "r", (units, units), hybrid),
-               b.const("bias", rng.standard_normal(units).astype(np.float32)),
-               b.tensor("h", (batch, units), np.float32, is_variable=True)]
+        ins = [
+            x,
+            _weights(b, rng, "w", (units, n_in), hybrid),
+            _weights(b, rng, "r", (units, units), hybrid),
+            b.const("bias", rng.standard_normal(units).astype(np.float32)),
+            b.tensor("h", (batch, units), np.float32, is_variable=True),
+        ]
         outs = [b.tensor("out", lead + (units,), np.float32)]
     else:
         aux = b.input("aux", lead + (n_in,), np.float32) if aux_mode else -1
         cells = []
         for name in ("fw", "bw"):
-            cells += [_weights(b, rng, f"{name}_w", (units, n_in), hybrid),
-                      _weights(b, rng, f"{name}_r", (units, units), hybrid),
-                      b.const(f"{name}_b", rng.standard_normal(units).astype(np.float32)),
-                      b.tensor(f"{name}_h", (batch, units), np.float32, is_variable=True)]
+            cells += [
+                _weights(b, rng, f"{name}_w", (units, n_in), hybrid),
+                _weights(b, rng, f"{name}_r", (units, units), hybrid),
+                b.const(f"{name}_b", rng.standard_normal(units).astype(np.float32)),
+                b.tensor(f"{name}_h", (batch, units), np.float32, is_variable=True),
+            ]
         aux_w = [-1, -1]
         if aux_mode == "cross":
             aux_w = [_weights(b, rng, f"{d}_aux_w", (units, n_in), hybrid) for d in ("fw", "bw")]

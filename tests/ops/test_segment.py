@@ -16,8 +16,13 @@ from litert_py import InvokeError, PrepareError
 from tests.ops._diff import chain_model, check_both, values
 from tests.oracle import T, run_litert, run_ours, single_op_model
 
-TOLERANCE = {"SEGMENT_SUM": 0.0, "UNSORTED_SEGMENT_SUM": 0.0, "UNSORTED_SEGMENT_PROD": 0.0,
-             "UNSORTED_SEGMENT_MAX": 0.0, "UNSORTED_SEGMENT_MIN": 0.0}
+TOLERANCE = {
+    "SEGMENT_SUM": 0.0,
+    "UNSORTED_SEGMENT_SUM": 0.0,
+    "UNSORTED_SEGMENT_PROD": 0.0,
+    "UNSORTED_SEGMENT_MAX": 0.0,
+    "UNSORTED_SEGMENT_MIN": 0.0,
+}
 RESOLVER = {"SEGMENT_SUM": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
 
 seeds = st.integers(0, 2**32 - 1)
@@ -41,8 +46,11 @@ def segment_sum(draw):
     const_ids = draw(st.booleans())
     ins = [T(x.shape, dt), T.const(ids) if const_ids else T(ids.shape, np.int32)]
     out = (int(ids[-1]) + 1,) + inner
-    model = (single_op_model("SEGMENT_SUM", ins, [T(out, dt)]) if const_ids
-             else chain_model("SEGMENT_SUM", ins, 1, out_dtype=dt))
+    model = (
+        single_op_model("SEGMENT_SUM", ins, [T(out, dt)])
+        if const_ids
+        else chain_model("SEGMENT_SUM", ins, 1, out_dtype=dt)
+    )
     return model, [x] + ([] if const_ids else [ids]), RESOLVER["SEGMENT_SUM"]
 
 
@@ -56,11 +64,15 @@ def unsorted(draw, op):
     ids = rng.integers(-1 if draw(st.booleans()) else 0, num, n).astype(np.int32)  # -1: skipped; some empty
     kind = draw(st.sampled_from(["const", "ids-input", "num-input"]))
     num_arr = np.array(num, np.int32) if draw(st.booleans()) else np.array([num], np.int32)
-    ins = [T(x.shape, dt), T.const(ids) if kind != "ids-input" else T(ids.shape, np.int32),
-           T.const(num_arr) if kind != "num-input" else T(num_arr.shape, np.int32)]
+    ins = [
+        T(x.shape, dt),
+        T.const(ids) if kind != "ids-input" else T(ids.shape, np.int32),
+        T.const(num_arr) if kind != "num-input" else T(num_arr.shape, np.int32),
+    ]
     inputs = [x] + ([ids] if kind == "ids-input" else []) + ([num_arr] if kind == "num-input" else [])
-    model = (single_op_model(op, ins, [T((num,) + inner, dt)]) if kind == "const"
-             else chain_model(op, ins, 1, out_dtype=dt))
+    model = (
+        single_op_model(op, ins, [T((num,) + inner, dt)]) if kind == "const" else chain_model(op, ins, 1, out_dtype=dt)
+    )
     return model, inputs, RESOLVER.get(op, "BUILTIN_REF")
 
 
@@ -80,9 +92,15 @@ def test_segment(case, data):
     check_both(model, inputs, resolver=resolver)
 
 
-@pytest.mark.parametrize("op,identity", [("UNSORTED_SEGMENT_SUM", 0.0), ("UNSORTED_SEGMENT_PROD", 1.0),
-                                         ("UNSORTED_SEGMENT_MAX", -np.finfo(np.float32).max),
-                                         ("UNSORTED_SEGMENT_MIN", np.finfo(np.float32).max)])
+@pytest.mark.parametrize(
+    "op,identity",
+    [
+        ("UNSORTED_SEGMENT_SUM", 0.0),
+        ("UNSORTED_SEGMENT_PROD", 1.0),
+        ("UNSORTED_SEGMENT_MAX", -np.finfo(np.float32).max),
+        ("UNSORTED_SEGMENT_MIN", np.finfo(np.float32).max),
+    ],
+)
 def test_unsorted_empty_segment_identity(op, identity):
     model = single_op_model(op, [T((2,)), T.const(np.array([0, 0], np.int32)), T.const(np.int32(3))], [T((3,))])
     ours = check_both(model, [np.array([2.0, 3.0], np.float32)])
@@ -95,14 +113,22 @@ def test_unsorted_empty_segment_identity(op, identity):
 ERRORS = {
     "segment_sum-not-from-zero": ("SEGMENT_SUM", [T((2,)), T.const(np.array([1, 1], np.int32))], [T((2,))]),
     "segment_sum-gap": ("SEGMENT_SUM", [T((3,)), T.const(np.array([0, 2, 2], np.int32))], [T((3,))]),
-    "segment_sum-int8": ("SEGMENT_SUM", [T((2,), np.int8), T.const(np.array([0, 1], np.int32))],
-                         [T((2,), np.int8)]),
-    "unsorted-id-too-big": ("UNSORTED_SEGMENT_SUM", [T((2,)), T.const(np.array([0, 3], np.int32)),
-                                                     T.const(np.int32(3))], [T((3,))]),
-    "unsorted-int64-ids": ("UNSORTED_SEGMENT_MAX", [T((2,)), T.const(np.array([0, 1], np.int64)),
-                                                    T.const(np.int32(3))], [T((3,))]),
-    "unsorted-num-vector": ("UNSORTED_SEGMENT_MIN", [T((2,)), T.const(np.array([0, 1], np.int32)),
-                                                     T.const(np.array([3, 3], np.int32))], [T((3,))]),
+    "segment_sum-int8": ("SEGMENT_SUM", [T((2,), np.int8), T.const(np.array([0, 1], np.int32))], [T((2,), np.int8)]),
+    "unsorted-id-too-big": (
+        "UNSORTED_SEGMENT_SUM",
+        [T((2,)), T.const(np.array([0, 3], np.int32)), T.const(np.int32(3))],
+        [T((3,))],
+    ),
+    "unsorted-int64-ids": (
+        "UNSORTED_SEGMENT_MAX",
+        [T((2,)), T.const(np.array([0, 1], np.int64)), T.const(np.int32(3))],
+        [T((3,))],
+    ),
+    "unsorted-num-vector": (
+        "UNSORTED_SEGMENT_MIN",
+        [T((2,)), T.const(np.array([0, 1], np.int32)), T.const(np.array([3, 3], np.int32))],
+        [T((3,))],
+    ),
 }
 
 
@@ -126,11 +152,11 @@ def test_dynamic_ids_checked_at_eval():
         run_ours(model, inputs)
 
 
-@pytest.mark.parametrize("op", ["UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN", "UNSORTED_SEGMENT_SUM",
-                                "UNSORTED_SEGMENT_PROD"])
+@pytest.mark.parametrize(
+    "op", ["UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN", "UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_PROD"]
+)
 def test_unsorted_nan_data(op):
     """std::max / std::min never take a NaN operand (the comparison is false); sums and products do."""
-    model = single_op_model(op, [T((4,)), T.const(np.array([0, 0, 1, 1], np.int32)), T.const(np.int32(3))],
-                            [T((3,))])
+    model = single_op_model(op, [T((4,)), T.const(np.array([0, 0, 1, 1], np.int32)), T.const(np.int32(3))], [T((3,))])
     ours = check_both(model, [np.array([np.nan, 2.0, 1.0, np.nan], np.float32)])
     assert ours is not None

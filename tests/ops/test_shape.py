@@ -19,8 +19,17 @@ from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance per op: all exact (bytes are copied; RANGE adds in float32 in LiteRT's order).
-TOLERANCE = {"RESHAPE": 0.0, "SQUEEZE": 0.0, "EXPAND_DIMS": 0.0, "SHAPE": 0.0, "RANK": 0.0, "FILL": 0.0,
-             "RANGE": 0.0, "BROADCAST_TO": 0.0, "BROADCAST_ARGS": 0.0}
+TOLERANCE = {
+    "RESHAPE": 0.0,
+    "SQUEEZE": 0.0,
+    "EXPAND_DIMS": 0.0,
+    "SHAPE": 0.0,
+    "RANK": 0.0,
+    "FILL": 0.0,
+    "RANGE": 0.0,
+    "BROADCAST_TO": 0.0,
+    "BROADCAST_ARGS": 0.0,
+}
 
 seeds = st.integers(0, 2**32 - 1)
 dtype_names = st.sampled_from(list(ALL_DTYPES))
@@ -98,8 +107,7 @@ def expand_dims(draw):
     axis = draw(st.integers(-len(shape) - 1, len(shape)))
     adt = draw(st.sampled_from([np.int32, np.int64]))
     q = _quant(name, draw)
-    model = single_op_model("EXPAND_DIMS", [T(shape, dt, q=q), T.const(np.array([axis], adt))],
-                            [T((1,), dt, q=q)])
+    model = single_op_model("EXPAND_DIMS", [T(shape, dt, q=q), T.const(np.array([axis], adt))], [T((1,), dt, q=q)])
     return model, [values(np.random.default_rng(draw(seeds)), shape, dt)]
 
 
@@ -176,24 +184,25 @@ def broadcast_to(draw):
     dt = WIDE_DTYPES[name]
     target = draw(shapes(min_rank=0, max_rank=5, min_side=0 if draw(st.booleans()) else 1))
     k = draw(st.integers(0, len(target)))
-    shape = tuple(d if draw(st.booleans()) else 1 for d in target[len(target) - k:])
+    shape = tuple(d if draw(st.booleans()) else 1 for d in target[len(target) - k :])
     sdt = draw(st.sampled_from([np.int32, np.int64]))
     q = _quant(name, draw)
     x = values(np.random.default_rng(draw(seeds)), shape, dt)
     tv = np.array(target, sdt)
     if draw(st.booleans()):
-        return single_op_model("BROADCAST_TO", [T(shape, dt, q=q), T.const(tv)], [T(target, dt, q=q)],
-                               version=2), [x]
-    return single_op_model("BROADCAST_TO", [T(shape, dt, q=q), T(tv.shape, sdt)], [T((1,), dt, q=q)],
-                           version=2), [x, tv]
+        return single_op_model("BROADCAST_TO", [T(shape, dt, q=q), T.const(tv)], [T(target, dt, q=q)], version=2), [x]
+    return single_op_model("BROADCAST_TO", [T(shape, dt, q=q), T(tv.shape, sdt)], [T((1,), dt, q=q)], version=2), [
+        x,
+        tv,
+    ]
 
 
 @st.composite
 def broadcast_args(draw):
     sdt = draw(st.sampled_from([np.int32, np.int64]))
     target = draw(shapes(min_rank=0, max_rank=5, min_side=0 if draw(st.booleans()) else 1))
-    a = [d if draw(st.booleans()) else 1 for d in target[len(target) - draw(st.integers(0, len(target))):]]
-    b = [d if draw(st.booleans()) else 1 for d in target[len(target) - draw(st.integers(0, len(target))):]]
+    a = [d if draw(st.booleans()) else 1 for d in target[len(target) - draw(st.integers(0, len(target))) :]]
+    b = [d if draw(st.booleans()) else 1 for d in target[len(target) - draw(st.integers(0, len(target))) :]]
     a, b = np.array(a, sdt), np.array(b, sdt)
     model = single_op_model("BROADCAST_ARGS", [T(a.shape, sdt), T(b.shape, sdt)], [T((max(a.size, b.size),), sdt)])
     return model, [a, b]
@@ -253,8 +262,11 @@ def test_shape_ops_rejected_at_prepare(case):
 
 
 def test_expand_dims_requires_same_quantization():
-    model = single_op_model("EXPAND_DIMS", [T((2,), np.int8, q=quant(0.5, 1)), T.const(np.array([0], np.int32))],
-                            [T((1, 2), np.int8, q=quant(0.25, 1))])
+    model = single_op_model(
+        "EXPAND_DIMS",
+        [T((2,), np.int8, q=quant(0.5, 1)), T.const(np.array([0], np.int32))],
+        [T((1, 2), np.int8, q=quant(0.25, 1))],
+    )
     feeds = [np.zeros(2, np.int8)]
     with pytest.raises(RuntimeError, match="scale"):
         run_litert(model, feeds)
@@ -309,20 +321,56 @@ SHAPE_REJECTED = {
     "fill-negative-dims": ("FILL", [T.const(np.array([2, -1], np.int32)), T(())], [T((1,))], None, 1, []),
     "fill-float-dims": ("FILL", [T.const(np.array([2.0], np.float32)), T(())], [T((1,))], None, 1, []),
     "fill-vector-value": ("FILL", [T.const(np.array([2], np.int32)), T((1,))], [T((2,))], None, 1, []),
-    "range-wrong-sign": ("RANGE", [T.const(np.int32(0)), T.const(np.int32(5)), T.const(np.int32(-1))],
-                         [T((1,), np.int32)], None, 1, []),
-    "range-zero-delta": ("RANGE", [T.const(np.int32(0)), T.const(np.int32(5)), T.const(np.int32(0))],
-                         [T((1,), np.int32)], None, 1, []),
-    "range-int16": ("RANGE", [T.const(np.int16(0)), T.const(np.int16(5)), T.const(np.int16(1))],
-                    [T((1,), np.int16)], None, 1, []),
-    "broadcast_to-incompatible": ("BROADCAST_TO", [T((2, 3)), T.const(np.array([4, 3], np.int32))], [T((4, 3))],
-                                  None, 2, []),
+    "range-wrong-sign": (
+        "RANGE",
+        [T.const(np.int32(0)), T.const(np.int32(5)), T.const(np.int32(-1))],
+        [T((1,), np.int32)],
+        None,
+        1,
+        [],
+    ),
+    "range-zero-delta": (
+        "RANGE",
+        [T.const(np.int32(0)), T.const(np.int32(5)), T.const(np.int32(0))],
+        [T((1,), np.int32)],
+        None,
+        1,
+        [],
+    ),
+    "range-int16": (
+        "RANGE",
+        [T.const(np.int16(0)), T.const(np.int16(5)), T.const(np.int16(1))],
+        [T((1,), np.int16)],
+        None,
+        1,
+        [],
+    ),
+    "broadcast_to-incompatible": (
+        "BROADCAST_TO",
+        [T((2, 3)), T.const(np.array([4, 3], np.int32))],
+        [T((4, 3))],
+        None,
+        2,
+        [],
+    ),
     "broadcast_to-shorter": ("BROADCAST_TO", [T((2, 3)), T.const(np.array([3], np.int32))], [T((3,))], None, 2, []),
     "broadcast_to-rank9": ("BROADCAST_TO", [T((2,)), T.const(np.ones(9, np.int32))], [T((1,))], None, 2, []),
-    "broadcast_to-string": ("BROADCAST_TO", [T((1,), np.bytes_), T.const(np.array([2], np.int32))],
-                            [T((2,), np.bytes_)], None, 2, []),
-    "broadcast_args-mixed-types": ("BROADCAST_ARGS", [T((2,), np.int32), T((2,), np.int64)], [T((2,), np.int32)],
-                                   None, 1, []),
+    "broadcast_to-string": (
+        "BROADCAST_TO",
+        [T((1,), np.bytes_), T.const(np.array([2], np.int32))],
+        [T((2,), np.bytes_)],
+        None,
+        2,
+        [],
+    ),
+    "broadcast_args-mixed-types": (
+        "BROADCAST_ARGS",
+        [T((2,), np.int32), T((2,), np.int64)],
+        [T((2,), np.int32)],
+        None,
+        1,
+        [],
+    ),
 }
 
 
@@ -330,8 +378,11 @@ SHAPE_REJECTED = {
 def test_shape_family_rejected_at_prepare(case):
     op, ins, outs, opts, version, _ = SHAPE_REJECTED[case]
     model = single_op_model(op, ins, outs, opts, version=version)
-    feeds = [np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
-             for t in ins if t.data is None]
+    feeds = [
+        np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
+        for t in ins
+        if t.data is None
+    ]
     with pytest.raises(RuntimeError):
         run_litert(model, feeds)
     with pytest.raises(PrepareError):

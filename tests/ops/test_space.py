@@ -17,8 +17,13 @@ from tests.ops._diff import ALL_DTYPES, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance per op: all exact (bytes are moved).
-TOLERANCE = {"SPACE_TO_DEPTH": 0.0, "DEPTH_TO_SPACE": 0.0, "SPACE_TO_BATCH_ND": 0.0, "BATCH_TO_SPACE_ND": 0.0,
-             "DILATE": 0.0}
+TOLERANCE = {
+    "SPACE_TO_DEPTH": 0.0,
+    "DEPTH_TO_SPACE": 0.0,
+    "SPACE_TO_BATCH_ND": 0.0,
+    "BATCH_TO_SPACE_ND": 0.0,
+    "DILATE": 0.0,
+}
 
 WIDE_DTYPES = {**ALL_DTYPES, "uint16": np.uint16, "uint32": np.uint32, "float64": np.float64}
 NUMERIC = [k for k in WIDE_DTYPES if k != "string"]
@@ -101,8 +106,7 @@ def batch(draw):
     if draw(st.booleans()):
         model = single_op_model(op, [T(shape, dt, q=q), T.const(bv), T.const(pv)], [T((1,) * rank, dt, q=out_q)])
         return model, [x]
-    model = single_op_model(op, [T(shape, dt, q=q), T(bv.shape, np.int32), T(pv.shape, np.int32)],
-                            [T((), dt, q=out_q)])
+    model = single_op_model(op, [T(shape, dt, q=q), T(bv.shape, np.int32), T(pv.shape, np.int32)], [T((), dt, q=out_q)])
     return model, [x, bv, pv]
 
 
@@ -138,9 +142,15 @@ def test_space(case, data):
 def test_space_to_batch_pads_with_output_zero_point():
     """Quantized SPACE_TO_BATCH_ND fills the padding with the zero point (0.0), not with 0."""
     q = quant(0.5, -7)
-    model = single_op_model("SPACE_TO_BATCH_ND", [T((1, 2, 2, 1), np.int8, q=q), T.const(np.array([2, 2], np.int32)),
-                                                  T.const(np.array([[1, 1], [1, 1]], np.int32))],
-                            [T((4, 2, 2, 1), np.int8, q=q)])
+    model = single_op_model(
+        "SPACE_TO_BATCH_ND",
+        [
+            T((1, 2, 2, 1), np.int8, q=q),
+            T.const(np.array([2, 2], np.int32)),
+            T.const(np.array([[1, 1], [1, 1]], np.int32)),
+        ],
+        [T((4, 2, 2, 1), np.int8, q=q)],
+    )
     x = np.array([1, 2, 3, 4], np.int8).reshape(1, 2, 2, 1)
     ours, theirs = run_ours(model, [x]), run_litert(model, [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
@@ -167,31 +177,54 @@ def test_dynamic_shape_reported_after_each_invoke():
 @pytest.mark.parametrize("block", [0, -1])
 def test_block_below_one_refused(op, block):
     """LiteRT divides by the block (SIGFPE for 0): litert_py refuses it at prepare."""
-    model = single_op_model(op, [T((4, 2, 2, 1)), T.const(np.array([block, 1], np.int32)),
-                                 T.const(np.zeros((2, 2), np.int32))], [T((4, 2, 2, 1))])
+    model = single_op_model(
+        op,
+        [T((4, 2, 2, 1)), T.const(np.array([block, 1], np.int32)), T.const(np.zeros((2, 2), np.int32))],
+        [T((4, 2, 2, 1))],
+    )
     with pytest.raises(PrepareError, match="block_shape"):
         run_ours(model, [np.zeros((4, 2, 2, 1), np.float32)])
 
 
 REJECTED = {
-    "space_to_depth-int16": ("SPACE_TO_DEPTH", [T((1, 2, 2, 1), np.int16)], [T((1, 1, 1, 4), np.int16)],
-                             {"block_size": 2}),
+    "space_to_depth-int16": (
+        "SPACE_TO_DEPTH",
+        [T((1, 2, 2, 1), np.int16)],
+        [T((1, 1, 1, 4), np.int16)],
+        {"block_size": 2},
+    ),
     "space_to_depth-rank3": ("SPACE_TO_DEPTH", [T((2, 2, 1))], [T((1, 1, 4))], {"block_size": 2}),
     "depth_to_space-zero-block": ("DEPTH_TO_SPACE", [T((1, 1, 1, 4))], [T((1, 2, 2, 1))], {"block_size": 0}),
-    "space_to_batch_nd-string": ("SPACE_TO_BATCH_ND", [T((1, 2, 2, 1), np.bytes_), T.const(np.array([2, 2], np.int32)),
-                                                       T.const(np.zeros((2, 2), np.int32))],
-                                 [T((4, 1, 1, 1), np.bytes_)], None),
-    "space_to_batch_nd-rank5": ("SPACE_TO_BATCH_ND", [T((1, 2, 2, 1, 1)), T.const(np.array([2, 2, 1], np.int32)),
-                                                      T.const(np.zeros((3, 2), np.int32))], [T((4, 1, 1, 1, 1))],
-                                None),
-    "batch_to_space_nd-negative-crop": ("BATCH_TO_SPACE_ND", [T((4, 1, 1, 1)), T.const(np.array([2, 2], np.int32)),
-                                                              T.const(np.array([[-2, 0], [0, 0]], np.int32))],
-                                        [T((1, 4, 2, 1))], None),
-    "batch_to_space_nd-batch": ("BATCH_TO_SPACE_ND", [T((3, 1, 1, 1)), T.const(np.array([2, 2], np.int32)),
-                                                      T.const(np.zeros((2, 2), np.int32))], [T((1, 2, 2, 1))], None),
-    "batch_to_space_nd-crops": ("BATCH_TO_SPACE_ND", [T((4, 1, 1, 1)), T.const(np.array([2, 2], np.int32)),
-                                                      T.const(np.array([[2, 1], [0, 0]], np.int32))],
-                                [T((1, 1, 2, 1))], None),
+    "space_to_batch_nd-string": (
+        "SPACE_TO_BATCH_ND",
+        [T((1, 2, 2, 1), np.bytes_), T.const(np.array([2, 2], np.int32)), T.const(np.zeros((2, 2), np.int32))],
+        [T((4, 1, 1, 1), np.bytes_)],
+        None,
+    ),
+    "space_to_batch_nd-rank5": (
+        "SPACE_TO_BATCH_ND",
+        [T((1, 2, 2, 1, 1)), T.const(np.array([2, 2, 1], np.int32)), T.const(np.zeros((3, 2), np.int32))],
+        [T((4, 1, 1, 1, 1))],
+        None,
+    ),
+    "batch_to_space_nd-negative-crop": (
+        "BATCH_TO_SPACE_ND",
+        [T((4, 1, 1, 1)), T.const(np.array([2, 2], np.int32)), T.const(np.array([[-2, 0], [0, 0]], np.int32))],
+        [T((1, 4, 2, 1))],
+        None,
+    ),
+    "batch_to_space_nd-batch": (
+        "BATCH_TO_SPACE_ND",
+        [T((3, 1, 1, 1)), T.const(np.array([2, 2], np.int32)), T.const(np.zeros((2, 2), np.int32))],
+        [T((1, 2, 2, 1))],
+        None,
+    ),
+    "batch_to_space_nd-crops": (
+        "BATCH_TO_SPACE_ND",
+        [T((4, 1, 1, 1)), T.const(np.array([2, 2], np.int32)), T.const(np.array([[2, 1], [0, 0]], np.int32))],
+        [T((1, 1, 2, 1))],
+        None,
+    ),
     "dilate-rank0": ("DILATE", [T(()), T.const(np.zeros((0,), np.int32)), T(())], [T(())], None),
     "dilate-value-type": ("DILATE", [T((2,)), T.const(np.array([2], np.int32)), T((), np.int32)], [T((3,))], None),
     "dilate-zero": ("DILATE", [T((2,)), T.const(np.array([0], np.int32)), T(())], [T((1,))], None),
@@ -202,8 +235,11 @@ REJECTED = {
 def test_space_rejected(case):
     op, ins, outs, opts = REJECTED[case]
     model = single_op_model(op, ins, outs, opts)
-    feeds = [np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
-             for t in ins if t.data is None]
+    feeds = [
+        np.zeros(t.shape, t.dtype) if t.dtype is not np.bytes_ else np.full(t.shape, b"", object)
+        for t in ins
+        if t.data is None
+    ]
     with pytest.raises(RuntimeError):
         run_litert(model, feeds)
     with pytest.raises(PrepareError):

@@ -59,9 +59,16 @@ def encode(dense: np.ndarray, order, block_map, block_size, formats, index_type:
                         new.append(q + (i,))
                 segs.append(len(idx))
             paths = new
-            meta.append(DimensionMetadata(format=1, dense_size=size, array_segments=tuple(segs),
-                                          array_indices=tuple(idx), array_segments_type=index_type,
-                                          array_indices_type=index_type))
+            meta.append(
+                DimensionMetadata(
+                    format=1,
+                    dense_size=size,
+                    array_segments=tuple(segs),
+                    array_indices=tuple(idx),
+                    array_segments_type=index_type,
+                    array_indices_type=index_type,
+                )
+            )
     values = np.array([p[q] for q in paths], dense.dtype).reshape(-1)
     return values, SparsityParameters(tuple(order), tuple(block_map), tuple(meta))
 

@@ -21,10 +21,12 @@ from tests.oracle import T, run_both, run_ours, single_op_model
 
 # BUILTIN_REF lacks STABLEHLO_AND, STABLEHLO_SHIFT_LEFT, STABLEHLO_CASE and STABLEHLO_RNG_BIT_GENERATOR: their
 # builtin kernels run without delegates.
-RESOLVER = {"STABLEHLO_AND": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-            "STABLEHLO_SHIFT_LEFT": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-            "STABLEHLO_CASE": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
-            "STABLEHLO_RNG_BIT_GENERATOR": "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
+RESOLVER = {
+    "STABLEHLO_AND": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+    "STABLEHLO_SHIFT_LEFT": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+    "STABLEHLO_CASE": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+    "STABLEHLO_RNG_BIT_GENERATOR": "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+}
 
 #: float tolerance (rtol) per op: all exact (single IEEE operations, same accumulation order)
 TOLERANCE: dict[str, float] = {}
@@ -77,8 +79,12 @@ def pad_case(dtype):
         assume(all(n >= 1 for n in out))  # LiteRT reads an empty output back as shape (0, 0)
         x = _values(data, shape, dtype)
         pv = _values(data, (), dtype)
-        model = single_op_model("STABLEHLO_PAD", [T(shape, dtype), T.const(pv, dtype)], [T(out, dtype)],
-                                dict(edge_padding_low=lo, edge_padding_high=hi, interior_padding=it))
+        model = single_op_model(
+            "STABLEHLO_PAD",
+            [T(shape, dtype), T.const(pv, dtype)],
+            [T(out, dtype)],
+            dict(edge_padding_low=lo, edge_padding_high=hi, interior_padding=it),
+        )
         return model, [x]
 
     return build
@@ -90,7 +96,7 @@ def gather_case(dtype, index_dtype=np.int32):
         rank = len(shape)
         sizes = [data.draw(st.integers(1, n), label="slice_size") for n in shape]
         collapsed = [d for d in range(rank) if sizes[d] == 1 and data.draw(st.booleans(), label="collapse")]
-        smap = data.draw(st.permutations(range(rank)), label="perm")[:data.draw(st.integers(1, rank), label="m")]
+        smap = data.draw(st.permutations(range(rank)), label="perm")[: data.draw(st.integers(1, rank), label="m")]
         batch = list(data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch"))
         m = len(smap)
         implicit = False  # index_vector_dim == rank(start_indices) crashes LiteRT 2.3.0: test_gather_implicit
@@ -107,10 +113,16 @@ def gather_case(dtype, index_dtype=np.int32):
         for k in range(out_rank):
             out.append(off_sizes[offset_dims.index(k)] if k in offset_dims else next(bi))
         x = _values(data, shape, dtype)
-        opts = dict(offset_dims=offset_dims, collapsed_slice_dims=collapsed, start_index_map=list(smap),
-                    index_vector_dim=ivd, slice_sizes=sizes)
-        return single_op_model("STABLEHLO_GATHER", [T(shape, dtype), T(ind.shape, index_dtype)],
-                               [T(out, dtype)], opts), [x, ind]
+        opts = dict(
+            offset_dims=offset_dims,
+            collapsed_slice_dims=collapsed,
+            start_index_map=list(smap),
+            index_vector_dim=ivd,
+            slice_sizes=sizes,
+        )
+        return single_op_model(
+            "STABLEHLO_GATHER", [T(shape, dtype), T(ind.shape, index_dtype)], [T(out, dtype)], opts
+        ), [x, ind]
 
     return build
 
@@ -121,14 +133,14 @@ def scatter_case(body, dtype, index_dtype=np.int32):
         rank = len(shape)
         inserted = [d for d in range(rank) if data.draw(st.booleans(), label="insert")]
         win = [data.draw(st.integers(1, shape[d]), label="window") for d in range(rank) if d not in inserted]
-        sdod = data.draw(st.permutations(range(rank)), label="perm")[:data.draw(st.integers(1, rank), label="m")]
+        sdod = data.draw(st.permutations(range(rank)), label="perm")[: data.draw(st.integers(1, rank), label="m")]
         batch = list(data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch"))
         ivd = data.draw(st.integers(0, len(batch)), label="ivd")
         ind_shape = batch[:ivd] + [len(sdod)] + batch[ivd:]
         rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1), label="iseed"))
         ind = rng.integers(-2, max(shape) + 2, ind_shape).astype(index_dtype)
         urank = len(batch) + len(win)
-        uwd = sorted(data.draw(st.permutations(range(urank)), label="uwd")[:len(win)])
+        uwd = sorted(data.draw(st.permutations(range(urank)), label="uwd")[: len(win)])
         ushape, bi = [], iter(batch)
         for k in range(urank):
             ushape.append(win[uwd.index(k)] if k in uwd else next(bi))
@@ -136,9 +148,18 @@ def scatter_case(body, dtype, index_dtype=np.int32):
         b = ModelBuilder()
         xi, ii, ui = b.input("x", shape, dtype), b.input("i", ind.shape, index_dtype), b.input("u", ushape, dtype)
         o = b.tensor("out", shape, dtype)
-        b.op("STABLEHLO_SCATTER", [xi, ii, ui], [o],
-             dict(update_window_dims=uwd, inserted_window_dims=inserted, scatter_dims_to_operand_dims=list(sdod),
-                  index_vector_dim=ivd, update_computation_subgraph_index=1))
+        b.op(
+            "STABLEHLO_SCATTER",
+            [xi, ii, ui],
+            [o],
+            dict(
+                update_window_dims=uwd,
+                inserted_window_dims=inserted,
+                scatter_dims_to_operand_dims=list(sdod),
+                index_vector_dim=ivd,
+                update_computation_subgraph_index=1,
+            ),
+        )
         b.output(o)
         b.subgraph("update")
         a, c = b.input("a", (), dtype), b.input("b", (), dtype)
@@ -155,6 +176,7 @@ def scatter_case(body, dtype, index_dtype=np.int32):
 
 def composite_case(dtype):
     """(x, y) -> composite "test.fma": (x * y + x, y); the decomposition subgraph has two builtin ops."""
+
     def build(data):
         shape = _shape(data, 0, 3)
         x, y = _values(data, shape, dtype), _values(data, shape, dtype)
@@ -162,8 +184,12 @@ def composite_case(dtype):
         xi, yi = b.input("x", shape, dtype), b.input("y", shape, dtype)
         o1, o2 = b.tensor("o1", shape, dtype), b.tensor("o2", shape, dtype)
         attrs = bytes(flexbuffers.Dumps({"k": 1}))  # LiteRT requires the attributes (a flexbuffer map)
-        b.op("STABLEHLO_COMPOSITE", [xi, yi], [o1, o2], dict(name="test.fma", decomposition_subgraph_index=1,
-                                                             composite_attributes=attrs, version=1))
+        b.op(
+            "STABLEHLO_COMPOSITE",
+            [xi, yi],
+            [o1, o2],
+            dict(name="test.fma", decomposition_subgraph_index=1, composite_attributes=attrs, version=1),
+        )
         b.output(o1, o2)
         b.subgraph("decomposition")
         a, c = b.input("a", shape, dtype), b.input("b", shape, dtype)
@@ -178,6 +204,7 @@ def composite_case(dtype):
 
 def case_case(dtype):
     """(index, x, y) -> branch index of [x + x, x * y, max(x, y)]; out-of-range indices take the last."""
+
     def build(data):
         shape = _shape(data, 0, 3)
         x, y = _values(data, shape, dtype), _values(data, shape, dtype)
@@ -201,12 +228,22 @@ def case_case(dtype):
 def rng_case(algorithm, out_dtype):
     def build(data):
         n_state = 2 if algorithm == 2 else data.draw(st.sampled_from([2, 3]), label="state size")
-        words = data.draw(st.lists(st.sampled_from([0, 1, 0xFFFFFFFE, 0xFFFFFFFF]) | st.integers(0, 2**32 - 1),
-                                   min_size=2 * n_state, max_size=2 * n_state), label="state words")
+        words = data.draw(
+            st.lists(
+                st.sampled_from([0, 1, 0xFFFFFFFE, 0xFFFFFFFF]) | st.integers(0, 2**32 - 1),
+                min_size=2 * n_state,
+                max_size=2 * n_state,
+            ),
+            label="state words",
+        )
         state = np.array(words, np.uint32).view(np.uint64)  # near-wrap counters exercise the carry
         shape = _shape(data, 0, 3, 5, 0)
-        model = single_op_model("STABLEHLO_RNG_BIT_GENERATOR", [T(state.shape, np.uint64)],
-                                [T(state.shape, np.uint64), T(shape, out_dtype)], dict(algorithm=algorithm))
+        model = single_op_model(
+            "STABLEHLO_RNG_BIT_GENERATOR",
+            [T(state.shape, np.uint64)],
+            [T(state.shape, np.uint64), T(shape, out_dtype)],
+            dict(algorithm=algorithm),
+        )
         return model, [state]
 
     return build
@@ -220,8 +257,9 @@ def _window(data, shape, base=(1,), pad=(0, 0)):
     wdil = data.draw(lists(1, 2), label="window_dilations")
     bdil = data.draw(lists(*base), label="base_dilations") if len(base) == 2 else [1] * rank
     padding = data.draw(lists(*pad, 2 * rank), label="padding")
-    sizes = [((n - 1) * b + 1 if n else 0) + padding[2 * d] + padding[2 * d + 1]
-             for d, (n, b) in enumerate(zip(shape, bdil))]
+    sizes = [
+        ((n - 1) * b + 1 if n else 0) + padding[2 * d] + padding[2 * d + 1] for d, (n, b) in enumerate(zip(shape, bdil))
+    ]
     assume(all(s >= 0 for s in sizes))
     out = [(s - ((w - 1) * dl + 1)) // st_ + 1 for s, w, dl, st_ in zip(sizes, win, wdil, strides)]
     assume(all(n >= 1 for n in out))  # LiteRT's get_tensor cannot read an empty output
@@ -238,8 +276,12 @@ def reduce_window_case(fn, dtype):
         x = _values(data, shape, dtype)
         init = _values(data, (), dtype)
         i64 = lambda v: T.const(np.asarray(v, np.int64))  # noqa: E731
-        model = single_op_model("REDUCE_WINDOW", [T(shape, dtype), T.const(init, dtype), i64(win), i64(strides),
-                                                  i64(wdil)], [T(out, dtype)], dict(reduce_function=RW_FUNCS[fn]))
+        model = single_op_model(
+            "REDUCE_WINDOW",
+            [T(shape, dtype), T.const(init, dtype), i64(win), i64(strides), i64(wdil)],
+            [T(out, dtype)],
+            dict(reduce_function=RW_FUNCS[fn]),
+        )
         return model, [x]
 
     return build
@@ -254,9 +296,19 @@ def stablehlo_reduce_window_case(body, dtype):
         b = ModelBuilder()
         xi = b.input("x", shape, dtype)
         o = b.tensor("out", out, dtype)
-        b.op("STABLEHLO_REDUCE_WINDOW", [xi, b.const("init", np.asarray(init, dtype))], [o],
-             dict(window_dimensions=win, window_strides=strides, base_dilations=bdil, window_dilations=wdil,
-                  padding=padding, body_subgraph_index=1))
+        b.op(
+            "STABLEHLO_REDUCE_WINDOW",
+            [xi, b.const("init", np.asarray(init, dtype))],
+            [o],
+            dict(
+                window_dimensions=win,
+                window_strides=strides,
+                base_dilations=bdil,
+                window_dilations=wdil,
+                padding=padding,
+                body_subgraph_index=1,
+            ),
+        )
         b.output(o)
         b.subgraph("body")
         a, c = b.input("a", (), dtype), b.input("b", (), dtype)
@@ -272,33 +324,52 @@ def _name(dt) -> str:
     return np.dtype(dt).name
 
 
-CASES = [(f"{op[10:].lower()}-{_name(dt)}", op, binary_case(op, dt)) for op, dts in BINARY_DTYPES.items()
-         for dt in dts]
-CASES += [(f"shift_left-{_name(dt)}-any-count", "STABLEHLO_SHIFT_LEFT", binary_case("STABLEHLO_SHIFT_LEFT", dt, True))
-          for dt in BINARY_DTYPES["STABLEHLO_SHIFT_LEFT"]]  # undefined in C++: what LiteRT's build computes
+CASES = [(f"{op[10:].lower()}-{_name(dt)}", op, binary_case(op, dt)) for op, dts in BINARY_DTYPES.items() for dt in dts]
+CASES += [
+    (f"shift_left-{_name(dt)}-any-count", "STABLEHLO_SHIFT_LEFT", binary_case("STABLEHLO_SHIFT_LEFT", dt, True))
+    for dt in BINARY_DTYPES["STABLEHLO_SHIFT_LEFT"]
+]  # undefined in C++: what LiteRT's build computes
 CASES += [(f"pad-{_name(dt)}", "STABLEHLO_PAD", pad_case(dt)) for dt in MOVE_DTYPES]
 CASES += [(f"gather-{_name(dt)}", "STABLEHLO_GATHER", gather_case(dt)) for dt in MOVE_DTYPES]
 CASES += [("gather-float32-int64-indices", "STABLEHLO_GATHER", gather_case(np.float32, np.int64))]
-CASES += [(f"scatter-{(body or 'update')[10:].lower() or 'update'}-{_name(dt)}", "STABLEHLO_SCATTER",
-           scatter_case(body, dt)) for body in (None, "STABLEHLO_ADD", "STABLEHLO_MULTIPLY", "STABLEHLO_MAXIMUM",
-                                                "STABLEHLO_MINIMUM")
-          for dt in (np.float32, np.int8, np.int32, np.bool_)]
+CASES += [
+    (f"scatter-{(body or 'update')[10:].lower() or 'update'}-{_name(dt)}", "STABLEHLO_SCATTER", scatter_case(body, dt))
+    for body in (None, "STABLEHLO_ADD", "STABLEHLO_MULTIPLY", "STABLEHLO_MAXIMUM", "STABLEHLO_MINIMUM")
+    for dt in (np.float32, np.int8, np.int32, np.bool_)
+]
 CASES += [("scatter-add-int64-int64-indices", "STABLEHLO_SCATTER", scatter_case("STABLEHLO_ADD", np.int64, np.int64))]
 CASES += [(f"composite-{_name(dt)}", "STABLEHLO_COMPOSITE", composite_case(dt)) for dt in (np.float32, np.int32)]
 CASES += [(f"case-{_name(dt)}", "STABLEHLO_CASE", case_case(dt)) for dt in (np.float32, np.int8, np.bool_)]
-CASES += [(f"rng_bit_generator-alg{a}-{_name(dt)}", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(a, dt))
-          for a in (0, 1, 2) for dt in (np.uint32, np.int64)] + [
+CASES += [
+    (f"rng_bit_generator-alg{a}-{_name(dt)}", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(a, dt))
+    for a in (0, 1, 2)
+    for dt in (np.uint32, np.int64)
+] + [
     ("rng_bit_generator-alg2-int32", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(2, np.int32)),
-    ("rng_bit_generator-alg1-uint64", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(1, np.uint64))]
-CASES += [(f"reduce_window-{fn.lower()}-{_name(dt)}", "REDUCE_WINDOW", reduce_window_case(fn, dt))
-          for dt in RW_DTYPES for fn in (("ALL", "ANY") if dt is np.bool_ else ("ADD", "MUL", "MINIMUM", "MAXIMUM"))]
-CASES += [(f"stablehlo_reduce_window-{body.lower()}-{_name(dt)}", "STABLEHLO_REDUCE_WINDOW",
-           stablehlo_reduce_window_case(body, dt))
-          for body, dts in (("STABLEHLO_ADD", (np.float32, np.int8, np.int32)), ("ADD", (np.float32,)),
-                            ("STABLEHLO_MAXIMUM", (np.float32, np.int16, np.int64, np.uint8)),
-                            ("STABLEHLO_MINIMUM", (np.float32, np.int32)), ("STABLEHLO_MULTIPLY", (np.float32,)),
-                            ("LOGICAL_AND", (np.bool_,)), ("LOGICAL_OR", (np.bool_,)))
-          for dt in dts]
+    ("rng_bit_generator-alg1-uint64", "STABLEHLO_RNG_BIT_GENERATOR", rng_case(1, np.uint64)),
+]
+CASES += [
+    (f"reduce_window-{fn.lower()}-{_name(dt)}", "REDUCE_WINDOW", reduce_window_case(fn, dt))
+    for dt in RW_DTYPES
+    for fn in (("ALL", "ANY") if dt is np.bool_ else ("ADD", "MUL", "MINIMUM", "MAXIMUM"))
+]
+CASES += [
+    (
+        f"stablehlo_reduce_window-{body.lower()}-{_name(dt)}",
+        "STABLEHLO_REDUCE_WINDOW",
+        stablehlo_reduce_window_case(body, dt),
+    )
+    for body, dts in (
+        ("STABLEHLO_ADD", (np.float32, np.int8, np.int32)),
+        ("ADD", (np.float32,)),
+        ("STABLEHLO_MAXIMUM", (np.float32, np.int16, np.int64, np.uint8)),
+        ("STABLEHLO_MINIMUM", (np.float32, np.int32)),
+        ("STABLEHLO_MULTIPLY", (np.float32,)),
+        ("LOGICAL_AND", (np.bool_,)),
+        ("LOGICAL_OR", (np.bool_,)),
+    )
+    for dt in dts
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
@@ -319,8 +390,12 @@ def test_pad_spec_example():
     x = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
     expected = [[0, 1, 0, 0, 2, 0, 0, 3, 0], [0] * 9, [0, 4, 0, 0, 5, 0, 0, 6, 0], [0] * 9, [0] * 9]
     # the spec's example: result shape [5, 9]; dims: 2 + 1*1 + 0 + 2 = 5, 3 + 2*2 + 1 + 1 = 9
-    model = single_op_model("STABLEHLO_PAD", [T((2, 3), np.int32), T.const(np.int32(0))], [T((5, 9), np.int32)],
-                            dict(edge_padding_low=[0, 1], edge_padding_high=[2, 1], interior_padding=[1, 2]))
+    model = single_op_model(
+        "STABLEHLO_PAD",
+        [T((2, 3), np.int32), T.const(np.int32(0))],
+        [T((5, 9), np.int32)],
+        dict(edge_padding_low=[0, 1], edge_padding_high=[2, 1], interior_padding=[1, 2]),
+    )
     (out,) = run_ours(model, [x])
     np.testing.assert_array_equal(out, expected)
 
@@ -328,17 +403,25 @@ def test_pad_spec_example():
 def test_gather_spec_example():
     operand = np.arange(24, dtype=np.int32).reshape(3, 4, 2) + 1
     idx = np.array([[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 2]]], np.int32)
-    model = single_op_model("STABLEHLO_GATHER", [T((3, 4, 2), np.int32), T((2, 3, 2), np.int32)],
-                            [T((2, 3, 2, 2), np.int32)],
-                            dict(offset_dims=[2, 3], collapsed_slice_dims=[0], start_index_map=[1, 0],
-                                 index_vector_dim=2, slice_sizes=[1, 2, 2]))
+    model = single_op_model(
+        "STABLEHLO_GATHER",
+        [T((3, 4, 2), np.int32), T((2, 3, 2), np.int32)],
+        [T((2, 3, 2, 2), np.int32)],
+        dict(
+            offset_dims=[2, 3],
+            collapsed_slice_dims=[0],
+            start_index_map=[1, 0],
+            index_vector_dim=2,
+            slice_sizes=[1, 2, 2],
+        ),
+    )
     (out,) = run_ours(model, [operand, idx])
     # independent formulation: out[b0, b1, o0, o1] = operand[clamp(i1), clamp(i0) + o0, o1]
     expected = np.empty((2, 3, 2, 2), np.int32)
     for b0, b1 in np.ndindex(2, 3):
         s1, s0 = idx[b0, b1]
         s0, s1 = min(max(s0, 0), 3 - 1), min(max(s1, 0), 4 - 2)
-        expected[b0, b1] = operand[s0, s1:s1 + 2, 0:2]
+        expected[b0, b1] = operand[s0, s1 : s1 + 2, 0:2]
     np.testing.assert_array_equal(out, expected)
 
 
@@ -346,10 +429,12 @@ def test_gather_implicit_index_vector_dim():
     """index_vector_dim == rank(start_indices): each index is a scalar (LiteRT 2.3.0 segfaults on it)."""
     x = np.arange(20, dtype=np.float32).reshape(5, 4)
     ind = np.array([[0, 4], [-3, 9]], np.int32)
-    model = single_op_model("STABLEHLO_GATHER", [T((5, 4), np.float32), T((2, 2), np.int32)],
-                            [T((2, 2, 2, 4), np.float32)],
-                            dict(offset_dims=[2, 3], collapsed_slice_dims=[], start_index_map=[0],
-                                 index_vector_dim=2, slice_sizes=[2, 4]))
+    model = single_op_model(
+        "STABLEHLO_GATHER",
+        [T((5, 4), np.float32), T((2, 2), np.int32)],
+        [T((2, 2, 2, 4), np.float32)],
+        dict(offset_dims=[2, 3], collapsed_slice_dims=[], start_index_map=[0], index_vector_dim=2, slice_sizes=[2, 4]),
+    )
     (out,) = run_ours(model, [x, ind])
     starts = np.clip(ind, 0, 3)
     np.testing.assert_array_equal(out, np.stack([x[starts], x[starts + 1]], axis=2))
@@ -360,17 +445,31 @@ def test_gather_implicit_index_vector_dim():
 # --------------------------------------------------------------------------------------------------------
 
 REJECTED = [
-    ("and-float32", single_op_model("STABLEHLO_AND", [T((3,), np.float32), T((3,), np.float32)],
-                                    [T((3,), np.float32)])),
-    ("add-shape-mismatch", single_op_model("STABLEHLO_ADD", [T((3,), np.float32), T((1,), np.float32)],
-                                           [T((3,), np.float32)])),
-    ("add-type-mismatch", single_op_model("STABLEHLO_ADD", [T((3,), np.float32), T((3,), np.int32)],
-                                          [T((3,), np.float32)])),
-    ("shift_left-uint8", single_op_model("STABLEHLO_SHIFT_LEFT", [T((3,), np.uint8), T((3,), np.uint8)],
-                                         [T((3,), np.uint8)])),
-    ("pad-negative-interior", single_op_model(
-        "STABLEHLO_PAD", [T((3,), np.float32), T.const(np.float32(0))], [T((3,), np.float32)],
-        dict(edge_padding_low=[0], edge_padding_high=[0], interior_padding=[-1]))),
+    (
+        "and-float32",
+        single_op_model("STABLEHLO_AND", [T((3,), np.float32), T((3,), np.float32)], [T((3,), np.float32)]),
+    ),
+    (
+        "add-shape-mismatch",
+        single_op_model("STABLEHLO_ADD", [T((3,), np.float32), T((1,), np.float32)], [T((3,), np.float32)]),
+    ),
+    (
+        "add-type-mismatch",
+        single_op_model("STABLEHLO_ADD", [T((3,), np.float32), T((3,), np.int32)], [T((3,), np.float32)]),
+    ),
+    (
+        "shift_left-uint8",
+        single_op_model("STABLEHLO_SHIFT_LEFT", [T((3,), np.uint8), T((3,), np.uint8)], [T((3,), np.uint8)]),
+    ),
+    (
+        "pad-negative-interior",
+        single_op_model(
+            "STABLEHLO_PAD",
+            [T((3,), np.float32), T.const(np.float32(0))],
+            [T((3,), np.float32)],
+            dict(edge_padding_low=[0], edge_padding_high=[0], interior_padding=[-1]),
+        ),
+    ),
 ]
 
 
@@ -406,11 +505,12 @@ def _int_rem(a: int, b: int) -> int:
 def _int_pow(a: int, b: int) -> int:
     if b < 0:
         return 1 if a == 1 else (-1 if b % 2 else 1) if a == -1 else 0
-    return a ** b
+    return a**b
 
 
 def _scalar_ref(fn):
     """Elementwise over Python ints, wrapped to the dtype."""
+
     def ref(a, b):
         out = [_wrap(fn(int(x), int(y)), a.dtype) for x, y in zip(a.ravel(), b.ravel())]
         return np.array(out, dtype=np.int64).astype(a.dtype).reshape(a.shape)
@@ -425,18 +525,24 @@ def _f64(fn):
 
 UNARY_REF = {
     "STABLEHLO_LOGISTIC": _f64(lambda x: np.exp(-np.logaddexp(0, -x))),
-    "STABLEHLO_COSINE": _f64(np.cos), "STABLEHLO_EXPONENTIAL": _f64(np.exp), "STABLEHLO_LOG": _f64(np.log),
-    "STABLEHLO_RSQRT": _f64(lambda x: np.sqrt(1 / x)), "STABLEHLO_TANH": _f64(np.tanh),
-    "STABLEHLO_CBRT": _f64(lambda x: np.sign(x) * np.abs(x) ** (1 / 3)), "STABLEHLO_FLOOR": _f64(np.floor),
+    "STABLEHLO_COSINE": _f64(np.cos),
+    "STABLEHLO_EXPONENTIAL": _f64(np.exp),
+    "STABLEHLO_LOG": _f64(np.log),
+    "STABLEHLO_RSQRT": _f64(lambda x: np.sqrt(1 / x)),
+    "STABLEHLO_TANH": _f64(np.tanh),
+    "STABLEHLO_CBRT": _f64(lambda x: np.sign(x) * np.abs(x) ** (1 / 3)),
+    "STABLEHLO_FLOOR": _f64(np.floor),
 }
 BEYOND_TOLERANCE = {  # rtol against a float64 reference rounded once: an ulp or two of the input's type
-    np.dtype(np.float32): 3e-7, np.dtype(np.float16): 1e-3, np.dtype(np.float64): 1e-15}
+    np.dtype(np.float32): 3e-7,
+    np.dtype(np.float16): 1e-3,
+    np.dtype(np.float64): 1e-15,
+}
 
 BINARY_REF = {
     "STABLEHLO_SUBTRACT": (lambda a, b: (a.astype(np.float64) - b).astype(a.dtype), _scalar_ref(lambda x, y: x - y)),
     "STABLEHLO_DIVIDE": (lambda a, b: (a.astype(np.float64) / b).astype(a.dtype), _scalar_ref(_int_div)),
-    "STABLEHLO_REMAINDER": (lambda a, b: np.fmod(a.astype(np.float64), b).astype(a.dtype),
-                            _scalar_ref(_int_rem)),
+    "STABLEHLO_REMAINDER": (lambda a, b: np.fmod(a.astype(np.float64), b).astype(a.dtype), _scalar_ref(_int_rem)),
     "STABLEHLO_POWER": (lambda a, b: (a.astype(np.float64) ** b).astype(a.dtype), _scalar_ref(_int_pow)),
     "STABLEHLO_OR": (None, _scalar_ref(lambda x, y: x | y)),
 }
@@ -462,8 +568,13 @@ def _assert_float(ours, ref, rtol):
 
 
 BEYOND_UNARY = [(op, dt) for op in UNARY_REF for dt in (np.float32, np.float16)] + [
-    ("STABLEHLO_ABS", np.int8), ("STABLEHLO_ABS", np.int32), ("STABLEHLO_ABS", np.float32),
-    ("STABLEHLO_NEGATE", np.int16), ("STABLEHLO_NEGATE", np.int64), ("STABLEHLO_NEGATE", np.float32)]
+    ("STABLEHLO_ABS", np.int8),
+    ("STABLEHLO_ABS", np.int32),
+    ("STABLEHLO_ABS", np.float32),
+    ("STABLEHLO_NEGATE", np.int16),
+    ("STABLEHLO_NEGATE", np.int64),
+    ("STABLEHLO_NEGATE", np.float32),
+]
 
 
 @pytest.mark.parametrize("case", BEYOND_UNARY, ids=[f"{o[10:].lower()}-{_name(d)}" for o, d in BEYOND_UNARY])
@@ -484,8 +595,12 @@ def test_beyond_unary(case, data):
         np.testing.assert_array_equal(out, np.array(expected, dtype=dtype).reshape(shape))
 
 
-BEYOND_BINARY = [(op, dt) for op in BINARY_REF for dt in (np.float32, np.int8, np.int32, np.int64, np.uint8)
-                 if not (op == "STABLEHLO_OR" and dt is np.float32)] + [("STABLEHLO_OR", np.bool_)]
+BEYOND_BINARY = [
+    (op, dt)
+    for op in BINARY_REF
+    for dt in (np.float32, np.int8, np.int32, np.int64, np.uint8)
+    if not (op == "STABLEHLO_OR" and dt is np.float32)
+] + [("STABLEHLO_OR", np.bool_)]
 
 
 @pytest.mark.parametrize("case", BEYOND_BINARY, ids=[f"{o[10:].lower()}-{_name(d)}" for o, d in BEYOND_BINARY])
@@ -524,8 +639,15 @@ def _total_key(v: float) -> tuple:
     return (-rank, -abs(v) if not np.isnan(v) else 0) if neg else (rank, v if not np.isnan(v) else 0)
 
 
-COMPARE_CASES = [(np.float32, 1), (np.float32, 2), (np.int8, 3), (np.int8, 4), (np.int32, 0), (np.uint8, 4),
-                 (np.bool_, 0)]
+COMPARE_CASES = [
+    (np.float32, 1),
+    (np.float32, 2),
+    (np.int8, 3),
+    (np.int8, 4),
+    (np.int32, 0),
+    (np.uint8, 4),
+    (np.bool_, 0),
+]
 
 
 @pytest.mark.parametrize("case", COMPARE_CASES, ids=[f"compare-{_name(d)}-type{k}" for d, k in COMPARE_CASES])
@@ -539,8 +661,12 @@ def test_beyond_compare(case, data, direction):
         a.ravel()[-1] = -0.0
         b.ravel()[-1] = 0.0
         b.ravel()[0] = -b.ravel()[0] if data.draw(st.booleans()) else np.float32(-np.nan)
-    model = single_op_model("STABLEHLO_COMPARE", [T(shape, dtype), T(shape, dtype)], [T(shape, np.bool_)],
-                            dict(comparison_direction=direction, compare_type=kind))
+    model = single_op_model(
+        "STABLEHLO_COMPARE",
+        [T(shape, dtype), T(shape, dtype)],
+        [T(shape, np.bool_)],
+        dict(comparison_direction=direction, compare_type=kind),
+    )
     (out,) = run_ours(model, [a, b])
     sym = COMPARE_DIRECTIONS[direction]
     expected = []
@@ -561,8 +687,9 @@ def test_beyond_select(data, scalar_pred):
     pshape = () if scalar_pred else shape
     p = _beyond_values(data, pshape, np.bool_)
     t, f = _beyond_values(data, shape, np.int16), _beyond_values(data, shape, np.int16)
-    model = single_op_model("STABLEHLO_SELECT", [T(pshape, np.bool_), T(shape, np.int16), T(shape, np.int16)],
-                            [T(shape, np.int16)])
+    model = single_op_model(
+        "STABLEHLO_SELECT", [T(pshape, np.bool_), T(shape, np.int16), T(shape, np.int16)], [T(shape, np.int16)]
+    )
     (out,) = run_ours(model, [p, t, f])
     pb = np.broadcast_to(p, shape)
     expected = [x if c else y for c, x, y in zip(pb.ravel(), t.ravel(), f.ravel())]
@@ -574,17 +701,25 @@ def test_beyond_clamp(data, scalar_bounds, dtype):
     shape = _shape(data, 0, 3)
     bshape = () if scalar_bounds else shape
     lo, x, hi = (_beyond_values(data, s, dtype) for s in (bshape, shape, bshape))
-    model = single_op_model("STABLEHLO_CLAMP", [T(bshape, dtype), T(shape, dtype), T(bshape, dtype)],
-                            [T(shape, dtype)])
+    model = single_op_model("STABLEHLO_CLAMP", [T(bshape, dtype), T(shape, dtype), T(bshape, dtype)], [T(shape, dtype)])
     (out,) = run_ours(model, [lo, x, hi])
     los, his = np.broadcast_to(lo, shape).ravel(), np.broadcast_to(hi, shape).ravel()
     expected = [min(max(v, lo_), hi_) for v, lo_, hi_ in zip(x.ravel().tolist(), los.tolist(), his.tolist())]
     np.testing.assert_array_equal(out, np.array(expected, dtype).reshape(shape))
 
 
-CONVERT_CASES = [(np.float32, np.int32), (np.float32, np.int8), (np.float32, np.bool_), (np.int32, np.float32),
-                 (np.int64, np.float16), (np.int32, np.int8), (np.uint8, np.int8), (np.bool_, np.float32),
-                 (np.float32, np.float16), (np.int8, np.uint16)]
+CONVERT_CASES = [
+    (np.float32, np.int32),
+    (np.float32, np.int8),
+    (np.float32, np.bool_),
+    (np.int32, np.float32),
+    (np.int64, np.float16),
+    (np.int32, np.int8),
+    (np.uint8, np.int8),
+    (np.bool_, np.float32),
+    (np.float32, np.float16),
+    (np.int8, np.uint16),
+]
 
 
 @pytest.mark.parametrize("case", CONVERT_CASES, ids=[f"convert-{_name(a)}-to-{_name(b)}" for a, b in CONVERT_CASES])
@@ -608,8 +743,9 @@ def test_beyond_convert(case, data):
             expected.append(_wrap(int(v), dst))
         else:
             expected.append(float(v))
-    np.testing.assert_array_equal(out, np.array(expected, dtype=np.float64 if dk == "f" else object)
-                                  .astype(dst).reshape(shape))
+    np.testing.assert_array_equal(
+        out, np.array(expected, dtype=np.float64 if dk == "f" else object).astype(dst).reshape(shape)
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -633,10 +769,12 @@ def test_beyond_transpose_reshape(data, dtype):
     x = _beyond_values(data, shape, dtype)
     perm = data.draw(st.permutations(range(len(shape))), label="perm")
     out_shape = [shape[p] for p in perm]
-    (out,) = run_ours(single_op_model("STABLEHLO_TRANSPOSE", [T(shape, dtype)], [T(out_shape, dtype)],
-                                      dict(permutation=perm)), [x])
-    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: x[tuple(ix[perm.index(d)]
-                                                                               for d in range(len(shape)))], dtype))
+    (out,) = run_ours(
+        single_op_model("STABLEHLO_TRANSPOSE", [T(shape, dtype)], [T(out_shape, dtype)], dict(permutation=perm)), [x]
+    )
+    np.testing.assert_array_equal(
+        out, _loop_ref(out_shape, lambda ix: x[tuple(ix[perm.index(d)] for d in range(len(shape)))], dtype)
+    )
     flat = [int(np.prod(shape))]
     (r,) = run_ours(single_op_model("STABLEHLO_RESHAPE", [T(shape, dtype)], [T(flat, dtype)]), [x])
     np.testing.assert_array_equal(r, [x[ix] for ix in np.ndindex(*shape)])  # row-major order
@@ -650,11 +788,16 @@ def test_beyond_slice(data, dtype):
     limit = [data.draw(st.integers(s, n), label="limit") for s, n in zip(start, shape)]
     strides = [data.draw(st.integers(1, 3), label="stride") for _ in shape]
     out_shape = [len(range(s, lim, k)) for s, lim, k in zip(start, limit, strides)]
-    model = single_op_model("STABLEHLO_SLICE", [T(shape, dtype)], [T(out_shape, dtype)],
-                            dict(start_indices=start, limit_indices=limit, strides=strides))
+    model = single_op_model(
+        "STABLEHLO_SLICE",
+        [T(shape, dtype)],
+        [T(out_shape, dtype)],
+        dict(start_indices=start, limit_indices=limit, strides=strides),
+    )
     (out,) = run_ours(model, [x])
-    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: x[tuple(s + i * k for i, s, k in
-                                                                               zip(ix, start, strides))], dtype))
+    np.testing.assert_array_equal(
+        out, _loop_ref(out_shape, lambda ix: x[tuple(s + i * k for i, s, k in zip(ix, start, strides))], dtype)
+    )
 
 
 @given(data=st.data(), dtype=STRUCT_DTYPES, n=st.integers(1, 3))
@@ -668,14 +811,15 @@ def test_beyond_concatenate(data, dtype, n):
         parts.append(_beyond_values(data, s, dtype))
     out_shape = list(shape)
     out_shape[d] = sum(p.shape[d] for p in parts)
-    model = single_op_model("STABLEHLO_CONCATENATE", [T(p.shape, dtype) for p in parts], [T(out_shape, dtype)],
-                            dict(dimension=d))
+    model = single_op_model(
+        "STABLEHLO_CONCATENATE", [T(p.shape, dtype) for p in parts], [T(out_shape, dtype)], dict(dimension=d)
+    )
     (out,) = run_ours(model, parts)
     offsets = np.cumsum([0] + [p.shape[d] for p in parts])
 
     def elem(ix):
         k = int(np.searchsorted(offsets, ix[d], side="right")) - 1
-        return parts[k][ix[:d] + (ix[d] - offsets[k],) + ix[d + 1:]]
+        return parts[k][ix[:d] + (ix[d] - offsets[k],) + ix[d + 1 :]]
 
     np.testing.assert_array_equal(out, _loop_ref(out_shape, elem, dtype))
 
@@ -687,11 +831,13 @@ def test_beyond_broadcast_in_dim(data, dtype):
     dims = data.draw(st.permutations(range(len(out_shape))), label="dims")[:k]
     shape = [out_shape[d] if data.draw(st.booleans(), label="keep") else 1 for d in dims]
     x = _beyond_values(data, shape, dtype)
-    model = single_op_model("STABLEHLO_BROADCAST_IN_DIM", [T(shape, dtype)], [T(out_shape, dtype)],
-                            dict(broadcast_dimensions=dims))
+    model = single_op_model(
+        "STABLEHLO_BROADCAST_IN_DIM", [T(shape, dtype)], [T(out_shape, dtype)], dict(broadcast_dimensions=dims)
+    )
     (out,) = run_ours(model, [x])
-    np.testing.assert_array_equal(out, _loop_ref(out_shape, lambda ix: x[tuple(
-        0 if shape[i] == 1 else ix[d] for i, d in enumerate(dims))], dtype))
+    np.testing.assert_array_equal(
+        out, _loop_ref(out_shape, lambda ix: x[tuple(0 if shape[i] == 1 else ix[d] for i, d in enumerate(dims))], dtype)
+    )
 
 
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.int32, np.int64]))
@@ -712,8 +858,9 @@ def test_beyond_dynamic_slice(data, dtype, update):
     scalars = [T((), np.int32) for _ in shape]
     if update:
         u = _beyond_values(data, sizes, dtype)
-        model = single_op_model("STABLEHLO_DYNAMIC_UPDATE_SLICE", [T(shape, dtype), T(sizes, dtype)] + scalars,
-                                [T(shape, dtype)])
+        model = single_op_model(
+            "STABLEHLO_DYNAMIC_UPDATE_SLICE", [T(shape, dtype), T(sizes, dtype)] + scalars, [T(shape, dtype)]
+        )
         (out,) = run_ours(model, [x, u] + starts)
 
         def elem(ix):
@@ -723,11 +870,13 @@ def test_beyond_dynamic_slice(data, dtype, update):
 
         np.testing.assert_array_equal(out, _loop_ref(shape, elem, dtype))
     else:
-        model = single_op_model("STABLEHLO_DYNAMIC_SLICE", [T(shape, dtype)] + scalars, [T(sizes, dtype)],
-                                dict(slice_sizes=sizes))
+        model = single_op_model(
+            "STABLEHLO_DYNAMIC_SLICE", [T(shape, dtype)] + scalars, [T(sizes, dtype)], dict(slice_sizes=sizes)
+        )
         (out,) = run_ours(model, [x] + starts)
-        np.testing.assert_array_equal(out, _loop_ref(sizes, lambda ix: x[tuple(i + c for i, c in
-                                                                              zip(ix, clamped))], dtype))
+        np.testing.assert_array_equal(
+            out, _loop_ref(sizes, lambda ix: x[tuple(i + c for i, c in zip(ix, clamped))], dtype)
+        )
 
 
 def _free_in_order(perm, free) -> list:
@@ -759,13 +908,21 @@ def test_beyond_dot_general(data, dtype):
     x = (_beyond_values(data, lshape, dtype) % 7).astype(dtype)
     y = (_beyond_values(data, rshape, dtype) % 7).astype(dtype)
     out_shape = b + lf + rf
-    model = single_op_model("STABLEHLO_DOT_GENERAL", [T(lshape, dtype), T(rshape, dtype)], [T(out_shape, dtype)],
-                            dict(lhs_batching_dimensions=lb, rhs_batching_dimensions=rb,
-                                 lhs_contracting_dimensions=lc, rhs_contracting_dimensions=rc))
+    model = single_op_model(
+        "STABLEHLO_DOT_GENERAL",
+        [T(lshape, dtype), T(rshape, dtype)],
+        [T(out_shape, dtype)],
+        dict(
+            lhs_batching_dimensions=lb,
+            rhs_batching_dimensions=rb,
+            lhs_contracting_dimensions=lc,
+            rhs_contracting_dimensions=rc,
+        ),
+    )
     (out,) = run_ours(model, [x, y])
 
     def elem(ix):
-        bi, li, ri = ix[:nb], ix[nb:nb + nlf], ix[nb + nlf:]
+        bi, li, ri = ix[:nb], ix[nb : nb + nlf], ix[nb + nlf :]
         total = 0.0
         for ci in np.ndindex(*c):
             lr, rr = bi + li + ci, bi + ci + ri  # logical index -> physical through the permutations
@@ -792,8 +949,12 @@ def _region_model(op, inputs, outputs, options, regions):
     return b.build()
 
 
-REDUCE_BODIES = {"STABLEHLO_ADD": lambda v: sum(v), "STABLEHLO_MAXIMUM": max, "STABLEHLO_MINIMUM": min,
-                 "STABLEHLO_MULTIPLY": lambda v: int(np.prod(np.array(v, dtype=object)))}
+REDUCE_BODIES = {
+    "STABLEHLO_ADD": lambda v: sum(v),
+    "STABLEHLO_MAXIMUM": max,
+    "STABLEHLO_MINIMUM": min,
+    "STABLEHLO_MULTIPLY": lambda v: int(np.prod(np.array(v, dtype=object))),
+}
 
 
 @given(data=st.data(), body=st.sampled_from(sorted(REDUCE_BODIES)), dtype=st.sampled_from([np.int32, np.int8]))
@@ -806,8 +967,12 @@ def test_beyond_reduce(data, body, dtype):
     b = ModelBuilder()
     xi = b.input("x", shape, dtype)
     o = b.tensor("o", out_shape, dtype)
-    b.op("STABLEHLO_REDUCE", [xi, b.const("init", np.asarray(init, dtype))], [o],
-         dict(dimensions=dims, body_subgraph_index=1))
+    b.op(
+        "STABLEHLO_REDUCE",
+        [xi, b.const("init", np.asarray(init, dtype))],
+        [o],
+        dict(dimensions=dims, body_subgraph_index=1),
+    )
     b.output(o)
     b.subgraph("body")
     a, c = b.input("a", (), dtype), b.input("b", (), dtype)
@@ -832,10 +997,20 @@ def test_beyond_sort(data, descending, dtype):
     d = data.draw(st.integers(0, len(shape) - 1), label="dim")
     keys = (_beyond_values(data, shape, dtype) % 4).astype(dtype)  # many ties: stability matters
     payload = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
-    model = _region_model("STABLEHLO_SORT", [(shape, dtype), (shape, np.int32)], [(shape, dtype), (shape, np.int32)],
-                          dict(dimension=d, is_stable=True, comparator_subgraph_index=1),
-                          [((dtype, dtype, np.int32, np.int32), "STABLEHLO_COMPARE",
-                            dict(comparison_direction=3 if descending else 5), np.bool_)])
+    model = _region_model(
+        "STABLEHLO_SORT",
+        [(shape, dtype), (shape, np.int32)],
+        [(shape, dtype), (shape, np.int32)],
+        dict(dimension=d, is_stable=True, comparator_subgraph_index=1),
+        [
+            (
+                (dtype, dtype, np.int32, np.int32),
+                "STABLEHLO_COMPARE",
+                dict(comparison_direction=3 if descending else 5),
+                np.bool_,
+            )
+        ],
+    )
     k_out, p_out = run_ours(model, [keys, payload])
     for line in np.ndindex(*[n for k, n in enumerate(shape) if k != d]):
         sel = line[:d] + (slice(None),) + line[d:]
@@ -865,7 +1040,7 @@ def test_beyond_while_counts_and_doubles():
     for start, expected_doublings in ((0, 3), (2, 1), (5, 0)):
         oi_, ox_ = run_ours(b.build(), [np.int32(start), x0])
         assert int(oi_) == max(start, 3)
-        np.testing.assert_array_equal(ox_, x0 * 2.0 ** expected_doublings)
+        np.testing.assert_array_equal(ox_, x0 * 2.0**expected_doublings)
 
 
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.int32]))
@@ -892,13 +1067,26 @@ def test_beyond_convolution(data, dtype):
     out_shape = [0] * rank
     for j, ax in enumerate(op):
         out_shape[ax] = out_log[j]
-    opts = dict(window_strides=strides, padding=pad, lhs_dilation=ldil, rhs_dilation=rdil,
-                input_batch_dimension=ip[0], input_feature_dimension=ip[1], input_spatial_dimensions=list(ip[2:]),
-                kernel_output_feature_dimension=kp[0], kernel_input_feature_dimension=kp[1],
-                kernel_spatial_dimensions=list(kp[2:]), output_batch_dimension=op[0], output_feature_dimension=op[1],
-                output_spatial_dimensions=list(op[2:]), feature_group_count=groups, batch_group_count=1)
-    model = single_op_model("STABLEHLO_CONVOLUTION", [T(x.shape, dtype), T(k.shape, dtype)], [T(out_shape, dtype)],
-                            opts)
+    opts = dict(
+        window_strides=strides,
+        padding=pad,
+        lhs_dilation=ldil,
+        rhs_dilation=rdil,
+        input_batch_dimension=ip[0],
+        input_feature_dimension=ip[1],
+        input_spatial_dimensions=list(ip[2:]),
+        kernel_output_feature_dimension=kp[0],
+        kernel_input_feature_dimension=kp[1],
+        kernel_spatial_dimensions=list(kp[2:]),
+        output_batch_dimension=op[0],
+        output_feature_dimension=op[1],
+        output_spatial_dimensions=list(op[2:]),
+        feature_group_count=groups,
+        batch_group_count=1,
+    )
+    model = single_op_model(
+        "STABLEHLO_CONVOLUTION", [T(x.shape, dtype), T(k.shape, dtype)], [T(out_shape, dtype)], opts
+    )
     (out,) = run_ours(model, [x, k])
 
     def xval(b, ch, pos):  # the dilated, padded input by its definition

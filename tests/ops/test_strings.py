@@ -115,8 +115,9 @@ def test_strings_through_gather_and_reshape(data, n, cols):
     """x [n] -> GATHER(idx [k, cols]) -> RESHAPE to [-1] (LiteRT gathers strings from 1-D inputs only)."""
     x = _strings(data.draw, (n,))
     k = data.draw(st.integers(1, 3))
-    idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=k * cols, max_size=k * cols)),
-                   np.int32).reshape(k, cols)
+    idx = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=k * cols, max_size=k * cols)), np.int32).reshape(
+        k, cols
+    )
     b = ModelBuilder()
     xi, ii = b.input("x", (n,), np.bytes_), b.input("idx", idx.shape, np.int32)
     g = b.tensor("g", idx.shape, np.bytes_)
@@ -180,12 +181,18 @@ def test_string_lookup_then_gather(data):
     h = b.tensor("h", (1,), None, tensor_type=RESOURCE)
     opts = dict(table_id=3, key_dtype=dtypes.TensorType.STRING, value_dtype=dtypes.TensorType.INT64)
     b.op("HASHTABLE", [], [h], opts)
-    b.op("HASHTABLE_IMPORT", [h, b.tensor("k", (4,), np.bytes_, data=np.array(vocab, dtype=object)),
-                              b.const("v", np.arange(4, dtype=np.int64))], [])
+    b.op(
+        "HASHTABLE_IMPORT",
+        [
+            h,
+            b.tensor("k", (4,), np.bytes_, data=np.array(vocab, dtype=object)),
+            b.const("v", np.arange(4, dtype=np.int64)),
+        ],
+        [],
+    )
     ids = b.tensor("ids", (3,), np.int64)
     b.op("HASHTABLE_FIND", [h, qi, b.const("d", np.array([0], np.int64))], [ids])
     back = b.tensor("back", (3,), np.bytes_)
-    b.op("GATHER", [b.tensor("vocab", (4,), np.bytes_, data=np.array(vocab, dtype=object)), ids], [back],
-         dict(axis=0))
+    b.op("GATHER", [b.tensor("vocab", (4,), np.bytes_, data=np.array(vocab, dtype=object)), ids], [back], dict(axis=0))
     b.output(ids, back)
     _check(b.build(), [q])

@@ -24,8 +24,11 @@ PATHS = ["svdf-float32", "svdf-hybrid-symmetric", "svdf-hybrid-asymmetric", "svd
 def _model(path, rng, batch, n_in, units, rank, memory, act, has_bias, int_act=1):
     b = ModelBuilder()
     nf = units * rank
-    opts = {"rank": rank, "fused_activation_function": act,
-            "asymmetric_quantize_inputs": path == "svdf-hybrid-asymmetric"}
+    opts = {
+        "rank": rank,
+        "fused_activation_function": act,
+        "asymmetric_quantize_inputs": path == "svdf-hybrid-asymmetric",
+    }
     if path == "svdf-float32":
         x = b.input("x", (batch, n_in), np.float32)
         wf = b.const("wf", rng.standard_normal((nf, n_in)).astype(np.float32))
@@ -35,22 +38,51 @@ def _model(path, rng, batch, n_in, units, rank, memory, act, has_bias, int_act=1
         out = b.tensor("out", (batch, units), np.float32)
     elif path.startswith("svdf-hybrid"):
         x = b.input("x", (batch, n_in), np.float32)
-        wf = b.tensor("wf", (nf, n_in), np.int8, data=rng.integers(-128, 128, (nf, n_in)).astype(np.int8),
-                      quantization=quant(0.02))
-        wt = b.tensor("wt", (nf, memory), np.int8, data=rng.integers(-128, 128, (nf, memory)).astype(np.int8),
-                      quantization=quant(0.01))
+        wf = b.tensor(
+            "wf",
+            (nf, n_in),
+            np.int8,
+            data=rng.integers(-128, 128, (nf, n_in)).astype(np.int8),
+            quantization=quant(0.02),
+        )
+        wt = b.tensor(
+            "wt",
+            (nf, memory),
+            np.int8,
+            data=rng.integers(-128, 128, (nf, memory)).astype(np.int8),
+            quantization=quant(0.01),
+        )
         bias = b.const("b", rng.standard_normal(units).astype(np.float32)) if has_bias else -1
         st_ = b.tensor("state", (batch, memory * nf), np.float32, is_variable=True)
         out = b.tensor("out", (batch, units), np.float32)
     else:
         opts["fused_activation_function"] = int_act
         x = b.input("x", (batch, n_in), np.int8, quantization=quant(0.05, int(rng.integers(-20, 20))))
-        wf = b.tensor("wf", (nf, n_in), np.int8, data=rng.integers(-128, 128, (nf, n_in)).astype(np.int8),
-                      quantization=quant(0.03))
-        wt = b.tensor("wt", (nf, memory), np.int16,
-                      data=rng.integers(-2000, 2000, (nf, memory)).astype(np.int16), quantization=quant(3e-5))
-        bias = b.tensor("b", (units,), np.int32, data=rng.integers(-5000, 5000, units).astype(np.int32),
-                        quantization=quant(1e-6)) if has_bias else -1
+        wf = b.tensor(
+            "wf",
+            (nf, n_in),
+            np.int8,
+            data=rng.integers(-128, 128, (nf, n_in)).astype(np.int8),
+            quantization=quant(0.03),
+        )
+        wt = b.tensor(
+            "wt",
+            (nf, memory),
+            np.int16,
+            data=rng.integers(-2000, 2000, (nf, memory)).astype(np.int16),
+            quantization=quant(3e-5),
+        )
+        bias = (
+            b.tensor(
+                "b",
+                (units,),
+                np.int32,
+                data=rng.integers(-5000, 5000, units).astype(np.int32),
+                quantization=quant(1e-6),
+            )
+            if has_bias
+            else -1
+        )
         st_ = b.tensor("state", (batch, memory * nf), np.int16, is_variable=True, quantization=quant(0.004))
         out = b.tensor("out", (batch, units), np.int8, quantization=quant(0.3, int(rng.integers(-20, 20))))
     b.op("SVDF", [x, wf, wt, bias, st_], [out], opts)
@@ -70,8 +102,10 @@ def run_stream(model: bytes, xs, reset_steps: int = 2):
     """Outputs of both runtimes for each step, then reset_all_variables and the first steps again."""
     LiteRT, R = oracle()
     outs = []
-    for it in (Interpreter(model_content=model),
-               LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF)):
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF),
+    ):
         it.allocate_tensors()
         i_in, i_out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
         res = []
@@ -87,9 +121,17 @@ def run_stream(model: bytes, xs, reset_steps: int = 2):
 
 
 @pytest.mark.parametrize("path", PATHS)
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 3), n_in=st.integers(1, 40),
-       units=st.integers(1, 5), rank=st.integers(1, 3), memory=st.integers(1, 6),
-       act=st.sampled_from(sorted(ACTS)), has_bias=st.booleans(), steps=st.integers(1, 5))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    n_in=st.integers(1, 40),
+    units=st.integers(1, 5),
+    rank=st.integers(1, 3),
+    memory=st.integers(1, 6),
+    act=st.sampled_from(sorted(ACTS)),
+    has_bias=st.booleans(),
+    steps=st.integers(1, 5),
+)
 def test_svdf_matches_oracle(path, seed, batch, n_in, units, rank, memory, act, has_bias, steps):
     rng = np.random.default_rng(seed)
     model = _model(path, rng, batch, n_in, units, rank, memory, ACTS[act], has_bias)

@@ -19,23 +19,64 @@ RESOLVER = {"CEIL": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "ROUND": "BUILTIN_WITHO
 #: float tolerance (rtol, elementwise) per case: correctly rounded IEEE operations are exact; transcendentals
 #: in float32 differ from glibc by an ulp or two; float16 sin/cos are float32 results rounded once more.
 TOLERANCE = {
-    "log-float32": 1e-6, "sqrt-float32": 0.0, "rsqrt-float32": 0.0, "exp-float32": 1e-6, "abs-float32": 0.0,
-    "neg-float32": 0.0, "neg-float16": 0.0, "square-float32": 0.0, "sin-float32": 1e-6, "sin-float16": 1e-3,
-    "cos-float32": 1e-6, "cos-float16": 1e-3, "floor-float32": 0.0, "floor-float16": 0.0, "ceil-float32": 0.0,
-    "round-float32": 0.0, "round-float16": 0.0, "sign-float32": 0.0, "sign-float64": 0.0,
-    "real-complex64": 0.0, "imag-complex64": 0.0, "real-complex128": 0.0, "imag-complex128": 0.0,
-    "complex_abs-complex64": 1e-6, "complex_abs-complex128": 1e-15,  # hypot: glibc vs NumPy's own
+    "log-float32": 1e-6,
+    "sqrt-float32": 0.0,
+    "rsqrt-float32": 0.0,
+    "exp-float32": 1e-6,
+    "abs-float32": 0.0,
+    "neg-float32": 0.0,
+    "neg-float16": 0.0,
+    "square-float32": 0.0,
+    "sin-float32": 1e-6,
+    "sin-float16": 1e-3,
+    "cos-float32": 1e-6,
+    "cos-float16": 1e-3,
+    "floor-float32": 0.0,
+    "floor-float16": 0.0,
+    "ceil-float32": 0.0,
+    "round-float32": 0.0,
+    "round-float16": 0.0,
+    "sign-float32": 0.0,
+    "sign-float64": 0.0,
+    "real-complex64": 0.0,
+    "imag-complex64": 0.0,
+    "real-complex128": 0.0,
+    "imag-complex128": 0.0,
+    "complex_abs-complex64": 1e-6,
+    "complex_abs-complex128": 1e-15,  # hypot: glibc vs NumPy's own
 }
 
 CASES = [
-    ("LOG", np.float32), ("SQRT", np.float32), ("RSQRT", np.float32), ("EXP", np.float32),
-    ("ABS", np.float32), ("ABS", np.int32), ("ABS", np.int16),
-    ("NEG", np.float32), ("NEG", np.float16), ("NEG", np.int8), ("NEG", np.int16), ("NEG", np.int32),
+    ("LOG", np.float32),
+    ("SQRT", np.float32),
+    ("RSQRT", np.float32),
+    ("EXP", np.float32),
+    ("ABS", np.float32),
+    ("ABS", np.int32),
+    ("ABS", np.int16),
+    ("NEG", np.float32),
+    ("NEG", np.float16),
+    ("NEG", np.int8),
+    ("NEG", np.int16),
+    ("NEG", np.int32),
     ("NEG", np.int64),
-    ("SQUARE", np.float32), ("SIN", np.float32), ("SIN", np.float16), ("COS", np.float32), ("COS", np.float16),
-    ("FLOOR", np.float32), ("FLOOR", np.float16), ("CEIL", np.float32),
-    ("ROUND", np.float32), ("ROUND", np.float16), ("SIGN", np.float32), ("SIGN", np.float64), ("SIGN", np.int32),
-    ("LOGICAL_NOT", np.bool_), ("ZEROS_LIKE", np.float32), ("ZEROS_LIKE", np.int32), ("ZEROS_LIKE", np.int64),
+    ("SQUARE", np.float32),
+    ("SIN", np.float32),
+    ("SIN", np.float16),
+    ("COS", np.float32),
+    ("COS", np.float16),
+    ("FLOOR", np.float32),
+    ("FLOOR", np.float16),
+    ("CEIL", np.float32),
+    ("ROUND", np.float32),
+    ("ROUND", np.float16),
+    ("SIGN", np.float32),
+    ("SIGN", np.float64),
+    ("SIGN", np.int32),
+    ("LOGICAL_NOT", np.bool_),
+    ("ZEROS_LIKE", np.float32),
+    ("ZEROS_LIKE", np.int32),
+    ("ZEROS_LIKE", np.int64),
 ]
 
 
@@ -65,8 +106,9 @@ def test_neg_int8_is_raw_negation_even_when_quantized():
     assert_matches(ours, theirs)
 
 
-SPECIAL = np.array([0.0, -0.0, -1.0, 1.0, np.inf, -np.inf, np.nan, 1e-45, 3e38, -3e38, -0.4, -0.5, 2.5, -1.5],
-                   np.float32)
+SPECIAL = np.array(
+    [0.0, -0.0, -1.0, 1.0, np.inf, -np.inf, np.nan, 1e-45, 3e38, -3e38, -0.4, -0.5, 2.5, -1.5], np.float32
+)
 EXPECTED = {  # what LiteRT computes, written out: a test of the IEEE corner cases that cannot pass by accident
     "LOG": [-np.inf, -np.inf, np.nan, 0.0, np.inf, np.nan, np.nan, None, None, np.nan],
     "SQRT": [0.0, -0.0, np.nan, 1.0, np.inf, np.nan, np.nan, None, None, np.nan],
@@ -77,8 +119,9 @@ EXPECTED = {  # what LiteRT computes, written out: a test of the IEEE corner cas
 }
 
 
-@pytest.mark.parametrize("op", ["LOG", "SQRT", "RSQRT", "EXP", "ABS", "NEG", "SQUARE", "SIN", "COS", "FLOOR",
-                                "CEIL", "ROUND", "SIGN"])
+@pytest.mark.parametrize(
+    "op", ["LOG", "SQRT", "RSQRT", "EXP", "ABS", "NEG", "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN"]
+)
 def test_ieee_special_values(op):
     model = single_op_model(op, [T(SPECIAL.shape)], [T(SPECIAL.shape)])
     ours, theirs = run_both(model, [SPECIAL], resolver=RESOLVER.get(op, "BUILTIN_REF"))
@@ -116,8 +159,11 @@ def unary_qparams(draw, op, dtype):
     if dtype == np.int16:
         s_in /= 256
     ratio = {"ABS": 1.0, "SQRT": 0.1, "RSQRT": 1.0, "LOG": 0.05, "EXP": 0.5}[op]
-    s_out = s_in if op == "ABS" and draw(st.booleans()) else ratio * draw(st.floats(0.05, 4.0)) * \
-        (1.0 if dtype == np.int8 else 1.0 / 256)
+    s_out = (
+        s_in
+        if op == "ABS" and draw(st.booleans())
+        else ratio * draw(st.floats(0.05, 4.0)) * (1.0 if dtype == np.int8 else 1.0 / 256)
+    )
     if op == "RSQRT":
         s_out = draw(st.floats(0.005, 0.5)) / (1.0 if dtype == np.int8 else 256)
     if dtype == np.int16:
@@ -146,8 +192,12 @@ def test_unary_quantized_every_input(op, dtype):
     zi = 0 if dtype == np.int16 or op not in ("SQRT", "RSQRT") else -20
     x = np.arange(zi if op in ("SQRT", "RSQRT") else info.min, info.max + 1).astype(dtype)
     s = 1.0 if dtype == np.int8 else 1.0 / 256
-    qi, qo = quant(0.04 * s, zi), quant({"ABS": 0.03, "SQRT": 0.01, "RSQRT": 0.05, "LOG": 0.02, "EXP": 0.3}[op] * s,
-                                         0 if dtype == np.int16 else 5)
+    qi, qo = (
+        quant(0.04 * s, zi),
+        quant(
+            {"ABS": 0.03, "SQRT": 0.01, "RSQRT": 0.05, "LOG": 0.02, "EXP": 0.3}[op] * s, 0 if dtype == np.int16 else 5
+        ),
+    )
     model = single_op_model(op, [T(x.shape, dtype, q=qi)], [T(x.shape, dtype, q=qo)])
     ours, theirs = run_both(model, [x])
     assert_matches(ours, theirs)
@@ -182,14 +232,35 @@ def test_quantized_negative_input_fails_at_invoke(op):
 
 # -- what LiteRT rejects ----------------------------------------------------------------------------
 REJECTS = [  # (op, dtype, oracle_check): oracle_check False where LiteRT crashes instead of failing
-    ("LOG", np.int32, True), ("LOG", np.float16, True), ("LOG", np.int16, False), ("SQRT", np.int16, False),
-    ("RSQRT", np.int16, False), ("RSQRT", np.int64, True), ("EXP", np.int32, True), ("EXP", np.float16, True),
-    ("ABS", np.int64, True), ("ABS", np.float16, True), ("ABS", np.uint8, True), ("NEG", np.uint8, True),
-    ("NEG", np.bool_, True), ("SQUARE", np.int32, True), ("SIN", np.int32, True), ("COS", np.bool_, True),
-    ("FLOOR", np.int32, True), ("CEIL", np.float16, True), ("CEIL", np.int32, True),
-    ("ROUND", np.int32, True), ("ROUND", np.float64, True), ("SIGN", np.int64, True), ("SIGN", np.float16, True),
-    ("SIGN", np.int8, True), ("LOGICAL_NOT", np.float32, True), ("LOGICAL_NOT", np.int32, True),
-    ("ZEROS_LIKE", np.float16, True), ("ZEROS_LIKE", np.int8, True), ("ZEROS_LIKE", np.bool_, True),
+    ("LOG", np.int32, True),
+    ("LOG", np.float16, True),
+    ("LOG", np.int16, False),
+    ("SQRT", np.int16, False),
+    ("RSQRT", np.int16, False),
+    ("RSQRT", np.int64, True),
+    ("EXP", np.int32, True),
+    ("EXP", np.float16, True),
+    ("ABS", np.int64, True),
+    ("ABS", np.float16, True),
+    ("ABS", np.uint8, True),
+    ("NEG", np.uint8, True),
+    ("NEG", np.bool_, True),
+    ("SQUARE", np.int32, True),
+    ("SIN", np.int32, True),
+    ("COS", np.bool_, True),
+    ("FLOOR", np.int32, True),
+    ("CEIL", np.float16, True),
+    ("CEIL", np.int32, True),
+    ("ROUND", np.int32, True),
+    ("ROUND", np.float64, True),
+    ("SIGN", np.int64, True),
+    ("SIGN", np.float16, True),
+    ("SIGN", np.int8, True),
+    ("LOGICAL_NOT", np.float32, True),
+    ("LOGICAL_NOT", np.int32, True),
+    ("ZEROS_LIKE", np.float16, True),
+    ("ZEROS_LIKE", np.int8, True),
+    ("ZEROS_LIKE", np.bool_, True),
     ("ABS", np.int8, True),  # int8 without quantization parameters
 ]
 
@@ -202,20 +273,25 @@ def test_rejected(case):
         Interpreter(model_content=model).allocate_tensors()
     if oracle_check:
         LiteRT, OpResolverType = oracle()
-        ref = LiteRT(model_content=model,
-                     experimental_op_resolver_type=getattr(OpResolverType, RESOLVER.get(op, "BUILTIN_REF")))
+        ref = LiteRT(
+            model_content=model, experimental_op_resolver_type=getattr(OpResolverType, RESOLVER.get(op, "BUILTIN_REF"))
+        )
         with pytest.raises(RuntimeError):
             ref.allocate_tensors()
             ref.set_tensor(ref.get_input_details()[0]["index"], np.zeros(3, dtype))
             ref.invoke()
 
 
-COMPLEX_REJECTS = [("REAL", np.float32, np.float32), ("IMAG", np.complex64, np.float64),
-                   ("COMPLEX_ABS", np.complex128, np.float32)]
+COMPLEX_REJECTS = [
+    ("REAL", np.float32, np.float32),
+    ("IMAG", np.complex64, np.float64),
+    ("COMPLEX_ABS", np.complex128, np.float32),
+]
 
 
-@pytest.mark.parametrize("case", COMPLEX_REJECTS, ids=lambda c: f"{c[0].lower()}-{np.dtype(c[1]).name}-"
-                         f"{np.dtype(c[2]).name}")
+@pytest.mark.parametrize(
+    "case", COMPLEX_REJECTS, ids=lambda c: f"{c[0].lower()}-{np.dtype(c[1]).name}-{np.dtype(c[2]).name}"
+)
 def test_complex_rejected(case):
     op, src, dst = case
     model = single_op_model(op, [T((3,), src)], [T((3,), dst)])

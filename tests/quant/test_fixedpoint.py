@@ -26,13 +26,14 @@ from litert_py.quant import (
 from tests.quant import ref
 from tests.quant.ref import INT32_MAX, INT32_MIN
 
-EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**30) - 1, -(2**30), -65536, -2, -1, 0, 1, 2, 2**30, INT32_MAX - 1,
-            INT32_MAX]
-int32s = st.one_of(st.sampled_from(EXTREMES), st.integers(INT32_MIN, INT32_MAX),
-                   st.integers(-300, 300))
+EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**30) - 1, -(2**30), -65536, -2, -1, 0, 1, 2, 2**30, INT32_MAX - 1, INT32_MAX]
+int32s = st.one_of(st.sampled_from(EXTREMES), st.integers(INT32_MIN, INT32_MAX), st.integers(-300, 300))
 # Quantized multipliers: the normal range [2^30, 2^31), negatives (negative reals), 0 and the edges.
-multipliers = st.one_of(st.sampled_from([0, 1, 2**30, 2**30 + 1, 3 * 2**29, INT32_MAX, INT32_MIN, -(2**30)]),
-                        st.integers(2**30, INT32_MAX), st.integers(INT32_MIN, INT32_MAX))
+multipliers = st.one_of(
+    st.sampled_from([0, 1, 2**30, 2**30 + 1, 3 * 2**29, INT32_MAX, INT32_MIN, -(2**30)]),
+    st.integers(2**30, INT32_MAX),
+    st.integers(INT32_MIN, INT32_MAX),
+)
 shifts = st.one_of(st.sampled_from([-31, -30, -1, 0, 1, 30]), st.integers(-31, 30))
 
 
@@ -44,9 +45,27 @@ def test_wrap32(v):
 
 
 @settings(max_examples=200)
-@given(st.one_of(st.floats(width=64), st.floats(width=32),
-                 st.sampled_from([2.0**31, -(2.0**31), 2.0**31 - 1, -(2.0**31) - 1, 2147483520.0,
-                                  -0.5, 0.999, -0.999, math.inf, -math.inf, math.nan])))
+@given(
+    st.one_of(
+        st.floats(width=64),
+        st.floats(width=32),
+        st.sampled_from(
+            [
+                2.0**31,
+                -(2.0**31),
+                2.0**31 - 1,
+                -(2.0**31) - 1,
+                2147483520.0,
+                -0.5,
+                0.999,
+                -0.999,
+                math.inf,
+                -math.inf,
+                math.nan,
+            ]
+        ),
+    )
+)
 def test_trunc_to_int32(x):
     assert int(trunc_to_int32(np.float64(x))) == ref.trunc_to_int32_x86(x)
 
@@ -66,8 +85,14 @@ def _round_ref(x, dtype):
 
 
 @settings(max_examples=300)
-@given(st.one_of(st.floats(width=32), st.sampled_from([0.49999997, 0.5, 1.5, 2.5, -0.5, -2.5, -0.49999997,
-                                                       8388607.5, -8388607.5, 8388609.0, -0.0, 0.0])))
+@given(
+    st.one_of(
+        st.floats(width=32),
+        st.sampled_from(
+            [0.49999997, 0.5, 1.5, 2.5, -0.5, -2.5, -0.49999997, 8388607.5, -8388607.5, 8388609.0, -0.0, 0.0]
+        ),
+    )
+)
 def test_round_away_float32(x):
     x32 = np.float32(x)
     got = round_away(x32)
@@ -78,8 +103,14 @@ def test_round_away_float32(x):
 
 
 @settings(max_examples=300)
-@given(st.one_of(st.floats(), st.sampled_from([0.49999999999999994, 2.5, -2.5, 4503599627370495.5,
-                                               -4503599627370495.5, 4503599627370497.0, 1e300, -0.0])))
+@given(
+    st.one_of(
+        st.floats(),
+        st.sampled_from(
+            [0.49999999999999994, 2.5, -2.5, 4503599627370495.5, -4503599627370495.5, 4503599627370497.0, 1e300, -0.0]
+        ),
+    )
+)
 def test_round_away_float64(x):
     got = round_away(np.float64(x))
     assert got.dtype == np.float64
@@ -115,8 +146,9 @@ def _qm_ref(d: float):
 doubles = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),  # includes subnormals, huge and tiny values
     st.floats(min_value=2.0**-40, max_value=2.0**10),
-    st.builds(lambda e, neg: -math.ldexp(1.0, e) if neg else math.ldexp(1.0, e), st.integers(-1074, 1023),
-              st.booleans()),  # exact powers of two, incl. the smallest denormal
+    st.builds(
+        lambda e, neg: -math.ldexp(1.0, e) if neg else math.ldexp(1.0, e), st.integers(-1074, 1023), st.booleans()
+    ),  # exact powers of two, incl. the smallest denormal
     st.builds(lambda e: math.ldexp(2**32 - 1, e), st.integers(-80, 60)),  # q*2^31 = 2^31 - 1/2: carry
     st.builds(lambda k, e: math.ldexp(2 * k + 1, e), st.integers(2**30, 2**31 - 1), st.integers(-80, 20)),
     st.floats(width=32, allow_nan=False, allow_infinity=False),
@@ -242,8 +274,7 @@ def test_mbqm_vectorized_equals_scalar(rows):
 
 
 @settings(max_examples=40)
-@given(st.lists(int32s, min_size=1, max_size=12), st.lists(st.tuples(multipliers, shifts), min_size=1,
-                                                           max_size=5))
+@given(st.lists(int32s, min_size=1, max_size=12), st.lists(st.tuples(multipliers, shifts), min_size=1, max_size=5))
 def test_mbqm_per_channel_broadcast(xs, chans):
     x = np.array(xs, dtype=np.int64)[:, None] * np.ones(len(chans), dtype=np.int64)  # (n, C)
     m = np.array([c[0] for c in chans], dtype=np.int64)
@@ -273,8 +304,7 @@ def test_mbqm_tie_probe_section_8_3():
     single = [(int(v) * m + (1 << (30 - shift))) >> (31 - shift) for v in x1]
     differ = [int(v) for v, a, b in zip(x1, got, single) if a != b]
     assert differ == [v for v in range(-120, 121) if (v < 0 and v % 16 == 8) or (v > 0 and v % 16 == 7)]
-    assert got.tolist() == [ref.round_half_away(Fraction(ref.round_half_up(Fraction(int(v), 2)), 8))
-                            for v in x1]
+    assert got.tolist() == [ref.round_half_away(Fraction(ref.round_half_up(Fraction(int(v), 2)), 8)) for v in x1]
 
 
 def test_mbqm_rejects_bad_shift():
@@ -287,8 +317,11 @@ int48s = st.one_of(st.sampled_from([-(2**47), 2**47 - 1, -1, 0, 1]), st.integers
 
 
 @settings(max_examples=400)
-@given(int48s, st.one_of(st.integers(0, INT32_MAX), st.sampled_from([0x7FFEFFFF, 0x7FFF0000, INT32_MAX])),
-       st.integers(-31, 14))
+@given(
+    int48s,
+    st.one_of(st.integers(0, INT32_MAX), st.sampled_from([0x7FFEFFFF, 0x7FFF0000, INT32_MAX])),
+    st.integers(-31, 14),
+)
 def test_mbqm_int64(x, m, shift):
     assert int(multiply_by_quantized_multiplier_int64(x, m, shift)) == ref.mbqm64(x, m, shift)
 
@@ -310,14 +343,18 @@ def test_mbqm_int64_is_lower_precision_than_int32():
     # 16-bit reduced multiplier: differs from the int32 overload for some inputs (doc section 3.4).
     m, shift = quantize_multiplier(0.7071067811865476)
     x = np.arange(-5000, 5000)
-    assert not np.array_equal(multiply_by_quantized_multiplier_int64(x, m, shift),
-                              multiply_by_quantized_multiplier(x, m, shift))
+    assert not np.array_equal(
+        multiply_by_quantized_multiplier_int64(x, m, shift), multiply_by_quantized_multiplier(x, m, shift)
+    )
 
 
 # ------------------------------------------------------------------------------------ downscale 16
 @settings(max_examples=200)
-@given(st.one_of(st.integers(0, INT32_MAX),
-                 st.sampled_from([0, 2**30, INT32_MAX, INT32_MAX - 2**15, INT32_MAX - 2**15 - 1])))
+@given(
+    st.one_of(
+        st.integers(0, INT32_MAX), st.sampled_from([0, 2**30, INT32_MAX, INT32_MAX - 2**15, INT32_MAX - 2**15 - 1])
+    )
+)
 def test_downscale_int32_to_int16(m):
     assert int(downscale_int32_to_int16_multiplier(m)) == ref.downscale16(m)
 

@@ -51,9 +51,13 @@ def _lut8_ref(fn, in_scale, in_zp, out_scale, out_zp, dtype):
 
 
 @settings(max_examples=30)
-@given(st.sampled_from(sorted(TRANSFORMS)), st.sampled_from([np.int8, np.uint8]),
-       st.floats(min_value=float(F32(0.002)), max_value=0.5, width=32),
-       st.floats(min_value=float(F32(0.002)), max_value=0.5, width=32), st.data())
+@given(
+    st.sampled_from(sorted(TRANSFORMS)),
+    st.sampled_from([np.int8, np.uint8]),
+    st.floats(min_value=float(F32(0.002)), max_value=0.5, width=32),
+    st.floats(min_value=float(F32(0.002)), max_value=0.5, width=32),
+    st.data(),
+)
 def test_lut_int8_matches_reference(name, dtype, in_scale, out_scale, data):
     lo, hi = dtype_range(dtype)
     in_zp = data.draw(st.integers(lo, hi))
@@ -126,17 +130,22 @@ def _lut16_ref(fn, in_scale, in_zp, out_scale, out_zp, precision):
 
 
 @settings(max_examples=8)
-@given(st.sampled_from(["identity", "rational", "sigmoid", "tanh"]), st.sampled_from([np.float32, np.float64]),
-       st.floats(min_value=float(F32(1e-5)), max_value=float(F32(0.01)), width=32),
-       st.floats(min_value=float(F32(1e-5)), max_value=float(F32(0.01)), width=32),
-       st.integers(-300, 300), st.integers(-300, 300))
+@given(
+    st.sampled_from(["identity", "rational", "sigmoid", "tanh"]),
+    st.sampled_from([np.float32, np.float64]),
+    st.floats(min_value=float(F32(1e-5)), max_value=float(F32(0.01)), width=32),
+    st.floats(min_value=float(F32(1e-5)), max_value=float(F32(0.01)), width=32),
+    st.integers(-300, 300),
+    st.integers(-300, 300),
+)
 def test_lut_int16_matches_reference(name, precision, in_scale, out_scale, in_zp, out_zp):
     base = TRANSFORMS[name]
     ftype = np.dtype(precision).type
 
     def fn(v):  # the transform evaluated in the table precision
-        return np.asarray(base(v.astype(np.float32)), dtype=np.float64).astype(ftype) if ftype is np.float64 \
-            else base(v)
+        return (
+            np.asarray(base(v.astype(np.float32)), dtype=np.float64).astype(ftype) if ftype is np.float64 else base(v)
+        )
 
     got = lut_int16(fn, in_scale, in_zp, out_scale, out_zp, precision=precision)
     assert got.dtype == np.int16 and got.shape == (513,)
@@ -170,8 +179,10 @@ def _lookup16_ref(x: int, lut) -> int:
 
 
 @settings(max_examples=40)
-@given(st.lists(st.integers(-32768, 32767), min_size=513, max_size=513),
-       st.lists(st.integers(-32768, 32767), min_size=1, max_size=60))
+@given(
+    st.lists(st.integers(-32768, 32767), min_size=513, max_size=513),
+    st.lists(st.integers(-32768, 32767), min_size=1, max_size=60),
+)
 def test_lut_lookup_int16(lut_vals, xs):
     lut = np.array(lut_vals, dtype=np.int16)
     got = lut_lookup_int16(np.array(xs, dtype=np.int16), lut)

@@ -50,9 +50,12 @@ def _act_ref(act, scale, zp, qmin, qmax):
 
 
 @settings(max_examples=300)
-@given(st.sampled_from([ACT_NONE, ACT_RELU, ACT_RELU_N1_TO_1, ACT_RELU6, ACT_TANH, ACT_SIGN_BIT]),
-       st.one_of(scales, st.sampled_from([0.4, 1 / 256, 6 / 255, 2 / 255, 0.1, 0.5, 1 / 3])),
-       st.sampled_from([np.int8, np.uint8, np.int16]), st.data())
+@given(
+    st.sampled_from([ACT_NONE, ACT_RELU, ACT_RELU_N1_TO_1, ACT_RELU6, ACT_TANH, ACT_SIGN_BIT]),
+    st.one_of(scales, st.sampled_from([0.4, 1 / 256, 6 / 255, 2 / 255, 0.1, 0.5, 1 / 3])),
+    st.sampled_from([np.int8, np.uint8, np.int16]),
+    st.data(),
+)
 def test_activation_range_quantized(act, scale, dtype, data):
     qmin, qmax = dtype_range(dtype)
     zp = data.draw(st.integers(qmin, qmax))
@@ -152,10 +155,11 @@ def _dequant_ref(q: int, scale, zp: int) -> np.float32:
 
 
 @settings(max_examples=150)
-@given(st.sampled_from(DTYPES[:3]),
-       st.one_of(scales, st.floats(min_value=float(np.float32(1e-38)), max_value=float(np.float32(1e30)),
-                                   width=32)),
-       st.data())
+@given(
+    st.sampled_from(DTYPES[:3]),
+    st.one_of(scales, st.floats(min_value=float(np.float32(1e-38)), max_value=float(np.float32(1e30)), width=32)),
+    st.data(),
+)
 def test_dequantize(dtype, scale, data):
     qmin, qmax = dtype_range(dtype)
     zp = data.draw(st.integers(qmin, qmax))

@@ -25,16 +25,25 @@ def _float_bound(m: int, shift: int) -> int:
     return min(a, INT32_MAX >> ls)
 
 
-accs = st.one_of(st.sampled_from([INT32_MIN, INT32_MIN + 1, -1, 0, 1, INT32_MAX]),
-                 st.integers(INT32_MIN, INT32_MAX), st.integers(-(2**20), 2**20))
-mults = st.one_of(st.sampled_from([0, 2**30, 2**30 + 1, 3 * 2**29, INT32_MAX, INT32_MIN]),
-                  st.integers(2**30, INT32_MAX), st.integers(-INT32_MAX, INT32_MAX))
+accs = st.one_of(
+    st.sampled_from([INT32_MIN, INT32_MIN + 1, -1, 0, 1, INT32_MAX]),
+    st.integers(INT32_MIN, INT32_MAX),
+    st.integers(-(2**20), 2**20),
+)
+mults = st.one_of(
+    st.sampled_from([0, 2**30, 2**30 + 1, 3 * 2**29, INT32_MAX, INT32_MIN]),
+    st.integers(2**30, INT32_MAX),
+    st.integers(-INT32_MAX, INT32_MAX),
+)
 shifts = st.integers(-31, 30)
 
 
 @settings(max_examples=60)
-@given(st.lists(st.tuples(accs, mults, shifts), min_size=1, max_size=40), st.integers(-40000, 40000),
-       st.sampled_from(TYPES))
+@given(
+    st.lists(st.tuples(accs, mults, shifts), min_size=1, max_size=40),
+    st.integers(-40000, 40000),
+    st.sampled_from(TYPES),
+)
 def test_requantize_int64_path(rows, zp, qrange):
     qmin, qmax = qrange
     acc, m, s = (np.array(c, dtype=np.int64) for c in zip(*rows))
@@ -44,9 +53,11 @@ def test_requantize_int64_path(rows, zp, qrange):
 
 
 @settings(max_examples=60)
-@given(st.lists(accs, min_size=1, max_size=30), st.lists(st.tuples(mults, st.integers(-31, 2)), min_size=1,
-                                                         max_size=6),
-       st.lists(st.integers(-128, 127), min_size=1, max_size=1))
+@given(
+    st.lists(accs, min_size=1, max_size=30),
+    st.lists(st.tuples(mults, st.integers(-31, 2)), min_size=1, max_size=6),
+    st.lists(st.integers(-128, 127), min_size=1, max_size=1),
+)
 def test_requantize_per_channel_into_int8(accl, chans, zpl):
     zp = zpl[0]
     c = len(chans)
@@ -63,14 +74,22 @@ def test_requantize_per_channel_into_int8(accl, chans, zpl):
 
 @st.composite
 def float_cases(draw):
-    m = draw(st.one_of(st.sampled_from([2**30, 2**30 + 1, 3 * 2**29, INT32_MAX, 1, -(2**30)]),
-                       st.integers(2**30, INT32_MAX), st.integers(-INT32_MAX, -(2**30))))
+    m = draw(
+        st.one_of(
+            st.sampled_from([2**30, 2**30 + 1, 3 * 2**29, INT32_MAX, 1, -(2**30)]),
+            st.integers(2**30, INT32_MAX),
+            st.integers(-INT32_MAX, -(2**30)),
+        )
+    )
     shift = draw(st.one_of(st.integers(-31, 0), st.integers(-31, 4)))
     bound = _float_bound(m, shift)
     assume(bound >= 1)
     a = draw(st.one_of(st.just(bound), st.integers(1, bound)))
-    accs_ = draw(st.lists(st.one_of(st.sampled_from([a, -a, 0, 1, -1, a - 1, -a + 1]), st.integers(-a, a)),
-                          min_size=1, max_size=40))
+    accs_ = draw(
+        st.lists(
+            st.one_of(st.sampled_from([a, -a, 0, 1, -1, a - 1, -a + 1]), st.integers(-a, a)), min_size=1, max_size=40
+        )
+    )
     zp = draw(st.one_of(st.integers(-128, 127), st.integers(-(2**31), 2**31 - 1)))
     return m, shift, a, accs_, zp
 
@@ -126,8 +145,7 @@ def test_auto_float_accumulators_and_out_buffer():
     acc = rng.integers(-(2**18), 2**18, size=(50, 8))
     m = np.array([2**30 + 7 * k * 1000003 for k in range(8)], dtype=np.int64)
     s = np.array([-3, -4, -5, -6, -7, -8, -9, 0])
-    want = np.array([[_want(int(acc[i, j]), int(m[j]), int(s[j]), -5, -128, 127) for j in range(8)]
-                     for i in range(50)])
+    want = np.array([[_want(int(acc[i, j]), int(m[j]), int(s[j]), -5, -128, 127) for j in range(8)] for i in range(50)])
     out = np.empty(acc.shape, dtype=np.int8)
     requantize(acc.astype(np.float64), m, s, -5, -128, 127, out=out)
     assert np.array_equal(out, want)

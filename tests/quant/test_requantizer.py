@@ -37,8 +37,12 @@ def _multipliers(rng, log_scale: float, n: int):
     return quantize_multiplier_array(reals)
 
 
-@given(seed=st.integers(0, 2**32 - 1), zp=st.integers(-128, 127), log_scale=st.floats(-12, 1),
-       channels=st.sampled_from([1, 7]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    zp=st.integers(-128, 127),
+    log_scale=st.floats(-12, 1),
+    channels=st.sampled_from([1, 7]),
+)
 def test_fused_within_its_bound_equals_the_reference(seed, zp, log_scale, channels):
     """The fused float64 form (constants made at prepare), per-channel or per-tensor, for accumulators up to
     its proven bound; small accumulators hit the ties."""
@@ -105,8 +109,12 @@ def test_int64_kind_uses_the_int64_overload_up_to_shift_14(seed, shift):
     np.testing.assert_array_equal(got, _want(acc, m, np.full(5, shift), 0, -32768, 32767, mbqm=ref.mbqm64))
 
 
-@given(seed=st.integers(0, 2**32 - 1), m=st.integers(0, INT32_MAX), shift=st.integers(-31, 31),
-       zp=st.integers(-40000, 40000))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(0, INT32_MAX),
+    shift=st.integers(-31, 31),
+    zp=st.integers(-40000, 40000),
+)
 def test_requantize_int64_inplace(seed, m, shift, zp):
     rng = np.random.default_rng(seed)
     acc = rng.integers(INT32_MIN, INT32_MAX, 64, endpoint=True)
@@ -117,8 +125,12 @@ def test_requantize_int64_inplace(seed, m, shift, zp):
     np.testing.assert_array_equal(got, want)
 
 
-@given(seed=st.integers(0, 2**32 - 1), zp=st.integers(-128, 127), wrap=st.booleans(),
-       shifts=st.lists(st.integers(-31, 31), min_size=1, max_size=6))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    zp=st.integers(-128, 127),
+    wrap=st.booleans(),
+    shifts=st.lists(st.integers(-31, 31), min_size=1, max_size=6),
+)
 def test_per_channel_mbqm_equals_the_reference(seed, zp, wrap, shifts):
     """The prepared int64 fallback: mixed left and right shifts per channel (rs = 0 channels take no ties
     correction), x << ls wrapping to int32 when the bound allows it, ties (small accumulators, powers of two)."""

@@ -16,12 +16,27 @@ ONES = np.ones((2, 3), F32)
 
 # op, input tensors, good values, bad values, the message the refusal starts with
 CASES = {
-    "tile-negative": ("TILE", [T((2, 3)), T((2,), I32)], [ONES, I32([1, 2])], [ONES, I32([-1, 1])],
-                      "TILE multipliers must be non-negative"),
-    "reshape-count": ("RESHAPE", [T((2, 3)), T((2,), I32)], [ONES, I32([3, 2])], [ONES, I32([4, 2])],
-                      "num_input_elements != num_output_elements (6 != 8)"),
-    "fill-negative": ("FILL", [T((2,), I32), T((), F32)], [I32([2, 2]), F32(1)], [I32([-1, 2]), F32(1)],
-                      "Fill dimensions must be >= 0"),
+    "tile-negative": (
+        "TILE",
+        [T((2, 3)), T((2,), I32)],
+        [ONES, I32([1, 2])],
+        [ONES, I32([-1, 1])],
+        "TILE multipliers must be non-negative",
+    ),
+    "reshape-count": (
+        "RESHAPE",
+        [T((2, 3)), T((2,), I32)],
+        [ONES, I32([3, 2])],
+        [ONES, I32([4, 2])],
+        "num_input_elements != num_output_elements (6 != 8)",
+    ),
+    "fill-negative": (
+        "FILL",
+        [T((2,), I32), T((), F32)],
+        [I32([2, 2]), F32(1)],
+        [I32([-1, 2]), F32(1)],
+        "Fill dimensions must be >= 0",
+    ),
 }
 
 

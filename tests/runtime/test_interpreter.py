@@ -41,14 +41,22 @@ MISUSE = {
     "bad-resolver": (lambda I: I(model_content=_fc_model(), experimental_op_resolver_type="x"), "Unrecognized"),
     "invoke-before-allocate": (lambda I: I(model_content=_fc_model()).invoke(), "not ready"),
     "get-before-allocate": (lambda I: I(model_content=_fc_model()).get_tensor(0), "Tensor data is null"),
-    "set-before-allocate": (lambda I: I(model_content=_fc_model()).set_tensor(0, np.zeros((1, 4), np.float32)),
-                            "Tensor is unallocated"),
-    "set-wrong-dtype": (lambda I: _allocated(I).set_tensor(0, np.zeros((1, 4))),
-                        "Got value of type FLOAT64 but expected type FLOAT32 for input 0"),
-    "set-wrong-rank": (lambda I: _allocated(I).set_tensor(0, np.zeros((1, 4, 1), np.float32)),
-                       "Dimension mismatch. Got 3 but expected 2 for input 0."),
-    "set-wrong-dim": (lambda I: _allocated(I).set_tensor(0, np.zeros((1, 5), np.float32)),
-                      "Dimension mismatch. Got 5 but expected 4 for dimension 1 of input 0."),
+    "set-before-allocate": (
+        lambda I: I(model_content=_fc_model()).set_tensor(0, np.zeros((1, 4), np.float32)),
+        "Tensor is unallocated",
+    ),
+    "set-wrong-dtype": (
+        lambda I: _allocated(I).set_tensor(0, np.zeros((1, 4))),
+        "Got value of type FLOAT64 but expected type FLOAT32 for input 0",
+    ),
+    "set-wrong-rank": (
+        lambda I: _allocated(I).set_tensor(0, np.zeros((1, 4, 1), np.float32)),
+        "Dimension mismatch. Got 3 but expected 2 for input 0.",
+    ),
+    "set-wrong-dim": (
+        lambda I: _allocated(I).set_tensor(0, np.zeros((1, 5), np.float32)),
+        "Dimension mismatch. Got 5 but expected 4 for dimension 1 of input 0.",
+    ),
     "set-list-float64": (lambda I: _allocated(I).set_tensor(0, [[1.0, 2.0, 3.0, 4.0]]), "FLOAT64"),
     "get-bad-index": (lambda I: _allocated(I).get_tensor(99), "Invalid tensor index 99"),
     "get-negative-index": (lambda I: _allocated(I).get_tensor(-1), "Invalid tensor index -1"),
@@ -56,21 +64,29 @@ MISUSE = {
     "details-bad-subgraph": (lambda I: _allocated(I).get_tensor_details(5), "subgraph_index is out of range: 5"),
     "bad-node": (lambda I: _allocated(I)._get_op_details(7), "Invalid node index"),
     "resize-2d": (lambda I: _allocated(I).resize_tensor_input(0, [[1, 4]]), "Shape should be 1D instead of 2."),
-    "resize-strict-fixed-dim": (lambda I: _allocated(I).resize_tensor_input(0, [2, 4], strict=True),
-                                "only allows mutating unknown dimensions"),
-    "invoke-after-resize": (lambda I: (lambda it: (it.resize_tensor_input(0, [2, 4]), it.invoke()))(_allocated(I)),
-                            "not ready"),
+    "resize-strict-fixed-dim": (
+        lambda I: _allocated(I).resize_tensor_input(0, [2, 4], strict=True),
+        "only allows mutating unknown dimensions",
+    ),
+    "invoke-after-resize": (
+        lambda I: (lambda it: (it.resize_tensor_input(0, [2, 4]), it.invoke()))(_allocated(I)),
+        "not ready",
+    ),
     "signature-none-without-signatures": (lambda I: _allocated(I).get_signature_runner(), "None is only allowed"),
     "signature-bad-key": (lambda I: I(model_path=str(SINE)).get_signature_runner("nope"), "Invalid signature_key"),
     "signature-bad-input-name": (
         lambda I: I(model_path=str(SINE)).get_signature_runner()(x=np.zeros((1, 1), np.float32)),
-        "Invalid Input name (x) for SignatureDef"),
-    "signature-wrong-count": (lambda I: I(model_path=str(SINE)).get_signature_runner()(),
-                              "expected 1 vs provided 0"),
-    "signature-wrong-dtype": (lambda I: I(model_path=str(SINE)).get_signature_runner()(dense_input=np.zeros((1, 1))),
-                              "Got value of type FLOAT64 but expected type FLOAT32 for input 0"),
-    "live-view-blocks-allocate": (lambda I: (lambda it, v: it.allocate_tensors())(it := _allocated(I), it.tensor(0)()),
-                                  "reference to internal data"),
+        "Invalid Input name (x) for SignatureDef",
+    ),
+    "signature-wrong-count": (lambda I: I(model_path=str(SINE)).get_signature_runner()(), "expected 1 vs provided 0"),
+    "signature-wrong-dtype": (
+        lambda I: I(model_path=str(SINE)).get_signature_runner()(dense_input=np.zeros((1, 1))),
+        "Got value of type FLOAT64 but expected type FLOAT32 for input 0",
+    ),
+    "live-view-blocks-allocate": (
+        lambda I: (lambda it, v: it.allocate_tensors())(it := _allocated(I), it.tensor(0)()),
+        "reference to internal data",
+    ),
 }
 
 
@@ -181,6 +197,7 @@ def test_custom_op_registered_in_python():
 
 # -- detail dicts, key by key, against the oracle ----------------------------------------------------
 
+
 def _assert_same_details(ours: dict, theirs: dict, where: str) -> None:
     assert set(ours) == set(theirs), f"{where}: keys {sorted(ours)} != {sorted(theirs)}"
     for key, want in theirs.items():
@@ -220,8 +237,9 @@ def _detail_models():
 @pytest.mark.parametrize("model", _detail_models())
 def test_detail_dicts_match_oracle(model):
     LiteRT, _ = oracle()
-    theirs = LiteRT(model_path=str(model), num_threads=1,
-                    experimental_op_resolver_type=oracle()[1].BUILTIN_REF)  # no delegate nodes
+    theirs = LiteRT(
+        model_path=str(model), num_threads=1, experimental_op_resolver_type=oracle()[1].BUILTIN_REF
+    )  # no delegate nodes
     ours = litert_py.Interpreter(model_path=str(model))
     for stage in ("constructed", "allocated"):
         for name in ("get_input_details", "get_output_details"):

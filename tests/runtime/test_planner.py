@@ -36,8 +36,9 @@ def brute_force_lower_bound(sizes, lifetimes) -> int:
         return 0
     lo = min(lt.first for lt in lifetimes.values())
     hi = max(lt.last for lt in lifetimes.values())
-    return max(sum(n for t, n in sizes.items() if lifetimes[t].first <= s <= lifetimes[t].last)
-               for s in range(lo, hi + 1))
+    return max(
+        sum(n for t, n in sizes.items() if lifetimes[t].first <= s <= lifetimes[t].last) for s in range(lo, hi + 1)
+    )
 
 
 def assert_no_shared_live_bytes(plan: ArenaPlan, sizes, lifetimes, reuse: bool = True) -> None:
@@ -46,7 +47,7 @@ def assert_no_shared_live_bytes(plan: ArenaPlan, sizes, lifetimes, reuse: bool =
     for i, a in enumerate(ts):
         a0 = plan.offsets[a]
         assert a0 >= 0 and a0 + sizes[a] <= plan.arena_bytes
-        for b in ts[i + 1:]:
+        for b in ts[i + 1 :]:
             b0 = plan.offsets[b]
             share = sizes[a] and sizes[b] and a0 < b0 + sizes[b] and b0 < a0 + sizes[a]
             live_together = lifetimes[a].first <= lifetimes[b].last and lifetimes[b].first <= lifetimes[a].last
@@ -64,8 +65,11 @@ def test_plan_never_overlaps_live_tensors(problem):
     assert all(o % ALIGNMENT == 0 for o in plan.offsets.values())
     assert plan.lower_bound == brute_force_lower_bound(sizes, lifetimes)
     assert plan.arena_bytes >= plan.lower_bound
-    assert plan.arena_bytes >= plan.aligned_lower_bound == lower_bound({t: align_up(n) for t, n in sizes.items()},
-                                                                         lifetimes)
+    assert (
+        plan.arena_bytes
+        >= plan.aligned_lower_bound
+        == lower_bound({t: align_up(n) for t, n in sizes.items()}, lifetimes)
+    )
     assert plan.arena_bytes == max((plan.offsets[t] + align_up(n) for t, n in sizes.items()), default=0)
     # Never worse than the classic greedy-by-size order alone, which the planner tries first.
     classic = plan_arena(sizes, lifetimes, search_tries=0)
@@ -105,11 +109,42 @@ def test_chain_reuses_memory():
 
 def test_order_search_finds_the_bound_greedy_by_size_misses():
     """The efficientword_net front end's lifetimes: greedy by size alone needs 12% over the bound."""
-    mb = {0: 64000, 12: 64000, 13: 156800, 14: 156800, 15: 156800, 16: 200704, 17: 100744, 18: 100744,
-          19: 100744, 20: 100744, 21: 100744, 22: 100744, 23: 25088, 24: 25088, 25: 25088, 26: 25088}
-    spans = {0: (-1, 15), 12: (0, 1), 13: (1, 2), 14: (2, 3), 15: (3, 4), 16: (4, 7), 17: (5, 6), 18: (6, 9),
-             19: (7, 8), 20: (8, 9), 21: (9, 10), 22: (10, 11), 23: (11, 12), 24: (12, 13), 25: (13, 14),
-             26: (14, 15)}
+    mb = {
+        0: 64000,
+        12: 64000,
+        13: 156800,
+        14: 156800,
+        15: 156800,
+        16: 200704,
+        17: 100744,
+        18: 100744,
+        19: 100744,
+        20: 100744,
+        21: 100744,
+        22: 100744,
+        23: 25088,
+        24: 25088,
+        25: 25088,
+        26: 25088,
+    }
+    spans = {
+        0: (-1, 15),
+        12: (0, 1),
+        13: (1, 2),
+        14: (2, 3),
+        15: (3, 4),
+        16: (4, 7),
+        17: (5, 6),
+        18: (6, 9),
+        19: (7, 8),
+        20: (8, 9),
+        21: (9, 10),
+        22: (10, 11),
+        23: (11, 12),
+        24: (12, 13),
+        25: (13, 14),
+        26: (14, 15),
+    }
     lifetimes = {t: Lifetime(*s) for t, s in spans.items()}
     aligned_bound = lower_bound({t: align_up(n) for t, n in mb.items()}, lifetimes)
     classic = plan_arena(mb, lifetimes, search_tries=0)
@@ -149,8 +184,10 @@ def test_corpus_plan_quality(capsys):
                 print(f"  plan quality {name:55s} not allocatable yet ({why})")
             else:
                 ratio = report["arena_bytes"] / report["lower_bound"] if report["lower_bound"] else 1.0
-                print(f"  plan quality {name:55s} arena {report['arena_bytes']:>9} lower bound "
-                      f"{report['lower_bound']:>9} ratio {ratio:.3f}")
+                print(
+                    f"  plan quality {name:55s} arena {report['arena_bytes']:>9} lower bound "
+                    f"{report['lower_bound']:>9} ratio {ratio:.3f}"
+                )
     for _, report, _ in rows:
         if report is not None:
             assert report["arena_bytes"] >= report["lower_bound"]

@@ -16,8 +16,12 @@ def _openblas_threads():
         paths = [line.split()[-1] for line in f if "openblas" in line.lower()]
     for path in paths:
         lib = ctypes.CDLL(path)
-        for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
-                     "openblas_get_num_threads64_", "openblas_get_num_threads"):
+        for name in (
+            "scipy_openblas_get_num_threads64_",
+            "scipy_openblas_get_num_threads",
+            "openblas_get_num_threads64_",
+            "openblas_get_num_threads",
+        ):
             if hasattr(lib, name):
                 return getattr(lib, name)()
     return None

@@ -92,35 +92,69 @@ def tensor_types_model() -> Model:
     b.tensor("c64", [1], np.complex64, data=[1 + 2j])
     b.tensor("u64", [2], np.uint64, data=[1, 2**63])
     b.tensor("resource", [], None, tensor_type=TT.RESOURCE)
-    b.tensor("variant", [], None, tensor_type=TT.VARIANT,
-             variant_tensors=[VariantSubType((2, -1), TT.FLOAT32, True), VariantSubType(None, TT.INT32)])
+    b.tensor(
+        "variant",
+        [],
+        None,
+        tensor_type=TT.VARIANT,
+        variant_tensors=[VariantSubType((2, -1), TT.FLOAT32, True), VariantSubType(None, TT.INT32)],
+    )
     b.tensor("state", [1, 8], np.float32, is_variable=True)
     b.tensor("state_init", [2], np.int16, data=np.int16([7, -7]), is_variable=True)
     b.tensor("unranked", [], np.float32, has_rank=False, shape_signature=[])
     b.tensor("scalar", [], np.float32, has_rank=True)
     b.tensor("external", [4], np.float32, external_buffer=7)
     m = b.model()
-    return dataclasses.replace(m, external_buffer_groups=(ExternalBufferGroup("weights.bin"),),
-                               external_buffers=(ExternalBuffer(7, 0, 4096, 16, "none"),))
+    return dataclasses.replace(
+        m,
+        external_buffer_groups=(ExternalBufferGroup("weights.bin"),),
+        external_buffers=(ExternalBuffer(7, 0, 4096, 16, "none"),),
+    )
 
 
 def quantization_model() -> Model:
     """Per-tensor, per-channel (quantized_dimension 1), min/max, custom, blockwise and multi-axis details."""
     b = ModelBuilder()
     b.tensor("per_tensor", [2, 3], np.int8, quantization=quant(0.5, -3))
-    b.tensor("per_channel", [2, 3, 1], np.int8, data=np.arange(6, dtype=np.int8).reshape(2, 3, 1),
-             quantization=quant([0.1, 0.2, 0.3], [0, 0, 0], quantized_dimension=1))
-    b.tensor("minmax", [4], np.uint8, quantization=QuantizationParameters(
-        scale=(0.25,), zero_point=(128,), min=(-32.0,), max=(31.75,)))
+    b.tensor(
+        "per_channel",
+        [2, 3, 1],
+        np.int8,
+        data=np.arange(6, dtype=np.int8).reshape(2, 3, 1),
+        quantization=quant([0.1, 0.2, 0.3], [0, 0, 0], quantized_dimension=1),
+    )
+    b.tensor(
+        "minmax",
+        [4],
+        np.uint8,
+        quantization=QuantizationParameters(scale=(0.25,), zero_point=(128,), min=(-32.0,), max=(31.75,)),
+    )
     b.tensor("minmax_only", [4], np.float32, quantization=QuantizationParameters(min=(-1.0, -2.0), max=(1.0, 2.0)))
-    b.tensor("custom", [4], np.int8, quantization=QuantizationParameters(
-        scale=(1.0,), zero_point=(0,), details_type=1, custom_details=b"\x00custom\xff"))
+    b.tensor(
+        "custom",
+        [4],
+        np.int8,
+        quantization=QuantizationParameters(
+            scale=(1.0,), zero_point=(0,), details_type=1, custom_details=b"\x00custom\xff"
+        ),
+    )
     scales = b.const("scales", np.float32([[0.5, 0.25]]))
     zps = b.const("zps", np.int8([[0, 1]]))
-    b.tensor("blockwise", [1, 64], None, data=np.zeros(32, np.uint8), tensor_type=TT.INT4,
-             quantization=QuantizationParameters(details_type=2, details=BlockwiseQuantization(scales, zps, 32)))
-    b.tensor("multi_axis", [2, 2], np.int8, data=np.int8([[1, 2], [3, 4]]), quantization=QuantizationParameters(
-        details_type=3, details=MultiAxisQuantization(scales, -1, 0, (0, 1))))
+    b.tensor(
+        "blockwise",
+        [1, 64],
+        None,
+        data=np.zeros(32, np.uint8),
+        tensor_type=TT.INT4,
+        quantization=QuantizationParameters(details_type=2, details=BlockwiseQuantization(scales, zps, 32)),
+    )
+    b.tensor(
+        "multi_axis",
+        [2, 2],
+        np.int8,
+        data=np.int8([[1, 2], [3, 4]]),
+        quantization=QuantizationParameters(details_type=3, details=MultiAxisQuantization(scales, -1, 0, (0, 1))),
+    )
     b.tensor("empty_q", [1], np.float32, quantization=QuantizationParameters())
     return b.model()
 
@@ -133,10 +167,19 @@ def sparse_matrix(dense: np.ndarray, index_type: int = 3) -> tuple[SparsityParam
         indices.extend(nz.tolist())
         values.extend(row[nz].tolist())
         segments.append(len(indices))
-    sp = SparsityParameters(traversal_order=(0, 1), dim_metadata=(
-        DimensionMetadata(format=0, dense_size=dense.shape[0]),
-        DimensionMetadata(format=1, array_segments=tuple(segments), array_indices=tuple(indices),
-                          array_segments_type=index_type, array_indices_type=index_type)))
+    sp = SparsityParameters(
+        traversal_order=(0, 1),
+        dim_metadata=(
+            DimensionMetadata(format=0, dense_size=dense.shape[0]),
+            DimensionMetadata(
+                format=1,
+                array_segments=tuple(segments),
+                array_indices=tuple(indices),
+                array_segments_type=index_type,
+                array_indices_type=index_type,
+            ),
+        ),
+    )
     return sp, np.asarray(values, dense.dtype)
 
 
@@ -151,12 +194,22 @@ def block_sparse_matrix(dense: np.ndarray, block: tuple[int, int]) -> tuple[Spar
                 indices.append(j)
                 values.extend(blocks[i, j].reshape(-1).tolist())
         segments.append(len(indices))
-    sp = SparsityParameters(traversal_order=(0, 1, 2, 3), block_map=(0, 1), dim_metadata=(
-        DimensionMetadata(format=0, dense_size=r),
-        DimensionMetadata(format=1, array_segments=tuple(segments), array_indices=tuple(indices),
-                          array_segments_type=2, array_indices_type=1),
-        DimensionMetadata(format=0, dense_size=block[0]),
-        DimensionMetadata(format=0, dense_size=block[1])))
+    sp = SparsityParameters(
+        traversal_order=(0, 1, 2, 3),
+        block_map=(0, 1),
+        dim_metadata=(
+            DimensionMetadata(format=0, dense_size=r),
+            DimensionMetadata(
+                format=1,
+                array_segments=tuple(segments),
+                array_indices=tuple(indices),
+                array_segments_type=2,
+                array_indices_type=1,
+            ),
+            DimensionMetadata(format=0, dense_size=block[0]),
+            DimensionMetadata(format=0, dense_size=block[1]),
+        ),
+    )
     return sp, np.asarray(values, dense.dtype)
 
 
@@ -177,22 +230,42 @@ def operators_model() -> Model:
         w = b.tensor(f"sparse{t}", SPARSE_DENSE.shape, np.float32, data=values, sparsity=sp)
         b.op("DENSIFY", [w], [b.tensor(f"dense{t}", SPARSE_DENSE.shape, np.float32)])
     sp, values = block_sparse_matrix(BLOCK_DENSE, (2, 2))
-    b.op("DENSIFY", [b.tensor("block_sparse", BLOCK_DENSE.shape, np.float32, data=values, sparsity=sp)],
-         [b.tensor("block_dense", BLOCK_DENSE.shape, np.float32)])
+    b.op(
+        "DENSIFY",
+        [b.tensor("block_sparse", BLOCK_DENSE.shape, np.float32, data=values, sparsity=sp)],
+        [b.tensor("block_dense", BLOCK_DENSE.shape, np.float32)],
+    )
     z = b.tensor("z", [3, 4], np.float32)
     b.op("MyCustomOp", [y, -1], [z], custom_code="MyCustomOp", custom_options=flexbuffers.Dumps({"k": 1.5}))
-    b.op("Flex", [z], [b.tensor("w", [3, 4], np.float32)], custom_code="FlexSomething",
-         custom_options=bytes(range(256)) * 3)
+    b.op(
+        "Flex",
+        [z],
+        [b.tensor("w", [3, 4], np.float32)],
+        custom_code="FlexSomething",
+        custom_options=bytes(range(256)) * 3,
+    )
     st = b.tensor("lstm_state", [1, 4], np.float32, is_variable=True)
     inter = b.tensor("intermediate", [1, 4], np.int16, quantization=quant(0.001, 0))
-    b.op("UNIDIRECTIONAL_SEQUENCE_LSTM", [x, -1, st], [b.tensor("lstm_out", [3, 4], np.float32)],
-         {"cell_clip": 1.0, "time_major": True}, intermediates=[inter], mutating_variable_inputs=[False, False, True])
-    b.op("STABLEHLO_COMPOSITE", [x], [b.tensor("c_out", [3, 4], np.float32)],
-         {"name": "odml.npu_call", "decomposition_subgraph_index": 1, "composite_attributes": b"\x01\x02",
-          "version": 2})
+    b.op(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        [x, -1, st],
+        [b.tensor("lstm_out", [3, 4], np.float32)],
+        {"cell_clip": 1.0, "time_major": True},
+        intermediates=[inter],
+        mutating_variable_inputs=[False, False, True],
+    )
+    b.op(
+        "STABLEHLO_COMPOSITE",
+        [x],
+        [b.tensor("c_out", [3, 4], np.float32)],
+        {"name": "odml.npu_call", "decomposition_subgraph_index": 1, "composite_attributes": b"\x01\x02", "version": 2},
+    )
     b.op("STABLEHLO_CASE", [b.const("branch", np.int32(0))], [], {"branch_subgraph_indices": [1, 1]})
-    b.op("DILATE", [x, b.const("dil", np.int32([1, 1])), b.const("pad", np.float32(0))],
-         [b.tensor("dilated", [3, 4], np.float32)])
+    b.op(
+        "DILATE",
+        [x, b.const("dil", np.int32([1, 1])), b.const("pad", np.float32(0))],
+        [b.tensor("dilated", [3, 4], np.float32)],
+    )
     b.op("RELU", [x], [b.tensor("relu_v2", [3, 4], np.float32)], version=2)
     b.output(z)
     b.subgraph("decomposition")
@@ -208,8 +281,12 @@ def operators_model() -> Model:
 
 
 def feature_models() -> list[tuple[str, Model]]:
-    return [("control_flow", control_flow_model()), ("tensor_types", tensor_types_model()),
-            ("quantization", quantization_model()), ("operators", operators_model())]
+    return [
+        ("control_flow", control_flow_model()),
+        ("tensor_types", tensor_types_model()),
+        ("quantization", quantization_model()),
+        ("operators", operators_model()),
+    ]
 
 
 # -- models the oracle runs --------------------------------------------------------------------------
@@ -227,10 +304,16 @@ def fully_connected_int8_model() -> tuple[Model, list[np.ndarray]]:
     rng = np.random.default_rng(0)
     b = ModelBuilder()
     x = b.input("x", [2, 8], np.int8, quantization=quant(0.05, 3))
-    w = b.const("w", rng.integers(-127, 128, (4, 8)).astype(np.int8),
-                quantization=quant([0.01, 0.02, 0.015, 0.03], [0, 0, 0, 0]))
-    bias = b.const("bias", rng.integers(-500, 500, 4).astype(np.int32),
-                   quantization=quant([0.0005, 0.001, 0.00075, 0.0015], [0, 0, 0, 0]))
+    w = b.const(
+        "w",
+        rng.integers(-127, 128, (4, 8)).astype(np.int8),
+        quantization=quant([0.01, 0.02, 0.015, 0.03], [0, 0, 0, 0]),
+    )
+    bias = b.const(
+        "bias",
+        rng.integers(-500, 500, 4).astype(np.int32),
+        quantization=quant([0.0005, 0.001, 0.00075, 0.0015], [0, 0, 0, 0]),
+    )
     y = b.tensor("y", [2, 4], np.int8, quantization=quant(1.0, -2))
     b.op("FULLY_CONNECTED", [x, w, bias], [y], version=5)
     b.output(y)
@@ -273,27 +356,56 @@ def detection_postprocess_model() -> tuple[Model, list[np.ndarray]]:
     boxes = b.input("boxes", [1, n, 4], np.float32)
     scores = b.input("scores", [1, n, classes + 1], np.float32)
     anc = b.const("anchors", anchors)
-    outs = [b.tensor("det_boxes", [1, 3, 4], np.float32), b.tensor("det_classes", [1, 3], np.float32),
-            b.tensor("det_scores", [1, 3], np.float32), b.tensor("num", [1], np.float32)]
-    options = flexbuffers.Dumps({
-        "max_detections": 3, "max_classes_per_detection": 1, "detections_per_class": 100,
-        "use_regular_nms": False, "nms_score_threshold": 0.3, "nms_iou_threshold": 0.5,
-        "num_classes": classes, "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0, "w_scale": 5.0})
-    b.op("TFLite_Detection_PostProcess", [boxes, scores, anc], outs, custom_code="TFLite_Detection_PostProcess",
-         custom_options=bytes(options))
+    outs = [
+        b.tensor("det_boxes", [1, 3, 4], np.float32),
+        b.tensor("det_classes", [1, 3], np.float32),
+        b.tensor("det_scores", [1, 3], np.float32),
+        b.tensor("num", [1], np.float32),
+    ]
+    options = flexbuffers.Dumps(
+        {
+            "max_detections": 3,
+            "max_classes_per_detection": 1,
+            "detections_per_class": 100,
+            "use_regular_nms": False,
+            "nms_score_threshold": 0.3,
+            "nms_iou_threshold": 0.5,
+            "num_classes": classes,
+            "y_scale": 10.0,
+            "x_scale": 10.0,
+            "h_scale": 5.0,
+            "w_scale": 5.0,
+        }
+    )
+    b.op(
+        "TFLite_Detection_PostProcess",
+        [boxes, scores, anc],
+        outs,
+        custom_code="TFLite_Detection_PostProcess",
+        custom_options=bytes(options),
+    )
     b.output(*outs)
-    return b.model(), [rng.normal(0, 0.5, (1, n, 4)).astype(np.float32),
-                       rng.uniform(0, 1, (1, n, classes + 1)).astype(np.float32)]
+    return b.model(), [
+        rng.normal(0, 0.5, (1, n, 4)).astype(np.float32),
+        rng.uniform(0, 1, (1, n, classes + 1)).astype(np.float32),
+    ]
 
 
 def runnable_models() -> list[tuple[str, Model, list[np.ndarray]]]:
-    return [("add_const", *add_const_model()), ("fully_connected_int8", *fully_connected_int8_model()),
-            ("float16_dequantize", *float16_dequantize_model()), ("densify_csr", *densify_model()),
-            ("densify_block", *densify_model(block=True)),
-            ("detection_postprocess", *detection_postprocess_model()),
-            ("conv_net", conv_net_model(), [np.random.default_rng(3).random((1, 8, 8, 3), np.float32)]),
-            ("conv_net_int8", conv_net_model(int8=True),
-             [np.random.default_rng(3).integers(-128, 128, (1, 8, 8, 3)).astype(np.int8)])]
+    return [
+        ("add_const", *add_const_model()),
+        ("fully_connected_int8", *fully_connected_int8_model()),
+        ("float16_dequantize", *float16_dequantize_model()),
+        ("densify_csr", *densify_model()),
+        ("densify_block", *densify_model(block=True)),
+        ("detection_postprocess", *detection_postprocess_model()),
+        ("conv_net", conv_net_model(), [np.random.default_rng(3).random((1, 8, 8, 3), np.float32)]),
+        (
+            "conv_net_int8",
+            conv_net_model(int8=True),
+            [np.random.default_rng(3).integers(-128, 128, (1, 8, 8, 3)).astype(np.int8)],
+        ),
+    ]
 
 
 def conv_net_model(int8: bool = False) -> Model:
@@ -313,18 +425,37 @@ def conv_net_model(int8: bool = False) -> Model:
     x = b.input("x", [1, 8, 8, 3], dt, quantization=q(0.02, -1))
     w1, q1 = weights((4, 3, 3, 3), 0.01)
     c1 = b.tensor("c1", [1, 8, 8, 4], dt, quantization=q(0.05, 2))
-    bias1 = b.const("b1", np.zeros(4, np.int32 if int8 else np.float32),
-                    quantization=quant([0.0002] * 4, [0] * 4) if int8 else None)
-    b.op("CONV_2D", [x, b.const("w1", w1, quantization=q1), bias1], [c1],
-         {"padding": 0, "stride_w": 1, "stride_h": 1, "fused_activation_function": 1}, version=3 if int8 else 1)
+    bias1 = b.const(
+        "b1", np.zeros(4, np.int32 if int8 else np.float32), quantization=quant([0.0002] * 4, [0] * 4) if int8 else None
+    )
+    b.op(
+        "CONV_2D",
+        [x, b.const("w1", w1, quantization=q1), bias1],
+        [c1],
+        {"padding": 0, "stride_w": 1, "stride_h": 1, "fused_activation_function": 1},
+        version=3 if int8 else 1,
+    )
     w2, q2 = weights((1, 3, 3, 4), 0.02)
     c2 = b.tensor("c2", [1, 8, 8, 4], dt, quantization=q(0.05, 2))
-    b.op("DEPTHWISE_CONV_2D", [c1, b.const("w2", w2, quantization=q2),
-                               b.const("b2", np.zeros(4, np.int32 if int8 else np.float32), quantization=q(0.001))],
-         [c2], {"padding": 0, "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}, version=3 if int8 else 1)
+    b.op(
+        "DEPTHWISE_CONV_2D",
+        [
+            c1,
+            b.const("w2", w2, quantization=q2),
+            b.const("b2", np.zeros(4, np.int32 if int8 else np.float32), quantization=q(0.001)),
+        ],
+        [c2],
+        {"padding": 0, "stride_w": 1, "stride_h": 1, "depth_multiplier": 1},
+        version=3 if int8 else 1,
+    )
     p = b.tensor("p", [1, 4, 4, 4], dt, quantization=q(0.05, 2))
-    b.op("MAX_POOL_2D", [c2], [p], {"padding": 1, "stride_w": 2, "stride_h": 2, "filter_width": 2,
-                                    "filter_height": 2}, version=2 if int8 else 1)
+    b.op(
+        "MAX_POOL_2D",
+        [c2],
+        [p],
+        {"padding": 1, "stride_w": 2, "stride_h": 2, "filter_width": 2, "filter_height": 2},
+        version=2 if int8 else 1,
+    )
     pd = b.tensor("pd", [1, 4, 6, 4], dt, quantization=q(0.05, 2))
     b.op("PAD", [p, b.const("pads", np.int32([[0, 0], [0, 0], [1, 1], [0, 0]]))], [pd])
     r = b.tensor("r", [1, 96], dt, quantization=q(0.05, 2))

@@ -77,7 +77,7 @@ def mutate(data: bytes, ops) -> bytes:
     for op in ops:
         kind = op[0]
         if kind == "truncate":
-            del buf[op[1]:]
+            del buf[op[1] :]
             continue
         if not buf:
             continue
@@ -112,8 +112,9 @@ def mutations(draw):
         elif kind == "truncate":
             ops.append(("truncate", draw(st.integers(0, n - 1))))
         elif kind == "int32":
-            value = draw(st.one_of(st.sampled_from(INT32_SPECIALS + [n, n - 4, n + 4]),
-                                   st.integers(-(2**31), 2**31 - 1)))
+            value = draw(
+                st.one_of(st.sampled_from(INT32_SPECIALS + [n, n - 4, n + 4]), st.integers(-(2**31), 2**31 - 1))
+            )
             ops.append(("int32", draw(position) & ~3, value))
         elif lengths:
             pos = draw(st.sampled_from(lengths))

@@ -94,7 +94,8 @@ def test_subgraphs_signatures_metadata():
     while_op = m.subgraphs[0].operators[1]
     assert while_op.builtin_options == Options("WhileOptions", {"cond_subgraph_index": 1, "body_subgraph_index": 2})
     assert m.signature_defs[0] == SignatureDef(
-        (TensorMap("x", 0), TensorMap("i", 1)), (TensorMap("x_out", 2), TensorMap("i_out", 3)), "serving_default", 0)
+        (TensorMap("x", 0), TensorMap("i", 1)), (TensorMap("x_out", 2), TensorMap("i_out", 3)), "serving_default", 0
+    )
     assert metadata_bytes(m, "CONVERSION_METADATA") == bytes(range(40))
     assert metadata_bytes(m, "absent") is None
     assert m.metadata_buffer == (m.metadata[0].buffer,)
@@ -195,8 +196,13 @@ def _sparse_model(**dim_changes):
     sp, values = fixtures.sparse_matrix(fixtures.SPARSE_DENSE)
     dims = list(sp.dim_metadata)
     dims[1] = dataclasses.replace(dims[1], **dim_changes)
-    b.tensor("w", fixtures.SPARSE_DENSE.shape, np.float32, data=values,
-             sparsity=dataclasses.replace(sp, dim_metadata=tuple(dims)))
+    b.tensor(
+        "w",
+        fixtures.SPARSE_DENSE.shape,
+        np.float32,
+        data=values,
+        sparsity=dataclasses.replace(sp, dim_metadata=tuple(dims)),
+    )
     return b.model()
 
 
@@ -208,8 +214,9 @@ def _string_model(raw: bytes, shape=(2,)):
 
 def _while_model(cond, body):
     m = fixtures.control_flow_model()
-    return _with_op(m, 1, builtin_options=Options("WhileOptions", {"cond_subgraph_index": cond,
-                                                                     "body_subgraph_index": body}))
+    return _with_op(
+        m, 1, builtin_options=Options("WhileOptions", {"cond_subgraph_index": cond, "body_subgraph_index": body})
+    )
 
 
 INVALID_MODELS = {
@@ -219,11 +226,17 @@ INVALID_MODELS = {
     "op-output-below-minus-one": (lambda: _with_op(_add_model(), outputs=(-2,)), "writes tensor -2"),
     "intermediate-out-of-range": (lambda: _with_op(_add_model(), intermediates=(7,)), "intermediate tensor 7"),
     "graph-input-out-of-range": (
-        lambda: dataclasses.replace(_add_model(), subgraphs=(dataclasses.replace(
-            _add_model().subgraphs[0], inputs=(4,)),)), "input tensor index 4"),
+        lambda: dataclasses.replace(
+            _add_model(), subgraphs=(dataclasses.replace(_add_model().subgraphs[0], inputs=(4,)),)
+        ),
+        "input tensor index 4",
+    ),
     "graph-output-minus-one": (
-        lambda: dataclasses.replace(_add_model(), subgraphs=(dataclasses.replace(
-            _add_model().subgraphs[0], outputs=(-1,)),)), "output tensor index -1"),
+        lambda: dataclasses.replace(
+            _add_model(), subgraphs=(dataclasses.replace(_add_model().subgraphs[0], outputs=(-1,)),)
+        ),
+        "output tensor index -1",
+    ),
     "negative-dimension": (lambda: _with_tensor(_add_model(), shape=(2, -3)), "negative dimension"),
     "huge-shape": (lambda: _with_tensor(_add_model(), shape=(2**31 - 1,) * 3), "elements"),
     "unknown-type": (lambda: _with_tensor(_add_model(), type=99), "unknown type 99"),
@@ -231,58 +244,100 @@ INVALID_MODELS = {
     "bad-shape-signature": (lambda: _with_tensor(_add_model(), shape_signature=(-2, 3)), "shape_signature"),
     "zero-points-mismatch": (
         lambda: _with_tensor(_add_model(), quantization=QuantizationParameters(scale=(1.0, 2.0), zero_point=(0,))),
-        "Must have same number"),
+        "Must have same number",
+    ),
     "scale-without-zero-point": (
-        lambda: _with_tensor(_add_model(), quantization=QuantizationParameters(scale=(1.0,))), "zero_point"),
+        lambda: _with_tensor(_add_model(), quantization=QuantizationParameters(scale=(1.0,))),
+        "zero_point",
+    ),
     "quantized-dimension-out-of-range": (
         lambda: _with_tensor(_add_model(), quantization=QuantizationParameters((1.0,), (0,), 2)),
-        "quantized_dimension must be in range [0, 2)"),
+        "quantized_dimension must be in range [0, 2)",
+    ),
     "per-channel-count": (
         lambda: _with_tensor(_add_model(), quantization=QuantizationParameters((1.0,) * 4, (0,) * 4, 1)),
-        "num_scales"),
+        "num_scales",
+    ),
     "details-tensor-out-of-range": (
-        lambda: _with_tensor(_add_model(), quantization=QuantizationParameters(
-            details_type=2, details=BlockwiseQuantization(10, -1, 4))), "quantization details"),
+        lambda: _with_tensor(
+            _add_model(), quantization=QuantizationParameters(details_type=2, details=BlockwiseQuantization(10, -1, 4))
+        ),
+        "quantization details",
+    ),
     "variant-subtype": (
-        lambda: _with_tensor(_add_model(), variant_tensors=(VariantSubType((1,), 77),)), "variant subtype"),
+        lambda: _with_tensor(_add_model(), variant_tensors=(VariantSubType((1,), 77),)),
+        "variant subtype",
+    ),
     "external-buffer-id": (lambda: _with_tensor(_add_model(), external_buffer=3), "external buffer id 3"),
     "sparse-segments": (lambda: _sparse_model(array_segments=(0, 1, 4, 3)), "array_segments"),
     "sparse-index-range": (lambda: _sparse_model(array_indices=(1, 0, 4)), "array_indices"),
     "sparse-format": (lambda: _sparse_model(format=2), "unknown format 2"),
     "sparse-missing-indices": (lambda: _sparse_model(array_indices_type=0, array_indices=()), "lacks"),
     "sparse-traversal": (
-        lambda: _with_tensor(_sparse_model(), sparsity=dataclasses.replace(
-            _sparse_model().subgraphs[0].tensors[0].sparsity, traversal_order=(0, 0))), "permutation"),
+        lambda: _with_tensor(
+            _sparse_model(),
+            sparsity=dataclasses.replace(_sparse_model().subgraphs[0].tensors[0].sparsity, traversal_order=(0, 0)),
+        ),
+        "permutation",
+    ),
     "sparse-values-count": (
-        lambda: _with_tensor(_sparse_model(), sparsity=dataclasses.replace(
-            _sparse_model().subgraphs[0].tensors[0].sparsity, dim_metadata=(
-                DimensionMetadata(format=0, dense_size=3),
-                DimensionMetadata(format=1, array_segments=(0, 1, 2, 2), array_indices=(1, 0),
-                                  array_segments_type=1, array_indices_type=1)))), "needs 8 bytes"),
+        lambda: _with_tensor(
+            _sparse_model(),
+            sparsity=dataclasses.replace(
+                _sparse_model().subgraphs[0].tensors[0].sparsity,
+                dim_metadata=(
+                    DimensionMetadata(format=0, dense_size=3),
+                    DimensionMetadata(
+                        format=1,
+                        array_segments=(0, 1, 2, 2),
+                        array_indices=(1, 0),
+                        array_segments_type=1,
+                        array_indices_type=1,
+                    ),
+                ),
+            ),
+        ),
+        "needs 8 bytes",
+    ),
     "string-count": (lambda: _string_model(b"\x03\0\0\0" + b"\x14\0\0\0" * 4), "3 strings for 2"),
     "string-offsets": (lambda: _string_model(b"\x02\0\0\0\x10\0\0\0\x11\0\0\0\x40\0\0\0ab"), "offsets"),
     "string-short": (lambda: _string_model(b"\x02\0"), "at least 4 bytes"),
     "custom-without-code": (
-        lambda: dataclasses.replace(_add_model(), operator_codes=(dataclasses.replace(
-            _add_model().operator_codes[0], builtin_code=32, deprecated_builtin_code=32),)), "no custom_code"),
+        lambda: dataclasses.replace(
+            _add_model(),
+            operator_codes=(
+                dataclasses.replace(_add_model().operator_codes[0], builtin_code=32, deprecated_builtin_code=32),
+            ),
+        ),
+        "no custom_code",
+    ),
     "opcode-version": (
-        lambda: dataclasses.replace(_add_model(), operator_codes=(dataclasses.replace(
-            _add_model().operator_codes[0], version=0),)), "version 0"),
+        lambda: dataclasses.replace(
+            _add_model(), operator_codes=(dataclasses.replace(_add_model().operator_codes[0], version=0),)
+        ),
+        "version 0",
+    ),
     "subgraph-index-out-of-range": (lambda: _while_model(1, 9), "body_subgraph_index 9 of 4"),
     "subgraph-cycle": (lambda: _while_model(1, 0), "cycle: 0 -> 0"),
     "signature-subgraph": (
-        lambda: dataclasses.replace(_add_model(), signature_defs=(SignatureDef((), (), "k", 3),)), "subgraph 3"),
+        lambda: dataclasses.replace(_add_model(), signature_defs=(SignatureDef((), (), "k", 3),)),
+        "subgraph 3",
+    ),
     "signature-tensor": (
         lambda: dataclasses.replace(_add_model(), signature_defs=(SignatureDef((TensorMap("x", 9),), (), "k"),)),
-        "tensor 9 of 3"),
+        "tensor 9 of 3",
+    ),
     "metadata-buffer": (
-        lambda: dataclasses.replace(_add_model(), metadata_buffer=(5,)), "metadata_buffer refers to buffer 5"),
+        lambda: dataclasses.replace(_add_model(), metadata_buffer=(5,)),
+        "metadata_buffer refers to buffer 5",
+    ),
     "schema-version": (lambda: dataclasses.replace(_add_model(), version=2), "schema version 2 not equal"),
     "no-subgraphs": (lambda: dataclasses.replace(_add_model(), subgraphs=()), "no subgraphs"),
     "no-buffers": (lambda: dataclasses.replace(_add_model(), buffers=()), "no buffers"),
     "buffer-zero-not-empty": (
         lambda: dataclasses.replace(_add_model(), buffers=(Buffer(np.ones(4, np.uint8)),) + _add_model().buffers[1:]),
-        "buffer 0 must be the empty sentinel"),
+        "buffer 0 must be the empty sentinel",
+    ),
 }
 
 
@@ -321,8 +376,11 @@ def _bytes_cases():
     ops_ext = write_model(fixtures.operators_model(), external_buffers=True)
     root = _root_table(data)
     first_external = min(b.offset for b in read_model(ext).buffers if b.offset > 1)
-    first_custom = min(o.large_custom_options_offset for o in read_model(ops_ext).subgraphs[0].operators
-                       if o.large_custom_options_offset > 1)
+    first_custom = min(
+        o.large_custom_options_offset
+        for o in read_model(ops_ext).subgraphs[0].operators
+        if o.large_custom_options_offset > 1
+    )
     return {
         "empty": (b"", "only 0 bytes"),
         "too-short": (data[:7], "only 7 bytes"),
@@ -333,14 +391,18 @@ def _bytes_cases():
         # The root table's soffset sends its vtable before the file start: struct would read from the end.
         "vtable-before-start": (_patched(data, root, "<i", root + 64), "offset -64 is outside"),
         "vtable-odd-size": (None, "bad vtable (size"),
-        "vector-length-enlarged": (_patched(data, _vector_length_position(data, "Buffers"), "<I", 0x3FFFFFFF),
-                                   "claims 1073741823 elements"),
+        "vector-length-enlarged": (
+            _patched(data, _vector_length_position(data, "Buffers"), "<I", 0x3FFFFFFF),
+            "claims 1073741823 elements",
+        ),
         "vector-length-past-end": (
-            _patched(data, _vector_length_position(data, "Subgraphs"), "<I", len(data) // 4 - 2), "claims"),
+            _patched(data, _vector_length_position(data, "Subgraphs"), "<I", len(data) // 4 - 2),
+            "claims",
+        ),
         "misaligned-root": (_patched(data, 0, "<I", root + 2), "misaligned"),
         "zero-offset": (_patched(data, root + 4, "<I", 0), "not a valid Flatbuffer"),
-        "external-buffer-truncated": (ext[:first_external + 8], "outside the"),
-        "large-custom-options-truncated": (ops_ext[:first_custom + 4], "large custom options"),
+        "external-buffer-truncated": (ext[: first_external + 8], "outside the"),
+        "large-custom-options-truncated": (ops_ext[: first_custom + 4], "large custom options"),
     }
 
 

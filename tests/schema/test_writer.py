@@ -61,9 +61,18 @@ def _filled(model):
         full.update({k: tuple(v) if isinstance(v, (list, bytes)) else v for k, v in opts.items()})
         return full
 
-    subgraphs = tuple(dataclasses.replace(s, operators=tuple(
-        dataclasses.replace(o, builtin_options=fill(o.builtin_options), builtin_options2=fill(o.builtin_options2))
-        for o in s.operators)) for s in model.subgraphs)
+    subgraphs = tuple(
+        dataclasses.replace(
+            s,
+            operators=tuple(
+                dataclasses.replace(
+                    o, builtin_options=fill(o.builtin_options), builtin_options2=fill(o.builtin_options2)
+                )
+                for o in s.operators
+            ),
+        )
+        for s in model.subgraphs
+    )
     return dataclasses.replace(model, subgraphs=subgraphs)
 
 

@@ -223,6 +223,11 @@ def test_committed_dashboard_is_current():
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
-    p = subprocess.run([sys.executable, str(root / "tools" / "op_coverage.py"), "--check"], cwd=root,
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [sys.executable, str(root / "tools" / "op_coverage.py"), "--check"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]

@@ -36,8 +36,9 @@ def fc_model(out_name: str = "out/y:0", shape_signature=None) -> bytes:
     x = b.input("x", [2, 4], np.float32, shape_signature=shape_signature)
     w = b.const("w", W)
     bias = b.const("b", BIAS)
-    y = b.tensor(out_name, [2, 3], np.float32,
-                 shape_signature=None if shape_signature is None else [shape_signature[0], 3])
+    y = b.tensor(
+        out_name, [2, 3], np.float32, shape_signature=None if shape_signature is None else [shape_signature[0], 3]
+    )
     b.op("FULLY_CONNECTED", [x, w, bias], [y])
     b.output(y)
     b.signature("serving_default", {"inp": x}, {"result": y})
@@ -152,11 +153,22 @@ def test_model_path_summary_and_outputs(capsys, fc):
     rc, out, err = run_main(capsys, fc)
     assert rc == 0, err
     assert err == ""
-    for text in ("Model: ", "fc.tflite", "Subgraphs: 1; tensors: 4; operators: 1",
-                 "Signatures: serving_default (inp -> result)", "[0] x: FLOAT32 2x4, not quantized  <- random",
-                 "[3] out/y:0: FLOAT32 2x3, not quantized", "1 x FULLY_CONNECTED v1 (FLOAT32, FLOAT32, FLOAT32 -> "
-                 "FLOAT32)", "Arena: ", "lower bound", "Results (after 1 run):", "out/y:0: FLOAT32 [2, 3]",
-                 "Timing: load ", "allocate ", "invoke "):
+    for text in (
+        "Model: ",
+        "fc.tflite",
+        "Subgraphs: 1; tensors: 4; operators: 1",
+        "Signatures: serving_default (inp -> result)",
+        "[0] x: FLOAT32 2x4, not quantized  <- random",
+        "[3] out/y:0: FLOAT32 2x3, not quantized",
+        "1 x FULLY_CONNECTED v1 (FLOAT32, FLOAT32, FLOAT32 -> FLOAT32)",
+        "Arena: ",
+        "lower bound",
+        "Results (after 1 run):",
+        "out/y:0: FLOAT32 [2, 3]",
+        "Timing: load ",
+        "allocate ",
+        "invoke ",
+    ):
         assert text in out, text
     # the printed values are those of the seeded random input (seed 0)
     x = random_array((2, 4), np.float32, np.random.default_rng(0))
@@ -280,8 +292,9 @@ def test_resize_dynamic_input(capsys, write, tmp_path):
 
 def test_signature(capsys, fc, write, tmp_path):
     x = np.full((2, 4), -0.25, np.float32)
-    rc, out, err = run_main(capsys, fc, "--signature", "serving_default", "--input", f"inp={write('x.npy', x)}",
-                            "-o", tmp_path / "o")
+    rc, out, err = run_main(
+        capsys, fc, "--signature", "serving_default", "--input", f"inp={write('x.npy', x)}", "-o", tmp_path / "o"
+    )
     assert rc == 0, err
     assert "Running signature 'serving_default' (subgraph 0)" in out
     assert "inp (tensor 'x')" in out and "result (tensor 'out/y:0')" in out
@@ -303,8 +316,9 @@ def test_signature_of_another_subgraph_with_resize(capsys, write, tmp_path):
     b.signature("second", {"in": x2}, {"out": y2}, subgraph=1)
     path = write("multi.tflite", b.build())
     x = np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4)
-    rc, out, err = run_main(capsys, path, "--signature", "second", "--input", f"in={write('x.npy', x)}",
-                            "-o", tmp_path / "o")
+    rc, out, err = run_main(
+        capsys, path, "--signature", "second", "--input", f"in={write('x.npy', x)}", "-o", tmp_path / "o"
+    )
     assert rc == 0, err
     assert "Subgraphs: 2 (#0: 3 tensors, 1 ops | #1 'second': 4 tensors, 1 ops); tensors: 7; operators: 2" in out
     assert "Running signature 'second' (subgraph 1)" in out
@@ -321,11 +335,22 @@ def test_json(capsys, fc):
     doc = json.loads(out)
     assert doc["tool"] == "tflite-run" and doc["litert_py_version"] == litert_py.__version__ and doc["seed"] == 1
     assert doc["model"]["path"] == fc and doc["model"]["bundled"] is False
-    assert doc["inputs"] == [{"name": "x", "tensor": "x", "index": 0, "shape": [2, 4], "shape_signature": [2, 4],
-                              "dtype": "FLOAT32", "quantization": None, "source": "random"}]
+    assert doc["inputs"] == [
+        {
+            "name": "x",
+            "tensor": "x",
+            "index": 0,
+            "shape": [2, 4],
+            "shape_signature": [2, 4],
+            "dtype": "FLOAT32",
+            "quantization": None,
+            "source": "random",
+        }
+    ]
     assert doc["outputs"][0]["name"] == "out/y:0" and doc["outputs"][0]["shape"] == [2, 3]
-    assert doc["ops"] == [{"op": "FULLY_CONNECTED", "version": 1, "input_types": ["FLOAT32"] * 3,
-                           "output_types": ["FLOAT32"], "count": 1}]
+    assert doc["ops"] == [
+        {"op": "FULLY_CONNECTED", "version": 1, "input_types": ["FLOAT32"] * 3, "output_types": ["FLOAT32"], "count": 1}
+    ]
     assert doc["num_tensors"] == 4 and doc["num_operators"] == 1
     assert doc["subgraphs"] == [{"index": 0, "name": "", "tensors": 4, "operators": 1}]
     assert doc["signatures"] == {"serving_default": {"inputs": ["inp"], "outputs": ["result"]}}
@@ -347,8 +372,11 @@ def test_quantization_in_summary(capsys, write):
     b.output(x)
     rc, out, err = run_main(capsys, write("q.tflite", b.build()), "--json")
     assert rc == 0, err
-    assert json.loads(out)["inputs"][0]["quantization"] == {"scales": [0.5], "zero_points": [-3],
-                                                           "quantized_dimension": 0}
+    assert json.loads(out)["inputs"][0]["quantization"] == {
+        "scales": [0.5],
+        "zero_points": [-3],
+        "quantized_dimension": 0,
+    }
     rc, out, err = run_main(capsys, write("q.tflite", b.build()))
     assert "[0] q: INT8 4, scale 0.5, zero_point -3" in out
 
@@ -388,8 +416,17 @@ def test_bundled_model_runs_in_oracle_and_matches():
     it = LiteRT(model_path=str(BUNDLED), num_threads=1)
     assert it.get_signature_list() == {"serving_default": {"inputs": ["image"], "outputs": ["probabilities"]}}
     names = [d["op_name"] for d in it._get_ops_details()]
-    assert names[:9] == ["CONV_2D", "MAX_POOL_2D", "DEPTHWISE_CONV_2D", "RELU", "CONV_2D", "AVERAGE_POOL_2D",
-                         "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]
+    assert names[:9] == [
+        "CONV_2D",
+        "MAX_POOL_2D",
+        "DEPTHWISE_CONV_2D",
+        "RELU",
+        "CONV_2D",
+        "AVERAGE_POOL_2D",
+        "RESHAPE",
+        "FULLY_CONNECTED",
+        "SOFTMAX",
+    ]
     rng = np.random.default_rng(3)
     images = [rng.uniform(-1, 1, (1, 16, 16, 3)).astype(np.float32) for _ in range(3)]
     theirs = [it.get_signature_runner("serving_default")(image=im)["probabilities"] for im in images]
@@ -406,8 +443,16 @@ def test_no_argument_runs_bundled_model(capsys, tmp_path):
     rc, out, err = run_main(capsys, "-o", tmp_path / "o")
     assert rc == 0, err
     assert "tiny_cnn.tflite (bundled)" in out and "Signatures: serving_default (image -> probabilities)" in out
-    for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D", "RELU", "RESHAPE",
-               "FULLY_CONNECTED", "SOFTMAX"):
+    for op in (
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "MAX_POOL_2D",
+        "AVERAGE_POOL_2D",
+        "RELU",
+        "RESHAPE",
+        "FULLY_CONNECTED",
+        "SOFTMAX",
+    ):
         assert f"x {op} v1" in out
     x = random_array((1, 16, 16, 3), np.float32, np.random.default_rng(0))
     got = np.load(tmp_path / "o" / "probabilities.npy")
@@ -418,13 +463,16 @@ def test_no_argument_runs_bundled_model(capsys, tmp_path):
 
 
 # -- errors: one line on stderr, exit 1 (model) or 2 (arguments) ----------------------------------------
-@pytest.mark.parametrize("argv, needles", [
-    (["--bogus"], ["unrecognized arguments: --bogus"]),
-    (["--runs", "0"], ["--runs", ">= 1"]),
-    (["--num-threads", "x"], ["--num-threads", "invalid int value"]),
-    (["--seed", "1.5"], ["--seed"]),
-    (["a.tflite", "b.tflite"], ["unrecognized arguments: b.tflite"]),
-])
+@pytest.mark.parametrize(
+    "argv, needles",
+    [
+        (["--bogus"], ["unrecognized arguments: --bogus"]),
+        (["--runs", "0"], ["--runs", ">= 1"]),
+        (["--num-threads", "x"], ["--num-threads", "invalid int value"]),
+        (["--seed", "1.5"], ["--seed"]),
+        (["a.tflite", "b.tflite"], ["unrecognized arguments: b.tflite"]),
+    ],
+)
 def test_usage_errors(capsys, argv, needles):
     rc, out, err = run_main(capsys, *argv)
     assert rc == 2 and out == ""
@@ -486,12 +534,15 @@ def test_error_input_file_unreadable(capsys, fc, write):
     assert_one_line_error(err, "cannot read input file", "text.npy")
 
 
-@pytest.mark.parametrize("spec, needles", [
-    ("zz={x}", ["unknown input name 'zz'", "'x'"]),
-    ("7={x}", ["unknown input name '7'"]),
-    ("={x}", ["expected NAME=FILE"]),
-    ("{npz}", ["unknown input name 'nope'"]),
-])
+@pytest.mark.parametrize(
+    "spec, needles",
+    [
+        ("zz={x}", ["unknown input name 'zz'", "'x'"]),
+        ("7={x}", ["unknown input name '7'"]),
+        ("={x}", ["expected NAME=FILE"]),
+        ("{npz}", ["unknown input name 'nope'"]),
+    ],
+)
 def test_error_input_name_unknown(capsys, fc, write, spec, needles):
     x = write("x.npy", np.ones((2, 4), np.float32))
     npz = write("n.npz", {"nope": np.ones((2, 4), np.float32)})
@@ -516,11 +567,14 @@ def test_error_input_given_twice_and_ambiguous(capsys, write):
 
 
 @pytest.mark.parametrize("signature", [False, True])
-@pytest.mark.parametrize("value, needles", [
-    (np.ones((2, 4), np.float64), ["Got value of type FLOAT64 but expected type FLOAT32"]),
-    (np.ones((3, 4), np.float32), ["Dimension mismatch. Got 3 but expected 2 for dimension 0"]),
-    (np.ones((8,), np.float32), ["Dimension mismatch. Got 1 but expected 2"]),
-])
+@pytest.mark.parametrize(
+    "value, needles",
+    [
+        (np.ones((2, 4), np.float64), ["Got value of type FLOAT64 but expected type FLOAT32"]),
+        (np.ones((3, 4), np.float32), ["Dimension mismatch. Got 3 but expected 2 for dimension 0"]),
+        (np.ones((8,), np.float32), ["Dimension mismatch. Got 1 but expected 2"]),
+    ],
+)
 def test_error_input_shape_or_dtype(capsys, fc, write, value, needles, signature):
     extra = ["--signature", "serving_default"] if signature else []
     rc, out, err = run_main(capsys, fc, *extra, "--input", f"0={write('v.npy', value)}")
@@ -550,15 +604,22 @@ def test_console_script(write, tmp_path):
     path = write("fc.tflite", fc_model())
     x = write("x.npy", np.full((2, 4), 0.75, np.float32))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([*_command(), path, "--input", f"x={x}", "--json", "-o", str(tmp_path / "o")],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [*_command(), path, "--input", f"x={x}", "--json", "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["results"][0]["file"] == str(tmp_path / "o" / "out_y_0.npy")
-    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out_y_0.npy"),
-                                  reference(path, {0: np.full((2, 4), 0.75, np.float32)})[0])
-    p = subprocess.run([*_command(), write("junk.tflite", b"garbage")], capture_output=True, text=True, env=env,
-                       timeout=120)
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "o" / "out_y_0.npy"), reference(path, {0: np.full((2, 4), 0.75, np.float32)})[0]
+    )
+    p = subprocess.run(
+        [*_command(), write("junk.tflite", b"garbage")], capture_output=True, text=True, env=env, timeout=120
+    )
     assert p.returncode == 1 and p.stdout == ""
     assert_one_line_error(p.stderr, "not a valid Flatbuffer")
     p = subprocess.run([*_command(), path, "--nope"], capture_output=True, text=True, env=env, timeout=120)
