@@ -21,6 +21,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..ops.movement import Concatenation
 from ..ops.resource import AssignVariable, ReadVariable, _variable, _variable_value
 from ..ops.slicing import StridedSlice
 
@@ -51,6 +54,43 @@ class RingBufferStep:
         else:
             self.slice([c, *inputs[1 + self.n_concat :]], [s])
             _variable(resources, handle).assign(s)
+
+
+@dataclass(frozen=True, eq=False)
+class RingBufferShift(RingBufferStep):
+    """RingBufferStep when the concatenation is a plain np.concatenate and the slice, taken on the
+    concatenation's own shape, has the variable's shape and type (the usual shift of a streaming layer's
+    window): two numpy calls, ``concatenate(value, new..., out=c)`` then ``value[...] = c[index]``, with the
+    handle's key and the index made at prepare. The values are those of RingBufferStep (the same concatenation,
+    the same slice, the same copy into the variable). A variable whose value has another shape or type than the
+    model reads takes RingBufferStep's path, which raises its error."""
+
+    key: object  # the constant handle's key
+    axis: int
+    index: tuple  # the slice on the concatenation's shape
+
+    def __call__(self, inputs, outputs):
+        var = self.read.resources.get(self.key)
+        value = None if var is None else var.value
+        if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
+            return RingBufferStep.__call__(self, inputs, outputs)
+        c = outputs[0]
+        np.concatenate((value, *inputs[1 : 1 + self.n_concat]), axis=self.axis, out=c)
+        value[...] = c[self.index]  # c is its own buffer: no aliasing
+
+
+def _shift(read, concat, slice_, n_concat: int, read_shape: tuple, key, c_shape: tuple, s_info) -> RingBufferStep:
+    """RingBufferShift when its conditions hold (see there), else RingBufferStep."""
+    if (
+        type(concat) is Concatenation
+        and type(slice_) is StridedSlice
+        and tuple(slice_.effective_shape) == c_shape
+        and tuple(slice_.counts) == read_shape
+        and tuple(s_info.shape) == read_shape
+        and np.dtype(s_info.dtype) == read.dtype
+    ):
+        return RingBufferShift(read, concat, slice_, n_concat, read_shape, key, concat.axis, slice_.index)
+    return RingBufferStep(read, concat, slice_, n_concat, read_shape)
 
 
 def _handle_key(infos, i: int):
@@ -111,8 +151,15 @@ def fuse_ring_buffers(steps: list, infos: list, outputs) -> list:
                 [node.operator.inputs[0]] + list(concat_node.operator.inputs[1:]) + list(slice_node.operator.inputs[1:])
             )
             operator = dataclasses.replace(concat_node.operator, inputs=ins, outputs=[c, s])
-            step = RingBufferStep(
-                op, steps[j][1], steps[k][1], len(concat_node.operator.inputs) - 1, tuple(infos[r].shape)
+            step = _shift(
+                op,
+                steps[j][1],
+                steps[k][1],
+                len(concat_node.operator.inputs) - 1,
+                tuple(infos[r].shape),
+                key,
+                tuple(infos[c].shape),
+                infos[s],
             )
             fused[j] = (dataclasses.replace(concat_node, operator=operator), step)
             fused[i] = fused[k] = fused[m] = None
