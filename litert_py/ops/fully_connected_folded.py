@@ -4,6 +4,7 @@ into the GEMM (sources and the float requantization: fully_connected.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,31 +33,66 @@ class FullyConnectedQuantizedFolded:
     lo: int  # act_min - zo
     hi: int  # act_max - zo
 
+    xview: np.ndarray  # xbuf[:, :-1], made at prepare
+    half: np.ndarray  # (rows, units) float64 HALF_DOWN_F64
+    lo_hi_zo: tuple  # lo, hi, zo as 0-d float64 arrays (a Python number operand is converted on every call)
+
     @staticmethod
     def build(rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int):
         """``wz``: (units, depth) w - zw; ``row``: (units,) bias - zx * sum(w - zw); ``dtype``: the GEMM's
-        exact float type (the caller checked the bound)."""
+        exact float type (the caller checked the bound). One output value (a streaming classifier's head):
+        FullyConnectedQuantizedFoldedScalar."""
         units, depth = wz.shape
         wt = np.empty((depth + 1, units), dtype)
         wt[:-1] = wz.T
         wt[-1] = row
         xbuf = np.empty((rows, depth + 1), dtype)
         xbuf[:, -1] = 1
+        if rows * units == 1:
+            return FullyConnectedQuantizedFoldedScalar(
+                np.ascontiguousarray(wt[:, 0]), xbuf[0], xbuf[0, :-1], float(np.asarray(eff).reshape(-1)[0]), zo, lo, hi
+            )
         acc = np.empty((rows, units), dtype)
         t = acc if acc.dtype == np.float64 else np.empty((rows, units))
-        return FullyConnectedQuantizedFolded(wt, xbuf, acc, t, np.empty((rows, units)), eff, zo, lo, hi)
+        eff = np.asarray(eff, np.float64)
+        bounds = tuple(np.array(float(v)) for v in (lo, hi, zo))
+        half = np.full((rows, units), HALF_DOWN_F64)
+        sign = np.empty((rows, units))
+        return FullyConnectedQuantizedFolded(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds)
 
     def __call__(self, inputs, outputs):
-        xbuf, t = self.xbuf, self.t
-        np.copyto(xbuf[:, :-1], inputs[INPUT].reshape(xbuf.shape[0], -1), casting="unsafe")
-        np.matmul(xbuf, self.weights_t, out=self.acc)
+        t = self.t
+        lo, hi, zo = self.lo_hi_zo
+        np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
+        np.matmul(self.xbuf, self.weights_t, out=self.acc)
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        clip_ufunc(t, self.lo, self.hi, out=t)
-        np.copysign(HALF_DOWN_F64, t, out=self.sign)
+        clip_ufunc(t, lo, hi, out=t)
+        np.copysign(self.half, t, out=self.sign)
         t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
-        out2d = outputs[0].reshape(t.shape)
-        if self.zo:
-            np.trunc(t, out=t)
-            np.add(t, self.zo, out=out2d, casting="unsafe")
-        else:
-            np.copyto(out2d, t, casting="unsafe")  # the float -> int cast truncates
+        np.trunc(t, out=t)
+        t += zo
+        outputs[0].reshape(t.shape)[...] = t  # integers within the output type's range: exact
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedQuantizedFoldedScalar:
+    """FullyConnectedQuantizedFolded for one output value (one row, one unit: the head of a streaming
+    classifier), where each numpy call costs about a microsecond whatever its size: the folded dot product
+    [x, 1] . w (exact as in FullyConnectedQuantizedFolded, whatever the summation order) in numpy, then the
+    requantization on the one Python float: float(acc) * eff is the same IEEE double product as numpy's,
+    then clamp(., lo, hi), trunc(t +- HALF_DOWN_F64) (round half away, see quant.hybrid.HALF_DOWN) and + zo,
+    stored with ndarray.fill. Three numpy calls instead of nine."""
+
+    w: np.ndarray  # (depth + 1,) float32 or float64: (w - zw) then the folded row
+    xvec: np.ndarray  # (depth + 1,) of w's type, last value one
+    xview: np.ndarray  # xvec[:-1]
+    eff: float
+    zo: int
+    lo: int  # act_min - zo
+    hi: int  # act_max - zo
+
+    def __call__(self, inputs, outputs):
+        np.copyto(self.xview, inputs[INPUT].reshape(-1), casting="unsafe")
+        t = float(np.dot(self.xvec, self.w)) * self.eff
+        t = min(max(t, self.lo), self.hi)
+        outputs[0].fill(math.trunc(t + math.copysign(HALF_DOWN_F64, t)) + self.zo)

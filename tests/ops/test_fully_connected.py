@@ -19,7 +19,7 @@ from litert_py.quant import round_away
 from litert_py.quant.hybrid import round_half_away_inplace
 from litert_py.schema.writer import ModelBuilder
 from tests.ops._diff import check_both
-from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.oracle import T, oracle, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance (relative to the largest reference magnitude) per path.
 TOLERANCE = {"float32": 1e-5, "hybrid": 0.0, "hybrid-tanh": 1e-6}
@@ -529,6 +529,49 @@ def test_fully_connected_folded_bias_and_zero_point(depth, zx, gemm):
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "FullyConnectedQuantizedFolded" and prepared.weights_t.dtype == gemm
+
+
+@pytest.mark.parametrize("zo, act", [(-3, 0), (0, 0), (40, 1), (-128, 3)])
+@pytest.mark.parametrize("gemm", ["float32", "float64"])
+def test_fully_connected_folded_scalar(gemm, zo, act):
+    """One output value (a streaming classifier's head): FullyConnectedQuantizedFoldedScalar requantizes on a
+    Python float. Over many invokes of one interpreter: accumulators of both signs, outputs at both clamps
+    (NONE, RELU, RELU6), zero and nonzero output zero points; float32: effective scale 1/16, so acc = 8 mod 16
+    are exact ties of the float requantization (away from zero, not to even)."""
+    from litert_py import Interpreter
+
+    rng = np.random.default_rng(abs(zo) * 4 + act)
+    if gemm == "float32":
+        depth, scales = 64, (0.5, 0.125, 1.0)  # eff = 1/16
+        w = rng.integers(-3, 4, (1, depth)).astype(I8)
+        bias = rng.integers(-200, 200, 1).astype(I32)
+        xs = rng.integers(-15, 2, (160, 1, depth)).astype(I8)  # x - zx in [-8, 8]
+    else:
+        depth = 3000
+        scales = (0.05, 0.01, 0.05 * 0.01 * 16 * np.sqrt(depth) * 2)
+        w = rng.integers(-127, 128, (1, depth)).astype(I8)
+        bias = rng.integers(-5000, 5000, 1).astype(I32)
+        xs = rng.integers(-2, 3, (160, 1, depth)).astype(I8)
+    xs[0] = -7  # the zero point: acc = bias exactly
+    xs[1:20] = rng.integers(-128, 128, (19, 1, depth))  # large accumulators: both clamps
+    model = _int8_fc(xs[0], w, bias, *scales, zx=-7, zo=zo, act=act)
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    got, want = [], []
+    for it, res in ((ours, got), (theirs, want)):
+        it.allocate_tensors()
+        for x in xs:
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    assert len(np.unique(want)) > (3 if act == 3 else 5)  # RELU6 with scale 1: seven values at most
+    if gemm == "float32":
+        acc = (xs[:, 0].astype(np.int64) + 7) @ w[0].astype(np.int64) + int(bias[0])
+        assert (acc % 16 == 8).sum() >= 3  # ties exercised
+    (prepared,) = ours._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "FullyConnectedQuantizedFoldedScalar" and prepared.w.dtype == gemm
 
 
 @pytest.mark.parametrize("path", ["float32", "int8", "hybrid"])
