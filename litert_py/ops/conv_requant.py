@@ -42,10 +42,10 @@ class FoldedEpilogue:
     """The invoke-time part: ``out = floor(clip(v, lo, hi))`` where ``v`` (float64, overwritten) already holds
     u + c (``half`` is None), or u, then ``v + copysign(half, v) + zp + 1/2`` first."""
 
-    lo: float  # SmallFoldedEpilogue: 0-d float64 arrays (lo, hi, const)
-    hi: float
+    lo: np.ndarray  # 0-d float64 (a Python float operand is converted on every ufunc call)
+    hi: np.ndarray  # 0-d float64
     half: np.ndarray | None  # (OW*O,) float64 2^-(rs+1) per channel (0 where rs = 0), tiled over the width
-    const: float  # zp + 1/2, added after the sign term
+    const: np.ndarray | float  # 0-d float64 zp + 1/2, added after the sign term (0.0 when half is None)
     sign: np.ndarray | None  # float64 scratch (rows, OW*O)
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
@@ -68,8 +68,7 @@ class SmallFoldedEpilogue(FoldedEpilogue):
     """FoldedEpilogue for small outputs (streaming layers, where each numpy call costs about a microsecond
     whatever its size): ``v`` must have the output's shape (the callers allocate it so), so no reshape is
     made, ``half`` and ``sign`` have the output's shape (a broadcasting ufunc call costs about twice a plain
-    one) and ``lo``, ``hi`` and ``const`` are 0-d float64 arrays (a Python float operand is converted on every
-    call: about 0.1-0.25 us more); floor in place, then a plain assignment into the output instead of the
+    one); floor in place, then a plain assignment into the output instead of the
     casting floor (a casting ufunc call costs about twice a plain one; the values are integers within the
     output type's range, so the conversion is exact): the same values."""
 
@@ -135,7 +134,7 @@ def fold_requantization(
         const = const + (zero_point + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5))
         if small:
             return Folding(scale, const, SmallFoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None))
-        return Folding(scale, const, FoldedEpilogue(float(lo), float(hi), None, 0.0, None))
+        return Folding(scale, const, FoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None))
     half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
     if small:  # v has the output's shape
         return Folding(
@@ -149,6 +148,11 @@ def fold_requantization(
                 np.empty(out_shape),
             ),
         )
-    epilogue = FoldedEpilogue
     rows = int(np.prod(out_shape)) // half.size
-    return Folding(scale, const, epilogue(float(lo), float(hi), half, zero_point + 0.5, np.empty((rows, half.size))))
+    return Folding(
+        scale,
+        const,
+        FoldedEpilogue(
+            np.array(float(lo)), np.array(float(hi)), half, np.array(zero_point + 0.5), np.empty((rows, half.size))
+        ),
+    )
