@@ -15,7 +15,7 @@ from tests.oracle import oracle
 RESOURCE = dtypes.TensorType.RESOURCE
 
 
-def _ring_model(dtype=np.int8, reread: bool = False, slice_out: bool = False) -> bytes:
+def _ring_model(dtype=np.int8, reread: bool = False, slice_out: bool = False, init_rows: int = 2) -> bytes:
     """state (1, 2, 1, 4), frame x (1, 1, 1, 4): c = concat(state, x) (the output), state = c[:, 1:3]. ``reread``:
     the state is also read by a second consumer (no fusion); ``slice_out``: the slice is an output too."""
     b = ModelBuilder()
@@ -43,7 +43,7 @@ def _ring_model(dtype=np.int8, reread: bool = False, slice_out: bool = False) ->
     b.output(*outs)
     b.subgraph("init")
     h1 = b.tensor("handle", (), None, tensor_type=RESOURCE)
-    init = b.const("init", np.arange(8).reshape(1, 2, 1, 4).astype(dtype))
+    init = b.const("init", np.arange(4 * init_rows).reshape(1, init_rows, 1, 4).astype(dtype))
     b.op("VAR_HANDLE", [], [h1], {"container": "", "shared_name": "ring"})
     b.op("ASSIGN_VARIABLE", [h1, init], [])
     return b.build()
@@ -84,3 +84,16 @@ def test_ring_buffer_not_fused_when_preserving_tensors():
     it.allocate_tensors()
     names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
     assert "RingBufferStep" not in names and "RingBufferShift" not in names
+
+
+def test_ring_buffer_shift_refuses_a_variable_of_another_shape():
+    """The init subgraph assigns 3 rows where the model reads 2: the fused shift takes RingBufferStep's path,
+    which fails the invoke with READ_VARIABLE's error (as the unfused READ_VARIABLE does)."""
+    for preserve in (False, True):  # fused, unfused
+        it = litert_py.Interpreter(model_content=_ring_model(init_rows=3), experimental_preserve_all_tensors=preserve)
+        it.allocate_tensors()
+        names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+        assert ("RingBufferShift" in names) != preserve
+        it.set_tensor(it.get_input_details()[0]["index"], np.zeros((1, 1, 1, 4), np.int8))
+        with pytest.raises(RuntimeError, match=r"holds shape \[1, 3, 1, 4\], the model reads \[1, 2, 1, 4\]"):
+            it.invoke()
