@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activations,
+    activations_quantized,
     audio,
     batch_matmul,
     cast,
@@ -13,6 +14,7 @@ from . import (  # noqa: F401
     depthwise_conv,
     detection,
     elementwise,
+    elu_gelu,
     fully_connected,
     hadamard,
     hashtable,
