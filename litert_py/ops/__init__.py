@@ -33,6 +33,8 @@ from . import (  # noqa: F401
     quantize,
     random,
     reduce,
+    reduce_axis,
+    reduce_generic,
     registry,
     resize,
     resource,
