@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     nms,
     normalization,
     numeric_verify,
+    padding,
     pooling,
     quantize,
     random,
