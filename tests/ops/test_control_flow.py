@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import litert_py
 from litert_py import InvalidModelError, PrepareError
 from litert_py.schema import dtypes
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import assert_close, oracle, run_both, run_ours
 
 #: Float tolerance per op: exact (the loop bodies use ADD/MUL on values that round the same way in both).
