@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
-from litert_py.schema.writer import ModelBuilder, quant
 
 __all__ = ["T", "single_op_model", "run_ours", "run_litert", "run_both", "oracle", "quant", "assert_close"]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from litert_py import libm as L
-from litert_py.schema.writer import quant
+from litert_py.schema.builder import quant
 
 from .oracle import T, run_litert, run_ours, single_op_model
 

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from litert_py import Interpreter
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 
 
 def counting_loop(n: int) -> bytes:

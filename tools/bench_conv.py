@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from litert_py import Interpreter  # noqa: E402
-from litert_py.schema.writer import ModelBuilder, quant  # noqa: E402
+from litert_py.schema.builder import ModelBuilder, quant  # noqa: E402
 
 SAME = 0
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from flatbuffers import flexbuffers  # noqa: E402
 
 from litert_py import Interpreter  # noqa: E402
-from litert_py.schema.writer import ModelBuilder  # noqa: E402
+from litert_py.schema.builder import ModelBuilder  # noqa: E402
 
 
 def _model(op, inputs, outputs, custom_code=None, custom_options=b"") -> bytes:

@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from litert_py import Interpreter  # noqa: E402
-from litert_py.schema.writer import ModelBuilder  # noqa: E402
+from litert_py.schema.builder import ModelBuilder  # noqa: E402
 from tests.ops.test_lstm import float_lstm_model, int_lstm_model  # noqa: E402
 from tests.ops.test_rnn import _weights  # noqa: E402
 

@@ -27,8 +27,8 @@ sys.path.insert(1 + len(_extra), str(pathlib.Path(__file__).resolve().parents[1]
 def seed_models() -> dict[str, bytes]:
     import numpy as np
 
+    from litert_py.schema.builder import ModelBuilder, quant
     from litert_py.schema.model import DimensionMetadata, SparsityParameters
-    from litert_py.schema.writer import ModelBuilder, quant
 
     out = {
         "tiny_cnn": (

@@ -1,7 +1,7 @@
 """Write the small model that ``tflite-run`` runs when it is given no model: litert_py/models/tiny_cnn.tflite.
 
 A float32 image classifier, 1x16x16x3 -> 10 class probabilities, built with litert_py's own writer
-(``litert_py.schema.writer.ModelBuilder``) from deterministic random weights (a fixed seed), with one
+(``litert_py.schema.builder.ModelBuilder``) from deterministic random weights (a fixed seed), with one
 SignatureDef ``serving_default`` (input ``image``, output ``probabilities``). It uses only ops litert_py
 implements: CONV_2D, MAX_POOL_2D, DEPTHWISE_CONV_2D, RELU, AVERAGE_POOL_2D, RESHAPE, FULLY_CONNECTED,
 SOFTMAX.
@@ -40,7 +40,7 @@ def build() -> bytes:
     """The bundled model's .tflite bytes."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from litert_py.schema.writer import ModelBuilder
+    from litert_py.schema.builder import ModelBuilder
 
     rng = np.random.default_rng(SEED)
     f32 = np.float32

@@ -211,8 +211,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere in the tree
     sys.path.insert(0, str(ROOT))
 
+from litert_py.schema.builder import ModelBuilder, quant  # noqa: E402
 from litert_py.schema.model import BuiltinOperator, QuantizationParameters  # noqa: E402
-from litert_py.schema.writer import ModelBuilder, quant  # noqa: E402
 
 DEFAULT_OUT = ROOT / "docs" / "op-coverage.md"
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")

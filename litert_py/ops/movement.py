@@ -1,6 +1,5 @@
-"""Data movement: CONCATENATION, PAD, PADV2, TRANSPOSE, TILE, PACK, UNPACK, REVERSE_V2, REVERSE_SEQUENCE,
-MIRROR_PAD (the slicing ops STRIDED_SLICE, SLICE, SPLIT, SPLIT_V and GATHER are in slicing.py, which shares
-the helpers at the top of this module).
+"""Data movement: CONCATENATION, TRANSPOSE, TILE, PACK, UNPACK, REVERSE_V2, REVERSE_SEQUENCE (PAD, PADV2 and
+MIRROR_PAD are in padding.py; the slicing ops STRIDED_SLICE, SLICE, SPLIT, SPLIT_V and GATHER in slicing.py).
 
 Paths (bytes are moved, never reinterpreted; quantized tensors pass through with their raw integers):
 - CONCATENATION: float32, float16, uint8, int8, int16, int32, int64, bool, uint32, int4. int8 inputs must
@@ -8,9 +7,6 @@ Paths (bytes are moved, never reinterpreted; quantized tensors pass through with
   inputs whose (scale, zero point) differ from the output's are requantized in float32 exactly as the
   reference ConcatenationWithScaling does. LiteRT rejects any fused activation, and so do we. Rank-0 inputs
   are allowed only when all are constant (they are stacked into a vector).
-- PAD / PADV2: float32, float16, uint8, int8, int16, int32, int64, bool, rank <= 5; paddings int32, int64,
-  int8, int16 or bool. Quantized uint8/int8/int16 pad with the output zero point (PAD) or with the raw
-  constant value, which must share the output's scale and zero point (PADV2).
 - TRANSPOSE: every 8/16/32/64-bit dtype, rank <= 8, perm int32 (negative entries count from the end).
 - TILE: every dtype, strings included; multiples int32/int64 (non-negative).
 - PACK: float32, uint8, int8, int16, int32, int64, uint32; UNPACK: float32, float16, uint8, int8, int16, int32,
@@ -18,16 +14,14 @@ Paths (bytes are moved, never reinterpreted; quantized tensors pass through with
 - REVERSE_V2: float32, float16, uint8, int8, int16, int32, int64, bool; axis int32 (negative counts from the
   end), several axes only when they form one contiguous run (LiteRT's rule). REVERSE_SEQUENCE: float32,
   uint8, int16, int32, int64; seq_lengths int32/int64.
-- MIRROR_PAD: every 8/16/32/64-bit dtype; paddings int32/int64 in [0, size - offset] (REFLECT offset 1,
-  SYMMETRIC 0); int8/uint8/int16 input and output share scale and zero point (int16: zero point 0).
 
 Shapes come from constant index tensors at prepare; a non-constant one makes the output dynamic.
 
 Where LiteRT writes uninitialized memory instead of failing, we fail at prepare: a TRANSPOSE perm with
 repeated entries and a REVERSE_SEQUENCE length beyond the sequence axis (LiteRT checks only the first length).
 
-Sources matched: tensorflow/lite/kernels/{concatenation,pad,transpose,tile,pack,unpack,reverse,
-reverse_sequence,mirror_pad}.cc, tensorflow/lite/kernels/internal/reference/{concatenation,pad}.h.
+Sources matched: tensorflow/lite/kernels/{concatenation,transpose,tile,pack,unpack,reverse,reverse_sequence}.cc,
+tensorflow/lite/kernels/internal/reference/concatenation.h.
 """
 
 from __future__ import annotations
@@ -41,16 +35,8 @@ from ..errors import InputValueError
 from ..quant.fixedpoint import round_away, trunc_to_int32
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType, BuiltinOperator
-from .common import axis_slices, check_output_type, index_values, movable
+from .common import check_output_type, index_values, movable
 from .registry import OpContext, PreparedOp, TensorInfo, register
-
-_STRING = dtypes.TensorType.STRING
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-def is_quantized(t: TensorInfo) -> bool:
-    return bool(t.quantization.scale)
-
 
 # =================================================================================================
 # CONCATENATION
@@ -167,128 +153,6 @@ def prepare_concatenation(ctx: OpContext) -> PreparedOp:
         if any(r is not None for r in rescale):
             return ConcatenationUInt8Rescaled(axis, tuple(rescale), out.zero_point)
     return Concatenation(axis)
-
-
-# =================================================================================================
-# PAD, PADV2
-# =================================================================================================
-
-INPUT, PADDINGS, CONSTANT_VALUES = 0, 1, 2
-_PAD_TYPES = {np.dtype(t) for t in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32, np.int64, np.bool_)}
-_PADDING_TYPES = {np.dtype(t) for t in (np.int32, np.int64, np.int8, np.int16, np.bool_)}
-_PAD_MAX_RANK = 5
-
-
-def pad_params(paddings: np.ndarray, in_shape: tuple[int, ...], fail=InputValueError):
-    """(left, right) per dimension from the (rank, 2) paddings, checked as pad.cc GetPadParams does."""
-    p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
-    if p.size and (p.min() < _INT32_MIN or p.max() > _INT32_MAX):
-        raise fail("INT64 padding overflow. Only support value between INT32_MIN and INT32_MAX.")
-    if p.size and p.min() < 0:
-        raise fail("Pad value has to be greater than equal to 0.")
-    pads = [(int(a), int(b)) for a, b in p.tolist()]
-    return pads, tuple(d + a + b for d, (a, b) in zip(in_shape, pads))
-
-
-def _pad_regions(pads, in_shape) -> tuple[tuple, tuple]:
-    """Index tuples of the interior and of the border slabs to fill (zero-width slabs left out)."""
-    interior = tuple(slice(a, a + d) for d, (a, _) in zip(in_shape, pads))
-    borders = []
-    for k, ((a, b), d) in enumerate(zip(pads, in_shape)):
-        if a:
-            borders.append(axis_slices(k, 0, a))
-        if b:
-            borders.append(axis_slices(k, a + d, None))
-    return interior, tuple(borders)
-
-
-@dataclass(frozen=True, eq=False)
-class Pad:
-    interior: tuple
-    borders: tuple
-    value: object  # the pad value, or None: read the constant_values input at eval
-
-    def __call__(self, inputs, outputs):
-        out = outputs[0]
-        v = self.value if self.value is not None else inputs[CONSTANT_VALUES].reshape(-1)[0]
-        for b in self.borders:
-            out[b] = v
-        out[self.interior] = inputs[INPUT]
-
-
-@dataclass(frozen=True, eq=False)
-class PadDynamic:
-    """Paddings that are not constant: the output shape is known only at eval."""
-
-    value: object
-
-    def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        pads, shape = pad_params(inputs[PADDINGS], x.shape)
-        out = limits.new_array(shape, x.dtype, "PAD's output")
-        interior, borders = _pad_regions(pads, x.shape)
-        Pad(interior, borders, self.value)(inputs, [out])
-        outputs[0] = out
-
-
-def _pad_value(ctx: OpContext, x: TensorInfo, cv: TensorInfo | None):
-    """The static pad value (None when it comes from a non-constant constant_values input)."""
-    out = ctx.outputs[0]
-    if x.dtype == np.uint8 or (x.dtype in (np.int8, np.int16) and is_quantized(x)):
-        info = np.iinfo(x.dtype)
-        if cv is None:  # quantized PAD: 0.0 in the output's quantization, i.e. its zero point
-            zp = out.zero_point
-            ctx.check(info.min <= zp <= info.max, f"output zero point {zp} is outside the {x.type_name} range")
-            return x.dtype.type(zp)
-        ctx.check(
-            cv.zero_point == out.zero_point,
-            f"output->params.zero_point != constant_values->params.zero_point ({out.zero_point} != {cv.zero_point})",
-        )
-        ctx.check(
-            cv.scale == out.scale, f"output->params.scale != constant_values->params.scale ({out.scale} != {cv.scale})"
-        )
-    if cv is None:
-        return x.dtype.type(0)
-    return cv.data.reshape(-1)[0] if cv.is_constant else None
-
-
-def _prepare_pad(ctx: OpContext):
-    ctx.check(
-        len(ctx.inputs) in (2, 3) and len(ctx.outputs) == 1,
-        f"{ctx.op_name} takes 2 or 3 inputs and 1 output, got {len(ctx.inputs)} and {len(ctx.outputs)}",
-    )
-    x, paddings = ctx.input(INPUT), ctx.input(PADDINGS)
-    cv = ctx.optional_input(CONSTANT_VALUES)
-    ctx.check(
-        paddings.dtype in _PADDING_TYPES and paddings.type not in dtypes.OBJECT_TYPES,
-        f"Padding type {paddings.type_name} is currently not supported by Pad.",
-    )
-    rank = len(x.shape)
-    ctx.check(
-        len(paddings.shape) == 2 and paddings.shape[1] == 2,
-        f"paddings must have shape [rank, 2], got {list(paddings.shape)}",
-    )
-    ctx.check(paddings.shape[0] == rank, f"SizeOfDimension(paddings, 0) != dims ({paddings.shape[0]} != {rank})")
-    check_output_type(ctx, x)
-    ctx.check(
-        x.dtype in _PAD_TYPES and x.type not in dtypes.OBJECT_TYPES,
-        f"Type {x.type_name} is currently not supported by Pad.",
-    )
-    if cv is not None:
-        ctx.check(cv.type == x.type, f"constant_values type {cv.type_name} differs from input type {x.type_name}")
-        ctx.check(cv.size == 1, f"constant_values_count != 1 ({cv.size} != 1)")
-    ctx.check(rank <= _PAD_MAX_RANK, f"dims <= 5 was not true: {ctx.op_name} input has rank {rank}")
-    value = _pad_value(ctx, x, cv)
-    if not paddings.is_constant:
-        ctx.set_output_dynamic(0)
-        return PadDynamic(value)
-    pads, shape = pad_params(paddings.data, x.shape, ctx.fail)
-    ctx.set_output_shape(0, shape)
-    return Pad(*_pad_regions(pads, x.shape), value)
-
-
-register(BuiltinOperator.PAD)(_prepare_pad)
-register(BuiltinOperator.PADV2)(_prepare_pad)
 
 
 # =================================================================================================
@@ -654,98 +518,3 @@ def prepare_reverse_sequence(ctx: OpContext) -> PreparedOp:
         return ReverseSequenceDynamic(seq_dim, batch_dim)
     index = reverse_sequence_index(lengths.data, x.shape[seq_dim], ctx.fail)
     return ReverseSequence(_reverse_sequence_flat(x.shape, seq_dim, batch_dim, index))
-
-
-# =================================================================================================
-# MIRROR_PAD
-# =================================================================================================
-
-REFLECT, SYMMETRIC = 0, 1
-
-
-def mirror_pad_index(in_shape, paddings, mode: int, fail=InputValueError) -> tuple[np.ndarray, ...]:
-    """Per dimension, the input position of every output position (mirror_pad.cc GetInputDimension).
-    REFLECT skips the edge element (offset 1), SYMMETRIC repeats it. Each pad must lie in [0, size - offset]
-    (LiteRT's check, made at prepare for constant paddings and at eval otherwise)."""
-    offset = 1 if mode == REFLECT else 0
-    p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
-    out = []
-    for k, (d, (left, right)) in enumerate(zip(in_shape, p.tolist())):
-        if min(left, right) < 0:
-            raise fail("MirrorPad paddings must be non-negative.")
-        if max(left, right) > d - offset:
-            raise fail(
-                "MirrorPad paddings must be no greater than the input dimension size minus the mode offset. "
-                f"Dimension {k} has input size {d}, mode offset {offset}, max padding {d - offset}, left "
-                f"padding {left}, and right padding {right}."
-            )
-        lo = left + offset - 1 - np.arange(left, dtype=np.int64)
-        hi = d - 1 - offset - np.arange(right, dtype=np.int64)
-        out.append(np.concatenate([lo, np.arange(d, dtype=np.int64), hi]))
-    return tuple(out)
-
-
-@dataclass(frozen=True, eq=False)
-class MirrorPad:
-    flat_index: np.ndarray  # flat input offset of every output element
-
-    def __call__(self, inputs, outputs):
-        np.take(inputs[0].reshape(-1), self.flat_index, out=outputs[0].reshape(-1))
-
-
-def _mirror_flat(in_shape, idx: tuple[np.ndarray, ...]) -> np.ndarray:
-    flat = np.zeros([len(i) for i in idx], dtype=np.int64)
-    stride = 1
-    for k in range(len(idx) - 1, -1, -1):
-        shape = [1] * len(idx)
-        shape[k] = len(idx[k])
-        flat += (idx[k] * stride).reshape(shape)
-        stride *= in_shape[k]
-    return flat.reshape(-1)
-
-
-@dataclass(frozen=True, eq=False)
-class MirrorPadDynamic:
-    mode: int
-
-    def __call__(self, inputs, outputs):
-        x = inputs[0]
-        idx = mirror_pad_index(x.shape, inputs[1], self.mode)
-        outputs[0] = x[np.ix_(*idx)] if idx else x.copy()
-
-
-@register(BuiltinOperator.MIRROR_PAD)
-def prepare_mirror_pad(ctx: OpContext) -> PreparedOp:
-    ctx.check_num(2)
-    x, pads = ctx.input(0), ctx.input(1)
-    ctx.check(len(pads.shape) == 2, f"NumDimensions(padding_matrix) != 2 ({len(pads.shape)} != 2)")
-    ctx.check(
-        pads.shape[0] == len(x.shape),
-        f"SizeOfDimension(padding_matrix, 0) != NumDimensions(input_tensor) ({pads.shape[0]} != {len(x.shape)})",
-    )
-    ctx.check(pads.shape[1] == 2, f"MIRROR_PAD paddings must have shape [rank, 2], got {list(pads.shape)}")
-    ctx.check(
-        pads.type in (dtypes.TensorType.INT32, dtypes.TensorType.INT64),
-        f"MIRROR_PAD paddings must be INT32 or INT64, got {pads.type_name}",
-    )
-    ctx.check(movable(x), f"Type {x.type_name} is not supported by MIRROR_PAD.")
-    check_output_type(ctx, x)
-    if x.dtype in (np.int8, np.uint8, np.int16) and x.type != dtypes.TensorType.BOOL:
-        y = ctx.outputs[0]
-        ctx.check(
-            x.scale == y.scale, f"input_tensor->params.scale != output_tensor->params.scale ({x.scale} != {y.scale})"
-        )
-        ctx.check(
-            x.zero_point == y.zero_point,
-            f"input_tensor->params.zero_point != output_tensor->params.zero_point ({x.zero_point} != {y.zero_point})",
-        )
-        if x.dtype == np.int16:
-            ctx.check(x.zero_point == 0, f"input_tensor->params.zero_point != 0 ({x.zero_point} != 0)")
-    mode = ctx.options.mode
-    ctx.check(mode in (REFLECT, SYMMETRIC), f"MIRROR_PAD mode {mode} is neither REFLECT (0) nor SYMMETRIC (1)")
-    if not pads.is_constant:
-        ctx.set_output_dynamic(0)
-        return MirrorPadDynamic(mode)
-    idx = mirror_pad_index(x.shape, pads.data, mode, ctx.fail)
-    ctx.set_output_shape(0, tuple(len(i) for i in idx))
-    return MirrorPad(_mirror_flat(x.shape, idx))

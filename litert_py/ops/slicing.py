@@ -1,4 +1,4 @@
-"""Slicing: STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, GATHER (the rest of data movement is in movement.py).
+"""Slicing: STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, GATHER (the rest of data movement is in movement.py and padding.py).
 
 Paths (bytes are moved, never reinterpreted; quantized tensors pass through with their raw integers):
 - STRIDED_SLICE: every 8/16/32/64-bit dtype and strings; begin/end/strides int32; all five masks and the

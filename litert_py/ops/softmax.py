@@ -1,5 +1,6 @@
 """SOFTMAX's prepared ops (float32/float16, uint8/int8, int16) and its quantized prepare; the op is registered
-(and its checks shared) by activations.py. Semantics and sources: see activations.py's docstring (SoftmaxPrepare,
+(and its checks shared) by activations.py. Semantics and sources: see activations.py's (float) and
+activations_quantized.py's (quantized) docstrings (SoftmaxPrepare,
 reference/softmax.h, reference/integer_ops/softmax.h)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..schema import dtypes
 from ..schema.model import Model, Tensor
-from ..schema.reader import tensor_num_elements
+from ..schema.validate import tensor_num_elements
 
 INT4 = dtypes.TensorType.INT4
 STRING = dtypes.TensorType.STRING

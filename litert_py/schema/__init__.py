@@ -1,5 +1,6 @@
 """Read and write .tflite flatbuffers as plain Python dataclasses."""
 
+from .builder import ModelBuilder
 from .model import (
     BlockwiseQuantization,
     Buffer,
@@ -22,7 +23,7 @@ from .model import (
     VariantSubType,
 )
 from .reader import read_model
-from .writer import ModelBuilder, write_model
+from .writer import write_model
 
 __all__ = [
     "BlockwiseQuantization",

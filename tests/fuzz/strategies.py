@@ -1,4 +1,4 @@
-"""Random small graphs over ``litert_py.schema.writer``: a structure-aware hypothesis strategy.
+"""Random small graphs over ``litert_py.schema.builder``: a structure-aware hypothesis strategy.
 
 A graph has one or two inputs (float32, int32, int64, bool or quantized int8/uint8/int16; ranks 0-4, small
 dims, sometimes a zero dim) and one to four ops. Most ops come from families whose operands are built to fit
@@ -18,9 +18,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from litert_py.ops.registry import registered_builtins
+from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.model import OP_OPTIONS, BuiltinOperator, QuantizationParameters
 from litert_py.schema.tables import default_options
-from litert_py.schema.writer import ModelBuilder
 
 F32 = np.dtype(np.float32)
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))

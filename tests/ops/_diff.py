@@ -11,7 +11,7 @@ from hypothesis import assume
 
 from litert_py import PrepareError
 from litert_py.errors import LiteRTError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import T, assert_close, run_litert, run_ours
 
 #: Every dtype a data-movement op may see; strings are numpy object arrays of bytes.

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import T, oracle, run_both, run_litert, run_ours, single_op_model
 
 # Elementwise relative tolerance, plus an absolute floor relative to the output's largest magnitude for

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import litert_py
 from litert_py import InvalidModelError, PrepareError
 from litert_py.schema import dtypes
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import assert_close, oracle, run_both, run_ours
 
 #: Float tolerance per op: exact (the loop bodies use ADD/MUL on values that round the same way in both).
@@ -384,7 +384,7 @@ def test_recursive_subgraphs_rejected(indirect, monkeypatch):
     with pytest.raises(InvalidModelError, match="cycle"):  # the reader sees the cycle first
         litert_py.Interpreter(model_content=model)
     # past the reader (e.g. a model read by other means), prepare still refuses the recursion
-    monkeypatch.setattr("litert_py.schema.reader._find_cycle", lambda edges: None)
+    monkeypatch.setattr("litert_py.schema.validate._find_cycle", lambda edges: None)
     it = litert_py.Interpreter(model_content=model)
     with pytest.raises(PrepareError, match="recursively"):
         it.allocate_tensors()

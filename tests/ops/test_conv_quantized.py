@@ -24,8 +24,8 @@ from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
 from litert_py.ops import conv, depthwise_conv
 from litert_py.ops.conv_requant import SMALL_EPILOGUE_VALUES
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
-from litert_py.schema.writer import ModelBuilder, quant
 from tests.oracle import run_litert, run_ours
 
 I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from litert_py.ops.eigen_math import _logistic_packet, _logistic_scalar, eigen_logistic, eigen_tanh
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import T, oracle, run_litert, single_op_model
 
 RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from litert_py import PrepareError
 from litert_py.quant import round_away
 from litert_py.quant.hybrid import round_half_away_inplace
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.ops._diff import check_both
 from tests.oracle import T, oracle, quant, run_litert, run_ours, single_op_model
 

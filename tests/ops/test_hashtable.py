@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import litert_py
 from litert_py import PrepareError
 from litert_py.schema import dtypes
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import assert_close, oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
 from tests.oracle import T, run_litert, run_ours, single_op_model
 

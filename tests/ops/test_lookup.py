@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
 from litert_py.ops.lookup import fingerprint64
+from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.model import QuantizationParameters
-from litert_py.schema.writer import ModelBuilder
 from tests.ops._diff import ALL_DTYPES, check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.ops.test_rnn import run_stream
 from tests.oracle import assert_close, oracle, quant
 

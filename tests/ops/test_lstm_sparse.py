@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.ops.test_rnn import run_stream
 from tests.ops.test_sparse import encode
 from tests.oracle import assert_close, quant, run_ours

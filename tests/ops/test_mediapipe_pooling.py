@@ -159,7 +159,7 @@ def test_max_unpool_matches_auto(c):
 @given(c=pool_case(unpool=True))
 def test_pool_then_unpool_matches_auto(c):
     """The pair as models use it (each runtime reads its own index encoding): equal outputs."""
-    from litert_py.schema.writer import ModelBuilder
+    from litert_py.schema.builder import ModelBuilder
 
     shape, _, f, x, _ = c
     assume(np.unique(x).size == x.size)

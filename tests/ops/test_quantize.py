@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.ops._diff import check_both, values
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema import read_model
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import assert_close, oracle, quant
 
 #: Per accumulated term (input_size + num_units) and recurrent step, relative to the largest output magnitude.

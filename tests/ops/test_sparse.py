@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from litert_py import PrepareError
 from litert_py.errors import LiteRTError
 from litert_py.ops.sparse import densify
+from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.model import DimensionMetadata, SparsityParameters
-from litert_py.schema.writer import ModelBuilder
 from tests.ops._diff import check_both
 from tests.oracle import run_litert, run_ours
 

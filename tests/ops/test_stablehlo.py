@@ -15,7 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.ops._values import assert_matches, regimes, values
 from tests.oracle import T, run_both, run_ours, single_op_model
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import assert_close, oracle, quant
 
 #: Float: per accumulated term (input_size + rank * memory_size), relative to the largest output magnitude

@@ -16,7 +16,7 @@ import pytest
 
 import litert_py
 from litert_py.errors import CancelledError, ConcurrentUseError, DeadlineExceededError, InvokeError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 
 JOIN_LIMIT = 30.0  # seconds: only a hang guard
 

@@ -9,7 +9,7 @@ import pytest
 
 import litert_py
 from litert_py import Interpreter, InterpreterWithCustomOps, UnsupportedOpError
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 
 
 @dataclass(frozen=True)

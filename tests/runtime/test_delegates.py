@@ -12,7 +12,7 @@ import litert_py
 from litert_py import Delegate, Interpreter, UnsupportedOpError
 from litert_py.delegates import ENTRY_POINT_GROUP
 from litert_py.runtime.partition import partition_nodes
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 
 
 class AddDelegate(Delegate):

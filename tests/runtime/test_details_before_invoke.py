@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import T, oracle, single_op_model
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"

@@ -150,7 +150,7 @@ def test_pathlike_model_path():
 
 
 def test_unsupported_ops_reported_together():
-    from litert_py.schema.writer import ModelBuilder
+    from litert_py.schema.builder import ModelBuilder
 
     b = ModelBuilder()
     x = b.input("x", [2], np.float32)
@@ -171,7 +171,7 @@ def test_unsupported_ops_reported_together():
 def test_custom_op_registered_in_python():
     from dataclasses import dataclass
 
-    from litert_py.schema.writer import ModelBuilder
+    from litert_py.schema.builder import ModelBuilder
 
     @dataclass(frozen=True)
     class TimesTwo:

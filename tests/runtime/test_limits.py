@@ -13,8 +13,8 @@ import pytest
 import litert_py
 from litert_py import limits
 from litert_py.errors import InvokeError, PrepareError, ResourceLimitError
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import DimensionMetadata, SparsityParameters
-from litert_py.schema.writer import ModelBuilder, quant
 from tests.oracle import oracle
 
 

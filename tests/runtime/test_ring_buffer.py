@@ -9,7 +9,7 @@ import pytest
 
 import litert_py
 from litert_py.schema import dtypes
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE

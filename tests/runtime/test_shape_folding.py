@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from litert_py import Interpreter
-from litert_py.schema.writer import ModelBuilder
+from litert_py.schema.builder import ModelBuilder
 from tests.oracle import run_litert, run_ours
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import litert_py
-from litert_py.schema.writer import ModelBuilder, quant
+from litert_py.schema.builder import ModelBuilder, quant
 from tests.oracle import oracle
 
 

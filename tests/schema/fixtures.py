@@ -15,6 +15,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 
 from litert_py.schema import dtypes
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import (
     BlockwiseQuantization,
     BuiltinOperator,
@@ -28,7 +29,6 @@ from litert_py.schema.model import (
     SparsityParameters,
     VariantSubType,
 )
-from litert_py.schema.writer import ModelBuilder, quant
 
 CORPUS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "corpus", "*.tflite")))
 TT = dtypes.TensorType

@@ -14,8 +14,8 @@ import subprocess
 import numpy as np
 import pytest
 
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.reader import read_model
-from litert_py.schema.writer import ModelBuilder, quant
 from litert_py.tools.graph_html import layout
 from tests.tools.test_run import run_main
 

@@ -16,8 +16,8 @@ import pytest
 import litert_py
 from litert_py import Interpreter
 from litert_py.ops.registry import lookup
+from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.reader import read_model
-from litert_py.schema.writer import ModelBuilder
 from litert_py.tools import run as tool
 from litert_py.tools.run import main, random_array, safe_filename
 from tests.oracle import assert_close, oracle
@@ -366,7 +366,7 @@ def test_json(capsys, fc):
 
 def test_quantization_in_summary(capsys, write):
     b = ModelBuilder()
-    from litert_py.schema.writer import quant
+    from litert_py.schema.builder import quant
 
     x = b.input("q", [4], np.int8, quantization=quant(0.5, -3))
     b.output(x)

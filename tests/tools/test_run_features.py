@@ -15,7 +15,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.runtime.profiler import _Timer
-from litert_py.schema.writer import ModelBuilder, quant
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.tools.benchmark import Progress, benchmark, stats_ms
 from tests.oracle import oracle
 from tests.tools.test_run import custom_op_model, reference, run_main, two_input_model

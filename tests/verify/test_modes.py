@@ -9,8 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.reader import read_model
-from litert_py.schema.writer import ModelBuilder, quant, write_model
+from litert_py.schema.writer import write_model
 from litert_py.verify import verify, verify_pair, verify_single
 from litert_py.verify.matching import compared_tensors, match_tensors
 from litert_py.verify.metrics import dequantize, quantize
