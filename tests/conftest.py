@@ -1,5 +1,6 @@
-"""Hypothesis profiles: 'ci' (bounded and derandomized, the default under CI=true), 'dev' (default; derandomized
-too, with more examples), 'long' (random, nightly-style: the one that hunts for new failures).
+"""The shared ``ray`` fixture, and the hypothesis profiles: 'ci' (bounded and derandomized, the default under
+CI=true), 'dev' (default; derandomized too, with more examples), 'long' (random, nightly-style: the one that
+hunts for new failures).
 
 Select with LITERT_PY_HYPOTHESIS_PROFILE=long.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _common = dict(
@@ -22,3 +24,14 @@ settings.register_profile("ci", max_examples=25, **{**_common, "derandomize": Tr
 settings.register_profile("dev", max_examples=40, **{**_common, "derandomize": True})
 settings.register_profile("long", max_examples=1000, **_common)
 settings.load_profile(os.environ.get("LITERT_PY_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="module")
+def ray():
+    """A local Ray (2 CPUs) for one test module; ray is a test dependency (tests.oracle.require)."""
+    from tests.oracle import require
+
+    (ray,) = require("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

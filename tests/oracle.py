@@ -28,6 +28,20 @@ def oracle():
     return LiteRT, OpResolverType
 
 
+def require(*modules: str):
+    """Import test dependencies (extra ``[test]``: onnxruntime, ray, ...). Missing ones fail the test under CI
+    (CI must install them) and skip it elsewhere, so a partial local install still runs the rest."""
+    import importlib
+    import os
+
+    try:
+        return [importlib.import_module(m) for m in modules]
+    except ImportError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(modules)}: a test dependency (pip install -e '.[test]'): {e}")
+        pytest.skip(f"{', '.join(modules)} not installed: {e}")
+
+
 @dataclass
 class T:
     """A tensor of a test model: shape, dtype, optional constant data and quantization."""

@@ -7,8 +7,6 @@ Named input/output columns and rows without the batch dimension on Ray are exerc
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -18,19 +16,6 @@ from litert_py.errors import BatchError
 from litert_py.ray_data import LiteRTPredictor
 
 from .test_batch import KWS, WAKE, _assert_identical, _loop, _samples
-
-
-@pytest.fixture(scope="module")
-def ray():
-    try:
-        import ray
-    except ImportError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"ray is a test dependency (pip install -e '.[test]'): {e}")
-        pytest.skip(f"ray is not installed: {e}")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def test_run_batch_on_ray_equals_loop(ray):

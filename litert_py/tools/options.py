@@ -7,29 +7,29 @@ import argparse
 PROG = "tflite-run"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line instead of argparse's usage block
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with a one-line error (exit 2) instead of the usage block; shared by the console tools."""
+
+    def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
+def int_at_least(minimum: int):
+    """An argparse ``type`` for integers >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {n}")
+        return n
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
-    return n
+_positive_int, _count = int_at_least(1), int_at_least(0)
 
 
 def _seconds(text: str) -> float:
@@ -89,7 +89,7 @@ def _model_args(g) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from litert_py import __version__
 
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Summarize a .tflite model and run it with litert_py (pure-Python TFLite interpreter); "
         "benchmark it, profile it per node, list its nodes. `tflite-run graph MODEL -o FILE.html` "
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_graph_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=f"{PROG} graph",
         description="Draw every subgraph of MODEL into one self-contained HTML page (no network): nodes "
         "with op names, edges with tensor shapes and dtypes, a side panel with a node's options "

@@ -17,15 +17,11 @@ import argparse
 import pathlib
 import sys
 
+from ..tools.options import OneLineParser, int_at_least
 from .metrics import METRICS
 from .run import VerifyError, verify
 
 PROG = "tflite-verify"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _threshold(text: str) -> tuple[str, float]:
@@ -40,18 +36,8 @@ def _threshold(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"VALUE must be a number, got {value!r}") from None
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description=__doc__.split("\n")[0].split(": ", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -62,14 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("models", nargs="+", metavar="MODEL", help="QUANT.tflite, or FLOAT.tflite QUANT.tflite")
     p.add_argument("--data", type=pathlib.Path, help=".npz, .npy or a folder of them")
-    p.add_argument("--samples", type=_count, default=10, help="random samples without --data (default 10)")
+    p.add_argument("--samples", type=int_at_least(1), default=10, help="random samples without --data (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random samples (default 0)")
     p.add_argument("--csv", type=pathlib.Path, help="one row per tensor")
     p.add_argument("--json", type=pathlib.Path, help="the whole report")
     p.add_argument("--html", type=pathlib.Path, help="a self-contained page with the table and plots")
     p.add_argument(
         "--suggest-float",
-        type=_count,
+        type=int_at_least(1),
         metavar="K",
         help="print the K layers with the largest own error (to keep in float)",
     )

@@ -4,7 +4,6 @@ litert_py without it within 1e-4 of the output's largest magnitude, and every op
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter, load_delegate
-from tests.oracle import T, single_op_model
+from tests.oracle import T, require, single_op_model
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
 FLOAT_MODELS = [
@@ -26,13 +25,7 @@ FLOAT_MODELS = [
 @pytest.fixture(scope="module", autouse=True)
 def _ort():
     """ONNX Runtime is a test dependency (extra [test]): missing it fails under CI, skips elsewhere."""
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except ImportError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"onnxruntime and onnx are test dependencies: {e}")
-        pytest.skip(f"onnxruntime not installed: {e}")
+    require("onnx", "onnxruntime")
 
 
 def _inputs(it, seed=0, positive=False):

@@ -99,26 +99,6 @@ def _boom_prepare(ctx):
 litert_py.register_custom_op("TfliteRunTestBoom", _boom_prepare)
 
 
-@pytest.fixture
-def write(tmp_path):
-    def _write(name: str, content) -> str:
-        path = tmp_path / name
-        if isinstance(content, np.ndarray):
-            np.save(path, content)
-        elif isinstance(content, dict):
-            np.savez(path, **content)
-        else:
-            path.write_bytes(content)
-        return str(path)
-
-    return _write
-
-
-@pytest.fixture
-def fc(write) -> str:
-    return write("fc.tflite", fc_model())
-
-
 def run_main(capsys, *argv) -> tuple[int, str, str]:
     rc = main([str(a) for a in argv])
     out, err = capsys.readouterr()

@@ -8,7 +8,6 @@ Ray is a test dependency (extra ``test``): under CI=true the Ray test fails when
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 
 import numpy as np
@@ -51,19 +50,6 @@ def test_cli_workers(tmp_path, capsys):
     assert a.read_text() == b.read_text()
     assert main([INT8, "--workers", "-1"]) == 2
     assert "--workers must be >= 0" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="module")
-def ray():
-    try:
-        import ray
-    except ImportError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"ray is a test dependency (pip install -e '.[test]'): {e}")
-        pytest.skip(f"ray is not installed: {e}")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def test_ray_equals_serial(ray, tmp_path):
