@@ -155,7 +155,7 @@ def test_face_landmark_with_attention_custom_ops_on_its_own_data(angle):
     corners), which the iris check above cannot see: a crop turned the wrong way still finds the iris."""
     from flatbuffers import flexbuffers
 
-    from tests.ops.test_mediapipe_transform import l2tm_v2, sample_bilinear, transform_points
+    from tests.ops.custom.test_mediapipe_transform import l2tm_v2, sample_bilinear, transform_points
 
     path = CORPUS / "mediapipe__face_landmark_with_attention.tflite"
     model = read_model(path.read_bytes())

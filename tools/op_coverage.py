@@ -2043,7 +2043,8 @@ def convolution_2d_transpose_bias(p: P):  # custom options: TfLiteTransposeConvP
 def max_pooling_with_argmax_2d(p: P):
     """The values, and the indices seen through MaxUnpooling2D: XNNPACK stores its indices as uint32 bits,
     column-major (MediaPipe: float ``fy * fw + fx + 0.1``), so they are compared by the positions they name
-    (tests/ops/test_mediapipe_pooling.py compares them directly). LiteRT crashes when the indices are not used."""
+    (tests/ops/custom/test_mediapipe_pooling.py compares them directly). LiteRT crashes when the indices are not
+    used."""
     cases = []
     for padding, shape in ((1, (1, 5, 6, 3)), (2, (2, 6, 4, 2))):
         g = Graph()

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
-from .conv_common import EMPTY_OUTPUT, window_geometry
+from .conv.common import EMPTY_OUTPUT, window_geometry
 from .pooling import _pool_taps_2d, axis_counts
 from .registry import OpContext, PreparedOp, register
 

@@ -1,6 +1,6 @@
 """Philox4x32-10 (tsl/lib/random/philox_random.h, tflite/kernels/rng_util.cc): the one copy, used by
 RANDOM_UNIFORM / RANDOM_STANDARD_NORMAL / MULTINOMIAL (ops/random.py, a stateful generator with a 128-bit
-counter) and STABLEHLO_RNG_BIT_GENERATOR (ops/stablehlo.py, counters from the op's state input).
+counter) and STABLEHLO_RNG_BIT_GENERATOR (ops/stablehlo/core.py, counters from the op's state input).
 
 Vectorized: all blocks of one call are computed at once in uint64-held uint32 arithmetic (up to
 _SCALAR_BLOCKS blocks in Python ints instead, cheaper than the ~100 numpy calls of the vectorized rounds).

@@ -43,7 +43,7 @@ import numpy as np
 from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range, quantized_activation_range
-from .conv_common import EMPTY_OUTPUT, Geometry, window_geometry
+from .conv.common import EMPTY_OUTPUT, Geometry, window_geometry
 from .registry import OpContext, register
 
 INPUT = 0

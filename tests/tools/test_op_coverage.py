@@ -187,9 +187,9 @@ def test_dashboard_rows_and_cells_are_well_formed():
 
 def test_module_column_names_the_registering_module():
     modules = oc.parse_modules((ROOT / "docs" / "op-coverage.md").read_text())
-    assert modules["CONV_2D"] == "ops/conv.py"
+    assert modules["CONV_2D"] == "ops/conv/conv2d.py"
     assert modules["FULLY_CONNECTED"] == "ops/fully_connected.py"
-    assert modules["TFLite_Detection_PostProcess"] == "ops/detection.py"
+    assert modules["TFLite_Detection_PostProcess"] == "ops/custom/detection.py"
     for op, module in modules.items():
         assert module == oc.kernel_module(op), op
         assert module == "-" or (ROOT / "litert_py" / module).is_file(), (op, module)

@@ -1,0 +1,623 @@
+"""CONV_2D and DEPTHWISE_CONV_2D.
+
+Paths, each its own prepared op (the checks, the output geometry and the data movement `Im2Col` /
+`DepthwiseTaps` are shared):
+- float32 (input, filter and bias float32; constant or not): `ConvFloat`, `DepthwiseConvFloat`.
+- quantized, bit-exact with BUILTIN_REF: `ConvQuantized`, `DepthwiseConvQuantized` for
+  int8 (int8 or int4 filter, per-channel or per-tensor scales, int32 bias), uint8 (legacy per-tensor, filter
+  zero point, int32 bias) and int16x8 (int16 activations with zero point 0, int8/int4 filter, int64 bias ->
+  the int64 MultiplyByQuantizedMultiplier, or int32 bias with quantized_bias_type INT32 -> the int32 one).
+  Grouped CONV_2D included, every fused activation (clamp range from CalculateActivationRangeQuantized).
+- hybrid (float32 input, constant int8/int4 filter, float32 bias): `ConvHybrid`, `DepthwiseConvHybrid`.
+
+Sources matched (ai-edge-litert 2.3.0 = LiteRT tflite/kernels; where 2.3.0 differs from the LiteRT source
+snapshot we follow what 2.3.0 does, found by running it):
+- conv.cc Prepare: 2 or 3 inputs but the bias is required ("has_bias"), 4-D input and filter, positive
+  dims, grouped conv (input channels a multiple of the filter's, output channels a multiple of the groups),
+  bias of the input type (int32 for uint8/int8, int32/int64 for int16) with zero point 0 and NumElements ==
+  output channels; int8/int16: the filter has affine quantization with all zero points 0; int16: input and
+  output zero points 0, quantized_bias_type INT32/INT64 must match the bias type. LiteRT does not check a
+  float32 input's filter type (a float16 filter is read as float32 bytes); we reject it.
+- kernel_util.cc PopulateConvolutionQuantizationParams: input/filter affine quantization, per-channel
+  scales only for int8/int16 inputs with int8/int4 filters (count == output channels == the filter's
+  quantized dimension); multiplier per channel QuantizeMultiplier(f64(s_in) * f64(s_w[c]) / f64(s_out)),
+  uint8: f64(f32(s_in * s_w)) / f64(s_out) after the bias-scale check |s_in*s_w - s_bias| / s_out <= 0.02.
+- depthwise_conv.cc Prepare: bias optional (2 inputs) but never -1, filter [1, KH, KW, O], O a multiple of
+  the input channels (the depth multiplier is O / C; 2.3.0 ignores the depth_multiplier option on every
+  path), strides and dilations in 1..INT16_MAX, bias 1-D of length O (int64 for int16). The int8 kernel
+  ignores the filter zero point (weights_offset = 0); uint8 uses it.
+- padding.h ComputePaddingHeightWidthChecked (output size and leading padding; an invalid geometry fails).
+- reference/conv.h, reference/integer_ops/conv.h (ConvPerChannel int8 and 16x8),
+  reference/depthwiseconv_float.h, reference/depthwiseconv_uint8.h, reference/integer_ops/depthwise_conv.h:
+  per output the sum over the in-image taps of (w - w_zp) * (x - x_zp) plus the bias, then
+  MultiplyByQuantizedMultiplier (double rounding, common.cc), + output zero point, clamp.
+  Float: a float32 sum over the taps (filter_y, filter_x, then channel) skipping taps outside the input,
+  plus bias, then ActivationFunctionWithMinMax. Float CalculateActivationRange (kernel_util.h) only knows
+  RELU, RELU_N1_TO_1 and RELU6: every other code clamps to [-FLT_MAX, FLT_MAX] (+-inf -> +-FLT_MAX).
+- Hybrid, conv.cc EvalHybrid (one filter scale, groups 1): per-batch *symmetric* input quantization
+  (tensor_utils SymmetricQuantizeFloats, which in the x86 wheel is the NEON version of neon_tensor_utils.cc
+  through NEON_2_SSE: fully_connected.batch_quantize_floats, shared with FULLY_CONNECTED; ai-edge-litert 2.3.0
+  agrees with it, not with the portable version, e.g. the asymmetric scale comes from the float32 difference
+  max - min), scale f32(sf * s_w), optimized_ops.h HybridConv:
+  out = f32(f32(dot) * scale) + bias, clamp. EvalHybridPerChannel (distinct per-channel scales, or a grouped
+  conv): per-batch *asymmetric* quantization (NEON AsymmetricQuantizeFloats), reference/conv.h
+  HybridConvPerChannel: out = f32(f32(f32(acc) * s_w[c]) * sf) + bias. Depthwise (always per-channel,
+  asymmetric), reference/integer_ops/depthwise_conv.h DepthwiseConvHybridPerChannel:
+  out = f32(acc) * f32(s_w[c] * sf) + bias. It reads one scale per output channel, past the end of a single
+  scale (which LiteRT accepts on quantized dimension 0): litert_py refuses that unless there is one channel.
+  The integer dot products are exact; the float results follow the reference's operation order.
+
+Speed: weights are re-laid out at prepare. CONV_2D is one GEMM per invoke (a batched one over the groups
+of a grouped conv) on an im2col matrix copied from a strided window view of the input, or of a padded
+buffer allocated at prepare when the windows need padding; float 1x1 stride-1 convs use the input itself.
+A matrix above IM2COL_BLOCK_BYTES is built and multiplied in blocks of output rows. The integer paths run
+the same GEMM in BLAS on exact integers: the im2col matrix holds the raw input values (padding = the input
+zero point, so a padded tap adds (w - w_zp) * (x_zp - x_zp) = 0 as the reference's skipped tap does) and
+the constant part -x_zp * sum(w - w_zp) + bias is one per-channel float64 offset made at prepare. The GEMM
+runs in float32 when max|x| * max_c sum|w - w_zp| <= 2**24 (every partial sum is then an exact float32
+integer, whatever BLAS's summation order), else in float64 (exact below 2**53). 8-bit layers with constant
+weights and bias whose bound allows it (ops/conv/requant.py, checked per channel at prepare) fold the whole
+requantization into the weights instead: `ConvQuantizedFolded` multiplies [im2col, 1] by
+[(w - w_zp) * M * 2^(ls-31-rs); folded constant] in float64 and only clips and floors (ReLU-like layers and
+layers without right shifts), or adds the ties-away sign term first; `DepthwiseConvQuantizedFolded` scales the
+exact tap sums and adds the constant. Outputs of at most SMALL_EPILOGUE_VALUES values (streaming layers) take
+`SmallFoldedEpilogue` (no reshapes, floor in place and a plain assignment: fewer costly numpy calls).
+Otherwise the requantization epilogue (`litert_py.quant.Requantizer`) is
+litert_py.quant.requantize's fused float64 form with its per-channel
+constants made at prepare and its comparison turned into a copysign (6 passes, no masked ufunc), proven
+exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
+int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
+per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
+PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); one whose im2col is a
+copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`). DEPTHWISE_CONV_2D sums
+the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
+over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
+BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
+times an infinite weight gives NaN); with stride_w > 1 and depth multiplier 1 its tap views are unit-stride slices
+of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, same sums); the exact integer paths
+multiply the whole (KH, KW, N, OH, OW, O) window view once and reduce it on small layers (2 ufunc calls instead of
+17 for 3x3), tap by tap on large ones.
+Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x LiteRT's
+reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the silabs int8
+corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers where ~10 us of
+numpy calls per node dominate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant import (
+    Requantizer,
+    dtype_range,
+)
+from ...schema.model import BuiltinOperator
+from ..common import clip_ufunc, float_activation_range, reshape_view
+from ..registry import OpContext, TensorInfo, register
+from .common import (
+    BIAS,
+    EMPTY_OUTPUT,
+    FILTER,
+    IM2COL_BLOCK_BYTES,
+    INPUT,
+    OUTPUT,
+    Geometry,
+    add_offset,
+    bias_tile,
+    check_bias,
+    check_types,
+    exact_dtype,
+    has_affine_quantization,
+    hybrid_scales,
+    int16_bias_type,
+    padded_buffer,
+    quantization_params,
+    quantize_batches,
+    quantized_weights,
+    requantizer_for,
+    tile_over_width,
+    window_geometry,
+)
+from .depthwise import DepthwiseTaps
+from .requant import FoldedEpilogue, fold_requantization
+
+# -- CONV_2D --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Im2Col:
+    """Lays the receptive fields of an NHWC input out as the rows of a (G, M, KH*KW*Cg) GEMM operand and
+    multiplies it (`gemm`).
+
+    Each block A, in a buffer allocated at prepare, holds the rows of output rows r0:r1 of batches n0:n1 (one
+    block unless the matrix exceeds IM2COL_BLOCK_BYTES). Padding comes from a buffer allocated at prepare
+    whose border holds the pad value (0.0 for float, the input zero point for quantized inputs); 1x1 stride-1
+    convs use the input itself as A when it already has A's type. The padded buffer has the input's type
+    (``src_dtype``); the copy into A converts.
+    """
+
+    geo: Geometry
+    groups: int
+    padded: np.ndarray | None  # (N, Hp, Wp, C) when the windows need padding
+    interior: tuple | None  # where the input goes in `padded`
+    window: np.ndarray | None  # (G, N, OH, OW, KH, KW, Cg) strided view of `padded`
+    blocks: tuple  # ((n0, n1, r0, r1, A, A as (G, n, r, OW, KH, KW, Cg)), ...); A is None for 1x1 stride 1
+    pointwise: bool = False  # 1x1 stride 1 (or one window over the whole input) unpadded, one block: A is the
+    # input converted (no window view)
+
+    @staticmethod
+    def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None, ones: bool = False) -> Im2Col:
+        """``ones`` (groups 1): A gets a last column of ones (the folded constant row of the weights)."""
+        g = geo
+        src_dtype = np.dtype(dtype if src_dtype is None else src_dtype)
+        cg = g.in_c // groups
+        kg = g.filter_h * g.filter_w * cg
+        if (
+            g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1
+            and not g.padded
+            and src_dtype == dtype
+            and not ones
+        ):
+            return Im2Col(geo, groups, None, None, None, ((0, g.batches, 0, g.out_h, None, None),))
+        row_bytes = g.out_w * (kg + ones) * groups * np.dtype(dtype).itemsize
+        if g.batches * g.out_h * row_bytes <= IM2COL_BLOCK_BYTES:
+            spans = [(0, g.batches, 0, g.out_h)]
+        else:
+            step = max(1, IM2COL_BLOCK_BYTES // row_bytes)
+            spans = [(n, n + 1, r, min(r + step, g.out_h)) for n in range(g.batches) for r in range(0, g.out_h, step)]
+        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg + ones), dtype)
+        if ones:
+            cols[..., kg] = 1
+        blocks = []
+        for n0, n1, r0, r1 in spans:
+            a = cols[:, : (n1 - n0) * (r1 - r0) * g.out_w]
+            shape = (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg)
+            if ones:  # splits the two axes of a strided view: still a view
+                dest = a[..., :kg].reshape(shape)
+                assert np.shares_memory(dest, cols)
+            else:
+                dest = reshape_view(a, shape)
+            blocks.append((n0, n1, r0, r1, a, dest))
+        padded = interior = window = None
+        if g.padded:
+            padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
+            window = Im2Col._window(g, groups, padded)
+        # one window covering the whole (unpadded) input: its rows are the input's, as for 1x1 stride 1
+        whole = (
+            groups == 1
+            and g.out_h == g.out_w == 1
+            and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
+            and g.dilation_h == g.dilation_w == 1
+        )
+        pointwise = (
+            (g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 or whole) and not g.padded and len(blocks) == 1
+        )
+        return Im2Col(geo, groups, padded, interior, window, tuple(blocks), pointwise)
+
+    @staticmethod
+    def _window(g: Geometry, groups: int, src: np.ndarray) -> np.ndarray:
+        sn, sh, sw, sc = src.strides
+        cg = g.in_c // groups
+        shape = (groups, g.batches, g.out_h, g.out_w, g.filter_h, g.filter_w, cg)
+        strides = (cg * sc, sn, sh * g.stride_h, sw * g.stride_w, sh * g.dilation_h, sw * g.dilation_w, sc)
+        if src.flags.c_contiguous:  # the ndarray constructor is 5x cheaper than as_strided
+            return np.ndarray(shape, src.dtype, src, 0, strides)
+        return np.lib.stride_tricks.as_strided(src, shape, strides, writeable=False)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """out (N, OH, OW, O) = im2col(x) @ weights (G, Kg, Og), one GEMM per block, written in place
+        (the output is contiguous: reshape is a view). Without the generator: small layers pay per call."""
+        groups = self.groups
+        og = weights.shape[2]
+        if groups == 1:
+            weights = weights[0]
+        blocks = self.blocks
+        a = blocks[0][4]
+        if a is None:  # 1x1 stride 1: the input is the (G, M, Cg) matrix
+            if groups == 1:
+                np.matmul(x.reshape(-1, x.shape[3]), weights, out=out.reshape(-1, og))
+            else:
+                a = x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2)
+                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
+            return
+        if self.pointwise:
+            if groups == 1:
+                dest = blocks[0][5]
+                np.copyto(dest, x.reshape(dest.shape))
+            else:
+                np.copyto(a, x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
+            if groups == 1:
+                np.matmul(a[0], weights, out=out.reshape(-1, og))
+            else:
+                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
+            return
+        if self.padded is not None:
+            self.padded[self.interior] = x
+            window = self.window
+        else:
+            window = self._window(self.geo, groups, x)
+        for n0, n1, r0, r1, a, dest in blocks:
+            np.copyto(dest, window if len(blocks) == 1 else window[:, n0:n1, r0:r1])
+            if groups == 1:
+                np.matmul(a[0], weights, out=out[n0:n1, r0:r1].reshape(-1, og))
+            else:
+                np.matmul(a, weights, out=out[n0:n1, r0:r1].reshape(-1, groups, og).transpose(1, 0, 2))
+
+
+def _gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.ndarray:
+    """OHWI filter -> (G, KH*KW*Cg, Og): each group's GEMM right operand, contiguous."""
+    o = f.shape[0]
+    w = f.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+    if filter_zp or f.dtype != dtype:
+        w = quantized_weights(w, filter_zp, dtype)
+    return np.ascontiguousarray(w, dtype=dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvFloat:
+    im2col: Im2Col
+    weights: np.ndarray | None  # (G, KH*KW*Cg, Og) contiguous; None: the filter input, read at every invoke
+    bias: np.ndarray | None  # constant bias tiled over the output width: (OW, O)
+    dynamic_bias: bool  # the bias is not constant: added from the input at every invoke
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        w = self.weights
+        if w is None:
+            w = inputs[FILTER].reshape(self.im2col.groups, out.shape[3] // self.im2col.groups, -1).transpose(0, 2, 1)
+        self.im2col.gemm(inputs[INPUT], w, out)
+        if self.bias is not None:
+            np.add(out, self.bias, out=out)
+        elif self.dynamic_bias:
+            np.add(out, inputs[BIAS].reshape(-1), out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+#: A float CONV_2D with at most this many output channels whose im2col matrix would exceed PER_TAP_MIN_BYTES
+#: runs one matmul per filter tap instead (the im2col copy dominates a GEMM that narrow).
+PER_TAP_MAX_CHANNELS = 4
+PER_TAP_MIN_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class ConvFloatPerTap:
+    """Float CONV_2D with few output channels (groups 1, constant filter): out = sum over the taps, in the
+    reference's (filter_y, filter_x) order, of tap_view (N, OH, OW, C) @ w_tap (C, O), then bias and clamp. A
+    1-output-channel 3x3 conv over 256x256x8: 9.3 ms with a 19 MB im2col -> 1.6 ms. Float results: each tap's
+    channel sum in BLAS order, as the im2col GEMM's is (not bit-exact with the reference's sequential sum)."""
+
+    taps: DepthwiseTaps
+    weights: np.ndarray  # (KH*KW, C, O) float32
+    scratch: np.ndarray  # (N, OH, OW, O)
+    bias: np.ndarray | None  # (OW, O)
+    dynamic_bias: bool
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out, tmp, w = outputs[OUTPUT], self.scratch, self.weights
+        views = self.taps(inputs[INPUT])
+        np.matmul(views[0], w[0], out=out)
+        for k in range(1, len(views)):
+            np.matmul(views[k], w[k], out=tmp)
+            np.add(out, tmp, out=out)
+        if self.bias is not None:
+            np.add(out, self.bias, out=out)
+        elif self.dynamic_bias:
+            np.add(out, inputs[BIAS].reshape(-1), out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
+    f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    taps = geo.filter_h * geo.filter_w
+    if (
+        groups == 1
+        and f.is_constant
+        and taps > 1
+        and geo.out_c <= PER_TAP_MAX_CHANNELS
+        and geo.batches * geo.out_h * geo.out_w * taps * geo.in_c * 4 > PER_TAP_MIN_BYTES
+    ):
+        w = np.ascontiguousarray(f.data.reshape(geo.out_c, taps, geo.in_c).transpose(1, 2, 0), dtype=np.float32)
+        return ConvFloatPerTap(
+            DepthwiseTaps.build(geo, 1, np.float32),
+            w,
+            np.empty(geo.out_shape, np.float32),
+            bias_tile(bias, geo.out_w),
+            bias is not None and not bias.is_constant,
+            lo,
+            hi,
+        )
+    weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
+    input_is_a = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
+    if groups == 1 and weights is not None and bias is not None and bias.is_constant and not input_is_a:
+        folded = np.empty((1, weights.shape[1] + 1, geo.out_c), np.float32)
+        folded[:, :-1] = weights
+        folded[0, -1] = bias.data.reshape(-1)
+        return ConvFloatBiasFolded(Im2Col.build(geo, 1, np.float32, ones=True), folded, lo, hi)
+    return ConvFloat(
+        Im2Col.build(geo, groups, np.float32),
+        weights,
+        bias_tile(bias, geo.out_w),
+        bias is not None and not bias.is_constant,
+        lo,
+        hi,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ConvFloatBiasFolded:
+    """Float CONV_2D (groups 1, constant filter and bias) whose im2col matrix is a copy anyway: the bias is
+    one more GEMM row against a ones column of [im2col, 1], so the invoke is copy -> GEMM -> clamp (the bias
+    pass is gone). Within the float tolerance, not bit-exact: BLAS adds the bias as one more term of its dot
+    product, in its own order, where the reference adds it after the sum (tests/oracle.assert_close, relative
+    1e-5 per term)."""
+
+    im2col: Im2Col  # float32, border 0.0, last column ones
+    weights: np.ndarray  # (1, KH*KW*C + 1, O) float32: the filter, then the bias row
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        self.im2col.gemm(inputs[INPUT], self.weights, out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantized:
+    """CONV_2D uint8 / int8 / int16x8: an exact integer GEMM in BLAS (float32 or float64), the per-channel
+    offset bias - x_zp * sum(w - w_zp), then the requantization into the output."""
+
+    im2col: Im2Col  # raw input values, border = the input zero point
+    weights: np.ndarray | None  # (G, Kg, Og) of w - w_zp; None: made from the filter input at every invoke
+    offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
+    gemm: np.ndarray  # (N, OH, OW, O) GEMM output
+    acc: np.ndarray  # (N, OH, OW, O) accumulators: float64 (may be `gemm` itself) or int64 (int64 bias)
+    requant: Requantizer
+    input_zp: int
+    filter_zp: int
+
+    def __call__(self, inputs, outputs):
+        w, offset = self.weights, self.offset
+        if w is None:
+            w = _gemm_weights(inputs[FILTER], self.im2col.groups, self.gemm.dtype, self.filter_zp)
+        if offset is None:
+            colsum = w.sum(axis=1, dtype=np.float64).reshape(-1)
+            offset = inputs[BIAS].reshape(-1).astype(self.acc.dtype) - self.input_zp * colsum.astype(self.acc.dtype)
+        self.im2col.gemm(inputs[INPUT], w, self.gemm)
+        add_offset(self.acc, self.gemm, offset)
+        self.requant(self.acc, outputs[OUTPUT])
+
+
+def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
+    x, f, bias, out = ctx.input(INPUT), ctx.input(FILTER), ctx.input(BIAS), ctx.outputs[OUTPUT]
+    uint8 = x.dtype == np.uint8
+    expected = (np.uint8,) if uint8 else (np.int8,)  # INT4 filters are unpacked to int8
+    ctx.check(
+        f.dtype in expected,
+        f"{x.type_name} CONV_2D needs a {'UINT8' if uint8 else 'INT8 or INT4'} filter, got {f.type_name}",
+    )
+    m, shift, lo, hi = quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
+    int64_bias = x.dtype == np.int16 and int16_bias_type(ctx, bias) == "INT64"
+    if geo.empty:
+        return EMPTY_OUTPUT
+    x_zp, f_zp = x.zero_point, f.zero_point if uint8 else 0
+    qmin, qmax = dtype_range(x.dtype)
+    k = geo.filter_h * geo.filter_w * f.shape[3]
+    dev = max(qmax - x_zp, x_zp - qmin)  # max |x - x_zp|
+    if f.is_constant:
+        wabs = np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64) - f_zp).sum(axis=1)
+        wmax = int(wabs.max())
+    else:
+        wmax = k * (255 if uint8 else 128)
+    dtype = exact_dtype(max(-qmin, qmax) * wmax)  # |every partial sum of the GEMM| <= max|x| * sum|w'|
+    weights = _gemm_weights(f.data, groups, dtype, f_zp) if f.is_constant else None
+    acc_dtype = np.int64 if int64_bias else np.float64
+    offset = None
+    if weights is not None and bias.is_constant:
+        colsum = weights.sum(axis=1, dtype=np.float64).reshape(-1)  # exact: |sum| < 2**53
+        if int64_bias:
+            offset = bias.data.reshape(-1).astype(np.int64)  # the input zero point is 0
+        else:
+            offset = bias.data.reshape(-1).astype(np.float64) - x_zp * colsum
+        offset = tile_over_width(offset, geo.out_w, acc_dtype)
+        acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
+    else:
+        acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
+    if offset is not None and not int64_bias and groups == 1:
+        folded = _prepare_conv_folded(
+            geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound
+        )
+        if folded is not None:
+            return folded
+    gemm = np.empty(geo.out_shape, dtype)
+    acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
+    requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
+    return ConvQuantized(
+        Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype), weights, offset, gemm, acc, requant, x_zp, f_zp
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFolded:
+    """CONV_2D uint8 / int8 with constant weights and bias whose requantization folds into the GEMM
+    (litert_py.ops.conv.requant, exactness bound checked at prepare): one float64 GEMM of the raw input values
+    plus a ones column against (w - w_zp) * scale[c] plus the constant row, then clip and floor."""
+
+    im2col: Im2Col  # float64 raw input values, border = the input zero point, last column ones
+    weights: np.ndarray  # (1, K+1, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRows:
+    """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
+    whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
+    without Im2Col's window logic (small streaming layers pay per Python call)."""
+
+    a: np.ndarray  # (M, K+1) float64, last column ones
+    a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
+    weights: np.ndarray  # (K+1, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64, the epilogue's input
+    acc_rows: np.ndarray  # (M, O) view of acc: the GEMM's output
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        np.copyto(self.a_input, inputs[INPUT])
+        np.matmul(self.a, self.weights, out=self.acc_rows)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+def _prepare_conv_folded(
+    geo: Geometry,
+    x: TensorInfo,
+    f: TensorInfo,
+    bias: TensorInfo,
+    f_zp: int,
+    m,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    max_abs_x: int,
+    acc_bound: float,
+):
+    """The folded prepared op, or None when conv_requant's bound fails."""
+    x_zp = x.zero_point
+    w = _gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    offset = bias.data.reshape(-1).astype(np.int64) - x_zp * w.sum(axis=0)
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape
+    )
+    if folding is None:
+        return None
+    weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
+    np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
+    weights[0, -1] = folding.const
+    im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
+    if im2col.pointwise:
+        a = im2col.blocks[0][4][0]
+        a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
+        assert np.shares_memory(a_input, a)
+        acc = np.empty(geo.out_shape)
+        return ConvQuantizedFoldedRows(
+            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue
+        )
+    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvHybrid:
+    """CONV_2D with float input and int8 filter: per-batch input quantization, an exact integer GEMM, then
+    float32 scaling in the reference's order, bias and the float clamp."""
+
+    im2col: Im2Col  # float32 holding the quantized input (q or q - zp), border 0
+    weights: np.ndarray  # (G, Kg, Og)
+    gemm: np.ndarray | None  # float64 GEMM output when the dot products may exceed 2**24; None: into the output
+    filter_scale: np.float32  # per-tensor (symmetric) path
+    channel_scale: np.ndarray | None  # (OW, O) float32: per-channel (asymmetric) path
+    bias: np.ndarray | None  # (OW, O) float32; None: the bias input, read at every invoke
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        q, sf = quantize_batches(x, asymmetric=self.channel_scale is not None)
+        if self.channel_scale is None:
+            sf = sf * self.filter_scale  # scaling_factors[b] *= filter scale (float32)
+        gemm = out if self.gemm is None else self.gemm
+        self.im2col.gemm(q, self.weights, gemm)
+        if gemm is not out:
+            np.copyto(out, gemm, casting="same_kind")  # static_cast<float>(int32 acc): round to nearest even
+        if self.channel_scale is not None:  # f32(f32(acc) * s_w[c]) * sf
+            np.multiply(out, self.channel_scale, out=out)
+        np.multiply(out, sf.reshape(-1, 1, 1, 1), out=out)
+        np.add(out, inputs[BIAS].reshape(-1) if self.bias is None else self.bias, out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+def _prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
+    f, bias = ctx.input(FILTER), ctx.input(BIAS)
+    scales = hybrid_scales(ctx, f)
+    per_channel = groups != 1 or bool((scales != scales[0]).any())
+    if per_channel:  # EvalHybridPerChannel reads s_w[output channel] (checks of ai-edge-litert 2.3.0)
+        qd = f.quantization.quantized_dimension
+        ctx.check(qd == 0, f"hybrid per-channel or grouped CONV_2D needs the filter quantized on dimension 0, got {qd}")
+        ctx.check(
+            scales.size == geo.out_c,
+            f"hybrid per-channel or grouped CONV_2D needs {geo.out_c} filter scales, got {scales.size}",
+        )
+    if geo.empty:
+        return EMPTY_OUTPUT
+    wabs = int(np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64)).sum(axis=1).max())
+    dtype = exact_dtype((255 if per_channel else 127) * wabs)  # |q - zp| <= 255, |q| <= 127
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    return ConvHybrid(
+        Im2Col.build(geo, groups, np.float32),
+        _gemm_weights(f.data, groups, dtype),
+        None if dtype == np.float32 else np.empty(geo.out_shape),
+        scales[0],
+        tile_over_width(scales, geo.out_w, np.float32) if per_channel else None,
+        tile_over_width(bias.data, geo.out_w, np.float32) if bias.is_constant else None,
+        lo,
+        hi,
+    )
+
+
+@register(BuiltinOperator.CONV_2D)
+def prepare_conv_2d(ctx: OpContext):
+    ctx.check_num((2, 3))
+    x, f = ctx.input(INPUT), ctx.input(FILTER)
+    ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
+    ctx.check(len(f.shape) == 4, f"filter must be 4-D (OHWI), got shape {list(f.shape)}")
+    n, h, w, c = x.shape
+    o, kh, kw, cg = f.shape
+    ctx.check(h > 0 and w > 0 and c > 0, f"input height, width and channels must be positive: {list(x.shape)}")
+    ctx.check(o > 0 and kh > 0 and kw > 0 and cg > 0, f"filter dims must be positive: {list(f.shape)}")
+    ctx.check(c % cg == 0, f"input channels ({c}) must be a multiple of the filter's input channels ({cg})")
+    groups = c // cg
+    ctx.check(o % groups == 0, f"output channels ({o}) must be a multiple of the number of groups ({groups})")
+    check_types(ctx)
+    if x.dtype in (np.int8, np.int16):
+        ctx.check(
+            has_affine_quantization(f),
+            "filter must have affine quantization (LiteRT: filter->quantization.type != kTfLiteAffineQuantization)",
+        )
+        ctx.check(not any(f.quantization.zero_point), f"filter zero points must be 0, got {f.quantization.zero_point}")
+    opt = ctx.options
+    ctx.check(opt.stride_h > 0 and opt.stride_w > 0, f"strides must be positive, got {opt.stride_h}x{opt.stride_w}")
+    ctx.check(
+        opt.dilation_h_factor > 0 and opt.dilation_w_factor > 0,
+        f"dilations must be positive, got {opt.dilation_h_factor}x{opt.dilation_w_factor}",
+    )
+    # conv.cc: "TODO(ahentz): At this point the optimized versions require 'bias'".
+    ctx.check(len(ctx.inputs) == 3, "CONV_2D requires a bias input (LiteRT: has_bias was not true)")
+    ctx.check(ctx.inputs[BIAS] is not None, "CONV_2D requires a bias: tensor at index 2 was optional but was expected")
+    check_bias(ctx, o, one_d=False, int16_bias=("INT32", "INT64"))
+    if x.dtype == np.int16:
+        ctx.check(x.zero_point == 0, f"int16 input zero point must be 0, got {x.zero_point}")
+        ctx.check(
+            ctx.outputs[OUTPUT].zero_point == 0,
+            f"int16 output zero point must be 0, got {ctx.outputs[OUTPUT].zero_point}",
+        )
+    geo = window_geometry(ctx, x.shape, o, kh, kw, checked=True)
+    ctx.set_output_shape(OUTPUT, geo.out_shape)
+    if x.dtype != np.float32:
+        return _prepare_conv_quantized(ctx, geo, groups)
+    if f.dtype == np.float32:
+        return EMPTY_OUTPUT if geo.empty else _prepare_conv_float(ctx, geo, groups)
+    if f.type_name in ("INT8", "UINT8", "INT4"):
+        return _prepare_conv_hybrid(ctx, geo, groups)
+    # LiteRT does not check this and reads the filter's bytes as float32.
+    raise ctx.fail(f"CONV_2D with FLOAT32 input needs a FLOAT32 filter, got a {f.type_name} filter")

@@ -1,0 +1,158 @@
+"""The folded requantization epilogue of the 8-bit quantized CONV_2D and DEPTHWISE_CONV_2D: the per-channel
+scale M * 2^(ls-31-rs) of MultiplyByQuantizedMultiplier and the constant offset bias - x_zp * sum(w - w_zp) are
+folded into the weights at prepare (a ones column of the im2col GEMM, or a per-channel constant added to the
+depthwise tap sums), so the invoke does GEMM (or tap sums) -> clip -> floor.
+
+The formula (derivation in litert_py.quant.requantizer.Requantizer, "fused"): with t = acc * M * 2^(ls-31),
+h = 2^(rs-1) (0 when rs = 0), MBQM(acc) = floor((t + 1/2 + h - [t < 0]) * 2^-rs) (double rounding, common.cc
+MultiplyByQuantizedMultiplier; SRDHM ties up, RoundingDivideByPOT ties away from zero).
+
+* ReLU-like layers (the fused activation's lower clamp ``lo`` is at or above the output zero point): the
+  ``- [t < 0]`` correction is not needed. Where t < 0, SRDHM <= 0, so the true result r <= 0 and the formula
+  without it, floor((t + 1/2 + h) * 2^-rs) <= 0 too: both clamp to ``lo`` (r + zp <= zp <= lo); where t >= 0
+  they are equal. So out = floor(clip(u + c, lo, hi)) with u = acc * M * 2^(ls-31-rs) and
+  c = zp + (1/2 + h) * 2^-rs, and the GEMM computes u + c directly. Without right shifts (rs = 0 on every
+  channel) the correction is 0 as well, whatever the clamp.
+* Other layers: the GEMM gives u; then u + copysign(2^-(rs+1), u) + zp + 1/2, clip, floor (Requantizer's
+  fused form without its multiply and offset passes).
+
+Exactness bound (checked per channel at prepare, else the unfolded kernel with litert_py.quant.Requantizer
+is used): every value is an integer multiple of the unit 2^(ls-31-rs) (needs ls <= 30) and every partial sum
+of the GEMM, in whatever order BLAS adds, stays below 2^53 units:
+M * (max|x| * sum|w - w_zp| + |offset|) + (|zp| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53. Also 0 <= M < 2^31
+(no SRDHM saturation) and the C++ accumulator times 2^ls stays in int32 (acc_bound * 2^ls <= INT32_MAX; the
+wrapping cases keep the library path). Layers with right shifts of about 15 or more and zero point -128 fail
+the bound and keep the Requantizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant import INT32_MAX
+from ..common import clip_ufunc
+
+FLOAT64_EXACT = 1 << 53
+
+
+@dataclass(frozen=True, eq=False)
+class FoldedEpilogue:
+    """The invoke-time part: ``out = floor(clip(v, lo, hi))`` where ``v`` (float64, overwritten) already holds
+    u + c (``half`` is None), or u, then ``v + copysign(half, v) + zp + 1/2`` first."""
+
+    lo: np.ndarray  # 0-d float64 (a Python float operand is converted on every ufunc call)
+    hi: np.ndarray  # 0-d float64
+    half: np.ndarray | None  # (OW*O,) float64 2^-(rs+1) per channel (0 where rs = 0), tiled over the width
+    const: np.ndarray | float  # 0-d float64 zp + 1/2, added after the sign term (0.0 when half is None)
+    sign: np.ndarray | None  # float64 scratch (rows, OW*O)
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        if self.half is not None:
+            sign = self.sign
+            v = v.reshape(sign.shape)
+            np.copysign(self.half, v, out=sign)
+            np.add(v, sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)  # floor(clip(v)) == clip(floor(v)) for integer bounds
+        np.floor(v, out=out.reshape(v.shape), casting="unsafe")
+
+
+#: Outputs of at most this many values take SmallFoldedEpilogue; larger ones FoldedEpilogue (one pass less).
+SMALL_EPILOGUE_VALUES = 512
+
+
+@dataclass(frozen=True, eq=False)
+class SmallFoldedEpilogue(FoldedEpilogue):
+    """FoldedEpilogue for small outputs (streaming layers, where each numpy call costs about a microsecond
+    whatever its size): ``v`` must have the output's shape (the callers allocate it so), so no reshape is
+    made, ``half`` and ``sign`` have the output's shape (a broadcasting ufunc call costs about twice a plain
+    one); floor in place, then a plain assignment into the output instead of the
+    casting floor (a casting ufunc call costs about twice a plain one; the values are integers within the
+    output type's range, so the conversion is exact): the same values."""
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        if self.half is not None:
+            sign = self.sign
+            np.copysign(self.half, v, out=sign)
+            np.add(v, sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)
+        np.floor(v, out=v)
+        out[...] = v
+
+
+@dataclass(frozen=True)
+class Folding:
+    """What prepare folds into the weights: ``scale`` (O,) float64 M * 2^(ls-31-rs) per output channel (the
+    weights times it are exact) and ``const`` (O,) float64 offset * scale (+ c when the epilogue needs no sign
+    term), exact."""
+
+    scale: np.ndarray
+    const: np.ndarray
+    epilogue: FoldedEpilogue
+
+
+def fold_requantization(
+    multiplier,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    offset,
+    weight_abs_sums,
+    max_abs_x: int,
+    acc_bound: float,
+    out_shape,
+) -> Folding | None:
+    """The folding of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with acc = sum_k x_k * w_kc + offset[c],
+    or None when the bound of the module docstring fails on some channel.
+
+    ``offset``: (O,) exact integers; ``weight_abs_sums``: (O,) sum over k of |w_kc| (integers);
+    ``max_abs_x``: the largest |x| the sums read (raw input values, padding included);
+    ``acc_bound``: a bound of |acc| (the C++ int32 accumulator); ``out_shape``: NHWC output shape."""
+    m = np.asarray(multiplier, np.int64).reshape(-1)
+    s = np.asarray(shift, np.int64).reshape(-1)
+    offset = np.asarray(offset, np.int64).reshape(-1)
+    wsum = np.asarray(weight_abs_sums, np.int64).reshape(-1)
+    if acc_bound > INT32_MAX or (m < 0).any():
+        return None
+    ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
+    relu_like = lo >= zero_point or not rs.any()
+    for mc, lc, rc, w, off in zip(m.tolist(), ls.tolist(), rs.tolist(), wsum.tolist(), offset.tolist()):
+        if lc > 30 or rc > 31 or acc_bound * 2.0**lc > INT32_MAX:
+            return None
+        units = mc * (max_abs_x * w + abs(off)) + ((abs(zero_point) + 1) << (31 + rc - lc)) + (1 << (31 - lc))
+        if units > FLOAT64_EXACT:
+            return None
+    scale = m * np.ldexp(1.0, ls - 31 - rs)
+    const = (offset * m).astype(np.float64) * np.ldexp(1.0, ls - 31 - rs)  # |offset * M| < 2^53: exact
+    out_w = out_shape[2]
+    small = int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES
+    if relu_like:
+        const = const + (zero_point + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5))
+        if small:
+            return Folding(scale, const, SmallFoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None))
+        return Folding(scale, const, FoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None))
+    half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
+    if small:  # v has the output's shape
+        return Folding(
+            scale,
+            const,
+            SmallFoldedEpilogue(
+                np.array(float(lo)),
+                np.array(float(hi)),
+                np.ascontiguousarray(np.broadcast_to(half.reshape(out_w, -1), out_shape)),
+                np.array(zero_point + 0.5),
+                np.empty(out_shape),
+            ),
+        )
+    rows = int(np.prod(out_shape)) // half.size
+    return Folding(
+        scale,
+        const,
+        FoldedEpilogue(
+            np.array(float(lo)), np.array(float(hi)), half, np.array(zero_point + 0.5), np.empty((rows, half.size))
+        ),
+    )

@@ -1,0 +1,607 @@
+"""The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16; PopulateQuantizedLstmParams8x8_16 and
+PopulatePrecomputedZPTimesWeightsWithBias): LstmIntegerCell and build_integer_cell. The ops and the sources are
+in lstm.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant import (
+    quantize_multiplier,
+    wrap32,
+)
+from ...quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, tanh16_table
+from ...quant.gemmlowp import logistic16_table as sigmoid16_table
+from ...quant.gemmlowp import wrap16 as w16
+from ..common import clip_ufunc
+from ..registry import OpContext, TensorInfo
+from .lstm_common import (
+    BIAS,
+    CELL_STATE,
+    F32,
+    GATES,
+    I8_HI,
+    I8_LO,
+    I16_HI,
+    I16_LO,
+    IN_W,
+    K512,
+    K1024,
+    LN,
+    M32,
+    OUT_STATE,
+    P14,
+    P30,
+    P31,
+    PEEP_W,
+    PROJ_B,
+    PROJ_W,
+    REC_W,
+    S10,
+    S15,
+    S20,
+    S31,
+    Z64,
+    inv_sqrt_cached,
+    lstm_sizes,
+    mbqm,
+    mbqm_neon,
+    mbqm_small,
+    rdbpot,
+    rdbpot_arr,
+    signed_index_table,
+    tdiv,
+    tdiv_arr,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class IntGate:
+    w_x: np.ndarray  # (n_input, n_cell) int64
+    eff_x: np.ndarray  # int64 (n_cell,)
+    m_x: tuple
+    w_h: np.ndarray  # (n_output, n_cell) int64
+    eff_h: np.ndarray
+    m_h: tuple
+    peep: np.ndarray | None  # int64 (n_output,) (the first n_output cell-to-gate weights: LiteRT's v_size)
+    m_p: tuple
+    ln: np.ndarray | None  # int64 (n_cell,)
+    ln_bias: np.ndarray | None  # int64 (n_cell,)
+    m_ln: tuple
+    guard: int
+
+
+@dataclass(frozen=True, eq=False)
+class LstmIntegerCell:
+    gates: dict
+    cs: int  # log2 of the cell scale
+    cell_clip: int
+    proj_clip: int
+    m_hidden: tuple
+    z_hidden: int
+    proj: np.ndarray | None  # (n_cell, n_output) int64
+    proj_eff: np.ndarray | None
+    m_proj: tuple
+    z_out_state: int
+    n_cell: int
+    n_output: int
+    rowwise_peephole: bool  # batch-major: LiteRT steps one row at a time (matters for the peephole quirk)
+
+    def _layer_norm(self, g: IntGate, v):
+        """LayerNorm (integer): per row mean and variance in 64-bit integers (C division truncates), the
+        inverse square root per row, then the rescale of every element; vectorized over the rows."""
+        n = v.shape[1]
+        rows = v.shape[0]
+        s = v.sum(axis=1)
+        mean = wrap32(tdiv_arr(s * 1024, n))
+        var = (v * v).sum(axis=1) * ((1 << 20) // n) - mean * mean
+        var2 = wrap32(tdiv_arr(var, 1 << 20))
+        var2[var2 < 1] = g.guard
+        ms = np.empty(rows, np.int64)
+        es = np.empty(rows, np.int64)
+        for b, x in enumerate(var2.tolist()):
+            ms[b], es[b] = inv_sqrt_cached(x)
+        if not ((ms >= 0).all() and (np.abs(es) <= 31).all()):
+            return self._layer_norm_rows(g, v)
+        # mbqm with one (M, e) per row: wrap32 of the input, of the left shift, then SRDHM and RDBPOT
+        x = wrap32(1024 * v - mean[:, None])
+        left = np.maximum(es, 0)[:, None]
+        if (left > 0).any():
+            x = wrap32(x << left)
+        x *= ms[:, None]
+        x += P30
+        x >>= S31
+        right = np.maximum(-es, 0)[:, None]
+        x = rdbpot_arr(x, right)
+        t = x * g.ln + g.ln_bias
+        u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
+        return clip_ufunc(mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
+
+    def _layer_norm_rows(self, g: IntGate, v):
+        n = v.shape[1]
+        out = np.empty_like(v)
+        for b in range(v.shape[0]):
+            row = v[b]
+            s = int(row.sum())
+            mean = int(wrap32(tdiv(s * 1024, n)))
+            var = int((row * row).sum()) * ((1 << 20) // n) - mean * mean
+            var2 = int(wrap32(tdiv(var, 1 << 20)))
+            if var2 < 1:
+                var2 = g.guard
+            inv_m, inv_e = get_inv_sqrt_quantized_multiplier_exp(int(var2), -1)
+            r = mbqm(1024 * row - mean, inv_m, inv_e)
+            t = r * g.ln + g.ln_bias
+            u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
+            out[b] = clip_ufunc(mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
+        return out
+
+    def _peephole(self, g: IntGate, gate, c):
+        """VectorBatchVectorCwiseProductAccumulate with v_size = n_output over the flat (rows, n_cell) buffers."""
+        n_out = self.n_output
+        rows = gate.shape[0]
+        k16 = n_out & ~15
+        if self.rowwise_peephole or n_out == self.n_cell:
+            gv, cv = gate[:, :n_out], c[:, :n_out]
+            prod = g.peep[None, :] * cv
+            r = np.empty_like(prod)
+            r[:, :k16] = mbqm_neon(prod[:, :k16], *g.m_p)
+            r[:, k16:] = mbqm(prod[:, k16:], *g.m_p)
+            gate[:, :n_out] = clip_ufunc(gv + r, -32768, 32767)
+            return
+        gf, cf = gate.reshape(-1), c.reshape(-1)
+        prod = (np.tile(g.peep, rows) * cf[: rows * n_out]).reshape(rows, n_out)
+        r = np.empty_like(prod)
+        r[:, :k16] = mbqm_neon(prod[:, :k16], *g.m_p)
+        r[:, k16:] = mbqm(prod[:, k16:], *g.m_p)
+        gf[: rows * n_out] = clip_ufunc(gf[: rows * n_out] + r.reshape(-1), -32768, 32767)
+
+    def _gate(self, name, x, h, c, table):
+        g: IntGate = self.gates[name]
+        gate = clip_ufunc(mbqm(x @ g.w_x + g.eff_x, *g.m_x), -32768, 32767)
+        gate = clip_ufunc(mbqm(h @ g.w_h + g.eff_h, *g.m_h) + gate, -32768, 32767)
+        if g.peep is not None:
+            self._peephole(g, gate, c)
+        if g.ln is not None:
+            gate = self._layer_norm(g, gate)
+        return table[gate + 32768]
+
+    def __post_init__(self):
+        """Stacked constants of ``run``: every gate's input and recurrent weights side by side (float64 holding
+        the int8 values: exact products), per-column MBQM constants, and whether the int16 wraps can be skipped."""
+        names = [g for g in GATES if g in self.gates]
+        gs = [self.gates[g] for g in names]
+        qs = [g.m_x for g in gs] + [g.m_h for g in gs]
+        d = {"fast": all(0 <= m < 2**31 and -31 <= e <= 31 for m, e in qs)}
+        if d["fast"]:
+            n = self.n_cell
+            d["names"] = names
+            d["w_x"] = np.concatenate([g.w_x for g in gs], axis=1).astype(np.float64)
+            w_h = np.concatenate([g.w_h for g in gs], axis=1)
+            # float32 products are exact when every partial sum stays below 2^24 (|h| <= 128)
+            d["w_h"] = w_h.astype(F32 if 128 * np.abs(w_h).sum(axis=0).max(initial=0) < 2**24 else np.float64)
+            d["eff_h"] = np.concatenate([g.eff_h for g in gs])
+            m = np.repeat(np.array([g.m_h[0] for g in gs], np.int64), n)
+            e = np.repeat(np.array([g.m_h[1] for g in gs], np.int64), n)
+            right = np.maximum(-e, 0)
+            d["q_h"] = (
+                m,
+                np.maximum(e, 0) if (e > 0).any() else None,
+                right,
+                np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
+                None if (right > 0).all() else (right > 0).astype(np.int64),
+            )
+            # |h @ W_h + eff_h| < 2^31 for every int8 h: the int32 wrap of MBQM's input is the identity
+            bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(d["eff_h"])
+            d["wrap_h"] = bool(bound.size and bound.max() >= 2**31)
+            d["proj"] = None if self.proj is None else self.proj.astype(np.float64)
+            d["plain"] = [g.peep is None and g.ln is None for g in gs]
+            ifc, o = self._ln_consts(names[:-1]), self._ln_consts(names[-1:])
+            d["ln_stack"] = (ifc, o) if ifc is not None and o is not None else (None, None)
+            # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
+            d["tables"] = tuple(
+                signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3), tanh16_table(15 + self.cs))
+            )
+        object.__setattr__(self, "_seq", d)
+
+    def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
+        """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
+        input-to-gate terms ``sat16(mbqm(W_x x + eff_x))`` of every step computed up front (they do not depend
+        on the recurrence) and the recurrent products of all gates in one matrix product per step."""
+        d = self._seq
+        if x3.shape[0] == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
+            return
+        if not d["fast"]:
+            for t in range(x3.shape[0]):
+                self.step(x3[t], None, h_state, c_state, out3[t])
+            return
+        n_steps, n_batch = x3.shape[:2]
+        n, names = self.n_cell, d["names"]
+        n_g = len(names)
+        k = n_g - 2  # sigmoid gates before the cell gate
+        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d["w_x"]).astype(np.int64)
+        for j, name in enumerate(names):
+            g = self.gates[name]
+            blk = gx[:, j * n : (j + 1) * n]
+            blk[...] = mbqm(blk + g.eff_x, *g.m_x)
+        clip_ufunc(gx, -32768, 32767, out=gx)
+        gx = gx.reshape(n_steps, n_batch, n_g * n)
+        h64 = h_state.astype(d["w_h"].dtype)
+        c = c_state.astype(np.int64)
+        w_h, eff_h, wrap_h = d["w_h"], d["eff_h"], d["wrap_h"]
+        acc_f = np.empty((n_batch, n_g * n), w_h.dtype)
+        neg_a = np.empty((n_batch, n_g * n), bool)
+        neg_c = np.empty((n_batch, n), bool)
+        acc = np.empty((n_batch, n_g * n), np.int64)
+        m, left, right, off, rpos = d["q_h"]
+        sig, tanh3, tanh_c = d["tables"]
+        plain = d["plain"]
+        ln_ifc, ln_o = d["ln_stack"]
+        cifg = k == 1
+        shift_ic = np.array(30 + self.cs, np.int64)
+        half_ic = np.array(1 << (29 + self.cs), np.int64)
+        cell_clip, proj_clip = self.cell_clip, self.proj_clip
+        m_hid, e_hid = self.m_hidden
+        z_hid = np.array(self.z_hidden, np.int64)
+        proj = d["proj"]
+        hn = None
+        for t in range(n_steps):
+            # G = sat16(mbqm(W_h h + eff_h) + sat16(mbqm(W_x x + eff_x))), all gates at once
+            np.dot(h64, w_h, out=acc_f)
+            np.copyto(acc, acc_f, casting="unsafe")
+            acc += eff_h
+            if wrap_h:
+                acc += P31
+                acc &= M32
+                acc -= P31
+            if left is not None:
+                acc <<= left
+                acc += P31
+                acc &= M32
+                acc -= P31
+            acc *= m
+            acc += P30
+            acc >>= S31
+            neg = np.less(acc, Z64, out=neg_a)
+            if rpos is not None:
+                neg = neg * rpos
+            acc += off
+            acc -= neg
+            acc >>= right
+            acc += gx[t]
+            clip_ufunc(acc, I16_LO, I16_HI, out=acc)
+            if ln_ifc is not None:  # peepholes, then the layer norm of (i,) f, c at once
+                for j in range(k):
+                    if self.gates[names[j]].peep is not None:
+                        acc[:, j * n : (j + 1) * n] = self._gate_post(
+                            names[j], acc[:, j * n : (j + 1) * n], c, ln=False
+                        )
+                v = acc[:, : (k + 1) * n]
+                v[...] = self._layer_norm_stack(ln_ifc, v.reshape(n_batch, k + 1, n)).reshape(n_batch, -1)
+            else:
+                for j in range(n_g - 1):
+                    if not plain[j]:
+                        acc[:, j * n : (j + 1) * n] = self._gate_post(names[j], acc[:, j * n : (j + 1) * n], c)
+            ifg = sig[acc[:, : k * n]]
+            cg = tanh3[acc[:, k * n : (k + 1) * n]]
+            fg = ifg[:, (k - 1) * n :]
+            # c = sat16(rdbpot(f c, 15) + rdbpot(i g, 30 + cs)) (the int16 wraps are no-ops: |results| < 2^15)
+            c *= fg
+            neg = np.less(c, Z64, out=neg_c)
+            c += P14
+            c -= neg
+            c >>= S15
+            if cifg:
+                np.subtract(I16_HI, fg, out=fg)
+                cg *= fg
+            else:
+                cg *= ifg[:, :n]
+            neg = np.less(cg, Z64, out=neg_c)
+            cg += half_ic
+            cg -= neg
+            cg >>= shift_ic
+            c += cg
+            clip_ufunc(c, I16_LO, I16_HI, out=c)
+            if cell_clip > 0:
+                clip_ufunc(c, -cell_clip, cell_clip, out=c)
+            og = acc[:, (k + 1) * n :]
+            if ln_o is not None:
+                og = self._gate_post(names[-1], og.copy(), c, ln=False)
+                og = self._layer_norm_stack(ln_o, og[:, None, :])[:, 0]
+            elif not plain[-1]:
+                og = self._gate_post(names[-1], og.copy(), c)
+            og = sig[og]
+            og *= tanh_c[c]
+            og = mbqm_small(og, m_hid, e_hid)
+            if proj is None:
+                og += z_hid
+                hn = clip_ufunc(og, I8_LO, I8_HI, out=og)
+            else:
+                og -= z_hid
+                clip_ufunc(og, I8_LO, I8_HI, out=og)
+                hn = clip_ufunc(
+                    mbqm((og @ proj).astype(np.int64) + self.proj_eff, *self.m_proj) + self.z_out_state, -128, 127
+                )
+                if proj_clip > 0:
+                    clip_ufunc(hn, -proj_clip, proj_clip, out=hn)
+            np.copyto(h64, hn)
+            out3[t] = hn
+        c_state[...] = c
+        if hn is not None:
+            h_state[...] = hn
+
+    def _layer_norm_stack(self, consts: tuple, v):
+        """``_layer_norm`` of several gates at once: ``v`` (B, G, n) int64, ``consts`` from ``_ln_consts``. The
+        int32 wraps of the mean, the variance and ``1024 v - mean`` are no-ops (|v| <= 2^15: all below 2^31)."""
+        ln, ln_bias, guard, m_g, left_g, right_g, half_g, rpos_g, gates = consts
+        n = v.shape[2]
+        s = np.add.reduce(v, axis=2)
+        s *= K1024
+        mean = np.abs(s)
+        mean //= np.array(n, np.int64)
+        mean *= np.sign(s)  # C division (truncation)
+        var = np.add.reduce(v * v, axis=2)
+        var *= np.array((1 << 20) // n, np.int64)
+        var -= mean * mean
+        var2 = np.abs(var)
+        var2 >>= S20
+        var2 *= np.sign(var)
+        n_g = len(guard)
+        rows = []
+        for j, x in enumerate(var2.reshape(-1).tolist()):
+            m, e = inv_sqrt_cached(x if x >= 1 else guard[j % n_g])
+            if m < 0 or not -31 <= e <= 31:
+                return np.stack([self._layer_norm_rows(self.gates[g], v[:, j]) for j, g in enumerate(gates)], axis=1)
+            r = max(-e, 0)
+            rows.append((m, max(e, 0), r, (1 << r) >> 1, int(r > 0)))
+        me = np.array(rows, np.int64).reshape(var2.shape + (5,))
+        # mbqm with one (M, e) per row and gate: SRDHM and RDBPOT (a left shift wraps)
+        x = v * K1024
+        x -= mean[..., None]
+        if me[..., 1].any():
+            x = wrap32(x << me[..., 1:2])
+        x *= me[..., 0:1]
+        x += P30
+        x >>= S31
+        x -= np.less(x, Z64) * me[..., 4:5]  # RDBPOT: (x + 2^(e-1) - (x < 0)) >> e, nothing for e = 0
+        x += me[..., 3:4]
+        x >>= me[..., 2:3]
+        t = x * ln
+        t += ln_bias
+        # t > 0: (t + 512) // 1024, else -((512 - t) // 1024): both |t| + 512 shifted, with t's sign
+        u = np.abs(t)
+        u += K512
+        u >>= S10
+        u *= np.sign(t)
+        # mbqm(wrap32(u), m_ln, e_ln + 12) per gate
+        u += P31
+        u &= M32
+        u -= P31
+        if left_g is not None:
+            u = wrap32(u << left_g)
+        u *= m_g
+        u += P30
+        u >>= S31
+        u -= np.less(u, Z64) * rpos_g
+        u += half_g
+        u >>= right_g
+        return clip_ufunc(u, I16_LO, I16_HI, out=u)
+
+    def _ln_consts(self, names: list):
+        """Stacked layer-norm constants of the gates ``names`` (None when one has no layer norm or a final
+        multiplier outside the fast path's range)."""
+        gs = [self.gates[g] for g in names]
+        if not all(g.ln is not None and 0 <= g.m_ln[0] < 2**31 and -31 <= g.m_ln[1] + 12 <= 31 for g in gs):
+            return None
+        e = np.array([g.m_ln[1] + 12 for g in gs], np.int64)[:, None]
+        right = np.maximum(-e, 0)
+        return (
+            np.stack([g.ln for g in gs]),
+            np.stack([g.ln_bias for g in gs]),
+            [g.guard for g in gs],
+            np.array([g.m_ln[0] for g in gs], np.int64)[:, None],
+            np.maximum(e, 0) if (e > 0).any() else None,
+            right,
+            (1 << right) >> 1,
+            (right > 0).astype(np.int64),
+            list(names),
+        )
+
+    def _gate_post(self, name, gate, c, ln: bool = True):
+        """The peephole term and layer norm of one gate ((B, n_cell) int64 view; the result is returned)."""
+        g: IntGate = self.gates[name]
+        if g.peep is not None:
+            if self.rowwise_peephole or self.n_output == self.n_cell:
+                self._peephole_rows(g, gate, c)
+            else:
+                gate = np.ascontiguousarray(gate)
+                self._peephole(g, gate, c)
+        if ln and g.ln is not None:
+            gate = self._layer_norm(g, gate)
+        return gate
+
+    def _peephole_rows(self, g: IntGate, gate, c):
+        """``_peephole``'s row-aligned case in place: ``mbqm_neon`` on the columns below n_output & ~15 and
+        ``mbqm`` on the rest share everything but the final rounding (the NEON one rounds ties up; wrapping
+        before the left shift changes nothing mod 2^32)."""
+        n_out = self.n_output
+        k16 = n_out & ~15
+        m, e = g.m_p
+        prod = c[:, :n_out] * g.peep
+        if e > 0 or (m < 0 or not -31 <= e <= 31):
+            prod = np.concatenate([mbqm_neon(prod[:, :k16], m, e), mbqm(prod[:, k16:], m, e)], axis=1)
+        else:  # |peep * c| <= 2^30: no wrap
+            prod *= m
+            prod += P30
+            prod >>= S31
+            if e < 0:
+                tail = prod[:, k16:]
+                tail -= np.less(tail, Z64)
+                prod += np.array(1 << (-e - 1), np.int64)
+                prod >>= np.array(-e, np.int64)
+        gv = gate[:, :n_out]
+        gv += prod
+        clip_ufunc(gv, I16_LO, I16_HI, out=gv)
+
+    def step(self, x, aux, h_state, c_state, out):
+        x = x.astype(np.int64)
+        h = h_state.astype(np.int64)
+        c = c_state.astype(np.int64)
+        sig, tanh3 = sigmoid16_table(3), tanh16_table(3)
+        cifg = "i" not in self.gates
+        ig = None if cifg else self._gate("i", x, h, c, sig)
+        fg = self._gate("f", x, h, c, sig)
+        cg = self._gate("c", x, h, None, tanh3)
+        c = w16(rdbpot(fg * c, 15))
+        scratch = w16(rdbpot(((32767 - fg) if cifg else ig) * cg, 30 + self.cs))
+        c = clip_ufunc(c + scratch, -32768, 32767)
+        if self.cell_clip > 0:
+            c = clip_ufunc(c, -self.cell_clip, self.cell_clip)
+        og = self._gate("o", x, h, c, sig)
+        t = tanh16_table(15 + self.cs)[c + 32768]
+        if self.proj is None:
+            hn = clip_ufunc(mbqm(og * t, *self.m_hidden) + self.z_hidden, -128, 127)
+        else:
+            hh = clip_ufunc(mbqm(og * t, *self.m_hidden) - self.z_hidden, -128, 127)
+            hn = clip_ufunc(mbqm(hh @ self.proj + self.proj_eff, *self.m_proj) + self.z_out_state, -128, 127)
+            if self.proj_clip > 0:
+                hn = clip_ufunc(hn, -self.proj_clip, self.proj_clip)
+        c_state[...] = c
+        h_state[...] = hn
+        out[...] = hn
+
+
+def _scale(t: TensorInfo | None) -> np.float32:
+    return F32(t.scale) if t is not None else F32(1)
+
+
+def build_integer_cell(
+    ctx: OpContext, ins: list, opts, use_ln: bool, out: TensorInfo, rowwise: bool
+) -> LstmIntegerCell:
+    """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias (unidirectional_sequence_
+    lstm.cc / lstm.cc) for int8 input, int8 weights, int16 cell state, 5 intermediates."""
+    ctx.check(len(ctx.intermediates) == 5, "num_intermediate_tensors == 5 was not true.")
+    x, h_state, c_state = ins[0], ins[OUT_STATE], ins[CELL_STATE]
+    n_input, n_cell, n_output = lstm_sizes(ctx, ins, diagonal_ok=False)
+    cifg = ins[IN_W["i"]] is None
+    ctx.check(cifg == (ins[REC_W["i"]] is None), "cifg_weights_all_or_none == true was not true.")
+    ctx.check(opts.cell_clip >= 0, "params->cell_clip >= 0 was not true.")
+    ctx.check(opts.proj_clip >= 0, "params->proj_clip >= 0 was not true.")
+    gates = GATES[1:] if cifg else GATES
+    for t in [ins[IN_W[g]] for g in gates] + [ins[REC_W[g]] for g in gates] + [ins[PROJ_W]]:
+        if t is not None:
+            ctx.check(
+                t.dtype == np.int8 and t.is_constant and bool(t.quantization.scale),
+                f"{t.name}: integer LSTM weights must be constant quantized INT8",
+            )
+    for g in gates:
+        ctx.check(
+            ins[IN_W[g]].shape == (n_cell, n_input) and ins[REC_W[g]].shape == (n_cell, n_output),
+            f"{g} gate weights must be (n_cell, n_input) and (n_cell, n_output)",
+        )
+        b = ins[BIAS[g]]
+        ctx.check(
+            b is not None and b.dtype == np.int32 and b.is_constant and b.shape == (n_cell,),
+            f"{g} gate bias must be a constant INT32 (n_cell,)",
+        )
+    c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
+    ctx.check(
+        ((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o), "peephole_weights_all_or_none == true was not true."
+    )
+    peephole = c_o
+    for t in ins[9:12] + ins[20:24]:
+        if t is not None:
+            ctx.check(
+                t.dtype == np.int16 and t.is_constant and t.shape == (n_cell,),
+                f"{t.name}: peephole / layer-norm weights must be constant INT16 (n_cell,)",
+            )
+    if peephole:
+        ctx.check(n_output <= n_cell, "litert_py: integer peephole LSTM needs n_output <= n_cell")
+    pw, pb = ins[PROJ_W], ins[PROJ_B]
+    ctx.check(pw is not None or pb is None, "projecton_tensors_consistent == true was not true.")
+    if pw is not None:
+        ctx.check(pw.shape == (n_output, n_cell), "projection_weights must be (n_output, n_cell)")
+        ctx.check(
+            pb is None or (pb.dtype == np.int32 and pb.is_constant and pb.shape == (n_output,)),
+            "projection_bias must be a constant INT32 (n_output,)",
+        )
+    else:
+        ctx.check(n_output == n_cell, "without projection n_output must equal n_cell")
+    ctx.check(
+        h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
+        "output_state and cell_state must be variable tensors",
+    )
+    ctx.check(
+        h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
+        "integer LSTM needs an INT8 output_state and output and an INT16 cell_state",
+    )
+    for t in (x, h_state, c_state, out):
+        ctx.check(bool(t.quantization.scale), f"{t.name}: quantization.type != kTfLiteNoQuantization")
+    cs_f = float(F32(c_state.scale))
+    cs = int(round(np.log2(cs_f)))
+    ctx.check(cs_f > 0 and 2.0**cs == cs_f, "CheckedLog2(cell_state->params.scale, &cell_scale) was not true.")
+    ctx.check(0 <= 15 + cs <= 6, "litert_py: the cell state scale must be 2^-15 .. 2^-9")
+    inter = ctx.intermediates
+    for t in inter[:4] if use_ln else inter[4:]:
+        ctx.check(bool(t.quantization.scale), "intermediate->quantization.type != kTfLiteNoQuantization")
+    ctx.check(bool(inter[4].quantization.scale), "hidden->quantization.type != kTfLiteNoQuantization")
+    s_int = [_scale(inter[k]) if use_ln else F32(2.0**-12) for k in range(4)]
+    s_h, z_h = F32(inter[4].scale), inter[4].zero_point
+    s_in, s_os = _scale(x), _scale(h_state)
+    zi, zos = x.zero_point, h_state.zero_point
+
+    def qm(v) -> tuple:
+        return quantize_multiplier(float(F32(v)))
+
+    def rowsum(t):
+        return t.data.astype(np.int64).sum(axis=1)
+
+    gate_objs = {}
+    for k, g in enumerate(GATES):
+        if g not in gates:
+            continue
+        wx, wh = ins[IN_W[g]], ins[REC_W[g]]
+        bias = ins[BIAS[g]].data.astype(np.int64)
+        eff_x = (0 if use_ln else bias) + (-zi) * rowsum(wx)
+        eff_h = (-zos) * rowsum(wh)
+        pw_g = ins[PEEP_W[g]] if peephole and g != "c" else None
+        m_p = (0, 0)
+        if pw_g is not None:
+            m_p = quantize_multiplier(float(F32(2.0**cs * float(_scale(pw_g)) / float(s_int[k]))))
+        ln = ins[LN[g]] if use_ln else None
+        m_ln = quantize_multiplier(float(_scale(ln))) if ln is not None else (0, 0)
+        guard = max(1, int(np.trunc(np.float32(10000) * _scale(ln)))) if ln is not None else 1
+        gate_objs[g] = IntGate(
+            np.ascontiguousarray(wx.data.astype(np.int64).T),
+            eff_x.astype(np.int64),
+            qm(F32(_scale(wx) * s_in) / s_int[k]),
+            np.ascontiguousarray(wh.data.astype(np.int64).T),
+            eff_h.astype(np.int64),
+            qm(F32(_scale(wh) * s_os) / s_int[k]),
+            None if pw_g is None else pw_g.data.astype(np.int64)[:n_output],
+            m_p,
+            None if ln is None else ln.data.astype(np.int64),
+            None if ln is None else bias,
+            m_ln,
+            guard,
+        )
+    m_hidden = quantize_multiplier(float(F32(2.0**-15 / float(s_h) * 2.0**-15)))
+    proj = proj_eff = None
+    m_proj = (0, 0)
+    if pw is not None:
+        proj = np.ascontiguousarray(pw.data.astype(np.int64).T)
+        proj_eff = (pb.data.astype(np.int64) if pb is not None else 0) + z_h * rowsum(pw)
+        proj_eff = np.broadcast_to(np.asarray(proj_eff, np.int64), (n_output,)).copy()
+        m_proj = qm(F32(_scale(pw) * s_h) / s_os)
+    cell_clip = (
+        int(np.trunc(min(max(F32(opts.cell_clip) / F32(c_state.scale), F32(-32768)), F32(32767))))
+        if opts.cell_clip > 0
+        else 0
+    )
+    proj_clip = (
+        int(np.trunc(min(max(F32(opts.proj_clip) / _scale(out), F32(-128)), F32(127)))) if opts.proj_clip > 0 else 0
+    )
+    return LstmIntegerCell(
+        gate_objs, cs, cell_clip, proj_clip, m_hidden, z_h, proj, proj_eff, m_proj, zos, n_cell, n_output, rowwise
+    )

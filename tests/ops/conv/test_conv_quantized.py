@@ -1,0 +1,794 @@
+"""CONV_2D and DEPTHWISE_CONV_2D quantized (uint8, int8, int16x8) and hybrid paths against the oracle
+(ai-edge-litert BUILTIN_REF).
+
+One table per op family (PATHS, HYBRID) drives hypothesis-driven differential tests: shapes, strides,
+dilations, padding, groups / depth multiplier, every fused activation, scales from tiny to huge (per-channel
+scales spanning orders of magnitude), zero points at the ends of their range, biases up to the int32 limits.
+Integer outputs must be equal; hybrid (float) outputs within TOLERANCE (they are bit-exact in practice:
+same quantized inputs, same integer dot products, same float32 operation order). When LiteRT rejects a
+drawn model, litert_py must reject it at prepare. Further tests pin the epilogue's exactness, the large
+accumulator paths (int32 wrap, int64 fallback), int4 filters, blocked layouts and the error paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from litert_py import Interpreter, PrepareError
+from litert_py.errors import InvalidModelError
+from litert_py.ops.conv import conv2d as conv
+from litert_py.ops.conv import depthwise as depthwise_conv
+from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
+from litert_py.schema.builder import ModelBuilder, quant
+from litert_py.schema.model import QuantizationParameters
+from tests.oracle import run_litert, run_ours
+
+I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
+INT4 = 17  # TensorType INT4 (stored packed two per byte)
+TYPE_INT32, TYPE_INT64 = 2, 4
+
+#: id -> (input/output type, filter type, bias type, per-channel, options)
+PATHS = {
+    "int8-per-channel": (I8, I8, I32, True, {}),
+    "int8-per-tensor": (I8, I8, I32, False, {}),
+    "int8-int4-filter": (I8, INT4, I32, True, {}),
+    "uint8": (U8, U8, I32, False, {}),
+    "int16x8-int64-bias": (I16, I8, I64, True, {}),
+    "int16x8-int32-bias": (I16, I8, I32, True, {"quantized_bias_type": TYPE_INT32}),
+}
+DEPTHWISE_PATHS = {k: v for k, v in PATHS.items() if k != "int16x8-int32-bias"}  # depthwise int16: int64 bias
+#: Hybrid float outputs: tolerance relative to the largest reference magnitude (0 would pass today).
+TOLERANCE = {"CONV_2D": 1e-6, "DEPTHWISE_CONV_2D": 1e-6}
+ACTIVATIONS = [0, 1, 2, 3, 4, 5]  # NONE RELU RELU_N1_TO_1 RELU6 TANH SIGN_BIT
+
+
+def _range(dtype) -> tuple[int, int]:
+    if dtype == INT4:
+        return -8, 7
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def pack_int4(values: np.ndarray) -> np.ndarray:
+    """INT4 constant buffer: two values per byte, the first in the low nibble."""
+    v = (np.asarray(values, np.int64).reshape(-1) & 0xF).astype(np.uint8)
+    if v.size % 2:
+        v = np.append(v, np.uint8(0))
+    return v[0::2] | (v[1::2] << 4)
+
+
+def conv_model(op: str, x, x_q, f, f_type, f_q, bias, b_q, out_dtype, out_q, options, const=(True, True)) -> bytes:
+    """A one-op conv model; ``f_type`` INT4 packs the filter; ``bias`` None omits it; ``const``: whether the
+    filter and the bias are constants (else graph inputs, fed in that order after x)."""
+    b = ModelBuilder()
+    ins = [b.input("x", x.shape, x.dtype, quantization=x_q)]
+    if f_type == INT4:
+        ins.append(b.tensor("f", f.shape, None, data=pack_int4(f), tensor_type=INT4, quantization=f_q))
+    elif const[0]:
+        ins.append(b.tensor("f", f.shape, f.dtype, data=f, quantization=f_q))
+    else:
+        ins.append(b.input("f", f.shape, f.dtype, quantization=f_q))
+    if bias is not None:
+        if const[1]:
+            ins.append(b.tensor("b", bias.shape, bias.dtype, data=bias, quantization=b_q))
+        else:
+            ins.append(b.input("b", bias.shape, bias.dtype, quantization=b_q))
+    out_c = f.shape[0] if op == "CONV_2D" else f.shape[3]
+    y = b.tensor("y", (1, 1, 1, out_c), out_dtype, quantization=out_q)
+    b.op(op, ins, [y], options)
+    b.output(y)
+    return b.build()
+
+
+def _feeds(case) -> list:
+    feeds = [case["x"]]
+    if case["f_type"] != INT4 and not case["const"][0]:
+        feeds.append(case["f"])
+    if case["bias"] is not None and not case["const"][1]:
+        feeds.append(case["bias"])
+    return feeds
+
+
+#: Prepare errors by which litert_py deliberately refuses a model LiteRT runs into undefined behaviour: the
+#: int64 MultiplyByQuantizedMultiplier with a shift above 7 (asserted against in common.cc; from 15 on the
+#: C++ shifts by a negative count); a hybrid depthwise conv with a single filter scale and several channels
+#: (the kernel reads a scale per channel, past the end of the array).
+DELIBERATE_REFUSALS = (
+    "too large for the int64 MultiplyByQuantizedMultiplier",
+    # hybrid depthwise with one filter scale and several channels: LiteRT reads past the scales
+    "LiteRT reads past the end of the scales",
+)
+
+
+def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0):
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        case["f_type"],
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        case["x"].dtype,
+        case["out_q"],
+        case["options"],
+        case["const"],
+    )
+    feeds = _feeds(case)
+    try:
+        Interpreter(model_content=model).allocate_tensors()
+    except PrepareError as e:
+        assume(not any(s in str(e) for s in DELIBERATE_REFUSALS))
+    try:
+        theirs = run_litert(model, feeds, resolver)
+    except RuntimeError as e:  # LiteRT rejects the model (at prepare or invoke): so must litert_py
+        with contextlib.suppress(InvalidArgument):  # outside a hypothesis test
+            event(f"rejected by LiteRT: {str(e).splitlines()[0][:60]}")
+        with pytest.raises(PrepareError):
+            run_ours(model, feeds)
+        return None
+    ours = run_ours(model, feeds)
+    assert ours[0].shape == theirs[0].shape and ours[0].dtype == theirs[0].dtype
+    if rtol:  # relative to the terms before the bias cancels them: |out| + |bias|
+        scale = float(np.max(np.abs(theirs[0]))) if theirs[0].size else 0.0
+        if case["bias"] is not None and case["bias"].dtype == np.float32 and case["bias"].size:
+            scale += float(np.max(np.abs(case["bias"])))
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=0, atol=rtol * scale + 1e-30)
+    else:
+        np.testing.assert_array_equal(ours[0], theirs[0])
+    return ours[0]
+
+
+def _zero_point(draw, dtype) -> int:
+    lo, hi = _range(dtype)
+    return draw(st.sampled_from([lo, hi, 0, (lo + hi) // 2])) if draw(st.booleans()) else draw(st.integers(lo, hi))
+
+
+def _values(rng, shape, dtype, wide: bool):
+    lo, hi = _range(dtype)
+    if not wide:  # a narrow band: accumulators stay small, outputs rarely saturate
+        lo, hi = max(lo, -20), min(hi, 20) if lo < 0 else min(hi, 40)
+    return rng.integers(lo, hi, shape, endpoint=True).astype(I8 if dtype == INT4 else dtype)
+
+
+@st.composite
+def geometry(draw, op: str):
+    d = {
+        "batch": draw(st.integers(1, 2)),
+        "h": draw(st.integers(1, 9)),
+        "w": draw(st.integers(1, 9)),
+        "kh": draw(st.integers(1, 4)),
+        "kw": draw(st.integers(1, 4)),
+        "stride": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
+        "dilation": (draw(st.sampled_from([1, 1, 2, 3])), draw(st.sampled_from([1, 1, 2, 3]))),
+        "padding": draw(st.sampled_from([0, 1])),
+        "act": draw(st.sampled_from(ACTIVATIONS)),
+    }
+    if op == "CONV_2D":
+        groups = draw(st.sampled_from([1, 1, 2]))
+        cg = draw(st.integers(1, 8 // groups))
+        d.update(c=cg * groups, out_c=groups * draw(st.integers(1, 8 // groups)), filter_c=cg)
+    else:
+        c, m = draw(st.integers(1, 8)), draw(st.integers(1, 3))
+        d.update(c=c, out_c=c * m, mult=m)
+    return d
+
+
+def _options(op: str, d: dict, extra: dict) -> dict:
+    o = {
+        "padding": d["padding"],
+        "stride_h": d["stride"][0],
+        "stride_w": d["stride"][1],
+        "dilation_h_factor": d["dilation"][0],
+        "dilation_w_factor": d["dilation"][1],
+        "fused_activation_function": d["act"],
+        **extra,
+    }
+    if op == "DEPTHWISE_CONV_2D":
+        o["depth_multiplier"] = d["mult"]
+    return o
+
+
+@st.composite
+def quantized_cases(draw, op: str, path: str):
+    x_dtype, f_type, b_dtype, per_channel, extra = PATHS[path]
+    d = draw(geometry(op))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    out_c = d["out_c"]
+    f_shape = (out_c, d["kh"], d["kw"], d["filter_c"]) if op == "CONV_2D" else (1, d["kh"], d["kw"], out_c)
+    terms = d["kh"] * d["kw"] * (d["filter_c"] if op == "CONV_2D" else 1)
+    x = _values(rng, (d["batch"], d["h"], d["w"], d["c"]), x_dtype, draw(st.booleans()))
+    f = _values(rng, f_shape, f_type, draw(st.sampled_from([True, True, False])))
+    x_zp = 0 if x_dtype == I16 else _zero_point(draw, x_dtype)
+    out_zp = 0 if x_dtype == I16 else _zero_point(draw, x_dtype)
+    # The uint8 filter has a zero point; int8 convs require 0 (depthwise ignores it: drawn sometimes).
+    f_zp = (
+        _zero_point(draw, U8)
+        if f_type == U8
+        else (int(draw(st.integers(-128, 127))) if op != "CONV_2D" and draw(st.integers(0, 4)) == 0 else 0)
+    )
+    s_in = 10.0 ** draw(st.floats(-5, 1))
+    if per_channel:
+        s_w = 10.0 ** (draw(st.floats(-4, -1)) + rng.uniform(-1, 1, out_c) * draw(st.sampled_from([0.0, 0.5, 3.0])))
+    else:
+        s_w = 10.0 ** draw(st.floats(-4, -1))
+    # The scale that spreads the outputs over the type's range, times a factor from tiny to huge.
+    typical = s_in * float(np.median(s_w)) * 60.0 * np.sqrt(terms) * (1 / 256 if x_dtype == I16 else 1)
+    s_out = typical * 10.0 ** draw(st.sampled_from([0.0, 0.0, draw(st.floats(-2, 2)), draw(st.floats(-6, 6))]))
+    magnitude = draw(st.sampled_from([0, 1e2, 1e4, 1e6, 2.0**31 - 1]))
+    bias = np.clip(np.round(rng.standard_normal(out_c) * magnitude), -(2**31), 2**31 - 1).astype(b_dtype)
+    if magnitude and draw(st.integers(0, 5)) == 0:  # the int32 limits themselves
+        bias[rng.integers(0, out_c)] = rng.choice([-(2**31), 2**31 - 1])
+    b_scale = np.float32(s_in) * np.float32(s_w).astype(np.float64)
+    const = (draw(st.integers(0, 5)) > 0, draw(st.integers(0, 5)) > 0) if f_type != INT4 else (True, True)
+    return {
+        "op": op,
+        "x": x,
+        "x_q": quant(s_in, x_zp),
+        "f": f,
+        "f_type": f_type,
+        "f_q": quant(s_w, f_zp, 0 if op == "CONV_2D" else 3),
+        "bias": bias if op == "CONV_2D" or draw(st.integers(0, 4)) else None,
+        "b_q": quant(b_scale, 0),
+        "out_q": quant(s_out, out_zp),
+        "options": _options(op, d, extra),
+        "const": const,
+    }
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@given(data=st.data())
+def test_conv_2d_quantized(path, data):
+    check_against_oracle(data.draw(quantized_cases("CONV_2D", path)))
+
+
+@pytest.mark.parametrize("path", list(DEPTHWISE_PATHS))
+@given(data=st.data())
+def test_depthwise_conv_2d_quantized(path, data):
+    check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
+
+
+# -- hybrid: float input, int8 filter ---------------------------------------------------------------------
+
+#: id -> (per-channel scales, groups, filter type)
+HYBRID = {
+    "per-tensor": (False, 1, I8),  # EvalHybrid: symmetric per-batch input quantization
+    "per-channel": (True, 1, I8),  # EvalHybridPerChannel: asymmetric per-batch input quantization
+    "grouped": (True, 2, I8),
+    "per-channel-int4-filter": (True, 1, INT4),
+}
+
+
+@st.composite
+def hybrid_cases(draw, op: str, kind: str):
+    per_channel, groups, f_type = HYBRID[kind]
+    d = draw(geometry(op))
+    if op == "CONV_2D":
+        cg = draw(st.integers(1, 8 // groups))
+        d.update(c=cg * groups, out_c=groups * draw(st.integers(1, 8 // groups)), filter_c=cg)
+    elif not per_channel:  # one scale: LiteRT reads past it for a second channel (litert_py refuses that)
+        d.update(c=1, out_c=1, mult=1)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    out_c = d["out_c"]
+    f_shape = (out_c, d["kh"], d["kw"], d["filter_c"]) if op == "CONV_2D" else (1, d["kh"], d["kw"], out_c)
+    scale = 10.0 ** draw(st.floats(-3, 3))
+    x = (rng.standard_normal((d["batch"], d["h"], d["w"], d["c"])) * scale).astype(F32)
+    if draw(st.booleans()):  # one-signed batches: the asymmetric zero point sits at an end
+        x = np.abs(x) * draw(st.sampled_from([1, -1]))
+    if draw(st.integers(0, 5)) == 0:
+        x[0] = 0  # an all-zero batch: scaling factor 1
+    lo, hi = (-127, 127) if f_type == I8 else _range(f_type)
+    f = rng.integers(lo, hi, f_shape, endpoint=True).astype(I8)
+    s_w = 10.0 ** (draw(st.floats(-4, -1)) + (rng.uniform(-2, 2, out_c) if per_channel else 0.0))
+    # LiteRT wants one depthwise scale per element of the quantized dimension: a single scale sits on dimension 0.
+    qd = 0 if op == "CONV_2D" or not per_channel else 3
+    bias = (rng.standard_normal(out_c) * scale).astype(F32)
+    return {
+        "op": op,
+        "x": x,
+        "x_q": None,
+        "f": f,
+        "f_type": f_type,
+        "f_q": quant(s_w, 0, qd),
+        "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None,
+        "b_q": None,
+        "out_q": None,
+        "options": _options(op, d, {}),
+        "const": (True, draw(st.booleans())),
+    }
+
+
+@pytest.mark.parametrize("kind", list(HYBRID))
+@given(data=st.data())
+def test_conv_2d_hybrid(kind, data):
+    check_against_oracle(data.draw(hybrid_cases("CONV_2D", kind)), rtol=TOLERANCE["CONV_2D"])
+
+
+@pytest.mark.parametrize("kind", ["per-tensor", "per-channel"])
+@given(data=st.data())
+def test_depthwise_conv_2d_hybrid(kind, data):
+    check_against_oracle(data.draw(hybrid_cases("DEPTHWISE_CONV_2D", kind)), rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+@settings(max_examples=15)
+@given(data=st.data())
+def test_hybrid_close_to_default_kernels(op, data):
+    """LiteRT's default (optimized) hybrid kernels scale by f32(sf * s_w[c]) instead of the reference's
+    order: the last ulp differs (never more than TOLERANCE). Their depthwise kernels crash without a bias."""
+    case = data.draw(hybrid_cases(op, "per-channel"))
+    if case["bias"] is None:
+        case["bias"] = np.zeros(case["f"].shape[3], F32)
+    check_against_oracle(case, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES", rtol=TOLERANCE[op])
+
+
+# -- the epilogue, the big-accumulator paths and the layouts ----------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_tie_probe(op):
+    """Multiplier exactly 1/16 (s_in 0.5, s_w 0.125, s_out 1): x = 8 (mod 16) are exact ties, which
+    MultiplyByQuantizedMultiplier's double rounding sends away from zero (x = -8 -> -1). LiteRT's default
+    kernels differ here: the optimized CONV_2D gives 0 for x = -8 and -6 for x = -105 (-6.5625, REF -7);
+    XNNPACK rounds the ties to even (x = 8 -> 0)."""
+    x = np.arange(-128, 128, dtype=I8).reshape(1, 1, 256, 1)
+    out = check_against_oracle(
+        {
+            "op": op,
+            "x": x,
+            "x_q": quant(0.5),
+            "f": np.ones((1, 1, 1, 1), I8),
+            "f_type": I8,
+            "f_q": quant([0.125], 0, 0 if op == "CONV_2D" else 3),
+            "bias": np.zeros(1, I32),
+            "b_q": quant(0.0625),
+            "out_q": quant(1.0),
+            "options": {"padding": 0, "stride_h": 1, "stride_w": 1},
+            "const": (True, True),
+        }
+    )
+    assert out[0, 0, 128 - 8, 0] == -1 and out[0, 0, 128 + 8, 0] == 1
+
+
+def _full_scale_case(op, x_dtype, value, terms_c, bias_dtype=I32, options=None):
+    """A conv whose accumulators are all terms * value * 127: large enough to leave the fused epilogue."""
+    x = np.full((1, 2, 2, terms_c), value, x_dtype)
+    if op == "CONV_2D":
+        f = np.full((3, 1, 1, terms_c), 127, I8)
+        f_q = quant([0.01, 0.02, 0.03], 0, 0)
+        out_c = 3
+    else:
+        f = np.full((1, 1, 1, terms_c), 127, I8)
+        f_q = quant(0.01, 0, 3)
+        out_c = terms_c
+    return {
+        "op": op,
+        "x": x,
+        "x_q": quant(0.5, 0),
+        "f": f,
+        "f_type": I8,
+        "f_q": f_q,
+        "bias": np.arange(out_c).astype(bias_dtype),
+        "b_q": quant(0.005, 0),
+        "out_q": quant(2000.0 if x_dtype == I16 else 500.0, 0),
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, **(options or {})},
+        "const": (True, True),
+    }
+
+
+def test_int8_accumulators_beyond_the_fused_bound_take_the_int64_path():
+    """|acc| = 700 * 127 * 127 > the fused form's bound (about 2**22 here): checked at eval, int64 path."""
+    case = _full_scale_case("CONV_2D", I8, 127, 700)
+    out = check_against_oracle(case)
+    assert (out != 0).any()
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        I8,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        I8,
+        case["out_q"],
+        case["options"],
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op,) = it._subgraphs[0].prepared_ops.values()
+    assert op.requant.kind == "fused" and op.requant.check and op.requant.exact_bound < 700 * 127 * 127
+
+
+def test_int16_int32_accumulator_wraps_like_litert():
+    """int16x8 with an int32 bias accumulates in int32: 600 * 32767 * 127 overflows and wraps in LiteRT."""
+    case = _full_scale_case("CONV_2D", I16, 32767, 600, I32, {"quantized_bias_type": TYPE_INT32})
+    check_against_oracle(case)
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        I8,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        I16,
+        case["out_q"],
+        case["options"],
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op,) = it._subgraphs[0].prepared_ops.values()
+    assert op.requant.kind == "wrap32"
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_int16_int64_accumulators(op):
+    case = _full_scale_case(op, I16, -32768, 300, I64)
+    check_against_oracle(case)
+
+
+@pytest.mark.parametrize("small", [False, True], ids=["one-block", "blocked"])
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_quantized_layouts(op, small, monkeypatch):
+    """The im2col matrix in blocks of output rows; the depthwise tap loop instead of the stacked product."""
+    if small:
+        monkeypatch.setattr(conv, "IM2COL_BLOCK_BYTES", 300)
+        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_STACKED_ELEMENTS", 10)
+        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_TILE_BYTES", 16)
+    rng = np.random.default_rng(3)
+    for padding in (0, 1):
+        x = rng.integers(-128, 128, (2, 9, 7, 4)).astype(I8)
+        if op == "CONV_2D":
+            f, f_q, out_c = rng.integers(-127, 128, (6, 3, 2, 2)).astype(I8), quant(rng.uniform(0.01, 0.02, 6)), 6
+            opts = {"padding": padding, "stride_h": 2, "stride_w": 1, "dilation_w_factor": 2}
+        else:
+            f, f_q, out_c = rng.integers(-127, 128, (1, 3, 2, 8)).astype(I8), quant(0.01, 0, 3), 8
+            opts = {"padding": padding, "stride_h": 1, "stride_w": 2}
+        check_against_oracle(
+            {
+                "op": op,
+                "x": x,
+                "x_q": quant(0.1, -7),
+                "f": f,
+                "f_type": I8,
+                "f_q": f_q,
+                "bias": rng.integers(-500, 500, out_c).astype(I32),
+                "b_q": quant(0.001),
+                "out_q": quant(0.5, 3),
+                "options": opts,
+                "const": (True, True),
+            }
+        )
+
+
+def test_quantized_empty_output():
+    """A VALID filter one past the input height gives an output of height 0 (LiteRT too)."""
+    case = _full_scale_case("CONV_2D", I8, 3, 4)
+    case["x"] = np.ones((1, 1, 3, 4), I8)
+    case["f"] = np.ones((3, 2, 1, 4), I8)
+    case["options"] = {"padding": 1, "stride_h": 1, "stride_w": 1}
+    assert check_against_oracle(case).shape == (1, 0, 3, 3)
+
+
+# -- error paths: LiteRT rejects each (at prepare, or at invoke), litert_py at allocate_tensors --------------
+
+_NOQ = QuantizationParameters()
+
+
+_Q_IN, _Q_BIAS, _Q_OUT = quant(0.5, 1), quant(0.005), quant(0.7, -2)
+
+
+def _error_case(
+    op="CONV_2D", x_dtype=I8, f_dtype=I8, b_dtype=I32, x_q=_Q_IN, f_q=None, b_q=_Q_BIAS, out_q=_Q_OUT, options=None
+):
+    out_c = 3 if op == "CONV_2D" else 4
+    f_shape = (3, 2, 2, 4) if op == "CONV_2D" else (1, 2, 2, 4)
+    x = (np.arange(32).reshape(1, 2, 4, 4) % 7).astype(x_dtype)
+    return {
+        "op": op,
+        "x": x,
+        "x_q": x_q,
+        "f": np.ones(f_shape, f_dtype),
+        "f_type": f_dtype,
+        "f_q": quant(0.01, 0, 0 if op == "CONV_2D" else 3) if f_q is None else f_q,
+        "bias": np.ones(out_c, b_dtype),
+        "b_q": b_q,
+        "out_q": out_q,
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, **(options or {})},
+        "const": (True, True),
+    }
+
+
+ERRORS = [
+    ("conv_2d-int8-input-uint8-filter", _error_case(f_dtype=U8)),  # LiteRT: at invoke
+    ("conv_2d-int8-bias-int64", _error_case(b_dtype=I64)),
+    ("conv_2d-int8-bias-int8", _error_case(b_dtype=I8)),
+    ("conv_2d-int8-bias-zero-point", _error_case(b_q=quant(0.005, 3))),
+    ("conv_2d-input-not-quantized", _error_case(x_q=_NOQ)),
+    ("conv_2d-filter-not-quantized", _error_case(f_q=_NOQ)),
+    ("conv_2d-filter-zero-point", _error_case(f_q=quant(0.01, 1))),
+    (
+        "conv_2d-uint8-per-channel",
+        _error_case(x_dtype=U8, f_dtype=U8, f_q=quant([0.1, 0.2, 0.3], 0), x_q=quant(0.5, 128), out_q=quant(0.7, 128)),
+    ),
+    (
+        "conv_2d-uint8-bias-scale-off",
+        _error_case(x_dtype=U8, f_dtype=U8, x_q=quant(0.5, 128), b_q=quant(0.5), out_q=quant(0.7, 128)),
+    ),
+    ("conv_2d-int16-input-zero-point", _error_case(x_dtype=I16, b_dtype=I64, x_q=quant(0.5, 3), out_q=quant(0.7))),
+    ("conv_2d-int16-output-zero-point", _error_case(x_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7, 3))),
+    (
+        "conv_2d-int16-bias-type-mismatch",
+        _error_case(
+            x_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7), options={"quantized_bias_type": TYPE_INT32}
+        ),
+    ),
+    # Without quantized_bias_type LiteRT reads an int32 bias as int64 (garbage): litert_py refuses it.
+    ("conv_2d-relu-output-scale-overflow", _error_case(out_q=quant(1e-12), options={"fused_activation_function": 3})),
+    ("depthwise_conv_2d-int8-input-uint8-filter", _error_case("DEPTHWISE_CONV_2D", f_dtype=U8)),
+    (
+        "depthwise_conv_2d-int16-bias-int32",
+        _error_case("DEPTHWISE_CONV_2D", x_dtype=I16, x_q=quant(0.5), out_q=quant(0.7)),
+    ),
+    ("depthwise_conv_2d-int8-bias-int64", _error_case("DEPTHWISE_CONV_2D", b_dtype=I64)),
+    ("depthwise_conv_2d-filter-not-quantized", _error_case("DEPTHWISE_CONV_2D", f_q=_NOQ)),
+    ("depthwise_conv_2d-input-not-quantized", _error_case("DEPTHWISE_CONV_2D", x_q=_NOQ)),
+    ("depthwise_conv_2d-per-channel-count", _error_case("DEPTHWISE_CONV_2D", f_q=quant([0.1, 0.2], 0, 3))),
+    (
+        "conv_2d-hybrid-grouped-one-scale",
+        {
+            **_error_case(x_dtype=F32, b_dtype=F32, x_q=None, out_q=None),
+            "f": np.ones((4, 2, 2, 2), I8),
+            "bias": np.ones(4, F32),
+        },
+    ),
+    (
+        "conv_2d-hybrid-per-channel-dimension-3",
+        {
+            **_error_case(x_dtype=F32, b_dtype=F32, x_q=None, out_q=None),
+            "f": np.ones((4, 2, 2, 4), I8),
+            "bias": np.ones(4, F32),
+            "f_q": quant([0.1, 0.2, 0.3, 0.4], 0, 3),
+        },
+    ),
+    (
+        "depthwise_conv_2d-hybrid-one-scale-dimension-3",
+        {**_error_case("DEPTHWISE_CONV_2D", x_dtype=F32, b_dtype=F32, x_q=None, out_q=None), "f_q": quant(0.1, 0, 3)},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_rejected_like_litert(case):
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        case["f_type"],
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        case["x"].dtype,
+        case["out_q"],
+        case["options"],
+    )
+    # LiteRT fails at load (invalid quantization: ValueError), prepare, or invoke for the filter types it does
+    # not run; litert_py at load or prepare.
+    with pytest.raises((RuntimeError, ValueError)):
+        run_litert(model, [case["x"]])
+    with pytest.raises((PrepareError, InvalidModelError)):
+        run_ours(model, [case["x"]])
+
+
+# LiteRT runs these, reading a tensor's bytes as another type (garbage); litert_py refuses them.
+REFUSED = [
+    # The int16 CONV_2D reads the bias as int64 unless quantized_bias_type says INT32.
+    (
+        "conv_2d-int16-int32-bias-without-quantized_bias_type",
+        _error_case(x_dtype=I16, b_dtype=I32, x_q=quant(0.5), out_q=quant(0.7)),
+        "quantized_bias_type",
+    ),
+    (
+        "conv_2d-uint8-input-int8-filter",
+        _error_case(x_dtype=U8, x_q=quant(0.5, 128), out_q=quant(0.7, 128)),
+        "UINT8 filter",
+    ),
+    (
+        "conv_2d-int16-input-int16-filter",
+        _error_case(x_dtype=I16, f_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7)),
+        "INT8 or INT4 filter",
+    ),
+    (
+        "depthwise_conv_2d-int16-input-int16-filter",
+        _error_case("DEPTHWISE_CONV_2D", x_dtype=I16, f_dtype=I16, b_dtype=I64, x_q=quant(0.5), out_q=quant(0.7)),
+        "INT8 filter",
+    ),
+]
+
+
+@pytest.mark.parametrize("case, match", [e[1:] for e in REFUSED], ids=[e[0] for e in REFUSED])
+def test_refused_although_litert_runs_it(case, match):
+    model = conv_model(
+        case["op"],
+        case["x"],
+        case["x_q"],
+        case["f"],
+        case["f_type"],
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        case["x"].dtype,
+        case["out_q"],
+        case["options"],
+    )
+    run_litert(model, [case["x"]])
+    with pytest.raises(PrepareError, match=match):
+        run_ours(model, [case["x"]])
+
+
+# -- the folded requantization (ops/conv/requant.py) at its boundaries -------------------------------------
+
+#: (activation, output scale, output zero point, the epilogue kind prepare must choose)
+#: "relu": ReLU-like clamp (lo >= zp), sign correction dropped; "sign": copysign-corrected; "no-rs": no right
+#: shift (multiplier >= 1/2), no correction whatever the clamp; "unfolded": the 2^53 bound fails (right shift
+#: ~20 with zero point -128), the prepared Requantizer runs.
+FOLDED = [
+    (1, 1.0, -5, "relu"),
+    (3, 1.0, 7, "relu"),
+    (0, 1.0, -5, "sign"),
+    (2, 1.0, 3, "sign"),
+    (0, 0.05, 2, "no-rs"),
+    (1, 0.01, -3, "no-rs"),
+    (0, 2.0**13, -128, "unfolded"),
+    (1, 2.0**13, -128, "unfolded"),
+]
+
+
+@pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
+@pytest.mark.parametrize("height", [8, 2])
+def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
+    """Random inputs and a ramp against a multiplier 1/16 * 1/s_out (every residue of the accumulator, so
+    SRDHM's and RoundingDivideByPOT's ties for s_out 1), negative and positive accumulators, the bias and input
+    zero point folded into the constant; the prepared path is the one the bound and the clamp select. Height 8
+    gives 1024 output values (FoldedEpilogue), height 2 gives 256 (SmallFoldedEpilogue: at most
+    SMALL_EPILOGUE_VALUES)."""
+    x = np.random.default_rng(5).integers(-128, 128, (1, height, 64, 2)).astype(I8)
+    x[0, 0, :, 0] = np.arange(-128, 128, 4)  # a ramp and its mirror
+    x[0, 0, :, 1] = -x[0, 0, :, 0] - 1
+    x[0, -1] = np.arange(128).reshape(64, 2) % 7 - 3  # small accumulators: outputs between the clamps
+    if op == "CONV_2D":
+        f, f_q = np.array([[[[1, 0]], [[2, -1]]], [[[-3, 1]], [[0, 2]]]], I8).reshape(2, 2, 1, 2), quant([0.125, 0.25])
+        bias = np.array([37, -1000], I32)
+    else:
+        f, f_q = np.array([1, -2, 3, 1, 0, -1, 2, 1], I8).reshape(1, 2, 2, 2), quant([0.125, 0.25], 0, 3)
+        bias = np.array([37, -1000], I32)
+    if kind == "unfolded":  # outputs of a few units need accumulators of ~2^20
+        bias += np.array([2**22, 2**20], I32)
+    case = {
+        "op": op,
+        "x": x,
+        "x_q": quant(0.5, 3),
+        "f": f,
+        "f_type": I8,
+        "f_q": f_q,
+        "bias": bias,
+        "b_q": quant([0.0625, 0.125]),
+        "out_q": quant(s_out, out_zp),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2 - (kind == "unfolded")  # not all clamped
+    model = conv_model(op, x, case["x_q"], f, I8, f_q, bias, case["b_q"], I8, case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    if kind == "unfolded":
+        assert not hasattr(prepared, "epilogue") and prepared.requant.fallback is not None
+    else:
+        assert (prepared.epilogue.half is None) == (kind != "sign")
+        small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
+        assert type(prepared.epilogue).__name__ == ("SmallFoldedEpilogue" if small else "FoldedEpilogue")
+
+
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_conv_window_covering_the_whole_input(dtype):
+    """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
+    buffer): the im2col rows are the input's rows (ConvQuantizedFoldedRows), two batches."""
+    rng = np.random.default_rng(11)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
+    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, 3),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(0.002, 128 if dtype == U8 else 0),
+        "bias": rng.integers(-3000, 3000, 16).astype(I32),
+        "b_q": quant(np.float32(0.05) * np.float32(0.002)),
+        "out_q": quant(0.08, -2 if dtype == I8 else 100),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 3
+    model = conv_model(
+        "CONV_2D",
+        x,
+        case["x_q"],
+        f,
+        dtype,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        dtype,
+        case["out_q"],
+        case["options"],
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_depthwise_window_covering_the_whole_input(dtype, act):
+    """One output pixel whose window is the whole unpadded input (DepthwiseConvWholeFolded), both epilogues
+    (ReLU-like and sign-corrected), two batches."""
+    rng = np.random.default_rng(12)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
+    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
+    case = {
+        "op": "DEPTHWISE_CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, 3),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(0.01, 128, 3) if dtype == U8 else quant(rng.uniform(0.005, 0.02, 24), 0, 3),
+        "bias": rng.integers(-300, 300, 24).astype(I32),
+        "b_q": quant(0.0005),
+        "out_q": quant(0.03, -2 if dtype == I8 else 100),
+        "options": {
+            "padding": 1,
+            "stride_h": 1,
+            "stride_w": 1,
+            "fused_activation_function": act,
+            "depth_multiplier": 1,
+        },
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 3
+    model = conv_model(
+        case["op"],
+        x,
+        case["x_q"],
+        f,
+        dtype,
+        case["f_q"],
+        case["bias"],
+        case["b_q"],
+        dtype,
+        case["out_q"],
+        case["options"],
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
+    assert (prepared.epilogue.half is None) == (act == 1)
