@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from litert_py.tools import check
+from tests.oracle import require
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
 REFS = CORPUS / "refs"
@@ -144,3 +145,19 @@ def test_vendored_corpus_is_what_the_readme_says():
     for m in MODELS:
         digest = hashlib.sha256((CORPUS / f"{m}.tflite").read_bytes()).hexdigest()
         assert digest[:16] in readme, f"{m}.tflite: sha256 {digest[:16]} not in tests/corpus/README.md"
+
+
+def test_check_with_a_delegate(capsys):
+    """``--delegate onnxruntime``: face_detection's float graph runs in ONNX Runtime and still matches the
+    reference; a name that does not load is a usage error (exit 2), not a verdict on every model."""
+    require("onnxruntime")
+    model = CORPUS / "mediapipe__face_detection_short_range.tflite"
+    result = check.check_model(model, REFS / f"{model.stem}.npz", delegates=("onnxruntime",))
+    assert result.ok, result.notes
+    it = check._interpreter(model, [], {}, preserve=False, delegates=("onnxruntime",))
+    assert [d["op_name"] for d in it._get_ops_details()].count("DELEGATE") == 1
+    assert check.main([str(model), "--delegate", "onnxruntime"]) == 0
+    assert "1/1 models match" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        check.main([str(model), "--delegate", "no_such_delegate_module"])
+    assert e.value.code == 2 and "--delegate no_such_delegate_module" in capsys.readouterr().err

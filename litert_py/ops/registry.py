@@ -219,6 +219,11 @@ class OpContext:
         self.outputs[i].shape = tuple(int(d) for d in shape)
         self.outputs[i].dynamic = False
 
+    def set_output_type(self, i: int, type_: int) -> None:
+        """The kernel sets output ``i``'s type (a TensorType number) at prepare, as LiteRT kernels that assign
+        ``output->type`` do (NumericVerify): the arena, get_tensor and the detail dicts follow it."""
+        self.outputs[i].type = int(type_)
+
     def set_output_dynamic(self, i: int) -> None:
         """The output's shape depends on input values: the op stores a new array in outputs[i] at eval."""
         self.outputs[i].dynamic = True

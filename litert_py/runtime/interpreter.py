@@ -50,7 +50,7 @@ def _tensor_details(sub: SubgraphRuntime, i: int) -> dict:
         "index": i,
         "shape": np.array(shape, dtype=np.int32),
         "shape_signature": np.array(sig, dtype=np.int32),
-        "dtype": dtypes.to_numpy(t.type),
+        "dtype": dtypes.to_numpy(sub.types[i]),
         "quantization": legacy,
         "quantization_parameters": {
             "scales": scales,
@@ -248,7 +248,7 @@ class Interpreter:
         pos = list(sub.sg.inputs).index(i) if i in sub.sg.inputs else i
         if not sub.allocated:
             raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
-        arr = input_value(t, value, pos)
+        arr = input_value(t.name, sub.types[i], value, pos)
         shape = sub.shapes[i]
         if arr.ndim != len(shape):
             raise ValueError(
@@ -347,14 +347,14 @@ class Interpreter:
             raise ValueError("Invalid node index")
         op = ops[op_index]
         code = self._model.operator_codes[op.opcode_index]
-        types = [dtypes.to_numpy(sub.sg.tensors[i].type) for i in op.inputs if i >= 0]
+        types = [dtypes.to_numpy(sub.types[i]) for i in op.inputs if i >= 0]
         return {
             "index": int(op_index),
             "op_name": code.name,
             "inputs": np.array(op.inputs, dtype=np.int32),
             "outputs": np.array(op.outputs, dtype=np.int32),
             "operand_types": types,
-            "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in op.outputs if i >= 0],
+            "result_types": [dtypes.to_numpy(sub.types[i]) for i in op.outputs if i >= 0],
         }
 
     def _get_ops_details(self) -> list[dict]:
@@ -374,8 +374,8 @@ class Interpreter:
                         "op_name": "DELEGATE",
                         "inputs": np.array(ins, dtype=np.int32),
                         "outputs": np.array(outs, dtype=np.int32),
-                        "operand_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in ins],
-                        "result_types": [dtypes.to_numpy(sub.sg.tensors[i].type) for i in outs],
+                        "operand_types": [dtypes.to_numpy(sub.types[i]) for i in ins],
+                        "result_types": [dtypes.to_numpy(sub.types[i]) for i in outs],
                     }
                 )
         return out

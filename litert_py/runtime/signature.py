@@ -51,7 +51,7 @@ class SignatureRunner:
         for name, value in kwargs.items():
             i = self._inputs[name]
             t = sub.sg.tensors[i]
-            arr = input_value(t, value, positions[name])
+            arr = input_value(t.name, sub.types[i], value, positions[name])
             arrays[i] = arr
             if tuple(sub.shapes[i]) != arr.shape:
                 sub.shapes[i] = arr.shape

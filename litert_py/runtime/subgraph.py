@@ -126,6 +126,8 @@ class SubgraphRuntime:
         self.nodes = nodes
         n = len(self.sg.tensors)
         self.shapes: list[tuple[int, ...]] = [t.shape for t in self.sg.tensors]
+        # current types: the model's, until a kernel retypes its output at prepare (OpContext.set_output_type)
+        self.types: list[int] = [t.type for t in self.sg.tensors]
         self.constants: dict[int, np.ndarray] = {}
         for i, t in enumerate(self.sg.tensors):
             if getattr(t, "external_buffer", 0):
@@ -209,7 +211,7 @@ class SubgraphRuntime:
             index=i,
             name=t.name,
             shape=tuple(self.shapes[i]),
-            type=t.type,
+            type=self.types[i],
             quantization=q or TensorInfo.__dataclass_fields__["quantization"].default,
             data=self.constants.get(i),
             is_variable=t.is_variable,
@@ -299,6 +301,7 @@ class SubgraphRuntime:
         self.infos = infos
         for i, info in enumerate(infos):
             self.shapes[i] = info.shape
+            self.types[i] = info.type
         if not self.deferred and not self.preserve_all_tensors:
             steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
         self._allocate(steps, folded)

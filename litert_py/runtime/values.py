@@ -22,16 +22,16 @@ def check_value_type(got, want, pos, name: str) -> None:
         )
 
 
-def input_value(t, value, pos) -> np.ndarray:
-    """``value`` as the array set_tensor stores into tensor ``t`` (schema Tensor) at input position ``pos``;
-    ValueError with tf.lite's message when its type does not match."""
-    if t.type == dtypes.TensorType.STRING:
-        return _string_array(value, pos, t.name)
+def input_value(name: str, type_: int, value, pos) -> np.ndarray:
+    """``value`` as the array set_tensor stores into the tensor ``name`` of current type ``type_`` (a TensorType
+    number) at input position ``pos``; ValueError with tf.lite's message when its type does not match."""
+    if type_ == dtypes.TensorType.STRING:
+        return _string_array(value, pos, name)
     try:
         arr = np.asarray(value)
     except Exception:
         raise ValueError("Failed to convert value into readable tensor.") from None
-    check_value_type(arr.dtype, dtypes.to_numpy(t.type), pos, t.name)
+    check_value_type(arr.dtype, dtypes.to_numpy(type_), pos, name)
     return arr
 
 

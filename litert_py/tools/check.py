@@ -4,6 +4,7 @@
     python -m litert_py.tools.check DIR [--filter REGEX]     # another corpus folder (DIR/*.tflite, DIR/refs/)
     python -m litert_py.tools.check MODEL.tflite --refs REFS.npz
     python -m litert_py.tools.check --intermediates --strict --isolate --bench
+    python -m litert_py.tools.check --delegate onnxruntime   # litert_py with load_delegate("onnxruntime")
 
 A reference file ``REFS.npz`` holds:
 
@@ -139,10 +140,14 @@ def model_rtol(model: Path, meta: dict) -> float:
     return RTOL_FLOAT16 if "fp16" in text or "float16" in text else RTOL
 
 
-def _interpreter(model: Path, steps: list[Step], meta: dict, preserve: bool):
-    from litert_py import Interpreter
+def _interpreter(model: Path, steps: list[Step], meta: dict, preserve: bool, delegates: tuple[str, ...] = ()):
+    from litert_py import Interpreter, load_delegate
 
-    it = Interpreter(model_path=str(model), experimental_preserve_all_tensors=preserve)
+    it = Interpreter(
+        model_path=str(model),
+        experimental_preserve_all_tensors=preserve,
+        experimental_delegates=[load_delegate(name) for name in delegates] or None,
+    )
     details = it.get_input_details()
     shapes = {int(pos): list(shape) for pos, shape in (meta.get("input_shape_overrides") or {}).items()}
     for pos, arr in steps[0].inputs.items() if steps else ():
@@ -154,15 +159,18 @@ def _interpreter(model: Path, steps: list[Step], meta: dict, preserve: bool):
     return it
 
 
-def check_model(model: Path, refs: Path, intermediates: bool = False, strict: bool = False) -> Result:
-    """Run ``model`` on the inputs of ``refs`` and judge its outputs (see the module docstring)."""
+def check_model(
+    model: Path, refs: Path, intermediates: bool = False, strict: bool = False, delegates: tuple[str, ...] = ()
+) -> Result:
+    """Run ``model`` on the inputs of ``refs`` and judge its outputs (see the module docstring); ``delegates`` are
+    names for ``load_delegate`` (the partitions they claim run there, the rest in litert_py's kernels)."""
     ref = np.load(refs, allow_pickle=False)
     meta = json.loads(str(ref["meta"])) if "meta" in ref.files else {}
     inter_path = refs.with_name(refs.stem + ".intermediates.npz")
     inter = np.load(inter_path, allow_pickle=False) if intermediates and inter_path.exists() else None
     rtol = model_rtol(model, meta)
     steps = read_steps(ref)
-    it = _interpreter(model, steps, meta, preserve=inter is not None)
+    it = _interpreter(model, steps, meta, preserve=inter is not None, delegates=delegates)
     ins, outs = it.get_input_details(), it.get_output_details()
     result, compared, alternative = Result("match"), 0, False
     for k, step in enumerate(steps):
@@ -223,13 +231,13 @@ def _median_cpu_ms(interp, inputs: dict[int, np.ndarray]) -> float:
     return 1e3 * statistics.median(ts)
 
 
-def bench_model(model: Path, refs: Path) -> dict[str, float]:
+def bench_model(model: Path, refs: Path, delegates: tuple[str, ...] = ()) -> dict[str, float]:
     """Median invoke times of litert_py and of ai-edge-litert (AUTO, BUILTIN_REF; one thread) on the refs' inputs."""
     ref = np.load(refs, allow_pickle=False)
     meta = json.loads(str(ref["meta"])) if "meta" in ref.files else {}
     steps = read_steps(ref)
     inputs = steps[0].inputs if steps else {}
-    out = {"ours_ms": _median_cpu_ms(_interpreter(model, steps, meta, preserve=False), inputs)}
+    out = {"ours_ms": _median_cpu_ms(_interpreter(model, steps, meta, False, delegates), inputs)}
     try:
         from ai_edge_litert.interpreter import Interpreter as LiteRT
         from ai_edge_litert.interpreter import OpResolverType
@@ -246,20 +254,23 @@ def bench_model(model: Path, refs: Path) -> dict[str, float]:
     return out
 
 
-def run_one(model: Path, refs: Path, intermediates: bool, strict: bool, bench: bool) -> Result:
+def run_one(
+    model: Path, refs: Path, intermediates: bool, strict: bool, bench: bool, delegates: tuple[str, ...] = ()
+) -> Result:
     """check_model, with an exception turned into an ``error`` verdict and the timings added on a match."""
     try:
-        result = check_model(model, refs, intermediates, strict)
+        result = check_model(model, refs, intermediates, strict, delegates)
     except Exception as e:  # noqa: BLE001 - a model that does not run is a verdict, not a crash of the tool
         return Result("error", [f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"])
     if bench and result.ok:
-        result.timings = bench_model(model, refs)
+        result.timings = bench_model(model, refs, delegates)
     return result
 
 
 def _isolated(model: Path, refs: Path, a) -> Result:
     cmd = [sys.executable, "-m", "litert_py.tools.check", str(model), "--refs", str(refs), "--_child"]
     cmd += [f for f, on in (("--intermediates", a.intermediates), ("--strict", a.strict), ("--bench", a.bench)) if on]
+    cmd += [arg for name in a.delegate for arg in ("--delegate", name)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
     except subprocess.TimeoutExpired:
@@ -295,22 +306,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per model with --isolate")
     ap.add_argument("--bench", action="store_true", help="also time litert_py and ai-edge-litert")
     ap.add_argument("--json", type=Path, help="write the verdicts as JSON")
+    ap.add_argument(
+        "--delegate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run litert_py with load_delegate(NAME) (repeatable), e.g. onnxruntime",
+    )
     ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if not a.target.exists():
         ap.error(f"no such file or folder: {a.target}")
 
+    for name in a.delegate:  # a name that does not load is a bad argument, not a verdict on every model
+        try:
+            from litert_py import load_delegate
+
+            load_delegate(name)
+        except ValueError as e:
+            ap.error(f"--delegate {name}: {e}")
     pairs = models_and_refs(a.target, a.refs, a.filter)
     if a._child:
         ((model, refs),) = pairs
-        print("RESULT " + json.dumps(run_one(model, refs, a.intermediates, a.strict, a.bench).as_dict()))
+        result = run_one(model, refs, a.intermediates, a.strict, a.bench, tuple(a.delegate))
+        print("RESULT " + json.dumps(result.as_dict()))
         return 0
     results: dict[str, Result] = {}
     for model, refs in pairs:
         if a.isolate:
             r = _isolated(model, refs, a)
         else:
-            r = run_one(model, refs, a.intermediates, a.strict, a.bench)
+            r = run_one(model, refs, a.intermediates, a.strict, a.bench, tuple(a.delegate))
         if r.status == "no-ref":
             continue
         results[model.name] = r

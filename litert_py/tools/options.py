@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 PROG = "tflite-run"
 
@@ -12,6 +14,16 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def quiet_broken_pipe() -> int:
+    """The exit status after stdout's reader went away (``tool ... | head``): stop quietly, as other command-line
+    tools do, with stdout pointed at /dev/null so that Python's flush at exit does not complain either."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1
 
 
 def int_at_least(minimum: int):

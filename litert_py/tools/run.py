@@ -46,7 +46,7 @@ from .io import (
     safe_filename,
     save_outputs,
 )
-from .options import PROG, build_graph_parser, build_parser
+from .options import PROG, build_graph_parser, build_parser, quiet_broken_pipe
 
 __all__ = ["main", "build_parser", "random_array", "safe_filename", "bundled_model_path"]
 
@@ -474,12 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `tflite-run ... | head`: stop quietly, as other command-line tools do
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no complaint at exit
-        except (OSError, ValueError, AttributeError):
-            pass
-        return 1
+    except BrokenPipeError:  # `tflite-run ... | head`
+        return quiet_broken_pipe()
     except Exception as e:  # a bug, in the tool or a kernel: still one line
         if os.environ.get(_TRACEBACK_ENV):
             raise

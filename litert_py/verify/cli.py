@@ -17,7 +17,7 @@ import argparse
 import pathlib
 import sys
 
-from ..tools.options import OneLineParser, int_at_least
+from ..tools.options import OneLineParser, int_at_least, quiet_broken_pipe
 from .metrics import METRICS
 from .run import VerifyError, verify
 
@@ -85,7 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    a = build_parser().parse_args(argv)
+    """Entry point of the ``tflite-verify`` console script; returns the exit status."""
+    try:
+        return _main(build_parser().parse_args(argv))
+    except BrokenPipeError:  # `tflite-verify ... | head`
+        return quiet_broken_pipe()
+
+
+def _main(a) -> int:
     if a.workers is not None and a.workers < 0:
         print(f"{PROG}: error: --workers must be >= 0, got {a.workers}", file=sys.stderr)
         return 2

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..errors import LiteRTError
-from ..schema import dtypes
 from ..schema.model import Model
 from ..schema.reader import read_model
 from .floatify import op_name
@@ -23,18 +20,6 @@ from .run import (
 )
 
 
-def _debug_model(m: Model) -> Model:
-    """TF's debug models declare NumericVerify outputs with the quantized input's type (LiteRT retypes them to
-    float32 at prepare): make them float32 here."""
-    sg = m.subgraphs[0]
-    tensors = list(sg.tensors)
-    for op in sg.operators:
-        if op_name(m, op) == "NumericVerify":
-            for o in op.outputs:
-                tensors[o] = replace(tensors[o], type=dtypes.TensorType.FLOAT32, quantization=None)
-    return replace(m, subgraphs=(replace(sg, tensors=tuple(tensors)),) + m.subgraphs[1:])
-
-
 def numeric_verify_ops(m: Model) -> list[tuple[int, int, int]]:
     """(quantized tensor, float reference tensor, output) of each NumericVerify node of subgraph 0."""
     return [
@@ -50,7 +35,7 @@ def verify_debug(debug_model, data=None, samples: int = 10, seed: int = 0, progr
         raw = debug_model if isinstance(debug_model, Model) else read_model(debug_model)
     except (OSError, LiteRTError) as e:
         raise VerifyError(f"debug model: {e}") from None
-    dm = _Model.load(_debug_model(raw), "debug model")
+    dm = _Model.load(raw, "debug model")  # NumericVerify retypes its outputs to float32, as in LiteRT
     sg = dm.model.subgraphs[0]
     nv = numeric_verify_ops(dm.model)
     if not nv:

@@ -34,8 +34,11 @@ f32(-zp * scale)`` in blocks of 8 values, up to an ulp or two from the reference
 Refused at prepare where LiteRT would crash, read memory it does not own or fail at invoke on a type
 question: empty or malformed custom options, a reference with fewer elements than the input (a reference
 with more is read from the front, as in LiteRT), per-channel int16 / float16 inputs ("not supported for
-per-channel" at invoke in LiteRT), per-channel scales that do not match the quantized dimension, and an
-output not declared float32 (LiteRT silently retypes its output to float32).
+per-channel" at invoke in LiteRT) and per-channel scales that do not match the quantized dimension.
+
+The output is retyped to float32 at prepare whatever the model declares (TensorFlow's debug models declare it
+INT8), as LiteRT's Prepare does (``output->type = kTfLiteFloat32``): get_tensor and the detail dicts show float32
+after allocate_tensors, the model's type before.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...schema.dtypes import TensorType
 from ..common import flex_bool, flex_float, flex_options, per_channel_params, table_domain, table_index
 from ..registry import OpContext, PreparedOp, register
 
@@ -133,17 +137,14 @@ def prepare_numeric_verify(ctx: OpContext) -> PreparedOp:
     log_if_failed = flex_bool(ctx, m, "log_if_failed")
     ctx.check(len(ctx.inputs) == 2, f"NumInputs(node) != 2 ({len(ctx.inputs)} != 2)")
     ctx.check(len(ctx.outputs) == 1, f"NumOutputs(node) != 1 ({len(ctx.outputs)} != 1)")
-    x, ref, y = ctx.input(INPUT), ctx.input(REF), ctx.outputs[OUTPUT]
+    x, ref = ctx.input(INPUT), ctx.input(REF)
     ctx.check(
         x.dtype in _QUANTIZED,
         "op_context.input->type == kTfLiteUInt8 || op_context.input->type == kTfLiteInt8 || "
         "op_context.input->type == kTfLiteInt16 || op_context.input->type == kTfLiteFloat16 was not true.",
     )
     ctx.check(ref.dtype == np.float32, "op_context.ref->type == kTfLiteFloat32 was not true.")
-    ctx.check(
-        y.dtype == np.float32,
-        f"NumericVerify: the output must be declared FLOAT32 (LiteRT retypes it), got {y.type_name}",
-    )
+    ctx.set_output_type(OUTPUT, TensorType.FLOAT32)
     ctx.check(
         ref.size >= x.size,
         f"NumericVerify: the reference {list(ref.shape)} has fewer values than the input {list(x.shape)}",

@@ -196,6 +196,34 @@ def test_numeric_verify_failure_is_invoke_error():
         run_ours(model, [q, np.array([0.1, 0.2, 0.33], np.float32)])
 
 
+@pytest.mark.parametrize("out_dtype", [np.int8, np.int16, np.float32])
+def test_numeric_verify_output_retyped_to_float32(out_dtype):
+    """TF's debug models declare the output with the quantized type: LiteRT retypes it to float32 at prepare.
+    Details before allocate_tensors show the declared type, after it float32 (tensor, output and op details), and
+    the values are LiteRT's."""
+    q = np.array([[1, -2, 3], [4, 5, -6]], np.int8)
+    ref = np.array([[0.1, -0.2, 0.3], [0.4, 0.6, -0.6]], np.float32)
+    model = _model(T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS, out=T((2, 3), out_dtype, q=quant(0.1, 0)))
+    LiteRT, OpResolverType = oracle()
+    seen = []
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+    ):
+        out = it.get_output_details()[0]["index"]
+        before = it.get_tensor_details()[out]["dtype"]
+        it.allocate_tensors()
+        details = (it.get_output_details()[0]["dtype"], it.get_tensor_details()[out]["dtype"])
+        op_types = it._get_ops_details()[0]["result_types"]
+        for d, v in zip(it.get_input_details(), (q, ref)):
+            it.set_tensor(d["index"], v)
+        it.invoke()
+        got = it.get_tensor(out)
+        seen.append((before, details, op_types, got.dtype, got.tolist()))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == out_dtype and seen[0][1] == (np.float32, np.float32) and seen[0][3] == np.float32
+
+
 _PER_CHANNEL = QuantizationParameters(scale=(0.1, 0.2), zero_point=(0, 0), quantized_dimension=0)
 _OPTS = _options(tolerance=0.0, log_if_failed=False)
 
@@ -215,9 +243,6 @@ ERRORS = {
     "numeric-verify-reference-too-short": lambda: _model(T((2, 3), np.int8, q=quant(0.1, 0)), (5,), _OPTS),
     "numeric-verify-int16-per-channel": lambda: _model(T((2, 3), np.int16, q=_PER_CHANNEL), (2, 3), _OPTS),
     "numeric-verify-float16-per-channel": lambda: _model(T((2, 3), np.float16, q=_PER_CHANNEL), (2, 3), _OPTS),
-    "numeric-verify-int8-output": lambda: _model(
-        T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS, out=T((2, 3), np.int8, q=quant(0.1, 0))
-    ),
     "numeric-verify-three-inputs": lambda: _model(
         T((2, 3), np.int8, q=quant(0.1, 0)), (2, 3), _OPTS, extra=[T((2, 3))]
     ),
