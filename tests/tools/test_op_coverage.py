@@ -1,4 +1,5 @@
-"""tools/op_coverage.py: cell classification on a few (op, path) pairs, crash isolation, the table format.
+"""tools/op_coverage.py (and its tools/opcov/ package): cell classification on a few (op, path) pairs, crash
+isolation, the table format.
 
 The full dashboard run is not part of the tests (``python tools/op_coverage.py --check`` does that).
 """
@@ -23,8 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _load_tool():
     spec = importlib.util.spec_from_file_location("op_coverage", ROOT / "tools" / "op_coverage.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["op_coverage"] = mod  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(mod)
+    spec.loader.exec_module(mod)  # puts tools/ on sys.path and imports the opcov package
     return mod
 
 
@@ -216,6 +216,32 @@ def test_compare_rules():
     assert oc.compare([s], [s.copy()], 0, 0) is None
     nan = np.array([np.nan, 1.0], np.float32)
     assert oc.compare([nan], [nan.copy()], 1e-5, 1e-6) is None
+
+
+def test_worker_imports_nothing_of_litert_py(tmp_path):
+    """``op_coverage.py --worker`` (LiteRT's side, forked per case) must not import litert_py."""
+    import subprocess
+
+    seen = tmp_path / "modules.txt"
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['op_coverage.py', '--worker']\n"
+        "try:\n"
+        "    runpy.run_path('op_coverage.py', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "mods = sorted(m for m in sys.modules if m.startswith(('litert_py', 'opcov')))\n"
+        f"open({str(seen)!r}, 'w').write(' '.join(mods))\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT / "tools",
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
+    assert seen.read_text().split() == ["opcov", "opcov.litert_side"]
 
 
 def test_committed_dashboard_is_current():
