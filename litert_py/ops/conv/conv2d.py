@@ -94,7 +94,7 @@ from ...quant import (
     dtype_range,
 )
 from ...schema.model import BuiltinOperator
-from ..common import clip_ufunc, float_activation_range, reshape_view
+from ..common import aligned_empty, clip_ufunc, float_activation_range, reshape_view
 from ..registry import OpContext, TensorInfo, register
 from .common import (
     BIAS,
@@ -167,7 +167,8 @@ class Im2Col:
         else:
             step = max(1, IM2COL_BLOCK_BYTES // row_bytes)
             spans = [(n, n + 1, r, min(r + step, g.out_h)) for n in range(g.batches) for r in range(0, g.out_h, step)]
-        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg + ones), dtype)
+        rows = max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w
+        cols = aligned_empty((groups, rows, kg + ones), dtype)
         if ones:
             cols[..., kg] = 1
         blocks = []
@@ -327,7 +328,7 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         return ConvFloatPerTap(
             DepthwiseTaps.build(geo, 1, np.float32),
             w,
-            np.empty(geo.out_shape, np.float32),
+            aligned_empty(geo.out_shape, np.float32),
             bias_tile(bias, geo.out_w),
             bias is not None and not bias.is_constant,
             lo,

@@ -12,7 +12,7 @@ from ...quant import (
     dtype_range,
 )
 from ...schema.model import BuiltinOperator
-from ..common import clip_ufunc, float_activation_range, reshape_view
+from ..common import aligned_empty, aligned_full, clip_ufunc, float_activation_range, reshape_view
 from ..registry import OpContext, TensorInfo, register
 from .common import (
     BIAS,
@@ -38,6 +38,7 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
+from .depthwise_flat import DEPTHWISE_FLAT_MAX_WASTE, build_flat, flat_run_length
 from .requant import FoldedEpilogue, fold_requantization
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
@@ -140,12 +141,14 @@ class DepthwisePhaseTaps:
     views: tuple  # per tap in (filter_y, filter_x) order, its (N, OH, OW, C) view of a plane
 
     @staticmethod
-    def build(geo: Geometry, dtype) -> DepthwisePhaseTaps:
+    def planes(geo: Geometry, dtype) -> tuple[np.ndarray, tuple, list]:
+        """The (stride_h, stride_w, N, qh, qw, C) zero planes, the fills, and per tap (py, px, oy, ox): its view
+        is plane (py, px) from row oy, column ox."""
         g = geo
         hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
         qh, rows = _phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
         qw, cols = _phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
-        planes = np.zeros((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), dtype)  # border = 0.0
+        planes = aligned_full((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), 0, dtype)  # border = 0.0
         fills = tuple(
             (planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
             for py, r in enumerate(rows)
@@ -153,12 +156,19 @@ class DepthwisePhaseTaps:
             for px, c in enumerate(cols)
             if c is not None
         )
-        views = []
+        taps = []
         for ky in range(g.filter_h):
             py, oy = divmod(ky * g.dilation_h, g.stride_h)[::-1]
             for kx in range(g.filter_w):
                 px, ox = divmod(kx * g.dilation_w, g.stride_w)[::-1]
-                views.append(planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w])
+                taps.append((py, px, oy, ox))
+        return planes, fills, taps
+
+    @staticmethod
+    def build(geo: Geometry, dtype) -> DepthwisePhaseTaps:
+        g = geo
+        planes, fills, taps = DepthwisePhaseTaps.planes(geo, dtype)
+        views = [planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w] for py, px, oy, ox in taps]
         return DepthwisePhaseTaps(fills, tuple(views))
 
     def __call__(self, x: np.ndarray):
@@ -262,10 +272,45 @@ def _row_blocks(geo: Geometry) -> tuple | None:
     )
 
 
+def _flat_depthwise_float(geo: Geometry, multiplier: int, f: np.ndarray, bias, lo, hi):
+    """DepthwiseConvFloatFlat over the padded input (stride 1) or its phase planes (depth multiplier 1), or
+    None when the wide accumulator would exceed DEPTHWISE_FLAT_MAX_WASTE times the output."""
+    g = geo
+    c = g.out_c
+    if g.stride_h == g.stride_w == 1:
+        hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
+        if flat_run_length(g, hp, wp) > DEPTHWISE_FLAT_MAX_WASTE * np.prod(g.out_shape):
+            return None
+        src = DepthwiseTaps.build(g, multiplier, np.float32, copy=True)
+        flat = src.padded.reshape(-1)
+        assert np.shares_memory(flat, src.padded)
+        index = (Ellipsis, None) if multiplier > 1 else (Ellipsis,)
+        taps = [
+            (flat, (ky * g.dilation_h * wp + kx * g.dilation_w) * c)
+            for ky in range(g.filter_h)
+            for kx in range(g.filter_w)
+        ]
+        fills, rows, pitch = ((src.fill, index),), hp, wp
+    elif multiplier == 1:
+        planes, fills, phase_taps = DepthwisePhaseTaps.planes(g, np.float32)
+        rows, pitch = planes.shape[3], planes.shape[4]
+        if flat_run_length(g, rows, pitch) > DEPTHWISE_FLAT_MAX_WASTE * np.prod(g.out_shape):
+            return None
+        taps = [(planes[py, px].reshape(-1), (oy * pitch + ox) * c) for py, px, oy, ox in phase_taps]
+    else:
+        return None
+    weights = f.reshape(g.filter_h * g.filter_w, c)
+    return build_flat(g, fills, taps, rows, pitch, weights, None if bias is None else bias.data, lo, hi)
+
+
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
-    weights = _tap_weights(f.data, geo, np.float32) if f.is_constant else None
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    if f.is_constant and (bias is None or bias.is_constant):
+        flat = _flat_depthwise_float(geo, multiplier, f.data, bias, lo, hi)
+        if flat is not None:
+            return flat
+    weights = _tap_weights(f.data, geo, np.float32) if f.is_constant else None
     if multiplier == 1 and geo.stride_w > 1:
         taps = DepthwisePhaseTaps.build(geo, np.float32)
     else:
@@ -273,12 +318,12 @@ def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     blocks = _row_blocks(geo)
     if blocks is not None and weights is not None and (bias is None or bias.is_constant):
         return DepthwiseConvFloatBlocked(
-            taps, weights, blocks, np.empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w), lo, hi
+            taps, weights, blocks, aligned_empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w), lo, hi
         )
     return DepthwiseConvFloat(
         taps,
         weights,
-        np.empty(geo.out_shape, np.float32),
+        aligned_empty(geo.out_shape, np.float32),
         bias_tile(bias, geo.out_w),
         bias is not None and not bias.is_constant,
         lo,
