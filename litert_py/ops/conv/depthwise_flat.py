@@ -44,7 +44,7 @@ class DepthwiseConvFloatFlat:
     the module docstring (bit-identical to DepthwiseConvFloat)."""
 
     fills: tuple  # ((destination, input index), ...): the input copied into the sources' interiors
-    blocks: tuple  # ((tap runs, accumulator run, scratch run, tap weight runs, bias run or None), ...)
+    blocks: tuple  # ((tap runs, accumulator run, scratch, tap weight tiles, bias tile or None), ...)
     wide: np.ndarray  # (N, OH, OW, O) view of the accumulator
     out_min: np.float32
     out_max: np.float32
@@ -86,24 +86,20 @@ def build_flat(
     for src, offset in taps:
         assert src.ndim == 1 and offset + n <= src.size, "a tap's run leaves its source"
     row = pitch * c
-    step = max(1, DEPTHWISE_FLAT_BLOCK_BYTES // (row * 4)) * row
-    if n <= 2 * step:
-        step = n
+    step = n  # one block ...
+    if n * 4 > 2 * DEPTHWISE_FLAT_BLOCK_BYTES and n >= 2 * row:  # ... or blocks of whole wide rows
+        step = max(1, DEPTHWISE_FLAT_BLOCK_BYTES // (row * 4)) * row
+    # the last block ends at n and may overlap its predecessor (recomputed from its first tap: the same values);
+    # every block starts at a multiple of c, so the same weight tiles line up
+    starts = list(range(0, n - step + 1, step))
+    if starts[-1] + step < n:
+        starts.append(n - step)
     acc = aligned_empty((geo.batches * rows * row,), np.float32)
     tmp = aligned_empty((step,), np.float32)
-    w_runs = [np.tile(w, step // c) for w in weights.astype(np.float32)]
-    b_run = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), step // c)
-    blocks = []
-    for s in range(0, n, step):
-        e = min(s + step, n)
-        blocks.append(
-            (
-                tuple(src[o + s : o + e] for src, o in taps),
-                acc[s:e],
-                tmp[: e - s],
-                tuple(w[: e - s] for w in w_runs),
-                None if b_run is None else b_run[: e - s],
-            )
-        )
+    w_tiles = tuple(np.tile(w, step // c) for w in weights.astype(np.float32))
+    b_tile = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), step // c)
+    blocks = tuple(
+        (tuple(src[o + s : o + s + step] for src, o in taps), acc[s : s + step], tmp, w_tiles, b_tile) for s in starts
+    )
     wide = acc.reshape(geo.batches, rows, pitch, c)[:, : geo.out_h, : geo.out_w]
-    return DepthwiseConvFloatFlat(fills, tuple(blocks), wide, lo, hi)
+    return DepthwiseConvFloatFlat(fills, blocks, wide, lo, hi)
