@@ -120,6 +120,7 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
+from .conv2d_planes import build_planes, planes_apply
 from .depthwise import DepthwiseTaps
 from .requant import FoldedEpilogue, fold_requantization
 
@@ -334,6 +335,13 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
             lo,
             hi,
         )
+    if (
+        planes_apply(geo, groups)
+        and f.is_constant
+        and (bias is None or bias.is_constant)
+        and (taps * geo.in_c + 1) * geo.batches * geo.out_h * geo.out_w * 4 <= IM2COL_BLOCK_BYTES
+    ):
+        return build_planes(geo, f.data.astype(np.float32), None if bias is None else bias.data, lo, hi)
     weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
     input_is_a = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
     if groups == 1 and weights is not None and bias is not None and bias.is_constant and not input_is_a:

@@ -116,7 +116,7 @@ class DepthwiseTaps:
             self.accumulate(views, weights, out, tmp)
 
 
-def _phase_axis(size: int, pad: int, padded: int, stride: int) -> tuple[int, list]:
+def phase_axis(size: int, pad: int, padded: int, stride: int) -> tuple[int, list]:
     """Along one axis: the length of a phase plane and, per phase q, (plane slice, input slice) of the input
     elements that phase holds (padded position q + stride * a), or None when it holds none."""
     fills = []
@@ -146,8 +146,8 @@ class DepthwisePhaseTaps:
         is plane (py, px) from row oy, column ox."""
         g = geo
         hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
-        qh, rows = _phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
-        qw, cols = _phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
+        qh, rows = phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
+        qw, cols = phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
         planes = aligned_full((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), 0, dtype)  # border = 0.0
         fills = tuple(
             (planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
