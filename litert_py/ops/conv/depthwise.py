@@ -291,16 +291,18 @@ def _flat_depthwise_float(geo: Geometry, multiplier: int, f: np.ndarray, bias, l
             for kx in range(g.filter_w)
         ]
         fills, rows, pitch = ((src.fill, index),), hp, wp
+        grid = (g.dilation_h * wp * c, g.dilation_w * c)
     elif multiplier == 1:
         planes, fills, phase_taps = DepthwisePhaseTaps.planes(g, np.float32)
         rows, pitch = planes.shape[3], planes.shape[4]
         if flat_run_length(g, rows, pitch) > DEPTHWISE_FLAT_MAX_WASTE * np.prod(g.out_shape):
             return None
         taps = [(planes[py, px].reshape(-1), (oy * pitch + ox) * c) for py, px, oy, ox in phase_taps]
+        grid = None
     else:
         return None
     weights = f.reshape(g.filter_h * g.filter_w, c)
-    return build_flat(g, fills, taps, rows, pitch, weights, None if bias is None else bias.data, lo, hi)
+    return build_flat(g, fills, taps, rows, pitch, weights, None if bias is None else bias.data, lo, hi, grid)
 
 
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):

@@ -1,7 +1,8 @@
 """Float DEPTHWISE_CONV_2D on flat row-padded sources (depthwise_flat.DepthwiseConvFloatFlat): bit for bit
 LiteRT's reference kernel (BUILTIN_REF) and the per-tap path (DepthwiseConvFloat, the flat path switched off),
 over the geometries that choose it (stride 1 over the padded buffer, strided windows over phase planes, depth
-multipliers, dilations, batches, one or several blocks) and the ones that do not."""
+multipliers, dilations, batches, one or several blocks, the stacked taps of small stride-1 layers) and the ones
+that do not."""
 
 from __future__ import annotations
 
@@ -38,18 +39,23 @@ def _prepared(model):
     return prepared
 
 
-@pytest.mark.parametrize("blocks", ["one-block", "blocks"])
+@pytest.mark.parametrize("layout", ["stacked", "one-block", "blocks"])
 @pytest.mark.parametrize("act", [0, 3])
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_depthwise_flat_bit_exact(case, bias, act, blocks, monkeypatch):
+def test_depthwise_flat_bit_exact(case, bias, act, layout, monkeypatch):
     d = _case(*case, act=act) | {"bias": bias}
     model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", d)
-    if blocks == "blocks":  # blocks of one row of the wide accumulator: several blocks, the last one shorter
+    if layout != "stacked":  # the tap loop (stacked taps off)
+        monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_STACK_BYTES", 0)
+    if layout == "blocks":  # blocks of one row of the wide accumulator: several blocks, the last one overlapping
         monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_BLOCK_BYTES", 1)
     prepared = _prepared(model)
-    assert isinstance(prepared, depthwise_flat.DepthwiseConvFloatFlat)
-    assert (len(prepared.blocks) > 2) == (blocks == "blocks")
+    if layout == "stacked" and case[5] == (1, 1):
+        assert isinstance(prepared, depthwise_flat.DepthwiseConvFloatFlatStacked)
+    else:
+        assert isinstance(prepared, depthwise_flat.DepthwiseConvFloatFlat)
+        assert (len(prepared.blocks) > 2) == (layout == "blocks")
     ours = run_ours(model, feeds)
     np.testing.assert_array_equal(ours[0], run_litert(model, feeds)[0])
     np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])  # the borders stay zero across invokes
@@ -63,7 +69,7 @@ def test_depthwise_flat_special_values():
     (inf - inf = NaN there) do not leak into the output."""
     d = _case(8, 8, 4, 3, 3, (1, 1), (1, 1), SAME, 1)
     model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", d)
-    assert isinstance(_prepared(model), depthwise_flat.DepthwiseConvFloatFlat)
+    assert isinstance(_prepared(model), depthwise_flat.DepthwiseConvFloatFlatStacked)
     x = feeds[0]
     x[0, 1, 7, 0], x[0, 4, 0, 1], x[1, 2, 2, 2] = np.inf, -np.inf, np.nan
     with np.errstate(invalid="ignore"):
@@ -82,5 +88,6 @@ def test_depthwise_flat_special_values():
 )
 def test_depthwise_flat_choice(geometry, flat):
     model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*geometry))
-    assert isinstance(_prepared(model), depthwise_flat.DepthwiseConvFloatFlat) == flat
+    flat_ops = (depthwise_flat.DepthwiseConvFloatFlat, depthwise_flat.DepthwiseConvFloatFlatStacked)
+    assert isinstance(_prepared(model), flat_ops) == flat
     np.testing.assert_array_equal(run_ours(model, feeds)[0], run_litert(model, feeds)[0])
