@@ -38,7 +38,7 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
-from .depthwise_flat import DEPTHWISE_FLAT_MAX_WASTE, build_flat, flat_run_length
+from .depthwise_flat import build_flat, flat_fits
 from .requant import FoldedEpilogue, fold_requantization
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
@@ -274,12 +274,12 @@ def _row_blocks(geo: Geometry) -> tuple | None:
 
 def _flat_depthwise_float(geo: Geometry, multiplier: int, f: np.ndarray, bias, lo, hi):
     """DepthwiseConvFloatFlat over the padded input (stride 1) or its phase planes (depth multiplier 1), or
-    None when the wide accumulator would exceed DEPTHWISE_FLAT_MAX_WASTE times the output."""
+    None where it does not fit (depthwise_flat.flat_fits)."""
     g = geo
     c = g.out_c
     if g.stride_h == g.stride_w == 1:
         hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
-        if flat_run_length(g, hp, wp) > DEPTHWISE_FLAT_MAX_WASTE * np.prod(g.out_shape):
+        if not flat_fits(g, hp, wp):
             return None
         src = DepthwiseTaps.build(g, multiplier, np.float32, copy=True)
         flat = src.padded.reshape(-1)
@@ -295,7 +295,7 @@ def _flat_depthwise_float(geo: Geometry, multiplier: int, f: np.ndarray, bias, l
     elif multiplier == 1:
         planes, fills, phase_taps = DepthwisePhaseTaps.planes(g, np.float32)
         rows, pitch = planes.shape[3], planes.shape[4]
-        if flat_run_length(g, rows, pitch) > DEPTHWISE_FLAT_MAX_WASTE * np.prod(g.out_shape):
+        if not flat_fits(g, rows, pitch):
             return None
         taps = [(planes[py, px].reshape(-1), (oy * pitch + ox) * c) for py, px, oy, ox in phase_taps]
         grid = None

@@ -37,6 +37,8 @@ DEPTHWISE_FLAT_BLOCK_BYTES = 64 << 10
 #: Stride-1 layers whose run is at most this many bytes take DepthwiseConvFloatFlatStacked (measured, 3x3: runs
 #: of 3-29 KB 1.15-1.5x faster than the tap loop, 71 KB and more 1.1-1.6x slower).
 DEPTHWISE_FLAT_STACK_BYTES = 32 << 10
+#: The flat path is taken while its weight tiles (taps * block * 4 bytes) stay within this.
+DEPTHWISE_FLAT_WEIGHT_BYTES = 1 << 20
 #: The flat path is taken while the wide accumulator's run is at most this many times the output's elements.
 DEPTHWISE_FLAT_MAX_WASTE = 4
 
@@ -100,6 +102,22 @@ def flat_run_length(geo: Geometry, rows: int, pitch: int) -> int:
     return (((geo.batches - 1) * rows + geo.out_h - 1) * pitch + geo.out_w) * geo.out_c
 
 
+def flat_step(n: int, row: int) -> int:
+    """Elements per block of a run of n: all of it, or whole wide rows of about DEPTHWISE_FLAT_BLOCK_BYTES."""
+    if n * 4 > 2 * DEPTHWISE_FLAT_BLOCK_BYTES and n >= 2 * row:
+        return max(1, DEPTHWISE_FLAT_BLOCK_BYTES // (row * 4)) * row
+    return n
+
+
+def flat_fits(geo: Geometry, rows: int, pitch: int) -> bool:
+    """Whether the flat path suits this layout: a wide run at most DEPTHWISE_FLAT_MAX_WASTE times the output and
+    weight tiles of at most DEPTHWISE_FLAT_WEIGHT_BYTES (read at every invoke, mostly from outside the caches)."""
+    n = flat_run_length(geo, rows, pitch)
+    if n > DEPTHWISE_FLAT_MAX_WASTE * np.prod(geo.out_shape):
+        return False
+    return geo.filter_h * geo.filter_w * flat_step(n, pitch * geo.out_c) * 4 <= DEPTHWISE_FLAT_WEIGHT_BYTES
+
+
 def build_flat(
     geo: Geometry,
     fills: tuple,
@@ -121,16 +139,13 @@ def build_flat(
         assert src.ndim == 1 and offset + n <= src.size, "a tap's run leaves its source"
     if grid is not None and n * 4 <= DEPTHWISE_FLAT_STACK_BYTES:
         return _stacked(geo, fills, taps[0][0], grid, n, rows, pitch, weights, bias, lo, hi)
-    row = pitch * c
-    step = n  # one block ...
-    if n * 4 > 2 * DEPTHWISE_FLAT_BLOCK_BYTES and n >= 2 * row:  # ... or blocks of whole wide rows
-        step = max(1, DEPTHWISE_FLAT_BLOCK_BYTES // (row * 4)) * row
+    step = flat_step(n, pitch * c)
     # the last block ends at n and may overlap its predecessor (recomputed from its first tap: the same values);
     # every block starts at a multiple of c, so the same weight tiles line up
     starts = list(range(0, n - step + 1, step))
     if starts[-1] + step < n:
         starts.append(n - step)
-    acc = aligned_empty((geo.batches * rows * row,), np.float32)
+    acc = aligned_empty((geo.batches * rows * pitch * c,), np.float32)
     tmp = aligned_empty((step,), np.float32)
     w_tiles = tuple(np.tile(w, step // c) for w in weights.astype(np.float32))
     b_tile = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), step // c)

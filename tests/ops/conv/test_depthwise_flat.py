@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.conv import depthwise as depthwise_conv
 from litert_py.ops.conv import depthwise_flat
 from tests.ops.conv.test_conv import _model_and_inputs
 from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
@@ -59,7 +58,7 @@ def test_depthwise_flat_bit_exact(case, bias, act, layout, monkeypatch):
     ours = run_ours(model, feeds)
     np.testing.assert_array_equal(ours[0], run_litert(model, feeds)[0])
     np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])  # the borders stay zero across invokes
-    monkeypatch.setattr(depthwise_conv, "DEPTHWISE_FLAT_MAX_WASTE", 0)
+    monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_MAX_WASTE", 0)
     assert type(_prepared(model)).__name__ == "DepthwiseConvFloat"
     np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])
 

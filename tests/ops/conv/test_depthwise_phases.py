@@ -14,6 +14,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.ops.conv import depthwise as depthwise_conv
+from litert_py.ops.conv import depthwise_flat
 from litert_py.ops.conv.depthwise import DepthwisePhaseTaps, DepthwiseTaps
 from tests.ops.conv.test_conv import TOLERANCE, _conv_case, _model_and_inputs
 from tests.oracle import assert_close, run_litert, run_ours
@@ -58,7 +59,7 @@ def _case(h, w, c, kh, kw, stride, dilation, padding, mult, act=0):
 )
 @pytest.mark.parametrize("act", [0, 1])
 def test_depthwise_phase_planes(case, act, monkeypatch):
-    monkeypatch.setattr(depthwise_conv, "DEPTHWISE_FLAT_MAX_WASTE", 0)
+    monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_MAX_WASTE", 0)
     model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*case, act=act))
     it = Interpreter(model_content=model)
     it.allocate_tensors()
@@ -96,7 +97,7 @@ def test_depthwise_row_blocks(case, act, monkeypatch):
     *geometry, bias = case
     d = _case(*geometry, act=act) | {"bias": bias}
     model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", d)
-    monkeypatch.setattr(depthwise_conv, "DEPTHWISE_FLAT_MAX_WASTE", 0)
+    monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_MAX_WASTE", 0)
     monkeypatch.setattr(depthwise_conv, "DEPTHWISE_BLOCK_BYTES", d["w"] * d["out_c"] * 4 * 2)  # ~2 rows
     it = Interpreter(model_content=model)
     it.allocate_tensors()
@@ -111,7 +112,7 @@ def test_depthwise_row_blocks(case, act, monkeypatch):
 def test_depthwise_row_blocks_default_threshold(monkeypatch):
     """Without the flat path, a 1 MB output (MediaPipe selfie segmentation's last depthwise layer) takes the
     blocks by default; a 256 KB one does not."""
-    monkeypatch.setattr(depthwise_conv, "DEPTHWISE_FLAT_MAX_WASTE", 0)
+    monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_MAX_WASTE", 0)
     for (h, w, c), blocked in (((128, 128, 16), True), ((64, 64, 16), False)):
         model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", _case(h, w, c, 3, 3, (1, 1), (1, 1), SAME, 1))
         it = Interpreter(model_content=model)
