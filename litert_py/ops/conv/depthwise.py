@@ -38,7 +38,7 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
-from .depthwise_flat import build_flat, flat_fits
+from .depthwise_flat import build_flat, flat_layout
 from .requant import FoldedEpilogue, fold_requantization
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
@@ -141,14 +141,18 @@ class DepthwisePhaseTaps:
     views: tuple  # per tap in (filter_y, filter_x) order, its (N, OH, OW, C) view of a plane
 
     @staticmethod
-    def planes(geo: Geometry, dtype) -> tuple[np.ndarray, tuple, list]:
-        """The (stride_h, stride_w, N, qh, qw, C) zero planes, the fills, and per tap (py, px, oy, ox): its view
-        is plane (py, px) from row oy, column ox."""
+    def planes(geo: Geometry, dtype, slack: int = 0) -> tuple[np.ndarray, np.ndarray, tuple, list]:
+        """A flat zero buffer, its first part as the (stride_h, stride_w, N, qh, qw, C) planes (then ``slack``
+        more elements), the fills, and per tap (py, px, oy, ox): its view is plane (py, px) from row oy, column
+        ox."""
         g = geo
         hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
         qh, rows = phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
         qw, cols = phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
-        planes = aligned_full((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), 0, dtype)  # border = 0.0
+        shape = (g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c)
+        size = int(np.prod(shape))
+        base = aligned_full((size + slack,), 0, dtype)  # border = 0.0
+        planes = base[:size].reshape(shape)
         fills = tuple(
             (planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
             for py, r in enumerate(rows)
@@ -162,12 +166,12 @@ class DepthwisePhaseTaps:
             for kx in range(g.filter_w):
                 px, ox = divmod(kx * g.dilation_w, g.stride_w)[::-1]
                 taps.append((py, px, oy, ox))
-        return planes, fills, taps
+        return base, planes, fills, taps
 
     @staticmethod
     def build(geo: Geometry, dtype) -> DepthwisePhaseTaps:
         g = geo
-        planes, fills, taps = DepthwisePhaseTaps.planes(geo, dtype)
+        _, planes, fills, taps = DepthwisePhaseTaps.planes(geo, dtype)
         views = [planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w] for py, px, oy, ox in taps]
         return DepthwisePhaseTaps(fills, tuple(views))
 
@@ -274,35 +278,41 @@ def _row_blocks(geo: Geometry) -> tuple | None:
 
 def _flat_depthwise_float(geo: Geometry, multiplier: int, f: np.ndarray, bias, lo, hi):
     """DepthwiseConvFloatFlat over the padded input (stride 1) or its phase planes (depth multiplier 1), or
-    None where it does not fit (depthwise_flat.flat_fits)."""
+    None where it does not fit (depthwise_flat.flat_layout)."""
     g = geo
     c = g.out_c
+    hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
     if g.stride_h == g.stride_w == 1:
-        hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
-        if not flat_fits(g, hp, wp):
-            return None
-        src = DepthwiseTaps.build(g, multiplier, np.float32, copy=True)
-        flat = src.padded.reshape(-1)
-        assert np.shares_memory(flat, src.padded)
-        index = (Ellipsis, None) if multiplier > 1 else (Ellipsis,)
-        taps = [
-            (flat, (ky * g.dilation_h * wp + kx * g.dilation_w) * c)
-            for ky in range(g.filter_h)
-            for kx in range(g.filter_w)
-        ]
-        fills, rows, pitch = ((src.fill, index),), hp, wp
-        grid = (g.dilation_h * wp * c, g.dilation_w * c)
+        rows, pitch = hp, wp
     elif multiplier == 1:
-        planes, fills, phase_taps = DepthwisePhaseTaps.planes(g, np.float32)
-        rows, pitch = planes.shape[3], planes.shape[4]
-        if not flat_fits(g, rows, pitch):
-            return None
-        taps = [(planes[py, px].reshape(-1), (oy * pitch + ox) * c) for py, px, oy, ox in phase_taps]
-        grid = None
+        rows, pitch = -(-hp // g.stride_h), -(-wp // g.stride_w)  # the phase planes' shape
     else:
         return None
+    layout = flat_layout(g, rows, pitch)
+    if layout is None:
+        return None
+    if g.stride_h == g.stride_w == 1:
+        size = g.batches * hp * wp * c
+        base = aligned_full((size + layout.slack,), 0, np.float32)  # border = 0.0
+        padded = base[:size].reshape(g.batches, hp, wp, c)
+        fill = padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
+        if multiplier > 1:  # output channel c*m + j reads input channel c
+            fill = reshape_view(fill, (g.batches, g.in_h, g.in_w, g.in_c, multiplier))
+        fills = ((fill, (Ellipsis, None) if multiplier > 1 else (Ellipsis,)),)
+        offsets = [
+            (ky * g.dilation_h * wp + kx * g.dilation_w) * c for ky in range(g.filter_h) for kx in range(g.filter_w)
+        ]
+        grid = (g.dilation_h * wp * c, g.dilation_w * c)
+    else:
+        base, planes, fills, phase_taps = DepthwisePhaseTaps.planes(g, np.float32, layout.slack)
+        assert planes.shape[3:5] == (rows, pitch)
+        plane = planes[0, 0].size
+        offsets = [((py * g.stride_w + px) * plane + (oy * pitch + ox) * c) for py, px, oy, ox in phase_taps]
+        grid = None
     weights = f.reshape(g.filter_h * g.filter_w, c)
-    return build_flat(g, fills, taps, rows, pitch, weights, None if bias is None else bias.data, lo, hi, grid)
+    return build_flat(
+        g, layout, fills, base, offsets, rows, pitch, weights, None if bias is None else bias.data, lo, hi, grid
+    )
 
 
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):

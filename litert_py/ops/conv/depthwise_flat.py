@@ -25,6 +25,7 @@ Measured (1 thread, one busy 2-core box, 3x3 SAME, bias, input -> output): 64x64
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,6 +38,10 @@ DEPTHWISE_FLAT_BLOCK_BYTES = 64 << 10
 #: Stride-1 layers whose run is at most this many bytes take DepthwiseConvFloatFlatStacked (measured, 3x3: runs
 #: of 3-29 KB 1.15-1.5x faster than the tap loop, 71 KB and more 1.1-1.6x slower).
 DEPTHWISE_FLAT_STACK_BYTES = 32 << 10
+#: The weights are tiled over whole wide rows of at least this many elements, broadcast over the rows of a block
+#: (numpy's broadcasting loops run at full speed from about 6K elements per row; 1.5K-element rows cost 1.7x):
+#: 9-25 taps * 24 KB instead of tiles as long as the block, which in a whole model come from outside the caches.
+DEPTHWISE_FLAT_TILE_ELEMENTS = 6144
 #: The flat path is taken while its weight tiles (taps * block * 4 bytes) stay within this.
 DEPTHWISE_FLAT_WEIGHT_BYTES = 1 << 20
 #: The flat path is taken while the wide accumulator's run is at most this many times the output's elements.
@@ -102,26 +107,45 @@ def flat_run_length(geo: Geometry, rows: int, pitch: int) -> int:
     return (((geo.batches - 1) * rows + geo.out_h - 1) * pitch + geo.out_w) * geo.out_c
 
 
-def flat_step(n: int, row: int) -> int:
-    """Elements per block of a run of n: all of it, or whole wide rows of about DEPTHWISE_FLAT_BLOCK_BYTES."""
-    if n * 4 > 2 * DEPTHWISE_FLAT_BLOCK_BYTES and n >= 2 * row:
-        return max(1, DEPTHWISE_FLAT_BLOCK_BYTES // (row * 4)) * row
-    return n
+class FlatLayout(NamedTuple):
+    """How the wide run of n elements is cut: weight tiles of `period` elements (broadcast over the rows of a
+    (step // period, period) block), blocks of `step` elements over n_pad = n rounded up to whole periods (the
+    sources and the accumulator hold `slack` = n_pad - n more elements, computed and dropped)."""
+
+    n: int
+    period: int
+    step: int
+    slack: int
 
 
-def flat_fits(geo: Geometry, rows: int, pitch: int) -> bool:
-    """Whether the flat path suits this layout: a wide run at most DEPTHWISE_FLAT_MAX_WASTE times the output and
-    weight tiles of at most DEPTHWISE_FLAT_WEIGHT_BYTES (read at every invoke, mostly from outside the caches)."""
+def flat_layout(geo: Geometry, rows: int, pitch: int) -> FlatLayout | None:
+    """The layout of the flat path for sources of ``rows`` rows of ``pitch`` pixels per batch, or None when it
+    does not suit: a wide run over DEPTHWISE_FLAT_MAX_WASTE times the output, or weight tiles over
+    DEPTHWISE_FLAT_WEIGHT_BYTES (they are read at every invoke, mostly from outside the caches)."""
+    c, row = geo.out_c, pitch * geo.out_c
     n = flat_run_length(geo, rows, pitch)
     if n > DEPTHWISE_FLAT_MAX_WASTE * np.prod(geo.out_shape):
-        return False
-    return geo.filter_h * geo.filter_w * flat_step(n, pitch * geo.out_c) * 4 <= DEPTHWISE_FLAT_WEIGHT_BYTES
+        return None
+    if n <= 2 * DEPTHWISE_FLAT_TILE_ELEMENTS:  # one block, the weights tiled over all of it
+        period = step = n
+    else:  # whole wide rows, at least DEPTHWISE_FLAT_TILE_ELEMENTS
+        period = -(-DEPTHWISE_FLAT_TILE_ELEMENTS // row) * row
+        step = max(1, DEPTHWISE_FLAT_BLOCK_BYTES // (period * 4)) * period
+        n_pad = -(-n // period) * period
+        if n_pad <= 2 * step:
+            step = n_pad
+    if geo.filter_h * geo.filter_w * period * 4 > DEPTHWISE_FLAT_WEIGHT_BYTES:
+        return None
+    assert period % c == 0 and step % period == 0
+    return FlatLayout(n, period, step, -(-n // period) * period - n)
 
 
 def build_flat(
     geo: Geometry,
+    layout: FlatLayout,
     fills: tuple,
-    taps: list,
+    src: np.ndarray,
+    offsets: list,
     rows: int,
     pitch: int,
     weights: np.ndarray,
@@ -130,33 +154,42 @@ def build_flat(
     hi: np.float32,
     grid: tuple[int, int] | None = None,
 ) -> DepthwiseConvFloatFlat | DepthwiseConvFloatFlatStacked:
-    """``taps``: per tap in (filter_y, filter_x) order, (flat source, offset of output pixel 0's element);
-    every source holds ``rows`` rows of ``pitch`` pixels per batch. ``weights``: (taps, O) float32. ``grid``
-    (stride 1: one source, tap (ky, kx) at offset ky * grid[0] + kx * grid[1]) allows the stacked op."""
+    """``src``: the flat source buffer; ``offsets``: per tap in (filter_y, filter_x) order, where output pixel
+    0's element is in ``src``; the layout's padded run fits after every offset. The accumulator has ``rows``
+    rows of ``pitch`` pixels per batch. ``weights``: (taps, O) float32. ``grid`` (stride 1: tap (ky, kx) at
+    offset ky * grid[0] + kx * grid[1]) allows the stacked op."""
     c = geo.out_c
-    n = flat_run_length(geo, rows, pitch)
-    for src, offset in taps:
-        assert src.ndim == 1 and offset + n <= src.size, "a tap's run leaves its source"
+    n, period, step, slack = layout
+    n_pad = n + slack
+    assert src.ndim == 1 and max(offsets) + n_pad <= src.size, "a tap's run leaves its source"
+    wide_size = geo.batches * rows * pitch * c
     if grid is not None and n * 4 <= DEPTHWISE_FLAT_STACK_BYTES:
-        return _stacked(geo, fills, taps[0][0], grid, n, rows, pitch, weights, bias, lo, hi)
-    step = flat_step(n, pitch * c)
-    # the last block ends at n and may overlap its predecessor (recomputed from its first tap: the same values);
-    # every block starts at a multiple of c, so the same weight tiles line up
-    starts = list(range(0, n - step + 1, step))
-    if starts[-1] + step < n:
-        starts.append(n - step)
-    acc = aligned_empty((geo.batches * rows * pitch * c,), np.float32)
-    tmp = aligned_empty((step,), np.float32)
-    w_tiles = tuple(np.tile(w, step // c) for w in weights.astype(np.float32))
-    b_tile = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), step // c)
+        return _stacked(geo, fills, src, grid, n, wide_size, rows, pitch, weights, bias, lo, hi)
+    # the last block ends at n_pad and may overlap its predecessor (recomputed from its first tap: the same
+    # values); every block starts at a multiple of the period, so the same weight tiles line up
+    starts = list(range(0, n_pad - step + 1, step))
+    if starts[-1] + step < n_pad:
+        starts.append(n_pad - step)
+    acc = aligned_empty((max(wide_size, n_pad),), np.float32)
+    shape = (step // period, period)
+    tmp = aligned_empty(shape, np.float32)
+    w_tiles = tuple(np.tile(w, period // c) for w in weights.astype(np.float32))
+    b_tile = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), period // c)
     blocks = tuple(
-        (tuple(src[o + s : o + s + step] for src, o in taps), acc[s : s + step], tmp, w_tiles, b_tile) for s in starts
+        (
+            tuple(src[o + s : o + s + step].reshape(shape) for o in offsets),
+            acc[s : s + step].reshape(shape),
+            tmp,
+            w_tiles,
+            b_tile,
+        )
+        for s in starts
     )
-    wide = acc.reshape(geo.batches, rows, pitch, c)[:, : geo.out_h, : geo.out_w]
+    wide = acc[:wide_size].reshape(geo.batches, rows, pitch, c)[:, : geo.out_h, : geo.out_w]
     return DepthwiseConvFloatFlat(fills, blocks, wide, lo, hi)
 
 
-def _stacked(geo, fills, src, grid, n, rows, pitch, weights, bias, lo, hi) -> DepthwiseConvFloatFlatStacked:
+def _stacked(geo, fills, src, grid, n, wide_size, rows, pitch, weights, bias, lo, hi) -> DepthwiseConvFloatFlatStacked:
     g, c = geo, geo.out_c
     ((fill, index),) = fills
     item = src.itemsize
@@ -164,7 +197,7 @@ def _stacked(geo, fills, src, grid, n, rows, pitch, weights, bias, lo, hi) -> De
     assert np.shares_memory(window, src)
     w = np.tile(weights.astype(np.float32).reshape(g.filter_h, g.filter_w, 1, c), (1, 1, n // c, 1))
     products = aligned_empty((g.filter_h * g.filter_w, n), np.float32)
-    acc = aligned_empty((g.batches * rows * pitch * c,), np.float32)
+    acc = aligned_empty((wide_size,), np.float32)
     b = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), n // c)
     wide = acc.reshape(g.batches, rows, pitch, c)[:, : g.out_h, : g.out_w]
     return DepthwiseConvFloatFlatStacked(

@@ -38,7 +38,7 @@ def _prepared(model):
     return prepared
 
 
-@pytest.mark.parametrize("layout", ["stacked", "one-block", "blocks"])
+@pytest.mark.parametrize("layout", ["stacked", "one-block", "row-tiles", "blocks"])
 @pytest.mark.parametrize("act", [0, 3])
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -47,7 +47,9 @@ def test_depthwise_flat_bit_exact(case, bias, act, layout, monkeypatch):
     model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", d)
     if layout != "stacked":  # the tap loop (stacked taps off)
         monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_STACK_BYTES", 0)
-    if layout == "blocks":  # blocks of one row of the wide accumulator: several blocks, the last one overlapping
+    if layout in ("row-tiles", "blocks"):  # weight tiles of one wide row, the run padded to whole rows
+        monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_TILE_ELEMENTS", 1)
+    if layout == "blocks":  # blocks of one wide row: several blocks, the last one overlapping
         monkeypatch.setattr(depthwise_flat, "DEPTHWISE_FLAT_BLOCK_BYTES", 1)
     prepared = _prepared(model)
     if layout == "stacked" and case[5] == (1, 1):
@@ -55,6 +57,7 @@ def test_depthwise_flat_bit_exact(case, bias, act, layout, monkeypatch):
     else:
         assert isinstance(prepared, depthwise_flat.DepthwiseConvFloatFlat)
         assert (len(prepared.blocks) > 2) == (layout == "blocks")
+        assert (prepared.blocks[0][0][0].shape[0] > 1) == (layout == "row-tiles")  # weights broadcast over rows
     ours = run_ours(model, feeds)
     np.testing.assert_array_equal(ours[0], run_litert(model, feeds)[0])
     np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])  # the borders stay zero across invokes
