@@ -18,13 +18,12 @@ and a float64 reference).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd
 
 import numpy as np
 
 from ..common import aligned_empty, aligned_full, clip_ufunc
 from .common import INPUT, OUTPUT, Geometry
-from .depthwise import phase_axis
+from .phases import phase_axis, tap_groups
 
 #: Taken for convs (not 1x1) whose receptive-field runs in NHWC, KW * C floats, are at most this long and with
 #: at least PLANES_MIN_PIXELS output pixels (measured, 1 thread: runs of 9-15 floats 1.2-1.5x faster at 64x64 to
@@ -50,19 +49,6 @@ class ConvFloatPlanes:
             np.copyto(dest, src)
         np.matmul(self.at.T, self.weights, out=out.reshape(-1, out.shape[3]))
         clip_ufunc(out, self.out_min, self.out_max, out=out)
-
-
-def _tap_groups(size: int, dilation: int, stride: int) -> list:
-    """Along one axis, per phase q holding taps: (q, first tap, tap step, count, first offset, offset step)
-    where tap k reads plane q at offset (k * dilation) // stride (the taps of one phase form such progressions)."""
-    step = stride // gcd(dilation, stride)
-    groups = []
-    for k0 in range(min(step, size)):
-        ks = range(k0, size, step)
-        groups.append(
-            ((k0 * dilation) % stride, k0, step, len(ks), (k0 * dilation) // stride, dilation * step // stride)
-        )
-    return groups
 
 
 def planes_apply(geo: Geometry, groups: int) -> bool:
@@ -98,8 +84,8 @@ def build_planes(geo: Geometry, f: np.ndarray, bias: np.ndarray | None, lo, hi) 
         weights[k] = np.asarray(bias, np.float32).reshape(-1)
     copies, row = [], 0
     sc, sn, sh, sw = (s // 4 for s in planes.strides[2:])
-    for py, ky0, ky_step, ny, oy0, oy_step in _tap_groups(g.filter_h, g.dilation_h, g.stride_h):
-        for px, kx0, kx_step, nx, ox0, ox_step in _tap_groups(g.filter_w, g.dilation_w, g.stride_w):
+    for py, ky0, ky_step, ny, oy0, oy_step in tap_groups(g.filter_h, g.dilation_h, g.stride_h):
+        for px, kx0, kx_step, nx, ox0, ox_step in tap_groups(g.filter_w, g.dilation_w, g.stride_w):
             plane = planes[py, px]
             src = np.ndarray(
                 (g.in_c, ny, nx, g.batches, g.out_h, g.out_w),

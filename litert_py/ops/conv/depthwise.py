@@ -38,7 +38,8 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
-from .depthwise_flat import build_flat, flat_layout
+from .depthwise_einsum import build_einsum
+from .phases import phase_axis
 from .requant import FoldedEpilogue, fold_requantization
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
@@ -116,18 +117,6 @@ class DepthwiseTaps:
             self.accumulate(views, weights, out, tmp)
 
 
-def phase_axis(size: int, pad: int, padded: int, stride: int) -> tuple[int, list]:
-    """Along one axis: the length of a phase plane and, per phase q, (plane slice, input slice) of the input
-    elements that phase holds (padded position q + stride * a), or None when it holds none."""
-    fills = []
-    for q in range(stride):
-        a0, a1 = max(0, -((q - pad) // stride)), (pad + size - 1 - q) // stride + 1
-        fills.append(
-            (slice(a0, a1), slice(a0 * stride + q - pad, (a1 - 1) * stride + q - pad + 1, stride)) if a1 > a0 else None
-        )
-    return -(-padded // stride), fills
-
-
 @dataclass(frozen=True, eq=False)
 class DepthwisePhaseTaps:
     """DepthwiseTaps for strided windows (stride_w > 1, depth multiplier 1): the zero-padded input is split
@@ -141,18 +130,12 @@ class DepthwisePhaseTaps:
     views: tuple  # per tap in (filter_y, filter_x) order, its (N, OH, OW, C) view of a plane
 
     @staticmethod
-    def planes(geo: Geometry, dtype, slack: int = 0) -> tuple[np.ndarray, np.ndarray, tuple, list]:
-        """A flat zero buffer, its first part as the (stride_h, stride_w, N, qh, qw, C) planes (then ``slack``
-        more elements), the fills, and per tap (py, px, oy, ox): its view is plane (py, px) from row oy, column
-        ox."""
+    def build(geo: Geometry, dtype) -> DepthwisePhaseTaps:
         g = geo
         hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
         qh, rows = phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
         qw, cols = phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
-        shape = (g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c)
-        size = int(np.prod(shape))
-        base = aligned_full((size + slack,), 0, dtype)  # border = 0.0
-        planes = base[:size].reshape(shape)
+        planes = aligned_full((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), 0, dtype)  # border = 0.0
         fills = tuple(
             (planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
             for py, r in enumerate(rows)
@@ -160,19 +143,12 @@ class DepthwisePhaseTaps:
             for px, c in enumerate(cols)
             if c is not None
         )
-        taps = []
+        views = []
         for ky in range(g.filter_h):
             py, oy = divmod(ky * g.dilation_h, g.stride_h)[::-1]
             for kx in range(g.filter_w):
                 px, ox = divmod(kx * g.dilation_w, g.stride_w)[::-1]
-                taps.append((py, px, oy, ox))
-        return base, planes, fills, taps
-
-    @staticmethod
-    def build(geo: Geometry, dtype) -> DepthwisePhaseTaps:
-        g = geo
-        _, planes, fills, taps = DepthwisePhaseTaps.planes(geo, dtype)
-        views = [planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w] for py, px, oy, ox in taps]
+                views.append(planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w])
         return DepthwisePhaseTaps(fills, tuple(views))
 
     def __call__(self, x: np.ndarray):
@@ -276,52 +252,13 @@ def _row_blocks(geo: Geometry) -> tuple | None:
     )
 
 
-def _flat_depthwise_float(geo: Geometry, multiplier: int, f: np.ndarray, bias, lo, hi):
-    """DepthwiseConvFloatFlat over the padded input (stride 1) or its phase planes (depth multiplier 1), or
-    None where it does not fit (depthwise_flat.flat_layout)."""
-    g = geo
-    c = g.out_c
-    hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
-    if g.stride_h == g.stride_w == 1:
-        rows, pitch = hp, wp
-    elif multiplier == 1:
-        rows, pitch = -(-hp // g.stride_h), -(-wp // g.stride_w)  # the phase planes' shape
-    else:
-        return None
-    layout = flat_layout(g, rows, pitch)
-    if layout is None:
-        return None
-    if g.stride_h == g.stride_w == 1:
-        size = g.batches * hp * wp * c
-        base = aligned_full((size + layout.slack,), 0, np.float32)  # border = 0.0
-        padded = base[:size].reshape(g.batches, hp, wp, c)
-        fill = padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
-        if multiplier > 1:  # output channel c*m + j reads input channel c
-            fill = reshape_view(fill, (g.batches, g.in_h, g.in_w, g.in_c, multiplier))
-        fills = ((fill, (Ellipsis, None) if multiplier > 1 else (Ellipsis,)),)
-        offsets = [
-            (ky * g.dilation_h * wp + kx * g.dilation_w) * c for ky in range(g.filter_h) for kx in range(g.filter_w)
-        ]
-        grid = (g.dilation_h * wp * c, g.dilation_w * c)
-    else:
-        base, planes, fills, phase_taps = DepthwisePhaseTaps.planes(g, np.float32, layout.slack)
-        assert planes.shape[3:5] == (rows, pitch)
-        plane = planes[0, 0].size
-        offsets = [((py * g.stride_w + px) * plane + (oy * pitch + ox) * c) for py, px, oy, ox in phase_taps]
-        grid = None
-    weights = f.reshape(g.filter_h * g.filter_w, c)
-    return build_flat(
-        g, layout, fills, base, offsets, rows, pitch, weights, None if bias is None else bias.data, lo, hi, grid
-    )
-
-
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     if f.is_constant and (bias is None or bias.is_constant):
-        flat = _flat_depthwise_float(geo, multiplier, f.data, bias, lo, hi)
-        if flat is not None:
-            return flat
+        fast = build_einsum(geo, multiplier, f.data, None if bias is None else bias.data, lo, hi)
+        if fast is not None:
+            return fast
     weights = _tap_weights(f.data, geo, np.float32) if f.is_constant else None
     if multiplier == 1 and geo.stride_w > 1:
         taps = DepthwisePhaseTaps.build(geo, np.float32)
