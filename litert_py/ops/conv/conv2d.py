@@ -265,6 +265,7 @@ class ConvFloat:
     dynamic_bias: bool  # the bias is not constant: added from the input at every invoke
     out_min: np.float32
     out_max: np.float32
+    bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
@@ -273,7 +274,8 @@ class ConvFloat:
             w = inputs[FILTER].reshape(self.im2col.groups, out.shape[3] // self.im2col.groups, -1).transpose(0, 2, 1)
         self.im2col.gemm(inputs[INPUT], w, out)
         if self.bias is not None:
-            np.add(out, self.bias, out=out)
+            rows = out.reshape(self.bias_rows)
+            np.add(rows, self.bias, out=rows)
         elif self.dynamic_bias:
             np.add(out, inputs[BIAS].reshape(-1), out=out)
         clip_ufunc(out, self.out_min, self.out_max, out=out)
@@ -349,14 +351,26 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         folded[:, :-1] = weights
         folded[0, -1] = bias.data.reshape(-1)
         return ConvFloatBiasFolded(Im2Col.build(geo, 1, np.float32, ones=True), folded, lo, hi)
+    tile, rows = _bias_rows(bias, geo)
     return ConvFloat(
-        Im2Col.build(geo, groups, np.float32),
-        weights,
-        bias_tile(bias, geo.out_w),
-        bias is not None and not bias.is_constant,
-        lo,
-        hi,
+        Im2Col.build(geo, groups, np.float32), weights, tile, bias is not None and not bias.is_constant, lo, hi, rows
     )
+
+
+#: A constant bias is tiled over whole output rows of at least this many elements: numpy broadcasts a shorter
+#: tile (one output row of OW*O values) over the rows at up to 2x the cost (64x64x24: 15 -> 8 us).
+BIAS_ROW_ELEMENTS = 6144
+
+
+def _bias_rows(bias, geo: Geometry) -> tuple[np.ndarray | None, tuple]:
+    """The constant bias tiled over k output rows (k the smallest divisor of N*OH giving BIAS_ROW_ELEMENTS or
+    more) and the output's shape as rows of that length."""
+    if bias is None or bias.data is None:
+        return None, ()
+    row, count = geo.out_w * geo.out_c, geo.batches * geo.out_h
+    k = next((k for k in range(1, count + 1) if count % k == 0 and k * row >= BIAS_ROW_ELEMENTS), count)
+    tile = np.tile(np.asarray(bias.data, np.float32).reshape(-1), k * geo.out_w)
+    return tile, (count // k, k * row)
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,7 +11,8 @@ stride; the taps of one plane are one einsum, the planes' partial sums are added
 Exactness: float32 products summed in float32. numpy's einsum keeps the taps as the outer (reduction) loop
 around the contiguous OW*C run and sums from 0 in (filter_y, filter_x) order, the reference's order
 (reference/depthwiseconv_float.h: total = 0, += each in-image tap's product, + bias, clamp; a padded tap adds
-an exact 0): stride_w 1 layers came out bit-identical to BUILTIN_REF in the tests. With column phases the taps
+an exact 0): stride_w 1 layers with 2 or more channels came out bit-identical to BUILTIN_REF in the tests (with
+one channel einsum makes the taps its inner loop: another order). With column phases the taps
 are summed per phase, then the phases added: a different order, within the float tolerance (each of the
 KH*KW + 1 terms rounded once: |error| <= (KH*KW + 1) * 2^-24 * sum |terms|), checked against a float64
 reference in tests/ops/conv/test_depthwise_einsum.py. As with the per-tap path, a padded tap times an infinite
