@@ -69,7 +69,10 @@ exact for the static accumulator bound or checked against the data; else the lib
 int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
 per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
 PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); one whose im2col is a
-copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`). DEPTHWISE_CONV_2D sums
+copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`), or, with few input
+channels (KW*C <= 16) and a large output, builds the transposed im2col from channel-first phase planes
+(`conv2d_planes.ConvFloatPlanes`). Float DEPTHWISE_CONV_2D with a constant filter and bias is one np.einsum over
+the window view (`depthwise_einsum.DepthwiseConvFloatEinsum`). Otherwise DEPTHWISE_CONV_2D sums
 the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
 over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
