@@ -85,6 +85,27 @@ def reshape_view(a: np.ndarray, shape) -> np.ndarray:
     return r
 
 
+#: Scratch buffers made at prepare start on a cache line: numpy's ufunc loops writing to an output that starts
+#: off a 64-byte boundary (np.empty gives 16) run up to 2x slower (98K float32 products: 20 -> 10 us).
+CACHE_LINE = 64
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """np.empty(shape, dtype) whose first element is on a CACHE_LINE-byte boundary (C-contiguous)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(n + CACHE_LINE, np.uint8)
+    start = (-buf.ctypes.data) % CACHE_LINE
+    return buf[start : start + n].view(dtype).reshape(shape)
+
+
+def aligned_full(shape, fill_value, dtype) -> np.ndarray:
+    """np.full(shape, fill_value, dtype) on a CACHE_LINE-byte boundary."""
+    a = aligned_empty(shape, dtype)
+    a[...] = fill_value
+    return a
+
+
 @dataclass(frozen=True, eq=False)
 class Noop:
     """An op over an empty tensor: nothing to compute."""

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, float_activation_range, quantized_activation_range
+from .common import aligned_empty, clip_ufunc, float_activation_range, quantized_activation_range
 from .conv.common import EMPTY_OUTPUT, Geometry, window_geometry
 from .registry import OpContext, register
 
@@ -290,7 +290,7 @@ def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
     rows, cols = _max_stages(ctx, g, np.nan)
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     # Windows are never empty (checked above); a window of NaNs ends as NaN and the floor replaces it.
-    row_max = None if rows is None else np.empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32)
+    row_max = None if rows is None else aligned_empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32)
     return MaxPoolFloat(
         rows, cols, row_max, np.full((g.out_w, g.out_c), lo, np.float32), np.full((g.out_w, g.out_c), hi, np.float32)
     )

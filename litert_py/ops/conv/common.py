@@ -17,7 +17,7 @@ from ...quant import (
 )
 from ...schema import dtypes
 from ...schema.model import Padding
-from ..common import quantized_activation_range
+from ..common import aligned_full, quantized_activation_range
 from ..registry import OpContext, TensorInfo
 
 INPUT, FILTER, BIAS = 0, 1, 2
@@ -151,7 +151,7 @@ def padded_buffer(geo: Geometry, channels: int, dtype, pad_value) -> tuple[np.nd
     """A (N, Hp, Wp, channels) buffer whose border holds ``pad_value``, and the index of the input inside it."""
     hp = geo.pad_top + geo.in_h + geo.pad_bottom
     wp = geo.pad_left + geo.in_w + geo.pad_right
-    buf = np.full((geo.batches, hp, wp, channels), pad_value, dtype=dtype)
+    buf = aligned_full((geo.batches, hp, wp, channels), pad_value, dtype)
     return buf, (slice(None), slice(geo.pad_top, geo.pad_top + geo.in_h), slice(geo.pad_left, geo.pad_left + geo.in_w))
 
 

@@ -69,7 +69,10 @@ exact for the static accumulator bound or checked against the data; else the lib
 int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
 per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
 PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); one whose im2col is a
-copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`). DEPTHWISE_CONV_2D sums
+copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`), or, with few input
+channels (KW*C <= 16) and a large output, builds the transposed im2col from channel-first phase planes
+(`conv2d_planes.ConvFloatPlanes`). Float DEPTHWISE_CONV_2D with a constant filter and bias is one np.einsum over
+the window view (`depthwise_einsum.DepthwiseConvFloatEinsum`). Otherwise DEPTHWISE_CONV_2D sums
 the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
 over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
@@ -94,7 +97,7 @@ from ...quant import (
     dtype_range,
 )
 from ...schema.model import BuiltinOperator
-from ..common import clip_ufunc, float_activation_range, reshape_view
+from ..common import aligned_empty, clip_ufunc, float_activation_range, reshape_view
 from ..registry import OpContext, TensorInfo, register
 from .common import (
     BIAS,
@@ -120,6 +123,7 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
+from .conv2d_planes import build_planes, planes_apply
 from .depthwise import DepthwiseTaps
 from .requant import FoldedEpilogue, fold_requantization
 
@@ -167,7 +171,8 @@ class Im2Col:
         else:
             step = max(1, IM2COL_BLOCK_BYTES // row_bytes)
             spans = [(n, n + 1, r, min(r + step, g.out_h)) for n in range(g.batches) for r in range(0, g.out_h, step)]
-        cols = np.empty((groups, max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w, kg + ones), dtype)
+        rows = max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w
+        cols = aligned_empty((groups, rows, kg + ones), dtype)
         if ones:
             cols[..., kg] = 1
         blocks = []
@@ -263,6 +268,7 @@ class ConvFloat:
     dynamic_bias: bool  # the bias is not constant: added from the input at every invoke
     out_min: np.float32
     out_max: np.float32
+    bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
@@ -271,7 +277,8 @@ class ConvFloat:
             w = inputs[FILTER].reshape(self.im2col.groups, out.shape[3] // self.im2col.groups, -1).transpose(0, 2, 1)
         self.im2col.gemm(inputs[INPUT], w, out)
         if self.bias is not None:
-            np.add(out, self.bias, out=out)
+            rows = out.reshape(self.bias_rows)
+            np.add(rows, self.bias, out=rows)
         elif self.dynamic_bias:
             np.add(out, inputs[BIAS].reshape(-1), out=out)
         clip_ufunc(out, self.out_min, self.out_max, out=out)
@@ -327,12 +334,19 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         return ConvFloatPerTap(
             DepthwiseTaps.build(geo, 1, np.float32),
             w,
-            np.empty(geo.out_shape, np.float32),
+            aligned_empty(geo.out_shape, np.float32),
             bias_tile(bias, geo.out_w),
             bias is not None and not bias.is_constant,
             lo,
             hi,
         )
+    if (
+        planes_apply(geo, groups)
+        and f.is_constant
+        and (bias is None or bias.is_constant)
+        and (taps * geo.in_c + 1) * geo.batches * geo.out_h * geo.out_w * 4 <= IM2COL_BLOCK_BYTES
+    ):
+        return build_planes(geo, f.data.astype(np.float32), None if bias is None else bias.data, lo, hi)
     weights = _gemm_weights(f.data, groups, np.float32) if f.is_constant else None
     input_is_a = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
     if groups == 1 and weights is not None and bias is not None and bias.is_constant and not input_is_a:
@@ -340,14 +354,26 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         folded[:, :-1] = weights
         folded[0, -1] = bias.data.reshape(-1)
         return ConvFloatBiasFolded(Im2Col.build(geo, 1, np.float32, ones=True), folded, lo, hi)
+    tile, rows = _bias_rows(bias, geo)
     return ConvFloat(
-        Im2Col.build(geo, groups, np.float32),
-        weights,
-        bias_tile(bias, geo.out_w),
-        bias is not None and not bias.is_constant,
-        lo,
-        hi,
+        Im2Col.build(geo, groups, np.float32), weights, tile, bias is not None and not bias.is_constant, lo, hi, rows
     )
+
+
+#: A constant bias is tiled over whole output rows of at least this many elements: numpy broadcasts a shorter
+#: tile (one output row of OW*O values) over the rows at up to 2x the cost (64x64x24: 15 -> 8 us).
+BIAS_ROW_ELEMENTS = 6144
+
+
+def _bias_rows(bias, geo: Geometry) -> tuple[np.ndarray | None, tuple]:
+    """The constant bias tiled over k output rows (k the smallest divisor of N*OH giving BIAS_ROW_ELEMENTS or
+    more) and the output's shape as rows of that length."""
+    if bias is None or bias.data is None:
+        return None, ()
+    row, count = geo.out_w * geo.out_c, geo.batches * geo.out_h
+    k = next((k for k in range(1, count + 1) if count % k == 0 and k * row >= BIAS_ROW_ELEMENTS), count)
+    tile = np.tile(np.asarray(bias.data, np.float32).reshape(-1), k * geo.out_w)
+    return tile, (count // k, k * row)
 
 
 @dataclass(frozen=True, eq=False)

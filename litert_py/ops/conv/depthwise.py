@@ -12,7 +12,7 @@ from ...quant import (
     dtype_range,
 )
 from ...schema.model import BuiltinOperator
-from ..common import clip_ufunc, float_activation_range, reshape_view
+from ..common import aligned_empty, aligned_full, clip_ufunc, float_activation_range, reshape_view
 from ..registry import OpContext, TensorInfo, register
 from .common import (
     BIAS,
@@ -38,6 +38,8 @@ from .common import (
     tile_over_width,
     window_geometry,
 )
+from .depthwise_einsum import build_einsum
+from .phases import phase_axis
 from .requant import FoldedEpilogue, fold_requantization
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
@@ -115,18 +117,6 @@ class DepthwiseTaps:
             self.accumulate(views, weights, out, tmp)
 
 
-def _phase_axis(size: int, pad: int, padded: int, stride: int) -> tuple[int, list]:
-    """Along one axis: the length of a phase plane and, per phase q, (plane slice, input slice) of the input
-    elements that phase holds (padded position q + stride * a), or None when it holds none."""
-    fills = []
-    for q in range(stride):
-        a0, a1 = max(0, -((q - pad) // stride)), (pad + size - 1 - q) // stride + 1
-        fills.append(
-            (slice(a0, a1), slice(a0 * stride + q - pad, (a1 - 1) * stride + q - pad + 1, stride)) if a1 > a0 else None
-        )
-    return -(-padded // stride), fills
-
-
 @dataclass(frozen=True, eq=False)
 class DepthwisePhaseTaps:
     """DepthwiseTaps for strided windows (stride_w > 1, depth multiplier 1): the zero-padded input is split
@@ -143,9 +133,9 @@ class DepthwisePhaseTaps:
     def build(geo: Geometry, dtype) -> DepthwisePhaseTaps:
         g = geo
         hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
-        qh, rows = _phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
-        qw, cols = _phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
-        planes = np.zeros((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), dtype)  # border = 0.0
+        qh, rows = phase_axis(g.in_h, g.pad_top, hp, g.stride_h)
+        qw, cols = phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
+        planes = aligned_full((g.stride_h, g.stride_w, g.batches, qh, qw, g.in_c), 0, dtype)  # border = 0.0
         fills = tuple(
             (planes[py, px][:, r[0], c[0]], (slice(None), r[1], c[1]))
             for py, r in enumerate(rows)
@@ -264,8 +254,12 @@ def _row_blocks(geo: Geometry) -> tuple | None:
 
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
-    weights = _tap_weights(f.data, geo, np.float32) if f.is_constant else None
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    if f.is_constant and (bias is None or bias.is_constant):
+        fast = build_einsum(geo, multiplier, f.data, None if bias is None else bias.data, lo, hi)
+        if fast is not None:
+            return fast
+    weights = _tap_weights(f.data, geo, np.float32) if f.is_constant else None
     if multiplier == 1 and geo.stride_w > 1:
         taps = DepthwisePhaseTaps.build(geo, np.float32)
     else:
@@ -273,12 +267,12 @@ def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     blocks = _row_blocks(geo)
     if blocks is not None and weights is not None and (bias is None or bias.is_constant):
         return DepthwiseConvFloatBlocked(
-            taps, weights, blocks, np.empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w), lo, hi
+            taps, weights, blocks, aligned_empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w), lo, hi
         )
     return DepthwiseConvFloat(
         taps,
         weights,
-        np.empty(geo.out_shape, np.float32),
+        aligned_empty(geo.out_shape, np.float32),
         bias_tile(bias, geo.out_w),
         bias is not None and not bias.is_constant,
         lo,

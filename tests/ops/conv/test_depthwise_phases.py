@@ -3,6 +3,8 @@ tolerance and bit for bit against the plain path, with the boundaries of each ch
 - stride_w > 1, depth multiplier 1: taps read from phase planes (depthwise_conv.DepthwisePhaseTaps) instead of
   the padded buffer (DepthwiseTaps), over strides, dilations, padding and sizes where some phases are empty;
 - large outputs: blocks of output rows (depthwise_conv.DepthwiseConvFloatBlocked).
+These are the paths for a filter or bias given as an input (and strided windows with a depth multiplier); the
+einsum path takes the others (tests/ops/conv/test_depthwise_einsum.py): the tests here switch it off.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _case(h, w, c, kh, kw, stride, dilation, padding, mult, act=0):
 )
 @pytest.mark.parametrize("act", [0, 1])
 def test_depthwise_phase_planes(case, act, monkeypatch):
+    monkeypatch.setattr(depthwise_conv, "build_einsum", lambda *args: None)
     model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*case, act=act))
     it = Interpreter(model_content=model)
     it.allocate_tensors()
@@ -93,6 +96,7 @@ def test_depthwise_row_blocks(case, act, monkeypatch):
     *geometry, bias = case
     d = _case(*geometry, act=act) | {"bias": bias}
     model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", d)
+    monkeypatch.setattr(depthwise_conv, "build_einsum", lambda *args: None)
     monkeypatch.setattr(depthwise_conv, "DEPTHWISE_BLOCK_BYTES", d["w"] * d["out_c"] * 4 * 2)  # ~2 rows
     it = Interpreter(model_content=model)
     it.allocate_tensors()
@@ -104,9 +108,10 @@ def test_depthwise_row_blocks(case, act, monkeypatch):
     np.testing.assert_array_equal(run_ours(model, feeds)[0], ours[0])
 
 
-def test_depthwise_row_blocks_default_threshold():
-    """A 1 MB output (MediaPipe selfie segmentation's last depthwise layer) takes the blocks by default; a
-    256 KB one does not."""
+def test_depthwise_row_blocks_default_threshold(monkeypatch):
+    """Without the einsum path, a 1 MB output (MediaPipe selfie segmentation's last depthwise layer) takes the
+    blocks by default; a 256 KB one does not."""
+    monkeypatch.setattr(depthwise_conv, "build_einsum", lambda *args: None)
     for (h, w, c), blocked in (((128, 128, 16), True), ((64, 64, 16), False)):
         model, feeds, terms = _model_and_inputs("DEPTHWISE_CONV_2D", _case(h, w, c, 3, 3, (1, 1), (1, 1), SAME, 1))
         it = Interpreter(model_content=model)
