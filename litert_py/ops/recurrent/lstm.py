@@ -27,7 +27,8 @@ that is all zeros skips its product (identical up to the sign of zero).
 Sequence ops walk the time axis (``time_major``: (T, B, I), else (B, T, I)). Rows are independent, so the
 whole batch is stepped at once (LiteRT's batch-major loop runs one row at a time: same numbers).
 
-Speed (``LstmCell.run`` / ``LstmIntegerCell.run``; the results are those of the one-step code kept as ``step``):
+Speed (``LstmCell.run`` / ``LstmIntegerCell.run``; ``LstmCell.step`` is ``run`` over one step, both go through
+the one per-step function ``LstmCell._advance``):
 the input-to-gate products do not depend on the recurrence, so ``0 + W_x x`` (all gates stacked) is computed for
 every time step before the loop (hybrid: one product over the T*B rows, quantized and multiplied row by row
 exactly as per step; float32: one BLAS call per step with the step's own (B, I) operand, since a GEMM over all
@@ -35,9 +36,10 @@ rows may sum in another order; integer: ``sat16(mbqm(W_x x + eff_x))`` for all s
 ``+ W_aux aux``; a step whose whole input (B rows) is zero skips its product as before. Each step then does one
 recurrent product for all gates (integer: with per-column MBQM constants, in place), the gate nonlinearities
 over stacked views, 0-d constants instead of numpy scalars (a scalar operand costs a ufunc call ~0.5 us), and
-the hybrid recurrent / projection products through ``recurrent_common.StepHybridProduct``. The sparse hybrid
-kernel keeps the one-step code (its products share the scaling-factor scratch). numpy 2.4's in-place float32
-``np.negative`` is wrong on a strided (B, 1) view, so the sigmoid negates with ``* -1``.
+the hybrid recurrent / projection products through ``StepHybridProduct`` (ops/recurrent/common.py). The sparse
+hybrid kernel computes each step's input products inside the loop (its products share the scaling-factor
+scratch) and applies the gate sigmoids gate by gate. numpy 2.4's in-place float32 ``np.negative`` is wrong on a
+strided (B, 1) view, so the sigmoid negates with ``* -1``.
 BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, fw states 35-36, bw states
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.
