@@ -73,9 +73,9 @@ and multiplied as LiteRT's sparse product does (SparseHybridProduct: no zero-poi
 product scaled by the input's factors). LiteRT crashes on a sparse LSTM without projection weights; we refuse it.
 
 Modules: lstm.py (the three ops, their checks, the sequence loops), lstm_cell.py (float32 / hybrid cell, sparse
-hybrid product), lstm_build.py (building that cell, state checks), lstm_integer.py (8x8_16 cell), lstm_common.py
-(input indices, int16 fixed point, tables), lstm_basic.py (the BASIC kernel type), lstm_integer8.py (the 8x8_8
-kernel with 12 intermediates).
+hybrid product), lstm_build.py (building that cell, state checks), lstm_integer.py (8x8_16 cell),
+lstm_integer_build.py (building it), lstm_common.py (input indices, int16 fixed point, tables), lstm_basic.py
+(the BASIC kernel type), lstm_integer8.py (the 8x8_8 kernel with 12 intermediates).
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ from .lstm_basic import prepare_basic_lstm
 from .lstm_build import build_cell, check_state_sizes, check_states, full_inputs
 from .lstm_cell import LstmCell
 from .lstm_common import CELL_STATE, OUT_STATE
-from .lstm_integer import build_integer_cell
 from .lstm_integer8 import prepare_lstm_8x8_8
+from .lstm_integer_build import build_integer_cell
 
 # -------------------------------------------------------------------------------------------------------------
 # Prepared ops
