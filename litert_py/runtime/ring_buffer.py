@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ops.movement import Concatenation
-from ..ops.resource import AssignVariable, ReadVariable, _variable, _variable_value
+from ..ops.resource import AssignVariable, ReadVariable, assign_variable
 from ..ops.slicing import StridedSlice
 
 
@@ -42,7 +42,7 @@ class RingBufferStep:
     def __call__(self, inputs, outputs):
         handle = inputs[0][()]
         resources = self.read.resources
-        value = _variable_value(resources.get(handle), handle, self.read.dtype)
+        value = self.read.value(handle)
         if value.shape != self.read_shape:
             raise RuntimeError(
                 f"variable {handle} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
@@ -53,7 +53,7 @@ class RingBufferStep:
             self.slice([c, *inputs[1 + self.n_concat :]], [value])  # c is its own buffer: no aliasing
         else:
             self.slice([c, *inputs[1 + self.n_concat :]], [s])
-            _variable(resources, handle).assign(s)
+            assign_variable(resources, handle, s)
 
 
 @dataclass(frozen=True, eq=False)
