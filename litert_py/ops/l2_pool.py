@@ -20,7 +20,7 @@ import numpy as np
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
 from .conv.common import EMPTY_OUTPUT, window_geometry
-from .pooling import _pool_taps_2d, axis_counts
+from .pooling import axis_counts, pool_taps_2d
 from .registry import OpContext, PreparedOp, register
 
 INPUT = 0
@@ -61,7 +61,7 @@ def prepare_l2_pool_2d(ctx: OpContext) -> PreparedOp:
     ctx.check(x.dtype == np.float32, f"Type {x.type_name} not currently supported.")
     if geo.empty:
         return EMPTY_OUTPUT
-    taps = _pool_taps_2d(geo)
+    taps = pool_taps_2d(geo)
     counts = np.outer(
         axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
         axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left),

@@ -98,7 +98,7 @@ class AveragePoolFloat:
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
-def _pool_taps_2d(geo: Geometry):
+def pool_taps_2d(geo: Geometry):
     """The 2-D tap rectangles in (filter_y, filter_x) order: ((output index, input index, full), ...)."""
     rows = axis_taps(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top)
     cols = axis_taps(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left)
@@ -110,7 +110,7 @@ def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | 
     if tiles is not None:
         lo, hi = float_activation_range(ctx.options.fused_activation_function)
         return AveragePoolFloatTiled(tiles, np.float32(geo.filter_h * geo.filter_w), lo, hi)
-    taps = _pool_taps_2d(geo)
+    taps = pool_taps_2d(geo)
     leading = 0
     while leading < min(2, len(taps)) and taps[leading][2]:
         leading += 1
@@ -351,7 +351,7 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
         count = geo.filter_h * geo.filter_w
         return AveragePoolQuantizedTiled(tiles, count // 2, count, np.empty(geo.out_shape, np.int32), sign, lo, hi)
-    taps = _pool_taps_2d(geo)
+    taps = pool_taps_2d(geo)
     leading = 0
     while leading < min(2, len(taps)) and taps[leading][2]:
         leading += 1
