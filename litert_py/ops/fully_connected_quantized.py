@@ -219,23 +219,15 @@ def prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tensor
     # eff[c] = f64(s_in) * f64(s_w[c]) / f64(s_out), as the reference kernel computes it per output
     with np.errstate(all="ignore"):
         eff = np.float64(np.float32(x.scale)) * np.asarray(w_scales, np.float64) / np.float64(np.float32(out.scale))
-    if not (w.is_constant and (bias is None or bias.is_constant)):
+    u8_to_i16 = out.dtype == np.int16 and x.dtype == np.uint8
+
+    def make(weights_t, bias_t, bias_int, exact: bool) -> FullyConnectedQuantized:
         return FullyConnectedQuantized(
-            None,
-            None,
-            None,
-            zx,
-            zw,
-            eff,
-            zo,
-            act_min,
-            act_max,
-            depth,
-            units,
-            acc_bits,
-            out.dtype == np.int16 and x.dtype == np.uint8,
-            False,
+            weights_t, bias_t, bias_int, zx, zw, eff, zo, act_min, act_max, depth, units, acc_bits, u8_to_i16, exact
         )
+
+    if not (w.is_constant and (bias is None or bias.is_constant)):
+        return make(None, None, None, False)
     wz = w.data.astype(np.float64) - zw  # (units, depth)
     bias_int = None if bias is None else bias.data.astype(np.int64).reshape(-1)
     bound = _bound(wz, _max_abs_input(x.dtype, zx), bias_int)
@@ -247,26 +239,12 @@ def prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tensor
         and float(np.max(bound * eff, initial=0)) < _I32_LIMIT
     )
     ct = ct or np.dtype(np.float64)
-    if exact and not (out.dtype == np.int16 and x.dtype == np.uint8):
+    if exact and not u8_to_i16:
         folded = _fold_quantized(x, wz, bias_int, zx, eff, zo, act_min, act_max)
         if folded is not None:
             return folded
-    return FullyConnectedQuantized(
-        np.ascontiguousarray(wz.T, dtype=ct),
-        None if bias_int is None else bias_int.astype(ct),
-        bias_int,
-        zx,
-        zw,
-        eff,
-        zo,
-        act_min,
-        act_max,
-        depth,
-        units,
-        acc_bits,
-        out.dtype == np.int16 and x.dtype == np.uint8,
-        exact,
-    )
+    bias_t = None if bias_int is None else bias_int.astype(ct)
+    return make(np.ascontiguousarray(wz.T, dtype=ct), bias_t, bias_int, exact)
 
 
 def _check_bias_scale(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, out: TensorInfo):
