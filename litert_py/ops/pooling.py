@@ -271,6 +271,15 @@ def _max_stage(taps, axis: int, tiles=None, empty=np.nan) -> MaxStage:
     return MaxStage(tuple((index(o), index(i)) for o, i, _ in taps), leading, tiles, empty)
 
 
+def _run_max_stages(rows, cols, row_max, x: np.ndarray, out: np.ndarray) -> None:
+    """The window maxima: over the filter rows into ``row_max`` (unless one row suffices), then over the columns."""
+    src = x
+    if rows is not None:
+        rows(x, row_max)
+        src = row_max
+    cols(src, out)
+
+
 @dataclass(frozen=True, eq=False)
 class MaxPoolFloat:
     rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
@@ -280,12 +289,8 @@ class MaxPoolFloat:
     ceiling: np.ndarray  # (OW, C): the activation max
 
     def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        src = x
-        if self.rows is not None:
-            self.rows(x, self.row_max)
-            src = self.row_max
-        self.cols(src, out)
+        out = outputs[OUTPUT]
+        _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
         np.fmax(out, self.floor, out=out)
         np.minimum(out, self.ceiling, out=out)
 
@@ -383,12 +388,8 @@ class MaxPoolQuantized:
     hi: np.integer | None
 
     def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        src = x
-        if self.rows is not None:
-            self.rows(x, self.row_max)
-            src = self.row_max
-        self.cols(src, out)
+        out = outputs[OUTPUT]
+        _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
         if self.lo is not None:
             clip_ufunc(out, self.lo, self.hi, out=out)
 

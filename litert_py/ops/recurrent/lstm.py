@@ -86,7 +86,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..registry import OpContext, PreparedOp, register
-from .common import bidirectional_views
+from .common import bidirectional_views, check_aux_input
 from .lstm_basic import prepare_basic_lstm
 from .lstm_build import build_cell, check_state_sizes, check_states, full_inputs
 from .lstm_cell import LstmCell
@@ -226,13 +226,7 @@ def prepare_bidirectional_sequence_lstm(ctx: OpContext) -> PreparedOp:
     fw_aux_w = [ctx.optional_input(k) for k in range(40, 44)]
     bw_aux_w = [ctx.optional_input(k) for k in range(44, 48)]
     use_aux = fw_aux_w[1] is not None
-    if aux is not None:
-        ctx.check(
-            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
-            "aux_input must be FLOAT32 with the input's first two dimensions",
-        )
-    if use_aux:
-        ctx.check(aux is not None, "aux weights need an aux input")
+    check_aux_input(ctx, x, aux, use_aux)
     bw_reads_aux = aux is not None and not use_aux
     bw_x = aux if bw_reads_aux else x
     asym = bool(opts.asymmetric_quantize_inputs)

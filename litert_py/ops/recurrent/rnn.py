@@ -41,7 +41,7 @@ from ...schema.model import BuiltinOperator
 from ..common import apply_activation_to_vector
 from ..hybrid_fc import hybrid_matvec
 from ..registry import OpContext, PreparedOp, TensorInfo, register
-from .common import StepHybridProduct, bidirectional_views
+from .common import StepHybridProduct, bidirectional_views, check_aux_input
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,13 +274,8 @@ def prepare_bidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     )
     _check_state(ctx, ctx.input(4), batch, fw.units)
     _check_state(ctx, ctx.input(8), batch, bw.units)
-    if aux is not None:
-        ctx.check(
-            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
-            "aux_input must be FLOAT32 with the input's first two dimensions",
-        )
+    check_aux_input(ctx, x, aux, use_aux)
     if use_aux:
-        ctx.check(aux is not None, "aux weights need an aux input")
         ctx.check(
             fw_aux_w.shape == (fw.units, aux.shape[2]) and bw_aux_w.shape == (bw.units, aux.shape[2]),
             "aux_input_weights must be (num_units, aux_input_size)",
