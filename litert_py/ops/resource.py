@@ -82,7 +82,7 @@ class ReadVariable:
 
     def value(self, handle) -> np.ndarray:
         """The variable's value itself (not a copy), checked as READ_VARIABLE checks it at eval (assigned, of the
-        output's type); the fused ring buffer (runtime/ring_buffer.py) reads through it."""
+        output's type); the fused ring buffer (ops/ring_buffer.py) reads through it."""
         return _variable_value(self.resources.get(handle), handle, self.dtype)
 
     def __call__(self, inputs, outputs):

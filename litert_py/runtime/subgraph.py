@@ -27,10 +27,10 @@ import numpy as np
 from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
+from ..ops.ring_buffer import fuse_ring_buffers
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
-from .ring_buffer import fuse_ring_buffers
 from .tensors import constant_array, int32_quantization
 
 _STRING = dtypes.TensorType.STRING
