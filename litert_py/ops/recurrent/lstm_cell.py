@@ -26,7 +26,7 @@ from .lstm_common import (
 def sigmoid(v: np.ndarray) -> None:
     """ApplySigmoidToVector (tensor_utils.h): Eigen's logistic, in place (litert_py.ops.eigen_math). numpy's
     1 / (1 + exp(-x)) differs from it in the last ulp now and then, enough to flip an int8 value that a hybrid
-    kernel re-quantizes (tests/ops/test_lstm_known_gaps.py history)."""
+    kernel re-quantizes (tests/ops/recurrent/test_lstm_activation_flips.py)."""
     logistic_into(v, v)
 
 
