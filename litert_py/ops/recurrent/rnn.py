@@ -23,7 +23,7 @@ sequence max_time times and the states advance max_time times: reproduced (the t
 Speed (``RnnCell.run``): ``bias + W_in x [+ W_aux aux]`` is computed for every time step before the loop (hybrid:
 one product over all rows, quantized one by one as per step; float32: the one-step BLAS call per step), then
 each step adds one recurrent product (hybrid:
-``recurrent_common.StepHybridProduct``, FullyConnectedHybrid's arithmetic with fewer numpy calls) and the
+``common.StepHybridProduct``, FullyConnectedHybrid's arithmetic with fewer numpy calls) and the
 activation, written straight into the output.
 
 Sources matched: LiteRT tflite/kernels/basic_rnn.cc, unidirectional_sequence_rnn.cc,
