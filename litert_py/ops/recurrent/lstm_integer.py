@@ -62,6 +62,24 @@ class IntGate:
 
 
 @dataclass(frozen=True, eq=False)
+class IntegerSequencePlan:
+    """The stacked constants of ``LstmIntegerCell.run``: every gate's input and recurrent weights side by side
+    (float64 / float32 holding the int8 values: exact products), per-column MBQM constants of the recurrent
+    product, whether its int32 wraps can be skipped, the layer-norm constants and the activation tables."""
+
+    names: list  # the gates, in the order (i,) f, c, o
+    w_x: np.ndarray  # (n_input, G*n_cell) float64
+    w_h: np.ndarray  # (n_output, G*n_cell) float32 or float64
+    eff_h: np.ndarray  # (G*n_cell,) int64
+    q_h: tuple  # per column: multiplier, left shift (or None), right shift, rounding offset, right > 0 (or None)
+    wrap_h: bool  # the int32 wrap of MBQM's input can change a value
+    proj: np.ndarray | None  # (n_cell, n_output) float64
+    plain: list  # per gate: neither peephole nor layer norm
+    ln_stack: tuple  # (ln constants of (i,) f, c; of o) from _ln_consts, or (None, None)
+    tables: tuple  # sigmoid, tanh (input scale 2^-12), tanh of the cell state, indexed by the raw int16
+
+
+@dataclass(frozen=True, eq=False)
 class LstmIntegerCell:
     gates: dict
     cs: int  # log2 of the cell scale
@@ -156,42 +174,45 @@ class LstmIntegerCell:
         return table[gate + 32768]
 
     def __post_init__(self):
-        """Stacked constants of ``run``: every gate's input and recurrent weights side by side (float64 holding
-        the int8 values: exact products), per-column MBQM constants, and whether the int16 wraps can be skipped."""
+        """The IntegerSequencePlan of ``run`` (None when a multiplier is outside its fast arithmetic: ``run``
+        then steps with ``step``)."""
         names = [g for g in GATES if g in self.gates]
         gs = [self.gates[g] for g in names]
         qs = [g.m_x for g in gs] + [g.m_h for g in gs]
-        d = {"fast": all(0 <= m < 2**31 and -31 <= e <= 31 for m, e in qs)}
-        if d["fast"]:
+        plan = None
+        if all(0 <= m < 2**31 and -31 <= e <= 31 for m, e in qs):
             n = self.n_cell
-            d["names"] = names
-            d["w_x"] = np.concatenate([g.w_x for g in gs], axis=1).astype(np.float64)
             w_h = np.concatenate([g.w_h for g in gs], axis=1)
-            # float32 products are exact when every partial sum stays below 2^24 (|h| <= 128)
-            d["w_h"] = w_h.astype(F32 if 128 * np.abs(w_h).sum(axis=0).max(initial=0) < 2**24 else np.float64)
-            d["eff_h"] = np.concatenate([g.eff_h for g in gs])
+            eff_h = np.concatenate([g.eff_h for g in gs])
             m = np.repeat(np.array([g.m_h[0] for g in gs], np.int64), n)
             e = np.repeat(np.array([g.m_h[1] for g in gs], np.int64), n)
             right = np.maximum(-e, 0)
-            d["q_h"] = (
-                m,
-                np.maximum(e, 0) if (e > 0).any() else None,
-                right,
-                np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
-                None if (right > 0).all() else (right > 0).astype(np.int64),
-            )
             # |h @ W_h + eff_h| < 2^31 for every int8 h: the int32 wrap of MBQM's input is the identity
-            bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(d["eff_h"])
-            d["wrap_h"] = bool(bound.size and bound.max() >= 2**31)
-            d["proj"] = None if self.proj is None else self.proj.astype(np.float64)
-            d["plain"] = [g.peep is None and g.ln is None for g in gs]
+            bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(eff_h)
             ifc, o = self._ln_consts(names[:-1]), self._ln_consts(names[-1:])
-            d["ln_stack"] = (ifc, o) if ifc is not None and o is not None else (None, None)
-            # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
-            d["tables"] = tuple(
-                signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3), tanh16_table(15 + self.cs))
+            plan = IntegerSequencePlan(
+                names=names,
+                w_x=np.concatenate([g.w_x for g in gs], axis=1).astype(np.float64),
+                # float32 products are exact when every partial sum stays below 2^24 (|h| <= 128)
+                w_h=w_h.astype(F32 if 128 * np.abs(w_h).sum(axis=0).max(initial=0) < 2**24 else np.float64),
+                eff_h=eff_h,
+                q_h=(
+                    m,
+                    np.maximum(e, 0) if (e > 0).any() else None,
+                    right,
+                    np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
+                    None if (right > 0).all() else (right > 0).astype(np.int64),
+                ),
+                wrap_h=bool(bound.size and bound.max() >= 2**31),
+                proj=None if self.proj is None else self.proj.astype(np.float64),
+                plain=[g.peep is None and g.ln is None for g in gs],
+                ln_stack=(ifc, o) if ifc is not None and o is not None else (None, None),
+                # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
+                tables=tuple(
+                    signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3), tanh16_table(15 + self.cs))
+                ),
             )
-        object.__setattr__(self, "_seq", d)
+        object.__setattr__(self, "_seq", plan)
 
     def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
@@ -200,39 +221,39 @@ class LstmIntegerCell:
         d = self._seq
         if x3.shape[0] == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
             return
-        if not d["fast"]:
+        if d is None:
             for t in range(x3.shape[0]):
                 self.step(x3[t], None, h_state, c_state, out3[t])
             return
         n_steps, n_batch = x3.shape[:2]
-        n, names = self.n_cell, d["names"]
+        n, names = self.n_cell, d.names
         n_g = len(names)
         k = n_g - 2  # sigmoid gates before the cell gate
-        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d["w_x"]).astype(np.int64)
+        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d.w_x).astype(np.int64)
         for j, name in enumerate(names):
             g = self.gates[name]
             blk = gx[:, j * n : (j + 1) * n]
             blk[...] = mbqm(blk + g.eff_x, *g.m_x)
         clip_ufunc(gx, -32768, 32767, out=gx)
         gx = gx.reshape(n_steps, n_batch, n_g * n)
-        h64 = h_state.astype(d["w_h"].dtype)
+        h64 = h_state.astype(d.w_h.dtype)
         c = c_state.astype(np.int64)
-        w_h, eff_h, wrap_h = d["w_h"], d["eff_h"], d["wrap_h"]
+        w_h, eff_h, wrap_h = d.w_h, d.eff_h, d.wrap_h
         acc_f = np.empty((n_batch, n_g * n), w_h.dtype)
         neg_a = np.empty((n_batch, n_g * n), bool)
         neg_c = np.empty((n_batch, n), bool)
         acc = np.empty((n_batch, n_g * n), np.int64)
-        m, left, right, off, rpos = d["q_h"]
-        sig, tanh3, tanh_c = d["tables"]
-        plain = d["plain"]
-        ln_ifc, ln_o = d["ln_stack"]
+        m, left, right, off, rpos = d.q_h
+        sig, tanh3, tanh_c = d.tables
+        plain = d.plain
+        ln_ifc, ln_o = d.ln_stack
         cifg = k == 1
         shift_ic = np.array(30 + self.cs, np.int64)
         half_ic = np.array(1 << (29 + self.cs), np.int64)
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
         m_hid, e_hid = self.m_hidden
         z_hid = np.array(self.z_hidden, np.int64)
-        proj = d["proj"]
+        proj = d.proj
         hn = None
         for t in range(n_steps):
             # G = sat16(mbqm(W_h h + eff_h) + sat16(mbqm(W_x x + eff_x))), all gates at once
