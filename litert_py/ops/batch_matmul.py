@@ -58,7 +58,7 @@ from ..quant import (
     wrap32,
 )
 from ..schema.model import BuiltinOperator
-from .common import F32_EXACT, F64_EXACT
+from .common import exact_gemm_dtype
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 LHS, RHS = 0, 1
@@ -67,12 +67,6 @@ _MAX_RANK = 5
 
 def _swap(a: np.ndarray) -> np.ndarray:
     return np.swapaxes(a, -1, -2)
-
-
-def _compute_dtype(bound: float):
-    if bound <= F32_EXACT:
-        return np.dtype(np.float32)
-    return np.dtype(np.float64) if bound <= F64_EXACT else None
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -243,7 +237,7 @@ def _prepare_hybrid(ctx: OpContext, lhs: TensorInfo, rhs: TensorInfo, adj_x: boo
     if rhs.is_constant:
         r = _swap(rhs.data) if adj_y else rhs.data  # (..., K, C)
         bound = 128.0 * float(np.abs(r, dtype=np.float64).sum(axis=-2).max(initial=0))
-        dt = _compute_dtype(bound) or np.dtype(np.float64)
+        dt = exact_gemm_dtype(bound) or np.dtype(np.float64)
         rhs_c = np.ascontiguousarray(r, dtype=dt).reshape(rhs5)
         if asym:
             mats = np.ascontiguousarray(_swap(r)).reshape(-1, k)
@@ -342,7 +336,7 @@ def _prepare_quantized(
         bound = max_l * float(col_l1.max(initial=0))
     else:
         bound = float(depth) * max_l * max(abs(int(ri.min) - zr), abs(int(ri.max) - zr))
-    dt = _compute_dtype(bound)
+    dt = exact_gemm_dtype(bound)
     ctx.check(dt is not None, "BATCH_MATMUL accumulation too deep for an exact float64 sum")
     if kind == "int16":
         ctx.check(

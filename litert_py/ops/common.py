@@ -208,6 +208,15 @@ F32_EXACT = float(2**24)
 F64_EXACT = float(2**53)
 
 
+def exact_gemm_dtype(bound):
+    """float32 when every partial sum of an integer GEMM is at most ``bound`` (a number, or one per output
+    channel) <= 2**24, float64 when <= 2**53 (both exact then), else None."""
+    top = float(np.max(bound, initial=0.0))
+    if top <= F32_EXACT:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64) if top <= F64_EXACT else None
+
+
 def apply_activation_to_vector(code: int):
     """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
     Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and

@@ -1,5 +1,5 @@
 """Quantized FULLY_CONNECTED (int8 / uint8 -> int8 / uint8 / int16x8 with int64 bias) with constant weights and
-bias: the exact-GEMM path of fully_connected.FullyConnectedQuantized with the bias and input zero point folded
+bias: the exact-GEMM path of fully_connected_quantized.FullyConnectedQuantized with the bias and input zero point folded
 into the GEMM (sources and the float requantization: fully_connected.py)."""
 
 from __future__ import annotations

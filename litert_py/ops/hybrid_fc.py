@@ -9,6 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
+from ..schema import dtypes
+from .common import apply_activation_to_vector, exact_gemm_dtype
+from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS = 0, 1
 
@@ -71,4 +74,51 @@ def hybrid_matvec(w: np.ndarray, scale, asymmetric: bool) -> FullyConnectedHybri
         wi.shape[1],
         wi.shape[0],
         None,
+    )
+
+
+def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, out: TensorInfo):
+    """FULLY_CONNECTED's hybrid path (float32 input, int8 / INT4 / uint8 weights): checks and the prepared op."""
+    ctx.check(out.dtype == np.float32, f"hybrid FULLY_CONNECTED needs a FLOAT32 output, got {out.type_name}")
+    ctx.check(
+        bias is None or bias.dtype == np.float32,
+        f"bias must be FLOAT32 for hybrid FULLY_CONNECTED, got {bias and bias.type_name}",
+    )
+    ctx.check(bool(w.quantization.scale), "hybrid FULLY_CONNECTED needs quantized weights")
+    if w.type == dtypes.TensorType.INT4:
+        ctx.check(all(z == 0 for z in w.quantization.zero_point), "Unsupported filter quantization zero-point value.")
+    units, depth = w.shape
+    scales = np.asarray(w.quantization.scale, np.float32)
+    if scales.size > 1:  # VerifyPerChannelQuantization; the scale of row `c` is scales[c]
+        ctx.check(
+            w.quantization.quantized_dimension == 0 and scales.size == units,
+            f"{scales.size} weight scales along dimension {w.quantization.quantized_dimension} for {units} units",
+        )
+        w_scale = scales
+    else:
+        w_scale = np.float32(scales[0])
+    asym = bool(ctx.options.asymmetric_quantize_inputs)
+    b = None if bias is None else (bias.data.astype(np.float32).reshape(-1) if bias.is_constant else None)
+    ctx.check(bias is None or b is not None, "hybrid FULLY_CONNECTED needs a constant bias")
+    activation = apply_activation_to_vector(ctx.options.fused_activation_function)
+    if not w.is_constant:
+        return FullyConnectedHybrid(None, None, None, np.asarray(w_scale), b, asym, depth, units, activation)
+    wi = hybrid_weights(w.data)
+    row_sums = sse_reduction_sum_vector(wi) if asym else None
+    # |dot| <= 128 * L1 (+ 256 * 128 * #(-128 weights) <= 2 * 128 * L1 with the SSE quirk); asymmetric inputs
+    # also subtract |zp * row_sum| <= 128 * max(L1, |row_sum|).
+    l1 = np.abs(wi, dtype=np.float64).sum(axis=1)
+    bound = 256.0 * l1 + (128.0 * np.maximum(l1, np.abs(row_sums)) if asym else 0.0)
+    ct = exact_gemm_dtype(bound) or np.dtype(np.float64)
+    wt = np.ascontiguousarray(wi.T, dtype=ct)
+    return FullyConnectedHybrid(
+        wt,
+        None if row_sums is None else row_sums.astype(ct),
+        SseMinus128Fix.build(wi, ct),
+        np.asarray(w_scale),
+        b,
+        asym,
+        depth,
+        units,
+        activation,
     )

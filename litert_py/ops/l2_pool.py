@@ -19,8 +19,8 @@ import numpy as np
 
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
-from .conv.common import EMPTY_OUTPUT, window_geometry
-from .pooling import _pool_taps_2d, axis_counts
+from .conv.common import EMPTY_OUTPUT
+from .pooling import float_divisor, pool_geometry, pool_taps_2d, sum_taps
 from .registry import OpContext, PreparedOp, register
 
 INPUT = 0
@@ -39,10 +39,7 @@ class L2PoolFloat:
         x, out = inputs[INPUT], outputs[OUTPUT]
         sq = self.squares
         np.multiply(x, x, out=sq)
-        out.fill(0)
-        for o, i in self.taps:
-            dst = out[o]
-            np.add(dst, sq[i], out=dst)
+        sum_taps(sq, self.taps, 0, out)
         np.divide(out, self.count, out=out)
         np.sqrt(out, out=out)
         clip_ufunc(out, self.out_min, self.out_max, out=out)
@@ -50,26 +47,11 @@ class L2PoolFloat:
 
 @register(BuiltinOperator.L2_POOL_2D)
 def prepare_l2_pool_2d(ctx: OpContext) -> PreparedOp:
-    ctx.check_num(1)
-    x, out = ctx.input(INPUT), ctx.outputs[OUTPUT]
-    ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
-    ctx.check(out.type == x.type, f"output type {out.type_name} != input type {x.type_name}")
-    o = ctx.options
-    ctx.check(o.stride_h > 0 and o.stride_w > 0, f"strides must be positive, got {o.stride_h}x{o.stride_w}")
-    geo = window_geometry(ctx, x.shape, x.shape[3], o.filter_height, o.filter_width, checked=False, dilation=False)
-    ctx.set_output_shape(OUTPUT, geo.out_shape)
+    x, geo = pool_geometry(ctx)
     ctx.check(x.dtype == np.float32, f"Type {x.type_name} not currently supported.")
     if geo.empty:
         return EMPTY_OUTPUT
-    taps = _pool_taps_2d(geo)
-    counts = np.outer(
-        axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
-        axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left),
-    )
-    ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
-    if (counts == counts.flat[0]).all():
-        count = np.float32(counts.flat[0])
-    else:
-        count = np.ascontiguousarray(np.broadcast_to(counts[:, :, None], geo.out_shape[1:]), dtype=np.float32)
-    lo, hi = float_activation_range(o.fused_activation_function)
+    taps = pool_taps_2d(geo)
+    count = float_divisor(ctx, geo)
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
     return L2PoolFloat(tuple((oi, ii) for oi, ii, _ in taps), count, np.empty(x.shape, np.float32), lo, hi)

@@ -44,7 +44,7 @@ from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
 from .common import aligned_empty, clip_ufunc, float_activation_range, quantized_activation_range
 from .conv.common import EMPTY_OUTPUT, Geometry, window_geometry
-from .registry import OpContext, register
+from .registry import OpContext, TensorInfo, register
 
 INPUT = 0
 OUTPUT = 0
@@ -72,6 +72,49 @@ def axis_counts(in_size: int, out: int, filter_size: int, stride: int, pad: int)
     return counts
 
 
+def sum_taps(x: np.ndarray, taps: tuple, leading_full: int, out: np.ndarray, dtype=None) -> None:
+    """``out = 0 + t0 + t1 + ...``, the taps' input windows added in order into their output windows; the first
+    ``leading_full`` taps cover every output, and starting from the sum of the first two is the same sum."""
+    if leading_full == 2:
+        np.add(x[taps[0][1]], x[taps[1][1]], out=out, dtype=dtype)
+    elif leading_full == 1:
+        np.copyto(out, x[taps[0][1]])
+    else:
+        out.fill(0)
+    for k in range(leading_full, len(taps)):
+        o, i = taps[k]
+        dst = out[o]
+        np.add(dst, x[i], out=dst)
+
+
+def _leading_full(taps: list) -> int:
+    """How many of the first taps (at most 2) cover every output."""
+    leading = 0
+    while leading < min(2, len(taps)) and taps[leading][2]:
+        leading += 1
+    return leading
+
+
+def tap_counts(ctx: OpContext, geo: Geometry) -> np.ndarray:
+    """(OH, OW): how many taps of each window lie inside the input. LiteRT fails at eval on a window with no
+    element inside the input (SAME/VALID windows always have one): here at prepare."""
+    counts = np.outer(
+        axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
+        axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left),
+    )
+    ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
+    return counts
+
+
+def float_divisor(ctx: OpContext, geo: Geometry) -> np.float32 | np.ndarray:
+    """The float pools' divisor (AVERAGE_POOL_2D, L2_POOL_2D): ``tap_counts`` as one float32 when every window
+    has the same count, else as (OH, OW, C) float32."""
+    counts = tap_counts(ctx, geo)
+    if (counts == counts.flat[0]).all():
+        return np.float32(counts.flat[0])
+    return np.ascontiguousarray(np.broadcast_to(counts[:, :, None], geo.out_shape[1:]), dtype=np.float32)
+
+
 @dataclass(frozen=True, eq=False)
 class AveragePoolFloat:
     taps: tuple  # ((output index, input index), ...) in (filter_y, filter_x) order, each clipped to the input
@@ -82,23 +125,12 @@ class AveragePoolFloat:
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
-        taps = self.taps
-        # total = 0.f + t0 + t1 + ...: starting from the sum of the first two taps is the same float sum.
-        if self.leading_full == 2:
-            np.add(x[taps[0][1]], x[taps[1][1]], out=out)
-        elif self.leading_full == 1:
-            np.copyto(out, x[taps[0][1]])
-        else:
-            out.fill(0)
-        for k in range(self.leading_full, len(taps)):
-            o, i = taps[k]
-            dst = out[o]
-            np.add(dst, x[i], out=dst)
+        sum_taps(x, self.taps, self.leading_full, out)
         np.divide(out, self.count, out=out)
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
-def _pool_taps_2d(geo: Geometry):
+def pool_taps_2d(geo: Geometry):
     """The 2-D tap rectangles in (filter_y, filter_x) order: ((output index, input index, full), ...)."""
     rows = axis_taps(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top)
     cols = axis_taps(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left)
@@ -110,23 +142,10 @@ def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | 
     if tiles is not None:
         lo, hi = float_activation_range(ctx.options.fused_activation_function)
         return AveragePoolFloatTiled(tiles, np.float32(geo.filter_h * geo.filter_w), lo, hi)
-    taps = _pool_taps_2d(geo)
-    leading = 0
-    while leading < min(2, len(taps)) and taps[leading][2]:
-        leading += 1
-    cy = axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top)
-    cx = axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left)
-    counts = np.outer(cy, cx)
-    # LiteRT fails at eval on a window with no element inside the input; SAME/VALID windows always have one.
-    ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
-    if (counts == counts.flat[0]).all():
-        count = np.float32(counts.flat[0])
-    else:
-        count = np.ascontiguousarray(
-            np.broadcast_to(counts[:, :, None], (geo.out_h, geo.out_w, geo.out_c)), dtype=np.float32
-        )
+    taps = pool_taps_2d(geo)
+    count = float_divisor(ctx, geo)
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
-    return AveragePoolFloat(tuple((o, i) for o, i, _ in taps), leading, count, lo, hi)
+    return AveragePoolFloat(tuple((o, i) for o, i, _ in taps), _leading_full(taps), count, lo, hi)
 
 
 #: An AVERAGE_POOL_2D whose windows tile the input with at least this many taps sums each window with one
@@ -252,6 +271,15 @@ def _max_stage(taps, axis: int, tiles=None, empty=np.nan) -> MaxStage:
     return MaxStage(tuple((index(o), index(i)) for o, i, _ in taps), leading, tiles, empty)
 
 
+def _run_max_stages(rows, cols, row_max, x: np.ndarray, out: np.ndarray) -> None:
+    """The window maxima: over the filter rows into ``row_max`` (unless one row suffices), then over the columns."""
+    src = x
+    if rows is not None:
+        rows(x, row_max)
+        src = row_max
+    cols(src, out)
+
+
 @dataclass(frozen=True, eq=False)
 class MaxPoolFloat:
     rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
@@ -261,12 +289,8 @@ class MaxPoolFloat:
     ceiling: np.ndarray  # (OW, C): the activation max
 
     def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        src = x
-        if self.rows is not None:
-            self.rows(x, self.row_max)
-            src = self.row_max
-        self.cols(src, out)
+        out = outputs[OUTPUT]
+        _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
         np.fmax(out, self.floor, out=out)
         np.minimum(out, self.ceiling, out=out)
 
@@ -314,17 +338,7 @@ class AveragePoolQuantized:
 
     def __call__(self, inputs, outputs):
         x, out, s = inputs[INPUT], outputs[OUTPUT], self.total
-        taps = self.taps
-        if self.leading_full == 2:
-            np.add(x[taps[0][1]], x[taps[1][1]], out=s, dtype=np.int32)
-        elif self.leading_full == 1:
-            np.copyto(s, x[taps[0][1]])
-        else:
-            s.fill(0)
-        for k in range(self.leading_full, len(taps)):
-            o, i = taps[k]
-            dst = s[o]
-            np.add(dst, x[i], out=dst)
+        sum_taps(x, self.taps, self.leading_full, s, np.int32)
         _round_divide_clip(s, self.sign, self.half, self.count, self.lo, self.hi, out)
 
 
@@ -351,16 +365,8 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
         count = geo.filter_h * geo.filter_w
         return AveragePoolQuantizedTiled(tiles, count // 2, count, np.empty(geo.out_shape, np.int32), sign, lo, hi)
-    taps = _pool_taps_2d(geo)
-    leading = 0
-    while leading < min(2, len(taps)) and taps[leading][2]:
-        leading += 1
-    counts = np.outer(
-        axis_counts(geo.in_h, geo.out_h, geo.filter_h, geo.stride_h, geo.pad_top),
-        axis_counts(geo.in_w, geo.out_w, geo.filter_w, geo.stride_w, geo.pad_left),
-    )
-    # LiteRT fails at eval on a window with no element inside the input; SAME/VALID windows always have one.
-    ctx.check(counts.min() > 0, "a pooling window lies entirely in the padding")
+    taps = pool_taps_2d(geo)
+    counts = tap_counts(ctx, geo)
     if (counts == counts.flat[0]).all():
         count = int(counts.flat[0])
         half = count // 2
@@ -369,9 +375,8 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         half = count // 2
     lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
     sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
-    return AveragePoolQuantized(
-        tuple((o, i) for o, i, _ in taps), leading, half, count, np.empty(geo.out_shape, np.int32), sign, lo, hi
-    )
+    pairs, total = tuple((o, i) for o, i, _ in taps), np.empty(geo.out_shape, np.int32)
+    return AveragePoolQuantized(pairs, _leading_full(taps), half, count, total, sign, lo, hi)
 
 
 @dataclass(frozen=True, eq=False)
@@ -383,12 +388,8 @@ class MaxPoolQuantized:
     hi: np.integer | None
 
     def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        src = x
-        if self.rows is not None:
-            self.rows(x, self.row_max)
-            src = self.row_max
-        self.cols(src, out)
+        out = outputs[OUTPUT]
+        _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
         if self.lo is not None:
             clip_ufunc(out, self.lo, self.hi, out=out)
 
@@ -407,7 +408,9 @@ def _prepare_max_quantized(ctx: OpContext, geo: Geometry) -> MaxPoolQuantized:
 _QUANTIZED = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.int16))
 
 
-def _prepare_pool(ctx: OpContext, make_float, make_quantized):
+def pool_geometry(ctx: OpContext) -> tuple[TensorInfo, Geometry]:
+    """The 2-D pools' common checks (one 4-D input, the output's type, positive strides), the window geometry
+    and the output shape: the input and the geometry."""
     ctx.check_num(1)
     x, out = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(len(x.shape) == 4, f"input must be 4-D (NHWC), got shape {list(x.shape)}")
@@ -416,6 +419,11 @@ def _prepare_pool(ctx: OpContext, make_float, make_quantized):
     ctx.check(o.stride_h > 0 and o.stride_w > 0, f"strides must be positive, got {o.stride_h}x{o.stride_w}")
     geo = window_geometry(ctx, x.shape, x.shape[3], o.filter_height, o.filter_width, checked=False, dilation=False)
     ctx.set_output_shape(OUTPUT, geo.out_shape)
+    return x, geo
+
+
+def _prepare_pool(ctx: OpContext, make_float, make_quantized):
+    x, geo = pool_geometry(ctx)
     if x.dtype == np.float32:
         return EMPTY_OUTPUT if geo.empty else make_float(ctx, geo)
     if x.dtype in _QUANTIZED and x.type_name != "INT4":

@@ -34,7 +34,7 @@ from ..quant.fixedpoint import (
 )
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .common import _channel_shape, clip_ufunc, per_channel_params, table_domain, table_index  # noqa: F401
+from .common import clip_ufunc, per_channel_params, table_domain, table_index
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT = 0

@@ -36,6 +36,7 @@ tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplier).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -240,18 +241,23 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
 
 @dataclass(frozen=True, eq=False)
 class ReduceDynamicAxes:
-    """MEAN / SUM whose axis tensor is not constant: axes, output shape and the op are worked out at eval."""
+    """A reduction whose axis tensor is not constant: the axes, the output shape and the prepared op at eval;
+    ``make(x, axes, reduction)`` builds the op (MEAN / SUM: ``_reduce_make``; REDUCE_MAX/MIN/PROD/ANY/ALL:
+    reduce_generic.py's makers), a partial holding its constants."""
 
     keep_dims: bool
-    path: str
-    qp: QuantParams | None
+    make: functools.partial
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
         out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
-        _reduce_op(self.path, Reduction.of(x.shape, axes), x.size, self.qp)([x], [out])
+        self.make(x, axes, Reduction.of(x.shape, axes))([x], [out])
         outputs[OUTPUT] = out
+
+
+def _reduce_make(path: str, qp: QuantParams | None, x: np.ndarray, axes, reduction: Reduction):
+    return _reduce_op(path, reduction, x.size, qp)
 
 
 def _quant_params(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> QuantParams:
@@ -302,7 +308,7 @@ def prepare_mean_sum(ctx: OpContext) -> PreparedOp:
     keep_dims = bool(ctx.options.keep_dims)
     if not axis.is_constant and axis.size > 0:
         ctx.set_output_dynamic(OUTPUT)
-        return ReduceDynamicAxes(keep_dims, path, qp)
+        return ReduceDynamicAxes(keep_dims, functools.partial(_reduce_make, path, qp))
     try:  # an empty axis tensor has no buffer (so is not "constant") but its values are known: none
         axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
     except ValueError as e:

@@ -13,6 +13,7 @@ reduce.h (ReduceGeneric, QuantizedReduceProd), tflite/kernels/internal/common.h 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..quant import dtype_range, quantize_multiplier
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import Reduction, clip_ufunc
-from .reduce import reduced_shape, refuse_empty_quantized, resolve_axes
+from .reduce import ReduceDynamicAxes, reduced_shape, refuse_empty_quantized, resolve_axes
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0
@@ -184,34 +185,12 @@ def _prod_quantized_op(x: TensorInfo | np.ndarray, scales: tuple, reduction: Red
     return ReduceProdQuantized(reduction, zi, zo, m, shift, qmin, qmax)
 
 
-@dataclass(frozen=True, eq=False)
-class ReduceProdQuantizedDynamicAxes:
-    """Quantized REDUCE_PROD whose axis tensor is not constant."""
-
-    keep_dims: bool
-    scales: tuple
-
-    def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
-        out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
-        _prod_quantized_op(x, self.scales, Reduction.of(x.shape, axes), x.size)([x], [out])
-        outputs[OUTPUT] = out
+def _generic_make(code: int, x: np.ndarray, axes, reduction: Reduction):
+    return _generic_op(code, x.dtype, reduction, len(axes) == x.ndim)
 
 
-@dataclass(frozen=True, eq=False)
-class ReduceGenericDynamicAxes:
-    """A generic reducer whose axis tensor is not constant: axes, output shape and the op worked out at eval."""
-
-    code: int
-    keep_dims: bool
-
-    def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
-        out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
-        _generic_op(self.code, x.dtype, Reduction.of(x.shape, axes), len(axes) == x.ndim)([x], [out])
-        outputs[OUTPUT] = out
+def _prod_quantized_make(scales: tuple, x: np.ndarray, axes, reduction: Reduction):
+    return _prod_quantized_op(x, scales, reduction, x.size)
 
 
 @register(BuiltinOperator.REDUCE_MAX)
@@ -244,7 +223,7 @@ def prepare_reduce_generic(ctx: OpContext) -> PreparedOp:
         )
     if not axis.is_constant and axis.size > 0:
         ctx.set_output_dynamic(OUTPUT)
-        return ReduceGenericDynamicAxes(code, keep_dims)
+        return ReduceDynamicAxes(keep_dims, functools.partial(_generic_make, code))
     try:
         axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
     except ValueError as e:
@@ -268,7 +247,7 @@ def _prepare_prod_quantized(ctx: OpContext, x: TensorInfo, axis: TensorInfo, y: 
     scales = (x.scale, y.scale, x.zero_point, y.zero_point, qmin, qmax)
     if not axis.is_constant and axis.size > 0:
         ctx.set_output_dynamic(OUTPUT)
-        return ReduceProdQuantizedDynamicAxes(keep_dims, scales)
+        return ReduceDynamicAxes(keep_dims, functools.partial(_prod_quantized_make, scales))
     try:
         axes = resolve_axes(len(x.shape), axis.data.reshape(-1) if axis.is_constant else ())
         ctx.set_output_shape(OUTPUT, reduced_shape(x.shape, axes, keep_dims))

@@ -35,11 +35,12 @@ class ResourceVariable:
             self.value = np.array(value, copy=True)
 
 
-def _variable(resources: dict, key) -> ResourceVariable:
+def assign_variable(resources: dict, key, value: np.ndarray) -> None:
+    """ASSIGN_VARIABLE's effect: the variable ``key`` of ``resources`` (created on first use) takes ``value``."""
     var = resources.get(key)
     if var is None:
         var = resources[key] = ResourceVariable()
-    return var
+    var.assign(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,9 +80,14 @@ class ReadVariable:
     resources: dict
     dtype: np.dtype  # the output's type: a variable of another type fails the invoke
 
+    def value(self, handle) -> np.ndarray:
+        """The variable's value itself (not a copy), checked as READ_VARIABLE checks it at eval (assigned, of the
+        output's type); the fused ring buffer (ops/ring_buffer.py) reads through it."""
+        return _variable_value(self.resources.get(handle), handle, self.dtype)
+
     def __call__(self, inputs, outputs):
         handle = inputs[0][()]
-        value = _variable_value(self.resources.get(handle), handle, self.dtype)
+        value = self.value(handle)
         out = outputs[0]
         if value.shape != out.shape:
             raise RuntimeError(
@@ -110,7 +116,7 @@ class AssignVariable:
     resources: dict
 
     def __call__(self, inputs, outputs):
-        _variable(self.resources, inputs[0][()]).assign(inputs[1])
+        assign_variable(self.resources, inputs[0][()], inputs[1])
 
 
 @register(BuiltinOperator.VAR_HANDLE, stateful=True)

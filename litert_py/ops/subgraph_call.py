@@ -1,6 +1,7 @@
 """What kernels that call subgraphs share (CALL_ONCE, WHILE, IF in control_flow.py; the StableHLO ops with
-subgraphs in stablehlo.py / stablehlo_structured.py): the callee's prepared runtime, checked against recursion
-(``callee_runtime``), its input/output type checks and the copy of its results into the node's outputs."""
+subgraphs in ops/stablehlo/core.py and ops/stablehlo/structured.py): the callee's prepared runtime, checked
+against recursion (``callee_runtime``), its input/output type checks and the copy of its results into the node's
+outputs."""
 
 from __future__ import annotations
 

@@ -27,10 +27,10 @@ import numpy as np
 from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
+from ..ops.ring_buffer import fuse_ring_buffers
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
-from .ring_buffer import fuse_ring_buffers
 from .tensors import constant_array, int32_quantization
 
 _STRING = dtypes.TensorType.STRING
@@ -47,6 +47,18 @@ def _nothing_to_compute(node: Node, ins: list[TensorInfo], outs: list[TensorInfo
     if not outs or node.kernel.stateful or any(t.dynamic or t.size for t in outs):
         return False
     return not any(t.data is None and t.size and t.dtype.kind in "iub" and not t.quantization.is_quantized for t in ins)
+
+
+def _warn_fall_back(node, error: Exception) -> None:
+    """The RuntimeWarning of a delegate partition whose nodes run on litert_py's kernels instead."""
+    import warnings
+
+    warnings.warn(
+        f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
+        f"litert_py's kernels instead: {type(error).__name__}: {error}",
+        RuntimeWarning,
+        stacklevel=5,
+    )
 
 
 @dataclass
@@ -313,14 +325,7 @@ class SubgraphRuntime:
 
         if not isinstance(node, DelegateNode) or any(m.kernel is None for m in node.members):
             return False
-        import warnings
-
-        warnings.warn(
-            f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
-            f"litert_py's kernels instead: {type(error).__name__}: {error}",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+        _warn_fall_back(node, error)
         self.nodes = expand(self.nodes, node)
         return True
 
@@ -330,14 +335,7 @@ class SubgraphRuntime:
 
         if not isinstance(node, DelegateNode) or any(m.kernel is None for m in node.members):
             raise error
-        import warnings
-
-        warnings.warn(
-            f"{node.name} failed to prepare node {node.index} ({len(node.members)} nodes); they run on "
-            f"litert_py's kernels instead: {type(error).__name__}: {error}",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+        _warn_fall_back(node, error)
         return builtin_chain(self, node, self._context(node, infos))
 
     def _report_unprepared(self, outputs: list[int]) -> None:

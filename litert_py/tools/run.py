@@ -227,18 +227,24 @@ def run_sequences(args, session, out) -> tuple[list[dict], list[float]]:
     return docs, times
 
 
-def summary_only(args, model_path: str, bundled: bool, out) -> int:
-    """--summary-only: the summary without running; from the model alone when kernels are missing."""
+def _read_model(model_path: str):
+    """The model file read (schema.reader), or a ModelError naming the file."""
     from litert_py.schema.reader import read_model
-
-    from .summary import missing_ops, node_docs, nodes_text, static_session, summarize, summary_text
 
     if not os.path.exists(model_path):
         raise ModelError(f"cannot open model '{model_path}': no such file")
     try:
-        model = read_model(model_path)
+        return read_model(model_path)
     except Exception as e:
         raise ModelError(f"cannot load model '{model_path}': {_one_line(e)}") from None
+
+
+def summary_only(args, model_path: str, bundled: bool, out) -> int:
+    """--summary-only: the summary without running; from the model alone when kernels are missing."""
+
+    from .summary import missing_ops, node_docs, nodes_text, static_session, summarize, summary_text
+
+    model = _read_model(model_path)
     if missing_ops(model):
         session = static_session(model, args.signature)
     else:
@@ -424,19 +430,13 @@ def _print_results(args, out, session, outputs, files, times_ms, bench, memory, 
 
 
 def run_graph(args, out) -> int:
-    from litert_py.schema.reader import read_model
 
     from .graph_html import write_graph_html
 
     import_custom_ops(args.custom_ops)
     bundled = args.model is None
     model_path = bundled_model_path() if bundled else args.model
-    if not os.path.exists(model_path):
-        raise ModelError(f"cannot open model '{model_path}': no such file")
-    try:
-        model = read_model(model_path)
-    except Exception as e:
-        raise ModelError(f"cannot load model '{model_path}': {_one_line(e)}") from None
+    model = _read_model(model_path)
     prof = None
     if args.profile:
         session, _, _ = prepare_session(args, model_path)

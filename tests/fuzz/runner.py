@@ -113,7 +113,7 @@ def run_isolated(model: bytes, seed: int, wall_seconds: float = 3 * CASE_SECONDS
             signal.alarm(CASE_SECONDS)
             try:
                 from litert_py import limits
-            except ImportError:  # litert_py before runtime/limits.py (for "before" counts)
+            except ImportError:  # litert_py before litert_py/limits.py (for "before" counts)
                 from litert_py.runtime import subgraph as limits
             limits.MAX_ARENA_BYTES = CASE_BUDGET
             data = pickle.dumps(run_case(model, seed))

@@ -124,3 +124,15 @@ def bidirectional_views(x, aux, outputs, n_fw: int, merge: bool, bw_reads_aux: b
         if real_aux is not None:
             real_aux = real_aux.transpose(1, 0, 2)
     return x, bw_x, real_aux, fw_out, bw_out
+
+
+def check_aux_input(ctx, x, aux, use_aux: bool) -> None:
+    """A bidirectional sequence op's aux input (BIDIRECTIONAL_SEQUENCE_RNN / _LSTM Prepare): float32 with the
+    input's first two dimensions, and present when the aux weights are."""
+    if aux is not None:
+        ctx.check(
+            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
+            "aux_input must be FLOAT32 with the input's first two dimensions",
+        )
+    if use_aux:
+        ctx.check(aux is not None, "aux weights need an aux input")

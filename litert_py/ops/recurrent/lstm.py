@@ -27,7 +27,8 @@ that is all zeros skips its product (identical up to the sign of zero).
 Sequence ops walk the time axis (``time_major``: (T, B, I), else (B, T, I)). Rows are independent, so the
 whole batch is stepped at once (LiteRT's batch-major loop runs one row at a time: same numbers).
 
-Speed (``LstmCell.run`` / ``LstmIntegerCell.run``; the results are those of the one-step code kept as ``step``):
+Speed (``LstmCell.run`` / ``LstmIntegerCell.run``; ``LstmCell.step`` is ``run`` over one step, both go through
+the one per-step function ``LstmCell._advance``):
 the input-to-gate products do not depend on the recurrence, so ``0 + W_x x`` (all gates stacked) is computed for
 every time step before the loop (hybrid: one product over the T*B rows, quantized and multiplied row by row
 exactly as per step; float32: one BLAS call per step with the step's own (B, I) operand, since a GEMM over all
@@ -35,9 +36,10 @@ rows may sum in another order; integer: ``sat16(mbqm(W_x x + eff_x))`` for all s
 ``+ W_aux aux``; a step whose whole input (B rows) is zero skips its product as before. Each step then does one
 recurrent product for all gates (integer: with per-column MBQM constants, in place), the gate nonlinearities
 over stacked views, 0-d constants instead of numpy scalars (a scalar operand costs a ufunc call ~0.5 us), and
-the hybrid recurrent / projection products through ``recurrent_common.StepHybridProduct``. The sparse hybrid
-kernel keeps the one-step code (its products share the scaling-factor scratch). numpy 2.4's in-place float32
-``np.negative`` is wrong on a strided (B, 1) view, so the sigmoid negates with ``* -1``.
+the hybrid recurrent / projection products through ``StepHybridProduct`` (ops/recurrent/common.py). The sparse
+hybrid kernel computes each step's input products inside the loop (its products share the scaling-factor
+scratch) and applies the gate sigmoids gate by gate. numpy 2.4's in-place float32 ``np.negative`` is wrong on a
+strided (B, 1) view, so the sigmoid negates with ``* -1``.
 BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, fw states 35-36, bw states
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.
@@ -71,9 +73,9 @@ and multiplied as LiteRT's sparse product does (SparseHybridProduct: no zero-poi
 product scaled by the input's factors). LiteRT crashes on a sparse LSTM without projection weights; we refuse it.
 
 Modules: lstm.py (the three ops, their checks, the sequence loops), lstm_cell.py (float32 / hybrid cell, sparse
-hybrid product), lstm_build.py (building that cell, state checks), lstm_integer.py (8x8_16 cell), lstm_common.py
-(input indices, int16 fixed point, tables), lstm_basic.py (the BASIC kernel type), lstm_integer8.py (the 8x8_8
-kernel with 12 intermediates).
+hybrid product), lstm_build.py (building that cell, state checks), lstm_integer.py (8x8_16 cell),
+lstm_integer_build.py (building it), lstm_common.py (input indices, int16 fixed point, tables), lstm_basic.py
+(the BASIC kernel type), lstm_integer8.py (the 8x8_8 kernel with 12 intermediates).
 """
 
 from __future__ import annotations
@@ -84,13 +86,13 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..registry import OpContext, PreparedOp, register
-from .common import bidirectional_views
+from .common import bidirectional_views, check_aux_input
 from .lstm_basic import prepare_basic_lstm
 from .lstm_build import build_cell, check_state_sizes, check_states, full_inputs
 from .lstm_cell import LstmCell
 from .lstm_common import CELL_STATE, OUT_STATE
-from .lstm_integer import build_integer_cell
 from .lstm_integer8 import prepare_lstm_8x8_8
+from .lstm_integer_build import build_integer_cell
 
 # -------------------------------------------------------------------------------------------------------------
 # Prepared ops
@@ -224,13 +226,7 @@ def prepare_bidirectional_sequence_lstm(ctx: OpContext) -> PreparedOp:
     fw_aux_w = [ctx.optional_input(k) for k in range(40, 44)]
     bw_aux_w = [ctx.optional_input(k) for k in range(44, 48)]
     use_aux = fw_aux_w[1] is not None
-    if aux is not None:
-        ctx.check(
-            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
-            "aux_input must be FLOAT32 with the input's first two dimensions",
-        )
-    if use_aux:
-        ctx.check(aux is not None, "aux weights need an aux input")
+    check_aux_input(ctx, x, aux, use_aux)
     bw_reads_aux = aux is not None and not use_aux
     bw_x = aux if bw_reads_aux else x
     asym = bool(opts.asymmetric_quantize_inputs)

@@ -62,8 +62,8 @@ import numpy as np
 from ...quant import quantize_multiplier
 from ...quant.gemmlowp import checked_log2, tanh16_table
 from ...quant.gemmlowp import logistic16_table as sigmoid16_table
+from ..eigen_math import logistic_into
 from ..registry import OpContext, PreparedOp
-from .lstm_cell import sigmoid
 
 INPUT, PREV_ACTIV, WEIGHTS, BIASES, PREV_STATE = range(5)
 ACTIV_OUT, STATE_OUT, CONCAT_TEMP, ACTIV_TEMP = range(4)
@@ -115,7 +115,7 @@ class BasicLstmFloat:
         np.matmul(concat, wt, out=temp)
         temp += self.bias if self.bias is not None else inputs[BIASES]
         sig = temp.copy()
-        sigmoid(sig)  # gates 0, 2, 3 (the sigmoid of gate 1, the new input, is not used)
+        logistic_into(sig, sig)  # Eigen logistic; gates 0, 2, 3 (the sigmoid of gate 1, the new input, is unused)
         g = np.tanh(temp[:, n : 2 * n])
         np.multiply(sig[:, :n], g, out=state)
         np.multiply(sig[:, 2 * n : 3 * n], inputs[PREV_STATE], out=g)

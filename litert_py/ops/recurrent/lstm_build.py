@@ -13,7 +13,6 @@ import numpy as np
 from ...quant import (
     SseMinus128Fix,
 )
-from ...schema.model import ActivationFunctionType as Act
 from ...schema.model import BuiltinOperator
 from ..common import apply_activation_to_vector
 from ..hybrid_fc import hybrid_matvec
@@ -227,7 +226,6 @@ def build_cell(
         float(proj_clip),
         n_cell,
         n_output,
-        activation == Act.TANH,
     )
 
 

@@ -13,7 +13,7 @@ from ...quant import (
     batch_quantize_floats,
 )
 from ..common import clip_ufunc
-from ..eigen_math import logistic_into, tanh_inplace
+from ..eigen_math import logistic_into
 from .common import StepHybridProduct
 from .lstm_common import (
     EPS_LN,
@@ -26,7 +26,7 @@ from .lstm_common import (
 def sigmoid(v: np.ndarray) -> None:
     """ApplySigmoidToVector (tensor_utils.h): Eigen's logistic, in place (litert_py.ops.eigen_math). numpy's
     1 / (1 + exp(-x)) differs from it in the last ulp now and then, enough to flip an int8 value that a hybrid
-    kernel re-quantizes (tests/ops/test_lstm_known_gaps.py history)."""
+    kernel re-quantizes (tests/ops/recurrent/test_lstm_activation_flips.py)."""
     logistic_into(v, v)
 
 
@@ -117,7 +117,7 @@ class SparseHybridProduct:
 class GateProducts:
     """The products of one input (x, aux or h) with the weights of every gate: one combined matrix (all gates'
     rows stacked; hybrid: per-row weight scales, the same f32(sf * s_w) as per gate) or, with diagonal
-    recurrent weights, one Product per gate. ``compute(v)`` -> {gate: (B, n_cell)}."""
+    recurrent weights, one Product per gate. ``compute(v)`` -> (B, G*n_cell): ``0 + W v``, gates stacked."""
 
     combined: Product | None
     per_gate: dict | None
@@ -129,32 +129,70 @@ class GateProducts:
         p = self.combined if self.combined is not None else next(iter(self.per_gate.values()))
         return p.fc is not None
 
-    def compute(self, v) -> dict:
+    def compute(self, v) -> np.ndarray:
         n = self.n_cell
+        acc = np.zeros((v.shape[0], n * len(self.gates)), F32)
         if self.combined is not None:
-            acc = np.zeros((v.shape[0], n * len(self.gates)), F32)
             self.combined.add_to(acc, v)
-            return {g: acc[:, k * n : (k + 1) * n] for k, g in enumerate(self.gates)}
-        out = {}
-        for g in self.gates:
-            out[g] = np.zeros((v.shape[0], n), F32)
-            self.per_gate[g].add_to(out[g], v)
-        return out
+        else:
+            for k, g in enumerate(self.gates):
+                self.per_gate[g].add_to(acc[:, k * n : (k + 1) * n], v)
+        return acc
 
 
 @dataclass(frozen=True, eq=False)
 class SequencePlan:
-    """The stacked constants of ``LstmCell.run`` (gates in the order (i,) f, c, o), built once with the cell."""
+    """The constants of ``LstmCell``'s per-step function, gates stacked in the order (i,) f, c, o; built once
+    with the cell. ``fast``: every step's input products are computed before the loop, the recurrent product and
+    the projection take the lean paths (``h_wt`` / ``h_fc`` / ``diag``, ``proj_wt`` / ``proj_fc``); otherwise
+    (a sparse hybrid product: its products share scaling-factor scratch, so their order per step matters)
+    each step computes its own input products and ``GateProducts`` / ``Product`` do the rest."""
 
-    fast: bool  # the stacked sequence path applies (no sparse hybrid product; else step by step)
+    fast: bool
     k: int  # the sigmoid gates before the cell gate: (i,) f
     base: np.ndarray  # (G*n,) float32: the stacked biases (layer norm: 0)
     peep_if: np.ndarray | None  # (k, n) peephole weights of (i,) f
+    peep_o: np.ndarray | None  # (n,) peephole weights of o
     ln_ifc: np.ndarray | None  # (k+1, n) layer-norm weights of (i,) f, c
     bias_ifc: np.ndarray | None  # (k+1, n) biases of (i,) f, c (with layer norm)
-    diag: np.ndarray | None  # (G, n) diagonal recurrent weights
+    ln_o: np.ndarray | None  # (n,) layer-norm weights of o
+    bias_o: np.ndarray  # (n,) bias of o
+    h_wt: np.ndarray | None  # (n_output, G*n) float32 recurrent weights (fast path)
+    diag: np.ndarray | None  # (G, n) diagonal recurrent weights (fast path)
     h_fc: StepHybridProduct | None  # hybrid recurrent product (fast path)
+    proj_wt: np.ndarray | None  # (n_cell, n_output) float32 projection weights (fast path)
     proj_fc: StepHybridProduct | None  # hybrid projection (fast path)
+    # 0-d clip bounds (a numpy scalar operand costs a ufunc call ~0.5 us more)
+    cell_lo: np.ndarray
+    cell_hi: np.ndarray
+    proj_lo: np.ndarray
+    proj_hi: np.ndarray
+
+    @property
+    def early_o(self) -> bool:
+        """Fast path without peephole and layer norm: the output gate does not wait for the new cell state, one
+        sigmoid pass over all gates (the cell gate's sigmoid is computed and unused)."""
+        return self.fast and self.peep_o is None and self.ln_o is None
+
+
+class _StepBuffers:
+    """The scratch of one ``LstmCell.run`` (batch ``B``): the stacked gate accumulator and its per-gate views."""
+
+    __slots__ = ("acc", "acc3", "hs", "sg", "ifg", "cg", "fg", "ig", "og", "tbuf", "r")
+
+    def __init__(self, cell: LstmCell, n_batch: int):
+        d = cell._seq
+        n, k, n_g = cell.n_cell, d.k, len(cell.x.gates)
+        self.acc = np.empty((n_batch, n_g * n), F32)
+        self.acc3 = self.acc.reshape(n_batch, n_g, n)
+        self.hs = np.empty_like(self.acc)
+        self.sg = np.empty_like(self.acc) if d.early_o else None  # all gates' sigmoids
+        gsrc = self.acc3 if self.sg is None else self.sg.reshape(n_batch, n_g, n)
+        self.ifg, self.cg, self.fg = gsrc[:, :k], self.acc3[:, k], gsrc[:, k - 1]
+        self.ig = None if k == 1 else gsrc[:, 0]
+        self.og = gsrc[:, k + 1]
+        self.tbuf = np.empty((n_batch, n), F32)
+        self.r = np.empty((n_batch, cell.n_output), F32) if cell.proj is not None else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,12 +210,10 @@ class LstmCell:
     proj_clip: float
     n_cell: int
     n_output: int
-    tanh_act: bool = False  # the activation is TANH (applied out of place on the cell state)
 
     def __post_init__(self):
-        """Stacked constants of the sequence path (``run``): gates in the order (i,) f, c, o."""
+        """The SequencePlan of the per-step function (``_advance``)."""
         gates = self.x.gates
-        n = self.n_cell
         fast = (
             all(
                 gp is None or (gp.combined is None or not isinstance(gp.combined.fc, SparseHybridProduct))
@@ -190,87 +226,62 @@ class LstmCell:
         )
         k = len(gates) - 2  # the sigmoid gates before the cell gate: (i,) f
         ln = bool(self.ln)
-        base = np.zeros(n * len(gates), F32) if ln else np.concatenate([self.bias[g] for g in gates])
         hp, pp = self.h.combined, self.proj
         plan = SequencePlan(
             fast=fast,
             k=k,
-            base=base,
+            base=np.zeros(self.n_cell * len(gates), F32) if ln else np.concatenate([self.bias[g] for g in gates]),
             peep_if=np.stack([self.peep[g] for g in gates[:k]]) if self.peep else None,
+            peep_o=self.peep.get("o"),
             ln_ifc=np.stack([self.ln[g] for g in gates[:-1]]) if ln else None,
             bias_ifc=np.stack([self.bias[g] for g in gates[:-1]]) if ln else None,
-            diag=None if self.h.combined is not None else np.stack([self.h.per_gate[g].diag for g in gates]),
+            ln_o=self.ln.get("o"),
+            bias_o=self.bias["o"],
+            h_wt=hp.wt if fast and hp is not None and hp.fc is None else None,
+            diag=np.stack([self.h.per_gate[g].diag for g in gates]) if fast and hp is None else None,
             h_fc=StepHybridProduct.of(hp.fc) if fast and hp is not None and hp.fc is not None else None,
+            proj_wt=pp.wt if fast and pp is not None and pp.fc is None else None,
             proj_fc=StepHybridProduct.of(pp.fc) if fast and pp is not None and pp.fc is not None else None,
+            cell_lo=np.array(-self.cell_clip, F32),
+            cell_hi=np.array(self.cell_clip, F32),
+            proj_lo=np.array(-self.proj_clip, F32),
+            proj_hi=np.array(self.proj_clip, F32),
         )
         object.__setattr__(self, "_seq", plan)
 
-    def _gate(self, g, xs, auxs, hs, c, act):
-        ln = self.ln.get(g)
-        acc = (
-            np.zeros((hs[g].shape[0], self.n_cell), F32)
-            if ln is not None
-            else np.repeat(self.bias[g][None, :], hs[g].shape[0], axis=0)
-        )
-        if xs is not None:
-            acc += xs[g]
-        if auxs is not None:
-            acc += auxs[g]
-        acc += hs[g]
-        peep = self.peep.get(g)
-        if peep is not None:
-            acc += peep * c
-        if ln is not None:
-            _mean_stddev_normalization(acc)
-            acc *= ln
-            acc += self.bias[g]
-        if act is sigmoid:
-            sigmoid(acc)
-        elif act is not None:
-            act(acc)
-        return acc
+    def step(self, x, aux, h, c, out) -> None:
+        """One step: x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out
+        (B, n_output) written (``run`` over a sequence of one)."""
+        self.run(x[None], None if aux is None else aux[None], h, c, out[None])
 
-    def step(self, x, aux, h, c, out):
-        """x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out (B, n_output).
-        One step at a time: the sparse hybrid kernel (its products share scaling-factor scratch)."""
-        cifg = "i" not in self.x.gates
-        # IsZeroVector: an all-zero input skips its products (hybrid: also an all-zero output_state)
-        xs = self.x.compute(x) if x.any() else None
-        auxs = self.aux.compute(aux) if aux is not None and self.aux is not None and aux.any() else None
-        hs = (
-            self.h.compute(h)
-            if (h.any() or not self.h.hybrid)
-            else {g: np.zeros((h.shape[0], self.n_cell), F32) for g in self.h.gates}
-        )
-        ig = None if cifg else self._gate("i", xs, auxs, hs, c, sigmoid)
-        fg = self._gate("f", xs, auxs, hs, c, sigmoid)
-        cg = self._gate("c", xs, auxs, hs, None, self.act)
-        c *= fg
-        if cifg:
-            np.subtract(F32(1), fg, out=fg)
-            ig = fg
-        cg *= ig
-        c += cg
-        if self.cell_clip > 0:
-            clip_ufunc(c, -self.cell_clip, self.cell_clip, out=c)
-        og = self._gate("o", xs, auxs, hs, c, sigmoid)
-        t = c.copy()
-        if self.act is not None:
-            self.act(t)
-        t *= og
-        if self.proj is not None:
-            r = (
-                np.zeros((t.shape[0], self.n_output), F32)
-                if self.proj_bias is None
-                else np.repeat(self.proj_bias[None, :], t.shape[0], axis=0)
-            )
-            if t.any() or self.proj.fc is None:
-                self.proj.add_to(r, t)
-            if self.proj_clip > 0:
-                clip_ufunc(r, -self.proj_clip, self.proj_clip, out=r)
-            t = r
-        h[...] = t
-        out[...] = t
+    def run(self, x3, aux3, h, c, out3, reverse: bool = False) -> None:
+        """The whole sequence: x3 (T, B, I) and aux3 (T, B, A) or None time-major (views allowed), h / c the
+        states (updated), out3 (T, B, n_output) written. Each step is ``_advance``; on the fast path the input
+        products of every step are computed up front (``_sequence_inputs``), else per step (``_step_inputs``)."""
+        n_steps = x3.shape[0]
+        if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
+            return
+        aux3 = aux3 if aux3 is not None and self.aux is not None else None
+        pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
+        buf = _StepBuffers(self, x3.shape[1])
+        h_prev = h
+        for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
+            if pre is not None:
+                pre_t = pre[t]
+            else:
+                pre_t = self._step_inputs(x3[t], None if aux3 is None else aux3[t])
+            self._advance(pre_t, h_prev, c, out3[t], buf)
+            h_prev = out3[t]
+        h[...] = h_prev
+
+    def _step_inputs(self, x, aux) -> np.ndarray:
+        """One step's gate inputs before the recurrent product ((B, G*n) float32): bias (layer norm: 0) +
+        (0 + W_x x) [+ (0 + W_aux aux)]; an all-zero input (IsZeroVector over the batch) skips its product."""
+        base = self._seq.base
+        pre = self.x.compute(x) + base if x.any() else np.repeat(base[None, :], x.shape[0], axis=0)
+        if aux is not None and aux.any():
+            pre += self.aux.compute(aux)
+        return pre
 
     def _input_products(self, gp: GateProducts, x3: np.ndarray) -> tuple:
         """``0 + W v`` for every step ((T, B, G*n) float32) and the steps whose input is not all zeros (IsZeroVector
@@ -289,9 +300,9 @@ class LstmCell:
         prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
         return prod, x3.reshape(t_, -1).any(axis=1)
 
-    def _sequence_inputs(self, x3, aux3, base) -> np.ndarray:
-        """Every step's gate inputs before the recurrent product ((T, B, G*n) float32): bias (layer norm: 0) +
-        (0 + W_x x) [+ (0 + W_aux aux)], each product skipped for a step whose input is all zeros."""
+    def _sequence_inputs(self, x3, aux3) -> np.ndarray:
+        """``_step_inputs`` of every step at once ((T, B, G*n) float32)."""
+        base = self._seq.base
         pre, nz = self._input_products(self.x, x3)
         pre += base
         if not nz.all():
@@ -304,128 +315,96 @@ class LstmCell:
                 pre[nza] += pa[nza]
         return pre
 
-    def run(self, x3, aux3, h, c, out3, reverse: bool = False) -> None:
-        """The whole sequence: x3 (T, B, I) and aux3 (T, B, A) or None time-major (views allowed), h / c the
-        states (updated), out3 (T, B, n_output) written. Per step exactly ``step``'s arithmetic, with the input
-        products of every step computed up front and the gates stacked (i, f, c, o) along the last axis."""
-        n_steps = x3.shape[0]
-        if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
-            return
-        order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
-        aux3 = aux3 if aux3 is not None and self.aux is not None else None
-        if not self._seq.fast:
-            for t in order:
-                self.step(x3[t], None if aux3 is None else aux3[t], h, c, out3[t])
-            return
-        self._run_stacked(x3, aux3, h, c, out3, order)
-
-    def _run_stacked(self, x3, aux3, h, c, out3, order) -> None:
-        """``run``'s fast path: the gates stacked (i, f, c, o) along the last axis, buffers made once."""
+    def _advance(self, pre_t, h_prev, c, dst, buf: _StepBuffers) -> None:
+        """One time step (lstm_eval.cc LstmStepFloat / LstmStepHybrid) on stacked gates: ``pre_t`` the step's gate
+        inputs (``_step_inputs``), ``h_prev`` the output state, ``c`` the cell state (updated), ``dst`` the
+        new output state written."""
         d = self._seq
-        n, k = self.n_cell, d.k
-        n_g = len(self.x.gates)
-        n_batch = x3.shape[1]
-        pre = self._sequence_inputs(x3, aux3, d.base)
-        acc = np.empty((n_batch, n_g * n), F32)
-        acc3 = acc.reshape(n_batch, n_g, n)
-        hs = np.empty_like(acc)
-        hp = self.h.combined
-        hybrid_h = hp is not None and hp.fc is not None
-        h_fc, proj_fc = d.h_fc, d.proj_fc
-        wt = hp.wt if hp is not None and hp.fc is None else None
-        mm_h = _float_dot(wt)
-        mm_p = _float_dot(self.proj.wt if self.proj is not None and self.proj.fc is None else None)
-        diag = d.diag
-        peep_if, peep_o = d.peep_if, self.peep.get("o")
-        ln_ifc, bias_ifc = d.ln_ifc, d.bias_ifc
-        ln_o, bias_o = self.ln.get("o"), self.bias["o"]
-        act, cifg, tanh_act = self.act, k == 1, self.tanh_act
-        # without peephole and layer norm the output gate does not wait for the new cell state: one sigmoid
-        # pass over all gates (the cell gate's sigmoid is computed and unused)
-        early_o = peep_o is None and ln_o is None
-        sg = np.empty_like(acc) if early_o else None
-        sg3 = None if sg is None else sg.reshape(n_batch, n_g, n)
-        gsrc = acc3 if sg3 is None else sg3
-        ifg, cg = gsrc[:, :k], acc3[:, k]
-        fg = gsrc[:, k - 1]
-        ig = None if cifg else gsrc[:, 0]
-        og = gsrc[:, k + 1]
-        cell_clip, proj_clip = self.cell_clip, self.proj_clip
-        cc_lo, cc_hi, pc_lo, pc_hi = (np.array(v, F32) for v in (-cell_clip, cell_clip, -proj_clip, proj_clip))
-        tbuf = np.empty((n_batch, n), F32)
-        proj = self.proj
-        pb = self.proj_bias
-        r = np.empty((n_batch, self.n_output), F32) if proj is not None else None
-        h_prev = h
-        t = -1
-        for t in order:
-            # + W_h h (hybrid: skipped when h is all zeros; the zero accumulator still turns -0 into +0)
-            if wt is not None:
-                mm_h(h_prev, wt, out=hs)
-                np.add(pre[t], hs, out=acc)
-            elif hybrid_h:
-                if h_fc(h_prev, hs):  # False: h is all zeros, nothing computed
-                    np.add(pre[t], hs, out=acc)
-                else:
-                    np.add(pre[t], ZERO, out=acc)
-            else:  # diagonal recurrent weights
-                hd = diag * h_prev[:, None, :]
-                hd += F32(0)
-                np.add(pre[t], hd.reshape(n_batch, -1), out=acc)
-            if peep_if is not None:
-                acc3[:, :k] += peep_if * c[:, None, :]
-            if ln_ifc is not None:
-                v = acc3[:, : k + 1]
-                _mean_stddev_normalization3(v)
-                v *= ln_ifc
-                v += bias_ifc
-            if sg is not None:
-                _sigmoid_to(acc, sg)
+        k, acc3 = d.k, buf.acc3
+        self._add_recurrent(pre_t, h_prev, buf)
+        if d.peep_if is not None:
+            acc3[:, :k] += d.peep_if * c[:, None, :]
+        if d.ln_ifc is not None:
+            v = acc3[:, : k + 1]
+            _mean_stddev_normalization3(v)
+            v *= d.ln_ifc
+            v += d.bias_ifc
+        if buf.sg is not None:
+            _sigmoid_to(buf.acc, buf.sg)
+        elif d.fast:
+            sigmoid(buf.ifg)
+        else:  # gate by gate, as LiteRT (Eigen's packet / scalar split depends on the buffer's length)
+            for j in range(k):
+                sigmoid(acc3[:, j])
+        act, cg, fg = self.act, buf.cg, buf.fg
+        if act is not None:
+            act(cg)
+        c *= fg
+        if buf.ig is None:  # CIFG: i = 1 - f
+            np.subtract(ONE, fg, out=fg)
+            cg *= fg
+        else:
+            cg *= buf.ig
+        c += cg
+        if self.cell_clip > 0:
+            clip_ufunc(c, d.cell_lo, d.cell_hi, out=c)
+        og = buf.og
+        if buf.sg is None:
+            if d.peep_o is not None:
+                og += d.peep_o * c
+            if d.ln_o is not None:
+                _mean_stddev_normalization(og)
+                og *= d.ln_o
+                og += d.bias_o
+            sigmoid(og)
+        t = buf.tbuf
+        np.copyto(t, c)
+        if act is not None:
+            act(t)
+        if self.proj is None:
+            np.multiply(t, og, out=dst)
+        else:
+            t *= og
+            self._project(t, dst, buf.r)
+
+    def _add_recurrent(self, pre_t, h_prev, buf: _StepBuffers) -> None:
+        """``buf.acc = pre_t + W_h h_prev`` (hybrid: the product skipped when h is all zeros; the zero accumulator
+        still turns -0 into +0)."""
+        d, acc, hs = self._seq, buf.acc, buf.hs
+        if d.h_wt is not None:
+            _float_dot(d.h_wt)(h_prev, d.h_wt, out=hs)
+            np.add(pre_t, hs, out=acc)
+        elif d.h_fc is not None:
+            if d.h_fc(h_prev, hs):  # False: h is all zeros, nothing computed
+                np.add(pre_t, hs, out=acc)
             else:
-                sigmoid(ifg)
-            if act is not None:
-                act(cg)
-            c *= fg
-            if cifg:
-                np.subtract(ONE, fg, out=fg)
-                cg *= fg
+                np.add(pre_t, ZERO, out=acc)
+        elif d.diag is not None:
+            hd = d.diag * h_prev[:, None, :]
+            hd += F32(0)
+            np.add(pre_t, hd.reshape(acc.shape), out=acc)
+        elif h_prev.any() or not self.h.hybrid:
+            np.add(pre_t, self.h.compute(h_prev), out=acc)
+        else:
+            np.add(pre_t, ZERO, out=acc)
+
+    def _project(self, t, dst, r) -> None:
+        """``dst = clip(proj_bias + W_p t)`` (hybrid: the product skipped when t is all zeros)."""
+        d, pb = self._seq, self.proj_bias
+        if d.proj_wt is not None:
+            _float_dot(d.proj_wt)(t, d.proj_wt, out=r)
+            if pb is not None:
+                r += pb
+        elif d.proj_fc is not None:
+            if d.proj_fc(t, r):  # False: all zeros, skipped
+                if pb is not None:
+                    r += pb
             else:
-                cg *= ig
-            c += cg
-            if cell_clip > 0:
-                clip_ufunc(c, cc_lo, cc_hi, out=c)
-            if sg is None:
-                if peep_o is not None:
-                    og += peep_o * c
-                if ln_o is not None:
-                    _mean_stddev_normalization(og)
-                    og *= ln_o
-                    og += bias_o
-                sigmoid(og)
-            if tanh_act:
-                np.copyto(tbuf, c)
-                tanh_inplace(tbuf)
-            else:
-                np.copyto(tbuf, c)
-                if act is not None:
-                    act(tbuf)
-            dst = out3[t]
-            if proj is None:
-                np.multiply(tbuf, og, out=dst)
-            else:
-                tbuf *= og
-                if proj.fc is None:
-                    mm_p(tbuf, proj.wt, out=r)
-                    if pb is not None:
-                        r += pb
-                elif proj_fc(tbuf, r):  # False: all zeros, skipped
-                    if pb is not None:
-                        r += pb
-                else:
-                    r[...] = F32(0) if pb is None else pb
-                if proj_clip > 0:
-                    clip_ufunc(r, pc_lo, pc_hi, out=r)
-                dst[...] = r
-            h_prev = dst
-        if t >= 0:
-            h[...] = h_prev
+                r[...] = F32(0) if pb is None else pb
+        else:
+            r[...] = F32(0) if pb is None else pb
+            if t.any() or self.proj.fc is None:
+                self.proj.add_to(r, t)
+        if self.proj_clip > 0:
+            clip_ufunc(r, d.proj_lo, d.proj_hi, out=r)
+        dst[...] = r

@@ -1,6 +1,6 @@
-"""The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16; PopulateQuantizedLstmParams8x8_16 and
-PopulatePrecomputedZPTimesWeightsWithBias): LstmIntegerCell and build_integer_cell. The ops and the sources are
-in lstm.py."""
+"""The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16): IntGate and LstmIntegerCell. Building it
+(PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias) is in lstm_integer_build.py;
+the ops and the sources in lstm.py."""
 
 from __future__ import annotations
 
@@ -9,43 +9,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...quant import (
-    quantize_multiplier,
     wrap32,
 )
 from ...quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, tanh16_table
 from ...quant.gemmlowp import logistic16_table as sigmoid16_table
 from ...quant.gemmlowp import wrap16 as w16
 from ..common import clip_ufunc
-from ..registry import OpContext, TensorInfo
 from .lstm_common import (
-    BIAS,
-    CELL_STATE,
     F32,
     GATES,
     I8_HI,
     I8_LO,
     I16_HI,
     I16_LO,
-    IN_W,
     K512,
     K1024,
-    LN,
     M32,
-    OUT_STATE,
     P14,
     P30,
     P31,
-    PEEP_W,
-    PROJ_B,
-    PROJ_W,
-    REC_W,
     S10,
     S15,
     S20,
     S31,
     Z64,
     inv_sqrt_cached,
-    lstm_sizes,
     mbqm,
     mbqm_neon,
     mbqm_small,
@@ -71,6 +59,24 @@ class IntGate:
     ln_bias: np.ndarray | None  # int64 (n_cell,)
     m_ln: tuple
     guard: int
+
+
+@dataclass(frozen=True, eq=False)
+class IntegerSequencePlan:
+    """The stacked constants of ``LstmIntegerCell.run``: every gate's input and recurrent weights side by side
+    (float64 / float32 holding the int8 values: exact products), per-column MBQM constants of the recurrent
+    product, whether its int32 wraps can be skipped, the layer-norm constants and the activation tables."""
+
+    names: list  # the gates, in the order (i,) f, c, o
+    w_x: np.ndarray  # (n_input, G*n_cell) float64
+    w_h: np.ndarray  # (n_output, G*n_cell) float32 or float64
+    eff_h: np.ndarray  # (G*n_cell,) int64
+    q_h: tuple  # per column: multiplier, left shift (or None), right shift, rounding offset, right > 0 (or None)
+    wrap_h: bool  # the int32 wrap of MBQM's input can change a value
+    proj: np.ndarray | None  # (n_cell, n_output) float64
+    plain: list  # per gate: neither peephole nor layer norm
+    ln_stack: tuple  # (ln constants of (i,) f, c; of o) from _ln_consts, or (None, None)
+    tables: tuple  # sigmoid, tanh (input scale 2^-12), tanh of the cell state, indexed by the raw int16
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,42 +174,45 @@ class LstmIntegerCell:
         return table[gate + 32768]
 
     def __post_init__(self):
-        """Stacked constants of ``run``: every gate's input and recurrent weights side by side (float64 holding
-        the int8 values: exact products), per-column MBQM constants, and whether the int16 wraps can be skipped."""
+        """The IntegerSequencePlan of ``run`` (None when a multiplier is outside its fast arithmetic: ``run``
+        then steps with ``step``)."""
         names = [g for g in GATES if g in self.gates]
         gs = [self.gates[g] for g in names]
         qs = [g.m_x for g in gs] + [g.m_h for g in gs]
-        d = {"fast": all(0 <= m < 2**31 and -31 <= e <= 31 for m, e in qs)}
-        if d["fast"]:
+        plan = None
+        if all(0 <= m < 2**31 and -31 <= e <= 31 for m, e in qs):
             n = self.n_cell
-            d["names"] = names
-            d["w_x"] = np.concatenate([g.w_x for g in gs], axis=1).astype(np.float64)
             w_h = np.concatenate([g.w_h for g in gs], axis=1)
-            # float32 products are exact when every partial sum stays below 2^24 (|h| <= 128)
-            d["w_h"] = w_h.astype(F32 if 128 * np.abs(w_h).sum(axis=0).max(initial=0) < 2**24 else np.float64)
-            d["eff_h"] = np.concatenate([g.eff_h for g in gs])
+            eff_h = np.concatenate([g.eff_h for g in gs])
             m = np.repeat(np.array([g.m_h[0] for g in gs], np.int64), n)
             e = np.repeat(np.array([g.m_h[1] for g in gs], np.int64), n)
             right = np.maximum(-e, 0)
-            d["q_h"] = (
-                m,
-                np.maximum(e, 0) if (e > 0).any() else None,
-                right,
-                np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
-                None if (right > 0).all() else (right > 0).astype(np.int64),
-            )
             # |h @ W_h + eff_h| < 2^31 for every int8 h: the int32 wrap of MBQM's input is the identity
-            bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(d["eff_h"])
-            d["wrap_h"] = bool(bound.size and bound.max() >= 2**31)
-            d["proj"] = None if self.proj is None else self.proj.astype(np.float64)
-            d["plain"] = [g.peep is None and g.ln is None for g in gs]
+            bound = 128 * np.abs(w_h).sum(axis=0) + np.abs(eff_h)
             ifc, o = self._ln_consts(names[:-1]), self._ln_consts(names[-1:])
-            d["ln_stack"] = (ifc, o) if ifc is not None and o is not None else (None, None)
-            # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
-            d["tables"] = tuple(
-                signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3), tanh16_table(15 + self.cs))
+            plan = IntegerSequencePlan(
+                names=names,
+                w_x=np.concatenate([g.w_x for g in gs], axis=1).astype(np.float64),
+                # float32 products are exact when every partial sum stays below 2^24 (|h| <= 128)
+                w_h=w_h.astype(F32 if 128 * np.abs(w_h).sum(axis=0).max(initial=0) < 2**24 else np.float64),
+                eff_h=eff_h,
+                q_h=(
+                    m,
+                    np.maximum(e, 0) if (e > 0).any() else None,
+                    right,
+                    np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0),
+                    None if (right > 0).all() else (right > 0).astype(np.int64),
+                ),
+                wrap_h=bool(bound.size and bound.max() >= 2**31),
+                proj=None if self.proj is None else self.proj.astype(np.float64),
+                plain=[g.peep is None and g.ln is None for g in gs],
+                ln_stack=(ifc, o) if ifc is not None and o is not None else (None, None),
+                # tables indexed by the raw int16 value itself (negative indices wrap to the first half)
+                tables=tuple(
+                    signed_index_table(tb) for tb in (sigmoid16_table(3), tanh16_table(3), tanh16_table(15 + self.cs))
+                ),
             )
-        object.__setattr__(self, "_seq", d)
+        object.__setattr__(self, "_seq", plan)
 
     def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
@@ -212,39 +221,39 @@ class LstmIntegerCell:
         d = self._seq
         if x3.shape[0] == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
             return
-        if not d["fast"]:
+        if d is None:
             for t in range(x3.shape[0]):
                 self.step(x3[t], None, h_state, c_state, out3[t])
             return
         n_steps, n_batch = x3.shape[:2]
-        n, names = self.n_cell, d["names"]
+        n, names = self.n_cell, d.names
         n_g = len(names)
         k = n_g - 2  # sigmoid gates before the cell gate
-        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d["w_x"]).astype(np.int64)
+        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d.w_x).astype(np.int64)
         for j, name in enumerate(names):
             g = self.gates[name]
             blk = gx[:, j * n : (j + 1) * n]
             blk[...] = mbqm(blk + g.eff_x, *g.m_x)
         clip_ufunc(gx, -32768, 32767, out=gx)
         gx = gx.reshape(n_steps, n_batch, n_g * n)
-        h64 = h_state.astype(d["w_h"].dtype)
+        h64 = h_state.astype(d.w_h.dtype)
         c = c_state.astype(np.int64)
-        w_h, eff_h, wrap_h = d["w_h"], d["eff_h"], d["wrap_h"]
+        w_h, eff_h, wrap_h = d.w_h, d.eff_h, d.wrap_h
         acc_f = np.empty((n_batch, n_g * n), w_h.dtype)
         neg_a = np.empty((n_batch, n_g * n), bool)
         neg_c = np.empty((n_batch, n), bool)
         acc = np.empty((n_batch, n_g * n), np.int64)
-        m, left, right, off, rpos = d["q_h"]
-        sig, tanh3, tanh_c = d["tables"]
-        plain = d["plain"]
-        ln_ifc, ln_o = d["ln_stack"]
+        m, left, right, off, rpos = d.q_h
+        sig, tanh3, tanh_c = d.tables
+        plain = d.plain
+        ln_ifc, ln_o = d.ln_stack
         cifg = k == 1
         shift_ic = np.array(30 + self.cs, np.int64)
         half_ic = np.array(1 << (29 + self.cs), np.int64)
         cell_clip, proj_clip = self.cell_clip, self.proj_clip
         m_hid, e_hid = self.m_hidden
         z_hid = np.array(self.z_hidden, np.int64)
-        proj = d["proj"]
+        proj = d.proj
         hn = None
         for t in range(n_steps):
             # G = sat16(mbqm(W_h h + eff_h) + sat16(mbqm(W_x x + eff_x))), all gates at once
@@ -470,138 +479,3 @@ class LstmIntegerCell:
         c_state[...] = c
         h_state[...] = hn
         out[...] = hn
-
-
-def _scale(t: TensorInfo | None) -> np.float32:
-    return F32(t.scale) if t is not None else F32(1)
-
-
-def build_integer_cell(
-    ctx: OpContext, ins: list, opts, use_ln: bool, out: TensorInfo, rowwise: bool
-) -> LstmIntegerCell:
-    """PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias (unidirectional_sequence_
-    lstm.cc / lstm.cc) for int8 input, int8 weights, int16 cell state, 5 intermediates."""
-    ctx.check(len(ctx.intermediates) == 5, "num_intermediate_tensors == 5 was not true.")
-    x, h_state, c_state = ins[0], ins[OUT_STATE], ins[CELL_STATE]
-    n_input, n_cell, n_output = lstm_sizes(ctx, ins, diagonal_ok=False)
-    cifg = ins[IN_W["i"]] is None
-    ctx.check(cifg == (ins[REC_W["i"]] is None), "cifg_weights_all_or_none == true was not true.")
-    ctx.check(opts.cell_clip >= 0, "params->cell_clip >= 0 was not true.")
-    ctx.check(opts.proj_clip >= 0, "params->proj_clip >= 0 was not true.")
-    gates = GATES[1:] if cifg else GATES
-    for t in [ins[IN_W[g]] for g in gates] + [ins[REC_W[g]] for g in gates] + [ins[PROJ_W]]:
-        if t is not None:
-            ctx.check(
-                t.dtype == np.int8 and t.is_constant and bool(t.quantization.scale),
-                f"{t.name}: integer LSTM weights must be constant quantized INT8",
-            )
-    for g in gates:
-        ctx.check(
-            ins[IN_W[g]].shape == (n_cell, n_input) and ins[REC_W[g]].shape == (n_cell, n_output),
-            f"{g} gate weights must be (n_cell, n_input) and (n_cell, n_output)",
-        )
-        b = ins[BIAS[g]]
-        ctx.check(
-            b is not None and b.dtype == np.int32 and b.is_constant and b.shape == (n_cell,),
-            f"{g} gate bias must be a constant INT32 (n_cell,)",
-        )
-    c_i, c_f, c_o = (ins[PEEP_W[g]] is not None for g in ("i", "f", "o"))
-    ctx.check(
-        ((c_i or cifg) and c_f and c_o) or not (c_i or c_f or c_o), "peephole_weights_all_or_none == true was not true."
-    )
-    peephole = c_o
-    for t in ins[9:12] + ins[20:24]:
-        if t is not None:
-            ctx.check(
-                t.dtype == np.int16 and t.is_constant and t.shape == (n_cell,),
-                f"{t.name}: peephole / layer-norm weights must be constant INT16 (n_cell,)",
-            )
-    if peephole:
-        ctx.check(n_output <= n_cell, "litert_py: integer peephole LSTM needs n_output <= n_cell")
-    pw, pb = ins[PROJ_W], ins[PROJ_B]
-    ctx.check(pw is not None or pb is None, "projecton_tensors_consistent == true was not true.")
-    if pw is not None:
-        ctx.check(pw.shape == (n_output, n_cell), "projection_weights must be (n_output, n_cell)")
-        ctx.check(
-            pb is None or (pb.dtype == np.int32 and pb.is_constant and pb.shape == (n_output,)),
-            "projection_bias must be a constant INT32 (n_output,)",
-        )
-    else:
-        ctx.check(n_output == n_cell, "without projection n_output must equal n_cell")
-    ctx.check(
-        h_state is not None and h_state.is_variable and c_state is not None and c_state.is_variable,
-        "output_state and cell_state must be variable tensors",
-    )
-    ctx.check(
-        h_state.dtype == np.int8 and c_state.dtype == np.int16 and out.dtype == np.int8,
-        "integer LSTM needs an INT8 output_state and output and an INT16 cell_state",
-    )
-    for t in (x, h_state, c_state, out):
-        ctx.check(bool(t.quantization.scale), f"{t.name}: quantization.type != kTfLiteNoQuantization")
-    cs_f = float(F32(c_state.scale))
-    cs = int(round(np.log2(cs_f)))
-    ctx.check(cs_f > 0 and 2.0**cs == cs_f, "CheckedLog2(cell_state->params.scale, &cell_scale) was not true.")
-    ctx.check(0 <= 15 + cs <= 6, "litert_py: the cell state scale must be 2^-15 .. 2^-9")
-    inter = ctx.intermediates
-    for t in inter[:4] if use_ln else inter[4:]:
-        ctx.check(bool(t.quantization.scale), "intermediate->quantization.type != kTfLiteNoQuantization")
-    ctx.check(bool(inter[4].quantization.scale), "hidden->quantization.type != kTfLiteNoQuantization")
-    s_int = [_scale(inter[k]) if use_ln else F32(2.0**-12) for k in range(4)]
-    s_h, z_h = F32(inter[4].scale), inter[4].zero_point
-    s_in, s_os = _scale(x), _scale(h_state)
-    zi, zos = x.zero_point, h_state.zero_point
-
-    def qm(v) -> tuple:
-        return quantize_multiplier(float(F32(v)))
-
-    def rowsum(t):
-        return t.data.astype(np.int64).sum(axis=1)
-
-    gate_objs = {}
-    for k, g in enumerate(GATES):
-        if g not in gates:
-            continue
-        wx, wh = ins[IN_W[g]], ins[REC_W[g]]
-        bias = ins[BIAS[g]].data.astype(np.int64)
-        eff_x = (0 if use_ln else bias) + (-zi) * rowsum(wx)
-        eff_h = (-zos) * rowsum(wh)
-        pw_g = ins[PEEP_W[g]] if peephole and g != "c" else None
-        m_p = (0, 0)
-        if pw_g is not None:
-            m_p = quantize_multiplier(float(F32(2.0**cs * float(_scale(pw_g)) / float(s_int[k]))))
-        ln = ins[LN[g]] if use_ln else None
-        m_ln = quantize_multiplier(float(_scale(ln))) if ln is not None else (0, 0)
-        guard = max(1, int(np.trunc(np.float32(10000) * _scale(ln)))) if ln is not None else 1
-        gate_objs[g] = IntGate(
-            np.ascontiguousarray(wx.data.astype(np.int64).T),
-            eff_x.astype(np.int64),
-            qm(F32(_scale(wx) * s_in) / s_int[k]),
-            np.ascontiguousarray(wh.data.astype(np.int64).T),
-            eff_h.astype(np.int64),
-            qm(F32(_scale(wh) * s_os) / s_int[k]),
-            None if pw_g is None else pw_g.data.astype(np.int64)[:n_output],
-            m_p,
-            None if ln is None else ln.data.astype(np.int64),
-            None if ln is None else bias,
-            m_ln,
-            guard,
-        )
-    m_hidden = quantize_multiplier(float(F32(2.0**-15 / float(s_h) * 2.0**-15)))
-    proj = proj_eff = None
-    m_proj = (0, 0)
-    if pw is not None:
-        proj = np.ascontiguousarray(pw.data.astype(np.int64).T)
-        proj_eff = (pb.data.astype(np.int64) if pb is not None else 0) + z_h * rowsum(pw)
-        proj_eff = np.broadcast_to(np.asarray(proj_eff, np.int64), (n_output,)).copy()
-        m_proj = qm(F32(_scale(pw) * s_h) / s_os)
-    cell_clip = (
-        int(np.trunc(min(max(F32(opts.cell_clip) / F32(c_state.scale), F32(-32768)), F32(32767))))
-        if opts.cell_clip > 0
-        else 0
-    )
-    proj_clip = (
-        int(np.trunc(min(max(F32(opts.proj_clip) / _scale(out), F32(-128)), F32(127)))) if opts.proj_clip > 0 else 0
-    )
-    return LstmIntegerCell(
-        gate_objs, cs, cell_clip, proj_clip, m_hidden, z_h, proj, proj_eff, m_proj, zos, n_cell, n_output, rowwise
-    )

@@ -23,7 +23,7 @@ sequence max_time times and the states advance max_time times: reproduced (the t
 Speed (``RnnCell.run``): ``bias + W_in x [+ W_aux aux]`` is computed for every time step before the loop (hybrid:
 one product over all rows, quantized one by one as per step; float32: the one-step BLAS call per step), then
 each step adds one recurrent product (hybrid:
-``recurrent_common.StepHybridProduct``, FullyConnectedHybrid's arithmetic with fewer numpy calls) and the
+``common.StepHybridProduct``, FullyConnectedHybrid's arithmetic with fewer numpy calls) and the
 activation, written straight into the output.
 
 Sources matched: LiteRT tflite/kernels/basic_rnn.cc, unidirectional_sequence_rnn.cc,
@@ -41,7 +41,7 @@ from ...schema.model import BuiltinOperator
 from ..common import apply_activation_to_vector
 from ..hybrid_fc import hybrid_matvec
 from ..registry import OpContext, PreparedOp, TensorInfo, register
-from .common import StepHybridProduct, bidirectional_views
+from .common import StepHybridProduct, bidirectional_views, check_aux_input
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,13 +274,8 @@ def prepare_bidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     )
     _check_state(ctx, ctx.input(4), batch, fw.units)
     _check_state(ctx, ctx.input(8), batch, bw.units)
-    if aux is not None:
-        ctx.check(
-            aux.dtype == np.float32 and len(aux.shape) == 3 and aux.shape[:2] == x.shape[:2],
-            "aux_input must be FLOAT32 with the input's first two dimensions",
-        )
+    check_aux_input(ctx, x, aux, use_aux)
     if use_aux:
-        ctx.check(aux is not None, "aux weights need an aux input")
         ctx.check(
             fw_aux_w.shape == (fw.units, aux.shape[2]) and bw_aux_w.shape == (bw.units, aux.shape[2]),
             "aux_input_weights must be (num_units, aux_input_size)",

@@ -257,9 +257,7 @@ class StablehloDotGeneral:
 def prepare_stablehlo_dot_general(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     a, b, o = ctx.input(0), ctx.input(1), ctx.outputs[0]
-    for t in (a, b, o):
-        ctx.check(not t.quantization.scale, "quantized dot_general is not supported")
-        ctx.check(t.dtype.kind in "iuf", f"Type {t.dtype} is unsupported by op STABLEHLO_DOT_GENERAL.")
+    _check_plain_numbers(ctx, (a, b, o), "dot_general")
     opts = ctx.options
     lb, rb = _ints(opts.lhs_batching_dimensions), _ints(opts.rhs_batching_dimensions)
     lc, rc = _ints(opts.lhs_contracting_dimensions), _ints(opts.rhs_contracting_dimensions)
@@ -285,6 +283,13 @@ def prepare_stablehlo_dot_general(ctx: OpContext) -> PreparedOp:
 # ----------------------------------------------------------------------------------------------------------
 
 register(B.STABLEHLO_WHILE, stateful=True)(prepare_while)  # same semantics and option names as WHILE
+
+
+def _check_plain_numbers(ctx: OpContext, tensors, what: str) -> None:
+    """Integer or float tensors without quantization (the dot_general and convolution kernels' types)."""
+    for t in tensors:
+        ctx.check(not t.quantization.scale, f"quantized {what} is not supported")
+        ctx.check(t.dtype.kind in "iuf", f"Type {t.dtype} is unsupported by op {ctx.op_name}.")
 
 
 def _body_op(ctx: OpContext, k: int, what: str):
@@ -443,9 +448,7 @@ class StablehloConvolution:
 def prepare_stablehlo_convolution(ctx: OpContext) -> PreparedOp:
     ctx.check_num(2)
     x, k, out = ctx.input(0), ctx.input(1), ctx.outputs[0]
-    for t in (x, k, out):
-        ctx.check(not t.quantization.scale, "quantized convolution is not supported")
-        ctx.check(t.dtype.kind in "iuf", f"Type {t.dtype} is unsupported by op STABLEHLO_CONVOLUTION.")
+    _check_plain_numbers(ctx, (x, k, out), "convolution")
     o = ctx.options
     isd, ksd, osd = (
         _ints(o.input_spatial_dimensions),

@@ -1,4 +1,4 @@
-"""The custom ops AudioSpectrogram and Mfcc (litert_py/ops/audio.py) against the oracle.
+"""The custom ops AudioSpectrogram and Mfcc (litert_py/ops/custom/audio.py) against the oracle.
 
 Hypothesis draws signal lengths, channel counts, window sizes (powers of two and not) and strides (shorter
 and longer than the window, and windows no frame fits), both ``magnitude_squared`` settings, Mfcc

@@ -14,6 +14,9 @@ outputs; the handles are constants with the same key (VAR_HANDLE is folded at pr
 the READ_VARIABLE and the ASSIGN_VARIABLE reads or assigns that variable (moving the assignment to the
 CONCATENATION's place changes nothing then); static shapes. The interpreter does not fuse when it must keep
 every tensor (experimental_preserve_all_tensors) or runs its dynamic path.
+
+This module lives with the kernels it fuses (it recognizes their prepared ops by type and builds a prepared op
+of its own) and registers no op; runtime/subgraph.py calls ``fuse_ring_buffers`` on its prepared steps.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops.movement import Concatenation
-from ..ops.resource import AssignVariable, ReadVariable, _variable, _variable_value
-from ..ops.slicing import StridedSlice
+from .movement import Concatenation
+from .resource import AssignVariable, ReadVariable, assign_variable
+from .slicing import StridedSlice
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +45,7 @@ class RingBufferStep:
     def __call__(self, inputs, outputs):
         handle = inputs[0][()]
         resources = self.read.resources
-        value = _variable_value(resources.get(handle), handle, self.read.dtype)
+        value = self.read.value(handle)
         if value.shape != self.read_shape:
             raise RuntimeError(
                 f"variable {handle} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
@@ -53,7 +56,7 @@ class RingBufferStep:
             self.slice([c, *inputs[1 + self.n_concat :]], [value])  # c is its own buffer: no aliasing
         else:
             self.slice([c, *inputs[1 + self.n_concat :]], [s])
-            _variable(resources, handle).assign(s)
+            assign_variable(resources, handle, s)
 
 
 @dataclass(frozen=True, eq=False)

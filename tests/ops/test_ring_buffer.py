@@ -1,5 +1,5 @@
 """The streaming ring buffer READ_VARIABLE -> CONCATENATION -> STRIDED_SLICE -> ASSIGN_VARIABLE fused into one step
-at prepare (litert_py.runtime.ring_buffer), against the oracle (ai-edge-litert BUILTIN_REF) over several invokes;
+at prepare (litert_py.ops.ring_buffer), against the oracle (ai-edge-litert BUILTIN_REF) over several invokes;
 and the groups it must leave alone."""
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+"""The import arrows of CONTRIBUTING.md's "Layers": runtime/ never imports a kernel module (a module that
+registers an op), and no module of ops/ or runtime/ imports a private (underscore) name of another ops/ module."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import litert_py.ops  # noqa: F401  (registers every kernel)
+from litert_py.ops import registry
+
+PACKAGE = pathlib.Path(litert_py.ops.__file__).resolve().parents[1]
+
+
+def _relative_imports(path: pathlib.Path):
+    """(absolute module name, imported names) of every ``from ... import`` inside litert_py in ``path``."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module.removesuffix(".__init__")
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        if target == "litert_py" or target.startswith("litert_py."):
+            yield target, [a.name for a in node.names]
+
+
+def _kernel_modules() -> set[str]:
+    entries = list(registry._BUILTIN.values()) + list(registry._CUSTOM.values())
+    return {e.prepare.__module__ for e in entries}
+
+
+def test_runtime_imports_no_kernel_module():
+    kernels = _kernel_modules()
+    assert "litert_py.ops.pooling" in kernels  # the registry was read
+    bad = []
+    for path in sorted((PACKAGE / "runtime").rglob("*.py")):
+        for target, names in _relative_imports(path):
+            modules = {target} | {f"{target}.{n}" for n in names}
+            bad += [f"{path.name}: {m}" for m in sorted(modules & kernels)]
+    assert not bad, bad
+
+
+def test_no_private_kernel_names_imported_in_ops_and_runtime():
+    bad = []
+    for sub in ("ops", "runtime"):
+        for path in sorted((PACKAGE / sub).rglob("*.py")):
+            for target, names in _relative_imports(path):
+                if target.startswith("litert_py.ops"):
+                    bad += [f"{path.relative_to(PACKAGE)}: {target}.{n}" for n in names if n.startswith("_")]
+    assert not bad, bad
