@@ -32,6 +32,9 @@ divides by the same count; the max is order-free, computed separably (rows then 
 per tap (no padded copy). Average pools whose windows tile the input (global pools, filter == stride without
 padding) with at least POOL_TILED_MIN_TAPS taps take one reduction instead (`AveragePoolFloatTiled`,
 `AveragePoolQuantizedTiled`, float with more than one channel): bit-exact too (see the classes).
+8-bit average pools whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT elements read the division
+and clamp from a table of every possible window sum, made at prepare by the division itself
+(`AveragePoolQuantizedTiledTable`, `AveragePoolQuantizedTable`: one gather instead of seven passes).
 """
 
 from __future__ import annotations
