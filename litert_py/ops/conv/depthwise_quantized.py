@@ -36,17 +36,51 @@ from .common import (
 )
 from .requant import FoldedEpilogue, fold_requantization
 
+#: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
+#: window view (`EinsumTaps`): 1.1-3.5x faster than the stacked multiply + reduction or the tap loop from 48
+#: channels on (4x4x96, 6x6x128, 25x5x64, 15x13x48 stride 2, 64x64x64), 1.3-4x slower at 8-32 channels.
+EINSUM_MIN_CHANNELS = 48
+
+
+@dataclass(frozen=True, eq=False)
+class EinsumTaps:
+    """DepthwiseTaps whose exact_sum is one np.einsum of the whole (KH, KW, N, OH, OW, O) window view of the
+    padded buffer with the (KH, KW, OW, O) weights (tiled over the output width): one call, no products
+    buffer. Exact: einsum adds in its own order, but every partial sum of the integer products is an integer
+    of magnitude at most max|x| * sum|w - w_zp|, which prepare's exact_dtype keeps within the accumulation
+    type's exact range (2^24 for float32, 2^53 for float64): any order gives the exact sum."""
+
+    taps: depthwise.DepthwiseTaps  # built with a padded buffer (copy=True): `window` is set
+
+    def __call__(self, x: np.ndarray):
+        return self.taps(x)  # fills the padded buffer
+
+    def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
+        np.einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
+
+
+def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
+    """(taps, weights, scratch) for the exact tap sums of a constant filter: EinsumTaps from
+    EINSUM_MIN_CHANNELS output channels on, else DepthwiseTaps with depthwise._exact_tap_weights."""
+    taps = depthwise.DepthwiseTaps.build(geo, multiplier, dtype, pad_value, copy=True)
+    if geo.out_c >= EINSUM_MIN_CHANNELS:
+        w = quantized_weights(f.reshape(geo.filter_h, geo.filter_w, 1, geo.out_c), filter_zp, dtype)
+        w = np.ascontiguousarray(np.broadcast_to(w, (geo.filter_h, geo.filter_w, geo.out_w, geo.out_c)))
+        return EinsumTaps(taps), w, None
+    weights, scratch = depthwise._exact_tap_weights(f, geo, dtype, filter_zp)
+    return taps, weights, scratch
+
 
 @dataclass(frozen=True, eq=False)
 class DepthwiseConvQuantized:
     """DEPTHWISE_CONV_2D uint8 / int8 / int16x8: per-tap exact multiply-accumulate (float32 or float64), the
     per-channel offset bias - x_zp * sum(w - w_zp), then the requantization into the output."""
 
-    taps: depthwise.DepthwiseTaps  # raw input values converted to the accumulation type, border = input zero point
-    weights: tuple | np.ndarray | None  # w - w_zp for depthwise.DepthwiseTaps.exact_sum; None: from the filter input
+    taps: depthwise.DepthwiseTaps | EinsumTaps  # raw input values in the accumulation type, border = input zp
+    weights: tuple | np.ndarray | None  # w - w_zp for taps.exact_sum; None: from the filter input
     offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
     sums: np.ndarray  # (N, OH, OW, O) tap sums
-    scratch: np.ndarray  # one tap's products
+    scratch: np.ndarray | None  # one tap's products (None with EinsumTaps)
     acc: np.ndarray  # (N, OH, OW, O) accumulators: float64 (may be `sums` itself) or int64 (int64 bias)
     requant: Requantizer
     input_zp: int
@@ -93,8 +127,9 @@ def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int)
         wmax = taps * (255 if uint8 else 128)
     dtype = exact_dtype(max(-qmin, qmax) * wmax)
     if f.is_constant:
-        weights, scratch = depthwise._exact_tap_weights(f.data, geo, dtype, f_zp)
+        sum_taps, weights, scratch = _exact_taps(geo, multiplier, dtype, x_zp, f.data, f_zp)
     else:
+        sum_taps = depthwise.DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True)
         weights, scratch = None, np.empty(geo.out_shape, dtype)
     acc_dtype = np.int64 if int64_bias else np.float64
     offset = zp_term = None
@@ -132,7 +167,7 @@ def _prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int)
         ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max, int64_acc=int64_bias
     )
     return DepthwiseConvQuantized(
-        depthwise.DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True),
+        sum_taps,
         weights,
         offset,
         sums,
@@ -154,9 +189,9 @@ class DepthwiseConvQuantizedFolded:
     per-channel constant in float64, clip and floor (4 passes after the sums instead of 7). Scaling the sums
     rather than the weights keeps the taps in float32 where they are exact there (half the bytes)."""
 
-    taps: depthwise.DepthwiseTaps  # raw input values, border = input zero point
-    weights: tuple | np.ndarray  # w - w_zp for depthwise.DepthwiseTaps.exact_sum
-    scratch: np.ndarray
+    taps: depthwise.DepthwiseTaps | EinsumTaps  # raw input values, border = input zero point
+    weights: tuple | np.ndarray  # w - w_zp for taps.exact_sum
+    scratch: np.ndarray | None
     sums: np.ndarray  # (N, OH, OW, O) tap sums
     scale: np.ndarray  # (OW, O) float64
     const: np.ndarray  # (OW, O) float64
@@ -239,9 +274,9 @@ def _prepare_depthwise_folded(
             acc.reshape(geo.batches, geo.out_c),
             folding.epilogue,
         )
-    weights, scratch = depthwise._exact_tap_weights(f.data, geo, dtype, f_zp)
+    sum_taps, weights, scratch = _exact_taps(geo, multiplier, dtype, x.zero_point, f.data, f_zp)
     return DepthwiseConvQuantizedFolded(
-        depthwise.DepthwiseTaps.build(geo, multiplier, dtype, x.zero_point, copy=True),
+        sum_taps,
         weights,
         scratch,
         np.empty(geo.out_shape, dtype),
@@ -257,10 +292,10 @@ class DepthwiseConvHybrid:
     """DEPTHWISE_CONV_2D with float input and int8 filter: per-batch asymmetric input quantization (q - zp),
     exact per-tap sums, then f32(acc) * f32(s_w[c] * sf), bias and the float clamp."""
 
-    taps: depthwise.DepthwiseTaps  # float32 holding q - zp, border 0
-    weights: tuple | np.ndarray  # for depthwise.DepthwiseTaps.exact_sum
+    taps: depthwise.DepthwiseTaps | EinsumTaps  # float32 holding q - zp, border 0
+    weights: tuple | np.ndarray  # for taps.exact_sum
     sums: np.ndarray  # (N, OH, OW, O) float64 when the sums may exceed 2**24; else the output is used
-    scratch: np.ndarray
+    scratch: np.ndarray | None
     scale: np.ndarray  # (O,) float32 filter scales
     bias: np.ndarray | None  # (OW, O) float32
     dynamic_bias: bool
@@ -303,9 +338,9 @@ def _prepare_depthwise_hybrid(ctx: OpContext, geo: Geometry, multiplier: int):
     wmax = int(np.abs(f.data.reshape(taps, geo.out_c).astype(np.int64)).sum(axis=0).max())
     dtype = exact_dtype(255 * wmax)  # |q - zp| <= 255
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
-    weights, scratch = depthwise._exact_tap_weights(f.data, geo, dtype)
+    sum_taps, weights, scratch = _exact_taps(geo, multiplier, np.float32, 0, f.data)
     return DepthwiseConvHybrid(
-        depthwise.DepthwiseTaps.build(geo, multiplier, np.float32, copy=True),
+        sum_taps,
         weights,
         None if dtype == np.float32 else np.empty(geo.out_shape),
         scratch,

@@ -24,6 +24,7 @@ from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
 from litert_py.ops.conv import conv2d as conv
 from litert_py.ops.conv import depthwise as depthwise_conv
+from litert_py.ops.conv import depthwise_quantized
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
@@ -255,6 +256,55 @@ def test_depthwise_conv_2d_quantized(path, data):
     check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
 
 
+@pytest.mark.parametrize("path", list(DEPTHWISE_PATHS))
+@given(data=st.data())
+def test_depthwise_conv_2d_quantized_einsum(path, data):
+    """The same cases with the einsum tap sums (depthwise_quantized.EinsumTaps, normally from
+    EINSUM_MIN_CHANNELS output channels on) for every constant filter: exact whatever einsum's order."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(depthwise_quantized, "EINSUM_MIN_CHANNELS", 1)
+        check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
+
+
+@pytest.mark.parametrize("kind", ["folded", "unfolded", "uint8-multiplier-2"])
+def test_depthwise_einsum_taps_at_real_sizes(kind):
+    """EinsumTaps chosen at prepare for 64 output channels (folded and unfolded epilogues, uint8 with a filter
+    zero point and depth multiplier 2, stride 2 and SAME padding), exact against the oracle."""
+    rng = np.random.default_rng(11)
+    dtype = U8 if kind.startswith("uint8") else I8
+    c, m = (32, 2) if kind.startswith("uint8") else (64, 1)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi, (1, 9, 7, c), endpoint=True).astype(dtype)
+    f = rng.integers(lo, hi, (1, 3, 3, c * m), endpoint=True).astype(dtype)
+    s_out, zp = {"folded": (1.0, 5), "unfolded": (2.0**13, -128), "uint8-multiplier-2": (256.0, 5)}[kind]
+    case = {
+        "op": "DEPTHWISE_CONV_2D",
+        "x": x,
+        "x_q": quant(0.5, lo + 9),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(0.25, 3 if dtype == U8 else 0, 3) if dtype == U8 else quant(rng.uniform(0.1, 0.3, c * m), 0, 3),
+        "bias": (rng.integers(-3000, 3000, c * m) + (2**22 if kind == "unfolded" else 0)).astype(I32),
+        "b_q": quant(0.125),
+        "out_q": quant(s_out, zp),
+        "options": {"padding": 0, "stride_h": 2, "stride_w": 2, "depth_multiplier": m, "fused_activation_function": 1},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    model = conv_model(
+        *(case[k] for k in ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")),
+        dtype,
+        case["out_q"],
+        case["options"],
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared.taps).__name__ == "EinsumTaps"
+    assert hasattr(prepared, "epilogue") == (kind != "unfolded")
+
+
 # -- hybrid: float input, int8 filter ---------------------------------------------------------------------
 
 #: id -> (per-channel scales, groups, filter type)
@@ -315,6 +365,15 @@ def test_conv_2d_hybrid(kind, data):
 @given(data=st.data())
 def test_depthwise_conv_2d_hybrid(kind, data):
     check_against_oracle(data.draw(hybrid_cases("DEPTHWISE_CONV_2D", kind)), rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
+
+
+@given(data=st.data())
+def test_depthwise_conv_2d_hybrid_einsum(data):
+    """Hybrid depthwise with the einsum tap sums (EinsumTaps) for every filter: the same integer sums."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(depthwise_quantized, "EINSUM_MIN_CHANNELS", 1)
+        case = data.draw(hybrid_cases("DEPTHWISE_CONV_2D", "per-channel"))
+        check_against_oracle(case, rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
 
 
 @pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
