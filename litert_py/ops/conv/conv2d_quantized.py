@@ -163,7 +163,7 @@ def _prepare_conv_folded(
     w = conv2d._gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
     offset = bias.data.reshape(-1).astype(np.int64) - x_zp * w.sum(axis=0)
     folding = fold_requantization(
-        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
     )
     if folding is None:
         return None

@@ -250,7 +250,7 @@ def _prepare_depthwise_folded(
     if bias is not None:
         offset = offset + bias.data.reshape(-1).astype(np.int64)
     folding = fold_requantization(
-        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
     )
     if folding is None:
         return None
