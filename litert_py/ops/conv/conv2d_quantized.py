@@ -96,7 +96,7 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
-    if offset is not None and not int64_bias and groups == 1:
+    if offset is not None and not int64_bias and groups == 1 and not _float32_gemm_cheaper(geo, dtype):
         folded = _prepare_conv_folded(
             geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound
         )
@@ -107,6 +107,28 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     im2col = conv2d.Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
     return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
+
+
+#: The folded GEMM runs in float64 on a float64 im2col matrix; the unfolded one in float32 where that is exact.
+#: Where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
+#: (the matrix large against the output), the float32 GEMM plus the Requantizer's passes over the output is
+#: faster (measured: ResNet-8 3x3 layers K = 144..576, O = 16..64: 0.55-0.95x the folded time; the folded path
+#: stays ahead for 1x1 convs and for K < 4 * O, e.g. first layers and depthwise-separable blocks).
+FOLD_MAX_IM2COL_VALUES = 1 << 14
+FOLD_MAX_K_PER_OUTPUT = 4
+
+
+def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
+    """Whether the unfolded float32 GEMM is preferred over the folded float64 one (see FOLD_MAX_IM2COL_VALUES)."""
+    k = geo.filter_h * geo.filter_w * geo.in_c
+    rows = geo.batches * geo.out_h * geo.out_w
+    pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
+    return (
+        dtype == np.float32
+        and not pointwise
+        and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c
+        and rows * k >= FOLD_MAX_IM2COL_VALUES
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -925,3 +925,46 @@ def test_mixed_folding(op, shape, k, act, zp):
     assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
     assert type(prepared.epilogue.folded).__name__ == "LateZeroPointEpilogue"
     assert prepared.epilogue.folded.late_zp.reshape(-1, out_c)[0].tolist() == np.where(dead, zp, 0).tolist()
+
+
+@pytest.mark.parametrize(
+    "shape, k, out_c, expected",
+    [
+        ((1, 16, 16, 32), 3, 32, "ConvQuantized"),  # K = 288 >= 4 * O, 73k im2col values: float32 GEMM
+        ((1, 6, 6, 24), 3, 24, "ConvQuantizedFolded"),  # K = 216 >= 4 * O but only 7.8k im2col values
+        ((1, 16, 16, 8), 3, 32, "ConvQuantizedFolded"),  # K = 72 < 4 * O
+        ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1: the input's rows, always folded
+    ],
+)
+def test_conv_fold_choice(shape, k, out_c, expected):
+    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT: large im2col matrices against the output take the float32
+    GEMM and the Requantizer, the others the folded float64 GEMM; both exact against the oracle."""
+    rng = np.random.default_rng(k + out_c)
+    x = rng.integers(-128, 128, shape).astype(I8)
+    f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)
+    s_w = rng.uniform(0.005, 0.02, out_c)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, -3),
+        "f": f,
+        "f_type": I8,
+        "f_q": quant(s_w),
+        "bias": rng.integers(-5000, 5000, out_c).astype(I32),
+        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(0.05 * 0.01 * 73 * np.sqrt(k * k * shape[3]), -128),
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    model = conv_model(
+        *(case[key] for key in ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")),
+        I8,
+        case["out_q"],
+        case["options"],
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == expected
