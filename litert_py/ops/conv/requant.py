@@ -110,11 +110,25 @@ class LateZeroPointEpilogue:
         out_w = out_shape[2]
         rows = int(np.prod(out_shape)) // (out_w * np.size(rs))
         late = np.tile(np.asarray(late_zp, np.float64), out_w)
-        if relu_like:
-            return LateZeroPointEpilogue(lo - late, hi - late, late, None, None, None)
-        half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
-        const = np.tile(np.asarray(early_zp, np.float64) + 0.5, out_w)
-        return LateZeroPointEpilogue(lo - late, hi - late, late, half, const, np.empty((rows, half.size)))
+        half = const = sign = None
+        if not relu_like:
+            half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
+            const = np.tile(np.asarray(early_zp, np.float64) + 0.5, out_w)
+            sign = np.empty((rows, half.size))
+        if int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES:  # every operand with the output's shape
+
+            def full(a):
+                return None if a is None else np.ascontiguousarray(np.broadcast_to(a.reshape(out_w, -1), out_shape))
+
+            return SmallLateZeroPointEpilogue(
+                full(lo - late),
+                full(hi - late),
+                full(late),
+                full(half),
+                full(const),
+                None if sign is None else np.empty(out_shape),
+            )
+        return LateZeroPointEpilogue(lo - late, hi - late, late, half, const, sign)
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
         v = v.reshape(-1, self.late_zp.size)
@@ -125,6 +139,23 @@ class LateZeroPointEpilogue:
         clip_ufunc(v, self.lo, self.hi, out=v)
         np.floor(v, out=v)
         np.add(v, self.late_zp, out=out.reshape(v.shape), casting="unsafe")  # integers in range: exact
+
+
+@dataclass(frozen=True, eq=False)
+class SmallLateZeroPointEpilogue(LateZeroPointEpilogue):
+    """LateZeroPointEpilogue for outputs of at most SMALL_EPILOGUE_VALUES values, as SmallFoldedEpilogue: every
+    operand has the output's shape (no reshapes, no broadcasting), the zero point added in place and the result
+    assigned (no casting ufunc call): the same values."""
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)
+        np.floor(v, out=v)
+        np.add(v, self.late_zp, out=v)
+        out[...] = v
 
 
 @dataclass(frozen=True, eq=False)

@@ -756,7 +756,8 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     if kind == "late-zp":
-        assert type(prepared.epilogue).__name__ == "LateZeroPointEpilogue"
+        small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
+        assert type(prepared.epilogue).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
         assert prepared.epilogue.half is None  # lo >= zp = -128 for NONE and RELU: ReLU-like
     else:
         assert (prepared.epilogue.half is None) == (kind != "sign")
@@ -862,7 +863,8 @@ MIXED = [
     ("CONV_2D", (1, 9, 9, 8), 3, 1, -128),  # im2col GEMM, ReLU-like, FoldedEpilogue
     ("CONV_2D", (1, 6, 6, 16), 1, 3, -128),  # 1x1: the input's rows (ConvQuantizedFoldedRows), ReLU6
     ("CONV_2D", (1, 9, 9, 8), 3, 0, -100),  # no activation: the copysign epilogue
-    ("CONV_2D", (2, 1, 1, 24), 1, 1, -128),  # a streaming layer: SmallFoldedEpilogue
+    ("CONV_2D", (2, 1, 1, 24), 1, 1, -128),  # a streaming layer: the small epilogues
+    ("CONV_2D", (2, 1, 1, 24), 1, 0, -100),  # the same with the copysign term
     ("DEPTHWISE_CONV_2D", (1, 9, 9, 16), 3, 1, -128),  # tap sums
     ("DEPTHWISE_CONV_2D", (1, 7, 7, 64), 3, 0, -100),  # einsum tap sums, copysign epilogue
     ("DEPTHWISE_CONV_2D", (1, 5, 1, 32), 5, 1, -128),  # one window over the input (DepthwiseConvWholeFolded)
@@ -923,7 +925,8 @@ def test_mixed_folding(op, shape, k, act, zp):
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert type(prepared.epilogue).__name__ == "MixedEpilogue"
     assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
-    assert type(prepared.epilogue.folded).__name__ == "LateZeroPointEpilogue"
+    small = out.size <= SMALL_EPILOGUE_VALUES
+    assert type(prepared.epilogue.folded).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
     assert prepared.epilogue.folded.late_zp.reshape(-1, out_c)[0].tolist() == np.where(dead, zp, 0).tolist()
 
 
