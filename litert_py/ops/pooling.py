@@ -358,17 +358,7 @@ class AveragePoolQuantized:
 
     def __call__(self, inputs, outputs):
         x, out, s = inputs[INPUT], outputs[OUTPUT], self.total
-        taps = self.taps
-        if self.leading_full == 2:
-            np.add(x[taps[0][1]], x[taps[1][1]], out=s, dtype=np.int32)
-        elif self.leading_full == 1:
-            np.copyto(s, x[taps[0][1]])
-        else:
-            s.fill(0)
-        for k in range(self.leading_full, len(taps)):
-            o, i = taps[k]
-            dst = s[o]
-            np.add(dst, x[i], out=dst)
+        _sum_taps(x, self.taps, self.leading_full, s)
         _round_divide_clip(s, self.sign, self.half, self.count, self.lo, self.hi, out)
 
 
@@ -387,19 +377,24 @@ class AveragePoolQuantizedTable:
 
     def __call__(self, inputs, outputs):
         x, s = inputs[INPUT], self.total
-        taps = self.taps
-        if self.leading_full == 2:
-            np.add(x[taps[0][1]], x[taps[1][1]], out=s, dtype=np.int32)
-        elif self.leading_full == 1:
-            np.copyto(s, x[taps[0][1]])
-        else:
-            s.fill(0)
-        for k in range(self.leading_full, len(taps)):
-            o, i = taps[k]
-            dst = s[o]
-            np.add(dst, x[i], out=dst)
+        _sum_taps(x, self.taps, self.leading_full, s)
         np.add(s, self.offset, out=s)
         np.take(self.table, s, out=outputs[OUTPUT])
+
+
+def _sum_taps(x: np.ndarray, taps: tuple, leading_full: int, s: np.ndarray) -> None:
+    """s (int32) = the sum over the taps of the input elements each reads (the first ``leading_full`` taps
+    cover every output)."""
+    if leading_full == 2:
+        np.add(x[taps[0][1]], x[taps[1][1]], out=s, dtype=np.int32)
+    elif leading_full == 1:
+        np.copyto(s, x[taps[0][1]])
+    else:
+        s.fill(0)
+    for k in range(leading_full, len(taps)):
+        o, i = taps[k]
+        dst = s[o]
+        np.add(dst, x[i], out=dst)
 
 
 def _round_divide_clip(s: np.ndarray, sign: np.ndarray | None, half, count, lo: int, hi: int, out: np.ndarray):

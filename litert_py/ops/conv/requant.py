@@ -132,13 +132,17 @@ class LateZeroPointEpilogue:
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
         v = v.reshape(-1, self.late_zp.size)
+        self.floor_clipped(v)
+        np.add(v, self.late_zp, out=out.reshape(v.shape), casting="unsafe")  # integers in range: exact
+
+    def floor_clipped(self, v: np.ndarray) -> None:
+        """In place: the sign term (sign path), the clip to [lo - zp, hi - zp] and the floor."""
         if self.half is not None:
             np.copysign(self.half, v, out=self.sign)
             np.add(v, self.sign, out=v)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)
         np.floor(v, out=v)
-        np.add(v, self.late_zp, out=out.reshape(v.shape), casting="unsafe")  # integers in range: exact
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,12 +152,7 @@ class SmallLateZeroPointEpilogue(LateZeroPointEpilogue):
     assigned (no casting ufunc call): the same values."""
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        if self.half is not None:
-            np.copysign(self.half, v, out=self.sign)
-            np.add(v, self.sign, out=v)
-            np.add(v, self.const, out=v)
-        clip_ufunc(v, self.lo, self.hi, out=v)
-        np.floor(v, out=v)
+        self.floor_clipped(v)
         np.add(v, self.late_zp, out=v)
         out[...] = v
 

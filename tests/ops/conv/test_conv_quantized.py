@@ -147,6 +147,16 @@ def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0)
     return ours[0]
 
 
+def _prepared_op(case):
+    """The prepared op litert_py chose for a constant-filter case of check_against_oracle."""
+    keys = ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")
+    model = conv_model(*(case[k] for k in keys), case["x"].dtype, case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    return prepared
+
+
 def _zero_point(draw, dtype) -> int:
     lo, hi = _range(dtype)
     return draw(st.sampled_from([lo, hi, 0, (lo + hi) // 2])) if draw(st.booleans()) else draw(st.integers(lo, hi))
@@ -294,15 +304,7 @@ def test_depthwise_einsum_taps_at_real_sizes(kind):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2
-    model = conv_model(
-        *(case[k] for k in ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")),
-        dtype,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared_op(case)
     assert type(prepared.taps).__name__ == "EinsumTaps"
     assert hasattr(prepared, "epilogue") == (kind != "unfolded")
 
@@ -961,13 +963,5 @@ def test_conv_fold_choice(shape, k, out_c, expected):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2
-    model = conv_model(
-        *(case[key] for key in ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")),
-        I8,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared_op(case)
     assert type(prepared).__name__ == expected
