@@ -32,7 +32,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
-from .requant import FoldedEpilogue, fold_requantization
+from .requant import FoldedEpilogue, MixedEpilogue, fold_requantization
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,10 +96,9 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
-    if offset is not None and not int64_bias and groups == 1 and not _float32_gemm_cheaper(geo, dtype):
-        folded = _prepare_conv_folded(
-            geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound
-        )
+    if offset is not None and not int64_bias and groups == 1:
+        fold = _prepare_conv_scaled if _float32_gemm_cheaper(geo, dtype) else _prepare_conv_folded
+        folded = fold(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound)
         if folded is not None:
             return folded
     gemm = np.empty(geo.out_shape, dtype)
@@ -111,9 +110,10 @@ def _prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
 
 #: The folded GEMM runs in float64 on a float64 im2col matrix; the unfolded one in float32 where that is exact.
 #: Where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
-#: (the matrix large against the output), the float32 GEMM plus the Requantizer's passes over the output is
-#: faster (measured: ResNet-8 3x3 layers K = 144..576, O = 16..64: 0.55-0.95x the folded time; the folded path
-#: stays ahead for 1x1 convs and for K < 4 * O, e.g. first layers and depthwise-separable blocks).
+#: (the matrix large against the output), the float32 GEMM is faster (measured: ResNet-8 3x3 layers K = 144..576,
+#: O = 16..64: 0.55-0.95x the folded time; the folded path stays ahead for 1x1 convs and for K < 4 * O, e.g. first
+#: layers and depthwise-separable blocks): its sums are then scaled (ConvQuantizedScaled) where the requantization
+#: folds, else requantized by the Requantizer (ConvQuantized).
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
 
@@ -128,6 +128,52 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
         and not pointwise
         and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c
         and rows * k >= FOLD_MAX_IM2COL_VALUES
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedScaled:
+    """CONV_2D uint8 / int8 whose im2col matrix is large against the output (_float32_gemm_cheaper) and whose
+    requantization folds (litert_py.ops.conv.requant, bound checked at prepare): the exact float32 GEMM of the
+    raw input values (as ConvQuantized), then sums * scale[c] + the folded constant in float64 and the folded
+    epilogue (clip, floor): 4 passes over the output after the GEMM instead of the Requantizer's 7, and the
+    im2col matrix stays float32. Exact: |sum| <= max|x| * sum|w - w_zp| keeps sum * M * 2^(ls-31-rs) within the
+    folding's 2^53-unit bound, and the constant is the folding's own."""
+
+    im2col: conv2d.Im2Col  # float32 raw input values, border = the input zero point
+    weights: np.ndarray  # (1, K, O) float32 w - w_zp
+    sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output
+    scale: np.ndarray  # (OW, O) float64
+    const: np.ndarray  # (OW, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        acc = self.acc
+        self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
+        np.multiply(self.sums, self.scale, out=acc)
+        np.add(acc, self.const, out=acc)
+        self.epilogue(acc, outputs[OUTPUT])
+
+
+def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
+    """ConvQuantizedScaled, or None when conv_requant's bound fails on some channel (a MixedEpilogue: measured
+    0.9x the unfolded ConvQuantized's speed there, where the others are 1.1-1.2x faster)."""
+    w = conv2d._gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    offset = bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
+    )
+    if folding is None or isinstance(folding.epilogue, MixedEpilogue):  # the Requantizer on a subset costs more
+        return None
+    return ConvQuantizedScaled(
+        conv2d.Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
+        w.astype(np.float32)[None],
+        np.empty(geo.out_shape, np.float32),
+        tile_over_width(folding.scale, geo.out_w, np.float64),
+        tile_over_width(folding.const, geo.out_w, np.float64),
+        np.empty(geo.out_shape),
+        folding.epilogue,
     )
 
 

@@ -23,8 +23,8 @@ from hypothesis.errors import InvalidArgument
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
 from litert_py.ops.conv import conv2d as conv
+from litert_py.ops.conv import conv2d_quantized, depthwise_quantized
 from litert_py.ops.conv import depthwise as depthwise_conv
-from litert_py.ops.conv import depthwise_quantized
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
@@ -264,6 +264,18 @@ def test_conv_2d_quantized(path, data):
 @given(data=st.data())
 def test_depthwise_conv_2d_quantized(path, data):
     check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
+
+
+@pytest.mark.parametrize("path", ["int8-per-channel", "int8-per-tensor", "uint8"])
+@given(data=st.data())
+def test_conv_2d_quantized_scaled(path, data):
+    """The same cases with the float32 GEMM and scaled sums (conv2d_quantized.ConvQuantizedScaled, normally for
+    large im2col matrices) wherever the requantization folds: FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT
+    set to 0."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(conv2d_quantized, "FOLD_MAX_IM2COL_VALUES", 0)
+        mp.setattr(conv2d_quantized, "FOLD_MAX_K_PER_OUTPUT", 0)
+        check_against_oracle(data.draw(quantized_cases("CONV_2D", path)))
 
 
 @pytest.mark.parametrize("path", list(DEPTHWISE_PATHS))
@@ -935,7 +947,7 @@ def test_mixed_folding(op, shape, k, act, zp):
 @pytest.mark.parametrize(
     "shape, k, out_c, expected",
     [
-        ((1, 16, 16, 32), 3, 32, "ConvQuantized"),  # K = 288 >= 4 * O, 73k im2col values: float32 GEMM
+        ((1, 16, 16, 32), 3, 32, "ConvQuantizedScaled"),  # K = 288 >= 4 * O, 73k im2col values: float32 GEMM
         ((1, 6, 6, 24), 3, 24, "ConvQuantizedFolded"),  # K = 216 >= 4 * O but only 7.8k im2col values
         ((1, 16, 16, 8), 3, 32, "ConvQuantizedFolded"),  # K = 72 < 4 * O
         ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1: the input's rows, always folded
@@ -943,7 +955,8 @@ def test_mixed_folding(op, shape, k, act, zp):
 )
 def test_conv_fold_choice(shape, k, out_c, expected):
     """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT: large im2col matrices against the output take the float32
-    GEMM and the Requantizer, the others the folded float64 GEMM; both exact against the oracle."""
+    GEMM and scale its sums (ConvQuantizedScaled), the others the folded float64 GEMM; exact against the oracle.
+    (test_mixed_folding's channels that fold only apart send such layers to ConvQuantized.)"""
     rng = np.random.default_rng(k + out_c)
     x = rng.integers(-128, 128, shape).astype(I8)
     f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)
