@@ -32,6 +32,9 @@ divides by the same count; the max is order-free, computed separably (rows then 
 per tap (no padded copy). Average pools whose windows tile the input (global pools, filter == stride without
 padding) with at least POOL_TILED_MIN_TAPS taps take one reduction instead (`AveragePoolFloatTiled`,
 `AveragePoolQuantizedTiled`, float with more than one channel): bit-exact too (see the classes).
+8-bit average pools whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT elements read the division
+and clamp from a table of every possible window sum, made at prepare by the division itself
+(`AveragePoolQuantizedTiledTable`, `AveragePoolQuantizedTable`: one gather instead of seven passes).
 """
 
 from __future__ import annotations
@@ -235,6 +238,47 @@ class AveragePoolQuantizedTiled:
         _round_divide_clip(s, self.sign, self.half, self.count, self.lo, self.hi, outputs[OUTPUT])
 
 
+#: 8-bit average pools whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT elements read the rounding
+#: division and clamp of their window sums from a table of the 255 * n + 1 possible sums (at most 256 KB).
+DIVIDE_TABLE_MAX_COUNT = 1024
+
+
+def divide_table(dtype, count: int, lo: int, hi: int) -> tuple[np.ndarray, int]:
+    """(table, offset): table[S + offset] = clamp(the reference's rounding division of the window sum S by
+    ``count``) for every sum S of ``count`` values of the 8-bit ``dtype`` (offset = -qmin * count puts the
+    smallest sum at 0). Made by _round_divide_clip itself over the whole domain: exact by construction."""
+    qmin, qmax = dtype_range(dtype)
+    sums = np.arange(qmin * count, qmax * count + 1, dtype=np.int32)
+    table = np.empty(sums.shape, dtype)
+    sign = None if dtype == np.uint8 else np.empty(sums.shape, np.int32)
+    _round_divide_clip(sums, sign, count // 2, count, lo, hi, table)
+    return table, -qmin * count
+
+
+@dataclass(frozen=True, eq=False)
+class AveragePoolQuantizedTiledTable:
+    """AveragePoolQuantizedTiled for 8-bit types (windows of n <= DIVIDE_TABLE_MAX_COUNT elements): the int32
+    window sums in one reduction that starts from the table's offset (so every sum is a valid index), then one
+    gather from `divide_table` instead of the seven passes of the division and clamp. Bit-exact: the table
+    holds _round_divide_clip's own results for every possible sum."""
+
+    tiles: PoolTiles
+    offset: int  # -qmin * n
+    table: np.ndarray  # (255 * n + 1,) in the output type
+    total: np.ndarray  # (N, OH, OW, C) int32 sums + offset
+
+    def __call__(self, inputs, outputs):
+        s, tiles = self.total, self.tiles
+        np.add.reduce(
+            tiles.windows(inputs[INPUT]),
+            axis=tiles.axes,
+            dtype=np.int32,
+            out=s.reshape(tiles.reduced),
+            initial=self.offset,
+        )
+        np.take(self.table, s, out=outputs[OUTPUT])
+
+
 @dataclass(frozen=True, eq=False)
 class MaxStage:
     """The max over the filter taps along one axis (1 = rows, 2 = columns) with np.fmax: NaN = no value."""
@@ -342,6 +386,26 @@ class AveragePoolQuantized:
         _round_divide_clip(s, self.sign, self.half, self.count, self.lo, self.hi, out)
 
 
+@dataclass(frozen=True, eq=False)
+class AveragePoolQuantizedTable:
+    """AveragePoolQuantized for 8-bit types whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT
+    elements (no window clipped by padding): the same int32 tap sums, plus the table's offset, then one gather
+    from `divide_table` instead of the division and clamp (seven passes). Bit-exact (the table holds
+    _round_divide_clip's own results for every possible sum)."""
+
+    taps: tuple  # ((output index, input index), ...)
+    leading_full: int  # how many of the first taps (at most 2) cover every output
+    offset: np.ndarray  # 0-d int32: -qmin * n
+    table: np.ndarray  # (255 * n + 1,) in the output type
+    total: np.ndarray  # (N, OH, OW, C) int32 sums + offset
+
+    def __call__(self, inputs, outputs):
+        x, s = inputs[INPUT], self.total
+        sum_taps(x, self.taps, self.leading_full, s, np.int32)
+        np.add(s, self.offset, out=s)
+        np.take(self.table, s, out=outputs[OUTPUT])
+
+
 def _round_divide_clip(s: np.ndarray, sign: np.ndarray | None, half, count, lo: int, hi: int, out: np.ndarray):
     """out = clamp(the reference's rounding division of the int32 window sums s by count), s overwritten."""
     if sign is not None:
@@ -360,10 +424,14 @@ def _round_divide_clip(s: np.ndarray, sign: np.ndarray | None, half, count, lo: 
 
 def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuantized | AveragePoolQuantizedTiled:
     tiles = PoolTiles.build(geo)
+    dtype = ctx.input(INPUT).dtype
     if tiles is not None:
         lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
-        sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
+        sign = np.empty(geo.out_shape, np.int32) if dtype != np.uint8 else None
         count = geo.filter_h * geo.filter_w
+        if dtype.itemsize == 1 and count <= DIVIDE_TABLE_MAX_COUNT:
+            table, offset = divide_table(dtype, count, lo, hi)
+            return AveragePoolQuantizedTiledTable(tiles, offset, table, np.empty(geo.out_shape, np.int32))
         return AveragePoolQuantizedTiled(tiles, count // 2, count, np.empty(geo.out_shape, np.int32), sign, lo, hi)
     taps = pool_taps_2d(geo)
     counts = tap_counts(ctx, geo)
@@ -374,9 +442,20 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         count = np.ascontiguousarray(counts[:, :, None], dtype=np.int32)
         half = count // 2
     lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
-    sign = np.empty(geo.out_shape, np.int32) if ctx.input(INPUT).dtype != np.uint8 else None
-    pairs, total = tuple((o, i) for o, i, _ in taps), np.empty(geo.out_shape, np.int32)
-    return AveragePoolQuantized(pairs, _leading_full(taps), half, count, total, sign, lo, hi)
+    leading = _leading_full(taps)
+    if dtype.itemsize == 1 and isinstance(count, int) and count <= DIVIDE_TABLE_MAX_COUNT:
+        table, offset = divide_table(dtype, count, lo, hi)
+        return AveragePoolQuantizedTable(
+            tuple((o, i) for o, i, _ in taps),
+            leading,
+            np.array(offset, np.int32),
+            table,
+            np.empty(geo.out_shape, np.int32),
+        )
+    sign = np.empty(geo.out_shape, np.int32) if dtype != np.uint8 else None
+    return AveragePoolQuantized(
+        tuple((o, i) for o, i, _ in taps), leading, half, count, np.empty(geo.out_shape, np.int32), sign, lo, hi
+    )
 
 
 @dataclass(frozen=True, eq=False)

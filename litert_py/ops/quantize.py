@@ -117,12 +117,18 @@ def prepare_dequantize(ctx: OpContext) -> PreparedOp:
 
 @dataclass(frozen=True, eq=False)
 class QuantizeFloat:
-    """float32 -> int: clamp(int32(round_half_away(x / scale)) + zp), per tensor or per channel."""
+    """float32 -> int: clamp(int32(round_half_away(x / scale)) + zp), per tensor or per channel.
+
+    Rounding and clamping are monotone and the bounds are integers (fixed points of the rounding), so the
+    quotient is clamped first, to [qmin - zp, qmax - zp]: then |t| < 2^17, t + copysign(1/2, t) is exact in
+    float64 (the addition must run in float64: in float32, 0.49999997 + 0.5 rounds to 1.0) and its trunc is
+    round_half_away(t); adding zp gives an in-range integer, assigned to the output (an exact conversion; a
+    plain assignment costs a fraction of a casting ufunc call on small tensors)."""
 
     scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
     zero_point: np.ndarray  # int32, same shape
-    lo: np.ndarray  # float32 qmin - zp - 1: the quotient is clamped to one step beyond the output range
-    hi: np.ndarray  # float32 qmax - zp + 1
+    lo: np.ndarray  # float32 qmin - zp: the quotient is clamped to the output range first
+    hi: np.ndarray  # float32 qmax - zp
     qmin: int
     qmax: int
     overflow_value: np.ndarray  # what an out-of-int32-range quotient becomes: clamp(wrap32(INT32_MIN + zp))
@@ -137,8 +143,6 @@ class QuantizeFloat:
         zp = np.asarray(self.zero_point)
         object.__setattr__(self, "_zp", zp.astype(np.float64) if zp.any() else None)
         # 0-d arrays, not numpy or Python scalars: a scalar operand is converted on every ufunc call (~0.25 us)
-        object.__setattr__(self, "_qmin", np.array(self.qmin, np.float64))
-        object.__setattr__(self, "_qmax", np.array(self.qmax, np.float64))
         object.__setattr__(self, "_half_f32", np.array(0.5, _F32))
         # A quotient outside int32 (or NaN) becomes clamp(INT32_MIN + zp): qmin for zp >= 0, where the clamp
         # already sends t < -2^31 (so only the max needs checking), qmax for zp < 0 (only the min).
@@ -159,16 +163,14 @@ class QuantizeFloat:
         ):
             bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
             t[bad] = 0
-        # Rounding and clamping are monotone, so clamping first (to integers one beyond the range) changes
-        # nothing and keeps |t| < 2^17: then t +- 1/2 is exact in float64 and its trunc is round_half_away(t).
         clip_ufunc(t, self.lo, self.hi, out=t)
         np.copysign(self._half_f32, t, out=half)
-        np.add(t, half, out=wide)  # exact in float64
+        np.add(t, half, out=wide, dtype=np.float64)  # exact in float64 (not in float32)
         np.trunc(wide, out=wide)
         if self._zp is not None:
-            wide += self._zp
+            np.add(wide, self._zp, out=wide)
         out = outputs[0]
-        clip_ufunc(wide, self._qmin, self._qmax, out=out, casting="unsafe")  # integers in range: exact casts
+        out[...] = wide  # integers within the output range: exact
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
 
@@ -238,8 +240,8 @@ def prepare_quantize(ctx: OpContext) -> PreparedOp:
         return QuantizeFloat(
             scale,
             zp.astype(np.int32),
-            (qmin - zp - 1).astype(_F32),
-            (qmax - zp + 1).astype(_F32),
+            (qmin - zp).astype(_F32),
+            (qmax - zp).astype(_F32),
             qmin,
             qmax,
             overflow,

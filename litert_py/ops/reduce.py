@@ -171,6 +171,36 @@ class MeanQuantized:
         )
 
 
+#: 8-bit MEAN (and uint8 SUM) over n <= MEAN_TABLE_MAX_COUNT values reads its result from a table of every sum.
+MEAN_TABLE_MAX_COUNT = 1024
+
+
+@dataclass(frozen=True, eq=False)
+class MeanQuantizedTable:
+    """MeanQuantized for 8-bit types and n <= MEAN_TABLE_MAX_COUNT: the sums of the n values start from the
+    table's offset -qmin * n (every sum is then an index of the 255 * n + 1 entry table), and one gather
+    replaces the int64 requantization passes. Exact: the table holds MeanQuantized's own arithmetic
+    (requantize_int64_inplace of wrap32(sum - zi * n)) evaluated at prepare on every possible sum."""
+
+    reduction: Reduction
+    offset: int  # -qmin * n
+    table: np.ndarray  # (255 * n + 1,) in the output type
+
+    @staticmethod
+    def build(reduction: Reduction, op: MeanQuantized, dtype) -> MeanQuantizedTable:
+        n = reduction.n
+        total = np.arange(op.qmin * n, op.qmax * n + 1, dtype=np.int64) - op.zi_n
+        if op.wrap:
+            wrap32(total, out=total)
+        table = np.empty(total.shape, dtype)
+        requantize_int64_inplace(total, op.multiplier, op.shift, op.zo, op.qmin, op.qmax, table)
+        return MeanQuantizedTable(reduction, -op.qmin * n, table)
+
+    def __call__(self, inputs, outputs):
+        total = np.add.reduce(self.reduction.rows(inputs[INPUT]), axis=0, dtype=np.intp, initial=self.offset)
+        np.take(self.table, total, out=outputs[OUTPUT].reshape(self.reduction.m))
+
+
 @dataclass(frozen=True, eq=False)
 class SumQuantizedFloat:
     """int8 / int16 SUM as LiteRT's optimized kernel computes it (optimized_ops::QuantizedMeanOrSum), in float32:
@@ -218,8 +248,9 @@ def _mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
     return (multiplier << k) // n, shift - k
 
 
-def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | None):
-    """The prepared op of one MEAN / SUM path for a given reduction."""
+def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | None, table: bool = True):
+    """The prepared op of one MEAN / SUM path for a given reduction (``table``: MeanQuantizedTable allowed; not
+    for the per-invoke reductions of non-constant axes, where building it would cost more than it saves)."""
     if size == 0:
         return Fill(np.nan if path == "mean-float" else 0)  # InitializeMeanOutput / the reducers' init value
     n = reduction.n
@@ -236,7 +267,10 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
         bias = np.float32(np.float32(np.float32(-qp.zi) * scale) * np.float32(n))
         return SumQuantizedFloat(reduction, scale, bias, qp.zo, qp.qmin, qp.qmax)
     m, shift = _mean_multiplier(qp.multiplier, qp.shift, n) if path == "mean-q" else (qp.multiplier, qp.shift)
-    return MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax, _may_wrap(n, qp.zi, qp.qmin, qp.qmax))
+    op = MeanQuantized(reduction, m, shift, qp.zi * n, qp.zo, qp.qmin, qp.qmax, _may_wrap(n, qp.zi, qp.qmin, qp.qmax))
+    if table and qp.qmax - qp.qmin == 255 and 0 < n <= MEAN_TABLE_MAX_COUNT:  # input and output share the 8-bit type
+        return MeanQuantizedTable.build(reduction, op, np.int8 if qp.qmin < 0 else np.uint8)
+    return op
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,7 +291,8 @@ class ReduceDynamicAxes:
 
 
 def _reduce_make(path: str, qp: QuantParams | None, x: np.ndarray, axes, reduction: Reduction):
-    return _reduce_op(path, reduction, x.size, qp)
+    # no MeanQuantizedTable for a reduction made at every invoke: building it would cost more than it saves
+    return _reduce_op(path, reduction, x.size, qp, table=False)
 
 
 def _quant_params(ctx: OpContext, x: TensorInfo, y: TensorInfo) -> QuantParams:

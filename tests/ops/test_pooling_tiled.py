@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.pooling import POOL_TILED_MIN_TAPS
+from litert_py.ops.pooling import DIVIDE_TABLE_MAX_COUNT, POOL_TILED_MIN_TAPS
 from tests.oracle import T, quant, run_both, single_op_model
 
 SAME, VALID = 0, 1
@@ -113,7 +113,11 @@ def test_average_pool_tiled_quantized(geometry, dtype):
     x.reshape(-1)[-(x.size // 4) :] = info.min
     zp = 0 if dt == np.int16 else int(info.min) + 7
     model = _model(shape, _out_shape(shape, fh, fw, sh, sw, padding), fh, fw, sh, sw, padding, 1, dt, quant(0.5, zp))
-    assert _prepared(model) == ("AveragePoolQuantizedTiled" if tiled else "AveragePoolQuantized")
+    name = "AveragePoolQuantizedTiled" if tiled else "AveragePoolQuantized"
+    if dt.itemsize == 1 and fh * fw <= DIVIDE_TABLE_MAX_COUNT:  # 8-bit: the division table (non-tiled: when
+        assert _prepared(model) in ((name + "Table",) if tiled else (name, name + "Table"))  # the counts agree)
+    else:
+        assert _prepared(model) == name
     ours, theirs = run_both(model, [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
 
@@ -127,7 +131,32 @@ def test_average_pool_tiled_rounding_halves(dtype):
     x[0, 0, :3, 2] = 1  # 3/8 rounds to 0
     x[0, 1, :5, 3] = 1  # 5/8 rounds to 1
     model = _model(x.shape, (1, 2, 1, 4), 1, 8, 1, 8, dtype=dtype, q=quant(1.0, 0))
-    assert _prepared(model) == "AveragePoolQuantizedTiled"
+    assert _prepared(model) == "AveragePoolQuantizedTiledTable"
     ours, theirs = run_both(model, [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
     assert theirs[0][0, 0, 0, 0] == 1 and theirs[0][0, 0, 0, 2] == 0 and theirs[0][0, 1, 0, 3] == 1
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("activation", [0, 1, 3])
+def test_average_pool_table_paths(dtype, activation):
+    """The 8-bit division tables (AveragePoolQuantizedTiledTable, AveragePoolQuantizedTable) and the tiled
+    path they leave windows of more than DIVIDE_TABLE_MAX_COUNT elements to (a 33x32 global pool), with the
+    fused RELU / RELU6 clamps, the type's extremes included: exact."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    zp = int(info.min) + 100
+    q = quant(0.05, zp)
+    cases = [
+        ((1, 33, 32, 3), (1, 1, 1, 3), 33, 32, 33, 32, "AveragePoolQuantizedTiled"),
+        ((1, 10, 10, 5), (1, 1, 1, 5), 10, 10, 10, 10, "AveragePoolQuantizedTiledTable"),
+        ((2, 9, 9, 4), (2, 4, 4, 4), 3, 3, 2, 2, "AveragePoolQuantizedTable"),  # VALID, overlapping windows
+    ]
+    for shape, out_shape, fh, fw, sh, sw, name in cases:
+        x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+        x.reshape(-1)[:7] = info.max
+        x.reshape(-1)[-7:] = info.min
+        model = _model(shape, out_shape, fh, fw, sh, sw, 1, activation, dtype, q)
+        assert _prepared(model) == name
+        ours, theirs = run_both(model, [x])
+        np.testing.assert_array_equal(ours[0], theirs[0])

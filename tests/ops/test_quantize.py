@@ -209,3 +209,20 @@ def test_quantize_rank0_float(value, expected):
     ours, theirs = run_ours(model, [x]), run_litert(model, [x])
     assert np.shape(ours[0]) == np.shape(theirs[0]) == ()
     assert int(ours[0]) == int(theirs[0]) == expected
+
+
+@pytest.mark.parametrize("dtype, zp", [(np.int8, 3), (np.uint8, 128), (np.int16, 0), (np.int8, -128)])
+def test_quantize_float_just_below_halves(dtype, zp):
+    """Quotients one float32 ulp below and above x.5 (and the halves themselves, both signs): t + 1/2 rounds to
+    the next integer in float32 (0.49999997 + 0.5 == 1.0f), so the rounding must add in float64; with the
+    clamp bounds, infinities and a zero point at the end of the range."""
+    halves = np.arange(-6, 6, dtype=np.float32) + np.float32(0.5)
+    near = np.concatenate([np.nextafter(halves, -np.inf), halves, np.nextafter(halves, np.inf)])
+    x = np.concatenate([near, np.float32([0.0, -0.0, 1e6, -1e6, np.inf, -np.inf])]).reshape(1, -1)
+    model = single_op_model("QUANTIZE", [T(x.shape, np.float32)], [T(x.shape, dtype, q=quant(1.0, zp))])
+    ours, theirs = run_ours(model, [x]), run_litert(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    lo, hi = RANGES[dtype]
+    assert ours[0][0, 6] == np.clip(zp, lo, hi)  # 0.49999997 rounds to 0
+    assert ours[0][0, 17] == np.clip(zp - 1, lo, hi)  # -0.5 rounds away from zero
+    assert ours[0][0, 5] == np.clip(zp - 1, lo, hi)  # -0.50000006 too

@@ -604,3 +604,36 @@ def test_cumsum(dtype, data, shape, exclusive, reverse, axis_const, seed):
     )
     ours, theirs = run_both(model, [x] if axis_const else [x, ax])
     assert_matches(ours, theirs, rtol=TOLERANCE["CUMSUM"])
+
+
+@pytest.mark.parametrize(
+    "dtype, shape, axes, expected",
+    [
+        (np.int8, (1, 2, 2, 384), [1, 2], "MeanQuantizedTable"),  # a MobileNetV2 head: n = 4
+        (np.uint8, (2, 7, 7, 5), [1, 2], "MeanQuantizedTable"),
+        (np.int8, (1, 32, 33, 3), [1, 2], "MeanQuantized"),  # n = 1056 > MEAN_TABLE_MAX_COUNT
+        (np.int16, (1, 4, 4, 8), [1, 2], "MeanQuantized"),
+    ],
+)
+def test_mean_quantized_table(dtype, shape, axes, expected):
+    """8-bit MEAN over at most MEAN_TABLE_MAX_COUNT values reads a table of every sum (exact by construction),
+    the type's extremes included; larger counts and int16 keep the int64 requantization."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    x.reshape(-1)[:5] = info.max
+    x.reshape(-1)[-5:] = info.min
+    mid = (int(info.min) + int(info.max) + 1) // 2
+    zi, zo = (0, 0) if dtype == np.int16 else (mid - 3, mid + 5)
+    model = single_op_model(
+        "MEAN",
+        [T(shape, dtype, q=quant(0.0473, zi)), T.const(np.array(axes, np.int32))],
+        [T(_expected_shape(shape, axes, False), dtype, q=quant(0.0111, zo))],  # means spread 4x
+        {"keep_dims": False},
+    )
+    ours, theirs = run_both(model, [x])
+    assert_matches(ours, theirs)
+    assert len(np.unique(ours[0])) > 2
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == expected

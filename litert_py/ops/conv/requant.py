@@ -16,13 +16,20 @@ MultiplyByQuantizedMultiplier; SRDHM ties up, RoundingDivideByPOT ties away from
 * Other layers: the GEMM gives u; then u + copysign(2^-(rs+1), u) + zp + 1/2, clip, floor (Requantizer's
   fused form without its multiply and offset passes).
 
-Exactness bound (checked per channel at prepare, else the unfolded kernel with litert_py.quant.Requantizer
-is used): every value is an integer multiple of the unit 2^(ls-31-rs) (needs ls <= 30) and every partial sum
-of the GEMM, in whatever order BLAS adds, stays below 2^53 units:
-M * (max|x| * sum|w - w_zp| + |offset|) + (|zp| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53. Also 0 <= M < 2^31
-(no SRDHM saturation) and the C++ accumulator times 2^ls stays in int32 (acc_bound * 2^ls <= INT32_MAX; the
-wrapping cases keep the library path). Layers with right shifts of about 15 or more and zero point -128 fail
-the bound and keep the Requantizer.
+Exactness bound (checked per channel at prepare): every value is an integer multiple of the unit
+2^(ls-31-rs) (needs ls <= 30) and every partial sum of the GEMM, in whatever order BLAS adds, stays below 2^53
+units: M * (max|x| * sum|w - w_zp| + |offset|) + (|zp| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53. Also
+0 <= M < 2^31 (no SRDHM saturation) and the C++ accumulator times 2^ls stays in int32
+(acc_bound * 2^ls <= INT32_MAX). Channels with right shifts of about 15 or more and zero point -128 (near-dead
+channels of ReLU layers) fail the bound because of the zero point term: zp is then added after the floor on
+those channels (`LateZeroPointEpilogue`, bound M * (max|x| * sum|w - w_zp| + |offset|) + 2^(31+rs-ls) +
+2^(31-ls) <= 2^53, one more pass). Channels failing that too: when some channels pass, the layer still folds
+(`MixedEpilogue`): the failing channels' GEMM columns hold the raw accumulator (scale 1, constant = offset:
+exact integers, |acc| < 2^32), which the epilogue gathers and requantizes with litert_py.quant.Requantizer
+(exact by its own proofs and fallbacks) after the folded epilogue has run over every channel, then writes over
+those channels' outputs.
+When no channel passes, or the C++ accumulator could wrap (acc_bound > INT32_MAX), the unfolded kernel with
+the Requantizer runs.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...quant import INT32_MAX
+from ...quant import INT32_MAX, Requantizer
 from ..common import clip_ufunc
 
 FLOAT64_EXACT = 1 << 53
@@ -83,6 +90,93 @@ class SmallFoldedEpilogue(FoldedEpilogue):
         out[...] = v
 
 
+@dataclass(frozen=True, eq=False)
+class LateZeroPointEpilogue:
+    """FoldedEpilogue for layers of which some channels are exact only with the output zero point added after
+    the floor (right shifts of about 15 or more: zp * 2^(31+rs-ls) units do not fit in float64's 53 bits, the
+    rounded value does): floor(v + zp) = floor(v) + zp for an integer zp, so on those channels the constant (or
+    the sign path's ``const``) leaves zp out, the clip bounds are [lo - zp, hi - zp], and zp is added to the
+    floored value. Per channel: ``v`` (rows, OW*O) view of the output-shaped values."""
+
+    lo: np.ndarray  # (OW*O,) float64 lo - late zp
+    hi: np.ndarray  # (OW*O,) float64 hi - late zp
+    late_zp: np.ndarray  # (OW*O,) float64: zp on the late channels, 0 elsewhere
+    half: np.ndarray | None  # (OW*O,) 2^-(rs+1) (sign path); None: ReLU-like, ``v`` holds u + c
+    const: np.ndarray | None  # (OW*O,) early zp + 1/2 (sign path)
+    sign: np.ndarray | None  # (rows, OW*O) float64 scratch (sign path)
+
+    @staticmethod
+    def build(relu_like: bool, rs, early_zp, late_zp, lo: int, hi: int, out_shape) -> LateZeroPointEpilogue:
+        out_w = out_shape[2]
+        rows = int(np.prod(out_shape)) // (out_w * np.size(rs))
+        late = np.tile(np.asarray(late_zp, np.float64), out_w)
+        half = const = sign = None
+        if not relu_like:
+            half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
+            const = np.tile(np.asarray(early_zp, np.float64) + 0.5, out_w)
+            sign = np.empty((rows, half.size))
+        if int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES:  # every operand with the output's shape
+
+            def full(a):
+                return None if a is None else np.ascontiguousarray(np.broadcast_to(a.reshape(out_w, -1), out_shape))
+
+            return SmallLateZeroPointEpilogue(
+                full(lo - late),
+                full(hi - late),
+                full(late),
+                full(half),
+                full(const),
+                None if sign is None else np.empty(out_shape),
+            )
+        return LateZeroPointEpilogue(lo - late, hi - late, late, half, const, sign)
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        v = v.reshape(-1, self.late_zp.size)
+        self.floor_clipped(v)
+        np.add(v, self.late_zp, out=out.reshape(v.shape), casting="unsafe")  # integers in range: exact
+
+    def floor_clipped(self, v: np.ndarray) -> None:
+        """In place: the sign term (sign path), the clip to [lo - zp, hi - zp] and the floor."""
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)
+        np.floor(v, out=v)
+
+
+@dataclass(frozen=True, eq=False)
+class SmallLateZeroPointEpilogue(LateZeroPointEpilogue):
+    """LateZeroPointEpilogue for outputs of at most SMALL_EPILOGUE_VALUES values, as SmallFoldedEpilogue: every
+    operand has the output's shape (no reshapes, no broadcasting), the zero point added in place and the result
+    assigned (no casting ufunc call): the same values."""
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        self.floor_clipped(v)
+        np.add(v, self.late_zp, out=v)
+        out[...] = v
+
+
+@dataclass(frozen=True, eq=False)
+class MixedEpilogue:
+    """A folded epilogue for a layer of which only some channels fold (module docstring): ``v`` (the output's
+    shape) holds u + c (or u) on the folded channels and the raw accumulator on ``channels``. Those are gathered
+    first (the folded epilogue overwrites ``v``), requantized by ``requant`` (exact), and written over the
+    folded epilogue's outputs for them."""
+
+    folded: FoldedEpilogue | LateZeroPointEpilogue
+    channels: np.ndarray  # (B,) intp: the channels whose fold is not exact
+    sub_acc: np.ndarray  # (N, OH, OW, B) float64 scratch
+    sub_out: np.ndarray  # (N, OH, OW, B) in the output type
+    requant: Requantizer  # for the B channels
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        np.take(v, self.channels, axis=-1, out=self.sub_acc)
+        self.folded(v, out)
+        self.requant(self.sub_acc, self.sub_out)
+        out[..., self.channels] = self.sub_out
+
+
 @dataclass(frozen=True)
 class Folding:
     """What prepare folds into the weights: ``scale`` (O,) float64 M * 2^(ls-31-rs) per output channel (the
@@ -105,13 +199,16 @@ def fold_requantization(
     max_abs_x: int,
     acc_bound: float,
     out_shape,
+    out_dtype=np.int8,
 ) -> Folding | None:
-    """The folding of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with acc = sum_k x_k * w_kc + offset[c],
-    or None when the bound of the module docstring fails on some channel.
+    """The folding of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with acc = sum_k x_k * w_kc + offset[c]
+    (a MixedEpilogue when the bound of the module docstring fails on some channels), or None when it fails on
+    every channel or the C++ accumulator could wrap.
 
     ``offset``: (O,) exact integers; ``weight_abs_sums``: (O,) sum over k of |w_kc| (integers);
     ``max_abs_x``: the largest |x| the sums read (raw input values, padding included);
-    ``acc_bound``: a bound of |acc| (the C++ int32 accumulator); ``out_shape``: NHWC output shape."""
+    ``acc_bound``: a bound of |acc| (the C++ int32 accumulator); ``out_shape``: NHWC output shape;
+    ``out_dtype``: the output's type."""
     m = np.asarray(multiplier, np.int64).reshape(-1)
     s = np.asarray(shift, np.int64).reshape(-1)
     offset = np.asarray(offset, np.int64).reshape(-1)
@@ -119,40 +216,56 @@ def fold_requantization(
     if acc_bound > INT32_MAX or (m < 0).any():
         return None
     ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-    relu_like = lo >= zero_point or not rs.any()
-    for mc, lc, rc, w, off in zip(m.tolist(), ls.tolist(), rs.tolist(), wsum.tolist(), offset.tolist()):
+    exact = np.zeros(m.size, bool)
+    late = np.zeros(m.size, bool)  # exact only with the zero point added after the floor
+    for c, (mc, lc, rc, w, off) in enumerate(zip(m.tolist(), ls.tolist(), rs.tolist(), wsum.tolist(), offset.tolist())):
         if lc > 30 or rc > 31 or acc_bound * 2.0**lc > INT32_MAX:
-            return None
-        units = mc * (max_abs_x * w + abs(off)) + ((abs(zero_point) + 1) << (31 + rc - lc)) + (1 << (31 - lc))
-        if units > FLOAT64_EXACT:
-            return None
-    scale = m * np.ldexp(1.0, ls - 31 - rs)
-    const = (offset * m).astype(np.float64) * np.ldexp(1.0, ls - 31 - rs)  # |offset * M| < 2^53: exact
+            continue
+        units = mc * (max_abs_x * w + abs(off)) + (1 << (31 - lc))
+        exact[c] = units + ((abs(zero_point) + 1) << (31 + rc - lc)) <= FLOAT64_EXACT
+        late[c] = not exact[c] and units + (1 << (31 + rc - lc)) <= FLOAT64_EXACT
+    exact |= late
+    if not exact.any():
+        return None
+    ls, rs = np.where(exact, ls, 0), np.where(exact, rs, 0)  # the other channels: scale 1, the raw accumulator
+    unit = np.ldexp(1.0, ls - 31 - rs)
+    scale = np.where(exact, m * unit, 1.0)
+    const = np.where(exact, (offset * m).astype(np.float64) * unit, offset)  # |offset * M| < 2^53: exact
+    relu_like = lo >= zero_point or not rs.any()
+    early_zp = np.where(late, 0, zero_point)  # the zero point added before the floor (in the constant)
+    if relu_like:
+        const = const + np.where(exact, early_zp + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5), 0.0)
+    if late.any():
+        epilogue = LateZeroPointEpilogue.build(
+            relu_like, rs, early_zp, np.where(late, zero_point, 0), lo, hi, out_shape
+        )
+    else:
+        epilogue = _folded_epilogue(relu_like, rs, zero_point, lo, hi, out_shape)
+    if not exact.all():
+        channels = np.flatnonzero(~exact)
+        sub_shape = tuple(out_shape[:3]) + (channels.size,)
+        requant = Requantizer.build(m[channels], s[channels], zero_point, lo, hi, acc_bound, sub_shape)
+        epilogue = MixedEpilogue(epilogue, channels, np.empty(sub_shape), np.empty(sub_shape, out_dtype), requant)
+    return Folding(scale, const, epilogue)
+
+
+def _folded_epilogue(relu_like: bool, rs: np.ndarray, zero_point: int, lo: int, hi: int, out_shape) -> FoldedEpilogue:
     out_w = out_shape[2]
     small = int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES
     if relu_like:
-        const = const + (zero_point + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5))
         if small:
-            return Folding(scale, const, SmallFoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None))
-        return Folding(scale, const, FoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None))
+            return SmallFoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None)
+        return FoldedEpilogue(np.array(float(lo)), np.array(float(hi)), None, 0.0, None)
     half = np.tile(np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), out_w)
     if small:  # v has the output's shape
-        return Folding(
-            scale,
-            const,
-            SmallFoldedEpilogue(
-                np.array(float(lo)),
-                np.array(float(hi)),
-                np.ascontiguousarray(np.broadcast_to(half.reshape(out_w, -1), out_shape)),
-                np.array(zero_point + 0.5),
-                np.empty(out_shape),
-            ),
+        return SmallFoldedEpilogue(
+            np.array(float(lo)),
+            np.array(float(hi)),
+            np.ascontiguousarray(np.broadcast_to(half.reshape(out_w, -1), out_shape)),
+            np.array(zero_point + 0.5),
+            np.empty(out_shape),
         )
     rows = int(np.prod(out_shape)) // half.size
-    return Folding(
-        scale,
-        const,
-        FoldedEpilogue(
-            np.array(float(lo)), np.array(float(hi)), half, np.array(zero_point + 0.5), np.empty((rows, half.size))
-        ),
+    return FoldedEpilogue(
+        np.array(float(lo)), np.array(float(hi)), half, np.array(zero_point + 0.5), np.empty((rows, half.size))
     )

@@ -23,6 +23,7 @@ from hypothesis.errors import InvalidArgument
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
 from litert_py.ops.conv import conv2d as conv
+from litert_py.ops.conv import conv2d_quantized, depthwise_quantized
 from litert_py.ops.conv import depthwise as depthwise_conv
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import ModelBuilder, quant
@@ -146,6 +147,16 @@ def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0)
     return ours[0]
 
 
+def _prepared_op(case):
+    """The prepared op litert_py chose for a constant-filter case of check_against_oracle."""
+    keys = ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")
+    model = conv_model(*(case[k] for k in keys), case["x"].dtype, case["out_q"], case["options"])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    return prepared
+
+
 def _zero_point(draw, dtype) -> int:
     lo, hi = _range(dtype)
     return draw(st.sampled_from([lo, hi, 0, (lo + hi) // 2])) if draw(st.booleans()) else draw(st.integers(lo, hi))
@@ -255,6 +266,61 @@ def test_depthwise_conv_2d_quantized(path, data):
     check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
 
 
+@pytest.mark.parametrize("path", ["int8-per-channel", "int8-per-tensor", "uint8"])
+@given(data=st.data())
+def test_conv_2d_quantized_scaled(path, data):
+    """The same cases with the float32 GEMM and scaled sums (conv2d_quantized.ConvQuantizedScaled, normally for
+    large im2col matrices) wherever the requantization folds: FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT
+    set to 0."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(conv2d_quantized, "FOLD_MAX_IM2COL_VALUES", 0)
+        mp.setattr(conv2d_quantized, "FOLD_MAX_K_PER_OUTPUT", 0)
+        check_against_oracle(data.draw(quantized_cases("CONV_2D", path)))
+
+
+@pytest.mark.parametrize("path", list(DEPTHWISE_PATHS))
+@given(data=st.data())
+def test_depthwise_conv_2d_quantized_einsum(path, data):
+    """The same cases with the einsum tap sums (depthwise_quantized.EinsumTaps, normally from
+    EINSUM_MIN_CHANNELS output channels on) for every constant filter: exact whatever einsum's order."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(depthwise_quantized, "EINSUM_MIN_CHANNELS", 1)
+        check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
+
+
+@pytest.mark.parametrize("kind", ["folded", "unfolded", "uint8-multiplier-2"])
+def test_depthwise_einsum_taps_at_real_sizes(kind):
+    """EinsumTaps chosen at prepare for 64 output channels (folded and unfolded epilogues, uint8 with a filter
+    zero point and depth multiplier 2, stride 2 and SAME padding), exact against the oracle."""
+    rng = np.random.default_rng(11)
+    dtype = U8 if kind.startswith("uint8") else I8
+    c, m = (32, 2) if kind.startswith("uint8") else (64, 1)
+    lo, hi = _range(dtype)
+    x = rng.integers(lo, hi, (1, 9, 7, c), endpoint=True).astype(dtype)
+    f = rng.integers(lo, hi, (1, 3, 3, c * m), endpoint=True).astype(dtype)
+    s_out, zp = {"folded": (1.0, 5), "unfolded": (2.0**25, -128), "uint8-multiplier-2": (256.0, 5)}[kind]
+    case = {
+        "op": "DEPTHWISE_CONV_2D",
+        "x": x,
+        "x_q": quant(0.5, lo + 9),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(0.25, 3 if dtype == U8 else 0, 3) if dtype == U8 else quant(rng.uniform(0.1, 0.3, c * m), 0, 3),
+        "bias": rng.integers(-(2**30), 2**30, c * m).astype(I32)
+        if kind == "unfolded"  # right shifts ~28: no channel folds, even with the zero point after the floor
+        else rng.integers(-3000, 3000, c * m).astype(I32),
+        "b_q": quant(0.125),
+        "out_q": quant(s_out, zp),
+        "options": {"padding": 0, "stride_h": 2, "stride_w": 2, "depth_multiplier": m, "fused_activation_function": 1},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    prepared = _prepared_op(case)
+    assert type(prepared.taps).__name__ == "EinsumTaps"
+    assert hasattr(prepared, "epilogue") == (kind != "unfolded")
+
+
 # -- hybrid: float input, int8 filter ---------------------------------------------------------------------
 
 #: id -> (per-channel scales, groups, filter type)
@@ -315,6 +381,15 @@ def test_conv_2d_hybrid(kind, data):
 @given(data=st.data())
 def test_depthwise_conv_2d_hybrid(kind, data):
     check_against_oracle(data.draw(hybrid_cases("DEPTHWISE_CONV_2D", kind)), rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
+
+
+@given(data=st.data())
+def test_depthwise_conv_2d_hybrid_einsum(data):
+    """Hybrid depthwise with the einsum tap sums (EinsumTaps) for every filter: the same integer sums."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(depthwise_quantized, "EINSUM_MIN_CHANNELS", 1)
+        case = data.draw(hybrid_cases("DEPTHWISE_CONV_2D", "per-channel"))
+        check_against_oracle(case, rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
 
 
 @pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
@@ -640,8 +715,8 @@ def test_refused_although_litert_runs_it(case, match):
 
 #: (activation, output scale, output zero point, the epilogue kind prepare must choose)
 #: "relu": ReLU-like clamp (lo >= zp), sign correction dropped; "sign": copysign-corrected; "no-rs": no right
-#: shift (multiplier >= 1/2), no correction whatever the clamp; "unfolded": the 2^53 bound fails (right shift
-#: ~20 with zero point -128), the prepared Requantizer runs.
+#: shift (multiplier >= 1/2), no correction whatever the clamp; "late-zp": the 2^53 bound fails with the zero
+#: point in the constant (right shift ~20 with zero point -128), so zp is added after the floor.
 FOLDED = [
     (1, 1.0, -5, "relu"),
     (3, 1.0, 7, "relu"),
@@ -649,8 +724,8 @@ FOLDED = [
     (2, 1.0, 3, "sign"),
     (0, 0.05, 2, "no-rs"),
     (1, 0.01, -3, "no-rs"),
-    (0, 2.0**13, -128, "unfolded"),
-    (1, 2.0**13, -128, "unfolded"),
+    (0, 2.0**13, -128, "late-zp"),
+    (1, 2.0**13, -128, "late-zp"),
 ]
 
 
@@ -673,7 +748,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     else:
         f, f_q = np.array([1, -2, 3, 1, 0, -1, 2, 1], I8).reshape(1, 2, 2, 2), quant([0.125, 0.25], 0, 3)
         bias = np.array([37, -1000], I32)
-    if kind == "unfolded":  # outputs of a few units need accumulators of ~2^20
+    if kind == "late-zp":  # outputs of a few units need accumulators of ~2^20
         bias += np.array([2**22, 2**20], I32)
     case = {
         "op": op,
@@ -689,13 +764,15 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
         "const": (True, True),
     }
     out = check_against_oracle(case)
-    assert len(np.unique(out)) > 2 - (kind == "unfolded")  # not all clamped
+    assert len(np.unique(out)) > 2 - (kind == "late-zp")  # not all clamped
     model = conv_model(op, x, case["x_q"], f, I8, f_q, bias, case["b_q"], I8, case["out_q"], case["options"])
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
-    if kind == "unfolded":
-        assert not hasattr(prepared, "epilogue") and prepared.requant.fallback is not None
+    if kind == "late-zp":
+        small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
+        assert type(prepared.epilogue).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
+        assert prepared.epilogue.half is None  # lo >= zp = -128 for NONE and RELU: ReLU-like
     else:
         assert (prepared.epilogue.half is None) == (kind != "sign")
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
@@ -792,3 +869,112 @@ def test_depthwise_window_covering_the_whole_input(dtype, act):
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
     assert (prepared.epilogue.half is None) == (act == 1)
+
+
+#: (op, input shape, kernel, activation, output zero point): layers whose near-dead channels (weight scale 1000x
+#: smaller: right shifts of 17-20) fail the fold's bound with zero point -128 while the others fold.
+MIXED = [
+    ("CONV_2D", (1, 9, 9, 8), 3, 1, -128),  # im2col GEMM, ReLU-like, FoldedEpilogue
+    ("CONV_2D", (1, 6, 6, 16), 1, 3, -128),  # 1x1: the input's rows (ConvQuantizedFoldedRows), ReLU6
+    ("CONV_2D", (1, 9, 9, 8), 3, 0, -100),  # no activation: the copysign epilogue
+    ("CONV_2D", (2, 1, 1, 24), 1, 1, -128),  # a streaming layer: the small epilogues
+    ("CONV_2D", (2, 1, 1, 24), 1, 0, -100),  # the same with the copysign term
+    ("DEPTHWISE_CONV_2D", (1, 9, 9, 16), 3, 1, -128),  # tap sums
+    ("DEPTHWISE_CONV_2D", (1, 7, 7, 64), 3, 0, -100),  # einsum tap sums, copysign epilogue
+    ("DEPTHWISE_CONV_2D", (1, 5, 1, 32), 5, 1, -128),  # one window over the input (DepthwiseConvWholeFolded)
+]
+
+
+@pytest.mark.parametrize("op, shape, k, act, zp", MIXED, ids=[f"{m[0]}-{m[2]}x{m[2]}-act{m[3]}" for m in MIXED])
+def test_mixed_folding(op, shape, k, act, zp):
+    """Some channels fold, some only with the zero point added after the floor (multipliers 1000x smaller), the
+    others (10^6x smaller) are requantized apart by the MixedEpilogue: exact against the oracle, the dead
+    channels' outputs included (they are not all at the zero point)."""
+    rng = np.random.default_rng(sum(shape) + k + act)
+    n, h, w, c = shape
+    out_c = c if op == "DEPTHWISE_CONV_2D" else 24
+    kw = 1 if shape[2] == 1 else k
+    x = rng.integers(-128, 128, shape).astype(I8)
+    f_shape = (1, k, kw, out_c) if op == "DEPTHWISE_CONV_2D" else (out_c, k, kw, c)
+    f = rng.integers(-127, 128, f_shape).astype(I8)
+    s_w = rng.uniform(0.5, 1.5, out_c) * 0.01
+    dead = np.arange(out_c) % 5 == 2  # zp added after the floor (LateZeroPointEpilogue)
+    very_dead = np.arange(out_c) % 7 == 3  # not even then: requantized apart (MixedEpilogue)
+    dead &= ~very_dead
+    s_w[dead] *= 1e-3
+    s_w[very_dead] *= 1e-6
+    s_in = 0.05
+    terms = k * kw * (1 if op == "DEPTHWISE_CONV_2D" else c)
+    s_out = s_in * 0.01 * 73 * 60 * np.sqrt(terms) / 60
+    bias = rng.integers(-20000, 20000, out_c).astype(I32)
+    bias[dead] = rng.integers(2**19, 2**20, int(dead.sum()))  # the dead channels' outputs move (about +1 unit)
+    bias[very_dead] = rng.integers(-(2**30), 2**30, int(very_dead.sum()))
+    case = {
+        "op": op,
+        "x": x,
+        "x_q": quant(s_in, 3),
+        "f": f,
+        "f_type": I8,
+        "f_q": quant(s_w, 0, 3 if op == "DEPTHWISE_CONV_2D" else 0),
+        "bias": bias,
+        "b_q": quant(np.float32(s_in) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(s_out, zp),
+        "options": {
+            "padding": 1 if (h, w) == (k, kw) else 0,
+            "stride_h": 1,
+            "stride_w": 1,
+            "fused_activation_function": act,
+        },
+        "const": (True, True),
+    }
+    if op == "DEPTHWISE_CONV_2D":
+        case["options"]["depth_multiplier"] = 1
+    out = check_against_oracle(case)
+    assert len(np.unique(out[..., dead])) > 1 and len(np.unique(out[..., ~dead & ~very_dead])) > 2
+    model = conv_model(
+        *(case[k] for k in ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")), I8, case["out_q"], case["options"]
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared.epilogue).__name__ == "MixedEpilogue"
+    assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
+    small = out.size <= SMALL_EPILOGUE_VALUES
+    assert type(prepared.epilogue.folded).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
+    assert prepared.epilogue.folded.late_zp.reshape(-1, out_c)[0].tolist() == np.where(dead, zp, 0).tolist()
+
+
+@pytest.mark.parametrize(
+    "shape, k, out_c, expected",
+    [
+        ((1, 16, 16, 32), 3, 32, "ConvQuantizedScaled"),  # K = 288 >= 4 * O, 73k im2col values: float32 GEMM
+        ((1, 6, 6, 24), 3, 24, "ConvQuantizedFolded"),  # K = 216 >= 4 * O but only 7.8k im2col values
+        ((1, 16, 16, 8), 3, 32, "ConvQuantizedFolded"),  # K = 72 < 4 * O
+        ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1: the input's rows, always folded
+    ],
+)
+def test_conv_fold_choice(shape, k, out_c, expected):
+    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT: large im2col matrices against the output take the float32
+    GEMM and scale its sums (ConvQuantizedScaled), the others the folded float64 GEMM; exact against the oracle.
+    (test_mixed_folding's channels that fold only apart send such layers to ConvQuantized.)"""
+    rng = np.random.default_rng(k + out_c)
+    x = rng.integers(-128, 128, shape).astype(I8)
+    f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)
+    s_w = rng.uniform(0.005, 0.02, out_c)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, -3),
+        "f": f,
+        "f_type": I8,
+        "f_q": quant(s_w),
+        "bias": rng.integers(-5000, 5000, out_c).astype(I32),
+        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(0.05 * 0.01 * 73 * np.sqrt(k * k * shape[3]), -128),
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    prepared = _prepared_op(case)
+    assert type(prepared).__name__ == expected

@@ -1,0 +1,310 @@
+"""CONV_2D, quantized (uint8 / int8 / int16x8, bit-exact with BUILTIN_REF) and hybrid (float32 input, int8/int4
+filter) prepared ops: `ConvQuantized`, `ConvQuantizedFolded`, `ConvQuantizedFoldedRows`, `ConvHybrid`. The sources
+matched, the paths and the measured speed are described in conv2d.py, whose registered prepare_conv_2d dispatches
+here; the im2col data movement (`Im2Col`) is shared with the float path there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant import (
+    Requantizer,
+    dtype_range,
+)
+from ..common import clip_ufunc, float_activation_range
+from ..registry import OpContext, TensorInfo
+from . import conv2d
+from .common import (
+    BIAS,
+    EMPTY_OUTPUT,
+    FILTER,
+    INPUT,
+    OUTPUT,
+    Geometry,
+    add_offset,
+    exact_dtype,
+    hybrid_scales,
+    int16_bias_type,
+    quantization_params,
+    quantize_batches,
+    requantizer_for,
+    tile_over_width,
+)
+from .requant import FoldedEpilogue, MixedEpilogue, fold_requantization
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantized:
+    """CONV_2D uint8 / int8 / int16x8: an exact integer GEMM in BLAS (float32 or float64), the per-channel
+    offset bias - x_zp * sum(w - w_zp), then the requantization into the output."""
+
+    im2col: conv2d.Im2Col  # raw input values, border = the input zero point
+    weights: np.ndarray | None  # (G, Kg, Og) of w - w_zp; None: made from the filter input at every invoke
+    offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
+    gemm: np.ndarray  # (N, OH, OW, O) GEMM output
+    acc: np.ndarray  # (N, OH, OW, O) accumulators: float64 (may be `gemm` itself) or int64 (int64 bias)
+    requant: Requantizer
+    input_zp: int
+    filter_zp: int
+
+    def __call__(self, inputs, outputs):
+        w, offset = self.weights, self.offset
+        if w is None:
+            w = conv2d._gemm_weights(inputs[FILTER], self.im2col.groups, self.gemm.dtype, self.filter_zp)
+        if offset is None:
+            colsum = w.sum(axis=1, dtype=np.float64).reshape(-1)
+            offset = inputs[BIAS].reshape(-1).astype(self.acc.dtype) - self.input_zp * colsum.astype(self.acc.dtype)
+        self.im2col.gemm(inputs[INPUT], w, self.gemm)
+        add_offset(self.acc, self.gemm, offset)
+        self.requant(self.acc, outputs[OUTPUT])
+
+
+def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
+    x, f, bias, out = ctx.input(INPUT), ctx.input(FILTER), ctx.input(BIAS), ctx.outputs[OUTPUT]
+    uint8 = x.dtype == np.uint8
+    expected = (np.uint8,) if uint8 else (np.int8,)  # INT4 filters are unpacked to int8
+    ctx.check(
+        f.dtype in expected,
+        f"{x.type_name} CONV_2D needs a {'UINT8' if uint8 else 'INT8 or INT4'} filter, got {f.type_name}",
+    )
+    m, shift, lo, hi = quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
+    int64_bias = x.dtype == np.int16 and int16_bias_type(ctx, bias) == "INT64"
+    if geo.empty:
+        return EMPTY_OUTPUT
+    x_zp, f_zp = x.zero_point, f.zero_point if uint8 else 0
+    qmin, qmax = dtype_range(x.dtype)
+    k = geo.filter_h * geo.filter_w * f.shape[3]
+    dev = max(qmax - x_zp, x_zp - qmin)  # max |x - x_zp|
+    if f.is_constant:
+        wabs = np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64) - f_zp).sum(axis=1)
+        wmax = int(wabs.max())
+    else:
+        wmax = k * (255 if uint8 else 128)
+    dtype = exact_dtype(max(-qmin, qmax) * wmax)  # |every partial sum of the GEMM| <= max|x| * sum|w'|
+    weights = conv2d._gemm_weights(f.data, groups, dtype, f_zp) if f.is_constant else None
+    acc_dtype = np.int64 if int64_bias else np.float64
+    offset = None
+    if weights is not None and bias.is_constant:
+        colsum = weights.sum(axis=1, dtype=np.float64).reshape(-1)  # exact: |sum| < 2**53
+        if int64_bias:
+            offset = bias.data.reshape(-1).astype(np.int64)  # the input zero point is 0
+        else:
+            offset = bias.data.reshape(-1).astype(np.float64) - x_zp * colsum
+        offset = tile_over_width(offset, geo.out_w, acc_dtype)
+        acc_bound = dev * wmax + float(np.abs(bias.data.astype(np.float64)).max())
+    else:
+        acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
+    if offset is not None and not int64_bias and groups == 1:
+        fold = _prepare_conv_scaled if _float32_gemm_cheaper(geo, dtype) else _prepare_conv_folded
+        folded = fold(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound)
+        if folded is not None:
+            return folded
+    gemm = np.empty(geo.out_shape, dtype)
+    acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
+    requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
+    im2col = conv2d.Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
+    return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
+
+
+#: The folded GEMM runs in float64 on a float64 im2col matrix; the unfolded one in float32 where that is exact.
+#: Where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
+#: (the matrix large against the output), the float32 GEMM is faster (measured: ResNet-8 3x3 layers K = 144..576,
+#: O = 16..64: 0.55-0.95x the folded time; the folded path stays ahead for 1x1 convs and for K < 4 * O, e.g. first
+#: layers and depthwise-separable blocks): its sums are then scaled (ConvQuantizedScaled) where the requantization
+#: folds, else requantized by the Requantizer (ConvQuantized).
+FOLD_MAX_IM2COL_VALUES = 1 << 14
+FOLD_MAX_K_PER_OUTPUT = 4
+
+
+def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
+    """Whether the unfolded float32 GEMM is preferred over the folded float64 one (see FOLD_MAX_IM2COL_VALUES)."""
+    k = geo.filter_h * geo.filter_w * geo.in_c
+    rows = geo.batches * geo.out_h * geo.out_w
+    pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
+    return (
+        dtype == np.float32
+        and not pointwise
+        and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c
+        and rows * k >= FOLD_MAX_IM2COL_VALUES
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedScaled:
+    """CONV_2D uint8 / int8 whose im2col matrix is large against the output (_float32_gemm_cheaper) and whose
+    requantization folds (litert_py.ops.conv.requant, bound checked at prepare): the exact float32 GEMM of the
+    raw input values (as ConvQuantized), then sums * scale[c] + the folded constant in float64 and the folded
+    epilogue (clip, floor): 4 passes over the output after the GEMM instead of the Requantizer's 7, and the
+    im2col matrix stays float32. Exact: |sum| <= max|x| * sum|w - w_zp| keeps sum * M * 2^(ls-31-rs) within the
+    folding's 2^53-unit bound, and the constant is the folding's own."""
+
+    im2col: conv2d.Im2Col  # float32 raw input values, border = the input zero point
+    weights: np.ndarray  # (1, K, O) float32 w - w_zp
+    sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output
+    scale: np.ndarray  # (OW, O) float64
+    const: np.ndarray  # (OW, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        acc = self.acc
+        self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
+        np.multiply(self.sums, self.scale, out=acc)
+        np.add(acc, self.const, out=acc)
+        self.epilogue(acc, outputs[OUTPUT])
+
+
+def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
+    """(w, folding): the (K, O) int64 weights w - w_zp and fold_requantization's result (None when it fails)."""
+    w = conv2d._gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    offset = bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
+    )
+    return w, folding
+
+
+def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
+    """ConvQuantizedScaled, or None when conv_requant's bound fails on some channel (a MixedEpilogue: measured
+    0.9x the unfolded ConvQuantized's speed there, where the others are 1.1-1.2x faster)."""
+    w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
+    if folding is None or isinstance(folding.epilogue, MixedEpilogue):  # the Requantizer on a subset costs more
+        return None
+    return ConvQuantizedScaled(
+        conv2d.Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
+        w.astype(np.float32)[None],
+        np.empty(geo.out_shape, np.float32),
+        tile_over_width(folding.scale, geo.out_w, np.float64),
+        tile_over_width(folding.const, geo.out_w, np.float64),
+        np.empty(geo.out_shape),
+        folding.epilogue,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFolded:
+    """CONV_2D uint8 / int8 with constant weights and bias whose requantization folds into the GEMM
+    (litert_py.ops.conv.requant, exactness bound checked at prepare): one float64 GEMM of the raw input values
+    plus a ones column against (w - w_zp) * scale[c] plus the constant row, then clip and floor."""
+
+    im2col: conv2d.Im2Col  # float64 raw input values, border = the input zero point, last column ones
+    weights: np.ndarray  # (1, K+1, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRows:
+    """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
+    whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
+    without conv2d.Im2Col's window logic (small streaming layers pay per Python call)."""
+
+    a: np.ndarray  # (M, K+1) float64, last column ones
+    a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
+    weights: np.ndarray  # (K+1, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64, the epilogue's input
+    acc_rows: np.ndarray  # (M, O) view of acc: the GEMM's output
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        np.copyto(self.a_input, inputs[INPUT])
+        np.matmul(self.a, self.weights, out=self.acc_rows)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+def _prepare_conv_folded(
+    geo: Geometry,
+    x: TensorInfo,
+    f: TensorInfo,
+    bias: TensorInfo,
+    f_zp: int,
+    m,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    max_abs_x: int,
+    acc_bound: float,
+):
+    """The folded prepared op, or None when conv_requant's bound fails."""
+    x_zp = x.zero_point
+    w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
+    if folding is None:
+        return None
+    weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
+    np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
+    weights[0, -1] = folding.const
+    im2col = conv2d.Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
+    if im2col.pointwise:
+        a = im2col.blocks[0][4][0]
+        a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
+        assert np.shares_memory(a_input, a)
+        acc = np.empty(geo.out_shape)
+        return ConvQuantizedFoldedRows(
+            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue
+        )
+    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvHybrid:
+    """CONV_2D with float input and int8 filter: per-batch input quantization, an exact integer GEMM, then
+    float32 scaling in the reference's order, bias and the float clamp."""
+
+    im2col: conv2d.Im2Col  # float32 holding the quantized input (q or q - zp), border 0
+    weights: np.ndarray  # (G, Kg, Og)
+    gemm: np.ndarray | None  # float64 GEMM output when the dot products may exceed 2**24; None: into the output
+    filter_scale: np.float32  # per-tensor (symmetric) path
+    channel_scale: np.ndarray | None  # (OW, O) float32: per-channel (asymmetric) path
+    bias: np.ndarray | None  # (OW, O) float32; None: the bias input, read at every invoke
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        q, sf = quantize_batches(x, asymmetric=self.channel_scale is not None)
+        if self.channel_scale is None:
+            sf = sf * self.filter_scale  # scaling_factors[b] *= filter scale (float32)
+        gemm = out if self.gemm is None else self.gemm
+        self.im2col.gemm(q, self.weights, gemm)
+        if gemm is not out:
+            np.copyto(out, gemm, casting="same_kind")  # static_cast<float>(int32 acc): round to nearest even
+        if self.channel_scale is not None:  # f32(f32(acc) * s_w[c]) * sf
+            np.multiply(out, self.channel_scale, out=out)
+        np.multiply(out, sf.reshape(-1, 1, 1, 1), out=out)
+        np.add(out, inputs[BIAS].reshape(-1) if self.bias is None else self.bias, out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+def prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
+    f, bias = ctx.input(FILTER), ctx.input(BIAS)
+    scales = hybrid_scales(ctx, f)
+    per_channel = groups != 1 or bool((scales != scales[0]).any())
+    if per_channel:  # EvalHybridPerChannel reads s_w[output channel] (checks of ai-edge-litert 2.3.0)
+        qd = f.quantization.quantized_dimension
+        ctx.check(qd == 0, f"hybrid per-channel or grouped CONV_2D needs the filter quantized on dimension 0, got {qd}")
+        ctx.check(
+            scales.size == geo.out_c,
+            f"hybrid per-channel or grouped CONV_2D needs {geo.out_c} filter scales, got {scales.size}",
+        )
+    if geo.empty:
+        return EMPTY_OUTPUT
+    wabs = int(np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64)).sum(axis=1).max())
+    dtype = exact_dtype((255 if per_channel else 127) * wabs)  # |q - zp| <= 255, |q| <= 127
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    return ConvHybrid(
+        conv2d.Im2Col.build(geo, groups, np.float32),
+        conv2d._gemm_weights(f.data, groups, dtype),
+        None if dtype == np.float32 else np.empty(geo.out_shape),
+        scales[0],
+        tile_over_width(scales, geo.out_w, np.float32) if per_channel else None,
+        tile_over_width(bias.data, geo.out_w, np.float32) if bias.is_constant else None,
+        lo,
+        hi,
+    )

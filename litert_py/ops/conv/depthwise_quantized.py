@@ -1,0 +1,352 @@
+"""DEPTHWISE_CONV_2D, quantized (uint8 / int8 per-channel / int16x8, bit-exact with BUILTIN_REF) and hybrid
+(float32 input, int8 filter) prepared ops: `DepthwiseConvQuantized`, `DepthwiseConvQuantizedFolded`,
+`DepthwiseConvWholeFolded`, `DepthwiseConvHybrid`. The sources matched, the paths and the measured speed are
+described with CONV_2D in conv2d.py; depthwise.py's registered prepare_depthwise_conv_2d dispatches here, and the tap
+views (`DepthwiseTaps`) are shared with the float path there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant import (
+    Requantizer,
+    dtype_range,
+)
+from ..common import clip_ufunc, float_activation_range
+from ..registry import OpContext, TensorInfo
+from . import depthwise
+from .common import (
+    BIAS,
+    EMPTY_OUTPUT,
+    FILTER,
+    INPUT,
+    OUTPUT,
+    Geometry,
+    add_offset,
+    bias_tile,
+    exact_dtype,
+    hybrid_scales,
+    quantization_params,
+    quantize_batches,
+    quantized_weights,
+    requantizer_for,
+    tile_over_width,
+)
+from .requant import FoldedEpilogue, fold_requantization
+
+#: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
+#: window view (`EinsumTaps`): 1.1-3.5x faster than the stacked multiply + reduction or the tap loop from 48
+#: channels on (4x4x96, 6x6x128, 25x5x64, 15x13x48 stride 2, 64x64x64), 1.3-4x slower at 8-32 channels.
+EINSUM_MIN_CHANNELS = 48
+
+
+@dataclass(frozen=True, eq=False)
+class EinsumTaps:
+    """DepthwiseTaps whose exact_sum is one np.einsum of the whole (KH, KW, N, OH, OW, O) window view of the
+    padded buffer with the (KH, KW, OW, O) weights (tiled over the output width): one call, no products
+    buffer. Exact: einsum adds in its own order, but every partial sum of the integer products is an integer
+    of magnitude at most max|x| * sum|w - w_zp|, which prepare's exact_dtype keeps within the accumulation
+    type's exact range (2^24 for float32, 2^53 for float64): any order gives the exact sum."""
+
+    taps: depthwise.DepthwiseTaps  # built with a padded buffer (copy=True): `window` is set
+
+    def __call__(self, x: np.ndarray):
+        return self.taps(x)  # fills the padded buffer
+
+    def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
+        np.einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
+
+
+def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
+    """(taps, weights, scratch) for the exact tap sums of a constant filter: EinsumTaps from
+    EINSUM_MIN_CHANNELS output channels on, else DepthwiseTaps with depthwise._exact_tap_weights."""
+    taps = depthwise.DepthwiseTaps.build(geo, multiplier, dtype, pad_value, copy=True)
+    if geo.out_c >= EINSUM_MIN_CHANNELS:
+        w = quantized_weights(f.reshape(geo.filter_h, geo.filter_w, 1, geo.out_c), filter_zp, dtype)
+        w = np.ascontiguousarray(np.broadcast_to(w, (geo.filter_h, geo.filter_w, geo.out_w, geo.out_c)))
+        return EinsumTaps(taps), w, None
+    weights, scratch = depthwise._exact_tap_weights(f, geo, dtype, filter_zp)
+    return taps, weights, scratch
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvQuantized:
+    """DEPTHWISE_CONV_2D uint8 / int8 / int16x8: per-tap exact multiply-accumulate (float32 or float64), the
+    per-channel offset bias - x_zp * sum(w - w_zp), then the requantization into the output."""
+
+    taps: depthwise.DepthwiseTaps | EinsumTaps  # raw input values in the accumulation type, border = input zp
+    weights: tuple | np.ndarray | None  # w - w_zp for taps.exact_sum; None: from the filter input
+    offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
+    sums: np.ndarray  # (N, OH, OW, O) tap sums
+    scratch: np.ndarray | None  # one tap's products (None with EinsumTaps)
+    acc: np.ndarray  # (N, OH, OW, O) accumulators: float64 (may be `sums` itself) or int64 (int64 bias)
+    requant: Requantizer
+    input_zp: int
+    filter_zp: int
+    has_bias: bool
+    zp_term: np.ndarray | None  # (O,) -x_zp * sum over the taps of (w - w_zp), for constant weights
+
+    def __call__(self, inputs, outputs):
+        views = self.taps(inputs[INPUT])
+        weights, offset = self.weights, self.offset
+        if weights is None:
+            weights = quantized_weights(inputs[FILTER].reshape(len(views), -1), self.filter_zp, self.sums.dtype)
+        if offset is None:
+            zp_term = self.zp_term
+            if zp_term is None:
+                zp_term = -self.input_zp * weights.sum(axis=0, dtype=np.float64)
+            offset = zp_term.astype(self.acc.dtype)
+            if self.has_bias:
+                offset = offset + inputs[BIAS].astype(self.acc.dtype)
+        self.taps.exact_sum(views, weights, self.sums, self.scratch)
+        add_offset(self.acc, self.sums, offset)
+        self.requant(self.acc, outputs[OUTPUT])
+
+
+def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
+    x, f, bias, out = ctx.input(INPUT), ctx.input(FILTER), ctx.optional_input(BIAS), ctx.outputs[OUTPUT]
+    expected = {np.dtype(np.uint8): ("UINT8",), np.dtype(np.int8): ("INT8", "INT4"), np.dtype(np.int16): ("INT8",)}
+    ctx.check(
+        f.type_name in expected[x.dtype],
+        f"{x.type_name} DEPTHWISE_CONV_2D needs a {' or '.join(expected[x.dtype])} filter, got {f.type_name}",
+    )
+    uint8 = x.dtype == np.uint8
+    m, shift, lo, hi = quantization_params(ctx, x, f, bias, geo.out_c, legacy_uint8=uint8)
+    if geo.empty:
+        return EMPTY_OUTPUT
+    int64_bias = x.dtype == np.int16
+    x_zp, f_zp = x.zero_point, f.zero_point if uint8 else 0  # the int8 kernel ignores the filter zero point
+    qmin, qmax = dtype_range(x.dtype)
+    taps = geo.filter_h * geo.filter_w
+    dev = max(qmax - x_zp, x_zp - qmin)
+    if f.is_constant:
+        wmax = int(np.abs(f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp).sum(axis=0).max())
+    else:
+        wmax = taps * (255 if uint8 else 128)
+    dtype = exact_dtype(max(-qmin, qmax) * wmax)
+    if f.is_constant:
+        sum_taps, weights, scratch = _exact_taps(geo, multiplier, dtype, x_zp, f.data, f_zp)
+    else:
+        sum_taps = depthwise.DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True)
+        weights, scratch = None, np.empty(geo.out_shape, dtype)
+    acc_dtype = np.int64 if int64_bias else np.float64
+    offset = zp_term = None
+    bias_max = 0.0 if bias is None else 2.0 ** (63 if int64_bias else 31)
+    if weights is not None:
+        zp_term = -x_zp * (f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp).sum(axis=0)
+    if weights is not None and (bias is None or bias.is_constant):
+        offset = zp_term
+        if bias is not None:
+            offset = offset + bias.data.astype(np.int64)
+            bias_max = float(np.abs(bias.data.astype(np.float64)).max())
+        offset = tile_over_width(offset, geo.out_w, acc_dtype)
+    if offset is not None and not int64_bias:
+        folded = _prepare_depthwise_folded(
+            geo,
+            x,
+            f,
+            bias,
+            f_zp,
+            multiplier,
+            m,
+            shift,
+            out.zero_point,
+            lo,
+            hi,
+            max(-qmin, qmax),
+            dev * wmax + bias_max,
+            dtype,
+        )
+        if folded is not None:
+            return folded
+    sums = np.empty(geo.out_shape, dtype)
+    acc = sums if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
+    requant = requantizer_for(
+        ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max, int64_acc=int64_bias
+    )
+    return DepthwiseConvQuantized(
+        sum_taps,
+        weights,
+        offset,
+        sums,
+        scratch,
+        acc,
+        requant,
+        x_zp,
+        f_zp,
+        bias is not None,
+        zp_term,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvQuantizedFolded:
+    """DEPTHWISE_CONV_2D uint8 / int8 with constant weights (and bias) whose requantization folds
+    (litert_py.ops.conv.requant, exactness bound checked at prepare): the exact tap sums of the raw input
+    values times (w - w_zp) (float32 or float64 as DepthwiseConvQuantized), then sums * scale[c] + the folded
+    per-channel constant in float64, clip and floor (4 passes after the sums instead of 7). Scaling the sums
+    rather than the weights keeps the taps in float32 where they are exact there (half the bytes)."""
+
+    taps: depthwise.DepthwiseTaps | EinsumTaps  # raw input values, border = input zero point
+    weights: tuple | np.ndarray  # w - w_zp for taps.exact_sum
+    scratch: np.ndarray | None
+    sums: np.ndarray  # (N, OH, OW, O) tap sums
+    scale: np.ndarray  # (OW, O) float64
+    const: np.ndarray  # (OW, O) float64
+    acc: np.ndarray  # (N, OH, OW, O) float64
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        acc = self.acc
+        self.taps.exact_sum(self.taps(inputs[INPUT]), self.weights, self.sums, self.scratch)
+        np.multiply(self.sums, self.scale, out=acc)  # |sum * M| < 2^53 (the folding's bound): exact
+        np.add(acc, self.const, out=acc)
+        self.epilogue(acc, outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFolded:
+    """DepthwiseConvQuantizedFolded for one output pixel whose window is the whole unpadded input (depth
+    multiplier 1; a streaming model's depthwise conv over its ring buffer): the input read as (N, taps, C) times
+    the (taps, C) weights already scaled by M * 2^(ls-31-rs) in float64 (|w * M| < 2^40: exact; every sum
+    below 2^53 units by the folding's bound), summed over the taps and a row holding the folded constant, then
+    the epilogue: 4 numpy calls instead of 7."""
+
+    weights: np.ndarray  # (H, W, C) float64, scaled
+    products: np.ndarray  # (N, taps + 1, C) float64; the last row holds the folded constant
+    taps_products: np.ndarray  # (N, H, W, C) view of products' tap rows (the input's shape: no reshape)
+    acc: np.ndarray  # (N, 1, 1, C) float64, the epilogue's input
+    acc_rows: np.ndarray  # (N, C) view of acc
+    epilogue: FoldedEpilogue
+
+    def __call__(self, inputs, outputs):
+        np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
+        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+
+def _prepare_depthwise_folded(
+    geo: Geometry,
+    x: TensorInfo,
+    f: TensorInfo,
+    bias: TensorInfo | None,
+    f_zp: int,
+    multiplier: int,
+    m,
+    shift,
+    zero_point: int,
+    lo: int,
+    hi: int,
+    max_abs_x: int,
+    acc_bound: float,
+    dtype,
+):
+    """The folded prepared op, or None when conv_requant's bound fails."""
+    taps = geo.filter_h * geo.filter_w
+    w = f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp
+    offset = -x.zero_point * w.sum(axis=0)
+    if bias is not None:
+        offset = offset + bias.data.reshape(-1).astype(np.int64)
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
+    )
+    if folding is None:
+        return None
+    if (
+        multiplier == 1
+        and not geo.padded
+        and geo.out_h == geo.out_w == 1
+        and geo.dilation_h == geo.dilation_w == 1
+        and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)
+    ):
+        products = np.empty((geo.batches, taps + 1, geo.out_c))
+        products[:, taps] = folding.const
+        taps_products = products[:, :taps].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # a view
+        assert np.shares_memory(taps_products, products)
+        acc = np.empty(geo.out_shape)
+        return DepthwiseConvWholeFolded(
+            (w * folding.scale).reshape(geo.in_h, geo.in_w, geo.in_c),
+            products,
+            taps_products,
+            acc,
+            acc.reshape(geo.batches, geo.out_c),
+            folding.epilogue,
+        )
+    sum_taps, weights, scratch = _exact_taps(geo, multiplier, dtype, x.zero_point, f.data, f_zp)
+    return DepthwiseConvQuantizedFolded(
+        sum_taps,
+        weights,
+        scratch,
+        np.empty(geo.out_shape, dtype),
+        tile_over_width(folding.scale, geo.out_w, np.float64),
+        tile_over_width(folding.const, geo.out_w, np.float64),
+        np.empty(geo.out_shape),
+        folding.epilogue,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvHybrid:
+    """DEPTHWISE_CONV_2D with float input and int8 filter: per-batch asymmetric input quantization (q - zp),
+    exact per-tap sums, then f32(acc) * f32(s_w[c] * sf), bias and the float clamp."""
+
+    taps: depthwise.DepthwiseTaps | EinsumTaps  # float32 holding q - zp, border 0
+    weights: tuple | np.ndarray  # for taps.exact_sum
+    sums: np.ndarray  # (N, OH, OW, O) float64 when the sums may exceed 2**24; else the output is used
+    scratch: np.ndarray | None
+    scale: np.ndarray  # (O,) float32 filter scales
+    bias: np.ndarray | None  # (OW, O) float32
+    dynamic_bias: bool
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT]
+        q, sf = quantize_batches(inputs[INPUT], asymmetric=True)
+        views = self.taps(q)
+        sums = out if self.sums is None else self.sums
+        self.taps.exact_sum(views, self.weights, sums, self.scratch)
+        if sums is not out:
+            np.copyto(out, sums, casting="same_kind")
+        np.multiply(out, self.scale * sf.reshape(-1, 1, 1, 1), out=out)  # f32(acc) * f32(s_w[c] * sf)
+        if self.bias is not None:
+            np.add(out, self.bias, out=out)
+        elif self.dynamic_bias:
+            np.add(out, inputs[BIAS], out=out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
+
+
+def prepare_depthwise_hybrid(ctx: OpContext, geo: Geometry, multiplier: int):
+    f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
+    scales = hybrid_scales(ctx, f)
+    qd = f.quantization.quantized_dimension
+    ctx.check(
+        0 <= qd < 4 and scales.size == f.shape[qd],
+        f"hybrid DEPTHWISE_CONV_2D: {scales.size} filter scales for quantized dimension {qd} of shape {list(f.shape)}",
+    )
+    # DepthwiseConvHybridPerChannel reads s_w[output channel]: past the end of a single scale (garbage).
+    ctx.check(
+        scales.size == geo.out_c,
+        f"hybrid DEPTHWISE_CONV_2D needs one filter scale per output channel "
+        f"({geo.out_c}), got {scales.size} (LiteRT reads past the end of the scales)",
+    )
+    if geo.empty:
+        return EMPTY_OUTPUT
+    taps = geo.filter_h * geo.filter_w
+    wmax = int(np.abs(f.data.reshape(taps, geo.out_c).astype(np.int64)).sum(axis=0).max())
+    dtype = exact_dtype(255 * wmax)  # |q - zp| <= 255
+    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    sum_taps, weights, scratch = _exact_taps(geo, multiplier, np.float32, 0, f.data)
+    return DepthwiseConvHybrid(
+        sum_taps,
+        weights,
+        None if dtype == np.float32 else np.empty(geo.out_shape),
+        scratch,
+        np.broadcast_to(scales, (geo.out_c,)).astype(np.float32),
+        bias_tile(bias, geo.out_w),
+        bias is not None and not bias.is_constant,
+        lo,
+        hi,
+    )
