@@ -15,7 +15,6 @@ from ...quant import (
 )
 from ..common import clip_ufunc, float_activation_range
 from ..registry import OpContext, TensorInfo
-from . import conv2d
 from .common import (
     BIAS,
     EMPTY_OUTPUT,
@@ -32,6 +31,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
+from .im2col import Im2Col, gemm_weights
 from .requant import FoldedEpilogue, MixedEpilogue, fold_requantization
 
 
@@ -40,7 +40,7 @@ class ConvQuantized:
     """CONV_2D uint8 / int8 / int16x8: an exact integer GEMM in BLAS (float32 or float64), the per-channel
     offset bias - x_zp * sum(w - w_zp), then the requantization into the output."""
 
-    im2col: conv2d.Im2Col  # raw input values, border = the input zero point
+    im2col: Im2Col  # raw input values, border = the input zero point
     weights: np.ndarray | None  # (G, Kg, Og) of w - w_zp; None: made from the filter input at every invoke
     offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
     gemm: np.ndarray  # (N, OH, OW, O) GEMM output
@@ -52,7 +52,7 @@ class ConvQuantized:
     def __call__(self, inputs, outputs):
         w, offset = self.weights, self.offset
         if w is None:
-            w = conv2d._gemm_weights(inputs[FILTER], self.im2col.groups, self.gemm.dtype, self.filter_zp)
+            w = gemm_weights(inputs[FILTER], self.im2col.groups, self.gemm.dtype, self.filter_zp)
         if offset is None:
             colsum = w.sum(axis=1, dtype=np.float64).reshape(-1)
             offset = inputs[BIAS].reshape(-1).astype(self.acc.dtype) - self.input_zp * colsum.astype(self.acc.dtype)
@@ -83,7 +83,7 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     else:
         wmax = k * (255 if uint8 else 128)
     dtype = exact_dtype(max(-qmin, qmax) * wmax)  # |every partial sum of the GEMM| <= max|x| * sum|w'|
-    weights = conv2d._gemm_weights(f.data, groups, dtype, f_zp) if f.is_constant else None
+    weights = gemm_weights(f.data, groups, dtype, f_zp) if f.is_constant else None
     acc_dtype = np.int64 if int64_bias else np.float64
     offset = None
     if weights is not None and bias.is_constant:
@@ -104,7 +104,7 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
-    im2col = conv2d.Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
+    im2col = Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
     return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
 
 
@@ -140,7 +140,7 @@ class ConvQuantizedScaled:
     im2col matrix stays float32. Exact: |sum| <= max|x| * sum|w - w_zp| keeps sum * M * 2^(ls-31-rs) within the
     folding's 2^53-unit bound, and the constant is the folding's own."""
 
-    im2col: conv2d.Im2Col  # float32 raw input values, border = the input zero point
+    im2col: Im2Col  # float32 raw input values, border = the input zero point
     weights: np.ndarray  # (1, K, O) float32 w - w_zp
     sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output
     scale: np.ndarray  # (OW, O) float64
@@ -158,7 +158,7 @@ class ConvQuantizedScaled:
 
 def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
     """(w, folding): the (K, O) int64 weights w - w_zp and fold_requantization's result (None when it fails)."""
-    w = conv2d._gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    w = gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
     offset = bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
     folding = fold_requantization(
         m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
@@ -173,7 +173,7 @@ def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, ma
     if folding is None or isinstance(folding.epilogue, MixedEpilogue):  # the Requantizer on a subset costs more
         return None
     return ConvQuantizedScaled(
-        conv2d.Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
+        Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
         w.astype(np.float32)[None],
         np.empty(geo.out_shape, np.float32),
         tile_over_width(folding.scale, geo.out_w, np.float64),
@@ -189,7 +189,7 @@ class ConvQuantizedFolded:
     (litert_py.ops.conv.requant, exactness bound checked at prepare): one float64 GEMM of the raw input values
     plus a ones column against (w - w_zp) * scale[c] plus the constant row, then clip and floor."""
 
-    im2col: conv2d.Im2Col  # float64 raw input values, border = the input zero point, last column ones
+    im2col: Im2Col  # float64 raw input values, border = the input zero point, last column ones
     weights: np.ndarray  # (1, K+1, O) float64
     acc: np.ndarray  # (N, OH, OW, O) float64
     epilogue: FoldedEpilogue
@@ -203,7 +203,7 @@ class ConvQuantizedFolded:
 class ConvQuantizedFoldedRows:
     """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
     whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
-    without conv2d.Im2Col's window logic (small streaming layers pay per Python call)."""
+    without Im2Col's window logic (small streaming layers pay per Python call)."""
 
     a: np.ndarray  # (M, K+1) float64, last column ones
     a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
@@ -240,7 +240,7 @@ def _prepare_conv_folded(
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
     np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
     weights[0, -1] = folding.const
-    im2col = conv2d.Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
+    im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
     if im2col.pointwise:
         a = im2col.blocks[0][4][0]
         a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
@@ -257,7 +257,7 @@ class ConvHybrid:
     """CONV_2D with float input and int8 filter: per-batch input quantization, an exact integer GEMM, then
     float32 scaling in the reference's order, bias and the float clamp."""
 
-    im2col: conv2d.Im2Col  # float32 holding the quantized input (q or q - zp), border 0
+    im2col: Im2Col  # float32 holding the quantized input (q or q - zp), border 0
     weights: np.ndarray  # (G, Kg, Og)
     gemm: np.ndarray | None  # float64 GEMM output when the dot products may exceed 2**24; None: into the output
     filter_scale: np.float32  # per-tensor (symmetric) path
@@ -299,8 +299,8 @@ def prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
     dtype = exact_dtype((255 if per_channel else 127) * wabs)  # |q - zp| <= 255, |q| <= 127
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     return ConvHybrid(
-        conv2d.Im2Col.build(geo, groups, np.float32),
-        conv2d._gemm_weights(f.data, groups, dtype),
+        Im2Col.build(geo, groups, np.float32),
+        gemm_weights(f.data, groups, dtype),
         None if dtype == np.float32 else np.empty(geo.out_shape),
         scales[0],
         tile_over_width(scales, geo.out_w, np.float32) if per_channel else None,

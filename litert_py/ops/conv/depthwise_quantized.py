@@ -16,7 +16,6 @@ from ...quant import (
 )
 from ..common import clip_ufunc, float_activation_range
 from ..registry import OpContext, TensorInfo
-from . import depthwise
 from .common import (
     BIAS,
     EMPTY_OUTPUT,
@@ -35,6 +34,7 @@ from .common import (
     tile_over_width,
 )
 from .requant import FoldedEpilogue, fold_requantization
+from .taps import DepthwiseTaps, exact_tap_weights
 
 #: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
 #: window view (`EinsumTaps`): 1.1-3.5x faster than the stacked multiply + reduction or the tap loop from 48
@@ -50,7 +50,7 @@ class EinsumTaps:
     of magnitude at most max|x| * sum|w - w_zp|, which prepare's exact_dtype keeps within the accumulation
     type's exact range (2^24 for float32, 2^53 for float64): any order gives the exact sum."""
 
-    taps: depthwise.DepthwiseTaps  # built with a padded buffer (copy=True): `window` is set
+    taps: DepthwiseTaps  # built with a padded buffer (copy=True): `window` is set
 
     def __call__(self, x: np.ndarray):
         return self.taps(x)  # fills the padded buffer
@@ -61,13 +61,13 @@ class EinsumTaps:
 
 def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
     """(taps, weights, scratch) for the exact tap sums of a constant filter: EinsumTaps from
-    EINSUM_MIN_CHANNELS output channels on, else DepthwiseTaps with depthwise._exact_tap_weights."""
-    taps = depthwise.DepthwiseTaps.build(geo, multiplier, dtype, pad_value, copy=True)
+    EINSUM_MIN_CHANNELS output channels on, else DepthwiseTaps with exact_tap_weights."""
+    taps = DepthwiseTaps.build(geo, multiplier, dtype, pad_value, copy=True)
     if geo.out_c >= EINSUM_MIN_CHANNELS:
         w = quantized_weights(f.reshape(geo.filter_h, geo.filter_w, 1, geo.out_c), filter_zp, dtype)
         w = np.ascontiguousarray(np.broadcast_to(w, (geo.filter_h, geo.filter_w, geo.out_w, geo.out_c)))
         return EinsumTaps(taps), w, None
-    weights, scratch = depthwise._exact_tap_weights(f, geo, dtype, filter_zp)
+    weights, scratch = exact_tap_weights(f, geo, dtype, filter_zp)
     return taps, weights, scratch
 
 
@@ -76,7 +76,7 @@ class DepthwiseConvQuantized:
     """DEPTHWISE_CONV_2D uint8 / int8 / int16x8: per-tap exact multiply-accumulate (float32 or float64), the
     per-channel offset bias - x_zp * sum(w - w_zp), then the requantization into the output."""
 
-    taps: depthwise.DepthwiseTaps | EinsumTaps  # raw input values in the accumulation type, border = input zp
+    taps: DepthwiseTaps | EinsumTaps  # raw input values in the accumulation type, border = input zp
     weights: tuple | np.ndarray | None  # w - w_zp for taps.exact_sum; None: from the filter input
     offset: np.ndarray | None  # (OW, O) float64 (int64 with an int64 bias); None: made at every invoke
     sums: np.ndarray  # (N, OH, OW, O) tap sums
@@ -129,7 +129,7 @@ def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
     if f.is_constant:
         sum_taps, weights, scratch = _exact_taps(geo, multiplier, dtype, x_zp, f.data, f_zp)
     else:
-        sum_taps = depthwise.DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True)
+        sum_taps = DepthwiseTaps.build(geo, multiplier, dtype, x_zp, copy=True)
         weights, scratch = None, np.empty(geo.out_shape, dtype)
     acc_dtype = np.int64 if int64_bias else np.float64
     offset = zp_term = None
@@ -189,7 +189,7 @@ class DepthwiseConvQuantizedFolded:
     per-channel constant in float64, clip and floor (4 passes after the sums instead of 7). Scaling the sums
     rather than the weights keeps the taps in float32 where they are exact there (half the bytes)."""
 
-    taps: depthwise.DepthwiseTaps | EinsumTaps  # raw input values, border = input zero point
+    taps: DepthwiseTaps | EinsumTaps  # raw input values, border = input zero point
     weights: tuple | np.ndarray  # w - w_zp for taps.exact_sum
     scratch: np.ndarray | None
     sums: np.ndarray  # (N, OH, OW, O) tap sums
@@ -292,7 +292,7 @@ class DepthwiseConvHybrid:
     """DEPTHWISE_CONV_2D with float input and int8 filter: per-batch asymmetric input quantization (q - zp),
     exact per-tap sums, then f32(acc) * f32(s_w[c] * sf), bias and the float clamp."""
 
-    taps: depthwise.DepthwiseTaps | EinsumTaps  # float32 holding q - zp, border 0
+    taps: DepthwiseTaps | EinsumTaps  # float32 holding q - zp, border 0
     weights: tuple | np.ndarray  # for taps.exact_sum
     sums: np.ndarray  # (N, OH, OW, O) float64 when the sums may exceed 2**24; else the output is used
     scratch: np.ndarray | None

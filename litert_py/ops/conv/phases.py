@@ -1,5 +1,5 @@
 """Phase planes of a strided window: a zero-padded axis split by position modulo the stride, so that every
-filter tap reads a unit-stride run of one phase (depthwise.DepthwisePhaseTaps, depthwise_einsum,
+filter tap reads a unit-stride run of one phase (taps.DepthwisePhaseTaps, depthwise_einsum,
 conv2d_planes)."""
 
 from __future__ import annotations

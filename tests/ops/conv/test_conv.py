@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.ops.common import FLT_MAX
 from litert_py.ops.conv import conv2d as conv
-from litert_py.ops.conv import depthwise as depthwise_conv
+from litert_py.ops.conv import im2col, taps
 from tests.oracle import T, assert_close, run_both, run_litert, run_ours, single_op_model
 
 #: Float tolerance, relative to the largest output magnitude, per term of the accumulation (KH*KW*Cg).
@@ -134,8 +134,8 @@ def _conv_case(op="CONV_2D", **kw):
 def test_float32_blocked_layouts(op, small_buffers, monkeypatch):
     """The im2col matrix built in blocks of output rows, depthwise weights not tiled: same numbers."""
     if small_buffers:
-        monkeypatch.setattr(conv, "IM2COL_BLOCK_BYTES", 200)
-        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_TILE_BYTES", 16)
+        monkeypatch.setattr(im2col, "IM2COL_BLOCK_BYTES", 200)
+        monkeypatch.setattr(taps, "DEPTHWISE_TILE_BYTES", 16)
     for padding in (0, 1):
         _check_against_oracle(op, _conv_case(op, padding=padding))
         _check_against_oracle(op, _conv_case(op, padding=padding, batch=1, h=12, w=12, stride=(1, 1)))

@@ -22,9 +22,7 @@ from hypothesis.errors import InvalidArgument
 
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
-from litert_py.ops.conv import conv2d as conv
-from litert_py.ops.conv import conv2d_quantized, depthwise_quantized
-from litert_py.ops.conv import depthwise as depthwise_conv
+from litert_py.ops.conv import conv2d_quantized, depthwise_quantized, im2col, taps
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
@@ -516,9 +514,9 @@ def test_int16_int64_accumulators(op):
 def test_quantized_layouts(op, small, monkeypatch):
     """The im2col matrix in blocks of output rows; the depthwise tap loop instead of the stacked product."""
     if small:
-        monkeypatch.setattr(conv, "IM2COL_BLOCK_BYTES", 300)
-        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_STACKED_ELEMENTS", 10)
-        monkeypatch.setattr(depthwise_conv, "DEPTHWISE_TILE_BYTES", 16)
+        monkeypatch.setattr(im2col, "IM2COL_BLOCK_BYTES", 300)
+        monkeypatch.setattr(taps, "DEPTHWISE_STACKED_ELEMENTS", 10)
+        monkeypatch.setattr(taps, "DEPTHWISE_TILE_BYTES", 16)
     rng = np.random.default_rng(3)
     for padding in (0, 1):
         x = rng.integers(-128, 128, (2, 9, 7, 4)).astype(I8)

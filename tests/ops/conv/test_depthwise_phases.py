@@ -1,8 +1,8 @@
 """Float DEPTHWISE_CONV_2D fast paths, against the oracle (ai-edge-litert BUILTIN_REF) within the float
 tolerance and bit for bit against the plain path, with the boundaries of each choice:
-- stride_w > 1, depth multiplier 1: taps read from phase planes (depthwise_conv.DepthwisePhaseTaps) instead of
+- stride_w > 1, depth multiplier 1: taps read from phase planes (taps.DepthwisePhaseTaps) instead of
   the padded buffer (DepthwiseTaps), over strides, dilations, padding and sizes where some phases are empty;
-- large outputs: blocks of output rows (depthwise_conv.DepthwiseConvFloatBlocked).
+- large outputs: blocks of output rows (depthwise.DepthwiseConvFloatBlocked).
 These are the paths for a filter or bias given as an input (and strided windows with a depth multiplier); the
 einsum path takes the others (tests/ops/conv/test_depthwise_einsum.py): the tests here switch it off.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.ops.conv import depthwise as depthwise_conv
-from litert_py.ops.conv.depthwise import DepthwisePhaseTaps, DepthwiseTaps
+from litert_py.ops.conv.taps import DepthwisePhaseTaps, DepthwiseTaps
 from tests.ops.conv.test_conv import TOLERANCE, _conv_case, _model_and_inputs
 from tests.oracle import assert_close, run_litert, run_ours
 

@@ -1,0 +1,147 @@
+"""The im2col matrix of CONV_2D (float and quantized paths) and the filter as its GEMM operand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..common import aligned_empty, reshape_view
+from .common import (
+    IM2COL_BLOCK_BYTES,
+    Geometry,
+    padded_buffer,
+    quantized_weights,
+)
+
+# -- CONV_2D --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Im2Col:
+    """Lays the receptive fields of an NHWC input out as the rows of a (G, M, KH*KW*Cg) GEMM operand and
+    multiplies it (`gemm`).
+
+    Each block A, in a buffer allocated at prepare, holds the rows of output rows r0:r1 of batches n0:n1 (one
+    block unless the matrix exceeds IM2COL_BLOCK_BYTES). Padding comes from a buffer allocated at prepare
+    whose border holds the pad value (0.0 for float, the input zero point for quantized inputs); 1x1 stride-1
+    convs use the input itself as A when it already has A's type. The padded buffer has the input's type
+    (``src_dtype``); the copy into A converts.
+    """
+
+    geo: Geometry
+    groups: int
+    padded: np.ndarray | None  # (N, Hp, Wp, C) when the windows need padding
+    interior: tuple | None  # where the input goes in `padded`
+    window: np.ndarray | None  # (G, N, OH, OW, KH, KW, Cg) strided view of `padded`
+    blocks: tuple  # ((n0, n1, r0, r1, A, A as (G, n, r, OW, KH, KW, Cg)), ...); A is None for 1x1 stride 1
+    pointwise: bool = False  # 1x1 stride 1 (or one window over the whole input) unpadded, one block: A is the
+    # input converted (no window view)
+
+    @staticmethod
+    def build(geo: Geometry, groups: int, dtype, pad_value=0, src_dtype=None, ones: bool = False) -> Im2Col:
+        """``ones`` (groups 1): A gets a last column of ones (the folded constant row of the weights)."""
+        g = geo
+        src_dtype = np.dtype(dtype if src_dtype is None else src_dtype)
+        cg = g.in_c // groups
+        kg = g.filter_h * g.filter_w * cg
+        if (
+            g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1
+            and not g.padded
+            and src_dtype == dtype
+            and not ones
+        ):
+            return Im2Col(geo, groups, None, None, None, ((0, g.batches, 0, g.out_h, None, None),))
+        row_bytes = g.out_w * (kg + ones) * groups * np.dtype(dtype).itemsize
+        if g.batches * g.out_h * row_bytes <= IM2COL_BLOCK_BYTES:
+            spans = [(0, g.batches, 0, g.out_h)]
+        else:
+            step = max(1, IM2COL_BLOCK_BYTES // row_bytes)
+            spans = [(n, n + 1, r, min(r + step, g.out_h)) for n in range(g.batches) for r in range(0, g.out_h, step)]
+        rows = max((n1 - n0) * (r1 - r0) for n0, n1, r0, r1 in spans) * g.out_w
+        cols = aligned_empty((groups, rows, kg + ones), dtype)
+        if ones:
+            cols[..., kg] = 1
+        blocks = []
+        for n0, n1, r0, r1 in spans:
+            a = cols[:, : (n1 - n0) * (r1 - r0) * g.out_w]
+            shape = (groups, n1 - n0, r1 - r0, g.out_w, g.filter_h, g.filter_w, cg)
+            if ones:  # splits the two axes of a strided view: still a view
+                dest = a[..., :kg].reshape(shape)
+                assert np.shares_memory(dest, cols)
+            else:
+                dest = reshape_view(a, shape)
+            blocks.append((n0, n1, r0, r1, a, dest))
+        padded = interior = window = None
+        if g.padded:
+            padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
+            window = Im2Col._window(g, groups, padded)
+        # one window covering the whole (unpadded) input: its rows are the input's, as for 1x1 stride 1
+        whole = (
+            groups == 1
+            and g.out_h == g.out_w == 1
+            and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
+            and g.dilation_h == g.dilation_w == 1
+        )
+        pointwise = (
+            (g.filter_h == g.filter_w == g.stride_h == g.stride_w == 1 or whole) and not g.padded and len(blocks) == 1
+        )
+        return Im2Col(geo, groups, padded, interior, window, tuple(blocks), pointwise)
+
+    @staticmethod
+    def _window(g: Geometry, groups: int, src: np.ndarray) -> np.ndarray:
+        sn, sh, sw, sc = src.strides
+        cg = g.in_c // groups
+        shape = (groups, g.batches, g.out_h, g.out_w, g.filter_h, g.filter_w, cg)
+        strides = (cg * sc, sn, sh * g.stride_h, sw * g.stride_w, sh * g.dilation_h, sw * g.dilation_w, sc)
+        if src.flags.c_contiguous:  # the ndarray constructor is 5x cheaper than as_strided
+            return np.ndarray(shape, src.dtype, src, 0, strides)
+        return np.lib.stride_tricks.as_strided(src, shape, strides, writeable=False)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """out (N, OH, OW, O) = im2col(x) @ weights (G, Kg, Og), one GEMM per block, written in place
+        (the output is contiguous: reshape is a view). Without the generator: small layers pay per call."""
+        groups = self.groups
+        og = weights.shape[2]
+        if groups == 1:
+            weights = weights[0]
+        blocks = self.blocks
+        a = blocks[0][4]
+        if a is None:  # 1x1 stride 1: the input is the (G, M, Cg) matrix
+            if groups == 1:
+                np.matmul(x.reshape(-1, x.shape[3]), weights, out=out.reshape(-1, og))
+            else:
+                a = x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2)
+                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
+            return
+        if self.pointwise:
+            if groups == 1:
+                dest = blocks[0][5]
+                np.copyto(dest, x.reshape(dest.shape))
+            else:
+                np.copyto(a, x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
+            if groups == 1:
+                np.matmul(a[0], weights, out=out.reshape(-1, og))
+            else:
+                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
+            return
+        if self.padded is not None:
+            self.padded[self.interior] = x
+            window = self.window
+        else:
+            window = self._window(self.geo, groups, x)
+        for n0, n1, r0, r1, a, dest in blocks:
+            np.copyto(dest, window if len(blocks) == 1 else window[:, n0:n1, r0:r1])
+            if groups == 1:
+                np.matmul(a[0], weights, out=out[n0:n1, r0:r1].reshape(-1, og))
+            else:
+                np.matmul(a, weights, out=out[n0:n1, r0:r1].reshape(-1, groups, og).transpose(1, 0, 2))
+
+
+def gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.ndarray:
+    """OHWI filter -> (G, KH*KW*Cg, Og): each group's GEMM right operand, contiguous."""
+    o = f.shape[0]
+    w = f.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+    if filter_zp or f.dtype != dtype:
+        w = quantized_weights(w, filter_zp, dtype)
+    return np.ascontiguousarray(w, dtype=dtype)
