@@ -15,7 +15,7 @@ from litert_py import Interpreter
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
 
-__all__ = ["T", "single_op_model", "run_ours", "run_litert", "run_both", "oracle", "quant", "assert_close"]
+__all__ = ["T", "single_op_model", "run_ours", "run_litert", "run_both", "oracle", "quant"]
 
 
 def oracle():
@@ -109,19 +109,3 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUIL
 def run_both(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):
     """(ours, LiteRT's) outputs of the same model on the same inputs."""
     return run_ours(model, inputs), run_litert(model, inputs, resolver)
-
-
-def assert_close(
-    ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], rtol: float = 1e-5, atol: float = 1e-6
-) -> None:
-    """Integers (and bools) equal; floats within rtol of the reference's largest magnitude plus atol."""
-    assert len(ours) == len(theirs)
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        assert a.shape == b.shape, f"output {k}: shape {a.shape} != {b.shape}"
-        assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} != {b.dtype}"
-        if b.dtype.kind in "fc":
-            finite = np.abs(b[np.isfinite(b)])  # NaN / inf positions must match exactly (assert_allclose does)
-            scale = float(np.max(finite)) if finite.size else 0.0
-            np.testing.assert_allclose(a, b, rtol=0, atol=atol + rtol * scale, err_msg=f"output {k}")
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")

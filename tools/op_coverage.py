@@ -7,8 +7,8 @@ the reference resolver does not register the op or its reference kernel is broke
 LiteRT runs in a worker process that forks a child per (op, path): a C++ CHECK abort, a segfault or heap
 corruption inside LiteRT costs only the model that caused it. The same model runs in litert_py in this
 process, on the same few seeded random inputs, and the outputs are compared: integers (and bools, strings)
-exactly, floats within a tolerance relative to the largest reference magnitude. Where LiteRT's reference and
-optimized kernels disagree with each other, the dashboard says so.
+exactly, floats within a tolerance relative to the largest reference magnitude (the tests' comparator,
+tests/compare.py). Where LiteRT's reference and optimized kernels disagree with each other, the dashboard says so.
 
 A cell of the table (docs/op-coverage.md) is
 
@@ -213,6 +213,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere in the tree
 
 from litert_py.schema.builder import ModelBuilder, quant  # noqa: E402
 from litert_py.schema.model import BuiltinOperator, QuantizationParameters  # noqa: E402
+from tests.compare import mismatch  # noqa: E402  (the tests' comparator: one tolerance rule for both)
 
 DEFAULT_OUT = ROOT / "docs" / "op-coverage.md"
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")
@@ -3127,43 +3128,6 @@ def ours_run(model: bytes, feeds, timeout: float = CASE_TIMEOUT) -> tuple:
         signal.signal(signal.SIGALRM, old)
 
 
-def _as_bytes_list(a: np.ndarray) -> list:
-    return [x if isinstance(x, bytes) else bytes(x) if not isinstance(x, str) else x.encode() for x in a.reshape(-1)]
-
-
-def compare(ours: list[np.ndarray], theirs: list[np.ndarray], rtol: float, atol: float) -> str | None:
-    """None when equal; else what differs. Integers exactly; floats within atol + rtol * max|reference|."""
-    if len(ours) != len(theirs):
-        return f"{len(ours)} outputs, LiteRT gives {len(theirs)}"
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape:
-            return f"output {k}: shape {list(a.shape)}, LiteRT {list(b.shape)}"
-        if b.dtype.kind in "OSU" or a.dtype.kind in "OSU":
-            if _as_bytes_list(a) != _as_bytes_list(b):
-                return f"output {k}: strings differ"
-            continue
-        if a.dtype != b.dtype:
-            return f"output {k}: dtype {a.dtype}, LiteRT {b.dtype}"
-        if b.dtype.kind in "fc":
-            fin = np.isfinite(b)
-            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(
-                a[~fin & ~np.isnan(b)], b[~fin & ~np.isnan(b)]
-            ):
-                return f"output {k}: non-finite values differ"
-            if not fin.any():
-                continue
-            scale = float(np.max(np.abs(b[fin])))
-            diff = np.abs(a[fin].astype(np.complex128 if b.dtype.kind == "c" else np.float64) - b[fin])
-            if diff.max() > atol + rtol * scale:
-                return f"output {k}: max |diff| {diff.max():.3g} (tolerance {atol + rtol * scale:.3g})"
-        elif not np.array_equal(a, b):
-            bad = int(np.sum(a != b))
-            d = np.max(np.abs(a.astype(np.int64) - b.astype(np.int64))) if b.dtype != np.bool_ else 1
-            return f"output {k}: {bad}/{b.size} elements differ (max |diff| {d})"
-    return None
-
-
 @dataclass
 class CaseResult:
     status: str  # yes | missing | differs | n/a | beyond
@@ -3202,13 +3166,14 @@ def classify(c: Case, feeds, litert: tuple) -> CaseResult:
         if mine[0] == "ok":
             return CaseResult("beyond", f"LiteRT: {_first_line(payload)}")
         return CaseResult("n/a", f"LiteRT: {_first_line(payload)}")
+    tol = {"rtol": c.rtol, "atol": c.atol, "where": False}  # one-line notes
     ref_vs_opt = ""
     if alt is not None:
-        ref_vs_opt = next((w for w in (compare(a, r, c.rtol, c.atol) for r, a in zip(payload, alt)) if w), "")
+        ref_vs_opt = next((w for w in (mismatch(a, r, **tol) for r, a in zip(payload, alt)) if w), "")
     if mine[0] != "ok":
         return CaseResult("missing", _first_line(mine[1]), resolver, ref_vs_opt=ref_vs_opt)
     for theirs, ours in zip(payload, mine[1]):
-        why = compare(ours, theirs, c.rtol, c.atol)
+        why = mismatch(ours, theirs, **tol)
         if why:
             return CaseResult("differs", why, resolver, ref_vs_opt=ref_vs_opt)
     return CaseResult("yes", "", resolver, ref_vs_opt=ref_vs_opt)

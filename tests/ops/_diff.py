@@ -12,7 +12,8 @@ from hypothesis import assume
 from litert_py import PrepareError
 from litert_py.errors import LiteRTError
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import T, assert_close, run_litert, run_ours
+from tests.compare import assert_close
+from tests.oracle import T, run_litert, run_ours
 
 #: Every dtype a data-movement op may see; strings are numpy object arrays of bytes.
 ALL_DTYPES = {
@@ -101,6 +102,12 @@ class _Runs:
 
     def reset(self) -> None:
         self.compared = self.rejected = 0
+
+    def check(self) -> None:
+        """Fail when check_both ran in this test but compared nothing (both runtimes rejected every case)."""
+        assert self.rejected == 0 or self.compared > 0, (
+            f"check_both: both runtimes rejected all {self.rejected} case(s) of this test; it compared nothing"
+        )
 
 
 RUNS = _Runs()

@@ -80,20 +80,6 @@ def broadcast_pair(draw, max_rank: int = 6, max_dim: int = 4):
     return a, b
 
 
-def assert_matches(ours, theirs, rtol: float = 0.0, atol: float = 0.0) -> None:
-    """Same shapes and dtypes; integers equal; floats equal (rtol = atol = 0) or within rtol * |ref| + atol
-    elementwise, NaN where the reference has NaN and the same infinities."""
-    assert len(ours) == len(theirs)
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape, f"output {k}: shape {a.shape} != {b.shape}"
-        assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} != {b.dtype}"
-        if b.dtype.kind in "fc" and (rtol or atol):
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"output {k}")
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
-
-
 @st.composite
 def qparams(draw, dtype, min_exp: float = -6.0, max_exp: float = 3.0, symmetric: bool = False):
     """(scale, zero_point) of a quantized tensor: the scale log-uniform over 10**[min_exp, max_exp] (float32),

@@ -15,7 +15,8 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, qparams, regimes, shapes, values
+from tests.compare import assert_close
+from tests.ops._values import qparams, regimes, shapes, values
 from tests.oracle import T, oracle, quant, run_both, run_litert, run_ours, single_op_model
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
@@ -94,7 +95,7 @@ def test_activation(case, data, seed):
         return
     ours, theirs = run_both(model, [x])
     rtol = TOLERANCE[_id(case)] * (max(shape[-1], 1) if op == "SOFTMAX" else 1)
-    assert_matches(ours, theirs, rtol=rtol, atol=0.0)
+    assert_close(ours, theirs, rtol_each=rtol, atol=0.0)
 
 
 def _alphas(rng, shape, kind: str) -> np.ndarray:
@@ -118,7 +119,7 @@ def test_prelu(data, seed, alpha_const):
     a = T.const(alpha) if alpha_const else T(alpha_shape)
     model = single_op_model("PRELU", [T(shape), a], [T(shape)])
     ours, theirs = run_both(model, [x] if alpha_const else [x, alpha])
-    assert_matches(ours, theirs, rtol=TOLERANCE["prelu-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["prelu-float32"])
 
 
 SPECIAL = np.array(
@@ -159,7 +160,7 @@ def test_ieee_special_values(op):
         opts = {"alpha": float(alpha)} if op == "LEAKY_RELU" else None
         model = single_op_model(op, [T(SPECIAL.shape)], [T(SPECIAL.shape)], opts)
     ours, theirs = run_both(model, [SPECIAL])
-    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"{op.lower()}-float32"])
     signed = ~np.isnan(theirs[0])  # -0.0 where LiteRT gives -0.0 (a NaN's sign bit means nothing)
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
 
@@ -199,7 +200,7 @@ def test_logistic_cutoffs():
     x = np.array([-9.5, -12.0, -30.0, 16.625, 16.63], np.float32)
     model = single_op_model("LOGISTIC", [T((5,))], [T((5,))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE["logistic-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["logistic-float32"])
     np.testing.assert_allclose(ours[0][:3], np.exp(x[:3]), rtol=1e-6)
     np.testing.assert_array_equal(ours[0][3:], theirs[0][3:])
     np.testing.assert_array_equal(theirs[0][3:], [1.0, 1.0])
@@ -209,7 +210,7 @@ def test_softmax_without_options_has_beta_zero():
     model = single_op_model("SOFTMAX", [T((2, 3))], [T((2, 3))])
     x = np.array([[5, 1, 2], [-1, 0, 7]], np.float32)
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE["softmax-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["softmax-float32"])
     np.testing.assert_allclose(ours[0], np.full((2, 3), 1 / 3, np.float32), rtol=1e-6)
 
 
@@ -532,7 +533,7 @@ def _check_against_ref(model: bytes, inputs: list[np.ndarray], record: bool = Tr
             event("rejected by LiteRT")
         return False
     theirs = [ref.get_tensor(d["index"]) for d in ref.get_output_details()]
-    assert_matches(run_ours(model, inputs), theirs)
+    assert_close(run_ours(model, inputs), theirs)
     if record:
         event("ran")
     return True
@@ -649,7 +650,7 @@ def test_quantized_hard_swish_tiny_scale_ratio():
     x = np.arange(-128, 128, dtype=I8).reshape(16, 16)
     model = single_op_model("HARD_SWISH", [T(x.shape, I8, q=quant(1e-4, 3))], [T(x.shape, I8, q=quant(1.0, -5))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
     assert set(np.unique(theirs[0]).tolist()) == {-6, -4}
 
 
@@ -686,7 +687,7 @@ def test_quantized_default_kernels_differ(case):
         op, [T(x.shape, tin, q=quant(s_in, z_in))], [T(x.shape, tout, q=quant(s_out, z_out))], options
     )
     ours, ref = run_both(model, [x])
-    assert_matches(ours, ref)
+    assert_close(ours, ref)
     default = run_litert(model, [x], resolver)[0]
     diff = np.abs(ours[0].astype(np.int64) - default.astype(np.int64))
     assert 0 < diff.max() <= bound
@@ -762,7 +763,7 @@ def test_more_activations(case, data, seed):
         rtol, xtol = MORE_TOLERANCE[_more_id(case)]
         if op == "LOG_SOFTMAX":
             rtol, xtol = rtol * max(shape[-1], 1), 0.0
-            assert_matches(ours, theirs, rtol=rtol, atol=1e-6 * max(shape[-1], 1))
+            assert_close(ours, theirs, rtol_each=rtol, atol=1e-6 * max(shape[-1], 1))
         else:
             _assert_scaled(ours, theirs, x, rtol, xtol)
         return
@@ -784,7 +785,7 @@ def test_more_activations(case, data, seed):
     model = single_op_model(
         op, [T(shape, dtype, q=quant(s_in, z_in))], [T(shape, dtype, q=quant(s_out, z_out))], options
     )
-    assert_matches(*run_both(model, [x], resolver=resolver))
+    assert_close(*run_both(model, [x], resolver=resolver))
 
 
 @pytest.mark.parametrize(
@@ -801,7 +802,7 @@ def test_more_activations_every_input(case, data):
     model = single_op_model(
         op, [T(x.shape, dtype, q=quant(s_in, z_in))], [T(x.shape, dtype, q=quant(s_out, z_out))], options
     )
-    assert_matches(*run_both(model, [x], resolver=MORE_RESOLVER.get(op, "BUILTIN_REF")))
+    assert_close(*run_both(model, [x], resolver=MORE_RESOLVER.get(op, "BUILTIN_REF")))
 
 
 @pytest.mark.parametrize("depth", [1, 300, 4095])
@@ -815,7 +816,7 @@ def test_log_softmax_quantized_long_equal_rows(depth):
             [T(x.shape, dtype, q=quant(0.05, 3))],
             [T(x.shape, dtype, q=quant(16 / 256, int(np.iinfo(dtype).max)))],
         )
-        assert_matches(*run_both(model, [x]))
+        assert_close(*run_both(model, [x]))
 
 
 _QL = quant(0.1, 0)

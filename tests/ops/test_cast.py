@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, shapes
+from tests.compare import assert_close
+from tests.ops._values import shapes
 from tests.oracle import T, oracle, run_both, single_op_model
 
 TYPES = [
@@ -110,7 +111,7 @@ def test_cast(src, data, shape, seed):
     x = _values(np.random.default_rng(seed), shape, src, regime)
     model = single_op_model("CAST", [T(shape, src)], [T(shape, dst)])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_cast_float_to_int_saturates_and_nan_is_max():
@@ -118,7 +119,7 @@ def test_cast_float_to_int_saturates_and_nan_is_max():
     for dst in (np.int8, np.int32, np.int64, np.uint8, np.uint32):
         model = single_op_model("CAST", [T((8,), np.float32)], [T((8,), dst)])
         ours, theirs = run_both(model, [x])
-        assert_matches(ours, theirs)
+        assert_close(ours, theirs)
     info = np.iinfo(np.uint32)
     np.testing.assert_array_equal(theirs[0], [info.max, info.max, 0, 300, 0, 0, 2**31, 0])
 
@@ -127,7 +128,7 @@ def test_cast_float64_to_float16_rounds_through_float32():
     x = np.array([1 + 2.0**-11 + 2.0**-40, 2049.0000001], np.float64)  # a float16 tie only after float32 rounding
     model = single_op_model("CAST", [T((2,), np.float64)], [T((2,), np.float16)])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
     np.testing.assert_array_equal(theirs[0], np.array([1.0, 2048.0], np.float16))
 
 

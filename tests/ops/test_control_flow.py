@@ -12,7 +12,8 @@ import litert_py
 from litert_py import InvalidModelError, PrepareError
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle, run_both, run_ours
+from tests.compare import assert_close
+from tests.oracle import oracle, run_both, run_ours
 
 #: Float tolerance per op: exact (the loop bodies use ADD/MUL on values that round the same way in both).
 TOLERANCE = {"WHILE": 0.0, "IF": 0.0}

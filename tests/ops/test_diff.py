@@ -2,6 +2,7 @@
 case fails (tests/ops/conftest.py) instead of passing having compared nothing."""
 
 import numpy as np
+import pytest
 
 from tests.ops._diff import RUNS, check_both
 from tests.oracle import T, single_op_model
@@ -15,3 +16,14 @@ def test_check_both_counts_rejections_and_comparisons():
     x = np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(check_both(good, [x, x])[0], 2 * x)
     assert (RUNS.rejected, RUNS.compared) == (1, 1)
+
+
+def test_a_test_in_which_neither_runtime_ran_fails():
+    """What the autouse fixture of tests/ops/conftest.py checks at teardown: rejections only is a failure."""
+    bad = single_op_model("ADD", [T((2,)), T((3,))], [T((3,))])
+    for _ in range(2):
+        assert check_both(bad, [np.zeros(2, np.float32), np.zeros(3, np.float32)]) is None
+    with pytest.raises(AssertionError, match="both runtimes rejected all 2 case.s. of this test; it compared nothing"):
+        RUNS.check()
+    RUNS.reset()  # this test itself passes
+    RUNS.check()

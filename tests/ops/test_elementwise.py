@@ -10,7 +10,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, broadcast_pair, qparams, regimes, shapes, values
+from tests.compare import assert_close
+from tests.ops._values import broadcast_pair, qparams, regimes, shapes, values
 from tests.oracle import T, oracle, quant, run_both, single_op_model
 
 #: float tolerance per op (rtol): all of these are a single IEEE operation (or a comparison) per element
@@ -69,7 +70,7 @@ def test_binary(case: Case, data, shapes, seed):
         case.op, [T(sa, case.dtype, q=qa), T(sb, case.dtype, q=qb)], [T(out_shape, case.dtype, q=qo)], options
     )
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[case.op])
 
 
 @pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
@@ -80,7 +81,7 @@ def test_float_overflow_and_division_by_zero_clamp_to_flt_max(op):
     model = single_op_model(op, [T((8,)), T((8,))], [T((8,))])
     ours, theirs = run_both(model, [a, b])
     assert not np.isinf(theirs[0]).any()
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_maximum_minimum_nan_follows_the_comparison():
@@ -89,7 +90,7 @@ def test_maximum_minimum_nan_follows_the_comparison():
     for op in ("MAXIMUM", "MINIMUM"):
         model = single_op_model(op, [T((5,)), T((5,))], [T((5,))])
         ours, theirs = run_both(model, [a, b])
-        assert_matches(ours, theirs)
+        assert_close(ours, theirs)
         np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
 
 
@@ -98,7 +99,7 @@ def test_div_int32_truncates_toward_zero():
     b = np.array([2, 2, -2, -2, -1, -1, 5, -3], np.int32)
     model = single_op_model("DIV", [T((8,), np.int32), T((8,), np.int32)], [T((8,), np.int32)])
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_div_int32_by_zero_fails_at_invoke():
@@ -125,7 +126,7 @@ def test_constant_operands_fold():
     model = single_op_model("MUL", [T((2, 3)), T.const(a)], [T((2, 3))], {"fused_activation_function": 1})
     x = np.array([[1, 2, 3], [-1, -2, -3]], np.float32)
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 # -- what LiteRT rejects ----------------------------------------------------------------------------
@@ -284,7 +285,7 @@ def test_quantized(case: QCase, data, seed):
         options,
     )
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def _all_pairs(dtype):
@@ -325,7 +326,7 @@ def test_quantized_all_pairs(case):
         {"fused_activation_function": act},
     )
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_div_quantized_divisor_at_zero_point_fails_at_invoke():
@@ -464,7 +465,7 @@ def test_binary_more(case: MoreCase, data, pair, seed):
         case.op, [T(s, case.dtype, q=q[k]) for k, s in enumerate(shapes_)], [T(out_shape, case.dtype, q=q[-1])]
     )
     ours, theirs = run_both(model, xs)
-    assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[case.op])
 
 
 @pytest.mark.parametrize(
@@ -496,7 +497,7 @@ def test_binary_more_edges(op, dtype, a, b):
     a, b = np.array(a, dtype), np.array(b, dtype)
     model = single_op_model(op, [T(a.shape, dtype), T(b.shape, dtype)], [T(a.shape, dtype)])
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs, rtol=TOLERANCE[op])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[op])
 
 
 @pytest.mark.parametrize(

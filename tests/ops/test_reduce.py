@@ -9,7 +9,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, qparams, regimes, shapes, values
+from tests.compare import assert_close
+from tests.ops._values import qparams, regimes, shapes, values
 from tests.oracle import T, oracle, quant, run_both, single_op_model
 
 #: float tolerance per op, relative to the largest input magnitude and multiplied by the reduction length.
@@ -49,7 +50,7 @@ def _check_mean(dtype, data, shape, keep, axis_const, seed):
     finite = np.abs(x[np.isfinite(x)]) if np.dtype(dtype).kind == "f" else np.zeros(0)
     n = max(x.size // max(theirs[0].size, 1), 1)
     atol = TOLERANCE["MEAN"] * n * (float(finite.max()) if finite.size else 0.0)
-    assert_matches(ours, theirs, rtol=TOLERANCE["MEAN"] if atol else 0.0, atol=atol)
+    assert_close(ours, theirs, rtol_each=TOLERANCE["MEAN"] if atol else 0.0, atol=atol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: f"mean-{np.dtype(d).name}")
@@ -92,7 +93,7 @@ def test_mean_shapes(case):
         {"keep_dims": keep},
     )
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)  # same order of float32 additions: exact
+    assert_close(ours, theirs)  # same order of float32 additions: exact
 
 
 def test_mean_int_truncates_toward_zero():
@@ -101,7 +102,7 @@ def test_mean_int_truncates_toward_zero():
         "MEAN", [T((3, 3), np.int32), T.const(np.array([1], np.int32))], [T((3,), np.int32)], {"keep_dims": False}
     )
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
     np.testing.assert_array_equal(ours[0], [-1, 1, -2])
 
 
@@ -159,7 +160,7 @@ def _check_quantized(op, dtype, data, shape, keep, seed, axis_const=True):
     model = single_op_model(op, [T(shape, dtype, q=q_in), axis_t], [out], {"keep_dims": keep})
     resolver = SUM_RESOLVER[dtype] if op == "SUM" else "BUILTIN_REF"
     ours, theirs = run_both(model, [x] if axis_const else [x, ax], resolver)
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("op", ["MEAN", "SUM"])
@@ -207,7 +208,7 @@ def test_mean_quantized_spatial(case, dtype):
         {"keep_dims": keep},
     )
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 SUM_DTYPES = [np.float32, np.int32, np.int64, np.bool_]
@@ -234,7 +235,7 @@ def test_sum(dtype, data, shape, keep, seed):
         {"keep_dims": keep},
     )
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE["SUM"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["SUM"])
 
 
 def _sum_int8_model():
@@ -252,14 +253,14 @@ SUM_INT8_INPUT = np.array([[-5, 3, -1], [20, -2, 2]], np.int8)
 
 def test_sum_int8_matches_default_kernels():
     ours, theirs = run_both(_sum_int8_model(), [SUM_INT8_INPUT], "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
     np.testing.assert_array_equal(ours[0], [3, 26])  # (x - zp) summed, plus zp: [-3 + 9, 20 + 9] - 3
 
 
 @pytest.mark.xfail(strict=True, reason="LiteRT reference SUM reinterprets int8 as uint8")
 def test_sum_int8_against_reference():
     ours, theirs = run_both(_sum_int8_model(), [SUM_INT8_INPUT])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 QREJECTS = [  # (id, op, input, output, does LiteRT fail cleanly (else it runs on garbage multipliers))
@@ -311,7 +312,7 @@ def test_quantized_int32_sum_wraps(op):
         {"keep_dims": False},
     )
     ours, theirs = run_both(model, [x], "BUILTIN_REF" if op == "MEAN" else SUM_RESOLVER[np.int16])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 # -- REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL: one table --------------------------------
@@ -375,7 +376,7 @@ def test_reduce_generic(case, data, shape, keep, axis_const, seed):
         {"keep_dims": keep},
     )
     ours, theirs = run_both(model, [x] if axis_const else [x, ax])
-    assert_matches(ours, theirs, rtol=TOLERANCE.get(op, 0.0))
+    assert_close(ours, theirs, rtol_each=TOLERANCE.get(op, 0.0))
 
 
 @pytest.mark.parametrize("op", ["REDUCE_MAX", "REDUCE_MIN"])
@@ -405,7 +406,7 @@ def test_reduce_max_min_specials(op, x, axes):
         {"keep_dims": False},
     )
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
     np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
 
 
@@ -509,7 +510,7 @@ def test_arg_max_min(case, data, shape, axis_const, seed):
         {"output_type": 2 if out_dtype == np.int32 else 4},
     )
     ours, theirs = run_both(model, [x] if axis_const else [x, ax])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 NAN_ROWS = [
@@ -544,7 +545,7 @@ def test_arg_max_min_nan(op, last, row):
         op, [T(x.shape), T.const(np.array([axis], np.int32))], [T((2,), np.int32)], {"output_type": 2}
     )
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 NAN_POOL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 3.0e38, -3.0e38], np.float32)
@@ -575,7 +576,7 @@ def test_arg_max_min_nan_last_axis(op, out_dtype, n, rows, trailing, axis_const,
         {"output_type": 2 if out_dtype == np.int32 else 4},
     )
     ours, theirs = run_both(model, [x] if axis_const else [x, ax])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 # -- CUMSUM ------------------------------------------------------------------------------------------------
@@ -603,4 +604,4 @@ def test_cumsum(dtype, data, shape, exclusive, reverse, axis_const, seed):
         {"exclusive": exclusive, "reverse": reverse},
     )
     ours, theirs = run_both(model, [x] if axis_const else [x, ax])
-    assert_matches(ours, theirs, rtol=TOLERANCE["CUMSUM"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["CUMSUM"])

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, regimes, shapes, values
+from tests.compare import assert_close
+from tests.ops._values import regimes, shapes, values
 from tests.oracle import T, oracle, quant, run_both, single_op_model
 
 # CEIL and ROUND are not registered by BUILTIN_REF; BUILTIN_WITHOUT_DEFAULT_DELEGATES runs their builtin kernels
@@ -96,14 +97,14 @@ def test_unary(case, data, shape, seed):
             x = (np.round(x.astype(np.float64) * 2) / 2).astype(dtype)  # many exact .5 ties
     model = single_op_model(op, [T(shape, dtype)], [T(shape, dtype)])
     ours, theirs = run_both(model, [x], resolver=RESOLVER.get(op, "BUILTIN_REF"))
-    assert_matches(ours, theirs, rtol=TOLERANCE.get(_id(case), 0.0))
+    assert_close(ours, theirs, rtol_each=TOLERANCE.get(_id(case), 0.0))
 
 
 def test_neg_int8_is_raw_negation_even_when_quantized():
     x = np.array([-128, -1, 0, 5, 127], np.int8)
     model = single_op_model("NEG", [T((5,), np.int8, q=quant(0.5, 3))], [T((5,), np.int8, q=quant(0.5, 3))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 SPECIAL = np.array(
@@ -125,7 +126,7 @@ EXPECTED = {  # what LiteRT computes, written out: a test of the IEEE corner cas
 def test_ieee_special_values(op):
     model = single_op_model(op, [T(SPECIAL.shape)], [T(SPECIAL.shape)])
     ours, theirs = run_both(model, [SPECIAL], resolver=RESOLVER.get(op, "BUILTIN_REF"))
-    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"{op.lower()}-float32"])
     signed = ~np.isnan(theirs[0])  # -0.0 where LiteRT gives -0.0 (a NaN's sign bit means nothing)
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
     for got, want in zip(ours[0], EXPECTED.get(op, [])):
@@ -144,7 +145,7 @@ def test_complex_part(op, dtype, shape, seed, regime):
     real = np.float32 if dtype == np.complex64 else np.float64
     model = single_op_model(op, [T(shape, dtype)], [T(shape, real)])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-{np.dtype(dtype).name}"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"{op.lower()}-{np.dtype(dtype).name}"])
 
 
 # -- quantized int8 / int16 paths (integers: exact) ---------------------------------------------------
@@ -181,7 +182,7 @@ def test_unary_quantized(case, data, shape, seed):
     x = np.random.default_rng(seed).integers(low, info.max, size=shape, endpoint=True).astype(dtype)
     model = single_op_model(op, [T(shape, dtype, q=quant(*qi))], [T(shape, dtype, q=quant(*qo))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("op", ["ABS", "SQRT", "RSQRT", "LOG", "EXP"])
@@ -200,7 +201,7 @@ def test_unary_quantized_every_input(op, dtype):
     )
     model = single_op_model(op, [T(x.shape, dtype, q=qi)], [T(x.shape, dtype, q=qo)])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("dtype, s_in, s_out", [(np.int8, 0.5, 0.5), (np.int16, 0.01, 1e-3)], ids=["int8", "int16"])
@@ -210,7 +211,7 @@ def test_quantized_exp_overflow(dtype, s_in, s_out):
     x = np.arange(info.min, info.max + 1).astype(dtype)
     model = single_op_model("EXP", [T(x.shape, dtype, q=quant(s_in, 0))], [T(x.shape, dtype, q=quant(s_out, 0))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("op", ["SQRT", "RSQRT"])

@@ -20,7 +20,8 @@ from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.reader import read_model
 from litert_py.tools import run as tool
 from litert_py.tools.run import main, random_array, safe_filename
-from tests.oracle import assert_close, oracle
+from tests.compare import assert_close
+from tests.oracle import oracle
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "litert_py" / "models" / "tiny_cnn.tflite"
@@ -306,7 +307,7 @@ def test_signature_of_another_subgraph_with_resize(capsys, write, tmp_path):
     assert "allocate n/a" not in out
     LiteRT, _ = oracle()
     want = LiteRT(model_path=path).get_signature_runner("second")(**{"in": x})["out"]
-    assert_close([np.load(tmp_path / "o" / "out.npy")], [want])
+    assert_close([np.load(tmp_path / "o" / "out.npy")], [want], rtol=1e-5, atol=1e-6)
 
 
 def test_json(capsys, fc):
@@ -439,7 +440,7 @@ def test_no_argument_runs_bundled_model(capsys, tmp_path):
     np.testing.assert_array_equal(got, reference(str(BUNDLED), {0: x})[0])
     LiteRT, _ = oracle()
     it = LiteRT(model_path=str(BUNDLED), num_threads=1)
-    assert_close([got], [it.get_signature_runner()(image=x)["probabilities"]])
+    assert_close([got], [it.get_signature_runner()(image=x)["probabilities"]], rtol=1e-5, atol=1e-6)
 
 
 # -- errors: one line on stderr, exit 1 (model) or 2 (arguments) ----------------------------------------

@@ -12,7 +12,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from tests.oracle import T, assert_close, run_litert, run_ours, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, run_litert, run_ours, single_op_model
 
 #: Float tolerance, relative, per term of the accumulation (KD*KH*KW*C).
 TOLERANCE = {"CONV_3D": 1e-5, "CONV_3D_TRANSPOSE": 1e-5}

@@ -13,7 +13,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from tests.oracle import T, assert_close, quant, run_litert, run_ours, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 
 #: Float tolerance, relative, per term of the accumulation (KH*KW*C); the hybrid path follows the reference's
 #: float summation order and the integer paths are exact (compared with rtol 0).

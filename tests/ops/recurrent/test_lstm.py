@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
+from tests.compare import assert_close
 from tests.ops.recurrent.test_rnn import run_stream
-from tests.oracle import assert_close, oracle, quant
+from tests.oracle import oracle, quant
 
 #: Per accumulated term (n_input + n_output + n_cell) and recurrent step, relative to the largest output
 #: magnitude. Layer norm divides by the spread of n_cell gate values (n_cell may be 2): ill-conditioned, looser.

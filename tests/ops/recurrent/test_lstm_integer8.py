@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
+from tests.compare import assert_close
 from tests.ops.recurrent.test_rnn import run_stream
-from tests.oracle import assert_close, oracle, quant
+from tests.oracle import oracle, quant
 
 #: variant id -> model options (see lstm8_model). LiteRT's 8x8_8 kernel always runs as CIFG: the input gate's
 #: weights (and every peephole weight) are checked but never read, so the non-CIFG variants check we ignore them.

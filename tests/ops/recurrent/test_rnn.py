@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema import read_model
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle, quant
+from tests.compare import assert_close
+from tests.oracle import oracle, quant
 
 #: Per accumulated term (input_size + num_units) and recurrent step, relative to the largest output magnitude.
 TOLERANCE = {"float32": 1e-6, "hybrid": 1e-6}

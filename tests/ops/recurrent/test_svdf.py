@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle, quant
+from tests.compare import assert_close
+from tests.oracle import oracle, quant
 
 #: Float: per accumulated term (input_size + rank * memory_size), relative to the largest output magnitude
 #: (the output can be a small difference of large terms).

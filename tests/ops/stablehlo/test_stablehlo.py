@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
-from tests.ops._values import assert_matches, regimes, values
+from tests.compare import assert_close
+from tests.ops._values import regimes, values
 from tests.oracle import T, run_both, run_ours, single_op_model
 
 # BUILTIN_REF lacks STABLEHLO_AND, STABLEHLO_SHIFT_LEFT, STABLEHLO_CASE and STABLEHLO_RNG_BIT_GENERATOR: their
@@ -378,7 +379,7 @@ def test_stablehlo(case, data):
     name, op, build = case
     model, inputs = build(data)
     ours, theirs = run_both(model, inputs, resolver=RESOLVER.get(op, "BUILTIN_REF"))
-    assert_matches(ours, theirs, rtol=TOLERANCE.get(name, 0.0))
+    assert_close(ours, theirs, rtol_each=TOLERANCE.get(name, 0.0))
 
 
 # --------------------------------------------------------------------------------------------------------
