@@ -565,7 +565,7 @@ def _beyond_values(data, shape, dtype, op=None):
 
 
 def _assert_float(ours, ref, rtol):
-    np.testing.assert_allclose(ours.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=0, equal_nan=True)
+    assert_close([ours.astype(np.float64)], [ref.astype(np.float64)], rtol_each=rtol)
 
 
 BEYOND_UNARY = [(op, dt) for op in UNARY_REF for dt in (np.float32, np.float16)] + [
