@@ -1,4 +1,4 @@
-"""Helpers shared by the data-movement, resize and quantize op tests: random values of any dtype, a
+"""Helpers shared by the data-movement, resize and quantize op tests: the dtypes they cover, a
 differential check that also accepts "both runtimes reject the model", and a two-op model that exercises
 an op's dynamic (value-dependent) output shape."""
 
@@ -27,23 +27,6 @@ ALL_DTYPES = {
     "bool": np.bool_,
     "string": np.bytes_,
 }
-
-
-def values(rng: np.random.Generator, shape, dtype) -> np.ndarray:
-    """Random values covering the dtype's range (strings: short random byte strings)."""
-    dt = np.dtype(dtype)
-    shape = tuple(shape)
-    if dt.kind == "S":
-        n = int(np.prod(shape, dtype=np.int64))
-        items = np.empty(n, dtype=object)
-        items[:] = [bytes(rng.integers(97, 123, rng.integers(0, 4)).astype(np.uint8)) for _ in range(n)]
-        return items.reshape(shape)
-    if dt.kind == "f":
-        return (rng.standard_normal(shape) * 10).astype(dt)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    info = np.iinfo(dt)
-    return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
 
 
 def check_both(

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
-from tests.ops._values import qparams, regimes, shapes, values
+from tests.ops._values import qparams, regimes, shapes
 from tests.oracle import T, oracle, quant, run_both, run_litert, run_ours, single_op_model
+from tests.values import values
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
 
@@ -495,20 +496,6 @@ def _zero_points(dtype) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from([lo, hi, 0, lo + 1, hi - 1]), st.integers(lo, hi))
 
 
-def _qvalues(rng: np.random.Generator, shape, dtype, regime: str) -> np.ndarray:
-    """Integers over the whole type ("full"), in a narrow window ("narrow": softmax rows with near-equal values),
-    or mostly the type's ends and zero ("ends")."""
-    info = np.iinfo(dtype)
-    if regime == "narrow":
-        c = int(rng.integers(info.min, info.max, endpoint=True))
-        x = c + rng.integers(-8, 9, shape)
-    elif regime == "ends":
-        x = rng.choice([info.min, info.min + 1, 0, info.max - 1, info.max], shape)
-    else:
-        x = rng.integers(info.min, info.max, shape, endpoint=True)
-    return np.clip(x, info.min, info.max).astype(dtype)
-
-
 def _all_values(dtype, rng: np.random.Generator) -> np.ndarray:
     """Every value of the type once, shuffled, as a 2-d tensor."""
     info = np.iinfo(dtype)
@@ -587,7 +574,7 @@ def test_quantized_activation(case, data, seed):
         shape = shape[:-1] + (data.draw(st.integers(1, 40 if long_rows else 4), label="depth"),)
     x_spec, y_spec, options = data.draw(_quantized_model(case, shape))
     regime = data.draw(st.sampled_from(["full", "narrow", "ends"]), label="regime")
-    x = _qvalues(np.random.default_rng(seed), shape, tin, regime)
+    x = values(np.random.default_rng(seed), shape, tin, regime)
     _check_against_ref(single_op_model(op, [x_spec], [y_spec], options), [x])
 
 
@@ -617,8 +604,8 @@ def test_quantized_prelu(case, data, seed, alpha_const):
     s_a = data.draw(_scales(-6, 1), label="s_alpha")
     z_in, z_out = data.draw(_zero_points(tin), label="z_in"), data.draw(_zero_points(tin), label="z_out")
     z_a = data.draw(_zero_points(tal), label="z_alpha")
-    x = _qvalues(rng, shape, tin, data.draw(st.sampled_from(["full", "ends"]), label="regime"))
-    alpha = _qvalues(rng, alpha_shape, tal, "full")
+    x = values(rng, shape, tin, data.draw(st.sampled_from(["full", "ends"]), label="regime"))
+    alpha = values(rng, alpha_shape, tal, "full")
     a_spec = T.const(alpha, q=quant(s_a, z_a)) if alpha_const else T(alpha_shape, tal, q=quant(s_a, z_a))
     model = single_op_model(
         "PRELU", [T(shape, tin, q=quant(s_in, z_in)), a_spec], [T(shape, tin, q=quant(s_out, z_out))]

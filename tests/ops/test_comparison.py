@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
-from tests.ops._values import broadcast_pair, values
+from tests.ops._values import broadcast_pair
 from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.values import values
 
 COMPARE = ["EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"]
 RAW_TYPES = [np.float32, np.float16, np.int16, np.int32, np.int64]

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
-from tests.ops._values import broadcast_pair, qparams, regimes, shapes, values
+from tests.ops._values import broadcast_pair, qparams, regimes, shapes
 from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.values import values
 
 #: float tolerance per op (rtol): all of these are a single IEEE operation (or a comparison) per element
 TOLERANCE = {"ADD": 0.0, "SUB": 0.0, "MUL": 0.0, "DIV": 0.0, "MAXIMUM": 0.0, "MINIMUM": 0.0}

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
 from litert_py.schema.builder import ModelBuilder
-from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, run_litert, run_ours, single_op_model
+from tests.values import values
 
 TOLERANCE = {
     op: 0.0

@@ -17,8 +17,9 @@ from litert_py import InvokeError, PrepareError
 from litert_py.ops.lookup import fingerprint64
 from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.model import QuantizationParameters
-from tests.ops._diff import ALL_DTYPES, check_both, values
+from tests.ops._diff import ALL_DTYPES, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.values import values
 
 TOLERANCE = {
     "EMBEDDING_LOOKUP": 0.0,

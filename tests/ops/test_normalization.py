@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
-from tests.ops._values import qparams, regimes, shapes, values
+from tests.ops._values import qparams, regimes, shapes
 from tests.oracle import T, quant, run_both, run_litert, single_op_model
+from tests.values import values
 
 I8, U8 = np.int8, np.uint8
 

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
-from tests.ops._values import qparams, regimes, shapes, values
+from tests.ops._values import qparams, regimes, shapes
 from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.values import values
 
 #: float tolerance per op, relative to the largest input magnitude and multiplied by the reduction length.
 #: MEAN is exact: we add in float32 in the reference kernel's order (row-major over the reduced elements) and

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
-from tests.ops._values import regimes, shapes, values
+from tests.ops._values import regimes, shapes
 from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.values import values
 
 # CEIL and ROUND are not registered by BUILTIN_REF; BUILTIN_WITHOUT_DEFAULT_DELEGATES runs their builtin kernels
 # (AUTO would hand them to XNNPACK).

@@ -29,6 +29,7 @@ from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
 from tests.compare import assert_close
 from tests.oracle import run_litert, run_ours
+from tests.values import ints
 
 I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
 INT4 = 17  # TensorType INT4 (stored packed two per byte)
@@ -152,7 +153,7 @@ def _values(rng, shape, dtype, wide: bool):
     lo, hi = _range(dtype)
     if not wide:  # a narrow band: accumulators stay small, outputs rarely saturate
         lo, hi = max(lo, -20), min(hi, 20) if lo < 0 else min(hi, 40)
-    return rng.integers(lo, hi, shape, endpoint=True).astype(I8 if dtype == INT4 else dtype)
+    return ints(rng, shape, I8 if dtype == INT4 else dtype, lo, hi)
 
 
 @st.composite

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
-from tests.ops._values import regimes, values
+from tests.ops._values import regimes
 from tests.oracle import T, run_both, run_ours, single_op_model
+from tests.values import values
 
 # BUILTIN_REF lacks STABLEHLO_AND, STABLEHLO_SHIFT_LEFT, STABLEHLO_CASE and STABLEHLO_RNG_BIT_GENERATOR: their
 # builtin kernels run without delegates.
@@ -46,9 +47,7 @@ RW_DTYPES = (np.float32, np.int8, np.int16, np.int32, np.int64, np.uint8, np.boo
 
 def _values(data, shape, dtype):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1), label="seed"))
-    if dtype is np.bool_:
-        return rng.random(shape) < 0.5
-    return values(rng, shape, dtype, data.draw(regimes(dtype), label="regime"))
+    return values(rng, shape, dtype, None if dtype is np.bool_ else data.draw(regimes(dtype), label="regime"))
 
 
 def _shape(data, min_rank=0, max_rank=4, max_dim=4, min_dim=0):
