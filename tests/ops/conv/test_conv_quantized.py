@@ -108,21 +108,22 @@ DELIBERATE_REFUSALS = (
 )
 
 
+def case_model(case: dict) -> bytes:
+    """The model of a case dict (the keys are conv_model's arguments; the output has the input's dtype)."""
+    keys = ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")
+    return conv_model(*(case[k] for k in keys), case["x"].dtype, case["out_q"], case["options"], case["const"])
+
+
+def _prepared(case: dict):
+    """litert_py's prepared op of a case's model."""
+    it = Interpreter(model_content=case_model(case))
+    it.allocate_tensors()
+    (op,) = it._subgraphs[0].prepared_ops.values()
+    return op
+
+
 def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0):
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        case["f_type"],
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        case["x"].dtype,
-        case["out_q"],
-        case["options"],
-        case["const"],
-    )
+    model = case_model(case)
     feeds = _feeds(case)
     try:
         Interpreter(model_content=model).allocate_tensors()
@@ -386,22 +387,7 @@ def test_int8_accumulators_beyond_the_fused_bound_take_the_int64_path():
     case = _full_scale_case("CONV_2D", I8, 127, 700)
     out = check_against_oracle(case)
     assert (out != 0).any()
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        I8,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        I8,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (op,) = it._subgraphs[0].prepared_ops.values()
+    op = _prepared(case)
     assert op.requant.kind == "fused" and op.requant.check and op.requant.exact_bound < 700 * 127 * 127
 
 
@@ -409,22 +395,7 @@ def test_int16_int32_accumulator_wraps_like_litert():
     """int16x8 with an int32 bias accumulates in int32: 600 * 32767 * 127 overflows and wraps in LiteRT."""
     case = _full_scale_case("CONV_2D", I16, 32767, 600, I32, {"quantized_bias_type": TYPE_INT32})
     check_against_oracle(case)
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        I8,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        I16,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (op,) = it._subgraphs[0].prepared_ops.values()
+    op = _prepared(case)
     assert op.requant.kind == "wrap32"
 
 
@@ -567,19 +538,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("case", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
 def test_rejected_like_litert(case):
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        case["f_type"],
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        case["x"].dtype,
-        case["out_q"],
-        case["options"],
-    )
+    model = case_model(case)
     # LiteRT fails at load (invalid quantization: ValueError), prepare, or invoke for the filter types it does
     # not run; litert_py at load or prepare.
     with pytest.raises((RuntimeError, ValueError)):
@@ -616,19 +575,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("case, match", [e[1:] for e in REFUSED], ids=[e[0] for e in REFUSED])
 def test_refused_although_litert_runs_it(case, match):
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        case["f_type"],
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        case["x"].dtype,
-        case["out_q"],
-        case["options"],
-    )
+    model = case_model(case)
     run_litert(model, [case["x"]])
     with pytest.raises(PrepareError, match=match):
         run_ours(model, [case["x"]])

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
+from tests.ops.recurrent._int_lstm import gate_inputs, layer_norm_inputs
 from tests.ops.recurrent.test_rnn import run_stream
 from tests.oracle import oracle, quant
 
@@ -172,16 +173,6 @@ INT_PATHS = {
 INT_CASES = [(p, v) for p in INT_PATHS for v in VARIANTS if not VARIANTS[v][7]]
 
 
-def _i8w(b, rng, name, shape):
-    return b.tensor(
-        name,
-        shape,
-        np.int8,
-        data=rng.integers(-127, 128, shape).astype(np.int8),
-        quantization=quant(float(rng.uniform(0.005, 0.02))),
-    )
-
-
 def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, zos=0):
     cifg, peep, proj, proj_bias, ln, cclip, pclip, _ = VARIANTS[variant]
     if not proj:
@@ -190,61 +181,14 @@ def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, z
         n_out = min(n_out, n_cell)
     b = ModelBuilder()
     xshape = (batch, n_in) if op == "LSTM" else ((time, batch, n_in) if tm else (batch, time, n_in))
-    x = b.input("x", xshape, np.int8, quantization=quant(float(rng.uniform(0.02, 0.08)), int(rng.integers(-20, 20))))
-    skip = {"i"} if cifg else set()
-    ins = [x]
-    ins += [-1 if g in skip else _i8w(b, rng, f"w_{g}", (n_cell, n_in)) for g in "ifco"]
-    ins += [-1 if g in skip else _i8w(b, rng, f"r_{g}", (n_cell, n_out)) for g in "ifco"]
-    ins += [
-        b.tensor(
-            f"p_{g}",
-            (n_cell,),
-            np.int16,
-            data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
-            quantization=quant(float(rng.uniform(1e-4, 1e-3))),
-        )
-        if peep and g not in skip
-        else -1
-        for g in "ifo"
-    ]
-    ins += [
-        -1
-        if g in skip
-        else b.tensor(
-            f"b_{g}",
-            (n_cell,),
-            np.int32,
-            data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
-            quantization=quant(1e-5),
-        )
-        for g in "ifco"
-    ]
-    ins += [_i8w(b, rng, "proj", (n_out, n_cell)) if proj else -1]
-    ins += [
-        b.tensor(
-            "proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32), quantization=quant(1e-4)
-        )
-        if proj_bias
-        else -1
-    ]
+    ins = gate_inputs(b, rng, xshape, n_cell, n_out, cifg, peep, proj, proj_bias)
     zo = int(rng.integers(-10, 10))
     s_out = float(rng.uniform(0.004, 0.012))
     ins += [
         b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
         b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
     ]
-    ins += [
-        b.tensor(
-            f"ln_{g}",
-            (n_cell,),
-            np.int16,
-            data=rng.integers(12000, 32767, n_cell).astype(np.int16),
-            quantization=quant(float(rng.uniform(2e-5, 4e-5))),
-        )
-        if ln and g not in skip
-        else -1
-        for g in "ifco"
-    ]
+    ins += layer_norm_inputs(b, rng, n_cell, cifg, ln)
     inter = [b.tensor(f"inter{k}", (), np.int16, quantization=quant(float(rng.uniform(2e-4, 1e-3)))) for k in range(4)]
     inter.append(
         b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
