@@ -288,27 +288,10 @@ def _bidi_cell(b, rng, prefix, variant, hybrid, n_in, n_cell, n_out, batch):
     return ins, states
 
 
-@pytest.mark.parametrize("path", sorted(BIDI))
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    batch=st.integers(1, 3),
-    time=st.integers(1, 4),
-    n_in=st.integers(1, 10),
-    n_cell=st.sampled_from([1, 2, 4, 5]),
-    n_out=st.integers(1, 5),
-    invokes=st.integers(1, 2),
-)
-def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out, invokes):
+def bidi_model(path, rng, batch, time, n_in, n_cell, n_out) -> tuple[bytes, tuple]:
+    """The BIDIRECTIONAL_SEQUENCE_LSTM model of a BIDI path, and the leading (time, batch) dims of its inputs."""
     tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
-    cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
-    rng = np.random.default_rng(seed)
-    if hybrid:
-        time = 1  # see test_rnn.run_stream(sync_states=True)
-    n_out = min(n_out, n_cell) if proj else n_cell  # see float_lstm_model
-    if merge and not tm:
-        # LiteRT's batch-major EvalFloat/EvalHybrid address the state of row b at b * output_batch_leading_dim,
-        # which with merged outputs runs past the state buffer for b >= 1 (undefined behaviour): one row only.
-        batch = 1
+    cifg, _, _, _, _, cclip, pclip, _ = VARIANTS[variant]
     b = ModelBuilder()
     lead = (time, batch) if tm else (batch, time)
     x = b.input("x", lead + (n_in,), np.float32)
@@ -341,9 +324,34 @@ def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
         },
     )
     b.output(*outs)
+    return b.build(), lead
+
+
+@pytest.mark.parametrize("path", sorted(BIDI))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    time=st.integers(1, 4),
+    n_in=st.integers(1, 10),
+    n_cell=st.sampled_from([1, 2, 4, 5]),
+    n_out=st.integers(1, 5),
+    invokes=st.integers(1, 2),
+)
+def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out, invokes):
+    tm, merge, aux_mode, hybrid, _, variant = BIDI[path]
+    proj = VARIANTS[variant][2]
+    rng = np.random.default_rng(seed)
+    if hybrid:
+        time = 1  # see test_rnn.run_stream(sync_states=True)
+    n_out = min(n_out, n_cell) if proj else n_cell  # see float_lstm_model
+    if merge and not tm:
+        # LiteRT's batch-major EvalFloat/EvalHybrid address the state of row b at b * output_batch_leading_dim,
+        # which with merged outputs runs past the state buffer for b >= 1 (undefined behaviour): one row only.
+        batch = 1
+    model, lead = bidi_model(path, rng, batch, time, n_in, n_cell, n_out)
     n_feeds = 2 if aux_mode else 1
     feeds = [[rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)] for _ in range(invokes)]
-    ours, theirs = run_stream(b.build(), feeds, sync_states=hybrid)
+    ours, theirs = run_stream(model, feeds, sync_states=hybrid)
     rtol = TOLERANCE["hybrid" if hybrid else "float32"] * time * (2 * n_in + n_out + n_cell)
     for k, (a, bb) in enumerate(zip(ours, theirs)):
         assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)
@@ -445,43 +453,16 @@ def test_long_sequence_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
 def test_long_sequence_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out):
     """BIDIRECTIONAL_SEQUENCE_LSTM over time > 10 with all-zero steps (the backward cell walks the precomputed
     input products in reverse)."""
-    tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
-    cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
+    tm, *_, variant = BIDI[path]
+    proj = VARIANTS[variant][2]
     rng = np.random.default_rng(seed)
     n_out = min(n_out, n_cell) if proj else n_cell
-    b = ModelBuilder()
-    lead = (time, batch) if tm else (batch, time)
-    x = b.input("x", lead + (n_in,), np.float32)
-    aux = b.input("aux", lead + (n_in,), np.float32)
-    fw, fw_states = _bidi_cell(b, rng, "fw_", variant, hybrid, n_in, n_cell, n_out, batch)
-    bw, bw_states = _bidi_cell(b, rng, "bw_", variant, hybrid, n_in, n_cell, n_out, batch)
-    aux_w = [-1] * 8
-    if aux_mode == "cross":
-        aux_w = [
-            -1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
-            for d in ("fw_", "bw_")
-            for g in "ifco"
-        ]
-    outs = [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
-    b.op(
-        "BIDIRECTIONAL_SEQUENCE_LSTM",
-        [x] + fw + bw + fw_states + bw_states + [aux] + aux_w,
-        outs,
-        {
-            "time_major": tm,
-            "merge_outputs": merge,
-            "fused_activation_function": 4,
-            "cell_clip": cclip,
-            "proj_clip": pclip,
-            "asymmetric_quantize_inputs": asym,
-        },
-    )
-    b.output(*outs)
+    model, lead = bidi_model(path, rng, batch, time, n_in, n_cell, n_out)
     feeds = [
         [_zero_steps(rng.standard_normal(lead + (n_in,)).astype(np.float32), tm, rng) for _ in range(2)]
         for _ in range(2)
     ]
-    ours, theirs = run_stream(b.build(), feeds)
+    ours, theirs = run_stream(model, feeds)
     rtol = TOLERANCE["float32"] * time * (2 * n_in + n_out + n_cell)
     for k, (a, bb) in enumerate(zip(ours, theirs)):
         assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)
