@@ -42,8 +42,8 @@ def _assert_same(ours, theirs, op):
     assert_close(ours, theirs, rtol=TOLERANCE[op], atol=1e-6 if TOLERANCE[op] else 0.0)
 
 
-@pytest.mark.parametrize("op", OPS)
-@given(
+#: the pooling geometry both differential tests draw: input shape, window, strides, padding, fused activation
+GEOMETRY = dict(
     batch=st.integers(1, 2),
     h=st.integers(1, 12),
     w=st.integers(1, 12),
@@ -54,6 +54,12 @@ def _assert_same(ours, theirs, op):
     sw=st.integers(1, 3),
     padding=st.sampled_from([0, 1]),
     act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+)
+
+
+@pytest.mark.parametrize("op", OPS)
+@given(
+    **GEOMETRY,
     special=st.sampled_from([False, False, True]),
     seed=st.integers(0, 2**31 - 1),
 )
@@ -120,16 +126,7 @@ QUANTIZED = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dtype", list(QUANTIZED))
 @given(
-    batch=st.integers(1, 2),
-    h=st.integers(1, 12),
-    w=st.integers(1, 12),
-    c=st.integers(1, 8),
-    fh=st.integers(1, 4),
-    fw=st.integers(1, 4),
-    sh=st.integers(1, 3),
-    sw=st.integers(1, 3),
-    padding=st.sampled_from([0, 1]),
-    act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+    **GEOMETRY,
     log_scale=st.floats(-6, 3),
     zp_kind=st.sampled_from(["min", "max", "zero", "any"]),
     narrow=st.booleans(),

@@ -25,7 +25,8 @@ TOLERANCE = {"CONV_2D": 1e-5, "DEPTHWISE_CONV_2D": 1e-5}
 ACTIVATIONS = [0, 1, 2, 3, 4, 5]  # NONE RELU RELU_N1_TO_1 RELU6 TANH SIGN_BIT (LiteRT ignores the last two)
 
 
-def _options(d: dict, op: str) -> dict:
+def conv_options(d: dict, op: str, extra: dict | None = None) -> dict:
+    """The builtin options of a conv case's geometry ``d`` (padding, stride, dilation, act, mult), plus ``extra``."""
     o = {
         "padding": d["padding"],
         "stride_h": d["stride"][0],
@@ -33,6 +34,7 @@ def _options(d: dict, op: str) -> dict:
         "dilation_h_factor": d["dilation"][0],
         "dilation_w_factor": d["dilation"][1],
         "fused_activation_function": d["act"],
+        **(extra or {}),
     }
     if op == "DEPTHWISE_CONV_2D":
         o["depth_multiplier"] = d["mult"]
@@ -78,7 +80,7 @@ def _model_and_inputs(op: str, d: dict):
         tensors, feeds = [T.const(a) for a in consts], [x]
     else:
         tensors, feeds = [T(a.shape) for a in consts], [x, *consts]
-    model = single_op_model(op, [T(x.shape), *tensors], [T((1, 1, 1, d["out_c"]))], _options(d, op))
+    model = single_op_model(op, [T(x.shape), *tensors], [T((1, 1, 1, d["out_c"]))], conv_options(d, op))
     return model, feeds, f.shape[1] * f.shape[2] * (f.shape[3] if op == "CONV_2D" else 1)
 
 

@@ -28,6 +28,7 @@ from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
 from tests.compare import assert_close
+from tests.ops.conv.test_conv import conv_options
 from tests.oracle import run_litert, run_ours
 from tests.values import ints
 
@@ -180,21 +181,6 @@ def geometry(draw, op: str):
     return d
 
 
-def _options(op: str, d: dict, extra: dict) -> dict:
-    o = {
-        "padding": d["padding"],
-        "stride_h": d["stride"][0],
-        "stride_w": d["stride"][1],
-        "dilation_h_factor": d["dilation"][0],
-        "dilation_w_factor": d["dilation"][1],
-        "fused_activation_function": d["act"],
-        **extra,
-    }
-    if op == "DEPTHWISE_CONV_2D":
-        o["depth_multiplier"] = d["mult"]
-    return o
-
-
 @st.composite
 def quantized_cases(draw, op: str, path: str):
     x_dtype, f_type, b_dtype, per_channel, extra = PATHS[path]
@@ -237,7 +223,7 @@ def quantized_cases(draw, op: str, path: str):
         "bias": bias if op == "CONV_2D" or draw(st.integers(0, 4)) else None,
         "b_q": quant(b_scale, 0),
         "out_q": quant(s_out, out_zp),
-        "options": _options(op, d, extra),
+        "options": conv_options(d, op, extra),
         "const": const,
     }
 
@@ -299,7 +285,7 @@ def hybrid_cases(draw, op: str, kind: str):
         "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None,
         "b_q": None,
         "out_q": None,
-        "options": _options(op, d, {}),
+        "options": conv_options(d, op),
         "const": (True, draw(st.booleans())),
     }
 
@@ -635,10 +621,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2 - (kind == "unfolded")  # not all clamped
-    model = conv_model(op, x, case["x_q"], f, I8, f_q, bias, case["b_q"], I8, case["out_q"], case["options"])
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared(case)
     if kind == "unfolded":
         assert not hasattr(prepared, "epilogue") and prepared.requant.fallback is not None
     else:
@@ -670,22 +653,7 @@ def test_conv_window_covering_the_whole_input(dtype):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 3
-    model = conv_model(
-        "CONV_2D",
-        x,
-        case["x_q"],
-        f,
-        dtype,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        dtype,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
 
 
@@ -719,21 +687,6 @@ def test_depthwise_window_covering_the_whole_input(dtype, act):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 3
-    model = conv_model(
-        case["op"],
-        x,
-        case["x_q"],
-        f,
-        dtype,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        dtype,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared(case)
     assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
     assert (prepared.epilogue.half is None) == (act == 1)
