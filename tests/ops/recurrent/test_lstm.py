@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
-from tests.ops.recurrent._int_lstm import gate_inputs, layer_norm_inputs
+from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs, weights
 from tests.ops.recurrent.test_rnn import run_stream
 from tests.oracle import oracle, quant
 
@@ -51,18 +51,6 @@ CASES = [
 ]
 
 
-def _w(b, rng, name, shape, hybrid):
-    if hybrid:
-        return b.tensor(
-            name,
-            shape,
-            np.int8,
-            data=rng.integers(-128, 128, shape).astype(np.int8),
-            quantization=quant(float(rng.uniform(0.002, 0.01))),
-        )
-    return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
-
-
 def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out, drop=(), n_inputs=24):
     cifg, peep, proj, proj_bias, ln, cclip, pclip, diag = VARIANTS[variant]
     # LiteRT sizes the float kernels' projection scratch by n_cell: n_output > n_cell overruns it (aborts).
@@ -74,14 +62,14 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
         xshape = (time, batch, n_in) if tm else (batch, time, n_in)
     x = b.input("x", xshape, np.float32)
     ins = [x]
-    ins += [-1 if (g == "i" and cifg) else _w(b, rng, f"w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
+    ins += [-1 if (g == "i" and cifg) else weights(b, rng, f"w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
     rshape = (n_cell,) if diag else (n_cell, n_out)
-    ins += [-1 if (g == "i" and cifg) else _w(b, rng, f"r_{g}", rshape, hybrid) for g in "ifco"]
-    ins += [_w(b, rng, f"p_{g}", (n_cell,), hybrid) if peep and not (g == "i" and cifg) else -1 for g in "ifo"]
+    ins += [-1 if (g == "i" and cifg) else weights(b, rng, f"r_{g}", rshape, hybrid) for g in "ifco"]
+    ins += [weights(b, rng, f"p_{g}", (n_cell,), hybrid) if peep and not (g == "i" and cifg) else -1 for g in "ifo"]
     ins += [
         -1 if (g == "i" and cifg) else b.const(f"b_{g}", rng.standard_normal(n_cell).astype(np.float32)) for g in "ifco"
     ]
-    ins += [_w(b, rng, "proj", (n_out, n_cell), hybrid) if proj else -1]
+    ins += [weights(b, rng, "proj", (n_out, n_cell), hybrid) if proj else -1]
     ins += [b.const("proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
     ins += [
         b.tensor("h", (batch, n_out), np.float32, is_variable=True),
@@ -273,13 +261,13 @@ BIDI = {
 def _bidi_cell(b, rng, prefix, variant, hybrid, n_in, n_cell, n_out, batch):
     cifg, peep, proj, proj_bias, _, _, _, _ = VARIANTS[variant]
     skip = {"i"} if cifg else set()
-    ins = [-1 if g in skip else _w(b, rng, f"{prefix}w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
-    ins += [-1 if g in skip else _w(b, rng, f"{prefix}r_{g}", (n_cell, n_out), hybrid) for g in "ifco"]
-    ins += [_w(b, rng, f"{prefix}p_{g}", (n_cell,), hybrid) if peep and g not in skip else -1 for g in "ifo"]
+    ins = [-1 if g in skip else weights(b, rng, f"{prefix}w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
+    ins += [-1 if g in skip else weights(b, rng, f"{prefix}r_{g}", (n_cell, n_out), hybrid) for g in "ifco"]
+    ins += [weights(b, rng, f"{prefix}p_{g}", (n_cell,), hybrid) if peep and g not in skip else -1 for g in "ifo"]
     ins += [
         -1 if g in skip else b.const(f"{prefix}b_{g}", rng.standard_normal(n_cell).astype(np.float32)) for g in "ifco"
     ]
-    ins += [_w(b, rng, f"{prefix}proj", (n_out, n_cell), hybrid) if proj else -1]
+    ins += [weights(b, rng, f"{prefix}proj", (n_out, n_cell), hybrid) if proj else -1]
     ins += [b.const(f"{prefix}proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
     states = [
         b.tensor(f"{prefix}h", (batch, n_out), np.float32, is_variable=True),
@@ -301,7 +289,7 @@ def bidi_model(path, rng, batch, time, n_in, n_cell, n_out) -> tuple[bytes, tupl
     aux_w = [-1] * 8
     if aux_mode == "cross":
         aux_w = [
-            -1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
+            -1 if (cifg and g == "i") else weights(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
             for d in ("fw_", "bw_")
             for g in "ifco"
         ]

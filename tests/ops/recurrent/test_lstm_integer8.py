@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
-from tests.ops.recurrent._int_lstm import gate_inputs, layer_norm_inputs
+from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs
 from tests.ops.recurrent.test_rnn import run_stream
 from tests.oracle import oracle, quant
 

@@ -1,12 +1,21 @@
-"""The constant inputs of an integer (int8 input, int16 cell) LSTM model, shared by the integer LSTM tests
-(test_lstm.py's int8 paths and test_lstm_integer8.py's 8x8_8 kernel). Values are drawn from ``rng`` in input
-order, so a seed keeps naming the same model."""
+"""Constant weight tensors of the recurrent op tests: float / hybrid weights (LSTM, RNN) and the constant inputs
+of an integer (int8 input, int16 cell) LSTM (test_lstm.py's int8 paths and test_lstm_integer8.py's 8x8_8 kernel).
+Values are drawn from ``rng`` in input order, so a seed keeps naming the same model."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from tests.oracle import quant
+
+
+def weights(b, rng, name, shape, hybrid: bool, max_scale: float = 0.01) -> int:
+    """A constant weight tensor: float32 normal with sigma 0.4, or (``hybrid``) int8 over the whole type with a
+    symmetric scale in [0.002, max_scale)."""
+    if hybrid:
+        w = rng.integers(-128, 128, shape).astype(np.int8)
+        return b.tensor(name, shape, np.int8, data=w, quantization=quant(float(rng.uniform(0.002, max_scale))))
+    return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
 
 
 def i8_weights(b, rng, name, shape) -> int:
