@@ -15,7 +15,17 @@ from litert_py import Interpreter
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
 
-__all__ = ["T", "single_op_model", "run_ours", "run_litert", "run_both", "oracle", "quant"]
+__all__ = [
+    "T",
+    "single_op_model",
+    "run_ours",
+    "run_litert",
+    "run_both",
+    "oracle",
+    "quant",
+    "litert_fails",
+    "ours_fails",
+]
 
 
 def oracle():
@@ -109,3 +119,38 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUIL
 def run_both(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):
     """(ours, LiteRT's) outputs of the same model on the same inputs."""
     return run_ours(model, inputs), run_litert(model, inputs, resolver)
+
+
+def _fails(it, inputs, errors, at: str, match: str | None) -> None:
+    def feed():
+        it.allocate_tensors()
+        details = it.get_input_details()
+        xs = inputs if inputs is not None else [np.zeros(d["shape"], d["dtype"]) for d in details]
+        for d, x in zip(details, xs):
+            it.set_tensor(d["index"], x)
+
+    if at == "allocate":
+        with pytest.raises(errors, match=match):
+            it.allocate_tensors()
+        return
+    if at == "invoke":
+        feed()
+    with pytest.raises(errors, match=match):
+        if at == "any":
+            feed()
+        it.invoke()
+
+
+def litert_fails(model: bytes, inputs: Sequence[np.ndarray] | None = None, errors=RuntimeError, at: str = "any"):
+    """Assert that LiteRT (BUILTIN_REF) fails on ``model`` with one of ``errors``: at allocate_tensors (``at``
+    "allocate"), at invoke after a successful allocate and set_tensor ("invoke"), or at any of the three ("any").
+    ``inputs`` (zipped with the input details) default to zeros of each input's shape and dtype."""
+    LiteRT, OpResolverType = oracle()
+    _fails(
+        LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF), inputs, errors, at, None
+    )
+
+
+def ours_fails(model: bytes, inputs=None, errors=RuntimeError, at: str = "any", match: str | None = None):
+    """Assert that litert_py fails on ``model`` as ``litert_fails`` does for LiteRT, the message matching ``match``."""
+    _fails(Interpreter(model_content=model), inputs, errors, at, match)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
 from tests.ops._values import broadcast_pair
-from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.oracle import T, litert_fails, quant, run_both, single_op_model
 from tests.values import values
 
 COMPARE = ["EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"]
@@ -222,13 +222,7 @@ def test_rejected(case):
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
     if oracle_check:
-        LiteRT, OpResolverType = oracle()
-        ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-        with pytest.raises((RuntimeError, ValueError)):
-            ref.allocate_tensors()
-            for d in ref.get_input_details():
-                ref.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
-            ref.invoke()
+        litert_fails(model, errors=(RuntimeError, ValueError))
 
 
 def test_rank_8_broadcast():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.ops._diff import RUNS, check_both
-from tests.oracle import T, single_op_model
+from tests.oracle import T, litert_fails, ours_fails, single_op_model
 
 
 def test_check_both_counts_rejections_and_comparisons():
@@ -27,3 +27,18 @@ def test_a_test_in_which_neither_runtime_ran_fails():
         RUNS.check()
     RUNS.reset()  # this test itself passes
     RUNS.check()
+
+
+def test_fails_helpers_fail_when_the_runtime_runs():
+    """litert_fails / ours_fails (tests/oracle.py) are assertions: a model both runtimes run fails them."""
+    good = single_op_model("ADD", [T((3,)), T((3,))], [T((3,))])
+    for at in ("allocate", "invoke", "any"):
+        with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+            litert_fails(good, at=at)
+        with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+            ours_fails(good, at=at)
+    bad = single_op_model("ADD", [T((2,)), T((3,))], [T((3,))])  # refused at prepare by both
+    litert_fails(bad, at="allocate")
+    ours_fails(bad, at="allocate", match="")
+    with pytest.raises(RuntimeError):  # "invoke" wants allocate_tensors to succeed
+        litert_fails(bad, at="invoke")

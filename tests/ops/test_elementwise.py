@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
 from tests.ops._values import broadcast_pair, qparams, regimes, shapes
-from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.oracle import T, litert_fails, oracle, ours_fails, quant, run_both, single_op_model
 from tests.values import values
 
 #: float tolerance per op (rtol): all of these are a single IEEE operation (or a comparison) per element
@@ -106,19 +106,8 @@ def test_div_int32_truncates_toward_zero():
 def test_div_int32_by_zero_fails_at_invoke():
     model = single_op_model("DIV", [T((3,), np.int32), T((3,), np.int32)], [T((3,), np.int32)])
     feed = [np.array([1, 2, 3], np.int32), np.array([1, 0, 1], np.int32)]
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ref.allocate_tensors()
-    for d, x in zip(ref.get_input_details(), feed):
-        ref.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError):
-        ref.invoke()
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feed):
-        it.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError, match="zero"):
-        it.invoke()
+    litert_fails(model, feed, at="invoke")
+    ours_fails(model, feed, at="invoke", match="zero")
 
 
 def test_constant_operands_fold():
@@ -334,19 +323,8 @@ def test_div_quantized_divisor_at_zero_point_fails_at_invoke():
     q = quant(0.1, 3)
     model = single_op_model("DIV", [T((3,), np.int8, q=q), T((3,), np.int8, q=q)], [T((3,), np.int8, q=q)])
     feed = [np.array([1, 2, 3], np.int8), np.array([5, 3, 7], np.int8)]
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ref.allocate_tensors()
-    for d, x in zip(ref.get_input_details(), feed):
-        ref.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError):
-        ref.invoke()
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feed):
-        it.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError, match="zero point"):
-        it.invoke()
+    litert_fails(model, feed, at="invoke")
+    ours_fails(model, feed, at="invoke", match="zero point")
 
 
 Q8, Q16 = quant(0.1, 3), quant(2.0**-10, 0)
@@ -552,13 +530,7 @@ def test_more_rejected(case):
     model = single_op_model(op, inputs, [out])
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    with pytest.raises((RuntimeError, ValueError)):
-        ref.allocate_tensors()
-        for d, t in zip(ref.get_input_details(), inputs):
-            ref.set_tensor(d["index"], np.ones(t.shape, t.dtype))
-        ref.invoke()
+    litert_fails(model, [np.ones(t.shape, t.dtype) for t in inputs], (RuntimeError, ValueError))
 
 
 def test_atan2_same_rank_other_dims_rejected():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
 from tests.ops._values import regimes, shapes
-from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.oracle import T, litert_fails, oracle, ours_fails, quant, run_both, single_op_model
 from tests.values import values
 
 # CEIL and ROUND are not registered by BUILTIN_REF; BUILTIN_WITHOUT_DEFAULT_DELEGATES runs their builtin kernels
@@ -219,17 +219,8 @@ def test_quantized_exp_overflow(dtype, s_in, s_out):
 def test_quantized_negative_input_fails_at_invoke(op):
     model = single_op_model(op, [T((3,), np.int8, q=quant(0.1, 2))], [T((3,), np.int8, q=quant(0.1, 0))])
     x = np.array([5, 1, 7], np.int8)  # 1 < zero point 2: a negative real value
-    ours = Interpreter(model_content=model)
-    ours.allocate_tensors()
-    ours.set_tensor(ours.get_input_details()[0]["index"], x)
-    with pytest.raises(RuntimeError, match="only defined"):
-        ours.invoke()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ref.allocate_tensors()
-    ref.set_tensor(ref.get_input_details()[0]["index"], x)
-    with pytest.raises(RuntimeError):
-        ref.invoke()
+    ours_fails(model, [x], at="invoke", match="only defined")
+    litert_fails(model, [x], at="invoke")
 
 
 # -- what LiteRT rejects ----------------------------------------------------------------------------
@@ -299,17 +290,11 @@ def test_complex_rejected(case):
     model = single_op_model(op, [T((3,), src)], [T((3,), dst)])
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    with pytest.raises(RuntimeError):
-        ref.allocate_tensors()
+    litert_fails(model, at="allocate")
 
 
 def test_quantized_int16_needs_zero_points_0():
     model = single_op_model("ABS", [T((3,), np.int16, q=quant(0.01, 1))], [T((3,), np.int16, q=quant(0.01, 0))])
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    with pytest.raises(RuntimeError):
-        ref.allocate_tensors()
+    litert_fails(model, at="allocate")
