@@ -113,17 +113,10 @@ def mismatch(
     return None
 
 
-def assert_close(
-    ours: Sequence[np.ndarray],
-    theirs: Sequence[np.ndarray],
-    *,
-    rtol: float = 0.0,
-    atol: float = 0.0,
-    rtol_each: float = 0.0,
-    err_msg: str = "",
-) -> None:
+def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], *, err_msg: str = "", **tolerance) -> None:
     """Fail (AssertionError) unless ``ours`` matches the reference ``theirs`` (lists of outputs) under the
-    module's rule; the message says where and by how much."""
-    why = mismatch(ours, theirs, rtol=rtol, atol=atol, rtol_each=rtol_each)
+    module's rule; ``tolerance``: ``rtol``, ``atol``, ``rtol_each`` (all 0 by default). The message says where
+    and by how much."""
+    why = mismatch(ours, theirs, **tolerance, where=True)
     if why:
         raise AssertionError(f"{err_msg}: {why}" if err_msg else why)

@@ -68,6 +68,20 @@ class T:
         return T(arr.shape, arr.dtype, arr, q)
 
 
+def add_inputs(b: ModelBuilder, inputs: Sequence[T | None]) -> list[int]:
+    """The tensors of an operator's inputs: constants for the ones with data, graph inputs (in order) for the
+    others, -1 for None (an omitted optional input)."""
+    idx = []
+    for k, t in enumerate(inputs):
+        if t is None:
+            idx.append(-1)
+        elif t.data is not None:
+            idx.append(b.tensor(t.name or f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
+        else:
+            idx.append(b.input(t.name or f"in{k}", t.shape, t.dtype, quantization=t.q))
+    return idx
+
+
 def single_op_model(
     op: str,
     inputs: Sequence[T | None],
@@ -80,14 +94,7 @@ def single_op_model(
     """A model with one operator. Inputs without data become graph inputs (in order); None is an omitted
     optional input (-1)."""
     b = ModelBuilder()
-    idx = []
-    for k, t in enumerate(inputs):
-        if t is None:
-            idx.append(-1)
-        elif t.data is not None:
-            idx.append(b.tensor(t.name or f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
-        else:
-            idx.append(b.input(t.name or f"in{k}", t.shape, t.dtype, quantization=t.q))
+    idx = add_inputs(b, inputs)
     outs = [b.tensor(t.name or f"out{k}", t.shape, t.dtype, quantization=t.q) for k, t in enumerate(outputs)]
     b.op(op, idx, outs, options, version=version, custom_code=custom_code, custom_options=custom_options)
     b.output(*outs)

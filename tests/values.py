@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "FLOAT_REGIMES",
     "INT_REGIMES",
+    "TENSOR_DTYPES",
     "WORDS",
     "bools",
     "ints",
@@ -37,6 +38,21 @@ __all__ = [
     "words",
 ]
 
+#: the numpy types of TFLite's fixed-size tensor types (CAST's and SELECT's, every pair tried; no strings, no int4)
+TENSOR_DTYPES = [
+    np.float32,
+    np.float16,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.bool_,
+    np.complex64,
+]
 #: the regimes hypothesis tests sample from (tests/ops/_values.py ``regimes``)
 FLOAT_REGIMES = ("unit", "wide", "special")
 INT_REGIMES = ("small", "full")

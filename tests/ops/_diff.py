@@ -13,7 +13,7 @@ from litert_py import PrepareError
 from litert_py.errors import LiteRTError
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
-from tests.oracle import T, run_litert, run_ours
+from tests.oracle import T, add_inputs, run_litert, run_ours
 
 #: Every dtype a data-movement op may see; strings are numpy object arrays of bytes.
 ALL_DTYPES = {
@@ -102,14 +102,7 @@ def chain_model(
     """``op`` (whose outputs may be dynamic) followed by a RESHAPE to 1-D of its first output, so that the
     runtime takes its deferred-shape path. Outputs: the op's outputs, then the flattened first one."""
     b = ModelBuilder()
-    idx = []
-    for k, t in enumerate(inputs):
-        if t is None:
-            idx.append(-1)
-        elif t.data is not None:
-            idx.append(b.tensor(f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
-        else:
-            idx.append(b.input(f"in{k}", t.shape, t.dtype, quantization=t.q))
+    idx = add_inputs(b, inputs)
     dtype = out_dtype if out_dtype is not None else inputs[0].dtype
     q = out_q if out_q is not None else inputs[0].q
     outs = [b.tensor(f"out{k}", [1], dtype, quantization=q) for k in range(n_outputs)]

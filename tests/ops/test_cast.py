@@ -11,21 +11,9 @@ from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
 from tests.ops._values import shapes
 from tests.oracle import T, litert_fails, run_both, single_op_model
+from tests.values import TENSOR_DTYPES
 
-TYPES = [
-    np.float32,
-    np.float16,
-    np.float64,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.bool_,
-    np.complex64,
-]
+TYPES = TENSOR_DTYPES
 #: every (from, to) pair; one hypothesis test per source type draws the target (keeps the suite fast)
 CASES = TYPES
 
@@ -145,19 +133,7 @@ def test_cast_rejected(case):
 
 
 # -- BITCAST ------------------------------------------------------------------------------------------
-BITCAST_TYPES = [
-    np.float32,
-    np.float16,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.float64,
-    np.complex64,
-]
+BITCAST_TYPES = [t for t in TENSOR_DTYPES if t is not np.bool_]
 
 
 @pytest.mark.parametrize("src", BITCAST_TYPES, ids=lambda d: np.dtype(d).name)

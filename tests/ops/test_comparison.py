@@ -11,7 +11,7 @@ from litert_py import Interpreter, PrepareError
 from tests.compare import assert_close
 from tests.ops._values import broadcast_pair
 from tests.oracle import T, litert_fails, quant, run_both, single_op_model
-from tests.values import values
+from tests.values import TENSOR_DTYPES, values
 
 COMPARE = ["EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"]
 RAW_TYPES = [np.float32, np.float16, np.int16, np.int32, np.int64]
@@ -101,20 +101,7 @@ def test_quantized_comparison_rescales_both_sides():
 
 
 # -- SELECT / SELECT_V2 -----------------------------------------------------------------------------
-SELECT_TYPES = [
-    np.float32,
-    np.float16,
-    np.float64,
-    np.int8,
-    np.int16,
-    np.int32,
-    np.int64,
-    np.uint8,
-    np.uint16,
-    np.uint32,
-    np.bool_,
-    np.complex64,
-]
+SELECT_TYPES = TENSOR_DTYPES
 
 
 @st.composite
