@@ -26,11 +26,14 @@ import numpy as np
 
 __all__ = [
     "FLOAT_REGIMES",
+    "INT4",
     "INT_REGIMES",
     "TENSOR_DTYPES",
     "WORDS",
     "bools",
+    "int_range",
     "ints",
+    "pack_int4",
     "quantize",
     "quantized",
     "uniform",
@@ -58,6 +61,26 @@ FLOAT_REGIMES = ("unit", "wide", "special")
 INT_REGIMES = ("small", "full")
 #: strings of the "words" regime: empty, one letter, short words, non-ASCII UTF-8
 WORDS = [b"", b"a", b"bc", b"lite", b"rt", b"numpy", b"tflite", b"\xc3\xa9t\xc3\xa9"]
+
+
+#: TensorType.INT4: a graph holds it unpacked, one int8 a value; a constant buffer packs two a byte (pack_int4)
+INT4 = 17
+
+
+def int_range(dtype) -> tuple[int, int]:
+    """[min, max] of an integer type or of INT4."""
+    if dtype == INT4:
+        return -8, 7
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def pack_int4(values) -> np.ndarray:
+    """INT4 constant buffer: two values per byte, the first in the low nibble."""
+    v = (np.asarray(values, np.int64).reshape(-1) & 0xF).astype(np.uint8)
+    if v.size % 2:
+        v = np.append(v, np.uint8(0))
+    return v[0::2] | (v[1::2] << 4)
 
 
 def _size(shape) -> int:

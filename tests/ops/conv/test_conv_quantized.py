@@ -30,10 +30,9 @@ from litert_py.schema.model import QuantizationParameters
 from tests.compare import assert_close
 from tests.ops.conv.test_conv import conv_options
 from tests.oracle import run_litert, run_ours
-from tests.values import ints
+from tests.values import INT4, int_range, ints, pack_int4
 
 I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
-INT4 = 17  # TensorType INT4 (stored packed two per byte)
 TYPE_INT32, TYPE_INT64 = 2, 4
 
 #: id -> (input/output type, filter type, bias type, per-channel, options)
@@ -49,21 +48,6 @@ DEPTHWISE_PATHS = {k: v for k, v in PATHS.items() if k != "int16x8-int32-bias"} 
 #: Hybrid float outputs: tolerance relative to the largest reference magnitude (0 would pass today).
 TOLERANCE = {"CONV_2D": 1e-6, "DEPTHWISE_CONV_2D": 1e-6}
 ACTIVATIONS = [0, 1, 2, 3, 4, 5]  # NONE RELU RELU_N1_TO_1 RELU6 TANH SIGN_BIT
-
-
-def _range(dtype) -> tuple[int, int]:
-    if dtype == INT4:
-        return -8, 7
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def pack_int4(values: np.ndarray) -> np.ndarray:
-    """INT4 constant buffer: two values per byte, the first in the low nibble."""
-    v = (np.asarray(values, np.int64).reshape(-1) & 0xF).astype(np.uint8)
-    if v.size % 2:
-        v = np.append(v, np.uint8(0))
-    return v[0::2] | (v[1::2] << 4)
 
 
 def conv_model(op: str, x, x_q, f, f_type, f_q, bias, b_q, out_dtype, out_q, options, const=(True, True)) -> bytes:
@@ -147,12 +131,12 @@ def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0)
 
 
 def _zero_point(draw, dtype) -> int:
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     return draw(st.sampled_from([lo, hi, 0, (lo + hi) // 2])) if draw(st.booleans()) else draw(st.integers(lo, hi))
 
 
 def _values(rng, shape, dtype, wide: bool):
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     if not wide:  # a narrow band: accumulators stay small, outputs rarely saturate
         lo, hi = max(lo, -20), min(hi, 20) if lo < 0 else min(hi, 40)
     return ints(rng, shape, I8 if dtype == INT4 else dtype, lo, hi)
@@ -269,7 +253,7 @@ def hybrid_cases(draw, op: str, kind: str):
         x = np.abs(x) * draw(st.sampled_from([1, -1]))
     if draw(st.integers(0, 5)) == 0:
         x[0] = 0  # an all-zero batch: scaling factor 1
-    lo, hi = (-127, 127) if f_type == I8 else _range(f_type)
+    lo, hi = (-127, 127) if f_type == I8 else int_range(f_type)
     f = rng.integers(lo, hi, f_shape, endpoint=True).astype(I8)
     s_w = 10.0 ** (draw(st.floats(-4, -1)) + (rng.uniform(-2, 2, out_c) if per_channel else 0.0))
     # LiteRT wants one depthwise scale per element of the quantized dimension: a single scale sits on dimension 0.
@@ -635,7 +619,7 @@ def test_conv_window_covering_the_whole_input(dtype):
     """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
     buffer): the im2col rows are the input's rows (ConvQuantizedFoldedRows), two batches."""
     rng = np.random.default_rng(11)
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
     f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
     case = {
@@ -663,7 +647,7 @@ def test_depthwise_window_covering_the_whole_input(dtype, act):
     """One output pixel whose window is the whole unpadded input (DepthwiseConvWholeFolded), both epilogues
     (ReLU-like and sign-corrected), two batches."""
     rng = np.random.default_rng(12)
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
     f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
     case = {
