@@ -5,13 +5,16 @@ The oracle is a test dependency: when it is missing every test that needs it fai
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import event
+from hypothesis.errors import InvalidArgument
 
-from litert_py import Interpreter
+from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
 
@@ -121,6 +124,20 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUIL
     LiteRT, OpResolverType = oracle()
     it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=getattr(OpResolverType, resolver))
     return _run(it, inputs)
+
+
+def run_both_unless_rejected(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):
+    """(ours, LiteRT's) outputs; or None when LiteRT rejects the model (RuntimeError at prepare or invoke),
+    after checking that litert_py refuses it too, with a PrepareError at allocate_tensors (a hypothesis event
+    records the rejection)."""
+    try:
+        theirs = run_litert(model, inputs, resolver)
+    except RuntimeError as e:
+        with contextlib.suppress(InvalidArgument):  # outside a hypothesis test
+            event(f"rejected by LiteRT: {str(e).splitlines()[0][:60] if str(e) else ''}")
+        ours_fails(model, errors=PrepareError, at="allocate")
+        return None
+    return run_ours(model, inputs), theirs
 
 
 def run_both(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):

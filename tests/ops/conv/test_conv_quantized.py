@@ -12,13 +12,10 @@ accumulator paths (int32 wrap, int64 fallback), int4 filters, blocked layouts an
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
 
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
@@ -29,7 +26,7 @@ from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
 from tests.compare import assert_close
 from tests.ops.conv.test_conv import conv_options
-from tests.oracle import run_litert, run_ours
+from tests.oracle import run_both_unless_rejected, run_litert, run_ours
 from tests.values import INT4, int_range, ints, pack_int4
 
 I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
@@ -114,15 +111,10 @@ def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0)
         Interpreter(model_content=model).allocate_tensors()
     except PrepareError as e:
         assume(not any(s in str(e) for s in DELIBERATE_REFUSALS))
-    try:
-        theirs = run_litert(model, feeds, resolver)
-    except RuntimeError as e:  # LiteRT rejects the model (at prepare or invoke): so must litert_py
-        with contextlib.suppress(InvalidArgument):  # outside a hypothesis test
-            event(f"rejected by LiteRT: {str(e).splitlines()[0][:60]}")
-        with pytest.raises(PrepareError):
-            run_ours(model, feeds)
+    both = run_both_unless_rejected(model, feeds, resolver)
+    if both is None:
         return None
-    ours = run_ours(model, feeds)
+    ours, theirs = both
     # float: relative to the terms before the bias cancels them, max|out| + max|bias|
     bias = case["bias"]
     bias_scale = float(np.max(np.abs(bias))) if bias is not None and bias.dtype == np.float32 and bias.size else 0.0
