@@ -7,8 +7,8 @@ the reference resolver does not register the op or its reference kernel is broke
 LiteRT runs in a worker process that forks a child per (op, path): a C++ CHECK abort, a segfault or heap
 corruption inside LiteRT costs only the model that caused it. The same model runs in litert_py in this
 process, on the same few seeded random inputs, and the outputs are compared: integers (and bools, strings)
-exactly, floats within a tolerance relative to the largest reference magnitude (the tests' comparator,
-tests/compare.py). Where LiteRT's reference and optimized kernels disagree with each other, the dashboard says so.
+exactly, floats within a tolerance relative to the largest reference magnitude. Where LiteRT's reference and
+optimized kernels disagree with each other, the dashboard says so.
 
 A cell of the table (docs/op-coverage.md) is
 
@@ -213,8 +213,6 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere in the tree
 
 from litert_py.schema.builder import ModelBuilder, quant  # noqa: E402
 from litert_py.schema.model import BuiltinOperator, QuantizationParameters  # noqa: E402
-from tests.compare import mismatch  # noqa: E402  (the tests' comparator: one tolerance rule for both)
-from tests.values import WORDS, bools, ints, quantize, quantized, uniform, words  # noqa: E402  (the tests' values)
 
 DEFAULT_OUT = ROOT / "docs" / "op-coverage.md"
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")
@@ -268,6 +266,7 @@ QIN = {
     "int16": (quant(0.001, 0), quant(0.0008, 0), quant(0.0012, 0)),
 }
 QOUT = {"int8": quant(0.08, -5), "uint8": quant(0.08, 120), "int16": quant(0.0015, 0)}
+WORDS = [b"", b"a", b"bc", b"lite", b"rt", b"numpy", b"tflite", b"\xc3\xa9t\xc3\xa9"]
 
 
 @dataclass
@@ -322,20 +321,38 @@ class Case:
         return [[draw(rng, spec) for spec in self.inputs] for _ in range(n)]
 
 
+def quantize(real: np.ndarray, q: QuantizationParameters, dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    v = np.round(np.asarray(real, np.float64) / q.scale[0]) + q.zero_point[0]
+    return np.clip(v, info.min, info.max).astype(dtype)
+
+
 def draw(rng: np.random.Generator, spec: In) -> np.ndarray:
     shape, dt = tuple(spec.shape), np.dtype(spec.dtype)
     if spec.gen is not None:
         return np.asarray(spec.gen(rng), dtype=object if dt.kind == "S" else dt).reshape(shape)
     if dt.kind == "S":
-        return words(rng, shape)
+        return np.array([WORDS[i] for i in rng.integers(0, len(WORDS), int(np.prod(shape)))], dtype=object).reshape(
+            shape
+        )
     if dt == np.bool_:
-        return bools(rng, shape)
+        return rng.random(shape) < 0.5
     if spec.q is not None and spec.q.scale and dt.kind in "iu":
-        return quantized(rng, shape, dt, spec.q, spec.lo, spec.hi)
+        if spec.lo is None and spec.hi is None:
+            info = np.iinfo(dt)
+            return rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(dt)
+        lo = spec.lo if spec.lo is not None else -3.0
+        hi = spec.hi if spec.hi is not None else 3.0
+        return quantize(rng.uniform(lo, hi, shape), spec.q, dt)
     if dt.kind in "iu":
         lo = int(spec.lo) if spec.lo is not None else (0 if dt.kind == "u" else -10)
-        return ints(rng, shape, dt, lo, int(spec.hi) if spec.hi is not None else 10)
-    return uniform(rng, shape, dt, spec.lo if spec.lo is not None else -3.0, spec.hi if spec.hi is not None else 3.0)
+        hi = int(spec.hi) if spec.hi is not None else 10
+        return rng.integers(lo, hi + 1, shape, dtype=np.int64).astype(dt)
+    if dt.kind == "c":
+        return (rng.uniform(-3, 3, shape) + 1j * rng.uniform(-3, 3, shape)).astype(dt)
+    lo = spec.lo if spec.lo is not None else -3.0
+    hi = spec.hi if spec.hi is not None else 3.0
+    return rng.uniform(lo, hi, shape).astype(dt)
 
 
 class Graph:
@@ -456,7 +473,9 @@ class P:
 
     def rand(self, shape, lo=-1.0, hi=1.0, dtype=np.float32) -> np.ndarray:
         dt = np.dtype(dtype)
-        return ints(self.rng, shape, dt, lo, hi) if dt.kind in "iu" else uniform(self.rng, shape, dt, lo, hi)
+        if dt.kind in "iu":
+            return self.rng.integers(int(lo), int(hi) + 1, shape).astype(dt)
+        return self.rng.uniform(lo, hi, shape).astype(dt)
 
 
 @dataclass
@@ -527,12 +546,14 @@ def randv(p: P, shape, lo=-1.0, hi=1.0) -> np.ndarray:
     """Random constant data of the path's (unquantized) dtype."""
     dt = np.dtype(p.dtype)
     if dt.kind == "S":
-        return words(p.rng, shape)
+        return np.array([WORDS[i] for i in p.rng.integers(0, len(WORDS), int(np.prod(shape)))], dtype=object).reshape(
+            shape
+        )
     if dt == np.bool_:
-        return bools(p.rng, shape)
+        return p.rng.random(shape) < 0.5
     if dt.kind in "iu":
-        return ints(p.rng, shape, dt, 0 if dt.kind == "u" else -3, 3)
-    return uniform(p.rng, shape, dt, lo, hi)
+        return p.rng.integers(0 if dt.kind == "u" else -3, 4, shape).astype(dt)
+    return p.rng.uniform(lo, hi, shape).astype(dt)
 
 
 def positive(p: P) -> tuple[float, float]:
@@ -3106,6 +3127,43 @@ def ours_run(model: bytes, feeds, timeout: float = CASE_TIMEOUT) -> tuple:
         signal.signal(signal.SIGALRM, old)
 
 
+def _as_bytes_list(a: np.ndarray) -> list:
+    return [x if isinstance(x, bytes) else bytes(x) if not isinstance(x, str) else x.encode() for x in a.reshape(-1)]
+
+
+def compare(ours: list[np.ndarray], theirs: list[np.ndarray], rtol: float, atol: float) -> str | None:
+    """None when equal; else what differs. Integers exactly; floats within atol + rtol * max|reference|."""
+    if len(ours) != len(theirs):
+        return f"{len(ours)} outputs, LiteRT gives {len(theirs)}"
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return f"output {k}: shape {list(a.shape)}, LiteRT {list(b.shape)}"
+        if b.dtype.kind in "OSU" or a.dtype.kind in "OSU":
+            if _as_bytes_list(a) != _as_bytes_list(b):
+                return f"output {k}: strings differ"
+            continue
+        if a.dtype != b.dtype:
+            return f"output {k}: dtype {a.dtype}, LiteRT {b.dtype}"
+        if b.dtype.kind in "fc":
+            fin = np.isfinite(b)
+            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(
+                a[~fin & ~np.isnan(b)], b[~fin & ~np.isnan(b)]
+            ):
+                return f"output {k}: non-finite values differ"
+            if not fin.any():
+                continue
+            scale = float(np.max(np.abs(b[fin])))
+            diff = np.abs(a[fin].astype(np.complex128 if b.dtype.kind == "c" else np.float64) - b[fin])
+            if diff.max() > atol + rtol * scale:
+                return f"output {k}: max |diff| {diff.max():.3g} (tolerance {atol + rtol * scale:.3g})"
+        elif not np.array_equal(a, b):
+            bad = int(np.sum(a != b))
+            d = np.max(np.abs(a.astype(np.int64) - b.astype(np.int64))) if b.dtype != np.bool_ else 1
+            return f"output {k}: {bad}/{b.size} elements differ (max |diff| {d})"
+    return None
+
+
 @dataclass
 class CaseResult:
     status: str  # yes | missing | differs | n/a | beyond
@@ -3144,14 +3202,13 @@ def classify(c: Case, feeds, litert: tuple) -> CaseResult:
         if mine[0] == "ok":
             return CaseResult("beyond", f"LiteRT: {_first_line(payload)}")
         return CaseResult("n/a", f"LiteRT: {_first_line(payload)}")
-    tol = {"rtol": c.rtol, "atol": c.atol, "where": False}  # one-line notes
     ref_vs_opt = ""
     if alt is not None:
-        ref_vs_opt = next((w for w in (mismatch(a, r, **tol) for r, a in zip(payload, alt)) if w), "")
+        ref_vs_opt = next((w for w in (compare(a, r, c.rtol, c.atol) for r, a in zip(payload, alt)) if w), "")
     if mine[0] != "ok":
         return CaseResult("missing", _first_line(mine[1]), resolver, ref_vs_opt=ref_vs_opt)
     for theirs, ours in zip(payload, mine[1]):
-        why = mismatch(ours, theirs, **tol)
+        why = compare(ours, theirs, c.rtol, c.atol)
         if why:
             return CaseResult("differs", why, resolver, ref_vs_opt=ref_vs_opt)
     return CaseResult("yes", "", resolver, ref_vs_opt=ref_vs_opt)

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from litert_py.ops import registry
@@ -201,6 +202,20 @@ def test_cli_writes_and_checks(tmp_path):
     assert oc.main(["--ops", "RESHAPE,SQUEEZE", "--out", str(out), "--check"]) == 0
     out.write_text(out.read_text().replace("| yes |", "| missing |", 1))
     assert oc.main(["--ops", "RESHAPE,SQUEEZE", "--out", str(out), "--check"]) == 1
+
+
+def test_compare_rules():
+    f = np.array([1.0, 2.0], np.float32)
+    assert oc.compare([f], [f + 1e-7], 1e-5, 1e-6) is None
+    assert "max |diff|" in oc.compare([f], [f + 1e-3], 1e-5, 1e-6)
+    i = np.array([1, 2], np.int8)
+    assert "1/2 elements differ" in oc.compare([i], [np.array([1, 3], np.int8)], 1e-5, 1e-6)
+    assert "dtype" in oc.compare([i], [i.astype(np.int16)], 1e-5, 1e-6)
+    assert "shape" in oc.compare([i], [i[:1]], 1e-5, 1e-6)
+    s = np.array([b"a", b"b"], dtype=object)
+    assert oc.compare([s], [s.copy()], 0, 0) is None
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert oc.compare([nan], [nan.copy()], 1e-5, 1e-6) is None
 
 
 def test_committed_dashboard_is_current():
