@@ -13,6 +13,7 @@ import pytest
 from litert_py import Interpreter, load_delegate
 from tests.compare import assert_close
 from tests.oracle import T, require, single_op_model
+from tests.values import ints, uniform
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
 FLOAT_MODELS = [
@@ -34,10 +35,10 @@ def _inputs(it, seed=0, positive=False):
     out = []
     for d in it.get_input_details():
         if np.dtype(d["dtype"]).kind == "f":
-            x = rng.uniform(-2, 2, d["shape"]).astype(d["dtype"])
+            x = uniform(rng, d["shape"], d["dtype"], -2, 2)
             out.append(np.abs(x) + 0.1 if positive else x)
         else:
-            out.append(rng.integers(0, 4, d["shape"]).astype(d["dtype"]))
+            out.append(ints(rng, d["shape"], d["dtype"], 0, 3))
     return out
 
 
