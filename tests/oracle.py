@@ -17,6 +17,7 @@ from hypothesis.errors import InvalidArgument
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
+from tests.compare import assert_close  # noqa: F401  (the comparator; tests import it from either module)
 
 __all__ = [
     "T",
@@ -26,6 +27,7 @@ __all__ = [
     "run_both",
     "oracle",
     "quant",
+    "assert_close",
     "litert_fails",
     "ours_fails",
 ]
