@@ -5,17 +5,32 @@ The oracle is a test dependency: when it is missing every test that needs it fai
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import event
+from hypothesis.errors import InvalidArgument
 
-from litert_py import Interpreter
+from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
+from tests.compare import assert_close  # noqa: F401  (the comparator; tests import it from either module)
 
-__all__ = ["T", "single_op_model", "run_ours", "run_litert", "run_both", "oracle", "quant", "assert_close"]
+__all__ = [
+    "T",
+    "single_op_model",
+    "run_ours",
+    "run_litert",
+    "run_both",
+    "oracle",
+    "quant",
+    "assert_close",
+    "litert_fails",
+    "ours_fails",
+]
 
 
 def oracle():
@@ -58,6 +73,20 @@ class T:
         return T(arr.shape, arr.dtype, arr, q)
 
 
+def add_inputs(b: ModelBuilder, inputs: Sequence[T | None]) -> list[int]:
+    """The tensors of an operator's inputs: constants for the ones with data, graph inputs (in order) for the
+    others, -1 for None (an omitted optional input)."""
+    idx = []
+    for k, t in enumerate(inputs):
+        if t is None:
+            idx.append(-1)
+        elif t.data is not None:
+            idx.append(b.tensor(t.name or f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
+        else:
+            idx.append(b.input(t.name or f"in{k}", t.shape, t.dtype, quantization=t.q))
+    return idx
+
+
 def single_op_model(
     op: str,
     inputs: Sequence[T | None],
@@ -70,14 +99,7 @@ def single_op_model(
     """A model with one operator. Inputs without data become graph inputs (in order); None is an omitted
     optional input (-1)."""
     b = ModelBuilder()
-    idx = []
-    for k, t in enumerate(inputs):
-        if t is None:
-            idx.append(-1)
-        elif t.data is not None:
-            idx.append(b.tensor(t.name or f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
-        else:
-            idx.append(b.input(t.name or f"in{k}", t.shape, t.dtype, quantization=t.q))
+    idx = add_inputs(b, inputs)
     outs = [b.tensor(t.name or f"out{k}", t.shape, t.dtype, quantization=t.q) for k, t in enumerate(outputs)]
     b.op(op, idx, outs, options, version=version, custom_code=custom_code, custom_options=custom_options)
     b.output(*outs)
@@ -106,22 +128,55 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUIL
     return _run(it, inputs)
 
 
+def run_both_unless_rejected(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):
+    """(ours, LiteRT's) outputs; or None when LiteRT rejects the model (RuntimeError at prepare or invoke),
+    after checking that litert_py refuses it too, with a PrepareError at allocate_tensors (a hypothesis event
+    records the rejection)."""
+    try:
+        theirs = run_litert(model, inputs, resolver)
+    except RuntimeError as e:
+        with contextlib.suppress(InvalidArgument):  # outside a hypothesis test
+            event(f"rejected by LiteRT: {str(e).splitlines()[0][:60] if str(e) else ''}")
+        ours_fails(model, errors=PrepareError, at="allocate")
+        return None
+    return run_ours(model, inputs), theirs
+
+
 def run_both(model: bytes, inputs: Sequence[np.ndarray], resolver: str = "BUILTIN_REF"):
     """(ours, LiteRT's) outputs of the same model on the same inputs."""
     return run_ours(model, inputs), run_litert(model, inputs, resolver)
 
 
-def assert_close(
-    ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], rtol: float = 1e-5, atol: float = 1e-6
-) -> None:
-    """Integers (and bools) equal; floats within rtol of the reference's largest magnitude plus atol."""
-    assert len(ours) == len(theirs)
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        assert a.shape == b.shape, f"output {k}: shape {a.shape} != {b.shape}"
-        assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} != {b.dtype}"
-        if b.dtype.kind in "fc":
-            finite = np.abs(b[np.isfinite(b)])  # NaN / inf positions must match exactly (assert_allclose does)
-            scale = float(np.max(finite)) if finite.size else 0.0
-            np.testing.assert_allclose(a, b, rtol=0, atol=atol + rtol * scale, err_msg=f"output {k}")
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
+def _fails(it, inputs, errors, at: str, match: str | None) -> None:
+    def feed():
+        it.allocate_tensors()
+        details = it.get_input_details()
+        xs = inputs if inputs is not None else [np.zeros(d["shape"], d["dtype"]) for d in details]
+        for d, x in zip(details, xs):
+            it.set_tensor(d["index"], x)
+
+    if at == "allocate":
+        with pytest.raises(errors, match=match):
+            it.allocate_tensors()
+        return
+    if at == "invoke":
+        feed()
+    with pytest.raises(errors, match=match):
+        if at == "any":
+            feed()
+        it.invoke()
+
+
+def litert_fails(model: bytes, inputs: Sequence[np.ndarray] | None = None, errors=RuntimeError, at: str = "any"):
+    """Assert that LiteRT (BUILTIN_REF) fails on ``model`` with one of ``errors``: at allocate_tensors (``at``
+    "allocate"), at invoke after a successful allocate and set_tensor ("invoke"), or at any of the three ("any").
+    ``inputs`` (zipped with the input details) default to zeros of each input's shape and dtype."""
+    LiteRT, OpResolverType = oracle()
+    _fails(
+        LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF), inputs, errors, at, None
+    )
+
+
+def ours_fails(model: bytes, inputs=None, errors=RuntimeError, at: str = "any", match: str | None = None):
+    """Assert that litert_py fails on ``model`` as ``litert_fails`` does for LiteRT, the message matching ``match``."""
+    _fails(Interpreter(model_content=model), inputs, errors, at, match)

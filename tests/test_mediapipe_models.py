@@ -26,7 +26,8 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.schema.reader import read_model
-from tests.oracle import assert_close, oracle
+from tests.compare import assert_close
+from tests.oracle import oracle
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
 SKIN, IRIS_RADIUS, EYE_DX, EYE_DY = (0.87, 0.68, 0.55), 6.5, 26, -14  # the drawn face, in face coordinates

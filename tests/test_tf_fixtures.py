@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import litert_py
-from tests.oracle import assert_close, oracle
+from tests.compare import assert_close
+from tests.oracle import oracle
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 FLOAT_TOLERANCE = 1e-5

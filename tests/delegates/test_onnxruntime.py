@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter, load_delegate
+from tests.compare import assert_close
 from tests.oracle import T, require, single_op_model
+from tests.values import ints, uniform
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
 FLOAT_MODELS = [
@@ -33,10 +35,10 @@ def _inputs(it, seed=0, positive=False):
     out = []
     for d in it.get_input_details():
         if np.dtype(d["dtype"]).kind == "f":
-            x = rng.uniform(-2, 2, d["shape"]).astype(d["dtype"])
+            x = uniform(rng, d["shape"], d["dtype"], -2, 2)
             out.append(np.abs(x) + 0.1 if positive else x)
         else:
-            out.append(rng.integers(0, 4, d["shape"]).astype(d["dtype"]))
+            out.append(ints(rng, d["shape"], d["dtype"], 0, 3))
     return out
 
 
@@ -46,14 +48,6 @@ def _run(it, xs):
         it.set_tensor(d["index"], x)
     it.invoke()
     return [it.get_tensor(d["index"]) for d in it.get_output_details()]
-
-
-def _close(got, want, rel=1e-4):
-    assert len(got) == len(want)
-    for k, (a, b) in enumerate(zip(got, want)):
-        assert a.shape == b.shape and a.dtype == b.dtype, f"output {k}: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
-        scale = float(np.max(np.abs(b))) if b.size else 0.0
-        np.testing.assert_allclose(a, b, rtol=0, atol=rel * scale + 1e-6, err_msg=f"output {k}")
 
 
 def _delegated(it) -> list[dict]:
@@ -68,7 +62,7 @@ def test_corpus_float_models_match_without_the_delegate(name):
     want = _run(ref, xs)
     it = Interpreter(model_path=path, experimental_delegates=[load_delegate("onnxruntime")])
     got = _run(it, xs)
-    _close(got, want)
+    assert_close(got, want, rtol=1e-4, atol=1e-6)
     assert len(_delegated(it)) == 1  # every one of these is claimed in one partition
     left = {n.name for n in it._subgraph(0).nodes if not hasattr(n, "members")}
     assert left <= {"DEQUANTIZE"}  # only the folded float16 weight DEQUANTIZEs stay outside
@@ -230,7 +224,7 @@ def test_single_op_models_match_without_the_delegate(case):
     it = Interpreter(model_content=model, experimental_delegates=[load_delegate("onnxruntime")])
     got = _run(it, xs)
     assert len(_delegated(it)) == 1, f"{op} was not claimed"
-    _close(got, want)
+    assert_close(got, want, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("op", ["SQRT", "RSQRT", "LOG"])
@@ -240,7 +234,7 @@ def test_unary_ops_on_positive_inputs(op):
     xs = _inputs(ref, positive=True)
     want = _run(ref, xs)
     it = Interpreter(model_content=model, experimental_delegates=[load_delegate("onnxruntime")])
-    _close(_run(it, xs), want)
+    assert_close(_run(it, xs), want, rtol=1e-4, atol=1e-6)
     assert len(_delegated(it)) == 1
 
 
@@ -261,7 +255,7 @@ def test_resize_input_reprepares_the_session():
         for i in (it, ref):
             i.resize_tensor_input(0, list(shape))
         xs = [np.random.default_rng(3).uniform(-1, 1, shape).astype(np.float32)]
-        _close(_run(it, xs), _run(ref, xs))
+        assert_close(_run(it, xs), _run(ref, xs), rtol=1e-4, atol=1e-6)
     assert d.sessions_built == 2
 
 

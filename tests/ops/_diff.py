@@ -1,4 +1,4 @@
-"""Helpers shared by the data-movement, resize and quantize op tests: random values of any dtype, a
+"""Helpers shared by the data-movement, resize and quantize op tests: the dtypes they cover, a
 differential check that also accepts "both runtimes reject the model", and a two-op model that exercises
 an op's dynamic (value-dependent) output shape."""
 
@@ -12,7 +12,8 @@ from hypothesis import assume
 from litert_py import PrepareError
 from litert_py.errors import LiteRTError
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import T, assert_close, run_litert, run_ours
+from tests.compare import assert_close
+from tests.oracle import T, add_inputs, run_litert, run_ours
 
 #: Every dtype a data-movement op may see; strings are numpy object arrays of bytes.
 ALL_DTYPES = {
@@ -26,23 +27,6 @@ ALL_DTYPES = {
     "bool": np.bool_,
     "string": np.bytes_,
 }
-
-
-def values(rng: np.random.Generator, shape, dtype) -> np.ndarray:
-    """Random values covering the dtype's range (strings: short random byte strings)."""
-    dt = np.dtype(dtype)
-    shape = tuple(shape)
-    if dt.kind == "S":
-        n = int(np.prod(shape, dtype=np.int64))
-        items = np.empty(n, dtype=object)
-        items[:] = [bytes(rng.integers(97, 123, rng.integers(0, 4)).astype(np.uint8)) for _ in range(n)]
-        return items.reshape(shape)
-    if dt.kind == "f":
-        return (rng.standard_normal(shape) * 10).astype(dt)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    info = np.iinfo(dt)
-    return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
 
 
 def check_both(
@@ -102,6 +86,12 @@ class _Runs:
     def reset(self) -> None:
         self.compared = self.rejected = 0
 
+    def check(self) -> None:
+        """Fail when check_both ran in this test but compared nothing (both runtimes rejected every case)."""
+        assert self.rejected == 0 or self.compared > 0, (
+            f"check_both: both runtimes rejected all {self.rejected} case(s) of this test; it compared nothing"
+        )
+
 
 RUNS = _Runs()
 
@@ -112,14 +102,7 @@ def chain_model(
     """``op`` (whose outputs may be dynamic) followed by a RESHAPE to 1-D of its first output, so that the
     runtime takes its deferred-shape path. Outputs: the op's outputs, then the flattened first one."""
     b = ModelBuilder()
-    idx = []
-    for k, t in enumerate(inputs):
-        if t is None:
-            idx.append(-1)
-        elif t.data is not None:
-            idx.append(b.tensor(f"c{k}", t.shape, t.dtype, data=t.data, quantization=t.q))
-        else:
-            idx.append(b.input(f"in{k}", t.shape, t.dtype, quantization=t.q))
+    idx = add_inputs(b, inputs)
     dtype = out_dtype if out_dtype is not None else inputs[0].dtype
     q = out_q if out_q is not None else inputs[0].q
     outs = [b.tensor(f"out{k}", [1], dtype, quantization=q) for k in range(n_outputs)]

@@ -1,7 +1,7 @@
-"""Shared strategies and checks for the elementwise / activation / reduction op tests.
+"""Hypothesis strategies shared by the op tests: value regimes, shapes, broadcastable shape pairs, quantization.
 
-Values come from a hypothesis-drawn seed and a drawn *regime* (so each example mixes negatives, zeros and
-large magnitudes, and some add inf / NaN / -0.0); shapes are drawn directly by hypothesis.
+Values come from a hypothesis-drawn seed and a drawn *regime* (tests/values.py: each example mixes negatives,
+zeros and large magnitudes, and some add inf / NaN / -0.0); shapes are drawn directly by hypothesis.
 """
 
 from __future__ import annotations
@@ -9,48 +9,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-#: value regimes the tests draw from
-FLOAT_REGIMES = ("unit", "wide", "special")
-INT_REGIMES = ("small", "full")
-
-
-def float_values(rng: np.random.Generator, shape, dtype, regime: str) -> np.ndarray:
-    """Floats with negatives and zeros; "wide" spans many decades, "special" adds inf, NaN, -0.0, extremes."""
-    dtype = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=np.int64))
-    if dtype.kind == "c":
-        re = float_values(rng, shape, np.float32, regime)
-        im = float_values(rng, shape, np.float32, regime)
-        return (re + 1j * im).astype(dtype)
-    x = rng.standard_normal(size) * 3
-    if regime == "wide":
-        decades = 4 if dtype == np.float16 else 30
-        x *= 10.0 ** rng.uniform(-decades, decades, size)
-    x[rng.random(size) < 0.1] = 0.0
-    if regime == "special" and size:
-        finfo = np.finfo(dtype)
-        specials = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, finfo.max, -finfo.max, finfo.tiny, 1.0, -1.0])
-        pick = rng.random(size) < 0.3
-        x[pick] = rng.choice(specials, int(pick.sum()))
-    with np.errstate(over="ignore"):
-        return x.astype(dtype).reshape(shape)
-
-
-def int_values(rng: np.random.Generator, shape, dtype, regime: str) -> np.ndarray:
-    """Integers: "small" in [-10, 10] (clipped to the type), "full" over the whole type (overflow and wrap)."""
-    info = np.iinfo(dtype)
-    if regime == "small":
-        x = rng.integers(max(-10, info.min), 11, size=shape, endpoint=False)
-    else:
-        x = rng.integers(info.min, info.max, size=shape, dtype=np.dtype(dtype), endpoint=True)
-    return np.asarray(x).astype(dtype)
-
-
-def values(rng: np.random.Generator, shape, dtype, regime: str) -> np.ndarray:
-    dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
-        return float_values(rng, shape, dtype, regime if regime in FLOAT_REGIMES else "unit")
-    return int_values(rng, shape, dtype, regime if regime in INT_REGIMES else "small")
+from tests.values import FLOAT_REGIMES, INT_REGIMES
 
 
 def regimes(dtype) -> st.SearchStrategy[str]:
@@ -78,20 +37,6 @@ def broadcast_pair(draw, max_rank: int = 6, max_dim: int = 4):
     if draw(st.booleans()):
         b = a  # equal shapes: LiteRT's non-broadcast path
     return a, b
-
-
-def assert_matches(ours, theirs, rtol: float = 0.0, atol: float = 0.0) -> None:
-    """Same shapes and dtypes; integers equal; floats equal (rtol = atol = 0) or within rtol * |ref| + atol
-    elementwise, NaN where the reference has NaN and the same infinities."""
-    assert len(ours) == len(theirs)
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape, f"output {k}: shape {a.shape} != {b.shape}"
-        assert a.dtype == b.dtype, f"output {k}: dtype {a.dtype} != {b.dtype}"
-        if b.dtype.kind in "fc" and (rtol or atol):
-            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"output {k}")
-        else:
-            np.testing.assert_array_equal(a, b, err_msg=f"output {k}")
 
 
 @st.composite

@@ -9,6 +9,4 @@ from tests.ops._diff import RUNS
 def _check_both_compared_something():
     RUNS.reset()
     yield
-    assert RUNS.rejected == 0 or RUNS.compared > 0, (
-        f"check_both: both runtimes rejected all {RUNS.rejected} case(s) of this test; it compared nothing"
-    )
+    RUNS.check()

@@ -15,8 +15,10 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, qparams, regimes, shapes, values
-from tests.oracle import T, oracle, quant, run_both, run_litert, run_ours, single_op_model
+from tests.compare import assert_close
+from tests.ops._values import qparams, regimes, shapes
+from tests.oracle import T, litert_fails, oracle, quant, run_both, run_litert, run_ours, single_op_model
+from tests.values import values
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
 
@@ -94,7 +96,7 @@ def test_activation(case, data, seed):
         return
     ours, theirs = run_both(model, [x])
     rtol = TOLERANCE[_id(case)] * (max(shape[-1], 1) if op == "SOFTMAX" else 1)
-    assert_matches(ours, theirs, rtol=rtol, atol=0.0)
+    assert_close(ours, theirs, rtol_each=rtol, atol=0.0)
 
 
 def _alphas(rng, shape, kind: str) -> np.ndarray:
@@ -118,7 +120,7 @@ def test_prelu(data, seed, alpha_const):
     a = T.const(alpha) if alpha_const else T(alpha_shape)
     model = single_op_model("PRELU", [T(shape), a], [T(shape)])
     ours, theirs = run_both(model, [x] if alpha_const else [x, alpha])
-    assert_matches(ours, theirs, rtol=TOLERANCE["prelu-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["prelu-float32"])
 
 
 SPECIAL = np.array(
@@ -159,7 +161,7 @@ def test_ieee_special_values(op):
         opts = {"alpha": float(alpha)} if op == "LEAKY_RELU" else None
         model = single_op_model(op, [T(SPECIAL.shape)], [T(SPECIAL.shape)], opts)
     ours, theirs = run_both(model, [SPECIAL])
-    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"{op.lower()}-float32"])
     signed = ~np.isnan(theirs[0])  # -0.0 where LiteRT gives -0.0 (a NaN's sign bit means nothing)
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
 
@@ -199,7 +201,7 @@ def test_logistic_cutoffs():
     x = np.array([-9.5, -12.0, -30.0, 16.625, 16.63], np.float32)
     model = single_op_model("LOGISTIC", [T((5,))], [T((5,))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE["logistic-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["logistic-float32"])
     np.testing.assert_allclose(ours[0][:3], np.exp(x[:3]), rtol=1e-6)
     np.testing.assert_array_equal(ours[0][3:], theirs[0][3:])
     np.testing.assert_array_equal(theirs[0][3:], [1.0, 1.0])
@@ -209,7 +211,7 @@ def test_softmax_without_options_has_beta_zero():
     model = single_op_model("SOFTMAX", [T((2, 3))], [T((2, 3))])
     x = np.array([[5, 1, 2], [-1, 0, 7]], np.float32)
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE["softmax-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["softmax-float32"])
     np.testing.assert_allclose(ours[0], np.full((2, 3), 1 / 3, np.float32), rtol=1e-6)
 
 
@@ -413,13 +415,7 @@ def test_rejected(case):
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
     if oracle_check:
-        LiteRT, OpResolverType = oracle()
-        ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-        with pytest.raises(RuntimeError):
-            ref.allocate_tensors()
-            for d, t in zip(ref.get_input_details(), [t for t in ins if t.data is None]):
-                ref.set_tensor(d["index"], np.zeros(t.shape, t.dtype))
-            ref.invoke()
+        litert_fails(model, [np.zeros(t.shape, t.dtype) for t in ins if t.data is None])
 
 
 # -- quantized paths ----------------------------------------------------------------------------------
@@ -494,20 +490,6 @@ def _zero_points(dtype) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from([lo, hi, 0, lo + 1, hi - 1]), st.integers(lo, hi))
 
 
-def _qvalues(rng: np.random.Generator, shape, dtype, regime: str) -> np.ndarray:
-    """Integers over the whole type ("full"), in a narrow window ("narrow": softmax rows with near-equal values),
-    or mostly the type's ends and zero ("ends")."""
-    info = np.iinfo(dtype)
-    if regime == "narrow":
-        c = int(rng.integers(info.min, info.max, endpoint=True))
-        x = c + rng.integers(-8, 9, shape)
-    elif regime == "ends":
-        x = rng.choice([info.min, info.min + 1, 0, info.max - 1, info.max], shape)
-    else:
-        x = rng.integers(info.min, info.max, shape, endpoint=True)
-    return np.clip(x, info.min, info.max).astype(dtype)
-
-
 def _all_values(dtype, rng: np.random.Generator) -> np.ndarray:
     """Every value of the type once, shuffled, as a 2-d tensor."""
     info = np.iinfo(dtype)
@@ -532,7 +514,7 @@ def _check_against_ref(model: bytes, inputs: list[np.ndarray], record: bool = Tr
             event("rejected by LiteRT")
         return False
     theirs = [ref.get_tensor(d["index"]) for d in ref.get_output_details()]
-    assert_matches(run_ours(model, inputs), theirs)
+    assert_close(run_ours(model, inputs), theirs)
     if record:
         event("ran")
     return True
@@ -586,7 +568,7 @@ def test_quantized_activation(case, data, seed):
         shape = shape[:-1] + (data.draw(st.integers(1, 40 if long_rows else 4), label="depth"),)
     x_spec, y_spec, options = data.draw(_quantized_model(case, shape))
     regime = data.draw(st.sampled_from(["full", "narrow", "ends"]), label="regime")
-    x = _qvalues(np.random.default_rng(seed), shape, tin, regime)
+    x = values(np.random.default_rng(seed), shape, tin, regime)
     _check_against_ref(single_op_model(op, [x_spec], [y_spec], options), [x])
 
 
@@ -616,8 +598,8 @@ def test_quantized_prelu(case, data, seed, alpha_const):
     s_a = data.draw(_scales(-6, 1), label="s_alpha")
     z_in, z_out = data.draw(_zero_points(tin), label="z_in"), data.draw(_zero_points(tin), label="z_out")
     z_a = data.draw(_zero_points(tal), label="z_alpha")
-    x = _qvalues(rng, shape, tin, data.draw(st.sampled_from(["full", "ends"]), label="regime"))
-    alpha = _qvalues(rng, alpha_shape, tal, "full")
+    x = values(rng, shape, tin, data.draw(st.sampled_from(["full", "ends"]), label="regime"))
+    alpha = values(rng, alpha_shape, tal, "full")
     a_spec = T.const(alpha, q=quant(s_a, z_a)) if alpha_const else T(alpha_shape, tal, q=quant(s_a, z_a))
     model = single_op_model(
         "PRELU", [T(shape, tin, q=quant(s_in, z_in)), a_spec], [T(shape, tin, q=quant(s_out, z_out))]
@@ -649,7 +631,7 @@ def test_quantized_hard_swish_tiny_scale_ratio():
     x = np.arange(-128, 128, dtype=I8).reshape(16, 16)
     model = single_op_model("HARD_SWISH", [T(x.shape, I8, q=quant(1e-4, 3))], [T(x.shape, I8, q=quant(1.0, -5))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
     assert set(np.unique(theirs[0]).tolist()) == {-6, -4}
 
 
@@ -686,7 +668,7 @@ def test_quantized_default_kernels_differ(case):
         op, [T(x.shape, tin, q=quant(s_in, z_in))], [T(x.shape, tout, q=quant(s_out, z_out))], options
     )
     ours, ref = run_both(model, [x])
-    assert_matches(ours, ref)
+    assert_close(ours, ref)
     default = run_litert(model, [x], resolver)[0]
     diff = np.abs(ours[0].astype(np.int64) - default.astype(np.int64))
     assert 0 < diff.max() <= bound
@@ -762,7 +744,7 @@ def test_more_activations(case, data, seed):
         rtol, xtol = MORE_TOLERANCE[_more_id(case)]
         if op == "LOG_SOFTMAX":
             rtol, xtol = rtol * max(shape[-1], 1), 0.0
-            assert_matches(ours, theirs, rtol=rtol, atol=1e-6 * max(shape[-1], 1))
+            assert_close(ours, theirs, rtol_each=rtol, atol=1e-6 * max(shape[-1], 1))
         else:
             _assert_scaled(ours, theirs, x, rtol, xtol)
         return
@@ -784,7 +766,7 @@ def test_more_activations(case, data, seed):
     model = single_op_model(
         op, [T(shape, dtype, q=quant(s_in, z_in))], [T(shape, dtype, q=quant(s_out, z_out))], options
     )
-    assert_matches(*run_both(model, [x], resolver=resolver))
+    assert_close(*run_both(model, [x], resolver=resolver))
 
 
 @pytest.mark.parametrize(
@@ -801,7 +783,7 @@ def test_more_activations_every_input(case, data):
     model = single_op_model(
         op, [T(x.shape, dtype, q=quant(s_in, z_in))], [T(x.shape, dtype, q=quant(s_out, z_out))], options
     )
-    assert_matches(*run_both(model, [x], resolver=MORE_RESOLVER.get(op, "BUILTIN_REF")))
+    assert_close(*run_both(model, [x], resolver=MORE_RESOLVER.get(op, "BUILTIN_REF")))
 
 
 @pytest.mark.parametrize("depth", [1, 300, 4095])
@@ -815,7 +797,7 @@ def test_log_softmax_quantized_long_equal_rows(depth):
             [T(x.shape, dtype, q=quant(0.05, 3))],
             [T(x.shape, dtype, q=quant(16 / 256, int(np.iinfo(dtype).max)))],
         )
-        assert_matches(*run_both(model, [x]))
+        assert_close(*run_both(model, [x]))
 
 
 _QL = quant(0.1, 0)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from litert_py import PrepareError
 from tests.ops._diff import check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.values import int_range
 
 #: Float tolerance relative to the largest reference magnitude, per unit of contraction depth for float32.
 TOLERANCE = {"float32": 1e-6, "hybrid": 0.0}
@@ -56,11 +57,6 @@ def bmm_shapes(draw):
     return lhs, rhs, np.broadcast_shapes(lb, rb) + (a, c), adj_x, adj_y
 
 
-def _range(dtype):
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
 @st.composite
 def bmm_case(draw, path):
     lt, rt, ot = PATHS[path]
@@ -94,7 +90,7 @@ def bmm_case(draw, path):
             assume(len(rhs_shape) < 5 or rhs_shape[0] == 1)
         ins, out_q = [T(lhs_shape), T.const(rhs, q=q) if const_rhs else T(rhs_shape, I8, q=q)], None
     else:
-        (llo, lhi), (rlo, rhi) = _range(lt), _range(rt)
+        (llo, lhi), (rlo, rhi) = int_range(lt), int_range(rt)
         zl = 0 if I16 in (lt, rt) or ot == I32 else draw(st.integers(llo, lhi))
         zr = 0 if I16 in (lt, rt) or ot == I32 else draw(st.integers(rlo, rhi))
         zo = draw(st.integers(-128, 127)) if ot == I8 else 0
@@ -111,7 +107,7 @@ def bmm_case(draw, path):
             s_r = float(np.float32(10.0 ** draw(st.floats(-8, 2))))
             typical = np.sqrt(k) * max(abs(llo), lhi) * max(abs(rlo), rhi) / 2
             spread = draw(st.floats(-1.5, 1.0)) if regime == "typical" else draw(st.floats(-6, 6))
-            s_o = s_l * s_r * typical / _range(ot)[1] * 10.0**spread
+            s_o = s_l * s_r * typical / int_range(ot)[1] * 10.0**spread
             if ot == I16:  # a multiplier >= 2^14 is undefined behaviour in LiteRT's int64 requantization
                 assume(float(np.float32(s_l) * np.float32(s_r)) / float(np.float32(s_o)) < 2.0**13)
         lhs, rhs = lhs.astype(lt), rhs.astype(rt)

@@ -12,7 +12,9 @@ import litert_py
 from litert_py import InvalidModelError, PrepareError
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle, run_both, run_ours
+from tests.compare import assert_close
+from tests.oracle import oracle, run_both, run_ours
+from tests.values import ints, uniform
 
 #: Float tolerance per op: exact (the loop bodies use ADD/MUL on values that round the same way in both).
 TOLERANCE = {"WHILE": 0.0, "IF": 0.0}
@@ -23,9 +25,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 def _values(rng, shape, dt):
-    if np.dtype(dt).kind == "f":
-        return rng.uniform(-2, 2, shape).astype(dt)
-    return rng.integers(-5, 6, shape).astype(dt)
+    return uniform(rng, shape, dt, -2, 2) if np.dtype(dt).kind == "f" else ints(rng, shape, dt, -5, 5)
 
 
 def _while_model(shape, dt, grow: bool = False) -> bytes:

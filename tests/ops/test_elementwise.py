@@ -10,8 +10,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, broadcast_pair, qparams, regimes, shapes, values
-from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.compare import assert_close
+from tests.ops._values import broadcast_pair, qparams, regimes, shapes
+from tests.oracle import T, litert_fails, oracle, ours_fails, quant, run_both, single_op_model
+from tests.values import values
 
 #: float tolerance per op (rtol): all of these are a single IEEE operation (or a comparison) per element
 TOLERANCE = {"ADD": 0.0, "SUB": 0.0, "MUL": 0.0, "DIV": 0.0, "MAXIMUM": 0.0, "MINIMUM": 0.0}
@@ -69,7 +71,7 @@ def test_binary(case: Case, data, shapes, seed):
         case.op, [T(sa, case.dtype, q=qa), T(sb, case.dtype, q=qb)], [T(out_shape, case.dtype, q=qo)], options
     )
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[case.op])
 
 
 @pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
@@ -80,7 +82,7 @@ def test_float_overflow_and_division_by_zero_clamp_to_flt_max(op):
     model = single_op_model(op, [T((8,)), T((8,))], [T((8,))])
     ours, theirs = run_both(model, [a, b])
     assert not np.isinf(theirs[0]).any()
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_maximum_minimum_nan_follows_the_comparison():
@@ -89,7 +91,7 @@ def test_maximum_minimum_nan_follows_the_comparison():
     for op in ("MAXIMUM", "MINIMUM"):
         model = single_op_model(op, [T((5,)), T((5,))], [T((5,))])
         ours, theirs = run_both(model, [a, b])
-        assert_matches(ours, theirs)
+        assert_close(ours, theirs)
         np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
 
 
@@ -98,25 +100,14 @@ def test_div_int32_truncates_toward_zero():
     b = np.array([2, 2, -2, -2, -1, -1, 5, -3], np.int32)
     model = single_op_model("DIV", [T((8,), np.int32), T((8,), np.int32)], [T((8,), np.int32)])
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_div_int32_by_zero_fails_at_invoke():
     model = single_op_model("DIV", [T((3,), np.int32), T((3,), np.int32)], [T((3,), np.int32)])
     feed = [np.array([1, 2, 3], np.int32), np.array([1, 0, 1], np.int32)]
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ref.allocate_tensors()
-    for d, x in zip(ref.get_input_details(), feed):
-        ref.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError):
-        ref.invoke()
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feed):
-        it.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError, match="zero"):
-        it.invoke()
+    litert_fails(model, feed, at="invoke")
+    ours_fails(model, feed, at="invoke", match="zero")
 
 
 def test_constant_operands_fold():
@@ -125,7 +116,7 @@ def test_constant_operands_fold():
     model = single_op_model("MUL", [T((2, 3)), T.const(a)], [T((2, 3))], {"fused_activation_function": 1})
     x = np.array([[1, 2, 3], [-1, -2, -3]], np.float32)
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 # -- what LiteRT rejects ----------------------------------------------------------------------------
@@ -284,7 +275,7 @@ def test_quantized(case: QCase, data, seed):
         options,
     )
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def _all_pairs(dtype):
@@ -325,26 +316,15 @@ def test_quantized_all_pairs(case):
         {"fused_activation_function": act},
     )
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 def test_div_quantized_divisor_at_zero_point_fails_at_invoke():
     q = quant(0.1, 3)
     model = single_op_model("DIV", [T((3,), np.int8, q=q), T((3,), np.int8, q=q)], [T((3,), np.int8, q=q)])
     feed = [np.array([1, 2, 3], np.int8), np.array([5, 3, 7], np.int8)]
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ref.allocate_tensors()
-    for d, x in zip(ref.get_input_details(), feed):
-        ref.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError):
-        ref.invoke()
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feed):
-        it.set_tensor(d["index"], x)
-    with pytest.raises(RuntimeError, match="zero point"):
-        it.invoke()
+    litert_fails(model, feed, at="invoke")
+    ours_fails(model, feed, at="invoke", match="zero point")
 
 
 Q8, Q16 = quant(0.1, 3), quant(2.0**-10, 0)
@@ -464,7 +444,7 @@ def test_binary_more(case: MoreCase, data, pair, seed):
         case.op, [T(s, case.dtype, q=q[k]) for k, s in enumerate(shapes_)], [T(out_shape, case.dtype, q=q[-1])]
     )
     ours, theirs = run_both(model, xs)
-    assert_matches(ours, theirs, rtol=TOLERANCE[case.op])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[case.op])
 
 
 @pytest.mark.parametrize(
@@ -496,7 +476,7 @@ def test_binary_more_edges(op, dtype, a, b):
     a, b = np.array(a, dtype), np.array(b, dtype)
     model = single_op_model(op, [T(a.shape, dtype), T(b.shape, dtype)], [T(a.shape, dtype)])
     ours, theirs = run_both(model, [a, b])
-    assert_matches(ours, theirs, rtol=TOLERANCE[op])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[op])
 
 
 @pytest.mark.parametrize(
@@ -550,13 +530,7 @@ def test_more_rejected(case):
     model = single_op_model(op, inputs, [out])
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    with pytest.raises((RuntimeError, ValueError)):
-        ref.allocate_tensors()
-        for d, t in zip(ref.get_input_details(), inputs):
-            ref.set_tensor(d["index"], np.ones(t.shape, t.dtype))
-        ref.invoke()
+    litert_fails(model, [np.ones(t.shape, t.dtype) for t in inputs], (RuntimeError, ValueError))
 
 
 def test_atan2_same_rank_other_dims_rejected():

@@ -20,11 +20,11 @@ from litert_py.quant.hybrid import round_half_away_inplace
 from litert_py.schema.builder import ModelBuilder
 from tests.ops._diff import check_both
 from tests.oracle import T, oracle, quant, run_litert, run_ours, single_op_model
+from tests.values import INT4, int_range, pack_int4
 
 #: Float tolerance (relative to the largest reference magnitude) per path.
 TOLERANCE = {"float32": 1e-5, "hybrid": 0.0, "hybrid-tanh": 1e-6}
 
-INT4 = 17
 I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
 
 #: id -> (input, weights, bias, output, per-channel, options). bias None: the test draws "no bias" too.
@@ -55,21 +55,6 @@ def _np(dtype):
     return np.int8 if dtype == INT4 else dtype
 
 
-def _range(dtype):
-    if dtype == INT4:
-        return -8, 7
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def pack_int4(values: np.ndarray) -> np.ndarray:
-    """INT4 constant buffer: two values per byte, the first in the low nibble."""
-    v = (np.asarray(values, np.int64).reshape(-1) & 0xF).astype(np.uint8)
-    if v.size % 2:
-        v = np.append(v, np.uint8(0))
-    return v[0::2] | (v[1::2] << 4)
-
-
 def fc_model(
     x_shape, x_dtype, x_q, w, w_dtype, w_q, bias, b_q, out_shape, out_dtype, out_q, options, const_weights=True
 ) -> bytes:
@@ -94,7 +79,7 @@ def _log_uniform(draw, lo, hi) -> float:
 
 
 def _zero_point(draw, dtype) -> int:
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     return draw(st.one_of(st.sampled_from([lo, hi, 0]), st.integers(lo, hi)))
 
 
@@ -126,10 +111,10 @@ def quantized_case(draw, path):
     if per_channel and n_scales == 1:  # a single scale is per-tensor for LiteRT: force two units
         units, n_scales = 2, 2
         s_w = np.concatenate([s_w, s_w * np.float32(3)])
-    xlo, xhi = _range(xt)
-    wlo, whi = _range(wt)
+    xlo, xhi = int_range(xt)
+    wlo, whi = int_range(wt)
     typical = np.sqrt(depth) * (xhi - xlo) / 2 * (whi - wlo) / 2 / 2
-    olo, ohi = _range(ot)
+    olo, ohi = int_range(ot)
     regime = draw(st.sampled_from(["typical", "typical", "ties", "saturate", "tiny"]))
     if regime == "ties":  # power-of-two scales, eff = 2^-m, small values: many acc * eff end in .5
         s_in = 2.0 ** draw(st.integers(-20, 4))

@@ -13,7 +13,8 @@ import litert_py
 from litert_py import PrepareError
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle
+from tests.compare import assert_close
+from tests.oracle import oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE
 INT64, STRING = dtypes.TensorType.INT64, dtypes.TensorType.STRING

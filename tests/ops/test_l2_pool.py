@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from tests.oracle import T, assert_close, quant, run_both, run_litert, run_ours, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, quant, run_both, run_litert, run_ours, single_op_model
 
 #: The reference's float sum of squares in the same order, then sqrt: exact (correctly rounded sqrt).
 TOLERANCE = {"L2_POOL_2D": 0.0}

@@ -17,8 +17,9 @@ from litert_py import InvokeError, PrepareError
 from litert_py.ops.lookup import fingerprint64
 from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.model import QuantizationParameters
-from tests.ops._diff import ALL_DTYPES, check_both, values
-from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.ops._diff import ALL_DTYPES, check_both
+from tests.oracle import T, litert_fails, ours_fails, quant, run_litert, run_ours, single_op_model
+from tests.values import values
 
 TOLERANCE = {
     "EMBEDDING_LOOKUP": 0.0,
@@ -277,13 +278,9 @@ ERRORS = {
 
 @pytest.mark.parametrize("case", list(ERRORS))
 def test_prepare_errors(case):
-    op, ins, outs, options = ERRORS[case]
-    model = single_op_model(op, ins, outs, options)
-    inputs = [np.zeros(t.shape, t.dtype) for t in ins if t.data is None]
-    with pytest.raises(PrepareError):
-        run_ours(model, inputs)
-    with pytest.raises((RuntimeError, ValueError)):
-        run_litert(model, inputs)
+    model = single_op_model(*ERRORS[case])
+    ours_fails(model, errors=PrepareError)
+    litert_fails(model, errors=(RuntimeError, ValueError))
 
 
 def test_embedding_lookup_int4_table_hybrid():

@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
-from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.values import values
 
 #: Float tolerance per op: every op here moves bytes, so all are exact.
 TOLERANCE = {

@@ -15,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, qparams, regimes, shapes, values
+from tests.compare import assert_close
+from tests.ops._values import qparams, regimes, shapes
 from tests.oracle import T, quant, run_both, run_litert, single_op_model
+from tests.values import values
 
 I8, U8 = np.int8, np.uint8
 
@@ -66,7 +68,7 @@ def test_normalization(case, data, seed):
         rtol = TOLERANCE[_id(case)] * max(shape[-1], 1)
         if lrn and options["beta"] not in (0.5, 1.0):
             rtol = LRN_POW_RTOL
-        assert_matches(ours, theirs, rtol=rtol, atol=0.0)
+        assert_close(ours, theirs, rtol_each=rtol, atol=0.0)
         return
     info = np.iinfo(dtype)
     s_in, z_in = data.draw(qparams(dtype, -6.0, 3.0), label="in")
@@ -80,7 +82,7 @@ def test_normalization(case, data, seed):
     model = single_op_model(
         op, [T(shape, dtype, q=quant(s_in, z_in))], [T(shape, dtype, q=quant(*OUTPUT_QPARAMS[dtype]))]
     )
-    assert_matches(*run_both(model, [x]))
+    assert_close(*run_both(model, [x]))
 
 
 _Q = quant(0.1, 0)
@@ -141,7 +143,7 @@ def test_lrn_follows_tensorflow_and_the_default_kernels(radius, resolver):
     options = {**options, "radius": radius}
     model = single_op_model("LOCAL_RESPONSE_NORMALIZATION", [T(x.shape)], [T(x.shape)], options)
     ours, default = run_both(model, [x], resolver)
-    assert_matches(ours, default, rtol=LRN_POW_RTOL)
+    assert_close(ours, default, rtol_each=LRN_POW_RTOL)
     np.testing.assert_allclose(ours[0], _lrn_tensorflow(x, **options), rtol=1e-6)
     if radius == 2:
         assert round(float(ours[0].flat[0]), 3) == 0.442  # the reference kernel gives 0.5625
@@ -156,7 +158,7 @@ def test_lrn_follows_tensorflow_and_the_default_kernels(radius, resolver):
 def test_lrn_reference_kernel_window(radius):
     x, options = LRN_EXAMPLE
     model = single_op_model("LOCAL_RESPONSE_NORMALIZATION", [T(x.shape)], [T(x.shape)], {**options, "radius": radius})
-    assert_matches(*run_both(model, [x], "BUILTIN_REF"), rtol=1e-6)
+    assert_close(*run_both(model, [x], "BUILTIN_REF"), rtol_each=1e-6)
 
 
 def test_lrn_negative_radius_refused():

@@ -14,18 +14,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.oracle import T, assert_close, quant, run_both, run_litert, run_ours, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, quant, run_both, run_both_unless_rejected, run_litert, single_op_model
 
 OPS = ["AVERAGE_POOL_2D", "MAX_POOL_2D"]
 #: Float tolerance (relative to the largest output magnitude): both paths are bit-exact.
 TOLERANCE = {"AVERAGE_POOL_2D": 0.0, "MAX_POOL_2D": 0.0}
 
 
-def _model(op, shape, fh, fw, sh, sw, padding=0, act=0, dtype=np.float32, q=None):
+def pool_model(op, shape, fh, fw, sh, sw, padding=0, act=0, dtype=np.float32, q=None, out_shape=None):
+    """A one-op pooling model; without ``out_shape`` the output is declared (1, .., 1, C): the op resizes it."""
     return single_op_model(
         op,
         [T(shape, dtype, q=q)],
-        [T((1,) * (len(shape) - 1) + shape[-1:], dtype, q=q)],
+        [T(out_shape or (1,) * (len(shape) - 1) + shape[-1:], dtype, q=q)],
         {
             "padding": padding,
             "stride_h": sh,
@@ -38,15 +40,11 @@ def _model(op, shape, fh, fw, sh, sw, padding=0, act=0, dtype=np.float32, q=None
 
 
 def _assert_same(ours, theirs, op):
-    assert ours[0].shape == theirs[0].shape and ours[0].dtype == theirs[0].dtype
-    if TOLERANCE[op] == 0.0:
-        np.testing.assert_array_equal(ours[0], theirs[0])  # NaN == NaN here
-    else:
-        assert_close(ours, theirs, rtol=TOLERANCE[op])
+    assert_close(ours, theirs, rtol=TOLERANCE[op], atol=1e-6 if TOLERANCE[op] else 0.0)
 
 
-@pytest.mark.parametrize("op", OPS)
-@given(
+#: the pooling geometry both differential tests draw: input shape, window, strides, padding, fused activation
+GEOMETRY = dict(
     batch=st.integers(1, 2),
     h=st.integers(1, 12),
     w=st.integers(1, 12),
@@ -57,6 +55,12 @@ def _assert_same(ours, theirs, op):
     sw=st.integers(1, 3),
     padding=st.sampled_from([0, 1]),
     act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+)
+
+
+@pytest.mark.parametrize("op", OPS)
+@given(
+    **GEOMETRY,
     special=st.sampled_from([False, False, True]),
     seed=st.integers(0, 2**31 - 1),
 )
@@ -67,7 +71,7 @@ def test_pool_float32(op, batch, h, w, c, fh, fw, sh, sw, padding, act, special,
         for value in (np.nan, np.inf, -np.inf):
             x.flat[rng.integers(0, x.size, max(1, x.size // 10))] = value
     with np.errstate(invalid="ignore"):
-        ours, theirs = run_both(_model(op, x.shape, fh, fw, sh, sw, padding, act), [x])
+        ours, theirs = run_both(pool_model(op, x.shape, fh, fw, sh, sw, padding, act), [x])
     _assert_same(ours, theirs, op)
 
 
@@ -85,14 +89,14 @@ EMPTY = [
 @pytest.mark.parametrize("kw", [e[1] for e in EMPTY], ids=[e[0] for e in EMPTY])
 def test_pool_empty_outputs(op, kw):
     x = np.ones((1, 5, 5, 3), np.float32)
-    ours, theirs = run_both(_model(op, x.shape, **kw), [x])
+    ours, theirs = run_both(pool_model(op, x.shape, **kw), [x])
     assert ours[0].shape == theirs[0].shape and ours[0].size == 0
 
 
 def test_max_pool_window_of_nans_is_lowest():
     x = np.full((1, 4, 4, 2), np.nan, np.float32)
     x[0, 0, 0, 0] = -np.inf
-    ours, theirs = run_both(_model("MAX_POOL_2D", x.shape, 2, 2, 2, 2), [x])
+    ours, theirs = run_both(pool_model("MAX_POOL_2D", x.shape, 2, 2, 2, 2), [x])
     assert (theirs[0] == -np.finfo(np.float32).max).all()
     _assert_same(ours, theirs, "MAX_POOL_2D")
 
@@ -109,7 +113,7 @@ ERRORS = [
 @pytest.mark.parametrize("kw", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
 def test_pool_rejected_like_litert(op, kw):
     args = dict(shape=(1, 5, 5, 3), fh=2, fw=2, sh=2, sw=2) | kw
-    model = _model(op, **args)
+    model = pool_model(op, **args)
     x = np.ones(args["shape"], args.get("dtype", np.float32))
     with pytest.raises(RuntimeError):  # at LiteRT's prepare, or its invoke for the types it does not run
         run_litert(model, [x])
@@ -123,16 +127,7 @@ QUANTIZED = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dtype", list(QUANTIZED))
 @given(
-    batch=st.integers(1, 2),
-    h=st.integers(1, 12),
-    w=st.integers(1, 12),
-    c=st.integers(1, 8),
-    fh=st.integers(1, 4),
-    fw=st.integers(1, 4),
-    sh=st.integers(1, 3),
-    sw=st.integers(1, 3),
-    padding=st.sampled_from([0, 1]),
-    act=st.sampled_from([0, 1, 2, 3, 4, 5]),
+    **GEOMETRY,
     log_scale=st.floats(-6, 3),
     zp_kind=st.sampled_from(["min", "max", "zero", "any"]),
     narrow=st.booleans(),
@@ -156,22 +151,17 @@ def test_pool_quantized(op, dtype, batch, h, w, c, fh, fw, sh, sw, padding, act,
             "any": int(rng.integers(info.min, info.max, endpoint=True)),
         }[zp_kind]
     )
-    model = _model(op, x.shape, fh, fw, sh, sw, padding, act, dt, quant(10.0**log_scale, zp))
-    try:
-        theirs = run_litert(model, [x])
-    except RuntimeError:  # e.g. RELU6 bound overflowing int32 with a tiny scale: litert_py refuses at prepare
-        with pytest.raises(PrepareError):
-            Interpreter(model_content=model).allocate_tensors()
-        return
-    ours = run_ours(model, [x])
-    _assert_same(ours, theirs, op)
+    model = pool_model(op, x.shape, fh, fw, sh, sw, padding, act, dt, quant(10.0**log_scale, zp))
+    both = run_both_unless_rejected(model, [x])  # e.g. RELU6 bound overflowing int32 with a tiny scale
+    if both is not None:
+        _assert_same(*both, op)
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_pool_int8_rounding(op):
     """Window sums at exact halves: int8 rounds them away from zero (-3/2 -> -2, 3/2 -> 2), uint8 up."""
     x = np.array([-1, -2, 1, 2, -3, 0, 3, 0], np.int8).reshape(1, 1, 8, 1)
-    (ours,), (theirs,) = run_both(_model(op, x.shape, 1, 2, 1, 2, 1, 0, np.int8, quant(0.1)), [x])
+    (ours,), (theirs,) = run_both(pool_model(op, x.shape, 1, 2, 1, 2, 1, 0, np.int8, quant(0.1)), [x])
     np.testing.assert_array_equal(ours, theirs)
     if op == "AVERAGE_POOL_2D":
         np.testing.assert_array_equal(ours.ravel(), [-2, 2, -2, 2])

@@ -13,25 +13,14 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.ops.pooling import DIVIDE_TABLE_MAX_COUNT, POOL_TILED_MIN_TAPS
-from tests.oracle import T, quant, run_both, single_op_model
+from tests.ops.test_pooling import pool_model
+from tests.oracle import quant, run_both
 
 SAME, VALID = 0, 1
 
 
 def _model(shape, out_shape, fh, fw, sh, sw, padding=VALID, act=0, dtype=np.float32, q=None):
-    return single_op_model(
-        "AVERAGE_POOL_2D",
-        [T(shape, dtype, q=q)],
-        [T(out_shape, dtype, q=q)],
-        {
-            "padding": padding,
-            "stride_h": sh,
-            "stride_w": sw,
-            "filter_height": fh,
-            "filter_width": fw,
-            "fused_activation_function": act,
-        },
-    )
+    return pool_model("AVERAGE_POOL_2D", shape, fh, fw, sh, sw, padding, act, dtype, q, out_shape)
 
 
 def _prepared(model: bytes):

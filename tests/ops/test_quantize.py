@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from litert_py import PrepareError
 from litert_py.schema.builder import ModelBuilder
-from tests.ops._diff import check_both, values
+from tests.ops._diff import check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.values import INT4, values
 
 #: Float tolerance per op: DEQUANTIZE rounds the exact product once, like the reference: exact.
 TOLERANCE = {"DEQUANTIZE": 0.0, "QUANTIZE": 0.0}
 
-INT4 = 17  # TensorType.INT4: held unpacked, one int8 per value (both runtimes report it so)
 RANGES = {
     np.int8: (-128, 127),
     np.uint8: (0, 255),

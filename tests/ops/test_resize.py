@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import PrepareError
-from tests.ops._diff import ALL_DTYPES, chain_model, check_both, values
+from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.values import values
 
 #: Float tolerance per op: the float32 operations are those of the reference kernel, in its order.
 TOLERANCE = {"RESIZE_BILINEAR": 0.0, "RESIZE_NEAREST_NEIGHBOR": 0.0}

@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import InvokeError, PrepareError
-from tests.ops._diff import chain_model, check_both, values
+from tests.ops._diff import chain_model, check_both
 from tests.oracle import T, run_litert, run_ours, single_op_model
+from tests.values import values
 
 TOLERANCE = {
     "SEGMENT_SUM": 0.0,

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.oracle import T, assert_close, run_both, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, run_both, single_op_model
 
 # RFFT2D: LiteRT's Ooura FFT and numpy's pocketfft both run in double; the complex64 results agree to float
 # rounding relative to the largest magnitude. FAKE_QUANT is float32 arithmetic in the source's order: exact.

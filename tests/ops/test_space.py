@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._diff import ALL_DTYPES, check_both, values
+from tests.ops._diff import ALL_DTYPES, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
+from tests.values import values
 
 #: Float tolerance per op: all exact (bytes are moved).
 TOLERANCE = {

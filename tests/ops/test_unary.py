@@ -9,8 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.ops._values import assert_matches, regimes, shapes, values
-from tests.oracle import T, oracle, quant, run_both, single_op_model
+from tests.compare import assert_close
+from tests.ops._values import regimes, shapes
+from tests.oracle import T, litert_fails, oracle, ours_fails, quant, run_both, single_op_model
+from tests.values import values
 
 # CEIL and ROUND are not registered by BUILTIN_REF; BUILTIN_WITHOUT_DEFAULT_DELEGATES runs their builtin kernels
 # (AUTO would hand them to XNNPACK).
@@ -96,14 +98,14 @@ def test_unary(case, data, shape, seed):
             x = (np.round(x.astype(np.float64) * 2) / 2).astype(dtype)  # many exact .5 ties
     model = single_op_model(op, [T(shape, dtype)], [T(shape, dtype)])
     ours, theirs = run_both(model, [x], resolver=RESOLVER.get(op, "BUILTIN_REF"))
-    assert_matches(ours, theirs, rtol=TOLERANCE.get(_id(case), 0.0))
+    assert_close(ours, theirs, rtol_each=TOLERANCE.get(_id(case), 0.0))
 
 
 def test_neg_int8_is_raw_negation_even_when_quantized():
     x = np.array([-128, -1, 0, 5, 127], np.int8)
     model = single_op_model("NEG", [T((5,), np.int8, q=quant(0.5, 3))], [T((5,), np.int8, q=quant(0.5, 3))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 SPECIAL = np.array(
@@ -125,7 +127,7 @@ EXPECTED = {  # what LiteRT computes, written out: a test of the IEEE corner cas
 def test_ieee_special_values(op):
     model = single_op_model(op, [T(SPECIAL.shape)], [T(SPECIAL.shape)])
     ours, theirs = run_both(model, [SPECIAL], resolver=RESOLVER.get(op, "BUILTIN_REF"))
-    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-float32"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"{op.lower()}-float32"])
     signed = ~np.isnan(theirs[0])  # -0.0 where LiteRT gives -0.0 (a NaN's sign bit means nothing)
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
     for got, want in zip(ours[0], EXPECTED.get(op, [])):
@@ -144,7 +146,7 @@ def test_complex_part(op, dtype, shape, seed, regime):
     real = np.float32 if dtype == np.complex64 else np.float64
     model = single_op_model(op, [T(shape, dtype)], [T(shape, real)])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs, rtol=TOLERANCE[f"{op.lower()}-{np.dtype(dtype).name}"])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"{op.lower()}-{np.dtype(dtype).name}"])
 
 
 # -- quantized int8 / int16 paths (integers: exact) ---------------------------------------------------
@@ -181,7 +183,7 @@ def test_unary_quantized(case, data, shape, seed):
     x = np.random.default_rng(seed).integers(low, info.max, size=shape, endpoint=True).astype(dtype)
     model = single_op_model(op, [T(shape, dtype, q=quant(*qi))], [T(shape, dtype, q=quant(*qo))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("op", ["ABS", "SQRT", "RSQRT", "LOG", "EXP"])
@@ -200,7 +202,7 @@ def test_unary_quantized_every_input(op, dtype):
     )
     model = single_op_model(op, [T(x.shape, dtype, q=qi)], [T(x.shape, dtype, q=qo)])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("dtype, s_in, s_out", [(np.int8, 0.5, 0.5), (np.int16, 0.01, 1e-3)], ids=["int8", "int16"])
@@ -210,24 +212,15 @@ def test_quantized_exp_overflow(dtype, s_in, s_out):
     x = np.arange(info.min, info.max + 1).astype(dtype)
     model = single_op_model("EXP", [T(x.shape, dtype, q=quant(s_in, 0))], [T(x.shape, dtype, q=quant(s_out, 0))])
     ours, theirs = run_both(model, [x])
-    assert_matches(ours, theirs)
+    assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("op", ["SQRT", "RSQRT"])
 def test_quantized_negative_input_fails_at_invoke(op):
     model = single_op_model(op, [T((3,), np.int8, q=quant(0.1, 2))], [T((3,), np.int8, q=quant(0.1, 0))])
     x = np.array([5, 1, 7], np.int8)  # 1 < zero point 2: a negative real value
-    ours = Interpreter(model_content=model)
-    ours.allocate_tensors()
-    ours.set_tensor(ours.get_input_details()[0]["index"], x)
-    with pytest.raises(RuntimeError, match="only defined"):
-        ours.invoke()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ref.allocate_tensors()
-    ref.set_tensor(ref.get_input_details()[0]["index"], x)
-    with pytest.raises(RuntimeError):
-        ref.invoke()
+    ours_fails(model, [x], at="invoke", match="only defined")
+    litert_fails(model, [x], at="invoke")
 
 
 # -- what LiteRT rejects ----------------------------------------------------------------------------
@@ -297,17 +290,11 @@ def test_complex_rejected(case):
     model = single_op_model(op, [T((3,), src)], [T((3,), dst)])
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    with pytest.raises(RuntimeError):
-        ref.allocate_tensors()
+    litert_fails(model, at="allocate")
 
 
 def test_quantized_int16_needs_zero_points_0():
     model = single_op_model("ABS", [T((3,), np.int16, q=quant(0.01, 1))], [T((3,), np.int16, q=quant(0.01, 0))])
     with pytest.raises(PrepareError):
         Interpreter(model_content=model).allocate_tensors()
-    LiteRT, OpResolverType = oracle()
-    ref = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    with pytest.raises(RuntimeError):
-        ref.allocate_tensors()
+    litert_fails(model, at="allocate")

@@ -20,10 +20,23 @@ from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.reader import read_model
 from litert_py.tools import run as tool
 from litert_py.tools.run import main, random_array, safe_filename
-from tests.oracle import assert_close, oracle
+from tests.compare import assert_close
+from tests.oracle import oracle
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "litert_py" / "models" / "tiny_cnn.tflite"
+#: the bundled model's operators, in execution order
+BUNDLED_OPS = [
+    "CONV_2D",
+    "MAX_POOL_2D",
+    "DEPTHWISE_CONV_2D",
+    "RELU",
+    "CONV_2D",
+    "AVERAGE_POOL_2D",
+    "RESHAPE",
+    "FULLY_CONNECTED",
+    "SOFTMAX",
+]
 
 W = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5) / 7
 BIAS = np.array([0.1, -0.2, 0.3], np.float32)
@@ -306,7 +319,7 @@ def test_signature_of_another_subgraph_with_resize(capsys, write, tmp_path):
     assert "allocate n/a" not in out
     LiteRT, _ = oracle()
     want = LiteRT(model_path=path).get_signature_runner("second")(**{"in": x})["out"]
-    assert_close([np.load(tmp_path / "o" / "out.npy")], [want])
+    assert_close([np.load(tmp_path / "o" / "out.npy")], [want], rtol=1e-5, atol=1e-6)
 
 
 def test_json(capsys, fc):
@@ -396,17 +409,7 @@ def test_bundled_model_runs_in_oracle_and_matches():
     it = LiteRT(model_path=str(BUNDLED), num_threads=1)
     assert it.get_signature_list() == {"serving_default": {"inputs": ["image"], "outputs": ["probabilities"]}}
     names = [d["op_name"] for d in it._get_ops_details()]
-    assert names[:9] == [
-        "CONV_2D",
-        "MAX_POOL_2D",
-        "DEPTHWISE_CONV_2D",
-        "RELU",
-        "CONV_2D",
-        "AVERAGE_POOL_2D",
-        "RESHAPE",
-        "FULLY_CONNECTED",
-        "SOFTMAX",
-    ]
+    assert names[:9] == BUNDLED_OPS
     rng = np.random.default_rng(3)
     images = [rng.uniform(-1, 1, (1, 16, 16, 3)).astype(np.float32) for _ in range(3)]
     theirs = [it.get_signature_runner("serving_default")(image=im)["probabilities"] for im in images]
@@ -423,23 +426,14 @@ def test_no_argument_runs_bundled_model(capsys, tmp_path):
     rc, out, err = run_main(capsys, "-o", tmp_path / "o")
     assert rc == 0, err
     assert "tiny_cnn.tflite (bundled)" in out and "Signatures: serving_default (image -> probabilities)" in out
-    for op in (
-        "CONV_2D",
-        "DEPTHWISE_CONV_2D",
-        "MAX_POOL_2D",
-        "AVERAGE_POOL_2D",
-        "RELU",
-        "RESHAPE",
-        "FULLY_CONNECTED",
-        "SOFTMAX",
-    ):
+    for op in set(BUNDLED_OPS):
         assert f"x {op} v1" in out
     x = random_array((1, 16, 16, 3), np.float32, np.random.default_rng(0))
     got = np.load(tmp_path / "o" / "probabilities.npy")
     np.testing.assert_array_equal(got, reference(str(BUNDLED), {0: x})[0])
     LiteRT, _ = oracle()
     it = LiteRT(model_path=str(BUNDLED), num_threads=1)
-    assert_close([got], [it.get_signature_runner()(image=x)["probabilities"]])
+    assert_close([got], [it.get_signature_runner()(image=x)["probabilities"]], rtol=1e-5, atol=1e-6)
 
 
 # -- errors: one line on stderr, exit 1 (model) or 2 (arguments) ----------------------------------------

@@ -18,22 +18,11 @@ from litert_py.runtime.profiler import _Timer
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.tools.benchmark import Progress, benchmark, stats_ms
 from tests.oracle import oracle
-from tests.tools.test_run import custom_op_model, reference, run_main, two_input_model
+from tests.tools.test_run import BUNDLED_OPS, custom_op_model, reference, run_main, two_input_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUNDLED = str(ROOT / "litert_py" / "models" / "tiny_cnn.tflite")
 LSTM = str(ROOT / "tests" / "fixtures" / "tf_lstm_float.tflite")  # variable (state) tensors: a stateful model
-BUNDLED_OPS = [
-    "CONV_2D",
-    "MAX_POOL_2D",
-    "DEPTHWISE_CONV_2D",
-    "RELU",
-    "CONV_2D",
-    "AVERAGE_POOL_2D",
-    "RESHAPE",
-    "FULLY_CONNECTED",
-    "SOFTMAX",
-]
 
 
 def run_json(capsys, *argv) -> dict:

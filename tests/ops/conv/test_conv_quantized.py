@@ -12,13 +12,10 @@ accumulator paths (int32 wrap, int64 fallback), int4 filters, blocked layouts an
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
 
 from litert_py import Interpreter, PrepareError
 from litert_py.errors import InvalidModelError
@@ -26,10 +23,12 @@ from litert_py.ops.conv import conv2d_quantized, depthwise_quantized, im2col, ta
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import QuantizationParameters
-from tests.oracle import run_litert, run_ours
+from tests.compare import assert_close
+from tests.ops.conv.test_conv import conv_options
+from tests.oracle import run_both_unless_rejected, run_litert, run_ours
+from tests.values import INT4, int_range, ints, pack_int4
 
 I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
-INT4 = 17  # TensorType INT4 (stored packed two per byte)
 TYPE_INT32, TYPE_INT64 = 2, 4
 
 #: id -> (input/output type, filter type, bias type, per-channel, options)
@@ -45,21 +44,6 @@ DEPTHWISE_PATHS = {k: v for k, v in PATHS.items() if k != "int16x8-int32-bias"} 
 #: Hybrid float outputs: tolerance relative to the largest reference magnitude (0 would pass today).
 TOLERANCE = {"CONV_2D": 1e-6, "DEPTHWISE_CONV_2D": 1e-6}
 ACTIVATIONS = [0, 1, 2, 3, 4, 5]  # NONE RELU RELU_N1_TO_1 RELU6 TANH SIGN_BIT
-
-
-def _range(dtype) -> tuple[int, int]:
-    if dtype == INT4:
-        return -8, 7
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def pack_int4(values: np.ndarray) -> np.ndarray:
-    """INT4 constant buffer: two values per byte, the first in the low nibble."""
-    v = (np.asarray(values, np.int64).reshape(-1) & 0xF).astype(np.uint8)
-    if v.size % 2:
-        v = np.append(v, np.uint8(0))
-    return v[0::2] | (v[1::2] << 4)
 
 
 def conv_model(op: str, x, x_q, f, f_type, f_q, bias, b_q, out_dtype, out_q, options, const=(True, True)) -> bytes:
@@ -105,43 +89,35 @@ DELIBERATE_REFUSALS = (
 )
 
 
+def case_model(case: dict) -> bytes:
+    """The model of a case dict (the keys are conv_model's arguments; the output has the input's dtype)."""
+    keys = ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")
+    return conv_model(*(case[k] for k in keys), case["x"].dtype, case["out_q"], case["options"], case["const"])
+
+
+def _prepared(case: dict):
+    """litert_py's prepared op of a case's model."""
+    it = Interpreter(model_content=case_model(case))
+    it.allocate_tensors()
+    (op,) = it._subgraphs[0].prepared_ops.values()
+    return op
+
+
 def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0):
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        case["f_type"],
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        case["x"].dtype,
-        case["out_q"],
-        case["options"],
-        case["const"],
-    )
+    model = case_model(case)
     feeds = _feeds(case)
     try:
         Interpreter(model_content=model).allocate_tensors()
     except PrepareError as e:
         assume(not any(s in str(e) for s in DELIBERATE_REFUSALS))
-    try:
-        theirs = run_litert(model, feeds, resolver)
-    except RuntimeError as e:  # LiteRT rejects the model (at prepare or invoke): so must litert_py
-        with contextlib.suppress(InvalidArgument):  # outside a hypothesis test
-            event(f"rejected by LiteRT: {str(e).splitlines()[0][:60]}")
-        with pytest.raises(PrepareError):
-            run_ours(model, feeds)
+    both = run_both_unless_rejected(model, feeds, resolver)
+    if both is None:
         return None
-    ours = run_ours(model, feeds)
-    assert ours[0].shape == theirs[0].shape and ours[0].dtype == theirs[0].dtype
-    if rtol:  # relative to the terms before the bias cancels them: |out| + |bias|
-        scale = float(np.max(np.abs(theirs[0]))) if theirs[0].size else 0.0
-        if case["bias"] is not None and case["bias"].dtype == np.float32 and case["bias"].size:
-            scale += float(np.max(np.abs(case["bias"])))
-        np.testing.assert_allclose(ours[0], theirs[0], rtol=0, atol=rtol * scale + 1e-30)
-    else:
-        np.testing.assert_array_equal(ours[0], theirs[0])
+    ours, theirs = both
+    # float: relative to the terms before the bias cancels them, max|out| + max|bias|
+    bias = case["bias"]
+    bias_scale = float(np.max(np.abs(bias))) if bias is not None and bias.dtype == np.float32 and bias.size else 0.0
+    assert_close(ours[:1], theirs[:1], rtol=rtol, atol=rtol * bias_scale + (1e-30 if rtol else 0.0))
     return ours[0]
 
 
@@ -156,15 +132,15 @@ def _prepared_op(case):
 
 
 def _zero_point(draw, dtype) -> int:
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     return draw(st.sampled_from([lo, hi, 0, (lo + hi) // 2])) if draw(st.booleans()) else draw(st.integers(lo, hi))
 
 
 def _values(rng, shape, dtype, wide: bool):
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     if not wide:  # a narrow band: accumulators stay small, outputs rarely saturate
         lo, hi = max(lo, -20), min(hi, 20) if lo < 0 else min(hi, 40)
-    return rng.integers(lo, hi, shape, endpoint=True).astype(I8 if dtype == INT4 else dtype)
+    return ints(rng, shape, I8 if dtype == INT4 else dtype, lo, hi)
 
 
 @st.composite
@@ -188,21 +164,6 @@ def geometry(draw, op: str):
         c, m = draw(st.integers(1, 8)), draw(st.integers(1, 3))
         d.update(c=c, out_c=c * m, mult=m)
     return d
-
-
-def _options(op: str, d: dict, extra: dict) -> dict:
-    o = {
-        "padding": d["padding"],
-        "stride_h": d["stride"][0],
-        "stride_w": d["stride"][1],
-        "dilation_h_factor": d["dilation"][0],
-        "dilation_w_factor": d["dilation"][1],
-        "fused_activation_function": d["act"],
-        **extra,
-    }
-    if op == "DEPTHWISE_CONV_2D":
-        o["depth_multiplier"] = d["mult"]
-    return o
 
 
 @st.composite
@@ -247,7 +208,7 @@ def quantized_cases(draw, op: str, path: str):
         "bias": bias if op == "CONV_2D" or draw(st.integers(0, 4)) else None,
         "b_q": quant(b_scale, 0),
         "out_q": quant(s_out, out_zp),
-        "options": _options(op, d, extra),
+        "options": conv_options(d, op, extra),
         "const": const,
     }
 
@@ -293,7 +254,7 @@ def test_depthwise_einsum_taps_at_real_sizes(kind):
     rng = np.random.default_rng(11)
     dtype = U8 if kind.startswith("uint8") else I8
     c, m = (32, 2) if kind.startswith("uint8") else (64, 1)
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     x = rng.integers(lo, hi, (1, 9, 7, c), endpoint=True).astype(dtype)
     f = rng.integers(lo, hi, (1, 3, 3, c * m), endpoint=True).astype(dtype)
     s_out, zp = {"folded": (1.0, 5), "unfolded": (2.0**25, -128), "uint8-multiplier-2": (256.0, 5)}[kind]
@@ -348,7 +309,7 @@ def hybrid_cases(draw, op: str, kind: str):
         x = np.abs(x) * draw(st.sampled_from([1, -1]))
     if draw(st.integers(0, 5)) == 0:
         x[0] = 0  # an all-zero batch: scaling factor 1
-    lo, hi = (-127, 127) if f_type == I8 else _range(f_type)
+    lo, hi = (-127, 127) if f_type == I8 else int_range(f_type)
     f = rng.integers(lo, hi, f_shape, endpoint=True).astype(I8)
     s_w = 10.0 ** (draw(st.floats(-4, -1)) + (rng.uniform(-2, 2, out_c) if per_channel else 0.0))
     # LiteRT wants one depthwise scale per element of the quantized dimension: a single scale sits on dimension 0.
@@ -364,7 +325,7 @@ def hybrid_cases(draw, op: str, kind: str):
         "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None,
         "b_q": None,
         "out_q": None,
-        "options": _options(op, d, {}),
+        "options": conv_options(d, op),
         "const": (True, draw(st.booleans())),
     }
 
@@ -461,22 +422,7 @@ def test_int8_accumulators_beyond_the_fused_bound_take_the_int64_path():
     case = _full_scale_case("CONV_2D", I8, 127, 700)
     out = check_against_oracle(case)
     assert (out != 0).any()
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        I8,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        I8,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (op,) = it._subgraphs[0].prepared_ops.values()
+    op = _prepared(case)
     assert op.requant.kind == "fused" and op.requant.check and op.requant.exact_bound < 700 * 127 * 127
 
 
@@ -484,22 +430,7 @@ def test_int16_int32_accumulator_wraps_like_litert():
     """int16x8 with an int32 bias accumulates in int32: 600 * 32767 * 127 overflows and wraps in LiteRT."""
     case = _full_scale_case("CONV_2D", I16, 32767, 600, I32, {"quantized_bias_type": TYPE_INT32})
     check_against_oracle(case)
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        I8,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        I16,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (op,) = it._subgraphs[0].prepared_ops.values()
+    op = _prepared(case)
     assert op.requant.kind == "wrap32"
 
 
@@ -642,19 +573,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("case", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
 def test_rejected_like_litert(case):
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        case["f_type"],
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        case["x"].dtype,
-        case["out_q"],
-        case["options"],
-    )
+    model = case_model(case)
     # LiteRT fails at load (invalid quantization: ValueError), prepare, or invoke for the filter types it does
     # not run; litert_py at load or prepare.
     with pytest.raises((RuntimeError, ValueError)):
@@ -691,19 +610,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("case, match", [e[1:] for e in REFUSED], ids=[e[0] for e in REFUSED])
 def test_refused_although_litert_runs_it(case, match):
-    model = conv_model(
-        case["op"],
-        case["x"],
-        case["x_q"],
-        case["f"],
-        case["f_type"],
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        case["x"].dtype,
-        case["out_q"],
-        case["options"],
-    )
+    model = case_model(case)
     run_litert(model, [case["x"]])
     with pytest.raises(PrepareError, match=match):
         run_ours(model, [case["x"]])
@@ -763,10 +670,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2 - (kind == "late-zp")  # not all clamped
-    model = conv_model(op, x, case["x_q"], f, I8, f_q, bias, case["b_q"], I8, case["out_q"], case["options"])
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared(case)
     if kind == "late-zp":
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
         assert type(prepared.epilogue).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
@@ -782,7 +686,7 @@ def test_conv_window_covering_the_whole_input(dtype):
     """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
     buffer): the im2col rows are the input's rows (ConvQuantizedFoldedRows), two batches."""
     rng = np.random.default_rng(11)
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
     f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
     case = {
@@ -800,22 +704,7 @@ def test_conv_window_covering_the_whole_input(dtype):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 3
-    model = conv_model(
-        "CONV_2D",
-        x,
-        case["x_q"],
-        f,
-        dtype,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        dtype,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
 
 
@@ -825,7 +714,7 @@ def test_depthwise_window_covering_the_whole_input(dtype, act):
     """One output pixel whose window is the whole unpadded input (DepthwiseConvWholeFolded), both epilogues
     (ReLU-like and sign-corrected), two batches."""
     rng = np.random.default_rng(12)
-    lo, hi = _range(dtype)
+    lo, hi = int_range(dtype)
     x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
     f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
     case = {
@@ -849,22 +738,7 @@ def test_depthwise_window_covering_the_whole_input(dtype, act):
     }
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 3
-    model = conv_model(
-        case["op"],
-        x,
-        case["x_q"],
-        f,
-        dtype,
-        case["f_q"],
-        case["bias"],
-        case["b_q"],
-        dtype,
-        case["out_q"],
-        case["options"],
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    prepared = _prepared(case)
     assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
     assert (prepared.epilogue.half is None) == (act == 1)
 

@@ -15,8 +15,9 @@ import pytest
 from litert_py import Interpreter
 from litert_py.ops.conv import depthwise as depthwise_conv
 from litert_py.ops.conv.taps import DepthwisePhaseTaps, DepthwiseTaps
+from tests.compare import assert_close
 from tests.ops.conv.test_conv import TOLERANCE, _conv_case, _model_and_inputs
-from tests.oracle import assert_close, run_litert, run_ours
+from tests.oracle import run_litert, run_ours
 
 SAME, VALID = 0, 1
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
+from tests.compare import assert_close
 from tests.oracle import T, oracle, run_both, run_litert, run_ours, single_op_model
 
 # Elementwise relative tolerance, plus an absolute floor relative to the output's largest magnitude for
@@ -43,11 +44,8 @@ def _options(**kw) -> bytes:
 
 def _close(op: str, ours: list[np.ndarray], theirs: list[np.ndarray]) -> None:
     rtol, afloor, atol = TOLERANCE[op]
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape and a.dtype == b.dtype == np.float32
-        finite = np.abs(b[np.isfinite(b)])
-        scale = float(np.max(finite)) if finite.size else 0.0
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol + afloor * scale)  # inf and NaN where LiteRT has them
+    assert all(b.dtype == np.float32 for b in theirs)
+    assert_close(ours, theirs, rtol_each=rtol, rtol=afloor, atol=atol)
 
 
 def _signal(rng, n: int, channels: int, kind: str) -> np.ndarray:

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.oracle import T, assert_close, quant, run_both, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, quant, run_both, single_op_model
 
 # float outputs: NMS scores are the inputs' (exact) or soft-NMS products of expf (1 ulp); the post-process
 # boxes are decoded with exp in double (LiteRT's libm vs numpy's may differ in the last bit of a double).
@@ -290,10 +291,10 @@ def test_detection_postprocess(case):
     model, inputs, opts = case
     op = "TFLite_Detection_PostProcess"
     ours, theirs = run_both(model, inputs, RESOLVER[op])
-    assert_close(ours[3:], theirs[3:], atol=0)  # num_detections exactly
+    assert_close(ours[3:], theirs[3:])  # num_detections exactly
     w = _written(opts, int(theirs[3][0]))
     assert_close([ours[0][0, w]], [theirs[0][0, w]], rtol=TOLERANCE[op], atol=1e-7)
-    assert_close([ours[1][0, w], ours[2][0, w]], [theirs[1][0, w], theirs[2][0, w]], atol=0)  # classes, scores
+    assert_close([ours[1][0, w], ours[2][0, w]], [theirs[1][0, w], theirs[2][0, w]])  # classes, scores exactly
 
 
 @given(case=postprocess_many_case())

@@ -19,7 +19,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.oracle import T, assert_close, run_litert, run_ours, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, run_litert, run_ours, single_op_model
 
 SAME, VALID = 1, 2  # TfLitePadding
 POOL, UNPOOL, DECONV = "MaxPoolingWithArgmax2D", "MaxUnpooling2D", "Convolution2DTransposeBias"

@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
+from tests.compare import assert_close
+from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs, weights
 from tests.ops.recurrent.test_rnn import run_stream
-from tests.oracle import assert_close, oracle, quant
+from tests.oracle import oracle, quant
 
 #: Per accumulated term (n_input + n_output + n_cell) and recurrent step, relative to the largest output
 #: magnitude. Layer norm divides by the spread of n_cell gate values (n_cell may be 2): ill-conditioned, looser.
@@ -49,18 +51,6 @@ CASES = [
 ]
 
 
-def _w(b, rng, name, shape, hybrid):
-    if hybrid:
-        return b.tensor(
-            name,
-            shape,
-            np.int8,
-            data=rng.integers(-128, 128, shape).astype(np.int8),
-            quantization=quant(float(rng.uniform(0.002, 0.01))),
-        )
-    return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
-
-
 def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out, drop=(), n_inputs=24):
     cifg, peep, proj, proj_bias, ln, cclip, pclip, diag = VARIANTS[variant]
     # LiteRT sizes the float kernels' projection scratch by n_cell: n_output > n_cell overruns it (aborts).
@@ -72,14 +62,14 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
         xshape = (time, batch, n_in) if tm else (batch, time, n_in)
     x = b.input("x", xshape, np.float32)
     ins = [x]
-    ins += [-1 if (g == "i" and cifg) else _w(b, rng, f"w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
+    ins += [-1 if (g == "i" and cifg) else weights(b, rng, f"w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
     rshape = (n_cell,) if diag else (n_cell, n_out)
-    ins += [-1 if (g == "i" and cifg) else _w(b, rng, f"r_{g}", rshape, hybrid) for g in "ifco"]
-    ins += [_w(b, rng, f"p_{g}", (n_cell,), hybrid) if peep and not (g == "i" and cifg) else -1 for g in "ifo"]
+    ins += [-1 if (g == "i" and cifg) else weights(b, rng, f"r_{g}", rshape, hybrid) for g in "ifco"]
+    ins += [weights(b, rng, f"p_{g}", (n_cell,), hybrid) if peep and not (g == "i" and cifg) else -1 for g in "ifo"]
     ins += [
         -1 if (g == "i" and cifg) else b.const(f"b_{g}", rng.standard_normal(n_cell).astype(np.float32)) for g in "ifco"
     ]
-    ins += [_w(b, rng, "proj", (n_out, n_cell), hybrid) if proj else -1]
+    ins += [weights(b, rng, "proj", (n_out, n_cell), hybrid) if proj else -1]
     ins += [b.const("proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
     ins += [
         b.tensor("h", (batch, n_out), np.float32, is_variable=True),
@@ -171,16 +161,6 @@ INT_PATHS = {
 INT_CASES = [(p, v) for p in INT_PATHS for v in VARIANTS if not VARIANTS[v][7]]
 
 
-def _i8w(b, rng, name, shape):
-    return b.tensor(
-        name,
-        shape,
-        np.int8,
-        data=rng.integers(-127, 128, shape).astype(np.int8),
-        quantization=quant(float(rng.uniform(0.005, 0.02))),
-    )
-
-
 def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, zos=0):
     cifg, peep, proj, proj_bias, ln, cclip, pclip, _ = VARIANTS[variant]
     if not proj:
@@ -189,61 +169,14 @@ def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, z
         n_out = min(n_out, n_cell)
     b = ModelBuilder()
     xshape = (batch, n_in) if op == "LSTM" else ((time, batch, n_in) if tm else (batch, time, n_in))
-    x = b.input("x", xshape, np.int8, quantization=quant(float(rng.uniform(0.02, 0.08)), int(rng.integers(-20, 20))))
-    skip = {"i"} if cifg else set()
-    ins = [x]
-    ins += [-1 if g in skip else _i8w(b, rng, f"w_{g}", (n_cell, n_in)) for g in "ifco"]
-    ins += [-1 if g in skip else _i8w(b, rng, f"r_{g}", (n_cell, n_out)) for g in "ifco"]
-    ins += [
-        b.tensor(
-            f"p_{g}",
-            (n_cell,),
-            np.int16,
-            data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
-            quantization=quant(float(rng.uniform(1e-4, 1e-3))),
-        )
-        if peep and g not in skip
-        else -1
-        for g in "ifo"
-    ]
-    ins += [
-        -1
-        if g in skip
-        else b.tensor(
-            f"b_{g}",
-            (n_cell,),
-            np.int32,
-            data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
-            quantization=quant(1e-5),
-        )
-        for g in "ifco"
-    ]
-    ins += [_i8w(b, rng, "proj", (n_out, n_cell)) if proj else -1]
-    ins += [
-        b.tensor(
-            "proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32), quantization=quant(1e-4)
-        )
-        if proj_bias
-        else -1
-    ]
+    ins = gate_inputs(b, rng, xshape, n_cell, n_out, cifg, peep, proj, proj_bias)
     zo = int(rng.integers(-10, 10))
     s_out = float(rng.uniform(0.004, 0.012))
     ins += [
         b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
         b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
     ]
-    ins += [
-        b.tensor(
-            f"ln_{g}",
-            (n_cell,),
-            np.int16,
-            data=rng.integers(12000, 32767, n_cell).astype(np.int16),
-            quantization=quant(float(rng.uniform(2e-5, 4e-5))),
-        )
-        if ln and g not in skip
-        else -1
-        for g in "ifco"
-    ]
+    ins += layer_norm_inputs(b, rng, n_cell, cifg, ln)
     inter = [b.tensor(f"inter{k}", (), np.int16, quantization=quant(float(rng.uniform(2e-4, 1e-3)))) for k in range(4)]
     inter.append(
         b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
@@ -328,13 +261,13 @@ BIDI = {
 def _bidi_cell(b, rng, prefix, variant, hybrid, n_in, n_cell, n_out, batch):
     cifg, peep, proj, proj_bias, _, _, _, _ = VARIANTS[variant]
     skip = {"i"} if cifg else set()
-    ins = [-1 if g in skip else _w(b, rng, f"{prefix}w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
-    ins += [-1 if g in skip else _w(b, rng, f"{prefix}r_{g}", (n_cell, n_out), hybrid) for g in "ifco"]
-    ins += [_w(b, rng, f"{prefix}p_{g}", (n_cell,), hybrid) if peep and g not in skip else -1 for g in "ifo"]
+    ins = [-1 if g in skip else weights(b, rng, f"{prefix}w_{g}", (n_cell, n_in), hybrid) for g in "ifco"]
+    ins += [-1 if g in skip else weights(b, rng, f"{prefix}r_{g}", (n_cell, n_out), hybrid) for g in "ifco"]
+    ins += [weights(b, rng, f"{prefix}p_{g}", (n_cell,), hybrid) if peep and g not in skip else -1 for g in "ifo"]
     ins += [
         -1 if g in skip else b.const(f"{prefix}b_{g}", rng.standard_normal(n_cell).astype(np.float32)) for g in "ifco"
     ]
-    ins += [_w(b, rng, f"{prefix}proj", (n_out, n_cell), hybrid) if proj else -1]
+    ins += [weights(b, rng, f"{prefix}proj", (n_out, n_cell), hybrid) if proj else -1]
     ins += [b.const(f"{prefix}proj_b", rng.standard_normal(n_out).astype(np.float32)) if proj_bias else -1]
     states = [
         b.tensor(f"{prefix}h", (batch, n_out), np.float32, is_variable=True),
@@ -343,27 +276,10 @@ def _bidi_cell(b, rng, prefix, variant, hybrid, n_in, n_cell, n_out, batch):
     return ins, states
 
 
-@pytest.mark.parametrize("path", sorted(BIDI))
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    batch=st.integers(1, 3),
-    time=st.integers(1, 4),
-    n_in=st.integers(1, 10),
-    n_cell=st.sampled_from([1, 2, 4, 5]),
-    n_out=st.integers(1, 5),
-    invokes=st.integers(1, 2),
-)
-def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out, invokes):
+def bidi_model(path, rng, batch, time, n_in, n_cell, n_out) -> tuple[bytes, tuple]:
+    """The BIDIRECTIONAL_SEQUENCE_LSTM model of a BIDI path, and the leading (time, batch) dims of its inputs."""
     tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
-    cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
-    rng = np.random.default_rng(seed)
-    if hybrid:
-        time = 1  # see test_rnn.run_stream(sync_states=True)
-    n_out = min(n_out, n_cell) if proj else n_cell  # see float_lstm_model
-    if merge and not tm:
-        # LiteRT's batch-major EvalFloat/EvalHybrid address the state of row b at b * output_batch_leading_dim,
-        # which with merged outputs runs past the state buffer for b >= 1 (undefined behaviour): one row only.
-        batch = 1
+    cifg, _, _, _, _, cclip, pclip, _ = VARIANTS[variant]
     b = ModelBuilder()
     lead = (time, batch) if tm else (batch, time)
     x = b.input("x", lead + (n_in,), np.float32)
@@ -373,7 +289,7 @@ def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
     aux_w = [-1] * 8
     if aux_mode == "cross":
         aux_w = [
-            -1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
+            -1 if (cifg and g == "i") else weights(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
             for d in ("fw_", "bw_")
             for g in "ifco"
         ]
@@ -396,9 +312,34 @@ def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
         },
     )
     b.output(*outs)
+    return b.build(), lead
+
+
+@pytest.mark.parametrize("path", sorted(BIDI))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.integers(1, 3),
+    time=st.integers(1, 4),
+    n_in=st.integers(1, 10),
+    n_cell=st.sampled_from([1, 2, 4, 5]),
+    n_out=st.integers(1, 5),
+    invokes=st.integers(1, 2),
+)
+def test_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out, invokes):
+    tm, merge, aux_mode, hybrid, _, variant = BIDI[path]
+    proj = VARIANTS[variant][2]
+    rng = np.random.default_rng(seed)
+    if hybrid:
+        time = 1  # see test_rnn.run_stream(sync_states=True)
+    n_out = min(n_out, n_cell) if proj else n_cell  # see float_lstm_model
+    if merge and not tm:
+        # LiteRT's batch-major EvalFloat/EvalHybrid address the state of row b at b * output_batch_leading_dim,
+        # which with merged outputs runs past the state buffer for b >= 1 (undefined behaviour): one row only.
+        batch = 1
+    model, lead = bidi_model(path, rng, batch, time, n_in, n_cell, n_out)
     n_feeds = 2 if aux_mode else 1
     feeds = [[rng.standard_normal(lead + (n_in,)).astype(np.float32) for _ in range(n_feeds)] for _ in range(invokes)]
-    ours, theirs = run_stream(b.build(), feeds, sync_states=hybrid)
+    ours, theirs = run_stream(model, feeds, sync_states=hybrid)
     rtol = TOLERANCE["hybrid" if hybrid else "float32"] * time * (2 * n_in + n_out + n_cell)
     for k, (a, bb) in enumerate(zip(ours, theirs)):
         assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)
@@ -500,43 +441,16 @@ def test_long_sequence_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell
 def test_long_sequence_bidirectional_lstm_matches_oracle(path, seed, batch, time, n_in, n_cell, n_out):
     """BIDIRECTIONAL_SEQUENCE_LSTM over time > 10 with all-zero steps (the backward cell walks the precomputed
     input products in reverse)."""
-    tm, merge, aux_mode, hybrid, asym, variant = BIDI[path]
-    cifg, _, proj, _, _, cclip, pclip, _ = VARIANTS[variant]
+    tm, *_, variant = BIDI[path]
+    proj = VARIANTS[variant][2]
     rng = np.random.default_rng(seed)
     n_out = min(n_out, n_cell) if proj else n_cell
-    b = ModelBuilder()
-    lead = (time, batch) if tm else (batch, time)
-    x = b.input("x", lead + (n_in,), np.float32)
-    aux = b.input("aux", lead + (n_in,), np.float32)
-    fw, fw_states = _bidi_cell(b, rng, "fw_", variant, hybrid, n_in, n_cell, n_out, batch)
-    bw, bw_states = _bidi_cell(b, rng, "bw_", variant, hybrid, n_in, n_cell, n_out, batch)
-    aux_w = [-1] * 8
-    if aux_mode == "cross":
-        aux_w = [
-            -1 if (cifg and g == "i") else _w(b, rng, f"{d}aux_{g}", (n_cell, n_in), hybrid)
-            for d in ("fw_", "bw_")
-            for g in "ifco"
-        ]
-    outs = [b.tensor("fw_out", lead + (n_out,), np.float32), b.tensor("bw_out", lead + (n_out,), np.float32)]
-    b.op(
-        "BIDIRECTIONAL_SEQUENCE_LSTM",
-        [x] + fw + bw + fw_states + bw_states + [aux] + aux_w,
-        outs,
-        {
-            "time_major": tm,
-            "merge_outputs": merge,
-            "fused_activation_function": 4,
-            "cell_clip": cclip,
-            "proj_clip": pclip,
-            "asymmetric_quantize_inputs": asym,
-        },
-    )
-    b.output(*outs)
+    model, lead = bidi_model(path, rng, batch, time, n_in, n_cell, n_out)
     feeds = [
         [_zero_steps(rng.standard_normal(lead + (n_in,)).astype(np.float32), tm, rng) for _ in range(2)]
         for _ in range(2)
     ]
-    ours, theirs = run_stream(b.build(), feeds)
+    ours, theirs = run_stream(model, feeds)
     rtol = TOLERANCE["float32"] * time * (2 * n_in + n_out + n_cell)
     for k, (a, bb) in enumerate(zip(ours, theirs)):
         assert_close(a, bb, rtol=rtol * (k + 1), atol=1e-6)

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from tests.oracle import T, assert_close, oracle, quant, single_op_model
+from tests.compare import assert_close
+from tests.oracle import T, oracle, quant, single_op_model
 
 #: float32: relative to the largest output magnitude, per accumulated term (I + N) and per invoke.
 TOLERANCE = {"float32": 1e-6}

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
+from tests.compare import assert_close
+from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs
 from tests.ops.recurrent.test_rnn import run_stream
-from tests.oracle import assert_close, oracle, quant
+from tests.oracle import oracle, quant
 
 #: variant id -> model options (see lstm8_model). LiteRT's 8x8_8 kernel always runs as CIFG: the input gate's
 #: weights (and every peephole weight) are checked but never read, so the non-CIFG variants check we ignore them.
@@ -59,70 +61,13 @@ def lstm8_model(
     of them carry quantization parameters."""
     b = ModelBuilder()
     xshape = (batch, n_in) if op == "LSTM" else (time, batch, n_in)
-    x = b.input("x", xshape, np.int8, quantization=quant(float(rng.uniform(0.02, 0.08)), int(rng.integers(-20, 20))))
-
-    def w8(name, shape):
-        return b.tensor(
-            name,
-            shape,
-            np.int8,
-            data=rng.integers(-127, 128, shape).astype(np.int8),
-            quantization=quant(float(rng.uniform(0.005, 0.02))),
-        )
-
-    skip = {"i"} if cifg else set()
-    ins = [x]
-    ins += [-1 if g in skip else w8(f"w_{g}", (n_cell, n_in)) for g in "ifco"]
-    ins += [-1 if g in skip else w8(f"r_{g}", (n_cell, n_out)) for g in "ifco"]
-    ins += [
-        b.tensor(
-            f"p_{g}",
-            (n_cell,),
-            np.int16,
-            data=rng.integers(-3000, 3000, n_cell).astype(np.int16),
-            quantization=quant(float(rng.uniform(1e-4, 1e-3))),
-        )
-        if peep and g not in skip
-        else -1
-        for g in "ifo"
-    ]
-    ins += [
-        -1
-        if g in skip
-        else b.tensor(
-            f"b_{g}",
-            (n_cell,),
-            np.int32,
-            data=rng.integers(-3000, 3000, n_cell).astype(np.int32),
-            quantization=quant(1e-5),
-        )
-        for g in "ifco"
-    ]
-    ins += [w8("proj", (n_out, n_cell)) if proj else -1]
-    ins += [
-        b.tensor(
-            "proj_b", (n_out,), np.int32, data=rng.integers(-500, 500, n_out).astype(np.int32), quantization=quant(1e-4)
-        )
-        if proj_bias
-        else -1
-    ]
+    ins = gate_inputs(b, rng, xshape, n_cell, n_out, cifg, peep, proj, proj_bias)
     s_out = float(rng.uniform(0.004, 0.012))
     ins += [
         b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
         b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(cell_scale)),
     ]
-    ins += [
-        b.tensor(
-            f"ln_{g}",
-            (n_cell,),
-            np.int16,
-            data=rng.integers(12000, 32767, n_cell).astype(np.int16),
-            quantization=quant(float(rng.uniform(2e-5, 4e-5))),
-        )
-        if ln and g not in skip
-        else -1
-        for g in "ifco"
-    ]
+    ins += layer_norm_inputs(b, rng, n_cell, cifg, ln)
     ins = [-1 if k in drop else t for k, t in enumerate(ins)]
     inter = []
     for k in range(n_inter):

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from litert_py import PrepareError
 from litert_py.schema.builder import ModelBuilder
+from tests.compare import assert_close
 from tests.ops.recurrent.test_rnn import run_stream
 from tests.ops.test_sparse import encode
-from tests.oracle import assert_close, quant, run_ours
+from tests.oracle import quant, run_ours
 
 TOLERANCE = 1e-6  # relative, per accumulated term (float activations as in test_lstm.TOLERANCE["hybrid"])
 

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema import read_model
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle, quant
+from tests.compare import assert_close
+from tests.ops.recurrent._weights import weights
+from tests.oracle import oracle, quant
 
 #: Per accumulated term (input_size + num_units) and recurrent step, relative to the largest output magnitude.
 TOLERANCE = {"float32": 1e-6, "hybrid": 1e-6}
@@ -27,18 +29,6 @@ PATHS = {  # id -> (op, hybrid, asymmetric, time_major)
     "seq-rnn-hybrid-symmetric-batch-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", True, False, False),
     "seq-rnn-hybrid-asymmetric-time-major": ("UNIDIRECTIONAL_SEQUENCE_RNN", True, True, True),
 }
-
-
-def _weights(b, rng, name, shape, hybrid):
-    if hybrid:
-        return b.tensor(
-            name,
-            shape,
-            np.int8,
-            data=rng.integers(-128, 128, shape).astype(np.int8),
-            quantization=quant(float(rng.uniform(0.002, 0.02))),
-        )
-    return b.const(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
 
 
 def run_stream(model: bytes, feeds, reset_steps: int = 1, sync_states: bool = False):
@@ -98,8 +88,8 @@ def test_rnn_matches_oracle(path, seed, batch, n_in, units, time, act, invokes):
         xshape, oshape, opts = lead + (n_in,), lead + (units,), {"time_major": tm}
     opts.update(fused_activation_function=ACTS[act], asymmetric_quantize_inputs=asym)
     x = b.input("x", xshape, np.float32)
-    w = _weights(b, rng, "w", (units, n_in), hybrid)
-    r = _weights(b, rng, "r", (units, units), hybrid)
+    w = weights(b, rng, "w", (units, n_in), hybrid, max_scale=0.02)
+    r = weights(b, rng, "r", (units, units), hybrid, max_scale=0.02)
     bias = b.const("bias", rng.standard_normal(units).astype(np.float32))
     h = b.tensor("h", (batch, units), np.float32, is_variable=True)
     out = b.tensor("out", oshape, np.float32)
@@ -149,14 +139,17 @@ def test_bidirectional_rnn_matches_oracle(path, seed, batch, n_in, uf, ub, time,
     cells = []
     for name, u in (("fw", uf), ("bw", ub)):
         cells += [
-            _weights(b, rng, f"{name}_w", (u, n_in), hybrid),
-            _weights(b, rng, f"{name}_r", (u, u), hybrid),
+            weights(b, rng, f"{name}_w", (u, n_in), hybrid, max_scale=0.02),
+            weights(b, rng, f"{name}_r", (u, u), hybrid, max_scale=0.02),
             b.const(f"{name}_b", rng.standard_normal(u).astype(np.float32)),
             b.tensor(f"{name}_h", (batch, u), np.float32, is_variable=True),
         ]
     aux_w = [-1, -1]
     if aux_mode == "cross":
-        aux_w = [_weights(b, rng, "fw_aux_w", (uf, n_in), hybrid), _weights(b, rng, "bw_aux_w", (ub, n_in), hybrid)]
+        aux_w = [
+            weights(b, rng, "fw_aux_w", (uf, n_in), hybrid, max_scale=0.02),
+            weights(b, rng, "bw_aux_w", (ub, n_in), hybrid, max_scale=0.02),
+        ]
     outs = (
         [b.tensor("out", lead + (uf + ub,), np.float32)]
         if merge
@@ -243,8 +236,8 @@ def test_long_sequence_rnn_matches_oracle(path, seed, batch, n_in, units, time, 
     if op == "UNIDIRECTIONAL_SEQUENCE_RNN":
         ins = [
             x,
-            _weights(b, rng, "w", (units, n_in), hybrid),
-            _weights(b, rng, "r", (units, units), hybrid),
+            weights(b, rng, "w", (units, n_in), hybrid, max_scale=0.02),
+            weights(b, rng, "r", (units, units), hybrid, max_scale=0.02),
             b.const("bias", rng.standard_normal(units).astype(np.float32)),
             b.tensor("h", (batch, units), np.float32, is_variable=True),
         ]
@@ -254,14 +247,14 @@ def test_long_sequence_rnn_matches_oracle(path, seed, batch, n_in, units, time, 
         cells = []
         for name in ("fw", "bw"):
             cells += [
-                _weights(b, rng, f"{name}_w", (units, n_in), hybrid),
-                _weights(b, rng, f"{name}_r", (units, units), hybrid),
+                weights(b, rng, f"{name}_w", (units, n_in), hybrid, max_scale=0.02),
+                weights(b, rng, f"{name}_r", (units, units), hybrid, max_scale=0.02),
                 b.const(f"{name}_b", rng.standard_normal(units).astype(np.float32)),
                 b.tensor(f"{name}_h", (batch, units), np.float32, is_variable=True),
             ]
         aux_w = [-1, -1]
         if aux_mode == "cross":
-            aux_w = [_weights(b, rng, f"{d}_aux_w", (units, n_in), hybrid) for d in ("fw", "bw")]
+            aux_w = [weights(b, rng, f"{d}_aux_w", (units, n_in), hybrid, max_scale=0.02) for d in ("fw", "bw")]
         ins = [x] + cells + [aux] + aux_w
         outs = [b.tensor("fw_out", lead + (units,), np.float32), b.tensor("bw_out", lead + (units,), np.float32)]
         opts["merge_outputs"] = False

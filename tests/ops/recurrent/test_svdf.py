@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
-from tests.oracle import assert_close, oracle, quant
+from tests.compare import assert_close
+from tests.oracle import oracle, quant
 
 #: Float: per accumulated term (input_size + rank * memory_size), relative to the largest output magnitude
 #: (the output can be a small difference of large terms).
@@ -38,40 +39,16 @@ def _model(path, rng, batch, n_in, units, rank, memory, act, has_bias, int_act=1
         out = b.tensor("out", (batch, units), np.float32)
     elif path.startswith("svdf-hybrid"):
         x = b.input("x", (batch, n_in), np.float32)
-        wf = b.tensor(
-            "wf",
-            (nf, n_in),
-            np.int8,
-            data=rng.integers(-128, 128, (nf, n_in)).astype(np.int8),
-            quantization=quant(0.02),
-        )
-        wt = b.tensor(
-            "wt",
-            (nf, memory),
-            np.int8,
-            data=rng.integers(-128, 128, (nf, memory)).astype(np.int8),
-            quantization=quant(0.01),
-        )
+        wf = b.const("wf", rng.integers(-128, 128, (nf, n_in)).astype(np.int8), quantization=quant(0.02))
+        wt = b.const("wt", rng.integers(-128, 128, (nf, memory)).astype(np.int8), quantization=quant(0.01))
         bias = b.const("b", rng.standard_normal(units).astype(np.float32)) if has_bias else -1
         st_ = b.tensor("state", (batch, memory * nf), np.float32, is_variable=True)
         out = b.tensor("out", (batch, units), np.float32)
     else:
         opts["fused_activation_function"] = int_act
         x = b.input("x", (batch, n_in), np.int8, quantization=quant(0.05, int(rng.integers(-20, 20))))
-        wf = b.tensor(
-            "wf",
-            (nf, n_in),
-            np.int8,
-            data=rng.integers(-128, 128, (nf, n_in)).astype(np.int8),
-            quantization=quant(0.03),
-        )
-        wt = b.tensor(
-            "wt",
-            (nf, memory),
-            np.int16,
-            data=rng.integers(-2000, 2000, (nf, memory)).astype(np.int16),
-            quantization=quant(3e-5),
-        )
+        wf = b.const("wf", rng.integers(-128, 128, (nf, n_in)).astype(np.int8), quantization=quant(0.03))
+        wt = b.const("wt", rng.integers(-2000, 2000, (nf, memory)).astype(np.int16), quantization=quant(3e-5))
         bias = (
             b.tensor(
                 "b",

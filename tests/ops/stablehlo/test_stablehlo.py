@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
-from tests.ops._values import assert_matches, regimes, values
+from tests.compare import assert_close
+from tests.ops._values import regimes
 from tests.oracle import T, run_both, run_ours, single_op_model
+from tests.values import values
 
 # BUILTIN_REF lacks STABLEHLO_AND, STABLEHLO_SHIFT_LEFT, STABLEHLO_CASE and STABLEHLO_RNG_BIT_GENERATOR: their
 # builtin kernels run without delegates.
@@ -45,9 +47,7 @@ RW_DTYPES = (np.float32, np.int8, np.int16, np.int32, np.int64, np.uint8, np.boo
 
 def _values(data, shape, dtype):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1), label="seed"))
-    if dtype is np.bool_:
-        return rng.random(shape) < 0.5
-    return values(rng, shape, dtype, data.draw(regimes(dtype), label="regime"))
+    return values(rng, shape, dtype, None if dtype is np.bool_ else data.draw(regimes(dtype), label="regime"))
 
 
 def _shape(data, min_rank=0, max_rank=4, max_dim=4, min_dim=0):
@@ -378,7 +378,7 @@ def test_stablehlo(case, data):
     name, op, build = case
     model, inputs = build(data)
     ours, theirs = run_both(model, inputs, resolver=RESOLVER.get(op, "BUILTIN_REF"))
-    assert_matches(ours, theirs, rtol=TOLERANCE.get(name, 0.0))
+    assert_close(ours, theirs, rtol_each=TOLERANCE.get(name, 0.0))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -564,7 +564,7 @@ def _beyond_values(data, shape, dtype, op=None):
 
 
 def _assert_float(ours, ref, rtol):
-    np.testing.assert_allclose(ours.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=0, equal_nan=True)
+    assert_close([ours.astype(np.float64)], [ref.astype(np.float64)], rtol_each=rtol)
 
 
 BEYOND_UNARY = [(op, dt) for op in UNARY_REF for dt in (np.float32, np.float16)] + [
