@@ -13,6 +13,7 @@ import numpy as np
 
 from litert_py.schema.builder import ModelBuilder, quant
 from litert_py.schema.model import BuiltinOperator, QuantizationParameters
+from tests.values import WORDS, bools, ints, quantize, quantized, uniform, words  # the tests' value generator
 
 COLUMNS = ("float32", "int8", "uint8", "int16", "hybrid", "int32/int64", "bool", "string")
 PATHS = ("float32", "int8", "uint8", "int16", "hybrid", "int32", "int64", "bool", "string")
@@ -61,7 +62,6 @@ QIN = {
     "int16": (quant(0.001, 0), quant(0.0008, 0), quant(0.0012, 0)),
 }
 QOUT = {"int8": quant(0.08, -5), "uint8": quant(0.08, 120), "int16": quant(0.0015, 0)}
-WORDS = [b"", b"a", b"bc", b"lite", b"rt", b"numpy", b"tflite", b"\xc3\xa9t\xc3\xa9"]
 
 
 @dataclass
@@ -116,38 +116,20 @@ class Case:
         return [[draw(rng, spec) for spec in self.inputs] for _ in range(n)]
 
 
-def quantize(real: np.ndarray, q: QuantizationParameters, dtype) -> np.ndarray:
-    info = np.iinfo(dtype)
-    v = np.round(np.asarray(real, np.float64) / q.scale[0]) + q.zero_point[0]
-    return np.clip(v, info.min, info.max).astype(dtype)
-
-
 def draw(rng: np.random.Generator, spec: In) -> np.ndarray:
     shape, dt = tuple(spec.shape), np.dtype(spec.dtype)
     if spec.gen is not None:
         return np.asarray(spec.gen(rng), dtype=object if dt.kind == "S" else dt).reshape(shape)
     if dt.kind == "S":
-        return np.array([WORDS[i] for i in rng.integers(0, len(WORDS), int(np.prod(shape)))], dtype=object).reshape(
-            shape
-        )
+        return words(rng, shape)
     if dt == np.bool_:
-        return rng.random(shape) < 0.5
+        return bools(rng, shape)
     if spec.q is not None and spec.q.scale and dt.kind in "iu":
-        if spec.lo is None and spec.hi is None:
-            info = np.iinfo(dt)
-            return rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(dt)
-        lo = spec.lo if spec.lo is not None else -3.0
-        hi = spec.hi if spec.hi is not None else 3.0
-        return quantize(rng.uniform(lo, hi, shape), spec.q, dt)
+        return quantized(rng, shape, dt, spec.q, spec.lo, spec.hi)
     if dt.kind in "iu":
         lo = int(spec.lo) if spec.lo is not None else (0 if dt.kind == "u" else -10)
-        hi = int(spec.hi) if spec.hi is not None else 10
-        return rng.integers(lo, hi + 1, shape, dtype=np.int64).astype(dt)
-    if dt.kind == "c":
-        return (rng.uniform(-3, 3, shape) + 1j * rng.uniform(-3, 3, shape)).astype(dt)
-    lo = spec.lo if spec.lo is not None else -3.0
-    hi = spec.hi if spec.hi is not None else 3.0
-    return rng.uniform(lo, hi, shape).astype(dt)
+        return ints(rng, shape, dt, lo, int(spec.hi) if spec.hi is not None else 10)
+    return uniform(rng, shape, dt, spec.lo if spec.lo is not None else -3.0, spec.hi if spec.hi is not None else 3.0)
 
 
 class Graph:
@@ -268,9 +250,7 @@ class P:
 
     def rand(self, shape, lo=-1.0, hi=1.0, dtype=np.float32) -> np.ndarray:
         dt = np.dtype(dtype)
-        if dt.kind in "iu":
-            return self.rng.integers(int(lo), int(hi) + 1, shape).astype(dt)
-        return self.rng.uniform(lo, hi, shape).astype(dt)
+        return ints(self.rng, shape, dt, lo, hi) if dt.kind in "iu" else uniform(self.rng, shape, dt, lo, hi)
 
 
 @dataclass
@@ -341,14 +321,12 @@ def randv(p: P, shape, lo=-1.0, hi=1.0) -> np.ndarray:
     """Random constant data of the path's (unquantized) dtype."""
     dt = np.dtype(p.dtype)
     if dt.kind == "S":
-        return np.array([WORDS[i] for i in p.rng.integers(0, len(WORDS), int(np.prod(shape)))], dtype=object).reshape(
-            shape
-        )
+        return words(p.rng, shape)
     if dt == np.bool_:
-        return p.rng.random(shape) < 0.5
+        return bools(p.rng, shape)
     if dt.kind in "iu":
-        return p.rng.integers(0 if dt.kind == "u" else -3, 4, shape).astype(dt)
-    return p.rng.uniform(lo, hi, shape).astype(dt)
+        return ints(p.rng, shape, dt, 0 if dt.kind == "u" else -3, 3)
+    return uniform(p.rng, shape, dt, lo, hi)
 
 
 def positive(p: P) -> tuple[float, float]:

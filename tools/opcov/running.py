@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.compare import mismatch
+
 from .cases import COLUMNS, PATHS, RECIPES, Case, P
 from .litert_side import CASE_TIMEOUT, OPT, REF, _run_interpreter
 
@@ -124,41 +126,10 @@ def ours_run(model: bytes, feeds, timeout: float = CASE_TIMEOUT) -> tuple:
         signal.signal(signal.SIGALRM, old)
 
 
-def _as_bytes_list(a: np.ndarray) -> list:
-    return [x if isinstance(x, bytes) else bytes(x) if not isinstance(x, str) else x.encode() for x in a.reshape(-1)]
-
-
 def compare(ours: list[np.ndarray], theirs: list[np.ndarray], rtol: float, atol: float) -> str | None:
-    """None when equal; else what differs. Integers exactly; floats within atol + rtol * max|reference|."""
-    if len(ours) != len(theirs):
-        return f"{len(ours)} outputs, LiteRT gives {len(theirs)}"
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape:
-            return f"output {k}: shape {list(a.shape)}, LiteRT {list(b.shape)}"
-        if b.dtype.kind in "OSU" or a.dtype.kind in "OSU":
-            if _as_bytes_list(a) != _as_bytes_list(b):
-                return f"output {k}: strings differ"
-            continue
-        if a.dtype != b.dtype:
-            return f"output {k}: dtype {a.dtype}, LiteRT {b.dtype}"
-        if b.dtype.kind in "fc":
-            fin = np.isfinite(b)
-            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(
-                a[~fin & ~np.isnan(b)], b[~fin & ~np.isnan(b)]
-            ):
-                return f"output {k}: non-finite values differ"
-            if not fin.any():
-                continue
-            scale = float(np.max(np.abs(b[fin])))
-            diff = np.abs(a[fin].astype(np.complex128 if b.dtype.kind == "c" else np.float64) - b[fin])
-            if diff.max() > atol + rtol * scale:
-                return f"output {k}: max |diff| {diff.max():.3g} (tolerance {atol + rtol * scale:.3g})"
-        elif not np.array_equal(a, b):
-            bad = int(np.sum(a != b))
-            d = np.max(np.abs(a.astype(np.int64) - b.astype(np.int64))) if b.dtype != np.bool_ else 1
-            return f"output {k}: {bad}/{b.size} elements differ (max |diff| {d})"
-    return None
+    """None when equal; else a one-line difference for the notes: tests/compare.py's rule (the tests' comparator;
+    integers exactly, floats within atol + rtol * max|reference|, NaN and infinities where the reference has them)."""
+    return mismatch(ours, theirs, rtol=rtol, atol=atol, where=False)
 
 
 @dataclass
