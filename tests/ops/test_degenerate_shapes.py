@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,22 +30,13 @@ from hypothesis import strategies as st
 from litert_py.schema.reader import read_model
 from litert_py.schema.writer import write_model
 from tests.compare import mismatch
+from tests.coverage_tool import coverage_tool
 from tests.oracle import oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_coverage_tool():
-    if "op_coverage" in sys.modules:
-        return sys.modules["op_coverage"]
-    spec = importlib.util.spec_from_file_location("op_coverage", ROOT / "tools" / "op_coverage.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["op_coverage"] = mod  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(mod)
-    return mod
-
-
-oc = _load_coverage_tool()
+oc = coverage_tool()
 
 #: examples per op: the CI profile stays within ~1 minute for the ~200 ops (LITERT_PY_DEGENERATE_EXAMPLES: more)
 EXAMPLES = int(os.environ.get("LITERT_PY_DEGENERATE_EXAMPLES", 2 if os.environ.get("CI") else 4))

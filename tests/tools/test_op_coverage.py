@@ -6,7 +6,6 @@ The full dashboard run is not part of the tests (``python tools/op_coverage.py -
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,19 +15,13 @@ import pytest
 
 from litert_py.ops import registry
 from litert_py.schema.model import BuiltinOperator
+from tests.coverage_tool import coverage_tool
 from tests.oracle import oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("op_coverage", ROOT / "tools" / "op_coverage.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # puts tools/ on sys.path and imports the opcov package
-    return mod
-
-
-oc = _load_tool()
+oc = coverage_tool()
 
 
 @pytest.fixture(scope="module")
