@@ -1,7 +1,7 @@
 """What CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV and the pooling ops share: the window geometry (padding.h),
 the padded input buffer, the quantization parameters of the quantized convs (kernel_util.cc
 PopulateConvolutionQuantizationParams), the requantization epilogue and the hybrid per-batch input
-quantization. Sources and the design: conv.py."""
+quantization. Sources and the design: conv2d.py."""
 
 from __future__ import annotations
 

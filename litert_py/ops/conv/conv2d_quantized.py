@@ -167,7 +167,7 @@ def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x
 
 
 def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
-    """ConvQuantizedScaled, or None when conv_requant's bound fails on some channel (a MixedEpilogue: measured
+    """ConvQuantizedScaled, or None when requant.py's bound fails on some channel (a MixedEpilogue: measured
     0.9x the unfolded ConvQuantized's speed there, where the others are 1.1-1.2x faster)."""
     w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
     if folding is None or isinstance(folding.epilogue, MixedEpilogue):  # the Requantizer on a subset costs more
@@ -232,7 +232,7 @@ def _prepare_conv_folded(
     max_abs_x: int,
     acc_bound: float,
 ):
-    """The folded prepared op, or None when conv_requant's bound fails."""
+    """The folded prepared op, or None when requant.py's bound fails."""
     x_zp = x.zero_point
     w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
     if folding is None:

@@ -1,5 +1,6 @@
 """DEPTHWISE_CONV_2D: float32, quantized (int8 per-channel, uint8, int16x8) and hybrid. The paths, the sources
-matched and the measured speed are described with CONV_2D in conv.py; the shared helpers are in conv_common.py."""
+matched and the measured speed are described with CONV_2D in conv2d.py; the shared helpers are in common.py,
+the taps in taps.py, the quantized and hybrid paths in depthwise_quantized.py."""
 
 from __future__ import annotations
 

@@ -243,7 +243,7 @@ def _prepare_depthwise_folded(
     acc_bound: float,
     dtype,
 ):
-    """The folded prepared op, or None when conv_requant's bound fails."""
+    """The folded prepared op, or None when requant.py's bound fails."""
     taps = geo.filter_h * geo.filter_w
     w = f.data.reshape(taps, geo.out_c).astype(np.int64) - f_zp
     offset = -x.zero_point * w.sum(axis=0)

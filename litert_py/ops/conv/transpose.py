@@ -17,7 +17,7 @@ Sources matched (ai-edge-litert 2.3.0, BUILTIN_REF):
   and the activation clamp.
 - Hybrid (float32 input, constant INT8 weights with one scale or one per output channel on dimension 0,
   float32 bias): transpose_conv.cc EvalHybrid quantizes each batch asymmetrically (tensor_utils
-  AsymmetricQuantizeFloats, the NEON_2_SSE version like conv.py's hybrid paths) and
+  AsymmetricQuantizeFloats, the NEON_2_SSE version like conv2d_quantized.py's hybrid paths) and
   reference/transpose_conv.h HybridTransposeConv scatters the *float* terms
   f32(f32((q - zp) * w) * s_w[o]) * sf[b] into the zeroed output in (in_y, in_x, in_channel) order, then
   + bias and the clamp. Reproduced bit for bit: the terms are made in one vectorized pass, then added tap by
