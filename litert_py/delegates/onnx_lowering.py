@@ -133,12 +133,12 @@ def lower_conv(g: GraphBuilder, node, ctx) -> None:
 
 def lower_transpose_conv(g: GraphBuilder, node, ctx) -> None:
     """TRANSPOSE_CONV: ConvTranspose on NCHW; the full result is cropped at TFLite's leading padding."""
-    from ..ops.conv.transpose import _geometry
+    from ..ops.conv.transpose import transpose_geometry
 
     o = ctx.options
     w, x = ctx.inputs[1], ctx.inputs[2]
     out_shape = ctx.outputs[0].shape
-    geo = _geometry(o.padding, x.shape, w.shape, out_shape, o.stride_h, o.stride_w)
+    geo = transpose_geometry(o.padding, x.shape, w.shape, out_shape, o.stride_h, o.stride_w)
     wt = np.asarray(w.data, np.float32).transpose(3, 0, 1, 2)  # (O, kh, kw, I) -> (I, O, kh, kw)
     ins = [g.nchw(g.t(node.operator.inputs[2])), g.const(wt, "w")]
     if len(ctx.inputs) > 3 and ctx.inputs[3] is not None:

@@ -57,7 +57,7 @@ OUTPUT_SHAPE, WEIGHTS, INPUT, BIAS = 0, 1, 2, 3
 OUTPUT = 0
 
 
-def _geometry(padding: int, x_shape, f_shape, out_shape, stride_h: int, stride_w: int) -> Geometry:
+def transpose_geometry(padding: int, x_shape, f_shape, out_shape, stride_h: int, stride_w: int) -> Geometry:
     n, h, w, c = x_shape
     o, kh, kw, _ = f_shape
     oh, ow = int(out_shape[1]), int(out_shape[2])
@@ -99,7 +99,7 @@ class TransposeConvFloat:
         x, f = inputs[INPUT], inputs[WEIGHTS]
         geo = self.geo
         if geo is None:
-            geo = _geometry(self.padding, x.shape, f.shape, inputs[OUTPUT_SHAPE], *self.strides)
+            geo = transpose_geometry(self.padding, x.shape, f.shape, inputs[OUTPUT_SHAPE], *self.strides)
             outputs[OUTPUT] = limits.new_array(geo.out_shape, np.float32, "TRANSPOSE_CONV's output")
         out = outputs[OUTPUT]
         if out.size == 0:
@@ -277,7 +277,7 @@ def _static_geometry(ctx: OpContext) -> Geometry | None:
             computed == x.shape[axis],
             f"computed_input_{name} != SizeOfDimension(input, {axis}) ({computed} != {x.shape[axis]})",
         )
-    return _geometry(o.padding, x.shape, f.shape, shape, o.stride_h, o.stride_w)
+    return transpose_geometry(o.padding, x.shape, f.shape, shape, o.stride_h, o.stride_w)
 
 
 @register(BuiltinOperator.TRANSPOSE_CONV)
