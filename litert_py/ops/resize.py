@@ -31,6 +31,7 @@ from ..quant.fixedpoint import round_away
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
+from .resize_phases import make_phases_op
 
 INPUT, SIZE = 0, 1
 _F32 = np.float32
@@ -202,8 +203,13 @@ def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
         acc_t = np.int32 if dtype == np.int8 else np.float64
         w = [(a * b).astype(acc_t) for a, b in ((wy0, wx0), (wy1, wx0), (wy0, wx1), (wy1, wx1))]
         return ResizeBilinearInteger(ylo.reshape(-1), yhi.reshape(-1), *w, xlo.reshape(-1), xhi.reshape(-1))
-    ylo, yhi, wy0, wy1 = bilinear_axis_float(h, oh, align_corners, half_pixel)
-    xlo, xhi, wx0, wx1 = bilinear_axis_float(w, ow, align_corners, half_pixel)
+    ytab = bilinear_axis_float(h, oh, align_corners, half_pixel)
+    xtab = bilinear_axis_float(w, ow, align_corners, half_pixel)
+    phases = make_phases_op(in_shape, out_hw, dtype, ytab, xtab)
+    if phases is not None:
+        return phases
+    ylo, yhi, wy0, wy1 = ytab
+    xlo, xhi, wx0, wx1 = xtab
     n, c = in_shape[0], in_shape[3]
     buffers = (
         None if dtype == _F32 else np.empty(in_shape, _F32),

@@ -1,0 +1,185 @@
+"""RESIZE_BILINEAR float32 / uint8 by integer-factor upsampling: one block of scalar-weight slices per phase.
+
+When the output size is an integer multiple ``f`` of the input size along an axis (2x with half_pixel_centers
+in the MediaPipe segmentation decoders, or with neither flag), the reference kernel's per-output tables
+(ComputeInterpolationValues: lower, upper, 1 - d, d) are periodic: output ``o = f*i + p`` reads input
+``i + a_p`` and ``i + b_p`` with the weights of phase ``p`` — except at a few edge outputs (half_pixel_centers
+clamps ``floor(-0.25)`` to 0 and keeps ``d = -0.25``). :func:`phase_plan` checks this at prepare, value by
+value, against the tables the generic kernel uses (bilinear_axis_float), so nothing is assumed about the
+coordinate arithmetic: the clamped indices become an edge-replicated padding of the input, the weights
+become float32 scalars, and the outputs where the pattern does not hold are listed as exceptions.
+
+Per invoke, for every row phase the two weighted row sets ``P[y0] * wy0`` and ``P[y1] * wy1`` are formed once
+(a row gather commutes with the per-row multiply), then every (row phase, column phase) block is
+``((R0[x0]*wx0 + R1[x0]*wx0) + R0[x1]*wx1) + R1[x1]*wx1`` over contiguous slices, written into the strided
+output block; the exception rows and columns are then recomputed by the reference formula on their own.
+Every output is the reference's float32 expression ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx +
+p11*dy*dx`` on the same operands in the same order: bit-identical (inf, NaN and signed zeros included), with
+about half the passes of the gather kernel and no index gathers.
+
+Source matched: tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ResizeBilinear,
+ComputeInterpolationValues).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .common import aligned_empty
+
+_F32 = np.float32
+#: at most this many edge-replicated elements on each side, and this many exception outputs per axis
+MAX_PAD, MAX_EXCEPTIONS = 2, 4
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """Per phase p: input offsets (a_p, b_p) of the lower/upper neighbour in padded coordinates, the weights
+    (1 - d, d) as float32 scalars; the outputs not following the pattern; the padding (before, after)."""
+
+    factor: int
+    lo_start: tuple  # padded index of the lower neighbour of output f*0 + p
+    hi_start: tuple
+    w0: tuple
+    w1: tuple
+    exceptions: np.ndarray  # output indices recomputed by the reference formula
+    pad: tuple
+
+
+def phase_plan(in_size: int, out_size: int, lo, hi, w0, w1) -> AxisPlan | None:
+    """The periodic form of one axis's tables, or None when the output is not an integer multiple of the
+    input, a neighbour lies more than MAX_PAD outside the input, or more than MAX_EXCEPTIONS outputs differ."""
+    if in_size <= 0 or out_size % in_size:
+        return None
+    f, n = out_size // in_size, in_size
+    i = np.arange(n)
+    mid = n // 2
+    offs, ws, bad = [], [], []
+    for p in range(f):
+        lo_p, hi_p, w0_p, w1_p = lo[p::f], hi[p::f], w0[p::f], w1[p::f]
+        a, b = int(lo_p[mid]) - mid, int(hi_p[mid]) - mid
+        u, v = w0_p[mid], w1_p[mid]
+        same = (np.clip(i + a, 0, n - 1) == lo_p) & (np.clip(i + b, 0, n - 1) == hi_p)
+        same &= (w0_p.view(np.uint32) == u.view(np.uint32)) & (w1_p.view(np.uint32) == v.view(np.uint32))
+        bad.extend((f * i + p)[~same].tolist())
+        offs.append((a, b))
+        ws.append((_F32(u), _F32(v)))
+    before = max(0, -min(min(ab) for ab in offs))
+    after = max(0, max(max(ab) for ab in offs))
+    if before > MAX_PAD or after > MAX_PAD or len(bad) > MAX_EXCEPTIONS:
+        return None
+    return AxisPlan(
+        f,
+        tuple(a + before for a, _ in offs),
+        tuple(b + before for _, b in offs),
+        tuple(u for u, _ in ws),
+        tuple(v for _, v in ws),
+        np.array(sorted(bad), np.int64),
+        (before, after),
+    )
+
+
+def _reference(x, ylo, yhi, wy0, wy1, xlo, xhi, wx0, wx1):
+    """The reference expression for the given output rows and columns (flat tables)."""
+    wy0, wy1 = wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1)
+    wx0, wx1 = wx0.reshape(1, 1, -1, 1), wx1.reshape(1, 1, -1, 1)
+    if len(ylo) <= len(xlo):  # gather the short axis first (the gathers commute)
+        top, bot = np.take(x, ylo, axis=1), np.take(x, yhi, axis=1)
+        p00, p10, p01, p11 = (np.take(r, c, axis=2) for c in (xlo, xhi) for r in (top, bot))
+    else:
+        left, right = np.take(x, xlo, axis=2), np.take(x, xhi, axis=2)
+        p00, p10, p01, p11 = (np.take(c, r, axis=1) for c in (left, right) for r in (ylo, yhi))
+    acc = p00 * wy0 * wx0
+    acc += p10 * wy1 * wx0
+    acc += p01 * wy0 * wx1
+    acc += p11 * wy1 * wx1
+    return acc
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearPhases:
+    """Integer-factor float32 (round_offset 0) or uint8 (round_offset 0.5) upsampling; see the module doc."""
+
+    ys: AxisPlan
+    xs: AxisPlan
+    ytab: tuple  # (lo, hi, 1 - d, d) of every output row, for the exceptions
+    xtab: tuple
+    in_hw: tuple
+    round_offset: float
+    padded: np.ndarray  # (N, H + pads, W + pads, C) float32
+    rows: tuple  # two (N, H, W + pads, C) float32: P[y0] * wy0, P[y1] * wy1 of one row phase
+    tmp: tuple  # two (N, H, W, C) float32
+    acc: np.ndarray | None  # uint8: the float32 result before rounding
+
+    def _pad(self, x):
+        p = self.padded
+        (t, b), (lft, r) = self.ys.pad, self.xs.pad
+        h, w = self.in_hw
+        inner = p[:, t : t + h, lft : lft + w]
+        np.copyto(inner, x, casting="unsafe")  # uint8 -> float32 exact
+        if lft:
+            p[:, t : t + h, :lft] = inner[:, :, :1]
+        if r:
+            p[:, t : t + h, lft + w :] = inner[:, :, w - 1 : w]
+        if t:
+            p[:, :t] = p[:, t : t + 1]
+        if b:
+            p[:, t + h :] = p[:, t + h - 1 : t + h]
+        return inner
+
+    def __call__(self, inputs, outputs):
+        ys, xs = self.ys, self.xs
+        h, w = self.in_hw
+        x = self._pad(inputs[0])
+        out = outputs[0] if self.acc is None else self.acc
+        r0, r1 = self.rows
+        t0, t1 = self.tmp
+        p = self.padded
+        for py in range(ys.factor):
+            y0, y1 = ys.lo_start[py], ys.hi_start[py]
+            np.multiply(p[:, y0 : y0 + h], ys.w0[py], out=r0)
+            np.multiply(p[:, y1 : y1 + h], ys.w1[py], out=r1)
+            for px in range(xs.factor):
+                x0, x1, wx0, wx1 = xs.lo_start[px], xs.hi_start[px], xs.w0[px], xs.w1[px]
+                np.multiply(r0[:, :, x0 : x0 + w], wx0, out=t0)
+                np.multiply(r1[:, :, x0 : x0 + w], wx0, out=t1)
+                t0 += t1
+                np.multiply(r0[:, :, x1 : x1 + w], wx1, out=t1)
+                t0 += t1
+                np.multiply(r1[:, :, x1 : x1 + w], wx1, out=t1)
+                np.add(t0, t1, out=out[:, py :: ys.factor, px :: xs.factor])
+        ylo, yhi, wy0, wy1 = self.ytab
+        xlo, xhi, wx0, wx1 = self.xtab
+        if ys.exceptions.size:
+            e = ys.exceptions
+            out[:, e] = _reference(x, ylo[e], yhi[e], wy0[e], wy1[e], xlo, xhi, wx0, wx1)
+        if xs.exceptions.size:
+            e = xs.exceptions
+            out[:, :, e] = _reference(x, ylo, yhi, wy0, wy1, xlo[e], xhi[e], wx0[e], wx1[e])
+        if self.acc is not None:  # uint8: + 0.5 then static_cast (truncation)
+            out += _F32(self.round_offset)
+            np.copyto(outputs[0], out, casting="unsafe")
+
+
+def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases | None:
+    """The phase kernel for these (lo, hi, 1 - d, d) tables, or None when an axis is not periodic."""
+    n, h, w, c = in_shape
+    oh, ow = out_hw
+    ys, xs = phase_plan(h, oh, *ytab), phase_plan(w, ow, *xtab)
+    if ys is None or xs is None or (ys.factor == 1 and xs.factor == 1):
+        return None
+    hp, wp = h + sum(ys.pad), w + sum(xs.pad)
+    return ResizeBilinearPhases(
+        ys,
+        xs,
+        tuple(ytab),
+        tuple(xtab),
+        (h, w),
+        0.5 if dtype == np.uint8 else 0.0,
+        aligned_empty((n, hp, wp, c), _F32),
+        (aligned_empty((n, h, wp, c), _F32), aligned_empty((n, h, wp, c), _F32)),
+        (aligned_empty((n, h, w, c), _F32), aligned_empty((n, h, w, c), _F32)),
+        None if dtype == _F32 else aligned_empty((n, oh, ow, c), _F32),
+    )
