@@ -205,6 +205,30 @@ def test_logistic_cutoffs():
     np.testing.assert_array_equal(theirs[0][3:], [1.0, 1.0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("low_share", [0.0, 0.01, 0.5, 0.99])
+def test_logistic_low_branch_forms(low_share, dtype):
+    """The x < -9 branch, gathered (fewer than 1/32 low) or over the whole array, with subnormal results
+    (-104 < x < -87.3), zeros (x <= -104, -inf), NaN and the upper cutoff in the same tensor: as LiteRT within the
+    float tolerance, and exp(x) correctly rounded from float64 where low."""
+    rng = np.random.default_rng(int(low_share * 100))
+    n = 4096
+    x = rng.uniform(-6, 20, n)
+    lows = rng.random(n) < low_share
+    x[lows] = np.where(rng.random(lows.sum()) < 0.9, rng.uniform(-120, -9, lows.sum()), -1e4)
+    x = x.astype(dtype)
+    if low_share:
+        x[:3] = [-np.inf, np.nan, -100.0]
+    model = single_op_model("LOGISTIC", [T((n,), dtype)], [T((n,), dtype)])
+    ours, theirs = run_both(model, [x])
+    assert_matches(ours, theirs, rtol=TOLERANCE[f"logistic-{dtype}"])
+    low = x < -9
+    want = np.exp(x[low].astype(np.float64)).astype(np.float32).astype(dtype)
+    np.testing.assert_array_equal(ours[0][low], want)
+    if low_share >= 0.5 and dtype == "float32":
+        assert np.count_nonzero(ours[0][low] == 0) > 0 and np.count_nonzero((ours[0] > 0) & (ours[0] < 1e-38)) > 0
+
+
 def test_softmax_without_options_has_beta_zero():
     model = single_op_model("SOFTMAX", [T((2, 3))], [T((2, 3))])
     x = np.array([[5, 1, 2], [-1, 0, 7]], np.float32)
