@@ -9,13 +9,15 @@ value, against the tables the generic kernel uses (bilinear_axis_float), so noth
 coordinate arithmetic: the clamped indices become an edge-replicated padding of the input, the weights
 become float32 scalars, and the outputs where the pattern does not hold are listed as exceptions.
 
-Per invoke, for every row phase the two weighted row sets ``P[y0] * wy0`` and ``P[y1] * wy1`` are formed once
-(a row gather commutes with the per-row multiply), then every (row phase, column phase) block is
-``((R0[x0]*wx0 + R1[x0]*wx0) + R0[x1]*wx1) + R1[x1]*wx1`` over contiguous slices, written into the strided
-output block; the exception rows and columns are then recomputed by the reference formula on their own.
-Every output is the reference's float32 expression ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx +
-p11*dy*dx`` on the same operands in the same order: bit-identical (inf, NaN and signed zeros included), with
-about half the passes of the gather kernel and no index gathers.
+Per invoke, the edge-padded input P is multiplied once by each distinct row weight and each of those by each
+column weight it meets (2 x 2 products for 2x half_pixel_centers; a gather commutes with an elementwise
+multiply); every (row phase, column phase) block of the output is then three adds of slices of these
+products, ``((P*wy0*wx0)[y0, x0] + (P*wy1*wx0)[y1, x0]) + (P*wy0*wx1)[y0, x1]) + (P*wy1*wx1)[y1, x1]``,
+written into the strided output block; the exception rows and columns are recomputed by the reference
+formula on their own. Every output is the reference's float32 expression ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx)
++ p01*(1-dy)*dx + p11*dy*dx`` on the same operands in the same order: bit-identical to the gather kernel
+(resize.ResizeBilinearFloat; inf, NaN and signed zeros included), with about half its passes and no index
+gathers.
 
 Source matched: tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ResizeBilinear,
 ComputeInterpolationValues).
@@ -108,9 +110,13 @@ class ResizeBilinearPhases:
     xtab: tuple
     in_hw: tuple
     round_offset: float
+    wy: tuple  # the distinct row weights (float32)
+    pairs: tuple  # per product: (row weight index, column weight)
+    blocks: tuple  # (py, px, ((product, row start, column start) x 4 in the reference's term order))
     padded: np.ndarray  # (N, H + pads, W + pads, C) float32
-    rows: tuple  # two (N, H, W + pads, C) float32: P[y0] * wy0, P[y1] * wy1 of one row phase
-    tmp: tuple  # two (N, H, W, C) float32
+    rows: tuple  # per distinct row weight: padded * wy
+    products: tuple  # per pair: (padded * wy) * wx
+    tmp: np.ndarray  # (N, H, W, C) float32
     acc: np.ndarray | None  # uint8: the float32 result before rounding
 
     def _pad(self, x):
@@ -134,22 +140,15 @@ class ResizeBilinearPhases:
         h, w = self.in_hw
         x = self._pad(inputs[0])
         out = outputs[0] if self.acc is None else self.acc
-        r0, r1 = self.rows
-        t0, t1 = self.tmp
-        p = self.padded
-        for py in range(ys.factor):
-            y0, y1 = ys.lo_start[py], ys.hi_start[py]
-            np.multiply(p[:, y0 : y0 + h], ys.w0[py], out=r0)
-            np.multiply(p[:, y1 : y1 + h], ys.w1[py], out=r1)
-            for px in range(xs.factor):
-                x0, x1, wx0, wx1 = xs.lo_start[px], xs.hi_start[px], xs.w0[px], xs.w1[px]
-                np.multiply(r0[:, :, x0 : x0 + w], wx0, out=t0)
-                np.multiply(r1[:, :, x0 : x0 + w], wx0, out=t1)
-                t0 += t1
-                np.multiply(r0[:, :, x1 : x1 + w], wx1, out=t1)
-                t0 += t1
-                np.multiply(r1[:, :, x1 : x1 + w], wx1, out=t1)
-                np.add(t0, t1, out=out[:, py :: ys.factor, px :: xs.factor])
+        for wy, r in zip(self.wy, self.rows, strict=True):
+            np.multiply(self.padded, wy, out=r)
+        for (iy, wx), q in zip(self.pairs, self.products, strict=True):
+            np.multiply(self.rows[iy], wx, out=q)
+        q, t = self.products, self.tmp
+        for py, px, ((k0, r0, c0), (k1, r1, c1), (k2, r2, c2), (k3, r3, c3)) in self.blocks:
+            np.add(q[k0][:, r0 : r0 + h, c0 : c0 + w], q[k1][:, r1 : r1 + h, c1 : c1 + w], out=t)
+            t += q[k2][:, r2 : r2 + h, c2 : c2 + w]
+            np.add(t, q[k3][:, r3 : r3 + h, c3 : c3 + w], out=out[:, py :: ys.factor, px :: xs.factor])
         ylo, yhi, wy0, wy1 = self.ytab
         xlo, xhi, wx0, wx1 = self.xtab
         if ys.exceptions.size:
@@ -170,7 +169,19 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
     ys, xs = phase_plan(h, oh, *ytab), phase_plan(w, ow, *xtab)
     if ys is None or xs is None or (ys.factor == 1 and xs.factor == 1):
         return None
-    hp, wp = h + sum(ys.pad), w + sum(xs.pad)
+    wy, pairs, blocks = {}, {}, []  # keyed by the weights' bits: -0.0 and 0.0 stay apart
+
+    def product(wyv, wxv):
+        iy = wy.setdefault(wyv.view(np.uint32).item(), (len(wy), wyv))[0]
+        return pairs.setdefault((iy, wxv.view(np.uint32).item()), (len(pairs), (iy, wxv)))[0]
+
+    for py in range(ys.factor):
+        y0, y1, wy0, wy1 = ys.lo_start[py], ys.hi_start[py], ys.w0[py], ys.w1[py]
+        for px in range(xs.factor):
+            x0, x1, wx0, wx1 = xs.lo_start[px], xs.hi_start[px], xs.w0[px], xs.w1[px]
+            terms = ((wy0, y0, wx0, x0), (wy1, y1, wx0, x0), (wy0, y0, wx1, x1), (wy1, y1, wx1, x1))
+            blocks.append((py, px, tuple((product(a, b), r, col) for a, r, b, col in terms)))
+    padded_shape = (n, h + sum(ys.pad), w + sum(xs.pad), c)
     return ResizeBilinearPhases(
         ys,
         xs,
@@ -178,8 +189,12 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
         tuple(xtab),
         (h, w),
         0.5 if dtype == np.uint8 else 0.0,
-        aligned_empty((n, hp, wp, c), _F32),
-        (aligned_empty((n, h, wp, c), _F32), aligned_empty((n, h, wp, c), _F32)),
-        (aligned_empty((n, h, w, c), _F32), aligned_empty((n, h, w, c), _F32)),
+        tuple(v for _, v in wy.values()),
+        tuple(v for _, v in pairs.values()),
+        tuple(blocks),
+        aligned_empty(padded_shape, _F32),
+        tuple(aligned_empty(padded_shape, _F32) for _ in wy),
+        tuple(aligned_empty(padded_shape, _F32) for _ in pairs),
+        aligned_empty((n, h, w, c), _F32),
         None if dtype == _F32 else aligned_empty((n, oh, ow, c), _F32),
     )
