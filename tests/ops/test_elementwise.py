@@ -83,6 +83,27 @@ def test_float_overflow_and_division_by_zero_clamp_to_flt_max(op):
     assert_matches(ours, theirs)
 
 
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
+@pytest.mark.parametrize("gate_first", [False, True], ids=["x-gate", "gate-x"])
+@pytest.mark.parametrize(("shape", "gate"), [((1, 6, 5, 16), (1, 1, 1, 16)), ((2, 3, 7, 3), (3,)), ((4, 63), (1, 63))])
+def test_float_channel_row(op, gate_first, shape, gate):
+    """One value per channel against a full tensor (an SE block's gate): the row kernel
+    (elementwise.ArithmeticChannelRow), with RELU6, infinities, NaN and zeros in both operands."""
+    rng = np.random.default_rng(len(shape) * 10 + gate_first)
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    g = (rng.standard_normal(gate) * 4).astype(np.float32)
+    x.reshape(-1)[:4] = [np.inf, -np.inf, np.nan, 0.0]
+    g.reshape(-1)[:3] = [0.0, -np.inf, 3e38]
+    ins, feeds = ([T(gate), T(shape)], [g, x]) if gate_first else ([T(shape), T(gate)], [x, g])
+    model = single_op_model(op, ins, [T(shape)], {"fused_activation_function": 3})
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "ArithmeticChannelRow"
+    ours, theirs = run_both(model, feeds)
+    assert_matches(ours, theirs)
+
+
 def test_maximum_minimum_nan_follows_the_comparison():
     a = np.array([np.nan, 1.0, np.nan, -0.0, 0.0], np.float32)
     b = np.array([1.0, np.nan, np.nan, 0.0, -0.0], np.float32)
