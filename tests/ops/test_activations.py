@@ -164,6 +164,29 @@ def test_ieee_special_values(op):
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
 
 
+@pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "leaky"])
+@pytest.mark.parametrize(
+    ("alpha_shape", "tiled"), [((3,), (6, 3)), ((1, 1, 3), (6, 3)), ((1, 6, 1), (6, 3)), ((5, 1, 1), (5, 1, 1))]
+)
+def test_prelu_constant_alpha_rows(alpha_shape, tiled, mixed):
+    """A constant alpha not varying along x's leading axes is tiled over its last two (W, C) at prepare
+    (whole-row inner loops): the same values as LiteRT, exactly."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 5, 6, 3)) * 3).astype(np.float32)
+    x.reshape(-1)[:4] = [0.0, -0.0, np.inf, -np.inf]
+    a = rng.uniform(0.1, 0.9, alpha_shape).astype(np.float32)
+    if mixed:
+        a.reshape(-1)[0] = 2.5
+    model = single_op_model("PRELU", [T(x.shape), T.const(a)], [T(x.shape)])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert (prepared.sign if mixed else prepared.alpha).shape == tiled
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
+
+
 @pytest.mark.parametrize("alphas", ["mixed", "mixed-denormal", "inf", "-inf", "nan", "steep-inf", "leaky-inf"])
 def test_prelu_alpha_mixes(alphas):
     """Constant alphas mixing <= 1 and > 1 (the sign-flip path: s * max(s*alpha*x, s*x)), against every special
