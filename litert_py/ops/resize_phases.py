@@ -13,11 +13,11 @@ Per invoke, the edge-padded input P is multiplied once by each distinct row weig
 column weight it meets (2 x 2 products for 2x half_pixel_centers; a gather commutes with an elementwise
 multiply); every (row phase, column phase) block of the output is then three adds of slices of these
 products, ``((P*wy0*wx0)[y0, x0] + (P*wy1*wx0)[y1, x0]) + (P*wy0*wx1)[y0, x1]) + (P*wy1*wx1)[y1, x1]``,
-written into the strided output block; the exception rows and columns are recomputed by the reference
-formula on their own. Every output is the reference's float32 expression ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx)
-+ p01*(1-dy)*dx + p11*dy*dx`` on the same operands in the same order: bit-identical to the gather kernel
-(resize.ResizeBilinearFloat; inf, NaN and signed zeros included), with about half its passes and no index
-gathers.
+copied into the strided output block as opaque C*4-byte pixels; the exception rows and columns are recomputed
+by the reference formula on their own. Every output is the reference's float32 expression
+``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` on the same operands in the same order:
+bit-identical to the gather kernel (resize.ResizeBilinearFloat; inf, NaN and signed zeros included), with
+about half its passes and no index gathers.
 
 Source matched: tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ResizeBilinear,
 ComputeInterpolationValues).
@@ -83,21 +83,43 @@ def phase_plan(in_size: int, out_size: int, lo, hi, w0, w1) -> AxisPlan | None:
     )
 
 
-def _reference(x, ylo, yhi, wy0, wy1, xlo, xhi, wx0, wx1):
-    """The reference expression for the given output rows and columns (flat tables)."""
-    wy0, wy1 = wy0.reshape(1, -1, 1, 1), wy1.reshape(1, -1, 1, 1)
-    wx0, wx1 = wx0.reshape(1, 1, -1, 1), wx1.reshape(1, 1, -1, 1)
-    if len(ylo) <= len(xlo):  # gather the short axis first (the gathers commute)
-        top, bot = np.take(x, ylo, axis=1), np.take(x, yhi, axis=1)
-        p00, p10, p01, p11 = (np.take(r, c, axis=2) for c in (xlo, xhi) for r in (top, bot))
-    else:
-        left, right = np.take(x, xlo, axis=2), np.take(x, xhi, axis=2)
-        p00, p10, p01, p11 = (np.take(c, r, axis=1) for c in (left, right) for r in (ylo, yhi))
-    acc = p00 * wy0 * wx0
-    acc += p10 * wy1 * wx0
-    acc += p01 * wy0 * wx1
-    acc += p11 * wy1 * wx1
-    return acc
+@dataclass(frozen=True)
+class EdgePixels:
+    """The output pixels outside the periodic pattern, computed by the reference formula in one gather: the
+    four neighbours' flat indices into the padded input (4, K), the row and column weights (4, K, 1) in the
+    reference's term order, and the pixels' flat output indices (K,)."""
+
+    corners: np.ndarray
+    wy: np.ndarray
+    wx: np.ndarray
+    at: np.ndarray
+
+    @staticmethod
+    def build(ys: AxisPlan, xs: AxisPlan, ytab, xtab, padded_w: int, out_w: int) -> EdgePixels | None:
+        out_h = len(ytab[0])
+        mask = np.zeros((out_h, out_w), bool)
+        mask[ys.exceptions] = True
+        mask[:, xs.exceptions] = True
+        r, c = np.nonzero(mask)
+        if not r.size:
+            return None
+        (ylo, yhi, wy0, wy1), (xlo, xhi, wx0, wx1) = ytab, xtab
+        top, left = ys.pad[0], xs.pad[0]
+
+        def flat(y, x):
+            return (y[r] + top) * padded_w + x[c] + left
+
+        corners = np.stack([flat(ylo, xlo), flat(yhi, xlo), flat(ylo, xhi), flat(yhi, xhi)])
+        wy = np.stack([wy0[r], wy1[r], wy0[r], wy1[r]])[..., None]
+        wx = np.stack([wx0[c], wx0[c], wx1[c], wx1[c]])[..., None]
+        return EdgePixels(corners, wy, wx, r * out_w + c)
+
+    def __call__(self, padded: np.ndarray, out: np.ndarray) -> None:
+        n, c = padded.shape[0], padded.shape[3]
+        t = np.take(padded.reshape(n, -1, c), self.corners, axis=1)  # (N, 4, K, C)
+        t *= self.wy
+        t *= self.wx
+        out.reshape(n, -1, c)[:, self.at] = ((t[:, 0] + t[:, 1]) + t[:, 2]) + t[:, 3]
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,8 +128,7 @@ class ResizeBilinearPhases:
 
     ys: AxisPlan
     xs: AxisPlan
-    ytab: tuple  # (lo, hi, 1 - d, d) of every output row, for the exceptions
-    xtab: tuple
+    edges: EdgePixels | None  # the exception rows and columns
     in_hw: tuple
     round_offset: float
     wy: tuple  # the distinct row weights (float32)
@@ -117,6 +138,7 @@ class ResizeBilinearPhases:
     rows: tuple  # per distinct row weight: padded * wy
     products: tuple  # per pair: (padded * wy) * wx
     tmp: np.ndarray  # (N, H, W, C) float32
+    unit: np.dtype  # void of C*4 bytes
     acc: np.ndarray | None  # uint8: the float32 result before rounding
 
     def _pad(self, x):
@@ -133,30 +155,28 @@ class ResizeBilinearPhases:
             p[:, :t] = p[:, t : t + 1]
         if b:
             p[:, t + h :] = p[:, t + h - 1 : t + h]
-        return inner
 
     def __call__(self, inputs, outputs):
         ys, xs = self.ys, self.xs
         h, w = self.in_hw
-        x = self._pad(inputs[0])
+        self._pad(inputs[0])
         out = outputs[0] if self.acc is None else self.acc
         for wy, r in zip(self.wy, self.rows, strict=True):
             np.multiply(self.padded, wy, out=r)
         for (iy, wx), q in zip(self.pairs, self.products, strict=True):
             np.multiply(self.rows[iy], wx, out=q)
         q, t = self.products, self.tmp
+        n, oh, ow, c = out.shape
+        units = out.reshape(-1, c).view(self.unit).reshape(n, oh, ow)  # a pixel's C values as one item
+        t_units = t.reshape(-1, c).view(self.unit).reshape(n, h, w)
         for py, px, ((k0, r0, c0), (k1, r1, c1), (k2, r2, c2), (k3, r3, c3)) in self.blocks:
             np.add(q[k0][:, r0 : r0 + h, c0 : c0 + w], q[k1][:, r1 : r1 + h, c1 : c1 + w], out=t)
             t += q[k2][:, r2 : r2 + h, c2 : c2 + w]
-            np.add(t, q[k3][:, r3 : r3 + h, c3 : c3 + w], out=out[:, py :: ys.factor, px :: xs.factor])
-        ylo, yhi, wy0, wy1 = self.ytab
-        xlo, xhi, wx0, wx1 = self.xtab
-        if ys.exceptions.size:
-            e = ys.exceptions
-            out[:, e] = _reference(x, ylo[e], yhi[e], wy0[e], wy1[e], xlo, xhi, wx0, wx1)
-        if xs.exceptions.size:
-            e = xs.exceptions
-            out[:, :, e] = _reference(x, ylo, yhi, wy0, wy1, xlo[e], xhi[e], wx0[e], wx1[e])
+            t += q[k3][:, r3 : r3 + h, c3 : c3 + w]
+            # into the strided output block as opaque C*4-byte items: 2x faster than a float32 add into it
+            np.copyto(units[:, py :: ys.factor, px :: xs.factor], t_units)
+        if self.edges is not None:
+            self.edges(self.padded, out)
         if self.acc is not None:  # uint8: + 0.5 then static_cast (truncation)
             out += _F32(self.round_offset)
             np.copyto(outputs[0], out, casting="unsafe")
@@ -185,8 +205,7 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
     return ResizeBilinearPhases(
         ys,
         xs,
-        tuple(ytab),
-        tuple(xtab),
+        EdgePixels.build(ys, xs, ytab, xtab, w + sum(xs.pad), ow),
         (h, w),
         0.5 if dtype == np.uint8 else 0.0,
         tuple(v for _, v in wy.values()),
@@ -196,5 +215,6 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
         tuple(aligned_empty(padded_shape, _F32) for _ in wy),
         tuple(aligned_empty(padded_shape, _F32) for _ in pairs),
         aligned_empty((n, h, w, c), _F32),
+        np.dtype((np.void, 4 * c)),
         None if dtype == _F32 else aligned_empty((n, oh, ow, c), _F32),
     )
