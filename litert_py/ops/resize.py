@@ -104,8 +104,8 @@ class ResizeBilinearFloat:
 
     The x weights are tiled over the channels, (OW, C), so every multiply runs over whole contiguous (OW, C)
     rows (with (OW, 1) weights numpy's inner loops ran over C values only); the gathers go into buffers made
-    at prepare (``take(..., out=, mode='clip')``, the indices being in range). Same operations, same order:
-    bit-identical."""
+    at prepare (``take(..., out=, mode='clip')``, the indices being in range); the row weights multiply the
+    (OH, W, C) row gathers once, before the column gathers. Same operations, same order: bit-identical."""
 
     y0: np.ndarray
     y1: np.ndarray
@@ -126,20 +126,19 @@ class ResizeBilinearFloat:
             x = xf
         np.take(x, self.y0, axis=1, out=top, mode="clip")
         np.take(x, self.y1, axis=1, out=bot, mode="clip")
-        # ((p00*wy0)*wx0 + (p10*wy1)*wx0) + (p01*wy0)*wx1 + (p11*wy1)*wx1, every step rounded to float32.
+        # ((p00*wy0)*wx0 + (p10*wy1)*wx0) + (p01*wy0)*wx1 + (p11*wy1)*wx1, every step rounded to float32; the
+        # row weights are applied before the column gathers (a gather commutes with an elementwise multiply).
+        top *= self.wy0
+        bot *= self.wy1
         np.take(top, self.x0, axis=2, out=acc, mode="clip")
-        acc *= self.wy0
         acc *= self.wx0
         np.take(bot, self.x0, axis=2, out=t, mode="clip")
-        t *= self.wy1
         t *= self.wx0
         acc += t
         np.take(top, self.x1, axis=2, out=t, mode="clip")
-        t *= self.wy0
         t *= self.wx1
         acc += t
         np.take(bot, self.x1, axis=2, out=t, mode="clip")
-        t *= self.wy1
         t *= self.wx1
         acc += t
         if self.round_offset:  # uint8: + 0.5 then static_cast (truncation; acc + 0.5 is in [0, 256))
