@@ -186,6 +186,8 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
     """The phase kernel for these (lo, hi, 1 - d, d) tables, or None when an axis is not periodic."""
     n, h, w, c = in_shape
     oh, ow = out_hw
+    if n * c == 0:
+        return None
     ys, xs = phase_plan(h, oh, *ytab), phase_plan(w, ow, *xtab)
     if ys is None or xs is None or (ys.factor == 1 and xs.factor == 1):
         return None
