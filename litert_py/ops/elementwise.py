@@ -144,7 +144,8 @@ class ArithmeticChannelRow:
     """float32 ``ufunc(a, b)`` where one operand holds one value per channel ((1, ..., 1, C), C < 64: an SE
     block's gate) and the other has the output's shape: the per-channel values are copied into one output row
     (W*C values) and the operation runs over (rows, W*C), whose inner loops are whole rows instead of C values
-    (1.5-1.8x on 64x64x16 and 128x128x16). Same elementwise operations: bit-identical."""
+    (1.5-1.8x on 64x64x16 and 128x128x16; a loss below 16k values). Same elementwise operations:
+    bit-identical."""
 
     ufunc: np.ufunc
     channel_first: bool  # the per-channel operand is input 1
@@ -164,10 +165,16 @@ class ArithmeticChannelRow:
             clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
 
 
+#: ArithmeticChannelRow only for outputs of at least this many values (below, its extra copy costs more)
+CHANNEL_ROW_MIN_ELEMENTS = 16384
+
+
 def _channel_row(ufunc, a: TensorInfo, b: TensorInfo, out_shape, clamp) -> ArithmeticChannelRow | None:
-    """ArithmeticChannelRow when exactly one of a, b is a (1, ..., 1, C) operand of a float32 output of rank >= 2
-    with C < 64 and the other has the output's shape; else None."""
-    if a.type != _F32 or len(out_shape) < 2 or not 0 < out_shape[-1] < 64 or 0 in out_shape:
+    """ArithmeticChannelRow when one of a, b is a (1, ..., 1, C) operand of a float32 output of rank >= 2 with
+    C < 64 and at least CHANNEL_ROW_MIN_ELEMENTS values, and the other has the output's shape; else None."""
+    if a.type != _F32 or len(out_shape) < 2 or not 0 < out_shape[-1] < 64:
+        return None
+    if int(np.prod(out_shape)) < CHANNEL_ROW_MIN_ELEMENTS:
         return None
     c = out_shape[-1]
     for per_channel, full, first in ((b, a, False), (a, b, True)):
