@@ -4,6 +4,8 @@ Paths:
 - RESIZE_BILINEAR float32 and uint8: the reference float kernel. Source coordinates, floor/ceil
   neighbours and the four products are evaluated in float32 in the reference order,
   ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` (+0.5 and truncation for uint8).
+  Integer-factor upsampling whose tables are periodic (checked at prepare) runs the same expression as
+  per-phase scalar-weight slices (resize_phases.ResizeBilinearPhases, bit-identical, about 2x faster).
 - RESIZE_BILINEAR int8 and int16: the reference integer kernel (ResizeBilinearInteger): 10-bit
   fixed-point coordinates, int64 products at scale 2^20, rounding half away from zero (the default
   build, TFLITE_SINGLE_ROUNDING off). Quantization parameters are not used (raw integers in and out).
