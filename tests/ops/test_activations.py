@@ -166,6 +166,29 @@ def test_ieee_special_values(op):
     np.testing.assert_array_equal(np.signbit(ours[0][signed]), np.signbit(theirs[0][signed]))
 
 
+@pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "leaky"])
+@pytest.mark.parametrize(
+    ("alpha_shape", "tiled"), [((3,), (6, 3)), ((1, 1, 3), (6, 3)), ((1, 6, 1), (6, 3)), ((5, 1, 1), (5, 1, 1))]
+)
+def test_prelu_constant_alpha_rows(alpha_shape, tiled, mixed):
+    """A constant alpha not varying along x's leading axes is tiled over its last two (W, C) at prepare
+    (whole-row inner loops): the same values as LiteRT, exactly."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 5, 6, 3)) * 3).astype(np.float32)
+    x.reshape(-1)[:4] = [0.0, -0.0, np.inf, -np.inf]
+    a = rng.uniform(0.1, 0.9, alpha_shape).astype(np.float32)
+    if mixed:
+        a.reshape(-1)[0] = 2.5
+    model = single_op_model("PRELU", [T(x.shape), T.const(a)], [T(x.shape)])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert (prepared.sign if mixed else prepared.alpha).shape == tiled
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
+
+
 @pytest.mark.parametrize("alphas", ["mixed", "mixed-denormal", "inf", "-inf", "nan", "steep-inf", "leaky-inf"])
 def test_prelu_alpha_mixes(alphas):
     """Constant alphas mixing <= 1 and > 1 (the sign-flip path: s * max(s*alpha*x, s*x)), against every special
@@ -205,6 +228,30 @@ def test_logistic_cutoffs():
     np.testing.assert_allclose(ours[0][:3], np.exp(x[:3]), rtol=1e-6)
     np.testing.assert_array_equal(ours[0][3:], theirs[0][3:])
     np.testing.assert_array_equal(theirs[0][3:], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("low_share", [0.0, 0.01, 0.5, 0.99])
+def test_logistic_low_branch_forms(low_share, dtype):
+    """The x < -9 branch, gathered (fewer than 1/32 low) or over the whole array, with subnormal results
+    (-104 < x < -87.3), zeros (x <= -104, -inf), NaN and the upper cutoff in the same tensor: as LiteRT within the
+    float tolerance, and exp(x) correctly rounded from float64 where low."""
+    rng = np.random.default_rng(int(low_share * 100))
+    n = 4096
+    x = rng.uniform(-6, 20, n)
+    lows = rng.random(n) < low_share
+    x[lows] = np.where(rng.random(lows.sum()) < 0.9, rng.uniform(-120, -9, lows.sum()), -1e4)
+    x = x.astype(dtype)
+    if low_share:
+        x[:3] = [-np.inf, np.nan, -100.0]
+    model = single_op_model("LOGISTIC", [T((n,), dtype)], [T((n,), dtype)])
+    ours, theirs = run_both(model, [x])
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"logistic-{dtype}"])
+    low = x < -9
+    want = np.exp(x[low].astype(np.float64)).astype(np.float32).astype(dtype)
+    np.testing.assert_array_equal(ours[0][low], want)
+    if low_share >= 0.5 and dtype == "float32":
+        assert np.count_nonzero(ours[0][low] == 0) > 0 and np.count_nonzero((ours[0] > 0) & (ours[0] < 1e-38)) > 0
 
 
 def test_softmax_without_options_has_beta_zero():

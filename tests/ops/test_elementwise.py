@@ -85,6 +85,37 @@ def test_float_overflow_and_division_by_zero_clamp_to_flt_max(op):
     assert_close(ours, theirs)
 
 
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
+@pytest.mark.parametrize("gate_first", [False, True], ids=["x-gate", "gate-x"])
+@pytest.mark.parametrize(
+    ("shape", "gate", "row"),
+    [
+        ((1, 32, 32, 16), (1, 1, 1, 16), True),
+        ((2, 64, 64, 3), (3,), True),
+        ((300, 63), (1, 63), True),
+        ((1, 6, 5, 16), (1, 1, 1, 16), False),  # too small: plain broadcasting
+        ((1, 32, 32, 64), (1, 1, 1, 64), False),  # C >= 64: inner loops long enough already
+    ],
+)
+def test_float_channel_row(op, gate_first, shape, gate, row):
+    """One value per channel against a full tensor (an SE block's gate): the row kernel
+    (elementwise.ArithmeticChannelRow) on large outputs with C < 64, with RELU6, infinities, NaN and zeros in
+    both operands; exact."""
+    rng = np.random.default_rng(len(shape) * 10 + gate_first)
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    g = (rng.standard_normal(gate) * 4).astype(np.float32)
+    x.reshape(-1)[:4] = [np.inf, -np.inf, np.nan, 0.0]
+    g.reshape(-1)[:3] = [0.0, -np.inf, 3e38]
+    ins, feeds = ([T(gate), T(shape)], [g, x]) if gate_first else ([T(shape), T(gate)], [x, g])
+    model = single_op_model(op, ins, [T(shape)], {"fused_activation_function": 3})
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert (type(prepared).__name__ == "ArithmeticChannelRow") == row
+    ours, theirs = run_both(model, feeds)
+    assert_close(ours, theirs)
+
+
 def test_maximum_minimum_nan_follows_the_comparison():
     a = np.array([np.nan, 1.0, np.nan, -0.0, 0.0], np.float32)
     b = np.array([1.0, np.nan, np.nan, 0.0, -0.0], np.float32)

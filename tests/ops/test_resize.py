@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litert_py import PrepareError
+from litert_py import Interpreter, PrepareError
+from litert_py.ops.resize_phases import ResizeBilinearPhases
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 from tests.values import values
@@ -76,6 +77,39 @@ def test_resize_bilinear_extreme_values(dtype, mode):
             "RESIZE_BILINEAR", [T(x.shape, dt), T.const(np.array([oh, ow], np.int32))], [T((1, oh, ow, 2), dt)], opts
         )
         assert check_both(model, [x]) is not None
+
+
+#: integer-factor upsamplings (resize_phases.ResizeBilinearPhases) and near misses (the gather kernel)
+PHASE_CASES = [((1, 5, 7, 2), (10, 14)), ((2, 3, 4, 3), (9, 8)), ((1, 1, 6, 1), (4, 6)), ((1, 4, 3, 16), (8, 12))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+@pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
+@pytest.mark.parametrize("case", range(len(PHASE_CASES)))
+def test_resize_bilinear_phases(case, mode, dtype):
+    """Integer upsampling factors take the phase kernel (except align_corners,
+    whose tables are not periodic unless an input axis has size 1)
+    and stay equal to the reference kernel, inf and NaN included (compared as values: the gather kernel too gives
+    -0 where LiteRT gives +0 and a positive NaN where it gives a negative one, at inputs -0 and inf)."""
+    shape, (oh, ow) = PHASE_CASES[case]
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(case)
+    if dt.kind == "f":
+        x = (rng.standard_normal(shape) * 1e4).astype(dt)
+        x.flat[:4] = [np.inf, -0.0, np.nan, -np.inf]
+    else:
+        x = rng.integers(0, 256, shape).astype(dt)
+    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
+    size = T.const(np.array([oh, ow], np.int32))
+    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    if mode != "align_corners" or shape[1:3] != (1, 6):  # a 1-row input is periodic in every mode
+        assert isinstance(prepared, ResizeBilinearPhases) == (mode != "align_corners")
+    (theirs,) = run_litert(model, [x])
+    (ours,) = run_ours(model, [x])
+    np.testing.assert_array_equal(ours, theirs)
 
 
 REJECTED = {

@@ -123,6 +123,54 @@ class TransposeConvFloat:
 
 
 @dataclass(frozen=True, eq=False)
+class TransposeConvFloatTiles:
+    """float32 with stride = filter size, no padding and the output exactly the scatter (the MediaPipe
+    segmentation head's 2x2 / stride 2 Convolution2DTransposeBias): every output position gets exactly one tap,
+    so the overlap-add is a rearrangement. The GEMM's (N, H, W, KH, KW*O) rows are moved to the output's
+    (N, H, KH, W, KW*O) as opaque KW*O*4-byte units (one copy, no arithmetic), then the bias is added and the
+    clamp applied when finite. Same GEMM, and each output is the reference's 0 + sum + bias: the scatter's
+    ``0 +`` only turns -0 into +0, which the bias add does too unless the bias is -0 (checked at prepare; with
+    no bias, +0 is added). Bit-identical to TransposeConvFloat, 4-5x faster on that layer."""
+
+    geo: Geometry
+    weights: np.ndarray  # (C, KH*KW*O) float32
+    bias: np.ndarray | np.float32  # (O,) without -0, or +0
+    clamp: tuple | None  # (lo, hi) when not (-inf, inf)
+    cols: np.ndarray  # (N*H*W, KH*KW*O) float32 GEMM output
+    unit: np.dtype  # void of KW*O*4 bytes
+
+    def __call__(self, inputs, outputs):
+        g, cols, out = self.geo, self.cols, outputs[OUTPUT]
+        np.matmul(inputs[INPUT].reshape(-1, g.in_c), self.weights, out=cols)
+        src = cols.view(self.unit).reshape(g.batches, g.in_h, g.in_w, g.filter_h)
+        dst = out.reshape(-1, g.filter_w * g.out_c).view(self.unit)
+        np.copyto(dst.reshape(g.batches, g.in_h, g.filter_h, g.in_w), src.transpose(0, 1, 3, 2))
+        np.add(out, self.bias, out=out)
+        if self.clamp is not None:
+            clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+
+
+def float_tiles_op(ctx, geo: Geometry | None, weights, bias, lo, hi) -> TransposeConvFloatTiles | None:
+    """TransposeConvFloatTiles when the geometry is static and tiles the output, the weights (C, KH*KW*O) are
+    constant and the bias is constant without -0 or absent (``bias`` None: absent; False: not constant)."""
+    g = geo
+    if g is None or weights is None or bias is False or 0 in g.out_shape or g.in_h * g.in_w * g.in_c == 0:
+        return None
+    if (g.stride_h, g.stride_w, g.pad_top, g.pad_left) != (g.filter_h, g.filter_w, 0, 0):
+        return None
+    if (g.out_h, g.out_w) != (g.in_h * g.filter_h, g.in_w * g.filter_w):
+        return None
+    if bias is None:
+        bias = np.float32(0)
+    elif np.any((bias == 0) & np.signbit(bias)):
+        return None
+    clamp = None if (lo, hi) == (-np.inf, np.inf) else (np.float32(lo), np.float32(hi))
+    cols = ctx.scratch((g.batches * g.in_h * g.in_w, g.filter_h * g.filter_w * g.out_c), np.float32)
+    unit = np.dtype((np.void, g.filter_w * g.out_c * 4))
+    return TransposeConvFloatTiles(g, np.ascontiguousarray(weights, np.float32), bias, clamp, cols, unit)
+
+
+@dataclass(frozen=True, eq=False)
 class TransposeConvQuantized:
     """uint8 / int8 / int16x8: exact integer col2im in float64, + bias, then the conv requantization epilogue."""
 
@@ -298,6 +346,11 @@ def prepare_transpose_conv(ctx: OpContext) -> PreparedOp:
         weights = f.data.transpose(3, 1, 2, 0).reshape(f.shape[3], -1).copy() if f.is_constant else None
         lo, hi = float_activation_range(o.fused_activation_function)
         const_bias = None if bias is None or not bias.is_constant else bias.data.reshape(-1).astype(np.float32)
+        tiles = float_tiles_op(
+            ctx, geo, weights, False if bias is not None and not bias.is_constant else const_bias, lo, hi
+        )
+        if tiles is not None:
+            return tiles
         cols = full = None
         if geo is not None:
             cols = ctx.scratch((geo.batches * geo.in_h * geo.in_w, geo.filter_h * geo.filter_w * geo.out_c), np.float32)

@@ -53,7 +53,7 @@ import numpy as np
 from ...schema.model import Padding
 from ..common import clip_ufunc, float_activation_range
 from ..conv.common import Geometry, out_size, pad_before
-from ..conv.transpose import TransposeConvFloat
+from ..conv.transpose import TransposeConvFloat, TransposeConvFloatTiles, float_tiles_op
 from ..registry import OpContext, PreparedOp, register
 
 F32 = np.float32
@@ -117,7 +117,7 @@ class TransposeConvBias:
     """MediaPipe's input order (input, weights, bias) onto TRANSPOSE_CONV's float kernel (output_shape,
     weights, input, bias)."""
 
-    conv: TransposeConvFloat
+    conv: TransposeConvFloat | TransposeConvFloatTiles
 
     def __call__(self, inputs, outputs):
         self.conv([None, inputs[WEIGHTS], inputs[INPUT], inputs[BIAS]], outputs)
@@ -151,6 +151,9 @@ def prepare_convolution_2d_transpose_bias(ctx: OpContext) -> PreparedOp:
     cols = ctx.scratch((n * h * wd, kh * kw * o), F32)
     full = ctx.scratch((n, geo.full_h, geo.full_w, o), F32)
     inf = F32(np.inf)
+    tiles = float_tiles_op(ctx, geo, weights, False if bias is None else bias, -inf, inf)
+    if tiles is not None:
+        return TransposeConvBias(tiles)
     conv = TransposeConvFloat(geo, padding, weights, bias, bias is None, -inf, inf, (sh, sw), cols, full)
     return TransposeConvBias(conv)
 

@@ -147,23 +147,30 @@ def _landmark_indices(ctx: OpContext, indices, n_values: int, needed: int) -> No
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Mat3 / Mat4 ``operator*``: ``float sum = 0; sum += a[r][k] * b[k][c]`` for k in order."""
+    """Mat3 / Mat4 ``operator*``: ``float sum = 0; sum += a[r][k] * b[k][c]`` for k in order (every product
+    at once, then the sums over k in order from +0)."""
+    p = a[:, :, None] * b[None, :, :]  # (r, k, c) float32 products
     acc = np.zeros((a.shape[0], b.shape[1]), F32)
     for k in range(a.shape[1]):
-        acc = acc + a[:, k : k + 1] * b[k : k + 1, :]
+        acc += p[:, k]
     return acc
 
 
-def _cos_sin(r: F32) -> tuple[F32, F32]:
-    """glibc's cosf / sinf where glibc_math reproduces them (finite |r| < 120), correctly rounded elsewhere
-    (a NaN landmark or a huge target rotation)."""
-    v = float(r)
-    if not math.isfinite(v):
-        return F32(np.nan), F32(np.nan)
-    if abs(v) >= 120:
-        return F32(math.cos(v)), F32(math.sin(v))
-    s, c = sincosf(np.array([r], F32))
-    return F32(c[0]), F32(s[0])
+def _cos_sin(*r: F32) -> tuple[F32, ...]:
+    """glibc's cosf / sinf of each r where glibc_math reproduces them (finite |r| < 120), correctly rounded
+    elsewhere (a NaN landmark or a huge target rotation): (cos r0, sin r0, cos r1, sin r1, ...), one sincosf
+    call for all."""
+    s, c = sincosf(np.array(r, F32))
+    out = []
+    for k, rk in enumerate(r):
+        v = float(rk)
+        if not math.isfinite(v):
+            out += [F32(np.nan), F32(np.nan)]
+        elif abs(v) >= 120:
+            out += [F32(math.cos(v)), F32(math.sin(v))]
+        else:
+            out += [F32(c[k]), F32(s[k])]
+    return tuple(out)
 
 
 def _atan2f(y: F32, x: F32) -> F32:
@@ -201,13 +208,12 @@ class Landmarks2TransformMatrixV2:
             lx, ly = xyz[3 * self.left], xyz[3 * self.left + 1]
             rx, ry = xyz[3 * self.right], xyz[3 * self.right + 1]
             r = F32(self.target - _atan2f(F32(ry - ly), F32(rx - lx)))
-            c, s = _cos_sin(r)
+            c, s, ci, si = _cos_sin(r, F32(-r))
             x, y = xyz[3 * self.subset], xyz[3 * self.subset + 1]
             rot = np.stack([c * x + (-s) * y, s * x + c * y], axis=1)  # + 0 * 1: no change
             hi, lo = _bbox(rot)
             crop_w, crop_h = F32(hi[0] - lo[0]), F32(hi[1] - lo[1])
             mx, my = F32(lo[0] + hi[0]) / F32(2), F32(lo[1] + hi[1]) / F32(2)
-            ci, si = _cos_sin(F32(-r))
             cx, cy = F32(ci * mx + (-si) * my), F32(si * mx + ci * my)
             t = np.eye(4, dtype=F32)
             for m in (

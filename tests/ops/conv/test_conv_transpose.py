@@ -131,6 +131,52 @@ def test_transpose_conv(d):
         assert_close(ours, theirs)
 
 
+@pytest.mark.parametrize(
+    ("k", "n", "hw", "co", "bias", "act", "tiles"),
+    [
+        ((2, 2), 1, (5, 4), (16, 1), True, 0, True),  # MediaPipe's segmentation head, smaller
+        ((3, 2), 2, (2, 3), (3, 4), False, 3, True),
+        ((1, 1), 1, (3, 3), (2, 2), True, 1, True),
+        ((2, 2), 1, (3, 3), (2, 2), "-0", 0, False),  # a -0 bias keeps the scatter's 0 + (-0) = +0 apart
+    ],
+)
+def test_transpose_conv_float_tiles(k, n, hw, co, bias, act, tiles):
+    """Stride = filter size, VALID, output = the scatter: TransposeConvFloatTiles, equal to LiteRT within the
+    float tolerance, and bit-identical to the overlap-add kernel (-0 sums, infinities)."""
+    from litert_py import Interpreter
+    from litert_py.ops.conv import transpose
+
+    d = {"path": "float32", "n": n, "h": hw[0], "w": hw[1], "c": co[0], "o": co[1], "kh": k[0], "kw": k[1]}
+    d |= {"sh": k[0], "sw": k[1], "oh": hw[0] * k[0], "ow": hw[1] * k[1], "padding": 1, "act": act}
+    d |= {"bias": bool(bias), "const": True, "seed": 3}
+    model, feeds = _model(d)
+    if bias == "-0":  # rebuild with a -0 bias entry
+        b = np.array([-0.0, 1.5], np.float32)
+        f = np.random.default_rng(3).standard_normal((2, 2, 2, 2)).astype(np.float32)
+        ins = [T.const(np.array([1, 6, 6, 2], np.int32)), T.const(f), T((1, 3, 3, 2)), T.const(b)]
+        opts = {"padding": 1, "stride_h": 2, "stride_w": 2}
+        model = single_op_model("TRANSPOSE_CONV", ins, [T((1, 6, 6, 2))], opts, version=4)
+    x = feeds[0]
+    x.reshape(-1)[:3] = [0.0, -0.0, np.inf]
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert isinstance(prepared, transpose.TransposeConvFloatTiles) == tiles
+    theirs, ours = run_litert(model, feeds), run_ours(model, feeds)
+    assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV"] * k[0] * k[1] * co[0], atol=1e-5)
+    if tiles:  # the general kernel on the same GEMM: every bit equal
+        g, op = prepared.geo, prepared
+        general = transpose.TransposeConvFloat(
+            g, 1, op.weights, None if bias is False else op.bias, False, -np.inf, np.inf, k, None, None
+        )
+        want = np.empty(g.out_shape, np.float32)
+        with np.errstate(invalid="ignore"):
+            general([None, None, x, None], [want])
+            if op.clamp is not None:
+                np.clip(want, *op.clamp, out=want)
+        np.testing.assert_array_equal(ours[0].view(np.int32), want.view(np.int32))
+
+
 def test_transpose_conv_dynamic_output_shape():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 3, 4, 2)).astype(np.float32)

@@ -1,0 +1,222 @@
+"""RESIZE_BILINEAR float32 / uint8 by integer-factor upsampling: one block of scalar-weight slices per phase.
+
+When the output size is an integer multiple ``f`` of the input size along an axis (2x with half_pixel_centers
+in the MediaPipe segmentation decoders, or with neither flag), the reference kernel's per-output tables
+(ComputeInterpolationValues: lower, upper, 1 - d, d) are periodic: output ``o = f*i + p`` reads input
+``i + a_p`` and ``i + b_p`` with the weights of phase ``p`` — except at a few edge outputs (half_pixel_centers
+clamps ``floor(-0.25)`` to 0 and keeps ``d = -0.25``). :func:`phase_plan` checks this at prepare, value by
+value, against the tables the generic kernel uses (bilinear_axis_float), so nothing is assumed about the
+coordinate arithmetic: the clamped indices become an edge-replicated padding of the input, the weights
+become float32 scalars, and the outputs where the pattern does not hold are listed as exceptions.
+
+Per invoke, the edge-padded input P is multiplied once by each distinct row weight and each of those by each
+column weight it meets (2 x 2 products for 2x half_pixel_centers; a gather commutes with an elementwise
+multiply); every (row phase, column phase) block of the output is then three adds of slices of these
+products, ``((P*wy0*wx0)[y0, x0] + (P*wy1*wx0)[y1, x0]) + (P*wy0*wx1)[y0, x1]) + (P*wy1*wx1)[y1, x1]``,
+copied into the strided output block as opaque C*4-byte pixels; the exception rows and columns are recomputed
+by the reference formula on their own. Every output is the reference's float32 expression
+``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` on the same operands in the same order:
+bit-identical to the gather kernel (resize.ResizeBilinearFloat; inf, NaN and signed zeros included), with
+about half its passes and no index gathers.
+
+Source matched: tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ResizeBilinear,
+ComputeInterpolationValues).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .common import aligned_empty
+
+_F32 = np.float32
+#: at most this many edge-replicated elements on each side, and this many exception outputs per axis
+MAX_PAD, MAX_EXCEPTIONS = 2, 4
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """Per phase p: input offsets (a_p, b_p) of the lower/upper neighbour in padded coordinates, the weights
+    (1 - d, d) as float32 scalars; the outputs not following the pattern; the padding (before, after)."""
+
+    factor: int
+    lo_start: tuple  # padded index of the lower neighbour of output f*0 + p
+    hi_start: tuple
+    w0: tuple
+    w1: tuple
+    exceptions: np.ndarray  # output indices recomputed by the reference formula
+    pad: tuple
+
+
+def phase_plan(in_size: int, out_size: int, lo, hi, w0, w1) -> AxisPlan | None:
+    """The periodic form of one axis's tables, or None when the output is not an integer multiple of the
+    input, a neighbour lies more than MAX_PAD outside the input, or more than MAX_EXCEPTIONS outputs differ."""
+    if in_size <= 0 or out_size % in_size:
+        return None
+    f, n = out_size // in_size, in_size
+    i = np.arange(n)
+    mid = n // 2
+    offs, ws, bad = [], [], []
+    for p in range(f):
+        lo_p, hi_p, w0_p, w1_p = lo[p::f], hi[p::f], w0[p::f], w1[p::f]
+        a, b = int(lo_p[mid]) - mid, int(hi_p[mid]) - mid
+        u, v = w0_p[mid], w1_p[mid]
+        same = (np.clip(i + a, 0, n - 1) == lo_p) & (np.clip(i + b, 0, n - 1) == hi_p)
+        same &= (w0_p.view(np.uint32) == u.view(np.uint32)) & (w1_p.view(np.uint32) == v.view(np.uint32))
+        bad.extend((f * i + p)[~same].tolist())
+        offs.append((a, b))
+        ws.append((_F32(u), _F32(v)))
+    before = max(0, -min(min(ab) for ab in offs))
+    after = max(0, max(max(ab) for ab in offs))
+    if before > MAX_PAD or after > MAX_PAD or len(bad) > MAX_EXCEPTIONS:
+        return None
+    return AxisPlan(
+        f,
+        tuple(a + before for a, _ in offs),
+        tuple(b + before for _, b in offs),
+        tuple(u for u, _ in ws),
+        tuple(v for _, v in ws),
+        np.array(sorted(bad), np.int64),
+        (before, after),
+    )
+
+
+@dataclass(frozen=True)
+class EdgePixels:
+    """The output pixels outside the periodic pattern, computed by the reference formula in one gather: the
+    four neighbours' flat indices into the padded input (4, K), the row and column weights (4, K, 1) in the
+    reference's term order, and the pixels' flat output indices (K,)."""
+
+    corners: np.ndarray
+    wy: np.ndarray
+    wx: np.ndarray
+    at: np.ndarray
+
+    @staticmethod
+    def build(ys: AxisPlan, xs: AxisPlan, ytab, xtab, padded_w: int, out_w: int) -> EdgePixels | None:
+        out_h = len(ytab[0])
+        mask = np.zeros((out_h, out_w), bool)
+        mask[ys.exceptions] = True
+        mask[:, xs.exceptions] = True
+        r, c = np.nonzero(mask)
+        if not r.size:
+            return None
+        (ylo, yhi, wy0, wy1), (xlo, xhi, wx0, wx1) = ytab, xtab
+        top, left = ys.pad[0], xs.pad[0]
+
+        def flat(y, x):
+            return (y[r] + top) * padded_w + x[c] + left
+
+        corners = np.stack([flat(ylo, xlo), flat(yhi, xlo), flat(ylo, xhi), flat(yhi, xhi)])
+        wy = np.stack([wy0[r], wy1[r], wy0[r], wy1[r]])[..., None]
+        wx = np.stack([wx0[c], wx0[c], wx1[c], wx1[c]])[..., None]
+        return EdgePixels(corners, wy, wx, r * out_w + c)
+
+    def __call__(self, padded: np.ndarray, out: np.ndarray) -> None:
+        n, c = padded.shape[0], padded.shape[3]
+        t = np.take(padded.reshape(n, -1, c), self.corners, axis=1)  # (N, 4, K, C)
+        t *= self.wy
+        t *= self.wx
+        out.reshape(n, -1, c)[:, self.at] = ((t[:, 0] + t[:, 1]) + t[:, 2]) + t[:, 3]
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearPhases:
+    """Integer-factor float32 (round_offset 0) or uint8 (round_offset 0.5) upsampling; see the module doc."""
+
+    ys: AxisPlan
+    xs: AxisPlan
+    edges: EdgePixels | None  # the exception rows and columns
+    in_hw: tuple
+    round_offset: float
+    wy: tuple  # the distinct row weights (float32)
+    pairs: tuple  # per product: (row weight index, column weight)
+    blocks: tuple  # (py, px, ((product, row start, column start) x 4 in the reference's term order))
+    padded: np.ndarray  # (N, H + pads, W + pads, C) float32
+    rows: tuple  # per distinct row weight: padded * wy
+    products: tuple  # per pair: (padded * wy) * wx
+    tmp: np.ndarray  # (N, H, W, C) float32
+    unit: np.dtype  # void of C*4 bytes
+    acc: np.ndarray | None  # uint8: the float32 result before rounding
+
+    def _pad(self, x):
+        p = self.padded
+        (t, b), (lft, r) = self.ys.pad, self.xs.pad
+        h, w = self.in_hw
+        inner = p[:, t : t + h, lft : lft + w]
+        np.copyto(inner, x, casting="unsafe")  # uint8 -> float32 exact
+        if lft:
+            p[:, t : t + h, :lft] = inner[:, :, :1]
+        if r:
+            p[:, t : t + h, lft + w :] = inner[:, :, w - 1 : w]
+        if t:
+            p[:, :t] = p[:, t : t + 1]
+        if b:
+            p[:, t + h :] = p[:, t + h - 1 : t + h]
+
+    def __call__(self, inputs, outputs):
+        ys, xs = self.ys, self.xs
+        h, w = self.in_hw
+        self._pad(inputs[0])
+        out = outputs[0] if self.acc is None else self.acc
+        for wy, r in zip(self.wy, self.rows, strict=True):
+            np.multiply(self.padded, wy, out=r)
+        for (iy, wx), q in zip(self.pairs, self.products, strict=True):
+            np.multiply(self.rows[iy], wx, out=q)
+        q, t = self.products, self.tmp
+        n, oh, ow, c = out.shape
+        units = out.reshape(-1, c).view(self.unit).reshape(n, oh, ow)  # a pixel's C values as one item
+        t_units = t.reshape(-1, c).view(self.unit).reshape(n, h, w)
+        for py, px, ((k0, r0, c0), (k1, r1, c1), (k2, r2, c2), (k3, r3, c3)) in self.blocks:
+            np.add(q[k0][:, r0 : r0 + h, c0 : c0 + w], q[k1][:, r1 : r1 + h, c1 : c1 + w], out=t)
+            t += q[k2][:, r2 : r2 + h, c2 : c2 + w]
+            t += q[k3][:, r3 : r3 + h, c3 : c3 + w]
+            # into the strided output block as opaque C*4-byte items: 2x faster than a float32 add into it
+            np.copyto(units[:, py :: ys.factor, px :: xs.factor], t_units)
+        if self.edges is not None:
+            self.edges(self.padded, out)
+        if self.acc is not None:  # uint8: + 0.5 then static_cast (truncation)
+            out += _F32(self.round_offset)
+            np.copyto(outputs[0], out, casting="unsafe")
+
+
+def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases | None:
+    """The phase kernel for these (lo, hi, 1 - d, d) tables, or None when an axis is not periodic."""
+    n, h, w, c = in_shape
+    oh, ow = out_hw
+    if n * c == 0:
+        return None
+    ys, xs = phase_plan(h, oh, *ytab), phase_plan(w, ow, *xtab)
+    if ys is None or xs is None or (ys.factor == 1 and xs.factor == 1):
+        return None
+    wy, pairs, blocks = {}, {}, []  # keyed by the weights' bits: -0.0 and 0.0 stay apart
+
+    def product(wyv, wxv):
+        iy = wy.setdefault(wyv.view(np.uint32).item(), (len(wy), wyv))[0]
+        return pairs.setdefault((iy, wxv.view(np.uint32).item()), (len(pairs), (iy, wxv)))[0]
+
+    for py in range(ys.factor):
+        y0, y1, wy0, wy1 = ys.lo_start[py], ys.hi_start[py], ys.w0[py], ys.w1[py]
+        for px in range(xs.factor):
+            x0, x1, wx0, wx1 = xs.lo_start[px], xs.hi_start[px], xs.w0[px], xs.w1[px]
+            terms = ((wy0, y0, wx0, x0), (wy1, y1, wx0, x0), (wy0, y0, wx1, x1), (wy1, y1, wx1, x1))
+            blocks.append((py, px, tuple((product(a, b), r, col) for a, r, b, col in terms)))
+    padded_shape = (n, h + sum(ys.pad), w + sum(xs.pad), c)
+    return ResizeBilinearPhases(
+        ys,
+        xs,
+        EdgePixels.build(ys, xs, ytab, xtab, w + sum(xs.pad), ow),
+        (h, w),
+        0.5 if dtype == np.uint8 else 0.0,
+        tuple(v for _, v in wy.values()),
+        tuple(v for _, v in pairs.values()),
+        tuple(blocks),
+        aligned_empty(padded_shape, _F32),
+        tuple(aligned_empty(padded_shape, _F32) for _ in wy),
+        tuple(aligned_empty(padded_shape, _F32) for _ in pairs),
+        aligned_empty((n, h, w, c), _F32),
+        np.dtype((np.void, 4 * c)),
+        None if dtype == _F32 else aligned_empty((n, oh, ow, c), _F32),
+    )
