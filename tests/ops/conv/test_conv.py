@@ -1,5 +1,5 @@
 """CONV_2D and DEPTHWISE_CONV_2D (float32) against the oracle (ai-edge-litert BUILTIN_REF).
-The quantized and hybrid paths are tested in test_conv_quantized.py.
+The quantized and hybrid paths are tested in test_conv_quantized.py, test_conv_hybrid.py and test_conv_requant.py.
 
 One hypothesis-driven test per op draws shapes, strides, dilations, padding, fused activation, bias and
 whether the filter/bias are constants; a window LiteRT rejects must be rejected by litert_py at prepare.

@@ -1,35 +1,44 @@
-"""CONV_2D and DEPTHWISE_CONV_2D quantized (uint8, int8, int16x8) and hybrid paths against the oracle
+"""CONV_2D and DEPTHWISE_CONV_2D quantized (uint8, int8, int16x8) paths against the oracle
 (ai-edge-litert BUILTIN_REF).
 
-One table per op family (PATHS, HYBRID) drives hypothesis-driven differential tests: shapes, strides,
-dilations, padding, groups / depth multiplier, every fused activation, scales from tiny to huge (per-channel
-scales spanning orders of magnitude), zero points at the ends of their range, biases up to the int32 limits.
-Integer outputs must be equal; hybrid (float) outputs within TOLERANCE (they are bit-exact in practice:
-same quantized inputs, same integer dot products, same float32 operation order). When LiteRT rejects a
-drawn model, litert_py must reject it at prepare. Further tests pin the epilogue's exactness, the large
-accumulator paths (int32 wrap, int64 fallback), int4 filters, blocked layouts and the error paths.
+One table (PATHS) drives hypothesis-driven differential tests: shapes, strides, dilations, padding, groups /
+depth multiplier, every fused activation, scales from tiny to huge (per-channel scales spanning orders of
+magnitude), zero points at the ends of their range, biases up to the int32 limits. Integer outputs must be equal.
+When LiteRT rejects a drawn model, litert_py must reject it at prepare. Further tests pin the epilogue's
+exactness, the large accumulator paths (int32 wrap, int64 fallback), int4 filters, blocked layouts and the error
+paths. The hybrid paths are in test_conv_hybrid.py, the folded requantization's boundaries in
+test_conv_requant.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from litert_py import Interpreter, PrepareError
+from litert_py import PrepareError
 from litert_py.errors import InvalidModelError
 from litert_py.ops.conv import conv2d_quantized, depthwise_quantized, im2col, taps
-from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
-from litert_py.schema.builder import ModelBuilder, quant
+from litert_py.schema.builder import quant
 from litert_py.schema.model import QuantizationParameters
-from tests.compare import assert_close
+from tests.ops.conv._quantized import (
+    F32,
+    I8,
+    I16,
+    I32,
+    I64,
+    TYPE_INT32,
+    U8,
+    _prepared,
+    _prepared_op,
+    case_model,
+    check_against_oracle,
+    geometry,
+)
 from tests.ops.conv.test_conv import conv_options
-from tests.oracle import run_both_unless_rejected, run_litert, run_ours
-from tests.values import INT4, int_range, ints, pack_int4
-
-I8, U8, I16, I32, I64, F32 = np.int8, np.uint8, np.int16, np.int32, np.int64, np.float32
-TYPE_INT32, TYPE_INT64 = 2, 4
+from tests.oracle import run_litert, run_ours
+from tests.values import INT4, int_range, ints
 
 #: id -> (input/output type, filter type, bias type, per-channel, options)
 PATHS = {
@@ -41,94 +50,6 @@ PATHS = {
     "int16x8-int32-bias": (I16, I8, I32, True, {"quantized_bias_type": TYPE_INT32}),
 }
 DEPTHWISE_PATHS = {k: v for k, v in PATHS.items() if k != "int16x8-int32-bias"}  # depthwise int16: int64 bias
-#: Hybrid float outputs: tolerance relative to the largest reference magnitude (0 would pass today).
-TOLERANCE = {"CONV_2D": 1e-6, "DEPTHWISE_CONV_2D": 1e-6}
-ACTIVATIONS = [0, 1, 2, 3, 4, 5]  # NONE RELU RELU_N1_TO_1 RELU6 TANH SIGN_BIT
-
-
-def conv_model(op: str, x, x_q, f, f_type, f_q, bias, b_q, out_dtype, out_q, options, const=(True, True)) -> bytes:
-    """A one-op conv model; ``f_type`` INT4 packs the filter; ``bias`` None omits it; ``const``: whether the
-    filter and the bias are constants (else graph inputs, fed in that order after x)."""
-    b = ModelBuilder()
-    ins = [b.input("x", x.shape, x.dtype, quantization=x_q)]
-    if f_type == INT4:
-        ins.append(b.tensor("f", f.shape, None, data=pack_int4(f), tensor_type=INT4, quantization=f_q))
-    elif const[0]:
-        ins.append(b.tensor("f", f.shape, f.dtype, data=f, quantization=f_q))
-    else:
-        ins.append(b.input("f", f.shape, f.dtype, quantization=f_q))
-    if bias is not None:
-        if const[1]:
-            ins.append(b.tensor("b", bias.shape, bias.dtype, data=bias, quantization=b_q))
-        else:
-            ins.append(b.input("b", bias.shape, bias.dtype, quantization=b_q))
-    out_c = f.shape[0] if op == "CONV_2D" else f.shape[3]
-    y = b.tensor("y", (1, 1, 1, out_c), out_dtype, quantization=out_q)
-    b.op(op, ins, [y], options)
-    b.output(y)
-    return b.build()
-
-
-def _feeds(case) -> list:
-    feeds = [case["x"]]
-    if case["f_type"] != INT4 and not case["const"][0]:
-        feeds.append(case["f"])
-    if case["bias"] is not None and not case["const"][1]:
-        feeds.append(case["bias"])
-    return feeds
-
-
-#: Prepare errors by which litert_py deliberately refuses a model LiteRT runs into undefined behaviour: the
-#: int64 MultiplyByQuantizedMultiplier with a shift above 7 (asserted against in common.cc; from 15 on the
-#: C++ shifts by a negative count); a hybrid depthwise conv with a single filter scale and several channels
-#: (the kernel reads a scale per channel, past the end of the array).
-DELIBERATE_REFUSALS = (
-    "too large for the int64 MultiplyByQuantizedMultiplier",
-    # hybrid depthwise with one filter scale and several channels: LiteRT reads past the scales
-    "LiteRT reads past the end of the scales",
-)
-
-
-def case_model(case: dict) -> bytes:
-    """The model of a case dict (the keys are conv_model's arguments; the output has the input's dtype)."""
-    keys = ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")
-    return conv_model(*(case[k] for k in keys), case["x"].dtype, case["out_q"], case["options"], case["const"])
-
-
-def _prepared(case: dict):
-    """litert_py's prepared op of a case's model."""
-    it = Interpreter(model_content=case_model(case))
-    it.allocate_tensors()
-    (op,) = it._subgraphs[0].prepared_ops.values()
-    return op
-
-
-def check_against_oracle(case, resolver: str = "BUILTIN_REF", rtol: float = 0.0):
-    model = case_model(case)
-    feeds = _feeds(case)
-    try:
-        Interpreter(model_content=model).allocate_tensors()
-    except PrepareError as e:
-        assume(not any(s in str(e) for s in DELIBERATE_REFUSALS))
-    both = run_both_unless_rejected(model, feeds, resolver)
-    if both is None:
-        return None
-    ours, theirs = both
-    # float: relative to the terms before the bias cancels them, max|out| + max|bias|
-    bias = case["bias"]
-    bias_scale = float(np.max(np.abs(bias))) if bias is not None and bias.dtype == np.float32 and bias.size else 0.0
-    assert_close(ours[:1], theirs[:1], rtol=rtol, atol=rtol * bias_scale + (1e-30 if rtol else 0.0))
-    return ours[0]
-
-
-def _prepared_op(case):
-    """The prepared op litert_py chose for a constant-filter case of check_against_oracle."""
-    keys = ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")
-    model = conv_model(*(case[k] for k in keys), case["x"].dtype, case["out_q"], case["options"])
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
-    return prepared
 
 
 def _zero_point(draw, dtype) -> int:
@@ -141,29 +62,6 @@ def _values(rng, shape, dtype, wide: bool):
     if not wide:  # a narrow band: accumulators stay small, outputs rarely saturate
         lo, hi = max(lo, -20), min(hi, 20) if lo < 0 else min(hi, 40)
     return ints(rng, shape, I8 if dtype == INT4 else dtype, lo, hi)
-
-
-@st.composite
-def geometry(draw, op: str):
-    d = {
-        "batch": draw(st.integers(1, 2)),
-        "h": draw(st.integers(1, 9)),
-        "w": draw(st.integers(1, 9)),
-        "kh": draw(st.integers(1, 4)),
-        "kw": draw(st.integers(1, 4)),
-        "stride": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
-        "dilation": (draw(st.sampled_from([1, 1, 2, 3])), draw(st.sampled_from([1, 1, 2, 3]))),
-        "padding": draw(st.sampled_from([0, 1])),
-        "act": draw(st.sampled_from(ACTIVATIONS)),
-    }
-    if op == "CONV_2D":
-        groups = draw(st.sampled_from([1, 1, 2]))
-        cg = draw(st.integers(1, 8 // groups))
-        d.update(c=cg * groups, out_c=groups * draw(st.integers(1, 8 // groups)), filter_c=cg)
-    else:
-        c, m = draw(st.integers(1, 8)), draw(st.integers(1, 3))
-        d.update(c=c, out_c=c * m, mult=m)
-    return d
 
 
 @st.composite
@@ -278,89 +176,6 @@ def test_depthwise_einsum_taps_at_real_sizes(kind):
     prepared = _prepared_op(case)
     assert type(prepared.taps).__name__ == "EinsumTaps"
     assert hasattr(prepared, "epilogue") == (kind != "unfolded")
-
-
-# -- hybrid: float input, int8 filter ---------------------------------------------------------------------
-
-#: id -> (per-channel scales, groups, filter type)
-HYBRID = {
-    "per-tensor": (False, 1, I8),  # EvalHybrid: symmetric per-batch input quantization
-    "per-channel": (True, 1, I8),  # EvalHybridPerChannel: asymmetric per-batch input quantization
-    "grouped": (True, 2, I8),
-    "per-channel-int4-filter": (True, 1, INT4),
-}
-
-
-@st.composite
-def hybrid_cases(draw, op: str, kind: str):
-    per_channel, groups, f_type = HYBRID[kind]
-    d = draw(geometry(op))
-    if op == "CONV_2D":
-        cg = draw(st.integers(1, 8 // groups))
-        d.update(c=cg * groups, out_c=groups * draw(st.integers(1, 8 // groups)), filter_c=cg)
-    elif not per_channel:  # one scale: LiteRT reads past it for a second channel (litert_py refuses that)
-        d.update(c=1, out_c=1, mult=1)
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    out_c = d["out_c"]
-    f_shape = (out_c, d["kh"], d["kw"], d["filter_c"]) if op == "CONV_2D" else (1, d["kh"], d["kw"], out_c)
-    scale = 10.0 ** draw(st.floats(-3, 3))
-    x = (rng.standard_normal((d["batch"], d["h"], d["w"], d["c"])) * scale).astype(F32)
-    if draw(st.booleans()):  # one-signed batches: the asymmetric zero point sits at an end
-        x = np.abs(x) * draw(st.sampled_from([1, -1]))
-    if draw(st.integers(0, 5)) == 0:
-        x[0] = 0  # an all-zero batch: scaling factor 1
-    lo, hi = (-127, 127) if f_type == I8 else int_range(f_type)
-    f = rng.integers(lo, hi, f_shape, endpoint=True).astype(I8)
-    s_w = 10.0 ** (draw(st.floats(-4, -1)) + (rng.uniform(-2, 2, out_c) if per_channel else 0.0))
-    # LiteRT wants one depthwise scale per element of the quantized dimension: a single scale sits on dimension 0.
-    qd = 0 if op == "CONV_2D" or not per_channel else 3
-    bias = (rng.standard_normal(out_c) * scale).astype(F32)
-    return {
-        "op": op,
-        "x": x,
-        "x_q": None,
-        "f": f,
-        "f_type": f_type,
-        "f_q": quant(s_w, 0, qd),
-        "bias": bias if op == "CONV_2D" or draw(st.booleans()) else None,
-        "b_q": None,
-        "out_q": None,
-        "options": conv_options(d, op),
-        "const": (True, draw(st.booleans())),
-    }
-
-
-@pytest.mark.parametrize("kind", list(HYBRID))
-@given(data=st.data())
-def test_conv_2d_hybrid(kind, data):
-    check_against_oracle(data.draw(hybrid_cases("CONV_2D", kind)), rtol=TOLERANCE["CONV_2D"])
-
-
-@pytest.mark.parametrize("kind", ["per-tensor", "per-channel"])
-@given(data=st.data())
-def test_depthwise_conv_2d_hybrid(kind, data):
-    check_against_oracle(data.draw(hybrid_cases("DEPTHWISE_CONV_2D", kind)), rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
-
-
-@given(data=st.data())
-def test_depthwise_conv_2d_hybrid_einsum(data):
-    """Hybrid depthwise with the einsum tap sums (EinsumTaps) for every filter: the same integer sums."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(depthwise_quantized, "EINSUM_MIN_CHANNELS", 1)
-        case = data.draw(hybrid_cases("DEPTHWISE_CONV_2D", "per-channel"))
-        check_against_oracle(case, rtol=TOLERANCE["DEPTHWISE_CONV_2D"])
-
-
-@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
-@settings(max_examples=15)
-@given(data=st.data())
-def test_hybrid_close_to_default_kernels(op, data):
-    """LiteRT's default (optimized) hybrid kernels scale by f32(sf * s_w[c]) instead of the reference's
-    order: the last ulp differs (never more than TOLERANCE). Their depthwise kernels crash without a bias."""
-    case = data.draw(hybrid_cases(op, "per-channel"))
-    if case["bias"] is None:
-        case["bias"] = np.zeros(case["f"].shape[3], F32)
-    check_against_oracle(case, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES", rtol=TOLERANCE[op])
 
 
 # -- the epilogue, the big-accumulator paths and the layouts ----------------------------------------------
@@ -614,239 +429,3 @@ def test_refused_although_litert_runs_it(case, match):
     run_litert(model, [case["x"]])
     with pytest.raises(PrepareError, match=match):
         run_ours(model, [case["x"]])
-
-
-# -- the folded requantization (ops/conv/requant.py) at its boundaries -------------------------------------
-
-#: (activation, output scale, output zero point, the epilogue kind prepare must choose)
-#: "relu": ReLU-like clamp (lo >= zp), sign correction dropped; "sign": copysign-corrected; "no-rs": no right
-#: shift (multiplier >= 1/2), no correction whatever the clamp; "late-zp": the 2^53 bound fails with the zero
-#: point in the constant (right shift ~20 with zero point -128), so zp is added after the floor.
-FOLDED = [
-    (1, 1.0, -5, "relu"),
-    (3, 1.0, 7, "relu"),
-    (0, 1.0, -5, "sign"),
-    (2, 1.0, 3, "sign"),
-    (0, 0.05, 2, "no-rs"),
-    (1, 0.01, -3, "no-rs"),
-    (0, 2.0**13, -128, "late-zp"),
-    (1, 2.0**13, -128, "late-zp"),
-]
-
-
-@pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
-@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
-@pytest.mark.parametrize("height", [8, 2])
-def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
-    """Random inputs and a ramp against a multiplier 1/16 * 1/s_out (every residue of the accumulator, so
-    SRDHM's and RoundingDivideByPOT's ties for s_out 1), negative and positive accumulators, the bias and input
-    zero point folded into the constant; the prepared path is the one the bound and the clamp select. Height 8
-    gives 1024 output values (FoldedEpilogue), height 2 gives 256 (SmallFoldedEpilogue: at most
-    SMALL_EPILOGUE_VALUES)."""
-    x = np.random.default_rng(5).integers(-128, 128, (1, height, 64, 2)).astype(I8)
-    x[0, 0, :, 0] = np.arange(-128, 128, 4)  # a ramp and its mirror
-    x[0, 0, :, 1] = -x[0, 0, :, 0] - 1
-    x[0, -1] = np.arange(128).reshape(64, 2) % 7 - 3  # small accumulators: outputs between the clamps
-    if op == "CONV_2D":
-        f, f_q = np.array([[[[1, 0]], [[2, -1]]], [[[-3, 1]], [[0, 2]]]], I8).reshape(2, 2, 1, 2), quant([0.125, 0.25])
-        bias = np.array([37, -1000], I32)
-    else:
-        f, f_q = np.array([1, -2, 3, 1, 0, -1, 2, 1], I8).reshape(1, 2, 2, 2), quant([0.125, 0.25], 0, 3)
-        bias = np.array([37, -1000], I32)
-    if kind == "late-zp":  # outputs of a few units need accumulators of ~2^20
-        bias += np.array([2**22, 2**20], I32)
-    case = {
-        "op": op,
-        "x": x,
-        "x_q": quant(0.5, 3),
-        "f": f,
-        "f_type": I8,
-        "f_q": f_q,
-        "bias": bias,
-        "b_q": quant([0.0625, 0.125]),
-        "out_q": quant(s_out, out_zp),
-        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
-        "const": (True, True),
-    }
-    out = check_against_oracle(case)
-    assert len(np.unique(out)) > 2 - (kind == "late-zp")  # not all clamped
-    prepared = _prepared(case)
-    if kind == "late-zp":
-        small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
-        assert type(prepared.epilogue).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
-        assert prepared.epilogue.half is None  # lo >= zp = -128 for NONE and RELU: ReLU-like
-    else:
-        assert (prepared.epilogue.half is None) == (kind != "sign")
-        small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
-        assert type(prepared.epilogue).__name__ == ("SmallFoldedEpilogue" if small else "FoldedEpilogue")
-
-
-@pytest.mark.parametrize("dtype", [I8, U8])
-def test_conv_window_covering_the_whole_input(dtype):
-    """One output pixel whose window is the whole unpadded input (a streaming model's conv over its ring
-    buffer): the im2col rows are the input's rows (ConvQuantizedFoldedRows), two batches."""
-    rng = np.random.default_rng(11)
-    lo, hi = int_range(dtype)
-    x = rng.integers(lo, hi + 1, (2, 5, 1, 40)).astype(dtype)
-    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (16, 5, 1, 40)).astype(dtype)
-    case = {
-        "op": "CONV_2D",
-        "x": x,
-        "x_q": quant(0.05, 3),
-        "f": f,
-        "f_type": dtype,
-        "f_q": quant(0.002, 128 if dtype == U8 else 0),
-        "bias": rng.integers(-3000, 3000, 16).astype(I32),
-        "b_q": quant(np.float32(0.05) * np.float32(0.002)),
-        "out_q": quant(0.08, -2 if dtype == I8 else 100),
-        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
-        "const": (True, True),
-    }
-    out = check_against_oracle(case)
-    assert len(np.unique(out)) > 3
-    prepared = _prepared(case)
-    assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
-
-
-@pytest.mark.parametrize("act", [0, 1])
-@pytest.mark.parametrize("dtype", [I8, U8])
-def test_depthwise_window_covering_the_whole_input(dtype, act):
-    """One output pixel whose window is the whole unpadded input (DepthwiseConvWholeFolded), both epilogues
-    (ReLU-like and sign-corrected), two batches."""
-    rng = np.random.default_rng(12)
-    lo, hi = int_range(dtype)
-    x = rng.integers(lo, hi + 1, (2, 5, 1, 24)).astype(dtype)
-    f = rng.integers(lo if dtype == U8 else -127, hi + 1, (1, 5, 1, 24)).astype(dtype)
-    case = {
-        "op": "DEPTHWISE_CONV_2D",
-        "x": x,
-        "x_q": quant(0.05, 3),
-        "f": f,
-        "f_type": dtype,
-        "f_q": quant(0.01, 128, 3) if dtype == U8 else quant(rng.uniform(0.005, 0.02, 24), 0, 3),
-        "bias": rng.integers(-300, 300, 24).astype(I32),
-        "b_q": quant(0.0005),
-        "out_q": quant(0.03, -2 if dtype == I8 else 100),
-        "options": {
-            "padding": 1,
-            "stride_h": 1,
-            "stride_w": 1,
-            "fused_activation_function": act,
-            "depth_multiplier": 1,
-        },
-        "const": (True, True),
-    }
-    out = check_against_oracle(case)
-    assert len(np.unique(out)) > 3
-    prepared = _prepared(case)
-    assert type(prepared).__name__ == "DepthwiseConvWholeFolded"
-    assert (prepared.epilogue.half is None) == (act == 1)
-
-
-#: (op, input shape, kernel, activation, output zero point): layers whose near-dead channels (weight scale 1000x
-#: smaller: right shifts of 17-20) fail the fold's bound with zero point -128 while the others fold.
-MIXED = [
-    ("CONV_2D", (1, 9, 9, 8), 3, 1, -128),  # im2col GEMM, ReLU-like, FoldedEpilogue
-    ("CONV_2D", (1, 6, 6, 16), 1, 3, -128),  # 1x1: the input's rows (ConvQuantizedFoldedRows), ReLU6
-    ("CONV_2D", (1, 9, 9, 8), 3, 0, -100),  # no activation: the copysign epilogue
-    ("CONV_2D", (2, 1, 1, 24), 1, 1, -128),  # a streaming layer: the small epilogues
-    ("CONV_2D", (2, 1, 1, 24), 1, 0, -100),  # the same with the copysign term
-    ("DEPTHWISE_CONV_2D", (1, 9, 9, 16), 3, 1, -128),  # tap sums
-    ("DEPTHWISE_CONV_2D", (1, 7, 7, 64), 3, 0, -100),  # einsum tap sums, copysign epilogue
-    ("DEPTHWISE_CONV_2D", (1, 5, 1, 32), 5, 1, -128),  # one window over the input (DepthwiseConvWholeFolded)
-]
-
-
-@pytest.mark.parametrize("op, shape, k, act, zp", MIXED, ids=[f"{m[0]}-{m[2]}x{m[2]}-act{m[3]}" for m in MIXED])
-def test_mixed_folding(op, shape, k, act, zp):
-    """Some channels fold, some only with the zero point added after the floor (multipliers 1000x smaller), the
-    others (10^6x smaller) are requantized apart by the MixedEpilogue: exact against the oracle, the dead
-    channels' outputs included (they are not all at the zero point)."""
-    rng = np.random.default_rng(sum(shape) + k + act)
-    n, h, w, c = shape
-    out_c = c if op == "DEPTHWISE_CONV_2D" else 24
-    kw = 1 if shape[2] == 1 else k
-    x = rng.integers(-128, 128, shape).astype(I8)
-    f_shape = (1, k, kw, out_c) if op == "DEPTHWISE_CONV_2D" else (out_c, k, kw, c)
-    f = rng.integers(-127, 128, f_shape).astype(I8)
-    s_w = rng.uniform(0.5, 1.5, out_c) * 0.01
-    dead = np.arange(out_c) % 5 == 2  # zp added after the floor (LateZeroPointEpilogue)
-    very_dead = np.arange(out_c) % 7 == 3  # not even then: requantized apart (MixedEpilogue)
-    dead &= ~very_dead
-    s_w[dead] *= 1e-3
-    s_w[very_dead] *= 1e-6
-    s_in = 0.05
-    terms = k * kw * (1 if op == "DEPTHWISE_CONV_2D" else c)
-    s_out = s_in * 0.01 * 73 * 60 * np.sqrt(terms) / 60
-    bias = rng.integers(-20000, 20000, out_c).astype(I32)
-    bias[dead] = rng.integers(2**19, 2**20, int(dead.sum()))  # the dead channels' outputs move (about +1 unit)
-    bias[very_dead] = rng.integers(-(2**30), 2**30, int(very_dead.sum()))
-    case = {
-        "op": op,
-        "x": x,
-        "x_q": quant(s_in, 3),
-        "f": f,
-        "f_type": I8,
-        "f_q": quant(s_w, 0, 3 if op == "DEPTHWISE_CONV_2D" else 0),
-        "bias": bias,
-        "b_q": quant(np.float32(s_in) * np.float32(s_w).astype(np.float64)),
-        "out_q": quant(s_out, zp),
-        "options": {
-            "padding": 1 if (h, w) == (k, kw) else 0,
-            "stride_h": 1,
-            "stride_w": 1,
-            "fused_activation_function": act,
-        },
-        "const": (True, True),
-    }
-    if op == "DEPTHWISE_CONV_2D":
-        case["options"]["depth_multiplier"] = 1
-    out = check_against_oracle(case)
-    assert len(np.unique(out[..., dead])) > 1 and len(np.unique(out[..., ~dead & ~very_dead])) > 2
-    model = conv_model(
-        *(case[k] for k in ("op", "x", "x_q", "f", "f_type", "f_q", "bias", "b_q")), I8, case["out_q"], case["options"]
-    )
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
-    assert type(prepared.epilogue).__name__ == "MixedEpilogue"
-    assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
-    small = out.size <= SMALL_EPILOGUE_VALUES
-    assert type(prepared.epilogue.folded).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
-    assert prepared.epilogue.folded.late_zp.reshape(-1, out_c)[0].tolist() == np.where(dead, zp, 0).tolist()
-
-
-@pytest.mark.parametrize(
-    "shape, k, out_c, expected",
-    [
-        ((1, 16, 16, 32), 3, 32, "ConvQuantizedScaled"),  # K = 288 >= 4 * O, 73k im2col values: float32 GEMM
-        ((1, 6, 6, 24), 3, 24, "ConvQuantizedFolded"),  # K = 216 >= 4 * O but only 7.8k im2col values
-        ((1, 16, 16, 8), 3, 32, "ConvQuantizedFolded"),  # K = 72 < 4 * O
-        ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1: the input's rows, always folded
-    ],
-)
-def test_conv_fold_choice(shape, k, out_c, expected):
-    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT: large im2col matrices against the output take the float32
-    GEMM and scale its sums (ConvQuantizedScaled), the others the folded float64 GEMM; exact against the oracle.
-    (test_mixed_folding's channels that fold only apart send such layers to ConvQuantized.)"""
-    rng = np.random.default_rng(k + out_c)
-    x = rng.integers(-128, 128, shape).astype(I8)
-    f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)
-    s_w = rng.uniform(0.005, 0.02, out_c)
-    case = {
-        "op": "CONV_2D",
-        "x": x,
-        "x_q": quant(0.05, -3),
-        "f": f,
-        "f_type": I8,
-        "f_q": quant(s_w),
-        "bias": rng.integers(-5000, 5000, out_c).astype(I32),
-        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
-        "out_q": quant(0.05 * 0.01 * 73 * np.sqrt(k * k * shape[3]), -128),
-        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
-        "const": (True, True),
-    }
-    out = check_against_oracle(case)
-    assert len(np.unique(out)) > 2
-    prepared = _prepared_op(case)
-    assert type(prepared).__name__ == expected
