@@ -1,6 +1,7 @@
 """Every source path the documentation names exists: ``litert_py/...py``, ``tests/...py``, ``tools/...py`` and the
 package-relative ``ops/...py`` (also ``quant/``, ``runtime/``, ``schema/``, ``delegates/``, ``verify/``) in
-docs/**/*.md, CONTRIBUTING.md, README.md and the docstrings and comments of litert_py/, tests/ and tools/."""
+docs/**/*.md, CONTRIBUTING.md, README.md, the docstrings and comments of litert_py/, tests/ and tools/, and the
+shell scripts (tools/*.sh, .ci/run)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def test_named_paths_exist(where):
     else:
         this = pathlib.Path(__file__).resolve()  # its examples name a missing path on purpose
         files = [p for d in ("litert_py", "tests", "tools") for p in sorted((ROOT / d).rglob("*.py")) if p != this]
+        files += sorted((ROOT / "tools").glob("*.sh")) + [ROOT / ".ci" / "run"]
     assert len(files) > 5
     missing = _missing(files)
     assert not missing, missing

@@ -16,9 +16,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENVS=${VENVS:-/tmp/litert-py-venvs}
 PYTHONS=${PYTHONS-"3.10 3.11 3.12 3.13"}  # PYTHONS="" runs only the oldest-numpy run
 OLDEST_NUMPY_PYTHON=${OLDEST_NUMPY_PYTHON:-3.10}
-SUBSET=${SUBSET:-"tests/test_corpus.py tests/runtime/test_interpreter.py tests/quant tests/ops/test_conv.py
-  tests/ops/test_conv_quantized.py tests/ops/test_elementwise.py tests/ops/test_fully_connected.py
-  tests/ops/test_pooling.py tests/ops/test_activations.py tests/ops/test_lstm.py tests/tools/test_run.py
+SUBSET=${SUBSET:-"tests/test_corpus.py tests/runtime/test_interpreter.py tests/quant tests/ops/conv/test_conv.py
+  tests/ops/conv/test_conv_quantized.py tests/ops/test_elementwise.py tests/ops/test_fully_connected.py
+  tests/ops/test_pooling.py tests/ops/test_activations.py tests/ops/recurrent/test_lstm.py tests/tools/test_run.py
   tests/test_glibc_fallback.py tests/test_batch.py tests/runtime/test_custom_ops.py"}
 # the numpy floor as pyproject.toml states it ("numpy>=1.23" -> 1.23)
 FLOOR=$(sed -n 's/.*"numpy>=\([0-9.]*\)".*/\1/p' "$ROOT/pyproject.toml" | head -1)
