@@ -133,7 +133,7 @@ def lower_conv(g: GraphBuilder, node, ctx) -> None:
 
 def lower_transpose_conv(g: GraphBuilder, node, ctx) -> None:
     """TRANSPOSE_CONV: ConvTranspose on NCHW; the full result is cropped at TFLite's leading padding."""
-    from ..ops.conv.transpose import transpose_geometry
+    from ..ops.conv.col2im import transpose_geometry
 
     o = ctx.options
     w, x = ctx.inputs[1], ctx.inputs[2]

@@ -9,7 +9,8 @@ one iteration to the next: cond and body are re-prepared for the shapes they are
 ResizeInputTensor + AllocateTensors), and the node's outputs are then dynamic. When the body keeps every
 shape, the outputs have the input shapes and are planned statically. Loop values follow dataflow
 semantics even when a body output is the body's input tensor at another position (a swap); there
-ai-edge-litert 2.3.0 lends one buffer to two loop values and returns wrong values.
+ai-edge-litert 2.3.0 lends one buffer to two loop values and returns wrong values. STABLEHLO_WHILE (same
+options: cond_subgraph_index, body_subgraph_index) is the same kernel.
 
 IF runs the then or else subgraph on inputs[1:] by the value of its bool scalar input 0. Its outputs are
 static when both branches give the same static shapes, dynamic otherwise.
@@ -82,6 +83,7 @@ class While:
 
 
 @register(BuiltinOperator.WHILE, stateful=True)
+@register(BuiltinOperator.STABLEHLO_WHILE, stateful=True)  # the same semantics and option names
 def prepare_while(ctx: OpContext) -> PreparedOp:
     n = len(ctx.inputs)
     ctx.check(len(ctx.outputs) == n, f"WHILE has {n} inputs but {len(ctx.outputs)} outputs")

@@ -8,7 +8,7 @@ in-input taps in (filter_y, filter_x) order from 0.f, divided by their count, st
 ActivationFunctionWithMinMax with the float CalculateActivationRange.
 
 Vectorized: the squares are taken once over the whole input, then the taps (rectangles clipped to the input,
-pooling.py's helpers) are added in the reference's order: bit-exact with the reference.
+pool_common.py's helpers) are added in the reference's order: bit-exact with the reference.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, float_activation_range
 from .conv.common import EMPTY_OUTPUT
-from .pooling import float_divisor, pool_geometry, pool_taps_2d, sum_taps
+from .pool_common import float_divisor, pool_geometry, pool_taps_2d, sum_taps
 from .registry import OpContext, PreparedOp, register
 
 INPUT = 0

@@ -1,10 +1,6 @@
-"""Reductions: MEAN and SUM (every dtype path LiteRT has, quantized included) and the axis handling reducers share.
+"""Reductions: MEAN and SUM (every dtype path LiteRT has, quantized included).
 
-Axis handling and output shape follow reduce.cc (ResolveAxis, GetOutputShape), shared by every reducer:
-the axis tensor is int32 (any shape; its values are read flat); negative axes count from the end,
-repeated axes count once, an axis outside [-rank, rank) is rejected; ``keep_dims`` keeps reduced axes as 1.
-A rank-0 input ignores the axes and gives a rank-0 output. A constant axis tensor gives a static output shape;
-otherwise the output is dynamic and the axes are read at eval.
+Axis handling and output shape: reduce_common.py, shared with reduce_generic.py.
 
 MEAN (ai-edge-litert 2.3.0, BUILTIN_REF):
 - float32: sum in float32, accumulated in the input's row-major order as reference_ops::ReduceSumImpl does
@@ -27,7 +23,7 @@ SUM:
 - An empty input gives zeros (the reducers' initial value).
 
 Generic reductions (REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL) are in reduce_generic.py,
-which shares the axis handling above; ARG_MAX / ARG_MIN / CUMSUM in reduce_axis.py.
+which shares the axis handling (reduce_common.py); ARG_MAX / ARG_MIN / CUMSUM in reduce_axis.py.
 
 Sources matched: tflite/kernels/reduce.cc, tflite/kernels/internal/reference/reduce.h (Mean, ReduceSumImpl,
 ResolveAxis, QuantizedMeanOrSum), tflite/kernels/internal/optimized/reduce.h (QuantizedMeanOrSum),
@@ -37,44 +33,19 @@ tflite/kernels/internal/common.h (MultiplyByQuantizedMultiplier).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputValueError
 from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import Reduction, clip_ufunc
+from .reduce_common import AXIS, INPUT, OUTPUT, ReduceDynamicAxes, reduced_shape, refuse_empty_quantized, resolve_axes
 from .registry import OpContext, PreparedOp, TensorInfo, register
-
-INPUT, AXIS, OUTPUT = 0, 1, 0
 
 _F32, _I32, _I64 = TensorType.FLOAT32, TensorType.INT32, TensorType.INT64
 _U8, _I8, _I16, _BOOL = TensorType.UINT8, TensorType.INT8, TensorType.INT16, TensorType.BOOL
-
-
-# -- axes and shapes (every reducer) ----------------------------------------------------------------
-def resolve_axes(rank: int, axis_values: Sequence[int]) -> tuple[int, ...]:
-    """ResolveAxis: non-negative axes in the order given, repeats dropped. Raises ValueError when out of range."""
-    if rank == 0:
-        return ()
-    axes: list[int] = []
-    for a in (int(v) for v in axis_values):
-        r = a + rank if a < 0 else a
-        if not 0 <= r < rank:
-            raise InputValueError(f"Invalid axis index {a} for a rank-{rank} input.")
-        if r not in axes:
-            axes.append(r)
-    return tuple(axes)
-
-
-def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) -> tuple[int, ...]:
-    """GetOutputShape: reduced axes become 1 (keep_dims) or disappear."""
-    if keep_dims:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
 # -- MEAN -----------------------------------------------------------------------------------------
@@ -273,23 +244,6 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
     return op
 
 
-@dataclass(frozen=True, eq=False)
-class ReduceDynamicAxes:
-    """A reduction whose axis tensor is not constant: the axes, the output shape and the prepared op at eval;
-    ``make(x, axes, reduction)`` builds the op (MEAN / SUM: ``_reduce_make``; REDUCE_MAX/MIN/PROD/ANY/ALL:
-    reduce_generic.py's makers), a partial holding its constants."""
-
-    keep_dims: bool
-    make: functools.partial
-
-    def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
-        out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
-        self.make(x, axes, Reduction.of(x.shape, axes))([x], [out])
-        outputs[OUTPUT] = out
-
-
 def _reduce_make(path: str, qp: QuantParams | None, x: np.ndarray, axes, reduction: Reduction):
     # no MeanQuantizedTable for a reduction made at every invoke: building it would cost more than it saves
     return _reduce_op(path, reduction, x.size, qp, table=False)
@@ -353,13 +307,3 @@ def prepare_mean_sum(ctx: OpContext) -> PreparedOp:
     if path == "sum-float":
         refuse_empty_quantized(ctx, reduction)
     return _reduce_op(path, reduction, x.size, qp)
-
-
-def refuse_empty_quantized(ctx: OpContext, reduction: Reduction) -> None:
-    """int8 / int16 SUM and REDUCE_PROD over no element: LiteRT's kernels return uninitialized scratch values
-    (e.g. SUM int16 of a (0, 3, 4) input over axes 0 and 2 gives [0 16128 32670], its optimized kernel
-    [7792 16383 32670]; the sum is 0), so the model is refused rather than answered differently."""
-    ctx.check(
-        reduction.n > 0 or reduction.m == 0,
-        f"quantized {ctx.op_name} over an empty dimension: LiteRT returns uninitialized values there",
-    )

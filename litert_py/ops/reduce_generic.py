@@ -1,6 +1,6 @@
 """Generic reductions: REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL (reduce.cc EvalGeneric).
 
-Axis handling and output shape as MEAN / SUM (reduce.py: ``resolve_axes``, ``reduced_shape``).
+Axis handling and output shape as MEAN / SUM (reduce_common.py: ``resolve_axes``, ``reduced_shape``).
 
 REDUCE_MAX / REDUCE_MIN (float32, int32, int64, uint8, int8, int16, bool; quantized 8/16-bit reduce raw values
 and need equal input / output scale and zero point), REDUCE_PROD (float32 in input order, integers wrapping,
@@ -23,7 +23,7 @@ from ..quant import dtype_range, quantize_multiplier
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import Reduction, clip_ufunc
-from .reduce import ReduceDynamicAxes, reduced_shape, refuse_empty_quantized, resolve_axes
+from .reduce_common import ReduceDynamicAxes, reduced_shape, refuse_empty_quantized, resolve_axes
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT, AXIS, OUTPUT = 0, 1, 0

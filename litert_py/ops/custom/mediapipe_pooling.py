@@ -22,7 +22,8 @@ Semantics:
 - ``Convolution2DTransposeBias(input NHWC, weights OHWI, bias[O])``: TRANSPOSE_CONV plus a bias, no
   activation. Output height ``s * (H - 1) + KH - P`` where ``P = max(0, KH - (H - 1) % s - 1)`` for SAME and
   ``P = 0`` for VALID; the scatter starts ``P // 2`` rows above the output (same for the width). Computed
-  with conv/transpose.py's GEMM + col2im; float sums may differ from MediaPipe's loop order in the last bits.
+  by TRANSPOSE_CONV's float kernel (conv/col2im.py: GEMM + col2im); float sums may differ from MediaPipe's
+  loop order in the last bits.
 - ``MaxPoolingWithArgmax2D(input) -> (values, indices)``: MAX_POOL_2D's windows (output size and leading
   padding as TFLite's ComputePadding), the max starting from ``-FLT_MAX`` with a strict ``>`` in
   (filter_y, filter_x) order (NaN never wins; a window with nothing above ``-FLT_MAX`` gives ``-FLT_MAX`` and
@@ -52,8 +53,8 @@ import numpy as np
 
 from ...schema.model import Padding
 from ..common import clip_ufunc, float_activation_range
+from ..conv.col2im import TransposeConvFloat, TransposeConvFloatTiles, float_tiles_op
 from ..conv.common import Geometry, out_size, pad_before
-from ..conv.transpose import TransposeConvFloat, TransposeConvFloatTiles, float_tiles_op
 from ..registry import OpContext, PreparedOp, register
 
 F32 = np.float32

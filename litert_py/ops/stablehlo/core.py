@@ -1,5 +1,5 @@
 """StableHLO ops that ai-edge-litert 2.3.0 registers, and the builtin REDUCE_WINDOW (the elementwise ones,
-STABLEHLO_ADD, MULTIPLY, MAXIMUM, MINIMUM, AND and SHIFT_LEFT, are in stablehlo_elementwise.py).
+STABLEHLO_ADD, MULTIPLY, MAXIMUM, MINIMUM, AND and SHIFT_LEFT, are in elementwise.py).
 
 - STABLEHLO_PAD (every numeric dtype, bool): edge padding (negative crops) and interior padding with the
   scalar padding value (stablehlo_pad.cc).
@@ -33,7 +33,7 @@ from ...schema.model import BuiltinOperator
 from ..philox import philox4x32
 from ..registry import OpContext, PreparedOp, register
 from ..subgraph_call import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
-from .elementwise import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
+from .common import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
 
 B = BuiltinOperator
 _FLOATS = (np.float16, np.float32, np.float64)

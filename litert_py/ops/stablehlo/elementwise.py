@@ -38,6 +38,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..registry import OpContext, PreparedOp, register
+from .common import hlo_add, hlo_maximum, hlo_minimum, hlo_multiply
 
 B = BuiltinOperator
 _FLOATS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64))
@@ -54,28 +55,6 @@ _BOOL = (np.dtype(np.bool_),)
 
 def _and(a, b, out):
     np.bitwise_and(a, b, out=out)
-
-
-def hlo_add(a, b, out):
-    if out.dtype == np.bool_:
-        np.logical_or(a, b, out=out)
-    else:
-        np.add(a, b, out=out)
-
-
-def hlo_multiply(a, b, out):
-    if out.dtype == np.bool_:
-        np.logical_and(a, b, out=out)
-    else:
-        np.multiply(a, b, out=out)
-
-
-def hlo_maximum(a, b, out):
-    np.copyto(out, np.where(a < b, b, a))  # std::max(a, b) = (a < b) ? b : a (NaN in a wins)
-
-
-def hlo_minimum(a, b, out):
-    np.copyto(out, np.where(b < a, b, a))  # std::min(a, b) = (b < a) ? b : a
 
 
 def _int_max(a, b, out):

@@ -11,11 +11,10 @@ Every dtype (data movement copies raw values, so quantized tensors pass through 
   slice lies inside the operand.
 - STABLEHLO_DOT_GENERAL (float and int; no quantized): result dims are batch, lhs free, rhs free dims.
   Floats accumulate in the input type through NumPy matmul, ints wrap in the result type.
-- STABLEHLO_WHILE: the WHILE kernel (same options). STABLEHLO_REDUCE (one operand; a body of one
-  add/multiply/maximum/minimum/and/or, builtin or StableHLO: reduced with the NumPy ufunc, so float sums
-  are pairwise, an order the spec leaves open). STABLEHLO_SORT (any number of operands sorted by the
-  first; a comparator of one STABLEHLO_COMPARE LT (ascending) or GT (descending) on the first pair, FLOAT or
-  FLOAT_TOTAL_ORDER; stable always, which is_stable=false allows).
+- STABLEHLO_REDUCE (one operand; a body of one add/multiply/maximum/minimum/and/or, builtin or StableHLO:
+  reduced with the NumPy ufunc, so float sums are pairwise, an order the spec leaves open). STABLEHLO_SORT (any
+  number of operands sorted by the first; a comparator of one STABLEHLO_COMPARE LT (ascending) or GT
+  (descending) on the first pair, FLOAT or FLOAT_TOTAL_ORDER; stable always, which is_stable=false allows).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...schema.model import BuiltinOperator
-from ..control_flow import prepare_while
 from ..registry import OpContext, PreparedOp, register
 
 B = BuiltinOperator
@@ -279,10 +277,8 @@ def prepare_stablehlo_dot_general(ctx: OpContext) -> PreparedOp:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Ops with a region: WHILE (any body), REDUCE and SORT (a one-node body, recognized and run vectorized)
+# Ops with a region: REDUCE and SORT (a one-node body, recognized and run vectorized; WHILE: control_flow.py)
 # ----------------------------------------------------------------------------------------------------------
-
-register(B.STABLEHLO_WHILE, stateful=True)(prepare_while)  # same semantics and option names as WHILE
 
 
 def _check_plain_numbers(ctx: OpContext, tensors, what: str) -> None:

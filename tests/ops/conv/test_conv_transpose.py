@@ -144,7 +144,7 @@ def test_transpose_conv_float_tiles(k, n, hw, co, bias, act, tiles):
     """Stride = filter size, VALID, output = the scatter: TransposeConvFloatTiles, equal to LiteRT within the
     float tolerance, and bit-identical to the overlap-add kernel (-0 sums, infinities)."""
     from litert_py import Interpreter
-    from litert_py.ops.conv import transpose
+    from litert_py.ops.conv import col2im
 
     d = {"path": "float32", "n": n, "h": hw[0], "w": hw[1], "c": co[0], "o": co[1], "kh": k[0], "kw": k[1]}
     d |= {"sh": k[0], "sw": k[1], "oh": hw[0] * k[0], "ow": hw[1] * k[1], "padding": 1, "act": act}
@@ -161,12 +161,12 @@ def test_transpose_conv_float_tiles(k, n, hw, co, bias, act, tiles):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
-    assert isinstance(prepared, transpose.TransposeConvFloatTiles) == tiles
+    assert isinstance(prepared, col2im.TransposeConvFloatTiles) == tiles
     theirs, ours = run_litert(model, feeds), run_ours(model, feeds)
     assert_close(ours, theirs, rtol=TOLERANCE["TRANSPOSE_CONV"] * k[0] * k[1] * co[0], atol=1e-5)
     if tiles:  # the general kernel on the same GEMM: every bit equal
         g, op = prepared.geo, prepared
-        general = transpose.TransposeConvFloat(
+        general = col2im.TransposeConvFloat(
             g, 1, op.weights, None if bias is False else op.bias, False, -np.inf, np.inf, k, None, None
         )
         want = np.empty(g.out_shape, np.float32)
