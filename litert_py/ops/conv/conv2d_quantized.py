@@ -203,7 +203,9 @@ class ConvQuantizedFolded:
 class ConvQuantizedFoldedRows:
     """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
     whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
-    without Im2Col's window logic (small streaming layers pay per Python call)."""
+    without Im2Col's window logic (small streaming layers pay per Python call). The product is ``np.dot``
+    (1.8 us instead of matmul's 2.6 us for a (1, 201) x (201, 64) product; the same BLAS sums, and the folded
+    GEMM is exact whatever the order: requant.py's bound)."""
 
     a: np.ndarray  # (M, K+1) float64, last column ones
     a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
@@ -214,7 +216,7 @@ class ConvQuantizedFoldedRows:
 
     def __call__(self, inputs, outputs):
         np.copyto(self.a_input, inputs[INPUT])
-        np.matmul(self.a, self.weights, out=self.acc_rows)
+        np.dot(self.a, self.weights, out=self.acc_rows)  # out: C-contiguous, the product's type
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
