@@ -6,7 +6,7 @@ views (`DepthwiseTaps`) are shared with the float path there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -225,6 +225,27 @@ class DepthwiseConvWholeFolded:
         np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
         np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple) -> DepthwiseConvWholeFoldedView:
+        """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
+        return DepthwiseConvWholeFoldedView(*(getattr(self, f.name) for f in fields(self)), index)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
+    """DepthwiseConvWholeFolded whose input is ``source[index]``, a strided view of the tensor a chain of slicing
+    steps (SPLIT_V, STRIDED_SLICE) would have copied it from (ops/slice_views.py): np.multiply reads the view's
+    values as it read the copy's, so the result is the same, without the copies."""
+
+    index: tuple
+
+    def __call__(self, inputs, outputs):
+        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple):  # already fused: not again
+        raise NotImplementedError
 
 
 def _prepare_depthwise_folded(
