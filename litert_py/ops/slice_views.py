@@ -108,19 +108,21 @@ def fuse_slice_views(steps: list, infos: list, outputs) -> list:
         changed = True
     if not changed:
         return steps
-    return _drop_unread(new_steps, keep)
+    return _drop_unread(new_steps, keep, set(readers))
 
 
-def _drop_unread(steps: list, keep: set) -> list:
-    """Drop the slicing steps none of whose outputs is read by another step or is a subgraph output."""
+def _drop_unread(steps: list, keep: set, read_before: set) -> list:
+    """Drop the slicing steps that the fusion left without a reader: every output was read before, none is read
+    now or is a subgraph output (slicing steps whose outputs nobody read in the first place stay)."""
     while True:
         read = {i for node, _ in steps for i in node.operator.inputs if i >= 0}
-        dead = [
+        dead = {
             k
             for k, (node, op) in enumerate(steps)
             if type(op) in (Split, StridedSliceDirect)
+            and all(o in read_before for o in node.operator.outputs if o >= 0)
             and not any(o in read or o in keep for o in node.operator.outputs if o >= 0)
-        ]
+        }
         if not dead:
             return steps
         steps = [s for k, s in enumerate(steps) if k not in dead]
