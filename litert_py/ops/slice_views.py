@@ -8,8 +8,9 @@ last frames of each part (STRIDED_SLICE) for a depthwise conv over the whole win
 
 Each slicing step copies a few hundred bytes for about a microsecond. :func:`fuse_slice_views` composes the
 chain's basic slices into one index on ``c`` (checked at prepare against the chain on an index array) and gives
-the consumer a prepared op that reads ``c[index]`` (``DepthwiseConvWholeFolded.reading``: its first numpy call
-reads the view as it read the copy, so the values are identical). A slicing step none of whose outputs is read
+the consumer a prepared op that reads ``c[index]`` (``DepthwiseConvWholeFolded.reading``,
+``ConvQuantizedFoldedRows.reading``: their first numpy call reads the view as it read the copy, so the values are
+identical). A slicing step none of whose outputs is read
 any more is dropped.
 
 Conditions: the consumer's prepared op offers ``reading`` (the kernels known to read input 0 only through numpy

@@ -4,6 +4,7 @@ geometry selects it (the prepared op's class is asserted, so a test also fails w
 - litert_py.ops.slice_views: CONCATENATION -> SPLIT_V -> STRIDED_SLICE -> DEPTHWISE_CONV_2D over the whole window,
   the depthwise reading a view of the concatenation (the slicing steps dropped), and the chains it must leave
   alone (a sliced tensor that is also an output);
+- the same for CONCATENATION -> STRIDED_SLICE -> CONV_2D (whole-window or pointwise, the folded GEMM rows path);
 - StridedSliceDirect (no reshapes) with a step;
 - FullyConnectedQuantizedFoldedRelu (the ReLU-like folded FULLY_CONNECTED without the sign term) and the
   sign path it must not take without a ReLU-like clamp.
@@ -114,6 +115,36 @@ def test_sliced_tensor_that_is_an_output_keeps_its_chain():
     # a is an output: its SPLIT_V stays, and a5's slice is read through a (a has two readers: no walk past it)
     assert "Split" in names
     assert names.count("DepthwiseConvWholeFoldedView") == 2
+
+
+def _slice_conv_model(kernel_frames: int, act: int) -> bytes:
+    """x0 (1, 8, 1, 8), x1 (1, 1, 1, 8): c = concat (1, 9, 1, 8); s = c[:, 4:9:1]; a per-channel int8 CONV_2D
+    (VALID) with a (kernel_frames x 1) kernel: 5 (one window over the whole slice) or 1 (pointwise)."""
+    rng = np.random.default_rng(5)
+    b = ModelBuilder()
+    x0 = b.input("x0", (1, 8, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    x1 = b.input("x1", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    c = _int8(b, "c", (1, 9, 1, 8))
+    b.op("CONCATENATION", [x0, x1], [c], {"axis": 1})
+    s = _int8(b, "s", (1, 5, 1, 8))
+    ins = [c] + [b.const(n, np.array(v, np.int32)) for n, v in (("bg", [0, 4, 0, 0]), ("en", [1, 9, 1, 8]))]
+    b.op("STRIDED_SLICE", ins + [b.const("st", np.ones(4, np.int32))], [s], {})
+    units = 6
+    w = rng.integers(-127, 128, (units, kernel_frames, 1, 8)).astype(np.int8)
+    s_w = rng.uniform(0.002, 0.01, units)
+    f = b.const("w", w, quantization=quant(s_w, 0, 0))
+    bias = b.const("bias", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(S_IN * s_w))
+    y = _int8(b, "y", (1, 6 - kernel_frames, 1, units), 0.1, -128 if act == RELU else 5)
+    b.op("CONV_2D", [s, f, bias], [y], {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act})
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("act", [NONE, RELU])
+@pytest.mark.parametrize("kernel_frames", [5, 1])
+def test_slice_conv_rows_reads_view(kernel_frames, act):
+    names = _assert_equal(_slice_conv_model(kernel_frames, act))
+    assert names == ["Concatenation", "ConvQuantizedFoldedRowsView"]  # the slice dropped
 
 
 def _fc_model(act: int, zo: int, units: int = 6, depth: int = 20) -> bytes:

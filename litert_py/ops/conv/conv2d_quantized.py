@@ -5,7 +5,7 @@ here; the im2col data movement (`Im2Col`) is shared with the float path there.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -218,6 +218,27 @@ class ConvQuantizedFoldedRows:
         np.copyto(self.a_input, inputs[INPUT])
         np.dot(self.a, self.weights, out=self.acc_rows)  # out: C-contiguous, the product's type
         self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple) -> ConvQuantizedFoldedRowsView:
+        """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
+        return ConvQuantizedFoldedRowsView(*(getattr(self, f.name) for f in fields(self)), index)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
+    """ConvQuantizedFoldedRows whose input is ``source[index]``, a strided view of the tensor a chain of slicing
+    steps would have copied it from (ops/slice_views.py): np.copyto copies the view's values into the GEMM's
+    rows as it copied the slice's, so the result is the same, without the slice's copy."""
+
+    index: tuple
+
+    def __call__(self, inputs, outputs):
+        np.copyto(self.a_input, inputs[INPUT][self.index])
+        np.dot(self.a, self.weights, out=self.acc_rows)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple):  # already fused: not again
+        raise NotImplementedError
 
 
 def _prepare_conv_folded(
