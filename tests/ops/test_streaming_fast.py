@@ -6,6 +6,7 @@ geometry selects it (the prepared op's class is asserted, so a test also fails w
   alone (a sliced tensor that is also an output);
 - the same for CONCATENATION -> STRIDED_SLICE -> CONV_2D (whole-window or pointwise, the folded GEMM rows path);
 - StridedSliceDirect (no reshapes) with a step;
+- TableLookupScalar (QUANTIZE / DEQUANTIZE of a one-value input) over every int8 input value and int16 extremes;
 - FullyConnectedQuantizedFoldedRelu (the ReLU-like folded FULLY_CONNECTED without the sign term) and the
   sign path it must not take without a ReLU-like clamp.
 """
@@ -18,7 +19,7 @@ import pytest
 import litert_py
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.compare import assert_close
-from tests.oracle import oracle
+from tests.oracle import T, oracle, single_op_model
 
 RELU, NONE = 1, 0
 S_IN = 0.05
@@ -92,8 +93,8 @@ def _feeds(model: bytes, count: int = 6):
     return [[rng.integers(-128, 128, d["shape"]).astype(np.int8) for d in it.get_input_details()] for _ in range(count)]
 
 
-def _assert_equal(model: bytes):
-    feeds = _feeds(model)
+def _assert_equal(model: bytes, feeds=None):
+    feeds = _feeds(model) if feeds is None else feeds
     LiteRT, _ = oracle()
     _, theirs = _run(LiteRT, model, feeds)
     it, ours = _run(litert_py.Interpreter, model, feeds)
@@ -170,3 +171,24 @@ def _fc_model(act: int, zo: int, units: int = 6, depth: int = 20) -> bytes:
 def test_folded_fully_connected_paths(act, zo, cls):
     names = _assert_equal(_fc_model(act, zo))
     assert names == [cls]
+
+
+@pytest.mark.parametrize(
+    ("op", "x_dtype", "x_q", "y_dtype", "y_q"),
+    [
+        ("QUANTIZE", np.int8, quant(0.3, 5), np.uint8, quant(0.7, 131)),  # microWakeWord's int8 -> uint8 score
+        ("QUANTIZE", np.int8, quant(0.5, -3), np.int8, quant(0.125, 2)),
+        ("QUANTIZE", np.int16, quant(0.3, 0), np.int16, quant(0.7, 0)),
+        ("DEQUANTIZE", np.int8, quant(0.0390625, -128), np.float32, None),
+        ("DEQUANTIZE", np.int16, quant(0.001, 0), np.float32, None),
+    ],
+)
+def test_one_value_table_lookup(op, x_dtype, x_q, y_dtype, y_q):
+    info = np.iinfo(x_dtype)
+    if x_dtype == np.int8:
+        values = np.arange(info.min, info.max + 1)
+    else:
+        values = np.concatenate([[info.min, info.min + 1, -1, 0, 1, info.max - 1, info.max], np.arange(-400, 400, 7)])
+    model = single_op_model(op, [T((1, 1), x_dtype, q=x_q)], [T((1, 1), y_dtype, q=y_q)])
+    names = _assert_equal(model, [[np.full((1, 1), v, x_dtype)] for v in values])
+    assert names == ["TableLookupScalar"]
