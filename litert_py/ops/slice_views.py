@@ -21,7 +21,16 @@ consumer has run (tensors are written once, by their producer: nothing else writ
 The interpreter does not fuse when it must keep every tensor (experimental_preserve_all_tensors) or runs its
 dynamic path.
 
-This module registers no op; runtime/subgraph.py calls ``fuse_slice_views`` on its prepared steps.
+The other direction, :func:`fuse_concat_writes`: a CONCATENATION all of whose inputs come from producers that
+can store their result into a view (``DepthwiseConvWholeFolded.writing``: its small epilogue assigns
+``out[...] = v``, which stores the same values into a view of the concatenation's output as into its own
+tensor) is dropped, each producer storing into its slice (microWakeWord's MixConv blocks concatenate two
+depthwise outputs). Conditions: each input is read by the concatenation only, is not a subgraph output and has
+one producer with one output; the producers then name the concatenation's output as theirs, so the arena
+planner keeps it alive from the first of them on.
+
+This module registers no op; runtime/subgraph.py calls ``fuse_slice_views`` then ``fuse_concat_writes`` on its
+prepared steps.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import dataclasses
 
 import numpy as np
 
+from .movement import Concatenation
 from .slicing import Split, StridedSliceDirect
 
 
@@ -127,3 +137,48 @@ def _drop_unread(steps: list, keep: set, read_before: set) -> list:
         if not dead:
             return steps
         steps = [s for k, s in enumerate(steps) if k not in dead]
+
+
+def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each CONCATENATION whose inputs all come
+    from producers that can store into a view (``writing``) dropped, the producers storing into its slices."""
+    producer: dict[int, int] = {}
+    readers: dict[int, list[int]] = {}
+    for k, (node, _) in enumerate(steps):
+        for o in node.operator.outputs:
+            if o >= 0:
+                producer[o] = k
+        for i in node.operator.inputs:
+            if i >= 0:
+                readers.setdefault(i, []).append(k)
+    keep = set(outputs)
+    new_steps: list = list(steps)
+    for j, (node, op) in enumerate(steps):
+        ins = list(node.operator.inputs)
+        if type(op) is not Concatenation or len(set(ins)) != len(ins) or any(i < 0 for i in ins):
+            continue
+        c = node.operator.outputs[0]
+        if infos[c].dynamic:
+            continue
+        rank = len(infos[c].shape)
+        bounds = np.cumsum([0] + [infos[i].shape[op.axis] for i in ins]).tolist()
+        fused = {}
+        for i, a, b in zip(ins, bounds, bounds[1:]):
+            k = producer.get(i)
+            if k is None or new_steps[k] is None or i in keep or readers.get(i) != [j] or infos[i].dynamic:
+                break
+            pnode, pop = new_steps[k]
+            if len(pnode.operator.outputs) != 1 or not hasattr(pop, "writing"):
+                break
+            written = pop.writing((slice(None),) * op.axis + (slice(a, b),) + (slice(None),) * (rank - 1 - op.axis))
+            if written is None:
+                break
+            operator = dataclasses.replace(pnode.operator, outputs=(c,))
+            fused[k] = (dataclasses.replace(pnode, operator=operator), written)
+        else:  # every input's producer stores into its slice: the concatenation step goes
+            for k, step in fused.items():
+                new_steps[k] = step
+            new_steps[j] = None
+    if all(s is not None for s in new_steps):
+        return steps
+    return [s for s in new_steps if s is not None]

@@ -3,7 +3,8 @@ geometry selects it (the prepared op's class is asserted, so a test also fails w
 
 - litert_py.ops.slice_views: CONCATENATION -> SPLIT_V -> STRIDED_SLICE -> DEPTHWISE_CONV_2D over the whole window,
   the depthwise reading a view of the concatenation (the slicing steps dropped), and the chains it must leave
-  alone (a sliced tensor that is also an output);
+  alone (a sliced tensor that is also an output); the depthwise outputs stored straight into their
+  CONCATENATION's output (fuse_concat_writes), unless one is an output too;
 - the same for CONCATENATION -> STRIDED_SLICE -> CONV_2D (whole-window or pointwise, the folded GEMM rows path);
 - StridedSliceDirect (no reshapes) with a step;
 - TableLookupScalar (QUANTIZE / DEQUANTIZE of a one-value input) over every int8 input value and int16 extremes;
@@ -42,10 +43,11 @@ def _depthwise(b, rng, x: int, shape, name: str, act: int) -> int:
     return y
 
 
-def _mixconv_model(split_out: bool = False, frame_step: int = 1, act: int = NONE) -> bytes:
+def _mixconv_model(split_out: bool = False, frame_step: int = 1, act: int = NONE, ya_out: bool = False) -> bytes:
     """x0 (1, 8, 1, 8), x1 (1, 1, 1, 8): c = concat (1, 9, 1, 8); a, b = SPLIT_V(c, [3, 5], axis 3);
-    a5 = a[:, 4:9:frame_step]; b9 = b[:, 0:9]; one whole-window depthwise on each, outputs concatenated.
-    ``split_out``: ``a`` is an output too (its chain must not be fused)."""
+    a5 = a[:, 4:9:frame_step]; b9 = b[:, 0:9]; one whole-window depthwise on each, outputs concatenated (the
+    depthwise ops store into the concatenation's output). ``split_out``: ``a`` is an output too (its chain must
+    not be fused); ``ya_out``: the first depthwise output is an output too (the concatenation stays)."""
     rng = np.random.default_rng(7)
     b = ModelBuilder()
     x0 = b.input("x0", (1, 8, 1, 8), np.int8, quantization=quant(S_IN, 3))
@@ -71,7 +73,7 @@ def _mixconv_model(split_out: bool = False, frame_step: int = 1, act: int = NONE
     yb = _depthwise(b, rng, b9, (1, 9, 1, 5), "yb", act)
     y = _int8(b, "y", (1, 1, 1, 8), 0.1, -128 if act == RELU else 5)
     b.op("CONCATENATION", [ya, yb], [y], {"axis": 3})
-    b.output(*([y, a] if split_out else [y]))
+    b.output(*([y] + ([a] if split_out else []) + ([ya] if ya_out else [])))
     return b.build()
 
 
@@ -109,6 +111,12 @@ def test_split_slice_depthwise_reads_views(frame_step, act):
     names = _assert_equal(_mixconv_model(frame_step=frame_step, act=act))
     assert names.count("DepthwiseConvWholeFoldedView") == 2
     assert "Split" not in names and "StridedSliceDirect" not in names  # both slicing steps dropped
+    assert names.count("Concatenation") == 1  # the depthwise outputs' concatenation dropped
+
+
+def test_concatenation_of_an_output_stays():
+    names = _assert_equal(_mixconv_model(ya_out=True))
+    assert names.count("Concatenation") == 2
 
 
 def test_sliced_tensor_that_is_an_output_keeps_its_chain():
