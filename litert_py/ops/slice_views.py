@@ -80,8 +80,8 @@ def compose(shape: tuple, first: tuple, second: tuple) -> tuple | None:
     return index
 
 
-def fuse_slice_views(steps: list, infos: list, outputs) -> list:
-    """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views."""
+def _producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """Per tensor: the step that writes it, and the steps that read it (in order)."""
     producer: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
     for k, (node, _) in enumerate(steps):
@@ -91,6 +91,12 @@ def fuse_slice_views(steps: list, infos: list, outputs) -> list:
         for i in node.operator.inputs:
             if i >= 0:
                 readers.setdefault(i, []).append(k)
+    return producer, readers
+
+
+def fuse_slice_views(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views."""
+    producer, readers = _producers_readers(steps)
     keep = set(outputs)
     new_steps = list(steps)
     changed = False
@@ -142,15 +148,7 @@ def _drop_unread(steps: list, keep: set, read_before: set) -> list:
 def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each CONCATENATION whose inputs all come
     from producers that can store into a view (``writing``) dropped, the producers storing into its slices."""
-    producer: dict[int, int] = {}
-    readers: dict[int, list[int]] = {}
-    for k, (node, _) in enumerate(steps):
-        for o in node.operator.outputs:
-            if o >= 0:
-                producer[o] = k
-        for i in node.operator.inputs:
-            if i >= 0:
-                readers.setdefault(i, []).append(k)
+    producer, readers = _producers_readers(steps)
     keep = set(outputs)
     new_steps: list = list(steps)
     for j, (node, op) in enumerate(steps):

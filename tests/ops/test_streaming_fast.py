@@ -30,6 +30,16 @@ def _int8(b: ModelBuilder, name: str, shape, scale=S_IN, zp=3) -> int:
     return b.tensor(name, shape, np.int8, quantization=quant(scale, zp))
 
 
+def _frames() -> tuple[ModelBuilder, int]:
+    """A builder with inputs x0 (1, 8, 1, 8) and x1 (1, 1, 1, 8) and c = CONCATENATION(x0, x1) (1, 9, 1, 8)."""
+    b = ModelBuilder()
+    x0 = b.input("x0", (1, 8, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    x1 = b.input("x1", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    c = _int8(b, "c", (1, 9, 1, 8))
+    b.op("CONCATENATION", [x0, x1], [c], {"axis": 1})
+    return b, c
+
+
 def _depthwise(b, rng, x: int, shape, name: str, act: int) -> int:
     """A per-channel int8 DEPTHWISE_CONV_2D whose window is the whole (1, T, 1, C) input: output (1, 1, 1, C)."""
     _, t, _, c = shape
@@ -49,11 +59,7 @@ def _mixconv_model(split_out: bool = False, frame_step: int = 1, act: int = NONE
     depthwise ops store into the concatenation's output). ``split_out``: ``a`` is an output too (its chain must
     not be fused); ``ya_out``: the first depthwise output is an output too (the concatenation stays)."""
     rng = np.random.default_rng(7)
-    b = ModelBuilder()
-    x0 = b.input("x0", (1, 8, 1, 8), np.int8, quantization=quant(S_IN, 3))
-    x1 = b.input("x1", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
-    c = _int8(b, "c", (1, 9, 1, 8))
-    b.op("CONCATENATION", [x0, x1], [c], {"axis": 1})
+    b, c = _frames()
     a, bb = _int8(b, "a", (1, 9, 1, 3)), _int8(b, "b", (1, 9, 1, 5))
     sizes = b.const("sizes", np.array([3, 5], np.int32))
     axis = b.const("axis", np.array(3, np.int32))
@@ -130,11 +136,7 @@ def _slice_conv_model(kernel_frames: int, act: int) -> bytes:
     """x0 (1, 8, 1, 8), x1 (1, 1, 1, 8): c = concat (1, 9, 1, 8); s = c[:, 4:9:1]; a per-channel int8 CONV_2D
     (VALID) with a (kernel_frames x 1) kernel: 5 (one window over the whole slice) or 1 (pointwise)."""
     rng = np.random.default_rng(5)
-    b = ModelBuilder()
-    x0 = b.input("x0", (1, 8, 1, 8), np.int8, quantization=quant(S_IN, 3))
-    x1 = b.input("x1", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
-    c = _int8(b, "c", (1, 9, 1, 8))
-    b.op("CONCATENATION", [x0, x1], [c], {"axis": 1})
+    b, c = _frames()
     s = _int8(b, "s", (1, 5, 1, 8))
     ins = [c] + [b.const(n, np.array(v, np.int32)) for n, v in (("bg", [0, 4, 0, 0]), ("en", [1, 9, 1, 8]))]
     b.op("STRIDED_SLICE", ins + [b.const("st", np.ones(4, np.int32))], [s], {})
