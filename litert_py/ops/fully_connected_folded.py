@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
-from .common import clip_ufunc
+from .common import clip_ufunc, small_gemm
 
 INPUT = 0
 
@@ -36,6 +36,7 @@ class FullyConnectedQuantizedFolded:
     xview: np.ndarray  # xbuf[:, :-1], made at prepare
     half: np.ndarray  # (rows, units) float64 HALF_DOWN_F64
     lo_hi_zo: tuple  # lo, hi, zo as 0-d float64 arrays (a Python number operand is converted on every call)
+    product: object  # np.dot or np.matmul (common.small_gemm); acc is C-contiguous of weights_t's type
 
     @staticmethod
     def build(rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int):
@@ -59,13 +60,13 @@ class FullyConnectedQuantizedFolded:
         half = np.full((rows, units), HALF_DOWN_F64)
         sign = np.empty((rows, units))
         cls = FullyConnectedQuantizedFoldedRelu if lo >= 0 else FullyConnectedQuantizedFolded
-        return cls(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds)
+        return cls(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
 
     def __call__(self, inputs, outputs):
         t = self.t
         lo, hi, zo = self.lo_hi_zo
         np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
-        np.dot(self.xbuf, self.weights_t, out=self.acc)  # cheaper than matmul for small products; exact sums
+        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
         clip_ufunc(t, lo, hi, out=t)
         np.copysign(self.half, t, out=self.sign)
@@ -86,7 +87,7 @@ class FullyConnectedQuantizedFoldedRelu(FullyConnectedQuantizedFolded):
         t = self.t
         lo, hi, zo = self.lo_hi_zo
         np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
-        np.dot(self.xbuf, self.weights_t, out=self.acc)
+        self.product(self.xbuf, self.weights_t, out=self.acc)
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
         clip_ufunc(t, lo, hi, out=t)
         t += self.half
