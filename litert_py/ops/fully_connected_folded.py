@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
-from .common import clip_ufunc
+from .common import clip_ufunc, small_gemm
 
 INPUT = 0
 
@@ -36,6 +36,7 @@ class FullyConnectedQuantizedFolded:
     xview: np.ndarray  # xbuf[:, :-1], made at prepare
     half: np.ndarray  # (rows, units) float64 HALF_DOWN_F64
     lo_hi_zo: tuple  # lo, hi, zo as 0-d float64 arrays (a Python number operand is converted on every call)
+    product: object  # np.dot or np.matmul (common.small_gemm); acc is C-contiguous of weights_t's type
 
     @staticmethod
     def build(rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int):
@@ -58,18 +59,39 @@ class FullyConnectedQuantizedFolded:
         bounds = tuple(np.array(float(v)) for v in (lo, hi, zo))
         half = np.full((rows, units), HALF_DOWN_F64)
         sign = np.empty((rows, units))
-        return FullyConnectedQuantizedFolded(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds)
+        cls = FullyConnectedQuantizedFoldedRelu if lo >= 0 else FullyConnectedQuantizedFolded
+        return cls(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
 
     def __call__(self, inputs, outputs):
         t = self.t
         lo, hi, zo = self.lo_hi_zo
         np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
-        np.matmul(self.xbuf, self.weights_t, out=self.acc)
+        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
         clip_ufunc(t, lo, hi, out=t)
         np.copysign(self.half, t, out=self.sign)
         t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
         np.trunc(t, out=t)
+        t += zo
+        outputs[0].reshape(t.shape)[...] = t  # integers within the output type's range: exact
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedQuantizedFoldedRelu(FullyConnectedQuantizedFolded):
+    """FullyConnectedQuantizedFolded when the clamp's lower bound is at or above the output zero point
+    (``lo = act_min - zo >= 0``: ReLU-like layers): after the clip every value is >= 0 (or -0.0), where
+    round half away is floor(t + HALF_DOWN_F64) (quant.hybrid.HALF_DOWN; -0.0 gives 0 either way), so the sign
+    term is not needed: one numpy call less (8 instead of 9), the same values."""
+
+    def __call__(self, inputs, outputs):
+        t = self.t
+        lo, hi, zo = self.lo_hi_zo
+        np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
+        self.product(self.xbuf, self.weights_t, out=self.acc)
+        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
+        clip_ufunc(t, lo, hi, out=t)
+        t += self.half
+        np.floor(t, out=t)
         t += zo
         outputs[0].reshape(t.shape)[...] = t  # integers within the output type's range: exact
 

@@ -86,7 +86,7 @@ def _shift(read, concat, slice_, n_concat: int, read_shape: tuple, key, c_shape:
     """RingBufferShift when its conditions hold (see there), else RingBufferStep."""
     if (
         type(concat) is Concatenation
-        and type(slice_) is StridedSlice
+        and isinstance(slice_, StridedSlice)  # StridedSlice or StridedSliceDirect: index on the input's shape
         and tuple(slice_.effective_shape) == c_shape
         and tuple(slice_.counts) == read_shape
         and tuple(s_info.shape) == read_shape

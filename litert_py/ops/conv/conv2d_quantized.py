@@ -5,7 +5,7 @@ here; the im2col data movement (`Im2Col`) is shared with the float path there.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
-from ..common import clip_ufunc, float_activation_range
+from ..common import clip_ufunc, float_activation_range, small_gemm
 from ..registry import OpContext, TensorInfo
 from .common import (
     BIAS,
@@ -203,7 +203,9 @@ class ConvQuantizedFolded:
 class ConvQuantizedFoldedRows:
     """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
     whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
-    without Im2Col's window logic (small streaming layers pay per Python call)."""
+    without Im2Col's window logic (small streaming layers pay per Python call). The product is
+    ``common.small_gemm``'s (np.dot for few rows; the folded GEMM is exact whatever the order: requant.py's
+    bound)."""
 
     a: np.ndarray  # (M, K+1) float64, last column ones
     a_input: np.ndarray  # the first K columns of a, viewed with the input's shape (no reshape per invoke)
@@ -211,11 +213,33 @@ class ConvQuantizedFoldedRows:
     acc: np.ndarray  # (N, OH, OW, O) float64, the epilogue's input
     acc_rows: np.ndarray  # (M, O) view of acc: the GEMM's output
     epilogue: FoldedEpilogue
+    product: object  # np.dot or np.matmul (common.small_gemm); acc_rows is C-contiguous, float64
 
     def __call__(self, inputs, outputs):
         np.copyto(self.a_input, inputs[INPUT])
-        np.matmul(self.a, self.weights, out=self.acc_rows)
+        self.product(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple) -> ConvQuantizedFoldedRowsView:
+        """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
+        return ConvQuantizedFoldedRowsView(*(getattr(self, f.name) for f in fields(self)), index)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
+    """ConvQuantizedFoldedRows whose input is ``source[index]``, a strided view of the tensor a chain of slicing
+    steps would have copied it from (ops/slice_views.py): np.copyto copies the view's values into the GEMM's
+    rows as it copied the slice's, so the result is the same, without the slice's copy."""
+
+    index: tuple
+
+    def __call__(self, inputs, outputs):
+        np.copyto(self.a_input, inputs[INPUT][self.index])
+        self.product(self.a, self.weights, out=self.acc_rows)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple):  # already fused: not again
+        raise NotImplementedError
 
 
 def _prepare_conv_folded(
@@ -247,7 +271,7 @@ def _prepare_conv_folded(
         assert np.shares_memory(a_input, a)
         acc = np.empty(geo.out_shape)
         return ConvQuantizedFoldedRows(
-            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue
+            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue, small_gemm(a.shape[0])
         )
     return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
 

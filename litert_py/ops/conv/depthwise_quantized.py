@@ -6,7 +6,8 @@ views (`DepthwiseTaps`) are shared with the float path there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
-from .requant import FoldedEpilogue, fold_requantization
+from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue, fold_requantization
 from .taps import DepthwiseTaps, exact_tap_weights
 
 #: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
@@ -225,6 +226,41 @@ class DepthwiseConvWholeFolded:
         np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
         np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple) -> DepthwiseConvWholeFoldedView:
+        """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
+        return DepthwiseConvWholeFoldedView(*(getattr(self, f.name) for f in fields(self)), index, (Ellipsis,))
+
+    def writing(self, index: tuple) -> DepthwiseConvWholeFoldedView | None:
+        """This op storing its output into the view ``target[index]`` (ops/slice_views.py), or None when its
+        epilogue might reshape the output (a copy for a strided view): only the small epilogues assign it."""
+        if type(self.epilogue) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
+            return None
+        return DepthwiseConvWholeFoldedView(*(getattr(self, f.name) for f in fields(self)), (Ellipsis,), index)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
+    """DepthwiseConvWholeFolded whose input is ``source[index]`` and whose output is ``target[out_index]``, strided
+    views (ops/slice_views.py): of the tensor a chain of slicing steps (SPLIT_V, STRIDED_SLICE) would have copied
+    the input from, and of the CONCATENATION output the result would have been copied into. np.multiply reads
+    the view's values as it read the copy's, and the small epilogue assigns ``out[...] = v`` into the view as
+    into the tensor: the same values, without the copies."""
+
+    index: tuple
+    out_index: tuple
+
+    def __call__(self, inputs, outputs):
+        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        self.epilogue(self.acc, outputs[OUTPUT][self.out_index])
+
+    def reading(self, index: tuple):  # fused before any writing: not again
+        raise NotImplementedError
+
+    def writing(self, index: tuple) -> DepthwiseConvWholeFoldedView | None:
+        small = type(self.epilogue) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
+        return dataclasses.replace(self, out_index=index) if small and self.out_index == (Ellipsis,) else None
 
 
 def _prepare_depthwise_folded(

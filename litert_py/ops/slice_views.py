@@ -1,0 +1,182 @@
+"""Slices read as views, fused at prepare: a consumer that reads a strided view as cheaply as a copy takes its input
+straight from the slice's source, and the slicing steps go when nobody else reads their outputs.
+
+Streaming models (e.g. microWakeWord's MixConv blocks) split their ring buffer's channels (SPLIT_V) and slice the
+last frames of each part (STRIDED_SLICE) for a depthwise conv over the whole window:
+
+    c = CONCATENATION(ring, new);  a, b = SPLIT_V(c);  a5 = STRIDED_SLICE(a);  y = DEPTHWISE_CONV_2D(a5, ...)
+
+Each slicing step copies a few hundred bytes for about a microsecond. :func:`fuse_slice_views` composes the
+chain's basic slices into one index on ``c`` (checked at prepare against the chain on an index array) and gives
+the consumer a prepared op that reads ``c[index]`` (``DepthwiseConvWholeFolded.reading``,
+``ConvQuantizedFoldedRows.reading``: their first numpy call reads the view as it read the copy, so the values are
+identical). A slicing step none of whose outputs is read
+any more is dropped.
+
+Conditions: the consumer's prepared op offers ``reading`` (the kernels known to read input 0 only through numpy
+calls that accept any strides); the sliced tensors are read by no other step and are not subgraph outputs; the
+slicing steps are StridedSliceDirect or Split (basic slices with positive steps, no shape change beyond the
+slice). The fused step names the source as its input, so the arena planner keeps the source alive until the
+consumer has run (tensors are written once, by their producer: nothing else writes the source in between).
+The interpreter does not fuse when it must keep every tensor (experimental_preserve_all_tensors) or runs its
+dynamic path.
+
+The other direction, :func:`fuse_concat_writes`: a CONCATENATION all of whose inputs come from producers that
+can store their result into a view (``DepthwiseConvWholeFolded.writing``: its small epilogue assigns
+``out[...] = v``, which stores the same values into a view of the concatenation's output as into its own
+tensor) is dropped, each producer storing into its slice (microWakeWord's MixConv blocks concatenate two
+depthwise outputs). Conditions: each input is read by the concatenation only, is not a subgraph output and has
+one producer with one output; the producers then name the concatenation's output as theirs, so the arena
+planner keeps it alive from the first of them on.
+
+This module registers no op; runtime/subgraph.py calls ``fuse_slice_views`` then ``fuse_concat_writes`` on its
+prepared steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .movement import Concatenation
+from .slicing import Split, StridedSliceDirect
+
+
+def _slicing_index(op, node, t: int) -> tuple | None:
+    """The basic index by which the slicing step (node, op) makes its output ``t`` from its source, or None."""
+    if type(op) is StridedSliceDirect:
+        return op.index if node.operator.outputs[0] == t else None
+    if type(op) is Split:
+        return op.index[list(node.operator.outputs).index(t)]
+    return None
+
+
+def compose(shape: tuple, first: tuple, second: tuple) -> tuple | None:
+    """One tuple of slices equal to ``x[first][second]`` for ``x`` of ``shape`` (both basic slices, positive
+    steps), or None when the two cannot be composed so (the result is checked on an index array)."""
+    rank = len(shape)
+
+    def full(index):
+        if any(not isinstance(s, slice) for s in index) or len(index) > rank:
+            return None
+        return tuple(index) + (slice(None),) * (rank - len(index))
+
+    a, b = full(first), full(second)
+    if a is None or b is None:
+        return None
+    out = []
+    for n, s1, s2 in zip(shape, a, b):
+        r = range(n)[s1][s2]
+        if r.step <= 0:
+            return None
+        out.append(slice(r.start, r.stop, r.step) if len(r) else slice(0, 0))
+    index = tuple(out)
+    probe = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    chained = probe[a][b]
+    composed = probe[index]
+    if chained.shape != composed.shape or not np.array_equal(chained, composed):
+        return None
+    return index
+
+
+def _producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """Per tensor: the step that writes it, and the steps that read it (in order)."""
+    producer: dict[int, int] = {}
+    readers: dict[int, list[int]] = {}
+    for k, (node, _) in enumerate(steps):
+        for o in node.operator.outputs:
+            if o >= 0:
+                producer[o] = k
+        for i in node.operator.inputs:
+            if i >= 0:
+                readers.setdefault(i, []).append(k)
+    return producer, readers
+
+
+def fuse_slice_views(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views."""
+    producer, readers = _producers_readers(steps)
+    keep = set(outputs)
+    new_steps = list(steps)
+    changed = False
+    for k, (node, op) in enumerate(steps):
+        if not hasattr(op, "reading") or not node.operator.inputs or node.operator.inputs[0] < 0:
+            continue
+        src, index = node.operator.inputs[0], None
+        while True:  # walk back through single-reader slicing steps
+            j = producer.get(src)
+            if j is None or src in keep or len(readers.get(src, [])) != 1:
+                break
+            pnode, pop = steps[j]
+            step_index = _slicing_index(pop, pnode, src)
+            base = pnode.operator.inputs[pop.data if type(pop) is Split else 0] if step_index is not None else -1
+            if base < 0 or infos[base].dynamic or infos[base].is_variable:
+                break
+            shape = tuple(infos[base].shape)
+            composed = step_index if index is None else compose(shape, step_index, index)
+            if composed is None:
+                break
+            src, index = base, composed
+        if index is None:
+            continue
+        operator = dataclasses.replace(node.operator, inputs=(src, *node.operator.inputs[1:]))
+        new_steps[k] = (dataclasses.replace(node, operator=operator), op.reading(index))
+        changed = True
+    if not changed:
+        return steps
+    return _drop_unread(new_steps, keep, set(readers))
+
+
+def _drop_unread(steps: list, keep: set, read_before: set) -> list:
+    """Drop the slicing steps that the fusion left without a reader: every output was read before, none is read
+    now or is a subgraph output (slicing steps whose outputs nobody read in the first place stay)."""
+    while True:
+        read = {i for node, _ in steps for i in node.operator.inputs if i >= 0}
+        dead = {
+            k
+            for k, (node, op) in enumerate(steps)
+            if type(op) in (Split, StridedSliceDirect)
+            and all(o in read_before for o in node.operator.outputs if o >= 0)
+            and not any(o in read or o in keep for o in node.operator.outputs if o >= 0)
+        }
+        if not dead:
+            return steps
+        steps = [s for k, s in enumerate(steps) if k not in dead]
+
+
+def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each CONCATENATION whose inputs all come
+    from producers that can store into a view (``writing``) dropped, the producers storing into its slices."""
+    producer, readers = _producers_readers(steps)
+    keep = set(outputs)
+    new_steps: list = list(steps)
+    for j, (node, op) in enumerate(steps):
+        ins = list(node.operator.inputs)
+        if type(op) is not Concatenation or len(set(ins)) != len(ins) or any(i < 0 for i in ins):
+            continue
+        c = node.operator.outputs[0]
+        if infos[c].dynamic:
+            continue
+        rank = len(infos[c].shape)
+        bounds = np.cumsum([0] + [infos[i].shape[op.axis] for i in ins]).tolist()
+        fused = {}
+        for i, a, b in zip(ins, bounds, bounds[1:]):
+            k = producer.get(i)
+            if k is None or new_steps[k] is None or i in keep or readers.get(i) != [j] or infos[i].dynamic:
+                break
+            pnode, pop = new_steps[k]
+            if len(pnode.operator.outputs) != 1 or not hasattr(pop, "writing"):
+                break
+            written = pop.writing((slice(None),) * op.axis + (slice(a, b),) + (slice(None),) * (rank - 1 - op.axis))
+            if written is None:
+                break
+            operator = dataclasses.replace(pnode.operator, outputs=(c,))
+            fused[k] = (dataclasses.replace(pnode, operator=operator), written)
+        else:  # every input's producer stores into its slice: the concatenation step goes
+            for k, step in fused.items():
+                new_steps[k] = step
+            new_steps[j] = None
+    if all(s is not None for s in new_steps):
+        return steps
+    return [s for s in new_steps if s is not None]
