@@ -6,6 +6,9 @@ geometry selects it (the prepared op's class is asserted, so a test also fails w
   alone (a sliced tensor that is also an output); the depthwise outputs stored straight into their
   CONCATENATION's output (fuse_concat_writes), unless one is an output too;
 - the same for CONCATENATION -> STRIDED_SLICE -> CONV_2D (whole-window or pointwise, the folded GEMM rows path);
+- fuse_feeding: a whole-window DEPTHWISE_CONV_2D (reading its tensor or a slice's view) whose output only a
+  pointwise CONV_2D reads, as one step storing into the conv's GEMM rows (DepthwiseWholeIntoRows), and the
+  cases it must leave alone (the depthwise output also an output or read twice, all tensors preserved);
 - StridedSliceDirect (no reshapes) with a step;
 - TableLookupScalar (QUANTIZE / DEQUANTIZE of a one-value input) over every int8 input value and int16 extremes;
 - FullyConnectedQuantizedFoldedRelu (the ReLU-like folded FULLY_CONNECTED without the sign term) and the
@@ -83,8 +86,8 @@ def _mixconv_model(split_out: bool = False, frame_step: int = 1, act: int = NONE
     return b.build()
 
 
-def _run(interpreter_class, model: bytes, feeds):
-    it = interpreter_class(model_content=model)
+def _run(interpreter_class, model: bytes, feeds, **options):
+    it = interpreter_class(model_content=model, **options)
     it.allocate_tensors()
     results = []
     for feed in feeds:
@@ -103,8 +106,8 @@ def _feeds(model: bytes, count: int = 6):
 
 def _assert_equal(model: bytes, feeds=None):
     feeds = _feeds(model) if feeds is None else feeds
-    LiteRT, _ = oracle()
-    _, theirs = _run(LiteRT, model, feeds)
+    LiteRT, OpResolverType = oracle()
+    _, theirs = _run(LiteRT, model, feeds, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it, ours = _run(litert_py.Interpreter, model, feeds)
     assert len(ours) == len(theirs) == len(feeds)
     assert_close(sum(ours, []), sum(theirs, []))  # every output of every invoke, exactly
@@ -156,6 +159,57 @@ def _slice_conv_model(kernel_frames: int, act: int) -> bytes:
 def test_slice_conv_rows_reads_view(kernel_frames, act):
     names = _assert_equal(_slice_conv_model(kernel_frames, act))
     assert names == ["Concatenation", "ConvQuantizedFoldedRowsView"]  # the slice dropped
+
+
+def _pointwise(b, rng, x: int, name: str, act: int, units: int = 6) -> int:
+    """A per-channel int8 1x1 CONV_2D of the (1, 1, 1, C) tensor ``x``: output (1, 1, 1, units)."""
+    w = rng.integers(-127, 128, (units, 1, 1, 8)).astype(np.int8)
+    s_w = rng.uniform(0.002, 0.01, units)
+    f = b.const(name + "_w", w, quantization=quant(s_w, 0, 0))
+    bias = b.const(name + "_b", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(0.1 * s_w))
+    y = _int8(b, name, (1, 1, 1, units), 0.2, -128 if act == RELU else 7)
+    b.op("CONV_2D", [x, f, bias], [y], {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act})
+    return y
+
+
+def _depthwise_pointwise_model(act: int, sliced: bool = False, dw_out: bool = False, twice: bool = False) -> bytes:
+    """c = concat (1, 9, 1, 8) (or its slice c[:, 4:9] when ``sliced``); a whole-window depthwise d (1, 1, 1, 8);
+    a pointwise CONV_2D of d. ``dw_out``: d is an output too; ``twice``: a second pointwise conv reads d."""
+    rng = np.random.default_rng(13)
+    b, c = _frames()
+    x, frames = c, 9
+    if sliced:
+        x, frames = _int8(b, "s", (1, 5, 1, 8)), 5
+        ins = [c] + [b.const(n, np.array(v, np.int32)) for n, v in (("bg", [0, 4, 0, 0]), ("en", [1, 9, 1, 8]))]
+        b.op("STRIDED_SLICE", ins + [b.const("st", np.ones(4, np.int32))], [x], {})
+    d = _depthwise(b, rng, x, (1, frames, 1, 8), "d", act)
+    outs = [_pointwise(b, rng, d, "y", act)]
+    if twice:
+        outs.append(_pointwise(b, rng, d, "z", NONE))
+    b.output(*(outs + ([d] if dw_out else [])))
+    return b.build()
+
+
+@pytest.mark.parametrize("act", [NONE, RELU])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_depthwise_feeds_pointwise_rows(sliced, act):
+    names = _assert_equal(_depthwise_pointwise_model(act, sliced=sliced))
+    assert names == ["Concatenation", "DepthwiseWholeIntoRows"]  # the slice and the conv's own step gone
+
+
+@pytest.mark.parametrize(("dw_out", "twice"), [(True, False), (False, True)])
+def test_depthwise_output_read_elsewhere_is_not_fused(dw_out, twice):
+    names = _assert_equal(_depthwise_pointwise_model(NONE, dw_out=dw_out, twice=twice))
+    assert "DepthwiseWholeIntoRows" not in names
+    assert names.count("ConvQuantizedFoldedRows") == 1 + twice
+
+
+def test_depthwise_pointwise_not_fused_when_preserving_tensors():
+    model = _depthwise_pointwise_model(RELU)
+    it = litert_py.Interpreter(model_content=model, experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+    assert names == ["Concatenation", "DepthwiseConvWholeFolded", "ConvQuantizedFoldedRows"]
 
 
 def _fc_model(act: int, zo: int, units: int = 6, depth: int = 20) -> bytes:

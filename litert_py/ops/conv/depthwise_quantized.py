@@ -34,6 +34,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
+from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue, fold_requantization
 from .taps import DepthwiseTaps, exact_tap_weights
 
@@ -238,6 +239,25 @@ class DepthwiseConvWholeFolded:
             return None
         return DepthwiseConvWholeFoldedView(*(getattr(self, f.name) for f in fields(self)), (Ellipsis,), index)
 
+    def feeding(self, conv) -> DepthwiseWholeIntoRows | None:
+        """This op and ``conv``, the ConvQuantizedFoldedRows that alone reads its output, as one step, or None when
+        DepthwiseWholeIntoRows's bound does not hold: a small epilogue (values clipped to the output type's range,
+        assigned with ``out[...] = v``), an integer output, the conv's rows of this op's output shape."""
+        small = type(self.epilogue) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
+        index = getattr(self, "index", (Ellipsis,))
+        if (
+            not small
+            or getattr(self, "out_index", (Ellipsis,)) != (Ellipsis,)
+            or type(conv) is not ConvQuantizedFoldedRows
+            or conv.a_input.shape != self.acc.shape
+            or conv.a_input.dtype != np.float64
+        ):
+            return None
+        return DepthwiseWholeIntoRows(
+            index, self.weights, self.products, self.taps_products, self.acc, self.acc_rows, self.epilogue,
+            conv.a, conv.a_input, conv.weights, conv.acc, conv.acc_rows, conv.epilogue, conv.product,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True, eq=False)
 class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
@@ -261,6 +281,38 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
     def writing(self, index: tuple) -> DepthwiseConvWholeFoldedView | None:
         small = type(self.epilogue) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
         return dataclasses.replace(self, out_index=index) if small and self.out_index == (Ellipsis,) else None
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseWholeIntoRows:
+    """DepthwiseConvWholeFolded (or its view reading, ``index``) whose output only a ConvQuantizedFoldedRows reads
+    (a streaming block's depthwise then pointwise conv), as one step: the depthwise's small epilogue assigns its
+    values ``out[...] = v`` straight into the conv's float64 GEMM rows instead of into the int8 tensor the conv's
+    np.copyto would convert them from. Bound: those values are integers clipped to the output type's range
+    (exact in float64 and in the int8 tensor alike), so the conv multiplies the same rows; one numpy call and one
+    step fewer. Built by :meth:`DepthwiseConvWholeFolded.feeding` (checked there); fused by ops/slice_views.py."""
+
+    index: tuple  # the depthwise's input view; (Ellipsis,) when it reads its own tensor
+    weights: np.ndarray  # the depthwise's fields (DepthwiseConvWholeFolded)
+    products: np.ndarray
+    taps_products: np.ndarray
+    acc: np.ndarray
+    acc_rows: np.ndarray
+    epilogue: object
+    a: np.ndarray  # the conv's fields (ConvQuantizedFoldedRows)
+    a_input: np.ndarray
+    conv_weights: np.ndarray
+    conv_acc: np.ndarray
+    conv_acc_rows: np.ndarray
+    conv_epilogue: object
+    product: object
+
+    def __call__(self, inputs, outputs):
+        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
+        self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
+        self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
 
 
 def _prepare_depthwise_folded(
