@@ -39,10 +39,13 @@ class FullyConnectedQuantizedFolded:
     product: object  # np.dot or np.matmul (common.small_gemm); acc is C-contiguous of weights_t's type
 
     @staticmethod
-    def build(rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int):
+    def build(
+        rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int, x_shape=None, out=None
+    ):
         """``wz``: (units, depth) w - zw; ``row``: (units,) bias - zx * sum(w - zw); ``dtype``: the GEMM's
         exact float type (the caller checked the bound). One output value (a streaming classifier's head):
-        FullyConnectedQuantizedFoldedScalar."""
+        FullyConnectedQuantizedFoldedScalar. ``x_shape`` and ``out`` (the input's shape, the output's shape and
+        type) select FullyConnectedQuantizedFoldedRelu for ReLU-like layers when its bound holds."""
         units, depth = wz.shape
         wt = np.empty((depth + 1, units), dtype)
         wt[:-1] = wz.T
@@ -59,8 +62,12 @@ class FullyConnectedQuantizedFolded:
         bounds = tuple(np.array(float(v)) for v in (lo, hi, zo))
         half = np.full((rows, units), HALF_DOWN_F64)
         sign = np.empty((rows, units))
-        cls = FullyConnectedQuantizedFoldedRelu if lo >= 0 else FullyConnectedQuantizedFolded
-        return cls(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
+        args = (wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
+        if lo >= 0 and x_shape is not None and out is not None:
+            relu = FullyConnectedQuantizedFoldedRelu.build(args, tuple(x_shape), tuple(out.shape), out.dtype)
+            if relu is not None:
+                return relu
+        return FullyConnectedQuantizedFolded(*args)
 
     def __call__(self, inputs, outputs):
         t = self.t
@@ -81,19 +88,54 @@ class FullyConnectedQuantizedFoldedRelu(FullyConnectedQuantizedFolded):
     """FullyConnectedQuantizedFolded when the clamp's lower bound is at or above the output zero point
     (``lo = act_min - zo >= 0``: ReLU-like layers): after the clip every value is >= 0 (or -0.0), where
     round half away is floor(t + HALF_DOWN_F64) (quant.hybrid.HALF_DOWN; -0.0 gives 0 either way), so the sign
-    term is not needed: one numpy call less (8 instead of 9), the same values."""
+    term is not needed, and the floor and the output zero point move into integer stores: seven numpy calls
+    instead of nine, no reshape per invoke. Bound (checked at prepare in ``build``): ``0 <= lo <= hi < 2^bits``
+    of the output type (``hi = act_max - zo`` fits an unsigned integer of the output's width since act_max and
+    zo lie in the output type's range). Then, after the clip, ``t + HALF_DOWN_F64`` lies in [0, 2^bits), so
+    numpy's truncating float -> unsigned cast (``copyto`` with casting="unsafe", C's conversion of an in-range
+    value) is that floor, giving v in [lo, hi]; ``v + zo`` is in the output type's range, so adding zo in the
+    output type (a signed output reads the unsigned buffer through a view: addition mod 2^bits, which is the
+    exact sum when that is in range) stores the same integers. The input is read through a view of the
+    ones-column buffer shaped as the input tensor, and the sum is written into the output tensor as it is
+    shaped (both chosen at prepare: ``build`` returns None when the input's shape is not a view of it)."""
+
+    vbuf: np.ndarray = None  # (rows, units) unsigned of the output's width: floor(t + h) = v
+    vout: np.ndarray = None  # vbuf viewed as the output's type and shaped as the output tensor
+    zo_out: object = None  # zo as a scalar of the output's type
+
+    @staticmethod
+    def build(args: tuple, x_shape: tuple, out_shape: tuple, out_dtype):
+        """The op from FullyConnectedQuantizedFolded's fields ``args``, or None when the bound or a view fails
+        (the caller then takes FullyConnectedQuantizedFolded, exact for any clamp)."""
+        out_dtype = np.dtype(out_dtype)
+        if out_dtype.kind not in "iu":
+            return None
+        xbuf, lo, hi, zo = args[1], args[7], args[8], args[6]
+        rows, units = args[2].shape
+        bits = 8 * out_dtype.itemsize
+        info = np.iinfo(out_dtype)
+        if not (0 <= lo <= hi < 2**bits and info.min <= zo <= info.max) or math.prod(out_shape) != rows * units:
+            return None
+        xview = xbuf[:, :-1].view()
+        try:
+            xview.shape = x_shape  # no copy: the input's values land in the GEMM's buffer
+        except AttributeError:
+            return None
+        vbuf = np.empty((rows, units), np.dtype(f"u{out_dtype.itemsize}"))
+        vout = vbuf.view(out_dtype).reshape(out_shape)
+        fields = args[:9] + (xview,) + args[10:]
+        return FullyConnectedQuantizedFoldedRelu(*fields, vbuf, vout, out_dtype.type(zo))
 
     def __call__(self, inputs, outputs):
         t = self.t
-        lo, hi, zo = self.lo_hi_zo
-        np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
+        lo, hi, _ = self.lo_hi_zo
+        np.copyto(self.xview, inputs[INPUT], casting="unsafe")
         self.product(self.xbuf, self.weights_t, out=self.acc)
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
         clip_ufunc(t, lo, hi, out=t)
         t += self.half
-        np.floor(t, out=t)
-        t += zo
-        outputs[0].reshape(t.shape)[...] = t  # integers within the output type's range: exact
+        np.copyto(self.vbuf, t, casting="unsafe")  # t in [0, 2^bits): truncation is the floor
+        np.add(self.vout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for a signed output)
 
 
 @dataclass(frozen=True, eq=False)
