@@ -1,8 +1,9 @@
-"""FullyConnectedQuantizedFoldedRelu (ops/fully_connected_folded.py): the ReLU-like folded int8 / uint8
-FULLY_CONNECTED whose floor and output zero point are integer stores (a truncating cast into an unsigned buffer,
-then zo added in the output type, mod 2^bits for signed outputs). Compared exactly with BUILTIN_REF over many
-inputs of one interpreter: ties of the float requantization (effective scale 1/16, acc = 8 mod 16), both
-clamps, zero points -128 / 10 / 131 (uint8), inputs shaped (rows, depth), (b, r, depth) and keep_num_dims."""
+"""FullyConnectedQuantizedFoldedRelu / FullyConnectedQuantizedFoldedSigned (ops/fully_connected_folded.py): the
+folded int8 / uint8 FULLY_CONNECTED whose rounding and output zero point are integer stores (a truncating cast
+into an unsigned (ReLU-like) or signed buffer of the output's width, then zo added in the output type, mod
+2^bits). Compared exactly with BUILTIN_REF over many inputs of one interpreter: ties of the float
+requantization (effective scale 1/16, acc = 8 mod 16, both signs), both clamps, zero points -128 / 0 / 10 / 128 /
+131, inputs shaped (rows, depth), (b, r, depth) and keep_num_dims; the path prepare chose is asserted."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from litert_py import Interpreter
 from tests.oracle import T, oracle, quant, single_op_model
 
-RELU, RELU6 = 1, 3
+NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
 
 
 def _model(dtype, x_shape, out_shape, zx, zo, act, w, bias, keep_num_dims=False):
@@ -38,9 +39,14 @@ def _model(dtype, x_shape, out_shape, zx, zo, act, w, bias, keep_num_dims=False)
         (np.int8, -20, RELU, (2, 3, 64), (2, 3, 9), True),
         (np.uint8, 131, RELU, (2, 64), (2, 9), False),
         (np.uint8, 0, RELU, (1, 64), (1, 9), False),
+        (np.int8, 0, NONE, (1, 64), (1, 9), False),
+        (np.int8, 0, NONE, (2, 2, 32), (2, 9), False),
+        (np.uint8, 128, NONE, (3, 64), (3, 9), False),
+        (np.int8, 50, RELU_N1_TO_1, (2, 64), (2, 9), False),
+        (np.uint8, 3, RELU_N1_TO_1, (1, 64), (1, 9), False),
     ],
 )
-def test_folded_relu_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
+def test_folded_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
     rng = np.random.default_rng(abs(zo) + act + len(x_shape))
     depth = x_shape[-1] if keep else 64
     signed = dtype == np.int8
@@ -51,7 +57,9 @@ def test_folded_relu_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
     model = _model(dtype, x_shape, out_shape, zx, zo, act, w, bias, keep)
     xs = (rng.integers(-8, 9, (120,) + x_shape) + zx).astype(dtype)  # x - zx in [-8, 8]: small accumulators
     info = np.iinfo(dtype)
-    xs[:20] = rng.integers(info.min, info.max + 1, (20,) + x_shape)  # large accumulators: both clamps
+    xs[:20] = rng.integers(info.min, info.max + 1, (20,) + x_shape)  # large accumulators
+    for i in range(18):  # x - zx = +-100 sign(w[unit]): both clamps of every unit
+        xs[i].reshape(-1, depth)[...] = zx + (1 - 2 * (i % 2)) * 100 * np.sign(wz[i // 2])
     LiteRT, resolver = oracle()
     theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
     ours = Interpreter(model_content=model)
@@ -65,10 +73,14 @@ def test_folded_relu_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
     got, want = np.array(got), np.array(want)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
-    assert want.min() == zo + 0 and len(np.unique(want)) > 5  # the lower clamp and many values
-    if act == RELU6:
-        assert want.max() == zo + 6
+    low, high = {NONE: (info.min, info.max), RELU: (zo, info.max), RELU6: (zo, zo + 6), RELU_N1_TO_1: (zo - 1, zo + 1)}[
+        act
+    ]
+    assert want.min() == low and want.max() == high and len(np.unique(want)) >= min(6, high - low + 1)
     acc = (xs.reshape(len(xs), -1, depth).astype(np.int64) - zx) @ wz.T + bias
     assert ((acc % 16 == 8) & (acc > 0)).sum() >= 3  # ties of the requantization (away from zero) exercised
+    if act in (NONE, RELU_N1_TO_1):
+        assert ((acc % 16 == 8) & (acc < 0)).sum() >= 3
     (prepared,) = ours._subgraphs[0].prepared_ops.values()
-    assert type(prepared).__name__ == "FullyConnectedQuantizedFoldedRelu"
+    name = "FullyConnectedQuantizedFoldedRelu" if act in (RELU, RELU6) else "FullyConnectedQuantizedFoldedSigned"
+    assert type(prepared).__name__ == name
