@@ -32,6 +32,7 @@ from ..quant.fixedpoint import (
     quantize_multiplier,
     wrap32,
 )
+from ..quant.hybrid import HALF_DOWN
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, per_channel_params, table_domain, table_index
@@ -40,6 +41,7 @@ from .registry import OpContext, PreparedOp, TensorInfo, register
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
+HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
 
 
 def _type_range(t: TensorInfo) -> tuple[int, int]:
@@ -169,6 +171,17 @@ class QuantizeFloat:
         object.__setattr__(self, "_check_max", bool((zp >= 0).any()))
         object.__setattr__(self, "_check_min", bool((zp < 0).any()))
 
+    def _overflow(self, t: np.ndarray):
+        """None, or the mask of the quotients outside int32 (or NaN), which are zeroed in ``t``."""
+        if t.size and (
+            (self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
+            or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)
+        ):
+            bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
+            t[bad] = 0
+            return bad
+        return None
+
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         if x.shape == self._t.shape:
@@ -176,13 +189,7 @@ class QuantizeFloat:
         else:
             t, half, wide = np.empty(x.shape, _F32), np.empty(x.shape, _F32), np.empty(x.shape, np.float64)
         np.divide(x, self.scale, out=t)  # float32 division, as the reference
-        bad = None
-        if t.size and (
-            (self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
-            or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)
-        ):
-            bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
-            t[bad] = 0
+        bad = self._overflow(t)
         clip_ufunc(t, self.lo, self.hi, out=t)
         np.copysign(self._half_f32, t, out=half)
         np.add(t, half, out=wide, dtype=np.float64)  # exact in float64 (not in float32)
@@ -193,6 +200,61 @@ class QuantizeFloat:
         out[...] = wide  # integers within the output range: exact
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizeFloatStore(QuantizeFloat):
+    """QuantizeFloat for an input of the prepared shape whose rounded, clamped values ``v`` in
+    ``[lo, hi] = [qmin - zp, qmax - zp]`` fit an integer type of the output's width (checked at prepare in
+    ``quantize_float``): unsigned when ``lo >= 0`` (zp = qmin: int8 with zero point -128, uint8 with 0),
+    signed when lo and hi fit it (zero point 0). Rounding in float32 with HALF_DOWN (quant.hybrid:
+    ``trunc(t + copysign(0.49999997, t))`` is std::round for every float32 t) instead of widening to float64,
+    the trunc done by numpy's truncating float -> integer cast into that buffer (``copyto`` with
+    casting="unsafe": the truncation lies in [lo, hi], so C's conversion is defined), then zp added in the
+    output type (the buffer viewed as the output type: addition mod 2^bits, exact since ``v + zp`` is in the
+    output range). Unsigned: after the clip t >= 0, where round half away is the truncation of
+    ``t + 0.49999997`` without the sign term. Five numpy calls (six signed) instead of eight."""
+
+    ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width
+    iout: np.ndarray | None = None  # ibuf viewed as the output's type
+    zp_out: np.ndarray | None = None  # zp in the output's type (0-d, or per channel)
+    unsigned: bool = False
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        t = self._t
+        if x.shape != t.shape:
+            return QuantizeFloat.__call__(self, inputs, outputs)
+        np.divide(x, self.scale, out=t)  # float32 division, as the reference
+        bad = self._overflow(t)
+        clip_ufunc(t, self.lo, self.hi, out=t)
+        if self.unsigned:
+            t += HALF_DOWN_F32
+        else:
+            np.copysign(HALF_DOWN_F32, t, out=self._half)
+            t += self._half
+        np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero
+        out = outputs[0]
+        np.add(self.iout, self.zp_out, out=out)
+        if bad is not None:
+            np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+
+
+def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype) -> QuantizeFloat:
+    """QuantizeFloatStore when its bound holds, else QuantizeFloat (``zp`` int64, scalar or per channel)."""
+    args = (scale, zp.astype(np.int32), (qmin - zp).astype(_F32), (qmax - zp).astype(_F32), qmin, qmax, overflow)
+    lo, hi = int(np.min(qmin - zp)), int(np.max(qmax - zp))
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype.kind in "iu" and all(d >= 0 for d in shape):
+        unsigned = lo >= 0
+        store = np.dtype(f"{'u' if unsigned else 'i'}{out_dtype.itemsize}")
+        if np.iinfo(store).min <= lo and hi <= np.iinfo(store).max:
+            ibuf = np.empty(shape, store)
+            zp_out = np.asarray(zp).astype(out_dtype)  # wraps nothing: zp is in the output range
+            return QuantizeFloatStore(
+                *args, shape=shape, ibuf=ibuf, iout=ibuf.view(out_dtype), zp_out=zp_out, unsigned=unsigned
+            )
+    return QuantizeFloat(*args, shape=shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,16 +319,7 @@ def prepare_quantize(ctx: OpContext) -> PreparedOp:
         else:
             scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
         overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
-        return QuantizeFloat(
-            scale,
-            zp.astype(np.int32),
-            (qmin - zp).astype(_F32),
-            (qmax - zp).astype(_F32),
-            qmin,
-            qmax,
-            overflow,
-            shape=tuple(x.shape),
-        )
+        return quantize_float(scale, zp, qmin, qmax, overflow, tuple(x.shape), y.dtype)
     ctx.check(
         x.type not in dtypes.OBJECT_TYPES
         and x.type != _INT4

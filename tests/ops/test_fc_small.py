@@ -84,3 +84,61 @@ def test_folded_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
     (prepared,) = ours._subgraphs[0].prepared_ops.values()
     name = "FullyConnectedQuantizedFoldedRelu" if act in (RELU, RELU6) else "FullyConnectedQuantizedFoldedSigned"
     assert type(prepared).__name__ == name
+
+
+@pytest.mark.parametrize(
+    ("dtype", "zp", "cls"),
+    [
+        (np.int8, -128, "QuantizeFloatStore"),  # unsigned store (zp = qmin)
+        (np.uint8, 0, "QuantizeFloatStore"),
+        (np.int8, 0, "QuantizeFloatStore"),  # signed store
+        (np.uint8, 128, "QuantizeFloatStore"),
+        (np.int16, 0, "QuantizeFloatStore"),
+        (np.int8, 3, "QuantizeFloat"),  # [qmin - zp, qmax - zp] fits no 8-bit type: the float64 path
+    ],
+)
+def test_quantize_float_integer_store(dtype, zp, cls):
+    """QUANTIZE float32 -> int at a small model's input (quantize.QuantizeFloatStore): rounding in float32 with
+    HALF_DOWN and a truncating cast into an integer buffer, zp added in the output type. Quotients one ulp
+    around every half in [-200, 200] (both signs), the clamps, infinities, NaN and quotients beyond int32 (which
+    LiteRT turns into clamp(INT32_MIN + zp)), over several invokes of one interpreter."""
+    halves = np.arange(-200, 200, dtype=np.float32) + np.float32(0.5)
+    near = np.concatenate([np.nextafter(halves, -np.inf), halves, np.nextafter(halves, np.inf)])
+    special = np.float32([0.0, -0.0, 1e6, -1e6, 3e9, -3e9, np.inf, -np.inf, np.nan, 0.49999997, -0.49999997])
+    values = np.concatenate([near, special, np.zeros(-(len(near) + len(special)) % 64, np.float32)])
+    xs = values.reshape(-1, 1, 64)
+    model = single_op_model("QUANTIZE", [T((1, 64), np.float32)], [T((1, 64), dtype, q=quant(1.0, zp))])
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    got, want = [], []
+    for it, res in ((ours, got), (theirs, want)):
+        it.allocate_tensors()
+        for x in np.concatenate([xs, xs[::-1]]):  # also the rows after a NaN / overflow row
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    (prepared,) = ours._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == cls
+
+
+def test_quantize_float_per_channel_store():
+    """Per-channel QUANTIZE (zero points at qmin: the unsigned store) against BUILTIN_REF."""
+    scales, zps = [0.5, 0.25, 1.0, 0.125], [-128, -128, -128, -128]
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((6, 4)) * 40).astype(np.float32)
+    x[0] = np.float32([0.25, 0.125, 0.5, 0.0625]) * 2 * np.arange(1, 5)  # halves of each channel's scale
+    model = single_op_model("QUANTIZE", [T((6, 4), np.float32)], [T((6, 4), np.int8, q=quant(scales, zps, 1))])
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    res = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    np.testing.assert_array_equal(*res)
+    (prepared,) = ours._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "QuantizeFloatStore"
