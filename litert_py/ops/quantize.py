@@ -142,10 +142,11 @@ class QuantizeFloat:
     """float32 -> int: clamp(int32(round_half_away(x / scale)) + zp), per tensor or per channel.
 
     Rounding and clamping are monotone and the bounds are integers (fixed points of the rounding), so the
-    quotient is clamped first, to [qmin - zp, qmax - zp]: then |t| < 2^17, t + copysign(1/2, t) is exact in
-    float64 (the addition must run in float64: in float32, 0.49999997 + 0.5 rounds to 1.0) and its trunc is
-    round_half_away(t); adding zp gives an in-range integer, assigned to the output (an exact conversion; a
-    plain assignment costs a fraction of a casting ufunc call on small tensors)."""
+    quotient is clamped first, to [qmin - zp, qmax - zp]: then |t| < 2^17 and trunc(t + copysign(0.49999997, t))
+    in float32 is round_half_away(t) (quant.hybrid.HALF_DOWN: t + 1/2 would not do in float32, 0.49999997 + 0.5
+    rounds to 1.0); adding zp (an integer below 2^16: exact in float32) gives an in-range integer, assigned to
+    the output (an exact conversion; a plain assignment costs a fraction of a casting ufunc call on small
+    tensors)."""
 
     scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
     zero_point: np.ndarray  # int32, same shape
@@ -161,11 +162,9 @@ class QuantizeFloat:
         shape = () if self.shape is None else self.shape
         object.__setattr__(self, "_t", np.empty(shape, _F32))
         object.__setattr__(self, "_half", np.empty(shape, _F32))
-        object.__setattr__(self, "_wide", np.empty(shape, np.float64))
         zp = np.asarray(self.zero_point)
-        object.__setattr__(self, "_zp", zp.astype(np.float64) if zp.any() else None)
+        object.__setattr__(self, "_zp", zp.astype(_F32) if zp.any() else None)
         # 0-d arrays, not numpy or Python scalars: a scalar operand is converted on every ufunc call (~0.25 us)
-        object.__setattr__(self, "_half_f32", np.array(0.5, _F32))
         # A quotient outside int32 (or NaN) becomes clamp(INT32_MIN + zp): qmin for zp >= 0, where the clamp
         # already sends t < -2^31 (so only the max needs checking), qmax for zp < 0 (only the min).
         object.__setattr__(self, "_check_max", bool((zp >= 0).any()))
@@ -185,19 +184,19 @@ class QuantizeFloat:
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         if x.shape == self._t.shape:
-            t, half, wide = self._t, self._half, self._wide
+            t, half = self._t, self._half
         else:
-            t, half, wide = np.empty(x.shape, _F32), np.empty(x.shape, _F32), np.empty(x.shape, np.float64)
+            t, half = np.empty(x.shape, _F32), np.empty(x.shape, _F32)
         np.divide(x, self.scale, out=t)  # float32 division, as the reference
         bad = self._overflow(t)
         clip_ufunc(t, self.lo, self.hi, out=t)
-        np.copysign(self._half_f32, t, out=half)
-        np.add(t, half, out=wide, dtype=np.float64)  # exact in float64 (not in float32)
-        np.trunc(wide, out=wide)
+        np.copysign(HALF_DOWN_F32, t, out=half)
+        t += half
+        np.trunc(t, out=t)
         if self._zp is not None:
-            np.add(wide, self._zp, out=wide)
+            t += self._zp
         out = outputs[0]
-        out[...] = wide  # integers within the output range: exact
+        out[...] = t  # integers within the output range: exact
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
 
@@ -207,13 +206,12 @@ class QuantizeFloatStore(QuantizeFloat):
     """QuantizeFloat for an input of the prepared shape whose rounded, clamped values ``v`` in
     ``[lo, hi] = [qmin - zp, qmax - zp]`` fit an integer type of the output's width (checked at prepare in
     ``quantize_float``): unsigned when ``lo >= 0`` (zp = qmin: int8 with zero point -128, uint8 with 0),
-    signed when lo and hi fit it (zero point 0). Rounding in float32 with HALF_DOWN (quant.hybrid:
-    ``trunc(t + copysign(0.49999997, t))`` is std::round for every float32 t) instead of widening to float64,
-    the trunc done by numpy's truncating float -> integer cast into that buffer (``copyto`` with
-    casting="unsafe": the truncation lies in [lo, hi], so C's conversion is defined), then zp added in the
-    output type (the buffer viewed as the output type: addition mod 2^bits, exact since ``v + zp`` is in the
-    output range). Unsigned: after the clip t >= 0, where round half away is the truncation of
-    ``t + 0.49999997`` without the sign term. Five numpy calls (six signed) instead of eight."""
+    signed when lo and hi fit it (zero point 0). The trunc of QuantizeFloat's float32 rounding is done by
+    numpy's truncating float -> integer cast into that buffer (``copyto`` with casting="unsafe": the
+    truncation lies in [lo, hi], so C's conversion is defined), then zp is added in the output type (the buffer
+    viewed as the output type: addition mod 2^bits, exact since ``v + zp`` is in the output range). Unsigned:
+    after the clip t >= 0, where round half away is the truncation of ``t + 0.49999997`` without the sign
+    term. Five numpy calls (six signed) instead of seven."""
 
     ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width
     iout: np.ndarray | None = None  # ibuf viewed as the output's type
