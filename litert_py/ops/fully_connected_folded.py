@@ -123,13 +123,17 @@ class FullyConnectedQuantizedFoldedRelu(FullyConnectedQuantizedFolded):
     iout: np.ndarray = None  # ibuf viewed as the output's type and shaped as the output tensor
     zo_out: object = None  # zo as a scalar of the output's type
 
-    def __call__(self, inputs, outputs):
+    def _clipped(self, x: np.ndarray) -> np.ndarray:
+        """clamp(f64(acc) * eff, lo, hi) in ``self.t`` for the input ``x`` (shaped as the input tensor)."""
         t = self.t
         lo, hi, _ = self.lo_hi_zo
-        np.copyto(self.xview, inputs[INPUT], casting="unsafe")
-        self.product(self.xbuf, self.weights_t, out=self.acc)
+        np.copyto(self.xview, x, casting="unsafe")
+        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        clip_ufunc(t, lo, hi, out=t)
+        return clip_ufunc(t, lo, hi, out=t)
+
+    def __call__(self, inputs, outputs):
+        t = self._clipped(inputs[INPUT])
         t += self.half
         np.copyto(self.ibuf, t, casting="unsafe")  # t in [0, 2^bits): truncation is the floor
         np.add(self.iout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for a signed output)
@@ -147,12 +151,7 @@ class FullyConnectedQuantizedFoldedSigned(FullyConnectedQuantizedFoldedRelu):
     nine, no reshape per invoke."""
 
     def __call__(self, inputs, outputs):
-        t = self.t
-        lo, hi, _ = self.lo_hi_zo
-        np.copyto(self.xview, inputs[INPUT], casting="unsafe")
-        self.product(self.xbuf, self.weights_t, out=self.acc)
-        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        clip_ufunc(t, lo, hi, out=t)
+        t = self._clipped(inputs[INPUT])
         np.copysign(self.half, t, out=self.sign)
         t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
         np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero, in [lo, hi]

@@ -16,6 +16,24 @@ from tests.oracle import T, oracle, quant, single_op_model
 NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
 
 
+def _invokes(model: bytes, xs):
+    """Our interpreter and the outputs of ours and of BUILTIN_REF over the inputs ``xs``, one invoke each on
+    one interpreter per side."""
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    outs = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        res = []
+        for x in xs:
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        outs.append(np.array(res))
+    return ours, outs[0], outs[1]
+
+
 def _model(dtype, x_shape, out_shape, zx, zo, act, w, bias, keep_num_dims=False):
     s_in, s_w, s_out = 0.5, 0.125, 1.0  # eff = 1/16
     return single_op_model(
@@ -60,17 +78,7 @@ def test_folded_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
     xs[:20] = rng.integers(info.min, info.max + 1, (20,) + x_shape)  # large accumulators
     for i in range(18):  # x - zx = +-100 sign(w[unit]): both clamps of every unit
         xs[i].reshape(-1, depth)[...] = zx + (1 - 2 * (i % 2)) * 100 * np.sign(wz[i // 2])
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model)
-    got, want = [], []
-    for it, res in ((ours, got), (theirs, want)):
-        it.allocate_tensors()
-        for x in xs:
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-    got, want = np.array(got), np.array(want)
+    ours, got, want = _invokes(model, xs)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     low, high = {NONE: (info.min, info.max), RELU: (zo, info.max), RELU6: (zo, zo + 6), RELU_N1_TO_1: (zo - 1, zo + 1)}[
@@ -108,17 +116,8 @@ def test_quantize_float_integer_store(dtype, zp, cls):
     values = np.concatenate([near, special, np.zeros(-(len(near) + len(special)) % 64, np.float32)])
     xs = values.reshape(-1, 1, 64)
     model = single_op_model("QUANTIZE", [T((1, 64), np.float32)], [T((1, 64), dtype, q=quant(1.0, zp))])
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model)
-    got, want = [], []
-    for it, res in ((ours, got), (theirs, want)):
-        it.allocate_tensors()
-        for x in np.concatenate([xs, xs[::-1]]):  # also the rows after a NaN / overflow row
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-    np.testing.assert_array_equal(np.array(got), np.array(want))
+    ours, got, want = _invokes(model, np.concatenate([xs, xs[::-1]]))  # also the rows after NaN / overflow
+    np.testing.assert_array_equal(got, want)
     (prepared,) = ours._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == cls
 
@@ -130,15 +129,7 @@ def test_quantize_float_per_channel_store():
     x = (rng.standard_normal((6, 4)) * 40).astype(np.float32)
     x[0] = np.float32([0.25, 0.125, 0.5, 0.0625]) * 2 * np.arange(1, 5)  # halves of each channel's scale
     model = single_op_model("QUANTIZE", [T((6, 4), np.float32)], [T((6, 4), np.int8, q=quant(scales, zps, 1))])
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model)
-    res = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"], x)
-        it.invoke()
-        res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-    np.testing.assert_array_equal(*res)
+    ours, got, want = _invokes(model, [x])
+    np.testing.assert_array_equal(got, want)
     (prepared,) = ours._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "QuantizeFloatStore"
