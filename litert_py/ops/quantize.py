@@ -9,7 +9,9 @@ Paths:
 - QUANTIZE float32 -> int8 / uint8 / int16 / int4, per tensor or per channel:
   ``clamp(int32(TfLiteRound(f32(x / scale))) + zp)`` with a float32 *division* and rounding half away
   from zero (reference AffineQuantize / PerChannelQuantize). A quotient outside the int32 range (or
-  NaN) converts to INT32_MIN as on x86, and the zero point is then added with int32 wrap-around.
+  NaN) converts to INT32_MIN as on x86, and the zero point is then added with int32 wrap-around. Rounded in
+  float32 with quant.hybrid.HALF_DOWN; QuantizeFloatStore when the clamped values fit an integer type of the
+  output's width (zero point at qmin, or 0): the trunc is a truncating cast, zp added in the output type.
 - QUANTIZE requantize int8 / uint8 -> int8 / uint8 / int16, int16 -> int8 / int16 / int32,
   int32 -> int8 / int16: ``clamp(MultiplyByQuantizedMultiplier(q - zp_in, M, shift) + zp_out)`` with
   ``(M, shift) = QuantizeMultiplier(f64(s_in) / f64(s_out))`` (double rounding, the default build);
