@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
-from .common import clip_ufunc, small_gemm
+from .common import clip_ufunc, reshape_view, small_gemm
 
 INPUT = 0
 
@@ -39,10 +39,13 @@ class FullyConnectedQuantizedFolded:
     product: object  # np.dot or np.matmul (common.small_gemm); acc is C-contiguous of weights_t's type
 
     @staticmethod
-    def build(rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int):
+    def build(
+        rows: int, wz: np.ndarray, row: np.ndarray, dtype, eff, zo: int, lo: int, hi: int, x_shape=None, out=None
+    ):
         """``wz``: (units, depth) w - zw; ``row``: (units,) bias - zx * sum(w - zw); ``dtype``: the GEMM's
         exact float type (the caller checked the bound). One output value (a streaming classifier's head):
-        FullyConnectedQuantizedFoldedScalar."""
+        FullyConnectedQuantizedFoldedScalar. ``x_shape`` and ``out`` (the input's shape, the output's TensorInfo)
+        select the integer-store subclasses (``_integer_store``) when their bounds hold."""
         units, depth = wz.shape
         wt = np.empty((depth + 1, units), dtype)
         wt[:-1] = wz.T
@@ -59,8 +62,9 @@ class FullyConnectedQuantizedFolded:
         bounds = tuple(np.array(float(v)) for v in (lo, hi, zo))
         half = np.full((rows, units), HALF_DOWN_F64)
         sign = np.empty((rows, units))
-        cls = FullyConnectedQuantizedFoldedRelu if lo >= 0 else FullyConnectedQuantizedFolded
-        return cls(wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
+        args = (wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
+        stored = None if x_shape is None or out is None else _integer_store(args, x_shape, out)
+        return stored or FullyConnectedQuantizedFolded(*args)
 
     def __call__(self, inputs, outputs):
         t = self.t
@@ -76,24 +80,82 @@ class FullyConnectedQuantizedFolded:
         outputs[0].reshape(t.shape)[...] = t  # integers within the output type's range: exact
 
 
+def _integer_store(args: tuple, x_shape, out):
+    """FullyConnectedQuantizedFoldedRelu or FullyConnectedQuantizedFoldedSigned from FullyConnectedQuantizedFolded's
+    fields ``args`` when their bound holds and the input's shape is a view of the ones-column buffer, else None
+    (FullyConnectedQuantizedFolded is exact for any clamp)."""
+    out_dtype = np.dtype(out.dtype)
+    xbuf, zo, lo, hi = args[1], args[6], args[7], args[8]
+    rows, units = args[2].shape
+    if out_dtype.kind not in "iu" or math.prod(out.shape) != rows * units:
+        return None
+    if lo >= 0:
+        cls, store = FullyConnectedQuantizedFoldedRelu, np.dtype(f"u{out_dtype.itemsize}")
+    else:
+        cls, store = FullyConnectedQuantizedFoldedSigned, np.dtype(f"i{out_dtype.itemsize}")
+    info, out_info = np.iinfo(store), np.iinfo(out_dtype)
+    if not (info.min <= lo <= hi <= info.max and out_info.min <= zo <= out_info.max):
+        return None
+    try:
+        xview = reshape_view(xbuf[:, :-1], tuple(x_shape))  # the input's values land in the GEMM's buffer
+    except ValueError:
+        return None
+    ibuf = np.empty((rows, units), store)
+    return cls(*args[:9], xview, *args[10:], ibuf, ibuf.view(out_dtype).reshape(tuple(out.shape)), out_dtype.type(zo))
+
+
 @dataclass(frozen=True, eq=False)
 class FullyConnectedQuantizedFoldedRelu(FullyConnectedQuantizedFolded):
     """FullyConnectedQuantizedFolded when the clamp's lower bound is at or above the output zero point
     (``lo = act_min - zo >= 0``: ReLU-like layers): after the clip every value is >= 0 (or -0.0), where
     round half away is floor(t + HALF_DOWN_F64) (quant.hybrid.HALF_DOWN; -0.0 gives 0 either way), so the sign
-    term is not needed: one numpy call less (8 instead of 9), the same values."""
+    term is not needed, and the floor and the output zero point move into integer stores: seven numpy calls
+    instead of nine, no reshape per invoke. Bound (checked at prepare in ``_integer_store``):
+    ``0 <= lo <= hi < 2^bits`` of the output type (always true: act_max and zo lie in the output type's range).
+    Then, after the clip, ``t + HALF_DOWN_F64`` lies in [0, 2^bits), so numpy's truncating float -> unsigned
+    cast (``copyto`` with casting="unsafe", C's conversion of an in-range value) is that floor, giving v in
+    [lo, hi]; ``v + zo`` is in the output type's range, so adding zo in the output type (a signed output reads
+    the unsigned buffer through a view: addition mod 2^bits, which is the exact sum when that is in range)
+    stores the same integers. The input is read through a view of the ones-column buffer shaped as the input
+    tensor, and the sum is written into the output tensor as it is shaped (both made at prepare)."""
+
+    ibuf: np.ndarray = None  # (rows, units) integer buffer of the output's width: the rounded value v
+    iout: np.ndarray = None  # ibuf viewed as the output's type and shaped as the output tensor
+    zo_out: object = None  # zo as a scalar of the output's type
+
+    def _clipped(self, x: np.ndarray) -> np.ndarray:
+        """clamp(f64(acc) * eff, lo, hi) in ``self.t`` for the input ``x`` (shaped as the input tensor)."""
+        t = self.t
+        lo, hi, _ = self.lo_hi_zo
+        np.copyto(self.xview, x, casting="unsafe")
+        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
+        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
+        return clip_ufunc(t, lo, hi, out=t)
 
     def __call__(self, inputs, outputs):
-        t = self.t
-        lo, hi, zo = self.lo_hi_zo
-        np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
-        self.product(self.xbuf, self.weights_t, out=self.acc)
-        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        clip_ufunc(t, lo, hi, out=t)
+        t = self._clipped(inputs[INPUT])
         t += self.half
-        np.floor(t, out=t)
-        t += zo
-        outputs[0].reshape(t.shape)[...] = t  # integers within the output type's range: exact
+        np.copyto(self.ibuf, t, casting="unsafe")  # t in [0, 2^bits): truncation is the floor
+        np.add(self.iout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for a signed output)
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedQuantizedFoldedSigned(FullyConnectedQuantizedFoldedRelu):
+    """FullyConnectedQuantizedFolded when the clamp's lower bound is below the output zero point and
+    ``[lo, hi] = [act_min - zo, act_max - zo]`` fits the signed integer type of the output's width (checked at
+    prepare in ``_integer_store``; e.g. int8 output with zero point 0, or a RELU6 / RELU_N1_TO_1 range): the
+    sign-corrected ``t + copysign(HALF_DOWN_F64, t)`` lies in (lo - 1, hi + 1), so numpy's truncating
+    float -> signed cast (C's conversion toward zero of a value whose truncation is in range) is the trunc of
+    FullyConnectedQuantizedFolded, and zo is added in the output type as in FullyConnectedQuantizedFoldedRelu
+    (an unsigned output reads the signed buffer through a view, mod 2^bits): eight numpy calls instead of
+    nine, no reshape per invoke."""
+
+    def __call__(self, inputs, outputs):
+        t = self._clipped(inputs[INPUT])
+        np.copysign(self.half, t, out=self.sign)
+        t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
+        np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero, in [lo, hi]
+        np.add(self.iout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for an unsigned output)
 
 
 @dataclass(frozen=True, eq=False)

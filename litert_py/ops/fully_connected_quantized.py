@@ -123,7 +123,9 @@ class FullyConnectedQuantized:
         out2d[...] = r
 
 
-def _fold_quantized(x: TensorInfo, wz: np.ndarray, bias_int, zx: int, eff, zo: int, act_min: int, act_max: int):
+def _fold_quantized(
+    x: TensorInfo, wz: np.ndarray, bias_int, zx: int, eff, zo: int, act_min: int, act_max: int, out: TensorInfo
+):
     """FullyConnectedQuantizedFolded (fully_connected_folded.py) for constant weights and bias when its GEMM is
     exact, else None."""
     units, depth = wz.shape
@@ -134,7 +136,8 @@ def _fold_quantized(x: TensorInfo, wz: np.ndarray, bias_int, zx: int, eff, zo: i
     ct = exact_gemm_dtype(np.abs(wz).sum(axis=1) * max(-lo, hi) + np.abs(row))
     if ct is None or units == 0 or depth == 0 or x.size % depth:
         return None
-    return FullyConnectedQuantizedFolded.build(x.size // depth, wz, row, ct, eff, zo, act_min - zo, act_max - zo)
+    rows = x.size // depth
+    return FullyConnectedQuantizedFolded.build(rows, wz, row, ct, eff, zo, act_min - zo, act_max - zo, x.shape, out)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -240,7 +243,7 @@ def prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tensor
     )
     ct = ct or np.dtype(np.float64)
     if exact and not u8_to_i16:
-        folded = _fold_quantized(x, wz, bias_int, zx, eff, zo, act_min, act_max)
+        folded = _fold_quantized(x, wz, bias_int, zx, eff, zo, act_min, act_max, out)
         if folded is not None:
             return folded
     bias_t = None if bias_int is None else bias_int.astype(ct)

@@ -9,7 +9,9 @@ Paths:
 - QUANTIZE float32 -> int8 / uint8 / int16 / int4, per tensor or per channel:
   ``clamp(int32(TfLiteRound(f32(x / scale))) + zp)`` with a float32 *division* and rounding half away
   from zero (reference AffineQuantize / PerChannelQuantize). A quotient outside the int32 range (or
-  NaN) converts to INT32_MIN as on x86, and the zero point is then added with int32 wrap-around.
+  NaN) converts to INT32_MIN as on x86, and the zero point is then added with int32 wrap-around. Rounded in
+  float32 with quant.hybrid.HALF_DOWN; QuantizeFloatStore when the clamped values fit an integer type of the
+  output's width (zero point at qmin, or 0): the trunc is a truncating cast, zp added in the output type.
 - QUANTIZE requantize int8 / uint8 -> int8 / uint8 / int16, int16 -> int8 / int16 / int32,
   int32 -> int8 / int16: ``clamp(MultiplyByQuantizedMultiplier(q - zp_in, M, shift) + zp_out)`` with
   ``(M, shift) = QuantizeMultiplier(f64(s_in) / f64(s_out))`` (double rounding, the default build);
@@ -32,6 +34,7 @@ from ..quant.fixedpoint import (
     quantize_multiplier,
     wrap32,
 )
+from ..quant.hybrid import HALF_DOWN
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, per_channel_params, table_domain, table_index
@@ -40,6 +43,7 @@ from .registry import OpContext, PreparedOp, TensorInfo, register
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
+HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
 
 
 def _type_range(t: TensorInfo) -> tuple[int, int]:
@@ -140,10 +144,11 @@ class QuantizeFloat:
     """float32 -> int: clamp(int32(round_half_away(x / scale)) + zp), per tensor or per channel.
 
     Rounding and clamping are monotone and the bounds are integers (fixed points of the rounding), so the
-    quotient is clamped first, to [qmin - zp, qmax - zp]: then |t| < 2^17, t + copysign(1/2, t) is exact in
-    float64 (the addition must run in float64: in float32, 0.49999997 + 0.5 rounds to 1.0) and its trunc is
-    round_half_away(t); adding zp gives an in-range integer, assigned to the output (an exact conversion; a
-    plain assignment costs a fraction of a casting ufunc call on small tensors)."""
+    quotient is clamped first, to [qmin - zp, qmax - zp]: then |t| < 2^17 and trunc(t + copysign(0.49999997, t))
+    in float32 is round_half_away(t) (quant.hybrid.HALF_DOWN: t + 1/2 would not do in float32, 0.49999997 + 0.5
+    rounds to 1.0); adding zp (an integer below 2^16: exact in float32) gives an in-range integer, assigned to
+    the output (an exact conversion; a plain assignment costs a fraction of a casting ufunc call on small
+    tensors)."""
 
     scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
     zero_point: np.ndarray  # int32, same shape
@@ -159,40 +164,97 @@ class QuantizeFloat:
         shape = () if self.shape is None else self.shape
         object.__setattr__(self, "_t", np.empty(shape, _F32))
         object.__setattr__(self, "_half", np.empty(shape, _F32))
-        object.__setattr__(self, "_wide", np.empty(shape, np.float64))
         zp = np.asarray(self.zero_point)
-        object.__setattr__(self, "_zp", zp.astype(np.float64) if zp.any() else None)
+        object.__setattr__(self, "_zp", zp.astype(_F32) if zp.any() else None)
         # 0-d arrays, not numpy or Python scalars: a scalar operand is converted on every ufunc call (~0.25 us)
-        object.__setattr__(self, "_half_f32", np.array(0.5, _F32))
         # A quotient outside int32 (or NaN) becomes clamp(INT32_MIN + zp): qmin for zp >= 0, where the clamp
         # already sends t < -2^31 (so only the max needs checking), qmax for zp < 0 (only the min).
         object.__setattr__(self, "_check_max", bool((zp >= 0).any()))
         object.__setattr__(self, "_check_min", bool((zp < 0).any()))
 
-    def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        if x.shape == self._t.shape:
-            t, half, wide = self._t, self._half, self._wide
-        else:
-            t, half, wide = np.empty(x.shape, _F32), np.empty(x.shape, _F32), np.empty(x.shape, np.float64)
-        np.divide(x, self.scale, out=t)  # float32 division, as the reference
-        bad = None
+    def _overflow(self, t: np.ndarray):
+        """None, or the mask of the quotients outside int32 (or NaN), which are zeroed in ``t``."""
         if t.size and (
             (self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
             or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)
         ):
             bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
             t[bad] = 0
+            return bad
+        return None
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        if x.shape == self._t.shape:
+            t, half = self._t, self._half
+        else:
+            t, half = np.empty(x.shape, _F32), np.empty(x.shape, _F32)
+        np.divide(x, self.scale, out=t)  # float32 division, as the reference
+        bad = self._overflow(t)
         clip_ufunc(t, self.lo, self.hi, out=t)
-        np.copysign(self._half_f32, t, out=half)
-        np.add(t, half, out=wide, dtype=np.float64)  # exact in float64 (not in float32)
-        np.trunc(wide, out=wide)
+        np.copysign(HALF_DOWN_F32, t, out=half)
+        t += half
+        np.trunc(t, out=t)
         if self._zp is not None:
-            np.add(wide, self._zp, out=wide)
+            t += self._zp
         out = outputs[0]
-        out[...] = wide  # integers within the output range: exact
+        out[...] = t  # integers within the output range: exact
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizeFloatStore(QuantizeFloat):
+    """QuantizeFloat for an input of the prepared shape whose rounded, clamped values ``v`` in
+    ``[lo, hi] = [qmin - zp, qmax - zp]`` fit an integer type of the output's width (checked at prepare in
+    ``quantize_float``): unsigned when ``lo >= 0`` (zp = qmin: int8 with zero point -128, uint8 with 0),
+    signed when lo and hi fit it (zero point 0). The trunc of QuantizeFloat's float32 rounding is done by
+    numpy's truncating float -> integer cast into that buffer (``copyto`` with casting="unsafe": the
+    truncation lies in [lo, hi], so C's conversion is defined), then zp is added in the output type (the buffer
+    viewed as the output type: addition mod 2^bits, exact since ``v + zp`` is in the output range). Unsigned:
+    after the clip t >= 0, where round half away is the truncation of ``t + 0.49999997`` without the sign
+    term. Five numpy calls (six signed) instead of seven."""
+
+    ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width
+    iout: np.ndarray | None = None  # ibuf viewed as the output's type
+    zp_out: np.ndarray | None = None  # zp in the output's type (0-d, or per channel)
+    unsigned: bool = False
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        t = self._t
+        if x.shape != t.shape:
+            return QuantizeFloat.__call__(self, inputs, outputs)
+        np.divide(x, self.scale, out=t)  # float32 division, as the reference
+        bad = self._overflow(t)
+        clip_ufunc(t, self.lo, self.hi, out=t)
+        if self.unsigned:
+            t += HALF_DOWN_F32
+        else:
+            np.copysign(HALF_DOWN_F32, t, out=self._half)
+            t += self._half
+        np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero
+        out = outputs[0]
+        np.add(self.iout, self.zp_out, out=out)
+        if bad is not None:
+            np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+
+
+def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype) -> QuantizeFloat:
+    """QuantizeFloatStore when its bound holds, else QuantizeFloat (``zp`` int64, scalar or per channel)."""
+    args = (scale, zp.astype(np.int32), (qmin - zp).astype(_F32), (qmax - zp).astype(_F32), qmin, qmax, overflow)
+    lo, hi = int(np.min(qmin - zp)), int(np.max(qmax - zp))
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype.kind in "iu" and all(d >= 0 for d in shape):
+        unsigned = lo >= 0
+        store = np.dtype(f"{'u' if unsigned else 'i'}{out_dtype.itemsize}")
+        if np.iinfo(store).min <= lo and hi <= np.iinfo(store).max:
+            ibuf = np.empty(shape, store)
+            zp_out = np.asarray(zp).astype(out_dtype)  # wraps nothing: zp is in the output range
+            return QuantizeFloatStore(
+                *args, shape=shape, ibuf=ibuf, iout=ibuf.view(out_dtype), zp_out=zp_out, unsigned=unsigned
+            )
+    return QuantizeFloat(*args, shape=shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,16 +319,7 @@ def prepare_quantize(ctx: OpContext) -> PreparedOp:
         else:
             scale, zp = np.asarray(y.scale, _F32), np.asarray(y.zero_point, np.int64)
         overflow = np.clip(wrap32(INT32_MIN + zp), qmin, qmax).astype(y.dtype)
-        return QuantizeFloat(
-            scale,
-            zp.astype(np.int32),
-            (qmin - zp).astype(_F32),
-            (qmax - zp).astype(_F32),
-            qmin,
-            qmax,
-            overflow,
-            shape=tuple(x.shape),
-        )
+        return quantize_float(scale, zp, qmin, qmax, overflow, tuple(x.shape), y.dtype)
     ctx.check(
         x.type not in dtypes.OBJECT_TYPES
         and x.type != _INT4
