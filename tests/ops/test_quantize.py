@@ -214,8 +214,8 @@ def test_quantize_rank0_float(value, expected):
 @pytest.mark.parametrize("dtype, zp", [(np.int8, 3), (np.uint8, 128), (np.int16, 0), (np.int8, -128)])
 def test_quantize_float_just_below_halves(dtype, zp):
     """Quotients one float32 ulp below and above x.5 (and the halves themselves, both signs): t + 1/2 rounds to
-    the next integer in float32 (0.49999997 + 0.5 == 1.0f), so the rounding must add in float64; with the
-    clamp bounds, infinities and a zero point at the end of the range."""
+    the next integer in float32 (0.49999997 + 0.5 == 1.0f), so the rounding must not add 1/2 in float32 (it adds
+    0.49999997, quant.hybrid.HALF_DOWN); with the clamp bounds, infinities and a zero point at the end of the range."""
     halves = np.arange(-6, 6, dtype=np.float32) + np.float32(0.5)
     near = np.concatenate([np.nextafter(halves, -np.inf), halves, np.nextafter(halves, np.inf)])
     x = np.concatenate([near, np.float32([0.0, -0.0, 1e6, -1e6, np.inf, -np.inf])]).reshape(1, -1)
