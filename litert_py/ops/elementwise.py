@@ -81,7 +81,6 @@ from ..schema.model import BuiltinOperator
 from .common import broadcast_shape, clip_ufunc
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
-    SMALL_TABLE,
     QuantizedTable8,
     check_scales,
     smaller_than_one_exp,
@@ -526,7 +525,7 @@ def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
         d = r1 - r2
         return multiply_by_quantized_multiplier(wrap32(d * d), mo, eo) + zo
 
-    return QuantizedTable8(table8(squared_difference, a.dtype, -128, 127, out.dtype), small=out.size <= SMALL_TABLE)
+    return QuantizedTable8.build(table8(squared_difference, a.dtype, -128, 127, out.dtype), out.shape)
 
 
 @register(BuiltinOperator.ATAN2)

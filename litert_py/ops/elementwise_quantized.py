@@ -61,6 +61,14 @@ class QuantizedTable8:
     table: np.ndarray  # (65536,) of the output dtype
     divisor_zero_point: int | None = None
     small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
+    idx: np.ndarray | None = None  # uint16 table indices, the output's shape (None when small)
+
+    @classmethod
+    def build(cls, table: np.ndarray, out_shape, divisor_zero_point: int | None = None) -> QuantizedTable8:
+        """The op for an output of ``out_shape``: fancy indexing up to SMALL_TABLE elements, else the gather
+        through an index buffer allocated here, once."""
+        small = int(np.prod(out_shape, dtype=np.int64)) <= SMALL_TABLE
+        return cls(table, divisor_zero_point, small, None if small else np.empty(out_shape, _U16))
 
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
@@ -70,7 +78,7 @@ class QuantizedTable8:
         if self.small:
             out[...] = self.table.reshape(256, 256)[a.view(np.uint8), b.view(np.uint8)]
             return
-        idx = np.empty(out.shape, _U16)
+        idx = self.idx if self.idx is not None and self.idx.shape == out.shape else np.empty(out.shape, _U16)
         np.left_shift(a.view(np.uint8), 8, out=idx, dtype=_U16)
         np.bitwise_or(idx, b.view(np.uint8), out=idx)
         np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
@@ -301,7 +309,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
         r2 = multiply_by_quantized_multiplier(wrap32((x2 - z2) << left_shift), m2, e2)
         return multiply_by_quantized_multiplier(wrap32(r1 - r2 if subtract else r1 + r2), mo, eo) + zo
 
-    return QuantizedTable8(table8(add_sub, a.dtype, lo, hi, out.dtype), small=out.size <= SMALL_TABLE)
+    return QuantizedTable8.build(table8(add_sub, a.dtype, lo, hi, out.dtype), out.shape)
 
 
 def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract: bool, lo: int, hi: int):
@@ -353,7 +361,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
         return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo
 
-    return QuantizedTable8(table8(mul, a.dtype, lo, hi, out.dtype), small=out.size <= SMALL_TABLE)
+    return QuantizedTable8.build(table8(mul, a.dtype, lo, hi, out.dtype), out.shape)
 
 
 def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
@@ -376,9 +384,7 @@ def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def div(x1, x2):
         return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
 
-    return QuantizedTable8(
-        table8(div, a.dtype, lo, hi, out.dtype), divisor_zero_point=z2, small=out.size <= SMALL_TABLE
-    )
+    return QuantizedTable8.build(table8(div, a.dtype, lo, hi, out.dtype), out.shape, divisor_zero_point=z2)
 
 
 #: the quantized paths' prepare per op (elementwise.py's prepare_arithmetic dispatches to them)

@@ -20,7 +20,7 @@ from . import threads
 from .cancel import Guard, exclusive
 from .subgraph import SubgraphRuntime, resolve, unsupported_op_error
 from .tensors import int32_quantization
-from .values import input_value
+from .values import check_value_shape, input_value
 
 
 class OpResolverType(enum.Enum):
@@ -249,17 +249,7 @@ class Interpreter:
         if not sub.allocated:
             raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
         arr = input_value(t.name, sub.types[i], value, pos)
-        shape = sub.shapes[i]
-        if arr.ndim != len(shape):
-            raise ValueError(
-                f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} for input {pos}."
-            )
-        for d, (got, exp) in enumerate(zip(arr.shape, shape)):
-            if got != exp:
-                raise ValueError(
-                    f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for "
-                    f"dimension {d} of input {pos}."
-                )
+        check_value_shape(arr, sub.shapes[i], pos)
         dst = sub.tensors[i]
         if dst is None or i in sub.constants:
             raise ValueError(f"Cannot set tensor: tensor {i} ({t.name}) is a constant of the model")

@@ -22,6 +22,19 @@ def check_value_type(got, want, pos, name: str) -> None:
         )
 
 
+def check_value_shape(arr: np.ndarray, shape, pos) -> None:
+    """ValueError with tf.lite's message when ``arr``'s rank or a dimension differs from ``shape``."""
+    if arr.ndim != len(shape):
+        raise ValueError(
+            f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} for input {pos}."
+        )
+    for k, (got, exp) in enumerate(zip(arr.shape, shape)):
+        if got != exp:
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for dimension {k} of input {pos}."
+            )
+
+
 def input_value(name: str, type_: int, value, pos) -> np.ndarray:
     """``value`` as the array set_tensor stores into the tensor ``name`` of current type ``type_`` (a TensorType
     number) at input position ``pos``; ValueError with tf.lite's message when its type does not match."""

@@ -11,6 +11,8 @@ from importlib import resources
 
 import numpy as np
 
+from ..runtime.values import check_value_shape, check_value_type
+
 BUNDLED_MODEL = "tiny_cnn.tflite"
 
 
@@ -224,21 +226,10 @@ def _check_signature_feed(port: Port, pos: int, arr: np.ndarray) -> None:
     d = port.details
     want = np.dtype(d["dtype"])
     if want.kind not in "SO":
-        from litert_py.runtime.values import check_value_type
-
         check_value_type(arr.dtype, want, port.name, d["name"])
     if _resizable(d, arr):
         return
-    shape = _shape(d["shape"])
-    if arr.ndim != len(shape):
-        raise ValueError(
-            f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected {len(shape)} for input {pos}."
-        )
-    for k, (got, exp) in enumerate(zip(arr.shape, shape)):
-        if got != exp:
-            raise ValueError(
-                f"Cannot set tensor: Dimension mismatch. Got {got} but expected {exp} for dimension {k} of input {pos}."
-            )
+    check_value_shape(arr, _shape(d["shape"]), pos)
 
 
 def open_session(model_path: str, args) -> Session:
