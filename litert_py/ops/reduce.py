@@ -119,6 +119,18 @@ class SumInOrder:
 
 
 @dataclass(frozen=True, eq=False)
+class SumColumns:
+    """SumInOrder with more than one output: np.einsum over the C-contiguous (n, m) rows, the in-order sum of
+    MeanFloatColumns (float32; int32 / int64 sums wrap in the input's type and are exact in any order)."""
+
+    reduction: Reduction
+
+    def __call__(self, inputs, outputs):
+        r = self.reduction
+        np.einsum("ij->j", np.ascontiguousarray(r.rows(inputs[INPUT])), out=outputs[OUTPUT].reshape(r.m))
+
+
+@dataclass(frozen=True, eq=False)
 class SumBool:
     """bool SUM: ``current + in`` converted back to bool, i.e. a logical OR."""
 
@@ -251,7 +263,7 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
     if path == "mean-int":
         return MeanInt(reduction)
     if path == "sum":
-        return SumInOrder(reduction)
+        return SumColumns(reduction) if reduction.m > 1 else SumInOrder(reduction)
     if path == "sum-bool":
         return SumBool(reduction)
     if path == "sum-float":
