@@ -97,7 +97,8 @@ def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | 
 
 #: An AVERAGE_POOL_2D whose windows tile the input with at least this many taps sums each window with one
 #: reduction (AveragePoolFloatTiled, AveragePoolQuantizedTiled) instead of one whole-output add per tap: a
-#: global pool over 128x128x16 took 16384 adds of 16 values (10.6 ms), one reduction takes 0.36 ms.
+#: global pool over 128x128x16 took 16384 adds of 16 values (10.6 ms), one reduction takes 0.36 ms (float, as an
+#: np.einsum: 0.06 ms).
 POOL_TILED_MIN_TAPS = 8
 
 

@@ -68,7 +68,9 @@ constants made at prepare and its comparison turned into a copysign (6 passes, n
 exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
 int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
 per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
-PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); one whose im2col is a
+PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); a float 1x1 stride-1
+conv over a large output with at most POINTWISE_MAX_CHANNELS channels runs GEMM, bias and clamp per cache-sized
+block of output rows (`ConvFloatPointwise`); one whose im2col is a
 copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`), or, with few input
 channels (KW*C <= 16) and a large output, builds the transposed im2col from channel-first phase planes
 (`conv2d_planes.ConvFloatPlanes`). Float DEPTHWISE_CONV_2D with a constant filter and bias is one np.einsum over
