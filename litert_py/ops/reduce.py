@@ -62,6 +62,27 @@ class MeanFloat:
 
 
 @dataclass(frozen=True, eq=False)
+class MeanFloatColumns:
+    """float32 MEAN with more than one output (a global spatial mean over NHWC keeps C): the same in-order sum
+    as MeanFloat, by np.einsum over the C-contiguous (n, m) rows. With m > 1 the outputs' axis has the smaller
+    stride, so numpy's iterator runs it innermost and steps through the n rows in the outer loop; einsum's inner
+    loop for an output with a non-zero stride adds elementwise (out[j] += row[j]): per output the sequential
+    float32 sum from +0.0 in row-major order, as reference_ops::ReduceSumImpl accumulates from its 0 init (a row
+    of -0.0 gives +0.0 there; np.add.reduce started from the first row and kept -0.0). About 5x cheaper per
+    inner loop than np.add.reduce (72x128x16 -> 16: 170 -> 41 us). The (n, m) view is copied when the reduced
+    axes do not lead (else einsum could pick the reduced axis as its inner loop and sum it in SIMD lanes)."""
+
+    reduction: Reduction
+    count: np.float32
+
+    def __call__(self, inputs, outputs):
+        out, r = outputs[OUTPUT], self.reduction
+        flat = out.reshape(r.m)
+        np.einsum("ij->j", np.ascontiguousarray(r.rows(inputs[INPUT])), out=flat)
+        np.divide(out, self.count, out=out)
+
+
+@dataclass(frozen=True, eq=False)
 class MeanInt:
     """int32 / int64 MEAN: int64 sum (wrapping), C++ truncating division, static_cast back."""
 
@@ -95,6 +116,18 @@ class SumInOrder:
 
     def __call__(self, inputs, outputs):
         self.reduction.sum_in_order(inputs[INPUT], outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class SumColumns:
+    """SumInOrder with more than one output: np.einsum over the C-contiguous (n, m) rows, the in-order sum of
+    MeanFloatColumns (float32; int32 / int64 sums wrap in the input's type and are exact in any order)."""
+
+    reduction: Reduction
+
+    def __call__(self, inputs, outputs):
+        r = self.reduction
+        np.einsum("ij->j", np.ascontiguousarray(r.rows(inputs[INPUT])), out=outputs[OUTPUT].reshape(r.m))
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,11 +259,11 @@ def _reduce_op(path: str, reduction: Reduction, size: int, qp: QuantParams | Non
         return Fill(np.nan if path == "mean-float" else 0)  # InitializeMeanOutput / the reducers' init value
     n = reduction.n
     if path == "mean-float":
-        return MeanFloat(reduction)
+        return MeanFloatColumns(reduction, np.float32(n)) if reduction.m > 1 else MeanFloat(reduction)
     if path == "mean-int":
         return MeanInt(reduction)
     if path == "sum":
-        return SumInOrder(reduction)
+        return SumColumns(reduction) if reduction.m > 1 else SumInOrder(reduction)
     if path == "sum-bool":
         return SumBool(reduction)
     if path == "sum-float":

@@ -14,7 +14,11 @@ column weight it meets (2 x 2 products for 2x half_pixel_centers; a gather commu
 multiply); every (row phase, column phase) block of the output is then three adds of slices of these
 products, ``((P*wy0*wx0)[y0, x0] + (P*wy1*wx0)[y1, x0]) + (P*wy0*wx1)[y0, x1]) + (P*wy1*wx1)[y1, x1]``,
 copied into the strided output block as opaque C*4-byte pixels; the exception rows and columns are recomputed
-by the reference formula on their own. Every output is the reference's float32 expression
+by the reference formula on their own. The adds run over flat contiguous ranges of the products in their
+padded layout (a slice ``[y0:y0+H, x0:x0+W]`` is the flat range starting at ``(y0*Wp + x0)*C`` read with the
+padded row pitch), into a scratch of the padded shape whose ``[:H, :W]`` corner is the block: the few pad columns
+between rows are computed and dropped. Contiguous 1-D adds run about 3x faster than adds over the 4-D slices
+(64x64x16 -> 128x128x16: the four blocks' adds 220 -> ~80 us). Every output is the reference's float32 expression
 ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` on the same operands in the same order:
 bit-identical to the gather kernel (resize.ResizeBilinearFloat; inf, NaN and signed zeros included), with
 about half its passes and no index gathers.
@@ -133,11 +137,12 @@ class ResizeBilinearPhases:
     round_offset: float
     wy: tuple  # the distinct row weights (float32)
     pairs: tuple  # per product: (row weight index, column weight)
-    blocks: tuple  # (py, px, ((product, row start, column start) x 4 in the reference's term order))
+    blocks: tuple  # (py, px, ((product, flat offset) x 4 in the reference's term order))
     padded: np.ndarray  # (N, H + pads, W + pads, C) float32
     rows: tuple  # per distinct row weight: padded * wy
-    products: tuple  # per pair: (padded * wy) * wx
-    tmp: np.ndarray  # (N, H, W, C) float32
+    products: tuple  # per pair: (padded * wy) * wx, flat
+    tmp: np.ndarray  # flat, the padded size: the block's sums in the padded layout
+    span: int  # the flat length of the adds: up to the block's last pixel in the padded layout
     unit: np.dtype  # void of C*4 bytes
     acc: np.ndarray | None  # uint8: the float32 result before rounding
 
@@ -164,15 +169,17 @@ class ResizeBilinearPhases:
         for wy, r in zip(self.wy, self.rows, strict=True):
             np.multiply(self.padded, wy, out=r)
         for (iy, wx), q in zip(self.pairs, self.products, strict=True):
-            np.multiply(self.rows[iy], wx, out=q)
-        q, t = self.products, self.tmp
+            np.multiply(self.rows[iy].reshape(-1), wx, out=q)
+        q, span = self.products, self.span
+        t = self.tmp[:span]
         n, oh, ow, c = out.shape
         units = out.reshape(-1, c).view(self.unit).reshape(n, oh, ow)  # a pixel's C values as one item
-        t_units = t.reshape(-1, c).view(self.unit).reshape(n, h, w)
-        for py, px, ((k0, r0, c0), (k1, r1, c1), (k2, r2, c2), (k3, r3, c3)) in self.blocks:
-            np.add(q[k0][:, r0 : r0 + h, c0 : c0 + w], q[k1][:, r1 : r1 + h, c1 : c1 + w], out=t)
-            t += q[k2][:, r2 : r2 + h, c2 : c2 + w]
-            t += q[k3][:, r3 : r3 + h, c3 : c3 + w]
+        hp, wp = self.padded.shape[1:3]
+        t_units = self.tmp.reshape(-1, c).view(self.unit).reshape(n, hp, wp)[:, :h, :w]
+        for py, px, ((k0, o0), (k1, o1), (k2, o2), (k3, o3)) in self.blocks:
+            np.add(q[k0][o0 : o0 + span], q[k1][o1 : o1 + span], out=t)
+            t += q[k2][o2 : o2 + span]
+            t += q[k3][o3 : o3 + span]
             # into the strided output block as opaque C*4-byte items: 2x faster than a float32 add into it
             np.copyto(units[:, py :: ys.factor, px :: xs.factor], t_units)
         if self.edges is not None:
@@ -203,7 +210,12 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
             x0, x1, wx0, wx1 = xs.lo_start[px], xs.hi_start[px], xs.w0[px], xs.w1[px]
             terms = ((wy0, y0, wx0, x0), (wy1, y1, wx0, x0), (wy0, y0, wx1, x1), (wy1, y1, wx1, x1))
             blocks.append((py, px, tuple((product(a, b), r, col) for a, r, b, col in terms)))
-    padded_shape = (n, h + sum(ys.pad), w + sum(xs.pad), c)
+    hp, wp = h + sum(ys.pad), w + sum(xs.pad)
+    padded_shape = (n, hp, wp, c)
+    # term (product, r, col) -> the flat offset of its slice; the adds cover the padded layout up to the block's
+    # last pixel (batch n-1, row h-1, column w-1), which with any offset r <= hp - h, col <= wp - w stays inside
+    blocks = [(py, px, tuple((k, (r * wp + col) * c) for k, r, col in terms)) for py, px, terms in blocks]
+    span = (((n - 1) * hp + h - 1) * wp + w) * c
     return ResizeBilinearPhases(
         ys,
         xs,
@@ -215,8 +227,9 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
         tuple(blocks),
         aligned_empty(padded_shape, _F32),
         tuple(aligned_empty(padded_shape, _F32) for _ in wy),
-        tuple(aligned_empty(padded_shape, _F32) for _ in pairs),
-        aligned_empty((n, h, w, c), _F32),
+        tuple(aligned_empty(padded_shape, _F32).reshape(-1) for _ in pairs),
+        aligned_empty(n * hp * wp * c, _F32),
+        span,
         np.dtype((np.void, 4 * c)),
         None if dtype == _F32 else aligned_empty((n, oh, ow, c), _F32),
     )

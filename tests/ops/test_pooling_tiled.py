@@ -33,6 +33,8 @@ def _prepared(model: bytes):
 # (input shape, filter h, w, stride h, w, padding, tiled?)
 GEOMETRIES = [
     ((1, 64, 64, 16), 64, 64, 64, 64, VALID, True),  # global pool (MediaPipe's squeeze-excite blocks)
+    ((1, 128, 128, 16), 128, 128, 1, 1, VALID, True),  # selfie segmentation's largest: 16384 taps
+    ((1, 130, 70, 8), 32, 32, 32, 32, VALID, True),  # 4x2 windows of 1024 taps, rows and columns left over
     ((2, 16, 16, 96), 16, 16, 1, 1, VALID, True),  # global pool, any stride, two batches
     ((1, 9, 9, 1), 9, 9, 2, 2, VALID, True),  # one channel: float keeps the per-tap path (numpy's pairwise sum)
     ((1, 4, 12, 1), 2, 12, 2, 12, VALID, True),  # one channel, 24 taps: ditto
@@ -81,6 +83,18 @@ def test_average_pool_tiled_float_nan_inf():
         ours, theirs = run_both(model, [x])
     np.testing.assert_array_equal(ours[0], theirs[0])
     assert np.isnan(ours[0][0, 0, 0, 0]) and ours[0][0, 1, 2, 1] == np.finfo(np.float32).max
+
+
+def test_average_pool_tiled_float_negative_zeros():
+    """A window of -0.0 averages to +0.0 on the tiled path: the reference's sum starts from 0.f."""
+    x = np.full((1, 12, 12, 2), -0.0, np.float32)
+    x[0, 4:, :, 1] = 1.0
+    model = _model(x.shape, (1, 3, 3, 2), 4, 4, 4, 4)
+    assert _prepared(model) == "AveragePoolFloatTiled"
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
+    assert not np.signbit(theirs[0]).any()
 
 
 QUANTIZED = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}

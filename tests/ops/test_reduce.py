@@ -84,6 +84,42 @@ def test_mean_shapes(case):
     assert_close(ours, theirs)  # same order of float32 additions: exact
 
 
+@pytest.mark.parametrize("op", ["MEAN", "SUM"])
+@pytest.mark.parametrize(
+    "shape, axes, columns",
+    [
+        ((1, 72, 128, 16), [1, 2], True),  # selfie_segmentation_landscape's global pools
+        ((2, 40, 9, 3), [1, 2], True),  # reduced axes not leading: the rows are copied
+        ((300, 4), [0], True),
+        ((3, 300), [0, 1], False),  # one output: np.add.accumulate
+    ],
+)
+def test_float_columns(op, shape, axes, columns):
+    """MEAN / SUM float32 with several outputs sum with np.einsum in the reference's row-major order
+    (MeanFloatColumns, SumColumns): bit-exact with BUILTIN_REF on inputs whose sums differ by order (wide
+    magnitudes), and from +0.0 (outputs of -0.0 inputs are +0.0, as the reference's 0 init gives)."""
+    rng = np.random.default_rng(len(shape))
+    x = (rng.standard_normal(shape) * np.exp2(rng.integers(-12, 12, shape))).astype(np.float32)
+    x[..., 0] = -0.0
+    model = single_op_model(
+        op, [T(shape), T.const(np.array(axes, np.int32))], [T(_expected_shape(shape, axes, True))], {"keep_dims": True}
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    names = {"MEAN": ("MeanFloatColumns", "MeanFloat"), "SUM": ("SumColumns", "SumInOrder")}[op]
+    assert type(prepared).__name__ == names[0 if columns else 1]
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))
+    if columns:
+        last = np.ascontiguousarray(np.moveaxis(x, axes, range(-len(axes), 0)))
+        pairwise = last.reshape(*last.shape[: x.ndim - len(axes)], -1).sum(axis=-1)  # numpy's pairwise inner sum
+        if op == "MEAN":
+            pairwise /= np.float32(x.size // ours[0].size)
+        assert (pairwise != theirs[0].reshape(pairwise.shape)).any()  # the data tells the orders apart
+
+
 def test_mean_int_truncates_toward_zero():
     x = np.array([[-1, -1, -2], [1, 1, 2], [-7, 0, 0]], np.int32)
     model = single_op_model(

@@ -68,7 +68,9 @@ constants made at prepare and its comparison turned into a copysign (6 passes, n
 exact for the static accumulator bound or checked against the data; else the library's own paths (int64, or
 int32 accumulators that could overflow wrapped first as the C++ int32 sum does; the int64 fallback's
 per-channel constants are made at prepare, `litert_py.quant.PerChannelMBQM`). Float CONV_2D with at most
-PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); one whose im2col is a
+PER_TAP_MAX_CHANNELS outputs and a large im2col runs one matmul per tap (`ConvFloatPerTap`); a float 1x1 stride-1
+conv over a large output with at most POINTWISE_MAX_CHANNELS channels runs GEMM, bias and clamp per cache-sized
+block of output rows (`ConvFloatPointwise`); one whose im2col is a
 copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`), or, with few input
 channels (KW*C <= 16) and a large output, builds the transposed im2col from channel-first phase planes
 (`conv2d_planes.ConvFloatPlanes`). Float DEPTHWISE_CONV_2D with a constant filter and bias is one np.einsum over
@@ -141,6 +143,49 @@ class ConvFloat:
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
+#: `ConvFloatPointwise` runs a 1x1 conv in blocks of output rows of about this many bytes (cache-resident while
+#: the bias and the clamp pass over them); taken when the output has at least two such blocks and at most
+#: POINTWISE_MAX_CHANNELS channels (measured: 16 channels 10-17 % faster, 72-96 about 5 %, 24-28 5-10 % slower).
+POINTWISE_BLOCK_BYTES = 128 << 10
+POINTWISE_MAX_CHANNELS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class ConvFloatPointwise:
+    """Float 1x1 stride-1 unpadded CONV_2D (groups 1, constant filter and bias) over a large output, in blocks of
+    about POINTWISE_BLOCK_BYTES of output rows: GEMM, + bias, clamp per block, so that the two epilogue passes read
+    the block while it is still in cache (128x128x16 -> 16: 222 -> 186 us, 64x64x16 -> 16: 59 -> 50 us, 1 thread).
+    The same float operations as `ConvFloat` (each output: its BLAS dot product, then + bias, then the clamp):
+    within the GEMM paths' tolerance; the bias and the clamp come after the sum, as in the reference."""
+
+    blocks: tuple  # ((rows slice, bias tile for those rows), ...) of the (N*H*W, C) / (N*OH*OW, O) matrices
+    weights: np.ndarray  # (C, O) float32 contiguous
+    out_min: np.float32
+    out_max: np.float32
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        a, c = x.reshape(-1, x.shape[3]), out.reshape(-1, out.shape[3])
+        w, lo, hi = self.weights, self.out_min, self.out_max
+        for rows, bias in self.blocks:
+            block = c[rows]
+            np.matmul(a[rows], w, out=block)
+            np.add(block, bias, out=block)
+            clip_ufunc(block, lo, hi, out=block)
+
+    @staticmethod
+    def build(geo: Geometry, f: np.ndarray, bias: np.ndarray, lo, hi) -> ConvFloatPointwise | None:
+        """None unless the output holds at least two blocks of at most POINTWISE_MAX_CHANNELS channels."""
+        m, o = geo.batches * geo.out_h * geo.out_w, geo.out_c
+        step = max(1, POINTWISE_BLOCK_BYTES // (4 * o))
+        if m < 2 * step or o > POINTWISE_MAX_CHANNELS:
+            return None
+        tile = np.ascontiguousarray(np.broadcast_to(np.asarray(bias, np.float32).reshape(1, o), (step, o)))
+        blocks = tuple((slice(r, min(r + step, m)), tile[: min(step, m - r)]) for r in range(0, m, step))
+        w = np.ascontiguousarray(f.reshape(o, geo.in_c).T, dtype=np.float32)
+        return ConvFloatPointwise(blocks, w, lo, hi)
+
+
 #: A float CONV_2D with at most this many output channels whose im2col matrix would exceed PER_TAP_MIN_BYTES
 #: runs one matmul per filter tap instead (the im2col copy dominates a GEMM that narrow).
 PER_TAP_MAX_CHANNELS = 4
@@ -206,6 +251,10 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         return build_planes(geo, f.data.astype(np.float32), None if bias is None else bias.data, lo, hi)
     weights = gemm_weights(f.data, groups, np.float32) if f.is_constant else None
     input_is_a = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
+    if input_is_a and groups == 1 and f.is_constant and bias is not None and bias.is_constant:
+        pointwise = ConvFloatPointwise.build(geo, f.data, bias.data, lo, hi)
+        if pointwise is not None:
+            return pointwise
     if groups == 1 and weights is not None and bias is not None and bias.is_constant and not input_is_a:
         folded = np.empty((1, weights.shape[1] + 1, geo.out_c), np.float32)
         folded[:, :-1] = weights

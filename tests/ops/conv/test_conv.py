@@ -389,3 +389,53 @@ def test_conv_2d_window_covering_the_whole_input():
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert prepared.im2col.pointwise
+
+
+@pytest.mark.parametrize("resolver", ["BUILTIN_REF", "AUTO"])
+@pytest.mark.parametrize("act", [0, 1, 3])  # NONE, RELU, RELU6
+def test_conv_2d_pointwise_blocked(act, resolver, monkeypatch):
+    """A large 1x1 stride-1 conv runs GEMM, bias and clamp per block of output rows (ConvFloatPointwise); the
+    block size lowered so that a small layer takes the path, with an uneven last block and two batches. Within
+    the float tolerance of LiteRT's reference and default kernels; an infinite input gives +-FLT_MAX as in the
+    reference (XNNPACK, the default kernels, keeps +-inf under NONE: AUTO gets finite inputs)."""
+    monkeypatch.setattr(conv, "POINTWISE_BLOCK_BYTES", 7 * 4 * 16)  # 7 rows of 16 channels
+    rng = np.random.default_rng(act)
+    x = rng.standard_normal((2, 5, 9, 12)).astype(np.float32)
+    if resolver == "BUILTIN_REF":
+        x[0, 0, 0, 0] = np.inf
+    w = rng.standard_normal((16, 1, 1, 12)).astype(np.float32)
+    b = (rng.standard_normal(16) * 3).astype(np.float32)
+    model = single_op_model(
+        "CONV_2D",
+        [T(x.shape), T.const(w), T.const(b)],
+        [T((1, 1, 1, 16))],
+        {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert isinstance(prepared, conv.ConvFloatPointwise)
+    assert len(prepared.blocks) == 13 and prepared.blocks[-1][1].shape == (90 % 7, 16)
+    ours, theirs = run_both(model, [x], resolver)
+    finite = np.isfinite(theirs[0])
+    np.testing.assert_array_equal(ours[0][~finite], theirs[0][~finite])  # NaN where inf meets weights of both signs
+    assert_close([ours[0][finite]], [theirs[0][finite]], rtol=TOLERANCE["CONV_2D"] * 13, atol=1e-6)
+    assert (theirs[0] == 0).any() == (act != 0)
+    assert (theirs[0] == 6).any() == (act == 3)
+    if resolver == "BUILTIN_REF" and act != 3:
+        assert (ours[0][0, 0, 0] == FLT_MAX).any()
+
+
+def test_conv_2d_pointwise_choice():
+    """The blocked 1x1 path needs two blocks and at most POINTWISE_MAX_CHANNELS channels."""
+    for shape, out_c, chosen in (((1, 64, 64, 8), 16, True), ((1, 16, 16, 8), 16, False), ((1, 64, 64, 8), 24, False)):
+        model = single_op_model(
+            "CONV_2D",
+            [T(shape), T.const(np.ones((out_c, 1, 1, 8), np.float32)), T.const(np.ones(out_c, np.float32))],
+            [T((1, 1, 1, out_c))],
+            {"padding": 1, "stride_h": 1, "stride_w": 1},
+        )
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        (prepared,) = it._subgraphs[0].prepared_ops.values()
+        assert isinstance(prepared, conv.ConvFloatPointwise) == chosen
