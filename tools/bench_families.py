@@ -17,6 +17,9 @@ every layer's outputs spread over the int8 range, the usual zero points: -128 af
   CONV_2D 5x1, DEPTHWISE_CONV_2D kx1 over the whole buffer + CONV_2D 1x1 (ReLU), FULLY_CONNECTED, LOGISTIC.
 - ``dense_ae``: the MLPerf Tiny anomaly-detection autoencoder (640 -> 128 x4 -> 8 -> 128 x4 -> 640),
   FULLY_CONNECTED + ReLU.
+- ``micro_speech``: tflite-micro's keyword model (49x40x1 -> 4): CONV_2D 10x8 s2 (ReLU), FULLY_CONNECTED,
+  SOFTMAX.
+- ``sine_int8``: tflite-micro's hello_world, int8 (1 -> 16 -> 16 -> 1 FULLY_CONNECTED).
 
 Every model is run by litert_py, by ai-edge-litert's default resolver (AUTO: optimized kernels and XNNPACK) and
 by its reference kernels (BUILTIN_REF), num_threads=1; the script asserts first that litert_py's int8 outputs
@@ -299,12 +302,34 @@ def streaming_kws() -> bytes:
     return b.build()
 
 
+def micro_speech() -> bytes:
+    """tflite-micro's micro_speech: one 10x8 stride-2 CONV_2D (ReLU) over a 49x40 spectrogram, a 4000 -> 4
+    FULLY_CONNECTED, SOFTMAX."""
+    net = Net(6, (1, 49, 40, 1), 0.1, -20)
+    net.conv(8, 10, 8, stride=2, act=RELU)
+    net.reshape((1, 25 * 20 * 8))
+    net.fc(4)
+    net.unary("SOFTMAX")
+    return net.build()
+
+
+def sine_int8() -> bytes:
+    """tflite-micro's hello_world, int8: 1 -> 16 -> 16 -> 1 FULLY_CONNECTED (ReLU, ReLU, none)."""
+    net = Net(7, (1, 1), 0.025, -128)
+    net.fc(16, act=RELU)
+    net.fc(16, act=RELU)
+    net.fc(1)
+    return net.build()
+
+
 FAMILIES = {
     "vww_mobilenet": vww_mobilenet,
     "ds_cnn_kws": ds_cnn_kws,
     "resnet8": resnet8,
     "streaming_kws": streaming_kws,
     "dense_ae": dense_ae,
+    "micro_speech": micro_speech,
+    "sine_int8": sine_int8,
 }
 
 

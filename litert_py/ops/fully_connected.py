@@ -2,12 +2,14 @@
 
 Modules: fully_connected.py (the op's checks and dispatch, the float32 path), fully_connected_quantized.py
 (the integer paths and their checks), fully_connected_folded.py (the folded exact-GEMM integer kernel),
-hybrid_fc.py (the hybrid path, also the matrix product of the hybrid RNN, SVDF and LSTM kernels).
+fully_connected_row.py (one float row, and chains), hybrid_fc.py (the hybrid path, also the matrix product
+of the hybrid RNN, SVDF and LSTM kernels).
 
 Paths (prepared ops):
 
 - ``FullyConnectedFloat`` / ``FullyConnectedFloatDynamicWeights``: float32 (float16 weights arrive folded to
-  float32 by DEQUANTIZE at prepare). One BLAS call.
+  float32 by DEQUANTIZE at prepare). One BLAS call. With constant weights and one input row,
+  ``FullyConnectedFloatRow`` (fully_connected_row.py: bias folded into the product, chains fused into one step).
 - ``FullyConnectedQuantized``: int8 (per-tensor weights with their zero point applied, or per-channel weights
   whose zero points are ignored), uint8 -> uint8 and uint8 -> int16 (legacy, uint8 weights with zero point),
   int16 activations with int8 (or INT4) weights and an int32 or int64 bias. LiteRT's reference kernel
@@ -68,6 +70,7 @@ from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .common import float_activation
 from .fully_connected_quantized import prepare_quantized
+from .fully_connected_row import prepare_float_row
 from .hybrid_fc import prepare_hybrid
 from .registry import OpContext, PreparedOp, register
 
@@ -191,6 +194,8 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
         activation = float_activation(ctx, act)
         depth = w.shape[1]
         if w.is_constant and (bias is None or bias.is_constant):
+            if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic:  # one input row: tiny float models
+                return prepare_float_row(x.shape, w.data, None if bias is None else bias.data, act, shape)
             return FullyConnectedFloat(
                 np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy(), depth, activation
             )

@@ -319,7 +319,9 @@ class SubgraphRuntime:
             steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
             steps = fuse_slice_views(steps, infos, self.sg.outputs)  # slices read as views, copies dropped
             steps = fuse_concat_writes(steps, infos, self.sg.outputs)  # producers store into the concatenation
-            steps = fuse_feeding(steps, infos, self.sg.outputs)  # depthwise values straight into the next GEMM
+            fed = None
+            while fed is not steps:  # a producer's values straight into its reader's GEMM rows; chains link up
+                fed, steps = steps, fuse_feeding(steps, infos, self.sg.outputs)
         self._allocate(steps, folded)
         self.allocated = True
 
