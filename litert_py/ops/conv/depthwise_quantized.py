@@ -35,6 +35,7 @@ from .common import (
     tile_over_width,
 )
 from .conv2d_quantized import ConvQuantizedFoldedRows
+from .depthwise_rows import prepare_depthwise_rows
 from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue, fold_requantization
 from .taps import DepthwiseTaps, exact_tap_weights
 
@@ -42,6 +43,10 @@ from .taps import DepthwiseTaps, exact_tap_weights
 #: window view (`EinsumTaps`): 1.1-3.5x faster than the stacked multiply + reduction or the tap loop from 48
 #: channels on (4x4x96, 6x6x128, 25x5x64, 15x13x48 stride 2, 64x64x64), 1.3-4x slower at 8-32 channels.
 EINSUM_MIN_CHANNELS = 48
+
+#: Constant-filter layers whose requantization folds take DepthwiseConvQuantizedRows (depthwise_rows.py, 1.5-3x
+#: faster) unless they are one whole-window output pixel; tests set this False to reach the paths below.
+ROWS_PATH = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -342,13 +347,20 @@ def _prepare_depthwise_folded(
     )
     if folding is None:
         return None
-    if (
+    whole = (
         multiplier == 1
         and not geo.padded
         and geo.out_h == geo.out_w == 1
         and geo.dilation_h == geo.dilation_w == 1
         and (geo.filter_h, geo.filter_w) == (geo.in_h, geo.in_w)
-    ):
+    )
+    if ROWS_PATH and not whole:
+        rows = prepare_depthwise_rows(
+            geo, x.dtype, x.zero_point, w, offset, multiplier, m, shift, zero_point, lo, hi, max_abs_x, acc_bound, dtype
+        )
+        if rows is not None:
+            return rows
+    if whole:
         products = np.empty((geo.batches, taps + 1, geo.out_c))
         products[:, taps] = folding.const
         taps_products = products[:, :taps].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # a view
