@@ -36,8 +36,18 @@ from ..common import aligned_empty, clip_ufunc
 from .common import INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
+from .taps import DepthwiseTaps
 
 SIGN_BIT = np.array(0x80, np.uint8)
+
+#: Outputs of at most this many values keep DepthwiseConvQuantizedFolded (its small epilogue makes fewer numpy
+#: calls; the rows path was 0.75-0.85x on 64-256 values, 1.1-1.3x from 800 on).
+ROWS_MIN_VALUES = 512
+
+#: Strided windows (stride_w > 1) with at least this many channels read the padded buffer as one
+#: (KH, KW, N, OH, OW, C) window (inner loops of C values, no phase planes to fill and add): 3x3 stride 2,
+#: 3x3x256 -> 2x2: 10 vs 13 us; 49x10x64: ...; below it the column phase planes win (48x48x16: 86 -> 45 us).
+WINDOW_MIN_CHANNELS = 48
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,9 +96,9 @@ class DepthwiseConvQuantizedRows:
     sums, sums * scale + const in float64, the epilogue."""
 
     fills: tuple  # ((destination, input index), ...)
-    groups: tuple  # ((window (KHg, KWg, N, OH, OW*O) view, weights (KHg, KWg, OW*O)), ...) one per plane
+    groups: tuple  # ((subscripts, window view, weights, out), ...) one per plane, the first out a view of sums
     sums: np.ndarray  # (N, OH, OW*O) float32 (or float64) exact tap sums
-    scratch: np.ndarray | None  # (N, OH, OW*O): the second and later planes' sums
+    scratch: np.ndarray | None  # (N, OH, OW*O): the second and later planes' sums (their out)
     scale: np.ndarray  # (OW*O,) float64 M * 2^(ls-31-rs)
     const: np.ndarray  # (OW*O,) float64 the folded constant
     acc: np.ndarray  # (N, OH, OW*O) float64
@@ -100,11 +110,11 @@ class DepthwiseConvQuantizedRows:
         for dest, index in self.fills:
             np.copyto(dest, x[index])
         sums = self.sums
-        (window, weights), *more = self.groups
-        np.einsum(SUBSCRIPTS, window, weights, out=sums)
-        for window, weights in more:
-            np.einsum(SUBSCRIPTS, window, weights, out=self.scratch)
-            np.add(sums, self.scratch, out=sums)
+        (subscripts, window, weights, out), *more = self.groups
+        np.einsum(subscripts, window, weights, out=out)
+        for subscripts, window, weights, out in more:
+            np.einsum(subscripts, window, weights, out=out)
+            np.add(sums, out, out=sums)
         acc = self.acc
         np.multiply(sums, self.scale, out=acc)  # |sum * M| < 2^53 units (the folding's bound): exact
         np.add(acc, self.const, out=acc)
@@ -147,10 +157,10 @@ def prepare_depthwise_rows(
     )
     if folding is None:
         return None
-    windows = einsum_windows(geo, multiplier, w.reshape(1, geo.filter_h, geo.filter_w, geo.out_c), dtype, x_zp)
-    if windows is None:
+    if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
         return None
-    fills, groups, rows, scratch = windows
+    fills, groups, sums, scratch = _tap_sums(geo, multiplier, w, dtype, x_zp)
+    rows = sums.shape
     ep = folding.epilogue
     if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):
         sign = None if ep.half is None else aligned_empty(rows, np.float64)
@@ -166,7 +176,7 @@ def prepare_depthwise_rows(
     return DepthwiseConvQuantizedRows(
         fills,
         groups,
-        aligned_empty(rows, dtype),
+        sums,
         scratch,
         np.tile(folding.scale, geo.out_w),
         np.tile(folding.const, geo.out_w),
@@ -174,3 +184,27 @@ def prepare_depthwise_rows(
         acc if rows_shape else acc.reshape(geo.out_shape),
         epilogue,
     )
+
+
+def _tap_sums(geo: Geometry, multiplier: int, w: np.ndarray, dtype, x_zp: int):
+    """(fills, groups, sums, scratch) of DepthwiseConvQuantizedRows: the (taps, O) weights ``w`` over the
+    padded buffer (border ``x_zp``) as (N, OH, OW*O) rows (einsum_windows: column phase planes for stride_w > 1)
+    or, for strided windows with WINDOW_MIN_CHANNELS channels or a depth multiplier, one
+    (KH, KW, N, OH, OW, O) window of DepthwiseTaps."""
+    g = geo
+    rows = (g.batches, g.out_h, g.out_w * g.out_c)
+    if g.stride_w == 1 or (multiplier == 1 and g.out_c < WINDOW_MIN_CHANNELS):
+        fills, windows, _, scratch = einsum_windows(
+            g, multiplier, w.reshape(1, g.filter_h, g.filter_w, g.out_c), dtype, x_zp
+        )
+        sums = aligned_empty(rows, dtype)
+        groups = tuple(
+            (SUBSCRIPTS, window, weights, scratch if k else sums) for k, (window, weights) in enumerate(windows)
+        )
+        return fills, groups, sums, scratch
+    taps = DepthwiseTaps.build(g, multiplier, dtype, x_zp, copy=True)
+    weights = w.reshape(g.filter_h, g.filter_w, 1, g.out_c).astype(dtype)
+    weights = np.ascontiguousarray(np.broadcast_to(weights, (g.filter_h, g.filter_w, g.out_w, g.out_c)))
+    sums = aligned_empty(rows, dtype)
+    fill = ((taps.fill, (Ellipsis, None) if multiplier > 1 else (Ellipsis,)),)
+    return fill, (("ijnhwc,ijwc->nhwc", taps.window, weights, sums.reshape(g.out_shape)),), sums, None
