@@ -70,27 +70,45 @@ def _case(h, w, c, kh, kw, stride, padding, *, act=RELU6, out_zp=-128, dtype=I8,
     }
 
 
-#: id -> (case keyword arguments, the group subscripts, the epilogue class, its sign path)
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the group subscripts, the epilogue, its sign path)
 REAL = {
-    "ds-cnn-25x5x64": (dict(h=25, w=5, c=64, kh=3, kw=3, stride=1, padding=SAME), "ijnrp", "Truncating", False),
-    "vww-48x48x8": (dict(h=48, w=48, c=8, kh=3, kw=3, stride=1, padding=SAME), "ijnrp", "Truncating", False),
-    "s2-phase-planes-48x48x16": (dict(h=48, w=48, c=16, kh=3, kw=3, stride=2, padding=SAME), "ijnrp", "Truncating", False),
-    "s2-window-12x12x64": (dict(h=12, w=12, c=64, kh=3, kw=3, stride=2, padding=SAME), "ijnhwc", "Truncating", False),
-    "s2-valid-13x11x256": (dict(h=13, w=11, c=256, kh=3, kw=3, stride=2, padding=VALID), "ijnhwc", "Truncating", False),
-    "kx1-valid-49x1x32": (dict(h=49, w=1, c=32, kh=9, kw=1, stride=1, padding=VALID), "ijnrp", "Truncating", False),
-    "dilated-16x16x24": (dict(h=16, w=16, c=24, kh=3, kw=3, stride=1, padding=SAME, dilation=2), "ijnrp", "Truncating", False),
-    "sign-no-activation": (dict(h=12, w=12, c=16, kh=3, kw=3, stride=1, padding=SAME, act=NONE, out_zp=5), "ijnrp", "Truncating", True),
-    "near-dead-zp-128": (dict(h=12, w=12, c=32, kh=3, kw=3, stride=1, padding=SAME, dead=8, out_zp=-128), "ijnrp", "Truncating", False),
-    "near-dead-late-zp": (dict(h=12, w=12, c=32, kh=3, kw=3, stride=1, padding=SAME, dead=8, out_zp=100, act=NONE), "ijnrp", "Flipped", None),
-    "uint8-multiplier-2": (dict(h=10, w=9, c=12, kh=3, kw=3, stride=1, padding=SAME, dtype=U8, mult=2, out_zp=7), "ijnrp", "Truncating", False),
-    "uint8-s2-multiplier-2": (dict(h=10, w=9, c=12, kh=3, kw=3, stride=2, padding=SAME, dtype=U8, mult=2, out_zp=7), "ijnhwc", "Truncating", False),
-}  # fmt: skip
+    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp", "Truncating", False),
+    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp", "Truncating", False),
+    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp", "Truncating", False),
+    "s2-window-12x12x64": ((12, 12, 64, 3, 3, 2, SAME), {}, "ijnhwc", "Truncating", False),
+    "s2-valid-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnhwc", "Truncating", False),
+    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp", "Truncating", False),
+    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), {"dilation": 2}, "ijnrp", "Truncating", False),
+    "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), {"act": NONE, "out_zp": 5}, "ijnrp", "Truncating", True),
+    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), {"dead": 8}, "ijnrp", "Truncating", False),
+    "near-dead-late-zp": (
+        (12, 12, 32, 3, 3, 1, SAME),
+        {"dead": 8, "out_zp": 100, "act": NONE},
+        "ijnrp",
+        "Flipped",
+        None,
+    ),
+    "uint8-multiplier-2": (
+        (10, 9, 12, 3, 3, 1, SAME),
+        {"dtype": U8, "mult": 2, "out_zp": 7},
+        "ijnrp",
+        "Truncating",
+        False,
+    ),
+    "uint8-s2-multiplier-2": (
+        (10, 9, 12, 3, 3, 2, SAME),
+        {"dtype": U8, "mult": 2, "out_zp": 7},
+        "ijnhwc",
+        "Truncating",
+        False,
+    ),
+}
 
 
 @pytest.mark.parametrize("kind", list(REAL))
 def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
-    kwargs, subscripts, epilogue, sign = REAL[kind]
-    case = _case(**kwargs)
+    geometry, kwargs, subscripts, epilogue, sign = REAL[kind]
+    case = _case(*geometry, **kwargs)
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2  # not all clamped
     prepared = _prepared(case)
