@@ -44,10 +44,13 @@ SIGN_BIT = np.array(0x80, np.uint8)
 #: calls; the rows path was 0.75-0.85x on 64-256 values, 1.1-1.3x from 800 on).
 ROWS_MIN_VALUES = 512
 
-#: Strided windows (stride_w > 1) with at least this many channels read the padded buffer as one
-#: (KH, KW, N, OH, OW, C) window (inner loops of C values, no phase planes to fill and add): 3x3 stride 2,
-#: 3x3x256 -> 2x2: 10 vs 13 us; 49x10x64: ...; below it the column phase planes win (48x48x16: 86 -> 45 us).
+#: Strided windows (stride_w > 1) with at least WINDOW_MIN_CHANNELS channels and fewer than WINDOW_MAX_VALUES output
+#: values read the padded buffer as one (KH, KW, N, OH, OW, C) window (inner loops of C values; no phase planes to
+#: fill and add: two numpy calls fewer): 3x3 stride 2, 6x6x128 -> 3x3: 13.0 vs 14.4 us, 9x9x48 -> 4x4: 12.0 vs
+#: 13.2 us; larger outputs and fewer channels take the column phase planes (31x27x48 -> 15x13: 46 vs 64 us,
+#: 17x15x48 -> 8x7: 21 vs 23 us, 48x48x16 -> 24x24: 45 vs 86 us).
 WINDOW_MIN_CHANNELS = 48
+WINDOW_MAX_VALUES = 2048
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,11 +192,12 @@ def prepare_depthwise_rows(
 def _tap_sums(geo: Geometry, multiplier: int, w: np.ndarray, dtype, x_zp: int):
     """(fills, groups, sums, scratch) of DepthwiseConvQuantizedRows: the (taps, O) weights ``w`` over the
     padded buffer (border ``x_zp``) as (N, OH, OW*O) rows (einsum_windows: column phase planes for stride_w > 1)
-    or, for strided windows with WINDOW_MIN_CHANNELS channels or a depth multiplier, one
+    or, for small strided windows with WINDOW_MIN_CHANNELS channels or a depth multiplier, one
     (KH, KW, N, OH, OW, O) window of DepthwiseTaps."""
     g = geo
     rows = (g.batches, g.out_h, g.out_w * g.out_c)
-    if g.stride_w == 1 or (multiplier == 1 and g.out_c < WINDOW_MIN_CHANNELS):
+    small = g.out_c >= WINDOW_MIN_CHANNELS and int(np.prod(g.out_shape)) < WINDOW_MAX_VALUES
+    if g.stride_w == 1 or (multiplier == 1 and not small):
         fills, windows, _, scratch = einsum_windows(
             g, multiplier, w.reshape(1, g.filter_h, g.filter_w, g.out_c), dtype, x_zp
         )
