@@ -93,12 +93,40 @@ class FlippedEpilogue:
 
 
 @dataclass(frozen=True, eq=False)
+class Fill:
+    """The input copied (and converted) into the padded buffer: ((destination, input index), ...)."""
+
+    fills: tuple
+
+    def __call__(self, x: np.ndarray) -> None:
+        for dest, index in self.fills:
+            np.copyto(dest, x[index])
+
+
+@dataclass(frozen=True, eq=False)
+class StagedFill:
+    """The input's column phases into the phase planes in two copies each: the phase's pixels gathered as whole
+    C-byte pixels (a void view: one element per pixel) into a contiguous staging buffer of the input's type,
+    then converted into the plane in contiguous runs. Converting straight from the strided phase runs C values
+    at a time through numpy's casting buffer: 96x96x8 stride 2, 47 -> 14 us; 48x48x16 26 -> 9 us."""
+
+    pixel: np.dtype  # void of C * itemsize bytes
+    fills: tuple  # ((plane region, staging buffer, its void view, input index of the void view), ...)
+
+    def __call__(self, x: np.ndarray) -> None:
+        xv = x.view(self.pixel)  # (N, H, W, 1): the last axis is contiguous (a C-contiguous tensor)
+        for dest, stage, stage_pixels, index in self.fills:
+            np.copyto(stage_pixels, xv[index])
+            np.copyto(dest, stage)
+
+
+@dataclass(frozen=True, eq=False)
 class DepthwiseConvQuantizedRows:
     """DEPTHWISE_CONV_2D uint8 / int8, constant filter and bias, folded requantization (module docstring): the
     input copied into the padded buffer (or its column phase planes), one einsum per plane into the (N, OH, OW*O)
     sums, sums * scale + const in float64, the epilogue."""
 
-    fills: tuple  # ((destination, input index), ...)
+    fill: Fill | StagedFill  # the input into the padded buffer or its phase planes
     groups: tuple  # ((subscripts, window view, weights, out), ...) one per plane, the first out a view of sums
     sums: np.ndarray  # (N, OH, OW*O) float32 (or float64) exact tap sums
     scratch: np.ndarray | None  # (N, OH, OW*O): the second and later planes' sums (their out)
@@ -109,9 +137,7 @@ class DepthwiseConvQuantizedRows:
     epilogue: object
 
     def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        for dest, index in self.fills:
-            np.copyto(dest, x[index])
+        self.fill(inputs[INPUT])
         sums = self.sums
         (subscripts, window, weights, out), *more = self.groups
         np.einsum(subscripts, window, weights, out=out)
@@ -162,7 +188,7 @@ def prepare_depthwise_rows(
         return None
     if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
         return None
-    fills, groups, sums, scratch = _tap_sums(geo, multiplier, w, dtype, x_zp)
+    fill, groups, sums, scratch = _tap_sums(geo, x_dtype, multiplier, w, dtype, x_zp)
     rows = sums.shape
     ep = folding.epilogue
     if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):
@@ -177,7 +203,7 @@ def prepare_depthwise_rows(
         return None
     acc = aligned_empty(rows, np.float64)
     return DepthwiseConvQuantizedRows(
-        fills,
+        fill,
         groups,
         sums,
         scratch,
@@ -189,8 +215,8 @@ def prepare_depthwise_rows(
     )
 
 
-def _tap_sums(geo: Geometry, multiplier: int, w: np.ndarray, dtype, x_zp: int):
-    """(fills, groups, sums, scratch) of DepthwiseConvQuantizedRows: the (taps, O) weights ``w`` over the
+def _tap_sums(geo: Geometry, x_dtype, multiplier: int, w: np.ndarray, dtype, x_zp: int):
+    """(fill, groups, sums, scratch) of DepthwiseConvQuantizedRows: the (taps, O) weights ``w`` over the
     padded buffer (border ``x_zp``) as (N, OH, OW*O) rows (einsum_windows: column phase planes for stride_w > 1)
     or, for small strided windows with WINDOW_MIN_CHANNELS channels or a depth multiplier, one
     (KH, KW, N, OH, OW, O) window of DepthwiseTaps."""
@@ -205,10 +231,17 @@ def _tap_sums(geo: Geometry, multiplier: int, w: np.ndarray, dtype, x_zp: int):
         groups = tuple(
             (SUBSCRIPTS, window, weights, scratch if k else sums) for k, (window, weights) in enumerate(windows)
         )
-        return fills, groups, sums, scratch
+        if g.stride_w == 1:
+            return Fill(fills), groups, sums, scratch
+        pixel = np.dtype((np.void, g.in_c * np.dtype(x_dtype).itemsize))
+        staged = []
+        for dest, index in fills:
+            stage = np.empty(dest.shape, x_dtype)
+            staged.append((dest, stage, stage.view(pixel), index + (slice(None),)))
+        return StagedFill(pixel, tuple(staged)), groups, sums, scratch
     taps = DepthwiseTaps.build(g, multiplier, dtype, x_zp, copy=True)
     weights = w.reshape(g.filter_h, g.filter_w, 1, g.out_c).astype(dtype)
     weights = np.ascontiguousarray(np.broadcast_to(weights, (g.filter_h, g.filter_w, g.out_w, g.out_c)))
     sums = aligned_empty(rows, dtype)
-    fill = ((taps.fill, (Ellipsis, None) if multiplier > 1 else (Ellipsis,)),)
+    fill = Fill(((taps.fill, (Ellipsis, None) if multiplier > 1 else (Ellipsis,)),))
     return fill, (("ijnhwc,ijwc->nhwc", taps.window, weights, sums.reshape(g.out_shape)),), sums, None
