@@ -342,11 +342,6 @@ def _prepare_depthwise_folded(
     offset = -x.zero_point * w.sum(axis=0)
     if bias is not None:
         offset = offset + bias.data.reshape(-1).astype(np.int64)
-    folding = fold_requantization(
-        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
-    )
-    if folding is None:
-        return None
     whole = (
         multiplier == 1
         and not geo.padded
@@ -356,10 +351,15 @@ def _prepare_depthwise_folded(
     )
     if ROWS_PATH and not whole:
         rows = prepare_depthwise_rows(
-            geo, x.dtype, x.zero_point, w, offset, multiplier, m, shift, zero_point, lo, hi, max_abs_x, acc_bound, dtype
+            geo, x.dtype, x.zero_point, w, offset, multiplier, m, shift, zero_point, lo, hi, max_abs_x, acc_bound
         )
         if rows is not None:
             return rows
+    folding = fold_requantization(
+        m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
+    )
+    if folding is None:
+        return None
     if whole:
         products = np.empty((geo.batches, taps + 1, geo.out_c))
         products[:, taps] = folding.const

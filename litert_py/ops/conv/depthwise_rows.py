@@ -1,29 +1,36 @@
-"""DEPTHWISE_CONV_2D uint8 / int8 with a constant filter over several output pixels, the fast path
-(`DepthwiseConvQuantizedRows`): the tap sums as one np.einsum per phase plane over (N, OH, OW*C) output rows,
-the folded requantization (litert_py.ops.conv.requant) and a truncating epilogue.
+"""DEPTHWISE_CONV_2D uint8 / int8 with a constant filter over more than ROWS_MIN_VALUES output values, the fast
+path (`DepthwiseConvQuantizedRows`): the exact tap sums as one np.einsum per phase plane over (N, OH, OW*C)
+output rows, the folded requantization (litert_py.ops.conv.requant) shifted to [0, 255], a truncating epilogue.
 
-Where the time went in DepthwiseConvQuantizedFolded (1 thread, 3x3): the tap sums were 45-70 % of the layer
-(a (KH, KW, N, OH, OW, C) einsum whose inner loop runs over C values only, or a stacked multiply and reduction
-below 48 channels), the epilogue 20-35 % (a casting floor, per-channel clip bounds with late zero points).
-Here:
+Where the time went in DepthwiseConvQuantizedFolded (1 thread, 3x3, per layer): the tap sums 45-70 % (a
+(KH, KW, N, OH, OW, C) einsum whose inner loops run over C values only, or below 48 channels a stacked multiply
+and reduction), the epilogue 20-35 % (a casting floor; per-channel clip bounds and one more pass on layers with
+late zero points), sums * scale + const 15 %, the input copy 2-10 %. Here:
 
-* The padded input (border = input zero point) is read as (KH, KW, N, OH, OW*C) windows (depthwise_einsum's
-  `einsum_windows`: stride_w > 1 through column phase planes, so each tap reads a contiguous OW*C run), one
-  einsum per plane: inner loops of OW*C values whatever the channel count. Exact: every partial sum of the
-  integer products, in whatever order einsum adds, is an integer of magnitude at most
-  max|x| * max_c sum_k |w_kc - w_zp| (``dtype`` from exact_dtype: float32 below 2^24, checked at prepare).
-* For int8 outputs the requantization is folded (fold_requantization) with the output zero point, clamp and
-  range shifted by +128: clamp(MBQM(acc) + zp + 128, lo + 128, hi + 128) is the int8 result + 128 in [0, 255].
-  The epilogue clips to that range, so every value is >= 0 and the truncating float64 -> uint8 cast (np.copyto)
-  is the floor; XOR 0x80 of the uint8 o + 128 is the two's complement bit pattern of the int8 o, written through
-  a uint8 view of the output (one cheap pass). The shift also turns the usual zero point -128 of ReLU layers
-  into 0, so their near-dead channels (right shifts of about 15 or more) no longer need the late-zero-point
-  pass. uint8 outputs take the same epilogue without the shift and the XOR. Exactness bound: fold_requantization's
-  (module docstring of requant.py), checked at prepare for the shifted zero point; layers where it fails on
-  some channel's late bound too (a MixedEpilogue) keep DepthwiseConvQuantizedFolded.
+* The tap sums: the input is copied into a padded float32 buffer (border = input zero point), read as
+  (KH, KW, N, OH, OW*C) windows (depthwise_einsum.einsum_windows; stride_w > 1 through column phase planes,
+  each filled through a contiguous staging copy: `StagedFill`), one einsum per plane: inner loops of OW*C
+  values whatever the channel count (3x3 s1: 25x5x64 30 -> 12 us, 48x48x8 90 -> 24 us). Small strided layers
+  with many channels (or a depth multiplier) read the padded buffer as one (KH, KW, N, OH, OW, C) window
+  instead (WINDOW_MIN_CHANNELS, WINDOW_MAX_VALUES). Exactness bound: every partial sum of the integer products,
+  in whatever order einsum adds, is an integer of magnitude at most max|x| * max_c sum_k |w_kc - w_zp|, exact
+  in float32 when that is at most 2^24 (checked at prepare; else the layer keeps the other paths: the folding's
+  bound, below, fails first on such layers anyway, as M >= 2^30).
+* The requantization: for int8 outputs folded (fold_requantization) with the output zero point, clamp and
+  range shifted by +128: clamp(MBQM(acc) + zp + 128, lo + 128, hi + 128) is the int8 result + 128, in [0, 255].
+  The epilogue clips to that range, so every value is >= 0 and the truncating float64 -> uint8 cast (np.copyto,
+  one plain pass) is the floor; XOR 0x80 of the uint8 o + 128 is the two's complement bit pattern of the int8
+  o, written through a uint8 view of the output. The shift also turns the zero point -128 of ReLU layers into
+  0, so their near-dead channels (right shifts of about 15 or more), which needed the late-zero-point pass,
+  fold like the others. uint8 outputs take the same epilogue without the shift and the XOR. Exactness bound:
+  fold_requantization's (requant.py's module docstring) for the shifted zero point, checked at prepare per
+  channel; a layer where some channel fails even its late bound (a MixedEpilogue) keeps
+  DepthwiseConvQuantizedFolded.
 
-Measured (1 thread, min of repeats, us, before -> after): see tools/bench_families.py and the branch note;
-ds_cnn 25x5x64 s1 63 -> about 30, vww 48x48x8 s1 131 -> about 45.
+Measured per layer (1 thread, min of repeats, this path against DepthwiseConvQuantizedFolded in the same run):
+ds_cnn 25x5x64 s1 69 -> 34 us; vww 48x48x8 s1 127 -> 60, 48x48x16 s2 86 -> 47, 24x24x32 s1 149 -> 57,
+12x12x64 s1 70 -> 31, 6x6x128 s1 35 -> 20 us; keyword_spotting_mobilenetv2 30x25x8 44 -> 26, 31x27x48 s2
+68 -> 48 us; 96x96x8 s2 264 -> 78 us.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common import aligned_empty, clip_ufunc
-from .common import INPUT, OUTPUT, Geometry
+from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
 from .taps import DepthwiseTaps
@@ -164,13 +171,15 @@ def prepare_depthwise_rows(
     hi: int,
     max_abs_x: int,
     acc_bound: float,
-    dtype,
 ) -> DepthwiseConvQuantizedRows | None:
     """The prepared op, or None when it does not apply: ``w`` (taps, O) int64 filter minus its zero point,
-    ``offset`` (O,) int64 bias - x_zp * sum(w); ``dtype`` the exact tap-sum type (float32 when
-    max_abs_x * max_c sum_k |w_kc| < 2^24); the rest as fold_requantization. None for strided windows with a
-    depth multiplier, or when the folding's bound fails (on every channel, or a MixedEpilogue)."""
+    ``offset`` (O,) int64 bias - x_zp * sum(w); the rest as fold_requantization (``max_abs_x``: the largest
+    |x| of the input type, the padding's zero point included). None for at most ROWS_MIN_VALUES output values
+    or when the folding's bound fails (on every channel, or some channel's late bound: a MixedEpilogue)."""
+    if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
+        return None
     shift128 = 128 if np.dtype(x_dtype) == np.int8 else 0
+    weight_abs_sums = np.abs(w).sum(axis=0)
     folding = fold_requantization(
         m,
         shift,
@@ -178,7 +187,7 @@ def prepare_depthwise_rows(
         lo + shift128,
         hi + shift128,
         offset,
-        np.abs(w).sum(axis=0),
+        weight_abs_sums,
         max_abs_x,
         acc_bound,
         geo.out_shape,
@@ -186,9 +195,9 @@ def prepare_depthwise_rows(
     )
     if folding is None:
         return None
-    if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
-        return None
-    fill, groups, sums, scratch = _tap_sums(geo, x_dtype, multiplier, w, dtype, x_zp)
+    if max_abs_x * int(weight_abs_sums.max()) > FLOAT32_EXACT:  # the tap sums' bound
+        return None  # (the folding's own bound, M >= 2^30 times the sums below 2^53 units, fails first anyway)
+    fill, groups, sums, scratch = _tap_sums(geo, x_dtype, multiplier, w, np.float32, x_zp)
     rows = sums.shape
     ep = folding.epilogue
     if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):

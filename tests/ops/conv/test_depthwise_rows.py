@@ -143,3 +143,13 @@ def test_rows_path_not_for_a_mixed_epilogue():
     assert type(prepared).__name__ == "DepthwiseConvQuantizedFolded"
     assert type(prepared.epilogue).__name__ == "MixedEpilogue"
     assert len(np.unique(out)) > 2
+
+
+def test_rows_path_not_beyond_float32_sums():
+    """A 25x25 uint8 filter far from its zero point: max|x| * sum|w - w_zp| = 255 * 625 * ~127 > 2^24, beyond the
+    float32 tap sums' bound: the layer keeps the other paths (exact)."""
+    case = _case(28, 28, 40, 25, 25, 1, VALID, dtype=U8, act=NONE, out_zp=128, s_out=1.0)
+    case["f"] = np.random.default_rng(4).choice(np.array([0, 255], U8), case["f"].shape)
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    assert type(_prepared(case)) is not depthwise_rows.DepthwiseConvQuantizedRows
