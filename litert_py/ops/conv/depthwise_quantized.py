@@ -351,7 +351,7 @@ def _prepare_depthwise_folded(
     )
     if ROWS_PATH and not whole:
         rows = prepare_depthwise_rows(
-            geo, x.dtype, x.zero_point, w, offset, multiplier, m, shift, zero_point, lo, hi, max_abs_x, acc_bound
+            geo, x, multiplier, w, offset, (m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
         )
         if rows is not None:
             return rows

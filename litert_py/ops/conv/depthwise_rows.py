@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common import aligned_empty, clip_ufunc
+from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
@@ -158,27 +159,17 @@ class DepthwiseConvQuantizedRows:
 
 
 def prepare_depthwise_rows(
-    geo: Geometry,
-    x_dtype,
-    x_zp: int,
-    w: np.ndarray,
-    offset: np.ndarray,
-    multiplier: int,
-    m,
-    shift,
-    zero_point: int,
-    lo: int,
-    hi: int,
-    max_abs_x: int,
-    acc_bound: float,
+    geo: Geometry, x: TensorInfo, multiplier: int, w: np.ndarray, offset: np.ndarray, requantization: tuple
 ) -> DepthwiseConvQuantizedRows | None:
     """The prepared op, or None when it does not apply: ``w`` (taps, O) int64 filter minus its zero point,
-    ``offset`` (O,) int64 bias - x_zp * sum(w); the rest as fold_requantization (``max_abs_x``: the largest
-    |x| of the input type, the padding's zero point included). None for at most ROWS_MIN_VALUES output values
-    or when the folding's bound fails (on every channel, or some channel's late bound: a MixedEpilogue)."""
+    ``offset`` (O,) int64 bias - x_zp * sum(w), ``requantization`` fold_requantization's (multiplier, shift,
+    zero_point, lo, hi, max_abs_x, acc_bound) (``max_abs_x``: the largest |x| of the input type, the padding's
+    zero point included). None for at most ROWS_MIN_VALUES output values or when the folding's bound fails (on
+    every channel, or some channel's late bound: a MixedEpilogue)."""
+    m, shift, zero_point, lo, hi, max_abs_x, acc_bound = requantization
     if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
         return None
-    shift128 = 128 if np.dtype(x_dtype) == np.int8 else 0
+    shift128 = 128 if x.dtype == np.int8 else 0
     weight_abs_sums = np.abs(w).sum(axis=0)
     folding = fold_requantization(
         m,
@@ -197,7 +188,7 @@ def prepare_depthwise_rows(
         return None
     if max_abs_x * int(weight_abs_sums.max()) > FLOAT32_EXACT:  # the tap sums' bound
         return None  # (the folding's own bound, M >= 2^30 times the sums below 2^53 units, fails first anyway)
-    fill, groups, sums, scratch = _tap_sums(geo, x_dtype, multiplier, w, np.float32, x_zp)
+    fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w, np.float32, x.zero_point)
     rows = sums.shape
     ep = folding.epilogue
     if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):

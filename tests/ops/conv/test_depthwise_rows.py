@@ -71,44 +71,28 @@ def _case(h, w, c, kh, kw, stride, padding, *, act=RELU6, out_zp=-128, dtype=I8,
     }
 
 
-#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the group subscripts, the epilogue, its sign path)
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "group subscripts/epilogue/sign path": the
+#: epilogue class prefix, and "sign" (TruncatingEpilogue's copysign path), "relu" (none) or "-" (another class)
 REAL = {
-    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp", "Truncating", False),
-    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp", "Truncating", False),
-    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp", "Truncating", False),
-    "s2-window-8x8x96": ((8, 8, 96, 3, 3, 2, SAME), {}, "ijnhwc", "Truncating", False),
-    "s2-phase-planes-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnrp", "Truncating", False),
-    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp", "Truncating", False),
-    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), {"dilation": 2}, "ijnrp", "Truncating", False),
-    "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), {"act": NONE, "out_zp": 5}, "ijnrp", "Truncating", True),
-    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), {"dead": 8}, "ijnrp", "Truncating", False),
-    "near-dead-late-zp": (
-        (12, 12, 32, 3, 3, 1, SAME),
-        {"dead": 8, "out_zp": 100, "act": NONE},
-        "ijnrp",
-        "Flipped",
-        None,
-    ),
-    "uint8-multiplier-2": (
-        (10, 9, 12, 3, 3, 1, SAME),
-        {"dtype": U8, "mult": 2, "out_zp": 7},
-        "ijnrp",
-        "Truncating",
-        False,
-    ),
-    "uint8-s2-multiplier-2": (
-        (10, 9, 12, 3, 3, 2, SAME),
-        {"dtype": U8, "mult": 2, "out_zp": 7},
-        "ijnhwc",
-        "Truncating",
-        False,
-    ),
+    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp/Truncating/relu"),
+    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp/Truncating/relu"),
+    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp/Truncating/relu"),
+    "s2-window-8x8x96": ((8, 8, 96, 3, 3, 2, SAME), {}, "ijnhwc/Truncating/relu"),
+    "s2-phase-planes-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnrp/Truncating/relu"),
+    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp/Truncating/relu"),
+    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), dict(dilation=2), "ijnrp/Truncating/relu"),
+    "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "ijnrp/Truncating/sign"),
+    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/Truncating/relu"),
+    "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/Flipped/-"),
+    "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/Truncating/relu"),
+    "uint8-s2-multiplier-2": ((10, 9, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/Truncating/relu"),
 }
 
 
 @pytest.mark.parametrize("kind", list(REAL))
 def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
-    geometry, kwargs, subscripts, epilogue, sign = REAL[kind]
+    geometry, kwargs, expected = REAL[kind]
+    subscripts, epilogue, sign = expected.split("/")
     case = _case(*geometry, **kwargs)
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2  # not all clamped
@@ -116,8 +100,8 @@ def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
     assert type(prepared) is depthwise_rows.DepthwiseConvQuantizedRows
     assert prepared.groups[0][0].startswith(subscripts)
     assert type(prepared.epilogue).__name__ == epilogue + "Epilogue"
-    if sign is not None:
-        assert (prepared.epilogue.half is not None) == sign
+    if sign != "-":
+        assert (prepared.epilogue.half is not None) == (sign == "sign")
         assert prepared.epilogue.flip == (case["x"].dtype == I8)
     if kwargs.get("dead"):  # the near-dead channels' outputs are not constant (the shift is exercised)
         assert len(np.unique(out[..., : kwargs["dead"]])) > 2
