@@ -48,9 +48,10 @@ from .taps import DepthwiseTaps
 
 SIGN_BIT = np.array(0x80, np.uint8)
 
-#: Outputs of at most this many values keep DepthwiseConvQuantizedFolded (its small epilogue makes fewer numpy
-#: calls; the rows path was 0.75-0.85x on 64-256 values, 1.1-1.3x from 800 on).
-ROWS_MIN_VALUES = 512
+#: Outputs of at most this many values keep DepthwiseConvQuantizedFolded (fewer numpy calls, its small epilogue
+#: from 512 values down). Measured inside keyword_spotting_mobilenetv2 (interleaved invokes, median per node):
+#: the rows path 0.9-1.05x on 2x2x144 and 4x4x48 (576, 768 values), 1.15-1.2x on 4x4x96 (1536) and 3x3x128 (1152).
+ROWS_MIN_VALUES = 1024
 
 #: Strided windows (stride_w > 1) with at least WINDOW_MIN_CHANNELS channels and fewer than WINDOW_MAX_VALUES output
 #: values read the padded buffer as one (KH, KW, N, OH, OW, C) window (inner loops of C values; no phase planes to

@@ -85,7 +85,7 @@ REAL = {
     "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/Truncating/relu"),
     "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/Flipped/-"),
     "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/Truncating/relu"),
-    "uint8-s2-multiplier-2": ((10, 9, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/Truncating/relu"),
+    "uint8-s2-multiplier-2": ((16, 15, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/Truncating/relu"),
 }
 
 
