@@ -123,7 +123,7 @@ class StagedFill:
     fills: tuple  # ((plane region, staging buffer, its void view, input index of the void view), ...)
 
     def __call__(self, x: np.ndarray) -> None:
-        xv = x.view(self.pixel)  # (N, H, W, 1): the last axis is contiguous (a C-contiguous tensor)
+        xv = np.ascontiguousarray(x).view(self.pixel)  # (N, H, W, 1); no copy for a tensor of the arena
         for dest, stage, stage_pixels, index in self.fills:
             np.copyto(stage_pixels, xv[index])
             np.copyto(dest, stage)
