@@ -63,7 +63,7 @@ class DepthwiseConvFloatEinsum:
 
 
 def _window(src: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.ndarray:
-    """A read-only strided view of the C-contiguous float32 ``src`` (offset and strides in elements; the ndarray
+    """A read-only strided view of the C-contiguous ``src`` (offset and strides in elements; the ndarray
     constructor refuses a view that leaves the buffer)."""
     item = src.itemsize
     view = np.ndarray(shape, src.dtype, src, offset * item, tuple(s * item for s in strides))

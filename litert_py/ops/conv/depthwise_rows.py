@@ -137,7 +137,7 @@ class DepthwiseConvQuantizedRows:
 
     fill: Fill | StagedFill  # the input into the padded buffer or its phase planes
     groups: tuple  # ((subscripts, window view, weights, out), ...) one per plane, the first out a view of sums
-    sums: np.ndarray  # (N, OH, OW*O) float32 (or float64) exact tap sums
+    sums: np.ndarray  # (N, OH, OW*O) float32 exact tap sums
     scratch: np.ndarray | None  # (N, OH, OW*O): the second and later planes' sums (their out)
     scale: np.ndarray  # (OW*O,) float64 M * 2^(ls-31-rs)
     const: np.ndarray  # (OW*O,) float64 the folded constant
