@@ -63,7 +63,7 @@ class DepthwiseConvFloatEinsum:
 
 
 def _window(src: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.ndarray:
-    """A read-only strided view of the C-contiguous float32 ``src`` (offset and strides in elements; the ndarray
+    """A read-only strided view of the C-contiguous ``src`` (offset and strides in elements; the ndarray
     constructor refuses a view that leaves the buffer)."""
     item = src.itemsize
     view = np.ndarray(shape, src.dtype, src, offset * item, tuple(s * item for s in strides))
@@ -74,14 +74,26 @@ def _window(src: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.nd
 def build_einsum(geo: Geometry, multiplier: int, f: np.ndarray, bias: np.ndarray | None, lo, hi):
     """The prepared op for a constant (1, KH, KW, O) float32 filter, or None for strided windows with a depth
     multiplier (no phase planes there)."""
+    windows = einsum_windows(geo, multiplier, f, np.float32, 0)
+    if windows is None:
+        return None
+    fills, groups, rows, scratch = windows
+    b = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), geo.out_w)
+    return DepthwiseConvFloatEinsum(fills, groups, rows, scratch, b, lo, hi)
+
+
+def einsum_windows(geo: Geometry, multiplier: int, f: np.ndarray, dtype, border):
+    """(fills, groups, rows, scratch) of DepthwiseConvFloatEinsum for the (1, KH, KW, O) filter values ``f`` in
+    ``dtype`` over a padded buffer whose border holds ``border``, or None for strided windows with a depth
+    multiplier (no phase planes there)."""
     g = geo
     c = g.out_c
     hp, wp = g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right
     run = g.out_w * c
-    w = f.reshape(g.filter_h, g.filter_w, c).astype(np.float32)
+    w = f.reshape(g.filter_h, g.filter_w, c).astype(dtype)
     groups = []
     if g.stride_w == 1:
-        padded = aligned_full((g.batches, hp, wp, c), 0, np.float32)  # border = 0.0
+        padded = aligned_full((g.batches, hp, wp, c), border, dtype)
         fill = padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
         if multiplier > 1:  # output channel c*m + j reads input channel c
             fill = reshape_view(fill, (g.batches, g.in_h, g.in_w, g.in_c, multiplier))
@@ -96,7 +108,7 @@ def build_einsum(geo: Geometry, multiplier: int, f: np.ndarray, bias: np.ndarray
         groups.append((window, np.tile(w[:, :, None, :], (1, 1, g.out_w, 1)).reshape(g.filter_h, g.filter_w, run)))
     elif multiplier == 1:
         qw, cols = phase_axis(g.in_w, g.pad_left, wp, g.stride_w)
-        planes = aligned_full((g.stride_w, g.batches, hp, qw, c), 0, np.float32)  # border = 0.0
+        planes = aligned_full((g.stride_w, g.batches, hp, qw, c), border, dtype)
         interior = slice(g.pad_top, g.pad_top + g.in_h)
         fills = tuple(
             (planes[px][:, interior, col[0]], (slice(None), slice(None), col[1]))
@@ -116,6 +128,5 @@ def build_einsum(geo: Geometry, multiplier: int, f: np.ndarray, bias: np.ndarray
     else:
         return None
     rows = (g.batches, g.out_h, run)
-    scratch = aligned_empty(rows, np.float32) if len(groups) > 1 else None
-    b = None if bias is None else np.tile(np.asarray(bias, np.float32).reshape(-1), g.out_w)
-    return DepthwiseConvFloatEinsum(fills, tuple(groups), rows, scratch, b, lo, hi)
+    scratch = aligned_empty(rows, dtype) if len(groups) > 1 else None
+    return fills, tuple(groups), rows, scratch

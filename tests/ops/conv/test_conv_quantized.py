@@ -139,16 +139,19 @@ def test_conv_2d_quantized_scaled(path, data):
 @given(data=st.data())
 def test_depthwise_conv_2d_quantized_einsum(path, data):
     """The same cases with the einsum tap sums (depthwise_quantized.EinsumTaps, normally from
-    EINSUM_MIN_CHANNELS output channels on) for every constant filter: exact whatever einsum's order."""
+    EINSUM_MIN_CHANNELS output channels on) for every constant filter: exact whatever einsum's order (the rows
+    path, depthwise_rows, off)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(depthwise_quantized, "EINSUM_MIN_CHANNELS", 1)
+        mp.setattr(depthwise_quantized, "ROWS_PATH", False)
         check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
 
 
 @pytest.mark.parametrize("kind", ["folded", "unfolded", "uint8-multiplier-2"])
-def test_depthwise_einsum_taps_at_real_sizes(kind):
+def test_depthwise_einsum_taps_at_real_sizes(kind, monkeypatch):
     """EinsumTaps chosen at prepare for 64 output channels (folded and unfolded epilogues, uint8 with a filter
-    zero point and depth multiplier 2, stride 2 and SAME padding), exact against the oracle."""
+    zero point and depth multiplier 2, stride 2 and SAME padding; the rows path off), exact against the oracle."""
+    monkeypatch.setattr(depthwise_quantized, "ROWS_PATH", False)
     rng = np.random.default_rng(11)
     dtype = U8 if kind.startswith("uint8") else I8
     c, m = (32, 2) if kind.startswith("uint8") else (64, 1)
@@ -263,6 +266,7 @@ def test_quantized_layouts(op, small, monkeypatch):
         monkeypatch.setattr(im2col, "IM2COL_BLOCK_BYTES", 300)
         monkeypatch.setattr(taps, "DEPTHWISE_STACKED_ELEMENTS", 10)
         monkeypatch.setattr(taps, "DEPTHWISE_TILE_BYTES", 16)
+        monkeypatch.setattr(depthwise_quantized, "ROWS_PATH", False)
     rng = np.random.default_rng(3)
     for padding in (0, 1):
         x = rng.integers(-128, 128, (2, 9, 7, 4)).astype(I8)

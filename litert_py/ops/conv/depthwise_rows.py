@@ -1,0 +1,248 @@
+"""DEPTHWISE_CONV_2D uint8 / int8 with a constant filter over more than ROWS_MIN_VALUES output values, the fast
+path (`DepthwiseConvQuantizedRows`): the exact tap sums as one np.einsum per phase plane over (N, OH, OW*C)
+output rows, the folded requantization (litert_py.ops.conv.requant) shifted to [0, 255], a truncating epilogue.
+
+Where the time went in DepthwiseConvQuantizedFolded (1 thread, 3x3, per layer): the tap sums 45-70 % (a
+(KH, KW, N, OH, OW, C) einsum whose inner loops run over C values only, or below 48 channels a stacked multiply
+and reduction), the epilogue 20-35 % (a casting floor; per-channel clip bounds and one more pass on layers with
+late zero points), sums * scale + const 15 %, the input copy 2-10 %. Here:
+
+* The tap sums: the input is copied into a padded float32 buffer (border = input zero point), read as
+  (KH, KW, N, OH, OW*C) windows (depthwise_einsum.einsum_windows; stride_w > 1 through column phase planes,
+  each filled through a contiguous staging copy: `StagedFill`), one einsum per plane: inner loops of OW*C
+  values whatever the channel count (3x3 s1: 25x5x64 30 -> 12 us, 48x48x8 90 -> 24 us). Small strided layers
+  with many channels (or a depth multiplier) read the padded buffer as one (KH, KW, N, OH, OW, C) window
+  instead (WINDOW_MIN_CHANNELS, WINDOW_MAX_VALUES). Exactness bound: every partial sum of the integer products,
+  in whatever order einsum adds, is an integer of magnitude at most max|x| * max_c sum_k |w_kc - w_zp|, exact
+  in float32 when that is at most 2^24 (checked at prepare; else the layer keeps the other paths: the folding's
+  bound, below, fails first on such layers anyway, as M >= 2^30).
+* The requantization: for int8 outputs folded (fold_requantization) with the output zero point, clamp and
+  range shifted by +128: clamp(MBQM(acc) + zp + 128, lo + 128, hi + 128) is the int8 result + 128, in [0, 255].
+  The epilogue clips to that range, so every value is >= 0 and the truncating float64 -> uint8 cast (np.copyto,
+  one plain pass) is the floor; XOR 0x80 of the uint8 o + 128 is the two's complement bit pattern of the int8
+  o, written through a uint8 view of the output. The shift also turns the zero point -128 of ReLU layers into
+  0, so their near-dead channels (right shifts of about 15 or more), which needed the late-zero-point pass,
+  fold like the others. uint8 outputs take the same epilogue without the shift and the XOR. Exactness bound:
+  fold_requantization's (requant.py's module docstring) for the shifted zero point, checked at prepare per
+  channel; a layer where some channel fails even its late bound (a MixedEpilogue) keeps
+  DepthwiseConvQuantizedFolded.
+
+Measured per layer (1 thread, min of repeats, this path against DepthwiseConvQuantizedFolded in the same run):
+ds_cnn 25x5x64 s1 69 -> 34 us; vww 48x48x8 s1 127 -> 60, 48x48x16 s2 86 -> 47, 24x24x32 s1 149 -> 57,
+12x12x64 s1 70 -> 31, 6x6x128 s1 35 -> 20 us; keyword_spotting_mobilenetv2 30x25x8 44 -> 26, 31x27x48 s2
+68 -> 48 us; 96x96x8 s2 264 -> 78 us.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..common import aligned_empty, clip_ufunc
+from ..registry import TensorInfo
+from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
+from .depthwise_einsum import SUBSCRIPTS, einsum_windows
+from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
+from .taps import DepthwiseTaps
+
+SIGN_BIT = np.array(0x80, np.uint8)
+
+#: Outputs of at most this many values keep DepthwiseConvQuantizedFolded (fewer numpy calls, its small epilogue
+#: from 512 values down). Measured inside keyword_spotting_mobilenetv2 (interleaved invokes, median per node):
+#: the rows path 0.9-1.05x on 2x2x144 and 4x4x48 (576, 768 values), 1.15-1.2x on 4x4x96 (1536) and 3x3x128 (1152).
+ROWS_MIN_VALUES = 1024
+
+#: Strided windows (stride_w > 1) with at least WINDOW_MIN_CHANNELS channels and fewer than WINDOW_MAX_VALUES output
+#: values read the padded buffer as one (KH, KW, N, OH, OW, C) window (inner loops of C values; no phase planes to
+#: fill and add: two numpy calls fewer): 3x3 stride 2, 6x6x128 -> 3x3: 13.0 vs 14.4 us, 9x9x48 -> 4x4: 12.0 vs
+#: 13.2 us; larger outputs and fewer channels take the column phase planes (31x27x48 -> 15x13: 46 vs 64 us,
+#: 17x15x48 -> 8x7: 21 vs 23 us, 48x48x16 -> 24x24: 45 vs 86 us).
+WINDOW_MIN_CHANNELS = 48
+WINDOW_MAX_VALUES = 2048
+
+
+@dataclass(frozen=True, eq=False)
+class TruncatingEpilogue:
+    """FoldedEpilogue for outputs shifted to [0, 255]: ``v`` (float64, overwritten) holds u + c (``half`` None) or u
+    (then ``v + copysign(half, v) + const`` first), clipped to [lo, hi] within [0, 255] in place, where the
+    truncating cast to uint8 is the floor; ``flip`` (int8 outputs: the uint8 values are the result + 128) XORs
+    the sign bit in, giving the int8 bit pattern."""
+
+    lo: np.ndarray  # 0-d float64
+    hi: np.ndarray  # 0-d float64
+    half: np.ndarray | None  # (OW*O,) float64 2^-(rs+1) per channel (sign path)
+    const: np.ndarray | None  # 0-d float64 zp + 1/2 (sign path)
+    sign: np.ndarray | None  # (N, OH, OW*O) float64 scratch (sign path)
+    flip: bool
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)  # in [0, 255]: trunc == floor
+        u = out.view(np.uint8).reshape(v.shape)
+        np.copyto(u, v, casting="unsafe")
+        if self.flip:
+            np.bitwise_xor(u, SIGN_BIT, out=u)
+
+
+@dataclass(frozen=True, eq=False)
+class FlippedEpilogue:
+    """Another folded epilogue (LateZeroPointEpilogue) of a +128-shifted int8 layer: it writes the result + 128
+    into a uint8 view of the output, then XOR 0x80 gives the int8 bit pattern."""
+
+    epilogue: object
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        u = out.view(np.uint8)
+        self.epilogue(v, u)
+        np.bitwise_xor(u, SIGN_BIT, out=u)
+
+
+@dataclass(frozen=True, eq=False)
+class Fill:
+    """The input copied (and converted) into the padded buffer: ((destination, input index), ...)."""
+
+    fills: tuple
+
+    def __call__(self, x: np.ndarray) -> None:
+        for dest, index in self.fills:
+            np.copyto(dest, x[index])
+
+
+@dataclass(frozen=True, eq=False)
+class StagedFill:
+    """The input's column phases into the phase planes in two copies each: the phase's pixels gathered as whole
+    C-byte pixels (a void view: one element per pixel) into a contiguous staging buffer of the input's type,
+    then converted into the plane in contiguous runs. Converting straight from the strided phase runs C values
+    at a time through numpy's casting buffer: 96x96x8 stride 2, 47 -> 14 us; 48x48x16 26 -> 9 us."""
+
+    pixel: np.dtype  # void of C * itemsize bytes
+    fills: tuple  # ((plane region, staging buffer, its void view, input index of the void view), ...)
+
+    def __call__(self, x: np.ndarray) -> None:
+        xv = np.ascontiguousarray(x).view(self.pixel)  # (N, H, W, 1); no copy for a tensor of the arena
+        for dest, stage, stage_pixels, index in self.fills:
+            np.copyto(stage_pixels, xv[index])
+            np.copyto(dest, stage)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvQuantizedRows:
+    """DEPTHWISE_CONV_2D uint8 / int8, constant filter and bias, folded requantization (module docstring): the
+    input copied into the padded buffer (or its column phase planes), one einsum per plane into the (N, OH, OW*O)
+    sums, sums * scale + const in float64, the epilogue."""
+
+    fill: Fill | StagedFill  # the input into the padded buffer or its phase planes
+    groups: tuple  # ((subscripts, window view, weights, out), ...) one per plane, the first out a view of sums
+    sums: np.ndarray  # (N, OH, OW*O) float32 exact tap sums
+    scratch: np.ndarray | None  # (N, OH, OW*O): the second and later planes' sums (their out)
+    scale: np.ndarray  # (OW*O,) float64 M * 2^(ls-31-rs)
+    const: np.ndarray  # (OW*O,) float64 the folded constant
+    acc: np.ndarray  # (N, OH, OW*O) float64
+    acc_out: np.ndarray  # acc viewed with the output's shape (for the epilogues that need it)
+    epilogue: object
+
+    def __call__(self, inputs, outputs):
+        self.fill(inputs[INPUT])
+        sums = self.sums
+        (subscripts, window, weights, out), *more = self.groups
+        np.einsum(subscripts, window, weights, out=out)
+        for subscripts, window, weights, out in more:
+            np.einsum(subscripts, window, weights, out=out)
+            np.add(sums, out, out=sums)
+        acc = self.acc
+        np.multiply(sums, self.scale, out=acc)  # |sum * M| < 2^53 units (the folding's bound): exact
+        np.add(acc, self.const, out=acc)
+        self.epilogue(self.acc_out, outputs[OUTPUT])
+
+
+def prepare_depthwise_rows(
+    geo: Geometry, x: TensorInfo, multiplier: int, w: np.ndarray, offset: np.ndarray, requantization: tuple
+) -> DepthwiseConvQuantizedRows | None:
+    """The prepared op, or None when it does not apply: ``w`` (taps, O) int64 filter minus its zero point,
+    ``offset`` (O,) int64 bias - x_zp * sum(w), ``requantization`` fold_requantization's (multiplier, shift,
+    zero_point, lo, hi, max_abs_x, acc_bound) (``max_abs_x``: the largest |x| of the input type, the padding's
+    zero point included). None for at most ROWS_MIN_VALUES output values or when the folding's bound fails (on
+    every channel, or some channel's late bound: a MixedEpilogue)."""
+    m, shift, zero_point, lo, hi, max_abs_x, acc_bound = requantization
+    if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
+        return None
+    shift128 = 128 if x.dtype == np.int8 else 0
+    weight_abs_sums = np.abs(w).sum(axis=0)
+    folding = fold_requantization(
+        m,
+        shift,
+        zero_point + shift128,
+        lo + shift128,
+        hi + shift128,
+        offset,
+        weight_abs_sums,
+        max_abs_x,
+        acc_bound,
+        geo.out_shape,
+        np.uint8,
+    )
+    if folding is None:
+        return None
+    if max_abs_x * int(weight_abs_sums.max()) > FLOAT32_EXACT:  # the tap sums' bound
+        return None  # (the folding's own bound, M >= 2^30 times the sums below 2^53 units, fails first anyway)
+    fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w, np.float32, x.zero_point)
+    rows = sums.shape
+    ep = folding.epilogue
+    if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):
+        sign = None if ep.half is None else aligned_empty(rows, np.float64)
+        half = None if ep.half is None else ep.half.reshape(-1)[: geo.out_w * geo.out_c]
+        epilogue = TruncatingEpilogue(ep.lo, ep.hi, half, None if half is None else ep.const, sign, shift128 > 0)
+        rows_shape = True
+    elif isinstance(ep, LateZeroPointEpilogue):
+        epilogue = FlippedEpilogue(ep) if shift128 else ep
+        rows_shape = False
+    else:  # MixedEpilogue
+        return None
+    acc = aligned_empty(rows, np.float64)
+    return DepthwiseConvQuantizedRows(
+        fill,
+        groups,
+        sums,
+        scratch,
+        np.tile(folding.scale, geo.out_w),
+        np.tile(folding.const, geo.out_w),
+        acc,
+        acc if rows_shape else acc.reshape(geo.out_shape),
+        epilogue,
+    )
+
+
+def _tap_sums(geo: Geometry, x_dtype, multiplier: int, w: np.ndarray, dtype, x_zp: int):
+    """(fill, groups, sums, scratch) of DepthwiseConvQuantizedRows: the (taps, O) weights ``w`` over the
+    padded buffer (border ``x_zp``) as (N, OH, OW*O) rows (einsum_windows: column phase planes for stride_w > 1)
+    or, for small strided windows with WINDOW_MIN_CHANNELS channels or a depth multiplier, one
+    (KH, KW, N, OH, OW, O) window of DepthwiseTaps."""
+    g = geo
+    rows = (g.batches, g.out_h, g.out_w * g.out_c)
+    small = g.out_c >= WINDOW_MIN_CHANNELS and int(np.prod(g.out_shape)) < WINDOW_MAX_VALUES
+    if g.stride_w == 1 or (multiplier == 1 and not small):
+        fills, windows, _, scratch = einsum_windows(
+            g, multiplier, w.reshape(1, g.filter_h, g.filter_w, g.out_c), dtype, x_zp
+        )
+        sums = aligned_empty(rows, dtype)
+        groups = tuple(
+            (SUBSCRIPTS, window, weights, scratch if k else sums) for k, (window, weights) in enumerate(windows)
+        )
+        if g.stride_w == 1:
+            return Fill(fills), groups, sums, scratch
+        pixel = np.dtype((np.void, g.in_c * np.dtype(x_dtype).itemsize))
+        staged = []
+        for dest, index in fills:
+            stage = np.empty(dest.shape, x_dtype)
+            staged.append((dest, stage, stage.view(pixel), index + (slice(None),)))
+        return StagedFill(pixel, tuple(staged)), groups, sums, scratch
+    taps = DepthwiseTaps.build(g, multiplier, dtype, x_zp, copy=True)
+    weights = w.reshape(g.filter_h, g.filter_w, 1, g.out_c).astype(dtype)
+    weights = np.ascontiguousarray(np.broadcast_to(weights, (g.filter_h, g.filter_w, g.out_w, g.out_c)))
+    sums = aligned_empty(rows, dtype)
+    fill = Fill(((taps.fill, (Ellipsis, None) if multiplier > 1 else (Ellipsis,)),))
+    return fill, (("ijnhwc,ijwc->nhwc", taps.window, weights, sums.reshape(g.out_shape)),), sums, None
