@@ -37,8 +37,15 @@ from .common import (
     tile_over_width,
 )
 from .conv2d_quantized import ConvQuantizedFoldedRows
+from .depthwise_into_rows import DepthwiseIntoRows, feeding
 from .depthwise_rows import prepare_depthwise_rows
-from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue, fold_requantization
+from .requant import (
+    FoldedEpilogue,
+    MixedEpilogue,
+    SmallFoldedEpilogue,
+    SmallLateZeroPointEpilogue,
+    fold_requantization,
+)
 from .taps import DepthwiseTaps, exact_tap_weights
 
 #: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
@@ -208,11 +215,23 @@ class DepthwiseConvQuantizedFolded:
     epilogue: FoldedEpilogue
 
     def __call__(self, inputs, outputs):
+        self.accumulate(inputs[INPUT])
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def accumulate(self, x: np.ndarray) -> None:
+        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""
         acc = self.acc
-        self.taps.exact_sum(self.taps(inputs[INPUT]), self.weights, self.sums, self.scratch)
+        self.taps.exact_sum(self.taps(x), self.weights, self.sums, self.scratch)
         np.multiply(self.sums, self.scale, out=acc)  # |sum * M| < 2^53 (the folding's bound): exact
         np.add(acc, self.const, out=acc)
-        self.epilogue(acc, outputs[OUTPUT])
+
+    def feeding(self, conv) -> DepthwiseIntoRows | None:
+        """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows
+        (depthwise_into_rows.py: the epilogue's integer values stored straight into a ConvQuantizedFoldedRows's
+        float64 GEMM rows), or None when that module's bound is not checked (or for a MixedEpilogue)."""
+        if isinstance(self.epilogue, MixedEpilogue):
+            return None
+        return feeding(self, self.epilogue, self.acc, 0, conv)
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,6 +43,7 @@ from ..common import aligned_empty, clip_ufunc
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
+from .depthwise_into_rows import DepthwiseIntoRows, feeding
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
 from .taps import DepthwiseTaps
 
@@ -142,11 +143,17 @@ class DepthwiseConvQuantizedRows:
     scale: np.ndarray  # (OW*O,) float64 M * 2^(ls-31-rs)
     const: np.ndarray  # (OW*O,) float64 the folded constant
     acc: np.ndarray  # (N, OH, OW*O) float64
-    acc_out: np.ndarray  # acc viewed with the output's shape (for the epilogues that need it)
+    acc_out: np.ndarray  # acc as the epilogue reads it: the rows, or the output's shape (LateZeroPointEpilogue)
+    acc4: np.ndarray  # acc viewed with the output's shape
     epilogue: object
 
     def __call__(self, inputs, outputs):
-        self.fill(inputs[INPUT])
+        self.accumulate(inputs[INPUT])
+        self.epilogue(self.acc_out, outputs[OUTPUT])
+
+    def accumulate(self, x: np.ndarray) -> None:
+        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""
+        self.fill(x)
         sums = self.sums
         (subscripts, window, weights, out), *more = self.groups
         np.einsum(subscripts, window, weights, out=out)
@@ -156,7 +163,17 @@ class DepthwiseConvQuantizedRows:
         acc = self.acc
         np.multiply(sums, self.scale, out=acc)  # |sum * M| < 2^53 units (the folding's bound): exact
         np.add(acc, self.const, out=acc)
-        self.epilogue(self.acc_out, outputs[OUTPUT])
+
+    def feeding(self, conv) -> DepthwiseIntoRows | None:
+        """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows
+        (depthwise_into_rows.py: the epilogue's values, integers in [0, 255] less the +128 shift, stored straight
+        into a ConvQuantizedFoldedRows's float64 GEMM rows), or None when that module's bound is not checked."""
+        ep, shift = self.epilogue, 0
+        if type(ep) is FlippedEpilogue:
+            ep, shift = ep.epilogue, 128
+        elif type(ep) is TruncatingEpilogue and ep.flip:
+            shift = 128
+        return feeding(self, ep, self.acc4, shift, conv)
 
 
 def prepare_depthwise_rows(
@@ -212,6 +229,7 @@ def prepare_depthwise_rows(
         np.tile(folding.const, geo.out_w),
         acc,
         acc if rows_shape else acc.reshape(geo.out_shape),
+        acc.reshape(geo.out_shape),
         epilogue,
     )
 

@@ -1,0 +1,120 @@
+"""An int8 / uint8 DEPTHWISE_CONV_2D whose output only a pointwise CONV_2D's folded GEMM reads, as one step
+(`DepthwiseIntoRows`): MobileNet-style blocks (depthwise 3x3, then 1x1 CONV_2D), where the depthwise's epilogue
+stored its int8 values into a tensor (a truncating uint8 cast and an XOR 0x80, or a casting floor) and the conv's
+np.copyto converted them into the first K columns of its float64 [A, 1] GEMM rows (`ConvQuantizedFoldedRows`).
+Here the depthwise's epilogue writes its floored values straight into those rows: no int8 tensor, no casts, one
+step fewer.
+
+Bound (checked at prepare by :func:`feeding`): the values the depthwise's folded epilogue produces are integers
+clipped to its output type's range (+ 128 for the rows path's shifted int8 epilogue, subtracted here after the
+floor; a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
+exactly the values its np.copyto would have converted from the int8 / uint8 tensor, and its GEMM and epilogue
+compute the same result. The consumer must be a ConvQuantizedFoldedRows (not a view reading) whose float64 rows
+have the depthwise's output shape; the epilogue must be one of the folded epilogues (not a MixedEpilogue, whose
+Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps when the depthwise's output
+is read by that conv only and is no subgraph output (not with experimental_preserve_all_tensors).
+
+Measured inside keyword_spotting_mobilenetv2 (median per pair, 1 thread): see the module's commit notes in
+depthwise_rows.py's docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..common import clip_ufunc
+from .common import INPUT, OUTPUT
+from .conv2d_quantized import ConvQuantizedFoldedRows
+from .requant import LateZeroPointEpilogue
+
+
+@dataclass(frozen=True, eq=False)
+class RowsEpilogue:
+    """A folded epilogue whose result goes into float64 rows: ``v`` (the depthwise's float64 accumulators, in the
+    layout of the epilogue's per-channel operands) gets the sign term (sign path), the clip to [lo, hi] and the
+    floor; the floored values, plus ``add`` (the -128 of a shifted int8 epilogue, a late zero point, or both),
+    are stored into ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
+
+    v: np.ndarray  # the accumulators, shaped as the epilogue's operands
+    v4: np.ndarray  # the same memory with the output's shape
+    lo: np.ndarray  # 0-d or per value float64
+    hi: np.ndarray
+    half: np.ndarray | None  # sign path: 2^-(rs+1) per value
+    const: np.ndarray | None  # sign path: zp + 1/2 (early zero point)
+    sign: np.ndarray | None  # sign path: scratch of v's shape
+    add: np.ndarray | None  # added after the floor; None: floored straight into the rows
+    rows: np.ndarray  # (N, OH, OW, O) float64 view of the conv's GEMM rows
+
+    def __call__(self) -> None:
+        v = self.v
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
+        if self.add is None:
+            np.floor(self.v4, out=self.rows)
+        else:
+            np.floor(v, out=v)
+            np.add(self.v4, self.add, out=self.rows)  # integers within [-128, 255]: exact
+
+
+def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray, shift: int) -> RowsEpilogue:
+    """The RowsEpilogue of a depthwise's folded ``epilogue`` (FoldedEpilogue, LateZeroPointEpilogue, their small
+    forms, or depthwise_rows's TruncatingEpilogue: the callers check the type) over its float64 accumulators
+    ``acc`` (the output's shape, C-contiguous), its values minus ``shift`` (128 for the rows path's shifted int8
+    epilogue, else 0) going into ``rows``."""
+    out_shape = acc.shape
+    if epilogue.sign is not None:
+        v = acc.reshape(epilogue.sign.shape)
+    elif np.ndim(epilogue.lo) == 1:  # LateZeroPointEpilogue's (OW*O,) bounds
+        v = acc.reshape(-1, np.size(epilogue.lo))
+    else:
+        v = acc
+    add = None
+    if isinstance(epilogue, LateZeroPointEpilogue):
+        late = epilogue.late_zp - shift
+        add = late.reshape(out_shape if late.size == acc.size else out_shape[2:])
+    elif shift:
+        add = np.array(-float(shift))
+    return RowsEpilogue(v, acc, epilogue.lo, epilogue.hi, epilogue.half, epilogue.const, epilogue.sign, add, rows)
+
+
+def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> DepthwiseIntoRows | None:
+    """``depthwise`` (an op whose ``accumulate(x)`` leaves its folded accumulators in ``acc``, given with the
+    output's shape) with its folded ``epilogue`` (rows_epilogue's types, checked by the caller) and ``conv``, the
+    step that alone reads its output, as one DepthwiseIntoRows; None when the module docstring's bound is not
+    checked: ``conv`` not a ConvQuantizedFoldedRows, or its rows not float64 of the depthwise's output shape."""
+    if type(conv) is not ConvQuantizedFoldedRows:
+        return None
+    rows = conv.a_input
+    if rows.dtype != np.float64 or rows.shape != acc.shape or not np.shares_memory(rows, conv.a):
+        return None
+    return DepthwiseIntoRows(
+        depthwise, rows_epilogue(epilogue, acc, rows, shift), conv.a, conv.weights, conv.acc, conv.acc_rows,
+        conv.epilogue, conv.product,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseIntoRows:
+    """DEPTHWISE_CONV_2D (DepthwiseConvQuantizedRows or DepthwiseConvQuantizedFolded) then the pointwise CONV_2D
+    (ConvQuantizedFoldedRows) that alone reads its output, as one step (module docstring): the depthwise's
+    accumulators, its epilogue into the conv's GEMM rows, the conv's GEMM and epilogue."""
+
+    depthwise: object  # its accumulate(x) fills the accumulators `epilogue` reads
+    epilogue: RowsEpilogue
+    a: np.ndarray  # the conv's fields (ConvQuantizedFoldedRows)
+    weights: np.ndarray
+    acc: np.ndarray
+    acc_rows: np.ndarray
+    conv_epilogue: object
+    product: object
+
+    def __call__(self, inputs, outputs):
+        self.depthwise.accumulate(inputs[INPUT])
+        self.epilogue()
+        self.product(self.a, self.weights, out=self.acc_rows)
+        self.conv_epilogue(self.acc, outputs[OUTPUT])
