@@ -35,6 +35,7 @@ ds_cnn 25x5x64 s1 69 -> 34 us; vww 48x48x8 s1 127 -> 60, 48x48x16 s2 86 -> 47, 2
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,6 +147,7 @@ class DepthwiseConvQuantizedRows:
     acc_out: np.ndarray  # acc as the epilogue reads it: the rows, or the output's shape (LateZeroPointEpilogue)
     acc4: np.ndarray  # acc viewed with the output's shape
     epilogue: object
+    unshifted: tuple | None  # int8: (const, epilogue) of the unshifted folding where it is exact and not late
 
     def __call__(self, inputs, outputs):
         self.accumulate(inputs[INPUT])
@@ -168,6 +170,9 @@ class DepthwiseConvQuantizedRows:
         """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows
         (depthwise_into_rows.py: the epilogue's values, integers in [0, 255] less the +128 shift, stored straight
         into a ConvQuantizedFoldedRows's float64 GEMM rows), or None when that module's bound is not checked."""
+        if self.unshifted is not None:  # the values without the +128 shift: floored straight into the rows
+            const, ep = self.unshifted
+            return feeding(dataclasses.replace(self, const=const), ep, self.acc4, 0, conv)
         ep, shift = self.epilogue, 0
         if type(ep) is FlippedEpilogue:
             ep, shift = ep.epilogue, 128
@@ -219,6 +224,14 @@ def prepare_depthwise_rows(
         rows_shape = False
     else:  # MixedEpilogue
         return None
+    unshifted = None
+    if shift128:
+        plain = fold_requantization(
+            m, shift, zero_point, lo, hi, offset, weight_abs_sums, max_abs_x, acc_bound, geo.out_shape, np.int8
+        )
+        if plain is not None and type(plain.epilogue) in (FoldedEpilogue, SmallFoldedEpilogue):
+            assert np.array_equal(plain.scale, folding.scale)  # the shift changes the constant only
+            unshifted = (np.tile(plain.const, geo.out_w), plain.epilogue)
     acc = aligned_empty(rows, np.float64)
     return DepthwiseConvQuantizedRows(
         fill,
@@ -231,6 +244,7 @@ def prepare_depthwise_rows(
         acc if rows_shape else acc.reshape(geo.out_shape),
         acc.reshape(geo.out_shape),
         epilogue,
+        unshifted,
     )
 
 
