@@ -14,8 +14,9 @@ have the depthwise's output shape; the epilogue must be one of the folded epilog
 Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps when the depthwise's output
 is read by that conv only and is no subgraph output (not with experimental_preserve_all_tensors).
 
-Measured inside keyword_spotting_mobilenetv2 (median per pair, 1 thread): see the module's commit notes in
-depthwise_rows.py's docstring.
+Measured (1 thread, median per pair, against the two steps in the same run): the epilogue into the rows
+6000 values 9.9 -> 7.2 us (clip, floor into the rows instead of clip, uint8 cast, XOR, the conv's copy),
+9360 values 8.5 -> 7.9, 1536 values 3.8 -> 3.0 us (numpy calls alone, random values).
 """
 
 from __future__ import annotations

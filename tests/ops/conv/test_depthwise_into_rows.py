@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import litert_py
+from litert_py.ops.conv import depthwise_rows
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.compare import assert_close
 from tests.oracle import oracle
@@ -118,11 +119,25 @@ FUSED = {
     "rows-late-zp": (dict(h=12, w=12, c=32, dead=8, zp=100, act=NONE), "DepthwiseConvQuantizedRows", "late"),
     "rows-sign": (dict(h=12, w=12, c=16, zp=5, act=NONE), "DepthwiseConvQuantizedRows", "none"),
     "rows-uint8": (dict(h=10, w=9, c=24, zp=7, dtype=U8), "DepthwiseConvQuantizedRows", "none"),
-    "folded-small": (dict(h=4, w=4, c=16), "DepthwiseConvQuantizedFolded", "none"),
-    "folded-1024": (dict(h=8, w=8, c=16), "DepthwiseConvQuantizedFolded", "none"),
-    "folded-sign": (dict(h=5, w=5, c=32, zp=5, act=NONE), "DepthwiseConvQuantizedFolded", "none"),
-    "folded-late-zp": (dict(h=4, w=4, c=32, dead=8, zp=100, act=NONE), "DepthwiseConvQuantizedFolded", "late"),
-    "folded-uint8": (dict(h=6, w=6, c=16, zp=7, dtype=U8, units=40), "DepthwiseConvQuantizedFolded", "none"),
+    "scaled-relu6": (dict(h=4, w=4, c=16), "DepthwiseConvQuantizedRows", "none"),
+    "scaled-1024": (dict(h=8, w=8, c=16), "DepthwiseConvQuantizedRows", "none"),
+    "scaled-sign": (dict(h=5, w=5, c=32, zp=5, act=NONE), "DepthwiseConvQuantizedRows", "none"),
+    "scaled-near-dead-shifted": (dict(h=4, w=4, c=32, dead=8), "DepthwiseConvQuantizedRows", "shift"),
+    "scaled-late-zp": (dict(h=4, w=4, c=32, dead=8, zp=100, act=NONE), "DepthwiseConvQuantizedRows", "late"),
+    "scaled-uint8": (dict(h=6, w=6, c=16, zp=7, dtype=U8, units=40), "DepthwiseConvQuantizedRows", "none"),
+    "folded-small": (dict(h=8, w=8, c=16, stride=2), "DepthwiseConvQuantizedFolded", "none"),
+    "folded-1024": (dict(h=16, w=16, c=16, stride=2), "DepthwiseConvQuantizedFolded", "none"),
+    "folded-sign": (dict(h=10, w=10, c=32, stride=2, zp=5, act=NONE), "DepthwiseConvQuantizedFolded", "none"),
+    "folded-late-zp": (
+        dict(h=8, w=8, c=32, stride=2, dead=8, zp=100, act=NONE),
+        "DepthwiseConvQuantizedFolded",
+        "late",
+    ),
+    "folded-uint8": (
+        dict(h=12, w=12, c=16, stride=2, zp=7, dtype=U8, units=40),
+        "DepthwiseConvQuantizedFolded",
+        "none",
+    ),
 }
 
 
@@ -133,6 +148,9 @@ def test_depthwise_fused_into_pointwise_rows(kind):
     assert names == ["DepthwiseIntoRows"]
     (op,) = steps
     assert type(op.depthwise).__name__ == depthwise
+    values = np.prod(op.epilogue.rows.shape)
+    if depthwise.endswith("Rows"):  # small outputs: float64 sums of the scaled weights (no multiply)
+        assert (op.depthwise.scale is None) == kind.startswith("scaled") == (values <= depthwise_rows.ROWS_MIN_VALUES)
     if add == "none":
         assert op.epilogue.add is None
     elif add == "shift":
@@ -165,7 +183,7 @@ def test_not_fused(kwargs, names):
     assert got == names
 
 
-@pytest.mark.parametrize("h", [12, 4], ids=["rows", "folded"])
-def test_not_fused_when_preserving_tensors(h):
-    names, _ = _check(_model(h=h, w=h, c=16), experimental_preserve_all_tensors=True)
+@pytest.mark.parametrize(("h", "stride"), [(12, 1), (4, 1), (8, 2)], ids=["rows", "scaled", "folded"])
+def test_not_fused_when_preserving_tensors(h, stride):
+    names, _ = _check(_model(h=h, w=h, c=16, stride=stride), experimental_preserve_all_tensors=True)
     assert names[1] == "ConvQuantizedFoldedRows" and names[0].startswith("DepthwiseConvQuantized")
