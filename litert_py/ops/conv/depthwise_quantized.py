@@ -3,8 +3,10 @@
 `DepthwiseConvWholeFolded`, `DepthwiseConvHybrid`. The sources matched, the paths and the measured speed are
 described with CONV_2D in conv2d.py; depthwise.py's registered prepare_depthwise_conv_2d dispatches here, and the tap
 views (`DepthwiseTaps`) are shared with the float path there. Constant-filter uint8 / int8 layers over more than
-depthwise_rows.ROWS_MIN_VALUES output values whose requantization folds take depthwise_rows's
-`DepthwiseConvQuantizedRows` instead of `DepthwiseConvQuantizedFolded` (1.5-2.5x faster on 3x3 layers)."""
+depthwise_rows.ROWS_MIN_VALUES output values (or stride-1 layers below that) whose requantization folds take
+depthwise_rows's `DepthwiseConvQuantizedRows` instead of `DepthwiseConvQuantizedFolded` (1.5-2.5x faster on 3x3
+layers). Both offer ``feeding``: with the pointwise CONV_2D that alone reads their output they become one step
+(depthwise_into_rows.py)."""
 
 from __future__ import annotations
 
