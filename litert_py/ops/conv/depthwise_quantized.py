@@ -40,7 +40,7 @@ from .common import (
 )
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .depthwise_into_rows import DepthwiseIntoRows, feeding
-from .depthwise_rows import prepare_depthwise_rows
+from .depthwise_rows import einsum, prepare_depthwise_rows
 from .requant import (
     FoldedEpilogue,
     MixedEpilogue,
@@ -74,7 +74,7 @@ class EinsumTaps:
         return self.taps(x)  # fills the padded buffer
 
     def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
-        np.einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
+        einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
 
 
 def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
