@@ -3,16 +3,21 @@
 stored its int8 values into a tensor (a truncating uint8 cast and an XOR 0x80, or a casting floor) and the conv's
 np.copyto converted them into the first K columns of its float64 [A, 1] GEMM rows (`ConvQuantizedFoldedRows`).
 Here the depthwise's epilogue writes its floored values straight into those rows: no int8 tensor, no casts, one
-step fewer.
+step fewer. Where the conv's output is not larger than about its input (SPLIT_MAX_OUT_PER_IN, SPLIT_MIN_VALUES:
+MobileNetV2's projections, V1's pointwise convs) the values are floored in place instead, in the depthwise's own
+contiguous accumulators, which are the GEMM's A against the conv's K weight rows; the conv's constant row is
+added to the product after (no strided store into [A, 1]).
 
 Bound (checked at prepare by :func:`feeding`): the values the depthwise's folded epilogue produces are integers
 clipped to its output type's range (+ 128 for the rows path's shifted int8 epilogue, subtracted here after the
 floor; a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
 exactly the values its np.copyto would have converted from the int8 / uint8 tensor, and its GEMM and epilogue
-compute the same result. The consumer must be a ConvQuantizedFoldedRows (not a view reading) whose float64 rows
-have the depthwise's output shape; the epilogue must be one of the folded epilogues (not a MixedEpilogue, whose
-Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps when the depthwise's output
-is read by that conv only and is no subgraph output (not with experimental_preserve_all_tensors).
+compute the same result (the split form adds the same terms, the constant row last: the conv's folded GEMM is
+exact in any order by its own bound, requant.py). The consumer must be a ConvQuantizedFoldedRows (not a view
+reading) whose float64 rows have the depthwise's output shape; the epilogue must be one of the folded epilogues
+(not a MixedEpilogue, whose Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps
+when the depthwise's output is read by that conv only and is no subgraph output (not with
+experimental_preserve_all_tensors).
 
 Measured (1 thread, median per pair, against the two steps in the same run): the epilogue into the rows
 6000 values 9.9 -> 7.2 us (clip, floor into the rows instead of clip, uint8 cast, XOR, the conv's copy),
@@ -29,6 +34,15 @@ from ..common import clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
+
+#: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
+#: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
+#: against the conv's weight rows, and the constant row is added after: one pass over the conv's output instead
+#: of the strided store into [A, 1] (measured inside the models, per pair, 1 thread: keyword_spotting_mobilenetv2
+#: 15x13x48 -> 8 80.5 -> 74.0 us, 8x7x48 23.5 -> 21.8, 4x4x48 22.9 -> 22.2, 4x4x96 18.1 -> 17.3; vww 24x24x32
+#: -> 64 121 -> 114, 3x3x256 -> 256 72 -> 64; ds_cnn 25x5x64 77 -> 76; 2x2x144 (576 values) 14.9 -> 15.2: kept).
+SPLIT_MAX_OUT_PER_IN = 2
+SPLIT_MIN_VALUES = 640
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,9 +107,16 @@ def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> Depthwise
     rows = conv.a_input
     if rows.dtype != np.float64 or rows.shape != acc.shape or not np.shares_memory(rows, conv.a):
         return None
+    k, o = conv.weights.shape[0] - 1, conv.weights.shape[1]
+    if o <= SPLIT_MAX_OUT_PER_IN * k and acc.size > SPLIT_MIN_VALUES:  # the floored accumulators as the GEMM's A
+        a = acc.reshape(-1, k)
+        return DepthwiseIntoRows(
+            depthwise, rows_epilogue(epilogue, acc, acc, shift), a, conv.weights[:-1], conv.acc, conv.acc_rows,
+            conv.epilogue, conv.product, conv.weights[-1],
+        )  # fmt: skip
     return DepthwiseIntoRows(
         depthwise, rows_epilogue(epilogue, acc, rows, shift), conv.a, conv.weights, conv.acc, conv.acc_rows,
-        conv.epilogue, conv.product,
+        conv.epilogue, conv.product, None,
     )  # fmt: skip
 
 
@@ -103,19 +124,23 @@ def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> Depthwise
 class DepthwiseIntoRows:
     """DEPTHWISE_CONV_2D (DepthwiseConvQuantizedRows or DepthwiseConvQuantizedFolded) then the pointwise CONV_2D
     (ConvQuantizedFoldedRows) that alone reads its output, as one step (module docstring): the depthwise's
-    accumulators, its epilogue into the conv's GEMM rows, the conv's GEMM and epilogue."""
+    accumulators, its epilogue into the conv's GEMM rows (or in place: ``const_row`` set), the conv's GEMM (plus
+    ``const_row``) and epilogue."""
 
     depthwise: object  # its accumulate(x) fills the accumulators `epilogue` reads
     epilogue: RowsEpilogue
-    a: np.ndarray  # the conv's fields (ConvQuantizedFoldedRows)
-    weights: np.ndarray
+    a: np.ndarray  # the conv's [A, 1] rows; or (split form) the depthwise's accumulators as (M, K)
+    weights: np.ndarray  # the conv's (K+1, O) weights; or (split form) their first K rows
     acc: np.ndarray
     acc_rows: np.ndarray
     conv_epilogue: object
     product: object
+    const_row: np.ndarray | None  # split form: the conv's constant row (O,), added after the product
 
     def __call__(self, inputs, outputs):
         self.depthwise.accumulate(inputs[INPUT])
         self.epilogue()
         self.product(self.a, self.weights, out=self.acc_rows)
+        if self.const_row is not None:
+            np.add(self.acc_rows, self.const_row, out=self.acc_rows)
         self.conv_epilogue(self.acc, outputs[OUTPUT])

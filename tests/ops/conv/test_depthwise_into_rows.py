@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import litert_py
-from litert_py.ops.conv import depthwise_rows
+from litert_py.ops.conv import depthwise_into_rows, depthwise_rows
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.compare import assert_close
 from tests.oracle import oracle
@@ -144,11 +144,16 @@ FUSED = {
 @pytest.mark.parametrize("kind", list(FUSED))
 def test_depthwise_fused_into_pointwise_rows(kind):
     kwargs, depthwise, add = FUSED[kind]
+    c = kwargs["c"]
     names, steps = _check(_model(**kwargs))
     assert names == ["DepthwiseIntoRows"]
     (op,) = steps
     assert type(op.depthwise).__name__ == depthwise
     values = np.prod(op.epilogue.rows.shape)
+    units = kwargs.get("units", 12)
+    split = values > depthwise_into_rows.SPLIT_MIN_VALUES and units <= depthwise_into_rows.SPLIT_MAX_OUT_PER_IN * c
+    assert (op.const_row is not None) == split  # the split form: the accumulators floored in place are the A
+    assert np.shares_memory(op.epilogue.rows, op.a) and (op.a.shape[1] == c) == split
     if depthwise.endswith("Rows"):  # small outputs: float64 sums of the scaled weights (no multiply)
         assert (op.depthwise.scale is None) == kind.startswith("scaled") == (values <= depthwise_rows.ROWS_MIN_VALUES)
     if add == "none":
