@@ -3,8 +3,10 @@ depthwise_into_rows.py: the depthwise's epilogue floors straight into the conv's
 oracle (ai-edge-litert BUILTIN_REF) over several invokes: the conv's outputs exactly, and the rows the fused step
 handed the conv against LiteRT's depthwise tensor (kept with experimental_preserve_all_tensors). Each case asserts
 the step classes, so a test also fails when the fusion is no longer made: the rows path (unshifted epilogue, the
-+128-shifted one of near-dead channels, a late zero point, the sign path, uint8), the folded path of small layers
-(small and larger epilogues, a late zero point); and the cases left alone: a MixedEpilogue, the depthwise output
++128-shifted one of near-dead channels, a late zero point, the sign path, uint8, two batches with a depth
+multiplier), its small stride-1 form with scaled float64 sums, the folded path of small strided layers (small and
+larger epilogues, a late zero point), each into the conv's [A, 1] rows or (split form) in place; and the cases
+left alone: a MixedEpilogue, the depthwise output
 a model output or read twice, a 3x3 consumer, all tensors preserved."""
 
 from __future__ import annotations
@@ -24,15 +26,16 @@ SAME, VALID = 0, 1
 
 
 def _model(h, w, c, stride=1, *, act=RELU6, zp=-128, dtype=I8, dead=0, mixed=False, units=12, kernel=1,
-           dw_out=False, twice=False, seed=0):  # fmt: skip
-    """x (1, h, w, c) -> 3x3 DEPTHWISE_CONV_2D d (SAME; activation ``act``, output zero point ``zp``; ``dead``
+           dw_out=False, twice=False, seed=0, batch=1, mult=1):  # fmt: skip
+    """x (batch, h, w, c) -> 3x3 DEPTHWISE_CONV_2D d (SAME, depth multiplier ``mult``: c output channels, so
+    c / mult input channels; activation ``act``, output zero point ``zp``; ``dead``
     channels with right shifts of about 18 and biases of 2^19-2^20: outputs a few units around the zero point;
     ``mixed``: four channels whose fold is not exact at all) -> CONV_2D ``kernel`` x ``kernel`` y (no activation).
     ``dw_out``: d is an output too; ``twice``: a second pointwise conv z reads d."""
     rng = np.random.default_rng(seed)
     lo, hi = (-128, 127) if dtype == I8 else (0, 255)
     b = ModelBuilder()
-    x = b.input("x", (1, h, w, c), dtype, quantization=quant(0.05, -3 if dtype == I8 else 120))
+    x = b.input("x", (batch, h, w, c // mult), dtype, quantization=quant(0.05, -3 if dtype == I8 else 120))
     f = rng.integers(lo + (dtype == I8), hi + 1, (1, 3, 3, c)).astype(dtype)
     s_w = rng.uniform(0.002, 0.01, c)
     bias = rng.integers(-3000, 3000, c).astype(I32)
@@ -46,9 +49,9 @@ def _model(h, w, c, stride=1, *, act=RELU6, zp=-128, dtype=I8, dead=0, mixed=Fal
     f_q = quant(s_w, 0, 3) if dtype == I8 else quant(0.005, 131, 3)
     fi = b.const("f", f, quantization=f_q)
     bi = b.const("b", bias, quantization=quant(0.05 * s_w if dtype == I8 else 0.05 * 0.005))
-    shape = (1, -(-h // stride), -(-w // stride), c)
+    shape = (batch, -(-h // stride), -(-w // stride), c)
     d = b.tensor("d", shape, dtype, quantization=quant(0.2, zp))
-    opts = {"padding": SAME, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1}
+    opts = {"padding": SAME, "stride_h": stride, "stride_w": stride, "depth_multiplier": mult}
     b.op("DEPTHWISE_CONV_2D", [x, fi, bi], [d], {**opts, "fused_activation_function": act})
     outs = [_conv(b, rng, d, shape, "y", units, kernel, dtype)]
     if twice:
@@ -119,6 +122,9 @@ FUSED = {
     "rows-late-zp": (dict(h=12, w=12, c=32, dead=8, zp=100, act=NONE), "DepthwiseConvQuantizedRows", "late"),
     "rows-sign": (dict(h=12, w=12, c=16, zp=5, act=NONE), "DepthwiseConvQuantizedRows", "none"),
     "rows-uint8": (dict(h=10, w=9, c=24, zp=7, dtype=U8), "DepthwiseConvQuantizedRows", "none"),
+    "rows-batch2-multiplier2": (dict(h=8, w=8, c=24, batch=2, mult=2), "DepthwiseConvQuantizedRows", "none"),
+    "scaled-batch2-multiplier2": (dict(h=4, w=4, c=16, batch=2, mult=2), "DepthwiseConvQuantizedRows", "none"),
+    "folded-batch2": (dict(h=6, w=6, c=16, stride=2, batch=2), "DepthwiseConvQuantizedFolded", "none"),
     "scaled-relu6": (dict(h=4, w=4, c=16), "DepthwiseConvQuantizedRows", "none"),
     "scaled-1024": (dict(h=8, w=8, c=16), "DepthwiseConvQuantizedRows", "none"),
     "scaled-sign": (dict(h=5, w=5, c=32, zp=5, act=NONE), "DepthwiseConvQuantizedRows", "none"),
