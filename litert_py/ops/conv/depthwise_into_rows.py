@@ -110,6 +110,8 @@ def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> Depthwise
     k, o = conv.weights.shape[0] - 1, conv.weights.shape[1]
     if o <= SPLIT_MAX_OUT_PER_IN * k and acc.size > SPLIT_MIN_VALUES:  # the floored accumulators as the GEMM's A
         a = acc.reshape(-1, k)
+        if not np.shares_memory(a, acc):  # (C-contiguous accumulators: a view)
+            return None
         return DepthwiseIntoRows(
             depthwise, rows_epilogue(epilogue, acc, acc, shift), a, conv.weights[:-1], conv.acc, conv.acc_rows,
             conv.epilogue, conv.product, conv.weights[-1],
