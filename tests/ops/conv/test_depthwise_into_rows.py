@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import litert_py
 from litert_py.ops.conv import depthwise_into_rows, depthwise_rows
@@ -84,9 +86,10 @@ def _feeds(model: bytes, count: int = 4) -> list:
     return [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(count)]
 
 
-def _check(model: bytes, **options) -> tuple[list, list]:
+def _check(model: bytes, spread: bool = True, **options) -> tuple[list, list]:
     """Every output of every invoke exactly as LiteRT's BUILTIN_REF; the fused step's rows as LiteRT's depthwise
-    tensor d. Returns (the step class names, the prepared steps)."""
+    tensor d; ``spread``: the conv's outputs take more than 20 values. Returns (the step class names, the
+    prepared steps)."""
     LiteRT, OpResolverType = oracle()
     theirs = LiteRT(
         model_content=model,
@@ -109,7 +112,7 @@ def _check(model: bytes, **options) -> tuple[list, list]:
         for op in fused:  # the rows the conv read hold the depthwise's int8 / uint8 values
             assert_close([op.epilogue.rows.copy()], [theirs.get_tensor(d).astype(np.float64)])
         y = outs[0][1]
-        assert len(np.unique(y)) > 20  # the conv's outputs spread: a wrong row value shows
+        assert len(np.unique(y)) > 20 or not spread  # the conv's outputs spread: a wrong row value shows
     return [type(op).__name__ for op in steps], steps
 
 
@@ -168,6 +171,30 @@ def test_depthwise_fused_into_pointwise_rows(kind):
         assert op.epilogue.add.ndim == 0 and float(op.epilogue.add) == -128.0
     else:
         assert op.epilogue.add.shape[-1] == kwargs["c"] and len(np.unique(op.epilogue.add)) == 2
+
+
+@given(
+    h=st.integers(2, 14),
+    w=st.integers(2, 14),
+    c=st.sampled_from([4, 8, 16, 48]),
+    stride=st.sampled_from([1, 2]),
+    act=st.sampled_from([NONE, 1, RELU6]),
+    zp=st.integers(-128, 127),
+    dtype=st.sampled_from([I8, U8]),
+    dead=st.sampled_from([0, 2]),
+    units=st.sampled_from([4, 12, 40]),
+    batch=st.sampled_from([1, 2]),
+    seed=st.integers(0, 3),
+)
+def test_drawn_depthwise_into_rows(h, w, c, stride, act, zp, dtype, dead, units, batch, seed):
+    """Drawn geometries, activations, zero points (near-dead channels or not), conv widths and batches: every
+    path and form the sizes select (rows / scaled / folded depthwise, [A, 1] rows or in place), exact, fused."""
+    if dtype == U8:
+        zp = abs(zp)
+    model = _model(h=h, w=w, c=c, stride=stride, act=act, zp=zp, dtype=dtype, dead=dead, units=units, batch=batch,
+                   seed=seed)  # fmt: skip
+    names, _ = _check(model, spread=False)
+    assert names == ["DepthwiseIntoRows"]
 
 
 def test_mixed_epilogue_is_not_fused():
