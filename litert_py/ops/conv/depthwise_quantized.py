@@ -3,8 +3,10 @@
 `DepthwiseConvWholeFolded`, `DepthwiseConvHybrid`. The sources matched, the paths and the measured speed are
 described with CONV_2D in conv2d.py; depthwise.py's registered prepare_depthwise_conv_2d dispatches here, and the tap
 views (`DepthwiseTaps`) are shared with the float path there. Constant-filter uint8 / int8 layers over more than
-depthwise_rows.ROWS_MIN_VALUES output values whose requantization folds take depthwise_rows's
-`DepthwiseConvQuantizedRows` instead of `DepthwiseConvQuantizedFolded` (1.5-2.5x faster on 3x3 layers)."""
+depthwise_rows.ROWS_MIN_VALUES output values (or stride-1 layers below that) whose requantization folds take
+depthwise_rows's `DepthwiseConvQuantizedRows` instead of `DepthwiseConvQuantizedFolded` (1.5-2.5x faster on 3x3
+layers). Both offer ``feeding``: with the pointwise CONV_2D that alone reads their output they become one step
+(depthwise_into_rows.py)."""
 
 from __future__ import annotations
 
@@ -37,8 +39,15 @@ from .common import (
     tile_over_width,
 )
 from .conv2d_quantized import ConvQuantizedFoldedRows
-from .depthwise_rows import prepare_depthwise_rows
-from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue, fold_requantization
+from .depthwise_into_rows import DepthwiseIntoRows, feeding
+from .depthwise_rows import einsum, prepare_depthwise_rows
+from .requant import (
+    FoldedEpilogue,
+    MixedEpilogue,
+    SmallFoldedEpilogue,
+    SmallLateZeroPointEpilogue,
+    fold_requantization,
+)
 from .taps import DepthwiseTaps, exact_tap_weights
 
 #: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
@@ -65,7 +74,7 @@ class EinsumTaps:
         return self.taps(x)  # fills the padded buffer
 
     def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
-        np.einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
+        einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
 
 
 def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
@@ -208,11 +217,23 @@ class DepthwiseConvQuantizedFolded:
     epilogue: FoldedEpilogue
 
     def __call__(self, inputs, outputs):
+        self.accumulate(inputs[INPUT])
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def accumulate(self, x: np.ndarray) -> None:
+        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""
         acc = self.acc
-        self.taps.exact_sum(self.taps(inputs[INPUT]), self.weights, self.sums, self.scratch)
+        self.taps.exact_sum(self.taps(x), self.weights, self.sums, self.scratch)
         np.multiply(self.sums, self.scale, out=acc)  # |sum * M| < 2^53 (the folding's bound): exact
         np.add(acc, self.const, out=acc)
-        self.epilogue(acc, outputs[OUTPUT])
+
+    def feeding(self, conv) -> DepthwiseIntoRows | None:
+        """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows
+        (depthwise_into_rows.py: the epilogue's integer values stored straight into a ConvQuantizedFoldedRows's
+        float64 GEMM rows), or None when that module's bound is not checked (or for a MixedEpilogue)."""
+        if isinstance(self.epilogue, MixedEpilogue):
+            return None
+        return feeding(self, self.epilogue, self.acc, 0, conv)
 
 
 @dataclass(frozen=True, eq=False)

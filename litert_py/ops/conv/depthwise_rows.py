@@ -1,6 +1,7 @@
-"""DEPTHWISE_CONV_2D uint8 / int8 with a constant filter over more than ROWS_MIN_VALUES output values, the fast
-path (`DepthwiseConvQuantizedRows`): the exact tap sums as one np.einsum per phase plane over (N, OH, OW*C)
-output rows, the folded requantization (litert_py.ops.conv.requant) shifted to [0, 255], a truncating epilogue.
+"""DEPTHWISE_CONV_2D uint8 / int8 with a constant filter over more than ROWS_MIN_VALUES output values (and
+stride-1 layers below that), the fast path (`DepthwiseConvQuantizedRows`): the exact tap sums as one np.einsum per
+phase plane over (N, OH, OW*C) output rows, the folded requantization (litert_py.ops.conv.requant) shifted to
+[0, 255], a truncating epilogue.
 
 Where the time went in DepthwiseConvQuantizedFolded (1 thread, 3x3, per layer): the tap sums 45-70 % (a
 (KH, KW, N, OH, OW, C) einsum whose inner loops run over C values only, or below 48 channels a stacked multiply
@@ -26,6 +27,20 @@ late zero points), sums * scale + const 15 %, the input copy 2-10 %. Here:
   fold_requantization's (requant.py's module docstring) for the shifted zero point, checked at prepare per
   channel; a layer where some channel fails even its late bound (a MixedEpilogue) keeps
   DepthwiseConvQuantizedFolded.
+* Small outputs (at most ROWS_MIN_VALUES values, stride_w 1; `SCALED_PATH`): the padded buffer and the sums in
+  float64, the weights already scaled by M * 2^(ls-31-rs) per channel, the einsum writing the accumulators
+  directly: one multiply pass fewer (these layers pay per numpy call). Exactness bound: w * M < 2^40 is exact,
+  and every product and partial sum of x * (w * scale), in whatever order einsum adds, is a multiple of the
+  channel's unit 2^(ls-31-rs) of magnitude at most M * max|x| * sum|w - w_zp| units, below 2^53 units by the
+  folding's bound (checked per channel at prepare). Measured (1 thread, depthwise alone / fused with its
+  pointwise conv, against DepthwiseConvQuantizedFolded in the same run): 4x4x16 7.2 -> 6.7 / 11.1 -> 9.8 us,
+  8x8x16 11.8 -> 9.3 / 19.0 -> 16.1, 4x4x48 10.1 -> 8.2 / 13.8 -> 11.6, 3x3x96 9.5 -> 8.4 / 13.7 -> 12.3,
+  2x2x144 8.1 -> 7.5 / 11.9 -> 11.1 us. Small strided layers keep DepthwiseConvQuantizedFolded (its stacked
+  multiply and reduction; the column phase planes cost 3 us more there, a float64 window einsum as much).
+* Feeding (:meth:`DepthwiseConvQuantizedRows.feeding`, depthwise_into_rows.py): when only a pointwise
+  ConvQuantizedFoldedRows reads the output, the epilogue floors into the conv's float64 GEMM rows. For int8 the
+  unshifted folding is used there when it is exact and needs no late zero point (checked at prepare: a second
+  fold_requantization), so the floored values go straight into the rows; else the shifted values, less 128.
 
 Measured per layer (1 thread, min of repeats, this path against DepthwiseConvQuantizedFolded in the same run):
 ds_cnn 25x5x64 s1 69 -> 34 us; vww 48x48x8 s1 127 -> 60, 48x48x16 s2 86 -> 47, 24x24x32 s1 149 -> 57,
@@ -35,6 +50,7 @@ ds_cnn 25x5x64 s1 69 -> 34 us; vww 48x48x8 s1 127 -> 60, 48x48x16 s2 86 -> 47, 2
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,8 +59,14 @@ from ..common import aligned_empty, clip_ufunc
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
+from .depthwise_into_rows import DepthwiseIntoRows, feeding
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
 from .taps import DepthwiseTaps
+
+try:  # np.einsum(optimize=False) calls this after its array-function dispatch: ~0.8 us a call saved
+    from numpy._core.multiarray import c_einsum as einsum
+except ImportError:  # numpy < 2
+    from numpy.core.multiarray import c_einsum as einsum
 
 SIGN_BIT = np.array(0x80, np.uint8)
 
@@ -59,6 +81,10 @@ ROWS_MIN_VALUES = 1024
 #: 13.2 us; larger outputs and fewer channels take the column phase planes (31x27x48 -> 15x13: 46 vs 64 us,
 #: 17x15x48 -> 8x7: 21 vs 23 us, 48x48x16 -> 24x24: 45 vs 86 us).
 WINDOW_MIN_CHANNELS = 48
+
+#: Stride-1 outputs of at most ROWS_MIN_VALUES values take the rows path with float64 scaled sums (module
+#: docstring); tests set this False to reach DepthwiseConvQuantizedFolded.
+SCALED_PATH = True
 WINDOW_MAX_VALUES = 2048
 
 
@@ -137,26 +163,48 @@ class DepthwiseConvQuantizedRows:
 
     fill: Fill | StagedFill  # the input into the padded buffer or its phase planes
     groups: tuple  # ((subscripts, window view, weights, out), ...) one per plane, the first out a view of sums
-    sums: np.ndarray  # (N, OH, OW*O) float32 exact tap sums
+    sums: np.ndarray  # (N, OH, OW*O) float32 exact tap sums (small outputs: float64 scaled sums, acc itself)
     scratch: np.ndarray | None  # (N, OH, OW*O): the second and later planes' sums (their out)
-    scale: np.ndarray  # (OW*O,) float64 M * 2^(ls-31-rs)
+    scale: np.ndarray | None  # (OW*O,) float64 M * 2^(ls-31-rs); None: in the weights (small outputs)
     const: np.ndarray  # (OW*O,) float64 the folded constant
     acc: np.ndarray  # (N, OH, OW*O) float64
-    acc_out: np.ndarray  # acc viewed with the output's shape (for the epilogues that need it)
+    acc_out: np.ndarray  # acc as the epilogue reads it: the rows, or the output's shape (LateZeroPointEpilogue)
+    acc4: np.ndarray  # acc viewed with the output's shape
     epilogue: object
+    unshifted: tuple | None  # int8: (const, epilogue) of the unshifted folding where it is exact and not late
 
     def __call__(self, inputs, outputs):
-        self.fill(inputs[INPUT])
+        self.accumulate(inputs[INPUT])
+        self.epilogue(self.acc_out, outputs[OUTPUT])
+
+    def accumulate(self, x: np.ndarray) -> None:
+        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""
+        self.fill(x)
         sums = self.sums
-        (subscripts, window, weights, out), *more = self.groups
-        np.einsum(subscripts, window, weights, out=out)
-        for subscripts, window, weights, out in more:
-            np.einsum(subscripts, window, weights, out=out)
+        groups = self.groups
+        subscripts, window, weights, out = groups[0]
+        einsum(subscripts, window, weights, out=out)
+        for subscripts, window, weights, out in groups[1:]:
+            einsum(subscripts, window, weights, out=out)
             np.add(sums, out, out=sums)
         acc = self.acc
-        np.multiply(sums, self.scale, out=acc)  # |sum * M| < 2^53 units (the folding's bound): exact
+        if self.scale is not None:  # (else the sums are already scaled, in acc)
+            np.multiply(sums, self.scale, out=acc)  # |sum * M| < 2^53 units (the folding's bound): exact
         np.add(acc, self.const, out=acc)
-        self.epilogue(self.acc_out, outputs[OUTPUT])
+
+    def feeding(self, conv) -> DepthwiseIntoRows | None:
+        """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows
+        (depthwise_into_rows.py: the epilogue's values, integers in [0, 255] less the +128 shift, stored straight
+        into a ConvQuantizedFoldedRows's float64 GEMM rows), or None when that module's bound is not checked."""
+        if self.unshifted is not None:  # the values without the +128 shift: floored straight into the rows
+            const, ep = self.unshifted
+            return feeding(dataclasses.replace(self, const=const), ep, self.acc4, 0, conv)
+        ep, shift = self.epilogue, 0
+        if type(ep) is FlippedEpilogue:
+            ep, shift = ep.epilogue, 128
+        elif type(ep) is TruncatingEpilogue and ep.flip:
+            shift = 128
+        return feeding(self, ep, self.acc4, shift, conv)
 
 
 def prepare_depthwise_rows(
@@ -165,10 +213,13 @@ def prepare_depthwise_rows(
     """The prepared op, or None when it does not apply: ``w`` (taps, O) int64 filter minus its zero point,
     ``offset`` (O,) int64 bias - x_zp * sum(w), ``requantization`` fold_requantization's (multiplier, shift,
     zero_point, lo, hi, max_abs_x, acc_bound) (``max_abs_x``: the largest |x| of the input type, the padding's
-    zero point included). None for at most ROWS_MIN_VALUES output values or when the folding's bound fails (on
-    every channel, or some channel's late bound: a MixedEpilogue)."""
+    zero point included). None for at most ROWS_MIN_VALUES output values with stride_w > 1 (or without
+    SCALED_PATH) or when the folding's bound fails (on every channel, or some channel's late bound: a
+    MixedEpilogue)."""
     m, shift, zero_point, lo, hi, max_abs_x, acc_bound = requantization
-    if int(np.prod(geo.out_shape)) <= ROWS_MIN_VALUES:
+    values = int(np.prod(geo.out_shape))
+    scaled = values <= ROWS_MIN_VALUES
+    if scaled and (geo.stride_w != 1 or not SCALED_PATH):
         return None
     shift128 = 128 if x.dtype == np.int8 else 0
     weight_abs_sums = np.abs(w).sum(axis=0)
@@ -187,9 +238,13 @@ def prepare_depthwise_rows(
     )
     if folding is None:
         return None
-    if max_abs_x * int(weight_abs_sums.max()) > FLOAT32_EXACT:  # the tap sums' bound
+    if not scaled and max_abs_x * int(weight_abs_sums.max()) > FLOAT32_EXACT:  # the tap sums' bound
         return None  # (the folding's own bound, M >= 2^30 times the sums below 2^53 units, fails first anyway)
-    fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w, np.float32, x.zero_point)
+    if scaled:  # float64 sums of x * (w * scale): multiples of the unit below 2^53 units (the folding's bound)
+        w_scaled = w * folding.scale  # |w * M| < 2^40: exact
+        fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w_scaled, np.float64, x.zero_point)
+    else:
+        fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w, np.float32, x.zero_point)
     rows = sums.shape
     ep = folding.epilogue
     if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):
@@ -202,17 +257,27 @@ def prepare_depthwise_rows(
         rows_shape = False
     else:  # MixedEpilogue
         return None
-    acc = aligned_empty(rows, np.float64)
+    unshifted = None
+    if shift128:
+        plain = fold_requantization(
+            m, shift, zero_point, lo, hi, offset, weight_abs_sums, max_abs_x, acc_bound, geo.out_shape, np.int8
+        )
+        if plain is not None and type(plain.epilogue) in (FoldedEpilogue, SmallFoldedEpilogue):
+            assert np.array_equal(plain.scale, folding.scale)  # the shift changes the constant only
+            unshifted = (np.tile(plain.const, geo.out_w), plain.epilogue)
+    acc = sums if scaled else aligned_empty(rows, np.float64)
     return DepthwiseConvQuantizedRows(
         fill,
         groups,
         sums,
         scratch,
-        np.tile(folding.scale, geo.out_w),
+        None if scaled else np.tile(folding.scale, geo.out_w),
         np.tile(folding.const, geo.out_w),
         acc,
         acc if rows_shape else acc.reshape(geo.out_shape),
+        acc.reshape(geo.out_shape),
         epilogue,
+        unshifted,
     )
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.ops.conv import depthwise_rows
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, _prepared_op, check_against_oracle, conv_model
@@ -33,12 +34,13 @@ FOLDED = [
 @pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
 @pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D"])
 @pytest.mark.parametrize("height", [8, 2])
-def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
+def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height, monkeypatch):
     """Random inputs and a ramp against a multiplier 1/16 * 1/s_out (every residue of the accumulator, so
     SRDHM's and RoundingDivideByPOT's ties for s_out 1), negative and positive accumulators, the bias and input
     zero point folded into the constant; the prepared path is the one the bound and the clamp select. Height 8
     gives 1024 output values (FoldedEpilogue), height 2 gives 256 (SmallFoldedEpilogue: at most
     SMALL_EPILOGUE_VALUES)."""
+    monkeypatch.setattr(depthwise_rows, "SCALED_PATH", False)  # the depthwise on the folded path, not the rows
     x = np.random.default_rng(5).integers(-128, 128, (1, height, 64, 2)).astype(I8)
     x[0, 0, :, 0] = np.arange(-128, 128, 4)  # a ramp and its mirror
     x[0, 0, :, 1] = -x[0, 0, :, 0] - 1

@@ -21,17 +21,18 @@ SAME, VALID = 0, 1
 RELU6, NONE = 3, 0
 
 
-@pytest.mark.parametrize("window", [True, False], ids=["window", "phase-planes"])
+@pytest.mark.parametrize("window", ["window", "phase-planes", "scaled"])
 @pytest.mark.parametrize("path", ["int8-per-channel", "int8-per-tensor", "int8-int4-filter", "uint8"])
 @given(data=st.data())
 def test_rows_path_drawn_cases(path, window, data):
     """quantized_cases (strides, dilations, depth multipliers, padding, every activation, zero points, tiny to
     huge scales and biases) with the rows path taken from one output value on: strided windows through the
-    (KH, KW, N, OH, OW, C) window or the column phase planes."""
+    (KH, KW, N, OH, OW, C) window or the column phase planes; or ("scaled") every stride-1 layer through the
+    float64 sums of the scaled weights (the small-output form)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(depthwise_rows, "ROWS_MIN_VALUES", 0)
-        mp.setattr(depthwise_rows, "WINDOW_MIN_CHANNELS", 1 if window else 10**6)
-        mp.setattr(depthwise_rows, "WINDOW_MAX_VALUES", 10**9 if window else 0)
+        mp.setattr(depthwise_rows, "ROWS_MIN_VALUES", 10**9 if window == "scaled" else 0)
+        mp.setattr(depthwise_rows, "WINDOW_MIN_CHANNELS", 1 if window == "window" else 10**6)
+        mp.setattr(depthwise_rows, "WINDOW_MAX_VALUES", 10**9 if window == "window" else 0)
         check_against_oracle(data.draw(quantized_cases("DEPTHWISE_CONV_2D", path)))
 
 
@@ -109,8 +110,40 @@ def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
         assert type(_prepared(case).epilogue).__name__ == "LateZeroPointEpilogue"
 
 
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "epilogue/sign path" as REAL's)
+SCALED = {
+    "relu-4x4x16": ((4, 4, 16, 3, 3, 1, SAME), {}, "Truncating/relu"),
+    "1024-values-8x8x16": ((8, 8, 16, 3, 3, 1, SAME), {}, "Truncating/relu"),
+    "kws-2x2x144": ((4, 4, 144, 3, 3, 1, VALID), {}, "Truncating/relu"),
+    "sign-no-activation": ((5, 5, 32, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "Truncating/sign"),
+    "near-dead-zp-128": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8), "Truncating/relu"),
+    "near-dead-late-zp": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "Flipped/-"),
+    "uint8-multiplier-2": ((6, 5, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "Truncating/relu"),
+}
+
+
+@pytest.mark.parametrize("kind", list(SCALED))
+def test_small_stride1_outputs_take_scaled_sums(kind):
+    """Stride-1 layers of at most ROWS_MIN_VALUES output values: the rows path with float64 sums of the weights
+    already scaled (no multiply pass), bit-exact, with the epilogue each must get."""
+    geometry, kwargs, expected = SCALED[kind]
+    epilogue, sign = expected.split("/")
+    case = _case(*geometry, **kwargs)
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    prepared = _prepared(case)
+    assert type(prepared) is depthwise_rows.DepthwiseConvQuantizedRows
+    assert prepared.scale is None and prepared.sums is prepared.acc and prepared.acc.dtype == np.float64
+    assert out.size <= depthwise_rows.ROWS_MIN_VALUES
+    assert type(prepared.epilogue).__name__ == epilogue + "Epilogue"
+    if sign != "-":
+        assert (prepared.epilogue.half is not None) == (sign == "sign")
+    if kwargs.get("dead"):
+        assert len(np.unique(out[..., : kwargs["dead"]])) > 2
+
+
 def test_rows_path_not_for_small_outputs():
-    """At most ROWS_MIN_VALUES output values keep the folded path (fewer numpy calls)."""
+    """At most ROWS_MIN_VALUES output values of strided windows keep the folded path (fewer numpy calls)."""
     case = _case(h=4, w=4, c=16, kh=3, kw=3, stride=2, padding=SAME)
     check_against_oracle(case)
     assert type(_prepared(case)).__name__ == "DepthwiseConvQuantizedFolded"

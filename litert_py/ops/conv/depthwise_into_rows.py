@@ -1,0 +1,150 @@
+"""An int8 / uint8 DEPTHWISE_CONV_2D whose output only a pointwise CONV_2D's folded GEMM reads, as one step
+(`DepthwiseIntoRows`): MobileNet-style blocks (depthwise 3x3, then 1x1 CONV_2D), where the depthwise's epilogue
+stored its int8 values into a tensor (a truncating uint8 cast and an XOR 0x80, or a casting floor) and the conv's
+np.copyto converted them into the first K columns of its float64 [A, 1] GEMM rows (`ConvQuantizedFoldedRows`).
+Here the depthwise's epilogue writes its floored values straight into those rows: no int8 tensor, no casts, one
+step fewer. Where the conv's output is not larger than about its input (SPLIT_MAX_OUT_PER_IN, SPLIT_MIN_VALUES:
+MobileNetV2's projections, V1's pointwise convs) the values are floored in place instead, in the depthwise's own
+contiguous accumulators, which are the GEMM's A against the conv's K weight rows; the conv's constant row is
+added to the product after (no strided store into [A, 1]).
+
+Bound (checked at prepare by :func:`feeding`): the values the depthwise's folded epilogue produces are integers
+clipped to its output type's range (+ 128 for the rows path's shifted int8 epilogue, subtracted here after the
+floor; a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
+exactly the values its np.copyto would have converted from the int8 / uint8 tensor, and its GEMM and epilogue
+compute the same result (the split form adds the same terms, the constant row last: the conv's folded GEMM is
+exact in any order by its own bound, requant.py). The consumer must be a ConvQuantizedFoldedRows (not a view
+reading) whose float64 rows have the depthwise's output shape; the epilogue must be one of the folded epilogues
+(not a MixedEpilogue, whose Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps
+when the depthwise's output is read by that conv only and is no subgraph output (not with
+experimental_preserve_all_tensors).
+
+Measured (1 thread, median per pair, against the two steps in the same run): the epilogue into the rows
+6000 values 9.9 -> 7.2 us (clip, floor into the rows instead of clip, uint8 cast, XOR, the conv's copy),
+9360 values 8.5 -> 7.9, 1536 values 3.8 -> 3.0 us (numpy calls alone, random values). Whole models (this
+fusion, the split form, depthwise_rows's small stride-1 form and c_einsum together, interleaved invokes, process
+CPU time): keyword_spotting_mobilenetv2 0.92x, bench_families' vww_mobilenet 0.96x, ds_cnn_kws 0.95-0.98x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..common import clip_ufunc
+from .common import INPUT, OUTPUT
+from .conv2d_quantized import ConvQuantizedFoldedRows
+from .requant import LateZeroPointEpilogue
+
+#: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
+#: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
+#: against the conv's weight rows, and the constant row is added after: one pass over the conv's output instead
+#: of the strided store into [A, 1] (measured inside the models, per pair, 1 thread: keyword_spotting_mobilenetv2
+#: 15x13x48 -> 8 80.5 -> 74.0 us, 8x7x48 23.5 -> 21.8, 4x4x48 22.9 -> 22.2, 4x4x96 18.1 -> 17.3; vww 24x24x32
+#: -> 64 121 -> 114, 3x3x256 -> 256 72 -> 64; ds_cnn 25x5x64 77 -> 76; 2x2x144 (576 values) 14.9 -> 15.2: kept).
+SPLIT_MAX_OUT_PER_IN = 2
+SPLIT_MIN_VALUES = 640
+
+
+@dataclass(frozen=True, eq=False)
+class RowsEpilogue:
+    """A folded epilogue whose result goes into float64 rows: ``v`` (the depthwise's float64 accumulators, in the
+    layout of the epilogue's per-channel operands) gets the sign term (sign path), the clip to [lo, hi] and the
+    floor; the floored values, plus ``add`` (the -128 of a shifted int8 epilogue, a late zero point, or both),
+    are stored into ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
+
+    v: np.ndarray  # the accumulators, shaped as the epilogue's operands
+    v4: np.ndarray  # the same memory with the output's shape
+    lo: np.ndarray  # 0-d or per value float64
+    hi: np.ndarray
+    half: np.ndarray | None  # sign path: 2^-(rs+1) per value
+    const: np.ndarray | None  # sign path: zp + 1/2 (early zero point)
+    sign: np.ndarray | None  # sign path: scratch of v's shape
+    add: np.ndarray | None  # added after the floor; None: floored straight into the rows
+    rows: np.ndarray  # (N, OH, OW, O) float64 view of the conv's GEMM rows
+
+    def __call__(self) -> None:
+        v = self.v
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
+            np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
+        if self.add is None:
+            np.floor(self.v4, out=self.rows)
+        else:
+            np.floor(v, out=v)
+            np.add(self.v4, self.add, out=self.rows)  # integers within [-128, 255]: exact
+
+
+def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray, shift: int) -> RowsEpilogue:
+    """The RowsEpilogue of a depthwise's folded ``epilogue`` (FoldedEpilogue, LateZeroPointEpilogue, their small
+    forms, or depthwise_rows's TruncatingEpilogue: the callers check the type) over its float64 accumulators
+    ``acc`` (the output's shape, C-contiguous), its values minus ``shift`` (128 for the rows path's shifted int8
+    epilogue, else 0) going into ``rows``."""
+    out_shape = acc.shape
+    if epilogue.sign is not None:
+        v = acc.reshape(epilogue.sign.shape)
+    elif np.ndim(epilogue.lo) == 1:  # LateZeroPointEpilogue's (OW*O,) bounds
+        v = acc.reshape(-1, np.size(epilogue.lo))
+    else:
+        v = acc
+    add = None
+    if isinstance(epilogue, LateZeroPointEpilogue):
+        late = epilogue.late_zp - shift
+        add = late.reshape(out_shape if late.size == acc.size else out_shape[2:])
+    elif shift:
+        add = np.array(-float(shift))
+    return RowsEpilogue(v, acc, epilogue.lo, epilogue.hi, epilogue.half, epilogue.const, epilogue.sign, add, rows)
+
+
+def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> DepthwiseIntoRows | None:
+    """``depthwise`` (an op whose ``accumulate(x)`` leaves its folded accumulators in ``acc``, given with the
+    output's shape) with its folded ``epilogue`` (rows_epilogue's types, checked by the caller) and ``conv``, the
+    step that alone reads its output, as one DepthwiseIntoRows; None when the module docstring's bound is not
+    checked: ``conv`` not a ConvQuantizedFoldedRows, or its rows not float64 of the depthwise's output shape."""
+    if type(conv) is not ConvQuantizedFoldedRows:
+        return None
+    rows = conv.a_input
+    if rows.dtype != np.float64 or rows.shape != acc.shape or not np.shares_memory(rows, conv.a):
+        return None
+    k, o = conv.weights.shape[0] - 1, conv.weights.shape[1]
+    if o <= SPLIT_MAX_OUT_PER_IN * k and acc.size > SPLIT_MIN_VALUES:  # the floored accumulators as the GEMM's A
+        a = acc.reshape(-1, k)
+        if not np.shares_memory(a, acc):  # (C-contiguous accumulators: a view)
+            return None
+        return DepthwiseIntoRows(
+            depthwise, rows_epilogue(epilogue, acc, acc, shift), a, conv.weights[:-1], conv.acc, conv.acc_rows,
+            conv.epilogue, conv.product, conv.weights[-1],
+        )  # fmt: skip
+    return DepthwiseIntoRows(
+        depthwise, rows_epilogue(epilogue, acc, rows, shift), conv.a, conv.weights, conv.acc, conv.acc_rows,
+        conv.epilogue, conv.product, None,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseIntoRows:
+    """DEPTHWISE_CONV_2D (DepthwiseConvQuantizedRows or DepthwiseConvQuantizedFolded) then the pointwise CONV_2D
+    (ConvQuantizedFoldedRows) that alone reads its output, as one step (module docstring): the depthwise's
+    accumulators, its epilogue into the conv's GEMM rows (or in place: ``const_row`` set), the conv's GEMM (plus
+    ``const_row``) and epilogue."""
+
+    depthwise: object  # its accumulate(x) fills the accumulators `epilogue` reads
+    epilogue: RowsEpilogue
+    a: np.ndarray  # the conv's [A, 1] rows; or (split form) the depthwise's accumulators as (M, K)
+    weights: np.ndarray  # the conv's (K+1, O) weights; or (split form) their first K rows
+    acc: np.ndarray
+    acc_rows: np.ndarray
+    conv_epilogue: object
+    product: object
+    const_row: np.ndarray | None  # split form: the conv's constant row (O,), added after the product
+
+    def __call__(self, inputs, outputs):
+        self.depthwise.accumulate(inputs[INPUT])
+        self.epilogue()
+        self.product(self.a, self.weights, out=self.acc_rows)
+        if self.const_row is not None:
+            np.add(self.acc_rows, self.const_row, out=self.acc_rows)
+        self.conv_epilogue(self.acc, outputs[OUTPUT])
