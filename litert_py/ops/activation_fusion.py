@@ -97,6 +97,7 @@ def fuse_activations(steps: list, infos: list, inputs, outputs) -> list:
         operator = dataclasses.replace(pnode.operator, outputs=(u,))
         new_steps[k] = (dataclasses.replace(pnode, operator=operator), fused)
         new_steps[j] = None
+        producer[u] = k  # a next activation reading u folds into the same producer
     if all(s is not None for s in new_steps):
         return steps
     return [s for s in new_steps if s is not None]

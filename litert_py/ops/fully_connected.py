@@ -197,9 +197,8 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
         if w.is_constant and (bias is None or bias.is_constant):
             if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic:  # one input row: tiny float models
                 return prepare_float_row(x.shape, w.data, None if bias is None else bias.data, act, shape)
-            return FullyConnectedFloat(
-                np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy(), depth, *float_activation_range(act)
-            )
+            weights_t, bias_copy = np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy()
+            return FullyConnectedFloat(weights_t, bias_copy, depth, *float_activation_range(act))
         return FullyConnectedFloatDynamicWeights(depth, activation)
     if hybrid:
         op = prepare_hybrid(ctx, x, w, bias, out)

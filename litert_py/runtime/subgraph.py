@@ -26,8 +26,8 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
-from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..ops.activation_fusion import fuse_activations
+from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..ops.ring_buffer import fuse_ring_buffers
 from ..ops.slice_views import fuse_concat_writes, fuse_feeding, fuse_slice_views
 from ..schema import dtypes
