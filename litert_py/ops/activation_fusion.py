@@ -32,7 +32,6 @@ import dataclasses
 import numpy as np
 
 from .activations import ReluFloat
-from .slice_views import _producers_readers
 
 
 def intersect(lo, hi, lo2, hi2) -> tuple[np.float32, np.float32] | None:
@@ -73,7 +72,13 @@ def with_clamp(op, lo, hi):
 def fuse_activations(steps: list, infos: list, inputs, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each standalone clamp activation fused
     into its producer (module docstring)."""
-    producer, readers = _producers_readers(steps)
+    producer: dict[int, int] = {}  # tensor -> the step writing it
+    readers: dict[int, list[int]] = {}  # tensor -> the steps reading it
+    for k, (node, _) in enumerate(steps):
+        for o in node.operator.outputs:
+            producer[o] = k
+        for i in node.operator.inputs:
+            readers.setdefault(i, []).append(k)
     keep = set(outputs) | set(inputs)
     new_steps: list = list(steps)
     for j, (node, op) in enumerate(steps):
