@@ -261,3 +261,26 @@ def test_disjoint_ranges_are_not_fused():
 def test_einsum_depthwise_is_known_to_clamp_last():
     """DepthwiseConvFloatEinsum (not this change's module) is fused through its out_min / out_max fields."""
     assert depthwise_einsum.DepthwiseConvFloatEinsum in activation_fusion._clamp_last_types()
+
+
+def test_row_fc_relu_row_fc_becomes_one_chain():
+    """FC -> RELU -> FC over one row: the RELU folds into the first FC, which then feeds the second FC's row
+    (fuse_feeding runs after this fusion): one step, close to LiteRT, bit-identical to our unfused run."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.input("x", (1, 6), F32)
+    w0, b0 = b.const("w0", _w(rng, (8, 6))), b.const("b0", _w(rng, (8,)))
+    w1, b1 = b.const("w1", _w(rng, (3, 8))), b.const("b1", _w(rng, (3,)))
+    t, u, y = b.tensor("t", (1, 8), F32), b.tensor("u", (1, 8), F32), b.tensor("y", (1, 3), F32)
+    b.op("FULLY_CONNECTED", [x, w0, b0], [t])
+    b.op("RELU", [t], [u])
+    b.op("FULLY_CONNECTED", [u, w1, b1], [y])
+    b.output(y)
+    model = b.build()
+    x_value = _w(rng, (1, 6), 2.0)
+    names, (fused,) = _run(model, x_value)
+    unfused_names, (unfused,) = _run(model, x_value, experimental_preserve_all_tensors=True)
+    assert names == ["FullyConnectedFloatRowChain"]
+    assert unfused_names == ["FullyConnectedFloatRow", "ReluFloat", "FullyConnectedFloatRow"]
+    assert_bits_equal(fused, unfused, "fused vs unfused")
+    assert_close([fused], run_litert(model, [x_value], "BUILTIN_REF"), rtol=1e-4)
