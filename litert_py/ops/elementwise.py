@@ -65,6 +65,7 @@ fixedpoint/fixedpoint.h (RoundingDivideByPOT, one_over_one_plus_x_for_x_in_0_1).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,7 @@ from ..quant import (
 from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
+from .activation_fusion import intersect
 from .common import broadcast_shape, clip_ufunc
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
@@ -137,6 +139,10 @@ class Arithmetic:
         if self.clamp is not None:
             clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
 
+    def with_clamp(self, lo, hi):
+        """float32 only: this op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""
+        return _narrowed(self, lo, hi)
+
 
 @dataclass(frozen=True, eq=False)
 class ArithmeticChannelRow:
@@ -162,6 +168,18 @@ class ArithmeticChannelRow:
             self.ufunc(a.reshape(-1, n), row.reshape(n), out=out.reshape(-1, n))
         if self.clamp is not None:
             clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+
+    def with_clamp(self, lo, hi):
+        """This op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""
+        return _narrowed(self, lo, hi)
+
+
+def _narrowed(op, lo, hi):
+    """``op`` (float32 arithmetic, clamped last) with its clamp narrowed to [lo, hi], or None."""
+    if op.clamp is None or not isinstance(op.clamp[0], np.float32) or op.ufunc not in _UFUNC.values():
+        return None
+    r = intersect(op.clamp[0], op.clamp[1], lo, hi)
+    return None if r is None else dataclasses.replace(op, clamp=r)
 
 
 #: ArithmeticChannelRow only for outputs of at least this many values (below, its extra copy costs more)

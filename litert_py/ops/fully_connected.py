@@ -68,7 +68,8 @@ import numpy as np
 
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .common import float_activation
+from .activation_fusion import ClampLast
+from .common import clip_ufunc, float_activation, float_activation_range
 from .fully_connected_quantized import prepare_quantized
 from .fully_connected_row import prepare_float_row
 from .hybrid_fc import prepare_hybrid
@@ -117,11 +118,12 @@ def _act_name(code: int) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class FullyConnectedFloat:
+class FullyConnectedFloat(ClampLast):
     weights_t: np.ndarray  # (depth, units), contiguous: x @ weights_t is one BLAS call
     bias: np.ndarray | None
     depth: int
-    activation: object
+    out_min: np.float32  # the fused activation's range (ActivationFunctionWithMinMax, NONE included)
+    out_max: np.float32
 
     def __call__(self, inputs, outputs):
         out = outputs[0]
@@ -129,8 +131,7 @@ class FullyConnectedFloat:
         np.matmul(inputs[INPUT].reshape(-1, self.depth), self.weights_t, out=out2d)
         if self.bias is not None:
             out2d += self.bias
-        if self.activation is not None:
-            self.activation(out)
+        clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,9 +197,8 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
         if w.is_constant and (bias is None or bias.is_constant):
             if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic:  # one input row: tiny float models
                 return prepare_float_row(x.shape, w.data, None if bias is None else bias.data, act, shape)
-            return FullyConnectedFloat(
-                np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy(), depth, activation
-            )
+            weights_t, bias_copy = np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy()
+            return FullyConnectedFloat(weights_t, bias_copy, depth, *float_activation_range(act))
         return FullyConnectedFloatDynamicWeights(depth, activation)
     if hybrid:
         op = prepare_hybrid(ctx, x, w, bias, out)

@@ -21,10 +21,12 @@ no reshape runs per invoke; the output is written in place when its shape is ``(
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
+from .activation_fusion import intersect
 from .common import clip_ufunc, float_activation_range
 
 
@@ -71,6 +73,11 @@ class FullyConnectedFloatRow:
     def __call__(self, inputs, outputs):
         np.copyto(self.head, inputs[0])
         _finish(self.row, self.weights, self.lo, self.hi, outputs[0], self.out_shape)
+
+    def with_clamp(self, lo, hi):
+        """This FC clamping to [lo, hi] within its own range (ops/activation_fusion.py), or None."""
+        r = intersect(self.lo, self.hi, lo, hi)
+        return None if r is None else dataclasses.replace(self, lo=r[0], hi=r[1])
 
     def feeding(self, consumer):
         """The fused step when ``consumer`` is a row FC reading this FC's output (module docstring)."""

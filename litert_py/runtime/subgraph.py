@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
+from ..ops.activation_fusion import fuse_activations
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..ops.ring_buffer import fuse_ring_buffers
 from ..ops.slice_views import fuse_concat_writes, fuse_feeding, fuse_slice_views
@@ -319,6 +320,7 @@ class SubgraphRuntime:
             steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
             steps = fuse_slice_views(steps, infos, self.sg.outputs)  # slices read as views, copies dropped
             steps = fuse_concat_writes(steps, infos, self.sg.outputs)  # producers store into the concatenation
+            steps = fuse_activations(steps, infos, self.sg.inputs, self.sg.outputs)  # RELU into its producer
             fed = None
             while fed is not steps:  # a producer's values straight into its reader's GEMM rows; chains link up
                 fed, steps = steps, fuse_feeding(steps, infos, self.sg.outputs)

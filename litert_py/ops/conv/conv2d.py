@@ -95,6 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...schema.model import BuiltinOperator
+from ..activation_fusion import ClampLast
 from ..common import aligned_empty, clip_ufunc, float_activation_range
 from ..registry import OpContext, register
 from .common import (
@@ -120,7 +121,7 @@ from .taps import DepthwiseTaps
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloat:
+class ConvFloat(ClampLast):
     im2col: Im2Col
     weights: np.ndarray | None  # (G, KH*KW*Cg, Og) contiguous; None: the filter input, read at every invoke
     bias: np.ndarray | None  # constant bias tiled over the output width: (OW, O)
@@ -151,7 +152,7 @@ POINTWISE_MAX_CHANNELS = 16
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatPointwise:
+class ConvFloatPointwise(ClampLast):
     """Float 1x1 stride-1 unpadded CONV_2D (groups 1, constant filter and bias) over a large output, in blocks of
     about POINTWISE_BLOCK_BYTES of output rows: GEMM, + bias, clamp per block, so that the two epilogue passes read
     the block while it is still in cache (128x128x16 -> 16: 222 -> 186 us, 64x64x16 -> 16: 59 -> 50 us, 1 thread).
@@ -193,7 +194,7 @@ PER_TAP_MIN_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatPerTap:
+class ConvFloatPerTap(ClampLast):
     """Float CONV_2D with few output channels (groups 1, constant filter): out = sum over the taps, in the
     reference's (filter_y, filter_x) order, of tap_view (N, OH, OW, C) @ w_tap (C, O), then bias and clamp. A
     1-output-channel 3x3 conv over 256x256x8: 9.3 ms with a 19 MB im2col -> 1.6 ms. Float results: each tap's
@@ -283,7 +284,7 @@ def _bias_rows(bias, geo: Geometry) -> tuple[np.ndarray | None, tuple]:
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatBiasFolded:
+class ConvFloatBiasFolded(ClampLast):
     """Float CONV_2D (groups 1, constant filter and bias) whose im2col matrix is a copy anyway: the bias is
     one more GEMM row against a ones column of [im2col, 1], so the invoke is copy -> GEMM -> clamp (the bias
     pass is gone). Within the float tolerance, not bit-exact: BLAS adds the bias as one more term of its dot

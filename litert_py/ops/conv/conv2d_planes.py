@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..activation_fusion import ClampLast
 from ..common import aligned_empty, aligned_full, clip_ufunc
 from .common import INPUT, OUTPUT, Geometry
 from .phases import phase_axis, tap_groups
@@ -33,7 +34,7 @@ PLANES_MIN_PIXELS = 2048
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatPlanes:
+class ConvFloatPlanes(ClampLast):
     fills: tuple  # ((plane region (C, N, h, w), input index), ...)
     copies: tuple  # ((rows of A^T as (C, ny, nx, N, OH, OW), plane view), ...) one per phase
     at: np.ndarray  # (K + 1, N*OH*OW) float32; the last row is ones

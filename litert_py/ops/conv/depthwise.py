@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...schema.model import BuiltinOperator
+from ..activation_fusion import ClampLast
 from ..common import aligned_empty, clip_ufunc, float_activation_range
 from ..registry import OpContext, register
 from .common import (
@@ -33,7 +34,7 @@ from .taps import DepthwisePhaseTaps, DepthwiseTaps, tap_weights
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloat:
+class DepthwiseConvFloat(ClampLast):
     taps: DepthwiseTaps | DepthwisePhaseTaps
     weights: tuple | None  # per tap: (OW, C*m) tiled, or (C*m,); None: the filter input, read at every invoke
     scratch: np.ndarray  # (N, OH, OW, C*m): one tap's products
@@ -64,7 +65,7 @@ DEPTHWISE_BLOCK_BYTES = 256 << 10
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloatBlocked:
+class DepthwiseConvFloatBlocked(ClampLast):
     """DepthwiseConvFloat (constant weights, constant or no bias) over blocks of output rows: for each block
     the whole tap loop, the bias and the clamp, while its operands are in cache. Per output element the same
     operations in the same order (first tap, + each next tap, + bias, clamp): bit-identical to
