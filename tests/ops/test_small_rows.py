@@ -1,0 +1,91 @@
+"""Fast paths for tiny quantized tensors (issue 16: one-row heads of keyword-spotting and streaming models) against
+the oracle (ai-edge-litert BUILTIN_REF), exactly, over many invokes of one interpreter per side; each test asserts
+the prepared op's class, so it fails when prepare stops choosing the path:
+
+- SoftmaxQuantizedRow (ops/softmax.py): one row of uint8 / int8 input, uint8 / int8 / int16 output: random
+  rows, constant rows, a single maximum, rows spanning the whole input range, betas that cut the exp table
+  short (diff_min) and large ones; a multi-row input keeps SoftmaxQuantized.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from tests.oracle import T, oracle, quant, single_op_model
+
+I8, U8, I16 = np.int8, np.uint8, np.int16
+
+
+def _prepared(it: Interpreter) -> list[str]:
+    return [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+
+
+def _invokes(model: bytes, xs) -> tuple[Interpreter, np.ndarray, np.ndarray]:
+    """Our interpreter and the outputs of ours and of BUILTIN_REF over the inputs ``xs`` (one invoke each, one
+    interpreter per side)."""
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    outs = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        res = []
+        for x in xs:
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        outs.append(np.array(res))
+    return ours, outs[0], outs[1]
+
+
+def _softmax_model(tin, tout, shape, s_in: float, zi: int, beta: float) -> bytes:
+    if tout == I16:
+        q_out = quant(1.0 / 32768, 0) if tin == I16 else quant(1.0 / 65536, -32768)
+    else:
+        q_out = quant(1.0 / 256, -128 if tout == I8 else 0)
+    return single_op_model("SOFTMAX", [T(shape, tin, q=quant(s_in, zi))], [T(shape, tout, q=q_out)], {"beta": beta})
+
+
+def _rows(rng, dtype, shape, n: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    xs = rng.integers(info.min, info.max + 1, (n,) + shape).astype(dtype)
+    xs[0] = info.min  # a constant row: every term exp(0)
+    xs[1] = info.max
+    xs[2] = info.min
+    xs[2].reshape(-1)[-1] = info.max  # one maximum, the rest at the far end of the table
+    xs[3].reshape(-1)[::2] = info.max  # half the row tied at the maximum
+    for k in range(4, 12):  # rows spread over a narrow band: many distinct small differences
+        xs[k] = rng.integers(max(info.min, 100 - 10 * k), min(info.max, 110 - 5 * k) + 1, shape)
+    return xs
+
+
+@pytest.mark.parametrize(
+    ("tin", "tout", "shape", "s_in", "zi", "beta"),
+    [
+        (I8, I8, (1, 12), 0.1, 3, 1.0),  # a keyword spotter's head
+        (I8, I8, (1, 1), 0.05, 0, 1.0),
+        (I8, I8, (1, 1, 1, 37), 0.2, -128, 0.5),
+        (I8, I16, (1, 10), 0.08, 0, 1.0),
+        (U8, U8, (1, 12), 0.1, 128, 1.0),
+        (U8, U8, (500,), 0.02, 0, 2.0),  # a long row (LiteRT aborts from 512 maximal values on)
+        (U8, I16, (1, 7), 0.3, 10, 1.0),
+        (I8, I8, (1, 20), 1.0, 0, 10.0),  # diff_min cuts the table: most terms 0
+        (I8, I8, (1, 16), 0.004, 0, 1.0),  # a small multiplier
+    ],
+)
+def test_softmax_one_row(tin, tout, shape, s_in, zi, beta):
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    model = _softmax_model(tin, tout, shape, s_in, zi, beta)
+    ours, got, want = _invokes(model, _rows(rng, tin, shape, 60))
+    assert _prepared(ours) == ["SoftmaxQuantizedRow"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_softmax_rows_keep_general_path():
+    rng = np.random.default_rng(5)
+    model = _softmax_model(I8, I8, (3, 12), 0.1, 0, 1.0)
+    ours, got, want = _invokes(model, _rows(rng, I8, (3, 12), 20))
+    assert _prepared(ours) == ["SoftmaxQuantized"]
+    np.testing.assert_array_equal(got, want)
