@@ -89,3 +89,56 @@ def test_softmax_rows_keep_general_path():
     ours, got, want = _invokes(model, _rows(rng, I8, (3, 12), 20))
     assert _prepared(ours) == ["SoftmaxQuantized"]
     np.testing.assert_array_equal(got, want)
+
+
+def _binary_invokes(model: bytes, pairs):
+    """As _invokes for a two-input model: the outputs over the input pairs ``pairs``."""
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    outs = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        d = it.get_input_details()
+        res = []
+        for x1, x2 in pairs:
+            it.set_tensor(d[0]["index"], x1)
+            it.set_tensor(d[1]["index"], x2)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        outs.append(np.array(res))
+    return ours, outs[0], outs[1]
+
+
+@pytest.mark.parametrize(
+    ("op", "s1", "s2", "so", "shapes", "pot", "out_type", "cls"),
+    [
+        ("ADD", 0.002, 0.0007, 0.003, ((2, 5, 7), (2, 5, 7)), False, I16, "AddSubQuantized16"),
+        ("SUB", 0.001, 0.0031, 0.002, ((3, 4), (4,)), False, I16, "AddSubQuantized16"),
+        ("ADD", 2.0**-10, 2.0**-12, 2.0**-10, ((4, 6), (4, 6)), True, I16, "AddSubPot16"),
+        ("SUB", 2.0**-12, 2.0**-10, 2.0**-10, ((2, 3, 4), (3, 4)), True, I16, "AddSubPot16"),
+        ("MUL", 0.01, 0.02, 0.05, ((3, 5), (5,)), False, I16, "MulQuantized16"),
+        ("MUL", 2.0**-15, 2.0**-15, 2.0**-7, ((2, 9), (2, 9)), False, I8, "MulInt16ToInt8"),
+    ],
+)
+def test_int16_elementwise_prepared_buffers(op, s1, s2, so, shapes, pot, out_type, cls):
+    """The int16 ADD / SUB / MUL paths write into buffers allocated at prepare (an int64 or int32 accumulator,
+    the per-input LUT results), over many invokes and broadcasting: still exact."""
+    rng = np.random.default_rng(len(op) * 10 + len(shapes[1]))
+    out_shape = np.broadcast_shapes(*shapes)
+    zo = 3 if out_type == I8 else 0
+    options = {"pot_scale_int16": pot} if op in ("ADD", "SUB") else {}
+    model = single_op_model(
+        op,
+        [T(shapes[0], I16, q=quant(s1, 0)), T(shapes[1], I16, q=quant(s2, 0))],
+        [T(out_shape, out_type, q=quant(so, zo))],
+        options,
+    )
+    pairs = [tuple(rng.integers(-32768, 32768, s).astype(I16) for s in shapes) for _ in range(25)]
+    pairs.append(tuple(np.full(s, v, I16) for s, v in zip(shapes, (-32768, 32767))))
+    pairs.append(tuple(np.full(s, -32768, I16) for s in shapes))
+    ours, got, want = _binary_invokes(model, pairs)
+    ((_, prepared),) = ours._subgraphs[0].steps_nodes
+    assert type(prepared).__name__ == cls
+    assert prepared.scratch.acc is not None and prepared.scratch.acc.shape == out_shape
+    np.testing.assert_array_equal(got, want)
