@@ -4,7 +4,10 @@ the prepared op's class, so it fails when prepare stops choosing the path:
 
 - SoftmaxQuantizedRow (ops/softmax.py): one row of uint8 / int8 input, uint8 / int8 / int16 output: random
   rows, constant rows, a single maximum, rows spanning the whole input range, betas that cut the exp table
-  short (diff_min) and large ones; a multi-row input keeps SoftmaxQuantized.
+  short (diff_min) and large ones; a multi-row input keeps SoftmaxQuantized;
+- the int16 ADD / SUB / MUL paths with their buffers allocated at prepare (ops/elementwise_quantized.py);
+- one-value LOGISTIC / TANH / RELU / LEAKY_RELU / HARD_SWISH (ops/activations_quantized.py's ``_one_value``:
+  TableLookupScalar) over every 8-bit input value and int16 extremes.
 """
 
 from __future__ import annotations
@@ -141,4 +144,38 @@ def test_int16_elementwise_prepared_buffers(op, s1, s2, so, shapes, pot, out_typ
     ((_, prepared),) = ours._subgraphs[0].steps_nodes
     assert type(prepared).__name__ == cls
     assert prepared.scratch.acc is not None and prepared.scratch.acc.shape == out_shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype", "shape", "q_in", "q_out", "options"),
+    [
+        ("LOGISTIC", I8, (1, 1), (0.1, 3), (1.0 / 256, -128), {}),
+        ("TANH", I8, (1,), (0.05, -7), (1.0 / 128, 0), {}),
+        ("LOGISTIC", U8, (1, 1, 1), (0.08, 128), (1.0 / 256, 0), {}),
+        ("RELU", U8, (1, 1, 1, 1), (0.1, 128), (0.05, 10), {}),
+        ("LEAKY_RELU", I8, (1, 1), (0.1, 5), (0.07, -3), {"alpha": 0.2}),
+        ("HARD_SWISH", I8, (1,), (0.05, 0), (0.03, -20), {}),
+        ("LOGISTIC", I16, (1, 1), (2.0**-12, 0), (2.0**-15, 0), {}),
+        ("TANH", I16, (1,), (0.0007, 0), (2.0**-15, 0), {}),
+    ],
+)
+def test_one_value_activation(op, dtype, shape, q_in, q_out, options):
+    info = np.iinfo(dtype)
+    if info.bits == 8:
+        values = np.arange(info.min, info.max + 1)
+    else:
+        rng = np.random.default_rng(7)
+        values = np.concatenate([[info.min, info.min + 1, -1, 0, 1, info.max], rng.integers(info.min, info.max, 200)])
+    model = single_op_model(op, [T(shape, dtype, q=quant(*q_in))], [T(shape, dtype, q=quant(*q_out))], options)
+    ours, got, want = _invokes(model, [np.full(shape, v, dtype) for v in values])
+    assert _prepared(ours) == ["TableLookupScalar"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_two_value_activation_keeps_table_gather():
+    model = single_op_model("LOGISTIC", [T((1, 2), I8, q=quant(0.1, 3))], [T((1, 2), I8, q=quant(1.0 / 256, -128))])
+    xs = [np.array([[v, -v - 1]], I8) for v in range(-128, 128, 5)]
+    ours, got, want = _invokes(model, xs)
+    assert _prepared(ours) == ["ActivationLut"]
     np.testing.assert_array_equal(got, want)
