@@ -29,10 +29,12 @@ depthwise outputs). Conditions: each input is read by the concatenation only, is
 one producer with one output; the producers then name the concatenation's output as theirs, so the arena
 planner keeps it alive from the first of them on.
 
-:func:`fuse_feeding`: a step offering ``feeding`` (``DepthwiseConvWholeFolded``) whose one output only the next
-layer's step reads (a ConvQuantizedFoldedRows, whose other inputs are constants) becomes one step with it at the
+:func:`fuse_feeding`: a step offering ``feeding`` (``DepthwiseConvWholeFolded``; the folded quantized
+FULLY_CONNECTED ops and ``FullyConnectedChain``) whose one output only the next layer's step reads (a
+ConvQuantizedFoldedRows, a folded FULLY_CONNECTED; its other inputs constants) becomes one step with it at the
 producer's place, the producer's values stored straight into the consumer's GEMM rows (the bound is stated and
-checked by ``feeding``); the intermediate tensor is no longer written. Conditions: the tensor is read by that step
+checked by ``feeding``); the intermediate tensor is no longer written. A fused step is offered its own reader in
+turn, so a stack of dense layers becomes one step. Conditions: the tensor is read by that step
 only, as its input 0, and is not a subgraph output.
 
 This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes`` then
@@ -191,27 +193,36 @@ def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
 def fuse_feeding(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each producer that can feed its only
     reader's rows (``feeding``) fused with that reader into one step (module docstring)."""
-    producer, readers = _producers_readers(steps)
+    _, readers = _producers_readers(steps)
     keep = set(outputs)
     new_steps: list = list(steps)
-    for k, (node, op) in enumerate(steps):
-        outs = [o for o in node.operator.outputs if o >= 0]
-        if new_steps[k] is None or not hasattr(op, "feeding") or len(outs) != 1:
-            continue
-        t = outs[0]
-        ks = readers.get(t, [])
-        if t in keep or len(ks) != 1 or ks[0] <= k or new_steps[ks[0]] is None or infos[t].dynamic:
-            continue
-        cnode, cop = steps[ks[0]]
-        ins = list(cnode.operator.inputs)
-        if ins[0] != t or t in ins[1:] or not all(i < 0 or infos[i].is_constant for i in ins[1:]):
-            continue
-        fused = op.feeding(cop)
-        if fused is None:
-            continue
-        operator = dataclasses.replace(node.operator, outputs=tuple(cnode.operator.outputs))
-        new_steps[k] = (dataclasses.replace(node, operator=operator), fused)
-        new_steps[ks[0]] = None
+    for k in range(len(steps)):
+        while new_steps[k] is not None and _feed_next(k, new_steps, readers, keep, infos):
+            pass  # the fused step may feed its own reader in turn (a chain of layers)
     if all(s is not None for s in new_steps):
         return steps
     return [s for s in new_steps if s is not None]
+
+
+def _feed_next(k: int, new_steps: list, readers: dict, keep: set, infos: list) -> bool:
+    """Fuse step ``k`` with the only reader of its output when it offers ``feeding`` and the conditions of the
+    module docstring hold; whether it did."""
+    node, op = new_steps[k]
+    outs = [o for o in node.operator.outputs if o >= 0]
+    if not hasattr(op, "feeding") or len(outs) != 1:
+        return False
+    t = outs[0]
+    ks = readers.get(t, [])
+    if t in keep or len(ks) != 1 or ks[0] <= k or new_steps[ks[0]] is None or infos[t].dynamic:
+        return False
+    cnode, cop = new_steps[ks[0]]
+    ins = list(cnode.operator.inputs)
+    if ins[0] != t or t in ins[1:] or not all(i < 0 or infos[i].is_constant for i in ins[1:]):
+        return False
+    fused = op.feeding(cop)
+    if fused is None:
+        return False
+    operator = dataclasses.replace(node.operator, outputs=tuple(cnode.operator.outputs))
+    new_steps[k] = (dataclasses.replace(node, operator=operator), fused)
+    new_steps[ks[0]] = None
+    return True
