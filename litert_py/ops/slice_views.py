@@ -37,8 +37,13 @@ checked by ``feeding``); the intermediate tensor is no longer written. A fused s
 turn, so a stack of dense layers becomes one step. Conditions: the tensor is read by that step
 only, as its input 0, and is not a subgraph output.
 
-This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes`` then
-``fuse_feeding`` on its prepared steps.
+:func:`fuse_sibling_windows`: two adjacent steps offering ``merging`` (MixConv's two depthwise kernels, reading
+windows of one tensor and storing into adjacent channels of one output once the fusions above ran) become one
+(the bound and conditions: ``DepthwiseConvWholeFolded.merging``), which fuse_feeding can then feed into the next
+pointwise conv's rows.
+
+This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes``,
+``fuse_sibling_windows`` then ``fuse_feeding`` on its prepared steps.
 """
 
 from __future__ import annotations
@@ -226,3 +231,29 @@ def _feed_next(k: int, new_steps: list, readers: dict, keep: set, infos: list) -
     new_steps[k] = (dataclasses.replace(node, operator=operator), fused)
     new_steps[ks[0]] = None
     return True
+
+
+def fuse_sibling_windows(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each pair of adjacent steps offering
+    ``merging`` (``DepthwiseConvWholeFolded``: a MixConv block's two depthwise kernels, which after
+    fuse_slice_views and fuse_concat_writes read windows of one tensor and store into one output) as one step
+    at the first one's place (the merged op's exactness and conditions: ``merging``). Nothing runs between the
+    two, both read the same tensor and write the same one, so the merged step sees the same values."""
+    new_steps: list = list(steps)
+    for k in range(len(steps) - 1):
+        if new_steps[k] is None:
+            continue
+        (a_node, a_op), (b_node, b_op) = new_steps[k], steps[k + 1]
+        a_ins, b_ins = a_node.operator.inputs, b_node.operator.inputs
+        outs = list(a_node.operator.outputs)
+        if not (hasattr(a_op, "merging") and hasattr(b_op, "merging")) or not a_ins or not b_ins:
+            continue
+        if a_ins[0] != b_ins[0] or a_ins[0] < 0 or len(outs) != 1 or outs != list(b_node.operator.outputs):
+            continue
+        channels = infos[outs[0]].shape[-1]
+        merged = a_op.merging(b_op, channels) or b_op.merging(a_op, channels)
+        if merged is not None:
+            new_steps[k], new_steps[k + 1] = (a_node, merged), None
+    if all(s is not None for s in new_steps):
+        return steps
+    return [s for s in new_steps if s is not None]

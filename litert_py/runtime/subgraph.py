@@ -28,7 +28,7 @@ from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..ops.ring_buffer import fuse_ring_buffers
-from ..ops.slice_views import fuse_concat_writes, fuse_feeding, fuse_slice_views
+from ..ops.slice_views import fuse_concat_writes, fuse_feeding, fuse_sibling_windows, fuse_slice_views
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
@@ -319,6 +319,7 @@ class SubgraphRuntime:
             steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
             steps = fuse_slice_views(steps, infos, self.sg.outputs)  # slices read as views, copies dropped
             steps = fuse_concat_writes(steps, infos, self.sg.outputs)  # producers store into the concatenation
+            steps = fuse_sibling_windows(steps, infos, self.sg.outputs)  # MixConv's two depthwise kernels as one
             steps = fuse_feeding(steps, infos, self.sg.outputs)  # depthwise values straight into the next GEMM
         self._allocate(steps, folded)
         self.allocated = True

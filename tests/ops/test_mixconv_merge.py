@@ -1,0 +1,118 @@
+"""MixConv's two whole-window depthwise kernels merged into one op (ops/slice_views.py's fuse_sibling_windows,
+DepthwiseConvWholeFolded.merging), and fed on into the pointwise conv's GEMM rows (DepthwiseWholeIntoRows), against
+the oracle (ai-edge-litert BUILTIN_REF), exactly, over several invokes (the ring buffer's state included), with
+the prepared steps asserted: windows of different lengths and channel splits, ReLU-like and signed epilogues;
+kernels whose epilogues differ stay apart; and the real microWakeWord model (tests/corpus), whose three MixConv
+blocks each become one step."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import litert_py
+from litert_py.schema import dtypes
+from litert_py.schema.builder import ModelBuilder, quant
+from tests.ops.test_streaming_fast import NONE, RELU, S_IN, _assert_equal, _depthwise, _int8, _pointwise
+from tests.oracle import oracle
+
+RESOURCE = dtypes.TensorType.RESOURCE
+RELU_N1_TO_1 = 2
+CORPUS = pathlib.Path(__file__).resolve().parents[1] / "corpus"
+
+
+def _mixconv_pointwise(split: int, frames: tuple[int, int], acts: tuple[int, int], pointwise: bool = True) -> bytes:
+    """A ring buffer c (1, 9, 1, 8) (READ_VARIABLE -> CONCATENATION -> STRIDED_SLICE -> ASSIGN_VARIABLE, fed one
+    frame per invoke); a, b = SPLIT_V(c, [split, 8 - split]); whole-window depthwise kernels over the last
+    ``frames`` rows of each, their outputs concatenated into y (1, 1, 1, 8) with ``acts``; then a pointwise
+    CONV_2D of y (``pointwise``)."""
+    rng = np.random.default_rng(split * 100 + frames[0] * 10 + frames[1])
+    b = ModelBuilder()
+    x = b.input("x", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    handle = b.tensor("h", (), None, tensor_type=RESOURCE)
+    b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
+    b.op("VAR_HANDLE", [], [handle], {"container": "", "shared_name": "ring"})
+    state = _int8(b, "state", (1, 8, 1, 8))
+    b.op("READ_VARIABLE", [handle], [state])
+    c = _int8(b, "c", (1, 9, 1, 8))
+    b.op("CONCATENATION", [state, x], [c], {"axis": 1})
+    kept = _int8(b, "kept", (1, 8, 1, 8))
+    ins = [c] + [b.const(n, np.array(v, np.int32)) for n, v in (("rb", [0, 1, 0, 0]), ("re", [1, 9, 1, 8]))]
+    b.op("STRIDED_SLICE", ins + [b.const("rs", np.ones(4, np.int32))], [kept], {})
+    b.op("ASSIGN_VARIABLE", [handle, kept], [])
+    parts = [_int8(b, "a", (1, 9, 1, split)), _int8(b, "b", (1, 9, 1, 8 - split))]
+    sizes = b.const("sizes", np.array([split, 8 - split], np.int32))
+    b.op("SPLIT_V", [c, sizes, b.const("axis", np.array(3, np.int32))], parts, {"num_splits": 2})
+    ys = []
+    for k, (part, n, act) in enumerate(zip(parts, frames, acts)):
+        width = split if k == 0 else 8 - split
+        window = _int8(b, f"w{k}", (1, n, 1, width))
+        ins = [part] + [
+            b.const(f"{nm}{k}", np.array(v, np.int32)) for nm, v in (("b", [0, 9 - n, 0, 0]), ("e", [1, 9, 1, 8]))
+        ]
+        b.op("STRIDED_SLICE", ins + [b.const(f"s{k}", np.ones(4, np.int32))], [window], {})
+        ys.append(_depthwise(b, rng, window, (1, n, 1, width), f"y{k}", act))
+    y = _int8(b, "y", (1, 1, 1, 8), 0.1, -128 if acts[0] == RELU else 5)
+    b.op("CONCATENATION", ys, [y], {"axis": 3})
+    b.output(_pointwise(b, rng, y, "z", RELU) if pointwise else y)
+    b.subgraph("init")  # the ring starts with random frames
+    h1 = b.tensor("h", (), None, tensor_type=RESOURCE)
+    init = b.const("init", rng.integers(-128, 128, (1, 8, 1, 8)).astype(np.int8), quantization=quant(S_IN, 3))
+    b.op("VAR_HANDLE", [], [h1], {"container": "", "shared_name": "ring"})
+    b.op("ASSIGN_VARIABLE", [h1, init], [])
+    return b.build()
+
+
+def _stream(model: bytes, invokes: int = 12):
+    rng = np.random.default_rng(3)
+    return [[rng.integers(-128, 128, (1, 1, 1, 8)).astype(np.int8)] for _ in range(invokes)]
+
+
+@pytest.mark.parametrize(
+    ("split", "frames", "act"),
+    [(3, (5, 9), NONE), (3, (5, 9), RELU), (4, (9, 3), NONE), (5, (7, 7), RELU), (2, (1, 9), NONE)],
+)
+def test_mixconv_merged_and_fed(split, frames, act):
+    model = _mixconv_pointwise(split, frames, (act, act))
+    names = _assert_equal(model, _stream(model))
+    assert names == ["CallOnce", "RingBufferShift", "DepthwiseWholeIntoRows"]
+
+
+def test_mixconv_merged_without_pointwise():
+    model = _mixconv_pointwise(3, (5, 9), (NONE, NONE), pointwise=False)
+    names = _assert_equal(model, _stream(model))
+    assert names == ["CallOnce", "RingBufferShift", "DepthwiseConvWholeFoldedView"]
+
+
+def test_mixconv_different_epilogues_stay_apart():
+    """A linear kernel next to a RELU_N1_TO_1 one (same zero point): different clamps, so the two are not
+    merged."""
+    model = _mixconv_pointwise(3, (5, 9), (NONE, RELU_N1_TO_1))
+    names = _assert_equal(model, _stream(model))
+    assert names.count("DepthwiseConvWholeFoldedView") == 2
+
+
+def test_okay_nabu_blocks_fused():
+    """The vendored microWakeWord model over 25 frames against BUILTIN_REF: its three MixConv blocks and two
+    plain blocks each one DepthwiseWholeIntoRows step."""
+    model = (CORPUS / "pymicro_wakeword__okay_nabu.tflite").read_bytes()
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = litert_py.Interpreter(model_content=model)
+    rng = np.random.default_rng(0)
+    d = ours.get_input_details()[0]
+    frames = [rng.integers(-128, 128, d["shape"]).astype(d["dtype"]) for _ in range(25)]
+    outs = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        res = []
+        for f in frames:
+            it.set_tensor(it.get_input_details()[0]["index"], f)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        outs.append(np.array(res))
+    names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
+    assert names.count("DepthwiseWholeIntoRows") == 5 and "DepthwiseConvWholeFoldedView" not in names
+    np.testing.assert_array_equal(outs[0], outs[1])
