@@ -2,8 +2,8 @@
 DepthwiseConvWholeFolded.merging), and fed on into the pointwise conv's GEMM rows (DepthwiseWholeIntoRows), against
 the oracle (ai-edge-litert BUILTIN_REF), exactly, over several invokes (the ring buffer's state included), with
 the prepared steps asserted: windows of different lengths and channel splits, ReLU-like and signed epilogues;
-kernels whose epilogues differ stay apart; and the real microWakeWord model (tests/corpus), whose three MixConv
-blocks each become one step."""
+kernels whose epilogues differ stay apart; a block feeding a FULLY_CONNECTED head (DepthwiseWholeIntoRowsFeeding);
+and the real microWakeWord model (tests/corpus), whose three MixConv blocks each become one step."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import litert_py
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.ops.test_streaming_fast import NONE, RELU, S_IN, _assert_equal, _depthwise, _int8, _pointwise
+from tests.ops.test_streaming_fast import NONE, RELU, S_IN, _assert_equal, _depthwise, _frames, _int8, _pointwise
 from tests.oracle import oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE
@@ -114,5 +114,27 @@ def test_okay_nabu_blocks_fused():
             res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
         outs.append(np.array(res))
     names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
-    assert names.count("DepthwiseWholeIntoRows") == 5 and "DepthwiseConvWholeFoldedView" not in names
+    assert names.count("DepthwiseWholeIntoRows") == 4 and "DepthwiseConvWholeFoldedView" not in names
+    assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
+    assert not any(n.startswith("FullyConnected") for n in names)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def _block_head(units: int, act: int) -> bytes:
+    """Frames x0 (1, 8, 1, 8), x1 (1, 1, 1, 8): c = concat; a whole-window depthwise, a pointwise CONV_2D
+    (1, 1, 1, 6), then a FULLY_CONNECTED (``units`` outputs) reading the conv's output as (1, 6)."""
+    rng = np.random.default_rng(units)
+    b, c = _frames()
+    z = _pointwise(b, rng, _depthwise(b, rng, c, (1, 9, 1, 8), "d", act), "z", act)
+    w = b.const("w", rng.integers(-127, 128, (units, 6)).astype(np.int8), quantization=quant(0.01))
+    bias = b.const("bias", rng.integers(-500, 500, units).astype(np.int32), quantization=quant(0.2 * 0.01))
+    y = _int8(b, "y", (1, units), 0.05, -10)
+    b.op("FULLY_CONNECTED", [z, w, bias], [y], {})
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize(("units", "act"), [(1, RELU), (1, NONE), (3, RELU), (4, NONE)])
+def test_block_feeds_fully_connected_head(units, act):
+    names = _assert_equal(_block_head(units, act))
+    assert names == ["Concatenation", "DepthwiseWholeIntoRowsFeeding"]

@@ -15,7 +15,8 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
-from ..common import clip_ufunc, float_activation_range
+from ..common import clip_ufunc, float_activation_range, reshape_view
+from ..fully_connected_folded import FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar
 from ..registry import OpContext, TensorInfo
 from .common import (
     BIAS,
@@ -363,6 +364,48 @@ class DepthwiseWholeIntoRows:
         self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
         self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
+
+    def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
+        """This step and ``consumer``, a folded quantized FULLY_CONNECTED that alone reads the conv's output (a
+        streaming classifier's head), as one step (ops/slice_views.py's fuse_feeding), or None: the conv's small
+        epilogue assigns its values into the FULLY_CONNECTED's GEMM rows (``rows()``, float) instead of into
+        the int8 tensor the FULLY_CONNECTED would copy from. Bound: those values are integers in the output
+        type's range (exact in float32 and float64 alike), in the tensor's element order (the rows viewed with
+        the conv output's shape), so the GEMM multiplies the same rows (its own exactness bound is for raw input
+        values)."""
+        if type(self.conv_epilogue) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
+            return None
+        if not isinstance(consumer, (FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar)):
+            return None
+        rows = consumer.rows()
+        if rows.size != self.conv_acc.size:
+            return None
+        try:
+            target = reshape_view(rows, self.conv_acc.shape)
+        except ValueError:
+            return None
+        fed = (getattr(self, f.name) for f in fields(DepthwiseWholeIntoRows))
+        return DepthwiseWholeIntoRowsFeeding(*fed, consumer, target)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
+    """DepthwiseWholeIntoRows whose conv stores into the GEMM rows of the FULLY_CONNECTED that reads its output,
+    which then runs from its loaded rows (``DepthwiseWholeIntoRows.feeding``): one numpy call and a step fewer."""
+
+    then: object = None  # the FULLY_CONNECTED's prepared op (``run_loaded``)
+    then_rows: np.ndarray = None  # its GEMM rows viewed with the conv output's shape
+
+    def __call__(self, inputs, outputs):
+        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
+        self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
+        self.conv_epilogue(self.conv_acc, self.then_rows)  # the values the FULLY_CONNECTED would have copied
+        self.then.run_loaded(outputs)
+
+    def feeding(self, consumer):  # already feeding: not again
+        return None
 
 
 _ALL = (slice(None),) * 4
