@@ -254,8 +254,12 @@ class DepthwiseConvWholeFolded:
             or conv.a_input.dtype != np.float64
         ):
             return None
+        try:  # the sums straight into the conv's rows, the epilogue in place there (its final store a no-op)
+            acc, acc_rows = conv.a_input, reshape_view(conv.a_input, self.acc_rows.shape)
+        except ValueError:
+            acc, acc_rows = self.acc, self.acc_rows
         return DepthwiseWholeIntoRows(
-            index, self.weights, self.products, self.taps_products, self.acc, self.acc_rows, self.epilogue,
+            index, self.weights, self.products, self.taps_products, acc, acc_rows, self.epilogue,
             conv.a, conv.a_input, conv.weights, conv.acc, conv.acc_rows, conv.epilogue, conv.product,
         )  # fmt: skip
 
@@ -316,15 +320,22 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
     views (ops/slice_views.py): of the tensor a chain of slicing steps (SPLIT_V, STRIDED_SLICE) would have copied
     the input from, and of the CONCATENATION output the result would have been copied into. np.multiply reads
     the view's values as it read the copy's, and the small epilogue assigns ``out[...] = v`` into the view as
-    into the tensor: the same values, without the copies."""
+    into the tensor: the same values, without the copies. The views are made once per bound array."""
 
     index: tuple
     out_index: tuple
 
+    def __post_init__(self):
+        # (input array, its view, output array, its view): made once per bound array (a view sees new values)
+        object.__setattr__(self, "_views", [None, None, None, None])
+
     def __call__(self, inputs, outputs):
-        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        x, y, views = inputs[INPUT], outputs[OUTPUT], self._views
+        if x is not views[0] or y is not views[2]:
+            views[:] = x, x[self.index], y, y[self.out_index]
+        np.multiply(views[1], self.weights, out=self.taps_products)
         np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
-        self.epilogue(self.acc, outputs[OUTPUT][self.out_index])
+        self.epilogue(self.acc, views[3])
 
     def reading(self, index: tuple):  # fused before any writing: not again
         raise NotImplementedError
@@ -337,11 +348,15 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
 @dataclass(frozen=True, eq=False)
 class DepthwiseWholeIntoRows:
     """DepthwiseConvWholeFolded (or its view reading, ``index``) whose output only a ConvQuantizedFoldedRows reads
-    (a streaming block's depthwise then pointwise conv), as one step: the depthwise's small epilogue assigns its
-    values ``out[...] = v`` straight into the conv's float64 GEMM rows instead of into the int8 tensor the conv's
-    np.copyto would convert them from. Bound: those values are integers clipped to the output type's range
-    (exact in float64 and in the int8 tensor alike), so the conv multiplies the same rows; one numpy call and one
-    step fewer. Built by :meth:`DepthwiseConvWholeFolded.feeding` (checked there); fused by ops/slice_views.py."""
+    (a streaming block's depthwise then pointwise conv), as one step: the depthwise's tap sums are reduced
+    straight into the conv's float64 GEMM rows (``acc`` is the conv's ``a_input`` when that reshapes as a view)
+    and its small epilogue runs there in place (its final ``out[...] = v`` assigns the array to itself, which
+    numpy skips), instead of into the int8 tensor the conv's np.copyto would convert them from. Bound: those
+    values are integers clipped to the output type's range (exact in float64 and in the int8 tensor alike), so
+    the conv multiplies the same rows; one numpy call and one step fewer. The input view ``x[index]`` is made
+    once per input array (kept with the array it views: the arrays are bound to the step for good, and a view
+    sees their new values). Built by :meth:`DepthwiseConvWholeFolded.feeding` (checked there); fused by
+    ops/slice_views.py."""
 
     index: tuple  # the depthwise's input view; (Ellipsis,) when it reads its own tensor
     weights: np.ndarray  # the depthwise's fields (DepthwiseConvWholeFolded)
@@ -358,8 +373,14 @@ class DepthwiseWholeIntoRows:
     conv_epilogue: object
     product: object
 
+    def __post_init__(self):
+        object.__setattr__(self, "_window", [None, None])  # (input array, its view x[index])
+
     def __call__(self, inputs, outputs):
-        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        x, window = inputs[INPUT], self._window
+        if x is not window[0]:
+            window[:] = x, x[self.index]
+        np.multiply(window[1], self.weights, out=self.taps_products)
         np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
@@ -397,7 +418,10 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
     then_rows: np.ndarray = None  # its GEMM rows viewed with the conv output's shape
 
     def __call__(self, inputs, outputs):
-        np.multiply(inputs[INPUT][self.index], self.weights, out=self.taps_products)
+        x, window = inputs[INPUT], self._window
+        if x is not window[0]:
+            window[:] = x, x[self.index]
+        np.multiply(window[1], self.weights, out=self.taps_products)
         np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
