@@ -63,23 +63,28 @@ class RingBufferStep:
 class RingBufferShift(RingBufferStep):
     """RingBufferStep when the concatenation is a plain np.concatenate and the slice, taken on the
     concatenation's own shape, has the variable's shape and type (the usual shift of a streaming layer's
-    window): two numpy calls, ``concatenate(value, new..., out=c)`` then ``value[...] = c[index]``, with the
-    handle's key and the index made at prepare. The values are those of RingBufferStep (the same concatenation,
-    the same slice, the same copy into the variable). A variable whose value has another shape or type than the
-    model reads takes RingBufferStep's path, which raises its error."""
+    window): two numpy calls, ``concatenate(value, new..., out=c)`` then ``copyto(value, c[index])``, with the
+    handle's key and the index made at prepare (the view ``c[index]`` once per bound array). The values are those
+    of RingBufferStep (the same concatenation, the same slice, the same copy into the variable). A variable whose
+    value has another shape or type than the model reads takes RingBufferStep's path, which raises its error."""
 
     key: object  # the constant handle's key
     axis: int
     index: tuple  # the slice on the concatenation's shape
+
+    def __post_init__(self):
+        object.__setattr__(self, "_kept", [None, None])  # (concatenation array, its view c[index])
 
     def __call__(self, inputs, outputs):
         var = self.read.resources.get(self.key)
         value = None if var is None else var.value
         if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
             return RingBufferStep.__call__(self, inputs, outputs)
-        c = outputs[0]
+        c, kept = outputs[0], self._kept
+        if c is not kept[0]:  # the view is made once per bound array (it sees the array's new values)
+            kept[:] = c, c[self.index]
         np.concatenate((value, *inputs[1 : 1 + self.n_concat]), axis=self.axis, out=c)
-        value[...] = c[self.index]  # c is its own buffer: no aliasing
+        np.copyto(value, kept[1])  # c is its own buffer: no aliasing
 
 
 def _shift(read, concat, slice_, n_concat: int, read_shape: tuple, key, c_shape: tuple, s_info) -> RingBufferStep:
