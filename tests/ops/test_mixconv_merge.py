@@ -15,8 +15,8 @@ import pytest
 import litert_py
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder, quant
+from tests.ops.test_small_rows import invokes
 from tests.ops.test_streaming_fast import NONE, RELU, S_IN, _assert_equal, _depthwise, _frames, _int8, _pointwise
-from tests.oracle import oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE
 RELU_N1_TO_1 = 2
@@ -98,26 +98,14 @@ def test_okay_nabu_blocks_fused():
     """The vendored microWakeWord model over 25 frames against BUILTIN_REF: its three MixConv blocks and two
     plain blocks each one DepthwiseWholeIntoRows step."""
     model = (CORPUS / "pymicro_wakeword__okay_nabu.tflite").read_bytes()
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = litert_py.Interpreter(model_content=model)
+    d = litert_py.Interpreter(model_content=model).get_input_details()[0]
     rng = np.random.default_rng(0)
-    d = ours.get_input_details()[0]
-    frames = [rng.integers(-128, 128, d["shape"]).astype(d["dtype"]) for _ in range(25)]
-    outs = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        res = []
-        for f in frames:
-            it.set_tensor(it.get_input_details()[0]["index"], f)
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-        outs.append(np.array(res))
+    ours, got, want = invokes(model, [rng.integers(-128, 128, d["shape"]).astype(d["dtype"]) for _ in range(25)])
     names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
     assert names.count("DepthwiseWholeIntoRows") == 4 and "DepthwiseConvWholeFoldedView" not in names
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
-    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(got, want)
 
 
 def _block_head(units: int, act: int) -> bytes:

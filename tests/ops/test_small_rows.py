@@ -25,18 +25,20 @@ def _prepared(it: Interpreter) -> list[str]:
     return [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
 
 
-def _invokes(model: bytes, xs) -> tuple[Interpreter, np.ndarray, np.ndarray]:
-    """Our interpreter and the outputs of ours and of BUILTIN_REF over the inputs ``xs`` (one invoke each, one
-    interpreter per side)."""
+def invokes(model: bytes, feeds) -> tuple[Interpreter, np.ndarray, np.ndarray]:
+    """Our interpreter and the first outputs of ours and of BUILTIN_REF over ``feeds`` (per invoke: one array,
+    or a tuple of one array per input), one invoke each on one interpreter per side."""
     LiteRT, resolver = oracle()
     theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
     ours = Interpreter(model_content=model)
     outs = []
     for it in (ours, theirs):
         it.allocate_tensors()
+        details = it.get_input_details()
         res = []
-        for x in xs:
-            it.set_tensor(it.get_input_details()[0]["index"], x)
+        for feed in feeds:
+            for d, x in zip(details, feed if isinstance(feed, tuple) else (feed,)):
+                it.set_tensor(d["index"], x)
             it.invoke()
             res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
         outs.append(np.array(res))
@@ -81,7 +83,7 @@ def _rows(rng, dtype, shape, n: int) -> np.ndarray:
 def test_softmax_one_row(tin, tout, shape, s_in, zi, beta):
     rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
     model = _softmax_model(tin, tout, shape, s_in, zi, beta)
-    ours, got, want = _invokes(model, _rows(rng, tin, shape, 60))
+    ours, got, want = invokes(model, _rows(rng, tin, shape, 60))
     assert _prepared(ours) == ["SoftmaxQuantizedRow"]
     np.testing.assert_array_equal(got, want)
 
@@ -89,28 +91,9 @@ def test_softmax_one_row(tin, tout, shape, s_in, zi, beta):
 def test_softmax_rows_keep_general_path():
     rng = np.random.default_rng(5)
     model = _softmax_model(I8, I8, (3, 12), 0.1, 0, 1.0)
-    ours, got, want = _invokes(model, _rows(rng, I8, (3, 12), 20))
+    ours, got, want = invokes(model, _rows(rng, I8, (3, 12), 20))
     assert _prepared(ours) == ["SoftmaxQuantized"]
     np.testing.assert_array_equal(got, want)
-
-
-def _binary_invokes(model: bytes, pairs):
-    """As _invokes for a two-input model: the outputs over the input pairs ``pairs``."""
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model)
-    outs = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        d = it.get_input_details()
-        res = []
-        for x1, x2 in pairs:
-            it.set_tensor(d[0]["index"], x1)
-            it.set_tensor(d[1]["index"], x2)
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-        outs.append(np.array(res))
-    return ours, outs[0], outs[1]
 
 
 @pytest.mark.parametrize(
@@ -140,7 +123,7 @@ def test_int16_elementwise_prepared_buffers(op, s1, s2, so, shapes, pot, out_typ
     pairs = [tuple(rng.integers(-32768, 32768, s).astype(I16) for s in shapes) for _ in range(25)]
     pairs.append(tuple(np.full(s, v, I16) for s, v in zip(shapes, (-32768, 32767))))
     pairs.append(tuple(np.full(s, -32768, I16) for s in shapes))
-    ours, got, want = _binary_invokes(model, pairs)
+    ours, got, want = invokes(model, pairs)
     ((_, prepared),) = ours._subgraphs[0].steps_nodes
     assert type(prepared).__name__ == cls
     assert prepared.scratch.acc is not None and prepared.scratch.acc.shape == out_shape
@@ -168,7 +151,7 @@ def test_one_value_activation(op, dtype, shape, q_in, q_out, options):
         rng = np.random.default_rng(7)
         values = np.concatenate([[info.min, info.min + 1, -1, 0, 1, info.max], rng.integers(info.min, info.max, 200)])
     model = single_op_model(op, [T(shape, dtype, q=quant(*q_in))], [T(shape, dtype, q=quant(*q_out))], options)
-    ours, got, want = _invokes(model, [np.full(shape, v, dtype) for v in values])
+    ours, got, want = invokes(model, [np.full(shape, v, dtype) for v in values])
     assert _prepared(ours) == ["TableLookupScalar"]
     np.testing.assert_array_equal(got, want)
 
@@ -176,6 +159,6 @@ def test_one_value_activation(op, dtype, shape, q_in, q_out, options):
 def test_two_value_activation_keeps_table_gather():
     model = single_op_model("LOGISTIC", [T((1, 2), I8, q=quant(0.1, 3))], [T((1, 2), I8, q=quant(1.0 / 256, -128))])
     xs = [np.array([[v, -v - 1]], I8) for v in range(-128, 128, 5)]
-    ours, got, want = _invokes(model, xs)
+    ours, got, want = invokes(model, xs)
     assert _prepared(ours) == ["ActivationLut"]
     np.testing.assert_array_equal(got, want)

@@ -418,14 +418,7 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
     then_rows: np.ndarray = None  # its GEMM rows viewed with the conv output's shape
 
     def __call__(self, inputs, outputs):
-        x, window = inputs[INPUT], self._window
-        if x is not window[0]:
-            window[:] = x, x[self.index]
-        np.multiply(window[1], self.weights, out=self.taps_products)
-        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
-        self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
-        self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
-        self.conv_epilogue(self.conv_acc, self.then_rows)  # the values the FULLY_CONNECTED would have copied
+        DepthwiseWholeIntoRows.__call__(self, inputs, (self.then_rows,))  # what the FULLY_CONNECTED would copy
         self.then.run_loaded(outputs)
 
     def feeding(self, consumer):  # already feeding: not again
