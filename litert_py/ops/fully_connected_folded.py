@@ -1,6 +1,7 @@
 """Quantized FULLY_CONNECTED (int8 / uint8 -> int8 / uint8 / int16x8 with int64 bias) with constant weights and
 bias: the exact-GEMM path of fully_connected_quantized.FullyConnectedQuantized with the bias and input zero point folded
-into the GEMM (sources and the float requantization: fully_connected.py)."""
+into the GEMM (sources and the float requantization: fully_connected.py); FullyConnectedChain runs a stack of them
+whose outputs only the next layer reads as one step (fused by ops/slice_views.py's fuse_feeding)."""
 
 from __future__ import annotations
 
