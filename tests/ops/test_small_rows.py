@@ -4,7 +4,7 @@ the prepared op's class, so it fails when prepare stops choosing the path:
 
 - SoftmaxQuantizedRow (ops/softmax.py): one row of uint8 / int8 input, uint8 / int8 / int16 output: random
   rows, constant rows, a single maximum, rows spanning the whole input range, betas that cut the exp table
-  short (diff_min) and large ones; a multi-row input keeps SoftmaxQuantized;
+  short (diff_min) and large ones; SoftmaxInt16Row (int16 in and out); multi-row inputs keep the general ops;
 - the int16 ADD / SUB / MUL paths with their buffers allocated at prepare (ops/elementwise_quantized.py);
 - one-value LOGISTIC / TANH / RELU / LEAKY_RELU / HARD_SWISH (ops/activations_quantized.py's ``_one_value``:
   TableLookupScalar) over every 8-bit input value and int16 extremes.
@@ -88,11 +88,26 @@ def test_softmax_one_row(tin, tout, shape, s_in, zi, beta):
     np.testing.assert_array_equal(got, want)
 
 
-def test_softmax_rows_keep_general_path():
+@pytest.mark.parametrize(
+    ("shape", "s_in", "beta"),
+    [((1, 10), 0.001, 1.0), ((1, 1, 33), 0.0004, 2.0), ((1, 1), 0.002, 1.0), ((7,), 1e-4, 0.5)],
+)
+def test_softmax_int16_one_row(shape, s_in, beta):
+    rng = np.random.default_rng(shape[-1])
+    model = _softmax_model(I16, I16, shape, s_in, 0, beta)
+    xs = _rows(rng, I16, shape, 50)
+    xs[40:] = rng.integers(-2000, 2000, (10,) + shape)  # differences inside the exp table's busy range
+    ours, got, want = invokes(model, xs)
+    assert _prepared(ours) == ["SoftmaxInt16Row"]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("tin", "tout", "cls"), [(I8, I8, "SoftmaxQuantized"), (I16, I16, "SoftmaxInt16")])
+def test_softmax_rows_keep_general_path(tin, tout, cls):
     rng = np.random.default_rng(5)
-    model = _softmax_model(I8, I8, (3, 12), 0.1, 0, 1.0)
-    ours, got, want = invokes(model, _rows(rng, I8, (3, 12), 20))
-    assert _prepared(ours) == ["SoftmaxQuantized"]
+    model = _softmax_model(tin, tout, (3, 12), 0.1 if tin == I8 else 0.001, 0, 1.0)
+    ours, got, want = invokes(model, _rows(rng, tin, (3, 12), 20))
+    assert _prepared(ours) == [cls]
     np.testing.assert_array_equal(got, want)
 
 
