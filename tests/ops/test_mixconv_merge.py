@@ -96,13 +96,15 @@ def test_mixconv_different_epilogues_stay_apart():
 
 def test_okay_nabu_blocks_fused():
     """The vendored microWakeWord model over 25 frames against BUILTIN_REF: its three MixConv blocks and two
-    plain blocks each one DepthwiseWholeIntoRows step."""
+    plain blocks each one DepthwiseWholeIntoRows step, storing into the next ring buffer or the head's rows."""
     model = (CORPUS / "pymicro_wakeword__okay_nabu.tflite").read_bytes()
     d = litert_py.Interpreter(model_content=model).get_input_details()[0]
     rng = np.random.default_rng(0)
     ours, got, want = invokes(model, [rng.integers(-128, 128, d["shape"]).astype(d["dtype"]) for _ in range(25)])
     names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
-    assert names.count("DepthwiseWholeIntoRows") == 4 and "DepthwiseConvWholeFoldedView" not in names
+    # each block's frame goes straight into the next ring buffer's tail (fuse_ring_writes)
+    assert names.count("DepthwiseWholeIntoRowsWriting") == 4 and "DepthwiseConvWholeFoldedView" not in names
+    assert names.count("RingBufferShiftTail") == 4
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
     np.testing.assert_array_equal(got, want)
@@ -126,3 +128,66 @@ def _block_head(units: int, act: int) -> bytes:
 def test_block_feeds_fully_connected_head(units, act):
     names = _assert_equal(_block_head(units, act))
     assert names == ["Concatenation", "DepthwiseWholeIntoRowsFeeding"]
+
+
+def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
+    """READ_VARIABLE -> CONCATENATION(state, frame) -> STRIDED_SLICE -> ASSIGN_VARIABLE over a (1, rows, 1, 8)
+    int8 state (initialized with random frames by the init subgraph, see _init); returns the concatenation."""
+    h = b.tensor(f"{name}_h", (), None, tensor_type=RESOURCE)
+    b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
+    state = _int8(b, f"{name}_state", (1, rows, 1, 8))
+    b.op("READ_VARIABLE", [h], [state])
+    c = _int8(b, f"{name}_c", (1, rows + 1, 1, 8))
+    b.op("CONCATENATION", [state, frame], [c], {"axis": 1})
+    kept = _int8(b, f"{name}_kept", (1, rows, 1, 8))
+    ends = [b.const(f"{name}_{n}", np.array(v, np.int32)) for n, v in (("b", [0, 1, 0, 0]), ("e", [1, rows + 1, 1, 8]))]
+    b.op("STRIDED_SLICE", [c, *ends, b.const(f"{name}_s", np.ones(4, np.int32))], [kept], {})
+    b.op("ASSIGN_VARIABLE", [h, kept], [])
+    return c
+
+
+def _stacked_blocks(frame_out: bool = False) -> bytes:
+    """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
+    (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
+    ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation)."""
+    rng = np.random.default_rng(21)
+    b = ModelBuilder()
+    x = b.input("x", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
+    c0 = _ring(b, "r0", x, 4)
+    f = b.tensor("f", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
+    w = rng.integers(-127, 128, (8, 1, 1, 8)).astype(np.int8)
+    s_w = rng.uniform(0.002, 0.01, 8)
+    d0 = _depthwise(b, rng, c0, (1, 5, 1, 8), "d0", RELU)
+    bias = b.const("f_b", rng.integers(-3000, 3000, 8).astype(np.int32), quantization=quant(0.1 * s_w))
+    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": NONE}
+    b.op("CONV_2D", [d0, b.const("f_w", w, quantization=quant(s_w, 0, 0)), bias], [f], opts)
+    c1 = _ring(b, "r1", f, 6)
+    y = _pointwise(b, rng, _depthwise(b, rng, c1, (1, 7, 1, 8), "d1", NONE), "y", RELU)
+    b.output(*([y, f] if frame_out else [y]))
+    b.subgraph("init")
+    for name, rows in (("r0", 4), ("r1", 6)):
+        h = b.tensor(f"{name}_h", (), None, tensor_type=RESOURCE)
+        init = b.const(
+            f"{name}_init", rng.integers(-128, 128, (1, rows, 1, 8)).astype(np.int8), quantization=quant(S_IN, 3)
+        )
+        b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
+        b.op("ASSIGN_VARIABLE", [h, init], [])
+    return b.build()
+
+
+@pytest.mark.parametrize("frame_out", [False, True])
+def test_block_frame_written_into_next_ring(frame_out):
+    model = _stacked_blocks(frame_out)
+    names = _assert_equal(model, _stream(model, 15))
+    if frame_out:  # the frame is an output: it stays a tensor, the ring concatenates it
+        assert names == [
+            "CallOnce",
+            "RingBufferShift",
+            "DepthwiseWholeIntoRows",
+            "RingBufferShift",
+            "DepthwiseWholeIntoRows",
+        ]
+    else:
+        written = ["DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+        assert names == ["CallOnce", "RingBufferShift", *written, "DepthwiseWholeIntoRows"]

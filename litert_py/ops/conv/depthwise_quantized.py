@@ -386,6 +386,14 @@ class DepthwiseWholeIntoRows:
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
         self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
 
+    def writing(self, index: tuple) -> DepthwiseWholeIntoRowsWriting | None:
+        """This step storing its output into the view ``target[index]`` (ops/ring_buffer.py's fuse_ring_writes: the
+        next ring buffer's tail), or None when the conv's epilogue might reshape the output (a copy for a view):
+        the small epilogues assign ``out[...] = v``, into a view as into the tensor."""
+        if type(self.conv_epilogue) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
+            return None
+        return DepthwiseWholeIntoRowsWriting(*(getattr(self, f.name) for f in fields(DepthwiseWholeIntoRows)), index)
+
     def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
         """This step and ``consumer``, a folded quantized FULLY_CONNECTED that alone reads the conv's output (a
         streaming classifier's head), as one step (ops/slice_views.py's fuse_feeding), or None: the conv's small
@@ -422,6 +430,30 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
         self.then.run_loaded(outputs)
 
     def feeding(self, consumer):  # already feeding: not again
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
+    """DepthwiseWholeIntoRows storing its output into ``target[out_index]`` (``DepthwiseWholeIntoRows.writing``),
+    the view made once per bound array: the same values in the view."""
+
+    out_index: tuple = (Ellipsis,)
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+
+    def __call__(self, inputs, outputs):
+        y, target = outputs[OUTPUT], self._target
+        if y is not target[0]:
+            target[:] = y, y[self.out_index]
+        DepthwiseWholeIntoRows.__call__(self, inputs, (target[1],))
+
+    def writing(self, index: tuple):  # already writing: not again
+        return None
+
+    def feeding(self, consumer):
         return None
 
 
