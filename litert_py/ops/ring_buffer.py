@@ -33,6 +33,7 @@ import numpy as np
 
 from .movement import Concatenation
 from .resource import AssignVariable, ReadVariable, assign_variable
+from .slice_views import producers_readers
 from .slicing import StridedSlice
 
 
@@ -124,15 +125,7 @@ def fuse_ring_writes(steps: list, infos: list, outputs) -> list:
     the frame is read by the ring step only, is not a subgraph output and has one producer with one output,
     earlier in the steps; the producer then names the concatenation as its output, so the arena planner keeps it
     alive from the producer on (as fuse_concat_writes does)."""
-    producer: dict[int, int] = {}
-    readers: dict[int, list[int]] = {}
-    for k, (node, _) in enumerate(steps):
-        for o in node.operator.outputs:
-            if o >= 0:
-                producer[o] = k
-        for i in node.operator.inputs:
-            if i >= 0:
-                readers.setdefault(i, []).append(k)
+    producer, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps = list(steps)
     for j, (node, op) in enumerate(steps):

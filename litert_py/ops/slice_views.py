@@ -93,7 +93,7 @@ def compose(shape: tuple, first: tuple, second: tuple) -> tuple | None:
     return index
 
 
-def _producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]]:
+def producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]]:
     """Per tensor: the step that writes it, and the steps that read it (in order)."""
     producer: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
@@ -109,7 +109,7 @@ def _producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]
 
 def fuse_slice_views(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views."""
-    producer, readers = _producers_readers(steps)
+    producer, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps = list(steps)
     changed = False
@@ -161,7 +161,7 @@ def _drop_unread(steps: list, keep: set, read_before: set) -> list:
 def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each CONCATENATION whose inputs all come
     from producers that can store into a view (``writing``) dropped, the producers storing into its slices."""
-    producer, readers = _producers_readers(steps)
+    producer, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps: list = list(steps)
     for j, (node, op) in enumerate(steps):
@@ -198,7 +198,7 @@ def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
 def fuse_feeding(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each producer that can feed its only
     reader's rows (``feeding``) fused with that reader into one step (module docstring)."""
-    _, readers = _producers_readers(steps)
+    _, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps: list = list(steps)
     for k in range(len(steps)):
