@@ -31,8 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView
 from .movement import Concatenation
+from .quantize import QuantizeFloat, QuantizeFloatStore
 from .resource import AssignVariable, ReadVariable, assign_variable
+from .shape import CopyReshaped
 from .slice_views import producers_readers
 from .slicing import StridedSlice
 
@@ -118,10 +121,46 @@ class RingBufferShiftTail(RingBufferShift):
         np.copyto(value, kept[1])  # c is its own buffer: no aliasing
 
 
+@dataclass(frozen=True, eq=False)
+class StoreInto:
+    """A prepared op of STORE_INTO storing its one output into the C-contiguous view ``target[index]`` (the view
+    made once per bound array): those ops write their output only through ``out[...] = v``, ``np.copyto`` /
+    ufunc ``out=`` arguments and reshapes of it, which on a C-contiguous view of the output's shape are views
+    themselves, so the view receives the values the tensor would have."""
+
+    op: object
+    index: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+
+    def __call__(self, inputs, outputs):
+        y, target = outputs[0], self._target
+        if y is not target[0]:
+            target[:] = y, y[self.index]
+        self.op(inputs, (target[1],))
+
+
+#: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
+#: int8 CONV_2D over GEMM rows (a streaming model's first layer), QUANTIZE from float.
+STORE_INTO = (CopyReshaped, ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView, QuantizeFloat, QuantizeFloatStore)
+
+
+def _writer(op, index: tuple, shape: tuple):
+    """``op`` storing into ``target[index]`` for a target of ``shape``: its own ``writing``, a StoreInto for the
+    ops of STORE_INTO when that view is C-contiguous, else None."""
+    if hasattr(op, "writing"):
+        return op.writing(index)
+    if type(op) in STORE_INTO and np.empty(shape, np.int8)[index].flags.c_contiguous:
+        return StoreInto(op, index)
+    return None
+
+
 def fuse_ring_writes(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each RingBufferShift whose one new
     frame comes from a step offering ``writing`` (``DepthwiseWholeIntoRows``: a streaming block's pointwise conv)
-    turned into a RingBufferShiftTail, the producer storing its frame into the concatenation's tail. Conditions:
+    or wrapped by StoreInto (a RESHAPE's copy, a streaming model's first conv, QUANTIZE) turned into a
+    RingBufferShiftTail, the producer storing its frame into the concatenation's tail. Conditions:
     the frame is read by the ring step only, is not a subgraph output and has one producer with one output,
     earlier in the steps; the producer then names the concatenation as its output, so the arena planner keeps it
     alive from the producer on (as fuse_concat_writes does)."""
@@ -139,14 +178,14 @@ def fuse_ring_writes(steps: list, infos: list, outputs) -> list:
         rows = op.read_shape[op.axis]
         frame = tuple(infos[t].shape)
         shape = list(infos[c].shape)
-        if len(pnode.operator.outputs) != 1 or not hasattr(pop, "writing") or len(frame) != len(shape):
+        if len(pnode.operator.outputs) != 1 or len(frame) != len(shape):
             continue
         if frame[: op.axis] + frame[op.axis + 1 :] != tuple(shape[: op.axis] + shape[op.axis + 1 :]):
             continue
         before = (slice(None),) * op.axis
         after = (slice(None),) * (len(shape) - 1 - op.axis)
         tail = before + (slice(rows, rows + frame[op.axis]),) + after
-        written = pop.writing(tail)
+        written = _writer(pop, tail, tuple(shape))
         if written is None:
             continue
         head = before + (slice(0, rows),) + after

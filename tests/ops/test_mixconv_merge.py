@@ -104,7 +104,8 @@ def test_okay_nabu_blocks_fused():
     names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
     # each block's frame goes straight into the next ring buffer's tail (fuse_ring_writes)
     assert names.count("DepthwiseWholeIntoRowsWriting") == 4 and "DepthwiseConvWholeFoldedView" not in names
-    assert names.count("RingBufferShiftTail") == 4
+    assert names.count("RingBufferShiftTail") == 6  # the first two rings' frames: StoreInto (RESHAPE, CONV_2D)
+    assert names.count("StoreInto") == 2
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
     np.testing.assert_array_equal(got, want)
@@ -146,14 +147,20 @@ def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
     return c
 
 
-def _stacked_blocks(frame_out: bool = False) -> bytes:
+def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
-    ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation)."""
+    ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation); ``reshape_in``:
+    the input is a (1, 8) frame RESHAPEd for the first ring (the copy then stores into the ring's tail)."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
-    x = b.input("x", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
+    if reshape_in:
+        x0 = b.input("x", (1, 8), np.int8, quantization=quant(S_IN, 3))
+        x = _int8(b, "x4", (1, 1, 1, 8))
+        b.op("RESHAPE", [x0, b.const("shape", np.array([1, 1, 1, 8], np.int32))], [x], {})
+    else:
+        x = b.input("x", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
     c0 = _ring(b, "r0", x, 4)
     f = b.tensor("f", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, 3))
     w = rng.integers(-127, 128, (8, 1, 1, 8)).astype(np.int8)
@@ -179,7 +186,7 @@ def _stacked_blocks(frame_out: bool = False) -> bytes:
 @pytest.mark.parametrize("frame_out", [False, True])
 def test_block_frame_written_into_next_ring(frame_out):
     model = _stacked_blocks(frame_out)
-    names = _assert_equal(model, _stream(model, 15))
+    names = _assert_equal(model, _stream(model, 15))  # ring r0's frame is the model input: no producer
     if frame_out:  # the frame is an output: it stays a tensor, the ring concatenates it
         assert names == [
             "CallOnce",
@@ -191,3 +198,11 @@ def test_block_frame_written_into_next_ring(frame_out):
     else:
         written = ["DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
         assert names == ["CallOnce", "RingBufferShift", *written, "DepthwiseWholeIntoRows"]
+
+
+def test_reshaped_input_frame_stored_into_ring():
+    model = _stacked_blocks(reshape_in=True)
+    rng = np.random.default_rng(4)
+    names = _assert_equal(model, [[rng.integers(-128, 128, (1, 8)).astype(np.int8)] for _ in range(15)])
+    tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+    assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
