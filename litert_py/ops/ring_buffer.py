@@ -31,12 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView
 from .movement import Concatenation
-from .quantize import QuantizeFloat, QuantizeFloatStore
 from .resource import AssignVariable, ReadVariable, assign_variable
-from .shape import CopyReshaped
-from .slice_views import producers_readers
+from .slice_views import STORE_INTO, StoreInto, producers_readers
 from .slicing import StridedSlice
 
 
@@ -121,39 +118,16 @@ class RingBufferShiftTail(RingBufferShift):
         np.copyto(value, kept[1])  # c is its own buffer: no aliasing
 
 
-@dataclass(frozen=True, eq=False)
-class StoreInto:
-    """A prepared op of STORE_INTO storing its one output into the C-contiguous view ``target[index]`` (the view
-    made once per bound array): those ops write their output only through ``out[...] = v``, ``np.copyto`` /
-    ufunc ``out=`` arguments and reshapes of it, which on a C-contiguous view of the output's shape are views
-    themselves, so the view receives the values the tensor would have."""
-
-    op: object
-    index: tuple
-
-    def __post_init__(self):
-        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
-
-    def __call__(self, inputs, outputs):
-        y, target = outputs[0], self._target
-        if y is not target[0]:
-            target[:] = y, y[self.index]
-        self.op(inputs, (target[1],))
-
-
-#: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
-#: int8 CONV_2D over GEMM rows (a streaming model's first layer), QUANTIZE from float.
-STORE_INTO = (CopyReshaped, ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView, QuantizeFloat, QuantizeFloatStore)
-
-
 def _writer(op, index: tuple, shape: tuple):
     """``op`` storing into ``target[index]`` for a target of ``shape``: its own ``writing``, a StoreInto for the
-    ops of STORE_INTO when that view is C-contiguous, else None."""
+    ops of STORE_INTO, else None; StoreInto (whose ops may reshape their output) only when the view is
+    C-contiguous."""
+    contiguous = np.empty(shape, np.int8)[index].flags.c_contiguous
+    if isinstance(op, StoreInto):
+        return op.writing(index) if contiguous else None
     if hasattr(op, "writing"):
         return op.writing(index)
-    if type(op) in STORE_INTO and np.empty(shape, np.int8)[index].flags.c_contiguous:
-        return StoreInto(op, index)
-    return None
+    return StoreInto(op, index) if type(op) in STORE_INTO and contiguous else None
 
 
 def fuse_ring_writes(steps: list, infos: list, outputs) -> list:

@@ -49,10 +49,14 @@ This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``f
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
+from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView
 from .movement import Concatenation
+from .quantize import QuantizeFloat, QuantizeFloatStore
+from .shape import CopyReshaped
 from .slicing import Split, StridedSliceDirect
 
 
@@ -254,6 +258,67 @@ def fuse_sibling_windows(steps: list, infos: list, outputs) -> list:
         merged = a_op.merging(b_op, channels) or b_op.merging(a_op, channels)
         if merged is not None:
             new_steps[k], new_steps[k + 1] = (a_node, merged), None
+    if all(s is not None for s in new_steps):
+        return steps
+    return [s for s in new_steps if s is not None]
+
+
+@dataclass(frozen=True, eq=False)
+class StoreInto:
+    """A prepared op of STORE_INTO storing its one output into the C-contiguous view ``target[index]`` (reshaped
+    to ``shape``, the op's own output shape, when set; the view made once per bound array): those ops write their
+    output only through ``out[...] = v``, ``np.copyto`` / ufunc ``out=`` arguments and reshapes of it, which on a
+    C-contiguous view are views themselves, so the view receives the values the tensor would have."""
+
+    op: object
+    index: tuple
+    shape: tuple | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+
+    def __call__(self, inputs, outputs):
+        y, target = outputs[0], self._target
+        if y is not target[0]:
+            view = y[self.index]
+            target[:] = y, view if self.shape is None else view.reshape(self.shape)
+        self.op(inputs, (target[1],))
+
+    def writing(self, index: tuple) -> StoreInto | None:
+        """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
+        return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
+
+
+#: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
+#: int8 CONV_2D over GEMM rows (a streaming model's first layer), QUANTIZE from float.
+STORE_INTO = (CopyReshaped, ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView, QuantizeFloat, QuantizeFloatStore)
+
+
+def fuse_reshape_stores(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each RESHAPE / SQUEEZE / EXPAND_DIMS
+    copy (CopyReshaped) whose input comes from an op of STORE_INTO dropped, that op storing its values straight
+    into the copy's output viewed with its own shape (StoreInto: the same values in the same order, a C-order
+    reshape). Conditions: the input is read by the copy only, is not a subgraph output and has one producer with
+    one output; the producer then names the copy's output as its own."""
+    producer, readers = producers_readers(steps)
+    keep = set(outputs)
+    new_steps: list = list(steps)
+    for j, (node, op) in enumerate(steps):
+        if type(op) is not CopyReshaped or len(node.operator.inputs) < 1:
+            continue
+        t, o = node.operator.inputs[0], node.operator.outputs[0]
+        k = producer.get(t)
+        if k is None or k >= j or new_steps[k] is None or t in keep or readers.get(t) != [j]:
+            continue
+        pnode, pop = new_steps[k]
+        if type(pop) not in STORE_INTO or len(pnode.operator.outputs) != 1 or infos[t].dynamic or infos[o].dynamic:
+            continue
+        operator = dataclasses.replace(pnode.operator, outputs=(o,))
+        new_steps[k] = (
+            dataclasses.replace(pnode, operator=operator),
+            StoreInto(pop, (Ellipsis,), tuple(infos[t].shape)),
+        )
+        new_steps[j] = None
     if all(s is not None for s in new_steps):
         return steps
     return [s for s in new_steps if s is not None]

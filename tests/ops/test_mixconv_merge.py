@@ -147,16 +147,22 @@ def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
     return c
 
 
-def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False) -> bytes:
+def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False, quantize_in: bool = False) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
     ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation); ``reshape_in``:
-    the input is a (1, 8) frame RESHAPEd for the first ring (the copy then stores into the ring's tail)."""
+    the input is a (1, 8) frame RESHAPEd for the first ring (the copy then stores into the ring's tail);
+    ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail)."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
-    if reshape_in:
+    if quantize_in:
+        xf = b.input("x", (1, 8), np.float32)
+        x0 = _int8(b, "xq", (1, 8))
+        b.op("QUANTIZE", [xf], [x0])
+    elif reshape_in:
         x0 = b.input("x", (1, 8), np.int8, quantization=quant(S_IN, 3))
+    if quantize_in or reshape_in:
         x = _int8(b, "x4", (1, 1, 1, 8))
         b.op("RESHAPE", [x0, b.const("shape", np.array([1, 1, 1, 8], np.int32))], [x], {})
     else:
@@ -204,5 +210,17 @@ def test_reshaped_input_frame_stored_into_ring():
     model = _stacked_blocks(reshape_in=True)
     rng = np.random.default_rng(4)
     names = _assert_equal(model, [[rng.integers(-128, 128, (1, 8)).astype(np.int8)] for _ in range(15)])
+    tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+    assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
+
+
+def test_quantized_reshaped_input_frame_stored_into_ring():
+    """QUANTIZE -> RESHAPE -> ring buffer: the RESHAPE's copy is dropped (fuse_reshape_stores) and QUANTIZE stores
+    straight into the ring's tail (fuse_ring_writes)."""
+    model = _stacked_blocks(quantize_in=True)
+    rng = np.random.default_rng(6)
+    frames = [[(rng.standard_normal((1, 8)) * 4).astype(np.float32)] for _ in range(15)]
+    frames[3][0][0, :4] = [0.025, -0.025, 0.075, -1e12]  # ties of the rounding and an overflowing quotient
+    names = _assert_equal(model, frames)
     tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]

@@ -7,7 +7,9 @@ the prepared op's class, so it fails when prepare stops choosing the path:
   short (diff_min) and large ones; SoftmaxInt16Row (int16 in and out); multi-row inputs keep the general ops;
 - the int16 ADD / SUB / MUL paths with their buffers allocated at prepare (ops/elementwise_quantized.py);
 - one-value LOGISTIC / TANH / RELU / LEAKY_RELU / HARD_SWISH (ops/activations_quantized.py's ``_one_value``:
-  TableLookupScalar) over every 8-bit input value and int16 extremes.
+  TableLookupScalar) over every 8-bit input value and int16 extremes;
+- QUANTIZE -> RESHAPE: the copy dropped, QUANTIZE storing into the RESHAPE's output (ops/slice_views.py's
+  fuse_reshape_stores), unless the QUANTIZE output is read elsewhere.
 """
 
 from __future__ import annotations
@@ -176,4 +178,23 @@ def test_two_value_activation_keeps_table_gather():
     xs = [np.array([[v, -v - 1]], I8) for v in range(-128, 128, 5)]
     ours, got, want = invokes(model, xs)
     assert _prepared(ours) == ["ActivationLut"]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("also_output", [False, True])
+def test_quantize_stores_into_reshape(also_output):
+    from litert_py.schema.builder import ModelBuilder
+
+    b = ModelBuilder()
+    x = b.input("x", (1, 3, 40), np.float32)
+    q = b.tensor("q", (1, 3, 40), I8, quantization=quant(0.1, -20))
+    b.op("QUANTIZE", [x], [q])
+    y = b.tensor("y", (1, 3, 1, 40), I8, quantization=quant(0.1, -20))
+    b.op("RESHAPE", [q, b.const("shape", np.array([1, 3, 1, 40], np.int32))], [y], {})
+    b.output(y, *([q] if also_output else []))
+    rng = np.random.default_rng(2)
+    xs = [(rng.standard_normal((1, 3, 40)) * 8).astype(np.float32) for _ in range(20)]
+    xs[0][0, 0, :6] = [0.05, -0.05, 0.15, -0.25, 1e12, np.nan]  # ties, an overflowing quotient, NaN
+    ours, got, want = invokes(b.build(), xs)
+    assert _prepared(ours) == (["QuantizeFloat", "CopyReshaped"] if also_output else ["StoreInto"])
     np.testing.assert_array_equal(got, want)
