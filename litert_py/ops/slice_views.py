@@ -42,8 +42,15 @@ windows of one tensor and storing into adjacent channels of one output once the 
 (the bound and conditions: ``DepthwiseConvWholeFolded.merging``), which fuse_feeding can then feed into the next
 pointwise conv's rows.
 
+:func:`fuse_reshape_stores`: a RESHAPE / SQUEEZE / EXPAND_DIMS copy whose input comes from an op of STORE_INTO
+(QUANTIZE from float, a RESHAPE copy, the folded CONV_2D over GEMM rows: ops that write their output only
+through assignments, ``out=`` arguments and reshapes, all views on a C-contiguous view) is dropped, the producer
+storing into the copy's output viewed with its own shape (StoreInto). Conditions: the input is read by the
+copy only, is not a subgraph output and has one producer with one output.
+
 This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes``,
-``fuse_sibling_windows`` then ``fuse_feeding`` on its prepared steps.
+``fuse_sibling_windows``, ``fuse_feeding`` then ``fuse_reshape_stores`` on its prepared steps (and
+ring_buffer.py's ``fuse_ring_writes``, which uses StoreInto too).
 """
 
 from __future__ import annotations

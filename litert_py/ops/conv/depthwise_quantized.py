@@ -38,6 +38,7 @@ from .common import (
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue, fold_requantization
 from .taps import DepthwiseTaps, exact_tap_weights
+from .whole_window import ALL, adjacent, full_index, merge_epilogues, merged_window
 
 #: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
 #: window view (`EinsumTaps`): 1.1-3.5x faster than the stacked multiply + reduction or the tap loop from 48
@@ -273,19 +274,19 @@ class DepthwiseConvWholeFolded:
         every partial sum stays below 2^53 units (each kernel's own folding bound, unchanged by zeros), so
         every channel's sum, constant and epilogue input are the ones its own op computes (a -0.0 sum rounds
         as +0.0 does: the sign term 2^-(rs+1) is below 1/2); the epilogue is elementwise, its per-channel
-        arrays concatenated (``_merge_epilogues``: only the small epilogues, equal scalar fields). Conditions:
-        basic step-1 slices, the same batch and width slices, windows ending at the same row, channel slices
+        arrays concatenated (``whole_window.merge_epilogues``: only the small epilogues, equal scalar fields).
+        Conditions: basic step-1 slices, the same batch and width slices, windows ending at the same row, channel slices
         [c0, c1) and [c1, c2) of the input and of the output. ``out_channels``: the output's channel count (the
         merged op stores into the whole output when it covers it)."""
         a_in, b_in = getattr(self, "index", None), getattr(other, "index", None)
         a_out, b_out = getattr(self, "out_index", None), getattr(other, "out_index", None)
         if type(other) is not DepthwiseConvWholeFoldedView or None in (a_in, b_in, a_out, b_out):
             return None
-        window = _merged_window(a_in, b_in)
-        a_out, b_out = _full_index(a_out, 4), _full_index(b_out, 4)
-        channels = _adjacent(a_out[3], b_out[3])
-        epilogue = _merge_epilogues(self.epilogue, other.epilogue, self.acc.shape, other.acc.shape)
-        if window is None or channels is None or epilogue is None or not a_out[:3] == b_out[:3] == _ALL[:3]:
+        window = merged_window(a_in, b_in)
+        a_out, b_out = full_index(a_out, 4), full_index(b_out, 4)
+        channels = adjacent(a_out[3], b_out[3])
+        epilogue = merge_epilogues(self.epilogue, other.epilogue, self.acc.shape, other.acc.shape)
+        if window is None or channels is None or epilogue is None or not a_out[:3] == b_out[:3] == ALL[:3]:
             return None
         (rows_a, width, ca), (rows_b, _, cb) = self.weights.shape, other.weights.shape
         if other.weights.shape[1] != width or channels.stop - channels.start != ca + cb:
@@ -310,7 +311,7 @@ class DepthwiseConvWholeFolded:
             acc.reshape(n, ca + cb),
             epilogue,
             window,
-            (Ellipsis,) if whole else _ALL[:3] + (channels,),
+            (Ellipsis,) if whole else ALL[:3] + (channels,),
         )
 
 
@@ -455,54 +456,6 @@ class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
 
     def feeding(self, consumer):
         return None
-
-
-_ALL = (slice(None),) * 4
-
-
-def _full_index(index: tuple, rank: int) -> tuple:
-    """``index`` with (Ellipsis,) spelled out as full slices."""
-    return _ALL[:rank] if index == (Ellipsis,) else tuple(index)
-
-
-def _adjacent(a, b) -> slice | None:
-    """slice(c0, c2, 1) for the step-1 slices [c0, c1) and [c1, c2) with explicit bounds, else None."""
-    ok = all(isinstance(s, slice) and s.step in (None, 1) and s.stop is not None for s in (a, b))
-    return slice(a.start or 0, b.stop, 1) if ok and a.stop == (b.start or 0) else None
-
-
-def _merged_window(a: tuple, b: tuple) -> tuple | None:
-    """The index covering two NHWC windows ``a`` and ``b`` (basic slices, step 1) that agree on batch and width,
-    end at the same row, and take channels [c0, c1) then [c1, c2): rows from the earlier start, channels
-    [c0, c2); None otherwise."""
-    if len(a) != 4 or len(b) != 4 or not all(isinstance(s, slice) and s.step in (None, 1) for s in a + b):
-        return None
-    channels = _adjacent(a[3], b[3])
-    if a[0] != b[0] or a[2] != b[2] or a[1].stop is None or a[1].stop != b[1].stop or channels is None:
-        return None
-    return (a[0], slice(min(a[1].start or 0, b[1].start or 0), a[1].stop, 1), a[2], channels)
-
-
-def _merge_epilogues(a, b, shape_a: tuple, shape_b: tuple):
-    """One small epilogue for two ops' outputs concatenated along channels: array fields with the outputs' shapes
-    concatenated, every other field equal in both (None, 0-d bounds, constants); None when the two differ
-    otherwise or are not small epilogues (whose every operation is elementwise)."""
-    if type(a) is not type(b) or type(a) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
-        return None
-    merged = {}
-    for f in fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if x is None or y is None:
-            if x is not y:
-                return None
-            merged[f.name] = None
-        elif isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and (x.shape, y.shape) == (shape_a, shape_b):
-            merged[f.name] = np.concatenate([x, y], axis=-1)
-        elif np.ndim(x) == 0 and np.ndim(y) == 0 and float(x) == float(y):
-            merged[f.name] = x
-        else:
-            return None
-    return type(a)(**merged)
 
 
 def _prepare_depthwise_folded(
