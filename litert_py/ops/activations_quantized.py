@@ -71,6 +71,7 @@ from .common import (
     qparams,
     quantized_multiplier,
 )
+from .quantize import TableLookupScalar
 from .registry import OpContext, TensorInfo
 from .softmax import prepare_softmax_quantized
 
@@ -358,15 +359,30 @@ def prepare_prelu_quantized(ctx: OpContext, x: TensorInfo, alpha: TensorInfo, y:
     return PreluQuantized(table, alpha_index)
 
 
+def _one_value(prepare):
+    """``prepare``, whose ActivationLut becomes quantize.py's TableLookupScalar for a one-value input (a streaming
+    classifier's LOGISTIC score): the same table entry, picked on the Python side by the value's unsigned bit
+    pattern (the ActivationLut's uint8 / uint16 index) and stored with ``fill``, without np.take's fixed cost
+    (about 0.3 us instead of 1.4 us)."""
+
+    def prepare_one_value(ctx: OpContext, x: TensorInfo, y: TensorInfo):
+        prepared = prepare(ctx, x, y)
+        if type(prepared) is ActivationLut and x.size == 1 and not x.dynamic:
+            return TableLookupScalar(prepared.table, int(np.iinfo(prepared.index).max))
+        return prepared
+
+    return prepare_one_value
+
+
 PREPARE_QUANTIZED = {
-    _OP.RELU: _prepare_relu_quantized,
-    _OP.RELU6: _prepare_relu_quantized,
-    _OP.RELU_N1_TO_1: _prepare_relu_quantized,
-    _OP.RELU_0_TO_1: _prepare_relu_quantized,
-    _OP.LEAKY_RELU: _prepare_leaky_relu_quantized,
-    _OP.HARD_SWISH: _prepare_hard_swish_quantized,
-    _OP.LOGISTIC: _prepare_logistic_tanh_quantized,
-    _OP.TANH: _prepare_logistic_tanh_quantized,
+    _OP.RELU: _one_value(_prepare_relu_quantized),
+    _OP.RELU6: _one_value(_prepare_relu_quantized),
+    _OP.RELU_N1_TO_1: _one_value(_prepare_relu_quantized),
+    _OP.RELU_0_TO_1: _one_value(_prepare_relu_quantized),
+    _OP.LEAKY_RELU: _one_value(_prepare_leaky_relu_quantized),
+    _OP.HARD_SWISH: _one_value(_prepare_hard_swish_quantized),
+    _OP.LOGISTIC: _one_value(_prepare_logistic_tanh_quantized),
+    _OP.TANH: _one_value(_prepare_logistic_tanh_quantized),
     _OP.SOFTMAX: prepare_softmax_quantized,
 }
 

@@ -84,6 +84,34 @@ class QuantizedTable8:
         np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
 
 
+def _buffer(shape, dtype, prepared: np.ndarray | None) -> np.ndarray:
+    """``prepared`` (a buffer allocated at prepare) when it has ``shape``, else a new one (an op prepared for
+    other shapes, e.g. on the dynamic path): the int16 ops allocate nothing per invoke on static shapes."""
+    return prepared if prepared is not None and prepared.shape == shape else np.empty(shape, dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Scratch16:
+    """The int16 ops' per-invoke buffers, allocated at prepare: the accumulator (the output's shape) and the
+    per-input LUT results (each input's shape). Every element is written before it is read."""
+
+    acc: np.ndarray | None = None
+    lut1: np.ndarray | None = None
+    lut2: np.ndarray | None = None
+
+    @staticmethod
+    def build(ctx: OpContext, acc_dtype, luts: bool = False) -> Scratch16:
+        a, b, out = ctx.input(INPUT1), ctx.input(INPUT2), ctx.outputs[OUTPUT]
+        if a.dynamic or b.dynamic or out.dynamic:
+            return Scratch16()
+        if not luts:
+            return Scratch16(np.empty(out.shape, acc_dtype))
+        return Scratch16(np.empty(out.shape, acc_dtype), np.empty(a.shape, np.int32), np.empty(b.shape, np.int32))
+
+
+NO_SCRATCH = Scratch16()
+
+
 @dataclass(frozen=True, eq=False)
 class AddSubQuantized16:
     """int16 ADD / SUB, general scales (zero points 0): ``clamp(MBQM(lut1[x1] +- lut2[x2], M, shift))``.
@@ -99,12 +127,13 @@ class AddSubQuantized16:
     shift: int
     lo: int
     hi: int
+    scratch: Scratch16 = NO_SCRATCH  # int64 accumulator, int32 LUT results
 
     def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        acc = np.empty(out.shape, np.int64)
-        a = np.take(self.lut1, inputs[INPUT1].view(_U16), mode="wrap")
-        b = np.take(self.lut2, inputs[INPUT2].view(_U16), mode="wrap")
+        out, x1, x2, buf = outputs[OUTPUT], inputs[INPUT1], inputs[INPUT2], self.scratch
+        acc = _buffer(out.shape, np.int64, buf.acc)
+        a = np.take(self.lut1, x1.view(_U16), mode="wrap", out=_buffer(x1.shape, np.int32, buf.lut1))
+        b = np.take(self.lut2, x2.view(_U16), mode="wrap", out=_buffer(x2.shape, np.int32, buf.lut2))
         (np.subtract if self.subtract else np.add)(a, b, out=acc)
         requantize_int64_inplace(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
 
@@ -124,15 +153,16 @@ class AddSubPot16:
     subtract: bool
     lo: int
     hi: int
+    scratch: Scratch16 = NO_SCRATCH  # int32 accumulator, int32 LUT results
 
     def __call__(self, inputs, outputs):
-        a, b = inputs[INPUT1], inputs[INPUT2]
+        a, b, buf = inputs[INPUT1], inputs[INPUT2], self.scratch
         if self.lut1 is not None:
-            a = np.take(self.lut1, a.view(_U16), mode="wrap")
+            a = np.take(self.lut1, a.view(_U16), mode="wrap", out=_buffer(a.shape, np.int32, buf.lut1))
         if self.lut2 is not None:
-            b = np.take(self.lut2, b.view(_U16), mode="wrap")
+            b = np.take(self.lut2, b.view(_U16), mode="wrap", out=_buffer(b.shape, np.int32, buf.lut2))
         out = outputs[OUTPUT]
-        acc = np.empty(out.shape, np.int32)
+        acc = _buffer(out.shape, np.int32, buf.acc)
         (np.subtract if self.subtract else np.add)(a, b, out=acc, dtype=np.int32)
         clip_ufunc(acc, self.lo, self.hi, out=out, casting="unsafe")
 
@@ -145,10 +175,11 @@ class MulQuantized16:
     shift: int
     lo: int
     hi: int
+    scratch: Scratch16 = NO_SCRATCH  # int64 accumulator
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
-        acc = np.empty(out.shape, np.int64)
+        acc = _buffer(out.shape, np.int64, self.scratch.acc)
         np.multiply(inputs[INPUT1], inputs[INPUT2], out=acc, dtype=np.int64)
         requantize_int64_inplace(acc, self.multiplier, self.shift, 0, self.lo, self.hi, out)
 
@@ -162,10 +193,11 @@ class MulInt16ToInt8:
     zero_point: int
     lo: int
     hi: int
+    scratch: Scratch16 = NO_SCRATCH  # int64 product
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
-        p = np.empty(out.shape, np.int64)
+        p = _buffer(out.shape, np.int64, self.scratch.acc)
         np.multiply(inputs[INPUT1], inputs[INPUT2], out=p, dtype=np.int64)
         saturated = p == 1 << 30  # (-32768)**2
         p += 1 << 14  # SRDHM16: (p + 2**14) >> 15, ties toward +inf ...
@@ -302,6 +334,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
             eo,
             lo,
             hi,
+            Scratch16.build(ctx, np.int64, luts=True),
         )
 
     def add_sub(x1, x2):  # reference_ops::AddElementwise / SubElementwise, per pair
@@ -335,7 +368,7 @@ def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract:
     def lut(shift):
         return None if shift == 0 else rdbpot16(v, -shift).astype(np.int32)
 
-    return AddSubPot16(lut(shift1), lut(shift2), subtract, lo, hi)
+    return AddSubPot16(lut(shift1), lut(shift2), subtract, lo, hi, Scratch16.build(ctx, np.int32, luts=True))
 
 
 def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
@@ -347,7 +380,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
             a.size == b.size == out.size,
             f"MUL int16 -> {out.type_name} does not broadcast ({list(a.shape)} and {list(b.shape)}); LiteRT aborts",
         )
-        return MulInt16ToInt8(out.zero_point, lo, hi)
+        return MulInt16ToInt8(out.zero_point, lo, hi, Scratch16.build(ctx, np.int64))
     check_scales(ctx, a, b, out)
     lo, hi = quantized_activation_range(ctx, out)
     with np.errstate(over="ignore", under="ignore"):
@@ -356,7 +389,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     z1, z2, zo = a.zero_point, b.zero_point, out.zero_point
     if a.type == _I16:  # EvalQuantized: TF_LITE_ENSURE_EQ(input1_offset, 0) ... (at invoke in LiteRT)
         _zero_point_is_zero(ctx, a, b, out)
-        return MulQuantized16(m, shift, lo, hi)
+        return MulQuantized16(m, shift, lo, hi, Scratch16.build(ctx, np.int64))
 
     def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
         return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo

@@ -1,9 +1,11 @@
 """Quantized FULLY_CONNECTED (int8 / uint8 -> int8 / uint8 / int16x8 with int64 bias) with constant weights and
 bias: the exact-GEMM path of fully_connected_quantized.FullyConnectedQuantized with the bias and input zero point folded
-into the GEMM (sources and the float requantization: fully_connected.py)."""
+into the GEMM (sources and the float requantization: fully_connected.py); FullyConnectedChain runs a stack of them
+whose outputs only the next layer reads as one step (fused by ops/slice_views.py's fuse_feeding)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -67,12 +69,45 @@ class FullyConnectedQuantizedFolded:
         return stored or FullyConnectedQuantizedFolded(*args)
 
     def __call__(self, inputs, outputs):
+        self.load(inputs[INPUT])
+        self.run_loaded(outputs)
+
+    def load(self, x: np.ndarray) -> None:
+        """The input's values into the GEMM's buffer."""
+        np.copyto(self.xview, x.reshape(self.xview.shape), casting="unsafe")
+
+    def clipped(self) -> np.ndarray:
+        """clamp(f64(acc) * eff, lo, hi) in ``self.t``, the GEMM's input already loaded."""
         t = self.t
-        lo, hi, zo = self.lo_hi_zo
-        np.copyto(self.xview, inputs[INPUT].reshape(self.xview.shape), casting="unsafe")
+        lo, hi, _ = self.lo_hi_zo
         self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
         np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        clip_ufunc(t, lo, hi, out=t)
+        return clip_ufunc(t, lo, hi, out=t)
+
+    def rows(self) -> np.ndarray:
+        """The (rows, depth) view of the GEMM buffer's input columns (what a feeding producer writes)."""
+        return self.xbuf[:, :-1]
+
+    def folded_input_offset(self, zero_point: int, max_abs_v: int):
+        """This op with ``zero_point * sum(w - zw)`` added to its folded row, so that it reads v = x - zero_point
+        instead of x, or None when the GEMM would not stay exact for |v| <= max_abs_v (see feeding)."""
+        wt = self.weights_t
+        wz = wt[:-1].astype(np.int64)
+        row = wt[-1].astype(np.int64) + zero_point * wz.sum(axis=0)
+        if not _exact_sums(wz, row, max_abs_v, wt.dtype):
+            return None
+        new = wt.copy()
+        new[-1] = row
+        return dataclasses.replace(self, weights_t=new)
+
+    def feeding(self, consumer) -> FullyConnectedChain | None:
+        """This op and ``consumer``, the folded FULLY_CONNECTED that alone reads its output (ops/slice_views.py's
+        fuse_feeding), as one step, or None (FullyConnectedChain's conditions)."""
+        return FullyConnectedChain.link((self,), consumer)
+
+    def run_loaded(self, outputs) -> None:
+        t = self.clipped()
+        zo = self.lo_hi_zo[2]
         np.copysign(self.half, t, out=self.sign)
         t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
         np.trunc(t, out=t)
@@ -123,17 +158,11 @@ class FullyConnectedQuantizedFoldedRelu(FullyConnectedQuantizedFolded):
     iout: np.ndarray = None  # ibuf viewed as the output's type and shaped as the output tensor
     zo_out: object = None  # zo as a scalar of the output's type
 
-    def _clipped(self, x: np.ndarray) -> np.ndarray:
-        """clamp(f64(acc) * eff, lo, hi) in ``self.t`` for the input ``x`` (shaped as the input tensor)."""
-        t = self.t
-        lo, hi, _ = self.lo_hi_zo
-        np.copyto(self.xview, x, casting="unsafe")
-        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
-        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
-        return clip_ufunc(t, lo, hi, out=t)
+    def load(self, x: np.ndarray) -> None:
+        np.copyto(self.xview, x, casting="unsafe")  # xview is shaped as the input tensor: no reshape
 
-    def __call__(self, inputs, outputs):
-        t = self._clipped(inputs[INPUT])
+    def run_loaded(self, outputs) -> None:
+        t = self.clipped()
         t += self.half
         np.copyto(self.ibuf, t, casting="unsafe")  # t in [0, 2^bits): truncation is the floor
         np.add(self.iout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for a signed output)
@@ -150,8 +179,8 @@ class FullyConnectedQuantizedFoldedSigned(FullyConnectedQuantizedFoldedRelu):
     (an unsigned output reads the signed buffer through a view, mod 2^bits): eight numpy calls instead of
     nine, no reshape per invoke."""
 
-    def __call__(self, inputs, outputs):
-        t = self._clipped(inputs[INPUT])
+    def run_loaded(self, outputs) -> None:
+        t = self.clipped()
         np.copysign(self.half, t, out=self.sign)
         t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
         np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero, in [lo, hi]
@@ -177,6 +206,91 @@ class FullyConnectedQuantizedFoldedScalar:
 
     def __call__(self, inputs, outputs):
         np.copyto(self.xview, inputs[INPUT].reshape(-1), casting="unsafe")
+        self.run_loaded(outputs)
+
+    def rows(self) -> np.ndarray:
+        return self.xview.reshape(1, -1)  # a view: xview is contiguous
+
+    def folded_input_offset(self, zero_point: int, max_abs_v: int):
+        """As FullyConnectedQuantizedFolded.folded_input_offset."""
+        wz = self.w[:-1].astype(np.int64)
+        row = int(self.w[-1]) + zero_point * int(wz.sum())
+        if not _exact_sums(wz[:, None], np.array([row]), max_abs_v, self.w.dtype):
+            return None
+        w = self.w.copy()
+        w[-1] = row
+        return dataclasses.replace(self, w=w)
+
+    def run_loaded(self, outputs) -> None:
         t = float(np.dot(self.xvec, self.w)) * self.eff
         t = min(max(t, self.lo), self.hi)
         outputs[0].fill(math.trunc(t + math.copysign(HALF_DOWN_F64, t)) + self.zo)
+
+
+def _exact_sums(wz: np.ndarray, row: np.ndarray, max_abs_v: int, dtype) -> bool:
+    """Whether every partial sum of [v, 1] @ [wz; row] (wz (depth, units) int64, row (units,) int64) is an
+    integer exact in ``dtype`` (float32: 2^24, float64: 2^53) for |v| <= max_abs_v, in any summation order."""
+    limit = 1 << (24 if np.dtype(dtype) == np.float32 else 53)
+    bound = max_abs_v * np.abs(wz).sum(axis=0) + np.abs(row)
+    return bool((bound <= limit).all())
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedChain:
+    """Folded quantized FULLY_CONNECTED layers each of whose outputs only the next one reads (a dense model's
+    stack, fused at prepare by ops/slice_views.py's fuse_feeding), as one step: each layer but the last rounds
+    its clamped values straight into the next layer's GEMM rows instead of into its int8 tensor, which the
+    next layer would copy from (3 numpy calls and a step become 1).
+
+    What the producer stores: ``v = round_half_away(clamp(t, lo, hi))`` with lo = act_min - zo, the integer
+    FullyConnectedQuantizedFolded computes before adding zo (ReLU-like, lo >= 0: ``floor(t + HALF_DOWN_F64)``,
+    as FullyConnectedQuantizedFoldedRelu; else ``trunc(t + copysign(HALF_DOWN_F64, t))``), written with
+    np.floor / np.trunc into the next layer's buffer (an integer of magnitude below 2^16: exact in float32 and
+    float64). The tensor would hold x = v + zo; the next layer's folded row gets ``zo * sum(w - zw)`` added
+    (``folded_input_offset``), so [v, 1] @ [W; row'] = [x, 1] @ [W; row]: the same integer sums. Bound, checked
+    at prepare per layer: max(|lo|, |hi|) * sum|w - zw| + |row'| within the GEMM type's exact range (2^24 for
+    float32, 2^53 for float64), so every partial sum is exact in any order; otherwise no fusion. Conditions:
+    the producer is a FullyConnectedQuantizedFolded (or its integer-store subclasses) with an integer output,
+    the consumer one of those or FullyConnectedQuantizedFoldedScalar, with the producer's (rows, units) as its
+    (rows, depth)."""
+
+    layers: tuple  # the folded FULLY_CONNECTED ops, the consumers with their rows offset
+    targets: tuple  # layers[i + 1].rows(): where layers[i] stores its values
+    relu: tuple  # per producer: lo >= 0 (floor, no sign term)
+
+    @staticmethod
+    def link(layers: tuple, consumer) -> FullyConnectedChain | None:
+        """``layers`` (a chain's, or one producer) followed by ``consumer``, or None when the conditions fail."""
+        producer = layers[-1]
+        if not isinstance(producer, FullyConnectedQuantizedFolded) or not isinstance(
+            consumer, (FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar)
+        ):
+            return None
+        lo, hi, zo = (int(v) for v in producer.lo_hi_zo)
+        if producer.acc.shape != consumer.rows().shape or max(abs(lo), abs(hi)) >= 1 << 16:
+            return None
+        fed = consumer.folded_input_offset(zo, max(abs(lo), abs(hi)))
+        if fed is None:
+            return None
+        layers = layers + (fed,)
+        return FullyConnectedChain(
+            layers, tuple(c.rows() for c in layers[1:]), tuple(int(p.lo_hi_zo[0]) >= 0 for p in layers[:-1])
+        )
+
+    def feeding(self, consumer) -> FullyConnectedChain | None:
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step)."""
+        return FullyConnectedChain.link(self.layers, consumer)
+
+    def __call__(self, inputs, outputs):
+        layers = self.layers
+        layers[0].load(inputs[INPUT])
+        for layer, target, relu in zip(layers, self.targets, self.relu):
+            t = layer.clipped()
+            if relu:  # t >= 0 (or -0.0): round half away is floor(t + h)
+                t += layer.half
+                np.floor(t, out=target, casting="same_kind")
+            else:
+                np.copysign(layer.half, t, out=layer.sign)
+                t += layer.sign
+                np.trunc(t, out=target, casting="same_kind")
+        layers[-1].run_loaded(outputs)

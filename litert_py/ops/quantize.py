@@ -242,7 +242,10 @@ class QuantizeFloatStore(QuantizeFloat):
 
 def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype) -> QuantizeFloat:
     """QuantizeFloatStore when its bound holds, else QuantizeFloat (``zp`` int64, scalar or per channel)."""
-    args = (scale, zp.astype(np.int32), (qmin - zp).astype(_F32), (qmax - zp).astype(_F32), qmin, qmax, overflow)
+    # np.asarray: 0-d arrays, not numpy scalars, for a scalar zero point (a scalar clip bound is converted on every
+    # call: about 0.2 us of a 0.55 us clip on 120 values)
+    bounds = np.asarray(qmin - zp, _F32), np.asarray(qmax - zp, _F32)
+    args = (scale, zp.astype(np.int32), *bounds, qmin, qmax, overflow)
     lo, hi = int(np.min(qmin - zp)), int(np.max(qmax - zp))
     out_dtype = np.dtype(out_dtype)
     if out_dtype.kind in "iu" and all(d >= 0 for d in shape):

@@ -15,8 +15,13 @@ the READ_VARIABLE and the ASSIGN_VARIABLE reads or assigns that variable (moving
 CONCATENATION's place changes nothing then); static shapes. The interpreter does not fuse when it must keep
 every tensor (experimental_preserve_all_tensors) or runs its dynamic path.
 
+:func:`fuse_ring_writes` (run after the other fusions): the producer of the one new frame stores it straight into
+the concatenation's tail when it can (``writing``), and the step only copies the variable into the head
+(RingBufferShiftTail).
+
 This module lives with the kernels it fuses (it recognizes their prepared ops by type and builds a prepared op
-of its own) and registers no op; runtime/subgraph.py calls ``fuse_ring_buffers`` on its prepared steps.
+of its own) and registers no op; runtime/subgraph.py calls ``fuse_ring_buffers`` and ``fuse_ring_writes`` on
+its prepared steps.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 
 from .movement import Concatenation
 from .resource import AssignVariable, ReadVariable, assign_variable
+from .slice_views import STORE_INTO, StoreInto, producers_readers
 from .slicing import StridedSlice
 
 
@@ -63,23 +69,106 @@ class RingBufferStep:
 class RingBufferShift(RingBufferStep):
     """RingBufferStep when the concatenation is a plain np.concatenate and the slice, taken on the
     concatenation's own shape, has the variable's shape and type (the usual shift of a streaming layer's
-    window): two numpy calls, ``concatenate(value, new..., out=c)`` then ``value[...] = c[index]``, with the
-    handle's key and the index made at prepare. The values are those of RingBufferStep (the same concatenation,
-    the same slice, the same copy into the variable). A variable whose value has another shape or type than the
-    model reads takes RingBufferStep's path, which raises its error."""
+    window): two numpy calls, ``concatenate(value, new..., out=c)`` then ``copyto(value, c[index])``, with the
+    handle's key and the index made at prepare (the view ``c[index]`` once per bound array). The values are those
+    of RingBufferStep (the same concatenation, the same slice, the same copy into the variable). A variable whose
+    value has another shape or type than the model reads takes RingBufferStep's path, which raises its error."""
 
     key: object  # the constant handle's key
     axis: int
     index: tuple  # the slice on the concatenation's shape
+
+    def __post_init__(self):
+        object.__setattr__(self, "_kept", [None, None])  # (concatenation array, its view c[index])
 
     def __call__(self, inputs, outputs):
         var = self.read.resources.get(self.key)
         value = None if var is None else var.value
         if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
             return RingBufferStep.__call__(self, inputs, outputs)
-        c = outputs[0]
+        c, kept = outputs[0], self._kept
+        if c is not kept[0]:  # the view is made once per bound array (it sees the array's new values)
+            kept[:] = c, c[self.index]
         np.concatenate((value, *inputs[1 : 1 + self.n_concat]), axis=self.axis, out=c)
-        value[...] = c[self.index]  # c is its own buffer: no aliasing
+        np.copyto(value, kept[1])  # c is its own buffer: no aliasing
+
+
+@dataclass(frozen=True, eq=False)
+class RingBufferShiftTail(RingBufferShift):
+    """RingBufferShift whose one new frame its producer already stored into the concatenation's tail ``c[tail]``
+    (``fuse_ring_writes``): the step copies the variable into the head ``c[head]`` and shifts it, one plain copy
+    instead of the concatenation. ``c`` holds the same values as the concatenation makes (the tail written
+    earlier in the invoke by the producer, which nothing else reads or writes in between), so the state and
+    the readers of ``c`` see the same values. A variable of another shape or type than the model reads takes
+    RingBufferStep's path with the tail's frame as its input (which raises its error or converts as it does)."""
+
+    head: tuple = ()  # c[head]: the variable's rows
+    tail: tuple = ()  # c[tail]: the new frame, stored by its producer
+
+    def __call__(self, inputs, outputs):
+        var = self.read.resources.get(self.key)
+        value = None if var is None else var.value
+        c, kept = outputs[0], self._kept
+        if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
+            new = c[self.tail].copy()
+            return RingBufferStep.__call__(self, [inputs[0], new, *inputs[1:]], outputs)
+        if c is not kept[0]:  # the views are made once per bound array
+            kept[:] = c, c[self.index], c[self.head]
+        np.copyto(kept[2], value)
+        np.copyto(value, kept[1])  # c is its own buffer: no aliasing
+
+
+def _writer(op, index: tuple, shape: tuple):
+    """``op`` storing into ``target[index]`` for a target of ``shape``: its own ``writing``, a StoreInto for the
+    ops of STORE_INTO, else None; StoreInto (whose ops may reshape their output) only when the view is
+    C-contiguous."""
+    contiguous = np.empty(shape, np.int8)[index].flags.c_contiguous
+    if isinstance(op, StoreInto):
+        return op.writing(index) if contiguous else None
+    if hasattr(op, "writing"):
+        return op.writing(index)
+    return StoreInto(op, index) if type(op) in STORE_INTO and contiguous else None
+
+
+def fuse_ring_writes(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each RingBufferShift whose one new
+    frame comes from a step offering ``writing`` (``DepthwiseWholeIntoRows``: a streaming block's pointwise conv)
+    or wrapped by StoreInto (a RESHAPE's copy, a streaming model's first conv, QUANTIZE) turned into a
+    RingBufferShiftTail, the producer storing its frame into the concatenation's tail. Conditions:
+    the frame is read by the ring step only, is not a subgraph output and has one producer with one output,
+    earlier in the steps; the producer then names the concatenation as its output, so the arena planner keeps it
+    alive from the producer on (as fuse_concat_writes does)."""
+    producer, readers = producers_readers(steps)
+    keep = set(outputs)
+    new_steps = list(steps)
+    for j, (node, op) in enumerate(steps):
+        if type(op) is not RingBufferShift or op.n_concat != 1:
+            continue
+        t, c = node.operator.inputs[1], node.operator.outputs[0]
+        k = producer.get(t)
+        if k is None or k >= j or t in keep or readers.get(t) != [j] or infos[t].dynamic or infos[c].dynamic:
+            continue
+        pnode, pop = new_steps[k]
+        rows = op.read_shape[op.axis]
+        frame = tuple(infos[t].shape)
+        shape = list(infos[c].shape)
+        if len(pnode.operator.outputs) != 1 or len(frame) != len(shape):
+            continue
+        if frame[: op.axis] + frame[op.axis + 1 :] != tuple(shape[: op.axis] + shape[op.axis + 1 :]):
+            continue
+        before = (slice(None),) * op.axis
+        after = (slice(None),) * (len(shape) - 1 - op.axis)
+        tail = before + (slice(rows, rows + frame[op.axis]),) + after
+        written = _writer(pop, tail, tuple(shape))
+        if written is None:
+            continue
+        head = before + (slice(0, rows),) + after
+        fields = (getattr(op, f.name) for f in dataclasses.fields(RingBufferShift))
+        ring = RingBufferShiftTail(*fields, head, tail)
+        inputs = [node.operator.inputs[0]] + list(node.operator.inputs[2:])
+        new_steps[j] = (dataclasses.replace(node, operator=dataclasses.replace(node.operator, inputs=inputs)), ring)
+        new_steps[k] = (dataclasses.replace(pnode, operator=dataclasses.replace(pnode.operator, outputs=(c,))), written)
+    return new_steps
 
 
 def _shift(read, concat, slice_, n_concat: int, read_shape: tuple, key, c_shape: tuple, s_info) -> RingBufferStep:

@@ -29,23 +29,41 @@ depthwise outputs). Conditions: each input is read by the concatenation only, is
 one producer with one output; the producers then name the concatenation's output as theirs, so the arena
 planner keeps it alive from the first of them on.
 
-:func:`fuse_feeding`: a step offering ``feeding`` (``DepthwiseConvWholeFolded``) whose one output only the next
-layer's step reads (a ConvQuantizedFoldedRows, whose other inputs are constants) becomes one step with it at the
+:func:`fuse_feeding`: a step offering ``feeding`` (``DepthwiseConvWholeFolded``; the folded quantized
+FULLY_CONNECTED ops and ``FullyConnectedChain``) whose one output only the next layer's step reads (a
+ConvQuantizedFoldedRows, a folded FULLY_CONNECTED; its other inputs constants) becomes one step with it at the
 producer's place, the producer's values stored straight into the consumer's GEMM rows (the bound is stated and
-checked by ``feeding``); the intermediate tensor is no longer written. Conditions: the tensor is read by that step
+checked by ``feeding``); the intermediate tensor is no longer written. A fused step is offered its own reader in
+turn, so a stack of dense layers becomes one step. Conditions: the tensor is read by that step
 only, as its input 0, and is not a subgraph output.
 
-This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes`` then
-``fuse_feeding`` on its prepared steps.
+:func:`fuse_sibling_windows`: two adjacent steps offering ``merging`` (MixConv's two depthwise kernels, reading
+windows of one tensor and storing into adjacent channels of one output once the fusions above ran) become one
+(the bound and conditions: ``DepthwiseConvWholeFolded.merging``), which fuse_feeding can then feed into the next
+pointwise conv's rows.
+
+:func:`fuse_reshape_stores`: a RESHAPE / SQUEEZE / EXPAND_DIMS copy whose input comes from an op of STORE_INTO
+(QUANTIZE from float, a RESHAPE copy, the folded CONV_2D over GEMM rows: ops that write their output only
+through assignments, ``out=`` arguments and reshapes, all views on a C-contiguous view) is dropped, the producer
+storing into the copy's output viewed with its own shape (StoreInto). Conditions: the input is read by the
+copy only, is not a subgraph output and has one producer with one output.
+
+This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes``,
+``fuse_sibling_windows``, ``fuse_feeding`` then ``fuse_reshape_stores`` on its prepared steps (and
+ring_buffer.py's ``fuse_ring_writes``, which uses StoreInto too).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
+from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView
 from .movement import Concatenation
+from .quantize import QuantizeFloat, QuantizeFloatStore
+from .shape import CopyReshaped
 from .slicing import Split, StridedSliceDirect
 
 
@@ -86,7 +104,7 @@ def compose(shape: tuple, first: tuple, second: tuple) -> tuple | None:
     return index
 
 
-def _producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]]:
+def producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]]:
     """Per tensor: the step that writes it, and the steps that read it (in order)."""
     producer: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
@@ -102,7 +120,7 @@ def _producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]
 
 def fuse_slice_views(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views."""
-    producer, readers = _producers_readers(steps)
+    producer, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps = list(steps)
     changed = False
@@ -154,7 +172,7 @@ def _drop_unread(steps: list, keep: set, read_before: set) -> list:
 def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each CONCATENATION whose inputs all come
     from producers that can store into a view (``writing``) dropped, the producers storing into its slices."""
-    producer, readers = _producers_readers(steps)
+    producer, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps: list = list(steps)
     for j, (node, op) in enumerate(steps):
@@ -191,27 +209,123 @@ def fuse_concat_writes(steps: list, infos: list, outputs) -> list:
 def fuse_feeding(steps: list, infos: list, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each producer that can feed its only
     reader's rows (``feeding``) fused with that reader into one step (module docstring)."""
-    producer, readers = _producers_readers(steps)
+    _, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps: list = list(steps)
-    for k, (node, op) in enumerate(steps):
-        outs = [o for o in node.operator.outputs if o >= 0]
-        if new_steps[k] is None or not hasattr(op, "feeding") or len(outs) != 1:
+    for k in range(len(steps)):
+        while new_steps[k] is not None and _feed_next(k, new_steps, readers, keep, infos):
+            pass  # the fused step may feed its own reader in turn (a chain of layers)
+    if all(s is not None for s in new_steps):
+        return steps
+    return [s for s in new_steps if s is not None]
+
+
+def _feed_next(k: int, new_steps: list, readers: dict, keep: set, infos: list) -> bool:
+    """Fuse step ``k`` with the only reader of its output when it offers ``feeding`` and the conditions of the
+    module docstring hold; whether it did."""
+    node, op = new_steps[k]
+    outs = [o for o in node.operator.outputs if o >= 0]
+    if not hasattr(op, "feeding") or len(outs) != 1:
+        return False
+    t = outs[0]
+    ks = readers.get(t, [])
+    if t in keep or len(ks) != 1 or ks[0] <= k or new_steps[ks[0]] is None or infos[t].dynamic:
+        return False
+    cnode, cop = new_steps[ks[0]]
+    ins = list(cnode.operator.inputs)
+    if ins[0] != t or t in ins[1:] or not all(i < 0 or infos[i].is_constant for i in ins[1:]):
+        return False
+    fused = op.feeding(cop)
+    if fused is None:
+        return False
+    operator = dataclasses.replace(node.operator, outputs=tuple(cnode.operator.outputs))
+    new_steps[k] = (dataclasses.replace(node, operator=operator), fused)
+    new_steps[ks[0]] = None
+    return True
+
+
+def fuse_sibling_windows(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each pair of adjacent steps offering
+    ``merging`` (``DepthwiseConvWholeFolded``: a MixConv block's two depthwise kernels, which after
+    fuse_slice_views and fuse_concat_writes read windows of one tensor and store into one output) as one step
+    at the first one's place (the merged op's exactness and conditions: ``merging``). Nothing runs between the
+    two, both read the same tensor and write the same one, so the merged step sees the same values."""
+    new_steps: list = list(steps)
+    for k in range(len(steps) - 1):
+        if new_steps[k] is None:
             continue
-        t = outs[0]
-        ks = readers.get(t, [])
-        if t in keep or len(ks) != 1 or ks[0] <= k or new_steps[ks[0]] is None or infos[t].dynamic:
+        (a_node, a_op), (b_node, b_op) = new_steps[k], steps[k + 1]
+        a_ins, b_ins = a_node.operator.inputs, b_node.operator.inputs
+        outs = list(a_node.operator.outputs)
+        if not (hasattr(a_op, "merging") and hasattr(b_op, "merging")) or not a_ins or not b_ins:
             continue
-        cnode, cop = steps[ks[0]]
-        ins = list(cnode.operator.inputs)
-        if ins[0] != t or t in ins[1:] or not all(i < 0 or infos[i].is_constant for i in ins[1:]):
+        if a_ins[0] != b_ins[0] or a_ins[0] < 0 or len(outs) != 1 or outs != list(b_node.operator.outputs):
             continue
-        fused = op.feeding(cop)
-        if fused is None:
+        channels = infos[outs[0]].shape[-1]
+        merged = a_op.merging(b_op, channels) or b_op.merging(a_op, channels)
+        if merged is not None:
+            new_steps[k], new_steps[k + 1] = (a_node, merged), None
+    if all(s is not None for s in new_steps):
+        return steps
+    return [s for s in new_steps if s is not None]
+
+
+@dataclass(frozen=True, eq=False)
+class StoreInto:
+    """A prepared op of STORE_INTO storing its one output into the C-contiguous view ``target[index]`` (reshaped
+    to ``shape``, the op's own output shape, when set; the view made once per bound array): those ops write their
+    output only through ``out[...] = v``, ``np.copyto`` / ufunc ``out=`` arguments and reshapes of it, which on a
+    C-contiguous view are views themselves, so the view receives the values the tensor would have."""
+
+    op: object
+    index: tuple
+    shape: tuple | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+
+    def __call__(self, inputs, outputs):
+        y, target = outputs[0], self._target
+        if y is not target[0]:
+            view = y[self.index]
+            target[:] = y, view if self.shape is None else view.reshape(self.shape)
+        self.op(inputs, (target[1],))
+
+    def writing(self, index: tuple) -> StoreInto | None:
+        """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
+        return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
+
+
+#: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
+#: int8 CONV_2D over GEMM rows (a streaming model's first layer), QUANTIZE from float.
+STORE_INTO = (CopyReshaped, ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView, QuantizeFloat, QuantizeFloatStore)
+
+
+def fuse_reshape_stores(steps: list, infos: list, outputs) -> list:
+    """``steps``: the subgraph's (node, prepared op) list; returns it with each RESHAPE / SQUEEZE / EXPAND_DIMS
+    copy (CopyReshaped) whose input comes from an op of STORE_INTO dropped, that op storing its values straight
+    into the copy's output viewed with its own shape (StoreInto: the same values in the same order, a C-order
+    reshape). Conditions: the input is read by the copy only, is not a subgraph output and has one producer with
+    one output; the producer then names the copy's output as its own."""
+    producer, readers = producers_readers(steps)
+    keep = set(outputs)
+    new_steps: list = list(steps)
+    for j, (node, op) in enumerate(steps):
+        if type(op) is not CopyReshaped or len(node.operator.inputs) < 1:
             continue
-        operator = dataclasses.replace(node.operator, outputs=tuple(cnode.operator.outputs))
-        new_steps[k] = (dataclasses.replace(node, operator=operator), fused)
-        new_steps[ks[0]] = None
+        t, o = node.operator.inputs[0], node.operator.outputs[0]
+        k = producer.get(t)
+        if k is None or k >= j or new_steps[k] is None or t in keep or readers.get(t) != [j]:
+            continue
+        pnode, pop = new_steps[k]
+        if type(pop) not in STORE_INTO or len(pnode.operator.outputs) != 1 or infos[t].dynamic or infos[o].dynamic:
+            continue
+        operator = dataclasses.replace(pnode.operator, outputs=(o,))
+        new_steps[k] = (
+            dataclasses.replace(pnode, operator=operator),
+            StoreInto(pop, (Ellipsis,), tuple(infos[t].shape)),
+        )
+        new_steps[j] = None
     if all(s is not None for s in new_steps):
         return steps
     return [s for s in new_steps if s is not None]

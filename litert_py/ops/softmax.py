@@ -100,6 +100,70 @@ class SoftmaxQuantized:
         np.add(e, self.out_min, out=out, casting="unsafe")
 
 
+#: SoftmaxQuantizedRow's longest row: every sum of Q12.19 terms (each at most 2^19) stays below 2^31, so the int32
+#: accumulator never wraps and the Python-int total is LiteRT's.
+ROW_MAX = (1 << 12) - 1
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxQuantizedRow:
+    """SoftmaxQuantized for one row (every dimension but the last is 1) of at most ROW_MAX values, with every
+    table made at prepare so that an invoke is 8 numpy calls (the general path makes 10, with an index array
+    and temporaries per call): ``m = max(x)``, then the per-element terms are read straight from the 256-entry
+    rows ``exp_rows[m - qmin]`` / ``sum_rows[m - qmin]`` indexed by ``x`` itself (the rows hold
+    ``exp_table[m - x]`` / ``sum_table[m - x]`` at position ``x mod 256``: np.take reads a negative int8 index
+    from the end), so no difference array is made; the total is one reduction, the reciprocal Python ints
+    (GetReciprocal), the rounding shift three in-place calls on the int64 scratch, and the final
+    ``min(q, out_max - out_min) + out_min`` one np.take from ``out_table`` (out_min .. out_max) with
+    mode='clip' (q >= 0: only the upper clip acts) into the output.
+
+    Exactness: the same integers as SoftmaxQuantized, step by step: the same table entries (the rows are
+    those tables re-indexed; entries with x > m are never read), the same total (no int32 wrap below
+    ROW_MAX + 1 values, checked at prepare), the same scale, exponent, rounding and shift, the same clamp."""
+
+    exp_rows: np.ndarray  # (256, 256) int64: exp_rows[m - qmin][x mod 256] = exp_table[m - x] (0 for x > m)
+    sum_rows: np.ndarray  # (256, 256) int64: the same for sum_table
+    out_table: np.ndarray  # (out_max - out_min + 1,) in the output type: out_min .. out_max
+    qmin: int  # the input type's minimum
+    out_bits: int
+    e: np.ndarray  # int64 scratch, the input's shape
+    s: np.ndarray  # int64 scratch, the input's shape
+    general: SoftmaxQuantized  # for an input of another shape than prepared (the dynamic path)
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        if x.shape != self.e.shape:
+            return self.general(inputs, outputs)
+        row = int(np.maximum.reduce(x, axis=None)) - self.qmin
+        e = self.exp_rows[row].take(x, out=self.e)
+        total = int(np.add.reduce(self.sum_rows[row].take(x, out=self.s), axis=None))  # < 2^31: no wrap
+        scale, bits_over_unit = get_reciprocal(total, 12)
+        exponent = min(max(bits_over_unit + 31 - self.out_bits, 1), 32)  # as SoftmaxQuantized
+        np.multiply(e, scale, out=e)
+        np.add(e, (1 << 30) + (1 << (exponent + 30)), out=e)
+        np.right_shift(e, exponent + 31, out=e)
+        self.out_table.take(e, mode="clip", out=outputs[OUTPUT])
+
+    @staticmethod
+    def build(exp_table: np.ndarray, sum_table: np.ndarray, x: TensorInfo, y: TensorInfo) -> SoftmaxQuantizedRow:
+        qmin, _ = dtype_range(x.dtype)
+        values = np.arange(256) if qmin == 0 else (np.arange(256) + 128) % 256 - 128  # x at position x mod 256
+        d = np.arange(qmin, qmin + 256)[:, None] - values[None, :]  # m - x
+        valid = d >= 0
+        d = np.where(valid, d, 0)
+        out_min, out_max = dtype_range(y.dtype)
+        return SoftmaxQuantizedRow(
+            np.where(valid, exp_table[d], 0),
+            np.where(valid, sum_table[d], 0),
+            np.arange(out_min, out_max + 1).astype(y.dtype),
+            qmin,
+            8 * y.dtype.itemsize,
+            np.empty(x.shape, np.int64),
+            np.empty(x.shape, np.int64),
+            SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max),
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class SoftmaxInt16:
     """reference/softmax.h SoftmaxInt16: exp by a 513-entry LUT, the reciprocal of the sum by another.
@@ -140,6 +204,43 @@ class SoftmaxInt16:
         np.copyto(out, e, casting="unsafe")
 
 
+@dataclass(frozen=True, eq=False)
+class SoftmaxInt16Row:
+    """SoftmaxInt16 for one row (every dimension but the last is 1), the buffers made at prepare: the
+    differences ``d = max(x) - x`` and the int64 terms are written into them, the row's reciprocal is
+    SoftmaxInt16's one-row Python-int path, and the final ``clamp(q, 0, 32767)`` is one np.take from
+    ``out_table`` (0 .. 32767) with mode='clip' (which clamps the index at both ends) into the output: 8 numpy
+    calls instead of 11, the same integers step by step (the same tables, sum, reciprocal, rounding and shift;
+    the clamp's bounds are the table's)."""
+
+    exp_table: np.ndarray  # int64[65536]
+    recip_table: np.ndarray  # int64[65536]
+    out_table: np.ndarray  # int16 0 .. 32767
+    d: np.ndarray  # intp scratch, the input's shape
+    e: np.ndarray  # int64 scratch, the input's shape
+    general: SoftmaxInt16  # for an input of another shape than prepared (the dynamic path)
+
+    def __call__(self, inputs, outputs):
+        x, e = inputs[INPUT], self.e
+        if x.shape != e.shape:
+            return self.general(inputs, outputs)
+        np.subtract(np.maximum.reduce(x, axis=None), x, out=self.d, dtype=np.intp)
+        self.exp_table.take(self.d, out=e)
+        total = ((int(np.add.reduce(e, axis=None)) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 accumulator
+        headroom_plus_one = max(32 - (total & 0xFFFFFFFF).bit_length(), 1)
+        shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+        reciprocal = int(self.recip_table[min(max(shifted - (1 << 16), 0), 65535)])
+        right_shift = 31 - headroom_plus_one
+        np.multiply(e, reciprocal, out=e)
+        np.add(e, 1 << (right_shift - 1), out=e)
+        np.right_shift(e, right_shift, out=e)
+        self.out_table.take(e, mode="clip", out=outputs[OUTPUT])
+
+
+def _one_row(x: TensorInfo) -> bool:
+    return not x.dynamic and 0 < x.shape[-1] <= ROW_MAX and int(np.prod(x.shape)) == x.shape[-1]
+
+
 def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     """SoftmaxPrepare (kReference) + reference/softmax.h: see SoftmaxQuantized and SoftmaxInt16."""
     s_in, zi = qparams(ctx, x)
@@ -176,6 +277,13 @@ def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
         scaled = multiply_by_quantized_multiplier(diff, m, shift)
         exp_table = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), exp_lut).astype(np.int64)
         recip_table = lut_lookup_int16(np.arange(-32768, 32768), recip_lut).astype(np.int64)
+        if _one_row(x):
+            shape = tuple(x.shape)
+            out_table = np.arange(32768).astype(np.int16)
+            general = SoftmaxInt16(exp_table, recip_table)
+            return SoftmaxInt16Row(
+                exp_table, recip_table, out_table, np.empty(shape, np.intp), np.empty(shape, np.int64), general
+            )
         return SoftmaxInt16(exp_table, recip_table)
     # PreprocessSoftmaxScaling(beta, s_in, 5): Q5.26 differences, capped multiplier; then
     # QuantizeMultiplierGreaterThanOne, which CHECKs (aborts the process in LiteRT) unless the multiplier is > 1.
@@ -190,5 +298,7 @@ def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     valid = diff >= diff_min
     exp_table = np.where(valid, e, 0).astype(np.int64)
     sum_table = np.where(valid, rdbpot(e, 12), 0).astype(np.int64)  # Rescale<12>: Q0.31 -> Q12.19
+    if _one_row(x):
+        return SoftmaxQuantizedRow.build(exp_table, sum_table, x, y)
     out_min, out_max = dtype_range(y.dtype)
     return SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)

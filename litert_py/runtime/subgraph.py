@@ -28,8 +28,14 @@ from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
 from ..ops.activation_fusion import fuse_activations
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
-from ..ops.ring_buffer import fuse_ring_buffers
-from ..ops.slice_views import fuse_concat_writes, fuse_feeding, fuse_slice_views
+from ..ops.ring_buffer import fuse_ring_buffers, fuse_ring_writes
+from ..ops.slice_views import (
+    fuse_concat_writes,
+    fuse_feeding,
+    fuse_reshape_stores,
+    fuse_sibling_windows,
+    fuse_slice_views,
+)
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
@@ -321,9 +327,10 @@ class SubgraphRuntime:
             steps = fuse_slice_views(steps, infos, self.sg.outputs)  # slices read as views, copies dropped
             steps = fuse_concat_writes(steps, infos, self.sg.outputs)  # producers store into the concatenation
             steps = fuse_activations(steps, infos, self.sg.inputs, self.sg.outputs)  # RELU into its producer
-            fed = None
-            while fed is not steps:  # a producer's values straight into its reader's GEMM rows; chains link up
-                fed, steps = steps, fuse_feeding(steps, infos, self.sg.outputs)
+            steps = fuse_sibling_windows(steps, infos, self.sg.outputs)  # MixConv's two depthwise kernels as one
+            steps = fuse_feeding(steps, infos, self.sg.outputs)  # values straight into the reader's GEMM rows
+            steps = fuse_reshape_stores(steps, infos, self.sg.outputs)  # QUANTIZE, ... into a RESHAPE's output
+            steps = fuse_ring_writes(steps, infos, self.sg.outputs)  # a block's frame into the next ring's tail
         self._allocate(steps, folded)
         self.allocated = True
 

@@ -10,28 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from litert_py import Interpreter
-from tests.oracle import T, oracle, quant, single_op_model
+from tests.ops.test_small_rows import invokes
+from tests.oracle import T, quant, single_op_model
 
 NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
-
-
-def _invokes(model: bytes, xs):
-    """Our interpreter and the outputs of ours and of BUILTIN_REF over the inputs ``xs``, one invoke each on
-    one interpreter per side."""
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model)
-    outs = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        res = []
-        for x in xs:
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-        outs.append(np.array(res))
-    return ours, outs[0], outs[1]
 
 
 def _model(dtype, x_shape, out_shape, zx, zo, act, w, bias, keep_num_dims=False):
@@ -78,7 +60,7 @@ def test_folded_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
     xs[:20] = rng.integers(info.min, info.max + 1, (20,) + x_shape)  # large accumulators
     for i in range(18):  # x - zx = +-100 sign(w[unit]): both clamps of every unit
         xs[i].reshape(-1, depth)[...] = zx + (1 - 2 * (i % 2)) * 100 * np.sign(wz[i // 2])
-    ours, got, want = _invokes(model, xs)
+    ours, got, want = invokes(model, xs)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     low, high = {NONE: (info.min, info.max), RELU: (zo, info.max), RELU6: (zo, zo + 6), RELU_N1_TO_1: (zo - 1, zo + 1)}[
@@ -116,7 +98,7 @@ def test_quantize_float_integer_store(dtype, zp, cls):
     values = np.concatenate([near, special, np.zeros(-(len(near) + len(special)) % 64, np.float32)])
     xs = values.reshape(-1, 1, 64)
     model = single_op_model("QUANTIZE", [T((1, 64), np.float32)], [T((1, 64), dtype, q=quant(1.0, zp))])
-    ours, got, want = _invokes(model, np.concatenate([xs, xs[::-1]]))  # also the rows after NaN / overflow
+    ours, got, want = invokes(model, np.concatenate([xs, xs[::-1]]))  # also the rows after NaN / overflow
     np.testing.assert_array_equal(got, want)
     (prepared,) = ours._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == cls
@@ -129,7 +111,7 @@ def test_quantize_float_per_channel_store():
     x = (rng.standard_normal((6, 4)) * 40).astype(np.float32)
     x[0] = np.float32([0.25, 0.125, 0.5, 0.0625]) * 2 * np.arange(1, 5)  # halves of each channel's scale
     model = single_op_model("QUANTIZE", [T((6, 4), np.float32)], [T((6, 4), np.int8, q=quant(scales, zps, 1))])
-    ours, got, want = _invokes(model, [x])
+    ours, got, want = invokes(model, [x])
     np.testing.assert_array_equal(got, want)
     (prepared,) = ours._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "QuantizeFloatStore"

@@ -1,0 +1,101 @@
+"""FullyConnectedChain (ops/fully_connected_folded.py, fused by ops/slice_views.py's fuse_feeding): stacks of folded
+quantized FULLY_CONNECTED layers each of whose outputs only the next one reads, run as one step that rounds each
+layer's values straight into the next one's GEMM rows. Compared exactly with BUILTIN_REF over many invokes of one
+interpreter per side (ReLU-like and signed clamps, int8 and uint8, float32 and float64 GEMMs, a one-unit head),
+with the prepared steps asserted: the chains that must form, and the ones that must not (an intermediate tensor
+that is also an output, a consumer whose GEMM would no longer be exact, all tensors preserved)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.schema.builder import ModelBuilder, quant
+from tests.oracle import oracle
+
+NONE, RELU, RELU6 = 0, 1, 3
+S_W = 0.01
+
+
+def _dense(widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed=0) -> bytes:
+    """A stack of FULLY_CONNECTED layers ``widths[0] -> widths[1] -> ...`` with activations ``acts``: per-tensor
+    weight scale S_W, each output scale s_in * S_W / eff (the accumulators spread over the output range), zero
+    points -128 / 0 (int8 ReLU-like / not) or 0 / 128 (uint8). ``outputs``: the layer outputs that are model
+    outputs (default: the last)."""
+    rng = np.random.default_rng(seed)
+    signed = dtype == np.int8
+    b = ModelBuilder()
+    s, zp = 0.05, -3 if signed else 120
+    x = b.input("x", (1, widths[0]), dtype, quantization=quant(s, zp))
+    ys = []
+    for k, (depth, units, act) in enumerate(zip(widths, widths[1:], acts)):
+        wz = rng.integers(-w_max, w_max + 1, (units, depth))
+        w = b.const(f"w{k}", (wz if signed else wz + 128).astype(dtype), quantization=quant(S_W, 0 if signed else 128))
+        bias = b.const(f"b{k}", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(s * S_W))
+        s = s * S_W / eff
+        zp = (-128 if signed else 0) if act in (RELU, RELU6) else (0 if signed else 128)
+        y = b.tensor(f"y{k}", (1, units), dtype, quantization=quant(s, zp))
+        b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": act})
+        ys.append(y)
+        x = y
+    b.output(*(ys[k] for k in (outputs if outputs is not None else [len(ys) - 1])))
+    return b.build()
+
+
+def _compare(model: bytes, n: int = 40, **kwargs) -> list[str]:
+    """Runs ours and BUILTIN_REF over ``n`` random inputs (plus the extremes), asserts every output equal; returns
+    our prepared steps' class names."""
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model, **kwargs)
+    results = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        d = it.get_input_details()[0]
+        info = np.iinfo(d["dtype"])
+        rng = np.random.default_rng(1)
+        xs = [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(n)]
+        xs += [np.full(d["shape"], info.min, d["dtype"]), np.full(d["shape"], info.max, d["dtype"])]
+        res = []
+        for x in xs:
+            it.set_tensor(d["index"], x)
+            it.invoke()
+            res.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
+        results.append(res)
+    for got, want in zip(*results):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    return [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
+
+
+@pytest.mark.parametrize(
+    ("widths", "acts", "dtype"),
+    [
+        ((64, 32, 32, 16, 32, 64), (RELU,) * 5, np.int8),  # the autoencoder's ReLU stack
+        ((40, 24, 24, 10), (NONE, RELU, NONE), np.int8),  # signed clamps (the sign term) and a ReLU in between
+        ((40, 24, 24, 10), (RELU6, NONE, RELU), np.uint8),
+        ((48, 20, 1), (RELU, NONE), np.int8),  # a one-unit head (FullyConnectedQuantizedFoldedScalar)
+        ((2200, 40, 12), (RELU, RELU), np.int8),  # float64 GEMM first (|x| * sum|w| above 2^24), then float32
+    ],
+)
+def test_chain_equals_reference(widths, acts, dtype):
+    assert _compare(_dense(widths, acts, dtype)) == ["FullyConnectedChain"]
+
+
+def test_intermediate_output_splits_the_chain():
+    names = _compare(_dense((40, 24, 24, 24, 10), (RELU,) * 4, outputs=[1, 3]))
+    assert names == ["FullyConnectedChain", "FullyConnectedChain"]
+
+
+def test_consumer_bound_stops_fusion():
+    """The consumer's float32 GEMM is exact for raw inputs (|x| <= 128) but not for the producer's values
+    v = x - zo in [0, 255] (ReLU, zero point -128): 255 * sum|w| exceeds 2^24, so the layers stay apart."""
+    names = _compare(_dense((16, 1100, 8), (RELU, RELU), w_max=127, seed=4), n=10)
+    assert names == ["FullyConnectedQuantizedFoldedRelu", "FullyConnectedQuantizedFoldedRelu"]
+
+
+def test_preserved_tensors_are_not_fused():
+    model = _dense((40, 24, 10), (RELU, NONE))
+    names = _compare(model, n=10, experimental_preserve_all_tensors=True)
+    assert "FullyConnectedChain" not in names
