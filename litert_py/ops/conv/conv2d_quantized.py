@@ -19,6 +19,7 @@ from .common import (
     BIAS,
     EMPTY_OUTPUT,
     FILTER,
+    FLOAT32_EXACT,
     INPUT,
     OUTPUT,
     Geometry,
@@ -32,7 +33,8 @@ from .common import (
     tile_over_width,
 )
 from .im2col import Im2Col, gemm_weights
-from .requant import FoldedEpilogue, MixedEpilogue, fold_requantization
+from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, MixedEpilogue, fold_requantization
+from .requant_trunc import ScaledEpilogue, fold_truncating, scaled_epilogue
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,8 +99,13 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     if offset is not None and not int64_bias and groups == 1:
-        fold = _prepare_conv_scaled if _float32_gemm_cheaper(geo, dtype) else _prepare_conv_folded
-        folded = fold(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound)
+        args = (geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound, out.dtype)
+        folded = None if _float32_gemm_cheaper(geo, dtype) else _prepare_conv_folded(*args)
+        small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
+        if (folded is None or isinstance(folded.epilogue, MixedEpilogue)) and dtype == np.float32 and not small:
+            folded = _prepare_conv_scaled(*args) or folded  # exact where the fold fails (near-dead channels)
+        if folded is None and _float32_gemm_cheaper(geo, dtype):
+            folded = _prepare_conv_folded(*args)
         if folded is not None:
             return folded
     gemm = np.empty(geo.out_shape, dtype)
@@ -133,53 +140,52 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class ConvQuantizedScaled:
-    """CONV_2D uint8 / int8 whose im2col matrix is large against the output (_float32_gemm_cheaper) and whose
-    requantization folds (litert_py.ops.conv.requant, bound checked at prepare): the exact float32 GEMM of the
-    raw input values (as ConvQuantized), then sums * scale[c] + the folded constant in float64 and the folded
-    epilogue (clip, floor): 4 passes over the output after the GEMM instead of the Requantizer's 7, and the
-    im2col matrix stays float32. Exact: |sum| <= max|x| * sum|w - w_zp| keeps sum * M * 2^(ls-31-rs) within the
-    folding's 2^53-unit bound, and the constant is the folding's own."""
+    """CONV_2D uint8 / int8 (int8 / uint8 output, constant weights and bias, groups 1) as an exact float32 GEMM of
+    the raw input values (|every partial sum| <= max|x| * sum|w - w_zp| <= 2^24, checked at prepare) and the
+    ScaledEpilogue (requant_trunc.py: float64 scale and constant, clip, truncation into the output's uint8 view),
+    proven exact at prepare on every channel by its monotone proof. Chosen where the im2col matrix is large
+    against the output (_float32_gemm_cheaper), and where the folded float64 GEMM's bound fails on some channel
+    (near-dead channels of no-activation layers: their ScaledEpilogue costs less than the Requantizer)."""
 
     im2col: Im2Col  # float32 raw input values, border = the input zero point
     weights: np.ndarray  # (1, K, O) float32 w - w_zp
     sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output
-    scale: np.ndarray  # (OW, O) float64
-    const: np.ndarray  # (OW, O) float64
-    acc: np.ndarray  # (N, OH, OW, O) float64
-    epilogue: FoldedEpilogue
+    epilogue: ScaledEpilogue
 
     def __call__(self, inputs, outputs):
-        acc = self.acc
         self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
-        np.multiply(self.sums, self.scale, out=acc)
-        np.add(acc, self.const, out=acc)
-        self.epilogue(acc, outputs[OUTPUT])
+        self.epilogue(self.sums, outputs[OUTPUT])
 
 
 def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
     """(w, folding): the (K, O) int64 weights w - w_zp and fold_requantization's result (None when it fails)."""
-    w = gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
-    offset = bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
+    w, offset = _conv_offset(x, f, bias, f_zp)
     folding = fold_requantization(
         m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
     )
     return w, folding
 
 
-def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
-    """ConvQuantizedScaled, or None when requant.py's bound fails on some channel (a MixedEpilogue: measured
-    0.9x the unfolded ConvQuantized's speed there, where the others are 1.1-1.2x faster)."""
-    w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
-    if folding is None or isinstance(folding.epilogue, MixedEpilogue):  # the Requantizer on a subset costs more
+def _conv_offset(x, f, bias, f_zp):
+    """The (K, O) int64 weights w - w_zp and the (O,) int64 offset bias - x_zp * sum(w - w_zp)."""
+    w = gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    return w, bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
+
+
+def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound, out_dtype):
+    """ConvQuantizedScaled, or None when the float32 GEMM is not exact or the ScaledEpilogue's proof fails."""
+    w, offset = _conv_offset(x, f, bias, f_zp)
+    bounds = max_abs_x * np.abs(w).sum(axis=0)
+    if int(bounds.max()) > FLOAT32_EXACT:
+        return None
+    epilogue = scaled_epilogue(m, shift, zero_point, lo, hi, offset, bounds, geo.out_shape, out_dtype)
+    if epilogue is None:
         return None
     return ConvQuantizedScaled(
         Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
         w.astype(np.float32)[None],
         np.empty(geo.out_shape, np.float32),
-        tile_over_width(folding.scale, geo.out_w, np.float64),
-        tile_over_width(folding.const, geo.out_w, np.float64),
-        np.empty(geo.out_shape),
-        folding.epilogue,
+        epilogue,
     )
 
 
@@ -255,15 +261,28 @@ def _prepare_conv_folded(
     hi: int,
     max_abs_x: int,
     acc_bound: float,
+    out_dtype,
 ):
-    """The folded prepared op, or None when requant.py's bound fails."""
+    """The folded prepared op, or None when requant.py's bound fails. Outputs of more than
+    SMALL_EPILOGUE_VALUES values of ReLU-like layers take requant_trunc.TruncEpilogue where its bound holds on
+    every channel (3 passes, one on uint8); small ones keep requant.py's small epilogues (streaming fusions)."""
     x_zp = x.zero_point
-    w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
-    if folding is None:
-        return None
+    trunc = None
+    if int(np.prod(geo.out_shape)) > SMALL_EPILOGUE_VALUES:
+        w, offset = _conv_offset(x, f, bias, f_zp)
+        trunc = fold_truncating(
+            m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, out_dtype
+        )
+    if trunc is not None:
+        scale, const, epilogue = trunc
+    else:
+        w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
+        if folding is None:
+            return None
+        scale, const, epilogue = folding.scale, folding.const, folding.epilogue
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
-    np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
-    weights[0, -1] = folding.const
+    np.multiply(w, scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
+    weights[0, -1] = const
     im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
     if im2col.pointwise:
         a = im2col.blocks[0][4][0]
@@ -271,9 +290,9 @@ def _prepare_conv_folded(
         assert np.shares_memory(a_input, a)
         acc = np.empty(geo.out_shape)
         return ConvQuantizedFoldedRows(
-            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue, small_gemm(a.shape[0])
+            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), epilogue, small_gemm(a.shape[0])
         )
-    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
+    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), epilogue)
 
 
 @dataclass(frozen=True, eq=False)

@@ -67,6 +67,10 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2 - (kind == "late-zp")  # not all clamped
     prepared = _prepared(case)
+    lo = out_zp if act in (1, 3) else -128  # RELU, RELU6 (outputs below 6 / s_out); NONE
+    if op == "CONV_2D" and x.size > SMALL_EPILOGUE_VALUES and lo >= out_zp:  # test_truncating_folded_epilogue
+        assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+        return
     if kind == "late-zp":
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
         assert type(prepared.epilogue).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
@@ -75,6 +79,45 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
         assert (prepared.epilogue.half is None) == (kind != "sign")
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
         assert type(prepared.epilogue).__name__ == ("SmallFoldedEpilogue" if small else "FoldedEpilogue")
+
+
+@pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_truncating_folded_epilogue(act, s_out, out_zp, kind, dtype):
+    """The FOLDED layers as CONV_2D with 1024 outputs, int8 and uint8: ReLU-like ones (lo >= zp, the late-zp
+    channels included) take requant_trunc.TruncEpilogue (zero point added after the truncation, modulo 256),
+    the others keep FoldedEpilogue; exact against the oracle over the ramp's ties."""
+    x = np.random.default_rng(6).integers(-128, 128, (1, 8, 64, 2)).astype(I8)
+    x[0, 0, :, 0] = np.arange(-128, 128, 4)
+    x[0, 0, :, 1] = -x[0, 0, :, 0] - 1
+    x[0, -1] = np.arange(128).reshape(64, 2) % 7 - 3
+    bias = np.array([37, -1000], I32) + (np.array([2**22, 2**20], I32) if kind == "late-zp" else 0)
+    zp = out_zp if dtype == I8 else out_zp + 128
+    if dtype == U8:
+        x = (x.astype(np.int16) + 128).astype(U8)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.5, 3 if dtype == I8 else 131),
+        "f": np.array([[[[1, 0]], [[2, -1]]], [[[-3, 1]], [[0, 2]]]], I8).reshape(2, 2, 1, 2),
+        "f_type": I8,
+        "f_q": quant([0.125, 0.25]) if dtype == I8 else quant(0.125, 0),
+        "bias": bias,
+        "b_q": quant([0.0625, 0.125]) if dtype == I8 else quant(0.0625),
+        "out_q": quant(s_out, zp),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+        "const": (True, True),
+    }
+    if dtype == U8:
+        case["f"] = (case["f"].astype(np.int16) + 128).astype(U8)
+        case["f_type"] = U8
+        case["f_q"] = quant(0.125, 128)
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2 - (kind == "late-zp")
+    lo = zp if act in (1, 3) else int_range(dtype)[0]
+    prepared = _prepared(case)
+    assert type(prepared).__name__ == "ConvQuantizedFolded"
+    assert type(prepared.epilogue).__name__ == ("TruncEpilogue" if lo >= zp else "FoldedEpilogue")
 
 
 @pytest.mark.parametrize("dtype", [I8, U8])
@@ -205,9 +248,12 @@ def test_mixed_folding(op, shape, k, act, zp):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
+    small = out.size <= SMALL_EPILOGUE_VALUES
+    if op == "CONV_2D" and not small:  # the float32 GEMM is exact: the ScaledEpilogue, proven on every channel
+        assert type(prepared).__name__ == "ConvQuantizedScaled"
+        return
     assert type(prepared.epilogue).__name__ == "MixedEpilogue"
     assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
-    small = out.size <= SMALL_EPILOGUE_VALUES
     assert type(prepared.epilogue.folded).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
     assert prepared.epilogue.folded.late_zp.reshape(-1, out_c)[0].tolist() == np.where(dead, zp, 0).tolist()
 
