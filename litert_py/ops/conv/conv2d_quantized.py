@@ -13,7 +13,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
-from ..common import clip_ufunc, float_activation_range, small_gemm
+from ..common import aligned_empty, clip_ufunc, float_activation_range, small_gemm
 from ..registry import OpContext, TensorInfo
 from .common import (
     BIAS,
@@ -32,7 +32,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
-from .im2col import Im2Col, gemm_weights
+from .im2col import Im2Col, RowBands, gemm_weights, row_band_weights
 from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, MixedEpilogue, fold_requantization
 from .requant_trunc import ScaledEpilogue, fold_truncating, scaled_epilogue
 
@@ -123,6 +123,9 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
 #: folds, else requantized by the Requantizer (ConvQuantized).
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
+#: ConvQuantizedScaled multiplies RowBands (KH GEMMs over horizontal windows, about 1/KH of the im2col copy) when
+#: the filter has several rows of at least this many values (KW * C); below, the im2col matrix.
+BAND_MIN_COLUMNS = 16
 
 
 def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
@@ -141,15 +144,16 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
 @dataclass(frozen=True, eq=False)
 class ConvQuantizedScaled:
     """CONV_2D uint8 / int8 (int8 / uint8 output, constant weights and bias, groups 1) as an exact float32 GEMM of
-    the raw input values (|every partial sum| <= max|x| * sum|w - w_zp| <= 2^24, checked at prepare) and the
+    the raw input values and a ones column against [w - w_zp; offset] (the C++ accumulators: |every partial sum|
+    <= max|x| * sum|w - w_zp| + |offset| <= 2^24, checked at prepare) and the
     ScaledEpilogue (requant_trunc.py: float64 scale and constant, clip, truncation into the output's uint8 view),
     proven exact at prepare on every channel by its monotone proof. Chosen where the im2col matrix is large
     against the output (_float32_gemm_cheaper), and where the folded float64 GEMM's bound fails on some channel
     (near-dead channels of no-activation layers: their ScaledEpilogue costs less than the Requantizer)."""
 
-    im2col: Im2Col  # float32 raw input values, border = the input zero point
-    weights: np.ndarray  # (1, K, O) float32 w - w_zp
-    sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output
+    im2col: Im2Col | RowBands  # float32 raw input values, border = the input zero point, last column ones
+    weights: np.ndarray  # (1, K+1, O) (Im2Col) or (KH, KW*C+1, O) (RowBands) float32 w - w_zp and the offset row
+    sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output: the accumulators
     epilogue: ScaledEpilogue
 
     def __call__(self, inputs, outputs):
@@ -175,18 +179,19 @@ def _conv_offset(x, f, bias, f_zp):
 def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound, out_dtype):
     """ConvQuantizedScaled, or None when the float32 GEMM is not exact or the ScaledEpilogue's proof fails."""
     w, offset = _conv_offset(x, f, bias, f_zp)
-    bounds = max_abs_x * np.abs(w).sum(axis=0)
+    bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)  # every partial sum, the ones column's included
     if int(bounds.max()) > FLOAT32_EXACT:
         return None
-    epilogue = scaled_epilogue(m, shift, zero_point, lo, hi, offset, bounds, geo.out_shape, out_dtype)
+    epilogue = scaled_epilogue(m, shift, zero_point, lo, hi, bounds, geo.out_shape, out_dtype)
     if epilogue is None:
         return None
-    return ConvQuantizedScaled(
-        Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
-        w.astype(np.float32)[None],
-        np.empty(geo.out_shape, np.float32),
-        epilogue,
-    )
+    if geo.filter_h > 1 and geo.filter_w * geo.in_c >= BAND_MIN_COLUMNS:
+        im2col = RowBands.build(geo, np.float32, x.zero_point, x.dtype, ones=True)
+        weights = row_band_weights(w, geo, offset, np.float32)
+    else:
+        im2col = Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype, ones=True)
+        weights = np.concatenate([w, offset[None]]).astype(np.float32)[None]
+    return ConvQuantizedScaled(im2col, weights, aligned_empty(geo.out_shape, np.float32), epilogue)
 
 
 @dataclass(frozen=True, eq=False)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...quant import INT32_MAX, requantize
-from ..common import clip_ufunc
+from ..common import aligned_empty, clip_ufunc
 
 FLOAT64_EXACT = 1 << 53
 ZERO = np.array(0.0)  # a 0-d clip bound (a Python float operand is converted on every ufunc call)
@@ -96,102 +96,102 @@ def fold_truncating(
 
 @dataclass(frozen=True, eq=False)
 class ScaledEpilogue:
-    """The requantization of exact integer GEMM sums (float32 or float64, the output's shape) into an int8 / uint8
-    output, proven exact at prepare by :func:`scaled_epilogue` (module docstring). Every per-channel operand is
-    full output-shaped (a broadcasting ufunc call costs up to twice a plain one)::
+    """The requantization of exact integer accumulators (float32 GEMM output whose ones column added the offset,
+    the output's shape) into an int8 / uint8 output, proven exact at prepare by :func:`scaled_epilogue` (module
+    docstring). Every per-channel operand is full output-shaped (a broadcasting ufunc call costs up to twice a
+    plain one; the float32 -> float64 copy and a plain product cost less than one mixed-type product)::
 
-        v = sums * scale + const           ReLU-like: const = offset * scale + c' + zp - lo
-        v += copysign(half, v); v += c2    sign path: const = offset * scale (v = u), c2 = zp + 1/2 - lo
+        v = acc (float64); [t = 2h where v < 0, else +0.0: the sign bit, shifted and masked as int64 bits]
+        v = v * scale + const - t      const = c' + zp - lo (ReLU-like), h + 1/2 + zp - lo (sign path)
         clip(v, 0, hi - lo); out bytes = trunc(v) + lo (mod 256)
-    """
+
+    so the sign path computes u + copysign(h, u) + zp + 1/2 - lo (u = acc * scale, h = 2^-(rs+1)) with two
+    integer passes instead of copysign (not vectorized by numpy: 2-3x slower)."""
 
     scale: np.ndarray  # float64, the output's shape
     const: np.ndarray  # float64, the output's shape
-    half: np.ndarray | None  # float64 2^-(rs+1) (0 where rs = 0), the output's shape; None: ReLU-like
-    c2: np.ndarray | None  # 0-d float64 zp + 1/2 - lo (sign path)
+    twice_half: np.ndarray | None  # int64 bits of the float64 2h = 2^-rs (+0.0 where rs = 0); None: ReLU-like
     hi: np.ndarray  # 0-d float64 hi - lo
     add: np.uint8 | None  # lo modulo 256; None when 0
     v: np.ndarray  # float64 scratch, the output's shape
-    sign: np.ndarray | None  # float64 scratch (sign path)
+    t: np.ndarray | None  # float64 scratch (sign path)
 
-    def __call__(self, sums: np.ndarray, out: np.ndarray) -> None:
-        v = self.values(sums, self.v, self.sign)
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        v = _values(acc, self.scale, self.const, self.twice_half, self.hi, self.v, self.t)
         dest = out.view(np.uint8)
         np.copyto(dest, v, casting="unsafe")  # integers in [0, 255] after truncation: exact
         if self.add is not None:
             np.add(dest, self.add, out=dest)
 
-    def values(self, sums, v, sign):
-        """The clipped float64 values (truncated by the conversion): the invoke's ufunc sequence, which
-        scaled_epilogue also evaluates at the step points."""
-        return _values(sums, self.scale, self.const, self.half, self.c2, self.hi, v, sign)
 
-
-def _values(sums, scale, const, half, c2, hi, v, sign):
-    np.multiply(sums, scale, out=v)
-    np.add(v, const, out=v)  # +0.0 for s = 0 on the sign path (const = +0.0 when offset = 0)
-    if half is not None:
-        np.copysign(half, v, out=sign)
-        np.add(v, sign, out=v)
-        np.add(v, c2, out=v)
+def _values(acc, scale, const, twice_half, hi, v, t):
+    """The clipped float64 values the conversion truncates: the invoke's ufunc sequence, which scaled_epilogue also
+    evaluates at the step points (``acc`` +0.0 where 0: the ones column's +0.0 term makes the GEMM's zero +0.0)."""
+    np.copyto(v, acc)
+    if twice_half is not None:
+        bits = t.view(np.int64)
+        np.right_shift(v.view(np.int64), 63, out=bits)  # -1 (all bits) where v < 0, else 0
+        np.bitwise_and(bits, twice_half, out=bits)  # 2h where v < 0, else +0.0
+    np.multiply(v, scale, out=v)
+    np.add(v, const, out=v)
+    if twice_half is not None:
+        np.subtract(v, t, out=v)
     clip_ufunc(v, ZERO, hi, out=v)
     return v
 
 
-def _exact(s: np.ndarray, c: np.ndarray, m, shift, offset, zero_point: int, lo: int, hi: int) -> np.ndarray:
-    """f(s) for GEMM sums ``s`` of channels ``c`` (int64 arrays): the exact integer requantization."""
-    return requantize(s + offset[c], m[c], shift[c], zero_point, lo, hi, method="int64")
+def _exact(acc: np.ndarray, c: np.ndarray, m, shift, zero_point: int, lo: int, hi: int) -> np.ndarray:
+    """f(acc) for accumulators ``acc`` of channels ``c`` (int64 arrays): the exact integer requantization."""
+    return requantize(acc, m[c], shift[c], zero_point, lo, hi, method="int64")
 
 
 def scaled_epilogue(
-    multiplier, shift, zero_point: int, lo: int, hi: int, offset, sum_bounds, out_shape, out_dtype
+    multiplier, shift, zero_point: int, lo: int, hi: int, acc_bounds, out_shape, out_dtype
 ) -> ScaledEpilogue | None:
-    """The ScaledEpilogue of clamp(MBQM(sum + offset[c], M[c], shift[c]) + zp, lo, hi) for integer GEMM sums with
-    |sum| <= sum_bounds[c] (the float32 GEMM of raw input values: max|x| * sum|w - w_zp|) of an NHWC output of
-    ``out_shape``, or None when the monotone proof (module docstring) fails on some channel, the output is not
-    int8 / uint8, some M < 0 or the C++ int32 accumulator could wrap (|sum + offset| * 2^ls > INT32_MAX)."""
+    """The ScaledEpilogue of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) for integer accumulators with
+    |acc| <= acc_bounds[c] of an NHWC output of ``out_shape``, or None when the monotone proof (module docstring)
+    fails on some channel, the output is not int8 / uint8, some M < 0 or the C++ int32 accumulator could wrap
+    (acc_bounds[c] * 2^ls > INT32_MAX)."""
     m = np.asarray(multiplier, np.int64).reshape(-1)
     s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape).copy()
-    offset = np.asarray(offset, np.int64).reshape(-1)
-    bound = np.asarray(sum_bounds, np.int64).reshape(-1)
+    bound = np.asarray(acc_bounds, np.int64).reshape(-1)
     if np.dtype(out_dtype) not in (np.int8, np.uint8) or (m < 0).any() or (np.abs(s) > 31).any():
         return None
     ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-    if (((bound + np.abs(offset)) << ls) > INT32_MAX).any():
+    if ((bound << ls) > INT32_MAX).any():
         return None
     relu_like = lo >= zero_point or not rs.any()
     scale = m * np.ldexp(1.0, ls - 31 - rs)  # exact: M < 2^31
-    ucon = offset.astype(np.float64) * scale  # rounded when |offset * M| >= 2^53: the proof covers it
-    half = c2 = None
-    if relu_like:
-        const = ucon + (np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5) + (zero_point - lo))
-    else:
-        const, half, c2 = ucon + 0.0, np.where(rs > 0, np.ldexp(1.0, -rs - 1), 0.0), np.array(zero_point + 0.5 - lo)
+    h = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0)
+    const = h + 0.5 + (zero_point - lo)  # c' (+ zp - lo), or h + 1/2 + zp - lo before the sign term: the same
+    twice_half = None if relu_like else (2 * h).view(np.int64)
     top = np.array(float(hi - lo))
-    if not _proven(m, s, zero_point, lo, hi, offset, bound, scale, const, half, c2, top):
+    if not _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top):
         return None
 
-    def full(a):
-        return np.ascontiguousarray(np.broadcast_to(a, out_shape), np.float64)
+    def full(a, dtype=np.float64):
+        b = aligned_empty(out_shape, dtype)  # on a cache line: ufunc loops run up to 2x faster
+        b[...] = a
+        return b
 
     add = _wrap_constant(lo, out_dtype)
+    sign = twice_half is not None
     return ScaledEpilogue(
         full(scale),
         full(const),
-        None if half is None else full(half),
-        c2,
+        full(twice_half, np.int64) if sign else None,
         top,
         add or None,
-        np.empty(out_shape),
-        None if half is None else np.empty(out_shape),
+        aligned_empty(out_shape, np.float64),
+        aligned_empty(out_shape, np.float64) if sign else None,
     )
 
 
-def _proven(m, s, zero_point, lo, hi, offset, bound, scale, const, half, c2, top) -> bool:
+def _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top) -> bool:
     """Whether g == f at -B, B and both sides of every step of f, on every channel (module docstring)."""
     channels = np.arange(m.size)
-    f_lo = _exact(-bound, channels, m, s, offset, zero_point, lo, hi)
-    f_hi = _exact(bound, channels, m, s, offset, zero_point, lo, hi)
+    f_lo = _exact(-bound, channels, m, s, zero_point, lo, hi)
+    f_hi = _exact(bound, channels, m, s, zero_point, lo, hi)
     steps = (f_hi - f_lo).astype(np.int64)  # the values v in (f(-B), f(B)] each start at one step
     c = np.repeat(channels, steps)
     target = np.repeat(f_lo, steps) + 1 + np.arange(steps.sum()) - np.repeat(np.cumsum(steps) - steps, steps)
@@ -201,14 +201,13 @@ def _proven(m, s, zero_point, lo, hi, offset, bound, scale, const, half, c2, top
         if not open_.any():
             break
         mid = (left + right) // 2
-        up = _exact(mid, c, m, s, offset, zero_point, lo, hi) >= target
+        up = _exact(mid, c, m, s, zero_point, lo, hi) >= target
         right = np.where(open_ & up, mid, right)
         left = np.where(open_ & ~up, mid, left)
     points = np.concatenate([-bound, bound, right, right - 1])
     pc = np.concatenate([channels, channels, c, c])
-    want = _exact(points, pc, m, s, offset, zero_point, lo, hi)
-    v = np.empty(points.size)
-    sign = None if half is None else np.empty(points.size)
-    got = _values(points.astype(np.float64), scale[pc], const[pc], None if half is None else half[pc], c2, top, v,
-                  sign)  # fmt: skip
+    want = _exact(points, pc, m, s, zero_point, lo, hi)
+    v, t = np.empty(points.size), np.empty(points.size)
+    got = _values(points.astype(np.float64), scale[pc], const[pc], None if twice_half is None else twice_half[pc],
+                  top, v, t)  # fmt: skip
     return bool((np.trunc(got).astype(np.int64) + lo == want).all())
