@@ -100,14 +100,15 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     if offset is not None and not int64_bias and groups == 1:
         args = (geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound, out.dtype)
-        folded = None if _float32_gemm_cheaper(geo, dtype) else _prepare_conv_folded(*args)
+        scaled_first = _float32_gemm_cheaper(geo, dtype)
+        prepared = _prepare_conv_scaled(*args) if scaled_first else None
+        if prepared is None:
+            prepared = _prepare_conv_folded(*args)
         small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
-        if (folded is None or isinstance(folded.epilogue, MixedEpilogue)) and dtype == np.float32 and not small:
-            folded = _prepare_conv_scaled(*args) or folded  # exact where the fold fails (near-dead channels)
-        if folded is None and _float32_gemm_cheaper(geo, dtype):
-            folded = _prepare_conv_folded(*args)
-        if folded is not None:
-            return folded
+        if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
+            prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
+        if prepared is not None:
+            return prepared
     gemm = np.empty(geo.out_shape, dtype)
     acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
@@ -115,30 +116,32 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
 
 
-#: The folded GEMM runs in float64 on a float64 im2col matrix; the unfolded one in float32 where that is exact.
-#: Where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
-#: (the matrix large against the output), the float32 GEMM is faster (measured: ResNet-8 3x3 layers K = 144..576,
-#: O = 16..64: 0.55-0.95x the folded time; the folded path stays ahead for 1x1 convs and for K < 4 * O, e.g. first
-#: layers and depthwise-separable blocks): its sums are then scaled (ConvQuantizedScaled) where the requantization
-#: folds, else requantized by the Requantizer (ConvQuantized).
+#: The folded GEMM runs in float64 on a float64 im2col matrix; ConvQuantizedScaled's in float32 where that is
+#: exact. The float32 GEMM is preferred (measured on the issue 16 families, 1 BLAS thread):
+#: - where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
+#:   (ResNet-8 3x3 layers K = 144..576, O = 16..64: 0.55-0.95x the folded time);
+#: - outputs of more than SMALL_EPILOGUE_VALUES values with K >= SCALED_MIN_K (MobileNet 1x1 layers K = 128..256:
+#:   0.5-0.85x; the float64 GEMM reads twice the weight bytes).
+#: The folded path stays ahead for 1x1 layers with K < 64 (its TruncEpilogue makes 3 passes, the ScaledEpilogue 6)
+#: and for first layers; without a ReLU-like clamp the two are even (ResNet-8 1x1 shortcuts: 0.95-1.05x).
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
+SCALED_MIN_K = 64
 #: ConvQuantizedScaled multiplies RowBands (KH GEMMs over horizontal windows, about 1/KH of the im2col copy) when
 #: the filter has several rows of at least this many values (KW * C); below, the im2col matrix.
 BAND_MIN_COLUMNS = 16
 
 
 def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
-    """Whether the unfolded float32 GEMM is preferred over the folded float64 one (see FOLD_MAX_IM2COL_VALUES)."""
+    """Whether ConvQuantizedScaled's float32 GEMM is preferred over the folded float64 one (FOLD_MAX_IM2COL_VALUES)."""
+    if dtype != np.float32:
+        return False
     k = geo.filter_h * geo.filter_w * geo.in_c
     rows = geo.batches * geo.out_h * geo.out_w
+    if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= SCALED_MIN_K:
+        return True
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
-    return (
-        dtype == np.float32
-        and not pointwise
-        and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c
-        and rows * k >= FOLD_MAX_IM2COL_VALUES
-    )
+    return not pointwise and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c and rows * k >= FOLD_MAX_IM2COL_VALUES
 
 
 @dataclass(frozen=True, eq=False)
