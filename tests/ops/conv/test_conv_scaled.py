@@ -1,0 +1,136 @@
+"""The 8-bit CONV_2D's float32 GEMM with the ScaledEpilogue (litert_py/ops/conv/requant_trunc.py, issue 16): the
+monotone proof against the exact integer requantization over every accumulator of a range, and layers that
+select ConvQuantizedScaled (RowBands or the im2col matrix) against the oracle (BUILTIN_REF, exact): near-dead
+channels (right shifts >= 15 with zero point -128), no-activation layers with negative outputs, padding, strides,
+dilations, batches, uint8."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py.ops.conv.requant_trunc import _proven, scaled_epilogue
+from litert_py.quant import quantize_multiplier_array, requantize
+from litert_py.schema.builder import quant
+from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
+
+# -- the epilogue against the exact requantization, every accumulator of [-B, B] -----------------------------
+
+#: (output zero point, clamp lo, clamp hi, output type): ReLU-like (lo >= zp), no activation (sign path), uint8.
+CLAMPS = [(-128, -128, 127, I8), (-7, -128, 127, I8), (5, -128, 20, I8), (0, 0, 255, U8), (131, 0, 255, U8)]
+
+
+@pytest.mark.parametrize("zp, lo, hi, dtype", CLAMPS)
+def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype):
+    """Multipliers from 2^-22 (near-dead channels: right shifts up to 22) to 3 (left shifts), every accumulator
+    in [-B, B] (the ties of SRDHM and RoundingDivideByPOT included): the same outputs as requantize's int64 path
+    (itself checked against the oracle in tests/quant)."""
+    real = np.array([2.0**-22 * 1.3, 2.0**-17, 2.0**-15 * 0.77, 1 / 3, 0.0625, 0.5, 1.0, 3.0, 2.0**-9 * 1.5])
+    m, shift = quantize_multiplier_array(real)
+    bound = 40_000
+    acc = np.broadcast_to(np.arange(-bound, bound + 1)[:, None], (2 * bound + 1, real.size))
+    shape = (1, 1, 2 * bound + 1, real.size)
+    epilogue = scaled_epilogue(m, shift, zp, lo, hi, np.full(real.size, bound), shape, dtype)
+    assert epilogue is not None
+    assert (epilogue.twice_half is None) == (lo >= zp)
+    out = np.empty(shape, dtype)
+    epilogue(acc.astype(np.float32).reshape(shape), out)
+    want = requantize(acc, m, shift, zp, lo, hi, method="int64")
+    assert np.array_equal(out.reshape(acc.shape), want)
+    assert len(np.unique(want[:, 3])) > 50  # the outputs move
+
+
+def test_the_proof_rejects_a_wrong_constant():
+    """The monotone proof is a check that can fail: a constant off by 2^-30 of an output unit (ties missed) or by
+    one unit is rejected; the exact one is accepted."""
+    real = np.array([2.0**-17, 1 / 3, 2.0**-9 * 1.5])
+    m, shift = quantize_multiplier_array(real)
+    ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
+    scale = m * np.ldexp(1.0, ls - 31 - rs)
+    const = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0) + 0.5  # ReLU-like, zp = lo = -128
+    bound = np.full(3, 30_000)
+    args = (m, np.asarray(shift, np.int64), -128, -128, 127, bound, scale)
+    assert _proven(*args, const, None, np.array(255.0))
+    assert not _proven(*args, const - 2.0**-30, None, np.array(255.0))
+    assert not _proven(*args, const + 1.0, None, np.array(255.0))
+
+
+# -- layers against the oracle -------------------------------------------------------------------------------
+
+
+def _case(rng, shape, k, out_c, act, out_zp, stride=1, dilation=1, padding=0, dtype=I8, dead=0.0):
+    """A CONV_2D case whose outputs spread over the output range; ``dead``: the share of near-dead channels
+    (weight scale 1000x smaller: right shifts of 15-18) whose bias moves their outputs by a few units."""
+    n, h, w, c = shape
+    lo, hi = (-128, 127) if dtype == I8 else (0, 255)
+    x = rng.integers(lo, hi + 1, shape).astype(dtype)
+    f = rng.integers(-127 if dtype == I8 else 0, 128 if dtype == I8 else 256, (out_c, k, k, c)).astype(dtype)
+    s_w = rng.uniform(0.005, 0.02, out_c) if dtype == I8 else np.array([0.01])
+    is_dead = np.zeros(out_c, bool)
+    if dead:
+        is_dead = np.arange(out_c) % round(1 / dead) == 1
+        s_w[is_dead] *= 1e-3
+    s_in = 0.05
+    terms = k * k * c
+    s_out = s_in * 0.012 * 73 * np.sqrt(terms)
+    bias = rng.integers(-20_000, 20_000, out_c).astype(I32)
+    bias[is_dead] = rng.integers(2**18 if act else -(2**20), 2**20, int(is_dead.sum()))  # a few output units
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(s_in, 3 if dtype == I8 else 131),
+        "f": f,
+        "f_type": dtype,
+        "f_q": quant(s_w) if dtype == I8 else quant(0.01, 128),
+        "bias": bias,
+        "b_q": quant(np.float32(s_in) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(s_out, out_zp),
+        "options": {
+            "padding": padding,
+            "stride_h": stride,
+            "stride_w": stride,
+            "dilation_h_factor": dilation,
+            "dilation_w_factor": dilation,
+            "fused_activation_function": act,
+        },
+        "const": (True, True),
+    }
+    return case, is_dead
+
+
+#: id -> (input shape, kernel, output channels, activation, output zp, stride, dilation, padding, type, the
+#: expected GEMM operand, sign path)
+LAYERS = {
+    "3x3-relu-dead-same": ((1, 12, 12, 16), 3, 24, 1, -128, 1, 1, 0, I8, "RowBands", False),
+    "3x3-none-dead-negative": ((1, 12, 12, 16), 3, 24, 0, -6, 1, 1, 0, I8, "RowBands", True),
+    "3x3-relu6-stride2-batch2": ((2, 13, 11, 16), 3, 16, 3, -128, 2, 1, 0, I8, "RowBands", False),
+    "3x3-none-dilation2-valid": ((1, 14, 14, 16), 3, 16, 0, 9, 1, 2, 1, I8, "RowBands", True),
+    "5x5-relu-stride3": ((1, 17, 16, 8), 5, 16, 1, -128, 3, 1, 0, I8, "RowBands", False),
+    "1x1-k128-relu-dead": ((1, 6, 6, 128), 1, 64, 1, -128, 1, 1, 0, I8, "Im2Col", False),
+    "1x1-k128-none-dead": ((1, 5, 7, 128), 1, 32, 0, 4, 1, 1, 0, I8, "Im2Col", True),
+    "2x2-k64-stride2": ((1, 12, 12, 16), 2, 16, 1, -128, 2, 1, 1, I8, "RowBands", False),
+    "3x3-uint8-relu": ((1, 12, 12, 16), 3, 16, 1, 0, 1, 1, 0, U8, "RowBands", False),
+    "3x3-uint8-none": ((1, 12, 12, 16), 3, 16, 0, 120, 1, 1, 0, U8, "RowBands", True),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_scaled_layers_against_the_oracle(name):
+    shape, k, out_c, act, zp, stride, dilation, padding, dtype, operand, sign = LAYERS[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    dead = 0.0 if dtype == U8 else 0.2
+    case, is_dead = _case(rng, shape, k, out_c, act, zp, stride, dilation, padding, dtype, dead)
+    out = check_against_oracle(case)
+    prepared = _prepared(case)
+    assert type(prepared).__name__ == "ConvQuantizedScaled"
+    assert type(prepared.im2col).__name__ == operand
+    assert (prepared.epilogue.twice_half is not None) == sign
+    assert len(np.unique(out)) > (8 if act == 3 else 20)  # RELU6 clamps at 6 / s_out
+    if is_dead.any():  # the near-dead channels' outputs are not all at the zero point
+        assert (out[..., is_dead] != zp).any()
+        m, shift = quantize_multiplier_array(
+            np.float64(0.05) * np.asarray(case["f_q"].scale, np.float64)[is_dead] / np.float64(case["out_q"].scale[0])
+        )
+        assert (np.asarray(shift) <= -15).all()
+    if sign:  # negative outputs below the zero point
+        assert (out < zp).any()
