@@ -166,7 +166,11 @@ def scaled_epilogue(
     const = h + 0.5 + (zero_point - lo)  # c' (+ zp - lo), or h + 1/2 + zp - lo before the sign term: the same
     twice_half = None if relu_like else (2 * h).view(np.int64)
     top = np.array(float(hi - lo))
-    if not _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top):
+    check = ~_exact_by_bound(m, ls, rs, bound, abs(zero_point - lo))
+    if check.any() and not _proven(
+        m[check], s[check], zero_point, lo, hi, bound[check], scale[check], const[check],
+        None if twice_half is None else twice_half[check], top,
+    ):  # fmt: skip
         return None
 
     def full(a, dtype=np.float64):
@@ -187,6 +191,20 @@ def scaled_epilogue(
     )
 
 
+def _exact_by_bound(m, ls, rs, bound, zp_lo: int) -> np.ndarray:
+    """Per channel: whether every value the epilogue computes is exact (a multiple of the unit 2^(ls-31-rs) below
+    2^53 units: ls <= 30, B * M + (|zp - lo| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53), so that it computes
+    requant.py's formula exactly (ReLU-like: without the ties-away term; else keyed on acc < 0) and needs no
+    step check (most channels: the monotone proof then runs on the others, the near-dead ones)."""
+    return np.array(
+        [
+            lc <= 30 and b * mc + ((zp_lo + 1) << (31 + rc - lc)) + (1 << (31 - lc)) <= FLOAT64_EXACT
+            for mc, lc, rc, b in zip(m.tolist(), ls.tolist(), rs.tolist(), bound.tolist())
+        ],
+        bool,
+    )
+
+
 def _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top) -> bool:
     """Whether g == f at -B, B and both sides of every step of f, on every channel (module docstring)."""
     channels = np.arange(m.size)
@@ -195,7 +213,7 @@ def _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top) -> b
     steps = (f_hi - f_lo).astype(np.int64)  # the values v in (f(-B), f(B)] each start at one step
     c = np.repeat(channels, steps)
     target = np.repeat(f_lo, steps) + 1 + np.arange(steps.sum()) - np.repeat(np.cumsum(steps) - steps, steps)
-    left, right = -bound[c], bound[c].copy()  # f(left) < target <= f(right)
+    left, right = _bracket(m, s, zero_point, lo, hi, bound, c, target)  # f(left) < target <= f(right)
     while True:
         open_ = right - left > 1
         if not open_.any():
@@ -211,3 +229,21 @@ def _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top) -> b
     got = _values(points.astype(np.float64), scale[pc], const[pc], None if twice_half is None else twice_half[pc],
                   top, v, t)  # fmt: skip
     return bool((np.trunc(got).astype(np.int64) + lo == want).all())
+
+
+def _bracket(m, s, zero_point, lo, hi, bound, c, target):
+    """(left, right) with f(left) < target <= f(right) around each step: the step of the formula without the
+    ties-away term, ceil(((target - zp) * 2^(31+rs) - 2^30 - h * 2^31) / (M * 2^ls)) in float64, is within 2
+    accumulators of the exact one (the term moves it by 2^31 / (M * 2^ls) <= 2; float64's error is far below
+    one); where the exact f does not confirm the bracket, the whole range [-B, B] (then bisected)."""
+    ls, rs = np.maximum(s[c], 0), np.maximum(-s[c], 0)
+    num = (target - zero_point) * np.ldexp(1.0, 31 + rs) - 2.0**30 - np.where(rs > 0, np.ldexp(1.0, 30 + rs), 0.0)
+    with np.errstate(all="ignore"):
+        approx = np.ceil(num / (m[c] * np.ldexp(1.0, ls)))
+    b = bound[c]
+    approx = np.clip(np.nan_to_num(approx), -b, b).astype(np.int64)
+    left, right = np.maximum(approx - 4, -b), np.minimum(approx + 4, b)
+    ok = (_exact(right, c, m, s, zero_point, lo, hi) >= target) & (
+        (left == -b) | (_exact(left, c, m, s, zero_point, lo, hi) < target)
+    )
+    return np.where(ok, left, -b), np.where(ok, right, b)

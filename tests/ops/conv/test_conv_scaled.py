@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from litert_py.ops.conv.requant_trunc import _proven, scaled_epilogue
+from litert_py.ops.conv.requant_trunc import _exact_by_bound, _proven, scaled_epilogue
 from litert_py.quant import quantize_multiplier_array, requantize
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
@@ -32,6 +32,9 @@ def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype):
     shape = (1, 1, 2 * bound + 1, real.size)
     epilogue = scaled_epilogue(m, shift, zp, lo, hi, np.full(real.size, bound), shape, dtype)
     assert epilogue is not None
+    ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
+    by_bound = _exact_by_bound(np.asarray(m, np.int64), ls, rs, np.full(real.size, bound), abs(zp - lo))
+    assert not by_bound[0] and by_bound[3]  # the first channel needs the monotone proof, the fourth does not
     assert (epilogue.twice_half is None) == (lo >= zp)
     out = np.empty(shape, dtype)
     epilogue(acc.astype(np.float32).reshape(shape), out)
