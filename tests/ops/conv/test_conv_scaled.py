@@ -22,10 +22,10 @@ CLAMPS = [(-128, -128, 127, I8), (-7, -128, 127, I8), (5, -128, 20, I8), (0, 0, 
 
 @pytest.mark.parametrize("zp, lo, hi, dtype", CLAMPS)
 def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype):
-    """Multipliers from 2^-22 (near-dead channels: right shifts up to 22) to 3 (left shifts), every accumulator
+    """Multipliers from 2^-24 (near-dead channels: right shifts up to 23) to 3 (left shifts), every accumulator
     in [-B, B] (the ties of SRDHM and RoundingDivideByPOT included): the same outputs as requantize's int64 path
     (itself checked against the oracle in tests/quant)."""
-    real = np.array([2.0**-22 * 1.3, 2.0**-17, 2.0**-15 * 0.77, 1 / 3, 0.0625, 0.5, 1.0, 3.0, 2.0**-9 * 1.5])
+    real = np.array([2.0**-24 * 1.3, 2.0**-17, 2.0**-15 * 0.77, 1 / 3, 0.0625, 0.5, 1.0, 3.0, 2.0**-9 * 1.5])
     m, shift = quantize_multiplier_array(real)
     bound = 40_000
     acc = np.broadcast_to(np.arange(-bound, bound + 1)[:, None], (2 * bound + 1, real.size))
