@@ -127,6 +127,9 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
 SCALED_MIN_K = 64
+#: The folded FoldedEpilogue's 2 numpy calls (clip, casting floor) against TruncEpilogue's 3 (clip, truncating
+#: conversion, uint8 add; about 0.6x the per-value cost): even at about this many values (kws MobileNet layers).
+TRUNC_MIN_VALUES = 4096
 #: ConvQuantizedScaled multiplies RowBands (KH GEMMs over horizontal windows, about 1/KH of the im2col copy) when
 #: the filter has several rows of at least this many values (KW * C); below, the im2col matrix.
 BAND_MIN_COLUMNS = 16
@@ -286,20 +289,25 @@ def _prepare_conv_folded(
 ):
     """The folded prepared op, or None when requant.py's bound fails. Outputs of more than
     SMALL_EPILOGUE_VALUES values of ReLU-like layers take requant_trunc.TruncEpilogue where its bound holds on
-    every channel (3 passes, one on uint8); small ones keep requant.py's small epilogues (streaming fusions)."""
+    every channel (3 passes, one on uint8) and the layer has at least TRUNC_MIN_VALUES outputs or requant.py's
+    epilogue is not the plain FoldedEpilogue (LateZeroPointEpilogue broadcasts per-channel bounds: 2-4x slower);
+    small ones keep requant.py's small epilogues (streaming fusions)."""
     x_zp = x.zero_point
+    w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
+    values = int(np.prod(geo.out_shape))
     trunc = None
-    if int(np.prod(geo.out_shape)) > SMALL_EPILOGUE_VALUES:
-        w, offset = _conv_offset(x, f, bias, f_zp)
+    if values > SMALL_EPILOGUE_VALUES and (
+        values >= TRUNC_MIN_VALUES or type(getattr(folding, "epilogue", None)) is not FoldedEpilogue
+    ):
+        offset = _conv_offset(x, f, bias, f_zp)[1]
         trunc = fold_truncating(
             m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, out_dtype
         )
     if trunc is not None:
         scale, const, epilogue = trunc
+    elif folding is None:
+        return None
     else:
-        w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
-        if folding is None:
-            return None
         scale, const, epilogue = folding.scale, folding.const, folding.epilogue
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
     np.multiply(w, scale, out=weights[0, :-1])  # |w * M| < 2^40: exact

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.ops.conv.conv2d_quantized import TRUNC_MIN_VALUES
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, _prepared_op, check_against_oracle, conv_model
@@ -68,7 +69,8 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
     assert len(np.unique(out)) > 2 - (kind == "late-zp")  # not all clamped
     prepared = _prepared(case)
     lo = out_zp if act in (1, 3) else -128  # RELU, RELU6 (outputs below 6 / s_out); NONE
-    if op == "CONV_2D" and x.size > SMALL_EPILOGUE_VALUES and lo >= out_zp:  # test_truncating_folded_epilogue
+    trunc = x.size >= TRUNC_MIN_VALUES or kind == "late-zp"  # test_truncating_folded_epilogue
+    if op == "CONV_2D" and x.size > SMALL_EPILOGUE_VALUES and lo >= out_zp and trunc:
         assert type(prepared.epilogue).__name__ == "TruncEpilogue"
         return
     if kind == "late-zp":
@@ -84,13 +86,13 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height):
 @pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
 @pytest.mark.parametrize("dtype", [I8, U8])
 def test_truncating_folded_epilogue(act, s_out, out_zp, kind, dtype):
-    """The FOLDED layers as CONV_2D with 1024 outputs, int8 and uint8: ReLU-like ones (lo >= zp, the late-zp
-    channels included) take requant_trunc.TruncEpilogue (zero point added after the truncation, modulo 256),
-    the others keep FoldedEpilogue; exact against the oracle over the ramp's ties."""
-    x = np.random.default_rng(6).integers(-128, 128, (1, 8, 64, 2)).astype(I8)
-    x[0, 0, :, 0] = np.arange(-128, 128, 4)
-    x[0, 0, :, 1] = -x[0, 0, :, 0] - 1
-    x[0, -1] = np.arange(128).reshape(64, 2) % 7 - 3
+    """The FOLDED layers as CONV_2D with TRUNC_MIN_VALUES outputs, int8 and uint8: ReLU-like ones (lo >= zp, the
+    late-zp channels included) take requant_trunc.TruncEpilogue (zero point added after the truncation, modulo
+    256), the others keep FoldedEpilogue; exact against the oracle over the ramp's ties."""
+    x = np.random.default_rng(6).integers(-128, 128, (1, TRUNC_MIN_VALUES // 128 + 1, 65, 2)).astype(I8)  # VALID
+    x[0, 0, :64, 0] = np.arange(-128, 128, 4)
+    x[0, 0, :64, 1] = -x[0, 0, :64, 0] - 1
+    x[0, -1, :64] = np.arange(128).reshape(64, 2) % 7 - 3
     bias = np.array([37, -1000], I32) + (np.array([2**22, 2**20], I32) if kind == "late-zp" else 0)
     zp = out_zp if dtype == I8 else out_zp + 128
     if dtype == U8:
