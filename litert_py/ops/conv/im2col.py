@@ -223,3 +223,44 @@ def row_band_weights(w: np.ndarray, geo: Geometry, offset: np.ndarray | None, dt
     extra = np.zeros((kh, 1, w.shape[1]), w.dtype)
     extra[0, 0] = offset
     return np.ascontiguousarray(np.concatenate([bands, extra], axis=1), dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Im2ColT:
+    """The im2col matrix of a CONV_2D (groups 1) laid out transposed, (K [+1], M) with rows in (kh, kw, c) order,
+    multiplied as its transpose (BLAS takes the transposed operand without a copy). The copy of each row is a
+    strided (N, OH, OW) plane of the padded input: inner loops over the output width instead of over KW*C
+    values, for inputs of 1 or 2 channels (first layers), whose im2col rows are made of a few 1-3 value runs."""
+
+    padded: np.ndarray  # (N, Hp, Wp, C), border = the pad value
+    interior: tuple
+    window: np.ndarray  # (KH, KW, C, N, OH, OW) strided view of `padded`
+    dest: np.ndarray  # (KH, KW, C, N, OH, OW) view of the first K rows of `at`
+    a: np.ndarray  # (M, K [+1]) F-ordered view of `at`: the GEMM operand
+
+    @staticmethod
+    def build(geo: Geometry, dtype, pad_value, src_dtype, ones: bool) -> Im2ColT:
+        g = geo
+        padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
+        k = g.filter_h * g.filter_w * g.in_c
+        m = g.batches * g.out_h * g.out_w
+        at = aligned_empty((k + ones, m), dtype)
+        if ones:
+            at[k] = 1
+        dest = at[:k].reshape(g.filter_h, g.filter_w, g.in_c, g.batches, g.out_h, g.out_w)
+        assert np.shares_memory(dest, at)
+        sn, sh, sw, sc = padded.strides
+        window = np.ndarray(
+            dest.shape,
+            padded.dtype,
+            padded,
+            0,
+            (sh * g.dilation_h, sw * g.dilation_w, sc, sn, sh * g.stride_h, sw * g.stride_w),
+        )
+        return Im2ColT(padded, interior, window, dest, at.T)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """out (N, OH, OW, O) = im2col(x) @ weights (1, K [+1], O)."""
+        self.padded[self.interior] = x
+        np.copyto(self.dest, self.window)
+        np.matmul(self.a, weights[0], out=out.reshape(self.a.shape[0], -1))

@@ -2,7 +2,8 @@
 monotone proof against the exact integer requantization over every accumulator of a range, and layers that
 select ConvQuantizedScaled (RowBands or the im2col matrix) against the oracle (BUILTIN_REF, exact): near-dead
 channels (right shifts >= 15 with zero point -128), no-activation layers with negative outputs, padding, strides,
-dilations, batches, uint8."""
+dilations, batches, uint8; and first layers of 1-3 channels, whose folded GEMM takes the transposed im2col matrix
+(Im2ColT)."""
 
 from __future__ import annotations
 
@@ -137,3 +138,48 @@ def test_scaled_layers_against_the_oracle(name):
         assert (np.asarray(shift) <= -15).all()
     if sign:  # negative outputs below the zero point
         assert (out < zp).any()
+
+
+#: (input shape, kernel (h, w), stride, dilation, padding, activation, output zp): first layers of 1-3 channels,
+#: whose folded GEMM takes the transposed im2col matrix (Im2ColT).
+FIRST_LAYERS = [
+    ((1, 20, 20, 1), (3, 3), 2, 1, 0, 1, -128),  # image classifier stem, SAME
+    ((2, 49, 10, 1), (10, 4), 2, 1, 0, 1, -128),  # DS-CNN stem, two batches
+    ((1, 17, 15, 3), (3, 3), 1, 2, 1, 0, 5),  # RGB, dilation 2, VALID, no activation (sign path)
+    ((1, 12, 12, 2), (5, 3), (2, 1), 1, 0, 3, -128),  # strides 2x1, RELU6
+]
+
+
+@pytest.mark.parametrize("shape, kernel, stride, dilation, padding, act, zp", FIRST_LAYERS)
+def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding, act, zp):
+    rng = np.random.default_rng(sum(shape) + sum(kernel))
+    sh, sw = stride if isinstance(stride, tuple) else (stride, stride)
+    c = shape[3]
+    x = rng.integers(-128, 128, shape).astype(I8)
+    f = rng.integers(-127, 128, (8, *kernel, c)).astype(I8)
+    s_w = rng.uniform(0.005, 0.02, 8)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, -1),
+        "f": f,
+        "f_type": I8,
+        "f_q": quant(s_w),
+        "bias": rng.integers(-2000, 2000, 8).astype(I32),
+        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(0.05 * 0.012 * 73 * np.sqrt(kernel[0] * kernel[1] * c), zp),
+        "options": {
+            "padding": padding,
+            "stride_h": sh,
+            "stride_w": sw,
+            "dilation_h_factor": dilation,
+            "dilation_w_factor": dilation,
+            "fused_activation_function": act,
+        },
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 8
+    prepared = _prepared(case)
+    assert type(prepared).__name__ == "ConvQuantizedFolded"
+    assert type(prepared.im2col).__name__ == "Im2ColT"
