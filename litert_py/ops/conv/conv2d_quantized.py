@@ -304,7 +304,7 @@ def _prepare_conv_folded(
     ):
         offset = _conv_offset(x, f, bias, f_zp)[1]
         trunc = fold_truncating(
-            m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, out_dtype
+            m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, out_dtype, geo.out_shape
         )
     if trunc is not None:
         scale, const, epilogue = trunc

@@ -48,23 +48,35 @@ def _wrap_constant(lo: int, dtype) -> np.uint8:
 class TruncEpilogue:
     """``out = trunc(clip(v, lo2, hi2)) + k`` with ``v`` (float64, overwritten) the folded GEMM's u + c' (no zero
     point), 0 <= lo2 = lo - zp, hi2 = hi - zp and k = zp: clip in place, the truncating conversion into the
-    output's uint8 view (exact: integers in [0, 255]), one wrapping uint8 add (skipped when k is 0)."""
+    output's uint8 view (exact: integers in [0, 255]), one wrapping uint8 add (skipped when k is 0).
+
+    ``wide`` (|v| < 2^15 proven at prepare): the truncating conversion to int16 first, then the clip in int16
+    into the uint8 view (about 0.7x the time of the float64 clip and conversion). The same values: for v >= 0
+    trunc = floor; for v < 0, trunc(v) <= 0 <= lo2 clips to lo2 as floor(clip(v)) does."""
 
     lo: np.ndarray  # 0-d float64 lo - zp (>= 0)
     hi: np.ndarray  # 0-d float64 hi - zp
     add: np.uint8 | None  # zp modulo 256; None when 0
+    wide: np.ndarray | None = None  # int16 scratch of the output's shape
+    lo16: np.int16 = np.int16(0)
+    hi16: np.int16 = np.int16(255)
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        clip_ufunc(v, self.lo, self.hi, out=v)
         dest = out.view(np.uint8)
-        np.copyto(dest, v.reshape(dest.shape), casting="unsafe")
+        wide = self.wide
+        if wide is not None:
+            np.copyto(wide, v.reshape(wide.shape), casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
+            clip_ufunc(wide, self.lo16, self.hi16, out=dest.reshape(wide.shape), casting="unsafe")
+        else:
+            clip_ufunc(v, self.lo, self.hi, out=v)
+            np.copyto(dest, v.reshape(dest.shape), casting="unsafe")
         if self.add is not None:
             np.add(dest, self.add, out=dest)
 
 
 def fold_truncating(
     multiplier, shift, zero_point: int, lo: int, hi: int, offset, weight_abs_sums, max_abs_x: int, acc_bound: float,
-    out_dtype,
+    out_dtype, out_shape,
 ):  # fmt: skip
     """(scale, const, TruncEpilogue) folding clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with
     acc = sum_k x_k * w_kc + offset[c] into a float64 GEMM (weights * scale, constant row const), or None.
@@ -90,7 +102,13 @@ def fold_truncating(
     scale = m * unit  # exact: M < 2^31
     const = (offset * m).astype(np.float64) * unit + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5)
     add = _wrap_constant(zero_point, out_dtype)
-    epilogue = TruncEpilogue(np.array(float(lo - zero_point)), np.array(float(hi - zero_point)), add or None)
+    lo2, hi2 = lo - zero_point, hi - zero_point
+    # |v| <= scale * (max|x| * sum|w| + |offset|) + c' (c' <= 1): int16 for the truncation when below 2^15
+    top = max(float(sc) * (max_abs_x * w + abs(off)) for sc, w, off in zip(scale, wsum.tolist(), offset.tolist()))
+    wide = aligned_empty(out_shape, np.int16) if top + 2 < 2**15 else None
+    epilogue = TruncEpilogue(
+        np.array(float(lo2)), np.array(float(hi2)), add or None, wide, np.int16(lo2), np.int16(hi2)
+    )
     return scale, const, epilogue
 
 

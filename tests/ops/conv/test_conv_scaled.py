@@ -183,3 +183,31 @@ def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding
     prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedFolded"
     assert type(prepared.im2col).__name__ == "Im2ColT"
+
+
+@pytest.mark.parametrize("real, wide", [(0.004, True), (0.6, False)])
+def test_truncating_epilogue_int16_and_float64_clips(real, wide):
+    """requant_trunc.TruncEpilogue truncates through int16 when |v| < 2^15 is proven at prepare (from the static
+    bound max|x| * sum|w| * multiplier), else clips in float64 (a multiplier of about 0.6: a bound near 2^16):
+    exact both ways, the saturated outputs included."""
+    rng = np.random.default_rng(21)
+    x = rng.integers(-128 if wide else -12, 128 if wide else 12, (1, 70, 66, 2)).astype(I8)
+    s_w = np.array([0.25, 0.125, 0.2, 0.3])
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.5, -3),
+        "f": rng.integers(-127, 128, (4, 2, 2, 2)).astype(I8),
+        "f_type": I8,
+        "f_q": quant(s_w),
+        "bias": rng.integers(-300, 300, 4).astype(I32),
+        "b_q": quant(np.float32(0.5) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(0.5 * 0.25 / real, -128),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": 1},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 20 and (out == 127).any() and (out == -128).any()
+    prepared = _prepared(case)
+    assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+    assert (prepared.epilogue.wide is not None) == wide
