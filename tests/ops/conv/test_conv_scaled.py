@@ -21,18 +21,23 @@ from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_orac
 CLAMPS = [(-128, -128, 127, I8), (-7, -128, 127, I8), (5, -128, 20, I8), (0, 0, 255, U8), (131, 0, 255, U8)]
 
 
+@pytest.mark.parametrize("wide", [True, False])
 @pytest.mark.parametrize("zp, lo, hi, dtype", CLAMPS)
-def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype):
+def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype, wide):
     """Multipliers from 2^-24 (near-dead channels: right shifts up to 23) to 3 (left shifts), every accumulator
     in [-B, B] (the ties of SRDHM and RoundingDivideByPOT included): the same outputs as requantize's int64 path
-    (itself checked against the oracle in tests/quant)."""
+    (itself checked against the oracle in tests/quant). ``wide``: multipliers up to 1/2 only, so |v| < 2^15
+    and the truncation goes through int16; else through the float64 clip."""
     real = np.array([2.0**-24 * 1.3, 2.0**-17, 2.0**-15 * 0.77, 1 / 3, 0.0625, 0.5, 1.0, 3.0, 2.0**-9 * 1.5])
+    if wide:
+        real = np.array([2.0**-24 * 1.3, 2.0**-17, 2.0**-15 * 0.77, 1 / 3, 0.0625, 0.5, 0.25, 0.3, 2.0**-9 * 1.5])
     m, shift = quantize_multiplier_array(real)
     bound = 40_000
     acc = np.broadcast_to(np.arange(-bound, bound + 1)[:, None], (2 * bound + 1, real.size))
     shape = (1, 1, 2 * bound + 1, real.size)
     epilogue = scaled_epilogue(m, shift, zp, lo, hi, np.full(real.size, bound), shape, dtype)
     assert epilogue is not None
+    assert (epilogue.wide is not None) == wide
     ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
     by_bound = _exact_by_bound(np.asarray(m, np.int64), ls, rs, np.full(real.size, bound), abs(zp - lo))
     assert not by_bound[0] and by_bound[3]  # the first channel needs the monotone proof, the fourth does not
