@@ -80,7 +80,8 @@ def fold_truncating(
     out_dtype, out_shape,
 ):  # fmt: skip
     """(scale, const, TruncEpilogue) folding clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with
-    acc = sum_k x_k * w_kc + offset[c] into a float64 GEMM (weights * scale, constant row const), or None.
+    acc = sum_k x_k * w_kc + offset[c] into a float64 GEMM (weights * scale, constant row const), or None. Layers
+    that are not ReLU-like (lo < zp) take :func:`_fold_sign` (TruncSignEpilogue).
 
     Needs a ReLU-like layer (lo >= zp: requant.py's argument that the ties-away correction is not needed), an int8
     or uint8 output, 0 <= M and acc_bound * 2^ls <= INT32_MAX (no int32 wrap in C++), and on every channel the
@@ -91,9 +92,15 @@ def fold_truncating(
     s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape)
     offset = np.asarray(offset, np.int64).reshape(-1)
     wsum = np.asarray(weight_abs_sums, np.int64).reshape(-1)
-    if lo < zero_point or np.dtype(out_dtype) not in (np.int8, np.uint8) or (m < 0).any() or acc_bound > INT32_MAX:
+    if np.dtype(out_dtype) not in (np.int8, np.uint8) or (m < 0).any() or acc_bound > INT32_MAX:
         return None
     ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
+    if lo < zero_point:
+        if (ls > 30).any() or (rs > 31).any() or (acc_bound * np.ldexp(1.0, ls) > INT32_MAX).any():
+            return None
+        return _fold_sign(
+            m, ls, rs, zero_point, lo, hi, offset, max_abs_x * wsum + np.abs(offset), out_dtype, out_shape
+        )
     for mc, lc, rc, w, off in zip(m.tolist(), ls.tolist(), rs.tolist(), wsum.tolist(), offset.tolist()):
         if lc > 30 or rc > 31 or acc_bound * 2.0**lc > INT32_MAX:
             return None
@@ -281,3 +288,60 @@ def _bracket(m, s, zero_point, lo, hi, bound, c, target):
         (left == -b) | (_exact(left, c, m, s, zero_point, lo, hi) < target)
     )
     return np.where(ok, left, -b), np.where(ok, right, b)
+
+
+@dataclass(frozen=True, eq=False)
+class TruncSignEpilogue:
+    """The folded GEMM's epilogue for layers that are not ReLU-like: ``v`` (float64, overwritten) holds u exactly
+    (the GEMM's constant row is offset * scale); then, as ScaledEpilogue's sign path, t = 2h where v < 0 (the sign
+    bit shifted and masked as int64 bits, +0.0 elsewhere; u = 0 is +0.0: the constant row's +0.0 term), v + C - t
+    with C = h + 1/2 + zp - lo, so u + copysign(h, u) + zp + 1/2 - lo (requant.py's sign path), the truncation to
+    int16 (|v| < 2^15 proven at prepare), the clip to [0, hi - lo] into the uint8 view, + lo modulo 256."""
+
+    const: np.ndarray  # float64 C, the output's shape
+    twice_half: np.ndarray  # int64 bits of 2h, the output's shape
+    t: np.ndarray  # float64 scratch, the output's shape
+    wide: np.ndarray  # int16 scratch, the output's shape
+    hi16: np.int16
+    add: np.uint8 | None  # lo modulo 256; None when 0
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        bits = self.t.view(np.int64)
+        np.right_shift(v.view(np.int64), 63, out=bits)  # -1 (all bits) where v < 0, else 0
+        np.bitwise_and(bits, self.twice_half, out=bits)
+        np.add(v, self.const, out=v)
+        np.subtract(v, self.t, out=v)
+        wide, dest = self.wide, out.view(np.uint8)
+        np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
+        clip_ufunc(wide, ZERO16, self.hi16, out=dest, casting="unsafe")  # trunc(v) <= 0 clips to 0 as floor does
+        if self.add is not None:
+            np.add(dest, self.add, out=dest)
+
+
+def _fold_sign(m, ls, rs, zero_point: int, lo: int, hi: int, offset, bound, out_dtype, out_shape):
+    """fold_truncating for a layer that is not ReLU-like: (scale, offset * scale, TruncSignEpilogue), or None
+    unless on every channel every value is exact (_exact_by_bound with B = max|x| * sum|w| + |offset|: the
+    GEMM's partial sums and u + C - t are multiples of the unit below 2^53) and |v| < 2^15."""
+    if not _exact_by_bound(m, ls, rs, bound, abs(zero_point - lo)).all():
+        return None
+    unit = np.ldexp(1.0, ls - 31 - rs)
+    scale = m * unit
+    h = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0)
+    const = h + 0.5 + (zero_point - lo)
+    if float((bound * scale).max()) + float(np.abs(const).max()) + 2 >= 2**15:
+        return None
+
+    def full(a, dtype=np.float64):
+        b = aligned_empty(out_shape, dtype)
+        b[...] = a
+        return b
+
+    epilogue = TruncSignEpilogue(
+        full(const),
+        full((2 * h).view(np.int64), np.int64),
+        aligned_empty(out_shape, np.float64),
+        aligned_empty(out_shape, np.int16),
+        np.int16(hi - lo),
+        _wrap_constant(lo, out_dtype) or None,
+    )
+    return scale, (offset * m).astype(np.float64) * unit, epilogue
