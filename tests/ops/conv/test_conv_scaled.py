@@ -216,3 +216,30 @@ def test_truncating_epilogue_int16_and_float64_clips(real, wide):
     prepared = _prepared(case)
     assert type(prepared.epilogue).__name__ == "TruncEpilogue"
     assert (prepared.epilogue.wide is not None) == wide
+
+
+@pytest.mark.parametrize("c, act, zp", [(8, 3, -128), (8, 0, 7), (16, 1, -128), (4, 1, -20)])
+def test_pointwise_rows_layouts(c, act, zp):
+    """1x1 layers over the input's rows (ConvQuantizedFoldedRows), two batches: up to 8 input channels [A, 1] is
+    kept transposed (the input copied over channel planes), from 16 on row-major; exact against the oracle."""
+    rng = np.random.default_rng(c + act)
+    x = rng.integers(-128, 128, (2, 9, 7, c)).astype(I8)
+    s_w = rng.uniform(0.005, 0.02, 24)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, 2),
+        "f": rng.integers(-127, 128, (24, 1, 1, c)).astype(I8),
+        "f_type": I8,
+        "f_q": quant(s_w),
+        "bias": rng.integers(-2000, 2000, 24).astype(I32),
+        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
+        "out_q": quant(0.05 * 0.012 * 73 * np.sqrt(c), zp),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+        "const": (True, True),
+    }
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 8
+    prepared = _prepared(case)
+    assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
+    assert prepared.a.flags.f_contiguous == (c <= 8) and prepared.a.shape == (2 * 9 * 7, c + 1)
