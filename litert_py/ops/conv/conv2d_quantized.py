@@ -1,7 +1,23 @@
 """CONV_2D, quantized (uint8 / int8 / int16x8, bit-exact with BUILTIN_REF) and hybrid (float32 input, int8/int4
-filter) prepared ops: `ConvQuantized`, `ConvQuantizedFolded`, `ConvQuantizedFoldedRows`, `ConvHybrid`. The sources
-matched, the paths and the measured speed are described in conv2d.py, whose registered prepare_conv_2d dispatches
-here; the im2col data movement (`Im2Col`) is shared with the float path there."""
+filter) prepared ops: `ConvQuantized`, `ConvQuantizedScaled`, `ConvQuantizedFolded`, `ConvQuantizedFoldedRows`,
+`ConvHybrid`. The sources matched, the paths and the measured speed are described in conv2d.py, whose registered
+prepare_conv_2d dispatches here; the im2col data movement (`Im2Col`) is shared with the float path there.
+
+Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice made at prepare):
+
+- `ConvQuantizedScaled`: an exact float32 GEMM of the C++ accumulators (a ones column against the offset row;
+  every partial sum <= max|x| * sum|w - w_zp| + |offset| <= 2^24) and requant_trunc.ScaledEpilogue (float64 scale
+  and constant, the ties-away term from the sign bits, the truncation through int16 into the output's uint8 view),
+  proven exact per layer by the bound or, on the channels it misses (near-dead channels, right shifts >= 15), by
+  the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K, and where the folded bound fails
+  (no-activation layers with near-dead channels: ResNet-8's, which took the Requantizer before: 0.6x their time).
+  3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy).
+- `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
+  outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (ReLU-like:
+  zero point after the truncation, clip in int16) or TruncSignEpilogue; 1-3 channel first layers take the
+  transposed im2col matrix (`Im2ColT`), 1x1 layers over at most 8 channels keep [A, 1] transposed.
+Measured (tools/profile_ops.py, min of 5 alternating runs against the base): CONV_2D of ResNet-8 1.39x, DS-CNN
+1.61x, VWW MobileNet 1.30x faster."""
 
 from __future__ import annotations
 

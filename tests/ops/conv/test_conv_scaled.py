@@ -68,19 +68,22 @@ def test_the_proof_rejects_a_wrong_constant():
 
 
 def _case(rng, shape, k, out_c, act, out_zp, stride=1, dilation=1, padding=0, dtype=I8, dead=0.0):
-    """A CONV_2D case whose outputs spread over the output range; ``dead``: the share of near-dead channels
-    (weight scale 1000x smaller: right shifts of 15-18) whose bias moves their outputs by a few units."""
+    """A CONV_2D case whose outputs spread over the output range; ``k``, ``stride``: int or (h, w); ``dead``: the
+    share of near-dead channels (weight scale 1000x smaller: right shifts of 15-18) whose bias moves their
+    outputs by a few units."""
     n, h, w, c = shape
+    kh, kw = (k, k) if isinstance(k, int) else k
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
     lo, hi = (-128, 127) if dtype == I8 else (0, 255)
     x = rng.integers(lo, hi + 1, shape).astype(dtype)
-    f = rng.integers(-127 if dtype == I8 else 0, 128 if dtype == I8 else 256, (out_c, k, k, c)).astype(dtype)
+    f = rng.integers(-127 if dtype == I8 else 0, 128 if dtype == I8 else 256, (out_c, kh, kw, c)).astype(dtype)
     s_w = rng.uniform(0.005, 0.02, out_c) if dtype == I8 else np.array([0.01])
     is_dead = np.zeros(out_c, bool)
     if dead:
         is_dead = np.arange(out_c) % round(1 / dead) == 1
         s_w[is_dead] *= 1e-3
     s_in = 0.05
-    terms = k * k * c
+    terms = kh * kw * c
     s_out = s_in * 0.012 * 73 * np.sqrt(terms)
     bias = rng.integers(-20_000, 20_000, out_c).astype(I32)
     bias[is_dead] = rng.integers(2**18 if act else -(2**20), 2**20, int(is_dead.sum()))  # a few output units
@@ -96,8 +99,8 @@ def _case(rng, shape, k, out_c, act, out_zp, stride=1, dilation=1, padding=0, dt
         "out_q": quant(s_out, out_zp),
         "options": {
             "padding": padding,
-            "stride_h": stride,
-            "stride_w": stride,
+            "stride_h": sh,
+            "stride_w": sw,
             "dilation_h_factor": dilation,
             "dilation_w_factor": dilation,
             "fused_activation_function": act,
@@ -158,31 +161,7 @@ FIRST_LAYERS = [
 @pytest.mark.parametrize("shape, kernel, stride, dilation, padding, act, zp", FIRST_LAYERS)
 def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding, act, zp):
     rng = np.random.default_rng(sum(shape) + sum(kernel))
-    sh, sw = stride if isinstance(stride, tuple) else (stride, stride)
-    c = shape[3]
-    x = rng.integers(-128, 128, shape).astype(I8)
-    f = rng.integers(-127, 128, (8, *kernel, c)).astype(I8)
-    s_w = rng.uniform(0.005, 0.02, 8)
-    case = {
-        "op": "CONV_2D",
-        "x": x,
-        "x_q": quant(0.05, -1),
-        "f": f,
-        "f_type": I8,
-        "f_q": quant(s_w),
-        "bias": rng.integers(-2000, 2000, 8).astype(I32),
-        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
-        "out_q": quant(0.05 * 0.012 * 73 * np.sqrt(kernel[0] * kernel[1] * c), zp),
-        "options": {
-            "padding": padding,
-            "stride_h": sh,
-            "stride_w": sw,
-            "dilation_h_factor": dilation,
-            "dilation_w_factor": dilation,
-            "fused_activation_function": act,
-        },
-        "const": (True, True),
-    }
+    case, _ = _case(rng, shape, kernel, 8, act, zp, stride, dilation, padding)
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 8
     prepared = _prepared(case)
@@ -222,22 +201,7 @@ def test_truncating_epilogue_int16_and_float64_clips(real, wide):
 def test_pointwise_rows_layouts(c, act, zp):
     """1x1 layers over the input's rows (ConvQuantizedFoldedRows), two batches: up to 8 input channels [A, 1] is
     kept transposed (the input copied over channel planes), from 16 on row-major; exact against the oracle."""
-    rng = np.random.default_rng(c + act)
-    x = rng.integers(-128, 128, (2, 9, 7, c)).astype(I8)
-    s_w = rng.uniform(0.005, 0.02, 24)
-    case = {
-        "op": "CONV_2D",
-        "x": x,
-        "x_q": quant(0.05, 2),
-        "f": rng.integers(-127, 128, (24, 1, 1, c)).astype(I8),
-        "f_type": I8,
-        "f_q": quant(s_w),
-        "bias": rng.integers(-2000, 2000, 24).astype(I32),
-        "b_q": quant(np.float32(0.05) * np.float32(s_w).astype(np.float64)),
-        "out_q": quant(0.05 * 0.012 * 73 * np.sqrt(c), zp),
-        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
-        "const": (True, True),
-    }
+    case, _ = _case(np.random.default_rng(c + act), (2, 9, 7, c), 1, 24, act, zp, padding=1)
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 8
     prepared = _prepared(case)
