@@ -125,8 +125,8 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
             prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
         if prepared is not None:
             return prepared
-    gemm = np.empty(geo.out_shape, dtype)
-    acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
+    gemm = aligned_empty(geo.out_shape, dtype)
+    acc = gemm if dtype == acc_dtype else aligned_empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     im2col = Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
     return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
@@ -350,11 +350,11 @@ def _prepare_conv_folded(
             a = at.T
             a_input = at[:-1].reshape(geo.in_c, geo.batches, geo.in_h, geo.in_w).transpose(1, 2, 3, 0)
         assert np.shares_memory(a_input, a)
-        acc = np.empty(geo.out_shape)
+        acc = aligned_empty(geo.out_shape, np.float64)
         return ConvQuantizedFoldedRows(
             a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), epilogue, small_gemm(a.shape[0])
         )
-    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), epilogue)
+    return ConvQuantizedFolded(im2col, weights, aligned_empty(geo.out_shape, np.float64), epilogue)
 
 
 @dataclass(frozen=True, eq=False)
