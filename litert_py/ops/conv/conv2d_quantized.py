@@ -16,8 +16,8 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (ReLU-like:
   zero point after the truncation, clip in int16) or TruncSignEpilogue; 1-3 channel first layers take the
   transposed im2col matrix (`Im2ColT`), 1x1 layers over at most 8 channels keep [A, 1] transposed.
-Measured (tools/profile_ops.py, min of 5 alternating runs against the base): CONV_2D of ResNet-8 1.39x, DS-CNN
-1.61x, VWW MobileNet 1.30x faster."""
+Measured (tools/profile_ops.py, CONV_2D time, min of 5 runs alternating with the base): ResNet-8 1.33-1.39x,
+DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster."""
 
 from __future__ import annotations
 
@@ -185,11 +185,11 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
 class ConvQuantizedScaled:
     """CONV_2D uint8 / int8 (int8 / uint8 output, constant weights and bias, groups 1) as an exact float32 GEMM of
     the raw input values and a ones column against [w - w_zp; offset] (the C++ accumulators: |every partial sum|
-    <= max|x| * sum|w - w_zp| + |offset| <= 2^24, checked at prepare) and the
-    ScaledEpilogue (requant_trunc.py: float64 scale and constant, clip, truncation into the output's uint8 view),
-    proven exact at prepare on every channel by its monotone proof. Chosen where the im2col matrix is large
-    against the output (_float32_gemm_cheaper), and where the folded float64 GEMM's bound fails on some channel
-    (near-dead channels of no-activation layers: their ScaledEpilogue costs less than the Requantizer)."""
+    <= max|x| * sum|w - w_zp| + |offset| <= 2^24, checked at prepare) and the ScaledEpilogue (requant_trunc.py:
+    float64 scale and constant, clip, truncation into the output's uint8 view), proven exact at prepare on every
+    channel (its 2^53 bound, else its monotone step check). Chosen where the float32 GEMM is cheaper
+    (_float32_gemm_cheaper), and where the folded float64 GEMM's bound fails on some channel (near-dead channels
+    of no-activation layers: their ScaledEpilogue costs less than the Requantizer)."""
 
     im2col: Im2Col | RowBands  # float32 raw input values, border = the input zero point, last column ones
     weights: np.ndarray  # (1, K+1, O) (Im2Col) or (KH, KW*C+1, O) (RowBands) float32 w - w_zp and the offset row
@@ -311,8 +311,8 @@ def _prepare_conv_folded(
     out_dtype,
 ):
     """The folded prepared op, or None when requant.py's bound fails. Outputs of more than
-    SMALL_EPILOGUE_VALUES values of ReLU-like layers take requant_trunc.TruncEpilogue where its bound holds on
-    every channel (3 passes, one on uint8) and the layer has at least TRUNC_MIN_VALUES outputs or requant.py's
+    SMALL_EPILOGUE_VALUES values take requant_trunc.TruncEpilogue (ReLU-like) or TruncSignEpilogue where their
+    bound holds on every channel and the layer has at least TRUNC_MIN_VALUES outputs or requant.py's
     epilogue is not the plain FoldedEpilogue (LateZeroPointEpilogue broadcasts per-channel bounds: 2-4x slower);
     small ones keep requant.py's small epilogues (streaming fusions)."""
     x_zp = x.zero_point

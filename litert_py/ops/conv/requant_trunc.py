@@ -1,29 +1,34 @@
 """Truncating 8-bit requantization epilogues of the quantized CONV_2D (issue 16): ``clamp(MBQM(acc) + zp, lo, hi)``
 into an int8 / uint8 output with every value made non-negative before the float -> integer conversion, so the
-conversion truncates (floor == trunc on values >= 0) straight into the output's uint8 view, and one uint8 add
-(wrapping modulo 256) of a constant turns the bytes into the output's values: no casting floor, no temporaries,
-scalar clip bounds. MBQM is tflite/kernels/internal/common.cc MultiplyByQuantizedMultiplier (double rounding);
-the formulas are those of requant.py's module docstring.
+conversion truncates (floor == trunc on values >= 0; values below 0 clip to 0 either way) straight into the
+output's uint8 view (through int16 where |v| < 2^15 is proven at prepare: the clip then runs in int16), and one
+uint8 add (wrapping modulo 256) of a constant turns the bytes into the output's values: no casting floor, no
+copysign, no temporaries, scalar clip bounds. MBQM is tflite/kernels/internal/common.cc
+MultiplyByQuantizedMultiplier (double rounding); the formulas are those of requant.py's module docstring.
 
 * :class:`TruncEpilogue` follows the folded float64 GEMM of ReLU-like layers (lo >= zp, requant.py): the GEMM
   gives u + c' with c' = (1/2 + h) * 2^-rs and no zero point on any channel (the output zero point is added
   after the floor, as requant.LateZeroPointEpilogue does for some channels): clip to [lo - zp, hi - zp] (>= 0),
   truncate into the uint8 view, add zp modulo 256. Exact under :func:`fold_truncating`'s bound.
-* :class:`ScaledEpilogue` follows an exact integer GEMM (float32 sums of raw input values and w - w_zp):
-  u = sums * scale + offset * scale in float64, then (sign path, other layers) the ties-away term
-  copysign(2^-(rs+1), u), the constant, clip, truncate, add. Its exactness is proven per layer at prepare by
-  :func:`scaled_epilogue` (module section "monotone proof"), which makes it exact also for the near-dead channels
-  (right shifts >= 15 with zero point -128) and the no-activation layers whose folded bound fails.
+* :class:`TruncSignEpilogue` follows the folded GEMM of the other layers: the GEMM gives u, the ties-away term
+  copysign(h, u) comes from u's sign bit (two int64 passes), then the constant h + 1/2 + zp - lo, the clip and
+  the truncation. Exact under the 2^53 bound of :func:`_exact_by_bound`.
+* :class:`ScaledEpilogue` follows an exact integer GEMM (float32, the C++ accumulators): acc * scale + const in
+  float64 (with the sign bit's term on the sign path), clip, truncate, add. Exact per channel by the 2^53 bound
+  (_exact_by_bound: the values are requant.py's formula, computed exactly) or, on the channels it does not
+  cover (near-dead channels: right shifts >= 15 with zero point -128, or with a no-activation clamp), by the
+  monotone proof below, checked at prepare by :func:`scaled_epilogue`.
 
-Monotone proof. For one channel, the exact result f(s) = clamp(MBQM(s + offset) + zp, lo, hi) is a monotone
-non-decreasing function of the integer GEMM sum s (MBQM with M >= 0 is monotone: SRDHM and RoundingDivideByPOT
-are), and so is the float64 epilogue g(s) (products by a positive scale, additions, v + copysign(h, v), clip and
-truncation of non-negative values are monotone in IEEE arithmetic, which rounds monotonically; u = +0.0 for s = 0
-is not -0.0 because an addition of +0.0 comes last). Two monotone functions on the integers [-B, B] are equal
-when they are equal at -B, at B and at both sides (T - 1, T) of every step T of f: between two steps f is
-constant and g, squeezed between equal values, too. f has at most hi - lo steps; prepare finds them by a
-vectorized bisection with the exact integer requantization (litert_py.quant.requantize, int64) and evaluates g at
-them with the invoke's own ufunc sequence (elementwise IEEE operations: the same bits at any array shape).
+Monotone proof. For one channel, the exact result f(acc) = clamp(MBQM(acc) + zp, lo, hi) is a monotone
+non-decreasing function of the integer accumulator (MBQM with M >= 0 is monotone: SRDHM and RoundingDivideByPOT
+are), and so is the float64 epilogue g(acc) (products by a positive scale, additions, the subtraction of 2h where
+acc < 0 (a step up at 0), clip and truncation are monotone in IEEE arithmetic, which rounds monotonically; a -0.0
+accumulator gives the +0.0 result: floor(C - 2h) = floor(C) for C = h + 1/2 + zp - lo). Two monotone functions on
+the integers [-B, B] are equal when they are equal at -B, at B and at both sides (T - 1, T) of every step T of f:
+between two steps f is constant and g, squeezed between equal values, too. f has at most hi - lo steps; prepare
+finds them by a bisection (bracketed by the step formula) with the exact integer requantization
+(litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own ufunc sequence (elementwise
+IEEE operations: the same bits at any array shape).
 """
 
 from __future__ import annotations
