@@ -45,6 +45,29 @@ ZERO = np.array(0.0)  # a 0-d clip bound (a Python float operand is converted on
 ZERO16 = np.int16(0)
 
 
+#: Outputs of at most this many values get per-channel constants of the output's shape (a broadcasting ufunc call
+#: costs up to 1.4x a plain one); larger ones a (OW*O,) row broadcast over (N*OH, OW*O) rows (bounded memory:
+#: the constants of a 112x112x64 layer would take 6 MB each).
+FULL_CONSTANTS_MAX_VALUES = 1 << 16
+
+
+def _layout(out_shape) -> tuple:
+    """The shape the epilogue's scratch buffers (and the views of the accumulators and output) take."""
+    values = int(np.prod(out_shape))
+    if values <= FULL_CONSTANTS_MAX_VALUES:
+        return tuple(out_shape)
+    row = out_shape[2] * out_shape[3]
+    return (values // row, row)
+
+
+def _constant(a, out_shape, dtype=np.float64) -> np.ndarray:
+    """Per-channel values ``a`` (O,) laid out for the epilogue (_layout): the output's shape, or one (OW*O,) row."""
+    shape = _layout(out_shape)
+    b = aligned_empty(shape if len(shape) == 4 else shape[1:], dtype)  # on a cache line: ufunc loops up to 2x faster
+    b.reshape(-1, np.size(a))[...] = a
+    return b
+
+
 def _wrap_constant(lo: int, dtype) -> np.uint8:
     """The uint8 addend that turns trunc values t (>= 0) into the bytes of t + lo in the output type."""
     return np.uint8(lo % 256) if np.dtype(dtype) == np.int8 else np.uint8(lo)
@@ -129,8 +152,9 @@ def fold_truncating(
 class ScaledEpilogue:
     """The requantization of exact integer accumulators (float32 GEMM output whose ones column added the offset,
     the output's shape) into an int8 / uint8 output, proven exact at prepare by :func:`scaled_epilogue` (module
-    docstring). Every per-channel operand is full output-shaped (a broadcasting ufunc call costs up to twice a
-    plain one; the float32 -> float64 copy and a plain product cost less than one mixed-type product)::
+    docstring). Per-channel operands are output-shaped up to FULL_CONSTANTS_MAX_VALUES values (a broadcasting
+    ufunc call costs up to 1.4x a plain one), rows beyond; the float32 -> float64 copy and a plain product cost
+    less than one mixed-type product::
 
         v = acc (float64); [t = 2h where v < 0, else +0.0: the sign bit, shifted and masked as int64 bits]
         v = v * scale + const - t      const = c' + zp - lo (ReLU-like), h + 1/2 + zp - lo (sign path)
@@ -141,18 +165,19 @@ class ScaledEpilogue:
     prepare): the truncation to int16, then the clip in int16 into the uint8 view (TruncEpilogue's argument:
     trunc(v) <= 0 clips to 0 as floor(clip(v)) does)."""
 
-    scale: np.ndarray  # float64, the output's shape
-    const: np.ndarray  # float64, the output's shape
+    scale: np.ndarray  # float64, the output's shape or one (OW*O,) row (_layout)
+    const: np.ndarray  # float64, as scale
     twice_half: np.ndarray | None  # int64 bits of the float64 2h = 2^-rs (+0.0 where rs = 0); None: ReLU-like
     hi: np.ndarray  # 0-d float64 hi - lo
     add: np.uint8 | None  # lo modulo 256; None when 0
-    v: np.ndarray  # float64 scratch, the output's shape
+    v: np.ndarray  # float64 scratch, the output's shape or (N*OH, OW*O) (_layout)
     t: np.ndarray | None  # float64 scratch (sign path)
-    wide: np.ndarray | None = None  # int16 scratch, the output's shape
+    wide: np.ndarray | None = None  # int16 scratch, as v
     hi16: np.int16 = np.int16(255)
 
     def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
-        dest = out.view(np.uint8)
+        acc = acc.reshape(self.v.shape)
+        dest = out.view(np.uint8).reshape(self.v.shape)
         wide = self.wide
         if wide is not None:
             v = _values(acc, self.scale, self.const, self.twice_half, None, self.v, self.t)
@@ -215,24 +240,20 @@ def scaled_epilogue(
     ):  # fmt: skip
         return None
 
-    def full(a, dtype=np.float64):
-        b = aligned_empty(out_shape, dtype)  # on a cache line: ufunc loops run up to 2x faster
-        b[...] = a
-        return b
-
+    shape = _layout(out_shape)
     add = _wrap_constant(lo, out_dtype)
     sign = twice_half is not None
     # |v| <= B * scale + |const| (+ 2h <= 1): int16 for the truncation when below 2^15
     wide = float((bound * scale).max() + np.abs(const).max()) + 2 < 2**15
     return ScaledEpilogue(
-        full(scale),
-        full(const),
-        full(twice_half, np.int64) if sign else None,
+        _constant(scale, out_shape),
+        _constant(const, out_shape),
+        _constant(twice_half, out_shape, np.int64) if sign else None,
         top,
         add or None,
-        aligned_empty(out_shape, np.float64),
-        aligned_empty(out_shape, np.float64) if sign else None,
-        aligned_empty(out_shape, np.int16) if wide else None,
+        aligned_empty(shape, np.float64),
+        aligned_empty(shape, np.float64) if sign else None,
+        aligned_empty(shape, np.int16) if wide else None,
         np.int16(hi - lo),
     )
 
@@ -303,20 +324,21 @@ class TruncSignEpilogue:
     with C = h + 1/2 + zp - lo, so u + copysign(h, u) + zp + 1/2 - lo (requant.py's sign path), the truncation to
     int16 (|v| < 2^15 proven at prepare), the clip to [0, hi - lo] into the uint8 view, + lo modulo 256."""
 
-    const: np.ndarray  # float64 C, the output's shape
-    twice_half: np.ndarray  # int64 bits of 2h, the output's shape
-    t: np.ndarray  # float64 scratch, the output's shape
-    wide: np.ndarray  # int16 scratch, the output's shape
+    const: np.ndarray  # float64 C, the output's shape or one (OW*O,) row (_layout)
+    twice_half: np.ndarray  # int64 bits of 2h, as const
+    t: np.ndarray  # float64 scratch, the output's shape or (N*OH, OW*O)
+    wide: np.ndarray  # int16 scratch, as t
     hi16: np.int16
     add: np.uint8 | None  # lo modulo 256; None when 0
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        v = v.reshape(self.t.shape)
         bits = self.t.view(np.int64)
         np.right_shift(v.view(np.int64), 63, out=bits)  # -1 (all bits) where v < 0, else 0
         np.bitwise_and(bits, self.twice_half, out=bits)
         np.add(v, self.const, out=v)
         np.subtract(v, self.t, out=v)
-        wide, dest = self.wide, out.view(np.uint8)
+        wide, dest = self.wide, out.view(np.uint8).reshape(self.t.shape)
         np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
         clip_ufunc(wide, ZERO16, self.hi16, out=dest, casting="unsafe")  # trunc(v) <= 0 clips to 0 as floor does
         if self.add is not None:
@@ -336,16 +358,12 @@ def _fold_sign(m, ls, rs, zero_point: int, lo: int, hi: int, offset, bound, out_
     if float((bound * scale).max()) + float(np.abs(const).max()) + 2 >= 2**15:
         return None
 
-    def full(a, dtype=np.float64):
-        b = aligned_empty(out_shape, dtype)
-        b[...] = a
-        return b
-
+    shape = _layout(out_shape)
     epilogue = TruncSignEpilogue(
-        full(const),
-        full((2 * h).view(np.int64), np.int64),
-        aligned_empty(out_shape, np.float64),
-        aligned_empty(out_shape, np.int16),
+        _constant(const, out_shape),
+        _constant((2 * h).view(np.int64), out_shape, np.int64),
+        aligned_empty(shape, np.float64),
+        aligned_empty(shape, np.int16),
         np.int16(hi - lo),
         _wrap_constant(lo, out_dtype) or None,
     )

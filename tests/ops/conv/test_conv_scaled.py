@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from litert_py.ops.conv.requant_trunc import _exact_by_bound, _proven, scaled_epilogue
+from litert_py.ops.conv.requant_trunc import FULL_CONSTANTS_MAX_VALUES, _exact_by_bound, _proven, scaled_epilogue
 from litert_py.quant import quantize_multiplier_array, requantize
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
@@ -207,3 +207,24 @@ def test_pointwise_rows_layouts(c, act, zp):
     prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
     assert prepared.a.flags.f_contiguous == (c <= 8) and prepared.a.shape == (2 * 9 * 7, c + 1)
+
+
+#: (input shape, kernel, output channels, activation, output zp, expected op, expected epilogue): outputs of more
+#: than FULL_CONSTANTS_MAX_VALUES values, whose epilogues broadcast one (OW*O,) row of per-channel constants.
+LARGE = [
+    ((1, 66, 66, 64), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),
+    ((1, 66, 66, 64), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
+    ((1, 130, 129, 2), 2, 4, 0, -9, "ConvQuantizedFolded", "TruncSignEpilogue"),
+    ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),
+]
+
+
+@pytest.mark.parametrize("shape, k, out_c, act, zp, op, epilogue", LARGE)
+def test_large_outputs_row_constants(shape, k, out_c, act, zp, op, epilogue):
+    case, _ = _case(np.random.default_rng(k + act), shape, k, out_c, act, zp, padding=1)
+    out = check_against_oracle(case)
+    assert out.size > FULL_CONSTANTS_MAX_VALUES and len(np.unique(out)) > 8
+    prepared = _prepared(case)
+    assert type(prepared).__name__ == op and type(prepared.epilogue).__name__ == epilogue
+    if epilogue != "TruncEpilogue":
+        assert prepared.epilogue.const.shape == ((shape[2] - k + 1) * out_c,)  # one row over the output width
