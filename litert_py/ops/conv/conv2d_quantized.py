@@ -36,6 +36,7 @@ from .common import (
     EMPTY_OUTPUT,
     FILTER,
     FLOAT32_EXACT,
+    IM2COL_BLOCK_BYTES,
     INPUT,
     OUTPUT,
     Geometry,
@@ -225,7 +226,10 @@ def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, ma
     epilogue = scaled_epilogue(m, shift, zero_point, lo, hi, bounds, geo.out_shape, out_dtype)
     if epilogue is None:
         return None
-    if geo.filter_h > 1 and geo.filter_w * geo.in_c >= BAND_MIN_COLUMNS:
+    bands_bytes = (
+        4 * geo.batches * (geo.in_h + geo.filter_h * geo.dilation_h) * geo.out_w * (geo.filter_w * geo.in_c + 1)
+    )
+    if geo.filter_h > 1 and geo.filter_w * geo.in_c >= BAND_MIN_COLUMNS and bands_bytes <= IM2COL_BLOCK_BYTES:
         im2col = RowBands.build(geo, np.float32, x.zero_point, _padded_type(geo, x.dtype, np.float32), ones=True)
         weights = row_band_weights(w, geo, offset, np.float32)
     else:
@@ -337,7 +341,9 @@ def _prepare_conv_folded(
     weights[0, -1] = const
     padded_type = _padded_type(geo, x.dtype, np.float64)
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1
-    if geo.in_c <= TRANSPOSED_MAX_CHANNELS and not pointwise:  # the same sums, another layout: exact
+    k = geo.filter_h * geo.filter_w * geo.in_c
+    small_enough = 8 * (k + 1) * geo.batches * geo.out_h * geo.out_w <= IM2COL_BLOCK_BYTES  # else Im2Col's blocks
+    if geo.in_c <= TRANSPOSED_MAX_CHANNELS and not pointwise and small_enough:  # the same sums, another layout
         im2col_t = Im2ColT.build(geo, np.float64, x_zp, padded_type, ones=True)
         return ConvQuantizedFolded(im2col_t, weights, aligned_empty(geo.out_shape, np.float64), epilogue)
     im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=padded_type, ones=True)
