@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from litert_py.ops.conv.requant_trunc import FULL_CONSTANTS_MAX_VALUES, _exact_by_bound, _proven, scaled_epilogue
 from litert_py.quant import quantize_multiplier_array, requantize
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
+from tests.values import int_range
 
 # -- the epilogue against the exact requantization, every accumulator of [-B, B] -----------------------------
 
@@ -228,3 +231,28 @@ def test_large_outputs_row_constants(shape, k, out_c, act, zp, op, epilogue):
     assert type(prepared).__name__ == op and type(prepared.epilogue).__name__ == epilogue
     if epilogue != "TruncEpilogue":
         assert prepared.epilogue.const.shape == ((shape[2] - k + 1) * out_c,)  # one row over the output width
+
+
+@settings(max_examples=30)
+@given(st.integers(0, 2**32 - 1))
+def test_random_layers_against_the_oracle(seed):
+    """Random int8 / uint8 layers of up to 30x30 inputs and 64 channels (sizes, strides, dilations, padding, every
+    activation, zero points at the ends of the range, near-dead channels, scales from tiny to saturating, biases
+    up to 2^20): every path the selection takes (ScaledEpilogue, RowBands, Im2ColT, the truncating and the
+    older epilogues) against the oracle."""
+    rng = np.random.default_rng(seed)
+    dtype = U8 if rng.random() < 0.25 else I8
+    shape = (int(rng.integers(1, 3)), int(rng.integers(4, 31)), int(rng.integers(4, 31)))
+    shape += (int(rng.choice([1, 2, 3, 4, 8, 16, 32, 64, 80])),)
+    k = (int(rng.choice([1, 1, 2, 3, 5])), int(rng.choice([1, 1, 2, 3, 4])))
+    stride, dilation = (int(rng.choice([1, 1, 2, 3])), int(rng.choice([1, 1, 2]))), int(rng.choice([1, 1, 1, 2]))
+    padding = int(rng.integers(0, 2))
+    assume(padding == 0 or min(shape[1], shape[2]) > (max(k) - 1) * dilation)
+    lo, hi = int_range(dtype)
+    zp = int(rng.choice([lo, lo, int(rng.integers(lo, hi + 1)), (lo + hi) // 2]))
+    act = int(rng.choice([0, 1, 2, 3]))
+    case, _ = _case(rng, shape, k, int(rng.choice([4, 8, 16, 24, 48, 64])), act, zp, stride, dilation, padding, dtype,
+                    dead=0.0 if dtype == U8 else float(rng.choice([0.0, 0.15])))  # fmt: skip
+    case["out_q"] = quant(case["out_q"].scale[0] * 10 ** rng.uniform(-1.5, 1.0), zp)
+    case["bias"] = (case["bias"] // int(rng.choice([1, 16, 256]))).astype(I32)
+    check_against_oracle(case)
