@@ -1,7 +1,23 @@
 """CONV_2D, quantized (uint8 / int8 / int16x8, bit-exact with BUILTIN_REF) and hybrid (float32 input, int8/int4
-filter) prepared ops: `ConvQuantized`, `ConvQuantizedFolded`, `ConvQuantizedFoldedRows`, `ConvHybrid`. The sources
-matched, the paths and the measured speed are described in conv2d.py, whose registered prepare_conv_2d dispatches
-here; the im2col data movement (`Im2Col`) is shared with the float path there."""
+filter) prepared ops: `ConvQuantized`, `ConvQuantizedScaled`, `ConvQuantizedFolded`, `ConvQuantizedFoldedRows`,
+`ConvHybrid`. The sources matched, the paths and the measured speed are described in conv2d.py, whose registered
+prepare_conv_2d dispatches here; the im2col data movement (`Im2Col`) is shared with the float path there.
+
+Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice made at prepare):
+
+- `ConvQuantizedScaled`: an exact float32 GEMM of the C++ accumulators (a ones column against the offset row;
+  every partial sum <= max|x| * sum|w - w_zp| + |offset| <= 2^24) and requant_trunc.ScaledEpilogue (float64 scale
+  and constant, the ties-away term from the sign bits, the truncation through int16 into the output's uint8 view),
+  proven exact per layer by the bound or, on the channels it misses (near-dead channels, right shifts >= 15), by
+  the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K, and where the folded bound fails
+  (no-activation layers with near-dead channels: ResNet-8's, which took the Requantizer before: 0.6x their time).
+  3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy).
+- `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
+  outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (ReLU-like:
+  zero point after the truncation, clip in int16) or TruncSignEpilogue; 1-3 channel first layers take the
+  transposed im2col matrix (`Im2ColT`), 1x1 layers over at most 8 channels keep [A, 1] transposed.
+Measured (tools/profile_ops.py, CONV_2D time, min of 5 runs alternating with the base): ResNet-8 1.33-1.39x,
+DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster."""
 
 from __future__ import annotations
 
@@ -13,12 +29,14 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
-from ..common import clip_ufunc, float_activation_range, small_gemm
+from ..common import aligned_empty, clip_ufunc, float_activation_range, small_gemm
 from ..registry import OpContext, TensorInfo
 from .common import (
     BIAS,
     EMPTY_OUTPUT,
     FILTER,
+    FLOAT32_EXACT,
+    IM2COL_BLOCK_BYTES,
     INPUT,
     OUTPUT,
     Geometry,
@@ -31,8 +49,9 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
-from .im2col import Im2Col, gemm_weights
-from .requant import FoldedEpilogue, MixedEpilogue, fold_requantization
+from .im2col import Im2Col, Im2ColT, RowBands, gemm_weights, row_band_weights
+from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, MixedEpilogue, fold_requantization
+from .requant_trunc import ScaledEpilogue, fold_truncating, scaled_epilogue
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,90 +116,128 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     else:
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     if offset is not None and not int64_bias and groups == 1:
-        fold = _prepare_conv_scaled if _float32_gemm_cheaper(geo, dtype) else _prepare_conv_folded
-        folded = fold(geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound)
-        if folded is not None:
-            return folded
-    gemm = np.empty(geo.out_shape, dtype)
-    acc = gemm if dtype == acc_dtype else np.empty(geo.out_shape, acc_dtype)
+        args = (geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound, out.dtype)
+        scaled_first = _float32_gemm_cheaper(geo, dtype)
+        prepared = _prepare_conv_scaled(*args) if scaled_first else None
+        if prepared is None:
+            prepared = _prepare_conv_folded(*args)
+        small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
+        if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
+            prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
+        if prepared is not None:
+            return prepared
+    gemm = aligned_empty(geo.out_shape, dtype)
+    acc = gemm if dtype == acc_dtype else aligned_empty(geo.out_shape, acc_dtype)
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     im2col = Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
     return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
 
 
-#: The folded GEMM runs in float64 on a float64 im2col matrix; the unfolded one in float32 where that is exact.
-#: Where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
-#: (the matrix large against the output), the float32 GEMM is faster (measured: ResNet-8 3x3 layers K = 144..576,
-#: O = 16..64: 0.55-0.95x the folded time; the folded path stays ahead for 1x1 convs and for K < 4 * O, e.g. first
-#: layers and depthwise-separable blocks): its sums are then scaled (ConvQuantizedScaled) where the requantization
-#: folds, else requantized by the Requantizer (ConvQuantized).
+#: The folded GEMM runs in float64 on a float64 im2col matrix; ConvQuantizedScaled's in float32 where that is
+#: exact. The float32 GEMM is preferred (measured on the issue 16 families, 1 BLAS thread):
+#: - where the im2col matrix is a copy of at least FOLD_MAX_IM2COL_VALUES values and K >= FOLD_MAX_K_PER_OUTPUT * O
+#:   (ResNet-8 3x3 layers K = 144..576, O = 16..64: 0.55-0.95x the folded time);
+#: - outputs of more than SMALL_EPILOGUE_VALUES values with K >= SCALED_MIN_K (MobileNet 1x1 layers K = 128..256:
+#:   0.5-0.85x; the float64 GEMM reads twice the weight bytes).
+#: The folded path stays ahead for 1x1 layers with K < 64 (its TruncEpilogue makes 3 passes, the ScaledEpilogue 6)
+#: and for first layers; without a ReLU-like clamp the two are even (ResNet-8 1x1 shortcuts: 0.95-1.05x).
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
+SCALED_MIN_K = 64
+#: The folded FoldedEpilogue's 2 numpy calls (clip, casting floor) against TruncEpilogue's 3 (clip, truncating
+#: conversion, uint8 add; about 0.6x the per-value cost): even at about this many values (kws MobileNet layers).
+TRUNC_MIN_VALUES = 4096
+#: ConvQuantizedScaled multiplies RowBands (KH GEMMs over horizontal windows, about 1/KH of the im2col copy) when
+#: the filter has several rows of at least this many values (KW * C); below, the im2col matrix.
+BAND_MIN_COLUMNS = 16
+
+
+#: Inputs of fewer channels than this are padded in the GEMM's float type (the input converted once, then a plain
+#: copy of the windows) rather than in their own (the windows' short rows converted one by one): measured 0.8x on
+#: 3-channel first layers, even or slightly slower from 16 channels on.
+PAD_IN_FLOAT_BELOW_CHANNELS = 8
+#: The folded GEMM of inputs of at most this many channels takes the transposed im2col matrix (Im2ColT): measured
+#: 0.55-0.9x on 1-3 channel first layers (stride 1 and 2), even on a 3-channel stride-2 one.
+TRANSPOSED_MAX_CHANNELS = 3
+#: ConvQuantizedFoldedRows of 1x1 layers over at most this many input channels (and more than
+#: SMALL_EPILOGUE_VALUES outputs) keeps [A, 1] transposed: the input is copied over whole channel planes instead of
+#: 8-value rows (0.8-0.85x at 8 channels; slower from 16 on).
+ROWS_TRANSPOSED_MAX_CHANNELS = 8
+
+
+def _padded_type(geo: Geometry, src_dtype, dtype):
+    """The type of the padded input buffer the windows are copied from (PAD_IN_FLOAT_BELOW_CHANNELS)."""
+    return dtype if geo.in_c < PAD_IN_FLOAT_BELOW_CHANNELS else src_dtype
 
 
 def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
-    """Whether the unfolded float32 GEMM is preferred over the folded float64 one (see FOLD_MAX_IM2COL_VALUES)."""
+    """Whether ConvQuantizedScaled's float32 GEMM is preferred over the folded float64 one (FOLD_MAX_IM2COL_VALUES)."""
+    if dtype != np.float32:
+        return False
     k = geo.filter_h * geo.filter_w * geo.in_c
     rows = geo.batches * geo.out_h * geo.out_w
+    if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= SCALED_MIN_K:
+        return True
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
-    return (
-        dtype == np.float32
-        and not pointwise
-        and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c
-        and rows * k >= FOLD_MAX_IM2COL_VALUES
-    )
+    return not pointwise and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c and rows * k >= FOLD_MAX_IM2COL_VALUES
 
 
 @dataclass(frozen=True, eq=False)
 class ConvQuantizedScaled:
-    """CONV_2D uint8 / int8 whose im2col matrix is large against the output (_float32_gemm_cheaper) and whose
-    requantization folds (litert_py.ops.conv.requant, bound checked at prepare): the exact float32 GEMM of the
-    raw input values (as ConvQuantized), then sums * scale[c] + the folded constant in float64 and the folded
-    epilogue (clip, floor): 4 passes over the output after the GEMM instead of the Requantizer's 7, and the
-    im2col matrix stays float32. Exact: |sum| <= max|x| * sum|w - w_zp| keeps sum * M * 2^(ls-31-rs) within the
-    folding's 2^53-unit bound, and the constant is the folding's own."""
+    """CONV_2D uint8 / int8 (int8 / uint8 output, constant weights and bias, groups 1) as an exact float32 GEMM of
+    the raw input values and a ones column against [w - w_zp; offset] (the C++ accumulators: |every partial sum|
+    <= max|x| * sum|w - w_zp| + |offset| <= 2^24, checked at prepare) and the ScaledEpilogue (requant_trunc.py:
+    float64 scale and constant, clip, truncation into the output's uint8 view), proven exact at prepare on every
+    channel (its 2^53 bound, else its monotone step check). Chosen where the float32 GEMM is cheaper
+    (_float32_gemm_cheaper), and where the folded float64 GEMM's bound fails on some channel (near-dead channels
+    of no-activation layers: their ScaledEpilogue costs less than the Requantizer)."""
 
-    im2col: Im2Col  # float32 raw input values, border = the input zero point
-    weights: np.ndarray  # (1, K, O) float32 w - w_zp
-    sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output
-    scale: np.ndarray  # (OW, O) float64
-    const: np.ndarray  # (OW, O) float64
-    acc: np.ndarray  # (N, OH, OW, O) float64
-    epilogue: FoldedEpilogue
+    im2col: Im2Col | RowBands  # float32 raw input values, border = the input zero point, last column ones
+    weights: np.ndarray  # (1, K+1, O) (Im2Col) or (KH, KW*C+1, O) (RowBands) float32 w - w_zp and the offset row
+    sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output: the accumulators
+    epilogue: ScaledEpilogue
 
     def __call__(self, inputs, outputs):
-        acc = self.acc
         self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
-        np.multiply(self.sums, self.scale, out=acc)
-        np.add(acc, self.const, out=acc)
-        self.epilogue(acc, outputs[OUTPUT])
+        self.epilogue(self.sums, outputs[OUTPUT])
 
 
 def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
     """(w, folding): the (K, O) int64 weights w - w_zp and fold_requantization's result (None when it fails)."""
-    w = gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
-    offset = bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
+    w, offset = _conv_offset(x, f, bias, f_zp)
     folding = fold_requantization(
         m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, geo.out_shape, x.dtype
     )
     return w, folding
 
 
-def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
-    """ConvQuantizedScaled, or None when requant.py's bound fails on some channel (a MixedEpilogue: measured
-    0.9x the unfolded ConvQuantized's speed there, where the others are 1.1-1.2x faster)."""
-    w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
-    if folding is None or isinstance(folding.epilogue, MixedEpilogue):  # the Requantizer on a subset costs more
+def _conv_offset(x, f, bias, f_zp):
+    """The (K, O) int64 weights w - w_zp and the (O,) int64 offset bias - x_zp * sum(w - w_zp)."""
+    w = gemm_weights(f.data, 1, np.int64, f_zp)[0]  # (K, O) exact integers
+    return w, bias.data.reshape(-1).astype(np.int64) - x.zero_point * w.sum(axis=0)
+
+
+def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound, out_dtype):
+    """ConvQuantizedScaled, or None when the float32 GEMM is not exact or the ScaledEpilogue's proof fails."""
+    w, offset = _conv_offset(x, f, bias, f_zp)
+    bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)  # every partial sum, the ones column's included
+    if int(bounds.max()) > FLOAT32_EXACT:
         return None
-    return ConvQuantizedScaled(
-        Im2Col.build(geo, 1, np.float32, x.zero_point, src_dtype=x.dtype),
-        w.astype(np.float32)[None],
-        np.empty(geo.out_shape, np.float32),
-        tile_over_width(folding.scale, geo.out_w, np.float64),
-        tile_over_width(folding.const, geo.out_w, np.float64),
-        np.empty(geo.out_shape),
-        folding.epilogue,
+    epilogue = scaled_epilogue(m, shift, zero_point, lo, hi, bounds, geo.out_shape, out_dtype)
+    if epilogue is None:
+        return None
+    bands_bytes = (
+        4 * geo.batches * (geo.in_h + geo.filter_h * geo.dilation_h) * geo.out_w * (geo.filter_w * geo.in_c + 1)
     )
+    if geo.filter_h > 1 and geo.filter_w * geo.in_c >= BAND_MIN_COLUMNS and bands_bytes <= IM2COL_BLOCK_BYTES:
+        im2col = RowBands.build(geo, np.float32, x.zero_point, _padded_type(geo, x.dtype, np.float32), ones=True)
+        weights = row_band_weights(w, geo, offset, np.float32)
+    else:
+        im2col = Im2Col.build(
+            geo, 1, np.float32, x.zero_point, src_dtype=_padded_type(geo, x.dtype, np.float32), ones=True
+        )
+        weights = np.concatenate([w, offset[None]]).astype(np.float32)[None]
+    return ConvQuantizedScaled(im2col, weights, aligned_empty(geo.out_shape, np.float32), epilogue)
 
 
 @dataclass(frozen=True, eq=False)
@@ -255,25 +312,55 @@ def _prepare_conv_folded(
     hi: int,
     max_abs_x: int,
     acc_bound: float,
+    out_dtype,
 ):
-    """The folded prepared op, or None when requant.py's bound fails."""
+    """The folded prepared op, or None when requant.py's bound fails. Outputs of more than
+    SMALL_EPILOGUE_VALUES values take requant_trunc.TruncEpilogue (ReLU-like) or TruncSignEpilogue where their
+    bound holds on every channel and the layer has at least TRUNC_MIN_VALUES outputs or requant.py's
+    epilogue is not the plain FoldedEpilogue (LateZeroPointEpilogue broadcasts per-channel bounds: 2-4x slower);
+    small ones keep requant.py's small epilogues (streaming fusions)."""
     x_zp = x.zero_point
     w, folding = _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound)
-    if folding is None:
+    values = int(np.prod(geo.out_shape))
+    trunc = None
+    if values > SMALL_EPILOGUE_VALUES and (
+        values >= TRUNC_MIN_VALUES or type(getattr(folding, "epilogue", None)) is not FoldedEpilogue
+    ):
+        offset = _conv_offset(x, f, bias, f_zp)[1]
+        trunc = fold_truncating(
+            m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, out_dtype, geo.out_shape
+        )
+    if trunc is not None:
+        scale, const, epilogue = trunc
+    elif folding is None:
         return None
+    else:
+        scale, const, epilogue = folding.scale, folding.const, folding.epilogue
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
-    np.multiply(w, folding.scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
-    weights[0, -1] = folding.const
-    im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=x.dtype, ones=True)
+    np.multiply(w, scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
+    weights[0, -1] = const
+    padded_type = _padded_type(geo, x.dtype, np.float64)
+    pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1
+    k = geo.filter_h * geo.filter_w * geo.in_c
+    small_enough = 8 * (k + 1) * geo.batches * geo.out_h * geo.out_w <= IM2COL_BLOCK_BYTES  # else Im2Col's blocks
+    if geo.in_c <= TRANSPOSED_MAX_CHANNELS and not pointwise and small_enough:  # the same sums, another layout
+        im2col_t = Im2ColT.build(geo, np.float64, x_zp, padded_type, ones=True)
+        return ConvQuantizedFolded(im2col_t, weights, aligned_empty(geo.out_shape, np.float64), epilogue)
+    im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=padded_type, ones=True)
     if im2col.pointwise:
         a = im2col.blocks[0][4][0]
         a_input = a[:, :-1].reshape(geo.batches, geo.in_h, geo.in_w, geo.in_c)  # splits axes: a view
+        if pointwise and geo.in_c <= ROWS_TRANSPOSED_MAX_CHANNELS and values > SMALL_EPILOGUE_VALUES:
+            at = aligned_empty((geo.in_c + 1, a.shape[0]), np.float64)  # [A, 1] transposed: the same GEMM
+            at[-1] = 1
+            a = at.T
+            a_input = at[:-1].reshape(geo.in_c, geo.batches, geo.in_h, geo.in_w).transpose(1, 2, 3, 0)
         assert np.shares_memory(a_input, a)
-        acc = np.empty(geo.out_shape)
+        acc = aligned_empty(geo.out_shape, np.float64)
         return ConvQuantizedFoldedRows(
-            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), folding.epilogue, small_gemm(a.shape[0])
+            a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), epilogue, small_gemm(a.shape[0])
         )
-    return ConvQuantizedFolded(im2col, weights, np.empty(geo.out_shape), folding.epilogue)
+    return ConvQuantizedFolded(im2col, weights, aligned_empty(geo.out_shape, np.float64), epilogue)
 
 
 @dataclass(frozen=True, eq=False)

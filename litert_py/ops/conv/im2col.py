@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import aligned_empty, reshape_view
+from ..common import aligned_empty, aligned_full, reshape_view
 from .common import (
     IM2COL_BLOCK_BYTES,
     Geometry,
@@ -145,3 +145,122 @@ def gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.nd
     if filter_zp or f.dtype != dtype:
         w = quantized_weights(w, filter_zp, dtype)
     return np.ascontiguousarray(w, dtype=dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class RowBands:
+    """CONV_2D (groups 1) as KH GEMMs over horizontal windows: ``bands`` B[n, p, r, x] holds the KW*C values
+    P[n, r*SH + p, x*SW + kw*DW, c] of the padded input P (and a ones column when asked), so the im2col rows of
+    filter row kh, output rows y, are B[n, (kh*DH) % SH, (kh*DH) // SH + y]: OH*OW contiguous rows, a GEMM
+    operand without a copy. The copy into B is about 1/KH of the im2col matrix's (the padded rows once instead of
+    KH times); the KH products are added (``gemm``): exact in float32 while every partial sum of the full GEMM
+    is (each is a sum of a subset of its terms), which the caller proves. ``weights`` (KH, KW*C [+1], O): the
+    filter rows (the ones column's row in the first, zeros in the others)."""
+
+    padded: np.ndarray  # (N, R*SH, Wp, C) in the input's type, border = the pad value
+    interior: tuple
+    window: np.ndarray  # (N, SH, R, OW, KW, C) strided view of `padded`
+    dest: np.ndarray  # (N, SH, R, OW, KW, C) view of `bands` (its first KW*C columns)
+    rows: tuple  # rows[n][kh]: (OH*OW, KW*C [+1]) views of `bands`
+    scratch: np.ndarray  # (OH*OW, O) float32: the products of the filter rows after the first
+
+    @staticmethod
+    def build(geo: Geometry, dtype, pad_value, src_dtype, ones: bool) -> RowBands:
+        g = geo
+        sh = g.stride_h
+        hp = g.pad_top + g.in_h + g.pad_bottom
+        r = -(-hp // sh)
+        wp = g.pad_left + g.in_w + g.pad_right
+        padded = aligned_full((g.batches, r * sh, wp, g.in_c), pad_value, src_dtype)
+        interior = (slice(None), slice(g.pad_top, g.pad_top + g.in_h), slice(g.pad_left, g.pad_left + g.in_w))
+        kwc = g.filter_w * g.in_c
+        bands = aligned_empty((g.batches, sh, r, g.out_w, kwc + ones), dtype)
+        if ones:
+            bands[..., kwc] = 1
+        dest = bands[..., :kwc].reshape(g.batches, sh, r, g.out_w, g.filter_w, g.in_c)
+        assert np.shares_memory(dest, bands)
+        sn, s_h, s_w, sc = padded.strides
+        window = np.ndarray(
+            (g.batches, sh, r, g.out_w, g.filter_w, g.in_c),
+            padded.dtype,
+            padded,
+            0,
+            (sn, s_h, s_h * sh, s_w * g.stride_w, s_w * g.dilation_w, sc),
+        )
+        rows = tuple(
+            tuple(
+                reshape_view(
+                    bands[n, kh * g.dilation_h % sh, kh * g.dilation_h // sh : kh * g.dilation_h // sh + g.out_h],
+                    (g.out_h * g.out_w, kwc + ones),
+                )
+                for kh in range(g.filter_h)
+            )
+            for n in range(g.batches)
+        )
+        scratch = aligned_empty((g.out_h * g.out_w, g.out_c), dtype)
+        return RowBands(padded, interior, window, dest, rows, scratch)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """out (N, OH, OW, O) = the convolution of x with ``weights`` (KH, KW*C [+1], O)."""
+        self.padded[self.interior] = x
+        np.copyto(self.dest, self.window)
+        scratch = self.scratch
+        for n, rows in enumerate(self.rows):
+            acc = out[n].reshape(scratch.shape)
+            np.matmul(rows[0], weights[0], out=acc)
+            for kh in range(1, len(rows)):
+                np.matmul(rows[kh], weights[kh], out=scratch)
+                np.add(acc, scratch, out=acc)
+
+
+def row_band_weights(w: np.ndarray, geo: Geometry, offset: np.ndarray | None, dtype) -> np.ndarray:
+    """(K, O) weights in (KH, KW, C) row order (gemm_weights's) -> RowBands's (KH, KW*C [+1], O): the offset row
+    (the ones column's) in the first filter row, zeros in the others."""
+    kh = geo.filter_h
+    bands = w.reshape(kh, -1, w.shape[1])
+    if offset is None:
+        return np.ascontiguousarray(bands, dtype)
+    extra = np.zeros((kh, 1, w.shape[1]), w.dtype)
+    extra[0, 0] = offset
+    return np.ascontiguousarray(np.concatenate([bands, extra], axis=1), dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Im2ColT:
+    """The im2col matrix of a CONV_2D (groups 1) laid out transposed, (K [+1], M) with rows in (kh, kw, c) order,
+    multiplied as its transpose (BLAS takes the transposed operand without a copy). The copy of each row is a
+    strided (N, OH, OW) plane of the padded input: inner loops over the output width instead of over KW*C
+    values, for inputs of 1 or 2 channels (first layers), whose im2col rows are made of a few 1-3 value runs."""
+
+    padded: np.ndarray  # (N, Hp, Wp, C), border = the pad value
+    interior: tuple
+    window: np.ndarray  # (KH, KW, C, N, OH, OW) strided view of `padded`
+    dest: np.ndarray  # (KH, KW, C, N, OH, OW) view of the first K rows of `at`
+    a: np.ndarray  # (M, K [+1]) F-ordered view of `at`: the GEMM operand
+
+    @staticmethod
+    def build(geo: Geometry, dtype, pad_value, src_dtype, ones: bool) -> Im2ColT:
+        g = geo
+        padded, interior = padded_buffer(g, g.in_c, src_dtype, pad_value)
+        k = g.filter_h * g.filter_w * g.in_c
+        m = g.batches * g.out_h * g.out_w
+        at = aligned_empty((k + ones, m), dtype)
+        if ones:
+            at[k] = 1
+        dest = at[:k].reshape(g.filter_h, g.filter_w, g.in_c, g.batches, g.out_h, g.out_w)
+        assert np.shares_memory(dest, at)
+        sn, sh, sw, sc = padded.strides
+        window = np.ndarray(
+            dest.shape,
+            padded.dtype,
+            padded,
+            0,
+            (sh * g.dilation_h, sw * g.dilation_w, sc, sn, sh * g.stride_h, sw * g.stride_w),
+        )
+        return Im2ColT(padded, interior, window, dest, at.T)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """out (N, OH, OW, O) = im2col(x) @ weights (1, K [+1], O)."""
+        self.padded[self.interior] = x
+        np.copyto(self.dest, self.window)
+        np.matmul(self.a, weights[0], out=out.reshape(self.a.shape[0], -1))

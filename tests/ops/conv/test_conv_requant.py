@@ -8,6 +8,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.ops.conv import depthwise_rows
+from litert_py.ops.conv.conv2d_quantized import TRUNC_MIN_VALUES
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, _prepared_op, check_against_oracle, conv_model
@@ -69,6 +70,11 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height, 
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 2 - (kind == "late-zp")  # not all clamped
     prepared = _prepared(case)
+    lo = out_zp if act in (1, 3) else -128  # RELU, RELU6 (outputs below 6 / s_out); NONE
+    trunc = x.size >= TRUNC_MIN_VALUES or kind == "late-zp"  # test_truncating_folded_epilogue
+    if op == "CONV_2D" and x.size > SMALL_EPILOGUE_VALUES and lo >= out_zp and trunc:
+        assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+        return
     if kind == "late-zp":
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
         assert type(prepared.epilogue).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
@@ -77,6 +83,46 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height, 
         assert (prepared.epilogue.half is None) == (kind != "sign")
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
         assert type(prepared.epilogue).__name__ == ("SmallFoldedEpilogue" if small else "FoldedEpilogue")
+
+
+@pytest.mark.parametrize("act, s_out, out_zp, kind", FOLDED, ids=[f"{k}-act{a}" for a, _, _, k in FOLDED])
+@pytest.mark.parametrize("dtype", [I8, U8])
+def test_truncating_folded_epilogue(act, s_out, out_zp, kind, dtype):
+    """The FOLDED layers as CONV_2D with TRUNC_MIN_VALUES outputs, int8 and uint8: ReLU-like ones (lo >= zp, the
+    late-zp channels included) take requant_trunc.TruncEpilogue (zero point added after the truncation, modulo
+    256), the others TruncSignEpilogue (the ties-away sign term from the sign bits); exact against the oracle over
+    the ramp's ties."""
+    x = np.random.default_rng(6).integers(-128, 128, (1, TRUNC_MIN_VALUES // 128 + 1, 65, 2)).astype(I8)  # VALID
+    x[0, 0, :64, 0] = np.arange(-128, 128, 4)
+    x[0, 0, :64, 1] = -x[0, 0, :64, 0] - 1
+    x[0, -1, :64] = np.arange(128).reshape(64, 2) % 7 - 3
+    bias = np.array([37, -1000], I32) + (np.array([2**22, 2**20], I32) if kind == "late-zp" else 0)
+    zp = out_zp if dtype == I8 else out_zp + 128
+    if dtype == U8:
+        x = (x.astype(np.int16) + 128).astype(U8)
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.5, 3 if dtype == I8 else 131),
+        "f": np.array([[[[1, 0]], [[2, -1]]], [[[-3, 1]], [[0, 2]]]], I8).reshape(2, 2, 1, 2),
+        "f_type": I8,
+        "f_q": quant([0.125, 0.25]) if dtype == I8 else quant(0.125, 0),
+        "bias": bias,
+        "b_q": quant([0.0625, 0.125]) if dtype == I8 else quant(0.0625),
+        "out_q": quant(s_out, zp),
+        "options": {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+        "const": (True, True),
+    }
+    if dtype == U8:
+        case["f"] = (case["f"].astype(np.int16) + 128).astype(U8)
+        case["f_type"] = U8
+        case["f_q"] = quant(0.125, 128)
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2 - (kind == "late-zp")
+    lo = zp if act in (1, 3) else int_range(dtype)[0]
+    prepared = _prepared(case)
+    assert type(prepared).__name__ == "ConvQuantizedFolded"
+    assert type(prepared.epilogue).__name__ == ("TruncEpilogue" if lo >= zp else "TruncSignEpilogue")
 
 
 @pytest.mark.parametrize("dtype", [I8, U8])
@@ -207,7 +253,7 @@ def test_mixed_folding(op, shape, k, act, zp):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
-    assert type(prepared.epilogue).__name__ == "MixedEpilogue"
+    assert type(prepared.epilogue).__name__ == "MixedEpilogue"  # biases of 2^30: no exact float32 GEMM
     assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
     small = out.size <= SMALL_EPILOGUE_VALUES
     assert type(prepared.epilogue.folded).__name__ == ("Small" if small else "") + "LateZeroPointEpilogue"
@@ -218,15 +264,17 @@ def test_mixed_folding(op, shape, k, act, zp):
     "shape, k, out_c, expected",
     [
         ((1, 16, 16, 32), 3, 32, "ConvQuantizedScaled"),  # K = 288 >= 4 * O, 73k im2col values: float32 GEMM
-        ((1, 6, 6, 24), 3, 24, "ConvQuantizedFolded"),  # K = 216 >= 4 * O but only 7.8k im2col values
-        ((1, 16, 16, 8), 3, 32, "ConvQuantizedFolded"),  # K = 72 < 4 * O
-        ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1: the input's rows, always folded
+        ((1, 6, 6, 24), 3, 24, "ConvQuantizedScaled"),  # only 7.8k im2col values but K = 216 >= SCALED_MIN_K
+        ((1, 16, 16, 4), 3, 32, "ConvQuantizedFolded"),  # K = 36 < 4 * O and < SCALED_MIN_K
+        ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1, K = 32: the input's rows, folded
+        ((1, 6, 6, 128), 1, 64, "ConvQuantizedScaled"),  # 1x1, K = 128 >= SCALED_MIN_K
+        ((1, 2, 2, 128), 1, 64, "ConvQuantizedFoldedRows"),  # 256 outputs: the small epilogues (streaming layers)
     ],
 )
 def test_conv_fold_choice(shape, k, out_c, expected):
-    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT: large im2col matrices against the output take the float32
-    GEMM and scale its sums (ConvQuantizedScaled), the others the folded float64 GEMM; exact against the oracle.
-    (test_mixed_folding's channels that fold only apart send such layers to ConvQuantized.)"""
+    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT / SCALED_MIN_K: large im2col matrices against the output and
+    long dot products take the float32 GEMM and the ScaledEpilogue (ConvQuantizedScaled), the others the folded
+    float64 GEMM; exact against the oracle."""
     rng = np.random.default_rng(k + out_c)
     x = rng.integers(-128, 128, shape).astype(I8)
     f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)
