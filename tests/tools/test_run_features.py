@@ -114,6 +114,8 @@ def test_progress_bar_only_on_a_terminal():
 #: prepare (ops/activation_fusion.py) and has no row of its own
 PROFILED = [(k, op) for k, op in enumerate(BUNDLED_OPS) if k != 3]
 PROFILED_OPS = [op for _, op in PROFILED]
+
+
 def test_profile_json_and_csv(capsys, tmp_path):
     path = tmp_path / "prof.csv"
     doc = run_json(capsys, BUNDLED, "--profile", "--runs", "3", "--profile-csv", path)
