@@ -26,16 +26,8 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
-from ..ops.activation_fusion import fuse_activations
+from ..ops.fusion import fuse_steps
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
-from ..ops.ring_buffer import fuse_ring_buffers, fuse_ring_writes
-from ..ops.slice_views import (
-    fuse_concat_writes,
-    fuse_feeding,
-    fuse_reshape_stores,
-    fuse_sibling_windows,
-    fuse_slice_views,
-)
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
@@ -323,14 +315,7 @@ class SubgraphRuntime:
             self.shapes[i] = info.shape
             self.types[i] = info.type
         if not self.deferred and not self.preserve_all_tensors:
-            steps = fuse_ring_buffers(steps, infos, self.sg.outputs)  # streaming state: one step per group
-            steps = fuse_slice_views(steps, infos, self.sg.outputs)  # slices read as views, copies dropped
-            steps = fuse_concat_writes(steps, infos, self.sg.outputs)  # producers store into the concatenation
-            steps = fuse_activations(steps, infos, self.sg.inputs, self.sg.outputs)  # RELU into its producer
-            steps = fuse_sibling_windows(steps, infos, self.sg.outputs)  # MixConv's two depthwise kernels as one
-            steps = fuse_feeding(steps, infos, self.sg.outputs)  # values straight into the reader's GEMM rows
-            steps = fuse_reshape_stores(steps, infos, self.sg.outputs)  # QUANTIZE, ... into a RESHAPE's output
-            steps = fuse_ring_writes(steps, infos, self.sg.outputs)  # a block's frame into the next ring's tail
+            steps = fuse_steps(steps, infos, self.sg.inputs, self.sg.outputs)  # ops/fusion.py
         self._allocate(steps, folded)
         self.allocated = True
 

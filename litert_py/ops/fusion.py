@@ -1,0 +1,27 @@
+"""The prepare-time step fusions, in the order they run (docs/architecture.md, "Flow", step 3).
+
+Each pass takes the subgraph's ``(node, prepared op)`` steps and returns them with some steps merged, where the
+tensor between them has one reader and is not a subgraph output (its value is then not written, as in LiteRT's
+arena). SubgraphRuntime.prepare runs them unless ``experimental_preserve_all_tensors`` is set or a node is deferred.
+The order matters: the ring buffers and slice views first (they change which op reads which tensor), the clamp
+activations before ``fuse_feeding`` (so FC -> RELU -> FC still links into one chain), the stores into a RESHAPE's
+output and a ring buffer's tail last.
+"""
+
+from __future__ import annotations
+
+from .activation_fusion import fuse_activations
+from .ring_buffer import fuse_ring_buffers, fuse_ring_writes
+from .slice_views import fuse_concat_writes, fuse_feeding, fuse_reshape_stores, fuse_sibling_windows, fuse_slice_views
+
+
+def fuse_steps(steps: list, infos: list, inputs, outputs) -> list:
+    """``steps`` with every fusion applied; ``inputs`` / ``outputs``: the subgraph's tensor indices."""
+    steps = fuse_ring_buffers(steps, infos, outputs)  # streaming state: one step per group
+    steps = fuse_slice_views(steps, infos, outputs)  # slices read as views, copies dropped
+    steps = fuse_concat_writes(steps, infos, outputs)  # producers store into the concatenation
+    steps = fuse_activations(steps, infos, inputs, outputs)  # RELU-type clamps into their producer
+    steps = fuse_sibling_windows(steps, infos, outputs)  # MixConv's two depthwise kernels as one
+    steps = fuse_feeding(steps, infos, outputs)  # values straight into the reader's GEMM rows; chains link up
+    steps = fuse_reshape_stores(steps, infos, outputs)  # QUANTIZE, ... into a RESHAPE's output
+    return fuse_ring_writes(steps, infos, outputs)  # a block's frame into the next ring's tail
