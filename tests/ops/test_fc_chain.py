@@ -19,10 +19,10 @@ S_W = 0.01
 
 
 def _dense(widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed=0, s=0.05, s_w=S_W) -> bytes:
-    """A stack of FULLY_CONNECTED layers ``widths[0] -> widths[1] -> ...`` with activations ``acts``: per-tensor
-    weight scale ``s_w``, input scale ``s``, each output scale s_in * S_W / eff (the accumulators spread over the output range), zero
-    points -128 / 0 (int8 ReLU-like / not) or 0 / 128 (uint8). ``outputs``: the layer outputs that are model
-    outputs (default: the last)."""
+    """A stack of FULLY_CONNECTED layers ``widths[0] -> widths[1] -> ...`` with activations ``acts``: input scale
+    ``s``, per-tensor weight scale ``s_w``, each output scale s_in * s_w / eff (the accumulators spread over the
+    output range), zero points -128 / 0 (int8 ReLU-like / not) or 0 / 128 (uint8). ``outputs``: the layer
+    outputs that are model outputs (default: the last)."""
     rng = np.random.default_rng(seed)
     signed = dtype == np.int8
     b = ModelBuilder()
