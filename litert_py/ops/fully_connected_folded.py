@@ -66,7 +66,7 @@ class FullyConnectedQuantizedFolded:
         sign = np.empty((rows, units))
         args = (wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
         stored = None if x_shape is None or out is None else _integer_store(args, x_shape, out)
-        return stored or FullyConnectedQuantizedFolded(*args)
+        return stored or _rounded(args, out) or FullyConnectedQuantizedFolded(*args)
 
     def __call__(self, inputs, outputs):
         self.load(inputs[INPUT])
@@ -185,6 +185,44 @@ class FullyConnectedQuantizedFoldedSigned(FullyConnectedQuantizedFoldedRelu):
         t += self.sign  # round half away = trunc(t +- h), see quant.hybrid.HALF_DOWN
         np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero, in [lo, hi]
         np.add(self.iout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for an unsigned output)
+
+
+def _rounded(args: tuple, out):
+    """FullyConnectedQuantizedFoldedRounded from FullyConnectedQuantizedFolded's fields ``args`` when its bound
+    holds (an integer output of the GEMM's size, no tie inside the clamp: ``_ties_free``), else None."""
+    acc, t, eff, zo, lo, hi = args[2], args[3], args[5], args[6], args[7], args[8]
+    if out is None or np.dtype(out.dtype).kind not in "iu" or math.prod(out.shape) != acc.size:
+        return None
+    if max(abs(lo), abs(hi)) >= 1 << 16 or not _ties_free(eff, lo, hi):
+        return None
+    zo_f = np.array(float(zo)) if zo else None
+    bounds = np.array(float(lo + zo)), np.array(float(hi + zo))
+    return FullyConnectedQuantizedFoldedRounded(*args, t.reshape(tuple(out.shape)), zo_f, *bounds)
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedQuantizedFoldedRounded(FullyConnectedQuantizedFolded):
+    """FullyConnectedQuantizedFolded when no t = fl(acc * eff) is a half-integer inside [lo, hi) (``_ties_free``,
+    checked at prepare, as FullyConnectedChainRounded; an integer output of the GEMM's size, |lo|, |hi| < 2^16):
+    ``rint(t) + zo`` clamped to [act_min, act_max] (``lo + zo``, ``hi + zo``), stored with the clip's casting
+    output into the output tensor. rint gives round half away on every t the clamp keeps (no tie there), and
+    rounding and the integer-bound clamp commute (both monotone, the bounds fixed points of rounding); the
+    integers (below 2^17, + zo exact in float64) are in the output type's range, so the cast is exact. Five
+    numpy calls instead of eight (no HALF_DOWN sign term, trunc, zero-point add and reshaped assignment)."""
+
+    t_out: np.ndarray = None  # t viewed with the output tensor's shape
+    zo_f: np.ndarray | None = None  # 0-d float64 zo; None when 0
+    act_lo: np.ndarray = None  # 0-d float64 act_min = lo + zo
+    act_hi: np.ndarray = None  # 0-d float64 act_max = hi + zo
+
+    def run_loaded(self, outputs) -> None:
+        t = self.t
+        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
+        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
+        np.rint(t, out=t)  # no tie inside [lo, hi): round half away there
+        if self.zo_f is not None:
+            np.add(t, self.zo_f, out=t)  # integers: exact
+        clip_ufunc(self.t_out, self.act_lo, self.act_hi, out=outputs[0], casting="unsafe")
 
 
 @dataclass(frozen=True, eq=False)
@@ -340,6 +378,8 @@ def _float64(layer):
     x_shape = out = None
     if isinstance(layer, FullyConnectedQuantizedFoldedRelu):
         x_shape, out = layer.xview.shape, _Info(layer.iout.dtype, layer.iout.shape)
+    elif isinstance(layer, FullyConnectedQuantizedFoldedRounded):
+        out = _Info(np.dtype(np.int32), layer.t_out.shape)  # _rounded reads the output's kind and size only
     rebuilt = FullyConnectedQuantizedFolded.build(
         layer.acc.shape[0], wt[:-1].T, wt[-1], np.float64, layer.eff, layer.zo, layer.lo, layer.hi, x_shape, out
     )

@@ -18,11 +18,13 @@ NONE, RELU, RELU6 = 0, 1, 3
 S_W = 0.01
 
 
-def _dense(widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed=0, s=0.05, s_w=S_W) -> bytes:
+def _dense(
+    widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed=0, s=0.05, s_w=S_W, out_zp=None
+) -> bytes:
     """A stack of FULLY_CONNECTED layers ``widths[0] -> widths[1] -> ...`` with activations ``acts``: input scale
     ``s``, per-tensor weight scale ``s_w``, each output scale s_in * s_w / eff (the accumulators spread over the
     output range), zero points -128 / 0 (int8 ReLU-like / not) or 0 / 128 (uint8). ``outputs``: the layer
-    outputs that are model outputs (default: the last)."""
+    outputs that are model outputs (default: the last); ``out_zp``: the last layer's zero point instead."""
     rng = np.random.default_rng(seed)
     signed = dtype == np.int8
     b = ModelBuilder()
@@ -35,6 +37,8 @@ def _dense(widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed
         bias = b.const(f"b{k}", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(s * s_w))
         s = s * s_w / eff
         zp = (-128 if signed else 0) if act in (RELU, RELU6) else (0 if signed else 128)
+        if out_zp is not None and k == len(acts) - 1:
+            zp = out_zp
         y = b.tensor(f"y{k}", (1, units), dtype, quantization=quant(s, zp))
         b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": act})
         ys.append(y)
@@ -132,3 +136,37 @@ def test_preserved_tensors_are_not_fused():
     model = _dense((40, 24, 10), (RELU, NONE))
     names = _compare(model, n=10, experimental_preserve_all_tensors=True)
     assert not any(n.startswith("FullyConnectedChain") for n in names)
+
+
+def test_last_layer_rounded():
+    """A chain's last layer whose clamp is below its zero point and whose integers do not fit the store types
+    (int8, zero point 5, no activation): FullyConnectedQuantizedFoldedRounded (rint, + zo, the clamp's casting
+    store), inside the chain and alone."""
+    from litert_py.ops.fully_connected_folded import FullyConnectedQuantizedFoldedRounded
+
+    assert _compare(_single(5)) == ["FullyConnectedQuantizedFoldedRounded"]
+    it = Interpreter(model_content=_dense((40, 24, 10), (RELU, NONE), out_zp=5))
+    it.allocate_tensors()
+    (op,) = [op for _, op in it._subgraphs[0].steps_nodes]
+    assert isinstance(op.layers[-1], FullyConnectedQuantizedFoldedRounded)
+    assert _compare(_dense((40, 24, 10), (RELU, NONE), out_zp=5)) == ["FullyConnectedChainRounded"]
+
+
+def _single(zp: int, tied: bool = False) -> bytes:
+    """One FULLY_CONNECTED 40 -> 24 without activation into int8 with zero point ``zp``; ``tied``: _tied's
+    power-of-two scales (eff = 2^-6)."""
+    if tied:
+        return _dense((40, 24), (NONE,), eff=2.0**-6, s=2.0**-4, s_w=2.0**-7, w_max=20, out_zp=zp)
+    return _dense((40, 24), (NONE,), out_zp=zp)
+
+
+def test_single_layer_ties_keep_the_half_away_path(monkeypatch):
+    """Ties inside the clamp: FullyConnectedQuantizedFolded (round half away); forced past the tie check, the
+    rounded layer differs from BUILTIN_REF."""
+    from litert_py.ops import fully_connected_folded
+
+    assert _compare(_single(5, tied=True)) == ["FullyConnectedQuantizedFolded"]
+    monkeypatch.setattr(fully_connected_folded, "_ties_free", lambda *a: True)
+    assert _compare(_single(5)) == ["FullyConnectedQuantizedFoldedRounded"]
+    with pytest.raises(AssertionError):
+        _compare(_single(5, tied=True))
