@@ -1,7 +1,9 @@
 """Quantized FULLY_CONNECTED (int8 / uint8 -> int8 / uint8 / int16x8 with int64 bias) with constant weights and
 bias: the exact-GEMM path of fully_connected_quantized.FullyConnectedQuantized with the bias and input zero point folded
 into the GEMM (sources and the float requantization: fully_connected.py); FullyConnectedChain runs a stack of them
-whose outputs only the next layer reads as one step (fused by ops/slice_views.py's fuse_feeding)."""
+whose outputs only the next layer reads as one step (fused by ops/slice_views.py's fuse_feeding). Where no
+t = acc * eff can be a tie inside the clamp (``_ties_free``, checked at prepare), the rounding is np.rint
+(FullyConnectedChainRounded, FullyConnectedQuantizedFoldedRounded): fewer numpy calls per layer."""
 
 from __future__ import annotations
 
