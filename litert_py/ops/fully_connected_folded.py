@@ -1,7 +1,9 @@
 """Quantized FULLY_CONNECTED (int8 / uint8 -> int8 / uint8 / int16x8 with int64 bias) with constant weights and
 bias: the exact-GEMM path of fully_connected_quantized.FullyConnectedQuantized with the bias and input zero point folded
 into the GEMM (sources and the float requantization: fully_connected.py); FullyConnectedChain runs a stack of them
-whose outputs only the next layer reads as one step (fused by ops/slice_views.py's fuse_feeding)."""
+whose outputs only the next layer reads as one step (fused by ops/slice_views.py's fuse_feeding). Where no
+t = acc * eff can be a tie inside the clamp (``_ties_free``, checked at prepare), the rounding is np.rint
+(FullyConnectedChainRounded, FullyConnectedQuantizedFoldedRounded): fewer numpy calls per layer."""
 
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ class FullyConnectedQuantizedFolded:
         sign = np.empty((rows, units))
         args = (wt, xbuf, acc, t, sign, eff, zo, lo, hi, xbuf[:, :-1], half, bounds, small_gemm(rows))
         stored = None if x_shape is None or out is None else _integer_store(args, x_shape, out)
-        return stored or FullyConnectedQuantizedFolded(*args)
+        return stored or _rounded(args, out) or FullyConnectedQuantizedFolded(*args)
 
     def __call__(self, inputs, outputs):
         self.load(inputs[INPUT])
@@ -187,6 +189,44 @@ class FullyConnectedQuantizedFoldedSigned(FullyConnectedQuantizedFoldedRelu):
         np.add(self.iout, self.zo_out, out=outputs[0])  # in range: exact (mod 2^bits for an unsigned output)
 
 
+def _rounded(args: tuple, out):
+    """FullyConnectedQuantizedFoldedRounded from FullyConnectedQuantizedFolded's fields ``args`` when its bound
+    holds (an integer output of the GEMM's size, no tie inside the clamp: ``_ties_free``), else None."""
+    acc, t, eff, zo, lo, hi = args[2], args[3], args[5], args[6], args[7], args[8]
+    if out is None or np.dtype(out.dtype).kind not in "iu" or math.prod(out.shape) != acc.size:
+        return None
+    if max(abs(lo), abs(hi)) >= 1 << 16 or not _ties_free(eff, lo, hi):
+        return None
+    zo_f = np.array(float(zo)) if zo else None
+    bounds = np.array(float(lo + zo)), np.array(float(hi + zo))
+    return FullyConnectedQuantizedFoldedRounded(*args, t.reshape(tuple(out.shape)), zo_f, *bounds)
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedQuantizedFoldedRounded(FullyConnectedQuantizedFolded):
+    """FullyConnectedQuantizedFolded when no t = fl(acc * eff) is a half-integer inside [lo, hi) (``_ties_free``,
+    checked at prepare, as FullyConnectedChainRounded; an integer output of the GEMM's size, |lo|, |hi| < 2^16):
+    ``rint(t) + zo`` clamped to [act_min, act_max] (``lo + zo``, ``hi + zo``), stored with the clip's casting
+    output into the output tensor. rint gives round half away on every t the clamp keeps (no tie there), and
+    rounding and the integer-bound clamp commute (both monotone, the bounds fixed points of rounding); the
+    integers (below 2^17, + zo exact in float64) are in the output type's range, so the cast is exact. Five
+    numpy calls instead of eight (no HALF_DOWN sign term, trunc, zero-point add and reshaped assignment)."""
+
+    t_out: np.ndarray = None  # t viewed with the output tensor's shape
+    zo_f: np.ndarray | None = None  # 0-d float64 zo; None when 0
+    act_lo: np.ndarray = None  # 0-d float64 act_min = lo + zo
+    act_hi: np.ndarray = None  # 0-d float64 act_max = hi + zo
+
+    def run_loaded(self, outputs) -> None:
+        t = self.t
+        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
+        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
+        np.rint(t, out=t)  # no tie inside [lo, hi): round half away there
+        if self.zo_f is not None:
+            np.add(t, self.zo_f, out=t)  # integers: exact
+        clip_ufunc(self.t_out, self.act_lo, self.act_hi, out=outputs[0], casting="unsafe")
+
+
 @dataclass(frozen=True, eq=False)
 class FullyConnectedQuantizedFoldedScalar:
     """FullyConnectedQuantizedFolded for one output value (one row, one unit: the head of a streaming
@@ -273,7 +313,7 @@ class FullyConnectedChain:
         if fed is None:
             return None
         layers = layers + (fed,)
-        return FullyConnectedChain(
+        return FullyConnectedChainRounded.make(layers) or FullyConnectedChain(
             layers, tuple(c.rows() for c in layers[1:]), tuple(int(p.lo_hi_zo[0]) >= 0 for p in layers[:-1])
         )
 
@@ -294,3 +334,102 @@ class FullyConnectedChain:
                 t += layer.sign
                 np.trunc(t, out=target, casting="same_kind")
         layers[-1].run_loaded(outputs)
+
+
+#: Folded layers of at most this many GEMM weights run in float64 inside a FullyConnectedChainRounded: numpy's
+#: float64 dot costs about float32's at this size, and a float32 layer pays a mixed-type product and a float32 store.
+SMALL_FLOAT64_WEIGHTS = 1 << 13
+#: The smallest effective scale the tie check of :func:`_ties_free` covers (its window argument).
+MIN_TIE_CHECKED_EFF = 2.0**-30
+#: Most (clamp values) x (units) the tie check evaluates (5 products each), else no rounded chain.
+MAX_TIE_CHECKS = 1 << 18
+
+
+def _ties_free(eff, lo: int, hi: int) -> bool:
+    """Whether ``fl(a * eff[u])`` (numpy's float64 product, as the invoke computes it) is never a half-integer
+    k + 1/2 with lo <= k < hi, for any integer a and unit u. Within [lo, hi] away from those ties, np.rint (ties to
+    even) and round half away agree, and outside it both round to a value the clamp maps to its bound (rounding
+    and the integer-bound clamp are monotone), so then clamp(rint(t), lo, hi) == round_half_away(clamp(t, lo, hi)).
+
+    Only a's near (k + 1/2) / eff can give the tie: fl(a * eff) == k + 1/2 needs |a * eff - (k + 1/2)| below
+    ulp(k + 1/2) <= 2^-36 (|k| < 2^16, checked by FullyConnectedChain.link), so |a - (k + 1/2) / eff| < 2^-36 / eff
+    <= 2^-6 for eff >= 2^-30 (MIN_TIE_CHECKED_EFF, else False); the float64 quotient, rounded, is within one of
+    every such a, so the window of 5 integers around it holds them all. Not a tabulation of the layer: at most
+    (hi - lo) * units * 5 products (MAX_TIE_CHECKS, else False)."""
+    eff = np.asarray(eff, np.float64).reshape(-1)
+    if not (eff >= MIN_TIE_CHECKED_EFF).all() or (hi - lo) * eff.size > MAX_TIE_CHECKS:
+        return False
+    k = np.arange(lo, hi, dtype=np.float64)[:, None, None] + 0.5
+    a = np.round(k / eff[None, :, None]) + np.arange(-2.0, 3.0)
+    return not bool((a * eff[None, :, None] == k).any())
+
+
+def _float64(layer):
+    """``layer`` (a folded FULLY_CONNECTED, its row possibly offset) with a float64 GEMM when it is float32 with at
+    most SMALL_FLOAT64_WEIGHTS weights (the same integer sums: its float32 bound 2^24 implies float64's 2^53),
+    else ``layer`` itself."""
+    if isinstance(layer, FullyConnectedQuantizedFoldedScalar):
+        if layer.w.dtype != np.float32 or layer.w.size > SMALL_FLOAT64_WEIGHTS:
+            return layer
+        xvec = np.empty(layer.xvec.shape)
+        xvec[-1] = 1
+        return dataclasses.replace(layer, w=layer.w.astype(np.float64), xvec=xvec, xview=xvec[:-1])
+    wt = layer.weights_t
+    if wt.dtype != np.float32 or wt.size > SMALL_FLOAT64_WEIGHTS:
+        return layer
+    x_shape = out = None
+    if isinstance(layer, FullyConnectedQuantizedFoldedRelu):
+        x_shape, out = layer.xview.shape, _Info(layer.iout.dtype, layer.iout.shape)
+    elif isinstance(layer, FullyConnectedQuantizedFoldedRounded):
+        out = _Info(np.dtype(np.int32), layer.t_out.shape)  # _rounded reads the output's kind and size only
+    rebuilt = FullyConnectedQuantizedFolded.build(
+        layer.acc.shape[0], wt[:-1].T, wt[-1], np.float64, layer.eff, layer.zo, layer.lo, layer.hi, x_shape, out
+    )
+    return rebuilt if type(rebuilt) is type(layer) else layer
+
+
+@dataclass(frozen=True)
+class _Info:
+    """The dtype and shape of an output tensor (what FullyConnectedQuantizedFolded.build reads of a TensorInfo)."""
+
+    dtype: np.dtype
+    shape: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedChainRounded:
+    """FullyConnectedChain with each producer's rounding by np.rint: per producer layer the GEMM, the product by
+    eff, rint in place and the clamp stored into the next layer's GEMM rows (four numpy calls instead of five or
+    six: no HALF_DOWN add, no sign term), small layers in float64 (``_float64``: no mixed-type product or
+    store). The same integers as FullyConnectedChain's ``round_half_away(clamp(t, lo, hi))``: ``rint`` then the
+    clamp give them when no t = fl(acc * eff) is a half-integer inside [lo, hi) (``_ties_free``, checked at
+    prepare per producer; else FullyConnectedChain). A rint result of -0.0 (t in (-1/2, 0)) that the clamp keeps
+    enters the next GEMM as -0.0, an exact zero term of the integer sums. The last layer runs as it would alone."""
+
+    layers: tuple
+    steps: tuple  # per producer: (product, xbuf, weights_t, acc, eff, t, lo, hi, target)
+
+    @staticmethod
+    def make(layers: tuple) -> FullyConnectedChainRounded | None:
+        """The rounded chain of FullyConnectedChain's ``layers``, or None when a producer's tie check fails."""
+        if not all(_ties_free(p.eff, p.lo, p.hi) for p in layers[:-1]):
+            return None
+        layers = tuple(_float64(layer) for layer in layers)
+        steps = tuple(
+            (p.product, p.xbuf, p.weights_t, p.acc, p.eff, p.t, *p.lo_hi_zo[:2], c.rows())
+            for p, c in zip(layers, layers[1:])
+        )
+        return FullyConnectedChainRounded(layers, steps)
+
+    def feeding(self, consumer) -> FullyConnectedChainRounded | FullyConnectedChain | None:
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step)."""
+        return FullyConnectedChain.link(self.layers, consumer)
+
+    def __call__(self, inputs, outputs):
+        self.layers[0].load(inputs[INPUT])
+        for product, xbuf, wt, acc, eff, t, lo, hi, target in self.steps:
+            product(xbuf, wt, out=acc)  # exact integer sums in any order
+            np.multiply(acc, eff, out=t)  # C++ multiplies double(acc) by the double eff
+            np.rint(t, out=t)  # no ties inside [lo, hi): round half away there (_ties_free)
+            clip_ufunc(t, lo, hi, out=target, casting="same_kind")  # integers below 2^16: exact in float32
+        self.layers[-1].run_loaded(outputs)

@@ -18,23 +18,27 @@ NONE, RELU, RELU6 = 0, 1, 3
 S_W = 0.01
 
 
-def _dense(widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed=0) -> bytes:
-    """A stack of FULLY_CONNECTED layers ``widths[0] -> widths[1] -> ...`` with activations ``acts``: per-tensor
-    weight scale S_W, each output scale s_in * S_W / eff (the accumulators spread over the output range), zero
-    points -128 / 0 (int8 ReLU-like / not) or 0 / 128 (uint8). ``outputs``: the layer outputs that are model
-    outputs (default: the last)."""
+def _dense(
+    widths, acts, dtype=np.int8, eff=0.002, outputs=None, w_max=127, seed=0, s=0.05, s_w=S_W, out_zp=None
+) -> bytes:
+    """A stack of FULLY_CONNECTED layers ``widths[0] -> widths[1] -> ...`` with activations ``acts``: input scale
+    ``s``, per-tensor weight scale ``s_w``, each output scale s_in * s_w / eff (the accumulators spread over the
+    output range), zero points -128 / 0 (int8 ReLU-like / not) or 0 / 128 (uint8). ``outputs``: the layer
+    outputs that are model outputs (default: the last); ``out_zp``: the last layer's zero point instead."""
     rng = np.random.default_rng(seed)
     signed = dtype == np.int8
     b = ModelBuilder()
-    s, zp = 0.05, -3 if signed else 120
+    zp = -3 if signed else 120
     x = b.input("x", (1, widths[0]), dtype, quantization=quant(s, zp))
     ys = []
     for k, (depth, units, act) in enumerate(zip(widths, widths[1:], acts)):
         wz = rng.integers(-w_max, w_max + 1, (units, depth))
-        w = b.const(f"w{k}", (wz if signed else wz + 128).astype(dtype), quantization=quant(S_W, 0 if signed else 128))
-        bias = b.const(f"b{k}", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(s * S_W))
-        s = s * S_W / eff
+        w = b.const(f"w{k}", (wz if signed else wz + 128).astype(dtype), quantization=quant(s_w, 0 if signed else 128))
+        bias = b.const(f"b{k}", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(s * s_w))
+        s = s * s_w / eff
         zp = (-128 if signed else 0) if act in (RELU, RELU6) else (0 if signed else 128)
+        if out_zp is not None and k == len(acts) - 1:
+            zp = out_zp
         y = b.tensor(f"y{k}", (1, units), dtype, quantization=quant(s, zp))
         b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": act})
         ys.append(y)
@@ -80,12 +84,45 @@ def _compare(model: bytes, n: int = 40, **kwargs) -> list[str]:
     ],
 )
 def test_chain_equals_reference(widths, acts, dtype):
-    assert _compare(_dense(widths, acts, dtype)) == ["FullyConnectedChain"]
+    assert _compare(_dense(widths, acts, dtype)) == ["FullyConnectedChainRounded"]
+
+
+def _tied() -> bytes:
+    """Power-of-two scales: eff = 2^-6 exactly, so acc = 64k + 32 gives t = k + 1/2, a tie (about one
+    accumulator in 64: many per run)."""
+    return _dense((40, 24, 24, 10), (NONE, RELU, NONE), eff=2.0**-6, s=2.0**-4, s_w=2.0**-7, w_max=20)
+
+
+def test_ties_keep_the_half_away_chain():
+    """Ties inside the clamp fail the rounded chain's check at prepare: FullyConnectedChain (round half away)."""
+    assert _compare(_tied()) == ["FullyConnectedChain"]
+
+
+def test_rint_on_ties_differs(monkeypatch):
+    """The tie check is needed: forced past it, np.rint (ties to even) gives other integers than BUILTIN_REF."""
+    from litert_py.ops import fully_connected_folded
+
+    monkeypatch.setattr(fully_connected_folded, "_ties_free", lambda *a: True)
+    with pytest.raises(AssertionError):
+        _compare(_tied())
+
+
+def test_rounded_chain_float64_layers():
+    """Small layers run in float64 inside the rounded chain; compared with BUILTIN_REF."""
+    from litert_py.ops.fully_connected_folded import FullyConnectedChainRounded
+
+    model = _dense((48, 20, 20, 1), (RELU, NONE, NONE))
+    assert _compare(model) == ["FullyConnectedChainRounded"]
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op,) = [op for _, op in it._subgraphs[0].steps_nodes]
+    assert isinstance(op, FullyConnectedChainRounded)
+    assert all(t.dtype == np.float64 for t in (op.layers[0].xbuf, op.layers[1].xbuf, op.layers[2].xvec))
 
 
 def test_intermediate_output_splits_the_chain():
     names = _compare(_dense((40, 24, 24, 24, 10), (RELU,) * 4, outputs=[1, 3]))
-    assert names == ["FullyConnectedChain", "FullyConnectedChain"]
+    assert names == ["FullyConnectedChainRounded", "FullyConnectedChainRounded"]
 
 
 def test_consumer_bound_stops_fusion():
@@ -98,4 +135,38 @@ def test_consumer_bound_stops_fusion():
 def test_preserved_tensors_are_not_fused():
     model = _dense((40, 24, 10), (RELU, NONE))
     names = _compare(model, n=10, experimental_preserve_all_tensors=True)
-    assert "FullyConnectedChain" not in names
+    assert not any(n.startswith("FullyConnectedChain") for n in names)
+
+
+def test_last_layer_rounded():
+    """A chain's last layer whose clamp is below its zero point and whose integers do not fit the store types
+    (int8, zero point 5, no activation): FullyConnectedQuantizedFoldedRounded (rint, + zo, the clamp's casting
+    store), inside the chain and alone."""
+    from litert_py.ops.fully_connected_folded import FullyConnectedQuantizedFoldedRounded
+
+    assert _compare(_single(5)) == ["FullyConnectedQuantizedFoldedRounded"]
+    it = Interpreter(model_content=_dense((40, 24, 10), (RELU, NONE), out_zp=5))
+    it.allocate_tensors()
+    (op,) = [op for _, op in it._subgraphs[0].steps_nodes]
+    assert isinstance(op.layers[-1], FullyConnectedQuantizedFoldedRounded)
+    assert _compare(_dense((40, 24, 10), (RELU, NONE), out_zp=5)) == ["FullyConnectedChainRounded"]
+
+
+def _single(zp: int, tied: bool = False) -> bytes:
+    """One FULLY_CONNECTED 40 -> 24 without activation into int8 with zero point ``zp``; ``tied``: _tied's
+    power-of-two scales (eff = 2^-6)."""
+    if tied:
+        return _dense((40, 24), (NONE,), eff=2.0**-6, s=2.0**-4, s_w=2.0**-7, w_max=20, out_zp=zp)
+    return _dense((40, 24), (NONE,), out_zp=zp)
+
+
+def test_single_layer_ties_keep_the_half_away_path(monkeypatch):
+    """Ties inside the clamp: FullyConnectedQuantizedFolded (round half away); forced past the tie check, the
+    rounded layer differs from BUILTIN_REF."""
+    from litert_py.ops import fully_connected_folded
+
+    assert _compare(_single(5, tied=True)) == ["FullyConnectedQuantizedFolded"]
+    monkeypatch.setattr(fully_connected_folded, "_ties_free", lambda *a: True)
+    assert _compare(_single(5)) == ["FullyConnectedQuantizedFoldedRounded"]
+    with pytest.raises(AssertionError):
+        _compare(_single(5, tied=True))

@@ -108,6 +108,7 @@ def test_okay_nabu_blocks_fused():
     assert names.count("StoreInto") == 2
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
+    assert all(op.tap_dot is not None for _, op in ours._subgraphs[0].steps_nodes if hasattr(op, "tap_dot"))
     np.testing.assert_array_equal(got, want)
 
 

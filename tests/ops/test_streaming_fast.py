@@ -205,6 +205,30 @@ def test_depthwise_output_read_elsewhere_is_not_fused(dw_out, twice):
     assert names.count("ConvQuantizedFoldedRows") == 1 + twice
 
 
+def _tap_dots(model: bytes) -> list:
+    """Whether each whole-window depthwise step of ``model`` sums its taps with np.dot (whole_window.tap_dot)."""
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    return [op.tap_dot is not None for _, op in it._subgraphs[0].steps_nodes if hasattr(op, "tap_dot")]
+
+
+@pytest.mark.parametrize(
+    ("model", "steps"),
+    [
+        (lambda: _depthwise_pointwise_model(NONE), 1),  # DepthwiseWholeIntoRows, the sign path
+        (lambda: _depthwise_pointwise_model(RELU, dw_out=True), 1),  # DepthwiseConvWholeFolded alone, ReLU-like
+        (lambda: _mixconv_model(frame_step=1, act=NONE), 1),  # the merged MixConv view
+        (lambda: _mixconv_model(frame_step=2, act=RELU), 2),  # two views (a strided window each)
+    ],
+)
+def test_whole_window_tap_sum_as_dot(model, steps):
+    """The whole-window depthwise steps sum their taps and constant row with one np.dot (one batch): the same
+    exact sums as add.reduce, every output equal to BUILTIN_REF."""
+    model = model()
+    _assert_equal(model)
+    assert _tap_dots(model) == [True] * steps
+
+
 def test_depthwise_pointwise_not_fused_when_preserving_tensors():
     model = _depthwise_pointwise_model(RELU)
     it = litert_py.Interpreter(model_content=model, experimental_preserve_all_tensors=True)
@@ -230,7 +254,7 @@ def _fc_model(act: int, zo: int, units: int = 6, depth: int = 20) -> bytes:
     [
         (RELU, -128, "FullyConnectedQuantizedFoldedRelu"),
         (RELU, 10, "FullyConnectedQuantizedFoldedRelu"),
-        (NONE, 10, "FullyConnectedQuantizedFolded"),  # lower clamp below the zero point: the sign path
+        (NONE, 10, "FullyConnectedQuantizedFoldedRounded"),  # lower clamp below the zero point: no tie, rint
     ],
 )
 def test_folded_fully_connected_paths(act, zo, cls):

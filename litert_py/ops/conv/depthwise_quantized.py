@@ -50,7 +50,7 @@ from .requant import (
     fold_requantization,
 )
 from .taps import DepthwiseTaps, exact_tap_weights
-from .whole_window import ALL, adjacent, full_index, merge_epilogues, merged_window
+from .whole_window import ALL, adjacent, full_index, merge_epilogues, merged_window, tap_dot
 
 #: Constant-filter exact depthwise sums with at least this many output channels take one np.einsum over the
 #: window view (`EinsumTaps`): 1.1-3.5x faster than the stacked multiply + reduction or the tap loop from 48
@@ -252,10 +252,14 @@ class DepthwiseConvWholeFolded:
     acc: np.ndarray  # (N, 1, 1, C) float64, the epilogue's input
     acc_rows: np.ndarray  # (N, C) view of acc
     epilogue: FoldedEpilogue
+    tap_dot: tuple | None  # (ones, products[0]): the tap sum as one np.dot (whole_window.tap_dot); None: add.reduce
 
     def __call__(self, inputs, outputs):
         np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
-        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        if self.tap_dot is None:
+            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        else:
+            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, outputs[OUTPUT])
 
     def reading(self, index: tuple) -> DepthwiseConvWholeFoldedView:
@@ -290,6 +294,7 @@ class DepthwiseConvWholeFolded:
         return DepthwiseWholeIntoRows(
             index, self.weights, self.products, self.taps_products, acc, acc_rows, self.epilogue,
             conv.a, conv.a_input, conv.weights, conv.acc, conv.acc_rows, conv.epilogue, conv.product,
+            tap_dot(self.products, acc_rows),
         )  # fmt: skip
 
     def merging(self, other, out_channels: int) -> DepthwiseConvWholeFoldedView | None:
@@ -338,6 +343,7 @@ class DepthwiseConvWholeFolded:
             acc,
             acc.reshape(n, ca + cb),
             epilogue,
+            tap_dot(products, acc.reshape(n, ca + cb)),
             window,
             (Ellipsis,) if whole else ALL[:3] + (channels,),
         )
@@ -363,7 +369,10 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
         if x is not views[0] or y is not views[2]:
             views[:] = x, x[self.index], y, y[self.out_index]
         np.multiply(views[1], self.weights, out=self.taps_products)
-        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        if self.tap_dot is None:
+            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        else:
+            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, views[3])
 
     def reading(self, index: tuple):  # fused before any writing: not again
@@ -401,6 +410,7 @@ class DepthwiseWholeIntoRows:
     conv_acc_rows: np.ndarray
     conv_epilogue: object
     product: object
+    tap_dot: tuple | None  # the depthwise's tap sum as one np.dot into acc_rows (whole_window.tap_dot)
 
     def __post_init__(self):
         object.__setattr__(self, "_window", [None, None])  # (input array, its view x[index])
@@ -410,7 +420,10 @@ class DepthwiseWholeIntoRows:
         if x is not window[0]:
             window[:] = x, x[self.index]
         np.multiply(window[1], self.weights, out=self.taps_products)
-        np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        if self.tap_dot is None:
+            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        else:
+            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
         self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
@@ -539,6 +552,7 @@ def _prepare_depthwise_folded(
             acc,
             acc.reshape(geo.batches, geo.out_c),
             folding.epilogue,
+            tap_dot(products, acc.reshape(geo.batches, geo.out_c)),
         )
     sum_taps, weights, scratch = _exact_taps(geo, multiplier, dtype, x.zero_point, f.data, f_zp)
     return DepthwiseConvQuantizedFolded(
