@@ -1,15 +1,22 @@
-"""Index and epilogue helpers for merging two whole-window depthwise kernels into one op
-(depthwise_quantized.DepthwiseConvWholeFolded.merging: a MixConv block's two kernels, which read windows of one
-tensor and store into adjacent channel slices of one output), and the whole-window tap sum as one BLAS product
-(``tap_dot``)."""
+"""int8 / uint8 DEPTHWISE_CONV_2D over one output pixel whose window is the whole unpadded input (a streaming
+model's depthwise over its ring buffer): `DepthwiseConvWholeFolded` (chosen by depthwise_quantized.py), its view
+reading (`DepthwiseConvWholeFoldedView`) and the steps it becomes when fused into the pointwise conv or FULLY_CONNECTED
+that reads it (`DepthwiseWholeIntoRows` and subclasses); the index and epilogue helpers for merging two such kernels
+into one op (``DepthwiseConvWholeFolded.merging``: a MixConv block's two kernels, which read windows of one tensor and
+store into adjacent channel slices of one output), and the tap sum as one BLAS product (``tap_dot``)."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+import dataclasses
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
+from ..common import reshape_view
+from ..fully_connected_folded import FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar
+from .common import INPUT, OUTPUT
+from .conv2d_quantized import ConvQuantizedFoldedRows
+from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 
 ALL = (slice(None),) * 4
 
@@ -76,3 +83,264 @@ def tap_dot(products: np.ndarray, acc_rows: np.ndarray) -> tuple | None:
     if not acc_rows.flags.c_contiguous or acc_rows.dtype != np.float64 or products.dtype != np.float64:
         return None
     return np.ones((1, products.shape[1])), products[0]
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFolded:
+    """DepthwiseConvQuantizedFolded for one output pixel whose window is the whole unpadded input (depth
+    multiplier 1; a streaming model's depthwise conv over its ring buffer): the input read as (N, taps, C) times
+    the (taps, C) weights already scaled by M * 2^(ls-31-rs) in float64 (|w * M| < 2^40: exact; every sum
+    below 2^53 units by the folding's bound), summed over the taps and a row holding the folded constant, then
+    the epilogue: 4 numpy calls instead of 7."""
+
+    weights: np.ndarray  # (H, W, C) float64, scaled
+    products: np.ndarray  # (N, taps + 1, C) float64; the last row holds the folded constant
+    taps_products: np.ndarray  # (N, H, W, C) view of products' tap rows (the input's shape: no reshape)
+    acc: np.ndarray  # (N, 1, 1, C) float64, the epilogue's input
+    acc_rows: np.ndarray  # (N, C) view of acc
+    epilogue: FoldedEpilogue
+    tap_dot: tuple | None  # (ones, products[0]): the tap sum as one np.dot (whole_window.tap_dot); None: add.reduce
+
+    def __call__(self, inputs, outputs):
+        np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
+        if self.tap_dot is None:
+            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        else:
+            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple) -> DepthwiseConvWholeFoldedView:
+        """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
+        return DepthwiseConvWholeFoldedView(*(getattr(self, f.name) for f in fields(self)), index, (Ellipsis,))
+
+    def writing(self, index: tuple) -> DepthwiseConvWholeFoldedView | None:
+        """This op storing its output into the view ``target[index]`` (ops/slice_views.py), or None when its
+        epilogue might reshape the output (a copy for a strided view): only the small epilogues assign it."""
+        if type(self.epilogue) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
+            return None
+        return DepthwiseConvWholeFoldedView(*(getattr(self, f.name) for f in fields(self)), (Ellipsis,), index)
+
+    def feeding(self, conv) -> DepthwiseWholeIntoRows | None:
+        """This op and ``conv``, the ConvQuantizedFoldedRows that alone reads its output, as one step, or None when
+        DepthwiseWholeIntoRows's bound does not hold: a small epilogue (values clipped to the output type's range,
+        assigned with ``out[...] = v``), an integer output, the conv's rows of this op's output shape."""
+        small = type(self.epilogue) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
+        index = getattr(self, "index", (Ellipsis,))
+        if (
+            not small
+            or getattr(self, "out_index", (Ellipsis,)) != (Ellipsis,)
+            or type(conv) is not ConvQuantizedFoldedRows
+            or conv.a_input.shape != self.acc.shape
+            or conv.a_input.dtype != np.float64
+        ):
+            return None
+        try:  # the sums straight into the conv's rows, the epilogue in place there (its final store a no-op)
+            acc, acc_rows = conv.a_input, reshape_view(conv.a_input, self.acc_rows.shape)
+        except ValueError:
+            acc, acc_rows = self.acc, self.acc_rows
+        return DepthwiseWholeIntoRows(
+            index, self.weights, self.products, self.taps_products, acc, acc_rows, self.epilogue,
+            conv.a, conv.a_input, conv.weights, conv.acc, conv.acc_rows, conv.epilogue, conv.product,
+            tap_dot(self.products, acc_rows),
+        )  # fmt: skip
+
+    def merging(self, other, out_channels: int) -> DepthwiseConvWholeFoldedView | None:
+        """This op and ``other``, both reading windows of one tensor and storing into adjacent channel slices of
+        one output (a MixConv block's two depthwise kernels after ops/slice_views.py's fusions: this one's
+        channels first), as one op over both channel ranges, or None when the conditions fail.
+
+        The merged op reads the longer window: the shorter kernel's taps are padded at the window's start with
+        zero weights. Exact: a padded tap adds x * 0.0 (a zero) to an exact integer-valued float64 sum whose
+        every partial sum stays below 2^53 units (each kernel's own folding bound, unchanged by zeros), so
+        every channel's sum, constant and epilogue input are the ones its own op computes (a -0.0 sum rounds
+        as +0.0 does: the sign term 2^-(rs+1) is below 1/2); the epilogue is elementwise, its per-channel
+        arrays concatenated (``whole_window.merge_epilogues``: only the small epilogues, equal scalar fields).
+        Conditions: basic step-1 slices, the same batch and width slices, windows ending at the same row, channel slices
+        [c0, c1) and [c1, c2) of the input and of the output. ``out_channels``: the output's channel count (the
+        merged op stores into the whole output when it covers it)."""
+        a_in, b_in = getattr(self, "index", None), getattr(other, "index", None)
+        a_out, b_out = getattr(self, "out_index", None), getattr(other, "out_index", None)
+        if type(other) is not DepthwiseConvWholeFoldedView or None in (a_in, b_in, a_out, b_out):
+            return None
+        window = merged_window(a_in, b_in)
+        a_out, b_out = full_index(a_out, 4), full_index(b_out, 4)
+        channels = adjacent(a_out[3], b_out[3])
+        epilogue = merge_epilogues(self.epilogue, other.epilogue, self.acc.shape, other.acc.shape)
+        if window is None or channels is None or epilogue is None or not a_out[:3] == b_out[:3] == ALL[:3]:
+            return None
+        (rows_a, width, ca), (rows_b, _, cb) = self.weights.shape, other.weights.shape
+        if other.weights.shape[1] != width or channels.stop - channels.start != ca + cb:
+            return None
+        rows = max(rows_a, rows_b)
+        if window[1].stop - window[1].start != rows:
+            return None
+        weights = np.zeros((rows, width, ca + cb))
+        weights[rows - rows_a :, :, :ca] = self.weights
+        weights[rows - rows_b :, :, ca:] = other.weights
+        n = self.acc.shape[0]
+        taps = rows * width
+        products = np.empty((n, taps + 1, ca + cb))
+        products[:, taps] = np.concatenate([self.products[:, -1], other.products[:, -1]], axis=-1)
+        acc = np.empty((n, 1, 1, ca + cb))
+        whole = channels == slice(0, out_channels, 1)
+        return DepthwiseConvWholeFoldedView(
+            weights,
+            products,
+            products[:, :taps].reshape(n, rows, width, ca + cb),  # a view
+            acc,
+            acc.reshape(n, ca + cb),
+            epilogue,
+            tap_dot(products, acc.reshape(n, ca + cb)),
+            window,
+            (Ellipsis,) if whole else ALL[:3] + (channels,),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
+    """DepthwiseConvWholeFolded whose input is ``source[index]`` and whose output is ``target[out_index]``, strided
+    views (ops/slice_views.py): of the tensor a chain of slicing steps (SPLIT_V, STRIDED_SLICE) would have copied
+    the input from, and of the CONCATENATION output the result would have been copied into. np.multiply reads
+    the view's values as it read the copy's, and the small epilogue assigns ``out[...] = v`` into the view as
+    into the tensor: the same values, without the copies. The views are made once per bound array."""
+
+    index: tuple
+    out_index: tuple
+
+    def __post_init__(self):
+        # (input array, its view, output array, its view): made once per bound array (a view sees new values)
+        object.__setattr__(self, "_views", [None, None, None, None])
+
+    def __call__(self, inputs, outputs):
+        x, y, views = inputs[INPUT], outputs[OUTPUT], self._views
+        if x is not views[0] or y is not views[2]:
+            views[:] = x, x[self.index], y, y[self.out_index]
+        np.multiply(views[1], self.weights, out=self.taps_products)
+        if self.tap_dot is None:
+            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        else:
+            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+        self.epilogue(self.acc, views[3])
+
+    def reading(self, index: tuple):  # fused before any writing: not again
+        raise NotImplementedError
+
+    def writing(self, index: tuple) -> DepthwiseConvWholeFoldedView | None:
+        small = type(self.epilogue) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
+        return dataclasses.replace(self, out_index=index) if small and self.out_index == (Ellipsis,) else None
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseWholeIntoRows:
+    """DepthwiseConvWholeFolded (or its view reading, ``index``) whose output only a ConvQuantizedFoldedRows reads
+    (a streaming block's depthwise then pointwise conv), as one step: the depthwise's tap sums are reduced
+    straight into the conv's float64 GEMM rows (``acc`` is the conv's ``a_input`` when that reshapes as a view)
+    and its small epilogue runs there in place (its final ``out[...] = v`` assigns the array to itself, which
+    numpy skips), instead of into the int8 tensor the conv's np.copyto would convert them from. Bound: those
+    values are integers clipped to the output type's range (exact in float64 and in the int8 tensor alike), so
+    the conv multiplies the same rows; one numpy call and one step fewer. The input view ``x[index]`` is made
+    once per input array (kept with the array it views: the arrays are bound to the step for good, and a view
+    sees their new values). Built by :meth:`DepthwiseConvWholeFolded.feeding` (checked there); fused by
+    ops/slice_views.py."""
+
+    index: tuple  # the depthwise's input view; (Ellipsis,) when it reads its own tensor
+    weights: np.ndarray  # the depthwise's fields (DepthwiseConvWholeFolded)
+    products: np.ndarray
+    taps_products: np.ndarray
+    acc: np.ndarray
+    acc_rows: np.ndarray
+    epilogue: object
+    a: np.ndarray  # the conv's fields (ConvQuantizedFoldedRows)
+    a_input: np.ndarray
+    conv_weights: np.ndarray
+    conv_acc: np.ndarray
+    conv_acc_rows: np.ndarray
+    conv_epilogue: object
+    product: object
+    tap_dot: tuple | None  # the depthwise's tap sum as one np.dot into acc_rows (whole_window.tap_dot)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_window", [None, None])  # (input array, its view x[index])
+
+    def __call__(self, inputs, outputs):
+        x, window = inputs[INPUT], self._window
+        if x is not window[0]:
+            window[:] = x, x[self.index]
+        np.multiply(window[1], self.weights, out=self.taps_products)
+        if self.tap_dot is None:
+            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        else:
+            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+        self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
+        self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
+        self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
+
+    def writing(self, index: tuple) -> DepthwiseWholeIntoRowsWriting | None:
+        """This step storing its output into the view ``target[index]`` (ops/ring_buffer.py's fuse_ring_writes: the
+        next ring buffer's tail), or None when the conv's epilogue might reshape the output (a copy for a view):
+        the small epilogues assign ``out[...] = v``, into a view as into the tensor."""
+        if type(self.conv_epilogue) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
+            return None
+        return DepthwiseWholeIntoRowsWriting(*(getattr(self, f.name) for f in fields(DepthwiseWholeIntoRows)), index)
+
+    def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
+        """This step and ``consumer``, a folded quantized FULLY_CONNECTED that alone reads the conv's output (a
+        streaming classifier's head), as one step (ops/slice_views.py's fuse_feeding), or None: the conv's small
+        epilogue assigns its values into the FULLY_CONNECTED's GEMM rows (``rows()``, float) instead of into
+        the int8 tensor the FULLY_CONNECTED would copy from. Bound: those values are integers in the output
+        type's range (exact in float32 and float64 alike), in the tensor's element order (the rows viewed with
+        the conv output's shape), so the GEMM multiplies the same rows (its own exactness bound is for raw input
+        values)."""
+        if type(self.conv_epilogue) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue):
+            return None
+        if not isinstance(consumer, (FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar)):
+            return None
+        rows = consumer.rows()
+        if rows.size != self.conv_acc.size:
+            return None
+        try:
+            target = reshape_view(rows, self.conv_acc.shape)
+        except ValueError:
+            return None
+        fed = (getattr(self, f.name) for f in fields(DepthwiseWholeIntoRows))
+        return DepthwiseWholeIntoRowsFeeding(*fed, consumer, target)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
+    """DepthwiseWholeIntoRows whose conv stores into the GEMM rows of the FULLY_CONNECTED that reads its output,
+    which then runs from its loaded rows (``DepthwiseWholeIntoRows.feeding``): one numpy call and a step fewer."""
+
+    then: object = None  # the FULLY_CONNECTED's prepared op (``run_loaded``)
+    then_rows: np.ndarray = None  # its GEMM rows viewed with the conv output's shape
+
+    def __call__(self, inputs, outputs):
+        DepthwiseWholeIntoRows.__call__(self, inputs, (self.then_rows,))  # what the FULLY_CONNECTED would copy
+        self.then.run_loaded(outputs)
+
+    def feeding(self, consumer):  # already feeding: not again
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
+    """DepthwiseWholeIntoRows storing its output into ``target[out_index]`` (``DepthwiseWholeIntoRows.writing``),
+    the view made once per bound array: the same values in the view."""
+
+    out_index: tuple = (Ellipsis,)
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+
+    def __call__(self, inputs, outputs):
+        y, target = outputs[OUTPUT], self._target
+        if y is not target[0]:
+            target[:] = y, y[self.out_index]
+        DepthwiseWholeIntoRows.__call__(self, inputs, (target[1],))
+
+    def writing(self, index: tuple):  # already writing: not again
+        return None
+
+    def feeding(self, consumer):
+        return None
