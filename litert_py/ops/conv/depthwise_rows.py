@@ -59,14 +59,9 @@ from ..common import aligned_empty, clip_ufunc
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
-from .depthwise_into_rows import DepthwiseIntoRows, feeding
+from .depthwise_into_rows import DepthwiseIntoRows, einsum, feeding, inlined
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
 from .taps import DepthwiseTaps
-
-try:  # np.einsum(optimize=False) calls this after its array-function dispatch: ~0.8 us a call saved
-    from numpy._core.multiarray import c_einsum as einsum
-except ImportError:  # numpy < 2
-    from numpy.core.multiarray import c_einsum as einsum
 
 SIGN_BIT = np.array(0x80, np.uint8)
 
@@ -198,13 +193,13 @@ class DepthwiseConvQuantizedRows:
         into a ConvQuantizedFoldedRows's float64 GEMM rows), or None when that module's bound is not checked."""
         if self.unshifted is not None:  # the values without the +128 shift: floored straight into the rows
             const, ep = self.unshifted
-            return feeding(dataclasses.replace(self, const=const), ep, self.acc4, 0, conv)
+            return inlined(feeding(dataclasses.replace(self, const=const), ep, self.acc4, 0, conv))
         ep, shift = self.epilogue, 0
         if type(ep) is FlippedEpilogue:
             ep, shift = ep.epilogue, 128
         elif type(ep) is TruncatingEpilogue and ep.flip:
             shift = 128
-        return feeding(self, ep, self.acc4, shift, conv)
+        return inlined(feeding(self, ep, self.acc4, shift, conv))
 
 
 def prepare_depthwise_rows(
