@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import clip_ufunc
+from ..common import aligned_empty, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES
 
 try:  # np.einsum(optimize=False) calls this after its array-function dispatch: ~0.8 us a call saved
     from numpy._core.multiarray import c_einsum as einsum
@@ -132,12 +133,17 @@ def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> Depthwise
 
 
 def _const_rows(conv, width: int) -> tuple:
-    """(const_row, product_rows) of the split form: the conv's constant row tiled over the output's ``width``
-    and the conv's (M, O) GEMM output viewed as (M / width, width * O) rows, so the add's inner loop runs over
-    width * O values instead of O (the same additions: 750x8 values 5.1 -> 3.0 us, 195x8 1.6 -> 1.1 us); or the
-    untiled row and the (M, O) rows when that view is not one."""
+    """(const_row, product_rows) of the split form: the conv's constant row, one value per GEMM output (up to
+    requant_trunc.FULL_CONSTANTS_MAX_VALUES values: no broadcasting, the same additions) with the conv's (M, O)
+    GEMM output, or, above that, tiled over the output's ``width`` with the output viewed as (M / width,
+    width * O) rows (inner loops of width * O values, not O); the untiled row and the (M, O) rows when that view
+    is not one. 750x8 values: 5.1 (the (O,) row) -> 3.0 (tiled) -> 1.3 us (per value)."""
     rows = conv.acc_rows
     row = conv.weights[-1]
+    if rows.size <= FULL_CONSTANTS_MAX_VALUES:
+        full = aligned_empty(rows.shape, np.float64)
+        full[...] = row
+        return full, rows
     wide = rows.reshape(-1, width * rows.shape[1]) if rows.shape[0] % width == 0 else rows
     if wide is rows or not np.shares_memory(wide, rows) or not wide.flags.c_contiguous:
         return row, rows
@@ -159,8 +165,8 @@ class DepthwiseIntoRows:
     acc_rows: np.ndarray
     conv_epilogue: object
     product: object
-    const_row: np.ndarray | None  # split form: the conv's constant row tiled (OW*O,) (or (O,)), added after
-    product_rows: np.ndarray | None  # split form: acc_rows viewed as (N*OH, OW*O) rows (or acc_rows)
+    const_row: np.ndarray | None  # split form: the conv's constant row (_const_rows), added after the product
+    product_rows: np.ndarray | None  # split form: acc_rows, or its (N*OH, OW*O) view (_const_rows)
 
     def __call__(self, inputs, outputs):
         self.depthwise.accumulate(inputs[INPUT])
