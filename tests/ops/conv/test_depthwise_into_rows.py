@@ -172,6 +172,9 @@ def test_depthwise_fused_into_pointwise_rows(kind):
     assert np.shares_memory(op.epilogue.rows, op.a) and (op.a.shape[1] == c) == split
     if depthwise.endswith("Rows"):  # small outputs: float64 sums of the scaled weights (no multiply)
         assert (op.depthwise.scale is None) == kind.startswith("scaled") == (values <= depthwise_rows.ROWS_MIN_VALUES)
+    ce = op.conv_epilogue  # the conv (no activation, zero point 3: the sign path) from 512 values on
+    if values > 512 and type(ce).__name__ == "FoldedEpilogue":  # one half per value (no broadcast row)
+        assert ce.half.shape == ce.sign.shape
     if add == "none":
         assert op.epilogue.add is None
     elif add == "shift":
