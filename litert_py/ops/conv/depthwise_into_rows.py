@@ -206,7 +206,8 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
         einsum(self.subscripts, self.window, self.taps, out=self.sums_out)
         acc = self.dw_acc
         if self.scale is not None:
-            np.multiply(self.sums, self.scale, out=acc)
+            np.copyto(acc, self.sums)
+            np.multiply(acc, self.scale, out=acc)
         np.add(acc, self.const, out=acc)
         v = self.v4  # (acc's memory)
         clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
