@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import litert_py
 from litert_py.ops import elementwise_quantized
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.oracle import oracle
+from tests.ops._single_step import both_with_step, invoke_both
 
 I8, U8 = np.int8, np.uint8
 RELU = 1
@@ -45,12 +44,7 @@ def test_table8_forms_against_reference(case, op, dtype):
     shape1, shape2, cls = CASES[case]
     out_shape = np.broadcast_shapes(shape1, shape2)
     model = _model(op, shape1, shape2, out_shape, dtype)
-    LiteRT, OpResolverType = oracle()
-    theirs = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ours = litert_py.Interpreter(model_content=model)
-    theirs.allocate_tensors()
-    ours.allocate_tensors()
-    (step,) = [op for _, op in ours._subgraphs[0].steps_nodes]
+    theirs, ours, step = both_with_step(model)
     assert type(step).__name__ == cls
     assert cls != "QuantizedTable8Bytes" or int(np.prod(out_shape)) <= elementwise_quantized.BYTES_MAX_TABLE
     info = np.iinfo(dtype)
@@ -62,12 +56,6 @@ def test_table8_forms_against_reference(case, op, dtype):
             if k == 0:  # the extreme bytes
                 v = np.asarray(np.where(rng.random(shape) < 0.5, info.min, info.max), dtype)
             feeds.append(v)
-        for it in (theirs, ours):
-            for d, v in zip(it.get_input_details(), feeds):
-                it.set_tensor(d["index"], v)
-            it.invoke()
-        want = theirs.get_tensor(theirs.get_output_details()[0]["index"])
-        got = ours.get_tensor(ours.get_output_details()[0]["index"])
-        assert got.dtype == want.dtype and got.shape == want.shape
+        got, want = invoke_both(theirs, ours, feeds)
         np.testing.assert_array_equal(got, want)
         assert len(np.unique(want)) > 1 or not out_shape  # the outputs vary: a wrong index shows

@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import litert_py
 from litert_py.ops import padding
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.oracle import oracle
+from tests.ops._single_step import both_with_step, invoke_both
 
 I8, F32 = np.int8, np.float32
 
@@ -46,12 +45,7 @@ def _model(shape, pads, dtype, constant) -> bytes:
 def test_pad_forms_against_reference(case):
     shape, pads, dtype, constant, cls = CASES[case]
     model = _model(shape, pads, dtype, constant)
-    LiteRT, OpResolverType = oracle()
-    theirs = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    ours = litert_py.Interpreter(model_content=model)
-    theirs.allocate_tensors()
-    ours.allocate_tensors()
-    (step,) = [op for _, op in ours._subgraphs[0].steps_nodes]
+    theirs, ours, step = both_with_step(model)
     assert type(step).__name__ == cls
     out_bytes = int(np.prod([d + lo + hi for d, (lo, hi) in zip(shape, pads)])) * np.dtype(dtype).itemsize
     assert (out_bytes <= padding.FILL_MAX_BYTES) == (cls == "PadFilled" or case == "int8-one-slab")
@@ -61,10 +55,5 @@ def test_pad_forms_against_reference(case):
             x = rng.integers(-20, 128, shape).astype(I8)
         else:
             x = rng.uniform(10.0, 20.0, shape).astype(F32)
-        for it in (theirs, ours):
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-        want = theirs.get_tensor(theirs.get_output_details()[0]["index"])
-        got = ours.get_tensor(ours.get_output_details()[0]["index"])
-        assert got.dtype == want.dtype and got.shape == want.shape
+        got, want = invoke_both(theirs, ours, [x])
         np.testing.assert_array_equal(got, want)
