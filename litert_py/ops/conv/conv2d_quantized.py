@@ -21,7 +21,7 @@ DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from .common import (
 )
 from .im2col import Im2Col, Im2ColT, RowBands, gemm_weights, row_band_weights
 from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, MixedEpilogue, fold_requantization
-from .requant_trunc import ScaledEpilogue, fold_truncating, scaled_epilogue
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, ScaledEpilogue, fold_truncating, scaled_epilogue
 
 
 @dataclass(frozen=True, eq=False)
@@ -335,7 +335,7 @@ def _prepare_conv_folded(
     elif folding is None:
         return None
     else:
-        scale, const, epilogue = folding.scale, folding.const, folding.epilogue
+        scale, const, epilogue = folding.scale, folding.const, _per_value_half(folding.epilogue)
     weights = np.empty((1, w.shape[0] + 1, w.shape[1]))
     np.multiply(w, scale, out=weights[0, :-1])  # |w * M| < 2^40: exact
     weights[0, -1] = const
@@ -361,6 +361,19 @@ def _prepare_conv_folded(
             a, a_input, weights[0], acc, acc.reshape(a.shape[0], geo.out_c), epilogue, small_gemm(a.shape[0])
         )
     return ConvQuantizedFolded(im2col, weights, aligned_empty(geo.out_shape, np.float64), epilogue)
+
+
+def _per_value_half(epilogue):
+    """A FoldedEpilogue's sign-path ``half`` (a (OW*O,) row broadcast over its (rows, OW*O) scratch) as one value
+    per output, up to requant_trunc.FULL_CONSTANTS_MAX_VALUES values: the same copysign without broadcasting
+    (15x13x8 outputs 1.55 -> 1.13 us, 30x25x8 4.4 -> 3.3 us); other epilogues unchanged."""
+    if type(epilogue) is not FoldedEpilogue or epilogue.half is None or epilogue.half.ndim != 1:
+        return epilogue
+    if epilogue.sign.size > FULL_CONSTANTS_MAX_VALUES or epilogue.sign.shape[-1] != epilogue.half.size:
+        return epilogue
+    half = aligned_empty(epilogue.sign.shape, np.float64)
+    half[...] = epilogue.half
+    return replace(epilogue, half=half)
 
 
 @dataclass(frozen=True, eq=False)
