@@ -80,6 +80,22 @@ def test_mixconv_merged_and_fed(split, frames, act):
     assert names == ["CallOnce", "RingBufferShift", "DepthwiseWholeIntoRows"]
 
 
+@pytest.mark.parametrize("act", [NONE, RELU])
+def test_fused_block_sign_path_from_two_dot_rows(act):
+    """A linear depthwise (sign-path epilogue) fused into the pointwise conv's rows takes SignedTaps (u and
+    u + zp + 1/2 from one np.dot, the floor stored into the rows); a ReLU one (no sign term) keeps tap_dot and
+    its epilogue. Every output of 12 invokes equals BUILTIN_REF."""
+    model = _mixconv_pointwise(3, (5, 9), (act, act))
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    (_, op) = it._subgraphs[0].steps_nodes[-1]
+    assert type(op).__name__ == "DepthwiseWholeIntoRows"
+    assert (op.signed is not None) == (act == NONE)
+    if act == NONE:
+        assert op.products.shape[1] == op.signed.ones.shape[1]  # the extra zp + 1/2 row
+    _assert_equal(model, _stream(model))
+
+
 def test_mixconv_merged_without_pointwise():
     model = _mixconv_pointwise(3, (5, 9), (NONE, NONE), pointwise=False)
     names = _assert_equal(model, _stream(model))
@@ -109,6 +125,8 @@ def test_okay_nabu_blocks_fused():
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
     assert all(op.tap_dot is not None for _, op in ours._subgraphs[0].steps_nodes if hasattr(op, "tap_dot"))
+    fused = [op for _, op in ours._subgraphs[0].steps_nodes if type(op).__name__.startswith("DepthwiseWholeIntoRows")]
+    assert sum(op.signed is not None for op in fused) >= 1  # whole_window.signed_taps on the linear depthwise
     np.testing.assert_array_equal(got, want)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..common import reshape_view
+from ..common import clip_ufunc, reshape_view
 from ..fully_connected_folded import FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
@@ -86,6 +86,56 @@ def tap_dot(products: np.ndarray, acc_rows: np.ndarray) -> tuple | None:
 
 
 @dataclass(frozen=True, eq=False)
+class SignedTaps:
+    """DepthwiseWholeIntoRows's buffers for a sign-path epilogue (``signed_taps``)."""
+
+    ones: np.ndarray  # (2, taps + 2) float64: [1 .. 1, 1, 0] and [1 .. 1, 1, 1]
+    sums: np.ndarray  # (2, C) float64: u and u + zp + 1/2
+    u: np.ndarray  # sums[0] viewed with the depthwise output's shape
+    v: np.ndarray  # sums[1] viewed so
+    sign: np.ndarray  # float64 scratch of that shape
+
+
+def signed_taps(op, a_input: np.ndarray) -> tuple | None:
+    """``(products, taps_products, SignedTaps)`` for the whole-window depthwise ``op`` fused into a conv's GEMM rows
+    ``a_input`` (DepthwiseWholeIntoRows) when its epilogue takes the sign path (a SmallFoldedEpilogue with
+    ``half``: ``floor(clip(u + copysign(half, u) + zp + 1/2))``), else None. ``products`` gets one more row
+    holding ``zp + 1/2``, and one np.dot with two rows of ones gives both ``u`` (taps and folded constant, as
+    ``tap_dot``) and ``u + zp + 1/2``; then copysign from the first, one add into the second, clip and a floor
+    stored straight into the conv's rows: the epilogue's second add and its final store are gone (4 numpy calls
+    instead of 6), ~1 us per streaming block.
+
+    Exactness bound (the folding's, requant.py, checked where the depthwise was prepared): every term (taps,
+    constant, zp + 1/2, the sign term 2^-(rs+1)) is a multiple of the channel's unit 2^(ls-31-rs) and the sum of
+    their magnitudes stays below 2^53 units (the bound counts (|zp| + 1) * 2^(31+rs-ls) units for zp + 1/2 and
+    2^(31-ls) for the sign term), so every partial sum is exact in whatever order BLAS or the adds take them:
+    ``u + zp + 1/2 + sign`` here equals the epilogue's ``(u + sign) + zp + 1/2``. ``u`` is the same exact sum as
+    ``tap_dot``'s (a zero as +0.0 or -0.0, rounded alike: the sign term is below 1/2). Checked here: a batch of
+    1, ``tap_dot``'s layout, the epilogue's class and a 0-d constant, an ``a_input`` of the output's shape."""
+    e = op.epilogue
+    if type(e) is not SmallFoldedEpilogue or e.half is None or np.ndim(e.const) != 0:
+        return None
+    n, rows, c = op.products.shape
+    if n != 1 or tap_dot(op.products, op.acc_rows) is None or not a_input.shape == op.acc.shape == e.half.shape:
+        return None
+    if a_input.dtype != np.float64 or not a_input.flags.c_contiguous or float(e.const) % 1.0 != 0.5:
+        return None
+    products = np.empty((1, rows + 1, c))
+    products[:, :rows] = op.products
+    products[:, rows] = float(e.const)
+    try:
+        taps_products = reshape_view(products[:, : rows - 1], op.taps_products.shape)
+    except ValueError:
+        return None
+    ones = np.ones((2, rows + 1))
+    ones[0, rows] = 0.0
+    sums = np.empty((2, c))
+    shape = op.acc.shape
+    signed = SignedTaps(ones, sums, sums[0].reshape(shape), sums[1].reshape(shape), np.empty(shape))
+    return products, taps_products, signed
+
+
+@dataclass(frozen=True, eq=False)
 class DepthwiseConvWholeFolded:
     """DepthwiseConvQuantizedFolded for one output pixel whose window is the whole unpadded input (depth
     multiplier 1; a streaming model's depthwise conv over its ring buffer): the input read as (N, taps, C) times
@@ -138,10 +188,13 @@ class DepthwiseConvWholeFolded:
             acc, acc_rows = conv.a_input, reshape_view(conv.a_input, self.acc_rows.shape)
         except ValueError:
             acc, acc_rows = self.acc, self.acc_rows
+        products, taps_products, signed = self.products, self.taps_products, signed_taps(self, conv.a_input)
+        if signed is not None:
+            products, taps_products, signed = signed
         return DepthwiseWholeIntoRows(
-            index, self.weights, self.products, self.taps_products, acc, acc_rows, self.epilogue,
+            index, self.weights, products, taps_products, acc, acc_rows, self.epilogue,
             conv.a, conv.a_input, conv.weights, conv.acc, conv.acc_rows, conv.epilogue, conv.product,
-            tap_dot(self.products, acc_rows),
+            tap_dot(self.products, acc_rows), signed,
         )  # fmt: skip
 
     def merging(self, other, out_channels: int) -> DepthwiseConvWholeFoldedView | None:
@@ -258,6 +311,7 @@ class DepthwiseWholeIntoRows:
     conv_epilogue: object
     product: object
     tap_dot: tuple | None  # the depthwise's tap sum as one np.dot into acc_rows (whole_window.tap_dot)
+    signed: SignedTaps | None = None  # the sign-path epilogue from two dot rows (whole_window.signed_taps)
 
     def __post_init__(self):
         object.__setattr__(self, "_window", [None, None])  # (input array, its view x[index])
@@ -267,11 +321,19 @@ class DepthwiseWholeIntoRows:
         if x is not window[0]:
             window[:] = x, x[self.index]
         np.multiply(window[1], self.weights, out=self.taps_products)
-        if self.tap_dot is None:
-            np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+        if self.signed is not None:  # u and u + zp + 1/2 in one np.dot, then the sign term, clip, floor
+            s, e = self.signed, self.epilogue
+            np.dot(s.ones, self.products[0], out=s.sums)
+            np.copysign(e.half, s.u, out=s.sign)
+            np.add(s.v, s.sign, out=s.v)
+            clip_ufunc(s.v, e.lo, e.hi, out=s.v)
+            np.floor(s.v, out=self.a_input)  # the conv's rows: the values its np.copyto would have read
         else:
-            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
-        self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
+            if self.tap_dot is None:
+                np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
+            else:
+                np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+            self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
         self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
 
