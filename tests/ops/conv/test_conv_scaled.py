@@ -151,24 +151,27 @@ def test_scaled_layers_against_the_oracle(name):
         assert (out < zp).any()
 
 
-#: (input shape, kernel (h, w), stride, dilation, padding, activation, output zp): first layers of 1-3 channels,
-#: whose folded GEMM takes the transposed im2col matrix (Im2ColT).
+#: (input shape, kernel (h, w), stride, dilation, padding, activation, output zp, prepared class): first layers of
+#: 1-3 channels, which take the transposed im2col matrix (Im2ColT): in the folded float64 GEMM, or in the float32
+#: GEMM with the ScaledEpilogue where K >= STEM_SCALED_MIN_K_PER_OUTPUT * O (8 outputs here: K >= 24).
 FIRST_LAYERS = [
-    ((1, 20, 20, 1), (3, 3), 2, 1, 0, 1, -128),  # image classifier stem, SAME
-    ((2, 49, 10, 1), (10, 4), 2, 1, 0, 1, -128),  # DS-CNN stem, two batches
-    ((1, 17, 15, 3), (3, 3), 1, 2, 1, 0, 5),  # RGB, dilation 2, VALID, no activation (sign path)
-    ((1, 12, 12, 2), (5, 3), (2, 1), 1, 0, 3, -128),  # strides 2x1, RELU6
+    ((1, 20, 20, 1), (3, 3), 2, 1, 0, 1, -128, "ConvQuantizedFolded"),  # image classifier stem, SAME, K = 9
+    ((2, 49, 10, 1), (10, 4), 2, 1, 0, 1, -128, "ConvQuantizedScaled"),  # DS-CNN stem, two batches, K = 40
+    ((1, 17, 15, 3), (3, 3), 1, 2, 1, 0, 5, "ConvQuantizedScaled"),  # RGB, dilation 2, VALID, no activation
+    ((1, 12, 12, 2), (5, 3), (2, 1), 1, 0, 3, -128, "ConvQuantizedScaled"),  # strides 2x1, RELU6
+    ((1, 40, 40, 3), (3, 3), 2, 1, 0, 3, -128, "ConvQuantizedScaled"),  # VWW MobileNet stem, SAME, RELU6
+    ((1, 49, 40, 1), (10, 8), 2, 1, 0, 1, -128, "ConvQuantizedScaled"),  # micro_speech stem, K = 80
 ]
 
 
-@pytest.mark.parametrize("shape, kernel, stride, dilation, padding, act, zp", FIRST_LAYERS)
-def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding, act, zp):
+@pytest.mark.parametrize("shape, kernel, stride, dilation, padding, act, zp, expected", FIRST_LAYERS)
+def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding, act, zp, expected):
     rng = np.random.default_rng(sum(shape) + sum(kernel))
     case, _ = _case(rng, shape, kernel, 8, act, zp, stride, dilation, padding)
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 8
     prepared = _prepared(case)
-    assert type(prepared).__name__ == "ConvQuantizedFolded"
+    assert type(prepared).__name__ == expected
     assert type(prepared.im2col).__name__ == "Im2ColT"
 
 
