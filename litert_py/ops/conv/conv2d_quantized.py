@@ -11,7 +11,9 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   proven exact per layer by the bound or, on the channels it misses (near-dead channels, right shifts >= 15), by
   the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K, and where the folded bound fails
   (no-activation layers with near-dead channels: ResNet-8's, which took the Requantizer before: 0.6x their time).
-  3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy).
+  3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy);
+  1-3 channel first layers the transposed im2col matrix (`Im2ColT`), and those with K >= 3 * O take this path
+  (STEM_SCALED_MIN_K_PER_OUTPUT: the float32 copy and GEMM outweigh the epilogue's extra passes).
 - `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
   outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (ReLU-like:
   zero point after the truncation, clip in int16) or TruncSignEpilogue; 1-3 channel first layers take the

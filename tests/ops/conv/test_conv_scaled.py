@@ -126,6 +126,10 @@ LAYERS = {
     "2x2-k64-stride2": ((1, 12, 12, 16), 2, 16, 1, -128, 2, 1, 1, I8, "RowBands", False),
     "3x3-uint8-relu": ((1, 12, 12, 16), 3, 16, 1, 0, 1, 1, 0, U8, "RowBands", False),
     "3x3-uint8-none": ((1, 12, 12, 16), 3, 16, 0, 120, 1, 1, 0, U8, "RowBands", True),
+    # first layers of 1-3 channels with K >= STEM_SCALED_MIN_K_PER_OUTPUT * O: the transposed im2col matrix
+    "stem-rgb-3x3-stride2-relu6-dead": ((1, 24, 24, 3), 3, 8, 3, -128, 2, 1, 0, I8, "Im2ColT", False),
+    "stem-rgb-3x3-none-dead": ((1, 15, 17, 3), 3, 8, 0, -3, 2, 1, 1, I8, "Im2ColT", True),
+    "stem-1ch-10x8-stride2-uint8": ((1, 49, 40, 1), (10, 8), 8, 1, 0, 2, 1, 0, U8, "Im2ColT", False),
 }
 
 
