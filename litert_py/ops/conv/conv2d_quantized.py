@@ -11,7 +11,9 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   proven exact per layer by the bound or, on the channels it misses (near-dead channels, right shifts >= 15), by
   the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K, and where the folded bound fails
   (no-activation layers with near-dead channels: ResNet-8's, which took the Requantizer before: 0.6x their time).
-  3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy).
+  3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy);
+  1-3 channel first layers the transposed im2col matrix (`Im2ColT`), and those with K >= 3 * O take this path
+  (STEM_SCALED_MIN_K_PER_OUTPUT: the float32 copy and GEMM outweigh the epilogue's extra passes).
 - `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
   outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (ReLU-like:
   zero point after the truncation, clip in int16) or TruncSignEpilogue; 1-3 channel first layers take the
@@ -150,6 +152,13 @@ TRUNC_MIN_VALUES = 4096
 #: ConvQuantizedScaled multiplies RowBands (KH GEMMs over horizontal windows, about 1/KH of the im2col copy) when
 #: the filter has several rows of at least this many values (KW * C); below, the im2col matrix.
 BAND_MIN_COLUMNS = 16
+#: First layers taking the transposed im2col matrix (Im2ColT) multiply it in ConvQuantizedScaled's float32 GEMM
+#: (exact by its 2^24 bound, checked at prepare) rather than the folded float64 one when K >= this many times O: the
+#: float32 copy and GEMM save more than the ScaledEpilogue's extra passes cost where the matrix (M*K) is large
+#: against the output (M*O). Measured (tools/profile_ops.py, 1 thread): VWW MobileNet 3x3 stride-2 RGB stem
+#: (K = 27, O = 8) 94-96 -> 84-88 us; slower on ResNet-8's (K = 27, O = 16: 49-52 -> 58-59 us) and DS-CNN's
+#: (K = 40, O = 64: 27-29 -> 31-32 us), which stay folded.
+STEM_SCALED_MIN_K_PER_OUTPUT = 3
 
 
 #: Inputs of fewer channels than this are padded in the GEMM's float type (the input converted once, then a plain
@@ -170,11 +179,23 @@ def _padded_type(geo: Geometry, src_dtype, dtype):
     return dtype if geo.in_c < PAD_IN_FLOAT_BELOW_CHANNELS else src_dtype
 
 
+def _transposed_stem(geo: Geometry, itemsize: int) -> bool:
+    """Whether the im2col matrix is laid out transposed (Im2ColT, TRANSPOSED_MAX_CHANNELS): first layers of at
+    most that many channels, not 1x1 stride 1, whose matrix of ``itemsize``-byte values fits one block (the
+    folded float64 GEMM's and ConvQuantizedScaled's float32 one; the latter's exactness is its own 2^24 bound)."""
+    pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1
+    k = geo.filter_h * geo.filter_w * geo.in_c
+    small_enough = itemsize * (k + 1) * geo.batches * geo.out_h * geo.out_w <= IM2COL_BLOCK_BYTES
+    return geo.in_c <= TRANSPOSED_MAX_CHANNELS and not pointwise and small_enough
+
+
 def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
     """Whether ConvQuantizedScaled's float32 GEMM is preferred over the folded float64 one (FOLD_MAX_IM2COL_VALUES)."""
     if dtype != np.float32:
         return False
     k = geo.filter_h * geo.filter_w * geo.in_c
+    if _transposed_stem(geo, 4) and k >= STEM_SCALED_MIN_K_PER_OUTPUT * geo.out_c:
+        return True
     rows = geo.batches * geo.out_h * geo.out_w
     if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= SCALED_MIN_K:
         return True
@@ -229,7 +250,10 @@ def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, ma
     bands_bytes = (
         4 * geo.batches * (geo.in_h + geo.filter_h * geo.dilation_h) * geo.out_w * (geo.filter_w * geo.in_c + 1)
     )
-    if geo.filter_h > 1 and geo.filter_w * geo.in_c >= BAND_MIN_COLUMNS and bands_bytes <= IM2COL_BLOCK_BYTES:
+    if _transposed_stem(geo, 4):
+        im2col = Im2ColT.build(geo, np.float32, x.zero_point, _padded_type(geo, x.dtype, np.float32), ones=True)
+        weights = np.concatenate([w, offset[None]]).astype(np.float32)[None]
+    elif geo.filter_h > 1 and geo.filter_w * geo.in_c >= BAND_MIN_COLUMNS and bands_bytes <= IM2COL_BLOCK_BYTES:
         im2col = RowBands.build(geo, np.float32, x.zero_point, _padded_type(geo, x.dtype, np.float32), ones=True)
         weights = row_band_weights(w, geo, offset, np.float32)
     else:
@@ -341,9 +365,7 @@ def _prepare_conv_folded(
     weights[0, -1] = const
     padded_type = _padded_type(geo, x.dtype, np.float64)
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1
-    k = geo.filter_h * geo.filter_w * geo.in_c
-    small_enough = 8 * (k + 1) * geo.batches * geo.out_h * geo.out_w <= IM2COL_BLOCK_BYTES  # else Im2Col's blocks
-    if geo.in_c <= TRANSPOSED_MAX_CHANNELS and not pointwise and small_enough:  # the same sums, another layout
+    if _transposed_stem(geo, 8):  # the same sums, another layout
         im2col_t = Im2ColT.build(geo, np.float64, x_zp, padded_type, ones=True)
         return ConvQuantizedFolded(im2col_t, weights, aligned_empty(geo.out_shape, np.float64), epilogue)
     im2col = Im2Col.build(geo, 1, np.float64, x_zp, src_dtype=padded_type, ones=True)

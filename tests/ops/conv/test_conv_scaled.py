@@ -126,6 +126,10 @@ LAYERS = {
     "2x2-k64-stride2": ((1, 12, 12, 16), 2, 16, 1, -128, 2, 1, 1, I8, "RowBands", False),
     "3x3-uint8-relu": ((1, 12, 12, 16), 3, 16, 1, 0, 1, 1, 0, U8, "RowBands", False),
     "3x3-uint8-none": ((1, 12, 12, 16), 3, 16, 0, 120, 1, 1, 0, U8, "RowBands", True),
+    # first layers of 1-3 channels with K >= STEM_SCALED_MIN_K_PER_OUTPUT * O: the transposed im2col matrix
+    "stem-rgb-3x3-stride2-relu6-dead": ((1, 24, 24, 3), 3, 8, 3, -128, 2, 1, 0, I8, "Im2ColT", False),
+    "stem-rgb-3x3-none-dead": ((1, 15, 17, 3), 3, 8, 0, -3, 2, 1, 1, I8, "Im2ColT", True),
+    "stem-1ch-10x8-stride2-uint8": ((1, 49, 40, 1), (10, 8), 8, 1, 0, 2, 1, 0, U8, "Im2ColT", False),
 }
 
 
@@ -151,24 +155,27 @@ def test_scaled_layers_against_the_oracle(name):
         assert (out < zp).any()
 
 
-#: (input shape, kernel (h, w), stride, dilation, padding, activation, output zp): first layers of 1-3 channels,
-#: whose folded GEMM takes the transposed im2col matrix (Im2ColT).
+#: (input shape, kernel (h, w), stride, dilation, padding, activation, output zp, prepared class): first layers of
+#: 1-3 channels, which take the transposed im2col matrix (Im2ColT): in the folded float64 GEMM, or in the float32
+#: GEMM with the ScaledEpilogue where K >= STEM_SCALED_MIN_K_PER_OUTPUT * O (8 outputs here: K >= 24).
 FIRST_LAYERS = [
-    ((1, 20, 20, 1), (3, 3), 2, 1, 0, 1, -128),  # image classifier stem, SAME
-    ((2, 49, 10, 1), (10, 4), 2, 1, 0, 1, -128),  # DS-CNN stem, two batches
-    ((1, 17, 15, 3), (3, 3), 1, 2, 1, 0, 5),  # RGB, dilation 2, VALID, no activation (sign path)
-    ((1, 12, 12, 2), (5, 3), (2, 1), 1, 0, 3, -128),  # strides 2x1, RELU6
+    ((1, 20, 20, 1), (3, 3), 2, 1, 0, 1, -128, "ConvQuantizedFolded"),  # image classifier stem, SAME, K = 9
+    ((2, 49, 10, 1), (10, 4), 2, 1, 0, 1, -128, "ConvQuantizedScaled"),  # DS-CNN stem, two batches, K = 40
+    ((1, 17, 15, 3), (3, 3), 1, 2, 1, 0, 5, "ConvQuantizedScaled"),  # RGB, dilation 2, VALID, no activation
+    ((1, 12, 12, 2), (5, 3), (2, 1), 1, 0, 3, -128, "ConvQuantizedScaled"),  # strides 2x1, RELU6
+    ((1, 40, 40, 3), (3, 3), 2, 1, 0, 3, -128, "ConvQuantizedScaled"),  # VWW MobileNet stem, SAME, RELU6
+    ((1, 49, 40, 1), (10, 8), 2, 1, 0, 1, -128, "ConvQuantizedScaled"),  # micro_speech stem, K = 80
 ]
 
 
-@pytest.mark.parametrize("shape, kernel, stride, dilation, padding, act, zp", FIRST_LAYERS)
-def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding, act, zp):
+@pytest.mark.parametrize("shape, kernel, stride, dilation, padding, act, zp, expected", FIRST_LAYERS)
+def test_first_layers_transposed_im2col(shape, kernel, stride, dilation, padding, act, zp, expected):
     rng = np.random.default_rng(sum(shape) + sum(kernel))
     case, _ = _case(rng, shape, kernel, 8, act, zp, stride, dilation, padding)
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 8
     prepared = _prepared(case)
-    assert type(prepared).__name__ == "ConvQuantizedFolded"
+    assert type(prepared).__name__ == expected
     assert type(prepared.im2col).__name__ == "Im2ColT"
 
 
