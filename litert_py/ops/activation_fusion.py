@@ -57,23 +57,10 @@ class ClampLast:
         return None if r is None else dataclasses.replace(self, out_min=r[0], out_max=r[1])
 
 
-def _clamp_last_types() -> tuple:
-    """Float kernels outside the modules that define ``with_clamp`` whose last operation is the clamp to
-    ``out_min`` / ``out_max`` (checked by tests/ops/test_activation_fusion.py)."""
-    from .conv import depthwise_einsum
-
-    cls = getattr(depthwise_einsum, "DepthwiseConvFloatEinsum", None)
-    return (cls,) if cls is not None and {"out_min", "out_max"} <= {f.name for f in dataclasses.fields(cls)} else ()
-
-
 def with_clamp(op, lo, hi):
     """``op`` clamping to [lo, hi] within its own range, or None when it cannot."""
     method = getattr(op, "with_clamp", None)
-    if method is not None:
-        return method(lo, hi)
-    if isinstance(op, _clamp_last_types()):
-        return ClampLast.with_clamp(op, lo, hi)
-    return None
+    return None if method is None else method(lo, hi)
 
 
 def fuse_activations(steps: list, infos: list, inputs, outputs) -> list:

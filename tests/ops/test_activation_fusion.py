@@ -259,8 +259,8 @@ def test_disjoint_ranges_are_not_fused():
 
 
 def test_einsum_depthwise_is_known_to_clamp_last():
-    """DepthwiseConvFloatEinsum (not this change's module) is fused through its out_min / out_max fields."""
-    assert depthwise_einsum.DepthwiseConvFloatEinsum in activation_fusion._clamp_last_types()
+    """DepthwiseConvFloatEinsum clamps last, as the other float producers: it offers with_clamp (ClampLast)."""
+    assert issubclass(depthwise_einsum.DepthwiseConvFloatEinsum, activation_fusion.ClampLast)
 
 
 def test_row_fc_relu_row_fc_becomes_one_chain():

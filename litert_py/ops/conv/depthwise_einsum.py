@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..activation_fusion import ClampLast
 from ..common import aligned_empty, aligned_full, clip_ufunc, reshape_view
 from .common import INPUT, OUTPUT, Geometry
 from .phases import phase_axis, tap_groups
@@ -35,7 +36,7 @@ SUBSCRIPTS = "ijnrp,ijp->nrp"
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloatEinsum:
+class DepthwiseConvFloatEinsum(ClampLast):
     """Float DEPTHWISE_CONV_2D (constant filter, constant or no bias): the input copied into a zero-padded
     buffer (or its column phase planes), one einsum per plane into the output rows, the bias, the clamp."""
 
