@@ -25,3 +25,13 @@ def fuse_steps(steps: list, infos: list, inputs, outputs) -> list:
     steps = fuse_feeding(steps, infos, outputs)  # values straight into the reader's GEMM rows; chains link up
     steps = fuse_reshape_stores(steps, infos, outputs)  # QUANTIZE, ... into a RESHAPE's output
     return fuse_ring_writes(steps, infos, outputs)  # a block's frame into the next ring's tail
+
+
+def bind_steps(steps: list) -> None:
+    """Let each step offering ``bind(inputs, outputs)`` make its views of the arrays it is bound to (a fused step
+    reading or writing part of a tensor), once, when SubgraphRuntime binds the arrays: they stay the step's until
+    the next prepare, and a view sees their new values on every invoke."""
+    for op, ins, outs in steps:
+        bind = getattr(op, "bind", None)
+        if bind is not None:
+            bind(ins, outs)

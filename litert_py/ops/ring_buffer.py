@@ -20,8 +20,8 @@ the concatenation's tail when it can (``writing``), and the step only copies the
 (RingBufferShiftTail).
 
 This module lives with the kernels it fuses (it recognizes their prepared ops by type and builds a prepared op
-of its own) and registers no op; runtime/subgraph.py calls ``fuse_ring_buffers`` and ``fuse_ring_writes`` on
-its prepared steps.
+of its own) and registers no op; ops/fusion.py runs ``fuse_ring_buffers`` and ``fuse_ring_writes`` on the
+prepared steps.
 """
 
 from __future__ import annotations
@@ -70,27 +70,26 @@ class RingBufferShift(RingBufferStep):
     """RingBufferStep when the concatenation is a plain np.concatenate and the slice, taken on the
     concatenation's own shape, has the variable's shape and type (the usual shift of a streaming layer's
     window): two numpy calls, ``concatenate(value, new..., out=c)`` then ``copyto(value, c[index])``, with the
-    handle's key and the index made at prepare (the view ``c[index]`` once per bound array). The values are those
-    of RingBufferStep (the same concatenation, the same slice, the same copy into the variable). A variable whose
-    value has another shape or type than the model reads takes RingBufferStep's path, which raises its error."""
+    handle's key and the index made at prepare (the view ``c[index]`` when the arrays are bound: ``bind``). The
+    values are those of RingBufferStep (the same concatenation, the same slice, the same copy into the variable).
+    A variable whose value has another shape or type than the model reads takes RingBufferStep's path, which
+    raises its error."""
 
     key: object  # the constant handle's key
     axis: int
     index: tuple  # the slice on the concatenation's shape
 
-    def __post_init__(self):
-        object.__setattr__(self, "_kept", [None, None])  # (concatenation array, its view c[index])
+    def bind(self, inputs, outputs) -> None:
+        """The view ``c[index]`` of the bound concatenation array (ops/fusion.bind_steps)."""
+        object.__setattr__(self, "_kept", outputs[0][self.index])
 
     def __call__(self, inputs, outputs):
         var = self.read.resources.get(self.key)
         value = None if var is None else var.value
         if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
             return RingBufferStep.__call__(self, inputs, outputs)
-        c, kept = outputs[0], self._kept
-        if c is not kept[0]:  # the view is made once per bound array (it sees the array's new values)
-            kept[:] = c, c[self.index]
-        np.concatenate((value, *inputs[1 : 1 + self.n_concat]), axis=self.axis, out=c)
-        np.copyto(value, kept[1])  # c is its own buffer: no aliasing
+        np.concatenate((value, *inputs[1 : 1 + self.n_concat]), axis=self.axis, out=outputs[0])
+        np.copyto(value, self._kept)  # c is its own buffer: no aliasing
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,17 +104,18 @@ class RingBufferShiftTail(RingBufferShift):
     head: tuple = ()  # c[head]: the variable's rows
     tail: tuple = ()  # c[tail]: the new frame, stored by its producer
 
+    def bind(self, inputs, outputs) -> None:
+        super().bind(inputs, outputs)
+        object.__setattr__(self, "_head", outputs[0][self.head])
+
     def __call__(self, inputs, outputs):
         var = self.read.resources.get(self.key)
         value = None if var is None else var.value
-        c, kept = outputs[0], self._kept
         if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
-            new = c[self.tail].copy()
+            new = outputs[0][self.tail].copy()
             return RingBufferStep.__call__(self, [inputs[0], new, *inputs[1:]], outputs)
-        if c is not kept[0]:  # the views are made once per bound array
-            kept[:] = c, c[self.index], c[self.head]
-        np.copyto(kept[2], value)
-        np.copyto(value, kept[1])  # c is its own buffer: no aliasing
+        np.copyto(self._head, value)
+        np.copyto(value, self._kept)  # c is its own buffer: no aliasing
 
 
 def _writer(op, index: tuple, shape: tuple):

@@ -48,8 +48,8 @@ through assignments, ``out=`` arguments and reshapes, all views on a C-contiguou
 storing into the copy's output viewed with its own shape (StoreInto). Conditions: the input is read by the
 copy only, is not a subgraph output and has one producer with one output.
 
-This module registers no op; runtime/subgraph.py calls ``fuse_slice_views``, ``fuse_concat_writes``,
-``fuse_sibling_windows``, ``fuse_feeding`` then ``fuse_reshape_stores`` on its prepared steps (and
+This module registers no op; ops/fusion.py runs ``fuse_slice_views``, ``fuse_concat_writes``,
+``fuse_sibling_windows``, ``fuse_feeding`` then ``fuse_reshape_stores`` on the prepared steps (and
 ring_buffer.py's ``fuse_ring_writes``, which uses StoreInto too).
 """
 
@@ -273,7 +273,7 @@ def fuse_sibling_windows(steps: list, infos: list, outputs) -> list:
 @dataclass(frozen=True, eq=False)
 class StoreInto:
     """A prepared op of STORE_INTO storing its one output into the C-contiguous view ``target[index]`` (reshaped
-    to ``shape``, the op's own output shape, when set; the view made once per bound array): those ops write their
+    to ``shape``, the op's own output shape, when set; the view made when the arrays are bound): those ops write their
     output only through ``out[...] = v``, ``np.copyto`` / ufunc ``out=`` arguments and reshapes of it, which on a
     C-contiguous view are views themselves, so the view receives the values the tensor would have."""
 
@@ -281,15 +281,17 @@ class StoreInto:
     index: tuple
     shape: tuple | None = None
 
-    def __post_init__(self):
-        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+    def bind(self, inputs, outputs) -> None:
+        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps)."""
+        view = outputs[0][self.index]
+        target = view if self.shape is None else view.reshape(self.shape)
+        object.__setattr__(self, "_target", (target,))
+        bind = getattr(self.op, "bind", None)  # the wrapped op's own views, of the view it writes
+        if bind is not None:
+            bind(inputs, (target,))
 
     def __call__(self, inputs, outputs):
-        y, target = outputs[0], self._target
-        if y is not target[0]:
-            view = y[self.index]
-            target[:] = y, view if self.shape is None else view.reshape(self.shape)
-        self.op(inputs, (target[1],))
+        self.op(inputs, self._target)
 
     def writing(self, index: tuple) -> StoreInto | None:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""

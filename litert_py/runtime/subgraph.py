@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvokeError, PrepareError, UnsupportedOpError
-from ..ops.fusion import fuse_steps
+from ..ops.fusion import bind_steps, fuse_steps
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
@@ -490,6 +490,7 @@ class SubgraphRuntime:
                 )
                 for node, op in steps
             ]
+            bind_steps(self.steps)  # fused steps' views of their arrays (ops/fusion.py)
 
     # -- run by control-flow kernels (WHILE, IF) -------------------------------------------------
     def prepare_for(self, shapes) -> None:

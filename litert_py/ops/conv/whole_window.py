@@ -255,25 +255,23 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
     views (ops/slice_views.py): of the tensor a chain of slicing steps (SPLIT_V, STRIDED_SLICE) would have copied
     the input from, and of the CONCATENATION output the result would have been copied into. np.multiply reads
     the view's values as it read the copy's, and the small epilogue assigns ``out[...] = v`` into the view as
-    into the tensor: the same values, without the copies. The views are made once per bound array."""
+    into the tensor: the same values, without the copies. The views are made when the arrays are bound (``bind``)."""
 
     index: tuple
     out_index: tuple
 
-    def __post_init__(self):
-        # (input array, its view, output array, its view): made once per bound array (a view sees new values)
-        object.__setattr__(self, "_views", [None, None, None, None])
+    def bind(self, inputs, outputs) -> None:
+        """The views ``x[index]`` and ``y[out_index]`` of the bound arrays (ops/fusion.bind_steps)."""
+        object.__setattr__(self, "_views", (inputs[INPUT][self.index], outputs[OUTPUT][self.out_index]))
 
     def __call__(self, inputs, outputs):
-        x, y, views = inputs[INPUT], outputs[OUTPUT], self._views
-        if x is not views[0] or y is not views[2]:
-            views[:] = x, x[self.index], y, y[self.out_index]
-        np.multiply(views[1], self.weights, out=self.taps_products)
+        views = self._views
+        np.multiply(views[0], self.weights, out=self.taps_products)
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
             np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
-        self.epilogue(self.acc, views[3])
+        self.epilogue(self.acc, views[1])
 
     def reading(self, index: tuple):  # fused before any writing: not again
         raise NotImplementedError
@@ -292,9 +290,8 @@ class DepthwiseWholeIntoRows:
     numpy skips), instead of into the int8 tensor the conv's np.copyto would convert them from. Bound: those
     values are integers clipped to the output type's range (exact in float64 and in the int8 tensor alike), so
     the conv multiplies the same rows; one numpy call and one step fewer. The input view ``x[index]`` is made
-    once per input array (kept with the array it views: the arrays are bound to the step for good, and a view
-    sees their new values). Built by :meth:`DepthwiseConvWholeFolded.feeding` (checked there); fused by
-    ops/slice_views.py."""
+    when the arrays are bound (``bind``: they are bound to the step for good, and a view sees their new values).
+    Built by :meth:`DepthwiseConvWholeFolded.feeding` (checked there); fused by ops/slice_views.py."""
 
     index: tuple  # the depthwise's input view; (Ellipsis,) when it reads its own tensor
     weights: np.ndarray  # the depthwise's fields (DepthwiseConvWholeFolded)
@@ -313,14 +310,12 @@ class DepthwiseWholeIntoRows:
     tap_dot: tuple | None  # the depthwise's tap sum as one np.dot into acc_rows (whole_window.tap_dot)
     signed: SignedTaps | None = None  # the sign-path epilogue from two dot rows (whole_window.signed_taps)
 
-    def __post_init__(self):
-        object.__setattr__(self, "_window", [None, None])  # (input array, its view x[index])
+    def bind(self, inputs, outputs) -> None:
+        """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps)."""
+        object.__setattr__(self, "_window", inputs[INPUT][self.index])
 
     def __call__(self, inputs, outputs):
-        x, window = inputs[INPUT], self._window
-        if x is not window[0]:
-            window[:] = x, x[self.index]
-        np.multiply(window[1], self.weights, out=self.taps_products)
+        np.multiply(self._window, self.weights, out=self.taps_products)
         if self.signed is not None:  # u and u + zp + 1/2 in one np.dot, then the sign term, clip, floor
             s, e = self.signed, self.epilogue
             np.dot(s.ones, self.products[0], out=s.sums)
@@ -387,19 +382,16 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
 @dataclass(frozen=True, eq=False)
 class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
     """DepthwiseWholeIntoRows storing its output into ``target[out_index]`` (``DepthwiseWholeIntoRows.writing``),
-    the view made once per bound array: the same values in the view."""
+    the view made when the arrays are bound: the same values in the view."""
 
     out_index: tuple = (Ellipsis,)
 
-    def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "_target", [None, None])  # (output array, its view)
+    def bind(self, inputs, outputs) -> None:
+        super().bind(inputs, outputs)
+        object.__setattr__(self, "_target", (outputs[OUTPUT][self.out_index],))
 
     def __call__(self, inputs, outputs):
-        y, target = outputs[OUTPUT], self._target
-        if y is not target[0]:
-            target[:] = y, y[self.out_index]
-        DepthwiseWholeIntoRows.__call__(self, inputs, (target[1],))
+        DepthwiseWholeIntoRows.__call__(self, inputs, self._target)
 
     def writing(self, index: tuple):  # already writing: not again
         return None
