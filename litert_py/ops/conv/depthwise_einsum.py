@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..activation_fusion import ClampLast
-from ..common import aligned_empty, aligned_full, clip_ufunc, reshape_view
+from ..common import aligned_empty, aligned_full, c_einsum, clip_ufunc, reshape_view
 from .common import INPUT, OUTPUT, Geometry
 from .phases import phase_axis, tap_groups
 
@@ -54,9 +54,9 @@ class DepthwiseConvFloatEinsum(ClampLast):
             np.copyto(dest, x[index])
         rows = out.reshape(self.rows)
         (window, weights), *more = self.groups
-        np.einsum(SUBSCRIPTS, window, weights, out=rows)
+        c_einsum(SUBSCRIPTS, window, weights, out=rows)
         for window, weights in more:
-            np.einsum(SUBSCRIPTS, window, weights, out=self.scratch)
+            c_einsum(SUBSCRIPTS, window, weights, out=self.scratch)
             np.add(rows, self.scratch, out=rows)
         if self.bias is not None:
             np.add(rows, self.bias, out=rows)

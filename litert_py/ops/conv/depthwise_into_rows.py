@@ -34,16 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import aligned_empty, clip_ufunc
+from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
 from .requant_trunc import FULL_CONSTANTS_MAX_VALUES
-
-try:  # np.einsum(optimize=False) calls this after its array-function dispatch: ~0.8 us a call saved
-    from numpy._core.multiarray import c_einsum as einsum
-except ImportError:  # numpy < 2
-    from numpy.core.multiarray import c_einsum as einsum
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -203,7 +198,7 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
 
     def __call__(self, inputs, outputs):
         np.copyto(self.fill_dest, inputs[INPUT][self.fill_index])
-        einsum(self.subscripts, self.window, self.taps, out=self.sums_out)
+        c_einsum(self.subscripts, self.window, self.taps, out=self.sums_out)
         acc = self.dw_acc
         if self.scale is not None:
             np.copyto(acc, self.sums)

@@ -18,7 +18,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
-from ..common import clip_ufunc, float_activation_range
+from ..common import c_einsum, clip_ufunc, float_activation_range
 from ..registry import OpContext, TensorInfo
 from .common import (
     BIAS,
@@ -38,7 +38,7 @@ from .common import (
     tile_over_width,
 )
 from .depthwise_into_rows import DepthwiseIntoRows, feeding
-from .depthwise_rows import einsum, prepare_depthwise_rows
+from .depthwise_rows import prepare_depthwise_rows
 from .requant import (
     FoldedEpilogue,
     MixedEpilogue,
@@ -71,7 +71,7 @@ class EinsumTaps:
         return self.taps(x)  # fills the padded buffer
 
     def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
-        einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
+        c_einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
 
 
 def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):

@@ -55,11 +55,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import aligned_empty, clip_ufunc
+from ..common import aligned_empty, c_einsum, clip_ufunc
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
-from .depthwise_into_rows import DepthwiseIntoRows, einsum, feeding, inlined
+from .depthwise_into_rows import DepthwiseIntoRows, feeding, inlined
 from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
 from .requant_trunc import FULL_CONSTANTS_MAX_VALUES
 from .taps import DepthwiseTaps
@@ -179,9 +179,9 @@ class DepthwiseConvQuantizedRows:
         sums = self.sums
         groups = self.groups
         subscripts, window, weights, out = groups[0]
-        einsum(subscripts, window, weights, out=out)
+        c_einsum(subscripts, window, weights, out=out)
         for subscripts, window, weights, out in groups[1:]:
-            einsum(subscripts, window, weights, out=out)
+            c_einsum(subscripts, window, weights, out=out)
             np.add(sums, out, out=sums)
         acc = self.acc
         if self.scale is not None:  # (else the sums are already scaled, in acc)
