@@ -30,7 +30,9 @@ def fuse_steps(steps: list, infos: list, inputs, outputs) -> list:
 def bind_steps(steps: list) -> None:
     """Let each step offering ``bind(inputs, outputs)`` make its views of the arrays it is bound to (a fused step
     reading or writing part of a tensor), once, when SubgraphRuntime binds the arrays: they stay the step's until
-    the next prepare, and a view sees their new values on every invoke."""
+    the next prepare, and a view sees their new values on every invoke. Only fused steps offer it: they exist
+    only in a bound step list, where an unfused kernel may also run elsewhere (a delegate's fallback chain runs
+    prepared ops on arrays of its own)."""
     for op, ins, outs in steps:
         bind = getattr(op, "bind", None)
         if bind is not None:
