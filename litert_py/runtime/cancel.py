@@ -133,6 +133,14 @@ def check_cancelled(guard: Guard | None) -> None:
         _raise(req[1])
 
 
+def concurrent_use_error(name: str) -> ConcurrentUseError:
+    """The error for a second thread entering Interpreter method ``name`` while another thread is inside."""
+    return ConcurrentUseError(
+        f"{name}() called while another thread is inside this Interpreter (invoke, set_tensor, get_tensor, "
+        "...). An Interpreter is not thread-safe: use one Interpreter per thread, or a lock."
+    )
+
+
 def exclusive(method):
     """Decorate an Interpreter method: a second thread entering the same interpreter meanwhile gets a
     ConcurrentUseError (a non-blocking re-entrant lock)."""
@@ -142,10 +150,7 @@ def exclusive(method):
     def wrapper(self, *args, **kwargs):
         busy = self._guard._busy
         if not busy.acquire(False):
-            raise ConcurrentUseError(
-                f"{name}() called while another thread is inside this Interpreter (invoke, set_tensor, get_tensor, "
-                "...). An Interpreter is not thread-safe: use one Interpreter per thread, or a lock."
-            )
+            raise concurrent_use_error(name)
         try:
             return method(self, *args, **kwargs)
         finally:

@@ -17,7 +17,7 @@ from ..schema import dtypes
 from ..schema.model import Model
 from ..schema.reader import read_model
 from . import threads
-from .cancel import Guard, exclusive
+from .cancel import Guard, concurrent_use_error, exclusive
 from .subgraph import SubgraphRuntime, resolve, unsupported_op_error
 from .tensors import int32_quantization
 from .values import check_value_shape, input_value
@@ -170,6 +170,8 @@ class Interpreter:
 
     # -- lifecycle --------------------------------------------------------------------------------
     def _ensure_safe(self) -> None:
+        if not self._views:  # the common case, checked first: invoke pays for this on every call
+            return
         self._views = [r for r in self._views if r() is not None]
         if self._views:
             raise RuntimeError(
@@ -187,19 +189,28 @@ class Interpreter:
         if not sub.allocated:
             sub.prepare()
 
-    @exclusive
     def invoke(self, timeout: float | None = None) -> None:
         """Run the model. ``timeout`` (seconds, beyond tf.lite): past it the invoke stops at the next node or
-        loop iteration with DeadlineExceededError. There is no iteration cap otherwise, as in TFLite."""
-        self._ensure_safe()
-        sub = self._subgraph(0)
-        if not sub.allocated:
-            raise RuntimeError("Invoke called on model that is not ready.")
-        token = self._guard.begin(timeout)
+        loop iteration with DeadlineExceededError. There is no iteration cap otherwise, as in TFLite.
+
+        Exclusive like the ``@exclusive`` methods, with the lock taken here rather than through the decorator's
+        generic wrapper: the fixed cost of an invoke is most of a tiny model's time."""
+        guard = self._guard
+        busy = guard._busy
+        if not busy.acquire(False):
+            raise concurrent_use_error("invoke")
         try:
-            sub.invoke()
+            self._ensure_safe()
+            sub = self._subgraphs[0]  # made in __init__
+            if not sub.allocated:
+                raise RuntimeError("Invoke called on model that is not ready.")
+            token = guard.begin(timeout)
+            try:
+                sub.invoke()
+            finally:
+                guard.end(token)
         finally:
-            self._guard.end(token)
+            busy.release()
 
     def cancel(self) -> bool:
         """Thread-safe (TFLite's Interpreter::Cancel): the running invoke stops at its next node or loop
