@@ -253,7 +253,20 @@ class Interpreter:
 
     @exclusive
     def set_tensor(self, tensor_index, value) -> None:
-        sub = self._subgraph(0)
+        sub = self._subgraphs[0]  # made in __init__
+        if type(value) is np.ndarray and type(tensor_index) is int and sub.allocated:
+            # the common case first (every check below passes): an array of the tensor's dtype (not strings)
+            # and shape into an allocated tensor that is not a constant
+            dst = sub.tensors[tensor_index] if 0 <= tensor_index < len(sub.tensors) else None
+            if (
+                dst is not None
+                and value.dtype == dst.dtype
+                and dst.dtype.kind != "O"
+                and value.shape == sub.shapes[tensor_index]
+                and tensor_index not in sub.constants
+            ):
+                dst[...] = value
+                return
         i = self._check_tensor_index(sub, tensor_index)
         t = sub.sg.tensors[i]
         pos = list(sub.sg.inputs).index(i) if i in sub.sg.inputs else i
@@ -268,6 +281,12 @@ class Interpreter:
 
     @exclusive
     def get_tensor(self, tensor_index, subgraph_index=0) -> np.ndarray:
+        if subgraph_index == 0 and type(tensor_index) is int:  # the common case first: an allocated tensor
+            sub = self._subgraphs[0]
+            if sub.allocated and 0 <= tensor_index < len(sub.tensors):
+                arr = sub.tensors[tensor_index]
+                if arr is not None:
+                    return arr.copy()
         sub = self._checked_subgraph(subgraph_index)
         i = self._check_tensor_index(sub, tensor_index)
         return np.array(self._tensor_array(sub, i), copy=True)
