@@ -35,6 +35,8 @@ if _state is not None:
         base = _state.get()
         cached = _cached
         if cached[0] is not base:
+            if base is cached[1]:  # nested in our own quiet state (CALL_ONCE invoking a subgraph): keep the cache
+                return _state.set(base)
             cached = _cached = (base, _make_extobj(all="ignore"))
         return _state.set(cached[1])
 
