@@ -23,6 +23,8 @@ every layer's outputs spread over the int8 range, the usual zero points: -128 af
 - ``se_mobilenet``: a MobileNet-v3-small-like CNN (64x64x3 -> 10): HARD_SWISH, inverted residual blocks with
   squeeze-excite gates (MEAN, 1x1 CONV_2D, hard sigmoid as ADD / MUL by one-value constants, MUL by a
   (1, 1, 1, C) gate), residual ADDs, MEAN, FULLY_CONNECTED, SOFTMAX.
+- ``inception``: two Inception-v1-like modules (1x1, 3x3, double 3x3 and 3x3 SAME AVERAGE_POOL_2D branches,
+  CONCATENATION), a global AVERAGE_POOL_2D, FULLY_CONNECTED, SOFTMAX.
 
 Every model is run by litert_py, by ai-edge-litert's default resolver (AUTO: optimized kernels and XNNPACK) and
 by its reference kernels (BUILTIN_REF), num_threads=1; the script asserts first that litert_py's int8 outputs
@@ -162,6 +164,25 @@ class Net:
         y = self._new((self.shape[0], oh, ow, self.shape[3]), self.scale, self.zp)
         opts = {"padding": VALID, "stride_h": stride, "stride_w": stride, "filter_height": kh, "filter_width": kw}
         self.b.op("AVERAGE_POOL_2D", [x], [y], opts)
+
+    def avg_pool_same(self, k: int):
+        """AVERAGE_POOL_2D k x k, stride 1, SAME (windows clipped at the borders), quantized as its input."""
+        win, oh, ow = self._windows(k, k, 1, SAME)
+        x = self.x
+        self.val = np.round(win.mean(axis=(4, 5))) + self.zp  # zero padding: near enough to choose scales
+        y = self._new((self.shape[0], oh, ow, self.shape[3]), self.scale, self.zp)
+        opts = {"padding": SAME, "stride_h": 1, "stride_w": 1, "filter_height": k, "filter_width": k}
+        self.b.op("AVERAGE_POOL_2D", [x], [y], opts)
+
+    def concat(self, branches: list):
+        """CONCATENATION of ``state()``s along channels, requantized to one scale (the largest) and zero point."""
+        scale = max(st[1] for st in branches)
+        zp = -128
+        real = np.concatenate([(st[4] - st[2]) * st[1] for st in branches], axis=-1)
+        shape = branches[0][3][:-1] + (sum(st[3][-1] for st in branches),)
+        self._requant(real, scale, zp)
+        y = self._new(shape, scale, zp)
+        self.b.op("CONCATENATION", [st[0] for st in branches], [y], {"axis": 3, "fused_activation_function": NONE})
 
     def fc(self, units: int, act: int = NONE):
         k = int(np.prod(self.shape[1:]))
@@ -338,6 +359,30 @@ def se_mobilenet() -> bytes:
     return net.build()
 
 
+def inception() -> bytes:
+    """Two Inception-v1-like int8 modules at 16x16 (32x32x3 -> 10): CONV_2D 3x3 s2 stem, per module four branches
+    (1x1; 1x1 -> 3x3; 1x1 -> 3x3 -> 3x3; AVERAGE_POOL_2D 3x3 stride 1 SAME -> 1x1, all ReLU) concatenated, then
+    AVERAGE_POOL_2D 16x16, FULLY_CONNECTED, SOFTMAX."""
+    net = Net(9, (1, 32, 32, 3), 0.0078, -1)
+    net.conv(32, 3, stride=2, act=RELU)
+    for width in (16, 24):
+        module_in = net.state()
+        branches = []
+        for chain in ((1,), (1, 3), (1, 3, 3), ("pool", 1)):
+            net.restore(module_in)
+            for k in chain:
+                if k == "pool":
+                    net.avg_pool_same(3)
+                else:
+                    net.conv(width, k, act=RELU)
+            branches.append(net.state())
+        net.concat(branches)
+    net.avg_pool(16, 16)
+    net.fc(10)
+    net.unary("SOFTMAX")
+    return net.build()
+
+
 def dense_ae() -> bytes:
     net = Net(4, (1, 640), 0.05, 10)
     for units in (128,) * 4 + (8,) + (128,) * 4:
@@ -419,6 +464,7 @@ FAMILIES = {
     "micro_speech": micro_speech,
     "sine_int8": sine_int8,
     "se_mobilenet": se_mobilenet,
+    "inception": inception,
 }
 
 

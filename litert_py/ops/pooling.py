@@ -375,26 +375,25 @@ SEPARABLE_TABLE_MAX = 1 << 18
 class AveragePoolQuantizedSeparable:
     """AVERAGE_POOL_2D uint8 / int8 with KH * KW > KH + KW taps, any padding: the window sums separably, the
     in-input filter rows of every output row first (``row_sum``, (N, OH, W, C): KH adds) and then their
-    in-input columns (KW adds) instead of KH * KW adds; then the per-position table offset is added and one
+    in-input columns (KW adds, the first onto the per-position table offset) instead of KH * KW adds; then one
     gather reads the rounding division and clamp from the division tables of every window count that occurs
     (`divide_table`, concatenated) instead of the seven passes of AveragePoolQuantized (a 3x3 SAME pool over
-    24x24x32: 115 -> about 25 us).
+    24x24x32: 115 -> about 33 us).
 
-    Exactness bound (checked at prepare): the integer sums are exact in any order while they fit their type,
-    |row sum| <= 255 * KH (int16 while that is <= 32767, else int32) and |sum| <= 255 * n < 2**31
-    (n <= DIVIDE_TABLE_MAX_COUNT), each window sums exactly its in-input taps (the row and column taps are
-    the per-axis clipped rectangles of pool_taps_2d), and every table entry is _round_divide_clip's own result
-    for its count; the tables together hold at most SEPARABLE_TABLE_MAX entries, else the op keeps the per-tap
-    path."""
+    Exactness bound (checked at prepare): the integer sums are exact in any order while they fit their type:
+    |row sum| <= 255 * KH (int16 while that is <= 32767, else int32), and offset + window sum, an index of the
+    concatenated tables, lies in [0, their size) (int16 while that is <= 2**15, else int32). Each window sums
+    exactly its in-input taps (the row and column taps are the per-axis clipped rectangles of pool_taps_2d),
+    and every table entry is _round_divide_clip's own result for its count (n <= DIVIDE_TABLE_MAX_COUNT); the
+    tables together hold at most SEPARABLE_TABLE_MAX entries, else the op keeps the per-tap path."""
 
     rows: tuple | None  # ((output rows, input rows), ...) along H; None: the input is its own row sum
     rows_full: int  # how many of the first row taps (at most 2) cover every output row
-    cols: tuple  # ((output columns, input columns), ...) along W
-    cols_full: int
+    cols: tuple  # ((output columns, input columns), ...) along W, the first covering every output
     row_sum: np.ndarray | None  # (N, OH, W, C) scratch: int16 while KH * 255 <= 32767 (exact), else int32
-    offset: np.ndarray  # (OH, OW, 1) int32 (or 0-d): where each position's table starts, minus its smallest sum
+    offset: np.ndarray  # (OH, OW, 1) (or 0-d): where each position's table starts, minus its smallest sum
     table: np.ndarray  # the concatenated division tables, in the output type
-    total: np.ndarray  # (N, OH, OW, C) int32 sums + offset
+    total: np.ndarray  # (N, OH, OW, C) offset + sums: int16 while the tables hold at most 2**15 entries, else int32
 
     @staticmethod
     def build(geo: Geometry, counts: np.ndarray, dtype, lo: int, hi: int) -> AveragePoolQuantizedSeparable | None:
@@ -409,22 +408,24 @@ class AveragePoolQuantizedSeparable:
             starts[n] = start + offset
             start += table.size
             tables.append(table)
-        offset = np.vectorize(starts.__getitem__, otypes=[np.int32])(counts)[:, :, None]
+        total_dtype = np.int16 if start <= 1 << 15 else np.int32  # indices < start (the tables' total size)
+        offset = np.vectorize(starts.__getitem__, otypes=[total_dtype])(counts)[:, :, None]
         if distinct.size == 1:
-            offset = np.array(offset.flat[0], np.int32)
+            offset = np.array(offset.flat[0], total_dtype)
         rows = sorted(axis_taps(g.in_h, g.out_h, g.filter_h, g.stride_h, g.pad_top), key=lambda t: not t[2])
         cols = sorted(axis_taps(g.in_w, g.out_w, g.filter_w, g.stride_w, g.pad_left), key=lambda t: not t[2])
+        if not cols[0][2]:  # no column tap covers every output (SAME and VALID windows always have one)
+            return None
         identity = g.filter_h == g.stride_h == 1 and g.out_h == g.in_h and g.pad_top == 0
         row_dtype = np.int16 if g.filter_h * (qmax - qmin) <= np.iinfo(np.int16).max else np.int32
         return AveragePoolQuantizedSeparable(
             None if identity else tuple(((ALL, o), (ALL, i)) for o, i, _ in rows),
             _leading_full(rows),
             tuple(((ALL, ALL, o), (ALL, ALL, i)) for o, i, _ in cols),
-            _leading_full(cols),
             None if identity else np.empty((g.batches, g.out_h, g.in_w, g.in_c), row_dtype),
             offset,
             np.concatenate(tables),
-            np.empty(g.out_shape, np.int32),
+            np.empty(g.out_shape, total_dtype),
         )
 
     def __call__(self, inputs, outputs):
@@ -432,8 +433,11 @@ class AveragePoolQuantizedSeparable:
         if self.rows is not None:
             sum_taps(x, self.rows, self.rows_full, self.row_sum, self.row_sum.dtype)
             x = self.row_sum
-        sum_taps(x, self.cols, self.cols_full, s, np.int32)
-        np.add(s, self.offset, out=s)
+        cols = self.cols
+        np.add(x[cols[0][1]], self.offset, out=s, dtype=s.dtype)  # the first tap covers every output
+        for o, i in cols[1:]:
+            d = s[o]
+            np.add(d, x[i], out=d)
         np.take(self.table, s, out=outputs[OUTPUT])
 
 

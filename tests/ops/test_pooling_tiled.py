@@ -188,7 +188,7 @@ SEPARABLE = [
 def test_average_pool_separable(geometry, dtype, activation):
     """AveragePoolQuantizedSeparable (row sums, then column sums, then per-position division tables): exact
     against the oracle with the type's extremes (whole windows of -128 / 127, 0 / 255), the fused RELU / RELU6
-    clamps and zero points at both ends; the row sums' int16 / int32 choice at its boundary."""
+    clamps and zero points at both ends; the row sums' and the window sums' int16 / int32 choices."""
     shape, fh, fw, sh, sw, padding = geometry
     info = np.iinfo(dtype)
     rng = np.random.default_rng(sum(shape) + fh + fw)
@@ -213,7 +213,8 @@ def test_average_pool_separable(geometry, dtype, activation):
         it.allocate_tensors()
         (op,) = it._subgraphs[0].prepared_ops.values()
         assert type(op).__name__ == name
-        if name.endswith("Separable") and op.row_sum is not None:
-            assert op.row_sum.dtype == (np.int16 if fh * 255 <= 32767 else np.int32)
+        if name.endswith("Separable"):
+            assert op.row_sum is None or op.row_sum.dtype == (np.int16 if fh * 255 <= 32767 else np.int32)
+            assert op.total.dtype == (np.int16 if op.table.size <= 2**15 else np.int32)
         ours, theirs = run_both(model, [x])
         np.testing.assert_array_equal(ours[0], theirs[0])
