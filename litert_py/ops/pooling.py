@@ -35,7 +35,7 @@ padding) with at least POOL_TILED_MIN_TAPS taps take one reduction instead (`Ave
 8-bit average pools whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT elements read the division
 and clamp from a table of every possible window sum, made at prepare by the division itself
 (`AveragePoolQuantizedTiledTable`, `AveragePoolQuantizedTable`: one gather instead of seven passes). Other 8-bit
-average pools with more than KH + KW taps (3x3 SAME, strided, clipped windows of several counts) sum separably,
+average pools with at least KH + KW taps (2x2, 3x3 SAME, strided, clipped windows of several counts) sum separably,
 rows then columns, and read the division from one table per window count (`AveragePoolQuantizedSeparable`).
 """
 
@@ -373,7 +373,7 @@ SEPARABLE_TABLE_MAX = 1 << 18
 
 @dataclass(frozen=True, eq=False)
 class AveragePoolQuantizedSeparable:
-    """AVERAGE_POOL_2D uint8 / int8 with KH * KW > KH + KW taps, any padding: the window sums separably, the
+    """AVERAGE_POOL_2D uint8 / int8 with KH * KW >= KH + KW taps, any padding: the window sums separably, the
     in-input filter rows of every output row first (``row_sum``, (N, OH, W, C): KH adds) and then their
     in-input columns (KW adds, the first onto the per-position table offset) instead of KH * KW adds; then one
     gather reads the rounding division and clamp from the division tables of every window count that occurs
@@ -477,7 +477,7 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         count = np.ascontiguousarray(counts[:, :, None], dtype=np.int32)
         half = count // 2
     lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
-    if dtype.itemsize == 1 and geo.filter_h * geo.filter_w > geo.filter_h + geo.filter_w:
+    if dtype.itemsize == 1 and geo.filter_h * geo.filter_w >= geo.filter_h + geo.filter_w:
         separable = AveragePoolQuantizedSeparable.build(geo, counts, dtype, lo, hi)
         if separable is not None:
             return separable

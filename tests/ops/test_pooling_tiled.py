@@ -117,7 +117,7 @@ def test_average_pool_tiled_quantized(geometry, dtype):
     zp = 0 if dt == np.int16 else int(info.min) + 7
     model = _model(shape, _out_shape(shape, fh, fw, sh, sw, padding), fh, fw, sh, sw, padding, 1, dt, quant(0.5, zp))
     name = "AveragePoolQuantizedTiled" if tiled else "AveragePoolQuantized"
-    if dt.itemsize == 1 and not tiled and fh * fw > fh + fw:  # 8-bit: separable sums, division tables
+    if dt.itemsize == 1 and not tiled and fh * fw >= fh + fw:  # 8-bit: separable sums, division tables
         assert _prepared(model) == "AveragePoolQuantizedSeparable"
     elif dt.itemsize == 1 and fh * fw <= DIVIDE_TABLE_MAX_COUNT:  # 8-bit: the division table (non-tiled: when
         assert _prepared(model) in ((name + "Table",) if tiled else (name, name + "Table"))  # the counts agree)
@@ -155,8 +155,8 @@ def test_average_pool_table_paths(dtype, activation):
     cases = [
         ((1, 33, 32, 3), (1, 1, 1, 3), 33, 32, 33, 32, "AveragePoolQuantizedTiled"),
         ((1, 10, 10, 5), (1, 1, 1, 5), 10, 10, 10, 10, "AveragePoolQuantizedTiledTable"),
-        ((2, 9, 9, 4), (2, 8, 8, 4), 2, 2, 1, 1, "AveragePoolQuantizedTable"),  # VALID, overlapping windows
-        ((2, 9, 9, 4), (2, 4, 4, 4), 3, 3, 2, 2, "AveragePoolQuantizedSeparable"),  # 9 taps > 3 + 3
+        ((2, 9, 9, 4), (2, 9, 7, 4), 1, 3, 1, 1, "AveragePoolQuantizedTable"),  # VALID, overlapping 1x3 windows
+        ((2, 9, 9, 4), (2, 4, 4, 4), 3, 3, 2, 2, "AveragePoolQuantizedSeparable"),  # 9 taps >= 3 + 3
     ]
     for shape, out_shape, fh, fw, sh, sw, name in cases:
         x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
@@ -168,13 +168,16 @@ def test_average_pool_table_paths(dtype, activation):
         np.testing.assert_array_equal(ours[0], theirs[0])
 
 
-# (input shape, filter h, w, stride h, w, padding): the 8-bit pools with more than KH + KW taps that do not tile
+# (input shape, filter h, w, stride h, w, padding): the 8-bit pools with at least KH + KW taps that do not tile
 SEPARABLE = [
     ((1, 12, 12, 8), 3, 3, 1, 1, SAME),  # clipped windows of 4, 6 and 9 taps: three division tables
     ((2, 11, 9, 3), 3, 3, 2, 2, SAME),  # strided, odd sizes: the last row and column windows clipped
     ((1, 10, 7, 5), 4, 3, 1, 2, SAME),  # even filter height: padding on both sides, unequal
     ((1, 9, 9, 4), 3, 3, 1, 1, VALID),  # one count (no clipping): a 0-d offset
-    ((1, 6, 20, 2), 1, 1, 1, 1, VALID),  # 1 tap (not separable: the per-tap table path), a control
+    ((1, 6, 20, 2), 1, 3, 1, 1, SAME),  # 1x3 (not separable: the per-tap AveragePoolQuantized), a control
+    ((1, 6, 20, 2), 1, 3, 1, 1, VALID),  # 1x3 VALID: the per-tap table path, a control
+    ((1, 9, 8, 6), 2, 2, 2, 2, SAME),  # 2x2 (4 >= 2 + 2 taps), the last row window clipped
+    ((1, 8, 8, 6), 2, 2, 1, 1, VALID),
     ((1, 5, 5, 3), 5, 5, 1, 1, SAME),  # global-sized windows with padding: counts 9 .. 25
     ((1, 140, 3, 2), 130, 2, 1, 1, VALID),  # 130 filter rows: the row sums need int32 (130 * 255 > 32767)
 ]
@@ -195,7 +198,8 @@ def test_average_pool_separable(geometry, dtype, activation):
     x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
     x[..., 0] = info.max  # whole windows at the ends of the range
     x[:, : shape[1] // 2, :, -1] = info.min
-    name = "AveragePoolQuantizedSeparable" if fh * fw > fh + fw else "AveragePoolQuantizedTable"
+    name = "AveragePoolQuantizedTable" if padding == VALID else "AveragePoolQuantized"  # the per-tap controls
+    name = "AveragePoolQuantizedSeparable" if fh * fw >= fh + fw else name
     for zp in (int(info.min), int(info.max) - 3):
         model = _model(
             shape,
