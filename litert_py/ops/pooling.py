@@ -32,11 +32,11 @@ divides by the same count; the max is order-free, computed separably (rows then 
 per tap (no padded copy). Average pools whose windows tile the input (global pools, filter == stride without
 padding) with at least POOL_TILED_MIN_TAPS taps take one reduction instead (`AveragePoolFloatTiled`,
 `AveragePoolQuantizedTiled`, float with more than one channel): bit-exact too (see the classes).
-8-bit average pools whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT elements read the division
-and clamp from a table of every possible window sum, made at prepare by the division itself
-(`AveragePoolQuantizedTiledTable`, `AveragePoolQuantizedTable`: one gather instead of seven passes). Other 8-bit
-average pools with at least KH + KW taps (2x2, 3x3 SAME, strided, clipped windows of several counts) sum separably,
-rows then columns, and read the division from one table per window count (`AveragePoolQuantizedSeparable`).
+8-bit average pools read the division and clamp from a table of every possible window sum, made at prepare by
+the division itself (one gather instead of seven passes): tiling windows of n <= DIVIDE_TABLE_MAX_COUNT elements
+after one reduction (`AveragePoolQuantizedTiledTable`), the others after separable sums, rows then columns, from
+one table per window count (`AveragePoolQuantizedSeparable`: any padding and stride; windows of more elements, or
+tables too large, keep the per-tap `AveragePoolQuantized`).
 """
 
 from __future__ import annotations
@@ -347,38 +347,19 @@ class AveragePoolQuantized:
         _round_divide_clip(s, self.sign, self.half, self.count, self.lo, self.hi, out)
 
 
-@dataclass(frozen=True, eq=False)
-class AveragePoolQuantizedTable:
-    """AveragePoolQuantized for 8-bit types whose windows all count the same n <= DIVIDE_TABLE_MAX_COUNT
-    elements (no window clipped by padding): the same int32 tap sums, plus the table's offset, then one gather
-    from `divide_table` instead of the division and clamp (seven passes). Bit-exact (the table holds
-    _round_divide_clip's own results for every possible sum)."""
-
-    taps: tuple  # ((output index, input index), ...)
-    leading_full: int  # how many of the first taps (at most 2) cover every output
-    offset: np.ndarray  # 0-d int32: -qmin * n
-    table: np.ndarray  # (255 * n + 1,) in the output type
-    total: np.ndarray  # (N, OH, OW, C) int32 sums + offset
-
-    def __call__(self, inputs, outputs):
-        x, s = inputs[INPUT], self.total
-        sum_taps(x, self.taps, self.leading_full, s, np.int32)
-        np.add(s, self.offset, out=s)
-        np.take(self.table, s, out=outputs[OUTPUT])
-
-
 #: AveragePoolQuantizedSeparable's division tables (one per distinct window count) hold at most this many entries
 SEPARABLE_TABLE_MAX = 1 << 18
 
 
 @dataclass(frozen=True, eq=False)
 class AveragePoolQuantizedSeparable:
-    """AVERAGE_POOL_2D uint8 / int8 with KH * KW >= KH + KW taps, any padding: the window sums separably, the
+    """AVERAGE_POOL_2D uint8 / int8 over windows that do not tile, any padding: the window sums separably, the
     in-input filter rows of every output row first (``row_sum``, (N, OH, W, C): KH adds) and then their
     in-input columns (KW adds, the first onto the per-position table offset) instead of KH * KW adds; then one
     gather reads the rounding division and clamp from the division tables of every window count that occurs
     (`divide_table`, concatenated) instead of the seven passes of AveragePoolQuantized (a 3x3 SAME pool over
-    24x24x32: 115 -> about 33 us).
+    24x24x32: 115 -> about 33 us; 1x3 SAME 79 -> 29 us; 2x2 stride 2: 13.5 -> 11 us against the per-tap sums
+    and one division table).
 
     Exactness bound (checked at prepare): the integer sums are exact in any order while they fit their type:
     |row sum| <= 255 * KH (int16 while that is <= 32767, else int32), and offset + window sum, an index of the
@@ -477,20 +458,11 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         count = np.ascontiguousarray(counts[:, :, None], dtype=np.int32)
         half = count // 2
     lo, hi = quantized_activation_range(ctx, ctx.outputs[OUTPUT])
-    if dtype.itemsize == 1 and geo.filter_h * geo.filter_w >= geo.filter_h + geo.filter_w:
+    if dtype.itemsize == 1:
         separable = AveragePoolQuantizedSeparable.build(geo, counts, dtype, lo, hi)
         if separable is not None:
             return separable
     leading = _leading_full(taps)
-    if dtype.itemsize == 1 and isinstance(count, int) and count <= DIVIDE_TABLE_MAX_COUNT:
-        table, offset = divide_table(dtype, count, lo, hi)
-        return AveragePoolQuantizedTable(
-            tuple((o, i) for o, i, _ in taps),
-            leading,
-            np.array(offset, np.int32),
-            table,
-            np.empty(geo.out_shape, np.int32),
-        )
     sign = np.empty(geo.out_shape, np.int32) if dtype != np.uint8 else None
     return AveragePoolQuantized(
         tuple((o, i) for o, i, _ in taps), leading, half, count, np.empty(geo.out_shape, np.int32), sign, lo, hi
