@@ -20,6 +20,11 @@ every layer's outputs spread over the int8 range, the usual zero points: -128 af
 - ``micro_speech``: tflite-micro's keyword model (49x40x1 -> 4): CONV_2D 10x8 s2 (ReLU), FULLY_CONNECTED,
   SOFTMAX.
 - ``sine_int8``: tflite-micro's hello_world, int8 (1 -> 16 -> 16 -> 1 FULLY_CONNECTED).
+- ``se_mobilenet``: a MobileNet-v3-small-like CNN (64x64x3 -> 10): HARD_SWISH, inverted residual blocks with
+  squeeze-excite gates (MEAN, 1x1 CONV_2D, hard sigmoid as ADD / MUL by one-value constants, MUL by a
+  (1, 1, 1, C) gate), residual ADDs, MEAN, FULLY_CONNECTED, SOFTMAX.
+- ``inception``: two Inception-v1-like modules (1x1, 3x3, double 3x3 and 3x3 SAME AVERAGE_POOL_2D branches,
+  CONCATENATION), a global AVERAGE_POOL_2D, FULLY_CONNECTED, SOFTMAX.
 
 Every model is run by litert_py, by ai-edge-litert's default resolver (AUTO: optimized kernels and XNNPACK) and
 by its reference kernels (BUILTIN_REF), num_threads=1; the script asserts first that litert_py's int8 outputs
@@ -160,6 +165,25 @@ class Net:
         opts = {"padding": VALID, "stride_h": stride, "stride_w": stride, "filter_height": kh, "filter_width": kw}
         self.b.op("AVERAGE_POOL_2D", [x], [y], opts)
 
+    def avg_pool_same(self, k: int):
+        """AVERAGE_POOL_2D k x k, stride 1, SAME (windows clipped at the borders), quantized as its input."""
+        win, oh, ow = self._windows(k, k, 1, SAME)
+        x = self.x
+        self.val = np.round(win.mean(axis=(4, 5))) + self.zp  # zero padding: near enough to choose scales
+        y = self._new((self.shape[0], oh, ow, self.shape[3]), self.scale, self.zp)
+        opts = {"padding": SAME, "stride_h": 1, "stride_w": 1, "filter_height": k, "filter_width": k}
+        self.b.op("AVERAGE_POOL_2D", [x], [y], opts)
+
+    def concat(self, branches: list):
+        """CONCATENATION of ``state()``s along channels, requantized to one scale (the largest) and zero point."""
+        scale = max(st[1] for st in branches)
+        zp = -128
+        real = np.concatenate([(st[4] - st[2]) * st[1] for st in branches], axis=-1)
+        shape = branches[0][3][:-1] + (sum(st[3][-1] for st in branches),)
+        self._requant(real, scale, zp)
+        y = self._new(shape, scale, zp)
+        self.b.op("CONCATENATION", [st[0] for st in branches], [y], {"axis": 3, "fused_activation_function": NONE})
+
     def fc(self, units: int, act: int = NONE):
         k = int(np.prod(self.shape[1:]))
         w = self.rng.integers(-127, 128, (units, k)).astype(np.int8)
@@ -182,6 +206,53 @@ class Net:
         self.val = np.clip(np.round(real / s_out) + zp_out, zp_out if act == RELU else -128, 127)
         y = self._new(self.shape, s_out, zp_out)
         self.b.op("ADD", [x, t], [y], {"fused_activation_function": act})
+
+    def _spread(self, real: np.ndarray, lo: float | None = None):
+        """Output scale and zero point mapping ``real``'s 0.5th..99.5th percentiles (or [lo, 99.5th]) to int8."""
+        a = float(np.percentile(real, 0.5)) if lo is None else lo
+        b = max(float(np.percentile(real, 99.5)), a + 1e-3)
+        s_out = (b - a) / 255
+        return s_out, int(np.clip(round(-128 - a / s_out), -128, 127))
+
+    def _requant(self, real: np.ndarray, s_out: float, zp_out: int, lo: int = -128, hi: int = 127) -> None:
+        self.val = np.clip(np.round(real / s_out) + zp_out, lo, hi)
+
+    def hard_swish(self):
+        real = (self.val - self.zp) * self.scale
+        real = real * np.clip(real + 3, 0, 6) / 6
+        x = self.x
+        s_out, zp_out = self._spread(real, -0.375)
+        self._requant(real, s_out, zp_out)
+        self.b.op("HARD_SWISH", [x], [self._new(self.shape, s_out, zp_out)])
+
+    def mean(self):
+        """MEAN over H and W, keep_dims (a squeeze-excite block's squeeze), output quantized as the input."""
+        x = self.x
+        self.val = np.round((self.val - self.zp).mean(axis=(1, 2), keepdims=True)) + self.zp
+        y = self._new((self.shape[0], 1, 1, self.shape[3]), self.scale, self.zp)
+        self.b.op("MEAN", [x, self.b.const("axes", np.array([1, 2], np.int32))], [y], {"keep_dims": True})
+
+    def hard_sigmoid(self):
+        """Keras' relu6(x + 3) / 6 as int8 TFLite has it: ADD of a constant 3 with RELU6, MUL by a constant 1/6."""
+        real = (self.val - self.zp) * self.scale + 3
+        x = self.x
+        three = self.b.const("three", np.array([127], np.int8), quantization=quant(3 / 127, 0))
+        self._requant(real, 6 / 255, -128, -128, 127)
+        self.b.op("ADD", [x, three], [self._new(self.shape, 6 / 255, -128)], {"fused_activation_function": RELU6})
+        real = (self.val + 128) * (6 / 255) / 6
+        x = self.x
+        sixth = self.b.const("sixth", np.array([127], np.int8), quantization=quant(1 / 6 / 127, 0))
+        self._requant(real, 1 / 255, -128)
+        self.b.op("MUL", [x, sixth], [self._new(self.shape, 1 / 255, -128)])
+
+    def mul(self, other: tuple):
+        """x * other (broadcasting), ``other`` a ``state()``."""
+        t, s, z, shape, v = other
+        real = (self.val - self.zp) * self.scale * ((v - z) * s)
+        x = self.x
+        s_out, zp_out = self._spread(real)
+        self._requant(real, s_out, zp_out)
+        self.b.op("MUL", [x, t], [self._new(np.broadcast_shapes(self.shape, shape), s_out, zp_out)])
 
     def unary(self, op: str):
         """SOFTMAX / LOGISTIC: int8 output scale 1/256, zero point -128 (LiteRT requires it); ends the chain."""
@@ -245,6 +316,68 @@ def resnet8() -> bytes:
             net.conv(out_c, 1, stride=stride, act=NONE)
         net.add((main[0], main[1], main[2], main[4]), act=RELU)
     net.avg_pool(8, 8)
+    net.fc(10)
+    net.unary("SOFTMAX")
+    return net.build()
+
+
+def se_mobilenet() -> bytes:
+    """A MobileNet-v3-small-like int8 CNN (64x64x3 -> 10): CONV_2D 3x3 s2 + HARD_SWISH, four inverted residual
+    blocks (1x1 expand, DEPTHWISE_CONV_2D 3x3 / 5x5, ReLU or HARD_SWISH, the last two with a squeeze-excite gate:
+    MEAN, two 1x1 CONV_2D, hard sigmoid as ADD 3 (RELU6) and MUL 1/6, MUL by the (1, 1, 1, C) gate; 1x1 project,
+    residual ADD), CONV_2D 1x1 + HARD_SWISH, MEAN, FULLY_CONNECTED, SOFTMAX."""
+    net = Net(8, (1, 64, 64, 3), 0.0078, -1)
+    net.conv(16, 3, stride=2, act=NONE)
+    net.hard_swish()
+    for expand, out_c, k, stride, se in ((64, 24, 3, 2, False), (72, 24, 3, 1, False), (96, 40, 5, 2, True)) + (
+        (120, 40, 5, 1, True),
+    ):
+        block_in = net.state()
+        net.conv(expand, 1, act=NONE if se else RELU)
+        if se:
+            net.hard_swish()
+        net.depthwise(k, stride=stride, act=NONE if se else RELU)
+        if se:
+            net.hard_swish()
+            features = net.state()
+            net.mean()
+            net.conv(expand // 4, 1, act=RELU)
+            net.conv(expand, 1, act=NONE)
+            net.hard_sigmoid()
+            gate = net.state()
+            net.restore(features)
+            net.mul(gate)
+        net.conv(out_c, 1, act=NONE)
+        if stride == 1 and block_in[3] == net.shape:
+            net.add((block_in[0], block_in[1], block_in[2], block_in[4]), act=NONE)
+    net.conv(240, 1, act=NONE)
+    net.hard_swish()
+    net.mean()
+    net.reshape((1, 240))
+    net.fc(10)
+    net.unary("SOFTMAX")
+    return net.build()
+
+
+def inception() -> bytes:
+    """Two Inception-v1-like int8 modules at 16x16 (32x32x3 -> 10): CONV_2D 3x3 s2 stem, per module four branches
+    (1x1; 1x1 -> 3x3; 1x1 -> 3x3 -> 3x3; AVERAGE_POOL_2D 3x3 stride 1 SAME -> 1x1, all ReLU) concatenated, then
+    AVERAGE_POOL_2D 16x16, FULLY_CONNECTED, SOFTMAX."""
+    net = Net(9, (1, 32, 32, 3), 0.0078, -1)
+    net.conv(32, 3, stride=2, act=RELU)
+    for width in (16, 24):
+        module_in = net.state()
+        branches = []
+        for chain in ((1,), (1, 3), (1, 3, 3), ("pool", 1)):
+            net.restore(module_in)
+            for k in chain:
+                if k == "pool":
+                    net.avg_pool_same(3)
+                else:
+                    net.conv(width, k, act=RELU)
+            branches.append(net.state())
+        net.concat(branches)
+    net.avg_pool(16, 16)
     net.fc(10)
     net.unary("SOFTMAX")
     return net.build()
@@ -330,6 +463,8 @@ FAMILIES = {
     "dense_ae": dense_ae,
     "micro_speech": micro_speech,
     "sine_int8": sine_int8,
+    "se_mobilenet": se_mobilenet,
+    "inception": inception,
 }
 
 

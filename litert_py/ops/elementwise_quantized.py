@@ -123,6 +123,48 @@ class QuantizedTable8Bytes(QuantizedTable8):
         np.take(self.table, self.idx, out=out, mode="wrap")  # every index is < 65536
 
 
+@dataclass(frozen=True, eq=False)
+class QuantizedTable8Scalar:
+    """An 8-bit ADD / SUB / MUL / DIV whose other operand is a one-value constant: ``out = lut[byte(x)]``, one
+    gather from the 256 entries of the pair table's row or column for that constant (instead of building
+    the 16-bit pair index in two passes, then gathering from the 65536-entry table): bit-exact, the entries are
+    the pair table's own. ``operand`` is the input that varies; the output has as many values as it (the
+    constant broadcasts as a scalar), so a different rank is a reshape."""
+
+    lut: np.ndarray  # (256,) of the output dtype, indexed by the varying input's byte
+    operand: int  # INPUT1 or INPUT2
+
+    @staticmethod
+    def of(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo) -> QuantizedTable8Scalar | None:
+        """The op when exactly one input is a constant of one value (and the output has the other's size; a
+        dynamic input keeps the pair table), else None."""
+        if a.dynamic or b.dynamic or out.dynamic or a.is_constant == b.is_constant:
+            return None
+        const, operand = (b, INPUT1) if b.is_constant else (a, INPUT2)
+        if const.size != 1 or out.size != (a, b)[operand].size:
+            return None
+        byte = int(np.asarray(const.data).reshape(-1).view(np.uint8)[0])
+        pairs = table.reshape(256, 256)  # [byte(x1), byte(x2)]
+        lut = pairs[:, byte] if operand == INPUT1 else pairs[byte, :]
+        return QuantizedTable8Scalar(np.ascontiguousarray(lut), operand)
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[self.operand], outputs[OUTPUT]
+        if x.shape != out.shape:
+            x = x.reshape(out.shape)  # same size: the constant broadcasts as a scalar
+        np.take(self.lut, x.view(np.uint8), out=out, mode="wrap")  # every index is < 256
+
+
+def _table_op(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo, divisor_zero_point=None):
+    """QuantizedTable8Scalar where one input is a one-value constant (DIV: not a zero divisor), else
+    QuantizedTable8.build's choice."""
+    if divisor_zero_point is None or (b.is_constant and int(np.asarray(b.data).reshape(-1)[0]) != divisor_zero_point):
+        scalar = QuantizedTable8Scalar.of(table, a, b, out)
+        if scalar is not None:
+            return scalar
+    return QuantizedTable8.build(table, out.shape, divisor_zero_point, _static(a, b, out))
+
+
 def _buffer(shape, dtype, prepared: np.ndarray | None) -> np.ndarray:
     """``prepared`` (a buffer allocated at prepare) when it has ``shape``, else a new one (an op prepared for
     other shapes, e.g. on the dynamic path): the int16 ops allocate nothing per invoke on static shapes."""
@@ -387,7 +429,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
         r2 = multiply_by_quantized_multiplier(wrap32((x2 - z2) << left_shift), m2, e2)
         return multiply_by_quantized_multiplier(wrap32(r1 - r2 if subtract else r1 + r2), mo, eo) + zo
 
-    return QuantizedTable8.build(table8(add_sub, a.dtype, lo, hi, out.dtype), out.shape, in_shapes=_static(a, b, out))
+    return _table_op(table8(add_sub, a.dtype, lo, hi, out.dtype), a, b, out)
 
 
 def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract: bool, lo: int, hi: int):
@@ -439,7 +481,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
         return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo
 
-    return QuantizedTable8.build(table8(mul, a.dtype, lo, hi, out.dtype), out.shape, in_shapes=_static(a, b, out))
+    return _table_op(table8(mul, a.dtype, lo, hi, out.dtype), a, b, out)
 
 
 def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
@@ -462,7 +504,7 @@ def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def div(x1, x2):
         return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
 
-    return QuantizedTable8.build(table8(div, a.dtype, lo, hi, out.dtype), out.shape, divisor_zero_point=z2)
+    return _table_op(table8(div, a.dtype, lo, hi, out.dtype), a, b, out, divisor_zero_point=z2)
 
 
 #: the quantized paths' prepare per op (elementwise.py's prepare_arithmetic dispatches to them)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from litert_py.errors import InvokeError
 from litert_py.ops import elementwise_quantized
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops._single_step import both_with_step, invoke_both
@@ -59,3 +60,62 @@ def test_table8_forms_against_reference(case, op, dtype):
         got, want = invoke_both(theirs, ours, feeds)
         np.testing.assert_array_equal(got, want)
         assert len(np.unique(want)) > 1 or not out_shape  # the outputs vary: a wrong index shows
+
+
+def _scalar_model(op: str, dtype, const_first: bool, const_value: int, shape, const_shape, scales, act: int) -> bytes:
+    """``op(x, c)`` (or ``op(c, x)``) with ``c`` a one-value constant of shape ``const_shape``."""
+    signed = dtype == I8
+    sx, sc, so = scales
+    b = ModelBuilder()
+    x = b.input("x", shape, dtype, quantization=quant(sx, -5 if signed else 120))
+    c = b.const("c", np.full(const_shape, const_value, dtype), quantization=quant(sc, 9 if signed else 131))
+    out_shape = np.broadcast_shapes(tuple(shape), tuple(const_shape))
+    z = b.tensor("z", out_shape, dtype, quantization=quant(so, -2 if signed else 127))
+    b.op(op, [c, x] if const_first else [x, c], [z], {"fused_activation_function": act})
+    b.output(z)
+    return b.build()
+
+
+SCALAR_SCALES = {  # (x, constant, output)
+    "plain": (0.05, 0.03, 0.07),
+    "output-fine": (0.5, 0.25, 1e-3),  # most results saturate at the ends
+    "input-fine": (1e-4, 2.0, 0.02),
+}
+
+
+@pytest.mark.parametrize("dtype", [I8, U8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
+@pytest.mark.parametrize("const_first", [False, True], ids=["x-op-c", "c-op-x"])
+@pytest.mark.parametrize("scales", list(SCALAR_SCALES))
+def test_table8_scalar_constant(dtype, op, const_first, scales):
+    """QuantizedTable8Scalar (one input a one-value constant: one gather from a 256-entry row of the pair
+    table) against the oracle on every input byte, with the constant at both ends of the type and in between,
+    in either position, fused RELU and none, an output of higher rank than the input (a reshape)."""
+    info = np.iinfo(dtype)
+    x = np.arange(info.min, info.max + 1).astype(dtype).reshape(1, 16, 16)
+    for const_value, act, const_shape in ((info.min, 0, (1,)), (info.max, RELU, (1, 1, 1, 1)), (3, 0, ())):
+        if op == "DIV" and const_first:
+            const_value = info.max  # x is the divisor: its zero point is among the inputs, so it is not folded
+        model = _scalar_model(op, dtype, const_first, const_value, x.shape, const_shape, SCALAR_SCALES[scales], act)
+        theirs, ours, step = both_with_step(model)
+        if op == "DIV" and const_first:
+            assert type(step).__name__ == "QuantizedTable8"  # the divisor check stays at invoke
+            x = x[x != (-5 if dtype == I8 else 120)].reshape(1, 1, -1)  # LiteRT fails on a zero divisor
+            theirs, ours, step = both_with_step(
+                _scalar_model(op, dtype, True, const_value, x.shape, const_shape, SCALAR_SCALES[scales], act)
+            )
+        else:
+            assert type(step).__name__ == "QuantizedTable8Scalar"
+        got, want = invoke_both(theirs, ours, [x])
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(want)) > 1 or scales != "plain"
+
+
+def test_table8_scalar_constant_zero_divisor_fails_at_invoke():
+    """DIV by a constant equal to its zero point keeps the pair table, which fails the invoke as LiteRT does."""
+    model = _scalar_model("DIV", I8, False, 9, (1, 4), (1,), (0.05, 0.03, 0.07), 0)
+    _, ours, step = both_with_step(model)
+    assert type(step).__name__ == "QuantizedTable8"
+    ours.set_tensor(ours.get_input_details()[0]["index"], np.ones((1, 4), I8))
+    with pytest.raises(InvokeError):
+        ours.invoke()

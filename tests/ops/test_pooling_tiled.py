@@ -117,8 +117,10 @@ def test_average_pool_tiled_quantized(geometry, dtype):
     zp = 0 if dt == np.int16 else int(info.min) + 7
     model = _model(shape, _out_shape(shape, fh, fw, sh, sw, padding), fh, fw, sh, sw, padding, 1, dt, quant(0.5, zp))
     name = "AveragePoolQuantizedTiled" if tiled else "AveragePoolQuantized"
-    if dt.itemsize == 1 and fh * fw <= DIVIDE_TABLE_MAX_COUNT:  # 8-bit: the division table (non-tiled: when
-        assert _prepared(model) in ((name + "Table",) if tiled else (name, name + "Table"))  # the counts agree)
+    if dt.itemsize == 1 and not tiled:  # 8-bit: separable sums, division tables
+        assert _prepared(model) == "AveragePoolQuantizedSeparable"
+    elif dt.itemsize == 1 and fh * fw <= DIVIDE_TABLE_MAX_COUNT:  # 8-bit: the division table
+        assert _prepared(model) == name + "Table"
     else:
         assert _prepared(model) == name
     ours, theirs = run_both(model, [x])
@@ -143,7 +145,7 @@ def test_average_pool_tiled_rounding_halves(dtype):
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
 @pytest.mark.parametrize("activation", [0, 1, 3])
 def test_average_pool_table_paths(dtype, activation):
-    """The 8-bit division tables (AveragePoolQuantizedTiledTable, AveragePoolQuantizedTable) and the tiled
+    """The 8-bit division tables (AveragePoolQuantizedTiledTable, AveragePoolQuantizedSeparable) and the tiled
     path they leave windows of more than DIVIDE_TABLE_MAX_COUNT elements to (a 33x32 global pool), with the
     fused RELU / RELU6 clamps, the type's extremes included: exact."""
     info = np.iinfo(dtype)
@@ -153,7 +155,8 @@ def test_average_pool_table_paths(dtype, activation):
     cases = [
         ((1, 33, 32, 3), (1, 1, 1, 3), 33, 32, 33, 32, "AveragePoolQuantizedTiled"),
         ((1, 10, 10, 5), (1, 1, 1, 5), 10, 10, 10, 10, "AveragePoolQuantizedTiledTable"),
-        ((2, 9, 9, 4), (2, 4, 4, 4), 3, 3, 2, 2, "AveragePoolQuantizedTable"),  # VALID, overlapping windows
+        ((2, 9, 9, 4), (2, 9, 7, 4), 1, 3, 1, 1, "AveragePoolQuantizedSeparable"),  # VALID, overlapping 1x3 windows
+        ((2, 9, 9, 4), (2, 4, 4, 4), 3, 3, 2, 2, "AveragePoolQuantizedSeparable"),  # strided 3x3
     ]
     for shape, out_shape, fh, fw, sh, sw, name in cases:
         x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
@@ -161,5 +164,86 @@ def test_average_pool_table_paths(dtype, activation):
         x.reshape(-1)[-7:] = info.min
         model = _model(shape, out_shape, fh, fw, sh, sw, 1, activation, dtype, q)
         assert _prepared(model) == name
+        ours, theirs = run_both(model, [x])
+        np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+# (input shape, filter h, w, stride h, w, padding): 8-bit pools whose windows do not tile
+SEPARABLE = [
+    ((1, 12, 12, 8), 3, 3, 1, 1, SAME),  # clipped windows of 4, 6 and 9 taps: three division tables
+    ((2, 11, 9, 3), 3, 3, 2, 2, SAME),  # strided, odd sizes: the last row and column windows clipped
+    ((1, 10, 7, 5), 4, 3, 1, 2, SAME),  # even filter height: padding on both sides, unequal
+    ((1, 9, 9, 4), 3, 3, 1, 1, VALID),  # one count (no clipping): a 0-d offset
+    ((1, 6, 20, 2), 1, 3, 1, 1, SAME),  # one filter row: the input is its own row sum
+    ((1, 6, 20, 2), 3, 1, 1, 1, VALID),  # one filter column: the offset plus the row sums
+    ((1, 7, 9, 2), 1, 1, 2, 2, VALID),  # one tap
+    ((1, 9, 8, 6), 2, 2, 2, 2, SAME),  # 2x2, the last row window clipped
+    ((1, 8, 8, 6), 2, 2, 1, 1, VALID),
+    ((1, 5, 5, 3), 5, 5, 1, 1, SAME),  # global-sized windows with padding: counts 9 .. 25
+    ((1, 140, 3, 2), 130, 2, 1, 1, VALID),  # 130 filter rows: the row sums need int32 (130 * 255 > 32767)
+]
+
+
+@pytest.mark.parametrize(
+    "geometry", SEPARABLE, ids=[f"{g[0]}-{g[1]}x{g[2]}/{g[3]}x{g[4]}-{'SV'[g[5]]}" for g in SEPARABLE]
+)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("activation", [0, 1, 3])
+def test_average_pool_separable(geometry, dtype, activation):
+    """AveragePoolQuantizedSeparable (row sums, then column sums, then per-position division tables): exact
+    against the oracle with the type's extremes (whole windows of -128 / 127, 0 / 255), the fused RELU / RELU6
+    clamps and zero points at both ends; the row sums' and the window sums' int16 / int32 choices."""
+    shape, fh, fw, sh, sw, padding = geometry
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(sum(shape) + fh + fw)
+    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    x[..., 0] = info.max  # whole windows at the ends of the range
+    x[:, : shape[1] // 2, :, -1] = info.min
+    for zp in (int(info.min), int(info.max) - 3):
+        model = _model(
+            shape,
+            _out_shape(shape, fh, fw, sh, sw, padding),
+            fh,
+            fw,
+            sh,
+            sw,
+            padding,
+            activation,
+            dtype,
+            quant(0.02, zp),
+        )
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        (op,) = it._subgraphs[0].prepared_ops.values()
+        assert type(op).__name__ == "AveragePoolQuantizedSeparable"
+        assert op.row_sum is None or op.row_sum.dtype == (np.int16 if fh * 255 <= 32767 else np.int32)
+        assert op.total.dtype == (np.int16 if op.table.size <= 2**15 else np.int32)
+        ours, theirs = run_both(model, [x])
+        np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_average_pool_separable_limits(dtype):
+    """8-bit pools past AveragePoolQuantizedSeparable's bounds keep the per-tap AveragePoolQuantized, exact:
+    windows of more than DIVIDE_TABLE_MAX_COUNT elements, and clipped windows of so many counts that their
+    tables would pass SEPARABLE_TABLE_MAX entries."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    for shape, fh, fw, padding in (((1, 36, 36, 2), 33, 32, VALID), ((1, 24, 24, 1), 24, 24, SAME)):
+        model = _model(
+            shape,
+            _out_shape(shape, fh, fw, 1, 1, padding),
+            fh,
+            fw,
+            1,
+            1,
+            padding,
+            0,
+            dtype,
+            quant(0.1, int(info.min) + 9),
+        )
+        assert _prepared(model) == "AveragePoolQuantized"
+        x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+        x[:, :12] = info.max
         ours, theirs = run_both(model, [x])
         np.testing.assert_array_equal(ours[0], theirs[0])
