@@ -1,5 +1,7 @@
 """Float32 FULLY_CONNECTED over a single input row, and chains of them (tiny float models: tflite-micro's sine
-predictor, small dense regressors and classifiers).
+predictor, small dense regressors and classifiers). Also a float CONV_2D with one output pixel whose window is the
+whole unpadded input (conv/conv2d.py ``one_window_row``: the SE gates' 1x1 convs over a pooled pixel), whose
+filter rows in (kh, kw, c) order are an FC's weights over the input in its own order.
 
 The general float path (``FullyConnectedFloat`` in fully_connected.py) makes four or five numpy calls per invoke
 (two reshapes, matmul, bias add, clamp) of 0.15-0.8 us each, most of a tiny model's time. With one row:
