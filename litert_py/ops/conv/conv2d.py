@@ -98,8 +98,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...schema.model import BuiltinOperator
-from ..activation_fusion import ClampLast
-from ..common import aligned_empty, clip_ufunc, float_activation_range
+from ..activation_fusion import ClampLast, float_bounds
+from ..common import aligned_empty, clip_ufunc
 from ..fully_connected_row import prepare_float_row
 from ..registry import OpContext, register
 from .common import (
@@ -130,8 +130,8 @@ class ConvFloat(ClampLast):
     weights: np.ndarray | None  # (G, KH*KW*Cg, Og) contiguous; None: the filter input, read at every invoke
     bias: np.ndarray | None  # constant bias tiled over the output width: (OW, O)
     dynamic_bias: bool  # the bias is not constant: added from the input at every invoke
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
     bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
     def __call__(self, inputs, outputs):
@@ -165,8 +165,8 @@ class ConvFloatPointwise(ClampLast):
 
     blocks: tuple  # ((rows slice, bias tile for those rows), ...) of the (N*H*W, C) / (N*OH*OW, O) matrices
     weights: np.ndarray  # (C, O) float32 contiguous
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
@@ -209,8 +209,8 @@ class ConvFloatPerTap(ClampLast):
     scratch: np.ndarray  # (N, OH, OW, O)
     bias: np.ndarray | None  # (OW, O)
     dynamic_bias: bool
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out, tmp, w = outputs[OUTPUT], self.scratch, self.weights
@@ -249,7 +249,7 @@ def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
         return prepare_float_row(
             ctx.input(INPUT).shape, weights, None if bias is None else bias.data, act, geo.out_shape
         )
-    lo, hi = float_activation_range(act)
+    lo, hi = float_bounds(act)
     taps = geo.filter_h * geo.filter_w
     if (
         groups == 1
@@ -318,8 +318,8 @@ class ConvFloatBiasFolded(ClampLast):
 
     im2col: Im2Col  # float32, border 0.0, last column ones
     weights: np.ndarray  # (1, KH*KW*C + 1, O) float32: the filter, then the bias row
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
