@@ -27,6 +27,10 @@ is still needed: -inf times 0 is NaN where -FLT_MAX times 0 is -0.0), and runnin
 producer's output measured slower below about 2 MB (ADD + PRELU over 96x96x16: 108 -> 160 us in 64 KB blocks;
 clamp + HARD_SWISH over 128x128x16 equal at 128-256 KB blocks), the size of every such layer in those models.
 
+The float kernels keep their clamp bounds as 0-d float32 arrays (:func:`float_bounds`, and :func:`intersect`'s
+results): a ufunc converts a numpy scalar operand to an array on every call (0.15-0.2 us: a clamp of 16 values
+0.47 -> 0.26 us), the prepared array it uses as it is. The same float32 values, the same loops: bit-identical.
+
 This module registers no op; runtime/subgraph.py calls :func:`fuse_activations` on its prepared steps.
 :class:`ClampLast` is the ``with_clamp`` of the float kernels whose last operation on every output value is
 ``clip_ufunc(out, self.out_min, self.out_max)``.
@@ -39,12 +43,21 @@ import dataclasses
 import numpy as np
 
 from .activations import ReluFloat
+from .common import float_activation_range
 
 
-def intersect(lo, hi, lo2, hi2) -> tuple[np.float32, np.float32] | None:
-    """The float32 range [lo, hi] intersected with [lo2, hi2], or None when they are disjoint."""
+def float_bounds(activation: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fused activation's float32 clamp range (CalculateActivationRange<float>) as 0-d float32 arrays
+    (module docstring)."""
+    lo, hi = float_activation_range(activation)
+    return np.array(lo, np.float32), np.array(hi, np.float32)
+
+
+def intersect(lo, hi, lo2, hi2) -> tuple[np.ndarray, np.ndarray] | None:
+    """The float32 range [lo, hi] intersected with [lo2, hi2] as 0-d float32 arrays, or None when they are
+    disjoint."""
     a, b = np.float32(max(lo, lo2)), np.float32(min(hi, hi2))
-    return (a, b) if a <= b else None
+    return (np.array(a), np.array(b)) if a <= b else None
 
 
 class ClampLast:

@@ -131,7 +131,7 @@ class Arithmetic:
     """``ufunc(a, b)`` with NumPy broadcasting, then the clamp to [lo, hi] (None: no clamp needed)."""
 
     ufunc: np.ufunc
-    clamp: tuple | None  # (lo, hi) as scalars of the output dtype
+    clamp: tuple | None  # (lo, hi) of the output dtype: scalars, for float 0-d arrays
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
@@ -176,7 +176,7 @@ class ArithmeticChannelRow:
 
 def _narrowed(op, lo, hi):
     """``op`` (float32 arithmetic, clamped last) with its clamp narrowed to [lo, hi], or None."""
-    if op.clamp is None or not isinstance(op.clamp[0], np.float32) or op.ufunc not in _UFUNC.values():
+    if op.clamp is None or op.clamp[0].dtype != np.float32 or op.ufunc not in _UFUNC.values():
         return None
     r = intersect(op.clamp[0], op.clamp[1], lo, hi)
     return None if r is None else dataclasses.replace(op, clamp=r)
@@ -352,6 +352,8 @@ def prepare_arithmetic(ctx: OpContext) -> PreparedOp:
         return DivInt(float(clamp[0]), float(clamp[1]))
     if t not in _FLOATS and is_full_range(clamp, a.dtype):
         clamp = None  # integer arithmetic wraps; the full-range clamp is a no-op
+    elif t in _FLOATS:  # 0-d arrays: no scalar conversion per call (activation_fusion.float_bounds), same values
+        clamp = (np.array(clamp[0]), np.array(clamp[1]))
     row = _channel_row(_UFUNC[op], a, b, ctx.outputs[OUTPUT].shape, clamp)
     return row if row is not None else Arithmetic(_UFUNC[op], clamp)
 

@@ -38,22 +38,28 @@ def axis_counts(in_size: int, out: int, filter_size: int, stride: int, pad: int)
 def sum_taps(x: np.ndarray, taps: tuple, leading_full: int, out: np.ndarray, dtype=None) -> None:
     """``out = 0 + t0 + t1 + ...``, the taps' input windows added in order into their output windows; the first
     ``leading_full`` taps cover every output, and starting from the sum of the first two is the same sum for
-    integers. A float sum starts from ``t0 + 0.0``, as the reference's ``float total = 0.f`` does: adding +0.0
-    changes only -0.0 (to +0.0), so a window of -0.0 values sums to +0.0 there (``t0 + t1`` would give -0.0)."""
-    first = leading_full
-    if leading_full and out.dtype.kind == "f":
-        np.add(x[taps[0][1]], out.dtype.type(0), out=out)
-        first = 1
-    elif leading_full == 2:
+    integers. A float sum must start from +0.0, as the reference's ``float total = 0.f`` does: adding +0.0
+    changes only -0.0 (to +0.0), so a window of -0.0 values sums to +0.0 there (``t0 + t1`` gives -0.0). Summed
+    from ``t0`` instead, each partial sum equals the reference's or is -0.0 where the reference's is +0.0 (then
+    adding the same next tap keeps that: equal unless the tap is -0.0 too), so one ``+ 0.0`` over the finished
+    sums gives the reference's bit for bit: a pass over the contiguous output instead of the strided first tap
+    (a 2x2 stride-2 pool over 48x48x24: ~26 -> ~21 us)."""
+    if leading_full == 2:
         np.add(x[taps[0][1]], x[taps[1][1]], out=out, dtype=dtype)
     elif leading_full == 1:
         np.copyto(out, x[taps[0][1]])
     else:
         out.fill(0)
-    for k in range(first, len(taps)):
+    for k in range(leading_full, len(taps)):
         o, i = taps[k]
         dst = out[o]
         np.add(dst, x[i], out=dst)
+    if leading_full and out.dtype.kind == "f":
+        np.add(out, _ZEROS[out.dtype], out=out)
+
+
+#: +0.0 per float type as 0-d arrays (a ufunc converts a scalar operand on every call)
+_ZEROS = {np.dtype(t): np.zeros((), t) for t in (np.float16, np.float32, np.float64)}
 
 
 def tap_counts(ctx: OpContext, geo: Geometry) -> np.ndarray:

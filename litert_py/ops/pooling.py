@@ -47,7 +47,8 @@ import numpy as np
 
 from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
-from .common import aligned_empty, clip_ufunc, float_activation_range, quantized_activation_range
+from .activation_fusion import float_bounds
+from .common import aligned_empty, clip_ufunc, quantized_activation_range
 from .conv.common import EMPTY_OUTPUT, Geometry
 from .pool_common import (
     ALL,
@@ -75,9 +76,9 @@ def _leading_full(taps: list) -> int:
 class AveragePoolFloat:
     taps: tuple  # ((output index, input index), ...) in (filter_y, filter_x) order, each clipped to the input
     leading_full: int  # how many of the first taps (at most 2) cover every output
-    count: np.float32 | np.ndarray  # the divisor: one count, or per output position as (OH, OW, C)
-    out_min: np.float32
-    out_max: np.float32
+    count: np.ndarray  # the divisor: one count (0-d), or per output position as (OH, OW, C)
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
@@ -88,12 +89,11 @@ class AveragePoolFloat:
 
 def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | AveragePoolFloatTiled:
     tiles = PoolTiles.build(geo) if geo.in_c > 1 else None  # see AveragePoolFloatTiled: C = 1 is not sequential
+    lo, hi = float_bounds(ctx.options.fused_activation_function)
     if tiles is not None:
-        lo, hi = float_activation_range(ctx.options.fused_activation_function)
-        return AveragePoolFloatTiled.build(tiles, np.float32(geo.filter_h * geo.filter_w), lo, hi)
+        return AveragePoolFloatTiled.build(tiles, np.array(geo.filter_h * geo.filter_w, np.float32), lo, hi)
     taps = pool_taps_2d(geo)
-    count = float_divisor(ctx, geo)
-    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    count = np.asarray(float_divisor(ctx, geo), np.float32)  # one count as a 0-d array, as the bounds
     return AveragePoolFloat(tuple((o, i) for o, i, _ in taps), _leading_full(taps), count, lo, hi)
 
 
@@ -160,9 +160,9 @@ class AveragePoolFloatTiled:
     the reference's ``float total = 0.f`` does (a window of -0.0 sums to +0.0 there; add.reduce gave -0.0)."""
 
     tiles: PoolTiles
-    count: np.float32
-    out_min: np.float32
-    out_max: np.float32
+    count: np.ndarray  # 0-d float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
     subscripts: str = ""  # the einsum summing the window view over the tap axes
 
     @staticmethod
@@ -317,7 +317,7 @@ def _max_stages(ctx: OpContext, geo: Geometry, empty):
 def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
     g = geo
     rows, cols = _max_stages(ctx, g, np.nan)
-    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    lo, hi = float_bounds(ctx.options.fused_activation_function)
     # Windows are never empty (checked above); a window of NaNs ends as NaN and the floor replaces it.
     row_max = None if rows is None else aligned_empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32)
     return MaxPoolFloat(

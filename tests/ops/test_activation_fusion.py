@@ -284,3 +284,30 @@ def test_row_fc_relu_row_fc_becomes_one_chain():
     assert unfused_names == ["FullyConnectedFloatRow", "ReluFloat", "FullyConnectedFloatRow"]
     assert_bits_equal(fused, unfused, "fused vs unfused")
     assert_close([fused], run_litert(model, [x_value], "BUILTIN_REF"), rtol=1e-4)
+
+
+def _bounds(op) -> list:
+    """The clamp bounds a float prepared op keeps (activation_fusion.float_bounds): out_min/out_max, lo/hi, or
+    Arithmetic's clamp."""
+    if hasattr(op, "out_min"):
+        return [op.out_min, op.out_max]
+    if hasattr(op, "clamp"):
+        return list(op.clamp)
+    return [op.lo, op.hi]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "fc"])  # FullyConnectedFloat: not this module's kernel
+def test_bounds_are_prepared_0d_arrays(case):
+    """Every producer (unfused, and fused with RELU6) and the standalone ReluFloat keep their clamp bounds as 0-d
+    float32 arrays made at prepare: no scalar conversion per call. The values: test_fused_matches_unfused_and_litert.
+    """
+    model, _ = _model(case, "RELU6", 0)
+    for kw in ({}, {"experimental_preserve_all_tensors": True}):
+        it = litert_py.Interpreter(model_content=model, **kw)
+        it.allocate_tensors()
+        ops = [op for _, op in it._subgraphs[0].steps_nodes]
+        for op in ops:
+            for bound in _bounds(op):
+                assert type(bound) is np.ndarray and bound.shape == () and bound.dtype == F32, (type(op), bound)
+        if not kw:
+            assert [float(b) for b in _bounds(ops[0])] == [0.0, 6.0]

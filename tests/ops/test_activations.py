@@ -234,6 +234,42 @@ def test_logistic_low_branch_forms(low_share, dtype):
         assert np.count_nonzero(ours[0][low] == 0) > 0 and np.count_nonzero((ours[0] > 0) & (ours[0] < 1e-38)) > 0
 
 
+def _logistic_formula(x: np.ndarray) -> np.ndarray:
+    """LogisticFloat's documented values in plain numpy over the whole array: ``1 / (1 + exp(-clip(x, -9, 87)))``
+    in float32, ``exp(x)`` from float64 where x < -9, 1 where x > 16.619047; rounded once to x's type."""
+    x32 = x.astype(np.float32)
+    with np.errstate(over="ignore", under="ignore"):
+        main = np.float32(1) / (np.float32(1) + np.exp(-np.clip(x32, np.float32(-9), np.float32(87))))
+        low = np.exp(np.maximum(x32.astype(np.float64), -104.0)).astype(np.float32)
+    out = np.where(x32 < np.float32(-9), low, np.where(x32 > np.float32(16.619047164916992188), np.float32(1), main))
+    return out.astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("regime", ["all-low", "all-low-few", "in-range", "high", "low-and-nan"])
+def test_logistic_skipped_branches_keep_the_values(regime, dtype):
+    """The passes of a branch no value takes are skipped (all low: no main branch, no masked copies; none above
+    the upper cutoff: no masked copy of the ones): bit for bit the documented formula, and LiteRT's values within
+    the float tolerance."""
+    rng = np.random.default_rng(len(regime))
+    n = 1024 if regime != "all-low-few" else 16
+    x = {
+        "all-low": lambda: rng.uniform(-150, -9.001, n),
+        "all-low-few": lambda: rng.uniform(-30, -9.001, n),
+        "in-range": lambda: rng.uniform(-9, 16.6, n),
+        "high": lambda: np.where(rng.random(n) < 0.1, rng.uniform(16.62, 40, n), rng.uniform(-9, 16, n)),
+        "low-and-nan": lambda: np.where(rng.random(n) < 0.5, rng.uniform(-50, -9.5, n), np.nan),
+    }[regime]().astype(dtype)
+    if regime == "all-low":
+        x[:2] = [-np.inf, -1e4]
+    model = single_op_model("LOGISTIC", [T((n,), dtype)], [T((n,), dtype)])
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], _logistic_formula(x))
+    assert_close(ours, theirs, rtol_each=TOLERANCE[f"logistic-{dtype}"])
+    if regime == "high":
+        assert (ours[0] == 1).any() and (ours[0] < 1).any()
+
+
 def test_softmax_without_options_has_beta_zero():
     model = single_op_model("SOFTMAX", [T((2, 3))], [T((2, 3))])
     x = np.array([[5, 1, 2], [-1, 0, 7]], np.float32)

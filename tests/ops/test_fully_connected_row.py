@@ -164,3 +164,33 @@ def test_chain_keeps_tensors_read_elsewhere(middle_out, shared_middle):
     x = np.arange(4, dtype=F32).reshape(1, 4)
     names = _assert_like_litert(model, x, 1e-4)
     assert names.count("FullyConnectedFloatRowChain") == 1 and "FullyConnectedFloatRow" in names
+
+
+def test_chain_bounds_are_prepared_arrays_and_values_unchanged():
+    """The clamp bounds are 0-d float32 arrays made at prepare (no scalar conversion per call), the products
+    ndarray.dot: bit for bit the per-link ``clip(np.dot(row, W), lo, hi)`` with float32 scalar bounds, the form
+    they replace, replayed on the step's own buffers (BLAS's order depends on them), including an overflow clamped
+    to FLT_MAX and a NaN passed through."""
+    sizes, acts = (3, 16, 16, 2), (0, 3, 1)
+    _, _, it = _run(_chain_model(sizes, acts, seed=5), np.zeros((1, 3), F32))
+    ((chain, ins, outs),) = it._subgraphs[0].steps
+    assert type(chain).__name__ == "FullyConnectedFloatRowChain"
+    ranges = {0: (-np.finfo(F32).max, np.finfo(F32).max), 1: (0, np.finfo(F32).max), 3: (0, 6)}
+    links = (*chain.links, chain.last)
+    for link, act in zip(links, acts):
+        for bound, want in zip((link.lo, link.hi), ranges[act]):
+            assert type(bound) is np.ndarray and bound.shape == () and bound.dtype == F32 and bound == F32(want)
+    for x in (np.array([[0.5, -2.0, 3.0]], F32), np.array([[1e38, 3e38, -3e38]], F32), np.array([[np.nan, 1, 2]], F32)):
+        with np.errstate(all="ignore"):
+            ins[0][...] = x
+            chain(ins, outs)
+            ours = outs[0].copy()
+            overflowed = (np.abs(chain.links[0].out) == np.finfo(F32).max).any()
+            outs[0].fill(0)
+            np.copyto(chain.head, x)
+            for link, act in zip(links, acts):
+                dest = outs[0] if link is chain.last else link.out
+                np.dot(link.row, link.weights, out=dest)
+                np.clip(dest, F32(ranges[act][0]), F32(ranges[act][1]), out=dest)
+        assert overflowed == (x[0, 1] == 3e38)
+        np.testing.assert_array_equal(ours.view(np.int32), outs[0].view(np.int32))

@@ -47,3 +47,24 @@ def test_negative_zero_windows_average_to_positive_zero(shape, k, stride, paddin
     assert np.array_equal(np.isnan(ours), nan)
     assert np.array_equal(ours.view(np.uint32)[~nan], ref.view(np.uint32)[~nan])
     assert (ref[~nan] == 0).any() and not np.signbit(ref[~nan][ref[~nan] == 0]).any()  # the case is exercised
+
+
+@pytest.mark.parametrize(
+    "shape, k, stride, padding, step",
+    [
+        ((1, 6, 6, 3), 2, 1, 1, "AveragePoolFloat"),  # one count
+        ((1, 6, 6, 3), 3, 1, 0, "AveragePoolFloat"),  # SAME: a count per output position
+        ((1, 8, 8, 4), 4, 4, 1, "AveragePoolFloatTiled"),
+    ],
+)
+def test_float_constants_are_prepared_arrays(shape, k, stride, padding, step):
+    """The divisor and the clamp bounds are arrays made at prepare (0-d for one value: no scalar conversion per
+    call); the values compared with BUILTIN_REF bit for bit above and in test_pooling.py."""
+    it = litert_py.Interpreter(model_content=_pool(shape, k, stride, padding))
+    it.allocate_tensors()
+    ((_, op),) = it._subgraphs[0].steps_nodes
+    assert type(op).__name__ == step
+    for value in (op.count, op.out_min, op.out_max):
+        assert type(value) is np.ndarray and value.dtype == F32
+    assert op.out_min.shape == op.out_max.shape == ()
+    assert (op.count.shape == ()) == (padding == 1)

@@ -73,10 +73,13 @@ conv over a large output with at most POINTWISE_MAX_CHANNELS channels runs GEMM,
 block of output rows (`ConvFloatPointwise`); one whose im2col is a
 copy anyway (not 1x1 stride 1) adds its constant bias in the GEMM (`ConvFloatBiasFolded`), or, with few input
 channels (KW*C <= 16) and a large output, builds the transposed im2col from channel-first phase planes
-(`conv2d_planes.ConvFloatPlanes`). Float DEPTHWISE_CONV_2D with a constant filter and bias is one np.einsum over
-the window view (`depthwise_einsum.DepthwiseConvFloatEinsum`). Otherwise DEPTHWISE_CONV_2D sums
-the KH*KW taps, each a whole-tensor multiply (the tap's weights tiled over the output width so the inner loops run
-over W*C contiguous values): the float path adds them one by one in the reference's order (bit-exact with
+(`conv2d_planes.ConvFloatPlanes`). A float CONV_2D with one output pixel whose window is the whole unpadded input
+(one batch; an SE block's 1x1 convs over a pooled pixel) is fully_connected_row.py's row FC: one np.dot of [x, 1]
+with [filter rows; bias] and one clamp; two in a row link into one chain step (an SE pair: 6.2 -> 3.0 us). Float
+DEPTHWISE_CONV_2D with a constant filter and bias is one np.einsum over the window view
+(`depthwise_einsum.DepthwiseConvFloatEinsum`). Otherwise DEPTHWISE_CONV_2D sums the KH*KW taps, each a whole-tensor
+multiply (the tap's weights tiled over the output width so the inner loops run over W*C contiguous values): the
+float path adds them one by one in the reference's order (bit-exact with
 BUILTIN_REF in the tests; padded taps add an exact 0, so, unlike the reference, which skips them, a padded tap
 times an infinite weight gives NaN); with stride_w > 1 and depth multiplier 1 its tap views are unit-stride slices
 of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, same sums); the exact integer paths
@@ -95,8 +98,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...schema.model import BuiltinOperator
-from ..activation_fusion import ClampLast
-from ..common import aligned_empty, clip_ufunc, float_activation_range
+from ..activation_fusion import ClampLast, float_bounds
+from ..common import aligned_empty, clip_ufunc
+from ..fully_connected_row import prepare_float_row
 from ..registry import OpContext, register
 from .common import (
     BIAS,
@@ -126,8 +130,8 @@ class ConvFloat(ClampLast):
     weights: np.ndarray | None  # (G, KH*KW*Cg, Og) contiguous; None: the filter input, read at every invoke
     bias: np.ndarray | None  # constant bias tiled over the output width: (OW, O)
     dynamic_bias: bool  # the bias is not constant: added from the input at every invoke
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
     bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
     def __call__(self, inputs, outputs):
@@ -161,8 +165,8 @@ class ConvFloatPointwise(ClampLast):
 
     blocks: tuple  # ((rows slice, bias tile for those rows), ...) of the (N*H*W, C) / (N*OH*OW, O) matrices
     weights: np.ndarray  # (C, O) float32 contiguous
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
@@ -205,8 +209,8 @@ class ConvFloatPerTap(ClampLast):
     scratch: np.ndarray  # (N, OH, OW, O)
     bias: np.ndarray | None  # (OW, O)
     dynamic_bias: bool
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out, tmp, w = outputs[OUTPUT], self.scratch, self.weights
@@ -222,9 +226,30 @@ class ConvFloatPerTap(ClampLast):
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 
+def one_window_row(geo: Geometry, groups: int) -> bool:
+    """One output value per channel whose window is the whole unpadded input, one batch (an SE block's 1x1 convs
+    over a pooled pixel, a classifier head): the im2col matrix is the input as one row."""
+    g = geo
+    return (
+        groups == 1
+        and g.batches == g.out_h == g.out_w == 1
+        and (g.filter_h, g.filter_w) == (g.in_h, g.in_w)
+        and (g.dilation_h == 1 or g.filter_h == 1)
+        and (g.dilation_w == 1 or g.filter_w == 1)
+        and not g.padded
+    )
+
+
 def _prepare_conv_float(ctx: OpContext, geo: Geometry, groups: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
-    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    act = ctx.options.fused_activation_function
+    if one_window_row(geo, groups) and f.is_constant and (bias is None or bias.is_constant):
+        # fully_connected_row.py's row FC ([x, 1] @ [filter rows; bias], one clamp), a chain with a next one
+        weights = f.data.reshape(geo.out_c, -1)
+        return prepare_float_row(
+            ctx.input(INPUT).shape, weights, None if bias is None else bias.data, act, geo.out_shape
+        )
+    lo, hi = float_bounds(act)
     taps = geo.filter_h * geo.filter_w
     if (
         groups == 1
@@ -293,8 +318,8 @@ class ConvFloatBiasFolded(ClampLast):
 
     im2col: Im2Col  # float32, border 0.0, last column ones
     weights: np.ndarray  # (1, KH*KW*C + 1, O) float32: the filter, then the bias row
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]

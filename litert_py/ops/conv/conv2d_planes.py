@@ -39,8 +39,8 @@ class ConvFloatPlanes(ClampLast):
     copies: tuple  # ((rows of A^T as (C, ny, nx, N, OH, OW), plane view), ...) one per phase
     at: np.ndarray  # (K + 1, N*OH*OW) float32; the last row is ones
     weights: np.ndarray  # (K + 1, O) float32; the last row is the bias (0 without one)
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...schema.model import BuiltinOperator
-from ..activation_fusion import ClampLast
-from ..common import aligned_empty, clip_ufunc, float_activation_range
+from ..activation_fusion import ClampLast, float_bounds
+from ..common import aligned_empty, clip_ufunc
 from ..registry import OpContext, register
 from .common import (
     BIAS,
@@ -40,8 +40,8 @@ class DepthwiseConvFloat(ClampLast):
     scratch: np.ndarray  # (N, OH, OW, C*m): one tap's products
     bias: np.ndarray | None  # (OW, C*m)
     dynamic_bias: bool
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
@@ -76,8 +76,8 @@ class DepthwiseConvFloatBlocked(ClampLast):
     blocks: tuple  # (batch slice, output row slice) per block
     scratch: np.ndarray  # (N, OH, OW, C*m): one tap's products
     bias: np.ndarray | None  # (OW, C*m)
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out, weights, bias, lo, hi = outputs[OUTPUT], self.weights, self.bias, self.out_min, self.out_max
@@ -106,7 +106,7 @@ def _row_blocks(geo: Geometry) -> tuple | None:
 
 def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     f, bias = ctx.input(FILTER), ctx.optional_input(BIAS)
-    lo, hi = float_activation_range(ctx.options.fused_activation_function)
+    lo, hi = float_bounds(ctx.options.fused_activation_function)
     if f.is_constant and (bias is None or bias.is_constant):
         fast = build_einsum(geo, multiplier, f.data, None if bias is None else bias.data, lo, hi)
         if fast is not None:

@@ -45,8 +45,8 @@ class DepthwiseConvFloatEinsum(ClampLast):
     rows: tuple  # the output's shape as (N, OH, OW*O)
     scratch: np.ndarray | None  # (N, OH, OW*O): the partial sums of the second and later planes
     bias: np.ndarray | None  # (OW*O,)
-    out_min: np.float32
-    out_max: np.float32
+    out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
