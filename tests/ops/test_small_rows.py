@@ -2,7 +2,8 @@
 the oracle (ai-edge-litert BUILTIN_REF), exactly, over many invokes of one interpreter per side; each test asserts
 the prepared op's class, so it fails when prepare stops choosing the path:
 
-- SoftmaxQuantizedRow (ops/softmax.py): one row of uint8 / int8 input, uint8 / int8 / int16 output: random
+- SoftmaxQuantizedRow and, up to TINY_MAX values, SoftmaxQuantizedTiny (ops/softmax.py): one row of uint8 /
+  int8 input, uint8 / int8 / int16 output: random
   rows, constant rows, a single maximum, rows spanning the whole input range, betas that cut the exp table
   short (diff_min) and large ones; SoftmaxInt16Row (int16 in and out); multi-row inputs keep the general ops;
 - the int16 ADD / SUB / MUL paths with their buffers allocated at prepare (ops/elementwise_quantized.py);
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.ops.softmax import TINY_MAX
 from tests.oracle import T, oracle, quant, single_op_model
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
@@ -80,13 +82,17 @@ def _rows(rng, dtype, shape, n: int) -> np.ndarray:
         (U8, I16, (1, 7), 0.3, 10, 1.0),
         (I8, I8, (1, 20), 1.0, 0, 10.0),  # diff_min cuts the table: most terms 0
         (I8, I8, (1, 16), 0.004, 0, 1.0),  # a small multiplier
+        (I8, I8, (1, 1, 24), 0.1, -5, 1.0),  # SoftmaxQuantizedTiny's longest row
+        (I8, I8, (1, 25), 0.1, -5, 1.0),  # SoftmaxQuantizedRow's shortest
+        (U8, U8, (4,), 0.5, 0, 1.0),  # rank 1
+        (U8, I16, (1, 1, 1, 2), 0.01, 200, 3.0),
     ],
 )
 def test_softmax_one_row(tin, tout, shape, s_in, zi, beta):
     rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
     model = _softmax_model(tin, tout, shape, s_in, zi, beta)
     ours, got, want = invokes(model, _rows(rng, tin, shape, 60))
-    assert _prepared(ours) == ["SoftmaxQuantizedRow"]
+    assert _prepared(ours) == ["SoftmaxQuantizedTiny" if shape[-1] <= TINY_MAX else "SoftmaxQuantizedRow"]
     np.testing.assert_array_equal(got, want)
 
 
