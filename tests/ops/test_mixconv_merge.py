@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import litert_py
+from litert_py.ops.conv.whole_window import lowest_bit
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops.test_small_rows import invokes
@@ -81,10 +82,10 @@ def test_mixconv_merged_and_fed(split, frames, act):
 
 
 @pytest.mark.parametrize("act", [NONE, RELU])
-def test_fused_block_sign_path_from_two_dot_rows(act):
-    """A linear depthwise (sign-path epilogue) fused into the pointwise conv's rows takes SignedTaps (u and
-    u + zp + 1/2 from one np.dot, the floor stored into the rows); a ReLU one (no sign term) keeps tap_dot and
-    its epilogue. Every output of 12 invokes equals BUILTIN_REF."""
+def test_fused_block_sign_path_from_three_dot_rows(act):
+    """A linear depthwise (sign-path epilogue) fused into the pointwise conv's rows takes SignedTaps (A = u + c + e,
+    B = u + c - e and G = K * u from one np.dot, clip(G, B, A) for the sign term, the floor stored into the rows);
+    a ReLU one (no sign term) keeps tap_dot and its epilogue. Every output of 12 invokes equals BUILTIN_REF."""
     model = _mixconv_pointwise(3, (5, 9), (act, act))
     it = litert_py.Interpreter(model_content=model)
     it.allocate_tensors()
@@ -92,8 +93,16 @@ def test_fused_block_sign_path_from_two_dot_rows(act):
     assert type(op).__name__ == "DepthwiseWholeIntoRows"
     assert (op.signed is not None) == (act == NONE)
     if act == NONE:
-        assert op.products.shape[1] == op.signed.ones.shape[1]  # the extra zp + 1/2 row
+        assert op.products.shape[1] == op.signed.ones.shape[1]  # the extra zp + 1/2 and 2^-(rs+1) rows
+        assert op.signed.ones.shape[0] == 3
     _assert_equal(model, _stream(model))
+
+
+def test_lowest_bit():
+    v = np.array([0.0, 3 * 2.0**-20, -5 * 2.0**-7, 12.0, 2.0**40])
+    assert lowest_bit(v) == 2.0**-20
+    assert lowest_bit(np.array([-6.0, 0.0, 40.0])) == 2.0
+    assert lowest_bit(np.zeros(3)) == 1.0
 
 
 def test_mixconv_merged_without_pointwise():
