@@ -204,3 +204,25 @@ def test_quantize_stores_into_reshape(also_output):
     ours, got, want = invokes(b.build(), xs)
     assert _prepared(ours) == (["QuantizeFloat", "CopyReshaped"] if also_output else ["StoreInto"])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("out_dtype", "q_out", "also_output"),
+    [(U8, (1.0 / 200, 7), False), (I8, (0.003, -100), False), (I16, (1.0 / 4096, -5), False), (U8, (0.01, 0), True)],
+)
+def test_one_value_lookups_composed(out_dtype, q_out, also_output):
+    """LOGISTIC then QUANTIZE (a streaming classifier's score) on one value: the two TableLookupScalar steps become
+    one lookup in the composed table (quantize.TableLookupScalar.feeding), unless the LOGISTIC output is also a
+    model output; every int8 input against BUILTIN_REF."""
+    from litert_py.schema.builder import ModelBuilder
+
+    b = ModelBuilder()
+    x = b.input("x", (1, 1), I8, quantization=quant(0.1, 3))
+    p = b.tensor("p", (1, 1), I8, quantization=quant(1.0 / 256, -128))
+    b.op("LOGISTIC", [x], [p])
+    y = b.tensor("y", (1, 1), out_dtype, quantization=quant(*q_out))
+    b.op("QUANTIZE", [p], [y])
+    b.output(y, *([p] if also_output else []))
+    ours, got, want = invokes(b.build(), [np.full((1, 1), v, I8) for v in range(-128, 128)])
+    assert _prepared(ours) == ["TableLookupScalar"] * (2 if also_output else 1)
+    np.testing.assert_array_equal(got, want)
