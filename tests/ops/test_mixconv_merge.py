@@ -139,9 +139,10 @@ def test_okay_nabu_blocks_fused():
     np.testing.assert_array_equal(got, want)
 
 
-def _block_head(units: int, act: int) -> bytes:
+def _block_head(units: int, act: int, lookups: tuple = ()) -> bytes:
     """Frames x0 (1, 8, 1, 8), x1 (1, 1, 1, 8): c = concat; a whole-window depthwise, a pointwise CONV_2D
-    (1, 1, 1, 6), then a FULLY_CONNECTED (``units`` outputs) reading the conv's output as (1, 6)."""
+    (1, 1, 1, 6), then a FULLY_CONNECTED (``units`` outputs) reading the conv's output as (1, 6), then the
+    one-value ``lookups`` ("LOGISTIC", "QUANTIZE" to uint8) in turn."""
     rng = np.random.default_rng(units)
     b, c = _frames()
     z = _pointwise(b, rng, _depthwise(b, rng, c, (1, 9, 1, 8), "d", act), "z", act)
@@ -149,6 +150,13 @@ def _block_head(units: int, act: int) -> bytes:
     bias = b.const("bias", rng.integers(-500, 500, units).astype(np.int32), quantization=quant(0.2 * 0.01))
     y = _int8(b, "y", (1, units), 0.05, -10)
     b.op("FULLY_CONNECTED", [z, w, bias], [y], {})
+    for k, op in enumerate(lookups):
+        if op == "LOGISTIC":
+            t = _int8(b, f"l{k}", (1, units), 1.0 / 256, -128)
+        else:
+            t = b.tensor(f"l{k}", (1, units), np.uint8, quantization=quant(1.0 / 200, 7))
+        b.op(op, [y], [t])
+        y = t
     b.output(y)
     return b.build()
 
@@ -157,6 +165,24 @@ def _block_head(units: int, act: int) -> bytes:
 def test_block_feeds_fully_connected_head(units, act):
     names = _assert_equal(_block_head(units, act))
     assert names == ["Concatenation", "DepthwiseWholeIntoRowsFeeding"]
+
+
+@pytest.mark.parametrize("lookups", [("LOGISTIC",), ("LOGISTIC", "QUANTIZE")])
+@pytest.mark.parametrize("act", [RELU, NONE])
+def test_block_head_score_lookups_fused(act, lookups):
+    """A one-unit head's score through LOGISTIC (then QUANTIZE): the lookups join the fed step
+    (FullyConnectedScalarLookup, tables composed), against BUILTIN_REF over many frames."""
+    model = _block_head(1, act, lookups)
+    rng = np.random.default_rng(4)
+    feeds = [
+        [rng.integers(-128, 128, (1, 8, 1, 8)).astype(np.int8), rng.integers(-128, 128, (1, 1, 1, 8)).astype(np.int8)]
+        for _ in range(40)
+    ]
+    names = _assert_equal(model, feeds)
+    assert names == ["Concatenation", "DepthwiseWholeIntoRowsFeeding"]
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    assert type(it._subgraphs[0].steps_nodes[-1][1].then).__name__ == "FullyConnectedScalarLookup"
 
 
 def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:

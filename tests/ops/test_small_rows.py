@@ -226,3 +226,32 @@ def test_one_value_lookups_composed(out_dtype, q_out, also_output):
     ours, got, want = invokes(b.build(), [np.full((1, 1), v, I8) for v in range(-128, 128)])
     assert _prepared(ours) == ["TableLookupScalar"] * (2 if also_output else 1)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("lookups", [("LOGISTIC",), ("LOGISTIC", "QUANTIZE"), ("TANH",)])
+def test_one_unit_fully_connected_then_lookups(lookups):
+    """A one-unit FULLY_CONNECTED (FullyConnectedQuantizedFoldedScalar) whose score only one-value lookups read:
+    one step, FullyConnectedScalarLookup storing the composed table's entry; against BUILTIN_REF."""
+    from litert_py.schema.builder import ModelBuilder
+
+    rng = np.random.default_rng(9)
+    b = ModelBuilder()
+    x = b.input("x", (1, 20), I8, quantization=quant(0.05, -3))
+    w = b.const("w", rng.integers(-127, 128, (1, 20)).astype(I8), quantization=quant(0.01))
+    bias = b.const("bias", np.array([-300], np.int32), quantization=quant(0.05 * 0.01))
+    y = b.tensor("y", (1, 1), I8, quantization=quant(0.04, 5))
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {})
+    for k, op in enumerate(lookups):
+        if op == "QUANTIZE":
+            t = b.tensor(f"l{k}", (1, 1), U8, quantization=quant(1.0 / 200, 7))
+        else:
+            t = b.tensor(
+                f"l{k}", (1, 1), I8, quantization=quant(1.0 / 256, -128) if op == "LOGISTIC" else quant(1.0 / 128, 0)
+            )
+        b.op(op, [y], [t])
+        y = t
+    b.output(y)
+    xs = [rng.integers(-128, 128, (1, 20)).astype(I8) for _ in range(100)]
+    ours, got, want = invokes(b.build(), xs)
+    assert _prepared(ours) == ["FullyConnectedScalarLookup"]
+    np.testing.assert_array_equal(got, want)

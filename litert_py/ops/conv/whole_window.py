@@ -406,8 +406,14 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
         DepthwiseWholeIntoRows.__call__(self, inputs, (self.then_rows,))  # what the FULLY_CONNECTED would copy
         self.then.run_loaded(outputs)
 
-    def feeding(self, consumer):  # already feeding: not again
-        return None
+    def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
+        """This step with the FULLY_CONNECTED's own fusion with ``consumer`` (its ``feeding``: a one-value
+        FULLY_CONNECTED then a table lookup, fully_connected_folded.FullyConnectedScalarLookup), or None."""
+        feeding = getattr(self.then, "feeding", None)
+        then = feeding(consumer) if feeding is not None else None
+        if then is None or not hasattr(then, "run_loaded"):
+            return None
+        return dataclasses.replace(self, then=then)
 
 
 @dataclass(frozen=True, eq=False)
