@@ -280,10 +280,11 @@ class StoreInto:
     op: object
     index: tuple
     shape: tuple | None = None
+    into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the output tensor
 
     def bind(self, inputs, outputs) -> None:
-        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps)."""
-        view = outputs[0][self.index]
+        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps), or of ``into``."""
+        view = (outputs[0] if self.into is None else self.into)[self.index]
         target = view if self.shape is None else view.reshape(self.shape)
         object.__setattr__(self, "_target", (target,))
         bind = getattr(self.op, "bind", None)  # the wrapped op's own views, of the view it writes
@@ -296,6 +297,11 @@ class StoreInto:
     def writing(self, index: tuple) -> StoreInto | None:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
         return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
+
+    def writing_into(self, array: np.ndarray) -> StoreInto:
+        """This op storing into ``array[index]`` (an array of the target's shape: a persistent ring buffer's,
+        ops/ring_buffer.py's RingBufferInPlace) instead of into the output tensor."""
+        return dataclasses.replace(self, into=array)
 
 
 #: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded

@@ -18,6 +18,7 @@ from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops.test_small_rows import invokes
 from tests.ops.test_streaming_fast import NONE, RELU, S_IN, _assert_equal, _depthwise, _frames, _int8, _pointwise
+from tests.oracle import oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE
 RELU_N1_TO_1 = 2
@@ -129,7 +130,8 @@ def test_okay_nabu_blocks_fused():
     names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
     # each block's frame goes straight into the next ring buffer's tail (fuse_ring_writes)
     assert names.count("DepthwiseWholeIntoRowsWriting") == 4 and "DepthwiseConvWholeFoldedView" not in names
-    assert names.count("RingBufferShiftTail") == 6  # the first two rings' frames: StoreInto (RESHAPE, CONV_2D)
+    # the first two rings' frames: StoreInto (RESHAPE, CONV_2D); the five read by a block live in their own arrays
+    assert names.count("RingBufferShiftTail") == 1 and names.count("RingBufferInPlace") == 5
     assert names.count("StoreInto") == 2
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
@@ -201,12 +203,15 @@ def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
     return c
 
 
-def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False, quantize_in: bool = False) -> bytes:
+def _stacked_blocks(
+    frame_out: bool = False, reshape_in: bool = False, quantize_in: bool = False, r1_init_rows: int = 6
+) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
     ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation); ``reshape_in``:
     the input is a (1, 8) frame RESHAPEd for the first ring (the copy then stores into the ring's tail);
-    ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail)."""
+    ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail);
+    ``r1_init_rows``: the rows the init subgraph assigns to ring r1 (6: the model's)."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
@@ -233,7 +238,7 @@ def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False, quantize_
     y = _pointwise(b, rng, _depthwise(b, rng, c1, (1, 7, 1, 8), "d1", NONE), "y", RELU)
     b.output(*([y, f] if frame_out else [y]))
     b.subgraph("init")
-    for name, rows in (("r0", 4), ("r1", 6)):
+    for name, rows in (("r0", 4), ("r1", r1_init_rows)):
         h = b.tensor(f"{name}_h", (), None, tensor_type=RESOURCE)
         init = b.const(
             f"{name}_init", rng.integers(-128, 128, (1, rows, 1, 8)).astype(np.int8), quantization=quant(S_IN, 3)
@@ -256,7 +261,7 @@ def test_block_frame_written_into_next_ring(frame_out):
             "DepthwiseWholeIntoRows",
         ]
     else:
-        written = ["DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+        written = ["DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]  # the block reads the ring's own array
         assert names == ["CallOnce", "RingBufferShift", *written, "DepthwiseWholeIntoRows"]
 
 
@@ -264,7 +269,7 @@ def test_reshaped_input_frame_stored_into_ring():
     model = _stacked_blocks(reshape_in=True)
     rng = np.random.default_rng(4)
     names = _assert_equal(model, [[rng.integers(-128, 128, (1, 8)).astype(np.int8)] for _ in range(15)])
-    tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+    tails = ["RingBufferInPlace", "DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
 
 
@@ -276,5 +281,46 @@ def test_quantized_reshaped_input_frame_stored_into_ring():
     frames = [[(rng.standard_normal((1, 8)) * 4).astype(np.float32)] for _ in range(15)]
     frames[3][0][0, :4] = [0.025, -0.025, 0.075, -1e12]  # ties of the rounding and an overflowing quotient
     names = _assert_equal(model, frames)
-    tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+    tails = ["RingBufferInPlace", "DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
+
+
+def test_ring_in_place_state_over_reallocation():
+    """RingBufferInPlace keeps the state in the variable (its array's head): allocate_tensors again in the middle
+    of the stream (on both sides) continues from it, and every output equals BUILTIN_REF's."""
+    model = _stacked_blocks()
+    feeds = _stream(model, 16)
+    LiteRT, resolver = oracle()
+    outs = []
+    for it in (
+        litert_py.Interpreter(model_content=model),
+        LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF),
+    ):
+        it.allocate_tensors()
+        res = []
+        for k, (x,) in enumerate(feeds):
+            if k == 7:
+                it.allocate_tensors()
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        outs.append(np.array(res))
+        if isinstance(it, litert_py.Interpreter):
+            names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+            assert names.count("RingBufferInPlace") == 1
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("preserve", [False, True])
+def test_ring_in_place_refuses_a_variable_of_another_shape(preserve):
+    """The init subgraph assigns 5 rows to ring r1, which the model reads as 6: the invoke fails with READ_VARIABLE's
+    error, fused (RingBufferInPlace) or not."""
+    it = litert_py.Interpreter(
+        model_content=_stacked_blocks(r1_init_rows=5), experimental_preserve_all_tensors=preserve
+    )
+    it.allocate_tensors()
+    names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+    assert ("RingBufferInPlace" in names) != preserve
+    it.set_tensor(it.get_input_details()[0]["index"], np.zeros((1, 1, 1, 8), np.int8))
+    with pytest.raises(RuntimeError, match=r"holds shape \[1, 5, 1, 8\], the model reads \[1, 6, 1, 8\]"):
+        it.invoke()

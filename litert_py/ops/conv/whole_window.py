@@ -341,13 +341,25 @@ class DepthwiseWholeIntoRows:
     product: object
     tap_dot: tuple | None  # the depthwise's tap sum as one np.dot into acc_rows (whole_window.tap_dot)
     signed: SignedTaps | None = None  # the sign-path epilogue from three dot rows (whole_window.signed_taps)
+    ring: tuple | None = None  # (window, head, kept) of a persistent ring buffer (``reading_ring``)
 
     def bind(self, inputs, outputs) -> None:
-        """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps)."""
-        object.__setattr__(self, "_window", inputs[INPUT][self.index])
+        """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps), or the ring's window."""
+        object.__setattr__(self, "_window", inputs[INPUT][self.index] if self.ring is None else self.ring[0])
+
+    def reading_ring(self, window: np.ndarray, head: np.ndarray, kept: np.ndarray) -> DepthwiseWholeIntoRows | None:
+        """This step reading its window from ``window``, a view of a persistent ring buffer's array instead of the
+        concatenation tensor, and shifting that array after its taps' multiply, the one read of the window:
+        ``head[...] = kept`` (ops/ring_buffer.py's RingBufferInPlace, whose conditions and invariant say why
+        the values are the ones the concatenation and the variable would hold); None when it already does."""
+        if self.ring is not None:
+            return None
+        return dataclasses.replace(self, ring=(window, head, kept))
 
     def __call__(self, inputs, outputs):
         np.multiply(self._window, self.weights, out=self.taps_products)
+        if self.ring is not None:  # the window is read: shift the ring for the next invoke (the variable's value)
+            np.copyto(self.ring[1], self.ring[2])
         if self.signed is not None:  # A, B and G in one np.dot; clip(G, B, A) is the sign term's choice
             s, e = self.signed, self.epilogue
             np.dot(s.ones, self.products[0], out=s.sums)
@@ -422,10 +434,17 @@ class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
     the view made when the arrays are bound: the same values in the view."""
 
     out_index: tuple = (Ellipsis,)
+    into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the target tensor
 
     def bind(self, inputs, outputs) -> None:
         super().bind(inputs, outputs)
-        object.__setattr__(self, "_target", (outputs[OUTPUT][self.out_index],))
+        target = outputs[OUTPUT] if self.into is None else self.into
+        object.__setattr__(self, "_target", (target[self.out_index],))
+
+    def writing_into(self, array: np.ndarray) -> DepthwiseWholeIntoRowsWriting:
+        """This step storing into ``array[out_index]`` (an array of the target's shape: a persistent ring
+        buffer's, ops/ring_buffer.py's RingBufferInPlace) instead of into the target tensor."""
+        return dataclasses.replace(self, into=array)
 
     def __call__(self, inputs, outputs):
         DepthwiseWholeIntoRows.__call__(self, inputs, self._target)
