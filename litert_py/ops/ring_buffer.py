@@ -185,7 +185,7 @@ def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
         head, kept = ring[op.head], ring[op.index]
         if head.flags.c_contiguous and kept.flags.c_contiguous:  # one block each: a 1-d overlapping copy is a
             head, kept = head.reshape(-1), kept.reshape(-1)  # memmove (a 4-d one goes through a temporary)
-        reader = rop.reading_ring(ring[rop.index], head, kept)
+        reader = rop.reading_ring(ring, head, kept)
         if reader is None:
             continue
         new_steps[k] = (new_steps[k][0], pop.writing_into(ring))

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView
+from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
 from .movement import Concatenation
 from .quantize import QuantizeFloat, QuantizeFloatStore
 from .shape import CopyReshaped
@@ -298,6 +298,12 @@ class StoreInto:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
         return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
 
+    def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> StoreInto | None:
+        """This op with its wrapped op reading a persistent ring buffer's array (its ``reading_ring``), or None."""
+        reading = getattr(self.op, "reading_ring", None)
+        op = reading(ring, head, kept) if reading is not None else None
+        return None if op is None else dataclasses.replace(self, op=op)
+
     def writing_into(self, array: np.ndarray) -> StoreInto:
         """This op storing into ``array[index]`` (an array of the target's shape: a persistent ring buffer's,
         ops/ring_buffer.py's RingBufferInPlace) instead of into the output tensor."""
@@ -306,7 +312,14 @@ class StoreInto:
 
 #: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
 #: int8 CONV_2D over GEMM rows (a streaming model's first layer), QUANTIZE from float.
-STORE_INTO = (CopyReshaped, ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView, QuantizeFloat, QuantizeFloatStore)
+STORE_INTO = (
+    CopyReshaped,
+    ConvQuantizedFoldedRows,
+    ConvQuantizedFoldedRowsView,
+    ConvQuantizedFoldedRowsRing,
+    QuantizeFloat,
+    QuantizeFloatStore,
+)
 
 
 def fuse_reshape_stores(steps: list, infos: list, outputs) -> list:

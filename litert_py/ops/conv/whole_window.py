@@ -347,14 +347,14 @@ class DepthwiseWholeIntoRows:
         """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps), or the ring's window."""
         object.__setattr__(self, "_window", inputs[INPUT][self.index] if self.ring is None else self.ring[0])
 
-    def reading_ring(self, window: np.ndarray, head: np.ndarray, kept: np.ndarray) -> DepthwiseWholeIntoRows | None:
-        """This step reading its window from ``window``, a view of a persistent ring buffer's array instead of the
+    def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> DepthwiseWholeIntoRows | None:
+        """This step reading its window ``ring[index]`` from a persistent ring buffer's array instead of the
         concatenation tensor, and shifting that array after its taps' multiply, the one read of the window:
         ``head[...] = kept`` (ops/ring_buffer.py's RingBufferInPlace, whose conditions and invariant say why
         the values are the ones the concatenation and the variable would hold); None when it already does."""
         if self.ring is not None:
             return None
-        return dataclasses.replace(self, ring=(window, head, kept))
+        return dataclasses.replace(self, ring=(ring[self.index], head, kept))
 
     def __call__(self, inputs, outputs):
         np.multiply(self._window, self.weights, out=self.taps_products)
