@@ -122,7 +122,7 @@ def signed_taps(op, a_input: np.ndarray) -> tuple | None:
     where the depthwise was prepared, counts (|zp| + 1) * 2^(31+rs-ls) units for zp + 1/2 and 2^(31-ls) for
     the sign term), so every partial sum is exact in whatever order BLAS takes them: A and B are the exact
     values. (2) K is a power of two, so K times each term and every partial sum is exact too (no overflow:
-    K * (128 * sum|w| + |constant|) < 2^1000, checked): G = K * u exactly, with u the exact tap sum. (3) u is an
+    K * (256 * sum|w| + |constant|) < 2^1000, checked): G = K * u exactly, with u the exact tap sum. (3) u is an
     integer combination of the weights and the folded constant (the inputs are integers), so a nonzero u has
     |u| >= g, the largest power of two dividing them all (``lowest_bit``); K >= 1 + (|c| + max e) / g (checked)
     gives (K - 1) |u| >= |c| + e: G >= A where u > 0, G <= B where u < 0, so ``clip(G, B, A)`` (B <= A: e >= 0)
@@ -146,7 +146,7 @@ def signed_taps(op, a_input: np.ndarray) -> tuple | None:
     g = lowest_bit(np.concatenate([weights.ravel(), const_row]))
     k = max(1, int(np.ceil(np.log2((abs(float(e.const)) + float(half.max())) / g + 1.0))))
     big = 2.0**k
-    u_max = float(np.max(128.0 * np.abs(weights).sum(axis=0) + np.abs(const_row)))
+    u_max = float(np.max(256.0 * np.abs(weights).sum(axis=0) + np.abs(const_row)))  # |x| <= 255
     if not ((big - 1.0) * g >= abs(float(e.const)) + float(half.max()) and big * u_max < 2.0**1000):
         return None
     products = np.empty((1, rows + 2, c))
