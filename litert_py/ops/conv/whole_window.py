@@ -94,6 +94,7 @@ class SignedTaps:
     a: np.ndarray  # sums[0] viewed with the depthwise output's shape
     b: np.ndarray  # sums[1] viewed so
     g: np.ndarray  # sums[2] viewed so
+    rows: np.ndarray  # products[0]: the (taps + 3, C) operand of the np.dot (a view made once)
 
 
 def lowest_bit(v: np.ndarray) -> float:
@@ -163,7 +164,8 @@ def signed_taps(op, a_input: np.ndarray) -> tuple | None:
     ones[2, rows:] = 0.0
     sums = np.empty((3, c))
     shape = op.acc.shape
-    signed = SignedTaps(ones, sums, sums[0].reshape(shape), sums[1].reshape(shape), sums[2].reshape(shape))
+    views = (sums[0].reshape(shape), sums[1].reshape(shape), sums[2].reshape(shape), products[0])
+    signed = SignedTaps(ones, sums, *views)
     return products, taps_products, signed
 
 
@@ -362,7 +364,7 @@ class DepthwiseWholeIntoRows:
             np.copyto(self.ring[1], self.ring[2])
         if self.signed is not None:  # A, B and G in one np.dot; clip(G, B, A) is the sign term's choice
             s, e = self.signed, self.epilogue
-            np.dot(s.ones, self.products[0], out=s.sums)
+            np.dot(s.ones, s.rows, out=s.sums)
             clip_ufunc(s.g, s.b, s.a, out=s.g)
             clip_ufunc(s.g, e.lo, e.hi, out=s.g)
             np.floor(s.g, out=self.a_input)  # the conv's rows: the values its np.copyto would have read
