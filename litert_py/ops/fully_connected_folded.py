@@ -15,6 +15,7 @@ import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
 from .common import clip_ufunc, reshape_view, small_gemm
+from .quantize import TableLookupScalar
 
 INPUT = 0
 
@@ -265,6 +266,44 @@ class FullyConnectedQuantizedFoldedScalar:
         t = float(np.dot(self.xvec, self.w)) * self.eff
         t = min(max(t, self.lo), self.hi)
         outputs[0].fill(math.trunc(t + math.copysign(HALF_DOWN_F64, t)) + self.zo)
+
+    def feeding(self, consumer) -> FullyConnectedScalarLookup | None:
+        """This op and ``consumer``, a one-value table lookup (quantize.TableLookupScalar: LOGISTIC, QUANTIZE, ...)
+        that alone reads its output, as one step (ops/slice_views.py's fuse_feeding, also through
+        whole_window.DepthwiseWholeIntoRowsFeeding), or None: FullyConnectedScalarLookup."""
+        if type(consumer) is not TableLookupScalar:
+            return None
+        if consumer.table.size != consumer.mask + 1:
+            return None
+        return FullyConnectedScalarLookup(
+            *(getattr(self, f.name) for f in dataclasses.fields(self)), consumer.table, consumer.mask
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedScalarLookup(FullyConnectedQuantizedFoldedScalar):
+    """FullyConnectedQuantizedFoldedScalar whose one value only a one-value table lookup reads (a streaming
+    classifier's score, then LOGISTIC; ``FullyConnectedQuantizedFoldedScalar.feeding``): the value v picks
+    ``table[v & mask]``, which is stored instead of v. Exact: v is an integer in the output type's range, which
+    the tensor would hold, and ``v & mask`` its bit pattern at the lookup's input width, which the lookup would
+    read (``item() & mask``); further lookups compose into the table (``feeding``)."""
+
+    table: np.ndarray = None  # the lookup's table, indexed by its input's unsigned bit pattern
+    mask: int = 0
+
+    def run_loaded(self, outputs) -> None:
+        t = float(np.dot(self.xvec, self.w)) * self.eff
+        t = min(max(t, self.lo), self.hi)
+        outputs[0].fill(self.table[(math.trunc(t + math.copysign(HALF_DOWN_F64, t)) + self.zo) & self.mask])
+
+    def feeding(self, consumer) -> FullyConnectedScalarLookup | None:
+        """This op with another one-value lookup composed into its table (as quantize.TableLookupScalar.feeding)."""
+        if type(consumer) is not TableLookupScalar or self.table.dtype.kind not in "iu":
+            return None
+        if consumer.mask != (1 << (8 * self.table.dtype.itemsize)) - 1 or consumer.table.size != consumer.mask + 1:
+            return None
+        table = consumer.table[self.table.astype(np.int64) & consumer.mask]
+        return dataclasses.replace(self, table=table, mask=self.mask)
 
 
 def _exact_sums(wz: np.ndarray, row: np.ndarray, max_abs_v: int, dtype) -> bool:

@@ -75,6 +75,18 @@ class TableLookupScalar:
     def __call__(self, inputs, outputs):
         outputs[0].fill(self.table[inputs[INPUT].item() & self.mask])
 
+    def feeding(self, consumer) -> TableLookupScalar | None:
+        """This lookup and ``consumer``, a TableLookupScalar that alone reads its one-value output (a streaming
+        classifier's LOGISTIC then QUANTIZE), as one lookup in the composed table ``consumer.table[table & mask]``
+        (ops/slice_views.py's fuse_feeding), or None. Exact: entry i is what the two steps store for input bit
+        pattern i (this table holds integers in its output's type, whose bit pattern the consumer's mask reads);
+        one step and one lookup fewer."""
+        if type(consumer) is not TableLookupScalar or self.table.dtype.kind not in "iu":
+            return None
+        if consumer.mask != (1 << (8 * self.table.dtype.itemsize)) - 1 or consumer.table.size != consumer.mask + 1:
+            return None
+        return TableLookupScalar(consumer.table[self.table.astype(np.int64) & consumer.mask], self.mask)
+
 
 def table_lookup(table: np.ndarray, x: TensorInfo) -> TableLookup | TableLookupScalar:
     """The prepared gather of ``table`` for input ``x``: TableLookupScalar for a one-value input."""

@@ -17,7 +17,10 @@ every tensor (experimental_preserve_all_tensors) or runs its dynamic path.
 
 :func:`fuse_ring_writes` (run after the other fusions): the producer of the one new frame stores it straight into
 the concatenation's tail when it can (``writing``), and the step only copies the variable into the head
-(RingBufferShiftTail).
+(RingBufferShiftTail). Then :func:`fuse_ring_in_place`: when the concatenation's one reader is a streaming block's
+depthwise (``reading_ring``) and the producer can store into another array (``writing_into``), the concatenation
+lives in an array of the step's own, kept across invokes, whose head is the variable's value; the reader shifts
+it after reading its window, and the step copies nothing (RingBufferInPlace).
 
 This module lives with the kernels it fuses (it recognizes their prepared ops by type and builds a prepared op
 of its own) and registers no op; ops/fusion.py runs ``fuse_ring_buffers`` and ``fuse_ring_writes`` on the
@@ -118,6 +121,80 @@ class RingBufferShiftTail(RingBufferShift):
         np.copyto(value, self._kept)  # c is its own buffer: no aliasing
 
 
+@dataclass(frozen=True, eq=False)
+class RingBufferInPlace(RingBufferShiftTail):
+    """RingBufferShiftTail whose concatenation lives in ``ring``, an array of the concatenation's shape owned by
+    this step and kept across invokes, instead of the arena tensor (``fuse_ring_in_place``): the producer stores
+    its frame into ``ring[tail]``, the one reader (a DepthwiseWholeIntoRows step, ``reading_ring``) reads its
+    window of ``ring`` and then shifts it, ``ring[head] = ring[index]`` (the slice the ASSIGN_VARIABLE stores),
+    and the variable's value *is* the view ``ring[head]``. In the steady state this step does nothing: no copy
+    instead of two (the reader's shift is the one copy left).
+
+    Invariant: at this step's place ``ring[head]`` holds the variable's value and ``ring[tail]`` the new frame,
+    so ``ring`` holds the concatenation's values; after the reader's shift ``ring[head]`` holds the slice, which
+    is what ASSIGN_VARIABLE would give the variable. When the variable's value is another array (the first
+    invoke, after the init subgraph's ASSIGN_VARIABLE, or a new prepare), it is checked as RingBufferShift
+    checks it (else READ_VARIABLE's errors), copied into ``ring[head]``, and the view becomes the value
+    (ResourceVariable.assign writes a value of the same shape and type into it in place: later assignments
+    keep the invariant). Conditions (``fuse_ring_in_place``): the concatenation is read only by that reader, is
+    not a subgraph output, and only the producer and this step write it."""
+
+    ring: np.ndarray | None = None
+
+    def bind(self, inputs, outputs) -> None:
+        object.__setattr__(self, "_ring_head", self.ring[self.head])
+
+    def __call__(self, inputs, outputs):
+        var = self.read.resources.get(self.key)
+        value = None if var is None else var.value
+        head = self._ring_head
+        if value is head:
+            return
+        if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
+            handle = inputs[0][()]
+            value = self.read.value(handle)  # READ_VARIABLE's errors: never assigned, another type
+            raise RuntimeError(
+                f"variable {handle} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
+            )
+        np.copyto(head, value)
+        var.value = head
+
+
+def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
+    """``steps`` with each RingBufferShiftTail whose frame's producer offers ``writing_into`` and whose
+    concatenation's one reader offers ``reading_ring`` (a streaming block's depthwise) turned into a
+    RingBufferInPlace (see there), the producer storing into the ring's array and the reader reading it."""
+    _, readers = producers_readers(steps)
+    keep = set(outputs)
+    new_steps = list(steps)
+    for j, (node, op) in enumerate(steps):
+        if type(op) is not RingBufferShiftTail:
+            continue
+        c = node.operator.outputs[0]
+        writers = [k for k, (n, _) in enumerate(steps) if c in n.operator.outputs and k != j]
+        rs = readers.get(c, [])
+        if c in keep or infos[c].dynamic or len(writers) != 1 or writers[0] >= j or len(rs) != 1 or rs[0] <= j:
+            continue
+        (k,), (r,) = writers, rs
+        pop, rop = new_steps[k][1], new_steps[r][1]
+        if not hasattr(pop, "writing_into") or not hasattr(rop, "reading_ring"):
+            continue
+        if np.dtype(infos[c].dtype) != op.read.dtype:
+            continue
+        ring = np.zeros(tuple(infos[c].shape), op.read.dtype)
+        head, kept = ring[op.head], ring[op.index]
+        if head.flags.c_contiguous and kept.flags.c_contiguous:  # one block each: a 1-d overlapping copy is a
+            head, kept = head.reshape(-1), kept.reshape(-1)  # memmove (a 4-d one goes through a temporary)
+        reader = rop.reading_ring(ring, head, kept)
+        if reader is None:
+            continue
+        new_steps[k] = (new_steps[k][0], pop.writing_into(ring))
+        new_steps[r] = (new_steps[r][0], reader)
+        fields = (getattr(op, f.name) for f in dataclasses.fields(RingBufferShiftTail))
+        new_steps[j] = (node, RingBufferInPlace(*fields, ring))
+    return new_steps
+
+
 def _writer(op, index: tuple, shape: tuple):
     """``op`` storing into ``target[index]`` for a target of ``shape``: its own ``writing``, a StoreInto for the
     ops of STORE_INTO, else None; StoreInto (whose ops may reshape their output) only when the view is
@@ -168,7 +245,7 @@ def fuse_ring_writes(steps: list, infos: list, outputs) -> list:
         inputs = [node.operator.inputs[0]] + list(node.operator.inputs[2:])
         new_steps[j] = (dataclasses.replace(node, operator=dataclasses.replace(node.operator, inputs=inputs)), ring)
         new_steps[k] = (dataclasses.replace(pnode, operator=dataclasses.replace(pnode.operator, outputs=(c,))), written)
-    return new_steps
+    return fuse_ring_in_place(new_steps, infos, outputs)
 
 
 def _shift(read, concat, slice_, n_concat: int, read_shape: tuple, key, c_shape: tuple, s_info) -> RingBufferStep:

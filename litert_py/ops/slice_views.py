@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView
+from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
 from .movement import Concatenation
 from .quantize import QuantizeFloat, QuantizeFloatStore
 from .shape import CopyReshaped
@@ -280,10 +280,11 @@ class StoreInto:
     op: object
     index: tuple
     shape: tuple | None = None
+    into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the output tensor
 
     def bind(self, inputs, outputs) -> None:
-        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps)."""
-        view = outputs[0][self.index]
+        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps), or of ``into``."""
+        view = (outputs[0] if self.into is None else self.into)[self.index]
         target = view if self.shape is None else view.reshape(self.shape)
         object.__setattr__(self, "_target", (target,))
         bind = getattr(self.op, "bind", None)  # the wrapped op's own views, of the view it writes
@@ -297,10 +298,28 @@ class StoreInto:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
         return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
 
+    def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> StoreInto | None:
+        """This op with its wrapped op reading a persistent ring buffer's array (its ``reading_ring``), or None."""
+        reading = getattr(self.op, "reading_ring", None)
+        op = reading(ring, head, kept) if reading is not None else None
+        return None if op is None else dataclasses.replace(self, op=op)
+
+    def writing_into(self, array: np.ndarray) -> StoreInto:
+        """This op storing into ``array[index]`` (an array of the target's shape: a persistent ring buffer's,
+        ops/ring_buffer.py's RingBufferInPlace) instead of into the output tensor."""
+        return dataclasses.replace(self, into=array)
+
 
 #: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
 #: int8 CONV_2D over GEMM rows (a streaming model's first layer), QUANTIZE from float.
-STORE_INTO = (CopyReshaped, ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView, QuantizeFloat, QuantizeFloatStore)
+STORE_INTO = (
+    CopyReshaped,
+    ConvQuantizedFoldedRows,
+    ConvQuantizedFoldedRowsView,
+    ConvQuantizedFoldedRowsRing,
+    QuantizeFloat,
+    QuantizeFloatStore,
+)
 
 
 def fuse_reshape_stores(steps: list, infos: list, outputs) -> list:

@@ -34,6 +34,7 @@ __all__ = [
     "exp_on_negative_values",
     "one_over_one_plus_x_for_x_in_0_1",
     "get_reciprocal",
+    "get_reciprocal_int",
     "rounding_divide_by_pot_x86",
     "srdhm_int",
     "rdbpot_int",
@@ -155,6 +156,23 @@ def get_reciprocal(x, x_integer_digits: int):
         headroom_plus_one = clz32(u)
     shifted_minus_one = ((u << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)  # in [0, 2^31): bit 31 was set
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - headroom_plus_one
+
+
+def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
+    """``get_reciprocal`` of one int32 ``x > 0`` on Python ints, unrolled (a one-row SOFTMAX's sum): about 0.4 us
+    instead of 1.1 us. The same integers step by step as ``one_over_one_plus_x_for_x_in_0_1`` of
+    ``shifted_minus_one``: its half denominator ``(shifted_minus_one + 2^31) >> 1`` is ``(u << headroom) >> 1``
+    (``u << headroom`` has bit 31 set and no higher one, so the mask is a no-op), and the three Newton steps are
+    written out (tests/quant/test_gemmlowp.py checks it against ``get_reciprocal``)."""
+    u = x & 0xFFFFFFFF
+    headroom_plus_one = 32 - u.bit_length()  # CountLeadingZeros(uint32)
+    d = (u << headroom_plus_one) >> 1  # half_denominator, Q0.31
+    r = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
+    r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
+    r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
+    r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
+    r <<= 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
+    return (r if r < INT32_MAX else INT32_MAX), x_integer_digits - headroom_plus_one
 
 
 def rounding_divide_by_pot_x86(x, e):

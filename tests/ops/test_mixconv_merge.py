@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 
 import litert_py
+from litert_py.ops.conv.whole_window import lowest_bit
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder, quant
+from tests.ops.test_ring_buffer import assert_refused
 from tests.ops.test_small_rows import invokes
 from tests.ops.test_streaming_fast import NONE, RELU, S_IN, _assert_equal, _depthwise, _frames, _int8, _pointwise
+from tests.oracle import oracle
 
 RESOURCE = dtypes.TensorType.RESOURCE
 RELU_N1_TO_1 = 2
@@ -81,10 +84,10 @@ def test_mixconv_merged_and_fed(split, frames, act):
 
 
 @pytest.mark.parametrize("act", [NONE, RELU])
-def test_fused_block_sign_path_from_two_dot_rows(act):
-    """A linear depthwise (sign-path epilogue) fused into the pointwise conv's rows takes SignedTaps (u and
-    u + zp + 1/2 from one np.dot, the floor stored into the rows); a ReLU one (no sign term) keeps tap_dot and
-    its epilogue. Every output of 12 invokes equals BUILTIN_REF."""
+def test_fused_block_sign_path_from_three_dot_rows(act):
+    """A linear depthwise (sign-path epilogue) fused into the pointwise conv's rows takes SignedTaps (A = u + c + e,
+    B = u + c - e and G = K * u from one np.dot, clip(G, B, A) for the sign term, the floor stored into the rows);
+    a ReLU one (no sign term) keeps tap_dot and its epilogue. Every output of 12 invokes equals BUILTIN_REF."""
     model = _mixconv_pointwise(3, (5, 9), (act, act))
     it = litert_py.Interpreter(model_content=model)
     it.allocate_tensors()
@@ -92,8 +95,16 @@ def test_fused_block_sign_path_from_two_dot_rows(act):
     assert type(op).__name__ == "DepthwiseWholeIntoRows"
     assert (op.signed is not None) == (act == NONE)
     if act == NONE:
-        assert op.products.shape[1] == op.signed.ones.shape[1]  # the extra zp + 1/2 row
+        assert op.products.shape[1] == op.signed.ones.shape[1]  # the extra zp + 1/2 and 2^-(rs+1) rows
+        assert op.signed.ones.shape[0] == 3
     _assert_equal(model, _stream(model))
+
+
+def test_lowest_bit():
+    v = np.array([0.0, 3 * 2.0**-20, -5 * 2.0**-7, 12.0, 2.0**40])
+    assert lowest_bit(v) == 2.0**-20
+    assert lowest_bit(np.array([-6.0, 0.0, 40.0])) == 2.0
+    assert lowest_bit(np.zeros(3)) == 1.0
 
 
 def test_mixconv_merged_without_pointwise():
@@ -120,7 +131,11 @@ def test_okay_nabu_blocks_fused():
     names = [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
     # each block's frame goes straight into the next ring buffer's tail (fuse_ring_writes)
     assert names.count("DepthwiseWholeIntoRowsWriting") == 4 and "DepthwiseConvWholeFoldedView" not in names
-    assert names.count("RingBufferShiftTail") == 6  # the first two rings' frames: StoreInto (RESHAPE, CONV_2D)
+    # the first two rings' frames: StoreInto (RESHAPE, CONV_2D); every ring lives in an array of its own, read
+    # by the first conv (ConvQuantizedFoldedRowsRing) or a block (DepthwiseWholeIntoRows.reading_ring)
+    assert "RingBufferShiftTail" not in names and names.count("RingBufferInPlace") == 6
+    stores = {type(op.op).__name__ for _, op in ours._subgraphs[0].steps_nodes if type(op).__name__ == "StoreInto"}
+    assert stores == {"CopyReshaped", "ConvQuantizedFoldedRowsRing"}
     assert names.count("StoreInto") == 2
     assert names.count("DepthwiseWholeIntoRowsFeeding") == 1  # the last block feeds the classifier's head
     assert not any(n.startswith("FullyConnected") for n in names)
@@ -130,9 +145,10 @@ def test_okay_nabu_blocks_fused():
     np.testing.assert_array_equal(got, want)
 
 
-def _block_head(units: int, act: int) -> bytes:
+def _block_head(units: int, act: int, lookups: tuple = ()) -> bytes:
     """Frames x0 (1, 8, 1, 8), x1 (1, 1, 1, 8): c = concat; a whole-window depthwise, a pointwise CONV_2D
-    (1, 1, 1, 6), then a FULLY_CONNECTED (``units`` outputs) reading the conv's output as (1, 6)."""
+    (1, 1, 1, 6), then a FULLY_CONNECTED (``units`` outputs) reading the conv's output as (1, 6), then the
+    one-value ``lookups`` ("LOGISTIC", "QUANTIZE" to uint8) in turn."""
     rng = np.random.default_rng(units)
     b, c = _frames()
     z = _pointwise(b, rng, _depthwise(b, rng, c, (1, 9, 1, 8), "d", act), "z", act)
@@ -140,6 +156,13 @@ def _block_head(units: int, act: int) -> bytes:
     bias = b.const("bias", rng.integers(-500, 500, units).astype(np.int32), quantization=quant(0.2 * 0.01))
     y = _int8(b, "y", (1, units), 0.05, -10)
     b.op("FULLY_CONNECTED", [z, w, bias], [y], {})
+    for k, op in enumerate(lookups):
+        if op == "LOGISTIC":
+            t = _int8(b, f"l{k}", (1, units), 1.0 / 256, -128)
+        else:
+            t = b.tensor(f"l{k}", (1, units), np.uint8, quantization=quant(1.0 / 200, 7))
+        b.op(op, [y], [t])
+        y = t
     b.output(y)
     return b.build()
 
@@ -148,6 +171,24 @@ def _block_head(units: int, act: int) -> bytes:
 def test_block_feeds_fully_connected_head(units, act):
     names = _assert_equal(_block_head(units, act))
     assert names == ["Concatenation", "DepthwiseWholeIntoRowsFeeding"]
+
+
+@pytest.mark.parametrize("lookups", [("LOGISTIC",), ("LOGISTIC", "QUANTIZE")])
+@pytest.mark.parametrize("act", [RELU, NONE])
+def test_block_head_score_lookups_fused(act, lookups):
+    """A one-unit head's score through LOGISTIC (then QUANTIZE): the lookups join the fed step
+    (FullyConnectedScalarLookup, tables composed), against BUILTIN_REF over many frames."""
+    model = _block_head(1, act, lookups)
+    rng = np.random.default_rng(4)
+    feeds = [
+        [rng.integers(-128, 128, (1, 8, 1, 8)).astype(np.int8), rng.integers(-128, 128, (1, 1, 1, 8)).astype(np.int8)]
+        for _ in range(40)
+    ]
+    names = _assert_equal(model, feeds)
+    assert names == ["Concatenation", "DepthwiseWholeIntoRowsFeeding"]
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    assert type(it._subgraphs[0].steps_nodes[-1][1].then).__name__ == "FullyConnectedScalarLookup"
 
 
 def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
@@ -166,12 +207,15 @@ def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
     return c
 
 
-def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False, quantize_in: bool = False) -> bytes:
+def _stacked_blocks(
+    frame_out: bool = False, reshape_in: bool = False, quantize_in: bool = False, r1_init_rows: int = 6
+) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
     ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation); ``reshape_in``:
     the input is a (1, 8) frame RESHAPEd for the first ring (the copy then stores into the ring's tail);
-    ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail)."""
+    ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail);
+    ``r1_init_rows``: the rows the init subgraph assigns to ring r1 (6: the model's)."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
@@ -198,7 +242,7 @@ def _stacked_blocks(frame_out: bool = False, reshape_in: bool = False, quantize_
     y = _pointwise(b, rng, _depthwise(b, rng, c1, (1, 7, 1, 8), "d1", NONE), "y", RELU)
     b.output(*([y, f] if frame_out else [y]))
     b.subgraph("init")
-    for name, rows in (("r0", 4), ("r1", 6)):
+    for name, rows in (("r0", 4), ("r1", r1_init_rows)):
         h = b.tensor(f"{name}_h", (), None, tensor_type=RESOURCE)
         init = b.const(
             f"{name}_init", rng.integers(-128, 128, (1, rows, 1, 8)).astype(np.int8), quantization=quant(S_IN, 3)
@@ -221,7 +265,7 @@ def test_block_frame_written_into_next_ring(frame_out):
             "DepthwiseWholeIntoRows",
         ]
     else:
-        written = ["DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+        written = ["DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]  # the block reads the ring's own array
         assert names == ["CallOnce", "RingBufferShift", *written, "DepthwiseWholeIntoRows"]
 
 
@@ -229,7 +273,7 @@ def test_reshaped_input_frame_stored_into_ring():
     model = _stacked_blocks(reshape_in=True)
     rng = np.random.default_rng(4)
     names = _assert_equal(model, [[rng.integers(-128, 128, (1, 8)).astype(np.int8)] for _ in range(15)])
-    tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+    tails = ["RingBufferInPlace", "DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
 
 
@@ -241,5 +285,68 @@ def test_quantized_reshaped_input_frame_stored_into_ring():
     frames = [[(rng.standard_normal((1, 8)) * 4).astype(np.float32)] for _ in range(15)]
     frames[3][0][0, :4] = [0.025, -0.025, 0.075, -1e12]  # ties of the rounding and an overflowing quotient
     names = _assert_equal(model, frames)
-    tails = ["RingBufferShiftTail", "DepthwiseWholeIntoRowsWriting", "RingBufferShiftTail"]
+    tails = ["RingBufferInPlace", "DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
+
+
+def test_ring_in_place_state_over_reallocation():
+    """RingBufferInPlace keeps the state in the variable (its array's head): allocate_tensors again in the middle
+    of the stream (on both sides) continues from it, and every output equals BUILTIN_REF's."""
+    model = _stacked_blocks()
+    feeds = _stream(model, 16)
+    LiteRT, resolver = oracle()
+    outs = []
+    for it in (
+        litert_py.Interpreter(model_content=model),
+        LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF),
+    ):
+        it.allocate_tensors()
+        res = []
+        for k, (x,) in enumerate(feeds):
+            if k == 7:
+                it.allocate_tensors()
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        outs.append(np.array(res))
+        if isinstance(it, litert_py.Interpreter):
+            names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+            assert names.count("RingBufferInPlace") == 1
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("preserve", [False, True])
+def test_ring_in_place_refuses_a_variable_of_another_shape(preserve):
+    """The init subgraph assigns 5 rows to ring r1, which the model reads as 6: the invoke fails with READ_VARIABLE's
+    error, fused (RingBufferInPlace) or not."""
+    message = r"holds shape \[1, 5, 1, 8\], the model reads \[1, 6, 1, 8\]"
+    assert_refused(_stacked_blocks(r1_init_rows=5), preserve, "RingBufferInPlace", message)
+
+
+def test_okay_nabu_ring_states_match_reference():
+    """The microWakeWord model's score saturates on random frames, so its output alone says little about the
+    fused streaming path: after every invoke, each of its six ring buffers' state (our variable's value, which
+    RingBufferInPlace keeps in its own array) must equal the STRIDED_SLICE output BUILTIN_REF assigns (its
+    tensors preserved), over 20 frames."""
+    model = (CORPUS / "pymicro_wakeword__okay_nabu.tflite").read_bytes()
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(
+        model_content=model,
+        experimental_op_resolver_type=resolver.BUILTIN_REF,
+        experimental_preserve_all_tensors=True,
+    )
+    ours = litert_py.Interpreter(model_content=model)
+    for it in (ours, theirs):
+        it.allocate_tensors()
+    rings = [(node, op) for node, op in ours._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace"]
+    assert len(rings) == 6
+    rng = np.random.default_rng(5)
+    d = ours.get_input_details()[0]
+    for k in range(20):
+        x = rng.integers(-128, 128, d["shape"]).astype(d["dtype"])
+        for it in (ours, theirs):
+            it.set_tensor(d["index"], x)
+            it.invoke()
+        for node, op in rings:
+            state = op.read.resources[op.key].value
+            np.testing.assert_array_equal(state, theirs.get_tensor(node.operator.outputs[1]), err_msg=f"invoke {k}")

@@ -86,14 +86,21 @@ def test_ring_buffer_not_fused_when_preserving_tensors():
     assert "RingBufferStep" not in names and "RingBufferShift" not in names
 
 
+def assert_refused(model: bytes, preserve: bool, fused: str, message: str) -> None:
+    """The first invoke of ``model`` (fused into a ``fused`` step unless ``preserve``) fails with ``message``."""
+    it = litert_py.Interpreter(model_content=model, experimental_preserve_all_tensors=preserve)
+    it.allocate_tensors()
+    names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+    assert (fused in names) != preserve
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+    with pytest.raises(RuntimeError, match=message):
+        it.invoke()
+
+
 def test_ring_buffer_shift_refuses_a_variable_of_another_shape():
     """The init subgraph assigns 3 rows where the model reads 2: the fused shift takes RingBufferStep's path,
     which fails the invoke with READ_VARIABLE's error (as the unfused READ_VARIABLE does)."""
     for preserve in (False, True):  # fused, unfused
-        it = litert_py.Interpreter(model_content=_ring_model(init_rows=3), experimental_preserve_all_tensors=preserve)
-        it.allocate_tensors()
-        names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
-        assert ("RingBufferShift" in names) != preserve
-        it.set_tensor(it.get_input_details()[0]["index"], np.zeros((1, 1, 1, 4), np.int8))
-        with pytest.raises(RuntimeError, match=r"holds shape \[1, 3, 1, 4\], the model reads \[1, 2, 1, 4\]"):
-            it.invoke()
+        message = r"holds shape \[1, 3, 1, 4\], the model reads \[1, 2, 1, 4\]"
+        assert_refused(_ring_model(init_rows=3), preserve, "RingBufferShift", message)

@@ -2,7 +2,8 @@
 the oracle (ai-edge-litert BUILTIN_REF), exactly, over many invokes of one interpreter per side; each test asserts
 the prepared op's class, so it fails when prepare stops choosing the path:
 
-- SoftmaxQuantizedRow (ops/softmax.py): one row of uint8 / int8 input, uint8 / int8 / int16 output: random
+- SoftmaxQuantizedRow and, up to TINY_MAX values, SoftmaxQuantizedTiny (ops/softmax.py): one row of uint8 /
+  int8 input, uint8 / int8 / int16 output: random
   rows, constant rows, a single maximum, rows spanning the whole input range, betas that cut the exp table
   short (diff_min) and large ones; SoftmaxInt16Row (int16 in and out); multi-row inputs keep the general ops;
 - the int16 ADD / SUB / MUL paths with their buffers allocated at prepare (ops/elementwise_quantized.py);
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.ops.softmax import TINY_MAX
 from tests.oracle import T, oracle, quant, single_op_model
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
@@ -80,13 +82,17 @@ def _rows(rng, dtype, shape, n: int) -> np.ndarray:
         (U8, I16, (1, 7), 0.3, 10, 1.0),
         (I8, I8, (1, 20), 1.0, 0, 10.0),  # diff_min cuts the table: most terms 0
         (I8, I8, (1, 16), 0.004, 0, 1.0),  # a small multiplier
+        (I8, I8, (1, 1, 24), 0.1, -5, 1.0),  # SoftmaxQuantizedTiny's longest row
+        (I8, I8, (1, 25), 0.1, -5, 1.0),  # SoftmaxQuantizedRow's shortest
+        (U8, U8, (4,), 0.5, 0, 1.0),  # rank 1
+        (U8, I16, (1, 1, 1, 2), 0.01, 200, 3.0),
     ],
 )
 def test_softmax_one_row(tin, tout, shape, s_in, zi, beta):
     rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
     model = _softmax_model(tin, tout, shape, s_in, zi, beta)
     ours, got, want = invokes(model, _rows(rng, tin, shape, 60))
-    assert _prepared(ours) == ["SoftmaxQuantizedRow"]
+    assert _prepared(ours) == ["SoftmaxQuantizedTiny" if shape[-1] <= TINY_MAX else "SoftmaxQuantizedRow"]
     np.testing.assert_array_equal(got, want)
 
 
@@ -197,4 +203,55 @@ def test_quantize_stores_into_reshape(also_output):
     xs[0][0, 0, :6] = [0.05, -0.05, 0.15, -0.25, 1e12, np.nan]  # ties, an overflowing quotient, NaN
     ours, got, want = invokes(b.build(), xs)
     assert _prepared(ours) == (["QuantizeFloat", "CopyReshaped"] if also_output else ["StoreInto"])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("out_dtype", "q_out", "also_output"),
+    [(U8, (1.0 / 200, 7), False), (I8, (0.003, -100), False), (I16, (1.0 / 4096, -5), False), (U8, (0.01, 0), True)],
+)
+def test_one_value_lookups_composed(out_dtype, q_out, also_output):
+    """LOGISTIC then QUANTIZE (a streaming classifier's score) on one value: the two TableLookupScalar steps become
+    one lookup in the composed table (quantize.TableLookupScalar.feeding), unless the LOGISTIC output is also a
+    model output; every int8 input against BUILTIN_REF."""
+    from litert_py.schema.builder import ModelBuilder
+
+    b = ModelBuilder()
+    x = b.input("x", (1, 1), I8, quantization=quant(0.1, 3))
+    p = b.tensor("p", (1, 1), I8, quantization=quant(1.0 / 256, -128))
+    b.op("LOGISTIC", [x], [p])
+    y = b.tensor("y", (1, 1), out_dtype, quantization=quant(*q_out))
+    b.op("QUANTIZE", [p], [y])
+    b.output(y, *([p] if also_output else []))
+    ours, got, want = invokes(b.build(), [np.full((1, 1), v, I8) for v in range(-128, 128)])
+    assert _prepared(ours) == ["TableLookupScalar"] * (2 if also_output else 1)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("lookups", [("LOGISTIC",), ("LOGISTIC", "QUANTIZE"), ("TANH",)])
+def test_one_unit_fully_connected_then_lookups(lookups):
+    """A one-unit FULLY_CONNECTED (FullyConnectedQuantizedFoldedScalar) whose score only one-value lookups read:
+    one step, FullyConnectedScalarLookup storing the composed table's entry; against BUILTIN_REF."""
+    from litert_py.schema.builder import ModelBuilder
+
+    rng = np.random.default_rng(9)
+    b = ModelBuilder()
+    x = b.input("x", (1, 20), I8, quantization=quant(0.05, -3))
+    w = b.const("w", rng.integers(-127, 128, (1, 20)).astype(I8), quantization=quant(0.01))
+    bias = b.const("bias", np.array([-300], np.int32), quantization=quant(0.05 * 0.01))
+    y = b.tensor("y", (1, 1), I8, quantization=quant(0.04, 5))
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {})
+    for k, op in enumerate(lookups):
+        if op == "QUANTIZE":
+            t = b.tensor(f"l{k}", (1, 1), U8, quantization=quant(1.0 / 200, 7))
+        else:
+            t = b.tensor(
+                f"l{k}", (1, 1), I8, quantization=quant(1.0 / 256, -128) if op == "LOGISTIC" else quant(1.0 / 128, 0)
+            )
+        b.op(op, [y], [t])
+        y = t
+    b.output(y)
+    xs = [rng.integers(-128, 128, (1, 20)).astype(I8) for _ in range(100)]
+    ours, got, want = invokes(b.build(), xs)
+    assert _prepared(ours) == ["FullyConnectedScalarLookup"]
     np.testing.assert_array_equal(got, want)

@@ -10,6 +10,7 @@ from litert_py.quant.gemmlowp import (
     checked_log2,
     count_leading_sign_bits,
     get_reciprocal,
+    get_reciprocal_int,
     one_over_one_plus_x_for_x_in_0_1,
     srdhm_int,
 )
@@ -47,6 +48,18 @@ def test_get_reciprocal_is_close_to_one_over_x():
     scale, bits = get_reciprocal(b, 31)
     approx = scale / 2.0**31 / 2.0**bits  # 1/b = (1/(1+x)) / 2^bits_over_unit
     np.testing.assert_allclose(approx, 1.0 / b, rtol=1e-8)
+
+
+def test_get_reciprocal_int_is_the_array_form():
+    rng = np.random.default_rng(2)
+    x = np.concatenate(
+        [np.arange(1, 1 << 12), (1 << 31) - 1 - np.arange(1 << 10), 1 << np.arange(31), rng.integers(1, 1 << 31, 9999)]
+    ).astype(np.int64)
+    for digits in (0, 12, 31):
+        scale, bits = get_reciprocal(x, digits)
+        got = [get_reciprocal_int(int(v), digits) for v in x]
+        assert [g[0] for g in got] == scale.tolist()
+        assert [g[1] for g in got] == bits.tolist()
 
 
 def test_count_leading_sign_bits():

@@ -305,6 +305,13 @@ class ConvQuantizedFoldedRows:
         """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
         return ConvQuantizedFoldedRowsView(*(getattr(self, f.name) for f in fields(self)), index)
 
+    def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> ConvQuantizedFoldedRowsRing:
+        """This op reading its input ``ring[index]`` from a persistent ring buffer's array and shifting the array
+        after copying it into its rows (ops/ring_buffer.py's RingBufferInPlace): ConvQuantizedFoldedRowsRing."""
+        index = getattr(self, "index", (Ellipsis,))
+        base = (getattr(self, f.name) for f in fields(ConvQuantizedFoldedRows))
+        return ConvQuantizedFoldedRowsRing(*base, ring[index], head, kept)
+
 
 @dataclass(frozen=True, eq=False)
 class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
@@ -321,6 +328,30 @@ class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
 
     def reading(self, index: tuple):  # already fused: not again
         raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class ConvQuantizedFoldedRowsRing(ConvQuantizedFoldedRows):
+    """ConvQuantizedFoldedRows whose input is ``window``, a view of a persistent ring buffer's array (a streaming
+    model's first layer over its input ring, ops/ring_buffer.py's RingBufferInPlace): np.copyto copies the
+    window's values into the GEMM's rows, the one read of it, then the ring is shifted for the next invoke
+    (``head[...] = kept``); the rows are those the concatenation tensor would have given."""
+
+    window: np.ndarray
+    head: np.ndarray
+    kept: np.ndarray
+
+    def __call__(self, inputs, outputs):
+        np.copyto(self.a_input, self.window)
+        np.copyto(self.head, self.kept)  # the window is read: shift the ring (the variable's value)
+        self.product(self.a, self.weights, out=self.acc_rows)
+        self.epilogue(self.acc, outputs[OUTPUT])
+
+    def reading(self, index: tuple):  # already fused: not again
+        raise NotImplementedError
+
+    def reading_ring(self, ring, head, kept):  # already reading a ring: not again
+        return None
 
 
 def _prepare_conv_folded(

@@ -89,29 +89,48 @@ def tap_dot(products: np.ndarray, acc_rows: np.ndarray) -> tuple | None:
 class SignedTaps:
     """DepthwiseWholeIntoRows's buffers for a sign-path epilogue (``signed_taps``)."""
 
-    ones: np.ndarray  # (2, taps + 2) float64: [1 .. 1, 1, 0] and [1 .. 1, 1, 1]
-    sums: np.ndarray  # (2, C) float64: u and u + zp + 1/2
-    u: np.ndarray  # sums[0] viewed with the depthwise output's shape
-    v: np.ndarray  # sums[1] viewed so
-    sign: np.ndarray  # float64 scratch of that shape
+    ones: np.ndarray  # (3, taps + 3) float64: [1 .. 1, 1, 1, 1], [1 .. 1, 1, 1, -1], [K .. K, K, 0, 0]
+    sums: np.ndarray  # (3, C) float64: A = u + c + e, B = u + c - e, G = K * u
+    a: np.ndarray  # sums[0] viewed with the depthwise output's shape
+    b: np.ndarray  # sums[1] viewed so
+    g: np.ndarray  # sums[2] viewed so
+    rows: np.ndarray  # products[0]: the (taps + 3, C) operand of the np.dot (a view made once)
+
+
+def lowest_bit(v: np.ndarray) -> float:
+    """The largest power of two dividing every nonzero float64 in ``v`` (1.0 when all are zero): an integer
+    combination of them is a multiple of it."""
+    v = v[v != 0]
+    if not v.size:
+        return 1.0
+    m, ex = np.frexp(v)
+    mant = (m * 2.0**53).astype(np.int64)  # exact: |m| in [1/2, 1)
+    return float(np.min(np.ldexp((mant & -mant).astype(np.float64), ex - 53)))
 
 
 def signed_taps(op, a_input: np.ndarray) -> tuple | None:
     """``(products, taps_products, SignedTaps)`` for the whole-window depthwise ``op`` fused into a conv's GEMM rows
     ``a_input`` (DepthwiseWholeIntoRows) when its epilogue takes the sign path (a SmallFoldedEpilogue with
-    ``half``: ``floor(clip(u + copysign(half, u) + zp + 1/2))``), else None. ``products`` gets one more row
-    holding ``zp + 1/2``, and one np.dot with two rows of ones gives both ``u`` (taps and folded constant, as
-    ``tap_dot``) and ``u + zp + 1/2``; then copysign from the first, one add into the second, clip and a floor
-    stored straight into the conv's rows: the epilogue's second add and its final store are gone (4 numpy calls
-    instead of 6), ~1 us per streaming block.
+    ``half``: ``floor(clip(u + copysign(e, u) + c))``, ``e = half``, ``c = zp + 1/2``), else None. ``products``
+    gets two more rows, ``c`` and ``e``, and one np.dot with three rows gives A = u + c + e, B = u + c - e and
+    G = K * u; then ``clip(G, B, A)`` is A where u > 0 and B where u < 0 (the sign term without copysign and its
+    add), a second clip the epilogue's and a floor stored straight into the conv's rows: 4 numpy calls after the
+    taps' multiply instead of 5.
 
-    Exactness bound (the folding's, requant.py, checked where the depthwise was prepared): every term (taps,
-    constant, zp + 1/2, the sign term 2^-(rs+1)) is a multiple of the channel's unit 2^(ls-31-rs) and the sum of
-    their magnitudes stays below 2^53 units (the bound counts (|zp| + 1) * 2^(31+rs-ls) units for zp + 1/2 and
-    2^(31-ls) for the sign term), so every partial sum is exact in whatever order BLAS or the adds take them:
-    ``u + zp + 1/2 + sign`` here equals the epilogue's ``(u + sign) + zp + 1/2``. ``u`` is the same exact sum as
-    ``tap_dot``'s (a zero as +0.0 or -0.0, rounded alike: the sign term is below 1/2). Checked here: a batch of
-    1, ``tap_dot``'s layout, the epilogue's class and a 0-d constant, an ``a_input`` of the output's shape."""
+    Exactness bound, checked here: (1) A and B have the terms of the epilogue's ``u + sign + zp + 1/2`` (the
+    taps, the folded constant, zp + 1/2, the sign term 2^-(rs+1)), each a multiple of the channel's unit
+    2^(ls-31-rs) with the sum of their magnitudes below 2^53 units (the folding's bound, requant.py, checked
+    where the depthwise was prepared, counts (|zp| + 1) * 2^(31+rs-ls) units for zp + 1/2 and 2^(31-ls) for
+    the sign term), so every partial sum is exact in whatever order BLAS takes them: A and B are the exact
+    values. (2) K is a power of two, so K times each term and every partial sum is exact too (no overflow:
+    K * (256 * sum|w| + |constant|) < 2^1000, checked): G = K * u exactly, with u the exact tap sum. (3) u is an
+    integer combination of the weights and the folded constant (the inputs are integers), so a nonzero u has
+    |u| >= g, the largest power of two dividing them all (``lowest_bit``); K >= 1 + (|c| + max e) / g (checked)
+    gives (K - 1) |u| >= |c| + e: G >= A where u > 0, G <= B where u < 0, so ``clip(G, B, A)`` (B <= A: e >= 0)
+    is ``u + c + copysign(e, u)`` there. Where u = 0 (+0.0 or -0.0) it lies in [c - e, c + e], inside
+    (zp, zp + 1) (e <= 1/4), which floors to zp as c +- e do. The range clip and the floor are the epilogue's
+    (integer bounds: floor and clip commute). Checked also: a batch of 1, ``tap_dot``'s layout, the
+    epilogue's class and a 0-d constant c = zp + 1/2, an ``a_input`` of the output's shape."""
     e = op.epilogue
     if type(e) is not SmallFoldedEpilogue or e.half is None or np.ndim(e.const) != 0:
         return None
@@ -120,18 +139,33 @@ def signed_taps(op, a_input: np.ndarray) -> tuple | None:
         return None
     if a_input.dtype != np.float64 or not a_input.flags.c_contiguous or float(e.const) % 1.0 != 0.5:
         return None
-    products = np.empty((1, rows + 1, c))
+    half = np.asarray(e.half, np.float64).reshape(c)
+    const_row = op.products[0, rows - 1]  # the folded constant (set at prepare; the tap rows are scratch)
+    weights = op.weights.reshape(rows - 1, c)
+    if not (np.all(half >= 0) and np.all(half <= 0.25)):
+        return None
+    g = lowest_bit(np.concatenate([weights.ravel(), const_row]))
+    k = max(1, int(np.ceil(np.log2((abs(float(e.const)) + float(half.max())) / g + 1.0))))
+    big = 2.0**k
+    u_max = float(np.max(256.0 * np.abs(weights).sum(axis=0) + np.abs(const_row)))  # |x| <= 255
+    if not ((big - 1.0) * g >= abs(float(e.const)) + float(half.max()) and big * u_max < 2.0**1000):
+        return None
+    products = np.empty((1, rows + 2, c))
     products[:, :rows] = op.products
     products[:, rows] = float(e.const)
+    products[:, rows + 1] = half
     try:
         taps_products = reshape_view(products[:, : rows - 1], op.taps_products.shape)
     except ValueError:
         return None
-    ones = np.ones((2, rows + 1))
-    ones[0, rows] = 0.0
-    sums = np.empty((2, c))
+    ones = np.ones((3, rows + 2))
+    ones[1, rows + 1] = -1.0
+    ones[2, :rows] = big
+    ones[2, rows:] = 0.0
+    sums = np.empty((3, c))
     shape = op.acc.shape
-    signed = SignedTaps(ones, sums, sums[0].reshape(shape), sums[1].reshape(shape), np.empty(shape))
+    views = (sums[0].reshape(shape), sums[1].reshape(shape), sums[2].reshape(shape), products[0])
+    signed = SignedTaps(ones, sums, *views)
     return products, taps_products, signed
 
 
@@ -308,21 +342,32 @@ class DepthwiseWholeIntoRows:
     conv_epilogue: object
     product: object
     tap_dot: tuple | None  # the depthwise's tap sum as one np.dot into acc_rows (whole_window.tap_dot)
-    signed: SignedTaps | None = None  # the sign-path epilogue from two dot rows (whole_window.signed_taps)
+    signed: SignedTaps | None = None  # the sign-path epilogue from three dot rows (whole_window.signed_taps)
+    ring: tuple | None = None  # (window, head, kept) of a persistent ring buffer (``reading_ring``)
 
     def bind(self, inputs, outputs) -> None:
-        """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps)."""
-        object.__setattr__(self, "_window", inputs[INPUT][self.index])
+        """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps), or the ring's window."""
+        object.__setattr__(self, "_window", inputs[INPUT][self.index] if self.ring is None else self.ring[0])
+
+    def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> DepthwiseWholeIntoRows | None:
+        """This step reading its window ``ring[index]`` from a persistent ring buffer's array instead of the
+        concatenation tensor, and shifting that array after its taps' multiply, the one read of the window:
+        ``head[...] = kept`` (ops/ring_buffer.py's RingBufferInPlace, whose conditions and invariant say why
+        the values are the ones the concatenation and the variable would hold); None when it already does."""
+        if self.ring is not None:
+            return None
+        return dataclasses.replace(self, ring=(ring[self.index], head, kept))
 
     def __call__(self, inputs, outputs):
         np.multiply(self._window, self.weights, out=self.taps_products)
-        if self.signed is not None:  # u and u + zp + 1/2 in one np.dot, then the sign term, clip, floor
+        if self.ring is not None:  # the window is read: shift the ring for the next invoke (the variable's value)
+            np.copyto(self.ring[1], self.ring[2])
+        if self.signed is not None:  # A, B and G in one np.dot; clip(G, B, A) is the sign term's choice
             s, e = self.signed, self.epilogue
-            np.dot(s.ones, self.products[0], out=s.sums)
-            np.copysign(e.half, s.u, out=s.sign)
-            np.add(s.v, s.sign, out=s.v)
-            clip_ufunc(s.v, e.lo, e.hi, out=s.v)
-            np.floor(s.v, out=self.a_input)  # the conv's rows: the values its np.copyto would have read
+            np.dot(s.ones, s.rows, out=s.sums)
+            clip_ufunc(s.g, s.b, s.a, out=s.g)
+            clip_ufunc(s.g, e.lo, e.hi, out=s.g)
+            np.floor(s.g, out=self.a_input)  # the conv's rows: the values its np.copyto would have read
         else:
             if self.tap_dot is None:
                 np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
@@ -375,8 +420,14 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
         DepthwiseWholeIntoRows.__call__(self, inputs, (self.then_rows,))  # what the FULLY_CONNECTED would copy
         self.then.run_loaded(outputs)
 
-    def feeding(self, consumer):  # already feeding: not again
-        return None
+    def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
+        """This step with the FULLY_CONNECTED's own fusion with ``consumer`` (its ``feeding``: a one-value
+        FULLY_CONNECTED then a table lookup, fully_connected_folded.FullyConnectedScalarLookup), or None."""
+        feeding = getattr(self.then, "feeding", None)
+        then = feeding(consumer) if feeding is not None else None
+        if then is None or not hasattr(then, "run_loaded"):
+            return None
+        return dataclasses.replace(self, then=then)
 
 
 @dataclass(frozen=True, eq=False)
@@ -385,10 +436,17 @@ class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
     the view made when the arrays are bound: the same values in the view."""
 
     out_index: tuple = (Ellipsis,)
+    into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the target tensor
 
     def bind(self, inputs, outputs) -> None:
         super().bind(inputs, outputs)
-        object.__setattr__(self, "_target", (outputs[OUTPUT][self.out_index],))
+        target = outputs[OUTPUT] if self.into is None else self.into
+        object.__setattr__(self, "_target", (target[self.out_index],))
+
+    def writing_into(self, array: np.ndarray) -> DepthwiseWholeIntoRowsWriting:
+        """This step storing into ``array[out_index]`` (an array of the target's shape: a persistent ring
+        buffer's, ops/ring_buffer.py's RingBufferInPlace) instead of into the target tensor."""
+        return dataclasses.replace(self, into=array)
 
     def __call__(self, inputs, outputs):
         DepthwiseWholeIntoRows.__call__(self, inputs, self._target)
