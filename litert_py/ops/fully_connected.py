@@ -68,8 +68,8 @@ import numpy as np
 
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
-from .activation_fusion import ClampLast
-from .common import clip_ufunc, float_activation, float_activation_range
+from .activation_fusion import ClampLast, float_bounds
+from .common import clip_ufunc, float_activation
 from .fully_connected_quantized import prepare_quantized
 from .fully_connected_row import prepare_float_row
 from .hybrid_fc import prepare_hybrid
@@ -122,8 +122,8 @@ class FullyConnectedFloat(ClampLast):
     weights_t: np.ndarray  # (depth, units), contiguous: x @ weights_t is one BLAS call
     bias: np.ndarray | None
     depth: int
-    out_min: np.float32  # the fused activation's range (ActivationFunctionWithMinMax, NONE included)
-    out_max: np.float32
+    out_min: np.ndarray  # the fused activation's range (ActivationFunctionWithMinMax, NONE included), 0-d float32
+    out_max: np.ndarray
 
     def __call__(self, inputs, outputs):
         out = outputs[0]
@@ -198,7 +198,7 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
             if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic:  # one input row: tiny float models
                 return prepare_float_row(x.shape, w.data, None if bias is None else bias.data, act, shape)
             weights_t, bias_copy = np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy()
-            return FullyConnectedFloat(weights_t, bias_copy, depth, *float_activation_range(act))
+            return FullyConnectedFloat(weights_t, bias_copy, depth, *float_bounds(act))
         return FullyConnectedFloatDynamicWeights(depth, activation)
     if hybrid:
         op = prepare_hybrid(ctx, x, w, bias, out)

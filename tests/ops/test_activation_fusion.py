@@ -296,7 +296,7 @@ def _bounds(op) -> list:
     return [op.lo, op.hi]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c != "fc"])  # FullyConnectedFloat: not this module's kernel
+@pytest.mark.parametrize("case", CASES)
 def test_bounds_are_prepared_0d_arrays(case):
     """Every producer (unfused, and fused with RELU6) and the standalone ReluFloat keep their clamp bounds as 0-d
     float32 arrays made at prepare: no scalar conversion per call. The values: test_fused_matches_unfused_and_litert.
