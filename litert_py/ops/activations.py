@@ -33,12 +33,11 @@ from ..schema.model import BuiltinOperator
 from .activations_quantized import PREPARE_QUANTIZED, prepare_prelu_quantized
 from .common import (
     Noop,
-    Reduction,
     broadcast_shape,
     clip_ufunc,
 )
 from .registry import OpContext, PreparedOp, TensorInfo, register
-from .softmax import SoftmaxFloat
+from .softmax import prepare_softmax_float
 
 INPUT, ALPHA, OUTPUT = 0, 1, 0
 
@@ -321,9 +320,7 @@ _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {
     _OP.RELU_0_TO_1: _relu(0, 1),
     _OP.TANH: lambda ctx, x: TanhFloat(),
     _OP.LOGISTIC: _logistic_float,
-    _OP.SOFTMAX: lambda ctx, x: SoftmaxFloat(
-        np.float32(ctx.options.beta), Reduction.of(x.shape, (len(x.shape) - 1,)), half=x.type == _F16
-    ),
+    _OP.SOFTMAX: lambda ctx, x: prepare_softmax_float(ctx.options.beta, tuple(x.shape), half=x.type == _F16),
     _OP.LEAKY_RELU: lambda ctx, x: LeakyReluFloat(
         np.float32(ctx.options.alpha), _pick_for(np.float32(ctx.options.alpha))
     ),

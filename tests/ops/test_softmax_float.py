@@ -1,0 +1,58 @@
+"""Float SOFTMAX over short rows (SoftmaxFloatShortRows): numpy sums rows of at most IN_ORDER_SUM_MAX contiguous
+values in order (the property the path relies on, checked on the installed numpy), the path is chosen for them
+only, equals the in-order path (SoftmaxFloat) bit for bit and LiteRT's reference within the float tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.ops.common import Reduction
+from litert_py.ops.softmax import IN_ORDER_SUM_MAX, SoftmaxFloat, SoftmaxFloatShortRows, prepare_softmax_float
+from tests.compare import assert_close
+from tests.oracle import T, run_litert, single_op_model
+
+
+def _rows(rng, shape) -> np.ndarray:
+    """Values over many magnitudes (so that the order of a sum shows in its last bits)."""
+    return (rng.standard_normal(shape) * rng.uniform(0.01, 1e4, shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("depth", range(1, IN_ORDER_SUM_MAX + 1))
+def test_numpy_sums_short_rows_in_order(depth):
+    rng = np.random.default_rng(depth)
+    x = _rows(rng, (2000, depth))
+    ordered = np.add.accumulate(x, axis=-1)[:, -1:]
+    np.testing.assert_array_equal(np.add.reduce(x, axis=-1, keepdims=True), ordered)
+
+
+def _model(shape, beta):
+    return single_op_model("SOFTMAX", [T(shape)], [T(shape)], {"beta": beta})
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (4, 7), (2, 3, 5), (5,), (1, 1)])
+@pytest.mark.parametrize("beta", [1.0, 0.37])
+def test_short_rows_equal_the_in_order_path_and_litert(shape, beta):
+    rng = np.random.default_rng(len(shape) * 10 + shape[-1])
+    x = _rows(rng, shape) * np.float32(1e-3)  # logits of a classifier's size, some rows saturating
+    if x.size > 4:
+        x.reshape(-1)[0] = np.nan  # a NaN row stays NaN
+    it = Interpreter(model_content=_model(shape, beta))
+    it.allocate_tensors()
+    op = it._subgraphs[0].steps[0][0]
+    assert type(op) is SoftmaxFloatShortRows
+    assert (op.beta is None) == (beta == 1.0)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    ours = it.get_tensor(it.get_output_details()[0]["index"])
+    in_order = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        SoftmaxFloat(np.float32(beta), Reduction.of(shape, (len(shape) - 1,)))([x], [in_order])
+    np.testing.assert_array_equal(ours.view(np.uint32), in_order.view(np.uint32))
+    assert_close([ours], run_litert(_model(shape, beta), [x]), rtol_each=1e-6 * shape[-1])
+
+
+def test_longer_rows_keep_the_in_order_path():
+    assert type(prepare_softmax_float(1.0, (1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat
+    assert type(prepare_softmax_float(1.0, (1, 3), True)) is SoftmaxFloat  # float16: its own rounding
