@@ -38,7 +38,7 @@ from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -81,28 +81,33 @@ class RowsEpilogue:
             np.add(self.v4, self.add, out=self.rows)  # integers within [-128, 255]: exact
 
 
-def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray, shift: int) -> RowsEpilogue:
+def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray) -> RowsEpilogue:
     """The RowsEpilogue of a depthwise's folded ``epilogue`` (FoldedEpilogue, LateZeroPointEpilogue, their small
-    forms, or depthwise_rows's TruncatingEpilogue: the callers check the type) over its float64 accumulators
-    ``acc`` (the output's shape, C-contiguous), its values minus ``shift`` (128 for the rows path's shifted int8
-    epilogue, else 0) going into ``rows``."""
+    forms, or requant_trunc's TruncEpilogue: the callers check the type) over its float64 accumulators ``acc``
+    (the output's shape, C-contiguous), its values going into ``rows``: a TruncEpilogue's clipped values are the
+    result less its base b (b added after the floor, none where 0), a LateZeroPointEpilogue's the result less
+    its late zero points."""
     out_shape = acc.shape
+    add = None
+    if type(epilogue) is TruncEpilogue:
+        assert epilogue.half is not None or epilogue.const is None  # (a constant only on the sign path)
+        v = acc if epilogue.half is None else acc.reshape(epilogue.shape)  # (scalar bounds: any shape)
+        if epilogue.base:
+            add = np.array(float(epilogue.base))
+        return RowsEpilogue(v, acc, epilogue.lo, epilogue.hi, epilogue.half, epilogue.const, epilogue.sign, add, rows)
     if epilogue.sign is not None:
         v = acc.reshape(epilogue.sign.shape)
     elif np.ndim(epilogue.lo) == 1:  # LateZeroPointEpilogue's (OW*O,) bounds
         v = acc.reshape(-1, np.size(epilogue.lo))
     else:
         v = acc
-    add = None
     if isinstance(epilogue, LateZeroPointEpilogue):
-        late = epilogue.late_zp - shift
+        late = epilogue.late_zp
         add = late.reshape(out_shape if late.size == acc.size else out_shape[2:])
-    elif shift:
-        add = np.array(-float(shift))
     return RowsEpilogue(v, acc, epilogue.lo, epilogue.hi, epilogue.half, epilogue.const, epilogue.sign, add, rows)
 
 
-def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> DepthwiseIntoRows | None:
+def feeding(depthwise, epilogue, acc: np.ndarray, conv) -> DepthwiseIntoRows | None:
     """``depthwise`` (an op whose ``accumulate(x)`` leaves its folded accumulators in ``acc``, given with the
     output's shape) with its folded ``epilogue`` (rows_epilogue's types, checked by the caller) and ``conv``, the
     step that alone reads its output, as one DepthwiseIntoRows; None when the module docstring's bound is not
@@ -118,11 +123,11 @@ def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> Depthwise
         if not np.shares_memory(a, acc):  # (C-contiguous accumulators: a view)
             return None
         return DepthwiseIntoRows(
-            depthwise, rows_epilogue(epilogue, acc, acc, shift), a, conv.weights[:-1], conv.acc, conv.acc_rows,
+            depthwise, rows_epilogue(epilogue, acc, acc), a, conv.weights[:-1], conv.acc, conv.acc_rows,
             conv.epilogue, conv.product, *_const_rows(conv, acc.shape[2]),
         )  # fmt: skip
     return DepthwiseIntoRows(
-        depthwise, rows_epilogue(epilogue, acc, rows, shift), conv.a, conv.weights, conv.acc, conv.acc_rows,
+        depthwise, rows_epilogue(epilogue, acc, rows), conv.a, conv.weights, conv.acc, conv.acc_rows,
         conv.epilogue, conv.product, None, None,
     )  # fmt: skip
 
