@@ -1,6 +1,6 @@
 """An int8 / uint8 DEPTHWISE_CONV_2D whose output only a pointwise CONV_2D's folded GEMM reads, as one step
 (`DepthwiseIntoRows`): MobileNet-style blocks (depthwise 3x3, then 1x1 CONV_2D), where the depthwise's epilogue
-stored its int8 values into a tensor (a truncating uint8 cast and an XOR 0x80, or a casting floor) and the conv's
+stored its int8 values into a tensor (a truncating uint8 cast and a wrapping add, or a casting floor) and the conv's
 np.copyto converted them into the first K columns of its float64 [A, 1] GEMM rows (`ConvQuantizedFoldedRows`).
 Here the depthwise's epilogue writes its floored values straight into those rows: no int8 tensor, no casts, one
 step fewer. Where the conv's output is not larger than about its input (SPLIT_MAX_OUT_PER_IN, SPLIT_MIN_VALUES:
@@ -11,8 +11,8 @@ values). The common case (a stride-1 DepthwiseConvQuantizedRows, no sign term, n
 runs as DepthwiseRowsIntoRows: the same numpy calls inlined into one __call__.
 
 Bound (checked at prepare by :func:`feeding`): the values the depthwise's folded epilogue produces are integers
-clipped to its output type's range (+ 128 for the rows path's shifted int8 epilogue, subtracted here after the
-floor; a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
+clipped to its output type's range (less the base b of requant_trunc's TruncEpilogue, added here after the floor;
+a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
 exactly the values its np.copyto would have converted from the int8 / uint8 tensor, and its GEMM and epilogue
 compute the same result (the split form adds the same terms, the constant row last: the conv's folded GEMM is
 exact in any order by its own bound, requant.py). The consumer must be a ConvQuantizedFoldedRows (not a view
@@ -54,8 +54,8 @@ SPLIT_MIN_VALUES = 640
 class RowsEpilogue:
     """A folded epilogue whose result goes into float64 rows: ``v`` (the depthwise's float64 accumulators, in the
     layout of the epilogue's per-channel operands) gets the sign term (sign path), the clip to [lo, hi] and the
-    floor; the floored values, plus ``add`` (the -128 of a shifted int8 epilogue, a late zero point, or both),
-    are stored into ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
+    floor; the floored values, plus ``add`` (a TruncEpilogue's base b, or late zero points), are stored into
+    ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
 
     v: np.ndarray  # the accumulators, shaped as the epilogue's operands
     v4: np.ndarray  # the same memory with the output's shape
@@ -78,7 +78,7 @@ class RowsEpilogue:
             np.floor(self.v4, out=self.rows)
         else:
             np.floor(v, out=v)
-            np.add(self.v4, self.add, out=self.rows)  # integers within [-128, 255]: exact
+            np.add(self.v4, self.add, out=self.rows)  # integers within [-255, 255]: exact
 
 
 def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray) -> RowsEpilogue:
@@ -89,7 +89,7 @@ def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray) -> RowsEpilogue:
     its late zero points."""
     out_shape = acc.shape
     add = None
-    if type(epilogue) is TruncEpilogue:
+    if isinstance(epilogue, TruncEpilogue):
         assert epilogue.half is not None or epilogue.const is None  # (a constant only on the sign path)
         v = acc if epilogue.half is None else acc.reshape(epilogue.shape)  # (scalar bounds: any shape)
         if epilogue.base:

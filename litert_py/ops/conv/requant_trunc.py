@@ -59,6 +59,11 @@ FULL_CONSTANTS_MAX_VALUES = 1 << 16
 
 #: |v| below this (with a margin for the constants' rounding-free additions) lets the truncation go through int16.
 WIDE_MAX = 2**15 - 2
+#: Outputs of at least this many values truncate through int16 where |v| < 2^15 (the ``wide`` form: a truncating
+#: copy and an int16 clip into the uint8 view); smaller ones clip in float64 and truncate into the uint8 view
+#: (measured, 1 thread, the epilogue alone: 1152 values 2.3 vs 2.9 us, 4608 3.6 vs 3.8, 8000 5.1 vs 4.5, 18432
+#: 9.7 vs 7.6, 36864 16.3 vs 12.3 us).
+WIDE_MIN_VALUES = 6144
 
 
 def _layout(out_shape) -> tuple:
@@ -118,6 +123,25 @@ class TruncEpilogue:
 
 
 @dataclass(frozen=True, eq=False)
+class PlainTruncEpilogue(TruncEpilogue):
+    """TruncEpilogue without the sign term and the constant (ReLU-like layers whose GEMM or tap sums added it),
+    over outputs of at most FULL_CONSTANTS_MAX_VALUES values: ``v`` must have the output's shape (the callers
+    pass it so), so no reshape is made (small layers pay per Python operation): the same numpy calls."""
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        dest = out.view(np.uint8)
+        wide = self.wide
+        if wide is not None:
+            np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
+            clip_ufunc(wide, self.lo16, self.hi16, out=dest, casting="unsafe")
+        else:
+            clip_ufunc(v, self.lo, self.hi, out=v)
+            np.copyto(dest, v, casting="unsafe")
+        if self.add is not None:
+            np.add(dest, self.add, out=dest)
+
+
+@dataclass(frozen=True, eq=False)
 class TruncFolding:
     """What :func:`fold_truncating` folds, per output channel: ``scale`` M * 2^(ls-31-rs) (the weights or tap sums
     times it are exact) and ``const`` offset * scale (+ zp - b + 1/2 + h on ReLU-like layers), exact; the
@@ -142,8 +166,9 @@ class TruncFolding:
         if self.half is not None:
             half, sign = _constant(self.half, shape), aligned_empty(shape, np.float64)
             const = np.array(self.zero_point - b + 0.5)
-        wide = wide and self.top < WIDE_MAX
-        return TruncEpilogue(
+        wide = wide and self.top < WIDE_MAX and int(np.prod(out_shape)) >= WIDE_MIN_VALUES
+        plain = half is None and const is None and len(shape) == 4
+        return (PlainTruncEpilogue if plain else TruncEpilogue)(
             shape, np.array(float(lo)), np.array(float(hi)), b, np.uint8(b % 256) if b % 256 else None, half, const,
             sign, aligned_empty(shape, np.int16) if wide else None, np.int16(max(lo, 0)), np.int16(min(hi, 255)),
         )  # fmt: skip

@@ -73,7 +73,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height, 
     lo = out_zp if act in (1, 3) else -128  # RELU, RELU6 (outputs below 6 / s_out); NONE
     trunc = x.size >= TRUNC_MIN_VALUES or kind == "late-zp"  # test_truncating_folded_epilogue
     if op == "CONV_2D" and x.size > SMALL_EPILOGUE_VALUES and lo >= out_zp and trunc:
-        assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+        assert type(prepared.epilogue).__name__ == "PlainTruncEpilogue"  # requant_trunc's, ReLU-like
         return
     if kind == "late-zp":
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
@@ -122,8 +122,9 @@ def test_truncating_folded_epilogue(act, s_out, out_zp, kind, dtype):
     lo = zp if act in (1, 3) else int_range(dtype)[0]
     prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedFolded"
-    assert type(prepared.epilogue).__name__ == "TruncEpilogue"
-    assert (prepared.epilogue.half is None) == (lo >= zp or kind == "no-rs")  # else the sign path (h = 0: none)
+    relu_like = lo >= zp or kind == "no-rs"  # else the sign path (h = 0: none)
+    assert type(prepared.epilogue).__name__ == ("PlainTruncEpilogue" if relu_like else "TruncEpilogue")
+    assert (prepared.epilogue.half is None) == relu_like
 
 
 @pytest.mark.parametrize("dtype", [I8, U8])

@@ -207,7 +207,7 @@ def test_truncating_epilogue_int16_and_float64_clips(real, wide):
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 20 and (out == 127).any() and (out == -128).any()
     prepared = _prepared(case)
-    assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+    assert type(prepared.epilogue).__name__ == "PlainTruncEpilogue"  # ReLU-like: requant_trunc.TruncEpilogue's
     assert (prepared.epilogue.wide is not None) == wide
 
 
@@ -229,7 +229,7 @@ LARGE = [
     ((1, 66, 66, 64), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),
     ((1, 66, 66, 64), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
     ((1, 130, 129, 2), 2, 4, 0, -9, "ConvQuantizedFolded", "TruncEpilogue"),
-    ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),
+    ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),  # (not Plain: row constants)
 ]
 
 

@@ -73,20 +73,20 @@ def _case(h, w, c, kh, kw, stride, padding, *, act=RELU6, out_zp=-128, dtype=I8,
 
 
 #: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "group subscripts/epilogue/sign path": the
-#: epilogue class prefix, and "sign" (requant_trunc.TruncEpilogue's copysign path), "relu" (none) or "-" (another class)
+#: epilogue class prefix (PlainTrunc: requant_trunc.TruncEpilogue's ReLU-like form), and "sign" (its copysign path), "relu" (none) or "-" (another class)
 REAL = {
-    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp/Trunc/relu"),
-    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp/Trunc/relu"),
-    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp/Trunc/relu"),
-    "s2-window-8x8x96": ((8, 8, 96, 3, 3, 2, SAME), {}, "ijnhwc/Trunc/relu"),
-    "s2-phase-planes-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnrp/Trunc/relu"),
-    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp/Trunc/relu"),
-    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), dict(dilation=2), "ijnrp/Trunc/relu"),
+    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp/PlainTrunc/relu"),
+    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp/PlainTrunc/relu"),
+    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp/PlainTrunc/relu"),
+    "s2-window-8x8x96": ((8, 8, 96, 3, 3, 2, SAME), {}, "ijnhwc/PlainTrunc/relu"),
+    "s2-phase-planes-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnrp/PlainTrunc/relu"),
+    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp/PlainTrunc/relu"),
+    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), dict(dilation=2), "ijnrp/PlainTrunc/relu"),
     "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "ijnrp/Trunc/sign"),
-    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/Trunc/relu"),
+    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/PlainTrunc/relu"),
     "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/LateZeroPoint/-"),
-    "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/Trunc/relu"),
-    "uint8-s2-multiplier-2": ((16, 15, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/Trunc/relu"),
+    "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/PlainTrunc/relu"),
+    "uint8-s2-multiplier-2": ((16, 15, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/PlainTrunc/relu"),
 }
 
 
@@ -113,13 +113,13 @@ def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
 
 #: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "epilogue/sign path" as REAL's)
 SCALED = {
-    "relu-4x4x16": ((4, 4, 16, 3, 3, 1, SAME), {}, "Trunc/relu"),
-    "1024-values-8x8x16": ((8, 8, 16, 3, 3, 1, SAME), {}, "Trunc/relu"),
-    "kws-2x2x144": ((4, 4, 144, 3, 3, 1, VALID), {}, "Trunc/relu"),
+    "relu-4x4x16": ((4, 4, 16, 3, 3, 1, SAME), {}, "PlainTrunc/relu"),
+    "1024-values-8x8x16": ((8, 8, 16, 3, 3, 1, SAME), {}, "PlainTrunc/relu"),
+    "kws-2x2x144": ((4, 4, 144, 3, 3, 1, VALID), {}, "PlainTrunc/relu"),
     "sign-no-activation": ((5, 5, 32, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "Trunc/sign"),
-    "near-dead-zp-128": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8), "Trunc/relu"),
+    "near-dead-zp-128": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8), "PlainTrunc/relu"),
     "near-dead-late-zp": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "SmallLateZeroPoint/-"),
-    "uint8-multiplier-2": ((6, 5, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "Trunc/relu"),
+    "uint8-multiplier-2": ((6, 5, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "PlainTrunc/relu"),
 }
 
 
