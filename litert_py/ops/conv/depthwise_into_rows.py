@@ -38,7 +38,7 @@ from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, SIGN_BIT64, TruncEpilogue
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -66,11 +66,22 @@ class RowsEpilogue:
     sign: np.ndarray | None  # sign path: scratch of v's shape
     add: np.ndarray | None  # added after the floor; None: floored straight into the rows
     rows: np.ndarray  # (N, OH, OW, O) float64 view of the conv's GEMM rows
+    v_bits: np.ndarray | None = None  # sign path: v, half and sign viewed as uint64 (half broadcast to v's shape)
+    half_bits: np.ndarray | None = None
+    sign_bits: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.half is not None:
+            half = np.ascontiguousarray(np.broadcast_to(self.half, self.v.shape))
+            for name, a in (("v_bits", self.v), ("half_bits", half), ("sign_bits", self.sign)):
+                object.__setattr__(self, name, a.view(np.uint64))
 
     def __call__(self) -> None:
         v = self.v
-        if self.half is not None:
-            np.copysign(self.half, v, out=self.sign)
+        if self.half is not None:  # copysign(half, v) bit for bit (requant_trunc.TruncEpilogue)
+            bits = self.sign_bits
+            np.bitwise_and(self.v_bits, SIGN_BIT64, out=bits)
+            np.bitwise_or(bits, self.half_bits, out=bits)
             np.add(v, self.sign, out=v)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
