@@ -2,8 +2,9 @@
 (ai-edge-litert BUILTIN_REF): the drawn cases with the path forced on every layer it can take (both tap-sum
 layouts), and real-size layers where prepare must choose it, with the epilogue each must get: ReLU-like,
 sign-corrected, near-dead channels (huge right shifts with zero point -128: folded with the base b = zp, added
-after the truncation), a late zero point that stays late (requant.py's LateZeroPointEpilogue), uint8 with a filter zero point and a depth multiplier, and the
-boundaries where it must not be chosen (small outputs, a MixedEpilogue)."""
+after the truncation), a late zero point that stays late (requant.py's LateZeroPointEpilogue), uint8 with a
+filter zero point and a depth multiplier, and the boundaries where it must not be chosen (small outputs, a
+MixedEpilogue)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litert_py.ops.conv import depthwise_quantized, depthwise_rows
+from litert_py.ops.conv import depthwise_quantized, depthwise_rows, requant_trunc
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
 from tests.ops.conv.test_conv_quantized import quantized_cases
@@ -73,7 +74,8 @@ def _case(h, w, c, kh, kw, stride, padding, *, act=RELU6, out_zp=-128, dtype=I8,
 
 
 #: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "group subscripts/epilogue/sign path": the
-#: epilogue class prefix (PlainTrunc: requant_trunc.TruncEpilogue's ReLU-like form), and "sign" (its copysign path), "relu" (none) or "-" (another class)
+#: epilogue class prefix (PlainTrunc: requant_trunc.TruncEpilogue's ReLU-like form), and "sign" (its copysign
+#: path), "relu" (none) or "-" (another class)
 REAL = {
     "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp/PlainTrunc/relu"),
     "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp/PlainTrunc/relu"),
@@ -105,6 +107,8 @@ def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
         assert (prepared.epilogue.half is not None) == (sign == "sign")
         lo = -128 if case["x"].dtype == I8 else 0
         assert prepared.epilogue.base == (min(kwargs.get("out_zp", -128), lo) if lo < 0 else 0)
+        # the truncation through int16 from WIDE_MIN_VALUES outputs on (|v| < 2^15 on these layers)
+        assert (prepared.epilogue.wide is not None) == (out.size >= requant_trunc.WIDE_MIN_VALUES)
     if kwargs.get("dead"):  # the near-dead channels' outputs are not constant (the shift is exercised)
         assert len(np.unique(out[..., : kwargs["dead"]])) > 2
         monkeypatch.setattr(depthwise_quantized, "ROWS_PATH", False)  # unshifted, their zero point is late
