@@ -33,8 +33,9 @@ of 2h at 0), clip and truncation are monotone in IEEE arithmetic, which rounds m
 functions on the integers [-B, B] are equal when they are equal at -B, at B and at both sides (T - 1, T) of every
 step T of f: between two steps f is constant and g, squeezed between equal values, too. f has at most hi - lo
 steps; prepare finds them by a bisection (bracketed by the step formula) with the exact integer requantization
-(litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own epilogue (elementwise IEEE
-operations: the same bits at any array shape).
+(litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own ufunc sequence (ScaledEpilogue's
+copy, product and TruncEpilogue: elementwise IEEE operations, the same bits at any array shape; its int16 and
+float64 tails give the same integer for every v, so the probe's tail may be either).
 
 Where the two former forms differed, the faster was kept (measured per layer, 1 thread): the int16 clip from
 WIDE_MIN_VALUES outputs on, the float64 clip below; the ties-away term as copysign(h, v) computed bit for bit (v's
