@@ -7,7 +7,7 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
 
 - `ConvQuantizedScaled`: an exact float32 GEMM of the C++ accumulators (a ones column against the offset row;
   every partial sum <= max|x| * sum|w - w_zp| + |offset| <= 2^24) and requant_trunc.ScaledEpilogue (float64 scale
-  and constant, the ties-away term from the sign bits, the truncation through int16 into the output's uint8 view),
+  and constant, the ties-away term by copysign, the truncation through int16 into the output's uint8 view),
   proven exact per layer by the bound or, on the channels it misses (near-dead channels, right shifts >= 15), by
   the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K, and where the folded bound fails
   (no-activation layers with near-dead channels: ResNet-8's, which took the Requantizer before: 0.6x their time).
@@ -15,8 +15,8 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   1-3 channel first layers the transposed im2col matrix (`Im2ColT`), and those with K >= 3 * O take this path
   (STEM_SCALED_MIN_K_PER_OUTPUT: the float32 copy and GEMM outweigh the epilogue's extra passes).
 - `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
-  outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (ReLU-like:
-  zero point after the truncation, clip in int16) or TruncSignEpilogue; 1-3 channel first layers take the
+  outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (the values
+  less a base made >= 0, truncated, clipped in int16, the base added modulo 256); 1-3 channel first layers take the
   transposed im2col matrix (`Im2ColT`), 1x1 layers over at most 8 channels keep [A, 1] transposed.
 Measured (tools/profile_ops.py, CONV_2D time, min of 5 runs alternating with the base): ResNet-8 1.33-1.39x,
 DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster."""
@@ -370,7 +370,7 @@ def _prepare_conv_folded(
     out_dtype,
 ):
     """The folded prepared op, or None when requant.py's bound fails. Outputs of more than
-    SMALL_EPILOGUE_VALUES values take requant_trunc.TruncEpilogue (ReLU-like) or TruncSignEpilogue where their
+    SMALL_EPILOGUE_VALUES values take requant_trunc.TruncEpilogue (ReLU-like or the sign path) where its
     bound holds on every channel and the layer has at least TRUNC_MIN_VALUES outputs or requant.py's
     epilogue is not the plain FoldedEpilogue (LateZeroPointEpilogue broadcasts per-channel bounds: 2-4x slower);
     small ones keep requant.py's small epilogues (streaming fusions)."""
@@ -382,11 +382,10 @@ def _prepare_conv_folded(
         values >= TRUNC_MIN_VALUES or type(getattr(folding, "epilogue", None)) is not FoldedEpilogue
     ):
         offset = _conv_offset(x, f, bias, f_zp)[1]
-        trunc = fold_truncating(
-            m, shift, zero_point, lo, hi, offset, np.abs(w).sum(axis=0), max_abs_x, acc_bound, out_dtype, geo.out_shape
-        )
+        bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)
+        trunc = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, out_dtype)
     if trunc is not None:
-        scale, const, epilogue = trunc
+        scale, const, epilogue = trunc.scale, trunc.const, trunc.epilogue(geo.out_shape)
     elif folding is None:
         return None
     else:

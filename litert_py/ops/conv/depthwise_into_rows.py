@@ -1,6 +1,6 @@
 """An int8 / uint8 DEPTHWISE_CONV_2D whose output only a pointwise CONV_2D's folded GEMM reads, as one step
 (`DepthwiseIntoRows`): MobileNet-style blocks (depthwise 3x3, then 1x1 CONV_2D), where the depthwise's epilogue
-stored its int8 values into a tensor (a truncating uint8 cast and an XOR 0x80, or a casting floor) and the conv's
+stored its int8 values into a tensor (a truncating uint8 cast and a wrapping add, or a casting floor) and the conv's
 np.copyto converted them into the first K columns of its float64 [A, 1] GEMM rows (`ConvQuantizedFoldedRows`).
 Here the depthwise's epilogue writes its floored values straight into those rows: no int8 tensor, no casts, one
 step fewer. Where the conv's output is not larger than about its input (SPLIT_MAX_OUT_PER_IN, SPLIT_MIN_VALUES:
@@ -11,8 +11,8 @@ values). The common case (a stride-1 DepthwiseConvQuantizedRows, no sign term, n
 runs as DepthwiseRowsIntoRows: the same numpy calls inlined into one __call__.
 
 Bound (checked at prepare by :func:`feeding`): the values the depthwise's folded epilogue produces are integers
-clipped to its output type's range (+ 128 for the rows path's shifted int8 epilogue, subtracted here after the
-floor; a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
+clipped to its output type's range (less the base b of requant_trunc's TruncEpilogue, added here after the floor;
+a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
 exactly the values its np.copyto would have converted from the int8 / uint8 tensor, and its GEMM and epilogue
 compute the same result (the split form adds the same terms, the constant row last: the conv's folded GEMM is
 exact in any order by its own bound, requant.py). The consumer must be a ConvQuantizedFoldedRows (not a view
@@ -38,7 +38,7 @@ from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, SIGN_BIT64, TruncEpilogue
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -54,8 +54,8 @@ SPLIT_MIN_VALUES = 640
 class RowsEpilogue:
     """A folded epilogue whose result goes into float64 rows: ``v`` (the depthwise's float64 accumulators, in the
     layout of the epilogue's per-channel operands) gets the sign term (sign path), the clip to [lo, hi] and the
-    floor; the floored values, plus ``add`` (the -128 of a shifted int8 epilogue, a late zero point, or both),
-    are stored into ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
+    floor; the floored values, plus ``add`` (a TruncEpilogue's base b, or late zero points), are stored into
+    ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
 
     v: np.ndarray  # the accumulators, shaped as the epilogue's operands
     v4: np.ndarray  # the same memory with the output's shape
@@ -66,11 +66,22 @@ class RowsEpilogue:
     sign: np.ndarray | None  # sign path: scratch of v's shape
     add: np.ndarray | None  # added after the floor; None: floored straight into the rows
     rows: np.ndarray  # (N, OH, OW, O) float64 view of the conv's GEMM rows
+    v_bits: np.ndarray | None = None  # sign path: v, half and sign viewed as uint64 (half broadcast to v's shape)
+    half_bits: np.ndarray | None = None
+    sign_bits: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.half is not None:
+            half = np.ascontiguousarray(np.broadcast_to(self.half, self.v.shape))
+            for name, a in (("v_bits", self.v), ("half_bits", half), ("sign_bits", self.sign)):
+                object.__setattr__(self, name, a.view(np.uint64))
 
     def __call__(self) -> None:
         v = self.v
-        if self.half is not None:
-            np.copysign(self.half, v, out=self.sign)
+        if self.half is not None:  # copysign(half, v) bit for bit (requant_trunc.TruncEpilogue)
+            bits = self.sign_bits
+            np.bitwise_and(self.v_bits, SIGN_BIT64, out=bits)
+            np.bitwise_or(bits, self.half_bits, out=bits)
             np.add(v, self.sign, out=v)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
@@ -78,31 +89,36 @@ class RowsEpilogue:
             np.floor(self.v4, out=self.rows)
         else:
             np.floor(v, out=v)
-            np.add(self.v4, self.add, out=self.rows)  # integers within [-128, 255]: exact
+            np.add(self.v4, self.add, out=self.rows)  # integers within [-255, 255]: exact
 
 
-def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray, shift: int) -> RowsEpilogue:
+def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray) -> RowsEpilogue:
     """The RowsEpilogue of a depthwise's folded ``epilogue`` (FoldedEpilogue, LateZeroPointEpilogue, their small
-    forms, or depthwise_rows's TruncatingEpilogue: the callers check the type) over its float64 accumulators
-    ``acc`` (the output's shape, C-contiguous), its values minus ``shift`` (128 for the rows path's shifted int8
-    epilogue, else 0) going into ``rows``."""
+    forms, or requant_trunc's TruncEpilogue: the callers check the type) over its float64 accumulators ``acc``
+    (the output's shape, C-contiguous), its values going into ``rows``: a TruncEpilogue's clipped values are the
+    result less its base b (b added after the floor, none where 0), a LateZeroPointEpilogue's the result less
+    its late zero points."""
     out_shape = acc.shape
+    add = None
+    if isinstance(epilogue, TruncEpilogue):
+        assert epilogue.half is not None or epilogue.const is None  # (a constant only on the sign path)
+        v = acc if epilogue.half is None else acc.reshape(epilogue.shape)  # (scalar bounds: any shape)
+        if epilogue.base:
+            add = np.array(float(epilogue.base))
+        return RowsEpilogue(v, acc, epilogue.lo, epilogue.hi, epilogue.half, epilogue.const, epilogue.sign, add, rows)
     if epilogue.sign is not None:
         v = acc.reshape(epilogue.sign.shape)
     elif np.ndim(epilogue.lo) == 1:  # LateZeroPointEpilogue's (OW*O,) bounds
         v = acc.reshape(-1, np.size(epilogue.lo))
     else:
         v = acc
-    add = None
     if isinstance(epilogue, LateZeroPointEpilogue):
-        late = epilogue.late_zp - shift
+        late = epilogue.late_zp
         add = late.reshape(out_shape if late.size == acc.size else out_shape[2:])
-    elif shift:
-        add = np.array(-float(shift))
     return RowsEpilogue(v, acc, epilogue.lo, epilogue.hi, epilogue.half, epilogue.const, epilogue.sign, add, rows)
 
 
-def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> DepthwiseIntoRows | None:
+def feeding(depthwise, epilogue, acc: np.ndarray, conv) -> DepthwiseIntoRows | None:
     """``depthwise`` (an op whose ``accumulate(x)`` leaves its folded accumulators in ``acc``, given with the
     output's shape) with its folded ``epilogue`` (rows_epilogue's types, checked by the caller) and ``conv``, the
     step that alone reads its output, as one DepthwiseIntoRows; None when the module docstring's bound is not
@@ -118,11 +134,11 @@ def feeding(depthwise, epilogue, acc: np.ndarray, shift: int, conv) -> Depthwise
         if not np.shares_memory(a, acc):  # (C-contiguous accumulators: a view)
             return None
         return DepthwiseIntoRows(
-            depthwise, rows_epilogue(epilogue, acc, acc, shift), a, conv.weights[:-1], conv.acc, conv.acc_rows,
+            depthwise, rows_epilogue(epilogue, acc, acc), a, conv.weights[:-1], conv.acc, conv.acc_rows,
             conv.epilogue, conv.product, *_const_rows(conv, acc.shape[2]),
         )  # fmt: skip
     return DepthwiseIntoRows(
-        depthwise, rows_epilogue(epilogue, acc, rows, shift), conv.a, conv.weights, conv.acc, conv.acc_rows,
+        depthwise, rows_epilogue(epilogue, acc, rows), conv.a, conv.weights, conv.acc, conv.acc_rows,
         conv.epilogue, conv.product, None, None,
     )  # fmt: skip
 

@@ -230,7 +230,7 @@ class DepthwiseConvQuantizedFolded:
         float64 GEMM rows), or None when that module's bound is not checked (or for a MixedEpilogue)."""
         if isinstance(self.epilogue, MixedEpilogue):
             return None
-        return feeding(self, self.epilogue, self.acc, 0, conv)
+        return feeding(self, self.epilogue, self.acc, conv)
 
 
 def _prepare_depthwise_folded(

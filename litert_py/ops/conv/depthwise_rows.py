@@ -1,7 +1,7 @@
 """DEPTHWISE_CONV_2D uint8 / int8 with a constant filter over more than ROWS_MIN_VALUES output values (and
 stride-1 layers below that), the fast path (`DepthwiseConvQuantizedRows`): the exact tap sums as one np.einsum per
-phase plane over (N, OH, OW*C) output rows, the folded requantization (litert_py.ops.conv.requant) shifted to
-[0, 255], a truncating epilogue.
+phase plane over (N, OH, OW*C) output rows, the folded requantization and truncating epilogue of
+litert_py.ops.conv.requant_trunc.
 
 Where the time went in DepthwiseConvQuantizedFolded (1 thread, 3x3, per layer): the tap sums 45-70 % (a
 (KH, KW, N, OH, OW, C) einsum whose inner loops run over C values only, or below 48 channels a stacked multiply
@@ -17,16 +17,15 @@ late zero points), sums * scale + const 15 %, the input copy 2-10 %. Here:
   in whatever order einsum adds, is an integer of magnitude at most max|x| * max_c sum_k |w_kc - w_zp|, exact
   in float32 when that is at most 2^24 (checked at prepare; else the layer keeps the other paths: the folding's
   bound, below, fails first on such layers anyway, as M >= 2^30).
-* The requantization: for int8 outputs folded (fold_requantization) with the output zero point, clamp and
-  range shifted by +128: clamp(MBQM(acc) + zp + 128, lo + 128, hi + 128) is the int8 result + 128, in [0, 255].
-  The epilogue clips to that range, so every value is >= 0 and the truncating float64 -> uint8 cast (np.copyto,
-  one plain pass) is the floor; XOR 0x80 of the uint8 o + 128 is the two's complement bit pattern of the int8
-  o, written through a uint8 view of the output. The shift also turns the zero point -128 of ReLU layers into
-  0, so their near-dead channels (right shifts of about 15 or more), which needed the late-zero-point pass,
-  fold like the others. uint8 outputs take the same epilogue without the shift and the XOR. Exactness bound:
-  fold_requantization's (requant.py's module docstring) for the shifted zero point, checked at prepare per
-  channel; a layer where some channel fails even its late bound (a MixedEpilogue) keeps
-  DepthwiseConvQuantizedFolded.
+* The requantization: requant_trunc.py's truncating epilogue, the one the quantized CONV_2D takes
+  (requant_trunc.fold_truncating folds the per-channel scale and constant, TruncEpilogue clips the values less
+  a base b <= lo (0 for uint8, else min(zp, lo)) to [lo - b, hi - b] within [0, 255], truncates them into the
+  output's uint8 view, adds b modulo 256); its exactness bound (that module's docstring) is checked there per
+  channel. The base zp of ReLU layers leaves the zero point out of the constant, so their near-dead channels
+  (right shifts of about 15 or more, zp = -128) fold like the others. Where that bound fails on some channel
+  but requant.py's floor-based folding holds (a late zero point, or a sign-path layer whose |zp - lo| is too
+  large), its epilogue runs (LateZeroPointEpilogue, FoldedEpilogue); a layer where some channel fails even
+  that (a MixedEpilogue) keeps DepthwiseConvQuantizedFolded.
 * Small outputs (at most ROWS_MIN_VALUES values, stride_w 1; `SCALED_PATH`): the padded buffer and the sums in
   float64, the weights already scaled by M * 2^(ls-31-rs) per channel, the einsum writing the accumulators
   directly: one multiply pass fewer (these layers pay per numpy call). Exactness bound: w * M < 2^40 is exact,
@@ -38,9 +37,10 @@ late zero points), sums * scale + const 15 %, the input copy 2-10 %. Here:
   2x2x144 8.1 -> 7.5 / 11.9 -> 11.1 us. Small strided layers keep DepthwiseConvQuantizedFolded (its stacked
   multiply and reduction; the column phase planes cost 3 us more there, a float64 window einsum as much).
 * Feeding (:meth:`DepthwiseConvQuantizedRows.feeding`, depthwise_into_rows.py): when only a pointwise
-  ConvQuantizedFoldedRows reads the output, the epilogue floors into the conv's float64 GEMM rows. For int8 the
-  unshifted folding is used there when it is exact and needs no late zero point (checked at prepare: a second
-  fold_requantization), so the floored values go straight into the rows; else the shifted values, less 128.
+  ConvQuantizedFoldedRows reads the output, the epilogue floors into the conv's float64 GEMM rows. Where the
+  base b is not 0 the folding with b = 0 (the zero point in the constant: no add after the floor) is used there
+  when it is exact (checked at prepare: a second fold_truncating), so the floored values go straight into the
+  rows; else the values less b, b added after the floor.
 
 Measured per layer (1 thread, min of repeats, this path against DepthwiseConvQuantizedFolded in the same run):
 ds_cnn 25x5x64 s1 69 -> 34 us; vww 48x48x8 s1 127 -> 60, 48x48x16 s2 86 -> 47, 24x24x32 s1 149 -> 57,
@@ -55,16 +55,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import aligned_empty, c_einsum, clip_ufunc
+from ..common import aligned_empty, c_einsum
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
 from .depthwise_into_rows import DepthwiseIntoRows, feeding, inlined
-from .requant import FoldedEpilogue, LateZeroPointEpilogue, SmallFoldedEpilogue, fold_requantization
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES
+from .requant import MixedEpilogue, fold_requantization
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, fold_truncating
 from .taps import DepthwiseTaps
-
-SIGN_BIT = np.array(0x80, np.uint8)
 
 #: Outputs of at most this many values keep DepthwiseConvQuantizedFolded (fewer numpy calls, its small epilogue
 #: from 512 values down). Measured inside keyword_spotting_mobilenetv2 (interleaved invokes, median per node):
@@ -82,45 +80,6 @@ WINDOW_MIN_CHANNELS = 48
 #: docstring); tests set this False to reach DepthwiseConvQuantizedFolded.
 SCALED_PATH = True
 WINDOW_MAX_VALUES = 2048
-
-
-@dataclass(frozen=True, eq=False)
-class TruncatingEpilogue:
-    """FoldedEpilogue for outputs shifted to [0, 255]: ``v`` (float64, overwritten) holds u + c (``half`` None) or u
-    (then ``v + copysign(half, v) + const`` first), clipped to [lo, hi] within [0, 255] in place, where the
-    truncating cast to uint8 is the floor; ``flip`` (int8 outputs: the uint8 values are the result + 128) XORs
-    the sign bit in, giving the int8 bit pattern."""
-
-    lo: np.ndarray  # 0-d float64
-    hi: np.ndarray  # 0-d float64
-    half: np.ndarray | None  # (OW*O,) float64 2^-(rs+1) per channel (sign path)
-    const: np.ndarray | None  # 0-d float64 zp + 1/2 (sign path)
-    sign: np.ndarray | None  # (N, OH, OW*O) float64 scratch (sign path)
-    flip: bool
-
-    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        if self.half is not None:
-            np.copysign(self.half, v, out=self.sign)
-            np.add(v, self.sign, out=v)
-            np.add(v, self.const, out=v)
-        clip_ufunc(v, self.lo, self.hi, out=v)  # in [0, 255]: trunc == floor
-        u = out.view(np.uint8).reshape(v.shape)
-        np.copyto(u, v, casting="unsafe")
-        if self.flip:
-            np.bitwise_xor(u, SIGN_BIT, out=u)
-
-
-@dataclass(frozen=True, eq=False)
-class FlippedEpilogue:
-    """Another folded epilogue (LateZeroPointEpilogue) of a +128-shifted int8 layer: it writes the result + 128
-    into a uint8 view of the output, then XOR 0x80 gives the int8 bit pattern."""
-
-    epilogue: object
-
-    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        u = out.view(np.uint8)
-        self.epilogue(v, u)
-        np.bitwise_xor(u, SIGN_BIT, out=u)
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,7 +126,7 @@ class DepthwiseConvQuantizedRows:
     acc_out: np.ndarray  # acc as the epilogue reads it: the rows, or the output's shape (LateZeroPointEpilogue)
     acc4: np.ndarray  # acc viewed with the output's shape
     epilogue: object
-    unshifted: tuple | None  # int8: (const, epilogue) of the unshifted folding where it is exact and not late
+    rows_form: tuple | None  # (const, epilogue) of the b = 0 folding (feeding), where b != 0 and that is exact
 
     def __call__(self, inputs, outputs):
         self.accumulate(inputs[INPUT])
@@ -191,17 +150,12 @@ class DepthwiseConvQuantizedRows:
 
     def feeding(self, conv) -> DepthwiseIntoRows | None:
         """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows
-        (depthwise_into_rows.py: the epilogue's values, integers in [0, 255] less the +128 shift, stored straight
-        into a ConvQuantizedFoldedRows's float64 GEMM rows), or None when that module's bound is not checked."""
-        if self.unshifted is not None:  # the values without the +128 shift: floored straight into the rows
-            const, ep = self.unshifted
-            return inlined(feeding(dataclasses.replace(self, const=const), ep, self.acc4, 0, conv))
-        ep, shift = self.epilogue, 0
-        if type(ep) is FlippedEpilogue:
-            ep, shift = ep.epilogue, 128
-        elif type(ep) is TruncatingEpilogue and ep.flip:
-            shift = 128
-        return inlined(feeding(self, ep, self.acc4, shift, conv))
+        (depthwise_into_rows.py: the epilogue's floored values, plus its base b where not 0, stored straight into a
+        ConvQuantizedFoldedRows's float64 GEMM rows), or None when that module's bound is not checked."""
+        if self.rows_form is not None:  # b = 0: the values floored straight into the rows
+            const, ep = self.rows_form
+            return inlined(feeding(dataclasses.replace(self, const=const), ep, self.acc4, conv))
+        return inlined(feeding(self, self.epilogue, self.acc4, conv))
 
 
 def prepare_depthwise_rows(
@@ -211,70 +165,56 @@ def prepare_depthwise_rows(
     ``offset`` (O,) int64 bias - x_zp * sum(w), ``requantization`` fold_requantization's (multiplier, shift,
     zero_point, lo, hi, max_abs_x, acc_bound) (``max_abs_x``: the largest |x| of the input type, the padding's
     zero point included). None for at most ROWS_MIN_VALUES output values with stride_w > 1 (or without
-    SCALED_PATH) or when the folding's bound fails (on every channel, or some channel's late bound: a
+    SCALED_PATH) or when neither folding is exact on every channel (requant_trunc's, requant.py's: a
     MixedEpilogue)."""
     m, shift, zero_point, lo, hi, max_abs_x, acc_bound = requantization
     values = int(np.prod(geo.out_shape))
     scaled = values <= ROWS_MIN_VALUES
     if scaled and (geo.stride_w != 1 or not SCALED_PATH):
         return None
-    shift128 = 128 if x.dtype == np.int8 else 0
     weight_abs_sums = np.abs(w).sum(axis=0)
-    folding = fold_requantization(
-        m,
-        shift,
-        zero_point + shift128,
-        lo + shift128,
-        hi + shift128,
-        offset,
-        weight_abs_sums,
-        max_abs_x,
-        acc_bound,
-        geo.out_shape,
-        np.uint8,
-    )
-    if folding is None:
-        return None
+    bounds = max_abs_x * weight_abs_sums + np.abs(offset)
+    folding = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, x.dtype)
+    late = None
+    if folding is None:  # requant.py's floor-based folding: a late zero point (or a sign path b <= lo misses)
+        late = fold_requantization(
+            m, shift, zero_point, lo, hi, offset, weight_abs_sums, max_abs_x, acc_bound, geo.out_shape, x.dtype
+        )
+        if late is None or isinstance(late.epilogue, MixedEpilogue):
+            return None
     if not scaled and max_abs_x * int(weight_abs_sums.max()) > FLOAT32_EXACT:  # the tap sums' bound
         return None  # (the folding's own bound, M >= 2^30 times the sums below 2^53 units, fails first anyway)
+    scale = (folding or late).scale
     if scaled:  # float64 sums of x * (w * scale): multiples of the unit below 2^53 units (the folding's bound)
-        w_scaled = w * folding.scale  # |w * M| < 2^40: exact
+        w_scaled = w * scale  # |w * M| < 2^40: exact
         fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w_scaled, np.float64, x.zero_point)
     else:
         fill, groups, sums, scratch = _tap_sums(geo, x.dtype, multiplier, w, np.float32, x.zero_point)
     rows = sums.shape
-    ep = folding.epilogue
-    if type(ep) in (FoldedEpilogue, SmallFoldedEpilogue):
-        sign = None if ep.half is None else aligned_empty(rows, np.float64)
-        half = None if ep.half is None else ep.half.reshape(-1)[: geo.out_w * geo.out_c]
-        epilogue = TruncatingEpilogue(ep.lo, ep.hi, half, None if half is None else ep.const, sign, shift128 > 0)
-        rows_shape = True
-    elif isinstance(ep, LateZeroPointEpilogue):
-        epilogue = FlippedEpilogue(ep) if shift128 else ep
-        rows_shape = False
-    else:  # MixedEpilogue
-        return None
-    unshifted = None
-    if shift128:
-        plain = fold_requantization(
-            m, shift, zero_point, lo, hi, offset, weight_abs_sums, max_abs_x, acc_bound, geo.out_shape, np.int8
-        )
-        if plain is not None and type(plain.epilogue) in (FoldedEpilogue, SmallFoldedEpilogue):
-            assert np.array_equal(plain.scale, folding.scale)  # the shift changes the constant only
-            unshifted = (_per_value(plain.const, rows), plain.epilogue)
     acc = sums if scaled else aligned_empty(rows, np.float64)
+    if folding is None:
+        epilogue, const, acc_out, rows_form = late.epilogue, late.const, acc.reshape(geo.out_shape), None
+    else:
+        epilogue, const = folding.epilogue(geo.out_shape), folding.const
+        acc_out = acc.reshape(epilogue.shape)  # (the output's shape for a PlainTruncEpilogue)
+        rows_form = None
+        if folding.base != 0:  # the feeding form: b = 0, floored straight into the conv's rows where exact
+            plain = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, x.dtype, base=0)
+            if plain is not None:
+                assert np.array_equal(plain.scale, folding.scale)  # the base changes the constant only
+                rows_form = (_per_value(plain.const, rows), plain.epilogue(geo.out_shape, wide=False))
     return DepthwiseConvQuantizedRows(
         fill,
         groups,
         sums,
         scratch,
-        None if scaled else _per_value(folding.scale, rows),
-        _per_value(folding.const, rows),
+        None if scaled else _per_value(scale, rows),
+        _per_value(const, rows),
         acc,
-        acc if rows_shape else acc.reshape(geo.out_shape),
+        acc_out,
         acc.reshape(geo.out_shape),
         epilogue,
-        unshifted,
+        rows_form,
     )
 
 

@@ -1,34 +1,46 @@
-"""Truncating 8-bit requantization epilogues of the quantized CONV_2D (issue 16): ``clamp(MBQM(acc) + zp, lo, hi)``
-into an int8 / uint8 output with every value made non-negative before the float -> integer conversion, so the
-conversion truncates (floor == trunc on values >= 0; values below 0 clip to 0 either way) straight into the
-output's uint8 view (through int16 where |v| < 2^15 is proven at prepare: the clip then runs in int16), and one
-uint8 add (wrapping modulo 256) of a constant turns the bytes into the output's values: no casting floor, no
-copysign, no temporaries, scalar clip bounds. MBQM is tflite/kernels/internal/common.cc
-MultiplyByQuantizedMultiplier (double rounding); the formulas are those of requant.py's module docstring.
+"""Truncating 8-bit requantization epilogues (issue 16), one mechanism shared by the quantized CONV_2D (its folded
+float64 GEMM and its exact float32 GEMM: conv2d_quantized.py) and the DEPTHWISE_CONV_2D rows path
+(depthwise_rows.py, depthwise_into_rows.py): ``clamp(MBQM(acc) + zp, lo, hi)`` into an int8 / uint8 output. MBQM
+is tflite/kernels/internal/common.cc MultiplyByQuantizedMultiplier (double rounding); the formulas are those of
+requant.py's module docstring: with u = acc * M * 2^(ls-31-rs) and h = 2^-(rs+1) (0 where rs = 0), ReLU-like
+layers (lo >= zp, or no right shift on any channel) give floor(clip(u + zp + 1/2 + h, lo, hi)), the others
+floor(clip(u + copysign(h, u) + zp + 1/2, lo, hi)).
 
-* :class:`TruncEpilogue` follows the folded float64 GEMM of ReLU-like layers (lo >= zp, requant.py): the GEMM
-  gives u + c' with c' = (1/2 + h) * 2^-rs and no zero point on any channel (the output zero point is added
-  after the floor, as requant.LateZeroPointEpilogue does for some channels): clip to [lo - zp, hi - zp] (>= 0),
-  truncate into the uint8 view, add zp modulo 256. Exact under :func:`fold_truncating`'s bound.
-* :class:`TruncSignEpilogue` follows the folded GEMM of the other layers: the GEMM gives u, the ties-away term
-  copysign(h, u) comes from u's sign bit (two int64 passes), then the constant h + 1/2 + zp - lo, the clip and
-  the truncation. Exact under the 2^53 bound of :func:`_exact_by_bound`.
-* :class:`ScaledEpilogue` follows an exact integer GEMM (float32, the C++ accumulators): acc * scale + const in
-  float64 (with the sign bit's term on the sign path), clip, truncate, add. Exact per channel by the 2^53 bound
-  (_exact_by_bound: the values are requant.py's formula, computed exactly) or, on the channels it does not
-  cover (near-dead channels: right shifts >= 15 with zero point -128, or with a no-activation clamp), by the
-  monotone proof below, checked at prepare by :func:`scaled_epilogue`.
+The mechanism (:class:`TruncEpilogue`, its constants folded by :func:`fold_truncating`, or :func:`scaled_epilogue`
+for the float32 GEMM's accumulators): with a base b <= lo (b = 0 where lo >= 0, else min(zp, lo)), the values
+v = (the result before the floor) - b are computed (the GEMM's or tap sums' constant holds zp - b + 1/2 + h on
+ReLU-like layers; on the others the epilogue adds copysign(h, v) and then the scalar zp - b + 1/2) and clipped to
+[lo - b, hi - b], which lies in [0, 255]: every clipped value is >= 0, so the truncating float -> integer
+conversion is the floor, straight into the output's uint8 view; one wrapping uint8 add of b modulo 256 turns those
+bytes into the output's (for int8, b = -128 adds 128: the two's complement pattern; no add where b = 0, uint8
+layers). No casting floor, no temporaries, scalar clip bounds. Where |v| < 2^15 is proven (the ``wide`` form), the
+truncation goes to int16 first and the clip runs in int16 into the uint8 view: the same values (for v >= 0
+trunc = floor; for v < 0, trunc(v) <= 0 <= lo - b clips to lo - b as floor(clip(v)) does).
+
+Exactness (written once, checked per channel by :func:`_exact_by_bound` inside fold_truncating and
+scaled_epilogue): every value the epilogue (and the GEMM or tap sums before it, in whatever order they add) computes
+is an integer multiple of the unit 2^(ls-31-rs) (needs ls <= 30; h, 1/2 and the integers are multiples) below 2^53
+units, so each is exact and the float result is requant.py's formula exactly:
+M * B + (|zp - b| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53, with B >= every |partial sum| of the accumulator
+(max|x| * sum|w - w_zp| + |offset|). Also 0 <= M < 2^31, rs <= 31 and the C++ int32 accumulator times 2^ls does
+not wrap. The near-dead channels of no-activation layers (right shifts >= 15 with b = -128 far from zp) fail it;
+on the float32 GEMM's integer accumulators :func:`scaled_epilogue` proves them by the monotone proof below.
 
 Monotone proof. For one channel, the exact result f(acc) = clamp(MBQM(acc) + zp, lo, hi) is a monotone
 non-decreasing function of the integer accumulator (MBQM with M >= 0 is monotone: SRDHM and RoundingDivideByPOT
-are), and so is the float64 epilogue g(acc) (products by a positive scale, additions, the subtraction of 2h where
-acc < 0 (a step up at 0), clip and truncation are monotone in IEEE arithmetic, which rounds monotonically; a -0.0
-accumulator gives the +0.0 result: floor(C - 2h) = floor(C) for C = h + 1/2 + zp - lo). Two monotone functions on
-the integers [-B, B] are equal when they are equal at -B, at B and at both sides (T - 1, T) of every step T of f:
-between two steps f is constant and g, squeezed between equal values, too. f has at most hi - lo steps; prepare
-finds them by a bisection (bracketed by the step formula) with the exact integer requantization
-(litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own ufunc sequence (elementwise
-IEEE operations: the same bits at any array shape).
+are), and so is the float64 epilogue g(acc) (products by a positive scale, additions, the copysign term (a step up
+of 2h at 0), clip and truncation are monotone in IEEE arithmetic, which rounds monotonically). Two monotone
+functions on the integers [-B, B] are equal when they are equal at -B, at B and at both sides (T - 1, T) of every
+step T of f: between two steps f is constant and g, squeezed between equal values, too. f has at most hi - lo
+steps; prepare finds them by a bisection (bracketed by the step formula) with the exact integer requantization
+(litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own ufunc sequence (ScaledEpilogue's
+copy, product and TruncEpilogue: elementwise IEEE operations, the same bits at any array shape; its int16 and
+float64 tails give the same integer for every v, so the probe's tail may be either).
+
+Where the two former forms differed, the faster was kept (measured per layer, 1 thread): the int16 clip from
+WIDE_MIN_VALUES outputs on, the float64 clip below; the ties-away term as copysign(h, v) computed bit for bit (v's
+sign bit OR h's bits: two vectorized integer passes, 16384 values 9.7 -> 6.2 us against np.copysign; the former
+conv form, an arithmetic shift of the sign bit, a mask and a subtraction, took 10.7 us), then one add.
 """
 
 from __future__ import annotations
@@ -41,18 +53,24 @@ from ...quant import INT32_MAX, requantize
 from ..common import aligned_empty, clip_ufunc
 
 FLOAT64_EXACT = 1 << 53
-ZERO = np.array(0.0)  # a 0-d clip bound (a Python float operand is converted on every ufunc call)
-ZERO16 = np.int16(0)
-
+SIGN_BIT64 = np.array(1 << 63, np.uint64)  # a 0-d operand (a Python int is converted on every ufunc call)
 
 #: Outputs of at most this many values get per-channel constants of the output's shape (a broadcasting ufunc call
 #: costs up to 1.4x a plain one); larger ones a (OW*O,) row broadcast over (N*OH, OW*O) rows (bounded memory:
 #: the constants of a 112x112x64 layer would take 6 MB each).
 FULL_CONSTANTS_MAX_VALUES = 1 << 16
 
+#: |v| below this (with a margin for the constants' rounding-free additions) lets the truncation go through int16.
+WIDE_MAX = 2**15 - 2
+#: Outputs of at least this many values truncate through int16 where |v| < 2^15 (the ``wide`` form: a truncating
+#: copy and an int16 clip into the uint8 view); smaller ones clip in float64 and truncate into the uint8 view
+#: (measured, 1 thread, the epilogue alone: 1152 values 2.3 vs 2.9 us, 4608 3.6 vs 3.8, 8000 5.1 vs 4.5, 18432
+#: 9.7 vs 7.6, 36864 16.3 vs 12.3 us).
+WIDE_MIN_VALUES = 6144
+
 
 def _layout(out_shape) -> tuple:
-    """The shape the epilogue's scratch buffers (and the views of the accumulators and output) take."""
+    """The shape the epilogue's operands and scratch buffers (and the views of the values and output) take."""
     values = int(np.prod(out_shape))
     if values <= FULL_CONSTANTS_MAX_VALUES:
         return tuple(out_shape)
@@ -60,151 +78,213 @@ def _layout(out_shape) -> tuple:
     return (values // row, row)
 
 
-def _constant(a, out_shape, dtype=np.float64) -> np.ndarray:
-    """Per-channel values ``a`` (O,) laid out for the epilogue (_layout): the output's shape, or one (OW*O,) row."""
-    shape = _layout(out_shape)
-    b = aligned_empty(shape if len(shape) == 4 else shape[1:], dtype)  # on a cache line: ufunc loops up to 2x faster
+def _constant(a, shape: tuple) -> np.ndarray:
+    """Per-channel float64 values ``a`` (O,) laid out for the epilogue: ``shape`` (_layout), or its last row when
+    that is 2-d (broadcast over the rows); on a cache line (ufunc loops up to 2x faster)."""
+    b = aligned_empty(shape if len(shape) == 4 else shape[1:], np.float64)
     b.reshape(-1, np.size(a))[...] = a
     return b
 
 
-def _wrap_constant(lo: int, dtype) -> np.uint8:
-    """The uint8 addend that turns trunc values t (>= 0) into the bytes of t + lo in the output type."""
-    return np.uint8(lo % 256) if np.dtype(dtype) == np.int8 else np.uint8(lo)
-
-
 @dataclass(frozen=True, eq=False)
 class TruncEpilogue:
-    """``out = trunc(clip(v, lo2, hi2)) + k`` with ``v`` (float64, overwritten) the folded GEMM's u + c' (no zero
-    point), 0 <= lo2 = lo - zp, hi2 = hi - zp and k = zp: clip in place, the truncating conversion into the
-    output's uint8 view (exact: integers in [0, 255]), one wrapping uint8 add (skipped when k is 0).
+    """The shared truncating epilogue (module docstring): ``v`` (float64, overwritten; any shape of ``shape``'s
+    values) holds the values less the base b; the sign path adds copysign(half, v); ``const`` is added (the
+    scalar zp - b + 1/2 on the sign path, per-channel constants for ScaledEpilogue's ReLU-like layers, None where
+    the GEMM added it); then the clip to [lo, hi] = [lo - b, hi - b] within [0, 255] and the truncation into the
+    output's uint8 view (``wide``: through int16, clipped there), and ``add`` = b modulo 256 (None where 0)."""
 
-    ``wide`` (|v| < 2^15 proven at prepare): the truncating conversion to int16 first, then the clip in int16
-    into the uint8 view (about 0.7x the time of the float64 clip and conversion). The same values: for v >= 0
-    trunc = floor; for v < 0, trunc(v) <= 0 <= lo2 clips to lo2 as floor(clip(v)) does."""
-
-    lo: np.ndarray  # 0-d float64 lo - zp (>= 0)
-    hi: np.ndarray  # 0-d float64 hi - zp
-    add: np.uint8 | None  # zp modulo 256; None when 0
-    wide: np.ndarray | None = None  # int16 scratch of the output's shape
+    shape: tuple  # _layout of the output
+    lo: np.ndarray  # 0-d float64 lo - b (>= 0)
+    hi: np.ndarray  # 0-d float64 hi - b (<= 255)
+    base: int  # b
+    add: np.uint8 | None  # b modulo 256; None where 0
+    half: np.ndarray | None = None  # sign path: h per value (layout); None: ReLU-like
+    const: np.ndarray | None = None  # 0-d or per value (layout), added after the sign term
+    sign: np.ndarray | None = None  # float64 scratch (sign path)
+    wide: np.ndarray | None = None  # int16 scratch (|v| < 2^15 proven at prepare)
     lo16: np.int16 = np.int16(0)
     hi16: np.int16 = np.int16(255)
+    half_bits: np.ndarray | None = None  # half viewed as uint64
+    sign_bits: np.ndarray | None = None  # sign viewed as uint64
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        dest = out.view(np.uint8)
+        v = v.reshape(self.shape)
+        if self.half is not None:  # copysign(h, v) bit for bit: v's sign bit | h's bits (np.copysign: 1.6x slower)
+            bits = self.sign_bits
+            np.bitwise_and(v.view(np.uint64), SIGN_BIT64, out=bits)
+            np.bitwise_or(bits, self.half_bits, out=bits)
+            np.add(v, self.sign, out=v)
+        if self.const is not None:
+            np.add(v, self.const, out=v)
+        dest = out.view(np.uint8).reshape(self.shape)
         wide = self.wide
         if wide is not None:
-            np.copyto(wide, v.reshape(wide.shape), casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
-            clip_ufunc(wide, self.lo16, self.hi16, out=dest.reshape(wide.shape), casting="unsafe")
+            np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
+            clip_ufunc(wide, self.lo16, self.hi16, out=dest, casting="unsafe")  # trunc(v) <= 0 clips as floor does
         else:
             clip_ufunc(v, self.lo, self.hi, out=v)
-            np.copyto(dest, v.reshape(dest.shape), casting="unsafe")
-        if self.add is not None:
-            np.add(dest, self.add, out=dest)
-
-
-def fold_truncating(
-    multiplier, shift, zero_point: int, lo: int, hi: int, offset, weight_abs_sums, max_abs_x: int, acc_bound: float,
-    out_dtype, out_shape,
-):  # fmt: skip
-    """(scale, const, TruncEpilogue) folding clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with
-    acc = sum_k x_k * w_kc + offset[c] into a float64 GEMM (weights * scale, constant row const), or None. Layers
-    that are not ReLU-like (lo < zp) take :func:`_fold_sign` (TruncSignEpilogue).
-
-    Needs a ReLU-like layer (lo >= zp: requant.py's argument that the ties-away correction is not needed), an int8
-    or uint8 output, 0 <= M and acc_bound * 2^ls <= INT32_MAX (no int32 wrap in C++), and on every channel the
-    exactness bound of the folded GEMM without the zero point (requant.py's "late" bound): every partial sum is a
-    multiple of the unit 2^(ls-31-rs) (ls <= 30) below 2^53 units,
-    M * (max|x| * sum|w - w_zp| + |offset|) + 2^(31-ls) + 2^(31+rs-ls) <= 2^53."""
-    m = np.asarray(multiplier, np.int64).reshape(-1)
-    s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape)
-    offset = np.asarray(offset, np.int64).reshape(-1)
-    wsum = np.asarray(weight_abs_sums, np.int64).reshape(-1)
-    if np.dtype(out_dtype) not in (np.int8, np.uint8) or (m < 0).any() or acc_bound > INT32_MAX:
-        return None
-    ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-    if lo < zero_point:
-        if (ls > 30).any() or (rs > 31).any() or (acc_bound * np.ldexp(1.0, ls) > INT32_MAX).any():
-            return None
-        return _fold_sign(
-            m, ls, rs, zero_point, lo, hi, offset, max_abs_x * wsum + np.abs(offset), out_dtype, out_shape
-        )
-    for mc, lc, rc, w, off in zip(m.tolist(), ls.tolist(), rs.tolist(), wsum.tolist(), offset.tolist()):
-        if lc > 30 or rc > 31 or acc_bound * 2.0**lc > INT32_MAX:
-            return None
-        if mc * (max_abs_x * w + abs(off)) + (1 << (31 - lc)) + (1 << (31 + rc - lc)) > FLOAT64_EXACT:
-            return None
-    unit = np.ldexp(1.0, ls - 31 - rs)
-    scale = m * unit  # exact: M < 2^31
-    const = (offset * m).astype(np.float64) * unit + np.where(rs > 0, np.ldexp(1.0, -1 - rs) + 0.5, 0.5)
-    add = _wrap_constant(zero_point, out_dtype)
-    lo2, hi2 = lo - zero_point, hi - zero_point
-    # |v| <= scale * (max|x| * sum|w| + |offset|) + c' (c' <= 1): int16 for the truncation when below 2^15
-    top = max(float(sc) * (max_abs_x * w + abs(off)) for sc, w, off in zip(scale, wsum.tolist(), offset.tolist()))
-    wide = aligned_empty(out_shape, np.int16) if top + 2 < 2**15 else None
-    epilogue = TruncEpilogue(
-        np.array(float(lo2)), np.array(float(hi2)), add or None, wide, np.int16(lo2), np.int16(hi2)
-    )
-    return scale, const, epilogue
-
-
-@dataclass(frozen=True, eq=False)
-class ScaledEpilogue:
-    """The requantization of exact integer accumulators (float32 GEMM output whose ones column added the offset,
-    the output's shape) into an int8 / uint8 output, proven exact at prepare by :func:`scaled_epilogue` (module
-    docstring). Per-channel operands are output-shaped up to FULL_CONSTANTS_MAX_VALUES values (a broadcasting
-    ufunc call costs up to 1.4x a plain one), rows beyond; the float32 -> float64 copy and a plain product cost
-    less than one mixed-type product::
-
-        v = acc (float64); [t = 2h where v < 0, else +0.0: the sign bit, shifted and masked as int64 bits]
-        v = v * scale + const - t      const = c' + zp - lo (ReLU-like), h + 1/2 + zp - lo (sign path)
-        clip(v, 0, hi - lo); out bytes = trunc(v) + lo (mod 256)
-
-    so the sign path computes u + copysign(h, u) + zp + 1/2 - lo (u = acc * scale, h = 2^-(rs+1)) with two
-    integer passes instead of copysign (not vectorized by numpy: 2-3x slower). ``wide`` (|v| < 2^15 proven at
-    prepare): the truncation to int16, then the clip in int16 into the uint8 view (TruncEpilogue's argument:
-    trunc(v) <= 0 clips to 0 as floor(clip(v)) does)."""
-
-    scale: np.ndarray  # float64, the output's shape or one (OW*O,) row (_layout)
-    const: np.ndarray  # float64, as scale
-    twice_half: np.ndarray | None  # int64 bits of the float64 2h = 2^-rs (+0.0 where rs = 0); None: ReLU-like
-    hi: np.ndarray  # 0-d float64 hi - lo
-    add: np.uint8 | None  # lo modulo 256; None when 0
-    v: np.ndarray  # float64 scratch, the output's shape or (N*OH, OW*O) (_layout)
-    t: np.ndarray | None  # float64 scratch (sign path)
-    wide: np.ndarray | None = None  # int16 scratch, as v
-    hi16: np.int16 = np.int16(255)
-
-    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
-        acc = acc.reshape(self.v.shape)
-        dest = out.view(np.uint8).reshape(self.v.shape)
-        wide = self.wide
-        if wide is not None:
-            v = _values(acc, self.scale, self.const, self.twice_half, None, self.v, self.t)
-            np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
-            clip_ufunc(wide, ZERO16, self.hi16, out=dest, casting="unsafe")
-        else:
-            v = _values(acc, self.scale, self.const, self.twice_half, self.hi, self.v, self.t)
             np.copyto(dest, v, casting="unsafe")  # integers in [0, 255] after truncation: exact
         if self.add is not None:
             np.add(dest, self.add, out=dest)
 
 
-def _values(acc, scale, const, twice_half, hi, v, t):
-    """The clipped float64 values the conversion truncates: the invoke's ufunc sequence, which scaled_epilogue also
-    evaluates at the step points (``acc`` +0.0 where 0: the ones column's +0.0 term makes the GEMM's zero +0.0)."""
-    np.copyto(v, acc)
-    if twice_half is not None:
-        bits = t.view(np.int64)
-        np.right_shift(v.view(np.int64), 63, out=bits)  # -1 (all bits) where v < 0, else 0
-        np.bitwise_and(bits, twice_half, out=bits)  # 2h where v < 0, else +0.0
-    np.multiply(v, scale, out=v)
-    np.add(v, const, out=v)
-    if twice_half is not None:
-        np.subtract(v, t, out=v)
-    if hi is not None:  # None: the caller clips after the truncation
-        clip_ufunc(v, ZERO, hi, out=v)
-    return v
+@dataclass(frozen=True, eq=False)
+class PlainTruncEpilogue(TruncEpilogue):
+    """TruncEpilogue without the sign term and the constant (ReLU-like layers whose GEMM or tap sums added it),
+    over outputs of at most FULL_CONSTANTS_MAX_VALUES values: ``v`` must have the output's shape (the callers
+    pass it so), so no reshape is made (small layers pay per Python operation): the same numpy calls."""
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        dest = out.view(np.uint8)
+        wide = self.wide
+        if wide is not None:
+            np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
+            clip_ufunc(wide, self.lo16, self.hi16, out=dest, casting="unsafe")
+        else:
+            clip_ufunc(v, self.lo, self.hi, out=v)
+            np.copyto(dest, v, casting="unsafe")
+        if self.add is not None:
+            np.add(dest, self.add, out=dest)
+
+
+@dataclass(frozen=True, eq=False)
+class TruncFolding:
+    """What :func:`fold_truncating` folds, per output channel: ``scale`` M * 2^(ls-31-rs) (the weights or tap sums
+    times it are exact) and ``const`` offset * scale (+ zp - b + 1/2 + h on ReLU-like layers), exact; the
+    epilogue's parameters (base b, the sign path's h, the bound ``top`` of |v|)."""
+
+    scale: np.ndarray  # (O,) float64
+    const: np.ndarray  # (O,) float64
+    base: int
+    lo: int  # the output clamp
+    hi: int
+    zero_point: int
+    half: np.ndarray | None  # (O,) float64 h (sign path); None: ReLU-like
+    top: float  # |v| <= top
+
+    def epilogue(self, out_shape, wide: bool = True, extra_const: np.ndarray | None = None) -> TruncEpilogue:
+        """The TruncEpilogue over an output of ``out_shape``: through int16 when ``wide`` and |v| < 2^15;
+        ``extra_const`` (O,): per-channel constants it adds itself (ScaledEpilogue, ReLU-like)."""
+        shape = _layout(out_shape)
+        lo, hi, b = self.lo - self.base, self.hi - self.base, self.base
+        half = sign = None
+        const = None if extra_const is None else _constant(extra_const, shape)
+        if self.half is not None:
+            half, sign = _constant(self.half, shape), aligned_empty(shape, np.float64)
+            const = np.array(self.zero_point - b + 0.5)
+        wide = wide and self.top < WIDE_MAX and int(np.prod(out_shape)) >= WIDE_MIN_VALUES
+        plain = half is None and const is None and len(shape) == 4
+        return (PlainTruncEpilogue if plain else TruncEpilogue)(
+            shape, np.array(float(lo)), np.array(float(hi)), b, np.uint8(b % 256) if b % 256 else None, half, const,
+            sign, aligned_empty(shape, np.int16) if wide else None, np.int16(max(lo, 0)), np.int16(min(hi, 255)),
+            None if half is None else half.view(np.uint64), None if sign is None else sign.view(np.uint64),
+        )  # fmt: skip
+
+
+def _channels(multiplier, shift, acc_bound) -> tuple | None:
+    """(m, s, ls, rs) int64 per channel, or None where some M < 0, |shift| > 31 or ls > 30, or the C++ int32
+    accumulator times 2^ls could wrap (``acc_bound``: a scalar or per-channel bound of |acc|)."""
+    m = np.asarray(multiplier, np.int64).reshape(-1)
+    s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape).copy()
+    if (m < 0).any() or (np.abs(s) > 31).any():
+        return None
+    ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
+    if (ls > 30).any() or (np.asarray(acc_bound, np.float64) * np.ldexp(1.0, ls) > INT32_MAX).any():
+        return None
+    return m, s, ls, rs
+
+
+def _fold(m, ls, rs, zero_point: int, lo: int, hi: int, offset, bounds, base: int) -> TruncFolding:
+    unit = np.ldexp(1.0, ls - 31 - rs)
+    scale = m * unit  # exact: M < 2^31
+    const = (np.asarray(offset, np.int64) * m).astype(np.float64) * unit  # |offset * M| < 2^53: exact
+    h = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0)
+    relu_like = lo >= zero_point or not rs.any()
+    if relu_like:
+        const = const + (zero_point - base + 0.5 + h)
+    top = float((bounds * scale).max()) + abs(zero_point - base) + 1.0
+    return TruncFolding(scale, const, base, lo, hi, zero_point, None if relu_like else h, top)
+
+
+def fold_truncating(
+    multiplier, shift, zero_point: int, lo: int, hi: int, offset, bounds, acc_bound: float, out_dtype,
+    base: int | None = None,
+) -> TruncFolding | None:  # fmt: skip
+    """The TruncFolding of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with acc = (sums of integer products) +
+    offset[c], every partial sum of which is at most ``bounds[c]`` in magnitude (max|x| * sum|w - w_zp| +
+    |offset|), the C++ accumulator at most ``acc_bound``; None unless the module docstring's bound holds on every
+    channel and the output (``out_dtype``) is int8 / uint8. ``base``: b (default: 0 where lo >= 0 and that is
+    exact, else min(zp, lo)); the depthwise's feeding form asks for b = 0 whatever lo (its values are floored into
+    float64 rows, not truncated: its TruncEpilogue is then read for its constants only)."""
+    channels = _channels(multiplier, shift, acc_bound)
+    if channels is None or np.dtype(out_dtype) not in (np.int8, np.uint8):
+        return None
+    m, _, ls, rs = channels
+    bounds = np.broadcast_to(np.asarray(bounds, np.int64).reshape(-1), m.shape)
+    candidates = [base] if base is not None else [0, min(zero_point, lo)] if lo >= 0 else [min(zero_point, lo)]
+    for b in candidates:
+        if _exact_by_bound(m, ls, rs, bounds, abs(zero_point - b)).all():
+            return _fold(m, ls, rs, zero_point, lo, hi, offset, bounds, b)
+    return None
+
+
+def _exact_by_bound(m, ls, rs, bound, zp_b: int) -> np.ndarray:
+    """Per channel: the module docstring's bound, M * B + (|zp - b| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53
+    (ls <= 30), ``zp_b`` = |zp - b|."""
+    return np.array(
+        [
+            lc <= 30 and bc * mc + ((zp_b + 1) << (31 + rc - lc)) + (1 << (31 - lc)) <= FLOAT64_EXACT
+            for mc, lc, rc, bc in zip(m.tolist(), ls.tolist(), rs.tolist(), bound.tolist())
+        ],
+        bool,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ScaledEpilogue:
+    """The requantization of exact integer accumulators (a float32 GEMM output whose ones column added the offset,
+    the output's shape) into an int8 / uint8 output, proven exact at prepare by :func:`scaled_epilogue` (the bound
+    or the monotone proof, module docstring): copied to float64 (a plain copy and a plain product cost less than
+    one mixed-type product), times the per-channel scale, then the shared TruncEpilogue (ReLU-like: it adds the
+    per-channel constant zp - b + 1/2 + h; sign path: copysign(h, v), then zp - b + 1/2)."""
+
+    scale: np.ndarray  # float64, the output's shape or one (OW*O,) row (_layout)
+    v: np.ndarray  # float64 scratch, _layout of the output
+    epilogue: TruncEpilogue
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        v = self.v
+        np.copyto(v, acc.reshape(v.shape))
+        np.multiply(v, self.scale, out=v)
+        self.epilogue(v, out)
+
+
+def scaled_epilogue(
+    multiplier, shift, zero_point: int, lo: int, hi: int, acc_bounds, out_shape, out_dtype
+) -> ScaledEpilogue | None:
+    """The ScaledEpilogue of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) for integer accumulators with
+    |acc| <= acc_bounds[c] of an NHWC output of ``out_shape``, or None when the output is not int8 / uint8, the
+    channels are not foldable (_channels) or the monotone proof fails on some channel the bound does not cover."""
+    if np.dtype(out_dtype) not in (np.int8, np.uint8):
+        return None
+    bound = np.asarray(acc_bounds, np.int64).reshape(-1)
+    channels = _channels(multiplier, shift, bound)
+    if channels is None:
+        return None
+    m, s, ls, rs = channels
+    bound = np.broadcast_to(bound, m.shape)
+    b = min(zero_point, lo)
+    folding = _fold(m, ls, rs, zero_point, lo, hi, np.zeros(m.size, np.int64), bound, b)  # acc holds the offset
+    relu_like = folding.half is None
+    extra = folding.const if relu_like else None  # (the sign path's constant is the scalar zp - b + 1/2)
+    check = ~_exact_by_bound(m, ls, rs, bound, abs(zero_point - b))
+    if check.any() and not _proven(m[check], s[check], zero_point, lo, hi, bound[check], folding, extra, check):
+        return None
+    shape = _layout(out_shape)
+    return ScaledEpilogue(
+        _constant(folding.scale, shape), aligned_empty(shape, np.float64), folding.epilogue(out_shape, True, extra)
+    )
 
 
 def _exact(acc: np.ndarray, c: np.ndarray, m, shift, zero_point: int, lo: int, hi: int) -> np.ndarray:
@@ -212,68 +292,10 @@ def _exact(acc: np.ndarray, c: np.ndarray, m, shift, zero_point: int, lo: int, h
     return requantize(acc, m[c], shift[c], zero_point, lo, hi, method="int64")
 
 
-def scaled_epilogue(
-    multiplier, shift, zero_point: int, lo: int, hi: int, acc_bounds, out_shape, out_dtype
-) -> ScaledEpilogue | None:
-    """The ScaledEpilogue of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) for integer accumulators with
-    |acc| <= acc_bounds[c] of an NHWC output of ``out_shape``, or None when the monotone proof (module docstring)
-    fails on some channel, the output is not int8 / uint8, some M < 0 or the C++ int32 accumulator could wrap
-    (acc_bounds[c] * 2^ls > INT32_MAX)."""
-    m = np.asarray(multiplier, np.int64).reshape(-1)
-    s = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), m.shape).copy()
-    bound = np.asarray(acc_bounds, np.int64).reshape(-1)
-    if np.dtype(out_dtype) not in (np.int8, np.uint8) or (m < 0).any() or (np.abs(s) > 31).any():
-        return None
-    ls, rs = np.maximum(s, 0), np.maximum(-s, 0)
-    if ((bound << ls) > INT32_MAX).any():
-        return None
-    relu_like = lo >= zero_point or not rs.any()
-    scale = m * np.ldexp(1.0, ls - 31 - rs)  # exact: M < 2^31
-    h = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0)
-    const = h + 0.5 + (zero_point - lo)  # c' (+ zp - lo), or h + 1/2 + zp - lo before the sign term: the same
-    twice_half = None if relu_like else (2 * h).view(np.int64)
-    top = np.array(float(hi - lo))
-    check = ~_exact_by_bound(m, ls, rs, bound, abs(zero_point - lo))
-    if check.any() and not _proven(
-        m[check], s[check], zero_point, lo, hi, bound[check], scale[check], const[check],
-        None if twice_half is None else twice_half[check], top,
-    ):  # fmt: skip
-        return None
-
-    shape = _layout(out_shape)
-    add = _wrap_constant(lo, out_dtype)
-    sign = twice_half is not None
-    # |v| <= B * scale + |const| (+ 2h <= 1): int16 for the truncation when below 2^15
-    wide = float((bound * scale).max() + np.abs(const).max()) + 2 < 2**15
-    return ScaledEpilogue(
-        _constant(scale, out_shape),
-        _constant(const, out_shape),
-        _constant(twice_half, out_shape, np.int64) if sign else None,
-        top,
-        add or None,
-        aligned_empty(shape, np.float64),
-        aligned_empty(shape, np.float64) if sign else None,
-        aligned_empty(shape, np.int16) if wide else None,
-        np.int16(hi - lo),
-    )
-
-
-def _exact_by_bound(m, ls, rs, bound, zp_lo: int) -> np.ndarray:
-    """Per channel: whether every value the epilogue computes is exact (a multiple of the unit 2^(ls-31-rs) below
-    2^53 units: ls <= 30, B * M + (|zp - lo| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53), so that it computes
-    requant.py's formula exactly (ReLU-like: without the ties-away term; else keyed on acc < 0) and needs no
-    step check (most channels: the monotone proof then runs on the others, the near-dead ones)."""
-    return np.array(
-        [
-            lc <= 30 and b * mc + ((zp_lo + 1) << (31 + rc - lc)) + (1 << (31 - lc)) <= FLOAT64_EXACT
-            for mc, lc, rc, b in zip(m.tolist(), ls.tolist(), rs.tolist(), bound.tolist())
-        ],
-        bool,
-    )
-
-
-def _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top) -> bool:
-    """Whether g == f at -B, B and both sides of every step of f, on every channel (module docstring)."""
+def _proven(m, s, zero_point, lo, hi, bound, folding: TruncFolding, extra, check) -> bool:
+    """Whether g == f at -B, B and both sides of every step of f, on the channels ``check`` of ``folding``
+    (``m``, ``s``, ``bound``: theirs; ``extra``: the per-channel constants ScaledEpilogue's epilogue adds, or None):
+    g is ScaledEpilogue's sequence at those points, the epilogue built as the invoke's (module docstring)."""
     channels = np.arange(m.size)
     f_lo = _exact(-bound, channels, m, s, zero_point, lo, hi)
     f_hi = _exact(bound, channels, m, s, zero_point, lo, hi)
@@ -292,10 +314,20 @@ def _proven(m, s, zero_point, lo, hi, bound, scale, const, twice_half, top) -> b
     points = np.concatenate([-bound, bound, right, right - 1])
     pc = np.concatenate([channels, channels, c, c])
     want = _exact(points, pc, m, s, zero_point, lo, hi)
-    v, t = np.empty(points.size), np.empty(points.size)
-    got = _values(points.astype(np.float64), scale[pc], const[pc], None if twice_half is None else twice_half[pc],
-                  top, v, t)  # fmt: skip
-    return bool((np.trunc(got).astype(np.int64) + lo == want).all())
+    # the probe: one value per point, each with its channel's constants (elementwise: the invoke's bits)
+    sub = TruncFolding(
+        folding.scale[check][pc], folding.const[check][pc], folding.base, lo, hi, zero_point,
+        None if folding.half is None else folding.half[check][pc], folding.top,
+    )  # fmt: skip
+    shape = (1, 1, 1, points.size)
+    probe = sub.epilogue(shape, True, None if extra is None else extra[check][pc])
+    v = points.astype(np.float64) * sub.scale
+    got = np.empty(shape, np.uint8)
+    probe(v, got)
+    got = got.reshape(-1).astype(np.int64)
+    if lo < 0:  # int8: the bytes' two's complement
+        got = np.where(got > 127, got - 256, got)
+    return bool((got == want).all())
 
 
 def _bracket(m, s, zero_point, lo, hi, bound, c, target):
@@ -314,57 +346,3 @@ def _bracket(m, s, zero_point, lo, hi, bound, c, target):
         (left == -b) | (_exact(left, c, m, s, zero_point, lo, hi) < target)
     )
     return np.where(ok, left, -b), np.where(ok, right, b)
-
-
-@dataclass(frozen=True, eq=False)
-class TruncSignEpilogue:
-    """The folded GEMM's epilogue for layers that are not ReLU-like: ``v`` (float64, overwritten) holds u exactly
-    (the GEMM's constant row is offset * scale); then, as ScaledEpilogue's sign path, t = 2h where v < 0 (the sign
-    bit shifted and masked as int64 bits, +0.0 elsewhere; u = 0 is +0.0: the constant row's +0.0 term), v + C - t
-    with C = h + 1/2 + zp - lo, so u + copysign(h, u) + zp + 1/2 - lo (requant.py's sign path), the truncation to
-    int16 (|v| < 2^15 proven at prepare), the clip to [0, hi - lo] into the uint8 view, + lo modulo 256."""
-
-    const: np.ndarray  # float64 C, the output's shape or one (OW*O,) row (_layout)
-    twice_half: np.ndarray  # int64 bits of 2h, as const
-    t: np.ndarray  # float64 scratch, the output's shape or (N*OH, OW*O)
-    wide: np.ndarray  # int16 scratch, as t
-    hi16: np.int16
-    add: np.uint8 | None  # lo modulo 256; None when 0
-
-    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        v = v.reshape(self.t.shape)
-        bits = self.t.view(np.int64)
-        np.right_shift(v.view(np.int64), 63, out=bits)  # -1 (all bits) where v < 0, else 0
-        np.bitwise_and(bits, self.twice_half, out=bits)
-        np.add(v, self.const, out=v)
-        np.subtract(v, self.t, out=v)
-        wide, dest = self.wide, out.view(np.uint8).reshape(self.t.shape)
-        np.copyto(wide, v, casting="unsafe")  # trunc toward zero, exact: |v| < 2^15
-        clip_ufunc(wide, ZERO16, self.hi16, out=dest, casting="unsafe")  # trunc(v) <= 0 clips to 0 as floor does
-        if self.add is not None:
-            np.add(dest, self.add, out=dest)
-
-
-def _fold_sign(m, ls, rs, zero_point: int, lo: int, hi: int, offset, bound, out_dtype, out_shape):
-    """fold_truncating for a layer that is not ReLU-like: (scale, offset * scale, TruncSignEpilogue), or None
-    unless on every channel every value is exact (_exact_by_bound with B = max|x| * sum|w| + |offset|: the
-    GEMM's partial sums and u + C - t are multiples of the unit below 2^53) and |v| < 2^15."""
-    if not _exact_by_bound(m, ls, rs, bound, abs(zero_point - lo)).all():
-        return None
-    unit = np.ldexp(1.0, ls - 31 - rs)
-    scale = m * unit
-    h = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0)
-    const = h + 0.5 + (zero_point - lo)
-    if float((bound * scale).max()) + float(np.abs(const).max()) + 2 >= 2**15:
-        return None
-
-    shape = _layout(out_shape)
-    epilogue = TruncSignEpilogue(
-        _constant(const, out_shape),
-        _constant((2 * h).view(np.int64), out_shape, np.int64),
-        aligned_empty(shape, np.float64),
-        aligned_empty(shape, np.int16),
-        np.int16(hi - lo),
-        _wrap_constant(lo, out_dtype) or None,
-    )
-    return scale, (offset * m).astype(np.float64) * unit, epilogue

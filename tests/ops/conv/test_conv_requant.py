@@ -73,7 +73,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height, 
     lo = out_zp if act in (1, 3) else -128  # RELU, RELU6 (outputs below 6 / s_out); NONE
     trunc = x.size >= TRUNC_MIN_VALUES or kind == "late-zp"  # test_truncating_folded_epilogue
     if op == "CONV_2D" and x.size > SMALL_EPILOGUE_VALUES and lo >= out_zp and trunc:
-        assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+        assert type(prepared.epilogue).__name__ == "PlainTruncEpilogue"  # requant_trunc's, ReLU-like
         return
     if kind == "late-zp":
         small = x.size <= SMALL_EPILOGUE_VALUES  # SAME padding, as many outputs as inputs
@@ -90,7 +90,7 @@ def test_folded_requantization_boundaries(op, act, s_out, out_zp, kind, height, 
 def test_truncating_folded_epilogue(act, s_out, out_zp, kind, dtype):
     """The FOLDED layers as CONV_2D with TRUNC_MIN_VALUES outputs, int8 and uint8: ReLU-like ones (lo >= zp, the
     late-zp channels included) take requant_trunc.TruncEpilogue (zero point added after the truncation, modulo
-    256), the others TruncSignEpilogue (the ties-away sign term from the sign bits); exact against the oracle over
+    256), the others its sign path (the ties-away term by copysign); exact against the oracle over
     the ramp's ties."""
     x = np.random.default_rng(6).integers(-128, 128, (1, TRUNC_MIN_VALUES // 128 + 1, 65, 2)).astype(I8)  # VALID
     x[0, 0, :64, 0] = np.arange(-128, 128, 4)
@@ -122,7 +122,9 @@ def test_truncating_folded_epilogue(act, s_out, out_zp, kind, dtype):
     lo = zp if act in (1, 3) else int_range(dtype)[0]
     prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedFolded"
-    assert type(prepared.epilogue).__name__ == ("TruncEpilogue" if lo >= zp else "TruncSignEpilogue")
+    relu_like = lo >= zp or kind == "no-rs"  # else the sign path (h = 0: none)
+    assert type(prepared.epilogue).__name__ == ("PlainTruncEpilogue" if relu_like else "TruncEpilogue")
+    assert (prepared.epilogue.half is None) == relu_like
 
 
 @pytest.mark.parametrize("dtype", [I8, U8])

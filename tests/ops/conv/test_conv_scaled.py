@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from litert_py.ops.conv.requant_trunc import FULL_CONSTANTS_MAX_VALUES, _exact_by_bound, _proven, scaled_epilogue
+from litert_py.ops.conv.requant_trunc import FULL_CONSTANTS_MAX_VALUES, _exact_by_bound, _fold, _proven, scaled_epilogue
 from litert_py.quant import quantize_multiplier_array, requantize
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
@@ -40,11 +40,12 @@ def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype, wi
     shape = (1, 1, 2 * bound + 1, real.size)
     epilogue = scaled_epilogue(m, shift, zp, lo, hi, np.full(real.size, bound), shape, dtype)
     assert epilogue is not None
-    assert (epilogue.wide is not None) == wide
+    assert (epilogue.epilogue.wide is not None) == wide
     ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
-    by_bound = _exact_by_bound(np.asarray(m, np.int64), ls, rs, np.full(real.size, bound), abs(zp - lo))
+    base = min(zp, lo)  # the base b (requant_trunc's module docstring)
+    by_bound = _exact_by_bound(np.asarray(m, np.int64), ls, rs, np.full(real.size, bound), abs(zp - base))
     assert not by_bound[0] and by_bound[3]  # the first channel needs the monotone proof, the fourth does not
-    assert (epilogue.twice_half is None) == (lo >= zp)
+    assert (epilogue.epilogue.half is None) == (lo >= zp) and epilogue.epilogue.base == base
     out = np.empty(shape, dtype)
     epilogue(acc.astype(np.float32).reshape(shape), out)
     want = requantize(acc, m, shift, zp, lo, hi, method="int64")
@@ -57,14 +58,17 @@ def test_the_proof_rejects_a_wrong_constant():
     one unit is rejected; the exact one is accepted."""
     real = np.array([2.0**-17, 1 / 3, 2.0**-9 * 1.5])
     m, shift = quantize_multiplier_array(real)
+    m, shift = np.asarray(m, np.int64), np.asarray(shift, np.int64)
     ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
-    scale = m * np.ldexp(1.0, ls - 31 - rs)
-    const = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0) + 0.5  # ReLU-like, zp = lo = -128
     bound = np.full(3, 30_000)
-    args = (m, np.asarray(shift, np.int64), -128, -128, 127, bound, scale)
-    assert _proven(*args, const, None, np.array(255.0))
-    assert not _proven(*args, const - 2.0**-30, None, np.array(255.0))
-    assert not _proven(*args, const + 1.0, None, np.array(255.0))
+    folding = _fold(m, ls, rs, -128, -128, 127, np.zeros(3, np.int64), bound, -128)  # ReLU-like, zp = lo = b
+    const = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0) + 0.5
+    assert np.array_equal(folding.const, const)
+    args = (m, shift, -128, -128, 127, bound, folding)
+    every = np.ones(3, bool)
+    assert _proven(*args, const, every)
+    assert not _proven(*args, const - 2.0**-30, every)
+    assert not _proven(*args, const + 1.0, every)
 
 
 # -- layers against the oracle -------------------------------------------------------------------------------
@@ -143,7 +147,7 @@ def test_scaled_layers_against_the_oracle(name):
     prepared = _prepared(case)
     assert type(prepared).__name__ == "ConvQuantizedScaled"
     assert type(prepared.im2col).__name__ == operand
-    assert (prepared.epilogue.twice_half is not None) == sign
+    assert (prepared.epilogue.epilogue.half is not None) == sign
     assert len(np.unique(out)) > (8 if act == 3 else 20)  # RELU6 clamps at 6 / s_out
     if is_dead.any():  # the near-dead channels' outputs are not all at the zero point
         assert (out[..., is_dead] != zp).any()
@@ -203,7 +207,7 @@ def test_truncating_epilogue_int16_and_float64_clips(real, wide):
     out = check_against_oracle(case)
     assert len(np.unique(out)) > 20 and (out == 127).any() and (out == -128).any()
     prepared = _prepared(case)
-    assert type(prepared.epilogue).__name__ == "TruncEpilogue"
+    assert type(prepared.epilogue).__name__ == "PlainTruncEpilogue"  # ReLU-like: requant_trunc.TruncEpilogue's
     assert (prepared.epilogue.wide is not None) == wide
 
 
@@ -224,8 +228,8 @@ def test_pointwise_rows_layouts(c, act, zp):
 LARGE = [
     ((1, 66, 66, 64), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),
     ((1, 66, 66, 64), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
-    ((1, 130, 129, 2), 2, 4, 0, -9, "ConvQuantizedFolded", "TruncSignEpilogue"),
-    ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),
+    ((1, 130, 129, 2), 2, 4, 0, -9, "ConvQuantizedFolded", "TruncEpilogue"),
+    ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),  # (not Plain: row constants)
 ]
 
 
@@ -236,8 +240,14 @@ def test_large_outputs_row_constants(shape, k, out_c, act, zp, op, epilogue):
     assert out.size > FULL_CONSTANTS_MAX_VALUES and len(np.unique(out)) > 8
     prepared = _prepared(case)
     assert type(prepared).__name__ == op and type(prepared.epilogue).__name__ == epilogue
-    if epilogue != "TruncEpilogue":
-        assert prepared.epilogue.const.shape == ((shape[2] - k + 1) * out_c,)  # one row over the output width
+    row = ((shape[2] - k + 1) * out_c,)  # one row over the output width
+    trunc = prepared.epilogue
+    if epilogue == "ScaledEpilogue":
+        assert prepared.epilogue.scale.shape == row
+        trunc = prepared.epilogue.epilogue  # its requant_trunc.TruncEpilogue
+    assert (trunc.half is None) == (act != 0)  # no activation (zp > lo): the sign path
+    if trunc.half is not None:
+        assert trunc.half.shape == row
 
 
 @settings(max_examples=30)

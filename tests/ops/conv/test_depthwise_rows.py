@@ -1,9 +1,10 @@
 """The int8 / uint8 DEPTHWISE_CONV_2D rows path (litert_py/ops/conv/depthwise_rows.py), bit-exact against the oracle
 (ai-edge-litert BUILTIN_REF): the drawn cases with the path forced on every layer it can take (both tap-sum
 layouts), and real-size layers where prepare must choose it, with the epilogue each must get: ReLU-like,
-sign-corrected, near-dead channels (huge right shifts with zero point -128: folded once shifted by +128), a late
-zero point that stays late (FlippedEpilogue), uint8 with a filter zero point and a depth multiplier, and the
-boundaries where it must not be chosen (small outputs, a MixedEpilogue)."""
+sign-corrected, near-dead channels (huge right shifts with zero point -128: folded with the base b = zp, added
+after the truncation), a late zero point that stays late (requant.py's LateZeroPointEpilogue), uint8 with a
+filter zero point and a depth multiplier, and the boundaries where it must not be chosen (small outputs, a
+MixedEpilogue)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litert_py.ops.conv import depthwise_quantized, depthwise_rows
+from litert_py.ops.conv import depthwise_quantized, depthwise_rows, requant_trunc
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, check_against_oracle
 from tests.ops.conv.test_conv_quantized import quantized_cases
@@ -73,20 +74,21 @@ def _case(h, w, c, kh, kw, stride, padding, *, act=RELU6, out_zp=-128, dtype=I8,
 
 
 #: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "group subscripts/epilogue/sign path": the
-#: epilogue class prefix, and "sign" (TruncatingEpilogue's copysign path), "relu" (none) or "-" (another class)
+#: epilogue class prefix (PlainTrunc: requant_trunc.TruncEpilogue's ReLU-like form), and "sign" (its copysign
+#: path), "relu" (none) or "-" (another class)
 REAL = {
-    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp/Truncating/relu"),
-    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp/Truncating/relu"),
-    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp/Truncating/relu"),
-    "s2-window-8x8x96": ((8, 8, 96, 3, 3, 2, SAME), {}, "ijnhwc/Truncating/relu"),
-    "s2-phase-planes-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnrp/Truncating/relu"),
-    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp/Truncating/relu"),
-    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), dict(dilation=2), "ijnrp/Truncating/relu"),
-    "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "ijnrp/Truncating/sign"),
-    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/Truncating/relu"),
-    "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/Flipped/-"),
-    "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/Truncating/relu"),
-    "uint8-s2-multiplier-2": ((16, 15, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/Truncating/relu"),
+    "ds-cnn-25x5x64": ((25, 5, 64, 3, 3, 1, SAME), {}, "ijnrp/PlainTrunc/relu"),
+    "vww-48x48x8": ((48, 48, 8, 3, 3, 1, SAME), {}, "ijnrp/PlainTrunc/relu"),
+    "s2-phase-planes-48x48x16": ((48, 48, 16, 3, 3, 2, SAME), {}, "ijnrp/PlainTrunc/relu"),
+    "s2-window-8x8x96": ((8, 8, 96, 3, 3, 2, SAME), {}, "ijnhwc/PlainTrunc/relu"),
+    "s2-phase-planes-13x11x256": ((13, 11, 256, 3, 3, 2, VALID), {}, "ijnrp/PlainTrunc/relu"),
+    "kx1-valid-49x1x32": ((49, 1, 32, 9, 1, 1, VALID), {}, "ijnrp/PlainTrunc/relu"),
+    "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), dict(dilation=2), "ijnrp/PlainTrunc/relu"),
+    "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "ijnrp/Trunc/sign"),
+    "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/PlainTrunc/relu"),
+    "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/LateZeroPoint/-"),
+    "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/PlainTrunc/relu"),
+    "uint8-s2-multiplier-2": ((16, 15, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/PlainTrunc/relu"),
 }
 
 
@@ -103,7 +105,10 @@ def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
     assert type(prepared.epilogue).__name__ == epilogue + "Epilogue"
     if sign != "-":
         assert (prepared.epilogue.half is not None) == (sign == "sign")
-        assert prepared.epilogue.flip == (case["x"].dtype == I8)
+        lo = -128 if case["x"].dtype == I8 else 0
+        assert prepared.epilogue.base == (min(kwargs.get("out_zp", -128), lo) if lo < 0 else 0)
+        # the truncation through int16 from WIDE_MIN_VALUES outputs on (|v| < 2^15 on these layers)
+        assert (prepared.epilogue.wide is not None) == (out.size >= requant_trunc.WIDE_MIN_VALUES)
     if kwargs.get("dead"):  # the near-dead channels' outputs are not constant (the shift is exercised)
         assert len(np.unique(out[..., : kwargs["dead"]])) > 2
         monkeypatch.setattr(depthwise_quantized, "ROWS_PATH", False)  # unshifted, their zero point is late
@@ -112,13 +117,13 @@ def test_rows_path_chosen_at_real_sizes(kind, monkeypatch):
 
 #: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, "epilogue/sign path" as REAL's)
 SCALED = {
-    "relu-4x4x16": ((4, 4, 16, 3, 3, 1, SAME), {}, "Truncating/relu"),
-    "1024-values-8x8x16": ((8, 8, 16, 3, 3, 1, SAME), {}, "Truncating/relu"),
-    "kws-2x2x144": ((4, 4, 144, 3, 3, 1, VALID), {}, "Truncating/relu"),
-    "sign-no-activation": ((5, 5, 32, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "Truncating/sign"),
-    "near-dead-zp-128": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8), "Truncating/relu"),
-    "near-dead-late-zp": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "Flipped/-"),
-    "uint8-multiplier-2": ((6, 5, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "Truncating/relu"),
+    "relu-4x4x16": ((4, 4, 16, 3, 3, 1, SAME), {}, "PlainTrunc/relu"),
+    "1024-values-8x8x16": ((8, 8, 16, 3, 3, 1, SAME), {}, "PlainTrunc/relu"),
+    "kws-2x2x144": ((4, 4, 144, 3, 3, 1, VALID), {}, "PlainTrunc/relu"),
+    "sign-no-activation": ((5, 5, 32, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "Trunc/sign"),
+    "near-dead-zp-128": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8), "PlainTrunc/relu"),
+    "near-dead-late-zp": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "SmallLateZeroPoint/-"),
+    "uint8-multiplier-2": ((6, 5, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "PlainTrunc/relu"),
 }
 
 
