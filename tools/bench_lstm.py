@@ -22,8 +22,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from litert_py import Interpreter  # noqa: E402
 from litert_py.schema.builder import ModelBuilder  # noqa: E402
-from tests.ops.recurrent.test_lstm import float_lstm_model, int_lstm_model  # noqa: E402
 from tests.ops.recurrent._weights import weights as _weights  # noqa: E402
+from tests.ops.recurrent.test_lstm import float_lstm_model, int_lstm_model  # noqa: E402
 
 SIZES = dict(batch=1, time=49, n_in=40, n_cell=64, n_out=64)
 
