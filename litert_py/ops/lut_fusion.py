@@ -35,7 +35,12 @@ import dataclasses
 import numpy as np
 
 from .activations_quantized import ActivationLut, ActivationLutPairs
-from .elementwise_quantized import QuantizedTable8, QuantizedTable8Bytes, QuantizedTable8Scalar
+from .elementwise_quantized import (
+    QuantizedTable8,
+    QuantizedTable8Broadcast,
+    QuantizedTable8Bytes,
+    QuantizedTable8Scalar,
+)
 from .slice_views import producers_readers
 
 _U8 = np.dtype(np.uint8)
@@ -51,8 +56,11 @@ def _byte_map(node, op) -> tuple[np.ndarray, int] | None:
 
 
 def _pair_table(op) -> np.ndarray | None:
+    """The 65,536-entry table indexed by ``byte(x1) << 8 | byte(x2)`` of a pair table op (not DIV), or None."""
     if type(op) in (QuantizedTable8, QuantizedTable8Bytes) and op.divisor_zero_point is None:
         return op.table
+    if type(op) is QuantizedTable8Broadcast:
+        return op.pair_table()
     return None
 
 

@@ -67,6 +67,13 @@ def _models():
         net = _Net(dtype)
         out = _se_gate(net, (1, 1, 1, 24), (1, 4, 4, 24), swap=True)
         cases[f"se-gate-input1-{tag}"] = (net.build(out), ["QuantizedTable8"])
+        for swap in (False, True):  # larger: the transposed-table broadcast form
+            net = _Net(dtype)
+            out = _se_gate(net, (1, 1, 1, 40), (1, 8, 8, 40), swap=swap)
+            cases[f"se-gate-large-{'input1' if swap else 'input2'}-{tag}"] = (
+                net.build(out),
+                ["QuantizedTable8Broadcast"],
+            )
         # table -> table: LOGISTIC then HARD_SWISH, large (pairs)
         net = _Net(dtype)
         x = net.input((1, 32, 32, 16), 0.06, 3)
