@@ -44,6 +44,7 @@ import numpy as np
 
 from ..libm import libm_float
 from ..quant import (
+    LUT_PAIRS_MIN_VALUES,
     downscale_int32_to_int16_multiplier,
     dtype_range,
     lut_int8,
@@ -117,12 +118,7 @@ class ActivationLut:
         np.take(self.table, inputs[INPUT].view(self.index), out=outputs[OUTPUT], mode="clip")
 
 
-#: ActivationLutPairs from this many input values on. Measured, 1 thread, alone (hot caches): 1,024 values 2.1 us
-#: bytewise, 2.3 us in pairs; 4,096 6.3 -> 3.4 us; 16,384 12.8 -> 7.5 us. In a model the 128 KB pair table is
-#: evicted by the layers between two lookups (tools/bench_families.py se_mobilenet, per node, interleaved
-#: medians of 400 invokes): 6,144-7,680 values 8.3-9.2 -> 8.6-11.0 us (slower), 15,360 15.8 -> 14.9, 16,384
-#: 18.4 -> 17.9, 24,576 26.1 -> 20.4 us; alone with evicted caches 65,536 values 67 -> 44 us.
-PAIRS_MIN_VALUES = 15360
+PAIRS_MIN_VALUES = LUT_PAIRS_MIN_VALUES  # ActivationLutPairs from this many input values on (quant/lut.py)
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,7 +10,10 @@ import numpy as np
 
 from ..errors import InvokeError
 from ..quant import (
+    LUT_PAIRS_MIN_VALUES,
     dtype_range,
+    lut_lookup_pairs,
+    lut_pairs,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     requantize_int64_inplace,
@@ -191,14 +194,32 @@ class QuantizedTable8Scalar:
             return None
         byte = int(np.asarray(const.data).reshape(-1).view(np.uint8)[0])
         pairs = table.reshape(256, 256)  # [byte(x1), byte(x2)]
-        lut = pairs[:, byte] if operand == INPUT1 else pairs[byte, :]
-        return QuantizedTable8Scalar(np.ascontiguousarray(lut), operand)
+        lut = np.ascontiguousarray(pairs[:, byte] if operand == INPUT1 else pairs[byte, :])
+        x = (a, b)[operand]
+        if x.size >= LUT_PAIRS_MIN_VALUES and x.size % 2 == 0 and tuple(x.shape) == tuple(out.shape):
+            return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
+        return QuantizedTable8Scalar(lut, operand)
 
     def __call__(self, inputs, outputs):
         x, out = inputs[self.operand], outputs[OUTPUT]
         if x.shape != out.shape:
             x = x.reshape(out.shape)  # same size: the constant broadcasts as a scalar
         np.take(self.lut, x.view(np.uint8), out=out, mode="wrap")  # every index is < 256
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
+    """QuantizedTable8Scalar over many values (at least quant.LUT_PAIRS_MIN_VALUES, an even number, the output's
+    shape): two input bytes per gather from ``pairs`` (quant.lut_pairs of ``lut``, 65,536 uint16 entries).
+    Exact: every output byte is ``lut``'s own entry for its input byte (no bound). An input or output that is
+    not C-contiguous or odd-sized (a resized op) takes QuantizedTable8Scalar's byte gather."""
+
+    pairs: np.ndarray | None = None
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[self.operand], outputs[OUTPUT]
+        if x.shape != out.shape or not lut_lookup_pairs(x, self.pairs, out):
+            QuantizedTable8Scalar.__call__(self, inputs, outputs)
 
 
 def _table_op(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo, divisor_zero_point=None):

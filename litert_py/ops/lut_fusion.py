@@ -40,6 +40,7 @@ from .elementwise_quantized import (
     QuantizedTable8Broadcast,
     QuantizedTable8Bytes,
     QuantizedTable8Scalar,
+    QuantizedTable8ScalarPairs,
 )
 from .slice_views import producers_readers
 
@@ -50,7 +51,7 @@ def _byte_map(node, op) -> tuple[np.ndarray, int] | None:
     """(the 256-entry table indexed by the input byte, the input tensor) of a one-input 8-bit table op, or None."""
     if type(op) in (ActivationLut, ActivationLutPairs) and op.index == _U8 and len(node.operator.inputs) == 1:
         return op.table, node.operator.inputs[0]
-    if type(op) is QuantizedTable8Scalar:
+    if type(op) in (QuantizedTable8Scalar, QuantizedTable8ScalarPairs):
         return op.lut, node.operator.inputs[op.operand]
     return None
 

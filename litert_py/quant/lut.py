@@ -17,7 +17,15 @@ import numpy as np
 
 from litert_py.quant.fixedpoint import round_away, trunc_to_int32
 
-__all__ = ["lut_int8", "lut_lookup_int8", "lut_pairs", "lut_lookup_pairs", "lut_int16", "lut_lookup_int16"]
+__all__ = [
+    "LUT_PAIRS_MIN_VALUES",
+    "lut_int8",
+    "lut_lookup_int8",
+    "lut_pairs",
+    "lut_lookup_pairs",
+    "lut_int16",
+    "lut_lookup_int16",
+]
 
 
 def _apply(fn, x: np.ndarray, ftype) -> np.ndarray:
@@ -71,6 +79,14 @@ def lut_lookup_int8(x, lut) -> np.ndarray:
     """``LUTLookup(int8_t/uint8_t, lut)`` of tflite/kernels/internal/common.h: ``lut[uint8(x)]``."""
     idx = np.asarray(x).astype(np.int64) & 0xFF
     return np.asarray(lut)[idx]
+
+
+#: The pair gather (lut_lookup_pairs) from this many input values on. Measured, 1 thread, alone (hot caches):
+#: 1,024 values 2.1 us bytewise, 2.3 us in pairs; 4,096 6.3 -> 3.4 us; 16,384 12.8 -> 7.5 us. In a model the
+#: 128 KB pair table is evicted by the layers between two lookups (tools/bench_families.py se_mobilenet, HARD_SWISH
+#: per node, interleaved medians of 400 invokes): 6,144-7,680 values 8.3-9.2 -> 8.6-11.0 us (slower), 15,360
+#: 15.8 -> 14.9, 16,384 18.4 -> 17.9, 24,576 26.1 -> 20.4 us; alone with evicted caches 65,536 values 67 -> 44 us.
+LUT_PAIRS_MIN_VALUES = 15360
 
 
 def lut_pairs(lut) -> np.ndarray:

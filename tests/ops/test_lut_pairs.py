@@ -75,3 +75,34 @@ def test_lut_pairs_all_pairs_and_fallback():
     assert not lut_lookup_pairs(x[::2], pairs, out[: x.size // 2])
     with pytest.raises(ValueError):
         lut_pairs(np.zeros(255, np.int8))
+
+
+def _scalar_model(op: str, dtype, shape, const_shape, out_shape, const_first: bool) -> bytes:
+    signed = dtype == I8
+    b = ModelBuilder()
+    x = b.input("x", shape, dtype, quantization=quant(0.05, -5 if signed else 120))
+    c = b.const("c", np.full(const_shape, 37, dtype), quantization=quant(0.03, 9 if signed else 131))
+    z = b.tensor("z", out_shape, dtype, quantization=quant(0.07 if op == "ADD" else 0.02, -2 if signed else 127))
+    b.op(op, [c, x] if const_first else [x, c], [z])
+    b.output(z)
+    return b.build()
+
+
+@pytest.mark.parametrize("dtype", [I8, U8], ids=["int8", "uint8"])
+@pytest.mark.parametrize(
+    "op, shape, const_shape, out_shape, const_first, cls",
+    [
+        ("MUL", (1, 32, 32, 16), (1,), (1, 32, 32, 16), False, "QuantizedTable8ScalarPairs"),
+        ("ADD", (1, 32, 32, 16), (1, 1, 1, 1), (1, 32, 32, 16), True, "QuantizedTable8ScalarPairs"),
+        ("MUL", (32, 32, 16), (1, 1, 1, 1), (1, 32, 32, 16), False, "QuantizedTable8Scalar"),  # a reshape
+        ("MUL", (1, 8, 8, 16), (1,), (1, 8, 8, 16), False, "QuantizedTable8Scalar"),  # few values
+    ],
+)
+def test_scalar_constant_pairs_against_reference(dtype, op, shape, const_shape, out_shape, const_first, cls):
+    """8-bit ADD / MUL by a one-value constant over many values: QuantizedTable8ScalarPairs, exact."""
+    theirs, ours, step = both_with_step(_scalar_model(op, dtype, shape, const_shape, out_shape, const_first))
+    assert type(step).__name__ == cls
+    for feed in _feeds(shape, dtype, np.random.default_rng(9)):
+        got, want = invoke_both(theirs, ours, [feed])
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(want)) > 8
