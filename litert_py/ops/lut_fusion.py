@@ -11,7 +11,9 @@ of which :func:`fuse_table_chains` makes one. Rules, applied until none applies:
 - table ``f`` then table ``g``: one ActivationLut (ActivationLutPairs when large) of ``g[byte(f[v])]``;
 - pair table ``T`` then table ``g``: the pair op with the table ``g[byte(T[i])]``;
 - table ``f`` feeding input 1 (2) of a pair table ``T``: the pair op reading ``f``'s input, with
-  ``T'[a << 8 | b] = T[byte(f[a]) << 8 | b]`` (``T[a << 8 | byte(f[b])]``).
+  ``T'[a << 8 | b] = T[byte(f[a]) << 8 | b]`` (``T[a << 8 | byte(f[b])]``);
+- a pair table whose two inputs are one tensor (``x * x``; Keras's hard swish ``x * relu6(x + 3) / 6`` once the
+  rules above have composed its ADD, RELU6 and MUL into the MUL): one table, the diagonal ``T[v << 8 | v]``.
 
 Exactness: bit-identical to the steps it replaces, with no bound to check: each fused table entry is the
 composition of the original tables' own entries, evaluated at prepare for every input byte (pair); a lookup of
@@ -90,6 +92,13 @@ def _fuse_one(steps: list, infos: list, keep: set) -> list | None:
         if len(node.operator.outputs) != 1:
             continue
         u = node.operator.outputs[0]
+        if consumer_pair is not None and ins[0] == ins[1] and _static_shape(infos, ins[0]) == _static_shape(infos, u):
+            if _static_shape(infos, u) is not None:  # op(x, x): the table's diagonal
+                diagonal = ActivationLut(np.ascontiguousarray(consumer_pair[np.arange(256) * 257]), _U8)
+                return [
+                    (_replace(node, (ins[0],), (u,)), ActivationLutPairs.of(diagonal, infos[u])) if i == j else s
+                    for i, s in enumerate(steps)
+                ]
         for m, t in enumerate(ins):
             k = producer.get(t)
             if k is None or t in keep or readers.get(t) != [j] or ins.count(t) != 1:

@@ -95,13 +95,26 @@ def _models():
     x = net.input((1, 4, 4, 8), 0.05, -7)
     s = net.op("HARD_SWISH", [x], (1, 4, 4, 8), 0.03, -40)
     cases["kept-output"] = (net.build(net.op("LOGISTIC", [s], (1, 4, 4, 8), 1 / 256, -128), s), ["ActivationLut"] * 2)
+    # x * x: the pair table's diagonal, then composed with the table before it
     net = _Net(I8)
     x = net.input((1, 4, 4, 8), 0.05, -7)
     s = net.op("HARD_SWISH", [x], (1, 4, 4, 8), 0.03, -40)
-    cases["kept-square"] = (
-        net.build(net.op("MUL", [s, s], (1, 4, 4, 8), 0.02, 1)),
-        ["ActivationLut", "QuantizedTable8Bytes"],
-    )
+    cases["square"] = (net.build(net.op("MUL", [s, s], (1, 4, 4, 8), 0.02, 1)), ["ActivationLut"])
+    # Keras's hard swish as ADD / RELU6 / MUL ops: x * relu6(x + 3) / 6 in both orders, small and large
+    for shape, cls in (((1, 4, 4, 8), "ActivationLut"), ((1, 32, 32, 16), "ActivationLutPairs")):
+        for order in ("gate-first", "product-first"):
+            net = _Net(I8)
+            x = net.input(shape, 0.05, -7)
+            added = net.op(
+                "ADD", [x, net.const(60, 0.05, 0)], shape, 6 / 255, -128, {"fused_activation_function": RELU6}
+            )
+            if order == "gate-first":
+                hsig = net.op("MUL", [added, net.const(43, 1 / 256, 0)], shape, 1 / 256, -128)
+                out = net.op("MUL", [x, hsig], shape, 0.03, -20)
+            else:
+                prod = net.op("MUL", [x, added], shape, 0.15, -20)
+                out = net.op("MUL", [prod, net.const(43, 1 / 256, 0)], shape, 0.03, -20)
+            cases[f"keras-hard-swish-{order}-{shape[1]}"] = (net.build(out), [cls])
     return cases
 
 
