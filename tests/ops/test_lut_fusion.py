@@ -100,6 +100,11 @@ def _models():
     x = net.input((1, 4, 4, 8), 0.05, -7)
     s = net.op("HARD_SWISH", [x], (1, 4, 4, 8), 0.03, -40)
     cases["square"] = (net.build(net.op("MUL", [s, s], (1, 4, 4, 8), 0.02, 1)), ["ActivationLut"])
+    # swish (SiLU) as LOGISTIC and MUL: x * sigmoid(x), one table
+    net = _Net(I8)
+    x = net.input((1, 16, 16, 64), 0.05, -7)
+    sig = net.op("LOGISTIC", [x], (1, 16, 16, 64), 1 / 256, -128)
+    cases["swish"] = (net.build(net.op("MUL", [sig, x], (1, 16, 16, 64), 0.03, -100)), ["ActivationLutPairs"])
     # Keras's hard swish as ADD / RELU6 / MUL ops: x * relu6(x + 3) / 6 in both orders, small and large
     for shape, cls in (((1, 4, 4, 8), "ActivationLut"), ((1, 32, 32, 16), "ActivationLutPairs")):
         for order in ("gate-first", "product-first"):
