@@ -10,7 +10,10 @@ import numpy as np
 
 from ..errors import InvokeError
 from ..quant import (
+    LUT_PAIRS_MIN_VALUES,
     dtype_range,
+    lut_lookup_pairs,
+    lut_pairs,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     requantize_int64_inplace,
@@ -81,6 +84,10 @@ class QuantizedTable8:
             pairs = idx.reshape(-1).view(np.uint8).reshape(tuple(out_shape) + (2,))  # (a view, also for 0-d)
             return QuantizedTable8Bytes(table, None, False, idx, pairs[..., 1], pairs[..., 0])
         small = values <= SMALL_TABLE
+        if not small and divisor_zero_point is None and len(in_shapes) == 2:
+            gate = QuantizedTable8Broadcast.of(table, out_shape, in_shapes)
+            if gate is not None:
+                return gate
         return cls(table, divisor_zero_point, small, None if small else np.empty(out_shape, _U16))
 
     def __call__(self, inputs, outputs):
@@ -124,6 +131,48 @@ class QuantizedTable8Bytes(QuantizedTable8):
 
 
 @dataclass(frozen=True, eq=False)
+class QuantizedTable8Broadcast(QuantizedTable8):
+    """QuantizedTable8 where one input (``full``) has the output's shape and the other (``small``) has fewer values
+    and broadcasts (MobileNet-v3's squeeze-excite MUL of a feature map by a (1, 1, 1, C) gate): the table is
+    stored transposed at prepare, ``table[byte(small) << 8 | byte(full)]``, so the shift runs over the small
+    operand only and one broadcasting OR over the full one builds the index (two passes over the output instead
+    of three); the gate's few values then also select few 256-entry rows of the table (fewer cache lines).
+    Exact: the transposed table holds the same entries, each read by its own (x1, x2) pair. Inputs of other
+    shapes (a resized op) take QuantizedTable8's path with the table transposed back."""
+
+    full: int = INPUT1  # the input with the output's shape
+    small_shape: tuple = ()
+
+    @staticmethod
+    def of(table: np.ndarray, out_shape, in_shapes) -> QuantizedTable8Broadcast | None:
+        shapes = [tuple(s) for s in in_shapes]
+        out_shape = tuple(out_shape)
+        if shapes.count(out_shape) != 1:
+            return None
+        full = shapes.index(out_shape)
+        small_shape = shapes[1 - full]
+        if int(np.prod(small_shape, dtype=np.int64)) >= int(np.prod(out_shape, dtype=np.int64)):
+            return None
+        pairs = table.reshape(256, 256)  # [byte(x1), byte(x2)]
+        swapped = np.ascontiguousarray(pairs.T if full == INPUT1 else pairs).reshape(-1)  # [byte(small), byte(full)]
+        return QuantizedTable8Broadcast(swapped, None, False, np.empty(out_shape, _U16), full, small_shape)
+
+    def pair_table(self) -> np.ndarray:
+        """The table in QuantizedTable8's order, ``byte(x1) << 8 | byte(x2)``."""
+        pairs = self.table.reshape(256, 256)
+        return np.ascontiguousarray(pairs.T if self.full == INPUT1 else pairs).reshape(-1)
+
+    def __call__(self, inputs, outputs):
+        full, small, out = inputs[self.full], inputs[1 - self.full], outputs[OUTPUT]
+        idx = self.idx
+        if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
+            return QuantizedTable8(self.pair_table())(inputs, outputs)
+        high = np.left_shift(small.view(np.uint8), 8, dtype=_U16)
+        np.bitwise_or(high, full.view(np.uint8), out=idx)
+        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536
+
+
+@dataclass(frozen=True, eq=False)
 class QuantizedTable8Scalar:
     """An 8-bit ADD / SUB / MUL / DIV whose other operand is a one-value constant: ``out = lut[byte(x)]``, one
     gather from the 256 entries of the pair table's row or column for that constant (instead of building
@@ -145,14 +194,32 @@ class QuantizedTable8Scalar:
             return None
         byte = int(np.asarray(const.data).reshape(-1).view(np.uint8)[0])
         pairs = table.reshape(256, 256)  # [byte(x1), byte(x2)]
-        lut = pairs[:, byte] if operand == INPUT1 else pairs[byte, :]
-        return QuantizedTable8Scalar(np.ascontiguousarray(lut), operand)
+        lut = np.ascontiguousarray(pairs[:, byte] if operand == INPUT1 else pairs[byte, :])
+        x = (a, b)[operand]
+        if x.size >= LUT_PAIRS_MIN_VALUES and x.size % 2 == 0 and tuple(x.shape) == tuple(out.shape):
+            return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
+        return QuantizedTable8Scalar(lut, operand)
 
     def __call__(self, inputs, outputs):
         x, out = inputs[self.operand], outputs[OUTPUT]
         if x.shape != out.shape:
             x = x.reshape(out.shape)  # same size: the constant broadcasts as a scalar
         np.take(self.lut, x.view(np.uint8), out=out, mode="wrap")  # every index is < 256
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
+    """QuantizedTable8Scalar over many values (at least quant.LUT_PAIRS_MIN_VALUES, an even number, the output's
+    shape): two input bytes per gather from ``pairs`` (quant.lut_pairs of ``lut``, 65,536 uint16 entries).
+    Exact: every output byte is ``lut``'s own entry for its input byte (no bound). An input or output that is
+    not C-contiguous or odd-sized (a resized op) takes QuantizedTable8Scalar's byte gather."""
+
+    pairs: np.ndarray | None = None
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[self.operand], outputs[OUTPUT]
+        if x.shape != out.shape or not lut_lookup_pairs(x, self.pairs, out):
+            QuantizedTable8Scalar.__call__(self, inputs, outputs)
 
 
 def _table_op(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo, divisor_zero_point=None):

@@ -11,6 +11,7 @@ output and a ring buffer's tail last.
 from __future__ import annotations
 
 from .activation_fusion import fuse_activations
+from .lut_fusion import fuse_table_chains
 from .ring_buffer import fuse_ring_buffers, fuse_ring_writes
 from .slice_views import fuse_concat_writes, fuse_feeding, fuse_reshape_stores, fuse_sibling_windows, fuse_slice_views
 
@@ -21,6 +22,7 @@ def fuse_steps(steps: list, infos: list, inputs, outputs) -> list:
     steps = fuse_slice_views(steps, infos, outputs)  # slices read as views, copies dropped
     steps = fuse_concat_writes(steps, infos, outputs)  # producers store into the concatenation
     steps = fuse_activations(steps, infos, inputs, outputs)  # RELU-type clamps into their producer
+    steps = fuse_table_chains(steps, infos, outputs)  # 8-bit table lookups composed into one (lut_fusion.py)
     steps = fuse_sibling_windows(steps, infos, outputs)  # MixConv's two depthwise kernels as one
     steps = fuse_feeding(steps, infos, outputs)  # values straight into the reader's GEMM rows; chains link up
     steps = fuse_reshape_stores(steps, infos, outputs)  # QUANTIZE, ... into a RESHAPE's output

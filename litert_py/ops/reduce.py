@@ -181,14 +181,19 @@ MEAN_TABLE_MAX_COUNT = 1024
 
 @dataclass(frozen=True, eq=False)
 class MeanQuantizedTable:
-    """MeanQuantized for 8-bit types and n <= MEAN_TABLE_MAX_COUNT: the sums of the n values start from the
-    table's offset -qmin * n (every sum is then an index of the 255 * n + 1 entry table), and one gather
-    replaces the int64 requantization passes. Exact: the table holds MeanQuantized's own arithmetic
-    (requantize_int64_inplace of wrap32(sum - zi * n)) evaluated at prepare on every possible sum."""
+    """MeanQuantized for 8-bit types and n <= MEAN_TABLE_MAX_COUNT: one gather from a table of every possible
+    sum replaces the int64 requantization passes. Exact: the table holds MeanQuantized's own arithmetic
+    (requantize_int64_inplace of wrap32(sum - zi * n)) evaluated at prepare on every sum in [qmin * n, qmax * n];
+    entry ``s mod len(table)`` holds sum ``s``'s result (the table has 255 * n + 1 entries, one per sum, so
+    ``take(mode="wrap")`` reads negative int8 sums without an offset pass).
+
+    ``sum_dtype``: the sums are accumulated in int16 (int8 input) / uint16 (uint8 input) when no sum of n values
+    can leave that type (n * 128 <= 32768, n * 255 <= 65535: checked at ``build``), else in intp. Measured
+    alone (1 thread, (n, m) = (64, 96) .. (64, 240)): 4.5-8.2 -> 3.2-4.0 us."""
 
     reduction: Reduction
-    offset: int  # -qmin * n
-    table: np.ndarray  # (255 * n + 1,) in the output type
+    table: np.ndarray  # (255 * n + 1,) in the output type, rolled: entry s mod len holds sum s
+    sum_dtype: np.dtype
 
     @staticmethod
     def build(reduction: Reduction, op: MeanQuantized, dtype) -> MeanQuantizedTable:
@@ -198,11 +203,14 @@ class MeanQuantizedTable:
             wrap32(total, out=total)
         table = np.empty(total.shape, dtype)
         requantize_int64_inplace(total, op.multiplier, op.shift, op.zo, op.qmin, op.qmax, table)
-        return MeanQuantizedTable(reduction, -op.qmin * n, table)
+        narrow = np.dtype(np.int16 if op.qmin < 0 else np.uint16)
+        info = np.iinfo(narrow)
+        fits = info.min <= op.qmin * n and op.qmax * n <= info.max
+        return MeanQuantizedTable(reduction, np.roll(table, op.qmin * n), narrow if fits else np.dtype(np.intp))
 
     def __call__(self, inputs, outputs):
-        total = np.add.reduce(self.reduction.rows(inputs[INPUT]), axis=0, dtype=np.intp, initial=self.offset)
-        np.take(self.table, total, out=outputs[OUTPUT].reshape(self.reduction.m))
+        total = np.add.reduce(self.reduction.rows(inputs[INPUT]), axis=0, dtype=self.sum_dtype)
+        np.take(self.table, total, out=outputs[OUTPUT].reshape(self.reduction.m), mode="wrap")
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,7 +30,15 @@ from litert_py.quant.fixedpoint import (
     wrap32,
 )
 from litert_py.quant.hybrid import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from litert_py.quant.lut import lut_int8, lut_int16, lut_lookup_int8, lut_lookup_int16
+from litert_py.quant.lut import (
+    LUT_PAIRS_MIN_VALUES,
+    lut_int8,
+    lut_int16,
+    lut_lookup_int8,
+    lut_lookup_int16,
+    lut_lookup_pairs,
+    lut_pairs,
+)
 from litert_py.quant.params import (
     ACT_NONE,
     ACT_RELU,
@@ -88,6 +96,9 @@ __all__ = [
     "dequantize_per_axis",
     "lut_int8",
     "lut_lookup_int8",
+    "lut_pairs",
+    "LUT_PAIRS_MIN_VALUES",
+    "lut_lookup_pairs",
     "lut_int16",
     "lut_lookup_int16",
 ]

@@ -35,6 +35,10 @@ CASES = {
     "bytes-scalar": ((), (), "QuantizedTable8Bytes"),
     "gather-larger": ((1, 30, 25, 8), (1, 30, 25, 8), "QuantizedTable8"),
     "broadcast": ((1, 4, 4, 16), (1, 1, 1, 16), "QuantizedTable8"),
+    "broadcast-gate": ((1, 8, 8, 40), (1, 1, 1, 40), "QuantizedTable8Broadcast"),
+    "broadcast-gate-first": ((1, 1, 1, 40), (1, 8, 8, 40), "QuantizedTable8Broadcast"),
+    "broadcast-row": ((1, 8, 8, 40), (1, 1, 8, 40), "QuantizedTable8Broadcast"),
+    "broadcast-both": ((1, 8, 1, 40), (1, 1, 8, 40), "QuantizedTable8"),
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litert_py import InvokeError, PrepareError
+from litert_py import Interpreter, InvokeError, PrepareError
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.ops._movement import OUT_OF_BOUNDS_REFUSED, WIDE_DTYPES, _i32, _q, check_rejected, seeds, shapes
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
@@ -354,6 +354,28 @@ def test_concatenation_uint8_rescale_all_values():
             {"axis": 0},
         )
         assert check_both(model, [x, x]) is not None
+
+
+def test_concatenation_uint8_rescale_takes_tables():
+    """The rescaled uint8 concatenation gathers from one 256-entry table per rescaled input (an input with the
+    output's params is copied), every value against the oracle in both positions."""
+    x = np.arange(256, dtype=np.uint8).reshape(1, 4, 64)
+    model = single_op_model(
+        "CONCATENATION",
+        [
+            T(x.shape, np.uint8, q=quant(0.3, 120)),
+            T(x.shape, np.uint8, q=quant(0.1, 128)),
+            T(x.shape, np.uint8, q=quant(0.5, 3)),
+        ],
+        [T((1, 4, 192), np.uint8, q=quant(0.1, 128))],
+        {"axis": 2},
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op,) = [op for _, op in it._subgraphs[0].steps_nodes]
+    assert type(op).__name__ == "ConcatenationUInt8Rescaled"
+    assert [t is None for t in op.tables] == [False, True, False]
+    assert check_both(model, [x, x[..., ::-1].copy(), x]) is not None
 
 
 REJECTED = {
