@@ -128,7 +128,9 @@ class RingBufferInPlace(RingBufferShiftTail):
     its frame into ``ring[tail]``, the one reader (a DepthwiseWholeIntoRows step, ``reading_ring``) reads its
     window of ``ring`` and then shifts it, ``ring[head] = ring[index]`` (the slice the ASSIGN_VARIABLE stores),
     and the variable's value *is* the view ``ring[head]``. In the steady state this step does nothing: no copy
-    instead of two (the reader's shift is the one copy left).
+    instead of two (the reader's shift is the one copy left). The variable thus gets its new value at the
+    reader's shift, later than ASSIGN_VARIABLE gave it: ``fuse_ring_in_place`` refuses a ring when a step between
+    may read or assign the variable (``_may_touch``).
 
     Invariant: at this step's place ``ring[head]`` holds the variable's value and ``ring[tail]`` the new frame,
     so ``ring`` holds the concatenation's values; after the reader's shift ``ring[head]`` holds the slice, which
@@ -179,6 +181,8 @@ def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
         pop, rop = new_steps[k][1], new_steps[r][1]
         if not hasattr(pop, "writing_into") or not hasattr(rop, "reading_ring"):
             continue
+        if any(_may_touch(infos, *new_steps[t], op.key) for t in range(j + 1, r)):
+            continue  # the variable gets its new value at the reader's shift: nothing between may see it
         if np.dtype(infos[c].dtype) != op.read.dtype:
             continue
         ring = np.zeros(tuple(infos[c].shape), op.read.dtype)
@@ -193,6 +197,17 @@ def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
         fields = (getattr(op, f.name) for f in dataclasses.fields(RingBufferShiftTail))
         new_steps[j] = (node, RingBufferInPlace(*fields, ring))
     return new_steps
+
+
+def _may_touch(infos, node, op, key) -> bool:
+    """Whether step (node, op) may read or assign the variable ``key``: its own variable ops and ring steps, and
+    any stateful kernel (control flow runs subgraphs that may; custom stateful ops)."""
+    if isinstance(op, RingBufferShift):
+        return op.key == key
+    if isinstance(op, (ReadVariable, AssignVariable)):
+        other = _handle_key(infos, node.operator.inputs[0])
+        return other is None or other == key
+    return node.kernel.stateful
 
 
 def _writer(op, index: tuple, shape: tuple):

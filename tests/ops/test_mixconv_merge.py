@@ -208,14 +208,20 @@ def _ring(b: ModelBuilder, name: str, frame: int, rows: int) -> int:
 
 
 def _stacked_blocks(
-    frame_out: bool = False, reshape_in: bool = False, quantize_in: bool = False, r1_init_rows: int = 6
+    frame_out: bool = False,
+    reshape_in: bool = False,
+    quantize_in: bool = False,
+    r1_init_rows: int = 6,
+    between: str | None = None,
 ) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
     ``frame_out``: the first block's frame is an output too (its ring keeps the concatenation); ``reshape_in``:
     the input is a (1, 8) frame RESHAPEd for the first ring (the copy then stores into the ring's tail);
     ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail);
-    ``r1_init_rows``: the rows the init subgraph assigns to ring r1 (6: the model's)."""
+    ``r1_init_rows``: the rows the init subgraph assigns to ring r1 (6: the model's); ``between``: after ring r1's
+    ASSIGN_VARIABLE and before the depthwise that reads its concatenation, "read" reads r1 (a second output) or
+    "assign" assigns it a constant."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
@@ -239,8 +245,18 @@ def _stacked_blocks(
     opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": NONE}
     b.op("CONV_2D", [d0, b.const("f_w", w, quantization=quant(s_w, 0, 0)), bias], [f], opts)
     c1 = _ring(b, "r1", f, 6)
+    extra = []
+    if between is not None:
+        h = b.tensor("r1_h2", (), None, tensor_type=RESOURCE)
+        b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": "r1"})
+        if between == "read":
+            extra.append(_int8(b, "r1_read", (1, 6, 1, 8)))
+            b.op("READ_VARIABLE", [h], extra)
+        else:
+            sevens = b.const("sevens", np.full((1, 6, 1, 8), 7, np.int8), quantization=quant(S_IN, 3))
+            b.op("ASSIGN_VARIABLE", [h, sevens], [])
     y = _pointwise(b, rng, _depthwise(b, rng, c1, (1, 7, 1, 8), "d1", NONE), "y", RELU)
-    b.output(*([y, f] if frame_out else [y]))
+    b.output(*([y, f] if frame_out else [y]), *extra)
     b.subgraph("init")
     for name, rows in (("r0", 4), ("r1", r1_init_rows)):
         h = b.tensor(f"{name}_h", (), None, tensor_type=RESOURCE)
@@ -290,8 +306,8 @@ def test_quantized_reshaped_input_frame_stored_into_ring():
 
 
 def test_ring_in_place_state_over_reallocation():
-    """RingBufferInPlace keeps the state in the variable (its array's head): allocate_tensors again in the middle
-    of the stream (on both sides) continues from it, and every output equals BUILTIN_REF's."""
+    """RingBufferInPlace keeps the state in the variable (its array's head): a new prepare in the middle of the
+    stream (a new ring array) continues from it, and every output equals BUILTIN_REF's."""
     model = _stacked_blocks()
     feeds = _stream(model, 16)
     LiteRT, resolver = oracle()
@@ -304,7 +320,14 @@ def test_ring_in_place_state_over_reallocation():
         res = []
         for k, (x,) in enumerate(feeds):
             if k == 7:
-                it.allocate_tensors()
+                if isinstance(it, litert_py.Interpreter):  # prepare anew (allocate_tensors alone would not)
+                    ring = next(
+                        op for _, op in it._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace"
+                    )
+                    it._subgraphs[0].prepare()
+                    assert ring not in [op for _, op in it._subgraphs[0].steps_nodes]
+                else:
+                    it.allocate_tensors()
             it.set_tensor(it.get_input_details()[0]["index"], x)
             it.invoke()
             res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
@@ -313,6 +336,35 @@ def test_ring_in_place_state_over_reallocation():
             names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
             assert names.count("RingBufferInPlace") == 1
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("between", ["read", "assign"])
+def test_ring_not_in_place_when_the_variable_is_used_before_its_reader(between):
+    """In place, ring r1's variable gets its new value at the reader's shift; a READ_VARIABLE or ASSIGN_VARIABLE of
+    r1 between its ASSIGN_VARIABLE and that reader must see (or overwrite) the value ASSIGN_VARIABLE gave: r1 stays
+    a RingBufferShiftTail (in place without them: test_ring_in_place_state_over_reallocation), and every output
+    equals BUILTIN_REF's."""
+    model = _stacked_blocks(between=between)
+    feeds = _stream(model, 8)
+    LiteRT, resolver = oracle()
+    outs = []
+    for it in (
+        litert_py.Interpreter(model_content=model),
+        LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF),
+    ):
+        it.allocate_tensors()
+        res = []
+        for (x,) in feeds:
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            res.append([it.get_tensor(d["index"]).copy() for d in it.get_output_details()])
+        outs.append(res)
+        if isinstance(it, litert_py.Interpreter):
+            names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+            assert "RingBufferInPlace" not in names and "RingBufferShiftTail" in names, names  # without: in place
+    for k, (ours, theirs) in enumerate(zip(*outs)):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a, b, err_msg=f"invoke {k}")
 
 
 @pytest.mark.parametrize("preserve", [False, True])
