@@ -43,21 +43,21 @@ import dataclasses
 import numpy as np
 
 from .activations import ReluFloat
-from .common import float_activation_range
+from .common import float_activation_range, scalar_operand
 
 
 def float_bounds(activation: int) -> tuple[np.ndarray, np.ndarray]:
     """The fused activation's float32 clamp range (CalculateActivationRange<float>) as 0-d float32 arrays
     (module docstring)."""
     lo, hi = float_activation_range(activation)
-    return np.array(lo, np.float32), np.array(hi, np.float32)
+    return scalar_operand(lo), scalar_operand(hi)
 
 
 def intersect(lo, hi, lo2, hi2) -> tuple[np.ndarray, np.ndarray] | None:
     """The float32 range [lo, hi] intersected with [lo2, hi2] as 0-d float32 arrays, or None when they are
     disjoint."""
     a, b = np.float32(max(lo, lo2)), np.float32(min(hi, hi2))
-    return (np.array(a), np.array(b)) if a <= b else None
+    return (scalar_operand(a), scalar_operand(b)) if a <= b else None
 
 
 class ClampLast:

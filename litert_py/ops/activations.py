@@ -35,6 +35,7 @@ from .common import (
     Noop,
     broadcast_shape,
     clip_ufunc,
+    scalar_operand,
 )
 from .registry import OpContext, PreparedOp, TensorInfo, register
 from .softmax import prepare_softmax_float
@@ -87,18 +88,10 @@ _MAIN_UPPER = np.float32(87)
 assert np.float32(np.exp(np.float64(_EXP_ZERO))) == 0
 
 
-def _const(v) -> np.ndarray:
-    """A float32 operand as a read-only 0-d array: ufuncs use it as it is, where a numpy scalar is converted to an
-    array on every call (0.15-0.2 us per operand, most of a small tensor's time); the same values."""
-    a = np.array(v, np.float32)
-    a.flags.writeable = False
-    return a
-
-
 _A_ONE, _A_LOWER, _A_UPPER, _A_MAIN_UPPER, _A_EXP_ZERO = map(
-    _const, (1, LOGISTIC_LOWER, LOGISTIC_UPPER, _MAIN_UPPER, _EXP_ZERO)
+    scalar_operand, (1, LOGISTIC_LOWER, LOGISTIC_UPPER, _MAIN_UPPER, _EXP_ZERO)
 )
-_A_ZERO, _A_THREE, _A_SIX = map(_const, (0, 3, 6))
+_A_ZERO, _A_THREE, _A_SIX = map(scalar_operand, (0, 3, 6))
 
 
 # -- prepared ops ---------------------------------------------------------------------------------
@@ -106,7 +99,7 @@ _A_ZERO, _A_THREE, _A_SIX = map(_const, (0, 3, 6))
 class ReluFloat:
     """RELU [0, inf), RELU6 [0, 6], RELU_N1_TO_1 [-1, 1]: a clamp that keeps NaN and -0.0."""
 
-    lo: np.ndarray  # 0-d float32 (_const)
+    lo: np.ndarray  # 0-d float32 (common.scalar_operand)
     hi: np.ndarray
 
     def __call__(self, inputs, outputs):
@@ -138,7 +131,7 @@ class LogisticFloat:
     Each value depends on its own branch only, so the passes of a branch no value takes are skipped (the same
     values): with every value low (a segmentation mask's background: 65536 values 200 -> ~85 us) the main branch
     and the masked copies go (the low results are copied whole), with none above the upper cutoff the masked
-    copy of the ones goes (25 us over 65536 values). The constants are 0-d arrays (``_const``)."""
+    copy of the ones goes (25 us over 65536 values). The constants are 0-d arrays (``common.scalar_operand``)."""
 
     low: np.ndarray  # bool scratch of x's shape
     z: np.ndarray  # float32 scratch: the low branch's exp argument
@@ -310,7 +303,7 @@ def _prepare(ctx: OpContext, make_float: Callable[[OpContext, TensorInfo], objec
 
 
 def _relu(lo: float, hi: float):
-    return lambda ctx, x: ReluFloat(_const(lo), _const(hi))
+    return lambda ctx, x: ReluFloat(scalar_operand(lo), scalar_operand(hi))
 
 
 _MAKE_FLOAT: dict[int, Callable[[OpContext, TensorInfo], object]] = {

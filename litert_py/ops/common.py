@@ -90,6 +90,15 @@ def reshape_view(a: np.ndarray, shape) -> np.ndarray:
     return r
 
 
+def scalar_operand(value, dtype=np.float32) -> np.ndarray:
+    """``value`` as a read-only 0-d array of ``dtype``, the constant operand of a kernel's ufunc calls: a Python or
+    numpy scalar operand is converted to an array on every call (0.15-0.25 us, most of a small tensor's time);
+    the same values (a float32 ufunc rounds a Python float to float32 as this does)."""
+    a = np.array(value, dtype)
+    a.flags.writeable = False
+    return a
+
+
 #: Scratch buffers made at prepare start on a cache line: numpy's ufunc loops writing to an output that starts
 #: off a 64-byte boundary (np.empty gives 16) run up to 2x slower (98K float32 products: 20 -> 10 us).
 CACHE_LINE = 64

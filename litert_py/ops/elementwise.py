@@ -80,7 +80,7 @@ from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .activation_fusion import intersect
-from .common import broadcast_shape, clip_ufunc
+from .common import broadcast_shape, clip_ufunc, scalar_operand
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
     QuantizedTable8,
@@ -353,7 +353,7 @@ def prepare_arithmetic(ctx: OpContext) -> PreparedOp:
     if t not in _FLOATS and is_full_range(clamp, a.dtype):
         clamp = None  # integer arithmetic wraps; the full-range clamp is a no-op
     elif t in _FLOATS:  # 0-d arrays: no scalar conversion per call (activation_fusion.float_bounds), same values
-        clamp = (np.array(clamp[0]), np.array(clamp[1]))
+        clamp = (scalar_operand(clamp[0], a.dtype), scalar_operand(clamp[1], a.dtype))
     row = _channel_row(_UFUNC[op], a, b, ctx.outputs[OUTPUT].shape, clamp)
     return row if row is not None else Arithmetic(_UFUNC[op], clamp)
 

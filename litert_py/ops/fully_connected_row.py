@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .activation_fusion import intersect
-from .common import clip_ufunc, float_activation_range
+from .common import clip_ufunc, float_activation_range, scalar_operand
 
 
 def row_weights(weights: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -83,7 +83,7 @@ class FullyConnectedFloatRow:
     def with_clamp(self, lo, hi):
         """This FC clamping to [lo, hi] within its own range (ops/activation_fusion.py), or None."""
         r = intersect(self.lo, self.hi, lo, hi)
-        return None if r is None else dataclasses.replace(self, lo=_bound(r[0]), hi=_bound(r[1]))
+        return None if r is None else dataclasses.replace(self, lo=r[0], hi=r[1])
 
     def feeding(self, consumer):
         """The fused step when ``consumer`` is a row FC reading this FC's output (module docstring)."""
@@ -126,16 +126,11 @@ def _finish(row, weights, lo, hi, out, out_shape) -> None:
     clip_ufunc(out, lo, hi, out=out)
 
 
-def _bound(v) -> np.ndarray:
-    """A clamp bound as a 0-d float32 array (module docstring)."""
-    return np.array(v, np.float32)
-
-
 def prepare_float_row(x_shape, weights: np.ndarray, bias: np.ndarray | None, act: int, out_shape):
     """The row FC for a constant-weight float32 FULLY_CONNECTED whose input is one row of ``depth`` values."""
     depth, units = weights.shape[1], weights.shape[0]
     row = input_row(depth, bias is not None)
-    lo, hi = float_activation_range(act)
+    lo, hi = map(scalar_operand, float_activation_range(act))
     inplace = (1, units) if tuple(out_shape) == (1, units) else None
     head = row[0, :depth].reshape(x_shape)
-    return FullyConnectedFloatRow(head, row, row_weights(weights, bias), _bound(lo), _bound(hi), inplace)
+    return FullyConnectedFloatRow(head, row, row_weights(weights, bias), lo, hi, inplace)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .common import scalar_operand
 from .conv.common import Geometry, window_geometry
 from .registry import OpContext, TensorInfo
 
@@ -59,7 +60,7 @@ def sum_taps(x: np.ndarray, taps: tuple, leading_full: int, out: np.ndarray, dty
 
 
 #: +0.0 per float type as 0-d arrays (a ufunc converts a scalar operand on every call)
-_ZEROS = {np.dtype(t): np.zeros((), t) for t in (np.float16, np.float32, np.float64)}
+_ZEROS = {np.dtype(t): scalar_operand(0, t) for t in (np.float16, np.float32, np.float64)}
 
 
 def tap_counts(ctx: OpContext, geo: Geometry) -> np.ndarray:

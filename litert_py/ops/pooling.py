@@ -48,7 +48,7 @@ import numpy as np
 from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
 from .activation_fusion import float_bounds
-from .common import aligned_empty, clip_ufunc, quantized_activation_range
+from .common import aligned_empty, clip_ufunc, quantized_activation_range, scalar_operand
 from .conv.common import EMPTY_OUTPUT, Geometry
 from .pool_common import (
     ALL,
@@ -91,7 +91,7 @@ def _prepare_average_float(ctx: OpContext, geo: Geometry) -> AveragePoolFloat | 
     tiles = PoolTiles.build(geo) if geo.in_c > 1 else None  # see AveragePoolFloatTiled: C = 1 is not sequential
     lo, hi = float_bounds(ctx.options.fused_activation_function)
     if tiles is not None:
-        return AveragePoolFloatTiled.build(tiles, np.array(geo.filter_h * geo.filter_w, np.float32), lo, hi)
+        return AveragePoolFloatTiled.build(tiles, scalar_operand(geo.filter_h * geo.filter_w), lo, hi)
     taps = pool_taps_2d(geo)
     count = np.asarray(float_divisor(ctx, geo), np.float32)  # one count as a 0-d array, as the bounds
     return AveragePoolFloat(tuple((o, i) for o, i, _ in taps), _leading_full(taps), count, lo, hi)
