@@ -15,7 +15,7 @@ import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
 from .common import clip_ufunc, reshape_view, small_gemm
-from .quantize import TableLookupScalar
+from .quantize import TableLookupScalar, composed_table
 
 INPUT = 0
 
@@ -297,13 +297,9 @@ class FullyConnectedScalarLookup(FullyConnectedQuantizedFoldedScalar):
         outputs[0].fill(self.table[(math.trunc(t + math.copysign(HALF_DOWN_F64, t)) + self.zo) & self.mask])
 
     def feeding(self, consumer) -> FullyConnectedScalarLookup | None:
-        """This op with another one-value lookup composed into its table (as quantize.TableLookupScalar.feeding)."""
-        if type(consumer) is not TableLookupScalar or self.table.dtype.kind not in "iu":
-            return None
-        if consumer.mask != (1 << (8 * self.table.dtype.itemsize)) - 1 or consumer.table.size != consumer.mask + 1:
-            return None
-        table = consumer.table[self.table.astype(np.int64) & consumer.mask]
-        return dataclasses.replace(self, table=table, mask=self.mask)
+        """This op with another one-value lookup composed into its table (quantize.composed_table)."""
+        table = composed_table(self.table, consumer)
+        return None if table is None else dataclasses.replace(self, table=table)
 
 
 def _exact_sums(wz: np.ndarray, row: np.ndarray, max_abs_v: int, dtype) -> bool:

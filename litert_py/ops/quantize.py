@@ -81,11 +81,19 @@ class TableLookupScalar:
         (ops/slice_views.py's fuse_feeding), or None. Exact: entry i is what the two steps store for input bit
         pattern i (this table holds integers in its output's type, whose bit pattern the consumer's mask reads);
         one step and one lookup fewer."""
-        if type(consumer) is not TableLookupScalar or self.table.dtype.kind not in "iu":
-            return None
-        if consumer.mask != (1 << (8 * self.table.dtype.itemsize)) - 1 or consumer.table.size != consumer.mask + 1:
-            return None
-        return TableLookupScalar(consumer.table[self.table.astype(np.int64) & consumer.mask], self.mask)
+        table = composed_table(self.table, consumer)
+        return None if table is None else TableLookupScalar(table, self.mask)
+
+
+def composed_table(table: np.ndarray, consumer) -> np.ndarray | None:
+    """``consumer.table[table & mask]`` when ``consumer`` is a TableLookupScalar reading the integers ``table``
+    holds at their own width (its mask covers exactly that many bits and its table every pattern), else None:
+    entry i is what storing ``table[i]`` and then looking it up would give."""
+    if type(consumer) is not TableLookupScalar or table.dtype.kind not in "iu":
+        return None
+    if consumer.mask != (1 << (8 * table.dtype.itemsize)) - 1 or consumer.table.size != consumer.mask + 1:
+        return None
+    return consumer.table[table.astype(np.int64) & consumer.mask]
 
 
 def table_lookup(table: np.ndarray, x: TensorInfo) -> TableLookup | TableLookupScalar:
