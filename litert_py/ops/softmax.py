@@ -98,6 +98,15 @@ def prepare_softmax_float(beta: float, shape: tuple, half: bool):
     return SoftmaxFloat(np.float32(beta), Reduction.of(shape, (len(shape) - 1,)), half=half)
 
 
+def output_rounding(bits_over_unit: int, out_bits: int) -> tuple[int, int]:
+    """(addend, shift) of the fused ``RDBPOT(SRDHM(scale, e), bits_over_unit + 31 - out_bits)`` for one row:
+    ``(e * scale + addend) >> shift`` (e, scale >= 0). The exponent is clamped to [1, 32]: LiteRT CHECKs
+    0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32 the fused shift still
+    gives the rounded quotient."""
+    exponent = min(max(bits_over_unit + 31 - out_bits, 1), 32)
+    return (1 << 30) + (1 << (exponent + 30)), exponent + 31
+
+
 @dataclass(frozen=True, eq=False)
 class SoftmaxQuantized:
     """reference/softmax.h, uint8 / int8 input, uint8 / int8 / int16 output (gemmlowp fixed point).
@@ -120,20 +129,17 @@ class SoftmaxQuantized:
         d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
         e = self.exp_table.take(d)
         totals = self.sum_table.take(d).sum(axis=-1, keepdims=True)
-        # LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32 the
-        # fused shift below still gives the rounded quotient.
-        if totals.size == 1:  # one row: Python ints, no per-row array work
+        if totals.size == 1:  # one row: Python ints, no per-row array work (output_rounding)
             total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 accumulator
             scale, bits_over_unit = get_reciprocal_int(total, 12)
-            exponent = min(max(bits_over_unit + 31 - self.out_bits, 1), 32)
-            rounding = (1 << 30) + (1 << (exponent + 30))
-        else:
+            rounding, shift = output_rounding(bits_over_unit, self.out_bits)
+        else:  # output_rounding per row
             scale, bits_over_unit = get_reciprocal(wrap32(totals), 12)
             exponent = np.minimum(np.maximum(bits_over_unit + 31 - self.out_bits, 1), 32)
-            rounding = (1 << 30) + np.left_shift(np.int64(1), exponent + 30)
+            rounding, shift = (1 << 30) + np.left_shift(np.int64(1), exponent + 30), exponent + 31
         e *= scale
         e += rounding
-        np.right_shift(e, exponent + 31, out=e)
+        np.right_shift(e, shift, out=e)
         np.minimum(e, self.out_max - self.out_min, out=e)
         np.add(e, self.out_min, out=out, casting="unsafe")
 
@@ -176,10 +182,10 @@ class SoftmaxQuantizedRow:
         e = self.exp_rows[row].take(x, out=self.e)
         total = int(np.add.reduce(self.sum_rows[row].take(x, out=self.s), axis=None))  # < 2^31: no wrap
         scale, bits_over_unit = get_reciprocal_int(total, 12)
-        exponent = min(max(bits_over_unit + 31 - self.out_bits, 1), 32)  # as SoftmaxQuantized
+        rounding, shift = output_rounding(bits_over_unit, self.out_bits)
         np.multiply(e, scale, out=e)
-        np.add(e, (1 << 30) + (1 << (exponent + 30)), out=e)
-        np.right_shift(e, exponent + 31, out=e)
+        np.add(e, rounding, out=e)
+        np.right_shift(e, shift, out=e)
         self.out_table.take(e, mode="clip", out=outputs[OUTPUT])
 
     @staticmethod
@@ -238,8 +244,7 @@ class SoftmaxQuantizedTiny:
         ds = [m - v for v in xs]
         sum_list, exp_list = self.sum_list, self.exp_list
         scale, bits_over_unit = get_reciprocal_int(sum([sum_list[d] for d in ds]), 12)
-        exponent = min(max(bits_over_unit + 31 - self.out_bits, 1), 32)  # as SoftmaxQuantized
-        rounding, shift = (1 << 30) + (1 << (exponent + 30)), exponent + 31
+        rounding, shift = output_rounding(bits_over_unit, self.out_bits)
         span, out_min = self.out_span, self.out_min
         q = [(exp_list[d] * scale + rounding) >> shift for d in ds]
         outputs[OUTPUT][self.lead] = [(v if v < span else span) + out_min for v in q]
