@@ -52,8 +52,15 @@ from .common import (
     tile_over_width,
 )
 from .im2col import Im2Col, Im2ColT, RowBands, gemm_weights, row_band_weights
-from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, MixedEpilogue, fold_requantization
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, ScaledEpilogue, fold_truncating, scaled_epilogue
+from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, LateZeroPointEpilogue, MixedEpilogue, fold_requantization
+from .requant_trunc import (
+    FULL_CONSTANTS_MAX_VALUES,
+    ProvenFolding,
+    ScaledEpilogue,
+    fold_truncating,
+    fold_truncating_proven,
+    scaled_epilogue,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -384,8 +391,14 @@ def _prepare_conv_folded(
         offset = _conv_offset(x, f, bias, f_zp)[1]
         bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)
         trunc = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, out_dtype)
+    if trunc is None and type(getattr(folding, "epilogue", None)) in (LateZeroPointEpilogue, MixedEpilogue):
+        offset = _conv_offset(x, f, bias, f_zp)[1]
+        bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)
+        args = (m, shift, zero_point, lo, hi, offset, bounds, acc_bound, geo.out_shape, out_dtype)
+        trunc = fold_truncating_proven(*args)
     if trunc is not None:
-        scale, const, epilogue = trunc.scale, trunc.const, trunc.epilogue(geo.out_shape)
+        epilogue = trunc.epilogue if isinstance(trunc, ProvenFolding) else trunc.epilogue(geo.out_shape)
+        scale, const = trunc.scale, trunc.const
     elif folding is None:
         return None
     else:
