@@ -24,7 +24,12 @@ units, so each is exact and the float result is requant.py's formula exactly:
 M * B + (|zp - b| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53, with B >= every |partial sum| of the accumulator
 (max|x| * sum|w - w_zp| + |offset|). Also 0 <= M < 2^31, rs <= 31 and the C++ int32 accumulator times 2^ls does
 not wrap. The near-dead channels of no-activation layers (right shifts >= 15 with b = -128 far from zp) fail it;
-on the float32 GEMM's integer accumulators :func:`scaled_epilogue` proves them by the monotone proof below.
+on the float32 GEMM's integer accumulators :func:`scaled_epilogue` proves them by the monotone proof below, and
+so does :func:`fold_truncating_proven` on the folded float64 GEMM (and depthwise sums): there the GEMM computes the
+value less zp - b, exact by the *late* bound M * B + 2^(31+rs-ls) + 2^(31-ls) <= 2^53 (so the GEMM's value is an
+exact affine function of the accumulator whatever order BLAS adds in), or, on channels failing even that, the raw
+integer accumulator, multiplied by its scale in the epilogue (:class:`RescaledTruncEpilogue`); the epilogue's
+rounded additions are then monotone functions of the accumulator, which the proof checks.
 
 Monotone proof. For one channel, the exact result f(acc) = clamp(MBQM(acc) + zp, lo, hi) is a monotone
 non-decreasing function of the integer accumulator (MBQM with M >= 0 is monotone: SRDHM and RoundingDivideByPOT
