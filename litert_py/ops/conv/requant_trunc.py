@@ -56,6 +56,7 @@ import numpy as np
 
 from ...quant import INT32_MAX, requantize
 from ..common import aligned_empty, clip_ufunc
+from .requant import SMALL_EPILOGUE_VALUES
 
 FLOAT64_EXACT = 1 << 53
 SIGN_BIT64 = np.array(1 << 63, np.uint64)  # a 0-d operand (a Python int is converted on every ufunc call)
@@ -307,13 +308,38 @@ class RescaledTruncEpilogue:
 
 
 @dataclass(frozen=True, eq=False)
+class SmallRescaledEpilogue:
+    """RescaledTruncEpilogue for outputs of at most requant.SMALL_EPILOGUE_VALUES values (streaming and one-pixel
+    layers, which pay per numpy call): every operand has the output's shape, no base: ``v`` times ``scale``, the
+    sign path's copysign(half, v), ``const`` (the TruncEpilogue's constant plus b: zp + 1/2 on the sign path), the
+    clip to [lo, hi], the floor in place and a plain assignment (integers in the output's range: exact)."""
+
+    scale: np.ndarray  # float64, the output's shape
+    half: np.ndarray | None  # sign path: h per value; None: ReLU-like
+    sign: np.ndarray | None  # float64 scratch (sign path)
+    const: np.ndarray  # float64, the output's shape
+    lo: np.ndarray  # 0-d float64
+    hi: np.ndarray  # 0-d float64
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        np.multiply(v, self.scale, out=v)
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
+        np.add(v, self.const, out=v)
+        clip_ufunc(v, self.lo, self.hi, out=v)
+        np.floor(v, out=v)
+        out[...] = v
+
+
+@dataclass(frozen=True, eq=False)
 class ProvenFolding:
     """What :func:`fold_truncating_proven` folds into the GEMM, per output channel (``scale``, ``const``), and the
     epilogue that follows it."""
 
     scale: np.ndarray  # (O,) float64
     const: np.ndarray  # (O,) float64
-    epilogue: TruncEpilogue | RescaledTruncEpilogue
+    epilogue: TruncEpilogue | RescaledTruncEpilogue | SmallRescaledEpilogue
 
 
 def fold_truncating_proven(
@@ -346,6 +372,9 @@ def fold_truncating_proven(
     raw = ~_exact_by_bound(m, ls, rs, bounds, abs(zero_point - b) if relu_like else 0)
     check = ~_exact_by_bound(m, ls, rs, bounds, abs(zero_point - b))
     extra = np.where(raw, k, 0.0) if relu_like and raw.any() else None  # added after the rescale
+    small = raw.any() and int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES
+    if small:  # the value itself (no base): the TruncEpilogue's constant plus b
+        small_const = np.full(m.size, zero_point + 0.5) if not relu_like else extra + b
     if check.any():
         points, pc, want = _step_points(m[check], s[check], zero_point, lo, hi, bounds[check])
         c = np.flatnonzero(check)[pc]
@@ -354,23 +383,41 @@ def fold_truncating_proven(
             None if relu_like else folding.half[c], folding.top,
         )  # fmt: skip
         shape = (1, 1, 1, points.size)
-        probe = sub.epilogue(shape, True, None if extra is None else extra[c])
         v = np.where(raw[c], points.astype(np.float64), points * folding.scale[c] + k[c])  # the GEMM's values
-        if raw.any():
-            probe = RescaledTruncEpilogue(np.where(raw[c], folding.scale[c], 1.0).reshape(shape), probe)
-        got = np.empty(shape, np.uint8)
+        if small:
+            probe = _small_rescaled(folding, raw, small_const, lo, hi, c.reshape(shape))
+            got = np.empty(shape, np.int64)
+        else:
+            probe = sub.epilogue(shape, True, None if extra is None else extra[c])
+            if raw.any():
+                probe = RescaledTruncEpilogue(np.where(raw[c], folding.scale[c], 1.0).reshape(shape), probe)
+            got = np.empty(shape, np.uint8)
         probe(v.reshape(shape), got)
         got = got.reshape(-1).astype(np.int64)
-        if lo < 0:  # int8: the bytes' two's complement
+        if lo < 0 and not small:  # int8: the bytes' two's complement
             got = np.where(got > 127, got - 256, got)
         if not (got == want).all():
             return None
-    epilogue = folding.epilogue(out_shape, True, extra)
-    if raw.any():
+    if small:
+        channels = np.broadcast_to(np.arange(m.size), tuple(out_shape))
+        epilogue = _small_rescaled(folding, raw, small_const, lo, hi, channels)
+    else:
+        epilogue = folding.epilogue(out_shape, True, extra)
+    if raw.any() and not small:
         epilogue = RescaledTruncEpilogue(_constant(np.where(raw, folding.scale, 1.0), epilogue.shape), epilogue)
     scale = np.where(raw, 1.0, folding.scale)
     const = np.where(raw, offset.astype(np.float64), folding.const)
     return ProvenFolding(scale, const, epilogue)
+
+
+def _small_rescaled(folding: TruncFolding, raw, const, lo: int, hi: int, c: np.ndarray) -> SmallRescaledEpilogue:
+    """The SmallRescaledEpilogue of fold_truncating_proven's ``folding`` with one value per channel index of ``c``
+    (the output's channels, or the proof's points): the rescale on the ``raw`` channels, its ``const`` (O,)."""
+    half = None if folding.half is None else np.ascontiguousarray(folding.half[c])
+    return SmallRescaledEpilogue(
+        np.ascontiguousarray(np.where(raw, folding.scale, 1.0)[c]), half, None if half is None else np.empty(c.shape),
+        np.ascontiguousarray(const[c]), np.array(float(lo)), np.array(float(hi)),
+    )  # fmt: skip
 
 
 def _exact(acc: np.ndarray, c: np.ndarray, m, shift, zero_point: int, lo: int, hi: int) -> np.ndarray:
