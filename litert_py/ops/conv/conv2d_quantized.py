@@ -22,7 +22,7 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   its MixedEpilogue (any size), requant_trunc.fold_truncating_proven: the same TruncEpilogue (raw-accumulator
   channels rescaled first; small outputs its SmallRescaledEpilogue), exact by the monotone step check. Measured
   (se_mobilenet, 1 thread, per layer): 1x1 (16,16,24)->96 115 -> 50 us, (8,8,40)->120 41 -> 23 us,
-  (8,8,40)->240 82 -> 40 us, one-pixel 30->120 gate (MixedEpilogue) 13.9 -> 3.4 us.
+  (8,8,40)->240 82 -> 40 us, one-pixel 30->120 gate (MixedEpilogue) 13.9 -> 3.4-3.9 us.
 Measured (tools/profile_ops.py, CONV_2D time, min of 5 runs alternating with the base): ResNet-8 1.33-1.39x,
 DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster."""
 

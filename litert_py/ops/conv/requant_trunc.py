@@ -56,7 +56,7 @@ import numpy as np
 
 from ...quant import INT32_MAX, requantize
 from ..common import aligned_empty, clip_ufunc
-from .requant import SMALL_EPILOGUE_VALUES
+from .requant import SMALL_EPILOGUE_VALUES, SmallFoldedEpilogue
 
 FLOAT64_EXACT = 1 << 53
 SIGN_BIT64 = np.array(1 << 63, np.uint64)  # a 0-d operand (a Python int is converted on every ufunc call)
@@ -310,26 +310,19 @@ class RescaledTruncEpilogue:
 @dataclass(frozen=True, eq=False)
 class SmallRescaledEpilogue:
     """RescaledTruncEpilogue for outputs of at most requant.SMALL_EPILOGUE_VALUES values (streaming and one-pixel
-    layers, which pay per numpy call): every operand has the output's shape, no base: ``v`` times ``scale``, the
-    sign path's copysign(half, v), ``const`` (the TruncEpilogue's constant plus b: zp + 1/2 on the sign path), the
-    clip to [lo, hi], the floor in place and a plain assignment (integers in the output's range: exact)."""
+    layers, which pay per numpy call): every operand has the output's shape, no base: ``v`` times ``scale``, on
+    ReLU-like layers + ``const`` (the TruncEpilogue's constant plus b), then requant.SmallFoldedEpilogue (the sign
+    path's copysign(half, v) and its constant zp + 1/2, the clip to [lo, hi], the floor, a plain assignment)."""
 
     scale: np.ndarray  # float64, the output's shape
-    half: np.ndarray | None  # sign path: h per value; None: ReLU-like
-    sign: np.ndarray | None  # float64 scratch (sign path)
-    const: np.ndarray  # float64, the output's shape
-    lo: np.ndarray  # 0-d float64
-    hi: np.ndarray  # 0-d float64
+    const: np.ndarray | None  # ReLU-like: float64, the output's shape; None: the sign path (in ``folded``)
+    folded: SmallFoldedEpilogue
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
         np.multiply(v, self.scale, out=v)
-        if self.half is not None:
-            np.copysign(self.half, v, out=self.sign)
-            np.add(v, self.sign, out=v)
-        np.add(v, self.const, out=v)
-        clip_ufunc(v, self.lo, self.hi, out=v)
-        np.floor(v, out=v)
-        out[...] = v
+        if self.const is not None:
+            np.add(v, self.const, out=v)
+        self.folded(v, out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -413,11 +406,14 @@ def fold_truncating_proven(
 def _small_rescaled(folding: TruncFolding, raw, const, lo: int, hi: int, c: np.ndarray) -> SmallRescaledEpilogue:
     """The SmallRescaledEpilogue of fold_truncating_proven's ``folding`` with one value per channel index of ``c``
     (the output's channels, or the proof's points): the rescale on the ``raw`` channels, its ``const`` (O,)."""
-    half = None if folding.half is None else np.ascontiguousarray(folding.half[c])
-    return SmallRescaledEpilogue(
-        np.ascontiguousarray(np.where(raw, folding.scale, 1.0)[c]), half, None if half is None else np.empty(c.shape),
-        np.ascontiguousarray(const[c]), np.array(float(lo)), np.array(float(hi)),
-    )  # fmt: skip
+    const = np.ascontiguousarray(const[c])
+    bounds = np.array(float(lo)), np.array(float(hi))
+    if folding.half is None:
+        folded = SmallFoldedEpilogue(*bounds, None, 0.0, None)
+    else:
+        folded = SmallFoldedEpilogue(*bounds, np.ascontiguousarray(folding.half[c]), const, np.empty(c.shape))
+    scale = np.ascontiguousarray(np.where(raw, folding.scale, 1.0)[c])
+    return SmallRescaledEpilogue(scale, const if folding.half is None else None, folded)
 
 
 def _exact(acc: np.ndarray, c: np.ndarray, m, shift, zero_point: int, lo: int, hi: int) -> np.ndarray:
