@@ -24,7 +24,12 @@ units, so each is exact and the float result is requant.py's formula exactly:
 M * B + (|zp - b| + 1) * 2^(31+rs-ls) + 2^(31-ls) <= 2^53, with B >= every |partial sum| of the accumulator
 (max|x| * sum|w - w_zp| + |offset|). Also 0 <= M < 2^31, rs <= 31 and the C++ int32 accumulator times 2^ls does
 not wrap. The near-dead channels of no-activation layers (right shifts >= 15 with b = -128 far from zp) fail it;
-on the float32 GEMM's integer accumulators :func:`scaled_epilogue` proves them by the monotone proof below.
+on the float32 GEMM's integer accumulators :func:`scaled_epilogue` proves them by the monotone proof below, and
+so does :func:`fold_truncating_proven` on the folded float64 GEMM (and depthwise sums): there the GEMM computes the
+value less zp - b, exact by the *late* bound M * B + 2^(31+rs-ls) + 2^(31-ls) <= 2^53 (so the GEMM's value is an
+exact affine function of the accumulator whatever order BLAS adds in), or, on channels failing even that, the raw
+integer accumulator, multiplied by its scale in the epilogue (:class:`RescaledTruncEpilogue`); the epilogue's
+rounded additions are then monotone functions of the accumulator, which the proof checks.
 
 Monotone proof. For one channel, the exact result f(acc) = clamp(MBQM(acc) + zp, lo, hi) is a monotone
 non-decreasing function of the integer accumulator (MBQM with M >= 0 is monotone: SRDHM and RoundingDivideByPOT
@@ -51,6 +56,7 @@ import numpy as np
 
 from ...quant import INT32_MAX, requantize
 from ..common import aligned_empty, clip_ufunc
+from .requant import SMALL_EPILOGUE_VALUES, SmallFoldedEpilogue
 
 FLOAT64_EXACT = 1 << 53
 SIGN_BIT64 = np.array(1 << 63, np.uint64)  # a 0-d operand (a Python int is converted on every ufunc call)
@@ -287,6 +293,129 @@ def scaled_epilogue(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class RescaledTruncEpilogue:
+    """:func:`fold_truncating_proven`'s epilogue where some channel's GEMM column holds the raw accumulator: ``v``
+    times ``scale`` (the channel's M * 2^(ls-31-rs) there, 1 elsewhere: exact) in place, then the TruncEpilogue."""
+
+    scale: np.ndarray  # float64, the epilogue's layout (_layout)
+    epilogue: TruncEpilogue
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        v = v.reshape(self.epilogue.shape)
+        np.multiply(v, self.scale, out=v)
+        self.epilogue(v, out)
+
+
+@dataclass(frozen=True, eq=False)
+class SmallRescaledEpilogue:
+    """RescaledTruncEpilogue for outputs of at most requant.SMALL_EPILOGUE_VALUES values (streaming and one-pixel
+    layers, which pay per numpy call): every operand has the output's shape, no base: ``v`` times ``scale``, on
+    ReLU-like layers + ``const`` (the TruncEpilogue's constant plus b), then requant.SmallFoldedEpilogue (the sign
+    path's copysign(half, v) and its constant zp + 1/2, the clip to [lo, hi], the floor, a plain assignment)."""
+
+    scale: np.ndarray  # float64, the output's shape
+    const: np.ndarray | None  # ReLU-like: float64, the output's shape; None: the sign path (in ``folded``)
+    folded: SmallFoldedEpilogue
+
+    def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
+        np.multiply(v, self.scale, out=v)
+        if self.const is not None:
+            np.add(v, self.const, out=v)
+        self.folded(v, out)
+
+
+@dataclass(frozen=True, eq=False)
+class ProvenFolding:
+    """What :func:`fold_truncating_proven` folds into the GEMM, per output channel (``scale``, ``const``), and the
+    epilogue that follows it."""
+
+    scale: np.ndarray  # (O,) float64
+    const: np.ndarray  # (O,) float64
+    epilogue: TruncEpilogue | RescaledTruncEpilogue | SmallRescaledEpilogue
+
+
+def fold_truncating_proven(
+    multiplier, shift, zero_point: int, lo: int, hi: int, offset, bounds, acc_bound: float, out_shape, out_dtype
+) -> ProvenFolding | None:
+    """A truncating folding for the layers whose channels fail fold_truncating's bound (right shifts of about 15
+    or more: the ``(|zp - b| + 1) * 2^(31+rs-ls)`` term), exact by the monotone proof (module docstring) instead:
+    with b = min(zp, lo), the GEMM computes on each channel whose *late* bound M * B + 2^(31+rs-ls) + 2^(31-ls)
+    <= 2^53 holds the value less zp - b exactly (u + offset * scale, + 1/2 + h on ReLU-like layers, where b = zp:
+    every partial sum a multiple of the unit below 2^53 units, so the GEMM's value is that exact function of the
+    accumulator acc); on the other channels the raw accumulator (scale 1, constant = offset: exact integers),
+    multiplied by the channel's scale in the epilogue (RescaledTruncEpilogue). Then the TruncEpilogue (the sign
+    path's copysign(h, v) and scalar zp - b + 1/2; ReLU-like: + zp - b + 1/2 + h on the raw channels), whose
+    roundings are monotone: so the result g(acc) is a monotone function of acc, proven equal to the exact f on
+    [-B, B] by the step check on every channel the full bound misses. ``out_shape``: NHWC; the other arguments as
+    fold_truncating's. None when the output is not int8 / uint8, the channels are not foldable (_channels) or the
+    proof fails on some channel."""
+    channels = _channels(multiplier, shift, acc_bound)
+    if channels is None or np.dtype(out_dtype) not in (np.int8, np.uint8):
+        return None
+    m, s, ls, rs = channels
+    bounds = np.broadcast_to(np.asarray(bounds, np.int64).reshape(-1), m.shape)
+    offset = np.asarray(offset, np.int64).reshape(-1)
+    b = min(zero_point, lo)
+    folding = _fold(m, ls, rs, zero_point, lo, hi, offset, bounds, b)
+    relu_like = folding.half is None
+    h = np.where(rs > 0, np.ldexp(1.0, -1 - rs), 0.0)
+    # ReLU-like layers' GEMM adds k = zp - b + 1/2 + h (b = zp where some channel shifts right), the others' none
+    k = zero_point - b + 0.5 + h if relu_like else np.zeros(m.size)
+    raw = ~_exact_by_bound(m, ls, rs, bounds, abs(zero_point - b) if relu_like else 0)
+    check = ~_exact_by_bound(m, ls, rs, bounds, abs(zero_point - b))
+    extra = np.where(raw, k, 0.0) if relu_like and raw.any() else None  # added after the rescale
+    small = raw.any() and int(np.prod(out_shape)) <= SMALL_EPILOGUE_VALUES
+    if small:  # the value itself (no base): the TruncEpilogue's constant plus b
+        small_const = np.full(m.size, zero_point + 0.5) if not relu_like else extra + b
+    if check.any():
+        points, pc, want = _step_points(m[check], s[check], zero_point, lo, hi, bounds[check])
+        c = np.flatnonzero(check)[pc]
+        sub = TruncFolding(
+            folding.scale[c], folding.const[c], b, lo, hi, zero_point,
+            None if relu_like else folding.half[c], folding.top,
+        )  # fmt: skip
+        shape = (1, 1, 1, points.size)
+        v = np.where(raw[c], points.astype(np.float64), points * folding.scale[c] + k[c])  # the GEMM's values
+        if small:
+            probe = _small_rescaled(folding, raw, small_const, lo, hi, c.reshape(shape))
+            got = np.empty(shape, np.int64)
+        else:
+            probe = sub.epilogue(shape, True, None if extra is None else extra[c])
+            if raw.any():
+                probe = RescaledTruncEpilogue(np.where(raw[c], folding.scale[c], 1.0).reshape(shape), probe)
+            got = np.empty(shape, np.uint8)
+        probe(v.reshape(shape), got)
+        got = got.reshape(-1).astype(np.int64)
+        if lo < 0 and not small:  # int8: the bytes' two's complement
+            got = np.where(got > 127, got - 256, got)
+        if not (got == want).all():
+            return None
+    if small:
+        channels = np.broadcast_to(np.arange(m.size), tuple(out_shape))
+        epilogue = _small_rescaled(folding, raw, small_const, lo, hi, channels)
+    else:
+        epilogue = folding.epilogue(out_shape, True, extra)
+    if raw.any() and not small:
+        epilogue = RescaledTruncEpilogue(_constant(np.where(raw, folding.scale, 1.0), epilogue.shape), epilogue)
+    scale = np.where(raw, 1.0, folding.scale)
+    const = np.where(raw, offset.astype(np.float64), folding.const)
+    return ProvenFolding(scale, const, epilogue)
+
+
+def _small_rescaled(folding: TruncFolding, raw, const, lo: int, hi: int, c: np.ndarray) -> SmallRescaledEpilogue:
+    """The SmallRescaledEpilogue of fold_truncating_proven's ``folding`` with one value per channel index of ``c``
+    (the output's channels, or the proof's points): the rescale on the ``raw`` channels, its ``const`` (O,)."""
+    const = np.ascontiguousarray(const[c])
+    bounds = np.array(float(lo)), np.array(float(hi))
+    if folding.half is None:
+        folded = SmallFoldedEpilogue(*bounds, None, 0.0, None)
+    else:
+        folded = SmallFoldedEpilogue(*bounds, np.ascontiguousarray(folding.half[c]), const, np.empty(c.shape))
+    scale = np.ascontiguousarray(np.where(raw, folding.scale, 1.0)[c])
+    return SmallRescaledEpilogue(scale, const if folding.half is None else None, folded)
+
+
 def _exact(acc: np.ndarray, c: np.ndarray, m, shift, zero_point: int, lo: int, hi: int) -> np.ndarray:
     """f(acc) for accumulators ``acc`` of channels ``c`` (int64 arrays): the exact integer requantization."""
     return requantize(acc, m[c], shift[c], zero_point, lo, hi, method="int64")
@@ -296,6 +425,27 @@ def _proven(m, s, zero_point, lo, hi, bound, folding: TruncFolding, extra, check
     """Whether g == f at -B, B and both sides of every step of f, on the channels ``check`` of ``folding``
     (``m``, ``s``, ``bound``: theirs; ``extra``: the per-channel constants ScaledEpilogue's epilogue adds, or None):
     g is ScaledEpilogue's sequence at those points, the epilogue built as the invoke's (module docstring)."""
+    points, pc, want = _step_points(m, s, zero_point, lo, hi, bound)
+    # the probe: one value per point, each with its channel's constants (elementwise: the invoke's bits)
+    sub = TruncFolding(
+        folding.scale[check][pc], folding.const[check][pc], folding.base, lo, hi, zero_point,
+        None if folding.half is None else folding.half[check][pc], folding.top,
+    )  # fmt: skip
+    shape = (1, 1, 1, points.size)
+    probe = sub.epilogue(shape, True, None if extra is None else extra[check][pc])
+    v = points.astype(np.float64) * sub.scale
+    got = np.empty(shape, np.uint8)
+    probe(v, got)
+    got = got.reshape(-1).astype(np.int64)
+    if lo < 0:  # int8: the bytes' two's complement
+        got = np.where(got > 127, got - 256, got)
+    return bool((got == want).all())
+
+
+def _step_points(m, s, zero_point: int, lo: int, hi: int, bound) -> tuple:
+    """(points, pc, want) for the monotone proof (module docstring) on channels with multipliers ``m``, shifts
+    ``s`` and accumulator bounds ``bound`` (int64 arrays): the accumulators -B, B and both sides of every step of
+    f over [-B, B], the index of each one's channel and f there (the exact integer requantization)."""
     channels = np.arange(m.size)
     f_lo = _exact(-bound, channels, m, s, zero_point, lo, hi)
     f_hi = _exact(bound, channels, m, s, zero_point, lo, hi)
@@ -313,21 +463,7 @@ def _proven(m, s, zero_point, lo, hi, bound, folding: TruncFolding, extra, check
         left = np.where(open_ & ~up, mid, left)
     points = np.concatenate([-bound, bound, right, right - 1])
     pc = np.concatenate([channels, channels, c, c])
-    want = _exact(points, pc, m, s, zero_point, lo, hi)
-    # the probe: one value per point, each with its channel's constants (elementwise: the invoke's bits)
-    sub = TruncFolding(
-        folding.scale[check][pc], folding.const[check][pc], folding.base, lo, hi, zero_point,
-        None if folding.half is None else folding.half[check][pc], folding.top,
-    )  # fmt: skip
-    shape = (1, 1, 1, points.size)
-    probe = sub.epilogue(shape, True, None if extra is None else extra[check][pc])
-    v = points.astype(np.float64) * sub.scale
-    got = np.empty(shape, np.uint8)
-    probe(v, got)
-    got = got.reshape(-1).astype(np.int64)
-    if lo < 0:  # int8: the bytes' two's complement
-        got = np.where(got > 127, got - 256, got)
-    return bool((got == want).all())
+    return points, pc, _exact(points, pc, m, s, zero_point, lo, hi)
 
 
 def _bracket(m, s, zero_point, lo, hi, bound, c, target):

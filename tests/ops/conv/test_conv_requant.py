@@ -206,8 +206,9 @@ MIXED = [
 @pytest.mark.parametrize("op, shape, k, act, zp", MIXED, ids=[f"{m[0]}-{m[2]}x{m[2]}-act{m[3]}" for m in MIXED])
 def test_mixed_folding(op, shape, k, act, zp):
     """Some channels fold, some only with the zero point added after the floor (multipliers 1000x smaller), the
-    others (10^6x smaller) are requantized apart by the MixedEpilogue: exact against the oracle, the dead
-    channels' outputs included (they are not all at the zero point)."""
+    others (10^6x smaller) are requantized apart by the MixedEpilogue (DEPTHWISE_CONV_2D) or rescaled from their
+    raw accumulators by requant_trunc.RescaledTruncEpilogue, proven by the step check (CONV_2D): exact against the
+    oracle, the dead channels' outputs included (they are not all at the zero point)."""
     rng = np.random.default_rng(sum(shape) + k + act)
     n, h, w, c = shape
     out_c = c if op == "DEPTHWISE_CONV_2D" else 24
@@ -255,6 +256,11 @@ def test_mixed_folding(op, shape, k, act, zp):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
+    if op == "CONV_2D":  # requant_trunc.fold_truncating_proven: the very dead channels' raw accumulators rescaled
+        small = out.size <= SMALL_EPILOGUE_VALUES  # streaming layers: SmallRescaledEpilogue (per-value operands)
+        assert type(prepared.epilogue).__name__ == ("SmallRescaledEpilogue" if small else "RescaledTruncEpilogue")
+        assert (prepared.epilogue.scale.reshape(-1, out_c)[0] != 1).tolist() == very_dead.tolist()
+        return
     assert type(prepared.epilogue).__name__ == "MixedEpilogue"  # biases of 2^30: no exact float32 GEMM
     assert prepared.epilogue.channels.tolist() == np.flatnonzero(very_dead).tolist()
     small = out.size <= SMALL_EPILOGUE_VALUES
@@ -298,3 +304,51 @@ def test_conv_fold_choice(shape, k, out_c, expected):
     assert len(np.unique(out)) > 2
     prepared = _prepared_op(case)
     assert type(prepared).__name__ == expected
+
+
+#: (input shape, output channels, activation, output zero point, output type): 1x1 layers whose near-dead
+#: channels (right shifts of 17-20) fail fold_truncating's bound only through the (|zp - b| + 1) * 2^(31+rs-ls) term
+#: (no activation, zp far above b = lo): before, requant.py's LateZeroPointEpilogue.
+LATE = [
+    ((1, 16, 16, 24), 96, 0, -100, I8),  # a MobileNet-v3 expansion before HARD_SWISH
+    ((1, 8, 8, 40), 120, 0, 5, I8),
+    ((2, 6, 6, 16), 40, 0, 90, U8),
+]
+
+
+@pytest.mark.parametrize("shape, out_c, act, zp, out_dtype", LATE, ids=[f"{m[0][3]}to{m[1]}-zp{m[3]}" for m in LATE])
+def test_proven_truncating_fold(shape, out_c, act, zp, out_dtype):
+    """requant_trunc.fold_truncating_proven on the folded 1x1 GEMM: the near-dead channels' values less zp - b are
+    exact in the GEMM, the epilogue's rounded additions are checked by the monotone step proof; exact against the
+    oracle (the near-dead channels' outputs included) and the TruncEpilogue's sign path is chosen."""
+    rng = np.random.default_rng(sum(shape) + out_c)
+    c = shape[3]
+    u8 = out_dtype == U8
+    x = rng.integers(0 if u8 else -128, 256 if u8 else 128, shape).astype(out_dtype)
+    f = rng.integers(1 if u8 else -127, 256 if u8 else 128, (out_c, 1, 1, c)).astype(out_dtype)
+    s_w = rng.uniform(0.5, 1.5, out_c) * 0.01
+    dead = np.arange(out_c) % 5 == 2
+    s_w[dead] *= 1e-3
+    bias = rng.integers(-20000, 20000, out_c).astype(I32)
+    bias[dead] = rng.integers(2**19, 2**20, int(dead.sum()))  # the dead channels' outputs move (about +1 unit)
+    s_out = 0.05 * 0.01 * 73 * np.sqrt(c) / 60 * 60
+    case = {
+        "op": "CONV_2D",
+        "x": x,
+        "x_q": quant(0.05, 131 if u8 else 3),
+        "f": f,
+        "f_type": out_dtype,
+        "f_q": quant(0.01, 128) if u8 else quant(s_w, 0, 0),
+        "bias": bias,
+        "b_q": quant(np.float32(0.05) * np.float32(0.01 if u8 else s_w).astype(np.float64)),
+        "out_q": quant(s_out * (1e3 if u8 else 1), zp),
+        "options": {"padding": 0, "stride_h": 1, "stride_w": 1, "fused_activation_function": act},
+        "const": (True, True),
+    }
+    if u8:  # per-tensor: the near-dead layer as a whole (right shift about 17)
+        case["bias"] = rng.integers(2**19, 2**20, out_c).astype(I32)
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 1 and (u8 or len(np.unique(out[..., dead])) > 1)
+    prepared = _prepared_op(case)
+    assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
+    assert type(prepared.epilogue).__name__ == "TruncEpilogue" and prepared.epilogue.half is not None

@@ -2,7 +2,8 @@
 (ai-edge-litert BUILTIN_REF): the drawn cases with the path forced on every layer it can take (both tap-sum
 layouts), and real-size layers where prepare must choose it, with the epilogue each must get: ReLU-like,
 sign-corrected, near-dead channels (huge right shifts with zero point -128: folded with the base b = zp, added
-after the truncation), a late zero point that stays late (requant.py's LateZeroPointEpilogue), uint8 with a
+after the truncation), a late zero point (requant_trunc.fold_truncating_proven; at most 512 outputs keep
+requant.py's LateZeroPointEpilogue), uint8 with a
 filter zero point and a depth multiplier, and the boundaries where it must not be chosen (small outputs, a
 MixedEpilogue)."""
 
@@ -86,7 +87,8 @@ REAL = {
     "dilated-16x16x24": ((16, 16, 24, 3, 3, 1, SAME), dict(dilation=2), "ijnrp/PlainTrunc/relu"),
     "sign-no-activation": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "ijnrp/Trunc/sign"),
     "near-dead-zp-128": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8), "ijnrp/PlainTrunc/relu"),
-    "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/LateZeroPoint/-"),
+    # the near-dead channels fail the truncating bound: requant_trunc.fold_truncating_proven (base -128)
+    "near-dead-late-zp": ((12, 12, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), "ijnrp/Trunc/sign"),
     "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnrp/PlainTrunc/relu"),
     "uint8-s2-multiplier-2": ((16, 15, 12, 3, 3, 2, SAME), dict(dtype=U8, mult=2, out_zp=7), "ijnhwc/PlainTrunc/relu"),
 }
