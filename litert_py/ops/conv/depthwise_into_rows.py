@@ -38,7 +38,7 @@ from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import LateZeroPointEpilogue
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, SIGN_BIT64, TruncEpilogue
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, add_ties_away
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -78,11 +78,8 @@ class RowsEpilogue:
 
     def __call__(self) -> None:
         v = self.v
-        if self.half is not None:  # copysign(half, v) bit for bit (requant_trunc.TruncEpilogue)
-            bits = self.sign_bits
-            np.bitwise_and(self.v_bits, SIGN_BIT64, out=bits)
-            np.bitwise_or(bits, self.half_bits, out=bits)
-            np.add(v, self.sign, out=v)
+        if self.half is not None:
+            add_ties_away(v, self.v_bits, self.half_bits, self.sign, self.sign_bits)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
         if self.add is None:
