@@ -305,37 +305,51 @@ def test_quantized_reshaped_input_frame_stored_into_ring():
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
 
 
+def _outputs_over(it, feeds, before=None) -> list:
+    """Every output of ``it`` (ours or LiteRT's) after each invoke over ``feeds``; ``before(it, k)`` runs before
+    invoke k."""
+    it.allocate_tensors()
+    res = []
+    for k, (x,) in enumerate(feeds):
+        if before is not None:
+            before(it, k)
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        res.append([it.get_tensor(d["index"]).copy() for d in it.get_output_details()])
+    return res
+
+
+def _names(it) -> list[str]:
+    return [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+
+
+def _assert_same_outputs(ours: list, theirs: list) -> None:
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v, err_msg=f"invoke {k}")
+
+
 def test_ring_in_place_state_over_reallocation():
     """RingBufferInPlace keeps the state in the variable (its array's head): a new prepare in the middle of the
     stream (a new ring array) continues from it, and every output equals BUILTIN_REF's."""
     model = _stacked_blocks()
     feeds = _stream(model, 16)
     LiteRT, resolver = oracle()
-    outs = []
-    for it in (
-        litert_py.Interpreter(model_content=model),
-        LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF),
-    ):
-        it.allocate_tensors()
-        res = []
-        for k, (x,) in enumerate(feeds):
-            if k == 7:
-                if isinstance(it, litert_py.Interpreter):  # prepare anew (allocate_tensors alone would not)
-                    ring = next(
-                        op for _, op in it._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace"
-                    )
-                    it._subgraphs[0].prepare()
-                    assert ring not in [op for _, op in it._subgraphs[0].steps_nodes]
-                else:
-                    it.allocate_tensors()
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-        outs.append(np.array(res))
-        if isinstance(it, litert_py.Interpreter):
-            names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
-            assert names.count("RingBufferInPlace") == 1
-    np.testing.assert_array_equal(outs[0], outs[1])
+
+    def prepare_anew(it, k):  # allocate_tensors alone would not: nothing changed
+        if k == 7:
+            ring = next(op for _, op in it._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace")
+            it._subgraphs[0].prepare()
+            assert ring not in [op for _, op in it._subgraphs[0].steps_nodes]
+
+    def allocate_again(it, k):
+        if k == 7:
+            it.allocate_tensors()
+
+    ours = litert_py.Interpreter(model_content=model)
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    _assert_same_outputs(_outputs_over(ours, feeds, prepare_anew), _outputs_over(theirs, feeds, allocate_again))
+    assert _names(ours).count("RingBufferInPlace") == 1
 
 
 @pytest.mark.parametrize("between", ["read", "assign"])
@@ -347,24 +361,11 @@ def test_ring_not_in_place_when_the_variable_is_used_before_its_reader(between):
     model = _stacked_blocks(between=between)
     feeds = _stream(model, 8)
     LiteRT, resolver = oracle()
-    outs = []
-    for it in (
-        litert_py.Interpreter(model_content=model),
-        LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF),
-    ):
-        it.allocate_tensors()
-        res = []
-        for (x,) in feeds:
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-            res.append([it.get_tensor(d["index"]).copy() for d in it.get_output_details()])
-        outs.append(res)
-        if isinstance(it, litert_py.Interpreter):
-            names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
-            assert "RingBufferInPlace" not in names and "RingBufferShiftTail" in names, names  # without: in place
-    for k, (ours, theirs) in enumerate(zip(*outs)):
-        for a, b in zip(ours, theirs):
-            np.testing.assert_array_equal(a, b, err_msg=f"invoke {k}")
+    ours = litert_py.Interpreter(model_content=model)
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    _assert_same_outputs(_outputs_over(ours, feeds), _outputs_over(theirs, feeds))
+    names = _names(ours)
+    assert "RingBufferInPlace" not in names and "RingBufferShiftTail" in names, names
 
 
 @pytest.mark.parametrize("preserve", [False, True])
