@@ -290,8 +290,8 @@ class MaxPoolFloat:
     rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
     cols: MaxStage
     row_max: np.ndarray | None  # (N, OH, W, C) scratch
-    floor: np.ndarray  # (OW, C): max(lowest, activation min), also the value of a window without a number
-    ceiling: np.ndarray  # (OW, C): the activation max
+    floor: np.ndarray  # 0-d: max(lowest, activation min), also the value of a window without a number
+    ceiling: np.ndarray  # 0-d: the activation max
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
@@ -320,9 +320,7 @@ def _prepare_max_float(ctx: OpContext, geo: Geometry) -> MaxPoolFloat:
     lo, hi = float_bounds(ctx.options.fused_activation_function)
     # Windows are never empty (checked above); a window of NaNs ends as NaN and the floor replaces it.
     row_max = None if rows is None else aligned_empty((g.batches, g.out_h, g.in_w, g.in_c), np.float32)
-    return MaxPoolFloat(
-        rows, cols, row_max, np.full((g.out_w, g.out_c), lo, np.float32), np.full((g.out_w, g.out_c), hi, np.float32)
-    )
+    return MaxPoolFloat(rows, cols, row_max, lo, hi)
 
 
 # -- quantized ------------------------------------------------------------------------------------------
