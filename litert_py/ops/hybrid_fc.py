@@ -18,7 +18,15 @@ INPUT, WEIGHTS = 0, 1
 
 @dataclass(frozen=True, eq=False)
 class FullyConnectedHybrid:
-    weights_t: np.ndarray | None  # (depth, units) float32/float64 holding the int8 weights; None: not constant
+    """The hybrid product ``x -> f32(dot(q(x), w)) * f32(sf * w_scale) + bias``, activation applied.
+
+    The int8 dot products are one BLAS product in float32 or float64 (exact: every partial sum is an integer
+    below the type's 2^24 / 2^53, ``product_bound``, checked at prepare), computed as ``W @ q.T`` on the weights
+    in their own (units, depth) layout: a matrix-vector product for one row, 2-7x faster than ``q @ W.T`` with
+    W transposed into a copy (1024 -> 512 units: float64 107 -> 47 us, float32 29 -> 14 us)."""
+
+    weights_t: np.ndarray | None  # (depth, units): the transposed view of the C-contiguous (units, depth) float32 /
+    # float64 array holding the int8 weights; None: not constant
     row_sums: np.ndarray | None  # (units,) same dtype, sse_reduction_sum_vector (asymmetric inputs only)
     sse_fix: SseMinus128Fix | None
     w_scale: np.ndarray  # float32: () per tensor, (units,) per channel
@@ -34,11 +42,12 @@ class FullyConnectedHybrid:
         wt, row_sums, fix = self.weights_t, self.row_sums, self.sse_fix
         if wt is None:
             w = hybrid_weights(inputs[WEIGHTS])
-            wt = w.T.astype(np.float64)
+            wt = w.astype(np.float64).T
             row_sums = sse_reduction_sum_vector(w).astype(np.float64) if self.asymmetric else None
             fix = SseMinus128Fix.build(w, np.float64)
         q, sf, zp = batch_quantize_floats(x2, self.asymmetric)
-        dot = np.matmul(q if wt.dtype == np.float32 else q.astype(wt.dtype), wt)  # exact int32 dot products
+        # exact int32 dot products, (units, rows) transposed back to a (rows, units) view
+        dot = np.dot(wt.T, (q if wt.dtype == np.float32 else q.astype(wt.dtype)).T).T
         if fix is not None:
             fix.apply(q, dot)
         if zp is not None:
@@ -56,6 +65,21 @@ class FullyConnectedHybrid:
             self.activation(out2d)
 
 
+def product_bound(wi: np.ndarray, row_sums: np.ndarray | None) -> np.ndarray:
+    """Per unit, a bound on every partial sum FullyConnectedHybrid's product computes for the int8 weights ``wi``
+    (units, depth): the dot product with q (|q| <= 127, asymmetric 128) is at most q_max * L1; the SSE -128 fix
+    (SseMinus128Fix) adds 256 * min(q, 0) per -128 weight in the 16-wide blocks, at most q_max * 256 * cnt; the
+    asymmetric zero-point term zp * row_sum is at most 128 * |row_sum|, the difference sum((q - zp) * w) at most
+    255 * L1. The sum of these terms bounds each of them and every partial sum."""
+    q_max = 127.0 if row_sums is None else 128.0
+    l1 = np.abs(wi, dtype=np.float64).sum(axis=1)
+    cnt = (wi[:, : wi.shape[1] & ~15] == -128).sum(axis=1)
+    bound = q_max * (l1 + 256.0 * cnt)
+    if row_sums is not None:
+        bound += 128.0 * np.abs(row_sums) + 255.0 * l1
+    return bound
+
+
 def hybrid_weights(w: np.ndarray) -> np.ndarray:
     return w.view(np.int8) if w.dtype == np.uint8 else w  # LiteRT reads uint8 hybrid weights as int8
 
@@ -65,7 +89,7 @@ def hybrid_matvec(w: np.ndarray, scale, asymmetric: bool) -> FullyConnectedHybri
     ``scale``: one float, or one per row of ``w`` (float32)."""
     wi = w.view(np.int8) if w.dtype == np.uint8 else w
     return FullyConnectedHybrid(
-        np.ascontiguousarray(wi.T, dtype=np.float64),
+        np.ascontiguousarray(wi, dtype=np.float64).T,
         sse_reduction_sum_vector(wi).astype(np.float64) if asymmetric else None,
         SseMinus128Fix.build(wi, np.float64),
         np.asarray(scale, dtype=np.float32),
@@ -105,12 +129,8 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         return FullyConnectedHybrid(None, None, None, np.asarray(w_scale), b, asym, depth, units, activation)
     wi = hybrid_weights(w.data)
     row_sums = sse_reduction_sum_vector(wi) if asym else None
-    # |dot| <= 128 * L1 (+ 256 * 128 * #(-128 weights) <= 2 * 128 * L1 with the SSE quirk); asymmetric inputs
-    # also subtract |zp * row_sum| <= 128 * max(L1, |row_sum|).
-    l1 = np.abs(wi, dtype=np.float64).sum(axis=1)
-    bound = 256.0 * l1 + (128.0 * np.maximum(l1, np.abs(row_sums)) if asym else 0.0)
-    ct = exact_gemm_dtype(bound) or np.dtype(np.float64)
-    wt = np.ascontiguousarray(wi.T, dtype=ct)
+    ct = exact_gemm_dtype(product_bound(wi, row_sums)) or np.dtype(np.float64)
+    wt = np.ascontiguousarray(wi, dtype=ct).T
     return FullyConnectedHybrid(
         wt,
         None if row_sums is None else row_sums.astype(ct),

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from litert_py import PrepareError
+from litert_py import Interpreter, PrepareError
 from litert_py.quant import round_away
 from litert_py.quant.hybrid import round_half_away_inplace
 from litert_py.schema.builder import ModelBuilder
@@ -579,3 +579,38 @@ def test_zero_output_units(path):
         ours, theirs = run_ours(model, [x]), run_litert(model, [x])
         assert ours[0].shape == theirs[0].shape == (2, 0)
         assert ours[0].dtype == theirs[0].dtype
+
+
+@pytest.mark.parametrize(
+    "depth, weights, asymmetric, gemm",
+    [
+        (1040, "127", False, "float32"),  # 127 * 127 * 1040 = 16,774,160 <= 2^24: the bound is tight here
+        (1041, "127", False, "float64"),  # one more term passes 2^24
+        (256, "-128", False, "float32"),  # the SSE -128 fix on every weight of the 16-wide blocks
+        (512, "-128", False, "float64"),
+        (128, "mixed", True, "float32"),  # asymmetric inputs: the zero point times the row sums
+        (1024, "mixed", True, "float64"),
+    ],
+)
+def test_hybrid_product_dtype_by_its_bound(depth, weights, asymmetric, gemm):
+    """The hybrid product runs in float32 exactly while hybrid_fc.product_bound <= 2^24 (float64 beyond), with
+    inputs that drive the partial sums to the bound (every q = +-127 on weights of one sign): the float32 output
+    equals BUILTIN_REF's bit for bit."""
+    rng = np.random.default_rng(depth)
+    if weights == "127":
+        w = np.full((4, depth), 127)
+    elif weights == "-128":
+        w = np.full((4, depth), -128)
+    else:
+        w = rng.choice([-128, 127, -1, 64], (4, depth))
+    w = w.astype(np.int8)
+    x = np.where(rng.random((3, depth)) < 0.5, -2.0, 2.0).astype(np.float32)
+    x[0] = 2.0  # q = 127 everywhere
+    x[1] = -2.0
+    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asymmetric}
+    model = fc_model((3, depth), F32, None, w, I8, quant(0.01, 0), None, None, (3, 4), F32, None, opts)
+    check_both(model, [x], rtol=0.0)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "FullyConnectedHybrid" and prepared.weights_t.dtype == gemm
