@@ -189,6 +189,80 @@ class ResizeBilinearPhases:
             np.copyto(outputs[0], out, casting="unsafe")
 
 
+#: ResizeBilinearPhases bands its work when its buffers (padded input, row and pair products, sums) pass this
+#: many bytes, in bands of about BAND_BYTES of them: each pass then reads what the previous one wrote while it
+#: is still in L2 (measured, 1 thread, half_pixel_centers 2x, hot loop: 32x32x64 402 -> 362 us, 64x64x16
+#: 401 -> 357, 128x128x16 2180 -> 1244, 32x32x128 876 -> 664; 16x16x128, 1.3 MB of buffers, 193 -> 203: left
+#: unbanded); bands of 64-256 KB were slower (more numpy calls), 2 MB bands slower again.
+BANDED_MIN_BYTES = 2 << 20
+BAND_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearPhasesBanded(ResizeBilinearPhases):
+    """ResizeBilinearPhases (one batch) run in bands of input rows: per band, the row and pair products of the
+    padded rows the band's sums read (those not made by an earlier band), the four blocks' sums of the band's
+    rows, their copies into the output. The same operations on the same operands as the unbanded kernel, each
+    output value computed once: bit-identical. ``bands``: per band, ``(products, sums, (r0, r1), units)``,
+    views of the op's own buffers made at prepare: products ``(source, weight, destination)``, sums
+    ``(a, b, c, d, into)`` per block in ``blocks`` order, and the band's rows of the sums as C*4-byte units."""
+
+    bands: tuple = ()
+
+    def __call__(self, inputs, outputs):
+        ys, xs = self.ys, self.xs
+        self._pad(inputs[0])
+        out = outputs[0] if self.acc is None else self.acc
+        n, oh, ow, c = out.shape
+        units = out.reshape(-1, c).view(self.unit).reshape(n, oh, ow)
+        fy, fx = ys.factor, xs.factor
+        for products, sums, (r0, r1), band_units in self.bands:
+            for src, weight, dst in products:
+                np.multiply(src, weight, out=dst)
+            for (py, px, _), (a, b, c2, d, t) in zip(self.blocks, sums, strict=True):
+                np.add(a, b, out=t)
+                t += c2
+                t += d
+                np.copyto(units[:, py + fy * r0 : fy * r1 : fy, px::fx], band_units)
+        if self.edges is not None:
+            self.edges(self.padded, out)
+        if self.acc is not None:  # uint8: + 0.5 then static_cast (truncation)
+            out += _F32(self.round_offset)
+            np.copyto(outputs[0], out, casting="unsafe")
+
+
+def _banded(op: ResizeBilinearPhases) -> ResizeBilinearPhasesBanded | None:
+    """``op`` in bands (ResizeBilinearPhasesBanded) when its buffers pass BANDED_MIN_BYTES (one batch only)."""
+    n, hp, wp, c = op.padded.shape
+    buffers = 2 + len(op.rows) + len(op.products)
+    if n != 1 or op.padded.nbytes * buffers < BANDED_MIN_BYTES:
+        return None
+    h, w = op.in_hw
+    pitch = wp * c
+    band_rows = max(2, BAND_BYTES // (pitch * 4 * buffers))
+    reach = max(max(ys) for ys in (op.ys.lo_start, op.ys.hi_start))  # rows below a block row that its sums read
+    flat_padded = op.padded.reshape(-1)
+    flat_rows = [r.reshape(-1) for r in op.rows]
+    tmp_units = op.tmp.reshape(-1, c).view(op.unit).reshape(n, hp, wp)
+    bands, done = [], 0
+    for r0 in range(0, h, band_rows):
+        r1 = min(r0 + band_rows, h)
+        end = hp * pitch if r1 == h else (r1 + reach) * pitch
+        products = [(flat_padded[done:end], wy, r[done:end]) for wy, r in zip(op.wy, flat_rows, strict=True)]
+        products += [
+            (flat_rows[iy][done:end], wx, q[done:end]) for (iy, wx), q in zip(op.pairs, op.products, strict=True)
+        ]
+        done = end
+        start, length = r0 * pitch, (r1 - r0 - 1) * pitch + w * c  # the band's rows up to its last pixel
+        t = op.tmp[start : start + length]
+        sums = tuple(
+            tuple(op.products[k][o + start : o + start + length] for k, o in terms) + (t,) for _, _, terms in op.blocks
+        )
+        bands.append((tuple(products), sums, (r0, r1), tmp_units[:, r0:r1, :w]))
+    fields = {f: getattr(op, f) for f in op.__dataclass_fields__}
+    return ResizeBilinearPhasesBanded(**fields, bands=tuple(bands))
+
+
 def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases | None:
     """The phase kernel for these (lo, hi, 1 - d, d) tables, or None when an axis is not periodic."""
     n, h, w, c = in_shape
@@ -216,7 +290,7 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
     # last pixel (batch n-1, row h-1, column w-1), which with any offset r <= hp - h, col <= wp - w stays inside
     blocks = [(py, px, tuple((k, (r * wp + col) * c) for k, r, col in terms)) for py, px, terms in blocks]
     span = (((n - 1) * hp + h - 1) * wp + w) * c
-    return ResizeBilinearPhases(
+    op = ResizeBilinearPhases(
         ys,
         xs,
         EdgePixels.build(ys, xs, ytab, xtab, w + sum(xs.pad), ow),
@@ -233,3 +307,4 @@ def make_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearPhases 
         np.dtype((np.void, 4 * c)),
         None if dtype == _F32 else aligned_empty((n, oh, ow, c), _F32),
     )
+    return _banded(op) or op

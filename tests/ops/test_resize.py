@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.ops.resize_phases import ResizeBilinearPhases
+from litert_py.ops.resize_phases import ResizeBilinearPhases, ResizeBilinearPhasesBanded
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 from tests.values import values
@@ -110,6 +110,41 @@ def test_resize_bilinear_phases(case, mode, dtype):
     (theirs,) = run_litert(model, [x])
     (ours,) = run_ours(model, [x])
     np.testing.assert_array_equal(ours, theirs)
+
+
+#: upsamplings whose buffers pass resize_phases.BANDED_MIN_BYTES (ResizeBilinearPhasesBanded), with
+#: heights that the bands split unevenly
+BANDED_CASES = [((1, 32, 32, 64), (64, 64)), ((1, 45, 40, 64), (90, 80)), ((1, 70, 20, 96), (140, 40))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+@pytest.mark.parametrize("mode", ["plain", "half_pixel_centers"])
+@pytest.mark.parametrize("case", range(len(BANDED_CASES)))
+def test_resize_bilinear_phases_banded(case, mode, dtype):
+    """Large integer upsamplings run the phase kernel in bands of input rows (several bands, the last one
+    shorter): equal to the reference kernel, inf and NaN included, and to the unbanded phase kernel bit for bit."""
+    shape, (oh, ow) = BANDED_CASES[case]
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(case)
+    if dt.kind == "f":
+        x = (rng.standard_normal(shape) * 1e4).astype(dt)
+        x.flat[:4] = [np.inf, -0.0, np.nan, -np.inf]
+        x[0, -1, -1, :4] = [np.inf, -0.0, np.nan, -np.inf]  # the last band's last pixel
+    else:
+        x = rng.integers(0, 256, shape).astype(dt)
+    opts = {"half_pixel_centers": mode == "half_pixel_centers"}
+    size = T.const(np.array([oh, ow], np.int32))
+    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert isinstance(prepared, ResizeBilinearPhasesBanded) and len(prepared.bands) >= 2
+    (theirs,) = run_litert(model, [x])
+    (ours,) = run_ours(model, [x])
+    np.testing.assert_array_equal(ours, theirs)
+    unbanded = np.empty_like(ours)
+    ResizeBilinearPhases.__call__(prepared, [x], [unbanded])
+    np.testing.assert_array_equal(ours.view(np.uint8), unbanded.view(np.uint8))
 
 
 REJECTED = {
