@@ -183,6 +183,59 @@ class Transpose:
         np.copyto(outputs[0], inputs[0].transpose(self.perm))
 
 
+#: TransposeBlocked copies blocks of about this many source bytes (rows of the 2-D source): each block's
+#: transposed reads and writes stay in L1 (measured, 1 thread: float32 (1024, 64) 63 -> 20 us, (256, 256) 70 -> 22,
+#: (196, 768) 152 -> 71, int8 (1024, 64) 27 -> 18; 8-16 KB blocks were slower, 64 KB ones mostly too).
+TRANSPOSE_BLOCK_BYTES = 32 << 10
+
+
+def collapse_transpose(shape: tuple, perm: tuple) -> tuple[tuple, tuple]:
+    """The fewest axes that describe the same transpose: axes of size 1 dropped, and input axes that stay
+    adjacent and in order in the output merged (NHWC -> NCHW of (1, H, W, C) is the 2-D (H*W, C) -> (C, H*W))."""
+    kept = [i for i in range(len(shape)) if shape[i] != 1]
+    order = [kept.index(p) for p in perm if shape[p] != 1]  # the output's axes as positions in ``kept``
+    groups: list[list[int]] = []
+    for a in order:
+        if groups and a == groups[-1][-1] + 1:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    by_input = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    dims = tuple(int(np.prod([shape[kept[a]] for a in groups[g]])) for g in by_input)
+    return dims, tuple(by_input.index(g) for g in range(len(groups)))
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeBlocked:
+    """A transpose that is, on its collapsed axes (collapse_transpose), (A, B) -> (B, A), or (N, A, B) -> (N, B, A):
+    copied in blocks of ``rows`` source rows (TRANSPOSE_BLOCK_BYTES), the same values as one strided copy."""
+
+    src_dims: tuple  # (N, A, B)
+    rows: int
+
+    def __call__(self, inputs, outputs):
+        n, a, b = self.src_dims
+        src = inputs[0].reshape(n, a, b)
+        dst = outputs[0].reshape(n, b, a)
+        rows = self.rows
+        for i in range(0, a, rows):
+            np.copyto(dst[:, :, i : i + rows], src[:, i : i + rows].transpose(0, 2, 1))
+
+
+def _transpose_op(shape: tuple, perm: tuple, itemsize: int):
+    """TransposeBlocked when the transpose collapses to a swap of two axes (after an optional leading one) with
+    at least two blocks of rows, else Transpose."""
+    dims, p = collapse_transpose(shape, perm)
+    if p == (1, 0):
+        dims, p = (1, *dims), (0, 2, 1)
+    if p == (0, 2, 1):
+        n, a, b = dims
+        rows = max(8, TRANSPOSE_BLOCK_BYTES // (b * itemsize))
+        if a >= 2 * rows:
+            return TransposeBlocked(dims, rows)
+    return Transpose(perm)
+
+
 @dataclass(frozen=True, eq=False)
 class TransposeDynamic:
     def __call__(self, inputs, outputs):
@@ -205,7 +258,7 @@ def prepare_transpose(ctx: OpContext) -> PreparedOp:
         return TransposeDynamic()
     p = transpose_perm(perm.data, rank, ctx.fail)
     ctx.set_output_shape(0, tuple(x.shape[k] for k in p))
-    return Transpose(p)
+    return _transpose_op(tuple(x.shape), p, x.dtype.itemsize)
 
 
 # =================================================================================================

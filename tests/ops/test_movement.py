@@ -551,3 +551,27 @@ def test_reverse_sequence_long_length_fails_at_invoke():
     )
     with pytest.raises(InvokeError, match="seq_lengths"):
         run_ours(model, [np.zeros((2, 3), np.float32), np.array([1, 4], np.int32)])
+
+
+@pytest.mark.parametrize(
+    "shape, perm",
+    [
+        ((1, 32, 32, 64), (0, 3, 1, 2)),  # NHWC -> NCHW: (1024, 64) -> (64, 1024)
+        ((1, 64, 32, 32), (0, 2, 3, 1)),  # NCHW -> NHWC
+        ((3, 2000, 40), (0, 2, 1)),  # a batch of 2-D transposes, the last block shorter
+        ((2, 1, 1000, 1, 70), (0, 4, 3, 1, 2)),  # axes of size 1 anywhere
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int64"])
+def test_transpose_blocked(shape, perm, dtype):
+    """Transposes that collapse to a swap of two axes copy in blocks of rows (TransposeBlocked): equal to LiteRT."""
+    dt = np.dtype(dtype)
+    out = tuple(shape[p] for p in perm)
+    model = single_op_model("TRANSPOSE", [T(shape, dt), T.const(np.array(perm, np.int32))], [T(out, dt)])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "TransposeBlocked"
+    x = values(np.random.default_rng(len(shape)), shape, dt)
+    np.testing.assert_array_equal(run_ours(model, [x])[0], run_litert(model, [x])[0])
+    np.testing.assert_array_equal(run_ours(model, [x])[0], np.transpose(x, perm))
