@@ -83,6 +83,17 @@ def test_resize_bilinear_extreme_values(dtype, mode):
 PHASE_CASES = [((1, 5, 7, 2), (10, 14)), ((2, 3, 4, 3), (9, 8)), ((1, 1, 6, 1), (4, 6)), ((1, 4, 3, 16), (8, 12))]
 
 
+def _upsampling_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
+    """Values for the upsampling tests: float32 over many magnitudes with inf, -0.0, NaN and -inf first; uint8
+    over the whole type."""
+    rng = np.random.default_rng(seed)
+    if dt.kind != "f":
+        return rng.integers(0, 256, shape).astype(dt)
+    x = (rng.standard_normal(shape) * 1e4).astype(dt)
+    x.flat[:4] = [np.inf, -0.0, np.nan, -np.inf]
+    return x
+
+
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
 @pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
 @pytest.mark.parametrize("case", range(len(PHASE_CASES)))
@@ -93,12 +104,7 @@ def test_resize_bilinear_phases(case, mode, dtype):
     -0 where LiteRT gives +0 and a positive NaN where it gives a negative one, at inputs -0 and inf)."""
     shape, (oh, ow) = PHASE_CASES[case]
     dt = np.dtype(dtype)
-    rng = np.random.default_rng(case)
-    if dt.kind == "f":
-        x = (rng.standard_normal(shape) * 1e4).astype(dt)
-        x.flat[:4] = [np.inf, -0.0, np.nan, -np.inf]
-    else:
-        x = rng.integers(0, 256, shape).astype(dt)
+    x = _upsampling_input(case, shape, dt)
     opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
     size = T.const(np.array([oh, ow], np.int32))
     model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
@@ -125,13 +131,9 @@ def test_resize_bilinear_phases_banded(case, mode, dtype):
     shorter): equal to the reference kernel, inf and NaN included, and to the unbanded phase kernel bit for bit."""
     shape, (oh, ow) = BANDED_CASES[case]
     dt = np.dtype(dtype)
-    rng = np.random.default_rng(case)
+    x = _upsampling_input(case, shape, dt)
     if dt.kind == "f":
-        x = (rng.standard_normal(shape) * 1e4).astype(dt)
-        x.flat[:4] = [np.inf, -0.0, np.nan, -np.inf]
         x[0, -1, -1, :4] = [np.inf, -0.0, np.nan, -np.inf]  # the last band's last pixel
-    else:
-        x = rng.integers(0, 256, shape).astype(dt)
     opts = {"half_pixel_centers": mode == "half_pixel_centers"}
     size = T.const(np.array([oh, ow], np.int32))
     model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
