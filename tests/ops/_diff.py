@@ -44,7 +44,9 @@ def check_both(
     LiteRT runs into uninitialized memory; such a draw is discarded (there is nothing to compare).
     """
     # ai-edge-litert's set_tensor garbles a rank-0 string (it reads back a pointer): nothing to compare.
-    assume(not any(np.ndim(x) == 0 and np.asarray(x).dtype == object for x in inputs))
+    # (assume only where a draw is discarded: hypothesis deprecates calling it from a plain test at all)
+    if any(np.ndim(x) == 0 and np.asarray(x).dtype == object for x in inputs):
+        assume(False)
     try:
         ours = run_ours(model, inputs)
         ours_err = None
