@@ -33,6 +33,7 @@ from ..quant.fixedpoint import round_away
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
+from .resize_int_phases import make_integer_phases_op
 from .resize_phases import make_phases_op
 
 INPUT, SIZE = 0, 1
@@ -199,8 +200,13 @@ class ResizeBilinearInteger:
 def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
     (_, h, w, _), (oh, ow) = in_shape, out_hw
     if dtype in (np.int8, np.int16):
-        ylo, yhi, wy0, wy1 = (a.reshape(1, -1, 1, 1) for a in bilinear_axis_integer(h, oh, align_corners, half_pixel))
-        xlo, xhi, wx0, wx1 = (a.reshape(1, 1, -1, 1) for a in bilinear_axis_integer(w, ow, align_corners, half_pixel))
+        ytab = bilinear_axis_integer(h, oh, align_corners, half_pixel)
+        xtab = bilinear_axis_integer(w, ow, align_corners, half_pixel)
+        phases = make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab)
+        if phases is not None:
+            return phases
+        ylo, yhi, wy0, wy1 = (a.reshape(1, -1, 1, 1) for a in ytab)
+        xlo, xhi, wx0, wx1 = (a.reshape(1, 1, -1, 1) for a in xtab)
         acc_t = np.int32 if dtype == np.int8 else np.float64
         w = [(a * b).astype(acc_t) for a, b in ((wy0, wx0), (wy1, wx0), (wy0, wx1), (wy1, wx1))]
         return ResizeBilinearInteger(ylo.reshape(-1), yhi.reshape(-1), *w, xlo.reshape(-1), xhi.reshape(-1))

@@ -1,0 +1,174 @@
+"""RESIZE_BILINEAR int8 / int16 by integer-factor upsampling: separable scalar-weight phases, exact integers.
+
+The reference integer kernel (ResizeBilinearInteger) computes, per output pixel, with 10-bit weights
+``wy = scaled_y - 1024*y0`` and ``wx`` (ComputeInterpolationValuesInteger)::
+
+    acc = x00*(1024-wy)*(1024-wx) + x10*wy*(1024-wx) + x01*(1024-wy)*wx + x11*wy*wx     (int64)
+    out = (acc + (acc > 0 ? 2^19 : -2^19)) / 2^20                                      (C division)
+
+When the output is an integer multiple of the input along both axes, the integer tables are periodic
+(resize_phases.phase_plan, checked at prepare value by value on the tables the gather kernel uses, the 10-bit
+weights passed as exact float32), so each (row phase, column phase) block of the output uses four scalar
+weights. Integer arithmetic is exact in any order, so the sum factors: per column phase, on the edge-padded
+input P, ``H = (1024-wx)*P[:, :, x0+j] + wx*P[:, :, x1+j] + b``; per block, ``acc' = (1024-wy)*H[y0+i] + wy*H[y1+i]``,
+which is ``acc + 1024*b`` because every phase's two weights sum to 1024 (checked). With ``b = -512``,
+``acc' = acc - 2^19`` and the rounding is ``((acc' + (acc' >> 31)) >> 20) + 1`` (arithmetic shifts): for
+``acc >= 2^19`` that is ``floor((acc + 2^19) / 2^20)``, and for smaller ``acc`` it is
+``floor((acc + 2^19 - 1) / 2^20)``, which equals the truncating C division of ``acc - 2^19`` when ``acc <= 0``
+and is 0 (as the reference) for ``0 < acc < 2^19``. The ``+ 1`` is the add that writes the block into the
+output. The adds run over flat contiguous ranges of the padded layout as in resize_phases.
+
+Exactness bound (checked at prepare): with every phase weight in [0, 1024], ``|H| <= 1024*M + 512`` and
+``|acc'| <= 1024*(1024*M + 512)`` for ``M = 2^(bits-1)``: about 2^27 for int8, so int32 accumulators; int16
+(about 2^35) accumulates in int64. The outputs outside the periodic pattern (a few edge rows / columns) are
+recomputed by the reference formula in int64.
+
+Source matched: tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ResizeBilinearInteger,
+ComputeInterpolationValuesInteger).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .common import aligned_empty
+from .resize_phases import EdgePixels, phase_plan
+from .resize_phases import pad_edges as _pad_edges
+
+_F32 = np.float32
+
+
+@dataclass(frozen=True)
+class IntegerEdges:
+    """The exception pixels by the reference formula: four neighbours (flat padded indices), the products
+    of the 10-bit weights (4, K, 1) int64, the pixels' flat output indices."""
+
+    corners: np.ndarray
+    weights: np.ndarray
+    at: np.ndarray
+
+    def __call__(self, padded: np.ndarray, out: np.ndarray) -> None:
+        n, c = padded.shape[0], padded.shape[3]
+        t = np.take(padded.reshape(n, -1, c), self.corners, axis=1).astype(np.int64)  # (N, 4, K, C)
+        t *= self.weights
+        acc = t.sum(axis=1)
+        r = np.abs(acc)
+        r += 1 << 19
+        r >>= 20
+        out.reshape(n, -1, c)[:, self.at] = np.where(acc < 0, -r, r)
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearIntegerPhases:
+    """Integer-factor int8 / int16 upsampling; see the module doc. ``columns``: per column phase
+    ``(x offset 0, weight 0, x offset 1, weight 1)`` as flat element offsets; ``blocks``: per block
+    ``(py, px, y offset 0, weight 0, y offset 1, weight 1)``; a zero weight's term is skipped."""
+
+    fy: int
+    fx: int
+    ypad: tuple
+    xpad: tuple
+    in_hw: tuple
+    columns: tuple
+    blocks: tuple
+    edges: IntegerEdges | None
+    padded: np.ndarray  # (N, Hp, Wp, C) accumulator dtype
+    horizontal: tuple  # per column phase: flat (N*Hp*Wp*C,) H
+    acc: np.ndarray  # flat, the padded size
+    tmp: np.ndarray  # flat, the padded size
+    hspan: int
+    vspan: int
+
+    def __call__(self, inputs, outputs):
+        p, out = self.padded, outputs[0]
+        _pad_edges(p, inputs[0], self.ypad, self.xpad)
+        flat = p.reshape(-1)
+        hs, vs = self.hspan, self.vspan
+        tmp_h = self.tmp[:hs]
+        for (o0, w0, o1, w1), h in zip(self.columns, self.horizontal, strict=True):
+            h = h[:hs]
+            _weighted_sum(flat, o0, w0, o1, w1, hs, h, tmp_h)
+            h -= 512  # the rounding's -2^19, scaled by the row weights' sum 1024
+        n, hp, wp, c = p.shape
+        hh, ww = self.in_hw
+        acc = self.acc[:vs]
+        shift = 31 if acc.dtype == np.int32 else 63
+        acc_block = self.acc.reshape(n, hp, wp, c)[:, :hh, :ww]
+        for py, px, o0, w0, o1, w1 in self.blocks:
+            _weighted_sum(self.horizontal[px], o0, w0, o1, w1, vs, acc, self.tmp[:vs])
+            t = self.tmp[:vs]
+            np.right_shift(acc, shift, out=t)  # -1 where acc - 2^19 < 0
+            acc += t
+            acc >>= 20
+            np.add(acc_block, 1, out=out[:, py :: self.fy, px :: self.fx], casting="unsafe")
+        if self.edges is not None:
+            self.edges(p, out)
+
+
+def _weighted_sum(src, o0, w0, o1, w1, span, out, tmp):
+    """``out = w0*src[o0:o0+span] + w1*src[o1:o1+span]``, a zero weight's term skipped."""
+    if w1 == 0:
+        np.multiply(src[o0 : o0 + span], w0, out=out)
+    elif w0 == 0:
+        np.multiply(src[o1 : o1 + span], w1, out=out)
+    else:
+        np.multiply(src[o0 : o0 + span], w0, out=out)
+        np.multiply(src[o1 : o1 + span], w1, out=tmp)
+        out += tmp
+
+
+def _plan(in_size, out_size, tab):
+    lo, hi, w0, w1 = tab
+    plan = phase_plan(in_size, out_size, lo, hi, w0.astype(_F32), w1.astype(_F32))  # 10-bit weights: exact
+    if plan is None:
+        return None
+    w = [(int(a), int(b)) for a, b in zip(plan.w0, plan.w1, strict=True)]
+    if any(a < 0 or b < 0 or a + b != 1024 for a, b in w):  # the bound and the bias fold need these
+        return None
+    return plan, w
+
+
+def make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinearIntegerPhases | None:
+    """The phase kernel for the integer tables ``(lo, hi, 1024 - w, w)`` of both axes, or None when an axis
+    is not periodic (or the weights leave the bound of the module doc)."""
+    n, h, w, c = in_shape
+    oh, ow = out_hw
+    if n * c == 0:
+        return None
+    yp, xp = _plan(h, oh, ytab), _plan(w, ow, xtab)
+    if yp is None or xp is None or (yp[0].factor == 1 and xp[0].factor == 1):
+        return None
+    (ys, wy), (xs, wx) = yp, xp
+    bound = 1024 * (1024 * 2 ** (8 * np.dtype(dtype).itemsize - 1) + 512)
+    acc_t = np.dtype(np.int32 if bound < 2**31 else np.int64)
+    hp, wp = h + sum(ys.pad), w + sum(xs.pad)
+    columns = tuple(
+        (xs.lo_start[px] * c, wx[px][0], xs.hi_start[px] * c, wx[px][1]) for px in range(xs.factor)
+    )
+    blocks = tuple(
+        (py, px, ys.lo_start[py] * wp * c, wy[py][0], ys.hi_start[py] * wp * c, wy[py][1])
+        for py in range(ys.factor)
+        for px in range(xs.factor)
+    )
+    edges = EdgePixels.build(ys, xs, ytab, xtab, wp, ow)
+    if edges is not None:
+        edges = IntegerEdges(edges.corners, (edges.wy * edges.wx).astype(np.int64), edges.at)
+    size = n * hp * wp * c
+    return ResizeBilinearIntegerPhases(
+        ys.factor,
+        xs.factor,
+        ys.pad,
+        xs.pad,
+        (h, w),
+        columns,
+        blocks,
+        edges,
+        aligned_empty((n, hp, wp, c), acc_t),
+        tuple(aligned_empty(size, acc_t) for _ in range(xs.factor)),
+        aligned_empty(size, acc_t),
+        aligned_empty(size, acc_t),
+        ((n * hp - 1) * wp + w) * c,
+        (((n - 1) * hp + h - 1) * wp + w) * c,
+    )
