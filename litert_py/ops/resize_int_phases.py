@@ -144,9 +144,7 @@ def make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinea
     bound = 1024 * (1024 * 2 ** (8 * np.dtype(dtype).itemsize - 1) + 512)
     acc_t = np.dtype(np.int32 if bound < 2**31 else np.int64)
     hp, wp = h + sum(ys.pad), w + sum(xs.pad)
-    columns = tuple(
-        (xs.lo_start[px] * c, wx[px][0], xs.hi_start[px] * c, wx[px][1]) for px in range(xs.factor)
-    )
+    columns = tuple((xs.lo_start[px] * c, wx[px][0], xs.hi_start[px] * c, wx[px][1]) for px in range(xs.factor))
     blocks = tuple(
         (py, px, ys.lo_start[py] * wp * c, wy[py][0], ys.hi_start[py] * wp * c, wy[py][1])
         for py in range(ys.factor)
