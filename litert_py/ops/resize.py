@@ -152,49 +152,68 @@ class ResizeBilinearFloat:
 @dataclass(frozen=True, eq=False)
 class ResizeBilinearInteger:
     """int8 / int16: ResizeBilinearInteger (10-bit weights, accumulation at scale 2^20, rounding half away
-    from zero). The weight products are at most 2^22 in magnitude, so int8 accumulates exactly in int32
-    (|acc| < 2^29) and int16 in float64 (|acc| < 2^37, exact), both faster in numpy than int64."""
+    from zero), in separable form: the columns first on the input rows, ``H = (1024-wx)*x[:, :, x0] +
+    wx*x[:, :, x1] - 512``, then the rows, ``acc' = (1024-wy)*H[:, y0] + wy*H[:, y1]``. Integer arithmetic is
+    exact in any order and the row weights sum to 1024, so ``acc' = acc - 2^19`` where ``acc`` is the
+    reference's four-product sum, and the output is ``((acc' + (acc' >> 31)) >> 20) + 1`` (see
+    resize_int_phases for the proof). Exactness bound (checked at prepare): ``|acc'| <= sy*(sx*2^(bits-1) +
+    512)`` with ``sy``, ``sx`` the largest ``|1024-w| + |w|`` of each axis (1024, or 1536 at half_pixel_centers'
+    clamped edges): int32 for int8, int64 for int16. The x weights are tiled over the channels (OW, C)."""
 
     y0: np.ndarray
     y1: np.ndarray
-    w00: np.ndarray  # (1, OH, OW, 1) accumulator dtype: (1024 - wy) * (1024 - wx)
-    w10: np.ndarray  # wy * (1024 - wx)
-    w01: np.ndarray  # (1024 - wy) * wx
-    w11: np.ndarray  # wy * wx
+    wy0: np.ndarray  # (1, OH, 1, 1) accumulator dtype: 1024 - wy
+    wy1: np.ndarray  # wy
     x0: np.ndarray
     x1: np.ndarray
+    wx0: np.ndarray  # (OW, C) accumulator dtype: 1024 - wx, tiled over the channels
+    wx1: np.ndarray
+    buffers: tuple  # (input, left, right, top, bottom) in the accumulator dtype
 
     def __call__(self, inputs, outputs):
-        acc_t = self.w00.dtype
-        x = inputs[INPUT].astype(acc_t)  # once, on the input: mixed-type multiplies are slow in numpy
-        top = np.take(x, self.y0, axis=1)
-        bot = np.take(x, self.y1, axis=1)
-        acc = np.take(top, self.x0, axis=2)
-        acc *= self.w00
-        t = np.take(bot, self.x0, axis=2)
-        t *= self.w10
-        acc += t
-        np.take(top, self.x1, axis=2, out=t, mode="clip")
-        t *= self.w01
-        acc += t
-        np.take(bot, self.x1, axis=2, out=t, mode="clip")
-        t *= self.w11
-        acc += t
-        # (acc + (acc > 0 ? 2^19 : -2^19)) / 2^20 with C division: |acc| rounded half up, sign put back.
-        if acc_t == np.int32:
-            np.right_shift(acc, 31, out=t)  # -1 where negative, else 0
-            np.abs(acc, out=acc)
-            acc += 1 << 19
-            acc >>= 20
-            acc ^= t  # two's complement negation where negative: (r ^ -1) - (-1) = -r
-            acc -= t
-        else:
-            np.abs(acc, out=t)
-            t += 2.0**19
-            t *= 2.0**-20
-            np.floor(t, out=t)
-            np.copysign(t, acc, out=acc)
-        np.copyto(outputs[0], acc, casting="unsafe")  # static_cast<T> (the result is always in range)
+        xi, left, right, top, bot = self.buffers
+        np.copyto(xi, inputs[INPUT])  # once, on the input: mixed-type multiplies are slow in numpy
+        np.take(xi, self.x0, axis=2, out=left, mode="clip")
+        left *= self.wx0
+        np.take(xi, self.x1, axis=2, out=right, mode="clip")
+        right *= self.wx1
+        left += right
+        left -= 512  # the rounding's -2^19, scaled by the row weights' sum 1024
+        np.take(left, self.y0, axis=1, out=top, mode="clip")
+        top *= self.wy0
+        np.take(left, self.y1, axis=1, out=bot, mode="clip")
+        bot *= self.wy1
+        top += bot
+        np.right_shift(top, 8 * top.itemsize - 1, out=bot)  # -1 where acc - 2^19 < 0
+        top += bot
+        top >>= 20
+        np.add(top, 1, out=outputs[0], casting="unsafe")  # static_cast<T> (the result is always in range)
+
+
+def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
+    n, h, w, c = in_shape
+    oh, ow = out_hw
+    (ylo, yhi, wy0, wy1), (xlo, xhi, wx0, wx1) = ytab, xtab
+    sy, sx = (int((np.abs(a) + np.abs(b)).max()) for a, b in ((wy0, wy1), (wx0, wx1)))
+    acc_t = np.int32 if sy * (sx * 2 ** (8 * np.dtype(dtype).itemsize - 1) + 512) < 2**31 else np.int64
+    buffers = (
+        np.empty(in_shape, acc_t),
+        np.empty((n, h, ow, c), acc_t),
+        np.empty((n, h, ow, c), acc_t),
+        np.empty((n, oh, ow, c), acc_t),
+        np.empty((n, oh, ow, c), acc_t),
+    )
+    return ResizeBilinearInteger(
+        ylo,
+        yhi,
+        wy0.reshape(1, -1, 1, 1).astype(acc_t),
+        wy1.reshape(1, -1, 1, 1).astype(acc_t),
+        xlo,
+        xhi,
+        np.ascontiguousarray(np.broadcast_to(wx0.reshape(-1, 1), (ow, c)), acc_t),
+        np.ascontiguousarray(np.broadcast_to(wx1.reshape(-1, 1), (ow, c)), acc_t),
+        buffers,
+    )
 
 
 def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
@@ -203,13 +222,7 @@ def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
         ytab = bilinear_axis_integer(h, oh, align_corners, half_pixel)
         xtab = bilinear_axis_integer(w, ow, align_corners, half_pixel)
         phases = make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab)
-        if phases is not None:
-            return phases
-        ylo, yhi, wy0, wy1 = (a.reshape(1, -1, 1, 1) for a in ytab)
-        xlo, xhi, wx0, wx1 = (a.reshape(1, 1, -1, 1) for a in xtab)
-        acc_t = np.int32 if dtype == np.int8 else np.float64
-        w = [(a * b).astype(acc_t) for a, b in ((wy0, wx0), (wy1, wx0), (wy0, wx1), (wy1, wx1))]
-        return ResizeBilinearInteger(ylo.reshape(-1), yhi.reshape(-1), *w, xlo.reshape(-1), xhi.reshape(-1))
+        return phases if phases is not None else _integer_op(in_shape, out_hw, dtype, ytab, xtab)
     ytab = bilinear_axis_float(h, oh, align_corners, half_pixel)
     xtab = bilinear_axis_float(w, ow, align_corners, half_pixel)
     phases = make_phases_op(in_shape, out_hw, dtype, ytab, xtab)
