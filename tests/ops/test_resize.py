@@ -13,6 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
+from litert_py.ops.resize import ResizeBilinearInteger
+from litert_py.ops.resize_int_phases import ResizeBilinearIntegerPhases
 from litert_py.ops.resize_phases import ResizeBilinearPhases, ResizeBilinearPhasesBanded
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
@@ -147,6 +149,56 @@ def test_resize_bilinear_phases_banded(case, mode, dtype):
     unbanded = np.empty_like(ours)
     ResizeBilinearPhases.__call__(prepared, [x], [unbanded])
     np.testing.assert_array_equal(ours.view(np.uint8), unbanded.view(np.uint8))
+
+
+#: int8 / int16 resizes: (input shape, output size, periodic in plain and half_pixel_centers mode); the periodic
+#: ones take resize_int_phases.ResizeBilinearIntegerPhases, the others the separable gather kernel
+INTEGER_CASES = [
+    ((1, 5, 7, 2), (10, 14), True),
+    ((2, 4, 5, 3), (8, 10), True),  # two batches: the flat adds run over the padding between them
+    ((1, 4, 3, 16), (8, 12), True),
+    ((1, 3, 4, 5), (12, 8), True),  # 4x and 2x
+    ((1, 6, 5, 3), (6, 15), False),  # 3x half_pixel_centers: the 10-bit scale 341 is not periodic
+    ((2, 3, 4, 3), (9, 8), False),
+    ((1, 9, 7, 4), (4, 5), False),  # downscaling
+    ((1, 5, 6, 3), (7, 13), False),
+]
+
+
+def _integer_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
+    """The type's extremes and their neighbours (the largest accumulators, rounding ties of both signs) mixed
+    with uniform values."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dt)
+    edge = np.array([info.min, info.max, info.min + 1, info.max - 1, 0, 1, -1], dt)
+    x = rng.integers(info.min, info.max + 1, shape).astype(dt)
+    mask = rng.random(shape) < 0.6
+    x[mask] = rng.choice(edge, int(mask.sum()))
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
+@pytest.mark.parametrize("case", range(len(INTEGER_CASES)))
+def test_resize_bilinear_integer(case, mode, dtype):
+    """int8 / int16: integer upsampling factors take the separable phase kernel (not align_corners, whose
+    tables are not periodic), everything else the separable gather kernel; both equal BUILTIN_REF bit for bit
+    at the type's extremes, edge rows and columns included."""
+    shape, (oh, ow), periodic = INTEGER_CASES[case]
+    dt = np.dtype(dtype)
+    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
+    size = T.const(np.array([oh, ow], np.int32))
+    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    phases = periodic and mode != "align_corners"
+    assert isinstance(prepared, ResizeBilinearIntegerPhases if phases else ResizeBilinearInteger)
+    for seed in range(3):
+        x = _integer_input(seed, shape, dt)
+        (theirs,) = run_litert(model, [x])
+        (ours,) = run_ours(model, [x])
+        np.testing.assert_array_equal(ours, theirs)
 
 
 REJECTED = {
