@@ -186,8 +186,9 @@ class ResizeBilinearInteger:
         top += bot
         np.right_shift(top, 8 * top.itemsize - 1, out=bot)  # -1 where acc - 2^19 < 0
         top += bot
-        top >>= 20
-        np.add(top, 1, out=outputs[0], casting="unsafe")  # static_cast<T> (the result is always in range)
+        out = outputs[0]
+        np.right_shift(top, 20, out=out, casting="unsafe")  # static_cast<T> (the result is always in range)
+        out += 1
 
 
 def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
