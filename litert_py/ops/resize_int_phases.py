@@ -31,6 +31,7 @@ ComputeInterpolationValuesInteger).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,23 +70,23 @@ class ResizeBilinearIntegerPhases:
         flat = p.reshape(-1)
         hs, vs = self.hspan, self.vspan
         tmp_h = self.tmp[:hs]
-        for (o0, w0, o1, w1), h in zip(self.columns, self.horizontal, strict=True):
+        for (o0, w0, o1, w1, bias), h in zip(self.columns, self.horizontal, strict=True):
             h = h[:hs]
             _weighted_sum(flat, o0, w0, o1, w1, hs, h, tmp_h)
-            h -= 512  # the rounding's -2^19, scaled by the row weights' sum 1024
+            h += bias  # -2^(9-kx): the rounding's -2^19 at the block's scale
         n, hp, wp, c = p.shape
         hh, ww = self.in_hw
         acc = self.acc[:vs]
-        shift = 31 if acc.dtype == np.int32 else 63
+        sign = 8 * acc.itemsize - 1
         acc_block = self.acc.reshape(n, hp, wp, c)[:, :hh, :ww]
         block, t = self.block, self.tmp[:vs]
         units = out.reshape(-1, c).view(self.unit).reshape(n, *out.shape[1:3])  # a pixel's C values as one item
         block_units = block.reshape(-1, c).view(self.unit).reshape(n, hh, ww)
-        for py, px, o0, w0, o1, w1 in self.blocks:
+        for py, px, o0, w0, o1, w1, m in self.blocks:
             _weighted_sum(self.horizontal[px], o0, w0, o1, w1, vs, acc, t)
-            np.right_shift(acc, shift, out=t)  # -1 where acc - 2^19 < 0
+            np.right_shift(acc, sign, out=t)  # -1 where S' < 0
             acc += t
-            np.right_shift(acc_block, 20, out=block, casting="unsafe")  # in range: static_cast<T>
+            np.right_shift(acc_block, m, out=block, casting="unsafe")  # in range: static_cast<T>
             # into the strided output block as opaque pixels: 3-10x faster than a converting copy into it
             np.copyto(units[:, py :: self.fy, px :: self.fx], block_units)
         out += 1  # the rounding's + 1, once over the output
@@ -101,6 +102,12 @@ def _weighted_sum(src, o0, w0, o1, w1, span, out, tmp):
         np.multiply(src[o0 : o0 + span], w0, out=out)
         np.multiply(src[o1 : o1 + span], w1, out=tmp)
         out += tmp
+
+
+def _twos(a: int, b: int) -> int:
+    """The number of trailing zero bits shared by ``a`` and ``b`` (not both 0)."""
+    g = math.gcd(a, b)
+    return (g & -g).bit_length() - 1
 
 
 def _plan(in_size, out_size, tab):
@@ -134,14 +141,20 @@ def make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinea
     if yp is None or xp is None or (yp[0].factor == 1 and xp[0].factor == 1):
         return None
     (ys, wy), (xs, wx) = yp, xp
-    bound = 1024 * (1024 * 2 ** (8 * np.dtype(dtype).itemsize - 1) + 512)
-    acc_t = np.dtype(np.int32 if bound < 2**31 else np.int64)
+    ky = [min(_twos(a, b), 10) for a, b in wy]
+    kx = [min(_twos(a, b), 9) for a, b in wx]  # the bias -2^(9-kx) stays an integer
+    big = 2 ** (8 * np.dtype(dtype).itemsize - 1)  # |x| <= big
+    bound = max(2 ** (20 - a - b) * (2 * big + 1) // 2 for a in ky for b in kx)  # |S'|, |H'| <= bound
+    acc_t = np.dtype(next(t for t in (np.int16, np.int32, np.int64) if bound < np.iinfo(t).max))
     hp, wp = h + sum(ys.pad), w + sum(xs.pad)
-    columns = tuple((xs.lo_start[px] * c, wx[px][0], xs.hi_start[px] * c, wx[px][1]) for px in range(xs.factor))
+    columns = tuple(
+        (xs.lo_start[px] * c, wx[px][0] >> k, xs.hi_start[px] * c, wx[px][1] >> k, -(1 << (9 - k)))
+        for px, k in enumerate(kx)
+    )
     blocks = tuple(
-        (py, px, ys.lo_start[py] * wp * c, wy[py][0], ys.hi_start[py] * wp * c, wy[py][1])
-        for py in range(ys.factor)
-        for px in range(xs.factor)
+        (py, px, ys.lo_start[py] * wp * c, wy[py][0] >> a, ys.hi_start[py] * wp * c, wy[py][1] >> a, 20 - a - b)
+        for py, a in enumerate(ky)
+        for px, b in enumerate(kx)
     )
     size = n * hp * wp * c
     return ResizeBilinearIntegerPhases(
