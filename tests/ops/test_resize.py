@@ -158,6 +158,7 @@ INTEGER_CASES = [
     ((2, 4, 5, 3), (8, 10), True),  # two batches: the flat adds run over the padding between them
     ((1, 4, 3, 16), (8, 12), True),
     ((1, 3, 4, 5), (12, 8), True),  # 4x and 2x
+    ((1, 4, 3, 2), (32, 24), True),  # 8x: int8 |S'| reaches 32896, just past int16 (int32 accumulators)
     ((1, 6, 5, 3), (6, 15), False),  # 3x half_pixel_centers: the 10-bit scale 341 is not periodic
     ((2, 3, 4, 3), (9, 8), False),
     ((1, 9, 7, 4), (4, 5), False),  # downscaling
@@ -174,6 +175,7 @@ def _integer_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
     x = rng.integers(info.min, info.max + 1, shape).astype(dt)
     mask = rng.random(shape) < 0.6
     x[mask] = rng.choice(edge, int(mask.sum()))
+    x[..., 0] = info.min if seed % 2 else info.max  # whole regions at one extreme: the largest accumulators
     return x
 
 
