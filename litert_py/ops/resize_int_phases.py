@@ -19,11 +19,20 @@ input P, ``H = (1024-wx)*P[:, :, x0+j] + wx*P[:, :, x1+j] + b``; per block,
 the strided output as opaque pixels; the ``+ 1`` is one pass over the output. The adds and multiplies run over
 flat contiguous ranges of the padded layout, as in resize_phases.
 
-Exactness bound (checked at prepare): with every phase weight in [0, 1024], ``|H| <= 1024*M + 512`` and
-``|acc'| <= 1024*(1024*M + 512)`` for ``M = 2^(bits-1)``: about 2^27 for int8, so int32 accumulators; int16
-(about 2^35) accumulates in int64. The outputs outside the periodic pattern (half_pixel_centers' first row and
-column: one input read with weights 1280 and -256) equal the pattern's (the same input read twice, weights
-summing to 1024), which prepare checks; any other exception leaves the op to the gather kernel.
+Reduced weights: a phase's two weights share a power of two, ``2^ky`` for the rows and ``2^kx`` for the columns
+(2x half_pixel_centers: 256 and 768, so 2^8; ``kx`` is capped at 9, ``ky`` at 10), so a block's four products
+share ``2^K``, ``K = ky + kx <= 19``. The kernel runs on the weights divided by it: ``H' = wx0'*P0 + wx1'*P1 -
+2^(9-kx)`` and ``S' = wy0'*H'0 + wy1'*H'1 = (acc - 2^19) / 2^K`` (the reduced row weights sum to 2^(10-ky)),
+and the output is ``((S' + (S' >> sign)) >> (20 - K)) + 1``: for ``S' >= 0`` that is ``acc' >> 20``; for
+``S' < 0``, ``floor((2^K*S' - 1) / 2^20) = floor((S' - 1) / 2^(20-K))`` because ``S'`` is an integer.
+
+Exactness bound (checked at prepare): ``|H'|, |S'| <= 2^(20-K) * (M + 1/2)`` for ``|x| <= M = 2^(bits-1)``;
+the accumulators take the smallest of int16 / int32 / int64 that holds it over every block: int8 2x and 4x
+upsampling accumulate in int16 (2^4 * 128.5 and 2^6 * 128.5), int16 in int32 (8x int8: int32).
+
+The outputs outside the periodic pattern (half_pixel_centers' first row and column: one input read with weights
+1280 and -256) equal the pattern's (the same input read twice, weights summing to 1024), which prepare checks;
+any other exception leaves the op to the gather kernel.
 
 Source matched: tensorflow/lite/kernels/internal/reference/resize_bilinear.h (ResizeBilinearInteger,
 ComputeInterpolationValuesInteger).
