@@ -158,7 +158,8 @@ class ResizeBilinearInteger:
     reference's four-product sum, and the output is ``((acc' + (acc' >> 31)) >> 20) + 1`` (see
     resize_int_phases for the proof). Exactness bound (checked at prepare): ``|acc'| <= sy*(sx*2^(bits-1) +
     512)`` with ``sy``, ``sx`` the largest ``|1024-w| + |w|`` of each axis (1024, or 1536 at half_pixel_centers'
-    clamped edges): int32 for int8, int64 for int16. The x weights are tiled over the channels (OW, C)."""
+    clamped edges): int32 for int8; past 2^31 (int16) ResizeBilinearIntegerWide. The x weights are tiled over
+    the channels (OW, C)."""
 
     y0: np.ndarray
     y1: np.ndarray
@@ -170,20 +171,27 @@ class ResizeBilinearInteger:
     wx1: np.ndarray
     buffers: tuple  # (input, left, right, top, bottom) in the accumulator dtype
 
-    def __call__(self, inputs, outputs):
+    bias: float = -512  # the rounding's -2^19, scaled by the row weights' sum 1024
+
+    def _accumulate(self, x):
         xi, left, right, top, bot = self.buffers
-        np.copyto(xi, inputs[INPUT])  # once, on the input: mixed-type multiplies are slow in numpy
+        np.copyto(xi, x)  # once, on the input: mixed-type multiplies are slow in numpy
         np.take(xi, self.x0, axis=2, out=left, mode="clip")
         left *= self.wx0
         np.take(xi, self.x1, axis=2, out=right, mode="clip")
         right *= self.wx1
         left += right
-        left -= 512  # the rounding's -2^19, scaled by the row weights' sum 1024
+        if self.bias:
+            left += self.bias
         np.take(left, self.y0, axis=1, out=top, mode="clip")
         top *= self.wy0
         np.take(left, self.y1, axis=1, out=bot, mode="clip")
         bot *= self.wy1
         top += bot
+        return top, bot
+
+    def __call__(self, inputs, outputs):
+        top, bot = self._accumulate(inputs[INPUT])
         np.right_shift(top, 8 * top.itemsize - 1, out=bot)  # -1 where acc - 2^19 < 0
         top += bot
         out = outputs[0]
@@ -191,12 +199,31 @@ class ResizeBilinearInteger:
         out += 1
 
 
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearIntegerWide(ResizeBilinearInteger):
+    """ResizeBilinearInteger whose accumulators pass 2^31 (int16): float64 holding exact integers, the row
+    weights scaled by 2^-20 (exact) and no bias, so the rows' sum is ``q = acc / 2^20`` with at most 20 fraction
+    bits; ``|acc| < 2^52`` (checked; int16: below 2^37) keeps ``q + copysign(0.5, q)`` exact, and the converting
+    copy truncates toward zero: ``(acc + sign * 2^19) / 2^20`` in C. float64 multiplies run faster in numpy than
+    int64 ones."""
+
+    def __call__(self, inputs, outputs):
+        q, t = self._accumulate(inputs[INPUT])
+        np.copysign(0.5, q, out=t)
+        q += t
+        np.copyto(outputs[0], q, casting="unsafe")  # static_cast<T>: truncation, in range
+
+
 def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
     n, h, w, c = in_shape
     oh, ow = out_hw
     (ylo, yhi, wy0, wy1), (xlo, xhi, wx0, wx1) = ytab, xtab
     sy, sx = (int((np.abs(a) + np.abs(b)).max()) for a, b in ((wy0, wy1), (wx0, wx1)))
-    acc_t = np.int32 if sy * (sx * 2 ** (8 * np.dtype(dtype).itemsize - 1) + 512) < 2**31 else np.int64
+    big = 2 ** (8 * np.dtype(dtype).itemsize - 1)
+    wide = sy * (sx * big + 512) >= 2**31
+    assert sy * sx * big < 2**52  # ResizeBilinearIntegerWide: q + copysign(0.5, q) exact
+    acc_t = np.float64 if wide else np.int32
+    row_scale = 2.0**-20 if wide else 1  # exact: a power of two
     buffers = (
         np.empty(in_shape, acc_t),
         np.empty((n, h, ow, c), acc_t),
@@ -204,16 +231,17 @@ def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
         np.empty((n, oh, ow, c), acc_t),
         np.empty((n, oh, ow, c), acc_t),
     )
-    return ResizeBilinearInteger(
+    return (ResizeBilinearIntegerWide if wide else ResizeBilinearInteger)(
         ylo,
         yhi,
-        wy0.reshape(1, -1, 1, 1).astype(acc_t),
-        wy1.reshape(1, -1, 1, 1).astype(acc_t),
+        (wy0.reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
+        (wy1.reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
         xlo,
         xhi,
         np.ascontiguousarray(np.broadcast_to(wx0.reshape(-1, 1), (ow, c)), acc_t),
         np.ascontiguousarray(np.broadcast_to(wx1.reshape(-1, 1), (ow, c)), acc_t),
         buffers,
+        0 if wide else -512,
     )
 
 

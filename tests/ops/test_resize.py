@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
-from litert_py.ops.resize import ResizeBilinearInteger
+from litert_py.ops.resize import ResizeBilinearInteger, ResizeBilinearIntegerWide
 from litert_py.ops.resize_int_phases import ResizeBilinearIntegerPhases
 from litert_py.ops.resize_phases import ResizeBilinearPhases, ResizeBilinearPhasesBanded
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both
@@ -184,8 +184,8 @@ def _integer_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
 @pytest.mark.parametrize("case", range(len(INTEGER_CASES)))
 def test_resize_bilinear_integer(case, mode, dtype):
     """int8 / int16: integer upsampling factors take the separable phase kernel (not align_corners, whose
-    tables are not periodic), everything else the separable gather kernel; both equal BUILTIN_REF bit for bit
-    at the type's extremes, edge rows and columns included."""
+    tables are not periodic), everything else the separable gather kernel (int32, or float64 for int16); all
+    equal BUILTIN_REF bit for bit at the type's extremes, edge rows and columns included."""
     shape, (oh, ow), periodic = INTEGER_CASES[case]
     dt = np.dtype(dtype)
     opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
@@ -195,7 +195,8 @@ def test_resize_bilinear_integer(case, mode, dtype):
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     phases = periodic and mode != "align_corners"
-    assert isinstance(prepared, ResizeBilinearIntegerPhases if phases else ResizeBilinearInteger)
+    gather = ResizeBilinearInteger if dtype == "int8" else ResizeBilinearIntegerWide
+    assert type(prepared) is (ResizeBilinearIntegerPhases if phases else gather)
     for seed in range(3):
         x = _integer_input(seed, shape, dt)
         (theirs,) = run_litert(model, [x])
