@@ -96,6 +96,19 @@ def _upsampling_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
     return x
 
 
+def _bilinear_model(shape, out_hw, dt: np.dtype, mode: str):
+    """A one-op RESIZE_BILINEAR model (mode: plain, align_corners or half_pixel_centers) and the op prepare
+    chose for it."""
+    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
+    size = T.const(np.array(out_hw, np.int32))
+    out = T((shape[0], *out_hw, shape[3]), dt)
+    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [out], opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    return model, prepared
+
+
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
 @pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
 @pytest.mark.parametrize("case", range(len(PHASE_CASES)))
@@ -107,12 +120,7 @@ def test_resize_bilinear_phases(case, mode, dtype):
     shape, (oh, ow) = PHASE_CASES[case]
     dt = np.dtype(dtype)
     x = _upsampling_input(case, shape, dt)
-    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
-    size = T.const(np.array([oh, ow], np.int32))
-    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
     if mode != "align_corners" or shape[1:3] != (1, 6):  # a 1-row input is periodic in every mode
         assert isinstance(prepared, ResizeBilinearPhases) == (mode != "align_corners")
     (theirs,) = run_litert(model, [x])
@@ -136,12 +144,7 @@ def test_resize_bilinear_phases_banded(case, mode, dtype):
     x = _upsampling_input(case, shape, dt)
     if dt.kind == "f":
         x[0, -1, -1, :4] = [np.inf, -0.0, np.nan, -np.inf]  # the last band's last pixel
-    opts = {"half_pixel_centers": mode == "half_pixel_centers"}
-    size = T.const(np.array([oh, ow], np.int32))
-    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
     assert isinstance(prepared, ResizeBilinearPhasesBanded) and len(prepared.bands) >= 2
     (theirs,) = run_litert(model, [x])
     (ours,) = run_ours(model, [x])
@@ -188,12 +191,7 @@ def test_resize_bilinear_integer(case, mode, dtype):
     equal BUILTIN_REF bit for bit at the type's extremes, edge rows and columns included."""
     shape, (oh, ow), periodic = INTEGER_CASES[case]
     dt = np.dtype(dtype)
-    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
-    size = T.const(np.array([oh, ow], np.int32))
-    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
     phases = periodic and mode != "align_corners"
     gather = ResizeBilinearInteger if dtype == "int8" else ResizeBilinearIntegerWide
     assert type(prepared) is (ResizeBilinearIntegerPhases if phases else gather)
