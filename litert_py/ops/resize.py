@@ -33,7 +33,7 @@ from ..quant.fixedpoint import round_away
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
-from .resize_int_phases import make_integer_phases_op
+from .resize_int_phases import make_integer_phases_op, shared_twos
 from .resize_phases import make_phases_op
 
 INPUT, SIZE = 0, 1
@@ -171,7 +171,8 @@ class ResizeBilinearInteger:
     wx1: np.ndarray
     buffers: tuple  # (input, left, right, top, bottom) in the accumulator dtype
 
-    bias: float = -512  # the rounding's -2^19, scaled by the row weights' sum 1024
+    bias: int = -512  # the rounding's -2^19 at the rows' scale (0: ResizeBilinearIntegerWide)
+    shift: int = 20  # 20 - K for weights reduced by 2^K
 
     def _accumulate(self, x):
         xi, left, right, top, bot = self.buffers
@@ -195,7 +196,7 @@ class ResizeBilinearInteger:
         np.right_shift(top, 8 * top.itemsize - 1, out=bot)  # -1 where acc - 2^19 < 0
         top += bot
         out = outputs[0]
-        np.right_shift(top, 20, out=out, casting="unsafe")  # static_cast<T> (the result is always in range)
+        np.right_shift(top, self.shift, out=out, casting="unsafe")  # static_cast<T> (the result is always in range)
         out += 1
 
 
@@ -218,12 +219,18 @@ def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
     n, h, w, c = in_shape
     oh, ow = out_hw
     (ylo, yhi, wy0, wy1), (xlo, xhi, wx0, wx1) = ytab, xtab
-    sy, sx = (int((np.abs(a) + np.abs(b)).max()) for a, b in ((wy0, wy1), (wx0, wx1)))
-    big = 2 ** (8 * np.dtype(dtype).itemsize - 1)
-    wide = sy * (sx * big + 512) >= 2**31
-    assert sy * sx * big < 2**52  # ResizeBilinearIntegerWide: q + copysign(0.5, q) exact
-    acc_t = np.float64 if wide else np.int32
-    row_scale = 2.0**-20 if wide else 1  # exact: a power of two
+    big = 2 ** (8 * np.dtype(dtype).itemsize - 1)  # |x| <= big
+    # the weights reduced by the power of two each axis shares (align_corners 33 -> 65: 512), as in resize_int_phases
+    ky = min(shared_twos(np.concatenate([wy0, wy1])), 10)
+    kx = min(shared_twos(np.concatenate([wx0, wx1])), 9)  # the bias -2^(9-kx) stays an integer
+    sy, sx = (int((np.abs(a) + np.abs(b)).max()) >> k for a, b, k in ((wy0, wy1, ky), (wx0, wx1, kx)))
+    bound = sy * (sx * big + (1 << (9 - kx)))  # |H'| and |S'|
+    acc_t = next((t for t in (np.int16, np.int32) if bound <= np.iinfo(t).max), None)
+    if acc_t is None:  # ResizeBilinearIntegerWide, on the weights themselves
+        ky = kx = 0
+        assert sy * sx * big < 2**52  # ResizeBilinearIntegerWide: q + copysign(0.5, q) exact
+        acc_t = np.float64
+    row_scale = 2.0**-20 if acc_t == np.float64 else 1  # exact: a power of two
     buffers = (
         np.empty(in_shape, acc_t),
         np.empty((n, h, ow, c), acc_t),
@@ -231,17 +238,19 @@ def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
         np.empty((n, oh, ow, c), acc_t),
         np.empty((n, oh, ow, c), acc_t),
     )
+    wide = acc_t == np.float64
     return (ResizeBilinearIntegerWide if wide else ResizeBilinearInteger)(
         ylo,
         yhi,
-        (wy0.reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
-        (wy1.reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
+        ((wy0 >> ky).reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
+        ((wy1 >> ky).reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
         xlo,
         xhi,
-        np.ascontiguousarray(np.broadcast_to(wx0.reshape(-1, 1), (ow, c)), acc_t),
-        np.ascontiguousarray(np.broadcast_to(wx1.reshape(-1, 1), (ow, c)), acc_t),
+        np.ascontiguousarray(np.broadcast_to((wx0 >> kx).reshape(-1, 1), (ow, c)), acc_t),
+        np.ascontiguousarray(np.broadcast_to((wx1 >> kx).reshape(-1, 1), (ow, c)), acc_t),
         buffers,
-        0 if wide else -512,
+        0 if wide else -(1 << (9 - kx)),
+        20 - ky - kx,
     )
 
 

@@ -113,9 +113,9 @@ def _weighted_sum(src, o0, w0, o1, w1, span, out, tmp):
         out += tmp
 
 
-def _twos(a: int, b: int) -> int:
-    """The number of trailing zero bits shared by ``a`` and ``b`` (not both 0)."""
-    g = math.gcd(a, b)
+def shared_twos(values) -> int:
+    """The number of trailing zero bits shared by the integers ``values`` (not all 0)."""
+    g = math.gcd(*(int(v) for v in values))
     return (g & -g).bit_length() - 1
 
 
@@ -150,8 +150,8 @@ def make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab) -> ResizeBilinea
     if yp is None or xp is None or (yp[0].factor == 1 and xp[0].factor == 1):
         return None
     (ys, wy), (xs, wx) = yp, xp
-    ky = [min(_twos(a, b), 10) for a, b in wy]
-    kx = [min(_twos(a, b), 9) for a, b in wx]  # the bias -2^(9-kx) stays an integer
+    ky = [min(shared_twos(ab), 10) for ab in wy]
+    kx = [min(shared_twos(ab), 9) for ab in wx]  # the bias -2^(9-kx) stays an integer
     big = 2 ** (8 * np.dtype(dtype).itemsize - 1)  # |x| <= big
     bound = max(2 ** (20 - a - b) * (2 * big + 1) // 2 for a in ky for b in kx)  # |S'|, |H'| <= bound
     acc_t = np.dtype(next(t for t in (np.int16, np.int32, np.int64) if bound < np.iinfo(t).max))

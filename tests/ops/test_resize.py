@@ -166,7 +166,17 @@ INTEGER_CASES = [
     ((2, 3, 4, 3), (9, 8), False),
     ((1, 9, 7, 4), (4, 5), False),  # downscaling
     ((1, 5, 6, 3), (7, 13), False),
+    ((1, 5, 4, 3), (17, 13), False),  # align_corners: weights multiples of 256
+    ((1, 5, 6, 3), (9, 6), False),  # the width kept: column weights 1024 and 0
 ]
+
+#: the gather kernel's accumulators: (case, dtype, mode) -> (class, dtype)
+INTEGER_ACCUMULATORS = {
+    (9, "int8", "align_corners"): (ResizeBilinearInteger, np.int16),  # weights / 2^8 per axis: |S'| < 2^15
+    (9, "int16", "align_corners"): (ResizeBilinearInteger, np.int32),
+    (8, "int8", "plain"): (ResizeBilinearInteger, np.int32),
+    (8, "int16", "plain"): (ResizeBilinearIntegerWide, np.float64),  # no shared power of two: past 2^31
+}
 
 
 def _integer_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
@@ -187,14 +197,17 @@ def _integer_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
 @pytest.mark.parametrize("case", range(len(INTEGER_CASES)))
 def test_resize_bilinear_integer(case, mode, dtype):
     """int8 / int16: integer upsampling factors take the separable phase kernel (not align_corners, whose
-    tables are not periodic), everything else the separable gather kernel (int32, or float64 for int16); all
-    equal BUILTIN_REF bit for bit at the type's extremes, edge rows and columns included."""
+    tables are not periodic), everything else the separable gather kernel (int16, int32 or float64 accumulators,
+    INTEGER_ACCUMULATORS); all equal BUILTIN_REF bit for bit at the type's extremes, edge rows and columns
+    included."""
     shape, (oh, ow), periodic = INTEGER_CASES[case]
     dt = np.dtype(dtype)
     model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
     phases = periodic and mode != "align_corners"
-    gather = ResizeBilinearInteger if dtype == "int8" else ResizeBilinearIntegerWide
-    assert type(prepared) is (ResizeBilinearIntegerPhases if phases else gather)
+    assert isinstance(prepared, ResizeBilinearIntegerPhases if phases else ResizeBilinearInteger)
+    if (case, dtype, mode) in INTEGER_ACCUMULATORS:
+        kind, acc = INTEGER_ACCUMULATORS[case, dtype, mode]
+        assert type(prepared) is kind and prepared.buffers[0].dtype == acc
     for seed in range(3):
         x = _integer_input(seed, shape, dt)
         (theirs,) = run_litert(model, [x])
