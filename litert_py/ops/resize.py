@@ -6,9 +6,11 @@ Paths:
   ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` (+0.5 and truncation for uint8).
   Integer-factor upsampling whose tables are periodic (checked at prepare) runs the same expression as
   per-phase scalar-weight slices (resize_phases.ResizeBilinearPhases, bit-identical, about 2x faster).
-- RESIZE_BILINEAR int8 and int16: the reference integer kernel (ResizeBilinearInteger): 10-bit
-  fixed-point coordinates, int64 products at scale 2^20, rounding half away from zero (the default
-  build, TFLITE_SINGLE_ROUNDING off). Quantization parameters are not used (raw integers in and out).
+- RESIZE_BILINEAR int8 and int16: the reference integer kernel: 10-bit fixed-point coordinates, products at
+  scale 2^20, rounding half away from zero (the default build, TFLITE_SINGLE_ROUNDING off), computed exactly
+  in separable form (columns, then rows) with the smallest accumulators that hold it (ResizeBilinearInteger,
+  ResizeBilinearIntegerWide); integer-factor upsampling as per-phase scalar weights
+  (resize_int_phases.ResizeBilinearIntegerPhases). Quantization parameters are not used (raw integers).
 - RESIZE_NEAREST_NEIGHBOR: every 8/16/32-bit dtype (float32, int32, int8, uint8, int16, bool,
   float16); pure movement. align_corners rounds the float32 coordinate half away from zero,
   otherwise it is floored; half_pixel_centers adds 0.5 first.
@@ -155,11 +157,14 @@ class ResizeBilinearInteger:
     from zero), in separable form: the columns first on the input rows, ``H = (1024-wx)*x[:, :, x0] +
     wx*x[:, :, x1] - 512``, then the rows, ``acc' = (1024-wy)*H[:, y0] + wy*H[:, y1]``. Integer arithmetic is
     exact in any order and the row weights sum to 1024, so ``acc' = acc - 2^19`` where ``acc`` is the
-    reference's four-product sum, and the output is ``((acc' + (acc' >> 31)) >> 20) + 1`` (see
-    resize_int_phases for the proof). Exactness bound (checked at prepare): ``|acc'| <= sy*(sx*2^(bits-1) +
-    512)`` with ``sy``, ``sx`` the largest ``|1024-w| + |w|`` of each axis (1024, or 1536 at half_pixel_centers'
-    clamped edges): int32 for int8; past 2^31 (int16) ResizeBilinearIntegerWide. The x weights are tiled over
-    the channels (OW, C)."""
+    reference's four-product sum, and the output is ``((acc' + (acc' >> sign)) >> 20) + 1`` (see
+    resize_int_phases for the proof). The weights of each axis are divided by the power of two they all share
+    (2^kx, kx <= 9, and 2^ky; align_corners with ``out - 1 = f * (in - 1)``: 1024 / f), the bias becoming
+    ``-2^(9-kx)`` and the shift ``20 - kx - ky``, as in resize_int_phases. Exactness bound (checked at prepare):
+    ``|H'|, |S'| <= sy*(sx*2^(bits-1) + 2^(9-kx))`` with ``sy``, ``sx`` the largest ``|w0| + |w1|`` of each
+    axis's reduced weights (1536 / 2^k at half_pixel_centers' clamped edges): the accumulators are int16 or int32
+    when it fits, else (int16 without shared powers of two) ResizeBilinearIntegerWide. The x weights are tiled
+    over the channels (OW, C)."""
 
     y0: np.ndarray
     y1: np.ndarray
