@@ -6,9 +6,11 @@ Paths:
   ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx`` (+0.5 and truncation for uint8).
   Integer-factor upsampling whose tables are periodic (checked at prepare) runs the same expression as
   per-phase scalar-weight slices (resize_phases.ResizeBilinearPhases, bit-identical, about 2x faster).
-- RESIZE_BILINEAR int8 and int16: the reference integer kernel (ResizeBilinearInteger): 10-bit
-  fixed-point coordinates, int64 products at scale 2^20, rounding half away from zero (the default
-  build, TFLITE_SINGLE_ROUNDING off). Quantization parameters are not used (raw integers in and out).
+- RESIZE_BILINEAR int8 and int16: the reference integer kernel: 10-bit fixed-point coordinates, products at
+  scale 2^20, rounding half away from zero (the default build, TFLITE_SINGLE_ROUNDING off), computed exactly
+  in separable form (columns, then rows) with the smallest accumulators that hold it (ResizeBilinearInteger,
+  ResizeBilinearIntegerWide); integer-factor upsampling as per-phase scalar weights
+  (resize_int_phases.ResizeBilinearIntegerPhases). Quantization parameters are not used (raw integers).
 - RESIZE_NEAREST_NEIGHBOR: every 8/16/32-bit dtype (float32, int32, int8, uint8, int16, bool,
   float16); pure movement. align_corners rounds the float32 coordinate half away from zero,
   otherwise it is floored; half_pixel_centers adds 0.5 first.
@@ -33,6 +35,7 @@ from ..quant.fixedpoint import round_away
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
+from .resize_int_phases import make_integer_phases_op, shared_twos
 from .resize_phases import make_phases_op
 
 INPUT, SIZE = 0, 1
@@ -151,59 +154,118 @@ class ResizeBilinearFloat:
 @dataclass(frozen=True, eq=False)
 class ResizeBilinearInteger:
     """int8 / int16: ResizeBilinearInteger (10-bit weights, accumulation at scale 2^20, rounding half away
-    from zero). The weight products are at most 2^22 in magnitude, so int8 accumulates exactly in int32
-    (|acc| < 2^29) and int16 in float64 (|acc| < 2^37, exact), both faster in numpy than int64."""
+    from zero), in separable form: the columns first on the input rows, ``H = (1024-wx)*x[:, :, x0] +
+    wx*x[:, :, x1] - 512``, then the rows, ``acc' = (1024-wy)*H[:, y0] + wy*H[:, y1]``. Integer arithmetic is
+    exact in any order and the row weights sum to 1024, so ``acc' = acc - 2^19`` where ``acc`` is the
+    reference's four-product sum, and the output is ``((acc' + (acc' >> sign)) >> 20) + 1`` (see
+    resize_int_phases for the proof). The weights of each axis are divided by the power of two they all share
+    (2^kx, kx <= 9, and 2^ky; align_corners with ``out - 1 = f * (in - 1)``: 1024 / f), the bias becoming
+    ``-2^(9-kx)`` and the shift ``20 - kx - ky``, as in resize_int_phases. Exactness bound (checked at prepare):
+    ``|H'|, |S'| <= sy*(sx*2^(bits-1) + 2^(9-kx))`` with ``sy``, ``sx`` the largest ``|w0| + |w1|`` of each
+    axis's reduced weights (1536 / 2^k at half_pixel_centers' clamped edges): the accumulators are int16 or int32
+    when it fits, else (int16 without shared powers of two) ResizeBilinearIntegerWide. The x weights are tiled
+    over the channels (OW, C)."""
 
     y0: np.ndarray
     y1: np.ndarray
-    w00: np.ndarray  # (1, OH, OW, 1) accumulator dtype: (1024 - wy) * (1024 - wx)
-    w10: np.ndarray  # wy * (1024 - wx)
-    w01: np.ndarray  # (1024 - wy) * wx
-    w11: np.ndarray  # wy * wx
+    wy0: np.ndarray  # (1, OH, 1, 1) accumulator dtype: 1024 - wy
+    wy1: np.ndarray  # wy
     x0: np.ndarray
     x1: np.ndarray
+    wx0: np.ndarray  # (OW, C) accumulator dtype: 1024 - wx, tiled over the channels
+    wx1: np.ndarray
+    buffers: tuple  # (input, left, right, top, bottom) in the accumulator dtype
+
+    bias: int = -512  # the rounding's -2^19 at the rows' scale (0: ResizeBilinearIntegerWide)
+    shift: int = 20  # 20 - K for weights reduced by 2^K
+
+    def _accumulate(self, x):
+        xi, left, right, top, bot = self.buffers
+        np.copyto(xi, x)  # once, on the input: mixed-type multiplies are slow in numpy
+        np.take(xi, self.x0, axis=2, out=left, mode="clip")
+        left *= self.wx0
+        np.take(xi, self.x1, axis=2, out=right, mode="clip")
+        right *= self.wx1
+        left += right
+        if self.bias:
+            left += self.bias
+        np.take(left, self.y0, axis=1, out=top, mode="clip")
+        top *= self.wy0
+        np.take(left, self.y1, axis=1, out=bot, mode="clip")
+        bot *= self.wy1
+        top += bot
+        return top, bot
 
     def __call__(self, inputs, outputs):
-        acc_t = self.w00.dtype
-        x = inputs[INPUT].astype(acc_t)  # once, on the input: mixed-type multiplies are slow in numpy
-        top = np.take(x, self.y0, axis=1)
-        bot = np.take(x, self.y1, axis=1)
-        acc = np.take(top, self.x0, axis=2)
-        acc *= self.w00
-        t = np.take(bot, self.x0, axis=2)
-        t *= self.w10
-        acc += t
-        np.take(top, self.x1, axis=2, out=t, mode="clip")
-        t *= self.w01
-        acc += t
-        np.take(bot, self.x1, axis=2, out=t, mode="clip")
-        t *= self.w11
-        acc += t
-        # (acc + (acc > 0 ? 2^19 : -2^19)) / 2^20 with C division: |acc| rounded half up, sign put back.
-        if acc_t == np.int32:
-            np.right_shift(acc, 31, out=t)  # -1 where negative, else 0
-            np.abs(acc, out=acc)
-            acc += 1 << 19
-            acc >>= 20
-            acc ^= t  # two's complement negation where negative: (r ^ -1) - (-1) = -r
-            acc -= t
-        else:
-            np.abs(acc, out=t)
-            t += 2.0**19
-            t *= 2.0**-20
-            np.floor(t, out=t)
-            np.copysign(t, acc, out=acc)
-        np.copyto(outputs[0], acc, casting="unsafe")  # static_cast<T> (the result is always in range)
+        top, bot = self._accumulate(inputs[INPUT])
+        np.right_shift(top, 8 * top.itemsize - 1, out=bot)  # -1 where acc - 2^19 < 0
+        top += bot
+        out = outputs[0]
+        np.right_shift(top, self.shift, out=out, casting="unsafe")  # static_cast<T> (the result is always in range)
+        out += 1
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearIntegerWide(ResizeBilinearInteger):
+    """ResizeBilinearInteger whose accumulators pass 2^31 (int16): float64 holding exact integers, the row
+    weights scaled by 2^-20 (exact) and no bias, so the rows' sum is ``q = acc / 2^20`` with at most 20 fraction
+    bits; ``|acc| < 2^52`` (checked; int16: below 2^37) keeps ``q + copysign(0.5, q)`` exact, and the converting
+    copy truncates toward zero: ``(acc + sign * 2^19) / 2^20`` in C. float64 multiplies run faster in numpy than
+    int64 ones."""
+
+    def __call__(self, inputs, outputs):
+        q, t = self._accumulate(inputs[INPUT])
+        np.copysign(0.5, q, out=t)
+        q += t
+        np.copyto(outputs[0], q, casting="unsafe")  # static_cast<T>: truncation, in range
+
+
+def _integer_op(in_shape, out_hw, dtype, ytab, xtab):
+    n, h, w, c = in_shape
+    oh, ow = out_hw
+    (ylo, yhi, wy0, wy1), (xlo, xhi, wx0, wx1) = ytab, xtab
+    big = 2 ** (8 * np.dtype(dtype).itemsize - 1)  # |x| <= big
+    # the weights reduced by the power of two each axis shares (align_corners 33 -> 65: 512), as in resize_int_phases
+    ky = min(shared_twos(np.concatenate([wy0, wy1])), 10)
+    kx = min(shared_twos(np.concatenate([wx0, wx1])), 9)  # the bias -2^(9-kx) stays an integer
+    sy, sx = (int((np.abs(a) + np.abs(b)).max()) >> k for a, b, k in ((wy0, wy1, ky), (wx0, wx1, kx)))
+    bound = sy * (sx * big + (1 << (9 - kx)))  # |H'| and |S'|
+    acc_t = next((t for t in (np.int16, np.int32) if bound <= np.iinfo(t).max), None)
+    if acc_t is None:  # ResizeBilinearIntegerWide, on the weights themselves
+        ky = kx = 0
+        assert sy * sx * big < 2**52  # ResizeBilinearIntegerWide: q + copysign(0.5, q) exact
+        acc_t = np.float64
+    row_scale = 2.0**-20 if acc_t == np.float64 else 1  # exact: a power of two
+    buffers = (
+        np.empty(in_shape, acc_t),
+        np.empty((n, h, ow, c), acc_t),
+        np.empty((n, h, ow, c), acc_t),
+        np.empty((n, oh, ow, c), acc_t),
+        np.empty((n, oh, ow, c), acc_t),
+    )
+    wide = acc_t == np.float64
+    return (ResizeBilinearIntegerWide if wide else ResizeBilinearInteger)(
+        ylo,
+        yhi,
+        ((wy0 >> ky).reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
+        ((wy1 >> ky).reshape(1, -1, 1, 1) * row_scale).astype(acc_t),
+        xlo,
+        xhi,
+        np.ascontiguousarray(np.broadcast_to((wx0 >> kx).reshape(-1, 1), (ow, c)), acc_t),
+        np.ascontiguousarray(np.broadcast_to((wx1 >> kx).reshape(-1, 1), (ow, c)), acc_t),
+        buffers,
+        0 if wide else -(1 << (9 - kx)),
+        20 - ky - kx,
+    )
 
 
 def _bilinear_op(in_shape, out_hw, dtype, align_corners, half_pixel):
     (_, h, w, _), (oh, ow) = in_shape, out_hw
     if dtype in (np.int8, np.int16):
-        ylo, yhi, wy0, wy1 = (a.reshape(1, -1, 1, 1) for a in bilinear_axis_integer(h, oh, align_corners, half_pixel))
-        xlo, xhi, wx0, wx1 = (a.reshape(1, 1, -1, 1) for a in bilinear_axis_integer(w, ow, align_corners, half_pixel))
-        acc_t = np.int32 if dtype == np.int8 else np.float64
-        w = [(a * b).astype(acc_t) for a, b in ((wy0, wx0), (wy1, wx0), (wy0, wx1), (wy1, wx1))]
-        return ResizeBilinearInteger(ylo.reshape(-1), yhi.reshape(-1), *w, xlo.reshape(-1), xhi.reshape(-1))
+        ytab = bilinear_axis_integer(h, oh, align_corners, half_pixel)
+        xtab = bilinear_axis_integer(w, ow, align_corners, half_pixel)
+        phases = make_integer_phases_op(in_shape, out_hw, dtype, ytab, xtab)
+        return phases if phases is not None else _integer_op(in_shape, out_hw, dtype, ytab, xtab)
     ytab = bilinear_axis_float(h, oh, align_corners, half_pixel)
     xtab = bilinear_axis_float(w, ow, align_corners, half_pixel)
     phases = make_phases_op(in_shape, out_hw, dtype, ytab, xtab)

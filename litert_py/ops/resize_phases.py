@@ -126,6 +126,23 @@ class EdgePixels:
         out.reshape(n, -1, c)[:, self.at] = ((t[:, 0] + t[:, 1]) + t[:, 2]) + t[:, 3]
 
 
+def pad_edges(p: np.ndarray, x: np.ndarray, ypad: tuple, xpad: tuple) -> None:
+    """Copy ``x`` (N, H, W, C) into ``p`` (N, H + sum(ypad), W + sum(xpad), C) with its edges replicated
+    (``ypad``, ``xpad``: the (before, after) pads); the conversion to ``p``'s dtype is exact."""
+    (t, b), (lft, r) = ypad, xpad
+    h, w = x.shape[1:3]
+    inner = p[:, t : t + h, lft : lft + w]
+    np.copyto(inner, x, casting="unsafe")
+    if lft:
+        p[:, t : t + h, :lft] = inner[:, :, :1]
+    if r:
+        p[:, t : t + h, lft + w :] = inner[:, :, w - 1 : w]
+    if t:
+        p[:, :t] = p[:, t : t + 1]
+    if b:
+        p[:, t + h :] = p[:, t + h - 1 : t + h]
+
+
 @dataclass(frozen=True, eq=False)
 class ResizeBilinearPhases:
     """Integer-factor float32 (round_offset 0) or uint8 (round_offset 0.5) upsampling; see the module doc."""
@@ -147,19 +164,7 @@ class ResizeBilinearPhases:
     acc: np.ndarray | None  # uint8: the float32 result before rounding
 
     def _pad(self, x):
-        p = self.padded
-        (t, b), (lft, r) = self.ys.pad, self.xs.pad
-        h, w = self.in_hw
-        inner = p[:, t : t + h, lft : lft + w]
-        np.copyto(inner, x, casting="unsafe")  # uint8 -> float32 exact
-        if lft:
-            p[:, t : t + h, :lft] = inner[:, :, :1]
-        if r:
-            p[:, t : t + h, lft + w :] = inner[:, :, w - 1 : w]
-        if t:
-            p[:, :t] = p[:, t : t + 1]
-        if b:
-            p[:, t + h :] = p[:, t + h - 1 : t + h]
+        pad_edges(self.padded, x, self.ys.pad, self.xs.pad)
 
     def __call__(self, inputs, outputs):
         ys, xs = self.ys, self.xs

@@ -13,6 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py import Interpreter, PrepareError
+from litert_py.ops.resize import ResizeBilinearInteger, ResizeBilinearIntegerWide
+from litert_py.ops.resize_int_phases import ResizeBilinearIntegerPhases
 from litert_py.ops.resize_phases import ResizeBilinearPhases, ResizeBilinearPhasesBanded
 from tests.ops._diff import ALL_DTYPES, chain_model, check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
@@ -94,6 +96,19 @@ def _upsampling_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
     return x
 
 
+def _bilinear_model(shape, out_hw, dt: np.dtype, mode: str):
+    """A one-op RESIZE_BILINEAR model (mode: plain, align_corners or half_pixel_centers) and the op prepare
+    chose for it."""
+    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
+    size = T.const(np.array(out_hw, np.int32))
+    out = T((shape[0], *out_hw, shape[3]), dt)
+    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [out], opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    return model, prepared
+
+
 @pytest.mark.parametrize("dtype", ["float32", "uint8"])
 @pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
 @pytest.mark.parametrize("case", range(len(PHASE_CASES)))
@@ -105,12 +120,7 @@ def test_resize_bilinear_phases(case, mode, dtype):
     shape, (oh, ow) = PHASE_CASES[case]
     dt = np.dtype(dtype)
     x = _upsampling_input(case, shape, dt)
-    opts = {"align_corners": mode == "align_corners", "half_pixel_centers": mode == "half_pixel_centers"}
-    size = T.const(np.array([oh, ow], np.int32))
-    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
     if mode != "align_corners" or shape[1:3] != (1, 6):  # a 1-row input is periodic in every mode
         assert isinstance(prepared, ResizeBilinearPhases) == (mode != "align_corners")
     (theirs,) = run_litert(model, [x])
@@ -134,12 +144,7 @@ def test_resize_bilinear_phases_banded(case, mode, dtype):
     x = _upsampling_input(case, shape, dt)
     if dt.kind == "f":
         x[0, -1, -1, :4] = [np.inf, -0.0, np.nan, -np.inf]  # the last band's last pixel
-    opts = {"half_pixel_centers": mode == "half_pixel_centers"}
-    size = T.const(np.array([oh, ow], np.int32))
-    model = single_op_model("RESIZE_BILINEAR", [T(shape, dt), size], [T((shape[0], oh, ow, shape[3]), dt)], opts)
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
     assert isinstance(prepared, ResizeBilinearPhasesBanded) and len(prepared.bands) >= 2
     (theirs,) = run_litert(model, [x])
     (ours,) = run_ours(model, [x])
@@ -148,6 +153,67 @@ def test_resize_bilinear_phases_banded(case, mode, dtype):
     with np.errstate(all="ignore"):  # inf * 0 as in an invoke, which ignores floating-point errors
         ResizeBilinearPhases.__call__(prepared, [x], [unbanded])
     np.testing.assert_array_equal(ours.view(np.uint8), unbanded.view(np.uint8))
+
+
+#: int8 / int16 resizes: (input shape, output size, periodic in plain and half_pixel_centers mode); the periodic
+#: ones take resize_int_phases.ResizeBilinearIntegerPhases, the others the separable gather kernel
+INTEGER_CASES = [
+    ((1, 5, 7, 2), (10, 14), True),
+    ((2, 4, 5, 3), (8, 10), True),  # two batches: the flat adds run over the padding between them
+    ((1, 4, 3, 16), (8, 12), True),
+    ((1, 3, 4, 5), (12, 8), True),  # 4x and 2x
+    ((1, 4, 3, 2), (32, 24), True),  # 8x: int8 |S'| reaches 32896, just past int16 (int32 accumulators)
+    ((1, 6, 5, 3), (6, 15), False),  # 3x half_pixel_centers: the 10-bit scale 341 is not periodic
+    ((2, 3, 4, 3), (9, 8), False),
+    ((1, 9, 7, 4), (4, 5), False),  # downscaling
+    ((1, 5, 6, 3), (7, 13), False),
+    ((1, 5, 4, 3), (17, 13), False),  # align_corners: weights multiples of 256
+    ((1, 5, 6, 3), (9, 6), False),  # the width kept: column weights 1024 and 0
+]
+
+#: the gather kernel's accumulators: (case, dtype, mode) -> (class, dtype)
+INTEGER_ACCUMULATORS = {
+    (9, "int8", "align_corners"): (ResizeBilinearInteger, np.int16),  # weights / 2^8 per axis: |S'| < 2^15
+    (9, "int16", "align_corners"): (ResizeBilinearInteger, np.int32),
+    (8, "int8", "plain"): (ResizeBilinearInteger, np.int32),
+    (8, "int16", "plain"): (ResizeBilinearIntegerWide, np.float64),  # no shared power of two: past 2^31
+}
+
+
+def _integer_input(seed: int, shape, dt: np.dtype) -> np.ndarray:
+    """The type's extremes and their neighbours (the largest accumulators, rounding ties of both signs) mixed
+    with uniform values."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dt)
+    edge = np.array([info.min, info.max, info.min + 1, info.max - 1, 0, 1, -1], dt)
+    x = rng.integers(info.min, info.max + 1, shape).astype(dt)
+    mask = rng.random(shape) < 0.6
+    x[mask] = rng.choice(edge, int(mask.sum()))
+    x[..., 0] = info.min if seed % 2 else info.max  # whole regions at one extreme: the largest accumulators
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("mode", ["plain", "align_corners", "half_pixel_centers"])
+@pytest.mark.parametrize("case", range(len(INTEGER_CASES)))
+def test_resize_bilinear_integer(case, mode, dtype):
+    """int8 / int16: integer upsampling factors take the separable phase kernel (not align_corners, whose
+    tables are not periodic), everything else the separable gather kernel (int16, int32 or float64 accumulators,
+    INTEGER_ACCUMULATORS); all equal BUILTIN_REF bit for bit at the type's extremes, edge rows and columns
+    included."""
+    shape, (oh, ow), periodic = INTEGER_CASES[case]
+    dt = np.dtype(dtype)
+    model, prepared = _bilinear_model(shape, (oh, ow), dt, mode)
+    phases = periodic and mode != "align_corners"
+    assert isinstance(prepared, ResizeBilinearIntegerPhases if phases else ResizeBilinearInteger)
+    if (case, dtype, mode) in INTEGER_ACCUMULATORS:
+        kind, acc = INTEGER_ACCUMULATORS[case, dtype, mode]
+        assert type(prepared) is kind and prepared.buffers[0].dtype == acc
+    for seed in range(3):
+        x = _integer_input(seed, shape, dt)
+        (theirs,) = run_litert(model, [x])
+        (ours,) = run_ours(model, [x])
+        np.testing.assert_array_equal(ours, theirs)
 
 
 REJECTED = {
