@@ -13,7 +13,7 @@ from ...quant import (
     batch_quantize_floats,
 )
 from ..common import clip_ufunc
-from ..eigen_math import logistic_into
+from ..eigen_math import logistic_into, logistic_work, tanh_inplace, tanh_work
 from .common import StepHybridProduct
 from .lstm_common import (
     EPS_LN,
@@ -28,11 +28,6 @@ def sigmoid(v: np.ndarray) -> None:
     1 / (1 + exp(-x)) differs from it in the last ulp now and then, enough to flip an int8 value that a hybrid
     kernel re-quantizes (tests/ops/recurrent/test_lstm_activation_flips.py)."""
     logistic_into(v, v)
-
-
-def _sigmoid_to(v: np.ndarray, out: np.ndarray) -> None:
-    """``sigmoid`` of ``v`` written to ``out``."""
-    logistic_into(v, out)
 
 
 def _float_dot(wt: np.ndarray | None):
@@ -178,9 +173,9 @@ class SequencePlan:
 class _StepBuffers:
     """The scratch of one ``LstmCell.run`` (batch ``B``): the stacked gate accumulator and its per-gate views."""
 
-    __slots__ = ("acc", "acc3", "hs", "sg", "ifg", "cg", "fg", "ig", "og", "tbuf", "r")
+    __slots__ = tuple("acc acc3 hs sg ifg cg fg ig og tbuf r sig_all tanh_cg tanh_c flat".split())
 
-    def __init__(self, cell: LstmCell, n_batch: int):
+    def __init__(self, cell: LstmCell, n_batch: int, c: np.ndarray):
         d = cell._seq
         n, k, n_g = cell.n_cell, d.k, len(cell.x.gates)
         self.acc = np.empty((n_batch, n_g * n), F32)
@@ -193,6 +188,15 @@ class _StepBuffers:
         self.og = gsrc[:, k + 1]
         self.tbuf = np.empty((n_batch, n), F32)
         self.r = np.empty((n_batch, cell.n_output), F32) if cell.proj is not None else None
+        # Eigen's sigmoid / tanh with prepared scratch on flat views (the same arithmetic as logistic_into /
+        # tanh_inplace, fewer numpy calls): all gates' sigmoids, tanh of the cell gate (contiguous for one
+        # batch row), tanh of the new cell state written straight to tbuf (no copy of c first).
+        self.sig_all = logistic_work(self.acc.size) if self.sg is not None else None
+        tanh = cell.act is tanh_inplace
+        self.tanh_cg = tanh_work(self.cg.size) if tanh and self.cg.flags.c_contiguous else None
+        self.tanh_c = tanh_work(c.size) if tanh and c.flags.c_contiguous and c.dtype == F32 else None
+        flat = (self.acc, self.sg, self.cg, c, self.tbuf)  # 1-D views of those (made once, not per step)
+        self.flat = tuple(v.reshape(-1) if v is not None and v.flags.c_contiguous else None for v in flat)
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,7 +267,7 @@ class LstmCell:
             return
         aux3 = aux3 if aux3 is not None and self.aux is not None else None
         pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
-        buf = _StepBuffers(self, x3.shape[1])
+        buf = _StepBuffers(self, x3.shape[1], c)
         h_prev = h
         for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
             if pre is not None:
@@ -329,15 +333,17 @@ class LstmCell:
             _mean_stddev_normalization3(v)
             v *= d.ln_ifc
             v += d.bias_ifc
-        if buf.sg is not None:
-            _sigmoid_to(buf.acc, buf.sg)
+        if buf.sig_all is not None:
+            buf.sig_all(buf.flat[0], buf.flat[1])
         elif d.fast:
             sigmoid(buf.ifg)
         else:  # gate by gate, as LiteRT (Eigen's packet / scalar split depends on the buffer's length)
             for j in range(k):
                 sigmoid(acc3[:, j])
         act, cg, fg = self.act, buf.cg, buf.fg
-        if act is not None:
+        if buf.tanh_cg is not None:
+            buf.tanh_cg(buf.flat[2], buf.flat[2])
+        elif act is not None:
             act(cg)
         c *= fg
         if buf.ig is None:  # CIFG: i = 1 - f
@@ -358,9 +364,12 @@ class LstmCell:
                 og += d.bias_o
             sigmoid(og)
         t = buf.tbuf
-        np.copyto(t, c)
-        if act is not None:
-            act(t)
+        if buf.tanh_c is not None:
+            buf.tanh_c(buf.flat[3], buf.flat[4])
+        else:
+            np.copyto(t, c)
+            if act is not None:
+                act(t)
         if self.proj is None:
             np.multiply(t, og, out=dst)
         else:
