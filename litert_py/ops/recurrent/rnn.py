@@ -39,6 +39,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..common import apply_activation_to_vector
+from ..eigen_math import tanh_inplace, tanh_work
 from ..hybrid_fc import hybrid_matvec
 from ..registry import OpContext, PreparedOp, TensorInfo, register
 from .common import StepHybridProduct, bidirectional_views, check_aux_input
@@ -92,6 +93,8 @@ class RnnCell:
         rec, act = self._rec, self.activation
         mm = np.dot if rec is None and self.units > 1 else np.matmul  # see lstm._float_dot
         hs = np.empty((n_batch, self.units), np.float32)
+        # TANH on whole contiguous steps: Eigen's tanh with prepared scratch (tanh_inplace's arithmetic)
+        tanh = tanh_work(n_batch * self.units) if act is tanh_inplace and out3[0].flags.c_contiguous else None
         h_prev = h
         for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
             if rec is None:
@@ -100,7 +103,10 @@ class RnnCell:
                 hs.fill(0)
             dst = out3[t]
             np.add(pre[t], hs, out=dst)
-            if act is not None:
+            if tanh is not None:
+                flat = dst.reshape(-1)
+                tanh(flat, flat)
+            elif act is not None:
                 act(dst)
             h_prev = dst
         h[...] = h_prev
