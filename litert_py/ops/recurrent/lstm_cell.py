@@ -173,7 +173,7 @@ class SequencePlan:
 class _StepBuffers:
     """The scratch of one ``LstmCell.run`` (batch ``B``): the stacked gate accumulator and its per-gate views."""
 
-    __slots__ = tuple("acc acc3 hs sg ifg cg fg ig og tbuf r sig_all tanh_cg tanh_c flat".split())
+    __slots__ = tuple("acc acc3 hs sg ifg cg fg ig og tbuf r sig_all tanh_cg tanh_c flat plain".split())
 
     def __init__(self, cell: LstmCell, n_batch: int, c: np.ndarray):
         d = cell._seq
@@ -197,6 +197,14 @@ class _StepBuffers:
         self.tanh_c = tanh_work(c.size) if tanh and c.flags.c_contiguous and c.dtype == F32 else None
         flat = (self.acc, self.sg, self.cg, c, self.tbuf)  # 1-D views of those (made once, not per step)
         self.flat = tuple(v.reshape(-1) if v is not None and v.flags.c_contiguous else None for v in flat)
+        # LstmCell._plain_steps: no peephole, layer norm, projection or CIFG; TANH; a dense recurrent product
+        self.plain = (
+            all(v is not None for v in (self.sig_all, self.tanh_cg, self.tanh_c, self.ig))
+            and (d.h_wt is not None or d.h_fc is not None)
+            and cell.proj is None
+            and d.peep_if is None
+            and d.ln_ifc is None
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,14 +276,50 @@ class LstmCell:
         aux3 = aux3 if aux3 is not None and self.aux is not None else None
         pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
         buf = _StepBuffers(self, x3.shape[1], c)
+        order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
+        if pre is not None and buf.plain:
+            self._plain_steps(pre, h, c, out3, buf, order)
+            return
         h_prev = h
-        for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
+        for t in order:
             if pre is not None:
                 pre_t = pre[t]
             else:
                 pre_t = self._step_inputs(x3[t], None if aux3 is None else aux3[t])
             self._advance(pre_t, h_prev, c, out3[t], buf)
             h_prev = out3[t]
+        h[...] = h_prev
+
+    def _plain_steps(self, pre, h, c, out3, buf: _StepBuffers, order) -> None:
+        """``_advance`` over every step of ``order`` for the plain cell (``_StepBuffers.plain``), the same numpy
+        operations on the same arrays with the per-step lookups and branches hoisted out of the loop."""
+        d = self._seq
+        acc, hs, t, fg, ig, cg, og = buf.acc, buf.hs, buf.tbuf, buf.fg, buf.ig, buf.cg, buf.og
+        acc_f, sg_f, cg_f, c_f, t_f = buf.flat
+        sig, tanh_g, tanh_c = buf.sig_all, buf.tanh_cg, buf.tanh_c
+        mul, add, wt, h_fc = np.multiply, np.add, d.h_wt, d.h_fc
+        mm = _float_dot(wt)
+        clip, lo, hi = self.cell_clip > 0, d.cell_lo, d.cell_hi
+        h_prev = h
+        for s in order:
+            if wt is not None:
+                mm(h_prev, wt, hs)
+                add(pre[s], hs, acc)
+            elif h_fc(h_prev, hs):  # False: h is all zeros, nothing computed
+                add(pre[s], hs, acc)
+            else:
+                add(pre[s], ZERO, acc)
+            sig(acc_f, sg_f)
+            tanh_g(cg_f, cg_f)
+            mul(c, fg, c)
+            mul(cg, ig, cg)
+            add(c, cg, c)
+            if clip:
+                clip_ufunc(c, lo, hi, c)
+            tanh_c(c_f, t_f)
+            dst = out3[s]
+            mul(t, og, dst)
+            h_prev = dst
         h[...] = h_prev
 
     def _step_inputs(self, x, aux) -> np.ndarray:
