@@ -89,7 +89,7 @@ from ..registry import OpContext, PreparedOp, register
 from .common import bidirectional_views, check_aux_input
 from .lstm_basic import prepare_basic_lstm
 from .lstm_build import build_cell, check_state_sizes, check_states, full_inputs
-from .lstm_cell import LstmCell
+from .lstm_cell import LstmCell, run_pair
 from .lstm_common import CELL_STATE, OUT_STATE
 from .lstm_integer8 import prepare_lstm_8x8_8
 from .lstm_integer_build import build_integer_cell
@@ -202,13 +202,11 @@ class BidirectionalSequenceLstm:
             self.time_major,
         )
         n_batch = x.shape[1]
-        for cell, xs, out, (hi, ci), reverse in (
-            (self.fw, x, fw_out, BIDI_FW_STATES, False),
-            (self.bw, bw_x, bw_out, BIDI_BW_STATES, True),
-        ):
-            h = inputs[hi].reshape(n_batch, cell.n_output)
-            c = inputs[ci].reshape(n_batch, cell.n_cell)
-            cell.run(xs, real_aux, h, c, out, reverse)
+        states = [
+            (inputs[hi].reshape(n_batch, cell.n_output), inputs[ci].reshape(n_batch, cell.n_cell))
+            for cell, (hi, ci) in ((self.fw, BIDI_FW_STATES), (self.bw, BIDI_BW_STATES))
+        ]
+        run_pair(self.fw, self.bw, x, bw_x, real_aux, states, fw_out, bw_out)
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM, stateful=True)

@@ -197,14 +197,8 @@ class _StepBuffers:
         self.tanh_c = tanh_work(c.size) if tanh and c.flags.c_contiguous and c.dtype == F32 else None
         flat = (self.acc, self.sg, self.cg, c, self.tbuf)  # 1-D views of those (made once, not per step)
         self.flat = tuple(v.reshape(-1) if v is not None and v.flags.c_contiguous else None for v in flat)
-        # LstmCell._plain_steps: no peephole, layer norm, projection or CIFG; TANH; a dense recurrent product
-        self.plain = (
-            all(v is not None for v in (self.sig_all, self.tanh_cg, self.tanh_c, self.ig))
-            and (d.h_wt is not None or d.h_fc is not None)
-            and cell.proj is None
-            and d.peep_if is None
-            and d.ln_ifc is None
-        )
+        # LstmCell._plain_steps: a plain cell whose cell gate and state are contiguous
+        self.plain = cell.plain and all(v is not None for v in (self.sig_all, self.tanh_cg, self.tanh_c))
 
 
 @dataclass(frozen=True, eq=False)
@@ -260,6 +254,21 @@ class LstmCell:
             proj_hi=np.array(self.proj_clip, F32),
         )
         object.__setattr__(self, "_seq", plan)
+
+    @property
+    def plain(self) -> bool:
+        """The fast path without peephole, layer norm, projection or CIFG, TANH activation and a dense (float or
+        hybrid) recurrent product: the steps ``_plain_steps`` and ``run_pair`` run."""
+        d = self._seq
+        return (
+            d.early_o
+            and self.act is tanh_inplace
+            and d.k == 2
+            and self.proj is None
+            and d.peep_if is None
+            and d.ln_ifc is None
+            and (d.h_wt is not None or d.h_fc is not None)
+        )
 
     def step(self, x, aux, h, c, out) -> None:
         """One step: x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out
@@ -461,3 +470,68 @@ class LstmCell:
         if self.proj_clip > 0:
             clip_ufunc(r, d.proj_lo, d.proj_hi, out=r)
         dst[...] = r
+
+
+def run_pair(fw: LstmCell, bw: LstmCell, x_fw, x_bw, aux3, states, out_fw, out_bw) -> None:
+    """BIDIRECTIONAL_SEQUENCE_LSTM's two passes: ``fw.run`` forward and ``bw.run`` backward (``states``: the
+    (h, c) of each). When both cells are plain (``LstmCell.plain``) with the same sizes and cell clip, the
+    passes step together, the forward cell's step t with the backward cell's step T-1-t: the cells share no
+    state, and every gate nonlinearity and cell update is elementwise, so evaluating both cells' values in one
+    call over a stacked (2, B, ...) buffer gives each the numbers of its own pass, in about half the numpy calls
+    (each direction keeps its own recurrent product)."""
+    (h_fw, c_fw), (h_bw, c_bw) = states
+    n_steps, n_batch = x_fw.shape[:2]
+    if not (_pairable(fw, bw) and n_steps and n_batch):
+        fw.run(x_fw, aux3, h_fw, c_fw, out_fw)
+        bw.run(x_bw, aux3, h_bw, c_bw, out_bw, reverse=True)
+        return
+    aux3 = aux3 if aux3 is not None and fw.aux is not None else None
+    pre = (fw._sequence_inputs(x_fw, aux3), bw._sequence_inputs(x_bw, aux3))
+    d, n, k = (fw._seq, bw._seq), fw.n_cell, fw._seq.k
+    acc = np.empty((2, n_batch, 4 * n), F32)
+    sg, hs = np.empty_like(acc), (np.empty_like(acc[0]), np.empty_like(acc[0]))
+    gates = sg.reshape(2, n_batch, 4, n)
+    fg, ig, og, cg = gates[:, :, k - 1], gates[:, :, 0], gates[:, :, k + 1], acc.reshape(2, n_batch, 4, n)[:, :, k]
+    c, g, t = np.stack([c_fw, c_bw]), np.empty((2, n_batch, n), F32), np.empty((2, n_batch, n), F32)
+    sig, tanh_g, tanh_c = logistic_work(acc.size), tanh_work(g.size), tanh_work(c.size)
+    acc_f, sg_f, g_f, c_f, t_f = (v.reshape(-1) for v in (acc, sg, g, c, t))
+    mul, add, copyto = np.multiply, np.add, np.copyto
+    rec = tuple((p.h_wt, _float_dot(p.h_wt), p.h_fc) for p in d)
+    clip, lo, hi = fw.cell_clip > 0, d[0].cell_lo, d[0].cell_hi
+    outs, h_prev = (out_fw, out_bw), [h_fw, h_bw]
+    for s in range(n_steps):
+        for j, ts in ((0, s), (1, n_steps - 1 - s)):
+            wt, mm, h_fc = rec[j]
+            if wt is not None:
+                mm(h_prev[j], wt, hs[j])
+                add(pre[j][ts], hs[j], acc[j])
+            elif h_fc(h_prev[j], hs[j]):  # False: h is all zeros, nothing computed
+                add(pre[j][ts], hs[j], acc[j])
+            else:
+                add(pre[j][ts], ZERO, acc[j])
+        sig(acc_f, sg_f)
+        copyto(g, cg)
+        tanh_g(g_f, g_f)
+        mul(c, fg, c)
+        mul(g, ig, g)
+        add(c, g, c)
+        if clip:
+            clip_ufunc(c, lo, hi, c)
+        tanh_c(c_f, t_f)
+        for j, ts in ((0, s), (1, n_steps - 1 - s)):
+            dst = outs[j][ts]
+            mul(t[j], og[j], dst)
+            h_prev[j] = dst
+    h_fw[...], h_bw[...], c_fw[...], c_bw[...] = h_prev[0], h_prev[1], c[0], c[1]
+
+
+def _pairable(fw: LstmCell, bw: LstmCell) -> bool:
+    """Both cells plain (``LstmCell.plain``) with equal sizes and cell clip."""
+    return (
+        fw.n_cell == bw.n_cell
+        and fw.n_output == bw.n_output
+        and fw.cell_clip == bw.cell_clip
+        and (fw.aux is None) == (bw.aux is None)
+        and fw.plain
+        and bw.plain
+    )
