@@ -79,6 +79,22 @@ class RnnCell:
             mm(v3[t], w, out=out[t])
         return out
 
+    def _inputs(self, x3, aux3) -> np.ndarray:
+        """``bias + W_in x [+ W_aux aux]`` of every step ((T, B, units) float32)."""
+        pre = self._input_term(self.w_in, x3)
+        np.add(self.bias, pre, out=pre)
+        if aux3 is not None and self.w_aux is not None:
+            pre += self._input_term(self.w_aux, aux3)
+        return pre
+
+    def _recurrent(self):
+        """``(h, hs)`` -> ``hs = W_rec h`` for one step (an all-zero hybrid state: +0, as the one-step form)."""
+        rec = self._rec
+        if rec is None:
+            mm, w = (np.dot if self.units > 1 else np.matmul), self.w_rec  # see lstm._float_dot
+            return lambda h, hs: mm(h, w, hs)
+        return lambda h, hs: rec(h, hs) or hs.fill(0)
+
     def run(self, x3, aux3, h, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I), aux3 (T, B, A) or None, out3 (T, B, U) time-major views), h the
         state (updated): per step ``act(bias + W_in x [+ W_aux aux] + W_rec h)``, summed in that order, with
@@ -86,10 +102,7 @@ class RnnCell:
         n_steps, n_batch = x3.shape[:2]
         if n_steps == 0:
             return
-        pre = self._input_term(self.w_in, x3)
-        np.add(self.bias, pre, out=pre)
-        if aux3 is not None and self.w_aux is not None:
-            pre += self._input_term(self.w_aux, aux3)
+        pre = self._inputs(x3, aux3)
         rec, act = self._rec, self.activation
         mm = np.dot if rec is None and self.units > 1 else np.matmul  # see lstm._float_dot
         hs = np.empty((n_batch, self.units), np.float32)
@@ -237,6 +250,34 @@ def prepare_unidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
 # -------------------------------------------------------------------------------------------------------------
 
 
+def run_pair(fw: RnnCell, bw: RnnCell, x_fw, x_bw, aux3, h_fw, h_bw, out_fw, out_bw) -> None:
+    """``fw.run`` forward and ``bw.run`` backward. With TANH in both and equal sizes the passes step together,
+    the forward step t with the backward step T-1-t: the cells share no state and tanh is elementwise, so one
+    tanh over the stacked (2, B, units) sums gives each cell the numbers of its own pass, with half the calls."""
+    n_steps, n_batch = x_fw.shape[:2]
+    if not (fw.activation is tanh_inplace and bw.activation is tanh_inplace and fw.units == bw.units and n_batch):
+        fw.run(x_fw, aux3, h_fw, out_fw)
+        bw.run(x_bw, aux3, h_bw, out_bw, reverse=True)
+        return
+    if n_steps == 0:
+        return
+    pre, rec = (fw._inputs(x_fw, aux3), bw._inputs(x_bw, aux3)), (fw._recurrent(), bw._recurrent())
+    acc = np.empty((2, n_batch, fw.units), np.float32)
+    hs = np.empty_like(acc)
+    tanh, flat, add, copyto = tanh_work(acc.size), acc.reshape(-1), np.add, np.copyto
+    h_prev, outs = [h_fw, h_bw], (out_fw, out_bw)
+    for s in range(n_steps):
+        steps = ((0, s), (1, n_steps - 1 - s))
+        for j, ts in steps:
+            rec[j](h_prev[j], hs[j])
+            add(pre[j][ts], hs[j], acc[j])
+            h_prev[j] = acc[j]
+        tanh(flat, flat)
+        for j, ts in steps:
+            copyto(outs[j][ts], acc[j])
+    h_fw[...], h_bw[...] = acc[0], acc[1]
+
+
 @dataclass(frozen=True, eq=False)
 class BidirectionalSequenceRnn:
     fw: RnnCell
@@ -254,8 +295,7 @@ class BidirectionalSequenceRnn:
         fw_h, bw_h = inputs[4], inputs[8]
         n = x.shape[0]
         for _ in range(n if self.time_major and self.fw.hybrid else 1):  # LiteRT's EvalHybrid bug, see above
-            self.fw.run(x, real_aux, fw_h, fw_out)
-            self.bw.run(bw_x, real_aux, bw_h, bw_out, reverse=True)
+            run_pair(self.fw, self.bw, x, bw_x, real_aux, fw_h, bw_h, fw_out, bw_out)
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN, stateful=True)
