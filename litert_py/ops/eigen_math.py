@@ -35,6 +35,11 @@ UNIDIRECTIONAL_SEQUENCE_LSTM's output gate (ApplySigmoidToVector) at every offse
 BUILTIN_REF and BUILTIN_WITHOUT_DEFAULT_DELEGATES (tests/ops/test_eigen_math.py). The scalar tail of
 logistic calls the machine's libm ``expf`` through ctypes, as the wheel does (numpy's float32 exp differs from
 glibc's in the last bit for some inputs); without a C library numpy's float32 exp is used.
+
+Speed: on the small arrays of recurrent kernels (64-256 values) a numpy call costs ~0.3 us whatever its length,
+so the packet formulas run as the scratch classes ``_Tanh`` (15 calls instead of 21) and ``_LogisticPacket``
+(23 instead of 28), each exact by the argument in its docstring (checked equal to the plain transcription on
+all 2^32 inputs); kernels hold one per buffer length through ``tanh_work`` / ``logistic_work``.
 """
 
 from __future__ import annotations

@@ -40,6 +40,10 @@ the hybrid recurrent / projection products through ``StepHybridProduct`` (ops/re
 hybrid kernel computes each step's input products inside the loop (its products share the scaling-factor
 scratch) and applies the gate sigmoids gate by gate. numpy 2.4's in-place float32 ``np.negative`` is wrong on a
 strided (B, 1) view, so the sigmoid negates with ``* -1``.
+The gate sigmoids and the tanh of the cell gate and state use eigen_math's prepared-scratch emulations
+(``logistic_work`` / ``tanh_work``, the same arithmetic in fewer numpy calls); a plain cell (``LstmCell.plain``)
+runs its steps in one loop (``_plain_steps``), and a bidirectional pair of plain cells steps together
+(``lstm_cell.run_pair``: one activation pass over both directions' stacked buffers, bit-identical).
 BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, fw states 35-36, bw states
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.

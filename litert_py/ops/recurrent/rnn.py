@@ -24,7 +24,8 @@ Speed (``RnnCell.run``): ``bias + W_in x [+ W_aux aux]`` is computed for every t
 one product over all rows, quantized one by one as per step; float32: the one-step BLAS call per step), then
 each step adds one recurrent product (hybrid:
 ``common.StepHybridProduct``, FullyConnectedHybrid's arithmetic with fewer numpy calls) and the
-activation, written straight into the output.
+activation, written straight into the output (TANH: eigen_math's ``tanh_work``, prepared scratch).
+BIDIRECTIONAL_SEQUENCE_RNN with TANH steps both cells together (``run_pair``: one tanh over both sums).
 
 Sources matched: LiteRT tflite/kernels/basic_rnn.cc, unidirectional_sequence_rnn.cc,
 bidirectional_sequence_rnn.cc (Prepare checks, EvalFloat, the aux-input modes),
