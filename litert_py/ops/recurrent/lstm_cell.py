@@ -173,7 +173,7 @@ class SequencePlan:
 class _StepBuffers:
     """The scratch of one ``LstmCell.run`` (batch ``B``): the stacked gate accumulator and its per-gate views."""
 
-    __slots__ = tuple("acc acc3 hs sg ifg cg fg ig og tbuf r sig_all tanh_cg tanh_c flat plain".split())
+    __slots__ = tuple("acc acc3 hs sg ifg cg fg ig og tbuf r sig_all tanh_cg tanh_c flat".split())
 
     def __init__(self, cell: LstmCell, n_batch: int, c: np.ndarray):
         d = cell._seq
@@ -197,8 +197,6 @@ class _StepBuffers:
         self.tanh_c = tanh_work(c.size) if tanh and c.flags.c_contiguous and c.dtype == F32 else None
         flat = (self.acc, self.sg, self.cg, c, self.tbuf)  # 1-D views of those (made once, not per step)
         self.flat = tuple(v.reshape(-1) if v is not None and v.flags.c_contiguous else None for v in flat)
-        # LstmCell._plain_steps: a plain cell whose cell gate and state are contiguous
-        self.plain = cell.plain and all(v is not None for v in (self.sig_all, self.tanh_cg, self.tanh_c))
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,7 +256,7 @@ class LstmCell:
     @property
     def plain(self) -> bool:
         """The fast path without peephole, layer norm, projection or CIFG, TANH activation and a dense (float or
-        hybrid) recurrent product: the steps ``_plain_steps`` and ``run_pair`` run."""
+        hybrid) recurrent product: its steps run in ``_plain_run``."""
         d = self._seq
         return (
             d.early_o
@@ -284,11 +282,11 @@ class LstmCell:
             return
         aux3 = aux3 if aux3 is not None and self.aux is not None else None
         pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
-        buf = _StepBuffers(self, x3.shape[1], c)
         order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
-        if pre is not None and buf.plain:
-            self._plain_steps(pre, h, c, out3, buf, order)
+        if pre is not None and self.plain:
+            _plain_run((self,), (pre,), (h,), (c,), (out3,), (order,))
             return
+        buf = _StepBuffers(self, x3.shape[1], c)
         h_prev = h
         for t in order:
             if pre is not None:
@@ -297,38 +295,6 @@ class LstmCell:
                 pre_t = self._step_inputs(x3[t], None if aux3 is None else aux3[t])
             self._advance(pre_t, h_prev, c, out3[t], buf)
             h_prev = out3[t]
-        h[...] = h_prev
-
-    def _plain_steps(self, pre, h, c, out3, buf: _StepBuffers, order) -> None:
-        """``_advance`` over every step of ``order`` for the plain cell (``_StepBuffers.plain``), the same numpy
-        operations on the same arrays with the per-step lookups and branches hoisted out of the loop."""
-        d = self._seq
-        acc, hs, t, fg, ig, cg, og = buf.acc, buf.hs, buf.tbuf, buf.fg, buf.ig, buf.cg, buf.og
-        acc_f, sg_f, cg_f, c_f, t_f = buf.flat
-        sig, tanh_g, tanh_c = buf.sig_all, buf.tanh_cg, buf.tanh_c
-        mul, add, wt, h_fc = np.multiply, np.add, d.h_wt, d.h_fc
-        mm = _float_dot(wt)
-        clip, lo, hi = self.cell_clip > 0, d.cell_lo, d.cell_hi
-        h_prev = h
-        for s in order:
-            if wt is not None:
-                mm(h_prev, wt, hs)
-                add(pre[s], hs, acc)
-            elif h_fc(h_prev, hs):  # False: h is all zeros, nothing computed
-                add(pre[s], hs, acc)
-            else:
-                add(pre[s], ZERO, acc)
-            sig(acc_f, sg_f)
-            tanh_g(cg_f, cg_f)
-            mul(c, fg, c)
-            mul(cg, ig, cg)
-            add(c, cg, c)
-            if clip:
-                clip_ufunc(c, lo, hi, c)
-            tanh_c(c_f, t_f)
-            dst = out3[s]
-            mul(t, og, dst)
-            h_prev = dst
         h[...] = h_prev
 
     def _step_inputs(self, x, aux) -> np.ndarray:
@@ -475,10 +441,7 @@ class LstmCell:
 def run_pair(fw: LstmCell, bw: LstmCell, x_fw, x_bw, aux3, states, out_fw, out_bw) -> None:
     """BIDIRECTIONAL_SEQUENCE_LSTM's two passes: ``fw.run`` forward and ``bw.run`` backward (``states``: the
     (h, c) of each). When both cells are plain (``LstmCell.plain``) with the same sizes and cell clip, the
-    passes step together, the forward cell's step t with the backward cell's step T-1-t: the cells share no
-    state, and every gate nonlinearity and cell update is elementwise, so evaluating both cells' values in one
-    call over a stacked (2, B, ...) buffer gives each the numbers of its own pass, in about half the numpy calls
-    (each direction keeps its own recurrent product)."""
+    passes step together in ``_plain_run``, the forward cell's step t with the backward cell's step T-1-t."""
     (h_fw, c_fw), (h_bw, c_bw) = states
     n_steps, n_batch = x_fw.shape[:2]
     if not (_pairable(fw, bw) and n_steps and n_batch):
@@ -487,30 +450,47 @@ def run_pair(fw: LstmCell, bw: LstmCell, x_fw, x_bw, aux3, states, out_fw, out_b
         return
     aux3 = aux3 if aux3 is not None and fw.aux is not None else None
     pre = (fw._sequence_inputs(x_fw, aux3), bw._sequence_inputs(x_bw, aux3))
-    d, n, k = (fw._seq, bw._seq), fw.n_cell, fw._seq.k
-    acc = np.empty((2, n_batch, 4 * n), F32)
-    sg, hs = np.empty_like(acc), (np.empty_like(acc[0]), np.empty_like(acc[0]))
-    gates = sg.reshape(2, n_batch, 4, n)
-    fg, ig, og, cg = gates[:, :, k - 1], gates[:, :, 0], gates[:, :, k + 1], acc.reshape(2, n_batch, 4, n)[:, :, k]
-    c, g, t = np.stack([c_fw, c_bw]), np.empty((2, n_batch, n), F32), np.empty((2, n_batch, n), F32)
+    orders = (range(n_steps), range(n_steps - 1, -1, -1))
+    _plain_run((fw, bw), pre, (h_fw, h_bw), (c_fw, c_bw), (out_fw, out_bw), orders)
+
+
+def _plain_run(cells, pres, hs, cs, outs, orders) -> None:
+    """The steps of plain cells (``LstmCell.plain``; one, or a bidirectional pair with equal sizes and cell
+    clip): ``_advance``'s numpy operations with the lookups and branches hoisted out of the loop. Per cell j:
+    ``pres[j]`` its gate inputs (``_sequence_inputs``), ``hs[j]`` / ``cs[j]`` its states (updated), ``outs[j]``
+    its output (T, B, n_output), ``orders[j]`` its time indices in step order. Two cells share no state and
+    every gate nonlinearity and cell update is elementwise, so evaluating both cells' values in one call over
+    stacked (2, B, ...) buffers gives each the numbers of its own pass, in about half the numpy calls (each
+    keeps its own recurrent product)."""
+    cell, n_d, n_batch = cells[0], len(cells), pres[0].shape[1]
+    d, n = cell._seq, cell.n_cell
+    k, mul, add = d.k, np.multiply, np.add
+    acc = np.empty((n_d, n_batch, 4 * n), F32)
+    sg, rs = np.empty_like(acc), np.empty_like(acc)
+    gates = sg.reshape(n_d, n_batch, 4, n)
+    fg, ig, og, cg = gates[:, :, k - 1], gates[:, :, 0], gates[:, :, k + 1], acc.reshape(gates.shape)[:, :, k]
+    g = cg if cg.flags.c_contiguous else np.empty(cg.shape, F32)  # one cell, one row: in place
+    stacked = not (n_d == 1 and cs[0].flags.c_contiguous)
+    c = np.stack(cs) if stacked else cs[0][None]
+    t = np.empty_like(c)
     sig, tanh_g, tanh_c = logistic_work(acc.size), tanh_work(g.size), tanh_work(c.size)
     acc_f, sg_f, g_f, c_f, t_f = (v.reshape(-1) for v in (acc, sg, g, c, t))
-    mul, add, copyto = np.multiply, np.add, np.copyto
-    rec = tuple((p.h_wt, _float_dot(p.h_wt), p.h_fc) for p in d)
-    clip, lo, hi = fw.cell_clip > 0, d[0].cell_lo, d[0].cell_hi
-    outs, h_prev = (out_fw, out_bw), [h_fw, h_bw]
-    for s in range(n_steps):
-        for j, ts in ((0, s), (1, n_steps - 1 - s)):
+    rec = [(p._seq.h_wt, _float_dot(p._seq.h_wt), p._seq.h_fc) for p in cells]
+    clip, lo, hi = cell.cell_clip > 0, d.cell_lo, d.cell_hi
+    h_prev = list(hs)
+    for ts_all in zip(*orders):
+        for j, ts in enumerate(ts_all):
             wt, mm, h_fc = rec[j]
             if wt is not None:
-                mm(h_prev[j], wt, hs[j])
-                add(pre[j][ts], hs[j], acc[j])
-            elif h_fc(h_prev[j], hs[j]):  # False: h is all zeros, nothing computed
-                add(pre[j][ts], hs[j], acc[j])
+                mm(h_prev[j], wt, rs[j])
+                add(pres[j][ts], rs[j], acc[j])
+            elif h_fc(h_prev[j], rs[j]):  # False: h is all zeros, nothing computed
+                add(pres[j][ts], rs[j], acc[j])
             else:
-                add(pre[j][ts], ZERO, acc[j])
+                add(pres[j][ts], ZERO, acc[j])
         sig(acc_f, sg_f)
-        copyto(g, cg)
+        if g is not cg:
+            np.copyto(g, cg)
         tanh_g(g_f, g_f)
         mul(c, fg, c)
         mul(g, ig, g)
@@ -518,11 +498,14 @@ def run_pair(fw: LstmCell, bw: LstmCell, x_fw, x_bw, aux3, states, out_fw, out_b
         if clip:
             clip_ufunc(c, lo, hi, c)
         tanh_c(c_f, t_f)
-        for j, ts in ((0, s), (1, n_steps - 1 - s)):
+        for j, ts in enumerate(ts_all):
             dst = outs[j][ts]
             mul(t[j], og[j], dst)
             h_prev[j] = dst
-    h_fw[...], h_bw[...], c_fw[...], c_bw[...] = h_prev[0], h_prev[1], c[0], c[1]
+    for j in range(n_d):
+        hs[j][...] = h_prev[j]
+        if stacked:
+            cs[j][...] = c[j]
 
 
 def _pairable(fw: LstmCell, bw: LstmCell) -> bool:
