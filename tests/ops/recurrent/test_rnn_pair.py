@@ -20,13 +20,13 @@ def _model(rng, hybrid: bool, tm: bool, batch: int, merge: bool, time=6, n_in=5,
     lead = (time, batch) if tm else (batch, time)
     x = b.input("x", lead + (n_in,), np.float32)
     cells = []
-    for name in ("fw", "bw"):
+    for name in ("fw", "bw"):  # input and recurrent weights, bias, hidden state
         cells += [
-            weights(b, rng, f"{name}_w", (u, n_in), hybrid, max_scale=0.05),
-            weights(b, rng, f"{name}_r", (u, u), hybrid, max_scale=0.05),
-            b.const(f"{name}_b", rng.standard_normal(u).astype(np.float32)),
-            b.tensor(f"{name}_h", (batch, u), np.float32, is_variable=True),
+            weights(b, rng, f"{name}_{w}", shape, hybrid, max_scale=0.05)
+            for w, shape in (("w", (u, n_in)), ("r", (u, u)))
         ]
+        cells.append(b.const(f"{name}_b", rng.standard_normal(u).astype(np.float32)))
+        cells.append(b.tensor(f"{name}_h", (batch, u), np.float32, is_variable=True))
     outs = (
         [b.tensor("out", lead + (2 * u,), np.float32)]
         if merge
