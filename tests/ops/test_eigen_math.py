@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from litert_py.ops.eigen_math import _logistic_packet, _logistic_scalar, eigen_logistic, eigen_tanh
+from litert_py.ops.eigen_math import (
+    _logistic_packet,
+    _logistic_scalar,
+    eigen_logistic,
+    eigen_tanh,
+    logistic_work,
+    tanh_work,
+)
 from litert_py.schema.builder import ModelBuilder
 from tests.oracle import T, oracle, run_litert, single_op_model
 
@@ -150,6 +157,59 @@ def test_out_in_place(op):
     res = CASES[op](buf, out=buf)
     assert res is buf
     _assert_bits(x, buf, expected)
+
+
+def _edge_values() -> np.ndarray:
+    """Where the prepared-scratch emulations' exactness arguments act: logistic's lower clamp (everything below
+    -104 down to -inf must give +0), every integer m of pldexp's 2^m (x from -104 to 17), tanh's clamp, NaN
+    payloads of both signs (quiet and signalling), and the extremes."""
+    rng = np.random.default_rng(16)
+    nan_bits = np.concatenate(
+        [rng.integers(0x7F800001, 0x80000000, 2000), rng.integers(0xFF800001, 0x100000000, 2000)]
+    ).astype(np.uint32)
+    lo = np.nextafter(np.float32(-104), np.float32(-np.inf))
+    specials = np.array([-np.inf, np.inf, -3e38, 3e38, -1e30, -104.0, lo, -0.0, 0.0, 1e-45, -1e-45, 16.6355324])
+    return np.concatenate(
+        [
+            np.linspace(-140, -100, 40_000, dtype=np.float32),
+            np.linspace(-104, 17, 60_000, dtype=np.float32),
+            np.linspace(-9, 9, 40_000, dtype=np.float32),
+            nan_bits.view(np.float32),
+            specials.astype(np.float32),
+        ]
+    )
+
+
+#: op name -> the kernels' per-length function with prepared scratch
+WORK = {"TANH": tanh_work, "LOGISTIC": logistic_work}
+
+
+@pytest.mark.parametrize("op", WORK, ids=[f"{k.lower()}-float32-prepared-edges" for k in WORK])
+def test_prepared_work_edges_bit_exact(op):
+    """tanh_work / logistic_work (as the LSTM / RNN steps call them, 256 values a call) at the edges above."""
+    oracle()
+    x = _edge_values()
+    x = np.concatenate([x, np.zeros(-x.size % 256, np.float32)])
+    theirs = _theirs(op, x)
+    work, ours = WORK[op](256), np.empty_like(x)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # as inside an invoke
+        for i in range(0, x.size, 256):
+            work(x[i : i + 256], ours[i : i + 256])
+        buf = x[:256].copy()  # in place, as the kernels call them
+        work(buf, buf)
+    _assert_bits(x, ours, theirs)
+    _assert_bits(x[:256], buf, theirs[:256])
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 64, 8192, 8196])
+def test_prepared_work_every_length(n):
+    """Lengths that are not whole packets (scalar tail) or exceed one chunk fall back to the general functions."""
+    x = (np.random.default_rng(n).standard_normal(n) * 8).astype(np.float32)
+    for work, general in ((tanh_work, eigen_tanh), (logistic_work, eigen_logistic)):
+        out = np.empty_like(x)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            work(n)(x, out)
+        _assert_bits(x, out, general(x))
 
 
 def _lstm_output_gate_model(batch: int, n: int, cifg: bool) -> bytes:

@@ -40,6 +40,10 @@ the hybrid recurrent / projection products through ``StepHybridProduct`` (ops/re
 hybrid kernel computes each step's input products inside the loop (its products share the scaling-factor
 scratch) and applies the gate sigmoids gate by gate. numpy 2.4's in-place float32 ``np.negative`` is wrong on a
 strided (B, 1) view, so the sigmoid negates with ``* -1``.
+The gate sigmoids and the tanh of the cell gate and state use eigen_math's prepared-scratch emulations
+(``logistic_work`` / ``tanh_work``, the same arithmetic in fewer numpy calls); a plain cell (``LstmCell.plain``)
+runs its steps in one loop (``_plain_steps``), and a bidirectional pair of plain cells steps together
+(``lstm_cell.run_pair``: one activation pass over both directions' stacked buffers, bit-identical).
 BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, fw states 35-36, bw states
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.
@@ -89,7 +93,7 @@ from ..registry import OpContext, PreparedOp, register
 from .common import bidirectional_views, check_aux_input
 from .lstm_basic import prepare_basic_lstm
 from .lstm_build import build_cell, check_state_sizes, check_states, full_inputs
-from .lstm_cell import LstmCell
+from .lstm_cell import LstmCell, run_pair
 from .lstm_common import CELL_STATE, OUT_STATE
 from .lstm_integer8 import prepare_lstm_8x8_8
 from .lstm_integer_build import build_integer_cell
@@ -202,13 +206,11 @@ class BidirectionalSequenceLstm:
             self.time_major,
         )
         n_batch = x.shape[1]
-        for cell, xs, out, (hi, ci), reverse in (
-            (self.fw, x, fw_out, BIDI_FW_STATES, False),
-            (self.bw, bw_x, bw_out, BIDI_BW_STATES, True),
-        ):
-            h = inputs[hi].reshape(n_batch, cell.n_output)
-            c = inputs[ci].reshape(n_batch, cell.n_cell)
-            cell.run(xs, real_aux, h, c, out, reverse)
+        states = [
+            (inputs[hi].reshape(n_batch, cell.n_output), inputs[ci].reshape(n_batch, cell.n_cell))
+            for cell, (hi, ci) in ((self.fw, BIDI_FW_STATES), (self.bw, BIDI_BW_STATES))
+        ]
+        run_pair(self.fw, self.bw, x, bw_x, real_aux, states, fw_out, bw_out)
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM, stateful=True)

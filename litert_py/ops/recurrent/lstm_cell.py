@@ -13,7 +13,7 @@ from ...quant import (
     batch_quantize_floats,
 )
 from ..common import clip_ufunc
-from ..eigen_math import logistic_into
+from ..eigen_math import logistic_into, logistic_work, tanh_inplace, tanh_work
 from .common import StepHybridProduct
 from .lstm_common import (
     EPS_LN,
@@ -28,11 +28,6 @@ def sigmoid(v: np.ndarray) -> None:
     1 / (1 + exp(-x)) differs from it in the last ulp now and then, enough to flip an int8 value that a hybrid
     kernel re-quantizes (tests/ops/recurrent/test_lstm_activation_flips.py)."""
     logistic_into(v, v)
-
-
-def _sigmoid_to(v: np.ndarray, out: np.ndarray) -> None:
-    """``sigmoid`` of ``v`` written to ``out``."""
-    logistic_into(v, out)
 
 
 def _float_dot(wt: np.ndarray | None):
@@ -178,9 +173,9 @@ class SequencePlan:
 class _StepBuffers:
     """The scratch of one ``LstmCell.run`` (batch ``B``): the stacked gate accumulator and its per-gate views."""
 
-    __slots__ = ("acc", "acc3", "hs", "sg", "ifg", "cg", "fg", "ig", "og", "tbuf", "r")
+    __slots__ = tuple("acc acc3 hs sg ifg cg fg ig og tbuf r sig_all tanh_cg tanh_c flat".split())
 
-    def __init__(self, cell: LstmCell, n_batch: int):
+    def __init__(self, cell: LstmCell, n_batch: int, c: np.ndarray):
         d = cell._seq
         n, k, n_g = cell.n_cell, d.k, len(cell.x.gates)
         self.acc = np.empty((n_batch, n_g * n), F32)
@@ -193,6 +188,15 @@ class _StepBuffers:
         self.og = gsrc[:, k + 1]
         self.tbuf = np.empty((n_batch, n), F32)
         self.r = np.empty((n_batch, cell.n_output), F32) if cell.proj is not None else None
+        # Eigen's sigmoid / tanh with prepared scratch on flat views (the same arithmetic as logistic_into /
+        # tanh_inplace, fewer numpy calls): all gates' sigmoids, tanh of the cell gate (contiguous for one
+        # batch row), tanh of the new cell state written straight to tbuf (no copy of c first).
+        self.sig_all = logistic_work(self.acc.size) if self.sg is not None else None
+        tanh = cell.act is tanh_inplace
+        self.tanh_cg = tanh_work(self.cg.size) if tanh and self.cg.flags.c_contiguous else None
+        self.tanh_c = tanh_work(c.size) if tanh and c.flags.c_contiguous and c.dtype == F32 else None
+        flat = (self.acc, self.sg, self.cg, c, self.tbuf)  # 1-D views of those (made once, not per step)
+        self.flat = tuple(v.reshape(-1) if v is not None and v.flags.c_contiguous else None for v in flat)
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,6 +253,21 @@ class LstmCell:
         )
         object.__setattr__(self, "_seq", plan)
 
+    @property
+    def plain(self) -> bool:
+        """The fast path without peephole, layer norm, projection or CIFG, TANH activation and a dense (float or
+        hybrid) recurrent product: its steps run in ``_plain_run``."""
+        d = self._seq
+        return (
+            d.early_o
+            and self.act is tanh_inplace
+            and d.k == 2
+            and self.proj is None
+            and d.peep_if is None
+            and d.ln_ifc is None
+            and (d.h_wt is not None or d.h_fc is not None)
+        )
+
     def step(self, x, aux, h, c, out) -> None:
         """One step: x (B, I), aux (B, A) or None, h (B, n_output) and c (B, n_cell) states (updated), out
         (B, n_output) written (``run`` over a sequence of one)."""
@@ -263,9 +282,13 @@ class LstmCell:
             return
         aux3 = aux3 if aux3 is not None and self.aux is not None else None
         pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
-        buf = _StepBuffers(self, x3.shape[1])
+        order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
+        if pre is not None and self.plain:
+            _plain_run((self,), (pre,), (h,), (c,), (out3,), (order,))
+            return
+        buf = _StepBuffers(self, x3.shape[1], c)
         h_prev = h
-        for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
+        for t in order:
             if pre is not None:
                 pre_t = pre[t]
             else:
@@ -329,15 +352,17 @@ class LstmCell:
             _mean_stddev_normalization3(v)
             v *= d.ln_ifc
             v += d.bias_ifc
-        if buf.sg is not None:
-            _sigmoid_to(buf.acc, buf.sg)
+        if buf.sig_all is not None:
+            buf.sig_all(buf.flat[0], buf.flat[1])
         elif d.fast:
             sigmoid(buf.ifg)
         else:  # gate by gate, as LiteRT (Eigen's packet / scalar split depends on the buffer's length)
             for j in range(k):
                 sigmoid(acc3[:, j])
         act, cg, fg = self.act, buf.cg, buf.fg
-        if act is not None:
+        if buf.tanh_cg is not None:
+            buf.tanh_cg(buf.flat[2], buf.flat[2])
+        elif act is not None:
             act(cg)
         c *= fg
         if buf.ig is None:  # CIFG: i = 1 - f
@@ -358,9 +383,12 @@ class LstmCell:
                 og += d.bias_o
             sigmoid(og)
         t = buf.tbuf
-        np.copyto(t, c)
-        if act is not None:
-            act(t)
+        if buf.tanh_c is not None:
+            buf.tanh_c(buf.flat[3], buf.flat[4])
+        else:
+            np.copyto(t, c)
+            if act is not None:
+                act(t)
         if self.proj is None:
             np.multiply(t, og, out=dst)
         else:
@@ -408,3 +436,85 @@ class LstmCell:
         if self.proj_clip > 0:
             clip_ufunc(r, d.proj_lo, d.proj_hi, out=r)
         dst[...] = r
+
+
+def run_pair(fw: LstmCell, bw: LstmCell, x_fw, x_bw, aux3, states, out_fw, out_bw) -> None:
+    """BIDIRECTIONAL_SEQUENCE_LSTM's two passes: ``fw.run`` forward and ``bw.run`` backward (``states``: the
+    (h, c) of each). When both cells are plain (``LstmCell.plain``) with the same sizes and cell clip, the
+    passes step together in ``_plain_run``, the forward cell's step t with the backward cell's step T-1-t."""
+    (h_fw, c_fw), (h_bw, c_bw) = states
+    n_steps, n_batch = x_fw.shape[:2]
+    if not (_pairable(fw, bw) and n_steps and n_batch):
+        fw.run(x_fw, aux3, h_fw, c_fw, out_fw)
+        bw.run(x_bw, aux3, h_bw, c_bw, out_bw, reverse=True)
+        return
+    aux3 = aux3 if aux3 is not None and fw.aux is not None else None
+    pre = (fw._sequence_inputs(x_fw, aux3), bw._sequence_inputs(x_bw, aux3))
+    orders = (range(n_steps), range(n_steps - 1, -1, -1))
+    _plain_run((fw, bw), pre, (h_fw, h_bw), (c_fw, c_bw), (out_fw, out_bw), orders)
+
+
+def _plain_run(cells, pres, hs, cs, outs, orders) -> None:
+    """The steps of plain cells (``LstmCell.plain``; one, or a bidirectional pair with equal sizes and cell
+    clip): ``_advance``'s numpy operations with the lookups and branches hoisted out of the loop. Per cell j:
+    ``pres[j]`` its gate inputs (``_sequence_inputs``), ``hs[j]`` / ``cs[j]`` its states (updated), ``outs[j]``
+    its output (T, B, n_output), ``orders[j]`` its time indices in step order. Two cells share no state and
+    every gate nonlinearity and cell update is elementwise, so evaluating both cells' values in one call over
+    stacked (2, B, ...) buffers gives each the numbers of its own pass, in about half the numpy calls (each
+    keeps its own recurrent product)."""
+    cell, n_d, n_batch = cells[0], len(cells), pres[0].shape[1]
+    d, n = cell._seq, cell.n_cell
+    k, mul, add = d.k, np.multiply, np.add
+    acc = np.empty((n_d, n_batch, 4 * n), F32)
+    sg, rs = np.empty_like(acc), np.empty_like(acc)
+    gates = sg.reshape(n_d, n_batch, 4, n)
+    fg, ig, og, cg = gates[:, :, k - 1], gates[:, :, 0], gates[:, :, k + 1], acc.reshape(gates.shape)[:, :, k]
+    g = cg if cg.flags.c_contiguous else np.empty(cg.shape, F32)  # one cell, one row: in place
+    stacked = not (n_d == 1 and cs[0].flags.c_contiguous)
+    c = np.stack(cs) if stacked else cs[0][None]
+    t = np.empty_like(c)
+    sig, tanh_g, tanh_c = logistic_work(acc.size), tanh_work(g.size), tanh_work(c.size)
+    acc_f, sg_f, g_f, c_f, t_f = (v.reshape(-1) for v in (acc, sg, g, c, t))
+    rec = [(p._seq.h_wt, _float_dot(p._seq.h_wt), p._seq.h_fc) for p in cells]
+    clip, lo, hi = cell.cell_clip > 0, d.cell_lo, d.cell_hi
+    h_prev = list(hs)
+    for ts_all in zip(*orders):
+        for j, ts in enumerate(ts_all):
+            wt, mm, h_fc = rec[j]
+            if wt is not None:
+                mm(h_prev[j], wt, rs[j])
+                add(pres[j][ts], rs[j], acc[j])
+            elif h_fc(h_prev[j], rs[j]):  # False: h is all zeros, nothing computed
+                add(pres[j][ts], rs[j], acc[j])
+            else:
+                add(pres[j][ts], ZERO, acc[j])
+        sig(acc_f, sg_f)
+        if g is not cg:
+            np.copyto(g, cg)
+        tanh_g(g_f, g_f)
+        mul(c, fg, c)
+        mul(g, ig, g)
+        add(c, g, c)
+        if clip:
+            clip_ufunc(c, lo, hi, c)
+        tanh_c(c_f, t_f)
+        for j, ts in enumerate(ts_all):
+            dst = outs[j][ts]
+            mul(t[j], og[j], dst)
+            h_prev[j] = dst
+    for j in range(n_d):
+        hs[j][...] = h_prev[j]
+        if stacked:
+            cs[j][...] = c[j]
+
+
+def _pairable(fw: LstmCell, bw: LstmCell) -> bool:
+    """Both cells plain (``LstmCell.plain``) with equal sizes and cell clip."""
+    return (
+        fw.n_cell == bw.n_cell
+        and fw.n_output == bw.n_output
+        and fw.cell_clip == bw.cell_clip
+        and (fw.aux is None) == (bw.aux is None)
+        and fw.plain
+        and bw.plain
+    )

@@ -24,7 +24,8 @@ Speed (``RnnCell.run``): ``bias + W_in x [+ W_aux aux]`` is computed for every t
 one product over all rows, quantized one by one as per step; float32: the one-step BLAS call per step), then
 each step adds one recurrent product (hybrid:
 ``common.StepHybridProduct``, FullyConnectedHybrid's arithmetic with fewer numpy calls) and the
-activation, written straight into the output.
+activation, written straight into the output (TANH: eigen_math's ``tanh_work``, prepared scratch).
+BIDIRECTIONAL_SEQUENCE_RNN with TANH steps both cells together (``run_pair``: one tanh over both sums).
 
 Sources matched: LiteRT tflite/kernels/basic_rnn.cc, unidirectional_sequence_rnn.cc,
 bidirectional_sequence_rnn.cc (Prepare checks, EvalFloat, the aux-input modes),
@@ -39,6 +40,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..common import apply_activation_to_vector
+from ..eigen_math import tanh_inplace, tanh_work
 from ..hybrid_fc import hybrid_matvec
 from ..registry import OpContext, PreparedOp, TensorInfo, register
 from .common import StepHybridProduct, bidirectional_views, check_aux_input
@@ -78,6 +80,22 @@ class RnnCell:
             mm(v3[t], w, out=out[t])
         return out
 
+    def _inputs(self, x3, aux3) -> np.ndarray:
+        """``bias + W_in x [+ W_aux aux]`` of every step ((T, B, units) float32)."""
+        pre = self._input_term(self.w_in, x3)
+        np.add(self.bias, pre, out=pre)
+        if aux3 is not None and self.w_aux is not None:
+            pre += self._input_term(self.w_aux, aux3)
+        return pre
+
+    def _recurrent(self):
+        """``(h, hs)`` -> ``hs = W_rec h`` for one step (an all-zero hybrid state: +0, as the one-step form)."""
+        rec = self._rec
+        if rec is None:
+            mm, w = (np.dot if self.units > 1 else np.matmul), self.w_rec  # see lstm._float_dot
+            return lambda h, hs: mm(h, w, hs)
+        return lambda h, hs: rec(h, hs) or hs.fill(0)
+
     def run(self, x3, aux3, h, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I), aux3 (T, B, A) or None, out3 (T, B, U) time-major views), h the
         state (updated): per step ``act(bias + W_in x [+ W_aux aux] + W_rec h)``, summed in that order, with
@@ -85,13 +103,12 @@ class RnnCell:
         n_steps, n_batch = x3.shape[:2]
         if n_steps == 0:
             return
-        pre = self._input_term(self.w_in, x3)
-        np.add(self.bias, pre, out=pre)
-        if aux3 is not None and self.w_aux is not None:
-            pre += self._input_term(self.w_aux, aux3)
+        pre = self._inputs(x3, aux3)
         rec, act = self._rec, self.activation
         mm = np.dot if rec is None and self.units > 1 else np.matmul  # see lstm._float_dot
         hs = np.empty((n_batch, self.units), np.float32)
+        # TANH on whole contiguous steps: Eigen's tanh with prepared scratch (tanh_inplace's arithmetic)
+        tanh = tanh_work(n_batch * self.units) if act is tanh_inplace and out3[0].flags.c_contiguous else None
         h_prev = h
         for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
             if rec is None:
@@ -100,7 +117,10 @@ class RnnCell:
                 hs.fill(0)
             dst = out3[t]
             np.add(pre[t], hs, out=dst)
-            if act is not None:
+            if tanh is not None:
+                flat = dst.reshape(-1)
+                tanh(flat, flat)
+            elif act is not None:
                 act(dst)
             h_prev = dst
         h[...] = h_prev
@@ -231,6 +251,34 @@ def prepare_unidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
 # -------------------------------------------------------------------------------------------------------------
 
 
+def run_pair(fw: RnnCell, bw: RnnCell, x_fw, x_bw, aux3, h_fw, h_bw, out_fw, out_bw) -> None:
+    """``fw.run`` forward and ``bw.run`` backward. With TANH in both and equal sizes the passes step together,
+    the forward step t with the backward step T-1-t: the cells share no state and tanh is elementwise, so one
+    tanh over the stacked (2, B, units) sums gives each cell the numbers of its own pass, with half the calls."""
+    n_steps, n_batch = x_fw.shape[:2]
+    if not (fw.activation is tanh_inplace and bw.activation is tanh_inplace and fw.units == bw.units and n_batch):
+        fw.run(x_fw, aux3, h_fw, out_fw)
+        bw.run(x_bw, aux3, h_bw, out_bw, reverse=True)
+        return
+    if n_steps == 0:
+        return
+    pre, rec = (fw._inputs(x_fw, aux3), bw._inputs(x_bw, aux3)), (fw._recurrent(), bw._recurrent())
+    acc = np.empty((2, n_batch, fw.units), np.float32)
+    hs = np.empty_like(acc)
+    tanh, flat, add, copyto = tanh_work(acc.size), acc.reshape(-1), np.add, np.copyto
+    h_prev, outs = [h_fw, h_bw], (out_fw, out_bw)
+    for s in range(n_steps):
+        steps = ((0, s), (1, n_steps - 1 - s))
+        for j, ts in steps:
+            rec[j](h_prev[j], hs[j])
+            add(pre[j][ts], hs[j], acc[j])
+            h_prev[j] = acc[j]
+        tanh(flat, flat)
+        for j, ts in steps:
+            copyto(outs[j][ts], acc[j])
+    h_fw[...], h_bw[...] = acc[0], acc[1]
+
+
 @dataclass(frozen=True, eq=False)
 class BidirectionalSequenceRnn:
     fw: RnnCell
@@ -248,8 +296,7 @@ class BidirectionalSequenceRnn:
         fw_h, bw_h = inputs[4], inputs[8]
         n = x.shape[0]
         for _ in range(n if self.time_major and self.fw.hybrid else 1):  # LiteRT's EvalHybrid bug, see above
-            self.fw.run(x, real_aux, fw_h, fw_out)
-            self.bw.run(bw_x, real_aux, bw_h, bw_out, reverse=True)
+            run_pair(self.fw, self.bw, x, bw_x, real_aux, fw_h, bw_h, fw_out, bw_out)
 
 
 @register(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN, stateful=True)
