@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN per invoke in litert_py and ai-edge-litert (reference kernels), same run.
+"""UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN per invoke in litert_py and ai-edge-litert (reference kernels), same run,
+process CPU time.
 
     python tools/bench_lstm.py [--repeats 9]
 
@@ -105,9 +106,9 @@ def per_invoke(it, x, repeats: int) -> float:
     it.invoke()
     times = []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t = time.process_time()
         it.invoke()
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return statistics.median(times)
 
 
