@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
+from ..quant.hybrid import HALF_DOWN
 from ..schema import dtypes
 from .common import apply_activation_to_vector, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
@@ -131,7 +132,7 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
     row_sums = sse_reduction_sum_vector(wi) if asym else None
     ct = exact_gemm_dtype(product_bound(wi, row_sums)) or np.dtype(np.float64)
     wt = np.ascontiguousarray(wi, dtype=ct).T
-    return FullyConnectedHybrid(
+    general = FullyConnectedHybrid(
         wt,
         None if row_sums is None else row_sums.astype(ct),
         SseMinus128Fix.build(wi, ct),
@@ -142,3 +143,110 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         units,
         activation,
     )
+    if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth and not asym:
+        return FullyConnectedHybridRow.build(general, wi, ct)
+    return general
+
+
+F32 = np.float32
+#: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
+R_MIN = 1e-36
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedHybridRow:
+    """FullyConnectedHybrid for one input row with constant weights and symmetric input quantization, in about
+    ten numpy calls on buffers made at prepare (the general path makes about twenty):
+
+    - ``R = max |x|`` in one reduction (= ``max(|min|, |max|)``); ``sf = f32(R / 127)``, ``inv = f32(127 / R)``
+      in Python doubles rounded once to float32 through a 0-d buffer: a double quotient of two floats rounded to
+      float32 is the float32 quotient (double rounding is innocuous for +, -, *, / when 53 >= 2 * 24 + 2);
+      ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
+    - the rounding of ``neon_round_inplace`` as ``trunc(v + copysign(half, v))`` with ``half`` a prepared
+      vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
+    - no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
+    - the SSE -128 fix as extra product columns: ``[q, min(q[cols], 0)] @ [W, 256 M]`` (one GEMV; every partial
+      sum is still within ``product_bound``);
+    - rows outside ``R_MIN <= R < inf`` (all zeros, tiny, inf or NaN) take the general path (``general``),
+      so every result equals FullyConnectedHybrid's."""
+
+    general: FullyConnectedHybrid
+    w_aug: np.ndarray  # (units, depth + len(fix_cols)) C-contiguous float32 / float64
+    fix_cols: np.ndarray | None  # input columns of the SSE -128 fix
+    half: np.ndarray  # (depth,) float32
+    w_scale: float | None  # per tensor, as a Python float; None: per channel (general.w_scale)
+    bias: np.ndarray  # (units,) float32 (zeros without bias: 0 + (-0.0) is +0.0 as in C++)
+    activation: object
+    # scratch
+    a: np.ndarray  # (depth,) float32: |x|, then copysign(half, v)
+    q: np.ndarray  # (depth,) float32
+    qq: np.ndarray  # (depth + len(fix_cols),) w_aug's dtype
+    f32_0d: np.ndarray  # () float32: rounds a Python float to float32
+    inv: np.ndarray  # () float32
+    scale: np.ndarray  # () or (units,) float32
+    dot: np.ndarray | None  # (units,) float64 when the product runs in float64
+
+    @staticmethod
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, ct) -> FullyConnectedHybridRow:
+        units, depth = wi.shape
+        fix = general.sse_fix
+        cols = None if fix is None else fix.cols
+        w_aug = wi if fix is None else np.concatenate([wi, 256 * fix.mask_t.T.astype(np.int64)], axis=1)
+        w_aug = np.ascontiguousarray(w_aug, dtype=ct)
+        k_vec = depth & ~7
+        half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
+        half[:k_vec] = 0.5
+        per_tensor = general.w_scale.ndim == 0
+        return FullyConnectedHybridRow(
+            general,
+            w_aug,
+            cols,
+            half,
+            float(general.w_scale) if per_tensor else None,
+            np.zeros(units, F32) if general.bias is None else general.bias,
+            general.activation,
+            np.empty(depth, F32),
+            np.empty(depth, F32),
+            np.zeros(w_aug.shape[1], ct),
+            np.zeros((), F32),
+            np.zeros((), F32),
+            np.zeros(() if per_tensor else units, F32),
+            None if ct == np.float32 else np.empty(units, ct),
+        )
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT].reshape(-1)
+        a, q, qq, f = self.a, self.q, self.qq, self.f32_0d
+        r = float(np.maximum.reduce(np.abs(x, out=a)))
+        if not R_MIN <= r < np.inf:
+            return self.general(inputs, outputs)
+        f[()] = r / 127.0
+        sf = f.item()
+        self.inv[()] = 127.0 / r
+        np.multiply(x, self.inv, out=q)
+        np.copysign(self.half, q, out=a)
+        q += a
+        depth = q.shape[0]
+        if qq.dtype == F32 and self.fix_cols is None:
+            np.trunc(q, out=qq)
+        else:
+            np.trunc(q, out=qq[:depth])
+            if self.fix_cols is not None:
+                fq = qq[depth:]
+                np.take(qq, self.fix_cols, out=fq)
+                np.minimum(fq, 0.0, out=fq)
+        out = outputs[0].reshape(-1)
+        if self.w_scale is not None:
+            self.scale[()] = sf * self.w_scale
+        else:
+            f[()] = sf
+            np.multiply(self.general.w_scale, f, out=self.scale)
+        if self.dot is None:
+            self.w_aug.dot(qq, out=out)
+            out *= self.scale
+        else:
+            self.w_aug.dot(qq, out=self.dot)
+            np.multiply(self.dot, self.scale, out=out, dtype=F32)  # f32(f32(dot) * scale)
+        np.add(self.bias, out, out=out)
+        if self.activation is not None:
+            self.activation(out)
