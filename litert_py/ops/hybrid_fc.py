@@ -11,7 +11,8 @@ import numpy as np
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
 from ..quant.hybrid import HALF_DOWN
 from ..schema import dtypes
-from .common import apply_activation_to_vector, exact_gemm_dtype
+from ..schema.model import ActivationFunctionType as Act
+from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS = 0, 1
@@ -144,11 +145,18 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         activation,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth and not asym:
-        return FullyConnectedHybridRow.build(general, wi, ct)
+        return FullyConnectedHybridRow.build(general, wi, ct, ctx.options.fused_activation_function)
     return general
 
 
 F32 = np.float32
+#: apply_activation_to_vector's clamps (np.maximum for RELU, np.clip otherwise; clip_ufunc is np.clip's ufunc) with
+#: 0-d bounds: a numpy scalar operand costs a ufunc call ~0.5 us more. (lo, None): RELU
+ACTIVATION_BOUNDS = {
+    Act.RELU: (np.array(0, F32), None),  # np.maximum: max(-0.0, 0) is +0.0 there, -0.0 with np.clip
+    Act.RELU_N1_TO_1: (np.array(-1, F32), np.array(1, F32)),
+    Act.RELU6: (np.array(0, F32), np.array(6, F32)),
+}
 #: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
 R_MIN = 1e-36
 
@@ -162,8 +170,9 @@ class FullyConnectedHybridRow:
       in Python doubles rounded once to float32 through a 0-d buffer: a double quotient of two floats rounded to
       float32 is the float32 quotient (double rounding is innocuous for +, -, *, / when 53 >= 2 * 24 + 2);
       ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
-    - the rounding of ``neon_round_inplace`` as ``trunc(v + copysign(half, v))`` with ``half`` a prepared
-      vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
+    - the rounding of ``neon_round_inplace``, ``trunc(f32(v + copysign(half, v)))``, on ``|v| = f32(|x| * inv)``
+      (float32 rounding is symmetric): ``|v| + half`` cast to int8 (truncation), then ``copysign(., x)``;
+      ``half`` a prepared vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
     - no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
     - the SSE -128 fix as extra product columns: ``[q, min(q[cols], 0)] @ [W, 256 M]`` (one GEMV; every partial
       sum is still within ``product_bound``);
@@ -177,9 +186,10 @@ class FullyConnectedHybridRow:
     w_scale: float | None  # per tensor, as a Python float; None: per channel (general.w_scale)
     bias: np.ndarray  # (units,) float32 (zeros without bias: 0 + (-0.0) is +0.0 as in C++)
     activation: object
+    bounds: tuple | None  # 0-d float32 (lo, hi) for RELU / RELU_N1_TO_1 / RELU6 (``activation`` otherwise)
     # scratch
-    a: np.ndarray  # (depth,) float32: |x|, then copysign(half, v)
-    q: np.ndarray  # (depth,) float32
+    a: np.ndarray  # (depth,) float32: |x|, then |v|
+    m: np.ndarray  # (depth,) int8: round(|v|)
     qq: np.ndarray  # (depth + len(fix_cols),) w_aug's dtype
     f32_0d: np.ndarray  # () float32: rounds a Python float to float32
     inv: np.ndarray  # () float32
@@ -187,7 +197,7 @@ class FullyConnectedHybridRow:
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
 
     @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, ct) -> FullyConnectedHybridRow:
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, ct, activation_code: int) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
         cols = None if fix is None else fix.cols
@@ -205,8 +215,9 @@ class FullyConnectedHybridRow:
             float(general.w_scale) if per_tensor else None,
             np.zeros(units, F32) if general.bias is None else general.bias,
             general.activation,
+            ACTIVATION_BOUNDS.get(activation_code),
             np.empty(depth, F32),
-            np.empty(depth, F32),
+            np.empty(depth, np.int8),
             np.zeros(w_aug.shape[1], ct),
             np.zeros((), F32),
             np.zeros((), F32),
@@ -216,25 +227,24 @@ class FullyConnectedHybridRow:
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT].reshape(-1)
-        a, q, qq, f = self.a, self.q, self.qq, self.f32_0d
+        a, qq, f = self.a, self.qq, self.f32_0d
         r = float(np.maximum.reduce(np.abs(x, out=a)))
         if not R_MIN <= r < np.inf:
             return self.general(inputs, outputs)
         f[()] = r / 127.0
         sf = f.item()
         self.inv[()] = 127.0 / r
-        np.multiply(x, self.inv, out=q)
-        np.copysign(self.half, q, out=a)
-        q += a
-        depth = q.shape[0]
-        if qq.dtype == F32 and self.fix_cols is None:
-            np.trunc(q, out=qq)
+        np.multiply(a, self.inv, out=a)  # |f32(x * inv)|: the float32 product's rounding is symmetric
+        # trunc(f32(|v| + half)) by the cast to int8 (C truncation, the values are in [0, 127.5)), the sign back
+        np.add(a, self.half, out=self.m, casting="unsafe")
+        depth = a.shape[0]
+        if self.fix_cols is None:
+            np.copysign(self.m, x, out=qq)
         else:
-            np.trunc(q, out=qq[:depth])
-            if self.fix_cols is not None:
-                fq = qq[depth:]
-                np.take(qq, self.fix_cols, out=fq)
-                np.minimum(fq, 0.0, out=fq)
+            np.copysign(self.m, x, out=qq[:depth])
+            fq = qq[depth:]
+            np.take(qq, self.fix_cols, out=fq)
+            np.minimum(fq, 0.0, out=fq)
         out = outputs[0].reshape(-1)
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
@@ -248,5 +258,11 @@ class FullyConnectedHybridRow:
             self.w_aug.dot(qq, out=self.dot)
             np.multiply(self.dot, self.scale, out=out, dtype=F32)  # f32(f32(dot) * scale)
         np.add(self.bias, out, out=out)
-        if self.activation is not None:
+        if self.bounds is not None:
+            lo, hi = self.bounds
+            if hi is None:
+                np.maximum(out, lo, out=out)
+            else:
+                clip_ufunc(out, lo, hi, out=out)
+        elif self.activation is not None:
             self.activation(out)

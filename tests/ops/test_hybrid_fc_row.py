@@ -53,6 +53,7 @@ CASES = {
     "f64-product-1100": (1100, 4, "127", False, False, 0, "plus-minus-2", "float64"),
     "f64-fix-512-per-channel": (512, 3, "-128", True, True, 0, "plus-minus-2", "float64"),
     "no-bias-negative-zero": (24, 6, "zero-unit", False, False, 0, "normal", "float32"),
+    "relu-bias-negative-zero": (24, 6, "zero-unit", False, True, 1, "normal", "float32"),
     "tanh": (100, 10, "symmetric", False, True, 4, "normal", "float32"),
     "sign-bit": (16, 10, "full", False, True, 5, "normal", "float32"),
     "fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
@@ -85,6 +86,8 @@ def test_hybrid_fc_row_bit_exact(case):
     if kind == "zero-unit":
         s_w = -s_w  # a negative product scale turns a 0 dot product into -0.0
     bias = rng.standard_normal(units).astype(F32) if with_bias else None
+    if bias is not None and kind == "zero-unit":
+        bias[0] = -0.0  # -0.0 + -0.0: RELU's np.maximum gives +0.0 (np.clip would keep -0.0)
     opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": False}
     w_q = quant(s_w, np.zeros(n, int))
     model = fc_model((1, depth), F32, None, w, I8, w_q, bias, None, (1, units), F32, None, opts)
