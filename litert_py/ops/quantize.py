@@ -5,7 +5,8 @@ Paths:
 - DEQUANTIZE int8 / uint8 / int16 / int4 -> float32, per tensor: ``f32(f64(scale) * (q - zp))``, one
   rounding of the exact product (reference_integer_ops::Dequantize); read from a 256 / 65536 entry table.
   Per channel (int8, uint8, int4; more than one scale): ``f32(scale[c]) * f32(q - zp[c])`` in float32
-  (reference_ops::PerChannelDequantize), the same bits as the exact product rounded once.
+  (reference_ops::PerChannelDequantize), the same bits as the exact product rounded once; per tensor
+  likewise (DequantizeAffine) unless the input has fewer than 64 values (the table: one call).
 - QUANTIZE float32 -> int8 / uint8 / int16 / int4, per tensor or per channel:
   ``clamp(int32(TfLiteRound(f32(x / scale))) + zp)`` with a float32 *division* and rounding half away
   from zero (reference AffineQuantize / PerChannelQuantize). A quotient outside the int32 range (or
@@ -115,15 +116,35 @@ class DequantizeFloat16:
 
 
 @dataclass(frozen=True, eq=False)
-class DequantizePerChannel:
-    scale: np.ndarray  # float32, broadcast along the quantized dimension
-    zero_point: np.ndarray  # float32 (small integers, exact)
+class DequantizeAffine:
+    """``f32(q - zp) * f32(scale)`` in float32, per tensor (0-d scale) or per channel (broadcast along the
+    quantized dimension): a copy that converts q to float32 (exact), the zero point subtracted (exact while
+    ``|q - zp| < 2^24``; skipped when every zero point is 0), one float32 multiplication. The product of two
+    floats rounded once to float32 is the exact product rounded once, so this is reference_ops::
+    PerChannelDequantize and, per tensor, reference_ops::Dequantize's ``f32(f64(scale) * (q - zp))`` (the
+    double product of a float and an integer below 2^24 is exact) bit for bit. Per tensor on an 8-bit
+    (1, 32, 32, 64) input: 49 -> 13 us (zero point 0) / 17 us against the 256-entry np.take."""
+
+    scale: np.ndarray  # float32, 0-d or broadcast along the quantized dimension
+    zero_point: np.ndarray | None  # float32 (small integers, exact), same shape; None: all 0
 
     def __call__(self, inputs, outputs):
         out = outputs[0]
         np.copyto(out, inputs[INPUT])  # exact: |q| < 2^24
-        out -= self.zero_point  # exact
+        if self.zero_point is not None:
+            out -= self.zero_point  # exact
         out *= self.scale  # one float32 rounding of the exact product
+
+
+def dequantize_affine(scale: np.ndarray, zero_point: np.ndarray) -> DequantizeAffine:
+    zp = np.asarray(zero_point, _F32)
+    return DequantizeAffine(np.asarray(scale, _F32), zp if zp.any() else None)
+
+
+#: Inputs with fewer values read the table (one np.take call is cheaper than two or three ufunc calls there)
+DEQUANTIZE_TABLE_BELOW = 64
+#: The largest |zero point| for which ``q - zp`` of a 16-bit q is an integer below 2^24 (exact in float32)
+DEQUANTIZE_ZP_MAX = 2**24 - 2**16
 
 
 _DEQUANTIZE_TYPES = {np.dtype(t) for t in (np.uint8, np.int8, np.int16, np.float16)}
@@ -146,7 +167,9 @@ def prepare_dequantize(ctx: OpContext) -> PreparedOp:
     if len(x.quantization.scale) > 1:
         ctx.check(x.dtype != np.int16, f"Type {x.type_name} not supported for per-channel.")
         scale, zp = per_channel_params(ctx, x)
-        return DequantizePerChannel(scale, zp.astype(_F32))
+        return dequantize_affine(scale, zp)
+    if (x.dynamic or x.size >= DEQUANTIZE_TABLE_BELOW) and abs(x.zero_point) <= DEQUANTIZE_ZP_MAX:
+        return dequantize_affine(x.scale, x.zero_point)
     domain = table_domain(x.dtype).astype(np.int64)
     # reference_ops::Dequantize: int32 ``val - zero_point`` (wraps for a zero point near the int32 limits),
     # times the double scale; the f64 product is exact
