@@ -1,4 +1,5 @@
-"""The one-row hybrid FULLY_CONNECTED (hybrid_fc.FullyConnectedHybridRow) against BUILTIN_REF, bit for bit.
+"""The one-row hybrid FULLY_CONNECTED (hybrid_fc.FullyConnectedHybridRow) against BUILTIN_REF, bit for bit,
+symmetric and asymmetric inputs.
 
 A case table: the 8-wide rounding and the roundf tail (the tie probes: ``x * inv`` at n + 0.5 and at
 0.49999997, where the two roundings differ), the SSE -128 fix as extra product columns, the float64 product
@@ -35,6 +36,8 @@ def weights(kind: str, units: int, depth: int, rng) -> np.ndarray:
         w = rng.integers(-127, 128, (units, depth)).astype(I8)
         w[0, [3, 17, 18]] = -128
         return w
+    if kind == "mixed":  # large row sums: the zero-point column
+        return rng.choice([-128, 127, -1, 64], (units, depth)).astype(I8)
     if kind == "zero-unit":  # unit 0's dot product is 0: times a negative scale -0.0, plus no bias +0.0
         w = rng.integers(-127, 128, (units, depth)).astype(I8)
         w[0] = 0
@@ -59,6 +62,20 @@ CASES = {
     "fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "fallback-tiny-range": (30, 5, "symmetric", True, True, 0, "tiny", "float32"),
 }
+#: asymmetric_quantize_inputs: the same columns
+ASYMMETRIC = {
+    "asym-256-relu": (256, 128, "symmetric", False, True, 1, "normal", "float32"),
+    "asym-13-tail-per-channel": (13, 5, "symmetric", True, True, 0, "normal", "float32"),
+    "asym-positive": (40, 6, "symmetric", False, True, 0, "positive", "float32"),
+    "asym-negative-fix": (40, 9, "full", False, True, 0, "negative", "float32"),
+    "asym-clamp-high": (24, 5, "symmetric", False, True, 0, "clamp-high", "float32"),
+    "asym-clamp-low": (24, 5, "symmetric", True, False, 0, "clamp-low", "float32"),
+    "asym-constant-row": (17, 3, "symmetric", False, False, 0, "constant", "float32"),
+    "asym-f64-mixed-1024": (1024, 4, "mixed", False, False, 0, "plus-minus-2", "float64"),
+    "asym-f32-mixed-128": (128, 4, "mixed", True, True, 0, "plus-minus-2", "float32"),
+    "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
+    "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
+}
 
 
 def row(kind: str, depth: int, rng) -> np.ndarray:
@@ -71,14 +88,24 @@ def row(kind: str, depth: int, rng) -> np.ndarray:
     x = rng.standard_normal(depth).astype(F32)
     if kind == "negative":
         return -np.abs(x)
+    if kind == "positive":
+        return np.abs(x)
+    if kind in ("clamp-high", "clamp-low"):  # round(x * inv) + zp at 128 / -129 before the clamp
+        lo, hi = (-1.0, 2.3333332538604736) if kind == "clamp-high" else (-52.0, 52.0)
+        x = rng.uniform(lo, hi, depth).astype(F32)
+        x[:2] = lo, hi
+        return x
+    if kind == "constant":
+        return np.full(depth, x[0], F32)
     if kind == "tiny":
         return (x * np.float32(1e-38)).astype(F32)
     return x
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", list(CASES) + list(ASYMMETRIC))
 def test_hybrid_fc_row_bit_exact(case):
-    depth, units, kind, per_channel, with_bias, act, row_kind, gemm = CASES[case]
+    asym = case in ASYMMETRIC
+    depth, units, kind, per_channel, with_bias, act, row_kind, gemm = (ASYMMETRIC if asym else CASES)[case]
     rng = np.random.default_rng(depth * 31 + units)
     w = weights(kind, units, depth, rng)
     n = units if per_channel else 1
@@ -88,7 +115,7 @@ def test_hybrid_fc_row_bit_exact(case):
     bias = rng.standard_normal(units).astype(F32) if with_bias else None
     if bias is not None and kind == "zero-unit":
         bias[0] = -0.0  # -0.0 + -0.0: RELU's np.maximum gives +0.0 (np.clip would keep -0.0)
-    opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": False}
+    opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
     w_q = quant(s_w, np.zeros(n, int))
     model = fc_model((1, depth), F32, None, w, I8, w_q, bias, None, (1, units), F32, None, opts)
     x = row(row_kind, depth, rng).reshape(1, depth)
@@ -105,10 +132,10 @@ def test_hybrid_fc_row_bit_exact(case):
         assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), f"{ours} != {theirs}"
 
 
-def test_hybrid_fc_row_only_for_one_symmetric_row():
-    """Two rows, or asymmetric inputs, keep the general FullyConnectedHybrid."""
+def test_hybrid_fc_row_only_for_one_row():
+    """Two rows keep the general FullyConnectedHybrid."""
     w = np.ones((3, 8), I8)
-    for shape, asym in (((2, 8), False), ((1, 8), True)):
+    for shape, asym in (((2, 8), False), ((2, 8), True)):
         opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
         model = fc_model(shape, F32, None, w, I8, quant(0.5, 0), None, None, (shape[0], 3), F32, None, opts)
         it = Interpreter(model_content=model)
