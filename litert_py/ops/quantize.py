@@ -45,6 +45,22 @@ INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
 HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
+_SIGN_BIT = np.array(0x80000000, np.uint32)
+_HALF_DOWN_BITS = HALF_DOWN_F32.view(np.uint32).copy()
+#: Arrays with at least this many values take copysign_half_down's two bitwise passes
+BITWISE_COPYSIGN_FROM = 4096
+
+
+def copysign_half_down(t: np.ndarray, out: np.ndarray) -> None:
+    """``np.copysign(HALF_DOWN, t, out=out)`` (float32), bit for bit: numpy's copysign loop is not vectorized
+    (about 0.6-1.2 ns per value, 40-78 us on 65536 values), so from BITWISE_COPYSIGN_FROM values on the sign
+    bits of ``t`` are masked and HALF_DOWN's bits or-ed in: two vectorized integer passes (about 13 us)."""
+    if t.size < BITWISE_COPYSIGN_FROM:
+        np.copysign(HALF_DOWN_F32, t, out=out)
+        return
+    bits = out.view(np.uint32)
+    np.bitwise_and(t.view(np.uint32), _SIGN_BIT, out=bits)
+    np.bitwise_or(bits, _HALF_DOWN_BITS, out=bits)
 
 
 def _type_range(t: TensorInfo) -> tuple[int, int]:
@@ -235,7 +251,7 @@ class QuantizeFloat:
         np.divide(x, self.scale, out=t)  # float32 division, as the reference
         bad = self._overflow(t)
         clip_ufunc(t, self.lo, self.hi, out=t)
-        np.copysign(HALF_DOWN_F32, t, out=half)
+        copysign_half_down(t, half)
         t += half
         np.trunc(t, out=t)
         if self._zp is not None:
@@ -274,7 +290,7 @@ class QuantizeFloatStore(QuantizeFloat):
         if self.unsigned:
             t += HALF_DOWN_F32
         else:
-            np.copysign(HALF_DOWN_F32, t, out=self._half)
+            copysign_half_down(t, self._half)
             t += self._half
         np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero
         out = outputs[0]
