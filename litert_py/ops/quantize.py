@@ -267,16 +267,17 @@ class QuantizeFloatStore(QuantizeFloat):
     """QuantizeFloat for an input of the prepared shape whose rounded, clamped values ``v`` in
     ``[lo, hi] = [qmin - zp, qmax - zp]`` fit an integer type of the output's width (checked at prepare in
     ``quantize_float``): unsigned when ``lo >= 0`` (zp = qmin: int8 with zero point -128, uint8 with 0),
-    signed when lo and hi fit it (zero point 0). The trunc of QuantizeFloat's float32 rounding is done by
-    numpy's truncating float -> integer cast into that buffer (``copyto`` with casting="unsafe": the
-    truncation lies in [lo, hi], so C's conversion is defined), then zp is added in the output type (the buffer
-    viewed as the output type: addition mod 2^bits, exact since ``v + zp`` is in the output range). Unsigned:
-    after the clip t >= 0, where round half away is the truncation of ``t + 0.49999997`` without the sign
-    term. Five numpy calls (six signed) instead of seven."""
+    signed when lo and hi fit it (zero point 0); else, for 8-bit outputs, int16 (any zero point in the
+    output range). The trunc of QuantizeFloat's float32 rounding is done by numpy's truncating float ->
+    integer cast into that buffer (``copyto`` with casting="unsafe": the truncation lies in [lo, hi], so C's
+    conversion is defined), then zp is added in the output type (the buffer viewed as the output type:
+    addition mod 2^bits, exact since ``v + zp`` is in the output range; int16: added in int16 and the sum,
+    in [qmin, qmax], cast to the output). Unsigned: after the clip t >= 0, where round half away is the
+    truncation of ``t + 0.49999997`` without the sign term. Five numpy calls (six signed) instead of seven."""
 
-    ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width
-    iout: np.ndarray | None = None  # ibuf viewed as the output's type
-    zp_out: np.ndarray | None = None  # zp in the output's type (0-d, or per channel)
+    ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width (or int16)
+    iout: np.ndarray | None = None  # ibuf viewed as the output's type (int16: ibuf)
+    zp_out: np.ndarray | None = None  # zp in iout's type (0-d, or per channel)
     unsigned: bool = False
 
     def __call__(self, inputs, outputs):
@@ -294,7 +295,7 @@ class QuantizeFloatStore(QuantizeFloat):
             t += self._half
         np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero
         out = outputs[0]
-        np.add(self.iout, self.zp_out, out=out)
+        np.add(self.iout, self.zp_out, out=out, casting="unsafe")  # int16 -> 8-bit: the sum is in range
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
 
@@ -309,13 +310,16 @@ def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_
     out_dtype = np.dtype(out_dtype)
     if out_dtype.kind in "iu" and all(d >= 0 for d in shape):
         unsigned = lo >= 0
-        store = np.dtype(f"{'u' if unsigned else 'i'}{out_dtype.itemsize}")
-        if np.iinfo(store).min <= lo and hi <= np.iinfo(store).max:
-            ibuf = np.empty(shape, store)
-            zp_out = np.asarray(zp).astype(out_dtype)  # wraps nothing: zp is in the output range
-            return QuantizeFloatStore(
-                *args, shape=shape, ibuf=ibuf, iout=ibuf.view(out_dtype), zp_out=zp_out, unsigned=unsigned
-            )
+        same = np.dtype(f"{'u' if unsigned else 'i'}{out_dtype.itemsize}")
+        for store in (same, np.dtype(np.int16)) if out_dtype.itemsize == 1 else (same,):
+            info = np.iinfo(store)
+            zp_fits = info.min <= int(np.min(zp)) and int(np.max(zp)) <= info.max
+            if info.min <= lo and hi <= info.max and zp_fits:
+                ibuf = np.empty(shape, store)
+                wide = store.itemsize > out_dtype.itemsize  # int16: v + zp added there, the sum cast to the output
+                zp_out = np.asarray(zp).astype(store if wide else out_dtype)  # wraps nothing: zp fits
+                iout = ibuf if wide else ibuf.view(out_dtype)
+                return QuantizeFloatStore(*args, shape=shape, ibuf=ibuf, iout=iout, zp_out=zp_out, unsigned=unsigned)
     return QuantizeFloat(*args, shape=shape)
 
 

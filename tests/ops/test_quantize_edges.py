@@ -64,10 +64,11 @@ def test_dequantize_small_inputs_keep_the_table():
 @pytest.mark.parametrize(
     "dtype, zp, kind",
     [
-        (np.int8, -5, "QuantizeFloat"),
+        (np.int8, -5, "QuantizeFloatStore"),  # v in [-123, 132]: the int16 store
         (np.int8, 0, "QuantizeFloatStore"),
         (np.int16, 0, "QuantizeFloatStore"),
-        (np.uint8, 100, "QuantizeFloat"),
+        (np.uint8, 100, "QuantizeFloatStore"),
+        (np.int16, 5, "QuantizeFloat"),
     ],
 )
 def test_quantize_float_large_signed_rounding(dtype, zp, kind):
