@@ -19,6 +19,14 @@ from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 SCALES = [0.1, 1 / 3, 0.0078125, 1.7e-40, 3e-38, 1e-45, 3.0e36, 3.4e38]
 
 
+def prepared_name(model: bytes) -> str:
+    """The class name of the one-op model's prepared op."""
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    return type(prepared).__name__
+
+
 def every_value(dtype) -> np.ndarray:
     info = np.iinfo(dtype)
     return np.arange(info.min, info.max + 1).astype(dtype)
@@ -42,10 +50,7 @@ def test_dequantize_per_tensor_every_value(dtype, zero_point, kind):
     x = every_value(dtype)
     for scale in SCALES:
         model = single_op_model("DEQUANTIZE", [T(x.shape, dtype, q=quant(scale, zero_point))], [T(x.shape, np.float32)])
-        it = Interpreter(model_content=model)
-        it.allocate_tensors()
-        (prepared,) = it._subgraphs[0].prepared_ops.values()
-        assert type(prepared).__name__ == kind
+        assert prepared_name(model) == kind
         (ours,) = run_ours(model, [x])
         (theirs,) = run_litert(model, [x])
         assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), f"scale {scale}: {ours} != {theirs}"
@@ -55,10 +60,7 @@ def test_dequantize_small_inputs_keep_the_table():
     """Fewer than DEQUANTIZE_TABLE_BELOW values: one np.take (TableLookup), one value: TableLookupScalar."""
     for n, kind in ((1, "TableLookupScalar"), (63, "TableLookup"), (64, "DequantizeAffine")):
         model = single_op_model("DEQUANTIZE", [T((n,), np.int8, q=quant(0.5, 3))], [T((n,), np.float32)])
-        it = Interpreter(model_content=model)
-        it.allocate_tensors()
-        (prepared,) = it._subgraphs[0].prepared_ops.values()
-        assert type(prepared).__name__ == kind
+        assert prepared_name(model) == kind
 
 
 @pytest.mark.parametrize(
@@ -80,10 +82,7 @@ def test_quantize_float_large_signed_rounding(dtype, zp, kind):
     x = np.concatenate([near, special, (rng.standard_normal(BITWISE_COPYSIGN_FROM) * 60).astype(np.float32)])
     x = x.reshape(1, -1)
     model = single_op_model("QUANTIZE", [T(x.shape, np.float32)], [T(x.shape, dtype, q=quant(1.0, zp))])
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    (prepared,) = it._subgraphs[0].prepared_ops.values()
-    assert type(prepared).__name__ == kind
+    assert prepared_name(model) == kind
     (ours,) = run_ours(model, [x])
     (theirs,) = run_litert(model, [x])
     np.testing.assert_array_equal(ours, theirs)
