@@ -148,3 +148,37 @@ class SseMinus128Fix:
     def apply(self, q: np.ndarray, dot: np.ndarray) -> None:
         neg = np.minimum(q[:, self.cols], 0).astype(self.mask_t.dtype)
         dot += 256 * (neg @ self.mask_t)
+
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def asymmetric_row_params(mn: float, mx: float, f32_0d: np.ndarray) -> tuple[float, float, float] | None:
+    """``batch_quantize_floats``'s asymmetric parameters of one row from its float32 min and max, in Python
+    doubles: ``(sf, inv, zp)`` (float32 values, zp an integer), or None where that function takes a special
+    branch or a float32 overflows (min == max == 0, a non-finite bound, a range or ``1 / sf`` past FLT_MAX, a
+    scale that underflows to 0): the caller then runs batch_quantize_floats itself.
+
+    The float32 roundings go through ``f32_0d`` (a 0-d float32 buffer): ``f32(rmax - rmin)`` is the double
+    difference of two floats rounded to float32, the float32 difference (double rounding is innocuous for +, -,
+    *, / as 53 >= 2 * 24 + 2); ``scale``, the zero point's nudge and ``1.0 / f64(sf)`` are double arithmetic as
+    in NeonAsymmetricQuantizeFloats; zp is rounded half away from zero (std::round) after the clamp."""
+    if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN
+        return None
+    rmin, rmax = min(mn, 0.0), max(mx, 0.0)
+    if rmin == rmax or rmax - rmin > FLT_MAX:
+        return None
+    f32_0d[()] = rmax - rmin
+    scale = f32_0d.item() / 255.0
+    zmin, zmax = rmin / scale, rmax / scale
+    zd = -128.0 - zmin if 128.0 + abs(zmin) < 127.0 + abs(zmax) else 127.0 - zmax
+    zd = min(max(zd, -128.0), 127.0)
+    zp = float(int(zd))  # trunc; then half away from zero (zd - trunc(zd) is exact)
+    if abs(zd - zp) >= 0.5:
+        zp += 1.0 if zd > 0 else -1.0
+    f32_0d[()] = scale
+    sf = f32_0d.item()
+    if not sf >= 1.0 / FLT_MAX:  # 0, or 1 / sf past FLT_MAX
+        return None
+    f32_0d[()] = 1.0 / sf
+    return sf, f32_0d.item(), zp

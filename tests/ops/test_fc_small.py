@@ -84,7 +84,8 @@ def test_folded_integer_stores(dtype, zo, act, x_shape, out_shape, keep):
         (np.int8, 0, "QuantizeFloatStore"),  # signed store
         (np.uint8, 128, "QuantizeFloatStore"),
         (np.int16, 0, "QuantizeFloatStore"),
-        (np.int8, 3, "QuantizeFloat"),  # [qmin - zp, qmax - zp] fits no 8-bit type: the float64 path
+        (np.int8, 3, "QuantizeFloatStore"),  # [qmin - zp, qmax - zp] fits no 8-bit type: the int16 store
+        (np.int16, 3, "QuantizeFloat"),  # nor a 16-bit one: the float32 path
     ],
 )
 def test_quantize_float_integer_store(dtype, zp, cls):

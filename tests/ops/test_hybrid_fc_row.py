@@ -1,0 +1,142 @@
+"""The one-row hybrid FULLY_CONNECTED (hybrid_fc.FullyConnectedHybridRow) against BUILTIN_REF, bit for bit,
+symmetric and asymmetric inputs.
+
+A case table: the 8-wide rounding and the roundf tail (the tie probes: ``x * inv`` at n + 0.5 and at
+0.49999997, where the two roundings differ), the SSE -128 fix as extra product columns, the float64 product
+past 2^24, per-channel scales, no bias (``0 + (-0.0)``), the fused activations, and the rows that fall back to
+the general path (all zeros, a range below R_MIN)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from tests.ops.test_fully_connected import fc_model
+from tests.oracle import quant, run_litert, run_ours
+
+F32, I8 = np.float32, np.int8
+
+
+def tie_row(depth: int) -> np.ndarray:
+    """R = 127 (so inv = 1, x * inv = x): halves in both rounding regions and +-0.49999997 in both."""
+    x = np.resize(np.array([2.5, -3.5, 0.49999997, -0.49999997, 1.5, -0.5, 0.0, 126.5], F32), depth)
+    x[0] = 127.0
+    if depth > 9:
+        x[-2:] = [0.49999997, -0.49999997]  # the roundf tail (depth % 8 != 0): rounds to 0, the 8-wide part to 1
+    return x
+
+
+def weights(kind: str, units: int, depth: int, rng) -> np.ndarray:
+    if kind == "symmetric":
+        return rng.integers(-127, 128, (units, depth)).astype(I8)
+    if kind == "full":  # -128 in the 16-wide blocks: the SSE fix
+        return rng.integers(-128, 128, (units, depth)).astype(I8)
+    if kind == "sparse-128":  # a few -128 columns: the fix on a gathered subset
+        w = rng.integers(-127, 128, (units, depth)).astype(I8)
+        w[0, [3, 17, 18]] = -128
+        return w
+    if kind == "mixed":  # large row sums: the zero-point column
+        return rng.choice([-128, 127, -1, 64], (units, depth)).astype(I8)
+    if kind == "zero-unit":  # unit 0's dot product is 0: times a negative scale -0.0, plus no bias +0.0
+        w = rng.integers(-127, 128, (units, depth)).astype(I8)
+        w[0] = 0
+        return w
+    return np.full((units, depth), int(kind), I8)  # "127", "-128": partial sums at the bound
+
+
+#: id -> (depth, units, weights, per_channel, bias, activation, row kind, product dtype); "asym-": asymmetric inputs
+CASES = {
+    "sym-256-relu": (256, 128, "symmetric", False, True, 1, "normal", "float32"),
+    "ties-13-tail": (13, 5, "symmetric", False, True, 0, "ties", "float32"),
+    "ties-43-tail-per-channel": (43, 7, "symmetric", True, False, 0, "ties", "float32"),
+    "ties-64-8-wide": (64, 3, "symmetric", False, False, 0, "ties", "float32"),
+    "fix-full-40-relu6": (40, 9, "full", False, True, 3, "negative", "float32"),
+    "fix-sparse-37-per-channel": (37, 4, "sparse-128", True, True, 0, "negative", "float32"),
+    "f64-product-1100": (1100, 4, "127", False, False, 0, "plus-minus-2", "float64"),
+    "f64-fix-512-per-channel": (512, 3, "-128", True, True, 0, "plus-minus-2", "float64"),
+    "no-bias-negative-zero": (24, 6, "zero-unit", False, False, 0, "normal", "float32"),
+    "relu-bias-negative-zero": (24, 6, "zero-unit", False, True, 1, "normal", "float32"),
+    "tanh": (100, 10, "symmetric", False, True, 4, "normal", "float32"),
+    "sign-bit": (16, 10, "full", False, True, 5, "normal", "float32"),
+    "fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
+    "fallback-tiny-range": (30, 5, "symmetric", True, True, 0, "tiny", "float32"),
+    # asymmetric_quantize_inputs
+    "asym-256-relu": (256, 128, "symmetric", False, True, 1, "normal", "float32"),
+    "asym-13-tail-per-channel": (13, 5, "symmetric", True, True, 0, "normal", "float32"),
+    "asym-positive": (40, 6, "symmetric", False, True, 0, "positive", "float32"),
+    "asym-negative-fix": (40, 9, "full", False, True, 0, "negative", "float32"),
+    "asym-clamp-high": (24, 5, "symmetric", False, True, 0, "clamp-high", "float32"),
+    "asym-clamp-low": (24, 5, "symmetric", True, False, 0, "clamp-low", "float32"),
+    "asym-constant-row": (17, 3, "symmetric", False, False, 0, "constant", "float32"),
+    "asym-f64-mixed-1024": (1024, 4, "mixed", False, False, 0, "plus-minus-2", "float64"),
+    "asym-f32-mixed-128": (128, 4, "mixed", True, True, 0, "plus-minus-2", "float32"),
+    "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
+    "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
+}
+
+
+def row(kind: str, depth: int, rng) -> np.ndarray:
+    if kind == "ties":
+        return tie_row(depth)
+    if kind == "zeros":
+        return np.zeros(depth, F32)
+    if kind == "plus-minus-2":
+        return np.where(rng.random(depth) < 0.5, -2.0, 2.0).astype(F32)
+    x = rng.standard_normal(depth).astype(F32)
+    if kind == "negative":
+        return -np.abs(x)
+    if kind == "positive":
+        return np.abs(x)
+    if kind in ("clamp-high", "clamp-low"):  # round(x * inv) + zp at 128 / -129 before the clamp
+        lo, hi = (-1.0, 2.3333332538604736) if kind == "clamp-high" else (-52.0, 52.0)
+        x = rng.uniform(lo, hi, depth).astype(F32)
+        x[:2] = lo, hi
+        return x
+    if kind == "constant":
+        return np.full(depth, x[0], F32)
+    if kind == "tiny":
+        return (x * np.float32(1e-38)).astype(F32)
+    return x
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_hybrid_fc_row_bit_exact(case):
+    asym = case.startswith("asym-")
+    depth, units, kind, per_channel, with_bias, act, row_kind, gemm = CASES[case]
+    rng = np.random.default_rng(depth * 31 + units)
+    w = weights(kind, units, depth, rng)
+    n = units if per_channel else 1
+    s_w = rng.uniform(0.001, 0.1, n).astype(F32)
+    if kind == "zero-unit":
+        s_w = -s_w  # a negative product scale turns a 0 dot product into -0.0
+    bias = rng.standard_normal(units).astype(F32) if with_bias else None
+    if bias is not None and kind == "zero-unit":
+        bias[0] = -0.0  # -0.0 + -0.0: RELU's np.maximum gives +0.0 (np.clip would keep -0.0)
+    opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
+    w_q = quant(s_w, np.zeros(n, int))
+    model = fc_model((1, depth), F32, None, w, I8, w_q, bias, None, (1, units), F32, None, opts)
+    x = row(row_kind, depth, rng).reshape(1, depth)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "FullyConnectedHybridRow"
+    assert prepared.w_aug.dtype == gemm
+    (ours,) = run_ours(model, [x])
+    (theirs,) = run_litert(model, [x])
+    if act == 4:  # Eigen's tanh vs ours: a few ulp (as test_fully_connected's TOLERANCE)
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6 * np.abs(theirs).max())
+    else:
+        assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), f"{ours} != {theirs}"
+
+
+def test_hybrid_fc_row_only_for_one_row():
+    """Two rows keep the general FullyConnectedHybrid."""
+    w = np.ones((3, 8), I8)
+    for shape, asym in (((2, 8), False), ((2, 8), True)):
+        opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
+        model = fc_model(shape, F32, None, w, I8, quant(0.5, 0), None, None, (shape[0], 3), F32, None, opts)
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        (prepared,) = it._subgraphs[0].prepared_ops.values()
+        assert type(prepared).__name__ == "FullyConnectedHybrid"
