@@ -36,6 +36,7 @@ from ..quant.fixedpoint import (
     wrap32,
 )
 from ..quant.hybrid import HALF_DOWN
+from ..quant.requantizer import copysign_bits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .common import clip_ufunc, per_channel_params, table_domain, table_index
@@ -45,7 +46,6 @@ INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
 HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
-_SIGN_BIT = np.array(0x80000000, np.uint32)
 _HALF_DOWN_BITS = HALF_DOWN_F32.view(np.uint32).copy()
 #: Arrays with at least this many values take copysign_half_down's two bitwise passes
 BITWISE_COPYSIGN_FROM = 4096
@@ -58,9 +58,7 @@ def copysign_half_down(t: np.ndarray, out: np.ndarray) -> None:
     if t.size < BITWISE_COPYSIGN_FROM:
         np.copysign(HALF_DOWN_F32, t, out=out)
         return
-    bits = out.view(np.uint32)
-    np.bitwise_and(t.view(np.uint32), _SIGN_BIT, out=bits)
-    np.bitwise_or(bits, _HALF_DOWN_BITS, out=bits)
+    copysign_bits(t.view(np.uint32), _HALF_DOWN_BITS, out.view(np.uint32))
 
 
 def _type_range(t: TensorInfo) -> tuple[int, int]:

@@ -55,7 +55,13 @@ from litert_py.quant.params import (
     quantize,
     quantize_per_axis,
 )
-from litert_py.quant.requantizer import PerChannelMBQM, Requantizer, fused_exact_bound, requantize_int64_inplace
+from litert_py.quant.requantizer import (
+    PerChannelMBQM,
+    Requantizer,
+    copysign_bits,
+    fused_exact_bound,
+    requantize_int64_inplace,
+)
 
 __all__ = [
     "INT32_MIN",
@@ -73,6 +79,7 @@ __all__ = [
     "Requantizer",
     "PerChannelMBQM",
     "fused_exact_bound",
+    "copysign_bits",
     "requantize_int64_inplace",
     "batch_quantize_floats",
     "sse_reduction_sum_vector",

@@ -53,6 +53,18 @@ except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 
         return r
 
 
+#: the sign bit of float32 / float64 viewed as uint32 / uint64 (0-d: a Python int is converted on every call)
+_SIGN_BITS = {np.dtype(np.uint32): np.array(1 << 31, np.uint32), np.dtype(np.uint64): np.array(1 << 63, np.uint64)}
+
+
+def copysign_bits(x_bits: np.ndarray, magnitude_bits: np.ndarray, out_bits: np.ndarray) -> None:
+    """``np.copysign(m, x)`` bit for bit, for a non-negative m, on float32 / float64 arrays viewed as uint32 /
+    uint64: x's sign bit OR m's bits, two vectorized integer passes (numpy's copysign loop is not vectorized:
+    1.6x slower at 16K float64 values, 3-6x at 64K float32 ones). ``magnitude_bits``: m's bits, 0-d or x's shape."""
+    np.bitwise_and(x_bits, _SIGN_BITS[x_bits.dtype], out=out_bits)
+    np.bitwise_or(out_bits, magnitude_bits, out=out_bits)
+
+
 def fused_exact_bound(multiplier, shift, zero_point: int) -> int:
     """The largest |acc| for which :class:`Requantizer`'s fused float64 formula is exact on every channel (-1:
     none): requantize_float64_ok's conditions (acc << ls fits int32; acc*2^ls*|M| + 2^30 <= 2^53) and the

@@ -54,12 +54,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...quant import INT32_MAX, requantize
+from ...quant import INT32_MAX, copysign_bits, requantize
 from ..common import aligned_empty, clip_ufunc
 from .requant import SMALL_EPILOGUE_VALUES, SmallFoldedEpilogue
 
 FLOAT64_EXACT = 1 << 53
-SIGN_BIT64 = np.array(1 << 63, np.uint64)  # a 0-d operand (a Python int is converted on every ufunc call)
 
 #: Outputs of at most this many values get per-channel constants of the output's shape (a broadcasting ufunc call
 #: costs up to 1.4x a plain one); larger ones a (OW*O,) row broadcast over (N*OH, OW*O) rows (bounded memory:
@@ -93,11 +92,9 @@ def _constant(a, shape: tuple) -> np.ndarray:
 
 
 def add_ties_away(v: np.ndarray, v_bits: np.ndarray, half_bits: np.ndarray, sign: np.ndarray, sign_bits) -> None:
-    """``v += copysign(h, v)`` in place, the copysign bit for bit: v's sign bit OR h's bits (h >= 0), two
-    vectorized integer passes (np.copysign is 1.6x slower). ``v_bits``, ``half_bits``, ``sign_bits``: v, h (v's
-    shape) and the float64 scratch ``sign`` viewed as uint64."""
-    np.bitwise_and(v_bits, SIGN_BIT64, out=sign_bits)
-    np.bitwise_or(sign_bits, half_bits, out=sign_bits)
+    """``v += copysign(h, v)`` in place (h >= 0), the copysign by quant.copysign_bits. ``v_bits``, ``half_bits``,
+    ``sign_bits``: v, h (v's shape) and the float64 scratch ``sign`` viewed as uint64 (made at prepare)."""
+    copysign_bits(v_bits, half_bits, sign_bits)
     np.add(v, sign, out=v)
 
 
