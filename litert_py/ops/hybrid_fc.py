@@ -13,7 +13,6 @@ import numpy as np
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
 from ..quant.hybrid import HALF_DOWN, asymmetric_row_params
 from ..schema import dtypes
-from ..schema.model import ActivationFunctionType as Act
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
@@ -147,18 +146,11 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         activation,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
-        return FullyConnectedHybridRow.build(general, wi, ct, ctx.options.fused_activation_function)
+        return FullyConnectedHybridRow.build(general, wi, ct)
     return general
 
 
 F32 = np.float32
-#: apply_activation_to_vector's clamps (np.maximum for RELU, np.clip otherwise; clip_ufunc is np.clip's ufunc) with
-#: 0-d bounds: a numpy scalar operand costs a ufunc call ~0.5 us more. (lo, None): RELU
-ACTIVATION_BOUNDS = {
-    Act.RELU: (np.array(0, F32), None),  # np.maximum: max(-0.0, 0) is +0.0 there, -0.0 with np.clip
-    Act.RELU_N1_TO_1: (np.array(-1, F32), np.array(1, F32)),
-    Act.RELU6: (np.array(0, F32), np.array(6, F32)),
-}
 #: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
 R_MIN = 1e-36
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
@@ -192,7 +184,6 @@ class FullyConnectedHybridRow:
     w_scale: float | None  # per tensor, as a Python float; None: per channel (general.w_scale)
     bias: np.ndarray  # (units,) float32 (zeros without bias: 0 + (-0.0) is +0.0 as in C++)
     activation: object
-    bounds: tuple | None  # 0-d float32 (lo, hi) for RELU / RELU_N1_TO_1 / RELU6 (``activation`` otherwise)
     # scratch
     a: np.ndarray  # (depth,) float32: |x|, then |v|
     m: np.ndarray  # (depth,) uint8: round(|v|)
@@ -204,7 +195,7 @@ class FullyConnectedHybridRow:
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
 
     @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, ct, activation_code: int) -> FullyConnectedHybridRow:
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, ct) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
         parts = [wi.astype(np.float64)]
@@ -225,7 +216,6 @@ class FullyConnectedHybridRow:
             float(general.w_scale) if per_tensor else None,
             np.zeros(units, F32) if general.bias is None else general.bias,
             general.activation,
-            ACTIVATION_BOUNDS.get(activation_code),
             np.empty(depth, F32),
             np.empty(depth, np.uint8),
             np.zeros(w_aug.shape[1], ct),
@@ -285,11 +275,5 @@ class FullyConnectedHybridRow:
             self.w_aug.dot(self.qq, out=self.dot)
             np.multiply(self.dot, self.scale, out=out, dtype=F32)  # f32(f32(dot) * scale)
         np.add(self.bias, out, out=out)
-        if self.bounds is not None:
-            lo, hi = self.bounds
-            if hi is None:
-                np.maximum(out, lo, out=out)
-            else:
-                clip_ufunc(out, lo, hi, out=out)
-        elif self.activation is not None:
+        if self.activation is not None:
             self.activation(out)
