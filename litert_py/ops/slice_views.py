@@ -60,7 +60,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .common import clip_ufunc, reshape_view
 from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
+from .conv.requant import SmallFoldedEpilogue
 from .movement import Concatenation
 from .quantize import QuantizeFloat, QuantizeFloatStore
 from .shape import CopyReshaped
@@ -283,16 +285,24 @@ class StoreInto:
     into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the output tensor
 
     def bind(self, inputs, outputs) -> None:
-        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps), or of ``into``."""
+        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps), or of ``into``, and the
+        straight-line plan of the wrapped op when it has one (``store_plan``)."""
         view = (outputs[0] if self.into is None else self.into)[self.index]
         target = view if self.shape is None else view.reshape(self.shape)
         object.__setattr__(self, "_target", (target,))
         bind = getattr(self.op, "bind", None)  # the wrapped op's own views, of the view it writes
         if bind is not None:
             bind(inputs, (target,))
+        object.__setattr__(self, "_plan", store_plan(self.op, inputs, target))
 
     def __call__(self, inputs, outputs):
-        self.op(inputs, self._target)
+        plan = self._plan
+        if plan is None:
+            self.op(inputs, self._target)
+        elif len(plan) == 2:  # a RESHAPE's copy: the bound input viewed with the target's shape
+            _copyto(*plan)
+        else:
+            run_rows_ring(plan)
 
     def writing(self, index: tuple) -> StoreInto | None:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
@@ -308,6 +318,40 @@ class StoreInto:
         """This op storing into ``array[index]`` (an array of the target's shape: a persistent ring buffer's,
         ops/ring_buffer.py's RingBufferInPlace) instead of into the output tensor."""
         return dataclasses.replace(self, into=array)
+
+
+_copyto, _floor = np.copyto, np.floor
+
+
+def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
+    """The arrays StoreInto's straight-line code reads instead of calling ``op`` on ``inputs`` into ``target``:
+    ``(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view (the
+    one ``np.copyto`` of CopyReshaped, on the same values: the view sees the input's new values on every
+    invoke); ``run_rows_ring``'s arrays for a ConvQuantizedFoldedRowsRing with a ReLU-like small epilogue (a
+    streaming model's first conv); else None (the op is called)."""
+    if type(op) is CopyReshaped:
+        try:
+            return (target, reshape_view(inputs[0], target.shape))
+        except ValueError:
+            return None
+    e = getattr(op, "epilogue", None)
+    if type(op) is ConvQuantizedFoldedRowsRing and type(e) is SmallFoldedEpilogue and e.half is None:
+        return (op.a_input, op.window, op.head, op.kept, op.product, op.a, op.weights, op.acc_rows, op.acc,
+                e.lo, e.hi, target)  # fmt: skip
+    return None
+
+
+def run_rows_ring(plan: tuple) -> None:
+    """ConvQuantizedFoldedRowsRing's numpy calls then its SmallFoldedEpilogue's (without sign term), the same
+    calls in the same order on the same arrays (so the same values), without their attribute lookups and nested
+    calls (``store_plan``)."""
+    a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, out = plan
+    _copyto(a_input, window)
+    _copyto(head, kept)  # the window is read: shift the ring (the variable's value)
+    product(a, weights, out=acc_rows)
+    clip_ufunc(acc, lo, hi, out=acc)
+    _floor(acc, out=acc)
+    out[...] = acc
 
 
 #: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
