@@ -62,7 +62,7 @@ import numpy as np
 
 from .common import clip_ufunc, reshape_view
 from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
-from .conv.requant import SmallFoldedEpilogue
+from .conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from .movement import Concatenation
 from .quantize import QuantizeFloat, QuantizeFloatStore
 from .shape import CopyReshaped
@@ -320,37 +320,41 @@ class StoreInto:
         return dataclasses.replace(self, into=array)
 
 
-_copyto, _floor = np.copyto, np.floor
+_add, _copyto, _floor = np.add, np.copyto, np.floor
 
 
 def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     """The arrays StoreInto's straight-line code reads instead of calling ``op`` on ``inputs`` into ``target``:
     ``(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view (the
     one ``np.copyto`` of CopyReshaped, on the same values: the view sees the input's new values on every
-    invoke); ``run_rows_ring``'s arrays for a ConvQuantizedFoldedRowsRing with a ReLU-like small epilogue (a
-    streaming model's first conv); else None (the op is called)."""
+    invoke); ``run_rows_ring``'s arrays for a ConvQuantizedFoldedRowsRing with a ReLU-like small epilogue
+    (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term: a streaming model's first conv);
+    else None (the op is called)."""
     if type(op) is CopyReshaped:
         try:
             return (target, reshape_view(inputs[0], target.shape))
         except ValueError:
             return None
     e = getattr(op, "epilogue", None)
-    if type(op) is ConvQuantizedFoldedRowsRing and type(e) is SmallFoldedEpilogue and e.half is None:
+    small = type(e) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
+    if type(op) is ConvQuantizedFoldedRowsRing and small and e.half is None:
         return (op.a_input, op.window, op.head, op.kept, op.product, op.a, op.weights, op.acc_rows, op.acc,
-                e.lo, e.hi, target)  # fmt: skip
+                e.lo, e.hi, getattr(e, "late_zp", None), target)  # fmt: skip
     return None
 
 
 def run_rows_ring(plan: tuple) -> None:
-    """ConvQuantizedFoldedRowsRing's numpy calls then its SmallFoldedEpilogue's (without sign term), the same
+    """ConvQuantizedFoldedRowsRing's numpy calls then its small epilogue's (without sign term), the same
     calls in the same order on the same arrays (so the same values), without their attribute lookups and nested
     calls (``store_plan``)."""
-    a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, out = plan
+    a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, late_zp, out = plan
     _copyto(a_input, window)
     _copyto(head, kept)  # the window is read: shift the ring (the variable's value)
     product(a, weights, out=acc_rows)
     clip_ufunc(acc, lo, hi, out=acc)
     _floor(acc, out=acc)
+    if late_zp is not None:  # SmallLateZeroPointEpilogue
+        _add(acc, late_zp, out=acc)
     out[...] = acc
 
 

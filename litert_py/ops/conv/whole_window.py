@@ -315,16 +315,17 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
         return dataclasses.replace(self, out_index=index) if small and self.out_index == (Ellipsis,) else None
 
 
-_multiply, _copyto, _dot, _floor = np.multiply, np.copyto, np.dot, np.floor
+_add, _multiply, _copyto, _dot, _floor = np.add, np.multiply, np.copyto, np.dot, np.floor
 
 
 def run_signed(plan: tuple, out: np.ndarray) -> None:
     """DepthwiseWholeIntoRows's sign path followed by the conv's ReLU-like small epilogue, as straight-line code
     over the arrays gathered at bind (``signed_plan``): the numpy calls of ``DepthwiseWholeIntoRows.__call__``
-    and ``SmallFoldedEpilogue.__call__``, the same ones in the same order on the same arrays (so the same
-    values), without their attribute lookups and nested calls (about 0.8 us of a 9 us step inside an invoke)."""
+    and ``SmallFoldedEpilogue.__call__`` (or SmallLateZeroPointEpilogue's), the same ones in the same order on
+    the same arrays (so the same values), without their attribute lookups and nested calls (about 0.8 us of a
+    9 us step inside an invoke)."""
     (window, weights, taps, head, kept, ones, rows, sums, g, b, a, lo, hi, a_input, rows_a, conv_weights,
-     conv_acc_rows, product, conv_acc, conv_lo, conv_hi) = plan  # fmt: skip
+     conv_acc_rows, product, conv_acc, conv_lo, conv_hi, late_zp) = plan  # fmt: skip
     _multiply(window, weights, out=taps)
     if head is not None:  # the window is read: shift the ring for the next invoke (the variable's value)
         _copyto(head, kept)
@@ -333,8 +334,10 @@ def run_signed(plan: tuple, out: np.ndarray) -> None:
     clip_ufunc(g, lo, hi, out=g)
     _floor(g, out=a_input)  # the conv's rows
     product(rows_a, conv_weights, out=conv_acc_rows)
-    clip_ufunc(conv_acc, conv_lo, conv_hi, out=conv_acc)  # the conv's SmallFoldedEpilogue (half None)
+    clip_ufunc(conv_acc, conv_lo, conv_hi, out=conv_acc)  # the conv's small epilogue (half None)
     _floor(conv_acc, out=conv_acc)
+    if late_zp is not None:  # SmallLateZeroPointEpilogue
+        _add(conv_acc, late_zp, out=conv_acc)
     out[...] = conv_acc
 
 
@@ -377,16 +380,17 @@ class DepthwiseWholeIntoRows:
 
     def signed_plan(self, window: np.ndarray) -> tuple | None:
         """The arrays ``run_signed`` reads, in its order, when the depthwise takes the sign path (``signed``) and
-        the conv's epilogue is a SmallFoldedEpilogue without sign term (ReLU-like: ``floor(clip(v))`` assigned),
-        the usual streaming block; else None (the general ``__call__``)."""
+        the conv's epilogue is a SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term (ReLU-like:
+        ``floor(clip(v))``, plus the late zero points, assigned), the usual streaming block; else None (the
+        general ``__call__``)."""
         s, e, ce = self.signed, self.epilogue, self.conv_epilogue
-        if s is None or type(ce) is not SmallFoldedEpilogue or ce.half is not None:
+        if s is None or type(ce) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue) or ce.half is not None:
             return None
         head, kept = (None, None) if self.ring is None else self.ring[1:]
         return (
             window, self.weights, self.taps_products, head, kept, s.ones, s.rows, s.sums, s.g, s.b, s.a,
             e.lo, e.hi, self.a_input, self.a, self.conv_weights, self.conv_acc_rows, self.product,
-            self.conv_acc, ce.lo, ce.hi,
+            self.conv_acc, ce.lo, ce.hi, getattr(ce, "late_zp", None),
         )  # fmt: skip
 
     def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> DepthwiseWholeIntoRows | None:
