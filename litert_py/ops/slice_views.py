@@ -299,10 +299,8 @@ class StoreInto:
         plan = self._plan
         if plan is None:
             self.op(inputs, self._target)
-        elif len(plan) == 2:  # a RESHAPE's copy: the bound input viewed with the target's shape
-            _copyto(*plan)
         else:
-            run_rows_ring(plan)
+            plan[0](*plan[1])
 
     def writing(self, index: tuple) -> StoreInto | None:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
@@ -324,22 +322,24 @@ _add, _copyto, _floor = np.add, np.copyto, np.floor
 
 
 def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
-    """The arrays StoreInto's straight-line code reads instead of calling ``op`` on ``inputs`` into ``target``:
-    ``(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view (the
-    one ``np.copyto`` of CopyReshaped, on the same values: the view sees the input's new values on every
-    invoke); ``run_rows_ring``'s arrays for a ConvQuantizedFoldedRowsRing with a ReLU-like small epilogue
-    (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term: a streaming model's first conv);
-    else None (the op is called)."""
+    """``(function, arguments)`` StoreInto calls instead of ``op`` on ``inputs`` into ``target``, made at bind:
+    ``np.copyto(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view
+    (CopyReshaped's one call on the same values: the view sees the input's new values on every invoke);
+    QuantizeFloatStore's ``store`` on the bound input of its prepared shape; ``run_rows_ring`` for a
+    ConvQuantizedFoldedRowsRing with a ReLU-like small epilogue (SmallFoldedEpilogue or
+    SmallLateZeroPointEpilogue without sign term: a streaming model's first conv); else None (``op`` is called)."""
     if type(op) is CopyReshaped:
         try:
-            return (target, reshape_view(inputs[0], target.shape))
+            return _copyto, (target, reshape_view(inputs[0], target.shape))
         except ValueError:
             return None
+    if type(op) is QuantizeFloatStore:  # its own straight-line code, on the bound input of the prepared shape
+        return (op.store, (inputs[0], target)) if inputs[0].shape == op.shape else None
     e = getattr(op, "epilogue", None)
     small = type(e) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
     if type(op) is ConvQuantizedFoldedRowsRing and small and e.half is None:
-        return (op.a_input, op.window, op.head, op.kept, op.product, op.a, op.weights, op.acc_rows, op.acc,
-                e.lo, e.hi, getattr(e, "late_zp", None), target)  # fmt: skip
+        return run_rows_ring, ((op.a_input, op.window, op.head, op.kept, op.product, op.a, op.weights, op.acc_rows,
+                                op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
     return None
 
 
