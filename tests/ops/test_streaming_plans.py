@@ -2,8 +2,9 @@
 exactly, over several invokes (the ring buffers' state included), with the plans asserted (a test fails when a plan
 is no longer taken, and when its code is broken by hand):
 
-- whole_window.run_signed: DepthwiseWholeIntoRows's sign path and the pointwise conv's ReLU-like small epilogue,
-  SmallFoldedEpilogue and SmallLateZeroPointEpilogue (right shifts of about 15 or more with zero point -128);
+- whole_window.run_rows: DepthwiseWholeIntoRows's sign path, or its tap sum with a ReLU-like small epilogue
+  (plain or late zero points), then the pointwise conv's ReLU-like small epilogue, SmallFoldedEpilogue and
+  SmallLateZeroPointEpilogue (right shifts of about 15 or more with zero point -128);
 - slice_views.run_rows_ring: the first conv reading its input ring (ConvQuantizedFoldedRowsRing) stored into the
   next ring's tail (StoreInto), with both epilogues;
 - StoreInto's plans for a RESHAPE's copy and QUANTIZE (QuantizeFloatStore.store) storing into the input ring.
@@ -28,7 +29,6 @@ from tests.oracle import oracle
 RESOURCE = dtypes.TensorType.RESOURCE
 S_IN, ZP_IN = 0.05, 3
 VALID, RELU, NONE = 1, 1, 0
-DW_SCALE = 2.0
 
 
 def _q(b: ModelBuilder, name: str, shape, scale: float, zp: int) -> int:
@@ -63,24 +63,28 @@ def _conv(b, rng, x: int, rows: int, in_scale: float, name: str, factor: float, 
     return y, in_scale * factor
 
 
-def _depthwise(b, rng, x: int, rows: int, in_scale: float, name: str) -> int:
-    """A per-channel int8 linear DEPTHWISE_CONV_2D (its epilogue takes the sign path) over the whole window: output
-    scale ``in_scale * DW_SCALE``."""
+def _depthwise(b, rng, x: int, rows: int, in_scale: float, name: str, block: str) -> tuple[int, float]:
+    """A per-channel int8 DEPTHWISE_CONV_2D over the whole window: the output and its scale. ``block``: "signed"
+    (linear: its epilogue takes the sign path), "relu" (ReLU, zero point -128), "relu_late" (the same with a
+    scale making right shifts of about 15: the late zero points)."""
     w = rng.integers(-127, 128, (1, rows, 1, 8)).astype(np.int8)
     s_w = rng.uniform(0.002, 0.02, 8)
     b_q = b.const(name + "_b", rng.integers(-3000, 3000, 8).astype(np.int32), quantization=quant(in_scale * s_w))
-    y = _q(b, name, (1, 1, 1, 8), in_scale * DW_SCALE, 5)
-    opts = {"padding": VALID, "stride_h": 1, "stride_w": 1, "depth_multiplier": 1, "fused_activation_function": NONE}
+    scale = in_scale * (400.0 if block == "relu_late" else 2.0)
+    y = _q(b, name, (1, 1, 1, 8), scale, 5 if block == "signed" else -128)
+    act = NONE if block == "signed" else RELU
+    opts = {"padding": VALID, "stride_h": 1, "stride_w": 1, "depth_multiplier": 1, "fused_activation_function": act}
     b.op("DEPTHWISE_CONV_2D", [x, b.const(name + "_w", w, quantization=quant(s_w, 0, 3)), b_q], [y], opts)
-    return y
+    return y, scale
 
 
-def _stream_model(late: bool, first: str) -> bytes:
+def _stream_model(late: bool, first: str, block: str) -> bytes:
     """Input ring r0 (4 rows) -> a whole-window CONV_2D (5x1) into ring r1 (6 rows) -> a linear whole-window
     depthwise and a pointwise conv into ring r2 (2 rows) -> another such block, the output. Every conv has ReLU
     and zero point -128; ``late``: their output scales (300x their input's) make right shifts of about 15 (the
     late zero points, SmallLateZeroPointEpilogue; large biases keep several output levels). ``first``:
-    "reshape" (a (1, 8) int8 input RESHAPEd) or "quantize" (a (1, 8) float input QUANTIZEd and RESHAPEd)."""
+    "reshape" (a (1, 8) int8 input RESHAPEd) or "quantize" (a (1, 8) float input QUANTIZEd and RESHAPEd);
+    ``block``: the depthwise kernels' kind (``_depthwise``)."""
     rng = np.random.default_rng(31)
     factor, bias = (300.0, 400000) if late else (6.0, 3000)
     b = ModelBuilder()
@@ -93,10 +97,10 @@ def _stream_model(late: bool, first: str) -> bytes:
     x = _q(b, "x4", (1, 1, 1, 8), S_IN, ZP_IN)
     b.op("RESHAPE", [x0, b.const("shape", np.array([1, 1, 1, 8], np.int32))], [x], {})
     f, s1 = _conv(b, rng, _ring(b, "r0", x, 4, S_IN, ZP_IN), 5, S_IN, "f", factor, bias)
-    d1 = _depthwise(b, rng, _ring(b, "r1", f, 6, s1, -128), 7, s1, "d1")
-    g, s2 = _conv(b, rng, d1, 1, s1 * DW_SCALE, "g", factor, bias)
-    d2 = _depthwise(b, rng, _ring(b, "r2", g, 2, s2, -128), 3, s2, "d2")
-    b.output(_conv(b, rng, d2, 1, s2 * DW_SCALE, "y", factor, bias)[0])
+    d1, t1 = _depthwise(b, rng, _ring(b, "r1", f, 6, s1, -128), 7, s1, "d1", block)
+    g, s2 = _conv(b, rng, d1, 1, t1, "g", factor, bias)
+    d2, t2 = _depthwise(b, rng, _ring(b, "r2", g, 2, s2, -128), 3, s2, "d2", block)
+    b.output(_conv(b, rng, d2, 1, t2, "y", factor, bias)[0])
     b.subgraph("init")
     for name, rows, scale, zp in (("r0", 4, S_IN, ZP_IN), ("r1", 6, s1, -128), ("r2", 2, s2, -128)):
         h = b.tensor(f"{name}_h", (), None, tensor_type=RESOURCE)
@@ -139,10 +143,18 @@ def _assert_ring_states(model: bytes, feeds: list) -> None:
             np.testing.assert_array_equal(state, theirs.get_tensor(node.operator.outputs[1]), err_msg=f"invoke {k}")
 
 
-@pytest.mark.parametrize("first", ["reshape", "quantize"])
-@pytest.mark.parametrize("late", [False, True])
-def test_streaming_plans(late, first):
-    model = _stream_model(late, first)
+@pytest.mark.parametrize(
+    ("late", "first", "block"),
+    [
+        (False, "reshape", "signed"),
+        (True, "quantize", "signed"),
+        (False, "quantize", "relu"),
+        (True, "reshape", "relu"),
+        (False, "reshape", "relu_late"),
+    ],
+)
+def test_streaming_plans(late, first, block):
+    model = _stream_model(late, first, block)
     names = _assert_equal(model, _feeds(first))  # every output of every invoke equals BUILTIN_REF's
     _assert_ring_states(model, _feeds(first))
     it = litert_py.Interpreter(model_content=model)
@@ -151,9 +163,11 @@ def test_streaming_plans(late, first):
     epilogue = SmallLateZeroPointEpilogue if late else SmallFoldedEpilogue
     blocks = [op for op in steps if isinstance(op, DepthwiseWholeIntoRows)]
     assert len(blocks) == 2, names
-    for op in blocks:  # the sign path and the conv's ReLU-like epilogue: run_signed
-        assert op.signed is not None and type(op.conv_epilogue) is epilogue and op._plan is not None
-        assert (op._plan[-1] is not None) == late  # the late zero points added
+    for op in blocks:  # the depthwise's sign path or tap sum, the conv's ReLU-like epilogue: run_rows
+        assert (op.signed is not None) == (block == "signed") and op._plan is not None
+        assert type(op.conv_epilogue) is epilogue and (op._plan[-1] is not None) == late  # the late zero points
+        dw_late = type(op.epilogue) is SmallLateZeroPointEpilogue
+        assert dw_late == (block == "relu_late") and (op._plan[14] is not None) == dw_late
     stores = [op for op in steps if isinstance(op, StoreInto)]
     conv = [op for op in stores if op._plan[0] is run_rows_ring]
     assert len(conv) == 1 and type(conv[0].op.epilogue) is epilogue
