@@ -326,8 +326,9 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     ``np.copyto(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view
     (CopyReshaped's one call on the same values: the view sees the input's new values on every invoke);
     QuantizeFloatStore's ``store`` on the bound input of its prepared shape; ``run_rows_ring`` for a
-    ConvQuantizedFoldedRowsRing with a ReLU-like small epilogue (SmallFoldedEpilogue or
-    SmallLateZeroPointEpilogue without sign term: a streaming model's first conv); else None (``op`` is called)."""
+    ConvQuantizedFoldedRows (its View or its Ring: a streaming model's first conv) with a ReLU-like small
+    epilogue (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term), reading the bound input (or
+    its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
     if type(op) is CopyReshaped:
         try:
             return _copyto, (target, reshape_view(inputs[0], target.shape))
@@ -336,20 +337,26 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     if type(op) is QuantizeFloatStore:  # its own straight-line code, on the bound input of the prepared shape
         return (op.store, (inputs[0], target)) if inputs[0].shape == op.shape else None
     e = getattr(op, "epilogue", None)
-    small = type(e) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
-    if type(op) is ConvQuantizedFoldedRowsRing and small and e.half is None:
-        return run_rows_ring, ((op.a_input, op.window, op.head, op.kept, op.product, op.a, op.weights, op.acc_rows,
-                                op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
-    return None
+    if type(e) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue) or e.half is not None:
+        return None
+    if type(op) is ConvQuantizedFoldedRowsRing:
+        window, head, kept = op.window, op.head, op.kept
+    elif type(op) in (ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView):  # the bound input (or its view)
+        window, head, kept = inputs[0][getattr(op, "index", (Ellipsis,))], None, None
+    else:
+        return None
+    return run_rows_ring, ((op.a_input, window, head, kept, op.product, op.a, op.weights, op.acc_rows,
+                            op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
 
 
 def run_rows_ring(plan: tuple) -> None:
-    """ConvQuantizedFoldedRowsRing's numpy calls then its small epilogue's (without sign term), the same
-    calls in the same order on the same arrays (so the same values), without their attribute lookups and nested
-    calls (``store_plan``)."""
+    """ConvQuantizedFoldedRows's numpy calls (ConvQuantizedFoldedRowsView's, ConvQuantizedFoldedRowsRing's with
+    its ring's shift) then its small epilogue's (without sign term), the same calls in the same order on the same
+    arrays (so the same values), without their attribute lookups and nested calls (``store_plan``)."""
     a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, late_zp, out = plan
     _copyto(a_input, window)
-    _copyto(head, kept)  # the window is read: shift the ring (the variable's value)
+    if head is not None:  # the window is read: shift the ring (the variable's value)
+        _copyto(head, kept)
     product(a, weights, out=acc_rows)
     clip_ufunc(acc, lo, hi, out=acc)
     _floor(acc, out=acc)

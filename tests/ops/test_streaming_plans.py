@@ -5,8 +5,8 @@ is no longer taken, and when its code is broken by hand):
 - whole_window.run_rows: DepthwiseWholeIntoRows's sign path, or its tap sum with a ReLU-like small epilogue
   (plain or late zero points), then the pointwise conv's ReLU-like small epilogue, SmallFoldedEpilogue and
   SmallLateZeroPointEpilogue (right shifts of about 15 or more with zero point -128);
-- slice_views.run_rows_ring: the first conv reading its input ring (ConvQuantizedFoldedRowsRing) stored into the
-  next ring's tail (StoreInto), with both epilogues;
+- slice_views.run_rows_ring: the first conv reading its input ring (ConvQuantizedFoldedRowsRing) or the
+  concatenation tensor (ConvQuantizedFoldedRows), stored into the next ring's tail (StoreInto), both epilogues;
 - StoreInto's plans for a RESHAPE's copy and QUANTIZE (QuantizeFloatStore.store) storing into the input ring.
 """
 
@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import litert_py
+from litert_py.ops.conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing
 from litert_py.ops.conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from litert_py.ops.conv.whole_window import DepthwiseWholeIntoRows
 from litert_py.ops.quantize import QuantizeFloatStore
@@ -83,19 +84,23 @@ def _stream_model(late: bool, first: str, block: str) -> bytes:
     depthwise and a pointwise conv into ring r2 (2 rows) -> another such block, the output. Every conv has ReLU
     and zero point -128; ``late``: their output scales (300x their input's) make right shifts of about 15 (the
     late zero points, SmallLateZeroPointEpilogue; large biases keep several output levels). ``first``:
-    "reshape" (a (1, 8) int8 input RESHAPEd) or "quantize" (a (1, 8) float input QUANTIZEd and RESHAPEd);
+    "reshape" (a (1, 8) int8 input RESHAPEd), "quantize" (a (1, 8) float input QUANTIZEd and RESHAPEd) or
+    "frame" (a (1, 1, 1, 8) int8 input: ring r0 concatenates it, the conv reads the concatenation tensor);
     ``block``: the depthwise kernels' kind (``_depthwise``)."""
     rng = np.random.default_rng(31)
     factor, bias = (300.0, 400000) if late else (6.0, 3000)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
-    if first == "quantize":
-        x0 = _q(b, "xq", (1, 8), S_IN, ZP_IN)
-        b.op("QUANTIZE", [b.input("x", (1, 8), np.float32)], [x0])
+    if first == "frame":
+        x = b.input("x", (1, 1, 1, 8), np.int8, quantization=quant(S_IN, ZP_IN))
     else:
-        x0 = b.input("x", (1, 8), np.int8, quantization=quant(S_IN, ZP_IN))
-    x = _q(b, "x4", (1, 1, 1, 8), S_IN, ZP_IN)
-    b.op("RESHAPE", [x0, b.const("shape", np.array([1, 1, 1, 8], np.int32))], [x], {})
+        if first == "quantize":
+            x0 = _q(b, "xq", (1, 8), S_IN, ZP_IN)
+            b.op("QUANTIZE", [b.input("x", (1, 8), np.float32)], [x0])
+        else:
+            x0 = b.input("x", (1, 8), np.int8, quantization=quant(S_IN, ZP_IN))
+        x = _q(b, "x4", (1, 1, 1, 8), S_IN, ZP_IN)
+        b.op("RESHAPE", [x0, b.const("shape", np.array([1, 1, 1, 8], np.int32))], [x], {})
     f, s1 = _conv(b, rng, _ring(b, "r0", x, 4, S_IN, ZP_IN), 5, S_IN, "f", factor, bias)
     d1, t1 = _depthwise(b, rng, _ring(b, "r1", f, 6, s1, -128), 7, s1, "d1", block)
     g, s2 = _conv(b, rng, d1, 1, t1, "g", factor, bias)
@@ -118,13 +123,15 @@ def _feeds(first: str, n: int = 15) -> list:
         feeds = [[(rng.standard_normal((1, 8)) * 4).astype(np.float32)] for _ in range(n)]
         feeds[3][0][0, :4] = [0.025, -0.025, 0.075, -1e12]  # ties of the rounding and an overflowing quotient
         return feeds
-    return [[rng.integers(-128, 128, (1, 8)).astype(np.int8)] for _ in range(n)]
+    shape = (1, 1, 1, 8) if first == "frame" else (1, 8)
+    return [[rng.integers(-128, 128, shape).astype(np.int8)] for _ in range(n)]
 
 
-def _assert_ring_states(model: bytes, feeds: list) -> None:
+def _assert_ring_states(model: bytes, feeds: list, in_place: int) -> None:
     """After every invoke, each ring buffer's state (our variable's value, kept by RingBufferInPlace in its own
     array) equals the STRIDED_SLICE output BUILTIN_REF assigns (its tensors preserved): the late model's output
-    depends little on its input (its right shifts of about 15), its rings' frames do."""
+    depends little on its input (its right shifts of about 15), its rings' frames do. ``in_place``: the rings kept
+    so."""
     LiteRT, resolver = oracle()
     theirs = LiteRT(
         model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF, experimental_preserve_all_tensors=True
@@ -133,7 +140,7 @@ def _assert_ring_states(model: bytes, feeds: list) -> None:
     for it in (ours, theirs):
         it.allocate_tensors()
     rings = [(node, op) for node, op in ours._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace"]
-    assert len(rings) == 3
+    assert len(rings) == in_place
     for k, feed in enumerate(feeds):
         for it in (ours, theirs):
             it.set_tensor(it.get_input_details()[0]["index"], feed[0])
@@ -151,12 +158,13 @@ def _assert_ring_states(model: bytes, feeds: list) -> None:
         (False, "quantize", "relu"),
         (True, "reshape", "relu"),
         (False, "reshape", "relu_late"),
+        (True, "frame", "signed"),
     ],
 )
 def test_streaming_plans(late, first, block):
     model = _stream_model(late, first, block)
     names = _assert_equal(model, _feeds(first))  # every output of every invoke equals BUILTIN_REF's
-    _assert_ring_states(model, _feeds(first))
+    _assert_ring_states(model, _feeds(first), 2 if first == "frame" else 3)  # ring r0 of "frame": RingBufferShift
     it = litert_py.Interpreter(model_content=model)
     it.allocate_tensors()
     steps = [op for _, op in it._subgraphs[0].steps_nodes]
@@ -171,6 +179,9 @@ def test_streaming_plans(late, first, block):
     stores = [op for op in steps if isinstance(op, StoreInto)]
     conv = [op for op in stores if op._plan[0] is run_rows_ring]
     assert len(conv) == 1 and type(conv[0].op.epilogue) is epilogue
-    (store,) = [op for op in stores if op is not conv[0]]  # the input's store into ring r0
-    kind = QuantizeFloatStore if first == "quantize" else CopyReshaped  # one np.copyto, QuantizeFloatStore.store
-    assert type(store.op) is kind and store._plan is not None and store._plan[0] is not store.op
+    conv_kind = ConvQuantizedFoldedRows if first == "frame" else ConvQuantizedFoldedRowsRing
+    assert type(conv[0].op) is conv_kind and (conv[0]._plan[1][0][2] is None) == (first == "frame")  # no shift
+    if first != "frame":
+        (store,) = [op for op in stores if op is not conv[0]]  # the input's store into ring r0
+        kind = QuantizeFloatStore if first == "quantize" else CopyReshaped  # np.copyto, QuantizeFloatStore.store
+        assert type(store.op) is kind and store._plan is not None and store._plan[0] is not store.op
