@@ -45,6 +45,8 @@ from .registry import OpContext, PreparedOp, TensorInfo, register
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
+_add, _copysign, _copyto, _divide = np.add, np.copysign, np.copyto, np.divide
+_max_reduce, _min_reduce = np.maximum.reduce, np.minimum.reduce
 HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
 _HALF_DOWN_BITS = HALF_DOWN_F32.view(np.uint32).copy()
 #: Arrays with at least this many values take copysign_half_down's two bitwise passes
@@ -278,22 +280,42 @@ class QuantizeFloatStore(QuantizeFloat):
     zp_out: np.ndarray | None = None  # zp in iout's type (0-d, or per channel)
     unsigned: bool = False
 
+    def __post_init__(self):
+        super().__post_init__()
+        t = self._t
+        half = None if self.unsigned else self._half  # None: + HALF_DOWN, no sign term
+        bitwise = half is not None and t.size >= BITWISE_COPYSIGN_FROM  # copysign_half_down's bitwise passes
+        check_max, check_min = bool(t.size and self._check_max), bool(t.size and self._check_min)
+        plan = (t, self.scale, self.lo, self.hi, half, bitwise, self.ibuf, self.iout, self.zp_out, check_max, check_min)
+        object.__setattr__(self, "_plan", plan)
+
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
-        t = self._t
-        if x.shape != t.shape:
+        if x.shape != self._t.shape:
             return QuantizeFloat.__call__(self, inputs, outputs)
-        np.divide(x, self.scale, out=t)  # float32 division, as the reference
-        bad = self._overflow(t)
-        clip_ufunc(t, self.lo, self.hi, out=t)
-        if self.unsigned:
-            t += HALF_DOWN_F32
+        self.store(x, outputs[0])
+
+    def store(self, x: np.ndarray, out: np.ndarray) -> None:
+        """QUANTIZE of ``x`` (the prepared shape) into ``out``: the calls of the docstring, over the arrays
+        gathered at prepare (no attribute lookups: about 1 us of a 10 us step inside an invoke)."""
+        t, scale, lo, hi, half, bitwise, ibuf, iout, zp_out, check_max, check_min = self._plan
+        _divide(x, scale, out=t)  # float32 division, as the reference
+        bad = None  # _overflow's check, inlined
+        if (check_max and not _max_reduce(t, axis=None) < 2147483648.0) or (
+            check_min and not _min_reduce(t, axis=None) >= -2147483648.0
+        ):
+            bad = self._overflow(t)
+        clip_ufunc(t, lo, hi, out=t)
+        if half is None:
+            _add(t, HALF_DOWN_F32, out=t)
         else:
-            copysign_half_down(t, self._half)
-            t += self._half
-        np.copyto(self.ibuf, t, casting="unsafe")  # truncation toward zero
-        out = outputs[0]
-        np.add(self.iout, self.zp_out, out=out, casting="unsafe")  # int16 -> 8-bit: the sum is in range
+            if bitwise:
+                copysign_half_down(t, half)
+            else:
+                _copysign(HALF_DOWN_F32, t, out=half)  # copysign_half_down below BITWISE_COPYSIGN_FROM
+            _add(t, half, out=t)
+        _copyto(ibuf, t, casting="unsafe")  # truncation toward zero
+        _add(iout, zp_out, out=out, casting="unsafe")  # int16 -> 8-bit: the sum is in range
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
 

@@ -60,7 +60,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .common import clip_ufunc, reshape_view
 from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
+from .conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from .movement import Concatenation
 from .quantize import QuantizeFloat, QuantizeFloatStore
 from .shape import CopyReshaped
@@ -283,16 +285,22 @@ class StoreInto:
     into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the output tensor
 
     def bind(self, inputs, outputs) -> None:
-        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps), or of ``into``."""
+        """The view ``target[index]`` of the bound output array (ops/fusion.bind_steps), or of ``into``, and the
+        straight-line plan of the wrapped op when it has one (``store_plan``)."""
         view = (outputs[0] if self.into is None else self.into)[self.index]
         target = view if self.shape is None else view.reshape(self.shape)
         object.__setattr__(self, "_target", (target,))
         bind = getattr(self.op, "bind", None)  # the wrapped op's own views, of the view it writes
         if bind is not None:
             bind(inputs, (target,))
+        object.__setattr__(self, "_plan", store_plan(self.op, inputs, target))
 
     def __call__(self, inputs, outputs):
-        self.op(inputs, self._target)
+        plan = self._plan
+        if plan is None:
+            self.op(inputs, self._target)
+        else:
+            plan[0](*plan[1])
 
     def writing(self, index: tuple) -> StoreInto | None:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
@@ -308,6 +316,53 @@ class StoreInto:
         """This op storing into ``array[index]`` (an array of the target's shape: a persistent ring buffer's,
         ops/ring_buffer.py's RingBufferInPlace) instead of into the output tensor."""
         return dataclasses.replace(self, into=array)
+
+
+_add, _copyto, _floor = np.add, np.copyto, np.floor
+
+
+def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
+    """``(function, arguments)`` StoreInto calls instead of ``op`` on ``inputs`` into ``target``, made at bind:
+    ``np.copyto(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view
+    (CopyReshaped's one call on the same values: the view sees the input's new values on every invoke);
+    QuantizeFloatStore's ``store`` on the bound input of its prepared shape; ``run_rows_ring`` for a
+    ConvQuantizedFoldedRows (its View or its Ring: a streaming model's first conv) with a ReLU-like small
+    epilogue (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term), reading the bound input (or
+    its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
+    if type(op) is CopyReshaped:
+        try:
+            return _copyto, (target, reshape_view(inputs[0], target.shape))
+        except ValueError:
+            return None
+    if type(op) is QuantizeFloatStore:  # its own straight-line code, on the bound input of the prepared shape
+        return (op.store, (inputs[0], target)) if inputs[0].shape == op.shape else None
+    e = getattr(op, "epilogue", None)
+    if type(e) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue) or e.half is not None:
+        return None
+    if type(op) is ConvQuantizedFoldedRowsRing:
+        window, head, kept = op.window, op.head, op.kept
+    elif type(op) in (ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsView):  # the bound input (or its view)
+        window, head, kept = inputs[0][getattr(op, "index", (Ellipsis,))], None, None
+    else:
+        return None
+    return run_rows_ring, ((op.a_input, window, head, kept, op.product, op.a, op.weights, op.acc_rows,
+                            op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
+
+
+def run_rows_ring(plan: tuple) -> None:
+    """ConvQuantizedFoldedRows's numpy calls (ConvQuantizedFoldedRowsView's, ConvQuantizedFoldedRowsRing's with
+    its ring's shift) then its small epilogue's (without sign term), the same calls in the same order on the same
+    arrays (so the same values), without their attribute lookups and nested calls (``store_plan``)."""
+    a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, late_zp, out = plan
+    _copyto(a_input, window)
+    if head is not None:  # the window is read: shift the ring (the variable's value)
+        _copyto(head, kept)
+    product(a, weights, out=acc_rows)
+    clip_ufunc(acc, lo, hi, out=acc)
+    _floor(acc, out=acc)
+    if late_zp is not None:  # SmallLateZeroPointEpilogue
+        _add(acc, late_zp, out=acc)
+    out[...] = acc
 
 
 #: The prepared ops StoreInto may wrap (their outputs written as its docstring says): a RESHAPE's copy, the folded
