@@ -275,14 +275,16 @@ def test_mixed_folding(op, shape, k, act, zp):
         ((1, 6, 6, 24), 3, 24, "ConvQuantizedScaled"),  # only 7.8k im2col values but K = 216 >= SCALED_MIN_K
         ((1, 16, 16, 4), 3, 32, "ConvQuantizedFolded"),  # K = 36 < 4 * O and < SCALED_MIN_K
         ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1, K = 32: the input's rows, folded
-        ((1, 6, 6, 128), 1, 64, "ConvQuantizedScaled"),  # 1x1, K = 128 >= SCALED_MIN_K
+        ((1, 6, 6, 128), 1, 64, "ConvQuantizedScaled"),  # 1x1, K = 128 >= POINTWISE_SCALED_MIN_K
+        ((1, 25, 5, 64), 1, 64, "ConvQuantizedFoldedRows"),  # 1x1, K = 64 < POINTWISE_SCALED_MIN_K: folded rows
+        ((1, 12, 12, 8), 3, 32, "ConvQuantizedScaled"),  # 3x3, K = 72 < 4 * O but >= SCALED_MIN_K (not 1x1)
         ((1, 2, 2, 128), 1, 64, "ConvQuantizedFoldedRows"),  # 256 outputs: the small epilogues (streaming layers)
     ],
 )
 def test_conv_fold_choice(shape, k, out_c, expected):
-    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT / SCALED_MIN_K: large im2col matrices against the output and
-    long dot products take the float32 GEMM and the ScaledEpilogue (ConvQuantizedScaled), the others the folded
-    float64 GEMM; exact against the oracle."""
+    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT / SCALED_MIN_K / POINTWISE_SCALED_MIN_K: large im2col
+    matrices against the output and long dot products take the float32 GEMM and the ScaledEpilogue
+    (ConvQuantizedScaled), the others the folded float64 GEMM; exact against the oracle."""
     rng = np.random.default_rng(k + out_c)
     x = rng.integers(-128, 128, shape).astype(I8)
     f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)

@@ -226,8 +226,8 @@ def test_pointwise_rows_layouts(c, act, zp):
 #: (input shape, kernel, output channels, activation, output zp, expected op, expected epilogue): outputs of more
 #: than FULL_CONSTANTS_MAX_VALUES values, whose epilogues broadcast one (OW*O,) row of per-channel constants.
 LARGE = [
-    ((1, 66, 66, 64), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),
-    ((1, 66, 66, 64), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
+    ((1, 66, 66, 128), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),  # 1x1: K >= POINTWISE_SCALED_MIN_K
+    ((1, 66, 66, 128), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
     ((1, 130, 129, 2), 2, 4, 0, -9, "ConvQuantizedFolded", "TruncEpilogue"),
     ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),  # (not Plain: row constants)
 ]
