@@ -404,7 +404,9 @@ def _prepare_conv_folded(
     ):
         offset = _conv_offset(x, f, bias, f_zp)[1]
         bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)
-        trunc = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, out_dtype)
+        trunc = fold_truncating(
+            m, shift, zero_point, lo, hi, offset, bounds, acc_bound, out_dtype, out_shape=geo.out_shape
+        )
     if trunc is None and type(getattr(folding, "epilogue", None)) in (LateZeroPointEpilogue, MixedEpilogue):
         offset = _conv_offset(x, f, bias, f_zp)[1]
         bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)

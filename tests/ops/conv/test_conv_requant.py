@@ -10,6 +10,7 @@ from litert_py import Interpreter
 from litert_py.ops.conv import depthwise_rows
 from litert_py.ops.conv.conv2d_quantized import TRUNC_MIN_VALUES
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
+from litert_py.ops.conv.requant_trunc import WRAP_MIN_VALUES
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, _prepared_op, check_against_oracle, conv_model
 from tests.values import int_range
@@ -306,6 +307,9 @@ def test_conv_fold_choice(shape, k, out_c, expected):
     assert len(np.unique(out)) > 2
     prepared = _prepared_op(case)
     assert type(prepared).__name__ == expected
+    trunc = getattr(prepared.epilogue, "epilogue", prepared.epilogue)  # (a ScaledEpilogue's TruncEpilogue)
+    if out.size >= WRAP_MIN_VALUES:  # int8, 9-18K values: the wrapped base -256, no final uint8 add
+        assert (trunc.base, trunc.add, int(trunc.hi16)) == (-256, None, 127 + 256) and trunc.wide is not None
 
 
 #: (input shape, output channels, activation, output zero point, output type): 1x1 layers whose near-dead

@@ -42,7 +42,8 @@ def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype, wi
     assert epilogue is not None
     assert (epilogue.epilogue.wide is not None) == wide
     ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
-    base = min(zp, lo)  # the base b (requant_trunc's module docstring)
+    base = epilogue.epilogue.base  # min(zp, lo) (requant_trunc's module docstring); int16 int8 forms: may wrap
+    assert base == min(zp, lo) or (wide and dtype == I8 and base == -256 and epilogue.epilogue.add is None)
     by_bound = _exact_by_bound(np.asarray(m, np.int64), ls, rs, np.full(real.size, bound), abs(zp - base))
     assert not by_bound[0] and by_bound[3]  # the first channel needs the monotone proof, the fourth does not
     assert (epilogue.epilogue.half is None) == (lo >= zp) and epilogue.epilogue.base == base
