@@ -9,7 +9,8 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   every partial sum <= max|x| * sum|w - w_zp| + |offset| <= 2^24) and requant_trunc.ScaledEpilogue (float64 scale
   and constant, the ties-away term by copysign, the truncation through int16 into the output's uint8 view),
   proven exact per layer by the bound or, on the channels it misses (near-dead channels, right shifts >= 15), by
-  the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K, and where the folded bound fails
+  the monotone step check. Chosen for large im2col matrices, K >= SCALED_MIN_K (1x1 layers: POINTWISE_SCALED_MIN_K:
+  folded below it, so a depthwise before them can feed their rows), and where the folded bound fails
   (no-activation layers with near-dead channels: ResNet-8's, which took the Requantizer before: 0.6x their time).
   3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy);
   1-3 channel first layers the transposed im2col matrix (`Im2ColT`), and those with K >= 3 * O take this path
@@ -158,6 +159,12 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
 SCALED_MIN_K = 64
+#: 1x1 stride-1 unpadded layers (ConvQuantizedFoldedRows when folded, which a depthwise before them can feed:
+#: depthwise_into_rows.py) take the float32 GEMM from this K on. Measured inside real invokes (per step, medians
+#: of 3 alternated runs, 1 thread): K = 64 folded and fused with its depthwise, DS-CNN 25x5x64 -> 64 pairs
+#: 78-80 -> 69-71 us, VWW MobileNet 12x12x64 -> 64 pair 100 -> 84 us; at K = 128 even (6x6x128 pairs 67-71 ->
+#: 67-68 us), at K = 256 slower (3x3x256 -> 256 60 -> 74 us).
+POINTWISE_SCALED_MIN_K = 128
 #: The folded FoldedEpilogue's 2 numpy calls (clip, casting floor) against TruncEpilogue's 3 (clip, truncating
 #: conversion, uint8 add; about 0.6x the per-value cost): even at about this many values (kws MobileNet layers).
 TRUNC_MIN_VALUES = 4096
@@ -209,9 +216,9 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
     if _transposed_stem(geo, 4) and k >= STEM_SCALED_MIN_K_PER_OUTPUT * geo.out_c:
         return True
     rows = geo.batches * geo.out_h * geo.out_w
-    if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= SCALED_MIN_K:
-        return True
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
+    if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= (POINTWISE_SCALED_MIN_K if pointwise else SCALED_MIN_K):
+        return True
     return not pointwise and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c and rows * k >= FOLD_MAX_IM2COL_VALUES
 
 
@@ -397,7 +404,9 @@ def _prepare_conv_folded(
     ):
         offset = _conv_offset(x, f, bias, f_zp)[1]
         bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)
-        trunc = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, out_dtype)
+        trunc = fold_truncating(
+            m, shift, zero_point, lo, hi, offset, bounds, acc_bound, out_dtype, out_shape=geo.out_shape
+        )
     if trunc is None and type(getattr(folding, "epilogue", None)) in (LateZeroPointEpilogue, MixedEpilogue):
         offset = _conv_offset(x, f, bias, f_zp)[1]
         bounds = max_abs_x * np.abs(w).sum(axis=0) + np.abs(offset)

@@ -178,7 +178,7 @@ def prepare_depthwise_rows(
         return None
     weight_abs_sums = np.abs(w).sum(axis=0)
     bounds = max_abs_x * weight_abs_sums + np.abs(offset)
-    folding = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, x.dtype)
+    folding = fold_truncating(m, shift, zero_point, lo, hi, offset, bounds, acc_bound, x.dtype, out_shape=geo.out_shape)
     late = proven = None
     if folding is None and values > SMALL_EPILOGUE_VALUES:  # the proven truncating folding (no raw channel)
         args = (m, shift, zero_point, lo, hi, offset, bounds, acc_bound, geo.out_shape, x.dtype)

@@ -15,7 +15,10 @@ conversion is the floor, straight into the output's uint8 view; one wrapping uin
 bytes into the output's (for int8, b = -128 adds 128: the two's complement pattern; no add where b = 0, uint8
 layers). No casting floor, no temporaries, scalar clip bounds. Where |v| < 2^15 is proven (the ``wide`` form), the
 truncation goes to int16 first and the clip runs in int16 into the uint8 view: the same values (for v >= 0
-trunc = floor; for v < 0, trunc(v) <= 0 <= lo - b clips to lo - b as floor(clip(v)) does).
+trunc = floor; for v < 0, trunc(v) <= 0 <= lo - b clips to lo - b as floor(clip(v)) does). Large int8 outputs
+(WRAP_MIN_VALUES) in that form take the wrapped base b = -256 (:func:`_wrapped_base`): the clipped values lie in
+[128, 383] and the int16 -> uint8 cast keeps their low byte (modulo 256, a C conversion to an unsigned type),
+which is the int8 result's byte: no add at all. Its bound is the one below with |zp - b| up to 383, and |v| < 2^15.
 
 Exactness (written once, checked per channel by :func:`_exact_by_bound` inside fold_truncating and
 scaled_epilogue): every value the epilogue (and the GEMM or tap sums before it, in whatever order they add) computes
@@ -72,6 +75,10 @@ WIDE_MAX = 2**15 - 2
 #: (measured, 1 thread, the epilogue alone: 1152 values 2.3 vs 2.9 us, 4608 3.6 vs 3.8, 8000 5.1 vs 4.5, 18432
 #: 9.7 vs 7.6, 36864 16.3 vs 12.3 us).
 WIDE_MIN_VALUES = 6144
+#: int8 outputs of at least this many values take the wrapped base (_wrapped_base): the int16 form without the
+#: final uint8 add (1-2 us less per layer of 9-16K values in sequence). Below, the int16 form stays slower than the
+#: float64 clip even without the add (in sequence: VWW MobileNet 6x6x128 layers 36 -> 39 us, 3x3x256 24 -> 28 us).
+WRAP_MIN_VALUES = WIDE_MIN_VALUES
 
 
 def _layout(out_shape) -> tuple:
@@ -183,10 +190,13 @@ class TruncFolding:
             half, sign = _constant(self.half, shape), aligned_empty(shape, np.float64)
             const = np.array(self.zero_point - b + 0.5)
         wide = wide and self.top < WIDE_MAX and int(np.prod(out_shape)) >= WIDE_MIN_VALUES
+        if hi > 255:  # the wrapped base (fold_truncating's ``out_shape``): the int16 clip's modular cast only
+            wide = True
+            assert lo >= 0 and self.top < WIDE_MAX and b % 256 == 0, "a wrapped base needs the int16 form"
         plain = half is None and const is None and len(shape) == 4
         return (PlainTruncEpilogue if plain else TruncEpilogue)(
             shape, np.array(float(lo)), np.array(float(hi)), b, np.uint8(b % 256) if b % 256 else None, half, const,
-            sign, aligned_empty(shape, np.int16) if wide else None, np.int16(max(lo, 0)), np.int16(min(hi, 255)),
+            sign, aligned_empty(shape, np.int16) if wide else None, np.int16(lo), np.int16(hi),
             None if half is None else half.view(np.uint64), None if sign is None else sign.view(np.uint64),
         )  # fmt: skip
 
@@ -218,24 +228,41 @@ def _fold(m, ls, rs, zero_point: int, lo: int, hi: int, offset, bounds, base: in
 
 def fold_truncating(
     multiplier, shift, zero_point: int, lo: int, hi: int, offset, bounds, acc_bound: float, out_dtype,
-    base: int | None = None,
+    base: int | None = None, out_shape=None,
 ) -> TruncFolding | None:  # fmt: skip
     """The TruncFolding of clamp(MBQM(acc, M[c], shift[c]) + zp, lo, hi) with acc = (sums of integer products) +
     offset[c], every partial sum of which is at most ``bounds[c]`` in magnitude (max|x| * sum|w - w_zp| +
     |offset|), the C++ accumulator at most ``acc_bound``; None unless the module docstring's bound holds on every
     channel and the output (``out_dtype``) is int8 / uint8. ``base``: b (default: 0 where lo >= 0 and that is
     exact, else min(zp, lo)); the depthwise's feeding form asks for b = 0 whatever lo (its values are floored into
-    float64 rows, not truncated: its TruncEpilogue is then read for its constants only)."""
+    float64 rows, not truncated: its TruncEpilogue is then read for its constants only). ``out_shape`` (NHWC):
+    int8 outputs of at least WRAP_MIN_VALUES values try the wrapped base first (_wrapped_base)."""
     channels = _channels(multiplier, shift, acc_bound)
     if channels is None or np.dtype(out_dtype) not in (np.int8, np.uint8):
         return None
     m, _, ls, rs = channels
     bounds = np.broadcast_to(np.asarray(bounds, np.int64).reshape(-1), m.shape)
     candidates = [base] if base is not None else [0, min(zero_point, lo)] if lo >= 0 else [min(zero_point, lo)]
-    for b in candidates:
+    wrapped = _wrapped_base(candidates[0], out_dtype, out_shape)
+    for b in ([] if wrapped is None else [wrapped]) + candidates:
         if _exact_by_bound(m, ls, rs, bounds, abs(zero_point - b)).all():
-            return _fold(m, ls, rs, zero_point, lo, hi, offset, bounds, b)
+            folding = _fold(m, ls, rs, zero_point, lo, hi, offset, bounds, b)
+            if b != wrapped or folding.top < WIDE_MAX:
+                return folding
     return None
+
+
+def _wrapped_base(b: int, out_dtype, out_shape) -> int | None:
+    """The wrapped base of an int8 output of at least WRAP_MIN_VALUES values (None otherwise, or where ``b`` is a
+    multiple of 256 already): b - (b mod 256) = -256, so b mod 256 = 0 and the final uint8 add is gone. The values
+    less it lie in [lo + 256, hi + 256] within [128, 383]; the int16 clip's cast into the output's uint8 view
+    keeps their low byte (a C integer conversion to an unsigned type: modulo 256), which is the int8 result's
+    two's complement byte as y - b = y + 256. Needs the int16 (``wide``) form, |v| < WIDE_MAX, which the callers
+    check on the folding's ``top``; the exactness bound is the module docstring's with this b (|zp - b| up to
+    383)."""
+    if out_shape is None or np.dtype(out_dtype) != np.int8 or b % 256 == 0:
+        return None
+    return b - b % 256 if int(np.prod(out_shape)) >= WRAP_MIN_VALUES else None
 
 
 def _exact_by_bound(m, ls, rs, bound, zp_b: int) -> np.ndarray:
@@ -284,10 +311,18 @@ def scaled_epilogue(
     m, s, ls, rs = channels
     bound = np.broadcast_to(bound, m.shape)
     b = min(zero_point, lo)
+    check = ~_exact_by_bound(m, ls, rs, bound, abs(zero_point - b))
+    wrapped = _wrapped_base(b, out_dtype, out_shape)
+    if wrapped is not None:  # where it loses no channel to the proof and keeps |v| < WIDE_MAX
+        zeros = np.zeros(m.size, np.int64)
+        wrapped_check = ~_exact_by_bound(m, ls, rs, bound, abs(zero_point - wrapped))
+        if (wrapped_check == check).all() and _fold(
+            m, ls, rs, zero_point, lo, hi, zeros, bound, wrapped
+        ).top < WIDE_MAX:
+            b = wrapped
     folding = _fold(m, ls, rs, zero_point, lo, hi, np.zeros(m.size, np.int64), bound, b)  # acc holds the offset
     relu_like = folding.half is None
     extra = folding.const if relu_like else None  # (the sign path's constant is the scalar zp - b + 1/2)
-    check = ~_exact_by_bound(m, ls, rs, bound, abs(zero_point - b))
     if check.any() and not _proven(m[check], s[check], zero_point, lo, hi, bound[check], folding, extra, check):
         return None
     shape = _layout(out_shape)

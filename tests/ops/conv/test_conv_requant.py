@@ -10,6 +10,7 @@ from litert_py import Interpreter
 from litert_py.ops.conv import depthwise_rows
 from litert_py.ops.conv.conv2d_quantized import TRUNC_MIN_VALUES
 from litert_py.ops.conv.requant import SMALL_EPILOGUE_VALUES
+from litert_py.ops.conv.requant_trunc import WRAP_MIN_VALUES
 from litert_py.schema.builder import quant
 from tests.ops.conv._quantized import I8, I32, U8, _prepared, _prepared_op, check_against_oracle, conv_model
 from tests.values import int_range
@@ -275,14 +276,16 @@ def test_mixed_folding(op, shape, k, act, zp):
         ((1, 6, 6, 24), 3, 24, "ConvQuantizedScaled"),  # only 7.8k im2col values but K = 216 >= SCALED_MIN_K
         ((1, 16, 16, 4), 3, 32, "ConvQuantizedFolded"),  # K = 36 < 4 * O and < SCALED_MIN_K
         ((1, 16, 16, 32), 1, 32, "ConvQuantizedFoldedRows"),  # 1x1, K = 32: the input's rows, folded
-        ((1, 6, 6, 128), 1, 64, "ConvQuantizedScaled"),  # 1x1, K = 128 >= SCALED_MIN_K
+        ((1, 6, 6, 128), 1, 64, "ConvQuantizedScaled"),  # 1x1, K = 128 >= POINTWISE_SCALED_MIN_K
+        ((1, 25, 5, 64), 1, 64, "ConvQuantizedFoldedRows"),  # 1x1, K = 64 < POINTWISE_SCALED_MIN_K: folded rows
+        ((1, 12, 12, 8), 3, 32, "ConvQuantizedScaled"),  # 3x3, K = 72 < 4 * O but >= SCALED_MIN_K (not 1x1)
         ((1, 2, 2, 128), 1, 64, "ConvQuantizedFoldedRows"),  # 256 outputs: the small epilogues (streaming layers)
     ],
 )
 def test_conv_fold_choice(shape, k, out_c, expected):
-    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT / SCALED_MIN_K: large im2col matrices against the output and
-    long dot products take the float32 GEMM and the ScaledEpilogue (ConvQuantizedScaled), the others the folded
-    float64 GEMM; exact against the oracle."""
+    """FOLD_MAX_IM2COL_VALUES / FOLD_MAX_K_PER_OUTPUT / SCALED_MIN_K / POINTWISE_SCALED_MIN_K: large im2col
+    matrices against the output and long dot products take the float32 GEMM and the ScaledEpilogue
+    (ConvQuantizedScaled), the others the folded float64 GEMM; exact against the oracle."""
     rng = np.random.default_rng(k + out_c)
     x = rng.integers(-128, 128, shape).astype(I8)
     f = rng.integers(-127, 128, (out_c, k, k, shape[3])).astype(I8)
@@ -304,6 +307,9 @@ def test_conv_fold_choice(shape, k, out_c, expected):
     assert len(np.unique(out)) > 2
     prepared = _prepared_op(case)
     assert type(prepared).__name__ == expected
+    trunc = getattr(prepared.epilogue, "epilogue", prepared.epilogue)  # (a ScaledEpilogue's TruncEpilogue)
+    if out.size >= WRAP_MIN_VALUES:  # int8, 9-18K values: the wrapped base -256, no final uint8 add
+        assert (trunc.base, trunc.add, int(trunc.hi16)) == (-256, None, 127 + 256) and trunc.wide is not None
 
 
 #: (input shape, output channels, activation, output zero point, output type): 1x1 layers whose near-dead

@@ -42,7 +42,8 @@ def test_scaled_epilogue_equals_the_integer_requantization(zp, lo, hi, dtype, wi
     assert epilogue is not None
     assert (epilogue.epilogue.wide is not None) == wide
     ls, rs = np.maximum(shift, 0), np.maximum(-shift, 0)
-    base = min(zp, lo)  # the base b (requant_trunc's module docstring)
+    base = epilogue.epilogue.base  # min(zp, lo) (requant_trunc's module docstring); int16 int8 forms: may wrap
+    assert base == min(zp, lo) or (wide and dtype == I8 and base == -256 and epilogue.epilogue.add is None)
     by_bound = _exact_by_bound(np.asarray(m, np.int64), ls, rs, np.full(real.size, bound), abs(zp - base))
     assert not by_bound[0] and by_bound[3]  # the first channel needs the monotone proof, the fourth does not
     assert (epilogue.epilogue.half is None) == (lo >= zp) and epilogue.epilogue.base == base
@@ -226,8 +227,8 @@ def test_pointwise_rows_layouts(c, act, zp):
 #: (input shape, kernel, output channels, activation, output zp, expected op, expected epilogue): outputs of more
 #: than FULL_CONSTANTS_MAX_VALUES values, whose epilogues broadcast one (OW*O,) row of per-channel constants.
 LARGE = [
-    ((1, 66, 66, 64), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),
-    ((1, 66, 66, 64), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
+    ((1, 66, 66, 128), 1, 16, 1, -128, "ConvQuantizedScaled", "ScaledEpilogue"),  # 1x1: K >= POINTWISE_SCALED_MIN_K
+    ((1, 66, 66, 128), 1, 16, 0, 6, "ConvQuantizedScaled", "ScaledEpilogue"),
     ((1, 130, 129, 2), 2, 4, 0, -9, "ConvQuantizedFolded", "TruncEpilogue"),
     ((1, 130, 129, 2), 2, 4, 3, -128, "ConvQuantizedFolded", "TruncEpilogue"),  # (not Plain: row constants)
 ]

@@ -110,7 +110,7 @@ def _check(model: bytes, spread: bool = True, **options) -> tuple[list, list]:
         outs = [(ours.get_tensor(o["index"]), theirs.get_tensor(o["index"])) for o in ours.get_output_details()]
         assert_close([a for a, _ in outs], [b for _, b in outs])
         for op in fused:  # the rows the conv read hold the depthwise's int8 / uint8 values
-            assert_close([op.epilogue.rows.copy()], [theirs.get_tensor(d).astype(np.float64)])
+            assert_close([op.epilogue.rows.copy()], [theirs.get_tensor(d).astype(op.epilogue.rows.dtype)])
         y = outs[0][1]
         assert len(np.unique(y)) > 20 or not spread  # the conv's outputs spread: a wrong row value shows
     return [FUSED_NAME.get(type(op).__name__, type(op).__name__) for op in steps], steps
@@ -182,6 +182,31 @@ def test_depthwise_fused_into_pointwise_rows(kind):
         assert op.epilogue.add.ndim == 0 and float(op.epilogue.add) == -128.0
     else:
         assert op.epilogue.add.shape[-1] == kwargs["c"] and len(np.unique(op.epilogue.add)) == 2
+
+
+#: id -> model arguments: 1x1 convs of K = 128 input channels (>= POINTWISE_SCALED_MIN_K: ConvQuantizedScaled, the
+#: float32 GEMM) fed by the depthwise: its floored values go into the conv's float32 [A, 1] rows
+SCALED_FUSED = {
+    "relu6": dict(h=6, w=6, c=128, units=64),
+    "wide": dict(h=12, w=12, c=128, units=32),
+    "near-dead-shifted": dict(h=5, w=7, c=128, units=32, dead=8),
+    "sign": dict(h=6, w=6, c=128, units=64, zp=5, act=NONE),
+    "late-zp": dict(h=6, w=6, c=128, units=64, dead=8, zp=100, act=NONE),
+    "uint8": dict(h=6, w=6, c=128, units=64, zp=7, dtype=U8),
+    "batch2-multiplier2": dict(h=4, w=4, c=128, units=64, batch=2, mult=2),
+    "stride2": dict(h=12, w=12, c=128, units=64, stride=2),
+}
+
+
+@pytest.mark.parametrize("kind", list(SCALED_FUSED))
+def test_depthwise_fused_into_scaled_pointwise(kind):
+    kwargs = SCALED_FUSED[kind]
+    names, steps = _check(_model(**kwargs))  # exact, and the rows hold LiteRT's depthwise tensor
+    assert names == ["DepthwiseIntoRows"]
+    (op,) = steps
+    assert type(op.conv_epilogue).__name__ == "ScaledEpilogue" and op.const_row is None
+    rows = op.epilogue.rows
+    assert rows.dtype == np.float32 and np.shares_memory(rows, op.a) and op.a.shape[1] == kwargs["c"] + 1
 
 
 @given(
