@@ -103,10 +103,13 @@ class FullyConnectedQuantizedFolded:
         new[-1] = row
         return dataclasses.replace(self, weights_t=new)
 
-    def feeding(self, consumer) -> FullyConnectedChain | None:
-        """This op and ``consumer``, the folded FULLY_CONNECTED that alone reads its output (ops/slice_views.py's
-        fuse_feeding), as one step, or None (FullyConnectedChain's conditions)."""
-        return FullyConnectedChain.link((self,), consumer)
+    def feeding(self, consumer):
+        """This op and ``consumer``, the folded FULLY_CONNECTED (FullyConnectedChain's conditions) or the short
+        SOFTMAX (fully_connected_tail.FullyConnectedSoftmaxTiny's) that alone reads its output
+        (ops/slice_views.py's fuse_feeding), as one step, or None."""
+        from .fully_connected_tail import fc_feeding  # it imports this module
+
+        return fc_feeding(self, consumer) or FullyConnectedChain.link((self,), consumer)
 
     def run_loaded(self, outputs) -> None:
         t = self.clipped()
@@ -357,8 +360,15 @@ class FullyConnectedChain:
         return FullyConnectedChain.link(self.layers, consumer)
 
     def __call__(self, inputs, outputs):
+        self.layers[0].load(inputs[INPUT])
+        self.run_loaded(outputs)
+
+    def rows(self) -> np.ndarray:
+        """The first layer's GEMM rows (what a feeding producer writes: fully_connected_tail.PooledIntoRows)."""
+        return self.layers[0].rows()
+
+    def run_loaded(self, outputs) -> None:
         layers = self.layers
-        layers[0].load(inputs[INPUT])
         for layer, target, relu in zip(layers, self.targets, self.relu):
             t = layer.clipped()
             if relu:  # t >= 0 (or -0.0): round half away is floor(t + h)
@@ -462,6 +472,13 @@ class FullyConnectedChainRounded:
 
     def __call__(self, inputs, outputs):
         self.layers[0].load(inputs[INPUT])
+        self.run_loaded(outputs)
+
+    def rows(self) -> np.ndarray:
+        """The first layer's GEMM rows (what a feeding producer writes: fully_connected_tail.PooledIntoRows)."""
+        return self.layers[0].rows()
+
+    def run_loaded(self, outputs) -> None:
         for product, xbuf, wt, acc, eff, t, lo, hi, target in self.steps:
             product(xbuf, wt, out=acc)  # exact integer sums in any order
             np.multiply(acc, eff, out=t)  # C++ multiplies double(acc) by the double eff

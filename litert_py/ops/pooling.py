@@ -229,15 +229,20 @@ class AveragePoolQuantizedTiledTable:
     total: np.ndarray  # (N, OH, OW, C) int32 sums + offset
 
     def __call__(self, inputs, outputs):
+        np.take(self.table, self.sums(inputs[INPUT]), out=outputs[OUTPUT], mode="clip")  # every index valid
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """The window sums + offset (``total``), each a valid index of the table."""
         s, tiles = self.total, self.tiles
-        np.add.reduce(
-            tiles.windows(inputs[INPUT]),
-            axis=tiles.axes,
-            dtype=np.int32,
-            out=s.reshape(tiles.reduced),
-            initial=self.offset,
-        )
-        np.take(self.table, s, out=outputs[OUTPUT])
+        np.add.reduce(tiles.windows(x), axis=tiles.axes, dtype=np.int32, out=s.reshape(tiles.reduced), initial=self.offset)
+        return s
+
+    def feeding(self, consumer):
+        """This pool and the folded FULLY_CONNECTED that alone reads its output as one step
+        (fully_connected_tail.PooledIntoRows), or None."""
+        from .fully_connected_tail import PooledIntoRows  # it imports the FC modules
+
+        return PooledIntoRows.make(self, self.table, "clip", self.total.shape, consumer)
 
 
 @dataclass(frozen=True, eq=False)

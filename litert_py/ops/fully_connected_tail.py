@@ -1,0 +1,159 @@
+"""The tail of an int8 / uint8 classifier as fused steps (ops/slice_views.py's fuse_feeding): a global pool or MEAN
+whose pooled values only a folded FULLY_CONNECTED reads (``PooledIntoRows``), and a one-row folded
+FULLY_CONNECTED whose values only a short SOFTMAX reads (``FullyConnectedSoftmaxTiny``).
+
+Inside a real invoke these steps run after the convolutions evicted the caches, where every numpy call, Python
+object and byte they touch costs 2-4x its hot time (a classifier's pool + FC + softmax: ~12 us hot, 40-55 us in
+sequence). The fused steps make fewer numpy calls, touch no intermediate int8 tensor and no step of their own:
+
+- ``PooledIntoRows``: the pool's table gather writes its values, as the GEMM's float type, straight into the
+  FULLY_CONNECTED's prepared GEMM rows (the copy from the int8 tensor into those rows is dropped);
+- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization and the softmax run on the row's Python
+  floats and ints (SoftmaxQuantizedTiny's arithmetic): GEMM, ``tolist`` and one store instead of the FC's
+  4-6 numpy calls and the softmax's ``tolist``, indexing and store.
+
+Sources: reference_ops::FullyConnected (integer_ops/fully_connected.h), reference_ops::Softmax (softmax.h),
+reference_ops::AveragePool / QuantizedMeanOrSum; the arithmetic each step repeats is its own kernel's
+(fully_connected_folded.py, softmax.py, pooling.py, reduce.py), whose docstrings cite the matched source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant.gemmlowp import get_reciprocal_int
+from ..quant.hybrid import HALF_DOWN_F64
+from .common import reshape_view
+from .fully_connected_folded import FullyConnectedQuantizedFolded
+from .softmax import TINY_MAX, SoftmaxQuantizedTiny, output_rounding
+
+INPUT, OUTPUT = 0, 0
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedSoftmaxTiny:
+    """A one-row FullyConnectedQuantizedFolded (any of its integer-store / rounded forms) of ``units`` values
+    followed by the SoftmaxQuantizedTiny that alone reads them, as one step. After the folded GEMM
+    (``fc.product`` into ``fc.acc``, as the FC itself) the row is read with ``tolist`` and, per value:
+
+    - ``t = a * eff`` on Python floats: the IEEE double product of double(acc) and the double eff, the one numpy's
+      float64 multiply makes in the FC;
+    - ``v = clamp(trunc(t + copysign(HALF_DOWN_F64, t)), lo, hi)`` (lo, hi = act_min - zo, act_max - zo):
+      round half away (quant.hybrid.HALF_DOWN) then the integer clamp, which equals FullyConnectedQuantizedFolded's
+      round-half-away of the clamped t (both monotone, the bounds integers); eff > 0, so t has a's sign;
+    - the softmax on ``d = max(v) - v``: the FC's output would be ``v + zo``, and the differences do not depend
+      on zo, so it is never added; then SoftmaxQuantizedTiny's steps on the same integers (the same table
+      entries, total, reciprocal, rounding, shift and clamp), stored with one assignment.
+
+    Exactness bound, checked at prepare (``make``): the FC's own (its GEMM sums exact, checked at its prepare), a
+    one-row FC whose output is the softmax's whole input (units <= TINY_MAX: no int32 wrap of the total),
+    ``hi - lo <= 255`` (every difference a table index), every eff > 0 and finite."""
+
+    fc: FullyConnectedQuantizedFolded
+    acc_row: np.ndarray  # fc.acc[0]: (units,)
+    effs: tuple  # per unit, Python floats
+    lo: int
+    hi: int
+    exp_list: list
+    sum_list: list
+    lead: tuple  # the softmax output's row index: (0,) * (rank - 1)
+    out_bits: int
+    out_min: int
+    out_span: int
+
+    @staticmethod
+    def make(fc, softmax) -> FullyConnectedSoftmaxTiny | None:
+        """The fused step, or None when a condition of the class docstring fails."""
+        if not isinstance(fc, FullyConnectedQuantizedFolded) or type(softmax) is not SoftmaxQuantizedTiny:
+            return None
+        rows, units = fc.acc.shape
+        if rows != 1 or units != softmax.shape[-1] or units > TINY_MAX or fc.hi - fc.lo > 255:
+            return None
+        effs = np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,))
+        if not (np.isfinite(effs).all() and (effs > 0).all()):
+            return None
+        return FullyConnectedSoftmaxTiny(
+            fc,
+            fc.acc[0],
+            tuple(effs.tolist()),
+            int(fc.lo),
+            int(fc.hi),
+            softmax.exp_list,
+            softmax.sum_list,
+            softmax.lead,
+            softmax.out_bits,
+            softmax.out_min,
+            softmax.out_span,
+        )
+
+    def __call__(self, inputs, outputs):
+        self.fc.load(inputs[INPUT])
+        self.run_loaded(outputs)
+
+    def rows(self) -> np.ndarray:
+        """The FC's GEMM rows (what a feeding producer writes: PooledIntoRows)."""
+        return self.fc.rows()
+
+    def run_loaded(self, outputs) -> None:
+        fc = self.fc
+        fc.product(fc.xbuf, fc.weights_t, out=fc.acc)  # exact integer sums in any order
+        lo, hi, h = self.lo, self.hi, HALF_DOWN_F64
+        vs = [int(a * e + h) if a >= 0 else int(a * e - h) for a, e in zip(self.acc_row.tolist(), self.effs)]
+        vs = [lo if v < lo else hi if v > hi else v for v in vs]
+        m = max(vs)
+        ds = [m - v for v in vs]
+        sum_list, exp_list = self.sum_list, self.exp_list
+        scale, bits_over_unit = get_reciprocal_int(sum([sum_list[d] for d in ds]), 12)
+        rounding, shift = output_rounding(bits_over_unit, self.out_bits)
+        span, out_min = self.out_span, self.out_min
+        q = [(exp_list[d] * scale + rounding) >> shift for d in ds]
+        outputs[OUTPUT][self.lead] = [(v if v < span else span) + out_min for v in q]
+
+
+def fc_feeding(fc, consumer):
+    """``FullyConnectedQuantizedFolded.feeding``'s softmax case: FullyConnectedSoftmaxTiny, or None."""
+    return FullyConnectedSoftmaxTiny.make(fc, consumer)
+
+
+@dataclass(frozen=True, eq=False)
+class PooledIntoRows:
+    """A global pool or MEAN with a table of its results (pooling.AveragePoolQuantizedTiledTable,
+    reduce.MeanQuantizedTable) whose output only a folded FULLY_CONNECTED reads (or such an FC fused with its
+    own reader: FullyConnectedSoftmaxTiny, a FullyConnectedChain), as one step: the pool's sums, then its table
+    gather from ``table`` (the pool's table in the GEMM's float type) straight into the FC's GEMM rows, then the
+    FC's run on the loaded rows. Exact: the FC would copy the pool's int8 / uint8 values into those rows as
+    floats (``load``, casting="unsafe"); the float table holds the same values (8-bit integers, exact in
+    float32 and float64), read with the same indices, into rows of the same size in the same (C) order (the
+    rows viewed as the pool's sums: checked at prepare that this is a view)."""
+
+    pool: object  # its sums(x) gives the table indices
+    table: np.ndarray  # the pool's table in the GEMM's dtype
+    mode: str  # np.take's mode for the pool's indices
+    target: np.ndarray  # the consumer's rows viewed with the sums' shape
+    consumer: object  # has rows() and run_loaded(outputs)
+
+    @staticmethod
+    def make(pool, table: np.ndarray, mode: str, sums_shape: tuple, consumer) -> PooledIntoRows | None:
+        if not hasattr(consumer, "run_loaded") or not hasattr(consumer, "rows"):
+            return None
+        rows = consumer.rows()
+        if rows.size != int(np.prod(sums_shape)) or rows.dtype not in (np.float32, np.float64):
+            return None
+        try:
+            target = reshape_view(rows, sums_shape)
+        except ValueError:
+            return None
+        return PooledIntoRows(pool, table.astype(rows.dtype), mode, target, consumer)
+
+    def __call__(self, inputs, outputs):
+        np.take(self.table, self.pool.sums(inputs[INPUT]), out=self.target, mode=self.mode)
+        self.consumer.run_loaded(outputs)
+
+    def feeding(self, consumer) -> PooledIntoRows | None:
+        """This step with its FC fused with the FC's own reader (fuse_feeding on an already fused step)."""
+        fused = getattr(self.consumer, "feeding", lambda c: None)(consumer)
+        if fused is None:
+            return None
+        return PooledIntoRows.make(self.pool, self.table, self.mode, self.target.shape, fused)
