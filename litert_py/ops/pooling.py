@@ -234,7 +234,8 @@ class AveragePoolQuantizedTiledTable:
     def sums(self, x: np.ndarray) -> np.ndarray:
         """The window sums + offset (``total``), each a valid index of the table."""
         s, tiles = self.total, self.tiles
-        np.add.reduce(tiles.windows(x), axis=tiles.axes, dtype=np.int32, out=s.reshape(tiles.reduced), initial=self.offset)
+        windows = tiles.windows(x)
+        np.add.reduce(windows, axis=tiles.axes, dtype=np.int32, out=s.reshape(tiles.reduced), initial=self.offset)
         return s
 
     def feeding(self, consumer):

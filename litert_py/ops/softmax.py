@@ -239,15 +239,22 @@ class SoftmaxQuantizedTiny:
         x = inputs[INPUT]
         if x.shape != self.shape:
             return self.general(inputs, outputs)
+        # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
+        # which inside an invoke (cold caches) costs more than the arithmetic
         xs = x[self.lead].tolist() if self.lead else x.tolist()
         m = max(xs)
-        ds = [m - v for v in xs]
         sum_list, exp_list = self.sum_list, self.exp_list
-        scale, bits_over_unit = get_reciprocal_int(sum([sum_list[d] for d in ds]), 12)
+        total = 0
+        for v in xs:
+            total += sum_list[m - v]
+        scale, bits_over_unit = get_reciprocal_int(total, 12)
         rounding, shift = output_rounding(bits_over_unit, self.out_bits)
         span, out_min = self.out_span, self.out_min
-        q = [(exp_list[d] * scale + rounding) >> shift for d in ds]
-        outputs[OUTPUT][self.lead] = [(v if v < span else span) + out_min for v in q]
+        q = []
+        for v in xs:
+            r = (exp_list[m - v] * scale + rounding) >> shift
+            q.append((r if r < span else span) + out_min)
+        outputs[OUTPUT][self.lead] = q
 
     @staticmethod
     def build(exp_table: np.ndarray, sum_table: np.ndarray, x: TensorInfo, y: TensorInfo) -> SoftmaxQuantizedTiny:
