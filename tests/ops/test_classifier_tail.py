@@ -59,7 +59,8 @@ def _tail(
             s_w = 2.0**-7 if ties else 0.0113
         w_q = quant(s_w, 0 if signed else 128)
         w = b.const(f"w{k}", (wz if signed else wz + 128).astype(dtype), quantization=w_q)
-        bias = b.const(f"b{k}", rng.integers(-200, 200, n_out).astype(np.int32), quantization=quant(s * np.asarray(s_w)))
+        b_q = quant(s * np.asarray(s_w))
+        bias = b.const(f"b{k}", rng.integers(-200, 200, n_out).astype(np.int32), quantization=b_q)
         s = s * 2.0**-7 * 8 if ties else s * 0.0113 / 0.07
         layer_act = act if last else RELU
         zp = (-128 if signed else 0) if layer_act == RELU else (3 if signed else 131)
