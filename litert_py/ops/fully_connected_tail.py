@@ -130,35 +130,37 @@ def fc_feeding(fc, consumer):
 @dataclass(frozen=True, eq=False)
 class PooledIntoRows:
     """A global pool or MEAN with a table of its results (pooling.AveragePoolQuantizedTiledTable,
-    reduce.MeanQuantizedTable) whose output only a folded FULLY_CONNECTED reads (or such an FC fused with its
-    own reader: FullyConnectedSoftmaxTiny, a FullyConnectedChain), as one step: the pool's sums, then its table
-    gather from ``table`` (the pool's table in the GEMM's float type) straight into the FC's GEMM rows, then the
-    FC's run on the loaded rows. Exact: the FC would copy the pool's int8 / uint8 values into those rows as
-    floats (``load``, casting="unsafe"); the float table holds the same values (8-bit integers, exact in
-    float32 and float64), read with the same indices, into rows of the same size in the same (C) order (the
-    rows viewed as the pool's sums: checked at prepare that this is a view)."""
+    reduce.MeanQuantizedTable; also FullyConnectedOneValueTable, whose rows are its results) whose output only a
+    folded FULLY_CONNECTED reads (or such an FC fused with its own reader: FullyConnectedSoftmaxTiny, a
+    FullyConnectedChain), as one step: the pool's sums, then its table gather from ``table`` (the pool's table
+    in the GEMM's float type) straight into the FC's GEMM rows, then the FC's run on the loaded rows. Exact: the
+    FC would copy the pool's 8-bit (or 16-bit) integer values into those rows as floats (``load``,
+    casting="unsafe"); the float table holds the same values (exact in float32 and float64), read with the same
+    indices, into rows of the same size in the same (C) order (the rows viewed as the pool's output: checked at
+    prepare that this is a view)."""
 
-    pool: object  # its sums(x) gives the table indices
+    pool: object  # its sums(x) gives the table indices (along the table's first axis)
     table: np.ndarray  # the pool's table in the GEMM's dtype
     mode: str  # np.take's mode for the pool's indices
     target: np.ndarray  # the consumer's rows viewed with the sums' shape
     consumer: object  # has rows() and run_loaded(outputs)
 
     @staticmethod
-    def make(pool, table: np.ndarray, mode: str, sums_shape: tuple, consumer) -> PooledIntoRows | None:
+    def make(pool, table: np.ndarray, mode: str, out_shape: tuple, consumer) -> PooledIntoRows | None:
+        """``out_shape``: the shape of ``np.take(table, pool.sums(x), axis=0)`` (the pool's output values)."""
         if not hasattr(consumer, "run_loaded") or not hasattr(consumer, "rows"):
             return None
         rows = consumer.rows()
-        if rows.size != int(np.prod(sums_shape)) or rows.dtype not in (np.float32, np.float64):
+        if rows.size != int(np.prod(out_shape)) or rows.dtype not in (np.float32, np.float64):
             return None
         try:
-            target = reshape_view(rows, sums_shape)
+            target = reshape_view(rows, out_shape)
         except ValueError:
             return None
         return PooledIntoRows(pool, table.astype(rows.dtype), mode, target, consumer)
 
     def __call__(self, inputs, outputs):
-        np.take(self.table, self.pool.sums(inputs[INPUT]), out=self.target, mode=self.mode)
+        np.take(self.table, self.pool.sums(inputs[INPUT]), axis=0, out=self.target, mode=self.mode)
         self.consumer.run_loaded(outputs)
 
     def feeding(self, consumer) -> PooledIntoRows | None:
@@ -167,3 +169,54 @@ class PooledIntoRows:
         if fused is None:
             return None
         return PooledIntoRows.make(self.pool, self.table, self.mode, self.target.shape, fused)
+
+
+#: Largest FullyConnectedOneValueTable, in output values (256 rows).
+ONE_VALUE_TABLE_MAX_UNITS = 1024
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedOneValueTable:
+    """A quantized FULLY_CONNECTED whose input is one 8-bit value (the first layer of a tiny regressor such as
+    tflite-micro's int8 sine model, 1 -> 16): its whole output for every one of the 256 input values, made at
+    prepare by running the layer's own prepared op (``layer``) on each, so an invoke is one np.take of the row
+    (``mode="wrap"``: the row of input value v sits at v mod 256, so an int8 index needs no offset) into the
+    output, or straight into the next folded FULLY_CONNECTED's GEMM rows (``feeding``: PooledIntoRows, whose
+    rows then take the table as floats: 8 / 16-bit integers, exact in float32). Exact by construction: the same
+    integers the layer computes (its own exactness bound, checked at its prepare, covers every 8-bit input).
+    Conditions, checked at prepare (``build``): one 8-bit input value, at least two and at most
+    ONE_VALUE_TABLE_MAX_UNITS output values of an integer type."""
+
+    table: np.ndarray  # (256, *out_shape) in the output type: row v mod 256 holds input value v's output
+    layer: object  # the layer's own prepared op (the dynamic path, for an input of another shape)
+    x_shape: tuple
+
+    @staticmethod
+    def build(layer, x, out) -> FullyConnectedOneValueTable | None:
+        """``layer`` (a prepared FC op) tabulated for input ``x`` and output ``out`` (TensorInfo), or None."""
+        x_dtype, out_dtype = np.dtype(x.dtype), np.dtype(out.dtype)
+        size = int(np.prod(out.shape))
+        if x_dtype not in (np.int8, np.uint8) or int(np.prod(x.shape)) != 1 or out_dtype.kind not in "iu":
+            return None
+        if not 2 <= size <= ONE_VALUE_TABLE_MAX_UNITS:
+            return None
+        out_shape = tuple(out.shape)
+        table = np.empty((256, *out_shape), out_dtype)
+        for v in range(256):  # value v mod 256 in the input type: row v
+            layer([np.array(v, np.uint8).view(x_dtype).reshape(x.shape)], [table[v]])
+        return FullyConnectedOneValueTable(table, layer, tuple(x.shape))
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        if x.shape != self.x_shape:
+            return self.layer(inputs, outputs)
+        out = outputs[OUTPUT]
+        np.take(self.table, x.reshape(()), axis=0, out=out, mode="wrap")
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """The table index (PooledIntoRows): the input's one value, as a 0-d array."""
+        return x.reshape(())
+
+    def feeding(self, consumer) -> PooledIntoRows | None:
+        """This layer and the folded FULLY_CONNECTED (or chain) that alone reads its output as one step."""
+        return PooledIntoRows.make(self, self.table, "wrap", self.table.shape[1:], consumer)

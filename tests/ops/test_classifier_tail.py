@@ -141,3 +141,60 @@ def test_not_fused():
     assert steps == ["PooledIntoRows/FullyConnectedQuantizedFoldedRounded", "SoftmaxQuantizedRow"]
     steps = _compare(_tail(pool="mean"), experimental_preserve_all_tensors=True)
     assert steps == ["MeanQuantizedTable", "FullyConnectedQuantizedFolded", "SoftmaxQuantizedTiny"]
+
+
+def _one_value(dtype, widths, acts) -> bytes:
+    """A FULLY_CONNECTED stack over one input value (tflite-micro's int8 sine model: 1 -> 16 -> 16 -> 1)."""
+    rng = np.random.default_rng(sum(widths))
+    signed = dtype == np.int8
+    b = ModelBuilder()
+    s, zp = 0.025, (-128 if signed else 0)
+    x = b.input("x", (1, 1), dtype, quantization=quant(s, zp))
+    for k, (depth, units, act) in enumerate(zip(widths, widths[1:], acts)):
+        wz = rng.integers(-127, 128, (units, depth))
+        s_w = 0.01
+        w = b.const(f"w{k}", (wz if signed else wz + 128).astype(dtype), quantization=quant(s_w, 0 if signed else 128))
+        bias = b.const(f"b{k}", rng.integers(-2000, 2000, units).astype(np.int32), quantization=quant(s * s_w))
+        s = s * s_w * depth**0.5 * 40 / 127
+        zp = (-128 if signed else 0) if act == RELU else (5 if signed else 133)
+        y = b.tensor(f"y{k}", (1, units), dtype, quantization=quant(s, zp))
+        b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": act})
+        x = y
+    b.output(x)
+    return b.build()
+
+
+def _all_values(model: bytes) -> list[str]:
+    """Ours and BUILTIN_REF on every one of the 256 input values; returns our prepared steps as _compare."""
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    results = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        d = it.get_input_details()[0]
+        res = []
+        for v in range(256):
+            it.set_tensor(d["index"], np.array(v, np.uint8).view(d["dtype"]).reshape(d["shape"]))
+            it.invoke()
+            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        results.append(res)
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+    names = []
+    for _, op in ours._subgraphs[0].steps_nodes:
+        inner = getattr(op, "consumer", None)
+        names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
+    return names
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_one_value_fc_table_into_chain(dtype):
+    """The sine model's shape: the first layer's table rows go straight into the chain of the other two."""
+    steps = _all_values(_one_value(dtype, (1, 16, 16, 1), (RELU, RELU, NONE)))
+    assert len(steps) == 1 and steps[0].startswith("PooledIntoRows/FullyConnectedChain")
+
+
+@pytest.mark.parametrize("act", [NONE, RELU])
+def test_one_value_fc_table_alone(act):
+    assert _all_values(_one_value(np.int8, (1, 8), (act,))) == ["FullyConnectedOneValueTable"]
