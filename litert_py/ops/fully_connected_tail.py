@@ -26,7 +26,14 @@ import numpy as np
 from ..quant.gemmlowp import get_reciprocal_int
 from ..quant.hybrid import HALF_DOWN_F64
 from .common import reshape_view
-from .fully_connected_folded import FullyConnectedQuantizedFolded
+from .fully_connected_folded import (
+    FullyConnectedChain,
+    FullyConnectedChainRounded,
+    FullyConnectedQuantizedFolded,
+    FullyConnectedQuantizedFoldedRelu,
+    FullyConnectedQuantizedFoldedRounded,
+    FullyConnectedQuantizedFoldedScalar,
+)
 from .softmax import TINY_MAX, SoftmaxQuantizedTiny, output_rounding
 
 INPUT, OUTPUT = 0, 0
@@ -190,6 +197,7 @@ class FullyConnectedOneValueTable:
     table: np.ndarray  # (256, *out_shape) in the output type: row v mod 256 holds input value v's output
     layer: object  # the layer's own prepared op (the dynamic path, for an input of another shape)
     x_shape: tuple
+    x_dtype: np.dtype
 
     @staticmethod
     def build(layer, x, out) -> FullyConnectedOneValueTable | None:
@@ -204,7 +212,7 @@ class FullyConnectedOneValueTable:
         table = np.empty((256, *out_shape), out_dtype)
         for v in range(256):  # value v mod 256 in the input type: row v
             layer([np.array(v, np.uint8).view(x_dtype).reshape(x.shape)], [table[v]])
-        return FullyConnectedOneValueTable(table, layer, tuple(x.shape))
+        return FullyConnectedOneValueTable(table, layer, tuple(x.shape), x_dtype)
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
@@ -217,6 +225,65 @@ class FullyConnectedOneValueTable:
         """The table index (PooledIntoRows): the input's one value, as a 0-d array."""
         return x.reshape(())
 
-    def feeding(self, consumer) -> PooledIntoRows | None:
-        """This layer and the folded FULLY_CONNECTED (or chain) that alone reads its output as one step."""
-        return PooledIntoRows.make(self, self.table, "wrap", self.table.shape[1:], consumer)
+    def feeding(self, consumer) -> PooledIntoRows | OneValueChainTable | None:
+        """This layer and the folded FULLY_CONNECTED (or chain) that alone reads its output as one step: the
+        table of that step's outputs (OneValueChainTable) when the consumer's output is an integer row of at
+        most ONE_VALUE_TABLE_MAX_UNITS values, else PooledIntoRows."""
+        fused = PooledIntoRows.make(self, self.table, "wrap", self.table.shape[1:], consumer)
+        return None if fused is None else OneValueChainTable.build(fused, self) or fused
+
+    def _tabulate(self, op, shape: tuple) -> np.ndarray:
+        """(256, prod(shape)) int64: ``op``'s output (written as an int64 array of ``shape``) per input value."""
+        table = np.empty((256, int(np.prod(shape))), np.int64)
+        scratch = np.empty(shape, np.int64)
+        for v in range(256):  # value v mod 256 in the input type: row v
+            op([np.array(v, np.uint8).view(self.x_dtype).reshape(self.x_shape)], [scratch])
+            table[v] = scratch.reshape(-1)
+        return table
+
+
+def _result_shape(op) -> tuple | None:
+    """The shape a folded FULLY_CONNECTED (or chain of them) writes its integer result as (any integer output
+    array of that shape takes the same values), or None for another op."""
+    if isinstance(op, (FullyConnectedChain, FullyConnectedChainRounded)):
+        return _result_shape(op.layers[-1])
+    if isinstance(op, FullyConnectedQuantizedFoldedScalar):
+        return (1,)  # ndarray.fill
+    if isinstance(op, FullyConnectedQuantizedFoldedRelu):  # and FullyConnectedQuantizedFoldedSigned
+        return op.iout.shape
+    if isinstance(op, FullyConnectedQuantizedFoldedRounded):
+        return op.t_out.shape
+    if isinstance(op, FullyConnectedQuantizedFolded):
+        return op.acc.shape
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class OneValueChainTable(FullyConnectedOneValueTable):
+    """FullyConnectedOneValueTable fused with the folded FULLY_CONNECTED layers after it (a tiny regressor's
+    whole stack over its one 8-bit input: tflite-micro's int8 sine model is one step): the table holds the last
+    layer's output for every input value, made at prepare by running the fused step (PooledIntoRows) itself on
+    each, so an invoke is one row copy into the output (the values are integers of the output type, held as
+    int64: the cast stores them exactly). Exact by construction, as FullyConnectedOneValueTable. Conditions,
+    checked at prepare (``build``): the consumer's result is an integer row (``_result_shape``) of at most
+    ONE_VALUE_TABLE_MAX_UNITS values."""
+
+    @staticmethod
+    def build(fused: PooledIntoRows, first: FullyConnectedOneValueTable) -> OneValueChainTable | None:
+        shape = _result_shape(fused.consumer)
+        if shape is None or int(np.prod(shape)) > ONE_VALUE_TABLE_MAX_UNITS:
+            return None
+        return OneValueChainTable(first._tabulate(fused, shape), fused, first.x_shape, first.x_dtype)
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        if x.shape != self.x_shape:
+            return self.layer(inputs, outputs)
+        outputs[OUTPUT].reshape(-1)[...] = self.table[x.item()]  # int v indexes row v mod 256
+
+    def feeding(self, consumer) -> OneValueChainTable | None:
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step), tabulated again."""
+        fused = self.layer.feeding(consumer)
+        if fused is None:
+            return None
+        return OneValueChainTable.build(fused, self)

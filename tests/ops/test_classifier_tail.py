@@ -190,9 +190,9 @@ def _all_values(model: bytes) -> list[str]:
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
 def test_one_value_fc_table_into_chain(dtype):
-    """The sine model's shape: the first layer's table rows go straight into the chain of the other two."""
-    steps = _all_values(_one_value(dtype, (1, 16, 16, 1), (RELU, RELU, NONE)))
-    assert len(steps) == 1 and steps[0].startswith("PooledIntoRows/FullyConnectedChain")
+    """The sine model's shape: the whole stack over the one input value is one table (OneValueChainTable)."""
+    assert _all_values(_one_value(dtype, (1, 16, 16, 1), (RELU, RELU, NONE))) == ["OneValueChainTable"]
+    assert _all_values(_one_value(dtype, (1, 16, 8), (NONE, RELU))) == ["OneValueChainTable"]  # 8 values out
 
 
 @pytest.mark.parametrize("act", [NONE, RELU])
