@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant.gemmlowp import get_reciprocal_int
 from ..quant.hybrid import HALF_DOWN_F64
 from .common import reshape_view
 from .fully_connected_folded import (
@@ -34,7 +33,7 @@ from .fully_connected_folded import (
     FullyConnectedQuantizedFoldedRounded,
     FullyConnectedQuantizedFoldedScalar,
 )
-from .softmax import TINY_MAX, SoftmaxQuantizedTiny, output_rounding
+from .softmax import TINY_MAX, SoftmaxQuantizedTiny
 
 INPUT, OUTPUT = 0, 0
 
@@ -63,12 +62,7 @@ class FullyConnectedSoftmaxTiny:
     effs: tuple  # per unit, Python floats
     lo: int
     hi: int
-    exp_list: list
-    sum_list: list
-    lead: tuple  # the softmax output's row index: (0,) * (rank - 1)
-    out_bits: int
-    out_min: int
-    out_span: int
+    softmax: SoftmaxQuantizedTiny
 
     @staticmethod
     def make(fc, softmax) -> FullyConnectedSoftmaxTiny | None:
@@ -81,19 +75,7 @@ class FullyConnectedSoftmaxTiny:
         effs = np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,))
         if not (np.isfinite(effs).all() and (effs > 0).all()):
             return None
-        return FullyConnectedSoftmaxTiny(
-            fc,
-            fc.acc[0],
-            tuple(effs.tolist()),
-            int(fc.lo),
-            int(fc.hi),
-            softmax.exp_list,
-            softmax.sum_list,
-            softmax.lead,
-            softmax.out_bits,
-            softmax.out_min,
-            softmax.out_span,
-        )
+        return FullyConnectedSoftmaxTiny(fc, fc.acc[0], tuple(effs.tolist()), int(fc.lo), int(fc.hi), softmax)
 
     def __call__(self, inputs, outputs):
         self.fc.load(inputs[INPUT])
@@ -114,19 +96,7 @@ class FullyConnectedSoftmaxTiny:
             t = a * e  # the IEEE double product numpy's float64 multiply makes
             v = int(t + h) if t >= 0 else int(t - h)  # round half away: trunc(t + copysign(h, t))
             vs.append(lo if v < lo else hi if v > hi else v)
-        m = max(vs)
-        sum_list, exp_list = self.sum_list, self.exp_list
-        total = 0
-        for v in vs:
-            total += sum_list[m - v]
-        scale, bits_over_unit = get_reciprocal_int(total, 12)
-        rounding, shift = output_rounding(bits_over_unit, self.out_bits)
-        span, out_min = self.out_span, self.out_min
-        q = []
-        for v in vs:
-            r = (exp_list[m - v] * scale + rounding) >> shift
-            q.append((r if r < span else span) + out_min)
-        outputs[OUTPUT][self.lead] = q
+        self.softmax.run_values(vs, outputs)  # v = x - zo: the same differences
 
 
 def fc_feeding(fc, consumer):

@@ -239,9 +239,13 @@ class SoftmaxQuantizedTiny:
         x = inputs[INPUT]
         if x.shape != self.shape:
             return self.general(inputs, outputs)
+        self.run_values(x[self.lead].tolist() if self.lead else x.tolist(), outputs)
+
+    def run_values(self, xs: list, outputs) -> None:
+        """The softmax of the row ``xs`` (Python ints; any common offset of the input's values: only the
+        differences max(xs) - x are read) stored into the output."""
         # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
         # which inside an invoke (cold caches) costs more than the arithmetic
-        xs = x[self.lead].tolist() if self.lead else x.tolist()
         m = max(xs)
         sum_list, exp_list = self.sum_list, self.exp_list
         total = 0

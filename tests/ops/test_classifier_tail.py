@@ -74,9 +74,9 @@ def _tail(
     return b.build()
 
 
-def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
-    """Runs ours and BUILTIN_REF over ``n`` random inputs and the extremes, asserts the outputs equal; returns our
-    prepared steps' class names (a fused step as ``Outer/Consumer``)."""
+def _run(model: bytes, inputs, **kwargs) -> list[str]:
+    """Runs ours and BUILTIN_REF on ``inputs(detail)`` (the input arrays for the input's details), asserts the
+    outputs equal; returns our prepared steps' class names (a fused step as ``Outer/Consumer``)."""
     LiteRT, resolver = oracle()
     theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
     ours = Interpreter(model_content=model, **kwargs)
@@ -84,12 +84,8 @@ def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
     for it in (ours, theirs):
         it.allocate_tensors()
         d = it.get_input_details()[0]
-        info = np.iinfo(d["dtype"])
-        rng = np.random.default_rng(1)
-        xs = [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(n)]
-        xs += [np.full(d["shape"], v, d["dtype"]) for v in (info.min, info.max, 0)]
         res = []
-        for x in xs:
+        for x in inputs(d):
             it.set_tensor(d["index"], x)
             it.invoke()
             res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
@@ -101,6 +97,18 @@ def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
         inner = getattr(op, "consumer", None)
         names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
     return names
+
+
+def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
+    """_run over ``n`` random inputs and the extremes."""
+
+    def inputs(d):
+        info = np.iinfo(d["dtype"])
+        rng = np.random.default_rng(1)
+        xs = [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(n)]
+        return xs + [np.full(d["shape"], v, d["dtype"]) for v in (info.min, info.max, 0)]
+
+    return _run(model, inputs, **kwargs)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
@@ -165,27 +173,8 @@ def _one_value(dtype, widths, acts) -> bytes:
 
 
 def _all_values(model: bytes) -> list[str]:
-    """Ours and BUILTIN_REF on every one of the 256 input values; returns our prepared steps as _compare."""
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model)
-    results = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        d = it.get_input_details()[0]
-        res = []
-        for v in range(256):
-            it.set_tensor(d["index"], np.array(v, np.uint8).view(d["dtype"]).reshape(d["shape"]))
-            it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
-        results.append(res)
-    for got, want in zip(*results):
-        np.testing.assert_array_equal(got, want)
-    names = []
-    for _, op in ours._subgraphs[0].steps_nodes:
-        inner = getattr(op, "consumer", None)
-        names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
-    return names
+    """_run on every one of the 256 input values."""
+    return _run(model, lambda d: [np.array(v, np.uint8).view(d["dtype"]).reshape(d["shape"]) for v in range(256)])
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
