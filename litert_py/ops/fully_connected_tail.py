@@ -33,6 +33,7 @@ from .fully_connected_folded import (
     FullyConnectedQuantizedFoldedRounded,
     FullyConnectedQuantizedFoldedScalar,
 )
+from .shape import CopyReshaped
 from .softmax import TINY_MAX, SoftmaxQuantizedTiny
 
 INPUT, OUTPUT = 0, 0
@@ -146,6 +147,38 @@ class PooledIntoRows:
         if fused is None:
             return None
         return PooledIntoRows.make(self.pool, self.table, self.mode, self.target.shape, fused)
+
+
+def pool_feeding(pool, table: np.ndarray, mode: str, out_shape: tuple, consumer):
+    """``feeding`` of a pool with a table of its results (its ``sums(x)`` indexing ``table`` with ``mode``, its
+    output values shaped ``out_shape``): PooledReshaped when ``consumer`` is a RESHAPE / SQUEEZE / EXPAND_DIMS
+    copy, else PooledIntoRows, or None."""
+    if type(consumer) is CopyReshaped:
+        return PooledReshaped(pool, table, mode, out_shape)
+    return PooledIntoRows.make(pool, table, mode, out_shape, consumer)
+
+
+@dataclass(frozen=True, eq=False)
+class PooledReshaped:
+    """A pool with a table of its results (as PooledIntoRows) whose output only a RESHAPE / SQUEEZE /
+    EXPAND_DIMS copy (shape.CopyReshaped) reads, the copy dropped: the gather stores the pool's values straight
+    into the copy's output viewed with the pool's output shape (a C-order reshape of a contiguous tensor: the
+    same values in the same order). Its reader, usually the FULLY_CONNECTED after a Flatten (MLPerf Tiny's
+    DS-CNN, ResNet-8, MobileNet: AVERAGE_POOL_2D -> RESHAPE -> FULLY_CONNECTED), is then fed in turn
+    (``feeding``: PooledIntoRows, the same values written as floats into its GEMM rows)."""
+
+    pool: object
+    table: np.ndarray  # the pool's own table, in its output type
+    mode: str
+    out_shape: tuple  # the pool's output values' shape
+
+    def __call__(self, inputs, outputs):
+        out = outputs[OUTPUT].reshape(self.out_shape)  # a view: tensors are C-contiguous
+        np.take(self.table, self.pool.sums(inputs[INPUT]), axis=0, out=out, mode=self.mode)
+
+    def feeding(self, consumer) -> PooledIntoRows | None:
+        """The pool gathering into the reader's GEMM rows: the reshaped tensor holds the same values in order."""
+        return PooledIntoRows.make(self.pool, self.table, self.mode, self.out_shape, consumer)
 
 
 #: Largest FullyConnectedOneValueTable, in output values (256 rows).

@@ -243,10 +243,10 @@ class AveragePoolQuantizedTiledTable:
 
     def feeding(self, consumer):
         """This pool and the folded FULLY_CONNECTED that alone reads its output as one step
-        (fully_connected_tail.PooledIntoRows), or None."""
-        from .fully_connected_tail import PooledIntoRows  # it imports the FC modules
+        (fully_connected_tail.PooledIntoRows; also through a RESHAPE: PooledReshaped), or None."""
+        from .fully_connected_tail import pool_feeding  # it imports the FC modules
 
-        return PooledIntoRows.make(self, self.table, "clip", self.total.shape, consumer)
+        return pool_feeding(self, self.table, "clip", self.total.shape, consumer)
 
 
 @dataclass(frozen=True, eq=False)

@@ -217,10 +217,10 @@ class MeanQuantizedTable:
 
     def feeding(self, consumer):
         """This MEAN and the folded FULLY_CONNECTED that alone reads its output as one step
-        (fully_connected_tail.PooledIntoRows), or None."""
-        from .fully_connected_tail import PooledIntoRows  # it imports the FC modules, which import ops.quantize
+        (fully_connected_tail.PooledIntoRows; also through a RESHAPE: PooledReshaped), or None."""
+        from .fully_connected_tail import pool_feeding  # it imports the FC modules, which import ops.quantize
 
-        return PooledIntoRows.make(self, self.table, "wrap", (self.reduction.m,), consumer)
+        return pool_feeding(self, self.table, "wrap", (self.reduction.m,), consumer)
 
 
 @dataclass(frozen=True, eq=False)

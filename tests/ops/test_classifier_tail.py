@@ -30,9 +30,11 @@ def _tail(
     extra_fc=0,
     beta=1.0,
     softmax=True,
+    flatten=False,
 ) -> bytes:
-    """x (1, 3, 4, C) -> MEAN / AVERAGE_POOL_2D (or none: x is (1, C)) -> FULLY_CONNECTED (units) [-> more FCs]
-    -> SOFTMAX. ``ties``: scales that are powers of two, eff = 1/8 exactly (per-channel: 1/8 and 1/4)."""
+    """x (1, 3, 4, C) -> MEAN / AVERAGE_POOL_2D (or none: x is (1, C)) [-> RESHAPE (1, C)] -> FULLY_CONNECTED
+    (units) [-> more FCs] -> SOFTMAX. ``ties``: scales that are powers of two, eff = 1/8 exactly (per-channel:
+    1/8 and 1/4)."""
     rng = np.random.default_rng(units * 7 + channels)
     signed = dtype == np.int8
     b = ModelBuilder()
@@ -47,6 +49,10 @@ def _tail(
         y = b.tensor("pooled", (1, 1, 1, channels), dtype, quantization=quant(s_in, zp_in))
         opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "filter_height": 3, "filter_width": 4}
         b.op("AVERAGE_POOL_2D", [x], [y], opts)
+        x = y
+    if pool and flatten:  # Keras' Flatten: RESHAPE to (1, C)
+        y = b.tensor("flat", (1, channels), dtype, quantization=quant(s_in, zp_in))
+        b.op("RESHAPE", [x, b.const("shape", np.array([1, channels], np.int32))], [y], {"new_shape": [1, channels]})
         x = y
     s, depth = s_in, channels
     for k in range(1 + extra_fc):
@@ -118,6 +124,29 @@ def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
 def test_pool_fc_softmax_fused(dtype, pool, act, ties):
     steps = _compare(_tail(dtype, pool, act=act, ties=ties))
     assert steps == ["PooledIntoRows/FullyConnectedSoftmaxTiny"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("pool", ["mean", "avg"])
+def test_pool_flatten_fc_softmax_fused(dtype, pool):
+    """MLPerf Tiny's tail: the pool -> RESHAPE (Flatten) -> FC -> SOFTMAX, one step; without the FC's fusion
+    (all but the softmax: a longer row) the pool still stores into the reshaped tensor (PooledReshaped)."""
+    assert _compare(_tail(dtype, pool, flatten=True)) == ["PooledIntoRows/FullyConnectedSoftmaxTiny"]
+    model = _tail(dtype, pool, flatten=True, units=30, ties=False)
+    assert _compare(model) == ["PooledIntoRows/FullyConnectedQuantizedFoldedRounded", "SoftmaxQuantizedRow"]
+
+
+def test_pool_reshape_alone():
+    """A pool whose reshaped output is the model's output: PooledReshaped stores into it."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 3, 4, 6), np.int8, quantization=quant(0.1, -3))
+    y = b.tensor("pooled", (1, 1, 1, 6), np.int8, quantization=quant(0.1, -3))
+    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "filter_height": 3, "filter_width": 4}
+    b.op("AVERAGE_POOL_2D", [x], [y], opts)
+    z = b.tensor("flat", (1, 6), np.int8, quantization=quant(0.1, -3))
+    b.op("RESHAPE", [y, b.const("shape", np.array([1, 6], np.int32))], [z], {"new_shape": [1, 6]})
+    b.output(z)
+    assert _compare(b.build()) == ["PooledReshaped"]
 
 
 @pytest.mark.parametrize("ties", [True, False])
