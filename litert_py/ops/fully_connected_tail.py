@@ -8,9 +8,15 @@ sequence). The fused steps make fewer numpy calls, touch no intermediate int8 te
 
 - ``PooledIntoRows``: the pool's table gather writes its values, as the GEMM's float type, straight into the
   FULLY_CONNECTED's prepared GEMM rows (the copy from the int8 tensor into those rows is dropped);
+- ``PooledReshaped``: the same pool when a RESHAPE (Keras' Flatten) sits between it and the FULLY_CONNECTED:
+  the pool stores into the reshaped tensor and feeds the FULLY_CONNECTED's rows in turn;
 - ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization and the softmax run on the row's Python
   floats and ints (SoftmaxQuantizedTiny's arithmetic): GEMM, ``tolist`` and one store instead of the FC's
   4-6 numpy calls and the softmax's ``tolist``, indexing and store.
+
+Also the FULLY_CONNECTED over one 8-bit input value (``FullyConnectedOneValueTable``: a table of its 256
+possible outputs) and the stack of folded layers after it (``OneValueChainTable``: tflite-micro's int8 sine
+model as one row copy).
 
 Sources: reference_ops::FullyConnected (integer_ops/fully_connected.h), reference_ops::Softmax (softmax.h),
 reference_ops::AveragePool / QuantizedMeanOrSum; the arithmetic each step repeats is its own kernel's
