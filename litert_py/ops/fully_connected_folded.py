@@ -356,8 +356,9 @@ class FullyConnectedChain:
         )
 
     def feeding(self, consumer) -> FullyConnectedChain | None:
-        """This chain extended by ``consumer`` (fuse_feeding on an already fused step)."""
-        return FullyConnectedChain.link(self.layers, consumer)
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step), or ending in its last
+        layer fused with a short SOFTMAX (``_with_softmax``)."""
+        return _with_softmax(self, consumer) or FullyConnectedChain.link(self.layers, consumer)
 
     def __call__(self, inputs, outputs):
         self.layers[0].load(inputs[INPUT])
@@ -379,6 +380,16 @@ class FullyConnectedChain:
                 t += layer.sign
                 np.trunc(t, out=target, casting="same_kind")
         layers[-1].run_loaded(outputs)
+
+
+def _with_softmax(chain, consumer):
+    """``chain`` with its last layer replaced by that layer fused with ``consumer``, the short SOFTMAX that alone
+    reads its output (fully_connected_tail.FullyConnectedSoftmaxTiny, which wraps the same layer object: the
+    chain's producers still store into its GEMM rows, and it runs that layer's GEMM), or None."""
+    from .fully_connected_tail import fc_feeding  # it imports this module
+
+    tail = fc_feeding(chain.layers[-1], consumer)
+    return None if tail is None else dataclasses.replace(chain, layers=chain.layers[:-1] + (tail,))
 
 
 #: Folded layers of at most this many GEMM weights run in float64 inside a FullyConnectedChainRounded: numpy's
@@ -467,8 +478,9 @@ class FullyConnectedChainRounded:
         return FullyConnectedChainRounded(layers, steps)
 
     def feeding(self, consumer) -> FullyConnectedChainRounded | FullyConnectedChain | None:
-        """This chain extended by ``consumer`` (fuse_feeding on an already fused step)."""
-        return FullyConnectedChain.link(self.layers, consumer)
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step), or ending in its last
+        layer fused with a short SOFTMAX (``_with_softmax``)."""
+        return _with_softmax(self, consumer) or FullyConnectedChain.link(self.layers, consumer)
 
     def __call__(self, inputs, outputs):
         self.layers[0].load(inputs[INPUT])

@@ -162,9 +162,20 @@ def test_fc_softmax_fused(units, w_max, beta):
 
 
 def test_pool_into_fc_chain():
-    """The pool feeds a chain of two FCs (its consumer is the chain), the last FC the softmax."""
-    steps = _compare(_tail(pool="avg", extra_fc=1, ties=False))
-    assert len(steps) == 2 and steps[0].startswith("PooledIntoRows/FullyConnectedChain")
+    """The pool feeds a chain of two FCs (its consumer is the chain), the last FC fused with the softmax."""
+    (step,) = _compare(_tail(pool="avg", extra_fc=1, ties=False))
+    assert step.startswith("PooledIntoRows/FullyConnectedChain")
+
+
+@pytest.mark.parametrize("ties", [True, False])
+def test_fc_chain_softmax(ties):
+    """A dense classifier's stack (FC -> FC -> SOFTMAX): the chain's last layer fused with the softmax."""
+    (step,) = _compare(_tail(pool=None, extra_fc=1, ties=ties))
+    assert step.startswith("FullyConnectedChain")
+    op = Interpreter(model_content=_tail(pool=None, extra_fc=1, ties=ties))
+    op.allocate_tensors()
+    (fused,) = [op for _, op in op._subgraphs[0].steps_nodes]
+    assert type(fused.layers[-1]).__name__ == "FullyConnectedSoftmaxTiny"
 
 
 def test_pool_into_fc_without_softmax():
