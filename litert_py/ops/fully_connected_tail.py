@@ -242,13 +242,17 @@ class FullyConnectedOneValueTable:
         return None if fused is None else OneValueChainTable.build(fused, self) or fused
 
     def _tabulate(self, op, shape: tuple) -> np.ndarray:
-        """(256, prod(shape)) int64: ``op``'s output (written as an int64 array of ``shape``) per input value."""
+        """(256, prod(shape)): ``op``'s output (written as an int64 array of ``shape``) per input value, kept in
+        the smallest integer type that holds every value (the same integers)."""
         table = np.empty((256, int(np.prod(shape))), np.int64)
         scratch = np.empty(shape, np.int64)
         for v in range(256):  # value v mod 256 in the input type: row v
             op([np.array(v, np.uint8).view(self.x_dtype).reshape(self.x_shape)], [scratch])
             table[v] = scratch.reshape(-1)
-        return table
+        lo, hi = int(table.min()), int(table.max())
+        types = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
+        small = next((t for t in types if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max), np.int64)
+        return table.astype(small)
 
 
 def _result_shape(op) -> tuple | None:
@@ -272,10 +276,10 @@ class OneValueChainTable(FullyConnectedOneValueTable):
     """FullyConnectedOneValueTable fused with the folded FULLY_CONNECTED layers after it (a tiny regressor's
     whole stack over its one 8-bit input: tflite-micro's int8 sine model is one step): the table holds the last
     layer's output for every input value, made at prepare by running the fused step (PooledIntoRows) itself on
-    each, so an invoke is one row copy into the output (the values are integers of the output type, held as
-    int64: the cast stores them exactly). Exact by construction, as FullyConnectedOneValueTable. Conditions,
-    checked at prepare (``build``): the consumer's result is an integer row (``_result_shape``) of at most
-    ONE_VALUE_TABLE_MAX_UNITS values."""
+    each, so an invoke is one row copy into the output (the values are integers of the output type, held in
+    the smallest integer type that holds them all: the cast stores them exactly). Exact by construction, as
+    FullyConnectedOneValueTable. Conditions, checked at prepare (``build``): the consumer's result is an integer
+    row (``_result_shape``) of at most ONE_VALUE_TABLE_MAX_UNITS values."""
 
     @staticmethod
     def build(fused: PooledIntoRows, first: FullyConnectedOneValueTable) -> OneValueChainTable | None:
