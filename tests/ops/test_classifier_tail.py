@@ -81,8 +81,8 @@ def _tail(
 
 
 def _run(model: bytes, inputs, **kwargs) -> list[str]:
-    """Runs ours and BUILTIN_REF on ``inputs(detail)`` (the input arrays for the input's details), asserts the
-    outputs equal; returns our prepared steps' class names (a fused step as ``Outer/Consumer``)."""
+    """Runs ours and BUILTIN_REF on ``inputs(detail)`` (the input arrays for the input's details), asserts every
+    output equal; returns our prepared steps' class names (a fused step as ``Outer/Consumer``)."""
     LiteRT, resolver = oracle()
     theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
     ours = Interpreter(model_content=model, **kwargs)
@@ -94,10 +94,11 @@ def _run(model: bytes, inputs, **kwargs) -> list[str]:
         for x in inputs(d):
             it.set_tensor(d["index"], x)
             it.invoke()
-            res.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+            res.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
         results.append(res)
     for got, want in zip(*results):
-        np.testing.assert_array_equal(got, want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
     names = []
     for _, op in ours._subgraphs[0].steps_nodes:
         inner = getattr(op, "consumer", None)
