@@ -25,6 +25,7 @@ reference_ops::AveragePool / QuantizedMeanOrSum; the arithmetic each step repeat
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,9 +106,18 @@ class FullyConnectedSoftmaxTiny:
             vs.append(lo if v < lo else hi if v > hi else v)
         self.softmax.run_values(vs, outputs)  # v = x - zo: the same differences
 
+    def feeding(self, consumer) -> FullyConnectedSoftmaxTiny | None:
+        """This step with its softmax fused with the table lookup that alone reads its output (a DEQUANTIZE:
+        SoftmaxQuantizedTiny.feeding), or None."""
+        softmax = self.softmax.feeding(consumer)
+        return None if softmax is None else dataclasses.replace(self, softmax=softmax)
+
 
 def fc_feeding(fc, consumer):
-    """``FullyConnectedQuantizedFolded.feeding``'s softmax case: FullyConnectedSoftmaxTiny, or None."""
+    """``FullyConnectedQuantizedFolded.feeding``'s softmax case (FullyConnectedSoftmaxTiny, or None); for a
+    chain's last layer already so fused, that step's own ``feeding``."""
+    if isinstance(fc, FullyConnectedSoftmaxTiny):
+        return fc.feeding(consumer)
     return FullyConnectedSoftmaxTiny.make(fc, consumer)
 
 

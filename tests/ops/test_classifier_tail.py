@@ -31,10 +31,11 @@ def _tail(
     beta=1.0,
     softmax=True,
     flatten=False,
+    dequantize=False,
 ) -> bytes:
     """x (1, 3, 4, C) -> MEAN / AVERAGE_POOL_2D (or none: x is (1, C)) [-> RESHAPE (1, C)] -> FULLY_CONNECTED
-    (units) [-> more FCs] -> SOFTMAX. ``ties``: scales that are powers of two, eff = 1/8 exactly (per-channel:
-    1/8 and 1/4)."""
+    (units) [-> more FCs] -> SOFTMAX [-> DEQUANTIZE]. ``ties``: scales that are powers of two, eff = 1/8 exactly
+    (per-channel: 1/8 and 1/4)."""
     rng = np.random.default_rng(units * 7 + channels)
     signed = dtype == np.int8
     b = ModelBuilder()
@@ -76,6 +77,9 @@ def _tail(
     if softmax:
         y = b.tensor("probs", (1, units), dtype, quantization=quant(1 / 256, -128 if signed else 0))
         b.op("SOFTMAX", [x], [y], {"beta": beta})
+    if dequantize:
+        x, y = y, b.tensor("scores", (1, units), np.float32)
+        b.op("DEQUANTIZE", [x], [y])
     b.output(y)
     return b.build()
 
@@ -135,6 +139,27 @@ def test_pool_flatten_fc_softmax_fused(dtype, pool):
     assert _compare(_tail(dtype, pool, flatten=True)) == ["PooledIntoRows/FullyConnectedSoftmaxTiny"]
     model = _tail(dtype, pool, flatten=True, units=30, ties=False)
     assert _compare(model) == ["PooledIntoRows/FullyConnectedQuantizedFoldedRounded", "SoftmaxQuantizedRow"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_softmax_dequantize_fused(dtype):
+    """The classifier's float output: pool -> FC -> SOFTMAX -> DEQUANTIZE as one step (the lookup composed into
+    the softmax's store), also after an FC chain and with no FC at all (SOFTMAX -> DEQUANTIZE)."""
+    (step,) = _compare(_tail(dtype, "mean", flatten=True, dequantize=True))
+    assert step == "PooledIntoRows/FullyConnectedSoftmaxTiny"
+    assert _compare(_tail(dtype, "avg", extra_fc=1, dequantize=True, ties=False))[0].startswith("PooledIntoRows/")
+    b = ModelBuilder()
+    x = b.input("x", (1, 7), dtype, quantization=quant(0.07, 3))
+    y = b.tensor("probs", (1, 7), dtype, quantization=quant(1 / 256, -128 if dtype == np.int8 else 0))
+    b.op("SOFTMAX", [x], [y], {"beta": 1.0})
+    z = b.tensor("scores", (1, 7), np.float32)
+    b.op("DEQUANTIZE", [y], [z])
+    b.output(z)
+    assert _compare(b.build()) == ["SoftmaxQuantizedTinyLookup"]
+    interp = Interpreter(model_content=_tail(dtype, "mean", flatten=True, dequantize=True))
+    interp.allocate_tensors()
+    (fused,) = [op for _, op in interp._subgraphs[0].steps_nodes]
+    assert type(fused.consumer.softmax).__name__ == "SoftmaxQuantizedTinyLookup"
 
 
 def test_pool_reshape_alone():
