@@ -103,10 +103,13 @@ class FullyConnectedQuantizedFolded:
         new[-1] = row
         return dataclasses.replace(self, weights_t=new)
 
-    def feeding(self, consumer) -> FullyConnectedChain | None:
-        """This op and ``consumer``, the folded FULLY_CONNECTED that alone reads its output (ops/slice_views.py's
-        fuse_feeding), as one step, or None (FullyConnectedChain's conditions)."""
-        return FullyConnectedChain.link((self,), consumer)
+    def feeding(self, consumer):
+        """This op and ``consumer``, the folded FULLY_CONNECTED (FullyConnectedChain's conditions) or the short
+        SOFTMAX (fully_connected_tail.FullyConnectedSoftmaxTiny's) that alone reads its output
+        (ops/slice_views.py's fuse_feeding), as one step, or None."""
+        from .fully_connected_tail import fc_feeding  # it imports this module
+
+        return fc_feeding(self, consumer) or FullyConnectedChain.link((self,), consumer)
 
     def run_loaded(self, outputs) -> None:
         t = self.clipped()
@@ -353,12 +356,20 @@ class FullyConnectedChain:
         )
 
     def feeding(self, consumer) -> FullyConnectedChain | None:
-        """This chain extended by ``consumer`` (fuse_feeding on an already fused step)."""
-        return FullyConnectedChain.link(self.layers, consumer)
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step), or ending in its last
+        layer fused with a short SOFTMAX (``_with_softmax``)."""
+        return _with_softmax(self, consumer) or FullyConnectedChain.link(self.layers, consumer)
 
     def __call__(self, inputs, outputs):
+        self.layers[0].load(inputs[INPUT])
+        self.run_loaded(outputs)
+
+    def rows(self) -> np.ndarray:
+        """The first layer's GEMM rows (what a feeding producer writes: fully_connected_tail.PooledIntoRows)."""
+        return self.layers[0].rows()
+
+    def run_loaded(self, outputs) -> None:
         layers = self.layers
-        layers[0].load(inputs[INPUT])
         for layer, target, relu in zip(layers, self.targets, self.relu):
             t = layer.clipped()
             if relu:  # t >= 0 (or -0.0): round half away is floor(t + h)
@@ -369,6 +380,16 @@ class FullyConnectedChain:
                 t += layer.sign
                 np.trunc(t, out=target, casting="same_kind")
         layers[-1].run_loaded(outputs)
+
+
+def _with_softmax(chain, consumer):
+    """``chain`` with its last layer replaced by that layer fused with ``consumer``, the short SOFTMAX that alone
+    reads its output (fully_connected_tail.FullyConnectedSoftmaxTiny, which wraps the same layer object: the
+    chain's producers still store into its GEMM rows, and it runs that layer's GEMM), or None."""
+    from .fully_connected_tail import fc_feeding  # it imports this module
+
+    tail = fc_feeding(chain.layers[-1], consumer)
+    return None if tail is None else dataclasses.replace(chain, layers=chain.layers[:-1] + (tail,))
 
 
 #: Folded layers of at most this many GEMM weights run in float64 inside a FullyConnectedChainRounded: numpy's
@@ -457,11 +478,19 @@ class FullyConnectedChainRounded:
         return FullyConnectedChainRounded(layers, steps)
 
     def feeding(self, consumer) -> FullyConnectedChainRounded | FullyConnectedChain | None:
-        """This chain extended by ``consumer`` (fuse_feeding on an already fused step)."""
-        return FullyConnectedChain.link(self.layers, consumer)
+        """This chain extended by ``consumer`` (fuse_feeding on an already fused step), or ending in its last
+        layer fused with a short SOFTMAX (``_with_softmax``)."""
+        return _with_softmax(self, consumer) or FullyConnectedChain.link(self.layers, consumer)
 
     def __call__(self, inputs, outputs):
         self.layers[0].load(inputs[INPUT])
+        self.run_loaded(outputs)
+
+    def rows(self) -> np.ndarray:
+        """The first layer's GEMM rows (what a feeding producer writes: fully_connected_tail.PooledIntoRows)."""
+        return self.layers[0].rows()
+
+    def run_loaded(self, outputs) -> None:
         for product, xbuf, wt, acc, eff, t, lo, hi, target in self.steps:
             product(xbuf, wt, out=acc)  # exact integer sums in any order
             np.multiply(acc, eff, out=t)  # C++ multiplies double(acc) by the double eff

@@ -34,6 +34,7 @@ from ..quant.hybrid import HALF_DOWN_F64
 from ..schema import dtypes
 from .common import clip_ufunc, exact_gemm_dtype, quantized_activation_range
 from .fully_connected_folded import FullyConnectedQuantizedFolded
+from .fully_connected_tail import FullyConnectedOneValueTable
 from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS, BIAS = 0, 1, 2
@@ -137,7 +138,8 @@ def _fold_quantized(
     if ct is None or units == 0 or depth == 0 or x.size % depth:
         return None
     rows = x.size // depth
-    return FullyConnectedQuantizedFolded.build(rows, wz, row, ct, eff, zo, act_min - zo, act_max - zo, x.shape, out)
+    folded = FullyConnectedQuantizedFolded.build(rows, wz, row, ct, eff, zo, act_min - zo, act_max - zo, x.shape, out)
+    return FullyConnectedOneValueTable.build(folded, x, out) or folded
 
 
 # -------------------------------------------------------------------------------------------------------------

@@ -218,26 +218,35 @@ def divide_table(dtype, count: int, lo: int, hi: int) -> tuple[np.ndarray, int]:
 
 @dataclass(frozen=True, eq=False)
 class AveragePoolQuantizedTiledTable:
-    """AveragePoolQuantizedTiled for 8-bit types (windows of n <= DIVIDE_TABLE_MAX_COUNT elements): the int32
+    """AveragePoolQuantizedTiled for 8-bit types (windows of n <= DIVIDE_TABLE_MAX_COUNT elements): the
     window sums in one reduction that starts from the table's offset (so every sum is a valid index), then one
     gather from `divide_table` instead of the seven passes of the division and clamp. Bit-exact: the table
-    holds _round_divide_clip's own results for every possible sum."""
+    holds _round_divide_clip's own results for every possible sum. The sums are accumulated in uint16 when
+    255 * n < 2^16 (checked at prepare; a global pool of up to 257 values, 4-5 us less than int32 inside an
+    invoke): every int8 value v is added as v mod 2^16, so the reduction gives (offset + sum) mod 2^16, which is
+    offset + sum itself, as that lies in [0, 255 * n]; else in int32."""
 
     tiles: PoolTiles
     offset: int  # -qmin * n
     table: np.ndarray  # (255 * n + 1,) in the output type
-    total: np.ndarray  # (N, OH, OW, C) int32 sums + offset
+    total: np.ndarray  # (N, OH, OW, C) uint16 / int32 sums + offset
 
     def __call__(self, inputs, outputs):
+        np.take(self.table, self.sums(inputs[INPUT]), out=outputs[OUTPUT], mode="clip")  # every index valid
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """The window sums + offset (``total``), each a valid index of the table."""
         s, tiles = self.total, self.tiles
-        np.add.reduce(
-            tiles.windows(inputs[INPUT]),
-            axis=tiles.axes,
-            dtype=np.int32,
-            out=s.reshape(tiles.reduced),
-            initial=self.offset,
-        )
-        np.take(self.table, s, out=outputs[OUTPUT])
+        windows = tiles.windows(x)
+        np.add.reduce(windows, axis=tiles.axes, dtype=s.dtype, out=s.reshape(tiles.reduced), initial=self.offset)
+        return s
+
+    def feeding(self, consumer):
+        """This pool and the folded FULLY_CONNECTED that alone reads its output as one step
+        (fully_connected_tail.PooledIntoRows; also through a RESHAPE: PooledReshaped), or None."""
+        from .fully_connected_tail import pool_feeding  # it imports the FC modules
+
+        return pool_feeding(self, self.table, "clip", self.total.shape, consumer)
 
 
 @dataclass(frozen=True, eq=False)
@@ -445,7 +454,8 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
         count = geo.filter_h * geo.filter_w
         if dtype.itemsize == 1 and count <= DIVIDE_TABLE_MAX_COUNT:
             table, offset = divide_table(dtype, count, lo, hi)
-            return AveragePoolQuantizedTiledTable(tiles, offset, table, np.empty(geo.out_shape, np.int32))
+            sum_dtype = np.uint16 if 255 * count < 1 << 16 else np.int32  # AveragePoolQuantizedTiledTable
+            return AveragePoolQuantizedTiledTable(tiles, offset, table, np.empty(geo.out_shape, sum_dtype))
         return AveragePoolQuantizedTiled(tiles, count // 2, count, np.empty(geo.out_shape, np.int32), sign, lo, hi)
     taps = pool_taps_2d(geo)
     counts = tap_counts(ctx, geo)

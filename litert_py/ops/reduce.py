@@ -209,8 +209,18 @@ class MeanQuantizedTable:
         return MeanQuantizedTable(reduction, np.roll(table, op.qmin * n), narrow if fits else np.dtype(np.intp))
 
     def __call__(self, inputs, outputs):
-        total = np.add.reduce(self.reduction.rows(inputs[INPUT]), axis=0, dtype=self.sum_dtype)
-        np.take(self.table, total, out=outputs[OUTPUT].reshape(self.reduction.m), mode="wrap")
+        np.take(self.table, self.sums(inputs[INPUT]), out=outputs[OUTPUT].reshape(self.reduction.m), mode="wrap")
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """The (m,) sums the table is read at (mode="wrap")."""
+        return np.add.reduce(self.reduction.rows(x), axis=0, dtype=self.sum_dtype)
+
+    def feeding(self, consumer):
+        """This MEAN and the folded FULLY_CONNECTED that alone reads its output as one step
+        (fully_connected_tail.PooledIntoRows; also through a RESHAPE: PooledReshaped), or None."""
+        from .fully_connected_tail import pool_feeding  # it imports the FC modules, which import ops.quantize
+
+        return pool_feeding(self, self.table, "wrap", (self.reduction.m,), consumer)
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,6 +5,7 @@ reference/softmax.h, reference/integer_ops/softmax.h)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from ..quant import saturating_rounding_doubling_high_mul as srdhm
 from ..quant.gemmlowp import exp_on_negative_values, get_reciprocal, get_reciprocal_int
 from ..schema.dtypes import TensorType
 from .common import Reduction, check_equal, qparams, quantized_multiplier
+from .quantize import TableLookup
 from .registry import OpContext, TensorInfo
 
 INPUT, OUTPUT = 0, 0
@@ -239,15 +241,38 @@ class SoftmaxQuantizedTiny:
         x = inputs[INPUT]
         if x.shape != self.shape:
             return self.general(inputs, outputs)
-        xs = x[self.lead].tolist() if self.lead else x.tolist()
+        self.run_values(x[self.lead].tolist() if self.lead else x.tolist(), outputs)
+
+    def run_values(self, xs: list, outputs) -> None:
+        """The softmax of the row ``xs`` (Python ints; any common offset of the input's values: only the
+        differences max(xs) - x are read) stored into the output."""
+        # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
+        # which inside an invoke (cold caches) costs more than the arithmetic
         m = max(xs)
-        ds = [m - v for v in xs]
         sum_list, exp_list = self.sum_list, self.exp_list
-        scale, bits_over_unit = get_reciprocal_int(sum([sum_list[d] for d in ds]), 12)
+        total = 0
+        for v in xs:
+            total += sum_list[m - v]
+        scale, bits_over_unit = get_reciprocal_int(total, 12)
         rounding, shift = output_rounding(bits_over_unit, self.out_bits)
         span, out_min = self.out_span, self.out_min
-        q = [(exp_list[d] * scale + rounding) >> shift for d in ds]
-        outputs[OUTPUT][self.lead] = [(v if v < span else span) + out_min for v in q]
+        q = []
+        for v in xs:
+            r = (exp_list[m - v] * scale + rounding) >> shift
+            q.append((r if r < span else span) + out_min)
+        self.store(q, outputs)
+
+    def store(self, q: list, outputs) -> None:
+        """The softmax's values into the output (one assignment of Python ints in the output type's range)."""
+        outputs[OUTPUT][self.lead] = q
+
+    def feeding(self, consumer) -> SoftmaxQuantizedTinyLookup | None:
+        """This softmax and the DEQUANTIZE (or requantize) table lookup of its 8-bit output that alone reads it
+        (quantize.TableLookup; ops/slice_views.py's fuse_feeding), as one step: SoftmaxQuantizedTinyLookup."""
+        if type(consumer) is not TableLookup or self.out_bits != 8 or consumer.table.size != 256:
+            return None
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return SoftmaxQuantizedTinyLookup(**fields, lookup=consumer.table.tolist())
 
     @staticmethod
     def build(exp_table: np.ndarray, sum_table: np.ndarray, x: TensorInfo, y: TensorInfo) -> SoftmaxQuantizedTiny:
@@ -263,6 +288,24 @@ class SoftmaxQuantizedTiny:
             tuple(x.shape),
             SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max),
         )
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxQuantizedTinyLookup(SoftmaxQuantizedTiny):
+    """SoftmaxQuantizedTiny whose 8-bit output only a table lookup reads (a classifier's final DEQUANTIZE to
+    float32: quantize.TableLookup, indexed by the value's unsigned bit pattern), as one step: each softmax value q
+    stores ``lookup[q & 0xFF]`` instead of q. Exact: q is the integer the int8 / uint8 tensor would hold, and
+    ``q & 0xFF`` its bit pattern, which the lookup reads (``table_index``); the entries are the table's values
+    as Python numbers (a float32 entry as the double of the same value), stored back into the lookup's output
+    type unchanged. Checked at prepare (``feeding``): an 8-bit softmax output and a 256-entry table."""
+
+    lookup: list = None  # the lookup's table as Python numbers, by bit pattern
+
+    def store(self, q: list, outputs) -> None:
+        lookup, vs = self.lookup, []
+        for v in q:
+            vs.append(lookup[v & 0xFF])
+        outputs[OUTPUT][self.lead] = vs
 
 
 @dataclass(frozen=True, eq=False)

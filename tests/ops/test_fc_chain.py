@@ -12,7 +12,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.oracle import oracle
+from tests.ops.test_classifier_tail import _run
 
 NONE, RELU, RELU6 = 0, 1, 3
 S_W = 0.01
@@ -49,28 +49,15 @@ def _dense(
 
 def _compare(model: bytes, n: int = 40, **kwargs) -> list[str]:
     """Runs ours and BUILTIN_REF over ``n`` random inputs (plus the extremes), asserts every output equal; returns
-    our prepared steps' class names."""
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model, **kwargs)
-    results = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        d = it.get_input_details()[0]
+    our prepared steps' class names (test_classifier_tail._run)."""
+
+    def inputs(d):
         info = np.iinfo(d["dtype"])
         rng = np.random.default_rng(1)
         xs = [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(n)]
-        xs += [np.full(d["shape"], info.min, d["dtype"]), np.full(d["shape"], info.max, d["dtype"])]
-        res = []
-        for x in xs:
-            it.set_tensor(d["index"], x)
-            it.invoke()
-            res.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
-        results.append(res)
-    for got, want in zip(*results):
-        for g, w in zip(got, want):
-            np.testing.assert_array_equal(g, w)
-    return [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes]
+        return xs + [np.full(d["shape"], info.min, d["dtype"]), np.full(d["shape"], info.max, d["dtype"])]
+
+    return [name.split("/")[0] for name in _run(model, inputs, **kwargs)]
 
 
 @pytest.mark.parametrize(

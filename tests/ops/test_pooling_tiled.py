@@ -247,3 +247,22 @@ def test_average_pool_separable_limits(dtype):
         x[:, :12] = info.max
         ours, theirs = run_both(model, [x])
         np.testing.assert_array_equal(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize(("hw", "sum_dtype"), [((16, 16), np.uint16), ((1, 257), np.uint16), ((2, 129), np.int32)])
+def test_average_pool_table_sum_width(dtype, hw, sum_dtype):
+    """AveragePoolQuantizedTiledTable accumulates in uint16 up to 257 taps (255 * n < 2^16; int8 values added mod
+    2^16) and in int32 from 258 on: whole windows at the type's extremes (the smallest and largest sums) and
+    random ones, exact."""
+    info = np.iinfo(dtype)
+    shape = (1, *hw, 4)
+    x = np.random.default_rng(3).integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    x[..., 0], x[..., 1] = info.max, info.min
+    model = _model(shape, (1, 1, 1, 4), *hw, *hw, VALID, 0, dtype, quant(0.05, int(info.min) + 100))
+    interp = Interpreter(model_content=model)
+    interp.allocate_tensors()
+    op = interp._subgraphs[0].steps_nodes[0][1]
+    assert type(op).__name__ == "AveragePoolQuantizedTiledTable" and op.total.dtype == sum_dtype
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0], theirs[0])
