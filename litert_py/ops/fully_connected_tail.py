@@ -251,14 +251,18 @@ class FullyConnectedOneValueTable:
         fused = PooledIntoRows.make(self, self.table, "wrap", self.table.shape[1:], consumer)
         return None if fused is None else OneValueChainTable.build(fused, self) or fused
 
-    def _tabulate(self, op, shape: tuple) -> np.ndarray:
-        """(256, prod(shape)): ``op``'s output (written as an int64 array of ``shape``) per input value, kept in
-        the smallest integer type that holds every value (the same integers)."""
-        table = np.empty((256, int(np.prod(shape))), np.int64)
-        scratch = np.empty(shape, np.int64)
+    def _tabulate(self, op, shape: tuple) -> np.ndarray | None:
+        """(256, prod(shape)): ``op``'s output (written as a float64 array of ``shape``: every 8/16/32-bit
+        integer exactly) per input value, kept in the smallest integer type that holds every value (the same
+        integers); None when some value is not an integer (a lookup composed into the last layer gives floats:
+        a DEQUANTIZE)."""
+        table = np.empty((256, int(np.prod(shape))), np.float64)
+        scratch = np.empty(shape, np.float64)
         for v in range(256):  # value v mod 256 in the input type: row v
             op([np.array(v, np.uint8).view(self.x_dtype).reshape(self.x_shape)], [scratch])
             table[v] = scratch.reshape(-1)
+        if not np.array_equal(table, np.trunc(table)):
+            return None
         lo, hi = int(table.min()), int(table.max())
         types = (np.int8, np.uint8, np.int16, np.uint16, np.int32)
         small = next((t for t in types if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max), np.int64)
@@ -296,7 +300,8 @@ class OneValueChainTable(FullyConnectedOneValueTable):
         shape = _result_shape(fused.consumer)
         if shape is None or int(np.prod(shape)) > ONE_VALUE_TABLE_MAX_UNITS:
             return None
-        return OneValueChainTable(first._tabulate(fused, shape), fused, first.x_shape, first.x_dtype)
+        table = first._tabulate(fused, shape)
+        return None if table is None else OneValueChainTable(table, fused, first.x_shape, first.x_dtype)
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]

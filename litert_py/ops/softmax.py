@@ -301,6 +301,18 @@ class SoftmaxQuantizedTinyLookup(SoftmaxQuantizedTiny):
 
     lookup: list = None  # the lookup's table as Python numbers, by bit pattern
 
+    def feeding(self, consumer) -> SoftmaxQuantizedTinyLookup | None:
+        """This step with a second 256-entry table lookup that alone reads the first one's output (a requantize
+        to another 8-bit type, then a DEQUANTIZE): the two composed, entry k -> ``table[lookup[k] & 0xFF]``, when
+        the first one's entries are 8-bit integers (whose bit patterns index the second table, as
+        ``table_index`` does); else None."""
+        if type(consumer) is not TableLookup or consumer.table.size != 256:
+            return None
+        if not all(type(v) is int and -128 <= v <= 255 for v in self.lookup):
+            return None
+        table = consumer.table.tolist()
+        return dataclasses.replace(self, lookup=[table[v & 0xFF] for v in self.lookup])
+
     def store(self, q: list, outputs) -> None:
         lookup, vs = self.lookup, []
         for v in q:

@@ -217,8 +217,9 @@ def test_not_fused():
     assert steps == ["MeanQuantizedTable", "FullyConnectedQuantizedFolded", "SoftmaxQuantizedTiny"]
 
 
-def _one_value(dtype, widths, acts) -> bytes:
-    """A FULLY_CONNECTED stack over one input value (tflite-micro's int8 sine model: 1 -> 16 -> 16 -> 1)."""
+def _one_value(dtype, widths, acts, dequantize=False) -> bytes:
+    """A FULLY_CONNECTED stack over one input value (tflite-micro's int8 sine model: 1 -> 16 -> 16 -> 1), with a
+    DEQUANTIZE of its output (float32) when ``dequantize``."""
     rng = np.random.default_rng(sum(widths))
     signed = dtype == np.int8
     b = ModelBuilder()
@@ -233,6 +234,10 @@ def _one_value(dtype, widths, acts) -> bytes:
         zp = (-128 if signed else 0) if act == RELU else (5 if signed else 133)
         y = b.tensor(f"y{k}", (1, units), dtype, quantization=quant(s, zp))
         b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": act})
+        x = y
+    if dequantize:
+        y = b.tensor("out", (1, widths[-1]), np.float32)
+        b.op("DEQUANTIZE", [x], [y])
         x = y
     b.output(x)
     return b.build()
@@ -253,3 +258,76 @@ def test_one_value_fc_table_into_chain(dtype):
 @pytest.mark.parametrize("act", [NONE, RELU])
 def test_one_value_fc_table_alone(act):
     assert _all_values(_one_value(np.int8, (1, 8), (act,))) == ["FullyConnectedOneValueTable"]
+
+
+@pytest.mark.parametrize("widths", [(1, 16, 1), (1, 16, 4), (1, 16, 16, 1)])
+def test_one_value_fc_stack_with_dequantize(widths):
+    """A stack over one value ending in DEQUANTIZE: the last FC and the DEQUANTIZE may compose into one float
+    lookup (FullyConnectedScalarLookup); its float values must not be tabulated as integers (they were
+    truncated to 0 once). Every one of the 256 inputs equal to BUILTIN_REF."""
+    acts = (RELU,) * (len(widths) - 2) + (NONE,)
+    steps = _all_values(_one_value(np.int8, widths, acts, dequantize=True))
+    assert steps[0] in ("OneValueChainTable", "FullyConnectedOneValueTable", "PooledIntoRows")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_softmax_requantize_dequantize(dtype):
+    """SOFTMAX -> QUANTIZE (8-bit requantize: a table lookup) -> DEQUANTIZE: both lookups composed into the
+    softmax's store (prepare once raised TypeError composing the second)."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 7), dtype, quantization=quant(0.07, 3))
+    y = b.tensor("probs", (1, 7), dtype, quantization=quant(1 / 256, -128 if dtype == np.int8 else 0))
+    b.op("SOFTMAX", [x], [y], {"beta": 1.0})
+    other = np.uint8 if dtype == np.int8 else np.int8
+    u = b.tensor("probs_other", (1, 7), other, quantization=quant(1 / 128, 3))
+    b.op("QUANTIZE", [y], [u])
+    z = b.tensor("scores", (1, 7), np.float32)
+    b.op("DEQUANTIZE", [u], [z])
+    b.output(z)
+    assert _compare(b.build()) == ["SoftmaxQuantizedTinyLookup"]
+
+
+def _streaming_head(units: tuple) -> bytes:
+    """A whole-window int8 DEPTHWISE_CONV_2D (1, 5, 1, 8) -> 1x1 CONV_2D (16, ReLU) -> FULLY_CONNECTED layers of
+    ``units``: a streaming wake-word head with hidden dense layers (the depthwise step feeds the FC chain)."""
+    rng = np.random.default_rng(7)
+    b = ModelBuilder()
+    s_in = 0.05
+    x = b.input("x", (1, 5, 1, 8), np.int8, quantization=quant(s_in, 3))
+    w = rng.integers(-127, 128, (1, 5, 1, 8)).astype(np.int8)
+    s_w = rng.uniform(0.002, 0.02, 8)
+    bq = b.const("dw_b", rng.integers(-3000, 3000, 8).astype(np.int32), quantization=quant(s_in * s_w))
+    s1 = s_in * 2.0
+    d = b.tensor("d", (1, 1, 1, 8), np.int8, quantization=quant(s1, -128))
+    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "depth_multiplier": 1, "fused_activation_function": RELU}
+    b.op("DEPTHWISE_CONV_2D", [x, b.const("dw_w", w, quantization=quant(s_w, 0, 3)), bq], [d], opts)
+    w = rng.integers(-127, 128, (16, 1, 1, 8)).astype(np.int8)
+    s_w = rng.uniform(0.004, 0.008, 16)
+    bq = b.const("pw_b", rng.integers(-3000, 9000, 16).astype(np.int32), quantization=quant(s1 * s_w))
+    s2 = s1 * 6.0
+    g = b.tensor("g", (1, 1, 1, 16), np.int8, quantization=quant(s2, -128))
+    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "fused_activation_function": RELU}
+    b.op("CONV_2D", [d, b.const("pw_w", w, quantization=quant(s_w, 0, 0)), bq], [g], opts)
+    x, s, depth = g, s2, 16
+    for k, n in enumerate(units):
+        last = k == len(units) - 1
+        wq = b.const(f"fc{k}_w", rng.integers(-60, 61, (n, depth)).astype(np.int8), quantization=quant(0.01, 0))
+        bias = b.const(f"fc{k}_b", rng.integers(-500, 500, n).astype(np.int32), quantization=quant(s * 0.01))
+        s = s * 0.01 * 60
+        y = b.tensor(f"fc{k}", (1, n), np.int8, quantization=quant(s, 5 if last else -128))
+        b.op("FULLY_CONNECTED", [x, wq, bias], [y], {"fused_activation_function": NONE if last else RELU})
+        x, depth = y, n
+    b.output(x)
+    return b.build()
+
+
+@pytest.mark.parametrize("units", [(12, 4), (12, 1)])
+def test_depthwise_feeding_fc_chain(units):
+    """The depthwise step feeding a chain of FCs stores into the rows the chain reads (a chain rebuilds its
+    first layer: once the step kept the old layer's rows and the chain read rows nobody wrote)."""
+    model = _streaming_head(units)
+    assert _compare(model, n=30) == ["DepthwiseWholeIntoRowsFeeding"]
+    interp = Interpreter(model_content=model)
+    interp.allocate_tensors()
+    (fused,) = [op for _, op in interp._subgraphs[0].steps_nodes]
+    assert np.shares_memory(fused.then_rows, fused.then.rows())

@@ -14,15 +14,15 @@ runs as DepthwiseRowsIntoRows: the same numpy calls inlined into one __call__. A
 67-73 -> 61-67 us inside real invokes (per step, medians of 3 alternated runs), the model's steps 1254 -> 1222 us.
 
 Bound (checked at prepare by :func:`feeding`): the values the depthwise's folded epilogue produces are integers
-clipped to its output type's range (less the base b of requant_trunc's TruncEpilogue, added here after the floor;
-a late zero point likewise added after the floor), |value| <= 255: exact in float64, so the conv's rows hold
-exactly the values its np.copyto would have converted from the int8 / uint8 tensor, and its GEMM and epilogue
-compute the same result (the split form adds the same terms, the constant row last: the conv's folded GEMM is
-exact in any order by its own bound, requant.py). The consumer must be a ConvQuantizedFoldedRows (not a view
-reading) whose float64 rows have the depthwise's output shape; the epilogue must be one of the folded epilogues
-(not a MixedEpilogue, whose Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps
-when the depthwise's output is read by that conv only and is no subgraph output (not with
-experimental_preserve_all_tensors).
+clipped to its output type's range (less the base b of requant_trunc's TruncEpilogue, added here after the floor; a
+late zero point likewise added after the floor), |value| <= 383 (255 above a wrapped base of -256): exact in float64
+and float32, so the conv's rows hold exactly the values its np.copyto would have converted from the int8 / uint8
+tensor, and its GEMM and epilogue compute the same result (the split form adds the same terms, the constant row
+last: the conv's folded GEMM is exact in any order by its own bound, requant.py). The consumer must be a
+ConvQuantizedFoldedRows (not a view reading) whose float64 rows have the depthwise's output shape, or a 1x1
+ConvQuantizedScaled (its float32 rows); the epilogue must be one of the folded epilogues (not a MixedEpilogue, whose
+Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps when the depthwise's output is
+read by that conv only and is no subgraph output (not with experimental_preserve_all_tensors).
 
 Measured (1 thread, median per pair, against the two steps in the same run): the epilogue into the rows
 6000 values 9.9 -> 7.2 us (clip, floor into the rows instead of clip, uint8 cast, XOR, the conv's copy),

@@ -43,7 +43,8 @@ step T of f: between two steps f is constant and g, squeezed between equal value
 steps; prepare finds them by a bisection (bracketed by the step formula) with the exact integer requantization
 (litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own ufunc sequence (ScaledEpilogue's
 copy, product and TruncEpilogue: elementwise IEEE operations, the same bits at any array shape; its int16 and
-float64 tails give the same integer for every v, so the probe's tail may be either).
+float64 tails give the same integer for every v, so the probe's tail may be either, except for a wrapped base of
+-256, whose values 256..383 only the int16 tail stores: the probe then takes the int16 form).
 
 Forms chosen by measurement (per layer, 1 thread): the int16 clip from
 WIDE_MIN_VALUES outputs on, the float64 clip below; the ties-away term as copysign(h, v) computed bit for bit (v's
@@ -110,8 +111,9 @@ class TruncEpilogue:
     """The shared truncating epilogue (module docstring): ``v`` (float64, overwritten; any shape of ``shape``'s
     values) holds the values less the base b; the sign path adds copysign(half, v); ``const`` is added (the
     scalar zp - b + 1/2 on the sign path, per-channel constants for ScaledEpilogue's ReLU-like layers, None where
-    the GEMM added it); then the clip to [lo, hi] = [lo - b, hi - b] within [0, 255] and the truncation into the
-    output's uint8 view (``wide``: through int16, clipped there), and ``add`` = b modulo 256 (None where 0)."""
+    the GEMM added it); then the clip to [lo, hi] = [lo - b, hi - b] within [0, 255] (within [128, 383] for a
+    wrapped base b = -256, int16 form only: the cast keeps the low byte, the int8 value) and the truncation into
+    the output's uint8 view (``wide``: through int16, clipped there), and ``add`` = b modulo 256 (None where 0)."""
 
     shape: tuple  # _layout of the output
     lo: np.ndarray  # 0-d float64 lo - b (>= 0)
@@ -192,7 +194,8 @@ class TruncFolding:
         wide = wide and self.top < WIDE_MAX and int(np.prod(out_shape)) >= WIDE_MIN_VALUES
         if hi > 255:  # the wrapped base (fold_truncating's ``out_shape``): the int16 clip's modular cast only
             wide = True
-            assert lo >= 0 and self.top < WIDE_MAX and b % 256 == 0, "a wrapped base needs the int16 form"
+            if not (lo >= 0 and self.top < WIDE_MAX and b % 256 == 0):  # fold_truncating only wraps then
+                raise ValueError("a wrapped base needs the int16 form")
         plain = half is None and const is None and len(shape) == 4
         return (PlainTruncEpilogue if plain else TruncEpilogue)(
             shape, np.array(float(lo)), np.array(float(hi)), b, np.uint8(b % 256) if b % 256 else None, half, const,

@@ -492,12 +492,21 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
 
     def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
         """This step with the FULLY_CONNECTED's own fusion with ``consumer`` (its ``feeding``: a one-value
-        FULLY_CONNECTED then a table lookup, fully_connected_folded.FullyConnectedScalarLookup), or None."""
+        FULLY_CONNECTED then a table lookup, fully_connected_folded.FullyConnectedScalarLookup, or a chain of
+        FULLY_CONNECTED layers), or None. The fused op may have rows of its own (a chain rebuilds its first
+        layer): the conv stores into the rows the fused op reads (``rows()``), else there is no fusion."""
         feeding = getattr(self.then, "feeding", None)
         then = feeding(consumer) if feeding is not None else None
-        if then is None or not hasattr(then, "run_loaded"):
+        if then is None or not hasattr(then, "run_loaded") or not hasattr(then, "rows"):
             return None
-        return dataclasses.replace(self, then=then)
+        rows = then.rows()
+        if rows.size != self.conv_acc.size:
+            return None
+        try:
+            target = reshape_view(rows, self.conv_acc.shape)
+        except ValueError:
+            return None
+        return dataclasses.replace(self, then=then, then_rows=target)
 
 
 @dataclass(frozen=True, eq=False)
