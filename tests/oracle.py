@@ -180,3 +180,29 @@ def litert_fails(model: bytes, inputs: Sequence[np.ndarray] | None = None, error
 def ours_fails(model: bytes, inputs=None, errors=RuntimeError, at: str = "any", match: str | None = None):
     """Assert that litert_py fails on ``model`` as ``litert_fails`` does for LiteRT, the message matching ``match``."""
     _fails(Interpreter(model_content=model), inputs, errors, at, match)
+
+
+def compare_steps(model: bytes, inputs, **kwargs) -> list[str]:
+    """Runs ours and BUILTIN_REF on ``inputs(detail)`` (the input arrays for the input's details), asserts every
+    output equal; returns our prepared steps' class names (a fused step as ``Outer/Consumer``)."""
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model, **kwargs)
+    results = []
+    for it in (ours, theirs):
+        it.allocate_tensors()
+        d = it.get_input_details()[0]
+        res = []
+        for x in inputs(d):
+            it.set_tensor(d["index"], x)
+            it.invoke()
+            res.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
+        results.append(res)
+    for got, want in zip(*results):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    names = []
+    for _, op in ours._subgraphs[0].steps_nodes:
+        inner = getattr(op, "consumer", None)
+        names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
+    return names

@@ -13,7 +13,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.oracle import oracle
+from tests.oracle import compare_steps
 
 NONE, RELU = 0, 1
 
@@ -84,34 +84,8 @@ def _tail(
     return b.build()
 
 
-def _run(model: bytes, inputs, **kwargs) -> list[str]:
-    """Runs ours and BUILTIN_REF on ``inputs(detail)`` (the input arrays for the input's details), asserts every
-    output equal; returns our prepared steps' class names (a fused step as ``Outer/Consumer``)."""
-    LiteRT, resolver = oracle()
-    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    ours = Interpreter(model_content=model, **kwargs)
-    results = []
-    for it in (ours, theirs):
-        it.allocate_tensors()
-        d = it.get_input_details()[0]
-        res = []
-        for x in inputs(d):
-            it.set_tensor(d["index"], x)
-            it.invoke()
-            res.append([it.get_tensor(o["index"]).copy() for o in it.get_output_details()])
-        results.append(res)
-    for got, want in zip(*results):
-        for g, w in zip(got, want):
-            np.testing.assert_array_equal(g, w)
-    names = []
-    for _, op in ours._subgraphs[0].steps_nodes:
-        inner = getattr(op, "consumer", None)
-        names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
-    return names
-
-
 def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
-    """_run over ``n`` random inputs and the extremes."""
+    """compare_steps over ``n`` random inputs and the extremes."""
 
     def inputs(d):
         info = np.iinfo(d["dtype"])
@@ -119,7 +93,7 @@ def _compare(model: bytes, n: int = 60, **kwargs) -> list[str]:
         xs = [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(n)]
         return xs + [np.full(d["shape"], v, d["dtype"]) for v in (info.min, info.max, 0)]
 
-    return _run(model, inputs, **kwargs)
+    return compare_steps(model, inputs, **kwargs)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
@@ -244,8 +218,10 @@ def _one_value(dtype, widths, acts, dequantize=False) -> bytes:
 
 
 def _all_values(model: bytes) -> list[str]:
-    """_run on every one of the 256 input values."""
-    return _run(model, lambda d: [np.array(v, np.uint8).view(d["dtype"]).reshape(d["shape"]) for v in range(256)])
+    """compare_steps on every one of the 256 input values."""
+    return compare_steps(
+        model, lambda d: [np.array(v, np.uint8).view(d["dtype"]).reshape(d["shape"]) for v in range(256)]
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])

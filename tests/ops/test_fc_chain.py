@@ -12,7 +12,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.ops.test_classifier_tail import _run
+from tests.oracle import compare_steps
 
 NONE, RELU, RELU6 = 0, 1, 3
 S_W = 0.01
@@ -49,7 +49,7 @@ def _dense(
 
 def _compare(model: bytes, n: int = 40, **kwargs) -> list[str]:
     """Runs ours and BUILTIN_REF over ``n`` random inputs (plus the extremes), asserts every output equal; returns
-    our prepared steps' class names (test_classifier_tail._run)."""
+    our prepared steps' class names (tests.oracle.compare_steps)."""
 
     def inputs(d):
         info = np.iinfo(d["dtype"])
@@ -57,7 +57,7 @@ def _compare(model: bytes, n: int = 40, **kwargs) -> list[str]:
         xs = [rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) for _ in range(n)]
         return xs + [np.full(d["shape"], info.min, d["dtype"]), np.full(d["shape"], info.max, d["dtype"])]
 
-    return [name.split("/")[0] for name in _run(model, inputs, **kwargs)]
+    return [name.split("/")[0] for name in compare_steps(model, inputs, **kwargs)]
 
 
 @pytest.mark.parametrize(
