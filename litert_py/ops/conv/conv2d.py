@@ -134,8 +134,32 @@ class ConvFloat(ClampLast):
     out_max: np.ndarray
     bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
+    _bound = None  # bind's (input, output, (A, W, C, bias rows, bias, output, lo, hi)), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """For a 1x1 stride-1 conv (groups 1, constant filter and bias), its views of the arrays it is bound to
+        (ops/fusion.bind_steps): __call__ then makes the same numpy calls on the same arrays without making
+        views or looking up attributes first (about 3 us per step inside face detection's invokes); called with
+        other arrays (a delegate's fallback chain), it takes the general path. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        a = self.im2col.blocks[0][4]
+        if a is not None or self.im2col.groups != 1 or self.weights is None or self.bias is None:
+            return
+        if x is None or out is None or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return
+        a, c = x.reshape(-1, x.shape[3]), out.reshape(-1, out.shape[3])
+        plan = (a, self.weights[0], c, out.reshape(self.bias_rows), self.bias, out, self.out_min, self.out_max)
+        object.__setattr__(self, "_bound", (x, out, plan))
+
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
+            a, w, c, rows, bias, out, lo, hi = b[2]
+            np.matmul(a, w, out=c)
+            np.add(rows, bias, out=rows)
+            clip_ufunc(out, lo, hi, out=out)
+            return
         w = self.weights
         if w is None:
             w = inputs[FILTER].reshape(self.im2col.groups, out.shape[3] // self.im2col.groups, -1).transpose(0, 2, 1)

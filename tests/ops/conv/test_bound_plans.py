@@ -1,0 +1,72 @@
+"""Float conv kernels with a plan bound to their arrays (``bind``, called by ops/fusion.bind_steps): inside an
+invoke they take the bound views, called on other arrays (a delegate's fallback chain) the general path; both
+must give the same bits, and the bound views must see every new input (the oracle comparisons of
+test_conv.py and test_depthwise_einsum.py cover the values themselves)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.ops.conv import conv2d, depthwise_einsum
+from tests.ops.conv.test_conv import _conv_case, _model_and_inputs
+from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
+
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.0e38, -3.0e38, 1.0e-45], np.float32)
+
+
+def _with_specials(x: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y = x.copy()
+    mask = rng.random(y.shape) < 0.2
+    y[mask] = rng.choice(SPECIAL, int(mask.sum()))
+    return y
+
+
+def check_bound(model: bytes, x: np.ndarray, kind: type) -> None:
+    """The single step of ``model`` is a bound ``kind``; two invokes (the second with special values) give the
+    bits the same op gives called on fresh arrays."""
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op, ins, outs), *rest = it._subgraphs[0].steps
+    assert not rest and type(op) is kind
+    assert op.__dict__.get("_bound") is not None  # the bound plan is taken inside invokes
+    index = it.get_input_details()[0]["index"]
+    for k, feed in enumerate((x, _with_specials(x, 1))):
+        it.set_tensor(index, feed)
+        with np.errstate(all="ignore"):
+            it.invoke()
+            fresh = np.empty_like(outs[0])
+            op([feed.copy(), *ins[1:]], [fresh])  # not the bound arrays: the general path
+        ours = it.get_tensor(it.get_output_details()[0]["index"])
+        assert np.array_equal(ours.view(np.uint32), fresh.view(np.uint32)), f"invoke {k}"
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        (16, 16, 8, 3, 3, (1, 1), (1, 1), SAME, 1),
+        (8, 8, 3, 3, 3, (1, 1), (1, 1), SAME, 2),
+        (10, 9, 3, 3, 3, (1, 1), (1, 1), VALID, 1),
+        (16, 16, 6, 3, 3, (2, 2), (1, 1), SAME, 1),  # column phases: two planes, not bound
+    ],
+)
+def test_depthwise_einsum_bound(geometry, act):
+    model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*geometry, act=act))
+    if geometry[5][1] > 1:
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        op = it._subgraphs[0].steps[0][0]
+        assert type(op) is depthwise_einsum.DepthwiseConvFloatEinsum and op.__dict__.get("_bound") is None
+        return
+    check_bound(model, feeds[0], depthwise_einsum.DepthwiseConvFloatEinsum)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("hw, c, out_c", [((12, 10), 24, 28), ((4, 4), 96, 96)])
+def test_pointwise_conv_bound(hw, c, out_c, act):
+    d = _conv_case(h=hw[0], w=hw[1], c=c, filter_c=c, out_c=out_c, kh=1, kw=1, stride=(1, 1), dilation=(1, 1), act=act)
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID, "bias": True, "const": True})
+    check_bound(model, feeds[0], conv2d.ConvFloat)
