@@ -1,17 +1,19 @@
-"""PAD / PADV2, float MAX_POOL_2D and tiled float AVERAGE_POOL_2D with a plan bound to their arrays (``bind``, called
-by ops/fusion.bind_steps): inside an invoke they take the bound views, called on other arrays the general path;
-both give the same bytes over two invokes with different inputs (tests/ops/conv/test_bound_plans.check_bound; the
-oracle comparisons of test_pad_filled.py, test_pooling.py and test_pooling_tiled.py cover the values)."""
+"""PAD / PADV2, float MAX_POOL_2D, tiled float AVERAGE_POOL_2D and the per-channel row ADD / MUL with a plan bound
+to their arrays (``bind``, called by ops/fusion.bind_steps): inside an invoke they take the bound views, called on
+other arrays the general path; both give the same bytes over two invokes with different inputs
+(tests/ops/conv/test_bound_plans.check_bound; the oracle comparisons of test_pad_filled.py, test_pooling.py,
+test_pooling_tiled.py and test_elementwise.py cover the values)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from litert_py.ops import padding, pooling
+from litert_py.ops import elementwise, padding, pooling
 from tests.ops.conv.test_bound_plans import check_bound
 from tests.ops.test_pad_filled import _model as pad_model
 from tests.ops.test_pooling import pool_model
+from tests.oracle import T, single_op_model
 
 
 @pytest.mark.parametrize(
@@ -41,3 +43,14 @@ def test_average_pool_tiled_bound(act):
     x = np.random.default_rng(5).standard_normal((2, 8, 8, 16)).astype(np.float32)
     model = pool_model("AVERAGE_POOL_2D", (2, 8, 8, 16), 8, 8, 8, 8, padding=1, act=act)
     check_bound(model, x, pooling.AveragePoolFloatTiled)
+
+
+@pytest.mark.parametrize("gate_first", [False, True])
+@pytest.mark.parametrize("op", ["ADD", "MUL"])
+def test_channel_row_bound(op, gate_first):
+    rng = np.random.default_rng(6)
+    shape, gate = (1, 64, 64, 16), (1, 1, 1, 16)
+    x, g = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(gate).astype(np.float32)
+    ins, feeds = ([T(gate), T(shape)], [g, x]) if gate_first else ([T(shape), T(gate)], [x, g])
+    model = single_op_model(op, ins, [T(shape)], {"fused_activation_function": 3})
+    check_bound(model, feeds, elementwise.ArithmeticChannelRow)

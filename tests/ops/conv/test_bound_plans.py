@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.conv import conv2d, depthwise_einsum
+from litert_py.ops.conv import conv2d, conv2d_planes, depthwise_einsum
 from tests.ops.conv.test_conv import _conv_case, _model_and_inputs
 from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
 
@@ -24,22 +24,25 @@ def _with_specials(x: np.ndarray, seed: int) -> np.ndarray:
     return y
 
 
-def check_bound(model: bytes, x: np.ndarray, kind: type) -> None:
-    """The single step of ``model`` is a bound ``kind``; two invokes (the second with special values) give the
-    bits the same op gives called on fresh arrays."""
+def check_bound(model: bytes, x, kind: type) -> None:
+    """The single step of ``model`` is a bound ``kind``; two invokes (the second with special values in the
+    first input) give the bits the same op gives called on fresh copies of its arrays. ``x``: the first input's
+    values, or the values of every input."""
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (op, ins, outs), *rest = it._subgraphs[0].steps
     assert not rest and type(op) is kind
     assert op.__dict__.get("_bound") is not None  # the bound plan is taken inside invokes
-    index = it.get_input_details()[0]["index"]
-    feeds = (x, _with_specials(x, 1)) if x.dtype == np.float32 else (x, x[::-1].copy())
-    for k, feed in enumerate(feeds):
-        it.set_tensor(index, feed)
+    feeds = list(x) if isinstance(x, (list, tuple)) else [x]
+    first = feeds[0]
+    details = it.get_input_details()
+    for k, value in enumerate((first, _with_specials(first, 1) if first.dtype == np.float32 else first[::-1].copy())):
+        for d, feed in zip(details, [value, *feeds[1:]]):
+            it.set_tensor(d["index"], feed)
         with np.errstate(all="ignore"):
             it.invoke()
             fresh = np.empty_like(outs[0])
-            op([feed.copy(), *ins[1:]], [fresh])  # not the bound arrays: the general path
+            op([None if a is None else a.copy() for a in ins], [fresh])  # not the bound arrays: the general path
         ours = it.get_tensor(it.get_output_details()[0]["index"])
         assert np.array_equal(ours.view(np.uint8), fresh.view(np.uint8)), f"invoke {k}"
 
@@ -65,3 +68,20 @@ def test_pointwise_conv_bound(hw, c, out_c, act):
     d = _conv_case(h=hw[0], w=hw[1], c=c, filter_c=c, out_c=out_c, kh=1, kw=1, stride=(1, 1), dilation=(1, 1), act=act)
     model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID, "bias": True, "const": True})
     check_bound(model, feeds[0], conv2d.ConvFloat)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("hw, c, k, stride", [((128, 128), 3, 5, 2), ((64, 64), 4, 3, 1)])
+def test_planes_conv_bound(hw, c, k, stride, act):
+    d = _conv_case(
+        batch=1, h=hw[0], w=hw[1], c=c, filter_c=c, out_c=8, kh=k, kw=k, stride=(stride,) * 2, dilation=(1, 1)
+    )
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": SAME, "act": act})
+    check_bound(model, feeds[0], conv2d_planes.ConvFloatPlanes)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+def test_pointwise_blocks_conv_bound(act):
+    d = _conv_case(h=64, w=64, c=16, filter_c=16, out_c=16, kh=1, kw=1, stride=(1, 1), dilation=(1, 1), act=act)
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID})
+    check_bound(model, feeds[0], conv2d.ConvFloatPointwise)
