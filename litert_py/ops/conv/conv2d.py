@@ -134,30 +134,32 @@ class ConvFloat(ClampLast):
     out_max: np.ndarray
     bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
-    _bound = None  # bind's (input, output, (A, W, C, bias rows, bias, output, lo, hi)), or None
+    _bound = None  # bind's (input, output, (Im2Col.bound_blocks plan, W, bias rows, bias, output, lo, hi)), or None
 
     def bind(self, inputs, outputs) -> None:
-        """For a 1x1 stride-1 conv (groups 1, constant filter and bias), its views of the arrays it is bound to
-        (ops/fusion.bind_steps): __call__ then makes the same numpy calls on the same arrays without making
-        views or looking up attributes first (about 3 us per step inside face detection's invokes); called with
-        other arrays (a delegate's fallback chain), it takes the general path. Bit-identical."""
+        """With groups 1, a constant filter and a constant bias (or none): its views of the arrays it is bound
+        to (ops/fusion.bind_steps, Im2Col.bound_blocks), so that __call__ makes the same numpy calls on the same
+        arrays without making views or looking up attributes first (about 1.5 us per step inside face
+        detection's invokes); called with other arrays (a delegate's fallback chain), it takes the general
+        path. Bit-identical."""
         x, out = inputs[INPUT], outputs[OUTPUT]
-        a = self.im2col.blocks[0][4]
-        if a is not None or self.im2col.groups != 1 or self.weights is None or self.bias is None:
+        if self.weights is None or self.dynamic_bias or x is None or out is None:
             return
-        if x is None or out is None or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        plan = self.im2col.bound_blocks(x, out)
+        if plan is None:
             return
-        a, c = x.reshape(-1, x.shape[3]), out.reshape(-1, out.shape[3])
-        plan = (a, self.weights[0], c, out.reshape(self.bias_rows), self.bias, out, self.out_min, self.out_max)
-        object.__setattr__(self, "_bound", (x, out, plan))
+        rows = None if self.bias is None else out.reshape(self.bias_rows)
+        bound = (plan, self.weights[0], rows, self.bias, out, self.out_min, self.out_max)
+        object.__setattr__(self, "_bound", (x, out, bound))
 
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            a, w, c, rows, bias, out, lo, hi = b[2]
-            np.matmul(a, w, out=c)
-            np.add(rows, bias, out=rows)
+            plan, w, rows, bias, out, lo, hi = b[2]
+            Im2Col.run_bound(plan, w)
+            if rows is not None:
+                np.add(rows, bias, out=rows)
             clip_ufunc(out, lo, hi, out=out)
             return
         w = self.weights
@@ -364,9 +366,24 @@ class ConvFloatBiasFolded(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
+    _bound = None  # bind's (input, output, Im2Col.bound_blocks plan, the (K + 1, O) weights), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its views of the arrays it is bound to (ops/fusion.bind_steps, Im2Col.bound_blocks), so that __call__
+        makes the same numpy calls on the same arrays without making views first; called with other arrays (a
+        delegate's fallback chain), it takes the general path. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        plan = None if x is None or out is None else self.im2col.bound_blocks(x, out)
+        if plan is not None:
+            object.__setattr__(self, "_bound", (x, out, plan, self.weights[0]))
+
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
-        self.im2col.gemm(inputs[INPUT], self.weights, out)
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
+            Im2Col.run_bound(b[2], b[3])
+        else:
+            self.im2col.gemm(inputs[INPUT], self.weights, out)
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
 

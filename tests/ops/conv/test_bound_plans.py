@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.conv import conv2d, conv2d_planes, depthwise_einsum
+from litert_py.ops.conv import conv2d, conv2d_planes, depthwise_einsum, im2col
 from tests.ops.conv.test_conv import _conv_case, _model_and_inputs
 from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
 
@@ -85,3 +85,15 @@ def test_pointwise_blocks_conv_bound(act):
     d = _conv_case(h=64, w=64, c=16, filter_c=16, out_c=16, kh=1, kw=1, stride=(1, 1), dilation=(1, 1), act=act)
     model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID})
     check_bound(model, feeds[0], conv2d.ConvFloatPointwise)
+
+
+@pytest.mark.parametrize("blocks", [False, True], ids=["one-block", "blocked"])
+@pytest.mark.parametrize("padding", [SAME, VALID])
+def test_im2col_conv_bound(padding, blocks, monkeypatch):
+    """A 3x3 conv through the im2col GEMM with the bias folded into it (ConvFloatBiasFolded), padded or not, in
+    one block and in several (with groups 1 and a constant bias every non-1x1 im2col conv folds its bias)."""
+    if blocks:
+        monkeypatch.setattr(im2col, "IM2COL_BLOCK_BYTES", 2048)
+    d = _conv_case(h=11, w=9, c=6, filter_c=6, out_c=5, kh=3, kw=3, stride=(1, 2), dilation=(1, 1), act=1)
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": padding})
+    check_bound(model, feeds[0], conv2d.ConvFloatBiasFolded)
