@@ -1,7 +1,7 @@
 """PAD / PADV2, float MAX_POOL_2D, tiled float AVERAGE_POOL_2D and the per-channel row ADD / MUL with a plan bound
 to their arrays (``bind``, called by ops/fusion.bind_steps): inside an invoke they take the bound views, called on
 other arrays the general path; both give the same bytes over two invokes with different inputs
-(tests/ops/conv/test_bound_plans.check_bound; the oracle comparisons of test_pad_filled.py, test_pooling.py,
+(tests/ops/_bound.check_bound; the oracle comparisons of test_pad_filled.py, test_pooling.py,
 test_pooling_tiled.py and test_elementwise.py cover the values)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from litert_py.ops import elementwise, padding, pooling
-from tests.ops.conv.test_bound_plans import check_bound
+from tests.ops._bound import check_bound
 from tests.ops.test_pad_filled import _model as pad_model
 from tests.ops.test_pooling import pool_model
 from tests.oracle import T, single_op_model
