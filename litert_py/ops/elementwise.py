@@ -157,8 +157,35 @@ class ArithmeticChannelRow:
     clamp: tuple | None
     row: np.ndarray  # (W, C) float32 scratch
 
+    _bound = None  # bind's (input 1, input 2, output, (per-channel source, row, row flat, full rows, out rows))
+
+    def bind(self, inputs, outputs) -> None:
+        """Its views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy
+        calls on the same arrays without making views first; called with other arrays (a delegate's fallback
+        chain), it takes the general path. Bit-identical."""
+        x1, x2, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
+        if x1 is None or x2 is None or out is None or not out.flags.c_contiguous:
+            return
+        a, b = (x2, x1) if self.channel_first else (x1, x2)
+        if not a.flags.c_contiguous:
+            return
+        n = self.row.size
+        plan = (b.reshape(1, -1), self.row.reshape(n), a.reshape(-1, n), out.reshape(-1, n))
+        object.__setattr__(self, "_bound", (x1, x2, out, plan))
+
     def __call__(self, inputs, outputs):
         out, row = outputs[OUTPUT], self.row
+        bound = self._bound
+        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is out:
+            b, flat, a, rows = bound[3]
+            np.copyto(row, b)
+            if self.channel_first:
+                self.ufunc(flat, a, out=rows)
+            else:
+                self.ufunc(a, flat, out=rows)
+            if self.clamp is not None:
+                clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+            return
         a, b = (inputs[INPUT2], inputs[INPUT1]) if self.channel_first else (inputs[INPUT1], inputs[INPUT2])
         np.copyto(row, b.reshape(1, -1))
         n = row.size

@@ -172,9 +172,24 @@ class AveragePoolFloatTiled:
         kept = "".join(ch for k, ch in enumerate(letters) if k not in axes)
         return AveragePoolFloatTiled(tiles, count, lo, hi, f"{letters}->{kept}")
 
+    _bound = None  # bind's (input, output, window view, output view), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its window view of the bound input and the output's reduced view (ops/fusion.bind_steps), so that
+        __call__ makes the same numpy calls on the same arrays without making views first; called with other
+        arrays (a delegate's fallback chain), it takes the general path. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is None or out is None or not out.flags.c_contiguous:
+            return
+        object.__setattr__(self, "_bound", (x, out, self.tiles.windows(x), out.reshape(self.tiles.reduced)))
+
     def __call__(self, inputs, outputs):
         out, tiles = outputs[OUTPUT], self.tiles
-        np.einsum(self.subscripts, tiles.windows(inputs[INPUT]), out=out.reshape(tiles.reduced))
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
+            np.einsum(self.subscripts, b[2], out=b[3])
+        else:
+            np.einsum(self.subscripts, tiles.windows(inputs[INPUT]), out=out.reshape(tiles.reduced))
         np.divide(out, self.count, out=out)
         clip_ufunc(out, self.out_min, self.out_max, out=out)
 
@@ -302,9 +317,36 @@ class MaxPoolFloat:
     floor: np.ndarray  # 0-d: max(lowest, activation min), also the value of a window without a number
     ceiling: np.ndarray  # 0-d: the activation max
 
+    _bound = None  # bind's (input, output, plan), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """For a rows stage over tiles (or none) and a columns stage of two full taps (a 2x2 stride-2 pool): its
+        views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy calls
+        on the same arrays without making views first; called with other arrays (a delegate's fallback chain),
+        it takes the general path. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        rows, cols = self.rows, self.cols
+        if x is None or out is None or cols.tiles is not None or cols.leading_full != 2 or len(cols.taps) != 2:
+            return
+        src = x
+        if rows is not None:
+            if rows.tiles is None:
+                return
+            used, shape = rows.tiles
+            tiles, src = x[:, :used].reshape(shape), self.row_max
+        plan = (None if rows is None else tiles, self.row_max, src[cols.taps[0][1]], src[cols.taps[1][1]])
+        object.__setattr__(self, "_bound", (x, out, plan))
+
     def __call__(self, inputs, outputs):
         out = outputs[OUTPUT]
-        _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
+            tiles, row_max, left, right = b[2]
+            if tiles is not None:
+                np.fmax.reduce(tiles, axis=2, out=row_max)
+            np.fmax(left, right, out=out)
+        else:
+            _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
         np.fmax(out, self.floor, out=out)
         np.minimum(out, self.ceiling, out=out)
 

@@ -42,8 +42,30 @@ class ConvFloatPlanes(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
+    _bound = None  # bind's (input, output, (fills as (destination, source view), GEMM output view)), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy
+        calls on the same arrays without making views first; called with other arrays (a delegate's fallback
+        chain), it takes the general path. The same GEMM on the same operands: bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is None or out is None or not out.flags.c_contiguous:
+            return
+        fills = tuple((dest, x[index].transpose(3, 0, 1, 2)) for dest, index in self.fills)
+        object.__setattr__(self, "_bound", (x, out, (fills, out.reshape(-1, out.shape[3]))))
+
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
+        b = self._bound
+        if b is not None and b[0] is x and b[1] is out:
+            fills, c = b[2]
+            for dest, src in fills:
+                np.copyto(dest, src)
+            for dest, src in self.copies:
+                np.copyto(dest, src)
+            np.matmul(self.at.T, self.weights, out=c)
+            clip_ufunc(out, self.out_min, self.out_max, out=out)
+            return
         for dest, index in self.fills:
             np.copyto(dest, x[index].transpose(3, 0, 1, 2))
         for dest, src in self.copies:

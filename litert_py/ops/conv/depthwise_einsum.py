@@ -48,8 +48,35 @@ class DepthwiseConvFloatEinsum(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
+    _bound = None  # bind's (input, output, (fills as (destination, source view), output rows, ...)), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy
+        calls on the same arrays without making views first (a few us per step inside real invokes); called
+        with other arrays (a delegate's fallback chain), it takes the general path. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is None or out is None or not out.flags.c_contiguous:
+            return
+        fills = tuple((dest, x[index]) for dest, index in self.fills)
+        (window, weights), *more = self.groups
+        plan = (fills, window, weights, tuple(more), out.reshape(self.rows), self.bias, out, self.out_min, self.out_max)
+        object.__setattr__(self, "_bound", (x, out, plan))
+
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
+        b = self._bound
+        if b is not None and b[0] is x and b[1] is out:
+            fills, window, weights, more, rows, bias, out, lo, hi = b[2]
+            for dest, src in fills:
+                np.copyto(dest, src)
+            c_einsum(SUBSCRIPTS, window, weights, out=rows)
+            for window, weights in more:
+                c_einsum(SUBSCRIPTS, window, weights, out=self.scratch)
+                np.add(rows, self.scratch, out=rows)
+            if bias is not None:
+                np.add(rows, bias, out=rows)
+            clip_ufunc(out, lo, hi, out=out)
+            return
         for dest, index in self.fills:
             np.copyto(dest, x[index])
         rows = out.reshape(self.rows)

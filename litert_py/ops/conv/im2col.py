@@ -98,6 +98,43 @@ class Im2Col:
             return np.ndarray(shape, src.dtype, src, 0, strides)
         return np.lib.stride_tricks.as_strided(src, shape, strides, writeable=False)
 
+    def bound_blocks(self, x: np.ndarray, out: np.ndarray) -> tuple | None:
+        """For groups 1: ``(fill, blocks)`` of `gemm`'s numpy calls on these arrays, made once (the bound plans
+        of the float convs, ops/fusion.bind_steps): ``fill`` (padded interior view, x) or None, ``blocks`` ((A
+        destination view or None, its source view, A, output rows view), ...); `run_bound` makes gemm's calls on
+        them. None for grouped convs and non-contiguous arrays."""
+        if self.groups != 1 or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
+        og = out.shape[3]
+        a = self.blocks[0][4]
+        if a is None:
+            return None, ((None, None, x.reshape(-1, x.shape[3]), out.reshape(-1, og)),)
+        if self.pointwise:
+            dest = self.blocks[0][5]
+            return None, ((dest, x.reshape(dest.shape), a[0], out.reshape(-1, og)),)
+        fill = None
+        if self.padded is not None:
+            fill, window = (self.padded[self.interior], x), self.window
+        else:
+            window = self._window(self.geo, 1, x)
+        one = len(self.blocks) == 1
+        blocks = tuple(
+            (dest, window if one else window[:, n0:n1, r0:r1], a[0], out[n0:n1, r0:r1].reshape(-1, og))
+            for n0, n1, r0, r1, a, dest in self.blocks
+        )
+        return fill, blocks
+
+    @staticmethod
+    def run_bound(plan: tuple, weights: np.ndarray) -> None:
+        """`gemm` on the views of `bound_blocks` (``weights``: the (K, O) matrix): the same numpy calls."""
+        fill, blocks = plan
+        if fill is not None:
+            np.copyto(fill[0], fill[1])
+        for dest, src, a, c in blocks:
+            if dest is not None:
+                np.copyto(dest, src)
+            np.matmul(a, weights, out=c)
+
     def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
         """out (N, OH, OW, O) = im2col(x) @ weights (G, Kg, Og), one GEMM per block, written in place
         (the output is contiguous: reshape is a view). Without the generator: small layers pay per call."""

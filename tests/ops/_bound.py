@@ -1,0 +1,41 @@
+"""check_bound: a one-step model's prepared op, bound to its arrays (``bind``, called by ops/fusion.bind_steps), gives
+inside invokes the bytes it gives called on fresh copies of those arrays (its general path)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from litert_py import Interpreter
+
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.0e38, -3.0e38, 1.0e-45], np.float32)
+
+
+def _with_specials(x: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y = x.copy()
+    mask = rng.random(y.shape) < 0.2
+    y[mask] = rng.choice(SPECIAL, int(mask.sum()))
+    return y
+
+
+def check_bound(model: bytes, x, kind: type) -> None:
+    """The single step of ``model`` is a bound ``kind``; two invokes (the second with special values in the
+    first input) give the bits the same op gives called on fresh copies of its arrays. ``x``: the first input's
+    values, or the values of every input."""
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op, ins, outs), *rest = it._subgraphs[0].steps
+    assert not rest and type(op) is kind
+    assert op.__dict__.get("_bound") is not None  # the bound plan is taken inside invokes
+    feeds = list(x) if isinstance(x, (list, tuple)) else [x]
+    first = feeds[0]
+    details = it.get_input_details()
+    for k, value in enumerate((first, _with_specials(first, 1) if first.dtype == np.float32 else first[::-1].copy())):
+        for d, feed in zip(details, [value, *feeds[1:]]):
+            it.set_tensor(d["index"], feed)
+        with np.errstate(all="ignore"):
+            it.invoke()
+            fresh = np.empty_like(outs[0])
+            op([None if a is None else a.copy() for a in ins], [fresh])  # not the bound arrays: the general path
+        ours = it.get_tensor(it.get_output_details()[0]["index"])
+        assert np.array_equal(ours.view(np.uint8), fresh.view(np.uint8)), f"invoke {k}"

@@ -1,0 +1,65 @@
+"""Float conv kernels with a plan bound to their arrays (``bind``, called by ops/fusion.bind_steps): inside an
+invoke they take the bound views, called on other arrays (a delegate's fallback chain) the general path; both
+must give the same bits, and the bound views must see every new input (tests/ops/_bound.check_bound; the
+oracle comparisons of test_conv.py and test_depthwise_einsum.py cover the values themselves)."""
+
+from __future__ import annotations
+
+import pytest
+
+from litert_py.ops.conv import conv2d, conv2d_planes, depthwise_einsum, im2col
+from tests.ops._bound import check_bound
+from tests.ops.conv.test_conv import _conv_case, _model_and_inputs
+from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        (16, 16, 8, 3, 3, (1, 1), (1, 1), SAME, 1),
+        (8, 8, 3, 3, 3, (1, 1), (1, 1), SAME, 2),
+        (10, 9, 3, 3, 3, (1, 1), (1, 1), VALID, 1),
+        (16, 16, 6, 3, 3, (2, 2), (1, 1), SAME, 1),  # column phases: two planes
+    ],
+)
+def test_depthwise_einsum_bound(geometry, act):
+    model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*geometry, act=act))
+    check_bound(model, feeds[0], depthwise_einsum.DepthwiseConvFloatEinsum)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("hw, c, out_c", [((12, 10), 24, 28), ((4, 4), 96, 96)])
+def test_pointwise_conv_bound(hw, c, out_c, act):
+    d = _conv_case(h=hw[0], w=hw[1], c=c, filter_c=c, out_c=out_c, kh=1, kw=1, stride=(1, 1), dilation=(1, 1), act=act)
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID, "bias": True, "const": True})
+    check_bound(model, feeds[0], conv2d.ConvFloat)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize("hw, c, k, stride", [((128, 128), 3, 5, 2), ((64, 64), 4, 3, 1)])
+def test_planes_conv_bound(hw, c, k, stride, act):
+    d = _conv_case(
+        batch=1, h=hw[0], w=hw[1], c=c, filter_c=c, out_c=8, kh=k, kw=k, stride=(stride,) * 2, dilation=(1, 1)
+    )
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": SAME, "act": act})
+    check_bound(model, feeds[0], conv2d_planes.ConvFloatPlanes)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+def test_pointwise_blocks_conv_bound(act):
+    d = _conv_case(h=64, w=64, c=16, filter_c=16, out_c=16, kh=1, kw=1, stride=(1, 1), dilation=(1, 1), act=act)
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID})
+    check_bound(model, feeds[0], conv2d.ConvFloatPointwise)
+
+
+@pytest.mark.parametrize("blocks", [False, True], ids=["one-block", "blocked"])
+@pytest.mark.parametrize("padding", [SAME, VALID])
+def test_im2col_conv_bound(padding, blocks, monkeypatch):
+    """A 3x3 conv through the im2col GEMM with the bias folded into it (ConvFloatBiasFolded), padded or not, in
+    one block and in several (with groups 1 and a constant bias every non-1x1 im2col conv folds its bias)."""
+    if blocks:
+        monkeypatch.setattr(im2col, "IM2COL_BLOCK_BYTES", 2048)
+    d = _conv_case(h=11, w=9, c=6, filter_c=6, out_c=5, kh=3, kw=3, stride=(1, 2), dilation=(1, 1), act=1)
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": padding})
+    check_bound(model, feeds[0], conv2d.ConvFloatBiasFolded)
