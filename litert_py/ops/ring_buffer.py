@@ -147,19 +147,88 @@ class RingBufferInPlace(RingBufferShiftTail):
         object.__setattr__(self, "_ring_head", self.ring[self.head])
 
     def __call__(self, inputs, outputs):
+        self.check()
+
+    def check(self) -> None:
+        """Make the variable's value the view ``ring[head]`` (see the class docstring); the handle is the constant
+        ``key``."""
         var = self.read.resources.get(self.key)
         value = None if var is None else var.value
         head = self._ring_head
         if value is head:
             return
         if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
-            handle = inputs[0][()]
-            value = self.read.value(handle)  # READ_VARIABLE's errors: never assigned, another type
+            value = self.read.value(self.key)  # READ_VARIABLE's errors: never assigned, another type
             raise RuntimeError(
-                f"variable {handle} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
+                f"variable {self.key} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
             )
         np.copyto(head, value)
         var.value = head
+
+
+@dataclass(frozen=True, eq=False)
+class RingBufferChecks:
+    """The checks of several RingBufferInPlace steps as one step at the first one's place (``group_ring_checks``):
+    in the steady state each ring's step only tests that its variable's value is still its ``ring[head]``, and a
+    step of its own costs more inside an invoke than the test. Here one loop tests every ring (an identity test
+    each, on the variables the last full check found); when one fails (the first invoke, after the init subgraph's ASSIGN_VARIABLE, a new
+    prepare, an assignment of another shape), every ring runs its own ``check`` in order, as their steps would.
+
+    Moving a ring's check earlier changes nothing when no step between its new and its old place may read or
+    assign its variable (``_may_touch``; the check writes only ``ring[head]``, which nothing but the ring's reader,
+    after the ring's place, reads or writes). ``members``: the rings' original (node, op) steps, for the tests and
+    tools (each node's outputs name the slice ASSIGN_VARIABLE stored). An error names the first ring's node."""
+
+    members: tuple  # ((node, RingBufferInPlace), ...) in step order
+
+    def bind(self, inputs, outputs) -> None:
+        rings = tuple(op for _, op in self.members)
+        for op in rings:
+            op.bind(None, None)
+        object.__setattr__(self, "_rings", rings)
+        object.__setattr__(self, "_checked", ())  # ((variable, its ring's head), ...) after a full check
+
+    def __call__(self, inputs, outputs):
+        for var, head in self._checked:
+            if var.value is not head:
+                break
+        else:
+            if self._checked:
+                return
+        for op in self._rings:
+            op.check()
+        # every variable now exists and its value is its ring's head; the resources dict never replaces an entry
+        # (ops/resource.py), so the steady state tests the variables themselves, without the dict lookups
+        resources = self._rings[0].read.resources
+        object.__setattr__(self, "_checked", tuple((resources[op.key], op._ring_head) for op in self._rings))
+
+
+def group_ring_checks(steps: list, infos: list) -> list:
+    """``steps`` with the RingBufferInPlace steps after the first one whose variable no step in between may touch
+    merged into one RingBufferChecks step at the first one's place (see there); a ring that may not join starts
+    the next group. Groups of one stay RingBufferInPlace steps."""
+    groups: list[list[int]] = []
+    for j, (node, op) in enumerate(steps):
+        if type(op) is not RingBufferInPlace:
+            continue
+        if groups and not any(_may_touch(infos, *steps[t], op.key) for t in range(groups[-1][0] + 1, j)):
+            groups[-1].append(j)
+        else:
+            groups.append([j])
+    merged: dict[int, tuple | None] = {}
+    for group in groups:
+        if len(group) < 2:
+            continue
+        members = tuple(steps[j] for j in group)
+        ins = [i for node, _ in members for i in node.operator.inputs]
+        outs = [o for node, _ in members for o in node.operator.outputs]  # still planned: get_tensor sees arrays
+        node = members[0][0]
+        node = dataclasses.replace(node, operator=dataclasses.replace(node.operator, inputs=ins, outputs=outs))
+        merged[group[0]] = (node, RingBufferChecks(members))
+        merged.update((j, None) for j in group[1:])
+    if not merged:
+        return steps
+    return [merged.get(k, s) for k, s in enumerate(steps) if merged.get(k, s) is not None]
 
 
 def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
@@ -196,7 +265,7 @@ def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
         new_steps[r] = (new_steps[r][0], reader)
         fields = (getattr(op, f.name) for f in dataclasses.fields(RingBufferShiftTail))
         new_steps[j] = (node, RingBufferInPlace(*fields, ring))
-    return new_steps
+    return group_ring_checks(new_steps, infos)
 
 
 def _may_touch(infos, node, op, key) -> bool:
@@ -351,3 +420,15 @@ def fuse_ring_buffers(steps: list, infos: list, outputs) -> list:
     if not fused:
         return steps
     return [fused.get(k, s) for k, s in enumerate(steps) if fused.get(k, s) is not None]
+
+
+def in_place_rings(steps: list) -> list:
+    """The (node, RingBufferInPlace) steps of a subgraph's (node, prepared op) list, those merged into a
+    RingBufferChecks included (their original nodes), in step order."""
+    rings = []
+    for node, op in steps:
+        if type(op) is RingBufferInPlace:
+            rings.append((node, op))
+        elif type(op) is RingBufferChecks:
+            rings.extend(op.members)
+    return rings
