@@ -171,8 +171,10 @@ class RingBufferChecks:
     """The checks of several RingBufferInPlace steps as one step at the first one's place (``group_ring_checks``):
     in the steady state each ring's step only tests that its variable's value is still its ``ring[head]``, and a
     step of its own costs more inside an invoke than the test. Here one loop tests every ring (an identity test
-    each, on the variables the last full check found); when one fails (the first invoke, after the init subgraph's ASSIGN_VARIABLE, a new
-    prepare, an assignment of another shape), every ring runs its own ``check`` in order, as their steps would.
+    each, on the variables the last full check found); when one fails, or before any full check (the first invoke,
+    after the init subgraph's ASSIGN_VARIABLE, a new prepare, an assignment of another shape or type), every ring
+    runs its own ``check`` in order, as their steps would. An assignment of the value's shape and type writes into
+    the ring's head in place (ResourceVariable.assign) and keeps the invariant.
 
     Moving a ring's check earlier changes nothing when no step between its new and its old place may read or
     assign its variable (``_may_touch``; the check writes only ``ring[head]``, which nothing but the ring's reader,
@@ -208,7 +210,7 @@ def group_ring_checks(steps: list, infos: list) -> list:
     merged into one RingBufferChecks step at the first one's place (see there); a ring that may not join starts
     the next group. Groups of one stay RingBufferInPlace steps."""
     groups: list[list[int]] = []
-    for j, (node, op) in enumerate(steps):
+    for j, (_, op) in enumerate(steps):
         if type(op) is not RingBufferInPlace:
             continue
         if groups and not any(_may_touch(infos, *steps[t], op.key) for t in range(groups[-1][0] + 1, j)):
