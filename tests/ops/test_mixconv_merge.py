@@ -215,6 +215,7 @@ def _stacked_blocks(
     quantize_in: bool = False,
     r1_init_rows: int = 6,
     between: str | None = None,
+    poke_rows: int | None = None,
 ) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
@@ -223,7 +224,8 @@ def _stacked_blocks(
     ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail);
     ``r1_init_rows``: the rows the init subgraph assigns to ring r1 (6: the model's); ``between``: after ring r1's
     ASSIGN_VARIABLE and before the depthwise that reads its concatenation, "read" reads r1 (a second output) or
-    "assign" assigns it a constant."""
+    "assign" assigns it a constant; ``poke_rows``: a signature "poke" (subgraph 2) assigns its input, a
+    (1, poke_rows, 1, 8) state, to ring r1 and returns the variable (the main subgraph: signature "main")."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
@@ -267,6 +269,16 @@ def _stacked_blocks(
         )
         b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
         b.op("ASSIGN_VARIABLE", [h, init], [])
+    if poke_rows is not None:
+        b.signature("main", {"x": b.subgraphs[0]["inputs"][0]}, {"y": y}, subgraph=0)
+        b.subgraph("poke")
+        h = b.tensor("r1_h", (), None, tensor_type=RESOURCE)
+        v, r = (b.input("v", (1, poke_rows, 1, 8), np.int8), _int8(b, "r", (1, poke_rows, 1, 8)))
+        b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": "r1"})
+        b.op("ASSIGN_VARIABLE", [h, v], [])
+        b.op("READ_VARIABLE", [h], [r])
+        b.output(r)
+        b.signature("poke", {"v": v}, {"r": r}, subgraph=2)
     return b.build()
 
 
