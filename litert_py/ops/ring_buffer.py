@@ -222,11 +222,9 @@ def group_ring_checks(steps: list, infos: list) -> list:
         if len(group) < 2:
             continue
         members = tuple(steps[j] for j in group)
-        ins = [i for node, _ in members for i in node.operator.inputs]
-        outs = [o for node, _ in members for o in node.operator.outputs]  # still planned: get_tensor sees arrays
-        node = members[0][0]
-        node = dataclasses.replace(node, operator=dataclasses.replace(node.operator, inputs=ins, outputs=outs))
-        merged[group[0]] = (node, RingBufferChecks(members))
+        # the first ring's node: the others' tensors keep the lifetimes their producers and readers give them (a
+        # ring step writes neither its concatenation nor its slice: the planner need not keep them from here on)
+        merged[group[0]] = (members[0][0], RingBufferChecks(members))
         merged.update((j, None) for j in group[1:])
     if not merged:
         return steps
