@@ -20,7 +20,9 @@ the concatenation's tail when it can (``writing``), and the step only copies the
 (RingBufferShiftTail). Then :func:`fuse_ring_in_place`: when the concatenation's one reader is a streaming block's
 depthwise (``reading_ring``) and the producer can store into another array (``writing_into``), the concatenation
 lives in an array of the step's own, kept across invokes, whose head is the variable's value; the reader shifts
-it after reading its window, and the step copies nothing (RingBufferInPlace).
+it after reading its window, and the step copies nothing (RingBufferInPlace). The in-place rings' steps, which
+then only check that each variable's value is still its ring's head, are merged into one RingBufferChecks step
+(``group_ring_checks``) where no step between may touch their variables.
 
 This module lives with the kernels it fuses (it recognizes their prepared ops by type and builds a prepared op
 of its own) and registers no op; ops/fusion.py runs ``fuse_ring_buffers`` and ``fuse_ring_writes`` on the
