@@ -35,19 +35,25 @@ from .subgraph_call import callee_runtime, check_subgraph_io_types, store_output
 # -- CALL_ONCE --------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class CallOnce:
+    """The flag lives in the interpreter's resources (a new prepare makes a new step, which must not run the init
+    subgraph again); an entry there is never removed, so once the step has seen it, its own ``_done`` answers."""
+
     interpreter: object
     subgraph_index: int
+    _done = False  # not a field: set on the instance once the flag is seen
 
     def __call__(self, inputs, outputs):
+        if self._done:
+            return
         done = self.interpreter.resources
         key = ("call_once", self.subgraph_index)
-        if done.get(key):
-            return
-        sub = self.interpreter.subgraph(self.subgraph_index)
-        if not sub.allocated:
-            sub.prepare()
-        sub.invoke()
-        done[key] = True
+        if not done.get(key):
+            sub = self.interpreter.subgraph(self.subgraph_index)
+            if not sub.allocated:
+                sub.prepare()
+            sub.invoke()
+            done[key] = True
+        object.__setattr__(self, "_done", True)
 
 
 @register(BuiltinOperator.CALL_ONCE, stateful=True)

@@ -26,6 +26,10 @@ from .registry import OpContext, PreparedOp, register
 
 @dataclass(eq=False)
 class ResourceVariable:
+    """A variable of the interpreter's ``resources`` dict. An entry, once made, is never replaced nor removed
+    (ops/ring_buffer.RingBufferChecks keeps the object); an assignment of the value's shape and type writes into
+    the value's array in place."""
+
     value: np.ndarray | None = None
 
     def assign(self, value: np.ndarray) -> None:

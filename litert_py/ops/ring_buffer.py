@@ -20,7 +20,9 @@ the concatenation's tail when it can (``writing``), and the step only copies the
 (RingBufferShiftTail). Then :func:`fuse_ring_in_place`: when the concatenation's one reader is a streaming block's
 depthwise (``reading_ring``) and the producer can store into another array (``writing_into``), the concatenation
 lives in an array of the step's own, kept across invokes, whose head is the variable's value; the reader shifts
-it after reading its window, and the step copies nothing (RingBufferInPlace).
+it after reading its window, and the step copies nothing (RingBufferInPlace). The in-place rings' steps, which
+then only check that each variable's value is still its ring's head, are merged into one RingBufferChecks step
+(``group_ring_checks``) where no step between may touch their variables.
 
 This module lives with the kernels it fuses (it recognizes their prepared ops by type and builds a prepared op
 of its own) and registers no op; ops/fusion.py runs ``fuse_ring_buffers`` and ``fuse_ring_writes`` on the
@@ -147,19 +149,88 @@ class RingBufferInPlace(RingBufferShiftTail):
         object.__setattr__(self, "_ring_head", self.ring[self.head])
 
     def __call__(self, inputs, outputs):
+        self.check()
+
+    def check(self) -> None:
+        """Make the variable's value the view ``ring[head]`` (see the class docstring); the handle is the constant
+        ``key``."""
         var = self.read.resources.get(self.key)
         value = None if var is None else var.value
         head = self._ring_head
         if value is head:
             return
         if value is None or value.shape != self.read_shape or value.dtype != self.read.dtype:
-            handle = inputs[0][()]
-            value = self.read.value(handle)  # READ_VARIABLE's errors: never assigned, another type
+            value = self.read.value(self.key)  # READ_VARIABLE's errors: never assigned, another type
             raise RuntimeError(
-                f"variable {handle} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
+                f"variable {self.key} holds shape {list(value.shape)}, the model reads {list(self.read_shape)}"
             )
         np.copyto(head, value)
         var.value = head
+
+
+@dataclass(frozen=True, eq=False)
+class RingBufferChecks:
+    """The checks of several RingBufferInPlace steps as one step at the first one's place (``group_ring_checks``):
+    in the steady state each ring's step only tests that its variable's value is still its ``ring[head]``, and a
+    step of its own costs more inside an invoke than the test. Here one loop tests every ring (an identity test
+    each, on the variables the last full check found); when one fails, or before any full check (the first invoke,
+    after the init subgraph's ASSIGN_VARIABLE, a new prepare, an assignment of another shape or type), every ring
+    runs its own ``check`` in order, as their steps would. An assignment of the value's shape and type writes into
+    the ring's head in place (ResourceVariable.assign) and keeps the invariant.
+
+    Moving a ring's check earlier changes nothing when no step between its new and its old place may read or
+    assign its variable (``_may_touch``; the check writes only ``ring[head]``, which nothing but the ring's reader,
+    after the ring's place, reads or writes). ``members``: the rings' original (node, op) steps, for the tests and
+    tools (each node's outputs name the slice ASSIGN_VARIABLE stored). An error names the first ring's node."""
+
+    members: tuple  # ((node, RingBufferInPlace), ...) in step order
+
+    def bind(self, inputs, outputs) -> None:
+        rings = tuple(op for _, op in self.members)
+        for op in rings:
+            op.bind(None, None)
+        object.__setattr__(self, "_rings", rings)
+        object.__setattr__(self, "_checked", ())  # ((variable, its ring's head), ...) after a full check
+
+    def __call__(self, inputs, outputs):
+        for var, head in self._checked:
+            if var.value is not head:
+                break
+        else:
+            if self._checked:
+                return
+        for op in self._rings:
+            op.check()
+        # every variable now exists and its value is its ring's head; the resources dict never replaces an entry
+        # (ops/resource.py), so the steady state tests the variables themselves, without the dict lookups
+        resources = self._rings[0].read.resources
+        object.__setattr__(self, "_checked", tuple((resources[op.key], op._ring_head) for op in self._rings))
+
+
+def group_ring_checks(steps: list, infos: list) -> list:
+    """``steps`` with the RingBufferInPlace steps after the first one whose variable no step in between may touch
+    merged into one RingBufferChecks step at the first one's place (see there); a ring that may not join starts
+    the next group. Groups of one stay RingBufferInPlace steps."""
+    groups: list[list[int]] = []
+    for j, (_, op) in enumerate(steps):
+        if type(op) is not RingBufferInPlace:
+            continue
+        if groups and not any(_may_touch(infos, *steps[t], op.key) for t in range(groups[-1][0] + 1, j)):
+            groups[-1].append(j)
+        else:
+            groups.append([j])
+    merged: dict[int, tuple | None] = {}
+    for group in groups:
+        if len(group) < 2:
+            continue
+        members = tuple(steps[j] for j in group)
+        # the first ring's node: the others' tensors keep the lifetimes their producers and readers give them (a
+        # ring step writes neither its concatenation nor its slice: the planner need not keep them from here on)
+        merged[group[0]] = (members[0][0], RingBufferChecks(members))
+        merged.update((j, None) for j in group[1:])
+    if not merged:
+        return steps
+    return [merged.get(k, s) for k, s in enumerate(steps) if merged.get(k, s) is not None]
 
 
 def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
@@ -196,7 +267,7 @@ def fuse_ring_in_place(steps: list, infos: list, outputs) -> list:
         new_steps[r] = (new_steps[r][0], reader)
         fields = (getattr(op, f.name) for f in dataclasses.fields(RingBufferShiftTail))
         new_steps[j] = (node, RingBufferInPlace(*fields, ring))
-    return new_steps
+    return group_ring_checks(new_steps, infos)
 
 
 def _may_touch(infos, node, op, key) -> bool:
@@ -351,3 +422,15 @@ def fuse_ring_buffers(steps: list, infos: list, outputs) -> list:
     if not fused:
         return steps
     return [fused.get(k, s) for k, s in enumerate(steps) if fused.get(k, s) is not None]
+
+
+def in_place_rings(steps: list) -> list:
+    """The (node, RingBufferInPlace) steps of a subgraph's (node, prepared op) list, those merged into a
+    RingBufferChecks included (their original nodes), in step order."""
+    rings = []
+    for node, op in steps:
+        if type(op) is RingBufferInPlace:
+            rings.append((node, op))
+        elif type(op) is RingBufferChecks:
+            rings.extend(op.members)
+    return rings

@@ -200,7 +200,8 @@ class Interpreter:
         if not busy.acquire(False):
             raise concurrent_use_error("invoke")
         try:
-            self._ensure_safe()
+            if self._views:  # _ensure_safe's common case without its call
+                self._ensure_safe()
             sub = self._subgraphs[0]  # made in __init__
             if not sub.allocated:
                 raise RuntimeError("Invoke called on model that is not ready.")

@@ -561,11 +561,13 @@ class SubgraphRuntime:
         self.invoked = True
 
     def _invoke_steps(self) -> None:
-        k = 0
+        ins = None
         try:
-            for k, (op, ins, outs) in enumerate(self.steps):  # noqa: B007 (k names the failing node)
+            for op, ins, outs in self.steps:  # noqa: B007 (ins names the failing node)
                 op(ins, outs)
         except Exception as e:
+            # each step has an inputs list of its own (kept when cancel() swaps the op): no counter in the loop
+            k = next((k for k, step in enumerate(self.steps) if step[1] is ins), 0)
             node = self.steps_nodes[k][0]
             # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
             what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"

@@ -14,6 +14,7 @@ import pytest
 
 import litert_py
 from litert_py.ops.conv.whole_window import lowest_bit
+from litert_py.ops.ring_buffer import in_place_rings
 from litert_py.schema import dtypes
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops.test_ring_buffer import assert_refused
@@ -133,7 +134,8 @@ def test_okay_nabu_blocks_fused():
     assert names.count("DepthwiseWholeIntoRowsWriting") == 4 and "DepthwiseConvWholeFoldedView" not in names
     # the first two rings' frames: StoreInto (RESHAPE, CONV_2D); every ring lives in an array of its own, read
     # by the first conv (ConvQuantizedFoldedRowsRing) or a block (DepthwiseWholeIntoRows.reading_ring)
-    assert "RingBufferShiftTail" not in names and names.count("RingBufferInPlace") == 6
+    assert "RingBufferShiftTail" not in names and len(in_place_rings(ours._subgraphs[0].steps_nodes)) == 6
+    assert names.count("RingBufferChecks") == 1 and "RingBufferInPlace" not in names  # one step checks the six
     stores = {type(op.op).__name__ for _, op in ours._subgraphs[0].steps_nodes if type(op).__name__ == "StoreInto"}
     assert stores == {"CopyReshaped", "ConvQuantizedFoldedRowsRing"}
     assert names.count("StoreInto") == 2
@@ -213,6 +215,7 @@ def _stacked_blocks(
     quantize_in: bool = False,
     r1_init_rows: int = 6,
     between: str | None = None,
+    poke_rows: int | None = None,
 ) -> bytes:
     """Two streaming blocks: ring r0 over the input frames, a whole-window depthwise and a pointwise CONV_2D
     (8 units, same quantization as the frames) whose output frame feeds ring r1, another block, the output.
@@ -221,7 +224,8 @@ def _stacked_blocks(
     ``quantize_in``: a float (1, 8) frame QUANTIZEd, then RESHAPEd (QUANTIZE stores into the ring's tail);
     ``r1_init_rows``: the rows the init subgraph assigns to ring r1 (6: the model's); ``between``: after ring r1's
     ASSIGN_VARIABLE and before the depthwise that reads its concatenation, "read" reads r1 (a second output) or
-    "assign" assigns it a constant."""
+    "assign" assigns it a constant; ``poke_rows``: a signature "poke" (subgraph 2) assigns its input, a
+    (1, poke_rows, 1, 8) state, to ring r1 and returns the variable (the main subgraph: signature "main")."""
     rng = np.random.default_rng(21)
     b = ModelBuilder()
     b.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
@@ -265,6 +269,16 @@ def _stacked_blocks(
         )
         b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
         b.op("ASSIGN_VARIABLE", [h, init], [])
+    if poke_rows is not None:
+        b.signature("main", {"x": b.subgraphs[0]["inputs"][0]}, {"y": y}, subgraph=0)
+        b.subgraph("poke")
+        h = b.tensor("r1_h", (), None, tensor_type=RESOURCE)
+        v, r = (b.input("v", (1, poke_rows, 1, 8), np.int8), _int8(b, "r", (1, poke_rows, 1, 8)))
+        b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": "r1"})
+        b.op("ASSIGN_VARIABLE", [h, v], [])
+        b.op("READ_VARIABLE", [h], [r])
+        b.output(r)
+        b.signature("poke", {"v": v}, {"r": r}, subgraph=2)
     return b.build()
 
 
@@ -289,7 +303,7 @@ def test_reshaped_input_frame_stored_into_ring():
     model = _stacked_blocks(reshape_in=True)
     rng = np.random.default_rng(4)
     names = _assert_equal(model, [[rng.integers(-128, 128, (1, 8)).astype(np.int8)] for _ in range(15)])
-    tails = ["RingBufferInPlace", "DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]
+    tails = ["RingBufferChecks", "DepthwiseWholeIntoRowsWriting"]  # the two in-place rings' checks as one step
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
 
 
@@ -301,7 +315,7 @@ def test_quantized_reshaped_input_frame_stored_into_ring():
     frames = [[(rng.standard_normal((1, 8)) * 4).astype(np.float32)] for _ in range(15)]
     frames[3][0][0, :4] = [0.025, -0.025, 0.075, -1e12]  # ties of the rounding and an overflowing quotient
     names = _assert_equal(model, frames)
-    tails = ["RingBufferInPlace", "DepthwiseWholeIntoRowsWriting", "RingBufferInPlace"]
+    tails = ["RingBufferChecks", "DepthwiseWholeIntoRowsWriting"]  # the two in-place rings' checks as one step
     assert names == ["CallOnce", "StoreInto", *tails, "DepthwiseWholeIntoRows"]
 
 
@@ -391,7 +405,7 @@ def test_okay_nabu_ring_states_match_reference():
     ours = litert_py.Interpreter(model_content=model)
     for it in (ours, theirs):
         it.allocate_tensors()
-    rings = [(node, op) for node, op in ours._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace"]
+    rings = in_place_rings(ours._subgraphs[0].steps_nodes)
     assert len(rings) == 6
     rng = np.random.default_rng(5)
     d = ours.get_input_details()[0]

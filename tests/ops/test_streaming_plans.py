@@ -20,6 +20,7 @@ from litert_py.ops.conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQua
 from litert_py.ops.conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from litert_py.ops.conv.whole_window import DepthwiseWholeIntoRows
 from litert_py.ops.quantize import QuantizeFloatStore
+from litert_py.ops.ring_buffer import in_place_rings
 from litert_py.ops.shape import CopyReshaped
 from litert_py.ops.slice_views import StoreInto, run_rows_ring
 from litert_py.schema import dtypes
@@ -139,7 +140,7 @@ def _assert_ring_states(model: bytes, feeds: list, in_place: int) -> None:
     ours = litert_py.Interpreter(model_content=model)
     for it in (ours, theirs):
         it.allocate_tensors()
-    rings = [(node, op) for node, op in ours._subgraphs[0].steps_nodes if type(op).__name__ == "RingBufferInPlace"]
+    rings = in_place_rings(ours._subgraphs[0].steps_nodes)
     assert len(rings) == in_place
     for k, feed in enumerate(feeds):
         for it in (ours, theirs):

@@ -87,6 +87,10 @@ MISUSE = {
         lambda I: (lambda it, v: it.allocate_tensors())(it := _allocated(I), it.tensor(0)()),
         "reference to internal data",
     ),
+    "live-view-blocks-invoke": (
+        lambda I: (lambda it, v: it.invoke())(it := _allocated(I), it.tensor(0)()),
+        "reference to internal data",
+    ),
 }
 
 
