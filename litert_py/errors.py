@@ -31,6 +31,11 @@ class InvokeError(LiteRTError, RuntimeError):
     """A kernel failed while running (e.g. an index out of range in the data)."""
 
 
+#: The attribute a step standing for several nodes (a fused step) sets on an exception to name the node that
+#: failed; the runtime's "Node number N (...) failed to invoke." then names that node.
+FAILED_NODE = "litert_py_failed_node"
+
+
 class InputValueError(InvokeError, ValueError):
     """A kernel refused the values of its inputs at invoke: a runtime shape asking for a negative dimension, a
     TILE multiplier below 0, an integer raised to a negative power, ... (LiteRT's kernels fail the invoke the

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import FAILED_NODE
 from .movement import Concatenation
 from .resource import AssignVariable, ReadVariable, assign_variable
 from .slice_views import STORE_INTO, StoreInto, producers_readers
@@ -181,7 +182,7 @@ class RingBufferChecks:
     Moving a ring's check earlier changes nothing when no step between its new and its old place may read or
     assign its variable (``_may_touch``; the check writes only ``ring[head]``, which nothing but the ring's reader,
     after the ring's place, reads or writes). ``members``: the rings' original (node, op) steps, for the tests and
-    tools (each node's outputs name the slice ASSIGN_VARIABLE stored). An error names the first ring's node."""
+    tools (each node's outputs name the slice ASSIGN_VARIABLE stored). An error names the failing ring's node."""
 
     members: tuple  # ((node, RingBufferInPlace), ...) in step order
 
@@ -199,8 +200,12 @@ class RingBufferChecks:
         else:
             if self._checked:
                 return
-        for op in self._rings:
-            op.check()
+        for node, op in self.members:
+            try:
+                op.check()
+            except Exception as e:
+                setattr(e, FAILED_NODE, node)  # the error names this ring's node, as its own step would
+                raise
         # every variable now exists and its value is its ring's head; the resources dict never replaces an entry
         # (ops/resource.py), so the steady state tests the variables themselves, without the dict lookups
         resources = self._rings[0].read.resources

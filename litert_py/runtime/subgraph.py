@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import limits
-from ..errors import InvokeError, PrepareError, UnsupportedOpError
+from ..errors import FAILED_NODE, InvokeError, PrepareError, UnsupportedOpError
 from ..ops.fusion import bind_steps, fuse_steps
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
@@ -568,7 +568,8 @@ class SubgraphRuntime:
         except Exception as e:
             # each step has an inputs list of its own (kept when cancel() swaps the op): no counter in the loop
             k = next((k for k, step in enumerate(self.steps) if step[1] is ins), 0)
-            node = self.steps_nodes[k][0]
+            # a step standing for several nodes (ops/ring_buffer.RingBufferChecks) names the one that failed
+            node = getattr(e, FAILED_NODE, None) or self.steps_nodes[k][0]
             # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
             what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
             cls = type(e) if isinstance(e, InvokeError) else InvokeError  # keeps ResourceLimitError, ...

@@ -5,11 +5,15 @@ assigning a ring's variable between invokes (in place, or with another shape: th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import litert_py
 from litert_py.ops.ring_buffer import RingBufferChecks, in_place_rings
+from litert_py.schema.reader import decode_model
+from litert_py.schema.writer import write_model
 from tests.ops.test_mixconv_merge import _assert_same_outputs, _names, _outputs_over, _stacked_blocks
 from tests.oracle import oracle
 
@@ -73,5 +77,45 @@ def test_ring_checks_refuse_a_variable_assigned_another_shape():
         it.invoke()
     it.get_signature_runner("poke")(v=np.zeros((1, 5, 1, 8), np.int8))
     for _ in range(2):
-        with pytest.raises(RuntimeError, match=r"holds shape \[1, 5, 1, 8\], the model reads \[1, 6, 1, 8\]"):
+        with pytest.raises(RuntimeError, match=r"holds shape \[1, 5, 1, 8\], the model reads \[1, 6, 1, 8\]") as e:
             it.invoke()
+        assert f"Node number {_ring_node(it, 1)} (CONCATENATION)" in str(e.value)  # ring r1's node, not r0's
+
+
+def _ring_node(it, k: int) -> int:
+    """The node index of the k-th in-place ring (its CONCATENATION)."""
+    return in_place_rings(it._subgraphs[0].steps_nodes)[k][0].index
+
+
+def _two_pokes() -> bytes:
+    """_stacked_blocks with two signatures assigning ring r1's variable: "poke" five rows (another shape: a new
+    array), "poke6" six rows (the model's shape: into that new array, not the ring's head)."""
+    a = decode_model(_stacked_blocks(reshape_in=True, poke_rows=5))
+    b = decode_model(_stacked_blocks(reshape_in=True, poke_rows=6))
+    sg = b.subgraphs[2]
+    remap = {k: a.operator_codes.index(c) for k, c in enumerate(b.operator_codes) if c in a.operator_codes}
+    ops = tuple(dataclasses.replace(o, opcode_index=remap[o.opcode_index]) for o in sg.operators)
+    poke = next(s for s in b.signature_defs if s.signature_key == "poke")
+    sig = dataclasses.replace(poke, signature_key="poke6", subgraph_index=len(a.subgraphs))
+    subgraphs = (*a.subgraphs, dataclasses.replace(sg, operators=ops))
+    return write_model(dataclasses.replace(a, subgraphs=subgraphs, signature_defs=(*a.signature_defs, sig)))
+
+
+def test_ring_checks_see_a_variable_replaced_by_another_array():
+    """Between invokes ring r1's variable gets a new array of the model's shape (five rows, then six: the value is
+    no longer the ring's head): the next invokes continue from the assigned state, as BUILTIN_REF's do (the steady
+    state's identity test fails and the full check copies the value into the ring)."""
+    model = _two_pokes()
+    feeds = _feeds(8)
+    state = np.random.default_rng(1).integers(-128, 128, (1, 6, 1, 8)).astype(np.int8)
+
+    def before(it, k):
+        if k == 3:
+            it.get_signature_runner("poke")(v=np.zeros((1, 5, 1, 8), np.int8))
+            it.get_signature_runner("poke6")(v=state)
+
+    LiteRT, resolver = oracle()
+    ours = litert_py.Interpreter(model_content=model)
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    _assert_same_outputs(_outputs_over(ours, feeds, before), _outputs_over(theirs, feeds, before))
+    _grouped(ours)
