@@ -463,15 +463,20 @@ class DepthwiseWholeIntoRows:
             return None
         if not isinstance(consumer, (FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar)):
             return None
-        rows = consumer.rows()
-        if rows.size != self.conv_acc.size:
-            return None
-        try:
-            target = reshape_view(rows, self.conv_acc.shape)
-        except ValueError:
+        target = self._rows_target(consumer.rows())
+        if target is None:
             return None
         fed = (getattr(self, f.name) for f in fields(DepthwiseWholeIntoRows))
         return DepthwiseWholeIntoRowsFeeding(*fed, consumer, target)
+
+    def _rows_target(self, rows: np.ndarray) -> np.ndarray | None:
+        """The GEMM rows ``rows`` viewed with the conv output's shape (the tensor's element order), or None."""
+        if rows.size != self.conv_acc.size:
+            return None
+        try:
+            return reshape_view(rows, self.conv_acc.shape)
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -499,14 +504,8 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
         then = feeding(consumer) if feeding is not None else None
         if then is None or not hasattr(then, "run_loaded") or not hasattr(then, "rows"):
             return None
-        rows = then.rows()
-        if rows.size != self.conv_acc.size:
-            return None
-        try:
-            target = reshape_view(rows, self.conv_acc.shape)
-        except ValueError:
-            return None
-        return dataclasses.replace(self, then=then, then_rows=target)
+        target = self._rows_target(then.rows())
+        return None if target is None else dataclasses.replace(self, then=then, then_rows=target)
 
 
 @dataclass(frozen=True, eq=False)
