@@ -29,6 +29,7 @@ DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -58,7 +59,14 @@ from .common import (
     tile_over_width,
 )
 from .im2col import Im2Col, Im2ColT, RowBands, gemm_weights, row_band_weights
-from .requant import SMALL_EPILOGUE_VALUES, FoldedEpilogue, LateZeroPointEpilogue, MixedEpilogue, fold_requantization
+from .requant import (
+    SMALL_EPILOGUE_VALUES,
+    FoldedEpilogue,
+    LateZeroPointEpilogue,
+    MixedEpilogue,
+    epilogue_calls,
+    fold_requantization,
+)
 from .requant_trunc import (
     FULL_CONSTANTS_MAX_VALUES,
     ProvenFolding,
@@ -237,9 +245,42 @@ class ConvQuantizedScaled:
     sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output: the accumulators
     epilogue: ScaledEpilogue
 
+    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps: gemm_calls, requant.epilogue_calls),
+        so that __call__ runs them without making views, nested calls or attribute reads; called with other
+        arrays (a delegate's fallback chain), it takes the general path. Bit-identical: the same calls."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is not None and out is not None:
+            gemm = gemm_calls(self.im2col, x, self.weights, self.sums)
+            calls = (*gemm, *epilogue_calls(self.epilogue, self.sums, out))
+            object.__setattr__(self, "_bound", (x, out, calls))
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for f, a, k in b[2]:
+                f(*a, **k)
+            return
         self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
         self.epilogue(self.sums, outputs[OUTPUT])
+
+
+def gemm_calls(im2col, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
+    """The numpy calls ``im2col.gemm(x, weights, out)`` makes, as (function, args, kwargs) triples on views made
+    once (Im2Col.bound_blocks; the padded buffer's fill as gemm's item assignment); one call of gemm itself for
+    other layouts (RowBands, Im2ColT, grouped or non-contiguous arrays)."""
+    plan = im2col.bound_blocks(x, out) if type(im2col) is Im2Col else None
+    if plan is None:
+        return ((im2col.gemm, (x, weights, out), {}),)
+    fill, blocks = plan
+    calls = [] if fill is None else [(operator.setitem, (im2col.padded, im2col.interior, x), {})]
+    for dest, src, a, rows in blocks:
+        if dest is not None:
+            calls.append((np.copyto, (dest, src), {}))
+        calls.append((np.matmul, (a, weights[0]), {"out": rows}))
+    return tuple(calls)
 
 
 def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
@@ -294,7 +335,21 @@ class ConvQuantizedFolded:
     acc: np.ndarray  # (N, OH, OW, O) float64
     epilogue: FoldedEpilogue
 
+    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """As ConvQuantizedScaled.bind: its numpy calls on the bound arrays, made once. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is not None and out is not None:
+            calls = (*gemm_calls(self.im2col, x, self.weights, self.acc), *epilogue_calls(self.epilogue, self.acc, out))
+            object.__setattr__(self, "_bound", (x, out, calls))
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for f, a, k in b[2]:
+                f(*a, **k)
+            return
         self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
         self.epilogue(self.acc, outputs[OUTPUT])
 
@@ -315,7 +370,25 @@ class ConvQuantizedFoldedRows:
     epilogue: FoldedEpilogue
     product: object  # np.dot or np.matmul (common.small_gemm); acc_rows is C-contiguous, float64
 
+    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """As ConvQuantizedScaled.bind: its numpy calls on the bound arrays, made once. Bit-identical."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is not None and out is not None:
+            object.__setattr__(self, "_bound", (x, out, self.bound_calls(x, out)))
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``x`` and ``out``."""
+        product = (self.product, (self.a, self.weights), {"out": self.acc_rows})
+        return ((np.copyto, (self.a_input, x), {}), product, *epilogue_calls(self.epilogue, self.acc, out))
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for f, a, k in b[2]:
+                f(*a, **k)
+            return
         np.copyto(self.a_input, inputs[INPUT])
         self.product(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])
@@ -340,7 +413,16 @@ class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
 
     index: tuple
 
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``x`` (the view ``x[index]`` made once) and ``out``."""
+        return super().bound_calls(x[self.index], out)
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for f, a, k in b[2]:
+                f(*a, **k)
+            return
         np.copyto(self.a_input, inputs[INPUT][self.index])
         self.product(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])
@@ -359,6 +441,9 @@ class ConvQuantizedFoldedRowsRing(ConvQuantizedFoldedRows):
     window: np.ndarray
     head: np.ndarray
     kept: np.ndarray
+
+    def bind(self, inputs, outputs) -> None:  # reads its ring's window, not its input: unbound
+        pass
 
     def __call__(self, inputs, outputs):
         np.copyto(self.a_input, self.window)
