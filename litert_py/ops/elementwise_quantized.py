@@ -90,7 +90,33 @@ class QuantizedTable8:
                 return gate
         return cls(table, divisor_zero_point, small, None if small else np.empty(out_shape, _U16))
 
+    _bound = None  # bind's (input 1, input 2, output, its numpy calls as (function, args, kwargs)), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps; ``bound_calls``), so that __call__
+        runs them without making views or reading attributes first; called with other arrays (a delegate's
+        fallback chain), it takes the general path. Bit-identical: the same calls on the same arrays."""
+        a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
+        calls = None if a is None or b is None or out is None else self.bound_calls(a, b, out)
+        if calls is not None:
+            object.__setattr__(self, "_bound", (a, b, out, calls))
+
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
+        """__call__'s numpy calls on these arrays, or None (a DIV's divisor check, the small fancy indexing, a
+        resized output)."""
+        idx = self.idx
+        if self.divisor_zero_point is not None or self.small or idx is None or idx.shape != out.shape:
+            return None
+        shift = (np.left_shift, (a.view(np.uint8), 8), {"out": idx, "dtype": _U16})
+        index = (np.bitwise_or, (idx, b.view(np.uint8)), {"out": idx})
+        return shift, index, (np.take, (self.table, idx), {"out": out, "mode": "wrap"})
+
     def __call__(self, inputs, outputs):
+        bound = self._bound
+        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
+            for f, a, k in bound[3]:
+                f(*a, **k)
+            return
         a, b = inputs[INPUT1], inputs[INPUT2]
         if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
             raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
@@ -120,7 +146,20 @@ class QuantizedTable8Bytes(QuantizedTable8):
     high: np.ndarray | None = None  # (out shape) uint8 view of the index buffer's high bytes
     low: np.ndarray | None = None  # its low bytes
 
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
+        """__call__'s numpy calls on these arrays, or None (other shapes)."""
+        high = self.high
+        if a.shape != high.shape or b.shape != high.shape or out.shape != high.shape:
+            return None
+        take = (np.take, (self.table, self.idx), {"out": out, "mode": "wrap"})
+        return (np.copyto, (high, a.view(np.uint8)), {}), (np.copyto, (self.low, b.view(np.uint8)), {}), take
+
     def __call__(self, inputs, outputs):
+        bound = self._bound
+        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
+            for f, a, k in bound[3]:
+                f(*a, **k)
+            return
         a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
         high = self.high
         if a.shape != high.shape or b.shape != high.shape or out.shape != high.shape:
@@ -162,7 +201,24 @@ class QuantizedTable8Broadcast(QuantizedTable8):
         pairs = self.table.reshape(256, 256)
         return np.ascontiguousarray(pairs.T if self.full == INPUT1 else pairs).reshape(-1)
 
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
+        """__call__'s numpy calls on these arrays (the shifted small operand into a uint16 buffer of its own,
+        allocated here: the same values as __call__'s new array), or None (other shapes)."""
+        full, small = (a, b) if self.full == INPUT1 else (b, a)
+        idx = self.idx
+        if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
+            return None
+        high = np.empty(small.shape, _U16)
+        shift = (np.left_shift, (small.view(np.uint8), 8), {"out": high, "dtype": _U16})
+        index = (np.bitwise_or, (high, full.view(np.uint8)), {"out": idx})
+        return shift, index, (np.take, (self.table, idx), {"out": out, "mode": "wrap"})
+
     def __call__(self, inputs, outputs):
+        bound = self._bound
+        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
+            for f, a, k in bound[3]:
+                f(*a, **k)
+            return
         full, small, out = inputs[self.full], inputs[1 - self.full], outputs[OUTPUT]
         idx = self.idx
         if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
