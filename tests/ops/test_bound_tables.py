@@ -1,0 +1,61 @@
+"""The 8-bit table ops' bound plans (ops/elementwise_quantized.py QuantizedTable8, QuantizedTable8Bytes,
+QuantizedTable8Broadcast; ops/activations_quantized.py ActivationLut, ActivationLutPairs): inside invokes they run
+their numpy calls on the bound arrays, and give the general path's bytes on inputs with both extremes and random
+values; removing any call of a plan is caught (tests/ops/_bound_int8.py). The values themselves are checked
+against the oracle by test_elementwise_table8.py and test_activations_quantized.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py.ops import activations_quantized, elementwise_quantized
+from litert_py.schema.builder import ModelBuilder, quant
+from tests.ops._bound_int8 import check_bound_int8
+
+I8, U8 = np.int8, np.uint8
+
+
+def _binary(op: str, shape1, shape2, out_shape, dtype) -> bytes:
+    signed = dtype == I8
+    b = ModelBuilder()
+    x = b.input("x", shape1, dtype, quantization=quant(0.05, -7 if signed else 121))
+    y = b.input("y", shape2, dtype, quantization=quant(0.03, 11 if signed else 130))
+    z = b.tensor("z", out_shape, dtype, quantization=quant(0.07 if op != "MUL" else 0.04, 3 if signed else 125))
+    b.op(op, [x, y], [z], {"fused_activation_function": 1 if op == "SUB" else 0})
+    b.output(z)
+    return b.build()
+
+
+@pytest.mark.parametrize("dtype", [I8, U8])
+@pytest.mark.parametrize(
+    "op, shape1, shape2, kind",
+    [
+        ("ADD", (1, 4, 4, 16), (1, 4, 4, 16), elementwise_quantized.QuantizedTable8Bytes),
+        ("SUB", (1, 30, 25, 8), (1, 30, 25, 8), elementwise_quantized.QuantizedTable8),
+        ("MUL", (1, 8, 8, 40), (1, 1, 1, 40), elementwise_quantized.QuantizedTable8Broadcast),
+        ("MUL", (1, 1, 1, 40), (1, 8, 8, 40), elementwise_quantized.QuantizedTable8Broadcast),
+    ],
+)
+def test_table8_bound(op, shape1, shape2, kind, dtype):
+    out_shape = tuple(np.broadcast_shapes(shape1, shape2))
+    check_bound_int8(_binary(op, shape1, shape2, out_shape, dtype), kind)
+
+
+def _activation(op: str, shape, dtype) -> bytes:
+    signed = dtype == I8
+    b = ModelBuilder()
+    x = b.input("x", shape, dtype, quantization=quant(0.05, -7 if signed else 121))
+    y = b.tensor("y", shape, dtype, quantization=quant(0.04, -3 if signed else 120))
+    b.op(op, [x], [y])
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("dtype", [I8, U8])
+@pytest.mark.parametrize(
+    "shape, kind",
+    [((1, 5, 5, 3), activations_quantized.ActivationLut), ((1, 48, 40, 8), activations_quantized.ActivationLutPairs)],
+)
+def test_activation_lut_bound(shape, kind, dtype):
+    check_bound_int8(_activation("HARD_SWISH", shape, dtype), kind)
