@@ -67,6 +67,7 @@ from ..quant.gemmlowp import (
 )
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
+from .bound_plan import bound_plan
 from .common import (
     all_values,
     check_equal,
@@ -122,7 +123,7 @@ class ActivationLut:
         takes the general path. Bit-identical: the same calls on the same arrays."""
         x, out = inputs[INPUT], outputs[OUTPUT]
         if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, self.bound_calls(x, out)))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """__call__'s numpy calls on these arrays."""
@@ -131,8 +132,8 @@ class ActivationLut:
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         np.take(self.table, inputs[INPUT].view(self.index), out=outputs[OUTPUT], mode="clip")
 
@@ -173,8 +174,8 @@ class ActivationLutPairs(ActivationLut):
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         if not lut_lookup_pairs(inputs[INPUT], self.pairs, outputs[OUTPUT]):
             ActivationLut.__call__(self, inputs, outputs)

@@ -29,6 +29,7 @@ from ..quant.gemmlowp import (
 )
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
+from .bound_plan import bound_plan
 from .common import all_values, clip_ufunc, quantized_activation_range
 from .registry import OpContext, TensorInfo
 
@@ -99,7 +100,7 @@ class QuantizedTable8:
         a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
         calls = None if a is None or b is None or out is None else self.bound_calls(a, b, out)
         if calls is not None:
-            object.__setattr__(self, "_bound", (a, b, out, calls))
+            object.__setattr__(self, "_bound", (a, b, out, bound_plan(calls)))
 
     def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
         """__call__'s numpy calls on these arrays, or None (a DIV's divisor check, the small fancy indexing, a
@@ -114,8 +115,8 @@ class QuantizedTable8:
     def __call__(self, inputs, outputs):
         bound = self._bound
         if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
-            for f, a, k in bound[3]:
-                f(*a, **k)
+            for call in bound[3]:
+                call()
             return
         a, b = inputs[INPUT1], inputs[INPUT2]
         if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
@@ -157,8 +158,8 @@ class QuantizedTable8Bytes(QuantizedTable8):
     def __call__(self, inputs, outputs):
         bound = self._bound
         if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
-            for f, a, k in bound[3]:
-                f(*a, **k)
+            for call in bound[3]:
+                call()
             return
         a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
         high = self.high
@@ -216,8 +217,8 @@ class QuantizedTable8Broadcast(QuantizedTable8):
     def __call__(self, inputs, outputs):
         bound = self._bound
         if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
-            for f, a, k in bound[3]:
-                f(*a, **k)
+            for call in bound[3]:
+                call()
             return
         full, small, out = inputs[self.full], inputs[1 - self.full], outputs[OUTPUT]
         idx = self.idx

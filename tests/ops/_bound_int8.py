@@ -1,8 +1,8 @@
 """The int8 kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy calls on its bound
-arrays, made once, the last item of ``_bound``): tests/ops/_bound.check_bound on 8-bit inputs holding both
-extremes and random values, and check_each_call_needed, which removes each call of the plan in turn and asserts
-the invoke then differs from the general path (so the equality checks can fail: a call missing from a plan, or
-a plan that does not see a new input, shows)."""
+arrays, made once as partial objects (ops/bound_plan.py), the last item of ``_bound``): tests/ops/_bound.check_bound
+on 8-bit inputs holding both extremes and random values, and check_each_call_needed, which removes each call of
+the plan in turn and asserts the invoke then differs from the general path (so the equality checks can fail: a
+call missing from a plan, or a plan that does not see a new input, shows)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def check_each_call_needed(model: bytes, exempt=None) -> None:
     calls = bound[-1]
     assert len(calls) >= 1
     excused = () if exempt is None else exempt(op, calls)
-    touched = {id(a): a for _, args, kwargs in calls for a in (*args, *kwargs.values()) if isinstance(a, np.ndarray)}
+    touched = {id(a): a for c in calls for a in (*c.args, *c.keywords.values()) if isinstance(a, np.ndarray)}
     arrays = [outs[0], *touched.values()]
     details = it.get_input_details()
     for i in range(len(calls)):
@@ -70,7 +70,7 @@ def check_each_call_needed(model: bytes, exempt=None) -> None:
             if not all(a.tobytes() == b.tobytes() for a, b in zip(after_bound, arrays)):
                 shown = True
                 break
-        name = getattr(calls[i][0], "__name__", calls[i][0])
+        name = getattr(calls[i].func, "__name__", calls[i].func)
         assert shown or i in excused, f"call {i} ({name}) removed: nothing differs"
     object.__setattr__(op, "_bound", bound)
 
@@ -80,10 +80,10 @@ def sign_add(op, calls) -> tuple:
     op's epilogue and a fused pair's conv epilogue)."""
     signs = [getattr(e, "sign", None) for e in (getattr(op, "epilogue", None), getattr(op, "conv_epilogue", None))]
     signs = [a for a in signs if a is not None]
-    return tuple(i for i, (f, a, _) in enumerate(calls) if f is np.add and any(a[1] is s for s in signs))
+    return tuple(i for i, c in enumerate(calls) if c.func is np.add and any(c.args[1] is s for s in signs))
 
 
 def last_clip(op, calls) -> tuple:
     """check_each_call_needed's ``exempt``: the last clip of the plan (a pointwise conv's clip to its output type's
     range, in a layer without activation whose outputs stay well inside it)."""
-    return (max(i for i, (f, _, _) in enumerate(calls) if f is clip_ufunc),)
+    return (max(i for i, c in enumerate(calls) if c.func is clip_ufunc),)

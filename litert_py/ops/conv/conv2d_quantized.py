@@ -38,6 +38,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
+from ..bound_plan import bound_plan
 from ..common import aligned_empty, clip_ufunc, float_activation_range, small_gemm
 from ..registry import OpContext, TensorInfo
 from .common import (
@@ -255,13 +256,13 @@ class ConvQuantizedScaled:
         if x is not None and out is not None:
             gemm = gemm_calls(self.im2col, x, self.weights, self.sums)
             calls = (*gemm, *epilogue_calls(self.epilogue, self.sums, out))
-            object.__setattr__(self, "_bound", (x, out, calls))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
 
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
         self.epilogue(self.sums, outputs[OUTPUT])
@@ -342,13 +343,13 @@ class ConvQuantizedFolded:
         x, out = inputs[INPUT], outputs[OUTPUT]
         if x is not None and out is not None:
             calls = (*gemm_calls(self.im2col, x, self.weights, self.acc), *epilogue_calls(self.epilogue, self.acc, out))
-            object.__setattr__(self, "_bound", (x, out, calls))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
 
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
         self.epilogue(self.acc, outputs[OUTPUT])
@@ -376,7 +377,7 @@ class ConvQuantizedFoldedRows:
         """As ConvQuantizedScaled.bind: its numpy calls on the bound arrays, made once. Bit-identical."""
         x, out = inputs[INPUT], outputs[OUTPUT]
         if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, self.bound_calls(x, out)))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """__call__'s numpy calls on ``x`` and ``out``."""
@@ -386,8 +387,8 @@ class ConvQuantizedFoldedRows:
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         np.copyto(self.a_input, inputs[INPUT])
         self.product(self.a, self.weights, out=self.acc_rows)
@@ -420,8 +421,8 @@ class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         np.copyto(self.a_input, inputs[INPUT][self.index])
         self.product(self.a, self.weights, out=self.acc_rows)

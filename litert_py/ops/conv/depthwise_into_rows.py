@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bound_plan import bound_plan
 from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedScaled
@@ -226,7 +227,7 @@ class DepthwiseIntoRows:
         takes the general path. Bit-identical: the same calls on the same arrays."""
         x, out = inputs[INPUT], outputs[OUTPUT]
         if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, self.bound_calls(x, out)))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """__call__'s numpy calls on ``x`` and ``out``."""
@@ -244,8 +245,8 @@ class DepthwiseIntoRows:
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         self.depthwise.accumulate(inputs[INPUT])
         self.epilogue()
@@ -293,8 +294,8 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         np.copyto(self.fill_dest, inputs[INPUT][self.fill_index])
         c_einsum(self.subscripts, self.window, self.taps, out=self.sums_out)

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bound_plan import bound_plan
 from ..common import aligned_empty, c_einsum
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
@@ -157,13 +158,13 @@ class DepthwiseConvQuantizedRows:
         x, out = inputs[INPUT], outputs[OUTPUT]
         if x is not None and out is not None:
             calls = (*self.accumulate_calls(x), *epilogue_calls(self.epilogue, self.acc_out, out))
-            object.__setattr__(self, "_bound", (x, out, calls))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
 
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for f, a, k in b[2]:
-                f(*a, **k)
+            for call in b[2]:
+                call()
             return
         self.accumulate(inputs[INPUT])
         self.epilogue(self.acc_out, outputs[OUTPUT])

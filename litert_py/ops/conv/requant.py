@@ -48,18 +48,12 @@ FLOAT64_EXACT = 1 << 53
 def epilogue_calls(epilogue, v: np.ndarray, out: np.ndarray) -> tuple:
     """The numpy calls ``epilogue(v, out)`` makes on these arrays, as ((function, args, kwargs), ...), with their
     views made once (the int8 kernels' bound plans, ops/fusion.bind_steps): running them in order
-    (``for f, a, k in calls: f(*a, **k)``) is the epilogue's call without the nested Python call, its reshapes
-    and attribute reads. Bit-identical: the same calls on the same arrays. An epilogue without ``calls`` (the
-    MixedEpilogue's Requantizer) is one call of itself."""
+    is the epilogue's call without the nested Python call, its reshapes
+    and attribute reads (bound_plan makes them the partial objects the bound __call__s run). Bit-identical: the
+    same calls on the same arrays. An epilogue without ``calls`` (the MixedEpilogue's Requantizer) is one call of
+    itself."""
     calls = getattr(epilogue, "calls", None)
     return ((epilogue, (v, out), {}),) if calls is None else calls(v, out)
-
-
-def run_calls(calls: tuple) -> None:
-    """Runs epilogue_calls' (function, args, kwargs) triples in order (for tests and cold paths; the bound
-    __call__s inline this loop)."""
-    for f, a, k in calls:
-        f(*a, **k)
 
 
 @dataclass(frozen=True, eq=False)
