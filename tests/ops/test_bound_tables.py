@@ -12,19 +12,9 @@ import pytest
 from litert_py.ops import activations_quantized, elementwise_quantized
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops._bound_int8 import check_bound_int8
+from tests.ops.test_elementwise_table8 import _model
 
 I8, U8 = np.int8, np.uint8
-
-
-def _binary(op: str, shape1, shape2, out_shape, dtype) -> bytes:
-    signed = dtype == I8
-    b = ModelBuilder()
-    x = b.input("x", shape1, dtype, quantization=quant(0.05, -7 if signed else 121))
-    y = b.input("y", shape2, dtype, quantization=quant(0.03, 11 if signed else 130))
-    z = b.tensor("z", out_shape, dtype, quantization=quant(0.07 if op != "MUL" else 0.04, 3 if signed else 125))
-    b.op(op, [x, y], [z], {"fused_activation_function": 1 if op == "SUB" else 0})
-    b.output(z)
-    return b.build()
 
 
 @pytest.mark.parametrize("dtype", [I8, U8])
@@ -39,7 +29,7 @@ def _binary(op: str, shape1, shape2, out_shape, dtype) -> bytes:
 )
 def test_table8_bound(op, shape1, shape2, kind, dtype):
     out_shape = tuple(np.broadcast_shapes(shape1, shape2))
-    check_bound_int8(_binary(op, shape1, shape2, out_shape, dtype), kind)
+    check_bound_int8(_model(op, shape1, shape2, out_shape, dtype), kind)
 
 
 def _activation(op: str, shape, dtype) -> bytes:
