@@ -257,8 +257,29 @@ class QuantizedTable8Scalar:
             return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
         return QuantizedTable8Scalar(lut, operand)
 
+    _bound = None  # bind's (varying input, output, its numpy calls as partial objects), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps; ``bound_calls``), so that __call__
+        runs them without making views or reading attributes first; called with other arrays, it takes the
+        general path. Bit-identical: the same calls on the same arrays."""
+        x, out = inputs[self.operand], outputs[OUTPUT]
+        if x is not None and out is not None:
+            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on these arrays."""
+        if x.shape != out.shape:
+            x = x.reshape(out.shape)
+        return ((np.take, (self.lut, x.view(np.uint8)), {"out": out, "mode": "wrap"}),)
+
     def __call__(self, inputs, outputs):
         x, out = inputs[self.operand], outputs[OUTPUT]
+        b = self._bound
+        if b is not None and b[0] is x and b[1] is out:
+            for call in b[2]:
+                call()
+            return
         if x.shape != out.shape:
             x = x.reshape(out.shape)  # same size: the constant broadcasts as a scalar
         np.take(self.lut, x.view(np.uint8), out=out, mode="wrap")  # every index is < 256
@@ -273,8 +294,21 @@ class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
 
     pairs: np.ndarray | None = None
 
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on these arrays (lut_lookup_pairs's gather; QuantizedTable8Scalar's where that
+        declines)."""
+        if x.shape != out.shape or x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return super().bound_calls(x, out)
+        pairs = x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16)
+        return ((np.take, (self.pairs, pairs[0]), {"out": pairs[1], "mode": "wrap"}),)
+
     def __call__(self, inputs, outputs):
         x, out = inputs[self.operand], outputs[OUTPUT]
+        b = self._bound
+        if b is not None and b[0] is x and b[1] is out:
+            for call in b[2]:
+                call()
+            return
         if x.shape != out.shape or not lut_lookup_pairs(x, self.pairs, out):
             QuantizedTable8Scalar.__call__(self, inputs, outputs)
 

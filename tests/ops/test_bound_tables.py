@@ -12,7 +12,7 @@ import pytest
 from litert_py.ops import activations_quantized, elementwise_quantized
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops._bound_int8 import check_bound_int8
-from tests.ops.test_elementwise_table8 import _model
+from tests.ops.test_elementwise_table8 import _model, _scalar_model
 
 I8, U8 = np.int8, np.uint8
 
@@ -49,3 +49,18 @@ def _activation(op: str, shape, dtype) -> bytes:
 )
 def test_activation_lut_bound(shape, kind, dtype):
     check_bound_int8(_activation("HARD_SWISH", shape, dtype), kind)
+
+
+@pytest.mark.parametrize("dtype", [I8, U8])
+@pytest.mark.parametrize(
+    "op, shape, const_first, kind",
+    [
+        ("ADD", (1, 16, 16), False, elementwise_quantized.QuantizedTable8Scalar),
+        ("MUL", (1, 4, 5), True, elementwise_quantized.QuantizedTable8Scalar),
+        ("ADD", (1, 48, 40, 8), False, elementwise_quantized.QuantizedTable8ScalarPairs),
+    ],
+)
+def test_table8_scalar_bound(op, shape, const_first, kind, dtype):
+    """One input a one-value constant (of shape (1, 1, 1, 1): an output of higher rank than a 3-d input)."""
+    model = _scalar_model(op, dtype, const_first, 3, shape, (1, 1, 1, 1), (0.05, 0.03, 0.07), 0)
+    check_bound_int8(model, kind)
