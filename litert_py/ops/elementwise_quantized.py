@@ -10,10 +10,7 @@ import numpy as np
 
 from ..errors import InvokeError
 from ..quant import (
-    LUT_PAIRS_MIN_VALUES,
     dtype_range,
-    lut_lookup_pairs,
-    lut_pairs,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     requantize_int64_inplace,
@@ -31,217 +28,31 @@ from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .common import all_values, clip_ufunc, quantized_activation_range
 from .registry import OpContext, TensorInfo
+from .table8 import (  # noqa: F401  (re-exported: the 8-bit table ops' home before they moved)
+    BYTES_MAX_TABLE,
+    SMALL_TABLE,
+    QuantizedTable8,
+    QuantizedTable8Broadcast,
+    QuantizedTable8Bytes,
+    QuantizedTable8Scalar,
+    QuantizedTable8ScalarPairs,
+    table8,
+    table_op,
+)
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
+_U16 = np.uint16
 _I8, _U8, _I16 = TensorType.INT8, TensorType.UINT8, TensorType.INT16
 
-
 # -- quantized ADD, SUB, MUL, DIV -------------------------------------------------------------------
-# An 8-bit binary op is a function of the input *pair*, which takes only 65536 values: prepare evaluates the
-# reference kernel's integer formula on all of them once (`table8`) and eval is one gather (QuantizedTable8,
-# about 1 ns per element where the int64 fixed-point pipeline costs 4-5 ns). The int16 paths (2**32 pairs)
-# look the per-input stage up in a 65536-entry table where there is one and run the rest in int64.
-_U16 = np.uint16
-SMALL_TABLE = 512  # output elements up to which QuantizedTable8 uses fancy indexing
-
-
-def table8(fn, dtype, lo: int, hi: int, out_dtype) -> np.ndarray:
-    """The 65536-entry table of an 8-bit binary op: ``fn(x1, x2)`` (the int32 result before the clamp, as int64)
-    on every pair, clamped to [lo, hi]; entry ``byte(x1) << 8 | byte(x2)``."""
-    v = all_values(dtype)
-    result = np.broadcast_to(fn(v[:, None], v[None, :]), (v.size, v.size))  # fn broadcasts (256, 1) and (1, 256)
-    return np.clip(wrap32(result), lo, hi).astype(out_dtype).reshape(-1)
-
-
-@dataclass(frozen=True, eq=False)
-class QuantizedTable8:
-    """An 8-bit ADD / SUB / MUL / DIV: ``out = table[byte(x1) << 8 | byte(x2)]`` with NumPy broadcasting.
-
-    ``table`` holds the reference kernel's output for every input pair. DIV checks its divisor first: LiteRT
-    fails the invoke when an element of input2 equals input2's zero point.
-    """
-
-    table: np.ndarray  # (65536,) of the output dtype
-    divisor_zero_point: int | None = None
-    small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
-    idx: np.ndarray | None = None  # uint16 table indices, the output's shape (None when small)
-
-    @classmethod
-    def build(
-        cls, table: np.ndarray, out_shape, divisor_zero_point: int | None = None, in_shapes: tuple = ()
-    ) -> QuantizedTable8:
-        """The op for an output of ``out_shape``: QuantizedTable8Bytes where both ``in_shapes`` are the output's
-        (no broadcasting), it has at most BYTES_MAX_TABLE elements and the op checks no divisor; else fancy
-        indexing up to SMALL_TABLE elements, else the gather through an index buffer allocated here, once."""
-        values = int(np.prod(out_shape, dtype=np.int64))
-        if (
-            divisor_zero_point is None
-            and values <= BYTES_MAX_TABLE
-            and len(in_shapes) == 2
-            and all(tuple(s) == tuple(out_shape) for s in in_shapes)
-        ):
-            idx = np.zeros(out_shape, "<u2")  # little-endian: byte 1 is the high byte on every machine
-            pairs = idx.reshape(-1).view(np.uint8).reshape(tuple(out_shape) + (2,))  # (a view, also for 0-d)
-            return QuantizedTable8Bytes(table, None, False, idx, pairs[..., 1], pairs[..., 0])
-        small = values <= SMALL_TABLE
-        if not small and divisor_zero_point is None and len(in_shapes) == 2:
-            gate = QuantizedTable8Broadcast.of(table, out_shape, in_shapes)
-            if gate is not None:
-                return gate
-        return cls(table, divisor_zero_point, small, None if small else np.empty(out_shape, _U16))
-
-    def __call__(self, inputs, outputs):
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
-            raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
-        out = outputs[OUTPUT]
-        if self.small:
-            out[...] = self.table.reshape(256, 256)[a.view(np.uint8), b.view(np.uint8)]
-            return
-        idx = self.idx if self.idx is not None and self.idx.shape == out.shape else np.empty(out.shape, _U16)
-        np.left_shift(a.view(np.uint8), 8, out=idx, dtype=_U16)
-        np.bitwise_or(idx, b.view(np.uint8), out=idx)
-        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
-
-
-#: QuantizedTable8Bytes up to this many elements (measured, 1 thread, against the shift / or / take form and
-#: the fancy indexing of SMALL_TABLE: 256 values 3.4 / 2.9 -> 2.2 us, 448 3.6 / 3.5 -> 2.5, 1560 4.8 -> 3.9,
-#: 6000 8.1 -> 8.6 us: kept).
-BYTES_MAX_TABLE = 2048
-
-
-@dataclass(frozen=True, eq=False)
-class QuantizedTable8Bytes(QuantizedTable8):
-    """QuantizedTable8 for same-shape inputs and output (no broadcasting): the table index
-    ``byte(x1) << 8 | byte(x2)`` is built by two plain byte copies, x1's bytes into the high and x2's into the low
-    bytes of a little-endian uint16 index buffer (the same index value), then one gather: no widening shift and
-    no second pass over the index. Inputs of other shapes (a resized op) take QuantizedTable8's path."""
-
-    high: np.ndarray | None = None  # (out shape) uint8 view of the index buffer's high bytes
-    low: np.ndarray | None = None  # its low bytes
-
-    def __call__(self, inputs, outputs):
-        a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
-        high = self.high
-        if a.shape != high.shape or b.shape != high.shape or out.shape != high.shape:
-            return QuantizedTable8.__call__(self, inputs, outputs)
-        np.copyto(high, a.view(np.uint8))
-        np.copyto(self.low, b.view(np.uint8))
-        np.take(self.table, self.idx, out=out, mode="wrap")  # every index is < 65536
-
-
-@dataclass(frozen=True, eq=False)
-class QuantizedTable8Broadcast(QuantizedTable8):
-    """QuantizedTable8 where one input (``full``) has the output's shape and the other (``small``) has fewer values
-    and broadcasts (MobileNet-v3's squeeze-excite MUL of a feature map by a (1, 1, 1, C) gate): the table is
-    stored transposed at prepare, ``table[byte(small) << 8 | byte(full)]``, so the shift runs over the small
-    operand only and one broadcasting OR over the full one builds the index (two passes over the output instead
-    of three); the gate's few values then also select few 256-entry rows of the table (fewer cache lines).
-    Exact: the transposed table holds the same entries, each read by its own (x1, x2) pair. Inputs of other
-    shapes (a resized op) take QuantizedTable8's path with the table transposed back."""
-
-    full: int = INPUT1  # the input with the output's shape
-    small_shape: tuple = ()
-
-    @staticmethod
-    def of(table: np.ndarray, out_shape, in_shapes) -> QuantizedTable8Broadcast | None:
-        shapes = [tuple(s) for s in in_shapes]
-        out_shape = tuple(out_shape)
-        if shapes.count(out_shape) != 1:
-            return None
-        full = shapes.index(out_shape)
-        small_shape = shapes[1 - full]
-        if int(np.prod(small_shape, dtype=np.int64)) >= int(np.prod(out_shape, dtype=np.int64)):
-            return None
-        pairs = table.reshape(256, 256)  # [byte(x1), byte(x2)]
-        swapped = np.ascontiguousarray(pairs.T if full == INPUT1 else pairs).reshape(-1)  # [byte(small), byte(full)]
-        return QuantizedTable8Broadcast(swapped, None, False, np.empty(out_shape, _U16), full, small_shape)
-
-    def pair_table(self) -> np.ndarray:
-        """The table in QuantizedTable8's order, ``byte(x1) << 8 | byte(x2)``."""
-        pairs = self.table.reshape(256, 256)
-        return np.ascontiguousarray(pairs.T if self.full == INPUT1 else pairs).reshape(-1)
-
-    def __call__(self, inputs, outputs):
-        full, small, out = inputs[self.full], inputs[1 - self.full], outputs[OUTPUT]
-        idx = self.idx
-        if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
-            return QuantizedTable8(self.pair_table())(inputs, outputs)
-        high = np.left_shift(small.view(np.uint8), 8, dtype=_U16)
-        np.bitwise_or(high, full.view(np.uint8), out=idx)
-        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536
-
-
-@dataclass(frozen=True, eq=False)
-class QuantizedTable8Scalar:
-    """An 8-bit ADD / SUB / MUL / DIV whose other operand is a one-value constant: ``out = lut[byte(x)]``, one
-    gather from the 256 entries of the pair table's row or column for that constant (instead of building
-    the 16-bit pair index in two passes, then gathering from the 65536-entry table): bit-exact, the entries are
-    the pair table's own. ``operand`` is the input that varies; the output has as many values as it (the
-    constant broadcasts as a scalar), so a different rank is a reshape."""
-
-    lut: np.ndarray  # (256,) of the output dtype, indexed by the varying input's byte
-    operand: int  # INPUT1 or INPUT2
-
-    @staticmethod
-    def of(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo) -> QuantizedTable8Scalar | None:
-        """The op when exactly one input is a constant of one value (and the output has the other's size; a
-        dynamic input keeps the pair table), else None."""
-        if a.dynamic or b.dynamic or out.dynamic or a.is_constant == b.is_constant:
-            return None
-        const, operand = (b, INPUT1) if b.is_constant else (a, INPUT2)
-        if const.size != 1 or out.size != (a, b)[operand].size:
-            return None
-        byte = int(np.asarray(const.data).reshape(-1).view(np.uint8)[0])
-        pairs = table.reshape(256, 256)  # [byte(x1), byte(x2)]
-        lut = np.ascontiguousarray(pairs[:, byte] if operand == INPUT1 else pairs[byte, :])
-        x = (a, b)[operand]
-        if x.size >= LUT_PAIRS_MIN_VALUES and x.size % 2 == 0 and tuple(x.shape) == tuple(out.shape):
-            return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
-        return QuantizedTable8Scalar(lut, operand)
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[self.operand], outputs[OUTPUT]
-        if x.shape != out.shape:
-            x = x.reshape(out.shape)  # same size: the constant broadcasts as a scalar
-        np.take(self.lut, x.view(np.uint8), out=out, mode="wrap")  # every index is < 256
-
-
-@dataclass(frozen=True, eq=False)
-class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
-    """QuantizedTable8Scalar over many values (at least quant.LUT_PAIRS_MIN_VALUES, an even number, the output's
-    shape): two input bytes per gather from ``pairs`` (quant.lut_pairs of ``lut``, 65,536 uint16 entries).
-    Exact: every output byte is ``lut``'s own entry for its input byte (no bound). An input or output that is
-    not C-contiguous or odd-sized (a resized op) takes QuantizedTable8Scalar's byte gather."""
-
-    pairs: np.ndarray | None = None
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[self.operand], outputs[OUTPUT]
-        if x.shape != out.shape or not lut_lookup_pairs(x, self.pairs, out):
-            QuantizedTable8Scalar.__call__(self, inputs, outputs)
-
-
-def _table_op(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo, divisor_zero_point=None):
-    """QuantizedTable8Scalar where one input is a one-value constant (DIV: not a zero divisor), else
-    QuantizedTable8.build's choice."""
-    if divisor_zero_point is None or (b.is_constant and int(np.asarray(b.data).reshape(-1)[0]) != divisor_zero_point):
-        scalar = QuantizedTable8Scalar.of(table, a, b, out)
-        if scalar is not None:
-            return scalar
-    return QuantizedTable8.build(table, out.shape, divisor_zero_point, _static(a, b, out))
+# The 8-bit ops are table lookups (table8.py). The int16 paths (2**32 pairs) look the per-input stage up in a
+# 65536-entry table where there is one and run the rest in int64.
 
 
 def _buffer(shape, dtype, prepared: np.ndarray | None) -> np.ndarray:
     """``prepared`` (a buffer allocated at prepare) when it has ``shape``, else a new one (an op prepared for
     other shapes, e.g. on the dynamic path): the int16 ops allocate nothing per invoke on static shapes."""
     return prepared if prepared is not None and prepared.shape == shape else np.empty(shape, dtype)
-
-
-def _static(a: TensorInfo, b: TensorInfo, out: TensorInfo) -> tuple:
-    """The two inputs' shapes when they and the output's are static (QuantizedTable8.build's ``in_shapes``),
-    else ()."""
-    return () if a.dynamic or b.dynamic or out.dynamic else (tuple(a.shape), tuple(b.shape))
 
 
 @dataclass(frozen=True, eq=False)
@@ -496,7 +307,7 @@ def _prepare_add_sub_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
         r2 = multiply_by_quantized_multiplier(wrap32((x2 - z2) << left_shift), m2, e2)
         return multiply_by_quantized_multiplier(wrap32(r1 - r2 if subtract else r1 + r2), mo, eo) + zo
 
-    return _table_op(table8(add_sub, a.dtype, lo, hi, out.dtype), a, b, out)
+    return table_op(table8(add_sub, a.dtype, lo, hi, out.dtype), a, b, out)
 
 
 def _prepare_pot16(ctx: OpContext, a: TensorInfo, b: TensorInfo, logs, subtract: bool, lo: int, hi: int):
@@ -548,7 +359,7 @@ def _prepare_mul_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def mul(x1, x2):  # reference_integer_ops::MulElementwise / reference_ops::MulElementwise, per pair
         return multiply_by_quantized_multiplier(wrap32((x1 - z1) * (x2 - z2)), m, shift) + zo
 
-    return _table_op(table8(mul, a.dtype, lo, hi, out.dtype), a, b, out)
+    return table_op(table8(mul, a.dtype, lo, hi, out.dtype), a, b, out)
 
 
 def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
@@ -571,7 +382,7 @@ def _prepare_div_quantized(ctx: OpContext, a: TensorInfo, b: TensorInfo):
     def div(x1, x2):
         return _div_quantized(x1 - z1, x2 - z2, m, shift) + zo
 
-    return _table_op(table8(div, a.dtype, lo, hi, out.dtype), a, b, out, divisor_zero_point=z2)
+    return table_op(table8(div, a.dtype, lo, hi, out.dtype), a, b, out, divisor_zero_point=z2)
 
 
 #: the quantized paths' prepare per op (elementwise.py's prepare_arithmetic dispatches to them)

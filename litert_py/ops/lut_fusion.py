@@ -42,14 +42,14 @@ import dataclasses
 import numpy as np
 
 from .activations_quantized import ActivationLut, ActivationLutPairs
-from .elementwise_quantized import (
+from .slice_views import producers_readers
+from .table8 import (
     QuantizedTable8,
     QuantizedTable8Broadcast,
     QuantizedTable8Bytes,
     QuantizedTable8Scalar,
     QuantizedTable8ScalarPairs,
 )
-from .slice_views import producers_readers
 
 _U8 = np.dtype(np.uint8)
 

@@ -37,11 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bound_plan import bound_plan
 from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedScaled
 from .im2col import Im2Col
-from .requant import LateZeroPointEpilogue
+from .requant import LateZeroPointEpilogue, epilogue_calls
 from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, add_ties_away
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
@@ -91,6 +92,20 @@ class RowsEpilogue:
         else:
             np.floor(v, out=v)
             np.add(self.v4, self.add, out=self.rows)  # integers within [-255, 255]: exact
+
+    def calls(self) -> tuple:
+        """__call__'s numpy calls, as (function, args, kwargs) triples."""
+        v = self.v
+        c = []
+        if self.half is not None:
+            c += [(add_ties_away, (v, self.v_bits, self.half_bits, self.sign, self.sign_bits), {})]
+            c.append((np.add, (v, self.const, v), {}))
+        c.append((clip_ufunc, (v, self.lo, self.hi, v), {}))
+        if self.add is None:
+            c.append((np.floor, (self.v4, self.rows), {}))
+        else:
+            c += [(np.floor, (v, v), {}), (np.add, (self.v4, self.add, self.rows), {})]
+        return tuple(c)
 
 
 def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray) -> RowsEpilogue:
@@ -204,7 +219,35 @@ class DepthwiseIntoRows:
     const_row: np.ndarray | None  # split form: the conv's constant row (_const_rows), added after the product
     product_rows: np.ndarray | None  # split form: acc_rows, or its (N*OH, OW*O) view (_const_rows)
 
+    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps; requant.epilogue_calls), so that
+        __call__ runs them without making views, nested calls or attribute reads; called with other arrays, it
+        takes the general path. Bit-identical: the same calls on the same arrays."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is not None and out is not None:
+            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``x`` and ``out``."""
+        d = self.depthwise
+        head = d.accumulate_calls(x) if hasattr(d, "accumulate_calls") else ((d.accumulate, (x,), {}),)
+        return (*head, *self.epilogue.calls(), *self.tail_calls(out))
+
+    def tail_calls(self, out: np.ndarray) -> tuple:
+        """The conv's product, constant row and epilogue calls into ``out``."""
+        c = [(self.product, (self.a, self.weights), {"out": self.acc_rows})]
+        if self.const_row is not None:
+            c.append((np.add, (self.product_rows, self.const_row, self.product_rows), {}))
+        return (*c, *epilogue_calls(self.conv_epilogue, self.acc, out))
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for call in b[2]:
+                call()
+            return
         self.depthwise.accumulate(inputs[INPUT])
         self.epilogue()
         self.product(self.a, self.weights, out=self.acc_rows)
@@ -237,7 +280,23 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
     v4: np.ndarray = None  # dw_acc with the output's shape
     rows: np.ndarray = None  # where the floor goes: the conv's rows, or v4 itself (split form)
 
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``x`` and ``out``."""
+        acc, v = self.dw_acc, self.v4
+        c = [(np.copyto, (self.fill_dest, x[self.fill_index]), {})]
+        c.append((c_einsum, (self.subscripts, self.window, self.taps), {"out": self.sums_out}))
+        if self.scale is not None:
+            c += [(np.copyto, (acc, self.sums), {}), (np.multiply, (acc, self.scale, acc), {})]
+        c += [(np.add, (acc, self.const, acc), {}), (clip_ufunc, (v, self.lo, self.hi, v), {})]
+        c.append((np.floor, (v, self.rows), {}))
+        return (*c, *self.tail_calls(out))
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for call in b[2]:
+                call()
+            return
         np.copyto(self.fill_dest, inputs[INPUT][self.fill_index])
         c_einsum(self.subscripts, self.window, self.taps, out=self.sums_out)
         acc = self.dw_acc

@@ -59,12 +59,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bound_plan import bound_plan
 from ..common import aligned_empty, c_einsum
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
 from .depthwise_into_rows import DepthwiseIntoRows, feeding, inlined
-from .requant import SMALL_EPILOGUE_VALUES, MixedEpilogue, fold_requantization
+from .requant import SMALL_EPILOGUE_VALUES, MixedEpilogue, epilogue_calls, fold_requantization
 from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, fold_truncating, fold_truncating_proven
 from .taps import DepthwiseTaps
 
@@ -96,6 +97,10 @@ class Fill:
         for dest, index in self.fills:
             np.copyto(dest, x[index])
 
+    def calls(self, x: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``x`` (its views made once), as (function, args, kwargs) triples."""
+        return tuple((np.copyto, (dest, x[index]), {}) for dest, index in self.fills)
+
 
 @dataclass(frozen=True, eq=False)
 class StagedFill:
@@ -112,6 +117,17 @@ class StagedFill:
         for dest, stage, stage_pixels, index in self.fills:
             np.copyto(stage_pixels, xv[index])
             np.copyto(dest, stage)
+
+    def calls(self, x: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``x`` (its views made once; one call of itself where ``x`` is not
+        C-contiguous: np.ascontiguousarray copies it), as (function, args, kwargs) triples."""
+        if not x.flags.c_contiguous:
+            return ((self, (x,), {}),)
+        xv = x.view(self.pixel)
+        c = []
+        for dest, stage, stage_pixels, index in self.fills:
+            c += [(np.copyto, (stage_pixels, xv[index]), {}), (np.copyto, (dest, stage), {})]
+        return tuple(c)
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,9 +148,40 @@ class DepthwiseConvQuantizedRows:
     epilogue: object
     rows_form: tuple | None  # (const, epilogue) of the b = 0 folding (feeding), where b != 0 and that is exact
 
+    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps: accumulate_calls,
+        requant.epilogue_calls), so that __call__ runs them without making views, nested calls or attribute
+        reads; called with other arrays (a delegate's fallback chain), it takes the general path. Bit-identical:
+        the same calls on the same arrays."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x is not None and out is not None:
+            calls = (*self.accumulate_calls(x), *epilogue_calls(self.epilogue, self.acc_out, out))
+            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
+
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for call in b[2]:
+                call()
+            return
         self.accumulate(inputs[INPUT])
         self.epilogue(self.acc_out, outputs[OUTPUT])
+
+    def accumulate_calls(self, x: np.ndarray) -> tuple:
+        """accumulate's numpy calls on ``x``, as (function, args, kwargs) triples."""
+        calls = list(self.fill.calls(x))
+        (subscripts, window, weights, out), *more = self.groups
+        calls.append((c_einsum, (subscripts, window, weights), {"out": out}))
+        for subscripts, window, weights, out in more:
+            calls.append((c_einsum, (subscripts, window, weights), {"out": out}))
+            calls.append((np.add, (self.sums, out, self.sums), {}))
+        acc = self.acc
+        if self.scale is not None:
+            calls += [(np.copyto, (acc, self.sums), {}), (np.multiply, (acc, self.scale, acc), {})]
+        calls.append((np.add, (acc, self.const, acc), {}))
+        return tuple(calls)
 
     def accumulate(self, x: np.ndarray) -> None:
         """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,6 +174,22 @@ class Im2Col:
                 np.matmul(a[0], weights, out=out[n0:n1, r0:r1].reshape(-1, og))
             else:
                 np.matmul(a, weights, out=out[n0:n1, r0:r1].reshape(-1, groups, og).transpose(1, 0, 2))
+
+
+def gemm_calls(im2col, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
+    """The numpy calls ``im2col.gemm(x, weights, out)`` makes, as (function, args, kwargs) triples on views made
+    once (Im2Col.bound_blocks; the padded buffer's fill as gemm's item assignment); one call of gemm itself for
+    other layouts (RowBands, Im2ColT, grouped or non-contiguous arrays)."""
+    plan = im2col.bound_blocks(x, out) if type(im2col) is Im2Col else None
+    if plan is None:
+        return ((im2col.gemm, (x, weights, out), {}),)
+    fill, blocks = plan
+    calls = [] if fill is None else [(operator.setitem, (im2col.padded, im2col.interior, x), {})]
+    for dest, src, a, rows in blocks:
+        if dest is not None:
+            calls.append((np.copyto, (dest, src), {}))
+        calls.append((np.matmul, (a, weights[0]), {"out": rows}))
+    return tuple(calls)
 
 
 def gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.ndarray:

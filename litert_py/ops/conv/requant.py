@@ -34,6 +34,7 @@ the Requantizer runs.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,17 @@ from ...quant import INT32_MAX, Requantizer
 from ..common import clip_ufunc
 
 FLOAT64_EXACT = 1 << 53
+
+
+def epilogue_calls(epilogue, v: np.ndarray, out: np.ndarray) -> tuple:
+    """The numpy calls ``epilogue(v, out)`` makes on these arrays, as ((function, args, kwargs), ...), with their
+    views made once (the int8 kernels' bound plans, ops/fusion.bind_steps): running them in order
+    is the epilogue's call without the nested Python call, its reshapes
+    and attribute reads (bound_plan makes them the partial objects the bound __call__s run). Bit-identical: the
+    same calls on the same arrays. An epilogue without ``calls`` (the MixedEpilogue's Requantizer) is one call of
+    itself."""
+    calls = getattr(epilogue, "calls", None)
+    return ((epilogue, (v, out), {}),) if calls is None else calls(v, out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +76,17 @@ class FoldedEpilogue:
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)  # floor(clip(v)) == clip(floor(v)) for integer bounds
         np.floor(v, out=out.reshape(v.shape), casting="unsafe")
+
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
+        c = []
+        if self.half is not None:
+            sign = self.sign
+            v = v.reshape(sign.shape)
+            c += [(np.copysign, (self.half, v, sign), {}), (np.add, (v, sign, v), {}), (np.add, (v, self.const, v), {})]
+        c.append((clip_ufunc, (v, self.lo, self.hi, v), {}))
+        c.append((np.floor, (v, out.reshape(v.shape)), {"casting": "unsafe"}))
+        return tuple(c)
 
 
 #: Outputs of at most this many values take SmallFoldedEpilogue; larger ones FoldedEpilogue (one pass less).
@@ -88,6 +111,15 @@ class SmallFoldedEpilogue(FoldedEpilogue):
         clip_ufunc(v, self.lo, self.hi, out=v)
         np.floor(v, out=v)
         out[...] = v
+
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
+        c = []
+        if self.half is not None:
+            sign = self.sign
+            c += [(np.copysign, (self.half, v, sign), {}), (np.add, (v, sign, v), {}), (np.add, (v, self.const, v), {})]
+        c += [(clip_ufunc, (v, self.lo, self.hi, v), {}), (np.floor, (v, v), {}), (operator.setitem, (out, ..., v), {})]
+        return tuple(c)
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,6 +167,19 @@ class LateZeroPointEpilogue:
         self.floor_clipped(v)
         np.add(v, self.late_zp, out=out.reshape(v.shape), casting="unsafe")  # integers in range: exact
 
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
+        v = v.reshape(-1, self.late_zp.size)
+        return (*self.floor_calls(v), (np.add, (v, self.late_zp, out.reshape(v.shape)), {"casting": "unsafe"}))
+
+    def floor_calls(self, v: np.ndarray) -> list:
+        """floor_clipped's numpy calls on ``v``."""
+        c = []
+        if self.half is not None:
+            c += [(np.copysign, (self.half, v, self.sign), {}), (np.add, (v, self.sign, v), {})]
+            c.append((np.add, (v, self.const, v), {}))
+        return [*c, (clip_ufunc, (v, self.lo, self.hi, v), {}), (np.floor, (v, v), {})]
+
     def floor_clipped(self, v: np.ndarray) -> None:
         """In place: the sign term (sign path), the clip to [lo - zp, hi - zp] and the floor."""
         if self.half is not None:
@@ -155,6 +200,10 @@ class SmallLateZeroPointEpilogue(LateZeroPointEpilogue):
         self.floor_clipped(v)
         np.add(v, self.late_zp, out=v)
         out[...] = v
+
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
+        return (*self.floor_calls(v), (np.add, (v, self.late_zp, v), {}), (operator.setitem, (out, ..., v), {}))
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,7 +60,7 @@ import numpy as np
 
 from ...quant import INT32_MAX, copysign_bits, requantize
 from ..common import aligned_empty, clip_ufunc
-from .requant import SMALL_EPILOGUE_VALUES, SmallFoldedEpilogue
+from .requant import SMALL_EPILOGUE_VALUES, SmallFoldedEpilogue, epilogue_calls
 
 FLOAT64_EXACT = 1 << 53
 
@@ -146,6 +146,28 @@ class TruncEpilogue:
         if self.add is not None:
             np.add(dest, self.add, out=dest)
 
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (requant.epilogue_calls)."""
+        v = v.reshape(self.shape)
+        c = []
+        if self.half is not None:
+            c.append((add_ties_away, (v, v.view(np.uint64), self.half_bits, self.sign, self.sign_bits), {}))
+        if self.const is not None:
+            c.append((np.add, (v, self.const, v), {}))
+        return (*c, *self.store_calls(v, out.view(np.uint8).reshape(self.shape)))
+
+    def store_calls(self, v: np.ndarray, dest: np.ndarray) -> list:
+        """The clip, truncation and base calls of __call__ into ``dest`` (the output's uint8 view)."""
+        wide = self.wide
+        if wide is not None:
+            c = [(np.copyto, (wide, v), {"casting": "unsafe"})]
+            c.append((clip_ufunc, (wide, self.lo16, self.hi16, dest), {"casting": "unsafe"}))
+        else:
+            c = [(clip_ufunc, (v, self.lo, self.hi, v), {}), (np.copyto, (dest, v), {"casting": "unsafe"})]
+        if self.add is not None:
+            c.append((np.add, (dest, self.add, dest), {}))
+        return c
+
 
 @dataclass(frozen=True, eq=False)
 class PlainTruncEpilogue(TruncEpilogue):
@@ -164,6 +186,10 @@ class PlainTruncEpilogue(TruncEpilogue):
             np.copyto(dest, v, casting="unsafe")
         if self.add is not None:
             np.add(dest, self.add, out=dest)
+
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (requant.epilogue_calls)."""
+        return tuple(self.store_calls(v, out.view(np.uint8)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,6 +324,12 @@ class ScaledEpilogue:
         np.multiply(v, self.scale, out=v)
         self.epilogue(v, out)
 
+    def calls(self, acc: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``acc`` and ``out`` (requant.epilogue_calls)."""
+        v = self.v
+        head = ((np.copyto, (v, acc.reshape(v.shape)), {}), (np.multiply, (v, self.scale, v), {}))
+        return (*head, *epilogue_calls(self.epilogue, v, out))
+
 
 def scaled_epilogue(
     multiplier, shift, zero_point: int, lo: int, hi: int, acc_bounds, out_shape, out_dtype
@@ -347,6 +379,11 @@ class RescaledTruncEpilogue:
         np.multiply(v, self.scale, out=v)
         self.epilogue(v, out)
 
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (requant.epilogue_calls)."""
+        v = v.reshape(self.epilogue.shape)
+        return ((np.multiply, (v, self.scale, v), {}), *epilogue_calls(self.epilogue, v, out))
+
 
 @dataclass(frozen=True, eq=False)
 class SmallRescaledEpilogue:
@@ -364,6 +401,13 @@ class SmallRescaledEpilogue:
         if self.const is not None:
             np.add(v, self.const, out=v)
         self.folded(v, out)
+
+    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """__call__'s numpy calls on ``v`` and ``out`` (requant.epilogue_calls)."""
+        c = [(np.multiply, (v, self.scale, v), {})]
+        if self.const is not None:
+            c.append((np.add, (v, self.const, v), {}))
+        return (*c, *epilogue_calls(self.folded, v, out))
 
 
 @dataclass(frozen=True, eq=False)

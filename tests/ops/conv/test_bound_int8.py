@@ -1,0 +1,99 @@
+"""The int8 / uint8 conv kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy calls on
+its bound arrays, made once: conv2d_quantized.gemm_calls, requant.epilogue_calls, the depthwise's accumulate_calls):
+ConvQuantizedScaled (Im2Col, RowBands, Im2ColT), ConvQuantizedFolded, ConvQuantizedFoldedRows,
+DepthwiseConvQuantizedRows, DepthwiseIntoRows and DepthwiseRowsIntoRows, over their epilogues (ReLU-like and sign
+paths, truncating, small, late zero point). Inside invokes each takes its bound plan and gives the general path's
+bytes on inputs with both extremes and random values, and removing any call of a plan is caught
+(tests/ops/_bound_int8.py). The values themselves are checked against the oracle by test_conv_scaled.py,
+test_conv_quantized.py, test_depthwise_rows.py and test_depthwise_into_rows.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.ops.conv import conv2d_quantized, depthwise_into_rows, depthwise_rows
+from tests.ops._bound_int8 import check_bound_int8, last_clip, sign_add
+from tests.ops.conv._quantized import case_model
+from tests.ops.conv.test_conv_scaled import _case as conv_case
+from tests.ops.conv.test_depthwise_into_rows import _model as pair_model
+from tests.ops.conv.test_depthwise_rows import _case as depthwise_case
+
+I8, U8 = np.int8, np.uint8
+SAME, VALID = 0, 1
+NONE, RELU, RELU6 = 0, 1, 3
+
+#: id -> (input shape, kernel, output channels, activation, output zp, stride, padding, type, near-dead share,
+#: the prepared class, its GEMM operand class, its epilogue class)
+CONVS = {
+    "scaled-rowbands-relu-dead": ((1, 12, 12, 16), 3, 24, RELU, -128, 1, SAME, I8, 0.2, "ScaledEpilogue"),
+    "scaled-rowbands-sign": ((1, 12, 12, 16), 3, 24, NONE, -6, 1, SAME, I8, 0.2, "ScaledEpilogue"),
+    "scaled-im2col-pointwise": ((1, 6, 6, 128), 1, 64, RELU, -128, 1, SAME, I8, 0.2, "ScaledEpilogue"),
+    "scaled-stem-transposed": ((1, 24, 24, 3), 3, 8, RELU6, -128, 2, SAME, I8, 0.0, "ScaledEpilogue"),
+    "folded-stem-transposed": ((1, 20, 20, 1), 3, 8, RELU, -128, 2, SAME, I8, 0.0, "FoldedEpilogue"),
+    "folded-im2col-sign-small": ((1, 6, 6, 8), 3, 8, NONE, 5, 1, SAME, I8, 0.0, "SmallFoldedEpilogue"),
+    "folded-im2col-uint8-valid": ((1, 8, 8, 8), 3, 8, NONE, 3, 1, VALID, U8, 0.0, "SmallFoldedEpilogue"),
+    "rows-relu-small": ((1, 4, 4, 16), 1, 16, RELU, -128, 1, SAME, I8, 0.0, "SmallFoldedEpilogue"),
+    "rows-sign-small-dead": ((1, 4, 4, 16), 1, 16, NONE, 3, 1, SAME, I8, 0.25, "SmallFoldedEpilogue"),
+    "rows-trunc": ((1, 8, 8, 16), 1, 32, RELU, -128, 1, SAME, I8, 0.25, "PlainTruncEpilogue"),
+    "rows-late-zero-point": ((1, 4, 4, 32), 1, 16, NONE, -128, 1, SAME, I8, 0.5, "SmallLateZeroPointEpilogue"),
+}
+
+
+@pytest.mark.parametrize("name", list(CONVS))
+def test_conv_bound(name):
+    shape, k, out_c, act, zp, stride, padding, dtype, dead, epilogue = CONVS[name]
+    case, _ = conv_case(np.random.default_rng(1), shape, k, out_c, act, zp, stride, 1, padding, dtype, dead)
+    kind = {"scaled": conv2d_quantized.ConvQuantizedScaled, "folded": conv2d_quantized.ConvQuantizedFolded}.get(
+        name.split("-")[0], conv2d_quantized.ConvQuantizedFoldedRows
+    )
+    model = case_model(case)
+    check_bound_int8(model, kind, sign_add if "sign-small" in name else None)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    assert type(it._subgraphs[0].steps[0][0].epilogue).__name__ == epilogue  # the epilogue form the case covers
+
+
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the epilogue class)
+DEPTHWISE = {
+    "relu-trunc": ((12, 12, 32, 3, 3, 1, SAME), {}, "PlainTruncEpilogue"),
+    "stride2-planes": ((17, 15, 16, 3, 3, 2, SAME), {}, "PlainTruncEpilogue"),
+    "sign-trunc": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=5), "TruncEpilogue"),
+    "small-scaled-late-zero-point": ((4, 4, 32, 3, 3, 1, SAME), dict(dead=8, out_zp=100, act=NONE), None),
+    "uint8-multiplier-2": ((10, 9, 12, 3, 3, 1, SAME), dict(dtype=U8, mult=2, out_zp=7), "PlainTruncEpilogue"),
+}
+
+
+@pytest.mark.parametrize("name", list(DEPTHWISE))
+def test_depthwise_rows_bound(name):
+    geometry, kwargs, epilogue = DEPTHWISE[name]
+    model = case_model(depthwise_case(*geometry, **kwargs))
+    check_bound_int8(model, depthwise_rows.DepthwiseConvQuantizedRows)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    name = type(it._subgraphs[0].steps[0][0].epilogue).__name__
+    assert epilogue is None or name == epilogue
+
+
+#: id -> (_model arguments, the fused class)
+PAIRS = {
+    "inlined-relu6": (dict(h=15, w=13, c=48, units=8), depthwise_into_rows.DepthwiseRowsIntoRows),
+    "inlined-small": (dict(h=4, w=4, c=16, units=16), depthwise_into_rows.DepthwiseRowsIntoRows),
+    "stride2": (dict(h=16, w=14, c=48, stride=2, units=8), depthwise_into_rows.DepthwiseIntoRows),
+    "sign-path": (dict(h=12, w=12, c=32, act=NONE, zp=5, units=24), depthwise_into_rows.DepthwiseIntoRows),
+    "late-zero-point": (dict(h=8, w=8, c=32, dead=8, units=24), depthwise_into_rows.DepthwiseIntoRows),
+    "uint8": (dict(h=10, w=10, c=16, dtype=U8, zp=0, units=16), depthwise_into_rows.DepthwiseRowsIntoRows),
+    "folded-depthwise": (dict(h=8, w=8, c=16, stride=2, units=16), depthwise_into_rows.DepthwiseIntoRows),
+}
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_depthwise_into_rows_bound(name):
+    kwargs, kind = PAIRS[name]
+    model = pair_model(**kwargs)
+    check_bound_int8(model, kind, lambda op, calls: (*last_clip(op, calls), *sign_add(op, calls)))
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    rows = type(it._subgraphs[0].steps[0][0].depthwise) is depthwise_rows.DepthwiseConvQuantizedRows
+    assert rows == (name != "folded-depthwise")  # the folded depthwise: its accumulate as one call
