@@ -54,3 +54,10 @@ def test_channel_row_bound(op, gate_first):
     ins, feeds = ([T(gate), T(shape)], [g, x]) if gate_first else ([T(shape), T(gate)], [x, g])
     model = single_op_model(op, ins, [T(shape)], {"fused_activation_function": 3})
     check_bound(model, feeds, elementwise.ArithmeticChannelRow)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+def test_max_pool_one_row_filter_bound(act):
+    """A 1x2 stride-2 filter: no rows stage, the column taps alone."""
+    x = np.random.default_rng(5).standard_normal((1, 8, 10, 6)).astype(np.float32)
+    check_bound(pool_model("MAX_POOL_2D", (1, 8, 10, 6), 1, 2, 1, 2, padding=1, act=act), x, pooling.MaxPoolFloat)

@@ -63,3 +63,12 @@ def test_im2col_conv_bound(padding, blocks, monkeypatch):
     d = _conv_case(h=11, w=9, c=6, filter_c=6, out_c=5, kh=3, kw=3, stride=(1, 2), dilation=(1, 1), act=1)
     model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": padding})
     check_bound(model, feeds[0], conv2d.ConvFloatBiasFolded)
+
+
+@pytest.mark.parametrize("batch", [2, 3])
+def test_whole_window_conv_bound(batch):
+    """A filter covering the whole input (one output pixel per image: Im2Col's whole-window branch; with one
+    image the conv is a row FULLY_CONNECTED)."""
+    d = _conv_case(batch=batch, h=5, w=4, c=3, filter_c=3, out_c=7, kh=5, kw=4, stride=(1, 1), dilation=(1, 1))
+    model, feeds, _ = _model_and_inputs("CONV_2D", d | {"padding": VALID, "act": 1})
+    check_bound(model, feeds[0], conv2d.ConvFloatBiasFolded)
