@@ -67,7 +67,7 @@ from ..quant.gemmlowp import (
 )
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
-from .bound_plan import bound_plan
+from .bound_plan import BoundCalls
 from .common import (
     all_values,
     check_equal,
@@ -103,7 +103,7 @@ def _index_type(dtype) -> np.dtype:
 
 # -- quantized prepared ops ---------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class ActivationLut:
+class ActivationLut(BoundCalls):
     """A quantized activation whose output is a function of the input value alone: one table lookup.
 
     ``table`` holds the output for every input value, indexed by the input's bytes read as unsigned
@@ -115,26 +115,12 @@ class ActivationLut:
     table: np.ndarray
     index: np.dtype
 
-    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps), so that __call__ runs them without
-        making views or reading attributes first; called with other arrays (a delegate's fallback chain), it
-        takes the general path. Bit-identical: the same calls on the same arrays."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
-
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on these arrays."""
+        """general's numpy calls on these arrays."""
         return ((np.take, (self.table, x.view(self.index)), {"out": out, "mode": "clip"}),)
 
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The lookup on any arrays."""
         np.take(self.table, inputs[INPUT].view(self.index), out=outputs[OUTPUT], mode="clip")
 
 
@@ -165,20 +151,16 @@ class ActivationLutPairs(ActivationLut):
         return ActivationLutPairs(prepared.table, prepared.index, lut_pairs(prepared.table))
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on these arrays (lut_lookup_pairs's gather; ActivationLut's where that declines)."""
+        """general's numpy calls on these arrays (lut_lookup_pairs's gather; ActivationLut's where that declines)."""
         if x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
             return super().bound_calls(x, out)
         pairs = x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16)
         return ((np.take, (self.pairs, pairs[0]), {"out": pairs[1], "mode": "wrap"}),)
 
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The pair gather on any arrays, or the byte gather where it declines."""
         if not lut_lookup_pairs(inputs[INPUT], self.pairs, outputs[OUTPUT]):
-            ActivationLut.__call__(self, inputs, outputs)
+            ActivationLut.general(self, inputs, outputs)
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,3 +24,27 @@ def bound_plan(calls) -> tuple:
             a, k = (*a, None, k["out"], k["mode"]), {}
         plan.append(partial(f, *a, **k))
     return tuple(plan)
+
+
+class BoundCalls:
+    """Mixin for a prepared op (a frozen dataclass) of one input and one output whose invoke is a fixed sequence of
+    numpy calls: ``bind`` (ops/fusion.bind_steps) makes them once from ``bound_calls(x, out)`` on the bound arrays
+    (views made, nested calls flattened: ``bound_plan``); ``__call__`` runs them when called with those arrays
+    (an identity test), else ``general``, the op on any arrays (a delegate's fallback chain, a resized op's).
+    Subclasses define ``bound_calls`` and ``general``, the same calls in the same order (tests/ops/_bound.py
+    compares the two)."""
+
+    _bound = None  # bind's (input, output, its calls as partial objects), or None
+
+    def bind(self, inputs, outputs) -> None:
+        x, out = inputs[0], outputs[0]
+        if x is not None and out is not None:
+            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
+
+    def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[0] and b[1] is outputs[0]:
+            for call in b[2]:
+                call()
+            return
+        self.general(inputs, outputs)

@@ -30,13 +30,13 @@ DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster.
 Bound plans (ops/bound_plan.py): `ConvQuantizedScaled`, `ConvQuantizedFolded` and `ConvQuantizedFoldedRows` (its
 view-reading form too; not the ring form), like depthwise_rows.DepthwiseConvQuantizedRows, depthwise_into_rows's
 fused pairs, the 8-bit tables (elementwise_quantized.QuantizedTable8*) and activations_quantized.ActivationLut*,
-offer ``bind``: ops/fusion.bind_steps hands them their arrays once per prepare and they list their numpy calls on
-them (im2col.gemm_calls, requant.epilogue_calls: views made once, no nested epilogue call, no attribute reads) as
-partial objects their __call__ runs when called with those same arrays (an identity test); other arrays (a
-delegate's fallback chain) take the general path. Bit-identical: the same calls on the same arrays in the same
-order. Measured (1 thread, whole invokes, medians of 10 alternated rounds in one process, the plans on vs off):
-keyword_spotting_mobilenetv2 0.91-0.93x, bench_families' se_mobilenet 0.92-0.94x, resnet8 0.93-0.94x,
-vww_mobilenet 0.94x, ds_cnn_kws 0.95-0.98x, inception 0.98x."""
+offer ``bind`` (bound_plan.BoundCalls): ops/fusion.bind_steps hands them their arrays once per prepare and they list
+their numpy calls on them (im2col.gemm_calls, requant.epilogue_calls: views made once, no nested epilogue call, no
+attribute reads) as partial objects their __call__ runs when called with those same arrays (an identity test); other
+arrays (a delegate's fallback chain) take the general path. Bit-identical: the same calls on the same arrays in the
+same order. Measured (1 thread, whole invokes, medians of 10 alternated rounds in one process, the plans on vs off):
+keyword_spotting_mobilenetv2 0.91-0.93x, bench_families' se_mobilenet 0.92-0.94x, resnet8 0.93-0.94x, vww_mobilenet
+0.94x, ds_cnn_kws 0.95-0.98x, inception 0.98x."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
-from ..bound_plan import bound_plan
+from ..bound_plan import BoundCalls
 from ..common import aligned_empty, clip_ufunc, float_activation_range, small_gemm
 from ..registry import OpContext, TensorInfo
 from .common import (
@@ -242,7 +242,7 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class ConvQuantizedScaled:
+class ConvQuantizedScaled(BoundCalls):
     """CONV_2D uint8 / int8 (int8 / uint8 output, constant weights and bias, groups 1) as an exact float32 GEMM of
     the raw input values and a ones column against [w - w_zp; offset] (the C++ accumulators: |every partial sum|
     <= max|x| * sum|w - w_zp| + |offset| <= 2^24, checked at prepare) and the ScaledEpilogue (requant_trunc.py:
@@ -256,25 +256,12 @@ class ConvQuantizedScaled:
     sums: np.ndarray  # (N, OH, OW, O) float32 GEMM output: the accumulators
     epilogue: ScaledEpilogue
 
-    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The general path's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
+        return (*gemm_calls(self.im2col, x, self.weights, self.sums), *epilogue_calls(self.epilogue, self.sums, out))
 
-    def bind(self, inputs, outputs) -> None:
-        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps: im2col.gemm_calls,
-        requant.epilogue_calls), so that __call__ runs them without making views, nested calls or attribute reads;
-        called with other arrays (a delegate's fallback chain), it takes the general path. Bit-identical: the same
-        calls."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is not None and out is not None:
-            gemm = gemm_calls(self.im2col, x, self.weights, self.sums)
-            calls = (*gemm, *epilogue_calls(self.epilogue, self.sums, out))
-            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
-
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
         self.epilogue(self.sums, outputs[OUTPUT])
 
@@ -321,7 +308,7 @@ def _prepare_conv_scaled(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, ma
 
 
 @dataclass(frozen=True, eq=False)
-class ConvQuantizedFolded:
+class ConvQuantizedFolded(BoundCalls):
     """CONV_2D uint8 / int8 with constant weights and bias whose requantization folds into the GEMM
     (litert_py.ops.conv.requant, exactness bound checked at prepare): one float64 GEMM of the raw input values
     plus a ones column against (w - w_zp) * scale[c] plus the constant row, then clip and floor."""
@@ -331,27 +318,18 @@ class ConvQuantizedFolded:
     acc: np.ndarray  # (N, OH, OW, O) float64
     epilogue: FoldedEpilogue
 
-    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The general path's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
+        return (*gemm_calls(self.im2col, x, self.weights, self.acc), *epilogue_calls(self.epilogue, self.acc, out))
 
-    def bind(self, inputs, outputs) -> None:
-        """As ConvQuantizedScaled.bind: its numpy calls on the bound arrays, made once. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is not None and out is not None:
-            calls = (*gemm_calls(self.im2col, x, self.weights, self.acc), *epilogue_calls(self.epilogue, self.acc, out))
-            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
-
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
         self.epilogue(self.acc, outputs[OUTPUT])
 
 
 @dataclass(frozen=True, eq=False)
-class ConvQuantizedFoldedRows:
+class ConvQuantizedFoldedRows(BoundCalls):
     """ConvQuantizedFolded when the im2col rows are the input's own rows (1x1 stride 1, or one window over the
     whole unpadded input; groups 1): the input is copied into the first K columns of [A, 1] and multiplied,
     without Im2Col's window logic (small streaming layers pay per Python call). The product is
@@ -366,25 +344,13 @@ class ConvQuantizedFoldedRows:
     epilogue: FoldedEpilogue
     product: object  # np.dot or np.matmul (common.small_gemm); acc_rows is C-contiguous, float64
 
-    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """As ConvQuantizedScaled.bind: its numpy calls on the bound arrays, made once. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
-
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``x`` and ``out``."""
+        """general's numpy calls on ``x`` and ``out``."""
         product = (self.product, (self.a, self.weights), {"out": self.acc_rows})
         return ((np.copyto, (self.a_input, x), {}), product, *epilogue_calls(self.epilogue, self.acc, out))
 
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         np.copyto(self.a_input, inputs[INPUT])
         self.product(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])
@@ -410,15 +376,11 @@ class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
     index: tuple
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``x`` (the view ``x[index]`` made once) and ``out``."""
+        """general's numpy calls on ``x`` (the view ``x[index]`` made once) and ``out``."""
         return super().bound_calls(x[self.index], out)
 
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         np.copyto(self.a_input, inputs[INPUT][self.index])
         self.product(self.a, self.weights, out=self.acc_rows)
         self.epilogue(self.acc, outputs[OUTPUT])

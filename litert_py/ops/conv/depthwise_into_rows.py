@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bound_plan import bound_plan
+from ..bound_plan import BoundCalls
 from ..common import aligned_empty, c_einsum, clip_ufunc
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedScaled
@@ -202,7 +202,7 @@ def _const_rows(conv, width: int) -> tuple:
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseIntoRows:
+class DepthwiseIntoRows(BoundCalls):
     """DEPTHWISE_CONV_2D (DepthwiseConvQuantizedRows or DepthwiseConvQuantizedFolded) then the pointwise CONV_2D
     (ConvQuantizedFoldedRows) that alone reads its output, as one step (module docstring): the depthwise's
     accumulators, its epilogue into the conv's GEMM rows (or in place: ``const_row`` set), the conv's GEMM (plus
@@ -219,18 +219,8 @@ class DepthwiseIntoRows:
     const_row: np.ndarray | None  # split form: the conv's constant row (_const_rows), added after the product
     product_rows: np.ndarray | None  # split form: acc_rows, or its (N*OH, OW*O) view (_const_rows)
 
-    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps; requant.epilogue_calls), so that
-        __call__ runs them without making views, nested calls or attribute reads; called with other arrays, it
-        takes the general path. Bit-identical: the same calls on the same arrays."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
-
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``x`` and ``out``."""
+        """general's numpy calls on ``x`` and ``out``."""
         d = self.depthwise
         head = d.accumulate_calls(x) if hasattr(d, "accumulate_calls") else ((d.accumulate, (x,), {}),)
         return (*head, *self.epilogue.calls(), *self.tail_calls(out))
@@ -242,12 +232,8 @@ class DepthwiseIntoRows:
             c.append((np.add, (self.product_rows, self.const_row, self.product_rows), {}))
         return (*c, *epilogue_calls(self.conv_epilogue, self.acc, out))
 
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         self.depthwise.accumulate(inputs[INPUT])
         self.epilogue()
         self.product(self.a, self.weights, out=self.acc_rows)
@@ -281,7 +267,7 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
     rows: np.ndarray = None  # where the floor goes: the conv's rows, or v4 itself (split form)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``x`` and ``out``."""
+        """general's numpy calls on ``x`` and ``out``."""
         acc, v = self.dw_acc, self.v4
         c = [(np.copyto, (self.fill_dest, x[self.fill_index]), {})]
         c.append((c_einsum, (self.subscripts, self.window, self.taps), {"out": self.sums_out}))
@@ -291,12 +277,8 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
         c.append((np.floor, (v, self.rows), {}))
         return (*c, *self.tail_calls(out))
 
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         np.copyto(self.fill_dest, inputs[INPUT][self.fill_index])
         c_einsum(self.subscripts, self.window, self.taps, out=self.sums_out)
         acc = self.dw_acc

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bound_plan import bound_plan
+from ..bound_plan import BoundCalls
 from ..common import aligned_empty, c_einsum
 from ..registry import TensorInfo
 from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
@@ -98,7 +98,7 @@ class Fill:
             np.copyto(dest, x[index])
 
     def calls(self, x: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``x`` (its views made once), as (function, args, kwargs) triples."""
+        """general's numpy calls on ``x`` (its views made once), as (function, args, kwargs) triples."""
         return tuple((np.copyto, (dest, x[index]), {}) for dest, index in self.fills)
 
 
@@ -119,7 +119,7 @@ class StagedFill:
             np.copyto(dest, stage)
 
     def calls(self, x: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``x`` (its views made once; one call of itself where ``x`` is not
+        """general's numpy calls on ``x`` (its views made once; one call of itself where ``x`` is not
         C-contiguous: np.ascontiguousarray copies it), as (function, args, kwargs) triples."""
         if not x.flags.c_contiguous:
             return ((self, (x,), {}),)
@@ -131,7 +131,7 @@ class StagedFill:
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvQuantizedRows:
+class DepthwiseConvQuantizedRows(BoundCalls):
     """DEPTHWISE_CONV_2D uint8 / int8, constant filter and bias, folded requantization (module docstring): the
     input copied into the padded buffer (or its column phase planes), one einsum per plane into the (N, OH, OW*O)
     sums, sums * scale + const in float64, the epilogue."""
@@ -148,24 +148,12 @@ class DepthwiseConvQuantizedRows:
     epilogue: object
     rows_form: tuple | None  # (const, epilogue) of the b = 0 folding (feeding), where b != 0 and that is exact
 
-    _bound = None  # bind's (input, output, its numpy calls as (function, args, kwargs) triples), or None
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The general path's numpy calls on ``x`` and ``out`` (accumulate_calls, requant.epilogue_calls)."""
+        return (*self.accumulate_calls(x), *epilogue_calls(self.epilogue, self.acc_out, out))
 
-    def bind(self, inputs, outputs) -> None:
-        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps: accumulate_calls,
-        requant.epilogue_calls), so that __call__ runs them without making views, nested calls or attribute
-        reads; called with other arrays (a delegate's fallback chain), it takes the general path. Bit-identical:
-        the same calls on the same arrays."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is not None and out is not None:
-            calls = (*self.accumulate_calls(x), *epilogue_calls(self.epilogue, self.acc_out, out))
-            object.__setattr__(self, "_bound", (x, out, bound_plan(calls)))
-
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
-            for call in b[2]:
-                call()
-            return
+    def general(self, inputs, outputs):
+        """The op on any arrays."""
         self.accumulate(inputs[INPUT])
         self.epilogue(self.acc_out, outputs[OUTPUT])
 
