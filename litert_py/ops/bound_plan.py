@@ -31,7 +31,9 @@ class BoundCalls:
     numpy calls: ``bind`` (ops/fusion.bind_steps) makes them once from ``bound_calls(x, out)`` on the bound arrays
     (views made, nested calls flattened: ``bound_plan``); ``__call__`` runs them when called with those arrays
     (an identity test), else ``general``, the op on any arrays (a delegate's fallback chain, a resized op's).
-    Subclasses define ``bound_calls`` and ``general``, the same calls in the same order (tests/ops/_bound.py
+    Subclasses define ``bound_calls``; the default ``general`` binds the op to the arrays it is given and runs
+    their plan (the same calls: one path, no hand copy; an op called with new arrays each time rebuilds its plan
+    each time). A subclass may define its own ``general`` (the same calls in the same order: tests/ops/_bound.py
     compares the two)."""
 
     _bound = None  # bind's (input, output, its calls as partial objects), or None
@@ -48,3 +50,12 @@ class BoundCalls:
                 call()
             return
         self.general(inputs, outputs)
+
+    def general(self, inputs, outputs):
+        """The op on any arrays: bound to them (``bind``), then their plan."""
+        self.bind(inputs, outputs)
+        b = self._bound
+        if b is None:  # an omitted input or output: nothing a bound plan could run on
+            raise ValueError(f"{type(self).__name__} needs its input and output arrays")
+        for call in b[2]:
+            call()
