@@ -232,18 +232,26 @@ class BuiltinChain:
     shapes: dict  # internal tensor index -> (shape, dtype)
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    kept: dict = field(default_factory=dict)  # internal tensor index -> its array, made at the first call
 
     def __call__(self, inputs, outputs) -> None:
         env = dict(zip(self.inputs, inputs))
         for op, ins, outs in self.steps:
-            arrays = [np.zeros(*self.shapes[o]) if o >= 0 else None for o in outs]
+            # the same arrays at every call: the ops bound to them (ops/bound_plan.py) keep their plans
+            arrays = [self._array(o) if o >= 0 else None for o in outs]
             op([env[i] if i >= 0 else None for i in ins], arrays)
             env.update((o, a) for o, a in zip(outs, arrays) if o >= 0)
         for k, o in enumerate(self.outputs):
             if outputs[k].shape == env[o].shape:
                 outputs[k][...] = env[o]
             else:
-                outputs[k] = env[o]
+                outputs[k] = env[o].copy()  # not a kept array: the next call writes those
+
+    def _array(self, o: int) -> np.ndarray:
+        a = self.kept.get(o)
+        if a is None:
+            a = self.kept[o] = np.zeros(*self.shapes[o])
+        return a
 
 
 def builtin_chain(runtime, dnode: DelegateNode, ctx) -> BuiltinChain:

@@ -283,3 +283,10 @@ def test_partition_prepared_at_invoke_falls_back_too():
     with pytest.warns(RuntimeWarning, match="failed to prepare"):
         it.invoke()
     np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), 3 * xv.reshape(3, 2))
+    (chain,) = [c[1] for c in it._subgraphs[0]._deferred_cache.values() if type(c[1]).__name__ == "BuiltinChain"]
+    kept = dict(chain.kept)
+    assert kept  # the chain's own tensors, made at its first call
+    it.set_tensor(0, xv[::-1].copy())
+    it.invoke()  # the same shapes: the same chain, on the same arrays (its ops keep their bound plans)
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), 3 * xv[::-1].reshape(3, 2))
+    assert all(chain.kept[o] is a for o, a in kept.items())
