@@ -10,6 +10,9 @@ from functools import partial
 
 import numpy as np
 
+#: ufuncs whose ``out`` stays a keyword (numpy 2 deprecates a positional out of np.maximum and np.minimum)
+_OUT_KEYWORD = (np.maximum, np.minimum)
+
 
 def bound_plan(calls) -> tuple:
     """epilogue_calls-style (function, args, kwargs) triples as the partial objects a bound __call__ runs in order
@@ -18,7 +21,9 @@ def bound_plan(calls) -> tuple:
     0.1 us more per call)."""
     plan = []
     for f, a, k in calls:
-        if k.keys() == {"out"} and (f is np.dot or (isinstance(f, np.ufunc) and len(a) == f.nin)):
+        if k.keys() == {"out"} and (
+            f is np.dot or (isinstance(f, np.ufunc) and len(a) == f.nin and f not in _OUT_KEYWORD)
+        ):
             a, k = (*a, k["out"]), {}
         elif f is np.take and k.keys() == {"out", "mode"} and len(a) == 2:
             a, k = (*a, None, k["out"], k["mode"]), {}
