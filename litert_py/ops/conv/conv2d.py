@@ -85,13 +85,13 @@ times an infinite weight gives NaN); with stride_w > 1 and depth multiplier 1 it
 of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, same sums); the exact integer paths
 multiply the whole (KH, KW, N, OH, OW, O) window view once and reduce it on small layers (2 ufunc calls instead of
 17 for 3x3), tap by tap on large ones.
-Bound plans: the float paths (ConvFloat with groups 1 and a constant filter and bias, ConvFloatPointwise,
-ConvFloatBiasFolded, conv2d_planes.ConvFloatPlanes, depthwise_einsum.DepthwiseConvFloatEinsum) offer ``bind``: when
-ops/fusion.bind_steps binds the step's arrays they make their views of them once (the reshaped A and output rows,
-the im2col copies' sources, Im2Col.bound_blocks), and an invoke on those same arrays runs the same numpy calls
-on them without making views or looking attributes up first (about 1.5 us per step inside real invokes:
-face detection 0.94-0.98x, image_example1.float32 0.93x whole-invoke, alternated medians); called on other arrays
-(a delegate's fallback chain) they take the general path. Bit-identical: the same calls on the same arrays.
+Bound plans: the float paths (ConvFloat, ConvFloatPointwise, ConvFloatBiasFolded, conv2d_planes.ConvFloatPlanes,
+depthwise_einsum.DepthwiseConvFloatEinsum) are bound_plan.BoundCalls: when ops/fusion.bind_steps binds the step's
+arrays they list their numpy calls on them once (the reshaped A and output rows, the im2col copies' sources:
+Im2Col.calls), and an invoke on those same arrays runs them without making views or looking attributes up first
+(about 1.5 us per step inside real invokes: face detection 0.94-0.98x, image_example1.float32 0.93x whole-invoke,
+alternated medians); called on other arrays (a delegate's fallback chain) they are bound to those first: one
+path.
 Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x LiteRT's
 reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the silabs int8
 corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers where ~10 us of
