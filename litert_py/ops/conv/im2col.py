@@ -123,8 +123,8 @@ class Im2Col:
             if a is None:
                 return (*calls, (np.matmul, (xg, w), {"out": rows}))
             return (*calls, (np.copyto, (a, xg), {}), (np.matmul, (a, w), {"out": rows}))
-        if self.padded is not None:  # (np.copyto with unsafe casting: the item assignment's conversion)
-            calls.append((np.copyto, (self.padded[self.interior], x), {"casting": "unsafe"}))
+        if self.padded is not None:  # (the padded buffer has the input's type or a wider one: a safe cast)
+            calls.append((np.copyto, (self.padded[self.interior], x), {}))
             window = self.window
         else:
             window = self._window(self.geo, groups, x)  # a view of x, whatever its layout
