@@ -107,8 +107,8 @@ class BoundCalls2(BoundCalls):
 
 
 class BoundCalls3(BoundCalls):
-    """BoundCalls over three inputs (``bound_calls(x, filter, bias, out)``): a float conv whose filter or bias is
-    not constant (read through views of those inputs made at bind)."""
+    """BoundCalls over three inputs (``bound_calls(a, b, c, out)``): conv2d.ConvFloat (a filter or bias input
+    that is not constant is read through views of it made at bind), padding.PadValueInput (its pad value)."""
 
     bound_inputs = 3
 
