@@ -50,7 +50,6 @@ from ..quant import (
     lut_int8,
     lut_int16,
     lut_lookup_int16,
-    lut_lookup_pairs,
     lut_pairs,
     multiply_by_quantized_multiplier,
     round_away,
@@ -116,12 +115,8 @@ class ActivationLut(BoundCalls):
     index: np.dtype
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """general's numpy calls on these arrays."""
+        """The lookup's numpy call on these arrays."""
         return ((np.take, (self.table, x.view(self.index)), {"out": out, "mode": "clip"}),)
-
-    def general(self, inputs, outputs):
-        """The lookup on any arrays."""
-        np.take(self.table, inputs[INPUT].view(self.index), out=outputs[OUTPUT], mode="clip")
 
 
 PAIRS_MIN_VALUES = LUT_PAIRS_MIN_VALUES  # ActivationLutPairs from this many input values on (quant/lut.py)
@@ -151,16 +146,12 @@ class ActivationLutPairs(ActivationLut):
         return ActivationLutPairs(prepared.table, prepared.index, lut_pairs(prepared.table))
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """general's numpy calls on these arrays (lut_lookup_pairs's gather; ActivationLut's where that declines)."""
+        """The pair gather on these arrays (quant.lut_lookup_pairs's; ActivationLut's byte gather where that
+        declines)."""
         if x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
             return super().bound_calls(x, out)
         pairs = x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16)
         return ((np.take, (self.pairs, pairs[0]), {"out": pairs[1], "mode": "wrap"}),)
-
-    def general(self, inputs, outputs):
-        """The pair gather on any arrays, or the byte gather where it declines."""
-        if not lut_lookup_pairs(inputs[INPUT], self.pairs, outputs[OUTPUT]):
-            ActivationLut.general(self, inputs, outputs)
 
 
 @dataclass(frozen=True, eq=False)

@@ -80,6 +80,7 @@ from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .activation_fusion import intersect
+from .bound_plan import BoundCalls2, contiguous_source
 from .common import broadcast_shape, clip_ufunc, scalar_operand
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
@@ -145,7 +146,7 @@ class Arithmetic:
 
 
 @dataclass(frozen=True, eq=False)
-class ArithmeticChannelRow:
+class ArithmeticChannelRow(BoundCalls2):
     """float32 ``ufunc(a, b)`` where one operand holds one value per channel ((1, ..., 1, C), C < 64: an SE
     block's gate) and the other has the output's shape: the per-channel values are copied into one output row
     (W*C values) and the operation runs over (rows, W*C), whose inner loops are whole rows instead of C values
@@ -157,44 +158,20 @@ class ArithmeticChannelRow:
     clamp: tuple | None
     row: np.ndarray  # (W, C) float32 scratch
 
-    _bound = None  # bind's (input 1, input 2, output, (per-channel source, row, row flat, full rows, out rows))
-
-    def bind(self, inputs, outputs) -> None:
-        """Its views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy
-        calls on the same arrays without making views first; called with other arrays (a delegate's fallback
-        chain), it takes the general path. Bit-identical."""
-        x1, x2, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
-        if x1 is None or x2 is None or out is None or not out.flags.c_contiguous:
-            return
+    def bound_calls(self, x1: np.ndarray, x2: np.ndarray, out: np.ndarray) -> tuple:
+        """The per-channel values into the row, the operation over (rows, W*C) views of these arrays (of a
+        C-contiguous copy of an input that is not: bound_plan.contiguous_source), the clamp."""
+        calls = []
         a, b = (x2, x1) if self.channel_first else (x1, x2)
-        if not a.flags.c_contiguous:
-            return
+        a, b = contiguous_source(a, calls), contiguous_source(b, calls)
         n = self.row.size
-        plan = (b.reshape(1, -1), self.row.reshape(n), a.reshape(-1, n), out.reshape(-1, n))
-        object.__setattr__(self, "_bound", (x1, x2, out, plan))
-
-    def __call__(self, inputs, outputs):
-        out, row = outputs[OUTPUT], self.row
-        bound = self._bound
-        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is out:
-            b, flat, a, rows = bound[3]
-            np.copyto(row, b)
-            if self.channel_first:
-                self.ufunc(flat, a, out=rows)
-            else:
-                self.ufunc(a, flat, out=rows)
-            if self.clamp is not None:
-                clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
-            return
-        a, b = (inputs[INPUT2], inputs[INPUT1]) if self.channel_first else (inputs[INPUT1], inputs[INPUT2])
-        np.copyto(row, b.reshape(1, -1))
-        n = row.size
-        if self.channel_first:
-            self.ufunc(row.reshape(n), a.reshape(-1, n), out=out.reshape(-1, n))
-        else:
-            self.ufunc(a.reshape(-1, n), row.reshape(n), out=out.reshape(-1, n))
+        flat, rows, full = self.row.reshape(n), out.reshape(-1, n), a.reshape(-1, n)
+        calls.append((np.copyto, (self.row, b.reshape(1, -1)), {}))
+        operands = (flat, full) if self.channel_first else (full, flat)
+        calls.append((self.ufunc, operands, {"out": rows}))
         if self.clamp is not None:
-            clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+            calls.append((clip_ufunc, (out, self.clamp[0], self.clamp[1]), {"out": out}))
+        return tuple(calls)
 
     def with_clamp(self, lo, hi):
         """This op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""

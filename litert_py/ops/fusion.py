@@ -34,8 +34,8 @@ def bind_steps(steps: list) -> None:
     reading or writing part of a tensor), once, when SubgraphRuntime binds the arrays: they stay the step's until
     the next prepare, and a view sees their new values on every invoke. Fused steps exist only in a bound step
     list. An unfused kernel may also run elsewhere (a delegate's fallback chain runs prepared ops on arrays of
-    its own): the float kernels that offer ``bind`` (conv, depthwise, pad, pools) keep the arrays they were
-    bound to and take their general path when called with others (an identity test per call)."""
+    its own): the kernels that offer ``bind`` (ops/bound_plan.BoundCalls) keep the arrays they were bound to and
+    are bound to others when called with them (an identity test per call)."""
     for op, ins, outs in steps:
         bind = getattr(op, "bind", None)
         if bind is not None:

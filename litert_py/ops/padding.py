@@ -14,6 +14,7 @@ Sources matched: tensorflow/lite/kernels/{pad,mirror_pad}.cc, tensorflow/lite/ke
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from .. import limits
 from ..errors import InputValueError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
+from .bound_plan import BoundCalls, BoundCalls3, contiguous_source
 from .common import axis_slices, check_output_type, movable
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
@@ -66,36 +68,36 @@ def _pad_regions(pads, in_shape) -> tuple[tuple, tuple]:
 
 
 @dataclass(frozen=True, eq=False)
-class Pad:
+class Pad(BoundCalls):
+    """PAD with constant paddings and a static pad value: the value into each border slab, the input into the
+    interior (bound_plan.BoundCalls: the slabs' views made once)."""
+
     interior: tuple
     borders: tuple
-    value: object  # the pad value, or None: read the constant_values input at eval
+    value: object  # the pad value (PadValueInput: None, the constant_values input's, read at each call)
 
-    _bound = None  # bind's (input, output, border views, interior view), or None
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The value into each border view of ``out``, then ``x`` into its interior view."""
+        fills = tuple((operator.setitem, (out[b], Ellipsis, self.value), {}) for b in self.borders)
+        return (*fills, (np.copyto, (out[self.interior], x), {}))
 
-    def bind(self, inputs, outputs) -> None:
-        """With a static pad value: its views of the arrays it is bound to (ops/fusion.bind_steps), so that
-        __call__ stores the same values without indexing first (a few us per step inside real invokes); called
-        with other arrays (a delegate's fallback chain), it takes the general path. The same bytes."""
-        x, out = inputs[INPUT], outputs[0]
-        if self.value is None or x is None or out is None:
-            return
-        views = tuple(out[b] for b in self.borders)
-        object.__setattr__(self, "_bound", (x, out, views, out[self.interior]))
 
-    def __call__(self, inputs, outputs):
-        out = outputs[0]
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            v = self.value
-            for view in b[2]:
-                view[...] = v
-            np.copyto(b[3], b[0])
-            return
-        v = self.value if self.value is not None else inputs[CONSTANT_VALUES].reshape(-1)[0]
-        for b in self.borders:
-            out[b] = v
-        out[self.interior] = inputs[INPUT]
+@dataclass(frozen=True, eq=False)
+class PadValueInput(BoundCalls3, Pad):
+    """Pad whose value is the constant_values input's (not constant): read at each call through a 0-d view of that
+    input made at bind (BoundCalls3: the input, the paddings and the constant_values inputs identity-tested)."""
+
+    def bound_calls(self, x: np.ndarray, paddings, cv: np.ndarray, out: np.ndarray) -> tuple:
+        """The constant_values input's first value (its 0-d view) into each border view, then ``x``."""
+        calls = []
+        v = contiguous_source(cv, calls).reshape(-1)[0, ...]
+        calls += [(operator.setitem, (out[b], Ellipsis, v), {}) for b in self.borders]
+        return (*calls, (np.copyto, (out[self.interior], x), {}))
+
+
+def pad_op(interior: tuple, borders: tuple, value) -> Pad:
+    """Pad for a static ``value``, PadValueInput for None."""
+    return Pad(interior, borders, value) if value is not None else PadValueInput(interior, borders, None)
 
 
 #: Outputs of at most this many bytes with two or more border slabs take PadFilled (measured, 1 thread, the
@@ -111,14 +113,9 @@ class PadFilled(Pad):
     copied into the interior: two numpy calls instead of one per border slab (the same bytes: every border
     element gets the value, every interior one the input's)."""
 
-    def __call__(self, inputs, outputs):
-        out = outputs[0]
-        out.fill(self.value)
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            np.copyto(b[3], b[0])
-            return
-        out[self.interior] = inputs[INPUT]
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """``out`` filled with the value, then ``x`` into its interior view."""
+        return (out.fill, (self.value,), {}), (np.copyto, (out[self.interior], x), {})
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +129,7 @@ class PadDynamic:
         pads, shape = pad_params(inputs[PADDINGS], x.shape)
         out = limits.new_array(shape, x.dtype, "PAD's output")
         interior, borders = _pad_regions(pads, x.shape)
-        Pad(interior, borders, self.value)(inputs, [out])
+        pad_op(interior, borders, self.value)(inputs, [out])  # bound to these arrays (made here), then run
         outputs[0] = out
 
 
@@ -192,7 +189,7 @@ def _prepare_pad(ctx: OpContext):
     interior, borders = _pad_regions(pads, x.shape)
     if value is not None and len(borders) >= 2 and int(np.prod(shape)) * x.dtype.itemsize <= FILL_MAX_BYTES:
         return PadFilled(interior, borders, value)
-    return Pad(interior, borders, value)
+    return pad_op(interior, borders, value)
 
 
 register(BuiltinOperator.PAD)(_prepare_pad)

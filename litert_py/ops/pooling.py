@@ -48,6 +48,7 @@ import numpy as np
 from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
 from .activation_fusion import float_bounds
+from .bound_plan import BoundCalls
 from .common import aligned_empty, clip_ufunc, quantized_activation_range, scalar_operand
 from .conv.common import EMPTY_OUTPUT, Geometry
 from .pool_common import (
@@ -144,7 +145,7 @@ class PoolTiles:
 
 
 @dataclass(frozen=True, eq=False)
-class AveragePoolFloatTiled:
+class AveragePoolFloatTiled(BoundCalls):
     """AVERAGE_POOL_2D float32 over tiling windows (PoolTiles) with more than one channel: one float32
     np.add.reduce of the window view, divided by the count, clamped. Bit-exact: the channel axis is the only
     one the output and the window view share contiguously, so numpy's reduction runs its inner loop over the
@@ -172,26 +173,14 @@ class AveragePoolFloatTiled:
         kept = "".join(ch for k, ch in enumerate(letters) if k not in axes)
         return AveragePoolFloatTiled(tiles, count, lo, hi, f"{letters}->{kept}")
 
-    _bound = None  # bind's (input, output, window view, output view), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its window view of the bound input and the output's reduced view (ops/fusion.bind_steps), so that
-        __call__ makes the same numpy calls on the same arrays without making views first; called with other
-        arrays (a delegate's fallback chain), it takes the general path. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is None or out is None or not out.flags.c_contiguous:
-            return
-        object.__setattr__(self, "_bound", (x, out, self.tiles.windows(x), out.reshape(self.tiles.reduced)))
-
-    def __call__(self, inputs, outputs):
-        out, tiles = outputs[OUTPUT], self.tiles
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            np.einsum(self.subscripts, b[2], out=b[3])
-        else:
-            np.einsum(self.subscripts, tiles.windows(inputs[INPUT]), out=out.reshape(tiles.reduced))
-        np.divide(out, self.count, out=out)
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The einsum of ``x``'s window view into ``out``'s reduced view, the division, the clamp."""
+        sums = (np.einsum, (self.subscripts, self.tiles.windows(x)), {"out": out.reshape(self.tiles.reduced)})
+        return (
+            sums,
+            (np.divide, (out, self.count), {"out": out}),
+            (clip_ufunc, (out, self.out_min, self.out_max), {"out": out}),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,22 +262,24 @@ class MaxStage:
     tiles: tuple | None  # rows only: (rows used, (N, OH, KH, W, C)) when the windows tile the input exactly
     empty: object = np.nan  # the value of an output no tap reaches before the first partial tap (no value)
 
-    def __call__(self, src: np.ndarray, dst: np.ndarray) -> None:
+    def calls(self, src: np.ndarray, dst: np.ndarray) -> list:
+        """The stage's numpy calls from ``src`` into ``dst`` (views made here), as (function, args, kwargs)
+        triples."""
         if self.tiles is not None:  # a reduction over the window's rows: faster than pairwise ops
             used, shape = self.tiles
-            np.fmax.reduce(src[:, :used].reshape(shape), axis=2, out=dst)
-            return
+            return [(np.fmax.reduce, (src[:, :used].reshape(shape),), {"axis": 2, "out": dst})]  # (a view)
         taps = self.taps
         k = self.leading_full
         if k == 2:
-            np.fmax(src[taps[0][1]], src[taps[1][1]], out=dst)
+            calls = [(np.fmax, (src[taps[0][1]], src[taps[1][1]]), {"out": dst})]
         elif k == 1:
-            np.copyto(dst, src[taps[0][1]])
+            calls = [(np.copyto, (dst, src[taps[0][1]]), {})]
         else:
-            dst.fill(self.empty)
+            calls = [(dst.fill, (self.empty,), {})]
         for o, i in taps[k:]:
             d = dst[o]
-            np.fmax(d, src[i], out=d)
+            calls.append((np.fmax, (d, src[i]), {"out": d}))
+        return calls
 
 
 def _max_stage(taps, axis: int, tiles=None, empty=np.nan) -> MaxStage:
@@ -300,55 +291,27 @@ def _max_stage(taps, axis: int, tiles=None, empty=np.nan) -> MaxStage:
     return MaxStage(tuple((index(o), index(i)) for o, i, _ in taps), leading, tiles, empty)
 
 
-def _run_max_stages(rows, cols, row_max, x: np.ndarray, out: np.ndarray) -> None:
-    """The window maxima: over the filter rows into ``row_max`` (unless one row suffices), then over the columns."""
-    src = x
-    if rows is not None:
-        rows(x, row_max)
-        src = row_max
-    cols(src, out)
+def max_stage_calls(rows, cols, row_max, x: np.ndarray, out: np.ndarray) -> list:
+    """The window maxima's calls: over the filter rows into ``row_max`` (unless one row suffices), then over the
+    columns into ``out``."""
+    if rows is None:
+        return cols.calls(x, out)
+    return [*rows.calls(x, row_max), *cols.calls(row_max, out)]
 
 
 @dataclass(frozen=True, eq=False)
-class MaxPoolFloat:
+class MaxPoolFloat(BoundCalls):
     rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
     cols: MaxStage
     row_max: np.ndarray | None  # (N, OH, W, C) scratch
     floor: np.ndarray  # 0-d: max(lowest, activation min), also the value of a window without a number
     ceiling: np.ndarray  # 0-d: the activation max
 
-    _bound = None  # bind's (input, output, plan), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """For a rows stage over tiles (or none) and a columns stage of two full taps (a 2x2 stride-2 pool): its
-        views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy calls
-        on the same arrays without making views first; called with other arrays (a delegate's fallback chain),
-        it takes the general path. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        rows, cols = self.rows, self.cols
-        if x is None or out is None or cols.tiles is not None or cols.leading_full != 2 or len(cols.taps) != 2:
-            return
-        src = x
-        if rows is not None:
-            if rows.tiles is None:
-                return
-            used, shape = rows.tiles
-            tiles, src = x[:, :used].reshape(shape), self.row_max
-        plan = (None if rows is None else tiles, self.row_max, src[cols.taps[0][1]], src[cols.taps[1][1]])
-        object.__setattr__(self, "_bound", (x, out, plan))
-
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            tiles, row_max, left, right = b[2]
-            if tiles is not None:
-                np.fmax.reduce(tiles, axis=2, out=row_max)
-            np.fmax(left, right, out=out)
-        else:
-            _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
-        np.fmax(out, self.floor, out=out)
-        np.minimum(out, self.ceiling, out=out)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The window maxima's calls (max_stage_calls), then the floor (fmax: also a window of NaNs' value) and
+        the ceiling."""
+        calls = max_stage_calls(self.rows, self.cols, self.row_max, x, out)
+        return (*calls, (np.fmax, (out, self.floor), {"out": out}), (np.minimum, (out, self.ceiling), {"out": out}))
 
 
 def _max_stages(ctx: OpContext, geo: Geometry, empty):
@@ -520,18 +483,19 @@ def _prepare_average_quantized(ctx: OpContext, geo: Geometry) -> AveragePoolQuan
 
 
 @dataclass(frozen=True, eq=False)
-class MaxPoolQuantized:
+class MaxPoolQuantized(BoundCalls):
     rows: MaxStage | None  # None: the filter has one row, stride 1 (the input is its own row maximum)
     cols: MaxStage
     row_max: np.ndarray | None  # (N, OH, W, C) scratch
     lo: np.integer | None  # the activation clamp; None when it is the whole type range
     hi: np.integer | None
 
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        _run_max_stages(self.rows, self.cols, self.row_max, inputs[INPUT], out)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The window maxima's calls (max_stage_calls), then the activation clamp where there is one."""
+        calls = max_stage_calls(self.rows, self.cols, self.row_max, x, out)
         if self.lo is not None:
-            clip_ufunc(out, self.lo, self.hi, out=out)
+            calls.append((clip_ufunc, (out, self.lo, self.hi), {"out": out}))
+        return tuple(calls)
 
 
 def _prepare_max_quantized(ctx: OpContext, geo: Geometry) -> MaxPoolQuantized:

@@ -2,8 +2,8 @@
 kernel's integer formula on all 65536 input pairs at prepare and the prepared ops (QuantizedTable8 and its forms,
 QuantizedTable8Scalar for a one-value constant operand) gather from it. Prepared by elementwise_quantized.py
 (which holds the prepares, the int16 paths and re-exports these names); semantics and sources: see
-elementwise.py's docstring. Each op offers ``bind`` (ops/bound_plan.py): its numpy calls on the arrays
-ops/fusion.bind_steps binds it to, made once (bit-identical: the same calls on the same arrays)."""
+elementwise.py's docstring. Each op is a bound_plan.BoundCalls2: its numpy calls on the arrays
+ops/fusion.bind_steps binds it to (both inputs), made once; other arrays are bound the same way first (one path)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvokeError
-from ..quant import LUT_PAIRS_MIN_VALUES, lut_lookup_pairs, lut_pairs, wrap32
-from .bound_plan import bound_plan
+from ..quant import LUT_PAIRS_MIN_VALUES, lut_pairs, wrap32
+from .bound_plan import BoundCalls2
 from .common import all_values
 from .registry import TensorInfo
 
@@ -38,7 +38,7 @@ def table8(fn, dtype, lo: int, hi: int, out_dtype) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class QuantizedTable8:
+class QuantizedTable8(BoundCalls2):
     """An 8-bit ADD / SUB / MUL / DIV: ``out = table[byte(x1) << 8 | byte(x2)]`` with NumPy broadcasting.
 
     ``table`` holds the reference kernel's output for every input pair. DIV checks its divisor first: LiteRT
@@ -74,48 +74,34 @@ class QuantizedTable8:
                 return gate
         return cls(table, divisor_zero_point, small, None if small else np.empty(out_shape, _U16))
 
-    _bound = None  # bind's (input 1, input 2, output, its numpy calls as (function, args, kwargs)), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps; ``bound_calls``), so that __call__
-        runs them without making views or reading attributes first; called with other arrays (a delegate's
-        fallback chain), it takes the general path. Bit-identical: the same calls on the same arrays."""
-        a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
-        calls = None if a is None or b is None or out is None else self.bound_calls(a, b, out)
-        if calls is not None:
-            object.__setattr__(self, "_bound", (a, b, out, bound_plan(calls)))
-
-    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
-        """__call__'s numpy calls on these arrays, or None (a DIV's divisor check, the small fancy indexing, a
-        resized output)."""
-        idx = self.idx
-        if self.divisor_zero_point is not None or self.small or idx is None or idx.shape != out.shape:
-            return None
-        shift = (np.left_shift, (a.view(np.uint8), 8), {"out": idx, "dtype": _U16})
-        index = (np.bitwise_or, (idx, b.view(np.uint8)), {"out": idx})
-        return shift, index, (np.take, (self.table, idx), {"out": out, "mode": "wrap"})
-
-    def __call__(self, inputs, outputs):
-        bound = self._bound
-        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
-            for call in bound[3]:
-                call()
-            return
-        return self.general(inputs, outputs)
-
-    def general(self, inputs, outputs):
-        """The op on any arrays (a resized op's, a delegate's fallback chain's)."""
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if self.divisor_zero_point is not None and (b == self.divisor_zero_point).any():
-            raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
-        out = outputs[OUTPUT]
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on these arrays: a DIV's divisor check, then the fancy indexing (small) or the
+        index built in ``idx`` (a buffer of the output's shape allocated here where ``idx`` has another: a
+        resized op) and the gather."""
+        calls = []
+        if self.divisor_zero_point is not None:
+            calls.append((_check_divisor, (b, self.divisor_zero_point), {}))
         if self.small:
-            out[...] = self.table.reshape(256, 256)[a.view(np.uint8), b.view(np.uint8)]
-            return
+            return (
+                *calls,
+                (_gather_pairs, (self.table.reshape(256, 256), a.view(np.uint8), b.view(np.uint8), out), {}),
+            )
         idx = self.idx if self.idx is not None and self.idx.shape == out.shape else np.empty(out.shape, _U16)
-        np.left_shift(a.view(np.uint8), 8, out=idx, dtype=_U16)
-        np.bitwise_or(idx, b.view(np.uint8), out=idx)
-        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536: "wrap" skips the bounds check
+        calls.append((np.left_shift, (a.view(np.uint8), 8), {"out": idx, "dtype": _U16}))
+        calls.append((np.bitwise_or, (idx, b.view(np.uint8)), {"out": idx}))
+        calls.append((np.take, (self.table, idx), {"out": out, "mode": "wrap"}))  # every index is < 65536
+        return tuple(calls)
+
+
+def _check_divisor(b: np.ndarray, zero_point: int) -> None:
+    """DIV's check: LiteRT fails the invoke when an element of input2 equals its zero point."""
+    if (b == zero_point).any():
+        raise InvokeError("DIV: an element of input2 equals its zero point (data[i] != zero_point)")
+
+
+def _gather_pairs(table: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = table[a, b]`` (fancy indexing: one call for a few elements, broadcasting ``a`` and ``b``)."""
+    out[...] = table[a, b]
 
 
 #: QuantizedTable8Bytes up to this many elements (measured, 1 thread, against the shift / or / take form and
@@ -134,22 +120,13 @@ class QuantizedTable8Bytes(QuantizedTable8):
     high: np.ndarray | None = None  # (out shape) uint8 view of the index buffer's high bytes
     low: np.ndarray | None = None  # its low bytes
 
-    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
-        """__call__'s numpy calls on these arrays, or None (other shapes)."""
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
+        """The two byte copies and the gather on these arrays; QuantizedTable8's calls for other shapes."""
         high = self.high
         if a.shape != high.shape or b.shape != high.shape or out.shape != high.shape:
-            return None
-        take = (np.take, (self.table, self.idx), {"out": out, "mode": "wrap"})
+            return super().bound_calls(a, b, out)
+        take = (np.take, (self.table, self.idx), {"out": out, "mode": "wrap"})  # every index is < 65536
         return (np.copyto, (high, a.view(np.uint8)), {}), (np.copyto, (self.low, b.view(np.uint8)), {}), take
-
-    def general(self, inputs, outputs):
-        a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
-        high = self.high
-        if a.shape != high.shape or b.shape != high.shape or out.shape != high.shape:
-            return QuantizedTable8.general(self, inputs, outputs)
-        np.copyto(high, a.view(np.uint8))
-        np.copyto(self.low, b.view(np.uint8))
-        np.take(self.table, self.idx, out=out, mode="wrap")  # every index is < 65536
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,30 +161,22 @@ class QuantizedTable8Broadcast(QuantizedTable8):
         pairs = self.table.reshape(256, 256)
         return np.ascontiguousarray(pairs.T if self.full == INPUT1 else pairs).reshape(-1)
 
-    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple | None:
-        """__call__'s numpy calls on these arrays (the shifted small operand into a uint16 buffer of its own,
-        allocated here: the same values as __call__'s new array), or None (other shapes)."""
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
+        """The shift of the small operand into a uint16 buffer of its own (allocated here), the broadcasting OR
+        over the full one into ``idx`` and the gather on these arrays; QuantizedTable8's calls with the table
+        transposed back for other shapes (a resized op)."""
         full, small = (a, b) if self.full == INPUT1 else (b, a)
         idx = self.idx
         if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
-            return None
+            return QuantizedTable8(self.pair_table()).bound_calls(a, b, out)
         high = np.empty(small.shape, _U16)
         shift = (np.left_shift, (small.view(np.uint8), 8), {"out": high, "dtype": _U16})
         index = (np.bitwise_or, (high, full.view(np.uint8)), {"out": idx})
-        return shift, index, (np.take, (self.table, idx), {"out": out, "mode": "wrap"})
-
-    def general(self, inputs, outputs):
-        full, small, out = inputs[self.full], inputs[1 - self.full], outputs[OUTPUT]
-        idx = self.idx
-        if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
-            return QuantizedTable8(self.pair_table())(inputs, outputs)
-        high = np.left_shift(small.view(np.uint8), 8, dtype=_U16)
-        np.bitwise_or(high, full.view(np.uint8), out=idx)
-        np.take(self.table, idx, out=out, mode="wrap")  # every index is < 65536
+        return shift, index, (np.take, (self.table, idx), {"out": out, "mode": "wrap"})  # every index is < 65536
 
 
 @dataclass(frozen=True, eq=False)
-class QuantizedTable8Scalar:
+class QuantizedTable8Scalar(BoundCalls2):
     """An 8-bit ADD / SUB / MUL / DIV whose other operand is a one-value constant: ``out = lut[byte(x)]``, one
     gather from the 256 entries of the pair table's row or column for that constant (instead of building
     the 16-bit pair index in two passes, then gathering from the 65536-entry table): bit-exact, the entries are
@@ -234,37 +203,13 @@ class QuantizedTable8Scalar:
             return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
         return QuantizedTable8Scalar(lut, operand)
 
-    _bound = None  # bind's (varying input, output, its numpy calls as partial objects), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its numpy calls on the arrays it is bound to (ops/fusion.bind_steps; ``bound_calls``), so that __call__
-        runs them without making views or reading attributes first; called with other arrays, it takes the
-        general path. Bit-identical: the same calls on the same arrays."""
-        x, out = inputs[self.operand], outputs[OUTPUT]
-        if x is not None and out is not None:
-            object.__setattr__(self, "_bound", (x, out, bound_plan(self.bound_calls(x, out))))
-
-    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on these arrays."""
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
+        """The gather on the varying input (reshaped to the output's shape where it has another: the same size,
+        the constant broadcasts as a scalar) into ``out``."""
+        x = b if self.operand else a
         if x.shape != out.shape:
             x = x.reshape(out.shape)
-        return ((np.take, (self.lut, x.view(np.uint8)), {"out": out, "mode": "wrap"}),)
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[self.operand], outputs[OUTPUT]
-        b = self._bound
-        if b is not None and b[0] is x and b[1] is out:
-            for call in b[2]:
-                call()
-            return
-        self.general(inputs, outputs)
-
-    def general(self, inputs, outputs):
-        """The op on any arrays (a resized op's, a delegate's fallback chain's)."""
-        x, out = inputs[self.operand], outputs[OUTPUT]
-        if x.shape != out.shape:
-            x = x.reshape(out.shape)  # same size: the constant broadcasts as a scalar
-        np.take(self.lut, x.view(np.uint8), out=out, mode="wrap")  # every index is < 256
+        return ((np.take, (self.lut, x.view(np.uint8)), {"out": out, "mode": "wrap"}),)  # every index is < 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -276,18 +221,14 @@ class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
 
     pairs: np.ndarray | None = None
 
-    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on these arrays (lut_lookup_pairs's gather; QuantizedTable8Scalar's where that
-        declines)."""
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
+        """The pair gather on the varying input (quant.lut_lookup_pairs's); QuantizedTable8Scalar's byte gather
+        where that declines."""
+        x = b if self.operand else a
         if x.shape != out.shape or x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return super().bound_calls(x, out)
+            return super().bound_calls(a, b, out)
         pairs = x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16)
         return ((np.take, (self.pairs, pairs[0]), {"out": pairs[1], "mode": "wrap"}),)
-
-    def general(self, inputs, outputs):
-        x, out = inputs[self.operand], outputs[OUTPUT]
-        if x.shape != out.shape or not lut_lookup_pairs(x, self.pairs, out):
-            QuantizedTable8Scalar.general(self, inputs, outputs)
 
 
 def table_op(table: np.ndarray, a: TensorInfo, b: TensorInfo, out: TensorInfo, divisor_zero_point=None):

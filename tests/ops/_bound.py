@@ -1,5 +1,7 @@
 """check_bound: a one-step model's prepared op, bound to its arrays (``bind``, called by ops/fusion.bind_steps), gives
-inside invokes the bytes it gives called on fresh copies of those arrays (its general path)."""
+inside invokes the bytes it gives called on fresh copies of those arrays (``on_copies``: bound to the copies, then
+their plan; one path since issue 16, so this compares the plan made once at prepare with one made on new arrays:
+a plan that does not see its arrays' new values, or that depends on which arrays it was made on, shows)."""
 
 from __future__ import annotations
 
@@ -18,10 +20,18 @@ def _with_specials(x: np.ndarray, seed: int) -> np.ndarray:
     return y
 
 
+def on_copies(op, ins, out: np.ndarray) -> None:
+    """``op`` called on fresh copies of ``ins`` into ``out`` (bound to them: ops/bound_plan.BoundCalls.general),
+    then given back the plan it had (so that the next invoke runs the plan bind_steps made, not a new one)."""
+    bound = op.__dict__.get("_bound")
+    op([None if a is None else a.copy() for a in ins], [out])
+    object.__setattr__(op, "_bound", bound)
+
+
 def check_bound(model: bytes, x, kind: type) -> None:
     """The single step of ``model`` is a bound ``kind``; two invokes (the second with special values in the
-    first input) give the bits the same op gives called on fresh copies of its arrays. ``x``: the first input's
-    values, or the values of every input."""
+    first input) give the bits the same op gives called on fresh copies of its arrays (``on_copies``). ``x``: the
+    first input's values, or the values of every input."""
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (op, ins, outs), *rest = it._subgraphs[0].steps
@@ -39,6 +49,6 @@ def check_bound(model: bytes, x, kind: type) -> None:
         with np.errstate(all="ignore"):
             it.invoke()
             fresh = np.empty_like(outs[0])
-            op([None if a is None else a.copy() for a in ins], [fresh])  # not the bound arrays: the general path
+            on_copies(op, ins, fresh)  # not the bound arrays: bound to the copies
         ours = it.get_tensor(it.get_output_details()[0]["index"])
         assert np.array_equal(ours.view(np.uint8), fresh.view(np.uint8)), f"invoke {k}"

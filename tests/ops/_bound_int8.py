@@ -1,8 +1,9 @@
 """The int8 kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy calls on its bound
 arrays, made once as partial objects (ops/bound_plan.py), the last item of ``_bound``): tests/ops/_bound.check_bound
 on 8-bit inputs holding both extremes and random values, and check_each_call_needed, which removes each call of
-the plan in turn and asserts the invoke then differs from the general path (so the equality checks can fail: a
-call missing from a plan, or a plan that does not see a new input, shows)."""
+the plan in turn and asserts the invoke then differs from the op bound to fresh copies of its inputs (its full
+plan on other arrays: so the equality checks can fail: a call missing from a plan, or a plan that does not see a
+new input, shows)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from litert_py import Interpreter
 from litert_py.ops.common import clip_ufunc
-from tests.ops._bound import check_bound
+from tests.ops._bound import check_bound, on_copies
 
 
 def int8_values(shape, dtype, seed: int, extremes: float = 0.2) -> np.ndarray:
@@ -30,8 +31,9 @@ def feeds_of(model: bytes, seed: int = 0, extremes: float = 0.2) -> list:
 
 
 def check_bound_int8(model: bytes, kind: type, exempt=None) -> None:
-    """The single step of ``model`` is a bound ``kind`` whose invokes give the general path's bytes (check_bound,
-    extremes and random values), and every call of its plan is needed (check_each_call_needed, ``exempt``)."""
+    """The single step of ``model`` is a bound ``kind`` whose invokes give the bytes of the op bound to fresh copies
+    (check_bound, extremes and random values), and every call of its plan is needed (check_each_call_needed,
+    ``exempt``)."""
     check_bound(model, feeds_of(model), kind)
     check_each_call_needed(model, exempt)
 
@@ -43,11 +45,12 @@ DRAWS = ((1, 0.2), (2, 0.9), (3, 0.5), (4, 1.0))
 
 def check_each_call_needed(model: bytes, exempt=None) -> None:
     """With each call of the single step's bound plan removed in turn, the invoke leaves the output or some array
-    the plan's calls touch (its scratch: a sign term, an index buffer) different from what the general path on
-    the same inputs leaves there, on one of the DRAWS (new inputs each time, so stale values show). ``exempt``:
-    None, or a function of (op, calls) giving the indices of calls not required to show, each for a stated reason
-    (the sign term's add of 2^-(rs+1), which changes results only on exact rounding ties, rare among a few hundred
-    random values; a clip to the output type's range that a layer without activation does not reach)."""
+    the plan's calls touch (its scratch: a sign term, an index buffer) different from what the op's full plan on
+    fresh copies of the same inputs leaves there (``on_copies``, which gives the op back its shortened plan), on
+    one of the DRAWS (new inputs each time, so stale values show). ``exempt``: None, or a function of (op, calls)
+    giving the indices of calls not required to show, each for a stated reason (the sign term's add of
+    2^-(rs+1), which changes results only on exact rounding ties, rare among a few hundred random values; a clip
+    to the output type's range that a layer without activation does not reach)."""
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     ((op, ins, outs),) = it._subgraphs[0].steps
@@ -66,7 +69,7 @@ def check_each_call_needed(model: bytes, exempt=None) -> None:
                 it.set_tensor(d["index"], feed)
             it.invoke()
             after_bound = [a.copy() for a in arrays]
-            op([None if a is None else a.copy() for a in ins], [outs[0]])  # other input arrays: the general path
+            on_copies(op, ins, outs[0])  # other input arrays: the full plan made on them
             if not all(a.tobytes() == b.tobytes() for a, b in zip(after_bound, arrays)):
                 shown = True
                 break

@@ -1,5 +1,6 @@
 """ops/bound_plan.BoundCalls's default ``general``: an op called with arrays other than the ones it was bound to
-binds to them and runs their plan (one path, no hand copy of the calls)."""
+binds to them and runs their plan (one path, no hand copy of the calls); new objects over the same memory keep
+the plan; a deferred subgraph's ops keep theirs across invokes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from litert_py import Interpreter
 from litert_py.ops.bound_plan import BoundCalls
+from litert_py.schema.builder import ModelBuilder
+from tests.oracle import run_ours
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,3 +45,57 @@ def test_general_without_arrays_raises():
     op = AddThenScale(np.arange(4.0), 2.0)
     with pytest.raises(ValueError, match="AddThenScale needs its input and output arrays"):
         op([None], [np.empty(4)])
+
+
+def test_a_new_view_of_the_bound_memory_keeps_the_plan():
+    """Arrays that are new objects over the bound arrays' very memory (same dtype, shape, strides) keep the plan;
+    a view at another offset is bound anew."""
+    op = AddThenScale(np.arange(4.0), 2.0)
+    x, out = np.ones(8), np.empty(4)
+    op.bind([x[:4]], [out])
+    plan = op._bound[-1]
+    op([x[:4]], [out[...]])  # new objects, the same bytes
+    assert op._bound[-1] is plan and np.array_equal(out, [2.0, 4.0, 6.0, 8.0])
+    x[4:] = 3.0
+    op([x[4:]], [out])  # another offset: its own plan
+    assert op._bound[-1] is not plan and np.array_equal(out, [6.0, 8.0, 10.0, 12.0])
+
+
+def _reshape_then_conv() -> bytes:
+    """RESHAPE by a shape input (a deferred subgraph), then a float CONV_2D."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 6, 6, 3), np.float32)
+    s = b.input("s", (4,), np.int32)
+    y = b.tensor("y", (1, 6, 6, 3), np.float32)
+    b.op("RESHAPE", [x, s], [y])
+    w = b.tensor("w", (4, 3, 3, 3), np.float32, data=np.arange(108, dtype=np.float32).reshape(4, 3, 3, 3) / 100)
+    bias = b.tensor("b", (4,), np.float32, data=np.ones(4, np.float32))
+    c = b.tensor("c", (1, 6, 6, 4), np.float32)
+    options = {"padding": 0, "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+    b.op("CONV_2D", [y, w, bias], [c], options)
+    b.output(c)
+    return b.build()
+
+
+def test_deferred_subgraph_keeps_the_plans():
+    """In a deferred subgraph the conv reading a dynamic RESHAPE's output is bound once: the RESHAPE keeps its
+    output array while the shape stays (ops/shape.ReshapeDynamic), so the conv's identity test hits at every
+    later invoke (no new plan per invoke); the values follow each new input (against the static model)."""
+    model = _reshape_then_conv()
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    sub = it._subgraphs[0]
+    assert sub.deferred
+    x_index, s_index = (d["index"] for d in it.get_input_details())
+    it.set_tensor(s_index, np.array([1, 6, 6, 3], np.int32))
+    rng = np.random.default_rng(0)
+    plans = []
+    for k in range(3):
+        x = rng.standard_normal((1, 6, 6, 3)).astype(np.float32)
+        it.set_tensor(x_index, x)
+        it.invoke()
+        (conv,) = [cached[1] for cached in sub._deferred_cache.values() if type(cached[1]).__name__ != "ReshapeDynamic"]
+        plans.append(conv._bound[-1])
+        expected = run_ours(model, [x, np.array([1, 6, 6, 3], np.int32)])[0]
+        assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), expected), f"invoke {k}"
+    assert plans[1] is plans[0] and plans[2] is plans[0]

@@ -1,6 +1,6 @@
 """PAD / PADV2, float MAX_POOL_2D, tiled float AVERAGE_POOL_2D and the per-channel row ADD / MUL with a plan bound
-to their arrays (``bind``, called by ops/fusion.bind_steps): inside an invoke they take the bound views, called on
-other arrays the general path; both give the same bytes over two invokes with different inputs
+to their arrays (``bind``, called by ops/fusion.bind_steps): inside an invoke they run the plan bound at prepare,
+called on fresh copies a plan bound to those; both give the same bytes over two invokes with different inputs
 (tests/ops/_bound.check_bound; the oracle comparisons of test_pad_filled.py, test_pooling.py,
 test_pooling_tiled.py and test_elementwise.py cover the values)."""
 

@@ -1,8 +1,8 @@
 """The 8-bit table ops' bound plans (ops/elementwise_quantized.py QuantizedTable8, QuantizedTable8Bytes,
 QuantizedTable8Broadcast; ops/activations_quantized.py ActivationLut, ActivationLutPairs): inside invokes they run
-their numpy calls on the bound arrays, and give the general path's bytes on inputs with both extremes and random
-values; removing any call of a plan is caught (tests/ops/_bound_int8.py). The values themselves are checked
-against the oracle by test_elementwise_table8.py and test_activations_quantized.py."""
+their numpy calls on the bound arrays, and give the bytes of the op bound to fresh copies on inputs with both
+extremes and random values; removing any call of a plan is caught (tests/ops/_bound_int8.py). The values
+themselves are checked against the oracle by test_elementwise_table8.py and test_activations_quantized.py."""
 
 from __future__ import annotations
 

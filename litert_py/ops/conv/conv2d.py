@@ -85,13 +85,13 @@ times an infinite weight gives NaN); with stride_w > 1 and depth multiplier 1 it
 of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, same sums); the exact integer paths
 multiply the whole (KH, KW, N, OH, OW, O) window view once and reduce it on small layers (2 ufunc calls instead of
 17 for 3x3), tap by tap on large ones.
-Bound plans: the float paths (ConvFloat with groups 1 and a constant filter and bias, ConvFloatPointwise,
-ConvFloatBiasFolded, conv2d_planes.ConvFloatPlanes, depthwise_einsum.DepthwiseConvFloatEinsum) offer ``bind``: when
-ops/fusion.bind_steps binds the step's arrays they make their views of them once (the reshaped A and output rows,
-the im2col copies' sources, Im2Col.bound_blocks), and an invoke on those same arrays runs the same numpy calls
-on them without making views or looking attributes up first (about 1.5 us per step inside real invokes:
-face detection 0.94-0.98x, image_example1.float32 0.93x whole-invoke, alternated medians); called on other arrays
-(a delegate's fallback chain) they take the general path. Bit-identical: the same calls on the same arrays.
+Bound plans: the float paths (ConvFloat, ConvFloatPointwise, ConvFloatBiasFolded, conv2d_planes.ConvFloatPlanes,
+depthwise_einsum.DepthwiseConvFloatEinsum) are bound_plan.BoundCalls: when ops/fusion.bind_steps binds the step's
+arrays they list their numpy calls on them once (the reshaped A and output rows, the im2col copies' sources:
+Im2Col.calls), and an invoke on those same arrays runs them without making views or looking attributes up first
+(about 1.5 us per step inside real invokes: face detection 0.94-0.98x, image_example1.float32 0.93x whole-invoke,
+alternated medians); called on other arrays (a delegate's fallback chain) they are bound to those first: one
+path.
 Measured (tools/bench_conv.py, 1 thread, a busy 2-core box): int8 conv 1x64x64x32->32 3x3 0.1-0.3x LiteRT's
 reference kernel time, 1x1 conv 0.2-0.55x, depthwise 3x3 0.2-0.6x; the conv/pool nodes of the silabs int8
 corpus models 0.15x (image_example1) and 0.5-0.8x (keyword_spotting_mobilenetv2, small layers where ~10 us of
@@ -106,6 +106,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..activation_fusion import ClampLast, float_bounds
+from ..bound_plan import BoundCalls, BoundCalls3, contiguous_source
 from ..common import aligned_empty, clip_ufunc
 from ..fully_connected_row import prepare_float_row
 from ..registry import OpContext, register
@@ -125,14 +126,18 @@ from .common import (
 )
 from .conv2d_planes import build_planes, planes_apply
 from .conv2d_quantized import prepare_conv_hybrid, prepare_conv_quantized
-from .im2col import Im2Col, gemm_weights
+from .im2col import Im2Col, gemm_calls, gemm_weights
 from .taps import DepthwiseTaps
 
 # -- CONV_2D --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloat(ClampLast):
+class ConvFloat(BoundCalls3, ClampLast):
+    """Float CONV_2D through the im2col GEMM (Im2Col), then the bias (constant: tiled over whole output rows,
+    ``bias_rows``; else the bias input) and the clamp. A bound_plan.BoundCalls3: the filter and bias inputs are
+    identity-tested too (read through views made at bind where they are not constant)."""
+
     im2col: Im2Col
     weights: np.ndarray | None  # (G, KH*KW*Cg, Og) contiguous; None: the filter input, read at every invoke
     bias: np.ndarray | None  # constant bias tiled over the output width: (OW, O)
@@ -141,44 +146,23 @@ class ConvFloat(ClampLast):
     out_max: np.ndarray
     bias_rows: tuple = ()  # the output's shape as rows of the bias's length
 
-    _bound = None  # bind's (input, output, (Im2Col.bound_blocks plan, W, bias rows, bias, output, lo, hi)), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """With groups 1, a constant filter and a constant bias (or none): its views of the arrays it is bound
-        to (ops/fusion.bind_steps, Im2Col.bound_blocks), so that __call__ makes the same numpy calls on the same
-        arrays without making views or looking up attributes first (about 1.5 us per step inside face
-        detection's invokes); called with other arrays (a delegate's fallback chain), it takes the general
-        path. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if self.weights is None or self.dynamic_bias or x is None or out is None:
-            return
-        plan = self.im2col.bound_blocks(x, out)
-        if plan is None:
-            return
-        rows = None if self.bias is None else out.reshape(self.bias_rows)
-        bound = (plan, self.weights[0], rows, self.bias, out, self.out_min, self.out_max)
-        object.__setattr__(self, "_bound", (x, out, bound))
-
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            plan, w, rows, bias, out, lo, hi = b[2]
-            Im2Col.run_bound(plan, w)
-            if rows is not None:
-                np.add(rows, bias, out=rows)
-            clip_ufunc(out, lo, hi, out=out)
-            return
+    def bound_calls(self, x: np.ndarray, f: np.ndarray, bias: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on these arrays: the GEMM (im2col.gemm_calls; a filter input's GEMM view made here,
+        of a C-contiguous copy where a reshape would be one), the constant bias over ``bias_rows`` or the bias
+        input, the clamp."""
+        calls = []
         w = self.weights
         if w is None:
-            w = inputs[FILTER].reshape(self.im2col.groups, out.shape[3] // self.im2col.groups, -1).transpose(0, 2, 1)
-        self.im2col.gemm(inputs[INPUT], w, out)
+            groups = self.im2col.groups
+            w = contiguous_source(f, calls).reshape(groups, out.shape[3] // groups, -1).transpose(0, 2, 1)
+        calls += gemm_calls(self.im2col, x, w, out)
         if self.bias is not None:
             rows = out.reshape(self.bias_rows)
-            np.add(rows, self.bias, out=rows)
+            calls.append((np.add, (rows, self.bias), {"out": rows}))
         elif self.dynamic_bias:
-            np.add(out, inputs[BIAS].reshape(-1), out=out)
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+            calls.append((np.add, (out, contiguous_source(bias, calls).reshape(-1)), {"out": out}))
+        calls.append((clip_ufunc, (out, self.out_min, self.out_max), {"out": out}))
+        return tuple(calls)
 
 
 #: `ConvFloatPointwise` runs a 1x1 conv in blocks of output rows of about this many bytes (cache-resident while
@@ -189,7 +173,7 @@ POINTWISE_MAX_CHANNELS = 16
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatPointwise(ClampLast):
+class ConvFloatPointwise(BoundCalls, ClampLast):
     """Float 1x1 stride-1 unpadded CONV_2D (groups 1, constant filter and bias) over a large output, in blocks of
     about POINTWISE_BLOCK_BYTES of output rows: GEMM, + bias, clamp per block, so that the two epilogue passes read
     the block while it is still in cache (128x128x16 -> 16: 222 -> 186 us, 64x64x16 -> 16: 59 -> 50 us, 1 thread).
@@ -201,34 +185,18 @@ class ConvFloatPointwise(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    _bound = None  # bind's (input, output, ((A rows, C rows, bias tile), ...)), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its block views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same
-        numpy calls on the same arrays without making views first; called with other arrays (a delegate's
-        fallback chain), it takes the general path. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is None or out is None or not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return
-        a, c = x.reshape(-1, x.shape[3]), out.reshape(-1, out.shape[3])
-        object.__setattr__(self, "_bound", (x, out, tuple((a[rows], c[rows], bias) for rows, bias in self.blocks)))
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """GEMM, + bias, clamp per block of rows of these arrays (their (M, C) / (M, O) views made here)."""
+        calls = []
+        a = contiguous_source(x, calls).reshape(-1, x.shape[3])
+        c = out.reshape(-1, out.shape[3])
         w, lo, hi = self.weights, self.out_min, self.out_max
-        b = self._bound
-        if b is not None and b[0] is x and b[1] is out:
-            for a, block, bias in b[2]:
-                np.matmul(a, w, out=block)
-                np.add(block, bias, out=block)
-                clip_ufunc(block, lo, hi, out=block)
-            return
-        a, c = x.reshape(-1, x.shape[3]), out.reshape(-1, out.shape[3])
         for rows, bias in self.blocks:
             block = c[rows]
-            np.matmul(a[rows], w, out=block)
-            np.add(block, bias, out=block)
-            clip_ufunc(block, lo, hi, out=block)
+            calls.append((np.matmul, (a[rows], w), {"out": block}))
+            calls.append((np.add, (block, bias), {"out": block}))
+            calls.append((clip_ufunc, (block, lo, hi), {"out": block}))
+        return tuple(calls)
 
     @staticmethod
     def build(geo: Geometry, f: np.ndarray, bias: np.ndarray, lo, hi) -> ConvFloatPointwise | None:
@@ -361,7 +329,7 @@ def _bias_rows(bias, geo: Geometry) -> tuple[np.ndarray | None, tuple]:
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatBiasFolded(ClampLast):
+class ConvFloatBiasFolded(BoundCalls, ClampLast):
     """Float CONV_2D (groups 1, constant filter and bias) whose im2col matrix is a copy anyway: the bias is
     one more GEMM row against a ones column of [im2col, 1], so the invoke is copy -> GEMM -> clamp (the bias
     pass is gone). Within the float tolerance, not bit-exact: BLAS adds the bias as one more term of its dot
@@ -373,25 +341,10 @@ class ConvFloatBiasFolded(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    _bound = None  # bind's (input, output, Im2Col.bound_blocks plan, the (K + 1, O) weights), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its views of the arrays it is bound to (ops/fusion.bind_steps, Im2Col.bound_blocks), so that __call__
-        makes the same numpy calls on the same arrays without making views first; called with other arrays (a
-        delegate's fallback chain), it takes the general path. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        plan = None if x is None or out is None else self.im2col.bound_blocks(x, out)
-        if plan is not None:
-            object.__setattr__(self, "_bound", (x, out, plan, self.weights[0]))
-
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        b = self._bound
-        if b is not None and b[0] is inputs[INPUT] and b[1] is out:
-            Im2Col.run_bound(b[2], b[3])
-        else:
-            self.im2col.gemm(inputs[INPUT], self.weights, out)
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The GEMM's numpy calls on these arrays (im2col.gemm_calls), then the clamp."""
+        clamp = (clip_ufunc, (out, self.out_min, self.out_max), {"out": out})
+        return (*gemm_calls(self.im2col, x, self.weights, out), clamp)
 
 
 @register(BuiltinOperator.CONV_2D)

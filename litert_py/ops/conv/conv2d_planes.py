@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..activation_fusion import ClampLast
+from ..bound_plan import BoundCalls
 from ..common import aligned_empty, aligned_full, clip_ufunc
-from .common import INPUT, OUTPUT, Geometry
+from .common import Geometry
 from .phases import phase_axis, tap_groups
 
 #: Taken for convs (not 1x1) whose receptive-field runs in NHWC, KW * C floats, are at most this long and with
@@ -34,7 +35,7 @@ PLANES_MIN_PIXELS = 2048
 
 
 @dataclass(frozen=True, eq=False)
-class ConvFloatPlanes(ClampLast):
+class ConvFloatPlanes(BoundCalls, ClampLast):
     fills: tuple  # ((plane region (C, N, h, w), input index), ...)
     copies: tuple  # ((rows of A^T as (C, ny, nx, N, OH, OW), plane view), ...) one per phase
     at: np.ndarray  # (K + 1, N*OH*OW) float32; the last row is ones
@@ -42,36 +43,15 @@ class ConvFloatPlanes(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    _bound = None  # bind's (input, output, (fills as (destination, source view), GEMM output view)), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy
-        calls on the same arrays without making views first; called with other arrays (a delegate's fallback
-        chain), it takes the general path. The same GEMM on the same operands: bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is None or out is None or not out.flags.c_contiguous:
-            return
-        fills = tuple((dest, x[index].transpose(3, 0, 1, 2)) for dest, index in self.fills)
-        object.__setattr__(self, "_bound", (x, out, (fills, out.reshape(-1, out.shape[3]))))
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        b = self._bound
-        if b is not None and b[0] is x and b[1] is out:
-            fills, c = b[2]
-            for dest, src in fills:
-                np.copyto(dest, src)
-            for dest, src in self.copies:
-                np.copyto(dest, src)
-            np.matmul(self.at.T, self.weights, out=c)
-            clip_ufunc(out, self.out_min, self.out_max, out=out)
-            return
-        for dest, index in self.fills:
-            np.copyto(dest, x[index].transpose(3, 0, 1, 2))
-        for dest, src in self.copies:
-            np.copyto(dest, src)
-        np.matmul(self.at.T, self.weights, out=out.reshape(-1, out.shape[3]))
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on these arrays: the phase planes filled from ``x``'s channel-first views, the
+        transposed im2col rows copied from the planes, the GEMM into ``out``'s rows (with the bias row), the
+        clamp."""
+        calls = [(np.copyto, (dest, x[index].transpose(3, 0, 1, 2)), {}) for dest, index in self.fills]
+        calls += [(np.copyto, (dest, src), {}) for dest, src in self.copies]
+        calls.append((np.matmul, (self.at.T, self.weights), {"out": out.reshape(-1, out.shape[3])}))
+        calls.append((clip_ufunc, (out, self.out_min, self.out_max), {"out": out}))
+        return tuple(calls)
 
 
 def planes_apply(geo: Geometry, groups: int) -> bool:

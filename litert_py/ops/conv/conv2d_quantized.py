@@ -28,15 +28,15 @@ Measured (tools/profile_ops.py, CONV_2D time, min of 5 runs alternating with the
 DS-CNN 1.48-1.61x, VWW MobileNet 1.27-1.30x faster.
 
 Bound plans (ops/bound_plan.py): `ConvQuantizedScaled`, `ConvQuantizedFolded` and `ConvQuantizedFoldedRows` (its
-view-reading form too; not the ring form), like depthwise_rows.DepthwiseConvQuantizedRows, depthwise_into_rows's
-fused pairs, the 8-bit tables (elementwise_quantized.QuantizedTable8*) and activations_quantized.ActivationLut*,
-offer ``bind`` (bound_plan.BoundCalls): ops/fusion.bind_steps hands them their arrays once per prepare and they list
-their numpy calls on them (im2col.gemm_calls, requant.epilogue_calls: views made once, no nested epilogue call, no
-attribute reads) as partial objects their __call__ runs when called with those same arrays (an identity test); other
-arrays (a delegate's fallback chain) take the general path. Bit-identical: the same calls on the same arrays in the
-same order. Measured (1 thread, whole invokes, medians of 10 alternated rounds in one process, the plans on vs off):
-keyword_spotting_mobilenetv2 0.91-0.93x, bench_families' se_mobilenet 0.92-0.94x, resnet8 0.93-0.94x, vww_mobilenet
-0.94x, ds_cnn_kws 0.95-0.98x, inception 0.98x."""
+view-reading and ring forms too), like depthwise_rows.DepthwiseConvQuantizedRows, depthwise_into_rows's fused
+pairs, the 8-bit tables (table8.py) and activations_quantized.ActivationLut*, are bound_plan.BoundCalls:
+ops/fusion.bind_steps hands them their arrays once per prepare and they list their numpy calls on them
+(im2col.gemm_calls, requant.epilogue_calls: views made once, no nested epilogue call, no attribute reads) as
+partial objects their __call__ runs when called with those same arrays (an identity test); other arrays (a
+delegate's fallback chain) are bound the same way, then run: one path. Measured (1 thread, whole invokes, medians
+of 10 alternated rounds in one process, the plans on vs off): keyword_spotting_mobilenetv2 0.91-0.93x,
+bench_families' se_mobilenet 0.92-0.94x, resnet8 0.93-0.94x, vww_mobilenet 0.94x, ds_cnn_kws 0.95-0.98x,
+inception 0.98x."""
 
 from __future__ import annotations
 
@@ -257,13 +257,8 @@ class ConvQuantizedScaled(BoundCalls):
     epilogue: ScaledEpilogue
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """The general path's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
+        """The op's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
         return (*gemm_calls(self.im2col, x, self.weights, self.sums), *epilogue_calls(self.epilogue, self.sums, out))
-
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        self.im2col.gemm(inputs[INPUT], self.weights, self.sums)
-        self.epilogue(self.sums, outputs[OUTPUT])
 
 
 def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
@@ -319,13 +314,8 @@ class ConvQuantizedFolded(BoundCalls):
     epilogue: FoldedEpilogue
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """The general path's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
+        """The op's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
         return (*gemm_calls(self.im2col, x, self.weights, self.acc), *epilogue_calls(self.epilogue, self.acc, out))
-
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        self.im2col.gemm(inputs[INPUT], self.weights, self.acc)
-        self.epilogue(self.acc, outputs[OUTPUT])
 
 
 @dataclass(frozen=True, eq=False)
@@ -345,15 +335,13 @@ class ConvQuantizedFoldedRows(BoundCalls):
     product: object  # np.dot or np.matmul (common.small_gemm); acc_rows is C-contiguous, float64
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """general's numpy calls on ``x`` and ``out``."""
-        product = (self.product, (self.a, self.weights), {"out": self.acc_rows})
-        return ((np.copyto, (self.a_input, x), {}), product, *epilogue_calls(self.epilogue, self.acc, out))
+        """The op's numpy calls on ``x`` and ``out``: the copy into the rows, then ``tail_calls``."""
+        return ((np.copyto, (self.a_input, x), {}), *self.tail_calls(out))
 
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        np.copyto(self.a_input, inputs[INPUT])
-        self.product(self.a, self.weights, out=self.acc_rows)
-        self.epilogue(self.acc, outputs[OUTPUT])
+    def tail_calls(self, out: np.ndarray) -> tuple:
+        """The product and the epilogue's calls into ``out``."""
+        product = (self.product, (self.a, self.weights), {"out": self.acc_rows})
+        return (product, *epilogue_calls(self.epilogue, self.acc, out))
 
     def reading(self, index: tuple) -> ConvQuantizedFoldedRowsView:
         """This op reading its input as the view ``source[index]`` (ops/slice_views.py)."""
@@ -376,14 +364,8 @@ class ConvQuantizedFoldedRowsView(ConvQuantizedFoldedRows):
     index: tuple
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """general's numpy calls on ``x`` (the view ``x[index]`` made once) and ``out``."""
+        """ConvQuantizedFoldedRows's calls on the view ``x[index]`` (made once) and ``out``."""
         return super().bound_calls(x[self.index], out)
-
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        np.copyto(self.a_input, inputs[INPUT][self.index])
-        self.product(self.a, self.weights, out=self.acc_rows)
-        self.epilogue(self.acc, outputs[OUTPUT])
 
     def reading(self, index: tuple):  # already fused: not again
         raise NotImplementedError
@@ -400,14 +382,12 @@ class ConvQuantizedFoldedRowsRing(ConvQuantizedFoldedRows):
     head: np.ndarray
     kept: np.ndarray
 
-    def bind(self, inputs, outputs) -> None:  # reads its ring's window, not its input: unbound
-        pass
-
-    def __call__(self, inputs, outputs):
-        np.copyto(self.a_input, self.window)
-        np.copyto(self.head, self.kept)  # the window is read: shift the ring (the variable's value)
-        self.product(self.a, self.weights, out=self.acc_rows)
-        self.epilogue(self.acc, outputs[OUTPUT])
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The window into the rows, the ring's shift (the window is read: ``head[...] = kept``, the variable's
+        value), then ConvQuantizedFoldedRows's ``tail_calls`` into ``out``; ``x`` (the concatenation's tensor,
+        not written: the ring holds its values) is not read."""
+        shift = (np.copyto, (self.head, self.kept), {})
+        return (np.copyto, (self.a_input, self.window), {}), shift, *self.tail_calls(out)
 
     def reading(self, index: tuple):  # already fused: not again
         raise NotImplementedError

@@ -28,15 +28,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..activation_fusion import ClampLast
+from ..bound_plan import BoundCalls
 from ..common import aligned_empty, aligned_full, c_einsum, clip_ufunc, reshape_view
-from .common import INPUT, OUTPUT, Geometry
+from .common import Geometry
 from .phases import phase_axis, tap_groups
 
 SUBSCRIPTS = "ijnrp,ijp->nrp"
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloatEinsum(ClampLast):
+class DepthwiseConvFloatEinsum(BoundCalls, ClampLast):
     """Float DEPTHWISE_CONV_2D (constant filter, constant or no bias): the input copied into a zero-padded
     buffer (or its column phase planes), one einsum per plane into the output rows, the bias, the clamp."""
 
@@ -48,46 +49,20 @@ class DepthwiseConvFloatEinsum(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    _bound = None  # bind's (input, output, (fills as (destination, source view), output rows, ...)), or None
-
-    def bind(self, inputs, outputs) -> None:
-        """Its views of the arrays it is bound to (ops/fusion.bind_steps), so that __call__ makes the same numpy
-        calls on the same arrays without making views first (a few us per step inside real invokes); called
-        with other arrays (a delegate's fallback chain), it takes the general path. Bit-identical."""
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x is None or out is None or not out.flags.c_contiguous:
-            return
-        fills = tuple((dest, x[index]) for dest, index in self.fills)
-        (window, weights), *more = self.groups
-        plan = (fills, window, weights, tuple(more), out.reshape(self.rows), self.bias, out, self.out_min, self.out_max)
-        object.__setattr__(self, "_bound", (x, out, plan))
-
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        b = self._bound
-        if b is not None and b[0] is x and b[1] is out:
-            fills, window, weights, more, rows, bias, out, lo, hi = b[2]
-            for dest, src in fills:
-                np.copyto(dest, src)
-            c_einsum(SUBSCRIPTS, window, weights, out=rows)
-            for window, weights in more:
-                c_einsum(SUBSCRIPTS, window, weights, out=self.scratch)
-                np.add(rows, self.scratch, out=rows)
-            if bias is not None:
-                np.add(rows, bias, out=rows)
-            clip_ufunc(out, lo, hi, out=out)
-            return
-        for dest, index in self.fills:
-            np.copyto(dest, x[index])
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on these arrays: the fills from ``x``'s views, one einsum per plane into the
+        output rows (the later planes' through ``scratch``, added), the bias, the clamp."""
+        calls = [(np.copyto, (dest, x[index]), {}) for dest, index in self.fills]
         rows = out.reshape(self.rows)
         (window, weights), *more = self.groups
-        c_einsum(SUBSCRIPTS, window, weights, out=rows)
+        calls.append((c_einsum, (SUBSCRIPTS, window, weights), {"out": rows}))
         for window, weights in more:
-            c_einsum(SUBSCRIPTS, window, weights, out=self.scratch)
-            np.add(rows, self.scratch, out=rows)
+            calls.append((c_einsum, (SUBSCRIPTS, window, weights), {"out": self.scratch}))
+            calls.append((np.add, (rows, self.scratch), {"out": rows}))
         if self.bias is not None:
-            np.add(rows, self.bias, out=rows)
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+            calls.append((np.add, (rows, self.bias), {"out": rows}))
+        calls.append((clip_ufunc, (out, self.out_min, self.out_max), {"out": out}))
+        return tuple(calls)
 
 
 def _window(src: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.ndarray:

@@ -39,7 +39,6 @@ import numpy as np
 
 from ..bound_plan import BoundCalls
 from ..common import aligned_empty, c_einsum, clip_ufunc
-from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedScaled
 from .im2col import Im2Col
 from .requant import LateZeroPointEpilogue, epilogue_calls
@@ -81,20 +80,9 @@ class RowsEpilogue:
             for name, a in (("v_bits", self.v), ("half_bits", half), ("sign_bits", self.sign)):
                 object.__setattr__(self, name, a.view(np.uint64))
 
-    def __call__(self) -> None:
-        v = self.v
-        if self.half is not None:
-            add_ties_away(v, self.v_bits, self.half_bits, self.sign, self.sign_bits)
-            np.add(v, self.const, out=v)
-        clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
-        if self.add is None:
-            np.floor(self.v4, out=self.rows)
-        else:
-            np.floor(v, out=v)
-            np.add(self.v4, self.add, out=self.rows)  # integers within [-255, 255]: exact
-
     def calls(self) -> tuple:
-        """__call__'s numpy calls, as (function, args, kwargs) triples."""
+        """The epilogue's numpy calls, as (function, args, kwargs) triples (the clip's integer bounds:
+        floor(clip(v)) == clip(floor(v)); the values after the add, integers within [-255, 255]: exact)."""
         v = self.v
         c = []
         if self.half is not None:
@@ -208,7 +196,7 @@ class DepthwiseIntoRows(BoundCalls):
     accumulators, its epilogue into the conv's GEMM rows (or in place: ``const_row`` set), the conv's GEMM (plus
     ``const_row``) and epilogue."""
 
-    depthwise: object  # its accumulate(x) fills the accumulators `epilogue` reads
+    depthwise: object  # its accumulate_calls(x) (or accumulate(x)) fill the accumulators `epilogue` reads
     epilogue: RowsEpilogue
     a: np.ndarray  # the conv's [A, 1] rows; or (split form) the depthwise's accumulators as (M, K)
     weights: np.ndarray  # the conv's (K+1, O) weights; or (split form) their first K rows
@@ -220,7 +208,9 @@ class DepthwiseIntoRows(BoundCalls):
     product_rows: np.ndarray | None  # split form: acc_rows, or its (N*OH, OW*O) view (_const_rows)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """general's numpy calls on ``x`` and ``out``."""
+        """The op's numpy calls on ``x`` and ``out``: the depthwise's accumulators (its ``accumulate_calls``, or
+        one call of its ``accumulate``: depthwise_quantized.DepthwiseConvQuantizedFolded), the epilogue into the
+        rows, ``tail_calls``."""
         d = self.depthwise
         head = d.accumulate_calls(x) if hasattr(d, "accumulate_calls") else ((d.accumulate, (x,), {}),)
         return (*head, *self.epilogue.calls(), *self.tail_calls(out))
@@ -231,15 +221,6 @@ class DepthwiseIntoRows(BoundCalls):
         if self.const_row is not None:
             c.append((np.add, (self.product_rows, self.const_row, self.product_rows), {}))
         return (*c, *epilogue_calls(self.conv_epilogue, self.acc, out))
-
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        self.depthwise.accumulate(inputs[INPUT])
-        self.epilogue()
-        self.product(self.a, self.weights, out=self.acc_rows)
-        if self.const_row is not None:
-            np.add(self.product_rows, self.const_row, out=self.product_rows)
-        self.conv_epilogue(self.acc, outputs[OUTPUT])
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,7 +248,8 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
     rows: np.ndarray = None  # where the floor goes: the conv's rows, or v4 itself (split form)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """general's numpy calls on ``x`` and ``out``."""
+        """DepthwiseIntoRows's numpy calls on ``x`` and ``out``, inlined (the depthwise's fill and einsum, its
+        epilogue without sign term or addend)."""
         acc, v = self.dw_acc, self.v4
         c = [(np.copyto, (self.fill_dest, x[self.fill_index]), {})]
         c.append((c_einsum, (self.subscripts, self.window, self.taps), {"out": self.sums_out}))
@@ -276,23 +258,6 @@ class DepthwiseRowsIntoRows(DepthwiseIntoRows):
         c += [(np.add, (acc, self.const, acc), {}), (clip_ufunc, (v, self.lo, self.hi, v), {})]
         c.append((np.floor, (v, self.rows), {}))
         return (*c, *self.tail_calls(out))
-
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        np.copyto(self.fill_dest, inputs[INPUT][self.fill_index])
-        c_einsum(self.subscripts, self.window, self.taps, out=self.sums_out)
-        acc = self.dw_acc
-        if self.scale is not None:
-            np.copyto(acc, self.sums)
-            np.multiply(acc, self.scale, out=acc)
-        np.add(acc, self.const, out=acc)
-        v = self.v4  # (acc's memory)
-        clip_ufunc(v, self.lo, self.hi, out=v)  # integer bounds: floor(clip(v)) == clip(floor(v))
-        np.floor(v, out=self.rows)
-        self.product(self.a, self.weights, out=self.acc_rows)
-        if self.const_row is not None:
-            np.add(self.product_rows, self.const_row, out=self.product_rows)
-        self.conv_epilogue(self.acc, outputs[OUTPUT])
 
 
 def inlined(op: DepthwiseIntoRows | None) -> DepthwiseIntoRows | None:

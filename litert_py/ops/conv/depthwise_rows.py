@@ -59,10 +59,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bound_plan import BoundCalls
+from ..bound_plan import BoundCalls, contiguous_source
 from ..common import aligned_empty, c_einsum
 from ..registry import TensorInfo
-from .common import FLOAT32_EXACT, INPUT, OUTPUT, Geometry
+from .common import FLOAT32_EXACT, Geometry
 from .depthwise_einsum import SUBSCRIPTS, einsum_windows
 from .depthwise_into_rows import DepthwiseIntoRows, feeding, inlined
 from .requant import SMALL_EPILOGUE_VALUES, MixedEpilogue, epilogue_calls, fold_requantization
@@ -93,12 +93,8 @@ class Fill:
 
     fills: tuple
 
-    def __call__(self, x: np.ndarray) -> None:
-        for dest, index in self.fills:
-            np.copyto(dest, x[index])
-
     def calls(self, x: np.ndarray) -> tuple:
-        """general's numpy calls on ``x`` (its views made once), as (function, args, kwargs) triples."""
+        """The copies from ``x`` (its views made once), as (function, args, kwargs) triples."""
         return tuple((np.copyto, (dest, x[index]), {}) for dest, index in self.fills)
 
 
@@ -112,19 +108,11 @@ class StagedFill:
     pixel: np.dtype  # void of C * itemsize bytes
     fills: tuple  # ((plane region, staging buffer, its void view, input index of the void view), ...)
 
-    def __call__(self, x: np.ndarray) -> None:
-        xv = np.ascontiguousarray(x).view(self.pixel)  # (N, H, W, 1); no copy for a tensor of the arena
-        for dest, stage, stage_pixels, index in self.fills:
-            np.copyto(stage_pixels, xv[index])
-            np.copyto(dest, stage)
-
     def calls(self, x: np.ndarray) -> tuple:
-        """general's numpy calls on ``x`` (its views made once; one call of itself where ``x`` is not
-        C-contiguous: np.ascontiguousarray copies it), as (function, args, kwargs) triples."""
-        if not x.flags.c_contiguous:
-            return ((self, (x,), {}),)
-        xv = x.view(self.pixel)
+        """The copies from ``x`` (its void view made once; a C-contiguous copy of ``x`` first where it is not:
+        bound_plan.contiguous_source), as (function, args, kwargs) triples."""
         c = []
+        xv = contiguous_source(x, c).view(self.pixel)  # (N, H, W, 1)
         for dest, stage, stage_pixels, index in self.fills:
             c += [(np.copyto, (stage_pixels, xv[index]), {}), (np.copyto, (dest, stage), {})]
         return tuple(c)
@@ -149,16 +137,13 @@ class DepthwiseConvQuantizedRows(BoundCalls):
     rows_form: tuple | None  # (const, epilogue) of the b = 0 folding (feeding), where b != 0 and that is exact
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """The general path's numpy calls on ``x`` and ``out`` (accumulate_calls, requant.epilogue_calls)."""
+        """The op's numpy calls on ``x`` and ``out`` (accumulate_calls, requant.epilogue_calls)."""
         return (*self.accumulate_calls(x), *epilogue_calls(self.epilogue, self.acc_out, out))
 
-    def general(self, inputs, outputs):
-        """The op on any arrays."""
-        self.accumulate(inputs[INPUT])
-        self.epilogue(self.acc_out, outputs[OUTPUT])
-
     def accumulate_calls(self, x: np.ndarray) -> tuple:
-        """accumulate's numpy calls on ``x``, as (function, args, kwargs) triples."""
+        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``: numpy calls, as (function,
+        args, kwargs) triples (the float64 multiply of the copied sums is faster than the mixed float32 x float64
+        one; |sum * M| < 2^53 units, the folding's bound: exact)."""
         calls = list(self.fill.calls(x))
         (subscripts, window, weights, out), *more = self.groups
         calls.append((c_einsum, (subscripts, window, weights), {"out": out}))
@@ -170,22 +155,6 @@ class DepthwiseConvQuantizedRows(BoundCalls):
             calls += [(np.copyto, (acc, self.sums), {}), (np.multiply, (acc, self.scale, acc), {})]
         calls.append((np.add, (acc, self.const, acc), {}))
         return tuple(calls)
-
-    def accumulate(self, x: np.ndarray) -> None:
-        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""
-        self.fill(x)
-        sums = self.sums
-        groups = self.groups
-        subscripts, window, weights, out = groups[0]
-        c_einsum(subscripts, window, weights, out=out)
-        for subscripts, window, weights, out in groups[1:]:
-            c_einsum(subscripts, window, weights, out=out)
-            np.add(sums, out, out=sums)
-        acc = self.acc
-        if self.scale is not None:  # (else the sums are already scaled, in acc)
-            np.copyto(acc, sums)  # exact; then a float64 multiply: faster than the mixed float32 x float64 one
-            np.multiply(acc, self.scale, out=acc)  # |sum * M| < 2^53 units (the folding's bound): exact
-        np.add(acc, self.const, out=acc)
 
     def feeding(self, conv) -> DepthwiseIntoRows | None:
         """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows

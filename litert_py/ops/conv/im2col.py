@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..bound_plan import contiguous_source
 from ..common import aligned_empty, aligned_full, reshape_view
 from .common import (
     IM2COL_BLOCK_BYTES,
@@ -99,97 +99,59 @@ class Im2Col:
             return np.ndarray(shape, src.dtype, src, 0, strides)
         return np.lib.stride_tricks.as_strided(src, shape, strides, writeable=False)
 
-    def bound_blocks(self, x: np.ndarray, out: np.ndarray) -> tuple | None:
-        """For groups 1: ``(fill, blocks)`` of `gemm`'s numpy calls on these arrays, made once (the bound plans
-        of the float convs, ops/fusion.bind_steps): ``fill`` (padded interior view, x) or None, ``blocks`` ((A
-        destination view or None, its source view, A, output rows view), ...); `run_bound` makes gemm's calls on
-        them. None for grouped convs and non-contiguous arrays."""
-        if self.groups != 1 or not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return None
-        og = out.shape[3]
-        a = self.blocks[0][4]
-        if a is None:
-            return None, ((None, None, x.reshape(-1, x.shape[3]), out.reshape(-1, og)),)
-        if self.pointwise:
-            dest = self.blocks[0][5]
-            return None, ((dest, x.reshape(dest.shape), a[0], out.reshape(-1, og)),)
-        fill = None
-        if self.padded is not None:
-            fill, window = (self.padded[self.interior], x), self.window
-        else:
-            window = self._window(self.geo, 1, x)
-        one = len(self.blocks) == 1
-        blocks = tuple(
-            (dest, window if one else window[:, n0:n1, r0:r1], a[0], out[n0:n1, r0:r1].reshape(-1, og))
-            for n0, n1, r0, r1, a, dest in self.blocks
-        )
-        return fill, blocks
-
-    @staticmethod
-    def run_bound(plan: tuple, weights: np.ndarray) -> None:
-        """`gemm` on the views of `bound_blocks` (``weights``: the (K, O) matrix): the same numpy calls."""
-        fill, blocks = plan
-        if fill is not None:
-            np.copyto(fill[0], fill[1])
-        for dest, src, a, c in blocks:
-            if dest is not None:
-                np.copyto(dest, src)
-            np.matmul(a, weights, out=c)
-
-    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
-        """out (N, OH, OW, O) = im2col(x) @ weights (G, Kg, Og), one GEMM per block, written in place
-        (the output is contiguous: reshape is a view). Without the generator: small layers pay per call."""
+    def calls(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
+        """The numpy calls of out (N, OH, OW, O) = im2col(x) @ weights (G, Kg, Og), one GEMM per block, as
+        (function, args, kwargs) triples on views made here (a bound plan makes them once: bound_plan.py; `gemm`
+        runs them at once). ``out`` is C-contiguous (its reshapes are views); an ``x`` that is not is read
+        through a C-contiguous copy where a reshape of it would be one (bound_plan.contiguous_source)."""
         groups = self.groups
         og = weights.shape[2]
-        if groups == 1:
-            weights = weights[0]
+        w = weights[0] if groups == 1 else weights
         blocks = self.blocks
         a = blocks[0][4]
-        if a is None:  # 1x1 stride 1: the input is the (G, M, Cg) matrix
+        calls = []
+        if a is None or self.pointwise:  # 1x1 stride 1 (or one whole window): the input's rows are A's
+            x = contiguous_source(x, calls)
             if groups == 1:
-                np.matmul(x.reshape(-1, x.shape[3]), weights, out=out.reshape(-1, og))
-            else:
-                a = x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2)
-                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
-            return
-        if self.pointwise:
-            if groups == 1:
+                rows = out.reshape(-1, og)
+                if a is None:  # the input is the (M, C) matrix
+                    return (*calls, (np.matmul, (x.reshape(-1, x.shape[3]), w), {"out": rows}))
                 dest = blocks[0][5]
-                np.copyto(dest, x.reshape(dest.shape))
-            else:
-                np.copyto(a, x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2))
-            if groups == 1:
-                np.matmul(a[0], weights, out=out.reshape(-1, og))
-            else:
-                np.matmul(a, weights, out=out.reshape(-1, groups, og).transpose(1, 0, 2))
-            return
-        if self.padded is not None:
-            self.padded[self.interior] = x
+                return (*calls, (np.copyto, (dest, x.reshape(dest.shape)), {}), (np.matmul, (a[0], w), {"out": rows}))
+            xg = x.reshape(-1, groups, x.shape[3] // groups).transpose(1, 0, 2)
+            rows = out.reshape(-1, groups, og).transpose(1, 0, 2)
+            if a is None:
+                return (*calls, (np.matmul, (xg, w), {"out": rows}))
+            return (*calls, (np.copyto, (a, xg), {}), (np.matmul, (a, w), {"out": rows}))
+        if self.padded is not None:  # (the padded buffer has the input's type or a wider one: a safe cast)
+            calls.append((np.copyto, (self.padded[self.interior], x), {}))
             window = self.window
         else:
-            window = self._window(self.geo, groups, x)
+            window = self._window(self.geo, groups, x)  # a view of x, whatever its layout
+        one = len(blocks) == 1
         for n0, n1, r0, r1, a, dest in blocks:
-            np.copyto(dest, window if len(blocks) == 1 else window[:, n0:n1, r0:r1])
+            calls.append((np.copyto, (dest, window if one else window[:, n0:n1, r0:r1]), {}))
+            rows = out[n0:n1, r0:r1].reshape(-1, og)
             if groups == 1:
-                np.matmul(a[0], weights, out=out[n0:n1, r0:r1].reshape(-1, og))
+                calls.append((np.matmul, (a[0], w), {"out": rows}))
             else:
-                np.matmul(a, weights, out=out[n0:n1, r0:r1].reshape(-1, groups, og).transpose(1, 0, 2))
+                calls.append((np.matmul, (a, w), {"out": rows.reshape(-1, groups, og).transpose(1, 0, 2)}))
+        return tuple(calls)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """`calls` run at once, for arrays that change at every call (ConvHybrid's quantized input, ConvQuantized's
+        weights made from its filter input)."""
+        for f, a, k in self.calls(x, weights, out):
+            f(*a, **k)
 
 
 def gemm_calls(im2col, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
-    """The numpy calls ``im2col.gemm(x, weights, out)`` makes, as (function, args, kwargs) triples on views made
-    once (Im2Col.bound_blocks; the padded buffer's fill as gemm's item assignment); one call of gemm itself for
-    other layouts (RowBands, Im2ColT, grouped or non-contiguous arrays)."""
-    plan = im2col.bound_blocks(x, out) if type(im2col) is Im2Col else None
-    if plan is None:
-        return ((im2col.gemm, (x, weights, out), {}),)
-    fill, blocks = plan
-    calls = [] if fill is None else [(operator.setitem, (im2col.padded, im2col.interior, x), {})]
-    for dest, src, a, rows in blocks:
-        if dest is not None:
-            calls.append((np.copyto, (dest, src), {}))
-        calls.append((np.matmul, (a, weights[0]), {"out": rows}))
-    return tuple(calls)
+    """The numpy calls of ``im2col.gemm(x, weights, out)`` as (function, args, kwargs) triples: Im2Col's own
+    (`Im2Col.calls`), one call of ``gemm`` itself for the other layouts (RowBands, Im2ColT: their one
+    description)."""
+    if type(im2col) is Im2Col:
+        return im2col.calls(x, weights, out)
+    return ((im2col.gemm, (x, weights, out), {}),)
 
 
 def gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.ndarray:

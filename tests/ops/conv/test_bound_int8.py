@@ -2,8 +2,8 @@
 its bound arrays, made once: conv2d_quantized.gemm_calls, requant.epilogue_calls, the depthwise's accumulate_calls):
 ConvQuantizedScaled (Im2Col, RowBands, Im2ColT), ConvQuantizedFolded, ConvQuantizedFoldedRows,
 DepthwiseConvQuantizedRows, DepthwiseIntoRows and DepthwiseRowsIntoRows, over their epilogues (ReLU-like and sign
-paths, truncating, small, late zero point). Inside invokes each takes its bound plan and gives the general path's
-bytes on inputs with both extremes and random values, and removing any call of a plan is caught
+paths, truncating, small, late zero point). Inside invokes each takes its bound plan and gives the bytes of the op
+bound to fresh copies on inputs with both extremes and random values, and removing any call of a plan is caught
 (tests/ops/_bound_int8.py). The values themselves are checked against the oracle by test_conv_scaled.py,
 test_conv_quantized.py, test_depthwise_rows.py and test_depthwise_into_rows.py."""
 

@@ -1,6 +1,6 @@
 """Float conv kernels with a plan bound to their arrays (``bind``, called by ops/fusion.bind_steps): inside an
-invoke they take the bound views, called on other arrays (a delegate's fallback chain) the general path; both
-must give the same bits, and the bound views must see every new input (tests/ops/_bound.check_bound; the
+invoke they run the plan bound at prepare, called on fresh copies (a delegate's fallback chain) a plan bound to
+those; both must give the same bits, and the bound views must see every new input (tests/ops/_bound.check_bound; the
 oracle comparisons of test_conv.py and test_depthwise_einsum.py cover the values themselves)."""
 
 from __future__ import annotations
