@@ -352,11 +352,14 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
 def run_rows_ring(plan: tuple) -> None:
     """ConvQuantizedFoldedRows's numpy calls (ConvQuantizedFoldedRowsView's, ConvQuantizedFoldedRowsRing's with
     its ring's shift) then its small epilogue's (without sign term), the same calls in the same order on the same
-    arrays (so the same values), without their attribute lookups and nested calls (``store_plan``)."""
+    arrays (so the same values), without their attribute lookups and nested calls (``store_plan``); its two
+    np.copyto calls as assignments ``x[...] = y``, the same copies (numpy's PyArray_AssignArray for both; the
+    int8 -> float64 conversion of exact integers, and the ring's 1-d overlapping shift in place, as a memmove)
+    without np.copyto's dispatch and keyword parsing."""
     a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, late_zp, out = plan
-    _copyto(a_input, window)
+    a_input[...] = window  # np.copyto's conversion (unsafe casting: exact integers) without its dispatch
     if head is not None:  # the window is read: shift the ring (the variable's value)
-        _copyto(head, kept)
+        head[...] = kept  # a 1-d overlapping copy: a memmove, as np.copyto's
     product(a, weights, out=acc_rows)
     clip_ufunc(acc, lo, hi, out=acc)
     _floor(acc, out=acc)
