@@ -40,14 +40,14 @@ from ..quant.hybrid import HALF_DOWN
 from ..quant.requantizer import copysign_bits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, per_channel_params, table_domain, table_index
+from .common import clip_ufunc, dot_impl, per_channel_params, table_domain, table_index
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
 _add, _copysign, _copyto, _divide = np.add, np.copysign, np.copyto, np.divide
-_dot = np.dot
+_dot = dot_impl  # np.dot without the array-function dispatch
 HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
 _HALF_DOWN_BITS = HALF_DOWN_F32.view(np.uint32).copy()
 #: Arrays with at least this many values take copysign_half_down's two bitwise passes

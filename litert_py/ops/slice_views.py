@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import clip_ufunc, reshape_view
+from .common import clip_ufunc, dot_impl, reshape_view
 from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
 from .conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from .movement import Concatenation
@@ -347,7 +347,8 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
         window, head, kept = inputs[0][getattr(op, "index", (Ellipsis,))], None, None
     else:
         return None
-    return run_rows_ring, ((op.a_input, window, head, kept, op.product, op.a, op.weights, op.acc_rows,
+    product = dot_impl if op.product is np.dot else op.product  # the same product, without the dispatch
+    return run_rows_ring, ((op.a_input, window, head, kept, product, op.a, op.weights, op.acc_rows,
                             op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
 
 
@@ -357,7 +358,8 @@ def run_rows_ring(plan: tuple) -> None:
     arrays (so the same values), without their attribute lookups and nested calls (``store_plan``); its two
     np.copyto calls as assignments ``x[...] = y``, the same copies (numpy's PyArray_AssignArray for both; the
     int8 -> float64 conversion of exact integers, and the ring's 1-d overlapping shift in place, as a memmove)
-    without np.copyto's dispatch and keyword parsing."""
+    without np.copyto's dispatch and keyword parsing; np.dot as its C implementation without the array-function
+    dispatch (common.dot_impl, the same function)."""
     a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, late_zp, out = plan
     a_input[...] = window  # np.copyto's conversion (unsafe casting: exact integers) without its dispatch
     if head is not None:  # the window is read: shift the ring (the variable's value)
