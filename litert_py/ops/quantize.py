@@ -46,7 +46,7 @@ from .registry import OpContext, PreparedOp, TensorInfo, register
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
-_add, _copysign, _copyto, _divide = np.add, np.copysign, np.copyto, np.divide
+_add, _copysign, _divide = np.add, np.copysign, np.divide
 _dot = dot_impl  # np.dot without the array-function dispatch
 HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
 _HALF_DOWN_BITS = HALF_DOWN_F32.view(np.uint32).copy()
@@ -295,7 +295,7 @@ class QuantizeFloatStore(QuantizeFloat):
     ``quantize_float``): unsigned when ``lo >= 0`` (zp = qmin: int8 with zero point -128, uint8 with 0),
     signed when lo and hi fit it (zero point 0); else, for 8-bit outputs, int16 (any zero point in the
     output range). The trunc of QuantizeFloat's float32 rounding is done by numpy's truncating float ->
-    integer cast into that buffer (``copyto`` with casting="unsafe": the truncation lies in [lo, hi], so C's
+    integer cast into that buffer (``ibuf[...] = t``, np.copyto's unsafe cast: the truncation lies in [lo, hi], so C's
     conversion is defined), then zp is added in the output type (the buffer viewed as the output type:
     addition mod 2^bits, exact since ``v + zp`` is in the output range; int16: added in int16 and the sum,
     in [qmin, qmax], cast to the output). Unsigned: after the clip t >= 0, where round half away is the
@@ -338,7 +338,7 @@ class QuantizeFloatStore(QuantizeFloat):
             else:
                 _copysign(HALF_DOWN_F32, t, out=half)  # copysign_half_down below BITWISE_COPYSIGN_FROM
             _add(t, half, out=t)
-        _copyto(ibuf, t, casting="unsafe")  # truncation toward zero
+        ibuf[...] = t  # truncation toward zero: np.copyto(casting="unsafe")'s cast without its dispatch
         _add(iout, zp_out, out=out, casting="unsafe")  # int16 -> 8-bit: the sum is in range
         if bad is not None:
             np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
