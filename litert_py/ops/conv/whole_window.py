@@ -19,6 +19,7 @@ from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 
 ALL = (slice(None),) * 4
+_add, _multiply, _dot, _floor = np.add, np.multiply, dot_impl, np.floor
 
 
 def full_index(index: tuple, rank: int) -> tuple:
@@ -190,7 +191,7 @@ class DepthwiseConvWholeFolded:
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
-            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+            _dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, outputs[OUTPUT])
 
     def reading(self, index: tuple) -> DepthwiseConvWholeFoldedView:
@@ -304,7 +305,7 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
-            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+            _dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, views[1])
 
     def reading(self, index: tuple):  # fused before any writing: not again
@@ -313,9 +314,6 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
     def writing(self, index: tuple) -> DepthwiseConvWholeFoldedView | None:
         small = type(self.epilogue) in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue)
         return dataclasses.replace(self, out_index=index) if small and self.out_index == (Ellipsis,) else None
-
-
-_add, _multiply, _dot, _floor = np.add, np.multiply, dot_impl, np.floor
 
 
 def run_rows(plan: tuple, out: np.ndarray) -> None:
@@ -436,7 +434,7 @@ class DepthwiseWholeIntoRows:
             np.copyto(self.ring[1], self.ring[2])
         if self.signed is not None:  # A, B and G in one np.dot; clip(G, B, A) is the sign term's choice
             s, e = self.signed, self.epilogue
-            np.dot(s.ones, s.rows, out=s.sums)
+            _dot(s.ones, s.rows, out=s.sums)
             clip_ufunc(s.g, s.b, s.a, out=s.g)
             clip_ufunc(s.g, e.lo, e.hi, out=s.g)
             np.floor(s.g, out=self.a_input)  # the conv's rows: the values its np.copyto would have read
@@ -444,7 +442,7 @@ class DepthwiseWholeIntoRows:
             if self.tap_dot is None:
                 np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
             else:
-                np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+                _dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
             self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
         self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
