@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import clip_ufunc, dot_impl, reshape_view
+from .common import clip_ufunc, dot_impl, flat_views, reshape_view
 from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
 from .conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from .movement import Concatenation
@@ -348,8 +348,14 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     else:
         return None
     product = dot_impl if op.product is np.dot else op.product  # the same product, without the dispatch
-    return run_rows_ring, ((op.a_input, window, head, kept, product, op.a, op.weights, op.acc_rows,
-                            op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
+    a_input, window = flat_views(op.a_input, window)  # 1-d views when they can be (common.flat_views)
+    lo, hi, late = e.lo, e.hi, getattr(e, "late_zp", None)
+    if late is None:  # SmallFoldedEpilogue: 0-d bounds
+        acc, target = flat_views(op.acc, target)
+    else:  # SmallLateZeroPointEpilogue: every operand has the output's shape
+        acc, lo, hi, late, target = flat_views(op.acc, lo, hi, late, target)
+    return run_rows_ring, ((a_input, window, head, kept, product, op.a, op.weights, op.acc_rows,
+                            acc, lo, hi, late, target),)  # fmt: skip
 
 
 def run_rows_ring(plan: tuple) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..common import clip_ufunc, dot_impl, reshape_view
+from ..common import clip_ufunc, dot_impl, flat_views, reshape_view
 from ..fully_connected_folded import FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
@@ -411,8 +411,9 @@ class DepthwiseWholeIntoRows:
         else:
             return None
         product = dot_impl if self.product is np.dot else self.product  # the same product, without the dispatch
+        multiply = flat_views(window, self.weights, self.taps_products)  # 1-d views when they can be
         return (
-            window, self.weights, self.taps_products, head, kept, *taps, self.a_input, self.a, self.conv_weights,
+            *multiply, head, kept, *taps, self.a_input, self.a, self.conv_weights,
             self.conv_acc_rows, product, self.conv_acc, ce.lo, ce.hi, getattr(ce, "late_zp", None),
         )  # fmt: skip
 
