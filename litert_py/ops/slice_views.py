@@ -333,9 +333,11 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
     if type(op) is CopyReshaped:  # the copy as ``target[...] = source`` (np.copyto's, without its dispatch)
         try:
-            return _setitem, (target, Ellipsis, reshape_view(inputs[0], target.shape))
+            source = reshape_view(inputs[0], target.shape)
         except ValueError:
             return None
+        target, source = flat_views(target, source)  # 1-d views when they can be
+        return _setitem, (target, Ellipsis, source)
     if type(op) is QuantizeFloatStore:  # its own straight-line code, on the bound input of the prepared shape
         return (op.store, (inputs[0], target)) if inputs[0].shape == op.shape else None
     e = getattr(op, "epilogue", None)
