@@ -40,7 +40,7 @@ from ..quant.hybrid import HALF_DOWN
 from ..quant.requantizer import copysign_bits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, dot_impl, per_channel_params, table_domain, table_index
+from .common import clip_ufunc, dot_impl, flat_views, per_channel_params, table_domain, table_index
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT = 0
@@ -311,37 +311,62 @@ class QuantizeFloatStore(QuantizeFloat):
         t = self._t
         half = None if self.unsigned else self._half  # None: + HALF_DOWN, no sign term
         bitwise = half is not None and t.size >= BITWISE_COPYSIGN_FROM  # copysign_half_down's bitwise passes
-        screen, flat = self._screen if t.size else np.inf, t.reshape(-1)  # an empty input: never screened
-        plan = (t, flat, self.scale, self.lo, self.hi, half, bitwise, self.ibuf, self.iout, self.zp_out, screen)
+        screen = self._screen if t.size else np.inf  # an empty input: never screened
+        wide = self.iout is self.ibuf  # int16 for an 8-bit output: zp added there, the sum assigned
+        consts = (self.scale, self.lo, self.hi)
+        plan = (self, t, t.reshape(-1), *consts, half, bitwise, self.ibuf, self.iout, self.zp_out, wide, screen)
         object.__setattr__(self, "_plan", plan)
+        # the same calls over 1-d views (common.flat_views) when every constant is one value: the same values
+        flat = None
+        if all(np.ndim(c) == 0 for c in (*consts, self.zp_out)):
+            t1, ibuf1 = t.reshape(-1), self.ibuf.reshape(-1)  # new arrays of their own: C-contiguous
+            half1 = None if half is None else half.reshape(-1)
+            iout1 = ibuf1 if wide else ibuf1.view(self.iout.dtype)
+            flat = (self, t1, t1, *consts, half1, bitwise, ibuf1, iout1, self.zp_out, wide, screen)
+        object.__setattr__(self, "_flat_plan", flat)
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         if x.shape != self._t.shape:
             return QuantizeFloat.__call__(self, inputs, outputs)
-        self.store(x, outputs[0])
+        quantize_store(self._plan, x, outputs[0])
 
-    def store(self, x: np.ndarray, out: np.ndarray) -> None:
-        """QUANTIZE of ``x`` (the prepared shape) into ``out``: the calls of the docstring, over the arrays
-        gathered at prepare (no attribute lookups: about 1 us of a 10 us step inside an invoke)."""
-        t, flat, scale, lo, hi, half, bitwise, ibuf, iout, zp_out, screen = self._plan
-        _divide(x, scale, out=t)  # float32 division, as the reference
-        bad = None
-        if not _dot(flat, flat) < screen:  # _overflow inlined (its screen: QuantizeFloat's docstring)
-            bad = self._wrapped(t)
-        clip_ufunc(t, lo, hi, out=t)
-        if half is None:
-            _add(t, HALF_DOWN_F32, out=t)
+    def store_call(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """``(quantize_store, (plan, x, out))``: QUANTIZE of the bound input ``x`` (the prepared shape) into the
+        bound ``out`` (ops/slice_views.py's StoreInto), over 1-d views of the three when they can be."""
+        flat = flat_views(x, out)
+        if self._flat_plan is not None and all(a.ndim == 1 for a in flat):
+            return quantize_store, (self._flat_plan, *flat)
+        return quantize_store, (self._plan, x, out)
+
+
+def quantize_store(plan: tuple, x: np.ndarray, out: np.ndarray) -> None:
+    """QuantizeFloatStore's QUANTIZE of ``x`` into ``out``: the calls of its docstring, over the arrays gathered at
+    prepare (``plan``: no attribute lookups, about 1 us of a 10 us step inside an invoke). An int16 buffer for an
+    8-bit output (``wide``) gets zp added in place and is assigned to the output (an exact conversion: the sums are
+    in range), not added into it: a casting ufunc call costs about 1.5 us more inside an invoke."""
+    op, t, flat, scale, lo, hi, half, bitwise, ibuf, iout, zp_out, wide, screen = plan
+    _divide(x, scale, out=t)  # float32 division, as the reference
+    bad = None
+    if not _dot(flat, flat) < screen:  # _overflow inlined (its screen: QuantizeFloat's docstring)
+        bad = op._wrapped(t)
+    clip_ufunc(t, lo, hi, out=t)
+    if half is None:
+        _add(t, HALF_DOWN_F32, out=t)
+    else:
+        if bitwise:
+            copysign_half_down(t, half)
         else:
-            if bitwise:
-                copysign_half_down(t, half)
-            else:
-                _copysign(HALF_DOWN_F32, t, out=half)  # copysign_half_down below BITWISE_COPYSIGN_FROM
-            _add(t, half, out=t)
-        ibuf[...] = t  # truncation toward zero: np.copyto(casting="unsafe")'s cast without its dispatch
-        _add(iout, zp_out, out=out, casting="unsafe")  # int16 -> 8-bit: the sum is in range
-        if bad is not None:
-            np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+            _copysign(HALF_DOWN_F32, t, out=half)  # copysign_half_down below BITWISE_COPYSIGN_FROM
+        _add(t, half, out=t)
+    ibuf[...] = t  # truncation toward zero: np.copyto(casting="unsafe")'s cast without its dispatch
+    if wide:
+        _add(iout, zp_out, out=iout)  # in [qmin, qmax]
+        out[...] = iout
+    else:
+        _add(iout, zp_out, out=out)  # mod 2^bits in the output type: the sum is in range
+    if bad is not None:
+        np.copyto(out, np.broadcast_to(op.overflow_value, out.shape), where=bad)
 
 
 def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype) -> QuantizeFloat:

@@ -327,10 +327,10 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     ``target[...] = source`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view
     (CopyReshaped's one np.copyto, the same copy by numpy's PyArray_AssignArray without np.copyto's dispatch:
     about 0.15 us less; the view sees the input's new values on every invoke);
-    QuantizeFloatStore's ``store`` on the bound input of its prepared shape; ``run_rows_ring`` for a
-    ConvQuantizedFoldedRows (its View or its Ring: a streaming model's first conv) with a ReLU-like small
-    epilogue (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term), reading the bound input (or
-    its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
+    QuantizeFloatStore's ``quantize_store`` on the bound input of its prepared shape (``store_call``);
+    ``run_rows_ring`` for a ConvQuantizedFoldedRows (its View or its Ring: a streaming model's first conv) with a
+    ReLU-like small epilogue (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term), reading the
+    bound input (or its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
     if type(op) is CopyReshaped:  # the copy as ``target[...] = source`` (np.copyto's, without its dispatch)
         try:
             source = reshape_view(inputs[0], target.shape)
@@ -339,7 +339,7 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
         target, source = flat_views(target, source)  # 1-d views when they can be
         return _setitem, (target, Ellipsis, source)
     if type(op) is QuantizeFloatStore:  # its own straight-line code, on the bound input of the prepared shape
-        return (op.store, (inputs[0], target)) if inputs[0].shape == op.shape else None
+        return op.store_call(inputs[0], target) if inputs[0].shape == op.shape else None
     e = getattr(op, "epilogue", None)
     if type(e) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue) or e.half is not None:
         return None
