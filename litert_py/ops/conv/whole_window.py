@@ -187,7 +187,9 @@ class DepthwiseConvWholeFolded:
     tap_dot: tuple | None  # (ones, products[0]): the tap sum as one np.dot (whole_window.tap_dot); None: add.reduce
 
     def __call__(self, inputs, outputs):
-        np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
+        taps = self.taps_products
+        taps[...] = inputs[INPUT]  # exact int -> float64, then a float64 multiply (run_rows)
+        _multiply(taps, self.weights, out=taps)
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
@@ -301,7 +303,9 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
 
     def __call__(self, inputs, outputs):
         views = self._views
-        np.multiply(views[0], self.weights, out=self.taps_products)
+        taps = self.taps_products
+        taps[...] = views[0]  # exact int -> float64, then a float64 multiply (run_rows)
+        _multiply(taps, self.weights, out=taps)
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
@@ -456,7 +460,9 @@ class DepthwiseWholeIntoRows:
         plan = self._plan
         if plan is not None:
             return run_rows(plan)
-        np.multiply(self._window, self.weights, out=self.taps_products)
+        taps = self.taps_products
+        taps[...] = self._window  # exact int -> float64, then a float64 multiply (run_rows)
+        _multiply(taps, self.weights, out=taps)
         if self.ring is not None:  # the window is read: shift the ring for the next invoke (the variable's value)
             np.copyto(self.ring[1], self.ring[2])
         if self.signed is not None:  # A, B and G in one np.dot; clip(G, B, A) is the sign term's choice
