@@ -297,9 +297,11 @@ class QuantizeFloatStore(QuantizeFloat):
     output range). The trunc of QuantizeFloat's float32 rounding is done by numpy's truncating float ->
     integer cast into that buffer (``ibuf[...] = t``, np.copyto's unsafe cast: the truncation lies in [lo, hi], so C's
     conversion is defined), then zp is added in the output type (the buffer viewed as the output type:
-    addition mod 2^bits, exact since ``v + zp`` is in the output range; int16: added in int16 and the sum,
-    in [qmin, qmax], cast to the output). Unsigned: after the clip t >= 0, where round half away is the
-    truncation of ``t + 0.49999997`` without the sign term. Five numpy calls (six signed) instead of seven."""
+    addition mod 2^bits, exact since ``v + zp`` is in the output range; int16: added in int16 in place and the
+    sum, in [qmin, qmax], assigned to the output). Unsigned: after the clip t >= 0, where round half away is the
+    truncation of ``t + 0.49999997`` without the sign term. Six numpy calls (seven signed, one more for int16),
+    the overflow screen's np.dot included (QuantizeFloat); StoreInto runs them over 1-d views
+    (``store_call``)."""
 
     ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width (or int16)
     iout: np.ndarray | None = None  # ibuf viewed as the output's type (int16: ibuf)
