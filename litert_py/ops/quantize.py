@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.fixedpoint import (
+    INT32_MAX,
     INT32_MIN,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -39,14 +40,14 @@ from ..quant.hybrid import HALF_DOWN
 from ..quant.requantizer import copysign_bits
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
-from .common import clip_ufunc, per_channel_params, table_domain, table_index
+from .common import clip_ufunc, dot_impl, flat_views, per_channel_params, table_domain, table_index
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 INPUT = 0
 _INT4 = dtypes.TensorType.INT4
 _F32 = np.float32
-_add, _copysign, _copyto, _divide = np.add, np.copysign, np.copyto, np.divide
-_max_reduce, _min_reduce = np.maximum.reduce, np.minimum.reduce
+_add, _copysign, _divide = np.add, np.copysign, np.divide
+_dot = dot_impl  # np.dot without the array-function dispatch
 HALF_DOWN_F32 = np.array(HALF_DOWN[np.dtype(_F32)])  # 0-d: a scalar operand is converted on every ufunc call
 _HALF_DOWN_BITS = HALF_DOWN_F32.view(np.uint32).copy()
 #: Arrays with at least this many values take copysign_half_down's two bitwise passes
@@ -207,7 +208,19 @@ class QuantizeFloat:
     in float32 is round_half_away(t) (quant.hybrid.HALF_DOWN: t + 1/2 would not do in float32, 0.49999997 + 0.5
     rounds to 1.0); adding zp (an integer below 2^16: exact in float32) gives an in-range integer, assigned to
     the output (an exact conversion; a plain assignment costs a fraction of a casting ufunc call on small
-    tensors)."""
+    tensors).
+
+    Overflow: the reference's ``int32(round(t)) + zp`` wraps around in int32 and x86 converts a quotient outside
+    int32 (or NaN) to INT32_MIN, so where round(t) is outside [t_min, t_max] = [INT32_MIN - min(zp, 0),
+    INT32_MAX - max(zp, 0)] (or NaN) the output is clamp(wrap32(INT32_MIN + zp)), ``overflow_value``. The exact
+    check of that (``_wrapped``) runs only when the screen ``dot(t, t) < 4^k`` fails, 2^k <= edge - 1 where
+    every such t has |t| >= edge - 1 (edge: the smaller of -t_min, t_max): one BLAS call (about 0.5 us) instead
+    of a reduction (np.minimum.reduce: 0.7-0.9 us, its setup). The screen never passes where the check would
+    find one: the terms t_i^2 are non-negative, so every partial sum rounded to nearest (float32 or float64,
+    fused multiply-add or not, in any order) is at least each rounded term it holds (rounding is monotone and
+    keeps representable values), a term with |t_i| >= 2^k rounds to at least 4^k (a power of two) or inf, and
+    a NaN makes the sum NaN, which compares false. When it fails without one (many large quotients), the check
+    finds none: the values are the check's alone."""
 
     scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
     zero_point: np.ndarray  # int32, same shape
@@ -225,22 +238,35 @@ class QuantizeFloat:
         object.__setattr__(self, "_half", np.empty(shape, _F32))
         zp = np.asarray(self.zero_point)
         object.__setattr__(self, "_zp", zp.astype(_F32) if zp.any() else None)
-        # 0-d arrays, not numpy or Python scalars: a scalar operand is converted on every ufunc call (~0.25 us)
-        # A quotient outside int32 (or NaN) becomes clamp(INT32_MIN + zp): qmin for zp >= 0, where the clamp
-        # already sends t < -2^31 (so only the max needs checking), qmax for zp < 0 (only the min).
-        object.__setattr__(self, "_check_max", bool((zp >= 0).any()))
-        object.__setattr__(self, "_check_min", bool((zp < 0).any()))
+        # The reference's int32(round(t)) + zp wraps around in int32, and x86 converts a quotient outside int32
+        # (or NaN) to INT32_MIN: where round(t) is outside [t_min, t_max] (int32 less the zero point's side), or
+        # NaN, the result is clamp(wrap32(INT32_MIN + zp)) = overflow_value (qmax for zp < 0, qmin otherwise)
+        zp64 = zp.astype(np.int64)
+        t_min, t_max = INT32_MIN - np.minimum(zp64, 0), INT32_MAX - np.maximum(zp64, 0)
+        object.__setattr__(self, "_t_min", t_min.astype(np.float64))  # exact: |.| < 2^53
+        object.__setattr__(self, "_t_max", t_max.astype(np.float64))
+        # every such t has |t| >= edge (round half away moves t by at most 1/2): the screen 4^k <= edge^2
+        edge = min(int(-t_min.max()), int(t_max.min())) - 1
+        object.__setattr__(self, "_screen", 4.0 ** (edge.bit_length() - 1) if edge >= 1 else 0.0)
 
     def _overflow(self, t: np.ndarray):
-        """None, or the mask of the quotients outside int32 (or NaN), which are zeroed in ``t``."""
-        if t.size and (
-            (self._check_max and not np.maximum.reduce(t, axis=None) < 2147483648.0)  # NaN too
-            or (self._check_min and not np.minimum.reduce(t, axis=None) >= -2147483648.0)
-        ):
-            bad = ~((t >= -2147483648.0) & (t < 2147483648.0))
-            t[bad] = 0
-            return bad
-        return None
+        """None, or the mask of the quotients whose rounded value is outside [t_min, t_max] (or NaN), which
+        are zeroed in ``t`` (their outputs are overflow_value): the screen, then ``_wrapped`` (class docstring)."""
+        flat = t.reshape(-1)
+        if not t.size or _dot(flat, flat) < self._screen:
+            return None
+        return self._wrapped(t)
+
+    def _wrapped(self, t: np.ndarray):
+        """The exact check behind the screen: round(t) half away from zero in float64 (t + 1/2 is exact there),
+        compared with [t_min, t_max]; None when no quotient is outside."""
+        t64 = t.astype(np.float64)
+        r = np.trunc(t64 + np.copysign(0.5, t64))
+        bad = ~((r >= self._t_min) & (r <= self._t_max))  # NaN too
+        if not bad.any():
+            return None
+        t[bad] = 0
+        return bad
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
@@ -269,11 +295,13 @@ class QuantizeFloatStore(QuantizeFloat):
     ``quantize_float``): unsigned when ``lo >= 0`` (zp = qmin: int8 with zero point -128, uint8 with 0),
     signed when lo and hi fit it (zero point 0); else, for 8-bit outputs, int16 (any zero point in the
     output range). The trunc of QuantizeFloat's float32 rounding is done by numpy's truncating float ->
-    integer cast into that buffer (``copyto`` with casting="unsafe": the truncation lies in [lo, hi], so C's
+    integer cast into that buffer (``ibuf[...] = t``, np.copyto's unsafe cast: the truncation lies in [lo, hi], so C's
     conversion is defined), then zp is added in the output type (the buffer viewed as the output type:
-    addition mod 2^bits, exact since ``v + zp`` is in the output range; int16: added in int16 and the sum,
-    in [qmin, qmax], cast to the output). Unsigned: after the clip t >= 0, where round half away is the
-    truncation of ``t + 0.49999997`` without the sign term. Five numpy calls (six signed) instead of seven."""
+    addition mod 2^bits, exact since ``v + zp`` is in the output range; int16: added in int16 in place and the
+    sum, in [qmin, qmax], assigned to the output). Unsigned: after the clip t >= 0, where round half away is the
+    truncation of ``t + 0.49999997`` without the sign term. Six numpy calls (seven signed, one more for int16),
+    the overflow screen's np.dot included (QuantizeFloat); StoreInto runs them over 1-d views
+    (``store_call``)."""
 
     ibuf: np.ndarray | None = None  # the input's shape, integer type of the output's width (or int16)
     iout: np.ndarray | None = None  # ibuf viewed as the output's type (int16: ibuf)
@@ -285,39 +313,62 @@ class QuantizeFloatStore(QuantizeFloat):
         t = self._t
         half = None if self.unsigned else self._half  # None: + HALF_DOWN, no sign term
         bitwise = half is not None and t.size >= BITWISE_COPYSIGN_FROM  # copysign_half_down's bitwise passes
-        check_max, check_min = bool(t.size and self._check_max), bool(t.size and self._check_min)
-        plan = (t, self.scale, self.lo, self.hi, half, bitwise, self.ibuf, self.iout, self.zp_out, check_max, check_min)
+        screen = self._screen if t.size else np.inf  # an empty input: never screened
+        wide = self.iout is self.ibuf  # int16 for an 8-bit output: zp added there, the sum assigned
+        consts = (self.scale, self.lo, self.hi)
+        plan = (self, t, t.reshape(-1), *consts, half, bitwise, self.ibuf, self.iout, self.zp_out, wide, screen)
         object.__setattr__(self, "_plan", plan)
+        # the same calls over 1-d views (common.flat_views) when every constant is one value: the same values
+        flat = None
+        if all(np.ndim(c) == 0 for c in (*consts, self.zp_out)):
+            t1, ibuf1 = t.reshape(-1), self.ibuf.reshape(-1)  # new arrays of their own: C-contiguous
+            half1 = None if half is None else half.reshape(-1)
+            iout1 = ibuf1 if wide else ibuf1.view(self.iout.dtype)
+            flat = (self, t1, t1, *consts, half1, bitwise, ibuf1, iout1, self.zp_out, wide, screen)
+        object.__setattr__(self, "_flat_plan", flat)
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         if x.shape != self._t.shape:
             return QuantizeFloat.__call__(self, inputs, outputs)
-        self.store(x, outputs[0])
+        quantize_store(self._plan, x, outputs[0])
 
-    def store(self, x: np.ndarray, out: np.ndarray) -> None:
-        """QUANTIZE of ``x`` (the prepared shape) into ``out``: the calls of the docstring, over the arrays
-        gathered at prepare (no attribute lookups: about 1 us of a 10 us step inside an invoke)."""
-        t, scale, lo, hi, half, bitwise, ibuf, iout, zp_out, check_max, check_min = self._plan
-        _divide(x, scale, out=t)  # float32 division, as the reference
-        bad = None  # _overflow's check, inlined
-        if (check_max and not _max_reduce(t, axis=None) < 2147483648.0) or (
-            check_min and not _min_reduce(t, axis=None) >= -2147483648.0
-        ):
-            bad = self._overflow(t)
-        clip_ufunc(t, lo, hi, out=t)
-        if half is None:
-            _add(t, HALF_DOWN_F32, out=t)
+    def store_call(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """``(quantize_store, (plan, x, out))``: QUANTIZE of the bound input ``x`` (the prepared shape) into the
+        bound ``out`` (ops/slice_views.py's StoreInto), over 1-d views of the three when they can be."""
+        flat = flat_views(x, out)
+        if self._flat_plan is not None and all(a.ndim == 1 for a in flat):
+            return quantize_store, (self._flat_plan, *flat)
+        return quantize_store, (self._plan, x, out)
+
+
+def quantize_store(plan: tuple, x: np.ndarray, out: np.ndarray) -> None:
+    """QuantizeFloatStore's QUANTIZE of ``x`` into ``out``: the calls of its docstring, over the arrays gathered at
+    prepare (``plan``: no attribute lookups, about 1 us of a 10 us step inside an invoke). An int16 buffer for an
+    8-bit output (``wide``) gets zp added in place and is assigned to the output (an exact conversion: the sums are
+    in range), not added into it: a casting ufunc call costs about 1.5 us more inside an invoke."""
+    op, t, flat, scale, lo, hi, half, bitwise, ibuf, iout, zp_out, wide, screen = plan
+    _divide(x, scale, out=t)  # float32 division, as the reference
+    bad = None
+    if not _dot(flat, flat) < screen:  # _overflow inlined (its screen: QuantizeFloat's docstring)
+        bad = op._wrapped(t)
+    clip_ufunc(t, lo, hi, out=t)
+    if half is None:
+        _add(t, HALF_DOWN_F32, out=t)
+    else:
+        if bitwise:
+            copysign_half_down(t, half)
         else:
-            if bitwise:
-                copysign_half_down(t, half)
-            else:
-                _copysign(HALF_DOWN_F32, t, out=half)  # copysign_half_down below BITWISE_COPYSIGN_FROM
-            _add(t, half, out=t)
-        _copyto(ibuf, t, casting="unsafe")  # truncation toward zero
-        _add(iout, zp_out, out=out, casting="unsafe")  # int16 -> 8-bit: the sum is in range
-        if bad is not None:
-            np.copyto(out, np.broadcast_to(self.overflow_value, out.shape), where=bad)
+            _copysign(HALF_DOWN_F32, t, out=half)  # copysign_half_down below BITWISE_COPYSIGN_FROM
+        _add(t, half, out=t)
+    ibuf[...] = t  # truncation toward zero: np.copyto(casting="unsafe")'s cast without its dispatch
+    if wide:
+        _add(iout, zp_out, out=iout)  # in [qmin, qmax]
+        out[...] = iout
+    else:
+        _add(iout, zp_out, out=out)  # mod 2^bits in the output type: the sum is in range
+    if bad is not None:
+        np.copyto(out, np.broadcast_to(op.overflow_value, out.shape), where=bad)
 
 
 def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype) -> QuantizeFloat:

@@ -56,11 +56,12 @@ ring_buffer.py's ``fuse_ring_writes``, which uses StoreInto too).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass
 
 import numpy as np
 
-from .common import clip_ufunc, reshape_view
+from .common import clip_ufunc, dot_impl, flat_views, reshape_view
 from .conv.conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedFoldedRowsRing, ConvQuantizedFoldedRowsView
 from .conv.requant import SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 from .movement import Concatenation
@@ -318,24 +319,27 @@ class StoreInto:
         return dataclasses.replace(self, into=array)
 
 
-_add, _copyto, _floor = np.add, np.copyto, np.floor
+_add, _floor, _setitem = np.add, np.floor, operator.setitem
 
 
 def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     """``(function, arguments)`` StoreInto calls instead of ``op`` on ``inputs`` into ``target``, made at bind:
-    ``np.copyto(target, source)`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view
-    (CopyReshaped's one call on the same values: the view sees the input's new values on every invoke);
-    QuantizeFloatStore's ``store`` on the bound input of its prepared shape; ``run_rows_ring`` for a
-    ConvQuantizedFoldedRows (its View or its Ring: a streaming model's first conv) with a ReLU-like small
-    epilogue (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term), reading the bound input (or
-    its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
-    if type(op) is CopyReshaped:
+    ``target[...] = source`` for a RESHAPE's copy whose bound input reshapes to the target's shape as a view
+    (CopyReshaped's one np.copyto, the same copy by numpy's PyArray_AssignArray without np.copyto's dispatch:
+    about 0.15 us less; the view sees the input's new values on every invoke);
+    QuantizeFloatStore's ``quantize_store`` on the bound input of its prepared shape (``store_call``);
+    ``run_rows_ring`` for a ConvQuantizedFoldedRows (its View or its Ring: a streaming model's first conv) with a
+    ReLU-like small epilogue (SmallFoldedEpilogue or SmallLateZeroPointEpilogue without sign term), reading the
+    bound input (or its view ``x[index]``, or the ring's window); else None (``op`` is called)."""
+    if type(op) is CopyReshaped:  # the copy as ``target[...] = source`` (np.copyto's, without its dispatch)
         try:
-            return _copyto, (target, reshape_view(inputs[0], target.shape))
+            source = reshape_view(inputs[0], target.shape)
         except ValueError:
             return None
+        target, source = flat_views(target, source)  # 1-d views when they can be
+        return _setitem, (target, Ellipsis, source)
     if type(op) is QuantizeFloatStore:  # its own straight-line code, on the bound input of the prepared shape
-        return (op.store, (inputs[0], target)) if inputs[0].shape == op.shape else None
+        return op.store_call(inputs[0], target) if inputs[0].shape == op.shape else None
     e = getattr(op, "epilogue", None)
     if type(e) not in (SmallFoldedEpilogue, SmallLateZeroPointEpilogue) or e.half is not None:
         return None
@@ -345,18 +349,29 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
         window, head, kept = inputs[0][getattr(op, "index", (Ellipsis,))], None, None
     else:
         return None
-    return run_rows_ring, ((op.a_input, window, head, kept, op.product, op.a, op.weights, op.acc_rows,
-                            op.acc, e.lo, e.hi, getattr(e, "late_zp", None), target),)  # fmt: skip
+    product = dot_impl if op.product is np.dot else op.product  # the same product, without the dispatch
+    a_input, window = flat_views(op.a_input, window)  # 1-d views when they can be (common.flat_views)
+    lo, hi, late = e.lo, e.hi, getattr(e, "late_zp", None)
+    if late is None:  # SmallFoldedEpilogue: 0-d bounds
+        acc, target = flat_views(op.acc, target)
+    else:  # SmallLateZeroPointEpilogue: every operand has the output's shape
+        acc, lo, hi, late, target = flat_views(op.acc, lo, hi, late, target)
+    return run_rows_ring, ((a_input, window, head, kept, product, op.a, op.weights, op.acc_rows,
+                            acc, lo, hi, late, target),)  # fmt: skip
 
 
 def run_rows_ring(plan: tuple) -> None:
     """ConvQuantizedFoldedRows's numpy calls (ConvQuantizedFoldedRowsView's, ConvQuantizedFoldedRowsRing's with
     its ring's shift) then its small epilogue's (without sign term), the same calls in the same order on the same
-    arrays (so the same values), without their attribute lookups and nested calls (``store_plan``)."""
+    arrays (so the same values), without their attribute lookups and nested calls (``store_plan``); its two
+    np.copyto calls as assignments ``x[...] = y``, the same copies (numpy's PyArray_AssignArray for both; the
+    int8 -> float64 conversion of exact integers, and the ring's 1-d overlapping shift in place, as a memmove)
+    without np.copyto's dispatch and keyword parsing; np.dot as its C implementation without the array-function
+    dispatch (common.dot_impl, the same function)."""
     a_input, window, head, kept, product, a, weights, acc_rows, acc, lo, hi, late_zp, out = plan
-    _copyto(a_input, window)
+    a_input[...] = window  # np.copyto's conversion (unsafe casting: exact integers) without its dispatch
     if head is not None:  # the window is read: shift the ring (the variable's value)
-        _copyto(head, kept)
+        head[...] = kept  # a 1-d overlapping copy: a memmove, as np.copyto's
     product(a, weights, out=acc_rows)
     clip_ufunc(acc, lo, hi, out=acc)
     _floor(acc, out=acc)

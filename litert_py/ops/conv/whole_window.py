@@ -12,13 +12,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..common import clip_ufunc, reshape_view
+from ..common import clip_ufunc, dot_impl, flat_views, reshape_view
 from ..fully_connected_folded import FullyConnectedQuantizedFolded, FullyConnectedQuantizedFoldedScalar
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvQuantizedFoldedRows
 from .requant import FoldedEpilogue, SmallFoldedEpilogue, SmallLateZeroPointEpilogue
 
 ALL = (slice(None),) * 4
+_add, _multiply, _dot, _floor = np.add, np.multiply, dot_impl, np.floor
 
 
 def full_index(index: tuple, rank: int) -> tuple:
@@ -186,11 +187,13 @@ class DepthwiseConvWholeFolded:
     tap_dot: tuple | None  # (ones, products[0]): the tap sum as one np.dot (whole_window.tap_dot); None: add.reduce
 
     def __call__(self, inputs, outputs):
-        np.multiply(inputs[INPUT], self.weights, out=self.taps_products)
+        taps = self.taps_products
+        taps[...] = inputs[INPUT]  # exact int -> float64, then a float64 multiply (run_rows)
+        _multiply(taps, self.weights, out=taps)
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
-            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+            _dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, outputs[OUTPUT])
 
     def reading(self, index: tuple) -> DepthwiseConvWholeFoldedView:
@@ -300,11 +303,13 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
 
     def __call__(self, inputs, outputs):
         views = self._views
-        np.multiply(views[0], self.weights, out=self.taps_products)
+        taps = self.taps_products
+        taps[...] = views[0]  # exact int -> float64, then a float64 multiply (run_rows)
+        _multiply(taps, self.weights, out=taps)
         if self.tap_dot is None:
             np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
         else:
-            np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+            _dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
         self.epilogue(self.acc, views[1])
 
     def reading(self, index: tuple):  # fused before any writing: not again
@@ -315,23 +320,31 @@ class DepthwiseConvWholeFoldedView(DepthwiseConvWholeFolded):
         return dataclasses.replace(self, out_index=index) if small and self.out_index == (Ellipsis,) else None
 
 
-_add, _multiply, _copyto, _dot, _floor = np.add, np.multiply, np.copyto, np.dot, np.floor
-
-
-def run_rows(plan: tuple, out: np.ndarray) -> None:
+def run_rows(plan: tuple) -> None:
     """DepthwiseWholeIntoRows as straight-line code over the arrays gathered at bind (``rows_plan``), for a small
     conv epilogue without sign term (ReLU-like: ``floor(clip(v))``, plus the late zero points, assigned): the
     numpy calls of ``DepthwiseWholeIntoRows.__call__`` and of the epilogues' ``__call__`` (SmallFoldedEpilogue,
     SmallLateZeroPointEpilogue), the same ones in the same order on the same arrays (so the same values),
-    without their attribute lookups and nested calls (about 0.8 us of an 8-10 us step inside an invoke).
+    without their attribute lookups and nested calls (about 0.8 us of an 8-10 us step inside an invoke); the
+    ring's shift ``np.copyto(head, kept)`` as the assignment ``head[...] = kept``, the same copy (numpy's
+    PyArray_AssignArray for both: a 1-d overlapping copy runs in place, as a memmove) without np.copyto's
+    dispatch and keyword parsing (0.28 -> 0.13 us hot, about 0.3 us a step inside an invoke), and np.dot (the
+    tap sum's and the conv's product) as its C implementation without the array-function dispatch
+    (common.dot_impl: the same function on the same arrays, about 0.15-0.3 us a call less); every elementwise
+    call over 1-d views of its operands where they can be (common.flat_views: the same elements paired). The
+    taps' multiply of the int8 window by the float64 weights as the window's conversion into the products
+    (``taps[...] = window``: exact) and a float64 multiply in place: the same products, and a casting ufunc
+    call (its buffered iteration) costs more than the two inside an invoke (5-8 % of a streaming model's).
+    ``out``: the array the step stores into, bound with the plan (``store_target``).
     ``signed``: the depthwise's sign path (``signed_taps``: A, B and G from one np.dot); else its tap sum
     (``tap_dot``) and its own small epilogue without sign term, in place in ``g``, the conv's rows themselves
     (the epilogue's final ``out[...] = v`` assigns them to themselves: nothing to do)."""
     (window, weights, taps, head, kept, ones, rows, sums, signed, g, b, a, lo, hi, dw_late, a_input, rows_a,
-     conv_weights, conv_acc_rows, product, conv_acc, conv_lo, conv_hi, late_zp) = plan  # fmt: skip
-    _multiply(window, weights, out=taps)
+     conv_weights, conv_acc_rows, product, conv_acc, conv_lo, conv_hi, out, late_zp) = plan  # fmt: skip
+    taps[...] = window  # int8 -> float64, exact: then one float64 multiply instead of a casting one
+    _multiply(taps, weights, out=taps)
     if head is not None:  # the window is read: shift the ring for the next invoke (the variable's value)
-        _copyto(head, kept)
+        head[...] = kept  # np.copyto's copy (a 1-d overlapping one: a memmove) without its dispatch
     _dot(ones, rows, out=sums)  # A, B and G (signed_taps), or the tap sums (tap_dot)
     if signed:
         clip_ufunc(g, b, a, out=g)  # the sign term's choice
@@ -348,6 +361,17 @@ def run_rows(plan: tuple, out: np.ndarray) -> None:
     if late_zp is not None:  # SmallLateZeroPointEpilogue
         _add(conv_acc, late_zp, out=conv_acc)
     out[...] = conv_acc
+
+
+def _flat_epilogue(v: np.ndarray, e, *out: np.ndarray) -> tuple:
+    """``(v, lo, hi, late_zp, *out)`` of the small epilogue ``e`` without sign term as flat_views makes them: its
+    0-d bounds alone (SmallFoldedEpilogue), or with its output-shaped bounds and late zero points
+    (SmallLateZeroPointEpilogue; late_zp None otherwise)."""
+    late = getattr(e, "late_zp", None)
+    if late is None:
+        v, *out = flat_views(v, *out)
+        return (v, e.lo, e.hi, None, *out)
+    return flat_views(v, e.lo, e.hi, late, *out)
 
 
 def _small_relu(e) -> bool:
@@ -389,10 +413,16 @@ class DepthwiseWholeIntoRows:
         """The view ``x[index]`` of the bound input array (ops/fusion.bind_steps), or the ring's window, and the
         step's arrays gathered for ``run_rows`` when it applies (``rows_plan``)."""
         window = inputs[INPUT][self.index] if self.ring is None else self.ring[0]
+        target = self.store_target(outputs)
         object.__setattr__(self, "_window", window)
-        object.__setattr__(self, "_plan", self.rows_plan(window))
+        object.__setattr__(self, "_target", (target,))
+        object.__setattr__(self, "_plan", self.rows_plan(window, target))
 
-    def rows_plan(self, window: np.ndarray) -> tuple | None:
+    def store_target(self, outputs) -> np.ndarray:
+        """The array the conv's epilogue stores into: the bound output tensor."""
+        return outputs[OUTPUT]
+
+    def rows_plan(self, window: np.ndarray, out: np.ndarray) -> tuple | None:
         """The arrays ``run_rows`` reads, in its order, when the conv's epilogue is a small one without sign term
         and the depthwise takes the sign path (``signed``) or sums its taps with one np.dot (``tap_dot``) straight
         into the conv's rows (``acc`` is ``a_input``: ``feeding``) for a small epilogue without sign term (the
@@ -401,15 +431,20 @@ class DepthwiseWholeIntoRows:
         head, kept = (None, None) if self.ring is None else self.ring[1:]
         if not _small_relu(ce):
             return None
-        if s is not None:
-            taps = (s.ones, s.rows, s.sums, True, s.g, s.b, s.a, e.lo, e.hi, None)
+        if s is not None:  # 0-d bounds (signed_taps: a SmallFoldedEpilogue)
+            g, b, a, a_input = flat_views(s.g, s.b, s.a, self.a_input)
+            taps = (s.ones, s.rows, s.sums, True, g, b, a, e.lo, e.hi, None, a_input)
         elif self.tap_dot is not None and _small_relu(e) and self.acc is self.a_input:
-            taps = (*self.tap_dot, self.acc_rows, False, self.acc, None, None, e.lo, e.hi, getattr(e, "late_zp", None))
+            g, lo, hi, late = _flat_epilogue(self.acc, e)
+            taps = (*self.tap_dot, self.acc_rows, False, g, None, None, lo, hi, late, self.a_input)
         else:
             return None
+        product = dot_impl if self.product is np.dot else self.product  # the same product, without the dispatch
+        multiply = flat_views(window, self.weights, self.taps_products)  # 1-d views when they can be
+        conv_acc, conv_lo, conv_hi, late_zp, out = _flat_epilogue(self.conv_acc, ce, out)
         return (
-            window, self.weights, self.taps_products, head, kept, *taps, self.a_input, self.a, self.conv_weights,
-            self.conv_acc_rows, self.product, self.conv_acc, ce.lo, ce.hi, getattr(ce, "late_zp", None),
+            *multiply, head, kept, *taps, self.a, self.conv_weights,
+            self.conv_acc_rows, product, conv_acc, conv_lo, conv_hi, out, late_zp,
         )  # fmt: skip
 
     def reading_ring(self, ring: np.ndarray, head: np.ndarray, kept: np.ndarray) -> DepthwiseWholeIntoRows | None:
@@ -424,13 +459,15 @@ class DepthwiseWholeIntoRows:
     def __call__(self, inputs, outputs):
         plan = self._plan
         if plan is not None:
-            return run_rows(plan, outputs[OUTPUT])
-        np.multiply(self._window, self.weights, out=self.taps_products)
+            return run_rows(plan)
+        taps = self.taps_products
+        taps[...] = self._window  # exact int -> float64, then a float64 multiply (run_rows)
+        _multiply(taps, self.weights, out=taps)
         if self.ring is not None:  # the window is read: shift the ring for the next invoke (the variable's value)
             np.copyto(self.ring[1], self.ring[2])
         if self.signed is not None:  # A, B and G in one np.dot; clip(G, B, A) is the sign term's choice
             s, e = self.signed, self.epilogue
-            np.dot(s.ones, s.rows, out=s.sums)
+            _dot(s.ones, s.rows, out=s.sums)
             clip_ufunc(s.g, s.b, s.a, out=s.g)
             clip_ufunc(s.g, e.lo, e.hi, out=s.g)
             np.floor(s.g, out=self.a_input)  # the conv's rows: the values its np.copyto would have read
@@ -438,7 +475,7 @@ class DepthwiseWholeIntoRows:
             if self.tap_dot is None:
                 np.add.reduce(self.products, axis=1, out=self.acc_rows)  # the taps and the constant
             else:
-                np.dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
+                _dot(*self.tap_dot, out=self.acc_rows)  # the same exact sums (whole_window.tap_dot)
             self.epilogue(self.acc, self.a_input)  # the conv's rows: the values its np.copyto would have read
         self.product(self.a, self.conv_weights, out=self.conv_acc_rows)
         self.conv_epilogue(self.conv_acc, outputs[OUTPUT])
@@ -490,10 +527,14 @@ class DepthwiseWholeIntoRowsFeeding(DepthwiseWholeIntoRows):
     def __call__(self, inputs, outputs):
         plan = self._plan
         if plan is not None:
-            run_rows(plan, self.then_rows)  # what the FULLY_CONNECTED would copy
+            run_rows(plan)  # into then_rows: what the FULLY_CONNECTED would copy (store_target)
         else:
             DepthwiseWholeIntoRows.__call__(self, inputs, (self.then_rows,))
         self.then.run_loaded(outputs)
+
+    def store_target(self, outputs) -> np.ndarray:
+        """The FULLY_CONNECTED's rows viewed with the conv output's shape."""
+        return self.then_rows
 
     def feeding(self, consumer) -> DepthwiseWholeIntoRowsFeeding | None:
         """This step with the FULLY_CONNECTED's own fusion with ``consumer`` (its ``feeding``: a one-value
@@ -516,10 +557,9 @@ class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
     out_index: tuple = (Ellipsis,)
     into: np.ndarray | None = None  # a persistent ring buffer's array, stored into instead of the target tensor
 
-    def bind(self, inputs, outputs) -> None:
-        super().bind(inputs, outputs)
-        target = outputs[OUTPUT] if self.into is None else self.into
-        object.__setattr__(self, "_target", (target[self.out_index],))
+    def store_target(self, outputs) -> np.ndarray:
+        """The view ``target[out_index]`` of the bound output tensor, or of ``into``."""
+        return (outputs[OUTPUT] if self.into is None else self.into)[self.out_index]
 
     def writing_into(self, array: np.ndarray) -> DepthwiseWholeIntoRowsWriting:
         """This step storing into ``array[out_index]`` (an array of the target's shape: a persistent ring
@@ -529,7 +569,7 @@ class DepthwiseWholeIntoRowsWriting(DepthwiseWholeIntoRows):
     def __call__(self, inputs, outputs):
         plan = self._plan
         if plan is not None:
-            return run_rows(plan, self._target[0])
+            return run_rows(plan)
         DepthwiseWholeIntoRows.__call__(self, inputs, self._target)
 
     def writing(self, index: tuple):  # already writing: not again
