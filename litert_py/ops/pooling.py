@@ -48,7 +48,7 @@ import numpy as np
 from ..quant import dtype_range
 from ..schema.model import BuiltinOperator
 from .activation_fusion import float_bounds
-from .bound_plan import BoundCalls
+from .bound_plan import BoundCalls, contiguous_source
 from .common import aligned_empty, clip_ufunc, quantized_activation_range, scalar_operand
 from .conv.common import EMPTY_OUTPUT, Geometry
 from .pool_common import (
@@ -174,9 +174,14 @@ class AveragePoolFloatTiled(BoundCalls):
         return AveragePoolFloatTiled(tiles, count, lo, hi, f"{letters}->{kept}")
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """The einsum of ``x``'s window view into ``out``'s reduced view, the division, the clamp."""
+        """The einsum of ``x``'s window view into ``out``'s reduced view, the division, the clamp. A
+        non-C-contiguous ``x`` is read through a contiguous copy refreshed at each call (its window reshape,
+        merging H and W, would be a copy made once: bound_plan.contiguous_source)."""
+        calls = []
+        x = contiguous_source(x, calls)
         sums = (np.einsum, (self.subscripts, self.tiles.windows(x)), {"out": out.reshape(self.tiles.reduced)})
         return (
+            *calls,
             sums,
             (np.divide, (out, self.count), {"out": out}),
             (clip_ufunc, (out, self.out_min, self.out_max), {"out": out}),

@@ -610,7 +610,11 @@ class SubgraphRuntime:
                 if o >= 0:
                     if arr.ndim and max(arr.shape) > limits.INT32_MAX:  # a zero-size array can claim any dims
                         limits.check_dims(arr.shape, f"Node number {node.index} ({node.name}) output")
-                    tensors[o] = arr
+                    old = tensors[o]
+                    if arr is not old and _keeps_array(old, arr):
+                        old[...] = arr  # the tensor keeps its array: the plans bound to it stay (ops/bound_plan.py)
+                    else:
+                        tensors[o] = arr
                     self.shapes[o] = arr.shape
 
     def _late_infos(self, operator: Operator) -> dict[int, TensorInfo]:
@@ -623,3 +627,19 @@ class SubgraphRuntime:
                     info.shape = arr.shape
                 infos[i] = info
         return infos  # indexed like the list _context expects
+
+
+def _keeps_array(old, new: np.ndarray) -> bool:
+    """Whether a deferred node's new output array ``new`` is copied into the tensor's previous array ``old`` rather
+    than replacing it (a dynamic op makes a new array at every invoke; its readers' bound plans would be made
+    again each time, about 10 us for a conv): ``old`` owns its memory (not a view of the arena or of another
+    tensor), is writeable, has ``new``'s shape and dtype and shares no memory with it."""
+    return (
+        type(old) is np.ndarray
+        and old.base is None
+        and old.flags.writeable
+        and old.shape == new.shape
+        and old.dtype == new.dtype
+        and old.dtype != object
+        and not np.may_share_memory(old, new)
+    )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.bound_plan import BoundCalls
+from litert_py.ops.bound_plan import BoundCalls, BoundCalls2, BoundCalls3
 from litert_py.schema.builder import ModelBuilder
 from tests.oracle import run_ours
 
@@ -59,6 +59,43 @@ def test_a_new_view_of_the_bound_memory_keeps_the_plan():
     x[4:] = 3.0
     op([x[4:]], [out])  # another offset: its own plan
     assert op._bound[-1] is not plan and np.array_equal(out, [6.0, 8.0, 10.0, 12.0])
+    plan = op._bound[-1]
+    x[::2] = 5.0
+    op([x[::2]], [out])  # the same start, other strides: its own plan
+    assert op._bound[-1] is not plan and np.array_equal(out, [10.0, 12.0, 14.0, 16.0])
+
+
+@dataclass(frozen=True, eq=False)
+class Sum2(BoundCalls2):
+    """a + b into out."""
+
+    def bound_calls(self, a, b, out):
+        return ((np.add, (a, b), {"out": out}),)
+
+
+@dataclass(frozen=True, eq=False)
+class Sum3(BoundCalls3):
+    """a + b + c into out."""
+
+    def bound_calls(self, a, b, c, out):
+        return ((np.add, (a, b), {"out": out}), (np.add, (out, c), {"out": out}))
+
+
+@pytest.mark.parametrize("kind", [Sum2, Sum3])
+def test_every_bound_input_is_identity_tested(kind):
+    """A new array in any one of the inputs the plan reads (not only the first) is bound anew: its values count."""
+    n = kind.bound_inputs
+    arrays = [np.full(3, 10.0**k) for k in range(n)]
+    out = np.empty(3)
+    op = kind()
+    op.bind(arrays, [out])
+    op(arrays, [out])
+    assert np.array_equal(out, np.full(3, sum(10.0**k for k in range(n))))
+    for k in range(n):
+        given = list(arrays)
+        given[k] = np.full(3, 1000.0)  # a new object at another address
+        op(given, [out])
+        assert np.array_equal(out, np.full(3, sum(given[j][0] for j in range(n)))), f"input {k}"
 
 
 def _reshape_then_conv() -> bytes:
@@ -99,3 +136,52 @@ def test_deferred_subgraph_keeps_the_plans():
         expected = run_ours(model, [x, np.array([1, 6, 6, 3], np.int32)])[0]
         assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), expected), f"invoke {k}"
     assert plans[1] is plans[0] and plans[2] is plans[0]
+
+
+def _dynamic_then_conv(op: str) -> bytes:
+    """``op`` (TILE by a multiples input, or PAD by a paddings input: an output shape known only at eval, a new
+    array from the op at each invoke), then a float CONV_2D reading it."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 3, 6, 3), np.float32)
+    p = b.input("p", (4,) if op == "TILE" else (4, 2), np.int32)
+    y = b.tensor("y", (1, 6, 6, 3), np.float32)
+    b.op(op, [x, p], [y])
+    w = b.tensor("w", (4, 3, 3, 3), np.float32, data=np.arange(108, dtype=np.float32).reshape(4, 3, 3, 3) / 100)
+    bias = b.tensor("b", (4,), np.float32, data=np.ones(4, np.float32))
+    c = b.tensor("c", (1, 6, 6, 4), np.float32)
+    options = {"padding": 0, "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+    b.op("CONV_2D", [y, w, bias], [c], options)
+    b.output(c)
+    return b.build()
+
+
+@pytest.mark.parametrize("op", ["TILE", "PAD"])
+def test_dynamic_outputs_keep_their_arrays(op):
+    """A deferred node's new output array of the tensor's shape and type is copied into the tensor's array
+    (runtime/subgraph._keeps_array; PAD also keeps its op for the same paddings): the conv reading it keeps its
+    plan over the invokes, and the values follow each new input, also after a change of shape and back."""
+    model = _dynamic_then_conv(op)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    sub = it._subgraphs[0]
+    assert sub.deferred
+    x_index, p_index = (d["index"] for d in it.get_input_details())
+    same = np.array([1, 2, 1, 1] if op == "TILE" else [[0, 0], [1, 2], [0, 0], [0, 0]], np.int32)
+    other = np.array([1, 3, 1, 1] if op == "TILE" else [[0, 0], [3, 3], [0, 0], [0, 0]], np.int32)
+    rng = np.random.default_rng(0)
+    plans = []
+    for k, p in enumerate([same, same, same, other, same, same]):
+        x = rng.standard_normal((1, 3, 6, 3)).astype(np.float32)
+        it.set_tensor(x_index, x)
+        it.set_tensor(p_index, p)
+        it.invoke()
+        (conv,) = [c[1] for c in sub._deferred_cache.values() if type(c[1]).__name__.startswith("Conv")]
+        plans.append(conv._bound[-1])
+        if op == "PAD":  # the Pad made for these paddings, kept with its plan
+            (pad,) = [step for _, step in sub.steps_nodes if type(step).__name__ == "PadDynamic"]
+            plans[-1] = (plans[-1], pad._last[2]._bound[-1])
+        fresh = run_ours(model, [x, p])[0]  # a new interpreter's first invoke: plans made for its arrays
+        assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), fresh), f"invoke {k}"
+    same_object = (lambda a, b: a is b) if op == "TILE" else (lambda a, b: a[0] is b[0] and a[1] is b[1])
+    assert same_object(plans[1], plans[0]) and same_object(plans[2], plans[0])  # kept while the shape stays
+    assert same_object(plans[5], plans[4])
