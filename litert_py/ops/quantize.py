@@ -321,7 +321,7 @@ class QuantizeFloatStore(QuantizeFloat):
         # the same calls over 1-d views (common.flat_views) when every constant is one value: the same values
         flat = None
         if all(np.ndim(c) == 0 for c in (*consts, self.zp_out)):
-            t1, ibuf1 = t.reshape(-1), self.ibuf.reshape(-1)  # new arrays of their own: C-contiguous
+            t1, ibuf1 = t.reshape(-1), self.ibuf.reshape(-1)  # 1-d views of the buffers (both C-contiguous)
             half1 = None if half is None else half.reshape(-1)
             iout1 = ibuf1 if wide else ibuf1.view(self.iout.dtype)
             flat = (self, t1, t1, *consts, half1, bitwise, ibuf1, iout1, self.zp_out, wide, screen)
@@ -371,8 +371,38 @@ def quantize_store(plan: tuple, x: np.ndarray, out: np.ndarray) -> None:
         np.copyto(out, np.broadcast_to(op.overflow_value, out.shape), where=bad)
 
 
-def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype) -> QuantizeFloat:
-    """QuantizeFloatStore when its bound holds, else QuantizeFloat (``zp`` int64, scalar or per channel)."""
+@dataclass(frozen=True, eq=False)
+class QuantizeFloatWideZeroPoint:
+    """float32 -> int for zero points of 2^16 or more in magnitude (valid in the schema, absent from real models):
+    the reference's arithmetic spelled out in int64, without QuantizeFloat's float32 shortcuts (which assume
+    |zp| < 2^16: bounds qmin - zp exact in float32, and every wrapped ``round(t) + zp`` clamping as
+    INT32_MIN + zp does). The float32 quotient x / scale rounded half away from zero (in float64: t + 1/2 is
+    exact there), a value outside int32 or NaN converted to INT32_MIN (x86's conversion), plus zp with int32
+    wrap-around (reference/quantize.h AffineQuantize: ``static_cast<int32>(TfLiteRound(val / scale)) + zp``),
+    clamped to the output range."""
+
+    scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
+    zero_point: np.ndarray  # int64, same shape
+    qmin: int
+    qmax: int
+
+    def __call__(self, inputs, outputs):
+        t = np.divide(inputs[INPUT], self.scale, dtype=_F32).astype(np.float64)
+        r = np.trunc(t + np.copysign(0.5, t))
+        in_range = (r >= INT32_MIN) & (r <= INT32_MAX)  # NaN: False
+        v = wrap32(np.where(in_range, r, INT32_MIN).astype(np.int64) + self.zero_point)
+        outputs[0][...] = np.clip(v, self.qmin, self.qmax)
+
+
+#: zero points at or above this magnitude take QuantizeFloatWideZeroPoint
+WIDE_ZERO_POINT = 2**16
+
+
+def quantize_float(scale, zp, qmin: int, qmax: int, overflow, shape: tuple, out_dtype):
+    """QuantizeFloatStore when its bound holds, else QuantizeFloat (``zp`` int64, scalar or per channel);
+    QuantizeFloatWideZeroPoint for |zp| >= 2^16."""
+    if zp.size and int(np.max(np.abs(zp))) >= WIDE_ZERO_POINT:
+        return QuantizeFloatWideZeroPoint(scale, zp, qmin, qmax)
     # np.asarray: 0-d arrays, not numpy scalars, for a scalar zero point (a scalar clip bound is converted on every
     # call: about 0.2 us of a 0.55 us clip on 120 values)
     bounds = np.asarray(qmin - zp, _F32), np.asarray(qmax - zp, _F32)

@@ -352,8 +352,10 @@ def store_plan(op, inputs, target: np.ndarray) -> tuple | None:
     product = dot_impl if op.product is np.dot else op.product  # the same product, without the dispatch
     a_input, window = flat_views(op.a_input, window)  # 1-d views when they can be (common.flat_views)
     lo, hi, late = e.lo, e.hi, getattr(e, "late_zp", None)
-    if late is None:  # SmallFoldedEpilogue: 0-d bounds
+    if late is None and np.ndim(lo) == np.ndim(hi) == 0:  # SmallFoldedEpilogue: 0-d bounds
         acc, target = flat_views(op.acc, target)
+    elif late is None:  # output-shaped bounds (no constructor makes them today): flattened with the rest, or not
+        acc, lo, hi, target = flat_views(op.acc, lo, hi, target)
     else:  # SmallLateZeroPointEpilogue: every operand has the output's shape
         acc, lo, hi, late, target = flat_views(op.acc, lo, hi, late, target)
     return run_rows_ring, ((a_input, window, head, kept, product, op.a, op.weights, op.acc_rows,

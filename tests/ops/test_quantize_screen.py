@@ -62,3 +62,19 @@ def test_quantize_store_overflow_screen(dtype, zp, stored):
         (ours,) = run_ours(model, [x])
         (theirs,) = run_litert(model, [x])
         np.testing.assert_array_equal(ours, theirs, err_msg=f"input {x.ravel()[[0, 17, 39]]}")
+
+
+WIDE = [2**16, 2**24 - 1, 2**24 + 1, 2**30, 2**31 - 1, 2**31 - 40000, -(2**16), -(2**30), -(2**31), -(2**31) + 50]
+
+
+@pytest.mark.parametrize("zp", WIDE)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_quantize_wide_zero_points(dtype, zp):
+    """Zero points of 2^16 and more in magnitude (quantize.QuantizeFloatWideZeroPoint: int64 arithmetic, the
+    quotient outside int32 or NaN as INT32_MIN, the zero point added with int32 wrap-around) against BUILTIN_REF:
+    float32 bounds qmin - zp are inexact from 2^24 on, and near the int32 limits a wrapped round(t) + zp lands
+    anywhere (int16, zp = 2^31 - 1, x = 1: -32768)."""
+    x = np.array([0, 1, -1, 2.5, -2.5, 100, -100, 1e6, -1e6, 3e7, -3e7, *SPECIAL], np.float32)
+    model = single_op_model("QUANTIZE", [T(x.shape, np.float32)], [T(x.shape, dtype, q=quant(1.0, zp))])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(run_ours(model, [x])[0], run_litert(model, [x])[0])

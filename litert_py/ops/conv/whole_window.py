@@ -368,9 +368,12 @@ def _flat_epilogue(v: np.ndarray, e, *out: np.ndarray) -> tuple:
     0-d bounds alone (SmallFoldedEpilogue), or with its output-shaped bounds and late zero points
     (SmallLateZeroPointEpilogue; late_zp None otherwise)."""
     late = getattr(e, "late_zp", None)
-    if late is None:
+    if late is None and np.ndim(e.lo) == np.ndim(e.hi) == 0:
         v, *out = flat_views(v, *out)
         return (v, e.lo, e.hi, None, *out)
+    if late is None:  # output-shaped bounds (no constructor makes them today): flattened with the rest, or not
+        v, lo, hi, *out = flat_views(v, e.lo, e.hi, *out)
+        return (v, lo, hi, None, *out)
     return flat_views(v, e.lo, e.hi, late, *out)
 
 
