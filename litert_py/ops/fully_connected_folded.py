@@ -55,7 +55,7 @@ class FullyConnectedQuantizedFolded:
         wt = np.empty((depth + 1, units), dtype)
         wt[:-1] = wz.T
         wt[-1] = row
-        xbuf = np.empty((rows, depth + 1), dtype)
+        xbuf = np.zeros((rows, depth + 1), dtype)  # zeros: no NaN before a first load (a bound-plan test removes it)
         xbuf[:, -1] = 1
         if rows * units == 1:
             return FullyConnectedQuantizedFoldedScalar(

@@ -1,0 +1,72 @@
+"""Bound plans of the classifier tail's steps (ops/bound_plan.BoundCalls): the fused pool -> FULLY_CONNECTED
+(-> SOFTMAX) step PooledIntoRows (the pool's reduction, the gather into the FC's GEMM rows, the FC's calls),
+PooledReshaped, MeanQuantizedTable (its sums into a buffer of the plan, no allocation per invoke; the copy path
+when the reduced axes do not lead) and FullyConnectedSoftmaxTiny: tests/ops/_bound_int8.check_bound_int8 (the
+bound invokes give the general path's bytes, every call of the plan is needed) and BUILTIN_REF over many
+invokes (tests/ops/test_classifier_tail._compare)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py.ops.fully_connected_tail import FullyConnectedSoftmaxTiny, PooledIntoRows, PooledReshaped
+from litert_py.ops.reduce import MeanQuantizedTable
+from litert_py.schema.builder import ModelBuilder, quant
+from tests.ops._bound_int8 import check_bound_int8
+from tests.ops.test_classifier_tail import _compare, _tail
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("pool", ["mean", "avg"])
+@pytest.mark.parametrize("flatten", [False, True])
+def test_pooled_into_rows_bound(dtype, pool, flatten):
+    model = _tail(dtype, pool, flatten=flatten, ties=False)
+    check_bound_int8(model, PooledIntoRows)
+    assert _compare(model, n=20) == ["PooledIntoRows/FullyConnectedSoftmaxTiny"]
+
+
+def test_pooled_into_fc_without_softmax_bound():
+    """The consumer without loaded_calls (a folded FC alone): its run_loaded is one call of the plan."""
+    check_bound_int8(_tail(pool="avg", softmax=False, ties=False), PooledIntoRows)
+
+
+def test_pooled_reshaped_bound():
+    b = ModelBuilder()
+    x = b.input("x", (1, 3, 4, 6), np.int8, quantization=quant(0.1, -3))
+    y = b.tensor("pooled", (1, 1, 1, 6), np.int8, quantization=quant(0.1, -3))
+    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "filter_height": 3, "filter_width": 4}
+    b.op("AVERAGE_POOL_2D", [x], [y], opts)
+    z = b.tensor("flat", (1, 6), np.int8, quantization=quant(0.1, -3))
+    b.op("RESHAPE", [y, b.const("shape", np.array([1, 6], np.int32))], [z], {"new_shape": [1, 6]})
+    b.output(z)
+    check_bound_int8(b.build(), PooledReshaped)
+
+
+def _mean(dtype, shape, axes) -> bytes:
+    signed = dtype == np.int8
+    b = ModelBuilder()
+    x = b.input("x", shape, dtype, quantization=quant(0.05, -5 if signed else 120))
+    out_shape = tuple(1 if k in axes else n for k, n in enumerate(shape))
+    y = b.tensor("y", out_shape, dtype, quantization=quant(0.03, 7 if signed else 131))
+    b.op("MEAN", [x, b.const("axes", np.array(axes, np.int32))], [y], {"keep_dims": True})
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize(
+    "shape, axes",
+    [((1, 6, 5, 16), [1, 2]), ((1, 6, 5, 16), [2]), ((2, 4, 3, 8), [1])],  # rows a view; copied; copied (batch 2)
+)
+def test_mean_table_bound(dtype, shape, axes):
+    model = _mean(dtype, shape, axes)
+    check_bound_int8(model, MeanQuantizedTable)
+    assert _compare(model, n=20) == ["MeanQuantizedTable"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_fc_softmax_tiny_bound(dtype):
+    model = _tail(dtype, pool=None, units=12, w_max=20, ties=False)
+    check_bound_int8(model, FullyConnectedSoftmaxTiny)
+    assert _compare(model, n=20) == ["FullyConnectedSoftmaxTiny"]
