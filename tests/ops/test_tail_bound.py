@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from litert_py import Interpreter
 from litert_py.ops.fully_connected_tail import FullyConnectedSoftmaxTiny, PooledIntoRows, PooledReshaped
 from litert_py.ops.reduce import MeanQuantizedTable
 from litert_py.schema.builder import ModelBuilder, quant
@@ -70,3 +71,17 @@ def test_fc_softmax_tiny_bound(dtype):
     model = _tail(dtype, pool=None, units=12, w_max=20, ties=False)
     check_bound_int8(model, FullyConnectedSoftmaxTiny)
     assert _compare(model, n=20) == ["FullyConnectedSoftmaxTiny"]
+
+
+@pytest.mark.parametrize(("dtype", "per_channel"), [(np.int8, False), (np.uint8, False), (np.int8, True)])
+@pytest.mark.parametrize("ties", [True, False])
+def test_fc_softmax_tiny_round_when_ties_free(dtype, ties, per_channel):
+    """Without ties inside the clamp (``ties=False``: scales that are not powers of two) the requantization rounds
+    with Python's round (``ties_free``); with ties (eff = 1/8 or 1/4: many t on a half) it keeps round half away;
+    wide weights put values beyond both clamp bounds. Both equal BUILTIN_REF."""
+    model = _tail(dtype, pool="mean", units=12, w_max=20, ties=ties, per_channel=per_channel)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    ((step, _, _),) = it._subgraphs[0].steps
+    assert step.consumer.ties_free is (not ties)
+    assert _compare(model, n=40) == ["PooledIntoRows/FullyConnectedSoftmaxTiny"]
