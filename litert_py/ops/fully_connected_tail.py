@@ -18,6 +18,10 @@ Also the FULLY_CONNECTED over one 8-bit input value (``FullyConnectedOneValueTab
 possible outputs) and the stack of folded layers after it (``OneValueChainTable``: tflite-micro's int8 sine
 model as one row copy).
 
+The gathers call ``ndarray.take`` with positional arguments: the C function np.take ends in (the same
+result), without np.take's Python wrapper (fromnumeric.take -> _wrapfunc -> getattr), which costs about 4 us
+per call inside an invoke (cold caches; a classifier tail's step 42-43 -> 38-39 us).
+
 Sources: reference_ops::FullyConnected (integer_ops/fully_connected.h), reference_ops::Softmax (softmax.h),
 reference_ops::AveragePool / QuantizedMeanOrSum; the arithmetic each step repeats is its own kernel's
 (fully_connected_folded.py, softmax.py, pooling.py, reduce.py), whose docstrings cite the matched source.
@@ -161,7 +165,7 @@ class PooledIntoRows(BoundCalls):
     indices, into rows of the same size in the same (C) order (the rows viewed as the pool's output: checked at
     prepare that this is a view). A bound plan (bound_plan.BoundCalls): the pool's reduction on the bound input's
     window view, the gather and the FC's calls made once per bind (inside an invoke 40-47 -> 38-42 us: no views,
-    method calls or attribute reads per invoke)."""
+    method calls or attribute reads per invoke). The gather is ``ndarray.take`` (module docstring)."""
 
     pool: object  # its sums(x) gives the table indices (along the table's first axis)
     table: np.ndarray  # the pool's table in the GEMM's dtype
@@ -187,7 +191,7 @@ class PooledIntoRows(BoundCalls):
         """The pool's sums of ``x`` (its ``sum_calls``), the gather into the FC's rows, the FC's calls on the
         loaded rows (``loaded_calls``)."""
         sums, indices = self.pool.sum_calls(x)
-        take = (np.take, (self.table, indices, 0, self.target, self.mode), {})
+        take = (self.table.take, (indices, 0, self.target, self.mode), {})  # ndarray.take: see the module docstring
         return (*sums, take, *loaded_calls(self.consumer, out))
 
     def feeding(self, consumer) -> PooledIntoRows | None:
@@ -232,7 +236,7 @@ class PooledReshaped(BoundCalls):
         """The pool's sums of ``x``, then the gather into ``out`` viewed with the pool's output shape (a view:
         tensors are C-contiguous)."""
         sums, indices = self.pool.sum_calls(x)
-        return (*sums, (np.take, (self.table, indices, 0, out.reshape(self.out_shape), self.mode), {}))
+        return (*sums, (self.table.take, (indices, 0, out.reshape(self.out_shape), self.mode), {}))
 
     def feeding(self, consumer) -> PooledIntoRows | None:
         """The pool gathering into the reader's GEMM rows: the reshaped tensor holds the same values in order."""
@@ -280,7 +284,7 @@ class FullyConnectedOneValueTable:
         if x.shape != self.x_shape:
             return self.layer(inputs, outputs)
         out = outputs[OUTPUT]
-        np.take(self.table, x.reshape(()), axis=0, out=out, mode="wrap")
+        self.table.take(x.reshape(()), 0, out, "wrap")  # ndarray.take: see the module docstring
 
     def sum_calls(self, x: np.ndarray) -> tuple:
         """(no calls, the table index): PooledIntoRows reads the input's one value, as a 0-d view."""

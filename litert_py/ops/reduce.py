@@ -212,7 +212,8 @@ class MeanQuantizedTable(BoundCalls):
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """The sums (``sum_calls``), then the gather from the table into ``out`` viewed as (m,)."""
         sums, indices = self.sum_calls(x)
-        return (*sums, (np.take, (self.table, indices, None, out.reshape(self.reduction.m), "wrap"), {}))
+        # ndarray.take: np.take's C call without its Python wrapper (see fully_connected_tail's module docstring)
+        return (*sums, (self.table.take, (indices, None, out.reshape(self.reduction.m), "wrap"), {}))
 
     def sum_calls(self, x: np.ndarray) -> tuple:
         """(calls, indices): the (m,) sums of ``x`` the table is read at (mode="wrap") as bound-plan calls into a
