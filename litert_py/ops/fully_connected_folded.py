@@ -420,6 +420,11 @@ def _ties_free(eff, lo: int, hi: int) -> bool:
     return not bool((a * eff[None, :, None] == k).any())
 
 
+def no_tie_inside_clamp(eff, lo: int, hi: int) -> bool:
+    """``_ties_free`` for other modules (fully_connected_tail.FullyConnectedSoftmaxTiny's rounding)."""
+    return _ties_free(eff, lo, hi)
+
+
 def _float64(layer):
     """``layer`` (a folded FULLY_CONNECTED, its row possibly offset) with a float64 GEMM when it is float32 with at
     most SMALL_FLOAT64_WEIGHTS weights (the same integer sums: its float32 bound 2^24 implies float64's 2^53),

@@ -44,7 +44,7 @@ from .fully_connected_folded import (
     FullyConnectedQuantizedFoldedRelu,
     FullyConnectedQuantizedFoldedRounded,
     FullyConnectedQuantizedFoldedScalar,
-    _ties_free,
+    no_tie_inside_clamp,
 )
 from .shape import CopyReshaped
 from .softmax import TINY_MAX, SoftmaxQuantizedTiny
@@ -67,8 +67,8 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
       on zo, so it is never added; then SoftmaxQuantizedTiny's steps on the same integers (the same table
       entries, total, reciprocal, rounding, shift and clamp), stored with one assignment.
 
-    When no ``t`` is a half-integer inside [lo, hi) (``ties_free``: fully_connected_folded._ties_free, checked at
-    prepare, as FullyConnectedQuantizedFoldedRounded) ``v = clamp(round(t), lo, hi)`` with Python's ``round``
+    When no ``t`` is a half-integer inside [lo, hi) (``ties_free``: fully_connected_folded.no_tie_inside_clamp,
+    checked at prepare, as FullyConnectedQuantizedFoldedRounded) ``v = clamp(round(t), lo, hi)`` with Python's ``round``
     (ties to even: np.rint's integer on every double) instead of the sign test and the HALF_DOWN add (inside an
     invoke about 1 us less for 12 values): the two roundings differ only on ties, none of which lies in
     [lo, hi), and outside it both give a value the clamp maps to its bound (rounding and the integer-bound clamp
@@ -84,7 +84,7 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
     lo: int
     hi: int
     softmax: SoftmaxQuantizedTiny
-    ties_free: bool = False  # no t = a * eff is a half-integer inside [lo, hi) (_ties_free): Python's round
+    ties_free: bool = False  # no t = a * eff is a half-integer inside [lo, hi): Python's round
 
     @staticmethod
     def make(fc, softmax) -> FullyConnectedSoftmaxTiny | None:
@@ -98,7 +98,8 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
         if not (np.isfinite(effs).all() and (effs > 0).all()):
             return None
         lo, hi = int(fc.lo), int(fc.hi)
-        return FullyConnectedSoftmaxTiny(fc, fc.acc[0], tuple(effs.tolist()), lo, hi, softmax, _ties_free(effs, lo, hi))
+        ties_free = no_tie_inside_clamp(effs, lo, hi)
+        return FullyConnectedSoftmaxTiny(fc, fc.acc[0], tuple(effs.tolist()), lo, hi, softmax, ties_free)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """The FC's load of ``x`` into its GEMM buffer (FullyConnectedQuantizedFolded.load and its subclasses':
