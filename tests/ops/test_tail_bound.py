@@ -15,7 +15,7 @@ from litert_py.ops.fully_connected_tail import FullyConnectedSoftmaxTiny, Pooled
 from litert_py.ops.reduce import MeanQuantizedTable
 from litert_py.schema.builder import ModelBuilder, quant
 from tests.ops._bound_int8 import check_bound_int8
-from tests.ops.test_classifier_tail import _compare, _tail
+from tests.ops.test_classifier_tail import _compare, _tail, pool_reshape_model
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
@@ -33,15 +33,7 @@ def test_pooled_into_fc_without_softmax_bound():
 
 
 def test_pooled_reshaped_bound():
-    b = ModelBuilder()
-    x = b.input("x", (1, 3, 4, 6), np.int8, quantization=quant(0.1, -3))
-    y = b.tensor("pooled", (1, 1, 1, 6), np.int8, quantization=quant(0.1, -3))
-    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "filter_height": 3, "filter_width": 4}
-    b.op("AVERAGE_POOL_2D", [x], [y], opts)
-    z = b.tensor("flat", (1, 6), np.int8, quantization=quant(0.1, -3))
-    b.op("RESHAPE", [y, b.const("shape", np.array([1, 6], np.int32))], [z], {"new_shape": [1, 6]})
-    b.output(z)
-    check_bound_int8(b.build(), PooledReshaped)
+    check_bound_int8(pool_reshape_model(), PooledReshaped)
 
 
 def _mean(dtype, shape, axes) -> bytes:
