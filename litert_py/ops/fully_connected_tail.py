@@ -125,19 +125,26 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
         """The requantization and the softmax of the GEMM's row (``acc_row``) into the output."""
         # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
         # and inside an invoke (cold caches) those cost most of this step (whole step 31 -> 24 us)
+        # the maximum found in the loop, not by max(vs): a call whose code is cold inside an invoke (~1.5 us)
         lo, hi, h = self.lo, self.hi, HALF_DOWN_F64
-        vs = []
+        vs, m = [], lo
         if self.ties_free:  # fixed at prepare
             for a, e in zip(self.acc_row.tolist(), self.effs):
                 v = round(a * e)  # ties to even: np.rint's integer; no tie inside [lo, hi) (class docstring)
-                vs.append(lo if v < lo else hi if v > hi else v)
-            self.softmax.run_values(vs, outputs)
+                v = lo if v < lo else hi if v > hi else v
+                if v > m:
+                    m = v
+                vs.append(v)
+            self.softmax.run_values(vs, m, outputs)
             return
         for a, e in zip(self.acc_row.tolist(), self.effs):
             t = a * e  # the IEEE double product numpy's float64 multiply makes
             v = int(t + h) if t >= 0 else int(t - h)  # round half away: trunc(t + copysign(h, t))
-            vs.append(lo if v < lo else hi if v > hi else v)
-        self.softmax.run_values(vs, outputs)  # v = x - zo: the same differences
+            v = lo if v < lo else hi if v > hi else v
+            if v > m:
+                m = v
+            vs.append(v)
+        self.softmax.run_values(vs, m, outputs)  # v = x - zo: the same differences
 
     def feeding(self, consumer) -> FullyConnectedSoftmaxTiny | None:
         """This step with its softmax fused with the table lookup that alone reads its output (a DEQUANTIZE:
