@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-op-type process CPU time of one model in litert_py (a developer script, not the runtime's profiler).
 
-    python tools/profile_ops.py MODEL.tflite [--invokes 50] [--nodes 10] [--hot]
+    python tools/profile_ops.py MODEL.tflite [--invokes 50] [--nodes 10] [--hot] [--calls]
 
 Allocates the model, fills its inputs with random values, then times every step of the primary subgraph's
 invoke loop separately (process CPU time, summed over ``--invokes`` invokes after one warm-up) and prints,
@@ -9,8 +9,10 @@ per op type, the node count, the time per invoke and its share; then the ``--nod
 their prepared-op class (which fast path prepare chose). With ``--hot`` each of those nodes is also timed run
 ``--invokes`` times in a row on its own (caches hot, as a timeit loop would have it) beside its time inside the
 invokes: a step runs 1.3-4x slower inside an invoke, after the other steps evicted its data and Python objects,
-so judge a change by the in-sequence column. Models whose subgraph runs through the dynamic path
-(shapes known only at eval) are timed as a whole.
+so judge a change by the in-sequence column. With ``--calls`` each of those nodes whose step runs a bound plan
+(ops/bound_plan.BoundCalls: ``_bound``'s last item, its calls) also gets every call of the plan timed inside
+real invokes (median, the step's other calls running as usual), to see which part pays the in-sequence penalty.
+Models whose subgraph runs through the dynamic path (shapes known only at eval) are timed as a whole.
 """
 
 from __future__ import annotations
@@ -38,12 +40,43 @@ def random_inputs(it) -> None:
         it.set_tensor(d["index"], v)
 
 
+def plan_call_times(it, sub, k: int, invokes: int) -> list:
+    """(call name, median us inside real invokes) per call of step ``k``'s bound plan, or [] when it has none."""
+    import functools
+    import statistics
+
+    op, ins, outs = sub.steps[k]
+    bound = getattr(op, "_bound", None)
+    plan = bound[-1] if isinstance(bound, tuple) and bound else None
+    if not isinstance(plan, tuple) or not all(isinstance(c, functools.partial) for c in plan):
+        return []
+    times = [[] for _ in plan]
+    clock = time.perf_counter_ns
+
+    def timed(inputs, outputs):
+        for call, acc in zip(plan, times):
+            t0 = clock()
+            call()
+            acc.append(clock() - t0)
+
+    sub.steps[k] = (timed, ins, outs)
+    try:
+        with np.errstate(all="ignore"):
+            for _ in range(invokes):
+                it.invoke()
+    finally:
+        sub.steps[k] = (op, ins, outs)
+    names = [getattr(c.func, "__qualname__", None) or getattr(c.func, "__name__", repr(c.func)) for c in plan]
+    return [(f"{i}: {n}", statistics.median(t) / 1e3) for i, (n, t) in enumerate(zip(names, times))]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("--invokes", type=int, default=50)
     ap.add_argument("--nodes", type=int, default=10)
     ap.add_argument("--hot", action="store_true", help="also time the slowest nodes alone, repeated (hot caches)")
+    ap.add_argument("--calls", action="store_true", help="also time each call of the slowest nodes' bound plans")
     a = ap.parse_args()
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's litert_py
     from litert_py import Interpreter
@@ -94,6 +127,9 @@ def main() -> int:
                 hot = clock() - t0
             line += f" {hot / a.invokes * 1e6:9.1f} us {t / hot:5.2f}x"
         print(line)
+        if a.calls:
+            for name, us in plan_call_times(it, sub, k, a.invokes):
+                print(f"      {name:40s} {us:9.2f} us")
     return 0
 
 

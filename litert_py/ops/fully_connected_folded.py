@@ -55,7 +55,7 @@ class FullyConnectedQuantizedFolded:
         wt = np.empty((depth + 1, units), dtype)
         wt[:-1] = wz.T
         wt[-1] = row
-        xbuf = np.empty((rows, depth + 1), dtype)
+        xbuf = np.zeros((rows, depth + 1), dtype)  # zeros: no NaN before a first load (a bound-plan test removes it)
         xbuf[:, -1] = 1
         if rows * units == 1:
             return FullyConnectedQuantizedFoldedScalar(
@@ -418,6 +418,11 @@ def _ties_free(eff, lo: int, hi: int) -> bool:
     k = np.arange(lo, hi, dtype=np.float64)[:, None, None] + 0.5
     a = np.round(k / eff[None, :, None]) + np.arange(-2.0, 3.0)
     return not bool((a * eff[None, :, None] == k).any())
+
+
+def no_tie_inside_clamp(eff, lo: int, hi: int) -> bool:
+    """``_ties_free`` for other modules (fully_connected_tail.FullyConnectedSoftmaxTiny's rounding)."""
+    return _ties_free(eff, lo, hi)
 
 
 def _float64(layer):

@@ -18,6 +18,10 @@ Also the FULLY_CONNECTED over one 8-bit input value (``FullyConnectedOneValueTab
 possible outputs) and the stack of folded layers after it (``OneValueChainTable``: tflite-micro's int8 sine
 model as one row copy).
 
+The gathers call ``ndarray.take`` with positional arguments: the C function np.take ends in (the same
+result), without np.take's Python wrapper (fromnumeric.take -> _wrapfunc -> getattr), which costs about 4 us
+per call inside an invoke (cold caches; a classifier tail's step 42-43 -> 38-39 us).
+
 Sources: reference_ops::FullyConnected (integer_ops/fully_connected.h), reference_ops::Softmax (softmax.h),
 reference_ops::AveragePool / QuantizedMeanOrSum; the arithmetic each step repeats is its own kernel's
 (fully_connected_folded.py, softmax.py, pooling.py, reduce.py), whose docstrings cite the matched source.
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
+from .bound_plan import BoundCalls
 from .common import reshape_view
 from .fully_connected_folded import (
     FullyConnectedChain,
@@ -39,6 +44,7 @@ from .fully_connected_folded import (
     FullyConnectedQuantizedFoldedRelu,
     FullyConnectedQuantizedFoldedRounded,
     FullyConnectedQuantizedFoldedScalar,
+    no_tie_inside_clamp,
 )
 from .shape import CopyReshaped
 from .softmax import TINY_MAX, SoftmaxQuantizedTiny
@@ -47,7 +53,7 @@ INPUT, OUTPUT = 0, 0
 
 
 @dataclass(frozen=True, eq=False)
-class FullyConnectedSoftmaxTiny:
+class FullyConnectedSoftmaxTiny(BoundCalls):
     """A one-row FullyConnectedQuantizedFolded (any of its integer-store / rounded forms) of ``units`` values
     followed by the SoftmaxQuantizedTiny that alone reads them, as one step. After the folded GEMM
     (``fc.product`` into ``fc.acc``, as the FC itself) the row is read with ``tolist`` and, per value:
@@ -61,6 +67,13 @@ class FullyConnectedSoftmaxTiny:
       on zo, so it is never added; then SoftmaxQuantizedTiny's steps on the same integers (the same table
       entries, total, reciprocal, rounding, shift and clamp), stored with one assignment.
 
+    When no ``t`` is a half-integer inside [lo, hi) (``ties_free``: fully_connected_folded.no_tie_inside_clamp,
+    checked at prepare, as FullyConnectedQuantizedFoldedRounded) ``v = clamp(round(t), lo, hi)`` with Python's ``round``
+    (ties to even: np.rint's integer on every double) instead of the sign test and the HALF_DOWN add (inside an
+    invoke about 1 us less for 12 values): the two roundings differ only on ties, none of which lies in
+    [lo, hi), and outside it both give a value the clamp maps to its bound (rounding and the integer-bound clamp
+    are monotone).
+
     Exactness bound, checked at prepare (``make``): the FC's own (its GEMM sums exact, checked at its prepare), a
     one-row FC whose output is the softmax's whole input (units <= TINY_MAX: no int32 wrap of the total),
     ``hi - lo <= 255`` (every difference a table index), every eff > 0 and finite."""
@@ -71,6 +84,7 @@ class FullyConnectedSoftmaxTiny:
     lo: int
     hi: int
     softmax: SoftmaxQuantizedTiny
+    ties_free: bool = False  # no t = a * eff is a half-integer inside [lo, hi): Python's round
 
     @staticmethod
     def make(fc, softmax) -> FullyConnectedSoftmaxTiny | None:
@@ -83,28 +97,54 @@ class FullyConnectedSoftmaxTiny:
         effs = np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,))
         if not (np.isfinite(effs).all() and (effs > 0).all()):
             return None
-        return FullyConnectedSoftmaxTiny(fc, fc.acc[0], tuple(effs.tolist()), int(fc.lo), int(fc.hi), softmax)
+        lo, hi = int(fc.lo), int(fc.hi)
+        ties_free = no_tie_inside_clamp(effs, lo, hi)
+        return FullyConnectedSoftmaxTiny(fc, fc.acc[0], tuple(effs.tolist()), lo, hi, softmax, ties_free)
 
-    def __call__(self, inputs, outputs):
-        self.fc.load(inputs[INPUT])
-        self.run_loaded(outputs)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The FC's load of ``x`` into its GEMM buffer (FullyConnectedQuantizedFolded.load and its subclasses':
+        the same copy, the input viewed with the buffer's shape), then ``loaded_calls``."""
+        xview = self.fc.xview
+        return ((np.copyto, (xview, x.reshape(xview.shape)), {"casting": "unsafe"}), *self.loaded_calls(out))
+
+    def loaded_calls(self, out: np.ndarray) -> tuple:
+        """run_loaded's calls writing into ``out`` (a bound plan's: PooledIntoRows.bound_calls)."""
+        fc = self.fc
+        return ((fc.product, (fc.xbuf, fc.weights_t), {"out": fc.acc}), (self.finish, ([out],), {}))
 
     def rows(self) -> np.ndarray:
         """The FC's GEMM rows (what a feeding producer writes: PooledIntoRows)."""
         return self.fc.rows()
 
     def run_loaded(self, outputs) -> None:
-        # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
-        # and inside an invoke (cold caches) those cost most of this step (whole step 31 -> 24 us)
         fc = self.fc
         fc.product(fc.xbuf, fc.weights_t, out=fc.acc)  # exact integer sums in any order
+        self.finish(outputs)
+
+    def finish(self, outputs) -> None:
+        """The requantization and the softmax of the GEMM's row (``acc_row``) into the output."""
+        # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
+        # and inside an invoke (cold caches) those cost most of this step (whole step 31 -> 24 us)
+        # the maximum found in the loop, not by max(vs): a call whose code is cold inside an invoke (~1.5 us)
         lo, hi, h = self.lo, self.hi, HALF_DOWN_F64
-        vs = []
+        vs, m = [], lo
+        if self.ties_free:  # fixed at prepare
+            for a, e in zip(self.acc_row.tolist(), self.effs):
+                v = round(a * e)  # ties to even: np.rint's integer; no tie inside [lo, hi) (class docstring)
+                v = lo if v < lo else hi if v > hi else v
+                if v > m:
+                    m = v
+                vs.append(v)
+            self.softmax.run_values(vs, m, outputs)
+            return
         for a, e in zip(self.acc_row.tolist(), self.effs):
             t = a * e  # the IEEE double product numpy's float64 multiply makes
             v = int(t + h) if t >= 0 else int(t - h)  # round half away: trunc(t + copysign(h, t))
-            vs.append(lo if v < lo else hi if v > hi else v)
-        self.softmax.run_values(vs, outputs)  # v = x - zo: the same differences
+            v = lo if v < lo else hi if v > hi else v
+            if v > m:
+                m = v
+            vs.append(v)
+        self.softmax.run_values(vs, m, outputs)  # v = x - zo: the same differences
 
     def feeding(self, consumer) -> FullyConnectedSoftmaxTiny | None:
         """This step with its softmax fused with the table lookup that alone reads its output (a DEQUANTIZE:
@@ -122,7 +162,7 @@ def fc_feeding(fc, consumer):
 
 
 @dataclass(frozen=True, eq=False)
-class PooledIntoRows:
+class PooledIntoRows(BoundCalls):
     """A global pool or MEAN with a table of its results (pooling.AveragePoolQuantizedTiledTable,
     reduce.MeanQuantizedTable; also FullyConnectedOneValueTable, whose rows are its results) whose output only a
     folded FULLY_CONNECTED reads (or such an FC fused with its own reader: FullyConnectedSoftmaxTiny, a
@@ -131,7 +171,9 @@ class PooledIntoRows:
     FC would copy the pool's 8-bit (or 16-bit) integer values into those rows as floats (``load``,
     casting="unsafe"); the float table holds the same values (exact in float32 and float64), read with the same
     indices, into rows of the same size in the same (C) order (the rows viewed as the pool's output: checked at
-    prepare that this is a view)."""
+    prepare that this is a view). A bound plan (bound_plan.BoundCalls): the pool's reduction on the bound input's
+    window view, the gather and the FC's calls made once per bind (inside an invoke 40-47 -> 38-42 us: no views,
+    method calls or attribute reads per invoke). The gather is ``ndarray.take`` (module docstring)."""
 
     pool: object  # its sums(x) gives the table indices (along the table's first axis)
     table: np.ndarray  # the pool's table in the GEMM's dtype
@@ -153,9 +195,12 @@ class PooledIntoRows:
             return None
         return PooledIntoRows(pool, table.astype(rows.dtype), mode, target, consumer)
 
-    def __call__(self, inputs, outputs):
-        np.take(self.table, self.pool.sums(inputs[INPUT]), axis=0, out=self.target, mode=self.mode)
-        self.consumer.run_loaded(outputs)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The pool's sums of ``x`` (its ``sum_calls``), the gather into the FC's rows, the FC's calls on the
+        loaded rows (``loaded_calls``)."""
+        sums, indices = self.pool.sum_calls(x)
+        take = (self.table.take, (indices, 0, self.target, self.mode), {})  # ndarray.take: see the module docstring
+        return (*sums, take, *loaded_calls(self.consumer, out))
 
     def feeding(self, consumer) -> PooledIntoRows | None:
         """This step with its FC fused with the FC's own reader (fuse_feeding on an already fused step)."""
@@ -174,8 +219,15 @@ def pool_feeding(pool, table: np.ndarray, mode: str, out_shape: tuple, consumer)
     return PooledIntoRows.make(pool, table, mode, out_shape, consumer)
 
 
+def loaded_calls(consumer, out: np.ndarray) -> tuple:
+    """``consumer.run_loaded([out])`` as bound-plan calls: its own ``loaded_calls`` when it has them, else the one
+    call of its run_loaded."""
+    calls = getattr(consumer, "loaded_calls", None)
+    return calls(out) if calls is not None else ((consumer.run_loaded, ([out],), {}),)
+
+
 @dataclass(frozen=True, eq=False)
-class PooledReshaped:
+class PooledReshaped(BoundCalls):
     """A pool with a table of its results (as PooledIntoRows) whose output only a RESHAPE / SQUEEZE /
     EXPAND_DIMS copy (shape.CopyReshaped) reads, the copy dropped: the gather stores the pool's values straight
     into the copy's output viewed with the pool's output shape (a C-order reshape of a contiguous tensor: the
@@ -188,9 +240,11 @@ class PooledReshaped:
     mode: str
     out_shape: tuple  # the pool's output values' shape
 
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT].reshape(self.out_shape)  # a view: tensors are C-contiguous
-        np.take(self.table, self.pool.sums(inputs[INPUT]), axis=0, out=out, mode=self.mode)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The pool's sums of ``x``, then the gather into ``out`` viewed with the pool's output shape (a view:
+        tensors are C-contiguous)."""
+        sums, indices = self.pool.sum_calls(x)
+        return (*sums, (self.table.take, (indices, 0, out.reshape(self.out_shape), self.mode), {}))
 
     def feeding(self, consumer) -> PooledIntoRows | None:
         """The pool gathering into the reader's GEMM rows: the reshaped tensor holds the same values in order."""
@@ -238,11 +292,11 @@ class FullyConnectedOneValueTable:
         if x.shape != self.x_shape:
             return self.layer(inputs, outputs)
         out = outputs[OUTPUT]
-        np.take(self.table, x.reshape(()), axis=0, out=out, mode="wrap")
+        self.table.take(x.reshape(()), 0, out, "wrap")  # ndarray.take: see the module docstring
 
-    def sums(self, x: np.ndarray) -> np.ndarray:
-        """The table index (PooledIntoRows): the input's one value, as a 0-d array."""
-        return x.reshape(())
+    def sum_calls(self, x: np.ndarray) -> tuple:
+        """(no calls, the table index): PooledIntoRows reads the input's one value, as a 0-d view."""
+        return (), x.reshape(())
 
     def feeding(self, consumer) -> PooledIntoRows | OneValueChainTable | None:
         """This layer and the folded FULLY_CONNECTED (or chain) that alone reads its output as one step: the

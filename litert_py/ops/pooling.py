@@ -250,6 +250,13 @@ class AveragePoolQuantizedTiledTable:
         np.add.reduce(windows, axis=tiles.axes, dtype=s.dtype, out=s.reshape(tiles.reduced), initial=self.offset)
         return s
 
+    def sum_calls(self, x: np.ndarray) -> tuple:
+        """(calls, indices): ``sums(x)``'s reduction as a bound-plan call on ``x``'s window view (arguments by
+        position), and the array it writes (fully_connected_tail.PooledIntoRows's bound plan)."""
+        s, tiles = self.total, self.tiles
+        reduced = s.reshape(tiles.reduced)
+        return ((np.add.reduce, (tiles.windows(x), tiles.axes, s.dtype, reduced, False, self.offset), {}),), s
+
     def feeding(self, consumer):
         """This pool and the folded FULLY_CONNECTED that alone reads its output as one step
         (fully_connected_tail.PooledIntoRows; also through a RESHAPE: PooledReshaped), or None."""

@@ -40,7 +40,8 @@ import numpy as np
 from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .common import Reduction, clip_ufunc
+from .bound_plan import BoundCalls
+from .common import Reduction, clip_ufunc, reshape_view
 from .reduce_common import AXIS, INPUT, OUTPUT, ReduceDynamicAxes, reduced_shape, refuse_empty_quantized, resolve_axes
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
@@ -180,7 +181,7 @@ MEAN_TABLE_MAX_COUNT = 1024
 
 
 @dataclass(frozen=True, eq=False)
-class MeanQuantizedTable:
+class MeanQuantizedTable(BoundCalls):
     """MeanQuantized for 8-bit types and n <= MEAN_TABLE_MAX_COUNT: one gather from a table of every possible
     sum replaces the int64 requantization passes. Exact: the table holds MeanQuantized's own arithmetic
     (requantize_int64_inplace of wrap32(sum - zi * n)) evaluated at prepare on every sum in [qmin * n, qmax * n];
@@ -208,12 +209,26 @@ class MeanQuantizedTable:
         fits = info.min <= op.qmin * n and op.qmax * n <= info.max
         return MeanQuantizedTable(reduction, np.roll(table, op.qmin * n), narrow if fits else np.dtype(np.intp))
 
-    def __call__(self, inputs, outputs):
-        np.take(self.table, self.sums(inputs[INPUT]), out=outputs[OUTPUT].reshape(self.reduction.m), mode="wrap")
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The sums (``sum_calls``), then the gather from the table into ``out`` viewed as (m,)."""
+        sums, indices = self.sum_calls(x)
+        # ndarray.take: np.take's C call without its Python wrapper (see fully_connected_tail's module docstring)
+        return (*sums, (self.table.take, (indices, None, out.reshape(self.reduction.m), "wrap"), {}))
 
-    def sums(self, x: np.ndarray) -> np.ndarray:
-        """The (m,) sums the table is read at (mode="wrap")."""
-        return np.add.reduce(self.reduction.rows(x), axis=0, dtype=self.sum_dtype)
+    def sum_calls(self, x: np.ndarray) -> tuple:
+        """(calls, indices): the (m,) sums of ``x`` the table is read at (mode="wrap") as bound-plan calls into a
+        buffer made here (once per bind: no allocation per invoke): one reduction of the (n, m) rows when they
+        are a view of ``x`` (the reduced axes leading), else ``sums_into`` (the rows copied first)."""
+        r, total = self.reduction, np.empty(self.reduction.m, self.sum_dtype)
+        try:
+            rows = reshape_view(x.transpose(r.perm), (r.n, r.m))
+        except ValueError:
+            return ((self.sums_into, (x, total), {}),), total
+        return ((np.add.reduce, (rows, 0, self.sum_dtype, total), {}),), total
+
+    def sums_into(self, x: np.ndarray, total: np.ndarray) -> None:
+        """The (m,) sums of ``x`` into ``total``."""
+        np.add.reduce(self.reduction.rows(x), 0, self.sum_dtype, total)
 
     def feeding(self, consumer):
         """This MEAN and the folded FULLY_CONNECTED that alone reads its output as one step

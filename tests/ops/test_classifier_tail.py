@@ -136,8 +136,8 @@ def test_softmax_dequantize_fused(dtype):
     assert type(fused.consumer.softmax).__name__ == "SoftmaxQuantizedTinyLookup"
 
 
-def test_pool_reshape_alone():
-    """A pool whose reshaped output is the model's output: PooledReshaped stores into it."""
+def pool_reshape_model() -> bytes:
+    """AVERAGE_POOL_2D (global) -> RESHAPE, the reshaped tensor the model's output."""
     b = ModelBuilder()
     x = b.input("x", (1, 3, 4, 6), np.int8, quantization=quant(0.1, -3))
     y = b.tensor("pooled", (1, 1, 1, 6), np.int8, quantization=quant(0.1, -3))
@@ -146,7 +146,12 @@ def test_pool_reshape_alone():
     z = b.tensor("flat", (1, 6), np.int8, quantization=quant(0.1, -3))
     b.op("RESHAPE", [y, b.const("shape", np.array([1, 6], np.int32))], [z], {"new_shape": [1, 6]})
     b.output(z)
-    assert _compare(b.build()) == ["PooledReshaped"]
+    return b.build()
+
+
+def test_pool_reshape_alone():
+    """A pool whose reshaped output is the model's output: PooledReshaped stores into it."""
+    assert _compare(pool_reshape_model()) == ["PooledReshaped"]
 
 
 @pytest.mark.parametrize("ties", [True, False])
