@@ -255,7 +255,9 @@ class AveragePoolQuantizedTiledTable:
         position), and the array it writes (fully_connected_tail.PooledIntoRows's bound plan)."""
         s, tiles = self.total, self.tiles
         reduced = s.reshape(tiles.reduced)
-        return ((np.add.reduce, (tiles.windows(x), tiles.axes, s.dtype, reduced, False, self.offset), {}),), s
+        calls = []
+        x = contiguous_source(x, calls)  # a window view of a non-contiguous x would be a copy made once
+        return (*calls, (np.add.reduce, (tiles.windows(x), tiles.axes, s.dtype, reduced, False, self.offset), {})), s
 
     def feeding(self, consumer):
         """This pool and the folded FULLY_CONNECTED that alone reads its output as one step
