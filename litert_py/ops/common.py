@@ -94,6 +94,22 @@ def reshape_view(a: np.ndarray, shape) -> np.ndarray:
     return r
 
 
+def reusable(arr, shape: tuple, dtype, *sources: np.ndarray) -> bool:
+    """Whether a dynamic op's output values of ``shape`` and ``dtype`` may be written into ``arr``, the output
+    tensor's present array, rather than into a new one (so that the ops reading it keep their bound plans,
+    ops/bound_plan.py): ``arr`` is a plain ndarray owning its memory (not a view of the arena or of another tensor),
+    writeable, of that shape and dtype (not object), sharing no memory with ``sources`` (the values' arrays)."""
+    return (
+        type(arr) is np.ndarray
+        and arr.base is None
+        and arr.flags.writeable
+        and arr.shape == tuple(shape)
+        and arr.dtype == dtype
+        and arr.dtype != object
+        and not any(np.may_share_memory(arr, s) for s in sources)
+    )
+
+
 def flat_views(*arrays: np.ndarray) -> tuple:
     """The operands of one elementwise call (a ufunc or an assignment, whose operands broadcast to the first's
     shape) as 1-d views when every one is C-contiguous with the same number of values, else as given: then no axis

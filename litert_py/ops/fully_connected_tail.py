@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
-from .bound_plan import BoundCalls
+from .bound_plan import BoundCalls, contiguous_source
 from .common import reshape_view
 from .fully_connected_folded import (
     FullyConnectedChain,
@@ -94,6 +94,8 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
         rows, units = fc.acc.shape
         if rows != 1 or units != softmax.shape[-1] or units > TINY_MAX or fc.hi - fc.lo > 255:
             return None
+        if max(abs(int(fc.lo)), abs(int(fc.hi))) >= 2**16:  # no_tie_inside_clamp's bound (8 / 16-bit outputs)
+            return None
         effs = np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,))
         if not (np.isfinite(effs).all() and (effs > 0).all()):
             return None
@@ -105,7 +107,9 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
         """The FC's load of ``x`` into its GEMM buffer (FullyConnectedQuantizedFolded.load and its subclasses':
         the same copy, the input viewed with the buffer's shape), then ``loaded_calls``."""
         xview = self.fc.xview
-        return ((np.copyto, (xview, x.reshape(xview.shape)), {"casting": "unsafe"}), *self.loaded_calls(out))
+        calls = []
+        x = contiguous_source(x, calls)  # a reshape of a non-contiguous x would be a copy made once
+        return (*calls, (np.copyto, (xview, x.reshape(xview.shape)), {"casting": "unsafe"}), *self.loaded_calls(out))
 
     def loaded_calls(self, out: np.ndarray) -> tuple:
         """run_loaded's calls writing into ``out`` (a bound plan's: PooledIntoRows.bound_calls)."""

@@ -24,7 +24,7 @@ from ..errors import InputValueError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .bound_plan import BoundCalls, BoundCalls3, contiguous_source
-from .common import axis_slices, check_output_type, movable
+from .common import axis_slices, check_output_type, movable, reusable
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -123,21 +123,20 @@ class PadDynamic:
     """Paddings that are not constant: the output shape is known only at eval."""
 
     value: object
-    _last = None  # (paddings, input shape, the Pad made for them, its output) of the last call
+    _last = None  # (paddings, input shape, the Pad made for them) of the last call
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         pads, shape = pad_params(inputs[PADDINGS], x.shape)
+        out = outputs[0]
+        if not reusable(out, shape, x.dtype, x):  # else into the tensor's present array (common.reusable)
+            out = outputs[0] = limits.new_array(shape, x.dtype, "PAD's output")
         last = self._last
-        if last is not None and last[0] == pads and last[1] == x.shape and outputs[0] is last[3]:
-            last[2](inputs, outputs)  # the same paddings: the same op, into the same array (its plan kept)
-            return
-        out = limits.new_array(shape, x.dtype, "PAD's output")
-        interior, borders = _pad_regions(pads, x.shape)
-        op = pad_op(interior, borders, self.value)
-        op(inputs, [out])  # bound to these arrays (made here), then run
-        outputs[0] = out
-        object.__setattr__(self, "_last", (pads, x.shape, op, out))
+        if last is None or last[0] != pads or last[1] != x.shape:
+            interior, borders = _pad_regions(pads, x.shape)
+            last = (pads, x.shape, pad_op(interior, borders, self.value))
+            object.__setattr__(self, "_last", last)
+        last[2](inputs, [out])  # bound to these arrays at its first call, then run (its plan kept while they stay)
 
 
 def _pad_value(ctx: OpContext, x: TensorInfo, cv: TensorInfo | None):

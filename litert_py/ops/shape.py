@@ -29,6 +29,7 @@ from .. import limits
 from ..errors import InputValueError
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
+from .common import reusable
 from .registry import OpContext, PreparedOp, register
 
 INPUT, SHAPE, AXIS = 0, 1, 1
@@ -100,22 +101,19 @@ def _param_shape(options) -> tuple[int, ...]:
 
 @dataclass(frozen=True, eq=False)
 class ReshapeDynamic:
-    """The int32 shape vector is not constant: the output shape is resolved from its values at each invoke. While
-    the shape stays, the values go into the array this op made at the last invoke (``_last``, its own), so the
-    output keeps its array: the next ops' bound plans (ops/bound_plan.py) stay valid instead of being made again
-    at every invoke of the deferred subgraph (a float conv's plan: about 8 us)."""
-
-    _last = None  # the output array made by the last call
+    """The int32 shape vector is not constant: the output shape is resolved from its values at each invoke. The
+    values go into the output tensor's present array when it can take them (``common.reusable``: its own memory,
+    this shape and dtype), so the output keeps its array: the next ops' bound plans (ops/bound_plan.py) stay valid
+    instead of being made again at every invoke of the deferred subgraph (a float conv's plan: about 8 us)."""
 
     def __call__(self, inputs, outputs):
         x = inputs[INPUT]
         y = x.reshape(resolve_reshape(x.shape, inputs[SHAPE].tolist()))
-        last = self._last
-        if last is not None and outputs[0] is last and last.shape == y.shape and last.dtype == y.dtype:
-            np.copyto(last, y)
-            return
-        outputs[0] = y.copy()
-        object.__setattr__(self, "_last", outputs[0])
+        out = outputs[0]
+        if reusable(out, y.shape, y.dtype, x):
+            np.copyto(out, y)
+        else:
+            outputs[0] = y.copy()
 
 
 @register(BuiltinOperator.RESHAPE)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import FAILED_NODE, InvokeError, PrepareError, UnsupportedOpError
+from ..ops.common import reusable
 from ..ops.fusion import bind_steps, fuse_steps
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
@@ -611,7 +612,7 @@ class SubgraphRuntime:
                     if arr.ndim and max(arr.shape) > limits.INT32_MAX:  # a zero-size array can claim any dims
                         limits.check_dims(arr.shape, f"Node number {node.index} ({node.name}) output")
                     old = tensors[o]
-                    if arr is not old and _keeps_array(old, arr):
+                    if arr is not old and reusable(old, arr.shape, arr.dtype, arr):
                         old[...] = arr  # the tensor keeps its array: the plans bound to it stay (ops/bound_plan.py)
                     else:
                         tensors[o] = arr
@@ -628,18 +629,3 @@ class SubgraphRuntime:
                 infos[i] = info
         return infos  # indexed like the list _context expects
 
-
-def _keeps_array(old, new: np.ndarray) -> bool:
-    """Whether a deferred node's new output array ``new`` is copied into the tensor's previous array ``old`` rather
-    than replacing it (a dynamic op makes a new array at every invoke; its readers' bound plans would be made
-    again each time, about 10 us for a conv): ``old`` owns its memory (not a view of the arena or of another
-    tensor), is writeable, has ``new``'s shape and dtype and shares no memory with it."""
-    return (
-        type(old) is np.ndarray
-        and old.base is None
-        and old.flags.writeable
-        and old.shape == new.shape
-        and old.dtype == new.dtype
-        and old.dtype != object
-        and not np.may_share_memory(old, new)
-    )

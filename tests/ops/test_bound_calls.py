@@ -185,3 +185,28 @@ def test_dynamic_outputs_keep_their_arrays(op):
     same_object = (lambda a, b: a is b) if op == "TILE" else (lambda a, b: a[0] is b[0] and a[1] is b[1])
     assert same_object(plans[1], plans[0]) and same_object(plans[2], plans[0])  # kept while the shape stays
     assert same_object(plans[5], plans[4])
+
+
+def test_dynamic_pad_other_paddings_same_shape():
+    """Other paddings giving the same output shape: PadDynamic makes a Pad for them, still into the tensor's array
+    (common.reusable), so the conv after it keeps its plan, and the Pad made for them keeps its own at the next
+    invoke; the values follow the paddings."""
+    model = _dynamic_then_conv("PAD")
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    sub = it._subgraphs[0]
+    x_index, p_index = (d["index"] for d in it.get_input_details())
+    (pad,) = [step for _, step in sub.steps_nodes if type(step).__name__ == "PadDynamic"]
+    a = np.array([[0, 0], [1, 2], [0, 0], [0, 0]], np.int32)
+    b = np.array([[0, 0], [2, 1], [0, 0], [0, 0]], np.int32)
+    x = np.random.default_rng(1).standard_normal((1, 3, 6, 3)).astype(np.float32)
+    seen = []
+    for k, p in enumerate([a, a, b, b, a]):
+        it.set_tensor(x_index, x)
+        it.set_tensor(p_index, p)
+        it.invoke()
+        (conv,) = [c[1] for c in sub._deferred_cache.values() if type(c[1]).__name__.startswith("Conv")]
+        seen.append((conv._bound[-1], pad._last[2], pad._last[2]._bound[-1]))
+        assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run_ours(model, [x, p])[0]), k
+    assert all(s[0] is seen[0][0] for s in seen)  # the conv's plan: one for all five invokes
+    assert seen[1][1] is seen[0][1] and seen[2][1] is not seen[1][1] and seen[3][1:] == seen[2][1:]

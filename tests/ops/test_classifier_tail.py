@@ -32,15 +32,17 @@ def _tail(
     softmax=True,
     flatten=False,
     dequantize=False,
+    in_shape=None,
 ) -> bytes:
-    """x (1, 3, 4, C) -> MEAN / AVERAGE_POOL_2D (or none: x is (1, C)) [-> RESHAPE (1, C)] -> FULLY_CONNECTED
+    """x (1, 3, 4, C) -> MEAN / AVERAGE_POOL_2D (or none: x is (1, C), or ``in_shape`` of C values) [-> RESHAPE (1, C)]
+    -> FULLY_CONNECTED
     (units) [-> more FCs] -> SOFTMAX [-> DEQUANTIZE]. ``ties``: scales that are powers of two, eff = 1/8 exactly
     (per-channel: 1/8 and 1/4)."""
     rng = np.random.default_rng(units * 7 + channels)
     signed = dtype == np.int8
     b = ModelBuilder()
     s_in, zp_in = (2.0**-4, -5) if signed else (2.0**-4, 120)
-    shape = (1, 3, 4, channels) if pool else (1, channels)
+    shape = (1, 3, 4, channels) if pool else (in_shape or (1, channels))
     x = b.input("x", shape, dtype, quantization=quant(s_in, zp_in))
     if pool == "mean":
         y = b.tensor("pooled", (1, 1, 1, channels), dtype, quantization=quant(s_in, zp_in))

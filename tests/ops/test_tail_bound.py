@@ -65,6 +65,15 @@ def test_fc_softmax_tiny_bound(dtype):
     assert _compare(model, n=20) == ["FullyConnectedSoftmaxTiny"]
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_fc_softmax_tiny_bound_input_of_more_axes(dtype):
+    """An FC input of shape (1, 4, 4) (16 values, one row): the plan loads it through the GEMM buffer's (1, 16)
+    view, which for a non-contiguous array is a copy (check_bound's non-contiguous check: a copy made once)."""
+    model = _tail(dtype, pool=None, units=8, w_max=20, ties=False, in_shape=(1, 4, 4))
+    check_bound_int8(model, FullyConnectedSoftmaxTiny)
+    assert _compare(model, n=20) == ["FullyConnectedSoftmaxTiny"]
+
+
 @pytest.mark.parametrize(("dtype", "per_channel"), [(np.int8, False), (np.uint8, False), (np.int8, True)])
 @pytest.mark.parametrize("ties", [True, False])
 def test_fc_softmax_tiny_round_when_ties_free(dtype, ties, per_channel):
