@@ -98,13 +98,14 @@ def test_every_bound_input_is_identity_tested(kind):
         assert np.array_equal(out, np.full(3, sum(given[j][0] for j in range(n)))), f"input {k}"
 
 
-def _reshape_then_conv() -> bytes:
-    """RESHAPE by a shape input (a deferred subgraph), then a float CONV_2D."""
+def _dynamic_then_conv(op: str) -> bytes:
+    """``op`` (RESHAPE by a shape input, TILE by a multiples input, or PAD by a paddings input: an output shape
+    known only at eval, a new array from the op at each invoke), then a float CONV_2D reading it."""
     b = ModelBuilder()
-    x = b.input("x", (1, 6, 6, 3), np.float32)
-    s = b.input("s", (4,), np.int32)
+    x = b.input("x", (1, 6, 6, 3) if op == "RESHAPE" else (1, 3, 6, 3), np.float32)
+    p = b.input("p", (4, 2) if op == "PAD" else (4,), np.int32)
     y = b.tensor("y", (1, 6, 6, 3), np.float32)
-    b.op("RESHAPE", [x, s], [y])
+    b.op(op, [x, p], [y])
     w = b.tensor("w", (4, 3, 3, 3), np.float32, data=np.arange(108, dtype=np.float32).reshape(4, 3, 3, 3) / 100)
     bias = b.tensor("b", (4,), np.float32, data=np.ones(4, np.float32))
     c = b.tensor("c", (1, 6, 6, 4), np.float32)
@@ -118,7 +119,7 @@ def test_deferred_subgraph_keeps_the_plans():
     """In a deferred subgraph the conv reading a dynamic RESHAPE's output is bound once: the RESHAPE keeps its
     output array while the shape stays (ops/shape.ReshapeDynamic), so the conv's identity test hits at every
     later invoke (no new plan per invoke); the values follow each new input (against the static model)."""
-    model = _reshape_then_conv()
+    model = _dynamic_then_conv("RESHAPE")
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     sub = it._subgraphs[0]
@@ -136,23 +137,6 @@ def test_deferred_subgraph_keeps_the_plans():
         expected = run_ours(model, [x, np.array([1, 6, 6, 3], np.int32)])[0]
         assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), expected), f"invoke {k}"
     assert plans[1] is plans[0] and plans[2] is plans[0]
-
-
-def _dynamic_then_conv(op: str) -> bytes:
-    """``op`` (TILE by a multiples input, or PAD by a paddings input: an output shape known only at eval, a new
-    array from the op at each invoke), then a float CONV_2D reading it."""
-    b = ModelBuilder()
-    x = b.input("x", (1, 3, 6, 3), np.float32)
-    p = b.input("p", (4,) if op == "TILE" else (4, 2), np.int32)
-    y = b.tensor("y", (1, 6, 6, 3), np.float32)
-    b.op(op, [x, p], [y])
-    w = b.tensor("w", (4, 3, 3, 3), np.float32, data=np.arange(108, dtype=np.float32).reshape(4, 3, 3, 3) / 100)
-    bias = b.tensor("b", (4,), np.float32, data=np.ones(4, np.float32))
-    c = b.tensor("c", (1, 6, 6, 4), np.float32)
-    options = {"padding": 0, "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
-    b.op("CONV_2D", [y, w, bias], [c], options)
-    b.output(c)
-    return b.build()
 
 
 @pytest.mark.parametrize("op", ["TILE", "PAD"])
