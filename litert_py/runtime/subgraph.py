@@ -628,4 +628,3 @@ class SubgraphRuntime:
                     info.shape = arr.shape
                 infos[i] = info
         return infos  # indexed like the list _context expects
-
