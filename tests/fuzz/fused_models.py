@@ -1,0 +1,640 @@
+"""Random int8 / uint8 models of the shapes litert_py's prepare-time fusions target (litert_py/ops/fusion.py), as a
+hypothesis strategy, and the differential check against LiteRT's reference kernels (BUILTIN_REF) over several
+invokes (tests/fuzz/test_fuzz_fused.py, tools/fuzz_fused.py).
+
+Patterns (``fused_models(pattern)``), composed at random with random sizes, channels, strides, paddings, fused
+activations, quantization (per-tensor and per-channel, powers of two that make rounding ties, zero points at the
+extremes), int8 or uint8:
+
+- ``mobilenet``: CONV_2D -> DEPTHWISE_CONV_2D -> CONV_2D 1x1 (-> ADD residual) blocks, any depth, then sometimes a
+  classifier tail;
+- ``tail``: AVERAGE_POOL_2D / MEAN -> [RESHAPE] -> FULLY_CONNECTED (1-3 layers, LOGISTIC / TANH between) ->
+  [SOFTMAX] -> [QUANTIZE] -> [DEQUANTIZE];
+- ``streaming``: ring buffers (VAR_HANDLE / READ_VARIABLE / CONCATENATION / STRIDED_SLICE / ASSIGN_VARIABLE, CALL_ONCE
+  init) each read by a whole-window DEPTHWISE_CONV_2D (or CONV_2D) -> CONV_2D 1x1, stacked, then an FC head.
+
+Any of them may take a float input through QUANTIZE and end in DEQUANTIZE, have intermediate tensors that are also
+subgraph outputs or read by a second consumer (the fusions must then not apply), and be run with
+``experimental_preserve_all_tensors=True`` (every intermediate compared then).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+from litert_py.schema import dtypes
+from litert_py.schema.builder import ModelBuilder, quant
+
+RESOURCE = dtypes.TensorType.RESOURCE
+SAME, VALID = 0, 1
+NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
+ACTIVATIONS = (NONE, NONE, NONE, RELU, RELU, RELU, RELU_N1_TO_1, RELU6)  # the clamping ones saturate more
+PATTERNS = ("mobilenet", "tail", "streaming")
+
+
+@dataclass
+class QT:
+    """A quantized (or float) tensor of the model being built: index, shape, dtype, scale and zero point."""
+
+    index: int
+    shape: tuple
+    dtype: object
+    scale: float = 0.0
+    zp: int = 0
+
+
+@dataclass
+class Case:
+    """A drawn model, with what the check needs: the pattern, the op sequence (for reports), the seed of the input
+    values, whether the run preserves all tensors."""
+
+    model: bytes
+    pattern: str
+    ops: list[str]
+    seed: int
+    preserve: bool
+    invokes: int = 4
+    notes: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return (
+            f"Case({self.pattern}, preserve={self.preserve}, seed={self.seed}, invokes={self.invokes}, "
+            f"ops={' '.join(self.ops)}, notes={self.notes})"
+        )
+
+    def _repr_pretty_(self, p, cycle) -> None:  # hypothesis' report: not the model's bytes
+        p.text(repr(self))
+
+
+class Net:
+    """A ModelBuilder with the layers the patterns are made of; structure from hypothesis' ``draw``, weights from a
+    numpy generator seeded by a drawn integer (so examples shrink over structure, not over weight values)."""
+
+    def __init__(self, draw, dtype):
+        self.draw = draw
+        self.dtype = np.dtype(dtype)
+        self.signed = self.dtype == np.int8
+        self.rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        self.pow2 = draw(st.booleans())  # scales that are powers of two: many products exactly on a half
+        self.b = ModelBuilder()
+        self.outputs: list[int] = []
+        self.ops: list[str] = []
+        self.inits: list[tuple[str, np.ndarray, float, int]] = []
+        self.n = 0
+        self.wmax = 127
+        self.notes: list[str] = []
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+    def name(self, stem: str) -> str:
+        self.n += 1
+        return f"{stem}{self.n}"
+
+    def op(self, op: str, ins, outs, options=None) -> None:
+        self.b.op(op, ins, outs, options)
+        self.ops.append(op)
+
+    def tensor(self, shape, scale: float, zp: int, dtype=None, stem: str = "t") -> QT:
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        i = self.b.tensor(self.name(stem), shape, dtype, quantization=quant(scale, zp))
+        return QT(i, tuple(shape), dtype, float(np.float32(scale)), zp)
+
+    def zero_point(self, dtype=None) -> int:
+        """A zero point, at the type's extremes one time in three."""
+        info = np.iinfo(self.dtype if dtype is None else dtype)
+        kind = self.draw(st.sampled_from(["min", "max", "mid", "any", "any", "any", "any", "any"]))
+        if kind == "min":
+            return int(info.min)
+        if kind == "max":
+            return int(info.max)
+        if kind == "mid":
+            return 0 if info.min < 0 else 128
+        return int(self.rng.integers(info.min, info.max + 1))
+
+    def scaled(self, value: float) -> float:
+        """``value`` times a random factor in [1/4, 4]; a power of two when ``pow2``."""
+        f = 2.0 ** self.rng.uniform(-2, 2)
+        s = value * f
+        return float(2.0 ** np.round(np.log2(s))) if self.pow2 else s
+
+    def out_params(self, x: QT, fan_in: int, act: int, w_scale) -> tuple[float, int]:
+        """An output scale (the accumulator's spread over the 8-bit range, times a random factor) and zero point
+        (ReLU-like layers mostly at the bottom of the range)."""
+        spread = 6 * self.acc_std(x, fan_in) * x.scale * float(np.max(w_scale)) / 256
+        zp = self.zero_point()
+        if act in (RELU, RELU6) and self.draw(st.booleans()):
+            zp = int(np.iinfo(self.dtype).min)
+        return self.scaled(spread), zp
+
+    def weights(self, shape, axis: int | None):
+        """Weight values and their quantization: per-channel along ``axis`` (int8 only) or per-tensor; uint8
+        weights have a nonzero zero point. Real weights about +-1 whatever the integer range, so that the scales
+        stay in range along a deep model."""
+        wmax = self.wmax = int(self.draw(st.sampled_from([127, 127, 60, 7, 1])))
+        w = self.rng.integers(-wmax, wmax + 1, shape)
+        n = shape[axis] if axis is not None else 1
+        if self.signed:
+            per_channel = axis is not None and self.draw(st.booleans())
+            s = np.array([self.scaled(1 / wmax) for _ in range(n)]) if per_channel else self.scaled(1 / wmax)
+            q = quant(s, 0, axis if per_channel else 0)
+            return w.astype(np.int8), q, s
+        zp = int(self.draw(st.sampled_from([128, 0, 255, 100])))
+        s = self.scaled(1 / wmax)
+        return np.clip(w + zp, 0, 255).astype(np.uint8), quant(s, zp), s
+
+    def acc_std(self, x: QT, fan_in: int) -> float:
+        """About the spread of an accumulator over ``fan_in`` products of ``x`` (values over its type's range) and
+        the last weights drawn."""
+        info = np.iinfo(x.dtype)
+        rms_x = np.sqrt(np.mean((np.arange(int(info.min), int(info.max) + 1) - x.zp) ** 2.0))
+        return float(np.sqrt(max(fan_in, 1)) * rms_x * max(self.wmax, 1) * 0.58)
+
+    def bias(self, n: int, x: QT, s_w, fan_in: int) -> int:
+        big = float(self.draw(st.sampled_from([0, 0.3, 0.3, 1])))
+        spread = max(1, int(self.acc_std(x, fan_in) * big))
+        data = self.rng.integers(-spread, spread + 1, n).astype(np.int32)
+        return self.b.const(self.name("bias"), data, quantization=quant(x.scale * np.asarray(s_w)))
+
+    def activation(self) -> int:
+        return int(self.draw(st.sampled_from(ACTIVATIONS)))
+
+    # -- layers -------------------------------------------------------------------------------------------------
+    @staticmethod
+    def conv_out(size: int, k: int, s: int, padding: int, dilation: int = 1) -> int:
+        eff = (k - 1) * dilation + 1
+        return -(-size // s) if padding == SAME else -(-(size - eff + 1) // s)
+
+    def conv(self, x: QT, units: int, kh: int, kw: int, stride: int = 1, padding: int = SAME, act=None) -> QT:
+        _, h, w, c = x.shape
+        act = self.activation() if act is None else act
+        wq, qw, s_w = self.weights((units, kh, kw, c), 0)
+        fan_in = kh * kw * c
+        oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
+        scale, zp = self.out_params(x, fan_in, act, s_w)
+        y = self.tensor((1, oh, ow, units), scale, zp, stem="conv")
+        filt = self.b.const(self.name("conv_w"), wq, quantization=qw)
+        opts = {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": act}
+        self.op("CONV_2D", [x.index, filt, self.bias(units, x, s_w, fan_in)], [y.index], opts)
+        return y
+
+    def depthwise(self, x: QT, kh: int, kw: int, stride: int = 1, padding: int = SAME, mult: int = 1, act=None) -> QT:
+        _, h, w, c = x.shape
+        act = self.activation() if act is None else act
+        wq, qw, s_w = self.weights((1, kh, kw, c * mult), 3)
+        fan_in = kh * kw
+        oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
+        scale, zp = self.out_params(x, fan_in, act, s_w)
+        y = self.tensor((1, oh, ow, c * mult), scale, zp, stem="dw")
+        filt = self.b.const(self.name("dw_w"), wq, quantization=qw)
+        opts = {
+            "padding": padding,
+            "stride_h": stride,
+            "stride_w": stride,
+            "depth_multiplier": mult,
+            "fused_activation_function": act,
+        }
+        self.op("DEPTHWISE_CONV_2D", [x.index, filt, self.bias(c * mult, x, s_w, fan_in)], [y.index], opts)
+        return y
+
+    def add(self, a: QT, b: QT) -> QT:
+        act = self.activation()
+        scale = self.scaled(max(a.scale, b.scale) * 2)
+        y = self.tensor(a.shape, scale, self.zero_point(), stem="add")
+        self.op("ADD", [a.index, b.index], [y.index], {"fused_activation_function": act})
+        return y
+
+    def fully_connected(self, x: QT, units: int, act=None) -> QT:
+        depth = int(np.prod(x.shape[1:]))
+        act = self.activation() if act is None else act
+        wq, qw, s_w = self.weights((units, depth), 0)
+        scale, zp = self.out_params(x, depth, act, s_w)
+        y = self.tensor((1, units), scale, zp, stem="fc")
+        w = self.b.const(self.name("fc_w"), wq, quantization=qw)
+        ins = [x.index, w, self.bias(units, x, s_w, depth) if self.draw(st.integers(0, 5)) else -1]
+        self.op("FULLY_CONNECTED", ins, [y.index], {"fused_activation_function": act})
+        return y
+
+    def same_params(self, x: QT, shape, stem: str) -> QT:
+        return self.tensor(shape, x.scale, x.zp, x.dtype, stem=stem)
+
+    def reshape(self, x: QT, shape) -> QT:
+        y = self.same_params(x, shape, "reshape")
+        self.op("RESHAPE", [x.index, self.b.const(self.name("shape"), np.array(shape, np.int32))], [y.index])
+        return y
+
+    def pool(self, x: QT) -> QT:
+        """A global AVERAGE_POOL_2D (or MEAN over H, W: keep_dims or not, output requantized or not)."""
+        _, h, w, c = x.shape
+        if self.draw(st.booleans()):
+            y = self.same_params(x, (1, 1, 1, c), "avg")
+            opts = {"padding": VALID, "stride_h": 1, "stride_w": 1, "filter_height": h, "filter_width": w}
+            self.op("AVERAGE_POOL_2D", [x.index], [y.index], opts)
+            return y
+        keep = self.draw(st.booleans())
+        shape = (1, 1, 1, c) if keep else (1, c)
+        y = (
+            self.same_params(x, shape, "mean")
+            if self.draw(st.booleans())
+            else self.tensor(shape, self.scaled(x.scale), self.zero_point(), stem="mean")
+        )
+        axes = self.b.const(self.name("axes"), np.array([1, 2], np.int32))
+        self.op("MEAN", [x.index, axes], [y.index], {"keep_dims": keep})
+        return y
+
+    def squash(self, x: QT, op: str) -> QT:
+        """LOGISTIC / TANH with the output quantization LiteRT requires."""
+        if op == "LOGISTIC":
+            scale, zp = 1 / 256, (-128 if self.signed else 0)
+        else:
+            scale, zp = 1 / 128, (0 if self.signed else 128)
+        y = self.tensor(x.shape, scale, zp, stem=op.lower())
+        self.op(op, [x.index], [y.index])
+        return y
+
+    def softmax(self, x: QT) -> QT:
+        y = self.tensor(x.shape, 1 / 256, -128 if self.signed else 0, stem="softmax")
+        beta = float(self.draw(st.sampled_from([1.0, 1.0, 0.5, 2.0])))
+        self.op("SOFTMAX", [x.index], [y.index], {"beta": beta})
+        return y
+
+    def requantize(self, x: QT) -> QT:
+        """QUANTIZE from 8 bits to 8 bits (the other type or the same), new scale and zero point."""
+        dtype = np.dtype(self.draw(st.sampled_from([np.int8, np.uint8])))
+        y = self.tensor(x.shape, self.scaled(x.scale), self.zero_point(dtype), dtype=dtype, stem="requant")
+        self.op("QUANTIZE", [x.index], [y.index])
+        return y
+
+    def dequantize(self, x: QT) -> QT:
+        i = self.b.tensor(self.name("deq"), x.shape, np.float32)
+        self.op("DEQUANTIZE", [x.index], [i])
+        return QT(i, x.shape, np.dtype(np.float32))
+
+    def model_input(self, shape, scale: float, zp: int) -> QT:
+        """The model's input of ``shape``: 8-bit, or float32 through QUANTIZE (one time in four)."""
+        if self.draw(st.integers(0, 3)) == 0:
+            f = self.b.input(self.name("x_float"), shape, np.float32)
+            y = self.tensor(shape, scale, zp, stem="x_q")
+            self.op("QUANTIZE", [f], [y.index])
+            self.notes.append("float input")
+            return y
+        i = self.b.input(self.name("x"), shape, self.dtype, quantization=quant(scale, zp))
+        return QT(i, tuple(shape), self.dtype, float(np.float32(scale)), zp)
+
+    def branch(self, x: QT) -> None:
+        """Sometimes make ``x`` a subgraph output, or give it a second reader whose output is one."""
+        k = self.draw(st.integers(0, 9))
+        if k == 0:
+            self.outputs.append(x.index)
+            self.notes.append(f"output {self.b.subgraphs[0]['tensors'][x.index].name}")
+        elif k == 1 and x.dtype != np.float32:
+            y = self.requantize(x) if self.draw(st.booleans()) else self.reshape(x, (1, int(np.prod(x.shape))))
+            self.outputs.append(y.index)
+            self.notes.append(f"second reader of {self.b.subgraphs[0]['tensors'][x.index].name}")
+
+    # -- rings --------------------------------------------------------------------------------------------------
+    def ring(self, frame: QT, rows: int) -> QT:
+        """READ_VARIABLE -> CONCATENATION(state, frame) -> STRIDED_SLICE (the last ``rows``) -> ASSIGN_VARIABLE over a
+        (1, rows, 1, C) state of the frame's quantization; returns the concatenation (1, rows + 1, 1, C)."""
+        c = frame.shape[-1]
+        name = self.name("ring")
+        h = self.b.tensor(name + "_h", (), None, tensor_type=RESOURCE)
+        self.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
+        state = self.same_params(frame, (1, rows, 1, c), "state")
+        self.op("READ_VARIABLE", [h], [state.index])
+        cat = self.same_params(frame, (1, rows + 1, 1, c), "cat")
+        self.op("CONCATENATION", [state.index, frame.index], [cat.index], {"axis": 1})
+        kept = self.same_params(frame, (1, rows, 1, c), "kept")
+        consts = [np.array(v, np.int32) for v in ([0, 1, 0, 0], [1, rows + 1, 1, c], [1, 1, 1, 1])]
+        ins = [cat.index] + [self.b.const(self.name("ss"), v) for v in consts]
+        self.op("STRIDED_SLICE", ins, [kept.index], {})
+        self.op("ASSIGN_VARIABLE", [h, kept.index], [])
+        info = np.iinfo(frame.dtype)
+        init = self.rng.integers(info.min, info.max + 1, (1, rows, 1, c)).astype(frame.dtype)
+        self.inits.append((name, init, frame.scale, frame.zp))
+        return cat
+
+    def build(self) -> bytes:
+        if self.inits:
+            self.b.subgraph("init")
+            for name, init, scale, zp in self.inits:
+                h = self.b.tensor(name + "_h", (), None, tensor_type=RESOURCE)
+                data = self.b.const(name + "_init", init, quantization=quant(scale, zp))
+                self.b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
+                self.b.op("ASSIGN_VARIABLE", [h, data], [])
+            self.b.select(0)
+        self.b.output(*dict.fromkeys(self.outputs))
+        return self.b.build()
+
+
+# -- the patterns -------------------------------------------------------------------------------------------------
+def _input_params(net: Net) -> tuple[float, int]:
+    return net.scaled(0.05), net.zero_point()
+
+
+def mobilenet_blocks(net: Net, x: QT) -> QT:
+    """1-3 blocks CONV_2D (kxk, stride 1-2) -> DEPTHWISE_CONV_2D (kxk, stride 1-2, multiplier 1-2) -> CONV_2D 1x1
+    (-> ADD of the block's input when the shapes agree)."""
+    draw = net.draw
+    for _ in range(draw(st.integers(1, 3))):
+        inp = x
+        if draw(st.booleans()):
+            k, s, p = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([0, 1]))
+            if net.conv_out(x.shape[1], k, s, p) >= 1 and net.conv_out(x.shape[2], k, s, p) >= 1:
+                x = net.conv(x, draw(st.integers(1, 8)), k, k, s, p)
+                net.branch(x)
+        k, s, p = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([0, 1]))
+        if net.conv_out(x.shape[1], k, s, p) >= 1 and net.conv_out(x.shape[2], k, s, p) >= 1:
+            x = net.depthwise(x, k, k, s, p, mult=draw(st.sampled_from([1, 1, 1, 2])))
+            net.branch(x)
+        units = inp.shape[-1] if draw(st.booleans()) else draw(st.integers(1, 8))
+        x = net.conv(x, units, 1, 1)
+        if x.shape == inp.shape and draw(st.booleans()):
+            x = net.add(x, inp)
+        net.branch(x)
+    return x
+
+
+def classifier_tail(net: Net, x: QT, pool: bool = True) -> QT:
+    """[pool] -> [RESHAPE (1, C)] -> 1-3 FULLY_CONNECTED (LOGISTIC / TANH between) -> [SOFTMAX] -> [QUANTIZE] ->
+    [DEQUANTIZE]."""
+    draw = net.draw
+    if pool and len(x.shape) == 4 and draw(st.integers(0, 4)):
+        x = net.pool(x)
+        net.branch(x)
+    if len(x.shape) == 4 and draw(st.booleans()):
+        x = net.reshape(x, (1, int(np.prod(x.shape[1:]))))
+    layers = draw(st.integers(1, 3))
+    for k in range(layers):
+        last = k == layers - 1
+        x = net.fully_connected(x, draw(st.integers(1, 12)) if last else draw(st.integers(1, 16)))
+        if not last:
+            if draw(st.integers(0, 3)) == 0:
+                x = net.squash(x, draw(st.sampled_from(["LOGISTIC", "TANH"])))
+            net.branch(x)
+    if draw(st.booleans()):
+        net.branch(x)
+        x = net.softmax(x)
+    if draw(st.integers(0, 3)) == 0:
+        net.branch(x)
+        x = net.requantize(x)
+    return x
+
+
+def streaming_blocks(net: Net) -> QT:
+    """A frame (1, 1, 1, C) (or (1, C) RESHAPEd, or float QUANTIZEd and RESHAPEd) into 1-3 stacked blocks: a ring
+    buffer of 1-6 rows read by a whole-window DEPTHWISE_CONV_2D (or CONV_2D) -> CONV_2D 1x1; then an FC head."""
+    draw = net.draw
+    net.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
+    c = draw(st.integers(1, 8))
+    scale, zp = _input_params(net)
+    if draw(st.booleans()):
+        x = net.model_input((1, 1, 1, c), scale, zp)
+    else:
+        x = net.reshape(net.model_input((1, c), scale, zp), (1, 1, 1, c))
+    for _ in range(draw(st.integers(1, 3))):
+        rows = draw(st.integers(1, 6))
+        cat = net.ring(x, rows)
+        if draw(st.integers(0, 3)) == 0:
+            x = net.conv(cat, draw(st.integers(1, 8)), rows + 1, 1, padding=VALID)
+        else:
+            x = net.depthwise(cat, rows + 1, 1, padding=VALID, mult=draw(st.sampled_from([1, 1, 1, 2])))
+        net.branch(x)
+        if draw(st.integers(0, 4)):
+            x = net.conv(x, draw(st.integers(1, 8)), 1, 1)
+            net.branch(x)
+    return classifier_tail(net, x, pool=False) if draw(st.integers(0, 3)) else x
+
+
+@st.composite
+def fused_models(draw, pattern: str | None = None) -> Case:
+    """A random model of ``pattern`` (one of PATTERNS, drawn when None)."""
+    pattern = pattern or draw(st.sampled_from(PATTERNS))
+    net = Net(draw, draw(st.sampled_from([np.int8, np.int8, np.uint8])))
+    if pattern == "streaming":
+        y = streaming_blocks(net)
+    else:
+        h, w = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+        c = draw(st.integers(1, 8))
+        x = net.model_input((1, h, w, c), *_input_params(net))
+        if pattern == "mobilenet":
+            y = mobilenet_blocks(net, x)
+            if draw(st.booleans()):
+                y = classifier_tail(net, y)
+        else:
+            y = classifier_tail(net, x)
+    if draw(st.integers(0, 2)) == 0:
+        y = net.dequantize(y)
+        net.notes.append("float output")
+    net.outputs.append(y.index)
+    preserve = draw(st.integers(0, 4)) == 0
+    seed = draw(st.integers(0, 2**31 - 1))
+    return Case(net.build(), pattern, net.ops, seed, preserve, draw(st.integers(3, 5)), net.notes)
+
+
+# -- the check ----------------------------------------------------------------------------------------------------
+def feeds(details: list[dict], seed: int, count: int) -> list[list[np.ndarray]]:
+    """``count`` input sets: random over the type's range, one constant at an extreme; float inputs around the
+    quantized range, with values on the rounding's halves."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(count):
+        feed = []
+        for d in details:
+            dtype, shape = np.dtype(d["dtype"]), tuple(int(s) for s in d["shape"])
+            if dtype.kind in "iu":
+                info = np.iinfo(dtype)
+                v = (
+                    rng.integers(info.min, info.max + 1, shape)
+                    if k != 1
+                    else np.full(shape, rng.choice([info.min, info.max]))
+                )
+                feed.append(np.asarray(v).astype(dtype))
+            else:
+                v = rng.standard_normal(shape) * rng.choice([0.5, 3.0, 30.0])
+                if k == 2:  # halves of the steps of common scales
+                    v = (rng.integers(-300, 300, shape) + 0.5) * rng.choice([0.05, 2.0**-4, 0.1])
+                feed.append(v.astype(np.float32))
+        out.append(feed)
+    return out
+
+
+def _stream(it, inputs: list[list[np.ndarray]], preserve: bool, intermediates=()) -> list[list[np.ndarray]]:
+    """Every output (``intermediates`` too when ``preserve``) after each invoke."""
+    it.allocate_tensors()
+    details = it.get_input_details()
+    out_idx = [d["index"] for d in it.get_output_details()]
+    if preserve:
+        out_idx = intermediates
+    results = []
+    for feed in inputs:
+        for d, v in zip(details, feed):
+            it.set_tensor(d["index"], v)
+        it.invoke()
+        row = []
+        for i in out_idx:
+            try:
+                row.append((i, it.get_tensor(i).copy()))
+            except Exception:  # noqa: BLE001 (a resource tensor, or one without data: compared as unreadable)
+                row.append((i, None))
+        results.append(row)
+    return results
+
+
+@dataclass
+class Result:
+    """The outcome of a case: "ok", "rejected" (both runtimes refused it), "mismatch" or "exception"."""
+
+    kind: str
+    message: str = ""
+    steps: list[str] = field(default_factory=list)
+
+
+def step_names(it) -> list[str]:
+    names = []
+    for _, op in it._subgraphs[0].steps_nodes:
+        inner = getattr(op, "consumer", None)
+        names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
+    return names
+
+
+def _intermediates(model: bytes) -> list[int]:
+    """The non-constant, non-resource tensors of subgraph 0 that are not its inputs (ai-edge-litert's get_tensor
+    crashes on a resource tensor)."""
+    from litert_py.schema import read_model
+
+    m = read_model(model)
+    sg = m.subgraphs[0]
+    return [
+        i
+        for i, t in enumerate(sg.tensors)
+        if i not in sg.inputs and t.type != RESOURCE and not (t.buffer and m.buffers[t.buffer].data.size)
+    ]
+
+
+def _tensor_name(model: bytes, index: int) -> str:
+    from litert_py.schema import read_model
+
+    with contextlib.suppress(Exception):
+        return read_model(model).subgraphs[0].tensors[index].name
+    return str(index)
+
+
+def compare(case: Case, preserve: bool | None = None) -> Result:
+    """Run ``case`` in litert_py and BUILTIN_REF: every output of every invoke equal (integers exactly, floats
+    byte for byte); with ``preserve`` every tensor of both runs. A model LiteRT refuses must be refused by
+    litert_py too (with a litert_py error)."""
+    import litert_py
+    from litert_py.errors import LiteRTError
+    from tests.oracle import oracle
+
+    preserve = case.preserve if preserve is None else preserve
+    LiteRT, resolver = oracle()
+    inner = _intermediates(case.model)
+    try:
+        theirs_it = LiteRT(
+            model_content=case.model,
+            num_threads=1,
+            experimental_op_resolver_type=resolver.BUILTIN_REF,
+            experimental_preserve_all_tensors=preserve,
+        )
+        inputs = feeds(theirs_it.get_input_details(), case.seed, case.invokes)
+        theirs = _stream(theirs_it, inputs, preserve, inner)
+        theirs_err = None
+    except (RuntimeError, ValueError) as e:
+        theirs, theirs_err = None, e
+    ours_it = None
+    try:
+        ours_it = litert_py.Interpreter(model_content=case.model, experimental_preserve_all_tensors=preserve)
+        if theirs_err is not None:
+            inputs = feeds(ours_it.get_input_details(), case.seed, case.invokes)
+        ours = _stream(ours_it, inputs, preserve, inner)
+        ours_err = None
+    except LiteRTError as e:
+        ours, ours_err = None, e
+    except Exception as e:  # noqa: BLE001 (an undocumented exception is a finding)
+        return Result("exception", f"litert_py raised {type(e).__name__}: {e}")
+    steps = step_names(ours_it) if ours_it is not None and ours_it._subgraphs else []
+    if theirs_err is not None or ours_err is not None:
+        if theirs_err is not None and ours_err is not None:
+            return Result("rejected", f"LiteRT: {str(theirs_err).splitlines()[0][:100]}")
+        return Result("exception", f"only one runtime failed: litert_py: {ours_err!r}; LiteRT: {theirs_err!r}", steps)
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        for (i, g), (_, w) in zip(got, want):
+            if w is None or w.dtype == object:  # unreadable in LiteRT, or a resource handle
+                continue
+            same = g is not None and g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+            if not same:
+                where = f"tensor {_tensor_name(case.model, i)!r} (index {i}), invoke {k}"
+                detail = "unreadable" if g is None else _diff(g, w)
+                return Result("mismatch", f"{where}: {detail}", steps)
+    return Result("ok", steps=steps)
+
+
+def _diff(g: np.ndarray, w: np.ndarray) -> str:
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return f"ours {g.dtype}{g.shape}, LiteRT {w.dtype}{w.shape}"
+    bad = np.flatnonzero(
+        g.reshape(-1).view(np.uint8 if g.dtype.itemsize == 1 else f"u{g.dtype.itemsize}")
+        != w.reshape(-1).view(np.uint8 if w.dtype.itemsize == 1 else f"u{w.dtype.itemsize}")
+    )
+    j = bad[:4]
+    return (
+        f"{bad.size} of {g.size} values differ; at {j.tolist()}: ours {g.reshape(-1)[j].tolist()}, "
+        f"LiteRT {w.reshape(-1)[j].tolist()}"
+    )
+
+
+def _in_child(fn, seconds: int = 60):
+    """``fn()`` in a forked child with a CPU alarm: ("ok", its value) or ("crash", how the child ended)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.close(r)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(seconds)
+            data = pickle.dumps(("ok", fn()))
+        except BaseException as e:  # noqa: BLE001 (reported to the parent)
+            data = pickle.dumps(("crash", f"{type(e).__name__}: {e}"))
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if data:
+        return pickle.loads(data)
+    if os.WIFSIGNALED(status):
+        return "crash", f"killed by signal {os.WTERMSIG(status)}"
+    return "crash", f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _litert_alone(case: Case) -> None:
+    from tests.oracle import oracle
+
+    LiteRT, resolver = oracle()
+    it = LiteRT(model_content=case.model, num_threads=1, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    _stream(it, feeds(it.get_input_details(), case.seed, case.invokes), False)
+
+
+def compare_isolated(case: Case, preserve: bool | None = None) -> Result:
+    """``compare`` in a forked child (ai-edge-litert aborts the process on some models, e.g. a SOFTMAX whose input
+    scale is tiny): a crash of LiteRT alone is "oracle-crash" (nothing to compare), one of litert_py "exception"."""
+    import litert_py  # noqa: F401  (imported once, in the parent)
+    from tests.oracle import oracle
+
+    oracle()
+    kind, value = _in_child(lambda: compare(case, preserve))
+    if kind == "ok":
+        return value
+    kind, how = _in_child(lambda: _litert_alone(case))
+    if kind == "crash":
+        return Result("oracle-crash", f"LiteRT: {how}")
+    return Result("exception", f"litert_py or the comparison: {value}")
