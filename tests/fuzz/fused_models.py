@@ -183,13 +183,16 @@ class Net:
         self.op("CONV_2D", [x.index, filt, self.bias(units, x, s_w, fan_in)], [y.index], opts)
         return y
 
-    def depthwise(self, x: QT, kh: int, kw: int, stride: int = 1, padding: int = SAME, mult: int = 1, act=None) -> QT:
+    def depthwise(
+        self, x: QT, kh: int, kw: int, stride: int = 1, padding: int = SAME, mult: int = 1, act=None, out=None
+    ) -> QT:
+        """DEPTHWISE_CONV_2D; ``out``: the output's (scale, zero point) (drawn when None)."""
         _, h, w, c = x.shape
         act = self.activation() if act is None else act
         wq, qw, s_w = self.weights((1, kh, kw, c * mult), 3)
         fan_in = kh * kw
         oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
-        scale, zp = self.out_params(x, fan_in, act, s_w)
+        scale, zp = self.out_params(x, fan_in, act, s_w) if out is None else out
         y = self.tensor((1, oh, ow, c * mult), scale, zp, stem="dw")
         filt = self.b.const(self.name("dw_w"), wq, quantization=qw)
         opts = {
@@ -297,6 +300,40 @@ class Net:
             self.outputs.append(y.index)
             self.notes.append(f"second reader of {self.b.subgraphs[0]['tensors'][x.index].name}")
 
+    def strided_rows(self, x: QT, begin: int, step: int) -> QT:
+        """STRIDED_SLICE of rows ``begin::step`` (axis 1) of a (1, T, 1, C) tensor."""
+        _, t, _, c = x.shape
+        y = self.same_params(x, (1, len(range(begin, t, step)), 1, c), "rows")
+        consts = [np.array(v, np.int32) for v in ([0, begin, 0, 0], [1, t, 1, c], [1, step, 1, 1])]
+        self.op("STRIDED_SLICE", [x.index] + [self.b.const(self.name("ss"), v) for v in consts], [y.index], {})
+        return y
+
+    def mixconv(self, x: QT) -> QT:
+        """MixConv: SPLIT_V of the channels into two groups, each group's whole window (or its last rows, a
+        STRIDED_SLICE) through a DEPTHWISE_CONV_2D, the two outputs concatenated on the channels (of one
+        quantization, which the depthwise outputs share or not)."""
+        _, t, _, c = x.shape
+        c1 = self.draw(st.integers(1, c - 1))
+        parts = [self.same_params(x, (1, t, 1, n), "split") for n in (c1, c - c1)]
+        sizes = self.b.const(self.name("sizes"), np.array([c1, c - c1], np.int32))
+        axis = self.b.const(self.name("axis"), np.array(3, np.int32))
+        self.op("SPLIT_V", [x.index, sizes, axis], [p.index for p in parts], {"num_splits": 2})
+        act = self.activation()
+        shared = (self.scaled(x.scale * 4), self.zero_point())
+        if not self.signed and self.draw(st.integers(0, 2)) == 0:  # int8 CONCATENATION requires one quantization
+            shared = None
+        outs = []
+        for part in parts:
+            if self.draw(st.booleans()):
+                part = self.strided_rows(part, self.draw(st.integers(0, t - 1)), self.draw(st.sampled_from([1, 1, 2])))
+            outs.append(self.depthwise(part, part.shape[1], 1, padding=VALID, act=act, out=shared))
+        scale, zp = shared if shared is not None else (outs[0].scale, outs[0].zp)
+        y = self.tensor((1, 1, 1, c), scale, zp, stem="mix")
+        self.op("CONCATENATION", [o.index for o in outs], [y.index], {"axis": 3})
+        if shared is None:
+            self.notes.append("mixconv of two quantizations")
+        return y
+
     # -- rings --------------------------------------------------------------------------------------------------
     def ring(self, frame: QT, rows: int) -> QT:
         """READ_VARIABLE -> CONCATENATION(state, frame) -> STRIDED_SLICE (the last ``rows``) -> ASSIGN_VARIABLE over a
@@ -388,7 +425,8 @@ def classifier_tail(net: Net, x: QT, pool: bool = True) -> QT:
 
 def streaming_blocks(net: Net) -> QT:
     """A frame (1, 1, 1, C) (or (1, C) RESHAPEd, or float QUANTIZEd and RESHAPEd) into 1-3 stacked blocks: a ring
-    buffer of 1-6 rows read by a whole-window DEPTHWISE_CONV_2D (or CONV_2D) -> CONV_2D 1x1; then an FC head."""
+    buffer of 1-6 rows read by a whole-window DEPTHWISE_CONV_2D (or CONV_2D, or a depthwise over a STRIDED_SLICE of
+    the window, or MixConv's SPLIT_V -> two depthwise -> CONCATENATION) -> CONV_2D 1x1; then an FC head."""
     draw = net.draw
     net.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
     c = draw(st.integers(1, 8))
@@ -400,10 +438,16 @@ def streaming_blocks(net: Net) -> QT:
     for _ in range(draw(st.integers(1, 3))):
         rows = draw(st.integers(1, 6))
         cat = net.ring(x, rows)
-        if draw(st.integers(0, 3)) == 0:
+        net.branch(cat)
+        kind = draw(st.sampled_from(["depthwise", "depthwise", "conv", "slice", "mixconv"]))
+        if kind == "slice":  # the window: the last rows of the concatenation, or every other one
+            cat = net.strided_rows(cat, draw(st.integers(0, rows)), draw(st.sampled_from([1, 1, 2])))
+        if kind == "conv":
             x = net.conv(cat, draw(st.integers(1, 8)), rows + 1, 1, padding=VALID)
+        elif kind == "mixconv" and cat.shape[-1] >= 2:
+            x = net.mixconv(cat)
         else:
-            x = net.depthwise(cat, rows + 1, 1, padding=VALID, mult=draw(st.sampled_from([1, 1, 1, 2])))
+            x = net.depthwise(cat, cat.shape[1], 1, padding=VALID, mult=draw(st.sampled_from([1, 1, 1, 2])))
         net.branch(x)
         if draw(st.integers(0, 4)):
             x = net.conv(x, draw(st.integers(1, 8)), 1, 1)
@@ -497,7 +541,7 @@ class Result:
 
 def step_names(it) -> list[str]:
     names = []
-    for _, op in it._subgraphs[0].steps_nodes:
+    for _, op in getattr(it._subgraphs[0], "steps_nodes", ()):  # none when allocate failed
         inner = getattr(op, "consumer", None)
         names.append(type(op).__name__ + ("" if inner is None else "/" + type(inner).__name__))
     return names
@@ -591,7 +635,8 @@ def _diff(g: np.ndarray, w: np.ndarray) -> str:
 
 
 def _in_child(fn, seconds: int = 60):
-    """``fn()`` in a forked child with a CPU alarm: ("ok", its value) or ("crash", how the child ended)."""
+    """``fn()`` in a forked child with a CPU alarm: ("ok", its value), ("error", the exception it raised) or
+    ("crash", how the child ended)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
@@ -601,7 +646,7 @@ def _in_child(fn, seconds: int = 60):
             signal.alarm(seconds)
             data = pickle.dumps(("ok", fn()))
         except BaseException as e:  # noqa: BLE001 (reported to the parent)
-            data = pickle.dumps(("crash", f"{type(e).__name__}: {e}"))
+            data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
         with os.fdopen(w, "wb") as f:
             f.write(data)
         os._exit(0)
@@ -634,6 +679,8 @@ def compare_isolated(case: Case, preserve: bool | None = None) -> Result:
     kind, value = _in_child(lambda: compare(case, preserve))
     if kind == "ok":
         return value
+    if kind == "error":
+        return Result("exception", f"the comparison raised {value}")
     kind, how = _in_child(lambda: _litert_alone(case))
     if kind == "crash":
         return Result("oracle-crash", f"LiteRT: {how}")
