@@ -48,6 +48,8 @@ class QT:
     dtype: object
     scale: float = 0.0
     zp: int = 0
+    spread: float = 74.0  # about the rms of (value - zp): how many levels the values use (uniform int8: 74)
+    center: float = 0.0  # about the mean real value
 
 
 @dataclass
@@ -132,6 +134,9 @@ class Net:
             zp = int(np.iinfo(self.dtype).min)
         return self.scaled(spread), zp
 
+    def real_std(self, x: QT, fan_in: int, w_scale) -> float:
+        return self.acc_std(x, fan_in) * x.scale * float(np.max(w_scale))
+
     def weights(self, shape, axis: int | None):
         """Weight values and their quantization: per-channel along ``axis`` (int8 only) or per-tensor; uint8
         weights have a nonzero zero point. Real weights about +-1 whatever the integer range, so that the scales
@@ -151,9 +156,13 @@ class Net:
     def acc_std(self, x: QT, fan_in: int) -> float:
         """About the spread of an accumulator over ``fan_in`` products of ``x`` (values over its type's range) and
         the last weights drawn."""
-        info = np.iinfo(x.dtype)
-        rms_x = np.sqrt(np.mean((np.arange(int(info.min), int(info.max) + 1) - x.zp) ** 2.0))
-        return float(np.sqrt(max(fan_in, 1)) * rms_x * max(self.wmax, 1) * 0.58)
+        return float(np.sqrt(max(fan_in, 1)) * x.spread * max(self.wmax, 1) * 0.58)
+
+    @staticmethod
+    def spread_of(y: QT, real_std: float, act: int = NONE) -> QT:
+        """``y`` with its spread: values of about ``real_std`` (real units), halved by a ReLU-like clamp."""
+        y.spread = float(np.clip(real_std / y.scale, 0.5, 74.0)) * (0.6 if act in (RELU, RELU6) else 1.0)
+        return y
 
     def bias(self, n: int, x: QT, s_w, fan_in: int) -> int:
         big = float(self.draw(st.sampled_from([0, 0.3, 0.3, 1])))
@@ -177,7 +186,7 @@ class Net:
         fan_in = kh * kw * c
         oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
         scale, zp = self.out_params(x, fan_in, act, s_w)
-        y = self.tensor((1, oh, ow, units), scale, zp, stem="conv")
+        y = self.spread_of(self.tensor((1, oh, ow, units), scale, zp, stem="conv"), self.real_std(x, fan_in, s_w), act)
         filt = self.b.const(self.name("conv_w"), wq, quantization=qw)
         opts = {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": act}
         self.op("CONV_2D", [x.index, filt, self.bias(units, x, s_w, fan_in)], [y.index], opts)
@@ -193,7 +202,7 @@ class Net:
         fan_in = kh * kw
         oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
         scale, zp = self.out_params(x, fan_in, act, s_w) if out is None else out
-        y = self.tensor((1, oh, ow, c * mult), scale, zp, stem="dw")
+        y = self.spread_of(self.tensor((1, oh, ow, c * mult), scale, zp, stem="dw"), self.real_std(x, fan_in, s_w), act)
         filt = self.b.const(self.name("dw_w"), wq, quantization=qw)
         opts = {
             "padding": padding,
@@ -205,26 +214,91 @@ class Net:
         self.op("DEPTHWISE_CONV_2D", [x.index, filt, self.bias(c * mult, x, s_w, fan_in)], [y.index], opts)
         return y
 
-    def add(self, a: QT, b: QT) -> QT:
-        act = self.activation()
-        scale = self.scaled(max(a.scale, b.scale) * 2)
-        y = self.tensor(a.shape, scale, self.zero_point(), stem="add")
-        self.op("ADD", [a.index, b.index], [y.index], {"fused_activation_function": act})
+    def add(self, a: QT, b: QT, op: str = "ADD", act=None) -> QT:
+        """ADD (or MUL) of two tensors (broadcasting ``b``), output scale drawn."""
+        act = self.activation() if act is None else act
+        sa, sb = a.spread * a.scale, b.spread * b.scale
+        real = np.hypot(sa, sb) if op == "ADD" else np.hypot(sa, a.center) * np.hypot(sb, b.center)
+        y = self.tensor(a.shape, self.scaled(real * 6 / 256), self.zero_point(), stem=op.lower())
+        self.spread_of(y, real, act)
+        self.op(op, [a.index, b.index], [y.index], {"fused_activation_function": act})
         return y
+
+    def scalar(self, value: float) -> QT:
+        """A one-value constant (shape (1,)) close to ``value`` in the model's type."""
+        info = np.iinfo(self.dtype)
+        zp = int(self.rng.integers(info.min // 2, info.max // 2 + 1))
+        q = int(self.draw(st.sampled_from([1, 20, 100, info.max - zp])))
+        scale = abs(value) / q if value else 0.01
+        data = np.array([np.clip(zp + (q if value >= 0 else -q), info.min, info.max)], self.dtype)
+        i = self.b.const(self.name("scalar"), data, quantization=quant(scale, zp))
+        return QT(i, (1,), self.dtype, float(np.float32(scale)), zp, 0.0, value)
+
+    def table_op(self, x: QT) -> QT:
+        """One 8-bit op whose output depends on one input value (a table lookup in litert_py): LOGISTIC, TANH,
+        HARD_SWISH, LEAKY_RELU, RELU / RELU6 / RELU_N1_TO_1 as ops, QUANTIZE (requantize), ADD / MUL of a
+        one-value constant."""
+        op = self.draw(
+            st.sampled_from(
+                ["LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE"]
+                + ["ADD", "MUL"]
+            )
+        )
+        if op in ("LOGISTIC", "TANH"):
+            return self.squash(x, op)
+        if op == "QUANTIZE":
+            return self.requantize(x)
+        if op in ("ADD", "MUL"):
+            return self.add(x, self.scalar(float(self.rng.uniform(-4, 4))), op)
+        y = self.spread_of(
+            self.tensor(x.shape, self.scaled(x.scale), self.zero_point(), stem=op.lower()), x.spread * x.scale
+        )
+        opts = {"alpha": float(self.draw(st.sampled_from([0.2, 0.01, 1.5])))} if op == "LEAKY_RELU" else None
+        self.op(op, [x.index], [y.index], opts)
+        return y
+
+    def table_chain(self, x: QT) -> QT:
+        """1-3 table ops, or swish (x * LOGISTIC(x)), or Keras' hard swish (x * RELU6(x + 3) / 6), or a
+        squeeze-excite gate (MEAN -> CONV_2D 1x1 -> hard sigmoid -> MUL of the feature map by the gate)."""
+        kind = self.draw(st.sampled_from(["chain", "chain", "swish", "hard_swish", "squeeze_excite"]))
+        if kind == "chain":
+            for _ in range(self.draw(st.integers(1, 3))):
+                x = self.table_op(x)
+                if x.dtype != self.dtype:  # a QUANTIZE to the other type: back
+                    y = self.tensor(x.shape, x.scale, self.zero_point(), stem="back")
+                    self.op("QUANTIZE", [x.index], [y.index])
+                    x = y
+            return x
+        if kind == "swish":
+            return self.add(x, self.squash(x, "LOGISTIC"), "MUL", act=NONE)
+        if kind == "hard_swish":
+            gate = self.add(x, self.scalar(3.0), "ADD", act=RELU6)
+            return self.add(x, self.add(gate, self.scalar(1 / 6), "MUL", act=NONE), "MUL", act=NONE)
+        c = x.shape[-1]
+        m = self.tensor((1, 1, 1, c), x.scale, x.zp, stem="se_mean")
+        self.op(
+            "MEAN",
+            [x.index, self.b.const(self.name("axes"), np.array([1, 2], np.int32))],
+            [m.index],
+            {"keep_dims": True},
+        )
+        g = self.conv(m, c, 1, 1, act=RELU)
+        gate = self.add(g, self.scalar(3.0), "ADD", act=RELU6)
+        return self.add(x, self.add(gate, self.scalar(1 / 6), "MUL", act=NONE), "MUL", act=NONE)
 
     def fully_connected(self, x: QT, units: int, act=None) -> QT:
         depth = int(np.prod(x.shape[1:]))
         act = self.activation() if act is None else act
         wq, qw, s_w = self.weights((units, depth), 0)
         scale, zp = self.out_params(x, depth, act, s_w)
-        y = self.tensor((1, units), scale, zp, stem="fc")
+        y = self.spread_of(self.tensor((1, units), scale, zp, stem="fc"), self.real_std(x, depth, s_w), act)
         w = self.b.const(self.name("fc_w"), wq, quantization=qw)
         ins = [x.index, w, self.bias(units, x, s_w, depth) if self.draw(st.integers(0, 5)) else -1]
         self.op("FULLY_CONNECTED", ins, [y.index], {"fused_activation_function": act})
         return y
 
     def same_params(self, x: QT, shape, stem: str) -> QT:
-        return self.tensor(shape, x.scale, x.zp, x.dtype, stem=stem)
+        return self.spread_of(self.tensor(shape, x.scale, x.zp, x.dtype, stem=stem), x.spread * x.scale)
 
     def reshape(self, x: QT, shape) -> QT:
         y = self.same_params(x, shape, "reshape")
@@ -248,7 +322,7 @@ class Net:
         )
         axes = self.b.const(self.name("axes"), np.array([1, 2], np.int32))
         self.op("MEAN", [x.index, axes], [y.index], {"keep_dims": keep})
-        return y
+        return self.spread_of(y, x.spread * x.scale)
 
     def squash(self, x: QT, op: str) -> QT:
         """LOGISTIC / TANH with the output quantization LiteRT requires."""
@@ -258,11 +332,14 @@ class Net:
             scale, zp = 1 / 128, (0 if self.signed else 128)
         y = self.tensor(x.shape, scale, zp, stem=op.lower())
         self.op(op, [x.index], [y.index])
-        return y
+        y.center = 0.5 if op == "LOGISTIC" else 0.0
+        return self.spread_of(y, 0.3)
 
     def softmax(self, x: QT) -> QT:
-        y = self.tensor(x.shape, 1 / 256, -128 if self.signed else 0, stem="softmax")
-        beta = float(self.draw(st.sampled_from([1.0, 1.0, 0.5, 2.0])))
+        y = self.spread_of(self.tensor(x.shape, 1 / 256, -128 if self.signed else 0, stem="softmax"), 0.2)
+        beta = float(self.draw(st.sampled_from([1.0, 0.5, 2.0])))
+        if self.draw(st.integers(0, 3)):  # logits spread over a few units (else the probabilities are all equal)
+            beta = float(np.float32(beta * 2 / max(x.spread * x.scale, 1e-6)))
         self.op("SOFTMAX", [x.index], [y.index], {"beta": beta})
         return y
 
@@ -270,6 +347,7 @@ class Net:
         """QUANTIZE from 8 bits to 8 bits (the other type or the same), new scale and zero point."""
         dtype = np.dtype(self.draw(st.sampled_from([np.int8, np.uint8])))
         y = self.tensor(x.shape, self.scaled(x.scale), self.zero_point(dtype), dtype=dtype, stem="requant")
+        self.spread_of(y, x.spread * x.scale)
         self.op("QUANTIZE", [x.index], [y.index])
         return y
 
@@ -375,8 +453,8 @@ def _input_params(net: Net) -> tuple[float, int]:
 
 
 def mobilenet_blocks(net: Net, x: QT) -> QT:
-    """1-3 blocks CONV_2D (kxk, stride 1-2) -> DEPTHWISE_CONV_2D (kxk, stride 1-2, multiplier 1-2) -> CONV_2D 1x1
-    (-> ADD of the block's input when the shapes agree)."""
+    """1-3 blocks CONV_2D (kxk, stride 1-2) -> DEPTHWISE_CONV_2D (kxk, stride 1-2, multiplier 1-2) -> [8-bit table
+    ops, swish, squeeze-excite] -> CONV_2D 1x1 (-> ADD of the block's input when the shapes agree)."""
     draw = net.draw
     for _ in range(draw(st.integers(1, 3))):
         inp = x
@@ -388,6 +466,9 @@ def mobilenet_blocks(net: Net, x: QT) -> QT:
         k, s, p = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([0, 1]))
         if net.conv_out(x.shape[1], k, s, p) >= 1 and net.conv_out(x.shape[2], k, s, p) >= 1:
             x = net.depthwise(x, k, k, s, p, mult=draw(st.sampled_from([1, 1, 1, 2])))
+            net.branch(x)
+        if draw(st.integers(0, 2)) == 0:
+            x = net.table_chain(x)
             net.branch(x)
         units = inp.shape[-1] if draw(st.booleans()) else draw(st.integers(1, 8))
         x = net.conv(x, units, 1, 1)
