@@ -91,6 +91,7 @@ class Net:
         self.inits: list[tuple[str, np.ndarray, float, int]] = []
         self.n = 0
         self.wmax = 127
+        self.shift = 0.0
         self.notes: list[str] = []
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -132,7 +133,12 @@ class Net:
         zp = self.zero_point()
         if act in (RELU, RELU6) and self.draw(st.booleans()):
             zp = int(np.iinfo(self.dtype).min)
-        return self.scaled(spread), zp
+        # sometimes an output scale 2^6-2^16 times larger (right shifts of 15 or more: the late zero points; the
+        # bias then spreads the outputs) or 2^2-2^8 times smaller (multipliers above 1)
+        self.shift = float(self.draw(st.sampled_from([0.0] * 8 + [6.0, 12.0, 16.0, -2.0, -8.0])))
+        if self.shift:
+            self.notes.append(f"output scale 2^{self.shift:g}")
+        return self.scaled(spread * 2.0**self.shift), zp
 
     def real_std(self, x: QT, fan_in: int, w_scale) -> float:
         return self.acc_std(x, fan_in) * x.scale * float(np.max(w_scale))
@@ -141,8 +147,8 @@ class Net:
         """Weight values and their quantization: per-channel along ``axis`` (int8 only) or per-tensor; uint8
         weights have a nonzero zero point. Real weights about +-1 whatever the integer range, so that the scales
         stay in range along a deep model."""
-        wmax = self.wmax = int(self.draw(st.sampled_from([127, 127, 60, 7, 1])))
-        w = self.rng.integers(-wmax, wmax + 1, shape)
+        wmax = self.wmax = int(self.draw(st.sampled_from([127, 127, 60, 7, 1, 128])))
+        w = np.clip(self.rng.integers(-wmax, wmax + 1, shape), -128, 127)  # 128: -128 included
         n = shape[axis] if axis is not None else 1
         if self.signed:
             per_channel = axis is not None and self.draw(st.booleans())
@@ -166,7 +172,9 @@ class Net:
 
     def bias(self, n: int, x: QT, s_w, fan_in: int) -> int:
         big = float(self.draw(st.sampled_from([0, 0.3, 0.3, 1])))
-        spread = max(1, int(self.acc_std(x, fan_in) * big))
+        if self.shift > 0:
+            big = 2.0**self.shift
+        spread = max(1, int(min(self.acc_std(x, fan_in) * big, 2.0**30)))
         data = self.rng.integers(-spread, spread + 1, n).astype(np.int32)
         return self.b.const(self.name("bias"), data, quantization=quant(x.scale * np.asarray(s_w)))
 
@@ -186,7 +194,9 @@ class Net:
         fan_in = kh * kw * c
         oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
         scale, zp = self.out_params(x, fan_in, act, s_w)
-        y = self.spread_of(self.tensor((1, oh, ow, units), scale, zp, stem="conv"), self.real_std(x, fan_in, s_w), act)
+        y = self.spread_of(
+            self.tensor((x.shape[0], oh, ow, units), scale, zp, stem="conv"), self.real_std(x, fan_in, s_w), act
+        )
         filt = self.b.const(self.name("conv_w"), wq, quantization=qw)
         opts = {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": act}
         self.op("CONV_2D", [x.index, filt, self.bias(units, x, s_w, fan_in)], [y.index], opts)
@@ -202,7 +212,9 @@ class Net:
         fan_in = kh * kw
         oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
         scale, zp = self.out_params(x, fan_in, act, s_w) if out is None else out
-        y = self.spread_of(self.tensor((1, oh, ow, c * mult), scale, zp, stem="dw"), self.real_std(x, fan_in, s_w), act)
+        y = self.spread_of(
+            self.tensor((x.shape[0], oh, ow, c * mult), scale, zp, stem="dw"), self.real_std(x, fan_in, s_w), act
+        )
         filt = self.b.const(self.name("dw_w"), wq, quantization=qw)
         opts = {
             "padding": padding,
@@ -219,7 +231,10 @@ class Net:
         act = self.activation() if act is None else act
         sa, sb = a.spread * a.scale, b.spread * b.scale
         real = np.hypot(sa, sb) if op == "ADD" else np.hypot(sa, a.center) * np.hypot(sb, b.center)
-        y = self.tensor(a.shape, self.scaled(real * 6 / 256), self.zero_point(), stem=op.lower())
+        scale = self.scaled(real * 6 / 256)
+        if op == "ADD":  # LiteRT aborts (a CHECK) when its output multiplier reaches 1
+            scale = max(scale, 2 * max(a.scale, b.scale) / 2**19)
+        y = self.tensor(a.shape, scale, self.zero_point(), stem=op.lower())
         self.spread_of(y, real, act)
         self.op(op, [a.index, b.index], [y.index], {"fused_activation_function": act})
         return y
@@ -275,7 +290,7 @@ class Net:
             gate = self.add(x, self.scalar(3.0), "ADD", act=RELU6)
             return self.add(x, self.add(gate, self.scalar(1 / 6), "MUL", act=NONE), "MUL", act=NONE)
         c = x.shape[-1]
-        m = self.tensor((1, 1, 1, c), x.scale, x.zp, stem="se_mean")
+        m = self.tensor((x.shape[0], 1, 1, c), x.scale, x.zp, stem="se_mean")
         self.op(
             "MEAN",
             [x.index, self.b.const(self.name("axes"), np.array([1, 2], np.int32))],
@@ -287,11 +302,11 @@ class Net:
         return self.add(x, self.add(gate, self.scalar(1 / 6), "MUL", act=NONE), "MUL", act=NONE)
 
     def fully_connected(self, x: QT, units: int, act=None) -> QT:
-        depth = int(np.prod(x.shape[1:]))
+        depth = x.shape[-1]  # the inputs here: (B, C) or (B, 1, 1, C)
         act = self.activation() if act is None else act
         wq, qw, s_w = self.weights((units, depth), 0)
         scale, zp = self.out_params(x, depth, act, s_w)
-        y = self.spread_of(self.tensor((1, units), scale, zp, stem="fc"), self.real_std(x, depth, s_w), act)
+        y = self.spread_of(self.tensor((x.shape[0], units), scale, zp, stem="fc"), self.real_std(x, depth, s_w), act)
         w = self.b.const(self.name("fc_w"), wq, quantization=qw)
         ins = [x.index, w, self.bias(units, x, s_w, depth) if self.draw(st.integers(0, 5)) else -1]
         self.op("FULLY_CONNECTED", ins, [y.index], {"fused_activation_function": act})
@@ -301,6 +316,7 @@ class Net:
         return self.spread_of(self.tensor(shape, x.scale, x.zp, x.dtype, stem=stem), x.spread * x.scale)
 
     def reshape(self, x: QT, shape) -> QT:
+        shape = tuple(int(np.prod(x.shape) // -np.prod(shape)) if d == -1 else d for d in shape)
         y = self.same_params(x, shape, "reshape")
         self.op("RESHAPE", [x.index, self.b.const(self.name("shape"), np.array(shape, np.int32))], [y.index])
         return y
@@ -309,12 +325,12 @@ class Net:
         """A global AVERAGE_POOL_2D (or MEAN over H, W: keep_dims or not, output requantized or not)."""
         _, h, w, c = x.shape
         if self.draw(st.booleans()):
-            y = self.same_params(x, (1, 1, 1, c), "avg")
+            y = self.same_params(x, (x.shape[0], 1, 1, c), "avg")
             opts = {"padding": VALID, "stride_h": 1, "stride_w": 1, "filter_height": h, "filter_width": w}
             self.op("AVERAGE_POOL_2D", [x.index], [y.index], opts)
             return y
         keep = self.draw(st.booleans())
-        shape = (1, 1, 1, c) if keep else (1, c)
+        shape = (x.shape[0], 1, 1, c) if keep else (x.shape[0], c)
         y = (
             self.same_params(x, shape, "mean")
             if self.draw(st.booleans())
@@ -374,7 +390,7 @@ class Net:
             self.outputs.append(x.index)
             self.notes.append(f"output {self.b.subgraphs[0]['tensors'][x.index].name}")
         elif k == 1 and x.dtype != np.float32:
-            y = self.requantize(x) if self.draw(st.booleans()) else self.reshape(x, (1, int(np.prod(x.shape))))
+            y = self.requantize(x) if self.draw(st.booleans()) else self.reshape(x, (x.shape[0], -1))
             self.outputs.append(y.index)
             self.notes.append(f"second reader of {self.b.subgraphs[0]['tensors'][x.index].name}")
 
@@ -422,6 +438,8 @@ class Net:
         self.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
         state = self.same_params(frame, (1, rows, 1, c), "state")
         self.op("READ_VARIABLE", [h], [state.index])
+        if self.draw(st.integers(0, 5)) == 0:  # the state read twice (or an output): no ring fusion
+            self.branch(state)
         cat = self.same_params(frame, (1, rows + 1, 1, c), "cat")
         self.op("CONCATENATION", [state.index, frame.index], [cat.index], {"axis": 1})
         kept = self.same_params(frame, (1, rows, 1, c), "kept")
@@ -482,15 +500,16 @@ def classifier_tail(net: Net, x: QT, pool: bool = True) -> QT:
     """[pool] -> [RESHAPE (1, C)] -> 1-3 FULLY_CONNECTED (LOGISTIC / TANH between) -> [SOFTMAX] -> [QUANTIZE] ->
     [DEQUANTIZE]."""
     draw = net.draw
-    if pool and len(x.shape) == 4 and draw(st.integers(0, 4)):
+    if pool and len(x.shape) == 4 and (x.shape[1:3] != (1, 1) or draw(st.integers(0, 4))):
         x = net.pool(x)
         net.branch(x)
     if len(x.shape) == 4 and draw(st.booleans()):
-        x = net.reshape(x, (1, int(np.prod(x.shape[1:]))))
+        x = net.reshape(x, (x.shape[0], -1))
     layers = draw(st.integers(1, 3))
     for k in range(layers):
         last = k == layers - 1
-        x = net.fully_connected(x, draw(st.integers(1, 12)) if last else draw(st.integers(1, 16)))
+        hidden = draw(st.one_of(st.integers(1, 16), st.sampled_from([64, 300])))  # wide: long dot products
+        x = net.fully_connected(x, draw(st.integers(1, 12)) if last else hidden)
         if not last:
             if draw(st.integers(0, 3)) == 0:
                 x = net.squash(x, draw(st.sampled_from(["LOGISTIC", "TANH"])))
@@ -545,8 +564,8 @@ def fused_models(draw, pattern: str | None = None) -> Case:
         y = streaming_blocks(net)
     else:
         h, w = draw(st.integers(1, 9)), draw(st.integers(1, 9))
-        c = draw(st.integers(1, 8))
-        x = net.model_input((1, h, w, c), *_input_params(net))
+        c, batch = draw(st.integers(1, 8)), draw(st.sampled_from([1, 1, 1, 2, 3]))
+        x = net.model_input((batch, h, w, c), *_input_params(net))
         if pattern == "mobilenet":
             y = mobilenet_blocks(net, x)
             if draw(st.booleans()):
