@@ -58,10 +58,12 @@ def main() -> int:
         unfused = compare_isolated(case, preserve=True) if not case.preserve else r
         where = "fusion" if unfused.kind in ("ok", "rejected") else "kernel (also unfused)"
         n = sum(v for (_, k), v in counts.items() if k not in ("ok", "rejected", "oracle-crash"))
+        key = (r.kind, r.message, tuple(r.steps))
+        if key in seen:  # the same failure again (hypothesis draws a failing example more than once)
+            return
+        seen.add(key)
         print(f"[{n}] {r.kind} ({where}): {r.message}\n  {case!r}\n  steps: {r.steps}", flush=True)
-        key = (r.kind, r.message.split(":")[0], tuple(r.steps))
-        if a.save and key not in seen:
-            seen.add(key)
+        if a.save:
             path = pathlib.Path(a.save) / f"{n}_{case.pattern}"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.with_suffix(".tflite").write_bytes(case.model)
