@@ -6,7 +6,7 @@ for byte; with ``experimental_preserve_all_tensors`` every intermediate too). A 
 by litert_py as well. Each case runs in a forked child: ai-edge-litert aborts the process on a few models (nothing
 to compare then; such a case counts as an "oracle-crash").
 
-The CI profile draws 25 models per pattern, dev 40; ``LITERT_PY_HYPOTHESIS_PROFILE=long`` 1000 and random ones.
+The CI profile draws 100 models per pattern, dev 160; ``LITERT_PY_HYPOTHESIS_PROFILE=long`` 2000 random ones.
 ``python tools/fuzz_fused.py --cases N --seed S`` runs many more and saves the failing models.
 Mismatches found so far are listed as strict xfails in tests/fuzz/test_fuzz_fused_found.py.
 """
@@ -14,15 +14,19 @@ Mismatches found so far are listed as strict xfails in tests/fuzz/test_fuzz_fuse
 from __future__ import annotations
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 
 from tests.fuzz.fused_models import PATTERNS, compare_isolated, fused_models
+
+#: models per pattern: four times the profile's max_examples (ci 100, dev 160), at most 2000 (long)
+EXAMPLES = min(4 * settings.default.max_examples, 2000)
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_fused_models_equal_builtin_ref(pattern):
     results = []
 
+    @settings(max_examples=EXAMPLES)
     @given(fused_models(pattern))
     def case(c):
         r = compare_isolated(c)
