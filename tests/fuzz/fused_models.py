@@ -187,30 +187,42 @@ class Net:
         eff = (k - 1) * dilation + 1
         return -(-size // s) if padding == SAME else -(-(size - eff + 1) // s)
 
-    def conv(self, x: QT, units: int, kh: int, kw: int, stride: int = 1, padding: int = SAME, act=None) -> QT:
+    def conv(
+        self, x: QT, units: int, kh: int, kw: int, stride: int = 1, padding: int = SAME, act=None, dilation: int = 1
+    ) -> QT:
         _, h, w, c = x.shape
         act = self.activation() if act is None else act
         wq, qw, s_w = self.weights((units, kh, kw, c), 0)
         fan_in = kh * kw * c
-        oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
+        oh, ow = self.conv_out(h, kh, stride, padding, dilation), self.conv_out(w, kw, stride, padding, dilation)
         scale, zp = self.out_params(x, fan_in, act, s_w)
         y = self.spread_of(
             self.tensor((x.shape[0], oh, ow, units), scale, zp, stem="conv"), self.real_std(x, fan_in, s_w), act
         )
         filt = self.b.const(self.name("conv_w"), wq, quantization=qw)
         opts = {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": act}
+        opts.update(dilation_h_factor=dilation, dilation_w_factor=dilation)
         self.op("CONV_2D", [x.index, filt, self.bias(units, x, s_w, fan_in)], [y.index], opts)
         return y
 
     def depthwise(
-        self, x: QT, kh: int, kw: int, stride: int = 1, padding: int = SAME, mult: int = 1, act=None, out=None
+        self,
+        x: QT,
+        kh: int,
+        kw: int,
+        stride: int = 1,
+        padding: int = SAME,
+        mult: int = 1,
+        act=None,
+        out=None,
+        dilation: int = 1,
     ) -> QT:
         """DEPTHWISE_CONV_2D; ``out``: the output's (scale, zero point) (drawn when None)."""
         _, h, w, c = x.shape
         act = self.activation() if act is None else act
         wq, qw, s_w = self.weights((1, kh, kw, c * mult), 3)
         fan_in = kh * kw
-        oh, ow = self.conv_out(h, kh, stride, padding), self.conv_out(w, kw, stride, padding)
+        oh, ow = self.conv_out(h, kh, stride, padding, dilation), self.conv_out(w, kw, stride, padding, dilation)
         scale, zp = self.out_params(x, fan_in, act, s_w) if out is None else out
         y = self.spread_of(
             self.tensor((x.shape[0], oh, ow, c * mult), scale, zp, stem="dw"), self.real_std(x, fan_in, s_w), act
@@ -221,6 +233,8 @@ class Net:
             "stride_h": stride,
             "stride_w": stride,
             "depth_multiplier": mult,
+            "dilation_h_factor": dilation,
+            "dilation_w_factor": dilation,
             "fused_activation_function": act,
         }
         self.op("DEPTHWISE_CONV_2D", [x.index, filt, self.bias(c * mult, x, s_w, fan_in)], [y.index], opts)
@@ -381,7 +395,9 @@ class Net:
             self.notes.append("float input")
             return y
         i = self.b.input(self.name("x"), shape, self.dtype, quantization=quant(scale, zp))
-        return QT(i, tuple(shape), self.dtype, float(np.float32(scale)), zp)
+        x = QT(i, tuple(shape), self.dtype, float(np.float32(scale)), zp)
+        self.branch(x)  # an input that is an output too, or read twice
+        return x
 
     def branch(self, x: QT) -> None:
         """Sometimes make ``x`` a subgraph output, or give it a second reader whose output is one."""
@@ -478,12 +494,14 @@ def mobilenet_blocks(net: Net, x: QT) -> QT:
         inp = x
         if draw(st.booleans()):
             k, s, p = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([0, 1]))
-            if net.conv_out(x.shape[1], k, s, p) >= 1 and net.conv_out(x.shape[2], k, s, p) >= 1:
-                x = net.conv(x, draw(st.integers(1, 8)), k, k, s, p)
+            d = draw(st.sampled_from([1, 1, 1, 2])) if s == 1 else 1
+            if net.conv_out(x.shape[1], k, s, p, d) >= 1 and net.conv_out(x.shape[2], k, s, p, d) >= 1:
+                x = net.conv(x, draw(st.one_of(st.integers(1, 8), st.just(16))), k, k, s, p, dilation=d)
                 net.branch(x)
         k, s, p = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([0, 1]))
-        if net.conv_out(x.shape[1], k, s, p) >= 1 and net.conv_out(x.shape[2], k, s, p) >= 1:
-            x = net.depthwise(x, k, k, s, p, mult=draw(st.sampled_from([1, 1, 1, 2])))
+        d = draw(st.sampled_from([1, 1, 1, 2])) if s == 1 else 1
+        if net.conv_out(x.shape[1], k, s, p, d) >= 1 and net.conv_out(x.shape[2], k, s, p, d) >= 1:
+            x = net.depthwise(x, k, k, s, p, mult=draw(st.sampled_from([1, 1, 1, 2])), dilation=d)
             net.branch(x)
         if draw(st.integers(0, 2)) == 0:
             x = net.table_chain(x)
