@@ -447,25 +447,33 @@ class Net:
     # -- rings --------------------------------------------------------------------------------------------------
     def ring(self, frame: QT, rows: int) -> QT:
         """READ_VARIABLE -> CONCATENATION(state, frame) -> STRIDED_SLICE (the last ``rows``) -> ASSIGN_VARIABLE over a
-        (1, rows, 1, C) state of the frame's quantization; returns the concatenation (1, rows + 1, 1, C)."""
-        c = frame.shape[-1]
+        (1, rows, 1, C) state of the frame's quantization (uint8: sometimes another one, the concatenation then
+        requantizes); returns the concatenation (1, rows + F, 1, C) for a frame of F rows."""
+        _, f, _, c = frame.shape
         name = self.name("ring")
         h = self.b.tensor(name + "_h", (), None, tensor_type=RESOURCE)
         self.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": name})
-        state = self.same_params(frame, (1, rows, 1, c), "state")
+        requant = not self.signed and self.draw(st.integers(0, 3)) == 0
+        if requant:  # the state (and maybe the concatenation) of other quantizations than the frame's
+            state = self.tensor((1, rows, 1, c), self.scaled(frame.scale), self.zero_point(), stem="state")
+            state.spread = frame.spread
+            self.notes.append(f"{name}: requantizing concatenation")
+        else:
+            state = self.same_params(frame, (1, rows, 1, c), "state")
         self.op("READ_VARIABLE", [h], [state.index])
         if self.draw(st.integers(0, 5)) == 0:  # the state read twice (or an output): no ring fusion
             self.branch(state)
-        cat = self.same_params(frame, (1, rows + 1, 1, c), "cat")
+        like = state if requant and self.draw(st.booleans()) else frame
+        cat = self.same_params(like, (1, rows + f, 1, c), "cat")
         self.op("CONCATENATION", [state.index, frame.index], [cat.index], {"axis": 1})
-        kept = self.same_params(frame, (1, rows, 1, c), "kept")
-        consts = [np.array(v, np.int32) for v in ([0, 1, 0, 0], [1, rows + 1, 1, c], [1, 1, 1, 1])]
+        kept = self.same_params(cat, (1, rows, 1, c), "kept")
+        consts = [np.array(v, np.int32) for v in ([0, f, 0, 0], [1, rows + f, 1, c], [1, 1, 1, 1])]
         ins = [cat.index] + [self.b.const(self.name("ss"), v) for v in consts]
         self.op("STRIDED_SLICE", ins, [kept.index], {})
         self.op("ASSIGN_VARIABLE", [h, kept.index], [])
         info = np.iinfo(frame.dtype)
         init = self.rng.integers(info.min, info.max + 1, (1, rows, 1, c)).astype(frame.dtype)
-        self.inits.append((name, init, frame.scale, frame.zp))
+        self.inits.append((name, init, state.scale, state.zp))
         return cat
 
     def build(self) -> bytes:
@@ -527,7 +535,7 @@ def classifier_tail(net: Net, x: QT, pool: bool = True) -> QT:
     for k in range(layers):
         last = k == layers - 1
         hidden = draw(st.one_of(st.integers(1, 16), st.sampled_from([64, 300])))  # wide: long dot products
-        x = net.fully_connected(x, draw(st.integers(1, 12)) if last else hidden)
+        x = net.fully_connected(x, draw(st.one_of(st.integers(1, 12), st.just(40))) if last else hidden)
         if not last:
             if draw(st.integers(0, 3)) == 0:
                 x = net.squash(x, draw(st.sampled_from(["LOGISTIC", "TANH"])))
@@ -547,21 +555,21 @@ def streaming_blocks(net: Net) -> QT:
     the window, or MixConv's SPLIT_V -> two depthwise -> CONCATENATION) -> CONV_2D 1x1; then an FC head."""
     draw = net.draw
     net.op("CALL_ONCE", [], [], {"init_subgraph_index": 1})
-    c = draw(st.integers(1, 8))
+    c, f = draw(st.integers(1, 8)), draw(st.sampled_from([1, 1, 1, 2, 3]))  # f: the input frame's rows
     scale, zp = _input_params(net)
     if draw(st.booleans()):
-        x = net.model_input((1, 1, 1, c), scale, zp)
+        x = net.model_input((1, f, 1, c), scale, zp)
     else:
-        x = net.reshape(net.model_input((1, c), scale, zp), (1, 1, 1, c))
+        x = net.reshape(net.model_input((1, f * c), scale, zp), (1, f, 1, c))
     for _ in range(draw(st.integers(1, 3))):
         rows = draw(st.integers(1, 6))
         cat = net.ring(x, rows)
         net.branch(cat)
         kind = draw(st.sampled_from(["depthwise", "depthwise", "conv", "slice", "mixconv"]))
         if kind == "slice":  # the window: the last rows of the concatenation, or every other one
-            cat = net.strided_rows(cat, draw(st.integers(0, rows)), draw(st.sampled_from([1, 1, 2])))
+            cat = net.strided_rows(cat, draw(st.integers(0, cat.shape[1] - 1)), draw(st.sampled_from([1, 1, 2])))
         if kind == "conv":
-            x = net.conv(cat, draw(st.integers(1, 8)), rows + 1, 1, padding=VALID)
+            x = net.conv(cat, draw(st.integers(1, 8)), cat.shape[1], 1, padding=VALID)
         elif kind == "mixconv" and cat.shape[-1] >= 2:
             x = net.mixconv(cat)
         else:
