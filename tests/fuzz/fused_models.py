@@ -63,11 +63,13 @@ class Case:
     seed: int
     preserve: bool
     invokes: int = 4
+    reallocate: bool = False
     notes: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return (
             f"Case({self.pattern}, preserve={self.preserve}, seed={self.seed}, invokes={self.invokes}, "
+            f"reallocate={self.reallocate}, "
             f"ops={' '.join(self.ops)}, notes={self.notes})"
         )
 
@@ -604,7 +606,8 @@ def fused_models(draw, pattern: str | None = None) -> Case:
     net.outputs.append(y.index)
     preserve = draw(st.integers(0, 4)) == 0
     seed = draw(st.integers(0, 2**31 - 1))
-    return Case(net.build(), pattern, net.ops, seed, preserve, draw(st.integers(3, 5)), net.notes)
+    invokes, reallocate = draw(st.integers(3, 5)), draw(st.integers(0, 5)) == 0
+    return Case(net.build(), pattern, net.ops, seed, preserve, invokes, reallocate, net.notes)
 
 
 # -- the check ----------------------------------------------------------------------------------------------------
@@ -634,15 +637,20 @@ def feeds(details: list[dict], seed: int, count: int) -> list[list[np.ndarray]]:
     return out
 
 
-def _stream(it, inputs: list[list[np.ndarray]], preserve: bool, intermediates=()) -> list[list[np.ndarray]]:
-    """Every output (``intermediates`` too when ``preserve``) after each invoke."""
+def _stream(
+    it, inputs: list[list[np.ndarray]], preserve: bool, intermediates=(), reallocate: bool = False
+) -> list[list[np.ndarray]]:
+    """Every output (``intermediates`` too when ``preserve``) after each invoke; ``reallocate``: allocate_tensors
+    again before the third invoke (the variables keep their values)."""
     it.allocate_tensors()
     details = it.get_input_details()
     out_idx = [d["index"] for d in it.get_output_details()]
     if preserve:
         out_idx = intermediates
     results = []
-    for feed in inputs:
+    for k, feed in enumerate(inputs):
+        if reallocate and k == 2:
+            it.allocate_tensors()
         for d, v in zip(details, feed):
             it.set_tensor(d["index"], v)
         it.invoke()
@@ -714,7 +722,7 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
             experimental_preserve_all_tensors=preserve,
         )
         inputs = feeds(theirs_it.get_input_details(), case.seed, case.invokes)
-        theirs = _stream(theirs_it, inputs, preserve, inner)
+        theirs = _stream(theirs_it, inputs, preserve, inner, case.reallocate)
         theirs_err = None
     except (RuntimeError, ValueError) as e:
         theirs, theirs_err = None, e
@@ -723,7 +731,7 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
         ours_it = litert_py.Interpreter(model_content=case.model, experimental_preserve_all_tensors=preserve)
         if theirs_err is not None:
             inputs = feeds(ours_it.get_input_details(), case.seed, case.invokes)
-        ours = _stream(ours_it, inputs, preserve, inner)
+        ours = _stream(ours_it, inputs, preserve, inner, case.reallocate)
         ours_err = None
     except LiteRTError as e:
         ours, ours_err = None, e
