@@ -39,6 +39,20 @@ ACTIVATIONS = (NONE, NONE, NONE, RELU, RELU, RELU, RELU_N1_TO_1, RELU6)  # the c
 PATTERNS = ("mobilenet", "tail", "streaming")
 
 
+def conv_options(padding: int, stride: int, dilation: int, act: int, **more) -> dict:
+    """CONV_2D's (DEPTHWISE_CONV_2D's, with ``depth_multiplier``) options, the same stride and dilation on both
+    axes."""
+    return dict(
+        padding=padding,
+        stride_h=stride,
+        stride_w=stride,
+        dilation_h_factor=dilation,
+        dilation_w_factor=dilation,
+        fused_activation_function=act,
+        **more,
+    )
+
+
 @dataclass
 class QT:
     """A quantized (or float) tensor of the model being built: index, shape, dtype, scale and zero point."""
@@ -202,8 +216,7 @@ class Net:
             self.tensor((x.shape[0], oh, ow, units), scale, zp, stem="conv"), self.real_std(x, fan_in, s_w), act
         )
         filt = self.b.const(self.name("conv_w"), wq, quantization=qw)
-        opts = {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": act}
-        opts.update(dilation_h_factor=dilation, dilation_w_factor=dilation)
+        opts = conv_options(padding, stride, dilation, act)
         self.op("CONV_2D", [x.index, filt, self.bias(units, x, s_w, fan_in)], [y.index], opts)
         return y
 
@@ -230,15 +243,7 @@ class Net:
             self.tensor((x.shape[0], oh, ow, c * mult), scale, zp, stem="dw"), self.real_std(x, fan_in, s_w), act
         )
         filt = self.b.const(self.name("dw_w"), wq, quantization=qw)
-        opts = {
-            "padding": padding,
-            "stride_h": stride,
-            "stride_w": stride,
-            "depth_multiplier": mult,
-            "dilation_h_factor": dilation,
-            "dilation_w_factor": dilation,
-            "fused_activation_function": act,
-        }
+        opts = conv_options(padding, stride, dilation, act, depth_multiplier=mult)
         self.op("DEPTHWISE_CONV_2D", [x.index, filt, self.bias(c * mult, x, s_w, fan_in)], [y.index], opts)
         return y
 
