@@ -327,10 +327,12 @@ class Net:
         act = self.activation() if act is None else act
         wq, qw, s_w = self.weights((units, depth), 0)
         scale, zp = self.out_params(x, depth, act, s_w)
-        y = self.spread_of(self.tensor((x.shape[0], units), scale, zp, stem="fc"), self.real_std(x, depth, s_w), act)
+        keep = len(x.shape) > 2 and self.draw(st.integers(0, 3)) == 0  # keep_num_dims: (B, 1, 1, units)
+        shape = (*x.shape[:-1], units) if keep else (x.shape[0], units)
+        y = self.spread_of(self.tensor(shape, scale, zp, stem="fc"), self.real_std(x, depth, s_w), act)
         w = self.b.const(self.name("fc_w"), wq, quantization=qw)
         ins = [x.index, w, self.bias(units, x, s_w, depth) if self.draw(st.integers(0, 5)) else -1]
-        self.op("FULLY_CONNECTED", ins, [y.index], {"fused_activation_function": act})
+        self.op("FULLY_CONNECTED", ins, [y.index], {"fused_activation_function": act, "keep_num_dims": keep})
         return y
 
     def same_params(self, x: QT, shape, stem: str) -> QT:
