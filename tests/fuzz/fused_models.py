@@ -523,7 +523,7 @@ def mobilenet_blocks(net: Net, x: QT) -> QT:
         if draw(st.integers(0, 2)) == 0:
             x = net.table_chain(x)
             net.branch(x)
-        units = inp.shape[-1] if draw(st.booleans()) else draw(st.integers(1, 8))
+        units = inp.shape[-1] if draw(st.booleans()) else draw(st.one_of(st.integers(1, 8), st.sampled_from([64, 128])))
         x = net.conv(x, units, 1, 1)
         if x.shape == inp.shape and draw(st.booleans()):
             x = net.add(x, inp)
