@@ -17,6 +17,7 @@ import argparse
 import collections
 import os
 import pathlib
+import signal
 import sys
 import time
 
@@ -53,6 +54,8 @@ def main() -> int:
     def run(case):
         r = compare_isolated(case)
         counts[(case.pattern, r.kind)] += 1
+        if sum(counts.values()) % 500 == 0:
+            _summary(counts, start, a.seed)
         if r.kind in ("ok", "rejected", "oracle-crash"):
             return
         unfused = compare_isolated(case, preserve=True) if not case.preserve else r
@@ -70,13 +73,24 @@ def main() -> int:
             text = f"{r.kind} ({where}): {r.message}\n{case!r}\nsteps: {r.steps}\n"
             path.with_suffix(".txt").write_text(text + f"unfused: {unfused.kind} {unfused.message}\n")
 
-    run()
-    total = sum(counts.values())
-    print(f"{total} cases in {time.monotonic() - start:.0f} s (seed {a.seed})")
+    def stop(signum, frame):  # a timeout's SIGTERM: stop drawing, print the counts so far
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        run()
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    _summary(counts, start, a.seed)
+    return 1 if any(k not in ("ok", "rejected", "oracle-crash") for _, k in counts) else 0
+
+
+def _summary(counts: collections.Counter, start: float, seed: int) -> None:
+    print(f"{sum(counts.values())} cases in {time.monotonic() - start:.0f} s (seed {seed})")
     for pattern in sorted({p for p, _ in counts}):
         row = {k: v for (p, k), v in counts.items() if p == pattern}
         print(f"  {pattern:10s} {sum(row.values()):6d}  " + "  ".join(f"{k} {v}" for k, v in sorted(row.items())))
-    return 1 if any(k not in ("ok", "rejected", "oracle-crash") for _, k in counts) else 0
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

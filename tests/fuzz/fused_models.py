@@ -784,11 +784,12 @@ def _in_child(fn, seconds: int = 60):
         try:
             os.close(r)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler (tools/fuzz_fused.py)
             signal.alarm(seconds)
             data = pickle.dumps(("ok", fn()))
         except BaseException as e:  # noqa: BLE001 (reported to the parent)
             data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
-        with os.fdopen(w, "wb") as f:
+        with contextlib.suppress(BrokenPipeError), os.fdopen(w, "wb") as f:  # the parent may be gone
             f.write(data)
         os._exit(0)
     os.close(w)
