@@ -8,7 +8,7 @@ forked child, and print the outcomes per pattern.
 A mismatch or an unexpected exception is printed with its case (ops, notes, our prepared steps) and whether it
 persists with every fusion disabled (``experimental_preserve_all_tensors=True``: then a kernel, not a fusion, is at
 fault); ``--save DIR`` writes its model (``<n>_<pattern>.tflite``) and a ``.txt`` with the case (the input values
-are ``fused_models.feeds(details, seed, invokes)``). Run from the repository root (it imports tests.fuzz).
+are ``fused_check.feeds(details, seed, invokes)``). Run from the repository root (it imports tests.fuzz).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ sys.path.insert(1 + len(_extra), str(pathlib.Path(__file__).resolve().parents[1]
 def main() -> int:
     from hypothesis import HealthCheck, given, seed, settings
 
-    from tests.fuzz.fused_models import PATTERNS, compare_isolated, fused_models
+    from tests.fuzz.fused_check import compare_isolated
+    from tests.fuzz.fused_models import PATTERNS, fused_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int, default=500)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import event, given, settings
 
-from tests.fuzz.fused_models import PATTERNS, compare_isolated, fused_models
+from tests.fuzz.fused_check import compare_isolated
+from tests.fuzz.fused_models import PATTERNS, fused_models
 
 #: models per pattern: four times the profile's max_examples (ci 100, dev 160), at most 2000 (long)
 EXAMPLES = min(4 * settings.default.max_examples, 2000)

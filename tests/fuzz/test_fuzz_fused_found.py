@@ -1,5 +1,5 @@
 """What the fused-steps fuzzer (tests/fuzz/test_fuzz_fused.py, tools/fuzz_fused.py) found, each as a minimal model
-compared with BUILTIN_REF by the fuzzer's check (``fused_models.compare``: equal outputs over several invokes, or
+compared with BUILTIN_REF by the fuzzer's check (``fused_check.compare``: equal outputs over several invokes, or
 both runtimes refusing the model). A known gap is a strict xfail naming the suspected cause; when it is fixed the
 test passes, the xfail fails, and the mark goes.
 """
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from litert_py.schema.builder import ModelBuilder, quant
-from tests.fuzz.fused_models import Case, compare
+from tests.fuzz.fused_check import compare
+from tests.fuzz.fused_models import Case
 
 
 def _per_tensor_weights_per_channel_bias(op: str, dtype) -> bytes:
