@@ -124,7 +124,7 @@ class Net:
         return QT(i, tuple(shape), dtype, float(np.float32(scale)), zp)
 
     def zero_point(self, dtype=None) -> int:
-        """A zero point, at the type's extremes one time in three."""
+        """A zero point: at the type's minimum or maximum one time in four each, its middle one in eight."""
         info = np.iinfo(self.dtype if dtype is None else dtype)
         kind = self.draw(st.sampled_from(["min", "max", "mid", "any", "any", "any", "any", "any"]))
         if kind == "min":
@@ -175,8 +175,8 @@ class Net:
         return np.clip(w + zp, 0, 255).astype(np.uint8), quant(s, zp), s
 
     def acc_std(self, x: QT, fan_in: int) -> float:
-        """About the spread of an accumulator over ``fan_in`` products of ``x`` (values over its type's range) and
-        the last weights drawn."""
+        """About the spread of an accumulator over ``fan_in`` products of ``x`` (its values' spread) and the last
+        weights drawn."""
         return float(np.sqrt(max(fan_in, 1)) * x.spread * max(self.wmax, 1) * 0.58)
 
     @staticmethod
