@@ -124,7 +124,7 @@ class Net:
         return QT(i, tuple(shape), dtype, float(np.float32(scale)), zp)
 
     def zero_point(self, dtype=None) -> int:
-        """A zero point: at the type's minimum or maximum one time in four each, its middle one in eight."""
+        """A zero point: the type's minimum, maximum or middle one time in eight each, else any."""
         info = np.iinfo(self.dtype if dtype is None else dtype)
         kind = self.draw(st.sampled_from(["min", "max", "mid", "any", "any", "any", "any", "any"]))
         if kind == "min":
