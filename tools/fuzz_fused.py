@@ -40,6 +40,7 @@ def main() -> int:
     a = ap.parse_args()
     counts: collections.Counter = collections.Counter()
     seen: set = set()
+    stopping: list = []
     start = time.monotonic()
 
     @seed(a.seed)
@@ -53,6 +54,8 @@ def main() -> int:
     )
     @given(fused_models(a.pattern))
     def run(case):
+        if stopping:  # a timeout's SIGTERM: stop drawing, print the counts so far (raised here, not in a handler)
+            raise KeyboardInterrupt
         r = compare_isolated(case)
         counts[(case.pattern, r.kind)] += 1
         if sum(counts.values()) % 500 == 0:
@@ -74,10 +77,7 @@ def main() -> int:
             text = f"{r.kind} ({where}): {r.message}\n{case!r}\nsteps: {r.steps}\n"
             path.with_suffix(".txt").write_text(text + f"unfused: {unfused.kind} {unfused.message}\n")
 
-    def stop(signum, frame):  # a timeout's SIGTERM: stop drawing, print the counts so far
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
     try:
         run()
     except KeyboardInterrupt:
