@@ -57,6 +57,8 @@ def main() -> int:
         if stopping:  # a timeout's SIGTERM: stop drawing, print the counts so far (raised here, not in a handler)
             raise KeyboardInterrupt
         r = compare_isolated(case)
+        if stopping:  # the SIGTERM may have reached the case's child too: not a result
+            raise KeyboardInterrupt
         counts[(case.pattern, r.kind)] += 1
         if sum(counts.values()) % 500 == 0:
             _summary(counts, start, a.seed)
