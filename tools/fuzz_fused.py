@@ -62,11 +62,11 @@ def main() -> int:
         counts[(case.pattern, r.kind)] += 1
         if sum(counts.values()) % 500 == 0:
             _summary(counts, start, a.seed)
-        if r.kind in ("ok", "rejected", "oracle-crash"):
+        if r.kind in ("ok", "rejected", "refused", "oracle-crash"):
             return
         unfused = compare_isolated(case, preserve=True) if not case.preserve else r
         where = "fusion" if unfused.kind in ("ok", "rejected") else "kernel (also unfused)"
-        n = sum(v for (_, k), v in counts.items() if k not in ("ok", "rejected", "oracle-crash"))
+        n = sum(v for (_, k), v in counts.items() if k not in ("ok", "rejected", "refused", "oracle-crash"))
         key = (r.kind, r.message, tuple(r.steps))
         if key in seen:  # the same failure again (hypothesis draws a failing example more than once)
             return
@@ -85,7 +85,7 @@ def main() -> int:
     except KeyboardInterrupt:
         print("interrupted", flush=True)
     _summary(counts, start, a.seed)
-    return 1 if any(k not in ("ok", "rejected", "oracle-crash") for _, k in counts) else 0
+    return 1 if any(k not in ("ok", "rejected", "refused", "oracle-crash") for _, k in counts) else 0
 
 
 def _summary(counts: collections.Counter, start: float, seed: int) -> None:

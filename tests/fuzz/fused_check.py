@@ -71,9 +71,15 @@ def _stream(
     return results
 
 
+#: litert_py's deliberate refusals of models LiteRT runs into undefined behaviour (message fragments): a multiplier
+#: whose shift passes 31 (ops/common.py quantized_multiplier; LiteRT shifts an int32 by 32 or more)
+DELIBERATE = ("too large for LiteRT's 32-bit fixed point",)
+
+
 @dataclass
 class Result:
-    """The outcome of a case: "ok", "rejected" (both runtimes refused it), "mismatch" or "exception"."""
+    """The outcome of a case: "ok", "rejected" (both runtimes refused it), "refused" (litert_py refused it on
+    purpose: ``DELIBERATE``), "mismatch" or "exception"."""
 
     kind: str
     message: str = ""
@@ -115,7 +121,7 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
     byte for byte); with ``preserve`` every tensor of both runs. A model LiteRT refuses must be refused by
     litert_py too (with a litert_py error)."""
     import litert_py
-    from litert_py.errors import LiteRTError
+    from litert_py.errors import LiteRTError, PrepareError
     from tests.oracle import oracle
 
     preserve = case.preserve if preserve is None else preserve
@@ -148,6 +154,8 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
     if theirs_err is not None or ours_err is not None:
         if theirs_err is not None and ours_err is not None:
             return Result("rejected", f"LiteRT: {str(theirs_err).splitlines()[0][:100]}")
+        if theirs_err is None and isinstance(ours_err, PrepareError) and any(m in str(ours_err) for m in DELIBERATE):
+            return Result("refused", f"litert_py: {str(ours_err).splitlines()[0][:100]}")
         return Result("exception", f"only one runtime failed: litert_py: {ours_err!r}; LiteRT: {theirs_err!r}", steps)
     for k, (got, want) in enumerate(zip(ours, theirs)):
         for (i, g), (_, w) in zip(got, want):
