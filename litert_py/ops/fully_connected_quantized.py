@@ -253,13 +253,14 @@ def prepare_quantized(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: Tensor
 
 
 def _check_bias_scale(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInfo | None, out: TensorInfo):
-    """GetQuantizedConvolutionMultipler (kernel_util.cc), the per-tensor path's checks."""
+    """GetQuantizedConvolutionMultipler (kernel_util.cc), the per-tensor path's checks (on the bias's legacy scale:
+    0 for a bias quantized with several scales, TensorInfo.legacy_scale)."""
     if bias is not None:
         product = np.float64(x.scale) * np.float64(w.scale)
-        diff = abs(product - np.float64(bias.scale))
+        diff = abs(product - np.float64(bias.legacy_scale))
         ctx.check(
             bool(diff / np.float64(out.scale) <= 0.02),
-            f"bias scale {bias.scale} is not input scale * weights scale ({product}) "
+            f"bias scale {bias.legacy_scale} is not input scale * weights scale ({product}) "
             "(kernel_util.cc: scale_diff / output_scale <= 0.02)",
         )
     ctx.check(float(np.float32(x.scale) * np.float32(w.scale)) >= 0, "input_product_scale >= 0 was not true.")

@@ -133,6 +133,13 @@ class TensorInfo:
     def zero_point(self) -> int:
         return self.quantization.zero_point[0] if self.quantization.zero_point else 0
 
+    @property
+    def legacy_scale(self) -> float:
+        """LiteRT's legacy ``params.scale``: the scale of a tensor quantized with one scale (and at most one zero
+        point), else 0.0 (InterpreterBuilder sets it only then; get_tensor_details' ``quantization`` likewise)."""
+        q = self.quantization
+        return q.scale[0] if len(q.scale) == 1 and len(q.zero_point) <= 1 else 0.0
+
 
 @dataclass
 class OpContext:

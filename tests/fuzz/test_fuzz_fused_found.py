@@ -1,7 +1,7 @@
 """What the fused-steps fuzzer (tests/fuzz/test_fuzz_fused.py, tools/fuzz_fused.py) found, each as a minimal model
 compared with BUILTIN_REF by the fuzzer's check (``fused_check.compare``: equal outputs over several invokes, or
 both runtimes refusing the model). A known gap is a strict xfail naming the suspected cause; when it is fixed the
-test passes, the xfail fails, and the mark goes.
+test passes, the xfail fails, and the mark goes (as for the bias-scale check below, fixed after it was found).
 """
 
 from __future__ import annotations
@@ -32,13 +32,6 @@ def _per_tensor_weights_per_channel_bias(op: str, dtype) -> bytes:
     return b.build()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LiteRT refuses, litert_py runs: GetQuantizedConvolutionMultipler (kernel_util.cc) reads the bias's "
-    "legacy params.scale, which is 0 for a tensor quantized with several scales (InterpreterBuilder sets it only "
-    "for one scale), so |s_in * s_w - 0| / s_out = 0.025 > 0.02; litert_py's check (ops/conv/common.py "
-    "legacy_uint8 branch, ops/fully_connected_quantized.py _check_bias_scale) compares with the first scale",
-)
 @pytest.mark.parametrize(
     ("op", "dtype"),
     [
@@ -49,6 +42,9 @@ def _per_tensor_weights_per_channel_bias(op: str, dtype) -> bytes:
     ],
 )
 def test_per_tensor_weights_with_a_per_channel_bias_refused(op, dtype):
+    """Both refuse: GetQuantizedConvolutionMultipler (kernel_util.cc) reads the bias's legacy params.scale, 0 for a
+    tensor quantized with several scales (InterpreterBuilder sets it only for one), so |s_in * s_w - 0| / s_out =
+    0.025 > 0.02 (litert_py: TensorInfo.legacy_scale; it compared with the first scale before)."""
     r = compare(Case(_per_tensor_weights_per_channel_bias(op, dtype), "found", [], 0, False, 3))
     assert r.kind in ("ok", "rejected"), r.message
 

@@ -244,10 +244,11 @@ def quantization_params(
             # s_in * s_w, in double (when there is a bias); the multiplier itself uses the float32 product.
             s_w = scales[0]
             if bias is not None:
-                diff = abs(np.float64(s_in) * np.float64(s_w) - np.float64(bias.scale))
+                # the bias's legacy scale: 0 for a bias quantized with several scales (TensorInfo.legacy_scale)
+                diff = abs(np.float64(s_in) * np.float64(s_w) - np.float64(bias.legacy_scale))
                 ctx.check(
                     bool(diff / np.float64(s_out) <= 0.02),
-                    f"bias scale {bias.scale} differs from input scale * filter scale "
+                    f"bias scale {bias.legacy_scale} differs from input scale * filter scale "
                     f"{float(s_in) * float(s_w)} by more than 2% of the output scale {float(s_out)}",
                 )
             product = np.float64(s_in * s_w)
