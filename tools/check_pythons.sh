@@ -19,7 +19,8 @@ OLDEST_NUMPY_PYTHON=${OLDEST_NUMPY_PYTHON:-3.10}
 SUBSET=${SUBSET:-"tests/test_corpus.py tests/runtime/test_interpreter.py tests/quant tests/ops/conv/test_conv.py
   tests/ops/conv/test_conv_quantized.py tests/ops/test_elementwise.py tests/ops/test_fully_connected.py
   tests/ops/test_pooling.py tests/ops/test_activations.py tests/ops/recurrent/test_lstm.py tests/tools/test_run.py
-  tests/test_glibc_fallback.py tests/test_batch.py tests/runtime/test_custom_ops.py"}
+  tests/test_glibc_fallback.py tests/test_batch.py tests/runtime/test_custom_ops.py tests/ops/test_classifier_tail.py
+  tests/ops/test_tail_bound.py tests/ops/conv/test_bound_plans.py tests/ops/test_streaming_plans.py"}
 # the numpy floor as pyproject.toml states it ("numpy>=1.23" -> 1.23)
 FLOOR=$(sed -n 's/.*"numpy>=\([0-9.]*\)".*/\1/p' "$ROOT/pyproject.toml" | head -1)
 

@@ -18,6 +18,9 @@ from .common import clip_ufunc, reshape_view, small_gemm
 from .quantize import TableLookupScalar, composed_table
 
 INPUT = 0
+#: the requantization product's loop: a float32 acc times a 0-d float64 eff is a float32 product under numpy 1.x's
+#: value-based casting (150 * 0.07 rounds to the tie 10.5 there), a float64 one under numpy 2 (NEP 50)
+_F64 = np.dtype(np.float64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +87,7 @@ class FullyConnectedQuantizedFolded:
         t = self.t
         lo, hi, _ = self.lo_hi_zo
         self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
-        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
+        np.multiply(self.acc, self.eff, out=t, dtype=_F64)  # C++: double(acc) * the double eff (_F64)
         return clip_ufunc(t, lo, hi, out=t)
 
     def rows(self) -> np.ndarray:
@@ -224,7 +227,7 @@ class FullyConnectedQuantizedFoldedRounded(FullyConnectedQuantizedFolded):
     def run_loaded(self, outputs) -> None:
         t = self.t
         self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
-        np.multiply(self.acc, self.eff, out=t)  # C++ multiplies double(acc) by the double eff
+        np.multiply(self.acc, self.eff, out=t, dtype=_F64)  # C++: double(acc) * the double eff (_F64)
         np.rint(t, out=t)  # no tie inside [lo, hi): round half away there
         if self.zo_f is not None:
             np.add(t, self.zo_f, out=t)  # integers: exact
@@ -498,7 +501,7 @@ class FullyConnectedChainRounded:
     def run_loaded(self, outputs) -> None:
         for product, xbuf, wt, acc, eff, t, lo, hi, target in self.steps:
             product(xbuf, wt, out=acc)  # exact integer sums in any order
-            np.multiply(acc, eff, out=t)  # C++ multiplies double(acc) by the double eff
+            np.multiply(acc, eff, out=t, dtype=_F64)  # C++: double(acc) * the double eff (_F64)
             np.rint(t, out=t)  # no ties inside [lo, hi): round half away there (_ties_free)
             clip_ufunc(t, lo, hi, out=target, casting="same_kind")  # integers below 2^16: exact in float32
         self.layers[-1].run_loaded(outputs)
