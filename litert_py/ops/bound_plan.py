@@ -68,9 +68,9 @@ class BoundCalls:
 
     def general(self, inputs, outputs):
         """The op on any arrays: bound to them (``bind``), then their plan; arrays that are new objects over the
-        bound ones' very memory (``same_layout``: a RESHAPE's new view at each invoke of a deferred subgraph)
-        keep the plan, which reads and writes that memory (about 1 us per array instead of a new plan: a
-        float conv's takes about 10 us)."""
+        bound ones' very memory (``same_layout``: e.g. a view of its input a deferred subgraph's dynamic op
+        makes anew at each invoke) keep the plan, which reads and writes that memory (about 1 us per array
+        instead of a new plan: a float conv's takes about 10 us)."""
         b = self._bound
         arrays = (*inputs[: self.bound_inputs], outputs[0])
         if b is not None and len(arrays) == len(b) - 1 and all(map(same_layout, arrays, b)):

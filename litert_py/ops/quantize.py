@@ -34,6 +34,8 @@ from ..quant.fixedpoint import (
     INT32_MIN,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
+    round_away,
+    trunc_to_int32,
     wrap32,
 )
 from ..quant.hybrid import HALF_DOWN
@@ -376,10 +378,10 @@ class QuantizeFloatWideZeroPoint:
     """float32 -> int for zero points of 2^16 or more in magnitude (valid in the schema, absent from real models):
     the reference's arithmetic spelled out in int64, without QuantizeFloat's float32 shortcuts (which assume
     |zp| < 2^16: bounds qmin - zp exact in float32, and every wrapped ``round(t) + zp`` clamping as
-    INT32_MIN + zp does). The float32 quotient x / scale rounded half away from zero (in float64: t + 1/2 is
-    exact there), a value outside int32 or NaN converted to INT32_MIN (x86's conversion), plus zp with int32
-    wrap-around (reference/quantize.h AffineQuantize: ``static_cast<int32>(TfLiteRound(val / scale)) + zp``),
-    clamped to the output range."""
+    INT32_MIN + zp does). The float32 quotient x / scale rounded half away from zero (``round_away``, in
+    float32 as TfLiteRound), converted as x86 does (``trunc_to_int32``: outside int32 or NaN gives INT32_MIN),
+    plus zp with int32 wrap-around (reference/quantize.h AffineQuantize:
+    ``static_cast<int32>(TfLiteRound(val / scale)) + zp``), clamped to the output range."""
 
     scale: np.ndarray  # float32: scalar or broadcast along the quantized dimension
     zero_point: np.ndarray  # int64, same shape
@@ -387,11 +389,8 @@ class QuantizeFloatWideZeroPoint:
     qmax: int
 
     def __call__(self, inputs, outputs):
-        t = np.divide(inputs[INPUT], self.scale, dtype=_F32).astype(np.float64)
-        r = np.trunc(t + np.copysign(0.5, t))
-        in_range = (r >= INT32_MIN) & (r <= INT32_MAX)  # NaN: False
-        v = wrap32(np.where(in_range, r, INT32_MIN).astype(np.int64) + self.zero_point)
-        outputs[0][...] = np.clip(v, self.qmin, self.qmax)
+        r = trunc_to_int32(round_away(np.divide(inputs[INPUT], self.scale, dtype=_F32)))
+        outputs[0][...] = np.clip(wrap32(r + self.zero_point), self.qmin, self.qmax)
 
 
 #: zero points at or above this magnitude take QuantizeFloatWideZeroPoint
