@@ -181,10 +181,21 @@ def encode_options(builder, name: str, values: dict) -> int:
     getattr(mod, f"{name}Start")(builder)
     for key, val in values.items():
         f = specs[key]
-        arg = offsets[key] if key in offsets else (bool(val) if f.dtype == np.bool_ else _scalar(val, f.dtype))
+        if key in offsets:
+            arg = offsets[key]
+        else:
+            arg = bool(val) if f.dtype == np.bool_ else _scalar(val, f.dtype, f"{name}.{key}")
         getattr(mod, f"{name}Add{f.accessor}")(builder, arg)
     return getattr(mod, f"{name}End")(builder)
 
 
-def _scalar(val, dtype: np.dtype):
-    return float(val) if dtype.kind == "f" else int(val)
+def _scalar(val, dtype: np.dtype, where: str = "value"):
+    """``val`` as the Python number flatbuffers writes for a field of ``dtype``; an integer outside the field's range
+    is a ValueError naming the field (flatbuffers' own check raises a bare TypeError deep in its builder)."""
+    if dtype.kind == "f":
+        return float(val)
+    v = int(val)
+    info = np.iinfo(dtype)
+    if not info.min <= v <= info.max:
+        raise ValueError(f"{where} takes {dtype.name} values ({info.min}..{info.max}), got {v}")
+    return v

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from litert_py.ops.registry import registered_builtins
 from litert_py.schema.builder import ModelBuilder
 from litert_py.schema.model import OP_OPTIONS, BuiltinOperator, QuantizationParameters
-from litert_py.schema.tables import default_options
+from litert_py.schema.tables import default_options, table_fields
 
 F32 = np.dtype(np.float32)
 QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
@@ -447,12 +447,14 @@ class _Draw:
         code = BuiltinOperator[op]
         options = None
         if code in OP_OPTIONS and d(st.booleans()):
-            options = dict(default_options(OP_OPTIONS[code][1]))
+            table = OP_OPTIONS[code][1]
+            options = dict(default_options(table))
+            unsigned = {f.name for f in table_fields(table) if f.dtype is not None and f.dtype.kind == "u"}
             for k, v in options.items():
                 if isinstance(v, bool):
                     options[k] = d(st.booleans())
-                elif isinstance(v, int):
-                    options[k] = d(st.sampled_from([0, 1, 2, 3, -1, 7]))
+                elif isinstance(v, int):  # -1 only where the field is signed (a uint32 enum cannot hold it)
+                    options[k] = d(st.sampled_from([0, 1, 2, 3, 7] if k in unsigned else [0, 1, 2, 3, -1, 7]))
                 elif isinstance(v, float):
                     options[k] = d(st.sampled_from([0.0, 0.5, 1.0, -1.0]))
         self.emit(op, ins, outs, options, version=d(st.integers(1, 3)))

@@ -171,6 +171,24 @@ def test_model_builder_features():
     assert ext == m and ext.buffers[k].offset == 0
 
 
+@pytest.mark.parametrize(
+    "op, table, field, value, kind",
+    [
+        ("STABLEHLO_COMPARE", "StablehloCompareOptions", "comparison_direction", -1, "uint32"),
+        ("ADD", "AddOptions", "fused_activation_function", 128, "int8"),
+        ("CONV_2D", "Conv2DOptions", "stride_w", 2**31, "int32"),
+    ],
+)
+def test_option_values_outside_their_field_type_are_refused_by_name(op, table, field, value, kind):
+    b = ModelBuilder()
+    x = b.input("x", [2], np.float32)
+    y = b.tensor("y", [2], np.float32)
+    b.op(op, [x, x], [y], {field: value})
+    b.output(y)
+    with pytest.raises(ValueError, match=rf"{table}\.{field} takes {kind} values .*got {value}"):
+        b.build()
+
+
 # -- the oracle runs what the writer makes -----------------------------------------------------------
 def _run_litert(content: bytes, inputs, resolver=None, steps=None):
     LiteRT, OpResolverType = oracle()
