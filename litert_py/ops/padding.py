@@ -56,8 +56,9 @@ def pad_params(paddings: np.ndarray, in_shape: tuple[int, ...], fail=InputValueE
 
 
 def _pad_regions(pads, in_shape) -> tuple[tuple, tuple]:
-    """Index tuples of the interior and of the border slabs to fill (zero-width slabs left out)."""
-    interior = tuple(slice(a, a + d) for d, (a, _) in zip(in_shape, pads))
+    """Index tuples of the interior and of the border slabs to fill (zero-width slabs left out). The interior's
+    ends with an Ellipsis: a 0-d output's index is then ``[...]``, a 0-d view (``out[()]`` is a numpy scalar)."""
+    interior = (*(slice(a, a + d) for d, (a, _) in zip(in_shape, pads)), Ellipsis)
     borders = []
     for k, ((a, b), d) in enumerate(zip(pads, in_shape)):
         if a:

@@ -57,3 +57,23 @@ def test_pad_forms_against_reference(case):
             x = rng.uniform(10.0, 20.0, shape).astype(F32)
         got, want = invoke_both(theirs, ours, [x])
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype, constant", [(F32, None), (I8, None), (F32, 2.5)], ids=["float32", "int8", "v2"])
+def test_pad_of_a_scalar_copies_it(dtype, constant):
+    """A 0-d input (paddings of shape (0, 2)) has no border: the output is the input. Its interior index must give
+    a 0-d view, not a numpy scalar (found by tools/fuzz_graphs.py: copyto() into a numpy.float32)."""
+    b = ModelBuilder()
+    q = quant(0.1, -37) if dtype == I8 else None
+    x = b.input("x", (), dtype, quantization=q)
+    p = b.const("p", np.zeros((0, 2), np.int32))
+    y = b.tensor("y", (), dtype, quantization=q)
+    if constant is None:
+        b.op("PAD", [x, p], [y])
+    else:
+        b.op("PADV2", [x, p, b.const("c", np.array(constant, dtype))], [y])
+    b.output(y)
+    theirs, ours, _ = both_with_step(b.build())
+    for v in (3, -5, 100):
+        got, want = invoke_both(theirs, ours, [np.array(v, dtype)])
+        assert got.shape == () and np.array_equal(got, want) and want == v
