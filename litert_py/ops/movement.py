@@ -224,7 +224,9 @@ class TransposeBlocked:
 
 def _transpose_op(shape: tuple, perm: tuple, itemsize: int):
     """TransposeBlocked when the transpose collapses to a swap of two axes (after an optional leading one) with
-    at least two blocks of rows, else Transpose."""
+    at least two blocks of rows, else Transpose (also for zero values: no rows to block)."""
+    if 0 in shape:
+        return Transpose(perm)
     dims, p = collapse_transpose(shape, perm)
     if p == (1, 0):
         dims, p = (1, *dims), (0, 2, 1)

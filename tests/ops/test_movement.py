@@ -575,3 +575,14 @@ def test_transpose_blocked(shape, perm, dtype):
     x = values(np.random.default_rng(len(shape)), shape, dt)
     np.testing.assert_array_equal(run_ours(model, [x])[0], run_litert(model, [x])[0])
     np.testing.assert_array_equal(run_ours(model, [x])[0], np.transpose(x, perm))
+
+
+@pytest.mark.parametrize("shape, perm", [((0, 3, 0), (2, 0, 1)), ((1, 0, 5), (0, 2, 1)), ((4, 0), (1, 0))])
+def test_transpose_of_zero_values(shape, perm):
+    """A zero-size input has no rows to copy in blocks: prepare gives the plain Transpose (the block size once
+    divided by a zero dimension; found by tools/fuzz_graphs.py), and the output has LiteRT's shape."""
+    out = tuple(shape[p] for p in perm)
+    model = single_op_model("TRANSPOSE", [T(shape), T.const(np.array(perm, np.int32))], [T(out)])
+    x = np.zeros(shape, np.float32)
+    (ours,), (theirs,) = run_ours(model, [x]), run_litert(model, [x])
+    assert ours.shape == theirs.shape == out
