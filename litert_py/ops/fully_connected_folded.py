@@ -237,13 +237,13 @@ class FullyConnectedQuantizedFoldedRounded(FullyConnectedQuantizedFolded):
     act_hi: np.ndarray = None  # 0-d float64 act_max = hi + zo
 
     def run_loaded(self, outputs) -> None:
-        t = self.t
-        self.product(self.xbuf, self.weights_t, out=self.acc)  # exact sums in any order
-        np.multiply(self.acc, self.eff, out=t, dtype=_F64)  # C++: double(acc) * the double eff (_F64)
-        np.rint(t, out=t)  # no tie inside [lo, hi): round half away there
+        t, acc = self.t, self.acc
+        self.product(self.xbuf, self.weights_t, acc)  # exact sums in any order; positional out (~0.1 us less)
+        np.multiply(acc, self.eff, t, dtype=_F64)  # C++: double(acc) * the double eff (_F64)
+        np.rint(t, t)  # no tie inside [lo, hi): round half away there
         if self.zo_f is not None:
-            np.add(t, self.zo_f, out=t)  # integers: exact
-        clip_ufunc(self.t_out, self.act_lo, self.act_hi, out=outputs[0], casting="unsafe")
+            np.add(t, self.zo_f, t)  # integers: exact
+        clip_ufunc(self.t_out, self.act_lo, self.act_hi, outputs[0], casting="unsafe")
 
 
 @dataclass(frozen=True, eq=False)
