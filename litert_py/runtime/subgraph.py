@@ -553,13 +553,8 @@ class SubgraphRuntime:
         try:
             if self.deferred:
                 self._invoke_dynamic_steps()
-            else:  # _invoke_steps inlined: one Python call less per invoke (a tiny model's fixed cost)
-                ins = None
-                try:
-                    for op, ins, outs in self.steps:  # noqa: B007 (ins names the failing node)
-                        op(ins, outs)
-                except Exception as e:
-                    raise self._node_error(e, ins) from e
+            else:
+                self._invoke_steps()
         finally:
             restore_fp_errors(token)
         if self.reported:  # every node has run: the detail dicts show the real shapes from now on
@@ -572,18 +567,14 @@ class SubgraphRuntime:
             for op, ins, outs in self.steps:  # noqa: B007 (ins names the failing node)
                 op(ins, outs)
         except Exception as e:
-            raise self._node_error(e, ins) from e
-
-    def _node_error(self, e: Exception, ins) -> InvokeError:
-        """The error for step exception ``e``, naming the node whose step had inputs list ``ins``."""
-        # each step has an inputs list of its own (kept when cancel() swaps the op): no counter in the loop
-        k = next((k for k, step in enumerate(self.steps) if step[1] is ins), 0)
-        # a step standing for several nodes (ops/ring_buffer.RingBufferChecks) names the one that failed
-        node = getattr(e, FAILED_NODE, None) or self.steps_nodes[k][0]
-        # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
-        what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
-        cls = type(e) if isinstance(e, InvokeError) else InvokeError  # keeps ResourceLimitError, ...
-        return cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.")
+            # each step has an inputs list of its own (kept when cancel() swaps the op): no counter in the loop
+            k = next((k for k, step in enumerate(self.steps) if step[1] is ins), 0)
+            # a step standing for several nodes (ops/ring_buffer.RingBufferChecks) names the one that failed
+            node = getattr(e, FAILED_NODE, None) or self.steps_nodes[k][0]
+            # a kernel's own InvokeError already speaks LiteRT's words; other exceptions get their type named
+            what = str(e) if isinstance(e, InvokeError) else f"{type(e).__name__}: {e}"
+            cls = type(e) if isinstance(e, InvokeError) else InvokeError  # keeps ResourceLimitError, ...
+            raise cls(f"{what}\nNode number {node.index} ({node.name}) failed to invoke.") from e
 
     def _invoke_dynamic_steps(self) -> None:
         """Invoke when some shapes are only known at eval: prepare late nodes with the shapes seen now."""
