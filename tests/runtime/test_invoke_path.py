@@ -1,4 +1,4 @@
-"""Interpreter.invoke without a deadline (guard.begin/end and Subgraph._invoke_steps inlined for a tiny model's
+"""Interpreter.invoke without a deadline (guard.begin/end inlined for a tiny model's
 fixed cost): a node that fails is named and leaves nothing running behind it, a kernel may call back into its
 interpreter on the invoking thread, and each invoke is numbered anew (cancel() reaches the running one only)."""
 
