@@ -77,7 +77,7 @@ class FullyConnectedFloatRow:
     out_shape: tuple  # the output tensor's shape; written in place when it is (1, units)
 
     def __call__(self, inputs, outputs):
-        np.copyto(self.head, inputs[0])
+        self.head[...] = inputs[0]  # the same float32 values as np.copyto, without its dispatch
         _finish(self.row, self.weights, self.lo, self.hi, outputs[0], self.out_shape)
 
     def with_clamp(self, lo, hi):
@@ -104,14 +104,27 @@ class FullyConnectedFloatRowChain:
     head: np.ndarray
     links: tuple  # RowLink per FC but the last
     last: FullyConnectedFloatRow
+    plan: tuple = dataclasses.field(init=False, repr=False)  # made from links and last (__post_init__)
+    end: tuple = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self):
+        # per link (row.dot bound, weights, out, lo, hi): no attribute reads in the loop (a tiny model's time)
+        plan = tuple((link.row.dot, link.weights, link.out, link.lo, link.hi) for link in self.links)
+        last = self.last
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "end", (last.row.dot, last.weights, last.lo, last.hi, last.out_shape))
 
     def __call__(self, inputs, outputs):
-        np.copyto(self.head, inputs[0])
-        for link in self.links:
-            link.row.dot(link.weights, out=link.out)
-            clip_ufunc(link.out, link.lo, link.hi, out=link.out)
-        last = self.last
-        _finish(last.row, last.weights, last.lo, last.hi, outputs[0], last.out_shape)
+        self.head[...] = inputs[0]  # the same float32 values as np.copyto, without its dispatch
+        for dot, weights, out, lo, hi in self.plan:
+            dot(weights, out)  # positional out: ~0.1 us less per call than out=
+            clip_ufunc(out, lo, hi, out)
+        dot, weights, lo, hi, out_shape = self.end
+        out = outputs[0]
+        if out.shape != out_shape:  # an output that is not (1, units): written through a reshaped view
+            out = out.reshape(1, -1)
+        dot(weights, out)
+        clip_ufunc(out, lo, hi, out)
 
     def feeding(self, consumer):
         if not isinstance(consumer, FullyConnectedFloatRow):
@@ -122,8 +135,8 @@ class FullyConnectedFloatRowChain:
 def _finish(row, weights, lo, hi, out, out_shape) -> None:
     if out.shape != out_shape:  # an output that is not (1, units): written through a reshaped view
         out = out.reshape(1, -1)
-    row.dot(weights, out=out)
-    clip_ufunc(out, lo, hi, out=out)
+    row.dot(weights, out)  # positional out: ~0.1 us less per call than out=
+    clip_ufunc(out, lo, hi, out)
 
 
 def prepare_float_row(x_shape, weights: np.ndarray, bias: np.ndarray | None, act: int, out_shape):

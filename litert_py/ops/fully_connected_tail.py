@@ -122,7 +122,7 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
 
     def run_loaded(self, outputs) -> None:
         fc = self.fc
-        fc.product(fc.xbuf, fc.weights_t, out=fc.acc)  # exact integer sums in any order
+        fc.product(fc.xbuf, fc.weights_t, fc.acc)  # exact integer sums in any order; positional out
         self.finish(outputs)
 
     def finish(self, outputs) -> None:

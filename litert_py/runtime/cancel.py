@@ -67,7 +67,8 @@ class Guard:
 
     def begin(self, timeout: float | None = None):
         """Mark an invoke running (cancellable), with an optional deadline in seconds; returns the token
-        ``end`` takes."""
+        ``end`` takes. Interpreter.invoke without a deadline does the same inline (numbers the invoke, and at its
+        end clears ``_invoke`` and ``requested``, calling ``end`` only to undo a swap): keep the two in step."""
         self.requested = None
         self._count += 1
         number = self._invoke = self._count

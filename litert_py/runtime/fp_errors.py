@@ -29,16 +29,16 @@ _cached: tuple = (None, None)
 
 if _state is not None:
 
-    def quiet():
+    def quiet(_get=_state.get, _set=_state.set):  # bound once: two attribute reads less per invoke
         """Ignore floating-point errors until ``restore(token)``; returns the token."""
         global _cached
-        base = _state.get()
+        base = _get()
         cached = _cached
         if cached[0] is not base:
             if base is cached[1]:  # nested in our own quiet state (CALL_ONCE invoking a subgraph): keep the cache
-                return _state.set(base)
+                return _set(base)
             cached = _cached = (base, _make_extobj(all="ignore"))
-        return _state.set(cached[1])
+        return _set(cached[1])
 
     restore = _state.reset
 

@@ -157,3 +157,30 @@ def test_single_layer_ties_keep_the_half_away_path(monkeypatch):
     assert _compare(_single(5)) == ["FullyConnectedQuantizedFoldedRounded"]
     with pytest.raises(AssertionError):
         _compare(_single(5, tied=True))
+
+
+@pytest.mark.parametrize(
+    ("widths", "acts", "dtype"),
+    [
+        ((2000, 4), (NONE,), np.int8),  # a deep narrow head alone
+        ((300, 40, 10), (RELU, NONE), np.int8),  # a narrow last layer inside a chain (its row offset)
+        ((500, 12), (RELU6,), np.uint8),
+    ],
+)
+def test_narrow_layers_keep_fortran_weights(widths, acts, dtype):
+    """One-row folded GEMMs of at most NARROW_UNITS units hold Fortran-ordered weights (the faster gemv for a
+    classifier head), wider ones C-ordered; the integers equal BUILTIN_REF's either way."""
+    from litert_py.ops.fully_connected_folded import NARROW_UNITS
+
+    model = _dense(widths, acts, dtype)
+    _compare(model, n=20)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (op,) = [op for _, op in it._subgraphs[0].steps_nodes]
+    layers = getattr(op, "layers", (op,))
+    assert len(layers) == len(acts)
+    for layer in layers:
+        wt = layer.weights_t
+        narrow = wt.shape[1] <= NARROW_UNITS
+        assert (wt.flags.f_contiguous and not wt.flags.c_contiguous) if narrow else wt.flags.c_contiguous
+    assert layers[-1].weights_t.shape[1] <= NARROW_UNITS
