@@ -200,11 +200,8 @@ def prepare_fully_connected(ctx: OpContext) -> PreparedOp:
             weights_t, bias_copy = np.ascontiguousarray(w.data.T), None if bias is None else bias.data.copy()
             return FullyConnectedFloat(weights_t, bias_copy, depth, *float_bounds(act))
         return FullyConnectedFloatDynamicWeights(depth, activation)
-    if hybrid:
-        op = prepare_hybrid(ctx, x, w, bias, out)
-    elif x.dtype in (np.int8, np.uint8, np.int16):
-        op = prepare_quantized(ctx, x, w, bias, out)
-    else:
+    if not hybrid and x.dtype not in (np.int8, np.uint8, np.int16):
         raise ctx.fail(f"FULLY_CONNECTED with input {x.type_name} and weights {w.type_name} is not supported")
-    ctx.set_output_shape(0, shape)
+    ctx.set_output_shape(0, shape)  # first: the kernels read ``out.shape`` (a re-allocation's, not the last one's)
+    op = prepare_hybrid(ctx, x, w, bias, out) if hybrid else prepare_quantized(ctx, x, w, bias, out)
     return FullyConnectedZeroDepth() if w.shape[1] == 0 else op

@@ -68,7 +68,9 @@ class Guard:
     def begin(self, timeout: float | None = None):
         """Mark an invoke running (cancellable), with an optional deadline in seconds; returns the token
         ``end`` takes. Interpreter.invoke without a deadline does the same inline (numbers the invoke, and at its
-        end clears ``_invoke`` and ``requested``, calling ``end`` only to undo a swap): keep the two in step."""
+        end clears ``_invoke`` and ``requested``, calling ``end`` only to undo a swap): keep the two in step. The
+        inline form skips the reset of ``requested`` here: a request left by a cancel racing the previous
+        invoke's end names that invoke's number, and check_cancelled acts only on the running one's."""
         self.requested = None
         self._count += 1
         number = self._invoke = self._count

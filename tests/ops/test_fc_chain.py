@@ -184,3 +184,35 @@ def test_narrow_layers_keep_fortran_weights(widths, acts, dtype):
         narrow = wt.shape[1] <= NARROW_UNITS
         assert (wt.flags.f_contiguous and not wt.flags.c_contiguous) if narrow else wt.flags.c_contiguous
     assert layers[-1].weights_t.shape[1] <= NARROW_UNITS
+
+
+@pytest.mark.parametrize(
+    "widths, acts",
+    [([1, 16, 16, 1], [RELU, RELU, NONE]), ([8, 16, 4], [RELU, NONE]), ([6, 3], [NONE])],
+    ids=["one-value", "chain", "single"],
+)
+def test_resize_up_and_back_equals_reference(widths, acts):
+    """Batch 1 -> 2 -> 1 with allocate_tensors between: the quantized FC kernels read the output shape of this
+    allocation (once the previous one's: back at batch 1 a one-value table was built for two rows and prepare
+    failed with a reshape error)."""
+    from tests.oracle import oracle
+
+    model = _dense(widths, acts)
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    rng = np.random.default_rng(3)
+    for rows in (1, 2, 1, 3, 1):
+        outs = []
+        for it in (theirs, ours):
+            it.resize_tensor_input(it.get_input_details()[0]["index"], [rows, widths[0]])
+            it.allocate_tensors()
+        for _ in range(3):
+            x = rng.integers(-128, 128, (rows, widths[0])).astype(np.int8)
+            outs = []
+            for it in (theirs, ours):
+                it.set_tensor(it.get_input_details()[0]["index"], x)
+                it.invoke()
+                outs.append(it.get_tensor(it.get_output_details()[0]["index"]))
+            assert outs[1].shape == (rows, widths[-1])
+            np.testing.assert_array_equal(outs[1], outs[0])
