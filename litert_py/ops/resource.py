@@ -126,6 +126,11 @@ class AssignVariable:
 @register(BuiltinOperator.VAR_HANDLE, stateful=True)
 def prepare_var_handle(ctx: OpContext) -> PreparedOp:
     ctx.check_num(0, 1)
+    out = ctx.outputs[0]
+    ctx.check(  # LiteRT writes its int32 resource id into any output type; litert_py's handle is an object
+        out.type == dtypes.TensorType.RESOURCE,
+        f"VAR_HANDLE's output must be a RESOURCE tensor, got {out.type_name} (not supported by litert_py)",
+    )
     opts = ctx.options
     # An empty shared_name is unique per op in TF; LiteRT keys it by the names as given, and so do we.
     key = ("resource_variable", opts.container, opts.shared_name)

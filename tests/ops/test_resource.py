@@ -177,3 +177,19 @@ def test_var_handle_is_folded_at_prepare():
     xs = [np.full((2, 3), k, np.float32) for k in range(1, 4)]
     for a, b in zip(_stream(litert_py.Interpreter, model, xs), _stream(LiteRT, model, xs)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int8])
+def test_var_handle_of_another_type_is_refused(dtype):
+    """A VAR_HANDLE whose output is not a RESOURCE tensor (no converter writes one; LiteRT stores its int32
+    resource id in the output's bytes): a PrepareError naming the type, not a TypeError from folding the handle
+    (found by tools/fuzz_graphs.py); the interpreter stays usable for other models."""
+    b = ModelBuilder()
+    x = b.input("x", (2,), np.float32)
+    h, y = b.tensor("h", (), dtype), b.tensor("y", (2,), np.float32)
+    b.op("VAR_HANDLE", [], [h], {"container": "", "shared_name": "v"})
+    b.op("RELU", [x], [y])
+    b.output(y)
+    it = litert_py.Interpreter(model_content=b.build())
+    with pytest.raises(litert_py.PrepareError, match="VAR_HANDLE's output must be a RESOURCE tensor, got "):
+        it.allocate_tensors()
