@@ -13,8 +13,8 @@
 # Pythons are found as ~/.pyenv/versions/<X.Y>*/bin/python or python<X.Y> on PATH. Where the oracle
 # (ai-edge-litert) cannot be installed, the same subset runs without it (the tests that need it then fail, by
 # design) and the summary says "no oracle". The last lines are one summary line per run; the exit code is non-zero
-# when a run failed. Takes ~2-4 min per Python on 2 cores after the first download; the floor run ~6 min of CPU (3985 tests;
-# 24 min wall on 2 cores shared with 4 other jobs).
+# when a run failed. Takes ~2-4 min per Python on 2 cores after the first download; the floor run (3985 tests) ~6 min
+# of CPU: 24 min wall on 2 cores shared with 4 other jobs.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENVS=${VENVS:-/tmp/litert-py-venvs}
