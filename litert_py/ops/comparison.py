@@ -153,12 +153,15 @@ def prepare_logical(ctx: OpContext) -> PreparedOp:
 
 @dataclass(frozen=True, eq=False)
 class RightShift:
-    """``x >> clamp(y, 0, bits - 1)`` (arithmetic for signed types)."""
+    """``x >> clamp(y, 0, bits - 1)`` (arithmetic for signed types). The bounds are 0-d arrays of y's type: with
+    Python ints, numpy 1.x's clip of a 0-d uint y gave int64 (no value-based casting among scalars only), and
+    its right shift then failed to cast to the unsigned output."""
 
-    max_shift: int
+    lo: np.ndarray
+    hi: np.ndarray
 
     def __call__(self, inputs, outputs):
-        y = clip_ufunc(inputs[INPUT2], 0, self.max_shift)
+        y = clip_ufunc(inputs[INPUT2], self.lo, self.hi)
         np.right_shift(inputs[INPUT1], y, out=outputs[OUTPUT])
 
 
@@ -177,7 +180,7 @@ def prepare_bitwise(ctx: OpContext) -> PreparedOp:
     ctx.set_output_shape(OUTPUT, shape)
     if ctx.builtin_code == _B.BITWISE_XOR:
         return BinaryPlain(np.bitwise_xor)
-    return RightShift(a.dtype.itemsize * 8 - 1)
+    return RightShift(np.array(0, b.dtype), np.array(a.dtype.itemsize * 8 - 1, b.dtype))
 
 
 @dataclass(frozen=True, eq=False)

@@ -45,11 +45,27 @@ try:  # np.clip is a Python wrapper costing ~3 us a call; the ufunc under it cos
 except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 (2.x keeps x unless x < lo)
     from numpy.core.umath import clip as _clip_1x
 
+    def _has_zero(bound) -> bool:
+        return bool(np.any(np.equal(bound, 0)))
+
     def clip_ufunc(x, lo, hi, out=None, **kwargs):
-        """numpy 2's clip semantics on numpy 1.x: values not outside [lo, hi] (-0.0 and NaN included) stay x."""
+        """numpy 2's clip semantics on numpy 1.x: values not outside [lo, hi] (-0.0 and NaN included) stay x.
+
+        1.x's float loop is min(max(x, lo), hi) with ``a > b ? a : b`` (NaN kept), which differs from that only
+        where x equals a bound with other bits: a signed zero at a bound of zero. Other bounds and non-float x:
+        1.x's clip as it is. In place (``out`` overlapping ``x``), the clip runs into a new array first: x's
+        zeros are gone once ``out`` is written. (numpy 2 keeps -0.0 only with 0-d bounds, as the float kernels
+        have them: with array bounds its loop also gives +0.0.)"""
+        if getattr(x, "dtype", None) is None or x.dtype.kind != "f" or not (_has_zero(lo) or _has_zero(hi)):
+            return _clip_1x(x, lo, hi, out=out, **kwargs)
+        if out is not None and np.may_share_memory(out, x):
+            np.copyto(out, clip_ufunc(x, lo, hi, **kwargs), casting="unsafe")
+            return out
         r = _clip_1x(x, lo, hi, out=out, **kwargs)
-        if isinstance(r, np.ndarray) and r.dtype.kind == "f" and np.ndim(x) and r.shape == np.shape(x):
+        if isinstance(r, np.ndarray):
             np.copyto(r, x, where=(r == x), casting="unsafe")
+        elif r == x:  # a 0-d x without out: a numpy scalar
+            r = r.dtype.type(x)
         return r
 
 
