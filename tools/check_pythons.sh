@@ -25,6 +25,8 @@ SUBSET=${SUBSET:-"tests/test_corpus.py tests/runtime/test_interpreter.py tests/q
   tests/ops/test_pooling.py tests/ops/test_activations.py tests/ops/recurrent/test_lstm.py tests/tools/test_run.py
   tests/test_glibc_fallback.py tests/test_batch.py tests/runtime/test_custom_ops.py tests/ops/test_classifier_tail.py
   tests/ops/test_tail_bound.py tests/ops/conv/test_bound_plans.py tests/ops/test_streaming_plans.py"}
+RUN_TIMEOUT=${RUN_TIMEOUT:-1800}       # seconds of wall time for one run's pytest
+FLOOR_TIMEOUT=${FLOOR_TIMEOUT:-3600}   # the floor run: ~4000 tests, 24 min wall on a loaded 2-core machine
 FLOOR_SUBSET=${FLOOR_SUBSET:-"tests/ops tests/runtime tests/quant tests/test_corpus.py tests/tools/test_run.py
   tests/test_glibc_fallback.py tests/test_batch.py"}
 # the numpy floor as pyproject.toml states it ("numpy>=1.23" -> 1.23)
@@ -38,8 +40,8 @@ find_python() {
 
 SUMMARY=()
 STATUS=0
-run_one() {  # run_one PYTHON_VERSION NUMPY_SPEC LABEL TESTS
-  local v=$1 npspec=$2 label=$3 tests=$4 py venv log oracle="oracle" res
+run_one() {  # run_one PYTHON_VERSION NUMPY_SPEC LABEL TESTS TIMEOUT
+  local v=$1 npspec=$2 label=$3 tests=$4 seconds=$5 py venv log oracle="oracle" res
   py=$(find_python "$v")
   if [ -z "$py" ]; then SUMMARY+=("$label: python $v not found"); STATUS=1; return; fi
   venv="$VENVS/$label"
@@ -63,17 +65,19 @@ run_one() {  # run_one PYTHON_VERSION NUMPY_SPEC LABEL TESTS
   local versions
   versions=$("$venv/bin/python" -c "import sys, numpy; print(f'python {sys.version.split()[0]} numpy {numpy.__version__}')")
   # from the repository root (tests/ importable; python -m pytest puts the root first on sys.path, so the source tree
-  # is what runs, with the venv's Python, numpy and oracle)
-  (cd "$ROOT" && CI=true timeout 1800 "$venv/bin/python" -m pytest -q -p no:cacheprovider $tests) >>"$log" 2>&1
+  # is what runs, with the venv's Python, numpy and oracle; the venv's bin first on PATH, so that the console-script
+  # test finds the venv's tflite-run)
+  (cd "$ROOT" && PATH="$venv/bin:$PATH" CI=true timeout "$seconds" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    $tests) >>"$log" 2>&1
   local rc=$?
-  res=$(grep -E "^(=+ )?[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)" "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
+  res=$(grep -E "^(=+ )?[0-9]+ (passed|failed|errors?)|^=+ .*(passed|failed|error)" "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
   [ $rc -ne 0 ] && STATUS=1
   SUMMARY+=("$label: $versions, $oracle: ${res:-no result (exit $rc, see $log)}")
 }
 
-for v in $PYTHONS; do run_one "$v" "" "py$v" "$SUBSET"; done
+for v in $PYTHONS; do run_one "$v" "" "py$v" "$SUBSET" "$RUN_TIMEOUT"; done
 if [ -n "$FLOOR" ]; then
-  run_one "$OLDEST_NUMPY_PYTHON" "==$FLOOR.*" "py$OLDEST_NUMPY_PYTHON-numpy$FLOOR" "$FLOOR_SUBSET"
+  run_one "$OLDEST_NUMPY_PYTHON" "==$FLOOR.*" "py$OLDEST_NUMPY_PYTHON-numpy$FLOOR" "$FLOOR_SUBSET" "$FLOOR_TIMEOUT"
 fi
 
 echo

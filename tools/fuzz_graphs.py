@@ -7,6 +7,8 @@ invoke in a forked, resource-limited child, and print the outcomes by type.
 ``--show TypeError`` prints the first message of each distinct case whose outcome or wrapped cause is that
 type (``--show internal``: every wrapped exception but ValueError, and every undocumented one), for triage;
 ``--save DIR`` also writes those models (input values: ``input_values(details, seed)``).
+``--compare`` runs each graph in ai-edge-litert BUILTIN_REF too (tests/fuzz/graph_check.py) and prints the
+outcomes by kind, with the first case of each distinct message of the kinds that need triage.
 Run from the repository root (it imports tests.fuzz).
 """
 
@@ -34,6 +36,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show", default="")
     ap.add_argument("--save", default="", help="directory: write each shown case's model there")
+    ap.add_argument("--compare", action="store_true", help="differential: litert_py against BUILTIN_REF")
     a = ap.parse_args()
     outcomes, shown = [], collections.Counter()
 
@@ -48,6 +51,8 @@ def main() -> int:
     )
     @given(graphs())
     def collect(g):
+        if a.compare:
+            return compare(g)
         o = run_isolated(g.model, g.seed)
         outcomes.append(o)
         internal = (o.cause not in (None, "ValueError")) or not o.documented
@@ -64,7 +69,27 @@ def main() -> int:
                 shown[w] += 1
                 print(f"[{o.stage}] {w}  ops={g.ops}")
 
+    kinds = collections.Counter()
+
+    def compare(g):
+        from tests.fuzz.graph_check import compare_graph_isolated
+
+        r = compare_graph_isolated(g.model, g.seed, g.ops)
+        kinds[r.kind] += 1
+        key = (r.kind, r.message.split(":")[0] if r.kind == "float" else r.message[:160])
+        if r.kind not in ("ok", "rejected", "refused") and shown[key] < 1:
+            shown[key] += 1
+            print(f"[{r.kind}] {r.message[:400]}  ops={g.ops}")
+            if a.save:
+                path = pathlib.Path(a.save) / f"{r.kind}_{sum(shown.values())}_seed{g.seed}.tflite"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(g.model)
+                print(f"  saved {path} (input seed {g.seed})")
+
     collect()
+    if a.compare:
+        print(f"{sum(kinds.values())} graphs: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+        return 0
     print(summary(outcomes))
     return 0
 

@@ -55,7 +55,7 @@ except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 
         where x equals a bound with other bits: a signed zero at a bound of zero. Other bounds and non-float x:
         1.x's clip as it is. In place (``out`` overlapping ``x``), the clip runs into a new array first: x's
         zeros are gone once ``out`` is written. (numpy 2 keeps -0.0 only with 0-d bounds, as the float kernels
-        have them: with array bounds its loop also gives +0.0.)"""
+        have them: with array bounds its loop gives the bound's zero on a tie.)"""
         if getattr(x, "dtype", None) is None or x.dtype.kind != "f" or not (_has_zero(lo) or _has_zero(hi)):
             return _clip_1x(x, lo, hi, out=out, **kwargs)
         if out is not None and np.may_share_memory(out, x):

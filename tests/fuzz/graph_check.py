@@ -1,0 +1,125 @@
+"""The differential check of tests/fuzz/strategies.py's random graphs: a graph runs in litert_py and in
+ai-edge-litert BUILTIN_REF, two invokes with the same inputs (``strategies.input_values``), and the outcomes are
+classified:
+
+- ``ok``: both ran; every output of both invokes equal: integers, bools and strings exactly, floats within
+  tests/compare.py's rule at ``FLOAT_RTOL`` (NaN where LiteRT has NaN, the same infinities);
+- ``float``: both ran and only a float output is outside that tolerance (a random graph chains transcendental ops
+  on extreme values: reported apart, for triage);
+- ``mismatch``: an integer, bool or string output differs, or the shapes / dtypes do;
+- ``rejected``: both refused the graph (litert_py with one of its documented errors);
+- ``refused``: litert_py refused on purpose what LiteRT runs (fused_check.DELIBERATE);
+- ``ours-only`` / ``litert-only``: one runtime refused (or failed to invoke) what the other ran;
+- ``exception``: litert_py raised an undocumented exception; ``oracle-crash``: LiteRT ended the process.
+
+Graphs with random ops (RANDOM_*, MULTINOMIAL) are compared by shape and dtype only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.compare import mismatch
+from tests.fuzz.fused_check import DELIBERATE, Result, _in_child
+
+#: relative tolerance of float outputs, to the output's largest finite magnitude and to each element
+FLOAT_RTOL = 1e-4
+RANDOM_OPS = ("RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL")
+
+
+def _outputs(it) -> list:
+    out = []
+    for d in it.get_output_details():
+        try:
+            out.append(np.array(it.get_tensor(d["index"]), copy=True))
+        except Exception:  # noqa: BLE001 (a resource or unallocated tensor: compared as unreadable)
+            out.append(None)
+    return out
+
+
+def _run(it, seed: int) -> list[list]:
+    from tests.fuzz.strategies import input_values
+
+    it.allocate_tensors()
+    details = it.get_input_details()
+    values = input_values(details, seed)
+    results = []
+    for _ in range(2):
+        for d, v in zip(details, values):
+            it.set_tensor(d["index"], v)
+        it.invoke()
+        results.append(_outputs(it))
+    return results
+
+
+def _litert(model: bytes, seed: int) -> list[list]:
+    from tests.oracle import oracle
+
+    LiteRT, types = oracle()
+    it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=types.BUILTIN_REF)
+    return _run(it, seed)
+
+
+def compare_graph(model: bytes, seed: int, ops: list[str]) -> Result:
+    """Both runtimes on ``model`` (module docstring)."""
+    import litert_py
+    from litert_py.errors import LiteRTError
+
+    try:
+        theirs, theirs_err = _litert(model, seed), None
+    except (RuntimeError, ValueError) as e:
+        theirs, theirs_err = None, e
+    try:
+        ours, ours_err = _run(litert_py.Interpreter(model_content=model), seed), None
+    except LiteRTError as e:
+        ours, ours_err = None, e
+    except Exception as e:  # noqa: BLE001 (an undocumented exception is a finding)
+        return Result("exception", f"litert_py raised {type(e).__name__}: {e}")
+    if theirs_err is not None and ours_err is not None:
+        return Result("rejected", f"LiteRT: {str(theirs_err).splitlines()[0][:100]}")
+    if ours_err is not None:
+        kind = "refused" if any(m in str(ours_err) for m in DELIBERATE) else "ours-only"
+        return Result(kind, f"litert_py: {type(ours_err).__name__}: {' / '.join(str(ours_err).splitlines()[:2])}")
+    if theirs_err is not None:
+        return Result("litert-only", f"LiteRT: {' / '.join(str(theirs_err).splitlines()[:2])[:300]}")
+    random = any(op in RANDOM_OPS for op in ops)
+    worst = None
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        for j, (g, w) in enumerate(zip(got, want)):
+            if w is None or g is None or w.dtype == object and w.size and not isinstance(w.flat[0], bytes):
+                continue
+            where = f"output {j}, invoke {k}"
+            if g.shape != w.shape or g.dtype != w.dtype:
+                return Result("mismatch", f"{where}: ours {g.dtype}{g.shape}, LiteRT {w.dtype}{w.shape}")
+            if random:
+                continue
+            if g.dtype.kind in "fc":
+                why = mismatch([g], [w], rtol=FLOAT_RTOL, atol=1e-6, rtol_each=FLOAT_RTOL)
+                worst = worst or (why and f"{where}: {why}")
+            elif g.tobytes() != w.tobytes() if g.dtype != object else g.tolist() != w.tolist():
+                bad = np.flatnonzero(g.reshape(-1) != w.reshape(-1))[:4]
+                detail = f"ours {g.reshape(-1)[bad].tolist()}, LiteRT {w.reshape(-1)[bad].tolist()} at {bad.tolist()}"
+                return Result("mismatch", f"{where}: {detail}")
+    return Result("float", worst) if worst else Result("ok")
+
+
+def _litert_alone(model: bytes, seed: int) -> None:
+    _litert(model, seed)
+
+
+def compare_graph_isolated(model: bytes, seed: int, ops: list[str]) -> Result:
+    """``compare_graph`` in a forked child (LiteRT aborts the process on some graphs): a crash of LiteRT alone is
+    "oracle-crash", one of litert_py "exception"."""
+    import litert_py  # noqa: F401  (imported once, in the parent)
+    from tests.oracle import oracle
+
+    oracle()
+    kind, value = _in_child(lambda: compare_graph(model, seed, ops))
+    if kind == "ok":
+        return value
+    if kind == "error":
+        return Result("exception", f"the comparison raised {value}")
+    kind, how = _in_child(lambda: _litert_alone(model, seed))
+    if kind == "crash":
+        return Result("oracle-crash", f"LiteRT: {how}")
+    return Result("exception", f"litert_py or the comparison: {value}")
