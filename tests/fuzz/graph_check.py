@@ -8,7 +8,9 @@ classified:
   on extreme values: reported apart, for triage);
 - ``mismatch``: an integer, bool or string output differs, or the shapes / dtypes do;
 - ``rejected``: both refused the graph (litert_py with one of its documented errors);
-- ``refused``: litert_py refused on purpose what LiteRT runs (fused_check.DELIBERATE);
+- ``refused``: litert_py refused on purpose what LiteRT runs into undefined behaviour (``DELIBERATE``);
+- ``ref-wrong``: an integer output differs from BUILTIN_REF where the reference kernel is known to be wrong
+  (``REFERENCE_WRONG``, docs/litert-differences.md) and equals LiteRT's default kernels, as litert_py intends;
 - ``ours-only`` / ``litert-only``: one runtime refused (or failed to invoke) what the other ran;
 - ``exception``: litert_py raised an undocumented exception; ``oracle-crash``: LiteRT ended the process.
 
@@ -20,11 +22,23 @@ from __future__ import annotations
 import numpy as np
 
 from tests.compare import mismatch
-from tests.fuzz.fused_check import DELIBERATE, Result, _in_child
+from tests.fuzz import fused_check
+from tests.fuzz.fused_check import Result, _in_child
 
 #: relative tolerance of float outputs, to the output's largest finite magnitude and to each element
 FLOAT_RTOL = 1e-4
 RANDOM_OPS = ("RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL")
+#: ops whose reference kernel litert_py does not follow (docs/litert-differences.md: SUM int8 / int16 reads the
+#: input as unsigned; LRN's window)
+REFERENCE_WRONG = ("SUM", "LOCAL_RESPONSE_NORMALIZATION")
+#: litert_py's refusals of what LiteRT runs into undefined behaviour (message fragments): fused_check's, and a
+#: quantized kernel's tensor without quantization (scale 0: LiteRT divides by it)
+DELIBERATE = (
+    *fused_check.DELIBERATE,
+    "is not finite (a zero or missing scale)",
+    "needs a quantized output with a positive scale",
+    "of a rank 0 tensor is not supported",  # LOG_SOFTMAX: LiteRT reads garbage (docs/litert-differences.md)
+)
 
 
 def _outputs(it) -> list:
@@ -52,18 +66,22 @@ def _run(it, seed: int) -> list[list]:
     return results
 
 
-def _litert(model: bytes, seed: int) -> list[list]:
+def _litert(model: bytes, seed: int, resolver: str = "BUILTIN_REF") -> list[list]:
     from tests.oracle import oracle
 
     LiteRT, types = oracle()
-    it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=types.BUILTIN_REF)
+    it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=getattr(types, resolver))
     return _run(it, seed)
+
+
+def _differs(g: np.ndarray, w: np.ndarray) -> bool:
+    return g.tobytes() != w.tobytes() if g.dtype != object else g.tolist() != w.tolist()
 
 
 def compare_graph(model: bytes, seed: int, ops: list[str]) -> Result:
     """Both runtimes on ``model`` (module docstring)."""
     import litert_py
-    from litert_py.errors import LiteRTError
+    from litert_py.errors import LiteRTError, ResourceLimitError
 
     try:
         theirs, theirs_err = _litert(model, seed), None
@@ -78,7 +96,9 @@ def compare_graph(model: bytes, seed: int, ops: list[str]) -> Result:
     if theirs_err is not None and ours_err is not None:
         return Result("rejected", f"LiteRT: {str(theirs_err).splitlines()[0][:100]}")
     if ours_err is not None:
-        kind = "refused" if any(m in str(ours_err) for m in DELIBERATE) else "ours-only"
+        # the memory budget (litert_py.limits) refuses on purpose too
+        deliberate = isinstance(ours_err, ResourceLimitError) or any(m in str(ours_err) for m in DELIBERATE)
+        kind = "refused" if deliberate else "ours-only"
         return Result(kind, f"litert_py: {type(ours_err).__name__}: {' / '.join(str(ours_err).splitlines()[:2])}")
     if theirs_err is not None:
         return Result("litert-only", f"LiteRT: {' / '.join(str(theirs_err).splitlines()[:2])[:300]}")
@@ -96,9 +116,13 @@ def compare_graph(model: bytes, seed: int, ops: list[str]) -> Result:
             if g.dtype.kind in "fc":
                 why = mismatch([g], [w], rtol=FLOAT_RTOL, atol=1e-6, rtol_each=FLOAT_RTOL)
                 worst = worst or (why and f"{where}: {why}")
-            elif g.tobytes() != w.tobytes() if g.dtype != object else g.tolist() != w.tolist():
+            elif _differs(g, w):
                 bad = np.flatnonzero(g.reshape(-1) != w.reshape(-1))[:4]
                 detail = f"ours {g.reshape(-1)[bad].tolist()}, LiteRT {w.reshape(-1)[bad].tolist()} at {bad.tolist()}"
+                if any(op in REFERENCE_WRONG for op in ops):
+                    default = _litert(model, seed, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")[k][j]
+                    if default is not None and not _differs(g, default):
+                        return Result("ref-wrong", f"{where}: {detail} (the default kernels agree with litert_py)")
                 return Result("mismatch", f"{where}: {detail}")
     return Result("float", worst) if worst else Result("ok")
 
