@@ -169,17 +169,18 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
     return Result("ok", steps=steps)
 
 
-def _diff(g: np.ndarray, w: np.ndarray) -> str:
+def _diff(g: np.ndarray, w: np.ndarray, names: tuple[str, str] = ("ours", "LiteRT")) -> str:
+    ours, theirs = names
     if g.shape != w.shape or g.dtype != w.dtype:
-        return f"ours {g.dtype}{g.shape}, LiteRT {w.dtype}{w.shape}"
+        return f"{ours} {g.dtype}{g.shape}, {theirs} {w.dtype}{w.shape}"
     bad = np.flatnonzero(
         g.reshape(-1).view(np.uint8 if g.dtype.itemsize == 1 else f"u{g.dtype.itemsize}")
         != w.reshape(-1).view(np.uint8 if w.dtype.itemsize == 1 else f"u{w.dtype.itemsize}")
     )
     j = bad[:4]
     return (
-        f"{bad.size} of {g.size} values differ; at {j.tolist()}: ours {g.reshape(-1)[j].tolist()}, "
-        f"LiteRT {w.reshape(-1)[j].tolist()}"
+        f"{bad.size} of {g.size} values differ; at {j.tolist()}: {ours} {g.reshape(-1)[j].tolist()}, "
+        f"{theirs} {w.reshape(-1)[j].tolist()}"
     )
 
 
