@@ -259,17 +259,26 @@ def conv_layers(net: FloatNet, x: QT) -> QT:
     return x
 
 
-def big_layer(net: FloatNet, x: QT) -> QT:
-    """One layer over a large input that selects a blocked float kernel (module docstring)."""
-    kind = net.draw(st.sampled_from(["pointwise", "per_tap", "planes", "depthwise_blocked", "channel_row"]))
+#: the large layers (module docstring): the input shape each needs to select its kernel
+BIG = {
+    "pointwise": (1, 128, 64, 8),  # ConvFloatPointwise: 1x1, 8-16 output channels, two blocks or more
+    "per_tap": (1, 64, 64, 8),  # ConvFloatPerTap: 3x3, at most 4 output channels, an im2col over 1 MB
+    "planes": (1, 64, 64, 3),  # ConvFloatPlanes
+    "depthwise_blocked": (1, 256, 256, 8),  # DepthwiseConvFloatBlocked: stride 2, multiplier 2
+    "channel_row": (1, 128, 64, 8),  # ArithmeticChannelRow: a (1, 1, 1, C) operand, 16384 values or more
+}
+
+
+def big_layer(net: FloatNet, x: QT, kind: str) -> QT:
+    """One layer over a large input that selects a blocked float kernel (``BIG``)."""
     if kind == "pointwise":
-        return net.conv(x, net.draw(st.integers(1, 16)), 1, 1, padding=VALID)
+        return net.conv(x, net.draw(st.sampled_from([8, 16])), 1, 1, padding=VALID)
     if kind == "per_tap":
         return net.conv(x, net.draw(st.integers(1, 4)), 3, 3)
     if kind == "planes":
         return net.conv(x, 8, 3, 3)
     if kind == "depthwise_blocked":
-        return net.depthwise(x, 3, 3, mult=2)
+        return net.depthwise(x, 3, 3, 2, mult=2)
     return _channel_add(net, x)
 
 
@@ -304,15 +313,15 @@ def float_models(draw, pattern: str | None = None) -> FloatCase:
             x = QT(net.b.input(net.name("x"), (batch, d := draw(st.integers(1, 40))), F32), (batch, d), np.dtype(F32))
         y = fc_layers(net, x)
     else:
-        big = pattern == "conv" and draw(st.integers(0, 7)) == 0
+        big = draw(st.sampled_from(sorted(BIG))) if pattern == "conv" and draw(st.integers(0, 7)) == 0 else None
         if big:
-            shape = (1, draw(st.sampled_from([64, 128])), 64, draw(st.sampled_from([3, 8])))
+            shape = BIG[big]
         else:
             shape = (batch, draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 8)))
         x = QT(net.b.input(net.name("x"), shape, F32), shape, np.dtype(F32))
         net.branch(x)
         if big:
-            x = net.activations(big_layer(net, x))
+            x = net.activations(big_layer(net, x, big))
         x = conv_layers(net, x)
         if pattern == "reshape":
             for _ in range(draw(st.integers(1, 2))):
