@@ -16,6 +16,10 @@ The float fusions and what each promises (their docstrings):
 - ops/slice_views.py ``fuse_reshape_stores``: a float RESHAPE copy (CopyReshaped), or a QUANTIZE from float,
   storing straight into the next RESHAPE's output. Promise: the view receives the values the tensor would have.
 
+Not generated: the other passes apply to 8-bit models only (fuse_slice_views / fuse_concat_writes /
+fuse_sibling_windows: their consumers are quantized kernels; fuse_table_chains: 8-bit tables), or, for
+fuse_ring_buffers (any type: "the same kernels on the same values"), no float ring buffer is drawn here.
+
 Patterns (``float_models(pattern)``):
 
 - ``conv``: 1-4 CONV_2D / DEPTHWISE_CONV_2D / ADD / SUB / MUL / DIV layers (fused activations on the producer,
