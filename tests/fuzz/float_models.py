@@ -217,7 +217,7 @@ class FloatNet(Net):
         the RESHAPE's output (fuse_reshape_stores)."""
         q = self.tensor(x.shape, float(self.draw(st.sampled_from([0.05, 0.02, 2.0**-4]))), 0, np.int8, "q")
         self.op("QUANTIZE", [x.index], [q.index])
-        flat = (x.shape[0], -1)
+        flat = (-1, int(np.prod(x.shape[1:])))  # any batch (``resize``)
         r = self.tensor((x.shape[0], int(np.prod(x.shape[1:]))), q.scale, 0, np.int8, "q_flat")
         self.op("RESHAPE", [q.index, self.b.const(self.name("shape"), np.array(flat, np.int32))], [r.index])
         y = self.tensor(r.shape, stem="deq")
