@@ -4,6 +4,11 @@ target (tests/fuzz/fused_models.py), run each in litert_py and ai-edge-litert BU
 forked child, and print the outcomes per pattern.
 
     python tools/fuzz_fused.py [--cases 2000] [--seed 0] [--pattern streaming] [--save DIR]
+    python tools/fuzz_fused.py --float [--cases 3000] [--seed 0] [--pattern fc] [--save DIR]
+
+``--float``: the float fusions instead (tests/fuzz/float_models.py): each float32 model runs fused, unfused
+(``experimental_preserve_all_tensors=True``) and in BUILTIN_REF; a "fusion-mismatch" (fused and unfused outputs
+not byte-identical) or a "tolerance" failure (tests/fuzz/float_check.py) is printed and saved as below.
 
 A mismatch or an unexpected exception is printed with its case (ops, notes, our prepared steps) and whether it
 persists with every fusion disabled (``experimental_preserve_all_tensors=True``: then a kernel, not a fusion, is at
@@ -29,15 +34,20 @@ sys.path.insert(1 + len(_extra), str(pathlib.Path(__file__).resolve().parents[1]
 def main() -> int:
     from hypothesis import HealthCheck, given, seed, settings
 
+    from tests.fuzz.float_check import PASSING, compare_float_isolated
+    from tests.fuzz.float_models import FLOAT_PATTERNS, float_models
     from tests.fuzz.fused_check import compare_isolated
     from tests.fuzz.fused_models import PATTERNS, fused_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--pattern", choices=PATTERNS, default=None, help="one pattern (default: drawn per case)")
+    ap.add_argument("--pattern", choices=PATTERNS + FLOAT_PATTERNS, default=None, help="one pattern (default: drawn)")
+    ap.add_argument("--float", action="store_true", help="the float fusions (float_models.py, float_check.py)")
     ap.add_argument("--save", default="", help="directory: write each failing case's model and description there")
     a = ap.parse_args()
+    strategy = float_models(a.pattern) if a.float else fused_models(a.pattern)
+    passing = PASSING if a.float else ("ok", "rejected", "refused", "oracle-crash")
     counts: collections.Counter = collections.Counter()
     seen: set = set()
     stopping: list = []
@@ -52,21 +62,25 @@ def main() -> int:
         suppress_health_check=list(HealthCheck),
         phases=["generate"],
     )
-    @given(fused_models(a.pattern))
+    @given(strategy)
     def run(case):
         if stopping:  # a timeout's SIGTERM: stop drawing, print the counts so far (raised here, not in a handler)
             raise KeyboardInterrupt
-        r = compare_isolated(case)
+        r = compare_float_isolated(case) if a.float else compare_isolated(case)
         if stopping:  # the SIGTERM may have reached the case's child too: not a result
             raise KeyboardInterrupt
         counts[(case.pattern, r.kind)] += 1
         if sum(counts.values()) % 500 == 0:
             _summary(counts, start, a.seed)
-        if r.kind in ("ok", "rejected", "refused", "oracle-crash"):
+        if r.kind in passing:
             return
-        unfused = compare_isolated(case, preserve=True) if not case.preserve else r
-        where = "fusion" if unfused.kind in ("ok", "rejected") else "kernel (also unfused)"
-        n = sum(v for (_, k), v in counts.items() if k not in ("ok", "rejected", "refused", "oracle-crash"))
+        if a.float:  # the check itself tells a fusion (fused vs unfused) from a kernel (both vs LiteRT)
+            unfused = r
+            where = "fusion" if r.kind == "fusion-mismatch" else "kernel (also unfused)"
+        else:
+            unfused = compare_isolated(case, preserve=True) if not case.preserve else r
+            where = "fusion" if unfused.kind in ("ok", "rejected") else "kernel (also unfused)"
+        n = sum(v for (_, k), v in counts.items() if k not in passing)
         key = (r.kind, r.message, tuple(r.steps))
         if key in seen:  # the same failure again (hypothesis draws a failing example more than once)
             return
@@ -85,7 +99,7 @@ def main() -> int:
     except KeyboardInterrupt:
         print("interrupted", flush=True)
     _summary(counts, start, a.seed)
-    return 1 if any(k not in ("ok", "rejected", "refused", "oracle-crash") for _, k in counts) else 0
+    return 1 if any(k not in passing for _, k in counts) else 0
 
 
 def _summary(counts: collections.Counter, start: float, seed: int) -> None:

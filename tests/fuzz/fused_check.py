@@ -169,17 +169,18 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
     return Result("ok", steps=steps)
 
 
-def _diff(g: np.ndarray, w: np.ndarray) -> str:
+def _diff(g: np.ndarray, w: np.ndarray, names: tuple[str, str] = ("ours", "LiteRT")) -> str:
+    ours, theirs = names
     if g.shape != w.shape or g.dtype != w.dtype:
-        return f"ours {g.dtype}{g.shape}, LiteRT {w.dtype}{w.shape}"
+        return f"{ours} {g.dtype}{g.shape}, {theirs} {w.dtype}{w.shape}"
     bad = np.flatnonzero(
         g.reshape(-1).view(np.uint8 if g.dtype.itemsize == 1 else f"u{g.dtype.itemsize}")
         != w.reshape(-1).view(np.uint8 if w.dtype.itemsize == 1 else f"u{w.dtype.itemsize}")
     )
     j = bad[:4]
     return (
-        f"{bad.size} of {g.size} values differ; at {j.tolist()}: ours {g.reshape(-1)[j].tolist()}, "
-        f"LiteRT {w.reshape(-1)[j].tolist()}"
+        f"{bad.size} of {g.size} values differ; at {j.tolist()}: {ours} {g.reshape(-1)[j].tolist()}, "
+        f"{theirs} {w.reshape(-1)[j].tolist()}"
     )
 
 
@@ -219,19 +220,20 @@ def _litert_alone(case: Case) -> None:
     _stream(it, feeds(it.get_input_details(), case.seed, case.invokes), False)
 
 
-def compare_isolated(case: Case, preserve: bool | None = None) -> Result:
-    """``compare`` in a forked child (ai-edge-litert aborts the process on some models, e.g. a SOFTMAX whose input
-    scale is tiny): a crash of LiteRT alone is "oracle-crash" (nothing to compare), one of litert_py "exception"."""
+def compare_isolated(case: Case, preserve: bool | None = None, check=None, litert_alone=None) -> Result:
+    """``compare`` (or ``check(case)``) in a forked child (ai-edge-litert aborts the process on some models, e.g. a
+    SOFTMAX whose input scale is tiny): a crash of LiteRT alone (``litert_alone(case)``) is "oracle-crash" (nothing
+    to compare), one of litert_py "exception"."""
     import litert_py  # noqa: F401  (imported once, in the parent)
     from tests.oracle import oracle
 
     oracle()
-    kind, value = _in_child(lambda: compare(case, preserve))
+    kind, value = _in_child(lambda: compare(case, preserve) if check is None else check(case))
     if kind == "ok":
         return value
     if kind == "error":
         return Result("exception", f"the comparison raised {value}")
-    kind, how = _in_child(lambda: _litert_alone(case))
+    kind, how = _in_child(lambda: (litert_alone or _litert_alone)(case))
     if kind == "crash":
         return Result("oracle-crash", f"LiteRT: {how}")
     return Result("exception", f"litert_py or the comparison: {value}")
