@@ -77,7 +77,7 @@ def main() -> int:
         r = compare_graph_isolated(g.model, g.seed, g.ops)
         kinds[r.kind] += 1
         key = (r.kind, r.message.split(":")[0] if r.kind == "float" else r.message[:160])
-        if r.kind not in ("ok", "rejected", "refused", "ref-wrong") and shown[key] < 1:
+        if r.kind not in ("ok", "rejected", "refused", "ref-wrong", "litert-wrong") and shown[key] < 1:
             shown[key] += 1
             print(f"[{r.kind}] {r.message[:400]}  ops={g.ops}")
             if a.save:

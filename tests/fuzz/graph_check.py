@@ -11,6 +11,9 @@ classified:
 - ``refused``: litert_py refused on purpose what LiteRT runs into undefined behaviour (``DELIBERATE``);
 - ``ref-wrong``: an integer output differs from BUILTIN_REF where the reference kernel is known to be wrong
   (``REFERENCE_WRONG``, docs/litert-differences.md) and equals LiteRT's default kernels, as litert_py intends;
+- ``litert-wrong``: an output differs where LiteRT is known to compute garbage (``litert_wrong``: a TRANSPOSE of a
+  rank-0 tensor leaves its output uninitialized), or ``zero-scale``: where an 8/16-bit tensor has no quantization
+  (scale 0: LiteRT's multipliers are NaN / inf, undefined behaviour; litert_py refuses most such kernels);
 - ``ours-only`` / ``litert-only``: one runtime refused (or failed to invoke) what the other ran;
 - ``exception``: litert_py raised an undocumented exception; ``oracle-crash``: LiteRT ended the process.
 
@@ -123,8 +126,34 @@ def compare_graph(model: bytes, seed: int, ops: list[str]) -> Result:
                     default = _litert(model, seed, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")[k][j]
                     if default is not None and not _differs(g, default):
                         return Result("ref-wrong", f"{where}: {detail} (the default kernels agree with litert_py)")
+                why = litert_wrong(model)
+                if why:
+                    return Result(why[0], f"{where}: {detail} ({why[1]})")
                 return Result("mismatch", f"{where}: {detail}")
-    return Result("float", worst) if worst else Result("ok")
+    if not worst:
+        return Result("ok")
+    why = litert_wrong(model)
+    return Result(why[0], f"{worst} ({why[1]})") if why else Result("float", worst)
+
+
+def litert_wrong(model: bytes) -> tuple[str, str] | None:
+    """(kind, reason) when ``model`` has something LiteRT computes garbage for (module docstring), else None."""
+    from litert_py.schema import read_model
+    from litert_py.schema.dtypes import TensorType
+    from litert_py.schema.model import BuiltinOperator
+
+    m = read_model(model)
+    sg = m.subgraphs[0]
+    for op in sg.operators:
+        code = m.operator_codes[op.opcode_index]
+        name = BuiltinOperator(max(code.builtin_code, code.deprecated_builtin_code)).name
+        if name == "TRANSPOSE" and op.inputs and op.inputs[0] >= 0 and not len(sg.tensors[op.inputs[0]].shape):
+            return "litert-wrong", "TRANSPOSE of a rank-0 tensor: LiteRT leaves its output uninitialized"
+    for t in sg.tensors:
+        scales = np.asarray(t.quantization.scale if t.quantization is not None else ())
+        if t.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT16) and not (scales.size and (scales > 0).all()):
+            return "zero-scale", f"tensor {t.name!r} ({t.type}) has no positive scale"
+    return None
 
 
 def _litert_alone(model: bytes, seed: int) -> None:

@@ -586,3 +586,13 @@ def test_transpose_of_zero_values(shape, perm):
     x = np.zeros(shape, np.float32)
     (ours,), (theirs,) = run_ours(model, [x]), run_litert(model, [x])
     assert ours.shape == theirs.shape == out
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, np.float32])
+def test_transpose_of_a_scalar_copies_it(dtype):
+    """An empty perm on a rank-0 tensor: the output is the value (LiteRT leaves it uninitialized, so the value is
+    checked, not LiteRT's output: docs/litert-differences.md)."""
+    model = single_op_model("TRANSPOSE", [T((), dtype), T.const(np.zeros(0, np.int32))], [T((), dtype)])
+    for v in (np.array(k, dtype) for k in (6, 1, 0)):
+        (got,) = run_ours(model, [v])
+        assert got.shape == () and got.dtype == dtype and got == v
