@@ -46,7 +46,7 @@ from ..common import aligned_empty, c_einsum, clip_ufunc
 from .conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedScaled
 from .im2col import Im2Col
 from .requant import LateZeroPointEpilogue, epilogue_calls
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, add_ties_away
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, ties_away_calls
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -101,7 +101,7 @@ class RowsEpilogue:
         v = self.v
         c = []
         if self.half is not None:
-            c += [(add_ties_away, (v, self.v_bits, self.half_bits, self.sign, self.sign_bits), {})]
+            c += ties_away_calls(v, self.v_bits, self.half_bits, self.sign, self.sign_bits)
             c.append((np.add, (v, self.const, v), {}))
         c.append((clip_ufunc, (v, self.lo, self.hi, v), {}))
         if self.add is None:
