@@ -145,6 +145,9 @@ FUSED = {
     "folded-small": (dict(h=8, w=8, c=16, stride=2), "DepthwiseConvQuantizedFolded", "none"),
     "folded-1024": (dict(h=16, w=16, c=16, stride=2), "DepthwiseConvQuantizedFolded", "none"),
     "folded-sign": (dict(h=10, w=10, c=32, stride=2, zp=5, act=NONE), "DepthwiseConvQuantizedFolded", "none"),
+    # EINSUM_MIN_CHANNELS channels: EinsumTaps (the bound plan's einsum call: accumulate_calls)
+    "folded-einsum": (dict(h=8, w=8, c=48, stride=2), "DepthwiseConvQuantizedFolded", "none"),
+    "folded-einsum-multiplier2": (dict(h=8, w=8, c=48, stride=2, mult=2), "DepthwiseConvQuantizedFolded", "none"),
     "folded-late-zp": (
         dict(h=8, w=8, c=32, stride=2, dead=8, zp=100, act=NONE),
         "DepthwiseConvQuantizedFolded",
