@@ -18,7 +18,9 @@ clipped to its output type's range (less the base b of requant_trunc's TruncEpil
 late zero point likewise added after the floor), |value| <= 383 (255 above a wrapped base of -256): exact in float64
 and float32, so the conv's rows hold exactly the values its np.copyto would have converted from the int8 / uint8
 tensor, and its GEMM and epilogue compute the same result (the split form adds the same terms, the constant row
-last: the conv's folded GEMM is exact in any order by its own bound, requant.py). The consumer must be a
+last: the conv's folded GEMM is exact in any order by its own bound, requant.py). A scalar addend of the values
+(the base b) is folded into the conv's constant row instead where :func:`fold_addend`'s bound holds (checked at
+prepare): the rows hold the values less b, and the GEMM gives the same real values, exactly. The consumer must be a
 ConvQuantizedFoldedRows (not a view reading) whose float64 rows have the depthwise's output shape, or a 1x1
 ConvQuantizedScaled (its float32 rows); the epilogue must be one of the folded epilogues (not a MixedEpilogue, whose
 Requantizer writes an integer tensor). ops/slice_views.fuse_feeding fuses the steps when the depthwise's output is
@@ -33,6 +35,8 @@ CPU time): keyword_spotting_mobilenetv2 0.92x, bench_families' vww_mobilenet 0.9
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +46,7 @@ from ..common import aligned_empty, c_einsum, clip_ufunc
 from .conv2d_quantized import ConvQuantizedFoldedRows, ConvQuantizedScaled
 from .im2col import Im2Col
 from .requant import LateZeroPointEpilogue, epilogue_calls
-from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, add_ties_away
+from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, ties_away_calls
 
 #: Where the conv has at most SPLIT_MAX_OUT_PER_IN outputs per input channel and the depthwise more than
 #: SPLIT_MIN_VALUES output values, the depthwise's accumulators, floored in place (contiguous), are the GEMM's A
@@ -53,13 +57,23 @@ from .requant_trunc import FULL_CONSTANTS_MAX_VALUES, TruncEpilogue, add_ties_aw
 SPLIT_MAX_OUT_PER_IN = 2
 SPLIT_MIN_VALUES = 640
 
+#: A scalar addend of the depthwise's values (the base b of its TruncEpilogue: -128 on int8 ReLU layers whose
+#: b = 0 folding is not exact) goes into the conv's constant row (fold_addend, where exact): the values floored
+#: straight into the rows, one pass fewer, and stride-1 pairs take DepthwiseRowsIntoRows (measured inside the
+#: models, interleaved processes, medians of 8: ds_cnn_kws 0.98x, bench_families' vww_mobilenet 0.96x). Tests set
+#: this False to reach the add after the floor.
+FOLD_ADDEND = True
+FLOAT64_MANTISSA = 53  # significand bits (fold_addend)
+FLOAT32_MANTISSA = 24
+
 
 @dataclass(frozen=True, eq=False)
 class RowsEpilogue:
     """A folded epilogue whose result goes into float64 rows: ``v`` (the depthwise's float64 accumulators, in the
     layout of the epilogue's per-channel operands) gets the sign term (sign path), the clip to [lo, hi] and the
     floor; the floored values, plus ``add`` (a TruncEpilogue's base b, or late zero points), are stored into
-    ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows)."""
+    ``rows`` (the conv's strided (N, OH, OW, O) view of its GEMM rows); ``folded``: a scalar addend not added here
+    but folded into the conv's constant row (fold_addend: the rows hold the values less it)."""
 
     v: np.ndarray  # the accumulators, shaped as the epilogue's operands
     v4: np.ndarray  # the same memory with the output's shape
@@ -70,6 +84,7 @@ class RowsEpilogue:
     sign: np.ndarray | None  # sign path: scratch of v's shape
     add: np.ndarray | None  # added after the floor; None: floored straight into the rows
     rows: np.ndarray  # (N, OH, OW, O) float64 view of the conv's GEMM rows
+    folded: float = 0.0  # the addend folded into the conv's constant row instead (fold_addend): rows + folded
     v_bits: np.ndarray | None = None  # sign path: v, half and sign viewed as uint64 (half broadcast to v's shape)
     half_bits: np.ndarray | None = None
     sign_bits: np.ndarray | None = None
@@ -86,7 +101,7 @@ class RowsEpilogue:
         v = self.v
         c = []
         if self.half is not None:
-            c += [(add_ties_away, (v, self.v_bits, self.half_bits, self.sign, self.sign_bits), {})]
+            c += ties_away_calls(v, self.v_bits, self.half_bits, self.sign, self.sign_bits)
             c.append((np.add, (v, self.const, v), {}))
         c.append((clip_ufunc, (v, self.lo, self.hi, v), {}))
         if self.add is None:
@@ -126,7 +141,9 @@ def feeding(depthwise, epilogue, acc: np.ndarray, conv) -> DepthwiseIntoRows | N
     """``depthwise`` (an op whose ``accumulate(x)`` leaves its folded accumulators in ``acc``, given with the
     output's shape) with its folded ``epilogue`` (rows_epilogue's types, checked by the caller) and ``conv``, the
     step that alone reads its output, as one DepthwiseIntoRows; None when the module docstring's bound is not
-    checked: ``conv`` not a ConvQuantizedFoldedRows, or its rows not float64 of the depthwise's output shape."""
+    checked: ``conv`` not a ConvQuantizedFoldedRows, or its rows not float64 of the depthwise's output shape.
+    The values' addend (a base b, late zero points) goes into the conv's constant row where
+    :func:`fold_addend` proves that exact: the floored values go straight into the rows, one pass fewer."""
     if type(conv) is ConvQuantizedScaled:
         return _feeding_scaled(depthwise, epilogue, acc, conv)
     if type(conv) is not ConvQuantizedFoldedRows:
@@ -135,18 +152,70 @@ def feeding(depthwise, epilogue, acc: np.ndarray, conv) -> DepthwiseIntoRows | N
     if rows.dtype != np.float64 or rows.shape != acc.shape or not np.shares_memory(rows, conv.a):
         return None
     k, o = conv.weights.shape[0] - 1, conv.weights.shape[1]
-    if o <= SPLIT_MAX_OUT_PER_IN * k and acc.size > SPLIT_MIN_VALUES:  # the floored accumulators as the GEMM's A
+    split = o <= SPLIT_MAX_OUT_PER_IN * k and acc.size > SPLIT_MIN_VALUES
+    ep = rows_epilogue(epilogue, acc, acc if split else rows)
+    ep, weights = _addend_folded(ep, conv.weights, FLOAT64_MANTISSA)
+    if split:  # the floored accumulators as the GEMM's A
         a = acc.reshape(-1, k)
         if not np.shares_memory(a, acc):  # (C-contiguous accumulators: a view)
             return None
         return DepthwiseIntoRows(
-            depthwise, rows_epilogue(epilogue, acc, acc), a, conv.weights[:-1], conv.acc, conv.acc_rows,
-            conv.epilogue, conv.product, *_const_rows(conv, acc.shape[2]),
+            depthwise, ep, a, weights[:-1], conv.acc, conv.acc_rows, conv.epilogue, conv.product,
+            *_const_rows(conv, weights[-1], acc.shape[2]),
         )  # fmt: skip
     return DepthwiseIntoRows(
-        depthwise, rows_epilogue(epilogue, acc, rows), conv.a, conv.weights, conv.acc, conv.acc_rows,
-        conv.epilogue, conv.product, None, None,
+        depthwise, ep, conv.a, weights, conv.acc, conv.acc_rows, conv.epilogue, conv.product, None, None,
     )  # fmt: skip
+
+
+def fold_addend(weights: np.ndarray, add, max_abs: float, mantissa: int) -> np.ndarray | None:
+    """The GEMM weights ``weights`` ((K+1, O): K weight rows, then the constant row the ones column reads) with the
+    constant row + ``add`` @ the weight rows, so that the GEMM of the rows ``a`` (|a| <= ``max_abs``, integers)
+    gives what it gave for the rows a + ``add`` (a scalar, or (K,) per row column): the same real values, which
+    are the values computed, bit for bit, when every product and partial sum is exact. None unless it is, per
+    column c, in a float type of ``mantissa`` significand bits (53: float64; 24: float32):
+
+    Exactness bound (checked here, at prepare): let u_c be the largest power of two dividing every weight and the
+    constant of column c (the lowest set bit); every product a_k * W_kc (integer a_k) and every partial sum, of
+    the old GEMM, the new one (in whatever order it adds, the constant row included or added after the product)
+    and of the new constant's computation, is a multiple of u_c of magnitude at most
+    (max_abs + max|add|) * sum_k |W_kc| + |const_c|, which must be at most 2^mantissa * u_c."""
+    w = np.asarray(weights, np.float64)
+    body, const = w[:-1], w[-1]
+    z = np.broadcast_to(np.asarray(add, np.float64).reshape(-1), (body.shape[0],))
+    if not (np.isfinite(w).all() and np.isfinite(z).all() and (z == np.round(z)).all() and np.isfinite(max_abs)):
+        return None
+    factor = math.ceil(max_abs) + int(np.abs(z).max())  # integers: max|a| + max|add|
+    mant, exp = np.frexp(w)
+    bits = np.abs(np.ldexp(mant, 53).astype(np.int64))  # the significand as an integer: exact
+    low = np.where(bits == 0, 1, bits & -bits)  # the lowest set bit (a zero: any; left out below)
+    low_exp = np.where(bits == 0, 1 << 20, np.log2(low).astype(np.int64) + exp - 53)
+    unit_exp = low_exp.min(axis=0)  # per column: every value is a multiple of 2^unit_exp
+    zero = (w == 0).all(axis=0)
+    unit_exp = np.where(zero, 0, unit_exp)
+    top = factor * np.abs(body).sum(axis=0) + np.abs(const)  # float64: a pre-check within a factor of 2
+    if (top > np.ldexp(1.0, unit_exp + mantissa + 1)).any():
+        return None
+    ints = np.abs(np.ldexp(w, -unit_exp)).astype(np.int64)  # exact integers below 2^(mantissa + 1)
+    top = factor * ints[:-1].sum(axis=0) + ints[-1]  # exact: below 2^(mantissa + 2) <= 2^55
+    if (top > (1 << mantissa)).any():
+        return None
+    out = np.array(weights, copy=True)
+    out[-1] = const + z @ body  # exact by the bound
+    return out
+
+
+def _addend_folded(ep: RowsEpilogue, weights: np.ndarray, mantissa: int) -> tuple:
+    """(epilogue, weights): ``ep`` without its addend and the conv's ``weights`` with it folded into the constant
+    row (fold_addend), where the addend is one scalar (a TruncEpilogue's base b) and that is exact; else both
+    unchanged (late zero points, per channel, keep their add)."""
+    if ep.add is None or np.size(ep.add) != 1 or not FOLD_ADDEND:
+        return ep, weights
+    max_abs = float(max(np.abs(ep.lo).max(), np.abs(ep.hi).max()))
+    folded = fold_addend(weights, float(ep.add), max_abs, mantissa)
+    if folded is None:
+        return ep, weights
+    return dataclasses.replace(ep, add=None, folded=float(ep.add)), folded
 
 
 def _feeding_scaled(depthwise, epilogue, acc: np.ndarray, conv: ConvQuantizedScaled) -> DepthwiseIntoRows | None:
@@ -165,20 +234,19 @@ def _feeding_scaled(depthwise, epilogue, acc: np.ndarray, conv: ConvQuantizedSca
     if rows.dtype != np.float32 or not np.shares_memory(rows, a):
         return None
     sums = conv.sums
+    ep, weights = _addend_folded(rows_epilogue(epilogue, acc, rows), conv.weights[0], FLOAT32_MANTISSA)
     return DepthwiseIntoRows(
-        depthwise, rows_epilogue(epilogue, acc, rows), a, conv.weights[0], sums, sums.reshape(a.shape[0], -1),
-        conv.epilogue, np.matmul, None, None,
+        depthwise, ep, a, weights, sums, sums.reshape(a.shape[0], -1), conv.epilogue, np.matmul, None, None,
     )  # fmt: skip
 
 
-def _const_rows(conv, width: int) -> tuple:
+def _const_rows(conv, row: np.ndarray, width: int) -> tuple:
     """(const_row, product_rows) of the split form: the conv's constant row, one value per GEMM output (up to
     requant_trunc.FULL_CONSTANTS_MAX_VALUES values: no broadcasting, the same additions) with the conv's (M, O)
     GEMM output, or, above that, tiled over the output's ``width`` with the output viewed as (M / width,
     width * O) rows (inner loops of width * O values, not O); the untiled row and the (M, O) rows when that view
     is not one. 750x8 values: 5.1 (the (O,) row) -> 3.0 (tiled) -> 1.3 us (per value)."""
     rows = conv.acc_rows
-    row = conv.weights[-1]
     if rows.size <= FULL_CONSTANTS_MAX_VALUES:
         full = aligned_empty(rows.shape, np.float64)
         full[...] = row

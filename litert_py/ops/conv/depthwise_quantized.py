@@ -57,6 +57,10 @@ EINSUM_MIN_CHANNELS = 48
 ROWS_PATH = True
 
 
+#: EinsumTaps's einsum: the (KH, KW, N, OH, OW, O) window with the (KH, KW, OW, O) weights
+EINSUM_SUBSCRIPTS = "ijnhwc,ijwc->nhwc"
+
+
 @dataclass(frozen=True, eq=False)
 class EinsumTaps:
     """DepthwiseTaps whose exact_sum is one np.einsum of the whole (KH, KW, N, OH, OW, O) window view of the
@@ -71,7 +75,7 @@ class EinsumTaps:
         return self.taps(x)  # fills the padded buffer
 
     def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
-        c_einsum("ijnhwc,ijwc->nhwc", self.taps.window, weights, out=out)
+        c_einsum(EINSUM_SUBSCRIPTS, self.taps.window, weights, out=out)
 
 
 def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
@@ -223,6 +227,27 @@ class DepthwiseConvQuantizedFolded:
         self.taps.exact_sum(self.taps(x), self.weights, self.sums, self.scratch)
         np.multiply(self.sums, self.scale, out=acc)  # |sum * M| < 2^53 (the folding's bound): exact
         np.add(acc, self.const, out=acc)
+
+    def accumulate_calls(self, x: np.ndarray) -> tuple:
+        """accumulate's numpy calls on ``x`` as (function, args, kwargs) triples for a bound plan
+        (depthwise_into_rows.DepthwiseIntoRows): the fill of the padded buffer (an unsafe cast, as its assignment),
+        taps.exact_sum's calls, the scale and constant: the same calls on the same arrays without the nested
+        Python calls (EinsumTaps's einsum, or the stacked multiply and reduction); one call of ``accumulate`` for
+        the tap loop of large layers and taps that are views of the input itself (no padded buffer)."""
+        einsum = type(self.taps) is EinsumTaps
+        taps = self.taps.taps if einsum else self.taps
+        w, sums, tmp = self.weights, self.sums, self.scratch
+        stacked = isinstance(w, np.ndarray) and w.ndim == 6
+        if type(taps) is not DepthwiseTaps or taps.padded is None or not (einsum or stacked):
+            return ((self.accumulate, (x,), {}),)
+        calls = [(np.copyto, (taps.fill, x[..., None] if taps.fill.ndim == 5 else x), {"casting": "unsafe"})]
+        if einsum:  # EinsumTaps.exact_sum
+            calls.append((c_einsum, (EINSUM_SUBSCRIPTS, taps.window, w), {"out": sums}))
+        else:  # DepthwiseTaps.exact_sum's stacked form
+            calls.append((np.multiply, (taps.window, w, tmp), {}))
+            calls.append((np.add.reduce, (tmp.reshape((-1,) + sums.shape),), {"axis": 0, "out": sums}))
+        acc = self.acc
+        return (*calls, (np.multiply, (sums, self.scale, acc), {}), (np.add, (acc, self.const, acc), {}))
 
     def feeding(self, conv) -> DepthwiseIntoRows | None:
         """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows

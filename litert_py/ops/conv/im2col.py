@@ -146,12 +146,10 @@ class Im2Col:
 
 
 def gemm_calls(im2col, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
-    """The numpy calls of ``im2col.gemm(x, weights, out)`` as (function, args, kwargs) triples: Im2Col's own
-    (`Im2Col.calls`), one call of ``gemm`` itself for the other layouts (RowBands, Im2ColT: their one
-    description)."""
-    if type(im2col) is Im2Col:
-        return im2col.calls(x, weights, out)
-    return ((im2col.gemm, (x, weights, out), {}),)
+    """The numpy calls of ``im2col.gemm(x, weights, out)`` as (function, args, kwargs) triples: the layout's own
+    ``calls`` (Im2Col, RowBands, Im2ColT: their one description, which ``gemm`` runs), else one call of ``gemm``."""
+    calls = getattr(im2col, "calls", None)
+    return ((im2col.gemm, (x, weights, out), {}),) if calls is None else calls(x, weights, out)
 
 
 def gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.ndarray:
@@ -216,17 +214,25 @@ class RowBands:
         scratch = aligned_empty((g.out_h * g.out_w, g.out_c), dtype)
         return RowBands(padded, interior, window, dest, rows, scratch)
 
-    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
-        """out (N, OH, OW, O) = the convolution of x with ``weights`` (KH, KW*C [+1], O)."""
-        self.padded[self.interior] = x
-        np.copyto(self.dest, self.window)
+    def calls(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
+        """The numpy calls of out (N, OH, OW, O) = the convolution of x with ``weights`` (KH, KW*C [+1], O), as
+        (function, args, kwargs) triples on views made here (a bound plan makes them once; `gemm` runs them):
+        the input into the padded buffer (an unsafe cast, as an assignment makes), the bands, per batch the KH
+        products added."""
         scratch = self.scratch
+        calls = [(np.copyto, (self.padded[self.interior], x), {"casting": "unsafe"})]
+        calls.append((np.copyto, (self.dest, self.window), {}))
         for n, rows in enumerate(self.rows):
             acc = out[n].reshape(scratch.shape)
-            np.matmul(rows[0], weights[0], out=acc)
+            calls.append((np.matmul, (rows[0], weights[0]), {"out": acc}))
             for kh in range(1, len(rows)):
-                np.matmul(rows[kh], weights[kh], out=scratch)
-                np.add(acc, scratch, out=acc)
+                calls += [(np.matmul, (rows[kh], weights[kh]), {"out": scratch}), (np.add, (acc, scratch, acc), {})]
+        return tuple(calls)
+
+    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """out (N, OH, OW, O) = the convolution of x with ``weights`` (KH, KW*C [+1], O): `calls` run at once."""
+        for f, a, k in self.calls(x, weights, out):
+            f(*a, **k)
 
 
 def row_band_weights(w: np.ndarray, geo: Geometry, offset: np.ndarray | None, dtype) -> np.ndarray:
@@ -275,8 +281,16 @@ class Im2ColT:
         )
         return Im2ColT(padded, interior, window, dest, at.T)
 
+    def calls(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
+        """The numpy calls of out (N, OH, OW, O) = im2col(x) @ weights (1, K [+1], O), as (function, args, kwargs)
+        triples on views made here (a bound plan makes them once; `gemm` runs them)."""
+        return (
+            (np.copyto, (self.padded[self.interior], x), {"casting": "unsafe"}),  # as an assignment casts
+            (np.copyto, (self.dest, self.window), {}),
+            (np.matmul, (self.a, weights[0]), {"out": out.reshape(self.a.shape[0], -1)}),
+        )
+
     def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
-        """out (N, OH, OW, O) = im2col(x) @ weights (1, K [+1], O)."""
-        self.padded[self.interior] = x
-        np.copyto(self.dest, self.window)
-        np.matmul(self.a, weights[0], out=out.reshape(self.a.shape[0], -1))
+        """out (N, OH, OW, O) = im2col(x) @ weights (1, K [+1], O): `calls` run at once."""
+        for f, a, k in self.calls(x, weights, out):
+            f(*a, **k)

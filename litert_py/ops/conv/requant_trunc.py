@@ -63,6 +63,8 @@ from ..common import aligned_empty, clip_ufunc
 from .requant import SMALL_EPILOGUE_VALUES, SmallFoldedEpilogue, epilogue_calls
 
 FLOAT64_EXACT = 1 << 53
+#: float64's sign bit viewed as uint64 (0-d: a Python int would be converted on every call)
+SIGN_BIT64 = np.array(1 << 63, np.uint64)
 
 #: Outputs of at most this many values get per-channel constants of the output's shape (a broadcasting ufunc call
 #: costs up to 1.4x a plain one); larger ones a (OW*O,) row broadcast over (N*OH, OW*O) rows (bounded memory:
@@ -104,6 +106,17 @@ def add_ties_away(v: np.ndarray, v_bits: np.ndarray, half_bits: np.ndarray, sign
     ``sign_bits``: v, h (v's shape) and the float64 scratch ``sign`` viewed as uint64 (made at prepare)."""
     copysign_bits(v_bits, half_bits, sign_bits)
     np.add(v, sign, out=v)
+
+
+def ties_away_calls(v: np.ndarray, v_bits: np.ndarray, half_bits: np.ndarray, sign: np.ndarray, sign_bits) -> list:
+    """add_ties_away's numpy calls as (function, args, kwargs) triples for a bound plan (quant.copysign_bits's two
+    integer passes, then the add): the same calls on the same arrays without the two nested Python calls
+    (resnet8's 32x32x16 sign-path layer inside invokes, 1 thread: 20.3 -> 16.8 us)."""
+    return [
+        (np.bitwise_and, (v_bits, SIGN_BIT64, sign_bits), {}),
+        (np.bitwise_or, (sign_bits, half_bits, sign_bits), {}),
+        (np.add, (v, sign, v), {}),
+    ]
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,7 +164,7 @@ class TruncEpilogue:
         v = v.reshape(self.shape)
         c = []
         if self.half is not None:
-            c.append((add_ties_away, (v, v.view(np.uint64), self.half_bits, self.sign, self.sign_bits), {}))
+            c += ties_away_calls(v, v.view(np.uint64), self.half_bits, self.sign, self.sign_bits)
         if self.const is not None:
             c.append((np.add, (v, self.const, v), {}))
         return (*c, *self.store_calls(v, out.view(np.uint8).reshape(self.shape)))

@@ -82,7 +82,8 @@ PAIRS = {
     "inlined-small": (dict(h=4, w=4, c=16, units=16), depthwise_into_rows.DepthwiseRowsIntoRows),
     "stride2": (dict(h=16, w=14, c=48, stride=2, units=8), depthwise_into_rows.DepthwiseIntoRows),
     "sign-path": (dict(h=12, w=12, c=32, act=NONE, zp=5, units=24), depthwise_into_rows.DepthwiseIntoRows),
-    "late-zero-point": (dict(h=8, w=8, c=32, dead=8, units=24), depthwise_into_rows.DepthwiseIntoRows),
+    # near-dead channels: base -128, folded into the conv's constant row (FOLD_ADDEND): inlined
+    "late-zero-point": (dict(h=8, w=8, c=32, dead=8, units=24), depthwise_into_rows.DepthwiseRowsIntoRows),
     "uint8": (dict(h=10, w=10, c=16, dtype=U8, zp=0, units=16), depthwise_into_rows.DepthwiseRowsIntoRows),
     "folded-depthwise": (dict(h=8, w=8, c=16, stride=2, units=16), depthwise_into_rows.DepthwiseIntoRows),
 }
@@ -97,3 +98,12 @@ def test_depthwise_into_rows_bound(name):
     it.allocate_tensors()
     rows = type(it._subgraphs[0].steps[0][0].depthwise) is depthwise_rows.DepthwiseConvQuantizedRows
     assert rows == (name != "folded-depthwise")  # the folded depthwise: its accumulate as one call
+
+
+def test_depthwise_into_rows_base_add_bound(monkeypatch):
+    """The base -128 added after the floor (FOLD_ADDEND off): DepthwiseIntoRows with the add call in its plan."""
+    monkeypatch.setattr(depthwise_into_rows, "FOLD_ADDEND", False)
+    model = pair_model(h=8, w=8, c=32, dead=8, units=24)
+    check_bound_int8(
+        model, depthwise_into_rows.DepthwiseIntoRows, lambda op, calls: (*last_clip(op, calls), *sign_add(op, calls))
+    )

@@ -110,7 +110,8 @@ def _check(model: bytes, spread: bool = True, **options) -> tuple[list, list]:
         outs = [(ours.get_tensor(o["index"]), theirs.get_tensor(o["index"])) for o in ours.get_output_details()]
         assert_close([a for a, _ in outs], [b for _, b in outs])
         for op in fused:  # the rows the conv read hold the depthwise's int8 / uint8 values
-            assert_close([op.epilogue.rows.copy()], [theirs.get_tensor(d).astype(op.epilogue.rows.dtype)])
+            rows = op.epilogue.rows + op.epilogue.folded  # (the addend the conv's constant row holds)
+            assert_close([rows], [theirs.get_tensor(d).astype(op.epilogue.rows.dtype)])
         y = outs[0][1]
         assert len(np.unique(y)) > 20 or not spread  # the conv's outputs spread: a wrong row value shows
     return [FUSED_NAME.get(type(op).__name__, type(op).__name__) for op in steps], steps
@@ -122,7 +123,8 @@ FUSED_NAME = {"DepthwiseRowsIntoRows": "DepthwiseIntoRows"}
 
 
 #: id -> (model arguments, the depthwise's class, RowsEpilogue.add: "none" (floored straight into the rows),
-#: "shift" (the -128 of the shifted int8 epilogue) or "late" (a per-channel late zero point))
+#: "shift" (the -128 of the shifted int8 epilogue, folded into the conv's constant row: add None, folded -128;
+#: added after the floor without FOLD_ADDEND) or "late" (a per-channel late zero point))
 FUSED = {
     "rows-relu6": (dict(h=12, w=12, c=16), "DepthwiseConvQuantizedRows", "none"),
     "rows-stride2": (dict(h=24, w=20, c=16, stride=2), "DepthwiseConvQuantizedRows", "none"),
@@ -143,6 +145,9 @@ FUSED = {
     "folded-small": (dict(h=8, w=8, c=16, stride=2), "DepthwiseConvQuantizedFolded", "none"),
     "folded-1024": (dict(h=16, w=16, c=16, stride=2), "DepthwiseConvQuantizedFolded", "none"),
     "folded-sign": (dict(h=10, w=10, c=32, stride=2, zp=5, act=NONE), "DepthwiseConvQuantizedFolded", "none"),
+    # EINSUM_MIN_CHANNELS channels: EinsumTaps (the bound plan's einsum call: accumulate_calls)
+    "folded-einsum": (dict(h=8, w=8, c=48, stride=2), "DepthwiseConvQuantizedFolded", "none"),
+    "folded-einsum-multiplier2": (dict(h=8, w=8, c=48, stride=2, mult=2), "DepthwiseConvQuantizedFolded", "none"),
     "folded-late-zp": (
         dict(h=8, w=8, c=32, stride=2, dead=8, zp=100, act=NONE),
         "DepthwiseConvQuantizedFolded",
@@ -158,13 +163,26 @@ FUSED = {
 
 @pytest.mark.parametrize("kind", list(FUSED))
 def test_depthwise_fused_into_pointwise_rows(kind):
+    _check_fused(kind, fold=True)
+
+
+@pytest.mark.parametrize("kind", [k for k, (_, _, add) in FUSED.items() if add == "shift"])
+def test_depthwise_fused_base_added_after_floor(kind, monkeypatch):
+    """Without FOLD_ADDEND the base b = -128 is added to the floored values (into the rows), as before."""
+    monkeypatch.setattr(depthwise_into_rows, "FOLD_ADDEND", False)
+    _check_fused(kind, fold=False)
+
+
+def _check_fused(kind: str, fold: bool) -> None:
     kwargs, depthwise, add = FUSED[kind]
     c = kwargs["c"]
     names, steps = _check(_model(**kwargs))
     assert names == ["DepthwiseIntoRows"]
     (op,) = steps
     assert type(op.depthwise).__name__ == depthwise
-    inlined = depthwise.endswith("Rows") and kwargs.get("stride", 1) == 1 and add == "none" and "sign" not in kind
+    plain = add == "none" or (add == "shift" and fold)  # floored straight into the rows
+    relu_like = "sign" not in kind and kwargs.get("act") != NONE  # no sign term
+    inlined = depthwise.endswith("Rows") and kwargs.get("stride", 1) == 1 and plain and relu_like
     assert type(op).__name__ == ("DepthwiseRowsIntoRows" if inlined else "DepthwiseIntoRows")
     values = np.prod(op.epilogue.rows.shape)
     units = kwargs.get("units", 12)
@@ -178,8 +196,10 @@ def test_depthwise_fused_into_pointwise_rows(kind):
         assert ce.half.shape == ce.sign.shape
     if add == "none":
         assert op.epilogue.add is None
+    elif add == "shift" and fold:
+        assert op.epilogue.add is None and op.epilogue.folded == -128.0
     elif add == "shift":
-        assert op.epilogue.add.ndim == 0 and float(op.epilogue.add) == -128.0
+        assert op.epilogue.add.ndim == 0 and float(op.epilogue.add) == -128.0 and op.epilogue.folded == 0.0
     else:
         assert op.epilogue.add.shape[-1] == kwargs["c"] and len(np.unique(op.epilogue.add)) == 2
 
@@ -261,3 +281,50 @@ def test_not_fused(kwargs, names):
 def test_not_fused_when_preserving_tensors(h, stride):
     names, _ = _check(_model(h=h, w=h, c=16, stride=stride), experimental_preserve_all_tensors=True)
     assert names[1] == "ConvQuantizedFoldedRows" and names[0].startswith("DepthwiseConvQuantized")
+
+
+#: id -> model arguments whose depthwise's truncating base (-128) is folded into the conv's constant row: extreme
+#: output zero points, every fused activation, near-dead per-channel scales, float64 [A, 1] rows and the split form,
+#: the scaled conv's float32 rows
+FOLDED_BASE = {
+    "relu-dead-split": dict(h=12, w=12, c=32, dead=8, act=1),
+    "relu-n1-to-1-zp127": dict(h=12, w=12, c=32, dead=8, act=2, zp=127),
+    "none-zp127-sign": dict(h=12, w=12, c=32, dead=8, act=NONE, zp=127),
+    "none-zp-128": dict(h=12, w=12, c=32, dead=8, act=NONE, zp=-128),
+    "relu6-rows-small": dict(h=4, w=4, c=32, dead=8, units=40),
+    "relu6-rows-wide-conv": dict(h=12, w=12, c=16, dead=4, units=40),
+    "scaled-conv-float32": dict(h=5, w=7, c=128, units=32, dead=8),
+    "scaled-conv-float32-relu": dict(h=6, w=6, c=128, units=64, dead=8, act=1, zp=-128),
+}
+
+
+@pytest.mark.parametrize("kind", list(FOLDED_BASE))
+def test_folded_base_exact(kind):
+    """The base folded into the conv's constant row (fold_addend): outputs equal to BUILTIN_REF's and the rows plus
+    the folded base equal LiteRT's depthwise tensor (_check), on four inputs with both extremes."""
+    names, steps = _check(_model(**FOLDED_BASE[kind]), spread=False)
+    assert names == ["DepthwiseIntoRows"]
+    assert steps[0].epilogue.add is None and steps[0].epilogue.folded != 0.0  # b = min(zp, lo): -128, or lo
+
+
+def test_fold_addend_bound_edge():
+    """fold_addend accepts exactly up to its bound (max_abs + |add|) * sum|W| + |const| <= 2^mantissa * unit per
+    column (unit: the largest power of two dividing the column: 2^-40 here, odd weights), and its constant row is
+    the exact const + add * column sum."""
+    from fractions import Fraction
+
+    fold = depthwise_into_rows.fold_addend
+    for mantissa, dtype, unit in ((24, np.float32, 1.0), (53, np.float64, 2.0**-40), (53, np.float64, 2.0**-7)):
+        w = np.array([[1001.0, -7.0], [-3001.0, 5.0]])
+        room = 2**mantissa - 4002 * (255 + 128)  # column 0's constant at the edge (units)
+        for const0, ok in ((room, True), (-room, True), (room + 2, False)):
+            weights = (np.vstack([w, [const0, 9.0]]) * unit).astype(dtype)
+            got = fold(weights, -128.0, 255.0, mantissa)
+            assert (got is not None) == ok, (mantissa, unit, const0)
+            if got is not None:
+                exact = [Fraction(float(weights[2, c])) - 128 * sum(Fraction(float(v)) for v in weights[:2, c])
+                         for c in range(2)]  # fmt: skip
+                assert [Fraction(float(v)) for v in got[2]] == exact and got.dtype == dtype
+                assert np.array_equal(got[:2], weights[:2])
+    assert fold(np.array([[2.0], [4.0]]), -128.0, 255.0, 10) is not None  # unit 2: 383 * 2 + 4 <= 2^10 * 2
+    assert fold(np.array([[1.0], [np.inf]]), -128.0, 255.0, 53) is None
