@@ -41,6 +41,11 @@ DELIBERATE = (
     "is not finite (a zero or missing scale)",
     "needs a quantized output with a positive scale",
     "of a rank 0 tensor is not supported",  # LOG_SOFTMAX: LiteRT reads garbage (docs/litert-differences.md)
+    "(LiteRT aborts or is undefined)",  # a scale outside what LiteRT's TFLITE_CHECKs (off in the wheel) allow
+    "multiplier out of range",  # a rescale shift C++ leaves undefined
+    "positive scale",  # no quantization: as the zero-scale refusal above
+    "scales must be positive",
+    "is too large (shift",  # a shift past 31 bits, as fused_check.DELIBERATE
 )
 
 
