@@ -125,7 +125,7 @@ def prepare_comparison(ctx: OpContext) -> PreparedOp:
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     fn, raw_types, scaled_types = COMPARISONS[ctx.builtin_code]
     ctx.set_output_shape(OUTPUT, _binary_shape(ctx, a, b))
-    ctx.check(ctx.outputs[OUTPUT].type == _BOOL, f"output must be BOOL, got {ctx.outputs[OUTPUT].type_name}")
+    ctx.set_output_type(OUTPUT, _BOOL)  # comparisons.cc's Prepare: output->type = kTfLiteBool, whatever the model says
     scaled = a.type in scaled_types and (a.type != _I16 or a.quantization.is_quantized)
     if scaled:
         return ComparisonQuantized(fn, scaled_table(ctx, a), scaled_table(ctx, b), _UNSIGNED[a.dtype])
@@ -147,7 +147,7 @@ def prepare_logical(ctx: OpContext) -> PreparedOp:
     a, b = ctx.input(INPUT1), ctx.input(INPUT2)
     ctx.check(a.type == _BOOL and b.type == _BOOL, "Logical ops only support bool type.")
     ctx.set_output_shape(OUTPUT, _binary_shape(ctx, a, b))
-    ctx.check(ctx.outputs[OUTPUT].type == _BOOL, f"output must be BOOL, got {ctx.outputs[OUTPUT].type_name}")
+    ctx.set_output_type(OUTPUT, _BOOL)  # logical.cc's Prepare: output->type = input1->type (BOOL)
     return BinaryPlain(np.logical_and if ctx.builtin_code == _B.LOGICAL_AND else np.logical_or)
 
 
@@ -173,10 +173,7 @@ def prepare_bitwise(ctx: OpContext) -> PreparedOp:
     shape = _binary_shape(ctx, a, b)
     if a.type not in _BITWISE_TYPES:
         raise ctx.fail(f"Unsupported datatype {a.type_name} for {ctx.op_name}")
-    ctx.check(
-        ctx.outputs[OUTPUT].type == a.type,
-        f"output type {ctx.outputs[OUTPUT].type_name} differs from the input type {a.type_name}",
-    )
+    ctx.set_output_type(OUTPUT, a.type)  # bitwise_xor.cc / right_shift.cc's Prepare: output->type = input1->type
     ctx.set_output_shape(OUTPUT, shape)
     if ctx.builtin_code == _B.BITWISE_XOR:
         return BinaryPlain(np.bitwise_xor)

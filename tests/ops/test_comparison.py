@@ -229,3 +229,40 @@ def test_select_mixed_rank_scalars_keep_the_model_output_shape(op):
         ours, theirs = run_both(model, [np.array(c), np.array([[2.5]], np.float32), np.array([-1.0], np.float32)])
         assert_close(ours, theirs)
         assert theirs[0].shape == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "op, dtype, declared",
+    [
+        ("LESS_EQUAL", np.int32, np.int32),
+        ("EQUAL", np.float32, np.int8),
+        ("LOGICAL_AND", np.bool_, np.int32),
+        ("RIGHT_SHIFT", np.int8, np.int32),
+        ("BITWISE_XOR", np.uint8, np.float32),
+    ],
+)
+def test_output_type_is_set_at_prepare(op, dtype, declared):
+    """Prepare sets the output's type whatever the model declares (comparisons.cc, logical.cc: BOOL; right_shift.cc,
+    bitwise_xor.cc: input1's), as LiteRT does: the detail dicts and the values follow (found by
+    tools/fuzz_graphs.py --compare: litert_py refused what LiteRT runs)."""
+    from tests.oracle import oracle
+
+    model = single_op_model(op, [T((2, 3), dtype), T((2, 3), dtype)], [T((2, 3), declared)])
+    rng = np.random.default_rng(0)
+    xs = [rng.integers(0, 6, (2, 3)).astype(dtype) for _ in range(2)]
+    LiteRT, types = oracle()
+    got = []
+    for it in (
+        LiteRT(model_content=model, experimental_op_resolver_type=types.BUILTIN_REF),
+        Interpreter(model_content=model),
+    ):
+        it.allocate_tensors()
+        for d, x in zip(it.get_input_details(), xs):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        out = it.get_output_details()[0]
+        got.append((out["dtype"], it.get_tensor(out["index"])))
+    (theirs_type, theirs), (ours_type, ours) = got
+    assert ours_type == theirs_type == (np.bool_ if op in ("LESS_EQUAL", "EQUAL", "LOGICAL_AND") else dtype)
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours.dtype == theirs.dtype
