@@ -328,3 +328,38 @@ def test_fold_addend_bound_edge():
                 assert np.array_equal(got[:2], weights[:2])
     assert fold(np.array([[2.0], [4.0]]), -128.0, 255.0, 10) is not None  # unit 2: 383 * 2 + 4 <= 2^10 * 2
     assert fold(np.array([[1.0], [np.inf]]), -128.0, 255.0, 53) is None
+
+
+@pytest.mark.parametrize("kind", ["relu-dead-split", "relu6-rows-small", "scaled-conv-float32"])
+def test_fold_addend_is_asked_for_the_rows_float_type_and_value_range(kind, monkeypatch):
+    """The bound is checked with the significand of the conv's rows (24 bits for the scaled conv's float32 rows, 53
+    for float64) and a max|a| covering every value the rows hold: the depthwise's values, as LiteRT computes them,
+    less the folded base (the models' values sit far from the bound, so a wrong argument would not show in the
+    outputs)."""
+    seen = []
+    fold = depthwise_into_rows.fold_addend
+
+    def spy(weights, add, max_abs, mantissa):
+        seen.append((np.asarray(weights).dtype, add, max_abs, mantissa))
+        return fold(weights, add, max_abs, mantissa)
+
+    monkeypatch.setattr(depthwise_into_rows, "fold_addend", spy)
+    model = _model(**FOLDED_BASE[kind])
+    litert_py.Interpreter(model_content=model).allocate_tensors()
+    LiteRT, OpResolverType = oracle()
+    theirs = LiteRT(
+        model_content=model,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+        experimental_preserve_all_tensors=True,
+    )
+    theirs.allocate_tensors()
+    d = next(t["index"] for t in theirs.get_tensor_details() if t["name"] == "d")
+    values = []
+    for x in _feeds(model):
+        theirs.set_tensor(theirs.get_input_details()[0]["index"], x)
+        theirs.invoke()
+        values.append(theirs.get_tensor(d).astype(np.float64))
+    assert seen, "fold_addend was not asked"
+    for dtype, add, max_abs, mantissa in seen:
+        assert mantissa == {np.dtype(np.float32): 24, np.dtype(np.float64): 53}[dtype]
+        assert max_abs >= max(np.abs(v - add).max() for v in values) > 1
