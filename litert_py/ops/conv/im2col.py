@@ -146,10 +146,10 @@ class Im2Col:
 
 
 def gemm_calls(im2col, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> tuple:
-    """The numpy calls of ``im2col.gemm(x, weights, out)`` as (function, args, kwargs) triples: the layout's own
-    ``calls`` (Im2Col, RowBands, Im2ColT: their one description, which ``gemm`` runs), else one call of ``gemm``."""
-    calls = getattr(im2col, "calls", None)
-    return ((im2col.gemm, (x, weights, out), {}),) if calls is None else calls(x, weights, out)
+    """The numpy calls of the GEMM of ``x``'s im2col matrix with ``weights`` into ``out``, as (function, args,
+    kwargs) triples: the layout's own ``calls`` (Im2Col, RowBands, Im2ColT: their one description; Im2Col.gemm runs
+    them at once for the kernels whose operands change at every call)."""
+    return im2col.calls(x, weights, out)
 
 
 def gemm_weights(f: np.ndarray, groups: int, dtype, filter_zp: int = 0) -> np.ndarray:
@@ -229,11 +229,6 @@ class RowBands:
                 calls += [(np.matmul, (rows[kh], weights[kh]), {"out": scratch}), (np.add, (acc, scratch, acc), {})]
         return tuple(calls)
 
-    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
-        """out (N, OH, OW, O) = the convolution of x with ``weights`` (KH, KW*C [+1], O): `calls` run at once."""
-        for f, a, k in self.calls(x, weights, out):
-            f(*a, **k)
-
 
 def row_band_weights(w: np.ndarray, geo: Geometry, offset: np.ndarray | None, dtype) -> np.ndarray:
     """(K, O) weights in (KH, KW, C) row order (gemm_weights's) -> RowBands's (KH, KW*C [+1], O): the offset row
@@ -289,8 +284,3 @@ class Im2ColT:
             (np.copyto, (self.dest, self.window), {}),
             (np.matmul, (self.a, weights[0]), {"out": out.reshape(self.a.shape[0], -1)}),
         )
-
-    def gemm(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
-        """out (N, OH, OW, O) = im2col(x) @ weights (1, K [+1], O): `calls` run at once."""
-        for f, a, k in self.calls(x, weights, out):
-            f(*a, **k)
