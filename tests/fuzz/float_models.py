@@ -127,6 +127,7 @@ class FloatNet(Net):
     def activations(self, x: QT) -> QT:
         """0-2 standalone activations (mostly the clamps the fusion folds into the producer)."""
         for _ in range(self.draw(st.sampled_from([0, 1, 1, 1, 2]))):
+            self.branch(x)  # the producer's output (or the previous activation's) read elsewhere: no fusion there
             op = self.draw(st.sampled_from(FUSING * 3 + OTHERS))
             y = self.tensor(x.shape, stem=op.lower())
             opts = {"alpha": float(self.draw(st.sampled_from([0.2, -1.5])))} if op == "LEAKY_RELU" else None
@@ -220,6 +221,9 @@ class FloatNet(Net):
         flat = (-1, int(np.prod(x.shape[1:])))  # any batch (``resize``)
         r = self.tensor((x.shape[0], int(np.prod(x.shape[1:]))), q.scale, 0, np.int8, "q_flat")
         self.op("RESHAPE", [q.index, self.b.const(self.name("shape"), np.array(flat, np.int32))], [r.index])
+        for t in (q, r):  # sometimes a subgraph output: the store must then not be fused
+            if self.draw(st.integers(0, 9)) == 0:
+                self.outputs.append(t.index)
         y = self.tensor(r.shape, stem="deq")
         self.op("DEQUANTIZE", [r.index], [y.index])
         return y
@@ -330,7 +334,9 @@ def float_models(draw, pattern: str | None = None) -> FloatCase:
         if pattern == "reshape":
             for _ in range(draw(st.integers(1, 2))):
                 if draw(st.booleans()):
-                    x = net.reshape(net.reshape(x, (x.shape[0], -1)), (x.shape[0], 1, 1, -1))
+                    inner = net.reshape(x, (x.shape[0], -1))
+                    net.branch(inner)  # read elsewhere: the RESHAPE store must not be fused
+                    x = net.reshape(inner, (x.shape[0], 1, 1, -1))
                 else:
                     x = net.quantize_round_trip(x)
                     x = net.reshape(x, (x.shape[0], 1, 1, -1))

@@ -2,10 +2,10 @@
 their producer, 1-row FULLY_CONNECTED chains, RESHAPE stores): random float32 models of those shapes
 (tests/fuzz/float_models.py) with NaN, +-inf, -0.0, +-FLT_MAX and denormals in inputs and constants, several
 invokes, a batch resized or tensors allocated again between them. Every output of the fused run (the default) must
-be byte for byte that of the unfused run (``experimental_preserve_all_tensors=True``), NaN payloads excepted
-("nan-payload", counted), and within the float tolerance of BUILTIN_REF (tests/fuzz/float_check.py; differences
-on invokes whose values reach 1e30 or inf are "overflow": summation order and FMA decide those). Each case runs
-in a forked child.
+be byte for byte that of the unfused run (``experimental_preserve_all_tensors=True``), NaN payloads and signs
+included (a difference there only is "nan-payload", a failure too), and within the float tolerance of BUILTIN_REF
+(tests/fuzz/float_check.py; differences on invokes whose values reach 1e30 or inf are "overflow": summation order
+and FMA decide those). Each case runs in a forked child.
 
 The CI profile draws 50 models per pattern (hypothesis derandomized: a fixed sequence), dev 80,
 ``LITERT_PY_HYPOTHESIS_PROFILE=long`` 2000. ``python tools/fuzz_fused.py --float --cases N --seed S`` runs more.
