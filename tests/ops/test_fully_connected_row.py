@@ -194,3 +194,32 @@ def test_chain_bounds_are_prepared_arrays_and_values_unchanged():
                 np.clip(dest, F32(ranges[act][0]), F32(ranges[act][1]), out=dest)
         assert overflowed == (x[0, 1] == F32(3e38))  # float32 on both numpy 1.x and 2.x (NEP 50)
         np.testing.assert_array_equal(ours.view(np.int32), outs[0].view(np.int32))
+
+
+@pytest.mark.parametrize("first_act", [0, 1], ids=["NONE", "RELU"])
+def test_chain_link_clamps_an_overflow_to_flt_max(first_act):
+    """A chain's first link overflows to +inf: its clamp (NONE: +-FLT_MAX too) makes it FLT_MAX, which the next
+    link multiplies by 0: 0, where an unclamped inf would give NaN. Fused equal to unfused byte for byte, and to
+    LiteRT (a dropped NONE clamp passed the float fusion fuzzer's sequence)."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 2), F32)
+    w0 = b.tensor("w0", (2, 2), F32, data=np.array([[3e38, 3e38], [1.0, 1.0]], F32))
+    y0 = b.tensor("y0", (1, 2), F32)
+    b.op("FULLY_CONNECTED", [x, w0, -1], [y0], {"fused_activation_function": first_act})
+    w1 = b.tensor("w1", (1, 2), F32, data=np.array([[0.0, 1.0]], F32))
+    y1 = b.tensor("y1", (1, 1), F32)
+    b.op("FULLY_CONNECTED", [y0, w1, -1], [y1])
+    b.output(y1)
+    model = b.build()
+    feed = np.array([[1.0, 1.0]], F32)
+    got = []
+    for preserve in (False, True):
+        it = litert_py.Interpreter(model_content=model, experimental_preserve_all_tensors=preserve)
+        it.allocate_tensors()
+        names = [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes]
+        assert (names == ["FullyConnectedFloatRowChain"]) != preserve
+        it.set_tensor(it.get_input_details()[0]["index"], feed)
+        it.invoke()
+        got.append(it.get_tensor(it.get_output_details()[0]["index"]))
+    assert got[0].tobytes() == got[1].tobytes() and got[0][0, 0] == 2.0
+    assert_close(got, [run_litert(model, [feed])[0]] * 2)
