@@ -59,17 +59,20 @@ def main() -> int:
         if a.show and (a.show in (o.outcome, o.cause) or (a.show == "internal" and internal)) and shown[o.message] < 1:
             shown[o.message] += 1
             print(f"[{o.stage}] {o.outcome} <- {o.cause}: {o.message}  ops={g.ops}")
-            if a.save:
-                path = pathlib.Path(a.save) / f"{a.show}_{len(shown)}_seed{g.seed}.tflite"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(g.model)
-                print(f"  saved {path} (input seed {g.seed})")
+            save(g, f"{a.show}_{len(shown)}")
         for w in o.runtime_warnings:
             if a.show == "RuntimeWarning" and shown[w] < 1:
                 shown[w] += 1
                 print(f"[{o.stage}] {w}  ops={g.ops}")
 
     kinds = collections.Counter()
+
+    def save(g, label: str) -> None:
+        if a.save:
+            path = pathlib.Path(a.save) / f"{label}_seed{g.seed}.tflite"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(g.model)
+            print(f"  saved {path} (input seed {g.seed})")
 
     def compare(g):
         from tests.fuzz.graph_check import compare_graph_isolated
@@ -80,11 +83,7 @@ def main() -> int:
         if r.kind not in ("ok", "rejected", "refused", "ref-wrong", "litert-wrong") and shown[key] < 1:
             shown[key] += 1
             print(f"[{r.kind}] {r.message[:400]}  ops={g.ops}")
-            if a.save:
-                path = pathlib.Path(a.save) / f"{r.kind}_{sum(shown.values())}_seed{g.seed}.tflite"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(g.model)
-                print(f"  saved {path} (input seed {g.seed})")
+            save(g, f"{r.kind}_{sum(shown.values())}")
 
     collect()
     if a.compare:
