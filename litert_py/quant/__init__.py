@@ -59,6 +59,7 @@ from litert_py.quant.requantizer import (
     PerChannelMBQM,
     Requantizer,
     copysign_bits,
+    copysign_bits_calls,
     fused_exact_bound,
     requantize_int64_inplace,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "PerChannelMBQM",
     "fused_exact_bound",
     "copysign_bits",
+    "copysign_bits_calls",
     "requantize_int64_inplace",
     "batch_quantize_floats",
     "sse_reduction_sum_vector",

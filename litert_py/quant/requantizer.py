@@ -81,6 +81,15 @@ def copysign_bits(x_bits: np.ndarray, magnitude_bits: np.ndarray, out_bits: np.n
     np.bitwise_or(out_bits, magnitude_bits, out=out_bits)
 
 
+def copysign_bits_calls(x_bits: np.ndarray, magnitude_bits: np.ndarray, out_bits: np.ndarray) -> list:
+    """:func:`copysign_bits`'s two passes as (function, args, kwargs) triples, for a bound plan
+    (ops/bound_plan.py) that runs them without the nested call."""
+    return [
+        (np.bitwise_and, (x_bits, _SIGN_BITS[x_bits.dtype], out_bits), {}),
+        (np.bitwise_or, (out_bits, magnitude_bits, out_bits), {}),
+    ]
+
+
 def fused_exact_bound(multiplier, shift, zero_point: int) -> int:
     """The largest |acc| for which :class:`Requantizer`'s fused float64 formula is exact on every channel (-1:
     none): requantize_float64_ok's conditions (acc << ls fits int32; acc*2^ls*|M| + 2^30 <= 2^53) and the

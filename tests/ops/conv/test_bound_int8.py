@@ -83,7 +83,7 @@ PAIRS = {
     "stride2": (dict(h=16, w=14, c=48, stride=2, units=8), depthwise_into_rows.DepthwiseIntoRows),
     "sign-path": (dict(h=12, w=12, c=32, act=NONE, zp=5, units=24), depthwise_into_rows.DepthwiseIntoRows),
     # near-dead channels: base -128, folded into the conv's constant row (FOLD_ADDEND): inlined
-    "late-zero-point": (dict(h=8, w=8, c=32, dead=8, units=24), depthwise_into_rows.DepthwiseRowsIntoRows),
+    "folded-base": (dict(h=8, w=8, c=32, dead=8, units=24), depthwise_into_rows.DepthwiseRowsIntoRows),
     "uint8": (dict(h=10, w=10, c=16, dtype=U8, zp=0, units=16), depthwise_into_rows.DepthwiseRowsIntoRows),
     "folded-depthwise": (dict(h=8, w=8, c=16, stride=2, units=16), depthwise_into_rows.DepthwiseIntoRows),
 }
