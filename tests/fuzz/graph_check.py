@@ -46,6 +46,7 @@ DELIBERATE = (
     "positive scale",  # no quantization: as the zero-scale refusal above
     "scales must be positive",
     "is too large (shift",  # a shift past 31 bits, as fused_check.DELIBERATE
+    "CONCATENATION: output type",  # LiteRT copies the inputs' bytes into an output of another type
 )
 
 
