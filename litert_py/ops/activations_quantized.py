@@ -343,6 +343,11 @@ def _prepare_logistic_tanh_quantized(ctx: OpContext, x: TensorInfo, y: TensorInf
     s_in, zi = qparams(ctx, x)
     s_out, zo = qparams(ctx, y)
     tanh = ctx.builtin_code == _OP.TANH
+    # a zero scale makes LiteRT's LUT divide by zero or multiply by it (NaN converted to int: undefined behaviour)
+    ctx.check(
+        s_in > 0 and s_out > 0,
+        f"{ctx.op_name} needs a quantized input and output with a positive scale, got {s_in} and {s_out}",
+    )
     if x.type in (_U8, _I8):
         if not tanh:
             ctx.check(float(s_out) == 1.0 / 256, "output->params.scale == 1. / 256 was not true.")

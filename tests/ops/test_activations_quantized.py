@@ -275,3 +275,16 @@ def test_quantized_default_kernels_differ(case):
     default = run_litert(model, [x], resolver)[0]
     diff = np.abs(ours[0].astype(np.int64) - default.astype(np.int64))
     assert 0 < diff.max() <= bound
+
+
+@pytest.mark.parametrize("op", ["TANH", "LOGISTIC"])
+@pytest.mark.parametrize("zero", ["input", "output"])
+def test_8bit_logistic_tanh_with_a_zero_scale_is_refused(op, zero):
+    """A zero (missing) scale makes LiteRT's LUT convert NaN / inf to an integer (undefined behaviour: BUILTIN_REF
+    gave 0 where an x86 conversion gives -128): refused at prepare, as the other quantized kernels refuse it
+    (found by tools/fuzz_graphs.py --compare)."""
+    s_in, s_out = (0.0, 1 / 256) if zero == "input" else (0.05, 0.0)
+    model = single_op_model(op, [T((4,), np.int8, q=quant(s_in, 0))], [T((4,), np.int8, q=quant(s_out, -128))])
+    it = Interpreter(model_content=model)
+    with pytest.raises(PrepareError, match=f"{op} needs a quantized input and output with a positive scale"):
+        it.allocate_tensors()
