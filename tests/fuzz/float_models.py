@@ -307,9 +307,10 @@ def fc_layers(net: FloatNet, x: QT) -> QT:
 
 
 @st.composite
-def float_models(draw, pattern: str | None = None) -> FloatCase:
-    """A random float model of ``pattern`` (one of FLOAT_PATTERNS, drawn when None)."""
-    pattern = pattern or draw(st.sampled_from(FLOAT_PATTERNS))
+def float_models(draw, pattern: str | None = None, big: str | None = None) -> FloatCase:
+    """A random float model of ``pattern`` (one of FLOAT_PATTERNS, drawn when None); ``big`` (a key of BIG, conv
+    pattern): that large layer first, always followed by a clamp the fusion folds into its blocked kernel."""
+    pattern = "conv" if big else pattern or draw(st.sampled_from(FLOAT_PATTERNS))
     net = FloatNet(draw)
     batch = draw(st.sampled_from([1, 1, 1, 2]))
     if pattern == "fc":
@@ -321,7 +322,9 @@ def float_models(draw, pattern: str | None = None) -> FloatCase:
             x = QT(net.b.input(net.name("x"), (batch, d := draw(st.integers(1, 40))), F32), (batch, d), np.dtype(F32))
         y = fc_layers(net, x)
     else:
-        big = draw(st.sampled_from(sorted(BIG))) if pattern == "conv" and draw(st.integers(0, 7)) == 0 else None
+        forced = big is not None
+        if not forced:
+            big = draw(st.sampled_from(sorted(BIG))) if pattern == "conv" and draw(st.integers(0, 7)) == 0 else None
         if big:
             shape = BIG[big]
         else:
@@ -329,7 +332,13 @@ def float_models(draw, pattern: str | None = None) -> FloatCase:
         x = QT(net.b.input(net.name("x"), shape, F32), shape, np.dtype(F32))
         net.branch(x)
         if big:
-            x = net.activations(big_layer(net, x, big))
+            x = big_layer(net, x, big)
+            if forced:
+                op = draw(st.sampled_from(FUSING))
+                y = net.tensor(x.shape, stem=op.lower())
+                net.op(op, [x.index], [y.index])
+                x = y
+            x = net.activations(x)
         x = conv_layers(net, x)
         if pattern == "reshape":
             for _ in range(draw(st.integers(1, 2))):
