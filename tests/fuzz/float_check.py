@@ -15,7 +15,8 @@ invokes with the same inputs: litert_py fused (the default), litert_py unfused
   a difference from BUILTIN_REF within the same tolerance of LiteRT's AUTO (XNNPACK) is "auto-only" (passing,
   counted: e.g. a NaN filter tap over the padding, which the reference skips and XNNPACK multiplies by the zero
   padding: tests/fuzz/test_fuzz_float_fused_found.py);
-- a model LiteRT refuses must be refused by litert_py (with one of its errors) in both modes ("rejected").
+- a model LiteRT refuses must be refused by litert_py (with one of its errors) in both modes ("rejected"); one that
+  makes LiteRT end the process ("oracle-crash") is still compared fused against unfused.
 
 Inputs (``float_feeds``): normal values at a drawn scale with a drawn share (none, a few, a fifth, all) of
 float_models.SPECIALS (NaN with and without a payload, +-inf, -0.0, +-FLT_MAX, denormals), per invoke from
@@ -99,15 +100,17 @@ def only_nan_payloads(a: np.ndarray, b: np.ndarray) -> bool:
     return np.array_equal(nan, np.isnan(b)) and a.view(np.uint32)[~nan].tobytes() == b.view(np.uint32)[~nan].tobytes()
 
 
-def compare_float(case: FloatCase) -> Result:
-    """The three runs of ``case`` compared (module docstring)."""
+def compare_float(case: FloatCase, litert: bool = True) -> Result:
+    """The three runs of ``case`` compared (module docstring); without ``litert``, fused against unfused only."""
     import litert_py
     from litert_py.errors import LiteRTError
 
-    try:
-        theirs, theirs_err = _litert(case), None
-    except (RuntimeError, ValueError) as e:
-        theirs, theirs_err = None, e
+    theirs, theirs_err = None, None
+    if litert:
+        try:
+            theirs = _litert(case)
+        except (RuntimeError, ValueError) as e:
+            theirs_err = e
     runs, errors, steps, wild = {}, {}, {}, []
     for name, preserve in (("fused", False), ("unfused", True)):
         it = None
@@ -122,6 +125,10 @@ def compare_float(case: FloatCase) -> Result:
         except Exception as e:  # noqa: BLE001 (an undocumented exception is a finding)
             return Result("exception", f"litert_py ({name}) raised {type(e).__name__}: {e}")
         steps[name] = step_names(it) if it is not None and it._subgraphs else []
+    if not litert and any(errors.values()):
+        if all(errors.values()):
+            return Result("rejected", "litert_py refused it fused and unfused (LiteRT not run)")
+        return Result("exception", f"only one litert_py run failed: {errors!r}", steps["fused"])
     if theirs_err is not None or any(errors.values()):
         if theirs_err is not None and all(errors.values()):
             return Result("rejected", f"LiteRT: {str(theirs_err).splitlines()[0][:100]}")
@@ -141,7 +148,7 @@ def compare_float(case: FloatCase) -> Result:
             return Result("fusion-mismatch", where, steps["fused"])
     rtol = RTOL_PER_TERM * case.terms
     overflow = ""
-    for k, (got, want) in enumerate(zip(fused, theirs)):
+    for k, (got, want) in enumerate(zip(fused, theirs or [])):  # (none without ``litert``)
         why = mismatch(got, want, rtol=rtol, atol=1e-6)
         if why and not wild[k]:
             auto = _like_auto(case, fused, wild, rtol)
@@ -192,5 +199,10 @@ def _litert_alone(case: FloatCase) -> None:
 
 
 def compare_float_isolated(case: FloatCase) -> Result:
-    """``compare_float`` in a forked child (fused_check.compare_isolated)."""
-    return compare_isolated(case, check=compare_float, litert_alone=_litert_alone)
+    """``compare_float`` in a forked child (fused_check.compare_isolated); when LiteRT crashes ("oracle-crash"),
+    fused against unfused still, in another child without LiteRT: its failure is the result."""
+    r = compare_isolated(case, check=compare_float, litert_alone=_litert_alone)
+    if r.kind != "oracle-crash":
+        return r
+    alone = compare_isolated(case, check=lambda c: compare_float(c, litert=False), litert_alone=lambda c: None)
+    return r if alone.kind in ("ok", "rejected") else alone
