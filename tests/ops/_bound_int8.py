@@ -49,10 +49,10 @@ def check_each_call_needed(model: bytes, exempt=None) -> None:
     the plan's calls touch (its scratch: a sign term, an index buffer) different from what the op's full plan on
     fresh copies of the same inputs leaves there (``on_copies``, which gives the op back its shortened plan), on
     one of the DRAWS (new inputs each time, so stale values show). ``exempt``: None, or a function of (op, calls)
-    giving the indices of calls not required to show, each for a stated reason (an invoke that fails without the
-call shows it too: values that index tables) (the sign term's add of
+    giving the indices of calls not required to show, each for a stated reason (the sign term's add of
     2^-(rs+1), which changes results only on exact rounding ties, rare among a few hundred random values; a clip
-    to the output type's range that a layer without activation does not reach)."""
+    to the output type's range that a layer without activation does not reach). An invoke that fails without the
+    call shows it too (its values index tables: the classifier tail's softmax)."""
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     ((op, ins, outs),) = it._subgraphs[0].steps
