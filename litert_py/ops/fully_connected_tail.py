@@ -105,20 +105,19 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
             return None
         if max(abs(int(fc.lo)), abs(int(fc.hi))) >= 2**16:  # no_tie_inside_clamp's bound (8 / 16-bit outputs)
             return None
-        eff = np.asarray(fc.eff, np.float64)
-        effs = np.broadcast_to(eff.reshape(-1), (units,))
-        if not (np.isfinite(effs).all() and (effs > 0).all()):
+        # a row, also for one eff: numpy 1.x's value-based casting would multiply by a 0-d array in float32
+        eff = np.ascontiguousarray(np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,)))
+        if not (np.isfinite(eff).all() and (eff > 0).all()):
             return None
-        eff = eff.reshape(()) if eff.size == 1 else np.ascontiguousarray(effs)
         lo, hi = int(fc.lo), int(fc.hi)
-        ties_free = no_tie_inside_clamp(effs, lo, hi)
+        ties_free = no_tie_inside_clamp(eff, lo, hi)
         t = np.empty(units)
         low = 0 if sys.byteorder == "little" else 1  # the int32 word holding the low 32 bits of each double
         values = t.view(np.int32)[low::2]
         acc = fc.acc[0]
         front = [
             (fc.product, (fc.xbuf, fc.weights_t), {"out": fc.acc}),  # exact integer sums in any order
-            (np.multiply, (acc, eff), {"out": t, "dtype": np.float64}),
+            (np.multiply, (acc, eff), {"out": t}),  # the float64 product of f64(acc) and eff
             (clip_ufunc, (t, np.array(float(lo)), np.array(float(hi))), {"out": t}),
         ]
         if not ties_free:  # round half away: trunc(t + copysign(HALF_DOWN_F64, t))

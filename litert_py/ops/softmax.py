@@ -316,7 +316,7 @@ class SoftmaxQuantizedTiny:
         return SoftmaxQuantizedTiny(
             exp_table.tolist(),
             sum_table.tolist(),
-            range(out_min, out_max + 1),
+            list(range(out_min, out_max + 1)) if out_bits == 8 else range(out_min, out_max + 1),
             pairs,
             (0,) * (len(x.shape) - 1),
             out_bits,
