@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
-from .bound_plan import BoundCalls, contiguous_source
+from .bound_plan import BoundCalls, bound_plan, contiguous_source
 from .common import clip_ufunc, reshape_view
 from .fully_connected_folded import (
     FullyConnectedChain,
@@ -93,6 +93,7 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
     softmax: SoftmaxQuantizedTiny
     values: np.ndarray  # (units,) int32: the low words of the float64 row t (ROUND_BIAS + v)
     front: tuple  # (function, args, kwargs): the GEMM, the requantization into t
+    front_plan: tuple  # the same as partial objects (bound_plan), for run_loaded
     ties_free: bool = False  # no t = acc * eff is a half-integer inside [lo, hi): ties to even
 
     @staticmethod
@@ -128,7 +129,7 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
                 (np.trunc, (t,), {"out": t}),
             ]
         front.append((np.add, (t, np.array(ROUND_BIAS)), {"out": t}))
-        return FullyConnectedSoftmaxTiny(fc, softmax, values, tuple(front), ties_free)
+        return FullyConnectedSoftmaxTiny(fc, softmax, values, tuple(front), bound_plan(front), ties_free)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """The FC's load of ``x`` into its GEMM buffer (FullyConnectedQuantizedFolded.load and its subclasses':
@@ -148,8 +149,11 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
         return self.fc.rows()
 
     def run_loaded(self, outputs) -> None:
-        for f, args, kwargs in self.loaded_calls(outputs[0]):
-            f(*args, **kwargs)
+        """``loaded_calls`` on ``outputs`` (a chain's last layer, a depthwise step's consumer: not a bound plan)."""
+        for call in self.front_plan:
+            call()
+        f, args = self.softmax.row_call(self.values.tolist, outputs[0][self.softmax.lead])
+        f(*args)
 
     def feeding(self, consumer) -> FullyConnectedSoftmaxTiny | None:
         """This step with its softmax fused with the table lookup that alone reads its output (a DEQUANTIZE:

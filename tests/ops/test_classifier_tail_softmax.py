@@ -12,6 +12,7 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.schema.builder import ModelBuilder, quant
+from tests.ops.test_classifier_tail import _compare, _tail
 from tests.oracle import compare_steps
 
 
@@ -120,3 +121,15 @@ def test_dequantize_composed(dtype, units, ties):
     assert type(op.softmax).__name__ == "SoftmaxQuantizedTinyLookup"
     if units == 2:
         assert op.softmax.pairs.dtype == np.float32
+
+
+@pytest.mark.parametrize("units", [2, 5])
+@pytest.mark.parametrize("ties", [False, True])
+def test_chain_last_layer(units, ties):
+    """A dense stack FC -> FC -> SOFTMAX: the chain runs its last layer's fused step unbound (``run_loaded``)."""
+    model = _tail(pool=None, extra_fc=1, units=units, ties=ties, w_max=20)
+    (step,) = _compare(model)
+    assert step.startswith("FullyConnectedChain")
+    layer = _step(model).layers[-1]
+    assert type(layer).__name__ == "FullyConnectedSoftmaxTiny"
+    assert (layer.softmax.pairs is not None) is (units == 2)
