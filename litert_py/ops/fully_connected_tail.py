@@ -10,9 +10,10 @@ sequence). The fused steps make fewer numpy calls, touch no intermediate int8 te
   FULLY_CONNECTED's prepared GEMM rows (the copy from the int8 tensor into those rows is dropped);
 - ``PooledReshaped``: the same pool when a RESHAPE (Keras' Flatten) sits between it and the FULLY_CONNECTED:
   the pool stores into the reshaped tensor and feeds the FULLY_CONNECTED's rows in turn;
-- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization and the softmax run on the row's Python
-  floats and ints (SoftmaxQuantizedTiny's arithmetic): GEMM, ``tolist`` and one store instead of the FC's
-  4-6 numpy calls and the softmax's ``tolist``, indexing and store.
+- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization in three numpy calls into an int32 view of
+  its row, then the softmax on those Python ints (softmax.softmax_row_into, or for two units one prepared row)
+  stored with one assignment, instead of the FC's 4-6 numpy calls and the softmax's ``tolist``, indexing and
+  store.
 
 Also the FULLY_CONNECTED over one 8-bit input value (``FullyConnectedOneValueTable``: a table of its 256
 possible outputs) and the stack of folded layers after it (``OneValueChainTable``: tflite-micro's int8 sine
@@ -79,10 +80,10 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
     - the softmax on ``v``: the FC's output would be ``v + zo``, and the softmax reads only the differences to
       the row's maximum, so zo is never added; the values are SoftmaxQuantizedTiny's on the same integers.
 
-    Inside an invoke (cold caches) a numpy call costs about a microsecond and a line of Python (the first time
-    its bytecode runs) ~50 ns: the clamp and rounding of up to TINY_MAX values in numpy cost less than the
-    Python loop that did them, and every table and array is an argument of the plan's partials (no attribute
-    reads; vww / ds_cnn's tail step ~22 -> ~16 us, a binary head's ~22 -> ~8 us).
+    Inside an invoke (cold caches) a numpy call costs about a microsecond and each Python bytecode run for the
+    first time since the previous invoke ~50 ns: the clamp and rounding of up to TINY_MAX values in numpy cost
+    less than the Python loop that did them, and every table and array is an argument of the plan's partials
+    (no attribute reads). The step inside invokes: ds_cnn 29 -> 25 us, vww's two classes 28 -> 17 us.
 
     Exactness bound, checked at prepare (``make``): the FC's own (its GEMM sums exact, checked at its prepare), a
     one-row FC whose output is the softmax's whole input (units <= TINY_MAX: no int32 wrap of the total),
