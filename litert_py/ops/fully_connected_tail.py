@@ -10,9 +10,10 @@ sequence). The fused steps make fewer numpy calls, touch no intermediate int8 te
   FULLY_CONNECTED's prepared GEMM rows (the copy from the int8 tensor into those rows is dropped);
 - ``PooledReshaped``: the same pool when a RESHAPE (Keras' Flatten) sits between it and the FULLY_CONNECTED:
   the pool stores into the reshaped tensor and feeds the FULLY_CONNECTED's rows in turn;
-- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization and the softmax run on the row's Python
-  floats and ints (SoftmaxQuantizedTiny's arithmetic): GEMM, ``tolist`` and one store instead of the FC's
-  4-6 numpy calls and the softmax's ``tolist``, indexing and store.
+- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization in three numpy calls into an int32 view of
+  its row, then the softmax on those Python ints (softmax.softmax_row_into, or for two units one prepared row)
+  stored with one assignment, instead of the FC's 4-6 numpy calls and the softmax's ``tolist``, indexing and
+  store.
 
 Also the FULLY_CONNECTED over one 8-bit input value (``FullyConnectedOneValueTable``: a table of its 256
 possible outputs) and the stack of folded layers after it (``OneValueChainTable``: tflite-micro's int8 sine
@@ -30,13 +31,14 @@ reference_ops::AveragePool / QuantizedMeanOrSum; the arithmetic each step repeat
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
-from .bound_plan import BoundCalls, contiguous_source
-from .common import reshape_view
+from .bound_plan import BoundCalls, bound_plan, contiguous_source
+from .common import clip_ufunc, reshape_view
 from .fully_connected_folded import (
     FullyConnectedChain,
     FullyConnectedChainRounded,
@@ -52,39 +54,48 @@ from .softmax import TINY_MAX, SoftmaxQuantizedTiny
 INPUT, OUTPUT = 0, 0
 
 
+#: 1.5 * 2^52: ``fl(t + ROUND_BIAS)`` for a double |t| < 2^51 is ROUND_BIAS + rint(t) (IEEE addition where the
+#: doubles are one apart rounds t to an integer, ties to even, as np.rint), a double whose low 32 bits (its
+#: mantissa 2^51 + rint(t)) are rint(t) as an int32 two's-complement integer when |rint(t)| < 2^31.
+ROUND_BIAS = 1.5 * 2.0**52
+
+
 @dataclass(frozen=True, eq=False)
 class FullyConnectedSoftmaxTiny(BoundCalls):
     """A one-row FullyConnectedQuantizedFolded (any of its integer-store / rounded forms) of ``units`` values
-    followed by the SoftmaxQuantizedTiny that alone reads them, as one step. After the folded GEMM
-    (``fc.product`` into ``fc.acc``, as the FC itself) the row is read with ``tolist`` and, per value:
+    followed by the SoftmaxQuantizedTiny that alone reads them, as one step: the FC's folded GEMM (``fc.product``
+    into ``fc.acc``, as the FC itself), the requantization in three or six numpy calls into a float64 row ``t``
+    whose int32 view ``values`` holds the clamped integers v, then the softmax on ``values.tolist()``
+    (SoftmaxQuantizedTiny.row_call: softmax_row_into, or for two values one row of its ``pairs``) stored into the
+    output's row:
 
-    - ``t = a * eff`` on Python floats: the IEEE double product of double(acc) and the double eff, the one numpy's
-      float64 multiply makes in the FC;
-    - ``v = clamp(trunc(t + copysign(HALF_DOWN_F64, t)), lo, hi)`` (lo, hi = act_min - zo, act_max - zo):
-      round half away (quant.hybrid.HALF_DOWN) then the integer clamp, which equals FullyConnectedQuantizedFolded's
-      round-half-away of the clamped t (both monotone, the bounds integers); eff > 0, so t has a's sign;
-    - the softmax on ``d = max(v) - v``: the FC's output would be ``v + zo``, and the differences do not depend
-      on zo, so it is never added; then SoftmaxQuantizedTiny's steps on the same integers (the same table
-      entries, total, reciprocal, rounding, shift and clamp), stored with one assignment.
+    - ``t = f64(acc) * eff`` (np.multiply, the product numpy's float64 multiply makes in the FC), clamped to
+      [lo, hi] = [act_min - zo, act_max - zo] (clip_ufunc);
+    - rounded: without ties (``ties_free``: no t is a half-integer inside [lo, hi), fully_connected_folded.
+      no_tie_inside_clamp, checked at prepare) np.add(t, ROUND_BIAS) rounds to nearest (ties to even) and
+      leaves v in the low 32 bits; with ties, round half away first (``t + copysign(HALF_DOWN_F64, t)``, then
+      np.trunc: quant.hybrid.HALF_DOWN), then the same add of an integer (exact). The FC rounds half away,
+      then clamps: the same v (both roundings give it on every t the clamp keeps, and rounding and the integer-
+      bound clamp commute, both monotone with the bounds fixed points of rounding);
+    - the softmax on ``v``: the FC's output would be ``v + zo``, and the softmax reads only the differences to
+      the row's maximum, so zo is never added; the values are SoftmaxQuantizedTiny's on the same integers.
 
-    When no ``t`` is a half-integer inside [lo, hi) (``ties_free``: fully_connected_folded.no_tie_inside_clamp,
-    checked at prepare, as FullyConnectedQuantizedFoldedRounded) ``v = clamp(round(t), lo, hi)`` with Python's ``round``
-    (ties to even: np.rint's integer on every double) instead of the sign test and the HALF_DOWN add (inside an
-    invoke about 1 us less for 12 values): the two roundings differ only on ties, none of which lies in
-    [lo, hi), and outside it both give a value the clamp maps to its bound (rounding and the integer-bound clamp
-    are monotone).
+    Inside an invoke (cold caches) a numpy call costs about a microsecond and each Python bytecode run for the
+    first time since the previous invoke ~50 ns: the clamp and rounding of up to TINY_MAX values in numpy cost
+    less than the Python loop that did them, and every table and array is an argument of the plan's partials
+    (no attribute reads). The step inside invokes: ds_cnn 29 -> 25 us, vww's two classes 28 -> 17 us.
 
     Exactness bound, checked at prepare (``make``): the FC's own (its GEMM sums exact, checked at its prepare), a
     one-row FC whose output is the softmax's whole input (units <= TINY_MAX: no int32 wrap of the total),
-    ``hi - lo <= 255`` (every difference a table index), every eff > 0 and finite."""
+    ``hi - lo <= 255`` (every difference a table index), |lo|, |hi| < 2^16 (rint's integers in the int32 view
+    and no_tie_inside_clamp's range), every eff > 0 and finite."""
 
     fc: FullyConnectedQuantizedFolded
-    acc_row: np.ndarray  # fc.acc[0]: (units,)
-    effs: tuple  # per unit, Python floats
-    lo: int
-    hi: int
     softmax: SoftmaxQuantizedTiny
-    ties_free: bool = False  # no t = a * eff is a half-integer inside [lo, hi): Python's round
+    values: np.ndarray  # (units,) int32: the low words of the float64 row t (ROUND_BIAS + v)
+    front: tuple  # (function, args, kwargs): the GEMM, the requantization into t
+    front_plan: tuple  # the same as partial objects (bound_plan), for run_loaded
+    ties_free: bool = False  # no t = acc * eff is a half-integer inside [lo, hi): ties to even
 
     @staticmethod
     def make(fc, softmax) -> FullyConnectedSoftmaxTiny | None:
@@ -96,12 +107,30 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
             return None
         if max(abs(int(fc.lo)), abs(int(fc.hi))) >= 2**16:  # no_tie_inside_clamp's bound (8 / 16-bit outputs)
             return None
-        effs = np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,))
-        if not (np.isfinite(effs).all() and (effs > 0).all()):
+        # a row, also for one eff: numpy 1.x's value-based casting would multiply by a 0-d array in float32
+        eff = np.ascontiguousarray(np.broadcast_to(np.asarray(fc.eff, np.float64).reshape(-1), (units,)))
+        if not (np.isfinite(eff).all() and (eff > 0).all()):
             return None
         lo, hi = int(fc.lo), int(fc.hi)
-        ties_free = no_tie_inside_clamp(effs, lo, hi)
-        return FullyConnectedSoftmaxTiny(fc, fc.acc[0], tuple(effs.tolist()), lo, hi, softmax, ties_free)
+        ties_free = no_tie_inside_clamp(eff, lo, hi)
+        t = np.empty(units)
+        low = 0 if sys.byteorder == "little" else 1  # the int32 word holding the low 32 bits of each double
+        values = t.view(np.int32)[low::2]
+        acc = fc.acc[0]
+        front = [
+            (fc.product, (fc.xbuf, fc.weights_t), {"out": fc.acc}),  # exact integer sums in any order
+            (np.multiply, (acc, eff), {"out": t}),  # the float64 product of f64(acc) and eff
+            (clip_ufunc, (t, np.array(float(lo)), np.array(float(hi))), {"out": t}),
+        ]
+        if not ties_free:  # round half away: trunc(t + copysign(HALF_DOWN_F64, t))
+            sign = np.empty(units)
+            front += [
+                (np.copysign, (np.array(HALF_DOWN_F64), t), {"out": sign}),
+                (np.add, (t, sign), {"out": t}),
+                (np.trunc, (t,), {"out": t}),
+            ]
+        front.append((np.add, (t, np.array(ROUND_BIAS)), {"out": t}))
+        return FullyConnectedSoftmaxTiny(fc, softmax, values, tuple(front), bound_plan(front), ties_free)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """The FC's load of ``x`` into its GEMM buffer (FullyConnectedQuantizedFolded.load and its subclasses':
@@ -113,42 +142,19 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
 
     def loaded_calls(self, out: np.ndarray) -> tuple:
         """run_loaded's calls writing into ``out`` (a bound plan's: PooledIntoRows.bound_calls)."""
-        fc = self.fc
-        return ((fc.product, (fc.xbuf, fc.weights_t), {"out": fc.acc}), (self.finish, ([out],), {}))
+        f, args = self.softmax.row_call(self.values.tolist, out[self.softmax.lead])
+        return (*self.front, (f, args, {}))
 
     def rows(self) -> np.ndarray:
         """The FC's GEMM rows (what a feeding producer writes: PooledIntoRows)."""
         return self.fc.rows()
 
     def run_loaded(self, outputs) -> None:
-        fc = self.fc
-        fc.product(fc.xbuf, fc.weights_t, fc.acc)  # exact integer sums in any order; positional out
-        self.finish(outputs)
-
-    def finish(self, outputs) -> None:
-        """The requantization and the softmax of the GEMM's row (``acc_row``) into the output."""
-        # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
-        # and inside an invoke (cold caches) those cost most of this step (whole step 31 -> 24 us)
-        # the maximum found in the loop, not by max(vs): a call whose code is cold inside an invoke (~1.5 us)
-        lo, hi, h = self.lo, self.hi, HALF_DOWN_F64
-        vs, m = [], lo
-        if self.ties_free:  # fixed at prepare
-            for a, e in zip(self.acc_row.tolist(), self.effs):
-                v = round(a * e)  # ties to even: np.rint's integer; no tie inside [lo, hi) (class docstring)
-                v = lo if v < lo else hi if v > hi else v
-                if v > m:
-                    m = v
-                vs.append(v)
-            self.softmax.run_values(vs, m, outputs)
-            return
-        for a, e in zip(self.acc_row.tolist(), self.effs):
-            t = a * e  # the IEEE double product numpy's float64 multiply makes
-            v = int(t + h) if t >= 0 else int(t - h)  # round half away: trunc(t + copysign(h, t))
-            v = lo if v < lo else hi if v > hi else v
-            if v > m:
-                m = v
-            vs.append(v)
-        self.softmax.run_values(vs, m, outputs)  # v = x - zo: the same differences
+        """``loaded_calls`` on ``outputs`` (a chain's last layer, a depthwise step's consumer: not a bound plan)."""
+        for call in self.front_plan:
+            call()
+        f, args = self.softmax.row_call(self.values.tolist, outputs[0][self.softmax.lead])
+        f(*args)
 
     def feeding(self, consumer) -> FullyConnectedSoftmaxTiny | None:
         """This step with its softmax fused with the table lookup that alone reads its output (a DEQUANTIZE:

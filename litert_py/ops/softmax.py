@@ -14,7 +14,7 @@ import numpy as np
 from ..quant import dtype_range, lut_int16, lut_lookup_int16, multiply_by_quantized_multiplier, wrap32
 from ..quant import rounding_divide_by_pot as rdbpot
 from ..quant import saturating_rounding_doubling_high_mul as srdhm
-from ..quant.gemmlowp import exp_on_negative_values, get_reciprocal, get_reciprocal_int
+from ..quant.gemmlowp import exp_on_negative_values, get_reciprocal, softmax_reciprocal_int
 from ..schema.dtypes import TensorType
 from .common import Reduction, check_equal, qparams, quantized_multiplier
 from .quantize import TableLookup
@@ -100,16 +100,6 @@ def prepare_softmax_float(beta: float, shape: tuple, half: bool):
     return SoftmaxFloat(np.float32(beta), Reduction.of(shape, (len(shape) - 1,)), half=half)
 
 
-def output_rounding(bits_over_unit: int, out_bits: int) -> tuple[int, int]:
-    """(addend, shift) of the fused ``RDBPOT(SRDHM(scale, e), bits_over_unit + 31 - out_bits)`` for one row:
-    ``(e * scale + addend) >> shift`` (e, scale >= 0). The exponent is clamped to [1, 32]: LiteRT CHECKs
-    0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32 the fused shift still
-    gives the rounded quotient."""
-    exponent = bits_over_unit + 31 - out_bits
-    exponent = 1 if exponent < 1 else 32 if exponent > 32 else exponent  # no min / max calls: ~0.7 us in an invoke
-    return (1 << 30) + (1 << (exponent + 30)), exponent + 31
-
-
 @dataclass(frozen=True, eq=False)
 class SoftmaxQuantized:
     """reference/softmax.h, uint8 / int8 input, uint8 / int8 / int16 output (gemmlowp fixed point).
@@ -132,11 +122,10 @@ class SoftmaxQuantized:
         d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
         e = self.exp_table.take(d)
         totals = self.sum_table.take(d).sum(axis=-1, keepdims=True)
-        if totals.size == 1:  # one row: Python ints, no per-row array work (output_rounding)
+        if totals.size == 1:  # one row: Python ints, no per-row array work (softmax_reciprocal_int)
             total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 accumulator
-            scale, bits_over_unit = get_reciprocal_int(total, 12)
-            rounding, shift = output_rounding(bits_over_unit, self.out_bits)
-        else:  # output_rounding per row
+            scale, rounding, shift = softmax_reciprocal_int(total, self.out_bits)
+        else:  # softmax_reciprocal_int's rounding per row
             scale, bits_over_unit = get_reciprocal(wrap32(totals), 12)
             exponent = np.minimum(np.maximum(bits_over_unit + 31 - self.out_bits, 1), 32)
             rounding, shift = (1 << 30) + np.left_shift(np.int64(1), exponent + 30), exponent + 31
@@ -184,8 +173,7 @@ class SoftmaxQuantizedRow:
         row = int(np.maximum.reduce(x, axis=None)) - self.qmin
         e = self.exp_rows[row].take(x, out=self.e)
         total = int(np.add.reduce(self.sum_rows[row].take(x, out=self.s), axis=None))  # < 2^31: no wrap
-        scale, bits_over_unit = get_reciprocal_int(total, 12)
-        rounding, shift = output_rounding(bits_over_unit, self.out_bits)
+        scale, rounding, shift = softmax_reciprocal_int(total, self.out_bits)
         np.multiply(e, scale, out=e)
         np.add(e, rounding, out=e)
         np.right_shift(e, shift, out=e)
@@ -215,26 +203,70 @@ class SoftmaxQuantizedRow:
 TINY_MAX = 24
 
 
+def softmax_row_into(values, sum_list: list, exp_list: list, out_bits: int, outv, span: int, row) -> None:
+    """SoftmaxQuantized on one short row of Python ints, stored into ``row`` (SoftmaxQuantizedTiny; also
+    fully_connected_tail.FullyConnectedSoftmaxTiny's last call): ``values()`` gives the row (any common offset of
+    the input's values: only the differences ``m - x`` to its maximum m are read), the total of the terms
+    ``sum_list[m - x]`` (at most TINY_MAX * 2^19 < 2^31: the int32 accumulator never wraps), its reciprocal and
+    rounding (gemmlowp.softmax_reciprocal_int), then per value ``r = (exp_list[m - x] * scale + addend) >>
+    shift``, clamped to ``span`` (out_max - out_min), picks ``outv[r]``: the value stored (out_min + r, or a
+    lookup composed into it), all stored with one assignment. Exact: Python ints, the same integers step by
+    step as SoftmaxQuantized; the stored values are in the output type's range.
+
+    A module function taking every table as an argument (a bound plan's partial, made once): inside an invoke,
+    after the convolutions evicted the caches, each attribute read, nested call or numpy call costs about a
+    microsecond, more than this arithmetic; plain loops, not comprehensions or max() (each a call with a frame
+    of its own)."""
+    xs = values()
+    m = xs[0]
+    for v in xs:
+        if v > m:
+            m = v
+    total = 0
+    for v in xs:
+        total += sum_list[m - v]
+    scale, addend, shift = softmax_reciprocal_int(total, out_bits)
+    q = []
+    for v in xs:
+        r = (exp_list[m - v] * scale + addend) >> shift
+        q.append(outv[r if r < span else span])
+    row[...] = q
+
+
+def softmax_pair_into(values, pairs: np.ndarray, row) -> None:
+    """The softmax of a row of two values ``a, b = values()`` into ``row``: the prepared ``pairs[a - b]``
+    (SoftmaxQuantizedTiny.pairs), one row copy instead of the arithmetic (a binary classifier's head)."""
+    a, b = values()
+    row[...] = pairs[a - b]
+
+
+#: The differences a - b of two 8-bit values at SoftmaxQuantizedTiny.pairs' rows: 0 .. 255, then -255 .. -1 (a
+#: negative index counts from the end).
+PAIR_DIFFERENCES = np.concatenate([np.arange(256), np.arange(-255, 0)])
+
+
 @dataclass(frozen=True, eq=False)
 class SoftmaxQuantizedTiny:
     """SoftmaxQuantized for one row (every dimension but the last is 1) of at most TINY_MAX values (a keyword
-    spotter's head: 2-12 classes) on Python ints: the row read with ``tolist``, every term read from the tables
-    as Python lists, the reciprocal unrolled (gemmlowp.get_reciprocal_int), the values stored with one
-    assignment: about 2-4 us instead of SoftmaxQuantizedRow's 8-14 us in a model (numpy's per-call cost, not
-    arithmetic, dominates a row this short).
+    spotter's head: 2-12 classes) on Python ints (``softmax_row_into``): the row read with ``tolist``, every
+    term read from the tables as Python lists, the reciprocal unrolled, the values stored with one assignment:
+    about 2-4 us instead of SoftmaxQuantizedRow's 8-14 us in a model (numpy's per-call cost, not arithmetic,
+    dominates a row this short).
 
-    Exactness: Python ints are exact, and each step is SoftmaxQuantized's on the same integers: the same table
-    entries ``exp_table[m - x]`` / ``sum_table[m - x]``, the total (at most TINY_MAX * 2^19 < 2^31: the int32
-    accumulator never wraps), the same reciprocal, exponent, rounding, shift and clamp; the clamped values are in
-    the output type's range, so the assignment stores them exactly. Checked at prepare: a static shape with
-    one row of at most TINY_MAX values."""
+    A row of two values (a binary classifier) is one row copy: its softmax depends only on ``a - b`` (the
+    differences to the maximum are ``(0, a - b)`` or ``(b - a, 0)``), so ``pairs`` holds the output row of each
+    of the 511 differences of two 8-bit values, made at prepare by ``general`` (SoftmaxQuantized) on the rows
+    ``(a - b, 0)``: the same integers by construction.
+
+    Exactness: Python ints are exact, and each step is SoftmaxQuantized's on the same integers (softmax_row_into).
+    Checked at prepare: a static shape with one row of at most TINY_MAX values."""
 
     exp_list: list  # exp_table as Python ints
     sum_list: list  # sum_table as Python ints
+    outv: object  # per clamped r in 0 .. out_max - out_min: the value stored (a range: out_min + r)
+    pairs: np.ndarray | None  # two values: (511, 2) output rows by a - b (PAIR_DIFFERENCES), else None
     lead: tuple  # the index of the row: (0,) * (rank - 1)
     out_bits: int
-    out_min: int
-    out_span: int  # out_max - out_min
     shape: tuple
     general: SoftmaxQuantized  # for an input of another shape than prepared (the dynamic path)
 
@@ -242,84 +274,66 @@ class SoftmaxQuantizedTiny:
         x = inputs[INPUT]
         if x.shape != self.shape:
             return self.general(inputs, outputs)
-        xs = x[self.lead].tolist() if self.lead else x.tolist()
-        self.run_values(xs, max(xs), outputs)
+        lead = self.lead
+        f, args = self.row_call(x[lead].tolist, outputs[OUTPUT][lead])
+        f(*args)
 
-    def run_values(self, xs: list, m: int, outputs) -> None:
-        """The softmax of the row ``xs`` (Python ints; any common offset of the input's values: only the
-        differences max(xs) - x are read), ``m = max(xs)`` (a caller's loop may find it without max's call: about
-        1.5 us inside an invoke), stored into the output."""
-        # plain loops, not comprehensions: each comprehension is a call with a frame of its own (Python 3.11),
-        # which inside an invoke (cold caches) costs more than the arithmetic
-        sum_list, exp_list = self.sum_list, self.exp_list
-        total = 0
-        for v in xs:
-            total += sum_list[m - v]
-        scale, bits_over_unit = get_reciprocal_int(total, 12)
-        rounding, shift = output_rounding(bits_over_unit, self.out_bits)
-        span, out_min = self.out_span, self.out_min
-        q = []
-        for v in xs:
-            r = (exp_list[m - v] * scale + rounding) >> shift
-            q.append((r if r < span else span) + out_min)
-        self.store(q, outputs)
-
-    def store(self, q: list, outputs) -> None:
-        """The softmax's values into the output (one assignment of Python ints in the output type's range)."""
-        outputs[OUTPUT][self.lead] = q
+    def row_call(self, values, row: np.ndarray) -> tuple:
+        """(function, arguments): the softmax of the row ``values()`` (a callable giving Python ints, e.g. a
+        bound ``tolist``) into ``row`` (the output's row): softmax_pair_into for two values, else
+        softmax_row_into."""
+        if self.pairs is not None:
+            return softmax_pair_into, (values, self.pairs, row)
+        args = (values, self.sum_list, self.exp_list, self.out_bits, self.outv, len(self.outv) - 1, row)
+        return softmax_row_into, args
 
     def feeding(self, consumer) -> SoftmaxQuantizedTinyLookup | None:
         """This softmax and the DEQUANTIZE (or requantize) table lookup of its 8-bit output that alone reads it
-        (quantize.TableLookup; ops/slice_views.py's fuse_feeding), as one step: SoftmaxQuantizedTinyLookup."""
+        (quantize.TableLookup; ops/slice_views.py's fuse_feeding), as one step: SoftmaxQuantizedTinyLookup; also
+        a second such lookup after the first when the first one's values are 8-bit integers (a requantize, then
+        a DEQUANTIZE): the lookups composed."""
         if type(consumer) is not TableLookup or self.out_bits != 8 or consumer.table.size != 256:
             return None
+        if not all(type(v) is int and -128 <= v <= 255 for v in self.outv):
+            return None  # a lookup's float values: no bit pattern to index the next table with
+        table = consumer.table
+        values = table.tolist()
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return SoftmaxQuantizedTinyLookup(**fields, lookup=consumer.table.tolist())
+        fields["outv"] = [values[v & 0xFF] for v in self.outv]  # table_index: the value's unsigned bit pattern
+        if self.pairs is not None:
+            fields["pairs"] = table[self.pairs.astype(np.intp) & 0xFF]
+        return SoftmaxQuantizedTinyLookup(**fields)
 
     @staticmethod
     def build(exp_table: np.ndarray, sum_table: np.ndarray, x: TensorInfo, y: TensorInfo) -> SoftmaxQuantizedTiny:
         out_min, out_max = dtype_range(y.dtype)
-        rank = len(x.shape)
+        out_bits = 8 * y.dtype.itemsize
+        general = SoftmaxQuantized(exp_table, sum_table, out_bits, out_min, out_max)
+        pairs = None
+        if x.shape[-1] == 2:
+            pairs = np.empty((PAIR_DIFFERENCES.size, 2), y.dtype)
+            general([np.stack([PAIR_DIFFERENCES, np.zeros_like(PAIR_DIFFERENCES)], axis=1)], [pairs])
         return SoftmaxQuantizedTiny(
             exp_table.tolist(),
             sum_table.tolist(),
-            (0,) * (rank - 1),
-            8 * y.dtype.itemsize,
-            out_min,
-            out_max - out_min,
+            list(range(out_min, out_max + 1)) if out_bits == 8 else range(out_min, out_max + 1),
+            pairs,
+            (0,) * (len(x.shape) - 1),
+            out_bits,
             tuple(x.shape),
-            SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max),
+            general,
         )
 
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxQuantizedTinyLookup(SoftmaxQuantizedTiny):
     """SoftmaxQuantizedTiny whose 8-bit output only a table lookup reads (a classifier's final DEQUANTIZE to
-    float32: quantize.TableLookup, indexed by the value's unsigned bit pattern), as one step: each softmax value q
-    stores ``lookup[q & 0xFF]`` instead of q. Exact: q is the integer the int8 / uint8 tensor would hold, and
-    ``q & 0xFF`` its bit pattern, which the lookup reads (``table_index``); the entries are the table's values
-    as Python numbers (a float32 entry as the double of the same value), stored back into the lookup's output
-    type unchanged. Checked at prepare (``feeding``): an 8-bit softmax output and a 256-entry table."""
-
-    lookup: list = None  # the lookup's table as Python numbers, by bit pattern
-
-    def feeding(self, consumer) -> SoftmaxQuantizedTinyLookup | None:
-        """This step with a second 256-entry table lookup that alone reads the first one's output (a requantize
-        to another 8-bit type, then a DEQUANTIZE): the two composed, entry k -> ``table[lookup[k] & 0xFF]``, when
-        the first one's entries are 8-bit integers (whose bit patterns index the second table, as
-        ``table_index`` does); else None."""
-        if type(consumer) is not TableLookup or consumer.table.size != 256:
-            return None
-        if not all(type(v) is int and -128 <= v <= 255 for v in self.lookup):
-            return None
-        table = consumer.table.tolist()
-        return dataclasses.replace(self, lookup=[table[v & 0xFF] for v in self.lookup])
-
-    def store(self, q: list, outputs) -> None:
-        lookup, vs = self.lookup, []
-        for v in q:
-            vs.append(lookup[v & 0xFF])
-        outputs[OUTPUT][self.lead] = vs
+    float32: quantize.TableLookup, indexed by the value's unsigned bit pattern), as one step: ``outv`` and
+    ``pairs`` hold ``lookup[q & 0xFF]`` instead of each softmax value q, which is stored instead. Exact: q is
+    the integer the int8 / uint8 tensor would hold, and ``q & 0xFF`` its bit pattern, which the lookup reads
+    (``table_index``); the entries are the table's values (as Python numbers in ``outv``: a float32 entry as
+    the double of the same value), stored into the lookup's output type unchanged. Checked at prepare
+    (``SoftmaxQuantizedTiny.feeding``): an 8-bit softmax output and a 256-entry table."""
 
 
 @dataclass(frozen=True, eq=False)

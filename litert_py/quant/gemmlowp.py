@@ -34,7 +34,7 @@ __all__ = [
     "exp_on_negative_values",
     "one_over_one_plus_x_for_x_in_0_1",
     "get_reciprocal",
-    "get_reciprocal_int",
+    "softmax_reciprocal_int",
     "rounding_divide_by_pot_x86",
     "srdhm_int",
     "rdbpot_int",
@@ -158,13 +158,21 @@ def get_reciprocal(x, x_integer_digits: int):
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - headroom_plus_one
 
 
-def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
-    """``get_reciprocal`` of one int32 ``x > 0`` on Python ints, unrolled (a one-row SOFTMAX's sum): about 0.4 us
-    instead of 1.1 us. The same integers step by step as ``one_over_one_plus_x_for_x_in_0_1`` of
+def softmax_reciprocal_int(total: int, out_bits: int) -> tuple[int, int, int]:
+    """A one-row SOFTMAX's reciprocal of its int32 ``total > 0`` (the sum of the row's Q12.19 terms) on Python ints,
+    with its output rounding: ``(scale, addend, shift)`` such that every output of a term ``e >= 0`` is
+    ``(e * scale + addend) >> shift``, reference/softmax.h's ``RDBPOT(SRDHM(e, scale), exponent)`` (``scale,
+    bits_over_unit = GetReciprocal(total, 12)``, ``exponent = bits_over_unit + 31 - out_bits``), both roundings
+    fused into one shift (exact for these non-negative values). One call instead of two (inside an invoke each
+    call of cold code costs about a microsecond).
+
+    GetReciprocal unrolled: the same integers step by step as ``one_over_one_plus_x_for_x_in_0_1`` of
     ``shifted_minus_one``: its half denominator ``(shifted_minus_one + 2^31) >> 1`` is ``(u << headroom) >> 1``
     (``u << headroom`` has bit 31 set and no higher one, so the mask is a no-op), and the three Newton steps are
-    written out (tests/quant/test_gemmlowp.py checks it against ``get_reciprocal``)."""
-    u = x & 0xFFFFFFFF
+    written out. The exponent is clamped to [1, 32]: LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or
+    more maximal values aborts); up to 32 the fused shift still gives the rounded quotient (tests/quant/
+    test_gemmlowp.py checks both against ``get_reciprocal`` and the unfused roundings)."""
+    u = total & 0xFFFFFFFF
     headroom_plus_one = 32 - u.bit_length()  # CountLeadingZeros(uint32)
     d = (u << headroom_plus_one) >> 1  # half_denominator, Q0.31
     r = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
@@ -172,7 +180,9 @@ def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
     r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
     r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
     r <<= 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
-    return (r if r < INT32_MAX else INT32_MAX), x_integer_digits - headroom_plus_one
+    exponent = 12 - headroom_plus_one + 31 - out_bits  # no min / max calls: ~0.7 us inside an invoke
+    exponent = 1 if exponent < 1 else 32 if exponent > 32 else exponent
+    return (r if r < INT32_MAX else INT32_MAX), (1 << 30) + (1 << (exponent + 30)), exponent + 31
 
 
 def rounding_divide_by_pot_x86(x, e):

@@ -5,13 +5,14 @@ import math
 import numpy as np
 
 from litert_py.quant import INT32_MAX, INT32_MIN, wrap32
+from litert_py.quant import rounding_divide_by_pot as rdbpot
 from litert_py.quant import saturating_rounding_doubling_high_mul as srdhm
 from litert_py.quant.gemmlowp import (
     checked_log2,
     count_leading_sign_bits,
     get_reciprocal,
-    get_reciprocal_int,
     one_over_one_plus_x_for_x_in_0_1,
+    softmax_reciprocal_int,
     srdhm_int,
 )
 
@@ -50,16 +51,27 @@ def test_get_reciprocal_is_close_to_one_over_x():
     np.testing.assert_allclose(approx, 1.0 / b, rtol=1e-8)
 
 
-def test_get_reciprocal_int_is_the_array_form():
+def test_softmax_reciprocal_int_is_the_array_form():
+    """The scale is GetReciprocal(total, 12)'s (the array form), and the fused rounding ``(e * scale + addend) >>
+    shift`` gives the unfused RDBPOT(SRDHM(e, scale), exponent) on terms e from 0 to INT32_MAX, wherever LiteRT's
+    exponent is valid (0 <= exponent <= 31; below 1 and up to 32 the helper clamps it)."""
     rng = np.random.default_rng(2)
-    x = np.concatenate(
+    totals = np.concatenate(
         [np.arange(1, 1 << 12), (1 << 31) - 1 - np.arange(1 << 10), 1 << np.arange(31), rng.integers(1, 1 << 31, 9999)]
     ).astype(np.int64)
-    for digits in (0, 12, 31):
-        scale, bits = get_reciprocal(x, digits)
-        got = [get_reciprocal_int(int(v), digits) for v in x]
+    e = np.concatenate([[0, 1, INT32_MAX], rng.integers(0, 1 << 31, 200)]).astype(np.int64)
+    checked = 0
+    for out_bits in (8, 16):
+        scale, bits = get_reciprocal(totals, 12)
+        got = [softmax_reciprocal_int(int(v), out_bits) for v in totals]
         assert [g[0] for g in got] == scale.tolist()
-        assert [g[1] for g in got] == bits.tolist()
+        for (s, addend, shift), b in zip(got[::97], bits[::97].tolist()):
+            exponent = b + 31 - out_bits
+            if 1 <= exponent <= 31:
+                want = rdbpot(srdhm(e, s), exponent)
+                assert ((e * s + addend) >> shift).tolist() == want.tolist()
+                checked += 1
+    assert checked > 100
 
 
 def test_count_leading_sign_bits():
