@@ -86,7 +86,7 @@ except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 
         1.x's float loop is min(max(x, lo), hi) with ``a > b ? a : b`` (NaN kept), which differs from that only
         where x equals a bound with other bits: a signed zero at a bound of zero. For float32 / float64 (where
         :func:`_bound_first_keeps_x` holds) it is ``minimum(hi, maximum(lo, x))``: the bound first, x kept on a
-        tie, two ufunc passes, in place when ``out`` has x's dtype (~1 us for 64 values, where the repair below
+        tie, two ufunc passes, in place when ``out`` has x's dtype (~2 us for 64 values, where the repair below
         cost ~17-24 us). Elsewhere, for a zero bound: 1.x's clip, then x copied back where the result equals it;
         in place (``out`` overlapping ``x``) into a new array first (x's zeros are gone once ``out`` is written).
         Other bounds and non-float x: 1.x's clip as it is. (numpy 2 keeps -0.0 only with 0-d bounds, as the

@@ -1,10 +1,10 @@
 """litert_py.quant.requantizer.clip_ufunc: numpy 2's clip semantics on every supported numpy (1.x runs a shim).
 
-The float kernels clamp with it as LiteRT's ``min(max(x, lo), hi)`` does: x stays unless x < lo (lo) or x > hi
-(hi), so -0.0 and NaN pass through a bound of 0. numpy 1.x's own clip gives +0.0 for -0.0 at a bound of 0; its
-shim lost x's zeros when ``out`` was ``x`` (28 fused-clamp failures on numpy 1.23). On 1.x the shim runs float32 /
-float64 as ``minimum(hi, maximum(lo, x))`` and float16 through the repairing clip: both forms are covered. Expected values come from
-comparisons and np.where, not from a clip, and are compared bit for bit. Bounds are 0-d, as every float clamp
+The float kernels clamp with it as LiteRT's ``min(max(x, lo), hi)`` does: x stays unless x < lo (lo) or x > hi (hi),
+so -0.0 and NaN pass through a bound of 0. numpy 1.x's own clip gives +0.0 for -0.0 at a bound of 0; its shim lost
+x's zeros when ``out`` was ``x`` (28 fused-clamp failures on numpy 1.23). On 1.x the shim runs float32 / float64 as
+``minimum(hi, maximum(lo, x))`` and float16 through the repairing clip: both forms are covered. Expected values come
+from comparisons and np.where, not from a clip, and are compared bit for bit. Bounds are 0-d, as every float clamp
 of the kernels has them (numpy 2.4's clip itself gives +0.0 for -0.0 at a bound of 0 when the bounds are arrays).
 """
 
@@ -92,7 +92,7 @@ def test_clip_into_another_dtype(bounds):
 
 def test_clip_float_form_is_fast():
     """numpy 2: clip_ufunc is numpy's clip ufunc. numpy 1.x on x86-64: float32 / float64 take the bound-first
-    maximum / minimum form (~1 us for 64 values), not the repairing clip (~17-24 us): its import-time check
+    maximum / minimum form (~2 us for 64 values), not the repairing clip (~17-24 us): its import-time check
     (``_bound_first_keeps_x``) holds there."""
     import platform
 
