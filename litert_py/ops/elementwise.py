@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -215,6 +216,8 @@ class DivInt:
 
     lo: float
     hi: float
+    #: LiteRT's kernel checks the divisor at eval, also on an empty output (the node runs; see runtime/subgraph)
+    checks_values_at_eval: ClassVar[bool] = True
 
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
@@ -390,6 +393,9 @@ class FloorDivFloat:
     """float32 FLOOR_DIV: ``std::floor(double(a) / double(b))`` stored as float32; any zero divisor (+-0.0)
     fails at invoke, as floor_div.cc checks every element of input2 with ``equal_to(d, 0)``."""
 
+    #: LiteRT's kernel checks the divisor at eval, also on an empty output (the node runs; see runtime/subgraph)
+    checks_values_at_eval: ClassVar[bool] = True
+
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
         if not b.all():
@@ -405,6 +411,9 @@ class FloorDivFloat:
 class FloorDivInt:
     """int8 / int16 / int32 FLOOR_DIV: ``floor(double(a) / double(b))`` converted back to T; a zero divisor fails
     at invoke. The one quotient outside T (T_MIN / -1) converts as x86-64 does: to T_MIN."""
+
+    #: LiteRT's kernel checks the divisor at eval, also on an empty output (the node runs; see runtime/subgraph)
+    checks_values_at_eval: ClassVar[bool] = True
 
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
@@ -422,6 +431,11 @@ class FloorMod:
     differs from b's (reference/floor_mod.h). Integer zero divisors fail at invoke; float ones give NaN."""
 
     integer: bool
+
+    @property
+    def checks_values_at_eval(self) -> bool:
+        """The integer kernel checks the divisor at eval, also on an empty output (see runtime/subgraph)."""
+        return self.integer
 
     def __call__(self, inputs, outputs):
         a, b = inputs[INPUT1], inputs[INPUT2]
@@ -448,15 +462,18 @@ class PowInt:
     """int32 POW. Equal shapes (reference_ops::Pow): ``static_cast<int>(std::pow(double(a), double(b)))``, exact
     in double below 2**31, a result outside int32 converting as x86-64 does, to INT32_MIN; the same with
     broadcasting, except when the exponent is a single broadcast value: then square-and-multiply with wrapping
-    int32 products (IntegerPow), as the wheel does. A negative
-    exponent fails at invoke (pow.cc CheckValue: "Integer to a negative integer power")."""
+    int32 products (IntegerPow), as the wheel does. A negative exponent fails at invoke (pow.cc CheckValue: "POW
+    does not support negative value for int32.")."""
 
     wrap: bool  # broadcasting a single exponent (optimized_ops::BroadcastPow4D's scalar path, IntegerPow)
+    #: pow.cc's Eval checks the exponent (CheckValue) before it looks at the output: an empty output fails too,
+    #: and so does a constant exponent (at invoke, not allocate_tensors); see runtime/subgraph
+    checks_values_at_eval: ClassVar[bool] = True
 
     def __call__(self, inputs, outputs):
         b = inputs[INPUT2]
         if (b < 0).any():
-            raise InputValueError("POW: integers to negative integer powers are not allowed")
+            raise InputValueError("POW does not support negative value for int32.")
         out = outputs[OUTPUT]
         if self.wrap:  # NumPy's integer power multiplies with wrap-around too
             np.power(inputs[INPUT1], b, out=out)

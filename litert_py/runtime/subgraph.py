@@ -7,9 +7,12 @@ it. ``invoke()`` is then a plain loop over prebound (op, inputs, outputs) steps.
 whose shape is only known at eval time are prepared during invoke instead, with the shapes seen then.
 
 A node none of whose outputs has an element (zero-size tensors) has nothing to compute and is not run, unless
-its kernel is stateful (control flow, variables, random generators) or it reads run-time indices or sizes that
-LiteRT validates at eval (``_nothing_to_compute``): LiteRT's kernels return early on such nodes or compute
-nothing, and litert_py's kernels need not handle every empty shape on their hot path.
+its kernel is stateful (control flow, variables, random generators), it reads run-time indices or sizes that
+LiteRT validates at eval, or its prepared op checks input values at eval as LiteRT's kernel does whatever the
+output's size (``checks_values_at_eval``: POW int32's negative exponents, zero divisors) (``_nothing_to_compute``):
+LiteRT's kernels return early on such nodes or compute nothing, and litert_py's kernels need not handle every
+empty shape on their hot path. Such a prepared op is not folded either when its constant inputs fail the check:
+the node fails at invoke, as in LiteRT (whose kernels run at eval), instead of at allocate_tensors.
 
 Shapes reported before the first invoke (``reported``): LiteRT prepares nodes in order and stops after the
 first node with a dynamic output (Subgraph::PrepareOpsStartingAt: an output whose shape depends on values, any
@@ -44,11 +47,14 @@ def _nothing(inputs, outputs) -> None:
     """The step of a node whose outputs have no elements."""
 
 
-def _nothing_to_compute(node: Node, ins: list[TensorInfo], outs: list[TensorInfo]) -> bool:
-    """Every output is empty (and known at prepare), the kernel keeps no state, and no input is a run-time
-    index or size whose values LiteRT checks at eval (a non-constant unquantized integer tensor with elements:
-    SLICE's begin, GATHER's indices); then the node has nothing to compute."""
+def _nothing_to_compute(node: Node, op, ins: list[TensorInfo], outs: list[TensorInfo]) -> bool:
+    """Every output is empty (and known at prepare), the kernel keeps no state, its prepared op checks no input
+    values at eval (``checks_values_at_eval``), and no input is a run-time index or size whose values LiteRT
+    checks at eval (a non-constant unquantized integer tensor with elements: SLICE's begin, GATHER's indices);
+    then the node has nothing to compute."""
     if not outs or node.kernel.stateful or any(t.dynamic or t.size for t in outs):
+        return False
+    if getattr(op, "checks_values_at_eval", False):
         return False
     return not any(t.data is None and t.size and t.dtype.kind in "iub" and not t.quantization.is_quantized for t in ins)
 
@@ -304,11 +310,11 @@ class SubgraphRuntime:
                 # the node itself was prepared, so only outputs whose shape is unknown keep their old shape
                 litert_stopped = True
                 self._report_unprepared([o for o in outputs if infos[o].dynamic])
-            if _nothing_to_compute(node, ins, outs):  # the outputs stay the empty arrays they are
+            if _nothing_to_compute(node, op, ins, outs):  # the outputs stay the empty arrays they are
                 op = _nothing
             if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
-                self._fold(node, op, infos, folded)
-                continue
+                if self._fold(node, op, infos, folded):
+                    continue
             if getattr(op, "constant_output", None) is not None:  # SHAPE / RANK of a static shape
                 self._fold_value(node, op.constant_output, infos, folded)
                 continue
@@ -380,14 +386,18 @@ class SubgraphRuntime:
         )
         limits.check_allocation(total, f"Node number {node.index} ({node.name}): its tensors")
 
-    def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:
-        """Run a node whose inputs are all constant once, now; its outputs become constants."""
+    def _fold(self, node: Node, op, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> bool:
+        """Run a node whose inputs are all constant once, now; its outputs become constants. False (not folded:
+        the node stays a step) when the prepared op ``checks_values_at_eval`` and the constants fail that check:
+        LiteRT fails such a node at invoke."""
         ins = [infos[i].data if i >= 0 else None for i in node.operator.inputs]
         outs = [self._new_array(infos[o]) if o >= 0 else None for o in node.operator.outputs]
         try:
             with np.errstate(all="ignore"):
                 op(ins, outs)
         except Exception as e:
+            if isinstance(e, InvokeError) and getattr(op, "checks_values_at_eval", False):
+                return False
             raise PrepareError(
                 f"Node number {node.index} ({node.name}) failed while folding constants: {type(e).__name__}: {e}"
             ) from e
@@ -398,6 +408,7 @@ class SubgraphRuntime:
                 infos[o].shape = arr.shape
                 infos[o].dynamic = False
                 folded[o] = arr
+        return True
 
     @staticmethod
     def _fold_value(node: Node, value: np.ndarray, infos: list[TensorInfo], folded: dict[int, np.ndarray]) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 from litert_py.schema.dtypes import TensorType
 from tests.compare import mismatch
 from tests.fuzz.float_models import RTOL_PER_TERM, FloatCase, with_specials
-from tests.fuzz.fused_check import Result, _diff, _intermediates, compare_isolated, step_names
+from tests.fuzz.fused_check import Result, _diff, _intermediates, compare_isolated, step_names, stream
 
 F32 = TensorType.FLOAT32
 
@@ -51,25 +51,21 @@ def float_feeds(details: list[dict], seed: int, invoke: int) -> list[np.ndarray]
 
 
 def run_invokes(it, case: FloatCase, scan=()) -> tuple[list[list[np.ndarray]], list[bool]]:
-    """Every output after each invoke; before the third, the batch resized (``case.resize``) or the tensors
-    allocated again (``case.reallocate``). Also per invoke whether a float tensor of ``scan`` (indices) held an
-    infinity or a magnitude of at least HUGE (``wild``: LiteRT's sums may overflow where ours do not)."""
-    it.allocate_tensors()
-    results, wild = [], []
-    for k in range(case.invokes):
-        if k == 2 and case.resize:
-            for d in it.get_input_details():
-                it.resize_tensor_input(d["index"], [case.resize, *d["shape"][1:]])
-            it.allocate_tensors()
-        elif k == 2 and case.reallocate:
-            it.allocate_tensors()
-        details = it.get_input_details()
-        for d, v in zip(details, float_feeds(details, case.seed, k)):
-            it.set_tensor(d["index"], v)
-        it.invoke()
-        results.append([it.get_tensor(d["index"]).copy() for d in it.get_output_details()])
-        wild.append(any(_wild(it.get_tensor(i)) for i in scan))
-    return results, wild
+    """Every output after each invoke (fused_check.stream with ``float_feeds``); before the third, the batch
+    resized (``case.resize``) or the tensors allocated again (``case.reallocate``). Also per invoke whether a float
+    tensor of ``scan`` (indices) held an infinity or a magnitude of at least HUGE (``wild``: LiteRT's sums may
+    overflow where ours do not)."""
+    outputs = [d["index"] for d in it.get_output_details()]
+    rows = stream(
+        it,
+        lambda details, k: float_feeds(details, case.seed, k),
+        case.invokes,
+        [*outputs, *scan],
+        case.reallocate,
+        case.resize,
+    )
+    n = len(outputs)
+    return [[x for _, x in row[:n]] for row in rows], [any(_wild(x) for _, x in row[n:]) for row in rows]
 
 
 #: a float magnitude from which sums of a few products may overflow float32 in one summation order (or without
@@ -77,8 +73,8 @@ def run_invokes(it, case: FloatCase, scan=()) -> tuple[list[list[np.ndarray]], l
 HUGE = 1e30
 
 
-def _wild(x: np.ndarray) -> bool:
-    if x.dtype != np.float32 or not x.size:
+def _wild(x: np.ndarray | None) -> bool:
+    if x is None or x.dtype != np.float32 or not x.size:
         return False
     with np.errstate(invalid="ignore"):
         return bool(np.isinf(x).any() or (np.abs(x) >= HUGE).any())

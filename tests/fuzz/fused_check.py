@@ -44,25 +44,30 @@ def feeds(details: list[dict], seed: int, count: int) -> list[list[np.ndarray]]:
     return out
 
 
-def _stream(
-    it, inputs: list[list[np.ndarray]], preserve: bool, intermediates=(), reallocate: bool = False
-) -> list[list[np.ndarray]]:
-    """Every output (``intermediates`` too when ``preserve``) after each invoke; ``reallocate``: allocate_tensors
-    again before the third invoke (the variables keep their values)."""
+def stream(
+    it, feed, invokes: int, tensors=None, reallocate: bool = False, resize: int = 0
+) -> list[list[tuple[int, np.ndarray | None]]]:
+    """``invokes`` invokes of ``it``, the inputs of invoke k being ``feed(details, k)`` (``details``: the current
+    input details); after each, every tensor of ``tensors`` (indices; default the outputs) as (index, a copy, or
+    None when unreadable). Before the third invoke, the batch resized to ``resize`` (allocated again), or with
+    ``reallocate`` the tensors allocated again (the variables keep their values). Used by both fuzz checks."""
     it.allocate_tensors()
-    details = it.get_input_details()
-    out_idx = [d["index"] for d in it.get_output_details()]
-    if preserve:
-        out_idx = intermediates
+    if tensors is None:
+        tensors = [d["index"] for d in it.get_output_details()]
     results = []
-    for k, feed in enumerate(inputs):
-        if reallocate and k == 2:
+    for k in range(invokes):
+        if k == 2 and resize:
+            for d in it.get_input_details():
+                it.resize_tensor_input(d["index"], [resize, *d["shape"][1:]])
             it.allocate_tensors()
-        for d, v in zip(details, feed):
+        elif k == 2 and reallocate:
+            it.allocate_tensors()
+        details = it.get_input_details()
+        for d, v in zip(details, feed(details, k)):
             it.set_tensor(d["index"], v)
         it.invoke()
         row = []
-        for i in out_idx:
+        for i in tensors:
             try:
                 row.append((i, it.get_tensor(i).copy()))
             except Exception:  # noqa: BLE001 (a resource tensor, or one without data: compared as unreadable)
@@ -126,7 +131,7 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
 
     preserve = case.preserve if preserve is None else preserve
     LiteRT, resolver = oracle()
-    inner = _intermediates(case.model)
+    read = _intermediates(case.model) if preserve else None  # None: the outputs
     try:
         theirs_it = LiteRT(
             model_content=case.model,
@@ -135,7 +140,7 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
             experimental_preserve_all_tensors=preserve,
         )
         inputs = feeds(theirs_it.get_input_details(), case.seed, case.invokes)
-        theirs = _stream(theirs_it, inputs, preserve, inner, case.reallocate)
+        theirs = stream(theirs_it, lambda _, k: inputs[k], case.invokes, read, case.reallocate)
         theirs_err = None
     except (RuntimeError, ValueError) as e:
         theirs, theirs_err = None, e
@@ -144,7 +149,7 @@ def compare(case: Case, preserve: bool | None = None) -> Result:
         ours_it = litert_py.Interpreter(model_content=case.model, experimental_preserve_all_tensors=preserve)
         if theirs_err is not None:
             inputs = feeds(ours_it.get_input_details(), case.seed, case.invokes)
-        ours = _stream(ours_it, inputs, preserve, inner, case.reallocate)
+        ours = stream(ours_it, lambda _, k: inputs[k], case.invokes, read, case.reallocate)
         ours_err = None
     except LiteRTError as e:
         ours, ours_err = None, e
@@ -217,7 +222,8 @@ def _litert_alone(case: Case) -> None:
 
     LiteRT, resolver = oracle()
     it = LiteRT(model_content=case.model, num_threads=1, experimental_op_resolver_type=resolver.BUILTIN_REF)
-    _stream(it, feeds(it.get_input_details(), case.seed, case.invokes), False)
+    inputs = feeds(it.get_input_details(), case.seed, case.invokes)
+    stream(it, lambda _, k: inputs[k], case.invokes)
 
 
 def compare_isolated(case: Case, preserve: bool | None = None, check=None, litert_alone=None) -> Result:

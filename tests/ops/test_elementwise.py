@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from litert_py import Interpreter, PrepareError
+from litert_py import Interpreter, InvokeError, PrepareError
 from tests.compare import assert_close
 from tests.ops._values import broadcast_pair, qparams, regimes, shapes
 from tests.oracle import T, litert_fails, oracle, ours_fails, quant, run_both, single_op_model
@@ -535,6 +535,40 @@ def test_binary_more_fails_at_invoke(op, dtype, b):
             it.set_tensor(d["index"], x)
         with pytest.raises(error):
             it.invoke()
+
+
+#: (op, dtype, a divisor / exponent LiteRT's Eval refuses, one it accepts): div.cc CheckNonZero (int32),
+#: floor_div.cc / floor_mod.cc's zero check (floor_mod: integers only), pow.cc CheckValue (int32)
+CHECKED_AT_EVAL = [
+    ("POW", np.int32, -1, 2),
+    ("FLOOR_DIV", np.int32, 0, -3),
+    ("FLOOR_DIV", np.float32, -0.0, 2.0),
+    ("FLOOR_MOD", np.int32, 0, -3),
+    ("DIV", np.int32, 0, -3),
+]
+
+
+@pytest.mark.parametrize("layout", ["empty-x-constant-y", "empty-x-input-y", "empty-constants", "constants"])
+@pytest.mark.parametrize("op, dtype, bad, good", CHECKED_AT_EVAL, ids=lambda v: v if isinstance(v, str) else None)
+def test_checked_at_eval_whatever_the_output(op, dtype, bad, good, layout):
+    """LiteRT checks the divisor / exponent values at eval, before it looks at the output: an empty output
+    (x of shape [0, 3]) fails the invoke too, with the values constant or fed, and a node of constants fails at
+    invoke, not at allocate_tensors. litert_py runs such nodes (``checks_values_at_eval``) instead of skipping or
+    folding them. With an accepted value both run and agree."""
+    x = np.ones((3,) if layout == "constants" else (0, 3), dtype)
+    for value, fails in ((bad, True), (good, False)):
+        y = np.array([1, value, 1], dtype)
+        x_t = T(x.shape, dtype) if layout in ("empty-x-constant-y", "empty-x-input-y") else T.const(x)
+        y_t = T(y.shape, dtype) if layout == "empty-x-input-y" else T.const(y)
+        feeds = [a for a, t in ((x, x_t), (y, y_t)) if t.data is None]
+        model = single_op_model(op, [x_t, y_t], [T(x.shape, dtype)])
+        if fails:
+            litert_fails(model, feeds, at="invoke")
+            ours_fails(model, feeds, errors=InvokeError, at="invoke", match=rf"Node number 0 \({op}\) failed to invoke")
+        else:
+            ours, theirs = run_both(model, feeds)
+            assert ours[0].shape == x.shape
+            assert_close(ours, theirs, rtol_each=0.0)
 
 
 MORE_REJECTS = [  # (id, op, inputs, output)
