@@ -148,8 +148,15 @@ class DepthwisePhaseTaps:
         return DepthwisePhaseTaps(fills, tuple(views))
 
     def __call__(self, x: np.ndarray):
-        for dest, index in self.fills:
-            np.copyto(dest, x[index])
+        run_calls(self.fill_calls(x))
+        return self.views
+
+    def fill_calls(self, x: np.ndarray) -> tuple:
+        """The copies of ``x``'s phases into the planes, as (function, args, kwargs) triples."""
+        return tuple((np.copyto, (dest, x[index]), {}) for dest, index in self.fills)
+
+    def tap_views(self, x: np.ndarray):
+        """Per tap, its view of a plane."""
         return self.views
 
 
