@@ -70,11 +70,12 @@ class DepthwiseTaps:
         return self.tap_views(x)
 
     def fill_calls(self, x: np.ndarray) -> tuple:
-        """The copy of ``x`` into the padded buffer (channel c repeated m times for a depth multiplier m; an unsafe
-        cast, as an assignment), as (function, args, kwargs) triples; none when the views are slices of ``x``."""
+        """The copy of ``x`` into the padded buffer (channel c repeated m times for a depth multiplier m), as
+        (function, args, kwargs) triples; none when the views are slices of ``x``. An assignment: np.copyto's
+        copy (an unsafe cast) without its dispatch (about 1 us less per call)."""
         if self.padded is None:
             return ()
-        return ((np.copyto, (self.fill, x[..., None] if self.fill.ndim == 5 else x), {"casting": "unsafe"}),)
+        return ((self.fill.__setitem__, (Ellipsis, x[..., None] if self.fill.ndim == 5 else x), {}),)
 
     def tap_views(self, x: np.ndarray):
         """Per tap, its view of the padded buffer, or of ``x`` itself when there is none."""
