@@ -10,7 +10,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..activation_fusion import ClampLast, float_bounds
-from ..bound_plan import BoundCalls
+from ..bound_plan import BoundCalls, BoundCalls2, BoundCalls3, contiguous_source
 from ..common import aligned_empty, clip_ufunc
 from ..registry import OpContext, register
 from .common import (
@@ -35,9 +35,10 @@ from .taps import DepthwisePhaseTaps, DepthwiseTaps, tap_weights
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloat(ClampLast):
-    """Float DEPTHWISE_CONV_2D with its filter or bias given as an input (read at every call): the taps' calls
-    (taps.DepthwiseTaps.tap_calls) run at once, the bias, the clamp."""
+class DepthwiseConvFloat(BoundCalls3, ClampLast):
+    """Float DEPTHWISE_CONV_2D with its filter or bias given as an input: a bound plan over the input, the filter
+    and the bias (ops/bound_plan.BoundCalls3; `DepthwiseConvFloatNoBias` without a bias) reading the tensors
+    through views made at bind: the fill, the taps' calls (taps.DepthwiseTaps.tap_calls), the bias, the clamp."""
 
     taps: DepthwiseTaps | DepthwisePhaseTaps
     weights: tuple | None  # per tap: (OW, C*m) tiled, or (C*m,); None: the filter input, read at every invoke
@@ -47,19 +48,27 @@ class DepthwiseConvFloat(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        views = self.taps(inputs[INPUT])
+    def bound_calls(self, x: np.ndarray, f: np.ndarray, *bias_out) -> tuple:
+        """The op's numpy calls on ``x``, the filter ``f``, the bias (when the op has one) and the output: the
+        reference's order, the sum over (filter_y, filter_x) from the first tap, then + bias, then the clamp."""
+        *b, out = bias_out
+        calls = list(self.taps.fill_calls(x))
+        views = self.taps.tap_views(x)
         weights = self.weights
-        if weights is None:
-            weights = inputs[FILTER].reshape(len(views), -1)
-        # The reference's order: sum over (filter_y, filter_x) from the first tap, then + bias.
-        DepthwiseTaps.accumulate(views, weights, out, self.scratch)
+        if weights is None:  # (a view of the filter, or of a C-contiguous copy refreshed first)
+            weights = contiguous_source(f, calls).reshape(len(views), -1)
+        calls += DepthwiseTaps.tap_calls(views, weights, out, self.scratch)
         if self.bias is not None:
-            np.add(out, self.bias, out=out)
+            calls.append((np.add, (out, self.bias, out), {}))
         elif self.dynamic_bias:
-            np.add(out, inputs[BIAS], out=out)
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+            calls.append((np.add, (out, b[0], out), {}))
+        calls.append((clip_ufunc, (out, self.out_min, self.out_max, out), {}))
+        return tuple(calls)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvFloatNoBias(BoundCalls2, DepthwiseConvFloat):
+    """DepthwiseConvFloat without a bias: its plan bound over the input and the filter."""
 
 
 #: A float depthwise output above 2x this many bytes is computed in blocks of output rows of about this size,
@@ -127,7 +136,8 @@ def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
     if weights is not None and (bias is None or bias.is_constant):
         scratch = aligned_empty(geo.out_shape, np.float32)
         return DepthwiseConvFloatBlocked(taps, weights, _row_blocks(geo), scratch, bias_tile(bias, geo.out_w), lo, hi)
-    return DepthwiseConvFloat(
+    kind = DepthwiseConvFloatNoBias if bias is None else DepthwiseConvFloat
+    return kind(
         taps,
         weights,
         aligned_empty(geo.out_shape, np.float32),

@@ -91,11 +91,6 @@ class DepthwiseTaps:
             calls += [(np.multiply, (view, weight, tmp), {}), (np.add, (out, tmp, out), {})]
         return tuple(calls)
 
-    @staticmethod
-    def accumulate(views, weights, out: np.ndarray, tmp: np.ndarray) -> None:
-        """``tap_calls`` run at once (the float kernels, whose weights may be the filter input of each call)."""
-        run_calls(DepthwiseTaps.tap_calls(views, weights, out, tmp))
-
     def exact_sum_calls(self, views, weights, out: np.ndarray, tmp: np.ndarray) -> tuple:
         """out = sum over the taps of view * weight for integer-valued sums that are exact in any order, as
         (function, args, kwargs) triples. ``weights``: per tap (OW, O) rows (``tap_calls``), or all stacked as

@@ -6,6 +6,7 @@ themselves)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from litert_py import Interpreter
@@ -13,6 +14,7 @@ from litert_py.ops.conv import conv2d, conv2d_planes, depthwise, depthwise_einsu
 from tests.ops._bound import check_bound
 from tests.ops.conv.test_conv import _conv_case, _model_and_inputs
 from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
+from tests.oracle import run_ours
 
 
 @pytest.mark.parametrize("act", [0, 1])
@@ -52,6 +54,42 @@ def test_depthwise_taps_bound(geometry, blocks, act, monkeypatch):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     assert (len(it._subgraphs[0].steps[0][0].blocks) > 1) == blocks
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        (8, 8, 3, 3, 3, (2, 2), (1, 1), SAME, 2),  # the padded buffer
+        (15, 17, 5, 3, 3, (2, 2), (1, 1), SAME, 1),  # phase planes
+        (10, 9, 3, 3, 3, (1, 1), (1, 1), VALID, 1),  # the taps are views of the input
+    ],
+)
+def test_depthwise_filter_input_bound(geometry, bias):
+    """DepthwiseConvFloat (BoundCalls3) / DepthwiseConvFloatNoBias (BoundCalls2): the filter and bias given as inputs,
+    read through views made at bind (a Fortran-ordered filter through a C-contiguous copy refreshed first)."""
+    d = _case(*geometry, act=1) | {"const": False, "bias": bias}
+    model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", d)
+    check_bound(model, feeds, depthwise.DepthwiseConvFloat if bias else depthwise.DepthwiseConvFloatNoBias)
+    # new filter and bias values: the bound plan sees them (as a fresh interpreter's), also through a Fortran-ordered
+    # filter rewritten in place between two calls
+    new = [feeds[0], *(np.roll(a, 1) * 2 for a in feeds[1:])]
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    for values in (feeds, new):
+        for detail, value in zip(it.get_input_details(), values):
+            it.set_tensor(detail["index"], value)
+        it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run_ours(model, new)[0])
+    (op, ins, outs), *_ = it._subgraphs[0].steps
+    xs = [np.asfortranarray(a) for a in ins]
+    got, expected = np.empty_like(outs[0]), np.empty_like(outs[0])
+    for values in (feeds, new):
+        for a, value in zip(xs, values):
+            a[...] = value.reshape(a.shape)
+        op(xs, [got])
+    op([np.ascontiguousarray(a) for a in xs], [expected])
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("act", [0, 1])
