@@ -32,6 +32,7 @@ from .common import (
     bias_tile,
     exact_dtype,
     hybrid_scales,
+    offset_calls,
     quantization_params,
     quantize_batches,
     quantized_weights,
@@ -136,6 +137,23 @@ class DepthwiseConvQuantized:
         self.requant(self.acc, outputs[OUTPUT])
 
 
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvQuantizedConstant(BoundCalls, DepthwiseConvQuantized):
+    """DepthwiseConvQuantized with constant weights and offset (int16x8, or 8-bit layers whose requantization does
+    not fold): a bound plan (ops/bound_plan.BoundCalls) of the same calls, the Requantizer one call."""
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on ``x`` and ``out``: the fill, the taps' exact sums, the offset, the
+        requantization."""
+        taps = self.taps
+        return (
+            *taps.fill_calls(x),
+            *taps.exact_sum_calls(taps.tap_views(x), self.weights, self.sums, self.scratch),
+            *offset_calls(self.acc, self.sums, self.offset),
+            *epilogue_calls(self.requant, self.acc, out),
+        )
+
+
 def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
     x, f, bias, out = ctx.input(INPUT), ctx.input(FILTER), ctx.optional_input(BIAS), ctx.outputs[OUTPUT]
     expected = {np.dtype(np.uint8): ("UINT8",), np.dtype(np.int8): ("INT8", "INT4"), np.dtype(np.int16): ("INT8",)}
@@ -197,7 +215,8 @@ def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
     requant = requantizer_for(
         ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max, int64_acc=int64_bias
     )
-    return DepthwiseConvQuantized(
+    kind = DepthwiseConvQuantized if offset is None else DepthwiseConvQuantizedConstant
+    return kind(
         sum_taps,
         weights,
         offset,

@@ -1,12 +1,13 @@
-"""The int8 / uint8 conv kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy calls on
-its bound arrays, made once: conv2d_quantized.gemm_calls, requant.epilogue_calls, the depthwise's accumulate_calls):
-ConvQuantizedScaled (Im2Col, RowBands, Im2ColT), ConvQuantizedFolded, ConvQuantizedFoldedRows,
-DepthwiseConvQuantizedRows, DepthwiseConvQuantizedFolded (its three tap-sum forms), DepthwiseIntoRows and
-DepthwiseRowsIntoRows, over their epilogues (ReLU-like and sign
-paths, truncating, small, late zero point). Inside invokes each takes its bound plan and gives the bytes of the op
-bound to fresh copies on inputs with both extremes and random values, and removing any call of a plan is caught
-(tests/ops/_bound_int8.py). The values themselves are checked against the oracle by test_conv_scaled.py,
-test_conv_quantized.py, test_depthwise_rows.py and test_depthwise_into_rows.py."""
+"""The int8 / uint8 / int16x8 conv kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy
+calls on its bound arrays, made once: conv2d_quantized.gemm_calls, requant.epilogue_calls, the depthwise's
+accumulate_calls): ConvQuantizedScaled (Im2Col, RowBands, Im2ColT), ConvQuantizedFolded, ConvQuantizedFoldedRows,
+DepthwiseConvQuantizedRows, DepthwiseConvQuantizedFolded (its three tap-sum forms), the int16x8
+DepthwiseConvQuantizedConstant, DepthwiseIntoRows and DepthwiseRowsIntoRows, over their epilogues (ReLU-like and
+sign paths, truncating, small, late zero point, mixed). Inside invokes each takes its bound plan and gives the bytes
+of the op bound to fresh copies on inputs with both extremes and random values, and removing any call of a plan is
+caught (tests/ops/_bound_int8.py). The values themselves are checked against the oracle by test_conv_scaled.py,
+test_conv_quantized.py, test_depthwise_rows.py and test_depthwise_into_rows.py (and here for the standalone
+depthwise kernels)."""
 
 from __future__ import annotations
 
@@ -128,6 +129,38 @@ def test_depthwise_folded_bound(name, monkeypatch):
     stacked = isinstance(op.weights, np.ndarray) and op.weights.ndim == 6
     assert form == ("einsum" if einsum else "stacked" if stacked else "loop")
     assert type(op.epilogue).__name__ == epilogue
+
+
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the tap sums' form)
+INT16 = {
+    "stacked": ((12, 12, 16, 3, 3, 1, SAME), {}, "stacked"),
+    "einsum-multiplier-2": ((9, 7, 24, 3, 3, 2, VALID), dict(mult=2), "einsum"),
+    "tap-loop": ((12, 12, 16, 3, 3, 1, SAME), {}, "loop"),
+}
+
+
+@pytest.mark.parametrize("name", list(INT16))
+def test_depthwise_int16_bound(name, monkeypatch):
+    """int16x8 DEPTHWISE_CONV_2D with constant filter and int64 bias (DepthwiseConvQuantizedConstant): its plan (the
+    taps' exact sums in each form, the int64 offset, the Requantizer as one call), bit-exact with the oracle."""
+    geometry, kwargs, form = INT16[name]
+    if form == "loop":
+        monkeypatch.setattr(taps, "DEPTHWISE_STACKED_ELEMENTS", 10)
+    case = depthwise_case(*geometry, **kwargs)
+    case["x"] = np.random.default_rng(5).integers(-3000, 3000, case["x"].shape).astype(np.int16)
+    case["x_q"], case["out_q"] = quant(0.001, 0), quant(0.01, 0)
+    case["bias"] = case["bias"].astype(np.int64)
+    model = case_model(case)
+    check_bound_int8(model, depthwise_quantized.DepthwiseConvQuantizedConstant)
+    out = check_against_oracle(case)
+    assert len(np.unique(out)) > 2
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    op = it._subgraphs[0].steps[0][0]
+    einsum = type(op.taps) is depthwise_quantized.EinsumTaps
+    stacked = isinstance(op.weights, np.ndarray) and op.weights.ndim == 6
+    assert form == ("einsum" if einsum else "stacked" if stacked else "loop")
+    assert op.acc.dtype == np.int64
 
 
 #: id -> (_model arguments, the fused class)
