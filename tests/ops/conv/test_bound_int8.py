@@ -118,8 +118,16 @@ def test_depthwise_folded_bound(name, monkeypatch):
     if epilogue == "MixedEpilogue":  # biases near 2^30 with multipliers of 2^-25: no exact fold on 4 channels
         case["bias"][:4] = np.array([2**30 - 7, -(2**30) + 3, 2**30 - 1000, -(2**30) + 99], np.int32)
         case["f_q"] = quant(np.r_[np.full(4, 2.0**-23), np.full(12, 0.005)], 0, 3)
+    kind = depthwise_quantized.DepthwiseConvQuantizedFolded
+    op = _check_standalone_depthwise(case, kind, form, sign_add if "sign" in name else None)
+    assert type(op.epilogue).__name__ == epilogue
+
+
+def _check_standalone_depthwise(case: dict, kind: type, form: str, exempt=None):
+    """check_bound_int8 of the case's model, a standalone ``kind`` whose tap sums take ``form`` ("einsum":
+    EinsumTaps, "stacked" or "loop"), bit-exact with the oracle; returns the prepared op."""
     model = case_model(case)
-    check_bound_int8(model, depthwise_quantized.DepthwiseConvQuantizedFolded, sign_add if "sign" in name else None)
+    check_bound_int8(model, kind, exempt)
     out = check_against_oracle(case)  # bit-exact with BUILTIN_REF
     assert len(np.unique(out)) > 2
     it = Interpreter(model_content=model)
@@ -128,7 +136,7 @@ def test_depthwise_folded_bound(name, monkeypatch):
     einsum = type(op.taps) is depthwise_quantized.EinsumTaps
     stacked = isinstance(op.weights, np.ndarray) and op.weights.ndim == 6
     assert form == ("einsum" if einsum else "stacked" if stacked else "loop")
-    assert type(op.epilogue).__name__ == epilogue
+    return op
 
 
 #: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the tap sums' form)
@@ -150,16 +158,7 @@ def test_depthwise_int16_bound(name, monkeypatch):
     case["x"] = np.random.default_rng(5).integers(-3000, 3000, case["x"].shape).astype(np.int16)
     case["x_q"], case["out_q"] = quant(0.001, 0), quant(0.01, 0)
     case["bias"] = case["bias"].astype(np.int64)
-    model = case_model(case)
-    check_bound_int8(model, depthwise_quantized.DepthwiseConvQuantizedConstant)
-    out = check_against_oracle(case)
-    assert len(np.unique(out)) > 2
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    op = it._subgraphs[0].steps[0][0]
-    einsum = type(op.taps) is depthwise_quantized.EinsumTaps
-    stacked = isinstance(op.weights, np.ndarray) and op.weights.ndim == 6
-    assert form == ("einsum" if einsum else "stacked" if stacked else "loop")
+    op = _check_standalone_depthwise(case, depthwise_quantized.DepthwiseConvQuantizedConstant, form)
     assert op.acc.dtype == np.int64
 
 
