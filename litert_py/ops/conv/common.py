@@ -17,6 +17,7 @@ from ...quant import (
 )
 from ...schema import dtypes
 from ...schema.model import Padding
+from ..bound_plan import run_calls
 from ..common import aligned_full, quantized_activation_range
 from ..registry import OpContext, TensorInfo
 
@@ -355,5 +356,4 @@ def offset_calls(acc: np.ndarray, sums: np.ndarray, offset) -> tuple:
 
 def add_offset(acc: np.ndarray, sums: np.ndarray, offset) -> None:
     """``offset_calls`` run at once (an offset made at every call)."""
-    for f, a, k in offset_calls(acc, sums, offset):
-        f(*a, **k)
+    run_calls(offset_calls(acc, sums, offset))
