@@ -37,6 +37,13 @@ def bound_plan(calls) -> tuple:
     return tuple(plan)
 
 
+def run_calls(calls) -> None:
+    """(function, args, kwargs) triples run at once, in order: a kernel's listed calls on arrays that change at
+    every call (no plan worth binding), the same calls a bound plan makes."""
+    for f, a, k in calls:
+        f(*a, **k)
+
+
 class BoundCalls:
     """Mixin for a prepared op (a frozen dataclass) whose invoke is a fixed sequence of numpy calls on its first
     ``bound_inputs`` inputs and its output: ``bind`` (ops/fusion.bind_steps) makes them once from

@@ -90,7 +90,7 @@ CASES = {
         [(1, 3, 3, 6), (6,)],
         _depthwise(2, 2),
         (1, 5, 5, 6),
-        "DepthwiseConvFloat",
+        "DepthwiseConvFloatBlocked",  # (one block)
         True,
     ),
     "depthwise-blocked": (

@@ -17,6 +17,7 @@ from ...quant import (
 )
 from ...schema import dtypes
 from ...schema.model import Padding
+from ..bound_plan import run_calls
 from ..common import aligned_full, quantized_activation_range
 from ..registry import OpContext, TensorInfo
 
@@ -345,11 +346,14 @@ def check_bias(ctx: OpContext, out_c: int, one_d: bool, int16_bias: tuple[str, .
     ctx.check(bias.size == out_c, f"bias has {bias.size} elements, expected {out_c} (one per output channel)")
 
 
-def add_offset(acc: np.ndarray, sums: np.ndarray, offset) -> None:
-    """``acc = sums + offset`` for the quantized convs' epilogue: int64 accumulators take the exact integer
-    sums (held in float) first, float64 ones add in one pass."""
+def offset_calls(acc: np.ndarray, sums: np.ndarray, offset) -> tuple:
+    """``acc = sums + offset`` for the quantized convs' epilogue, as (function, args, kwargs) triples: int64
+    accumulators take the exact integer sums (held in float) first, float64 ones add in one pass."""
     if acc.dtype == np.int64:
-        np.copyto(acc, sums, casting="unsafe")
-        acc += offset
-    else:
-        np.add(sums, offset, out=acc)
+        return ((np.copyto, (acc, sums), {"casting": "unsafe"}), (np.add, (acc, offset, acc), {}))
+    return ((np.add, (sums, offset, acc), {}),)
+
+
+def add_offset(acc: np.ndarray, sums: np.ndarray, offset) -> None:
+    """``offset_calls`` run at once (an offset made at every call)."""
+    run_calls(offset_calls(acc, sums, offset))

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...schema.model import BuiltinOperator
 from ..activation_fusion import ClampLast, float_bounds
+from ..bound_plan import BoundCalls, BoundCalls2, BoundCalls3, contiguous_source
 from ..common import aligned_empty, clip_ufunc
 from ..registry import OpContext, register
 from .common import (
@@ -34,7 +35,11 @@ from .taps import DepthwisePhaseTaps, DepthwiseTaps, tap_weights
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloat(ClampLast):
+class DepthwiseConvFloat(BoundCalls3, ClampLast):
+    """Float DEPTHWISE_CONV_2D with its filter or bias given as an input: a bound plan over the input, the filter
+    and the bias (ops/bound_plan.BoundCalls3; `DepthwiseConvFloatNoBias` without a bias) reading the tensors
+    through views made at bind: the fill, the taps' calls (taps.DepthwiseTaps.tap_calls), the bias, the clamp."""
+
     taps: DepthwiseTaps | DepthwisePhaseTaps
     weights: tuple | None  # per tap: (OW, C*m) tiled, or (C*m,); None: the filter input, read at every invoke
     scratch: np.ndarray  # (N, OH, OW, C*m): one tap's products
@@ -43,19 +48,27 @@ class DepthwiseConvFloat(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
-        views = self.taps(inputs[INPUT])
+    def bound_calls(self, x: np.ndarray, f: np.ndarray, *bias_out) -> tuple:
+        """The op's numpy calls on ``x``, the filter ``f``, the bias (when the op has one) and the output: the
+        reference's order, the sum over (filter_y, filter_x) from the first tap, then + bias, then the clamp."""
+        *b, out = bias_out
+        calls = list(self.taps.fill_calls(x))
+        views = self.taps.tap_views(x)
         weights = self.weights
-        if weights is None:
-            weights = inputs[FILTER].reshape(len(views), -1)
-        # The reference's order: sum over (filter_y, filter_x) from the first tap, then + bias.
-        DepthwiseTaps.accumulate(views, weights, out, self.scratch)
+        if weights is None:  # (a view of the filter, or of a C-contiguous copy refreshed first)
+            weights = contiguous_source(f, calls).reshape(len(views), -1)
+        calls += DepthwiseTaps.tap_calls(views, weights, out, self.scratch)
         if self.bias is not None:
-            np.add(out, self.bias, out=out)
+            calls.append((np.add, (out, self.bias, out), {}))
         elif self.dynamic_bias:
-            np.add(out, inputs[BIAS], out=out)
-        clip_ufunc(out, self.out_min, self.out_max, out=out)
+            calls.append((np.add, (out, b[0], out), {}))
+        calls.append((clip_ufunc, (out, self.out_min, self.out_max, out), {}))
+        return tuple(calls)
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvFloatNoBias(BoundCalls2, DepthwiseConvFloat):
+    """DepthwiseConvFloat without a bias: its plan bound over the input and the filter."""
 
 
 #: A float depthwise output above 2x this many bytes is computed in blocks of output rows of about this size,
@@ -65,11 +78,12 @@ DEPTHWISE_BLOCK_BYTES = 256 << 10
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvFloatBlocked(ClampLast):
-    """DepthwiseConvFloat (constant weights, constant or no bias) over blocks of output rows: for each block
-    the whole tap loop, the bias and the clamp, while its operands are in cache. Per output element the same
-    operations in the same order (first tap, + each next tap, + bias, clamp): bit-identical to
-    DepthwiseConvFloat."""
+class DepthwiseConvFloatBlocked(BoundCalls, ClampLast):
+    """Float DEPTHWISE_CONV_2D with constant weights (and constant or no bias) over blocks of output rows (one
+    block for outputs up to 2x DEPTHWISE_BLOCK_BYTES): for each block the whole tap loop, the bias and the clamp,
+    while its operands are in cache. Per output element the same operations in the same order as
+    DepthwiseConvFloat (first tap, + each next tap, + bias, clamp): bit-identical. A bound plan
+    (ops/bound_plan.BoundCalls)."""
 
     taps: DepthwiseTaps | DepthwisePhaseTaps
     weights: tuple  # per tap: (OW, C*m) tiled, or (C*m,)
@@ -79,23 +93,26 @@ class DepthwiseConvFloatBlocked(ClampLast):
     out_min: np.ndarray  # 0-d float32 (activation_fusion.float_bounds)
     out_max: np.ndarray
 
-    def __call__(self, inputs, outputs):
-        out, weights, bias, lo, hi = outputs[OUTPUT], self.weights, self.bias, self.out_min, self.out_max
-        views = self.taps(inputs[INPUT])
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on ``x`` and ``out``: the fill of the padded buffer or phase planes, then per
+        block the taps' calls (taps.DepthwiseTaps.tap_calls), the bias and the clamp."""
+        calls = list(self.taps.fill_calls(x))
+        views = self.taps.tap_views(x)
         for block in self.blocks:
             dst = out[block]
-            DepthwiseTaps.accumulate([v[block] for v in views], weights, dst, self.scratch[block])
-            if bias is not None:
-                np.add(dst, bias, out=dst)
-            clip_ufunc(dst, lo, hi, out=dst)
+            calls += DepthwiseTaps.tap_calls([v[block] for v in views], self.weights, dst, self.scratch[block])
+            if self.bias is not None:
+                calls.append((np.add, (dst, self.bias, dst), {}))
+            calls.append((clip_ufunc, (dst, self.out_min, self.out_max, dst), {}))
+        return tuple(calls)
 
 
-def _row_blocks(geo: Geometry) -> tuple | None:
-    """(batch slice, output row slice) blocks of about DEPTHWISE_BLOCK_BYTES float32 values, or None when the
-    output is at most two blocks."""
+def _row_blocks(geo: Geometry) -> tuple:
+    """(batch slice, output row slice) blocks of about DEPTHWISE_BLOCK_BYTES float32 values, or one block (the
+    whole output) when the output is at most two blocks."""
     row_bytes = geo.out_w * geo.out_c * 4
     if geo.batches * geo.out_h * row_bytes <= 2 * DEPTHWISE_BLOCK_BYTES:
-        return None
+        return ((slice(None), slice(None)),)
     step = max(1, DEPTHWISE_BLOCK_BYTES // row_bytes)
     return tuple(
         (slice(n, n + 1), slice(r, min(r + step, geo.out_h)))
@@ -116,12 +133,11 @@ def _prepare_depthwise_float(ctx: OpContext, geo: Geometry, multiplier: int):
         taps = DepthwisePhaseTaps.build(geo, np.float32)
     else:
         taps = DepthwiseTaps.build(geo, multiplier, np.float32)
-    blocks = _row_blocks(geo)
-    if blocks is not None and weights is not None and (bias is None or bias.is_constant):
-        return DepthwiseConvFloatBlocked(
-            taps, weights, blocks, aligned_empty(geo.out_shape, np.float32), bias_tile(bias, geo.out_w), lo, hi
-        )
-    return DepthwiseConvFloat(
+    if weights is not None and (bias is None or bias.is_constant):
+        scratch = aligned_empty(geo.out_shape, np.float32)
+        return DepthwiseConvFloatBlocked(taps, weights, _row_blocks(geo), scratch, bias_tile(bias, geo.out_w), lo, hi)
+    kind = DepthwiseConvFloatNoBias if bias is None else DepthwiseConvFloat
+    return kind(
         taps,
         weights,
         aligned_empty(geo.out_shape, np.float32),

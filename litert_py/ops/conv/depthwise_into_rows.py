@@ -138,7 +138,7 @@ def rows_epilogue(epilogue, acc: np.ndarray, rows: np.ndarray) -> RowsEpilogue:
 
 
 def feeding(depthwise, epilogue, acc: np.ndarray, conv) -> DepthwiseIntoRows | None:
-    """``depthwise`` (an op whose ``accumulate(x)`` leaves its folded accumulators in ``acc``, given with the
+    """``depthwise`` (an op whose ``accumulate_calls(x)`` leave its folded accumulators in ``acc``, given with the
     output's shape) with its folded ``epilogue`` (rows_epilogue's types, checked by the caller) and ``conv``, the
     step that alone reads its output, as one DepthwiseIntoRows; None when the module docstring's bound is not
     checked: ``conv`` not a ConvQuantizedFoldedRows, or its rows not float64 of the depthwise's output shape.
@@ -264,7 +264,7 @@ class DepthwiseIntoRows(BoundCalls):
     accumulators, its epilogue into the conv's GEMM rows (or in place: ``const_row`` set), the conv's GEMM (plus
     ``const_row``) and epilogue."""
 
-    depthwise: object  # its accumulate_calls(x) (or accumulate(x)) fill the accumulators `epilogue` reads
+    depthwise: object  # its accumulate_calls(x) fill the accumulators `epilogue` reads
     epilogue: RowsEpilogue
     a: np.ndarray  # the conv's [A, 1] rows; or (split form) the depthwise's accumulators as (M, K)
     weights: np.ndarray  # the conv's (K+1, O) weights; or (split form) their first K rows
@@ -276,12 +276,9 @@ class DepthwiseIntoRows(BoundCalls):
     product_rows: np.ndarray | None  # split form: acc_rows, or its (N*OH, OW*O) view (_const_rows)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        """The op's numpy calls on ``x`` and ``out``: the depthwise's accumulators (its ``accumulate_calls``, or
-        one call of its ``accumulate``: depthwise_quantized.DepthwiseConvQuantizedFolded), the epilogue into the
-        rows, ``tail_calls``."""
-        d = self.depthwise
-        head = d.accumulate_calls(x) if hasattr(d, "accumulate_calls") else ((d.accumulate, (x,), {}),)
-        return (*head, *self.epilogue.calls(), *self.tail_calls(out))
+        """The op's numpy calls on ``x`` and ``out``: the depthwise's accumulators (its ``accumulate_calls``), the
+        epilogue into the rows, ``tail_calls``."""
+        return (*self.depthwise.accumulate_calls(x), *self.epilogue.calls(), *self.tail_calls(out))
 
     def tail_calls(self, out: np.ndarray) -> tuple:
         """The conv's product, constant row and epilogue calls into ``out``."""

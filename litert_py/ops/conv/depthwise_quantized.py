@@ -18,6 +18,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
+from ..bound_plan import BoundCalls, run_calls
 from ..common import c_einsum, clip_ufunc, float_activation_range
 from ..registry import OpContext, TensorInfo
 from .common import (
@@ -31,6 +32,7 @@ from .common import (
     bias_tile,
     exact_dtype,
     hybrid_scales,
+    offset_calls,
     quantization_params,
     quantize_batches,
     quantized_weights,
@@ -42,6 +44,7 @@ from .depthwise_rows import prepare_depthwise_rows
 from .requant import (
     FoldedEpilogue,
     MixedEpilogue,
+    epilogue_calls,
     fold_requantization,
 )
 from .taps import DepthwiseTaps, exact_tap_weights
@@ -74,8 +77,18 @@ class EinsumTaps:
     def __call__(self, x: np.ndarray):
         return self.taps(x)  # fills the padded buffer
 
+    def fill_calls(self, x: np.ndarray) -> tuple:
+        return self.taps.fill_calls(x)
+
+    def tap_views(self, x: np.ndarray):
+        return self.taps.tap_views(x)
+
+    def exact_sum_calls(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> tuple:
+        """The einsum, as a (function, args, kwargs) triple (DepthwiseTaps.exact_sum_calls's form)."""
+        return ((c_einsum, (EINSUM_SUBSCRIPTS, self.taps.window, weights), {"out": out}),)
+
     def exact_sum(self, views, weights: np.ndarray, out: np.ndarray, tmp=None) -> None:
-        c_einsum(EINSUM_SUBSCRIPTS, self.taps.window, weights, out=out)
+        run_calls(self.exact_sum_calls(views, weights, out, tmp))
 
 
 def _exact_taps(geo: Geometry, multiplier: int, dtype, pad_value, f: np.ndarray, filter_zp: int = 0):
@@ -122,6 +135,23 @@ class DepthwiseConvQuantized:
         self.taps.exact_sum(views, weights, self.sums, self.scratch)
         add_offset(self.acc, self.sums, offset)
         self.requant(self.acc, outputs[OUTPUT])
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvQuantizedConstant(BoundCalls, DepthwiseConvQuantized):
+    """DepthwiseConvQuantized with constant weights and offset (int16x8, or 8-bit layers whose requantization does
+    not fold): a bound plan (ops/bound_plan.BoundCalls) of the same calls, the Requantizer one call."""
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on ``x`` and ``out``: the fill, the taps' exact sums, the offset, the
+        requantization."""
+        taps = self.taps
+        return (
+            *taps.fill_calls(x),
+            *taps.exact_sum_calls(taps.tap_views(x), self.weights, self.sums, self.scratch),
+            *offset_calls(self.acc, self.sums, self.offset),
+            *epilogue_calls(self.requant, self.acc, out),
+        )
 
 
 def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
@@ -185,7 +215,8 @@ def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
     requant = requantizer_for(
         ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, dev * wmax + bias_max, int64_acc=int64_bias
     )
-    return DepthwiseConvQuantized(
+    kind = DepthwiseConvQuantized if offset is None else DepthwiseConvQuantizedConstant
+    return kind(
         sum_taps,
         weights,
         offset,
@@ -201,53 +232,41 @@ def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvQuantizedFolded:
+class DepthwiseConvQuantizedFolded(BoundCalls):
     """DEPTHWISE_CONV_2D uint8 / int8 with constant weights (and bias) whose requantization folds
     (litert_py.ops.conv.requant, exactness bound checked at prepare): the exact tap sums of the raw input
     values times (w - w_zp) (float32 or float64 as DepthwiseConvQuantized), then sums * scale[c] + the folded
     per-channel constant in float64, clip and floor (4 passes after the sums instead of 7). Scaling the sums
-    rather than the weights keeps the taps in float32 where they are exact there (half the bytes)."""
+    rather than the weights keeps the taps in float32 where they are exact there (half the bytes). A bound plan
+    (ops/bound_plan.BoundCalls): ``accumulate_calls`` then the epilogue's calls, the one listing of its numpy
+    calls, which DepthwiseIntoRows runs too."""
 
     taps: DepthwiseTaps | EinsumTaps  # raw input values, border = input zero point
-    weights: tuple | np.ndarray  # w - w_zp for taps.exact_sum
+    weights: tuple | np.ndarray  # w - w_zp for taps.exact_sum_calls
     scratch: np.ndarray | None
     sums: np.ndarray  # (N, OH, OW, O) tap sums
     scale: np.ndarray  # (OW, O) float64
     const: np.ndarray  # (OW, O) float64
     acc: np.ndarray  # (N, OH, OW, O) float64
-    epilogue: FoldedEpilogue
+    epilogue: FoldedEpilogue | MixedEpilogue
 
-    def __call__(self, inputs, outputs):
-        self.accumulate(inputs[INPUT])
-        self.epilogue(self.acc, outputs[OUTPUT])
-
-    def accumulate(self, x: np.ndarray) -> None:
-        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``."""
-        acc = self.acc
-        self.taps.exact_sum(self.taps(x), self.weights, self.sums, self.scratch)
-        np.multiply(self.sums, self.scale, out=acc)  # |sum * M| < 2^53 (the folding's bound): exact
-        np.add(acc, self.const, out=acc)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """The op's numpy calls on ``x`` and ``out`` (accumulate_calls, requant.epilogue_calls: a MixedEpilogue's
+        Requantizer is one call)."""
+        return (*self.accumulate_calls(x), *epilogue_calls(self.epilogue, self.acc, out))
 
     def accumulate_calls(self, x: np.ndarray) -> tuple:
-        """accumulate's numpy calls on ``x`` as (function, args, kwargs) triples for a bound plan
-        (depthwise_into_rows.DepthwiseIntoRows): the fill of the padded buffer (an unsafe cast, as its assignment),
-        taps.exact_sum's calls, the scale and constant: the same calls on the same arrays without the nested
-        Python calls (EinsumTaps's einsum, or the stacked multiply and reduction); one call of ``accumulate`` for
-        the tap loop of large layers and taps that are views of the input itself (no padded buffer)."""
-        einsum = type(self.taps) is EinsumTaps
-        taps = self.taps.taps if einsum else self.taps
-        w, sums, tmp = self.weights, self.sums, self.scratch
-        stacked = isinstance(w, np.ndarray) and w.ndim == 6
-        if type(taps) is not DepthwiseTaps or taps.padded is None or not (einsum or stacked):
-            return ((self.accumulate, (x,), {}),)
-        calls = [(np.copyto, (taps.fill, x[..., None] if taps.fill.ndim == 5 else x), {"casting": "unsafe"})]
-        if einsum:  # EinsumTaps.exact_sum
-            calls.append((c_einsum, (EINSUM_SUBSCRIPTS, taps.window, w), {"out": sums}))
-        else:  # DepthwiseTaps.exact_sum's stacked form
-            calls.append((np.multiply, (taps.window, w, tmp), {}))
-            calls.append((np.add.reduce, (tmp.reshape((-1,) + sums.shape),), {"axis": 0, "out": sums}))
-        acc = self.acc
-        return (*calls, (np.multiply, (sums, self.scale, acc), {}), (np.add, (acc, self.const, acc), {}))
+        """The folded accumulators sums * scale + const of the input ``x`` into ``acc``, as (function, args,
+        kwargs) triples: the fill of the padded buffer, the taps' exact sums (EinsumTaps's einsum, the stacked
+        multiply and reduction, or the tap loop), the scale and the constant (|sum * M| < 2^53, the folding's
+        bound: exact)."""
+        taps, acc = self.taps, self.acc
+        return (
+            *taps.fill_calls(x),
+            *taps.exact_sum_calls(taps.tap_views(x), self.weights, self.sums, self.scratch),
+            (np.multiply, (self.sums, self.scale, acc), {}),
+            (np.add, (acc, self.const, acc), {}),
+        )
 
     def feeding(self, conv) -> DepthwiseIntoRows | None:
         """This op and ``conv``, the step that alone reads its output, as one DepthwiseIntoRows

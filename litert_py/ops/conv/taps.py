@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bound_plan import run_calls
 from ..common import aligned_full, reshape_view
 from .common import (
     DEPTHWISE_TILE_BYTES,
@@ -64,32 +65,48 @@ class DepthwiseTaps:
         return DepthwiseTaps(padded, fill, taps, tuple(padded[t] for t in taps), window)
 
     def __call__(self, x: np.ndarray):
+        """The tap views of ``x``: its own slices, or the padded buffer's after ``fill_calls`` ran."""
+        run_calls(self.fill_calls(x))
+        return self.tap_views(x)
+
+    def fill_calls(self, x: np.ndarray) -> tuple:
+        """The copy of ``x`` into the padded buffer (channel c repeated m times for a depth multiplier m), as
+        (function, args, kwargs) triples; none when the views are slices of ``x``. An assignment: np.copyto's
+        copy (an unsafe cast) without its dispatch (about 1 us less per call)."""
         if self.padded is None:
-            return [x[t] for t in self.taps]
-        if self.fill.ndim == 5:
-            self.fill[...] = x[..., None]
-        else:
-            self.fill[...] = x
-        return self.views
+            return ()
+        return ((self.fill.__setitem__, (Ellipsis, x[..., None] if self.fill.ndim == 5 else x), {}),)
+
+    def tap_views(self, x: np.ndarray):
+        """Per tap, its view of the padded buffer, or of ``x`` itself when there is none."""
+        return [x[t] for t in self.taps] if self.padded is None else self.views
 
     @staticmethod
-    def accumulate(views, weights, out: np.ndarray, tmp: np.ndarray) -> None:
-        """out = sum over the taps of view * weight, from the first tap in the reference's order."""
-        np.multiply(views[0], weights[0], out=out)
-        for k in range(1, len(views)):
-            np.multiply(views[k], weights[k], out=tmp)
-            np.add(out, tmp, out=out)
+    def tap_calls(views, weights, out: np.ndarray, tmp: np.ndarray) -> tuple:
+        """out = sum over the taps of view * weight, from the first tap in the reference's order, as (function,
+        args, kwargs) triples: one product into ``out``, then per further tap its product into ``tmp`` and the
+        add."""
+        calls = [(np.multiply, (views[0], weights[0], out), {})]
+        for view, weight in zip(views[1:], weights[1:]):
+            calls += [(np.multiply, (view, weight, tmp), {}), (np.add, (out, tmp, out), {})]
+        return tuple(calls)
+
+    def exact_sum_calls(self, views, weights, out: np.ndarray, tmp: np.ndarray) -> tuple:
+        """out = sum over the taps of view * weight for integer-valued sums that are exact in any order, as
+        (function, args, kwargs) triples. ``weights``: per tap (OW, O) rows (``tap_calls``), or all stacked as
+        (KH, KW, 1, 1, OW, O) with ``tmp`` of shape (KH, KW, N, OH, OW, O): then one multiply over the whole
+        window view and one reduction, 2x faster than the tap loop on small layers (17 ufunc calls for 3x3
+        become 2)."""
+        if isinstance(weights, np.ndarray) and weights.ndim == 6:
+            return (
+                (np.multiply, (self.window, weights, tmp), {}),
+                (np.add.reduce, (tmp.reshape((-1,) + out.shape),), {"axis": 0, "out": out}),
+            )
+        return self.tap_calls(views, weights, out, tmp)
 
     def exact_sum(self, views, weights, out: np.ndarray, tmp: np.ndarray) -> None:
-        """out = sum over the taps of view * weight for integer-valued sums that are exact in any order.
-        ``weights``: per tap (OW, O) rows, or all stacked as (KH, KW, 1, 1, OW, O) with ``tmp`` of shape
-        (KH, KW, N, OH, OW, O): then one multiply over the whole window view and one reduction, 2x faster
-        than the tap loop on small layers (17 ufunc calls for 3x3 become 2)."""
-        if isinstance(weights, np.ndarray) and weights.ndim == 6:
-            np.multiply(self.window, weights, out=tmp)
-            np.add.reduce(tmp.reshape((-1,) + out.shape), axis=0, out=out)
-        else:
-            self.accumulate(views, weights, out, tmp)
+        """``exact_sum_calls`` run at once (kernels whose weights or input change at every call)."""
+        run_calls(self.exact_sum_calls(views, weights, out, tmp))
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,8 +144,15 @@ class DepthwisePhaseTaps:
         return DepthwisePhaseTaps(fills, tuple(views))
 
     def __call__(self, x: np.ndarray):
-        for dest, index in self.fills:
-            np.copyto(dest, x[index])
+        run_calls(self.fill_calls(x))
+        return self.views
+
+    def fill_calls(self, x: np.ndarray) -> tuple:
+        """The copies of ``x``'s phases into the planes, as (function, args, kwargs) triples."""
+        return tuple((np.copyto, (dest, x[index]), {}) for dest, index in self.fills)
+
+    def tap_views(self, x: np.ndarray):
+        """Per tap, its view of a plane."""
         return self.views
 
 

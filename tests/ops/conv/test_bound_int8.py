@@ -1,11 +1,13 @@
-"""The int8 / uint8 conv kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy calls on
-its bound arrays, made once: conv2d_quantized.gemm_calls, requant.epilogue_calls, the depthwise's accumulate_calls):
-ConvQuantizedScaled (Im2Col, RowBands, Im2ColT), ConvQuantizedFolded, ConvQuantizedFoldedRows,
-DepthwiseConvQuantizedRows, DepthwiseIntoRows and DepthwiseRowsIntoRows, over their epilogues (ReLU-like and sign
-paths, truncating, small, late zero point). Inside invokes each takes its bound plan and gives the bytes of the op
-bound to fresh copies on inputs with both extremes and random values, and removing any call of a plan is caught
-(tests/ops/_bound_int8.py). The values themselves are checked against the oracle by test_conv_scaled.py,
-test_conv_quantized.py, test_depthwise_rows.py and test_depthwise_into_rows.py."""
+"""The int8 / uint8 / int16x8 conv kernels' bound plans (``bind``, called by ops/fusion.bind_steps: the step's numpy
+calls on its bound arrays, made once: conv2d_quantized.gemm_calls, requant.epilogue_calls, the depthwise's
+accumulate_calls): ConvQuantizedScaled (Im2Col, RowBands, Im2ColT), ConvQuantizedFolded, ConvQuantizedFoldedRows,
+DepthwiseConvQuantizedRows, DepthwiseConvQuantizedFolded (its three tap-sum forms), the int16x8
+DepthwiseConvQuantizedConstant, DepthwiseIntoRows and DepthwiseRowsIntoRows, over their epilogues (ReLU-like and
+sign paths, truncating, small, late zero point, mixed). Inside invokes each takes its bound plan and gives the bytes
+of the op bound to fresh copies on inputs with both extremes and random values, and removing any call of a plan is
+caught (tests/ops/_bound_int8.py). The values themselves are checked against the oracle by test_conv_scaled.py,
+test_conv_quantized.py, test_depthwise_rows.py and test_depthwise_into_rows.py (and here for the standalone
+depthwise kernels)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.conv import conv2d_quantized, depthwise_into_rows, depthwise_rows
+from litert_py.ops.conv import conv2d_quantized, depthwise_into_rows, depthwise_quantized, depthwise_rows, taps
+from litert_py.schema.builder import quant
 from tests.ops._bound_int8 import check_bound_int8, last_clip, sign_add
-from tests.ops.conv._quantized import case_model
+from tests.ops.conv._quantized import case_model, check_against_oracle
 from tests.ops.conv.test_conv_scaled import _case as conv_case
 from tests.ops.conv.test_depthwise_into_rows import _model as pair_model
 from tests.ops.conv.test_depthwise_rows import _case as depthwise_case
@@ -76,6 +79,89 @@ def test_depthwise_rows_bound(name):
     assert epilogue is None or name == epilogue
 
 
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the tap sums' form, the epilogue class, the rows
+#: path off); small strided outputs keep DepthwiseConvQuantizedFolded by themselves
+FOLDED = {
+    "stacked-relu": ((8, 8, 16, 3, 3, 2, SAME), {}, "stacked", "SmallFoldedEpilogue", False),
+    "stacked-sign": ((8, 8, 16, 3, 3, 2, SAME), dict(act=NONE, out_zp=5), "stacked", "SmallFoldedEpilogue", False),
+    "tap-loop": ((12, 12, 16, 3, 3, 1, SAME), {}, "loop", "FoldedEpilogue", True),
+    "einsum": ((8, 8, 48, 3, 3, 2, SAME), {}, "einsum", "FoldedEpilogue", False),
+    "einsum-uint8-multiplier-2": (
+        (9, 7, 24, 3, 3, 2, VALID),
+        dict(dtype=U8, mult=2, out_zp=7),
+        "einsum",
+        "FoldedEpilogue",
+        False,
+    ),
+    "late-zero-point": (
+        (12, 12, 32, 3, 3, 1, SAME),
+        dict(dead=8, out_zp=100, act=NONE),
+        "stacked",
+        "LateZeroPointEpilogue",
+        True,
+    ),
+    "mixed": ((12, 12, 16, 3, 3, 1, SAME), dict(act=NONE, out_zp=0), "stacked", "MixedEpilogue", False),
+}
+
+
+@pytest.mark.parametrize("name", list(FOLDED))
+def test_depthwise_folded_bound(name, monkeypatch):
+    """The standalone DepthwiseConvQuantizedFolded: its plan (accumulate_calls, the epilogue's calls) in each tap-sum
+    form (stacked multiply and reduction, the tap loop of large layers, EinsumTaps) and epilogue (a MixedEpilogue's
+    Requantizer as one call), bit-exact with the oracle."""
+    geometry, kwargs, form, epilogue, rows_off = FOLDED[name]
+    if rows_off:
+        monkeypatch.setattr(depthwise_quantized, "ROWS_PATH", False)
+    if form == "loop":
+        monkeypatch.setattr(taps, "DEPTHWISE_STACKED_ELEMENTS", 10)
+    case = depthwise_case(*geometry, **kwargs)
+    if epilogue == "MixedEpilogue":  # biases near 2^30 with multipliers of 2^-25: no exact fold on 4 channels
+        case["bias"][:4] = np.array([2**30 - 7, -(2**30) + 3, 2**30 - 1000, -(2**30) + 99], np.int32)
+        case["f_q"] = quant(np.r_[np.full(4, 2.0**-23), np.full(12, 0.005)], 0, 3)
+    kind = depthwise_quantized.DepthwiseConvQuantizedFolded
+    op = _check_standalone_depthwise(case, kind, form, sign_add if "sign" in name else None)
+    assert type(op.epilogue).__name__ == epilogue
+
+
+def _check_standalone_depthwise(case: dict, kind: type, form: str, exempt=None):
+    """check_bound_int8 of the case's model, a standalone ``kind`` whose tap sums take ``form`` ("einsum":
+    EinsumTaps, "stacked" or "loop"), bit-exact with the oracle; returns the prepared op."""
+    model = case_model(case)
+    check_bound_int8(model, kind, exempt)
+    out = check_against_oracle(case)  # bit-exact with BUILTIN_REF
+    assert len(np.unique(out)) > 2
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    op = it._subgraphs[0].steps[0][0]
+    einsum = type(op.taps) is depthwise_quantized.EinsumTaps
+    stacked = isinstance(op.weights, np.ndarray) and op.weights.ndim == 6
+    assert form == ("einsum" if einsum else "stacked" if stacked else "loop")
+    return op
+
+
+#: id -> ((h, w, c, kh, kw, stride, padding), more case arguments, the tap sums' form)
+INT16 = {
+    "stacked": ((12, 12, 16, 3, 3, 1, SAME), {}, "stacked"),
+    "einsum-multiplier-2": ((9, 7, 24, 3, 3, 2, VALID), dict(mult=2), "einsum"),
+    "tap-loop": ((12, 12, 16, 3, 3, 1, SAME), {}, "loop"),
+}
+
+
+@pytest.mark.parametrize("name", list(INT16))
+def test_depthwise_int16_bound(name, monkeypatch):
+    """int16x8 DEPTHWISE_CONV_2D with constant filter and int64 bias (DepthwiseConvQuantizedConstant): its plan (the
+    taps' exact sums in each form, the int64 offset, the Requantizer as one call), bit-exact with the oracle."""
+    geometry, kwargs, form = INT16[name]
+    if form == "loop":
+        monkeypatch.setattr(taps, "DEPTHWISE_STACKED_ELEMENTS", 10)
+    case = depthwise_case(*geometry, **kwargs)
+    case["x"] = np.random.default_rng(5).integers(-3000, 3000, case["x"].shape).astype(np.int16)
+    case["x_q"], case["out_q"] = quant(0.001, 0), quant(0.01, 0)
+    case["bias"] = case["bias"].astype(np.int64)
+    op = _check_standalone_depthwise(case, depthwise_quantized.DepthwiseConvQuantizedConstant, form)
+    assert op.acc.dtype == np.int64
+
+
 #: id -> (_model arguments, the fused class)
 PAIRS = {
     "inlined-relu6": (dict(h=15, w=13, c=48, units=8), depthwise_into_rows.DepthwiseRowsIntoRows),
@@ -97,7 +183,7 @@ def test_depthwise_into_rows_bound(name):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     rows = type(it._subgraphs[0].steps[0][0].depthwise) is depthwise_rows.DepthwiseConvQuantizedRows
-    assert rows == (name != "folded-depthwise")  # the folded depthwise: its accumulate as one call
+    assert rows == (name != "folded-depthwise")  # the folded depthwise: its accumulate_calls in the plan
 
 
 def test_depthwise_into_rows_base_add_bound(monkeypatch):

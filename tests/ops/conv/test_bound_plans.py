@@ -1,16 +1,20 @@
 """Float conv kernels with a plan bound to their arrays (``bind``, called by ops/fusion.bind_steps): inside an
 invoke they run the plan bound at prepare, called on fresh copies (a delegate's fallback chain) a plan bound to
 those; both must give the same bits, and the bound views must see every new input (tests/ops/_bound.check_bound; the
-oracle comparisons of test_conv.py and test_depthwise_einsum.py cover the values themselves)."""
+oracle comparisons of test_conv.py, test_depthwise_einsum.py and test_depthwise_phases.py cover the values
+themselves)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from litert_py.ops.conv import conv2d, conv2d_planes, depthwise_einsum, im2col
+from litert_py import Interpreter
+from litert_py.ops.conv import conv2d, conv2d_planes, depthwise, depthwise_einsum, im2col
 from tests.ops._bound import check_bound
 from tests.ops.conv.test_conv import _conv_case, _model_and_inputs
 from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
+from tests.oracle import run_ours
 
 
 @pytest.mark.parametrize("act", [0, 1])
@@ -26,6 +30,66 @@ from tests.ops.conv.test_depthwise_phases import SAME, VALID, _case
 def test_depthwise_einsum_bound(geometry, act):
     model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*geometry, act=act))
     check_bound(model, feeds[0], depthwise_einsum.DepthwiseConvFloatEinsum)
+
+
+@pytest.mark.parametrize("act", [0, 1])
+@pytest.mark.parametrize(
+    "geometry, blocks",
+    [
+        ((8, 8, 3, 3, 3, (2, 2), (1, 1), SAME, 2), False),  # strided with a depth multiplier: the padded buffer
+        ((15, 17, 5, 3, 3, (2, 2), (1, 1), SAME, 1), False),  # phase planes (einsum off)
+        ((10, 9, 3, 3, 3, (1, 1), (1, 1), VALID, 1), False),  # the taps are views of the input (einsum off)
+        ((13, 11, 5, 3, 3, (1, 1), (1, 1), SAME, 1), True),  # blocks of output rows (two batches)
+        ((15, 17, 5, 3, 3, (2, 2), (1, 1), SAME, 1), True),  # phase planes, then blocks
+    ],
+)
+def test_depthwise_taps_bound(geometry, blocks, act, monkeypatch):
+    """DepthwiseConvFloatBlocked (constant filter and bias, without the einsum: the tap loop's calls listed once,
+    taps.DepthwiseTaps.tap_calls), in one block and in several."""
+    monkeypatch.setattr(depthwise, "build_einsum", lambda *args: None)
+    if blocks:
+        monkeypatch.setattr(depthwise, "DEPTHWISE_BLOCK_BYTES", geometry[1] * geometry[2] * 4 * 2)  # ~2 rows
+    model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", _case(*geometry, act=act))
+    check_bound(model, feeds[0], depthwise.DepthwiseConvFloatBlocked)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    assert (len(it._subgraphs[0].steps[0][0].blocks) > 1) == blocks
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        (8, 8, 3, 3, 3, (2, 2), (1, 1), SAME, 2),  # the padded buffer
+        (15, 17, 5, 3, 3, (2, 2), (1, 1), SAME, 1),  # phase planes
+        (10, 9, 3, 3, 3, (1, 1), (1, 1), VALID, 1),  # the taps are views of the input
+    ],
+)
+def test_depthwise_filter_input_bound(geometry, bias):
+    """DepthwiseConvFloat (BoundCalls3) / DepthwiseConvFloatNoBias (BoundCalls2): the filter and bias given as inputs,
+    read through views made at bind (a Fortran-ordered filter through a C-contiguous copy refreshed first)."""
+    d = _case(*geometry, act=1) | {"const": False, "bias": bias}
+    model, feeds, _ = _model_and_inputs("DEPTHWISE_CONV_2D", d)
+    check_bound(model, feeds, depthwise.DepthwiseConvFloat if bias else depthwise.DepthwiseConvFloatNoBias)
+    # new filter and bias values: the bound plan sees them (as a fresh interpreter's), also through a Fortran-ordered
+    # filter rewritten in place between two calls
+    new = [feeds[0], *(np.roll(a, 1) * 2 for a in feeds[1:])]
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    for values in (feeds, new):
+        for detail, value in zip(it.get_input_details(), values):
+            it.set_tensor(detail["index"], value)
+        it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run_ours(model, new)[0])
+    (op, ins, outs), *_ = it._subgraphs[0].steps
+    xs = [np.asfortranarray(a) for a in ins]
+    got, expected = np.empty_like(outs[0]), np.empty_like(outs[0])
+    for values in (feeds, new):
+        for a, value in zip(xs, values):
+            a[...] = value.reshape(a.shape)
+        op(xs, [got])
+    op([np.ascontiguousarray(a) for a in xs], [expected])
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("act", [0, 1])
