@@ -10,10 +10,10 @@ sequence). The fused steps make fewer numpy calls, touch no intermediate int8 te
   FULLY_CONNECTED's prepared GEMM rows (the copy from the int8 tensor into those rows is dropped);
 - ``PooledReshaped``: the same pool when a RESHAPE (Keras' Flatten) sits between it and the FULLY_CONNECTED:
   the pool stores into the reshaped tensor and feeds the FULLY_CONNECTED's rows in turn;
-- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization in three numpy calls into an int32 view of
-  its row, then the softmax on those Python ints (softmax.softmax_row_into, or for two units one prepared row)
-  stored with one assignment, instead of the FC's 4-6 numpy calls and the softmax's ``tolist``, indexing and
-  store.
+- ``FullyConnectedSoftmaxTiny``: after the GEMM the requantization in three numpy calls (six when a rounding tie
+  can fall inside the clamp) into an int32 view of its row, then the softmax on those Python ints
+  (softmax.softmax_row_into, or for two units one prepared row) stored with one assignment, instead of the FC's
+  4-6 numpy calls and the softmax's ``tolist``, indexing and store.
 
 Also the FULLY_CONNECTED over one 8-bit input value (``FullyConnectedOneValueTable``: a table of its 256
 possible outputs) and the stack of folded layers after it (``OneValueChainTable``: tflite-micro's int8 sine
@@ -95,7 +95,7 @@ class FullyConnectedSoftmaxTiny(BoundCalls):
     values: np.ndarray  # (units,) int32: the low words of the float64 row t (ROUND_BIAS + v)
     front: tuple  # (function, args, kwargs): the GEMM, the requantization into t
     front_plan: tuple  # the same as partial objects (bound_plan), for run_loaded
-    ties_free: bool = False  # no t = acc * eff is a half-integer inside [lo, hi): ties to even
+    ties_free: bool = False  # no t = acc * eff is a half-integer inside [lo, hi); kept for tests to inspect
 
     @staticmethod
     def make(fc, softmax) -> FullyConnectedSoftmaxTiny | None:
