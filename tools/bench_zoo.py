@@ -4,22 +4,28 @@
     python tools/bench_zoo.py /tmp/litert-py-zoo [--repeat 3] [--only NAME ...]
 
 For each ``DIR/*.tflite`` (single input): the reference kernels (BUILTIN_REF) run it on three random inputs
-(bench_families.inputs_for: int8 over its range, float32 ~ N(0, 2)) and their outputs are written to
-``DIR/refs/NAME.npz``; litert_py is judged against them by litert_py.tools.check (``--strict``: integer outputs
-exactly, float outputs to 1e-4 of the largest reference magnitude, over the three invokes in one interpreter).
-(In a child process: a model that makes LiteRT end the process is listed as such.)
-A model that differs is checked again with every intermediate tensor of the reference kernels
-(``NAME.intermediates.npz``) and the first differing tensor and the op writing it are named; a model litert_py
-refuses is listed with the exception. Neither is timed. The others are timed by bench_families.bench (litert_py,
-LiteRT's default kernels AUTO and BUILTIN_REF, one thread, median process CPU time per invoke; each time the
-median over ``--repeat`` rounds) and printed as a table with the geomeans of the ratios over all models, the
-int8 ones, the float ones and the dynamic-range ones (kind from the file name's ``_int8`` / ``_float`` /
-``_dynamic`` suffix, else from the input's dtype).
+(bench_families.inputs_for: int8 over its range, float32 ~ N(0, 2)), in a child process (a model that makes LiteRT
+end the process is listed as such), and their outputs are written to ``DIR/refs/NAME.npz``; litert_py is judged
+against them by litert_py.tools.check (``--strict``: integer outputs exactly, float outputs to 1e-4 of the largest
+reference magnitude, over the three invokes in one interpreter). A model with float outputs that differs more is
+accepted (``match-opt``, timed) when its outputs are no further from BUILTIN_REF's than LiteRT's optimized kernels'
+(BUILTIN_WITHOUT_DEFAULT_DELEGATES) are, check's default rule for real models: a dynamic-range model quantizes each
+float activation per invoke, and last-bit float differences upstream move a value across a rounding boundary there.
+A model that still differs is checked again with every intermediate tensor of the reference kernels
+(``NAME.intermediates.npz``) and the first differing tensor and the op writing it are named: when that operator
+alone, on the reference kernels' stored inputs, gives their output, the difference is last-bit float rounding
+amplified (``match-amplified``, timed). A model litert_py refuses is listed with the exception; neither it nor one
+that differs is timed. The others are timed by bench_families.bench (litert_py, LiteRT's default kernels AUTO and
+BUILTIN_REF, one thread, median process CPU time per invoke; each time the median over ``--repeat`` rounds) and
+printed as a table with the geomeans of the ratios over all models, the int8 ones, the float ones and the
+dynamic-range ones (kind from the file name's ``_int8`` / ``_float`` / ``_dynamic`` suffix, else from the input's
+dtype).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import multiprocessing
@@ -34,20 +40,21 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_families import bench, inputs_for  # noqa: E402
 
 from litert_py.schema.reader import read_model  # noqa: E402
+from litert_py.schema.writer import write_model  # noqa: E402
 from litert_py.tools import check  # noqa: E402
 
 INVOKES = 3  # checked invokes per model (one interpreter: state carries over)
 KINDS = ("int8", "float", "dynamic")
 
 
-def _reference(path: pathlib.Path, preserve: bool = False):
+def _reference(path: pathlib.Path, preserve: bool = False, resolver: str = "BUILTIN_REF"):
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     from ai_edge_litert.interpreter import OpResolverType
 
     it = LiteRT(
         model_path=str(path),
         num_threads=1,
-        experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+        experimental_op_resolver_type=getattr(OpResolverType, resolver),
         experimental_preserve_all_tensors=preserve,
     )
     it.allocate_tensors()
@@ -55,9 +62,10 @@ def _reference(path: pathlib.Path, preserve: bool = False):
 
 
 def write_refs(path: pathlib.Path, refs: pathlib.Path, intermediates: bool = False) -> None:
-    """BUILTIN_REF's outputs (and with ``intermediates`` every readable tensor of subgraph 0) on INVOKES random
-    inputs, in litert_py.tools.check's reference format."""
+    """BUILTIN_REF's outputs (and with ``intermediates`` every readable tensor of subgraph 0, else also LiteRT's
+    optimized kernels' outputs) on INVOKES random inputs, in litert_py.tools.check's reference format."""
     it = _reference(path, preserve=intermediates)
+    opt = None if intermediates else _reference(path, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
     ins, outs = it.get_input_details(), it.get_output_details()
     if len(ins) != 1:
         raise ValueError(f"{path.name}: {len(ins)} inputs (the zoo's models have one)")
@@ -69,6 +77,11 @@ def write_refs(path: pathlib.Path, refs: pathlib.Path, intermediates: bool = Fal
         arrays[f"{prefix}in_0"] = x
         for pos, d in enumerate(outs):
             arrays[f"{prefix}out_{pos}"] = it.get_tensor(d["index"]).copy()
+        if opt is not None:
+            opt.set_tensor(opt.get_input_details()[0]["index"], x)
+            opt.invoke()
+            for pos, d in enumerate(opt.get_output_details()):
+                arrays[f"{prefix}opt_out_{pos}"] = opt.get_tensor(d["index"]).copy()
         if intermediates:
             for d in it.get_tensor_details():
                 try:
@@ -83,18 +96,36 @@ def write_refs(path: pathlib.Path, refs: pathlib.Path, intermediates: bool = Fal
         np.savez(refs, meta=json.dumps({"made_by": "tools/bench_zoo.py"}), **arrays)
 
 
-def writer_of(model: bytes, tensor: int) -> str:
-    """The op type and position of the subgraph-0 operator writing ``tensor`` (or 'an input / a constant')."""
-    m = read_model(model)
-    sg = m.subgraphs[0]
-    for k, op in enumerate(sg.operators):
-        if tensor in list(op.outputs):
-            return f"op {k} {m.operator_codes[op.opcode_index].name}"
-    return "an input / a constant"
+def writer_of(model, tensor: int) -> int | None:
+    """The position of the subgraph-0 operator writing ``tensor`` (None: an input or a constant)."""
+    return next((k for k, op in enumerate(model.subgraphs[0].operators) if tensor in list(op.outputs)), None)
+
+
+def exact_alone(model, k: int, inter, prefix: str) -> bool:
+    """Whether litert_py's operator ``k``, run alone on the reference kernels' stored input tensors, gives their
+    stored output tensors (check.compare at check.RTOL): then a difference downstream of it is no kernel's error
+    but last-bit float differences upstream, amplified (a dynamic-range kernel's per-invoke quantization of its
+    float input moves a value across a rounding boundary)."""
+    from litert_py import Interpreter
+
+    sg = model.subgraphs[0]
+    op = sg.operators[k]
+    feeds = [t for t in op.inputs if t >= 0 and not model.buffers[sg.tensors[t].buffer].data.size]
+    one = dataclasses.replace(sg, operators=(op,), inputs=tuple(feeds), outputs=tuple(op.outputs))
+    it = Interpreter(model_content=write_model(dataclasses.replace(model, subgraphs=(one,))))
+    it.allocate_tensors()
+    for d, t in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], inter[f"{prefix}t{t}"])
+    it.invoke()
+    return all(
+        check.compare(it.get_tensor(d["index"]), inter[f"{prefix}t{t}"], check.RTOL)[0]
+        for d, t in zip(it.get_output_details(), op.outputs)
+    )
 
 
 def verdict(path: pathlib.Path, refs: pathlib.Path) -> str:
-    """'match', or why not: litert_py's exception, or the differing outputs and the first differing tensor."""
+    """'match', 'match-opt (...)', 'match-amplified (...)', or why not: litert_py's exception, or the differing
+    outputs and the first differing tensor and its operator."""
     try:
         result = check.check_model(path, refs, strict=True)
     except Exception as e:  # noqa: BLE001 - a refusal is a verdict
@@ -102,17 +133,32 @@ def verdict(path: pathlib.Path, refs: pathlib.Path) -> str:
     if result.status == "match":
         return "match"
     why = "; ".join(result.notes)
+    ref = np.load(refs)
+    if all(ref[k].dtype.kind == "f" for k in ref.files if k.startswith("out_")):
+        loose = check.check_model(path, refs)  # float outputs: as far from REF as LiteRT's optimized kernels are
+        if loose.status in ("match", "match-opt"):
+            return f"match-opt ({why}; within LiteRT's optimized kernels' distance)"
     write_refs(path, refs, intermediates=True)
     try:
         deep = check.check_model(path, refs, intermediates=True, strict=True)
         first = next((n for n in deep.notes if "first differing tensor" in n), "")
     except Exception as e:  # noqa: BLE001
-        first = f"with intermediates: {type(e).__name__}: {e}"
-    if first:
-        idx = first.split("tensor ", 1)[1].split()[0].rstrip(":")
-        if idx.isdigit():
-            first += f" (written by {writer_of(path.read_bytes(), int(idx))})"
-    return f"{result.status}: {why}" + (f"; {first}" if first else "")
+        return f"{result.status}: {why}; with intermediates: {type(e).__name__}: {e}"
+    step, _, idx = first.partition(": first differing tensor ")
+    idx = idx.split()[0].rstrip(":") if idx else ""
+    if not idx.isdigit():
+        return f"{result.status}: {why}" + (f"; {first}" if first else "")
+    model = read_model(path.read_bytes())
+    k = writer_of(model, int(idx))
+    if k is None:
+        return f"{result.status}: {why}; {first} (an input or a constant)"
+    name = model.operator_codes[model.subgraphs[0].operators[k].opcode_index].name
+    first += f" (written by op {k} {name})"
+    prefix = "" if step == "step0" else f"s{step[4:]}_"
+    inter = np.load(refs.with_name(refs.stem + ".intermediates.npz"))
+    if result.status == "mismatch" and exact_alone(model, k, inter, prefix):
+        return f"match-amplified ({why}; {first}, which alone on BUILTIN_REF's inputs gives its output)"
+    return f"{result.status}: {why}; {first}"
 
 
 def kind_of(path: pathlib.Path) -> str:
@@ -148,7 +194,7 @@ def main() -> int:
         child.join()
         v = verdict(path, refs) if child.exitcode == 0 else f"BUILTIN_REF fails on it (exit code {child.exitcode})"
         print(f"{path.stem}: {v}", flush=True)
-        (good if v == "match" else bad).append((path, v))
+        (good if v.startswith("match") else bad).append((path, v))
     rounds = {path: [] for path, _ in good}
     for _ in range(a.repeat):
         for path in rounds:
@@ -167,7 +213,10 @@ def main() -> int:
         if to_auto:
             label = f"geomean {kind} ({len(to_auto)})"
             print(f"{label:28} {'':4} {'':9} {'':9} {'':9} {geomean(to_auto):10.2f} {geomean(to_ref):9.3f}")
-    print(f"{len(good)}/{len(paths)} models match BUILTIN_REF ({INVOKES} invokes each)")
+    loose = [f"{path.stem}: {v}" for path, v in good if v != "match"]
+    print(f"{len(good)}/{len(paths)} models match BUILTIN_REF ({INVOKES} invokes each; {len(loose)} of them loosely)")
+    for line in loose:
+        print(f"  {line}")
     for path, v in bad:
         print(f"NOT TIMED {path.stem}: {v}")
     return 0 if not bad else 1
