@@ -305,6 +305,7 @@ def main() -> int:
         if a.only and name not in a.only:
             continue
         legacy = build in (lstm, gru)
+        _keras(legacy).backend.clear_session()  # the layer names' counters: the same names with or without --only
         _keras(legacy).utils.set_random_seed(seed)
         model, sampler = build()
         if build in (ds_cnn, tc_resnet, dense_ae, resnet8):
