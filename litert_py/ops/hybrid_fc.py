@@ -146,11 +146,13 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         activation,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
-        return FullyConnectedHybridRow.build(general, wi, ct)
+        return FullyConnectedHybridRow.build(general, wi)
     return general
 
 
 F32 = np.float32
+#: The largest magnitude of a value FullyConnectedHybridRow's product multiplies (q, min(q, 0), zp: all in [-128, 127]).
+Q_MAX = 128.0
 #: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
 R_MIN = 1e-36
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
@@ -172,8 +174,11 @@ class FullyConnectedHybridRow:
     - symmetric, no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
       asymmetric: ``+ zp``, clamp to [-128, 127];
     - the SSE -128 fix and the asymmetric zero point as extra product columns:
-      ``[q, min(q[cols], 0), zp] @ [W, 256 M, -row_sums]`` (one GEMV; every partial sum is still within
-      ``product_bound``);
+      ``[q, min(q[cols], 0), zp] @ [W, 256 M, -row_sums]`` (one GEMV); every factor on the left is at most
+      Q_MAX in magnitude, so every partial sum is at most ``Q_MAX * sum|w_aug|`` per unit: float32 where that is
+      within 2^24 (often so where ``product_bound``, which bounds the general path's separate zero-point
+      subtraction by ``255 * L1``, asks for float64: a 1280 -> 1000 classifier's 10 MB of float64 weights,
+      memory-bound, become 5 MB), else float64;
     - rows outside ``R_MIN <= R < inf`` (all zeros, tiny, inf or NaN; asymmetric: see asymmetric_row_params)
       take the general path (``general``), so every result equals FullyConnectedHybrid's."""
 
@@ -195,7 +200,7 @@ class FullyConnectedHybridRow:
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
 
     @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, ct) -> FullyConnectedHybridRow:
+    def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
         parts = [wi.astype(np.float64)]
@@ -203,7 +208,11 @@ class FullyConnectedHybridRow:
             parts.append(256.0 * fix.mask_t.T)
         if general.asymmetric:
             parts.append(-sse_reduction_sum_vector(wi).astype(np.float64).reshape(units, 1))
-        w_aug = np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=ct)
+        w_aug = np.concatenate(parts, axis=1)
+        # |q|, |min(q, 0)|, |zp| <= 128: every partial sum of the augmented product is at most 128 * sum|w_aug|,
+        # often within float32's 2^24 where the general product's bound (product_bound) is not (half the bytes)
+        ct = exact_gemm_dtype(Q_MAX * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
+        w_aug = np.ascontiguousarray(w_aug, dtype=ct)
         k_vec = depth & ~7
         half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
         half[:k_vec] = 0.5

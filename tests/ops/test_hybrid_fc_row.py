@@ -71,6 +71,10 @@ CASES = {
     "asym-constant-row": (17, 3, "symmetric", False, False, 0, "constant", "float32"),
     "asym-f64-mixed-1024": (1024, 4, "mixed", False, False, 0, "plus-minus-2", "float64"),
     "asym-f32-mixed-128": (128, 4, "mixed", True, True, 0, "plus-minus-2", "float32"),
+    # float32 by the augmented product's own bound (Q_MAX * sum|w_aug| <= 2^24) where product_bound asks float64
+    "asym-f32-classifier-1280": (1280, 16, "symmetric", False, True, 0, "normal", "float32"),
+    "asym-f32-at-bound-512": (512, 3, "127", False, False, 0, "plus-minus-2", "float32"),
+    "asym-f32-at-bound-512-positive": (512, 3, "127", True, True, 0, "positive", "float32"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
 }

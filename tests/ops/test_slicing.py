@@ -166,6 +166,34 @@ def test_gather_out_of_range_raises(bad):
         run_ours(model, inputs)
 
 
+@pytest.mark.parametrize("pshape", [(), (1,), (1, 1)])
+@pytest.mark.parametrize(
+    ("shape", "axis", "dtype"),
+    [((20, 1, 16), 0, np.float32), ((2, 5, 3), 1, np.int8), ((3, 4), -1, np.int64), ((6,), 0, np.bool_)],
+)
+def test_gather_one_index_every_position(shape, axis, dtype, pshape):
+    """One non-constant index (an RNN step the converter unrolls into a WHILE body: GATHER(sequence, step)):
+    GatherOne equals BUILTIN_REF at every position of the axis and fails the invoke as it does past either end."""
+    from tests.ops._single_step import both_with_step, invoke_both
+
+    out = tuple(shape[: axis % len(shape)]) + pshape + tuple(shape[axis % len(shape) + 1 :])
+    model = single_op_model("GATHER", [T(shape, dtype), T(pshape, np.int32)], [T(out, dtype)], {"axis": axis})
+    theirs, ours, step = both_with_step(model)
+    assert type(step).__name__ == "GatherOne"
+    x = values(np.random.default_rng(0), shape, np.dtype(dtype))
+    for i in range(shape[axis]):
+        got, want = invoke_both(theirs, ours, [x, np.full(pshape, i, np.int32)])
+        assert np.array_equal(got, want), i
+    for bad in (-1, shape[axis]):
+        with pytest.raises(RuntimeError, match="gather index out of bounds"):
+            invoke_both(theirs, ours, [x, np.full(pshape, bad, np.int32)])
+        with pytest.raises(InvokeError, match="gather index out of bounds"):
+            ours.set_tensor(ours.get_input_details()[1]["index"], np.full(pshape, bad, np.int32))
+            ours.invoke()
+        got, want = invoke_both(theirs, ours, [x, np.full(pshape, 0, np.int32)])  # both still usable
+        assert np.array_equal(got, want)
+
+
 def test_gather_constant_out_of_range_fails_at_prepare():
     """All inputs constant: both runtimes gather at prepare, so the bad index fails allocate_tensors."""
     model = single_op_model(
