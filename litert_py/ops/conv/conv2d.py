@@ -86,7 +86,8 @@ of stride_h * stride_w phase planes of the padded input (`DepthwisePhaseTaps`, s
 multiply the whole (KH, KW, N, OH, OW, O) window view once and reduce it on small layers (2 ufunc calls instead of
 17 for 3x3), tap by tap on large ones.
 Bound plans: the float paths (ConvFloat, ConvFloatPointwise, ConvFloatBiasFolded, conv2d_planes.ConvFloatPlanes,
-depthwise_einsum.DepthwiseConvFloatEinsum) are bound_plan.BoundCalls: when ops/fusion.bind_steps binds the step's
+depthwise_einsum.DepthwiseConvFloatEinsum, depthwise.DepthwiseConvFloat / DepthwiseConvFloatNoBias /
+DepthwiseConvFloatBlocked) are bound_plan.BoundCalls: when ops/fusion.bind_steps binds the step's
 arrays they list their numpy calls on them once (the reshaped A and output rows, the im2col copies' sources:
 Im2Col.calls), and an invoke on those same arrays runs them without making views or looking attributes up first
 (about 1.5 us per step inside real invokes: face detection 0.94-0.98x, image_example1.float32 0.93x whole-invoke,

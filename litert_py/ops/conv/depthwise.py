@@ -41,7 +41,7 @@ class DepthwiseConvFloat(BoundCalls3, ClampLast):
     through views made at bind: the fill, the taps' calls (taps.DepthwiseTaps.tap_calls), the bias, the clamp."""
 
     taps: DepthwiseTaps | DepthwisePhaseTaps
-    weights: tuple | None  # per tap: (OW, C*m) tiled, or (C*m,); None: the filter input, read at every invoke
+    weights: tuple | None  # per tap: (OW, C*m) tiled, or (C*m,); None: the filter input (a view made at bind)
     scratch: np.ndarray  # (N, OH, OW, C*m): one tap's products
     bias: np.ndarray | None  # (OW, C*m)
     dynamic_bias: bool

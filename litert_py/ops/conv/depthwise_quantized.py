@@ -1,12 +1,12 @@
 """DEPTHWISE_CONV_2D, quantized (uint8 / int8 per-channel / int16x8, bit-exact with BUILTIN_REF) and hybrid (float32
-input, int8 filter) prepared ops: `DepthwiseConvQuantized`, `DepthwiseConvQuantizedFolded`, `DepthwiseConvWholeFolded`
-(whole_window.py), `DepthwiseConvHybrid`. The sources matched, the paths and the measured speed are described with
-CONV_2D in conv2d.py; depthwise.py's registered prepare_depthwise_conv_2d dispatches here, and the tap views
-(`DepthwiseTaps`) are shared with the float path there. Constant-filter uint8 / int8 layers over more than
-depthwise_rows.ROWS_MIN_VALUES output values (or stride-1 layers below that) whose requantization folds take
-depthwise_rows's `DepthwiseConvQuantizedRows` instead of `DepthwiseConvQuantizedFolded` (1.5-2.5x faster on 3x3 layers).
-Both offer ``feeding``: with the pointwise CONV_2D that alone reads their output they become one step
-(depthwise_into_rows.py)."""
+input, int8 filter) prepared ops: `DepthwiseConvQuantized` (a filter or bias input), `DepthwiseConvQuantizedConstant`
+(its bound plan for constant weights), `DepthwiseConvQuantizedFolded`, `DepthwiseConvWholeFolded` (whole_window.py),
+`DepthwiseConvHybrid`. The sources matched, the paths and the measured speed are described with CONV_2D in conv2d.py;
+depthwise.py's registered prepare_depthwise_conv_2d dispatches here, and the tap views (`DepthwiseTaps`) are shared with
+the float path there. Constant-filter uint8 / int8 layers over more than depthwise_rows.ROWS_MIN_VALUES output values
+(or stride-1 layers below that) whose requantization folds take depthwise_rows's `DepthwiseConvQuantizedRows` instead of
+`DepthwiseConvQuantizedFolded` (1.5-2.5x faster on 3x3 layers). Both offer ``feeding``: with the pointwise CONV_2D that
+alone reads their output they become one step (depthwise_into_rows.py)."""
 
 from __future__ import annotations
 
@@ -121,17 +121,16 @@ class DepthwiseConvQuantized:
     zp_term: np.ndarray | None  # (O,) -x_zp * sum over the taps of (w - w_zp), for constant weights
 
     def __call__(self, inputs, outputs):
+        # a filter or bias input (offset None: DepthwiseConvQuantizedConstant runs the constant case)
         views = self.taps(inputs[INPUT])
-        weights, offset = self.weights, self.offset
+        weights, zp_term = self.weights, self.zp_term
         if weights is None:
             weights = quantized_weights(inputs[FILTER].reshape(len(views), -1), self.filter_zp, self.sums.dtype)
-        if offset is None:
-            zp_term = self.zp_term
-            if zp_term is None:
-                zp_term = -self.input_zp * weights.sum(axis=0, dtype=np.float64)
-            offset = zp_term.astype(self.acc.dtype)
-            if self.has_bias:
-                offset = offset + inputs[BIAS].astype(self.acc.dtype)
+        if zp_term is None:
+            zp_term = -self.input_zp * weights.sum(axis=0, dtype=np.float64)
+        offset = zp_term.astype(self.acc.dtype)
+        if self.has_bias:
+            offset = offset + inputs[BIAS].astype(self.acc.dtype)
         self.taps.exact_sum(views, weights, self.sums, self.scratch)
         add_offset(self.acc, self.sums, offset)
         self.requant(self.acc, outputs[OUTPUT])

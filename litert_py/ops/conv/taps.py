@@ -143,10 +143,6 @@ class DepthwisePhaseTaps:
                 views.append(planes[py, px][:, oy : oy + g.out_h, ox : ox + g.out_w])
         return DepthwisePhaseTaps(fills, tuple(views))
 
-    def __call__(self, x: np.ndarray):
-        run_calls(self.fill_calls(x))
-        return self.views
-
     def fill_calls(self, x: np.ndarray) -> tuple:
         """The copies of ``x``'s phases into the planes, as (function, args, kwargs) triples."""
         return tuple((np.copyto, (dest, x[index]), {}) for dest, index in self.fills)

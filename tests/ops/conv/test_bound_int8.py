@@ -162,6 +162,18 @@ def test_depthwise_int16_bound(name, monkeypatch):
     assert op.acc.dtype == np.int64
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_depthwise_8bit_constant_bound(dtype):
+    """An 8-bit DEPTHWISE_CONV_2D whose requantization does not fold (biases near 2^31 on two of three channels:
+    no exact float fold) runs DepthwiseConvQuantizedConstant's plan, bit-exact with the oracle."""
+    case = depthwise_case(12, 12, 16, 3, 3, 1, SAME, dtype=dtype, out_zp=-128 if dtype == np.int8 else 0)
+    rng = np.random.default_rng(3)
+    bias = (rng.choice([-1, 1], 16) * (2**31 - 1 - rng.integers(0, 2**20, 16))).astype(np.int32)
+    bias[::3] = rng.integers(-3000, 3000, 6)
+    case["bias"] = bias
+    _check_standalone_depthwise(case, depthwise_quantized.DepthwiseConvQuantizedConstant, "stacked")
+
+
 #: id -> (_model arguments, the fused class)
 PAIRS = {
     "inlined-relu6": (dict(h=15, w=13, c=48, units=8), depthwise_into_rows.DepthwiseRowsIntoRows),
