@@ -4,22 +4,22 @@
     python tools/bench_zoo.py /tmp/litert-py-zoo [--repeat 3] [--only NAME ...]
 
 For each ``DIR/*.tflite`` (single input): the reference kernels (BUILTIN_REF) run it on three random inputs
-(bench_families.inputs_for: int8 over its range, float32 ~ N(0, 2)), in a child process (a model that makes LiteRT
-end the process is listed as such), and their outputs are written to ``DIR/refs/NAME.npz``; litert_py is judged
-against them by litert_py.tools.check (``--strict``: integer outputs exactly, float outputs to 1e-4 of the largest
-reference magnitude, over the three invokes in one interpreter). A model with float outputs that differs more is
-accepted (``match-opt``, timed) when its outputs are no further from BUILTIN_REF's than LiteRT's optimized kernels'
+(bench_families.inputs_for: int8 over its range, float32 ~ N(0, 2)), in a child process (a model that makes LiteRT end
+the process is listed as such), and their outputs are written to ``DIR/refs/NAME.npz``; litert_py is judged against them
+by litert_py.tools.check (``--strict``: integer outputs exactly, float outputs to 1e-4 of the largest reference
+magnitude, over the three invokes in one interpreter). A model with float outputs that differs more is accepted
+(``match-opt``, timed) when its outputs are no further from BUILTIN_REF's than LiteRT's optimized kernels'
 (BUILTIN_WITHOUT_DEFAULT_DELEGATES) are, check's default rule for real models: a dynamic-range model quantizes each
-float activation per invoke, and last-bit float differences upstream move a value across a rounding boundary there.
-A model that still differs is checked again with every intermediate tensor of the reference kernels
-(``NAME.intermediates.npz``) and the first differing tensor and the op writing it are named: when that operator
-alone, on the reference kernels' stored inputs, gives their output, the difference is last-bit float rounding
-amplified (``match-amplified``, timed). A model litert_py refuses is listed with the exception; neither it nor one
+float activation per invoke, and last-bit float differences upstream move a value across a rounding boundary there. A
+model that still differs is run again by the reference kernels keeping every tensor (``NAME.intermediates.npz``, in a
+child process), and every operator of subgraph 0 is run alone by litert_py on the reference kernels' stored inputs of
+each checked invoke: when each gives their stored outputs (floats to 1e-4, integers exactly), the difference is last-bit
+float rounding amplified across invokes and layers (``match-amplified``, timed); else the first operator that differs
+alone is named and the model is not timed. A model litert_py refuses is listed with the exception; neither it nor one
 that differs is timed. The others are timed by bench_families.bench (litert_py, LiteRT's default kernels AUTO and
-BUILTIN_REF, one thread, median process CPU time per invoke; each time the median over ``--repeat`` rounds) and
-printed as a table with the geomeans of the ratios over all models, the int8 ones, the float ones and the
-dynamic-range ones (kind from the file name's ``_int8`` / ``_float`` / ``_dynamic`` suffix, else from the input's
-dtype).
+BUILTIN_REF, one thread, median process CPU time per invoke; each time the median over ``--repeat`` rounds) and printed
+as a table with the geomeans of the ratios over all models, the int8 ones, the float ones and the dynamic-range ones
+(kind from the file name's ``_int8`` / ``_float`` / ``_dynamic`` suffix, else from the input's dtype).
 """
 
 from __future__ import annotations
@@ -96,36 +96,44 @@ def write_refs(path: pathlib.Path, refs: pathlib.Path, intermediates: bool = Fal
         np.savez(refs, meta=json.dumps({"made_by": "tools/bench_zoo.py"}), **arrays)
 
 
-def writer_of(model, tensor: int) -> int | None:
-    """The position of the subgraph-0 operator writing ``tensor`` (None: an input or a constant)."""
-    return next((k for k, op in enumerate(model.subgraphs[0].operators) if tensor in list(op.outputs)), None)
-
-
 def exact_alone(model, k: int, inter, prefix: str) -> bool:
-    """Whether litert_py's operator ``k``, run alone on the reference kernels' stored input tensors, gives their
-    stored output tensors (check.compare at check.RTOL): then a difference downstream of it is no kernel's error
-    but last-bit float differences upstream, amplified (a dynamic-range kernel's per-invoke quantization of its
-    float input moves a value across a rounding boundary)."""
+    """Whether litert_py's operator ``k`` of subgraph 0, run alone on the reference kernels' stored input tensors,
+    gives their stored output tensors (check.compare at check.RTOL: integers exactly); False when it cannot be run
+    alone on them (a tensor the reference kept no value of, a resource, a subgraph call that fails alone)."""
     from litert_py import Interpreter
 
     sg = model.subgraphs[0]
     op = sg.operators[k]
     feeds = [t for t in op.inputs if t >= 0 and not model.buffers[sg.tensors[t].buffer].data.size]
     one = dataclasses.replace(sg, operators=(op,), inputs=tuple(feeds), outputs=tuple(op.outputs))
-    it = Interpreter(model_content=write_model(dataclasses.replace(model, subgraphs=(one,))))
-    it.allocate_tensors()
-    for d, t in zip(it.get_input_details(), feeds):
-        it.set_tensor(d["index"], inter[f"{prefix}t{t}"])
-    it.invoke()
-    return all(
-        check.compare(it.get_tensor(d["index"]), inter[f"{prefix}t{t}"], check.RTOL)[0]
-        for d, t in zip(it.get_output_details(), op.outputs)
-    )
+    try:
+        it = Interpreter(model_content=write_model(dataclasses.replace(model, subgraphs=(one, *model.subgraphs[1:]))))
+        it.allocate_tensors()
+        for d, t in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], inter[f"{prefix}t{t}"])
+        it.invoke()
+        return all(
+            check.compare(it.get_tensor(d["index"]), inter[f"{prefix}t{t}"], check.RTOL)[0]
+            for d, t in zip(it.get_output_details(), op.outputs)
+        )
+    except Exception:  # noqa: BLE001 - an operator that cannot be checked alone is not shown exact
+        return False
+
+
+def first_differing_alone(model, inter) -> str:
+    """The first (invoke, operator) of subgraph 0 that, alone on BUILTIN_REF's stored inputs of that invoke, does
+    not give BUILTIN_REF's stored outputs ('' when every operator of every checked invoke does)."""
+    for step in range(INVOKES):
+        prefix = "" if step == 0 else f"s{step}_"
+        for k, op in enumerate(model.subgraphs[0].operators):
+            if not exact_alone(model, k, inter, prefix):
+                return f"step{step}: op {k} {model.operator_codes[op.opcode_index].name} alone differs"
+    return ""
 
 
 def verdict(path: pathlib.Path, refs: pathlib.Path) -> str:
     """'match', 'match-opt (...)', 'match-amplified (...)', or why not: litert_py's exception, or the differing
-    outputs and the first differing tensor and its operator."""
+    outputs and the first operator that differs from BUILTIN_REF when run alone on its stored inputs."""
     try:
         result = check.check_model(path, refs, strict=True)
     except Exception as e:  # noqa: BLE001 - a refusal is a verdict
@@ -138,27 +146,18 @@ def verdict(path: pathlib.Path, refs: pathlib.Path) -> str:
         loose = check.check_model(path, refs)  # float outputs: as far from REF as LiteRT's optimized kernels are
         if loose.status in ("match", "match-opt"):
             return f"match-opt ({why}; within LiteRT's optimized kernels' distance)"
-    write_refs(path, refs, intermediates=True)
-    try:
-        deep = check.check_model(path, refs, intermediates=True, strict=True)
-        first = next((n for n in deep.notes if "first differing tensor" in n), "")
-    except Exception as e:  # noqa: BLE001
-        return f"{result.status}: {why}; with intermediates: {type(e).__name__}: {e}"
-    step, _, idx = first.partition(": first differing tensor ")
-    idx = idx.split()[0].rstrip(":") if idx else ""
-    if not idx.isdigit():
-        return f"{result.status}: {why}" + (f"; {first}" if first else "")
-    model = read_model(path.read_bytes())
-    k = writer_of(model, int(idx))
-    if k is None:
-        return f"{result.status}: {why}; {first} (an input or a constant)"
-    name = model.operator_codes[model.subgraphs[0].operators[k].opcode_index].name
-    first += f" (written by op {k} {name})"
-    prefix = "" if step == "step0" else f"s{step[4:]}_"
+    child = multiprocessing.get_context("fork").Process(target=write_refs, args=(path, refs, True))
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        return f"{result.status}: {why}; BUILTIN_REF keeping every tensor fails (exit code {child.exitcode})"
     inter = np.load(refs.with_name(refs.stem + ".intermediates.npz"))
-    if result.status == "mismatch" and exact_alone(model, k, inter, prefix):
-        return f"match-amplified ({why}; {first}, which alone on BUILTIN_REF's inputs gives its output)"
-    return f"{result.status}: {why}; {first}"
+    first = first_differing_alone(read_model(path.read_bytes()), inter)
+    if result.status == "mismatch" and not first:
+        return (
+            f"match-amplified ({why}; every operator, alone on BUILTIN_REF's inputs of each invoke, gives its outputs)"
+        )
+    return f"{result.status}: {why}" + (f"; {first}" if first else "")
 
 
 def kind_of(path: pathlib.Path) -> str:
