@@ -309,7 +309,8 @@ class GatherOne:
                 f"gather index out of bounds: index {i} is outside [0, {self.axis_size}) on axis {self.axis}"
             )
         x3 = inputs[0].reshape(self.outer, self.axis_size, self.inner)
-        outputs[0].reshape(self.outer, self.inner)[...] = x3[:, i]
+        out = outputs[0]
+        out[...] = x3[:, i].reshape(out.shape)  # the output written whatever its strides (a direct call's array)
 
 
 @dataclass(frozen=True, eq=False)
