@@ -78,22 +78,23 @@ def _while_model() -> bytes:
     return b.build()
 
 
+def _invoke_error(it, feeds) -> Exception:
+    """The error of ``it``'s invoke, after allocate_tensors and set_tensor succeed."""
+    it.allocate_tensors()
+    for d, v in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], v)
+    with pytest.raises(RuntimeError) as info:
+        it.invoke()
+    return info.value
+
+
 def _both_fail_at_invoke(model: bytes, feeds) -> tuple[str, str]:
     """LiteRT's (BUILTIN_REF) and our messages, each interpreter allocating fine and failing at invoke."""
     LiteRT, resolver = oracle()
-    messages = []
-    for it in (
-        LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF),
-        Interpreter(model_content=model),
-    ):
-        it.allocate_tensors()
-        for d, v in zip(it.get_input_details(), feeds):
-            it.set_tensor(d["index"], v)
-        with pytest.raises(RuntimeError) as info:
-            it.invoke()
-        messages.append(str(info.value))
-    assert isinstance(info.value, InvokeError)
-    return messages[0], messages[1]
+    theirs = _invoke_error(LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF), feeds)
+    ours = _invoke_error(Interpreter(model_content=model), feeds)
+    assert isinstance(ours, InvokeError)
+    return str(theirs), str(ours)
 
 
 @pytest.mark.parametrize("case", list(FAILING))
