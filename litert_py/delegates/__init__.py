@@ -7,7 +7,9 @@ The flow mirrors TFLite's (tensorflow/lite/core/subgraph.cc ``ModifyGraphWithDel
    the :class:`~litert_py.ops.registry.OpContext` a kernel's prepare sees (options, input/output
    ``TensorInfo`` with shapes, dtypes, quantization and constant data). Nodes whose inputs are all constant
    (e.g. a float16 weight's DEQUANTIZE) are folded by the runtime and never asked about; their outputs reach
-   ``supports`` as constants.
+   ``supports`` as constants. A node of constants that fails its kernel's value check (a zero divisor, a
+   negative int32 exponent: ``checks_values_at_eval``) is not folded, as it fails at invoke, and is asked about;
+   the node of a partition is never folded: the delegate's op runs at invoke, even on constant inputs.
 2. The runtime splits the supported nodes into partitions that create no cycle (litert_py.runtime.partition),
    drops partitions with fewer than ``delegate.min_nodes`` nodes, and replaces each by one node.
 3. At ``allocate_tensors`` (and again after a resize) that node's prepare calls ``delegate.prepare(partition)``

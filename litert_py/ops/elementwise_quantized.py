@@ -5,6 +5,7 @@ sources: see elementwise.py's docstring."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -207,6 +208,9 @@ class DivQuantized16:
     lo: int
     hi: int
     reciprocals: tuple[np.ndarray, np.ndarray]  # GetReciprocal(b, 31) for every |x2 - z2| that can occur
+    #: div.cc checks input2 against its zero point at eval, also on an empty output and on constants (the node
+    #: runs; see runtime/subgraph)
+    checks_values_at_eval: ClassVar[bool] = True
 
     def __call__(self, inputs, outputs):
         z1, z2, zo = self.zero_points

@@ -50,6 +50,12 @@ class QuantizedTable8(BoundCalls2):
     small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
     idx: np.ndarray | None = None  # uint16 table indices, the output's shape (None when small)
 
+    @property
+    def checks_values_at_eval(self) -> bool:
+        """DIV checks its divisor at eval, also on an empty output and on constants (div.cc's ``data[i] !=
+        zero_point``; the node runs, see runtime/subgraph)."""
+        return self.divisor_zero_point is not None
+
     @classmethod
     def build(
         cls, table: np.ndarray, out_shape, divisor_zero_point: int | None = None, in_shapes: tuple = ()

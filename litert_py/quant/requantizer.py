@@ -87,9 +87,10 @@ except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 
         where x equals a bound with other bits: a signed zero at a bound of zero. For float32 / float64 (where
         :func:`_bound_first_keeps_x` holds) it is ``minimum(hi, maximum(lo, x))``: the bound first, x kept on a
         tie, two ufunc passes, in place when ``out`` has x's dtype (~2 us for 64 values, where the repair below
-        cost ~17-24 us). Elsewhere, for a zero bound: 1.x's clip, then x copied back where the result equals it;
-        in place (``out`` overlapping ``x``) into a new array first (x's zeros are gone once ``out`` is written).
-        Other bounds and non-float x: 1.x's clip as it is. (numpy 2 keeps -0.0 only with 0-d bounds, as the
+        cost ~17-24 us); into an integer ``out`` (no signed zeros) 1.x's clip itself. Elsewhere, for a zero
+        bound: 1.x's clip, then x copied back where the result equals it; in place (``out`` overlapping ``x``) into
+        a new array first (x's zeros are gone once ``out`` is written). Other bounds and non-float x: 1.x's clip
+        as it is. (numpy 2 keeps -0.0 only with 0-d bounds, as the
         float kernels have them: with array bounds its loop gives the bound's zero on a tie.)"""
         dtype = getattr(x, "dtype", None)
         if dtype in _BOUND_FIRST:
@@ -99,6 +100,8 @@ except ImportError:  # numpy < 2: its clip turns -0.0 into +0.0 at a bound of 0 
             if out.dtype == dtype:
                 np.maximum(lo, x, out=out, **kwargs)
                 return np.minimum(hi, out, out=out, **kwargs)
+            if out.dtype.kind != "f":  # an integer out has no signed zero: 1.x's clip (its loop in x's type) is exact
+                return _clip_1x(x, lo, hi, out=out, **kwargs)
             r = np.maximum(lo, x)  # clamped in x's type, then cast as clip's out= casts
             np.copyto(out, np.minimum(hi, r, out=r), **kwargs)
             return out

@@ -6,13 +6,14 @@ arithmetic on constants) into constants, plans one arena for the rest and binds 
 it. ``invoke()`` is then a plain loop over prebound (op, inputs, outputs) steps. Nodes that consume a tensor
 whose shape is only known at eval time are prepared during invoke instead, with the shapes seen then.
 
-A node none of whose outputs has an element (zero-size tensors) has nothing to compute and is not run, unless
-its kernel is stateful (control flow, variables, random generators), it reads run-time indices or sizes that
-LiteRT validates at eval, or its prepared op checks input values at eval as LiteRT's kernel does whatever the
-output's size (``checks_values_at_eval``: POW int32's negative exponents, zero divisors) (``_nothing_to_compute``):
-LiteRT's kernels return early on such nodes or compute nothing, and litert_py's kernels need not handle every
-empty shape on their hot path. Such a prepared op is not folded either when its constant inputs fail the check:
-the node fails at invoke, as in LiteRT (whose kernels run at eval), instead of at allocate_tensors.
+A node none of whose outputs has an element (zero-size tensors) has nothing to compute and is not run
+(``_nothing_to_compute``), unless its kernel is stateful (control flow, variables, random generators), it reads
+run-time indices or sizes that LiteRT validates at eval, or its prepared op checks input values at eval as
+LiteRT's kernel does whatever the output's size (``checks_values_at_eval``: POW int32's negative exponents, zero
+divisors, a quantized DIV's divisor at its zero point). LiteRT's kernels return early on such nodes or compute
+nothing, and litert_py's kernels need not handle every empty shape on their hot path. Such a prepared op is not
+folded either when its constant inputs fail the check: the node fails at invoke, as in LiteRT (whose kernels run
+at eval), instead of at allocate_tensors. A delegate's node (runtime/partition.DelegateNode) is never folded.
 
 Shapes reported before the first invoke (``reported``): LiteRT prepares nodes in order and stops after the
 first node with a dynamic output (Subgraph::PrepareOpsStartingAt: an output whose shape depends on values, any
@@ -37,6 +38,7 @@ from ..schema import dtypes
 from ..schema.model import BuiltinOperator, Model, Operator, OperatorCode
 from .fp_errors import quiet as quiet_fp_errors
 from .fp_errors import restore as restore_fp_errors
+from .partition import DelegateNode
 from .planner import ALIGNMENT, ArenaPlan, Lifetime, plan_arena
 from .tensors import constant_array, int32_quantization
 
@@ -312,7 +314,12 @@ class SubgraphRuntime:
                 self._report_unprepared([o for o in outputs if infos[o].dynamic])
             if _nothing_to_compute(node, op, ins, outs):  # the outputs stay the empty arrays they are
                 op = _nothing
-            if not node.kernel.stateful and ins and all(t.is_constant and not t.is_variable for t in ins):
+            if (
+                not node.kernel.stateful
+                and not isinstance(node, DelegateNode)  # a delegate's node runs at invoke, as in TFLite
+                and ins
+                and all(t.is_constant and not t.is_variable for t in ins)
+            ):
                 if self._fold(node, op, infos, folded):
                     continue
             if getattr(op, "constant_output", None) is not None:  # SHAPE / RANK of a static shape

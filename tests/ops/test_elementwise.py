@@ -537,20 +537,28 @@ def test_binary_more_fails_at_invoke(op, dtype, b):
             it.invoke()
 
 
-#: (op, dtype, a divisor / exponent LiteRT's Eval refuses, one it accepts): div.cc CheckNonZero (int32),
-#: floor_div.cc / floor_mod.cc's zero check (floor_mod: integers only), pow.cc CheckValue (int32)
+#: (op, dtype, a divisor / exponent LiteRT's Eval refuses, one it accepts, quantization): div.cc CheckNonZero
+#: (int32) and its ``data[i] != zero_point`` (quantized: the divisor's zero point), floor_div.cc / floor_mod.cc's
+#: zero check (floor_mod: integers only), pow.cc CheckValue (int32)
 CHECKED_AT_EVAL = [
-    ("POW", np.int32, -1, 2),
-    ("FLOOR_DIV", np.int32, 0, -3),
-    ("FLOOR_DIV", np.float32, -0.0, 2.0),
-    ("FLOOR_MOD", np.int32, 0, -3),
-    ("DIV", np.int32, 0, -3),
+    ("POW", np.int32, -1, 2, None),
+    ("FLOOR_DIV", np.int32, 0, -3, None),
+    ("FLOOR_DIV", np.float32, -0.0, 2.0, None),
+    ("FLOOR_MOD", np.int32, 0, -3, None),
+    ("DIV", np.int32, 0, -3, None),
+    ("DIV", np.int8, 3, 5, quant(0.5, 3)),
+    ("DIV", np.uint8, 128, 131, quant(0.5, 128)),
+    ("DIV", np.int16, 0, -3, quant(0.5, 0)),
 ]
 
 
 @pytest.mark.parametrize("layout", ["empty-x-constant-y", "empty-x-input-y", "empty-constants", "constants"])
-@pytest.mark.parametrize("op, dtype, bad, good", CHECKED_AT_EVAL, ids=lambda v: v if isinstance(v, str) else None)
-def test_checked_at_eval_whatever_the_output(op, dtype, bad, good, layout):
+@pytest.mark.parametrize(
+    "op, dtype, bad, good, q",
+    CHECKED_AT_EVAL,
+    ids=lambda v: v if isinstance(v, str) else np.dtype(v).name if isinstance(v, type) else None,
+)
+def test_checked_at_eval_whatever_the_output(op, dtype, bad, good, q, layout):
     """LiteRT checks the divisor / exponent values at eval, before it looks at the output: an empty output
     (x of shape [0, 3]) fails the invoke too, with the values constant or fed, and a node of constants fails at
     invoke, not at allocate_tensors. litert_py runs such nodes (``checks_values_at_eval``) instead of skipping or
@@ -558,10 +566,10 @@ def test_checked_at_eval_whatever_the_output(op, dtype, bad, good, layout):
     x = np.ones((3,) if layout == "constants" else (0, 3), dtype)
     for value, fails in ((bad, True), (good, False)):
         y = np.array([1, value, 1], dtype)
-        x_t = T(x.shape, dtype) if layout in ("empty-x-constant-y", "empty-x-input-y") else T.const(x)
-        y_t = T(y.shape, dtype) if layout == "empty-x-input-y" else T.const(y)
+        x_t = T(x.shape, dtype, q=q) if layout in ("empty-x-constant-y", "empty-x-input-y") else T.const(x, q=q)
+        y_t = T(y.shape, dtype, q=q) if layout == "empty-x-input-y" else T.const(y, q=q)
         feeds = [a for a, t in ((x, x_t), (y, y_t)) if t.data is None]
-        model = single_op_model(op, [x_t, y_t], [T(x.shape, dtype)])
+        model = single_op_model(op, [x_t, y_t], [T(x.shape, dtype, q=q)])
         if fails:
             litert_fails(model, feeds, at="invoke")
             ours_fails(model, feeds, errors=InvokeError, at="invoke", match=rf"Node number 0 \({op}\) failed to invoke")

@@ -4,8 +4,10 @@ The float kernels clamp with it as LiteRT's ``min(max(x, lo), hi)`` does: x stay
 so -0.0 and NaN pass through a bound of 0. numpy 1.x's own clip gives +0.0 for -0.0 at a bound of 0; its shim lost
 x's zeros when ``out`` was ``x`` (28 fused-clamp failures on numpy 1.23). On 1.x the shim runs float32 / float64 as
 ``minimum(hi, maximum(lo, x))`` and float16 through the repairing clip: both forms are covered. Expected values come
-from comparisons and np.where, not from a clip, and are compared bit for bit. Bounds are 0-d, as every float clamp
-of the kernels has them (numpy 2.4's clip itself gives +0.0 for -0.0 at a bound of 0 when the bounds are arrays).
+from comparisons and np.where on the bits, not from a clip, and are compared bit for bit, NaNs included (payloads,
+signs, signalling NaNs pass through unchanged). Bounds of equal zeros (-0.0, 0.0) / (0.0, -0.0) give lo below lo and
+hi above hi, as std::min(std::max(x, lo), hi) does. Bounds are 0-d, as every float clamp of the kernels has them
+(numpy 2.4's clip itself gives +0.0 for -0.0 at a bound of 0 when the bounds are arrays).
 """
 
 from __future__ import annotations
@@ -16,19 +18,38 @@ import pytest
 from litert_py.quant.requantizer import clip_ufunc
 
 SPECIALS = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -1.5, 0.5, 6.0, 7.0, -0.0, 1.0, -1.0, 3e38, -3e38, 6.5]
-BOUNDS = [(0.0, 6.0), (0.0, np.finfo(np.float32).max), (-1.0, 1.0), (-0.0, 1.0), (-1.0, 0.0), (-1.0, -0.0)]
+#: per dtype: a quiet NaN with a payload, a signalling one, a negative signalling one with a payload, all ones
+NAN_BITS = {
+    np.dtype(np.float16): np.array([0x7E01, 0x7C01, 0xFC03, 0xFFFF], np.uint16),
+    np.dtype(np.float32): np.array([0x7FC00001, 0x7F800001, 0xFF800003, 0xFFFFFFFF], np.uint32),
+    np.dtype(np.float64): np.array([(0x7FF8 << 48) | 1, (0x7FF0 << 48) | 1, (0xFFF0 << 48) | 3, 2**64 - 1], np.uint64),
+}
+BOUNDS = [
+    (0.0, 6.0),
+    (0.0, np.finfo(np.float32).max),
+    (-1.0, 1.0),
+    (-0.0, 1.0),
+    (-1.0, 0.0),
+    (-1.0, -0.0),
+    (-0.0, 0.0),
+    (0.0, -0.0),
+]
+
+
+def _bits(x):
+    return x.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
 
 
 def _expected(x, lo, hi):
-    return np.where(x < lo, lo, np.where(x > hi, hi, x)).astype(x.dtype)
+    """lo where x < lo, hi where x > hi, else x: selected on the bits (NaNs, signed zeros kept exactly)."""
+    lo_bits, hi_bits = _bits(np.asarray(lo, x.dtype)), _bits(np.asarray(hi, x.dtype))
+    return np.where(x < lo, lo_bits, np.where(x > hi, hi_bits, _bits(x))).view(x.dtype)
 
 
 def _assert_bits(ours, want):
+    """Equal dtype, shape and every bit (a NaN's sign and payload, a signalling NaN, a zero's sign)."""
     assert ours.dtype == want.dtype and ours.shape == want.shape
-    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[want.dtype.itemsize]
-    nan = np.isnan(want)
-    assert np.array_equal(np.isnan(ours), nan)
-    np.testing.assert_array_equal(ours.view(bits)[~nan], want.view(bits)[~nan])
+    np.testing.assert_array_equal(_bits(ours), _bits(want))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
@@ -36,7 +57,7 @@ def _assert_bits(ours, want):
 @pytest.mark.parametrize("mode", ["new", "out", "in-place", "in-place-positional", "reshaped-view", "strided"])
 def test_clip_keeps_x_unless_outside(dtype, bounds, mode):
     with np.errstate(over="ignore"):  # float16: 3e38 and FLT_MAX become inf
-        x = np.array(SPECIALS, dtype).reshape(4, 4)
+        x = np.concatenate([np.array(SPECIALS, dtype), NAN_BITS[np.dtype(dtype)].view(dtype)]).reshape(4, 5)
         lo, hi = (np.array(b, dtype) for b in bounds)
     want = _expected(x, lo, hi)
     if mode == "new":
@@ -52,8 +73,8 @@ def test_clip_keeps_x_unless_outside(dtype, bounds, mode):
         clip_ufunc(ours, lo, hi, ours)
     elif mode == "reshaped-view":  # out: another view of x's buffer, as the requantizer passes out.reshape(p.shape)
         buf = x.reshape(-1).copy()
-        clip_ufunc(buf.reshape(4, 4), lo, hi, out=buf.reshape(4, 4))
-        ours = buf.reshape(4, 4)
+        clip_ufunc(buf.reshape(4, 5), lo, hi, out=buf.reshape(4, 5))
+        ours = buf.reshape(4, 5)
     else:  # every other column in place: a strided x and out
         wide = np.repeat(x, 2, axis=1)
         clip_ufunc(wide[:, ::2], lo, hi, out=wide[:, ::2])
@@ -90,16 +111,31 @@ def test_clip_into_another_dtype(bounds):
     np.testing.assert_array_equal(out, _expected(x, lo, hi).astype(np.int16))
 
 
-def test_clip_float_form_is_fast():
-    """numpy 2: clip_ufunc is numpy's clip ufunc. numpy 1.x on x86-64: float32 / float64 take the bound-first
-    maximum / minimum form (~2 us for 64 values), not the repairing clip (~17-24 us): its import-time check
-    (``_bound_first_keeps_x``) holds there."""
+def test_clip_float_form_on_this_numpy(monkeypatch):
+    """numpy 2: clip_ufunc is numpy's clip ufunc. numpy 1.x: the float dtypes that pass the import-time check
+    (``_bound_first_keeps_x``; float32 / float64 on x86-64) clamp with maximum / minimum, never reaching 1.x's clip
+    (``_clip_1x``), which the repairing form of the others (float16) calls; the results are exact either way."""
     import platform
 
     from litert_py.quant import requantizer
 
     if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
         assert isinstance(clip_ufunc, np.ufunc) and clip_ufunc.__name__ == "clip"
-    elif platform.machine().lower() in ("x86_64", "amd64"):
+        return
+    if platform.machine().lower() in ("x86_64", "amd64"):
         assert requantizer._BOUND_FIRST == {np.dtype(np.float32), np.dtype(np.float64)}
-        assert requantizer._bound_first_keeps_x() == requantizer._BOUND_FIRST
+    called = []
+    clip_1x = requantizer._clip_1x
+
+    def spy(*args, **kwargs):
+        called.append(np.asarray(args[0]).dtype)
+        return clip_1x(*args, **kwargs)
+
+    monkeypatch.setattr(requantizer, "_clip_1x", spy)
+    for dtype in (np.float32, np.float64, np.float16):
+        x = np.array([-0.0, 0.0, 7.0, -2.0, np.nan], dtype)
+        lo, hi = np.array(0.0, dtype), np.array(6.0, dtype)
+        _assert_bits(clip_ufunc(x, lo, hi), _expected(x, lo, hi))
+    assert called == [
+        d for d in map(np.dtype, (np.float32, np.float64, np.float16)) if d not in requantizer._BOUND_FIRST
+    ]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import litert_py
-from litert_py import Delegate, Interpreter, UnsupportedOpError
+from litert_py import Delegate, Interpreter, InvokeError, UnsupportedOpError
 from litert_py.delegates import ENTRY_POINT_GROUP
 from litert_py.runtime.partition import partition_nodes
 from litert_py.schema.builder import ModelBuilder
@@ -182,6 +182,66 @@ def test_failed_prepare_falls_back_with_a_warning():
         it, got = _run(model, x, experimental_delegates=[AddDelegate(fail=True)])
     np.testing.assert_array_equal(got, want)
     assert "DELEGATE" not in [o["op_name"] for o in it._get_ops_details()]
+
+
+class PowDelegate(Delegate):
+    """Claims int32 POW; its kernel raises negative exponents to 0 (no value check), counting calls."""
+
+    name = "ToyPow"
+
+    def __init__(self, fail=False):
+        super().__init__()
+        self.fail, self.calls = fail, 0
+
+    def supports(self, node, ctx):
+        return node.name == "POW"
+
+    def prepare(self, part):
+        if self.fail:
+            raise RuntimeError("no device")
+        part.infer_shapes()
+        delegate = self
+
+        def run(ins, outs):
+            delegate.calls += 1
+            outs[0][...] = np.power(ins[0], np.maximum(ins[1], 0))
+
+        return run
+
+
+def _pow_of_constants():
+    """POW(const [2, 3], const [-1, 1]) -> ADD(., x): a node of constants that fails POW's check at eval, so the
+    runtime does not fold it and a delegate is asked about it."""
+    b = ModelBuilder()
+    x = b.input("x", (2,), np.int32)
+    p = b.tensor("p", (2,), np.int32)
+    b.op("POW", [b.const("a", np.array([2, 3], np.int32)), b.const("e", np.array([-1, 1], np.int32))], [p])
+    o = b.tensor("o", (2,), np.int32)
+    b.op("ADD", [p, x], [o])
+    b.output(o)
+    return b.build()
+
+
+def test_a_claimed_node_of_constants_runs_at_invoke():
+    """A delegate's node is not folded at allocate_tensors, even when its inputs are all constant: the delegate's
+    op runs at each invoke (TFLite runs a delegate kernel at invoke). Fallen back, the POW node fails at invoke as
+    it does without a delegate."""
+    model, x = _pow_of_constants(), np.array([10, 20], np.int32)
+    d = PowDelegate()
+    it = Interpreter(model_content=model, experimental_delegates=[d])
+    it.allocate_tensors()
+    assert d.calls == 0
+    for calls in (1, 2):
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), [11, 23])
+        assert d.calls == calls
+    with pytest.warns(RuntimeWarning, match="failed to prepare"):
+        it = Interpreter(model_content=model, experimental_delegates=[PowDelegate(fail=True)])
+        it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    with pytest.raises(InvokeError, match=r"POW does not support negative value for int32"):
+        it.invoke()
 
 
 def test_dynamic_shapes_reprepare_the_partition():
