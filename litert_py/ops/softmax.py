@@ -137,9 +137,7 @@ class SoftmaxFloatColumns:
         view = cols.T.reshape(shape)
         if not np.shares_memory(view, cols):  # splitting an axis is always a view; kept as a guard
             return general
-        return SoftmaxFloatColumns(
-            None if beta == 1 else np.array(beta), cols, view, row, np.empty_like(row), general
-        )
+        return SoftmaxFloatColumns(None if beta == 1 else np.array(beta), cols, view, row, np.empty_like(row), general)
 
 
 def prepare_softmax_float(beta: float, shape: tuple, half: bool):
