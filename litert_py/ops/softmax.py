@@ -104,19 +104,19 @@ class SoftmaxFloatColumns:
     float32 operations on the same values (numpy's exp loop on a contiguous array in both); the sum is the
     same call on the same (n, m) C-contiguous array as ``Reduction.sum_in_order`` (rows added one after the
     other). Chosen at prepare for a float32 input of a static shape with m > 1 rows of more than
-    IN_ORDER_SUM_MAX values; an input of another shape goes to ``general``."""
+    IN_ORDER_SUM_MAX values; an input of another shape goes to SoftmaxFloat."""
 
     beta: np.ndarray | None  # 0-d float32, None when 1
     cols: np.ndarray  # float32 (n, m): row i of the input is column i
     view: np.ndarray  # cols.T seen in the input's shape (a view: the split of an axis)
     row_max: np.ndarray  # float32 (m,)
     total: np.ndarray  # float32 (m,)
-    general: SoftmaxFloat
+    general: SoftmaxFloat  # the same op for the prepared shape (its beta)
 
     def __call__(self, inputs, outputs):
         x, t = inputs[INPUT], self.cols
-        if x.shape != self.view.shape:
-            return self.general(inputs, outputs)
+        if x.shape != self.view.shape:  # SoftmaxFloat's reduction is made for one shape: a new one for this one
+            return SoftmaxFloat(self.general.beta, Reduction.of(x.shape, (x.ndim - 1,)))(inputs, outputs)
         np.copyto(self.view, x)
         np.maximum.reduce(t, axis=0, out=self.row_max)
         np.subtract(t, self.row_max, out=t)
