@@ -10,8 +10,9 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.ops.common import Reduction
-from litert_py.ops.softmax import (
+from litert_py.ops.softmax_float import (
     IN_ORDER_SUM_MAX,
+    SHORT_ROWS_COLUMNS_MIN,
     SoftmaxFloat,
     SoftmaxFloatColumns,
     SoftmaxFloatShortRows,
@@ -65,6 +66,11 @@ def test_longer_rows_keep_the_in_order_path():
     assert type(prepare_softmax_float(1.0, (1, 1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat
     assert type(prepare_softmax_float(1.0, (2, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloatColumns  # two rows
     assert type(prepare_softmax_float(1.0, (2, IN_ORDER_SUM_MAX + 1), True)) is SoftmaxFloat  # float16
+    rows = SHORT_ROWS_COLUMNS_MIN
+    assert type(prepare_softmax_float(1.0, (rows - 1, IN_ORDER_SUM_MAX), False)) is SoftmaxFloatShortRows
+    assert type(prepare_softmax_float(1.0, (rows, IN_ORDER_SUM_MAX), False)) is SoftmaxFloatColumns
+    assert type(prepare_softmax_float(1.0, (rows, 1), False)) is SoftmaxFloatColumns
+    assert type(prepare_softmax_float(1.0, (rows, 4), True)) is SoftmaxFloat
     assert type(prepare_softmax_float(1.0, (1, 3), True)) is SoftmaxFloat  # float16: its own rounding
 
 
@@ -75,10 +81,23 @@ def _in_order(x, beta) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 4, 32, 32), (2, IN_ORDER_SUM_MAX + 1), (3, 5, 9), (1, 2, 3, 37), (17, 1, 101)])
+_COLUMNS_SHAPES = [
+    (1, 4, 32, 32),
+    (2, IN_ORDER_SUM_MAX + 1),
+    (3, 5, 9),
+    (1, 2, 3, 37),
+    (17, 1, 101),
+    (SHORT_ROWS_COLUMNS_MIN, IN_ORDER_SUM_MAX),
+    (1, 64, 64, 4),
+    (20, 1),
+]
+
+
+@pytest.mark.parametrize("shape", _COLUMNS_SHAPES)
 @pytest.mark.parametrize("beta", [1.0, 0.37])
 def test_several_rows_take_the_columns_path(shape, beta):
-    """Rows (2 or more) of more than IN_ORDER_SUM_MAX values: SoftmaxFloatColumns, bit for bit SoftmaxFloat
+    """Rows (2 or more of more than IN_ORDER_SUM_MAX values, SHORT_ROWS_COLUMNS_MIN or more of fewer):
+    SoftmaxFloatColumns, bit for bit SoftmaxFloat
     (the rows summed in order), with rows of +-inf, NaN and +-0 among them; LiteRT's reference within the float
     tolerance on the finite rows."""
     rng = np.random.default_rng(shape[-1] * 7 + len(shape))
@@ -86,7 +105,7 @@ def test_several_rows_take_the_columns_path(shape, beta):
     flat = x.reshape(-1, shape[-1])
     if flat.shape[0] > 3:
         flat[1, ::3] = np.inf
-        flat[2, 1] = np.nan
+        flat[2, -1] = np.nan
         flat[3, :] = 0.0
         flat[3, ::2] = -0.0
         flat[0, 0] = -np.inf
