@@ -9,23 +9,10 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.ops.elu_gelu import _ERFC_COEFFS as _NR  # Numerical Recipes erfcc's, the exponent's constant last
 from litert_py.ops.elu_gelu import GeluFloat, GeluFloatExact
 from tests.compare import assert_close
 from tests.oracle import T, run_litert, single_op_model
-
-#: Numerical Recipes ``erfcc``'s coefficients, highest first (the last one the constant term of the exponent)
-_NR = (
-    0.17087277,
-    -0.82215223,
-    1.48851587,
-    -1.13520398,
-    0.27886807,
-    -0.18628806,
-    0.09678418,
-    0.37409196,
-    1.00002368,
-    -1.26551223,
-)
 
 
 def _textbook(x: np.ndarray) -> np.ndarray:
