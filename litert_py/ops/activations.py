@@ -38,7 +38,7 @@ from .common import (
     scalar_operand,
 )
 from .registry import OpContext, PreparedOp, TensorInfo, register
-from .softmax import prepare_softmax_float
+from .softmax_float import prepare_softmax_float
 
 INPUT, ALPHA, OUTPUT = 0, 1, 0
 

@@ -59,13 +59,34 @@ _ERFC_COEFFS = (
 def _erfc_f64(x: np.ndarray) -> np.ndarray:
     """erfc in float64 with a relative error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes
     ``erfcc``): NumPy has no erfc; enough for the float32 GELU path (rounded to float32 afterwards)."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = np.zeros_like(t)
-    for c in _ERFC_COEFFS[:-1]:
-        poly = (poly + c) * t
-    ans = t * np.exp(poly - z * z + _ERFC_COEFFS[-1])
-    return np.where(x >= 0, ans, 2.0 - ans)
+    a = np.asarray(x, np.float64)
+    out = np.empty(a.shape)
+    _erfc_into(a, np.empty(a.shape), np.empty(a.shape), np.empty(a.shape, bool), out)
+    return out
+
+
+def _erfc_into(a: np.ndarray, z: np.ndarray, t: np.ndarray, neg: np.ndarray, out: np.ndarray) -> None:
+    """``out = erfcc(a)`` (``_erfc_f64``) for float64 ``a``, every step one in-place numpy call on the scratch
+    arrays ``z``, ``t`` (float64) and ``neg`` (bool) of a's shape: ``z = |a|``, ``t = 1 / (1 + z/2)``, the Horner
+    polynomial ``p = (..((c0 t + c1) t + c2) t .. + c8) t``, ``ans = t exp(p - z^2 + c9)``, ``2 - ans`` where
+    ``a < 0``. Each value is the one the textbook form ``(poly + c) * t`` from ``poly = 0`` gives: 0 + c0 is c0;
+    t is computed as 2 / (2 + z), the same double (z/2 is exact, 2 + z = 2 (1 + z/2) rounds to twice the same
+    double, and 2 / 2s rounds as 1 / s); a NaN lane keeps ``ans`` instead of ``2 - ans``, the same NaN (the
+    operation returns its NaN operand)."""
+    np.abs(a, out=z)
+    np.add(z, 2.0, out=t)
+    np.divide(2.0, t, out=t)
+    np.multiply(t, _ERFC_COEFFS[0], out=out)
+    for c in _ERFC_COEFFS[1:-1]:
+        np.add(out, c, out=out)
+        np.multiply(out, t, out=out)
+    np.multiply(z, z, out=z)
+    np.subtract(out, z, out=out)
+    np.add(out, _ERFC_COEFFS[-1], out=out)
+    np.exp(out, out=out)
+    np.multiply(out, t, out=out)
+    np.less(a, 0.0, out=neg)
+    np.subtract(2.0, out, out=out, where=neg)
 
 
 _erfcf = libm_float("erfcf", _erfc_f64)
@@ -95,6 +116,38 @@ class EluFloat:
         x, out = inputs[INPUT], outputs[OUTPUT]
         np.expm1(x, out=out)
         np.copyto(out, x, where=~(x < 0))
+
+
+@dataclass(frozen=True, eq=False)
+class GeluFloatExact:
+    """GeluFloat (not approximate) for a static shape, its float64 intermediates in buffers made at prepare:
+    ``a = x * -(1/sqrt 2)`` in float64 (one call, x widened inside it), ``_erfc_into``, then ``(0.5f * x) *
+    float32(erfc)`` with the rounding to float32 inside the product's call (``dtype=float32``): 30 numpy calls
+    and no allocation instead of about 35 calls making 25 temporaries. Byte-identical to GeluFloat: the same
+    float64 values (see ``_erfc_into``) and the same float32 products. An input of another shape goes to
+    ``general``."""
+
+    a: np.ndarray  # float64 scratch, the input's shape
+    z: np.ndarray
+    t: np.ndarray
+    p: np.ndarray
+    neg: np.ndarray  # bool
+    general: GeluFloat
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if x.shape != self.a.shape:
+            return self.general(inputs, outputs)
+        a, p = self.a, self.p
+        np.multiply(x, -0.70710678118654752440, out=a, dtype=np.float64)
+        _erfc_into(a, self.z, self.t, self.neg, p)
+        np.multiply(x, _HALF, out=out)
+        np.multiply(out, p, out=out, dtype=np.float32, casting="same_kind")
+
+    @staticmethod
+    def build(shape: tuple) -> GeluFloatExact:
+        f64 = [np.empty(shape) for _ in range(4)]
+        return GeluFloatExact(*f64, np.empty(shape, bool), GeluFloat(False))
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,7 +196,7 @@ def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False
     if x.type == _F32:
-        prepared = GeluFloat(approximate)
+        prepared = GeluFloat(approximate) if approximate or x.dynamic else GeluFloatExact.build(tuple(x.shape))
     else:
         prepared = lut_activation(ctx, x, y, _gelu_tanh_f32 if approximate else _gelu_exact_f32)
     return Noop() if x.size == 0 else prepared

@@ -5,7 +5,8 @@ the prepared op's class, so it fails when prepare stops choosing the path:
 - SoftmaxQuantizedRow and, up to TINY_MAX values, SoftmaxQuantizedTiny (ops/softmax.py): one row of uint8 /
   int8 input, uint8 / int8 / int16 output: random
   rows, constant rows, a single maximum, rows spanning the whole input range, betas that cut the exp table
-  short (diff_min) and large ones; SoftmaxInt16Row (int16 in and out); multi-row inputs keep the general ops;
+  short (diff_min) and large ones; SoftmaxInt16Row (int16 in and out); multi-row 8-bit inputs take
+  SoftmaxQuantizedColumns, multi-row int16 ones keep the general op;
 - the int16 ADD / SUB / MUL paths with their buffers allocated at prepare (ops/elementwise_quantized.py);
 - one-value LOGISTIC / TANH / RELU / LEAKY_RELU / HARD_SWISH (ops/activations_quantized.py's ``_one_value``:
   TableLookupScalar) over every 8-bit input value and int16 extremes;
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.softmax import TINY_MAX
+from litert_py.ops.softmax import ROW_MAX, TINY_MAX
 from tests.oracle import T, oracle, quant, single_op_model
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
@@ -110,7 +111,38 @@ def test_softmax_int16_one_row(shape, s_in, beta):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize(("tin", "tout", "cls"), [(I8, I8, "SoftmaxQuantized"), (I16, I16, "SoftmaxInt16")])
+@pytest.mark.parametrize(
+    ("tin", "tout", "shape", "s_in", "zi", "beta"),
+    [
+        (I8, I8, (1, 4, 32, 32), 0.06, 9, 1.0),  # an int8 attention's scores
+        (I8, I8, (1, 8, 8, 4), 0.1, -3, 1.0),  # a segmentation head's per-pixel classes
+        (I8, I8, (2, 1), 0.1, 0, 1.0),  # two rows (the fewest), one value each
+        (U8, U8, (3, 25), 0.02, 128, 2.0),
+        (I8, I16, (5, 10), 0.08, 0, 1.0),
+        (U8, I16, (2, 3, 7), 0.3, 10, 1.0),
+        (I8, I8, (4, 20), 1.0, 0, 10.0),  # diff_min cuts the table: most terms 0
+    ],
+)
+def test_softmax_several_rows_columns(tin, tout, shape, s_in, zi, beta):
+    """Two or more rows of 8-bit input: SoftmaxQuantizedColumns (ops/softmax.py), exactly BUILTIN_REF's."""
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    model = _softmax_model(tin, tout, shape, s_in, zi, beta)
+    ours, got, want = invokes(model, _rows(rng, tin, shape, 16))
+    assert _prepared(ours) == ["SoftmaxQuantizedColumns"]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("n", "cls"), [(ROW_MAX, "SoftmaxQuantizedColumns"), (ROW_MAX + 1, "SoftmaxQuantized")])
+def test_softmax_columns_longest_rows(n, cls):
+    """SoftmaxQuantizedColumns up to ROW_MAX values per row (its int32 totals never wrap), the general op beyond."""
+    rng = np.random.default_rng(n)
+    model = _softmax_model(I8, I8, (2, n), 0.1, 0, 1.0)
+    ours, got, want = invokes(model, [rng.integers(-128, 128, (2, n)).astype(I8) for _ in range(3)])
+    assert _prepared(ours) == [cls]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("tin", "tout", "cls"), [(I8, I8, "SoftmaxQuantizedColumns"), (I16, I16, "SoftmaxInt16")])
 def test_softmax_rows_keep_general_path(tin, tout, cls):
     rng = np.random.default_rng(5)
     model = _softmax_model(tin, tout, (3, 12), 0.1 if tin == I8 else 0.001, 0, 1.0)

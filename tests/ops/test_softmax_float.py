@@ -1,6 +1,7 @@
 """Float SOFTMAX over short rows (SoftmaxFloatShortRows): numpy sums rows of at most IN_ORDER_SUM_MAX contiguous
 values in order (the property the path relies on, checked on the installed numpy), the path is chosen for them
-only, equals the in-order path (SoftmaxFloat) bit for bit and LiteRT's reference within the float tolerance."""
+only, equals the in-order path (SoftmaxFloat) bit for bit and LiteRT's reference within the float tolerance. Several
+longer rows (an attention's scores) take SoftmaxFloatColumns, also equal to SoftmaxFloat bit for bit."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 
 from litert_py import Interpreter
 from litert_py.ops.common import Reduction
-from litert_py.ops.softmax import IN_ORDER_SUM_MAX, SoftmaxFloat, SoftmaxFloatShortRows, prepare_softmax_float
+from litert_py.ops.softmax_float import (
+    IN_ORDER_SUM_MAX,
+    SHORT_ROWS_COLUMNS_MIN,
+    SoftmaxFloat,
+    SoftmaxFloatColumns,
+    SoftmaxFloatShortRows,
+    prepare_softmax_float,
+)
 from tests.compare import assert_close
 from tests.oracle import T, run_litert, single_op_model
 
@@ -54,5 +62,71 @@ def test_short_rows_equal_the_in_order_path_and_litert(shape, beta):
 
 
 def test_longer_rows_keep_the_in_order_path():
-    assert type(prepare_softmax_float(1.0, (1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat
+    assert type(prepare_softmax_float(1.0, (1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat  # one row
+    assert type(prepare_softmax_float(1.0, (1, 1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat
+    assert type(prepare_softmax_float(1.0, (2, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloatColumns  # two rows
+    assert type(prepare_softmax_float(1.0, (2, IN_ORDER_SUM_MAX + 1), True)) is SoftmaxFloat  # float16
+    rows = SHORT_ROWS_COLUMNS_MIN
+    assert type(prepare_softmax_float(1.0, (rows - 1, IN_ORDER_SUM_MAX), False)) is SoftmaxFloatShortRows
+    assert type(prepare_softmax_float(1.0, (rows, IN_ORDER_SUM_MAX), False)) is SoftmaxFloatColumns
+    assert type(prepare_softmax_float(1.0, (rows, 1), False)) is SoftmaxFloatColumns
+    assert type(prepare_softmax_float(1.0, (rows, 4), True)) is SoftmaxFloat
     assert type(prepare_softmax_float(1.0, (1, 3), True)) is SoftmaxFloat  # float16: its own rounding
+
+
+def _in_order(x, beta) -> np.ndarray:
+    out = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        SoftmaxFloat(np.float32(beta), Reduction.of(x.shape, (x.ndim - 1,)))([x], [out])
+    return out
+
+
+_COLUMNS_SHAPES = [
+    (1, 4, 32, 32),
+    (2, IN_ORDER_SUM_MAX + 1),
+    (3, 5, 9),
+    (1, 2, 3, 37),
+    (17, 1, 101),
+    (SHORT_ROWS_COLUMNS_MIN, IN_ORDER_SUM_MAX),
+    (1, 64, 64, 4),
+    (20, 1),
+]
+
+
+@pytest.mark.parametrize("shape", _COLUMNS_SHAPES)
+@pytest.mark.parametrize("beta", [1.0, 0.37])
+def test_several_rows_take_the_columns_path(shape, beta):
+    """Rows (2 or more of more than IN_ORDER_SUM_MAX values, SHORT_ROWS_COLUMNS_MIN or more of fewer):
+    SoftmaxFloatColumns, bit for bit SoftmaxFloat
+    (the rows summed in order), with rows of +-inf, NaN and +-0 among them; LiteRT's reference within the float
+    tolerance on the finite rows."""
+    rng = np.random.default_rng(shape[-1] * 7 + len(shape))
+    x = _rows(rng, shape) * np.float32(1e-3)
+    flat = x.reshape(-1, shape[-1])
+    if flat.shape[0] > 3:
+        flat[1, ::3] = np.inf
+        flat[2, -1] = np.nan
+        flat[3, :] = 0.0
+        flat[3, ::2] = -0.0
+        flat[0, 0] = -np.inf
+    it = Interpreter(model_content=_model(shape, beta))
+    it.allocate_tensors()
+    op = it._subgraphs[0].steps[0][0]
+    assert type(op) is SoftmaxFloatColumns
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    ours = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_array_equal(ours.view(np.uint32), _in_order(x, beta).view(np.uint32))
+    finite = np.isfinite(x).all(axis=-1)
+    theirs = run_litert(_model(shape, beta), [x])[0]
+    assert_close([ours[finite]], [theirs[finite]], rtol_each=1e-6 * shape[-1])
+
+
+def test_columns_path_other_shape_goes_to_the_general_path():
+    op = prepare_softmax_float(0.5, (4, 16), False)
+    rng = np.random.default_rng(5)
+    for shape in [(4, 16), (3, 16), (4, 9)]:
+        x = _rows(rng, shape) * np.float32(1e-3)
+        out = np.empty_like(x)
+        op([x], [out])
+        np.testing.assert_array_equal(out.view(np.uint32), _in_order(x, 0.5).view(np.uint32))
