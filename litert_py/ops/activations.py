@@ -132,14 +132,14 @@ class LogisticFloat:
     over the whole array from ``clip(x, -104, -9)`` (exp(-104) rounds to 0, as the reference's expf does for every
     smaller argument). Both forms give identical values; which runs depends only on how many values are low. The
     whole-array form pays a float64 exp (scalar libm) and a masked copy per value, the gathered one per low value:
-    measured (1 thread) on efficientnet_b0's swish inputs (32x32x32, 6% low) 82 -> ~12 us; synthetic, 32768
-    values: 10% low 346 -> 42 us, 50% 729 -> 251 us, 90% 296 / 299 us (even), 99% 162 / 882 us (the whole form).
+    measured (1 thread, 32768 values, whole / gathered): 10% low 346 / 42 us, 50% 729 / 251 us, 90% 296 / 299 us,
+    99% 162 / 882 us.
 
     The gathered exp reads ``max(x, -104)`` in float64 (the same zeros; libm's exp slows down 4x on arguments whose
     results underflow, efficientnet_b0's deep swish inputs reach -6000). The ones above the upper cutoff go in by
     ``max(r, x > 16.619047)`` (the mask cast to float32) instead of a masked copy: every result r so far is in
     [0, 1] or NaN, and np.maximum keeps r's NaN (the same bytes). efficientnet_b0 float's 65 LOGISTIC nodes,
-    each alone (hot, median, interleaved runs): 3.8-5.6 -> 1.9-2.1 ms.
+    each alone (hot, median, interleaved runs): 3.8-5.6 -> 1.9-2.2 ms in all (its 1x2x2x1280 node 64-70 -> 30-33 us).
 
     Each value depends on its own branch only, so the passes of a branch no value takes are skipped (the same
     values): with every value low (a segmentation mask's background: 65536 values 200 -> ~85 us) the main branch
