@@ -211,9 +211,9 @@ def test_logistic_cutoffs():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-@pytest.mark.parametrize("low_share", [0.0, 0.01, 0.5, 0.99])
+@pytest.mark.parametrize("low_share", [0.0, 0.01, 0.3, 0.7, 0.99])
 def test_logistic_low_branch_forms(low_share, dtype):
-    """The x < -9 branch, gathered (fewer than 1/32 low) or over the whole array, with subnormal results
+    """The x < -9 branch, gathered (fewer than half low) or over the whole array, with subnormal results
     (-104 < x < -87.3), zeros (x <= -104, -inf), NaN and the upper cutoff in the same tensor: as LiteRT within the
     float tolerance, and exp(x) correctly rounded from float64 where low."""
     rng = np.random.default_rng(int(low_share * 100))
@@ -232,6 +232,25 @@ def test_logistic_low_branch_forms(low_share, dtype):
     np.testing.assert_array_equal(ours[0][low], want)
     if low_share >= 0.5 and dtype == "float32":
         assert np.count_nonzero(ours[0][low] == 0) > 0 and np.count_nonzero((ours[0] > 0) & (ours[0] < 1e-38)) > 0
+
+
+@pytest.mark.parametrize("n_low", [2047, 2048])
+def test_logistic_low_branch_gather_bound(n_low):
+    """Just inside (2047 of 4096 low: gathered) and at (2048: the whole-array form) LogisticFloat's gather bound,
+    low values just below -9 as a swish's inputs have them: LiteRT's values within the float tolerance and,
+    bit for bit, exp(x) rounded once from float64 where low (the documented formula everywhere)."""
+    from litert_py.ops.activations import LOW_GATHER_MAX
+
+    n = 4096
+    assert n_low - 1 < n * LOW_GATHER_MAX <= n_low + 1  # the two cases straddle the bound
+    rng = np.random.default_rng(n_low)
+    x = rng.uniform(-9, 20, n)
+    x[rng.permutation(n)[:n_low]] = rng.uniform(-12, -9.0001, n_low)
+    x = x.astype(np.float32)
+    model = single_op_model("LOGISTIC", [T((n,))], [T((n,))])
+    ours, theirs = run_both(model, [x])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["logistic-float32"])
+    np.testing.assert_array_equal(ours[0], _logistic_formula(x))
 
 
 def _logistic_formula(x: np.ndarray) -> np.ndarray:
