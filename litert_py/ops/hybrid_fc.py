@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, asymmetric_row_params
+from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params
 from ..schema import dtypes
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
@@ -147,7 +147,25 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
         return FullyConnectedHybridRow.build(general, wi)
+    if asym and depth and x.shape and not x.dynamic and int(np.prod(x.shape)) % depth == 0:
+        return FullyConnectedHybridRows.build(general, wi, int(np.prod(x.shape)) // depth)
     return general
+
+
+def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarray:
+    """``[W, 256 M, -row_sums]`` (units, depth + len(fix cols) [+ 1]) C-contiguous, float32 where every partial
+    sum of its product with ``[q, min(q[cols], 0), zp]`` (factors at most Q_MAX in magnitude) is at most
+    ``Q_MAX * sum|w_aug|`` <= 2^24, else float64 (see FullyConnectedHybridRow)."""
+    parts = [wi.astype(np.float64)]
+    if general.sse_fix is not None:
+        parts.append(256.0 * general.sse_fix.mask_t.T)
+    if general.asymmetric:
+        parts.append(-sse_reduction_sum_vector(wi).astype(np.float64).reshape(wi.shape[0], 1))
+    w_aug = np.concatenate(parts, axis=1)
+    # |q|, |min(q, 0)|, |zp| <= 128: every partial sum of the augmented product is at most 128 * sum|w_aug|,
+    # often within float32's 2^24 where the general product's bound (product_bound) is not (half the bytes)
+    ct = exact_gemm_dtype(Q_MAX * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
+    return np.ascontiguousarray(w_aug, dtype=ct)
 
 
 F32 = np.float32
@@ -203,16 +221,8 @@ class FullyConnectedHybridRow:
     def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
-        parts = [wi.astype(np.float64)]
-        if fix is not None:
-            parts.append(256.0 * fix.mask_t.T)
-        if general.asymmetric:
-            parts.append(-sse_reduction_sum_vector(wi).astype(np.float64).reshape(units, 1))
-        w_aug = np.concatenate(parts, axis=1)
-        # |q|, |min(q, 0)|, |zp| <= 128: every partial sum of the augmented product is at most 128 * sum|w_aug|,
-        # often within float32's 2^24 where the general product's bound (product_bound) is not (half the bytes)
-        ct = exact_gemm_dtype(Q_MAX * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
-        w_aug = np.ascontiguousarray(w_aug, dtype=ct)
+        w_aug = augmented_weights(general, wi)
+        ct = w_aug.dtype
         k_vec = depth & ~7
         half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
         half[:k_vec] = 0.5
@@ -286,3 +296,72 @@ class FullyConnectedHybridRow:
         np.add(self.bias, out, out=out)
         if self.activation is not None:
             self.activation(out)
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedHybridRows:
+    """FullyConnectedHybrid for a fixed number of rows with constant weights and asymmetric inputs (a transformer's
+    projections: 32 x 64 -> 64 asymmetric, 70-85 -> ~35 us): the rows quantized by quant.hybrid.AsymmetricRowsQuantizer
+    (batch_quantize_floats' values in half the numpy calls, into buffers made at prepare), then one GEMM of
+    ``[q, min(q[:, cols], 0), zp]`` by ``[W, 256 M, -row_sums]`` (FullyConnectedHybridRow's augmented product: the
+    SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
+    augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
+    as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
+    range below RANGE_MIN, inf or NaN), take the general path (``general``): every result equals
+    FullyConnectedHybrid's."""
+
+    general: FullyConnectedHybrid
+    quantize: AsymmetricRowsQuantizer
+    w_aug_t: np.ndarray  # (depth + len(fix_cols) + 1, units) transposed view of the C-contiguous augmented weights
+    qq: np.ndarray  # (rows, depth + len(fix_cols) + 1) w_aug's dtype: q, min(q[:, cols], 0), zp
+    fix_q: np.ndarray | None  # (rows, len(fix_cols)) view of qq
+    fix_cols: np.ndarray | None
+    w_scale: np.ndarray  # () or (units,) float32
+    scale: np.ndarray  # (rows, 1) or (rows, units) float32
+    bias: np.ndarray  # (units,) float32
+    dot: np.ndarray | None  # (rows, units) float64 when the product runs in float64
+    rows: int
+
+    @staticmethod
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, rows: int) -> FullyConnectedHybridRows:
+        units, depth = wi.shape
+        w_aug = augmented_weights(general, wi)
+        qq = np.zeros((rows, w_aug.shape[1]), w_aug.dtype)
+        fix = general.sse_fix
+        per_tensor = general.w_scale.ndim == 0
+        return FullyConnectedHybridRows(
+            general,
+            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1]),
+            w_aug.T,
+            qq,
+            None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
+            None if fix is None else fix.cols,
+            general.w_scale,
+            np.zeros((rows, 1) if per_tensor else (rows, units), F32),
+            np.zeros(units, F32) if general.bias is None else general.bias,
+            None if w_aug.dtype == np.float32 else np.empty((rows, units), w_aug.dtype),
+            rows,
+        )
+
+    def __call__(self, inputs, outputs):
+        x = inputs[INPUT]
+        if x.size != self.rows * self.general.depth or not self.quantize(x.reshape(self.rows, -1)):
+            return self.general(inputs, outputs)
+        out = outputs[0].reshape(self.rows, -1)
+        if self.fix_q is not None:
+            np.take(self.quantize.q, self.fix_cols, 1, self.fix_q)
+            np.minimum(self.fix_q, 0.0, out=self.fix_q)
+        sf = self.quantize.sf
+        if self.scale.shape[1] == 1:  # per tensor: scaling_factors[b] *= filter scale
+            np.multiply(sf, self.w_scale, out=self.scale[:, 0])
+        else:  # per channel: scale = f32(w_scale[c] * sf[b])
+            np.multiply(sf[:, None], self.w_scale, out=self.scale)
+        if self.dot is None:
+            np.dot(self.qq, self.w_aug_t, out=out)
+            out *= self.scale
+        else:
+            np.dot(self.qq, self.w_aug_t, out=self.dot)
+            np.multiply(self.dot, self.scale, out=out, dtype=F32)  # f32(f32(dot) * scale)
+        np.add(self.bias, out, out=out)
+        if self.general.activation is not None:
+            self.general.activation(out)
