@@ -190,6 +190,12 @@ def asymmetric_row_params(mn: float, mx: float, f32_0d: np.ndarray) -> tuple[flo
 RANGE_MIN = 1e-35
 _ERR_BASE = np.array([[128.0], [127.0]])  # 128 + |zmin|, 127 + |zmax|: the errors of the two zero points
 _ZP_BASE = np.array([[-128.0], [127.0]])  # -128 - zmin, 127 - zmax: the two zero points
+_M128_F64, _127_F64, _M128_F32, _127_F32 = (
+    np.array(-128.0),
+    np.array(127.0),
+    np.array(-128, np.float32),
+    np.array(127, np.float32),
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,8 +210,11 @@ class AsymmetricRowsQuantizer:
     - the zero point of the smaller error (``128 + |zmin| < 127 + |zmax|``), clamped to [-128, 127], rounded half
       away from zero as ``trunc(t + copysign(HALF_DOWN, t))`` (exact for doubles, see HALF_DOWN);
     - ``sf = f32(scale)``, ``inv = f32(1.0 / f64(sf))``;
-    - q: the rounding of FullyConnectedHybridRow (``|f32(|x| * inv)| + half`` truncated by the cast to uint8,
-      the sign of x back: ``neon_round_inplace``'s value; ``|x| * inv <= 255 (1 + 2^-23)``), ``+ zp``, clamp.
+    - q: ``neon_round_inplace`` of ``f32(x * inv)`` (``trunc(v + copysign(half, v))``, ``half`` a prepared
+      (rows, depth) array: 0.5 on the 8-wide columns, HALF_DOWN on the tail), ``+ zp``, clamp to [-128, 127].
+
+    Every array operand of the (rows, depth) calls is either full-sized or a prepared (rows, 1) column: a
+    broadcast row vector or a view made per call costs numpy several times the arithmetic at these sizes.
 
     Returns False, having written nothing usable, when a row's range is outside ``RANGE_MIN <= range <= FLT_MAX``
     (all-zero rows, tiny ranges, inf or NaN): the caller then runs batch_quantize_floats."""
@@ -213,7 +222,7 @@ class AsymmetricRowsQuantizer:
     q: np.ndarray  # (rows, depth) float32 / float64 output view
     zp: np.ndarray  # (rows,) output view, q's dtype
     sf: np.ndarray  # (rows,) float32 output
-    half: np.ndarray  # (depth,) float32: 0.5 on the 8-wide columns, HALF_DOWN on the tail
+    half: np.ndarray  # (rows, depth) float32: 0.5 on the 8-wide columns, HALF_DOWN on the tail (full: no broadcast)
     # scratch
     r: np.ndarray  # (2, rows) float32: rmin, rmax
     rng: np.ndarray  # (rows,) float32
@@ -223,14 +232,15 @@ class AsymmetricRowsQuantizer:
     nearer_min: np.ndarray  # (rows,) bool
     zd: np.ndarray  # (2, rows) float64
     inv: np.ndarray  # (rows, 1) float32
-    a: np.ndarray  # (rows, depth) float32
-    m: np.ndarray  # (rows, depth) uint8
+    zp_col: np.ndarray  # (rows, 1) float32
+    a: np.ndarray  # (rows, depth) float32: f32(x * inv), rounded, + zp
+    h: np.ndarray  # (rows, depth) float32: copysign(half, .)
 
     @staticmethod
     def build(q: np.ndarray, zp: np.ndarray) -> AsymmetricRowsQuantizer:
         rows, depth = q.shape
-        half = np.full(depth, HALF_DOWN[np.dtype(np.float32)], np.float32)
-        half[: depth & ~7] = 0.5
+        half = np.full((rows, depth), HALF_DOWN[np.dtype(np.float32)], np.float32)
+        half[:, : depth & ~7] = 0.5
         f32, f64 = np.float32, np.float64
         return AsymmetricRowsQuantizer(
             q,
@@ -245,37 +255,67 @@ class AsymmetricRowsQuantizer:
             np.empty(rows, bool),
             np.empty((2, rows), f64),
             np.empty((rows, 1), f32),
+            np.empty((rows, 1), f32),
             np.empty((rows, depth), f32),
-            np.empty((rows, depth), np.uint8),
+            np.empty((rows, depth), f32),
         )
 
+    def calls(self, x2: np.ndarray) -> tuple[list, list]:
+        """The quantization of ``x2`` as two lists of (function, args, kwargs) calls (ops/bound_plan's form, to be
+        bound once to a fixed input): the range per row into ``rng``; then, where every range is within
+        ``RANGE_MIN <= rng <= FLT_MAX`` (the caller's test), the rest."""
+        r, rng, scale, z, err, zd, a, zp_col = (
+            self.r,
+            self.rng,
+            self.scale,
+            self.z,
+            self.err,
+            self.zd,
+            self.a,
+            self.zp_col,
+        )
+        t, u = zd[1], zd[0]
+        f64, o = np.float64, "out"
+        ranges = [
+            (np.minimum.reduce, (x2, 1, None, r[0]), {"initial": 0.0}),
+            (np.maximum.reduce, (x2, 1, None, r[1]), {"initial": 0.0}),
+            (np.subtract, (r[1], r[0]), {o: rng}),
+        ]
+        rest = [
+            (np.divide, (rng, 255.0), {o: scale, "dtype": f64}),
+            (np.divide, (r, scale), {o: z}),
+            (np.abs, (z,), {o: err}),
+            (np.add, (_ERR_BASE, err), {o: err}),
+            (np.less, (err[0], err[1]), {o: self.nearer_min}),
+            (np.subtract, (_ZP_BASE, z), {o: zd}),
+            (np.copyto, (t, u), {"where": self.nearer_min}),
+            (clip_ufunc, (t, _M128_F64, _127_F64), {o: t}),
+            (np.copysign, (HALF_DOWN_F64, t), {o: u}),
+            (np.add, (t, u), {o: u}),
+            (np.trunc, (u,), {o: zp_col[:, 0]}),
+            (np.copyto, (self.sf, scale), {"casting": "same_kind"}),
+            (np.divide, (1.0, self.sf), {o: self.inv[:, 0], "dtype": f64, "casting": "same_kind"}),
+            (np.multiply, (x2, self.inv), {o: a}),
+            (np.copysign, (self.half, a), {o: self.h}),
+            (np.add, (a, self.h), {o: a}),
+            (np.trunc, (a,), {o: a}),
+            (np.add, (a, zp_col), {o: a}),
+            (clip_ufunc, (a, _M128_F32, _127_F32), {o: self.q}),
+            (np.copyto, (self.zp, zp_col[:, 0]), {}),
+        ]
+        return ranges, rest
+
     def __call__(self, x2: np.ndarray) -> bool:
-        r, rng, scale, z, err, zd, a = self.r, self.rng, self.scale, self.z, self.err, self.zd, self.a
-        np.minimum.reduce(x2, 1, None, r[0], initial=0.0)
-        np.maximum.reduce(x2, 1, None, r[1], initial=0.0)
-        np.subtract(r[1], r[0], out=rng)
-        if not (RANGE_MIN <= np.minimum.reduce(rng) and np.maximum.reduce(rng) <= FLT_MAX):  # NaN fails too
+        """Quantize ``x2`` (calls made anew: the tests' entry; the FC op binds them once)."""
+        ranges, rest = self.calls(x2)
+        for f, args, kw in ranges:
+            f(*args, **kw)
+        if not self.in_range():
             return False
-        np.divide(rng, 255.0, out=scale, dtype=np.float64)
-        np.divide(r, scale, out=z)
-        np.abs(z, out=err)
-        np.add(_ERR_BASE, err, out=err)
-        np.less(err[0], err[1], out=self.nearer_min)
-        np.subtract(_ZP_BASE, z, out=zd)
-        t = zd[1]
-        np.copyto(t, zd[0], where=self.nearer_min)
-        clip_ufunc(t, -128.0, 127.0, out=t)
-        u = zd[0]
-        np.copysign(HALF_DOWN_F64, t, out=u)
-        np.add(t, u, out=u)
-        np.trunc(u, out=self.zp)
-        np.copyto(self.sf, scale, casting="same_kind")
-        np.divide(1.0, self.sf, out=self.inv[:, 0], dtype=np.float64, casting="same_kind")
-        np.abs(x2, out=a)
-        np.multiply(a, self.inv, out=a)
-        np.add(a, self.half, out=self.m, casting="unsafe")
-        q = self.q
-        np.copysign(self.m, x2, out=q)
-        np.add(q, self.zp[:, None], out=q)
-        clip_ufunc(q, -128.0, 127.0, out=q)
+        for f, args, kw in rest:
+            f(*args, **kw)
         return True
+
+    def in_range(self) -> bool:
+        """Every row's range within ``RANGE_MIN <= range <= FLT_MAX`` (NaN fails)."""
+        return bool(RANGE_MIN <= np.minimum.reduce(self.rng) and np.maximum.reduce(self.rng) <= FLT_MAX)

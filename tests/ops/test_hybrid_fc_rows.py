@@ -135,3 +135,23 @@ def test_asymmetric_rows_quantizer_declines(bad):
     assert not AsymmetricRowsQuantizer.build(qq, np.zeros(2, F32))(x)
     x[1, 3] = ABOVE
     assert AsymmetricRowsQuantizer.build(qq, np.zeros(2, F32))(x)
+
+
+def test_hybrid_fc_rows_bound_plan_across_invokes():
+    """One interpreter (its plan bound once), inputs in and out of the quantizer's range in turn, each equal to
+    BUILTIN_REF."""
+    rng = np.random.default_rng(11)
+    model = model_for("4x40-fix-relu", rng)
+    LiteRT, OpResolverType = oracle()
+    ours_it = Interpreter(model_content=model)
+    ref_it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    for it in (ours_it, ref_it):
+        it.allocate_tensors()
+    for kinds in (("normal",), ("normal", "zeros"), ("negative", "normal"), ("below", "positive"), ("ties",)):
+        x = rows_input(kinds, 4, 40, rng)
+        results = []
+        for it in (ours_it, ref_it):
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            results.append(it.get_tensor(it.get_output_details()[0]["index"]))
+        assert np.array_equal(results[0].view(np.int32), results[1].view(np.int32)), kinds
