@@ -188,7 +188,7 @@ class FullyConnectedHybridRow:
       as 53 >= 2 * 24 + 2); ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
     - asymmetric: min and max reductions, the scalars of quant.hybrid.asymmetric_row_params;
     - the rounding of ``neon_round_inplace``, ``trunc(f32(v + copysign(half, v)))``, on ``|v| = f32(|x| * inv)``
-      (float32 rounding is symmetric): ``|v| + half`` cast to uint8 (truncation; ``|v| < 255.5``), then
+      (float32 rounding is symmetric): ``trunc(f32(|v| + half))``, then
       ``copysign(., x)``; ``half`` a prepared vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
     - symmetric, no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
       asymmetric: ``+ zp``, clamp to [-128, 127];
@@ -210,7 +210,6 @@ class FullyConnectedHybridRow:
     activation: object
     # scratch
     a: np.ndarray  # (depth,) float32: |x|, then |v|
-    m: np.ndarray  # (depth,) uint8: round(|v|)
     qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q, min(q[cols], 0) [, zp]
     f32_0d: np.ndarray  # () float32: rounds a Python float to float32
     inv: np.ndarray  # () float32
@@ -237,7 +236,6 @@ class FullyConnectedHybridRow:
             np.zeros(units, F32) if general.bias is None else general.bias,
             general.activation,
             np.empty(depth, F32),
-            np.empty(depth, np.uint8),
             np.zeros(w_aug.shape[1], ct),
             np.zeros((), F32),
             np.zeros((), F32),
@@ -246,57 +244,101 @@ class FullyConnectedHybridRow:
             None if ct == np.float32 else np.empty(units, ct),
         )
 
-    def _quantize(self, x: np.ndarray) -> float | None:
-        """q (and zp) into ``qq``; returns sf, or None for a row the general path takes."""
-        a, f, depth = self.a, self.f32_0d, self.a.shape[0]
+    _bound = None  # bind's (input, output, input row, calls after the scalars) as partial objects, or None
+
+    def bind(self, inputs, outputs) -> None:
+        """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
+        ``outputs[0]`` (views of their memory; C-contiguous float32 arrays of this op's size, else no plan: the
+        general path)."""
+        x, out = inputs[INPUT], outputs[0]
+        depth, units = self.a.shape[0], self.bias.shape[0]
+        bound = None
+        if (
+            x is not None
+            and out is not None
+            and x.size == depth
+            and out.size == units
+            and x.dtype == F32
+            and out.dtype == F32
+            and x.flags.c_contiguous
+            and out.flags.c_contiguous
+        ):
+            x1, o1 = x.reshape(-1), out.reshape(-1)
+            bound = (x, out, x1, bound_plan(self.quantize_calls(x1) + self.product_calls(o1)))
+        object.__setattr__(self, "_bound", bound)
+
+    def quantize_calls(self, x: np.ndarray) -> list:
+        """q (and zp) into ``qq`` once ``inv`` (and ``zp``) hold the row's values; ``a`` holds |x| already."""
+        a, depth, o = self.a, self.a.shape[0], "out"
+        q = self.qq[:depth]
+        calls = [
+            (np.multiply, (a, self.inv), {o: a}),  # |f32(x * inv)|: the float32 product's rounding is symmetric
+            # trunc(f32(|v| + half)), the sign back (float32 calls: a cast to uint8 costs more than a trunc)
+            (np.add, (a, self.half), {o: a}),
+            (np.trunc, (a,), {o: q}),
+            (np.copysign, (q, x), {o: q}),
+        ]
+        if self.general.asymmetric:
+            calls += [
+                (np.add, (q, self.zp), {o: q}),
+                (clip_ufunc, (q, CM128, C127), {o: q}),
+                (np.copyto, (self.qq[-1:], self.zp), {}),
+            ]
+        if self.fix_cols is not None:
+            fq = self.qq[depth : depth + self.fix_cols.shape[0]]
+            calls += [(np.take, (q, self.fix_cols), {o: fq}), (np.minimum, (fq, 0.0), {o: fq})]
+        return calls
+
+    def product_calls(self, out: np.ndarray) -> list:
+        """``f32(dot) * scale + bias``, the activation, once ``scale`` holds the row's value."""
+        if self.dot is None:
+            calls = [(np.dot, (self.w_aug, self.qq), {"out": out}), (np.multiply, (out, self.scale), {"out": out})]
+        else:  # f32(f32(dot) * scale)
+            calls = [
+                (np.dot, (self.w_aug, self.qq), {"out": self.dot}),
+                (np.multiply, (self.dot, self.scale), {"out": out, "dtype": F32}),
+            ]
+        calls.append((np.add, (self.bias, out), {"out": out}))
+        if self.activation is not None:
+            calls.append((self.activation, (out,), {}))
+        return calls
+
+    def _scalars(self, x: np.ndarray) -> float | None:
+        """The row's scalars into ``inv`` (and ``zp``), |x| into ``a``; returns sf, or None for a row the general
+        path takes."""
+        f = self.f32_0d
         if self.general.asymmetric:
             p = asymmetric_row_params(float(np.minimum.reduce(x)), float(np.maximum.reduce(x)), f)
             if p is None:
                 return None
-            sf, self.inv[()], zp = p
-            np.abs(x, out=a)
+            sf, self.inv[()], self.zp[()] = p
+            np.abs(x, out=self.a)
         else:
-            r = float(np.maximum.reduce(np.abs(x, out=a)))
+            r = float(np.maximum.reduce(np.abs(x, out=self.a)))
             if not R_MIN <= r < np.inf:
                 return None
             f[()] = r / 127.0
             sf = f.item()
             self.inv[()] = 127.0 / r
-        np.multiply(a, self.inv, out=a)  # |f32(x * inv)|: the float32 product's rounding is symmetric
-        # trunc(f32(|v| + half)) by the cast to uint8 (C truncation: the values are in [0, 256)), the sign back
-        np.add(a, self.half, out=self.m, casting="unsafe")
-        q = self.qq[:depth]
-        np.copysign(self.m, x, out=q)
-        if self.general.asymmetric:
-            self.zp[()] = zp
-            q += self.zp
-            clip_ufunc(q, CM128, C127, out=q)
-            self.qq[-1] = zp
-        if self.fix_cols is not None:
-            fq = self.qq[depth : depth + self.fix_cols.shape[0]]
-            np.take(q, self.fix_cols, out=fq)
-            np.minimum(fq, 0.0, out=fq)
         return sf
 
     def __call__(self, inputs, outputs):
-        sf = self._quantize(inputs[INPUT].reshape(-1))
+        b = self._bound
+        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
+            self.bind(inputs, outputs)
+            b = self._bound
+            if b is None:
+                return self.general(inputs, outputs)
+        sf = self._scalars(b[2])
         if sf is None:
             return self.general(inputs, outputs)
-        out = outputs[0].reshape(-1)
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         else:
             self.f32_0d[()] = sf
             np.multiply(self.general.w_scale, self.f32_0d, out=self.scale)
-        if self.dot is None:
-            self.w_aug.dot(self.qq, out=out)
-            out *= self.scale
-        else:
-            self.w_aug.dot(self.qq, out=self.dot)
-            np.multiply(self.dot, self.scale, out=out, dtype=F32)  # f32(f32(dot) * scale)
-        np.add(self.bias, out, out=out)
-        if self.activation is not None:
-            self.activation(out)
+        for call in b[3]:
+            call()
 
 
 @dataclass(frozen=True, eq=False)
