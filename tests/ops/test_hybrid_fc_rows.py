@@ -14,7 +14,7 @@ import pytest
 from litert_py import Interpreter
 from litert_py.quant.hybrid import RANGE_MIN, AsymmetricRowsQuantizer, batch_quantize_floats
 from tests.ops.test_fully_connected import fc_model
-from tests.ops.test_hybrid_fc_row import row, weights
+from tests.ops.test_hybrid_fc_row import row, tie_row, weights
 from tests.oracle import oracle, quant, run_litert, run_ours
 
 F32, I8 = np.float32, np.int8
@@ -27,6 +27,8 @@ CASES = {
     "5x13-tail-per-channel": (5, 13, 7, "symmetric", True, True, 0, ("normal", "positive", "negative"), "float32"),
     "4x40-fix-relu": (4, 40, 9, "full", False, True, 1, ("negative", "normal"), "float32"),
     "3x37-sparse-fix-per-channel": (3, 37, 4, "sparse-128", True, True, 0, ("negative", "ties"), "float32"),
+    "2x43-ties-tail": (2, 43, 6, "symmetric", False, True, 0, ("ties",), "float32"),
+    "2x64-ties-8-wide": (2, 64, 5, "symmetric", True, False, 0, ("ties", "normal"), "float32"),
     "6x24-clamps-relu6": (6, 24, 5, "symmetric", False, True, 3, ("clamp-high", "clamp-low", "constant"), "float32"),
     "2x24-no-bias-negative-zero": (2, 24, 6, "zero-unit", False, False, 0, ("normal",), "float32"),
     "3x512-f32-at-bound": (3, 512, 3, "127", False, False, 0, ("plus-minus-2", "positive"), "float32"),
@@ -41,7 +43,10 @@ def rows_input(kinds, n: int, depth: int, rng) -> np.ndarray:
     out = []
     for i in range(n):
         kind = kinds[i % len(kinds)]
-        if kind in ("below", "above"):  # range = max - min exactly BELOW / ABOVE
+        if kind == "ties":  # min -128, max 127: sf = 1, inv = 1, zp = 0, so q = round(x): the tie probes
+            x = tie_row(depth)
+            x[1] = -128.0
+        elif kind in ("below", "above"):  # range = max - min exactly BELOW / ABOVE
             x = np.zeros(depth, F32)
             x[1] = BELOW if kind == "below" else ABOVE
         else:
