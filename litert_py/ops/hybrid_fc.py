@@ -171,6 +171,42 @@ def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarr
     return np.ascontiguousarray(w_aug, dtype=ct)
 
 
+def product_calls(lhs, rhs, dot, scale, bias, activation, out: np.ndarray) -> list:
+    """The bound calls of ``f32(f32(lhs @ rhs) * scale) + bias`` into ``out``, the activation: the product in
+    ``out`` (float32) or in ``dot`` (float64, then rounded once to float32 by the scaling's input cast)."""
+    if dot is None:
+        calls = [(np.dot, (lhs, rhs), {"out": out}), (np.multiply, (out, scale), {"out": out})]
+    else:  # f32(f32(dot) * scale)
+        calls = [(np.dot, (lhs, rhs), {"out": dot}), (np.multiply, (dot, scale), {"out": out, "dtype": F32})]
+    calls.append((np.add, (bias, out), {"out": out}))
+    if activation is not None:
+        calls.append((activation, (out,), {}))
+    return calls
+
+
+def bindable(x, out, x_size: int, out_size: int) -> bool:
+    """Arrays a plan can be bound to: C-contiguous float32 arrays of the op's sizes (their reshapes are views)."""
+    return (
+        x is not None
+        and out is not None
+        and x.size == x_size
+        and out.size == out_size
+        and x.dtype == np.float32
+        and out.dtype == np.float32
+        and x.flags.c_contiguous
+        and out.flags.c_contiguous
+    )
+
+
+def bound_to(op, inputs, outputs):
+    """``op._bound`` for these arrays: bound to them first when they are not the ones it holds; None: no plan."""
+    b = op._bound
+    if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
+        op.bind(inputs, outputs)
+        b = op._bound
+    return b
+
+
 F32 = np.float32
 #: The largest magnitude of a value FullyConnectedHybridRow's product multiplies (q, min(q, 0), zp: all in [-128, 127]).
 Q_MAX = 128.0
@@ -255,18 +291,17 @@ class FullyConnectedHybridRow:
         x, out = inputs[INPUT], outputs[0]
         depth, units = self.a.shape[0], self.bias.shape[0]
         bound = None
-        if (
-            x is not None
-            and out is not None
-            and x.size == depth
-            and out.size == units
-            and x.dtype == F32
-            and out.dtype == F32
-            and x.flags.c_contiguous
-            and out.flags.c_contiguous
-        ):
+        if bindable(x, out, depth, units):
             x1, o1 = x.reshape(-1), out.reshape(-1)
-            bound = (x, out, x1, bound_plan(self.quantize_calls(x1) + self.product_calls(o1)))
+            bound = (
+                x,
+                out,
+                x1,
+                bound_plan(
+                    self.quantize_calls(x1)
+                    + product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+                ),
+            )
         object.__setattr__(self, "_bound", bound)
 
     def quantize_calls(self, x: np.ndarray) -> list:
@@ -291,20 +326,6 @@ class FullyConnectedHybridRow:
             calls += [(np.take, (q, self.fix_cols), {o: fq}), (np.minimum, (fq, 0.0), {o: fq})]
         return calls
 
-    def product_calls(self, out: np.ndarray) -> list:
-        """``f32(dot) * scale + bias``, the activation, once ``scale`` holds the row's value."""
-        if self.dot is None:
-            calls = [(np.dot, (self.w_aug, self.qq), {"out": out}), (np.multiply, (out, self.scale), {"out": out})]
-        else:  # f32(f32(dot) * scale)
-            calls = [
-                (np.dot, (self.w_aug, self.qq), {"out": self.dot}),
-                (np.multiply, (self.dot, self.scale), {"out": out, "dtype": F32}),
-            ]
-        calls.append((np.add, (self.bias, out), {"out": out}))
-        if self.activation is not None:
-            calls.append((self.activation, (out,), {}))
-        return calls
-
     def _scalars(self, x: np.ndarray) -> float | None:
         """The row's scalars into ``inv`` (and ``zp``), |x| into ``a``; returns sf, or None for a row the general
         path takes."""
@@ -325,12 +346,9 @@ class FullyConnectedHybridRow:
         return sf
 
     def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
-            self.bind(inputs, outputs)
-            b = self._bound
-            if b is None:
-                return self.general(inputs, outputs)
+        b = bound_to(self, inputs, outputs)
+        if b is None:
+            return self.general(inputs, outputs)
         sf = self._scalars(b[2])
         if sf is None:
             return self.general(inputs, outputs)
@@ -396,16 +414,7 @@ class FullyConnectedHybridRows:
         memory; C-contiguous arrays of this op's size, else no plan: the general path)."""
         x, out = inputs[INPUT], outputs[0]
         bound = None
-        if (
-            x is not None
-            and out is not None
-            and x.size == self.rows * self.general.depth
-            and out.size == self.rows * self.bias.shape[0]
-            and x.dtype == F32
-            and out.dtype == F32
-            and x.flags.c_contiguous
-            and out.flags.c_contiguous
-        ):
+        if bindable(x, out, self.rows * self.general.depth, self.rows * self.bias.shape[0]):
             ranges, rest = self.quantize.calls(x.reshape(self.rows, -1))
             bound = (x, out, bound_plan(ranges), bound_plan(rest + self.product_calls(out.reshape(self.rows, -1))))
         object.__setattr__(self, "_bound", bound)
@@ -422,25 +431,14 @@ class FullyConnectedHybridRows:
             calls.append((np.multiply, (sf, self.w_scale), {"out": self.scale[:, 0]}))
         else:  # per channel: scale = f32(w_scale[c] * sf[b])
             calls.append((np.multiply, (sf.reshape(-1, 1), self.w_scale), {"out": self.scale}))
-        if self.dot is None:
-            calls += [(np.dot, (self.qq, self.w_aug_t), {"out": out}), (np.multiply, (out, self.scale), {"out": out})]
-        else:  # f32(f32(dot) * scale)
-            calls += [
-                (np.dot, (self.qq, self.w_aug_t), {"out": self.dot}),
-                (np.multiply, (self.dot, self.scale), {"out": out, "dtype": F32}),
-            ]
-        calls.append((np.add, (self.bias, out), {"out": out}))
-        if self.general.activation is not None:
-            calls.append((self.general.activation, (out,), {}))
-        return calls
+        return calls + product_calls(
+            self.qq, self.w_aug_t, self.dot, self.scale, self.bias, self.general.activation, out
+        )
 
     def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
-            self.bind(inputs, outputs)
-            b = self._bound
-            if b is None:
-                return self.general(inputs, outputs)
+        b = bound_to(self, inputs, outputs)
+        if b is None:
+            return self.general(inputs, outputs)
         for call in b[2]:
             call()
         if not self.quantize.in_range():
