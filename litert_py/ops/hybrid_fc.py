@@ -1,8 +1,10 @@
 """FULLY_CONNECTED's hybrid product (float input, int8 weights: dynamic-range quantization), prepared once: the
 kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid RNN, SVDF and LSTM kernels
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
-calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us). Semantics and sources: see
-fully_connected.py and litert_py/quant/hybrid.py."""
+calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
+runtime's arrays; ``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
+(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 60 -> 30 us).
+Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, asymmetric_row_params
+from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params
 from ..schema import dtypes
+from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
@@ -147,7 +150,61 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
         return FullyConnectedHybridRow.build(general, wi)
+    if asym and depth and x.shape and not x.dynamic and int(np.prod(x.shape)) % depth == 0:
+        return FullyConnectedHybridRows.build(general, wi, int(np.prod(x.shape)) // depth)
     return general
+
+
+def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarray:
+    """``[W, 256 M, -row_sums]`` (units, depth + len(fix cols) [+ 1]) C-contiguous, float32 where every partial
+    sum of its product with ``[q, min(q[cols], 0), zp]`` (factors at most Q_MAX in magnitude) is at most
+    ``Q_MAX * sum|w_aug|`` <= 2^24, else float64 (see FullyConnectedHybridRow)."""
+    parts = [wi.astype(np.float64)]
+    if general.sse_fix is not None:
+        parts.append(256.0 * general.sse_fix.mask_t.T)
+    if general.asymmetric:
+        parts.append(-sse_reduction_sum_vector(wi).astype(np.float64).reshape(wi.shape[0], 1))
+    w_aug = np.concatenate(parts, axis=1)
+    # |q|, |min(q, 0)|, |zp| <= 128: every partial sum of the augmented product is at most 128 * sum|w_aug|,
+    # often within float32's 2^24 where the general product's bound (product_bound) is not (half the bytes)
+    ct = exact_gemm_dtype(Q_MAX * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
+    return np.ascontiguousarray(w_aug, dtype=ct)
+
+
+def product_calls(lhs, rhs, dot, scale, bias, activation, out: np.ndarray) -> list:
+    """The bound calls of ``f32(f32(lhs @ rhs) * scale) + bias`` into ``out``, the activation: the product in
+    ``out`` (float32) or in ``dot`` (float64, then rounded once to float32 by the scaling's input cast)."""
+    if dot is None:
+        calls = [(np.dot, (lhs, rhs), {"out": out}), (np.multiply, (out, scale), {"out": out})]
+    else:  # f32(f32(dot) * scale)
+        calls = [(np.dot, (lhs, rhs), {"out": dot}), (np.multiply, (dot, scale), {"out": out, "dtype": F32})]
+    calls.append((np.add, (bias, out), {"out": out}))
+    if activation is not None:
+        calls.append((activation, (out,), {}))
+    return calls
+
+
+def bindable(x, out, x_size: int, out_size: int) -> bool:
+    """Arrays a plan can be bound to: C-contiguous float32 arrays of the op's sizes (their reshapes are views)."""
+    return (
+        x is not None
+        and out is not None
+        and x.size == x_size
+        and out.size == out_size
+        and x.dtype == np.float32
+        and out.dtype == np.float32
+        and x.flags.c_contiguous
+        and out.flags.c_contiguous
+    )
+
+
+def bound_to(op, inputs, outputs):
+    """``op._bound`` for these arrays: bound to them first when they are not the ones it holds; None: no plan."""
+    b = op._bound
+    if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
+        op.bind(inputs, outputs)
+        b = op._bound
+    return b
 
 
 F32 = np.float32
@@ -169,7 +226,7 @@ class FullyConnectedHybridRow:
       as 53 >= 2 * 24 + 2); ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
     - asymmetric: min and max reductions, the scalars of quant.hybrid.asymmetric_row_params;
     - the rounding of ``neon_round_inplace``, ``trunc(f32(v + copysign(half, v)))``, on ``|v| = f32(|x| * inv)``
-      (float32 rounding is symmetric): ``|v| + half`` cast to uint8 (truncation; ``|v| < 255.5``), then
+      (float32 rounding is symmetric): ``trunc(f32(|v| + half))``, then
       ``copysign(., x)``; ``half`` a prepared vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
     - symmetric, no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
       asymmetric: ``+ zp``, clamp to [-128, 127];
@@ -191,7 +248,6 @@ class FullyConnectedHybridRow:
     activation: object
     # scratch
     a: np.ndarray  # (depth,) float32: |x|, then |v|
-    m: np.ndarray  # (depth,) uint8: round(|v|)
     qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q, min(q[cols], 0) [, zp]
     f32_0d: np.ndarray  # () float32: rounds a Python float to float32
     inv: np.ndarray  # () float32
@@ -203,16 +259,8 @@ class FullyConnectedHybridRow:
     def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
-        parts = [wi.astype(np.float64)]
-        if fix is not None:
-            parts.append(256.0 * fix.mask_t.T)
-        if general.asymmetric:
-            parts.append(-sse_reduction_sum_vector(wi).astype(np.float64).reshape(units, 1))
-        w_aug = np.concatenate(parts, axis=1)
-        # |q|, |min(q, 0)|, |zp| <= 128: every partial sum of the augmented product is at most 128 * sum|w_aug|,
-        # often within float32's 2^24 where the general product's bound (product_bound) is not (half the bytes)
-        ct = exact_gemm_dtype(Q_MAX * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
-        w_aug = np.ascontiguousarray(w_aug, dtype=ct)
+        w_aug = augmented_weights(general, wi)
+        ct = w_aug.dtype
         k_vec = depth & ~7
         half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
         half[:k_vec] = 0.5
@@ -226,7 +274,6 @@ class FullyConnectedHybridRow:
             np.zeros(units, F32) if general.bias is None else general.bias,
             general.activation,
             np.empty(depth, F32),
-            np.empty(depth, np.uint8),
             np.zeros(w_aug.shape[1], ct),
             np.zeros((), F32),
             np.zeros((), F32),
@@ -235,54 +282,166 @@ class FullyConnectedHybridRow:
             None if ct == np.float32 else np.empty(units, ct),
         )
 
-    def _quantize(self, x: np.ndarray) -> float | None:
-        """q (and zp) into ``qq``; returns sf, or None for a row the general path takes."""
-        a, f, depth = self.a, self.f32_0d, self.a.shape[0]
+    _bound = None  # bind's (input, output, input row, calls after the scalars) as partial objects, or None
+
+    def bind(self, inputs, outputs) -> None:
+        """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
+        ``outputs[0]`` (views of their memory; C-contiguous float32 arrays of this op's size, else no plan: the
+        general path)."""
+        x, out = inputs[INPUT], outputs[0]
+        depth, units = self.a.shape[0], self.bias.shape[0]
+        bound = None
+        if bindable(x, out, depth, units):
+            x1, o1 = x.reshape(-1), out.reshape(-1)
+            bound = (
+                x,
+                out,
+                x1,
+                bound_plan(
+                    self.quantize_calls(x1)
+                    + product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+                ),
+            )
+        object.__setattr__(self, "_bound", bound)
+
+    def quantize_calls(self, x: np.ndarray) -> list:
+        """q (and zp) into ``qq`` once ``inv`` (and ``zp``) hold the row's values; ``a`` holds |x| already."""
+        a, depth, o = self.a, self.a.shape[0], "out"
+        q = self.qq[:depth]
+        calls = [
+            (np.multiply, (a, self.inv), {o: a}),  # |f32(x * inv)|: the float32 product's rounding is symmetric
+            # trunc(f32(|v| + half)), the sign back (float32 calls: a cast to uint8 costs more than a trunc)
+            (np.add, (a, self.half), {o: a}),
+            (np.trunc, (a,), {o: q}),
+            (np.copysign, (q, x), {o: q}),
+        ]
+        if self.general.asymmetric:
+            calls += [
+                (np.add, (q, self.zp), {o: q}),
+                (clip_ufunc, (q, CM128, C127), {o: q}),
+                (np.copyto, (self.qq[-1:], self.zp), {}),
+            ]
+        if self.fix_cols is not None:
+            fq = self.qq[depth : depth + self.fix_cols.shape[0]]
+            calls += [(np.take, (q, self.fix_cols), {o: fq}), (np.minimum, (fq, 0.0), {o: fq})]
+        return calls
+
+    def _scalars(self, x: np.ndarray) -> float | None:
+        """The row's scalars into ``inv`` (and ``zp``), |x| into ``a``; returns sf, or None for a row the general
+        path takes."""
+        f = self.f32_0d
         if self.general.asymmetric:
             p = asymmetric_row_params(float(np.minimum.reduce(x)), float(np.maximum.reduce(x)), f)
             if p is None:
                 return None
-            sf, self.inv[()], zp = p
-            np.abs(x, out=a)
+            sf, self.inv[()], self.zp[()] = p
+            np.abs(x, out=self.a)
         else:
-            r = float(np.maximum.reduce(np.abs(x, out=a)))
+            r = float(np.maximum.reduce(np.abs(x, out=self.a)))
             if not R_MIN <= r < np.inf:
                 return None
             f[()] = r / 127.0
             sf = f.item()
             self.inv[()] = 127.0 / r
-        np.multiply(a, self.inv, out=a)  # |f32(x * inv)|: the float32 product's rounding is symmetric
-        # trunc(f32(|v| + half)) by the cast to uint8 (C truncation: the values are in [0, 256)), the sign back
-        np.add(a, self.half, out=self.m, casting="unsafe")
-        q = self.qq[:depth]
-        np.copysign(self.m, x, out=q)
-        if self.general.asymmetric:
-            self.zp[()] = zp
-            q += self.zp
-            clip_ufunc(q, CM128, C127, out=q)
-            self.qq[-1] = zp
-        if self.fix_cols is not None:
-            fq = self.qq[depth : depth + self.fix_cols.shape[0]]
-            np.take(q, self.fix_cols, out=fq)
-            np.minimum(fq, 0.0, out=fq)
         return sf
 
     def __call__(self, inputs, outputs):
-        sf = self._quantize(inputs[INPUT].reshape(-1))
+        b = bound_to(self, inputs, outputs)
+        if b is None:
+            return self.general(inputs, outputs)
+        sf = self._scalars(b[2])
         if sf is None:
             return self.general(inputs, outputs)
-        out = outputs[0].reshape(-1)
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         else:
             self.f32_0d[()] = sf
             np.multiply(self.general.w_scale, self.f32_0d, out=self.scale)
-        if self.dot is None:
-            self.w_aug.dot(self.qq, out=out)
-            out *= self.scale
-        else:
-            self.w_aug.dot(self.qq, out=self.dot)
-            np.multiply(self.dot, self.scale, out=out, dtype=F32)  # f32(f32(dot) * scale)
-        np.add(self.bias, out, out=out)
-        if self.activation is not None:
-            self.activation(out)
+        for call in b[3]:
+            call()
+
+
+@dataclass(frozen=True, eq=False)
+class FullyConnectedHybridRows:
+    """FullyConnectedHybrid for a fixed number of rows with constant weights and asymmetric inputs (a transformer's
+    projections: 32 x 64 -> 64 asymmetric, 70-85 -> ~35 us): the rows quantized by quant.hybrid.AsymmetricRowsQuantizer
+    (batch_quantize_floats' values in half the numpy calls, into buffers made at prepare), then one GEMM of
+    ``[q, min(q[:, cols], 0), zp]`` by ``[W, 256 M, -row_sums]`` (FullyConnectedHybridRow's augmented product: the
+    SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
+    augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
+    as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
+    range below RANGE_MIN, inf or NaN), take the general path (``general``): every result equals
+    FullyConnectedHybrid's."""
+
+    general: FullyConnectedHybrid
+    quantize: AsymmetricRowsQuantizer
+    w_aug_t: np.ndarray  # (depth + len(fix_cols) + 1, units) C-contiguous: augmented_weights transposed (q @ w_aug_t:
+    # BLAS's (rows, k) x (k, units) without transposes, about 2.5x faster than on a transposed view at 32 x 64 x 64)
+    qq: np.ndarray  # (rows, depth + len(fix_cols) + 1) w_aug's dtype: q, min(q[:, cols], 0), zp
+    fix_q: np.ndarray | None  # (rows, len(fix_cols)) view of qq
+    fix_cols: np.ndarray | None
+    w_scale: np.ndarray  # () or (units,) float32
+    scale: np.ndarray  # (rows, 1) or (rows, units) float32
+    bias: np.ndarray  # (units,) float32
+    dot: np.ndarray | None  # (rows, units) float64 when the product runs in float64
+    rows: int
+
+    @staticmethod
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, rows: int) -> FullyConnectedHybridRows:
+        units, depth = wi.shape
+        w_aug = augmented_weights(general, wi)
+        qq = np.zeros((rows, w_aug.shape[1]), w_aug.dtype)
+        fix = general.sse_fix
+        per_tensor = general.w_scale.ndim == 0
+        return FullyConnectedHybridRows(
+            general,
+            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1]),
+            np.ascontiguousarray(w_aug.T),
+            qq,
+            None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
+            None if fix is None else fix.cols,
+            general.w_scale,
+            np.zeros((rows, 1) if per_tensor else (rows, units), F32),
+            np.zeros(units, F32) if general.bias is None else general.bias,
+            None if w_aug.dtype == np.float32 else np.empty((rows, units), w_aug.dtype),
+            rows,
+        )
+
+    _bound = None  # bind's (input, output, range calls, the rest's calls) as partial objects, or None
+
+    def bind(self, inputs, outputs) -> None:
+        """The quantizer's and the product's calls bound once to ``inputs[0]`` and ``outputs[0]`` (views of their
+        memory; C-contiguous arrays of this op's size, else no plan: the general path)."""
+        x, out = inputs[INPUT], outputs[0]
+        bound = None
+        if bindable(x, out, self.rows * self.general.depth, self.rows * self.bias.shape[0]):
+            ranges, rest = self.quantize.calls(x.reshape(self.rows, -1))
+            bound = (x, out, bound_plan(ranges), bound_plan(rest + self.product_calls(out.reshape(self.rows, -1))))
+        object.__setattr__(self, "_bound", bound)
+
+    def product_calls(self, out: np.ndarray) -> list:
+        calls = []
+        if self.fix_q is not None:
+            calls += [
+                (np.take, (self.quantize.q, self.fix_cols), {"axis": 1, "out": self.fix_q}),
+                (np.minimum, (self.fix_q, 0.0), {"out": self.fix_q}),
+            ]
+        sf = self.quantize.sf
+        if self.scale.shape[1] == 1:  # per tensor: scaling_factors[b] *= filter scale
+            calls.append((np.multiply, (sf, self.w_scale), {"out": self.scale[:, 0]}))
+        else:  # per channel: scale = f32(w_scale[c] * sf[b])
+            calls.append((np.multiply, (sf.reshape(-1, 1), self.w_scale), {"out": self.scale}))
+        return calls + product_calls(
+            self.qq, self.w_aug_t, self.dot, self.scale, self.bias, self.general.activation, out
+        )
+
+    def __call__(self, inputs, outputs):
+        b = bound_to(self, inputs, outputs)
+        if b is None:
+            return self.general(inputs, outputs)
+        for call in b[2]:
+            call()
+        if not self.quantize.in_range():
+            return self.general(inputs, outputs)
+        for call in b[3]:
+            call()

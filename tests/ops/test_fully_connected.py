@@ -613,4 +613,11 @@ def test_hybrid_product_dtype_by_its_bound(depth, weights, asymmetric, gemm):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
+    if asymmetric:  # FullyConnectedHybridRows; its general path (the fallback) on the same rows, too
+        assert type(prepared).__name__ == "FullyConnectedHybridRows"
+        prepared = prepared.general
+        ours = np.empty((3, 4), F32)
+        prepared([x, None], [ours])
+        (theirs,) = run_litert(model, [x])
+        assert np.array_equal(ours.view(np.int32), theirs.view(np.int32))
     assert type(prepared).__name__ == "FullyConnectedHybrid" and prepared.weights_t.dtype == gemm

@@ -135,7 +135,7 @@ def test_hybrid_fc_row_bit_exact(case):
 
 
 def test_hybrid_fc_row_only_for_one_row():
-    """Two rows keep the general FullyConnectedHybrid."""
+    """Two rows: the general FullyConnectedHybrid (symmetric) or FullyConnectedHybridRows (asymmetric)."""
     w = np.ones((3, 8), I8)
     for shape, asym in (((2, 8), False), ((2, 8), True)):
         opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
@@ -143,4 +143,4 @@ def test_hybrid_fc_row_only_for_one_row():
         it = Interpreter(model_content=model)
         it.allocate_tensors()
         (prepared,) = it._subgraphs[0].prepared_ops.values()
-        assert type(prepared).__name__ == "FullyConnectedHybrid"
+        assert type(prepared).__name__ == ("FullyConnectedHybridRows" if asym else "FullyConnectedHybrid")

@@ -1,0 +1,162 @@
+"""The multi-row asymmetric hybrid FULLY_CONNECTED (hybrid_fc.FullyConnectedHybridRows) against BUILTIN_REF, bit
+for bit, and its quantizer (quant.hybrid.AsymmetricRowsQuantizer) against batch_quantize_floats value for value.
+
+Cases: per-tensor and per-channel scales, the 8-wide rounding and the roundf tail, the SSE -128 fix and the zero
+point as extra product columns, the float32 product at its bound and float64 past it, the zero-point clamps, the
+fused activations, no bias, and rows the quantizer declines (an all-zero row, a range just below RANGE_MIN; a
+range just above it is taken)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.quant.hybrid import RANGE_MIN, AsymmetricRowsQuantizer, batch_quantize_floats
+from tests.ops.test_fully_connected import fc_model
+from tests.ops.test_hybrid_fc_row import row, tie_row, weights
+from tests.oracle import oracle, quant, run_litert, run_ours
+
+F32, I8 = np.float32, np.int8
+#: a float32 range just below / just above RANGE_MIN
+BELOW, ABOVE = np.nextafter(F32(RANGE_MIN), F32(0)), np.nextafter(F32(RANGE_MIN), F32(1))
+
+#: id -> (rows, depth, units, weights, per_channel, bias, activation, row kinds, product dtype)
+CASES = {
+    "32x64-transformer": (32, 64, 64, "symmetric", False, False, 0, ("normal",), "float32"),
+    "5x13-tail-per-channel": (5, 13, 7, "symmetric", True, True, 0, ("normal", "positive", "negative"), "float32"),
+    "4x40-fix-relu": (4, 40, 9, "full", False, True, 1, ("negative", "normal"), "float32"),
+    "3x37-sparse-fix-per-channel": (3, 37, 4, "sparse-128", True, True, 0, ("negative", "ties"), "float32"),
+    "2x43-ties-tail": (2, 43, 6, "symmetric", False, True, 0, ("ties",), "float32"),
+    "2x64-ties-8-wide": (2, 64, 5, "symmetric", True, False, 0, ("ties", "normal"), "float32"),
+    "6x24-clamps-relu6": (6, 24, 5, "symmetric", False, True, 3, ("clamp-high", "clamp-low", "constant"), "float32"),
+    "2x24-no-bias-negative-zero": (2, 24, 6, "zero-unit", False, False, 0, ("normal",), "float32"),
+    "3x512-f32-at-bound": (3, 512, 3, "127", False, False, 0, ("plus-minus-2", "positive"), "float32"),
+    "3x1024-f64-mixed": (3, 1024, 4, "mixed", True, True, 0, ("plus-minus-2", "normal"), "float64"),
+    "4x30-fallback-zero-row": (4, 30, 5, "symmetric", False, True, 0, ("normal", "zeros"), "float32"),
+    "3x30-fallback-below-range-min": (3, 30, 5, "symmetric", True, True, 0, ("normal", "below"), "float32"),
+    "3x30-above-range-min": (3, 30, 5, "symmetric", False, True, 0, ("normal", "above"), "float32"),
+}
+
+
+def rows_input(kinds, n: int, depth: int, rng) -> np.ndarray:
+    out = []
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        if kind == "ties":  # min -128, max 127: sf = 1, inv = 1, zp = 0, so q = round(x): the tie probes
+            x = tie_row(depth)
+            x[1] = -128.0
+        elif kind in ("below", "above"):  # range = max - min exactly BELOW / ABOVE
+            x = np.zeros(depth, F32)
+            x[1] = BELOW if kind == "below" else ABOVE
+        else:
+            x = row(kind, depth, rng)
+        out.append(x)
+    return np.stack(out)
+
+
+def model_for(case, rng):
+    n, depth, units, kind, per_channel, with_bias, act, kinds, gemm = CASES[case]
+    w = weights(kind, units, depth, rng)
+    k = units if per_channel else 1
+    s_w = rng.uniform(0.001, 0.1, k).astype(F32)
+    if kind == "zero-unit":
+        s_w = -s_w  # a 0 dot product times a negative scale is -0.0; + 0 (no bias) is +0.0
+    bias = rng.standard_normal(units).astype(F32) if with_bias else None
+    opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": True}
+    return fc_model((n, depth), F32, None, w, I8, quant(s_w, np.zeros(k, int)), bias, None, (n, units), F32, None, opts)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_hybrid_fc_rows_bit_exact(case):
+    n, depth, units, kind, per_channel, with_bias, act, kinds, gemm = CASES[case]
+    rng = np.random.default_rng(n * 1000 + depth)
+    model = model_for(case, rng)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "FullyConnectedHybridRows"
+    assert prepared.qq.dtype == gemm
+    x = rows_input(kinds, n, depth, rng)
+    accepted = prepared.quantize(x)
+    assert accepted == (not {"zeros", "below"} & set(kinds))
+    (ours,) = run_ours(model, [x])
+    (theirs,) = run_litert(model, [x])
+    assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), f"{ours} != {theirs}"
+
+
+def test_hybrid_fc_rows_resized_input():
+    """An input resized to another row count: prepared again for it, still equal to BUILTIN_REF."""
+    rng = np.random.default_rng(7)
+    model = model_for("5x13-tail-per-channel", rng)
+    x = rows_input(("normal", "negative"), 3, 13, rng)
+    LiteRT, OpResolverType = oracle()
+    results = []
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+    ):
+        it.resize_tensor_input(it.get_input_details()[0]["index"], [3, 13])
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        if isinstance(it, Interpreter):
+            (prepared,) = it._subgraphs[0].prepared_ops.values()
+            assert type(prepared).__name__ == "FullyConnectedHybridRows" and prepared.rows == 3
+        results.append(it.get_tensor(it.get_output_details()[0]["index"]))
+    ours, theirs = results
+    assert ours.shape == (3, 7)
+    assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), f"{ours} != {theirs}"
+
+
+def test_asymmetric_rows_quantizer_equals_batch_quantize_floats():
+    """Value for value (q, sf, zp, sign bits included) over random rows of many magnitudes and the edges."""
+    rng = np.random.default_rng(3)
+    for trial in range(400):
+        n, depth = int(rng.integers(1, 9)), int(rng.integers(1, 70))
+        x = (rng.standard_normal((n, depth)) * 10.0 ** rng.integers(-20, 30)).astype(F32)
+        if trial % 4 == 1:
+            x = np.abs(x)
+        elif trial % 4 == 2:
+            x = -np.abs(x)
+        elif trial % 4 == 3:
+            x = np.round(x * 4) / 4 + F32(0.25)  # ties at q = n + 0.5
+        for dtype in (np.float32, np.float64):
+            qq = np.zeros((n, depth + 2), dtype)
+            quantize = AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1])
+            assert quantize(x)
+            q, sf, zp = batch_quantize_floats(x, True)
+            assert np.array_equal(qq[:, :depth].astype(F32).view(np.int32), q.view(np.int32))
+            assert np.array_equal(quantize.sf.view(np.int32), sf.view(np.int32))
+            assert np.array_equal(qq[:, -1].astype(F32).view(np.int32), zp.view(np.int32))
+
+
+@pytest.mark.parametrize("bad", [0.0, BELOW, np.inf, np.nan])
+def test_asymmetric_rows_quantizer_declines(bad):
+    x = np.ones((2, 9), F32)
+    x[1] = 0
+    x[1, 3] = bad
+    qq = np.zeros((2, 9), F32)
+    assert not AsymmetricRowsQuantizer.build(qq, np.zeros(2, F32))(x)
+    x[1, 3] = ABOVE
+    assert AsymmetricRowsQuantizer.build(qq, np.zeros(2, F32))(x)
+
+
+def test_hybrid_fc_rows_bound_plan_across_invokes():
+    """One interpreter (its plan bound once), inputs in and out of the quantizer's range in turn, each equal to
+    BUILTIN_REF."""
+    rng = np.random.default_rng(11)
+    model = model_for("4x40-fix-relu", rng)
+    LiteRT, OpResolverType = oracle()
+    ours_it = Interpreter(model_content=model)
+    ref_it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    for it in (ours_it, ref_it):
+        it.allocate_tensors()
+    for kinds in (("normal",), ("normal", "zeros"), ("negative", "normal"), ("below", "positive"), ("ties",)):
+        x = rows_input(kinds, 4, 40, rng)
+        results = []
+        for it in (ours_it, ref_it):
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            results.append(it.get_tensor(it.get_output_details()[0]["index"]))
+        assert np.array_equal(results[0].view(np.int32), results[1].view(np.int32)), kinds
