@@ -158,6 +158,8 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
         if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
             prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
+        if prepared is None and not scaled_first and k >= WIDE_MIN_K:
+            prepared = _prepare_conv_scaled(*args)  # small outputs: the float32 GEMM before the unfolded kernel
         if prepared is not None:
             return prepared
     gemm = aligned_empty(geo.out_shape, dtype)
@@ -197,6 +199,14 @@ BAND_MIN_COLUMNS = 16
 #: (K = 27, O = 8) 94-96 -> 84-88 us; slower on ResNet-8's (K = 27, O = 16: 49-52 -> 58-59 us) and DS-CNN's
 #: (K = 40, O = 64: 27-29 -> 31-32 us), which stay folded.
 STEM_SCALED_MIN_K_PER_OUTPUT = 3
+#: Layers of at most WIDE_MAX_ROWS output pixels (late 1x1 layers, squeeze-excite gates, classifier convs) whose
+#: GEMM has at least WIDE_MIN_WEIGHTS weights take the float32 GEMM: with few rows the product is bound by the bytes
+#: of weights it reads (evicted from the caches by the layers before it), half of the folded float64 ones.
+WIDE_MAX_ROWS = 16
+WIDE_MIN_WEIGHTS = 1 << 14
+#: Outputs of at most SMALL_EPILOGUE_VALUES values whose fold fails try ConvQuantizedScaled from this K on
+#: before the unfolded ConvQuantized (squeeze-excite reductions 1152 -> 48).
+WIDE_MIN_K = 64
 
 
 #: Inputs of fewer channels than this are padded in the GEMM's float type (the input converted once, then a plain
@@ -235,6 +245,8 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
     if _transposed_stem(geo, 4) and k >= STEM_SCALED_MIN_K_PER_OUTPUT * geo.out_c:
         return True
     rows = geo.batches * geo.out_h * geo.out_w
+    if rows <= WIDE_MAX_ROWS and (k + 1) * geo.out_c >= WIDE_MIN_WEIGHTS:
+        return True  # few rows, large weights: the GEMM reads its weights, half the bytes in float32
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
     if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= (POINTWISE_SCALED_MIN_K if pointwise else SCALED_MIN_K):
         return True
