@@ -15,6 +15,14 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy);
   1-3 channel first layers the transposed im2col matrix (`Im2ColT`), and those with K >= 3 * O take this path
   (STEM_SCALED_MIN_K_PER_OUTPUT: the float32 copy and GEMM outweigh the epilogue's extra passes).
+  Few-row layers with large weights (WIDE_MAX_ROWS, WIDE_MIN_WEIGHTS: late 1x1 layers, squeeze-excite gates) take
+  it too, whose GEMM reads mostly weights (half the folded float64 bytes), and small outputs whose fold fails
+  try it before the unfolded ConvQuantized (WIDE_MIN_K: squeeze-excite reductions 1152 -> 48, whose folded bound
+  M * max|x| * sum|w| exceeds 2^53 units). Measured (tools/profile_ops.py, 1 thread, medians of 2 alternated runs,
+  per step): EfficientNet-B0 int8 SE reductions 110-149 -> 43-49 us, SE expansions 56-61 -> 40-47 us, 4x4
+  80/112 -> 480/672 layers 111-194 -> 88-179 us; MobileNet-V3-small int8 3x3 96 -> 576 115-133 -> 79-86 us,
+  one-pixel 576 -> 144 76-80 -> 49-51 us; MobileNet-V2 int8 3x3 112 -> 1280 not faster (213-233 -> 243 us: the
+  GEMM 175 -> 153 us, the ScaledEpilogue 18 -> 50 us).
 - `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
   outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (the values
   less a base made >= 0, truncated, clipped in int16, the base added modulo 256); 1-3 channel first layers take the
