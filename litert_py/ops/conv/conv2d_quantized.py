@@ -15,6 +15,14 @@ Issue 16 (int8 / uint8 outputs, constant filter and bias, groups 1; each choice 
   3x3 (KH > 1, KW*C >= 16) layers multiply `RowBands` (KH GEMMs over horizontal windows: a third of the copy);
   1-3 channel first layers the transposed im2col matrix (`Im2ColT`), and those with K >= 3 * O take this path
   (STEM_SCALED_MIN_K_PER_OUTPUT: the float32 copy and GEMM outweigh the epilogue's extra passes).
+  Few-row layers with large weights (WIDE_MAX_ROWS, WIDE_MIN_WEIGHTS: late 1x1 layers, squeeze-excite gates) take
+  it too, whose GEMM reads mostly weights (half the folded float64 bytes), and small outputs whose fold fails
+  try it before the unfolded ConvQuantized (WIDE_MIN_K: squeeze-excite reductions 1152 -> 48, whose folded bound
+  M * max|x| * sum|w| exceeds 2^53 units). Measured (tools/profile_ops.py, 1 thread, medians of 2 alternated runs,
+  per step): EfficientNet-B0 int8 SE reductions 110-149 -> 43-49 us, SE expansions 56-61 -> 40-47 us, 4x4
+  80/112 -> 480/672 layers 111-194 -> 88-179 us; MobileNet-V3-small int8 3x3 96 -> 576 115-133 -> 79-86 us,
+  one-pixel 576 -> 144 76-80 -> 49-51 us; MobileNet-V2 int8 3x3 112 -> 1280 not faster (213-233 -> 243 us: the
+  GEMM 175 -> 153 us, the ScaledEpilogue 18 -> 50 us).
 - `ConvQuantizedFolded` / `ConvQuantizedFoldedRows` (the folded float64 GEMM, requant.py): from TRUNC_MIN_VALUES
   outputs (or where requant.py's epilogue broadcasts per-channel bounds) requant_trunc.TruncEpilogue (the values
   less a base made >= 0, truncated, clipped in int16, the base added modulo 256); 1-3 channel first layers take the
@@ -158,6 +166,8 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
         if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
             prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
+        if prepared is None and not scaled_first and k >= WIDE_MIN_K:
+            prepared = _prepare_conv_scaled(*args)  # small outputs: the float32 GEMM before the unfolded kernel
         if prepared is not None:
             return prepared
     gemm = aligned_empty(geo.out_shape, dtype)
@@ -197,6 +207,14 @@ BAND_MIN_COLUMNS = 16
 #: (K = 27, O = 8) 94-96 -> 84-88 us; slower on ResNet-8's (K = 27, O = 16: 49-52 -> 58-59 us) and DS-CNN's
 #: (K = 40, O = 64: 27-29 -> 31-32 us), which stay folded.
 STEM_SCALED_MIN_K_PER_OUTPUT = 3
+#: Layers of at most WIDE_MAX_ROWS output pixels (late 1x1 layers, squeeze-excite gates, classifier convs) whose
+#: GEMM has at least WIDE_MIN_WEIGHTS weights take the float32 GEMM: with few rows the product is bound by the bytes
+#: of weights it reads (evicted from the caches by the layers before it), half of the folded float64 ones.
+WIDE_MAX_ROWS = 16
+WIDE_MIN_WEIGHTS = 1 << 14
+#: Outputs of at most SMALL_EPILOGUE_VALUES values whose fold fails try ConvQuantizedScaled from this K on
+#: before the unfolded ConvQuantized (squeeze-excite reductions 1152 -> 48).
+WIDE_MIN_K = 64
 
 
 #: Inputs of fewer channels than this are padded in the GEMM's float type (the input converted once, then a plain
@@ -235,6 +253,8 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
     if _transposed_stem(geo, 4) and k >= STEM_SCALED_MIN_K_PER_OUTPUT * geo.out_c:
         return True
     rows = geo.batches * geo.out_h * geo.out_w
+    if rows <= WIDE_MAX_ROWS and (k + 1) * geo.out_c >= WIDE_MIN_WEIGHTS:
+        return True  # few rows, large weights: the GEMM reads its weights, half the bytes in float32
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
     if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= (POINTWISE_SCALED_MIN_K if pointwise else SCALED_MIN_K):
         return True
