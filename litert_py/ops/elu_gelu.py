@@ -118,6 +118,11 @@ class EluFloat:
         np.copyto(out, x, where=~(x < 0))
 
 
+#: GeluFloatExact keeps 33 bytes of scratch per value for the interpreter's life: larger inputs (a ViT-B MLP's
+#: (1, 197, 3072)) keep GeluFloat's temporaries, made and freed per invoke
+GELU_EXACT_MAX_VALUES = 1 << 16
+
+
 @dataclass(frozen=True, eq=False)
 class GeluFloatExact:
     """GeluFloat (not approximate) for a static shape, its float64 intermediates in buffers made at prepare:
@@ -196,7 +201,8 @@ def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False
     if x.type == _F32:
-        prepared = GeluFloat(approximate) if approximate or x.dynamic else GeluFloatExact.build(tuple(x.shape))
+        exact = not (approximate or x.dynamic) and x.size <= GELU_EXACT_MAX_VALUES
+        prepared = GeluFloatExact.build(tuple(x.shape)) if exact else GeluFloat(approximate)
     else:
         prepared = lut_activation(ctx, x, y, _gelu_tanh_f32 if approximate else _gelu_exact_f32)
     return Noop() if x.size == 0 else prepared

@@ -137,6 +137,11 @@ class SoftmaxQuantizedColumns:
 #: accumulator never wraps and the Python-int total is LiteRT's.
 ROW_MAX = (1 << 12) - 1
 
+#: SoftmaxQuantizedColumns for rows of at most this many values (and at most ROW_MAX: its int32 sums): longer rows
+#: keep SoftmaxQuantized, whose per-row work the two transposing copies outweigh there (whole invokes, int8:
+#: (2, 500) 70-82 vs 57-58 us, (2, 4095) 266-302 vs 92 us; (1, 4, 32, 32) 67-72 vs 87-90 us)
+QUANTIZED_COLUMNS_MAX_ROW = 128
+
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxQuantizedRow:
@@ -474,6 +479,7 @@ def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
         return SoftmaxQuantizedRow.build(exp_table, sum_table, x, y)
     out_min, out_max = dtype_range(y.dtype)
     general = SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
-    if not x.dynamic and len(x.shape) >= 2 and 0 < x.shape[-1] <= ROW_MAX and x.size > x.shape[-1]:  # 2+ rows
+    # 2+ rows of at most QUANTIZED_COLUMNS_MAX_ROW values (longer rows: the transposing copies cost more)
+    if not x.dynamic and len(x.shape) >= 2 and 0 < x.shape[-1] <= QUANTIZED_COLUMNS_MAX_ROW and x.size > x.shape[-1]:
         return SoftmaxQuantizedColumns.build(general, x, y)
     return general

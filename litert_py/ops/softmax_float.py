@@ -96,12 +96,12 @@ class SoftmaxFloatColumns:
     view: np.ndarray  # cols.T seen in the input's shape (a view: the split of an axis)
     row_max: np.ndarray  # float32 (m,)
     total: np.ndarray  # float32 (m,)
-    general: SoftmaxFloat  # the same op for the prepared shape (its beta)
+    beta32: np.float32  # beta, for SoftmaxFloat on an input of another shape
 
     def __call__(self, inputs, outputs):
         x, t = inputs[INPUT], self.cols
         if x.shape != self.view.shape:  # SoftmaxFloat's reduction is made for one shape: a new one for this one
-            return SoftmaxFloat(self.general.beta, Reduction.of(x.shape, (x.ndim - 1,)))(inputs, outputs)
+            return SoftmaxFloat(self.beta32, Reduction.of(x.shape, (x.ndim - 1,)))(inputs, outputs)
         np.copyto(self.view, x)
         np.maximum.reduce(t, axis=0, out=self.row_max)
         np.subtract(t, self.row_max, out=t)
@@ -113,16 +113,13 @@ class SoftmaxFloatColumns:
         np.copyto(outputs[OUTPUT], self.view)
 
     @staticmethod
-    def build(beta: np.float32, shape: tuple) -> SoftmaxFloatColumns | SoftmaxFloat:
+    def build(beta: np.float32, shape: tuple) -> SoftmaxFloatColumns:
         n = shape[-1]
         m = int(np.prod(shape[:-1], dtype=np.int64))
         cols = np.empty((n, m), np.float32)
-        general = SoftmaxFloat(beta, Reduction.of(shape, (len(shape) - 1,)))
         row = np.empty(m, np.float32)
-        view = cols.T.reshape(shape)
-        if not np.shares_memory(view, cols):  # splitting an axis is always a view; kept as a guard
-            return general
-        return SoftmaxFloatColumns(None if beta == 1 else np.array(beta), cols, view, row, np.empty_like(row), general)
+        view = cols.T.reshape(shape)  # splitting the first axis of cols.T: a view
+        return SoftmaxFloatColumns(None if beta == 1 else np.array(beta), cols, view, row, np.empty_like(row), beta)
 
 
 #: From this many rows on, rows of at most IN_ORDER_SUM_MAX values take SoftmaxFloatColumns (its two transposing
@@ -130,14 +127,25 @@ class SoftmaxFloatColumns:
 #: 4.8, (16, 4) 5.4 vs 4.8, (64, 4) 8.1 vs 5.5, a segmentation head's (1, 64, 64, 4) 265 vs 50 us)
 SHORT_ROWS_COLUMNS_MIN = 16
 
+#: Rows longer than this keep SoftmaxFloat: the transposing copies cost more than the strided reductions save
+#: (process CPU time, numpy 2.4, columns vs SoftmaxFloat: (8, 128) 14.4 vs 15.5 us, (8, 256) 23.6 vs 20.0,
+#: (64, 512) 136 vs 107, an LM's (8, 32000) logits 1913 vs 962)
+COLUMNS_MAX_ROW = 128
+
 
 def prepare_softmax_float(beta: float, shape: tuple, half: bool):
     """The float SOFTMAX prepared op for an input of ``shape`` (float16 when ``half``): SoftmaxFloatColumns for
-    several rows (at least SHORT_ROWS_COLUMNS_MIN rows of at most IN_ORDER_SUM_MAX values), SoftmaxFloatShortRows
-    for fewer short rows, SoftmaxFloat for one long row and float16."""
+    several rows of at most COLUMNS_MAX_ROW values (at least SHORT_ROWS_COLUMNS_MIN rows of at most
+    IN_ORDER_SUM_MAX values), SoftmaxFloatShortRows for fewer short rows, SoftmaxFloat for longer rows, one long
+    row and float16."""
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if shape else 1
     short = bool(shape) and 0 < shape[-1] <= IN_ORDER_SUM_MAX
-    if not half and len(shape) >= 2 and rows >= (SHORT_ROWS_COLUMNS_MIN if short else 2):
+    if (
+        not half
+        and len(shape) >= 2
+        and rows >= (SHORT_ROWS_COLUMNS_MIN if short else 2)
+        and shape[-1] <= COLUMNS_MAX_ROW
+    ):
         return SoftmaxFloatColumns.build(np.float32(beta), tuple(shape))
     if not half and short:
         b = np.float32(beta)

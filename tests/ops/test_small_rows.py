@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.ops.softmax import ROW_MAX, TINY_MAX
+from litert_py.ops.softmax import QUANTIZED_COLUMNS_MAX_ROW, ROW_MAX, TINY_MAX
 from tests.oracle import T, oracle, quant, single_op_model
 
 I8, U8, I16 = np.int8, np.uint8, np.int16
@@ -132,9 +132,14 @@ def test_softmax_several_rows_columns(tin, tout, shape, s_in, zi, beta):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize(("n", "cls"), [(ROW_MAX, "SoftmaxQuantizedColumns"), (ROW_MAX + 1, "SoftmaxQuantized")])
+@pytest.mark.parametrize(
+    ("n", "cls"),
+    [(QUANTIZED_COLUMNS_MAX_ROW, "SoftmaxQuantizedColumns"), (QUANTIZED_COLUMNS_MAX_ROW + 1, "SoftmaxQuantized")],
+)
 def test_softmax_columns_longest_rows(n, cls):
-    """SoftmaxQuantizedColumns up to ROW_MAX values per row (its int32 totals never wrap), the general op beyond."""
+    """SoftmaxQuantizedColumns up to QUANTIZED_COLUMNS_MAX_ROW values per row (below ROW_MAX: its int32 totals never
+    wrap), the general op beyond."""
+    assert QUANTIZED_COLUMNS_MAX_ROW <= ROW_MAX
     rng = np.random.default_rng(n)
     model = _softmax_model(I8, I8, (2, n), 0.1, 0, 1.0)
     ours, got, want = invokes(model, [rng.integers(-128, 128, (2, n)).astype(I8) for _ in range(3)])

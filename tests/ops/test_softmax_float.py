@@ -11,6 +11,7 @@ import pytest
 from litert_py import Interpreter
 from litert_py.ops.common import Reduction
 from litert_py.ops.softmax_float import (
+    COLUMNS_MAX_ROW,
     IN_ORDER_SUM_MAX,
     SHORT_ROWS_COLUMNS_MIN,
     SoftmaxFloat,
@@ -72,6 +73,8 @@ def test_longer_rows_keep_the_in_order_path():
     assert type(prepare_softmax_float(1.0, (rows, 1), False)) is SoftmaxFloatColumns
     assert type(prepare_softmax_float(1.0, (rows, 4), True)) is SoftmaxFloat
     assert type(prepare_softmax_float(1.0, (1, 3), True)) is SoftmaxFloat  # float16: its own rounding
+    assert type(prepare_softmax_float(1.0, (8, COLUMNS_MAX_ROW), False)) is SoftmaxFloatColumns
+    assert type(prepare_softmax_float(1.0, (8, COLUMNS_MAX_ROW + 1), False)) is SoftmaxFloat  # long rows
 
 
 def _in_order(x, beta) -> np.ndarray:
