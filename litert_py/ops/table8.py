@@ -176,8 +176,11 @@ class QuantizedTable8Broadcast(QuantizedTable8):
         idx = self.idx
         if full.shape != idx.shape or small.shape != self.small_shape or out.shape != idx.shape:
             return QuantizedTable8(self.pair_table()).bound_calls(a, b, out)
-        high = np.zeros(small.shape, "<u2")  # little-endian: byte 1 is the high byte on every machine
-        high_bytes = high.reshape(-1).view(np.uint8).reshape(small.shape + (2,))[..., 1]
+        # little-endian: byte 1 is the high byte on every machine; at least 1-d (a 0-d uint16 OR an int8 array is
+        # int16 under numpy 1.x's value-based casting, which the uint16 index refuses)
+        shape = small.shape or (1,)
+        high = np.zeros(shape, "<u2")
+        high_bytes = high.reshape(-1).view(np.uint8).reshape(shape + (2,))[..., 1]
         shift = (np.copyto, (high_bytes, small.view(np.uint8)), {})  # byte(small) << 8: one plain byte copy
         index = (np.bitwise_or, (high, full.view(np.uint8)), {"out": idx})
         return shift, index, (np.take, (self.table, idx), {"out": out, "mode": "wrap"})  # every index is < 65536

@@ -253,6 +253,20 @@ def test_logistic_low_branch_gather_bound(n_low):
     np.testing.assert_array_equal(ours[0], _logistic_formula(x))
 
 
+def test_logistic_gathered_branch_into_a_strided_output():
+    """The gathered low branch writes a direct call's non-contiguous output too (a flattening reshape of it would
+    be a copy): the same bytes as into a contiguous one, the documented formula."""
+    from litert_py.ops.activations import LogisticFloat
+
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-8, 8, (64, 64)).astype(np.float32)
+    x.reshape(-1)[rng.permutation(x.size)[: x.size // 10]] = -20  # 10 % low: the gathered form
+    op = LogisticFloat(np.empty(x.shape, bool), np.empty(x.shape, np.float32), np.empty(x.shape, np.float64), None)
+    out = np.full((64, 128), 7, np.float32)[:, :64]
+    op((x,), (out,))
+    np.testing.assert_array_equal(out, _logistic_formula(x))
+
+
 def _logistic_formula(x: np.ndarray) -> np.ndarray:
     """LogisticFloat's documented values in plain numpy over the whole array: ``1 / (1 + exp(-clip(x, -9, 87)))``
     in float32, ``exp(x)`` from float64 where x < -9, 1 where x > 16.619047; rounded once to x's type."""

@@ -39,6 +39,7 @@ CASES = {
     "broadcast-gate-first": ((1, 1, 1, 40), (1, 8, 8, 40), "QuantizedTable8Broadcast"),
     "broadcast-row": ((1, 8, 8, 40), (1, 1, 8, 40), "QuantizedTable8Broadcast"),
     "broadcast-both": ((1, 8, 1, 40), (1, 1, 8, 40), "QuantizedTable8"),
+    "broadcast-scalar": ((1000,), (), "QuantizedTable8Broadcast"),  # numpy 1.x: a 0-d uint16 OR made int16
 }
 
 
