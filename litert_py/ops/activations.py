@@ -168,7 +168,11 @@ class LogisticFloat:
                 at = np.flatnonzero(low)
                 v = x.reshape(-1)[at].astype(np.float64)
                 np.maximum(v, _EXP_ZERO_64, out=v)  # the same zeros, without libm's slow underflow path
-                t.put(at, np.exp(v, out=v).astype(np.float32))  # a strided output too (reshape would copy)
+                r = np.exp(v, out=v).astype(np.float32)
+                if t.flags.c_contiguous:  # the interpreter's arrays: index assignment (3x faster than put)
+                    t.reshape(-1)[at] = r
+                else:  # a direct call's strided output (a flattening reshape would be a copy)
+                    t.put(at, r)
             else:
                 clip_ufunc(x, _A_EXP_ZERO, _A_LOWER, out=z)
                 np.exp(z, out=self.z64, dtype=np.float64)
