@@ -166,7 +166,7 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
         if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
             prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
-        if prepared is None and not scaled_first and k >= WIDE_MIN_K:
+        if prepared is None and not scaled_first and small and k >= WIDE_MIN_K:
             prepared = _prepare_conv_scaled(*args)  # small outputs: the float32 GEMM before the unfolded kernel
         if prepared is not None:
             return prepared
@@ -210,8 +210,11 @@ STEM_SCALED_MIN_K_PER_OUTPUT = 3
 #: Layers of at most WIDE_MAX_ROWS output pixels (late 1x1 layers, squeeze-excite gates, classifier convs) whose
 #: GEMM has at least WIDE_MIN_WEIGHTS weights take the float32 GEMM: with few rows the product is bound by the bytes
 #: of weights it reads (evicted from the caches by the layers before it), half of the folded float64 ones.
+#: From 2^15 on: a 129 x 128 one-pixel layer fed by a streaming block's whole-window depthwise lost that fusion
+#: (the depthwise writes only into ConvQuantizedFoldedRows): 5.6 -> 10.3 us; 576 -> 144 (83K weights) 76-80 ->
+#: 49-51 us and EfficientNet's 4x4 80 -> 480 (39K) gain.
 WIDE_MAX_ROWS = 16
-WIDE_MIN_WEIGHTS = 1 << 14
+WIDE_MIN_WEIGHTS = 1 << 15
 #: Outputs of at most SMALL_EPILOGUE_VALUES values whose fold fails try ConvQuantizedScaled from this K on
 #: before the unfolded ConvQuantized (squeeze-excite reductions 1152 -> 48).
 WIDE_MIN_K = 64
@@ -268,8 +271,9 @@ class ConvQuantizedScaled(BoundCalls):
     <= max|x| * sum|w - w_zp| + |offset| <= 2^24, checked at prepare) and the ScaledEpilogue (requant_trunc.py:
     float64 scale and constant, clip, truncation into the output's uint8 view), proven exact at prepare on every
     channel (its 2^53 bound, else its monotone step check). Chosen where the float32 GEMM is cheaper
-    (_float32_gemm_cheaper), and where the folded float64 GEMM's bound fails on some channel (near-dead channels
-    of no-activation layers: their ScaledEpilogue costs less than the Requantizer)."""
+    (_float32_gemm_cheaper: stems, and few-row layers of many weights, WIDE_MAX_ROWS / WIDE_MIN_WEIGHTS), and where
+    the folded float64 GEMM's bound fails on some channel (near-dead channels of no-activation layers: their
+    ScaledEpilogue costs less than the Requantizer; small outputs from WIDE_MIN_K on)."""
 
     im2col: Im2Col | RowBands  # float32 raw input values, border = the input zero point, last column ones
     weights: np.ndarray  # (1, K+1, O) (Im2Col) or (KH, KW*C+1, O) (RowBands) float32 w - w_zp and the offset row

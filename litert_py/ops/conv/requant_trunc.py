@@ -475,7 +475,7 @@ def fold_truncating_proven(
         else:
             probe = sub.epilogue(shape, True, None if extra is None else extra[c])
             if raw.any():
-                probe = RescaledTruncEpilogue(np.where(raw[c], folding.scale[c], 1.0).reshape(shape), probe)
+                probe = RescaledTruncEpilogue(np.where(raw[c], folding.scale[c], 1.0).reshape(probe.shape), probe)
             got = np.empty(shape, np.uint8)
         probe(v.reshape(shape), got)
         got = got.reshape(-1).astype(np.int64)

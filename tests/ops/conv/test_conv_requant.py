@@ -358,3 +358,20 @@ def test_proven_truncating_fold(shape, out_c, act, zp, out_dtype):
     prepared = _prepared_op(case)
     assert type(prepared).__name__ == "ConvQuantizedFoldedRows"
     assert type(prepared.epilogue).__name__ == "TruncEpilogue" and prepared.epilogue.half is not None
+
+
+def test_truncating_fold_proof_with_raw_channels_over_many_points():
+    """A 1x3 dilated stride-2 int8 CONV_2D of 235 channels (found by a random-layer fuzzer) whose truncating fold's
+    proof checks more points than its full constants hold, with raw channels: the probe's rescaling took the
+    full-constant (1, 1, 1, N) layout over the probe's (1, N), and allocate_tensors failed with a broadcast
+    ValueError where LiteRT runs the layer. Now bit-exact with BUILTIN_REF."""
+    import pathlib
+
+    from tests.oracle import run_both
+
+    model = (pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "conv_trunc_probe_layout.tflite").read_bytes()
+    rng = np.random.default_rng(28)
+    for _ in range(3):
+        x = rng.integers(-128, 128, (1, 5, 5, 24)).astype(I8)
+        ours, theirs = run_both(model, [x])
+        np.testing.assert_array_equal(ours[0], theirs[0])

@@ -32,7 +32,7 @@ def _case(x, f, bias, act=0, out_zp=-5, s_in=0.05, s_w=None, s_out=None):
     }
 
 
-#: (input shape, output channels, activation, output zp): 1, 4, 9 and 16 output pixels, (K + 1) * O >= 16K weights.
+#: (input shape, output channels, activation, output zp): 1, 4, 9 and 16 output pixels, (K + 1) * O >= 32K weights.
 LAYERS = {
     "se-expand-1px-48-to-1152": ((1, 1, 1, 48), 1152, 0, -5),
     "se-reduce-1px-1152-to-48": ((1, 1, 1, 1152), 48, 1, -128),
@@ -86,7 +86,7 @@ def test_the_float32_bound_just_inside_and_just_outside(excess):
     the layer takes the float32 GEMM; at 2^24 + 3 (float32 rounds it to 2^24 + 4, which requantizes to another
     output: EDGE_SCALE) it does not, and stays exact."""
     rng = np.random.default_rng(11 + excess)
-    k, out_c = 1024, 24
+    k, out_c = 1024, 32  # (K + 1) * O >= WIDE_MIN_WEIGHTS
     x = rng.integers(-128, 128, (1, 2, 2, k)).astype(I8)
     x[0, 0, 0] = -128
     f = rng.integers(-127, 128, (out_c, 1, 1, k)).astype(I8)
