@@ -75,11 +75,11 @@ class SoftmaxQuantizedColumns:
     classes), in prepared transposed buffers (n, m) whose columns are the m rows, as
     softmax_float.SoftmaxFloatColumns: the copy in (widened to intp), the row maxima over axis 0, ``d = max - x``
     in place, the two table reads into int64 buffers, the totals over axis 0, the per-row reciprocal and
-    rounding (quant.gemmlowp.SoftmaxRowReciprocals into its buffers of m), the rounding shift in place, the clamp and offset as one
-    np.take from ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper clip acts) and the copy
-    out. Reductions over axis 0 instead of a short last axis; the per-row reciprocal (about 33 numpy calls on
-    arrays of m; _row_roundings' 45 with temporaries took ~31 instead of ~21 us for m = 128) is then most of the
-    time.
+    rounding (quant.gemmlowp.SoftmaxRowReciprocals into its buffers of m), the rounding shift in place, the
+    clamp and offset as one np.take from ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper
+    clip acts) and the copy out. Reductions over axis 0 instead of a short last axis; the per-row reciprocal
+    (about 33 numpy calls on arrays of m; _row_roundings' 45 with temporaries took ~31 instead of ~21 us for
+    m = 128) is then most of the time.
 
     Exactness: the same integers as SoftmaxQuantized step by step: the same d, table entries, totals (no int32
     wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings (SoftmaxRowReciprocals: rows
