@@ -3,7 +3,8 @@
 Integer outputs are compared for equality, the hybrid float32 output exactly as well (same quantized rows,
 same int32 sums, same float operations), float32 within a tolerance. One table (PATHS) drives the
 differential test over shapes (ranks 2 to 5, broadcast batch dims), adj_x / adj_y, scales and zero points;
-further tests pin LiteRT's hybrid row-indexing quirk, the int32 wrap and the error paths.
+further tests pin LiteRT's hybrid row-indexing quirk, the int32 wrap, the int8 requantization table's bound and
+the error paths.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from litert_py import PrepareError
+from litert_py import Interpreter, PrepareError
+from litert_py.ops.batch_matmul import TABLE_MAX, RequantizeTable
+from litert_py.quant import quantize_multiplier, requantize
 from tests.ops._diff import check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 from tests.values import int_range
@@ -204,9 +207,6 @@ def test_batch_matmul_int8_requantize_table(s_out, table):
     """int8 output through RequantizeTable (the table of every unsaturated accumulator) when it has at most
     TABLE_MAX entries, and through the Requantizer just beyond (a larger output scale: a longer table): both
     equal BUILTIN_REF on accumulators spanning the clamp on both sides."""
-    from litert_py import Interpreter
-    from litert_py.ops.batch_matmul import TABLE_MAX
-
     rng = np.random.default_rng(5)
     shape_l, shape_r = (2, 8, 16), (2, 16, 8)
     lhs = rng.integers(-128, 128, shape_l).astype(I8)
@@ -226,9 +226,6 @@ def test_batch_matmul_int8_requantize_table(s_out, table):
 def test_requantize_table_is_requantize():
     """RequantizeTable gives litert_py.quant.requantize on every accumulator up to the bound (exhaustively, with
     tables cut at -bound / bound, zero points at both ends, right and left shifts)."""
-    from litert_py.ops.batch_matmul import RequantizeTable
-    from litert_py.quant import quantize_multiplier, requantize
-
     built = 0
     for real, zo, bound in [(0.0069, 10, 40000), (0.3, -128, 3000), (0.3, 127, 3000), (1.7, 0, 500), (1e-4, 0, 9000)]:
         m, shift = quantize_multiplier(real)
