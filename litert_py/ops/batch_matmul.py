@@ -10,7 +10,9 @@ Paths (prepared ops):
 - ``BatchMatMulFloat``: one ``np.matmul`` (a constant rhs is transposed once at prepare).
 - ``BatchMatMulQuantized``: int8: ``acc = sum (l - zl)(r - zr)`` in int32 (wraps), then
   ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding; ``litert_py.quant.Requantizer``
-  runs ``litert_py.quant.requantize``'s exact float64 formulation with its constants computed at prepare);
+  runs ``litert_py.quant.requantize``'s exact float64 formulation with its constants computed at prepare; when the
+  unsaturated accumulators are at most TABLE_MAX integers, ``RequantizeTable`` reads the result from a table of
+  them instead);
   int16 x int16 and int16 x int8 (all zero points 0): int64 accumulator and the int64 overload of
   MultiplyByQuantizedMultiplier (shifts up to 14), clamped to int16;
   int8 x int8 -> int32: the plain sum of raw products (zero points ignored). ``(M, e)`` is QuantizeMultiplier
