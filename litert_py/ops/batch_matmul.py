@@ -10,7 +10,9 @@ Paths (prepared ops):
 - ``BatchMatMulFloat``: one ``np.matmul`` (a constant rhs is transposed once at prepare).
 - ``BatchMatMulQuantized``: int8: ``acc = sum (l - zl)(r - zr)`` in int32 (wraps), then
   ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, -128, 127)`` (double rounding; ``litert_py.quant.Requantizer``
-  runs ``litert_py.quant.requantize``'s exact float64 formulation with its constants computed at prepare);
+  runs ``litert_py.quant.requantize``'s exact float64 formulation with its constants computed at prepare; when the
+  unsaturated accumulators are at most TABLE_MAX integers, ``RequantizeTable`` reads the result from a table of
+  them instead);
   int16 x int16 and int16 x int8 (all zero points 0): int64 accumulator and the int64 overload of
   MultiplyByQuantizedMultiplier (shifts up to 14), clamped to int16;
   int8 x int8 -> int32: the plain sum of raw products (zero points ignored). ``(M, e)`` is QuantizeMultiplier
@@ -44,16 +46,19 @@ tflite/kernels/kernel_util.cc (GetQuantizedConvolutionMultipler), tflite/kernels
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..quant import (
+    INT32_MAX,
     Requantizer,
     batch_quantize_floats,
     multiply_by_quantized_multiplier_int64,
     multiply_by_quantized_multiplier_int64_ok,
     quantize_multiplier,
+    requantize,
     sse_reduction_sum_vector,
     wrap32,
 )
@@ -95,6 +100,51 @@ class BatchMatMulFloat:
 # -------------------------------------------------------------------------------------------------------------
 
 
+#: RequantizeTable's longest table (int8 entries): longer ones (tiny output multipliers) keep the Requantizer
+TABLE_MAX = 1 << 16
+
+
+@dataclass(frozen=True, eq=False)
+class RequantizeTable:
+    """The int8 output requantization ``clamp(MultiplyByQuantizedMultiplier(acc, M, e) + zo, lo, hi)`` as one
+    table read: ``table[i]`` is litert_py.quant.requantize of the accumulator ``first + i``, for every integer
+    from ``first`` to ``first + len(table) - 1``; the invoke computes ``acc - first`` (float64, exact: integers
+    below 2^53) cast to intp, then ``np.take(table, ., mode='clip')`` into the output: 2 numpy calls instead of
+    the Requantizer's 7 (astype, scale, copysign, two adds, clip, floor).
+
+    Exactness: for M >= 0, MBQM (SRDHM then RoundingDivideByPOT) is non-decreasing in acc, so is the clamped
+    result; :meth:`build` checks at prepare that the table starts at the smallest possible accumulator or at an
+    entry already equal to ``lo``, and ends at the largest one or at an entry equal to ``hi``: every accumulator
+    below (above) the table then gives ``lo`` (``hi``), which is what the clipped index reads. The table is
+    built only for int32 accumulators (|acc| <= acc_bound <= INT32_MAX: no wrap) and at most TABLE_MAX entries;
+    otherwise None and the Requantizer runs."""
+
+    table: np.ndarray  # int8 requantized outputs of first .. first + len - 1
+    first: np.ndarray  # 0-d float64
+    index: np.ndarray  # intp scratch of the output's shape
+
+    @staticmethod
+    def build(m: int, shift: int, zo: int, lo: int, hi: int, acc_bound: float, out_shape) -> RequantizeTable | None:
+        if m < 0 or acc_bound > INT32_MAX:
+            return None
+        bound = int(acc_bound)
+        real = m * 2.0 ** (shift - 31)
+        if real <= 0:
+            return None
+        a0 = max(-bound, math.floor((lo - zo - 2) / real))
+        a1 = min(bound, math.ceil((hi - zo + 2) / real))
+        if a1 - a0 + 1 > TABLE_MAX:
+            return None
+        table = requantize(np.arange(a0, a1 + 1, dtype=np.int64), m, shift, zo, lo, hi).astype(np.int8)
+        if not (a0 == -bound or table[0] == lo) or not (a1 == bound or table[-1] == hi):
+            return None
+        return RequantizeTable(table, np.array(float(a0)), np.empty(out_shape, np.intp))
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        np.subtract(acc, self.first, out=self.index, dtype=np.float64, casting="unsafe")
+        self.table.take(self.index, out=out, mode="clip")
+
+
 @dataclass(frozen=True, eq=False)
 class BatchMatMulQuantized:
     """``kind``: "int8" (int32 acc, MBQM), "int32" (raw products, int32 output), "int16" (int64 acc, MBQM64)."""
@@ -113,6 +163,7 @@ class BatchMatMulQuantized:
     qmax: int
     requant: Requantizer | None  # int8 output (it wraps an int32 accumulator that may overflow itself)
     wraps: bool  # int32 output: the int32 accumulator may overflow, reproduce the wrap
+    table: RequantizeTable | None = None  # int8 output: requant as one table read, when build proves it exact
 
     def __call__(self, inputs, outputs):
         out = outputs[0]
@@ -134,6 +185,9 @@ class BatchMatMulQuantized:
             acc = wrap32(acc.astype(np.int64))
         if self.kind == "int32":
             np.copyto(out, acc, casting="unsafe")
+            return
+        if self.table is not None and out.shape == self.table.index.shape:
+            self.table(acc, out)
             return
         self.requant(acc, out)
 
@@ -348,4 +402,5 @@ def _prepare_quantized(
     wraps = kind == "int32" and bound >= 2**31
     zo = int(out.zero_point)
     requant = Requantizer.build(m, shift, zo, qmin, qmax, bound, acc_shape) if kind == "int8" else None
-    return BatchMatMulQuantized(kind, rhs_c, dt, zl, zr, adj_x, adj_y, m, shift, zo, qmin, qmax, requant, wraps)
+    table = RequantizeTable.build(m, shift, zo, qmin, qmax, bound, acc_shape) if kind == "int8" else None
+    return BatchMatMulQuantized(kind, rhs_c, dt, zl, zr, adj_x, adj_y, m, shift, zo, qmin, qmax, requant, wraps, table)

@@ -13,7 +13,7 @@ import numpy as np
 from ..quant import dtype_range, lut_int16, lut_lookup_int16, multiply_by_quantized_multiplier, wrap32
 from ..quant import rounding_divide_by_pot as rdbpot
 from ..quant import saturating_rounding_doubling_high_mul as srdhm
-from ..quant.gemmlowp import exp_on_negative_values, get_reciprocal, softmax_reciprocal_int
+from ..quant.gemmlowp import SoftmaxRowReciprocals, exp_on_negative_values, get_reciprocal, softmax_reciprocal_int
 from ..schema.dtypes import TensorType
 from .common import check_equal, qparams, quantized_multiplier
 from .quantize import TableLookup
@@ -75,13 +75,15 @@ class SoftmaxQuantizedColumns:
     classes), in prepared transposed buffers (n, m) whose columns are the m rows, as
     softmax_float.SoftmaxFloatColumns: the copy in (widened to intp), the row maxima over axis 0, ``d = max - x``
     in place, the two table reads into int64 buffers, the totals over axis 0, the per-row reciprocal and
-    rounding (``_row_roundings`` on arrays of m), the rounding shift in place, the clamp and offset as one
-    np.take from ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper clip acts) and the copy
-    out. Reductions over axis 0 instead of a short last axis; the per-row reciprocal (about 45 numpy calls on
-    arrays of m) is then most of the time.
+    rounding (quant.gemmlowp.SoftmaxRowReciprocals into its buffers of m), the rounding shift in place, the
+    clamp and offset as one np.take from ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper
+    clip acts) and the copy out. Reductions over axis 0 instead of a short last axis; the per-row reciprocal
+    (about 33 numpy calls on arrays of m; _row_roundings' 45 with temporaries took ~31 instead of ~21 us for
+    m = 128) is then most of the time.
 
     Exactness: the same integers as SoftmaxQuantized step by step: the same d, table entries, totals (no int32
-    wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings, the same clamp. Chosen at
+    wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings (SoftmaxRowReciprocals: rows
+    of at most its TOTAL_ROW_MAX terms, checked at prepare), the same clamp. Chosen at
     prepare for a static shape of two or more rows (process CPU time, numpy 2.4: (2, 8) 41 instead of 46 us,
     (1, 4, 32, 32) 58 instead of 73, (1, 64, 64, 4) 213 instead of 403); an input of another shape goes to
     ``general``."""
@@ -95,6 +97,7 @@ class SoftmaxQuantizedColumns:
     row_max: np.ndarray  # intp (m,)
     total: np.ndarray  # int64 (m,)
     out_table: np.ndarray  # out_min .. out_max in the output type
+    reciprocals: SoftmaxRowReciprocals  # the per-row reciprocal and rounding (rows of at most its TOTAL_ROW_MAX)
     general: SoftmaxQuantized
 
     def __call__(self, inputs, outputs):
@@ -107,7 +110,7 @@ class SoftmaxQuantizedColumns:
         g = self.general
         g.exp_table.take(d, out=e, mode="clip")  # d is in 0 .. 255: no clip acts; "raise" would buffer out
         np.add.reduce(g.sum_table.take(d, out=self.s, mode="clip"), axis=0, out=self.total)
-        scale, rounding, shift = _row_roundings(self.total, g.out_bits)
+        scale, rounding, shift = self.reciprocals(self.total)
         np.multiply(e, scale, out=e)
         np.add(e, rounding, out=e)
         np.right_shift(e, shift, out=e)
@@ -129,6 +132,7 @@ class SoftmaxQuantizedColumns:
             np.empty(m, np.intp),
             np.empty(m, np.int64),
             np.arange(general.out_min, general.out_max + 1).astype(y.dtype),
+            SoftmaxRowReciprocals.build(m, general.out_bits),
             general,
         )
 
@@ -480,6 +484,7 @@ def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     out_min, out_max = dtype_range(y.dtype)
     general = SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
     # 2+ rows of at most QUANTIZED_COLUMNS_MAX_ROW values (longer rows: the transposing copies cost more)
-    if not x.dynamic and len(x.shape) >= 2 and 0 < x.shape[-1] <= QUANTIZED_COLUMNS_MAX_ROW and x.size > x.shape[-1]:
+    row_max = min(QUANTIZED_COLUMNS_MAX_ROW, SoftmaxRowReciprocals.TOTAL_ROW_MAX)
+    if not x.dynamic and len(x.shape) >= 2 and 0 < x.shape[-1] <= row_max and x.size > x.shape[-1]:
         return SoftmaxQuantizedColumns.build(general, x, y)
     return general

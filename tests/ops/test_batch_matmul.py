@@ -3,7 +3,8 @@
 Integer outputs are compared for equality, the hybrid float32 output exactly as well (same quantized rows,
 same int32 sums, same float operations), float32 within a tolerance. One table (PATHS) drives the
 differential test over shapes (ranks 2 to 5, broadcast batch dims), adj_x / adj_y, scales and zero points;
-further tests pin LiteRT's hybrid row-indexing quirk, the int32 wrap and the error paths.
+further tests pin LiteRT's hybrid row-indexing quirk, the int32 wrap, the int8 requantization table's bound and
+the error paths.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from litert_py import PrepareError
+from litert_py import Interpreter, PrepareError
+from litert_py.ops.batch_matmul import TABLE_MAX, RequantizeTable
+from litert_py.quant import quantize_multiplier, requantize
 from tests.ops._diff import check_both
 from tests.oracle import T, quant, run_litert, run_ours, single_op_model
 from tests.values import int_range
@@ -197,6 +200,45 @@ def test_batch_matmul_int8_wrap_requantized():
         {},
     )
     check_both(model, [lhs])
+
+
+@pytest.mark.parametrize(("s_out", "table"), [(31.0, True), (33.0, False)])
+def test_batch_matmul_int8_requantize_table(s_out, table):
+    """int8 output through RequantizeTable (the table of every unsaturated accumulator) when it has at most
+    TABLE_MAX entries, and through the Requantizer just beyond (a larger output scale: a longer table): both
+    equal BUILTIN_REF on accumulators spanning the clamp on both sides."""
+    rng = np.random.default_rng(5)
+    shape_l, shape_r = (2, 8, 16), (2, 16, 8)
+    lhs = rng.integers(-128, 128, shape_l).astype(I8)
+    rhs = rng.integers(-128, 128, shape_r).astype(I8)
+    lhs[0] = 127  # saturates high and low (rhs of both signs)
+    ins = [T(shape_l, I8, q=quant(0.5, 3)), T(shape_r, I8, q=quant(0.25, -2))]
+    model = single_op_model("BATCH_MATMUL", ins, [T((2, 8, 8), I8, q=quant(s_out, 5))], {})
+    check_both(model, [lhs, rhs])
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    op = it._subgraphs[0].steps_nodes[0][1]
+    assert (op.table is not None) == table
+    # the accumulator range where the output is not clamped: 255 * s_out / (0.5 * 0.25) values
+    assert (255 * s_out / 0.125 < TABLE_MAX) == table
+
+
+def test_requantize_table_is_requantize():
+    """RequantizeTable gives litert_py.quant.requantize on every accumulator up to the bound (exhaustively, with
+    tables cut at -bound / bound, zero points at both ends, right and left shifts)."""
+    built = 0
+    for real, zo, bound in [(0.0069, 10, 40000), (0.3, -128, 3000), (0.3, 127, 3000), (1.7, 0, 500), (1e-4, 0, 9000)]:
+        m, shift = quantize_multiplier(real)
+        acc = np.arange(-bound, bound + 1)
+        table = RequantizeTable.build(m, shift, zo, -128, 127, bound, acc.shape)
+        if table is None:
+            continue
+        built += 1
+        out = np.empty(acc.shape, I8)
+        table(acc.astype(np.float32), out)
+        np.testing.assert_array_equal(out, requantize(acc.astype(np.int64), m, shift, zo, -128, 127))
+    assert built == 5
+    assert RequantizeTable.build(*quantize_multiplier(1e-6), 0, -128, 127, 2.0**24, (3,)) is None  # too long
 
 
 # -- error paths ----------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from litert_py.quant import INT32_MAX, INT32_MIN, wrap32
 from litert_py.quant import rounding_divide_by_pot as rdbpot
 from litert_py.quant import saturating_rounding_doubling_high_mul as srdhm
 from litert_py.quant.gemmlowp import (
+    SoftmaxRowReciprocals,
     checked_log2,
     count_leading_sign_bits,
     get_reciprocal,
@@ -72,6 +73,27 @@ def test_softmax_reciprocal_int_is_the_array_form():
                 assert ((e * s + addend) >> shift).tolist() == want.tolist()
                 checked += 1
     assert checked > 100
+
+
+def test_softmax_row_reciprocals_are_softmax_reciprocal_int():
+    """SoftmaxRowReciprocals gives softmax_reciprocal_int's (scale, addend, shift) for every total of a row of
+    1 .. TOTAL_ROW_MAX terms (2^19 .. 511 * 2^19, its bound: the clamp it leaves out never acts there), and a
+    second call on other totals overwrites the first's; just outside (a total of 2^29, bit length 30, 8-bit
+    output) the clamp would act and the arrays differ."""
+    rng = np.random.default_rng(3)
+    top = SoftmaxRowReciprocals.TOTAL_ROW_MAX << 19
+    totals = np.concatenate(
+        [1 << np.arange(19, 28), (1 << np.arange(20, 28)) - 1, (1 << np.arange(19, 28)) + 1, [1 << 19, top]]
+    )
+    totals = np.concatenate([totals, top - np.arange(500), rng.integers(1 << 19, top + 1, 5000)]).astype(np.int64)
+    for out_bits in (8, 16):
+        op = SoftmaxRowReciprocals.build(totals.size, out_bits)
+        op(totals[::-1].copy())
+        got = np.stack(op(totals), axis=1).tolist()
+        assert got == [list(softmax_reciprocal_int(int(v), out_bits)) for v in totals]
+    outside = np.array([1 << 29], np.int64)
+    got = [int(a[0]) for a in SoftmaxRowReciprocals.build(1, 8)(outside)]
+    assert got != list(softmax_reciprocal_int(1 << 29, 8))
 
 
 def test_count_leading_sign_bits():
