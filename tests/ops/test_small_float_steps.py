@@ -129,3 +129,31 @@ def test_reshape_bound_copy():
     check_bound(model, x, CopyReshaped)
     ours, theirs = run_both(model, [x])
     np.testing.assert_array_equal(ours[0].view(np.uint32), theirs[0].view(np.uint32))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [
+        ((1, 32, 64), [2]),  # a layer norm's mean over the last axis: the transposed rows copied at each call
+        ((64, 2, 16), [0]),  # the reduced axis leads: the rows are a view of the input
+    ],
+)
+def test_mean_float_columns_bound(shape, axes):
+    """MeanFloatColumns as a bound plan: BUILTIN_REF's bytes (sums whose order shows: wide magnitudes), the bytes
+    it gives on fresh and on Fortran-ordered copies of its arrays (tests/ops/_bound.check_bound), and into a
+    non-contiguous output (its sum goes to a scratch, then is copied)."""
+    from litert_py.ops.reduce import MeanFloatColumns
+
+    rng = np.random.default_rng(len(axes) + shape[0])
+    x = (rng.standard_normal(shape) * np.exp2(rng.integers(-12, 12, shape))).astype(np.float32)
+    out_shape = tuple(1 if k in axes else s for k, s in enumerate(shape))
+    model = single_op_model("MEAN", [T(shape), T.const(np.array(axes, np.int32))], [T(out_shape)], {"keep_dims": True})
+    ours, theirs = run_both(model, [x])
+    np.testing.assert_array_equal(ours[0].view(np.uint32), theirs[0].view(np.uint32))
+    check_bound(model, x, MeanFloatColumns)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    ((op, ins, _),) = it._subgraphs[0].steps
+    strided = np.full((*out_shape[:-1], 2 * out_shape[-1]), 7, np.float32)[..., ::2]
+    op([x, *ins[1:]], [strided])
+    np.testing.assert_array_equal(strided.view(np.uint32), theirs[0].view(np.uint32))
