@@ -31,6 +31,7 @@ import numpy as np
 from ..schema.dtypes import TensorType, type_name
 from ..schema.model import BuiltinOperator
 from .activations_quantized import PREPARE_QUANTIZED, prepare_prelu_quantized
+from .bound_plan import bound_plan
 from .common import (
     Noop,
     broadcast_shape,
@@ -190,8 +191,62 @@ class LogisticFloat:
             np.copyto(out, t, casting="same_kind")
 
 
+#: LogisticFloatSmall for float32 tensors of at most this many values (its check passes are wasted when some
+#: value leaves the main branch; on small arrays the calls, not the passes, cost)
+LOGISTIC_SMALL_MAX = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class LogisticFloatSmall(LogisticFloat):
+    """LogisticFloat on a small float32 tensor (a GRU's (1, 32) gates inside a WHILE body) whose values all take
+    the main branch (``-9 <= x <= 16.619047``): ``t = clip(x, -9, 16.619047)`` equals x exactly then (NaN and
+    every value outside compare unequal), and the main branch's four passes on t give the bytes LogisticFloat's
+    ``clip(x, -9, 87)`` gives on the same in-range values. So: clip, compare, count, and when no value differs the
+    four passes; else LogisticFloat's own call (every branch). Bound to its arrays once (``bind``,
+    ops/fusion.bind_steps; other arrays take LogisticFloat's call): 7 numpy calls instead of 9 and no Python
+    branches (3.4 -> 2.2 us on (1, 32), alone, hot)."""
+
+    _bound = None  # bind's (the input, the output, the check calls, the main-branch calls), or None
+
+    def bind(self, inputs, outputs) -> None:
+        x, out, bound = inputs[INPUT], outputs[OUTPUT], None
+        if x is not None and out is not None and x.shape == out.shape == self.low.shape:
+            t, low = out, self.low
+            check = bound_plan(
+                [(clip_ufunc, (x, _A_LOWER, _A_UPPER), {"out": t}), (np.not_equal, (t, x), {"out": low})]
+            )
+            main = bound_plan(
+                [
+                    (np.negative, (t,), {"out": t}),
+                    (np.exp, (t,), {"out": t}),
+                    (np.add, (t, _A_ONE), {"out": t}),
+                    (np.divide, (_A_ONE, t), {"out": t}),
+                ]
+            )
+            bound = (x, out, check, main)
+        object.__setattr__(self, "_bound", bound)
+
+    def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[OUTPUT]:
+            for call in b[2]:
+                call()
+            if not _count_nonzero(self.low):
+                for call in b[3]:
+                    call()
+                return
+        LogisticFloat.__call__(self, inputs, outputs)
+
+
+_count_nonzero = np.count_nonzero
+
+
 def _logistic_float(ctx, x) -> LogisticFloat:
     half = x.type == _F16
+    if not half and x.size <= LOGISTIC_SMALL_MAX:
+        return LogisticFloatSmall(
+            np.empty(x.shape, bool), np.empty(x.shape, np.float32), np.empty(x.shape, np.float64), None
+        )
     return LogisticFloat(
         np.empty(x.shape, bool),
         np.empty(x.shape, np.float32),

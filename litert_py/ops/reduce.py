@@ -40,8 +40,8 @@ import numpy as np
 from ..quant import dtype_range, quantize_multiplier, requantize_int64_inplace, round_away, trunc_to_int32, wrap32
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
-from .bound_plan import BoundCalls
-from .common import Reduction, clip_ufunc, reshape_view
+from .bound_plan import BoundCalls, contiguous_source
+from .common import Reduction, c_einsum, clip_ufunc, reshape_view
 from .reduce_common import AXIS, INPUT, OUTPUT, ReduceDynamicAxes, reduced_shape, refuse_empty_quantized, resolve_axes
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
@@ -63,7 +63,7 @@ class MeanFloat:
 
 
 @dataclass(frozen=True, eq=False)
-class MeanFloatColumns:
+class MeanFloatColumns(BoundCalls):
     """float32 MEAN with more than one output (a global spatial mean over NHWC keeps C): the same in-order sum
     as MeanFloat, by np.einsum over the C-contiguous (n, m) rows. With m > 1 the outputs' axis has the smaller
     stride, so numpy's iterator runs it innermost and steps through the n rows in the outer loop; einsum's inner
@@ -76,11 +76,19 @@ class MeanFloatColumns:
     reduction: Reduction
     count: np.float32
 
-    def __call__(self, inputs, outputs):
-        out, r = outputs[OUTPUT], self.reduction
-        flat = out.reshape(r.m)
-        np.einsum("ij->j", np.ascontiguousarray(r.rows(inputs[INPUT])), out=flat)
-        np.divide(out, self.count, out=out)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
+        """A bound plan (ops/bound_plan.py; a layer norm's (1, 32, 64) -> (1, 32, 1) MEAN in invokes: 7.5 -> 5.6 us):
+        the transposed input copied into a C-contiguous scratch made at bind when it is not one already (the
+        (n, m) rows np.ascontiguousarray made per call, the same values in the same layout), einsum's sum into
+        the output (into a scratch when the output is not C-contiguous, copied after), the division."""
+        r, calls = self.reduction, []
+        rows = contiguous_source(x.transpose(r.perm), calls).reshape(r.n, r.m)  # a view of a C-contiguous array
+        dst = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+        calls.append((c_einsum, ("ij->j", rows), {"out": dst.reshape(r.m)}))
+        calls.append((np.divide, (dst, self.count), {"out": dst}))
+        if dst is not out:
+            calls.append((np.copyto, (out, dst), {}))
+        return tuple(calls)
 
 
 @dataclass(frozen=True, eq=False)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -81,11 +82,25 @@ def _check_same_type(ctx: OpContext) -> None:
 
 @dataclass(frozen=True, eq=False)
 class CopyReshaped:
-    """Copies the input into the output's (static) shape: RESHAPE, SQUEEZE, EXPAND_DIMS."""
+    """Copies the input into the output's (static) shape: RESHAPE, SQUEEZE, EXPAND_DIMS. ``bind``
+    (ops/fusion.bind_steps) makes the reshaped view of a C-contiguous bound input once and the copy a bound
+    ``out[...] = view`` call (ops/bound_plan.py; the same copy without np.copyto's dispatch: a GRU's (1, 32)
+    RESHAPE inside a WHILE body, alone, hot: 0.59 -> 0.32-0.50 us); other arrays take np.copyto."""
 
     shape: tuple[int, ...]
+    _bound = None  # bind's (the input, the output, the copy as a partial object), or None
+
+    def bind(self, inputs, outputs) -> None:
+        x, out, bound = inputs[INPUT], outputs[0], None
+        if x is not None and out is not None and x.flags.c_contiguous and out.shape == self.shape:
+            bound = (x, out, partial(out.__setitem__, Ellipsis, x.reshape(self.shape)))  # a view: sees new values
+        object.__setattr__(self, "_bound", bound)
 
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[0]:
+            b[2]()
+            return
         np.copyto(outputs[0], inputs[INPUT].reshape(self.shape))
 
 

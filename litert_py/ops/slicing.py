@@ -27,6 +27,7 @@ tensorflow/lite/kernels/internal/strided_slice_logic.h (the index logic: strided
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -173,12 +174,35 @@ def _split_index(axis: int, sizes: list[int]) -> tuple:
 
 @dataclass(frozen=True, eq=False)
 class Split:
-    """SPLIT and SPLIT_V with a constant axis (and size_splits): one slice copy per output."""
+    """SPLIT and SPLIT_V with a constant axis (and size_splits): one slice copy per output. ``bind``
+    (ops/fusion.bind_steps) makes the slices of the bound data array once, and each output's copy as a bound
+    ``out[...] = view`` call (ops/bound_plan.py; the same assignment: a GRU's (1, 96) -> 3 x (1, 32) split
+    in a WHILE body, alone, hot: 1.15 -> 0.94 us); other arrays: the same assignments, slices made at the call."""
 
     data: int  # which input holds the data (SPLIT: 1, SPLIT_V: 0)
     index: tuple
+    _bound = None  # bind's (the data array, the output arrays, their copies as partial objects), or None
+
+    def bind(self, inputs, outputs) -> None:
+        x, bound = inputs[self.data], None
+        if x is not None and len(outputs) == len(self.index) and all(o is not None for o in outputs):
+            bound = (
+                x,
+                tuple(outputs),
+                tuple(partial(o.__setitem__, Ellipsis, x[sl]) for o, sl in zip(outputs, self.index)),
+            )
+        object.__setattr__(self, "_bound", bound)
 
     def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is not None and b[0] is inputs[self.data] and len(outputs) == len(b[1]):
+            for out, bound_out in zip(outputs, b[1]):
+                if out is not bound_out:
+                    break
+            else:
+                for call in b[2]:
+                    call()
+                return
         x = inputs[self.data]
         for out, sl in zip(outputs, self.index):
             out[...] = x[sl]  # same type and shape: a plain assignment costs less than np.copyto
