@@ -223,6 +223,34 @@ def test_batch_matmul_int8_requantize_table(s_out, table):
     assert (255 * s_out / 0.125 < TABLE_MAX) == table
 
 
+def test_batch_matmul_int8_left_shift_wraps_past_the_table():
+    """A real output multiplier of 100 (a left shift of 7) over accumulators up to 300 * 255^2: LiteRT's MBQM shifts
+    them left in int32 and wraps (-128 where the unwrapped product would give 127). No RequantizeTable there (its
+    monotonicity fails); equal to BUILTIN_REF."""
+    k = 300
+    ins = [T((1, 2, k), I8, q=quant(1.0, -128)), T((1, k, 3), I8, q=quant(1.0, -128))]
+    model = single_op_model("BATCH_MATMUL", ins, [T((1, 2, 3), I8, q=quant(0.01, 0))], {})
+    lhs = np.full((1, 2, k), 127, I8)
+    lhs[0, 1, :] = -100
+    rhs = np.full((1, k, 3), 127, I8)
+    rhs[0, :, 1] = 100
+    rhs[0, :, 2] = -128
+    np.testing.assert_array_equal(run_ours(model, [lhs, rhs])[0], run_litert(model, [lhs, rhs])[0])
+
+
+@pytest.mark.parametrize("zo", [-1000, 1000])
+def test_batch_matmul_int8_zero_point_beyond_the_accumulators(zo):
+    """A constant rhs of column sums up to 1 (accumulators within 128) and an output zero point far outside int8:
+    every output saturates; prepare builds a table of the bound's end (it failed on an empty range), equal to
+    BUILTIN_REF."""
+    rhs = np.zeros((4, 5), I8)
+    rhs[0, 0] = 1
+    lhs = np.random.default_rng(1).integers(-128, 128, (2, 3, 4)).astype(I8)
+    ins = [T((2, 3, 4), I8, q=quant(0.5, 0)), T.const(rhs, I8, q=quant(0.5, 0))]
+    model = single_op_model("BATCH_MATMUL", ins, [T((2, 3, 5), I8, q=quant(0.25, zo))], {})
+    np.testing.assert_array_equal(run_ours(model, [lhs])[0], run_litert(model, [lhs])[0])
+
+
 def test_requantize_table_is_requantize():
     """RequantizeTable gives litert_py.quant.requantize on every accumulator up to the bound (exhaustively, with
     tables cut at -bound / bound, zero points at both ends, right and left shifts)."""
