@@ -41,10 +41,19 @@ class FullyConnectedHybrid:
     depth: int
     units: int
     activation: object
+    #: EvalHybrid's IsZeroVector shortcut (fully_connected.cc): an all-zero input (every element == 0.0, -0.0
+    #: too, over the whole input, not per row) leaves ``output = bias`` (or 0.0f), activation applied. It differs
+    #: from ``bias + 0 * scale`` only at a -0.0 bias element or a non-finite weight scale; checked only then.
+    zero_shortcut: bool = False
 
     def __call__(self, inputs, outputs):
         out2d = outputs[0].reshape(-1, self.units)
         x2 = inputs[INPUT].reshape(-1, self.depth)
+        if self.zero_shortcut and not x2.any():
+            out2d[...] = self.bias if self.bias is not None else np.float32(0)
+            if self.activation is not None:
+                self.activation(out2d)
+            return
         wt, row_sums, fix = self.weights_t, self.row_sums, self.sse_fix
         if wt is None:
             w = hybrid_weights(inputs[WEIGHTS])
@@ -131,8 +140,11 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
     b = None if bias is None else (bias.data.astype(np.float32).reshape(-1) if bias.is_constant else None)
     ctx.check(bias is None or b is not None, "hybrid FULLY_CONNECTED needs a constant bias")
     activation = apply_activation_to_vector(ctx.options.fused_activation_function)
+    zero_shortcut = bool(b is not None and np.signbit(b[b == 0]).any()) or not np.isfinite(w_scale).all()
     if not w.is_constant:
-        return FullyConnectedHybrid(None, None, None, np.asarray(w_scale), b, asym, depth, units, activation)
+        return FullyConnectedHybrid(
+            None, None, None, np.asarray(w_scale), b, asym, depth, units, activation, zero_shortcut
+        )
     wi = hybrid_weights(w.data)
     row_sums = sse_reduction_sum_vector(wi) if asym else None
     ct = exact_gemm_dtype(product_bound(wi, row_sums)) or np.dtype(np.float64)
@@ -147,6 +159,7 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         depth,
         units,
         activation,
+        zero_shortcut,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
         return FullyConnectedHybridRow.build(general, wi)
