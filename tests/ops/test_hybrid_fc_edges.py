@@ -45,3 +45,43 @@ def test_zero_row_among_nonzero_rows_is_not_skipped(asym):
     x = np.zeros((2, 16), F32)
     x[1, 3] = 1.0
     check(x, asym, mixed_weights(3, 16), np.array([-0.0, 1.0, -0.0], F32))
+
+
+def special_input(kind: str, rows: int, depth: int) -> np.ndarray:
+    """Rows with values at positions in the 8-wide part and in the tail (depth % 8 != 0)."""
+    x = np.zeros((rows, depth), F32)
+    x[:, 0::5] = 0.75
+    x[:, 3::7] = -1.5
+    ends = [1, depth - 1, depth - 2]  # 8-wide part, tail
+    if kind == "denormal-scale":  # range ~1e-40: sf = f32(R / 127) a nonzero denormal, inv = f32(127 / R) = inf
+        x[:] = 0
+        x[:, ends] = [F32(1e-40), F32(-3e-41), F32(2e-41)]
+    elif kind == "denormal-scale-negative":  # zero point from the other bound
+        x[:] = 0
+        x[:, ends] = [F32(-1e-40), F32(3e-41), F32(-2e-41)]
+    elif kind == "+inf-8-wide":
+        x[:, 1] = np.inf
+    elif kind == "-inf-tail":
+        x[:, depth - 1] = -np.inf
+    elif kind == "inf-both":
+        x[:, ends] = [np.inf, -np.inf, np.inf]
+    elif kind == "range-overflow":  # rmax - rmin past FLT_MAX
+        x[:, ends[:2]] = [F32(3e38), F32(-3e38)]
+    x[-1] = np.linspace(-2, 3, depth, dtype=F32)  # an ordinary row next to the special ones
+    return x
+
+
+SPECIAL = ["denormal-scale", "denormal-scale-negative", "+inf-8-wide", "-inf-tail", "inf-both", "range-overflow"]
+
+
+@pytest.mark.parametrize("asym", [False, True], ids=["sym", "asym"])
+@pytest.mark.parametrize("kind", SPECIAL)
+@pytest.mark.parametrize("rows,depth", [(1, 19), (3, 21), (2, 16)])
+def test_non_finite_quantization(kind, rows, depth, asym):
+    """NaN / +-inf ``x * inv`` through the int32 conversion (vector part saturating, tail INT_MIN) and the wrapping
+    ``+ zp``, as BUILTIN_REF; identity-like weights expose each q, mixed weights their sums."""
+    x = special_input(kind, rows, depth)
+    w = np.zeros((depth, depth), I8)
+    np.fill_diagonal(w, 1)
+    check(x, asym, w)
+    check(x, asym, mixed_weights(5, depth), np.linspace(-1, 1, 5).astype(F32), per_channel=True)
