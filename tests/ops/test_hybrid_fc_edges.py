@@ -14,10 +14,10 @@ from tests.oracle import quant, run_litert, run_ours
 F32, I8 = np.float32, np.int8
 
 
-def check(x: np.ndarray, asym: bool, w: np.ndarray, bias=None, per_channel=False) -> None:
+def check(x: np.ndarray, asym: bool, w: np.ndarray, bias=None, per_channel=False, act=0) -> None:
     n, units = x.shape[0], w.shape[0]
     scale = np.linspace(0.05, 0.2, units).astype(F32) if per_channel else np.array([0.1], F32)
-    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
+    opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
     wq = quant(scale, np.zeros(scale.size, int))
     model = fc_model(x.shape, F32, None, w, I8, wq, bias, None, (n, units), F32, None, opts)
     ours, ref = run_ours(model, [x])[0], run_litert(model, [x])[0]
@@ -69,6 +69,18 @@ def special_input(kind: str, rows: int, depth: int) -> np.ndarray:
         x[:, ends[:2]] = [F32(3e38), F32(-3e38)]
     x[-1] = np.linspace(-2, 3, depth, dtype=F32)  # an ordinary row next to the special ones
     return x
+
+
+@pytest.mark.parametrize("act", [1, 2, 3], ids=["relu", "relu-n1-to-1", "relu6"])
+def test_activation_of_negative_zero_and_nan(act):
+    """ApplyActivationToVector's std::max(lo, std::min(v, hi)): a -0.0 bias through the zero-input shortcut (RELU,
+    RELU6: +0.0; RELU_N1_TO_1: -0.0) and the NaN outputs of a range past FLT_MAX (NaN -> lo)."""
+    w, bias = mixed_weights(3, 16), np.array([-0.0, 0.5, -0.0], F32)
+    check(np.zeros((2, 16), F32), True, w, bias, act=act)
+    x = np.zeros((2, 16), F32)
+    x[:, 1:3] = [F32(3.4e38), F32(-3.4e38)]
+    x[1] = np.linspace(-1, 1, 16)
+    check(x, True, w, bias, act=act)
 
 
 SPECIAL = ["denormal-scale", "denormal-scale-negative", "+inf-8-wide", "-inf-tail", "inf-both", "range-overflow"]
