@@ -10,6 +10,7 @@ DotProdInt8x4x4), tflite/kernels/internal/reference/portable_tensor_utils.cc (th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,11 +82,10 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
         sf = r / f32(127)
         if zero is not None:
             sf[zero] = 1
-        with np.errstate(over="ignore"):  # a denormal range: inv = inf
-            inv = np.divide(f32(127), r)
+        inv = np.divide(f32(127), r)  # inf for a denormal range (invoke runs with fp errors ignored)
         q = np.multiply(x2, inv[:, None], dtype=f32)
         neon_round_inplace(q, k_vec)
-        if not (np.isfinite(r).all() and np.isfinite(inv).all()):  # else |q| <= 127.5
+        if not math.isfinite(np.dot(r, inv)):  # r * inv = 127 unless r or inv is NaN / inf; else |q| <= 127.5
             return neon_to_int8(q, k_vec, None), sf, None
         return clip_ufunc(q, f32(-127), f32(127), out=q), sf, None
     rmin32 = np.minimum(mn, f32(0))
@@ -109,7 +109,8 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
         zp[same], sf[same], inv[same] = 0, 1, 1
     q = np.multiply(x2, inv[:, None], dtype=f32)
     neon_round_inplace(q, k_vec)
-    if not (np.isfinite(rmax32).all() and np.isfinite(rmin32).all() and np.isfinite(inv).all()):
+    # sf * inv ~ 1 (0 where sf underflows) unless a range is inf / NaN or inv inf; else |x * inv| <= 255.5
+    if not math.isfinite(np.dot(sf, inv)):
         zp[np.isnan(zp)] = 0  # static_cast<int8>(round(NaN)) on x86: the low byte of INT_MIN
         return neon_to_int8(q, k_vec, zp), sf, zp
     q += zp[:, None]
