@@ -269,12 +269,14 @@ def apply_activation_to_vector(code: int):
     """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
     Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
     SIGN_BIT apply."""
-    if code == Act.RELU:  # np.maximum: max(-0.0, 0) is +0.0, where a clip keeps -0.0
-        return lambda v: np.maximum(v, _F32_0, out=v)
+    # ApplyRelu*ToVector are std::max(lo, std::min(v, hi)): NaN gives lo (fmax), std::max(0.0f, -0.0f) is +0.0
+    # (+ 0.0 after fmax, whose signed zero is unspecified), std::max(-1.0f, -0.0f) is -0.0
+    if code == Act.RELU:
+        return lambda v: np.add(np.fmax(v, _F32_0, out=v), _F32_0, out=v)
     if code == Act.RELU_N1_TO_1:
-        return lambda v: clip_ufunc(v, _F32_M1, _F32_1, out=v)
+        return lambda v: np.fmax(np.minimum(v, _F32_1, out=v), _F32_M1, out=v)
     if code == Act.RELU6:
-        return lambda v: clip_ufunc(v, _F32_0, _F32_6, out=v)
+        return lambda v: np.add(np.fmax(np.minimum(v, _F32_6, out=v), _F32_0, out=v), _F32_0, out=v)
     if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
         return tanh_inplace
     if code == Act.SIGN_BIT:

@@ -3,7 +3,7 @@ kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid R
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
 calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
 runtime's arrays; ``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
-(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 60 -> 30 us).
+(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
@@ -41,10 +41,19 @@ class FullyConnectedHybrid:
     depth: int
     units: int
     activation: object
+    #: EvalHybrid's IsZeroVector shortcut (fully_connected.cc): an all-zero input (every element == 0.0, -0.0
+    #: too, over the whole input, not per row) leaves ``output = bias`` (or 0.0f), activation applied. It differs
+    #: from ``bias + 0 * scale`` only at a -0.0 bias element or a non-finite weight scale; checked only then.
+    zero_shortcut: bool = False
 
     def __call__(self, inputs, outputs):
         out2d = outputs[0].reshape(-1, self.units)
         x2 = inputs[INPUT].reshape(-1, self.depth)
+        if self.zero_shortcut and not x2.any():
+            out2d[...] = self.bias if self.bias is not None else np.float32(0)
+            if self.activation is not None:
+                self.activation(out2d)
+            return
         wt, row_sums, fix = self.weights_t, self.row_sums, self.sse_fix
         if wt is None:
             w = hybrid_weights(inputs[WEIGHTS])
@@ -131,8 +140,11 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
     b = None if bias is None else (bias.data.astype(np.float32).reshape(-1) if bias.is_constant else None)
     ctx.check(bias is None or b is not None, "hybrid FULLY_CONNECTED needs a constant bias")
     activation = apply_activation_to_vector(ctx.options.fused_activation_function)
+    zero_shortcut = bool(b is not None and np.signbit(b[b == 0]).any()) or not np.isfinite(w_scale).all()
     if not w.is_constant:
-        return FullyConnectedHybrid(None, None, None, np.asarray(w_scale), b, asym, depth, units, activation)
+        return FullyConnectedHybrid(
+            None, None, None, np.asarray(w_scale), b, asym, depth, units, activation, zero_shortcut
+        )
     wi = hybrid_weights(w.data)
     row_sums = sse_reduction_sum_vector(wi) if asym else None
     ct = exact_gemm_dtype(product_bound(wi, row_sums)) or np.dtype(np.float64)
@@ -147,27 +159,31 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         depth,
         units,
         activation,
+        zero_shortcut,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
         return FullyConnectedHybridRow.build(general, wi)
-    if asym and depth and x.shape and not x.dynamic and int(np.prod(x.shape)) % depth == 0:
-        return FullyConnectedHybridRows.build(general, wi, int(np.prod(x.shape)) // depth)
+    rows = int(np.prod(x.shape)) // depth if depth and x.shape and not x.dynamic else 0
+    if asym and rows >= 2 and rows * depth == int(np.prod(x.shape)):
+        return FullyConnectedHybridRows.build(general, wi, rows)
     return general
 
 
 def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarray:
     """``[W, 256 M, -row_sums]`` (units, depth + len(fix cols) [+ 1]) C-contiguous, float32 where every partial
-    sum of its product with ``[q, min(q[cols], 0), zp]`` (factors at most Q_MAX in magnitude) is at most
-    ``Q_MAX * sum|w_aug|`` <= 2^24, else float64 (see FullyConnectedHybridRow)."""
+    sum of its product with ``[q, min(q[cols], 0), zp]`` (factors at most q_max in magnitude: 127 for symmetric
+    inputs, |q| <= 127; 128 for asymmetric ones, q and zp in [-128, 127]) is at most ``q_max * sum|w_aug|``
+    <= 2^24, else float64 (see FullyConnectedHybridRow)."""
     parts = [wi.astype(np.float64)]
     if general.sse_fix is not None:
         parts.append(256.0 * general.sse_fix.mask_t.T)
     if general.asymmetric:
         parts.append(-sse_reduction_sum_vector(wi).astype(np.float64).reshape(wi.shape[0], 1))
     w_aug = np.concatenate(parts, axis=1)
-    # |q|, |min(q, 0)|, |zp| <= 128: every partial sum of the augmented product is at most 128 * sum|w_aug|,
+    # |q|, |min(q, 0)|, |zp| <= q_max: every partial sum of the augmented product is at most q_max * sum|w_aug|,
     # often within float32's 2^24 where the general product's bound (product_bound) is not (half the bytes)
-    ct = exact_gemm_dtype(Q_MAX * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
+    q_max = 128.0 if general.asymmetric else 127.0
+    ct = exact_gemm_dtype(q_max * np.abs(w_aug).sum(axis=1)) or np.dtype(np.float64)
     return np.ascontiguousarray(w_aug, dtype=ct)
 
 
@@ -208,8 +224,6 @@ def bound_to(op, inputs, outputs):
 
 
 F32 = np.float32
-#: The largest magnitude of a value FullyConnectedHybridRow's product multiplies (q, min(q, 0), zp: all in [-128, 127]).
-Q_MAX = 128.0
 #: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
 R_MIN = 1e-36
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
@@ -232,7 +246,8 @@ class FullyConnectedHybridRow:
       asymmetric: ``+ zp``, clamp to [-128, 127];
     - the SSE -128 fix and the asymmetric zero point as extra product columns:
       ``[q, min(q[cols], 0), zp] @ [W, 256 M, -row_sums]`` (one GEMV); every factor on the left is at most
-      Q_MAX in magnitude, so every partial sum is at most ``Q_MAX * sum|w_aug|`` per unit: float32 where that is
+      q_max in magnitude (127 symmetric, 128 asymmetric), so every partial sum is at most ``q_max * sum|w_aug|``
+      per unit: float32 where that is
       within 2^24 (often so where ``product_bound``, which bounds the general path's separate zero-point
       subtraction by ``255 * L1``, asks for float64: a 1280 -> 1000 classifier's 10 MB of float64 weights,
       memory-bound, become 5 MB), else float64;
@@ -363,14 +378,15 @@ class FullyConnectedHybridRow:
 
 @dataclass(frozen=True, eq=False)
 class FullyConnectedHybridRows:
-    """FullyConnectedHybrid for a fixed number of rows with constant weights and asymmetric inputs (a transformer's
-    projections: 32 x 64 -> 64 asymmetric, 70-85 -> ~35 us): the rows quantized by quant.hybrid.AsymmetricRowsQuantizer
-    (batch_quantize_floats' values in half the numpy calls, into buffers made at prepare), then one GEMM of
+    """FullyConnectedHybrid for a fixed number (at least two) of rows with constant weights and asymmetric inputs (a
+    transformer's projections: 32 x 64 -> 64 asymmetric, about 75 -> 35 us of process CPU time): the rows quantized
+    by quant.hybrid.AsymmetricRowsQuantizer (batch_quantize_floats' values in half the numpy calls, into buffers
+    made at prepare), then one GEMM of
     ``[q, min(q[:, cols], 0), zp]`` by ``[W, 256 M, -row_sums]`` (FullyConnectedHybridRow's augmented product: the
     SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
     augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
     as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
-    range below RANGE_MIN, inf or NaN), take the general path (``general``): every result equals
+    range below RANGE_MIN or past FLT_MAX, inf or NaN), take the general path (``general``): every result equals
     FullyConnectedHybrid's."""
 
     general: FullyConnectedHybrid

@@ -10,6 +10,7 @@ DotProdInt8x4x4), tflite/kernels/internal/reference/portable_tensor_utils.cc (th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,8 +82,11 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
         sf = r / f32(127)
         if zero is not None:
             sf[zero] = 1
-        q = np.multiply(x2, np.divide(f32(127), r)[:, None], dtype=f32)
+        inv = np.divide(f32(127), r)  # inf for a denormal range (invoke runs with fp errors ignored)
+        q = np.multiply(x2, inv[:, None], dtype=f32)
         neon_round_inplace(q, k_vec)
+        if not math.isfinite(np.dot(r, inv)):  # r * inv = 127 unless r or inv is NaN / inf; else |q| <= 127.5
+            return neon_to_int8(q, k_vec, None), sf, None
         return clip_ufunc(q, f32(-127), f32(127), out=q), sf, None
     rmin32 = np.minimum(mn, f32(0))
     rmax32 = np.maximum(mx, f32(0))
@@ -105,8 +109,42 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
         zp[same], sf[same], inv[same] = 0, 1, 1
     q = np.multiply(x2, inv[:, None], dtype=f32)
     neon_round_inplace(q, k_vec)
+    # sf * inv ~ 1 (0 where sf underflows) unless a range is inf / NaN or inv inf; else |x * inv| <= 255.5
+    if not math.isfinite(np.dot(sf, inv)):
+        zp[np.isnan(zp)] = 0  # static_cast<int8>(round(NaN)) on x86: the low byte of INT_MIN
+        return neon_to_int8(q, k_vec, zp), sf, zp
     q += zp[:, None]
     return clip_ufunc(q, f32(-128), f32(127), out=q), sf, zp
+
+
+def neon_to_int8(q: np.ndarray, k_vec: int, zp: np.ndarray | None) -> np.ndarray:
+    """The int32 steps of NeonSymmetricQuantizeFloats / NeonAsymmetricQuantizeFloats (neon_tensor_utils.cc) as the
+    x86 wheels run them, for rounded values ``q`` that may be non-finite (a denormal float32 scale makes ``inv``
+    inf; an infinite input makes ``x * 0`` NaN): in place, returns ``q`` holding the int8 values. Measured
+    against BUILTIN_REF (tests/ops/test_hybrid_fc_edges.py):
+
+    - the 8-wide part (NEON_2_SSE ``vcvtq_s32_f32``): NaN and -inf give INT_MIN, +inf INT_MAX; then ``+ zp`` in
+      int32 (``vaddq_s32`` wraps: INT_MIN + a negative zero point is a large positive number), the clamp;
+    - the symmetric tail (``static_cast<int32>``, cvttss2si): every non-finite value gives INT_MIN, then -127;
+    - the asymmetric tail (``static_cast<int32>(offset + round(v))``, the offset added in float): NaN gives 0,
+      +-inf the clamp's bound.
+
+    Symmetric (zp None): clamp to [-127, 127], else [-128, 127]."""
+    big = 2.0**31
+    v = q.astype(np.float64)
+    tail = v[:, k_vec:]
+    if zp is None:
+        tail[~np.isfinite(tail)] = -big
+    else:
+        tail[...] = np.where(np.isnan(tail), -zp.astype(np.float64)[:, None], tail)  # NaN -> 0 after + zp
+    qi = np.clip(np.nan_to_num(v, nan=-big, posinf=big - 1, neginf=-big), -big, big - 1).astype(np.int64)
+    lo = -127
+    if zp is not None:
+        lo = -128
+        qi += zp.astype(np.int64)[:, None]
+        qi[:, :k_vec] = (qi[:, :k_vec] + 2**31) % 2**32 - 2**31  # int32 wrap of vaddq_s32
+    q[...] = np.clip(qi, lo, 127)
+    return q
 
 
 def sse_reduction_sum_vector(w: np.ndarray) -> np.ndarray:

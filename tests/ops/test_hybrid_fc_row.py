@@ -71,10 +71,17 @@ CASES = {
     "asym-constant-row": (17, 3, "symmetric", False, False, 0, "constant", "float32"),
     "asym-f64-mixed-1024": (1024, 4, "mixed", False, False, 0, "plus-minus-2", "float64"),
     "asym-f32-mixed-128": (128, 4, "mixed", True, True, 0, "plus-minus-2", "float32"),
-    # float32 by the augmented product's own bound (Q_MAX * sum|w_aug| <= 2^24) where product_bound asks float64
+    # float32 by the augmented product's own bound (q_max * sum|w_aug| <= 2^24) where product_bound asks float64
     "asym-f32-classifier-1280": (1280, 16, "symmetric", False, True, 0, "normal", "float32"),
     "asym-f32-at-bound-512": (512, 3, "127", False, False, 0, "plus-minus-2", "float32"),
     "asym-f32-at-bound-512-positive": (512, 3, "127", True, True, 0, "positive", "float32"),
+    # the bound's q_max: 127 for symmetric inputs (a constant row: every q is +-127, partial sums up to 127 * 127 *
+    # depth: within 2^24 up to depth 1040), 128 for asymmetric ones (a negative constant row: q = -128, zp = 127,
+    # partial sums up to 255 * 127 * depth, bound 128 * 2 * 127 * depth: within 2^24 up to depth 516)
+    "sym-f32-at-bound-1040": (1040, 3, "127", False, False, 0, "constant", "float32"),
+    "sym-f64-past-bound-1041": (1041, 3, "127", True, False, 0, "constant", "float64"),
+    "asym-f32-at-bound-516-q-128": (516, 3, "127", False, False, 0, "negative-constant", "float32"),
+    "asym-f64-past-bound-517-q-128": (517, 3, "127", False, True, 0, "negative-constant", "float64"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
 }
@@ -99,6 +106,8 @@ def row(kind: str, depth: int, rng) -> np.ndarray:
         return x
     if kind == "constant":
         return np.full(depth, x[0], F32)
+    if kind == "negative-constant":
+        return np.full(depth, -abs(x[0]) - 0.5, F32)
     if kind == "tiny":
         return (x * np.float32(1e-38)).astype(F32)
     return x

@@ -160,3 +160,79 @@ def test_hybrid_fc_rows_bound_plan_across_invokes():
             it.invoke()
             results.append(it.get_tensor(it.get_output_details()[0]["index"]))
         assert np.array_equal(results[0].view(np.int32), results[1].view(np.int32)), kinds
+
+
+#: (max, min) pairs whose two zero-point candidates, ``round(-128 - rmin / scale)`` and ``round(127 - rmax / scale)``
+#: (clamped), differ by one: which bound NeonAsymmetricQuantizeFloats takes it from shows in the result (found by a
+#: search over ranges whose zmin / zmax land near half-integers; negated, the other bound is the nearer one)
+ZP_CHOICE_ROWS = [
+    ("0x1.85b4e4p+2", "-0x1.209f4ep+2"),
+    ("0x1.801d5ep+5", "-0x1.8dbf48p+1"),
+    ("0x1.e36f72p+4", "-0x1.6271ccp+2"),
+    ("0x1.879760p+12", "-0x1.e4e73ap+7"),
+    ("0x1.2330e4p+9", "-0x1.41506ep+4"),
+    ("0x1.185218p+11", "-0x1.5ee0aap+8"),
+    ("0x1.404832p-1", "-0x1.105808p-4"),
+    ("0x1.16d75ep+8", "-0x1.f0b41cp+1"),
+]
+
+
+def zero_point_candidates(x: np.ndarray) -> tuple[float, float, bool]:
+    """Both candidates of the nudged zero point in Python doubles, and whether the min bound's error is smaller."""
+    rmin, rmax = float(min(x.min(), F32(0))), float(max(x.max(), F32(0)))
+    scale = float(F32(rmax - rmin)) / 255.0
+    zmin, zmax = rmin / scale, rmax / scale
+
+    def nudge(z: float) -> float:
+        z = min(max(z, -128.0), 127.0)
+        return float(np.sign(z) * np.floor(abs(z) + 0.5))
+
+    return nudge(-128.0 - zmin), nudge(127.0 - zmax), 128.0 + abs(zmin) < 127.0 + abs(zmax)
+
+
+def test_zero_point_from_the_nearer_bound():
+    """Rows whose zero point differs by the bound it comes from, against BUILTIN_REF through the rows path (all
+    rows at once) and the one-row path (each row alone)."""
+    pairs = [(F32(float.fromhex(a)), F32(float.fromhex(b))) for a, b in ZP_CHOICE_ROWS]
+    x = np.zeros((2 * len(pairs), 16), F32)
+    for i, (hi, lo) in enumerate(pairs):
+        x[2 * i, :2] = hi, lo
+        x[2 * i + 1, :2] = -hi, -lo
+    choices = set()
+    for r in x:
+        from_min, from_max, nearer_min = zero_point_candidates(r)
+        assert from_min != from_max
+        choices.add(nearer_min)
+    assert choices == {True, False}
+    w = np.zeros((3, 16), I8)
+    w[0, 0], w[1, 1], w[2] = 100, 100, 1  # the row sum (zero-point column) in unit 2
+    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": True}
+    for n in (len(x), 1):
+        model = fc_model((n, 16), F32, None, w, I8, quant(F32(1.0), 0), None, None, (n, 3), F32, None, opts)
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        (prepared,) = it._subgraphs[0].prepared_ops.values()
+        assert type(prepared).__name__ == ("FullyConnectedHybridRows" if n > 1 else "FullyConnectedHybridRow")
+        for start in range(0, len(x), n):
+            xs = x[start : start + n]
+            (ours,) = run_ours(model, [xs])
+            (theirs,) = run_litert(model, [xs])
+            assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), (start, ours, theirs)
+    _, _, zp = batch_quantize_floats(x, True)  # the general path too
+    qq = np.zeros((len(x), 17), F32)
+    assert AsymmetricRowsQuantizer.build(qq[:, :16], qq[:, -1])(x)
+    assert np.array_equal(qq[:, -1], zp)
+
+
+def test_no_rows_op_for_an_empty_batch():
+    """A (0, depth) input: the general op (FullyConnectedHybridRows needs at least two rows), an empty output."""
+    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": True}
+    model = fc_model(
+        (0, 8), F32, None, np.ones((3, 8), I8), I8, quant(F32(0.5), 0), None, None, (0, 3), F32, None, opts
+    )
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    assert type(prepared).__name__ == "FullyConnectedHybrid"
+    (ours,) = run_ours(model, [np.zeros((0, 8), F32)])
+    assert ours.shape == (0, 3)
