@@ -369,7 +369,7 @@ def test_truncating_fold_proof_with_raw_channels_over_many_points():
 
     from tests.oracle import run_both
 
-    model = (pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "conv_trunc_probe_layout.tflite").read_bytes()
+    model = (pathlib.Path(__file__).resolve().parent / "data" / "conv_trunc_probe_layout.tflite").read_bytes()
     rng = np.random.default_rng(28)
     for _ in range(3):
         x = rng.integers(-128, 128, (1, 5, 5, 24)).astype(I8)
