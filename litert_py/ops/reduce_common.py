@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputValueError
+from .bound_plan import run_calls
 from .common import Reduction
 from .registry import OpContext
 
@@ -59,7 +60,11 @@ class ReduceDynamicAxes:
         x = inputs[INPUT]
         axes = resolve_axes(x.ndim, inputs[AXIS].reshape(-1))
         out = np.empty(reduced_shape(x.shape, axes, self.keep_dims), x.dtype)
-        self.make(x, axes, Reduction.of(x.shape, axes))([x], [out])
+        op = self.make(x, axes, Reduction.of(x.shape, axes))
+        if getattr(op, "bound_inputs", None) == 1:  # a BoundCalls made for this invoke: its calls, no bound plan
+            run_calls(op.bound_calls(x, out))
+        else:
+            op([x], [out])
         outputs[OUTPUT] = out
 
 
