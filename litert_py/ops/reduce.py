@@ -79,7 +79,8 @@ class MeanFloatColumns(BoundCalls):
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """A bound plan (ops/bound_plan.py; a layer norm's (1, 32, 64) -> (1, 32, 1) MEAN in invokes: 7.5 -> 5.6 us):
         the transposed input copied into a C-contiguous scratch made at bind when it is not one already (the
-        (n, m) rows np.ascontiguousarray made per call, the same values in the same layout), einsum's sum into
+        (n, m) rows np.ascontiguousarray made per call, the same values in the same layout; an input-sized array
+        kept while the op is bound, outside the arena), einsum's sum into
         the output (into a scratch when the output is not C-contiguous, copied after), the division."""
         r, calls = self.reduction, []
         rows = contiguous_source(x.transpose(r.perm), calls).reshape(r.n, r.m)  # a view of a C-contiguous array
