@@ -10,7 +10,7 @@ from litert_py import Interpreter
 from litert_py.schema import read_model
 from litert_py.schema.builder import ModelBuilder
 from tests.ops.recurrent import test_lstm as tl
-from tests.ops.recurrent.test_rnn import run_stream
+from tests.ops.recurrent.test_rnn import rnn_shapes, run_stream
 from tests.oracle import oracle, quant
 
 F32 = np.float32
@@ -25,11 +25,7 @@ RNN_PATHS = {  # id -> (op, time_major)
 
 def _rnn_model(op, tm, asym, bias, batch, time, n_in, units) -> tuple[bytes, tuple]:
     b = ModelBuilder()
-    if op == "RNN":
-        xshape, oshape, opts = (batch, n_in), (batch, units), {}
-    else:
-        lead = (time, batch) if tm else (batch, time)
-        xshape, oshape, opts = lead + (n_in,), lead + (units,), {"time_major": tm}
+    xshape, oshape, opts = rnn_shapes(op, tm, batch, time, n_in, units)
     opts.update(fused_activation_function=0, asymmetric_quantize_inputs=asym)
     x = b.input("x", xshape, F32)
     cells = []
