@@ -265,17 +265,37 @@ def exact_gemm_dtype(bound):
 _F32_M1, _F32_0, _F32_1, _F32_6 = (scalar_operand(v) for v in (-1, 0, 1, 6))
 
 
+def _fmax_gives_plus_zero() -> bool:
+    """Whether ``np.fmax(v, +0.0)`` turns -0.0 (and NaN) into +0.0 on this numpy (it does on 1.23 and 2.4, but the
+    sign of an equal pair is unspecified): checked once over contiguous, strided and SIMD-sized arrays."""
+    for n in (1, 7, 16, 67):
+        for step in (1, 2):
+            v = np.full(n * step, -0.0, np.float32)[::step]
+            v[::3] = np.nan
+            np.fmax(v, _F32_0, out=v)
+            if np.signbit(v).any() or np.isnan(v).any():
+                return False
+    return True
+
+
+_FMAX_PLUS_ZERO = _fmax_gives_plus_zero()
+
+
 def apply_activation_to_vector(code: int):
     """``tensor_utils::ApplyActivationToVector`` (hybrid FC, RNN, SVDF, LSTM): an in-place function or None.
     Unlike the float kernels' clamp, NONE leaves inf alone, TANH (Eigen's, litert_py.ops.eigen_math) and
     SIGN_BIT apply."""
     # ApplyRelu*ToVector are std::max(lo, std::min(v, hi)): NaN gives lo (fmax), std::max(0.0f, -0.0f) is +0.0
-    # (+ 0.0 after fmax, whose signed zero is unspecified), std::max(-1.0f, -0.0f) is -0.0
+    # (fmax alone where _FMAX_PLUS_ZERO, else + 0.0 after it), std::max(-1.0f, -0.0f) is -0.0
     if code == Act.RELU:
+        if _FMAX_PLUS_ZERO:
+            return lambda v: np.fmax(v, _F32_0, out=v)
         return lambda v: np.add(np.fmax(v, _F32_0, out=v), _F32_0, out=v)
     if code == Act.RELU_N1_TO_1:
         return lambda v: np.fmax(np.minimum(v, _F32_1, out=v), _F32_M1, out=v)
     if code == Act.RELU6:
+        if _FMAX_PLUS_ZERO:
+            return lambda v: np.fmax(np.minimum(v, _F32_6, out=v), _F32_0, out=v)
         return lambda v: np.add(np.fmax(np.minimum(v, _F32_6, out=v), _F32_0, out=v), _F32_0, out=v)
     if code == Act.TANH:  # Eigen's tanh, as tensor_utils.h ApplyTanhToVector runs it
         return tanh_inplace

@@ -65,7 +65,8 @@ def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
     the smaller error (double), clamped to [-128, 127] or ``round``ed, ``sf = f32(scale)``,
     ``inv = f32(1.0 / f64(sf))``, ``q = clamp(round(f32(x * inv)) + zp, -128, 127)``: the zero point is
     added to the rounded integer (the portable C++ adds it in float before rounding, a different result).
-    ``round`` is :func:`neon_round_inplace`.
+    ``round`` is :func:`neon_round_inplace`. Where a row's range is non-finite or denormal (``127 / R`` or
+    ``1 / sf`` inf, ``x * inv`` NaN), the int32 conversion and clamp are :func:`neon_to_int8`'s instead.
     """
     f32 = np.float32
     b, k = x2.shape

@@ -125,7 +125,7 @@ def test_hybrid_fc_row_bit_exact(case):
         s_w = -s_w  # a negative product scale turns a 0 dot product into -0.0
     bias = rng.standard_normal(units).astype(F32) if with_bias else None
     if bias is not None and kind == "zero-unit":
-        bias[0] = -0.0  # -0.0 + -0.0: RELU's np.maximum gives +0.0 (np.clip would keep -0.0)
+        bias[0] = -0.0  # -0.0 + -0.0: RELU (std::max(0.0f, -0.0f)) gives +0.0, RELU_N1_TO_1 keeps -0.0
     opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
     w_q = quant(s_w, np.zeros(n, int))
     model = fc_model((1, depth), F32, None, w, I8, w_q, bias, None, (1, units), F32, None, opts)
@@ -153,3 +153,20 @@ def test_hybrid_fc_row_only_for_one_row():
         it.allocate_tensors()
         (prepared,) = it._subgraphs[0].prepared_ops.values()
         assert type(prepared).__name__ == ("FullyConnectedHybridRows" if asym else "FullyConnectedHybrid")
+
+
+@pytest.mark.parametrize("fmax_plus_zero", [True, False], ids=["fmax", "fmax-plus-zero"])
+@pytest.mark.parametrize("code, hi", [(1, None), (3, 6.0)], ids=["RELU", "RELU6"])
+def test_apply_activation_to_vector_relu_forms(monkeypatch, fmax_plus_zero, code, hi):
+    """Both forms of ApplyRelu*ToVector (``std::max(0.0f, std::min(v, hi))``): -0.0 and NaN give +0.0, whichever
+    form ops.common picked at import (the fallback adds +0.0 after fmax)."""
+    from litert_py.ops import common
+
+    monkeypatch.setattr(common, "_FMAX_PLUS_ZERO", fmax_plus_zero)
+    top = np.inf if hi is None else hi
+    base = np.array([-0.0, np.nan, -1.5, 0.0, 2.5, 7.0, -np.inf, np.inf] * 5, F32)
+    expect = np.array([0.0, 0.0, 0.0, 0.0, 2.5, min(7.0, top), 0.0, top] * 5, F32)
+    for v in (base.copy(), np.repeat(base, 2)[::2]):  # contiguous and strided
+        common.apply_activation_to_vector(code)(v)
+        np.testing.assert_array_equal(v, expect)
+        assert not np.signbit(v).any()

@@ -13,12 +13,13 @@ Sources: see fully_connected.py and hybrid_fc.py (FullyConnectedHybrid) and lite
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...quant import batch_quantize_floats
-from ...quant.hybrid import HALF_DOWN
+from ...quant.hybrid import HALF_DOWN, neon_to_int8
 from ..common import clip_ufunc
 
 F32 = np.float32
@@ -86,7 +87,8 @@ class StepHybridProduct:
                 r[zero] = 1
                 sf = np.divide(r, C127)
                 sf[zero] = 1
-            np.multiply(x, np.divide(C127, r)[:, None], out=q)
+            inv = np.divide(C127, r)  # inf for a denormal range
+            np.multiply(x, inv[:, None], out=q)
             # neon_round_inplace: trunc(v + copysign(0.5, v)), the tail past the 8-wide loop with roundf
             k_vec = self.k_vec
             if k_vec == k:
@@ -97,7 +99,10 @@ class StepHybridProduct:
                 np.copysign(HALF_DOWN32, q[:, k_vec:], out=half[:, k_vec:])
             q += half
             np.trunc(q, out=q)
-            clip_ufunc(q, CM127, C127, out=q)
+            if math.isfinite(np.dot(r, inv)):  # r * inv = 127 unless r or inv is NaN / inf
+                clip_ufunc(q, CM127, C127, out=q)
+            else:  # a non-finite or denormal state row: batch_quantize_floats' int32 conversion
+                neon_to_int8(q, k_vec, None)
         if self.with_fix:
             np.minimum(q, ZERO, out=qq[:, k : 2 * k])
         w = self.w_aug

@@ -9,8 +9,11 @@ LiteRT's per-row loops)::
 Float32: each term is a matrix product added to the running sum. Hybrid (int8 weights): each input (x, aux,
 h) is quantized per batch row (``batch_quantize_floats`` of fully_connected.py, symmetric or asymmetric)
 and each term is ``f32(dot) * f32(sf * s_w)`` exactly as FULLY_CONNECTED's hybrid path computes it (that
-prepared op, ``FullyConnectedHybrid``, is reused, with its x86 SSE quirks). The activation is
-``ApplyActivationToVector``. The hidden state is a variable tensor updated in place.
+prepared op, ``FullyConnectedHybrid``, is reused, with its x86 SSE quirks). Hybrid ``RnnBatchStep`` starts from
+the bias and skips a product whose input is all zeros (IsZeroVector over the call's batch x size: the whole step,
+or one batch row where batch-major sequence ops step each row alone): such a term is -0.0 here, which adds
+nothing (a -0.0 bias stays -0.0). The activation is ``ApplyActivationToVector``. The hidden state is a variable
+tensor updated in place.
 
 UNIDIRECTIONAL_SEQUENCE_RNN walks the time axis (``time_major``: input (T, B, I), else (B, T, I));
 BIDIRECTIONAL_SEQUENCE_RNN runs a forward and a backward cell, with the aux input either cross-linked
@@ -57,6 +60,7 @@ class RnnCell:
     activation: object
     hybrid: bool
     units: int
+    per_row: bool = False  # hybrid batch-major sequence: LiteRT steps each batch row alone (IsZeroVector per row)
 
     def term(self, w, v):
         if not self.hybrid:
@@ -73,7 +77,12 @@ class RnnCell:
         product per step (the one-step BLAS call; one GEMM over all rows can round differently)."""
         n_steps, n_batch = v3.shape[:2]
         if self.hybrid:
-            return self.term(w, v3.reshape(n_steps * n_batch, -1)).reshape(n_steps, n_batch, self.units)
+            t = self.term(w, v3.reshape(n_steps * n_batch, -1)).reshape(n_steps, n_batch, self.units)
+            # RnnBatchStep skips the product of an all-zero step input (IsZeroVector): -0.0 adds nothing
+            zero = ~np.logical_or.reduce(v3 if self.per_row else v3.reshape(n_steps, -1), axis=-1)
+            if zero.any():
+                t[zero] = -0.0
+            return t
         out = np.empty((n_steps, n_batch, self.units), np.float32)
         mm = np.dot if self.units > 1 else np.matmul  # see lstm._float_dot
         for t in range(n_steps):
@@ -89,12 +98,22 @@ class RnnCell:
         return pre
 
     def _recurrent(self):
-        """``(h, hs)`` -> ``hs = W_rec h`` for one step (an all-zero hybrid state: +0, as the one-step form)."""
+        """``(h, hs)`` -> ``hs = W_rec h`` for one step (hybrid: see ``_hybrid_recurrent``)."""
         rec = self._rec
         if rec is None:
             mm, w = (np.dot if self.units > 1 else np.matmul), self.w_rec  # see lstm._float_dot
             return lambda h, hs: mm(h, w, hs)
-        return lambda h, hs: rec(h, hs) or hs.fill(0)
+        return self._hybrid_recurrent
+
+    def _hybrid_recurrent(self, h, hs):
+        """``hs = W_rec h`` (hybrid), -0.0 where RnnBatchStep skips the product (IsZeroVector of the state: the
+        whole batch, or each row when ``per_row``), so that adding it leaves the sum as it is."""
+        if not self._rec(h, hs):
+            hs.fill(-0.0)
+        elif self.per_row and h.shape[0] > 1:
+            zero = ~np.logical_or.reduce(h, axis=1)
+            if zero.any():
+                hs[zero] = -0.0
 
     def run(self, x3, aux3, h, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I), aux3 (T, B, A) or None, out3 (T, B, U) time-major views), h the
@@ -106,6 +125,7 @@ class RnnCell:
         pre = self._inputs(x3, aux3)
         rec, act = self._rec, self.activation
         mm = np.dot if rec is None and self.units > 1 else np.matmul  # see lstm._float_dot
+        rec_step = None if rec is None else self._hybrid_recurrent
         hs = np.empty((n_batch, self.units), np.float32)
         # TANH on whole contiguous steps: Eigen's tanh with prepared scratch (tanh_inplace's arithmetic)
         tanh = tanh_work(n_batch * self.units) if act is tanh_inplace and out3[0].flags.c_contiguous else None
@@ -113,8 +133,8 @@ class RnnCell:
         for t in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
             if rec is None:
                 mm(h_prev, self.w_rec, out=hs)
-            elif not rec(h_prev, hs):  # an all-zero state: the product is +0 (computed in the one-step form)
-                hs.fill(0)
+            else:
+                rec_step(h_prev, hs)
             dst = out3[t]
             np.add(pre[t], hs, out=dst)
             if tanh is not None:
@@ -135,6 +155,7 @@ def _cell(
     asymmetric: bool,
     activation: int,
     allow_hybrid: bool,
+    per_row: bool = False,
 ) -> RnnCell:
     ctx.check(w.dtype == rec.dtype, f"recurrent weights type {rec.type_name} != input weights type {w.type_name}")
     units = w.shape[0]
@@ -172,6 +193,7 @@ def _cell(
         act,
         True,
         units,
+        per_row,
     )
 
 
@@ -240,7 +262,7 @@ def prepare_unidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     batch, time = _seq_dims(ctx, x, tm)
     ctx.check(len(w.shape) == 2 and len(rec.shape) == 2 and len(bias.shape) == 1, "weights must be 2-D, bias 1-D")
     ctx.check(x.shape[2] == w.shape[1], "input_size != input_weights->dims->data[1]")
-    cell = _cell(ctx, w, rec, bias, None, bool(o.asymmetric_quantize_inputs), o.fused_activation_function, True)
+    cell = _cell(ctx, w, rec, bias, None, bool(o.asymmetric_quantize_inputs), o.fused_activation_function, True, not tm)
     _check_state(ctx, h, batch, cell.units)
     ctx.set_output_shape(0, (time, batch, cell.units) if tm else (batch, time, cell.units))
     return SequenceRnn(cell, tm)
@@ -313,8 +335,8 @@ def prepare_bidirectional_sequence_rnn(ctx: OpContext) -> PreparedOp:
     tm = bool(o.time_major)
     batch, time = _seq_dims(ctx, x, tm)
     asym, act = bool(o.asymmetric_quantize_inputs), o.fused_activation_function
-    fw = _cell(ctx, ctx.input(1), ctx.input(2), ctx.input(3), fw_aux_w, asym, act, True)
-    bw = _cell(ctx, ctx.input(5), ctx.input(6), ctx.input(7), bw_aux_w, asym, act, True)
+    fw = _cell(ctx, ctx.input(1), ctx.input(2), ctx.input(3), fw_aux_w, asym, act, True, not tm)
+    bw = _cell(ctx, ctx.input(5), ctx.input(6), ctx.input(7), bw_aux_w, asym, act, True, not tm)
     ctx.check(
         x.shape[2] == ctx.input(1).shape[1] and x.shape[2] == ctx.input(5).shape[1],
         "input->dims->data[2] != fw_input_weights->dims->data[1]",

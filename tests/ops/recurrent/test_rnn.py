@@ -60,6 +60,14 @@ def run_stream(model: bytes, feeds, reset_steps: int = 1, sync_states: bool = Fa
     return outs
 
 
+def rnn_shapes(op: str, tm, batch: int, time: int, n_in: int, units: int):
+    """(input shape, output shape, options with time_major) of an RNN / UNIDIRECTIONAL_SEQUENCE_RNN."""
+    if op == "RNN":
+        return (batch, n_in), (batch, units), {}
+    lead = (time, batch) if tm else (batch, time)
+    return lead + (n_in,), lead + (units,), {"time_major": tm}
+
+
 def _compare(ours, theirs, rtol):
     for k, (a, b) in enumerate(zip(ours, theirs)):
         assert_close(a, b, rtol=rtol * (k + 1), atol=1e-6)
@@ -81,11 +89,7 @@ def test_rnn_matches_oracle(path, seed, batch, n_in, units, time, act, invokes):
     if hybrid and act == "TANH":
         time = 1  # see run_stream(sync_states=True): chained hybrid steps amplify tanh's ulps
     b = ModelBuilder()
-    if op == "RNN":
-        xshape, oshape, opts = (batch, n_in), (batch, units), {}
-    else:
-        lead = (time, batch) if tm else (batch, time)
-        xshape, oshape, opts = lead + (n_in,), lead + (units,), {"time_major": tm}
+    xshape, oshape, opts = rnn_shapes(op, tm, batch, time, n_in, units)
     opts.update(fused_activation_function=ACTS[act], asymmetric_quantize_inputs=asym)
     x = b.input("x", xshape, np.float32)
     w = weights(b, rng, "w", (units, n_in), hybrid, max_scale=0.02)
