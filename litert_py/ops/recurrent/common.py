@@ -5,8 +5,9 @@ activation: per-row ``BatchQuantizeFloats``, an exact integer dot product, the S
 row-sum correction, ``f32(dot) * f32(sf * s_w)``) with preallocated scratch and fewer numpy calls, for the
 recurrent product that runs once per time step. The symmetric quantization is ``batch_quantize_floats``'s
 (``R = max |x|`` per row, equal to ``max(|min|, |max|)``; an all-zero row gets scale 1), the rounding its
-``neon_round_inplace``. The dot products run in float32 when every partial sum is an integer below 2^24
-(exact), else in float64 as FullyConnectedHybrid does.
+``neon_round_inplace``, and a row of non-finite or denormal range its ``neon_to_int8`` conversion. The dot
+products run in float32 when every partial sum is an integer below 2^24 (exact), else in float64 as
+FullyConnectedHybrid does.
 
 Sources: see fully_connected.py and hybrid_fc.py (FullyConnectedHybrid) and litert_py/quant/hybrid.py.
 """

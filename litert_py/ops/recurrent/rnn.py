@@ -7,7 +7,7 @@ LiteRT's per-row loops)::
     out = activation(out);  h = out
 
 Float32: each term is a matrix product added to the running sum. Hybrid (int8 weights): each input (x, aux,
-h) is quantized per batch row (``batch_quantize_floats`` of fully_connected.py, symmetric or asymmetric)
+h) is quantized per batch row (``batch_quantize_floats`` of quant/hybrid.py, symmetric or asymmetric)
 and each term is ``f32(dot) * f32(sf * s_w)`` exactly as FULLY_CONNECTED's hybrid path computes it (that
 prepared op, ``FullyConnectedHybrid``, is reused, with its x86 SSE quirks). Hybrid ``RnnBatchStep`` starts from
 the bias and skips a product whose input is all zeros (IsZeroVector over the call's batch x size: the whole step,
