@@ -209,7 +209,9 @@ def test_gather_empty_sizes_and_bad_indices(shape, pshape, axis, batch_dims, idx
     """Indices past the end of a gather with an empty outer size: LiteRT returns the empty result (reference_ops
     Gather tests the upper end inside its copy loop, gather.cc the negatives before it); both agree either way."""
     out = shape[:axis] + pshape[batch_dims:] + shape[axis + 1 :]
-    model = single_op_model("GATHER", [T(shape), T(pshape, np.int32)], [T(out)], {"axis": axis, "batch_dims": batch_dims})
+    model = single_op_model(
+        "GATHER", [T(shape), T(pshape, np.int32)], [T(out)], {"axis": axis, "batch_dims": batch_dims}
+    )
     inputs = [np.zeros(shape, np.float32), np.array(idx, np.int32)]
     if ok:
         (want,), (got,) = run_litert(model, inputs), run_ours(model, inputs)
