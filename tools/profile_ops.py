@@ -11,7 +11,8 @@ their prepared-op class (which fast path prepare chose). With ``--hot`` each of 
 invokes: a step runs 1.3-4x slower inside an invoke, after the other steps evicted its data and Python objects,
 so judge a change by the in-sequence column. With ``--calls`` each of those nodes whose step runs a bound plan
 (ops/bound_plan.BoundCalls: ``_bound``'s last item, its calls) also gets every call of the plan timed inside
-real invokes (median, the step's other calls running as usual), to see which part pays the in-sequence penalty.
+real invokes (median, the step's other calls running as usual), to see which part pays the in-sequence penalty,
+and the rest of the step's time (its Python work outside the plan) by difference.
 Models whose subgraph runs through the dynamic path (shapes known only at eval) are timed as a whole.
 """
 
@@ -128,8 +129,12 @@ def main() -> int:
             line += f" {hot / a.invokes * 1e6:9.1f} us {t / hot:5.2f}x"
         print(line)
         if a.calls:
-            for name, us in plan_call_times(it, sub, k, a.invokes):
+            calls = plan_call_times(it, sub, k, a.invokes)
+            for name, us in calls:
                 print(f"      {name:40s} {us:9.2f} us")
+            if calls:  # the step's own Python work around its plan (a hybrid row's scalars, a check), roughly
+                rest = t / a.invokes * 1e6 - sum(us for _, us in calls)
+                print(f"      {'(outside the plan, by difference)':40s} {rest:9.2f} us")
     return 0
 
 

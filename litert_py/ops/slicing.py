@@ -291,10 +291,13 @@ class GatherIndexError(InvokeError, IndexError):
     """An index outside [0, axis size): LiteRT fails the invoke with "gather index out of bounds"."""
 
 
-def _check_indices(idx: np.ndarray, axis_size: int, axis: int) -> None:
+def _check_indices(idx: np.ndarray, axis_size: int, axis: int, upper: bool = True) -> None:
+    """gather.cc rejects a negative index whatever the shapes; reference_ops::Gather tests the upper end inside its
+    copy loop, so where the batch or outer size is 0 (``upper`` False) an index past the end is never seen and the
+    (empty) gather succeeds."""
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
-        if lo < 0 or hi >= axis_size:
+        if lo < 0 or (upper and hi >= axis_size):
             bad = lo if lo < 0 else hi
             raise GatherIndexError(
                 f"gather index out of bounds: index {bad} is outside [0, {axis_size}) on axis {axis}"
@@ -306,11 +309,12 @@ class Gather:
     axis: int
     axis_size: int
     check: bool = True  # False: constant indices already found in range at prepare
+    upper: bool = True  # False: an empty outer size, where LiteRT never tests the upper end (_check_indices)
 
     def __call__(self, inputs, outputs):
         idx = inputs[1]
         if self.check:
-            _check_indices(idx, self.axis_size, self.axis)
+            _check_indices(idx, self.axis_size, self.axis, self.upper)
         # mode="clip" only avoids numpy's buffered bounds check: the indices were just checked.
         np.take(inputs[0], idx, axis=self.axis, out=outputs[0], mode="clip")
 
@@ -348,7 +352,7 @@ class GatherBatched:
 
     def __call__(self, inputs, outputs):
         idx = inputs[1]
-        _check_indices(idx, self.x_shape[2], self.axis)
+        _check_indices(idx, self.x_shape[2], self.axis, self.x_shape[0] * self.x_shape[1] != 0)
         x4 = inputs[0].reshape(self.x_shape)
         outputs[0].reshape(self.out_shape)[...] = np.take_along_axis(x4, idx.reshape(self.idx_shape), axis=2)
 
@@ -398,7 +402,8 @@ def prepare_gather(ctx: OpContext) -> PreparedOp:
         if positions.size == 1 and not positions.is_constant and x.type != _STRING and x.size:
             outer = int(np.prod(x.shape[:axis], dtype=np.int64))
             return GatherOne(axis, outer, x.shape[axis], int(np.prod(x.shape[axis + 1 :], dtype=np.int64)))
-        return Gather(axis, x.shape[axis], check=not known_good)
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return Gather(axis, x.shape[axis], check=not known_good, upper=outer != 0)
 
     def prod(s):
         return int(np.prod(s, dtype=np.int64))

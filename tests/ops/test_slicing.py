@@ -194,6 +194,35 @@ def test_gather_one_index_every_position(shape, axis, dtype, pshape):
         assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize(
+    ("shape", "pshape", "axis", "batch_dims", "idx", "ok"),
+    [
+        ((0, 4, 3), (2,), 1, 0, [1, 7], True),  # empty outer size: the copy loop never tests the upper end
+        ((0, 4, 3), (2,), 1, 0, [1, -1], False),  # a negative index fails first, whatever the shapes
+        ((4, 0), (2,), 0, 0, [1, 7], False),  # empty inner size: the loop still runs over the indices
+        ((0, 3), (1,), 0, 0, [0], False),  # an empty gathered axis
+        ((2, 0, 4), (2, 2), 2, 1, [[1, 9], [0, 1]], True),  # batch_dims: empty outer size
+        ((2, 0, 4), (2, 2), 2, 1, [[1, -1], [0, 1]], False),
+    ],
+)
+def test_gather_empty_sizes_and_bad_indices(shape, pshape, axis, batch_dims, idx, ok):
+    """Indices past the end of a gather with an empty outer size: LiteRT returns the empty result (reference_ops
+    Gather tests the upper end inside its copy loop, gather.cc the negatives before it); both agree either way."""
+    out = shape[:axis] + pshape[batch_dims:] + shape[axis + 1 :]
+    model = single_op_model(
+        "GATHER", [T(shape), T(pshape, np.int32)], [T(out)], {"axis": axis, "batch_dims": batch_dims}
+    )
+    inputs = [np.zeros(shape, np.float32), np.array(idx, np.int32)]
+    if ok:
+        (want,), (got,) = run_litert(model, inputs), run_ours(model, inputs)
+        assert got.shape == want.shape == out
+    else:
+        with pytest.raises(RuntimeError, match="gather index out of bounds"):
+            run_litert(model, inputs)
+        with pytest.raises(InvokeError, match="gather index out of bounds"):
+            run_ours(model, inputs)
+
+
 def test_gather_constant_out_of_range_fails_at_prepare():
     """All inputs constant: both runtimes gather at prepare, so the bad index fails allocate_tensors."""
     model = single_op_model(

@@ -66,14 +66,23 @@ class StepHybridProduct:
             fix is not None,
         )
 
-    def __call__(self, x: np.ndarray, out: np.ndarray) -> bool:
+    def __call__(self, x: np.ndarray, out: np.ndarray, per_row: bool = False) -> bool:
         """``out`` (B, units) float32 = the hybrid product of the float32 rows ``x`` (B, depth); when ``x`` is
-        all zeros (IsZeroVector) nothing is computed or written and False is returned."""
+        all zeros (IsZeroVector) nothing is computed or written and False is returned. ``per_row`` (a caller
+        that skips row by row, as LiteRT's batch-major sequence loops do): the rows of an all-zero row are -0.0,
+        which adds nothing to a sum."""
         k = self.depth
         qq = np.empty((x.shape[0], self.w_aug.shape[0]), F32)
         q = qq[:, :k]
+        zero = None  # the all-zero rows, once known that some but not all rows are zero
         if self.asymmetric:
-            if not np.logical_or.reduce(x, axis=None):
+            if per_row and x.shape[0] > 1:
+                nonzero = np.logical_or.reduce(x, axis=1)
+                if not nonzero.all():
+                    if not nonzero.any():
+                        return False
+                    zero = ~nonzero
+            elif not np.logical_or.reduce(x, axis=None):
                 return False
             q[...], sf, zp = batch_quantize_floats(x, True)
             qq[:, -1] = zp
@@ -110,6 +119,8 @@ class StepHybridProduct:
         dot = np.dot(qq, w) if w.dtype == F32 else np.dot(qq.astype(w.dtype), w).astype(F32)
         np.multiply(sf[:, None], self.w_scale, out=out)
         out *= dot  # f32(dot) * f32(sf * s_w)
+        if per_row and zero is not None:
+            out[zero] = -0.0
         return True
 
 

@@ -108,12 +108,8 @@ class RnnCell:
     def _hybrid_recurrent(self, h, hs):
         """``hs = W_rec h`` (hybrid), -0.0 where RnnBatchStep skips the product (IsZeroVector of the state: the
         whole batch, or each row when ``per_row``), so that adding it leaves the sum as it is."""
-        if not self._rec(h, hs):
+        if not self._rec(h, hs, self.per_row):
             hs.fill(-0.0)
-        elif self.per_row and h.shape[0] > 1:
-            zero = ~np.logical_or.reduce(h, axis=1)
-            if zero.any():
-                hs[zero] = -0.0
 
     def run(self, x3, aux3, h, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I), aux3 (T, B, A) or None, out3 (T, B, U) time-major views), h the
