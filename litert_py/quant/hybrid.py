@@ -381,7 +381,12 @@ class BatchRowQuantizer:
       (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
     - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
-      then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``).
+      then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
+    - asymmetric, a row with ``min >= 0`` (a ReLU's output; ``scalars`` returns its sf negated to say so):
+      ``rmin = 0`` makes ``zp = -128`` (checked) and ``q - zp = trunc(v + half)`` in 3 calls (``nonneg_calls``):
+      ``v >= 0`` (or -0.0, where both give +0.0), so the sign is the half's; ``f32(rmax - 0) = rmax``, so
+      ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` and ``0 <= round(v) <= 255``: the clamp to
+      ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum with ``+0.5`` is never -0.0.
 
     ``scalars`` returns None (the caller takes the general path) for a row outside ``SYM_R_MIN <= R < inf``
     (all zeros, tiny, inf or NaN) or one asymmetric_row_params declines."""
@@ -409,7 +414,8 @@ class BatchRowQuantizer:
 
     def scalars(self, x: np.ndarray) -> float | None:
         """The row's inv (and the clamp bounds) into the 0-d buffers; returns sf as a Python float (a float32
-        value), or None for a row the general path takes."""
+        value; asymmetric: negated where ``nonneg_calls`` apply instead of ``calls``), or None for a row the
+        general path takes."""
         mn, mx = float(np.minimum.reduce(x, None)), float(np.maximum.reduce(x, None))
         f = self.f32_0d
         if self.asymmetric:
@@ -417,6 +423,8 @@ class BatchRowQuantizer:
             if p is None:
                 return None
             sf, self.inv[()], zp = p
+            if mn >= 0.0 and zp == -128.0:
+                return -sf  # nonneg_calls
             self.lo[()] = -128.0 - zp
             self.hi[()] = 127.0 - zp
             return sf
@@ -442,3 +450,12 @@ class BatchRowQuantizer:
         if self.asymmetric:
             calls += [(clip_ufunc, (dest, self.lo, self.hi), {o: dest}), (np.add, (dest, _ZERO_F32), {o: dest})]
         return calls
+
+    def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:
+        """``calls`` for an asymmetric row with ``min >= 0`` (``scalars`` returned sf negated): ``trunc(v + half)``."""
+        o = "out"
+        return [
+            (np.multiply, (x, self.inv), {o: dest}),
+            (np.add, (dest, self.half), {o: dest}),
+            (np.trunc, (dest,), {o: dest}),
+        ]

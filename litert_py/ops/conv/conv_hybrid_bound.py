@@ -37,6 +37,13 @@ def _bindable(x, out, shape: tuple, out_shape: tuple) -> bool:
     )
 
 
+def _plans(quantizer: BatchRowQuantizer, x: np.ndarray, out: np.ndarray, q: np.ndarray, rest: list) -> tuple:
+    """``(x, out, plan, nonneg plan)``: the quantization of ``x`` into ``q`` (BatchRowQuantizer's ``calls``, and
+    its ``nonneg_calls`` when asymmetric, else None), then ``rest``, as bound plans."""
+    plan = bound_plan(quantizer.calls(x, q) + rest)
+    return x, out, plan, bound_plan(quantizer.nonneg_calls(x, q) + rest) if quantizer.asymmetric else None
+
+
 @dataclass(frozen=True, eq=False)
 class ConvHybridBound:
     """ConvHybrid for one batch with a constant bias: the quantized input ``q`` (``q - zp`` asymmetric) into
@@ -67,7 +74,7 @@ class ConvHybridBound:
             tuple(out_shape),
         )
 
-    _bound = None  # bind's (input, output, plan), or None
+    _bound = None  # _plans' (input, output, plan, plan for a row with min >= 0), or None
 
     def bind(self, inputs, outputs) -> None:
         x, out = inputs[INPUT], outputs[OUTPUT]
@@ -75,7 +82,7 @@ class ConvHybridBound:
         if _bindable(x, out, self.in_shape, self.out_shape):
             g = self.general
             gemm = out if g.gemm is None else g.gemm
-            calls = self.quantizer.calls(x, self.q) + list(g.im2col.calls(self.q, g.weights, gemm))
+            calls = list(g.im2col.calls(self.q, g.weights, gemm))
             if gemm is not out:
                 calls.append((np.copyto, (out, gemm), {"casting": "same_kind"}))
             if g.channel_scale is not None:
@@ -85,7 +92,7 @@ class ConvHybridBound:
                 (np.add, (out, g.bias), {"out": out}),
                 (clip_ufunc, (out, g.out_min, g.out_max), {"out": out}),
             ]
-            bound = (x, out, bound_plan(calls))
+            bound = _plans(self.quantizer, x, out, self.q, calls)
         object.__setattr__(self, "_bound", bound)
 
     def __call__(self, inputs, outputs):
@@ -98,8 +105,11 @@ class ConvHybridBound:
         sf = self.quantizer.scalars(b[0])
         if sf is None:
             return self.general(inputs, outputs)
+        plan = b[2]
+        if sf < 0.0:  # a row with min >= 0 (asymmetric): BatchRowQuantizer.nonneg_calls
+            sf, plan = -sf, b[3]
         self.scale[()] = sf if self.filter_scale is None else sf * self.filter_scale
-        for call in b[2]:
+        for call in plan:
             call()
 
 
@@ -133,7 +143,7 @@ class DepthwiseConvHybridBound:
             tuple(out_shape),
         )
 
-    _bound = None  # bind's (input, output, plan), or None
+    _bound = None  # _plans' (input, output, plan, plan for a row with min >= 0), or None
 
     def bind(self, inputs, outputs) -> None:
         x, out = inputs[INPUT], outputs[OUTPUT]
@@ -141,12 +151,8 @@ class DepthwiseConvHybridBound:
         if _bindable(x, out, self.in_shape, self.out_shape):
             g = self.general
             taps = g.taps.taps if isinstance(g.taps, EinsumTaps) else g.taps
-            if self.q is None:
-                calls = self.quantizer.calls(x, taps.fill)
-                q = taps.fill
-            else:
-                calls = self.quantizer.calls(x, self.q) + list(g.taps.fill_calls(self.q))
-                q = self.q
+            q = taps.fill if self.q is None else self.q
+            calls = [] if self.q is None else list(g.taps.fill_calls(self.q))
             sums = out if g.sums is None else g.sums
             calls += g.taps.exact_sum_calls(g.taps.tap_views(q), g.weights, sums, g.scratch)
             if sums is not out:
@@ -158,7 +164,7 @@ class DepthwiseConvHybridBound:
             if g.bias is not None:
                 calls.append((np.add, (out, g.bias), {"out": out}))
             calls.append((clip_ufunc, (out, g.out_min, g.out_max), {"out": out}))
-            bound = (x, out, bound_plan(calls))
+            bound = _plans(self.quantizer, x, out, q, calls)
         object.__setattr__(self, "_bound", bound)
 
     def __call__(self, inputs, outputs):
@@ -171,8 +177,11 @@ class DepthwiseConvHybridBound:
         sf = self.quantizer.scalars(b[0])
         if sf is None:
             return self.general(inputs, outputs)
+        plan = b[2]
+        if sf < 0.0:  # a row with min >= 0: BatchRowQuantizer.nonneg_calls
+            sf, plan = -sf, b[3]
         self.sf[()] = sf
-        for call in b[2]:
+        for call in plan:
             call()
 
 
