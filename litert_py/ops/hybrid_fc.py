@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params
+from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params, nonneg_row_params
 from ..schema import dtypes
 from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
@@ -269,6 +269,7 @@ class FullyConnectedHybridRow:
     zp: np.ndarray  # () float32
     scale: np.ndarray  # () or (units,) float32
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
+    asym: bool  # general.asymmetric
 
     @staticmethod
     def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
@@ -295,9 +296,11 @@ class FullyConnectedHybridRow:
             np.zeros((), F32),
             np.zeros(() if per_tensor else units, F32),
             None if ct == np.float32 else np.empty(units, ct),
+            general.asymmetric,
         )
 
-    _bound = None  # bind's (input, output, input row, calls after the scalars) as partial objects, or None
+    _bound = None  # bind's (input, output, input row, calls after the scalars, those of a row with min >= 0 when
+    # asymmetric) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
@@ -308,15 +311,11 @@ class FullyConnectedHybridRow:
         bound = None
         if bindable(x, out, depth, units):
             x1, o1 = x.reshape(-1), out.reshape(-1)
-            bound = (
-                x,
-                out,
-                x1,
-                bound_plan(
-                    self.quantize_calls(x1)
-                    + product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
-                ),
-            )
+            rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+            nonneg = None
+            if self.general.asymmetric:
+                nonneg = bound_plan(self.nonneg_calls(x1) + self.fix_calls() + rest)
+            bound = (x, out, x1, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg)
         object.__setattr__(self, "_bound", bound)
 
     def quantize_calls(self, x: np.ndarray) -> list:
@@ -330,26 +329,50 @@ class FullyConnectedHybridRow:
             (np.trunc, (a,), {o: q}),
             (np.copysign, (q, x), {o: q}),
         ]
-        if self.general.asymmetric:
-            calls += [
-                (np.add, (q, self.zp), {o: q}),
-                (clip_ufunc, (q, CM128, C127), {o: q}),
-                (np.copyto, (self.qq[-1:], self.zp), {}),
-            ]
-        if self.fix_cols is not None:
-            fq = self.qq[depth : depth + self.fix_cols.shape[0]]
-            calls += [(np.take, (q, self.fix_cols), {o: fq}), (np.minimum, (fq, 0.0), {o: fq})]
+        if self.general.asymmetric:  # the zero point's column: set by _scalars
+            calls += [(np.add, (q, self.zp), {o: q}), (clip_ufunc, (q, CM128, C127), {o: q})]
         return calls
 
+    def nonneg_calls(self, x: np.ndarray) -> list:
+        """``quantize_calls`` for an asymmetric row with ``min >= 0`` (zp = -128, quant.hybrid.nonneg_row_params),
+        once ``inv`` holds its value: ``v = f32(x * inv)`` is >= 0 (or -0.0, where both give the same q), so
+        ``round(v) = trunc(v + half)``; ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` (``f32(rmax - 0)`` is
+        rmax), so ``q = trunc(v + half) - 128`` is within [-128, 127]: no clamp."""
+        q, o = self.qq[: self.a.shape[0]], "out"
+        return [
+            (np.multiply, (x, self.inv), {o: q}),
+            (np.add, (q, self.half), {o: q}),
+            (np.trunc, (q,), {o: q}),
+            (np.add, (q, CM128), {o: q}),
+        ]
+
+    def fix_calls(self) -> list:
+        """The SSE -128 fix's columns ``min(q[cols], 0)`` of the quantized row."""
+        if self.fix_cols is None:
+            return []
+        depth = self.a.shape[0]
+        fq = self.qq[depth : depth + self.fix_cols.shape[0]]
+        return [(np.take, (self.qq[:depth], self.fix_cols), {"out": fq}), (np.minimum, (fq, 0.0), {"out": fq})]
+
     def _scalars(self, x: np.ndarray) -> float | None:
-        """The row's scalars into ``inv`` (and ``zp``), |x| into ``a``; returns sf, or None for a row the general
-        path takes."""
+        """The row's scalars into ``inv`` (and ``zp`` and the zero point's column), |x| into ``a`` (but for a row
+        with min >= 0); returns sf, negated for an asymmetric row with min >= 0 (``nonneg_calls``), or None for a
+        row the general path takes."""
         f = self.f32_0d
-        if self.general.asymmetric:
-            p = asymmetric_row_params(float(np.minimum.reduce(x)), float(np.maximum.reduce(x)), f)
+        if self.asym:
+            mn, mx = float(np.minimum.reduce(x)), float(np.maximum.reduce(x))
+            if mn >= 0.0:
+                p = nonneg_row_params(mx, f)
+                if p is None:
+                    return None
+                self.inv[()] = p[1]
+                self.qq[-1] = -128.0
+                return -p[0]
+            p = asymmetric_row_params(mn, mx, f)
             if p is None:
                 return None
-            sf, self.inv[()], self.zp[()] = p
+            sf, self.inv[()], zp = p
+            self.zp[()] = self.qq[-1] = zp
             np.abs(x, out=self.a)
         else:
             r = float(np.maximum.reduce(np.abs(x, out=self.a)))
@@ -367,12 +390,15 @@ class FullyConnectedHybridRow:
         sf = self._scalars(b[2])
         if sf is None:
             return self.general(inputs, outputs)
+        plan = b[3]
+        if sf < 0.0:  # an asymmetric row with min >= 0
+            sf, plan = -sf, b[4]
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         else:
             self.f32_0d[()] = sf
             np.multiply(self.general.w_scale, self.f32_0d, out=self.scale)
-        for call in b[3]:
+        for call in plan:
             call()
 
 

@@ -223,6 +223,24 @@ def asymmetric_row_params(mn: float, mx: float, f32_0d: np.ndarray) -> tuple[flo
     return sf, f32_0d.item(), zp
 
 
+_SF_MIN = 1.0 / FLT_MAX
+
+
+def nonneg_row_params(mx: float, f32_0d: np.ndarray) -> tuple[float, float] | None:
+    """asymmetric_row_params ``(sf, inv)`` of a row with ``min >= 0`` (+0.0 or -0.0) and max ``mx``, whose zero point
+    is -128: ``rmin = +-0``, so ``f32(rmax - rmin) = rmax`` (a float32), ``scale = rmax / 255``, ``zmin = +-0`` and
+    ``128 + |zmin| < 127 + |zmax| ~ 382``: ``zd = -128 - zmin = -128``. None where asymmetric_row_params declines
+    (``mx`` 0, past FLT_MAX or NaN; a scale below 1 / FLT_MAX)."""
+    if not 0.0 < mx <= FLT_MAX:
+        return None
+    f32_0d[()] = mx / 255.0
+    sf = f32_0d.item()
+    if not sf >= _SF_MIN:
+        return None
+    f32_0d[()] = 1.0 / sf
+    return sf, f32_0d.item()
+
+
 #: The smallest float32 range ``rmax - rmin`` AsymmetricRowsQuantizer takes: ``f32(range / 255)`` is then at least
 #: 3.9e-38 > 1 / FLT_MAX, so the scale is nonzero and ``1 / sf`` finite (rows below it, all-zero rows among them,
 #: take batch_quantize_floats' special branches).
@@ -383,7 +401,8 @@ class BatchRowQuantizer:
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
       then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
     - asymmetric, a row with ``min >= 0`` (a ReLU's output; ``scalars`` returns its sf negated to say so):
-      ``rmin = 0`` makes ``zp = -128`` (checked) and ``q - zp = trunc(v + half)`` in 3 calls (``nonneg_calls``):
+      ``rmin = 0`` makes ``zp = -128`` (nonneg_row_params) and ``q - zp = trunc(v + half)`` in 3 calls
+      (``nonneg_calls``):
       ``v >= 0`` (or -0.0, where both give +0.0), so the sign is the half's; ``f32(rmax - 0) = rmax``, so
       ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` and ``0 <= round(v) <= 255``: the clamp to
       ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum with ``+0.5`` is never -0.0.
@@ -419,12 +438,16 @@ class BatchRowQuantizer:
         mn, mx = float(np.minimum.reduce(x, None)), float(np.maximum.reduce(x, None))
         f = self.f32_0d
         if self.asymmetric:
+            if mn >= 0.0:  # zp = -128: nonneg_calls
+                p = nonneg_row_params(mx, f)
+                if p is None:
+                    return None
+                self.inv[()] = p[1]
+                return -p[0]
             p = asymmetric_row_params(mn, mx, f)
             if p is None:
                 return None
             sf, self.inv[()], zp = p
-            if mn >= 0.0 and zp == -128.0:
-                return -sf  # nonneg_calls
             self.lo[()] = -128.0 - zp
             self.hi[()] = 127.0 - zp
             return sf
