@@ -224,6 +224,7 @@ def bound_to(op, inputs, outputs):
 
 
 F32 = np.float32
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 #: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
 R_MIN = 1e-36
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
@@ -384,15 +385,26 @@ class FullyConnectedHybridRow:
         return sf
 
     def __call__(self, inputs, outputs):
-        b = bound_to(self, inputs, outputs)
-        if b is None:
-            return self.general(inputs, outputs)
-        sf = self._scalars(b[2])
-        if sf is None:
-            return self.general(inputs, outputs)
+        b = self._bound
+        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
+            b = bound_to(self, inputs, outputs)
+            if b is None:
+                return self.general(inputs, outputs)
+        x = b[2]
         plan = b[3]
-        if sf < 0.0:  # an asymmetric row with min >= 0
-            sf, plan = -sf, b[4]
+        if self.asym and _MIN(x) >= 0.0:  # _scalars' row with min >= 0, inline (a tenth of a small layer's time)
+            p = nonneg_row_params(float(_MAX(x)), self.f32_0d)
+            if p is None:
+                return self.general(inputs, outputs)
+            sf, self.inv[()] = p
+            self.qq[-1] = -128.0
+            plan = b[4]
+        else:
+            sf = self._scalars(x)
+            if sf is None:
+                return self.general(inputs, outputs)
+            if sf < 0.0:  # an asymmetric row with min >= 0
+                sf, plan = -sf, b[4]
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         else:
