@@ -187,6 +187,17 @@ def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarr
     return np.ascontiguousarray(w_aug, dtype=ct)
 
 
+def _shifted_exact(wi: np.ndarray, row_sums: np.ndarray, dtype) -> bool:
+    """Whether FullyConnectedHybridRow may multiply a row with min >= 0 (zero point -128) as ``q + 128 =
+    trunc(v + half)`` in [0, 255] with a zero point column of 0 (one call less: no ``- 128``): its product
+    ``sum (q + 128) w`` equals ``sum q w - zp * row_sums = sum q w + 128 row_sums`` when the SSE row sums are the
+    true sums (no int16 lane wrapped), and is exact in ``dtype`` when ``255 * sum|w|`` (every partial sum's bound)
+    is. Without the SSE -128 fix (the caller's test), whose columns read q itself."""
+    exact = np.abs(wi, dtype=np.float64).sum(axis=1) * 255.0
+    same = np.array_equal(np.asarray(row_sums, np.float64), wi.sum(axis=1, dtype=np.float64))
+    return same and exact_gemm_dtype(exact) in (np.dtype(dtype), np.dtype(np.float32))
+
+
 def product_calls(lhs, rhs, dot, scale, bias, activation, out: np.ndarray) -> list:
     """The bound calls of ``f32(f32(lhs @ rhs) * scale) + bias`` into ``out``, the activation: the product in
     ``out`` (float32) or in ``dot`` (float64, then rounded once to float32 by the scaling's input cast)."""
@@ -271,6 +282,7 @@ class FullyConnectedHybridRow:
     scale: np.ndarray  # () or (units,) float32
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
     asym: bool  # general.asymmetric
+    shifted: bool  # a row with min >= 0 multiplies q + 128 with a zero point column of 0 (_shifted_exact)
 
     @staticmethod
     def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
@@ -298,6 +310,7 @@ class FullyConnectedHybridRow:
             np.zeros(() if per_tensor else units, F32),
             None if ct == np.float32 else np.empty(units, ct),
             general.asymmetric,
+            general.asymmetric and fix is None and _shifted_exact(wi, general.row_sums, ct),
         )
 
     _bound = None  # bind's (input, output, input row, calls after the scalars, those of a row with min >= 0 when
@@ -340,12 +353,8 @@ class FullyConnectedHybridRow:
         ``round(v) = trunc(v + half)``; ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` (``f32(rmax - 0)`` is
         rmax), so ``q = trunc(v + half) - 128`` is within [-128, 127]: no clamp."""
         q, o = self.qq[: self.a.shape[0]], "out"
-        return [
-            (np.multiply, (x, self.inv), {o: q}),
-            (np.add, (q, self.half), {o: q}),
-            (np.trunc, (q,), {o: q}),
-            (np.add, (q, CM128), {o: q}),
-        ]
+        calls = [(np.multiply, (x, self.inv), {o: q}), (np.add, (q, self.half), {o: q}), (np.trunc, (q,), {o: q})]
+        return calls if self.shifted else [*calls, (np.add, (q, CM128), {o: q})]
 
     def fix_calls(self) -> list:
         """The SSE -128 fix's columns ``min(q[cols], 0)`` of the quantized row."""
@@ -367,7 +376,7 @@ class FullyConnectedHybridRow:
                 if p is None:
                     return None
                 self.inv[()] = p[1]
-                self.qq[-1] = -128.0
+                self.qq[-1] = 0.0 if self.shifted else -128.0
                 return -p[0]
             p = asymmetric_row_params(mn, mx, f)
             if p is None:
@@ -397,7 +406,7 @@ class FullyConnectedHybridRow:
             if p is None:
                 return self.general(inputs, outputs)
             sf, self.inv[()] = p
-            self.qq[-1] = -128.0
+            self.qq[-1] = 0.0 if self.shifted else -128.0
             plan = b[4]
         else:
             sf = self._scalars(x)

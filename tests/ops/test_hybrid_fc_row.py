@@ -43,6 +43,8 @@ def weights(kind: str, units: int, depth: int, rng) -> np.ndarray:
         w = rng.integers(-127, 128, (units, depth)).astype(I8)
         w[0] = 0
         return w
+    if kind == "pm127":  # +127, -127, ...: row sums 0 (or 127), sum|w| = 127 * depth
+        return np.resize(np.array([127, -127], I8), (units, depth))
     return np.full((units, depth), int(kind), I8)  # "127", "-128": partial sums at the bound
 
 
@@ -90,8 +92,22 @@ CASES = {
     "asym-nonneg-zeros-fix": (40, 9, "full", False, True, 1, "nonneg-zeros", "float32"),
     "asym-nonneg-zeros-sparse-fix-per-channel": (37, 4, "sparse-128", True, True, 0, "nonneg-zeros", "float32"),
     "asym-min-just-negative": (40, 6, "full", False, True, 0, "min-just-negative", "float32"),
+    # a row with min >= 0 multiplied as q + 128 with a zero point column of 0 (``shifted``) where 255 * sum|w| is
+    # within the product's type: +-127 weights 518 deep (16,774,930 <= 2^24: float32) but not 519 (past it, while
+    # the augmented product's own bound keeps float32), nor 1032; nor where an SSE int16 lane wraps (2100 x 127)
+    "asym-shifted-at-bound-518": (518, 3, "pm127", False, True, 0, "positive", "float32"),
+    "asym-unshifted-past-bound-519": (519, 3, "pm127", True, False, 0, "positive", "float32"),
+    "asym-unshifted-1032": (1032, 3, "pm127", False, True, 0, "positive", "float32"),
+    "asym-unshifted-lane-wrap-2100": (2100, 2, "127", False, True, 0, "positive", "float64"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
+}
+
+UNSHIFTED = {
+    "asym-unshifted-past-bound-519",
+    "asym-unshifted-1032",
+    "asym-unshifted-lane-wrap-2100",
+    "asym-f32-classifier-1280",  # 255 * sum|w| past 2^24 with its float32 product
 }
 
 
@@ -155,6 +171,9 @@ def test_hybrid_fc_row_bit_exact(case):
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "FullyConnectedHybridRow"
     assert prepared.w_aug.dtype == gemm
+    if asym:  # rows with min >= 0 are shifted without the SSE fix, within the bound
+        has_fix = kind in ("full", "sparse-128", "mixed", "-128")  # -128 weights: the SSE fix reads q itself
+        assert prepared.shifted == (not has_fix and case not in UNSHIFTED), prepared.shifted
     if asym and row_kind in ("positive", "nonneg-ties", "nonneg-zeros", "min-just-negative"):
         sf = prepared._scalars(x.reshape(-1))  # negative: the calls of a row with min >= 0
         assert sf is not None and (sf < 0) == (row_kind != "min-just-negative")
