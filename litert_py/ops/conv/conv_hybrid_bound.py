@@ -18,34 +18,52 @@ import numpy as np
 from ...quant.hybrid import BatchRowQuantizer
 from ..bound_plan import bound_plan
 from ..common import clip_ufunc
+from ..hybrid_fc import bindable
 from .common import INPUT, OUTPUT
 from .conv2d_quantized import ConvHybrid, prepare_conv_hybrid
 from .depthwise_quantized import DepthwiseConvHybrid, EinsumTaps, prepare_depthwise_hybrid
 
 
-def _bindable(x, out, shape: tuple, out_shape: tuple) -> bool:
-    """C-contiguous float32 arrays of the op's shapes: the arrays a plan can be bound to."""
-    return (
-        x is not None
-        and out is not None
-        and x.shape == shape
-        and out.shape == out_shape
-        and x.dtype == np.float32
-        and out.dtype == np.float32
-        and x.flags.c_contiguous
-        and out.flags.c_contiguous
-    )
+class _HybridRowBound:
+    """The bind and __call__ shared by ConvHybridBound and DepthwiseConvHybridBound (frozen dataclasses with the
+    fields ``general``, ``quantizer``, ``scale``, ``filter_scale``, ``in_shape``, ``out_shape``): ``rest_calls``
+    (the subclass's) lists the calls after the quantization into the array it returns."""
 
+    _bound = None  # (input, output, plan, plan for a row with min >= 0 or None), or None
 
-def _plans(quantizer: BatchRowQuantizer, x: np.ndarray, out: np.ndarray, q: np.ndarray, rest: list) -> tuple:
-    """``(x, out, plan, nonneg plan)``: the quantization of ``x`` into ``q`` (BatchRowQuantizer's ``calls``, and
-    its ``nonneg_calls`` when asymmetric, else None), then ``rest``, as bound plans."""
-    plan = bound_plan(quantizer.calls(x, q) + rest)
-    return x, out, plan, bound_plan(quantizer.nonneg_calls(x, q) + rest) if quantizer.asymmetric else None
+    def bind(self, inputs, outputs) -> None:
+        """The quantization (BatchRowQuantizer's ``calls``, and its ``nonneg_calls`` when asymmetric) and
+        ``rest_calls`` bound once to ``inputs[0]`` and ``outputs[0]`` (C-contiguous float32 arrays of the op's
+        sizes, else no plan: the general op)."""
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        bound = None
+        if bindable(x, out, int(np.prod(self.in_shape)), int(np.prod(self.out_shape))):
+            x4 = x.reshape(self.in_shape)
+            q, rest = self.rest_calls(out.reshape(self.out_shape))
+            nonneg = bound_plan(self.quantizer.nonneg_calls(x4, q) + rest) if self.quantizer.asymmetric else None
+            bound = (x, out, bound_plan(self.quantizer.calls(x4, q) + rest), nonneg)
+        object.__setattr__(self, "_bound", bound)
+
+    def __call__(self, inputs, outputs):
+        b = self._bound
+        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[OUTPUT]:
+            self.bind(inputs, outputs)
+            b = self._bound
+            if b is None:
+                return self.general(inputs, outputs)
+        sf = self.quantizer.scalars(b[0])
+        if sf is None:
+            return self.general(inputs, outputs)
+        plan = b[2]
+        if sf < 0.0:  # a row with min >= 0 (asymmetric): BatchRowQuantizer.nonneg_calls
+            sf, plan = -sf, b[3]
+        self.scale[()] = sf if self.filter_scale is None else sf * self.filter_scale
+        for call in plan:
+            call()
 
 
 @dataclass(frozen=True, eq=False)
-class ConvHybridBound:
+class ConvHybridBound(_HybridRowBound):
     """ConvHybrid for one batch with a constant bias: the quantized input ``q`` (``q - zp`` asymmetric) into
     ``q``, the im2col GEMM (Im2Col.calls), ``f32(acc)``, per channel ``* s_w[c]``, ``* sf`` (per tensor
     ``f32(sf * s_w)``, a double product of two floats rounded once to float32: the float32 product), ``+ bias``,
@@ -74,47 +92,24 @@ class ConvHybridBound:
             tuple(out_shape),
         )
 
-    _bound = None  # _plans' (input, output, plan, plan for a row with min >= 0), or None
-
-    def bind(self, inputs, outputs) -> None:
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        bound = None
-        if _bindable(x, out, self.in_shape, self.out_shape):
-            g = self.general
-            gemm = out if g.gemm is None else g.gemm
-            calls = list(g.im2col.calls(self.q, g.weights, gemm))
-            if gemm is not out:
-                calls.append((np.copyto, (out, gemm), {"casting": "same_kind"}))
-            if g.channel_scale is not None:
-                calls.append((np.multiply, (out, g.channel_scale), {"out": out}))
-            calls += [
-                (np.multiply, (out, self.scale), {"out": out}),
-                (np.add, (out, g.bias), {"out": out}),
-                (clip_ufunc, (out, g.out_min, g.out_max), {"out": out}),
-            ]
-            bound = _plans(self.quantizer, x, out, self.q, calls)
-        object.__setattr__(self, "_bound", bound)
-
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[OUTPUT]:
-            self.bind(inputs, outputs)
-            b = self._bound
-            if b is None:
-                return self.general(inputs, outputs)
-        sf = self.quantizer.scalars(b[0])
-        if sf is None:
-            return self.general(inputs, outputs)
-        plan = b[2]
-        if sf < 0.0:  # a row with min >= 0 (asymmetric): BatchRowQuantizer.nonneg_calls
-            sf, plan = -sf, b[3]
-        self.scale[()] = sf if self.filter_scale is None else sf * self.filter_scale
-        for call in plan:
-            call()
+    def rest_calls(self, out: np.ndarray) -> tuple[np.ndarray, list]:
+        g = self.general
+        gemm = out if g.gemm is None else g.gemm
+        calls = list(g.im2col.calls(self.q, g.weights, gemm))
+        if gemm is not out:
+            calls.append((np.copyto, (out, gemm), {"casting": "same_kind"}))
+        if g.channel_scale is not None:
+            calls.append((np.multiply, (out, g.channel_scale), {"out": out}))
+        calls += [
+            (np.multiply, (out, self.scale), {"out": out}),
+            (np.add, (out, g.bias), {"out": out}),
+            (clip_ufunc, (out, g.out_min, g.out_max), {"out": out}),
+        ]
+        return self.q, calls
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvHybridBound:
+class DepthwiseConvHybridBound(_HybridRowBound):
     """DepthwiseConvHybrid for one batch with a constant or no bias: ``q - zp`` straight into the taps' padded
     buffer (depth multiplier 1; else through ``q`` and the taps' fill), the exact tap sums (their
     exact_sum_calls), ``f32(acc)``, ``* f32(s_w[c] * sf)``, ``+ bias``, the clamp: DepthwiseConvHybrid's calls."""
@@ -122,10 +117,11 @@ class DepthwiseConvHybridBound:
     general: DepthwiseConvHybrid
     quantizer: BatchRowQuantizer
     q: np.ndarray | None  # (1, H, W, C) float32 for a depth multiplier > 1; None: into the padded buffer
-    sf: np.ndarray  # () float32
+    scale: np.ndarray  # () float32: sf
     channel_scale: np.ndarray  # (O,) float32: f32(s_w[c] * sf)
     in_shape: tuple
     out_shape: tuple
+    filter_scale = None  # the scales are multiplied in a call
 
     @staticmethod
     def build(general: DepthwiseConvHybrid, in_shape: tuple, out_shape: tuple):
@@ -143,46 +139,23 @@ class DepthwiseConvHybridBound:
             tuple(out_shape),
         )
 
-    _bound = None  # _plans' (input, output, plan, plan for a row with min >= 0), or None
-
-    def bind(self, inputs, outputs) -> None:
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        bound = None
-        if _bindable(x, out, self.in_shape, self.out_shape):
-            g = self.general
-            taps = g.taps.taps if isinstance(g.taps, EinsumTaps) else g.taps
-            q = taps.fill if self.q is None else self.q
-            calls = [] if self.q is None else list(g.taps.fill_calls(self.q))
-            sums = out if g.sums is None else g.sums
-            calls += g.taps.exact_sum_calls(g.taps.tap_views(q), g.weights, sums, g.scratch)
-            if sums is not out:
-                calls.append((np.copyto, (out, sums), {"casting": "same_kind"}))
-            calls += [
-                (np.multiply, (g.scale, self.sf), {"out": self.channel_scale}),
-                (np.multiply, (out, self.channel_scale), {"out": out}),
-            ]
-            if g.bias is not None:
-                calls.append((np.add, (out, g.bias), {"out": out}))
-            calls.append((clip_ufunc, (out, g.out_min, g.out_max), {"out": out}))
-            bound = _plans(self.quantizer, x, out, q, calls)
-        object.__setattr__(self, "_bound", bound)
-
-    def __call__(self, inputs, outputs):
-        b = self._bound
-        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[OUTPUT]:
-            self.bind(inputs, outputs)
-            b = self._bound
-            if b is None:
-                return self.general(inputs, outputs)
-        sf = self.quantizer.scalars(b[0])
-        if sf is None:
-            return self.general(inputs, outputs)
-        plan = b[2]
-        if sf < 0.0:  # a row with min >= 0: BatchRowQuantizer.nonneg_calls
-            sf, plan = -sf, b[3]
-        self.sf[()] = sf
-        for call in plan:
-            call()
+    def rest_calls(self, out: np.ndarray) -> tuple[np.ndarray, list]:
+        g = self.general
+        taps = g.taps.taps if isinstance(g.taps, EinsumTaps) else g.taps
+        q = taps.fill if self.q is None else self.q
+        calls = [] if self.q is None else list(g.taps.fill_calls(self.q))
+        sums = out if g.sums is None else g.sums
+        calls += g.taps.exact_sum_calls(g.taps.tap_views(q), g.weights, sums, g.scratch)
+        if sums is not out:
+            calls.append((np.copyto, (out, sums), {"casting": "same_kind"}))
+        calls += [
+            (np.multiply, (g.scale, self.scale), {"out": self.channel_scale}),
+            (np.multiply, (out, self.channel_scale), {"out": out}),
+        ]
+        if g.bias is not None:
+            calls.append((np.add, (out, g.bias), {"out": out}))
+        calls.append((clip_ufunc, (out, g.out_min, g.out_max), {"out": out}))
+        return q, calls
 
 
 def prepare_conv_hybrid_bound(ctx, geo, groups: int):

@@ -77,145 +77,55 @@ def row(kind: str, shape: tuple, asymmetric: bool, rng) -> np.ndarray:
     raise ValueError(kind)
 
 
-#: id -> (op, (h, w, c), (kh, kw, out_c or multiplier), stride, padding, per_channel, bias, activation, row kind,
-#: expected path, filter kind)
+def _case(op, hwc, kernel, kind, path, stride=1, padding=1, per_channel=True, bias=True, act=0, filt="normal"):
+    """A CASES entry: (op, (h, w, c), (kh, kw, out_c or multiplier), stride, padding (0 SAME, 1 VALID),
+    per_channel, bias, activation, row kind, expected path, filter kind)."""
+    return op, hwc, kernel, stride, padding, per_channel, bias, act, kind, path, filt
+
+
+#: id -> _case(...)
 CASES = {
-    "conv-1x1-signed": ("CONV_2D", (6, 6, 24), (1, 1, 40), 1, 1, True, True, 0, "signed", "signed", "normal"),
-    "conv-1x1-nonneg-relu6": ("CONV_2D", (6, 6, 24), (1, 1, 40), 1, 1, True, True, 3, "nonneg", "nonneg", "normal"),
-    "conv-1x1-nonneg-zeros": ("CONV_2D", (5, 3, 8), (1, 1, 16), 1, 1, True, True, 0, "nonneg-zeros", "nonneg", "neg"),
-    "conv-min-just-negative": (
-        "CONV_2D",
-        (4, 4, 8),
-        (1, 1, 8),
-        1,
-        1,
-        True,
-        True,
-        0,
-        "min-just-negative",
-        "signed",
-        "neg",
+    "conv-1x1-signed": _case("CONV_2D", (6, 6, 24), (1, 1, 40), "signed", "signed"),
+    "conv-1x1-nonneg-relu6": _case("CONV_2D", (6, 6, 24), (1, 1, 40), "nonneg", "nonneg", act=3),
+    "conv-1x1-nonneg-zeros": _case("CONV_2D", (5, 3, 8), (1, 1, 16), "nonneg-zeros", "nonneg", filt="neg"),
+    "conv-min-just-negative": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "min-just-negative", "signed", filt="neg"),
+    "conv-negative": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "negative", "signed", act=1),
+    "conv-3x3-padded-ties-tail": _case("CONV_2D", (3, 5, 3), (3, 3, 5), "ties", "signed", stride=2, padding=0),
+    "conv-per-tensor-signed-zeros": _case(
+        "CONV_2D", (4, 4, 8), (3, 3, 6), "signed-zeros", "signed", padding=0, per_channel=False, filt="neg"
     ),
-    "conv-negative": ("CONV_2D", (4, 4, 8), (1, 1, 8), 1, 1, True, True, 1, "negative", "signed", "normal"),
-    "conv-3x3-padded-ties-tail": ("CONV_2D", (3, 5, 3), (3, 3, 5), 2, 0, True, True, 0, "ties", "signed", "normal"),
-    "conv-per-tensor-signed-zeros": (
-        "CONV_2D",
-        (4, 4, 8),
-        (3, 3, 6),
-        1,
-        0,
-        False,
-        True,
-        0,
-        "signed-zeros",
-        "signed",
-        "neg",
+    "conv-per-tensor-ties-tail": _case("CONV_2D", (3, 3, 5), (1, 1, 7), "ties", "signed", per_channel=False),
+    "conv-per-tensor-above": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "above", "signed", per_channel=False),
+    "conv-per-tensor-below": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "below", "general", per_channel=False),
+    "conv-f64-gemm": _case("CONV_2D", (3, 3, 300), (1, 1, 4), "signed", "signed", filt="127"),
+    "conv-zeros": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "zeros", "general"),
+    "conv-inf": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "inf", "general"),
+    "conv-nan": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "nan", "general", per_channel=False),
+    "dw-einsum-nonneg-relu6": _case("DEPTHWISE_CONV_2D", (6, 6, 48), (3, 3, 1), "nonneg", "nonneg", padding=0, act=3),
+    "dw-einsum-stride2-signed": _case(
+        "DEPTHWISE_CONV_2D", (7, 7, 64), (3, 3, 1), "signed", "signed", stride=2, padding=0
     ),
-    "conv-per-tensor-ties-tail": ("CONV_2D", (3, 3, 5), (1, 1, 7), 1, 1, False, True, 0, "ties", "signed", "normal"),
-    "conv-per-tensor-above": ("CONV_2D", (2, 2, 4), (1, 1, 3), 1, 1, False, True, 0, "above", "signed", "normal"),
-    "conv-per-tensor-below": ("CONV_2D", (2, 2, 4), (1, 1, 3), 1, 1, False, True, 0, "below", "general", "normal"),
-    "conv-f64-gemm": ("CONV_2D", (3, 3, 300), (1, 1, 4), 1, 1, True, True, 0, "signed", "signed", "127"),
-    "conv-zeros": ("CONV_2D", (4, 4, 8), (1, 1, 8), 1, 1, True, True, 0, "zeros", "general", "normal"),
-    "conv-inf": ("CONV_2D", (4, 4, 8), (1, 1, 8), 1, 1, True, True, 0, "inf", "general", "normal"),
-    "conv-nan": ("CONV_2D", (4, 4, 8), (1, 1, 8), 1, 1, False, True, 0, "nan", "general", "normal"),
-    "dw-einsum-nonneg-relu6": (
-        "DEPTHWISE_CONV_2D",
-        (6, 6, 48),
-        (3, 3, 1),
-        1,
-        0,
-        True,
-        True,
-        3,
-        "nonneg",
-        "nonneg",
-        "normal",
+    "dw-taps-nonneg-zeros": _case(
+        "DEPTHWISE_CONV_2D", (5, 5, 8), (3, 3, 1), "nonneg-zeros", "nonneg", padding=0, bias=False, filt="neg"
     ),
-    "dw-einsum-stride2-signed": (
-        "DEPTHWISE_CONV_2D",
-        (7, 7, 64),
-        (3, 3, 1),
-        2,
-        0,
-        True,
-        True,
-        0,
-        "signed",
-        "signed",
-        "normal",
+    "dw-taps-ties-tail": _case("DEPTHWISE_CONV_2D", (3, 3, 3), (2, 2, 1), "ties", "signed"),
+    "dw-multiplier-2": _case("DEPTHWISE_CONV_2D", (4, 4, 4), (3, 3, 2), "signed", "signed", padding=0),
+    "dw-min-just-negative": _case(
+        "DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "min-just-negative", "signed", padding=0, filt="neg"
     ),
-    "dw-taps-nonneg-zeros": (
-        "DEPTHWISE_CONV_2D",
-        (5, 5, 8),
-        (3, 3, 1),
-        1,
-        0,
-        True,
-        False,
-        0,
-        "nonneg-zeros",
-        "nonneg",
-        "neg",
+    "dw-f64-sums": _case("DEPTHWISE_CONV_2D", (6, 6, 8), (7, 7, 1), "signed", "signed", padding=0, filt="127"),
+    # past DEPTHWISE_STACKED_ELEMENTS: the tap loop, whose first product is the sum's start
+    "dw-taps-tiny-negative": _case(
+        "DEPTHWISE_CONV_2D", (40, 40, 20), (3, 3, 1), "tiny-negative", "signed", padding=0, bias=False, filt="pos"
     ),
-    "dw-taps-ties-tail": ("DEPTHWISE_CONV_2D", (3, 3, 3), (2, 2, 1), 1, 1, True, True, 0, "ties", "signed", "normal"),
-    "dw-multiplier-2": ("DEPTHWISE_CONV_2D", (4, 4, 4), (3, 3, 2), 1, 0, True, True, 0, "signed", "signed", "normal"),
-    "dw-min-just-negative": (
-        "DEPTHWISE_CONV_2D",
-        (4, 4, 8),
-        (3, 3, 1),
-        1,
-        0,
-        True,
-        True,
-        0,
-        "min-just-negative",
-        "signed",
-        "neg",
+    "dw-taps-tiny-negative-per-tensor": _case(
+        "DEPTHWISE_CONV_2D", (6, 6, 1), (3, 3, 1), "tiny-negative", "signed", padding=0, per_channel=False, filt="pos"
     ),
-    "dw-f64-sums": ("DEPTHWISE_CONV_2D", (6, 6, 8), (7, 7, 1), 1, 0, True, True, 0, "signed", "signed", "127"),
-    "dw-taps-tiny-negative": (  # past DEPTHWISE_STACKED_ELEMENTS: the tap loop, whose first product is the sum's start
-        "DEPTHWISE_CONV_2D",
-        (40, 40, 20),
-        (3, 3, 1),
-        1,
-        0,
-        True,
-        False,
-        0,
-        "tiny-negative",
-        "signed",
-        "pos",
-    ),
-    "dw-taps-tiny-negative-per-tensor": (
-        "DEPTHWISE_CONV_2D",
-        (6, 6, 1),
-        (3, 3, 1),
-        1,
-        0,
-        False,
-        True,
-        0,
-        "tiny-negative",
-        "signed",
-        "pos",
-    ),
-    "dw-taps-nonneg-ties-tail": (
-        "DEPTHWISE_CONV_2D",
-        (3, 3, 3),
-        (2, 2, 1),
-        1,
-        1,
-        True,
-        True,
-        0,
-        "nonneg-ties",
-        "nonneg",
-        "normal",
-    ),
-    "conv-nonneg-ties-tail": ("CONV_2D", (3, 3, 5), (1, 1, 4), 1, 1, True, True, 0, "nonneg-ties", "nonneg", "normal"),
-    "conv-tiny-negative": ("CONV_2D", (4, 4, 3), (1, 1, 4), 1, 1, True, True, 0, "tiny-negative", "signed", "pos"),
-    "dw-zeros": ("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), 1, 0, True, True, 0, "zeros", "general", "normal"),
-    "dw-inf": ("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), 1, 0, True, True, 0, "inf", "general", "normal"),
+    "dw-taps-nonneg-ties-tail": _case("DEPTHWISE_CONV_2D", (3, 3, 3), (2, 2, 1), "nonneg-ties", "nonneg"),
+    "conv-nonneg-ties-tail": _case("CONV_2D", (3, 3, 5), (1, 1, 4), "nonneg-ties", "nonneg"),
+    "conv-tiny-negative": _case("CONV_2D", (4, 4, 3), (1, 1, 4), "tiny-negative", "signed", filt="pos"),
+    "dw-zeros": _case("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "zeros", "general", padding=0),
+    "dw-inf": _case("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "inf", "general", padding=0),
 }
 
 
