@@ -6,8 +6,9 @@ quant.hybrid.BatchRowQuantizer (4-6 calls instead of batch_quantize_floats' ~30 
 the GEMM operand or the depthwise padded buffer, then the general op's GEMM / tap sums and epilogue, value for value
 (the same calls in the same order on the same values). A batch whose range the quantizer declines (all zeros,
 tiny, inf or NaN), other arrays than the bound ones, more than one batch or a bias input that is not constant take
-``general``: every result is byte-identical to it (tests/ops/conv/test_conv_hybrid_bound.py). Measured on
-MobileNet-V2 dynamic-range: see the commit log / the issue-16 report."""
+``general``: every result is byte-identical to it (tests/ops/conv/test_conv_hybrid_bound.py). Measured (1 thread,
+process CPU, whole invokes, medians of 5 runs alternated with the plain ops): mobilenet_v2_dynamic 2.97 -> 1.70 ms
+(its 1x1 hybrid convs 47-60 -> 17-25 us, its depthwise 56-74 -> 26-45 us per step in sequence)."""
 
 from __future__ import annotations
 
