@@ -2,8 +2,10 @@
 kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid RNN, SVDF and LSTM kernels
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
 calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
-runtime's arrays; ``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
-(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
+runtime's arrays, an asymmetric row with min >= 0 (a ReLU's output) in 3-4 quantization calls (dense_ae_dynamic's
+ten 128-wide layers: 95 -> 74 us per invoke); ``FullyConnectedHybridRows``: a fixed number of asymmetric rows
+with constant weights (quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64,
+about 75 -> 35 us).
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params
+from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params, nonneg_row_params
 from ..schema import dtypes
 from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
@@ -187,6 +189,17 @@ def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarr
     return np.ascontiguousarray(w_aug, dtype=ct)
 
 
+def _shifted_exact(wi: np.ndarray, row_sums: np.ndarray, dtype) -> bool:
+    """Whether FullyConnectedHybridRow may multiply a row with min >= 0 (zero point -128) as ``q + 128 =
+    trunc(v + half)`` in [0, 255] with a zero point column of 0 (one call less: no ``- 128``): its product
+    ``sum (q + 128) w`` equals ``sum q w - zp * row_sums = sum q w + 128 row_sums`` when the SSE row sums are the
+    true sums (no int16 lane wrapped), and is exact in ``dtype`` when ``255 * sum|w|`` (every partial sum's bound)
+    is. Without the SSE -128 fix (the caller's test), whose columns read q itself."""
+    exact = np.abs(wi, dtype=np.float64).sum(axis=1) * 255.0
+    same = np.array_equal(np.asarray(row_sums, np.float64), wi.sum(axis=1, dtype=np.float64))
+    return same and exact_gemm_dtype(exact) in (np.dtype(dtype), np.dtype(np.float32))
+
+
 def product_calls(lhs, rhs, dot, scale, bias, activation, out: np.ndarray) -> list:
     """The bound calls of ``f32(f32(lhs @ rhs) * scale) + bias`` into ``out``, the activation: the product in
     ``out`` (float32) or in ``dot`` (float64, then rounded once to float32 by the scaling's input cast)."""
@@ -224,6 +237,7 @@ def bound_to(op, inputs, outputs):
 
 
 F32 = np.float32
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 #: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
 R_MIN = 1e-36
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
@@ -269,6 +283,8 @@ class FullyConnectedHybridRow:
     zp: np.ndarray  # () float32
     scale: np.ndarray  # () or (units,) float32
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
+    asym: bool  # general.asymmetric
+    shifted: bool  # a row with min >= 0 multiplies q + 128 with a zero point column of 0 (_shifted_exact)
 
     @staticmethod
     def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
@@ -295,9 +311,12 @@ class FullyConnectedHybridRow:
             np.zeros((), F32),
             np.zeros(() if per_tensor else units, F32),
             None if ct == np.float32 else np.empty(units, ct),
+            general.asymmetric,
+            general.asymmetric and fix is None and _shifted_exact(wi, general.row_sums, ct),
         )
 
-    _bound = None  # bind's (input, output, input row, calls after the scalars) as partial objects, or None
+    _bound = None  # bind's (input, output, input row, calls after the scalars, those of a row with min >= 0 when
+    # asymmetric) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
@@ -308,15 +327,11 @@ class FullyConnectedHybridRow:
         bound = None
         if bindable(x, out, depth, units):
             x1, o1 = x.reshape(-1), out.reshape(-1)
-            bound = (
-                x,
-                out,
-                x1,
-                bound_plan(
-                    self.quantize_calls(x1)
-                    + product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
-                ),
-            )
+            rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+            nonneg = None
+            if self.general.asymmetric:
+                nonneg = bound_plan(self.nonneg_calls(x1) + self.fix_calls() + rest)
+            bound = (x, out, x1, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg)
         object.__setattr__(self, "_bound", bound)
 
     def quantize_calls(self, x: np.ndarray) -> list:
@@ -330,26 +345,46 @@ class FullyConnectedHybridRow:
             (np.trunc, (a,), {o: q}),
             (np.copysign, (q, x), {o: q}),
         ]
-        if self.general.asymmetric:
-            calls += [
-                (np.add, (q, self.zp), {o: q}),
-                (clip_ufunc, (q, CM128, C127), {o: q}),
-                (np.copyto, (self.qq[-1:], self.zp), {}),
-            ]
-        if self.fix_cols is not None:
-            fq = self.qq[depth : depth + self.fix_cols.shape[0]]
-            calls += [(np.take, (q, self.fix_cols), {o: fq}), (np.minimum, (fq, 0.0), {o: fq})]
+        if self.general.asymmetric:  # the zero point's column: set by _scalars
+            calls += [(np.add, (q, self.zp), {o: q}), (clip_ufunc, (q, CM128, C127), {o: q})]
         return calls
 
+    def nonneg_calls(self, x: np.ndarray) -> list:
+        """``quantize_calls`` for an asymmetric row with ``min >= 0`` (zp = -128, quant.hybrid.nonneg_row_params),
+        once ``inv`` holds its value: ``v = f32(x * inv)`` is >= 0 (or -0.0, where both give the same q), so
+        ``round(v) = trunc(v + half)``; ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` (``f32(rmax - 0)`` is
+        rmax), so ``q = trunc(v + half) - 128`` is within [-128, 127]: no clamp."""
+        q, o = self.qq[: self.a.shape[0]], "out"
+        calls = [(np.multiply, (x, self.inv), {o: q}), (np.add, (q, self.half), {o: q}), (np.trunc, (q,), {o: q})]
+        return calls if self.shifted else [*calls, (np.add, (q, CM128), {o: q})]
+
+    def fix_calls(self) -> list:
+        """The SSE -128 fix's columns ``min(q[cols], 0)`` of the quantized row."""
+        if self.fix_cols is None:
+            return []
+        depth = self.a.shape[0]
+        fq = self.qq[depth : depth + self.fix_cols.shape[0]]
+        return [(np.take, (self.qq[:depth], self.fix_cols), {"out": fq}), (np.minimum, (fq, 0.0), {"out": fq})]
+
     def _scalars(self, x: np.ndarray) -> float | None:
-        """The row's scalars into ``inv`` (and ``zp``), |x| into ``a``; returns sf, or None for a row the general
-        path takes."""
+        """The row's scalars into ``inv`` (and ``zp`` and the zero point's column), |x| into ``a`` (but for a row
+        with min >= 0); returns sf, negated for an asymmetric row with min >= 0 (``nonneg_calls``), or None for a
+        row the general path takes."""
         f = self.f32_0d
-        if self.general.asymmetric:
-            p = asymmetric_row_params(float(np.minimum.reduce(x)), float(np.maximum.reduce(x)), f)
+        if self.asym:
+            mn, mx = float(np.minimum.reduce(x)), float(np.maximum.reduce(x))
+            if mn >= 0.0:
+                p = nonneg_row_params(mx, f)
+                if p is None:
+                    return None
+                self.inv[()] = p[1]
+                self.qq[-1] = 0.0 if self.shifted else -128.0
+                return -p[0]
+            p = asymmetric_row_params(mn, mx, f)
             if p is None:
                 return None
-            sf, self.inv[()], self.zp[()] = p
+            sf, self.inv[()], zp = p
+            self.zp[()] = self.qq[-1] = zp
             np.abs(x, out=self.a)
         else:
             r = float(np.maximum.reduce(np.abs(x, out=self.a)))
@@ -361,18 +396,32 @@ class FullyConnectedHybridRow:
         return sf
 
     def __call__(self, inputs, outputs):
-        b = bound_to(self, inputs, outputs)
-        if b is None:
-            return self.general(inputs, outputs)
-        sf = self._scalars(b[2])
-        if sf is None:
-            return self.general(inputs, outputs)
+        b = self._bound
+        if b is None or b[0] is not inputs[INPUT] or b[1] is not outputs[0]:
+            b = bound_to(self, inputs, outputs)
+            if b is None:
+                return self.general(inputs, outputs)
+        x = b[2]
+        plan = b[3]
+        if self.asym and _MIN(x) >= 0.0:  # _scalars' row with min >= 0, inline (a tenth of a small layer's time)
+            p = nonneg_row_params(float(_MAX(x)), self.f32_0d)
+            if p is None:
+                return self.general(inputs, outputs)
+            sf, self.inv[()] = p
+            self.qq[-1] = 0.0 if self.shifted else -128.0
+            plan = b[4]
+        else:
+            sf = self._scalars(x)
+            if sf is None:
+                return self.general(inputs, outputs)
+            if sf < 0.0:  # an asymmetric row with min >= 0
+                sf, plan = -sf, b[4]
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         else:
             self.f32_0d[()] = sf
             np.multiply(self.general.w_scale, self.f32_0d, out=self.scale)
-        for call in b[3]:
+        for call in plan:
             call()
 
 

@@ -223,6 +223,24 @@ def asymmetric_row_params(mn: float, mx: float, f32_0d: np.ndarray) -> tuple[flo
     return sf, f32_0d.item(), zp
 
 
+_SF_MIN = 1.0 / FLT_MAX
+
+
+def nonneg_row_params(mx: float, f32_0d: np.ndarray) -> tuple[float, float] | None:
+    """asymmetric_row_params ``(sf, inv)`` of a row with ``min >= 0`` (+0.0 or -0.0) and max ``mx``, whose zero point
+    is -128: ``rmin = +-0``, so ``f32(rmax - rmin) = rmax`` (a float32), ``scale = rmax / 255``, ``zmin = +-0`` and
+    ``128 + |zmin| < 127 + |zmax| ~ 382``: ``zd = -128 - zmin = -128``. None where asymmetric_row_params declines
+    (``mx`` 0, past FLT_MAX or NaN; a scale below 1 / FLT_MAX)."""
+    if not 0.0 < mx <= FLT_MAX:
+        return None
+    f32_0d[()] = mx / 255.0
+    sf = f32_0d.item()
+    if not sf >= _SF_MIN:
+        return None
+    f32_0d[()] = 1.0 / sf
+    return sf, f32_0d.item()
+
+
 #: The smallest float32 range ``rmax - rmin`` AsymmetricRowsQuantizer takes: ``f32(range / 255)`` is then at least
 #: 3.9e-38 > 1 / FLT_MAX, so the scale is nonzero and ``1 / sf`` finite (rows below it, all-zero rows among them,
 #: take batch_quantize_floats' special branches).
@@ -358,3 +376,109 @@ class AsymmetricRowsQuantizer:
     def in_range(self) -> bool:
         """Every row's range within ``RANGE_MIN <= range <= FLT_MAX`` (NaN fails)."""
         return bool(RANGE_MIN <= np.minimum.reduce(self.rng) and np.maximum.reduce(self.rng) <= FLT_MAX)
+
+
+#: The smallest symmetric range ``R = max|x|`` BatchRowQuantizer takes: ``127 / R`` stays finite in float32.
+SYM_R_MIN = 1e-36
+_HALF_F32 = np.array(0.5, np.float32)
+_ZERO_F32 = np.array(0.0, np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class BatchRowQuantizer:
+    """``batch_quantize_floats`` of one batch row (the whole input of a one-batch hybrid CONV_2D or
+    DEPTHWISE_CONV_2D, flattened), written into a destination of the input's shape as ``q`` (symmetric) or
+    ``q - zp`` (asymmetric, what the conv kernels multiply), in 4 (symmetric) or 6 (asymmetric) numpy calls
+    bound once (``calls``) after the row's scalars (``scalars``, Python floats). The same values as
+    batch_quantize_floats followed by ``q - zp`` (conv/common.quantize_batches), bit for bit:
+
+    - the scalars: symmetric ``R = max(-min, max)``, ``sf = f32(R / 127)``, ``inv = f32(127 / R)`` (a double
+      quotient of two floats rounded once to float32 is the float32 quotient: 53 >= 2 * 24 + 2); asymmetric:
+      asymmetric_row_params;
+    - ``v = f32(x * inv)``; ``trunc(v + copysign(half, v))`` with ``half`` 0.5 on the 8-wide columns and HALF_DOWN
+      (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
+    - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
+    - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
+      then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
+    - asymmetric, a row with ``min >= 0`` (a ReLU's output; ``scalars`` returns its sf negated to say so):
+      ``rmin = 0`` makes ``zp = -128`` (nonneg_row_params) and ``q - zp = trunc(v + half)`` in 3 calls
+      (``nonneg_calls``):
+      ``v >= 0`` (or -0.0, where both give +0.0), so the sign is the half's; ``f32(rmax - 0) = rmax``, so
+      ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` and ``0 <= round(v) <= 255``: the clamp to
+      ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum with ``+0.5`` is never -0.0.
+
+    ``scalars`` returns None (the caller takes the general path) for a row outside ``SYM_R_MIN <= R < inf``
+    (all zeros, tiny, inf or NaN) or one asymmetric_row_params declines."""
+
+    asymmetric: bool
+    half: np.ndarray  # () 0.5, or the input's shape: 0.5 on the 8-wide columns of the flat row, HALF_DOWN on the tail
+    f32_0d: np.ndarray  # () float32 scratch: rounds a Python float to float32
+    inv: np.ndarray  # () float32
+    lo: np.ndarray  # () float32: -128 - zp
+    hi: np.ndarray  # () float32: 127 - zp
+    h: np.ndarray  # the input's shape, float32: copysign(half, v)
+
+    @staticmethod
+    def build(shape: tuple, asymmetric: bool) -> BatchRowQuantizer:
+        k = int(np.prod(shape))
+        if k % 8:
+            half = np.full(k, HALF_DOWN[np.dtype(np.float32)], np.float32)
+            half[: k & ~7] = 0.5
+            half = half.reshape(shape)
+        else:
+            half = _HALF_F32
+        f32 = np.float32
+        z = np.zeros((), f32)
+        return BatchRowQuantizer(asymmetric, half, z, z.copy(), z.copy(), z.copy(), np.empty(shape, f32))
+
+    def scalars(self, x: np.ndarray) -> float | None:
+        """The row's inv (and the clamp bounds) into the 0-d buffers; returns sf as a Python float (a float32
+        value; asymmetric: negated where ``nonneg_calls`` apply instead of ``calls``), or None for a row the
+        general path takes."""
+        mn, mx = float(np.minimum.reduce(x, None)), float(np.maximum.reduce(x, None))
+        f = self.f32_0d
+        if self.asymmetric:
+            if mn >= 0.0:  # zp = -128: nonneg_calls
+                p = nonneg_row_params(mx, f)
+                if p is None:
+                    return None
+                self.inv[()] = p[1]
+                return -p[0]
+            p = asymmetric_row_params(mn, mx, f)
+            if p is None:
+                return None
+            sf, self.inv[()], zp = p
+            self.lo[()] = -128.0 - zp
+            self.hi[()] = 127.0 - zp
+            return sf
+        if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN (NaN propagates into both reductions)
+            return None
+        r = max(-mn, mx)
+        if not r >= SYM_R_MIN:
+            return None
+        f[()] = r / 127.0
+        self.inv[()] = 127.0 / r
+        return f.item()
+
+    def calls(self, x: np.ndarray, dest: np.ndarray) -> list:
+        """The quantized row into ``dest`` (``x``'s shape, float32, any layout) as (function, args, kwargs)
+        triples (ops/bound_plan's form), once ``scalars`` ran for ``x``."""
+        o = "out"
+        calls = [
+            (np.multiply, (x, self.inv), {o: dest}),
+            (np.copysign, (self.half, dest), {o: self.h}),
+            (np.add, (dest, self.h), {o: dest}),
+            (np.trunc, (dest,), {o: dest}),
+        ]
+        if self.asymmetric:
+            calls += [(clip_ufunc, (dest, self.lo, self.hi), {o: dest}), (np.add, (dest, _ZERO_F32), {o: dest})]
+        return calls
+
+    def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:
+        """``calls`` for an asymmetric row with ``min >= 0`` (``scalars`` returned sf negated): ``trunc(v + half)``."""
+        o = "out"
+        return [
+            (np.multiply, (x, self.inv), {o: dest}),
+            (np.add, (dest, self.half), {o: dest}),
+            (np.trunc, (dest,), {o: dest}),
+        ]

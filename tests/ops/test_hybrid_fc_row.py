@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
+from litert_py.quant.hybrid import asymmetric_row_params, nonneg_row_params
 from tests.ops.test_fully_connected import fc_model
 from tests.oracle import quant, run_litert, run_ours
 
@@ -42,6 +43,8 @@ def weights(kind: str, units: int, depth: int, rng) -> np.ndarray:
         w = rng.integers(-127, 128, (units, depth)).astype(I8)
         w[0] = 0
         return w
+    if kind == "pm127":  # +127, -127, ...: row sums 0 (or 127), sum|w| = 127 * depth
+        return np.resize(np.array([127, -127], I8), (units, depth))
     return np.full((units, depth), int(kind), I8)  # "127", "-128": partial sums at the bound
 
 
@@ -82,14 +85,39 @@ CASES = {
     "sym-f64-past-bound-1041": (1041, 3, "127", True, False, 0, "constant", "float64"),
     "asym-f32-at-bound-516-q-128": (516, 3, "127", False, False, 0, "negative-constant", "float32"),
     "asym-f64-past-bound-517-q-128": (517, 3, "127", False, True, 0, "negative-constant", "float64"),
+    # rows with min >= 0 (nonneg_calls: no abs, copysign or clamp), at n + 0.5 and 0.49999997 in the roundf tail
+    # (range 255: inv 1), with +-0.0, the SSE fix, at the float32 bound; a min of -1e-30 takes the signed calls
+    "asym-nonneg-ties-tail-13": (13, 5, "symmetric", False, True, 0, "nonneg-ties", "float32"),
+    "asym-nonneg-ties-8-wide-64": (64, 4, "symmetric", True, False, 0, "nonneg-ties", "float32"),
+    "asym-nonneg-zeros-fix": (40, 9, "full", False, True, 1, "nonneg-zeros", "float32"),
+    "asym-nonneg-zeros-sparse-fix-per-channel": (37, 4, "sparse-128", True, True, 0, "nonneg-zeros", "float32"),
+    "asym-min-just-negative": (40, 6, "full", False, True, 0, "min-just-negative", "float32"),
+    # a row with min >= 0 multiplied as q + 128 with a zero point column of 0 (``shifted``) where 255 * sum|w| is
+    # within the product's type: +-127 weights 518 deep (16,774,930 <= 2^24: float32) but not 519 (past it, while
+    # the augmented product's own bound keeps float32), nor 1032; nor where an SSE int16 lane wraps (2100 x 127)
+    "asym-shifted-at-bound-518": (518, 3, "pm127", False, True, 0, "positive", "float32"),
+    "asym-unshifted-past-bound-519": (519, 3, "pm127", True, False, 0, "positive", "float32"),
+    "asym-unshifted-1032": (1032, 3, "pm127", False, True, 0, "positive", "float32"),
+    "asym-unshifted-lane-wrap-2100": (2100, 2, "127", False, True, 0, "positive", "float64"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
+}
+
+UNSHIFTED = {
+    "asym-unshifted-past-bound-519",
+    "asym-unshifted-1032",
+    "asym-unshifted-lane-wrap-2100",
+    "asym-f32-classifier-1280",  # 255 * sum|w| past 2^24 with its float32 product
 }
 
 
 def row(kind: str, depth: int, rng) -> np.ndarray:
     if kind == "ties":
         return tie_row(depth)
+    if kind == "nonneg-ties":  # max 255: scale 1, inv 1 (x * inv = x), zp -128
+        x = np.resize(np.array([255.0, 0.5, 1.5, 2.5, 0.49999997, 0.0, -0.0, 126.5], F32), depth)
+        x[-2:] = 0.49999997  # the roundf tail rounds it to 0, the 8-wide part to 1
+        return x
     if kind == "zeros":
         return np.zeros(depth, F32)
     if kind == "plus-minus-2":
@@ -99,6 +127,14 @@ def row(kind: str, depth: int, rng) -> np.ndarray:
         return -np.abs(x)
     if kind == "positive":
         return np.abs(x)
+    if kind == "nonneg-zeros":
+        x = np.abs(x)
+        x[::3], x[1::3] = 0.0, -0.0
+        return x
+    if kind == "min-just-negative":
+        x = np.abs(x)
+        x[1] = -1e-30
+        return x
     if kind in ("clamp-high", "clamp-low"):  # round(x * inv) + zp at 128 / -129 before the clamp
         lo, hi = (-1.0, 2.3333332538604736) if kind == "clamp-high" else (-52.0, 52.0)
         x = rng.uniform(lo, hi, depth).astype(F32)
@@ -135,6 +171,12 @@ def test_hybrid_fc_row_bit_exact(case):
     (prepared,) = it._subgraphs[0].prepared_ops.values()
     assert type(prepared).__name__ == "FullyConnectedHybridRow"
     assert prepared.w_aug.dtype == gemm
+    if asym:  # rows with min >= 0 are shifted without the SSE fix, within the bound
+        has_fix = kind in ("full", "sparse-128", "mixed", "-128")  # -128 weights: the SSE fix reads q itself
+        assert prepared.shifted == (not has_fix and case not in UNSHIFTED), prepared.shifted
+    if asym and row_kind in ("positive", "nonneg-ties", "nonneg-zeros", "min-just-negative"):
+        sf = prepared._scalars(x.reshape(-1))  # negative: the calls of a row with min >= 0
+        assert sf is not None and (sf < 0) == (row_kind != "min-just-negative")
     (ours,) = run_ours(model, [x])
     (theirs,) = run_litert(model, [x])
     if act == 4:  # Eigen's tanh vs ours: a few ulp (as test_fully_connected's TOLERANCE)
@@ -172,3 +214,26 @@ def test_apply_activation_to_vector_relu_forms(monkeypatch, fmax_plus_zero, code
         common.apply_activation_to_vector(code)(v)
         np.testing.assert_array_equal(v, expect)
         assert not np.signbit(v).any()
+
+
+def test_nonneg_row_params_equal_asymmetric_row_params():
+    """quant.hybrid.nonneg_row_params against asymmetric_row_params (zero point -128) for a min of +0.0 or -0.0
+    and maxima over the whole float32 range, the edges where both decline among them."""
+    rng = np.random.default_rng(5)
+    tiny = np.finfo(F32).tiny
+    maxima = np.concatenate(
+        [
+            (10.0 ** rng.uniform(-37, 38, 2000)).astype(F32),
+            rng.random(500).astype(F32),
+            np.array([tiny, tiny / 4, 1e-45, 1e-36, 2e-36, np.finfo(F32).max, 255.0, 1.0, 0.0, np.inf, np.nan], F32),
+        ]
+    )
+    f = np.zeros((), F32)
+    for mx in maxima.tolist():
+        for mn in (0.0, -0.0):
+            expect = asymmetric_row_params(mn, mx, f)
+            got = nonneg_row_params(mx, f)
+            if expect is None:
+                assert got is None, mx
+            else:
+                assert expect[2] == -128.0 and got == expect[:2], mx

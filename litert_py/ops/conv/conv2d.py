@@ -126,7 +126,8 @@ from .common import (
     window_geometry,
 )
 from .conv2d_planes import build_planes, planes_apply
-from .conv2d_quantized import prepare_conv_hybrid, prepare_conv_quantized
+from .conv2d_quantized import prepare_conv_quantized
+from .conv_hybrid_bound import prepare_conv_hybrid_bound
 from .im2col import Im2Col, gemm_calls, gemm_weights
 from .taps import DepthwiseTaps
 
@@ -391,6 +392,6 @@ def prepare_conv_2d(ctx: OpContext):
     if f.dtype == np.float32:
         return EMPTY_OUTPUT if geo.empty else _prepare_conv_float(ctx, geo, groups)
     if f.type_name in ("INT8", "UINT8", "INT4"):
-        return prepare_conv_hybrid(ctx, geo, groups)
+        return prepare_conv_hybrid_bound(ctx, geo, groups)
     # LiteRT does not check this and reads the filter's bytes as float32.
     raise ctx.fail(f"CONV_2D with FLOAT32 input needs a FLOAT32 filter, got a {f.type_name} filter")

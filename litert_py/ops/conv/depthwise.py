@@ -27,8 +27,9 @@ from .common import (
     check_types,
     window_geometry,
 )
+from .conv_hybrid_bound import prepare_depthwise_hybrid_bound
 from .depthwise_einsum import build_einsum
-from .depthwise_quantized import prepare_depthwise_hybrid, prepare_depthwise_quantized
+from .depthwise_quantized import prepare_depthwise_quantized
 from .taps import DepthwisePhaseTaps, DepthwiseTaps, tap_weights
 
 # -- DEPTHWISE_CONV_2D ----------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def prepare_depthwise_conv_2d(ctx: OpContext):
     if x.dtype != np.float32:
         return prepare_depthwise_quantized(ctx, geo, o // c)
     if hybrid:
-        return prepare_depthwise_hybrid(ctx, geo, o // c)
+        return prepare_depthwise_hybrid_bound(ctx, geo, o // c)
     ctx.check(
         f.dtype == np.float32 and f.type != INT4,
         f"DEPTHWISE_CONV_2D with FLOAT32 input and {f.type_name} filter is not supported (LiteRT fails at eval)",
