@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, asymmetric_row_params, nonneg_row_params
+from ..quant.hybrid import (
+    HALF_DOWN,
+    SYM_R_MIN,
+    AsymmetricRowsQuantizer,
+    asymmetric_row_params,
+    nonneg_row_params,
+)
 from ..schema import dtypes
 from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
@@ -238,8 +244,6 @@ def bound_to(op, inputs, outputs):
 
 F32 = np.float32
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
-#: The smallest row range max|x| the one-row path takes: 127 / R stays finite in float32 (below 3.4e38).
-R_MIN = 1e-36
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
 
 
@@ -265,7 +269,11 @@ class FullyConnectedHybridRow:
       within 2^24 (often so where ``product_bound``, which bounds the general path's separate zero-point
       subtraction by ``255 * L1``, asks for float64: a 1280 -> 1000 classifier's 10 MB of float64 weights,
       memory-bound, become 5 MB), else float64;
-    - rows outside ``R_MIN <= R < inf`` (all zeros, tiny, inf or NaN; asymmetric: see asymmetric_row_params)
+    - asymmetric, a row with ``min >= 0`` (a ReLU's output): ``zp = -128`` (nonneg_row_params) and 3 quantize
+      calls (``nonneg_calls``: no abs, copysign or clamp); where ``shifted`` (no SSE fix, the SSE row sums the true
+      sums, ``255 * sum|w|`` exact in the product's type: ``_shifted_exact``) it multiplies ``q + 128`` with a
+      zero point column of 0, one call less;
+    - rows outside ``SYM_R_MIN <= R < inf`` (all zeros, tiny, inf or NaN; asymmetric: see asymmetric_row_params)
       take the general path (``general``), so every result equals FullyConnectedHybrid's."""
 
     general: FullyConnectedHybrid
@@ -277,7 +285,7 @@ class FullyConnectedHybridRow:
     activation: object
     # scratch
     a: np.ndarray  # (depth,) float32: |x|, then |v|
-    qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q, min(q[cols], 0) [, zp]
+    qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q (shifted: q + 128), min(q[cols], 0) [, zp]
     f32_0d: np.ndarray  # () float32: rounds a Python float to float32
     inv: np.ndarray  # () float32
     zp: np.ndarray  # () float32
@@ -352,10 +360,11 @@ class FullyConnectedHybridRow:
     def nonneg_calls(self, x: np.ndarray) -> list:
         """``quantize_calls`` for an asymmetric row with ``min >= 0`` (zp = -128, quant.hybrid.nonneg_row_params),
         once ``inv`` holds its value: ``v = f32(x * inv)`` is >= 0 (or -0.0, where both give the same q), so
-        ``round(v) = trunc(v + half)``; ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` (``f32(rmax - 0)`` is
-        rmax), so ``q = trunc(v + half) - 128`` is within [-128, 127]: no clamp."""
-        q, o = self.qq[: self.a.shape[0]], "out"
-        calls = [(np.multiply, (x, self.inv), {o: q}), (np.add, (q, self.half), {o: q}), (np.trunc, (q,), {o: q})]
+        ``round(v) = trunc(f32(v + half))`` (in float32 scratch whatever the product's type: the tie rule needs
+        the float32 sum's rounding); ``v`` stays below 255.5 (BatchRowQuantizer's bound), so
+        ``q = trunc(v + half) - 128`` is within [-128, 127]: no clamp."""
+        a, q, o = self.a, self.qq[: self.a.shape[0]], "out"
+        calls = [(np.multiply, (x, self.inv), {o: a}), (np.add, (a, self.half), {o: a}), (np.trunc, (a,), {o: q})]
         return calls if self.shifted else [*calls, (np.add, (q, CM128), {o: q})]
 
     def fix_calls(self) -> list:
@@ -366,34 +375,34 @@ class FullyConnectedHybridRow:
         fq = self.qq[depth : depth + self.fix_cols.shape[0]]
         return [(np.take, (self.qq[:depth], self.fix_cols), {"out": fq}), (np.minimum, (fq, 0.0), {"out": fq})]
 
-    def _scalars(self, x: np.ndarray) -> float | None:
-        """The row's scalars into ``inv`` (and ``zp`` and the zero point's column), |x| into ``a`` (but for a row
-        with min >= 0); returns sf, negated for an asymmetric row with min >= 0 (``nonneg_calls``), or None for a
-        row the general path takes."""
+    def _scalars(self, x: np.ndarray) -> tuple[float, bool] | None:
+        """The row's scalars into ``inv`` (and ``zp`` and the zero point's column), |x| into ``a`` for the signed
+        calls; returns ``(sf, nonneg)``, ``nonneg`` for an asymmetric row with min >= 0 (``nonneg_calls``), or
+        None for a row the general path takes."""
         f = self.f32_0d
         if self.asym:
-            mn, mx = float(np.minimum.reduce(x)), float(np.maximum.reduce(x))
+            mn = float(_MIN(x))
             if mn >= 0.0:
-                p = nonneg_row_params(mx, f)
+                p = nonneg_row_params(float(_MAX(x)), f)
                 if p is None:
                     return None
                 self.inv[()] = p[1]
                 self.qq[-1] = 0.0 if self.shifted else -128.0
-                return -p[0]
-            p = asymmetric_row_params(mn, mx, f)
+                return p[0], True
+            p = asymmetric_row_params(mn, float(_MAX(x)), f)
             if p is None:
                 return None
             sf, self.inv[()], zp = p
             self.zp[()] = self.qq[-1] = zp
             np.abs(x, out=self.a)
         else:
-            r = float(np.maximum.reduce(np.abs(x, out=self.a)))
-            if not R_MIN <= r < np.inf:
+            r = float(_MAX(np.abs(x, out=self.a)))
+            if not SYM_R_MIN <= r < np.inf:
                 return None
             f[()] = r / 127.0
             sf = f.item()
             self.inv[()] = 127.0 / r
-        return sf
+        return sf, False
 
     def __call__(self, inputs, outputs):
         b = self._bound
@@ -401,21 +410,11 @@ class FullyConnectedHybridRow:
             b = bound_to(self, inputs, outputs)
             if b is None:
                 return self.general(inputs, outputs)
-        x = b[2]
-        plan = b[3]
-        if self.asym and _MIN(x) >= 0.0:  # _scalars' row with min >= 0, inline (a tenth of a small layer's time)
-            p = nonneg_row_params(float(_MAX(x)), self.f32_0d)
-            if p is None:
-                return self.general(inputs, outputs)
-            sf, self.inv[()] = p
-            self.qq[-1] = 0.0 if self.shifted else -128.0
-            plan = b[4]
-        else:
-            sf = self._scalars(x)
-            if sf is None:
-                return self.general(inputs, outputs)
-            if sf < 0.0:  # an asymmetric row with min >= 0
-                sf, plan = -sf, b[4]
+        r = self._scalars(b[2])
+        if r is None:
+            return self.general(inputs, outputs)
+        sf, nonneg = r
+        plan = b[4] if nonneg else b[3]
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         else:

@@ -404,7 +404,8 @@ class BatchRowQuantizer:
       ``rmin = 0`` makes ``zp = -128`` (nonneg_row_params) and ``q - zp = trunc(v + half)`` in 3 calls
       (``nonneg_calls``):
       ``v >= 0`` (or -0.0, where both give +0.0), so the sign is the half's; ``f32(rmax - 0) = rmax``, so
-      ``v <= f32(rmax * inv) <= 255 (1 + 2^-24)^3 < 255.5`` and ``0 <= round(v) <= 255``: the clamp to
+      ``v <= f32(rmax * inv)``: 255 (1 + 2^-24)^3 for a normal scale, up to ~255.00007 where the float32 scale is
+      denormal (its rounding error reaches ~2^-22 there), always < 255.5, and ``0 <= round(v) <= 255``: the clamp to
       ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum with ``+0.5`` is never -0.0.
 
     ``scalars`` returns None (the caller takes the general path) for a row outside ``SYM_R_MIN <= R < inf``

@@ -4,7 +4,7 @@ symmetric and asymmetric inputs.
 A case table: the 8-wide rounding and the roundf tail (the tie probes: ``x * inv`` at n + 0.5 and at
 0.49999997, where the two roundings differ), the SSE -128 fix as extra product columns, the float64 product
 past 2^24, per-channel scales, no bias (``0 + (-0.0)``), the fused activations, and the rows that fall back to
-the general path (all zeros, a range below R_MIN)."""
+the general path (all zeros, a range below SYM_R_MIN)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,11 @@ CASES = {
     "asym-unshifted-past-bound-519": (519, 3, "pm127", True, False, 0, "positive", "float32"),
     "asym-unshifted-1032": (1032, 3, "pm127", False, True, 0, "positive", "float32"),
     "asym-unshifted-lane-wrap-2100": (2100, 2, "127", False, True, 0, "positive", "float64"),
+    # ties of a row with min >= 0 where the product runs in float64 (the rounding must stay in float32 scratch):
+    # shifted (+-127 weights 1100 deep), unshifted (127 weights: the SSE row sums wrap), with the SSE fix
+    "asym-nonneg-ties-f64-shifted-1100": (1100, 3, "pm127", False, False, 0, "nonneg-ties", "float64"),
+    "asym-nonneg-ties-f64-603": (603, 3, "127", False, False, 0, "nonneg-ties", "float64"),
+    "asym-nonneg-ties-f64-fix-603": (603, 3, "-128", True, True, 0, "nonneg-ties", "float64"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
 }
@@ -175,8 +180,8 @@ def test_hybrid_fc_row_bit_exact(case):
         has_fix = kind in ("full", "sparse-128", "mixed", "-128")  # -128 weights: the SSE fix reads q itself
         assert prepared.shifted == (not has_fix and case not in UNSHIFTED), prepared.shifted
     if asym and row_kind in ("positive", "nonneg-ties", "nonneg-zeros", "min-just-negative"):
-        sf = prepared._scalars(x.reshape(-1))  # negative: the calls of a row with min >= 0
-        assert sf is not None and (sf < 0) == (row_kind != "min-just-negative")
+        sf, nonneg = prepared._scalars(x.reshape(-1))  # the row's scalars as __call__ takes them
+        assert nonneg == (row_kind != "min-just-negative")
     (ours,) = run_ours(model, [x])
     (theirs,) = run_litert(model, [x])
     if act == 4:  # Eigen's tanh vs ours: a few ulp (as test_fully_connected's TOLERANCE)

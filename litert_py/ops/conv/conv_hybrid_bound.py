@@ -4,11 +4,12 @@ depthwise_quantized.DepthwiseConvHybrid (``general``), whose numpy calls they ma
 ops/fusion.bind_steps hands them (ops/bound_plan.bound_plan): the input quantized by
 quant.hybrid.BatchRowQuantizer (4-6 calls instead of batch_quantize_floats' ~30 and a ``q - zp`` pass) straight into
 the GEMM operand or the depthwise padded buffer, then the general op's GEMM / tap sums and epilogue, value for value
-(the same calls in the same order on the same values). A batch whose range the quantizer declines (all zeros,
-tiny, inf or NaN), other arrays than the bound ones, more than one batch or a bias input that is not constant take
-``general``: every result is byte-identical to it (tests/ops/conv/test_conv_hybrid_bound.py). Measured (1 thread,
-process CPU, whole invokes, medians of 5 runs alternated with the plain ops): mobilenet_v2_dynamic 2.97 -> 1.70 ms
-(its 1x1 hybrid convs 47-60 -> 17-25 us, its depthwise 56-74 -> 26-45 us per step in sequence)."""
+(the same calls in the same order on the same values). A batch whose range the quantizer declines (all zeros, tiny,
+inf or NaN), more than one batch, arrays the plan cannot be bound to (ops/hybrid_fc.bindable; other bindable arrays
+are bound anew) or a bias input that is not constant take ``general``: every result is byte-identical to it
+(tests/ops/conv/test_conv_hybrid_bound.py). Measured (1 thread, process CPU, whole invokes, medians of 5 runs
+alternated with the plain ops): mobilenet_v2_dynamic 2.97 -> 1.70 ms (its 1x1 hybrid convs 47-60 -> 17-25 us, its
+depthwise 56-74 -> 26-45 us per step in sequence)."""
 
 from __future__ import annotations
 
@@ -168,7 +169,7 @@ def prepare_conv_hybrid_bound(ctx, geo, groups: int):
 
 
 def prepare_depthwise_hybrid_bound(ctx, geo, multiplier: int):
-    """depthwise_quantized.prepare_depthwise_hybrid, wrapped in DepthwiseConvHybridBound (one batch, no bias input)."""
+    """depthwise_quantized.prepare_depthwise_hybrid, wrapped in DepthwiseConvHybridBound (one batch, constant bias)."""
     op = prepare_depthwise_hybrid(ctx, geo, multiplier)
     if not isinstance(op, DepthwiseConvHybrid):
         return op
