@@ -43,6 +43,7 @@ from .lstm_common import (
     tdiv,
     tdiv_arr,
 )
+from .lstm_integer_plain import plain_plan, run_plain
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,6 +214,7 @@ class LstmIntegerCell:
                 ),
             )
         object.__setattr__(self, "_seq", plan)
+        object.__setattr__(self, "_plain", None if plan is None else plain_plan(self))
 
     def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
@@ -236,6 +238,9 @@ class LstmIntegerCell:
             blk[...] = mbqm(blk + g.eff_x, *g.m_x)
         clip_ufunc(gx, -32768, 32767, out=gx)
         gx = gx.reshape(n_steps, n_batch, n_g * n)
+        if self._plain is not None:  # no peephole, layer norm or projection: lstm_integer_plain's step
+            run_plain(self._plain, gx, h_state, c_state, out3)
+            return
         h64 = h_state.astype(d.w_h.dtype)
         c = c_state.astype(np.int64)
         w_h, eff_h, wrap_h = d.w_h, d.eff_h, d.wrap_h

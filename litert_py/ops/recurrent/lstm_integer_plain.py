@@ -1,0 +1,243 @@
+"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without peephole, layer norm or projection
+(``LstmIntegerCell.run``'s fast path; the arithmetic is lstm_integer.py's, LiteRT lstm_eval.cc
+LstmStepInteger8x8_16 / CalculateLstmGateInteger8x8_16 / UpdateLstmCellInteger / CalculateLstmOutputInteger8x8_16).
+
+One step, all four gates at once (columns ordered o, i, f, g; CIFG: the i column repeats f's)::
+
+    a   = [h, 1] @ W'                      float64 (B, 4n): (W_h h + eff_h) * M 2^ls * 2^-(31+rs) + K 2^-(31+rs)
+    a  -= SUB where a < T                  the negative branch of SRDHM + RDBPOT, and floor -> trunc (below)
+    G   = clip(int(a) + gx[t], seg - 2^15, seg + 2^15 - 1)      gx: sat16(mbqm(W_x x + eff_x)) + seg, per step
+    Z   = TABLE[[G, c]]                    o, i 2^-(30+cs), f 2^-15, g and c itself, as float64 (one take)
+    R   = int([i g, f c] + copysign(1/2, [g, c]))   RDBPOT(i g, 30 + cs), RDBPOT(f c, 15): ties away from zero
+    c   = clip(R_ig + R_fc, cell bounds)
+    h   = LO + searchsorted(THR, o tanh(c))          sat8(mbqm(o tanh(c), M_hidden) + z_hidden)
+
+Why each step is exact (checked at prepare by ``plain_plan``; else ``run`` keeps its int64 per-step path):
+
+- MBQM(acc, M, e) with ``ls = max(e, 0)``, ``rs = max(-e, 0)``, ``ab = acc M 2^ls`` (no int32 wrap: ``|acc| 2^ls
+  < 2^31``) is ``floor((ab + K - 2^31 [ab < -2^30] [rs > 0]) / D)``, ``D = 2^(31+rs)``, ``K = 2^30 + 2^(30+rs)
+  [rs > 0]`` (SRDHM rounds half up, RDBPOT's ``(y + 2^(rs-1) - [y < 0]) >> rs``; floors nest: the same
+  derivation as litert_py.quant.fixedpoint.requantize_float64_ok). ``a = (ab + K) / D`` is exact in float64
+  when ``(128 sum|W_h| + |eff_h|) M 2^ls + K + 2^31 + D <= 2^53`` (every partial sum of the product is a
+  multiple of 2^-(31+rs) with a numerator below 2^53, whatever the summation order or FMA). Where ``ab <
+  -2^30`` (``a < T = (K - 2^30) / D``) the numerator ``n`` is then below 2^(30+rs) and may be negative:
+  ``SUB = (2^31 [rs > 0] + D - 1) / D`` gives ``(n - D + 1) / D`` whose truncation is ``ceil((n - D + 1) / D) =
+  floor(n / D)``; elsewhere ``n >= 0`` and truncation is the floor.
+- The activation tables hold int16 values (sigmoid in [0, 32767]), scaled by powers of two: products of two of
+  them are below 2^30 and exact; ``x + copysign(1/2, x)`` truncated is rounding half away from zero, and
+  ``i g`` has the sign of ``g`` (``i >= 0``; a zero product gives 0 either way).
+- ``clip(mbqm(x, M_hidden) + z_hidden, -128, 127)`` is nondecreasing in ``x = o tanh(c)`` (|x| <= 2^30): it is
+  ``-128 +`` the number of its 255 thresholds (the least x reaching -127 .. 127, found at prepare by bisection
+  with the integer mbqm) at or below x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant.gemmlowp import logistic16_table, tanh16_table
+from ..common import clip_ufunc
+from .lstm_common import mbqm, signed_index_table
+
+_TWO53 = 1 << 53
+_SEG = 1 << 16  # one table segment per gate: the int16 range
+_X_LO, _X_HI = -32767 * 32768, 32767 * 32767  # o tanh(c): o in [0, 32767], tanh(c) in [-32768, 32767]
+HALF, F0, F255 = np.array(0.5), np.array(0.0), np.array(255.0)
+
+
+@dataclass(frozen=True, eq=False)
+class PlainIntegerPlan:
+    w: np.ndarray  # (n_output + 1, 4 n) float64: W' (the last row: the effective bias and K, scaled)
+    thr: np.ndarray  # (4 n,) int64: Y < thr where SRDHM's result is negative (never where rs = 0)
+    rs: np.ndarray  # (4 n,) int64: the right shifts
+    order: np.ndarray  # (4 n,) int64: the columns of the (i,) f, c, o stacked input terms in o, i, f, g order
+    seg: np.ndarray  # (4 n,) int64: each column's table segment centre - P
+    lo: np.ndarray  # (4 n,) int64: the segment centre - 32768
+    hi: np.ndarray  # (4 n,) int64: the segment centre + 32767
+    table: np.ndarray  # float64 (5 * 65536,): c itself at 0 .. 32767 and at the end (negative c), then o, i, f, g
+    c_lo: np.ndarray  # 0-d int64: the cell state's bounds (int16 and the cell clip)
+    c_hi: np.ndarray
+    hidden: np.ndarray  # float64 (65536, 2): _hidden_table
+    n_cell: int
+    n_output: int
+
+
+def _gate_constants(m: int, e: int, w: np.ndarray, eff: np.ndarray):
+    """One gate's columns: (W' rows (n_output + 1, n), P, Y's threshold, rs) or None when outside the exact
+    range (see the module docstring). ``w`` (n_output, n) int64, ``eff`` (n,) int64."""
+    if not (0 <= m < 2**31 and -31 <= e <= 31):
+        return None
+    ls, rs = max(e, 0), max(-e, 0)
+    mult = m << ls
+    bound = int((128 * np.abs(w).sum(axis=0) + np.abs(eff)).max(initial=0))
+    if (bound << ls) >= 2**31:
+        return None
+    bm = bound * mult
+    p = ((bm >> 31) + 2 + (1 << rs) - 1) >> rs  # P 2^rs > bm 2^-31: a' > 0
+    half = (1 << (rs - 1)) if rs else 0
+    # the stored hidden value is h + 128: W_h h = W_h (h + 128) - 128 colsum(W_h)
+    const = (eff - 128 * w.sum(axis=0)) * mult + (1 << 30) + ((half + p * (1 << rs)) << 31)
+    if int((255 * np.abs(w).sum(axis=0) * mult + np.abs(const)).max(initial=0)) >= _TWO53:
+        return None
+    rows = np.vstack([w * float(mult), const[None, :].astype(np.float64)]) * 2.0**-31
+    return rows, p, (half + p * (1 << rs)) if rs else 0, rs
+
+
+def _hidden_thresholds(m: int, e: int, z: int) -> np.ndarray:
+    """The least x in [_X_LO, _X_HI] with ``clip(mbqm(x, m, e) + z, -128, 127) >= v`` for v = -127 .. 127
+    (_X_HI + 1 where none): bisection over all v at once with the integer mbqm (exact)."""
+    v = np.arange(-127, 128, dtype=np.int64)
+    lo = np.full(v.shape, _X_LO, np.int64)
+    hi = np.full(v.shape, _X_HI + 1, np.int64)
+    while (lo < hi).any():
+        mid = (lo + hi) >> 1
+        ok = np.clip(mbqm(mid, m, e) + z, -128, 127) >= v
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok, lo, mid + 1)
+    return lo
+
+
+def _hidden_table(m: int, e: int, z: int, tanh_c: np.ndarray) -> np.ndarray | None:
+    """(65536, 2) float64 indexed by the raw cell state (negative wraps): ``tanh(c) M 2^-(31+rs)`` and
+    ``z + 128 + (2^(30+rs) +- 2^30) 2^-(31+rs)`` (the sign of tanh(c)), so that ``floor(clip(o T + K, 0, 255))
+    = clip(mbqm(o tanh(c), M, e) + z, -128, 127) + 128`` (two float64 roundings, checked here: None where
+    not proven, see the module docstring)."""
+    if not (1 << 30 < m < 1 << 31 and -31 <= e < 0):
+        return None
+    rs = -e
+    d = 1 << (31 + rs)
+    t = tanh_c.astype(np.int64)
+    t1 = t * m * 2.0 ** -(31 + rs)  # exact: |t m| < 2^46
+    k = (z + 128) + np.where(t >= 0, (1 << (30 + rs)) + (1 << 30), (1 << (30 + rs)) - (1 << 30)) / d
+    big = float(np.abs(t1).max() * 32767 + np.abs(k).max())
+    slack = 2 * np.spacing(big) * d  # both roundings, in units of 2^-(31+rs), doubled
+    if m <= slack:
+        return None
+    thr = _hidden_thresholds(m, e, z)
+    xs = {-1, 0} | {int(x) for x in thr if _X_LO < x <= _X_HI} | {int(x) - 1 for x in thr if _X_LO < x <= _X_HI}
+    for x in xs:
+        num = x * m + (1 << 30) + (1 << (30 + rs)) - ((1 << 31) if x * m < -(1 << 30) else 0)
+        res = num % d
+        if not slack < res < d - slack:
+            return None
+    return np.ascontiguousarray(np.stack([t1, k], axis=1))
+
+
+def plain_plan(cell) -> PlainIntegerPlan | None:
+    """The fast step's constants for an ``LstmIntegerCell`` (None when it has peepholes, layer norm or a
+    projection, or when a bound of the module docstring does not hold)."""
+    gates = cell.gates
+    if cell.proj is not None or any(g.peep is not None or g.ln is not None for g in gates.values()):
+        return None
+    cifg = "i" not in gates
+    n = cell.n_cell
+    names = [g for g in ("i", "f", "c", "o") if g in gates]
+    pos = {g: j for j, g in enumerate(names)}
+    cols = ["o", "f" if cifg else "i", "f", "c"]  # o, i, f, g
+    w_rows, consts = [], []
+    for g in cols:
+        gt = gates[g]
+        q = _gate_constants(gt.m_h[0], gt.m_h[1], gt.w_h, gt.eff_h)
+        if q is None:
+            return None
+        w_rows.append(q[0])
+        consts.append(q[1:])
+    seg = np.repeat(_SEG * np.arange(1, 5, dtype=np.int64), n)  # the table segments' centres
+    sig = logistic16_table(3).astype(np.float64)
+    i_tab = (32767 - sig) if cifg else sig
+    table = np.concatenate(
+        [
+            np.arange(32768, dtype=np.float64),
+            sig,
+            i_tab * 2.0 ** -(30 + cell.cs),
+            sig * 2.0**-15,
+            tanh16_table(3).astype(np.float64),
+            np.arange(-32768, 0, dtype=np.float64),
+        ]
+    )
+    cc = cell.cell_clip
+    hidden = _hidden_table(*cell.m_hidden, cell.z_hidden, signed_index_table(tanh16_table(15 + cell.cs)))
+    if hidden is None:
+        return None
+    return PlainIntegerPlan(
+        w=np.ascontiguousarray(np.hstack(w_rows)),
+        thr=np.repeat(np.array([c[1] for c in consts], np.int64), n),
+        rs=np.repeat(np.array([c[2] for c in consts], np.int64), n),
+        order=np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n) for g in cols]),
+        seg=seg - np.repeat(np.array([c[0] for c in consts], np.int64), n),
+        lo=seg - 32768,
+        hi=seg + 32767,
+        table=table,
+        c_lo=np.array(max(-32768, -cc) if cc > 0 else -32768, np.int64),
+        c_hi=np.array(min(32767, cc) if cc > 0 else 32767, np.int64),
+        hidden=hidden,
+        n_cell=n,
+        n_output=cell.n_output,
+    )
+
+
+
+
+def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
+    """The sequence: ``gx`` (T, B, G n) int64 the saturated input terms of every step in (i,) f, c, o order."""
+    n_steps, n_batch = gx.shape[:2]
+    n, n_out = p.n_cell, p.n_output
+    gx = gx[:, :, p.order]
+    gx += p.seg
+    hs = np.empty((n_steps + 1, n_batch, n_out + 1))  # h + 128, and 1
+    hs[:, :, n_out] = 1.0
+    np.add(h_state, 128.0, out=hs[0, :, :n_out])
+    idx = np.empty((n_batch, 5 * n), np.int64)
+    g4, c = idx[:, : 4 * n], idx[:, 4 * n :]
+    c[...] = c_state
+    acc = np.empty((n_batch, 4 * n))
+    neg = np.empty((n_batch, 4 * n), bool)
+    z = np.empty((n_batch, 5 * n))
+    zo, fi, gc = z[:, :n], z[:, n : 3 * n], z[:, 3 * n :]
+    half = np.empty((n_batch, 2 * n))
+    prod = np.empty((n_batch, 2 * n))
+    r = np.empty((n_batch, 2 * n), np.int64)
+    r_ig, r_fc = r[:, :n], r[:, n:]
+    tk = np.empty((n_batch, n, 2))
+    tc, kc = tk[:, :, 0], tk[:, :, 1]
+    v = np.empty((n_batch, n))
+    w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
+    c_lo, c_hi = p.c_lo, p.c_hi
+    dot, less, subtract, copyto, add, copysign, multiply, right_shift, floor = (
+        np.dot,
+        np.less,
+        np.subtract,
+        np.copyto,
+        np.add,
+        np.copysign,
+        np.multiply,
+        np.right_shift,
+        np.floor,
+    )
+    take, take_h = table.take, p.hidden.take
+    h_new = [hs[t, :, :n_out] for t in range(1, n_steps + 1)]
+    for t in range(n_steps):
+        dot(hs[t], w, out=acc)
+        copyto(g4, acc, casting="unsafe")
+        less(g4, thr, out=neg)
+        subtract(g4, neg, out=g4)
+        right_shift(g4, rs, out=g4)
+        add(g4, gx[t], out=g4)
+        clip_ufunc(g4, lo, hi, out=g4)
+        take(idx, None, z, "wrap")
+        copysign(HALF, gc, out=half)
+        multiply(fi, gc, out=prod)
+        add(prod, half, out=prod)
+        copyto(r, prod, casting="unsafe")
+        add(r_ig, r_fc, out=c)
+        clip_ufunc(c, c_lo, c_hi, out=c)
+        take_h(c, 0, tk, "wrap")
+        multiply(zo, tc, out=v)
+        add(v, kc, out=v)
+        clip_ufunc(v, F0, F255, out=v)
+        floor(v, out=h_new[t])
+    np.subtract(hs[1:, :, :n_out], 128.0, out=out3, casting="unsafe")
+    np.subtract(hs[n_steps, :, :n_out], 128.0, out=h_state, casting="unsafe")
+    c_state[...] = c
