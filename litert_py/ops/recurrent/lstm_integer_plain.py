@@ -42,7 +42,7 @@ from ..common import clip_ufunc
 from .lstm_common import mbqm, signed_index_table
 
 _TWO53 = 1 << 53
-_SEG = 1 << 16  # one table segment per gate: the int16 range
+_MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 4.7 MB)
 _X_LO, _X_HI = -32767 * 32768, 32767 * 32767  # o tanh(c): o in [0, 32767], tanh(c) in [-32768, 32767]
 HALF, F0, F255 = np.array(0.5), np.array(0.0), np.array(255.0)
 
@@ -54,9 +54,9 @@ class PlainIntegerPlan:
     rs: np.ndarray  # (4 n,) int64: the right shifts
     order: np.ndarray  # (4 n,) int64: the columns of the (i,) f, c, o stacked input terms in o, i, f, g order
     seg: np.ndarray  # (4 n,) int64: each column's table segment centre - P
-    lo: np.ndarray  # (4 n,) int64: the segment centre - 32768
-    hi: np.ndarray  # (4 n,) int64: the segment centre + 32767
-    table: np.ndarray  # float64 (5 * 65536,): c itself at 0 .. 32767 and at the end (negative c), then o, i, f, g
+    lo: np.ndarray | None  # (4 n,) int64: the segment centre - 32768 (None: no clip, the segments are wider)
+    hi: np.ndarray | None  # (4 n,) int64: the segment centre + 32767
+    table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
     c_lo: np.ndarray  # 0-d int64: the cell state's bounds (int16 and the cell clip)
     c_hi: np.ndarray
     hidden: np.ndarray  # float64 (65536, 2): _hidden_table
@@ -65,8 +65,8 @@ class PlainIntegerPlan:
 
 
 def _gate_constants(m: int, e: int, w: np.ndarray, eff: np.ndarray):
-    """One gate's columns: (W' rows (n_output + 1, n), P, Y's threshold, rs) or None when outside the exact
-    range (see the module docstring). ``w`` (n_output, n) int64, ``eff`` (n,) int64."""
+    """One gate's columns: (W' rows (n_output + 1, n), P, Y's threshold, rs, a bound of |MBQM|) or None when
+    outside the exact range (see the module docstring). ``w`` (n_output, n) int64, ``eff`` (n,) int64."""
     if not (0 <= m < 2**31 and -31 <= e <= 31):
         return None
     ls, rs = max(e, 0), max(-e, 0)
@@ -82,7 +82,7 @@ def _gate_constants(m: int, e: int, w: np.ndarray, eff: np.ndarray):
     if int((255 * np.abs(w).sum(axis=0) * mult + np.abs(const)).max(initial=0)) >= _TWO53:
         return None
     rows = np.vstack([w * float(mult), const[None, :].astype(np.float64)]) * 2.0**-31
-    return rows, p, (half + p * (1 << rs)) if rs else 0, rs
+    return rows, p, (half + p * (1 << rs)) if rs else 0, rs, (bm >> (31 + rs)) + 2
 
 
 def _hidden_thresholds(m: int, e: int, z: int) -> np.ndarray:
@@ -144,8 +144,12 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
             return None
         w_rows.append(q[0])
         consts.append(q[1:])
-    seg = np.repeat(_SEG * np.arange(1, 5, dtype=np.int64), n)  # the table segments' centres
-    sig = logistic16_table(3).astype(np.float64)
+    # segments of half-width 2^15 + max|MBQM(W_h h + eff_h)| hold sat16 of every possible index: no clip
+    reach = max(c[3] for c in consts)
+    hw = 32768 + (reach if reach <= _MAX_REACH else 0)
+    seg = np.repeat(32768 + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
+    raw = np.clip(np.arange(-hw, hw), -32768, 32767) + 32768
+    sig = logistic16_table(3).astype(np.float64)[raw]
     i_tab = (32767 - sig) if cifg else sig
     table = np.concatenate(
         [
@@ -153,7 +157,7 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
             sig,
             i_tab * 2.0 ** -(30 + cell.cs),
             sig * 2.0**-15,
-            tanh16_table(3).astype(np.float64),
+            tanh16_table(3).astype(np.float64)[raw],
             np.arange(-32768, 0, dtype=np.float64),
         ]
     )
@@ -167,8 +171,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         rs=np.repeat(np.array([c[2] for c in consts], np.int64), n),
         order=np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n) for g in cols]),
         seg=seg - np.repeat(np.array([c[0] for c in consts], np.int64), n),
-        lo=seg - 32768,
-        hi=seg + 32767,
+        lo=None if reach <= _MAX_REACH else seg - 32768,
+        hi=None if reach <= _MAX_REACH else seg + 32767,
         table=table,
         c_lo=np.array(max(-32768, -cc) if cc > 0 else -32768, np.int64),
         c_hi=np.array(min(32767, cc) if cc > 0 else 32767, np.int64),
@@ -225,7 +229,8 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         subtract(g4, neg, out=g4)
         right_shift(g4, rs, out=g4)
         add(g4, gx[t], out=g4)
-        clip_ufunc(g4, lo, hi, out=g4)
+        if lo is not None:
+            clip_ufunc(g4, lo, hi, out=g4)
         take(idx, None, z, "wrap")
         copysign(HALF, gc, out=half)
         multiply(fi, gc, out=prod)
