@@ -182,8 +182,6 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
     )
 
 
-
-
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
     """The sequence: ``gx`` (T, B, G n) int64 the saturated input terms of every step in (i,) f, c, o order."""
     n_steps, n_batch = gx.shape[:2]
