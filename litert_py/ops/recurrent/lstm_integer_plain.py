@@ -39,7 +39,7 @@ import numpy as np
 
 from ...quant.gemmlowp import logistic16_table, tanh16_table
 from ..common import clip_ufunc
-from .lstm_common import mbqm, signed_index_table
+from .lstm_common import mbqm
 
 _TWO53 = 1 << 53
 _MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 4.7 MB)
@@ -57,8 +57,8 @@ class PlainIntegerPlan:
     lo: np.ndarray | None  # (4 n,) int64: the segment centre - 32768 (None: no clip, the segments are wider)
     hi: np.ndarray | None  # (4 n,) int64: the segment centre + 32767
     table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
-    c_lo: np.ndarray  # 0-d int64: the cell state's bounds (int16 and the cell clip)
-    c_hi: np.ndarray
+    c_lo: int  # the cell state's bounds (int16 and the cell clip)
+    c_hi: int
     hidden: np.ndarray  # float64 (65536, 2): _hidden_table
     n_cell: int
     n_output: int
@@ -144,25 +144,30 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
             return None
         w_rows.append(q[0])
         consts.append(q[1:])
+    # the cell state R_ig + R_fc (|.| < 2^16) indexes c itself (saturated and clipped) and its tanh, raw: a
+    # negative index wraps to the end
+    cc = cell.cell_clip
+    c_lo, c_hi = (max(-32768, -cc), min(32767, cc)) if cc > 0 else (-32768, 32767)
+    c_raw = np.concatenate([np.arange(0, 1 << 16), np.arange(-(1 << 16), 0)])
+    c_vals = np.clip(c_raw, c_lo, c_hi).astype(np.float64)
     # segments of half-width 2^15 + max|MBQM(W_h h + eff_h)| hold sat16 of every possible index: no clip
     reach = max(c[3] for c in consts)
     hw = 32768 + (reach if reach <= _MAX_REACH else 0)
-    seg = np.repeat(32768 + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
+    seg = np.repeat((1 << 16) + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
     raw = np.clip(np.arange(-hw, hw), -32768, 32767) + 32768
     sig = logistic16_table(3).astype(np.float64)[raw]
     i_tab = (32767 - sig) if cifg else sig
     table = np.concatenate(
         [
-            np.arange(32768, dtype=np.float64),
+            c_vals[: 1 << 16],
             sig,
             i_tab * 2.0 ** -(30 + cell.cs),
             sig * 2.0**-15,
             tanh16_table(3).astype(np.float64)[raw],
-            np.arange(-32768, 0, dtype=np.float64),
+            c_vals[1 << 16 :],
         ]
     )
-    cc = cell.cell_clip
-    hidden = _hidden_table(*cell.m_hidden, cell.z_hidden, signed_index_table(tanh16_table(15 + cell.cs)))
+    hidden = _hidden_table(*cell.m_hidden, cell.z_hidden, tanh16_table(15 + cell.cs)[c_vals.astype(np.int64) + 32768])
     if hidden is None:
         return None
     return PlainIntegerPlan(
@@ -174,8 +179,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         lo=None if reach <= _MAX_REACH else seg - 32768,
         hi=None if reach <= _MAX_REACH else seg + 32767,
         table=table,
-        c_lo=np.array(max(-32768, -cc) if cc > 0 else -32768, np.int64),
-        c_hi=np.array(min(32767, cc) if cc > 0 else 32767, np.int64),
+        c_lo=c_lo,
+        c_hi=c_hi,
         hidden=hidden,
         n_cell=n,
         n_output=cell.n_output,
@@ -206,7 +211,6 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
     tc, kc = tk[:, :, 0], tk[:, :, 1]
     v = np.empty((n_batch, n))
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
-    c_lo, c_hi = p.c_lo, p.c_hi
     dot, less, subtract, copyto, add, copysign, multiply, right_shift, floor = (
         np.dot,
         np.less,
@@ -235,7 +239,6 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         add(prod, half, out=prod)
         copyto(r, prod, casting="unsafe")
         add(r_ig, r_fc, out=c)
-        clip_ufunc(c, c_lo, c_hi, out=c)
         take_h(c, 0, tk, "wrap")
         multiply(zo, tc, out=v)
         add(v, kc, out=v)
@@ -243,4 +246,4 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         floor(v, out=h_new[t])
     np.subtract(hs[1:, :, :n_out], 128.0, out=out3, casting="unsafe")
     np.subtract(hs[n_steps, :, :n_out], 128.0, out=h_state, casting="unsafe")
-    c_state[...] = c
+    np.clip(c, p.c_lo, p.c_hi, out=c_state, casting="unsafe")
