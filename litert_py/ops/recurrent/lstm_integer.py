@@ -43,7 +43,7 @@ from .lstm_common import (
     tdiv,
     tdiv_arr,
 )
-from .lstm_integer_plain import plain_plan, run_plain
+from .lstm_integer_plain import input_terms, plain_plan, run_plain
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,20 +227,16 @@ class LstmIntegerCell:
             for t in range(x3.shape[0]):
                 self.step(x3[t], None, h_state, c_state, out3[t])
             return
+        p = self._plain
+        if p is not None:  # no peephole, layer norm or projection: lstm_integer_plain's step
+            gx = input_terms(p, x3) if p.wx is not None else self._input_terms(x3)[:, :, p.order] + p.x_seg
+            run_plain(p, gx, h_state, c_state, out3)
+            return
         n_steps, n_batch = x3.shape[:2]
         n, names = self.n_cell, d.names
         n_g = len(names)
         k = n_g - 2  # sigmoid gates before the cell gate
-        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d.w_x).astype(np.int64)
-        for j, name in enumerate(names):
-            g = self.gates[name]
-            blk = gx[:, j * n : (j + 1) * n]
-            blk[...] = mbqm(blk + g.eff_x, *g.m_x)
-        clip_ufunc(gx, -32768, 32767, out=gx)
-        gx = gx.reshape(n_steps, n_batch, n_g * n)
-        if self._plain is not None:  # no peephole, layer norm or projection: lstm_integer_plain's step
-            run_plain(self._plain, gx, h_state, c_state, out3)
-            return
+        gx = self._input_terms(x3)
         h64 = h_state.astype(d.w_h.dtype)
         c = c_state.astype(np.int64)
         w_h, eff_h, wrap_h = d.w_h, d.eff_h, d.wrap_h
@@ -344,6 +340,19 @@ class LstmIntegerCell:
         c_state[...] = c
         if hn is not None:
             h_state[...] = hn
+
+    def _input_terms(self, x3):
+        """``sat16(mbqm(W_x x + eff_x))`` of every step, (T, B, G n) int64 with the gates in (i,) f, c, o order."""
+        d = self._seq
+        n_steps, n_batch = x3.shape[:2]
+        n = self.n_cell
+        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d.w_x).astype(np.int64)
+        for j, name in enumerate(d.names):
+            g = self.gates[name]
+            blk = gx[:, j * n : (j + 1) * n]
+            blk[...] = mbqm(blk + g.eff_x, *g.m_x)
+        clip_ufunc(gx, -32768, 32767, out=gx)
+        return gx.reshape(n_steps, n_batch, -1)
 
     def _layer_norm_stack(self, consts: tuple, v):
         """``_layer_norm`` of several gates at once: ``v`` (B, G, n) int64, ``consts`` from ``_ln_consts``. The

@@ -53,7 +53,9 @@ class PlainIntegerPlan:
     thr: np.ndarray  # (4 n,) int64: Y < thr where SRDHM's result is negative (never where rs = 0)
     rs: np.ndarray  # (4 n,) int64: the right shifts
     order: np.ndarray  # (4 n,) int64: the columns of the (i,) f, c, o stacked input terms in o, i, f, g order
-    seg: np.ndarray  # (4 n,) int64: each column's table segment centre - P
+    x_seg: np.ndarray  # (4 n,) int64: added to the saturated input terms: the segment centre - P (of W_h)
+    wx: np.ndarray | None  # (n_input + 1, 4 n) float64: the input terms' W' (None: lstm_integer.py makes them)
+    x_consts: tuple  # (Y's threshold, rs, clip low, clip high, segment centre - P), each (4 n,) int64
     lo: np.ndarray | None  # (4 n,) int64: the segment centre - 32768 (None: no clip, the segments are wider)
     hi: np.ndarray | None  # (4 n,) int64: the segment centre + 32767
     table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
@@ -170,14 +172,29 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
     hidden = _hidden_table(*cell.m_hidden, cell.z_hidden, tanh16_table(15 + cell.cs)[c_vals.astype(np.int64) + 32768])
     if hidden is None:
         return None
+    x_seg = seg - np.repeat(np.array([c[0] for c in consts], np.int64), n)
+    wx, x_consts = None, ()
+    qx = [_gate_constants(gates[g].m_x[0], gates[g].m_x[1], gates[g].w_x, gates[g].eff_x) for g in cols]
+    if all(q is not None for q in qx):  # sat16(MBQM(W_x x + eff_x)) of every step the same way, x + 128 stored
+        wx = np.ascontiguousarray(np.hstack([q[0] for q in qx]))
+        px = np.repeat(np.array([q[1] for q in qx], np.int64), n)
+        x_consts = (
+            np.repeat(np.array([q[2] for q in qx], np.int64), n),
+            np.repeat(np.array([q[3] for q in qx], np.int64), n),
+            px - 32768,
+            px + 32767,
+            x_seg - px,
+        )
     return PlainIntegerPlan(
         w=np.ascontiguousarray(np.hstack(w_rows)),
         thr=np.repeat(np.array([c[1] for c in consts], np.int64), n),
         rs=np.repeat(np.array([c[2] for c in consts], np.int64), n),
         order=np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n) for g in cols]),
-        seg=seg - np.repeat(np.array([c[0] for c in consts], np.int64), n),
+        x_seg=x_seg,
         lo=None if reach <= _MAX_REACH else seg - 32768,
         hi=None if reach <= _MAX_REACH else seg + 32767,
+        wx=wx,
+        x_consts=x_consts,
         table=table,
         c_lo=c_lo,
         c_hi=c_hi,
@@ -187,12 +204,27 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
     )
 
 
+def input_terms(p: PlainIntegerPlan, x3: np.ndarray) -> np.ndarray:
+    """``sat16(mbqm(W_x x + eff_x))`` of every step (x3 (T, B, n_input) int8), in the step's column order and
+    plus each column's segment offset (``p.wx`` must be set): the gate arithmetic once over all T B rows."""
+    n_steps, n_batch, n_in = x3.shape
+    thr, rs, lo, hi, off = p.x_consts
+    xa = np.empty((n_steps * n_batch, n_in + 1))
+    xa[:, n_in] = 1.0
+    np.add(x3.reshape(n_steps * n_batch, n_in), 128.0, out=xa[:, :n_in])
+    y = np.dot(xa, p.wx).astype(np.int64)
+    y -= y < thr
+    y >>= rs
+    clip_ufunc(y, lo, hi, out=y)
+    y += off
+    return y.reshape(n_steps, n_batch, -1)
+
+
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
-    """The sequence: ``gx`` (T, B, G n) int64 the saturated input terms of every step in (i,) f, c, o order."""
+    """The sequence: ``gx`` (T, B, 4 n) int64 the saturated input terms of every step in the step's column order
+    plus each column's segment offset (``input_terms``)."""
     n_steps, n_batch = gx.shape[:2]
     n, n_out = p.n_cell, p.n_output
-    gx = gx[:, :, p.order]
-    gx += p.seg
     hs = np.empty((n_steps + 1, n_batch, n_out + 1))  # h + 128, and 1
     hs[:, :, n_out] = 1.0
     np.add(h_state, 128.0, out=hs[0, :, :n_out])

@@ -18,7 +18,6 @@ from litert_py.quant.gemmlowp import tanh16_table
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
 from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs
-from tests.ops.recurrent.test_rnn import run_stream
 from tests.oracle import oracle, quant
 
 #: path id -> (op, time_major)
@@ -29,18 +28,20 @@ PATHS = {
 }
 
 
-def plain_model(rng, op, tm, batch, time, n_in, n_cell, cs, cifg=False, cclip=0.0, zos=0, saturate=False):
+def plain_model(
+    rng, op, tm, batch, time, n_in, n_cell, cs, cifg=False, cclip=0.0, zos=0, saturate=False, saturate_input=False
+):
     """An 8x8_16 integer LSTM without peephole, layer norm or projection (n_output = n_cell); ``saturate``: every
-    recurrent weight +-127 (the largest recurrent products)."""
+    recurrent weight +-127 (the largest recurrent products), ``saturate_input``: every input weight."""
     b = ModelBuilder()
     xshape = (batch, n_in) if op == "LSTM" else ((time, batch, n_in) if tm else (batch, time, n_in))
     ins = gate_inputs(b, rng, xshape, n_cell, n_cell, cifg, False, False, False)
-    if saturate:  # the recurrent weights (inputs 5-8) replaced, same quantization
-        for k in range(5, 9):
-            if ins[k] != -1:
-                w = np.where(rng.random((n_cell, n_cell)) < 0.5, -127, 127).astype(np.int8)
-                q = b._sg["tensors"][ins[k]].quantization
-                ins[k] = b.tensor(f"r_sat{k}", (n_cell, n_cell), np.int8, data=w, quantization=q)
+    for k in [k for k in range(1, 5) if saturate_input] + [k for k in range(5, 9) if saturate]:
+        if ins[k] != -1:  # the weights replaced by +-127, same quantization
+            shape = (n_cell, n_in if k < 5 else n_cell)
+            w = np.where(rng.random(shape) < 0.5, -127, 127).astype(np.int8)
+            q = b._sg["tensors"][ins[k]].quantization
+            ins[k] = b.tensor(f"w_sat{k}", shape, np.int8, data=w, quantization=q)
     s_out = float(rng.uniform(0.004, 0.012))
     ins += [
         b.tensor("h", (batch, n_cell), np.int8, is_variable=True, quantization=quant(s_out, zos)),
@@ -69,13 +70,8 @@ def _cell(model):
 
 def _stream_matches(model, xshape, rng, invokes, zos=0):
     """Invokes with random inputs (the output_state set to its zero point first, as LiteRT initializes an INT8
-    variable tensor), every output exactly equal to the oracle's."""
-    if zos == 0:
-        feeds = [[rng.integers(-128, 128, xshape).astype(np.int8)] for _ in range(invokes)]
-        ours, theirs = run_stream(model, feeds)
-        for a, b in zip(ours, theirs):
-            assert_close(a, b)
-        return
+    variable tensor): after each, the output and both states (the int16 cell state shows a one-unit difference
+    the int8 output can round away) exactly equal to the oracle's."""
     LiteRT, R = oracle()
     xs = [rng.integers(-128, 128, xshape).astype(np.int8) for _ in range(invokes)]
     res = []
@@ -84,16 +80,17 @@ def _stream_matches(model, xshape, rng, invokes, zos=0):
         LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF),
     ):
         it.allocate_tensors()
-        h = next(d for d in it.get_tensor_details() if d["name"] == "h")
-        it.set_tensor(h["index"], np.full(h["shape"], zos, np.int8))
+        states = [next(d for d in it.get_tensor_details() if d["name"] == name) for name in ("h", "c")]
+        it.set_tensor(states[0]["index"], np.full(states[0]["shape"], zos, np.int8))
         out = []
         for x in xs:
             it.set_tensor(it.get_input_details()[0]["index"], x)
             it.invoke()
-            out.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+            out.append([it.get_tensor(it.get_output_details()[0]["index"]).copy()])
+            out[-1] += [it.get_tensor(d["index"]).copy() for d in states]
         res.append(out)
     for a, b in zip(*res):
-        assert_close([a], [b])
+        assert_close(a, b)
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -138,6 +135,17 @@ def test_saturated_recurrent_weights_match_oracle(n_cell, fast):
     rng = np.random.default_rng(n_cell)
     model, xshape = plain_model(rng, "UNIDIRECTIONAL_SEQUENCE_LSTM", False, 2, 5, 6, n_cell, -12, saturate=True)
     assert (_cell(model)._plain is not None) == fast
+    _stream_matches(model, xshape, rng, 2)
+
+
+@pytest.mark.parametrize("n_in,fast", [(8, True), (300, False)])
+def test_saturated_input_weights_match_oracle(n_in, fast):
+    """All input weights +-127: 8 inputs keep the input terms in the float64 form, 300 pass its bound (the
+    int64 input terms, then the fast step)."""
+    rng = np.random.default_rng(n_in)
+    model, xshape = plain_model(rng, "UNIDIRECTIONAL_SEQUENCE_LSTM", True, 2, 5, n_in, 8, -12, saturate_input=True)
+    p = _cell(model)._plain
+    assert p is not None and (p.wx is not None) == fast
     _stream_matches(model, xshape, rng, 2)
 
 
