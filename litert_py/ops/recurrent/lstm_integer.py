@@ -1,6 +1,7 @@
 """The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16): IntGate and LstmIntegerCell. Building it
 (PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias) is in lstm_integer_build.py;
-the ops and the sources in lstm.py."""
+the ops and the sources in lstm.py. A cell without peephole, layer norm or projection steps through
+lstm_integer_plain.py's float64 formulation (18 numpy calls a step) when its bounds hold."""
 
 from __future__ import annotations
 
@@ -219,7 +220,8 @@ class LstmIntegerCell:
     def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
         input-to-gate terms ``sat16(mbqm(W_x x + eff_x))`` of every step computed up front (they do not depend
-        on the recurrence) and the recurrent products of all gates in one matrix product per step."""
+        on the recurrence) and the recurrent products of all gates in one matrix product per step; a plain cell
+        (``_plain``, lstm_integer_plain.py) steps with ``run_plain``."""
         d = self._seq
         if x3.shape[0] == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
             return

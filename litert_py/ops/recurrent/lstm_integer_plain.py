@@ -1,34 +1,43 @@
 """The 8x8_16 integer LSTM time step in few numpy calls, for a cell without peephole, layer norm or projection
-(``LstmIntegerCell.run``'s fast path; the arithmetic is lstm_integer.py's, LiteRT lstm_eval.cc
-LstmStepInteger8x8_16 / CalculateLstmGateInteger8x8_16 / UpdateLstmCellInteger / CalculateLstmOutputInteger8x8_16).
+(``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
+LstmStepInteger8x8_16, CalculateLstmGateInteger8x8_16, UpdateLstmCellInteger, CalculateLstmOutputInteger8x8_16;
+common.h MultiplyByQuantizedMultiplier; gemmlowp fixedpoint.h), reformulated; every step of it is proven exact at
+prepare (``plain_plan``: None where a bound fails, and ``run`` keeps its int64 steps).
 
-One step, all four gates at once (columns ordered o, i, f, g; CIFG: the i column repeats f's)::
+One step, the four gates side by side (columns o, i, f, g; CIFG: the i column repeats f's weights), h stored as
+h + 128 in float64 (with a 1 for the constant row), 18 numpy calls::
 
-    a   = [h, 1] @ W'                      float64 (B, 4n): (W_h h + eff_h) * M 2^ls * 2^-(31+rs) + K 2^-(31+rs)
-    a  -= SUB where a < T                  the negative branch of SRDHM + RDBPOT, and floor -> trunc (below)
-    G   = clip(int(a) + gx[t], seg - 2^15, seg + 2^15 - 1)      gx: sat16(mbqm(W_x x + eff_x)) + seg, per step
-    Z   = TABLE[[G, c]]                    o, i 2^-(30+cs), f 2^-15, g and c itself, as float64 (one take)
-    R   = int([i g, f c] + copysign(1/2, [g, c]))   RDBPOT(i g, 30 + cs), RDBPOT(f c, 15): ties away from zero
-    c   = clip(R_ig + R_fc, cell bounds)
-    h   = LO + searchsorted(THR, o tanh(c))          sat8(mbqm(o tanh(c), M_hidden) + z_hidden)
+    a  = [h + 128, 1] @ W'                        W' = W_h M 2^ls 2^-31, constant row (eff_h - 128 colsum) ... (1)
+    Y  = int(a);  Y -= Y < thr;  Y >>= rs         = MBQM(W_h h + eff_h) + P                               (2)
+    G  = Y + gx[t]                                gx: sat16(MBQM(W_x x + eff_x)) + segment - P, all steps  (3)
+    Z  = TABLE[[G, c]]                            o, i 2^-(30+cs), f 2^-15, g; and c itself (one take)     (4)
+    c  = int([i g, f c] + copysign(1/2, [g, c])) summed       RDBPOT(i g, 30 + cs) + RDBPOT(f c, 15)       (5)
+    h' = floor(clip(o T[c] + K[c], 0, 255))       sat8(MBQM(o tanh(c), M_hidden) + z_hidden) + 128         (6)
 
-Why each step is exact (checked at prepare by ``plain_plan``; else ``run`` keeps its int64 per-step path):
-
-- MBQM(acc, M, e) with ``ls = max(e, 0)``, ``rs = max(-e, 0)``, ``ab = acc M 2^ls`` (no int32 wrap: ``|acc| 2^ls
-  < 2^31``) is ``floor((ab + K - 2^31 [ab < -2^30] [rs > 0]) / D)``, ``D = 2^(31+rs)``, ``K = 2^30 + 2^(30+rs)
-  [rs > 0]`` (SRDHM rounds half up, RDBPOT's ``(y + 2^(rs-1) - [y < 0]) >> rs``; floors nest: the same
-  derivation as litert_py.quant.fixedpoint.requantize_float64_ok). ``a = (ab + K) / D`` is exact in float64
-  when ``(128 sum|W_h| + |eff_h|) M 2^ls + K + 2^31 + D <= 2^53`` (every partial sum of the product is a
-  multiple of 2^-(31+rs) with a numerator below 2^53, whatever the summation order or FMA). Where ``ab <
-  -2^30`` (``a < T = (K - 2^30) / D``) the numerator ``n`` is then below 2^(30+rs) and may be negative:
-  ``SUB = (2^31 [rs > 0] + D - 1) / D`` gives ``(n - D + 1) / D`` whose truncation is ``ceil((n - D + 1) / D) =
-  floor(n / D)``; elsewhere ``n >= 0`` and truncation is the floor.
-- The activation tables hold int16 values (sigmoid in [0, 32767]), scaled by powers of two: products of two of
-  them are below 2^30 and exact; ``x + copysign(1/2, x)`` truncated is rounding half away from zero, and
-  ``i g`` has the sign of ``g`` (``i >= 0``; a zero product gives 0 either way).
-- ``clip(mbqm(x, M_hidden) + z_hidden, -128, 127)`` is nondecreasing in ``x = o tanh(c)`` (|x| <= 2^30): it is
-  ``-128 +`` the number of its 255 thresholds (the least x reaching -127 .. 127, found at prepare by bisection
-  with the integer mbqm) at or below x.
+(1)-(2) MBQM(acc, M, e) (``ls = max(e, 0)``, ``rs = max(-e, 0)``, ``ab = acc M 2^ls``, no int32 wrap: ``|acc|
+    2^ls < 2^31``) is ``RDBPOT(y, rs)``, ``y = floor((ab + 2^30) / 2^31)`` (SRDHM rounds half up), RDBPOT is
+    ``(y + 2^(rs-1) - [y < 0]) >> rs``. ``a = (ab + 2^30) 2^-31 + 2^(rs-1) + P 2^rs`` with ``P 2^rs`` above
+    ``max|ab| 2^-31`` is positive, so the cast is the floor: ``Y = y + 2^(rs-1) + P 2^rs``, ``y < 0`` where
+    ``Y < thr = 2^(rs-1) + P 2^rs`` (0 where rs = 0: nothing to correct). ``a`` is exact in float64 when
+    ``255 sum|W_h| M 2^ls + |constant| < 2^53`` (``_gate_constants``): every partial sum of the product is a
+    multiple of 2^-31 with a numerator below 2^53, whatever the summation order (or FMA). The same derivation as
+    litert_py.quant.fixedpoint.requantize_float64_ok, here with the constants folded into the weights.
+(3) The input terms do not depend on the recurrence: ``input_terms`` computes them for every step at once the
+    same way (x + 128, one product, then clipped to int16 + P), or lstm_integer.py's int64 form where their bound
+    fails. The table's gate segments are ``2^15 + max|MBQM(W_h h + eff_h)|`` wide on each side, holding the
+    activation of the saturated value: no clip per step (wider terms, past 2^15, keep a clip of G to int16).
+(4) The activation tables are gemmlowp's int16 logistic / tanh (tabulated over all inputs), scaled by powers of
+    two: ``i g`` and ``f c`` are below 2^30 and exact in float64. c's own segment maps ``R_ig + R_fc`` (|.| <
+    2^16, the sum before saturation) to sat16 and the cell clip, so it needs no clip either; c indexes raw
+    (negative indices wrap to the table's end).
+(5) ``trunc(x + copysign(1/2, x))`` is rounding half away from zero, RDBPOT's; ``i g`` has the sign of g and
+    ``f c`` that of c (i, f >= 0; a zero product rounds to 0 either way).
+(6) ``MBQM(x, M, -rs)`` of ``x = o tanh(c)`` (``|x| < 2^30``) is ``floor((x M + K(x)) / 2^(31+rs))``, ``K = 2^30 +
+    2^(30+rs) - 2^31 [x < 0]``; ``T[c] = tanh(c) M 2^-(31+rs)`` is exact, ``o T`` and ``+ K`` round once each,
+    by at most the spacing of the largest |o T + K|. ``_hidden_table`` proves that every threshold of the
+    clipped result (bisection with the integer MBQM, ``_hidden_thresholds``) and the product before it, and x
+    = -1, 0, are more than twice that away from a multiple of 2^(31+rs); in between, consecutive products step by
+    M > that slack, so no rounding crosses an integer.
 """
 
 from __future__ import annotations
