@@ -1,7 +1,7 @@
 """The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16): IntGate and LstmIntegerCell. Building it
 (PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias) is in lstm_integer_build.py;
-the ops and the sources in lstm.py. A cell without peephole, layer norm or projection steps through
-lstm_integer_plain.py's float64 formulation (18 numpy calls a step) when its bounds hold."""
+the ops and the sources in lstm.py. A cell without peephole or layer norm steps through lstm_integer_plain.py's
+float64 formulation (18 numpy calls a step, 25 with a projection) when its bounds hold."""
 
 from __future__ import annotations
 
@@ -230,7 +230,7 @@ class LstmIntegerCell:
                 self.step(x3[t], None, h_state, c_state, out3[t])
             return
         p = self._plain
-        if p is not None:  # no peephole, layer norm or projection: lstm_integer_plain's step
+        if p is not None:  # no peephole or layer norm: lstm_integer_plain's step
             gx = input_terms(p, x3) if p.wx is not None else self._input_terms(x3)[:, :, p.order] + p.x_seg
             run_plain(p, gx, h_state, c_state, out3)
             return

@@ -1,11 +1,11 @@
-"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without peephole, layer norm or projection
-(``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
+"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without peephole or layer norm, with or without
+projection (``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
 LstmStepInteger8x8_16, CalculateLstmGateInteger8x8_16, UpdateLstmCellInteger, CalculateLstmOutputInteger8x8_16;
 common.h MultiplyByQuantizedMultiplier; gemmlowp fixedpoint.h), reformulated; every step of it is proven exact at
 prepare (``plain_plan``: None where a bound fails, and ``run`` keeps its int64 steps).
 
 One step, the four gates side by side (columns o, i, f, g; CIFG: the i column repeats f's weights), h stored as
-h + 128 in float64 (with a 1 for the constant row), 18 numpy calls::
+h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a projection)::
 
     a  = [h + 128, 1] @ W'                        W' = W_h M 2^ls 2^-31, constant row (eff_h - 128 colsum) ... (1)
     Y  = int(a);  Y -= Y < thr;  Y >>= rs         = MBQM(W_h h + eff_h) + P                               (2)
@@ -13,6 +13,8 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls::
     Z  = TABLE[[G, c]]                            o, i 2^-(30+cs), f 2^-15, g; and c itself (one take)     (4)
     c  = int([i g, f c] + copysign(1/2, [g, c])) summed       RDBPOT(i g, 30 + cs) + RDBPOT(f c, 15)       (5)
     h' = floor(clip(o T[c] + K[c], 0, 255))       sat8(MBQM(o tanh(c), M_hidden) + z_hidden) + 128         (6)
+    projection: h = clip(MBQM([h' , 1] @ W_p') + P, ...) + z + 128 - P   as (1)-(2), one clip for int8 and
+    proj_clip (z_hidden enters (6) negated there, as in CalculateLstmOutputInteger8x8_16)
 
 (1)-(2) MBQM(acc, M, e) (``ls = max(e, 0)``, ``rs = max(-e, 0)``, ``ab = acc M 2^ls``, no int32 wrap: ``|acc|
     2^ls < 2^31``) is ``RDBPOT(y, rs)``, ``y = floor((ab + 2^30) / 2^31)`` (SRDHM rounds half up), RDBPOT is
@@ -70,7 +72,8 @@ class PlainIntegerPlan:
     table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
     c_lo: int  # the cell state's bounds (int16 and the cell clip)
     c_hi: int
-    hidden: np.ndarray  # float64 (65536, 2): _hidden_table
+    hidden: np.ndarray  # float64 (131072, 2): _hidden_table
+    proj: tuple | None  # projection: (W' (n_cell + 1, n_output), Y's threshold, rs, clip low, clip high, offset)
     n_cell: int
     n_output: int
 
@@ -137,10 +140,10 @@ def _hidden_table(m: int, e: int, z: int, tanh_c: np.ndarray) -> np.ndarray | No
 
 
 def plain_plan(cell) -> PlainIntegerPlan | None:
-    """The fast step's constants for an ``LstmIntegerCell`` (None when it has peepholes, layer norm or a
-    projection, or when a bound of the module docstring does not hold)."""
+    """The fast step's constants for an ``LstmIntegerCell`` (None when it has peepholes or layer norm, or when a
+    bound of the module docstring does not hold)."""
     gates = cell.gates
-    if cell.proj is not None or any(g.peep is not None or g.ln is not None for g in gates.values()):
+    if any(g.peep is not None or g.ln is not None for g in gates.values()):
         return None
     cifg = "i" not in gates
     n = cell.n_cell
@@ -178,9 +181,20 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
             c_vals[1 << 16 :],
         ]
     )
-    hidden = _hidden_table(*cell.m_hidden, cell.z_hidden, tanh16_table(15 + cell.cs)[c_vals.astype(np.int64) + 32768])
+    z_h = cell.z_hidden if cell.proj is None else -cell.z_hidden
+    hidden = _hidden_table(*cell.m_hidden, z_h, tanh16_table(15 + cell.cs)[c_vals.astype(np.int64) + 32768])
     if hidden is None:
         return None
+    proj = None
+    if cell.proj is not None:  # sat8(MBQM(W_p h' + eff_p) + z) with the projection clip, as the gates' products
+        q = _gate_constants(*cell.m_proj, cell.proj, cell.proj_eff)
+        if q is None:
+            return None
+        pc = cell.proj_clip
+        lo8, hi8 = (max(-128, -pc), min(127, pc)) if pc > 0 else (-128, 127)
+        z = cell.z_out_state
+        proj = (q[0], np.array(q[2], np.int64), np.array(q[3], np.int64))
+        proj += tuple(np.array(v, np.int64) for v in (lo8 - z + q[1], hi8 - z + q[1], z + 128 - q[1]))
     x_seg = seg - np.repeat(np.array([c[0] for c in consts], np.int64), n)
     wx, x_consts = None, ()
     qx = [_gate_constants(gates[g].m_x[0], gates[g].m_x[1], gates[g].w_x, gates[g].eff_x) for g in cols]
@@ -208,6 +222,7 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         c_lo=c_lo,
         c_hi=c_hi,
         hidden=hidden,
+        proj=proj,
         n_cell=n,
         n_output=cell.n_output,
     )
@@ -251,6 +266,14 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
     tk = np.empty((n_batch, n, 2))
     tc, kc = tk[:, :, 0], tk[:, :, 1]
     v = np.empty((n_batch, n))
+    if p.proj is not None:
+        wp, p_thr, p_rs, p_lo, p_hi, p_off = p.proj
+        hp = np.empty((n_batch, n + 1))  # h' + 128 and 1: the projection's input
+        hp[:, n] = 1.0
+        h_mid = hp[:, :n]
+        pa = np.empty((n_batch, n_out))
+        py = np.empty((n_batch, n_out), np.int64)
+        p_neg = np.empty((n_batch, n_out), bool)
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
     dot, less, subtract, copyto, add, copysign, multiply, right_shift, floor = (
         np.dot,
@@ -284,7 +307,17 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         multiply(zo, tc, out=v)
         add(v, kc, out=v)
         clip_ufunc(v, F0, F255, out=v)
-        floor(v, out=h_new[t])
+        if p.proj is None:
+            floor(v, out=h_new[t])
+            continue
+        floor(v, out=h_mid)
+        dot(hp, wp, out=pa)
+        copyto(py, pa, casting="unsafe")
+        less(py, p_thr, out=p_neg)
+        subtract(py, p_neg, out=py)
+        right_shift(py, p_rs, out=py)
+        clip_ufunc(py, p_lo, p_hi, out=py)
+        add(py, p_off, out=h_new[t])
     np.subtract(hs[1:, :, :n_out], 128.0, out=out3, casting="unsafe")
     np.subtract(hs[n_steps, :, :n_out], 128.0, out=h_state, casting="unsafe")
     np.clip(c, p.c_lo, p.c_hi, out=c_state, casting="unsafe")

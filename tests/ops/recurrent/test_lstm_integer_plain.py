@@ -29,22 +29,39 @@ PATHS = {
 
 
 def plain_model(
-    rng, op, tm, batch, time, n_in, n_cell, cs, cifg=False, cclip=0.0, zos=0, saturate=False, saturate_input=False
+    rng,
+    op,
+    tm,
+    batch,
+    time,
+    n_in,
+    n_cell,
+    cs,
+    cifg=False,
+    cclip=0.0,
+    zos=0,
+    saturate=False,
+    saturate_input=False,
+    n_proj=0,
+    proj_bias=True,
+    pclip=0.0,
 ):
-    """An 8x8_16 integer LSTM without peephole, layer norm or projection (n_output = n_cell); ``saturate``: every
-    recurrent weight +-127 (the largest recurrent products), ``saturate_input``: every input weight."""
+    """An 8x8_16 integer LSTM without peephole and layer norm; ``n_proj`` > 0: a projection to that many
+    outputs (else n_output = n_cell); ``saturate``: every recurrent weight +-127 (the largest recurrent
+    products), ``saturate_input``: every input weight."""
     b = ModelBuilder()
     xshape = (batch, n_in) if op == "LSTM" else ((time, batch, n_in) if tm else (batch, time, n_in))
-    ins = gate_inputs(b, rng, xshape, n_cell, n_cell, cifg, False, False, False)
+    n_out = n_proj or n_cell
+    ins = gate_inputs(b, rng, xshape, n_cell, n_out, cifg, False, n_proj > 0, n_proj > 0 and proj_bias)
     for k in [k for k in range(1, 5) if saturate_input] + [k for k in range(5, 9) if saturate]:
         if ins[k] != -1:  # the weights replaced by +-127, same quantization
-            shape = (n_cell, n_in if k < 5 else n_cell)
+            shape = (n_cell, n_in if k < 5 else n_out)
             w = np.where(rng.random(shape) < 0.5, -127, 127).astype(np.int8)
             q = b._sg["tensors"][ins[k]].quantization
             ins[k] = b.tensor(f"w_sat{k}", shape, np.int8, data=w, quantization=q)
     s_out = float(rng.uniform(0.004, 0.012))
     ins += [
-        b.tensor("h", (batch, n_cell), np.int8, is_variable=True, quantization=quant(s_out, zos)),
+        b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
         b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
     ]
     ins += layer_norm_inputs(b, rng, n_cell, cifg, False)
@@ -52,8 +69,8 @@ def plain_model(
     inter.append(
         b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
     )
-    out = b.tensor("out", xshape[:-1] + (n_cell,), np.int8, quantization=quant(s_out, int(rng.integers(-10, 10))))
-    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": 0.0}
+    out = b.tensor("out", xshape[:-1] + (n_out,), np.int8, quantization=quant(s_out, int(rng.integers(-10, 10))))
+    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip}
     if op != "LSTM":
         opts["time_major"] = tm
     b.op(op, ins, [out], opts, intermediates=inter)
@@ -105,13 +122,19 @@ def _stream_matches(model, xshape, rng, invokes, zos=0):
     cclip=st.sampled_from([0.0, 0.002, 0.3, 4.0]),
     zos=st.sampled_from([0, 0, -7, 13]),
     invokes=st.integers(1, 3),
+    proj=st.sampled_from([None, (5, True, 0.0), (1, False, 0.3), (20, True, 0.05)]),
 )
-def test_plain_step_matches_oracle_exactly(path, seed, cifg, batch, time, n_in, n_cell, cs, cclip, zos, invokes):
+def test_plain_step_matches_oracle_exactly(path, seed, cifg, batch, time, n_in, n_cell, cs, cclip, zos, invokes, proj):
+    """``proj``: (n_output, projection bias, projection clip) or None (no projection)."""
     op, tm = PATHS[path]
     rng = np.random.default_rng(seed)
-    model, xshape = plain_model(rng, op, tm, batch, time, n_in, n_cell, cs, cifg, cclip, zos)
+    n_proj, proj_bias, pclip = proj or (0, False, 0.0)
+    model, xshape = plain_model(
+        rng, op, tm, batch, time, n_in, n_cell, cs, cifg, cclip, zos, n_proj=n_proj, proj_bias=proj_bias, pclip=pclip
+    )
     p = _cell(model)._plain
-    assert p is not None  # the fast step (these random scales mostly give gate terms too wide to skip the clip)
+    # the fast step (these random scales mostly give gate terms too wide to skip the clip)
+    assert p is not None and (p.proj is not None) == (proj is not None)
     _stream_matches(model, xshape, rng, invokes, zos)
 
 
