@@ -60,20 +60,21 @@ HALF, F0, F255 = np.array(0.5), np.array(0.0), np.array(255.0)
 
 @dataclass(frozen=True, eq=False)
 class PlainIntegerPlan:
-    w: np.ndarray  # (n_output + 1, 4 n) float64: W' (the last row: the effective bias and K, scaled)
-    thr: np.ndarray  # (4 n,) int64: Y < thr where SRDHM's result is negative (never where rs = 0)
-    rs: np.ndarray  # (4 n,) int64: the right shifts
+    w: np.ndarray  # (4 n, n_output + 1) float64: W' transposed (the last column: the effective bias and K, scaled)
+    thr: np.ndarray  # (4 n, 1) int64: Y < thr where SRDHM's result is negative (never where rs = 0)
+    rs: np.ndarray  # (4 n, 1) int64: the right shifts
     order: np.ndarray  # (4 n,) int64: the columns of the (i,) f, c, o stacked input terms in o, i, f, g order
     x_seg: np.ndarray  # (4 n,) int64: added to the saturated input terms: the segment centre - P (of W_h)
     wx: np.ndarray | None  # (n_input + 1, 4 n) float64: the input terms' W' (None: lstm_integer.py makes them)
     x_consts: tuple  # (Y's threshold, rs, clip low, clip high, segment centre - P), each (4 n,) int64
-    lo: np.ndarray | None  # (4 n,) int64: the segment centre - 32768 (None: no clip, the segments are wider)
-    hi: np.ndarray | None  # (4 n,) int64: the segment centre + 32767
+    lo: np.ndarray | None  # (4 n, 1) int64: the segment centre - 32768 (None: no clip, the segments are wider)
+    hi: np.ndarray | None  # (4 n, 1) int64: the segment centre + 32767
     table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
     c_lo: int  # the cell state's bounds (int16 and the cell clip)
     c_hi: int
-    hidden: np.ndarray  # float64 (131072, 2): _hidden_table
-    proj: tuple | None  # projection: (W' (n_cell + 1, n_output), Y's threshold, rs, clip low, clip high, offset)
+    hidden: np.ndarray  # float64 (2, 131072): _hidden_table, transposed
+    proj: tuple | None  # projection: (W' transposed (n_output, n_cell + 1), Y's threshold, rs, clip low, clip high,
+    #                     offset)
     n_cell: int
     n_output: int
 
@@ -193,7 +194,7 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         pc = cell.proj_clip
         lo8, hi8 = (max(-128, -pc), min(127, pc)) if pc > 0 else (-128, 127)
         z = cell.z_out_state
-        proj = (q[0], np.array(q[2], np.int64), np.array(q[3], np.int64))
+        proj = (np.ascontiguousarray(q[0].T), np.array(q[2], np.int64), np.array(q[3], np.int64))
         proj += tuple(np.array(v, np.int64) for v in (lo8 - z + q[1], hi8 - z + q[1], z + 128 - q[1]))
     x_seg = seg - np.repeat(np.array([c[0] for c in consts], np.int64), n)
     wx, x_consts = None, ()
@@ -209,19 +210,19 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
             x_seg - px,
         )
     return PlainIntegerPlan(
-        w=np.ascontiguousarray(np.hstack(w_rows)),
-        thr=np.repeat(np.array([c[1] for c in consts], np.int64), n),
-        rs=np.repeat(np.array([c[2] for c in consts], np.int64), n),
+        w=np.ascontiguousarray(np.hstack(w_rows).T),
+        thr=np.repeat(np.array([c[1] for c in consts], np.int64), n)[:, None],
+        rs=np.repeat(np.array([c[2] for c in consts], np.int64), n)[:, None],
         order=np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n) for g in cols]),
         x_seg=x_seg,
-        lo=None if reach <= _MAX_REACH else seg - 32768,
-        hi=None if reach <= _MAX_REACH else seg + 32767,
+        lo=None if reach <= _MAX_REACH else (seg - 32768)[:, None],
+        hi=None if reach <= _MAX_REACH else (seg + 32767)[:, None],
         wx=wx,
         x_consts=x_consts,
         table=table,
         c_lo=c_lo,
         c_hi=c_hi,
-        hidden=hidden,
+        hidden=np.ascontiguousarray(hidden.T),
         proj=proj,
         n_cell=n,
         n_output=cell.n_output,
@@ -246,34 +247,36 @@ def input_terms(p: PlainIntegerPlan, x3: np.ndarray) -> np.ndarray:
 
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
     """The sequence: ``gx`` (T, B, 4 n) int64 the saturated input terms of every step in the step's column order
-    plus each column's segment offset (``input_terms``)."""
+    plus each column's segment offset (``input_terms``). The step works on transposed (features, B) buffers:
+    every gate block is contiguous whatever the batch."""
     n_steps, n_batch = gx.shape[:2]
     n, n_out = p.n_cell, p.n_output
-    hs = np.empty((n_steps + 1, n_batch, n_out + 1))  # h + 128, and 1
-    hs[:, :, n_out] = 1.0
-    np.add(h_state, 128.0, out=hs[0, :, :n_out])
-    idx = np.empty((n_batch, 5 * n), np.int64)
-    g4, c = idx[:, : 4 * n], idx[:, 4 * n :]
-    c[...] = c_state
-    acc = np.empty((n_batch, 4 * n))
-    neg = np.empty((n_batch, 4 * n), bool)
-    z = np.empty((n_batch, 5 * n))
-    zo, fi, gc = z[:, :n], z[:, n : 3 * n], z[:, 3 * n :]
-    half = np.empty((n_batch, 2 * n))
-    prod = np.empty((n_batch, 2 * n))
-    r = np.empty((n_batch, 2 * n), np.int64)
-    r_ig, r_fc = r[:, :n], r[:, n:]
-    tk = np.empty((n_batch, n, 2))
-    tc, kc = tk[:, :, 0], tk[:, :, 1]
-    v = np.empty((n_batch, n))
+    gx = np.ascontiguousarray(gx.transpose(0, 2, 1))
+    hs = np.empty((n_steps + 1, n_out + 1, n_batch))  # h + 128, and 1
+    hs[:, n_out] = 1.0
+    np.add(h_state.T, 128.0, out=hs[0, :n_out])
+    idx = np.empty((5 * n, n_batch), np.int64)
+    g4, c = idx[: 4 * n], idx[4 * n :]
+    c[...] = c_state.T
+    acc = np.empty((4 * n, n_batch))
+    neg = np.empty((4 * n, n_batch), bool)
+    z = np.empty((5 * n, n_batch))
+    zo, fi, gc = z[:n], z[n : 3 * n], z[3 * n :]
+    half = np.empty((2 * n, n_batch))
+    prod = np.empty((2 * n, n_batch))
+    r = np.empty((2 * n, n_batch), np.int64)
+    r_ig, r_fc = r[:n], r[n:]
+    tk = np.empty((2, n, n_batch))
+    tc, kc = tk
+    v = np.empty((n, n_batch))
     if p.proj is not None:
         wp, p_thr, p_rs, p_lo, p_hi, p_off = p.proj
-        hp = np.empty((n_batch, n + 1))  # h' + 128 and 1: the projection's input
-        hp[:, n] = 1.0
-        h_mid = hp[:, :n]
-        pa = np.empty((n_batch, n_out))
-        py = np.empty((n_batch, n_out), np.int64)
-        p_neg = np.empty((n_batch, n_out), bool)
+        hp = np.empty((n + 1, n_batch))  # h' + 128 and 1: the projection's input
+        hp[n] = 1.0
+        h_mid = hp[:n]
+        pa = np.empty((n_out, n_batch))
+        py = np.empty((n_out, n_batch), np.int64)
+        p_neg = np.empty((n_out, n_batch), bool)
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
     dot, less, subtract, copyto, add, copysign, multiply, right_shift, floor = (
         np.dot,
@@ -287,9 +290,9 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         np.floor,
     )
     take, take_h = table.take, p.hidden.take
-    h_new = [hs[t, :, :n_out] for t in range(1, n_steps + 1)]
+    h_new = [hs[t, :n_out] for t in range(1, n_steps + 1)]
     for t in range(n_steps):
-        dot(hs[t], w, out=acc)
+        dot(w, hs[t], out=acc)
         copyto(g4, acc, casting="unsafe")
         less(g4, thr, out=neg)
         subtract(g4, neg, out=g4)
@@ -303,7 +306,7 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         add(prod, half, out=prod)
         copyto(r, prod, casting="unsafe")
         add(r_ig, r_fc, out=c)
-        take_h(c, 0, tk, "wrap")
+        take_h(c, 1, tk, "wrap")
         multiply(zo, tc, out=v)
         add(v, kc, out=v)
         clip_ufunc(v, F0, F255, out=v)
@@ -311,13 +314,13 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
             floor(v, out=h_new[t])
             continue
         floor(v, out=h_mid)
-        dot(hp, wp, out=pa)
+        dot(wp, hp, out=pa)
         copyto(py, pa, casting="unsafe")
         less(py, p_thr, out=p_neg)
         subtract(py, p_neg, out=py)
         right_shift(py, p_rs, out=py)
         clip_ufunc(py, p_lo, p_hi, out=py)
         add(py, p_off, out=h_new[t])
-    np.subtract(hs[1:, :, :n_out], 128.0, out=out3, casting="unsafe")
-    np.subtract(hs[n_steps, :, :n_out], 128.0, out=h_state, casting="unsafe")
-    np.clip(c, p.c_lo, p.c_hi, out=c_state, casting="unsafe")
+    np.subtract(hs[1:, :n_out].transpose(0, 2, 1), 128.0, out=out3, casting="unsafe")
+    np.subtract(hs[n_steps, :n_out].T, 128.0, out=h_state, casting="unsafe")
+    np.clip(c.T, p.c_lo, p.c_hi, out=c_state, casting="unsafe")
