@@ -17,8 +17,8 @@ from litert_py.ops.recurrent.lstm_common import mbqm, signed_index_table
 from litert_py.quant.gemmlowp import tanh16_table
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
-from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs
-from tests.oracle import oracle, quant
+from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model
+from tests.oracle import oracle
 
 #: path id -> (op, time_major)
 PATHS = {
@@ -59,23 +59,9 @@ def plain_model(
             w = np.where(rng.random(shape) < 0.5, -127, 127).astype(np.int8)
             q = b._sg["tensors"][ins[k]].quantization
             ins[k] = b.tensor(f"w_sat{k}", shape, np.int8, data=w, quantization=q)
-    s_out = float(rng.uniform(0.004, 0.012))
-    ins += [
-        b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
-        b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
-    ]
-    ins += layer_norm_inputs(b, rng, n_cell, cifg, False)
-    inter = [b.tensor(f"inter{k}", (), np.int16, quantization=quant(float(rng.uniform(2e-4, 1e-3)))) for k in range(4)]
-    inter.append(
-        b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
-    )
-    out = b.tensor("out", xshape[:-1] + (n_out,), np.int8, quantization=quant(s_out, int(rng.integers(-10, 10))))
-    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip}
-    if op != "LSTM":
-        opts["time_major"] = tm
-    b.op(op, ins, [out], opts, intermediates=inter)
-    b.output(out)
-    return b.build(), xshape
+    zo = int(rng.integers(-10, 10))
+    model = integer_lstm_model(b, rng, ins, op, tm, xshape, n_cell, n_out, cs, zos, zo, cifg, False, cclip, pclip)
+    return model, xshape
 
 
 def _cell(model):
