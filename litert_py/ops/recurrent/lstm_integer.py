@@ -44,7 +44,7 @@ from .lstm_common import (
     tdiv,
     tdiv_arr,
 )
-from .lstm_integer_plain import input_terms, plain_plan, run_plain
+from .lstm_integer_plain import input_terms, ordered_terms, plain_plan, run_plain
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,7 +231,7 @@ class LstmIntegerCell:
             return
         p = self._plain
         if p is not None:  # no peephole or layer norm: lstm_integer_plain's step
-            gx = input_terms(p, x3) if p.wx is not None else self._input_terms(x3)[:, :, p.order] + p.x_seg
+            gx = input_terms(p, x3) if p.wx is not None else ordered_terms(p, self._input_terms(x3))
             run_plain(p, gx, h_state, c_state, out3)
             return
         n_steps, n_batch = x3.shape[:2]

@@ -66,7 +66,7 @@ class PlainIntegerPlan:
     order: np.ndarray  # (4 n,) int64: the columns of the (i,) f, c, o stacked input terms in o, i, f, g order
     x_seg: np.ndarray  # (4 n,) int64: added to the saturated input terms: the segment centre - P (of W_h)
     wx: np.ndarray | None  # (n_input + 1, 4 n) float64: the input terms' W' (None: lstm_integer.py makes them)
-    x_consts: tuple  # (Y's threshold, rs, clip low, clip high, segment centre - P), each (4 n,) int64
+    x_consts: tuple  # (Y's threshold, rs, clip low, clip high (None: no clip), x_seg - P), each (4 n,) int64
     lo: np.ndarray | None  # (4 n, 1) int64: the segment centre - 32768 (None: no clip, the segments are wider)
     hi: np.ndarray | None  # (4 n, 1) int64: the segment centre + 32767
     table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
@@ -202,11 +202,12 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
     if all(q is not None for q in qx):  # sat16(MBQM(W_x x + eff_x)) of every step the same way, x + 128 stored
         wx = np.ascontiguousarray(np.hstack([q[0] for q in qx]))
         px = np.repeat(np.array([q[1] for q in qx], np.int64), n)
+        sat = max(q[4] for q in qx) > 32767  # else |MBQM| <= 32767: no saturation to do
         x_consts = (
             np.repeat(np.array([q[2] for q in qx], np.int64), n),
             np.repeat(np.array([q[3] for q in qx], np.int64), n),
-            px - 32768,
-            px + 32767,
+            px - 32768 if sat else None,
+            px + 32767 if sat else None,
             x_seg - px,
         )
     return PlainIntegerPlan(
@@ -230,8 +231,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
 
 
 def input_terms(p: PlainIntegerPlan, x3: np.ndarray) -> np.ndarray:
-    """``sat16(mbqm(W_x x + eff_x))`` of every step (x3 (T, B, n_input) int8), in the step's column order and
-    plus each column's segment offset (``p.wx`` must be set): the gate arithmetic once over all T B rows."""
+    """``sat16(mbqm(W_x x + eff_x))`` of every step (x3 (T, B, n_input) int8) plus each column's segment offset,
+    (T, 4 n, B) for ``run_plain`` (``p.wx`` must be set): the gate arithmetic once over all T B rows."""
     n_steps, n_batch, n_in = x3.shape
     thr, rs, lo, hi, off = p.x_consts
     xa = np.empty((n_steps * n_batch, n_in + 1))
@@ -240,18 +241,24 @@ def input_terms(p: PlainIntegerPlan, x3: np.ndarray) -> np.ndarray:
     y = np.dot(xa, p.wx).astype(np.int64)
     y -= y < thr
     y >>= rs
-    clip_ufunc(y, lo, hi, out=y)
-    y += off
-    return y.reshape(n_steps, n_batch, -1)
+    if lo is not None:
+        clip_ufunc(y, lo, hi, out=y)
+    out = np.empty((n_steps, y.shape[1], n_batch), np.int64)
+    np.add(y.reshape(n_steps, n_batch, -1).transpose(0, 2, 1), off[:, None], out=out)
+    return out
+
+
+def ordered_terms(p: PlainIntegerPlan, gx: np.ndarray) -> np.ndarray:
+    """``input_terms``'s result from lstm_integer.py's (T, B, G n) input terms in (i,) f, c, o order."""
+    return np.ascontiguousarray((gx[:, :, p.order] + p.x_seg).transpose(0, 2, 1))
 
 
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
-    """The sequence: ``gx`` (T, B, 4 n) int64 the saturated input terms of every step in the step's column order
+    """The sequence: ``gx`` (T, 4 n, B) int64 the saturated input terms of every step in the step's column order
     plus each column's segment offset (``input_terms``). The step works on transposed (features, B) buffers:
     every gate block is contiguous whatever the batch."""
-    n_steps, n_batch = gx.shape[:2]
+    n_steps, _, n_batch = gx.shape
     n, n_out = p.n_cell, p.n_output
-    gx = np.ascontiguousarray(gx.transpose(0, 2, 1))
     hs = np.empty((n_steps + 1, n_out + 1, n_batch))  # h + 128, and 1
     hs[:, n_out] = 1.0
     np.add(h_state.T, 128.0, out=hs[0, :n_out])
@@ -269,7 +276,8 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
     tk = np.empty((2, n, n_batch))
     tc, kc = tk
     v = np.empty((n, n_batch))
-    if p.proj is not None:
+    plain = p.proj is None
+    if not plain:
         wp, p_thr, p_rs, p_lo, p_hi, p_off = p.proj
         hp = np.empty((n + 1, n_batch))  # h' + 128 and 1: the projection's input
         hp[n] = 1.0
@@ -310,7 +318,7 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         multiply(zo, tc, out=v)
         add(v, kc, out=v)
         clip_ufunc(v, F0, F255, out=v)
-        if p.proj is None:
+        if plain:
             floor(v, out=h_new[t])
             continue
         floor(v, out=h_mid)

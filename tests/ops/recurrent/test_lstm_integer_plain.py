@@ -158,6 +158,16 @@ def test_saturated_input_weights_match_oracle(n_in, fast):
     _stream_matches(model, xshape, rng, 2)
 
 
+@pytest.mark.parametrize("seed", [11, 29])
+def test_input_terms_without_saturation_match_oracle(seed):
+    """One input: these seeds' input terms stay inside int16, and ``input_terms`` skips their clip."""
+    rng = np.random.default_rng(seed)
+    model, xshape = plain_model(rng, "UNIDIRECTIONAL_SEQUENCE_LSTM", False, 2, 6, 1, 8, -12)
+    p = _cell(model)._plain
+    assert p is not None and p.wx is not None and p.x_consts[2] is None
+    _stream_matches(model, xshape, rng, 3)
+
+
 # -------------------------------------------------------------------------------------------------------------
 # The bounds, just inside and just outside
 # -------------------------------------------------------------------------------------------------------------
