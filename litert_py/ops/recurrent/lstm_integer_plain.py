@@ -21,9 +21,9 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     ``(y + 2^(rs-1) - [y < 0]) >> rs``. ``a = (ab + 2^30) 2^-31 + 2^(rs-1) + P 2^rs`` with ``P 2^rs`` above
     ``max|ab| 2^-31`` is positive, so the cast is the floor: ``Y = y + 2^(rs-1) + P 2^rs``, ``y < 0`` where
     ``Y < thr = 2^(rs-1) + P 2^rs`` (0 where rs = 0: nothing to correct). ``a`` is exact in float64 when
-    ``255 sum|W_h| M 2^ls + |constant| < 2^53`` (``_gate_constants``): every partial sum of the product is a
-    multiple of 2^-31 with a numerator below 2^53, whatever the summation order (or FMA). The same derivation as
-    litert_py.quant.fixedpoint.requantize_float64_ok, here with the constants folded into the weights.
+    ``255 sum|W_h| M 2^ls + |constant| < 2^53`` and rs <= 21 (``_gate_constants``): every partial sum of the
+    product is a multiple of 2^-31 with a numerator below 2^53, whatever the summation order (or FMA). The same
+    derivation as litert_py.quant.fixedpoint.requantize_float64_ok, here with the constants in the weights.
 (3) The input terms do not depend on the recurrence: ``input_terms`` computes them for every step at once the
     same way (x + 128, one product, then clipped to int16 + P), or lstm_integer.py's int64 form where their bound
     fails. The table's gate segments are ``2^15 + max|MBQM(W_h h + eff_h)|`` wide on each side, holding the
@@ -90,6 +90,8 @@ def _gate_constants(m: int, e: int, w: np.ndarray, eff: np.ndarray):
     if (bound << ls) >= 2**31:
         return None
     bm = bound * mult
+    if bm >= _TWO53 or rs > 21:  # the constant row alone would reach 2^53 (and int64 could overflow below)
+        return None
     p = ((bm >> 31) + 2 + (1 << rs) - 1) >> rs  # P 2^rs > bm 2^-31: a' > 0
     half = (1 << (rs - 1)) if rs else 0
     # the stored hidden value is h + 128: W_h h = W_h (h + 128) - 128 colsum(W_h)

@@ -182,7 +182,14 @@ def _gate_floor(w, eff, h, m, e):
     return ((y - (y < thr)) >> rs) - p
 
 
-@pytest.mark.parametrize("m,e", [(1 << 30, -3), ((1 << 31) - 1, -7), (1518500250, 0), (1518500250, 2), (1 << 30, -31)])
+def test_gate_bound_refuses_tiny_scales():
+    """rs > 21: the constant row's 2^(30+rs) alone nears 2^53."""
+    w, eff = np.ones((1, 1), np.int64), np.zeros(1, np.int64)
+    assert plain._gate_constants(1 << 30, -21, w, eff) is not None
+    assert plain._gate_constants(1 << 30, -22, w, eff) is None
+
+
+@pytest.mark.parametrize("m,e", [(1 << 30, -3), ((1 << 31) - 1, -7), (1518500250, 0), (1518500250, 2), (1 << 30, -21)])
 def test_gate_bound_is_tight_and_exact(m, e):
     """``_gate_constants`` accepts the largest column that keeps every partial sum below 2^53 (or |acc| 2^ls below
     2^31) and refuses one more row of +-127; inside, the float64 form equals the integer MBQM at the extremes."""
