@@ -1,6 +1,7 @@
 """The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16): IntGate and LstmIntegerCell. Building it
 (PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias) is in lstm_integer_build.py;
-the ops and the sources in lstm.py."""
+the ops and the sources in lstm.py. A cell without peephole or layer norm steps through lstm_integer_plain.py's
+float64 formulation (18 numpy calls a step, 25 with a projection) when its bounds hold."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from .lstm_common import (
     tdiv,
     tdiv_arr,
 )
+from .lstm_integer_plain import input_terms, ordered_terms, plain_plan, run_plain
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,11 +215,13 @@ class LstmIntegerCell:
                 ),
             )
         object.__setattr__(self, "_seq", plan)
+        object.__setattr__(self, "_plain", None if plan is None else plain_plan(self))
 
     def run(self, x3, aux3, h_state, c_state, out3, reverse: bool = False):
         """The whole sequence (x3 (T, B, I) time-major, out3 (T, B, n_output)): ``step``'s arithmetic, with the
         input-to-gate terms ``sat16(mbqm(W_x x + eff_x))`` of every step computed up front (they do not depend
-        on the recurrence) and the recurrent products of all gates in one matrix product per step."""
+        on the recurrence) and the recurrent products of all gates in one matrix product per step; a plain cell
+        (``_plain``, lstm_integer_plain.py) steps with ``run_plain``."""
         d = self._seq
         if x3.shape[0] == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
             return
@@ -225,17 +229,16 @@ class LstmIntegerCell:
             for t in range(x3.shape[0]):
                 self.step(x3[t], None, h_state, c_state, out3[t])
             return
+        p = self._plain
+        if p is not None:  # no peephole or layer norm: lstm_integer_plain's step
+            gx = input_terms(p, x3) if p.wx is not None else ordered_terms(p, self._input_terms(x3))
+            run_plain(p, gx, h_state, c_state, out3)
+            return
         n_steps, n_batch = x3.shape[:2]
         n, names = self.n_cell, d.names
         n_g = len(names)
         k = n_g - 2  # sigmoid gates before the cell gate
-        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d.w_x).astype(np.int64)
-        for j, name in enumerate(names):
-            g = self.gates[name]
-            blk = gx[:, j * n : (j + 1) * n]
-            blk[...] = mbqm(blk + g.eff_x, *g.m_x)
-        clip_ufunc(gx, -32768, 32767, out=gx)
-        gx = gx.reshape(n_steps, n_batch, n_g * n)
+        gx = self._input_terms(x3)
         h64 = h_state.astype(d.w_h.dtype)
         c = c_state.astype(np.int64)
         w_h, eff_h, wrap_h = d.w_h, d.eff_h, d.wrap_h
@@ -339,6 +342,19 @@ class LstmIntegerCell:
         c_state[...] = c
         if hn is not None:
             h_state[...] = hn
+
+    def _input_terms(self, x3):
+        """``sat16(mbqm(W_x x + eff_x))`` of every step, (T, B, G n) int64 with the gates in (i,) f, c, o order."""
+        d = self._seq
+        n_steps, n_batch = x3.shape[:2]
+        n = self.n_cell
+        gx = (x3.reshape(n_steps * n_batch, -1).astype(np.float64) @ d.w_x).astype(np.int64)
+        for j, name in enumerate(d.names):
+            g = self.gates[name]
+            blk = gx[:, j * n : (j + 1) * n]
+            blk[...] = mbqm(blk + g.eff_x, *g.m_x)
+        clip_ufunc(gx, -32768, 32767, out=gx)
+        return gx.reshape(n_steps, n_batch, -1)
 
     def _layer_norm_stack(self, consts: tuple, v):
         """``_layer_norm`` of several gates at once: ``v`` (B, G, n) int64, ``consts`` from ``_ln_consts``. The

@@ -57,3 +57,27 @@ def layer_norm_inputs(b, rng, n_cell, cifg, ln) -> list[int]:
         w = rng.integers(12000, 32767, n_cell).astype(np.int16)
         out.append(b.tensor(f"ln_{g}", (n_cell,), np.int16, data=w, quantization=quant(float(rng.uniform(2e-5, 4e-5)))))
     return out
+
+
+def integer_lstm_model(b, rng, ins, op, tm, xshape, n_cell, n_out, cs, zos, zo, cifg, ln, cclip, pclip) -> bytes:
+    """An 8x8_16 integer LSTM from its inputs 0-17 (``gate_inputs``): the int8 output_state (zero point ``zos``)
+    and int16 cell state (scale 2^cs), the layer-norm weights, the 5 intermediates, the int8 output (zero point
+    ``zo``) and the op (``tm``: time_major of the sequence op)."""
+    s_out = float(rng.uniform(0.004, 0.012))
+    batch = xshape[-2] if op != "LSTM" and tm else xshape[0]
+    ins = ins + [
+        b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
+        b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
+    ]
+    ins += layer_norm_inputs(b, rng, n_cell, cifg, ln)
+    inter = [b.tensor(f"inter{k}", (), np.int16, quantization=quant(float(rng.uniform(2e-4, 1e-3)))) for k in range(4)]
+    inter.append(
+        b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
+    )
+    out = b.tensor("out", xshape[:-1] + (n_out,), np.int8, quantization=quant(s_out, zo))
+    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip}
+    if op != "LSTM":
+        opts["time_major"] = tm
+    b.op(op, ins, [out], opts, intermediates=inter)
+    b.output(out)
+    return b.build()

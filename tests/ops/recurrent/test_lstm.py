@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from litert_py import Interpreter, PrepareError
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
-from tests.ops.recurrent._weights import gate_inputs, layer_norm_inputs, weights
+from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model, weights
 from tests.ops.recurrent.test_rnn import run_stream
-from tests.oracle import oracle, quant
+from tests.oracle import oracle
 
 #: Per accumulated term (n_input + n_output + n_cell) and recurrent step, relative to the largest output
 #: magnitude. Layer norm divides by the spread of n_cell gate values (n_cell may be 2): ill-conditioned, looser.
@@ -171,23 +171,8 @@ def int_lstm_model(op, rng, variant, tm, batch, time, n_in, n_cell, n_out, cs, z
     xshape = (batch, n_in) if op == "LSTM" else ((time, batch, n_in) if tm else (batch, time, n_in))
     ins = gate_inputs(b, rng, xshape, n_cell, n_out, cifg, peep, proj, proj_bias)
     zo = int(rng.integers(-10, 10))
-    s_out = float(rng.uniform(0.004, 0.012))
-    ins += [
-        b.tensor("h", (batch, n_out), np.int8, is_variable=True, quantization=quant(s_out, zos)),
-        b.tensor("c", (batch, n_cell), np.int16, is_variable=True, quantization=quant(2.0**cs)),
-    ]
-    ins += layer_norm_inputs(b, rng, n_cell, cifg, ln)
-    inter = [b.tensor(f"inter{k}", (), np.int16, quantization=quant(float(rng.uniform(2e-4, 1e-3)))) for k in range(4)]
-    inter.append(
-        b.tensor("hidden", (), np.int8, quantization=quant(float(rng.uniform(0.005, 0.01)), int(rng.integers(-10, 10))))
-    )
-    out = b.tensor("out", xshape[:-1] + (n_out,), np.int8, quantization=quant(s_out, zo))
-    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip}
-    if op != "LSTM":
-        opts["time_major"] = tm
-    b.op(op, ins, [out], opts, intermediates=inter)
-    b.output(out)
-    return b.build(), xshape
+    model = integer_lstm_model(b, rng, ins, op, tm, xshape, n_cell, n_out, cs, zos, zo, cifg, ln, cclip, pclip)
+    return model, xshape
 
 
 @pytest.mark.parametrize("path,variant", INT_CASES, ids=[f"{p}-{v}" for p, v in INT_CASES])
