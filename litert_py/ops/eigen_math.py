@@ -203,6 +203,23 @@ class _Tanh:
         add(p, c, p)
         _DIV(p, self.q, out)
 
+    def calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        """``__call__``'s numpy calls on ``x`` and ``out`` as (function, args, kwargs) triples, in order, for a
+        kernel's bound plan (ops/bound_plan.bound_plan; tests/ops/test_eigen_math.py checks both equal)."""
+        c, cc, xx, pq, p, k, mul, add = self.c, self.cc, self.xx, self.pq, self.p, self.k, _MUL, _ADD
+        horner = [(f, (pq, b, pq), {}) for i in range(1, 5) for f, b in ((add, k[i]), (mul, xx))][:-1]
+        return [
+            (clip_ufunc, (x, _TANH_NEG_CLAMP, _TANH_CLAMP, c), {}),
+            (_COPYTO, (self.c2, c), {}),
+            (mul, (cc, cc, xx), {}),
+            (mul, (xx, k[0], pq), {}),
+            *horner,
+            (mul, (self.x3, c, self.x3), {}),
+            (mul, (p, self.x3, p), {}),
+            (add, (p, c, p), {}),
+            (_DIV, (p, self.q, out), {}),
+        ]
+
 
 # the ufuncs of the per-step emulations, bound once (output arrays are passed positionally: ~0.05 us a call less)
 _MUL, _ADD, _DIV, _COPYTO = np.multiply, np.add, np.divide, np.copyto
@@ -265,6 +282,38 @@ class _LogisticPacket:
         mul(po, po, po)  # exp(x) = exp(x / 2)^2
         add(po, _ONE, self.den)
         _DIV(po, self.den, out)
+
+    def calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        """``__call__``'s numpy calls on ``x`` and ``out`` as (function, args, kwargs) triples, in order, for a
+        kernel's bound plan (tests/ops/test_eigen_math.py checks both equal)."""
+        v, m, r, t, r2, pp, po, mul, add = self.v, self.m, self.r, self.t, self.r2, self.pp, self.po, _MUL, _ADD
+        steps = (
+            (clip_ufunc, x, _LOG_CLIP_LO, _LOG_EXP_HI, v),
+            (mul, v, _HALF, v),
+            (mul, v, _LOG2EF, m),
+            (add, m, _HALF, m),
+            (np.floor, m, m),
+            (mul, m, _EXP_C1, r),
+            (add, r, v, r),
+            (mul, m, _EXP_C2, t),
+            (add, r, t, r),
+            (mul, r, r, self.r2a),
+            (mul, r, r, r2),
+            (mul, self.rr, self.k[0], pp),
+            (add, pp, self.k[1], pp),
+            (mul, po, r, po),
+            (add, po, self.pe, po),
+            (mul, po, r2, po),
+            (add, r, _ONE, r),
+            (add, po, r, po),
+            (add, m, _MAGIC, m),
+            (np.left_shift, self.mi, _S23, self.mi),
+            (mul, po, m, po),
+            (mul, po, po, po),
+            (add, po, _ONE, self.den),
+            (_DIV, po, self.den, out),
+        )
+        return [(f, a, {}) for f, *a in steps]
 
 
 _EXPF = libm_float("expf")

@@ -15,6 +15,7 @@ from ...quant import (
 from ..common import clip_ufunc
 from ..eigen_math import logistic_into, logistic_work, tanh_inplace, tanh_work
 from .common import StepHybridProduct
+from .lstm_plan import run_planned
 from .lstm_common import (
     EPS_LN,
     F32,
@@ -281,6 +282,8 @@ class LstmCell:
         if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
             return
         aux3 = aux3 if aux3 is not None and self.aux is not None else None
+        if run_planned(self, x3, aux3, h, c, out3, reverse):  # a plain float32 cell: one bound plan
+            return
         pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
         order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
         if pre is not None and self.plain:
@@ -306,14 +309,15 @@ class LstmCell:
             pre += self.aux.compute(aux)
         return pre
 
-    def _input_products(self, gp: GateProducts, x3: np.ndarray) -> tuple:
+    def _input_products(self, gp: GateProducts, x3: np.ndarray, out: np.ndarray | None = None) -> tuple:
         """``0 + W v`` for every step ((T, B, G*n) float32) and the steps whose input is not all zeros (IsZeroVector
         over the step's batch: those skip the product). Hybrid: all T*B rows at once (each row is quantized and
         multiplied on its own, exactly: the same numbers as per step); float32: one (B, I) product per step,
-        the same BLAS call as the one-step code (one GEMM over all rows can round differently)."""
+        the same BLAS call as the one-step code (one GEMM over all rows can round differently). ``out``: the
+        (T, B, G*n) float32 array to write them into (a new one by default)."""
         t_, b_ = x3.shape[:2]
         p = gp.combined
-        prod = np.empty((t_, b_, self.n_cell * len(gp.gates)), F32)
+        prod = np.empty((t_, b_, self.n_cell * len(gp.gates)), F32) if out is None else out
         if p.fc is not None:
             p.fc([x3.reshape(t_ * b_, x3.shape[2])], [prod])
         else:  # float32: one product per step, as a larger GEMM may sum in another order (BLAS kernels)
@@ -323,10 +327,10 @@ class LstmCell:
         prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
         return prod, x3.reshape(t_, -1).any(axis=1)
 
-    def _sequence_inputs(self, x3, aux3) -> np.ndarray:
-        """``_step_inputs`` of every step at once ((T, B, G*n) float32)."""
+    def _sequence_inputs(self, x3, aux3, out: np.ndarray | None = None) -> np.ndarray:
+        """``_step_inputs`` of every step at once ((T, B, G*n) float32; into ``out`` when given)."""
         base = self._seq.base
-        pre, nz = self._input_products(self.x, x3)
+        pre, nz = self._input_products(self.x, x3, out)
         pre += base
         if not nz.all():
             pre[~nz] = base
