@@ -15,13 +15,13 @@ from ...quant import (
 from ..common import clip_ufunc
 from ..eigen_math import logistic_into, logistic_work, tanh_inplace, tanh_work
 from .common import StepHybridProduct
-from .lstm_plan import run_planned
 from .lstm_common import (
     EPS_LN,
     F32,
     ONE,
     ZERO,
 )
+from .lstm_plan import run_planned
 
 
 def sigmoid(v: np.ndarray) -> None:
