@@ -22,7 +22,7 @@ import numpy as np
 
 from ..bound_plan import bound_plan
 from ..common import clip_ufunc
-from ..eigen_math import logistic_work, tanh_work
+from ..eigen_math import LogisticTanhWork, logistic_work, tanh_work
 from .lstm_common import F32
 
 __all__ = ["MAX_PLAN_STEPS", "run_planned"]
@@ -68,35 +68,62 @@ def run_planned(cell, x3, aux3, h, c, out3, reverse: bool) -> bool:
 
 
 def _build(cell, key, n_steps, n_batch, h, c, out3, reverse) -> SequencePlanBound:
-    """The plan's buffers and calls (lstm_cell._plain_run's, one cell)."""
-    d, n = cell._seq, cell.n_cell
-    k, mul, add = d.k, np.multiply, np.add
+    """The plan's buffers and calls: per step the recurrent product, the gate inputs, ``_activations``' calls
+    (gate nonlinearities, cell update, tanh of the new cell state) and ``o * tanh(c)`` into the step's output."""
+    d, n, mul, add = cell._seq, cell.n_cell, np.multiply, np.add
     pre = np.empty((n_steps, n_batch, 4 * n), F32)
-    acc, sg, rs = (np.empty((n_batch, 4 * n), F32) for _ in range(3))
-    gates = sg.reshape(n_batch, 4, n)
-    fg, ig, og, cg = gates[:, k - 1], gates[:, 0], gates[:, k + 1], acc.reshape(gates.shape)[:, k]
-    g = cg if cg.flags.c_contiguous else np.empty(cg.shape, F32)
-    cs = c if c.flags.c_contiguous else np.empty(c.shape, F32)  # a strided state runs on a copy
-    t = np.empty_like(cs)
-    acc_f, sg_f, g_f, c_f, t_f = (v.reshape(-1) for v in (acc, sg, g, cs, t))
-    sig, tanh_g, tanh_c = logistic_work(acc.size), tanh_work(g.size), tanh_work(cs.size)
-    step_act = sig.calls(acc_f, sg_f)
-    if g is not cg:
-        step_act.append((np.copyto, (g, cg), {}))
-    step_act += tanh_g.calls(g_f, g_f)
-    update = [(mul, (cs, fg, cs), {}), (mul, (g, ig, g), {}), (add, (cs, g, cs), {})]
-    if cell.cell_clip > 0:
-        update.append((clip_ufunc, (cs, d.cell_lo, d.cell_hi, cs), {}))
-    update += tanh_c.calls(c_f, t_f)
-    calls = [] if cs is c else [(np.copyto, (cs, c), {})]
-    wt, h_prev = d.h_wt, h
+    acc, rs = np.empty((n_batch, 4 * n), F32), np.empty((n_batch, 4 * n), F32)
+    first, step, last, cs, og = (_one_row if n_batch == 1 else _rows)(cell, acc, c)
+    t = np.empty(cs.shape, F32)
+    step = [*step, *tanh_work(cs.size).calls(cs.reshape(-1), t.reshape(-1))]
+    calls, wt, h_prev = list(first), d.h_wt, h
     mm = np.dot if wt.shape[1] > 1 else np.matmul  # lstm_cell._float_dot
     for ts in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
         dst = out3[ts]
-        calls += [(mm, (h_prev, wt, rs), {}), (add, (pre[ts], rs, acc), {}), *step_act, *update]
-        calls.append((mul, (t, og, dst), {}))
+        calls += [(mm, (h_prev, wt, rs), {}), (add, (pre[ts], rs, acc), {}), *step, (mul, (t, og, dst), {})]
         h_prev = dst
-    calls.append((np.copyto, (h, h_prev), {}))
-    if cs is not c:
-        calls.append((np.copyto, (c, cs), {}))
+    calls += [(np.copyto, (h, h_prev), {}), *last]
     return SequencePlanBound(key, pre, bound_plan(calls))
+
+
+def _cell_clip(cell, cs) -> list:
+    d = cell._seq
+    return [(clip_ufunc, (cs, d.cell_lo, d.cell_hi, cs), {})] if cell.cell_clip > 0 else []
+
+
+def _one_row(cell, acc, c) -> tuple:
+    """One row (batch 1): eigen_math.LogisticTanhWork's joint calls write ``[s_i s_f s_c s_o | g]`` into a buffer
+    ``[s_i s_f s_c s_o | g | c]`` whose last part is the cell state (copied in before the first step and out after
+    the last), so the cell update's two products are one: ``[g | c] * [s_i | s_f]`` (operands in _plain_run's
+    order: ``g * i``, ``c * f``), then ``c + g i``. Returns (calls before the steps, the calls of a step after
+    the gate inputs up to the new cell state, calls after the steps, the cell state, the output gate)."""
+    n = cell.n_cell
+    big = np.empty(6 * n, F32)
+    cs = big[5 * n :].reshape(c.shape)
+    work = LogisticTanhWork(4 * n, 2 * n, 3 * n)  # gates i, f, c, o: the tanh of the cell gate
+    step = work.calls(acc.reshape(-1), big[: 5 * n])
+    step += [
+        (np.multiply, (big[4 * n :], big[: 2 * n], big[4 * n :]), {}),
+        (np.add, (big[5 * n :], big[4 * n : 5 * n], big[5 * n :]), {}),
+    ]
+    step += _cell_clip(cell, cs)
+    copy_in, copy_out = [(np.copyto, (cs, c), {})], [(np.copyto, (c, cs), {})]
+    return copy_in, step, copy_out, cs, big[3 * n : 4 * n].reshape(c.shape)
+
+
+def _rows(cell, acc, c) -> tuple:
+    """Several rows: lstm_cell._plain_run's calls (the sigmoid of every gate, the tanh of the cell gate, the cell
+    update in three products); ``_one_row``'s tuple."""
+    n, k, mul, add = cell.n_cell, cell._seq.k, np.multiply, np.add
+    n_batch = acc.shape[0]
+    sg = np.empty_like(acc)
+    gates = sg.reshape(n_batch, 4, n)
+    fg, ig, og, cg = gates[:, k - 1], gates[:, 0], gates[:, k + 1], acc.reshape(gates.shape)[:, k]
+    g = np.empty(cg.shape, F32)
+    cs = c if c.flags.c_contiguous else np.empty(c.shape, F32)  # a strided state runs on a copy
+    step = logistic_work(acc.size).calls(acc.reshape(-1), sg.reshape(-1))
+    step += [(np.copyto, (g, cg), {}), *tanh_work(g.size).calls(g.reshape(-1), g.reshape(-1))]
+    step += [(mul, (cs, fg, cs), {}), (mul, (g, ig, g), {}), (add, (cs, g, cs), {}), *_cell_clip(cell, cs)]
+    if cs is c:
+        return [], step, [], cs, og
+    return [(np.copyto, (cs, c), {})], step, [(np.copyto, (c, cs), {})], cs, og
