@@ -318,13 +318,16 @@ class _LogisticPacket:
 
 class LogisticTanhWork:
     """Eigen's packet logistic of a 1-D float32 buffer of ``n`` values and Eigen's tanh of its lanes
-    ``[lo, hi)`` in one listing of 35 numpy calls (``calls``) where ``_LogisticPacket`` and ``_Tanh`` take 24 + 15:
+    ``[lo, hi)`` in one listing of 33 numpy calls (``calls``) where ``_LogisticPacket`` and ``_Tanh`` take 24 + 15:
     an LSTM step's gate sigmoids and the tanh of its cell gate (gates i, f, c, o of one row), independent of each
     other. Every lane goes through the same float32 operations, operands in the same order (a NaN's payload
     follows the first operand), as in those two classes; the calls are shared where the operation is the same:
 
     - one ``clip`` with per-lane bounds (the tanh clamp on [lo, hi), the logistic clamp elsewhere; the tanh
       lanes' logistic then runs on their tanh-clamped values and is not used);
+    - the tanh's clamped ``[c | c]``, the logistic's ``r`` and its exponent ``m`` share one buffer
+      ``[c | c | r | m]``: one product squares ``[c | c | r]`` and one sum makes ``r + 1`` and ``m + 2^23 + 127``
+      (per-lane addends ``[1 | 2^23 + 127]``);
     - the logistic's even / odd polynomial step on ``[r2 | r2]`` is the first step of the tanh's P / Q Horner
       recurrence on ``[x2 | x2]``: one buffer ``[x2 | x2 | r2 | r2]`` and per-lane coefficients
       ``[Q | P | even | odd]`` (the tanh's other steps run on its part alone);
@@ -334,23 +337,24 @@ class LogisticTanhWork:
     tests/ops/test_eigen_math.py checks the values equal _LogisticPacket's and _Tanh's on special and random
     inputs."""
 
-    __slots__ = ("n", "m", "seg", "lo_b", "hi_b", "a", "cc", "s", "mm", "mi", "r", "t", "h", "k", "num", "den")
+    __slots__ = ("n", "m", "seg", "lo_b", "hi_b", "a", "crm", "s", "mi", "t", "h", "k", "k_rm", "num", "den")
 
     def __init__(self, n: int, lo: int, hi: int):
         m = hi - lo
         self.n, self.m, self.seg = n, m, slice(lo, hi)
         self.lo_b, self.hi_b = np.full(n, _LOG_CLIP_LO, F32), np.full(n, _LOG_EXP_HI, F32)
         self.lo_b[lo:hi], self.hi_b[lo:hi] = _TANH_NEG_CLAMP, _TANH_CLAMP
-        self.a, self.mm, self.r, self.t = (np.empty(n, F32) for _ in range(4))
-        self.mi = self.mm.view(np.uint32)
-        self.cc = np.empty(2 * m, F32)
+        self.a, self.t = np.empty(n, F32), np.empty(n, F32)
+        self.crm = np.empty(2 * m + 2 * n, F32)  # [c | c | r | m]
+        self.mi = self.crm[2 * m + n :].view(np.uint32)
+        self.k_rm = np.repeat(np.array([_ONE, _MAGIC], F32), n)
         self.s, self.h = np.empty(2 * m + 2 * n, F32), np.empty(2 * m + 2 * n, F32)
         self.num, self.den = np.empty(n + m, F32), np.empty(n + 2 * m, F32)
         a, b = (_ZERO,) + _TANH_ALPHA, _TANH_BETA  # P (one degree lower: a leading zero) and Q, as _Tanh
         tanh_k = [np.repeat(np.array([b[i], a[i]], F32), m) for i in range(5)]  # [Q | P]
         tanh_k[0] = np.concatenate([tanh_k[0], np.repeat(np.array([_EXP_P4, _EXP_P5], F32), n)])
         tanh_k[1] = np.concatenate([tanh_k[1], np.repeat(np.array([_EXP_P2, _EXP_P3], F32), n)])
-        for v in (self.lo_b, self.hi_b, *tanh_k):
+        for v in (self.lo_b, self.hi_b, self.k_rm, *tanh_k):
             v.flags.writeable = False
         self.k = tuple(tanh_k)
 
@@ -358,13 +362,13 @@ class LogisticTanhWork:
         """The calls writing ``[logistic(x) | tanh(x[lo:hi])]`` (n + hi - lo values) into ``out`` from ``x`` (n
         values), as (function, args, kwargs) triples in order (ops/bound_plan.bound_plan)."""
         n, m, k, mul, add = self.n, self.m, self.k, _MUL, _ADD
-        a, cc, s, mm, r, t, h, num, den = self.a, self.cc, self.s, self.mm, self.r, self.t, self.h, self.num, self.den
+        a, crm, s, t, h, num, den = self.a, self.crm, self.s, self.t, self.h, self.num, self.den
+        cc, r, mm, rm = crm[: 2 * m], crm[2 * m : 2 * m + n], crm[2 * m + n :], crm[2 * m :]
         c, x2, x3, hq = cc[:m], s[: 2 * m], s[:m], h[: 2 * m]  # tanh: [c | c], [x2 | x2], x2 * c, [Q | P]
         r2, pe, po, p = s[2 * m + n :], h[2 * m : 2 * m + n], h[2 * m + n :], den[n + m :]
         steps = (
             (clip_ufunc, x, self.lo_b, self.hi_b, a),
             (_COPYTO, cc.reshape(2, m), a[self.seg]),
-            (mul, cc, cc, x2),
             (mul, a, _HALF, a),
             (mul, a, _LOG2EF, mm),
             (add, mm, _HALF, mm),
@@ -373,7 +377,7 @@ class LogisticTanhWork:
             (add, r, a, r),
             (mul, mm, _EXP_C2, t),
             (add, r, t, r),
-            (mul, r, r, s[2 * m : 2 * m + n]),
+            (mul, crm[: 2 * m + n], crm[: 2 * m + n], s[: 2 * m + n]),  # [x2 | x2 | r2]
             (mul, r, r, r2),
             (mul, s, k[0], h),  # [x2 | x2 | r2 | r2] * [Q | P | P4 | P5]
             (add, h, k[1], h),
@@ -386,9 +390,8 @@ class LogisticTanhWork:
             (mul, po, r, po),
             (add, po, pe, po),
             (mul, po, r2, po),
-            (add, r, _ONE, r),
+            (add, rm, self.k_rm, rm),  # r + 1, m + 2^23 + 127
             (add, po, r, po),
-            (add, mm, _MAGIC, mm),
             (np.left_shift, self.mi, _S23, self.mi),
             (mul, po, mm, po),
             (mul, po, po, num[:n]),  # e
