@@ -125,6 +125,18 @@ def logistic_work(n: int):
     return lambda x, out: eigen_logistic(x, out=out)
 
 
+def tanh_listing(n: int) -> _Tanh:
+    """Eigen's tanh of 1-D float32 arrays of length ``n`` (any n > 0) with prepared scratch, offering ``calls(x,
+    out)``: its numpy calls for a bound plan. Elementwise, so the values of ``eigen_tanh`` at every length."""
+    return _Tanh(n)
+
+
+def logistic_listing(n: int) -> _LogisticPacket:
+    """Eigen's packet logistic of 1-D float32 arrays of length ``n`` (whole packets: n % 4 == 0; any n > 0) with
+    prepared scratch, offering ``calls(x, out)``: ``logistic_into``'s values on such a buffer at every length."""
+    return _LogisticPacket(n)
+
+
 def _logistic_packet(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``scalar_logistic_op<float>::packetOp`` elementwise (into ``out``, a new float32 array by default).
     Overflow / underflow / invalid warnings are the caller's to silence (the kernels run inside np.errstate)."""

@@ -22,10 +22,10 @@ import numpy as np
 
 from ..bound_plan import bound_plan
 from ..common import clip_ufunc
-from ..eigen_math import LogisticTanhWork, logistic_work, tanh_work
+from ..eigen_math import LogisticTanhWork, logistic_listing, tanh_listing
 from .lstm_common import F32
 
-__all__ = ["MAX_PLAN_STEPS", "run_planned"]
+__all__ = ["MAX_PLAN_STEPS", "run_planned", "step_activation"]
 
 #: longest sequence run through a bound plan (about 60 partial objects per step)
 MAX_PLAN_STEPS = 256
@@ -68,14 +68,12 @@ def run_planned(cell, x3, aux3, h, c, out3, reverse: bool) -> bool:
 
 
 def _build(cell, key, n_steps, n_batch, h, c, out3, reverse) -> SequencePlanBound:
-    """The plan's buffers and calls: per step the recurrent product, the gate inputs, ``_activations``' calls
-    (gate nonlinearities, cell update, tanh of the new cell state) and ``o * tanh(c)`` into the step's output."""
+    """The plan's buffers and calls: per step the recurrent product, the gate inputs, ``step_activation``'s
+    calls and ``o * tanh(c)`` into the step's output."""
     d, n, mul, add = cell._seq, cell.n_cell, np.multiply, np.add
     pre = np.empty((n_steps, n_batch, 4 * n), F32)
     acc, rs = np.empty((n_batch, 4 * n), F32), np.empty((n_batch, 4 * n), F32)
-    first, step, last, cs, og = (_one_row if n_batch == 1 else _rows)(cell, acc, c)
-    t = np.empty(cs.shape, F32)
-    step = [*step, *tanh_work(cs.size).calls(cs.reshape(-1), t.reshape(-1))]
+    first, step, last, og, t = step_activation(cell, acc, c)
     calls, wt, h_prev = list(first), d.h_wt, h
     mm = np.dot if wt.shape[1] > 1 else np.matmul  # lstm_cell._float_dot
     for ts in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
@@ -86,17 +84,30 @@ def _build(cell, key, n_steps, n_batch, h, c, out3, reverse) -> SequencePlanBoun
     return SequencePlanBound(key, pre, bound_plan(calls))
 
 
+def step_activation(cell, acc: np.ndarray, c: np.ndarray) -> tuple:
+    """The calls of a plain cell's step after its gate inputs ``acc`` ((R, 4 n) float32, C-contiguous, gates i,
+    f, c, o per row; R rows: the batch, or a bidirectional pair's two batches stacked) up to ``tanh(c)``: the gate
+    nonlinearities, the cell update (and clip) of the cell state ``c`` ((R, n) float32) and the tanh of the new
+    state. Returns (calls to run once before the steps, the step's calls, calls to run once after the steps, the
+    output gate (R, n), tanh(c) (R, n)): a step's output is ``tanh(c) * o``. One row: ``_one_row``; several:
+    ``_rows``."""
+    first, step, last, cs, og = (_one_row if acc.shape[0] == 1 else _rows)(cell, acc, c)
+    t = np.empty(cs.shape, F32)
+    step += tanh_listing(cs.size).calls(cs.reshape(-1), t.reshape(-1))
+    return first, step, last, og, t
+
+
 def _cell_clip(cell, cs) -> list:
     d = cell._seq
     return [(clip_ufunc, (cs, d.cell_lo, d.cell_hi, cs), {})] if cell.cell_clip > 0 else []
 
 
 def _one_row(cell, acc, c) -> tuple:
-    """One row (batch 1): eigen_math.LogisticTanhWork's joint calls write ``[s_i s_f s_c s_o | g]`` into a buffer
+    """One row: eigen_math.LogisticTanhWork's joint calls write ``[s_i s_f s_c s_o | g]`` into a buffer
     ``[s_i s_f s_c s_o | g | c]`` whose last part is the cell state (copied in before the first step and out after
-    the last), so the cell update's two products are one: ``[g | c] * [s_i | s_f]`` (operands in _plain_run's
-    order: ``g * i``, ``c * f``), then ``c + g i``. Returns (calls before the steps, the calls of a step after
-    the gate inputs up to the new cell state, calls after the steps, the cell state, the output gate)."""
+    the last), so the cell update's two products are one: ``[g | c] * [s_i | s_f]`` (operands in ``_rows``'
+    order: ``g * i``, ``c * f``), then ``c + g i``. Returns (calls before the steps, the calls of a step up to the
+    new cell state, calls after the steps, the cell state, the output gate)."""
     n = cell.n_cell
     big = np.empty(6 * n, F32)
     cs = big[5 * n :].reshape(c.shape)
@@ -112,17 +123,17 @@ def _one_row(cell, acc, c) -> tuple:
 
 
 def _rows(cell, acc, c) -> tuple:
-    """Several rows: lstm_cell._plain_run's calls (the sigmoid of every gate, the tanh of the cell gate, the cell
-    update in three products); ``_one_row``'s tuple."""
+    """Several rows: the sigmoid of every gate (the cell gate's unused), the tanh of the cell gate copied out of
+    the rows, the cell update in three products (``c * f``, ``g * i``, their sum); ``_one_row``'s tuple."""
     n, k, mul, add = cell.n_cell, cell._seq.k, np.multiply, np.add
-    n_batch = acc.shape[0]
+    n_rows = acc.shape[0]
     sg = np.empty_like(acc)
-    gates = sg.reshape(n_batch, 4, n)
+    gates = sg.reshape(n_rows, 4, n)
     fg, ig, og, cg = gates[:, k - 1], gates[:, 0], gates[:, k + 1], acc.reshape(gates.shape)[:, k]
     g = np.empty(cg.shape, F32)
     cs = c if c.flags.c_contiguous else np.empty(c.shape, F32)  # a strided state runs on a copy
-    step = logistic_work(acc.size).calls(acc.reshape(-1), sg.reshape(-1))
-    step += [(np.copyto, (g, cg), {}), *tanh_work(g.size).calls(g.reshape(-1), g.reshape(-1))]
+    step = logistic_listing(acc.size).calls(acc.reshape(-1), sg.reshape(-1))
+    step += [(np.copyto, (g, cg), {}), *tanh_listing(g.size).calls(g.reshape(-1), g.reshape(-1))]
     step += [(mul, (cs, fg, cs), {}), (mul, (g, ig, g), {}), (add, (cs, g, cs), {}), *_cell_clip(cell, cs)]
     if cs is c:
         return [], step, [], cs, og
