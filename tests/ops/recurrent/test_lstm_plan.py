@@ -1,8 +1,11 @@
-"""A plain float32 LSTM sequence through its bound plan (lstm_plan.run_planned) against the stepping loop it replaces
-(run_planned switched off), bit for bit: batch 1 and 3, both layouts, with and without a cell clip, gate inputs
-of every magnitude (NaN, +-inf, -0.0, denormals, values at Eigen's clamps), states carried over invokes, the
-backward cell of an unpaired BIDIRECTIONAL_SEQUENCE_LSTM (a reversed plan), and the longest planned sequence
-and one step more (which keeps the loop). The float outputs against LiteRT are test_lstm.py's."""
+"""A plain LSTM sequence three ways, bit for bit: through its bound plan (lstm_plan.run_planned, float32), through
+lstm_cell._plain_run (run_planned off; hybrid cells always) and through the general per-step loop
+(LstmCell._advance with its own sigmoid / tanh calls: ``LstmCell.plain`` off), which shares neither the plan nor
+lstm_plan.step_activation's joint gate listing and merged cell update. Batch 1 and 3, both layouts, float32 and
+hybrid, with and without a cell clip, gate inputs of every magnitude (NaN, +-inf, -0.0, denormals, values at
+Eigen's clamps), states carried over invokes, the backward cell of an unpaired BIDIRECTIONAL_SEQUENCE_LSTM (a
+reversed plan), and the longest planned sequence and one step more (which keeps the loop). The outputs against
+LiteRT are test_lstm.py's."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import pytest
 from litert_py import Interpreter
 from litert_py.ops.recurrent import lstm_cell, lstm_plan
 from litert_py.schema.builder import ModelBuilder
+from tests.ops.recurrent._weights import weights
 from tests.ops.recurrent.test_lstm import _bidi_cell
 
 F32 = np.float32
@@ -43,14 +47,18 @@ SPECIAL = np.array(
 )
 
 
-def _model(rng, tm: bool, batch: int, time: int, clip: float, n_in: int, n: int, scale: float):
+def _model(rng, tm: bool, batch: int, time: int, clip: float, n_in: int, n: int, scale: float, hybrid=False):
     """UNIDIRECTIONAL_SEQUENCE_LSTM, plain (no peephole, projection, CIFG or layer norm); ``scale`` the input
-    weights' sigma (large: gate inputs of every magnitude)."""
+    weights' sigma (large: gate inputs of every magnitude); ``hybrid``: int8 weights."""
     b = ModelBuilder()
     xshape = (time, batch, n_in) if tm else (batch, time, n_in)
     ins = [b.input("x", xshape, F32)]
-    ins += [b.const(f"w_{g}", (rng.standard_normal((n, n_in)) * scale).astype(F32)) for g in "ifco"]
-    ins += [b.const(f"r_{g}", (rng.standard_normal((n, n)) * 0.4).astype(F32)) for g in "ifco"]
+    if hybrid:
+        ins += [weights(b, rng, f"w_{g}", (n, n_in), True, 0.01 * scale) for g in "ifco"]
+        ins += [weights(b, rng, f"r_{g}", (n, n), True) for g in "ifco"]
+    else:
+        ins += [b.const(f"w_{g}", (rng.standard_normal((n, n_in)) * scale).astype(F32)) for g in "ifco"]
+        ins += [b.const(f"r_{g}", (rng.standard_normal((n, n)) * 0.4).astype(F32)) for g in "ifco"]
     ins += [-1] * 3
     ins += [b.const(f"b_{g}", rng.standard_normal(n).astype(F32)) for g in "ifco"]
     ins += [-1, -1]
@@ -74,11 +82,18 @@ def _run(model, feeds) -> list:
 
 
 def _planned_and_stepped(monkeypatch, model, feeds) -> tuple[list, list, list]:
+    """The outputs with the plan, and the general loop's (``_advance``); whether the plan ran, per call; and the
+    outputs of lstm_plan._plain_run (run_planned off) checked equal to the general loop's on the way."""
     real, taken = lstm_plan.run_planned, []
-    monkeypatch.setattr(lstm_cell, "run_planned", lambda *a: taken.append(real(*a)) or taken[-1])
-    planned = _run(model, feeds)
-    monkeypatch.setattr(lstm_cell, "run_planned", lambda *a: False)
-    return planned, _run(model, feeds), taken
+    with monkeypatch.context() as m:
+        m.setattr(lstm_cell, "run_planned", lambda *a: taken.append(real(*a)) or taken[-1])
+        planned = _run(model, feeds)
+        m.setattr(lstm_cell, "run_planned", lambda *a: False)
+        plain_run = _run(model, feeds)
+        m.setattr(lstm_cell.LstmCell, "plain", property(lambda self: False))
+        stepped = _run(model, feeds)
+    _assert_same_bytes(plain_run, stepped)
+    return planned, stepped, taken
 
 
 def _assert_same_bytes(a_list, b_list) -> None:
@@ -99,18 +114,27 @@ def _feeds(rng, xshape, tm: bool, special: bool) -> list:
     return feeds
 
 
-CASES = [(tm, b, clip, sp) for tm in (True, False) for b in (1, 3) for clip in (0.0, 0.5) for sp in (False, True)]
+CASES = [
+    (h, tm, b, clip, sp)
+    for h in (False, True)
+    for tm in (True, False)
+    for b in (1, 3)
+    for clip in (0.0, 0.5)
+    for sp in (False, True)
+]
 
 
 @pytest.mark.parametrize(
-    "tm,batch,clip,special", CASES, ids=[f"tm{int(t)}-b{b}-clip{c}-sp{int(s)}" for t, b, c, s in CASES]
+    "hybrid,tm,batch,clip,special",
+    CASES,
+    ids=[f"{'hybrid' if h else 'float'}-tm{int(t)}-b{b}-clip{c}-sp{int(s)}" for h, t, b, c, s in CASES],
 )
-def test_planned_sequence_equals_stepped(monkeypatch, tm, batch, clip, special):
-    rng = np.random.default_rng(100 * batch + 10 * tm + 2 * special + (clip > 0))
+def test_planned_sequence_equals_stepped(monkeypatch, hybrid, tm, batch, clip, special):
+    rng = np.random.default_rng(100 * batch + 10 * tm + 2 * special + (clip > 0) + 1000 * hybrid)
     for n_in, n, scale in ((5, 8, 0.4), (1, 1, 0.4), (8, 8, 1e3 if special else 30.0)):
-        model, xshape = _model(rng, tm, batch, 7, clip, n_in, n, scale)
+        model, xshape = _model(rng, tm, batch, 7, clip, n_in, n, scale, hybrid)
         planned, stepped, taken = _planned_and_stepped(monkeypatch, model, _feeds(rng, xshape, tm, special))
-        assert taken and all(taken), "the bound plan was not taken"
+        assert taken and all(taken) != hybrid, "the bound plan runs for float32 cells only"
         _assert_same_bytes(planned, stepped)
 
 
