@@ -301,14 +301,7 @@ class _LogisticPacket:
         v, m, r, t, r2, pp, po, mul, add = self.v, self.m, self.r, self.t, self.r2, self.pp, self.po, _MUL, _ADD
         steps = (
             (clip_ufunc, x, _LOG_CLIP_LO, _LOG_EXP_HI, v),
-            (mul, v, _HALF, v),
-            (mul, v, _LOG2EF, m),
-            (add, m, _HALF, m),
-            (np.floor, m, m),
-            (mul, m, _EXP_C1, r),
-            (add, r, v, r),
-            (mul, m, _EXP_C2, t),
-            (add, r, t, r),
+            *_exp_reduction(v, m, r, t),
             (mul, r, r, self.r2a),
             (mul, r, r, r2),
             (mul, self.rr, self.k[0], pp),
@@ -326,6 +319,22 @@ class _LogisticPacket:
             (_DIV, po, self.den, out),
         )
         return [(f, a, {}) for f, *a in steps]
+
+
+def _exp_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray) -> tuple:
+    """The packet logistic's first steps after its clamp, as (function, *args) tuples: ``v`` (the clamped x) halved
+    in place, ``m = floor(v log2e + 1/2)`` and ``r = (m C1 + v) + m C2`` (Cephes' range reduction of exp(v)); ``t``
+    scratch."""
+    return (
+        (_MUL, v, _HALF, v),
+        (_MUL, v, _LOG2EF, m),
+        (_ADD, m, _HALF, m),
+        (np.floor, m, m),
+        (_MUL, m, _EXP_C1, r),
+        (_ADD, r, v, r),
+        (_MUL, m, _EXP_C2, t),
+        (_ADD, r, t, r),
+    )
 
 
 class LogisticTanhWork:
@@ -381,14 +390,7 @@ class LogisticTanhWork:
         steps = (
             (clip_ufunc, x, self.lo_b, self.hi_b, a),
             (_COPYTO, cc.reshape(2, m), a[self.seg]),
-            (mul, a, _HALF, a),
-            (mul, a, _LOG2EF, mm),
-            (add, mm, _HALF, mm),
-            (np.floor, mm, mm),
-            (mul, mm, _EXP_C1, r),
-            (add, r, a, r),
-            (mul, mm, _EXP_C2, t),
-            (add, r, t, r),
+            *_exp_reduction(a, mm, r, t),
             (mul, crm[: 2 * m + n], crm[: 2 * m + n], s[: 2 * m + n]),  # [x2 | x2 | r2]
             (mul, r, r, r2),
             (mul, s, k[0], h),  # [x2 | x2 | r2 | r2] * [Q | P | P4 | P5]

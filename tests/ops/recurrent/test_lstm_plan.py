@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from litert_py import Interpreter
 from litert_py.ops.recurrent import lstm_cell, lstm_plan
 from litert_py.schema.builder import ModelBuilder
 from tests.ops.recurrent._weights import weights
 from tests.ops.recurrent.test_lstm import _bidi_cell
+from tests.ops.recurrent.test_lstm_pair import _run
 
 F32 = np.float32
 #: gate inputs where Eigen's tanh / logistic emulations change branch or round specially
@@ -68,17 +68,6 @@ def _model(rng, tm: bool, batch: int, time: int, clip: float, n_in: int, n: int,
     b.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [out], opts)
     b.output(out)
     return b.build(), xshape
-
-
-def _run(model, feeds) -> list:
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    res = []
-    for x in feeds:  # the states carry over from one invoke to the next
-        it.set_tensor(it.get_input_details()[0]["index"], x)
-        it.invoke()
-        res += [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
-    return res
 
 
 def _planned_and_stepped(monkeypatch, model, feeds) -> tuple[list, list, list]:
