@@ -39,7 +39,9 @@ glibc's in the last bit for some inputs); without a C library numpy's float32 ex
 Speed: on the small arrays of recurrent kernels (64-256 values) a numpy call costs ~0.3 us whatever its length,
 so the packet formulas run as the scratch classes ``_Tanh`` (15 calls instead of 21) and ``_LogisticPacket``
 (23 instead of 28), each exact by the argument in its docstring (checked equal to the plain transcription on
-all 2^32 inputs); kernels hold one per buffer length through ``tanh_work`` / ``logistic_work``.
+all 2^32 inputs); kernels hold one per buffer length through ``tanh_work`` / ``logistic_work``. For bound plans
+(ops/bound_plan.py) ``tanh_listing(n).calls`` lists the tanh's calls, and ``LogisticTanhWork`` lists an LSTM
+step's gate sigmoids and cell-gate tanh as one sequence of 33 calls (instead of 24 + 15; its docstring).
 """
 
 from __future__ import annotations
@@ -129,12 +131,6 @@ def tanh_listing(n: int) -> _Tanh:
     """Eigen's tanh of 1-D float32 arrays of length ``n`` (any n > 0) with prepared scratch, offering ``calls(x,
     out)``: its numpy calls for a bound plan. Elementwise, so the values of ``eigen_tanh`` at every length."""
     return _Tanh(n)
-
-
-def logistic_listing(n: int) -> _LogisticPacket:
-    """Eigen's packet logistic of 1-D float32 arrays of length ``n`` (whole packets: n % 4 == 0; any n > 0) with
-    prepared scratch, offering ``calls(x, out)``: ``logistic_into``'s values on such a buffer at every length."""
-    return _LogisticPacket(n)
 
 
 def _logistic_packet(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -295,31 +291,6 @@ class _LogisticPacket:
         add(po, _ONE, self.den)
         _DIV(po, self.den, out)
 
-    def calls(self, x: np.ndarray, out: np.ndarray) -> list:
-        """``__call__``'s numpy calls on ``x`` and ``out`` as (function, args, kwargs) triples, in order, for a
-        kernel's bound plan (tests/ops/test_eigen_math.py checks both equal)."""
-        v, m, r, t, r2, pp, po, mul, add = self.v, self.m, self.r, self.t, self.r2, self.pp, self.po, _MUL, _ADD
-        steps = (
-            (clip_ufunc, x, _LOG_CLIP_LO, _LOG_EXP_HI, v),
-            *_exp_reduction(v, m, r, t),
-            (mul, r, r, self.r2a),
-            (mul, r, r, r2),
-            (mul, self.rr, self.k[0], pp),
-            (add, pp, self.k[1], pp),
-            (mul, po, r, po),
-            (add, po, self.pe, po),
-            (mul, po, r2, po),
-            (add, r, _ONE, r),
-            (add, po, r, po),
-            (add, m, _MAGIC, m),
-            (np.left_shift, self.mi, _S23, self.mi),
-            (mul, po, m, po),
-            (mul, po, po, po),
-            (add, po, _ONE, self.den),
-            (_DIV, po, self.den, out),
-        )
-        return [(f, a, {}) for f, *a in steps]
-
 
 def _exp_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray) -> tuple:
     """The packet logistic's first steps after its clamp, as (function, *args) tuples: ``v`` (the clamped x) halved
@@ -338,14 +309,16 @@ def _exp_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray) -
 
 
 class LogisticTanhWork:
-    """Eigen's packet logistic of a 1-D float32 buffer of ``n`` values and Eigen's tanh of its lanes
-    ``[lo, hi)`` in one listing of 33 numpy calls (``calls``) where ``_LogisticPacket`` and ``_Tanh`` take 24 + 15:
-    an LSTM step's gate sigmoids and the tanh of its cell gate (gates i, f, c, o of one row), independent of each
-    other. Every lane goes through the same float32 operations, operands in the same order (a NaN's payload
-    follows the first operand), as in those two classes; the calls are shared where the operation is the same:
+    """Eigen's packet logistic of a 1-D float32 buffer of ``n`` values, ``rows`` rows of ``n / rows``, and Eigen's
+    tanh of the lanes ``[lo, hi)`` of each row in one listing of 33 numpy calls (``calls``) where
+    ``_LogisticPacket`` and ``_Tanh`` take 24 + 15: an LSTM step's gate sigmoids and the tanh of its cell gate (gates
+    i, f, c, o of each row), independent of each other. Every lane goes through the same float32 operations,
+    operands in the same order (a NaN's payload follows the first operand), as in those two classes; the calls are
+    shared where the operation is the same:
 
-    - one ``clip`` with per-lane bounds (the tanh clamp on [lo, hi), the logistic clamp elsewhere; the tanh
-      lanes' logistic then runs on their tanh-clamped values and is not used);
+    - one ``clip`` with per-lane bounds (the tanh clamp on the tanh lanes, the logistic clamp elsewhere; the tanh
+      lanes' logistic then runs on their tanh-clamped values and is not used), one copy of the tanh lanes, twice
+      (row after row), into a buffer of their own;
     - the tanh's clamped ``[c | c]``, the logistic's ``r`` and its exponent ``m`` share one buffer
       ``[c | c | r | m]``: one product squares ``[c | c | r]`` and one sum makes ``r + 1`` and ``m + 2^23 + 127``
       (per-lane addends ``[1 | 2^23 + 127]``);
@@ -353,18 +326,18 @@ class LogisticTanhWork:
       recurrence on ``[x2 | x2]``: one buffer ``[x2 | x2 | r2 | r2]`` and per-lane coefficients
       ``[Q | P | even | odd]`` (the tanh's other steps run on its part alone);
     - one division ``[e | p] / [1 + e | q]`` writes ``out``: the logistic of the n lanes, then the tanh of the
-      ``hi - lo`` lanes (the last Horner step and the two final sums write their results where that division
-      reads them).
+      ``rows * (hi - lo)`` tanh lanes, row after row (the last Horner step and the two final sums write their
+      results where that division reads them).
     tests/ops/test_eigen_math.py checks the values equal _LogisticPacket's and _Tanh's on special and random
     inputs."""
 
-    __slots__ = ("n", "m", "seg", "lo_b", "hi_b", "a", "crm", "s", "mi", "t", "h", "k", "k_rm", "num", "den")
+    __slots__ = ("n", "m", "rows", "seg", "lo_b", "hi_b", "a", "crm", "s", "mi", "t", "h", "k", "k_rm", "num", "den")
 
-    def __init__(self, n: int, lo: int, hi: int):
-        m = hi - lo
-        self.n, self.m, self.seg = n, m, slice(lo, hi)
+    def __init__(self, n: int, lo: int, hi: int, rows: int = 1):
+        m = (hi - lo) * rows
+        self.n, self.m, self.rows, self.seg = n, m, rows, slice(lo, hi)
         self.lo_b, self.hi_b = np.full(n, _LOG_CLIP_LO, F32), np.full(n, _LOG_EXP_HI, F32)
-        self.lo_b[lo:hi], self.hi_b[lo:hi] = _TANH_NEG_CLAMP, _TANH_CLAMP
+        self.lo_b.reshape(rows, -1)[:, lo:hi], self.hi_b.reshape(rows, -1)[:, lo:hi] = _TANH_NEG_CLAMP, _TANH_CLAMP
         self.a, self.t = np.empty(n, F32), np.empty(n, F32)
         self.crm = np.empty(2 * m + 2 * n, F32)  # [c | c | r | m]
         self.mi = self.crm[2 * m + n :].view(np.uint32)
@@ -389,7 +362,7 @@ class LogisticTanhWork:
         r2, pe, po, p = s[2 * m + n :], h[2 * m : 2 * m + n], h[2 * m + n :], den[n + m :]
         steps = (
             (clip_ufunc, x, self.lo_b, self.hi_b, a),
-            (_COPYTO, cc.reshape(2, m), a[self.seg]),
+            (_COPYTO, cc.reshape(2, self.rows, -1), a.reshape(self.rows, -1)[:, self.seg]),
             *_exp_reduction(a, mm, r, t),
             (mul, crm[: 2 * m + n], crm[: 2 * m + n], s[: 2 * m + n]),  # [x2 | x2 | r2]
             (mul, r, r, r2),

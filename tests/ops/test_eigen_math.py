@@ -321,36 +321,42 @@ def test_joint_logistic_tanh_bit_exact(grid):
                 _assert_bits(chunk[512:768], out[1024:], ts[i + 512 : i + 768])
 
 
-@pytest.mark.parametrize("n,lo,hi", [(4, 2, 3), (8, 4, 6), (12, 0, 3), (20, 10, 15), (256, 128, 192), (7, 6, 7)])
-def test_joint_logistic_tanh_small(n, lo, hi):
-    """LogisticTanhWork at LSTM-like sizes and segment places (bound as a plan, as lstm_plan runs it) against
+@pytest.mark.parametrize(
+    "n,lo,hi,rows",
+    [(4, 2, 3, 1), (8, 4, 6, 1), (12, 0, 3, 1), (20, 10, 15, 1), (256, 128, 192, 1), (7, 6, 7, 1)]
+    + [(8, 2, 3, 2), (24, 4, 6, 3), (40, 10, 15, 2), (512, 128, 192, 2)],
+)
+def test_joint_logistic_tanh_small(n, lo, hi, rows):
+    """LogisticTanhWork at LSTM-like sizes, segment places and rows (bound as a plan, as lstm_plan runs it) against
     _LogisticPacket and _Tanh on the same values, special values included."""
-    rng = np.random.default_rng(n + lo)
+    rng = np.random.default_rng(n + lo + rows)
     specials = _edge_values()[-12:]
-    work, out = LogisticTanhWork(n, lo, hi), np.empty(n + hi - lo, np.float32)
+    m = (hi - lo) * rows
+    work, out = LogisticTanhWork(n, lo, hi, rows), np.empty(n + m, np.float32)
     x = np.empty(n, np.float32)
     plan = bound_plan(work.calls(x, out))
-    keep = np.ones(n, bool)
-    keep[lo:hi] = False
+    keep = np.ones((rows, n // rows), bool)
+    keep[:, lo:hi] = False
+    keep = keep.reshape(-1)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         for _ in range(200):
             x[...] = rng.standard_normal(n) * rng.choice([0.01, 1.0, 10.0, 100.0])
             x[rng.integers(0, n, n // 3 + 1)] = rng.choice(specials, n // 3 + 1)
             for call in plan:
                 call()
-            log, tanh = np.empty(n, np.float32), np.empty(hi - lo, np.float32)
+            log, tanh = np.empty(n, np.float32), np.empty(m, np.float32)
             _LogisticPacket(n)(x, log)
-            _Tanh(hi - lo)(x[lo:hi].copy(), tanh)
+            seg = x.reshape(rows, -1)[:, lo:hi].reshape(-1)
+            _Tanh(m)(seg.copy(), tanh)
             _assert_bits(x[keep], out[:n][keep], log[keep])
-            _assert_bits(x[lo:hi], out[n:], tanh)
+            _assert_bits(seg, out[n:], tanh)
 
 
-@pytest.mark.parametrize("cls", [_Tanh, _LogisticPacket], ids=["tanh", "logistic"])
-def test_listed_calls_equal_call(cls):
-    """_Tanh.calls / _LogisticPacket.calls (the calls lstm_plan binds) give __call__'s bits, on the edge values."""
+def test_listed_calls_equal_call():
+    """_Tanh.calls (the calls lstm_plan binds: tanh_listing) give __call__'s bits, on the edge values."""
     x = _edge_values()
     x = x[: x.size // 64 * 64]
-    work, ours, theirs = cls(64), np.empty_like(x), np.empty_like(x)
+    work, ours, theirs = _Tanh(64), np.empty_like(x), np.empty_like(x)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         for i in range(0, x.size, 64):
             work(x[i : i + 64], theirs[i : i + 64])

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..bound_plan import bound_plan
 from ..common import clip_ufunc
-from ..eigen_math import LogisticTanhWork, logistic_listing, tanh_listing
+from ..eigen_math import LogisticTanhWork, tanh_listing
 from .lstm_common import F32
 
 __all__ = ["MAX_PLAN_STEPS", "run_planned", "step_activation"]
@@ -123,17 +123,15 @@ def _one_row(cell, acc, c) -> tuple:
 
 
 def _rows(cell, acc, c) -> tuple:
-    """Several rows: the sigmoid of every gate (the cell gate's unused), the tanh of the cell gate copied out of
-    the rows, the cell update in three products (``c * f``, ``g * i``, their sum); ``_one_row``'s tuple."""
-    n, k, mul, add = cell.n_cell, cell._seq.k, np.multiply, np.add
-    n_rows = acc.shape[0]
-    sg = np.empty_like(acc)
-    gates = sg.reshape(n_rows, 4, n)
-    fg, ig, og, cg = gates[:, k - 1], gates[:, 0], gates[:, k + 1], acc.reshape(gates.shape)[:, k]
-    g = np.empty(cg.shape, F32)
+    """Several rows: LogisticTanhWork's joint calls over all rows write ``[s (R, 4 n) | g (R, n)]`` into one
+    buffer, then the cell update in three products on strided views of the sigmoids (``c * f``, ``g * i``, their
+    sum); ``_one_row``'s tuple."""
+    n, n_rows, k, mul, add = cell.n_cell, acc.shape[0], cell._seq.k, np.multiply, np.add
+    out = np.empty(5 * n * n_rows, F32)
+    gates, g = out[: 4 * n * n_rows].reshape(n_rows, 4, n), out[4 * n * n_rows :].reshape(n_rows, n)
+    fg, ig, og = gates[:, k - 1], gates[:, 0], gates[:, k + 1]
     cs = c if c.flags.c_contiguous else np.empty(c.shape, F32)  # a strided state runs on a copy
-    step = logistic_listing(acc.size).calls(acc.reshape(-1), sg.reshape(-1))
-    step += [(np.copyto, (g, cg), {}), *tanh_listing(g.size).calls(g.reshape(-1), g.reshape(-1))]
+    step = LogisticTanhWork(acc.size, 2 * n, 3 * n, n_rows).calls(acc.reshape(-1), out)  # gates i, f, c, o
     step += [(mul, (cs, fg, cs), {}), (mul, (g, ig, g), {}), (add, (cs, g, cs), {}), *_cell_clip(cell, cs)]
     if cs is c:
         return [], step, [], cs, og
