@@ -23,7 +23,7 @@ import numpy as np
 from ..bound_plan import bound_plan
 from ..common import clip_ufunc
 from ..eigen_math import LogisticTanhWork, tanh_listing
-from .lstm_common import F32
+from .lstm_common import F32, ZERO
 
 __all__ = ["MAX_PLAN_STEPS", "run_planned", "step_activation"]
 
@@ -38,16 +38,14 @@ def _layout(a: np.ndarray) -> tuple:
 
 @dataclass(frozen=True, eq=False)
 class SequencePlanBound:
-    """One cell's plan for one layout (``key``): ``pre`` the gate-input buffer its calls read, ``calls`` the
-    partial objects of every step."""
+    """One cell's plan for one layout (``key``): ``pre`` the gate-input buffer its calls read, ``inputs`` the
+    partial objects computing ``pre`` without an aux input (lstm_cell.LstmCell._sequence_inputs' products and
+    sums; None with an aux input: that function then runs), ``calls`` those of every step."""
 
     key: tuple
     pre: np.ndarray
+    inputs: tuple | None
     calls: tuple
-
-    def run(self) -> None:
-        for call in self.calls:
-            call()
 
 
 def run_planned(cell, x3, aux3, h, c, out3, reverse: bool) -> bool:
@@ -57,21 +55,42 @@ def run_planned(cell, x3, aux3, h, c, out3, reverse: bool) -> bool:
     d = cell._seq
     if not (cell.plain and d.h_wt is not None and n_steps <= MAX_PLAN_STEPS and c.dtype == F32):
         return False
-    key = (n_steps, n_batch, reverse, _layout(h), _layout(c), _layout(out3))
+    planned_x = aux3 is None and cell.x.combined.wt is not None  # the input products in the plan
+    key = (n_steps, n_batch, reverse, _layout(h), _layout(c), _layout(out3), planned_x and _layout(x3))
     bound = getattr(cell, "_bound_sequence", None)
     if bound is None or bound.key != key:
-        bound = _build(cell, key, n_steps, n_batch, h, c, out3, reverse)
+        bound = _build(cell, key, x3 if planned_x else None, h, c, out3, reverse)
         object.__setattr__(cell, "_bound_sequence", bound)
-    cell._sequence_inputs(x3, aux3, out=bound.pre)
-    bound.run()
+    if bound.inputs is None:
+        cell._sequence_inputs(x3, aux3, out=bound.pre)
+    else:
+        for call in bound.inputs:
+            call()
+        nz = x3.reshape(n_steps, -1).any(axis=1)
+        if not nz.all():  # an all-zero step skips its product (IsZeroVector): its gate inputs are the biases
+            bound.pre[~nz] = d.base
+    for call in bound.calls:
+        call()
     return True
 
 
-def _build(cell, key, n_steps, n_batch, h, c, out3, reverse) -> SequencePlanBound:
-    """The plan's buffers and calls: per step the recurrent product, the gate inputs, ``step_activation``'s
-    calls and ``o * tanh(c)`` into the step's output."""
+def _input_calls(cell, x3, pre) -> list:
+    """``_sequence_inputs``' products and sums without an aux input (its zero steps aside): one product per step
+    (lstm_cell.LstmCell._input_products), ``+ 0`` (-0 -> +0), ``+ bias``."""
+    wt = cell.x.combined.wt
+    mm = np.dot if wt.shape[1] > 1 else np.matmul  # lstm_cell._float_dot
+    calls = [(mm, (x3[t], wt, pre[t]), {}) for t in range(x3.shape[0])]
+    return [*calls, (np.add, (pre, ZERO, pre), {}), (np.add, (pre, cell._seq.base, pre), {})]
+
+
+def _build(cell, key, x3, h, c, out3, reverse) -> SequencePlanBound:
+    """The plan's buffers and calls: the gate inputs of every step (``_input_calls``; when ``x3`` is given), then
+    per step the recurrent product, the gate inputs, ``step_activation``'s calls and ``o * tanh(c)`` into the
+    step's output."""
     d, n, mul, add = cell._seq, cell.n_cell, np.multiply, np.add
+    n_steps, n_batch = out3.shape[:2]
     pre = np.empty((n_steps, n_batch, 4 * n), F32)
+    inputs = None if x3 is None else bound_plan(_input_calls(cell, x3, pre))
     acc, rs = np.empty((n_batch, 4 * n), F32), np.empty((n_batch, 4 * n), F32)
     first, step, last, og, t = step_activation(cell, acc, c)
     calls, wt, h_prev = list(first), d.h_wt, h
@@ -81,7 +100,7 @@ def _build(cell, key, n_steps, n_batch, h, c, out3, reverse) -> SequencePlanBoun
         calls += [(mm, (h_prev, wt, rs), {}), (add, (pre[ts], rs, acc), {}), *step, (mul, (t, og, dst), {})]
         h_prev = dst
     calls += [(np.copyto, (h, h_prev), {}), *last]
-    return SequencePlanBound(key, pre, bound_plan(calls))
+    return SequencePlanBound(key, pre, inputs, bound_plan(calls))
 
 
 def step_activation(cell, acc: np.ndarray, c: np.ndarray) -> tuple:

@@ -47,9 +47,10 @@ SPECIAL = np.array(
 )
 
 
-def _model(rng, tm: bool, batch: int, time: int, clip: float, n_in: int, n: int, scale: float, hybrid=False):
+def _model(rng, tm: bool, batch: int, time: int, clip: float, n_in: int, n: int, scale: float, hybrid=False, inf=False):
     """UNIDIRECTIONAL_SEQUENCE_LSTM, plain (no peephole, projection, CIFG or layer norm); ``scale`` the input
-    weights' sigma (large: gate inputs of every magnitude); ``hybrid``: int8 weights."""
+    weights' sigma (large: gate inputs of every magnitude); ``hybrid``: int8 weights; ``inf``: an infinite input
+    weight (float), whose product with an all-zero step that LiteRT skips would be NaN."""
     b = ModelBuilder()
     xshape = (time, batch, n_in) if tm else (batch, time, n_in)
     ins = [b.input("x", xshape, F32)]
@@ -57,7 +58,9 @@ def _model(rng, tm: bool, batch: int, time: int, clip: float, n_in: int, n: int,
         ins += [weights(b, rng, f"w_{g}", (n, n_in), True, 0.01 * scale) for g in "ifco"]
         ins += [weights(b, rng, f"r_{g}", (n, n), True) for g in "ifco"]
     else:
-        ins += [b.const(f"w_{g}", (rng.standard_normal((n, n_in)) * scale).astype(F32)) for g in "ifco"]
+        w = [(rng.standard_normal((n, n_in)) * scale).astype(F32) for g in "ifco"]
+        w[1][0, 0] = np.inf if inf else w[1][0, 0]
+        ins += [b.const(f"w_{g}", w[k]) for k, g in enumerate("ifco")]
         ins += [b.const(f"r_{g}", (rng.standard_normal((n, n)) * 0.4).astype(F32)) for g in "ifco"]
     ins += [-1] * 3
     ins += [b.const(f"b_{g}", rng.standard_normal(n).astype(F32)) for g in "ifco"]
@@ -94,6 +97,7 @@ def _assert_same_bytes(a_list, b_list) -> None:
 def _feeds(rng, xshape, tm: bool, special: bool) -> list:
     feeds = [(rng.standard_normal(xshape) * 3).astype(F32) for _ in range(3)]
     feeds[1][...] = 0  # an all-zero input: its steps skip the product
+    (feeds[0] if tm else feeds[0].swapaxes(0, 1))[2] = 0  # one all-zero step
     if special:  # special values in the last invoke, NaN only in its last step (NaN spreads through h)
         x = feeds[2]
         steps = x if tm else x.swapaxes(0, 1)
@@ -121,7 +125,7 @@ CASES = [
 def test_planned_sequence_equals_stepped(monkeypatch, hybrid, tm, batch, clip, special):
     rng = np.random.default_rng(100 * batch + 10 * tm + 2 * special + (clip > 0) + 1000 * hybrid)
     for n_in, n, scale in ((5, 8, 0.4), (1, 1, 0.4), (8, 8, 1e3 if special else 30.0)):
-        model, xshape = _model(rng, tm, batch, 7, clip, n_in, n, scale, hybrid)
+        model, xshape = _model(rng, tm, batch, 7, clip, n_in, n, scale, hybrid, inf=special and n_in > 1)
         planned, stepped, taken = _planned_and_stepped(monkeypatch, model, _feeds(rng, xshape, tm, special))
         assert taken and all(taken) != hybrid, "the bound plan runs for float32 cells only"
         _assert_same_bytes(planned, stepped)
