@@ -118,6 +118,50 @@ class TanhFloat:
     def __call__(self, inputs, outputs):
         np.tanh(inputs[INPUT], out=outputs[OUTPUT], dtype=np.float32)
 
+    def after_arithmetic(self, ufunc, clamp) -> ArithmeticThenActivation:
+        """This TANH reading a float32 ADD / SUB / MUL / DIV (elementwise.Arithmetic.feeding): both in one step,
+        the arithmetic written into the output and the tanh taken there in place."""
+        return ArithmeticThenActivation(ufunc, _kept_clamp(clamp), self, None)
+
+
+def _kept_clamp(clamp: tuple) -> tuple | None:
+    """The arithmetic's clamp, or None for the float32 range itself (ArithmeticThenActivation)."""
+    return None if clamp[0] == -_FLT_MAX and clamp[1] == _FLT_MAX else clamp
+
+
+_FLT_MAX = np.finfo(np.float32).max
+
+
+@dataclass(frozen=True, eq=False)
+class ArithmeticThenActivation:
+    """A float32 ADD / SUB / MUL / DIV whose output only a LOGISTIC or TANH reads, as one step (fused by
+    ops/slice_views.fuse_feeding through elementwise.Arithmetic.feeding): ``ufunc(a, b)`` into ``t`` (a scratch
+    of its shape; TANH: the output, then a tanh in place), its clamp, then the activation on ``t``. Without a
+    fused activation the arithmetic clamps to the float32 range (+-inf -> +-FLT_MAX, NaN kept); that clamp is
+    skipped (``clamp`` None): both activations give the same bits for +-inf as for +-FLT_MAX (LOGISTIC 1 and 0,
+    TANH +-1) and NaN reaches them either way, so the output is the unfused pair's (the tensor between them is
+    not kept, as for every fused step). A narrower clamp (a fused RELU-type activation) is applied."""
+
+    ufunc: np.ufunc
+    clamp: tuple | None
+    act: object  # the LOGISTIC / TANH prepared op
+    t: np.ndarray | None  # the intermediate's scratch; None: the output (TANH, in place)
+
+    def bind(self, inputs, outputs) -> None:
+        bind = getattr(self.act, "bind", None)
+        if bind is not None:
+            bind([self.t], outputs)
+
+    def __call__(self, inputs, outputs):
+        t = outputs[OUTPUT] if self.t is None else self.t
+        self.ufunc(inputs[0], inputs[1], t)
+        if self.clamp is not None:
+            clip_ufunc(t, self.clamp[0], self.clamp[1], t)
+        if self.t is None:
+            np.tanh(t, t)
+        else:
+            self.act([t], outputs)
+
 
 @dataclass(frozen=True, eq=False)
 class LogisticFloat:
@@ -207,6 +251,11 @@ class LogisticFloatSmall(LogisticFloat):
     branches (3.4 -> 2.2 us on (1, 32), alone, hot)."""
 
     _bound = None  # bind's (the input, the output, the check calls, the main-branch calls), or None
+
+    def after_arithmetic(self, ufunc, clamp) -> ArithmeticThenActivation:
+        """This LOGISTIC reading a float32 ADD / SUB / MUL / DIV (elementwise.Arithmetic.feeding): both in one
+        step, the arithmetic written into a scratch that this op is bound to."""
+        return ArithmeticThenActivation(ufunc, _kept_clamp(clamp), self, np.empty(self.low.shape, np.float32))
 
     def bind(self, inputs, outputs) -> None:
         x, out, bound = inputs[INPUT], outputs[OUTPUT], None

@@ -39,7 +39,9 @@ glibc's in the last bit for some inputs); without a C library numpy's float32 ex
 Speed: on the small arrays of recurrent kernels (64-256 values) a numpy call costs ~0.3 us whatever its length,
 so the packet formulas run as the scratch classes ``_Tanh`` (15 calls instead of 21) and ``_LogisticPacket``
 (23 instead of 28), each exact by the argument in its docstring (checked equal to the plain transcription on
-all 2^32 inputs); kernels hold one per buffer length through ``tanh_work`` / ``logistic_work``.
+all 2^32 inputs); kernels hold one per buffer length through ``tanh_work`` / ``logistic_work``. For bound plans
+(ops/bound_plan.py) ``tanh_listing(n).calls`` lists the tanh's calls, and ``LogisticTanhWork`` lists an LSTM
+step's gate sigmoids and cell-gate tanh as one sequence of 33 calls (instead of 24 + 15; its docstring).
 """
 
 from __future__ import annotations
@@ -125,6 +127,12 @@ def logistic_work(n: int):
     return lambda x, out: eigen_logistic(x, out=out)
 
 
+def tanh_listing(n: int) -> _Tanh:
+    """Eigen's tanh of 1-D float32 arrays of length ``n`` (any n > 0) with prepared scratch, offering ``calls(x,
+    out)``: its numpy calls for a bound plan. Elementwise, so the values of ``eigen_tanh`` at every length."""
+    return _Tanh(n)
+
+
 def _logistic_packet(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``scalar_logistic_op<float>::packetOp`` elementwise (into ``out``, a new float32 array by default).
     Overflow / underflow / invalid warnings are the caller's to silence (the kernels run inside np.errstate)."""
@@ -203,6 +211,23 @@ class _Tanh:
         add(p, c, p)
         _DIV(p, self.q, out)
 
+    def calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        """``__call__``'s numpy calls on ``x`` and ``out`` as (function, args, kwargs) triples, in order, for a
+        kernel's bound plan (ops/bound_plan.bound_plan; tests/ops/test_eigen_math.py checks both equal)."""
+        c, cc, xx, pq, p, k, mul, add = self.c, self.cc, self.xx, self.pq, self.p, self.k, _MUL, _ADD
+        horner = [(f, (pq, b, pq), {}) for i in range(1, 5) for f, b in ((add, k[i]), (mul, xx))][:-1]
+        return [
+            (clip_ufunc, (x, _TANH_NEG_CLAMP, _TANH_CLAMP, c), {}),
+            (_COPYTO, (self.c2, c), {}),
+            (mul, (cc, cc, xx), {}),
+            (mul, (xx, k[0], pq), {}),
+            *horner,
+            (mul, (self.x3, c, self.x3), {}),
+            (mul, (p, self.x3, p), {}),
+            (add, (p, c, p), {}),
+            (_DIV, (p, self.q, out), {}),
+        ]
+
 
 # the ufuncs of the per-step emulations, bound once (output arrays are passed positionally: ~0.05 us a call less)
 _MUL, _ADD, _DIV, _COPYTO = np.multiply, np.add, np.divide, np.copyto
@@ -265,6 +290,105 @@ class _LogisticPacket:
         mul(po, po, po)  # exp(x) = exp(x / 2)^2
         add(po, _ONE, self.den)
         _DIV(po, self.den, out)
+
+
+def _exp_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray) -> tuple:
+    """The packet logistic's first steps after its clamp, as (function, *args) tuples: ``v`` (the clamped x) halved
+    in place, ``m = floor(v log2e + 1/2)`` and ``r = (m C1 + v) + m C2`` (Cephes' range reduction of exp(v)); ``t``
+    scratch."""
+    return (
+        (_MUL, v, _HALF, v),
+        (_MUL, v, _LOG2EF, m),
+        (_ADD, m, _HALF, m),
+        (np.floor, m, m),
+        (_MUL, m, _EXP_C1, r),
+        (_ADD, r, v, r),
+        (_MUL, m, _EXP_C2, t),
+        (_ADD, r, t, r),
+    )
+
+
+class LogisticTanhWork:
+    """Eigen's packet logistic of a 1-D float32 buffer of ``n`` values, ``rows`` rows of ``n / rows``, and Eigen's
+    tanh of the lanes ``[lo, hi)`` of each row in one listing of 33 numpy calls (``calls``) where
+    ``_LogisticPacket`` and ``_Tanh`` take 24 + 15: an LSTM step's gate sigmoids and the tanh of its cell gate (gates
+    i, f, c, o of each row), independent of each other. Every lane goes through the same float32 operations,
+    operands in the same order (a NaN's payload follows the first operand), as in those two classes; the calls are
+    shared where the operation is the same:
+
+    - one ``clip`` with per-lane bounds (the tanh clamp on the tanh lanes, the logistic clamp elsewhere; the tanh
+      lanes' logistic then runs on their tanh-clamped values and is not used), one copy of the tanh lanes, twice
+      (row after row), into a buffer of their own;
+    - the tanh's clamped ``[c | c]``, the logistic's ``r`` and its exponent ``m`` share one buffer
+      ``[c | c | r | m]``: one product squares ``[c | c | r]`` and one sum makes ``r + 1`` and ``m + 2^23 + 127``
+      (per-lane addends ``[1 | 2^23 + 127]``);
+    - the logistic's even / odd polynomial step on ``[r2 | r2]`` is the first step of the tanh's P / Q Horner
+      recurrence on ``[x2 | x2]``: one buffer ``[x2 | x2 | r2 | r2]`` and per-lane coefficients
+      ``[Q | P | even | odd]`` (the tanh's other steps run on its part alone);
+    - one division ``[e | p] / [1 + e | q]`` writes ``out``: the logistic of the n lanes, then the tanh of the
+      ``rows * (hi - lo)`` tanh lanes, row after row (the last Horner step and the two final sums write their
+      results where that division reads them).
+    tests/ops/test_eigen_math.py checks the values equal _LogisticPacket's and _Tanh's on special and random
+    inputs."""
+
+    __slots__ = ("n", "m", "rows", "seg", "lo_b", "hi_b", "a", "crm", "s", "mi", "t", "h", "k", "k_rm", "num", "den")
+
+    def __init__(self, n: int, lo: int, hi: int, rows: int = 1):
+        m = (hi - lo) * rows
+        self.n, self.m, self.rows, self.seg = n, m, rows, slice(lo, hi)
+        self.lo_b, self.hi_b = np.full(n, _LOG_CLIP_LO, F32), np.full(n, _LOG_EXP_HI, F32)
+        self.lo_b.reshape(rows, -1)[:, lo:hi], self.hi_b.reshape(rows, -1)[:, lo:hi] = _TANH_NEG_CLAMP, _TANH_CLAMP
+        self.a, self.t = np.empty(n, F32), np.empty(n, F32)
+        self.crm = np.empty(2 * m + 2 * n, F32)  # [c | c | r | m]
+        self.mi = self.crm[2 * m + n :].view(np.uint32)
+        self.k_rm = np.repeat(np.array([_ONE, _MAGIC], F32), n)
+        self.s, self.h = np.empty(2 * m + 2 * n, F32), np.empty(2 * m + 2 * n, F32)
+        self.num, self.den = np.empty(n + m, F32), np.empty(n + 2 * m, F32)
+        a, b = (_ZERO,) + _TANH_ALPHA, _TANH_BETA  # P (one degree lower: a leading zero) and Q, as _Tanh
+        tanh_k = [np.repeat(np.array([b[i], a[i]], F32), m) for i in range(5)]  # [Q | P]
+        tanh_k[0] = np.concatenate([tanh_k[0], np.repeat(np.array([_EXP_P4, _EXP_P5], F32), n)])
+        tanh_k[1] = np.concatenate([tanh_k[1], np.repeat(np.array([_EXP_P2, _EXP_P3], F32), n)])
+        for v in (self.lo_b, self.hi_b, self.k_rm, *tanh_k):
+            v.flags.writeable = False
+        self.k = tuple(tanh_k)
+
+    def calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        """The calls writing ``[logistic(x) | tanh(x[lo:hi])]`` (n + hi - lo values) into ``out`` from ``x`` (n
+        values), as (function, args, kwargs) triples in order (ops/bound_plan.bound_plan)."""
+        n, m, k, mul, add = self.n, self.m, self.k, _MUL, _ADD
+        a, crm, s, t, h, num, den = self.a, self.crm, self.s, self.t, self.h, self.num, self.den
+        cc, r, mm, rm = crm[: 2 * m], crm[2 * m : 2 * m + n], crm[2 * m + n :], crm[2 * m :]
+        c, x2, x3, hq = cc[:m], s[: 2 * m], s[:m], h[: 2 * m]  # tanh: [c | c], [x2 | x2], x2 * c, [Q | P]
+        r2, pe, po, p = s[2 * m + n :], h[2 * m : 2 * m + n], h[2 * m + n :], den[n + m :]
+        steps = (
+            (clip_ufunc, x, self.lo_b, self.hi_b, a),
+            (_COPYTO, cc.reshape(2, self.rows, -1), a.reshape(self.rows, -1)[:, self.seg]),
+            *_exp_reduction(a, mm, r, t),
+            (mul, crm[: 2 * m + n], crm[: 2 * m + n], s[: 2 * m + n]),  # [x2 | x2 | r2]
+            (mul, r, r, r2),
+            (mul, s, k[0], h),  # [x2 | x2 | r2 | r2] * [Q | P | P4 | P5]
+            (add, h, k[1], h),
+            (mul, hq, x2, hq),
+            (add, hq, k[2], hq),
+            (mul, hq, x2, hq),
+            (add, hq, k[3], hq),
+            (mul, hq, x2, hq),
+            (add, hq, k[4], den[n:]),  # [Q | P] into the division's place
+            (mul, po, r, po),
+            (add, po, pe, po),
+            (mul, po, r2, po),
+            (add, rm, self.k_rm, rm),  # r + 1, m + 2^23 + 127
+            (add, po, r, po),
+            (np.left_shift, self.mi, _S23, self.mi),
+            (mul, po, mm, po),
+            (mul, po, po, num[:n]),  # e
+            (add, num[:n], _ONE, den[:n]),
+            (mul, x3, c, x3),
+            (mul, p, x3, p),
+            (add, p, c, num[n:]),
+            (_DIV, num, den[: n + m], out),
+        )
+        return [(f, args, {}) for f, *args in steps]
 
 
 _EXPF = libm_float("expf")

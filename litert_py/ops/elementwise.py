@@ -145,6 +145,14 @@ class Arithmetic:
         """float32 only: this op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""
         return _narrowed(self, lo, hi)
 
+    def feeding(self, consumer):
+        """float32 only: the fused step when ``consumer``, the only reader of this op's output, offers
+        ``after_arithmetic`` (LOGISTIC, TANH: ops/activations.py; ops/slice_views.fuse_feeding), else None."""
+        after = getattr(consumer, "after_arithmetic", None)
+        if after is None or self.clamp is None or getattr(self.clamp[0], "dtype", None) != np.float32:
+            return None
+        return after(self.ufunc, self.clamp)
+
 
 @dataclass(frozen=True, eq=False)
 class ArithmeticChannelRow(BoundCalls2):

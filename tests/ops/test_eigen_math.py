@@ -15,9 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from litert_py.ops.bound_plan import bound_plan, run_calls
 from litert_py.ops.eigen_math import (
+    LogisticTanhWork,
     _logistic_packet,
     _logistic_scalar,
+    _LogisticPacket,
+    _Tanh,
     eigen_logistic,
     eigen_tanh,
     logistic_work,
@@ -289,3 +293,72 @@ def test_lstm_output_gate_offset(batch, n, cifg):
     _assert_bits(x, eigen_logistic(x, offset=offset), theirs)
     if offset % 4:  # the test can fail: ignoring the buffer's misalignment gives other bits
         assert (eigen_logistic(x).view(np.int32) != theirs.view(np.int32)).any()
+
+
+def _joint_input(grid) -> np.ndarray:
+    """The edge values and the grid's bit patterns, padded to whole 1024-value chunks."""
+    x = np.concatenate([_edge_values(), grid[-(2**32 // 4099 + 40) :]])
+    return np.concatenate([x, np.zeros(-x.size % 1024, np.float32)])
+
+
+def test_joint_logistic_tanh_bit_exact(grid):
+    """LogisticTanhWork (an LSTM step's gate sigmoids and cell-gate tanh in one listing) on 1024 lanes, tanh on
+    lanes [512, 768): every value goes through the tanh lanes once and the logistic lanes three times (four
+    rotations), against LiteRT's Eigen LOGISTIC and TANH, bit for bit."""
+    oracle()
+    x = _joint_input(grid)
+    log_theirs, tanh_theirs = _theirs("LOGISTIC", x), _theirs("TANH", x)
+    work, out = LogisticTanhWork(1024, 512, 768), np.empty(1024 + 256, np.float32)
+    keep = np.ones(1024, bool)
+    keep[512:768] = False
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for shift in range(0, 1024, 256):
+            xs, ls, ts = (np.roll(v, shift) for v in (x, log_theirs, tanh_theirs))
+            for i in range(0, x.size, 1024):
+                chunk = xs[i : i + 1024].copy()
+                run_calls(work.calls(chunk, out))
+                _assert_bits(chunk[keep], out[:1024][keep], ls[i : i + 1024][keep])
+                _assert_bits(chunk[512:768], out[1024:], ts[i + 512 : i + 768])
+
+
+@pytest.mark.parametrize(
+    "n,lo,hi,rows",
+    [(4, 2, 3, 1), (8, 4, 6, 1), (12, 0, 3, 1), (20, 10, 15, 1), (256, 128, 192, 1), (7, 6, 7, 1)]
+    + [(8, 2, 3, 2), (24, 4, 6, 3), (40, 10, 15, 2), (512, 128, 192, 2)],
+)
+def test_joint_logistic_tanh_small(n, lo, hi, rows):
+    """LogisticTanhWork at LSTM-like sizes, segment places and rows (bound as a plan, as lstm_plan runs it) against
+    _LogisticPacket and _Tanh on the same values, special values included."""
+    rng = np.random.default_rng(n + lo + rows)
+    specials = _edge_values()[-12:]
+    m = (hi - lo) * rows
+    work, out = LogisticTanhWork(n, lo, hi, rows), np.empty(n + m, np.float32)
+    x = np.empty(n, np.float32)
+    plan = bound_plan(work.calls(x, out))
+    keep = np.ones((rows, n // rows), bool)
+    keep[:, lo:hi] = False
+    keep = keep.reshape(-1)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for _ in range(200):
+            x[...] = rng.standard_normal(n) * rng.choice([0.01, 1.0, 10.0, 100.0])
+            x[rng.integers(0, n, n // 3 + 1)] = rng.choice(specials, n // 3 + 1)
+            for call in plan:
+                call()
+            log, tanh = np.empty(n, np.float32), np.empty(m, np.float32)
+            _LogisticPacket(n)(x, log)
+            seg = x.reshape(rows, -1)[:, lo:hi].reshape(-1)
+            _Tanh(m)(seg.copy(), tanh)
+            _assert_bits(x[keep], out[:n][keep], log[keep])
+            _assert_bits(seg, out[n:], tanh)
+
+
+def test_listed_calls_equal_call():
+    """_Tanh.calls (the calls lstm_plan binds: tanh_listing) give __call__'s bits, on the edge values."""
+    x = _edge_values()
+    x = x[: x.size // 64 * 64]
+    work, ours, theirs = _Tanh(64), np.empty_like(x), np.empty_like(x)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for i in range(0, x.size, 64):
+            work(x[i : i + 64], theirs[i : i + 64])
+            run_calls(work.calls(x[i : i + 64], ours[i : i + 64]))
+    _assert_bits(x, ours, theirs)

@@ -41,9 +41,13 @@ hybrid kernel computes each step's input products inside the loop (its products 
 scratch) and applies the gate sigmoids gate by gate. numpy 2.4's in-place float32 ``np.negative`` is wrong on a
 strided (B, 1) view, so the sigmoid negates with ``* -1``.
 The gate sigmoids and the tanh of the cell gate and state use eigen_math's prepared-scratch emulations
-(``logistic_work`` / ``tanh_work``, the same arithmetic in fewer numpy calls); a plain cell (``LstmCell.plain``)
-runs its steps in one loop (``_plain_steps``), and a bidirectional pair of plain cells steps together
-(``lstm_cell.run_pair``: one activation pass over both directions' stacked buffers, bit-identical).
+(``logistic_work`` / ``tanh_work``, the same arithmetic in fewer numpy calls). A plain float32 cell
+(``LstmCell.plain``) runs the whole sequence as one bound plan (lstm_plan.py: every step's numpy calls made
+once, no Python between them; one batch row: the gate sigmoids and the cell-gate tanh in one joint listing,
+``eigen_math.LogisticTanhWork``, and the cell update's two products in one); a hybrid plain cell, or a sequence
+longer than the plan, steps in ``lstm_cell._plain_run`` with the same per-step calls, and a bidirectional pair of
+plain cells steps together (``lstm_cell.run_pair``: one activation pass over both directions' stacked buffers,
+bit-identical).
 BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs: forward cell 1-17, backward cell 18-34, fw states 35-36, bw states
 37-38, aux input 39, fw aux weights 40-43, bw aux weights 44-47) runs a forward and a backward cell; without
 aux weights an aux input is the backward cell's input; ``merge_outputs`` concatenates both directions.
@@ -77,9 +81,10 @@ and multiplied as LiteRT's sparse product does (SparseHybridProduct: no zero-poi
 product scaled by the input's factors). LiteRT crashes on a sparse LSTM without projection weights; we refuse it.
 
 Modules: lstm.py (the three ops, their checks, the sequence loops), lstm_cell.py (float32 / hybrid cell, sparse
-hybrid product), lstm_build.py (building that cell, state checks), lstm_integer.py (8x8_16 cell),
-lstm_integer_build.py (building it), lstm_common.py (input indices, int16 fixed point, tables), lstm_basic.py
-(the BASIC kernel type), lstm_integer8.py (the 8x8_8 kernel with 12 intermediates).
+hybrid product), lstm_plan.py (the plain cell's bound plan and per-step calls), lstm_build.py (building that
+cell, state checks), lstm_integer.py (8x8_16 cell), lstm_integer_build.py (building it), lstm_common.py (input
+indices, int16 fixed point, tables), lstm_basic.py (the BASIC kernel type), lstm_integer8.py (the 8x8_8 kernel
+with 12 intermediates).
 """
 
 from __future__ import annotations

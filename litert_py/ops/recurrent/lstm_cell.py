@@ -12,6 +12,7 @@ from ...quant import (
     SseMinus128Fix,
     batch_quantize_floats,
 )
+from ..bound_plan import bound_plan, run_calls
 from ..common import clip_ufunc
 from ..eigen_math import logistic_into, logistic_work, tanh_inplace, tanh_work
 from .common import StepHybridProduct
@@ -21,6 +22,7 @@ from .lstm_common import (
     ONE,
     ZERO,
 )
+from .lstm_plan import run_planned, step_activation
 
 
 def sigmoid(v: np.ndarray) -> None:
@@ -281,6 +283,8 @@ class LstmCell:
         if n_steps == 0 or x3.shape[1] == 0:  # no time step or no sequence: the states stay as they are
             return
         aux3 = aux3 if aux3 is not None and self.aux is not None else None
+        if run_planned(self, x3, aux3, h, c, out3, reverse):  # a plain float32 cell: one bound plan
+            return
         pre = self._sequence_inputs(x3, aux3) if self._seq.fast else None
         order = range(n_steps - 1, -1, -1) if reverse else range(n_steps)
         if pre is not None and self.plain:
@@ -306,14 +310,15 @@ class LstmCell:
             pre += self.aux.compute(aux)
         return pre
 
-    def _input_products(self, gp: GateProducts, x3: np.ndarray) -> tuple:
+    def _input_products(self, gp: GateProducts, x3: np.ndarray, out: np.ndarray | None = None) -> tuple:
         """``0 + W v`` for every step ((T, B, G*n) float32) and the steps whose input is not all zeros (IsZeroVector
         over the step's batch: those skip the product). Hybrid: all T*B rows at once (each row is quantized and
         multiplied on its own, exactly: the same numbers as per step); float32: one (B, I) product per step,
-        the same BLAS call as the one-step code (one GEMM over all rows can round differently)."""
+        the same BLAS call as the one-step code (one GEMM over all rows can round differently). ``out``: the
+        (T, B, G*n) float32 array to write them into (a new one by default)."""
         t_, b_ = x3.shape[:2]
         p = gp.combined
-        prod = np.empty((t_, b_, self.n_cell * len(gp.gates)), F32)
+        prod = np.empty((t_, b_, self.n_cell * len(gp.gates)), F32) if out is None else out
         if p.fc is not None:
             p.fc([x3.reshape(t_ * b_, x3.shape[2])], [prod])
         else:  # float32: one product per step, as a larger GEMM may sum in another order (BLAS kernels)
@@ -323,10 +328,10 @@ class LstmCell:
         prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
         return prod, x3.reshape(t_, -1).any(axis=1)
 
-    def _sequence_inputs(self, x3, aux3) -> np.ndarray:
-        """``_step_inputs`` of every step at once ((T, B, G*n) float32)."""
+    def _sequence_inputs(self, x3, aux3, out: np.ndarray | None = None) -> np.ndarray:
+        """``_step_inputs`` of every step at once ((T, B, G*n) float32; into ``out`` when given)."""
         base = self._seq.base
-        pre, nz = self._input_products(self.x, x3)
+        pre, nz = self._input_products(self.x, x3, out)
         pre += base
         if not nz.all():
             pre[~nz] = base
@@ -456,28 +461,26 @@ def run_pair(fw: LstmCell, bw: LstmCell, x_fw, x_bw, aux3, states, out_fw, out_b
 
 def _plain_run(cells, pres, hs, cs, outs, orders) -> None:
     """The steps of plain cells (``LstmCell.plain``; one, or a bidirectional pair with equal sizes and cell
-    clip): ``_advance``'s numpy operations with the lookups and branches hoisted out of the loop. Per cell j:
-    ``pres[j]`` its gate inputs (``_sequence_inputs``), ``hs[j]`` / ``cs[j]`` its states (updated), ``outs[j]``
-    its output (T, B, n_output), ``orders[j]`` its time indices in step order. Two cells share no state and
-    every gate nonlinearity and cell update is elementwise, so evaluating both cells' values in one call over
-    stacked (2, B, ...) buffers gives each the numbers of its own pass, in about half the numpy calls (each
-    keeps its own recurrent product)."""
+    clip) that lstm_plan.run_planned does not run (hybrid, or longer than its plan): per step each cell's
+    recurrent product into its gate rows, then lstm_plan.step_activation's calls (bound once: the same buffers
+    at every step) and each cell's ``o * tanh(c)`` into its output. Per cell j: ``pres[j]`` its gate inputs
+    (``_sequence_inputs``), ``hs[j]`` / ``cs[j]`` its states (updated), ``outs[j]`` its output (T, B,
+    n_output), ``orders[j]`` its time indices in step order. Two cells share no state and every gate
+    nonlinearity and cell update is elementwise, so evaluating both cells' values in one call over stacked
+    (2, B, ...) buffers gives each the numbers of its own pass, in about half the numpy calls (each keeps its
+    own recurrent product)."""
     cell, n_d, n_batch = cells[0], len(cells), pres[0].shape[1]
-    d, n = cell._seq, cell.n_cell
-    k, mul, add = d.k, np.multiply, np.add
+    n, mul, add = cell.n_cell, np.multiply, np.add
     acc = np.empty((n_d, n_batch, 4 * n), F32)
-    sg, rs = np.empty_like(acc), np.empty_like(acc)
-    gates = sg.reshape(n_d, n_batch, 4, n)
-    fg, ig, og, cg = gates[:, :, k - 1], gates[:, :, 0], gates[:, :, k + 1], acc.reshape(gates.shape)[:, :, k]
-    g = cg if cg.flags.c_contiguous else np.empty(cg.shape, F32)  # one cell, one row: in place
+    rs = np.empty_like(acc)
     stacked = not (n_d == 1 and cs[0].flags.c_contiguous)
     c = np.stack(cs) if stacked else cs[0][None]
-    t = np.empty_like(c)
-    sig, tanh_g, tanh_c = logistic_work(acc.size), tanh_work(g.size), tanh_work(c.size)
-    acc_f, sg_f, g_f, c_f, t_f = (v.reshape(-1) for v in (acc, sg, g, c, t))
+    first, step, last, og, t = step_activation(cell, acc.reshape(-1, 4 * n), c.reshape(-1, n))
+    og, t = og.reshape(n_d, n_batch, n), t.reshape(n_d, n_batch, n)
+    act = bound_plan(step)
     rec = [(p._seq.h_wt, _float_dot(p._seq.h_wt), p._seq.h_fc) for p in cells]
-    clip, lo, hi = cell.cell_clip > 0, d.cell_lo, d.cell_hi
     h_prev = list(hs)
+    run_calls(first)
     for ts_all in zip(*orders):
         for j, ts in enumerate(ts_all):
             wt, mm, h_fc = rec[j]
@@ -488,20 +491,13 @@ def _plain_run(cells, pres, hs, cs, outs, orders) -> None:
                 add(pres[j][ts], rs[j], acc[j])
             else:
                 add(pres[j][ts], ZERO, acc[j])
-        sig(acc_f, sg_f)
-        if g is not cg:
-            np.copyto(g, cg)
-        tanh_g(g_f, g_f)
-        mul(c, fg, c)
-        mul(g, ig, g)
-        add(c, g, c)
-        if clip:
-            clip_ufunc(c, lo, hi, c)
-        tanh_c(c_f, t_f)
+        for call in act:
+            call()
         for j, ts in enumerate(ts_all):
             dst = outs[j][ts]
             mul(t[j], og[j], dst)
             h_prev[j] = dst
+    run_calls(last)
     for j in range(n_d):
         hs[j][...] = h_prev[j]
         if stacked:
