@@ -16,6 +16,7 @@ update), o::
     c = f * c + g * i  (CIFG: i = 1 - f);  clip to +-cell_clip when > 0
     o uses the *updated* c in its peephole
     h = o * act(c), then projection: h = proj_bias + W_p h, clipped to +-proj_clip when > 0
+    (act NONE: h = o * g, as LiteRT computes it: its output scratch, the cell gate's buffer, is never written)
     output[t] = h
 
 Hybrid (int8 weights, float activations): x, aux and h are quantized per batch row every step

@@ -369,6 +369,8 @@ class LstmCell:
             buf.tanh_cg(buf.flat[2], buf.flat[2])
         elif act is not None:
             act(cg)
+        else:  # NONE: LiteRT's CalculateLstmOutput* leave their scratch, the cell gate, unwritten: h = o * g
+            np.copyto(buf.tbuf, cg)
         c *= fg
         if buf.ig is None:  # CIFG: i = 1 - f
             np.subtract(ONE, fg, out=fg)
@@ -390,10 +392,9 @@ class LstmCell:
         t = buf.tbuf
         if buf.tanh_c is not None:
             buf.tanh_c(buf.flat[3], buf.flat[4])
-        else:
+        elif act is not None:
             np.copyto(t, c)
-            if act is not None:
-                act(t)
+            act(t)
         if self.proj is None:
             np.multiply(t, og, out=dst)
         else:

@@ -51,7 +51,7 @@ CASES = [
 ]
 
 
-def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out, drop=(), n_inputs=24):
+def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_cell, n_out, drop=(), n_inputs=24, act=4):
     cifg, peep, proj, proj_bias, ln, cclip, pclip, diag = VARIANTS[variant]
     # LiteRT sizes the float kernels' projection scratch by n_cell: n_output > n_cell overruns it (aborts).
     n_out = min(n_out, n_cell) if proj else n_cell
@@ -81,7 +81,12 @@ def float_lstm_model(op, rng, variant, hybrid, asym, tm, batch, time, n_in, n_ce
     ]
     ins = [-1 if k in drop else t for k, t in enumerate(ins)][:n_inputs]
     out = b.tensor("out", xshape[:-1] + (n_out,), np.float32)
-    opts = {"fused_activation_function": 4, "cell_clip": cclip, "proj_clip": pclip, "asymmetric_quantize_inputs": asym}
+    opts = {
+        "fused_activation_function": act,
+        "cell_clip": cclip,
+        "proj_clip": pclip,
+        "asymmetric_quantize_inputs": asym,
+    }
     if op != "LSTM":
         opts["time_major"] = tm
         opts["diagonal_recurrent_tensors"] = diag
