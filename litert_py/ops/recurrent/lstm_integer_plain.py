@@ -44,6 +44,7 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,8 @@ from ..common import clip_ufunc
 from .lstm_common import mbqm
 
 _TWO53 = 1 << 53
-_MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 4.7 MB)
+_MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 5.2 MB)
+_HW_STEP = 1 << 12  # segment half-widths rounded up to this: cells of one model share their tables
 _X_LO, _X_HI = -32767 * 32768, 32767 * 32767  # o tanh(c): o in [0, 32767], tanh(c) in [-32768, 32767]
 HALF, F0, F255 = np.array(0.5), np.array(0.0), np.array(255.0)
 
@@ -72,6 +74,7 @@ class PlainIntegerPlan:
     table: np.ndarray  # float64: c itself at 0 .. 32767 and at the end (negative c), between them o, i, f, g
     c_lo: int  # the cell state's bounds (int16 and the cell clip)
     c_hi: int
+    clips_state: bool  # a cell clip narrower than int16: a state read past it is not what the table holds
     hidden: np.ndarray  # float64 (2, 131072): _hidden_table, transposed
     proj: tuple | None  # projection: (W' transposed (n_output, n_cell + 1), Y's threshold, rs, clip low, clip high,
     #                     offset)
@@ -142,6 +145,49 @@ def _hidden_table(m: int, e: int, z: int, tanh_c: np.ndarray) -> np.ndarray | No
     return np.ascontiguousarray(np.stack([t1, k], axis=1))
 
 
+def _cell_values(c_lo: int, c_hi: int) -> np.ndarray:
+    """The cell state R_ig + R_fc (|.| < 2^16) as a raw index (a negative one wraps to the end) -> c itself,
+    saturated and clipped, as float64."""
+    c_raw = np.concatenate([np.arange(0, 1 << 16), np.arange(-(1 << 16), 0)])
+    return np.clip(c_raw, c_lo, c_hi).astype(np.float64)
+
+
+@functools.lru_cache(maxsize=8)
+def _gate_table(hw: int, cifg: bool, cs: int, c_lo: int, c_hi: int) -> np.ndarray:
+    """The read-only table ``run_plain`` takes the gates and the cell state from: c, then segments of half-width
+    ``hw`` of o's sigmoid, i's (CIFG: 1 - f's) scaled by 2^-(30 + cs), f's scaled by 2^-15, g's tanh, then the
+    negative c (shared by the cells of a model with the same parameters: 2.6-5.2 MB each)."""
+    c_vals = _cell_values(c_lo, c_hi)
+    raw = np.clip(np.arange(-hw, hw), -32768, 32767) + 32768
+    sig = logistic16_table(3).astype(np.float64)[raw]
+    i_tab = (32767 - sig) if cifg else sig
+    table = np.concatenate(
+        [
+            c_vals[: 1 << 16],
+            sig,
+            i_tab * 2.0 ** -(30 + cs),
+            sig * 2.0**-15,
+            tanh16_table(3).astype(np.float64)[raw],
+            c_vals[1 << 16 :],
+        ]
+    )
+    table.flags.writeable = False
+    return table
+
+
+@functools.lru_cache(maxsize=8)
+def _hidden_table_of(m: int, e: int, z: int, cs: int, c_lo: int, c_hi: int) -> np.ndarray | None:
+    """``_hidden_table`` over the raw cell state (clipped as ``_gate_table``'s c), transposed, read-only; None
+    where it is not proven."""
+    c_vals = _cell_values(c_lo, c_hi)
+    hidden = _hidden_table(m, e, z, tanh16_table(15 + cs)[c_vals.astype(np.int64) + 32768])
+    if hidden is None:
+        return None
+    hidden = np.ascontiguousarray(hidden.T)
+    hidden.flags.writeable = False
+    return hidden
+
+
 def plain_plan(cell) -> PlainIntegerPlan | None:
     """The fast step's constants for an ``LstmIntegerCell`` (None when it has peepholes or layer norm, or when a
     bound of the module docstring does not hold)."""
@@ -161,31 +207,15 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
             return None
         w_rows.append(q[0])
         consts.append(q[1:])
-    # the cell state R_ig + R_fc (|.| < 2^16) indexes c itself (saturated and clipped) and its tanh, raw: a
-    # negative index wraps to the end
     cc = cell.cell_clip
     c_lo, c_hi = (max(-32768, -cc), min(32767, cc)) if cc > 0 else (-32768, 32767)
-    c_raw = np.concatenate([np.arange(0, 1 << 16), np.arange(-(1 << 16), 0)])
-    c_vals = np.clip(c_raw, c_lo, c_hi).astype(np.float64)
     # segments of half-width 2^15 + max|MBQM(W_h h + eff_h)| hold sat16 of every possible index: no clip
     reach = max(c[3] for c in consts)
-    hw = 32768 + (reach if reach <= _MAX_REACH else 0)
+    hw = 32768 + (-(-reach // _HW_STEP) * _HW_STEP if reach <= _MAX_REACH else 0)
     seg = np.repeat((1 << 16) + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
-    raw = np.clip(np.arange(-hw, hw), -32768, 32767) + 32768
-    sig = logistic16_table(3).astype(np.float64)[raw]
-    i_tab = (32767 - sig) if cifg else sig
-    table = np.concatenate(
-        [
-            c_vals[: 1 << 16],
-            sig,
-            i_tab * 2.0 ** -(30 + cell.cs),
-            sig * 2.0**-15,
-            tanh16_table(3).astype(np.float64)[raw],
-            c_vals[1 << 16 :],
-        ]
-    )
+    table = _gate_table(hw, cifg, cell.cs, c_lo, c_hi)
     z_h = cell.z_hidden if cell.proj is None else -cell.z_hidden
-    hidden = _hidden_table(*cell.m_hidden, z_h, tanh16_table(15 + cell.cs)[c_vals.astype(np.int64) + 32768])
+    hidden = _hidden_table_of(*cell.m_hidden, z_h, cell.cs, c_lo, c_hi)
     if hidden is None:
         return None
     proj = None
@@ -225,7 +255,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         table=table,
         c_lo=c_lo,
         c_hi=c_hi,
-        hidden=np.ascontiguousarray(hidden.T),
+        clips_state=c_lo > -32768 or c_hi < 32767,
+        hidden=hidden,
         proj=proj,
         n_cell=n,
         n_output=cell.n_output,

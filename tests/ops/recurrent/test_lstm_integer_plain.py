@@ -1,4 +1,4 @@
-"""The integer (8x8_16) LSTM's fast step for a cell without peephole, layer norm or projection
+"""The integer (8x8_16) LSTM's fast step for a cell without peephole or layer norm (with or without projection)
 (ops/recurrent/lstm_integer_plain.py) against the oracle (ai-edge-litert BUILTIN_REF), exactly: the fast path
 itself (asserted taken), its int16-clip variant, CIFG, cell clips, both sequence layouts and LSTM's single step;
 then the bounds checked at prepare, each just inside and just outside, and a model past the gate bound (the
@@ -268,3 +268,33 @@ def test_hidden_bound_is_tight():
 @pytest.mark.parametrize("m,e,z", [(1282038272, -21, 3), (1 << 30 | 1, -20, -10), ((1 << 31) - 1, -22, 0)])
 def test_hidden_table_matches_mbqm(m, e, z):
     assert _hidden_check(m, e, z) is not None
+
+
+@pytest.mark.parametrize("cifg", [False, True])
+@pytest.mark.parametrize("c0", [20000, -32768, 100])
+def test_cell_state_set_past_the_cell_clip(cifg, c0):
+    """A cell state set (set_tensor on the variable) beyond the cell clip: LiteRT's first step multiplies it
+    unclipped (f * c), so that invoke takes the int64 step; a state within the clip (100) keeps the plain
+    step. Both states and the output equal the oracle's after each invoke."""
+    LiteRT, R = oracle()
+    rng = np.random.default_rng(5)
+    model, xshape = plain_model(rng, "UNIDIRECTIONAL_SEQUENCE_LSTM", True, 2, 3, 6, 8, -12, cifg=cifg, cclip=0.05)
+    assert _cell(model)._plain is not None and _cell(model)._plain.clips_state  # clip 0.05 / 2^-12: 204
+    xs = [rng.integers(-128, 128, xshape).astype(np.int8) for _ in range(2)]
+    res = []
+    for it in (
+        Interpreter(model_content=model),
+        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF),
+    ):
+        it.allocate_tensors()
+        c = next(d for d in it.get_tensor_details() if d["name"] == "c")
+        it.set_tensor(c["index"], np.where(np.arange(16).reshape(2, 8) % 2, c0, max(-c0, -32768)).astype(np.int16))
+        out = []
+        for x in xs:
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            out.append((it.get_tensor(it.get_output_details()[0]["index"]).copy(), it.get_tensor(c["index"]).copy()))
+        res.append(out)
+    for (a, ca), (b, cb) in zip(*res):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(ca, cb)
