@@ -433,9 +433,13 @@ class SubgraphRuntime:
         return np.zeros(info.shape, dtype=info.dtype)
 
     def _ensure_variable(self, i: int, info: TensorInfo) -> None:
+        """The variable at its initial value: every (re)allocation resets it, as Subgraph::AllocateTensors ends
+        with ResetVariableTensors (in place where the shape is unchanged)."""
         cur = self.variables.get(i)
-        if cur is None or cur.shape != info.shape:
+        if cur is None or cur.shape != info.shape or cur.dtype != info.dtype:
             self.variables[i] = self._initial_variable(i, info)
+        else:
+            cur[...] = self._initial_variable(i, info)
 
     def _initial_variable(self, i: int, info: TensorInfo) -> np.ndarray:
         """LiteRT's ResetVariableTensor (tflite/core/api/tensor_utils.cc): INT8 variables start at their zero
