@@ -4,7 +4,7 @@ plan, then run as ``for call in plan: call()``, with no Python work between call
 of a small LSTM a numpy call costs ~0.25 us and the interpreter's own work per call about as much again).
 
 The calls are those of lstm_cell._plain_run for one cell, in the same order on the same values (so the bytes are
-the same): the recurrent product, ``pre[t] + W_h h``, Eigen's logistic of all gates and tanh of the cell gate
+the same, NaN payloads included): the recurrent product, ``pre[t] + W_h h``, Eigen's logistic of all gates and tanh of the cell gate
 (eigen_math's prepared-scratch emulations, their ``calls`` listings), the cell update, the cell clip, the tanh of
 the new cell state and ``o * tanh(c)`` written straight into the step's output row. The step's gate inputs
 ``pre`` (lstm_cell.LstmCell._sequence_inputs) are written into the plan's own buffer before it runs.
@@ -124,17 +124,21 @@ def _cell_clip(cell, cs) -> list:
 def _one_row(cell, acc, c) -> tuple:
     """One row: eigen_math.LogisticTanhWork's joint calls write ``[s_i s_f s_c s_o | g]`` into a buffer
     ``[s_i s_f s_c s_o | g | c]`` whose last part is the cell state (copied in before the first step and out after
-    the last), so the cell update's two products are one: ``[g | c] * [s_i | s_f]`` (operands in ``_rows``'
-    order: ``g * i``, ``c * f``), then ``c + g i``. Returns (calls before the steps, the calls of a step up to the
-    new cell state, calls after the steps, the cell state, the output gate)."""
+    the last); the cell update as ``_rows``': ``c * f``, ``g * i``, ``c + g i``. The two products stay two calls
+    of n values: where both operands are NaN numpy returns one or the other by the lane's position in its SIMD
+    loop, so one product over 2n values would change the sign of some NaN states. Returns (calls before the
+    steps, the calls of a step up to the new cell state, calls after the steps, the cell state, the output
+    gate)."""
     n = cell.n_cell
     big = np.empty(6 * n, F32)
     cs = big[5 * n :].reshape(c.shape)
     work = LogisticTanhWork(4 * n, 2 * n, 3 * n)  # gates i, f, c, o: the tanh of the cell gate
     step = work.calls(acc.reshape(-1), big[: 5 * n])
+    c1, g1, i1, f1 = big[5 * n :], big[4 * n : 5 * n], big[:n], big[n : 2 * n]
     step += [
-        (np.multiply, (big[4 * n :], big[: 2 * n], big[4 * n :]), {}),
-        (np.add, (big[5 * n :], big[4 * n : 5 * n], big[5 * n :]), {}),
+        (np.multiply, (c1, f1, c1), {}),
+        (np.multiply, (g1, i1, g1), {}),
+        (np.add, (c1, g1, c1), {}),
     ]
     step += _cell_clip(cell, cs)
     copy_in, copy_out = [(np.copyto, (cs, c), {})], [(np.copyto, (c, cs), {})]

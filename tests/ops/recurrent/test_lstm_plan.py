@@ -88,10 +88,17 @@ def _planned_and_stepped(monkeypatch, model, feeds) -> tuple[list, list, list]:
     return planned, stepped, taken
 
 
+#: numpy 1.x gives one path's NaN signs differently from run to run (before the plan too): NaN positions only there
+NAN_BITS_STABLE = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
 def _assert_same_bytes(a_list, b_list) -> None:
     for a, s in zip(a_list, b_list, strict=True):
         assert a.dtype == s.dtype == F32 and a.shape == s.shape
-        assert np.array_equal(a.view(np.int32), s.view(np.int32)), np.nanmax(np.abs(a - s))
+        nan = np.isnan(a)
+        assert np.array_equal(nan, np.isnan(s))
+        keep = slice(None) if NAN_BITS_STABLE else ~nan
+        assert np.array_equal(a.view(np.int32)[keep], s.view(np.int32)[keep]), np.nanmax(np.abs(a - s))
 
 
 def _feeds(rng, xshape, tm: bool, special: bool) -> list:
@@ -124,7 +131,13 @@ CASES = [
 )
 def test_planned_sequence_equals_stepped(monkeypatch, hybrid, tm, batch, clip, special):
     rng = np.random.default_rng(100 * batch + 10 * tm + 2 * special + (clip > 0) + 1000 * hybrid)
-    for n_in, n, scale in ((5, 8, 0.4), (1, 1, 0.4), (8, 8, 1e3 if special else 30.0)):
+    # 17 cells: NaN states in the SIMD loops' scalar tails (one product per gate pair keeps their NaN signs)
+    for n_in, n, scale in (
+        (5, 8, 0.4),
+        (1, 1, 0.4),
+        (8, 8, 1e3 if special else 30.0),
+        (6, 17, 1e3 if special else 3.0),
+    ):
         model, xshape = _model(rng, tm, batch, 7, clip, n_in, n, scale, hybrid, inf=special and n_in > 1)
         planned, stepped, taken = _planned_and_stepped(monkeypatch, model, _feeds(rng, xshape, tm, special))
         assert taken and all(taken) != hybrid, "the bound plan runs for float32 cells only"
