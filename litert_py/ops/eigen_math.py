@@ -38,7 +38,7 @@ glibc's in the last bit for some inputs); without a C library numpy's float32 ex
 
 Speed: on the small arrays of recurrent kernels (64-256 values) a numpy call costs ~0.3 us whatever its length,
 so the packet formulas run as the scratch classes ``_Tanh`` (15 calls instead of 21) and ``_LogisticPacket``
-(23 instead of 28), each exact by the argument in its docstring (checked equal to the plain transcription on
+(24 instead of 28), each exact by the argument in its docstring (checked equal to the plain transcription on
 all 2^32 inputs); kernels hold one per buffer length through ``tanh_work`` / ``logistic_work``. For bound plans
 (ops/bound_plan.py) ``tanh_listing(n).calls`` lists the tanh's calls, and ``LogisticTanhWork`` lists an LSTM
 step's gate sigmoids and cell-gate tanh as one sequence of 33 calls (instead of 24 + 15; its docstring).
@@ -239,7 +239,7 @@ _S23 = np.array(23, np.uint32)
 
 
 class _LogisticPacket:
-    """``scalar_logistic_op<float>::packetOp`` on 1-D float32 arrays of length ``n`` with prepared scratch: 23
+    """``scalar_logistic_op<float>::packetOp`` on 1-D float32 arrays of length ``n`` with prepared scratch: 24
     numpy calls where the plain transcription takes 28 and a dozen allocations; each float32 operation the
     packet code's, rounded as it rounds:
 

@@ -30,7 +30,8 @@ one producer with one output; the producers then name the concatenation's output
 planner keeps it alive from the first of them on.
 
 :func:`fuse_feeding`: a step offering ``feeding`` (``DepthwiseConvWholeFolded``; the folded quantized
-FULLY_CONNECTED ops and ``FullyConnectedChain``) whose one output only the next layer's step reads (a
+FULLY_CONNECTED ops and ``FullyConnectedChain``; float ``Arithmetic`` into a LOGISTIC / TANH, see
+activations.ArithmeticThenActivation) whose one output only the next layer's step reads (a
 ConvQuantizedFoldedRows, a folded FULLY_CONNECTED; its other inputs constants) becomes one step with it at the
 producer's place, the producer's values stored straight into the consumer's GEMM rows (the bound is stated and
 checked by ``feeding``); the intermediate tensor is no longer written. A fused step is offered its own reader in

@@ -21,6 +21,7 @@ from .lstm_common import (
     F32,
     ONE,
     ZERO,
+    float_dot,
 )
 from .lstm_plan import run_planned, step_activation
 
@@ -30,13 +31,6 @@ def sigmoid(v: np.ndarray) -> None:
     1 / (1 + exp(-x)) differs from it in the last ulp now and then, enough to flip an int8 value that a hybrid
     kernel re-quantizes (tests/ops/recurrent/test_lstm_activation_flips.py)."""
     logistic_into(v, v)
-
-
-def _float_dot(wt: np.ndarray | None):
-    """``np.dot`` (~0.4 us less overhead than np.matmul for small operands; bit-identical results, checked over
-    row counts 1-8, depths 1-512, 2-1024 columns, contiguous and strided rows) except for a single output column,
-    where the two take different BLAS paths: np.matmul then, as the one-step code."""
-    return np.dot if wt is not None and wt.shape[1] > 1 else np.matmul
 
 
 def _mean_stddev_normalization(v: np.ndarray) -> None:
@@ -322,7 +316,7 @@ class LstmCell:
         if p.fc is not None:
             p.fc([x3.reshape(t_ * b_, x3.shape[2])], [prod])
         else:  # float32: one product per step, as a larger GEMM may sum in another order (BLAS kernels)
-            mm = _float_dot(p.wt)
+            mm = float_dot(p.wt)
             for t in range(t_):
                 mm(x3[t], p.wt, out=prod[t])
         prod += ZERO  # the products are added to a zero accumulator first (-0 -> +0)
@@ -406,7 +400,7 @@ class LstmCell:
         still turns -0 into +0)."""
         d, acc, hs = self._seq, buf.acc, buf.hs
         if d.h_wt is not None:
-            _float_dot(d.h_wt)(h_prev, d.h_wt, out=hs)
+            float_dot(d.h_wt)(h_prev, d.h_wt, out=hs)
             np.add(pre_t, hs, out=acc)
         elif d.h_fc is not None:
             if d.h_fc(h_prev, hs):  # False: h is all zeros, nothing computed
@@ -426,7 +420,7 @@ class LstmCell:
         """``dst = clip(proj_bias + W_p t)`` (hybrid: the product skipped when t is all zeros)."""
         d, pb = self._seq, self.proj_bias
         if d.proj_wt is not None:
-            _float_dot(d.proj_wt)(t, d.proj_wt, out=r)
+            float_dot(d.proj_wt)(t, d.proj_wt, out=r)
             if pb is not None:
                 r += pb
         elif d.proj_fc is not None:
@@ -479,7 +473,7 @@ def _plain_run(cells, pres, hs, cs, outs, orders) -> None:
     first, step, last, og, t = step_activation(cell, acc.reshape(-1, 4 * n), c.reshape(-1, n))
     og, t = og.reshape(n_d, n_batch, n), t.reshape(n_d, n_batch, n)
     act = bound_plan(step)
-    rec = [(p._seq.h_wt, _float_dot(p._seq.h_wt), p._seq.h_fc) for p in cells]
+    rec = [(p._seq.h_wt, float_dot(p._seq.h_wt), p._seq.h_fc) for p in cells]
     h_prev = list(hs)
     run_calls(first)
     for ts_all in zip(*orders):

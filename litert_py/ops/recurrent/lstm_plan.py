@@ -4,10 +4,10 @@ plan, then run as ``for call in plan: call()``, with no Python work between call
 of a small LSTM a numpy call costs ~0.25 us and the interpreter's own work per call about as much again).
 
 The calls are those of lstm_cell._plain_run for one cell, in the same order on the same values (so the bytes are
-the same, NaN payloads included): the recurrent product, ``pre[t] + W_h h``, Eigen's logistic of all gates and tanh of the cell gate
-(eigen_math's prepared-scratch emulations, their ``calls`` listings), the cell update, the cell clip, the tanh of
-the new cell state and ``o * tanh(c)`` written straight into the step's output row. The step's gate inputs
-``pre`` (lstm_cell.LstmCell._sequence_inputs) are written into the plan's own buffer before it runs.
+the same, NaN payloads included): the recurrent product, ``pre[t] + W_h h``, Eigen's logistic of all gates and tanh
+of the cell gate (eigen_math's prepared-scratch emulations, their ``calls`` listings), the cell update, the cell
+clip, the tanh of the new cell state and ``o * tanh(c)`` written straight into the step's output row. The step's
+gate inputs ``pre`` (lstm_cell.LstmCell._sequence_inputs) are written into the plan's own buffer before it runs.
 
 A plan is kept per cell for the memory layout of its state and output arrays (the runtime's tensors keep their
 memory across invokes; the views an op makes of them anew each invoke have the same layout) and rebuilt when
@@ -23,7 +23,7 @@ import numpy as np
 from ..bound_plan import bound_plan
 from ..common import clip_ufunc
 from ..eigen_math import LogisticTanhWork, tanh_listing
-from .lstm_common import F32, ZERO
+from .lstm_common import F32, ZERO, float_dot
 
 __all__ = ["MAX_PLAN_STEPS", "run_planned", "step_activation"]
 
@@ -78,7 +78,7 @@ def _input_calls(cell, x3, pre) -> list:
     """``_sequence_inputs``' products and sums without an aux input (its zero steps aside): one product per step
     (lstm_cell.LstmCell._input_products), ``+ 0`` (-0 -> +0), ``+ bias``."""
     wt = cell.x.combined.wt
-    mm = np.dot if wt.shape[1] > 1 else np.matmul  # lstm_cell._float_dot
+    mm = float_dot(wt)
     calls = [(mm, (x3[t], wt, pre[t]), {}) for t in range(x3.shape[0])]
     return [*calls, (np.add, (pre, ZERO, pre), {}), (np.add, (pre, cell._seq.base, pre), {})]
 
@@ -94,7 +94,7 @@ def _build(cell, key, x3, h, c, out3, reverse) -> SequencePlanBound:
     acc, rs = np.empty((n_batch, 4 * n), F32), np.empty((n_batch, 4 * n), F32)
     first, step, last, og, t = step_activation(cell, acc, c)
     calls, wt, h_prev = list(first), d.h_wt, h
-    mm = np.dot if wt.shape[1] > 1 else np.matmul  # lstm_cell._float_dot
+    mm = float_dot(wt)
     for ts in range(n_steps - 1, -1, -1) if reverse else range(n_steps):
         dst = out3[ts]
         calls += [(mm, (h_prev, wt, rs), {}), (add, (pre[ts], rs, acc), {}), *step, (mul, (t, og, dst), {})]
