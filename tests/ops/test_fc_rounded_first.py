@@ -18,9 +18,12 @@ from tests.oracle import compare_steps
 NONE, RELU = 0, 1
 
 
-def _fc(rows: int, units: int, dtype, act: int, zo: int, tied: bool = False, depth: int = 48) -> bytes:
+def _fc(
+    rows: int, units: int, dtype, act: int, zo: int, tied: bool = False, depth: int = 48, per_channel: bool = False
+) -> bytes:
     """One FULLY_CONNECTED (rows, depth) -> (rows, units); ``tied``: eff = 2^-6 exactly (ties of the float
-    requantization at acc = 32 mod 64), else scales whose eff = 0.0023 has none."""
+    requantization at acc = 32 mod 64), else scales whose eff = 0.0023 has none; ``per_channel``: int8 weight
+    scales per unit around 0.01 (a per-unit eff)."""
     rng = np.random.default_rng(rows * units + act)
     signed = dtype == np.int8
     s, s_w, s_out = (2.0**-4, 2.0**-7, 2.0**-5) if tied else (0.05, 0.01, 0.05 * 0.01 / 0.0023)
@@ -28,6 +31,7 @@ def _fc(rows: int, units: int, dtype, act: int, zo: int, tied: bool = False, dep
     b = ModelBuilder()
     zx = -3 if signed else 120
     x = b.input("x", (rows, depth), dtype, quantization=quant(s, zx))
+    s_w = s_w * rng.uniform(0.8, 1.25, units) if per_channel else s_w
     w = b.const("w", (wz if signed else wz + 128).astype(dtype), quantization=quant(s_w, 0 if signed else 128))
     bias = b.const("b", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(s * s_w))
     y = b.tensor("y", (rows, units), dtype, quantization=quant(s_out, zo))
@@ -49,16 +53,23 @@ def _compare(model: bytes, n: int = 12) -> list[str]:
 @pytest.mark.parametrize(
     ("rows", "units", "dtype", "act", "zo", "expected"),
     [
-        (32, 32, np.int8, NONE, 0, "FullyConnectedQuantizedFoldedRounded"),  # 1024 values: at the bound
+        (32, 32, np.int8, NONE, 0, "FullyConnectedQuantizedFoldedRoundedRows"),  # 1024 values: at the bound
         (31, 33, np.int8, NONE, 0, "FullyConnectedQuantizedFoldedSigned"),  # 1023: the integer store
-        (32, 64, np.int8, RELU, -128, "FullyConnectedQuantizedFoldedRounded"),
+        (32, 64, np.int8, RELU, -128, "FullyConnectedQuantizedFoldedRoundedRows"),
         (31, 33, np.int8, RELU, -128, "FullyConnectedQuantizedFoldedRelu"),
-        (16, 80, np.uint8, NONE, 128, "FullyConnectedQuantizedFoldedRounded"),
-        (16, 80, np.int8, NONE, 7, "FullyConnectedQuantizedFoldedRounded"),
+        (16, 80, np.uint8, NONE, 128, "FullyConnectedQuantizedFoldedRoundedRows"),
+        (16, 80, np.int8, NONE, 7, "FullyConnectedQuantizedFoldedRoundedRows"),
     ],
 )
 def test_rounded_first_from_the_size_bound(rows, units, dtype, act, zo, expected):
     assert _compare(_fc(rows, units, dtype, act, zo)) == [expected]
+
+
+def test_rounded_rows_per_channel():
+    """Per-unit effective scales (a (rows, units) eff laid out at prepare), with and without a ReLU clamp."""
+    for act, zo in ((NONE, -4), (RELU, -128)):
+        model = _fc(24, 64, np.int8, act, zo, per_channel=True)
+        assert _compare(model) == ["FullyConnectedQuantizedFoldedRoundedRows"]
 
 
 def test_ties_keep_the_integer_store(monkeypatch):
