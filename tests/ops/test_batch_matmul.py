@@ -269,6 +269,21 @@ def test_requantize_table_is_requantize():
     assert RequantizeTable.build(*quantize_multiplier(1e-6), 0, -128, 127, 2.0**24, (3,)) is None  # too long
 
 
+def test_requantize_table_float32_extremes():
+    """float32 accumulators at the float32 GEMM's bound 2^24 (the table's float32 subtraction: differences beyond
+    2^24 round, and must still clip to the table's ends), against litert_py.quant.requantize."""
+    bound = 1 << 24
+    edge = np.array([bound, bound - 1, bound - 3, bound - 2**20 - 1, 2**23 + 1])
+    acc = np.concatenate([edge, -edge, np.arange(-300, 301)])
+    for real, zo in [(1.7, 0), (0.3, -128), (0.3, 127), (0.0069, 10)]:
+        m, shift = quantize_multiplier(real)
+        table = RequantizeTable.build(m, shift, zo, -128, 127, bound, acc.shape)
+        assert table is not None and table.first32.dtype == np.float32
+        out = np.empty(acc.shape, I8)
+        table(acc.astype(np.float32), out)
+        np.testing.assert_array_equal(out, requantize(acc.astype(np.int64), m, shift, zo, -128, 127))
+
+
 # -- error paths ----------------------------------------------------------------------------------------------
 
 
