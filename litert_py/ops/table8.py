@@ -224,6 +224,20 @@ class QuantizedTable8Scalar(BoundCalls2):
             return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
         return QuantizedTable8Scalar(lut, operand)
 
+    def feeding(self, consumer):
+        """This lookup and its only reader as one step (ops/slice_views.py's fuse_feeding): a RESHAPE / SQUEEZE /
+        EXPAND_DIMS copy (shape.CopyReshaped) is absorbed (this op stores into the copy's output: the same values
+        in C order, ``bound_calls`` reshapes), a SoftmaxQuantizedColumns loads its rows through the lookup
+        (softmax.SoftmaxQuantizedColumnsLookup); else None."""
+        from .shape import CopyReshaped
+        from .softmax import SoftmaxQuantizedColumns, SoftmaxQuantizedColumnsLookup
+
+        if type(consumer) is CopyReshaped:
+            return self
+        if type(consumer) is SoftmaxQuantizedColumns:
+            return SoftmaxQuantizedColumnsLookup.of(consumer, self.lut, self.operand)
+        return None
+
     def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
         """The gather on the varying input (reshaped to the output's shape where it has another: the same size,
         the constant broadcasts as a scalar) into ``out``."""
@@ -246,8 +260,8 @@ class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
         """The pair gather on the varying input (quant.lut_lookup_pairs's); QuantizedTable8Scalar's byte gather
         where that declines."""
         x = b if self.operand else a
-        if x.shape != out.shape or x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return super().bound_calls(a, b, out)
+        if x.size != out.size or x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return super().bound_calls(a, b, out)  # (an output of another shape: flat views, the same C order)
         pairs = x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16)
         return ((np.take, (self.pairs, pairs[0]), {"out": pairs[1], "mode": "wrap"}),)
 
