@@ -250,6 +250,16 @@ class FullyConnectedQuantizedFoldedRounded(FullyConnectedQuantizedFolded):
     act_lo: np.ndarray = None  # 0-d float64 act_min = lo + zo
     act_hi: np.ndarray = None  # 0-d float64 act_max = hi + zo
 
+    def feeding(self, consumer):
+        """As FullyConnectedQuantizedFolded.feeding; a RESHAPE / SQUEEZE / EXPAND_DIMS copy (shape.CopyReshaped)
+        that alone reads the output is absorbed: the layer stores into the copy's output through ``t`` viewed with
+        its shape (a C-order reshape: the same values in the same order; an attention's projections)."""
+        from .shape import CopyReshaped
+
+        if type(consumer) is CopyReshaped and math.prod(consumer.shape) == self.t.size:
+            return dataclasses.replace(self, t_out=self.t.reshape(consumer.shape))
+        return super().feeding(consumer)
+
     def run_loaded(self, outputs) -> None:
         t, acc = self.t, self.acc
         self.product(self.xbuf, self.weights_t, acc)  # exact sums in any order; positional out (~0.1 us less)

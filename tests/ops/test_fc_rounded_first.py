@@ -85,3 +85,47 @@ def test_ties_keep_the_integer_store(monkeypatch):
 def test_one_row_keeps_the_integer_store():
     """One row of 1100 units (more values than the bound): the integer store stays (one-row layers)."""
     assert _compare(_fc(1, 1100, np.int8, RELU, -128)) == ["FullyConnectedQuantizedFoldedRelu"]
+
+
+def _fc_reshape(rows: int, units: int, reshaped, then_fc: bool = False, zo: int = 5) -> bytes:
+    """FULLY_CONNECTED (rows, 48) -> (rows, units), no activation, zero point ``zo``, then RESHAPE to ``reshaped``
+    (the model output), or then a second FULLY_CONNECTED reading the reshaped tensor (``then_fc``)."""
+    rng = np.random.default_rng(units)
+    b = ModelBuilder()
+    x = b.input("x", (rows, 48), np.int8, quantization=quant(0.05, -3))
+    w = b.const("w", rng.integers(-127, 128, (units, 48)).astype(np.int8), quantization=quant(0.01, 0))
+    bias = b.const("b", rng.integers(-3000, 3000, units).astype(np.int32), quantization=quant(0.05 * 0.01))
+    s_y = 0.05 * 0.01 / 0.0023
+    y = b.tensor("y", (rows, units), np.int8, quantization=quant(s_y, zo))
+    b.op("FULLY_CONNECTED", [x, w, bias], [y], {"fused_activation_function": NONE})
+    r = b.tensor("r", reshaped, np.int8, quantization=quant(s_y, zo))
+    b.op("RESHAPE", [y, b.const("shape", np.array(reshaped, np.int32))], [r])
+    if not then_fc:
+        b.output(r)
+        return b.build()
+    w2 = b.const("w2", rng.integers(-60, 61, (16, reshaped[-1])).astype(np.int8), quantization=quant(0.01, 0))
+    b2 = b.const("b2", rng.integers(-3000, 3000, 16).astype(np.int32), quantization=quant(s_y * 0.01))
+    z = b.tensor("z", (int(np.prod(reshaped)) // reshaped[-1], 16), np.int8, quantization=quant(s_y * 0.01 / 0.003, 1))
+    b.op("FULLY_CONNECTED", [r, w2, b2], [z], {"fused_activation_function": NONE})
+    b.output(z)
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    ("rows", "units", "reshaped", "expected"),
+    [
+        (32, 64, (1, 32, 4, 16), "FullyConnectedQuantizedFoldedRoundedRows"),  # an attention's head split
+        (32, 40, (4, 8, 40), "FullyConnectedQuantizedFoldedRoundedRows"),
+        (1, 24, (2, 12), "FullyConnectedQuantizedFoldedRounded"),  # one row: no integer store for zo = 5
+    ],
+)
+def test_rounded_absorbs_a_reshape(rows, units, reshaped, expected):
+    """The RESHAPE's copy is dropped: the rounded layer stores into its output (C order, the same values)."""
+    assert _compare(_fc_reshape(rows, units, reshaped)) == [expected]
+
+
+def test_rounded_through_a_reshape_into_a_layer():
+    """FULLY_CONNECTED -> RESHAPE (1, 32, 32) -> FULLY_CONNECTED: the reshape absorbed, then the two layers one
+    step (the second reads the first's rows as its own: the same (32, 32) values)."""
+    names = _compare(_fc_reshape(32, 32, (1, 32, 32), then_fc=True))
+    assert len(names) == 1 and names[0].startswith("FullyConnectedChain")
