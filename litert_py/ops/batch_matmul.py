@@ -178,6 +178,15 @@ class BatchMatMulQuantized:
     wraps: bool  # int32 output: the int32 accumulator may overflow, reproduce the wrap
     table: RequantizeTable | None = None  # int8 output: requant as one table read, when build proves it exact
 
+    def feeding(self, consumer):
+        """This op storing into the output of the RESHAPE / SQUEEZE / EXPAND_DIMS copy (shape.CopyReshaped) that
+        alone reads its output (ops/slice_views.py's fuse_feeding; the copy dropped): ``__call__`` writes through
+        that output viewed with the product's shape, a C-order reshape (the same values in the same order);
+        None for other readers."""
+        from .shape import CopyReshaped
+
+        return self if type(consumer) is CopyReshaped else None
+
     def __call__(self, inputs, outputs):
         out = outputs[0]
         lhs = inputs[LHS]
@@ -190,6 +199,8 @@ class BatchMatMulQuantized:
             r = _swap(inputs[RHS]) if self.adj_y else inputs[RHS]
             rhs = np.subtract(r, self.rhs_zero_point, dtype=dt) if self.rhs_zero_point else r.astype(dt)
         acc = np.matmul(lf, rhs)
+        if out.shape != acc.shape:  # a reshape's output (``feeding``): the same values in C order
+            out = out.reshape(acc.shape)
         if self.kind == "int16":
             r = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
             np.clip(wrap32(r + self.zo), self.qmin, self.qmax, out=out, casting="unsafe")
