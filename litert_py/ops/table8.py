@@ -15,6 +15,7 @@ from ..errors import InvokeError
 from ..quant import LUT_PAIRS_MIN_VALUES, lut_pairs, wrap32
 from .bound_plan import BoundCalls2
 from .common import all_values
+from .into_reshape import into_reshape
 from .registry import TensorInfo
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -49,6 +50,11 @@ class QuantizedTable8(BoundCalls2):
     divisor_zero_point: int | None = None
     small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
     idx: np.ndarray | None = None  # uint16 table indices, the output's shape (None when small)
+
+    def feeding(self, consumer):
+        """This op storing into the output of a RESHAPE copy that alone reads its output (ops/into_reshape.py; the
+        index-buffer forms, whose buffer has the output's shape), or None."""
+        return None if self.idx is None else into_reshape(self, consumer, self.idx.shape)
 
     @property
     def checks_values_at_eval(self) -> bool:
