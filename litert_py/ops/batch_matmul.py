@@ -64,6 +64,7 @@ from ..quant import (
 )
 from ..schema.model import BuiltinOperator
 from .common import exact_gemm_dtype
+from .into_reshape import is_reshape_copy
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
 LHS, RHS = 0, 1
@@ -183,9 +184,7 @@ class BatchMatMulQuantized:
         alone reads its output (ops/slice_views.py's fuse_feeding; the copy dropped): ``__call__`` writes through
         that output viewed with the product's shape, a C-order reshape (the same values in the same order);
         None for other readers."""
-        from .shape import CopyReshaped
-
-        return self if type(consumer) is CopyReshaped else None
+        return self if is_reshape_copy(consumer) else None
 
     def __call__(self, inputs, outputs):
         out = outputs[0]

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..quant.hybrid import HALF_DOWN_F64
 from .common import clip_ufunc, reshape_view, small_gemm
+from .into_reshape import is_reshape_copy
 from .quantize import TableLookupScalar, composed_table
 
 INPUT = 0
@@ -254,9 +255,7 @@ class FullyConnectedQuantizedFoldedRounded(FullyConnectedQuantizedFolded):
         """As FullyConnectedQuantizedFolded.feeding; a RESHAPE / SQUEEZE / EXPAND_DIMS copy (shape.CopyReshaped)
         that alone reads the output is absorbed: the layer stores into the copy's output through ``t`` viewed with
         its shape (a C-order reshape: the same values in the same order; an attention's projections)."""
-        from .shape import CopyReshaped
-
-        if type(consumer) is CopyReshaped and math.prod(consumer.shape) == self.t.size:
+        if is_reshape_copy(consumer) and math.prod(consumer.shape) == self.t.size:
             return dataclasses.replace(self, t_out=self.t.reshape(consumer.shape))
         return super().feeding(consumer)
 

@@ -56,10 +56,16 @@ class IntoReshaped2(BoundCalls2):
         return _reshape_reader(self, consumer)
 
 
-def _reshape_reader(op, consumer):
-    from .shape import CopyReshaped  # shape.py's prepares import the kernels
+def is_reshape_copy(consumer) -> bool:
+    """Whether ``consumer`` is a RESHAPE / SQUEEZE / EXPAND_DIMS copy (shape.CopyReshaped): the kernels that absorb
+    one ask here (a kernel module imports no other kernel module)."""
+    from .shape import CopyReshaped  # shape.py registers kernels: imported where first needed
 
-    return op if type(consumer) is CopyReshaped else None
+    return type(consumer) is CopyReshaped
+
+
+def _reshape_reader(op, consumer):
+    return op if is_reshape_copy(consumer) else None
 
 
 def into_reshape(op, consumer, shape: tuple):

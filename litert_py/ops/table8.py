@@ -15,7 +15,7 @@ from ..errors import InvokeError
 from ..quant import LUT_PAIRS_MIN_VALUES, lut_pairs, wrap32
 from .bound_plan import BoundCalls2
 from .common import all_values
-from .into_reshape import into_reshape
+from .into_reshape import into_reshape, is_reshape_copy
 from .registry import TensorInfo
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -235,10 +235,9 @@ class QuantizedTable8Scalar(BoundCalls2):
         EXPAND_DIMS copy (shape.CopyReshaped) is absorbed (this op stores into the copy's output: the same values
         in C order, ``bound_calls`` reshapes), a SoftmaxQuantizedColumns loads its rows through the lookup
         (softmax.SoftmaxQuantizedColumnsLookup); else None."""
-        from .shape import CopyReshaped
         from .softmax import SoftmaxQuantizedColumns, SoftmaxQuantizedColumnsLookup
 
-        if type(consumer) is CopyReshaped:
+        if is_reshape_copy(consumer):
             return self
         if type(consumer) is SoftmaxQuantizedColumns:
             return SoftmaxQuantizedColumnsLookup.of(consumer, self.lut, self.operand)
