@@ -6,11 +6,12 @@ ConvQuantizedFolded / ConvQuantizedScaled and the 8-bit pair tables.
 
 Exact: the wrapped op's numpy calls are listed on the copy's output viewed with the op's own output shape (a
 C-order reshape of a C-contiguous array is a view: the same values in the same order as the tensor the copy
-would have read; an output that is not C-contiguous gets the values through a buffer of the op's shape and one
-copy)."""
+would have read; an output, or a ring buffer's tail ``out[index]`` (``writing``), that is not C-contiguous gets
+the values through a buffer of the op's shape and one copy)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,17 +29,23 @@ def _into(out: np.ndarray, shape: tuple, listed) -> tuple:
 
 @dataclass(frozen=True, eq=False)
 class IntoReshaped(BoundCalls):
-    """A one-input BoundCalls op (``op``, whose own output has ``shape``) storing into a reshaped tensor."""
+    """A one-input BoundCalls op (``op``, whose own output has ``shape``) storing into a reshaped tensor, or into
+    ``out[index]`` (``writing``: a streaming model's frame into its ring buffer's tail, ops/ring_buffer.py)."""
 
     op: BoundCalls
     shape: tuple
+    index: tuple = (Ellipsis,)
 
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
-        return _into(out, self.shape, lambda target: self.op.bound_calls(x, target))
+        return _into(out[self.index], self.shape, lambda target: self.op.bound_calls(x, target))
 
     def feeding(self, consumer):
         """This op storing into a further copy's output (its only reader), or None."""
         return _reshape_reader(self, consumer)
+
+    def writing(self, index: tuple):
+        """This op storing into ``out[index]`` instead of its whole output (once), or None."""
+        return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,13 +54,18 @@ class IntoReshaped2(BoundCalls2):
 
     op: BoundCalls2
     shape: tuple
+    index: tuple = (Ellipsis,)
 
     def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
-        return _into(out, self.shape, lambda target: self.op.bound_calls(a, b, target))
+        return _into(out[self.index], self.shape, lambda target: self.op.bound_calls(a, b, target))
 
     def feeding(self, consumer):
         """This op storing into a further copy's output (its only reader), or None."""
         return _reshape_reader(self, consumer)
+
+    def writing(self, index: tuple):
+        """This op storing into ``out[index]`` instead of its whole output (once), or None."""
+        return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None
 
 
 def is_reshape_copy(consumer) -> bool:

@@ -103,3 +103,32 @@ def test_not_contiguous_output_takes_a_buffer():
     out = wide[..., ::2]  # the reshaped tensor's shape, not C-contiguous
     step([x], [out])
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize(
+    ("shape", "index"),
+    [
+        ((1, 1, 40, 12), (slice(None), slice(None), slice(10, 35), slice(None))),  # a ring's tail: C-contiguous
+        ((1, 1, 25, 20), (slice(None), slice(None), slice(0, 25), slice(3, 15))),  # not: through the buffer
+    ],
+)
+def test_writing_into_a_ring_tail(shape, index):
+    """``writing`` (ops/ring_buffer.py's tail stores): the same values into ``out[index]``, nothing else written;
+    a second ``writing`` is refused."""
+    from litert_py import Interpreter
+
+    it = Interpreter(model_content=_model(12, 3))
+    it.allocate_tensors()
+    step = it._subgraphs[0].steps_nodes[0][1]
+    assert type(step).__name__ == "IntoReshaped"
+    x = np.random.default_rng(2).integers(-128, 128, (1, 1, 25, 8)).astype(I8)
+    want = np.empty((1, 1, 25, 12), I8)
+    step([x], [want])
+    writer = step.writing(index)
+    assert writer.writing(index) is None
+    big = np.full(shape, 77, I8)
+    writer([x], [big])
+    np.testing.assert_array_equal(big[index], want)
+    rest = np.ones(big.shape, bool)
+    rest[index] = False
+    assert (big[rest] == 77).all()
