@@ -85,10 +85,10 @@ from .bound_plan import BoundCalls2, contiguous_source
 from .common import broadcast_shape, clip_ufunc, scalar_operand
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
-    QuantizedTable8,
     check_scales,
     smaller_than_one_exp,
     table8,
+    table_op,
 )
 from .registry import OpContext, PreparedOp, TensorInfo, register
 
@@ -574,7 +574,7 @@ def prepare_squared_difference(ctx: OpContext) -> PreparedOp:
         d = r1 - r2
         return multiply_by_quantized_multiplier(wrap32(d * d), mo, eo) + zo
 
-    return QuantizedTable8.build(table8(squared_difference, a.dtype, -128, 127, out.dtype), out.shape)
+    return table_op(table8(squared_difference, a.dtype, -128, 127, out.dtype), a, b, out)
 
 
 @register(BuiltinOperator.ATAN2)

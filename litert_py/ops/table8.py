@@ -15,6 +15,7 @@ from ..errors import InvokeError
 from ..quant import LUT_PAIRS_MIN_VALUES, lut_pairs, wrap32
 from .bound_plan import BoundCalls2
 from .common import all_values
+from .into_reshape import into_reshape, is_reshape_copy
 from .registry import TensorInfo
 
 INPUT1, INPUT2, OUTPUT = 0, 1, 0
@@ -50,6 +51,11 @@ class QuantizedTable8(BoundCalls2):
     small: bool = False  # a few elements: one fancy-indexing call beats the four ufunc calls below
     idx: np.ndarray | None = None  # uint16 table indices, the output's shape (None when small)
 
+    def feeding(self, consumer):
+        """This op storing into the output of a RESHAPE copy that alone reads its output (ops/into_reshape.py; the
+        index-buffer forms, whose buffer has the output's shape), or None."""
+        return None if self.idx is None else into_reshape(self, consumer, self.idx.shape)
+
     @property
     def checks_values_at_eval(self) -> bool:
         """DIV checks its divisor at eval, also on an empty output and on constants (div.cc's ``data[i] !=
@@ -64,15 +70,18 @@ class QuantizedTable8(BoundCalls2):
         (no broadcasting), it has at most BYTES_MAX_TABLE elements and the op checks no divisor; else fancy
         indexing up to SMALL_TABLE elements, else the gather through an index buffer allocated here, once."""
         values = int(np.prod(out_shape, dtype=np.int64))
-        if (
-            divisor_zero_point is None
-            and values <= BYTES_MAX_TABLE
-            and len(in_shapes) == 2
-            and all(tuple(s) == tuple(out_shape) for s in in_shapes)
-        ):
-            idx = np.zeros(out_shape, "<u2")  # little-endian: byte 1 is the high byte on every machine
-            pairs = idx.reshape(-1).view(np.uint8).reshape(tuple(out_shape) + (2,))  # (a view, also for 0-d)
-            return QuantizedTable8Bytes(table, None, False, idx, pairs[..., 1], pairs[..., 0])
+        out_shape = tuple(int(d) for d in out_shape)
+        shapes = tuple(tuple(int(d) for d in s) for s in in_shapes)
+        if divisor_zero_point is None and values <= BYTES_MAX_TABLE and len(shapes) == 2:
+            same = all(s == out_shape for s in shapes)
+            if not same and np.broadcast_shapes(*shapes, out_shape) == out_shape and values > SMALL_TABLE:
+                gate = QuantizedTable8Broadcast.of(table, out_shape, shapes)  # one input of the output's shape
+                if gate is not None:
+                    return gate
+            if same or np.broadcast_shapes(*shapes, out_shape) == out_shape:
+                idx = np.zeros(out_shape, "<u2")  # little-endian: byte 1 is the high byte on every machine
+                pairs = idx.reshape(-1).view(np.uint8).reshape(out_shape + (2,))  # (a view, also for 0-d)
+                return QuantizedTable8Bytes(table, None, False, idx, pairs[..., 1], pairs[..., 0], shapes)
         small = values <= SMALL_TABLE
         if not small and divisor_zero_point is None and len(in_shapes) == 2:
             gate = QuantizedTable8Broadcast.of(table, out_shape, in_shapes)
@@ -112,24 +121,31 @@ def _gather_pairs(table: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarr
 
 #: QuantizedTable8Bytes up to this many elements (measured, 1 thread, against the shift / or / take form and
 #: the fancy indexing of SMALL_TABLE: 256 values 3.4 / 2.9 -> 2.2 us, 448 3.6 / 3.5 -> 2.5, 1560 4.8 -> 3.9,
-#: 6000 8.1 -> 8.6 us: kept).
+#: 6000 8.1 -> 8.6 us: kept). Broadcasting inputs too, their byte copies broadcasting into the index buffer
+#: (medians of 9 alternated rounds, 1 thread: (1, 32, 64) x (1, 32, 1) 6.1 -> 4.5 us, (1, 32, 1) x (1, 1, 64)
+#: 6.0 -> 4.1 us against shift / or / take; (1, 32, 1) x (1, 32, 16) 4.0 -> 2.9 us, (4, 1) x (1, 64) 2.7 -> 2.4 us
+#: against the fancy indexing), except where one input has the output's shape and there are more than SMALL_TABLE
+#: values: QuantizedTable8Broadcast (its shift of the small input and one broadcasting OR: (1, 32, 1) x
+#: (1, 32, 64) 3.8 vs 4.3 us).
 BYTES_MAX_TABLE = 2048
 
 
 @dataclass(frozen=True, eq=False)
 class QuantizedTable8Bytes(QuantizedTable8):
-    """QuantizedTable8 for same-shape inputs and output (no broadcasting): the table index
-    ``byte(x1) << 8 | byte(x2)`` is built by two plain byte copies, x1's bytes into the high and x2's into the low
-    bytes of a little-endian uint16 index buffer (the same index value), then one gather: no widening shift and
+    """QuantizedTable8 for static inputs that broadcast to the output (BYTES_MAX_TABLE): the table index
+    ``byte(x1) << 8 | byte(x2)`` is built by two byte copies, x1's bytes into the high and x2's into the low
+    bytes of a little-endian uint16 index buffer of the output's shape (each copy broadcasting its input as the
+    op's NumPy broadcasting pairs the values: the same index values), then one gather: no widening shift and
     no second pass over the index. Inputs of other shapes (a resized op) take QuantizedTable8's path."""
 
     high: np.ndarray | None = None  # (out shape) uint8 view of the index buffer's high bytes
     low: np.ndarray | None = None  # its low bytes
+    shapes: tuple = ()  # the two inputs' shapes the op was built for
 
     def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
         """The two byte copies and the gather on these arrays; QuantizedTable8's calls for other shapes."""
         high = self.high
-        if a.shape != high.shape or b.shape != high.shape or out.shape != high.shape:
+        if (a.shape, b.shape) != self.shapes or out.shape != high.shape:
             return super().bound_calls(a, b, out)
         take = (np.take, (self.table, self.idx), {"out": out, "mode": "wrap"})  # every index is < 65536
         return (np.copyto, (high, a.view(np.uint8)), {}), (np.copyto, (self.low, b.view(np.uint8)), {}), take
@@ -214,6 +230,19 @@ class QuantizedTable8Scalar(BoundCalls2):
             return QuantizedTable8ScalarPairs(lut, operand, lut_pairs(lut))
         return QuantizedTable8Scalar(lut, operand)
 
+    def feeding(self, consumer):
+        """This lookup and its only reader as one step (ops/slice_views.py's fuse_feeding): a RESHAPE / SQUEEZE /
+        EXPAND_DIMS copy (shape.CopyReshaped) is absorbed (this op stores into the copy's output: the same values
+        in C order, ``bound_calls`` reshapes), a SoftmaxQuantizedColumns loads its rows through the lookup
+        (softmax.SoftmaxQuantizedColumnsLookup); else None."""
+        from .softmax import SoftmaxQuantizedColumns, SoftmaxQuantizedColumnsLookup
+
+        if is_reshape_copy(consumer):
+            return self
+        if type(consumer) is SoftmaxQuantizedColumns:
+            return SoftmaxQuantizedColumnsLookup.of(consumer, self.lut, self.operand)
+        return None
+
     def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple:
         """The gather on the varying input (reshaped to the output's shape where it has another: the same size,
         the constant broadcasts as a scalar) into ``out``."""
@@ -236,8 +265,8 @@ class QuantizedTable8ScalarPairs(QuantizedTable8Scalar):
         """The pair gather on the varying input (quant.lut_lookup_pairs's); QuantizedTable8Scalar's byte gather
         where that declines."""
         x = b if self.operand else a
-        if x.shape != out.shape or x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return super().bound_calls(a, b, out)
+        if x.size != out.size or x.size % 2 or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return super().bound_calls(a, b, out)  # (an output of another shape: flat views, the same C order)
         pairs = x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16)
         return ((np.take, (self.pairs, pairs[0]), {"out": pairs[1], "mode": "wrap"}),)
 

@@ -269,6 +269,21 @@ def test_requantize_table_is_requantize():
     assert RequantizeTable.build(*quantize_multiplier(1e-6), 0, -128, 127, 2.0**24, (3,)) is None  # too long
 
 
+def test_requantize_table_float32_extremes():
+    """float32 accumulators at the float32 GEMM's bound 2^24 (the table's float32 subtraction: differences beyond
+    2^24 round, and must still clip to the table's ends), against litert_py.quant.requantize."""
+    bound = 1 << 24
+    edge = np.array([bound, bound - 1, bound - 3, bound - 2**20 - 1, 2**23 + 1])
+    acc = np.concatenate([edge, -edge, np.arange(-300, 301)])
+    for real, zo in [(1.7, 0), (0.3, -128), (0.3, 127), (0.0069, 10)]:
+        m, shift = quantize_multiplier(real)
+        table = RequantizeTable.build(m, shift, zo, -128, 127, bound, acc.shape)
+        assert table is not None and table.first32.dtype == np.float32
+        out = np.empty(acc.shape, I8)
+        table(acc.astype(np.float32), out)
+        np.testing.assert_array_equal(out, requantize(acc.astype(np.int64), m, shift, zo, -128, 127))
+
+
 # -- error paths ----------------------------------------------------------------------------------------------
 
 
@@ -333,3 +348,48 @@ def test_batch_matmul_int16_large_multiplier(real):
         {},
     )
     check_both(model, [lhs])
+
+
+@pytest.mark.parametrize(
+    ("kind", "out_dtype", "reshaped"),
+    [
+        ("int8", I8, (1, 32, 4, 8)),  # the table path (an attention's context, heads merged back)
+        ("int8", I8, (2, 64, 8)),
+        ("int32", I32, (4, 256)),
+    ],
+)
+def test_reshape_after_batch_matmul_is_absorbed(kind, out_dtype, reshaped):
+    """BATCH_MATMUL -> RESHAPE: the product stores into the reshape's output (fuse_feeding drops the copy), against
+    BUILTIN_REF over several invokes."""
+    from litert_py.schema.builder import ModelBuilder
+    from litert_py.schema.builder import quant as bquant
+    from tests.oracle import oracle
+
+    b = ModelBuilder()
+    x = b.input("x", (1, 4, 32, 16), I8, quantization=bquant(0.05, 3))
+    y = b.input("y", (1, 4, 16, 8), I8, quantization=bquant(0.04, -2))
+    q = bquant(0.05 * 0.04 * 40, 5) if kind == "int8" else bquant(0.05 * 0.04, 0)
+    z = b.tensor("z", (1, 4, 32, 8), out_dtype, quantization=q)
+    b.op("BATCH_MATMUL", [x, y], [z], {"adj_x": False, "adj_y": False})
+    r = b.tensor("r", reshaped, out_dtype, quantization=q)
+    b.op("RESHAPE", [z, b.const("shape", np.array(reshaped, np.int32))], [r])
+    b.output(r)
+    model = b.build()
+    LiteRT, resolver = oracle()
+    theirs = LiteRT(model_content=model, experimental_op_resolver_type=resolver.BUILTIN_REF)
+    ours = Interpreter(model_content=model)
+    rng = np.random.default_rng(4)
+    for it in (theirs, ours):
+        it.allocate_tensors()
+    assert [type(op).__name__ for _, op in ours._subgraphs[0].steps_nodes] == ["BatchMatMulQuantized"]
+    for _ in range(4):
+        feeds = [rng.integers(-128, 128, s).astype(I8) for s in ((1, 4, 32, 16), (1, 4, 16, 8))]
+        results = []
+        for it in (ours, theirs):
+            for d, v in zip(it.get_input_details(), feeds):
+                it.set_tensor(d["index"], v)
+            it.invoke()
+            results.append(it.get_tensor(it.get_output_details()[0]["index"]))
+        assert results[0].shape == tuple(reshaped)
+        np.testing.assert_array_equal(*results)
+        assert len(np.unique(results[1])) > 10

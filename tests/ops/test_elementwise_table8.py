@@ -1,8 +1,8 @@
 """8-bit ADD / SUB / MUL through the 65536-entry table (litert_py/ops/elementwise_quantized.py): the byte-copy index
-form (QuantizedTable8Bytes: same-shape inputs up to BYTES_MAX_TABLE elements) and the other forms (broadcasting,
-larger outputs), each asserted by its prepared class, against the oracle (ai-edge-litert BUILTIN_REF) exactly over
-several invokes, including the extreme bytes (-128 / 127, 0 / 255) whose index bytes a swapped order would
-misplace."""
+form (QuantizedTable8Bytes: inputs broadcasting to the output up to BYTES_MAX_TABLE elements) and the other forms
+(one full input of more than SMALL_TABLE values, larger outputs), each asserted by its prepared class, against
+the oracle (ai-edge-litert BUILTIN_REF) exactly over several invokes, including the extreme bytes (-128 / 127,
+0 / 255) whose index bytes a swapped order would misplace; SQUARED_DIFFERENCE's forms likewise."""
 
 from __future__ import annotations
 
@@ -34,7 +34,12 @@ CASES = {
     "bytes-2048": ((1, 8, 16, 16), (1, 8, 16, 16), "QuantizedTable8Bytes"),
     "bytes-scalar": ((), (), "QuantizedTable8Bytes"),
     "gather-larger": ((1, 30, 25, 8), (1, 30, 25, 8), "QuantizedTable8"),
-    "broadcast": ((1, 4, 4, 16), (1, 1, 1, 16), "QuantizedTable8"),
+    "broadcast": ((1, 4, 4, 16), (1, 1, 1, 16), "QuantizedTable8Bytes"),  # broadcasting byte copies
+    "broadcast-outer": ((1, 32, 1), (1, 1, 64), "QuantizedTable8Bytes"),  # 2048 values: the bound
+    "broadcast-outer-larger": ((1, 33, 1), (1, 1, 64), "QuantizedTable8"),  # 2112: shift / or / take
+    "broadcast-rank": ((16,), (4, 2, 16), "QuantizedTable8Bytes"),  # a lower-rank input
+    "broadcast-column": ((1, 32, 64), (1, 32, 1), "QuantizedTable8Broadcast"),  # one full input, > SMALL_TABLE
+    "broadcast-column-small": ((1, 32, 16), (1, 32, 1), "QuantizedTable8Bytes"),  # 512 = SMALL_TABLE
     "broadcast-gate": ((1, 8, 8, 40), (1, 1, 1, 40), "QuantizedTable8Broadcast"),
     "broadcast-gate-first": ((1, 1, 1, 40), (1, 8, 8, 40), "QuantizedTable8Broadcast"),
     "broadcast-row": ((1, 8, 8, 40), (1, 1, 8, 40), "QuantizedTable8Broadcast"),
@@ -124,3 +129,33 @@ def test_table8_scalar_constant_zero_divisor_fails_at_invoke():
     ours.set_tensor(ours.get_input_details()[0]["index"], np.ones((1, 4), I8))
     with pytest.raises(InvokeError):
         ours.invoke()
+
+
+@pytest.mark.parametrize(
+    ("shape1", "shape2", "cls"),
+    [
+        ((1, 32, 64), (1, 32, 1), "QuantizedTable8Broadcast"),  # a layer norm's (x - mean)^2
+        ((1, 16, 16), (1, 16, 1), "QuantizedTable8Bytes"),
+        ((1, 8, 1), (1, 1, 24), "QuantizedTable8Bytes"),
+        ((1, 8, 8), (1, 8, 8), "QuantizedTable8Bytes"),
+    ],
+)
+def test_squared_difference_table_forms(shape1, shape2, cls):
+    """int8 SQUARED_DIFFERENCE takes the same table forms as ADD / SUB / MUL (table_op), against BUILTIN_REF."""
+    out_shape = np.broadcast_shapes(shape1, shape2)
+    b = ModelBuilder()
+    x = b.input("x", shape1, I8, quantization=quant(0.05, -7))
+    y = b.input("y", shape2, I8, quantization=quant(0.03, 11))
+    z = b.tensor("z", out_shape, I8, quantization=quant(0.02, -100))
+    b.op("SQUARED_DIFFERENCE", [x, y], [z])
+    b.output(z)
+    theirs, ours, step = both_with_step(b.build())
+    assert type(step).__name__ == cls
+    rng = np.random.default_rng(5)
+    for k in range(4):
+        feeds = [rng.integers(-128, 128, s).astype(I8) for s in (shape1, shape2)]
+        if k == 0:
+            feeds = [np.asarray(np.where(rng.random(s) < 0.5, -128, 127), I8) for s in (shape1, shape2)]
+        got, want = invoke_both(theirs, ours, feeds)
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(want)) > 1

@@ -513,7 +513,7 @@ def test_fully_connected_folded_bias_and_zero_point(depth, zx, gemm):
     it = Interpreter(model_content=model)
     it.allocate_tensors()
     (prepared,) = it._subgraphs[0].prepared_ops.values()
-    assert type(prepared).__name__ == "FullyConnectedQuantizedFoldedRounded" and prepared.weights_t.dtype == gemm
+    assert type(prepared).__name__ == "FullyConnectedQuantizedFoldedRoundedRows" and prepared.weights_t.dtype == gemm
 
 
 @pytest.mark.parametrize("zo, act", [(-3, 0), (0, 0), (40, 1), (-128, 3)])

@@ -63,10 +63,10 @@ def _models():
     for dtype, tag in ((I8, "int8"), (U8, "uint8")):
         net = _Net(dtype)
         out = _se_gate(net, (1, 1, 1, 24), (1, 4, 4, 24))
-        cases[f"se-gate-{tag}"] = (net.build(out), ["QuantizedTable8"])
+        cases[f"se-gate-{tag}"] = (net.build(out), ["QuantizedTable8Bytes"])  # 384 values: broadcasting bytes
         net = _Net(dtype)
         out = _se_gate(net, (1, 1, 1, 24), (1, 4, 4, 24), swap=True)
-        cases[f"se-gate-input1-{tag}"] = (net.build(out), ["QuantizedTable8"])
+        cases[f"se-gate-input1-{tag}"] = (net.build(out), ["QuantizedTable8Bytes"])
         for swap in (False, True):  # larger: the transposed-table broadcast form
             net = _Net(dtype)
             out = _se_gate(net, (1, 1, 1, 40), (1, 8, 8, 40), swap=swap)

@@ -1,5 +1,5 @@
 """8-bit MEAN through MeanQuantizedTable (litert_py/ops/reduce.py): the sums accumulate in int16 / uint16 up to the
-count where the extreme sums still fit (256 int8 values, 257 uint8 values) and in intp beyond, asserted by the
+count where the extreme sums still fit (256 int8 values, 257 uint8 values) and in int32 beyond, asserted by the
 prepared op's ``sum_dtype``, against the oracle (ai-edge-litert BUILTIN_REF) exactly, the all-minimum and
 all-maximum inputs (the extreme sums, where a narrow accumulator would overflow) included."""
 
@@ -18,9 +18,11 @@ from tests.oracle import T, quant, run_both, single_op_model
     [
         (np.int8, 64, np.int16),
         (np.int8, 256, np.int16),
-        (np.int8, 257, np.intp),
+        (np.int8, 257, np.int32),
+        (np.int8, 1024, np.int32),  # MEAN_TABLE_MAX_COUNT
         (np.uint8, 257, np.uint16),
-        (np.uint8, 258, np.intp),
+        (np.uint8, 258, np.int32),
+        (np.uint8, 1024, np.int32),
     ],
 )
 def test_mean_table_sum_dtype(dtype, n, sum_dtype):

@@ -254,7 +254,7 @@ def _fc_model(act: int, zo: int, units: int = 6, depth: int = 20) -> bytes:
     [
         (RELU, -128, "FullyConnectedQuantizedFoldedRelu"),
         (RELU, 10, "FullyConnectedQuantizedFoldedRelu"),
-        (NONE, 10, "FullyConnectedQuantizedFoldedRounded"),  # lower clamp below the zero point: no tie, rint
+        (NONE, 10, "FullyConnectedQuantizedFoldedRoundedRows"),  # lower clamp below the zero point: no tie, rint
     ],
 )
 def test_folded_fully_connected_paths(act, zo, cls):

@@ -58,6 +58,7 @@ from ...quant import (
 )
 from ..bound_plan import BoundCalls
 from ..common import aligned_empty, clip_ufunc, float_activation_range, small_gemm
+from ..into_reshape import into_reshape
 from ..registry import OpContext, TensorInfo
 from .common import (
     BIAS,
@@ -284,6 +285,10 @@ class ConvQuantizedScaled(BoundCalls):
         """The op's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
         return (*gemm_calls(self.im2col, x, self.weights, self.sums), *epilogue_calls(self.epilogue, self.sums, out))
 
+    def feeding(self, consumer):
+        """This op storing into the output of a RESHAPE copy that alone reads its output (ops/into_reshape.py)."""
+        return into_reshape(self, consumer, self.sums.shape)
+
 
 def _conv_folding(geo, x, f, bias, f_zp, m, shift, zero_point, lo, hi, max_abs_x, acc_bound):
     """(w, folding): the (K, O) int64 weights w - w_zp and fold_requantization's result (None when it fails)."""
@@ -340,6 +345,10 @@ class ConvQuantizedFolded(BoundCalls):
     def bound_calls(self, x: np.ndarray, out: np.ndarray) -> tuple:
         """The op's numpy calls on ``x`` and ``out`` (im2col.gemm_calls, requant.epilogue_calls)."""
         return (*gemm_calls(self.im2col, x, self.weights, self.acc), *epilogue_calls(self.epilogue, self.acc, out))
+
+    def feeding(self, consumer):
+        """This op storing into the output of a RESHAPE copy that alone reads its output (ops/into_reshape.py)."""
+        return into_reshape(self, consumer, self.acc.shape)
 
 
 @dataclass(frozen=True, eq=False)
