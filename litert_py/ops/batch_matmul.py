@@ -199,7 +199,16 @@ class BatchMatMulQuantized:
             rhs = np.subtract(r, self.rhs_zero_point, dtype=dt) if self.rhs_zero_point else r.astype(dt)
         acc = np.matmul(lf, rhs)
         if out.shape != acc.shape:  # a reshape's output (``feeding``): the same values in C order
+            if not out.flags.c_contiguous:  # no view of it has acc's shape (a direct call's array): via a buffer
+                buffer = np.empty(acc.shape, out.dtype)
+                self._store(acc, buffer)
+                np.copyto(out, buffer.reshape(out.shape))
+                return
             out = out.reshape(acc.shape)
+        self._store(acc, out)
+
+    def _store(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """The requantized product ``acc`` into ``out`` (acc's shape)."""
         if self.kind == "int16":
             r = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
             np.clip(wrap32(r + self.zo), self.qmin, self.qmax, out=out, casting="unsafe")

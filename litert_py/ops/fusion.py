@@ -4,8 +4,10 @@ Each pass takes the subgraph's ``(node, prepared op)`` steps and returns them wi
 tensor between them has one reader and is not a subgraph output (its value is then not written, as in LiteRT's
 arena). SubgraphRuntime.prepare runs them unless ``experimental_preserve_all_tensors`` is set or a node is deferred.
 The order matters: the ring buffers and slice views first (they change which op reads which tensor), the clamp
-activations before ``fuse_feeding`` (so FC -> RELU -> FC still links into one chain), the stores into a RESHAPE's
-output and a ring buffer's tail last.
+activations before ``fuse_feeding`` (so FC -> RELU -> FC still links into one chain; it also lets producers store
+through a RESHAPE copy that alone reads them, ops/into_reshape.py: the int8 convs and pair tables, the folded FC,
+BATCH_MATMUL, one-value lookups), the remaining stores into a RESHAPE's output and a ring buffer's tail last (a
+copy a producer absorbed earlier no longer reaches fuse_ring_writes: only IntoReshaped writes into a ring's tail).
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ class SoftmaxQuantizedColumnsLookup(SoftmaxQuantizedColumns):
     def __call__(self, inputs, outputs):
         x = inputs[self.operand]
         n, m = self.xi.shape
-        if x.size != n * m:
+        if x.size != n * m or outputs[OUTPUT].shape != self.q_view.shape:  # not the prepared arrays: general
             y = self.lut_out.take(x.view(np.uint8))
             return self.general([y.reshape(outputs[OUTPUT].shape)], outputs)
         self.lut.take(x.view(np.uint8).reshape(m, n).T, None, self.xi, "wrap")  # xi[j, r] = lut[x row r, col j]

@@ -66,8 +66,9 @@ class QuantizedTable8(BoundCalls2):
     def build(
         cls, table: np.ndarray, out_shape, divisor_zero_point: int | None = None, in_shapes: tuple = ()
     ) -> QuantizedTable8:
-        """The op for an output of ``out_shape``: QuantizedTable8Bytes where both ``in_shapes`` are the output's
-        (no broadcasting), it has at most BYTES_MAX_TABLE elements and the op checks no divisor; else fancy
+        """The op for an output of ``out_shape``: QuantizedTable8Bytes where it has at most BYTES_MAX_TABLE
+        elements and the op checks no divisor (broadcasting inputs: their byte copies broadcast into the index);
+        else fancy
         indexing up to SMALL_TABLE elements, else the gather through an index buffer allocated here, once."""
         values = int(np.prod(out_shape, dtype=np.int64))
         out_shape = tuple(int(d) for d in out_shape)

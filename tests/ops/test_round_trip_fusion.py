@@ -115,3 +115,17 @@ def test_per_channel_quantize_is_not_fused():
     q = quant([0.04, 0.05, 0.03, 0.06], [1, 2, 3, 4], 2)
     names = _compare(_chain(out_q=q, mul=False, shape=(1, 3, 4)))
     assert names == ["TableLookup", "UnaryPlain", "QuantizeFloatStore"]
+
+
+@pytest.mark.parametrize(("shape", "fused"), [((1, 64, 64), True), ((1, 64, 65), False)])
+def test_per_channel_round_trip_size_cap(shape, fused):
+    """A per-channel QUANTIZE with equal scales: tabulated by a run per input value (every position must agree)
+    up to ROUND_TRIP_PER_CHANNEL_MAX values (4096 here), left as steps past it (prepare stays short)."""
+    from litert_py.ops.lut_fusion import ROUND_TRIP_PER_CHANNEL_MAX
+
+    c = shape[-1]
+    assert (np.prod(shape) <= ROUND_TRIP_PER_CHANNEL_MAX) == fused
+    q = quant([0.07] * c, [7] * c, 2)
+    names = _compare(_chain(out_q=q, mul=False, shape=shape))
+    assert (names[-1] != "QuantizeFloatStore") == fused, names  # fused: one table step; else the chain's steps
+    assert len(names) == (1 if fused else 3), names
