@@ -71,10 +71,10 @@ def _cell(model):
     return op.cell
 
 
-def _stream_matches(model, xshape, rng, invokes, zos=0):
+def _stream_matches(model, xshape, rng, invokes, zos=0, c0=None):
     """Invokes with random inputs (the output_state set to its zero point first, as LiteRT initializes an INT8
-    variable tensor): after each, the output and both states (the int16 cell state shows a one-unit difference
-    the int8 output can round away) exactly equal to the oracle's."""
+    variable tensor; the cell state set to ``c0`` when given): after each, the output and both states (the int16
+    cell state shows a one-unit difference the int8 output can round away) exactly equal to the oracle's."""
     LiteRT, R = oracle()
     xs = [rng.integers(-128, 128, xshape).astype(np.int8) for _ in range(invokes)]
     res = []
@@ -85,6 +85,8 @@ def _stream_matches(model, xshape, rng, invokes, zos=0):
         it.allocate_tensors()
         states = [next(d for d in it.get_tensor_details() if d["name"] == name) for name in ("h", "c")]
         it.set_tensor(states[0]["index"], np.full(states[0]["shape"], zos, np.int8))
+        if c0 is not None:
+            it.set_tensor(states[1]["index"], c0)
         out = []
         for x in xs:
             it.set_tensor(it.get_input_details()[0]["index"], x)
@@ -276,25 +278,8 @@ def test_cell_state_set_past_the_cell_clip(cifg, c0):
     """A cell state set (set_tensor on the variable) beyond the cell clip: LiteRT's first step multiplies it
     unclipped (f * c), so that invoke takes the int64 step; a state within the clip (100) keeps the plain
     step. Both states and the output equal the oracle's after each invoke."""
-    LiteRT, R = oracle()
     rng = np.random.default_rng(5)
     model, xshape = plain_model(rng, "UNIDIRECTIONAL_SEQUENCE_LSTM", True, 2, 3, 6, 8, -12, cifg=cifg, cclip=0.05)
     assert _cell(model)._plain is not None and _cell(model)._plain.clips_state  # clip 0.05 / 2^-12: 204
-    xs = [rng.integers(-128, 128, xshape).astype(np.int8) for _ in range(2)]
-    res = []
-    for it in (
-        Interpreter(model_content=model),
-        LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=R.BUILTIN_REF),
-    ):
-        it.allocate_tensors()
-        c = next(d for d in it.get_tensor_details() if d["name"] == "c")
-        it.set_tensor(c["index"], np.where(np.arange(16).reshape(2, 8) % 2, c0, max(-c0, -32768)).astype(np.int16))
-        out = []
-        for x in xs:
-            it.set_tensor(it.get_input_details()[0]["index"], x)
-            it.invoke()
-            out.append((it.get_tensor(it.get_output_details()[0]["index"]).copy(), it.get_tensor(c["index"]).copy()))
-        res.append(out)
-    for (a, ca), (b, cb) in zip(*res):
-        np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(ca, cb)
+    c = np.where(np.arange(16).reshape(2, 8) % 2, c0, max(-c0, -32768)).astype(np.int16)
+    _stream_matches(model, xshape, rng, 2, c0=c)
