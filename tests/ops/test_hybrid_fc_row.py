@@ -180,8 +180,10 @@ def test_hybrid_fc_row_bit_exact(case):
         has_fix = kind in ("full", "sparse-128", "mixed", "-128")  # -128 weights: the SSE fix reads q itself
         assert prepared.shifted == (not has_fix and case not in UNSHIFTED), prepared.shifted
     if asym and row_kind in ("positive", "nonneg-ties", "nonneg-zeros", "min-just-negative"):
-        sf, nonneg = prepared._scalars(x.reshape(-1))  # the row's scalars as __call__ takes them
-        assert nonneg == (row_kind != "min-just-negative")
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()  # binds the plans to the interpreter's arrays
+        b = prepared._bound
+        assert prepared._scalars(b) is b[4 if row_kind != "min-just-negative" else 3]  # the plan __call__ takes
     (ours,) = run_ours(model, [x])
     (theirs,) = run_litert(model, [x])
     if act == 4:  # Eigen's tanh vs ours: a few ulp (as test_fully_connected's TOLERANCE)
