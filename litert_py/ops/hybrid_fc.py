@@ -336,8 +336,8 @@ class FullyConnectedHybridRow:
             general.asymmetric and fix is None and _shifted_exact(wi, general.row_sums, ct),
         )
 
-    _bound = None  # bind's (input, output, input row, calls after the scalars, those of a row with min >= 0 when
-    # asymmetric, the uint32 max reduction into ``top`` when asymmetric) as partial objects, or None
+    _bound = None  # bind's (input, output, input row, the uint32 max reduction into ``top``, the calls after the
+    # scalars, those of a row with min >= 0; the last two asymmetric only) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
@@ -355,7 +355,7 @@ class FullyConnectedHybridRow:
             if self.general.asymmetric:
                 nonneg = bound_plan(self.nonneg_calls(x1) + self.fix_calls() + rest)
                 top = partial(_MAX, x1.view(np.uint32), None, None, self.top.view(np.uint32))
-            bound = (x, out, x1, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg, top)
+            bound = (x, out, x1, top, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg)
         object.__setattr__(self, "_bound", bound)
 
     def quantize_calls(self, x: np.ndarray) -> list:
@@ -395,11 +395,11 @@ class FullyConnectedHybridRow:
 
     def _scalars(self, b: tuple) -> tuple | None:
         """The row's scalars into ``inv``, ``sf`` and ``scale`` (and ``zp`` and the zero point's column) for the
-        input row ``b[2]`` of the bound plans ``b``; returns the plan to run (``b[4]``, ``nonneg_calls``, for an
+        input row ``b[2]`` of the bound plans ``b``; returns the plan to run (``b[5]``, ``nonneg_calls``, for an
         asymmetric row with min >= 0), or None for a row the general path takes."""
         x = b[2]
         if self.asym:
-            b[5]()  # the uint32 max of the row's bits into ``top``
+            b[3]()  # the uint32 max of the row's bits into ``top``
             v = self.top.item()
             if NONNEG_MAX_MIN <= v <= FLT_MAX:  # no sign bit: min >= 0, max v, nonneg_row_params inline
                 s0 = self.sf
@@ -407,7 +407,7 @@ class FullyConnectedHybridRow:
                 sf = s0.item()
                 self.inv[()] = 1.0 / sf
                 self.qq[-1] = 0.0 if self.shifted else -128.0
-                plan = b[4]
+                plan = b[5]
             else:
                 mn = v if v < 0.0 else float(_MIN(x))  # a negative top is the row's min
                 mx, f = float(_MAX(x)), self.f32_0d
@@ -417,14 +417,14 @@ class FullyConnectedHybridRow:
                         return None
                     sf, self.inv[()] = p
                     self.qq[-1] = 0.0 if self.shifted else -128.0
-                    plan = b[4]
+                    plan = b[5]
                 else:
                     p = asymmetric_row_params(mn, mx, f)
                     if p is None:
                         return None
                     sf, self.inv[()], zp = p
                     self.zp[()] = self.qq[-1] = zp
-                    plan = b[3]
+                    plan = b[4]
                 self.sf[()] = sf
         else:
             r = float(_MAX(np.abs(x, out=self.a)))
@@ -434,7 +434,7 @@ class FullyConnectedHybridRow:
             s0[()] = r / 127.0
             sf = s0.item()
             self.inv[()] = 127.0 / r
-            plan = b[3]
+            plan = b[4]
         if self.w_scale is not None:
             self.scale[()] = sf * self.w_scale
         return plan

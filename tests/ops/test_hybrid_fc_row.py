@@ -122,18 +122,18 @@ UNSHIFTED = {
 }
 
 
-#: row kind -> the plan FullyConnectedHybridRow._scalars picks for an asymmetric row (4: nonneg_calls, 3: the signed
+#: row kind -> the plan FullyConnectedHybridRow._scalars picks for an asymmetric row (5: nonneg_calls, 4: the signed
 #: calls, None: the general path)
 PLANS = {
-    "positive": 4,
-    "nonneg-ties": 4,
-    "nonneg-zeros": 4,
-    "min-just-negative": 3,
-    "nonneg-at-max-min": 4,
+    "positive": 5,
+    "nonneg-ties": 5,
+    "nonneg-zeros": 5,
+    "min-just-negative": 4,
+    "nonneg-at-max-min": 5,
     "nonneg-below-max-min": None,
-    "nonneg-flt-max": 4,
-    "signed-zero-positive": 4,
-    "normal": 3,
+    "nonneg-flt-max": 5,
+    "signed-zero-positive": 5,
+    "normal": 4,
     "zeros": None,
 }
 _BELOW_MAX_MIN = float(np.nextafter(F32(NONNEG_MAX_MIN), F32(0)))
@@ -298,8 +298,8 @@ def test_nonneg_max_min_is_the_edge_of_nonneg_row_params():
         ([np.inf, 1.0, 2.0], None),
         ([-np.inf, 1.0, 2.0], None),
         ([-0.0, 0.0, -0.0], None),  # the top is -0.0: the float reductions, min == max == 0
-        ([-0.0, 0.5, 2.0], 4),  # the top is -0.0: the float reductions, min >= 0
-        ([-3.0, 0.5, -7.0], 3),  # the top is the min, -7.0
+        ([-0.0, 0.5, 2.0], 5),  # the top is -0.0: the float reductions, min >= 0
+        ([-3.0, 0.5, -7.0], 4),  # the top is the min, -7.0
     ],
     ids=["nan-neg", "negnan-pos", "nan-pos", "inf", "-inf", "zeros", "negzero-pos", "neg"],
 )
