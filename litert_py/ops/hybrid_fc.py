@@ -3,9 +3,9 @@ kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid R
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
 calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
 runtime's arrays, an asymmetric row with min >= 0 (a ReLU's output) in 3-4 quantization calls (dense_ae_dynamic's
-ten 128-wide layers: 95 -> 74 us per invoke); ``FullyConnectedHybridRows``: a fixed number of asymmetric rows
-with constant weights (quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64,
-about 75 -> 35 us).
+ten 128-wide layers: 95 -> 74 us per invoke), told apart by one reduction (74 -> 62 us);
+``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
+(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
