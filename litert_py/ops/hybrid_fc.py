@@ -3,20 +3,23 @@ kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid R
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
 calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
 runtime's arrays, an asymmetric row with min >= 0 (a ReLU's output) in 3-4 quantization calls (dense_ae_dynamic's
-ten 128-wide layers: 95 -> 74 us per invoke); ``FullyConnectedHybridRows``: a fixed number of asymmetric rows
-with constant weights (quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64,
-about 75 -> 35 us).
+ten 128-wide layers: 95 -> 74 us per invoke), told apart by one reduction (74 -> 62 us);
+``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
+(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
 from ..quant.hybrid import (
+    FLT_MAX,
     HALF_DOWN,
+    NONNEG_MAX_MIN,
     SYM_R_MIN,
     AsymmetricRowsQuantizer,
     asymmetric_row_params,
@@ -256,7 +259,13 @@ class FullyConnectedHybridRow:
       ``inv = f32(127 / R)`` in Python doubles rounded once to float32 through a 0-d buffer: a double quotient
       of two floats rounded to float32 is the float32 quotient (double rounding is innocuous for +, -, *, /
       as 53 >= 2 * 24 + 2); ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
-    - asymmetric: min and max reductions, the scalars of quant.hybrid.asymmetric_row_params;
+    - asymmetric: one max reduction of the row's bits as uint32 (``top``): a float32 with its sign bit clear
+      orders as its bits do, and every one with its sign bit set (-0.0, NaN too) is above them. So without a
+      sign bit ``top`` is the float max (a positive NaN above inf), and ``NONNEG_MAX_MIN <= top <= FLT_MAX``
+      says the row has min >= 0 and a max nonneg_row_params takes (its scalars inline: ``sf = f32(top / 255)``,
+      ``inv = f32(1 / sf)``); a negative ``top`` is the row's float min (negative floats order in reverse as
+      their bits, a negative NaN above -inf), then one float max reduction; otherwise (-0.0, NaN, inf, zero
+      or tiny rows) the float min and max reductions as before; then the scalars of asymmetric_row_params;
     - the rounding of ``neon_round_inplace``, ``trunc(f32(v + copysign(half, v)))``, on ``|v| = f32(|x| * inv)``
       (float32 rounding is symmetric): ``trunc(f32(|v| + half))``, then
       ``copysign(., x)``; ``half`` a prepared vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
@@ -287,6 +296,8 @@ class FullyConnectedHybridRow:
     a: np.ndarray  # (depth,) float32: |x|, then |v|
     qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q (shifted: q + 128), min(q[cols], 0) [, zp]
     f32_0d: np.ndarray  # () float32: rounds a Python float to float32
+    sf: np.ndarray  # () float32: the row's scaling factor (per channel: read by the plan's scale product)
+    top: np.ndarray  # () float32: the uint32 max of the row's bits (asymmetric)
     inv: np.ndarray  # () float32
     zp: np.ndarray  # () float32
     scale: np.ndarray  # () or (units,) float32
@@ -317,14 +328,16 @@ class FullyConnectedHybridRow:
             np.zeros((), F32),
             np.zeros((), F32),
             np.zeros((), F32),
+            np.zeros((), F32),
+            np.zeros((), F32),
             np.zeros(() if per_tensor else units, F32),
             None if ct == np.float32 else np.empty(units, ct),
             general.asymmetric,
             general.asymmetric and fix is None and _shifted_exact(wi, general.row_sums, ct),
         )
 
-    _bound = None  # bind's (input, output, input row, calls after the scalars, those of a row with min >= 0 when
-    # asymmetric) as partial objects, or None
+    _bound = None  # bind's (input, output, input row, the uint32 max reduction into ``top``, the calls after the
+    # scalars, those of a row with min >= 0; the last two asymmetric only) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
@@ -336,17 +349,22 @@ class FullyConnectedHybridRow:
         if bindable(x, out, depth, units):
             x1, o1 = x.reshape(-1), out.reshape(-1)
             rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
-            nonneg = None
+            if self.w_scale is None:  # per channel: scale = f32(w_scale[c] * sf)
+                rest.insert(0, (np.multiply, (self.general.w_scale, self.sf), {"out": self.scale}))
+            nonneg = top = None
             if self.general.asymmetric:
                 nonneg = bound_plan(self.nonneg_calls(x1) + self.fix_calls() + rest)
-            bound = (x, out, x1, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg)
+                top = partial(_MAX, x1.view(np.uint32), None, None, self.top.view(np.uint32))
+            bound = (x, out, x1, top, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg)
         object.__setattr__(self, "_bound", bound)
 
     def quantize_calls(self, x: np.ndarray) -> list:
-        """q (and zp) into ``qq`` once ``inv`` (and ``zp``) hold the row's values; ``a`` holds |x| already."""
+        """q (and zp) into ``qq`` once ``inv`` (and ``zp``) hold the row's values; ``a`` holds |x| already
+        (symmetric: the reduction's input), or here (asymmetric)."""
         a, depth, o = self.a, self.a.shape[0], "out"
         q = self.qq[:depth]
-        calls = [
+        calls = [(np.abs, (x,), {o: a})] if self.general.asymmetric else []
+        calls += [
             (np.multiply, (a, self.inv), {o: a}),  # |f32(x * inv)|: the float32 product's rounding is symmetric
             # trunc(f32(|v| + half)), the sign back (float32 calls: a cast to uint8 costs more than a trunc)
             (np.add, (a, self.half), {o: a}),
@@ -375,34 +393,51 @@ class FullyConnectedHybridRow:
         fq = self.qq[depth : depth + self.fix_cols.shape[0]]
         return [(np.take, (self.qq[:depth], self.fix_cols), {"out": fq}), (np.minimum, (fq, 0.0), {"out": fq})]
 
-    def _scalars(self, x: np.ndarray) -> tuple[float, bool] | None:
-        """The row's scalars into ``inv`` (and ``zp`` and the zero point's column), |x| into ``a`` for the signed
-        calls; returns ``(sf, nonneg)``, ``nonneg`` for an asymmetric row with min >= 0 (``nonneg_calls``), or
-        None for a row the general path takes."""
-        f = self.f32_0d
+    def _scalars(self, b: tuple) -> tuple | None:
+        """The row's scalars into ``inv``, ``sf`` and ``scale`` (and ``zp`` and the zero point's column) for the
+        input row ``b[2]`` of the bound plans ``b``; returns the plan to run (``b[5]``, ``nonneg_calls``, for an
+        asymmetric row with min >= 0), or None for a row the general path takes."""
+        x = b[2]
         if self.asym:
-            mn = float(_MIN(x))
-            if mn >= 0.0:
-                p = nonneg_row_params(float(_MAX(x)), f)
-                if p is None:
-                    return None
-                self.inv[()] = p[1]
+            b[3]()  # the uint32 max of the row's bits into ``top``
+            v = self.top.item()
+            if NONNEG_MAX_MIN <= v <= FLT_MAX:  # no sign bit: min >= 0, max v, nonneg_row_params inline
+                s0 = self.sf
+                s0[()] = v / 255.0
+                sf = s0.item()
+                self.inv[()] = 1.0 / sf
                 self.qq[-1] = 0.0 if self.shifted else -128.0
-                return p[0], True
-            p = asymmetric_row_params(mn, float(_MAX(x)), f)
-            if p is None:
-                return None
-            sf, self.inv[()], zp = p
-            self.zp[()] = self.qq[-1] = zp
-            np.abs(x, out=self.a)
+                plan = b[5]
+            else:
+                mn = v if v < 0.0 else float(_MIN(x))  # a negative top is the row's min
+                mx, f = float(_MAX(x)), self.f32_0d
+                if mn >= 0.0:  # -0.0 among nonnegative values
+                    p = nonneg_row_params(mx, f)
+                    if p is None:
+                        return None
+                    sf, self.inv[()] = p
+                    self.qq[-1] = 0.0 if self.shifted else -128.0
+                    plan = b[5]
+                else:
+                    p = asymmetric_row_params(mn, mx, f)
+                    if p is None:
+                        return None
+                    sf, self.inv[()], zp = p
+                    self.zp[()] = self.qq[-1] = zp
+                    plan = b[4]
+                self.sf[()] = sf
         else:
             r = float(_MAX(np.abs(x, out=self.a)))
             if not SYM_R_MIN <= r < np.inf:
                 return None
-            f[()] = r / 127.0
-            sf = f.item()
+            s0 = self.sf
+            s0[()] = r / 127.0
+            sf = s0.item()
             self.inv[()] = 127.0 / r
-        return sf, False
+            plan = b[4]
+        if self.w_scale is not None:
+            self.scale[()] = sf * self.w_scale
+        return plan
 
     def __call__(self, inputs, outputs):
         b = self._bound
@@ -410,16 +445,9 @@ class FullyConnectedHybridRow:
             b = bound_to(self, inputs, outputs)
             if b is None:
                 return self.general(inputs, outputs)
-        r = self._scalars(b[2])
-        if r is None:
+        plan = self._scalars(b)
+        if plan is None:
             return self.general(inputs, outputs)
-        sf, nonneg = r
-        plan = b[4] if nonneg else b[3]
-        if self.w_scale is not None:
-            self.scale[()] = sf * self.w_scale
-        else:
-            self.f32_0d[()] = sf
-            np.multiply(self.general.w_scale, self.f32_0d, out=self.scale)
         for call in plan:
             call()
 

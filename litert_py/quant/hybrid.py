@@ -241,6 +241,23 @@ def nonneg_row_params(mx: float, f32_0d: np.ndarray) -> tuple[float, float] | No
     return sf, f32_0d.item()
 
 
+def _nonneg_max_min() -> float:
+    """The smallest float32 max nonneg_row_params takes (its conditions are monotone in ``mx``: ``mx > 0`` and
+    ``f32(mx / 255) >= 1 / FLT_MAX``), found by stepping float32 neighbours from ``255 / FLT_MAX``."""
+    f = np.zeros((), np.float32)
+    m = np.float32(255.0 * _SF_MIN)
+    while nonneg_row_params(float(np.nextafter(m, np.float32(0))), f) is not None:
+        m = np.nextafter(m, np.float32(0))
+    while nonneg_row_params(float(m), f) is None:
+        m = np.nextafter(m, np.float32(np.inf))
+    return float(m)
+
+
+#: nonneg_row_params takes ``mx`` (a float32 value) exactly when ``NONNEG_MAX_MIN <= mx <= FLT_MAX`` (NaN fails):
+#: one comparison chain for a caller that already knows the row's min is >= 0.
+NONNEG_MAX_MIN = _nonneg_max_min()
+
+
 #: The smallest float32 range ``rmax - rmin`` AsymmetricRowsQuantizer takes: ``f32(range / 255)`` is then at least
 #: 3.9e-38 > 1 / FLT_MAX, so the scale is nonzero and ``1 / sf`` finite (rows below it, all-zero rows among them,
 #: take batch_quantize_floats' special branches).

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.quant.hybrid import asymmetric_row_params, nonneg_row_params
+from litert_py.quant.hybrid import NONNEG_MAX_MIN, asymmetric_row_params, nonneg_row_params
 from tests.ops.test_fully_connected import fc_model
 from tests.oracle import quant, run_litert, run_ours
 
@@ -104,6 +104,12 @@ CASES = {
     "asym-nonneg-ties-f64-shifted-1100": (1100, 3, "pm127", False, False, 0, "nonneg-ties", "float64"),
     "asym-nonneg-ties-f64-603": (603, 3, "127", False, False, 0, "nonneg-ties", "float64"),
     "asym-nonneg-ties-f64-fix-603": (603, 3, "-128", True, True, 0, "nonneg-ties", "float64"),
+    # the uint32 max of the row's bits: a max at NONNEG_MAX_MIN (inline nonneg scalars) and one float32 step below
+    # it (the general path), at FLT_MAX; -0.0 with positives, a negative min among NaN-free values (its min)
+    "asym-nonneg-at-max-min": (24, 5, "symmetric", True, True, 0, "nonneg-at-max-min", "float32"),
+    "asym-nonneg-below-max-min": (24, 5, "symmetric", False, True, 0, "nonneg-below-max-min", "float32"),
+    "asym-nonneg-flt-max": (24, 5, "symmetric", False, True, 0, "nonneg-flt-max", "float32"),
+    "asym-signed-zero-and-positive": (19, 4, "symmetric", True, False, 0, "signed-zero-positive", "float32"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
 }
@@ -114,6 +120,23 @@ UNSHIFTED = {
     "asym-unshifted-lane-wrap-2100",
     "asym-f32-classifier-1280",  # 255 * sum|w| past 2^24 with its float32 product
 }
+
+
+#: row kind -> the plan FullyConnectedHybridRow._scalars picks for an asymmetric row (5: nonneg_calls, 4: the signed
+#: calls, None: the general path)
+PLANS = {
+    "positive": 5,
+    "nonneg-ties": 5,
+    "nonneg-zeros": 5,
+    "min-just-negative": 4,
+    "nonneg-at-max-min": 5,
+    "nonneg-below-max-min": None,
+    "nonneg-flt-max": 5,
+    "signed-zero-positive": 5,
+    "normal": 4,
+    "zeros": None,
+}
+_BELOW_MAX_MIN = float(np.nextafter(F32(NONNEG_MAX_MIN), F32(0)))
 
 
 def row(kind: str, depth: int, rng) -> np.ndarray:
@@ -135,6 +158,16 @@ def row(kind: str, depth: int, rng) -> np.ndarray:
     if kind == "nonneg-zeros":
         x = np.abs(x)
         x[::3], x[1::3] = 0.0, -0.0
+        return x
+    if kind in ("nonneg-at-max-min", "nonneg-below-max-min", "nonneg-flt-max"):
+        top = {"nonneg-at-max-min": NONNEG_MAX_MIN, "nonneg-below-max-min": _BELOW_MAX_MIN}.get(kind, 3.4028235e38)
+        x = (np.abs(x) / np.abs(x).max() * F32(top)).astype(F32)
+        x[[1, -1]] = F32(top)
+        x[[2, -2]] = 0.0
+        return x
+    if kind == "signed-zero-positive":  # -0.0 among positives: a sign bit, min >= 0
+        x = np.abs(x)
+        x[::4] = -0.0
         return x
     if kind == "min-just-negative":
         x = np.abs(x)
@@ -179,9 +212,12 @@ def test_hybrid_fc_row_bit_exact(case):
     if asym:  # rows with min >= 0 are shifted without the SSE fix, within the bound
         has_fix = kind in ("full", "sparse-128", "mixed", "-128")  # -128 weights: the SSE fix reads q itself
         assert prepared.shifted == (not has_fix and case not in UNSHIFTED), prepared.shifted
-    if asym and row_kind in ("positive", "nonneg-ties", "nonneg-zeros", "min-just-negative"):
-        sf, nonneg = prepared._scalars(x.reshape(-1))  # the row's scalars as __call__ takes them
-        assert nonneg == (row_kind != "min-just-negative")
+    if asym and row_kind in PLANS:
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()  # binds the plans to the interpreter's arrays
+        b = prepared._bound
+        want = PLANS[row_kind]
+        assert prepared._scalars(b) is (None if want is None else b[want])  # the plan __call__ takes
     (ours,) = run_ours(model, [x])
     (theirs,) = run_litert(model, [x])
     if act == 4:  # Eigen's tanh vs ours: a few ulp (as test_fully_connected's TOLERANCE)
@@ -242,3 +278,48 @@ def test_nonneg_row_params_equal_asymmetric_row_params():
                 assert got is None, mx
             else:
                 assert expect[2] == -128.0 and got == expect[:2], mx
+
+
+def test_nonneg_max_min_is_the_edge_of_nonneg_row_params():
+    """NONNEG_MAX_MIN: the smallest float32 max asymmetric_row_params (min 0) takes, so FullyConnectedHybridRow's
+    one comparison chain agrees with it on both sides of the edge."""
+    f = np.zeros((), F32)
+    assert F32(NONNEG_MAX_MIN) == NONNEG_MAX_MIN > 0
+    assert asymmetric_row_params(0.0, NONNEG_MAX_MIN, f) is not None
+    assert asymmetric_row_params(0.0, _BELOW_MAX_MIN, f) is None
+
+
+@pytest.mark.parametrize(
+    "values, plan",
+    [
+        ([np.nan, -1.0, 2.0], None),  # a positive NaN: the top is the min (-1.0), the float max NaN
+        ([-np.nan, -1.0, 2.0], None),  # a negative NaN: the top is NaN
+        ([np.nan, 1.0, 2.0], None),  # no sign bit: the top is the NaN
+        ([np.inf, 1.0, 2.0], None),
+        ([-np.inf, 1.0, 2.0], None),
+        ([-0.0, 0.0, -0.0], None),  # the top is -0.0: the float reductions, min == max == 0
+        ([-0.0, 0.5, 2.0], 5),  # the top is -0.0: the float reductions, min >= 0
+        ([-3.0, 0.5, -7.0], 4),  # the top is the min, -7.0
+    ],
+    ids=["nan-neg", "negnan-pos", "nan-pos", "inf", "-inf", "zeros", "negzero-pos", "neg"],
+)
+def test_asymmetric_row_top_classification(values, plan):
+    """FullyConnectedHybridRow._scalars' uint32 max of the row's bits on its edges: the plan it picks and its
+    scalars equal asymmetric_row_params' on the float32 min and max (NaN, inf: the general path)."""
+    depth = 11
+    x = np.resize(np.array(values, F32), depth)
+    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": True}
+    w = np.resize(np.array([3, -5, 7], I8), (2, depth))
+    model = fc_model((1, depth), F32, None, w, I8, quant(0.05, 0), None, None, (1, 2), F32, None, opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    it.set_tensor(it.get_input_details()[0]["index"], x.reshape(1, depth))
+    it.invoke()
+    b = prepared._bound
+    assert prepared._scalars(b) is (None if plan is None else b[plan])
+    expect = asymmetric_row_params(float(x.min()), float(x.max()), np.zeros((), F32))
+    assert (expect is None) == (plan is None)
+    if expect is not None:
+        assert (float(prepared.sf), float(prepared.inv)) == expect[:2]
+        assert prepared.qq[-1] == (0.0 if expect[2] == -128.0 and prepared.shifted else expect[2])
