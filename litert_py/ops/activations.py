@@ -132,12 +132,6 @@ def _kept_clamp(clamp: tuple) -> tuple | None:
 _FLT_MAX = np.finfo(np.float32).max
 
 
-def operand_views(inputs, indices: tuple) -> tuple:
-    """The bound inputs, each as its view ``x[index]`` where ``indices`` has one (None: as it is): the operands
-    of a step reading slices of its inputs' sources (ops/slice_views.fuse_slice_views), made once at bind."""
-    return tuple(x if index is None else x[index] for x, index in zip(inputs, indices))
-
-
 @dataclass(frozen=True, eq=False)
 class ArithmeticThenActivation:
     """A float32 ADD / SUB / MUL / DIV whose output only a LOGISTIC or TANH reads, as one step (fused by
@@ -162,7 +156,8 @@ class ArithmeticThenActivation:
 
     def bind(self, inputs, outputs) -> None:
         if self.indices is not None:
-            object.__setattr__(self, "_operands", operand_views(inputs, self.indices))
+            views = tuple(x if index is None else x[index] for x, index in zip(inputs, self.indices))
+            object.__setattr__(self, "_operands", views)
         bind = getattr(self.act, "bind", None)
         if bind is not None:
             bind([self.t], outputs)

@@ -81,7 +81,6 @@ from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .activation_fusion import intersect
-from .activations import operand_views
 from .bound_plan import BoundCalls2, contiguous_source
 from .common import broadcast_shape, clip_ufunc, flat_views, scalar_operand
 from .elementwise_quantized import (
@@ -177,7 +176,7 @@ class ArithmeticViews:
     indices: tuple  # per input: the basic index of its view, or None (read as bound)
 
     def bind(self, inputs, outputs) -> None:
-        a, b = operand_views(inputs, self.indices)
+        a, b = (x if index is None else x[index] for x, index in zip(inputs, self.indices))
         object.__setattr__(self, "_args", flat_views(outputs[OUTPUT], a, b))
 
     def __call__(self, inputs, outputs):
