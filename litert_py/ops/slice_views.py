@@ -13,6 +13,12 @@ the consumer a prepared op that reads ``c[index]`` (``DepthwiseConvWholeFolded.r
 identical). A slicing step none of whose outputs is read
 any more is dropped.
 
+A consumer offering ``reading_operands(indices)`` (float32 ADD / SUB / MUL / DIV: elementwise.Arithmetic, becoming
+ArithmeticViews, which fuse_feeding turns into activations.ArithmeticThenActivation with the same views) reads
+either or both of its two inputs so, each view made once at bind (a GRU's gates in a WHILE body: two
+FULLY_CONNECTED -> SPLIT groups per iteration, both splits dropped). Each view is checked to have the copy's
+shape, so a broadcasting consumer keeps its semantics, and the elementwise ufunc gives the same bits on it.
+
 Conditions: the consumer's prepared op offers ``reading`` (the kernels known to read input 0 only through numpy
 calls that accept any strides); the sliced tensors are read by no other step and are not subgraph outputs; the
 slicing steps are StridedSliceDirect or Split (basic slices with positive steps, no shape change beyond the
