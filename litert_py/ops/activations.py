@@ -140,21 +140,32 @@ class ArithmeticThenActivation:
     fused activation the arithmetic clamps to the float32 range (+-inf -> +-FLT_MAX, NaN kept); that clamp is
     skipped (``clamp`` None): both activations give the same bits for +-inf as for +-FLT_MAX (LOGISTIC 1 and 0,
     TANH +-1) and NaN reaches them either way, so the output is the unfused pair's (the tensor between them is
-    not kept, as for every fused step). A narrower clamp (a fused RELU-type activation) is applied."""
+    not kept, as for every fused step). A narrower clamp (a fused RELU-type activation) is applied.
+
+    ``indices`` (from elementwise.ArithmeticViews.feeding): input k is read as the view ``inputs[k][indices[k]]``
+    where that is not None (a SPLIT's output read from the split's source, ops/slice_views.fuse_slice_views), the
+    views made once at bind (ops/fusion.bind_steps; the step exists only in a bound step list): the same values,
+    of the same shape, as the copies, so the same bits."""
 
     ufunc: np.ufunc
     clamp: tuple | None
     act: object  # the LOGISTIC / TANH prepared op
     t: np.ndarray | None  # the intermediate's scratch; None: the output (TANH, in place)
+    indices: tuple | None = None  # per input: the basic index of its view, or None (read as bound)
+    _operands = None  # bind's (a, b) views when ``indices`` is set
 
     def bind(self, inputs, outputs) -> None:
+        if self.indices is not None:
+            views = tuple(x if index is None else x[index] for x, index in zip(inputs, self.indices))
+            object.__setattr__(self, "_operands", views)
         bind = getattr(self.act, "bind", None)
         if bind is not None:
             bind([self.t], outputs)
 
     def __call__(self, inputs, outputs):
         t = outputs[OUTPUT] if self.t is None else self.t
-        self.ufunc(inputs[0], inputs[1], t)
+        a, b = inputs if self._operands is None else self._operands
+        self.ufunc(a, b, t)
         if self.clamp is not None:
             clip_ufunc(t, self.clamp[0], self.clamp[1], t)
         if self.t is None:

@@ -82,7 +82,7 @@ from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .activation_fusion import intersect
 from .bound_plan import BoundCalls2, contiguous_source
-from .common import broadcast_shape, clip_ufunc, scalar_operand
+from .common import broadcast_shape, clip_ufunc, flat_views, scalar_operand
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
     check_scales,
@@ -152,6 +152,46 @@ class Arithmetic:
         if after is None or self.clamp is None or getattr(self.clamp[0], "dtype", None) != np.float32:
             return None
         return after(self.ufunc, self.clamp)
+
+    def reading_operands(self, indices: tuple) -> ArithmeticViews | None:
+        """float32 only: this op reading input k as the view ``source[indices[k]]`` of its new input k where
+        ``indices[k]`` is not None (ops/slice_views.fuse_slice_views: a SPLIT's outputs), else None."""
+        if self.clamp is None or getattr(self.clamp[0], "dtype", None) != np.float32:
+            return None
+        return ArithmeticViews(self.ufunc, self.clamp, tuple(indices))
+
+
+@dataclass(frozen=True, eq=False)
+class ArithmeticViews:
+    """float32 Arithmetic reading input k as the view ``inputs[k][indices[k]]`` where ``indices[k]`` is not None:
+    a SPLIT's (or strided slice's) output read straight from its source, the slicing step dropped
+    (ops/slice_views.fuse_slice_views; a GRU's gates in a WHILE body). The views are made once at bind
+    (ops/fusion.bind_steps; the step exists only in a bound step list), with the output as 1-d views when every
+    operand is C-contiguous of one size (common.flat_views). Each view has the copy's shape (checked by the
+    fusion), so broadcasting is unchanged, and the same ufunc runs elementwise on the same values: the same
+    bits as Arithmetic on the copies."""
+
+    ufunc: np.ufunc
+    clamp: tuple  # (lo, hi): float32 0-d arrays
+    indices: tuple  # per input: the basic index of its view, or None (read as bound)
+
+    def bind(self, inputs, outputs) -> None:
+        a, b = (x if index is None else x[index] for x, index in zip(inputs, self.indices))
+        object.__setattr__(self, "_args", flat_views(outputs[OUTPUT], a, b))
+
+    def __call__(self, inputs, outputs):
+        out, a, b = self._args
+        self.ufunc(a, b, out)
+        clip_ufunc(out, self.clamp[0], self.clamp[1], out)
+
+    def with_clamp(self, lo, hi):
+        """This op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""
+        return _narrowed(self, lo, hi)
+
+    def feeding(self, consumer):
+        """Arithmetic.feeding's fused step (a LOGISTIC / TANH reading this op) reading the same views."""
+        fused = Arithmetic.feeding(self, consumer)
+        return None if fused is None else dataclasses.replace(fused, indices=self.indices)
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,6 +13,12 @@ the consumer a prepared op that reads ``c[index]`` (``DepthwiseConvWholeFolded.r
 identical). A slicing step none of whose outputs is read
 any more is dropped.
 
+A consumer offering ``reading_operands(indices)`` (float32 ADD / SUB / MUL / DIV: elementwise.Arithmetic, becoming
+ArithmeticViews, which fuse_feeding turns into activations.ArithmeticThenActivation with the same views) reads
+either or both of its two inputs so, each view made once at bind (a GRU's gates in a WHILE body: two
+FULLY_CONNECTED -> SPLIT groups per iteration, both splits dropped). Each view is checked to have the copy's
+shape, so a broadcasting consumer keeps its semantics, and the elementwise ufunc gives the same bits on it.
+
 Conditions: the consumer's prepared op offers ``reading`` (the kernels known to read input 0 only through numpy
 calls that accept any strides); the sliced tensors are read by no other step and are not subgraph outputs; the
 slicing steps are StridedSliceDirect or Split (basic slices with positive steps, no shape change beyond the
@@ -123,37 +129,56 @@ def producers_readers(steps: list) -> tuple[dict[int, int], dict[int, list[int]]
 
 
 def fuse_slice_views(steps: list, infos: list, outputs) -> list:
-    """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views."""
+    """``steps``: the subgraph's (node, prepared op) list; returns it with slice chains read as views: input 0 of
+    a consumer offering ``reading(index)``, either input of one offering ``reading_operands(indices)``."""
     producer, readers = producers_readers(steps)
     keep = set(outputs)
     new_steps = list(steps)
     changed = False
     for k, (node, op) in enumerate(steps):
-        if not hasattr(op, "reading") or not node.operator.inputs or node.operator.inputs[0] < 0:
+        ins = tuple(node.operator.inputs)
+        if hasattr(op, "reading") and ins and ins[0] >= 0:
+            src, index = _view_source(ins[0], steps, producer, readers, keep, infos)
+            fused = None if index is None else op.reading(index)
+            sources = (src, *ins[1:])
+        elif hasattr(op, "reading_operands") and len(ins) == 2:
+            found = [_view_source(i, steps, producer, readers, keep, infos) for i in ins]
+            indices = tuple(index for _, index in found)
+            fused = None if indices == (None, None) else op.reading_operands(indices)
+            sources = tuple(src for src, _ in found)
+        else:
             continue
-        src, index = node.operator.inputs[0], None
-        while True:  # walk back through single-reader slicing steps
-            j = producer.get(src)
-            if j is None or src in keep or len(readers.get(src, [])) != 1:
-                break
-            pnode, pop = steps[j]
-            step_index = _slicing_index(pop, pnode, src)
-            base = pnode.operator.inputs[pop.data if type(pop) is Split else 0] if step_index is not None else -1
-            if base < 0 or infos[base].dynamic or infos[base].is_variable:
-                break
-            shape = tuple(infos[base].shape)
-            composed = step_index if index is None else compose(shape, step_index, index)
-            if composed is None:
-                break
-            src, index = base, composed
-        if index is None:
+        if fused is None:
             continue
-        operator = dataclasses.replace(node.operator, inputs=(src, *node.operator.inputs[1:]))
-        new_steps[k] = (dataclasses.replace(node, operator=operator), op.reading(index))
+        operator = dataclasses.replace(node.operator, inputs=sources)
+        new_steps[k] = (dataclasses.replace(node, operator=operator), fused)
         changed = True
     if not changed:
         return steps
     return _drop_unread(new_steps, keep, set(readers))
+
+
+def _view_source(t: int, steps: list, producer: dict, readers: dict, keep: set, infos: list) -> tuple:
+    """``(source, index)``: tensor ``t`` is ``source[index]``, walking back through single-reader slicing steps
+    (the index checked to give ``t``'s shape), or ``(t, None)``."""
+    src, index = t, None
+    while src >= 0:
+        j = producer.get(src)
+        if j is None or src in keep or len(readers.get(src, [])) != 1:
+            break
+        pnode, pop = steps[j]
+        step_index = _slicing_index(pop, pnode, src)
+        base = pnode.operator.inputs[pop.data if type(pop) is Split else 0] if step_index is not None else -1
+        if base < 0 or infos[base].dynamic or infos[base].is_variable:
+            break
+        shape = tuple(infos[base].shape)
+        composed = step_index if index is None else compose(shape, step_index, index)
+        if composed is None:
+            break
+        src, index = base, composed
+    if index is None or np.broadcast_to(np.uint8(0), infos[src].shape)[index].shape != tuple(infos[t].shape):
+        return t, None
+    return src, index
 
 
 def _drop_unread(steps: list, keep: set, read_before: set) -> list:
