@@ -36,6 +36,7 @@ from .common import (
     Noop,
     broadcast_shape,
     clip_ufunc,
+    operand_views,
     scalar_operand,
 )
 from .registry import OpContext, PreparedOp, TensorInfo, register
@@ -144,8 +145,9 @@ class ArithmeticThenActivation:
 
     ``indices`` (from elementwise.ArithmeticViews.feeding): input k is read as the view ``inputs[k][indices[k]]``
     where that is not None (a SPLIT's output read from the split's source, ops/slice_views.fuse_slice_views), the
-    views made once at bind (ops/fusion.bind_steps; the step exists only in a bound step list): the same values,
-    of the same shape, as the copies, so the same bits."""
+    views made once at bind (ops/fusion.bind_steps; the step exists only in a bound step list: called on other
+    inputs, it makes their views anew): the same values, of the same shape, as the copies, so the same bits but
+    for which NaN propagates where both operands are NaN (numpy 1.x picks by its inner loop's lanes)."""
 
     ufunc: np.ufunc
     clamp: tuple | None
@@ -153,18 +155,26 @@ class ArithmeticThenActivation:
     t: np.ndarray | None  # the intermediate's scratch; None: the output (TANH, in place)
     indices: tuple | None = None  # per input: the basic index of its view, or None (read as bound)
     _operands = None  # bind's (a, b) views when ``indices`` is set
+    _sources = None  # the inputs they were made of
 
     def bind(self, inputs, outputs) -> None:
         if self.indices is not None:
-            views = tuple(x if index is None else x[index] for x, index in zip(inputs, self.indices))
-            object.__setattr__(self, "_operands", views)
+            object.__setattr__(self, "_operands", operand_views(inputs, self.indices))
+            object.__setattr__(self, "_sources", (inputs[0], inputs[1]))
         bind = getattr(self.act, "bind", None)
         if bind is not None:
             bind([self.t], outputs)
 
     def __call__(self, inputs, outputs):
         t = outputs[OUTPUT] if self.t is None else self.t
-        a, b = inputs if self._operands is None else self._operands
+        if self.indices is None:
+            a, b = inputs
+        else:
+            src = self._sources
+            if src is None or src[0] is not inputs[0] or src[1] is not inputs[1]:  # a direct call: their views
+                a, b = operand_views(inputs, self.indices)
+            else:
+                a, b = self._operands
         self.ufunc(a, b, t)
         if self.clamp is not None:
             clip_ufunc(t, self.clamp[0], self.clamp[1], t)

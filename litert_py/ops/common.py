@@ -110,6 +110,12 @@ def reusable(arr, shape: tuple, dtype, *sources: np.ndarray) -> bool:
     )
 
 
+def operand_views(inputs, indices) -> tuple:
+    """``inputs[k][indices[k]]`` where ``indices[k]`` is not None, else ``inputs[k]``: a fused step's operands read
+    as views of a slicing step's source (ops/slice_views.fuse_slice_views' ``reading_operands``)."""
+    return tuple(x if index is None else x[index] for x, index in zip(inputs, indices))
+
+
 def flat_views(*arrays: np.ndarray) -> tuple:
     """The operands of one elementwise call (a ufunc or an assignment, whose operands broadcast to the first's
     shape) as 1-d views when every one is C-contiguous with the same number of values, else as given: then no axis

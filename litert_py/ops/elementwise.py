@@ -82,7 +82,7 @@ from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .activation_fusion import intersect
 from .bound_plan import BoundCalls2, contiguous_source
-from .common import broadcast_shape, clip_ufunc, flat_views, scalar_operand
+from .common import broadcast_shape, clip_ufunc, flat_views, operand_views, scalar_operand
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
     check_scales,
@@ -166,20 +166,28 @@ class ArithmeticViews:
     """float32 Arithmetic reading input k as the view ``inputs[k][indices[k]]`` where ``indices[k]`` is not None:
     a SPLIT's (or strided slice's) output read straight from its source, the slicing step dropped
     (ops/slice_views.fuse_slice_views; a GRU's gates in a WHILE body). The views are made once at bind
-    (ops/fusion.bind_steps; the step exists only in a bound step list), with the output as 1-d views when every
-    operand is C-contiguous of one size (common.flat_views). Each view has the copy's shape (checked by the
-    fusion), so broadcasting is unchanged, and the same ufunc runs elementwise on the same values: the same
-    bits as Arithmetic on the copies."""
+    (ops/fusion.bind_steps; the step exists only in a bound step list: called on other arrays, it binds to them),
+    with the output as 1-d views when every operand is C-contiguous of one size (common.flat_views). Each view
+    has the copy's shape (checked by the fusion), so broadcasting is unchanged, and the same ufunc runs
+    elementwise on the same values: the same bits as Arithmetic on the copies, except which NaN propagates where
+    both operands are NaN (numpy 1.x picks by its inner loop's lanes, which the views' alignment changes)."""
 
     ufunc: np.ufunc
     clamp: tuple  # (lo, hi): float32 0-d arrays
     indices: tuple  # per input: the basic index of its view, or None (read as bound)
 
+    _args = None  # bind's (output, a, b) views
+    _bound = None  # the (inputs, output) they were made of
+
     def bind(self, inputs, outputs) -> None:
-        a, b = (x if index is None else x[index] for x, index in zip(inputs, self.indices))
+        a, b = operand_views(inputs, self.indices)
         object.__setattr__(self, "_args", flat_views(outputs[OUTPUT], a, b))
+        object.__setattr__(self, "_bound", (inputs[0], inputs[1], outputs[OUTPUT]))
 
     def __call__(self, inputs, outputs):
+        bound = self._bound
+        if bound is None or bound[0] is not inputs[0] or bound[1] is not inputs[1] or bound[2] is not outputs[OUTPUT]:
+            self.bind(inputs, outputs)  # a direct call on other arrays: its own views
         out, a, b = self._args
         self.ufunc(a, b, out)
         clip_ufunc(out, self.clamp[0], self.clamp[1], out)

@@ -20,12 +20,12 @@ FULLY_CONNECTED -> SPLIT groups per iteration, both splits dropped). Each view i
 shape, so a broadcasting consumer keeps its semantics, and the elementwise ufunc gives the same bits on it.
 
 Conditions: the consumer's prepared op offers ``reading`` (the kernels known to read input 0 only through numpy
-calls that accept any strides); the sliced tensors are read by no other step and are not subgraph outputs; the
-slicing steps are StridedSliceDirect or Split (basic slices with positive steps, no shape change beyond the
-slice). The fused step names the source as its input, so the arena planner keeps the source alive until the
-consumer has run (tensors are written once, by their producer: nothing else writes the source in between).
-The interpreter does not fuse when it must keep every tensor (experimental_preserve_all_tensors) or runs its
-dynamic path.
+calls that accept any strides) or ``reading_operands`` (float32 Arithmetic only); the sliced tensors are read by no
+other step and are not subgraph outputs; the slicing steps are StridedSliceDirect or Split (basic slices with
+positive steps, no shape change beyond the slice). The fused step names the source as its input, so the arena
+planner keeps the source alive until the consumer has run (tensors are written once, by their producer: nothing else
+writes the source in between). The interpreter does not fuse when it must keep every tensor
+(experimental_preserve_all_tensors) or runs its dynamic path.
 
 The other direction, :func:`fuse_concat_writes`: a CONCATENATION all of whose inputs come from producers that
 can store their result into a view (``DepthwiseConvWholeFolded.writing``: its small epilogue assigns

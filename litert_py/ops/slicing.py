@@ -176,8 +176,9 @@ def _split_index(axis: int, sizes: list[int]) -> tuple:
 class Split:
     """SPLIT and SPLIT_V with a constant axis (and size_splits): one slice copy per output. ``bind``
     (ops/fusion.bind_steps) makes the slices of the bound data array once, and each output's copy as a bound
-    ``out[...] = view`` call (ops/bound_plan.py; the same assignment: a GRU's (1, 96) -> 3 x (1, 32) split
-    in a WHILE body, alone, hot: 1.15 -> 0.94 us); other arrays: the same assignments, slices made at the call."""
+    ``out[...] = view`` call (ops/bound_plan.py; the same assignment: a (1, 96) -> 3 x (1, 32) split, alone,
+    hot: 1.15 -> 0.94 us; a GRU's splits whose readers take views are dropped, ops/slice_views.py); other arrays:
+    the same assignments, slices made at the call."""
 
     data: int  # which input holds the data (SPLIT: 1, SPLIT_V: 0)
     index: tuple

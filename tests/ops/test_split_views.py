@@ -162,3 +162,25 @@ def test_not_read_as_a_view(case):
     assert "Split" in names, names
     assert p0 in _check.read and p1 not in _check.read, (names, _check.read)
     assert names.count("ArithmeticViews") == (2 if case == "read-twice" else 1), names
+
+
+def test_int32_arithmetic_keeps_the_split():
+    """Only float32 Arithmetic reads views: an int32 ADD of split outputs keeps SPLIT and its copies (against
+    BUILTIN_REF exactly)."""
+    from tests.oracle import run_ours
+
+    b = ModelBuilder()
+    x = b.input("x", (2, 12), np.int32)
+    parts = [b.tensor(f"p{k}", (2, 4), np.int32) for k in range(3)]
+    b.op("SPLIT", [b.const("axis", np.array(1, np.int32)), x], parts, {"num_splits": 3})
+    y = b.tensor("y", (2, 4), np.int32)
+    b.op("ADD", [parts[0], parts[1]], [y], {"fused_activation_function": 0})
+    b.output(y, parts[2])
+    model = b.build()
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    names = [type(s).__name__ for _, s in it._subgraphs[0].steps_nodes]
+    assert "Split" in names and "ArithmeticViews" not in names, names
+    xv = np.arange(24, dtype=np.int32).reshape(2, 12) * 7 - 40
+    for got, want in zip(run_ours(model, [xv]), run_litert(model, [xv])):
+        np.testing.assert_array_equal(got, want)
