@@ -47,6 +47,7 @@ from ..eigen_math import tanh_inplace, tanh_work
 from ..hybrid_fc import hybrid_matvec
 from ..registry import OpContext, PreparedOp, TensorInfo, register
 from .common import StepHybridProduct, bidirectional_views, check_aux_input
+from .lstm_common import float_dot
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +85,7 @@ class RnnCell:
                 t[zero] = -0.0
             return t
         out = np.empty((n_steps, n_batch, self.units), np.float32)
-        mm = np.dot if self.units > 1 else np.matmul  # see lstm_common.float_dot
+        mm = float_dot(w)
         for t in range(n_steps):
             mm(v3[t], w, out=out[t])
         return out
@@ -101,7 +102,7 @@ class RnnCell:
         """``(h, hs)`` -> ``hs = W_rec h`` for one step (hybrid: see ``_hybrid_recurrent``)."""
         rec = self._rec
         if rec is None:
-            mm, w = (np.dot if self.units > 1 else np.matmul), self.w_rec  # see lstm_common.float_dot
+            mm, w = float_dot(self.w_rec), self.w_rec
             return lambda h, hs: mm(h, w, hs)
         return self._hybrid_recurrent
 
@@ -120,7 +121,7 @@ class RnnCell:
             return
         pre = self._inputs(x3, aux3)
         rec, act = self._rec, self.activation
-        mm = np.dot if rec is None and self.units > 1 else np.matmul  # see lstm_common.float_dot
+        mm = float_dot(self.w_rec) if rec is None else None
         rec_step = None if rec is None else self._hybrid_recurrent
         hs = np.empty((n_batch, self.units), np.float32)
         # TANH on whole contiguous steps: Eigen's tanh with prepared scratch (tanh_inplace's arithmetic)
