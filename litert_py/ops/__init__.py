@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     conv,
     custom,
     elementwise,
+    elementwise_misc,
     elu_gelu,
     fully_connected,
     hashtable,

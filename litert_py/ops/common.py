@@ -51,6 +51,36 @@ def broadcast_shape(ctx, *shapes) -> tuple[int, ...]:
         ) from None
 
 
+#: LiteRT's broadcast loop handles at most this rank (kMaxRank in reference/broadcast_loop.h).
+MAX_BROADCAST_RANK = 8
+
+
+def prepare_binary(ctx, other_out_types=()):
+    """Checks shared by the binary elementwise ops (elementwise.py, elementwise_misc.py); sets the (broadcast)
+    output shape. Returns the two inputs.
+
+    The output has the inputs' type, or one of ``other_out_types``."""
+    ctx.check_num(2, 1)
+    a, b = ctx.input(0), ctx.input(1)
+    out = ctx.outputs[0]
+    ctx.check(a.type == b.type, f"input1->type != input2->type ({a.type_name} != {b.type_name})")
+    ctx.check(
+        out.type == a.type or out.type in other_out_types,
+        f"output type {out.type_name} differs from the inputs' type {a.type_name}",
+    )
+    if a.shape == b.shape:
+        shape = a.shape
+    else:
+        shape = broadcast_shape(ctx, a.shape, b.shape)
+        ctx.check(
+            len(shape) <= MAX_BROADCAST_RANK,
+            f"broadcasting is supported up to rank {MAX_BROADCAST_RANK}; shapes {list(a.shape)} and "
+            f"{list(b.shape)} broadcast to rank {len(shape)}",
+        )
+    ctx.set_output_shape(0, shape)
+    return a, b
+
+
 def same_padding(in_size: int, filter_size: int, stride: int, dilation: int) -> tuple[int, int]:
     """(output size, padding before) for SAME padding (TFLite ComputePaddingHeightWidth)."""
     eff = (filter_size - 1) * dilation + 1
