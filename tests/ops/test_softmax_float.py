@@ -16,6 +16,7 @@ from litert_py.ops.softmax_float import (
     SHORT_ROWS_COLUMNS_MIN,
     SoftmaxFloat,
     SoftmaxFloatColumns,
+    SoftmaxFloatRow,
     SoftmaxFloatShortRows,
     prepare_softmax_float,
 )
@@ -63,8 +64,10 @@ def test_short_rows_equal_the_in_order_path_and_litert(shape, beta):
 
 
 def test_longer_rows_keep_the_in_order_path():
-    assert type(prepare_softmax_float(1.0, (1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat  # one row
-    assert type(prepare_softmax_float(1.0, (1, 1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloat
+    assert type(prepare_softmax_float(1.0, (1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloatRow  # one row
+    assert type(prepare_softmax_float(1.0, (1, 1, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloatRow
+    assert type(prepare_softmax_float(1.0, (IN_ORDER_SUM_MAX + 1,), False)) is SoftmaxFloatRow
+    assert type(prepare_softmax_float(1.0, (1, IN_ORDER_SUM_MAX + 1), True)) is SoftmaxFloat  # float16
     assert type(prepare_softmax_float(1.0, (2, IN_ORDER_SUM_MAX + 1), False)) is SoftmaxFloatColumns  # two rows
     assert type(prepare_softmax_float(1.0, (2, IN_ORDER_SUM_MAX + 1), True)) is SoftmaxFloat  # float16
     rows = SHORT_ROWS_COLUMNS_MIN
@@ -129,6 +132,50 @@ def test_columns_path_other_shape_goes_to_the_general_path():
     op = prepare_softmax_float(0.5, (4, 16), False)
     rng = np.random.default_rng(5)
     for shape in [(4, 16), (3, 16), (4, 9)]:
+        x = _rows(rng, shape) * np.float32(1e-3)
+        out = np.empty_like(x)
+        op([x], [out])
+        np.testing.assert_array_equal(out.view(np.uint32), _in_order(x, 0.5).view(np.uint32))
+
+
+@pytest.mark.parametrize("shape", [(1, IN_ORDER_SUM_MAX + 1), (12,), (1, 1, 1000), (1, 12)])
+@pytest.mark.parametrize("beta", [1.0, 0.37])
+@pytest.mark.parametrize("special", ["none", "inf", "-inf", "nan", "zeros"])
+def test_one_row_takes_the_row_path(shape, beta, special):
+    """One row of more than IN_ORDER_SUM_MAX values (a classifier's probabilities): SoftmaxFloatRow, bit for bit
+    SoftmaxFloat (the row summed in order: a pairwise sum differs in the last bits at these magnitudes), also with
+    +-inf, NaN and signed zeros in the row, and several invokes; LiteRT's reference within the float tolerance."""
+    rng = np.random.default_rng(shape[-1] + len(shape))
+    it = Interpreter(model_content=_model(shape, beta))
+    it.allocate_tensors()
+    op = it._subgraphs[0].steps[0][0]
+    assert type(op) is SoftmaxFloatRow
+    assert (op.beta is None) == (beta == 1.0)
+    for _ in range(2):
+        x = _rows(rng, shape) * np.float32(1e-2)
+        flat = x.reshape(-1)
+        if special == "inf":
+            flat[::5] = np.inf
+        elif special == "-inf":
+            flat[1::3] = -np.inf
+        elif special == "nan":
+            flat[-1] = np.nan
+        elif special == "zeros":
+            flat[:] = 0.0
+            flat[::2] = -0.0
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        ours = it.get_tensor(it.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(ours.view(np.uint32), _in_order(x, beta).view(np.uint32))
+    if special in ("none", "zeros", "-inf"):
+        assert_close([ours], run_litert(_model(shape, beta), [x]), rtol_each=1e-6 * shape[-1])
+
+
+def test_row_path_other_shape_goes_to_the_general_path():
+    op = prepare_softmax_float(0.5, (1, 16), False)
+    assert type(op) is SoftmaxFloatRow
+    rng = np.random.default_rng(6)
+    for shape in [(1, 16), (3, 16), (1, 9)]:
         x = _rows(rng, shape) * np.float32(1e-3)
         out = np.empty_like(x)
         op([x], [out])
