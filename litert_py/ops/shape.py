@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import ClassVar
 
 import numpy as np
 
@@ -89,6 +90,9 @@ class CopyReshaped:
 
     shape: tuple[int, ...]
     _bound = None  # bind's (the input, the output, the copy as a partial object), or None
+    #: the output holds the input's bytes unchanged: the arena may give it the input's memory and drop the step
+    #: (runtime/subgraph.SubgraphRuntime._unmodified_aliases)
+    copies_input_unchanged: ClassVar[bool] = True
 
     def bind(self, inputs, outputs) -> None:
         x, out, bound = inputs[INPUT], outputs[0], None

@@ -449,7 +449,8 @@ class Interpreter:
         return self._model
 
     def arena_report(self, subgraph_index: int = 0) -> dict:
-        """Arena bytes of the current plan and the lower bound (largest sum of live bytes at any step)."""
+        """Arena bytes of the current plan and the lower bound (largest sum of live bytes at any step); the tensors
+        it places, and those sharing another's bytes (a RESHAPE's output: its input's)."""
         sub = self._checked_subgraph(subgraph_index)
         if sub.plan is None:
             raise ValueError("Tensor data is null. Run allocate_tensors() first")
@@ -458,6 +459,7 @@ class Interpreter:
             "lower_bound": sub.plan.lower_bound,
             "aligned_lower_bound": sub.plan.aligned_lower_bound,
             "planned_tensors": len(sub.plan.offsets),
+            "shared_tensors": len(sub.aliases),  # reshapes sharing their input's bytes (not planned apart)
             "efficiency": sub.plan.efficiency,
         }
 

@@ -49,6 +49,18 @@ def _nothing(inputs, outputs) -> None:
     """The step of a node whose outputs have no elements."""
 
 
+class SharedInput:
+    """The step of a node whose output shares its input's bytes (SubgraphRuntime._unmodified_aliases): nothing to
+    copy. The node stays a step (about 0.07 us) so that profiles, cancel() and error reports see it, as LiteRT's
+    RESHAPE still runs on a shared buffer and returns."""
+
+    def __call__(self, inputs, outputs) -> None:
+        pass
+
+
+_SHARED_INPUT = SharedInput()
+
+
 def _nothing_to_compute(node: Node, op, ins: list[TensorInfo], outs: list[TensorInfo]) -> bool:
     """Every output is empty (and known at prepare), the kernel keeps no state, its prepared op checks no input
     values at eval (``checks_values_at_eval``), and no input is a run-time index or size whose values LiteRT
@@ -198,6 +210,7 @@ class SubgraphRuntime:
         self.infos: list[TensorInfo] = []
         self.prepared_ops: dict[int, object] = {}  # node index -> prepared op (for inspection)
         self.plan: ArenaPlan | None = None
+        self.aliases: dict[int, int] = {}  # tensor -> the tensor whose bytes it shares (_unmodified_aliases)
         self.arena: np.ndarray | None = None
         self.allocated = False
         self.steps: list = []
@@ -471,17 +484,23 @@ class SubgraphRuntime:
             lt = lifetimes.get(i)
             lifetimes[i] = Lifetime(step, step) if lt is None else Lifetime(min(lt.first, step), max(lt.last, step))
 
+        aliases = {} if self.deferred or self.preserve_all_tensors else self._unmodified_aliases(steps, plannable)
+        if aliases:
+            steps = [
+                (n, _SHARED_INPUT if n.operator.outputs and n.operator.outputs[0] in aliases else op) for n, op in steps
+            ]
+        root = aliases.get
         for i in self.sg.inputs:
             if plannable(i):
-                touch(i, -1)
-                touch(i, end)
+                touch(root(i, i), -1)
+                touch(root(i, i), end)
         for k, (node, _) in enumerate(steps):
             for i in node.operator.outputs + node.operator.inputs:
                 if i >= 0 and plannable(i):
-                    touch(i, k)
+                    touch(root(i, i), k)
         for i in self.sg.outputs:
             if plannable(i):
-                touch(i, end)
+                touch(root(i, i), end)
         for i in lifetimes:
             info = self.infos[i]
             sizes[i] = info.size * info.dtype.itemsize
@@ -494,6 +513,8 @@ class SubgraphRuntime:
             info = self.infos[i]
             start = base + off
             tensors[i] = arena[start : start + sizes[i]].view(info.dtype).reshape(info.shape)
+        for i, r in aliases.items():  # the bytes of the tensor it copies unchanged
+            tensors[i] = tensors[r].reshape(self.infos[i].shape)
         for i, arr in self.constants.items():
             tensors[i] = arr
         for i, arr in folded.items():
@@ -503,7 +524,7 @@ class SubgraphRuntime:
         for i, info in enumerate(self.infos):
             if tensors[i] is None and info.type in dtypes.OBJECT_TYPES and not info.dynamic:
                 tensors[i] = np.empty(info.shape, dtype=object)
-        self.plan, self.arena, self.tensors = plan, arena, tensors
+        self.plan, self.arena, self.tensors, self.aliases = plan, arena, tensors, aliases
         self.steps_nodes = steps
         self._bound_io = None
         if self.deferred:
@@ -522,6 +543,35 @@ class SubgraphRuntime:
                 for node, op in steps
             ]
             bind_steps(self.steps)  # fused steps' views of their arrays (ops/fusion.py)
+
+    def _unmodified_aliases(self, steps, plannable) -> dict[int, int]:
+        """{output: the tensor whose bytes it shares} for the steps whose prepared op copies its input unchanged
+        into its output (``copies_input_unchanged``: RESHAPE, SQUEEZE, EXPAND_DIMS of static shapes), as LiteRT's
+        arena shares such an output with its input (kTfLiteInplaceOpDataUnmodified): the output becomes a view of
+        the input's bytes, the two are planned as one tensor (its lifetime spans both) and the step copies nothing
+        (SharedInput).
+        Both tensors are written by no other step (one producer each), so they hold the same values wherever
+        both are live. Not where the shared bytes would be a subgraph input that is also (through the alias) a
+        subgraph output: a WHILE body copies its outputs into its inputs one after another, and a later copy
+        would read bytes an earlier one wrote."""
+        aliases: dict[int, int] = {}
+        inputs = set(self.sg.inputs)
+        outputs = set(self.sg.outputs)
+        for node, op in steps:
+            if not getattr(op, "copies_input_unchanged", False):
+                continue
+            ins, outs = node.operator.inputs, node.operator.outputs
+            if len(outs) != 1 or not ins or ins[0] < 0 or outs[0] < 0:
+                continue
+            x, y = ins[0], outs[0]
+            r = aliases.get(x, x)
+            if not (plannable(r) and plannable(y)) or y in inputs or (r in inputs and y in outputs):
+                continue
+            a, b = self.infos[r], self.infos[y]
+            if a.dtype != b.dtype or a.size != b.size:
+                continue
+            aliases[y] = r
+        return aliases
 
     # -- run by control-flow kernels (WHILE, IF) -------------------------------------------------
     def prepare_for(self, shapes) -> None:

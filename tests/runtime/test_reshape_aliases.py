@@ -1,0 +1,131 @@
+"""RESHAPE / SQUEEZE / EXPAND_DIMS outputs sharing their input's bytes (runtime/subgraph._unmodified_aliases): the
+step copies nothing (the node stays for profiles), the two tensors are planned as one whose lifetime spans both, and the values stay LiteRT's
+(BUILTIN_REF), also where the arena would otherwise reuse the input's bytes before the reshape's output is read,
+across invokes, in a WHILE body whose outputs are reshapes of its inputs, and not with preserve_all_tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litert_py import Interpreter
+from litert_py.schema.builder import ModelBuilder
+from tests.oracle import run_litert, run_ours
+
+F32 = np.float32
+
+
+def _late_reader_model() -> bytes:
+    """t = x + 1 reshaped to r early; then u = x * 2, v = u + 3, w = v * 5 (each the size of t: the arena would
+    put them at t's offset once t's last direct reader ran) and out = w + r: r is read last."""
+    b = ModelBuilder()
+    x = b.input("x", (2, 6), F32)
+    t, r = b.tensor("t", (2, 6), F32), b.tensor("r", (3, 4), F32)
+    b.op("ADD", [x, b.const("one", np.ones((2, 6), F32))], [t])
+    b.op("RESHAPE", [t, b.const("shape", np.array([3, 4], np.int32))], [r], dict(new_shape=[3, 4]))
+    u, v, w = (b.tensor(n, (3, 4), F32) for n in ("u", "v", "w"))
+    x34 = b.tensor("x34", (3, 4), F32)
+    b.op("RESHAPE", [x, b.const("shape2", np.array([3, 4], np.int32))], [x34], dict(new_shape=[3, 4]))
+    b.op("MUL", [x34, b.const("two", np.full((3, 4), 2, F32))], [u])
+    b.op("ADD", [u, b.const("three", np.full((3, 4), 3, F32))], [v])
+    b.op("MUL", [v, b.const("five", np.full((3, 4), 5, F32))], [w])
+    out = b.tensor("out", (3, 4), F32)
+    b.op("ADD", [w, r], [out])
+    b.output(out)
+    return b.build()
+
+
+def test_shared_bytes_keep_the_values_while_read():
+    model = _late_reader_model()
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    report = it.arena_report()
+    assert report["shared_tensors"] == 2  # r shares t's bytes, x34 the graph input's
+    sub = it._subgraphs[0]
+    names = [type(op).__name__ for op, _, _ in sub.steps]
+    assert names.count("CopyReshaped") == 0 and names.count("SharedInput") == 2  # the nodes stay (profiles)
+    sub.plan.check()
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # several invokes: the shared bytes are rewritten by their producer each time
+        x = rng.standard_normal((2, 6)).astype(F32)
+        ours, theirs = run_ours(model, [x]), run_litert(model, [x])
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), theirs[0])
+
+
+def test_preserve_all_tensors_keeps_every_tensor_apart():
+    it = Interpreter(model_content=_late_reader_model(), experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    assert it.arena_report()["shared_tensors"] == 0
+    x = np.arange(12, dtype=F32).reshape(2, 6)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    names = {d["name"]: d["index"] for d in it.get_tensor_details()}
+    np.testing.assert_array_equal(it.get_tensor(names["r"]), (x + 1).reshape(3, 4))
+
+
+def test_graph_input_reshaped_to_a_graph_output_is_not_shared():
+    """An output that would be the input's bytes (a WHILE body copies outputs into inputs in order): kept a copy."""
+    b = ModelBuilder()
+    x = b.input("x", (2, 3), F32)
+    y = b.tensor("y", (3, 2), F32)
+    b.op("RESHAPE", [x, b.const("shape", np.array([3, 2], np.int32))], [y], dict(new_shape=[3, 2]))
+    b.output(y)
+    it = Interpreter(model_content=b.build())
+    it.allocate_tensors()
+    assert it.arena_report()["shared_tensors"] == 0
+    x = np.arange(6, dtype=F32).reshape(2, 3)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), x.reshape(3, 2))
+
+
+def _while_swap_reshapes_model(direct: bool = False) -> bytes:
+    """(i, a, b) -> WHILE i < 3: i += 1, (a, b) = (reshape(b + 1), reshape(a * 2)): each body output is a reshape
+    of an intermediate computed from the OTHER input, so an output sharing bytes with an input would be clobbered
+    by the in-order copies of the next iteration. ``direct``: (a, b) = (reshape(b), reshape(a)), the reshapes of
+    the inputs themselves (the outputs may not share the inputs' bytes: they are kept copies)."""
+    mb = ModelBuilder()
+    i, a, bb = mb.input("i", (), np.int32), mb.input("a", (2, 3), F32), mb.input("b", (3, 2), F32)
+    outs = [mb.tensor("i_out", (), np.int32), mb.tensor("a_out", (2, 3), F32), mb.tensor("b_out", (3, 2), F32)]
+    mb.op("WHILE", [i, a, bb], outs, dict(cond_subgraph_index=1, body_subgraph_index=2))
+    mb.output(*outs)
+    mb.subgraph("cond")
+    ci = mb.input("i", (), np.int32)
+    mb.input("a", (2, 3), F32)
+    mb.input("b", (3, 2), F32)
+    c = mb.tensor("c", (), np.bool_)
+    mb.op("LESS", [ci, mb.const("three", np.int32(3))], [c])
+    mb.output(c)
+    mb.subgraph("body")
+    bi, ba, bbb = mb.input("i", (), np.int32), mb.input("a", (2, 3), F32), mb.input("b", (3, 2), F32)
+    i2 = mb.tensor("i2", (), np.int32)
+    mb.op("ADD", [bi, mb.const("one", np.int32(1))], [i2])
+    b1, a1 = bbb, ba
+    if not direct:
+        b1, a1 = mb.tensor("b1", (3, 2), F32), mb.tensor("a1", (2, 3), F32)
+        mb.op("ADD", [bbb, mb.const("onef", np.ones((3, 2), F32))], [b1])
+        mb.op("MUL", [ba, mb.const("two", np.full((2, 3), 2, F32))], [a1])
+    a2, b2 = mb.tensor("a2", (2, 3), F32), mb.tensor("b2", (3, 2), F32)
+    mb.op("RESHAPE", [b1, mb.const("s23", np.array([2, 3], np.int32))], [a2], dict(new_shape=[2, 3]))
+    mb.op("RESHAPE", [a1, mb.const("s32", np.array([3, 2], np.int32))], [b2], dict(new_shape=[3, 2]))
+    mb.output(i2, a2, b2)
+    return mb.build()
+
+
+@pytest.mark.parametrize("direct", [False, True])
+@pytest.mark.parametrize("start", [0, 1, 3])
+def test_while_body_outputs_reshaped_from_other_inputs(start, direct):
+    model = _while_swap_reshapes_model(direct)
+    rng = np.random.default_rng(start)
+    inputs = [np.int32(start), rng.standard_normal((2, 3)).astype(F32), rng.standard_normal((3, 2)).astype(F32)]
+    ours, theirs = run_ours(model, inputs), run_litert(model, inputs)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_array_equal(o, t)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    it.invoke()  # prepares the body
+    # the body's reshapes of intermediates share their bytes; those of its inputs stay copies
+    assert bool(it._subgraphs[2].aliases) == (not direct)
