@@ -1,7 +1,8 @@
 """RESHAPE / SQUEEZE / EXPAND_DIMS outputs sharing their input's bytes (runtime/subgraph._unmodified_aliases): the
-step copies nothing (the node stays for profiles), the two tensors are planned as one whose lifetime spans both, and the values stay LiteRT's
-(BUILTIN_REF), also where the arena would otherwise reuse the input's bytes before the reshape's output is read,
-across invokes, in a WHILE body whose outputs are reshapes of its inputs, and not with preserve_all_tensors."""
+step copies nothing (the node stays for profiles), the two tensors are planned as one whose lifetime spans both,
+and the values stay LiteRT's (BUILTIN_REF), also where the arena would otherwise reuse the input's bytes before the
+reshape's output is read, across invokes, in a WHILE body whose outputs are reshapes of its inputs, and not with
+preserve_all_tensors."""
 
 from __future__ import annotations
 
