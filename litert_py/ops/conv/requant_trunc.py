@@ -333,8 +333,8 @@ class ScaledEpilogue:
     the output's shape) into an int8 / uint8 output, proven exact at prepare by :func:`scaled_epilogue` (the bound
     or the monotone proof, module docstring): copied to float64 (a plain copy and a plain product cost less than
     one mixed-type product; up to ONE_PASS_MAX_VALUES values one mixed-type product), times the per-channel scale,
-    then the shared TruncEpilogue (ReLU-like: it adds the
-    per-channel constant zp - b + 1/2 + h; sign path: copysign(h, v), then zp - b + 1/2)."""
+    then the shared TruncEpilogue (ReLU-like: it adds the per-channel constant zp - b + 1/2 + h; sign path:
+    copysign(h, v), then zp - b + 1/2)."""
 
     scale: np.ndarray  # float64, the output's shape or one (OW*O,) row (_layout)
     v: np.ndarray  # float64 scratch, _layout of the output
