@@ -188,6 +188,13 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
 #: and for first layers; without a ReLU-like clamp the two are even (ResNet-8 1x1 shortcuts: 0.95-1.05x).
 FOLD_MAX_IM2COL_VALUES = 1 << 14
 FOLD_MAX_K_PER_OUTPUT = 4
+#: ... and where the im2col matrix is smaller but the GEMM makes at least SCALED_MIN_MACS multiply-adds (rows * K * O)
+#: with K >= FOLD_MAX_K_PER_OUTPUT * O, not 1x1: a keyword spotter's 1-D temporal layers (TC-ResNet: 7-13 rows,
+#: K = 216-432, O = 32-48), whose float64 product costs more than the ScaledEpilogue's extra passes (process CPU
+#: time inside real invokes, tools/profile_ops.py, medians of 2 alternated runs per step: (7, 432) -> 48
+#: 16.1-17.7 -> 13.5-14.4 us, (13, 288) -> 32 12.1-12.9 -> 12.0-12.2 us, (13, 216) -> 32 10.7-11.0 -> 10.0-11.1 us,
+#: (7, 288) -> 48 9.8-11.2 -> 11.2 us). No layer of the zoo's and bench_families' other models changes path.
+SCALED_MIN_MACS = 1 << 16
 SCALED_MIN_K = 64
 #: 1x1 stride-1 unpadded layers (ConvQuantizedFoldedRows when folded, which a depthwise before them can feed:
 #: depthwise_into_rows.py) take the float32 GEMM from this K on. Measured inside real invokes (per step, medians
@@ -262,7 +269,8 @@ def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
     pointwise = geo.filter_h == geo.filter_w == geo.stride_h == geo.stride_w == 1 and not geo.padded
     if rows * geo.out_c > SMALL_EPILOGUE_VALUES and k >= (POINTWISE_SCALED_MIN_K if pointwise else SCALED_MIN_K):
         return True
-    return not pointwise and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c and rows * k >= FOLD_MAX_IM2COL_VALUES
+    large = rows * k >= FOLD_MAX_IM2COL_VALUES or rows * k * geo.out_c >= SCALED_MIN_MACS
+    return not pointwise and k >= FOLD_MAX_K_PER_OUTPUT * geo.out_c and large
 
 
 @dataclass(frozen=True, eq=False)

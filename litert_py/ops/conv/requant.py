@@ -56,10 +56,20 @@ def epilogue_calls(epilogue, v: np.ndarray, out: np.ndarray) -> tuple:
     return ((epilogue, (v, out), {}),) if calls is None else calls(v, out)
 
 
+#: FoldedEpilogue floors ``v`` in place and assigns it to the output (two plain calls) for outputs of at most this
+#: many values, instead of one casting floor into the output (a casting ufunc call costs about twice a plain one).
+#: Measured (hot, 1 thread, the two forms alone, numpy 2.x / 1.23): 600 values 1.13 -> 0.73 us, 784 1.17 -> 0.81 /
+#: 1.15 -> 0.87 us, 2000 1.66 -> 1.33 us; at 4096 1.23 is even (2.77 vs 2.87 us). Inside real invokes TC-ResNet's
+#: 784- and 600-value layers' casting floor took 1.5-2.0 us.
+FLOOR_ASSIGN_MAX_VALUES = 2048
+
+
 @dataclass(frozen=True, eq=False)
 class FoldedEpilogue:
     """The invoke-time part: ``out = floor(clip(v, lo, hi))`` where ``v`` (float64, overwritten) already holds
-    u + c (``half`` is None), or u, then ``v + copysign(half, v) + zp + 1/2`` first."""
+    u + c (``half`` is None), or u, then ``v + copysign(half, v) + zp + 1/2`` first. Up to FLOOR_ASSIGN_MAX_VALUES
+    values the floor is made in place and ``v`` assigned to the output (integers within the output type's range
+    after the clip: the conversion is exact, the same values as the casting floor)."""
 
     lo: np.ndarray  # 0-d float64 (a Python float operand is converted on every ufunc call)
     hi: np.ndarray  # 0-d float64
@@ -75,7 +85,11 @@ class FoldedEpilogue:
             np.add(v, sign, out=v)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)  # floor(clip(v)) == clip(floor(v)) for integer bounds
-        np.floor(v, out=out.reshape(v.shape), casting="unsafe")
+        if v.size <= FLOOR_ASSIGN_MAX_VALUES:
+            np.floor(v, out=v)
+            out.reshape(v.shape)[...] = v
+        else:
+            np.floor(v, out=out.reshape(v.shape), casting="unsafe")
 
     def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
         """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
@@ -85,7 +99,10 @@ class FoldedEpilogue:
             v = v.reshape(sign.shape)
             c += [(np.copysign, (self.half, v, sign), {}), (np.add, (v, sign, v), {}), (np.add, (v, self.const, v), {})]
         c.append((clip_ufunc, (v, self.lo, self.hi, v), {}))
-        c.append((np.floor, (v, out.reshape(v.shape)), {"casting": "unsafe"}))
+        if v.size <= FLOOR_ASSIGN_MAX_VALUES:
+            c += [(np.floor, (v, v), {}), (operator.setitem, (out.reshape(v.shape), ..., v), {})]
+        else:
+            c.append((np.floor, (v, out.reshape(v.shape)), {"casting": "unsafe"}))
         return tuple(c)
 
 
