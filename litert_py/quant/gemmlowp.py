@@ -208,13 +208,14 @@ class SoftmaxRowReciprocals:
     ROW_MAX terms meets (softmax.ROW_MAX: its int32 sum never wraps; its maximum's term is exactly 2^19). Then
     the total's bit length b is ``19 + bit_length(total >> 19)`` (19 for k = 0), so the per-row values that depend
     on b alone are read from tables indexed by ``k = total >> 19`` (0 .. 4095): ``2^(31 - b)`` (the half
-    denominator ``d = total * 2^(31 - b)``), the shift ``exponent + 31`` (exponent clamped as softmax_reciprocal's) and the addend
-    ``2^30 + 2^(shift - 1)``. The rest is softmax_reciprocal's arithmetic on the same integers in 34 calls
-    without temporaries, int64 throughout (every product ``d * r``, ``r * t``, ``e * scale`` is below 2^62; the
-    Q0.31 values need 32 bits with their sign, so int32 would wrap): the initial ``1515870810 + ((d * c + 2^30) >>
-    31)`` is one shift of ``d * c + 2^30 + 1515870810 * 2^31``; each Newton step's ``2^29 - ((d * r + 2^30) >>
-    31)`` is ``(2^60 + 2^30 - 1 - d * r) >> 31`` (``-floor(y / N) = floor((N - 1 - y) / N)``); constants are 0-d
-    int64 arrays. tests/quant/test_gemmlowp.py checks every table entry's totals against softmax_reciprocal."""
+    denominator ``d = total * 2^(31 - b)``), the shift ``exponent + 31`` (exponent clamped as softmax_reciprocal's)
+    and the addend ``2^30 + 2^(shift - 1)``. The rest is softmax_reciprocal's arithmetic on the same integers, in
+    34 calls without temporaries: the initial ``1515870810 + ((d * c + 2^30) >> 31)`` is one shift of ``d * c +
+    2^30 + 1515870810 * 2^31``; each Newton step's ``2^29 - ((d * r + 2^30) >> 31)`` is ``(2^60 + 2^30 - 1 - d *
+    r) >> 31`` (``-floor(y / N) = floor((N - 1 - y) / N)``); constants are 0-d int64 arrays. int64 throughout:
+    the totals, d and r fit int32, but the products ``d * r`` and ``r * t`` reach 2^61 (and the caller's ``e *
+    scale`` 2^62), and a call mixing int32 with int64 casts (slower than int64 alone at these sizes); no value
+    reaches 2^63. tests/quant/test_gemmlowp.py checks every table entry's totals against softmax_reciprocal."""
 
     TOTAL_MAX = (1 << 31) - 1
 

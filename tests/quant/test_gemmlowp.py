@@ -71,9 +71,9 @@ def test_softmax_reciprocal_is_get_reciprocal_and_the_rounding():
     two and its neighbours, the top of the int32 range, random ones, and wrapped (negative) int32 sums."""
     rng = np.random.default_rng(2)
     pots = 1 << np.arange(31)
-    totals = np.concatenate(
-        [np.arange(1, 1 << 12), pots, pots[1:] - 1, pots + 1, INT32_MAX - np.arange(1 << 10), rng.integers(1, 1 << 31, 9999)]
-    ).astype(np.int64)
+    top = INT32_MAX - np.arange(1 << 10)
+    totals = np.concatenate([np.arange(1, 1 << 12), pots, pots[1:] - 1, pots + 1, top, rng.integers(1, 1 << 31, 9999)])
+    totals = totals.astype(np.int64)
     wrapped = np.array([-1, -(1 << 20), INT32_MIN], np.int64)
     e = np.concatenate([[0, 1, INT32_MAX], rng.integers(0, 1 << 31, 200)]).astype(np.int64)
     checked = 0
