@@ -176,9 +176,10 @@ class SoftmaxQuantizedColumnsLookup(BoundCalls2, SoftmaxQuantizedColumns):
 ROW_MAX = (1 << 12) - 1
 
 #: SoftmaxQuantizedColumns for rows of at most this many values (and at most ROW_MAX: its int32 sums): longer rows
-#: keep SoftmaxQuantized, whose per-row work the two transposing copies outweigh there (whole invokes, int8:
-#: (2, 500) 70-82 vs 57-58 us, (2, 4095) 266-302 vs 92 us; (1, 4, 32, 32) 67-72 vs 87-90 us)
-QUANTIZED_COLUMNS_MAX_ROW = 128
+#: keep SoftmaxQuantized, whose per-row work the two transposing copies outweigh there (whole invokes of one int8
+#: SOFTMAX, columns vs general, us: (2, 256) 34 vs 49, (2, 500) 49 vs 60, (8, 500) 61 vs 64, (64, 512) 204 vs
+#: 224, (2, 700) 56 vs 53, (4, 1000) 86 vs 66, (2, 4095) 250 vs 92)
+QUANTIZED_COLUMNS_MAX_ROW = 500
 
 
 @dataclass(frozen=True, eq=False)
