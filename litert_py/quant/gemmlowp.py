@@ -263,7 +263,8 @@ class SoftmaxRowReciprocals:
                 (np.left_shift, (t, c2), {"out": t}),
                 (np.add, (r, t), {"out": r}),
             ]
-        calls += [(np.left_shift, (r, _i64(1)), {"out": r}), (np.minimum, (r, _i64(INT32_MAX)), {"out": r})]
+        # np.fmin, not np.minimum: the same on integers, and its out may be passed by position (bound_plan)
+        calls += [(np.left_shift, (r, _i64(1)), {"out": r}), (np.fmin, (r, _i64(INT32_MAX)), {"out": r})]
         return calls
 
     def __call__(self) -> tuple:

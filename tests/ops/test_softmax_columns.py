@@ -64,12 +64,12 @@ def test_columns_bound_plan_few_rows(tin, tout, shape):
     ("shape", "reshaped", "const_first"), [((1, 4, 32, 32), None, False), ((4, 256), (32, 32), True)]
 )
 def test_lookup_bound_plan(shape, reshaped, const_first):
-    """The reciprocal's saturation (np.minimum of the doubled scale) acts only on a total that is a power of two,
+    """The reciprocal's saturation (np.fmin of the doubled scale) acts only on a total that is a power of two,
     which the lookup's narrow range of values (every difference within the exp table) does not reach here: it is
     exempt (test_columns_bound_plan's int8 extremes and test_row_bound_and_longest_rows_against_litert show it)."""
 
     def saturation(op, calls):
-        return tuple(i for i, c in enumerate(calls) if c.func is np.minimum)
+        return tuple(i for i, c in enumerate(calls) if c.func is np.fmin)
 
     check_bound_int8(_scaled_softmax(shape, reshaped, const_first), Lookup, saturation)
 
