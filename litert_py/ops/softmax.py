@@ -73,7 +73,9 @@ class SoftmaxQuantizedColumns(BoundCalls):
     calls into its buffers of m), the rounding shift in place, the clamp and offset as one np.take from
     ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper clip acts) and the copy out: 45 calls
     made once as partial objects, constants as 0-d arrays (each call ~0.25 us of overhead instead of ~0.6 with
-    numpy's wrappers, keywords and Python-int constants). Reductions over axis 0 instead of a short last axis.
+    numpy's wrappers, keywords and Python-int constants; transformer_int8's (1, 4, 32, 32) step with its lookup,
+    process CPU time: 59 -> 39 us hot, 74 -> 49 us inside invokes). Reductions over axis 0 instead of a short
+    last axis (a row-major layout reducing over a last axis of 32 takes 2-3x longer per reduction).
 
     Exactness: the same integers as SoftmaxQuantized step by step: the same d, table entries, totals (no int32
     wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings (SoftmaxRowReciprocals, whose
