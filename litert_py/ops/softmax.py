@@ -13,8 +13,9 @@ import numpy as np
 from ..quant import dtype_range, lut_int16, lut_lookup_int16, multiply_by_quantized_multiplier, wrap32
 from ..quant import rounding_divide_by_pot as rdbpot
 from ..quant import saturating_rounding_doubling_high_mul as srdhm
-from ..quant.gemmlowp import SoftmaxRowReciprocals, exp_on_negative_values, get_reciprocal, softmax_reciprocal_int
+from ..quant.gemmlowp import SoftmaxRowReciprocals, exp_on_negative_values, softmax_reciprocal
 from ..schema.dtypes import TensorType
+from .bound_plan import BoundCalls, BoundCalls2, contiguous_source
 from .common import check_equal, qparams, quantized_multiplier
 from .quantize import TableLookup
 from .registry import OpContext, TensorInfo
@@ -50,11 +51,11 @@ class SoftmaxQuantized:
         d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.intp)
         e = self.exp_table.take(d)
         totals = self.sum_table.take(d).sum(axis=-1, keepdims=True)
-        if totals.size == 1:  # one row: Python ints, no per-row array work (softmax_reciprocal_int)
+        if totals.size == 1:  # one row: Python ints, no per-row array work
             total = ((int(totals.reshape(())) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 accumulator
-            scale, rounding, shift = softmax_reciprocal_int(total, self.out_bits)
+            scale, rounding, shift = softmax_reciprocal(total, self.out_bits)
         else:
-            scale, rounding, shift = _row_roundings(wrap32(totals), self.out_bits)
+            scale, rounding, shift = softmax_reciprocal(wrap32(totals), self.out_bits)
         e *= scale
         e += rounding
         np.right_shift(e, shift, out=e)
@@ -62,31 +63,25 @@ class SoftmaxQuantized:
         np.add(e, self.out_min, out=out, casting="unsafe")
 
 
-def _row_roundings(totals: np.ndarray, out_bits: int) -> tuple:
-    """softmax_reciprocal_int's ``(scale, addend, shift)`` per row of int32 ``totals > 0`` (an int64 array)."""
-    scale, bits_over_unit = get_reciprocal(totals, 12)
-    exponent = np.minimum(np.maximum(bits_over_unit + 31 - out_bits, 1), 32)
-    return scale, (1 << 30) + np.left_shift(np.int64(1), exponent + 30), exponent + 31
-
-
 @dataclass(frozen=True, eq=False)
-class SoftmaxQuantizedColumns:
-    """SoftmaxQuantized (8-bit input) for many rows of at most ROW_MAX values (a segmentation head's per-pixel
-    classes), in prepared transposed buffers (n, m) whose columns are the m rows, as
-    softmax_float.SoftmaxFloatColumns: the copy in (widened to intp), the row maxima over axis 0, ``d = max - x``
-    in place, the two table reads into int64 buffers, the totals over axis 0, the per-row reciprocal and
-    rounding (quant.gemmlowp.SoftmaxRowReciprocals into its buffers of m), the rounding shift in place, the
-    clamp and offset as one np.take from ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper
-    clip acts) and the copy out. Reductions over axis 0 instead of a short last axis; the per-row reciprocal
-    (about 33 numpy calls on arrays of m; _row_roundings' 45 with temporaries took ~31 instead of ~21 us for
-    m = 128) is then most of the time.
+class SoftmaxQuantizedColumns(BoundCalls):
+    """SoftmaxQuantized (8-bit input) for many rows of at most QUANTIZED_COLUMNS_MAX_ROW values (an attention's
+    scores, a segmentation head's per-pixel classes) as a bound plan (ops/bound_plan.BoundCalls) over prepared
+    transposed buffers (n, m) whose columns are the m rows, as softmax_float.SoftmaxFloatColumns: the copy in
+    (widened to intp), the row maxima over axis 0, ``d = max - x`` in place, the two table reads into int64
+    buffers, the totals over axis 0, the per-row reciprocal and rounding (quant.gemmlowp.SoftmaxRowReciprocals'
+    calls into its buffers of m), the rounding shift in place, the clamp and offset as one np.take from
+    ``out_table`` (out_min .. out_max, mode 'clip': q >= 0, only the upper clip acts) and the copy out: 45 calls
+    made once as partial objects, constants as 0-d arrays (each call ~0.25 us of overhead instead of ~0.6 with
+    numpy's wrappers, keywords and Python-int constants; transformer_int8's (1, 4, 32, 32) step with its lookup,
+    process CPU time: 59 -> 39 us hot, 74 -> 49 us inside invokes). Reductions over axis 0 instead of a short
+    last axis (a row-major layout reducing over a last axis of 32 takes 2-3x longer per reduction).
 
     Exactness: the same integers as SoftmaxQuantized step by step: the same d, table entries, totals (no int32
-    wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings (SoftmaxRowReciprocals: rows
-    of at most its TOTAL_ROW_MAX terms, checked at prepare), the same clamp. Chosen at
-    prepare for a static shape of two or more rows (process CPU time, numpy 2.4: (2, 8) 41 instead of 46 us,
-    (1, 4, 32, 32) 58 instead of 73, (1, 64, 64, 4) 213 instead of 403); an input of another shape goes to
-    ``general``."""
+    wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings (SoftmaxRowReciprocals, whose
+    bound ``2^19 <= total <= TOTAL_MAX`` every row of 1 .. ROW_MAX values meets: the maximum's term is 2^19, each
+    term at most 2^19), the same clamp. Chosen at prepare for a static shape of two or more rows of at most
+    QUANTIZED_COLUMNS_MAX_ROW (<= ROW_MAX) values; arrays of another shape (a direct call) go to ``fallback``."""
 
     xi: np.ndarray  # intp (n, m): row i of the input is column i; then d
     x_view: np.ndarray  # xi.T in the input's shape
@@ -95,38 +90,38 @@ class SoftmaxQuantizedColumns:
     q: np.ndarray  # (n, m) in the output type
     q_view: np.ndarray  # q.T in the input's shape
     row_max: np.ndarray  # intp (m,)
-    total: np.ndarray  # int64 (m,)
+    total: np.ndarray  # int64 (m,), read by ``reciprocals``
     out_table: np.ndarray  # out_min .. out_max in the output type
-    reciprocals: SoftmaxRowReciprocals  # the per-row reciprocal and rounding (rows of at most its TOTAL_ROW_MAX)
-    general: SoftmaxQuantized
+    reciprocals: SoftmaxRowReciprocals  # the per-row reciprocal and rounding of ``total``
+    fallback: SoftmaxQuantized
 
-    def __call__(self, inputs, outputs):
-        x = inputs[INPUT]
-        if x.shape != self.x_view.shape:
-            return self.general(inputs, outputs)
-        np.copyto(self.x_view, x)
-        self.run_loaded(outputs)
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        if x.shape != self.x_view.shape or out.shape != self.q_view.shape:
+            return [(self.fallback, ([x], [out]), {})]
+        return [(np.copyto, (self.x_view, x), {}), *self.loaded_calls(out)]
 
-    def run_loaded(self, outputs) -> None:
-        """The softmax of the rows loaded into ``xi`` (its columns) into the output."""
-        d, e = self.xi, self.e
-        np.maximum.reduce(d, axis=0, out=self.row_max)
-        np.subtract(self.row_max, d, out=d)
-        g = self.general
-        g.exp_table.take(d, out=e, mode="clip")  # d is in 0 .. 255: no clip acts; "raise" would buffer out
-        np.add.reduce(g.sum_table.take(d, out=self.s, mode="clip"), axis=0, out=self.total)
-        scale, rounding, shift = self.reciprocals(self.total)
-        np.multiply(e, scale, out=e)
-        np.add(e, rounding, out=e)
-        np.right_shift(e, shift, out=e)
-        self.out_table.take(e, mode="clip", out=self.q)
-        np.copyto(outputs[OUTPUT], self.q_view)
+    def loaded_calls(self, out: np.ndarray) -> list:
+        """The calls of the softmax of the rows loaded into ``xi`` (its columns) into ``out``."""
+        d, e, g, rec = self.xi, self.e, self.fallback, self.reciprocals
+        return [
+            (np.maximum.reduce, (d, 0, None, self.row_max), {}),
+            (np.subtract, (self.row_max, d), {"out": d}),
+            (np.take, (g.exp_table, d), {"out": e, "mode": "clip"}),  # d is in 0 .. 255: no clip acts
+            (np.take, (g.sum_table, d), {"out": self.s, "mode": "clip"}),  # ("raise" would buffer ``out``)
+            (np.add.reduce, (self.s, 0, None, self.total), {}),
+            *rec.calls(),
+            (np.multiply, (e, rec.scale), {"out": e}),
+            (np.add, (e, rec.addend), {"out": e}),
+            (np.right_shift, (e, rec.shift), {"out": e}),
+            (np.take, (self.out_table, e), {"out": self.q, "mode": "clip"}),
+            (np.copyto, (out, self.q_view), {}),
+        ]
 
     @staticmethod
-    def build(general: SoftmaxQuantized, x: TensorInfo, y: TensorInfo) -> SoftmaxQuantizedColumns:
+    def build(fallback: SoftmaxQuantized, x: TensorInfo, y: TensorInfo) -> SoftmaxQuantizedColumns:
         shape = tuple(x.shape)
         n, m = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
-        xi, q = np.empty((n, m), np.intp), np.empty((n, m), y.dtype)
+        xi, q, total = np.empty((n, m), np.intp), np.empty((n, m), y.dtype), np.empty(m, np.int64)
         return SoftmaxQuantizedColumns(
             xi,
             xi.T.reshape(shape),
@@ -135,23 +130,23 @@ class SoftmaxQuantizedColumns:
             q,
             q.T.reshape(shape),
             np.empty(m, np.intp),
-            np.empty(m, np.int64),
-            np.arange(general.out_min, general.out_max + 1).astype(y.dtype),
-            SoftmaxRowReciprocals.build(m, general.out_bits),
-            general,
+            total,
+            np.arange(fallback.out_min, fallback.out_max + 1).astype(y.dtype),
+            SoftmaxRowReciprocals.build(total, fallback.out_bits),
+            fallback,
         )
 
 
 @dataclass(frozen=True, eq=False)
-class SoftmaxQuantizedColumnsLookup(SoftmaxQuantizedColumns):
+class SoftmaxQuantizedColumnsLookup(BoundCalls2, SoftmaxQuantizedColumns):
     """SoftmaxQuantizedColumns fed by a one-value lookup whose output only it reads, through at most a reshape (an
     attention's ``MUL`` of the scores by a constant scale, table8.QuantizedTable8Scalar, then RESHAPE): the rows are
     loaded as ``lut[byte(x)]``, one gather from the lookup's own 256 entries (widened to intp) read through the
     transposed view of the lookup's input, instead of the lookup into its tensor, the reshape's copy and the
     transposing copy (the lookup's input: (1, 4, 32, 32) 2.0 us copy -> 3.8 us gather, two steps less). Exact:
-    the loaded values are the lookup's outputs in C order, the values the reshaped tensor would hold. The
-    lookup's input is ``inputs[operand]`` (the fused step reads the lookup's inputs); one of another size (a
-    resized model) takes the lookup, then SoftmaxQuantized."""
+    the loaded values are the lookup's outputs in C order, the values the reshaped tensor would hold. The plan
+    reads the lookup's inputs (``bound_calls(a, b, out)``, the varying one ``operand``); one of another size (a
+    resized model's, a direct call's) takes the lookup, then SoftmaxQuantized."""
 
     lut: np.ndarray = None  # (256,) intp: the lookup's value per input byte
     lut_out: np.ndarray = None  # (256,) the lookup's table in its output type
@@ -162,14 +157,20 @@ class SoftmaxQuantizedColumnsLookup(SoftmaxQuantizedColumns):
         base = (getattr(softmax, f.name) for f in dataclasses.fields(SoftmaxQuantizedColumns))
         return SoftmaxQuantizedColumnsLookup(*base, lut.astype(np.intp), lut, operand)
 
-    def __call__(self, inputs, outputs):
-        x = inputs[self.operand]
+    def bound_calls(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> list:
+        x = b if self.operand else a
         n, m = self.xi.shape
-        if x.size != n * m or outputs[OUTPUT].shape != self.q_view.shape:  # not the prepared arrays: general
-            y = self.lut_out.take(x.view(np.uint8))
-            return self.general([y.reshape(outputs[OUTPUT].shape)], outputs)
-        self.lut.take(x.view(np.uint8).reshape(m, n).T, None, self.xi, "wrap")  # xi[j, r] = lut[x row r, col j]
-        self.run_loaded(outputs)
+        if x.size != n * m or out.shape != self.q_view.shape:
+            return [(self.lookup_then_softmax, (x, out), {})]
+        calls = []
+        x = contiguous_source(x, calls)  # a view of a C-contiguous array reads its new values at each call
+        load = (np.take, (self.lut, x.view(np.uint8).reshape(m, n).T), {"out": self.xi, "mode": "wrap"})
+        return [*calls, load, *self.loaded_calls(out)]  # xi[j, r] = lut[x row r, col j]
+
+    def lookup_then_softmax(self, x: np.ndarray, out: np.ndarray) -> None:
+        """The lookup, then SoftmaxQuantized: any input and output of the same size."""
+        y = self.lut_out.take(x.view(np.uint8))
+        self.fallback([y.reshape(out.shape)], [out])
 
 
 #: SoftmaxQuantizedRow's longest row: every sum of Q12.19 terms (each at most 2^19) stays below 2^31, so the int32
@@ -177,9 +178,10 @@ class SoftmaxQuantizedColumnsLookup(SoftmaxQuantizedColumns):
 ROW_MAX = (1 << 12) - 1
 
 #: SoftmaxQuantizedColumns for rows of at most this many values (and at most ROW_MAX: its int32 sums): longer rows
-#: keep SoftmaxQuantized, whose per-row work the two transposing copies outweigh there (whole invokes, int8:
-#: (2, 500) 70-82 vs 57-58 us, (2, 4095) 266-302 vs 92 us; (1, 4, 32, 32) 67-72 vs 87-90 us)
-QUANTIZED_COLUMNS_MAX_ROW = 128
+#: keep SoftmaxQuantized, whose per-row work the two transposing copies outweigh there (whole invokes of one int8
+#: SOFTMAX, columns vs general, us: (2, 256) 34 vs 49, (2, 500) 49 vs 60, (8, 500) 61 vs 64, (64, 512) 204 vs
+#: 224, (2, 700) 56 vs 53, (4, 1000) 86 vs 66, (2, 4095) 250 vs 92)
+QUANTIZED_COLUMNS_MAX_ROW = 500
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,7 +217,7 @@ class SoftmaxQuantizedRow:
         # mode="wrap": x mod 256, what a negative int8 index reads in "raise" mode, which would buffer ``out``
         e = self.exp_rows[row].take(x, out=self.e, mode="wrap")
         total = int(np.add.reduce(self.sum_rows[row].take(x, out=self.s, mode="wrap"), axis=None))  # < 2^31
-        scale, rounding, shift = softmax_reciprocal_int(total, self.out_bits)
+        scale, rounding, shift = softmax_reciprocal(total, self.out_bits)
         np.multiply(e, scale, out=e)
         np.add(e, rounding, out=e)
         np.right_shift(e, shift, out=e)
@@ -250,7 +252,7 @@ def softmax_row_into(values, sum_list: list, exp_list: list, out_bits: int, outv
     fully_connected_tail.FullyConnectedSoftmaxTiny's last call): ``values()`` gives the row (any common offset of
     the input's values: only the differences ``m - x`` to its maximum m are read), the total of the terms
     ``sum_list[m - x]`` (at most TINY_MAX * 2^19 < 2^31: the int32 accumulator never wraps), its reciprocal and
-    rounding (gemmlowp.softmax_reciprocal_int), then per value ``r = (exp_list[m - x] * scale + addend) >>
+    rounding (gemmlowp.softmax_reciprocal), then per value ``r = (exp_list[m - x] * scale + addend) >>
     shift``, clamped to ``span`` (out_max - out_min), picks ``outv[r]``: the value stored (out_min + r, or a
     lookup composed into it), all stored with one assignment. Exact: Python ints, the same integers step by
     step as SoftmaxQuantized; the stored values are in the output type's range.
@@ -267,7 +269,7 @@ def softmax_row_into(values, sum_list: list, exp_list: list, out_bits: int, outv
     total = 0
     for v in xs:
         total += sum_list[m - v]
-    scale, addend, shift = softmax_reciprocal_int(total, out_bits)
+    scale, addend, shift = softmax_reciprocal(total, out_bits)
     q = []
     for v in xs:
         r = (exp_list[m - v] * scale + addend) >> shift
@@ -519,7 +521,7 @@ def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     out_min, out_max = dtype_range(y.dtype)
     general = SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
     # 2+ rows of at most QUANTIZED_COLUMNS_MAX_ROW values (longer rows: the transposing copies cost more)
-    row_max = min(QUANTIZED_COLUMNS_MAX_ROW, SoftmaxRowReciprocals.TOTAL_ROW_MAX)
+    row_max = min(QUANTIZED_COLUMNS_MAX_ROW, ROW_MAX)  # ROW_MAX: the totals SoftmaxRowReciprocals takes
     if not x.dynamic and len(x.shape) >= 2 and 0 < x.shape[-1] <= row_max and x.size > x.shape[-1]:
         return SoftmaxQuantizedColumns.build(general, x, y)
     return general

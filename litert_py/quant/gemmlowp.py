@@ -35,7 +35,7 @@ __all__ = [
     "exp_on_negative_values",
     "one_over_one_plus_x_for_x_in_0_1",
     "get_reciprocal",
-    "softmax_reciprocal_int",
+    "softmax_reciprocal",
     "SoftmaxRowReciprocals",
     "rounding_divide_by_pot_x86",
     "srdhm_int",
@@ -160,95 +160,132 @@ def get_reciprocal(x, x_integer_digits: int):
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - headroom_plus_one
 
 
-def softmax_reciprocal_int(total: int, out_bits: int) -> tuple[int, int, int]:
-    """A one-row SOFTMAX's reciprocal of its int32 ``total > 0`` (the sum of the row's Q12.19 terms) on Python ints,
-    with its output rounding: ``(scale, addend, shift)`` such that every output of a term ``e >= 0`` is
-    ``(e * scale + addend) >> shift``, reference/softmax.h's ``RDBPOT(SRDHM(e, scale), exponent)`` (``scale,
-    bits_over_unit = GetReciprocal(total, 12)``, ``exponent = bits_over_unit + 31 - out_bits``), both roundings
-    fused into one shift (exact for these non-negative values). One call instead of two (inside an invoke each
-    call of cold code costs about a microsecond).
+def softmax_reciprocal(total, out_bits: int):
+    """SOFTMAX's (8-bit input) reciprocal of a row's int32 ``total > 0`` (the sum of its Q12.19 terms) with its output
+    rounding, on a Python int or an int64 array of totals (the one definition; SoftmaxRowReciprocals is its
+    prepared-buffer plan): ``(scale, addend, shift)`` such that every output of a term ``e >= 0`` is ``(e * scale
+    + addend) >> shift``, reference/softmax.h's ``RDBPOT(SRDHM(e, scale), exponent)`` (``scale, bits_over_unit =
+    GetReciprocal(total, 12)``, ``exponent = bits_over_unit + 31 - out_bits``, out_bits 8 or 16), both roundings
+    fused into one shift (exact for these non-negative values).
 
-    GetReciprocal unrolled: the same integers step by step as ``one_over_one_plus_x_for_x_in_0_1`` of
-    ``shifted_minus_one``: its half denominator ``(shifted_minus_one + 2^31) >> 1`` is ``(u << headroom) >> 1``
-    (``u << headroom`` has bit 31 set and no higher one, so the mask is a no-op), and the three Newton steps are
-    written out. The exponent is clamped to [1, 32]: LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or
-    more maximal values aborts); up to 32 the fused shift still gives the rounded quotient (tests/quant/
-    test_gemmlowp.py checks both against ``get_reciprocal`` and the unfused roundings)."""
+    GetReciprocal unrolled: with ``u = total & 0xFFFFFFFF`` of bit length b (CountLeadingZeros ``32 - b``), the half
+    denominator of ``one_over_one_plus_x_for_x_in_0_1(shifted_minus_one)``, ``(shifted_minus_one + 2^31) >> 1``,
+    is ``(u << (32 - b)) >> 1`` (``u << (32 - b)`` has bit 31 set and no higher one: the mask is a no-op); its three
+    Newton steps are written out, the same integers step by step. The exponent ``b + 11 - out_bits`` is clamped
+    to [1, 32]: LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32
+    the fused shift still gives the rounded quotient (tests/quant/test_gemmlowp.py checks both against
+    ``get_reciprocal`` and the unfused roundings). Python ints: no numpy call (one-row softmaxes; inside an
+    invoke each call of cold code costs about a microsecond)."""
     u = total & 0xFFFFFFFF
-    headroom_plus_one = 32 - u.bit_length()  # CountLeadingZeros(uint32)
-    d = (u << headroom_plus_one) >> 1  # half_denominator, Q0.31
+    one = type(u) is int
+    bits = u.bit_length() if one else 32 - clz32(u)
+    d = (u << (32 - bits)) >> 1  # half_denominator, Q0.31 (bits is 32 for a wrapped negative total)
     r = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
     r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
     r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
     r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
     r <<= 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
-    exponent = 12 - headroom_plus_one + 31 - out_bits  # no min / max calls: ~0.7 us inside an invoke
-    exponent = 1 if exponent < 1 else 32 if exponent > 32 else exponent
-    return (r if r < INT32_MAX else INT32_MAX), (1 << 30) + (1 << (exponent + 30)), exponent + 31
+    exponent = bits + 11 - out_bits  # 12 - CountLeadingZeros + 31 - out_bits
+    if one:  # no min / max calls: ~0.7 us inside an invoke
+        exponent = 1 if exponent < 1 else 32 if exponent > 32 else exponent
+        return (r if r < INT32_MAX else INT32_MAX), (1 << 30) + (1 << (exponent + 30)), exponent + 31
+    exponent = np.minimum(np.maximum(exponent, 1), 32)
+    return np.minimum(r, INT32_MAX), (1 << 30) + np.left_shift(np.int64(1), exponent + 30), exponent + 31
+
+
+def _i64(v: int) -> np.ndarray:
+    """A 0-d int64 array: a bound plan's constant operand (about 0.25 us less per call than a Python int)."""
+    return np.array(v, np.int64)
 
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxRowReciprocals:
-    """softmax_reciprocal_int on an int64 array of ``m`` row totals, into buffers made once: returns ``(scale,
-    addend, shift)`` arrays (views of the buffers, overwritten by the next call) such that every output of a
-    term ``e >= 0`` of row ``i`` is ``(e * scale[i] + addend[i]) >> shift[i]``.
+    """softmax_reciprocal of ``m`` row totals as numpy calls into buffers made once (``calls``: a bound plan's
+    part, ops/bound_plan.py; ``__call__`` runs them): ``scale``, ``addend`` and ``shift`` (m,) such that every
+    output of a term ``e >= 0`` of row ``i`` is ``(e * scale[i] + addend[i]) >> shift[i]``.
 
-    The same integers step by step as softmax_reciprocal_int, in fewer numpy calls (~33 instead of ~45, and no
-    temporaries): the bit length of ``total`` is float64 frexp's exponent (exact below 2^53), the half
-    denominator is ``total << (31 - bit_length)``; the initial ``1515870810 + ((d * c + 2^30) >> 31)`` is one
-    shift of ``d * c + 2^30 + 1515870810 * 2^31``; each Newton step's ``2^29 - ((d * r + 2^30) >> 31)`` is
-    ``(2^60 + 2^30 - 1 - d * r) >> 31`` (``-floor(y / N) = floor((N - 1 - y) / N)``).
+    Bound (checked by the caller at prepare): ``2^18 <= total <= TOTAL_MAX``, which every total of a row of 1 ..
+    ROW_MAX terms meets (softmax.ROW_MAX: its int32 sum never wraps; its maximum's term is exactly 2^19). Then
+    the total's bit length b is ``19 + bit_length(total >> 19)`` (19 for k = 0), so the per-row values that depend
+    on b alone are read from tables indexed by ``k = total >> 19`` (0 .. 4095): ``2^(31 - b)`` (the half
+    denominator ``d = total * 2^(31 - b)``), the shift ``exponent + 31`` (exponent clamped as softmax_reciprocal's)
+    and the addend ``2^30 + 2^(shift - 1)``. The rest is softmax_reciprocal's arithmetic on the same integers, in
+    34 calls without temporaries: the initial ``1515870810 + ((d * c + 2^30) >> 31)`` is one shift of ``d * c +
+    2^30 + 1515870810 * 2^31``; each Newton step's ``2^29 - ((d * r + 2^30) >> 31)`` is ``(2^60 + 2^30 - 1 - d *
+    r) >> 31`` (``-floor(y / N) = floor((N - 1 - y) / N)``); constants are 0-d int64 arrays. int64 throughout:
+    the totals, d and r fit int32, but the products ``d * r`` and ``r * t`` reach 2^61 (and the caller's ``e *
+    scale`` 2^62), and a call mixing int32 with int64 casts (slower than int64 alone at these sizes); no value
+    reaches 2^63. tests/quant/test_gemmlowp.py checks every table entry's totals against softmax_reciprocal."""
 
-    Bound (the caller's: rows of at most TOTAL_ROW_MAX = 511 Q12.19 terms, each at most 2^19, the largest
-    exactly 2^19): ``2^19 <= total < 2^28``, so ``1 <= exponent = bit_length + 11 - out_bits <= 31`` for out_bits
-    8 and 16 and the clamp to [1, 32] never acts; it is left out. Every product (``d * r``, ``r * t``,
-    ``e * scale``) stays below 2^62."""
-
-    TOTAL_ROW_MAX = 511
+    TOTAL_MAX = (1 << 31) - 1
 
     out_bits: int
-    f: np.ndarray  # float64 (m,): the totals' frexp mantissas
-    bits: np.ndarray  # int32 (m,): their bit lengths (frexp exponents)
+    total: np.ndarray  # int64 (m,): the totals the calls read
+    k: np.ndarray  # intp (m,): total >> 19
     d: np.ndarray  # int64 (m,): half denominators, Q0.31
-    r: np.ndarray  # int64 (m,): the reciprocal, Q2.29, then the Q0.31 scale
+    scale: np.ndarray  # int64 (m,): the reciprocal, Q2.29, then the Q0.31 scale
     t: np.ndarray  # int64 (m,): the Newton corrections
     addend: np.ndarray  # int64 (m,)
     shift: np.ndarray  # int64 (m,)
 
     @staticmethod
-    def build(m: int, out_bits: int) -> SoftmaxRowReciprocals:
+    def build(total: np.ndarray, out_bits: int) -> SoftmaxRowReciprocals:
+        """The reciprocals of the int64 (m,) array ``total`` (read by each call: the caller writes it)."""
         if out_bits not in (8, 16):
             raise ValueError(f"out_bits must be 8 or 16, got {out_bits}")
-        f64, i64 = (np.empty(m, np.float64), np.empty(m, np.int32)), (np.empty(m, np.int64) for _ in range(5))
-        return SoftmaxRowReciprocals(out_bits, *f64, *i64)
+        m = total.shape[0]
+        return SoftmaxRowReciprocals(out_bits, total, np.empty(m, np.intp), *(np.empty(m, np.int64) for _ in range(5)))
 
-    def __call__(self, total: np.ndarray) -> tuple:
-        d, r, t, bits = self.d, self.r, self.t, self.bits
-        np.frexp(total, out=(self.f, bits))
-        np.subtract(31, bits, out=t)
-        np.left_shift(total, t, out=d)  # (u << headroom_plus_one) >> 1
-        np.multiply(d, -1010580540, out=r)
-        np.add(r, (1 << 30) + (1515870810 << 31), out=r)
-        np.right_shift(r, 31, out=r)  # 48/17 - 32/17 * d, Q2.29
+    def calls(self) -> list:
+        """The (function, args, kwargs) triples (ops/bound_plan.bound_plan's input) computing scale, addend and
+        shift from ``total``."""
+        d, r, t, k = self.d, self.scale, self.t, self.k
+        pow2, addends, shifts = _reciprocal_tables(self.out_bits)
+        calls = [
+            (np.right_shift, (self.total, _i64(19)), {"out": k}),
+            (np.take, (pow2, k), {"out": d, "mode": "clip"}),  # k is in 0 .. 4095: no clip acts
+            (np.multiply, (d, self.total), {"out": d}),  # (u << headroom_plus_one) >> 1
+            (np.take, (shifts, k), {"out": self.shift, "mode": "clip"}),
+            (np.take, (addends, k), {"out": self.addend, "mode": "clip"}),
+            (np.multiply, (d, _i64(-1010580540)), {"out": r}),
+            (np.add, (r, _i64((1 << 30) + (1515870810 << 31))), {"out": r}),
+            (np.right_shift, (r, _i64(31)), {"out": r}),  # 48/17 - 32/17 * d, Q2.29
+        ]
+        c60, c30, c31, c2 = _i64((1 << 60) + (1 << 30) - 1), _i64(1 << 30), _i64(31), _i64(2)
         for _ in range(3):
-            np.multiply(d, r, out=t)
-            np.subtract((1 << 60) + (1 << 30) - 1, t, out=t)
-            np.right_shift(t, 31, out=t)  # one_minus = 2^29 - SRDHM(d, r)
-            np.multiply(t, r, out=t)
-            np.add(t, 1 << 30, out=t)
-            np.right_shift(t, 31, out=t)
-            np.left_shift(t, 2, out=t)
-            np.add(r, t, out=r)
-        np.left_shift(r, 1, out=r)
-        np.minimum(r, INT32_MAX, out=r)
-        # exponent = 12 - (32 - bits) + 31 - out_bits; addend 2^30 + 2^(exponent + 30), shift exponent + 31
-        np.add(bits, 42 - self.out_bits, out=self.shift)
-        _ADDENDS.take(self.shift, out=self.addend, mode="clip")  # shift is in 32 .. 62: no clip acts
-        return r, self.addend, self.shift
+            calls += [
+                (np.multiply, (d, r), {"out": t}),
+                (np.subtract, (c60, t), {"out": t}),
+                (np.right_shift, (t, c31), {"out": t}),  # one_minus = 2^29 - SRDHM(d, r)
+                (np.multiply, (t, r), {"out": t}),
+                (np.add, (t, c30), {"out": t}),
+                (np.right_shift, (t, c31), {"out": t}),
+                (np.left_shift, (t, c2), {"out": t}),
+                (np.add, (r, t), {"out": r}),
+            ]
+        # np.fmin, not np.minimum: the same on integers, and its out may be passed by position (bound_plan)
+        calls += [(np.left_shift, (r, _i64(1)), {"out": r}), (np.fmin, (r, _i64(INT32_MAX)), {"out": r})]
+        return calls
+
+    def __call__(self) -> tuple:
+        """Runs the calls on the current ``total``: ``(scale, addend, shift)`` (the buffers)."""
+        for f, a, kw in self.calls():
+            f(*a, **kw)
+        return self.scale, self.addend, self.shift
 
 
-#: SoftmaxRowReciprocals' rounding addend by shift (``exponent + 31``): ``2^30 + 2^(shift - 1)``
-_ADDENDS = np.array([1 << 30] + [(1 << 30) + (1 << (shift - 1)) for shift in range(1, 63)], np.int64)
+@functools.lru_cache(maxsize=2)
+def _reciprocal_tables(out_bits: int) -> tuple:
+    """SoftmaxRowReciprocals' tables by ``k = total >> 19`` (0 .. 4095): ``2^(31 - b)``, the addend and the shift,
+    for the totals' bit length ``b = 19 + bit_length(k)`` (totals of at least 2^18)."""
+    k = np.arange(1 << 12)
+    bits = 19 + np.array([v.bit_length() for v in k.tolist()])
+    exponent = np.minimum(np.maximum(bits + 11 - out_bits, 1), 32)
+    pow2 = np.left_shift(1, np.maximum(31 - bits, 0)).astype(np.int64)
+    tables = pow2, (1 << 30) + np.left_shift(np.int64(1), exponent + 30), (exponent + 31).astype(np.int64)
+    for a in tables:
+        a.flags.writeable = False
+    return tables
 
 
 def rounding_divide_by_pot_x86(x, e):

@@ -13,7 +13,7 @@ from litert_py.quant.gemmlowp import (
     count_leading_sign_bits,
     get_reciprocal,
     one_over_one_plus_x_for_x_in_0_1,
-    softmax_reciprocal_int,
+    softmax_reciprocal,
     srdhm_int,
 )
 
@@ -52,48 +52,70 @@ def test_get_reciprocal_is_close_to_one_over_x():
     np.testing.assert_allclose(approx, 1.0 / b, rtol=1e-8)
 
 
-def test_softmax_reciprocal_int_is_the_array_form():
-    """The scale is GetReciprocal(total, 12)'s (the array form), and the fused rounding ``(e * scale + addend) >>
-    shift`` gives the unfused RDBPOT(SRDHM(e, scale), exponent) on terms e from 0 to INT32_MAX, wherever LiteRT's
-    exponent is valid (0 <= exponent <= 31; below 1 and up to 32 the helper clamps it)."""
+def _unfused(total: int, out_bits: int) -> tuple:
+    """reference/softmax.h's reciprocal step by step on Python ints: GetReciprocal(total, 12) (common.h: the
+    count of leading zeros, the shifted sum, gemmlowp's one_over_one_plus_x_for_x_in_0_1 saturating form) and the
+    output exponent, unclamped."""
+    u = total & 0xFFFFFFFF
+    headroom_plus_one = 32 - u.bit_length()
+    shifted_minus_one = ((u << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
+    scale = int(_one_over_one_plus_x_saturating(np.array([shifted_minus_one], np.int64))[0])
+    return scale, 12 - headroom_plus_one + 31 - out_bits
+
+
+def test_softmax_reciprocal_is_get_reciprocal_and_the_rounding():
+    """softmax_reciprocal on Python ints and on an int64 array gives the same (scale, addend, shift); the scale is
+    GetReciprocal(total, 12)'s (step by step, _unfused), and the fused rounding ``(e * scale + addend) >> shift``
+    gives the unfused RDBPOT(SRDHM(e, scale), exponent) on terms e from 0 to INT32_MAX, wherever LiteRT's exponent
+    is valid (0 <= exponent <= 31; below 1 and up to 32 the helper clamps it). Totals: 1 .. 2^12, every power of
+    two and its neighbours, the top of the int32 range, random ones, and wrapped (negative) int32 sums."""
     rng = np.random.default_rng(2)
-    totals = np.concatenate(
-        [np.arange(1, 1 << 12), (1 << 31) - 1 - np.arange(1 << 10), 1 << np.arange(31), rng.integers(1, 1 << 31, 9999)]
-    ).astype(np.int64)
+    pots = 1 << np.arange(31)
+    top = INT32_MAX - np.arange(1 << 10)
+    totals = np.concatenate([np.arange(1, 1 << 12), pots, pots[1:] - 1, pots + 1, top, rng.integers(1, 1 << 31, 9999)])
+    totals = totals.astype(np.int64)
+    wrapped = np.array([-1, -(1 << 20), INT32_MIN], np.int64)
     e = np.concatenate([[0, 1, INT32_MAX], rng.integers(0, 1 << 31, 200)]).astype(np.int64)
     checked = 0
     for out_bits in (8, 16):
-        scale, bits = get_reciprocal(totals, 12)
-        got = [softmax_reciprocal_int(int(v), out_bits) for v in totals]
-        assert [g[0] for g in got] == scale.tolist()
-        for (s, addend, shift), b in zip(got[::97], bits[::97].tolist()):
-            exponent = b + 31 - out_bits
+        got = [softmax_reciprocal(int(v), out_bits) for v in np.concatenate([totals, wrapped]).tolist()]
+        arrays = softmax_reciprocal(np.concatenate([totals, wrapped]), out_bits)
+        assert np.stack(arrays, axis=1).tolist() == [list(g) for g in got]
+        for total, (s, addend, shift) in zip(totals[::37].tolist(), got[::37]):
+            scale, exponent = _unfused(total, out_bits)
+            assert s == scale
             if 1 <= exponent <= 31:
                 want = rdbpot(srdhm(e, s), exponent)
                 assert ((e * s + addend) >> shift).tolist() == want.tolist()
                 checked += 1
-    assert checked > 100
+    assert checked > 200
+    scale, bits = get_reciprocal(wrapped, 12)  # a wrapped sum: GetReciprocal's uint32 reading
+    assert np.array_equal(softmax_reciprocal(wrapped, 8)[0], scale)
 
 
-def test_softmax_row_reciprocals_are_softmax_reciprocal_int():
-    """SoftmaxRowReciprocals gives softmax_reciprocal_int's (scale, addend, shift) for every total of a row of
-    1 .. TOTAL_ROW_MAX terms (2^19 .. 511 * 2^19, its bound: the clamp it leaves out never acts there), and a
-    second call on other totals overwrites the first's; just outside (a total of 2^29, bit length 30, 8-bit
-    output) the clamp would act and the arrays differ."""
+def test_softmax_row_reciprocals_are_softmax_reciprocal():
+    """SoftmaxRowReciprocals gives softmax_reciprocal's (scale, addend, shift) for every total of a row of 1 ..
+    ROW_MAX (4095) terms: 2^19 .. TOTAL_MAX, its bound; every entry of its tables (k = total >> 19) at both ends
+    of its range of totals, random totals, 8- and 16-bit outputs; a second run on other totals overwrites the
+    first's; totals down to 2^18 (the table's k = 0 entry: bit length 19). Just outside (2^18 - 1) its
+    normalization is wrong and the scale differs."""
     rng = np.random.default_rng(3)
-    top = SoftmaxRowReciprocals.TOTAL_ROW_MAX << 19
-    totals = np.concatenate(
-        [1 << np.arange(19, 28), (1 << np.arange(20, 28)) - 1, (1 << np.arange(19, 28)) + 1, [1 << 19, top]]
-    )
-    totals = np.concatenate([totals, top - np.arange(500), rng.integers(1 << 19, top + 1, 5000)]).astype(np.int64)
+    k = np.arange(1, 1 << 12, dtype=np.int64)
+    top = SoftmaxRowReciprocals.TOTAL_MAX
+    totals = np.concatenate([k << 19, (k << 19) + (1 << 19) - 1, (k << 19) + 1, [1 << 18, (1 << 19) - 1, top]])
+    totals = np.concatenate([totals, top - np.arange(500), rng.integers(1 << 19, top + 1, 20000)]).astype(np.int64)
     for out_bits in (8, 16):
-        op = SoftmaxRowReciprocals.build(totals.size, out_bits)
-        op(totals[::-1].copy())
-        got = np.stack(op(totals), axis=1).tolist()
-        assert got == [list(softmax_reciprocal_int(int(v), out_bits)) for v in totals]
-    outside = np.array([1 << 29], np.int64)
-    got = [int(a[0]) for a in SoftmaxRowReciprocals.build(1, 8)(outside)]
-    assert got != list(softmax_reciprocal_int(1 << 29, 8))
+        total = np.empty(totals.size, np.int64)
+        op = SoftmaxRowReciprocals.build(total, out_bits)
+        total[:] = totals[::-1]
+        op()
+        total[:] = totals
+        got = np.stack(op(), axis=1)
+        want = np.stack(softmax_reciprocal(totals, out_bits), axis=1)
+        np.testing.assert_array_equal(got, want)
+    total = np.array([(1 << 18) - 1], np.int64)
+    got = SoftmaxRowReciprocals.build(total, 8)()
+    assert got[0][0] != softmax_reciprocal((1 << 18) - 1, 8)[0]
 
 
 def test_count_leading_sign_bits():
