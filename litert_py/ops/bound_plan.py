@@ -77,7 +77,15 @@ class BoundCalls:
         """The op on any arrays: bound to them (``bind``), then their plan; arrays that are new objects over the
         bound ones' very memory (``same_layout``: e.g. a view of its input a deferred subgraph's dynamic op
         makes anew at each invoke) keep the plan, which reads and writes that memory (about 1 us per array
-        instead of a new plan: a float conv's takes about 10 us)."""
+        instead of a new plan: a float conv's takes about 10 us). An output that is not C-contiguous (a direct
+        call's strided view) is written through a contiguous buffer: plans reshape their output, which makes a
+        copy of such an array, and the values would be lost."""
+        out = outputs[0]
+        if out is not None and not out.flags.c_contiguous:
+            buffer = np.empty(out.shape, out.dtype)
+            self.general(inputs, [buffer, *outputs[1:]])
+            np.copyto(out, buffer)
+            return
         b = self._bound
         arrays = (*inputs[: self.bound_inputs], outputs[0])
         if b is not None and len(arrays) == len(b) - 1 and all(map(same_layout, arrays, b)):

@@ -86,7 +86,9 @@ class CopyReshaped:
     """Copies the input into the output's (static) shape: RESHAPE, SQUEEZE, EXPAND_DIMS. ``bind``
     (ops/fusion.bind_steps) makes the reshaped view of a C-contiguous bound input once and the copy a bound
     ``out[...] = view`` call (ops/bound_plan.py; the same copy without np.copyto's dispatch: a GRU's (1, 32)
-    RESHAPE inside a WHILE body, alone, hot: 0.59 -> 0.32-0.50 us); other arrays take np.copyto."""
+    RESHAPE inside a WHILE body, alone, hot: 0.59 -> 0.32-0.50 us); other arrays take np.copyto. Where the arena
+    lets the output share the input's bytes (``copies_input_unchanged``), the step becomes runtime/subgraph's
+    SharedInput and this copy runs only on other arrays (direct calls, the dynamic path)."""
 
     shape: tuple[int, ...]
     _bound = None  # bind's (the input, the output, the copy as a partial object), or None

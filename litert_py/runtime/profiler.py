@@ -120,6 +120,10 @@ class _Timer:
             s[1] += dt
             s[2] += dt - child
 
+    def with_inner(self, inner) -> _Timer:
+        """This timer around another step of the same node (runtime/subgraph's SharedInput)."""
+        return _Timer(inner, self.key, self.stats, self.stack)
+
     def __getattr__(self, name):  # a wrapped prepared op still answers inspection
         return getattr(self.inner, name)
 

@@ -49,16 +49,29 @@ def _nothing(inputs, outputs) -> None:
     """The step of a node whose outputs have no elements."""
 
 
+@dataclass(frozen=True, eq=False)
 class SharedInput:
-    """The step of a node whose output shares its input's bytes (SubgraphRuntime._unmodified_aliases): nothing to
-    copy. The node stays a step (about 0.07 us) so that profiles, cancel() and error reports see it, as LiteRT's
-    RESHAPE still runs on a shared buffer and returns."""
+    """The step of a node whose output shares its input's bytes (SubgraphRuntime._unmodified_aliases): called with
+    the arrays it was made for, nothing to copy; called with others (a direct call), the copy. The node stays a
+    step (about 0.1 us) so that profiles, cancel() and error reports see it, as LiteRT's RESHAPE still runs on a
+    shared buffer and returns."""
+
+    source: np.ndarray  # the input's array
+    shared: np.ndarray  # the output's array: a view of the input's bytes
 
     def __call__(self, inputs, outputs) -> None:
-        pass
+        x, y = inputs[0], outputs[0]
+        if x is self.source and y is self.shared:
+            return
+        np.copyto(y, x.reshape(y.shape))
 
 
-_SHARED_INPUT = SharedInput()
+def _shared_step(op, source: np.ndarray, shared: np.ndarray):
+    """SharedInput in place of the prepared op ``op``, inside the profiler's timer when ``op`` is one (a node
+    re-prepared while profiling keeps being timed)."""
+    step = SharedInput(source, shared)
+    rewrap = getattr(op, "with_inner", None)  # profiler's timer: the same node's key and stats
+    return step if rewrap is None else rewrap(step)
 
 
 def _nothing_to_compute(node: Node, op, ins: list[TensorInfo], outs: list[TensorInfo]) -> bool:
@@ -485,10 +498,6 @@ class SubgraphRuntime:
             lifetimes[i] = Lifetime(step, step) if lt is None else Lifetime(min(lt.first, step), max(lt.last, step))
 
         aliases = {} if self.deferred or self.preserve_all_tensors else self._unmodified_aliases(steps, plannable)
-        if aliases:
-            steps = [
-                (n, _SHARED_INPUT if n.operator.outputs and n.operator.outputs[0] in aliases else op) for n, op in steps
-            ]
         root = aliases.get
         for i in self.sg.inputs:
             if plannable(i):
@@ -525,6 +534,13 @@ class SubgraphRuntime:
             if tensors[i] is None and info.type in dtypes.OBJECT_TYPES and not info.dynamic:
                 tensors[i] = np.empty(info.shape, dtype=object)
         self.plan, self.arena, self.tensors, self.aliases = plan, arena, tensors, aliases
+        if aliases:  # the aliased nodes' steps copy nothing
+            steps = [
+                (n, _shared_step(op, tensors[n.operator.inputs[0]], tensors[n.operator.outputs[0]]))
+                if n.operator.outputs and n.operator.outputs[0] in aliases
+                else (n, op)
+                for n, op in steps
+            ]
         self.steps_nodes = steps
         self._bound_io = None
         if self.deferred:
@@ -547,13 +563,13 @@ class SubgraphRuntime:
     def _unmodified_aliases(self, steps, plannable) -> dict[int, int]:
         """{output: the tensor whose bytes it shares} for the steps whose prepared op copies its input unchanged
         into its output (``copies_input_unchanged``: RESHAPE, SQUEEZE, EXPAND_DIMS of static shapes), as LiteRT's
-        arena shares such an output with its input (kTfLiteInplaceOpDataUnmodified): the output becomes a view of
-        the input's bytes, the two are planned as one tensor (its lifetime spans both) and the step copies nothing
-        (SharedInput).
-        Both tensors are written by no other step (one producer each), so they hold the same values wherever
-        both are live. Not where the shared bytes would be a subgraph input that is also (through the alias) a
-        subgraph output: a WHILE body copies its outputs into its inputs one after another, and a later copy
-        would read bytes an earlier one wrote."""
+        ArenaPlanner shares them (kTfLiteInplaceOpDataUnmodified, InputTensorCanBeShared): the output becomes a
+        view of the input's bytes, the two are planned as one tensor (its lifetime spans both) and the step copies
+        nothing (SharedInput). As there, not when the input is a subgraph input or the output a subgraph output
+        (set_tensor / get_tensor and a WHILE body's copies of its outputs into its inputs see them apart). Each
+        tensor has one writer in a well-formed model, so the two hold the same values wherever both are live; a
+        malformed model writing the input again after the reshape reads the later values, as LiteRT's shared
+        buffer does."""
         aliases: dict[int, int] = {}
         inputs = set(self.sg.inputs)
         outputs = set(self.sg.outputs)
@@ -565,7 +581,7 @@ class SubgraphRuntime:
                 continue
             x, y = ins[0], outs[0]
             r = aliases.get(x, x)
-            if not (plannable(r) and plannable(y)) or y in inputs or (r in inputs and y in outputs):
+            if not (plannable(r) and plannable(y)) or x in inputs or y in outputs or y in inputs:
                 continue
             a, b = self.infos[r], self.infos[y]
             if a.dtype != b.dtype or a.size != b.size:

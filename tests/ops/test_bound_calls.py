@@ -194,3 +194,46 @@ def test_dynamic_pad_other_paddings_same_shape():
         assert np.array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run_ours(model, [x, p])[0]), k
     assert all(s[0] is seen[0][0] for s in seen)  # the conv's plan: one for all five invokes
     assert seen[1][1] is seen[0][1] and seen[2][1] is not seen[1][1] and seen[3][1:] == seen[2][1:]
+
+
+@dataclass(frozen=True, eq=False)
+class ReshapedStore(BoundCalls):
+    """x + 1 into out seen as a flat row (``out.reshape(-1)``: a copy when out is strided), as epilogues store."""
+
+    def bound_calls(self, x, out):
+        return ((np.add, (x.reshape(-1), 1.0), {"out": out.reshape(-1)}),)
+
+
+@pytest.mark.parametrize("conv", [False, True])
+def test_strided_output_is_written_through_a_buffer(conv):
+    """A direct call on a strided output view: plans that reshape their output would write into a copy (the int8
+    convs' epilogues did: the output kept its old bytes); ``general`` writes through a contiguous buffer."""
+    rng = np.random.default_rng(3)
+    if not conv:
+        x = rng.standard_normal((3, 4))
+        buf = np.zeros((3, 8))
+        ReshapedStore()([x], [buf[:, ::2]])
+        np.testing.assert_array_equal(buf[:, ::2], x + 1)
+        assert not buf[:, 1::2].any()
+        return
+    from litert_py.schema.builder import quant
+    from tests.ops.conv._quantized import conv_model
+    from tests.oracle import run_litert
+
+    for width, kw, out_c in [(49, 3, 16), (2100, 9, 32)]:  # FoldedEpilogue; TruncEpilogue over a 2-d layout
+        s_w = rng.uniform(0.005, 0.02, out_c)
+        x = rng.integers(-128, 128, (1, 1, width, 10)).astype(np.int8)
+        f = rng.integers(-127, 128, (out_c, 1, kw, 10)).astype(np.int8)
+        bias = rng.integers(-20000, 20000, out_c).astype(np.int32)
+        bq = quant(np.float32(0.05) * np.float32(s_w).astype(np.float64))
+        oq = quant(0.05 * 0.012 * 73 * np.sqrt(kw * 10), -6)
+        opts = {"padding": 0, "stride_h": 1, "stride_w": 1, "fused_activation_function": 0}
+        model = conv_model("CONV_2D", x, quant(0.05, 3), f, np.int8, quant(s_w), bias, bq, np.int8, oq, opts)
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        (op,) = it._subgraphs[0].prepared_ops.values()
+        want = run_litert(model, [x])[0]
+        buf = np.zeros((1, 1, 2 * want.shape[2], out_c), np.int8)
+        op([x, None, None], [buf[:, :, ::2, :]])
+        np.testing.assert_array_equal(buf[:, :, ::2, :], want)
+        assert not buf[:, :, 1::2, :].any()

@@ -81,14 +81,9 @@ def test_add_stores_into_its_reshapes():
 
 def test_reshape_output_kept():
     """The middle reshape is a model output: the conv stores into it (one copy absorbed); the second reshape's
-    output shares the middle tensor's bytes (runtime/subgraph._unmodified_aliases: no step left)."""
-    from litert_py import Interpreter
-
+    output, an intermediate, shares the middle tensor's bytes (runtime/subgraph._unmodified_aliases: no copy)."""
     names = _compare(_model(12, 3, keep_middle=True))
-    assert names.count("CopyReshaped") == 0 and names[0] == "IntoReshaped"
-    it = Interpreter(model_content=_model(12, 3, keep_middle=True))
-    it.allocate_tensors()
-    assert it.arena_report()["shared_tensors"] == 1
+    assert names.count("CopyReshaped") == 0 and names[:2] == ["IntoReshaped", "SharedInput"]
 
 
 def test_not_contiguous_output_takes_a_buffer():
