@@ -79,9 +79,10 @@ class SoftmaxQuantizedColumns(BoundCalls):
 
     Exactness: the same integers as SoftmaxQuantized step by step: the same d, table entries, totals (no int32
     wrap below ROW_MAX + 1 values: the wrap is skipped), reciprocals and roundings (SoftmaxRowReciprocals, whose
-    bound ``2^19 <= total <= TOTAL_MAX`` every row of 1 .. ROW_MAX values meets: the maximum's term is 2^19, each
-    term at most 2^19), the same clamp. Chosen at prepare for a static shape of two or more rows of at most
-    QUANTIZED_COLUMNS_MAX_ROW (<= ROW_MAX) values; arrays of another shape (a direct call) go to ``fallback``."""
+    bound ``2^18 <= total <= TOTAL_MAX`` every row of 1 .. TOTAL_MAX >> 19 values meets: the maximum's term is 2^19,
+    each term at most 2^19; checked at prepare), the same clamp. Chosen at prepare for a static shape of two or
+    more rows of at most QUANTIZED_COLUMNS_MAX_ROW (<= ROW_MAX) values; arrays of another shape (a direct call)
+    go to ``fallback``."""
 
     xi: np.ndarray  # intp (n, m): row i of the input is column i; then d
     x_view: np.ndarray  # xi.T in the input's shape
@@ -521,7 +522,8 @@ def prepare_softmax_quantized(ctx: OpContext, x: TensorInfo, y: TensorInfo):
     out_min, out_max = dtype_range(y.dtype)
     general = SoftmaxQuantized(exp_table, sum_table, 8 * y.dtype.itemsize, out_min, out_max)
     # 2+ rows of at most QUANTIZED_COLUMNS_MAX_ROW values (longer rows: the transposing copies cost more)
-    row_max = min(QUANTIZED_COLUMNS_MAX_ROW, ROW_MAX)  # ROW_MAX: the totals SoftmaxRowReciprocals takes
+    # n terms of at most 2^19 (the row maximum's exactly): totals in [2^19, n 2^19], SoftmaxRowReciprocals' bound
+    row_max = min(QUANTIZED_COLUMNS_MAX_ROW, ROW_MAX, SoftmaxRowReciprocals.TOTAL_MAX >> 19)
     if not x.dynamic and len(x.shape) >= 2 and 0 < x.shape[-1] <= row_max and x.size > x.shape[-1]:
         return SoftmaxQuantizedColumns.build(general, x, y)
     return general

@@ -139,13 +139,18 @@ def one_over_one_plus_x_for_x_in_0_1(a):
     no SRDHM operand is INT32_MIN and the Newton corrections stay below 2^25 (the error starts under 1/17 and
     squares), so only the final Rescale<0> can saturate (at ``a == 0``). Works on Python ints and int64 arrays
     (tests/quant/test_gemmlowp.py checks it against the step-by-step saturating form)."""
-    half_denominator = (a + (1 << 31)) >> 1
-    x = 1515870810 + ((half_denominator * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
-    for _ in range(3):
-        one_minus = (1 << 29) - ((half_denominator * x + (1 << 30)) >> 31)
-        x = x + (((x * one_minus + (1 << 30)) >> 31) << 2)
-    x = x << 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
+    x = _newton_reciprocal((a + (1 << 31)) >> 1)
     return min(x, INT32_MAX) if isinstance(x, int) else np.minimum(x, INT32_MAX)
+
+
+def _newton_reciprocal(d):
+    """one_over_one_plus_x_for_x_in_0_1's Newton-Raphson on its half denominator ``d`` (Q0.31, in [2^30, 2^31)):
+    the Q2.29 estimate ``48/17 - 32/17 * d`` refined three times (each ``x += 4 * SRDHM(x, 2^29 - SRDHM(d, x))``),
+    then doubled (ExactMulByPot<-1> then Rescale<0>), before Rescale's saturation, which the callers apply."""
+    x = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)
+    for _ in range(3):
+        x = x + (((x * ((1 << 29) - ((d * x + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2)
+    return x << 1
 
 
 def get_reciprocal(x, x_integer_digits: int):
@@ -170,8 +175,8 @@ def softmax_reciprocal(total, out_bits: int):
 
     GetReciprocal unrolled: with ``u = total & 0xFFFFFFFF`` of bit length b (CountLeadingZeros ``32 - b``), the half
     denominator of ``one_over_one_plus_x_for_x_in_0_1(shifted_minus_one)``, ``(shifted_minus_one + 2^31) >> 1``,
-    is ``(u << (32 - b)) >> 1`` (``u << (32 - b)`` has bit 31 set and no higher one: the mask is a no-op); its three
-    Newton steps are written out, the same integers step by step. The exponent ``b + 11 - out_bits`` is clamped
+    is ``(u << (32 - b)) >> 1`` (``u << (32 - b)`` has bit 31 set and no higher one: the mask is a no-op), whose
+    Newton steps are ``_newton_reciprocal``'s, as there. The exponent ``b + 11 - out_bits`` is clamped
     to [1, 32]: LiteRT CHECKs 0 <= exponent <= 31 (a row summing to 512 or more maximal values aborts); up to 32
     the fused shift still gives the rounded quotient (tests/quant/test_gemmlowp.py checks both against
     ``get_reciprocal`` and the unfused roundings). Python ints: no numpy call (one-row softmaxes; inside an
@@ -179,12 +184,7 @@ def softmax_reciprocal(total, out_bits: int):
     u = total & 0xFFFFFFFF
     one = type(u) is int
     bits = u.bit_length() if one else 32 - clz32(u)
-    d = (u << (32 - bits)) >> 1  # half_denominator, Q0.31 (bits is 32 for a wrapped negative total)
-    r = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)  # 48/17 - 32/17 * d, Q2.29
-    r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
-    r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
-    r += ((r * ((1 << 29) - ((d * r + (1 << 30)) >> 31)) + (1 << 30)) >> 31) << 2
-    r <<= 1  # ExactMulByPot<-1> then Rescale<0>: a saturating doubling
+    r = _newton_reciprocal((u << (32 - bits)) >> 1)  # the half denominator (bits is 32 for a wrapped total)
     exponent = bits + 11 - out_bits  # 12 - CountLeadingZeros + 31 - out_bits
     if one:  # no min / max calls: ~0.7 us inside an invoke
         exponent = 1 if exponent < 1 else 32 if exponent > 32 else exponent

@@ -66,7 +66,8 @@ def test_columns_bound_plan_few_rows(tin, tout, shape):
 def test_lookup_bound_plan(shape, reshaped, const_first):
     """The reciprocal's saturation (np.fmin of the doubled scale) acts only on a total that is a power of two,
     which the lookup's narrow range of values (every difference within the exp table) does not reach here: it is
-    exempt (test_columns_bound_plan's int8 extremes and test_row_bound_and_longest_rows_against_litert show it)."""
+    exempt (tests/quant/test_gemmlowp.py's test_softmax_row_reciprocals_are_softmax_reciprocal shows it is needed;
+    test_row_bound_and_longest_rows_against_litert runs a saturating total against BUILTIN_REF)."""
 
     def saturation(op, calls):
         return tuple(i for i, c in enumerate(calls) if c.func is np.fmin)
@@ -127,3 +128,18 @@ def test_row_bound_and_longest_rows_against_litert():
     out = [it.get_tensor(it.get_output_details()[0]["index"]) for it in (ours, theirs)]
     np.testing.assert_array_equal(out[0], out[1])
     assert out[0][0, 5] == 127 and (out[0][1] == out[0][1, 0]).all()
+
+
+@pytest.mark.parametrize(("n", "columns"), [(300, True), (500, True), (501, False)])
+def test_columns_path_up_to_500_values(n, columns):
+    """Rows of up to 500 values take the columns path (QUANTIZED_COLUMNS_MAX_ROW, measured), longer ones the general
+    SoftmaxQuantized: both BUILTIN_REF's values."""
+    model = _softmax(I8, I8, (3, n), 0.1, -2, 1.0)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    assert (type(it._subgraphs[0].steps[0][0]) is SoftmaxQuantizedColumns) == columns
+    x = np.random.default_rng(n).integers(-128, 128, (3, n)).astype(I8)
+    x[1] = 100  # all equal: the largest total
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run_litert(model, [x])[0])
