@@ -202,8 +202,9 @@ SCALED_MIN_K = 64
 #: 78-80 -> 69-71 us, VWW MobileNet 12x12x64 -> 64 pair 100 -> 84 us; at K = 128 even (6x6x128 pairs 67-71 ->
 #: 67-68 us), at K = 256 slower (3x3x256 -> 256 60 -> 74 us).
 POINTWISE_SCALED_MIN_K = 128
-#: The folded FoldedEpilogue's 2 numpy calls (clip, casting floor) against TruncEpilogue's 3 (clip, truncating
-#: conversion, uint8 add; about 0.6x the per-value cost): even at about this many values (kws MobileNet layers).
+#: The folded FoldedEpilogue's 2 numpy calls (clip, casting floor; 3 up to requant.FLOOR_ASSIGN_MAX_VALUES: clip,
+#: floor, assignment) against TruncEpilogue's 3 (clip, truncating conversion, uint8 add; about 0.6x the per-value
+#: cost): even at about this many values (kws MobileNet layers).
 TRUNC_MIN_VALUES = 4096
 #: ConvQuantizedScaled multiplies RowBands (KH GEMMs over horizontal windows, about 1/KH of the im2col copy) when
 #: the filter has several rows of at least this many values (KW * C); below, the im2col matrix.
@@ -257,7 +258,11 @@ def _transposed_stem(geo: Geometry, itemsize: int) -> bool:
 
 
 def _float32_gemm_cheaper(geo: Geometry, dtype) -> bool:
-    """Whether ConvQuantizedScaled's float32 GEMM is preferred over the folded float64 one (FOLD_MAX_IM2COL_VALUES)."""
+    """Whether ConvQuantizedScaled's float32 GEMM is preferred over the folded float64 one: stems
+    (STEM_SCALED_MIN_K_PER_OUTPUT), few rows of many weights (WIDE_MAX_ROWS, WIDE_MIN_WEIGHTS), large outputs from
+    SCALED_MIN_K / POINTWISE_SCALED_MIN_K, and not-1x1 layers with K >= FOLD_MAX_K_PER_OUTPUT * O whose im2col
+    matrix has FOLD_MAX_IM2COL_VALUES values or whose GEMM makes SCALED_MIN_MACS multiply-adds (1-D temporal
+    layers)."""
     if dtype != np.float32:
         return False
     k = geo.filter_h * geo.filter_w * geo.in_c

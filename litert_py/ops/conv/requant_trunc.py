@@ -42,14 +42,16 @@ functions on the integers [-B, B] are equal when they are equal at -B, at B and 
 step T of f: between two steps f is constant and g, squeezed between equal values, too. f has at most hi - lo
 steps; prepare finds them by a bisection (bracketed by the step formula) with the exact integer requantization
 (litert_py.quant.requantize, int64) and evaluates g at them with the invoke's own ufunc sequence (ScaledEpilogue's
-copy, product and TruncEpilogue: elementwise IEEE operations, the same bits at any array shape; its int16 and
-float64 tails give the same integer for every v, so the probe's tail may be either, except for a wrapped base of
--256, whose values 256..383 only the int16 tail stores: the probe then takes the int16 form).
+copy and product, or its one mixed-type product up to ONE_PASS_MAX_VALUES: the same float64 values; TruncEpilogue's
+copysign as np.copysign or as bits: the same bits; elementwise IEEE operations, the same bits at any array shape;
+its int16 and float64 tails give the same integer for every v, so the probe's tail may be either, except for a
+wrapped base of -256, whose values 256..383 only the int16 tail stores: the probe then takes the int16 form).
 
 Forms chosen by measurement (per layer, 1 thread): the int16 clip from
-WIDE_MIN_VALUES outputs on, the float64 clip below; the ties-away term as copysign(h, v) computed bit for bit (v's
-sign bit OR h's bits, ``add_ties_away``: 16384 values in 6.2 us, against 9.7 us for np.copysign and 10.7 us for an
-arithmetic shift of the sign bit, a mask and a subtraction), then one add.
+WIDE_MIN_VALUES outputs on, the float64 clip below; above ONE_PASS_MAX_VALUES outputs the ties-away term as
+copysign(h, v) computed bit for bit (v's sign bit OR h's bits, ``add_ties_away``: 16384 values in 6.2 us, against
+9.7 us for np.copysign and 10.7 us for an arithmetic shift of the sign bit, a mask and a subtraction; np.copysign
+below), then one add.
 """
 
 from __future__ import annotations
@@ -332,7 +334,8 @@ class ScaledEpilogue:
     """The requantization of exact integer accumulators (a float32 GEMM output whose ones column added the offset,
     the output's shape) into an int8 / uint8 output, proven exact at prepare by :func:`scaled_epilogue` (the bound
     or the monotone proof, module docstring): copied to float64 (a plain copy and a plain product cost less than
-    one mixed-type product; up to ONE_PASS_MAX_VALUES values one mixed-type product), times the per-channel scale,
+    one mixed-type product; up to ONE_PASS_MAX_VALUES values one mixed-type product, its loop float64 by
+    ``dtype``: numpy 1.x would pick float32 for a 0-d scale), times the per-channel scale,
     then the shared TruncEpilogue (ReLU-like: it adds the per-channel constant zp - b + 1/2 + h; sign path:
     copysign(h, v), then zp - b + 1/2)."""
 
@@ -343,7 +346,7 @@ class ScaledEpilogue:
     def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
         v = self.v
         if v.size <= ONE_PASS_MAX_VALUES:  # one mixed-type product: the same float64 values
-            np.multiply(acc.reshape(v.shape), self.scale, out=v)
+            np.multiply(acc.reshape(v.shape), self.scale, out=v, dtype=np.float64)
         else:
             np.copyto(v, acc.reshape(v.shape))
             np.multiply(v, self.scale, out=v)
@@ -353,7 +356,7 @@ class ScaledEpilogue:
         """__call__'s numpy calls on ``acc`` and ``out`` (requant.epilogue_calls)."""
         v = self.v
         if v.size <= ONE_PASS_MAX_VALUES:
-            head = ((np.multiply, (acc.reshape(v.shape), self.scale, v), {}),)
+            head = ((np.multiply, (acc.reshape(v.shape), self.scale, v), {"dtype": np.float64}),)  # float64 loop
         else:
             head = ((np.copyto, (v, acc.reshape(v.shape)), {}), (np.multiply, (v, self.scale, v), {}))
         return (*head, *epilogue_calls(self.epilogue, v, out))

@@ -136,3 +136,26 @@ def test_scaled_layers_one_pass_and_two_passes(width, zp):
     else:
         assert plan[gemm + 1 : gemm + 5] == ["copyto", "multiply", "bitwise_and", "bitwise_or"]
     assert len(np.unique(out)) > 20 and (out < zp).any()
+
+
+def test_one_pass_product_runs_in_float64():
+    """ScaledEpilogue's one mixed-type product (float32 accumulators times the float64 scale) must run in float64:
+    over every accumulator of [-2^20, 2^20] with small scales, a float32 product gives other outputs on a few
+    (e.g. -329037, found by the tiny8 review), the float64 one the integer requantization's."""
+    rng = np.random.default_rng(1)
+    real = rng.uniform(2e-5, 2e-3, 8)
+    m, shift = quantize_multiplier_array(real)
+    bound, width = 1 << 20, ONE_PASS_MAX_VALUES // real.size
+    shape = (1, 1, width, real.size)
+    epilogue = scaled_epilogue(m, shift, -7, -128, 127, np.full(real.size, bound), shape, np.int8)
+    assert epilogue is not None and epilogue.v.size <= ONE_PASS_MAX_VALUES
+    acc = np.arange(-bound, bound + 1)
+    acc = np.concatenate([acc, np.full(-acc.size % width, bound)])
+    out, chunk = np.empty(shape, np.int8), np.empty(shape, np.float32)
+    got = np.empty((acc.size, real.size), np.int8)
+    for start in range(0, acc.size, width):
+        chunk[...] = acc[start : start + width, None]
+        epilogue(chunk, out)
+        got[start : start + width] = out.reshape(width, real.size)
+    want = requantize(np.broadcast_to(acc[:, None], (acc.size, real.size)), m, shift, -7, -128, 127, method="int64")
+    np.testing.assert_array_equal(got, want)
