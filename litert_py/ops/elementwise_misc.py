@@ -41,23 +41,27 @@ def _prepare_binary_typed(ctx: OpContext, allowed) -> tuple[TensorInfo, TensorIn
     return a, b
 
 
+def _floor_quotients(inputs, out_shape) -> np.ndarray:
+    """FLOOR_DIV's ``floor(double(a) / double(b))`` (float64, the output's shape); any zero divisor (+-0.0) fails,
+    as floor_div.cc checks every element of input2 with ``equal_to(d, 0)`` at eval."""
+    a, b = inputs[INPUT1], inputs[INPUT2]
+    if not b.all():
+        raise InvokeError("FLOOR_DIV: division by zero")
+    q = np.empty(out_shape, np.float64)
+    with np.errstate(all="ignore"):
+        np.divide(a, b, out=q, dtype=np.float64)  # dtype: the loop itself in double; integers: exact (see DivInt)
+    return np.floor(q, out=q)
+
+
 @dataclass(frozen=True, eq=False)
 class FloorDivFloat:
-    """float32 FLOOR_DIV: ``std::floor(double(a) / double(b))`` stored as float32; any zero divisor (+-0.0)
-    fails at invoke, as floor_div.cc checks every element of input2 with ``equal_to(d, 0)``."""
+    """float32 FLOOR_DIV: ``std::floor(double(a) / double(b))`` stored as float32; a zero divisor fails at invoke."""
 
     #: LiteRT's kernel checks the divisor at eval, also on an empty output (the node runs; see runtime/subgraph)
     checks_values_at_eval: ClassVar[bool] = True
 
     def __call__(self, inputs, outputs):
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if not b.all():
-            raise InvokeError("FLOOR_DIV: division by zero")
-        q = np.empty(outputs[OUTPUT].shape, np.float64)
-        with np.errstate(all="ignore"):
-            np.divide(a, b, out=q, dtype=np.float64)  # dtype: the loop itself in double, not a float32 one
-        np.floor(q, out=q)
-        np.copyto(outputs[OUTPUT], q, casting="unsafe")
+        np.copyto(outputs[OUTPUT], _floor_quotients(inputs, outputs[OUTPUT].shape), casting="unsafe")
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,12 +73,7 @@ class FloorDivInt:
     checks_values_at_eval: ClassVar[bool] = True
 
     def __call__(self, inputs, outputs):
-        a, b = inputs[INPUT1], inputs[INPUT2]
-        if not b.all():
-            raise InvokeError("FLOOR_DIV: division by zero")
-        q = np.empty(outputs[OUTPUT].shape, np.float64)
-        np.divide(a, b, out=q, dtype=np.float64)  # exact floor: see DivInt
-        np.floor(q, out=q)
+        q = _floor_quotients(inputs, outputs[OUTPUT].shape)
         np.copyto(outputs[OUTPUT], q.astype(np.int64), casting="unsafe")  # 2**(bits-1) wraps to T_MIN
 
 
