@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -395,10 +396,103 @@ class AsymmetricRowsQuantizer:
         return bool(RANGE_MIN <= np.minimum.reduce(self.rng) and np.maximum.reduce(self.rng) <= FLT_MAX)
 
 
-#: The smallest symmetric range ``R = max|x|`` BatchRowQuantizer takes: ``127 / R`` stays finite in float32.
+#: The smallest symmetric range ``R = max|x|`` RowScalars takes: ``127 / R`` stays finite in float32.
 SYM_R_MIN = 1e-36
 _HALF_F32 = np.array(0.5, np.float32)
 _ZERO_F32 = np.array(0.0, np.float32)
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
+@dataclass(frozen=True, eq=False)
+class RowScalars:
+    """batch_quantize_floats' scalars of one row (a whole array, any shape, C-contiguous float32), in Python doubles
+    and 0-d float32 buffers: the one routine of ops/hybrid_fc.FullyConnectedHybridRow and BatchRowQuantizer (the
+    one-batch hybrid conv plans). ``bind(x)`` returns a callable computing them for ``x`` at each call: it writes
+    ``sf`` and ``inv`` (asymmetric rows with a negative min also ``lo = -128 - zp`` and ``hi = 127 - zp``, integers)
+    and returns ``(sf, zp, nonneg)`` (Python floats; zp 0.0 symmetric), or None for a row the caller's general path
+    takes. ``nonneg``: ``v = f32(x * inv)`` is never negative (nor -0.0 where the sign shows), so ``q`` (symmetric)
+    or ``q - zp`` (asymmetric, zp = -128) is ``trunc(f32(v + half))`` without a sign or a clamp (BatchRowQuantizer).
+
+    The row's extremes: one max reduction of its bits as uint32 (``top``). A float32 with its sign bit clear orders
+    as its bits do, and every one with its sign bit set (-0.0 and negative NaN too) is above them, ordered by
+    magnitude (a negative NaN above -inf). So:
+
+    - ``top`` without a sign bit is the row's max (a positive NaN above inf) and the row has no sign bit at all:
+      where ``NONNEG_MAX_MIN <= top <= FLT_MAX`` (asymmetric) the scalars of nonneg_row_params inline
+      (``sf = f32(top / 255)``, ``inv = f32(1 / sf)``, zp -128); where ``SYM_R_MIN <= top <= FLT_MAX``
+      (symmetric) ``R = top``; nonneg either way (no element is -0.0);
+    - a negative ``top`` (not NaN) is the row's min; otherwise (-0.0, NaN, inf, zero or tiny rows) a float min
+      reduction; then a float max reduction (NaN propagates);
+    - symmetric: ``R = max(-min, max)`` within ``SYM_R_MIN <= R <= FLT_MAX`` (else None), ``sf = f32(R / 127)``,
+      ``inv = f32(127 / R)`` (a double quotient of two floats rounded once to float32 is the float32 quotient:
+      double rounding is innocuous for +, -, *, / as 53 >= 2 * 24 + 2); not nonneg (a -0.0 element keeps its
+      sign in q);
+    - asymmetric: a min >= 0 (+-0.0 among positives): nonneg_row_params, nonneg; else asymmetric_row_params."""
+
+    asymmetric: bool
+    top: np.ndarray  # () float32, written through its uint32 view
+    f32_0d: np.ndarray  # () float32 scratch: rounds a Python float to float32
+    sf: np.ndarray  # () float32: the row's scaling factor
+    inv: np.ndarray  # () float32
+    lo: np.ndarray  # () float32: -128 - zp
+    hi: np.ndarray  # () float32: 127 - zp
+
+    @staticmethod
+    def build(asymmetric: bool) -> RowScalars:
+        z = np.zeros((), np.float32)
+        return RowScalars(asymmetric, z, z.copy(), z.copy(), z.copy(), z.copy(), z.copy())
+
+    def bind(self, x: np.ndarray):
+        """The scalars of ``x`` (C-contiguous float32; its reductions bound once) as a callable."""
+        top = partial(_MAX, x.view(np.uint32), None, None, self.top.view(np.uint32))
+        return partial(self._asymmetric if self.asymmetric else self._symmetric, x, top)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, float, bool] | None:
+        """The scalars of ``x`` (bound anew: the tests' entry)."""
+        return self.bind(x)()
+
+    def _symmetric(self, x: np.ndarray, top) -> tuple[float, float, bool] | None:
+        top()
+        r = self.top.item()
+        nonneg = SYM_R_MIN <= r <= FLT_MAX
+        if not nonneg:
+            mn = r if r < 0.0 else float(_MIN(x, None))
+            mx = float(_MAX(x, None))
+            if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN
+                return None
+            r = max(-mn, mx)
+            if not r >= SYM_R_MIN:
+                return None
+        s = self.sf
+        s[()] = r / 127.0
+        self.inv[()] = 127.0 / r
+        return s.item(), 0.0, nonneg
+
+    def _asymmetric(self, x: np.ndarray, top) -> tuple[float, float, bool] | None:
+        top()
+        v = self.top.item()
+        s = self.sf
+        if NONNEG_MAX_MIN <= v <= FLT_MAX:  # no sign bit: min >= 0, max v, nonneg_row_params inline
+            s[()] = v / 255.0
+            sf = s.item()
+            self.inv[()] = 1.0 / sf
+            return sf, -128.0, True
+        mn = v if v < 0.0 else float(_MIN(x, None))  # a negative top is the row's min
+        mx = float(_MAX(x, None))
+        if mn >= 0.0:  # -0.0 among nonnegative values
+            p = nonneg_row_params(mx, self.f32_0d)
+            if p is None:
+                return None
+            s[()], self.inv[()] = p
+            return p[0], -128.0, True
+        p = asymmetric_row_params(mn, mx, self.f32_0d)
+        if p is None:
+            return None
+        sf, self.inv[()], zp = p
+        s[()] = sf
+        self.lo[()] = -128.0 - zp
+        self.hi[()] = 127.0 - zp
+        return sf, zp, False
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,34 +500,26 @@ class BatchRowQuantizer:
     """``batch_quantize_floats`` of one batch row (the whole input of a one-batch hybrid CONV_2D or
     DEPTHWISE_CONV_2D, flattened), written into a destination of the input's shape as ``q`` (symmetric) or
     ``q - zp`` (asymmetric, what the conv kernels multiply), in 4 (symmetric) or 6 (asymmetric) numpy calls
-    bound once (``calls``) after the row's scalars (``scalars``, Python floats). The same values as
-    batch_quantize_floats followed by ``q - zp`` (conv/common.quantize_batches), bit for bit:
+    bound once (``calls``), or 3 (``nonneg_calls``) for a row RowScalars calls nonneg, after the row's scalars
+    (``scalars``, RowScalars). The same values as batch_quantize_floats followed by ``q - zp``
+    (conv/common.quantize_batches), bit for bit:
 
-    - the scalars: symmetric ``R = max(-min, max)``, ``sf = f32(R / 127)``, ``inv = f32(127 / R)`` (a double
-      quotient of two floats rounded once to float32 is the float32 quotient: 53 >= 2 * 24 + 2); asymmetric:
-      asymmetric_row_params;
     - ``v = f32(x * inv)``; ``trunc(v + copysign(half, v))`` with ``half`` 0.5 on the 8-wide columns and HALF_DOWN
       (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
     - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
       then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
-    - asymmetric, a row with ``min >= 0`` (a ReLU's output; ``scalars`` returns its sf negated to say so):
-      ``rmin = 0`` makes ``zp = -128`` (nonneg_row_params) and ``q - zp = trunc(v + half)`` in 3 calls
-      (``nonneg_calls``):
-      ``v >= 0`` (or -0.0, where both give +0.0), so the sign is the half's; ``f32(rmax - 0) = rmax``, so
-      ``v <= f32(rmax * inv)``: 255 (1 + 2^-24)^3 for a normal scale, up to ~255.00007 where the float32 scale is
-      denormal (its rounding error reaches ~2^-22 there), always < 255.5, and ``0 <= round(v) <= 255``: the clamp to
-      ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum with ``+0.5`` is never -0.0.
-
-    ``scalars`` returns None (the caller takes the general path) for a row outside ``SYM_R_MIN <= R < inf``
-    (all zeros, tiny, inf or NaN) or one asymmetric_row_params declines."""
+    - a nonneg row (RowScalars: asymmetric, min >= 0, zp = -128; symmetric, no sign bit in the row):
+      ``trunc(v + half)`` in 3 calls (``nonneg_calls``): ``v >= 0`` (or -0.0, asymmetric only, where both give
+      +0.0 after the ``+ zp``), so the sign is the half's; symmetric: ``v < 127.5`` as above; asymmetric:
+      ``f32(rmax - 0) = rmax``, so ``v <= f32(rmax * inv)``: 255 (1 + 2^-24)^3 for a normal scale, up to
+      ~255.00007 where the float32 scale is denormal (its rounding error reaches ~2^-22 there), always < 255.5,
+      and ``0 <= round(v) <= 255``: the clamp to ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum
+      with ``+0.5`` is never -0.0."""
 
     asymmetric: bool
     half: np.ndarray  # () 0.5, or the input's shape: 0.5 on the 8-wide columns of the flat row, HALF_DOWN on the tail
-    f32_0d: np.ndarray  # () float32 scratch: rounds a Python float to float32
-    inv: np.ndarray  # () float32
-    lo: np.ndarray  # () float32: -128 - zp
-    hi: np.ndarray  # () float32: 127 - zp
+    scalars: RowScalars
     h: np.ndarray  # the input's shape, float32: copysign(half, v)
 
     @staticmethod
@@ -445,58 +531,27 @@ class BatchRowQuantizer:
             half = half.reshape(shape)
         else:
             half = _HALF_F32
-        f32 = np.float32
-        z = np.zeros((), f32)
-        return BatchRowQuantizer(asymmetric, half, z, z.copy(), z.copy(), z.copy(), np.empty(shape, f32))
-
-    def scalars(self, x: np.ndarray) -> float | None:
-        """The row's inv (and the clamp bounds) into the 0-d buffers; returns sf as a Python float (a float32
-        value; asymmetric: negated where ``nonneg_calls`` apply instead of ``calls``), or None for a row the
-        general path takes."""
-        mn, mx = float(np.minimum.reduce(x, None)), float(np.maximum.reduce(x, None))
-        f = self.f32_0d
-        if self.asymmetric:
-            if mn >= 0.0:  # zp = -128: nonneg_calls
-                p = nonneg_row_params(mx, f)
-                if p is None:
-                    return None
-                self.inv[()] = p[1]
-                return -p[0]
-            p = asymmetric_row_params(mn, mx, f)
-            if p is None:
-                return None
-            sf, self.inv[()], zp = p
-            self.lo[()] = -128.0 - zp
-            self.hi[()] = 127.0 - zp
-            return sf
-        if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN (NaN propagates into both reductions)
-            return None
-        r = max(-mn, mx)
-        if not r >= SYM_R_MIN:
-            return None
-        f[()] = r / 127.0
-        self.inv[()] = 127.0 / r
-        return f.item()
+        return BatchRowQuantizer(asymmetric, half, RowScalars.build(asymmetric), np.empty(shape, np.float32))
 
     def calls(self, x: np.ndarray, dest: np.ndarray) -> list:
         """The quantized row into ``dest`` (``x``'s shape, float32, any layout) as (function, args, kwargs)
         triples (ops/bound_plan's form), once ``scalars`` ran for ``x``."""
-        o = "out"
+        o, s = "out", self.scalars
         calls = [
-            (np.multiply, (x, self.inv), {o: dest}),
+            (np.multiply, (x, s.inv), {o: dest}),
             (np.copysign, (self.half, dest), {o: self.h}),
             (np.add, (dest, self.h), {o: dest}),
             (np.trunc, (dest,), {o: dest}),
         ]
         if self.asymmetric:
-            calls += [(clip_ufunc, (dest, self.lo, self.hi), {o: dest}), (np.add, (dest, _ZERO_F32), {o: dest})]
+            calls += [(clip_ufunc, (dest, s.lo, s.hi), {o: dest}), (np.add, (dest, _ZERO_F32), {o: dest})]
         return calls
 
     def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:
-        """``calls`` for an asymmetric row with ``min >= 0`` (``scalars`` returned sf negated): ``trunc(v + half)``."""
+        """``calls`` for a row ``scalars`` called nonneg: ``trunc(v + half)``."""
         o = "out"
         return [
-            (np.multiply, (x, self.inv), {o: dest}),
+            (np.multiply, (x, self.scalars.inv), {o: dest}),
             (np.add, (dest, self.half), {o: dest}),
             (np.trunc, (dest,), {o: dest}),
         ]

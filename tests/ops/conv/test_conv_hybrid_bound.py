@@ -33,7 +33,7 @@ def row(kind: str, shape: tuple, asymmetric: bool, rng) -> np.ndarray:
         # and +-0.49999997 (the 8-wide rounding gives 1, the roundf tail 0)
         vals = [127.0, -128.0 if asymmetric else -127.0, 2.5, -3.5, 0.49999997, -0.49999997, 0.5, -0.5]
         if kind == "nonneg-ties":
-            vals = [255.0, 0.0, 2.5, 3.5, 0.49999997, 1.5, 0.5, 0.0]
+            vals = [255.0 if asymmetric else 127.0, 0.0, 2.5, 3.5, 0.49999997, 1.5, 0.5, 0.0]
         flat[:] = np.resize(np.array(vals, F32), flat.size)
         flat[-2:] = 0.49999997
         return x
@@ -95,7 +95,16 @@ CASES = {
         "CONV_2D", (4, 4, 8), (3, 3, 6), "signed-zeros", "signed", padding=0, per_channel=False, filt="neg"
     ),
     "conv-per-tensor-ties-tail": _case("CONV_2D", (3, 3, 5), (1, 1, 7), "ties", "signed", per_channel=False),
-    "conv-per-tensor-above": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "above", "signed", per_channel=False),
+    "conv-per-tensor-above": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "above", "nonneg", per_channel=False),
+    # symmetric rows without a sign bit (RowScalars' uint32 max is their max): nonneg_calls; a -0.0 among them keeps
+    # its sign in q (the signed calls)
+    "conv-per-tensor-nonneg-relu": _case("CONV_2D", (4, 4, 8), (3, 3, 6), "nonneg", "nonneg", per_channel=False),
+    "conv-per-tensor-nonneg-ties-tail": _case(
+        "CONV_2D", (3, 3, 5), (1, 1, 7), "nonneg-ties", "nonneg", per_channel=False, filt="neg"
+    ),
+    "conv-per-tensor-nonneg-zeros": _case(
+        "CONV_2D", (4, 4, 8), (1, 1, 6), "nonneg-zeros", "signed", per_channel=False, filt="neg"
+    ),
     "conv-per-tensor-below": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "below", "general", per_channel=False),
     "conv-f64-gemm": _case("CONV_2D", (3, 3, 300), (1, 1, 4), "signed", "signed", filt="127"),
     "conv-zeros": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "zeros", "general"),
@@ -188,8 +197,8 @@ def test_hybrid_conv_bound(name):
     (op,) = it._subgraphs[0].prepared_ops.values()
     assert isinstance(op, DepthwiseConvHybridBound if case["op"] == "DEPTHWISE_CONV_2D" else ConvHybridBound)
     x = case["x"]
-    sf = op.quantizer.scalars(x)
-    assert {None: "general", True: "nonneg", False: "signed"}[None if sf is None else sf < 0] == path
+    s = op.quantizer.scalars(x)
+    assert {None: "general", True: "nonneg", False: "signed"}[None if s is None else s[2]] == path
     ours = []
     for _ in range(2):  # the bound plan (the second invoke reuses it)
         it.set_tensor(it.get_input_details()[0]["index"], x)
