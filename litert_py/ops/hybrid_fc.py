@@ -408,8 +408,8 @@ class FullyConnectedHybridRows:
     SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
     augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
     as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
-    range below RANGE_MIN or past FLT_MAX, inf or NaN), take the general path (``general``): every result equals
-    FullyConnectedHybrid's."""
+    range below NONNEG_MAX_MIN or past FLT_MAX, inf or NaN: AsymmetricRowsQuantizer.finite), take the general path
+    (``general``): every result equals FullyConnectedHybrid's."""
 
     general: FullyConnectedHybrid
     quantize: AsymmetricRowsQuantizer
@@ -433,7 +433,7 @@ class FullyConnectedHybridRows:
         per_tensor = general.w_scale.ndim == 0
         return FullyConnectedHybridRows(
             general,
-            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1]),
+            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:]),
             np.ascontiguousarray(w_aug.T),
             qq,
             None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
@@ -445,7 +445,7 @@ class FullyConnectedHybridRows:
             rows,
         )
 
-    _bound = None  # bind's (input, output, range calls, the rest's calls) as partial objects, or None
+    _bound = None  # bind's (input, output, the quantizer's calls, the product's calls) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The quantizer's and the product's calls bound once to ``inputs[0]`` and ``outputs[0]`` (views of their
@@ -453,8 +453,8 @@ class FullyConnectedHybridRows:
         x, out = inputs[INPUT], outputs[0]
         bound = None
         if bindable(x, out, self.rows * self.general.depth, self.rows * self.bias.shape[0]):
-            ranges, rest = self.quantize.calls(x.reshape(self.rows, -1))
-            bound = (x, out, bound_plan(ranges), bound_plan(rest + self.product_calls(out.reshape(self.rows, -1))))
+            quantize = bound_plan(self.quantize.calls(x.reshape(self.rows, -1)))
+            bound = (x, out, quantize, bound_plan(self.product_calls(out.reshape(self.rows, -1))))
         object.__setattr__(self, "_bound", bound)
 
     def product_calls(self, out: np.ndarray) -> list:
@@ -479,7 +479,7 @@ class FullyConnectedHybridRows:
             return self.general(inputs, outputs)
         for call in b[2]:
             call()
-        if not self.quantize.in_range():
+        if not self.quantize.finite():
             return self.general(inputs, outputs)
         for call in b[3]:
             call()

@@ -259,10 +259,6 @@ def _nonneg_max_min() -> float:
 NONNEG_MAX_MIN = _nonneg_max_min()
 
 
-#: The smallest float32 range ``rmax - rmin`` AsymmetricRowsQuantizer takes: ``f32(range / 255)`` is then at least
-#: 3.9e-38 > 1 / FLT_MAX, so the scale is nonzero and ``1 / sf`` finite (rows below it, all-zero rows among them,
-#: take batch_quantize_floats' special branches).
-RANGE_MIN = 1e-35
 _ERR_BASE = np.array([[128.0], [127.0]])  # 128 + |zmin|, 127 + |zmax|: the errors of the two zero points
 _ZP_BASE = np.array([[-128.0], [127.0]])  # -128 - zmin, 127 - zmax: the two zero points
 _M128_F64, _127_F64, _M128_F32, _127_F32 = (
@@ -275,10 +271,11 @@ _M128_F64, _127_F64, _M128_F32, _127_F32 = (
 
 @dataclass(frozen=True, eq=False)
 class AsymmetricRowsQuantizer:
-    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (about 25
+    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (about 23
     numpy calls, half as many as batch_quantize_floats, no temporaries): q into ``q`` (a (rows, depth) float32 or
-    float64 view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows,)
-    view), the float32 scaling factors into ``sf``. The same arithmetic, value for value:
+    float64 view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows, 1)
+    view of q's dtype, e.g. that operand's last column), the float32 scaling factors into ``sf``. The same
+    arithmetic, value for value:
 
     - ``rmin``, ``rmax`` float32 as min / max reductions with ``initial=0`` (NeonMinMax capped at zero);
       ``f32(rmax - rmin)``; ``scale = f64(range) / 255``; ``zmin, zmax = f64(rmin, rmax) / scale``;
@@ -291,11 +288,14 @@ class AsymmetricRowsQuantizer:
     Every array operand of the (rows, depth) calls is either full-sized or a prepared (rows, 1) column: a
     broadcast row vector or a view made per call costs numpy several times the arithmetic at these sizes.
 
-    Returns False, having written nothing usable, when a row's range is outside ``RANGE_MIN <= range <= FLT_MAX``
-    (all-zero rows, tiny ranges, inf or NaN): the caller then runs batch_quantize_floats."""
+    The bound: ``finite()``, ``sf * inv`` summed over the rows finite, batch_quantize_floats' own test of its
+    general branch (those values are its ``sf`` and ``inv`` wherever it is finite). It fails exactly where a
+    range is 0 (all-zero rows: ``sf = 0``, ``inv = inf``; batch_quantize_floats' special branch), so small
+    that ``1 / sf`` overflows float32 or ``sf`` underflows to 0 (a range below NONNEG_MAX_MIN), past FLT_MAX,
+    inf or NaN: the caller then runs batch_quantize_floats (the calls wrote garbage only into the buffers)."""
 
     q: np.ndarray  # (rows, depth) float32 / float64 output view
-    zp: np.ndarray  # (rows,) output view, q's dtype
+    zp: np.ndarray  # (rows, 1) output view, q's dtype
     sf: np.ndarray  # (rows,) float32 output
     half: np.ndarray  # (rows, depth) float32: 0.5 on the 8-wide columns, HALF_DOWN on the tail (full: no broadcast)
     # scratch
@@ -307,7 +307,6 @@ class AsymmetricRowsQuantizer:
     nearer_min: np.ndarray  # (rows,) bool
     zd: np.ndarray  # (2, rows) float64
     inv: np.ndarray  # (rows, 1) float32
-    zp_col: np.ndarray  # (rows, 1) float32
     a: np.ndarray  # (rows, depth) float32: f32(x * inv), rounded, + zp
     h: np.ndarray  # (rows, depth) float32: copysign(half, .)
 
@@ -330,34 +329,21 @@ class AsymmetricRowsQuantizer:
             np.empty(rows, bool),
             np.empty((2, rows), f64),
             np.empty((rows, 1), f32),
-            np.empty((rows, 1), f32),
             np.empty((rows, depth), f32),
             np.empty((rows, depth), f32),
         )
 
-    def calls(self, x2: np.ndarray) -> tuple[list, list]:
-        """The quantization of ``x2`` as two lists of (function, args, kwargs) calls (ops/bound_plan's form, to be
-        bound once to a fixed input): the range per row into ``rng``; then, where every range is within
-        ``RANGE_MIN <= rng <= FLT_MAX`` (the caller's test), the rest."""
-        r, rng, scale, z, err, zd, a, zp_col = (
-            self.r,
-            self.rng,
-            self.scale,
-            self.z,
-            self.err,
-            self.zd,
-            self.a,
-            self.zp_col,
-        )
+    def calls(self, x2: np.ndarray) -> list:
+        """The quantization of ``x2`` as (function, args, kwargs) calls (ops/bound_plan's form, to be bound once to
+        a fixed input); its results are batch_quantize_floats' where ``finite()`` holds after them."""
+        r, scale, z, err, zd, a = self.r, self.scale, self.z, self.err, self.zd, self.a
         t, u = zd[1], zd[0]
         f64, o = np.float64, "out"
-        ranges = [
+        return [
             (np.minimum.reduce, (x2, 1, None, r[0]), {"initial": 0.0}),
             (np.maximum.reduce, (x2, 1, None, r[1]), {"initial": 0.0}),
-            (np.subtract, (r[1], r[0]), {o: rng}),
-        ]
-        rest = [
-            (np.divide, (rng, 255.0), {o: scale, "dtype": f64}),
+            (np.subtract, (r[1], r[0]), {o: self.rng}),
+            (np.divide, (self.rng, 255.0), {o: scale, "dtype": f64}),
             (np.divide, (r, scale), {o: z}),
             (np.abs, (z,), {o: err}),
             (np.add, (_ERR_BASE, err), {o: err}),
@@ -367,33 +353,27 @@ class AsymmetricRowsQuantizer:
             (clip_ufunc, (t, _M128_F64, _127_F64), {o: t}),
             (np.copysign, (HALF_DOWN_F64, t), {o: u}),
             (np.add, (t, u), {o: u}),
-            (np.trunc, (u,), {o: zp_col[:, 0]}),
+            (np.trunc, (u,), {o: self.zp[:, 0]}),  # an integer: exact in either dtype
             (np.copyto, (self.sf, scale), {"casting": "same_kind"}),
             (np.divide, (1.0, self.sf), {o: self.inv[:, 0], "dtype": f64, "casting": "same_kind"}),
             (np.multiply, (x2, self.inv), {o: a}),
             (np.copysign, (self.half, a), {o: self.h}),
             (np.add, (a, self.h), {o: a}),
             (np.trunc, (a,), {o: a}),
-            (np.add, (a, zp_col), {o: a}),
+            (np.add, (a, self.zp), {o: a, "casting": "same_kind"}),
             (clip_ufunc, (a, _M128_F32, _127_F32), {o: self.q}),
-            (np.copyto, (self.zp, zp_col[:, 0]), {}),
         ]
-        return ranges, rest
 
     def __call__(self, x2: np.ndarray) -> bool:
-        """Quantize ``x2`` (calls made anew: the tests' entry; the FC op binds them once)."""
-        ranges, rest = self.calls(x2)
-        for f, args, kw in ranges:
-            f(*args, **kw)
-        if not self.in_range():
-            return False
-        for f, args, kw in rest:
-            f(*args, **kw)
-        return True
+        """Quantize ``x2`` (calls made anew: the tests' entry; the FC op binds them once); False: not usable."""
+        with np.errstate(all="ignore"):  # as an invoke runs
+            for f, args, kw in self.calls(x2):
+                f(*args, **kw)
+            return self.finite()
 
-    def in_range(self) -> bool:
-        """Every row's range within ``RANGE_MIN <= range <= FLT_MAX`` (NaN fails)."""
-        return bool(RANGE_MIN <= np.minimum.reduce(self.rng) and np.maximum.reduce(self.rng) <= FLT_MAX)
+    def finite(self) -> bool:
+        """``sum(sf * inv)`` finite: every row's scalars are batch_quantize_floats' (see the class)."""
+        return math.isfinite(np.dot(self.sf, self.inv[:, 0]))
 
 
 #: The smallest symmetric range ``R = max|x|`` RowScalars takes: ``127 / R`` stays finite in float32.
