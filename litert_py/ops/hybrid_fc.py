@@ -2,8 +2,9 @@
 kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid RNN, SVDF and LSTM kernels
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
 calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
-runtime's arrays, an asymmetric row with min >= 0 (a ReLU's output) in 3-4 quantization calls (dense_ae_dynamic's
-ten 128-wide layers: 95 -> 74 us per invoke), told apart by one reduction (74 -> 62 us);
+runtime's arrays, the row's scalars from quant.hybrid.RowScalars (shared with the one-batch hybrid conv plans:
+one uint32 max reduction tells a row without a sign bit, whose quantization takes 3 calls); a signed asymmetric
+row quantized as ``q - zp`` in 5 calls (dense_ae_dynamic's ten 128-wide layers: 95 -> 74 -> 62 us per invoke);
 ``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
 (quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
