@@ -11,6 +11,7 @@ Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -446,7 +447,8 @@ class FullyConnectedHybridRows:
             rows,
         )
 
-    _bound = None  # bind's (input, output, the quantizer's calls, the product's calls) as partial objects, or None
+    _bound = None  # bind's (input, output, the quantizer's calls, the product's calls, its finiteness test's dot
+    # product: AsymmetricRowsQuantizer.finite) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The quantizer's and the product's calls bound once to ``inputs[0]`` and ``outputs[0]`` (views of their
@@ -455,7 +457,9 @@ class FullyConnectedHybridRows:
         bound = None
         if bindable(x, out, self.rows * self.general.depth, self.rows * self.bias.shape[0]):
             quantize = bound_plan(self.quantize.calls(x.reshape(self.rows, -1)))
-            bound = (x, out, quantize, bound_plan(self.product_calls(out.reshape(self.rows, -1))))
+            product = bound_plan(self.product_calls(out.reshape(self.rows, -1)))
+            (dot,) = bound_plan([(np.dot, (self.quantize.sf, self.quantize.inv[:, 0]), {})])
+            bound = (x, out, quantize, product, dot)
         object.__setattr__(self, "_bound", bound)
 
     def product_calls(self, out: np.ndarray) -> list:
@@ -480,7 +484,7 @@ class FullyConnectedHybridRows:
             return self.general(inputs, outputs)
         for call in b[2]:
             call()
-        if not self.quantize.finite():
+        if not math.isfinite(b[4]()):  # AsymmetricRowsQuantizer.finite
             return self.general(inputs, outputs)
         for call in b[3]:
             call()
