@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, RowScalars, copysign_half_calls
+from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, RowScalars
 from ..schema import dtypes
 from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
@@ -347,7 +347,7 @@ class FullyConnectedHybridRow:
         q = self.qq[: a.shape[0]]
         calls = [
             (np.multiply, (x, row.inv), {o: a}),
-            *copysign_half_calls(self.half, a, h),
+            (np.copysign, (self.half, a), {o: h}),
             (np.add, (a, h), {o: a}),
             (np.trunc, (a,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
         ]

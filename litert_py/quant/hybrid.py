@@ -50,27 +50,6 @@ def neon_round_inplace(t: np.ndarray, k_vec: int) -> np.ndarray:
     return np.trunc(t, out=t)
 
 
-#: From this many elements ``copysign(half, v)`` runs as ``(v & sign bit) | half`` in two integer calls (numpy's SIMD
-#: bitwise loops; its copysign has none: 2048 elements 1.5 -> 0.8 us, 400K 265 -> 138 us); below it, one
-#: np.copysign call costs less (128 elements 0.35 vs 0.54 us).
-BITWISE_COPYSIGN_MIN = 512
-_SIGN_U32 = np.array(0x80000000, np.uint32)
-
-
-def copysign_half_calls(half: np.ndarray, v: np.ndarray, h: np.ndarray) -> list:
-    """``h = copysign(half, v)`` for float32 ``v`` and ``h`` of one shape and a positive float32 ``half`` (0-d or
-    ``v``'s shape) as (function, args, kwargs) triples (ops/bound_plan's form): np.copysign, or, from
-    BITWISE_COPYSIGN_MIN elements, the same bits as ``(bits(v) & 0x80000000) | bits(half)`` (``half``'s sign bit is
-    clear: copysign replaces it with v's, NaN and -0.0 included)."""
-    if v.size < BITWISE_COPYSIGN_MIN:
-        return [(np.copysign, (half, v), {"out": h})]
-    hu = h.view(np.uint32)
-    return [
-        (np.bitwise_and, (v.view(np.uint32), _SIGN_U32), {"out": hu}),
-        (np.bitwise_or, (hu, half.view(np.uint32)), {"out": hu}),
-    ]
-
-
 def batch_quantize_floats(x2: np.ndarray, asymmetric: bool):
     """``BatchQuantizeFloats`` (tflite/kernels/internal/portable_tensor_utils.h): quantize each row of the
     float32 matrix ``x2`` to int8 on its own, as the x86-64 wheels do it, i.e. with
@@ -378,7 +357,7 @@ class AsymmetricRowsQuantizer:
             (np.copyto, (self.sf, scale), {"casting": "same_kind"}),
             (np.divide, (1.0, self.sf), {o: self.inv[:, 0], "dtype": f64, "casting": "same_kind"}),
             (np.multiply, (x2, self.inv), {o: a}),
-            *copysign_half_calls(self.half, a, self.h),
+            (np.copysign, (self.half, a), {o: self.h}),
             (np.add, (a, self.h), {o: a}),
             (np.trunc, (a,), {o: a}),
             (np.add, (a, self.zp), {o: a, "casting": "same_kind"}),
@@ -540,7 +519,7 @@ class BatchRowQuantizer:
         o, s = "out", self.scalars
         calls = [
             (np.multiply, (x, s.inv), {o: dest}),
-            *copysign_half_calls(self.half, dest, self.h),
+            (np.copysign, (self.half, dest), {o: self.h}),
             (np.add, (dest, self.h), {o: dest}),
             (np.trunc, (dest,), {o: dest}),
         ]

@@ -65,7 +65,7 @@ def hostile_rows(depth: int) -> dict:
     return rows
 
 
-DEPTHS = (8, 13, 40, 600)  # 600: copysign_half_calls' bitwise form (BITWISE_COPYSIGN_MIN)
+DEPTHS = (8, 13, 40)
 
 
 @pytest.mark.parametrize("asymmetric", [False, True], ids=["symmetric", "asymmetric"])
