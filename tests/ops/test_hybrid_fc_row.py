@@ -340,3 +340,32 @@ def test_asymmetric_row_top_classification(values, plan):
         assert prepared.shifted and prepared.qq[-1] == 0.0  # q - zp with a zero point column of 0
         if plan == 3:  # the signed calls' clamp: [-128 - zp, 127 - zp]
             assert (float(prepared.row.lo), float(prepared.row.hi)) == (-128.0 - expect[2], 127.0 - expect[2])
+
+
+@pytest.mark.parametrize("asym", [False, True], ids=["symmetric", "asymmetric"])
+def test_hybrid_fc_row_direct_calls_on_other_arrays(asym):
+    """The op called on arrays other than those its plans are bound to (bound anew to them, ops/bound_plan's
+    contract): signed, nonneg (no sign bit), -0.0 among positives and declined rows each equal the general op's
+    result byte for byte, and the interpreter's own arrays afterwards equal BUILTIN_REF."""
+    rng = np.random.default_rng(7)
+    depth, units = 21, 6
+    w = weights("symmetric", units, depth, rng)
+    bias = rng.standard_normal(units).astype(F32)
+    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
+    model = fc_model((1, depth), F32, None, w, I8, quant(0.02, 0), bias, None, (1, units), F32, None, opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    x0 = row("normal", depth, rng).reshape(1, depth)
+    it.set_tensor(it.get_input_details()[0]["index"], x0)
+    it.invoke()
+    for kind in ("normal", "positive", "signed-zero-positive", "zeros", "tiny"):
+        x = row(kind, depth, rng).reshape(1, depth)
+        got, want = np.full((1, units), np.nan, F32), np.full((1, units), np.nan, F32)
+        with np.errstate(all="ignore"):  # as an invoke runs it
+            prepared([x], [got])
+            prepared.general([x], [want])
+        assert got.tobytes() == want.tobytes(), kind
+    it.invoke()
+    (theirs,) = run_litert(model, [x0])
+    assert it.get_tensor(it.get_output_details()[0]["index"]).tobytes() == theirs.tobytes()
