@@ -105,3 +105,29 @@ def test_row_scalars_and_quantizer_equal_batch_quantize_floats(asymmetric, depth
         assert "nonneg-max-min-below" not in taken and {"nonneg-max-min-above", "asym-ties-nonneg"} <= taken
     else:
         assert "sym-r-min-above" in taken and "sym-r-min-below" not in taken
+
+
+@pytest.mark.parametrize("asymmetric", [False, True], ids=["symmetric", "asymmetric"])
+def test_row_scalars_random_rows(asymmetric):
+    """Rows of many magnitudes and sign mixes (ties of the zero point's nudge among them): RowScalars' sf, zp and
+    inv against batch_quantize_floats (inv through q: x * inv at the row's extremes)."""
+    rng = np.random.default_rng(11)
+    rs = RowScalars.build(asymmetric)
+    for trial in range(1500):
+        depth = int(rng.integers(1, 40))
+        x = (rng.standard_normal(depth) * 10.0 ** rng.integers(-30, 30)).astype(F32)
+        if trial % 4 == 1:
+            x = np.abs(x)
+        elif trial % 4 == 2:
+            x = -np.abs(x)
+        elif trial % 4 == 3:
+            x = (np.round(x * 4) / 4).astype(F32)
+        q, sf, zp = batch_quantize_floats(x.reshape(1, depth), asymmetric)
+        s = rs(x)
+        if s is None:  # rows that underflowed to zeros or near them: the callers' general path
+            assert np.abs(x).max() < 1e-35, x
+            continue
+        assert F32(s[0]).tobytes() == sf[0].tobytes(), x
+        assert s[1] == (0.0 if zp is None else float(zp[0])), x
+        want_inv = F32(127.0 / max(-float(x.min()), float(x.max()))) if not asymmetric else F32(1.0 / float(sf[0]))
+        assert rs.inv.tobytes() == want_inv.tobytes(), x
