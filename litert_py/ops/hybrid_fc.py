@@ -422,7 +422,7 @@ class FullyConnectedHybridRows:
     fix_cols: np.ndarray | None
     w_scale: np.ndarray  # () or (units,) float32
     scale: np.ndarray  # (rows, 1) or (rows, units) float32
-    bias: np.ndarray  # (units,) float32
+    bias: np.ndarray  # (rows, units) float32, the bias repeated: a full-sized operand (a broadcast row costs twice)
     dot: np.ndarray | None  # (rows, units) float64 when the product runs in float64
     rows: int
 
@@ -442,7 +442,7 @@ class FullyConnectedHybridRows:
             None if fix is None else fix.cols,
             general.w_scale,
             np.zeros((rows, 1) if per_tensor else (rows, units), F32),
-            np.zeros(units, F32) if general.bias is None else general.bias,
+            np.zeros((rows, units), F32) if general.bias is None else np.tile(general.bias, (rows, 1)),
             None if w_aug.dtype == np.float32 else np.empty((rows, units), w_aug.dtype),
             rows,
         )
@@ -455,7 +455,7 @@ class FullyConnectedHybridRows:
         memory; C-contiguous arrays of this op's size, else no plan: the general path)."""
         x, out = inputs[INPUT], outputs[0]
         bound = None
-        if bindable(x, out, self.rows * self.general.depth, self.rows * self.bias.shape[0]):
+        if bindable(x, out, self.rows * self.general.depth, self.bias.size):
             quantize = bound_plan(self.quantize.calls(x.reshape(self.rows, -1)))
             product = bound_plan(self.product_calls(out.reshape(self.rows, -1)))
             (dot,) = bound_plan([(np.dot, (self.quantize.sf, self.quantize.inv[:, 0]), {})])
