@@ -494,6 +494,8 @@ class BatchRowQuantizer:
     - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
       then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
+      without it (``plus_zero`` False: the caller's bias has no -0.0 element) a -0.0 there only turns zero
+      products and a sum of zeros to -0.0, which the scaling keeps a zero and ``+ bias`` makes the bias (or +0.0);
     - a nonneg row (RowScalars: asymmetric, min >= 0, zp = -128; symmetric, no sign bit in the row):
       ``trunc(v + half)`` in 3 calls (``nonneg_calls``): ``v >= 0`` (or -0.0, asymmetric only, where both give
       +0.0 after the ``+ zp``), so the sign is the half's; symmetric: ``v < 127.5`` as above; asymmetric:
@@ -506,9 +508,10 @@ class BatchRowQuantizer:
     half: np.ndarray  # () 0.5, or the input's shape: 0.5 on the 8-wide columns of the flat row, HALF_DOWN on the tail
     scalars: RowScalars
     h: np.ndarray  # the input's shape, float32: copysign(half, v)
+    plus_zero: bool  # asymmetric: + 0.0 after the clamp (a -0.0 of q - zp could show in the output)
 
     @staticmethod
-    def build(shape: tuple, asymmetric: bool) -> BatchRowQuantizer:
+    def build(shape: tuple, asymmetric: bool, plus_zero: bool = True) -> BatchRowQuantizer:
         k = int(np.prod(shape))
         if k % 8:
             half = np.full(k, HALF_DOWN[np.dtype(np.float32)], np.float32)
@@ -516,7 +519,8 @@ class BatchRowQuantizer:
             half = half.reshape(shape)
         else:
             half = _HALF_F32
-        return BatchRowQuantizer(asymmetric, half, RowScalars.build(asymmetric), np.empty(shape, np.float32))
+        scalars = RowScalars.build(asymmetric)
+        return BatchRowQuantizer(asymmetric, half, scalars, np.empty(shape, np.float32), plus_zero)
 
     def calls(self, x: np.ndarray, dest: np.ndarray) -> list:
         """The quantized row into ``dest`` (``x``'s shape, float32, any layout) as (function, args, kwargs)
@@ -529,7 +533,9 @@ class BatchRowQuantizer:
             (np.trunc, (dest,), {o: dest}),
         ]
         if self.asymmetric:
-            calls += [(clip_ufunc, (dest, s.lo, s.hi), {o: dest}), (np.add, (dest, _ZERO_F32), {o: dest})]
+            calls.append((clip_ufunc, (dest, s.lo, s.hi), {o: dest}))
+            if self.plus_zero:
+                calls.append((np.add, (dest, _ZERO_F32), {o: dest}))
         return calls
 
     def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:

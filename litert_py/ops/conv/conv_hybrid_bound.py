@@ -84,7 +84,7 @@ class ConvHybridBound(_HybridRowBound):
         per_channel = general.channel_scale is not None
         return ConvHybridBound(
             general,
-            BatchRowQuantizer.build(in_shape, per_channel),
+            BatchRowQuantizer.build(in_shape, per_channel, shows_negative_zero(general.bias)),
             np.zeros(in_shape, np.float32),
             np.zeros((), np.float32),
             None if per_channel else float(general.filter_scale),
@@ -131,7 +131,7 @@ class DepthwiseConvHybridBound(_HybridRowBound):
         direct = taps.fill is not None and taps.fill.shape == tuple(in_shape)
         return DepthwiseConvHybridBound(
             general,
-            BatchRowQuantizer.build(in_shape, True),
+            BatchRowQuantizer.build(in_shape, True, shows_negative_zero(general.bias)),
             None if direct else np.zeros(in_shape, np.float32),
             np.zeros((), np.float32),
             np.zeros(general.scale.shape, np.float32),
@@ -156,6 +156,13 @@ class DepthwiseConvHybridBound(_HybridRowBound):
             calls.append((np.add, (out, g.bias), {"out": out}))
         calls.append((clip_ufunc, (out, g.out_min, g.out_max), {"out": out}))
         return q, calls
+
+
+def shows_negative_zero(bias: np.ndarray | None) -> bool:
+    """Whether a sum of -0.0 products (``q - zp`` of -0.0) can reach the output: without a bias (``-0.0 * scale``
+    stays a zero of its sign) or at a -0.0 bias element (``-0.0 + -0.0``); a bias without -0.0 adds to a zero of
+    either sign the same float (BatchRowQuantizer's ``plus_zero``)."""
+    return bias is None or bool(np.signbit(bias[bias == 0]).any())
 
 
 def prepare_conv_hybrid_bound(ctx, geo, groups: int):
