@@ -2,29 +2,22 @@
 kernel of FULLY_CONNECTED's hybrid path, and the matrix products of the hybrid RNN, SVDF and LSTM kernels
 (``hybrid_matvec``); ``FullyConnectedHybridRow``: one input row with constant weights in about half the numpy
 calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its numpy calls bound once to the
-runtime's arrays, an asymmetric row with min >= 0 (a ReLU's output) in 3-4 quantization calls (dense_ae_dynamic's
-ten 128-wide layers: 95 -> 74 us per invoke), told apart by one reduction (74 -> 62 us);
+runtime's arrays, the row's scalars from quant.hybrid.RowScalars (shared with the one-batch hybrid conv plans:
+one uint32 max reduction tells a row without a sign bit, whose quantization takes 3 calls); a signed asymmetric
+row quantized as ``q - zp`` in 5 calls (dense_ae_dynamic's ten 128-wide layers: 95 -> 74 -> 62 us per invoke);
 ``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
 (quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import (
-    FLT_MAX,
-    HALF_DOWN,
-    NONNEG_MAX_MIN,
-    SYM_R_MIN,
-    AsymmetricRowsQuantizer,
-    asymmetric_row_params,
-    nonneg_row_params,
-)
+from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, RowScalars
 from ..schema import dtypes
 from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
@@ -246,7 +239,6 @@ def bound_to(op, inputs, outputs):
 
 
 F32 = np.float32
-_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 C127, CM128 = np.array(127, F32), np.array(-128, F32)
 
 
@@ -255,35 +247,29 @@ class FullyConnectedHybridRow:
     """FullyConnectedHybrid for one input row with constant weights, in about ten numpy calls on buffers made at
     prepare (the general path makes about twenty):
 
-    - symmetric: ``R = max |x|`` in one reduction (= ``max(|min|, |max|)``); ``sf = f32(R / 127)``,
-      ``inv = f32(127 / R)`` in Python doubles rounded once to float32 through a 0-d buffer: a double quotient
-      of two floats rounded to float32 is the float32 quotient (double rounding is innocuous for +, -, *, /
-      as 53 >= 2 * 24 + 2); ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
-    - asymmetric: one max reduction of the row's bits as uint32 (``top``): a float32 with its sign bit clear
-      orders as its bits do, and every one with its sign bit set (-0.0, NaN too) is above them. So without a
-      sign bit ``top`` is the float max (a positive NaN above inf), and ``NONNEG_MAX_MIN <= top <= FLT_MAX``
-      says the row has min >= 0 and a max nonneg_row_params takes (its scalars inline: ``sf = f32(top / 255)``,
-      ``inv = f32(1 / sf)``); a negative ``top`` is the row's float min (negative floats order in reverse as
-      their bits, a negative NaN above -inf), then one float max reduction; otherwise (-0.0, NaN, inf, zero
-      or tiny rows) the float min and max reductions as before; then the scalars of asymmetric_row_params;
-    - the rounding of ``neon_round_inplace``, ``trunc(f32(v + copysign(half, v)))``, on ``|v| = f32(|x| * inv)``
-      (float32 rounding is symmetric): ``trunc(f32(|v| + half))``, then
-      ``copysign(., x)``; ``half`` a prepared vector: 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail;
+    - the row's scalars: quant.hybrid.RowScalars (one uint32 max reduction of the row's bits, a second float max
+      reduction where the row holds a negative value, Python doubles rounded to float32 through 0-d buffers);
+      per tensor ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
+    - the rounding of ``neon_round_inplace``: ``trunc(f32(v + copysign(half, v)))`` on ``v = f32(x * inv)``,
+      ``half`` a prepared vector (0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail); for a row RowScalars
+      calls nonneg (no sign bit, or asymmetric with min >= 0: quant.hybrid.BatchRowQuantizer's argument)
+      ``trunc(f32(v + half))``;
     - symmetric, no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
-      asymmetric: ``+ zp``, clamp to [-128, 127];
+      asymmetric: ``+ zp``, clamp to [-128, 127] (``shifted``: see below);
     - the SSE -128 fix and the asymmetric zero point as extra product columns:
       ``[q, min(q[cols], 0), zp] @ [W, 256 M, -row_sums]`` (one GEMV); every factor on the left is at most
       q_max in magnitude (127 symmetric, 128 asymmetric), so every partial sum is at most ``q_max * sum|w_aug|``
-      per unit: float32 where that is
-      within 2^24 (often so where ``product_bound``, which bounds the general path's separate zero-point
-      subtraction by ``255 * L1``, asks for float64: a 1280 -> 1000 classifier's 10 MB of float64 weights,
-      memory-bound, become 5 MB), else float64;
-    - asymmetric, a row with ``min >= 0`` (a ReLU's output): ``zp = -128`` (nonneg_row_params) and 3 quantize
-      calls (``nonneg_calls``: no abs, copysign or clamp); where ``shifted`` (no SSE fix, the SSE row sums the true
-      sums, ``255 * sum|w|`` exact in the product's type: ``_shifted_exact``) it multiplies ``q + 128`` with a
-      zero point column of 0, one call less;
-    - rows outside ``SYM_R_MIN <= R < inf`` (all zeros, tiny, inf or NaN; asymmetric: see asymmetric_row_params)
-      take the general path (``general``), so every result equals FullyConnectedHybrid's."""
+      per unit: float32 where that is within 2^24 (often so where ``product_bound``, which bounds the general
+      path's separate zero-point subtraction by ``255 * L1``, asks for float64: a 1280 -> 1000 classifier's 10 MB
+      of float64 weights, memory-bound, become 5 MB), else float64;
+    - asymmetric, ``shifted`` (no SSE fix, the SSE row sums the true sums, ``255 * sum|w|`` exact in the product's
+      type: ``_shifted_exact``; no -0.0 bias element): the product multiplies ``q - zp`` with a zero point column
+      of 0 (``sum (q - zp) w = sum q w - zp * row_sums``): a nonneg row's ``q + 128 = trunc(v + half)`` in 3
+      quantize calls, a signed row's ``clip(round(v), -128 - zp, 127 - zp)`` in 5. That ``q - zp`` may be -0.0
+      (``round(v)`` of a v in (-0.5, 0], q = zp) where the reference's q is not: it changes the dot product only
+      where every term is a zero, to -0.0, and ``f32(dot) * scale + bias`` only at a -0.0 bias element;
+    - rows RowScalars declines (all zeros, tiny, inf or NaN) take the general path (``general``), so every
+      result equals FullyConnectedHybrid's."""
 
     general: FullyConnectedHybrid
     w_aug: np.ndarray  # (units, depth + len(fix_cols) [+ 1]) C-contiguous float32 / float64
@@ -292,18 +278,15 @@ class FullyConnectedHybridRow:
     w_scale: float | None  # per tensor, as a Python float; None: per channel (general.w_scale)
     bias: np.ndarray  # (units,) float32 (zeros without bias: 0 + (-0.0) is +0.0 as in C++)
     activation: object
+    row: RowScalars
     # scratch
-    a: np.ndarray  # (depth,) float32: |x|, then |v|
-    qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q (shifted: q + 128), min(q[cols], 0) [, zp]
-    f32_0d: np.ndarray  # () float32: rounds a Python float to float32
-    sf: np.ndarray  # () float32: the row's scaling factor (per channel: read by the plan's scale product)
-    top: np.ndarray  # () float32: the uint32 max of the row's bits (asymmetric)
-    inv: np.ndarray  # () float32
-    zp: np.ndarray  # () float32
+    a: np.ndarray  # (depth,) float32: v = f32(x * inv), rounded
+    h: np.ndarray  # (depth,) float32: copysign(half, v)
+    qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q (shifted: q - zp), min(q[cols], 0) [, zp]
     scale: np.ndarray  # () or (units,) float32
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
-    asym: bool  # general.asymmetric
-    shifted: bool  # a row with min >= 0 multiplies q + 128 with a zero point column of 0 (_shifted_exact)
+    writes_zp: bool  # asymmetric, not shifted: the zero point's column holds the row's zp
+    shifted: bool  # asymmetric: the product multiplies q - zp with a zero point column of 0
 
     @staticmethod
     def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
@@ -315,34 +298,37 @@ class FullyConnectedHybridRow:
         half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
         half[:k_vec] = 0.5
         per_tensor = general.w_scale.ndim == 0
+        bias = np.zeros(units, F32) if general.bias is None else general.bias
+        shifted = (
+            general.asymmetric
+            and fix is None
+            and not np.signbit(bias[bias == 0]).any()
+            and _shifted_exact(wi, general.row_sums, ct)
+        )
         return FullyConnectedHybridRow(
             general,
             w_aug,
             None if fix is None else fix.cols,
             half,
             float(general.w_scale) if per_tensor else None,
-            np.zeros(units, F32) if general.bias is None else general.bias,
+            bias,
             general.activation,
+            RowScalars.build(general.asymmetric),
+            np.empty(depth, F32),
             np.empty(depth, F32),
             np.zeros(w_aug.shape[1], ct),
-            np.zeros((), F32),
-            np.zeros((), F32),
-            np.zeros((), F32),
-            np.zeros((), F32),
-            np.zeros((), F32),
             np.zeros(() if per_tensor else units, F32),
             None if ct == np.float32 else np.empty(units, ct),
-            general.asymmetric,
-            general.asymmetric and fix is None and _shifted_exact(wi, general.row_sums, ct),
+            general.asymmetric and not shifted,
+            shifted,
         )
 
-    _bound = None  # bind's (input, output, input row, the uint32 max reduction into ``top``, the calls after the
-    # scalars, those of a row with min >= 0; the last two asymmetric only) as partial objects, or None
+    _bound = None  # bind's (input, output, the row's scalars (RowScalars.bind), the calls after them, those of a
+    # nonneg row) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
-        """The numpy calls after the row's scalars (sf, inv, zp: Python floats) bound once to ``inputs[0]`` and
-        ``outputs[0]`` (views of their memory; C-contiguous float32 arrays of this op's size, else no plan: the
-        general path)."""
+        """The row's scalars and the numpy calls after them bound once to ``inputs[0]`` and ``outputs[0]`` (views of
+        their memory; C-contiguous float32 arrays of this op's size, else no plan: the general path)."""
         x, out = inputs[INPUT], outputs[0]
         depth, units = self.a.shape[0], self.bias.shape[0]
         bound = None
@@ -350,40 +336,36 @@ class FullyConnectedHybridRow:
             x1, o1 = x.reshape(-1), out.reshape(-1)
             rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
             if self.w_scale is None:  # per channel: scale = f32(w_scale[c] * sf)
-                rest.insert(0, (np.multiply, (self.general.w_scale, self.sf), {"out": self.scale}))
-            nonneg = top = None
-            if self.general.asymmetric:
-                nonneg = bound_plan(self.nonneg_calls(x1) + self.fix_calls() + rest)
-                top = partial(_MAX, x1.view(np.uint32), None, None, self.top.view(np.uint32))
-            bound = (x, out, x1, top, bound_plan(self.quantize_calls(x1) + self.fix_calls() + rest), nonneg)
+                rest.insert(0, (np.multiply, (self.general.w_scale, self.row.sf), {"out": self.scale}))
+            plans = [bound_plan(c(x1) + self.fix_calls() + rest) for c in (self.quantize_calls, self.nonneg_calls)]
+            bound = (x, out, self.row.bind(x1), *plans)
         object.__setattr__(self, "_bound", bound)
 
     def quantize_calls(self, x: np.ndarray) -> list:
-        """q (and zp) into ``qq`` once ``inv`` (and ``zp``) hold the row's values; ``a`` holds |x| already
-        (symmetric: the reduction's input), or here (asymmetric)."""
-        a, depth, o = self.a, self.a.shape[0], "out"
-        q = self.qq[:depth]
-        calls = [(np.abs, (x,), {o: a})] if self.general.asymmetric else []
-        calls += [
-            (np.multiply, (a, self.inv), {o: a}),  # |f32(x * inv)|: the float32 product's rounding is symmetric
-            # trunc(f32(|v| + half)), the sign back (float32 calls: a cast to uint8 costs more than a trunc)
-            (np.add, (a, self.half), {o: a}),
-            (np.trunc, (a,), {o: q}),
-            (np.copysign, (q, x), {o: q}),
+        """q (shifted: q - zp) into ``qq`` once the row's scalars are set."""
+        a, h, o, row = self.a, self.h, "out", self.row
+        q = self.qq[: a.shape[0]]
+        calls = [
+            (np.multiply, (x, row.inv), {o: a}),
+            (np.copysign, (self.half, a), {o: h}),
+            (np.add, (a, h), {o: a}),
+            (np.trunc, (a,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
         ]
-        if self.general.asymmetric:  # the zero point's column: set by _scalars
-            calls += [(np.add, (q, self.zp), {o: q}), (clip_ufunc, (q, CM128, C127), {o: q})]
+        if self.shifted:  # clip(round(v) + zp, -128, 127) - zp, integers
+            calls.append((clip_ufunc, (q, row.lo, row.hi), {o: q}))
+        elif self.writes_zp:  # the zero point's column: set by _scalars
+            calls += [(np.add, (q, self.qq[-1:]), {o: q}), (clip_ufunc, (q, CM128, C127), {o: q})]
         return calls
 
     def nonneg_calls(self, x: np.ndarray) -> list:
-        """``quantize_calls`` for an asymmetric row with ``min >= 0`` (zp = -128, quant.hybrid.nonneg_row_params),
-        once ``inv`` holds its value: ``v = f32(x * inv)`` is >= 0 (or -0.0, where both give the same q), so
-        ``round(v) = trunc(f32(v + half))`` (in float32 scratch whatever the product's type: the tie rule needs
-        the float32 sum's rounding); ``v`` stays below 255.5 (BatchRowQuantizer's bound), so
-        ``q = trunc(v + half) - 128`` is within [-128, 127]: no clamp."""
+        """``quantize_calls`` for a row RowScalars calls nonneg, once ``inv`` holds its value: ``v = f32(x * inv)``
+        is >= 0 (or -0.0 where asymmetric, giving the same q), so ``round(v) = trunc(f32(v + half))`` (in float32
+        scratch whatever the product's type: the tie rule needs the float32 sum's rounding); ``v`` stays below
+        127.5 (symmetric) or 255.5 (BatchRowQuantizer's bound), so asymmetric ``q = trunc(v + half) - 128`` is
+        within [-128, 127]: no clamp."""
         a, q, o = self.a, self.qq[: self.a.shape[0]], "out"
-        calls = [(np.multiply, (x, self.inv), {o: a}), (np.add, (a, self.half), {o: a}), (np.trunc, (a,), {o: q})]
-        return calls if self.shifted else [*calls, (np.add, (q, CM128), {o: q})]
+        calls = [(np.multiply, (x, self.row.inv), {o: a}), (np.add, (a, self.half), {o: a}), (np.trunc, (a,), {o: q})]
+        return [*calls, (np.add, (q, CM128), {o: q})] if self.writes_zp else calls
 
     def fix_calls(self) -> list:
         """The SSE -128 fix's columns ``min(q[cols], 0)`` of the quantized row."""
@@ -394,50 +376,16 @@ class FullyConnectedHybridRow:
         return [(np.take, (self.qq[:depth], self.fix_cols), {"out": fq}), (np.minimum, (fq, 0.0), {"out": fq})]
 
     def _scalars(self, b: tuple) -> tuple | None:
-        """The row's scalars into ``inv``, ``sf`` and ``scale`` (and ``zp`` and the zero point's column) for the
-        input row ``b[2]`` of the bound plans ``b``; returns the plan to run (``b[5]``, ``nonneg_calls``, for an
-        asymmetric row with min >= 0), or None for a row the general path takes."""
-        x = b[2]
-        if self.asym:
-            b[3]()  # the uint32 max of the row's bits into ``top``
-            v = self.top.item()
-            if NONNEG_MAX_MIN <= v <= FLT_MAX:  # no sign bit: min >= 0, max v, nonneg_row_params inline
-                s0 = self.sf
-                s0[()] = v / 255.0
-                sf = s0.item()
-                self.inv[()] = 1.0 / sf
-                self.qq[-1] = 0.0 if self.shifted else -128.0
-                plan = b[5]
-            else:
-                mn = v if v < 0.0 else float(_MIN(x))  # a negative top is the row's min
-                mx, f = float(_MAX(x)), self.f32_0d
-                if mn >= 0.0:  # -0.0 among nonnegative values
-                    p = nonneg_row_params(mx, f)
-                    if p is None:
-                        return None
-                    sf, self.inv[()] = p
-                    self.qq[-1] = 0.0 if self.shifted else -128.0
-                    plan = b[5]
-                else:
-                    p = asymmetric_row_params(mn, mx, f)
-                    if p is None:
-                        return None
-                    sf, self.inv[()], zp = p
-                    self.zp[()] = self.qq[-1] = zp
-                    plan = b[4]
-                self.sf[()] = sf
-        else:
-            r = float(_MAX(np.abs(x, out=self.a)))
-            if not SYM_R_MIN <= r < np.inf:
-                return None
-            s0 = self.sf
-            s0[()] = r / 127.0
-            sf = s0.item()
-            self.inv[()] = 127.0 / r
-            plan = b[4]
+        """The row's scalars (RowScalars; ``scale`` per tensor, the zero point's column) for the bound plans ``b``;
+        returns the plan to run (``b[4]`` for a nonneg row), or None for a row the general path takes."""
+        s = b[2]()
+        if s is None:
+            return None
+        if self.writes_zp:
+            self.qq[-1] = s[1]
         if self.w_scale is not None:
-            self.scale[()] = sf * self.w_scale
-        return plan
+            self.scale[()] = s[0] * self.w_scale
+        return b[4] if s[2] else b[3]
 
     def __call__(self, inputs, outputs):
         b = self._bound
@@ -462,8 +410,8 @@ class FullyConnectedHybridRows:
     SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
     augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
     as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
-    range below RANGE_MIN or past FLT_MAX, inf or NaN), take the general path (``general``): every result equals
-    FullyConnectedHybrid's."""
+    range below NONNEG_MAX_MIN or past FLT_MAX, inf or NaN: AsymmetricRowsQuantizer.finite), take the general path
+    (``general``): every result equals FullyConnectedHybrid's."""
 
     general: FullyConnectedHybrid
     quantize: AsymmetricRowsQuantizer
@@ -474,7 +422,7 @@ class FullyConnectedHybridRows:
     fix_cols: np.ndarray | None
     w_scale: np.ndarray  # () or (units,) float32
     scale: np.ndarray  # (rows, 1) or (rows, units) float32
-    bias: np.ndarray  # (units,) float32
+    bias: np.ndarray  # (rows, units) float32, the bias repeated: a full-sized operand (a broadcast row costs twice)
     dot: np.ndarray | None  # (rows, units) float64 when the product runs in float64
     rows: int
 
@@ -487,28 +435,31 @@ class FullyConnectedHybridRows:
         per_tensor = general.w_scale.ndim == 0
         return FullyConnectedHybridRows(
             general,
-            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1]),
+            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:]),
             np.ascontiguousarray(w_aug.T),
             qq,
             None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
             None if fix is None else fix.cols,
             general.w_scale,
             np.zeros((rows, 1) if per_tensor else (rows, units), F32),
-            np.zeros(units, F32) if general.bias is None else general.bias,
+            np.zeros((rows, units), F32) if general.bias is None else np.tile(general.bias, (rows, 1)),
             None if w_aug.dtype == np.float32 else np.empty((rows, units), w_aug.dtype),
             rows,
         )
 
-    _bound = None  # bind's (input, output, range calls, the rest's calls) as partial objects, or None
+    _bound = None  # bind's (input, output, the quantizer's calls, the product's calls, its finiteness test's dot
+    # product: AsymmetricRowsQuantizer.finite) as partial objects, or None
 
     def bind(self, inputs, outputs) -> None:
         """The quantizer's and the product's calls bound once to ``inputs[0]`` and ``outputs[0]`` (views of their
         memory; C-contiguous arrays of this op's size, else no plan: the general path)."""
         x, out = inputs[INPUT], outputs[0]
         bound = None
-        if bindable(x, out, self.rows * self.general.depth, self.rows * self.bias.shape[0]):
-            ranges, rest = self.quantize.calls(x.reshape(self.rows, -1))
-            bound = (x, out, bound_plan(ranges), bound_plan(rest + self.product_calls(out.reshape(self.rows, -1))))
+        if bindable(x, out, self.rows * self.general.depth, self.bias.size):
+            quantize = bound_plan(self.quantize.calls(x.reshape(self.rows, -1)))
+            product = bound_plan(self.product_calls(out.reshape(self.rows, -1)))
+            (dot,) = bound_plan([(np.dot, (self.quantize.sf, self.quantize.inv[:, 0]), {})])
+            bound = (x, out, quantize, product, dot)
         object.__setattr__(self, "_bound", bound)
 
     def product_calls(self, out: np.ndarray) -> list:
@@ -533,7 +484,7 @@ class FullyConnectedHybridRows:
             return self.general(inputs, outputs)
         for call in b[2]:
             call()
-        if not self.quantize.in_range():
+        if not math.isfinite(b[4]()):  # AsymmetricRowsQuantizer.finite
             return self.general(inputs, outputs)
         for call in b[3]:
             call()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -190,6 +191,7 @@ class SseMinus128Fix:
 
 
 FLT_MAX = float(np.finfo(np.float32).max)
+_SF_MIN = 1.0 / FLT_MAX
 
 
 def asymmetric_row_params(mn: float, mx: float, f32_0d: np.ndarray) -> tuple[float, float, float] | None:
@@ -204,26 +206,30 @@ def asymmetric_row_params(mn: float, mx: float, f32_0d: np.ndarray) -> tuple[flo
     in NeonAsymmetricQuantizeFloats; zp is rounded half away from zero (std::round) after the clamp."""
     if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN
         return None
-    rmin, rmax = min(mn, 0.0), max(mx, 0.0)
+    # min(mn, 0), max(mx, 0) up to the sign of a zero bound, which changes nothing below (Python branches: about
+    # half the cost of the builtins' calls)
+    rmin = mn if mn < 0.0 else 0.0
+    rmax = mx if mx > 0.0 else 0.0
     if rmin == rmax or rmax - rmin > FLT_MAX:
         return None
     f32_0d[()] = rmax - rmin
     scale = f32_0d.item() / 255.0
     zmin, zmax = rmin / scale, rmax / scale
-    zd = -128.0 - zmin if 128.0 + abs(zmin) < 127.0 + abs(zmax) else 127.0 - zmax
-    zd = min(max(zd, -128.0), 127.0)
+    # 128 + |zmin| < 127 + |zmax| with zmin <= 0 <= zmax: the same doubles as 128 - zmin, 127 + zmax
+    zd = -128.0 - zmin if 128.0 - zmin < 127.0 + zmax else 127.0 - zmax
+    if zd < -128.0:
+        zd = -128.0
+    elif zd > 127.0:
+        zd = 127.0
     zp = float(int(zd))  # trunc; then half away from zero (zd - trunc(zd) is exact)
     if abs(zd - zp) >= 0.5:
         zp += 1.0 if zd > 0 else -1.0
     f32_0d[()] = scale
     sf = f32_0d.item()
-    if not sf >= 1.0 / FLT_MAX:  # 0, or 1 / sf past FLT_MAX
+    if not sf >= _SF_MIN:  # 0, or 1 / sf past FLT_MAX
         return None
     f32_0d[()] = 1.0 / sf
     return sf, f32_0d.item(), zp
-
-
-_SF_MIN = 1.0 / FLT_MAX
 
 
 def nonneg_row_params(mx: float, f32_0d: np.ndarray) -> tuple[float, float] | None:
@@ -258,10 +264,6 @@ def _nonneg_max_min() -> float:
 NONNEG_MAX_MIN = _nonneg_max_min()
 
 
-#: The smallest float32 range ``rmax - rmin`` AsymmetricRowsQuantizer takes: ``f32(range / 255)`` is then at least
-#: 3.9e-38 > 1 / FLT_MAX, so the scale is nonzero and ``1 / sf`` finite (rows below it, all-zero rows among them,
-#: take batch_quantize_floats' special branches).
-RANGE_MIN = 1e-35
 _ERR_BASE = np.array([[128.0], [127.0]])  # 128 + |zmin|, 127 + |zmax|: the errors of the two zero points
 _ZP_BASE = np.array([[-128.0], [127.0]])  # -128 - zmin, 127 - zmax: the two zero points
 _M128_F64, _127_F64, _M128_F32, _127_F32 = (
@@ -274,10 +276,11 @@ _M128_F64, _127_F64, _M128_F32, _127_F32 = (
 
 @dataclass(frozen=True, eq=False)
 class AsymmetricRowsQuantizer:
-    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (about 25
+    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (about 23
     numpy calls, half as many as batch_quantize_floats, no temporaries): q into ``q`` (a (rows, depth) float32 or
-    float64 view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows,)
-    view), the float32 scaling factors into ``sf``. The same arithmetic, value for value:
+    float64 view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows, 1)
+    view of q's dtype, e.g. that operand's last column), the float32 scaling factors into ``sf``. The same
+    arithmetic, value for value:
 
     - ``rmin``, ``rmax`` float32 as min / max reductions with ``initial=0`` (NeonMinMax capped at zero);
       ``f32(rmax - rmin)``; ``scale = f64(range) / 255``; ``zmin, zmax = f64(rmin, rmax) / scale``;
@@ -290,11 +293,14 @@ class AsymmetricRowsQuantizer:
     Every array operand of the (rows, depth) calls is either full-sized or a prepared (rows, 1) column: a
     broadcast row vector or a view made per call costs numpy several times the arithmetic at these sizes.
 
-    Returns False, having written nothing usable, when a row's range is outside ``RANGE_MIN <= range <= FLT_MAX``
-    (all-zero rows, tiny ranges, inf or NaN): the caller then runs batch_quantize_floats."""
+    The bound: ``finite()``, ``sf * inv`` summed over the rows finite, batch_quantize_floats' own test of its
+    general branch (those values are its ``sf`` and ``inv`` wherever it is finite). It fails exactly where a
+    range is 0 (all-zero rows: ``sf = 0``, ``inv = inf``; batch_quantize_floats' special branch), so small
+    that ``1 / sf`` overflows float32 or ``sf`` underflows to 0 (a range below NONNEG_MAX_MIN), past FLT_MAX,
+    inf or NaN: the caller then runs batch_quantize_floats (the calls wrote garbage only into the buffers)."""
 
     q: np.ndarray  # (rows, depth) float32 / float64 output view
-    zp: np.ndarray  # (rows,) output view, q's dtype
+    zp: np.ndarray  # (rows, 1) output view, q's dtype
     sf: np.ndarray  # (rows,) float32 output
     half: np.ndarray  # (rows, depth) float32: 0.5 on the 8-wide columns, HALF_DOWN on the tail (full: no broadcast)
     # scratch
@@ -306,7 +312,6 @@ class AsymmetricRowsQuantizer:
     nearer_min: np.ndarray  # (rows,) bool
     zd: np.ndarray  # (2, rows) float64
     inv: np.ndarray  # (rows, 1) float32
-    zp_col: np.ndarray  # (rows, 1) float32
     a: np.ndarray  # (rows, depth) float32: f32(x * inv), rounded, + zp
     h: np.ndarray  # (rows, depth) float32: copysign(half, .)
 
@@ -329,34 +334,21 @@ class AsymmetricRowsQuantizer:
             np.empty(rows, bool),
             np.empty((2, rows), f64),
             np.empty((rows, 1), f32),
-            np.empty((rows, 1), f32),
             np.empty((rows, depth), f32),
             np.empty((rows, depth), f32),
         )
 
-    def calls(self, x2: np.ndarray) -> tuple[list, list]:
-        """The quantization of ``x2`` as two lists of (function, args, kwargs) calls (ops/bound_plan's form, to be
-        bound once to a fixed input): the range per row into ``rng``; then, where every range is within
-        ``RANGE_MIN <= rng <= FLT_MAX`` (the caller's test), the rest."""
-        r, rng, scale, z, err, zd, a, zp_col = (
-            self.r,
-            self.rng,
-            self.scale,
-            self.z,
-            self.err,
-            self.zd,
-            self.a,
-            self.zp_col,
-        )
+    def calls(self, x2: np.ndarray) -> list:
+        """The quantization of ``x2`` as (function, args, kwargs) calls (ops/bound_plan's form, to be bound once to
+        a fixed input); its results are batch_quantize_floats' where ``finite()`` holds after them."""
+        r, scale, z, err, zd, a = self.r, self.scale, self.z, self.err, self.zd, self.a
         t, u = zd[1], zd[0]
         f64, o = np.float64, "out"
-        ranges = [
+        return [
             (np.minimum.reduce, (x2, 1, None, r[0]), {"initial": 0.0}),
             (np.maximum.reduce, (x2, 1, None, r[1]), {"initial": 0.0}),
-            (np.subtract, (r[1], r[0]), {o: rng}),
-        ]
-        rest = [
-            (np.divide, (rng, 255.0), {o: scale, "dtype": f64}),
+            (np.subtract, (r[1], r[0]), {o: self.rng}),
+            (np.divide, (self.rng, 255.0), {o: scale, "dtype": f64}),
             (np.divide, (r, scale), {o: z}),
             (np.abs, (z,), {o: err}),
             (np.add, (_ERR_BASE, err), {o: err}),
@@ -366,39 +358,126 @@ class AsymmetricRowsQuantizer:
             (clip_ufunc, (t, _M128_F64, _127_F64), {o: t}),
             (np.copysign, (HALF_DOWN_F64, t), {o: u}),
             (np.add, (t, u), {o: u}),
-            (np.trunc, (u,), {o: zp_col[:, 0]}),
+            (np.trunc, (u,), {o: self.zp[:, 0]}),  # an integer: exact in either dtype
             (np.copyto, (self.sf, scale), {"casting": "same_kind"}),
             (np.divide, (1.0, self.sf), {o: self.inv[:, 0], "dtype": f64, "casting": "same_kind"}),
             (np.multiply, (x2, self.inv), {o: a}),
             (np.copysign, (self.half, a), {o: self.h}),
             (np.add, (a, self.h), {o: a}),
             (np.trunc, (a,), {o: a}),
-            (np.add, (a, zp_col), {o: a}),
+            (np.add, (a, self.zp), {o: a, "casting": "same_kind"}),
             (clip_ufunc, (a, _M128_F32, _127_F32), {o: self.q}),
-            (np.copyto, (self.zp, zp_col[:, 0]), {}),
         ]
-        return ranges, rest
 
     def __call__(self, x2: np.ndarray) -> bool:
-        """Quantize ``x2`` (calls made anew: the tests' entry; the FC op binds them once)."""
-        ranges, rest = self.calls(x2)
-        for f, args, kw in ranges:
-            f(*args, **kw)
-        if not self.in_range():
-            return False
-        for f, args, kw in rest:
-            f(*args, **kw)
-        return True
+        """Quantize ``x2`` (calls made anew: the tests' entry; the FC op binds them once); False: not usable."""
+        with np.errstate(all="ignore"):  # as an invoke runs
+            for f, args, kw in self.calls(x2):
+                f(*args, **kw)
+            return self.finite()
 
-    def in_range(self) -> bool:
-        """Every row's range within ``RANGE_MIN <= range <= FLT_MAX`` (NaN fails)."""
-        return bool(RANGE_MIN <= np.minimum.reduce(self.rng) and np.maximum.reduce(self.rng) <= FLT_MAX)
+    def finite(self) -> bool:
+        """``sum(sf * inv)`` finite: every row's scalars are batch_quantize_floats' (see the class)."""
+        return math.isfinite(np.dot(self.sf, self.inv[:, 0]))
 
 
-#: The smallest symmetric range ``R = max|x|`` BatchRowQuantizer takes: ``127 / R`` stays finite in float32.
+#: The smallest symmetric range ``R = max|x|`` RowScalars takes: ``127 / R`` stays finite in float32.
 SYM_R_MIN = 1e-36
 _HALF_F32 = np.array(0.5, np.float32)
 _ZERO_F32 = np.array(0.0, np.float32)
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
+@dataclass(frozen=True, eq=False)
+class RowScalars:
+    """batch_quantize_floats' scalars of one row (a whole array, any shape, C-contiguous float32), in Python doubles
+    and 0-d float32 buffers: the one routine of ops/hybrid_fc.FullyConnectedHybridRow and BatchRowQuantizer (the
+    one-batch hybrid conv plans). ``bind(x)`` returns a callable computing them for ``x`` at each call: it writes
+    ``sf`` and ``inv`` (asymmetric rows with a negative min also ``lo = -128 - zp`` and ``hi = 127 - zp``, integers)
+    and returns ``(sf, zp, nonneg)`` (Python floats; zp 0.0 symmetric), or None for a row the caller's general path
+    takes. ``nonneg``: ``v = f32(x * inv)`` is never negative (nor -0.0 where the sign shows), so ``q`` (symmetric)
+    or ``q - zp`` (asymmetric, zp = -128) is ``trunc(f32(v + half))`` without a sign or a clamp (BatchRowQuantizer).
+
+    The row's extremes: one max reduction of its bits as uint32 (``top``). A float32 with its sign bit clear orders
+    as its bits do, and every one with its sign bit set (-0.0 and negative NaN too) is above them, ordered by
+    magnitude (a negative NaN above -inf). So:
+
+    - ``top`` without a sign bit is the row's max (a positive NaN above inf) and the row has no sign bit at all:
+      where ``NONNEG_MAX_MIN <= top <= FLT_MAX`` (asymmetric) the scalars of nonneg_row_params inline
+      (``sf = f32(top / 255)``, ``inv = f32(1 / sf)``, zp -128); where ``SYM_R_MIN <= top <= FLT_MAX``
+      (symmetric) ``R = top``; nonneg either way (no element is -0.0);
+    - a negative ``top`` (not NaN) is the row's min; otherwise (-0.0, NaN, inf, zero or tiny rows) a float min
+      reduction; then a float max reduction (NaN propagates);
+    - symmetric: ``R = max(-min, max)`` within ``SYM_R_MIN <= R <= FLT_MAX`` (else None), ``sf = f32(R / 127)``,
+      ``inv = f32(127 / R)`` (a double quotient of two floats rounded once to float32 is the float32 quotient:
+      double rounding is innocuous for +, -, *, / as 53 >= 2 * 24 + 2); not nonneg (a -0.0 element keeps its
+      sign in q);
+    - asymmetric: a min >= 0 (+-0.0 among positives): nonneg_row_params, nonneg; else asymmetric_row_params."""
+
+    asymmetric: bool
+    top: np.ndarray  # () float32, written through its uint32 view
+    f32_0d: np.ndarray  # () float32 scratch: rounds a Python float to float32
+    sf: np.ndarray  # () float32: the row's scaling factor
+    inv: np.ndarray  # () float32
+    lo: np.ndarray  # () float32: -128 - zp
+    hi: np.ndarray  # () float32: 127 - zp
+
+    @staticmethod
+    def build(asymmetric: bool) -> RowScalars:
+        z = np.zeros((), np.float32)
+        return RowScalars(asymmetric, z, z.copy(), z.copy(), z.copy(), z.copy(), z.copy())
+
+    def bind(self, x: np.ndarray):
+        """The scalars of ``x`` (C-contiguous float32; its reductions bound once) as a callable."""
+        top = partial(_MAX, x.view(np.uint32), None, None, self.top.view(np.uint32))
+        return partial(RowScalars._asymmetric if self.asymmetric else RowScalars._symmetric, self, x, top)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, float, bool] | None:
+        """The scalars of ``x`` (bound anew: the tests' entry)."""
+        return self.bind(x)()
+
+    def _symmetric(self, x: np.ndarray, top) -> tuple[float, float, bool] | None:
+        top()
+        r = self.top.item()
+        nonneg = SYM_R_MIN <= r <= FLT_MAX
+        if not nonneg:
+            mn = r if r < 0.0 else float(_MIN(x, None))
+            mx = float(_MAX(x, None))
+            if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN
+                return None
+            r = max(-mn, mx)
+            if not r >= SYM_R_MIN:
+                return None
+        s = self.sf
+        s[()] = r / 127.0
+        self.inv[()] = 127.0 / r
+        return s.item(), 0.0, nonneg
+
+    def _asymmetric(self, x: np.ndarray, top) -> tuple[float, float, bool] | None:
+        top()
+        v = self.top.item()
+        s = self.sf
+        if NONNEG_MAX_MIN <= v <= FLT_MAX:  # no sign bit: min >= 0, max v, nonneg_row_params inline
+            s[()] = v / 255.0
+            sf = s.item()
+            self.inv[()] = 1.0 / sf
+            return sf, -128.0, True
+        mn = v if v < 0.0 else float(_MIN(x, None))  # a negative top is the row's min
+        mx = float(_MAX(x, None))
+        if mn >= 0.0:  # -0.0 among nonnegative values
+            p = nonneg_row_params(mx, self.f32_0d)
+            if p is None:
+                return None
+            s[()], self.inv[()] = p
+            return p[0], -128.0, True
+        p = asymmetric_row_params(mn, mx, self.f32_0d)
+        if p is None:
+            return None
+        sf, self.inv[()], zp = p
+        s[()] = sf
+        self.lo[()] = -128.0 - zp
+        self.hi[()] = 127.0 - zp
+        return sf, zp, False
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,38 +485,33 @@ class BatchRowQuantizer:
     """``batch_quantize_floats`` of one batch row (the whole input of a one-batch hybrid CONV_2D or
     DEPTHWISE_CONV_2D, flattened), written into a destination of the input's shape as ``q`` (symmetric) or
     ``q - zp`` (asymmetric, what the conv kernels multiply), in 4 (symmetric) or 6 (asymmetric) numpy calls
-    bound once (``calls``) after the row's scalars (``scalars``, Python floats). The same values as
-    batch_quantize_floats followed by ``q - zp`` (conv/common.quantize_batches), bit for bit:
+    bound once (``calls``), or 3 (``nonneg_calls``) for a row RowScalars calls nonneg, after the row's scalars
+    (``scalars``, RowScalars). The same values as batch_quantize_floats followed by ``q - zp``
+    (conv/common.quantize_batches), bit for bit:
 
-    - the scalars: symmetric ``R = max(-min, max)``, ``sf = f32(R / 127)``, ``inv = f32(127 / R)`` (a double
-      quotient of two floats rounded once to float32 is the float32 quotient: 53 >= 2 * 24 + 2); asymmetric:
-      asymmetric_row_params;
     - ``v = f32(x * inv)``; ``trunc(v + copysign(half, v))`` with ``half`` 0.5 on the 8-wide columns and HALF_DOWN
       (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
     - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
       then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
-    - asymmetric, a row with ``min >= 0`` (a ReLU's output; ``scalars`` returns its sf negated to say so):
-      ``rmin = 0`` makes ``zp = -128`` (nonneg_row_params) and ``q - zp = trunc(v + half)`` in 3 calls
-      (``nonneg_calls``):
-      ``v >= 0`` (or -0.0, where both give +0.0), so the sign is the half's; ``f32(rmax - 0) = rmax``, so
-      ``v <= f32(rmax * inv)``: 255 (1 + 2^-24)^3 for a normal scale, up to ~255.00007 where the float32 scale is
-      denormal (its rounding error reaches ~2^-22 there), always < 255.5, and ``0 <= round(v) <= 255``: the clamp to
-      ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum with ``+0.5`` is never -0.0.
-
-    ``scalars`` returns None (the caller takes the general path) for a row outside ``SYM_R_MIN <= R < inf``
-    (all zeros, tiny, inf or NaN) or one asymmetric_row_params declines."""
+      without it (``plus_zero`` False: the caller's bias has no -0.0 element) a -0.0 there only turns zero
+      products and a sum of zeros to -0.0, which the scaling keeps a zero and ``+ bias`` makes the bias (or +0.0);
+    - a nonneg row (RowScalars: asymmetric, min >= 0, zp = -128; symmetric, no sign bit in the row):
+      ``trunc(v + half)`` in 3 calls (``nonneg_calls``): ``v >= 0`` (or -0.0, asymmetric only, where both give
+      +0.0 after the ``+ zp``), so the sign is the half's; symmetric: ``v < 127.5`` as above; asymmetric:
+      ``f32(rmax - 0) = rmax``, so ``v <= f32(rmax * inv)``: 255 (1 + 2^-24)^3 for a normal scale, up to
+      ~255.00007 where the float32 scale is denormal (its rounding error reaches ~2^-22 there), always < 255.5,
+      and ``0 <= round(v) <= 255``: the clamp to ``[-128 - zp, 127 - zp] = [0, 255]`` never binds, and a sum
+      with ``+0.5`` is never -0.0."""
 
     asymmetric: bool
     half: np.ndarray  # () 0.5, or the input's shape: 0.5 on the 8-wide columns of the flat row, HALF_DOWN on the tail
-    f32_0d: np.ndarray  # () float32 scratch: rounds a Python float to float32
-    inv: np.ndarray  # () float32
-    lo: np.ndarray  # () float32: -128 - zp
-    hi: np.ndarray  # () float32: 127 - zp
+    scalars: RowScalars
     h: np.ndarray  # the input's shape, float32: copysign(half, v)
+    plus_zero: bool  # asymmetric: + 0.0 after the clamp (a -0.0 of q - zp could show in the output)
 
     @staticmethod
-    def build(shape: tuple, asymmetric: bool) -> BatchRowQuantizer:
+    def build(shape: tuple, asymmetric: bool, plus_zero: bool = True) -> BatchRowQuantizer:
         k = int(np.prod(shape))
         if k % 8:
             half = np.full(k, HALF_DOWN[np.dtype(np.float32)], np.float32)
@@ -445,58 +519,30 @@ class BatchRowQuantizer:
             half = half.reshape(shape)
         else:
             half = _HALF_F32
-        f32 = np.float32
-        z = np.zeros((), f32)
-        return BatchRowQuantizer(asymmetric, half, z, z.copy(), z.copy(), z.copy(), np.empty(shape, f32))
-
-    def scalars(self, x: np.ndarray) -> float | None:
-        """The row's inv (and the clamp bounds) into the 0-d buffers; returns sf as a Python float (a float32
-        value; asymmetric: negated where ``nonneg_calls`` apply instead of ``calls``), or None for a row the
-        general path takes."""
-        mn, mx = float(np.minimum.reduce(x, None)), float(np.maximum.reduce(x, None))
-        f = self.f32_0d
-        if self.asymmetric:
-            if mn >= 0.0:  # zp = -128: nonneg_calls
-                p = nonneg_row_params(mx, f)
-                if p is None:
-                    return None
-                self.inv[()] = p[1]
-                return -p[0]
-            p = asymmetric_row_params(mn, mx, f)
-            if p is None:
-                return None
-            sf, self.inv[()], zp = p
-            self.lo[()] = -128.0 - zp
-            self.hi[()] = 127.0 - zp
-            return sf
-        if not (-FLT_MAX <= mn and mx <= FLT_MAX):  # inf or NaN (NaN propagates into both reductions)
-            return None
-        r = max(-mn, mx)
-        if not r >= SYM_R_MIN:
-            return None
-        f[()] = r / 127.0
-        self.inv[()] = 127.0 / r
-        return f.item()
+        scalars = RowScalars.build(asymmetric)
+        return BatchRowQuantizer(asymmetric, half, scalars, np.empty(shape, np.float32), plus_zero)
 
     def calls(self, x: np.ndarray, dest: np.ndarray) -> list:
         """The quantized row into ``dest`` (``x``'s shape, float32, any layout) as (function, args, kwargs)
         triples (ops/bound_plan's form), once ``scalars`` ran for ``x``."""
-        o = "out"
+        o, s = "out", self.scalars
         calls = [
-            (np.multiply, (x, self.inv), {o: dest}),
+            (np.multiply, (x, s.inv), {o: dest}),
             (np.copysign, (self.half, dest), {o: self.h}),
             (np.add, (dest, self.h), {o: dest}),
             (np.trunc, (dest,), {o: dest}),
         ]
         if self.asymmetric:
-            calls += [(clip_ufunc, (dest, self.lo, self.hi), {o: dest}), (np.add, (dest, _ZERO_F32), {o: dest})]
+            calls.append((clip_ufunc, (dest, s.lo, s.hi), {o: dest}))
+            if self.plus_zero:
+                calls.append((np.add, (dest, _ZERO_F32), {o: dest}))
         return calls
 
     def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:
-        """``calls`` for an asymmetric row with ``min >= 0`` (``scalars`` returned sf negated): ``trunc(v + half)``."""
+        """``calls`` for a row ``scalars`` called nonneg: ``trunc(v + half)``."""
         o = "out"
         return [
-            (np.multiply, (x, self.inv), {o: dest}),
+            (np.multiply, (x, self.scalars.inv), {o: dest}),
             (np.add, (dest, self.half), {o: dest}),
             (np.trunc, (dest,), {o: dest}),
         ]

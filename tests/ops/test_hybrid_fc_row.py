@@ -43,6 +43,11 @@ def weights(kind: str, units: int, depth: int, rng) -> np.ndarray:
         w = rng.integers(-127, 128, (units, depth)).astype(I8)
         w[0] = 0
         return w
+    if kind == "pos-unit":  # unit 0: 0 on column 0, positive elsewhere (every term of a tiny-negative row's dot -0.0)
+        w = rng.integers(-127, 128, (units, depth)).astype(I8)
+        w[0] = rng.integers(1, 128, depth)
+        w[0, 0] = 0
+        return w
     if kind == "pm127":  # +127, -127, ...: row sums 0 (or 127), sum|w| = 127 * depth
         return np.resize(np.array([127, -127], I8), (units, depth))
     return np.full((units, depth), int(kind), I8)  # "127", "-128": partial sums at the bound
@@ -110,6 +115,10 @@ CASES = {
     "asym-nonneg-below-max-min": (24, 5, "symmetric", False, True, 0, "nonneg-below-max-min", "float32"),
     "asym-nonneg-flt-max": (24, 5, "symmetric", False, True, 0, "nonneg-flt-max", "float32"),
     "asym-signed-zero-and-positive": (19, 4, "symmetric", True, False, 0, "signed-zero-positive", "float32"),
+    # a signed row multiplied shifted (clip(round(v), -128 - zp, 127 - zp)): q - zp = -0.0 where round(v) is, every
+    # term of unit 0's dot product a zero (-0.0): + 0.0 without bias; a -0.0 bias element turns shifted off
+    "asym-tiny-negative-shifted": (24, 4, "pos-unit", False, False, 0, "tiny-negative", "float32"),
+    "asym-tiny-negative-bias-negative-zero": (24, 4, "pos-unit", True, True, 0, "tiny-negative", "float32"),
     "asym-fallback-zero-row": (30, 5, "symmetric", False, True, 0, "zeros", "float32"),
     "asym-fallback-tiny": (30, 5, "symmetric", False, True, 0, "tiny", "float32"),
 }
@@ -119,21 +128,23 @@ UNSHIFTED = {
     "asym-unshifted-1032",
     "asym-unshifted-lane-wrap-2100",
     "asym-f32-classifier-1280",  # 255 * sum|w| past 2^24 with its float32 product
+    "asym-tiny-negative-bias-negative-zero",
 }
 
 
-#: row kind -> the plan FullyConnectedHybridRow._scalars picks for an asymmetric row (5: nonneg_calls, 4: the signed
+#: row kind -> the plan FullyConnectedHybridRow._scalars picks for an asymmetric row (4: nonneg_calls, 3: the signed
 #: calls, None: the general path)
 PLANS = {
-    "positive": 5,
-    "nonneg-ties": 5,
-    "nonneg-zeros": 5,
-    "min-just-negative": 4,
-    "nonneg-at-max-min": 5,
+    "positive": 4,
+    "nonneg-ties": 4,
+    "nonneg-zeros": 4,
+    "min-just-negative": 3,
+    "nonneg-at-max-min": 4,
     "nonneg-below-max-min": None,
-    "nonneg-flt-max": 5,
-    "signed-zero-positive": 5,
-    "normal": 4,
+    "nonneg-flt-max": 4,
+    "signed-zero-positive": 4,
+    "normal": 3,
+    "tiny-negative": 3,
     "zeros": None,
 }
 _BELOW_MAX_MIN = float(np.nextafter(F32(NONNEG_MAX_MIN), F32(0)))
@@ -148,6 +159,10 @@ def row(kind: str, depth: int, rng) -> np.ndarray:
         return x
     if kind == "zeros":
         return np.zeros(depth, F32)
+    if kind == "tiny-negative":  # round(v) = -0.0 but at column 0 (the min): shifted, q - zp = -0.0
+        x = np.full(depth, -1e-6, F32)
+        x[0] = -5.0
+        return x
     if kind == "plus-minus-2":
         return np.where(rng.random(depth) < 0.5, -2.0, 2.0).astype(F32)
     x = rng.standard_normal(depth).astype(F32)
@@ -198,7 +213,7 @@ def test_hybrid_fc_row_bit_exact(case):
     if kind == "zero-unit":
         s_w = -s_w  # a negative product scale turns a 0 dot product into -0.0
     bias = rng.standard_normal(units).astype(F32) if with_bias else None
-    if bias is not None and kind == "zero-unit":
+    if bias is not None and kind in ("zero-unit", "pos-unit"):
         bias[0] = -0.0  # -0.0 + -0.0: RELU (std::max(0.0f, -0.0f)) gives +0.0, RELU_N1_TO_1 keeps -0.0
     opts = {"fused_activation_function": act, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
     w_q = quant(s_w, np.zeros(n, int))
@@ -298,8 +313,8 @@ def test_nonneg_max_min_is_the_edge_of_nonneg_row_params():
         ([np.inf, 1.0, 2.0], None),
         ([-np.inf, 1.0, 2.0], None),
         ([-0.0, 0.0, -0.0], None),  # the top is -0.0: the float reductions, min == max == 0
-        ([-0.0, 0.5, 2.0], 5),  # the top is -0.0: the float reductions, min >= 0
-        ([-3.0, 0.5, -7.0], 4),  # the top is the min, -7.0
+        ([-0.0, 0.5, 2.0], 4),  # the top is -0.0: the float reductions, min >= 0
+        ([-3.0, 0.5, -7.0], 3),  # the top is the min, -7.0
     ],
     ids=["nan-neg", "negnan-pos", "nan-pos", "inf", "-inf", "zeros", "negzero-pos", "neg"],
 )
@@ -321,5 +336,36 @@ def test_asymmetric_row_top_classification(values, plan):
     expect = asymmetric_row_params(float(x.min()), float(x.max()), np.zeros((), F32))
     assert (expect is None) == (plan is None)
     if expect is not None:
-        assert (float(prepared.sf), float(prepared.inv)) == expect[:2]
-        assert prepared.qq[-1] == (0.0 if expect[2] == -128.0 and prepared.shifted else expect[2])
+        assert (float(prepared.row.sf), float(prepared.row.inv)) == expect[:2]
+        assert prepared.shifted and prepared.qq[-1] == 0.0  # q - zp with a zero point column of 0
+        if plan == 3:  # the signed calls' clamp: [-128 - zp, 127 - zp]
+            assert (float(prepared.row.lo), float(prepared.row.hi)) == (-128.0 - expect[2], 127.0 - expect[2])
+
+
+@pytest.mark.parametrize("asym", [False, True], ids=["symmetric", "asymmetric"])
+def test_hybrid_fc_row_direct_calls_on_other_arrays(asym):
+    """The op called on arrays other than those its plans are bound to (bound anew to them, ops/bound_plan's
+    contract): signed, nonneg (no sign bit), -0.0 among positives and declined rows each equal the general op's
+    result byte for byte, and the interpreter's own arrays afterwards equal BUILTIN_REF."""
+    rng = np.random.default_rng(7)
+    depth, units = 21, 6
+    w = weights("symmetric", units, depth, rng)
+    bias = rng.standard_normal(units).astype(F32)
+    opts = {"fused_activation_function": 0, "keep_num_dims": False, "asymmetric_quantize_inputs": asym}
+    model = fc_model((1, depth), F32, None, w, I8, quant(0.02, 0), bias, None, (1, units), F32, None, opts)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    (prepared,) = it._subgraphs[0].prepared_ops.values()
+    x0 = row("normal", depth, rng).reshape(1, depth)
+    it.set_tensor(it.get_input_details()[0]["index"], x0)
+    it.invoke()
+    for kind in ("normal", "positive", "signed-zero-positive", "zeros", "tiny"):
+        x = row(kind, depth, rng).reshape(1, depth)
+        got, want = np.full((1, units), np.nan, F32), np.full((1, units), np.nan, F32)
+        with np.errstate(all="ignore"):  # as an invoke runs it
+            prepared([x], [got])
+            prepared.general([x], [want])
+        assert got.tobytes() == want.tobytes(), kind
+    it.invoke()
+    (theirs,) = run_litert(model, [x0])
+    assert it.get_tensor(it.get_output_details()[0]["index"]).tobytes() == theirs.tobytes()

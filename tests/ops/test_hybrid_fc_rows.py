@@ -3,8 +3,8 @@ for bit, and its quantizer (quant.hybrid.AsymmetricRowsQuantizer) against batch_
 
 Cases: per-tensor and per-channel scales, the 8-wide rounding and the roundf tail, the SSE -128 fix and the zero
 point as extra product columns, the float32 product at its bound and float64 past it, the zero-point clamps, the
-fused activations, no bias, and rows the quantizer declines (an all-zero row, a range just below RANGE_MIN; a
-range just above it is taken)."""
+fused activations, no bias, and rows the quantizer declines (AsymmetricRowsQuantizer.finite: an all-zero row, a
+range just below NONNEG_MAX_MIN, where ``1 / f32(range / 255)`` overflows float32; a range at it is taken)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from litert_py import Interpreter
-from litert_py.quant.hybrid import RANGE_MIN, AsymmetricRowsQuantizer, batch_quantize_floats
+from litert_py.quant.hybrid import NONNEG_MAX_MIN, AsymmetricRowsQuantizer, batch_quantize_floats
 from tests.ops.test_fully_connected import fc_model
 from tests.ops.test_hybrid_fc_row import row, tie_row, weights
 from tests.oracle import oracle, quant, run_litert, run_ours
 
 F32, I8 = np.float32, np.int8
-#: a float32 range just below / just above RANGE_MIN
-BELOW, ABOVE = np.nextafter(F32(RANGE_MIN), F32(0)), np.nextafter(F32(RANGE_MIN), F32(1))
+#: a float32 range just below / at NONNEG_MAX_MIN (the smallest range whose ``1 / f32(range / 255)`` is finite)
+BELOW, ABOVE = np.nextafter(F32(NONNEG_MAX_MIN), F32(0)), F32(NONNEG_MAX_MIN)
 
 #: id -> (rows, depth, units, weights, per_channel, bias, activation, row kinds, product dtype)
 CASES = {
@@ -34,8 +34,8 @@ CASES = {
     "3x512-f32-at-bound": (3, 512, 3, "127", False, False, 0, ("plus-minus-2", "positive"), "float32"),
     "3x1024-f64-mixed": (3, 1024, 4, "mixed", True, True, 0, ("plus-minus-2", "normal"), "float64"),
     "4x30-fallback-zero-row": (4, 30, 5, "symmetric", False, True, 0, ("normal", "zeros"), "float32"),
-    "3x30-fallback-below-range-min": (3, 30, 5, "symmetric", True, True, 0, ("normal", "below"), "float32"),
-    "3x30-above-range-min": (3, 30, 5, "symmetric", False, True, 0, ("normal", "above"), "float32"),
+    "3x30-fallback-below-nonneg-max-min": (3, 30, 5, "symmetric", True, True, 0, ("normal", "below"), "float32"),
+    "3x30-at-nonneg-max-min": (3, 30, 5, "symmetric", False, True, 0, ("normal", "above"), "float32"),
 }
 
 
@@ -123,7 +123,7 @@ def test_asymmetric_rows_quantizer_equals_batch_quantize_floats():
             x = np.round(x * 4) / 4 + F32(0.25)  # ties at q = n + 0.5
         for dtype in (np.float32, np.float64):
             qq = np.zeros((n, depth + 2), dtype)
-            quantize = AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1])
+            quantize = AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:])
             assert quantize(x)
             q, sf, zp = batch_quantize_floats(x, True)
             assert np.array_equal(qq[:, :depth].astype(F32).view(np.int32), q.view(np.int32))
@@ -137,9 +137,13 @@ def test_asymmetric_rows_quantizer_declines(bad):
     x[1] = 0
     x[1, 3] = bad
     qq = np.zeros((2, 9), F32)
-    assert not AsymmetricRowsQuantizer.build(qq, np.zeros(2, F32))(x)
+    assert not AsymmetricRowsQuantizer.build(qq, np.zeros((2, 1), F32))(x)
     x[1, 3] = ABOVE
-    assert AsymmetricRowsQuantizer.build(qq, np.zeros(2, F32))(x)
+    quantize = AsymmetricRowsQuantizer.build(qq, np.zeros((2, 1), F32))
+    assert quantize(x)
+    q, sf, zp = batch_quantize_floats(x, True)
+    assert qq.tobytes() == q.tobytes() and quantize.sf.tobytes() == sf.tobytes()
+    assert quantize.zp[:, 0].tobytes() == zp.tobytes()
 
 
 def test_hybrid_fc_rows_bound_plan_across_invokes():
@@ -220,7 +224,7 @@ def test_zero_point_from_the_nearer_bound():
             assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), (start, ours, theirs)
     _, _, zp = batch_quantize_floats(x, True)  # the general path too
     qq = np.zeros((len(x), 17), F32)
-    assert AsymmetricRowsQuantizer.build(qq[:, :16], qq[:, -1])(x)
+    assert AsymmetricRowsQuantizer.build(qq[:, :16], qq[:, -1:])(x)
     assert np.array_equal(qq[:, -1], zp)
 
 

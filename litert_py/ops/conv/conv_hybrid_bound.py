@@ -31,19 +31,19 @@ class _HybridRowBound:
     fields ``general``, ``quantizer``, ``scale``, ``filter_scale``, ``in_shape``, ``out_shape``): ``rest_calls``
     (the subclass's) lists the calls after the quantization into the array it returns."""
 
-    _bound = None  # (input, output, plan, plan for a row with min >= 0 or None), or None
+    _bound = None  # (input, output, the row's scalars (RowScalars.bind), plan, plan for a nonneg row), or None
 
     def bind(self, inputs, outputs) -> None:
-        """The quantization (BatchRowQuantizer's ``calls``, and its ``nonneg_calls`` when asymmetric) and
-        ``rest_calls`` bound once to ``inputs[0]`` and ``outputs[0]`` (C-contiguous float32 arrays of the op's
-        sizes, else no plan: the general op)."""
+        """The row's scalars (quant.hybrid.RowScalars), the quantization (BatchRowQuantizer's ``calls``, or its
+        ``nonneg_calls``) and ``rest_calls`` bound once to ``inputs[0]`` and ``outputs[0]`` (C-contiguous float32
+        arrays of the op's sizes, else no plan: the general op)."""
         x, out = inputs[INPUT], outputs[OUTPUT]
         bound = None
         if bindable(x, out, int(np.prod(self.in_shape)), int(np.prod(self.out_shape))):
             x4 = x.reshape(self.in_shape)
             q, rest = self.rest_calls(out.reshape(self.out_shape))
-            nonneg = bound_plan(self.quantizer.nonneg_calls(x4, q) + rest) if self.quantizer.asymmetric else None
-            bound = (x, out, bound_plan(self.quantizer.calls(x4, q) + rest), nonneg)
+            plans = [bound_plan(c(x4, q) + rest) for c in (self.quantizer.calls, self.quantizer.nonneg_calls)]
+            bound = (x, out, self.quantizer.scalars.bind(x4), *plans)
         object.__setattr__(self, "_bound", bound)
 
     def __call__(self, inputs, outputs):
@@ -53,14 +53,12 @@ class _HybridRowBound:
             b = self._bound
             if b is None:
                 return self.general(inputs, outputs)
-        sf = self.quantizer.scalars(b[0])
-        if sf is None:
+        s = b[2]()
+        if s is None:
             return self.general(inputs, outputs)
-        plan = b[2]
-        if sf < 0.0:  # a row with min >= 0 (asymmetric): BatchRowQuantizer.nonneg_calls
-            sf, plan = -sf, b[3]
+        sf = s[0]
         self.scale[()] = sf if self.filter_scale is None else sf * self.filter_scale
-        for call in plan:
+        for call in b[4] if s[2] else b[3]:
             call()
 
 
@@ -86,7 +84,7 @@ class ConvHybridBound(_HybridRowBound):
         per_channel = general.channel_scale is not None
         return ConvHybridBound(
             general,
-            BatchRowQuantizer.build(in_shape, per_channel),
+            BatchRowQuantizer.build(in_shape, per_channel, shows_negative_zero(general.bias)),
             np.zeros(in_shape, np.float32),
             np.zeros((), np.float32),
             None if per_channel else float(general.filter_scale),
@@ -133,7 +131,7 @@ class DepthwiseConvHybridBound(_HybridRowBound):
         direct = taps.fill is not None and taps.fill.shape == tuple(in_shape)
         return DepthwiseConvHybridBound(
             general,
-            BatchRowQuantizer.build(in_shape, True),
+            BatchRowQuantizer.build(in_shape, True, shows_negative_zero(general.bias)),
             None if direct else np.zeros(in_shape, np.float32),
             np.zeros((), np.float32),
             np.zeros(general.scale.shape, np.float32),
@@ -158,6 +156,13 @@ class DepthwiseConvHybridBound(_HybridRowBound):
             calls.append((np.add, (out, g.bias), {"out": out}))
         calls.append((clip_ufunc, (out, g.out_min, g.out_max), {"out": out}))
         return q, calls
+
+
+def shows_negative_zero(bias: np.ndarray | None) -> bool:
+    """Whether a sum of -0.0 products (``q - zp`` of -0.0) can reach the output: without a bias (``-0.0 * scale``
+    stays a zero of its sign) or at a -0.0 bias element (``-0.0 + -0.0``); a bias without -0.0 adds to a zero of
+    either sign the same float (BatchRowQuantizer's ``plus_zero``)."""
+    return bias is None or bool(np.signbit(bias[bias == 0]).any())
 
 
 def prepare_conv_hybrid_bound(ctx, geo, groups: int):

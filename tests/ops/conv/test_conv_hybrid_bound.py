@@ -33,7 +33,7 @@ def row(kind: str, shape: tuple, asymmetric: bool, rng) -> np.ndarray:
         # and +-0.49999997 (the 8-wide rounding gives 1, the roundf tail 0)
         vals = [127.0, -128.0 if asymmetric else -127.0, 2.5, -3.5, 0.49999997, -0.49999997, 0.5, -0.5]
         if kind == "nonneg-ties":
-            vals = [255.0, 0.0, 2.5, 3.5, 0.49999997, 1.5, 0.5, 0.0]
+            vals = [255.0 if asymmetric else 127.0, 0.0, 2.5, 3.5, 0.49999997, 1.5, 0.5, 0.0]
         flat[:] = np.resize(np.array(vals, F32), flat.size)
         flat[-2:] = 0.49999997
         return x
@@ -77,10 +77,12 @@ def row(kind: str, shape: tuple, asymmetric: bool, rng) -> np.ndarray:
     raise ValueError(kind)
 
 
-def _case(op, hwc, kernel, kind, path, stride=1, padding=1, per_channel=True, bias=True, act=0, filt="normal"):
+def _case(
+    op, hwc, kernel, kind, path, stride=1, padding=1, per_channel=True, bias=True, act=0, filt="normal", neg_zero=True
+):
     """A CASES entry: (op, (h, w, c), (kh, kw, out_c or multiplier), stride, padding (0 SAME, 1 VALID),
-    per_channel, bias, activation, row kind, expected path, filter kind)."""
-    return op, hwc, kernel, stride, padding, per_channel, bias, act, kind, path, filt
+    per_channel, bias, activation, row kind, expected path, filter kind, a -0.0 bias element (with a bias))."""
+    return op, hwc, kernel, stride, padding, per_channel, bias, act, kind, path, filt, neg_zero
 
 
 #: id -> _case(...)
@@ -95,7 +97,16 @@ CASES = {
         "CONV_2D", (4, 4, 8), (3, 3, 6), "signed-zeros", "signed", padding=0, per_channel=False, filt="neg"
     ),
     "conv-per-tensor-ties-tail": _case("CONV_2D", (3, 3, 5), (1, 1, 7), "ties", "signed", per_channel=False),
-    "conv-per-tensor-above": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "above", "signed", per_channel=False),
+    "conv-per-tensor-above": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "above", "nonneg", per_channel=False),
+    # symmetric rows without a sign bit (RowScalars' uint32 max is their max): nonneg_calls; a -0.0 among them keeps
+    # its sign in q (the signed calls)
+    "conv-per-tensor-nonneg-relu": _case("CONV_2D", (4, 4, 8), (3, 3, 6), "nonneg", "nonneg", per_channel=False),
+    "conv-per-tensor-nonneg-ties-tail": _case(
+        "CONV_2D", (3, 3, 5), (1, 1, 7), "nonneg-ties", "nonneg", per_channel=False, filt="neg"
+    ),
+    "conv-per-tensor-nonneg-zeros": _case(
+        "CONV_2D", (4, 4, 8), (1, 1, 6), "nonneg-zeros", "signed", per_channel=False, filt="neg"
+    ),
     "conv-per-tensor-below": _case("CONV_2D", (2, 2, 4), (1, 1, 3), "below", "general", per_channel=False),
     "conv-f64-gemm": _case("CONV_2D", (3, 3, 300), (1, 1, 4), "signed", "signed", filt="127"),
     "conv-zeros": _case("CONV_2D", (4, 4, 8), (1, 1, 8), "zeros", "general"),
@@ -124,13 +135,27 @@ CASES = {
     "dw-taps-nonneg-ties-tail": _case("DEPTHWISE_CONV_2D", (3, 3, 3), (2, 2, 1), "nonneg-ties", "nonneg"),
     "conv-nonneg-ties-tail": _case("CONV_2D", (3, 3, 5), (1, 1, 4), "nonneg-ties", "nonneg"),
     "conv-tiny-negative": _case("CONV_2D", (4, 4, 3), (1, 1, 4), "tiny-negative", "signed", filt="pos"),
+    # a bias without -0.0 (and +0.0 in it): the signed calls drop their + 0.0 (BatchRowQuantizer.plus_zero), q - zp
+    # keeps -0.0 where round(v) is -0.0: -0.0 products and sums, which + bias turns into the reference's floats
+    "conv-tiny-negative-bias": _case(
+        "CONV_2D", (4, 4, 3), (1, 1, 4), "tiny-negative", "signed", filt="pos", neg_zero=False
+    ),
+    "conv-3x3-tiny-negative-bias": _case(
+        "CONV_2D", (5, 5, 3), (3, 3, 4), "tiny-negative", "signed", padding=0, filt="pos", neg_zero=False
+    ),
+    "dw-taps-tiny-negative-bias": _case(
+        "DEPTHWISE_CONV_2D", (40, 40, 20), (3, 3, 1), "tiny-negative", "signed", padding=0, filt="pos", neg_zero=False
+    ),
+    "dw-einsum-tiny-negative-bias-relu": _case(
+        "DEPTHWISE_CONV_2D", (6, 6, 48), (3, 3, 1), "tiny-negative", "signed", padding=0, act=1, neg_zero=False
+    ),
     "dw-zeros": _case("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "zeros", "general", padding=0),
     "dw-inf": _case("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "inf", "general", padding=0),
 }
 
 
 def case_of(name: str, rng) -> dict:
-    op, (h, w, c), (kh, kw, o), stride, padding, per_channel, has_bias, act, kind, _, f_kind = CASES[name]
+    op, (h, w, c), (kh, kw, o), stride, padding, per_channel, has_bias, act, kind, _, f_kind, neg_zero = CASES[name]
     depthwise = op == "DEPTHWISE_CONV_2D"
     out_c = c * o if depthwise else o
     f_shape = (1, kh, kw, out_c) if depthwise else (out_c, kh, kw, c)
@@ -160,8 +185,10 @@ def case_of(name: str, rng) -> dict:
     if depthwise:
         options["depth_multiplier"] = o
     bias = (rng.standard_normal(out_c) * 0.1).astype(F32) if has_bias else None
-    if bias is not None:
+    if bias is not None and neg_zero:
         bias[0] = -0.0  # + (-0.0): a -0.0 sum stays -0.0
+    elif bias is not None:
+        bias[0] = 0.0  # + 0.0: a -0.0 sum becomes +0.0
     return {
         "op": op,
         "x": row(kind, (1, h, w, c), per_channel or depthwise, rng),
@@ -187,9 +214,11 @@ def test_hybrid_conv_bound(name):
     it.allocate_tensors()
     (op,) = it._subgraphs[0].prepared_ops.values()
     assert isinstance(op, DepthwiseConvHybridBound if case["op"] == "DEPTHWISE_CONV_2D" else ConvHybridBound)
+    neg_zero = case["bias"] is None or bool(np.signbit(case["bias"][case["bias"] == 0]).any())
+    assert op.quantizer.plus_zero == neg_zero
     x = case["x"]
-    sf = op.quantizer.scalars(x)
-    assert {None: "general", True: "nonneg", False: "signed"}[None if sf is None else sf < 0] == path
+    s = op.quantizer.scalars(x)
+    assert {None: "general", True: "nonneg", False: "signed"}[None if s is None else s[2]] == path
     ours = []
     for _ in range(2):  # the bound plan (the second invoke reuses it)
         it.set_tensor(it.get_input_details()[0]["index"], x)
