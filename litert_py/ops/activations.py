@@ -194,6 +194,21 @@ class ArithmeticThenActivation:
                     for call in p[4]:
                         call()
             return
+        self._unbound(inputs, outputs)
+
+    @property
+    def chainable(self) -> bool:
+        """A TANH step's bound call is its plan alone (ops/bound_chain.py); a LOGISTIC's branches on its check."""
+        return self.t is None
+
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The TANH step's bound plan when bound to these arrays (ops/bound_chain.py), else None."""
+        p = self._bound
+        if p is not None and p[4] is None and p[0] is inputs[0] and p[1] is inputs[1] and p[2] is outputs[OUTPUT]:
+            return p[3]
+        return None
+
+    def _unbound(self, inputs, outputs):
         t = outputs[OUTPUT] if self.t is None else self.t
         if self.indices is None:
             a, b = inputs

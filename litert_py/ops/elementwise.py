@@ -145,6 +145,13 @@ class Arithmetic:
         if self.clamp is not None:
             clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
 
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The bound plan when bound to these arrays (ops/bound_chain.py), else None."""
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT1] and b[1] is inputs[INPUT2] and b[2] is outputs[OUTPUT]:
+            return b[3]
+        return None
+
     def with_clamp(self, lo, hi):
         """float32 only: this op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""
         return _narrowed(self, lo, hi)
@@ -195,6 +202,14 @@ class ArithmeticViews:
         out, a, b = self._args
         self.ufunc(a, b, out)
         clip_ufunc(out, self.clamp[0], self.clamp[1], out)
+
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The two calls on the views when bound to these arrays (ops/bound_chain.py), else None."""
+        bound = self._bound
+        if bound is None or bound[0] is not inputs[0] or bound[1] is not inputs[1] or bound[2] is not outputs[OUTPUT]:
+            return None
+        out, a, b = self._args
+        return bound_plan([(self.ufunc, (a, b), {"out": out}), (clip_ufunc, (out, *self.clamp), {"out": out})])
 
     def with_clamp(self, lo, hi):
         """This op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""

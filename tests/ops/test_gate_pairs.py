@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import litert_py
+from litert_py.ops.bound_chain import member_ops
 from litert_py.ops.gate_pairs import LogisticPair
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
@@ -46,7 +47,8 @@ def _run(model: bytes, feeds, **kw):
             it.set_tensor(d["index"], v)
         it.invoke()
         outs.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
-    return [type(op).__name__ for _, op in it._subgraphs[0].steps_nodes], outs
+    names = [type(op).__name__ for op in member_ops(it._subgraphs[0].steps_nodes)]
+    return names, outs  # a BoundChain's members named (ops/bound_chain.py)
 
 
 def _feeds(rng, rows: int) -> list:
