@@ -123,6 +123,18 @@ def test_planned_loop_matches_oracle_and_general_path(seed, nested, starts, shap
             assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def _both_paths(model: bytes, monkeypatch):
+    """(general, an allocated interpreter of ``model``): on the planned path, then on the general path (no loop
+    plan: SubgraphRuntime.run per iteration), each used while it is yielded."""
+    for general in (False, True):
+        with monkeypatch.context() as m:
+            if general:
+                m.setattr(While, "_loop_plan", lambda self: None)
+            it = litert_py.Interpreter(model_content=model)
+            it.allocate_tensors()
+            yield general, it
+
+
 def test_cond_inputs_after_a_failing_cond(monkeypatch):
     """flags all true: cond's GATHER reads flags[6] and fails. The error names cond's node; cond's inputs (x, which
     cond does not read, included) hold the values the failing cond saw, as on the general path; the interpreter
@@ -130,25 +142,20 @@ def test_cond_inputs_after_a_failing_cond(monkeypatch):
     model = _while_model((2,), F32)
     x = np.array([0.5, -1.25], F32)
     seen = []
-    for general in (False, True):
-        with monkeypatch.context() as m:
-            if general:
-                m.setattr(While, "_loop_plan", lambda self: None)
-            it = litert_py.Interpreter(model_content=model)
-            it.allocate_tensors()
-            for k, v in enumerate([I32(1), _flags(6), x]):
-                it.set_tensor(k, v)
-            with pytest.raises(InvokeError, match=r"Node number 0 \(GATHER\) failed to invoke"):
-                it.invoke()
-            seen.append([it.get_tensor(k, subgraph_index=1) for k in range(3)])
-            it.set_tensor(1, _flags(3))
+    for _, it in _both_paths(model, monkeypatch):
+        for k, v in enumerate([I32(1), _flags(6), x]):
+            it.set_tensor(k, v)
+        with pytest.raises(InvokeError, match=r"Node number 0 \(GATHER\) failed to invoke"):
             it.invoke()
-            assert_close(
-                [it.get_tensor(d["index"]) for d in it.get_output_details()],
-                run_litert(model, [I32(1), _flags(3), x]),
-                rtol=0,
-                atol=0,
-            )
+        seen.append([it.get_tensor(k, subgraph_index=1) for k in range(3)])
+        it.set_tensor(1, _flags(3))
+        it.invoke()
+        assert_close(
+            [it.get_tensor(d["index"]) for d in it.get_output_details()],
+            run_litert(model, [I32(1), _flags(3), x]),
+            rtol=0,
+            atol=0,
+        )
     expected = x
     for _ in range(5):  # i = 1 .. 5 ran the body
         expected = expected * F32(2) + F32(1)
@@ -158,8 +165,10 @@ def test_cond_inputs_after_a_failing_cond(monkeypatch):
     assert seen[0][2].tobytes() == seen[1][2].tobytes()
 
 
-def _endless_counter() -> bytes:
-    """WHILE i >= 0: i += 1, x += 1 (cond reads only i): x - i stays what it was whenever cond's inputs are read."""
+def _counter(cancel_at_5: bool = False) -> bytes:
+    """WHILE i >= 0: i += 1, x += 1 (cond reads only i): x - i stays what it was whenever cond's inputs are read.
+    ``cancel_at_5``: the body writes x's output first, then i = LitertPyTestCancelAt5(i) + 1, cancelled inside
+    the body of the iteration where i == 5, after x's output was written."""
     b = ModelBuilder()
     i, x = b.input("i", (), I32), b.input("x", (2,), F32)
     outs = [b.tensor("i_o", (), I32), b.tensor("x_o", (2,), F32)]
@@ -173,8 +182,12 @@ def _endless_counter() -> bytes:
     b.subgraph("body")
     bi, bx = b.input("i", (), I32), b.input("x", (2,), F32)
     i2, x2 = b.tensor("i2", (), I32), b.tensor("x2", (2,), F32)
-    b.op("ADD", [bi, b.const("one", I32(1))], [i2])
     b.op("ADD", [bx, b.const("one_x", np.full((), 1, F32))], [x2])
+    if cancel_at_5:
+        t = b.tensor("t", (), I32)
+        b.op("CUSTOM", [bi], [t], custom_code="LitertPyTestCancelAt5")
+        bi = t
+    b.op("ADD", [bi, b.const("one", I32(1))], [i2])
     b.output(i2, x2)
     return b.build()
 
@@ -182,7 +195,7 @@ def _endless_counter() -> bytes:
 def test_cond_inputs_after_a_cancel():
     """A deadline stops the endless loop wherever it is (in cond, in the body, between them): cond's unread input x
     then holds the values of the iteration its read input i shows (x - i unchanged; exact below 2**24)."""
-    it = litert_py.Interpreter(model_content=_endless_counter())
+    it = litert_py.Interpreter(model_content=_counter())
     it.allocate_tensors()
     for trial in range(3):
         it.set_tensor(0, I32(3))
@@ -211,29 +224,6 @@ class _CancelAt:
             assert self.interpreter.cancel() is True
 
 
-def _cancelling_counter() -> bytes:
-    """WHILE i >= 0: x += 1, then i = LitertPyTestCancelAt5(i) + 1: cancelled inside the body of the iteration
-    where i == 5, after the body's output x was written."""
-    b = ModelBuilder()
-    i, x = b.input("i", (), I32), b.input("x", (2,), F32)
-    outs = [b.tensor("i_o", (), I32), b.tensor("x_o", (2,), F32)]
-    b.op("WHILE", [i, x], outs, dict(cond_subgraph_index=1, body_subgraph_index=2))
-    b.output(*outs)
-    b.subgraph("cond")
-    ci, _ = b.input("i", (), I32), b.input("x", (2,), F32)
-    c = b.tensor("c", (), np.bool_)
-    b.op("GREATER_EQUAL", [ci, b.const("zero", I32(0))], [c])
-    b.output(c)
-    b.subgraph("body")
-    bi, bx = b.input("i", (), I32), b.input("x", (2,), F32)
-    t, i2, x2 = b.tensor("t", (), I32), b.tensor("i2", (), I32), b.tensor("x2", (2,), F32)
-    b.op("ADD", [bx, b.const("one_x", np.full((), 1, F32))], [x2])
-    b.op("CUSTOM", [bi], [t], custom_code="LitertPyTestCancelAt5")
-    b.op("ADD", [t, b.const("one", I32(1))], [i2])
-    b.output(i2, x2)
-    return b.build()
-
-
 def test_cond_inputs_after_a_cancel_inside_the_body(monkeypatch):
     """Cancelled in the body's third iteration after it wrote x's output: cond's inputs hold that iteration's values
     (i = 5, x = x0 + 2), not the half-written outputs, on both paths; the interpreter stays usable."""
@@ -243,24 +233,19 @@ def test_cond_inputs_after_a_cancel_inside_the_body(monkeypatch):
         return _CancelAt(ctx.runtime, 5)
 
     litert_py.register_custom_op("LitertPyTestCancelAt5", prepare)
-    model = _cancelling_counter()
+    model = _counter(cancel_at_5=True)
     x0 = np.array([0.5, 10.0], F32)
-    for general in (False, True):
-        with monkeypatch.context() as m:
-            if general:
-                m.setattr(While, "_loop_plan", lambda self: None)
-            it = litert_py.Interpreter(model_content=model)
-            it.allocate_tensors()
-            it.set_tensor(0, I32(3))
-            it.set_tensor(1, x0)
-            with pytest.raises(CancelledError):
-                it.invoke()
-            assert int(it.get_tensor(0, subgraph_index=1)) == 5
-            np.testing.assert_array_equal(it.get_tensor(1, subgraph_index=1), x0 + F32(2))
-            assert (it._subgraphs[0].prepared_ops[0]._plan is None) is general
-            it.set_tensor(0, I32(-1))
+    for general, it in _both_paths(model, monkeypatch):
+        it.set_tensor(0, I32(3))
+        it.set_tensor(1, x0)
+        with pytest.raises(CancelledError):
             it.invoke()
-            np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[1]["index"]), x0)
+        assert int(it.get_tensor(0, subgraph_index=1)) == 5
+        np.testing.assert_array_equal(it.get_tensor(1, subgraph_index=1), x0 + F32(2))
+        assert (it._subgraphs[0].prepared_ops[0]._plan is None) is general
+        it.set_tensor(0, I32(-1))
+        it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[1]["index"]), x0)
 
 
 @pytest.mark.parametrize("case", ["swap", "grow"])

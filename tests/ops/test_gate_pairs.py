@@ -14,6 +14,7 @@ from litert_py.ops.bound_chain import member_ops
 from litert_py.ops.gate_pairs import LogisticPair
 from litert_py.schema.builder import ModelBuilder
 from tests.compare import assert_close
+from tests.ops.test_bound_chain import _run as run_feeds
 from tests.ops.test_split_views import _binary, _fc_split, _unary
 from tests.oracle import run_litert
 
@@ -39,16 +40,9 @@ def _gates_model(first: int, second: int, op: str = "ADD", act2: str = "LOGISTIC
 
 
 def _run(model: bytes, feeds, **kw):
-    it = litert_py.Interpreter(model_content=model, **kw)
-    it.allocate_tensors()
-    outs = []
-    for values in feeds:
-        for d, v in zip(it.get_input_details(), values):
-            it.set_tensor(d["index"], v)
-        it.invoke()
-        outs.append([it.get_tensor(d["index"]) for d in it.get_output_details()])
-    names = [type(op).__name__ for op in member_ops(it._subgraphs[0].steps_nodes)]
-    return names, outs  # a BoundChain's members named (ops/bound_chain.py)
+    """Our step ops' names (a BoundChain's members named: ops/bound_chain.py) and outputs on each feed in turn."""
+    it, outs = run_feeds(model, feeds, **kw)
+    return [type(op).__name__ for op in member_ops(it._subgraphs[0].steps_nodes)], outs
 
 
 def _feeds(rng, rows: int) -> list:
