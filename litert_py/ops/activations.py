@@ -156,16 +156,59 @@ class ArithmeticThenActivation:
     indices: tuple | None = None  # per input: the basic index of its view, or None (read as bound)
     _operands = None  # bind's (a, b) views when ``indices`` is set
     _sources = None  # the inputs they were made of
+    _bound = None  # bind's (input 0, input 1, output, calls, LOGISTIC's main-branch calls or None)
 
     def bind(self, inputs, outputs) -> None:
+        """The views (``indices``), the activation bound to the scratch, and the step's calls as one bound plan:
+        the ufunc, the clamp, then TANH in place, or LogisticFloatSmall's check calls (its main-branch calls run
+        when no value is flagged, else LogisticFloat's call, as LogisticFloatSmall's own call does)."""
         if self.indices is not None:
             object.__setattr__(self, "_operands", operand_views(inputs, self.indices))
             object.__setattr__(self, "_sources", (inputs[0], inputs[1]))
         bind = getattr(self.act, "bind", None)
         if bind is not None:
             bind([self.t], outputs)
+        out, plan = outputs[OUTPUT], None
+        a, b = self._operands if self.indices is not None else (inputs[0], inputs[1])
+        if a is not None and b is not None and out is not None:
+            t = out if self.t is None else self.t
+            calls = [(self.ufunc, (a, b), {"out": t})]
+            if self.clamp is not None:
+                calls.append((clip_ufunc, (t, self.clamp[0], self.clamp[1]), {"out": t}))
+            if self.t is None:
+                plan = (inputs[0], inputs[1], out, bound_plan([*calls, (np.tanh, (t,), {"out": t})]), None)
+            elif type(self.act) is LogisticFloatSmall and self.act._bound is not None:
+                _, _, check, main = self.act._bound
+                plan = (inputs[0], inputs[1], out, bound_plan(calls) + check, main)
+        object.__setattr__(self, "_bound", plan)
 
     def __call__(self, inputs, outputs):
+        p = self._bound
+        if p is not None and p[0] is inputs[0] and p[1] is inputs[1] and p[2] is outputs[OUTPUT]:
+            for call in p[3]:
+                call()
+            if p[4] is not None:
+                if _count_nonzero(self.act.low):
+                    LogisticFloat.__call__(self.act, [self.t], outputs)
+                else:
+                    for call in p[4]:
+                        call()
+            return
+        self._unbound(inputs, outputs)
+
+    @property
+    def chainable(self) -> bool:
+        """A TANH step's bound call is its plan alone (ops/bound_chain.py); a LOGISTIC's branches on its check."""
+        return self.t is None
+
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The TANH step's bound plan when bound to these arrays (ops/bound_chain.py), else None."""
+        p = self._bound
+        if p is not None and p[4] is None and p[0] is inputs[0] and p[1] is inputs[1] and p[2] is outputs[OUTPUT]:
+            return p[3]
+        return None
+
+    def _unbound(self, inputs, outputs):
         t = outputs[OUTPUT] if self.t is None else self.t
         if self.indices is None:
             a, b = inputs

@@ -23,6 +23,7 @@ Sources matched: tensorflow/lite/kernels/call_once.cc, while.cc, if.cc, control_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -65,16 +66,32 @@ def prepare_call_once(ctx: OpContext) -> PreparedOp:
     return CallOnce(ctx.runtime, k)
 
 
-# -- WHILE ------------------------------------------------------------------------------------------
+# -- WHILE ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class While:
+    """The loop. With static loop values and no swap, prepared cond and body (``_loop_plan``) the loop runs their
+    prepared steps itself (``_run_planned``): per iteration the body's inputs are refreshed from its outputs by bound
+    assignments (a loop value the body passes through unchanged is not copied), cond's inputs only where cond reads
+    them (``cond_read``: an input some node of cond reads or writes, cond's output, a variable); cond's other inputs
+    get the loop values once when the loop is left, also by an error or a cancel (the values cond last saw). The
+    tensors of cond and body then read back as after ``SubgraphRuntime.run`` (cond's inputs: the final loop values;
+    the body's: the values of its last run). Otherwise each iteration calls ``run`` (shapes checked, re-prepared
+    when they change)."""
+
     cond: object  # SubgraphRuntime
     body: object
     dynamic: bool  # the body changes shapes: outputs are new arrays
     copy: bool  # a body output is another position's input tensor (a swap): copy the values between runs
     guard: object = None  # ctx.cancel_guard: cancel() is tested once per iteration
+    cond_read: tuple = ()  # per loop value: cond reads its input tensor (copied at every iteration)
+    _plan = None  # _loop_plan's (cond.tensors, body.tensors, the plan) for the arrays it was made of
 
     def __call__(self, inputs, outputs):
+        if not (self.dynamic or self.copy):
+            plan = self._loop_plan()
+            if plan is not None and all(a.shape == d.shape for a, d in zip(inputs, plan[1])):
+                self._run_planned(plan, inputs, outputs)
+                return
         values = inputs
         cond, body, guard = self.cond, self.body, self.guard
         # Without aliasing no copies between iterations: body.run writes its input tensors from the previous
@@ -86,6 +103,73 @@ class While:
             if self.copy:
                 values = [np.array(v, copy=True) for v in values]
         store_outputs(outputs, values, self.dynamic)
+
+    def _loop_plan(self):
+        """(cond's input arrays, the body's input arrays, its output arrays, cond's output as a 1-element view,
+        the positions cond reads, the ones it does not, the body's input refreshes, cond's) while cond and body
+        stay prepared as they were (their tensor lists unchanged), else made anew; None when either is not
+        prepared with bound inputs and outputs (a deferred subgraph) or the plan does not apply."""
+        cond, body, cached = self.cond, self.body, self._plan
+        if cached is not None and cached[0] is cond.tensors and cached[1] is body.tensors:
+            if cond.allocated and body.allocated:
+                return cached[2]
+        if cond is body or not (cond.allocated and body.allocated) or cond.deferred or body.deferred:
+            return None
+        if cond._bound_io is None or body._bound_io is None:
+            return None
+        cond_in, (flag,) = cond._bound_io
+        body_in, body_out = body._bound_io
+        if any(a.shape != b.shape for a, b in zip(cond_in, body_in)) or flag.size != 1:
+            return None
+        read = [k for k, r in enumerate(self.cond_read) if r]
+        unread = [k for k, r in enumerate(self.cond_read) if not r]
+        body_copies = tuple(partial(d.__setitem__, Ellipsis, a) for d, a in zip(body_in, body_out) if d is not a)
+        cond_copies = tuple(partial(cond_in[k].__setitem__, Ellipsis, body_out[k]) for k in read)
+        plan = (list(cond_in), list(body_in), body_out, flag.reshape(-1), read, unread, body_copies, cond_copies)
+        object.__setattr__(self, "_plan", (cond.tensors, body.tensors, plan))
+        return plan
+
+    def _run_planned(self, plan, inputs, outputs) -> None:
+        cond_in, body_in, body_out, flag, read, unread, body_copies, cond_copies = plan
+        run_cond, run_body, guard = self.cond._invoke_steps, self.body._invoke_steps, self.guard
+        values = inputs  # the loop values cond saw last (for its unread inputs when the loop is left)
+        try:
+            for k in read:
+                cond_in[k][...] = inputs[k]
+            run_cond()
+            if flag[0]:
+                for d, a in zip(body_in, inputs):
+                    d[...] = a
+                values = body_in
+                while True:
+                    if guard is not None and guard.requested is not None:  # no iteration cap, as in TFLite
+                        guard.check_cancelled()
+                    run_body()
+                    values = body_out
+                    for call in cond_copies:
+                        call()
+                    run_cond()
+                    if not flag[0]:
+                        break
+                    for call in body_copies:
+                        call()
+                    values = body_in  # the same values, while the body overwrites its outputs
+        finally:
+            for k in unread:
+                cond_in[k][...] = values[k]
+        store_outputs(outputs, values, False)
+
+
+def _cond_reads(cond) -> tuple:
+    """Per input of the cond subgraph: whether its tensor is read (or written) by a node of cond, is cond's output,
+    a variable or an input listed twice (copied at every iteration: While._run_planned)."""
+    sg = cond.sg
+    used = set(sg.outputs)
+    for op in sg.operators:
+        used.update(op.inputs)
+        used.update(op.outputs)
+        used.update(op.intermediates)
+    return tuple(i in used or sg.tensors[i].is_variable or list(sg.inputs).count(i) > 1 for i in sg.inputs)
 
 
 @register(BuiltinOperator.WHILE, stateful=True)
@@ -118,7 +202,7 @@ def prepare_while(ctx: OpContext) -> PreparedOp:
             ctx.set_output_shape(k, s)
     ins, outs_idx = list(body.sg.inputs), list(body.sg.outputs)
     swapped = any(o in ins and ins.index(o) != k for k, o in enumerate(outs_idx)) or len(set(ins)) != len(ins)
-    return While(cond, body, dynamic, swapped, ctx.cancel_guard)
+    return While(cond, body, dynamic, swapped, ctx.cancel_guard, _cond_reads(cond))
 
 
 # -- IF ---------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ from ..schema.dtypes import TensorType
 from ..schema.model import ActivationFunctionType as Act
 from ..schema.model import BuiltinOperator
 from .activation_fusion import intersect
-from .bound_plan import BoundCalls2, contiguous_source
+from .bound_plan import BoundCalls2, bound_plan, contiguous_source
 from .common import clip_ufunc, flat_views, operand_views, prepare_binary, scalar_operand
 from .elementwise_quantized import (
     PREPARE_QUANTIZED,
@@ -118,11 +118,39 @@ class Arithmetic:
     ufunc: np.ufunc
     clamp: tuple | None  # (lo, hi) of the output dtype: scalars, for float 0-d arrays
 
+    _bound = None  # bind's (a, b, out, their calls as a bound plan), or None
+
+    def bind(self, inputs, outputs) -> None:
+        """The ufunc and the clamp as a bound plan (ops/bound_plan.bound_plan: partial objects, ``out`` by position)
+        on the arrays of the step (ops/fusion.bind_steps), 1-d views where no operand broadcasts (common.flat_views):
+        the same calls on the same memory, about 0.2 us less per call on a small tensor (a GRU's WHILE body)."""
+        a, b, out = inputs[INPUT1], inputs[INPUT2], outputs[OUTPUT]
+        bound = None
+        if a is not None and b is not None and out is not None:
+            o, x, y = flat_views(out, a, b)
+            calls = [(self.ufunc, (x, y), {"out": o})]
+            if self.clamp is not None:
+                calls.append((clip_ufunc, (o, self.clamp[0], self.clamp[1]), {"out": o}))
+            bound = (a, b, out, bound_plan(calls))
+        object.__setattr__(self, "_bound", bound)
+
     def __call__(self, inputs, outputs):
-        out = outputs[OUTPUT]
+        bound = self._bound
+        if bound is not None and bound[0] is inputs[INPUT1] and bound[1] is inputs[INPUT2] and bound[2] is outputs[0]:
+            for call in bound[3]:
+                call()
+            return
+        out = outputs[OUTPUT]  # other arrays (a direct call, the dynamic path): the same calls, made now
         self.ufunc(inputs[INPUT1], inputs[INPUT2], out=out)
         if self.clamp is not None:
             clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
+
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The bound plan when bound to these arrays (ops/bound_chain.py), else None."""
+        b = self._bound
+        if b is not None and b[0] is inputs[INPUT1] and b[1] is inputs[INPUT2] and b[2] is outputs[OUTPUT]:
+            return b[3]
+        return None
 
     def with_clamp(self, lo, hi):
         """float32 only: this op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""
@@ -174,6 +202,14 @@ class ArithmeticViews:
         out, a, b = self._args
         self.ufunc(a, b, out)
         clip_ufunc(out, self.clamp[0], self.clamp[1], out)
+
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The two calls on the views when bound to these arrays (ops/bound_chain.py), else None."""
+        bound = self._bound
+        if bound is None or bound[0] is not inputs[0] or bound[1] is not inputs[1] or bound[2] is not outputs[OUTPUT]:
+            return None
+        out, a, b = self._args
+        return bound_plan([(self.ufunc, (a, b), {"out": out}), (clip_ufunc, (out, *self.clamp), {"out": out})])
 
     def with_clamp(self, lo, hi):
         """This op clamping to [lo, hi] within its own range (ops/activation_fusion.py)."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -79,6 +80,20 @@ class FullyConnectedFloatRow:
     def __call__(self, inputs, outputs):
         self.head[...] = inputs[0]  # np.copyto's float32 values for a real input, without its dispatch
         _finish(self.row, self.weights, self.lo, self.hi, outputs[0], self.out_shape)
+
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """This call's three calls on these arrays as partial objects (ops/bound_chain.py), or None when the
+        output would be written through a copy (not C-contiguous)."""
+        x, out = inputs[0], outputs[0]
+        if x is None or out is None or not out.flags.c_contiguous:
+            return None
+        if out.shape != self.out_shape:
+            out = out.reshape(1, -1)
+        return (
+            partial(self.head.__setitem__, Ellipsis, x),
+            partial(self.row.dot, self.weights, out),
+            partial(clip_ufunc, out, self.lo, self.hi, out),
+        )
 
     def with_clamp(self, lo, hi):
         """This FC clamping to [lo, hi] within its own range (ops/activation_fusion.py), or None."""

@@ -13,6 +13,8 @@ copy a producer absorbed earlier no longer reaches fuse_ring_writes: only IntoRe
 from __future__ import annotations
 
 from .activation_fusion import fuse_activations
+from .bound_chain import fuse_bound_chains
+from .gate_pairs import fuse_logistic_pairs
 from .lut_fusion import fuse_table_chains
 from .ring_buffer import fuse_ring_buffers, fuse_ring_writes
 from .slice_views import fuse_concat_writes, fuse_feeding, fuse_reshape_stores, fuse_sibling_windows, fuse_slice_views
@@ -27,8 +29,10 @@ def fuse_steps(steps: list, infos: list, inputs, outputs) -> list:
     steps = fuse_table_chains(steps, infos, outputs)  # 8-bit table lookups composed into one (lut_fusion.py)
     steps = fuse_sibling_windows(steps, infos, outputs)  # MixConv's two depthwise kernels as one
     steps = fuse_feeding(steps, infos, outputs)  # values straight into the reader's GEMM rows; chains link up
+    steps = fuse_logistic_pairs(steps, infos, outputs)  # sibling arithmetic -> LOGISTIC gates as one (a GRU's)
     steps = fuse_reshape_stores(steps, infos, outputs)  # QUANTIZE, ... into a RESHAPE's output
-    return fuse_ring_writes(steps, infos, outputs)  # a block's frame into the next ring's tail
+    steps = fuse_ring_writes(steps, infos, outputs)  # a block's frame into the next ring's tail
+    return fuse_bound_chains(steps, infos, outputs)  # consecutive bound steps as one flat plan
 
 
 def bind_steps(steps: list) -> None:

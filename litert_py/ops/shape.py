@@ -109,6 +109,11 @@ class CopyReshaped:
             return
         np.copyto(outputs[0], inputs[INPUT].reshape(self.shape))
 
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The bound copy when bound to these arrays (ops/bound_chain.py), else None."""
+        b = self._bound
+        return (b[2],) if b is not None and b[0] is inputs[INPUT] and b[1] is outputs[0] else None
+
 
 # -- RESHAPE --------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from ..ops.bound_chain import member_steps
 from ..schema import dtypes
 
 
@@ -139,6 +140,8 @@ class _Instrumented:
 
     def __init__(self, interpreter):
         self.stats: dict[tuple[int, int], list] = {}
+        self.chained: dict[int, tuple] = {}  # subgraph -> its (steps, steps_nodes) with BoundChain steps
+        self.wrapped: dict[int, list] = {}  # subgraph -> the timed steps list put in their place
         self.stack: list[float] = []
         self.subs = [s for s in interpreter._subgraphs if s is not None]
         for sub in self.subs:
@@ -154,7 +157,11 @@ class _Instrumented:
     def _wrap(self, sub) -> None:
         nodes = getattr(sub, "steps_nodes", [])
         if not sub.deferred and len(sub.steps) == len(nodes):
-            sub.steps = [(self._timer(sub, n, op), ins, outs) for (op, ins, outs), (n, _) in zip(sub.steps, nodes)]
+            steps, nodes = member_steps(sub.steps, nodes)  # a BoundChain's nodes timed one by one
+            if steps is not sub.steps:
+                self.chained[sub.index] = (sub.steps, sub.steps_nodes)
+            sub.steps = [(self._timer(sub, n, op), ins, outs) for (op, ins, outs), (n, _) in zip(steps, nodes)]
+            self.wrapped[sub.index] = sub.steps
         sub.steps_nodes = [(n, self._timer(sub, n, op)) for n, op in nodes]
         cache = getattr(sub, "_deferred_cache", None)
         if cache:
@@ -172,6 +179,9 @@ class _Instrumented:
     def restore(self) -> None:
         for sub in self.subs:
             sub.__dict__.pop("_prepare_node", None)
+            chained = self.chained.get(sub.index)
+            if chained is not None and sub.steps is self.wrapped.get(sub.index):  # not prepared anew meanwhile
+                sub.steps, sub.steps_nodes = chained
             sub.steps = [(_unwrap(op), ins, outs) for op, ins, outs in sub.steps]
             sub.steps_nodes = [(n, _unwrap(op)) for n, op in getattr(sub, "steps_nodes", [])]
             sub.prepared_ops = {k: _unwrap(op) for k, op in sub.prepared_ops.items()}
