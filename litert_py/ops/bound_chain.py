@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .common import shares_input_bytes
+
 #: fewest consecutive chainable steps made one
 MIN_CHAIN = 2
 
@@ -73,9 +75,11 @@ def _chainable(op) -> bool:
     return hasattr(op, "chain_calls") and getattr(op, "chainable", True)
 
 
-def fuse_bound_chains(steps: list, infos: list, outputs) -> list:
+def fuse_bound_chains(steps: list, infos: list, inputs, outputs) -> list:
     """``steps``: the subgraph's (node, prepared op) list; returns it with each run of at least MIN_CHAIN
-    consecutive chainable steps as one BoundChain step at the run's place."""
+    consecutive chainable steps as one BoundChain step at the run's place. A RESHAPE copy whose output the arena
+    may share with its input (common.shares_input_bytes) is no member: it copies nothing then."""
+    sub_inputs, sub_outputs = set(inputs), set(outputs)
     out: list = []
     run: list = []
 
@@ -95,7 +99,7 @@ def fuse_bound_chains(steps: list, infos: list, outputs) -> list:
         run.clear()
 
     for node, op in steps:
-        if _chainable(op):
+        if _chainable(op) and not shares_input_bytes(node, op, sub_inputs, sub_outputs):
             run.append((node, op))
         else:
             flush()

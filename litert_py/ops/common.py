@@ -441,3 +441,21 @@ def small_gemm(rows: int):
     about 48 rows on ((64, 129) x (129, 128): 67 instead of 56 us). Both are BLAS sums: callers rely on sums
     exact in any order. ``out`` must be C-contiguous of the product's type (np.dot's rule)."""
     return np.dot if rows <= SMALL_GEMM_ROWS else np.matmul
+
+
+def shares_input_bytes(node, op, inputs, outputs) -> bool:
+    """Whether the arena may give the node's output its input's bytes (runtime/subgraph's _unmodified_aliases,
+    LiteRT's InputTensorCanBeShared): its prepared op copies its one input unchanged (``copies_input_unchanged``:
+    RESHAPE, SQUEEZE, EXPAND_DIMS of static shapes), the input is no subgraph input and the output no subgraph
+    output (``inputs`` / ``outputs``: sets of the subgraph's tensor indices). ops/bound_chain.fuse_bound_chains leaves
+    such steps out of its chains: shared, they copy nothing."""
+    ins, outs = node.operator.inputs, node.operator.outputs
+    return (
+        getattr(op, "copies_input_unchanged", False)
+        and len(outs) == 1
+        and bool(ins)
+        and ins[0] >= 0
+        and outs[0] >= 0
+        and ins[0] not in inputs
+        and outs[0] not in outputs
+    )

@@ -32,7 +32,7 @@ def fuse_steps(steps: list, infos: list, inputs, outputs) -> list:
     steps = fuse_logistic_pairs(steps, infos, outputs)  # sibling arithmetic -> LOGISTIC gates as one (a GRU's)
     steps = fuse_reshape_stores(steps, infos, outputs)  # QUANTIZE, ... into a RESHAPE's output
     steps = fuse_ring_writes(steps, infos, outputs)  # a block's frame into the next ring's tail
-    return fuse_bound_chains(steps, infos, outputs)  # consecutive bound steps as one flat plan
+    return fuse_bound_chains(steps, infos, inputs, outputs)  # consecutive bound steps as one flat plan
 
 
 def bind_steps(steps: list) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import FAILED_NODE, InvokeError, PrepareError, UnsupportedOpError
-from ..ops.common import reusable
+from ..ops.common import reusable, shares_input_bytes
 from ..ops.fusion import bind_steps, fuse_steps
 from ..ops.registry import KernelEntry, OpContext, TensorInfo, lookup
 from ..schema import dtypes
@@ -574,14 +574,11 @@ class SubgraphRuntime:
         inputs = set(self.sg.inputs)
         outputs = set(self.sg.outputs)
         for node, op in steps:
-            if not getattr(op, "copies_input_unchanged", False):
+            if not shares_input_bytes(node, op, inputs, outputs):
                 continue
-            ins, outs = node.operator.inputs, node.operator.outputs
-            if len(outs) != 1 or not ins or ins[0] < 0 or outs[0] < 0:
-                continue
-            x, y = ins[0], outs[0]
+            x, y = node.operator.inputs[0], node.operator.outputs[0]
             r = aliases.get(x, x)
-            if not (plannable(r) and plannable(y)) or x in inputs or y in outputs or y in inputs:
+            if not (plannable(r) and plannable(y)) or y in inputs:
                 continue
             a, b = self.infos[r], self.infos[y]
             if a.dtype != b.dtype or a.size != b.size:

@@ -21,7 +21,9 @@ SPECIAL = np.array([3e38, -3e38, np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-45, 0.5,
 
 def _chain_model(middle: str | None, fc: bool) -> bytes:
     """x (1, 8), h (1, 8), n (): [FC(x) ->] ADD(x, h) -> MUL(., h) -> SUB(1, .) -> [``middle`` activation of
-    DIV(., h) ->] RESHAPE (8,) -> MUL(., 2); an int32 ADD n + 1 after it. Outputs: the last MUL, the SUB and n + 1."""
+    DIV(., h) ->] RESHAPE (8,) -> MUL(., 2); an int32 ADD n + 1 after it. Outputs: the last MUL, the SUB, n + 1 and
+    the RESHAPE's (a model output stays a copy, a chain member; an intermediate would share its input's bytes and
+    split the chain: runtime/subgraph._unmodified_aliases)."""
     rng = np.random.default_rng(1)
     b = ModelBuilder()
     x, h, n = b.input("x", (1, 8), F32), b.input("h", (1, 8), F32), b.input("n", (), I32)
@@ -49,7 +51,7 @@ def _chain_model(middle: str | None, fc: bool) -> bytes:
     b.op("RESHAPE", [d2, b.const("shape", np.array([8], I32))], [r])
     b.op("MUL", [r, b.const("two", np.full((), 2, F32))], [o])
     b.op("ADD", [n, b.const("one_i", I32(1))], [n1])
-    b.output(o, d, n1)
+    b.output(o, d, n1, r)
     return b.build()
 
 
@@ -131,3 +133,26 @@ def test_profile_times_the_members_and_restores_the_chain():
     assert [s[0] for s in sub.steps] == [s[0] for s in steps] and isinstance(sub.steps[0][0], BoundChain)
     for a, c in zip([it.get_tensor(d["index"]) for d in it.get_output_details()], before):
         assert a.tobytes() == c.tobytes()
+
+
+def test_a_shared_reshape_splits_the_chain():
+    """The RESHAPE's output an intermediate: the arena shares its input's bytes (no copy), so it is no chain member;
+    the two chains around it give the unfused graph's bytes."""
+    b = ModelBuilder()
+    x, h = b.input("x", (1, 8), F32), b.input("h", (1, 8), F32)
+    s, p, r, o, q = (
+        b.tensor(n, sh, F32) for n, sh in (("s", (1, 8)), ("p", (1, 8)), ("r", (8,)), ("o", (8,)), ("q", (8,)))
+    )
+    b.op("ADD", [x, h], [s])
+    b.op("MUL", [s, h], [p])
+    b.op("RESHAPE", [p, b.const("shape", np.array([8], I32))], [r])
+    b.op("MUL", [r, b.const("two", np.full((), 2, F32))], [o])
+    b.op("ADD", [o, b.const("three", np.full((), 3, F32))], [q])
+    b.output(q)
+    model = b.build()
+    feeds = [[np.arange(8, dtype=F32).reshape(1, 8), np.full((1, 8), 0.5, F32)]]
+    it, ours = _run(model, feeds)
+    _, plain = _run(model, feeds, experimental_preserve_all_tensors=True)
+    names = [type(op).__name__ for op, _, _ in it._subgraphs[0].steps]
+    assert names == ["BoundChain", "SharedInput", "BoundChain"]
+    assert ours[0][0].tobytes() == plain[0][0].tobytes()

@@ -44,7 +44,7 @@ def test_shared_bytes_keep_the_values_while_read():
     assert report["shared_tensors"] == 1  # r shares t's bytes; x34 (the graph input's reshape) stays a copy
     sub = it._subgraphs[0]
     names = [type(op).__name__ for op, _, _ in sub.steps]
-    assert names.count("CopyReshaped") == 1 and names.count("SharedInput") == 1  # the node stays (profiles)
+    assert names.count("SharedInput") == 1  # the node stays (profiles); x34's copy runs (in a chain or alone)
     sub.plan.check()
     rng = np.random.default_rng(0)
     for _ in range(3):  # several invokes: the shared bytes are rewritten by their producer each time
