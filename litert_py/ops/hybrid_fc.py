@@ -192,11 +192,12 @@ def augmented_weights(general: FullyConnectedHybrid, wi: np.ndarray) -> np.ndarr
 
 
 def _shifted_exact(wi: np.ndarray, row_sums: np.ndarray, dtype) -> bool:
-    """Whether FullyConnectedHybridRow may multiply a row with min >= 0 (zero point -128) as ``q + 128 =
-    trunc(v + half)`` in [0, 255] with a zero point column of 0 (one call less: no ``- 128``): its product
-    ``sum (q + 128) w`` equals ``sum q w - zp * row_sums = sum q w + 128 row_sums`` when the SSE row sums are the
-    true sums (no int16 lane wrapped), and is exact in ``dtype`` when ``255 * sum|w|`` (every partial sum's bound)
-    is. Without the SSE -128 fix (the caller's test), whose columns read q itself."""
+    """Whether FullyConnectedHybridRow may multiply its rows shifted, ``q - zp`` with a zero point column of 0: a
+    row with min >= 0 (zero point -128) as ``q + 128 = trunc(v + half)`` in [0, 255] (one call less: no
+    ``- 128``), a signed row as ``clip(round(v), -128 - zp, 127 - zp)`` (5 calls instead of 7). The product
+    ``sum (q - zp) w`` equals ``sum q w - zp * row_sums`` when the SSE row sums are the true sums (no int16 lane
+    wrapped), and is exact in ``dtype`` when ``255 * sum|w|`` (every partial sum's bound: |q - zp| <= 255) is.
+    Without the SSE -128 fix (the caller's test), whose columns read q itself."""
     exact = np.abs(wi, dtype=np.float64).sum(axis=1) * 255.0
     same = np.array_equal(np.asarray(row_sums, np.float64), wi.sum(axis=1, dtype=np.float64))
     return same and exact_gemm_dtype(exact) in (np.dtype(dtype), np.dtype(np.float32))
@@ -411,7 +412,9 @@ class FullyConnectedHybridRows:
     augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
     as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
     range below NONNEG_MAX_MIN or past FLT_MAX, inf or NaN: AsymmetricRowsQuantizer.finite), take the general path
-    (``general``): every result equals FullyConnectedHybrid's."""
+    (``general``): every result equals FullyConnectedHybrid's. The quantizer's calls run before that test, so a
+    direct call outside an invoke (whose fp errors are quiet) may warn (divide by zero) on such rows: the values are
+    the general path's."""
 
     general: FullyConnectedHybrid
     quantize: AsymmetricRowsQuantizer

@@ -3,7 +3,8 @@ quant.hybrid.BatchRowQuantizer) byte for byte against the general ops they wrap 
 DepthwiseConvHybrid, run on the same input) and against BUILTIN_REF (exactly: the same quantized inputs, integer
 sums and float32 operation order).
 
-Each case names the path its row takes: "signed" (BatchRowQuantizer.calls), "nonneg" (min >= 0: nonneg_calls,
+Each case names the path its row takes: "signed" (BatchRowQuantizer.calls), "nonneg" (no element with its sign
+bit set, or asymmetric min >= 0: nonneg_calls,
 whose clamp never binds; -0.0 elements and exact zeros among them), "general" (rows the quantizer declines: all
 zeros, a range just below the bound, inf, NaN). The bounds: a row whose min is 0.0 takes nonneg, one whose min is
 -1e-30 the signed path; a symmetric range just above SYM_R_MIN is taken, just below it is not."""
