@@ -30,7 +30,13 @@ import numpy as np
 from ..schema import dtypes
 from ..schema.model import BuiltinOperator
 from .registry import OpContext, PreparedOp, register
-from .subgraph_call import callee_runtime, check_subgraph_io_types, store_outputs, subgraph_output_infos
+from .subgraph_call import (
+    called_subgraphs,
+    callee_runtime,
+    check_subgraph_io_types,
+    store_outputs,
+    subgraph_output_infos,
+)
 
 
 # -- CALL_ONCE --------------------------------------------------------------------------------------
@@ -81,7 +87,8 @@ class While:
     cond: object  # SubgraphRuntime
     body: object
     dynamic: bool  # the body changes shapes: outputs are new arrays
-    copy: bool  # a body output is another position's input tensor (a swap): copy the values between runs
+    copy: bool  # a swap (a body output is another position's input tensor: copy the values between runs), or cond
+    # or body called again from inside the loop (re-prepared there): the general loop
     guard: object = None  # ctx.cancel_guard: cancel() is tested once per iteration
     cond_read: tuple = ()  # per loop value: cond reads its input tensor (copied at every iteration)
     _plan = None  # _loop_plan's (cond.tensors, body.tensors, the plan) for the arrays it was made of
@@ -202,7 +209,10 @@ def prepare_while(ctx: OpContext) -> PreparedOp:
             ctx.set_output_shape(k, s)
     ins, outs_idx = list(body.sg.inputs), list(body.sg.outputs)
     swapped = any(o in ins and ins.index(o) != k for k, o in enumerate(outs_idx)) or len(set(ins)) != len(ins)
-    return While(cond, body, dynamic, swapped, ctx.cancel_guard, _cond_reads(cond))
+    # cond or body run again from inside the loop (a nested WHILE sharing them) re-prepare it mid-loop: no plan
+    inner = called_subgraphs(ctx.model, cond.index) | called_subgraphs(ctx.model, body.index)
+    reentrant = cond.index in inner or body.index in inner
+    return While(cond, body, dynamic, swapped or reentrant, ctx.cancel_guard, _cond_reads(cond))
 
 
 # -- IF ---------------------------------------------------------------------------------------------

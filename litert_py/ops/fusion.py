@@ -6,8 +6,9 @@ arena). SubgraphRuntime.prepare runs them unless ``experimental_preserve_all_ten
 The order matters: the ring buffers and slice views first (they change which op reads which tensor), the clamp
 activations before ``fuse_feeding`` (so FC -> RELU -> FC still links into one chain; it also lets producers store
 through a RESHAPE copy that alone reads them, ops/into_reshape.py: the int8 convs and pair tables, the folded FC,
-BATCH_MATMUL, one-value lookups), the remaining stores into a RESHAPE's output and a ring buffer's tail last (a
-copy a producer absorbed earlier no longer reaches fuse_ring_writes: only IntoReshaped writes into a ring's tail).
+BATCH_MATMUL, one-value lookups), then the sibling LOGISTIC gates, the remaining stores into a RESHAPE's output and
+a ring buffer's tail (a copy a producer absorbed earlier no longer reaches fuse_ring_writes: only IntoReshaped
+writes into a ring's tail), and the bound chains last (they take whatever steps are left as they are).
 """
 
 from __future__ import annotations

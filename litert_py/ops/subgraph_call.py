@@ -22,21 +22,28 @@ def _subgraph_refs(op) -> list[int]:
     return refs
 
 
-def callee_runtime(ctx: OpContext, k: int):
-    """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
-    model = ctx.model
+def called_subgraphs(model, k: int) -> set[int]:
+    """The subgraphs subgraph ``k`` calls, directly or through others (``k`` itself only if it is on a cycle)."""
     n = len(model.subgraphs)
-    ctx.check(0 <= k < n, f"subgraph index {k} out of range [0, {n})")
-    seen, todo = set(), [k]
+    seen: set[int] = set()
+    todo = [r for op in model.subgraphs[k].operators for r in _subgraph_refs(op) if 0 <= r < n]
     while todo:
         s = todo.pop()
-        if s == ctx.subgraph_index:
-            raise ctx.fail(f"subgraph {ctx.subgraph_index} calls itself recursively through subgraph {k}")
         if s in seen:
             continue
         seen.add(s)
         for op in model.subgraphs[s].operators:
             todo.extend(r for r in _subgraph_refs(op) if 0 <= r < n)
+    return seen
+
+
+def callee_runtime(ctx: OpContext, k: int):
+    """The runtime of subgraph ``k``, after checking that it never calls back into the caller's subgraph."""
+    model = ctx.model
+    n = len(model.subgraphs)
+    ctx.check(0 <= k < n, f"subgraph index {k} out of range [0, {n})")
+    if k == ctx.subgraph_index or ctx.subgraph_index in called_subgraphs(model, k):
+        raise ctx.fail(f"subgraph {ctx.subgraph_index} calls itself recursively through subgraph {k}")
     return ctx.subgraph(k)
 
 

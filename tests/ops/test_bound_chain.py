@@ -130,6 +130,7 @@ def test_profile_times_the_members_and_restores_the_chain():
     prof = it.profile(runs=2, warmup=0)
     assert [r.op for r in prof.nodes] == [n.name for n in sub.nodes if n.index in {r.node for r in prof.nodes}]
     assert len(prof.nodes) == len(steps[0][0].ops) == 8  # FC, ADD, MUL, SUB, DIV (its TANH fused), RESHAPE, MUL, ADD
+    assert all(r.calls == 1 for r in prof.nodes)  # each member timed once per run (calls are per run)
     assert [s[0] for s in sub.steps] == [s[0] for s in steps] and isinstance(sub.steps[0][0], BoundChain)
     for a, c in zip([it.get_tensor(d["index"]) for d in it.get_output_details()], before):
         assert a.tobytes() == c.tobytes()

@@ -261,3 +261,50 @@ def test_outside_the_plan(case, monkeypatch):
     ours, _, plans = _run(model, [inputs], False, monkeypatch)
     assert plans == [None]
     assert_close(ours[0], run_litert(model, inputs), rtol=0, atol=0)
+
+
+def test_cond_shared_with_an_inner_loop_takes_the_general_loop():
+    """One cond subgraph (i < 3) used by an outer WHILE over (i, x[2]) and by a WHILE inside its body over (j, y[3]):
+    the inner loop re-prepares cond for y's shape mid-loop, so the outer loop is not planned (a plan would read a
+    stale flag and never end). LiteRT refuses this model; by hand: the inner loop gives y = [3, 3, 3] (sum 9), the
+    outer adds it three times: x = [1, 2] + 27."""
+    from litert_py.schema.builder import ModelBuilder
+
+    i32, f32 = np.int32, np.float32
+    b = ModelBuilder()
+    i, x = b.input("i", (), i32), b.input("x", (2,), f32)
+    outs = [b.tensor("io", (), i32), b.tensor("xo", (2,), f32)]
+    b.op("WHILE", [i, x], outs, dict(cond_subgraph_index=1, body_subgraph_index=2))
+    b.output(*outs)
+    b.subgraph("cond")
+    ci = b.input("i", (), i32)
+    b.input("v", (2,), f32)
+    c = b.tensor("c", (), np.bool_)
+    b.op("LESS", [ci, b.const("three", i32(3))], [c])
+    b.output(c)
+    b.subgraph("body")
+    bi, bx = b.input("i", (), i32), b.input("x", (2,), f32)
+    i2, x2, j_o, y_o, s = (
+        b.tensor(n, sh, t)
+        for n, sh, t in (("i2", (), i32), ("x2", (2,), f32), ("jo", (), i32), ("yo", (3,), f32), ("s", (1,), f32))
+    )
+    b.op("ADD", [bi, b.const("one", i32(1))], [i2])
+    inner = dict(cond_subgraph_index=1, body_subgraph_index=3)
+    b.op("WHILE", [b.const("j0", i32(0)), b.const("y0", np.zeros(3, f32))], [j_o, y_o], inner)
+    b.op("SUM", [y_o, b.const("ax", np.array([0], i32))], [s], dict(keep_dims=True))
+    b.op("ADD", [bx, s], [x2])
+    b.output(i2, x2)
+    b.subgraph("inner_body")
+    bj, by = b.input("j", (), i32), b.input("y", (3,), f32)
+    j2, y2 = b.tensor("j2", (), i32), b.tensor("y2", (3,), f32)
+    b.op("ADD", [bj, b.const("one", i32(1))], [j2])
+    b.op("ADD", [by, b.const("onef", np.ones(3, f32))], [y2])
+    b.output(j2, y2)
+    it = litert_py.Interpreter(model_content=b.build())
+    it.allocate_tensors()
+    for _ in range(3):  # the second invoke hung with a plan
+        it.set_tensor(0, i32(0))
+        it.set_tensor(1, np.array([1.0, 2.0], f32))
+        it.invoke()
+        got = [it.get_tensor(d["index"]) for d in it.get_output_details()]
+        assert int(got[0]) == 3 and got[1].tolist() == [28.0, 29.0]
