@@ -136,8 +136,10 @@ class FullyConnectedFloatRowChain:
             clip_ufunc(out, lo, hi, out)
         dot, weights, lo, hi, out_shape = self.end  # _finish inlined: one Python call less per invoke
         out = outputs[0]
-        if out.shape != out_shape:  # an output that is not (1, units): written through a reshaped view
-            out = out.reshape(1, -1)
+        if out.shape != out_shape or not out.flags.c_contiguous:
+            if not out.flags.c_contiguous:  # a direct call's strided output
+                return _finish(self.last.row, weights, lo, hi, out, out_shape)
+            out = out.reshape(1, -1)  # an output that is not (1, units): written through a reshaped view
         dot(weights, out)
         clip_ufunc(out, lo, hi, out)
 
@@ -148,8 +150,13 @@ class FullyConnectedFloatRowChain:
 
 
 def _finish(row, weights, lo, hi, out, out_shape) -> None:
-    if out.shape != out_shape:  # an output that is not (1, units): written through a reshaped view
-        out = out.reshape(1, -1)
+    if out.shape != out_shape or not out.flags.c_contiguous:
+        if not out.flags.c_contiguous:  # a direct call's strided output: dot writes C-contiguous arrays only
+            values = row.dot(weights)
+            clip_ufunc(values, lo, hi, values)
+            out[...] = values.reshape(out.shape)
+            return
+        out = out.reshape(1, -1)  # an output that is not (1, units): written through a reshaped view
     row.dot(weights, out)  # positional out: ~0.1 us less per call than out=
     clip_ufunc(out, lo, hi, out)
 

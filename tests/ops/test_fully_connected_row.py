@@ -223,3 +223,26 @@ def test_chain_link_clamps_an_overflow_to_flt_max(first_act):
         got.append(it.get_tensor(it.get_output_details()[0]["index"]))
     assert got[0].tobytes() == got[1].tobytes() and got[0][0, 0] == 2.0
     assert_close(got, [run_litert(model, [feed])[0]] * 2)
+
+
+def test_direct_call_on_a_strided_output():
+    """A direct call on a strided output view (not C-contiguous: ndarray.dot refuses it as ``out``): the values go
+    through a buffer, the row FC's and a chain's; the step between columns keeps its bytes."""
+    from litert_py.ops.fully_connected_row import prepare_float_row
+
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((4, 3)).astype(np.float32), np.ones(4, np.float32)
+    x = rng.standard_normal((1, 3)).astype(np.float32)
+    op = prepare_float_row((1, 3), w, b, 0, (1, 4))
+    big = np.full((1, 8), 7, np.float32)
+    op([x, None, None], [big[:, ::2]])
+    want = np.empty((1, 4), np.float32)
+    op([x, None, None], [want])
+    np.testing.assert_array_equal(big[:, ::2], want)
+    assert (big[:, 1::2] == 7).all()
+    chain = op.feeding(prepare_float_row((1, 4), w[:, :4].T.copy(), None, 0, (1, 3)))
+    big = np.full((1, 6), 7, np.float32)
+    chain([x, None, None], [big[:, ::2]])
+    want = np.empty((1, 3), np.float32)
+    chain([x, None, None], [want])
+    np.testing.assert_array_equal(big[:, ::2], want)
