@@ -54,6 +54,7 @@ import numpy as np
 
 from ...quant import (
     Requantizer,
+    batch_quantize_floats,
     dtype_range,
 )
 from ..bound_plan import BoundCalls
@@ -78,6 +79,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
+from .hybrid_sse import HybridSseFix
 from .im2col import Im2Col, Im2ColT, RowBands, gemm_calls, gemm_weights, row_band_weights
 from .requant import (
     SMALL_EPILOGUE_VALUES,
@@ -529,7 +531,8 @@ def _per_value_half(epilogue):
 @dataclass(frozen=True, eq=False)
 class ConvHybrid:
     """CONV_2D with float input and int8 filter: per-batch input quantization, an exact integer GEMM, then
-    float32 scaling in the reference's order, bias and the float clamp."""
+    float32 scaling in the reference's order, bias and the float clamp. A filter holding -128 in the SSE blocks
+    adds the wheel's dot-product error (``sse_fix``, HybridSseFix) to the accumulators first."""
 
     im2col: Im2Col  # float32 holding the quantized input (q or q - zp), border 0
     weights: np.ndarray  # (G, Kg, Og)
@@ -539,14 +542,24 @@ class ConvHybrid:
     bias: np.ndarray | None  # (OW, O) float32; None: the bias input, read at every invoke
     out_min: np.float32
     out_max: np.float32
+    sse_fix: HybridSseFix | None = None  # with a float64 ``gemm``
 
     def __call__(self, inputs, outputs):
         x, out = inputs[INPUT], outputs[OUTPUT]
-        q, sf = quantize_batches(x, asymmetric=self.channel_scale is not None)
+        asymmetric = self.channel_scale is not None
+        if self.sse_fix is None:
+            q, sf = quantize_batches(x, asymmetric=asymmetric)
+        else:
+            n = x.shape[0]
+            raw, sf, zp = batch_quantize_floats(x.reshape(n, -1), asymmetric)
+            zp = np.zeros(n, np.float32) if zp is None else zp
+            q = (raw - zp[:, None]).reshape(x.shape)
         if self.channel_scale is None:
             sf = sf * self.filter_scale  # scaling_factors[b] *= filter scale (float32)
         gemm = out if self.gemm is None else self.gemm
         self.im2col.gemm(q, self.weights, gemm)
+        if self.sse_fix is not None:
+            self.sse_fix.add(gemm, raw.reshape(x.shape), zp)
         if gemm is not out:
             np.copyto(out, gemm, casting="same_kind")  # static_cast<float>(int32 acc): round to nearest even
         if self.channel_scale is not None:  # f32(f32(acc) * s_w[c]) * sf
@@ -571,6 +584,11 @@ def prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
         return EMPTY_OUTPUT
     wabs = int(np.abs(f.data.reshape(geo.out_c, -1).astype(np.int64)).sum(axis=1).max())
     dtype = exact_dtype((255 if per_channel else 127) * wabs)  # |q - zp| <= 255, |q| <= 127
+    # measured on the wheel: only the per-tensor path (EvalHybrid) with a filter row count not a multiple of 4
+    # runs the SSE dot product; 4k rows and the per-channel path compute the true products
+    sse_fix = HybridSseFix.build(f.data, geo) if not per_channel and geo.out_c % 4 else None
+    if sse_fix is not None:
+        dtype = np.dtype(np.float64)  # the exact sums and the SSE error, integers far below 2^53
     lo, hi = float_activation_range(ctx.options.fused_activation_function)
     return ConvHybrid(
         Im2Col.build(geo, groups, np.float32),
@@ -581,4 +599,5 @@ def prepare_conv_hybrid(ctx: OpContext, geo: Geometry, groups: int):
         tile_over_width(bias.data, geo.out_w, np.float32) if bias.is_constant else None,
         lo,
         hi,
+        sse_fix,
     )

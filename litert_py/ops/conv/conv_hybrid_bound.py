@@ -168,7 +168,7 @@ def shows_negative_zero(bias: np.ndarray | None) -> bool:
 def prepare_conv_hybrid_bound(ctx, geo, groups: int):
     """conv2d_quantized.prepare_conv_hybrid, its ConvHybrid wrapped in ConvHybridBound (one batch, constant bias)."""
     op = prepare_conv_hybrid(ctx, geo, groups)
-    if not isinstance(op, ConvHybrid):
+    if not isinstance(op, ConvHybrid) or op.sse_fix is not None:  # -128 filter values: the general op's fix
         return op
     return ConvHybridBound.build(op, (geo.batches, geo.in_h, geo.in_w, geo.in_c), geo.out_shape)
 

@@ -102,24 +102,39 @@ def test_hybrid_close_to_default_kernels(op, data):
     check_against_oracle(case, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES", rtol=TOLERANCE[op])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a hybrid CONV_2D filter value of -128 (outside the converter's symmetric [-127, 127]): "
-    "the wheel's SSE int8 dot product (both resolvers but XNNPACK) gets that channel wrong and litert_py computes "
-    "the real product (as XNNPACK); hybrid FULLY_CONNECTED reproduces the SSE quirk (SseMinus128Fix), the conv not",
+@pytest.mark.parametrize(
+    "k, c, out_c, per_channel, stride, dilation, pad, batches",
+    [
+        (1, 16, 2, False, 1, 1, 1, 1),  # the wheel's SSE dot product: the -128 channel's error reproduced
+        (3, 5, 2, False, 1, 1, 1, 2),  # K = 45: the 16-wide blocks end at 32; padding; two batches
+        (3, 17, 3, False, 2, 2, 0, 1),  # stride and dilation
+        (1, 16, 4, False, 1, 1, 1, 1),  # 4 filter rows: the wheel's true products (no SSE dot)
+        (2, 17, 3, True, 1, 1, 1, 2),  # per channel: the true products
+    ],
 )
-@pytest.mark.parametrize("k, c", [(1, 16), (3, 5)])
-def test_filter_value_minus_128_against_the_reference(k, c):
+def test_filter_value_minus_128(k, c, out_c, per_channel, stride, dilation, pad, batches):
+    """A hybrid CONV_2D filter holding -128 (outside the converter's symmetric [-127, 127]): BUILTIN_REF's values
+    bit for bit (ops/conv/hybrid_sse.HybridSseFix where the wheel runs its SSE dot product: per-tensor scale and a
+    filter row count not a multiple of 4)."""
     from tests.ops.conv._quantized import conv_model
     from tests.oracle import run_litert, run_ours
 
-    rng = np.random.default_rng(k)
-    f = np.full((2, k, k, c), -128, I8)
-    f[1] = rng.integers(-127, 128, (k, k, c))
-    opts = {"padding": 1, "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
-    x = rng.standard_normal((1, 5, 5, c)).astype(F32)
-    model = conv_model("CONV_2D", x, None, f, I8, quant([0.01], 0, 0), np.zeros(2, F32), None, F32, None, opts)
+    rng = np.random.default_rng(k * 100 + c + out_c)
+    f = rng.integers(-127, 128, (out_c, k, k, c)).astype(I8)
+    f[rng.random(f.shape) < 0.2] = -128
+    f[0, 0, 0, 0] = -128
+    opts = {
+        "padding": pad,
+        "stride_h": stride,
+        "stride_w": stride,
+        "dilation_h_factor": dilation,
+        "dilation_w_factor": dilation,
+        "fused_activation_function": 0,
+    }
+    x = (rng.standard_normal((batches, 7, 7, c)) + 0.2).astype(F32)
+    scales = rng.uniform(0.005, 0.02, out_c) if per_channel else np.array([0.01])
+    bias = rng.standard_normal(out_c).astype(F32)
+    model = conv_model("CONV_2D", x, None, f, I8, quant(scales, 0, 0), bias, None, F32, None, opts)
     (ours,) = run_ours(model, [x])
     (theirs,) = run_litert(model, [x])
-    np.testing.assert_allclose(ours[..., 1], theirs[..., 1], rtol=1e-5, atol=1e-5)  # the channel without -128
-    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)  # the -128 channel: the gap
+    assert ours.tobytes() == theirs.tobytes()
