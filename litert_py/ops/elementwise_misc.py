@@ -102,11 +102,23 @@ class FloorMod:
 
 @dataclass(frozen=True, eq=False)
 class PowFloat:
-    """float32 POW: ``std::pow(float, float)`` (powf), as NumPy's float32 power."""
+    """float32 POW: ``std::pow(float, float)`` (powf), as NumPy's float32 power. Broadcasting a single exponent
+    (``scalar_exponent``: the wheel's BroadcastPow4D scalar path, both builtin resolvers) whose value is a whole
+    number in [0, 2^31) clamps to [-FLT_MAX, FLT_MAX] (measured: an overflow or an infinite base gives +-FLT_MAX,
+    NaN passes, -0.0 stays; a fractional, negative or larger exponent keeps +-inf); that path's last bits may
+    differ from powf's (within the float tolerance)."""
+
+    scalar_exponent: bool = False
+    clamp: tuple = (np.float32(-np.finfo(np.float32).max), np.float32(np.finfo(np.float32).max))
 
     def __call__(self, inputs, outputs):
+        out, b = outputs[OUTPUT], inputs[INPUT2]
         with np.errstate(all="ignore"):
-            np.power(inputs[INPUT1], inputs[INPUT2], out=outputs[OUTPUT])
+            np.power(inputs[INPUT1], b, out=out)
+        if self.scalar_exponent:
+            e = float(b.reshape(-1)[0])  # the exponent is a tensor: its value decides the path, as in the kernel
+            if 0 <= e < 2**31 and e.is_integer():  # an int exponent: from 2^31 on powf's path again
+                clip_ufunc(out, self.clamp[0], self.clamp[1], out=out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,7 +204,8 @@ def prepare_floor_mod(ctx: OpContext) -> PreparedOp:
 @register(BuiltinOperator.POW)
 def prepare_pow(ctx: OpContext) -> PreparedOp:
     a, b = _prepare_binary_typed(ctx, (_F32, _I32))
-    return PowFloat() if a.type == _F32 else PowInt(a.shape != b.shape and b.size == 1)
+    scalar_exponent = a.shape != b.shape and b.size == 1  # optimized_ops::BroadcastPow4D's scalar path
+    return PowFloat(scalar_exponent) if a.type == _F32 else PowInt(scalar_exponent)
 
 
 @register(BuiltinOperator.SQUARED_DIFFERENCE)

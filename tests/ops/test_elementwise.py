@@ -510,6 +510,21 @@ def test_binary_more_edges(op, dtype, a, b):
     assert_close(ours, theirs, rtol_each=TOLERANCE[op])
 
 
+@pytest.mark.parametrize("exponent", [3.0, 2.0, 0.0, 2.5, -3.0, 1000.0, 2.0**31])
+@pytest.mark.parametrize("exponent_shape", [(), (1,), (1, 1), (1, 4), (2, 1), (2, 4)])
+def test_pow_float_overflow_by_exponent_shape(exponent_shape, exponent):
+    """float32 POW overflowing: a single broadcast exponent that is a whole number >= 0 (BroadcastPow4D's scalar
+    path) gives +-FLT_MAX, every other exponent or shape pair +-inf (found by the long hypothesis profile); NaN
+    and -0.0 pass either way. Values compared with the float tolerance (that path's last bits are not powf's)."""
+    a = np.array([[1e30, -1e30, np.nan, -0.0], [np.inf, -3.0, 1e-30, 1e20]], np.float32)
+    b = np.full(exponent_shape, exponent, np.float32)
+    model = single_op_model("POW", [T(a.shape), T(b.shape)], [T(a.shape)])
+    ours, theirs = run_both(model, [a, b])
+    assert_close(ours, theirs, rtol_each=TOLERANCE["POW"])
+    clamped = exponent_shape in ((), (1,), (1, 1)) and 0 <= exponent < 2**31 and exponent.is_integer()
+    assert np.isinf(ours[0][0, 0]) == (exponent > 1 and not clamped)  # 1e30 ** exponent overflows from 2 on
+
+
 @pytest.mark.parametrize(
     "op, dtype, b",
     [
