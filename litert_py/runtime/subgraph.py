@@ -497,7 +497,9 @@ class SubgraphRuntime:
             lt = lifetimes.get(i)
             lifetimes[i] = Lifetime(step, step) if lt is None else Lifetime(min(lt.first, step), max(lt.last, step))
 
-        aliases = {} if self.deferred or self.preserve_all_tensors else self._unmodified_aliases(steps, plannable)
+        aliases, shared_nodes = {}, set()
+        if not (self.deferred or self.preserve_all_tensors):
+            aliases, shared_nodes = self._unmodified_aliases(steps, plannable)
         root = aliases.get
         for i in self.sg.inputs:
             if plannable(i):
@@ -537,7 +539,7 @@ class SubgraphRuntime:
         if aliases:  # the aliased nodes' steps copy nothing
             steps = [
                 (n, _shared_step(op, tensors[n.operator.inputs[0]], tensors[n.operator.outputs[0]]))
-                if n.operator.outputs and n.operator.outputs[0] in aliases
+                if n.index in shared_nodes
                 else (n, op)
                 for n, op in steps
             ]
@@ -560,9 +562,10 @@ class SubgraphRuntime:
             ]
             bind_steps(self.steps)  # fused steps' views of their arrays (ops/fusion.py)
 
-    def _unmodified_aliases(self, steps, plannable) -> dict[int, int]:
-        """{output: the tensor whose bytes it shares} for the steps whose prepared op copies its input unchanged
-        into its output (``copies_input_unchanged``: RESHAPE, SQUEEZE, EXPAND_DIMS of static shapes), as LiteRT's
+    def _unmodified_aliases(self, steps, plannable) -> tuple[dict[int, int], set[int]]:
+        """({output: the tensor whose bytes it shares}, the indices of those steps' nodes) for the steps whose
+        prepared op copies its input unchanged into its output (``copies_input_unchanged``: RESHAPE, SQUEEZE,
+        EXPAND_DIMS of static shapes), as LiteRT's
         ArenaPlanner shares them (kTfLiteInplaceOpDataUnmodified, InputTensorCanBeShared): the output becomes a
         view of the input's bytes, the two are planned as one tensor (its lifetime spans both) and the step copies
         nothing (SharedInput). As there, not when the input is a subgraph input or the output a subgraph output
@@ -571,6 +574,7 @@ class SubgraphRuntime:
         malformed model writing the input again after the reshape reads the later values, as LiteRT's shared
         buffer does."""
         aliases: dict[int, int] = {}
+        nodes: set[int] = set()
         inputs = set(self.sg.inputs)
         outputs = set(self.sg.outputs)
         for node, op in steps:
@@ -584,7 +588,8 @@ class SubgraphRuntime:
             if a.dtype != b.dtype or a.size != b.size:
                 continue
             aliases[y] = r
-        return aliases
+            nodes.add(node.index)
+        return aliases, nodes
 
     # -- run by control-flow kernels (WHILE, IF) -------------------------------------------------
     def prepare_for(self, shapes) -> None:
