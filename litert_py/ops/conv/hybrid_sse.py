@@ -21,42 +21,49 @@ class HybridSseFix:
     columns of min(q, 0)``, q the raw int8 input (its zero point not subtracted; the im2col border holds
     ``pad``'s byte). Groups 1 only (prepare_conv_hybrid). Exact: integers below 2^53, added in float64."""
 
-    taps: tuple  # per affected column: (row offset i * dilation_h, column offset j * dilation_w, channel)
-    mask: np.ndarray  # (columns, O) float64: 1 where the filter holds -128
-    geo: Geometry
+    mask256: np.ndarray  # (columns, O) float64: 256 where the filter holds -128, else 0
+    padded: np.ndarray  # (N, H + pads, W + pads, C) float64: the raw input with its border
+    inner: np.ndarray  # the input's place in ``padded`` (a view)
+    windows: tuple  # per affected column: the (N, OH, OW) view of ``padded`` that column reads
+    neg: np.ndarray  # (N, OH, OW, columns) float64: min(q, 0) per column
+    err: np.ndarray  # (N, OH, OW, O) float64: the error added
 
     @staticmethod
     def build(f: np.ndarray, geo: Geometry) -> HybridSseFix | None:
+        """The fix for filter ``f`` (O, KH, KW, C) over ``geo``'s static shapes (buffers made here), or None when
+        no -128 lies in the 16-wide blocks."""
         w = f.reshape(geo.out_c, -1)
         k16 = w.shape[1] & ~15
         hit = w[:, :k16] == -128
         cols = np.flatnonzero(hit.any(axis=0))
         if cols.size == 0:
             return None
-        kh, kw, ch = np.unravel_index(cols, (geo.filter_h, geo.filter_w, geo.in_c))
-        taps = tuple((int(i) * geo.dilation_h, int(j) * geo.dilation_w, int(c)) for i, j, c in zip(kh, kw, ch))
-        return HybridSseFix(taps, np.ascontiguousarray(hit[:, cols].T, dtype=np.float64), geo)
+        g = geo
+        padded = np.empty((g.batches, g.in_h + g.pad_top + g.pad_bottom, g.in_w + g.pad_left + g.pad_right, g.in_c))
+        inner = padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
+        rows = g.stride_h * (g.out_h - 1) + 1
+        width = g.stride_w * (g.out_w - 1) + 1
+        windows = tuple(
+            padded[
+                :,
+                i * g.dilation_h : i * g.dilation_h + rows : g.stride_h,
+                j * g.dilation_w : j * g.dilation_w + width : g.stride_w,
+                c,
+            ]
+            for i, j, c in zip(*np.unravel_index(cols, (g.filter_h, g.filter_w, g.in_c)))
+        )
+        mask256 = np.ascontiguousarray(hit[:, cols].T, dtype=np.float64) * 256.0
+        neg = np.empty((g.batches, g.out_h, g.out_w, cols.size))
+        return HybridSseFix(mask256, padded, inner, windows, neg, np.empty(g.out_shape))
 
     def add(self, acc: np.ndarray, q: np.ndarray, pad: np.ndarray) -> None:
         """``acc`` (N, OH, OW, O) float64 += the SSE error for the raw int8 input ``q`` (N, H, W, C) whose border
         holds ``pad`` (N,) per batch."""
-        g = self.geo
-        hp = g.in_h + g.pad_top + g.pad_bottom
-        wp = g.in_w + g.pad_left + g.pad_right
-        xp = np.empty((g.batches, hp, wp, g.in_c))
-        xp[...] = pad.reshape(-1, 1, 1, 1)
-        xp[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w] = q
-        neg = np.stack(
-            [
-                xp[
-                    :,
-                    i : i + g.stride_h * (g.out_h - 1) + 1 : g.stride_h,
-                    j : j + g.stride_w * (g.out_w - 1) + 1 : g.stride_w,
-                    c,
-                ]
-                for i, j, c in self.taps
-            ],
-            axis=-1,
-        )
+        self.padded[...] = pad.reshape(-1, 1, 1, 1)
+        self.inner[...] = q
+        neg = self.neg
+        for k, window in enumerate(self.windows):  # a few columns (those holding -128), not elements
+            neg[..., k] = window
         np.minimum(neg, 0, out=neg)
-        acc += 256.0 * (neg @ self.mask)
+        np.matmul(neg, self.mask256, out=self.err)
+        np.add(acc, self.err, out=acc)
