@@ -79,17 +79,21 @@ class FoldedEpilogue:
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
         if self.half is not None:
-            sign = self.sign
-            v = v.reshape(sign.shape)
-            np.copysign(self.half, v, out=sign)
-            np.add(v, sign, out=v)
+            v = v.reshape(self.sign.shape)
+        self._run(v, out.reshape(v.shape))
+
+    def _run(self, v: np.ndarray, out: np.ndarray) -> None:
+        """The epilogue on ``v`` (``sign``'s shape on the sign path) into ``out`` (v's shape)."""
+        if self.half is not None:
+            np.copysign(self.half, v, out=self.sign)
+            np.add(v, self.sign, out=v)
             np.add(v, self.const, out=v)
         clip_ufunc(v, self.lo, self.hi, out=v)  # floor(clip(v)) == clip(floor(v)) for integer bounds
         if v.size <= FLOOR_ASSIGN_MAX_VALUES:
             np.floor(v, out=v)
-            out.reshape(v.shape)[...] = v
+            out[...] = v
         else:
-            np.floor(v, out=out.reshape(v.shape), casting="unsafe")
+            np.floor(v, out=out, casting="unsafe")
 
     def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
         """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
@@ -113,30 +117,13 @@ SMALL_EPILOGUE_VALUES = 512
 @dataclass(frozen=True, eq=False)
 class SmallFoldedEpilogue(FoldedEpilogue):
     """FoldedEpilogue for small outputs (streaming layers, where each numpy call costs about a microsecond
-    whatever its size): ``v`` must have the output's shape (the callers allocate it so), so no reshape is
-    made, ``half`` and ``sign`` have the output's shape (a broadcasting ufunc call costs about twice a plain
-    one); floor in place, then a plain assignment into the output instead of the
-    casting floor (a casting ufunc call costs about twice a plain one; the values are integers within the
-    output type's range, so the conversion is exact): the same values."""
+    whatever its size): ``v`` must have the output's shape (the callers allocate it so), ``half`` and ``sign``
+    have the output's shape (a broadcasting ufunc call costs about twice a plain one), so a direct call makes no
+    reshape; its outputs are within FLOOR_ASSIGN_MAX_VALUES, so the floor is in place and assigned: the same
+    values. Its bound-plan ``calls`` are FoldedEpilogue's (their reshapes keep the shapes)."""
 
     def __call__(self, v: np.ndarray, out: np.ndarray) -> None:
-        if self.half is not None:
-            sign = self.sign
-            np.copysign(self.half, v, out=sign)
-            np.add(v, sign, out=v)
-            np.add(v, self.const, out=v)
-        clip_ufunc(v, self.lo, self.hi, out=v)
-        np.floor(v, out=v)
-        out[...] = v
-
-    def calls(self, v: np.ndarray, out: np.ndarray) -> tuple:
-        """__call__'s numpy calls on ``v`` and ``out`` (epilogue_calls)."""
-        c = []
-        if self.half is not None:
-            sign = self.sign
-            c += [(np.copysign, (self.half, v, sign), {}), (np.add, (v, sign, v), {}), (np.add, (v, self.const, v), {})]
-        c += [(clip_ufunc, (v, self.lo, self.hi, v), {}), (np.floor, (v, v), {}), (operator.setitem, (out, ..., v), {})]
-        return tuple(c)
+        self._run(v, out)
 
 
 @dataclass(frozen=True, eq=False)
