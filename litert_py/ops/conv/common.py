@@ -300,11 +300,18 @@ def quantize_batches(x: np.ndarray, asymmetric: bool):
     """Each batch of the float input quantized to int8 as LiteRT's x86 wheel does (BatchQuantizeFloats with
     the NEON routines through NEON_2_SSE; fully_connected.batch_quantize_floats): (q, float32 scaling factors)
     with q float32 in the input's shape, holding q - zp when asymmetric (exact integers in [-255, 255])."""
-    n = x.shape[0]
-    q, sf, zp = batch_quantize_floats(x.reshape(n, -1), asymmetric)
+    q, sf, zp = quantize_batches_raw(x, asymmetric)
     if zp is not None:
-        q -= zp[:, None]
-    return q.reshape(x.shape), sf
+        q -= zp.reshape((-1,) + (1,) * (q.ndim - 1))
+    return q, sf
+
+
+def quantize_batches_raw(x: np.ndarray, asymmetric: bool):
+    """``batch_quantize_floats`` of each batch of ``x``: (q, float32 scaling factors, zero points or None), q
+    float32 in x's shape holding the raw int8 values (``quantize_batches`` subtracts the zero points in place;
+    the -128 SSE fix, hybrid_sse.HybridSseFix, reads the raw values)."""
+    q, sf, zp = batch_quantize_floats(x.reshape(x.shape[0], -1), asymmetric)
+    return q.reshape(x.shape), sf, zp
 
 
 def hybrid_scales(ctx: OpContext, f: TensorInfo) -> np.ndarray:

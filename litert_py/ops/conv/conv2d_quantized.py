@@ -54,7 +54,6 @@ import numpy as np
 
 from ...quant import (
     Requantizer,
-    batch_quantize_floats,
     dtype_range,
 )
 from ..bound_plan import BoundCalls
@@ -76,6 +75,7 @@ from .common import (
     int16_bias_type,
     quantization_params,
     quantize_batches,
+    quantize_batches_raw,
     requantizer_for,
     tile_over_width,
 )
@@ -550,16 +550,15 @@ class ConvHybrid:
         if self.sse_fix is None:
             q, sf = quantize_batches(x, asymmetric=asymmetric)
         else:
-            n = x.shape[0]
-            raw, sf, zp = batch_quantize_floats(x.reshape(n, -1), asymmetric)
-            zp = np.zeros(n, np.float32) if zp is None else zp
-            q = (raw - zp[:, None]).reshape(x.shape)
+            raw, sf, zp = quantize_batches_raw(x, asymmetric)
+            zp = np.zeros(x.shape[0], np.float32) if zp is None else zp
+            q = raw - zp.reshape(-1, 1, 1, 1)
         if self.channel_scale is None:
             sf = sf * self.filter_scale  # scaling_factors[b] *= filter scale (float32)
         gemm = out if self.gemm is None else self.gemm
         self.im2col.gemm(q, self.weights, gemm)
         if self.sse_fix is not None:
-            self.sse_fix.add(gemm, raw.reshape(x.shape), zp)
+            self.sse_fix.add(gemm, raw, zp)
         if gemm is not out:
             np.copyto(out, gemm, casting="same_kind")  # static_cast<float>(int32 acc): round to nearest even
         if self.channel_scale is not None:  # f32(f32(acc) * s_w[c]) * sf
