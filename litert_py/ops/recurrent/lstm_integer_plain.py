@@ -57,7 +57,7 @@ _TWO53 = 1 << 53
 _MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 5.2 MB)
 _HW_STEP = 1 << 12  # segment half-widths rounded up to this: cells of one model share their tables
 _X_LO, _X_HI = -32767 * 32768, 32767 * 32767  # o tanh(c): o in [0, 32767], tanh(c) in [-32768, 32767]
-HALF, F0, F255 = np.array(0.5), np.array(0.0), np.array(255.0)
+HALF, F0, F255, S31 = np.array(0.5), np.array(0.0), np.array(255.0), np.array(31, np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +78,8 @@ class PlainIntegerPlan:
     hidden: np.ndarray  # float64 (2, 131072): _hidden_table, transposed
     proj: tuple | None  # projection: (W' transposed (n_output, n_cell + 1), Y's threshold, rs, clip low, clip high,
     #                     offset)
+    peep: tuple | None  # peepholes: (3, n, 1) int64 each, rows o, i, f: (peep M, K, Y's threshold, rs)
+    peep_clip: bool  # the peephole terms pass the segments: G + term clipped to int16 again
     n_cell: int
     n_output: int
 
@@ -188,11 +190,38 @@ def _hidden_table_of(m: int, e: int, z: int, cs: int, c_lo: int, c_hi: int) -> n
     return hidden
 
 
+def _peephole_constants(cell, cols: list) -> tuple | None:
+    """The peephole terms' constants, rows o, i, f (CIFG: i repeats f's), each (3, n, 1) int64: ``peep M``, ``K``,
+    Y's threshold and rs, and a bound of their |MBQM| (see (7) in the module docstring); None outside its range
+    (a left shift, a misaligned flat peephole, a term wider than the table's segments)."""
+    n, n_out = cell.n_cell, cell.n_output
+    if not (cell.rowwise_peephole or n_out == n):
+        return None
+    k16 = n_out & ~15  # MultiplyByQuantizedMultiplier4Rows's columns: ties up, no correction
+    pm, k, thr, rs = (np.zeros((3, n), np.int64) for _ in range(4))
+    reach = 0
+    for j, name in enumerate(cols[:3]):
+        g = cell.gates[name]
+        m, e = g.m_p
+        if not (0 <= m < 2**31 and -31 <= e <= 0):
+            return None
+        r = -e
+        half = (1 << (r - 1)) if r else 0
+        pm[j, :n_out] = g.peep * m
+        k[j] = (1 << 30) + (half << 31)
+        rs[j] = r
+        thr[j] = -(1 << 62)
+        if r:
+            thr[j, k16:n_out] = half
+        reach = max(reach, ((int(np.abs(g.peep).max(initial=0)) * 32768 * m) >> (31 + r)) + 2)
+    return tuple(a[:, :, None] for a in (pm, k, thr, rs)), reach
+
+
 def plain_plan(cell) -> PlainIntegerPlan | None:
-    """The fast step's constants for an ``LstmIntegerCell`` (None when it has peepholes or layer norm, or when a
-    bound of the module docstring does not hold)."""
+    """The fast step's constants for an ``LstmIntegerCell`` (None when it has layer norm, or when a bound of the
+    module docstring does not hold)."""
     gates = cell.gates
-    if any(g.peep is not None or g.ln is not None for g in gates.values()):
+    if any(g.ln is not None for g in gates.values()):
         return None
     cifg = "i" not in gates
     n = cell.n_cell
@@ -211,6 +240,13 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
     c_lo, c_hi = (max(-32768, -cc), min(32767, cc)) if cc > 0 else (-32768, 32767)
     # segments of half-width 2^15 + max|MBQM(W_h h + eff_h)| hold sat16 of every possible index: no clip
     reach = max(c[3] for c in consts)
+    clip = reach > _MAX_REACH
+    peep = None
+    if gates["o"].peep is not None:  # G clipped to int16, then the peephole terms added: the segments hold them
+        q = _peephole_constants(cell, cols)
+        if q is None:
+            return None
+        peep, reach, clip = q[0], q[1], True  # wider peephole terms: G clipped again after them (peep_clip)
     hw = 32768 + (-(-reach // _HW_STEP) * _HW_STEP if reach <= _MAX_REACH else 0)
     seg = np.repeat((1 << 16) + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
     table = _gate_table(hw, cifg, cell.cs, c_lo, c_hi)
@@ -248,8 +284,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         rs=np.repeat(np.array([c[2] for c in consts], np.int64), n)[:, None],
         order=np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n) for g in cols]),
         x_seg=x_seg,
-        lo=None if reach <= _MAX_REACH else (seg - 32768)[:, None],
-        hi=None if reach <= _MAX_REACH else (seg + 32767)[:, None],
+        lo=(seg - 32768)[:, None] if clip else None,
+        hi=(seg + 32767)[:, None] if clip else None,
         wx=wx,
         x_consts=x_consts,
         table=table,
@@ -258,6 +294,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         clips_state=c_lo > -32768 or c_hi < 32767,
         hidden=hidden,
         proj=proj,
+        peep=peep,
+        peep_clip=peep is not None and reach > _MAX_REACH,
         n_cell=n,
         n_output=cell.n_output,
     )
@@ -284,6 +322,17 @@ def input_terms(p: PlainIntegerPlan, x3: np.ndarray) -> np.ndarray:
 def ordered_terms(p: PlainIntegerPlan, gx: np.ndarray) -> np.ndarray:
     """``input_terms``'s result from lstm_integer.py's (T, B, G n) input terms in (i,) f, c, o order."""
     return np.ascontiguousarray((gx[:, :, p.order] + p.x_seg).transpose(0, 2, 1))
+
+
+def _peephole_terms(cc, pm, pk, p_thr, p_rs, rp, rp3, rp_neg) -> None:
+    """``rp`` (3 n, B) = the peephole terms MBQM(peep c) of rows o, i, f from the clipped cell state ``cc`` (n, B)
+    (``run_plain``'s step does the same inline)."""
+    np.multiply(cc, pm, out=rp3)
+    rp += pk.reshape(-1, 1)
+    rp >>= S31
+    np.less(rp, p_thr.reshape(-1, 1), out=rp_neg)
+    rp -= rp_neg
+    rp >>= p_rs.reshape(-1, 1)
 
 
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
@@ -318,7 +367,20 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         pa = np.empty((n_out, n_batch))
         py = np.empty((n_out, n_batch), np.int64)
         p_neg = np.empty((n_out, n_batch), bool)
+    if p.peep is not None:  # rows o, i, f of the peephole terms: i and f of the next step from this step's c
+        pm, pk, e_thr, e_rs = p.peep
+        cc = np.clip(c_state.T, p.c_lo, p.c_hi).astype(np.int64)
+        rp = np.empty((3 * n, n_batch), np.int64)
+        rp3 = rp.reshape(3, n, n_batch)
+        rp_neg = np.empty((3 * n, n_batch), bool)
+        r_o, r_if, g_o, g_if = rp[:n], rp[n:], g4[:n], g4[n : 3 * n]
+        _peephole_terms(cc, pm, pk, e_thr, e_rs, rp, rp3, rp_neg)
+        pk, e_thr, e_rs = (a.reshape(-1, 1) for a in (pk, e_thr, e_rs))
+        c_lo, c_hi = np.array(p.c_lo, np.int64), np.array(p.c_hi, np.int64)
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
+    peep, peep_clip = p.peep is not None, p.peep_clip
+    if peep_clip:
+        lo_o, lo_if, hi_o, hi_if = lo[:n], lo[n : 3 * n], hi[:n], hi[n : 3 * n]
     dot, less, subtract, copyto, add, copysign, multiply, right_shift, floor = (
         np.dot,
         np.less,
@@ -341,12 +403,28 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         add(g4, gx[t], out=g4)
         if lo is not None:
             clip_ufunc(g4, lo, hi, out=g4)
+        if peep:
+            add(g_if, r_if, out=g_if)
+            if peep_clip:
+                clip_ufunc(g_if, lo_if, hi_if, out=g_if)
         take(idx, None, z, "wrap")
         copysign(HALF, gc, out=half)
         multiply(fi, gc, out=prod)
         add(prod, half, out=prod)
         copyto(r, prod, casting="unsafe")
         add(r_ig, r_fc, out=c)
+        if peep:  # o's term from the new c (its sigmoid taken again), i's and f's of the next step
+            clip_ufunc(c, c_lo, c_hi, out=cc)
+            multiply(cc, pm, out=rp3)
+            add(rp, pk, out=rp)
+            right_shift(rp, S31, out=rp)
+            less(rp, e_thr, out=rp_neg)
+            subtract(rp, rp_neg, out=rp)
+            right_shift(rp, e_rs, out=rp)
+            add(g_o, r_o, out=g_o)
+            if peep_clip:
+                clip_ufunc(g_o, lo_o, hi_o, out=g_o)
+            take(g_o, None, zo, "wrap")
         take_h(c, 1, tk, "wrap")
         multiply(zo, tc, out=v)
         add(v, kc, out=v)
