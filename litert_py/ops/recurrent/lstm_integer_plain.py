@@ -1,5 +1,5 @@
-"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without peephole or layer norm, with or without
-projection (``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
+"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without layer norm, with or without peepholes
+and projection (``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
 LstmStepInteger8x8_16, CalculateLstmGateInteger8x8_16, UpdateLstmCellInteger, CalculateLstmOutputInteger8x8_16;
 common.h MultiplyByQuantizedMultiplier; gemmlowp fixedpoint.h), reformulated; every step of it is proven exact at
 prepare (``plain_plan``: None where a bound fails, and ``run`` keeps its int64 steps).
@@ -40,6 +40,14 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     clipped result (bisection with the integer MBQM, ``_hidden_thresholds``) and the product before it, and x
     = -1, 0, are more than twice that away from a multiple of 2^(31+rs); in between, consecutive products step by
     M > that slack, so no rounding crosses an integer.
+(7) Peepholes (CalculateLstmGateInteger8x8_16's VectorBatchVectorCwiseProductAccumulate, 12 more calls): G is
+    clipped to int16 (LiteRT saturates before the term), then ``R = MBQM(peep c, m, -rs)`` is added, i's and f's
+    from the previous step's c, o's from the new one (its sigmoid taken again). In int64, exact: ``|peep c| <=
+    2^30`` (no int32 wrap), ``|peep M c| < 2^61``; ``R = ((peep M c + 2^30 + 2^(rs-1) 2^31) >> 31 - [y < 0]) >>
+    rs`` as (2), where the columns below n_output & ~15 (MultiplyByQuantizedMultiplier4Rows: vqrdmulh, then a
+    rounding shift with ties up) skip the correction. Refused (``_peephole_constants``): a left shift (e > 0), and
+    LiteRT's flat peephole striding the cell state by n_output (time-major, n_output < n_cell). The segments are
+    widened by R's bound ``max|peep| 2^15 M 2^-(31+rs) + 2`` up to 2^15; past it G is clipped again after R.
 """
 
 from __future__ import annotations

@@ -143,3 +143,32 @@ def test_misaligned_flat_peephole_keeps_the_int64_step():
     model, xshape = peep_model(rng, True, 2, 3, 4, 8, -12, n_proj=5)
     assert _cell(model)._plain is None
     _stream_matches(model, xshape, rng, 2)
+
+
+def _negative_ties(m: int, e: int, peep: int) -> np.ndarray:
+    """The cell states c < 0 where MBQM(peep c, m, e)'s final rounding is a tie below zero (the NEON 4-row
+    form rounds it up, the scalar one away from zero)."""
+    r = -e
+    c = np.arange(-32768, 0, dtype=np.int64)
+    y = (peep * c * m + (1 << 30)) >> 31
+    return c[(y < 0) & ((y & ((1 << r) - 1)) == (1 << (r - 1)))]
+
+
+@pytest.mark.parametrize("n_cell", [16, 20])
+def test_peephole_rounding_ties_match_oracle(n_cell):
+    """The first n_output & ~15 columns of a peephole term round ties up (MultiplyByQuantizedMultiplier4Rows),
+    the rest away from zero: a cell state chosen so that i's (even columns) and f's (odd columns) first terms
+    are ties below zero. 16 cells: all NEON columns; 20: 16 and 4 scalar ones."""
+    rng = np.random.default_rng(12)
+    peep = 1001
+
+    def build():
+        return peep_model(np.random.default_rng(12), False, 2, 1, 3, n_cell, -12, peep=lambda j: np.full(n_cell, peep))
+
+    model, xshape = build()
+    cell = _cell(model)
+    assert cell._plain is not None and cell._plain.peep is not None
+    ties = [_negative_ties(*cell.gates[g].m_p, peep) for g in ("i", "f")]
+    assert all(t.size for t in ties)
+    c0 = np.array([[ties[j % 2][(j + b) % ties[j % 2].size] for j in range(n_cell)] for b in range(2)], np.int16)
+    _stream_matches(model, xshape, rng, 1, c0=c0)
