@@ -1,5 +1,5 @@
-"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without layer norm, with or without peepholes
-and projection (``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
+"""The 8x8_16 integer LSTM time step in few numpy calls, with or without peepholes, layer norm and projection
+(``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
 LstmStepInteger8x8_16, CalculateLstmGateInteger8x8_16, UpdateLstmCellInteger, CalculateLstmOutputInteger8x8_16;
 common.h MultiplyByQuantizedMultiplier; gemmlowp fixedpoint.h), reformulated; every step of it is proven exact at
 prepare (``plain_plan``: None where a bound fails, and ``run`` keeps its int64 steps).
@@ -48,6 +48,9 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     rounding shift with ties up) skip the correction. Refused (``_peephole_constants``): a left shift (e > 0), and
     LiteRT's flat peephole striding the cell state by n_output (time-major, n_output < n_cell). The segments are
     widened by R's bound ``max|peep| 2^15 M 2^-(31+rs) + 2`` up to 2^15; past it G is clipped again after R.
+(8) Layer norm (lstm_integer_ln.py, about 35 calls; int64, exact): G clipped to int16 (and, with peepholes, clipped
+    again after R), the segment centres taken off, the gates normalized, the centres put back. Without peepholes
+    all four gates at once before the cell update; with them i, f, g there and o after its term from the new c.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ import numpy as np
 from ...quant.gemmlowp import logistic16_table, tanh16_table
 from ..common import clip_ufunc
 from .lstm_common import mbqm
+from .lstm_integer_ln import LayerNormBuffers, layer_norm, ln_plan
 
 _TWO53 = 1 << 53
 _MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 5.2 MB)
@@ -88,6 +92,8 @@ class PlainIntegerPlan:
     #                     offset)
     peep: tuple | None  # peepholes: (3, n, 1) int64 each, rows o, i, f: (peep M, K, Y's threshold, rs)
     peep_clip: bool  # the peephole terms pass the segments: G + term clipped to int16 again
+    ln: tuple | None  # layer norm: (LayerNormPlan of o, i, f, g, None), with peepholes (of i, f, g; of o)
+    seg: np.ndarray  # (4 n, 1) int64: the segments' centres
     n_cell: int
     n_output: int
 
@@ -226,11 +232,9 @@ def _peephole_constants(cell, cols: list) -> tuple | None:
 
 
 def plain_plan(cell) -> PlainIntegerPlan | None:
-    """The fast step's constants for an ``LstmIntegerCell`` (None when it has layer norm, or when a bound of the
-    module docstring does not hold)."""
+    """The fast step's constants for an ``LstmIntegerCell`` (None when a bound of the module docstring does not
+    hold)."""
     gates = cell.gates
-    if any(g.ln is not None for g in gates.values()):
-        return None
     cifg = "i" not in gates
     n = cell.n_cell
     names = [g for g in ("i", "f", "c", "o") if g in gates]
@@ -255,6 +259,13 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         if q is None:
             return None
         peep, reach, clip = q[0], q[1], True  # wider peephole terms: G clipped again after them (peep_clip)
+    ln = None
+    if any(g.ln is not None for g in gates.values()):  # (8): G, with the peephole terms, clipped to int16 first
+        blocks = [gates[g] for g in cols]
+        ln = (ln_plan(blocks), None) if peep is None else (ln_plan(blocks[1:]), ln_plan(blocks[:1]))
+        if ln[0] is None or (peep is not None and ln[1] is None):
+            return None
+        clip, reach = True, _MAX_REACH + 1
     hw = 32768 + (-(-reach // _HW_STEP) * _HW_STEP if reach <= _MAX_REACH else 0)
     seg = np.repeat((1 << 16) + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
     table = _gate_table(hw, cifg, cell.cs, c_lo, c_hi)
@@ -304,6 +315,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         proj=proj,
         peep=peep,
         peep_clip=peep is not None and reach > _MAX_REACH,
+        ln=ln,
+        seg=seg[:, None],
         n_cell=n,
         n_output=cell.n_output,
     )
@@ -385,7 +398,20 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         _peephole_terms(cc, pm, pk, e_thr, e_rs, rp, rp3, rp_neg)
         pk, e_thr, e_rs = (a.reshape(-1, 1) for a in (pk, e_thr, e_rs))
         c_lo, c_hi = np.array(p.c_lo, np.int64), np.array(p.c_hi, np.int64)
+    if p.ln is not None:  # the rows normalized before the cell update (all, or i, f, g with peepholes)
+        ln_a, ln_o = p.ln
+        a0 = 0 if ln_o is None else n
+        g_ln, seg_a = g4[a0:], p.seg[a0:]
+        v_a = np.empty(g_ln.shape, np.int64)
+        v_a3 = v_a.reshape(-1, n, n_batch)
+        buf_a = LayerNormBuffers(v_a3.shape)
+        if ln_o is not None:
+            seg_o = p.seg[:n]
+            v_o = np.empty((n, n_batch), np.int64)
+            v_o3 = v_o.reshape(1, n, n_batch)
+            buf_o = LayerNormBuffers(v_o3.shape)
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
+    use_ln, ln_o = p.ln is not None, p.ln is not None and p.ln[1] is not None
     peep, peep_clip = p.peep is not None, p.peep_clip
     if peep_clip:
         lo_o, lo_if, hi_o, hi_if = lo[:n], lo[n : 3 * n], hi[:n], hi[n : 3 * n]
@@ -415,6 +441,10 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
             add(g_if, r_if, out=g_if)
             if peep_clip:
                 clip_ufunc(g_if, lo_if, hi_if, out=g_if)
+        if use_ln:
+            subtract(g_ln, seg_a, out=v_a)
+            layer_norm(ln_a, v_a3, v_a3, buf_a)
+            add(v_a, seg_a, out=g_ln)
         take(idx, None, z, "wrap")
         copysign(HALF, gc, out=half)
         multiply(fi, gc, out=prod)
@@ -432,6 +462,10 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
             add(g_o, r_o, out=g_o)
             if peep_clip:
                 clip_ufunc(g_o, lo_o, hi_o, out=g_o)
+            if ln_o:
+                subtract(g_o, seg_o, out=v_o)
+                layer_norm(p.ln[1], v_o3, v_o3, buf_o)
+                add(v_o, seg_o, out=g_o)
             take(g_o, None, zo, "wrap")
         take_h(c, 1, tk, "wrap")
         multiply(zo, tc, out=v)

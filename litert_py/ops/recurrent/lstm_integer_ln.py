@@ -1,0 +1,145 @@
+"""The integer layer norm of the 8x8_16 LSTM's gates (lstm_eval.cc CalculateLstmGateInteger8x8_16 ->
+portable_tensor_utils.cc PortableApplyLayerNorm) for lstm_integer_plain's fast step: several gates and batch rows
+at once on its transposed (G, n, B) int64 buffers, in about 35 numpy calls and no allocation per step.
+
+Per gate and batch row (``v`` the n int16 pre-activations, all arithmetic exact in int64: ``|v| <= 2^15``)::
+
+    mean  = wrap32(trunc(1024 sum(v) / n))             |1024 sum v / n| <= 2^25: no wrap in fact
+    var2  = wrap32(trunc((sum(v^2) (2^20 // n) - mean^2) / 2^20)),  the variance guard where < 1
+    M, e  = GetInvSqrtQuantizedMultiplierExp(var2, -1)  (gemmlowp.get_inv_sqrt_quantized_multiplier_exp, cached)
+    x     = MBQM(1024 v - mean, M, e)                  |1024 v - mean| < 2^26, e <= 0: |(1024 v - mean) M| < 2^57
+    u     = round_half_away(x w + b, 1024) = (x w + b + 512 - [x w + b <= 0]) >> 10    w, b the layer-norm weights
+    out   = sat16(MBQM(wrap32(u), m_ln, e_ln + 12))
+
+The per-row scalars are Python ints (G B of them a step); a step with a row whose (M, e) is outside this form
+(M < 0, e > 0 or e < -31: gemmlowp's inverse square root gives 0 >= e >= -12 for every variance >= 1) takes
+lstm_common.mbqm row by row (``_rows``). ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...quant.gemmlowp import wrap32_int
+from ..common import clip_ufunc
+from .lstm_common import I16_HI, I16_LO, K512, K1024, M32, P30, P31, S10, S31, Z64, inv_sqrt_cached, mbqm
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNormPlan:
+    """One block of G gates' layer-norm constants, (G, n, 1) / (G, 1, 1) int64 for (G, n, B) buffers."""
+
+    w: np.ndarray  # (G, n, 1) the layer-norm weights
+    b: np.ndarray  # (G, n, 1) the bias + 512
+    guard: list  # per gate: the variance guard
+    m: np.ndarray  # (G, 1, 1) the final multiplier
+    left: np.ndarray | None  # (G, 1, 1) its left shift (None: none)
+    right: np.ndarray  # (G, 1, 1) its right shift
+    half: np.ndarray  # (G, 1, 1) 2^(right - 1) (0 where right = 0)
+    rpos: np.ndarray | None  # (G, 1, 1) right > 0 (None: every gate shifts right)
+    n: int
+
+
+def ln_plan(gates: list) -> LayerNormPlan | None:
+    """The constants of ``gates`` (IntGate objects in block order; None when one has no layer norm or a final
+    multiplier outside the int64 form)."""
+    if not all(g.ln is not None and 0 <= g.m_ln[0] < 2**31 and -31 <= g.m_ln[1] + 12 <= 31 for g in gates):
+        return None
+    e = np.array([g.m_ln[1] + 12 for g in gates], np.int64)[:, None, None]
+    right = np.maximum(-e, 0)
+    return LayerNormPlan(
+        w=np.stack([g.ln for g in gates]).astype(np.int64)[:, :, None],
+        b=(np.stack([g.ln_bias for g in gates]).astype(np.int64) + 512)[:, :, None],
+        guard=[int(g.guard) for g in gates],
+        m=np.array([g.m_ln[0] for g in gates], np.int64)[:, None, None],
+        left=np.maximum(e, 0) if (e > 0).any() else None,
+        right=right,
+        half=(1 << right) >> 1,
+        rpos=None if (right > 0).all() else (right > 0).astype(np.int64),
+        n=int(gates[0].ln.shape[0]),
+    )
+
+
+class LayerNormBuffers:
+    """The scratch of ``layer_norm`` for a (G, n, B) block (made once per sequence)."""
+
+    def __init__(self, shape: tuple):
+        g, n, b = shape
+        self.x = np.empty(shape, np.int64)
+        self.neg = np.empty(shape, bool)
+        self.s = np.empty((g, b), np.int64)
+        self.sq = np.empty((g, b), np.int64)
+        self.rows = np.empty((5, g, 1, b), np.int64)  # per row: mean, M, right, 2^(right - 1), right > 0
+
+
+def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormBuffers) -> None:
+    """``out`` (G, n, B) int64 = the layer norm of ``v`` (G, n, B) int64 holding int16 values (see the module
+    docstring); ``out`` may be ``v``."""
+    n_g, n, n_b = v.shape
+    x, neg = buf.x, buf.neg
+    np.add.reduce(v, axis=1, out=buf.s)
+    np.einsum("gnb,gnb->gb", v, v, out=buf.sq)
+    k20 = (1 << 20) // n
+    params = []
+    for j, (srow, qrow) in enumerate(zip(buf.s.tolist(), buf.sq.tolist())):
+        guard = p.guard[j]
+        for s, q in zip(srow, qrow):
+            a = s * 1024
+            mean = wrap32_int(a // n if a >= 0 else -(-a // n))
+            var = q * k20 - mean * mean
+            var2 = wrap32_int(var >> 20 if var >= 0 else -(-var >> 20))
+            m, e = inv_sqrt_cached(var2 if var2 >= 1 else guard)
+            params.append((mean, m, e))
+    if not all(m >= 0 and -31 <= e <= 0 for _, m, e in params):
+        _rows(p, v, out, params)
+        return
+    rows = buf.rows
+    rows[...] = np.array([[mean, m, -e, (1 << -e) >> 1, int(e < 0)] for mean, m, e in params], np.int64).T.reshape(
+        5, n_g, 1, n_b
+    )
+    mean, mult, right, half, rpos = rows
+    np.multiply(v, K1024, out=x)
+    x -= mean
+    x *= mult
+    x += P30
+    x >>= S31
+    np.less(x, Z64, out=neg)
+    x -= neg if all(e < 0 for _, _, e in params) else neg * rpos
+    x += half
+    x >>= right
+    x *= p.w
+    x += p.b
+    np.less_equal(x, K512, out=neg)
+    x -= neg
+    x >>= S10
+    x += P31  # wrap32 of u
+    x &= M32
+    x -= P31
+    if p.left is not None:
+        x <<= p.left
+        x += P31
+        x &= M32
+        x -= P31
+    x *= p.m
+    x += P30
+    x >>= S31
+    np.less(x, Z64, out=neg)
+    x -= neg if p.rpos is None else neg * p.rpos
+    x += p.half
+    x >>= p.right
+    clip_ufunc(x, I16_LO, I16_HI, out=out)
+
+
+def _rows(p: LayerNormPlan, v, out, params) -> None:
+    """``layer_norm`` one gate and row at a time with the generic MBQM (a multiplier outside the int64 form)."""
+    n_g, _, n_b = v.shape
+    for j in range(n_g):
+        m_ln, e_ln = int(p.m[j, 0, 0]), int(p.left[j, 0, 0] if p.left is not None else 0) - int(p.right[j, 0, 0])
+        for b in range(n_b):
+            mean, m, e = params[j * n_b + b]
+            x = mbqm(1024 * v[j, :, b] - mean, m, e)
+            t = x * p.w[j, :, 0] + p.b[j, :, 0]
+            u = (t - (t <= 512)) >> 10
+            out[j, :, b] = np.clip(mbqm(u, m_ln, e_ln), -32768, 32767)
