@@ -18,13 +18,50 @@ lstm_common.mbqm row by row (``_rows``). ``u`` (|x w + b| < 2^47) is wrapped to 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...quant.gemmlowp import wrap32_int
 from ..common import clip_ufunc
-from .lstm_common import I16_HI, I16_LO, K512, K1024, M32, P30, P31, S10, S31, Z64, inv_sqrt_cached, mbqm
+from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31, mbqm
+
+_MAX, _MIN, _H = (1 << 31) - 1, -(1 << 31), 1 << 30
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def inv_sqrt(x: int) -> tuple:
+    """``GetInvSqrtQuantizedMultiplierExp(x, -1)`` (common.h; litert_py.quant.gemmlowp's
+    get_inv_sqrt_quantized_multiplier_exp, which tests compare it with) with its helpers inlined: every step
+    computes a new variance, and the per-row inverse square root must cost less than the numpy calls around it.
+    SRDHM ``(a b + 2^30) >> 31`` (saturating INT32_MIN^2), SaturatingRoundingMultiplyByPOT by 2^6 and 2^3."""
+    if x <= 1:
+        return _MAX, 0
+    shift = 11
+    b = x.bit_length()
+    if b >= 30:  # while x >= 2^29: x /= 4
+        q = (b - 28) >> 1
+        x >>= 2 * q
+        shift += q
+    pairs = (31 - x.bit_length()) // 2 - 1
+    shift -= pairs
+    x <<= 2 * pairs
+    h = x >> 1
+    half = (h >> 1) + (h & 1)  # RoundingDivideByPOT(h, 1), h >= 0
+    y = 1 << 28
+    for _ in range(5):
+        a = _MAX if y == _MIN else (y * y + _H) >> 31
+        a = _MAX if a == y == _MIN else (a * y + _H) >> 31
+        y3 = _MAX if a > (1 << 25) - 1 else _MIN if a < 1 - (1 << 25) else a << 6
+        t = ((402653184 * y + _H) >> 31) - (_MAX if half == y3 == _MIN else (half * y3 + _H) >> 31)
+        t = ((t + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+        y = _MAX if t > (1 << 28) - 1 else _MIN if t < 1 - (1 << 28) else t << 3
+    y = (y * 1518500250 + _H) >> 31
+    if shift < 0:
+        y = (((y << -shift) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+        shift = 0
+    return y, -shift
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,8 +74,8 @@ class LayerNormPlan:
     m: np.ndarray  # (G, 1, 1) the final multiplier
     left: np.ndarray | None  # (G, 1, 1) its left shift (None: none)
     right: np.ndarray  # (G, 1, 1) its right shift
-    half: np.ndarray  # (G, 1, 1) 2^(right - 1) (0 where right = 0)
-    rpos: np.ndarray | None  # (G, 1, 1) right > 0 (None: every gate shifts right)
+    k: np.ndarray  # (G, 1, 1) 2^30 + 2^(right - 1) 2^31: SRDHM's nudge and RDBPOT's, before the shift by 31
+    thr: np.ndarray  # (G, 1, 1) 2^(right - 1) where right > 0 (below it: SRDHM negative), else -2^62 (none)
     n: int
 
 
@@ -56,8 +93,8 @@ def ln_plan(gates: list) -> LayerNormPlan | None:
         m=np.array([g.m_ln[0] for g in gates], np.int64)[:, None, None],
         left=np.maximum(e, 0) if (e > 0).any() else None,
         right=right,
-        half=(1 << right) >> 1,
-        rpos=None if (right > 0).all() else (right > 0).astype(np.int64),
+        k=(1 << 30) + (((1 << right) >> 1) << 31),
+        thr=np.where(right > 0, (1 << right) >> 1, -(1 << 62)),
         n=int(gates[0].ln.shape[0]),
     )
 
@@ -71,7 +108,6 @@ class LayerNormBuffers:
         self.neg = np.empty(shape, bool)
         self.s = np.empty((g, b), np.int64)
         self.sq = np.empty((g, b), np.int64)
-        self.rows = np.empty((5, g, 1, b), np.int64)  # per row: mean, M, right, 2^(right - 1), right > 0
 
 
 def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormBuffers) -> None:
@@ -90,25 +126,25 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
             mean = wrap32_int(a // n if a >= 0 else -(-a // n))
             var = q * k20 - mean * mean
             var2 = wrap32_int(var >> 20 if var >= 0 else -(-var >> 20))
-            m, e = inv_sqrt_cached(var2 if var2 >= 1 else guard)
+            m, e = inv_sqrt(var2 if var2 >= 1 else guard)
             params.append((mean, m, e))
     if not all(m >= 0 and -31 <= e <= 0 for _, m, e in params):
         _rows(p, v, out, params)
         return
-    rows = buf.rows
-    rows[...] = np.array([[mean, m, -e, (1 << -e) >> 1, int(e < 0)] for mean, m, e in params], np.int64).T.reshape(
-        5, n_g, 1, n_b
-    )
-    mean, mult, right, half, rpos = rows
-    np.multiply(v, K1024, out=x)
-    x -= mean
-    x *= mult
-    x += P30
+    # per row: MBQM(1024 v - mean, M, -r) = (Y - [Y < thr]) >> r, Y = (v 1024 M + 2^30 + 2^(r-1) 2^31 - mean M) >> 31
+    rows = np.array(
+        [
+            [1024 * m, (1 << 30) + (((1 << -e) >> 1) << 31) - mean * m, ((1 << -e) >> 1) if e else -(1 << 62), -e]
+            for mean, m, e in params
+        ],
+        np.int64,
+    ).T.reshape(4, n_g, 1, n_b)
+    np.multiply(v, rows[0], out=x)
+    x += rows[1]
     x >>= S31
-    np.less(x, Z64, out=neg)
-    x -= neg if all(e < 0 for _, _, e in params) else neg * rpos
-    x += half
-    x >>= right
+    np.less(x, rows[2], out=neg)
+    x -= neg
+    x >>= rows[3]
     x *= p.w
     x += p.b
     np.less_equal(x, K512, out=neg)
@@ -123,11 +159,10 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
         x &= M32
         x -= P31
     x *= p.m
-    x += P30
+    x += p.k
     x >>= S31
-    np.less(x, Z64, out=neg)
-    x -= neg if p.rpos is None else neg * p.rpos
-    x += p.half
+    np.less(x, p.thr, out=neg)
+    x -= neg
     x >>= p.right
     clip_ufunc(x, I16_LO, I16_HI, out=out)
 

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from litert_py.ops.recurrent import lstm_integer_ln as lnm
+from litert_py.quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp
 from litert_py.schema.builder import ModelBuilder
 from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model
 from tests.ops.recurrent.test_lstm_integer_plain import _cell, _stream_matches
@@ -124,7 +125,7 @@ def test_layer_norm_matches_the_int64_layer_norm_on_extreme_rows():
             mean = int(np.int32(a // 16 if a >= 0 else -(-a // 16)))
             var = q * (2**20 // 16) - mean * mean
             var2 = var >> 20 if var >= 0 else -(-var >> 20)
-            params.append((mean, *lnm.inv_sqrt_cached(var2 if var2 >= 1 else plan.guard[j])))
+            params.append((mean, *lnm.inv_sqrt(var2 if var2 >= 1 else plan.guard[j])))
     out2 = np.empty_like(v)
     lnm._rows(plan, v, out2, params)
     np.testing.assert_array_equal(out2, out)
@@ -140,3 +141,14 @@ def test_ln_plan_refuses_a_final_multiplier_outside_the_int64_form():
     g = gates[0]
     object.__setattr__(g, "m_ln", (g.m_ln[0], 20))  # this throwaway cell's shift: 32 left
     assert lnm.ln_plan(gates) is None
+
+
+def test_inv_sqrt_matches_gemmlowp():
+    """The inlined inverse square root against litert_py.quant.gemmlowp's (both GetInvSqrtQuantizedMultiplierExp):
+    small values, powers of two and their neighbours (the normalization's edges), random int32 values."""
+    rng = np.random.default_rng(0)
+    xs = list(range(-3, 3000)) + [(1 << k) + d for k in range(2, 31) for d in (-1, 0, 1)] + [(1 << 31) - 1]
+    xs += [int(x) for x in rng.integers(0, 1 << 31, 5000)]
+    got = [lnm.inv_sqrt.__wrapped__(x) for x in xs]
+    want = [get_inv_sqrt_quantized_multiplier_exp(x, -1) for x in xs]
+    assert got == want
