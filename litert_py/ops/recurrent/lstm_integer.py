@@ -232,6 +232,8 @@ class LstmIntegerCell:
         p = self._plain
         if p is not None and p.clips_state and not p.c_lo <= int(c_state.min()) <= int(c_state.max()) <= p.c_hi:
             p = None  # its table clips every state it reads: a state set past the cell clip takes the int64 step
+        if p is not None and p.peep_rows_only and x3.shape[1] > 1:
+            p = None  # LiteRT's peephole strides the flat cell state by n_output across the rows
         if p is not None:  # no peephole or layer norm: lstm_integer_plain's step
             gx = input_terms(p, x3) if p.wx is not None else ordered_terms(p, self._input_terms(x3))
             run_plain(p, gx, h_state, c_state, out3)

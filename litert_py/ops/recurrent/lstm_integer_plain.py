@@ -45,8 +45,9 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     from the previous step's c, o's from the new one (its sigmoid taken again). In int64, exact: ``|peep c| <=
     2^30`` (no int32 wrap), ``|peep M c| < 2^61``; ``R = ((peep M c + 2^30 + 2^(rs-1) 2^31) >> 31 - [y < 0]) >>
     rs`` as (2), where the columns below n_output & ~15 (MultiplyByQuantizedMultiplier4Rows: vqrdmulh, then a
-    rounding shift with ties up) skip the correction. Refused (``_peephole_constants``): a left shift (e > 0), and
-    LiteRT's flat peephole striding the cell state by n_output (time-major, n_output < n_cell). The segments are
+    rounding shift with ties up) skip the correction. Refused: a left shift (e > 0, ``_peephole_constants``), and
+    (``peep_rows_only``, at run) LiteRT's flat peephole striding the cell state by n_output (time-major, n_output
+    < n_cell) with more than one batch row. The segments are
     widened by R's bound ``max|peep| 2^15 M 2^-(31+rs) + 2`` up to 2^15; past it G is clipped again after R.
 (8) Layer norm (lstm_integer_ln.py, about 35 calls; int64, exact): G clipped to int16 (and, with peepholes, clipped
     again after R), the segment centres taken off, the gates normalized, the centres put back. Without peepholes
@@ -92,6 +93,7 @@ class PlainIntegerPlan:
     #                     offset)
     peep: tuple | None  # peepholes: (3, n, 1) int64 each, rows o, i, f: (peep M, K, Y's threshold, rs)
     peep_clip: bool  # the peephole terms pass the segments: G + term clipped to int16 again
+    peep_rows_only: bool  # LiteRT's flat peephole strides the cell state by n_output < n_cell: batch 1 only
     ln: tuple | None  # layer norm: (LayerNormPlan of o, i, f, g, None), with peepholes (of i, f, g; of o)
     seg: np.ndarray  # (4 n, 1) int64: the segments' centres
     n_cell: int
@@ -209,8 +211,6 @@ def _peephole_constants(cell, cols: list) -> tuple | None:
     Y's threshold and rs, and a bound of their |MBQM| (see (7) in the module docstring); None outside its range
     (a left shift, a misaligned flat peephole, a term wider than the table's segments)."""
     n, n_out = cell.n_cell, cell.n_output
-    if not (cell.rowwise_peephole or n_out == n):
-        return None
     k16 = n_out & ~15  # MultiplyByQuantizedMultiplier4Rows's columns: ties up, no correction
     pm, k, thr, rs = (np.zeros((3, n), np.int64) for _ in range(4))
     reach = 0
@@ -315,6 +315,7 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         proj=proj,
         peep=peep,
         peep_clip=peep is not None and reach > _MAX_REACH,
+        peep_rows_only=peep is not None and not (cell.rowwise_peephole or cell.n_output == n),
         ln=ln,
         seg=seg[:, None],
         n_cell=n,

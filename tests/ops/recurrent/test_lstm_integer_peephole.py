@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from litert_py.ops.recurrent import lstm_integer
 from litert_py.ops.recurrent import lstm_integer_plain as plain
 from litert_py.schema.builder import ModelBuilder
 from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model
@@ -66,7 +67,8 @@ def test_peephole_step_matches_oracle_exactly(
 ):
     """``small``: peephole weights in +-30 (terms inside the table's segments: no second clip), else +-3000;
     ``extremes``: the cell state set to its bounds first. A projection narrower than n_cell keeps the fast step
-    batch-major (LiteRT steps row by row there); time-major with batch > 1 it is the int64 step (checked too)."""
+    batch-major (LiteRT steps row by row there) and time-major at batch 1; time-major with batch > 1 it is the
+    int64 step (checked too)."""
     rng = np.random.default_rng(seed)
     n_proj, pclip = proj or (0, 0.0)
     n_proj = min(n_proj, n_cell)
@@ -76,8 +78,8 @@ def test_peephole_step_matches_oracle_exactly(
     )
     cell = _cell(model)
     p = cell._plain
-    aligned = not tm or n_proj in (0, n_cell)
-    assert (p is not None and p.peep is not None) == aligned
+    assert p is not None and p.peep is not None
+    assert p.peep_rows_only == (tm and n_proj not in (0, n_cell))  # batch > 1 there: the int64 step
     c0 = _c_extremes((batch, n_cell), rng) if extremes else None
     if c0 is not None and cclip:  # a state past the clip takes the int64 step (lstm_integer_plain tests it)
         c0 = np.clip(c0, -cell.cell_clip, cell.cell_clip).astype(np.int16)
@@ -136,13 +138,20 @@ def test_peephole_left_shift_is_refused():
     assert plain._peephole_constants(cell, ["o", "i", "f", "c"]) is None
 
 
-def test_misaligned_flat_peephole_keeps_the_int64_step():
-    """Time-major, batch 2, n_output < n_cell: LiteRT's peephole strides the flat cell state by n_output (the
-    v_size quirk); the fast step refuses it and the int64 step matches the oracle."""
+@pytest.mark.parametrize("batch", [1, 2])
+def test_misaligned_flat_peephole(batch):
+    """Time-major, n_output < n_cell: LiteRT's peephole strides the flat cell state by n_output (the v_size
+    quirk). At batch 1 that is the row-aligned product (the fast step); at batch 2 the int64 step runs. Both
+    against the oracle, the cell state at its extremes."""
     rng = np.random.default_rng(4)
-    model, xshape = peep_model(rng, True, 2, 3, 4, 8, -12, n_proj=5)
-    assert _cell(model)._plain is None
-    _stream_matches(model, xshape, rng, 2)
+    model, xshape = peep_model(rng, True, batch, 3, 4, 8, -12, n_proj=5)
+    p = _cell(model)._plain
+    assert p is not None and p.peep_rows_only
+    calls = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lstm_integer, "run_plain", lambda *a: calls.append(1) or plain.run_plain(*a))
+        _stream_matches(model, xshape, rng, 2, c0=_c_extremes((batch, 8), rng))
+    assert bool(calls) == (batch == 1)
 
 
 def _negative_ties(m: int, e: int, peep: int) -> np.ndarray:
