@@ -25,7 +25,7 @@ import numpy as np
 
 from ...quant.gemmlowp import wrap32_int
 from ..common import clip_ufunc
-from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31, mbqm
+from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31, mbqm, tdiv
 
 _MAX, _MIN, _H = (1 << 31) - 1, -(1 << 31), 1 << 30
 
@@ -120,28 +120,27 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
     np.add.reduce(v, axis=1, out=buf.s)
     np.einsum("gnb,gnb->gb", v, v, out=buf.sq)
     k20 = (1 << 20) // n
-    params = []
+    # per row: MBQM(1024 v - mean, M, -r) = (Y - [Y < thr]) >> r, Y = (v 1024 M + 2^30 + 2^(r-1) 2^31 - mean M) >> 31
+    a_m, c_m, thr, r_m = [], [], [], []
+    ok = True
     for j, (srow, qrow) in enumerate(zip(buf.s.tolist(), buf.sq.tolist())):
         guard = p.guard[j]
         for s, q in zip(srow, qrow):
-            a = s * 1024
-            mean = wrap32_int(a // n if a >= 0 else -(-a // n))
+            a = s << 10  # |1024 s / n| <= 2^25 and |var| / 2^20 <= 2^30: LiteRT's int32 casts change nothing
+            mean = a // n if a >= 0 else -(-a // n)
             var = q * k20 - mean * mean
-            var2 = wrap32_int(var >> 20 if var >= 0 else -(-var >> 20))
+            var2 = var >> 20 if var >= 0 else -(-var >> 20)
             m, e = inv_sqrt(var2 if var2 >= 1 else guard)
-            params.append((mean, m, e))
-    if not all(m >= 0 and -31 <= e <= 0 for _, m, e in params):
-        _rows(p, v, out, params)
+            ok = ok and m >= 0 and -31 <= e <= 0
+            h = (1 << -e) >> 1 if e < 0 else 0
+            a_m.append(m << 10)
+            c_m.append((1 << 30) + (h << 31) - mean * m)
+            thr.append(h if e else -(1 << 62))
+            r_m.append(-e)
+    if not ok:
+        _rows(p, v, out, _row_params(p, v))
         return
-    # per row: MBQM(1024 v - mean, M, -r) = (Y - [Y < thr]) >> r, Y = (v 1024 M + 2^30 + 2^(r-1) 2^31 - mean M) >> 31
-    rows = np.array(
-        [
-            [1024 * m, (1 << 30) + (((1 << -e) >> 1) << 31) - mean * m, ((1 << -e) >> 1) if e else -(1 << 62), -e]
-            for mean, m, e in params
-        ],
-        np.int64,
-    ).T.reshape(4, n_g, 1, n_b)
-    rows = np.repeat(rows, n, axis=2)
+    rows = np.repeat(np.array(a_m + c_m + thr + r_m, np.int64).reshape(4, n_g, 1, n_b), n, axis=2)
     np.multiply(v, rows[0], out=x)
     x += rows[1]
     x >>= S31
@@ -168,6 +167,18 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
     x -= neg
     x >>= p.right
     clip_ufunc(x, I16_LO, I16_HI, out=out)
+
+
+def _row_params(p: LayerNormPlan, v) -> list:
+    """Per gate and row of ``v`` (G, n, B): (mean, M, e) of ``layer_norm``, one by one."""
+    n = v.shape[1]
+    params = []
+    for j, (srow, qrow) in enumerate(zip(v.sum(axis=1).tolist(), (v * v).sum(axis=1).tolist())):
+        for s, q in zip(srow, qrow):
+            mean = wrap32_int(tdiv(s * 1024, n))
+            var2 = wrap32_int(tdiv(q * ((1 << 20) // n) - mean * mean, 1 << 20))
+            params.append((mean, *inv_sqrt(var2 if var2 >= 1 else p.guard[j])))
+    return params
 
 
 def _rows(p: LayerNormPlan, v, out, params) -> None:

@@ -124,6 +124,7 @@ def test_layer_norm_matches_the_int64_layer_norm_on_extreme_rows():
             var = q * (2**20 // 16) - mean * mean
             var2 = var >> 20 if var >= 0 else -(-var >> 20)
             params.append((mean, *lnm.inv_sqrt(var2 if var2 >= 1 else plan.guard[j])))
+    assert lnm._row_params(plan, v) == params
     out2 = np.empty_like(v)
     lnm._rows(plan, v, out2, params)
     np.testing.assert_array_equal(out2, out)
