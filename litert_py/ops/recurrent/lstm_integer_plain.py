@@ -47,8 +47,8 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     rs`` as (2), where the columns below n_output & ~15 (MultiplyByQuantizedMultiplier4Rows: vqrdmulh, then a
     rounding shift with ties up) skip the correction. Refused: a left shift (e > 0, ``_peephole_constants``), and
     (``peep_rows_only``, at run) LiteRT's flat peephole striding the cell state by n_output (time-major, n_output
-    < n_cell) with more than one batch row. The segments are
-    widened by R's bound ``max|peep| 2^15 M 2^-(31+rs) + 2`` up to 2^15; past it G is clipped again after R.
+    < n_cell) with more than one batch row. The segments are widened by R's bound ``max|peep| 2^15 M 2^-(31+rs)
+    + 2`` up to 2^15 (sat16(G) + R indexes inside them); past it G is clipped again after R (``peep_clip``).
 (8) Layer norm (lstm_integer_ln.py, about 35 calls; int64, exact): G clipped to int16 (and, with peepholes, clipped
     again after R), the segment centres taken off, the gates normalized, the centres put back. Without peepholes
     all four gates at once before the cell update; with them i, f, g there and o after its term from the new c.
@@ -208,8 +208,7 @@ def _hidden_table_of(m: int, e: int, z: int, cs: int, c_lo: int, c_hi: int) -> n
 
 def _peephole_constants(cell, cols: list) -> tuple | None:
     """The peephole terms' constants, rows o, i, f (CIFG: i repeats f's), each (3, n, 1) int64: ``peep M``, ``K``,
-    Y's threshold and rs, and a bound of their |MBQM| (see (7) in the module docstring); None outside its range
-    (a left shift, a misaligned flat peephole, a term wider than the table's segments)."""
+    Y's threshold and rs, and a bound of their |MBQM| (see (7) in the module docstring); None for a left shift."""
     n, n_out = cell.n_cell, cell.n_output
     k16 = n_out & ~15  # MultiplyByQuantizedMultiplier4Rows's columns: ties up, no correction
     pm, k, thr, rs = (np.zeros((3, n), np.int64) for _ in range(4))
