@@ -23,6 +23,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from litert_py import Interpreter  # noqa: E402
 from litert_py.schema.builder import ModelBuilder  # noqa: E402
+from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model  # noqa: E402
 from tests.ops.recurrent._weights import weights as _weights  # noqa: E402
 from tests.ops.recurrent.test_lstm import float_lstm_model, int_lstm_model  # noqa: E402
 
@@ -81,6 +82,33 @@ def models():
     )
     for hybrid in (False, True):
         yield ("rnn hybrid" if hybrid else "rnn float32"), rnn_model(rng, hybrid)
+    for name, flags in INT_VARIANTS.items():
+        yield f"int8 {name}", int_variant_model(np.random.default_rng(2), *flags)
+
+
+#: the 8x8_16 cells with peepholes and / or layer norm: name -> (cifg, peephole, layer norm, projection)
+INT_VARIANTS = {
+    "peephole": (False, True, False, False),
+    "layer-norm": (False, False, True, False),
+    "peep+ln": (False, True, True, False),
+    "peep+proj": (False, True, False, True),
+    "ln+proj": (False, False, True, True),
+    "cifg+peep": (True, True, False, False),
+    "cifg+peep+ln+proj": (True, True, True, True),
+}
+
+
+def int_variant_model(rng, cifg: bool, peep: bool, ln: bool, proj: bool):
+    """A batch-major UNIDIRECTIONAL_SEQUENCE_LSTM 8x8_16 cell of SIZES (the projection to n_out // 2 outputs)."""
+    s = SIZES
+    n_out = s["n_out"] // 2 if proj else s["n_cell"]
+    xshape = (s["batch"], s["time"], s["n_in"])
+    b = ModelBuilder()
+    ins = gate_inputs(b, rng, xshape, s["n_cell"], n_out, cifg, peep, proj, proj)
+    model = integer_lstm_model(
+        b, rng, ins, "UNIDIRECTIONAL_SEQUENCE_LSTM", False, xshape, s["n_cell"], n_out, -11, 0, 0, cifg, ln, 0.0, 0.0
+    )
+    return model, xshape
 
 
 def rnn_model(rng, hybrid: bool):
@@ -115,12 +143,15 @@ def per_invoke(it, x, repeats: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--only", default="", help="only the models whose name contains this")
     a = ap.parse_args()
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     from ai_edge_litert.interpreter import OpResolverType
 
     print(f"UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN {SIZES}, median of {a.repeats} invokes")
     for name, (model, xshape) in models():
+        if a.only not in name:
+            continue
         rng = np.random.default_rng(1)
         dtype = np.int8 if name.startswith("int8") else np.float32
         x = rng.integers(-128, 128, xshape).astype(dtype) if dtype == np.int8 else rng.standard_normal(xshape)

@@ -1,5 +1,5 @@
-"""The 8x8_16 integer LSTM time step in few numpy calls, for a cell without peephole or layer norm, with or without
-projection (``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
+"""The 8x8_16 integer LSTM time step in few numpy calls, with or without peepholes, layer norm and projection
+(``LstmIntegerCell.run``'s fast path). The arithmetic is lstm_integer.py's (LiteRT lstm_eval.cc
 LstmStepInteger8x8_16, CalculateLstmGateInteger8x8_16, UpdateLstmCellInteger, CalculateLstmOutputInteger8x8_16;
 common.h MultiplyByQuantizedMultiplier; gemmlowp fixedpoint.h), reformulated; every step of it is proven exact at
 prepare (``plain_plan``: None where a bound fails, and ``run`` keeps its int64 steps).
@@ -40,6 +40,18 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     clipped result (bisection with the integer MBQM, ``_hidden_thresholds``) and the product before it, and x
     = -1, 0, are more than twice that away from a multiple of 2^(31+rs); in between, consecutive products step by
     M > that slack, so no rounding crosses an integer.
+(7) Peepholes (CalculateLstmGateInteger8x8_16's VectorBatchVectorCwiseProductAccumulate, 12 more calls): G is
+    clipped to int16 (LiteRT saturates before the term), then ``R = MBQM(peep c, m, -rs)`` is added, i's and f's
+    from the previous step's c, o's from the new one (its sigmoid taken again). In int64, exact: ``|peep c| <=
+    2^30`` (no int32 wrap), ``|peep M c| < 2^61``; ``R = ((peep M c + 2^30 + 2^(rs-1) 2^31) >> 31 - [y < 0]) >>
+    rs`` as (2), where the columns below n_output & ~15 (MultiplyByQuantizedMultiplier4Rows: vqrdmulh, then a
+    rounding shift with ties up) skip the correction. Refused: a left shift (e > 0, ``_peephole_constants``), and
+    (``peep_rows_only``, at run) LiteRT's flat peephole striding the cell state by n_output (time-major, n_output
+    < n_cell) with more than one batch row. The segments are widened by R's bound ``max|peep| 2^15 M 2^-(31+rs)
+    + 2`` up to 2^15 (sat16(G) + R indexes inside them); past it G is clipped again after R (``peep_clip``).
+(8) Layer norm (lstm_integer_ln.py, about 35 calls; int64, exact): G clipped to int16 (and, with peepholes, clipped
+    again after R), the segment centres taken off, the gates normalized, the centres put back. Without peepholes
+    all four gates at once before the cell update; with them i, f, g there and o after its term from the new c.
 """
 
 from __future__ import annotations
@@ -52,12 +64,13 @@ import numpy as np
 from ...quant.gemmlowp import logistic16_table, tanh16_table
 from ..common import clip_ufunc
 from .lstm_common import mbqm
+from .lstm_integer_ln import LayerNormBuffers, layer_norm, ln_plan
 
 _TWO53 = 1 << 53
 _MAX_REACH = 1 << 15  # wider gate terms keep the int16 clip (the table would pass 5.2 MB)
 _HW_STEP = 1 << 12  # segment half-widths rounded up to this: cells of one model share their tables
 _X_LO, _X_HI = -32767 * 32768, 32767 * 32767  # o tanh(c): o in [0, 32767], tanh(c) in [-32768, 32767]
-HALF, F0, F255 = np.array(0.5), np.array(0.0), np.array(255.0)
+HALF, F0, F255, S31 = np.array(0.5), np.array(0.0), np.array(255.0), np.array(31, np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +91,11 @@ class PlainIntegerPlan:
     hidden: np.ndarray  # float64 (2, 131072): _hidden_table, transposed
     proj: tuple | None  # projection: (W' transposed (n_output, n_cell + 1), Y's threshold, rs, clip low, clip high,
     #                     offset)
+    peep: tuple | None  # peepholes: (3, n, 1) int64 each, rows o, i, f: (peep M, K, Y's threshold, rs)
+    peep_clip: bool  # the peephole terms pass the segments: G + term clipped to int16 again
+    peep_rows_only: bool  # LiteRT's flat peephole strides the cell state by n_output < n_cell: batch 1 only
+    ln: tuple | None  # layer norm: (LayerNormPlan of o, i, f, g, None), with peepholes (of i, f, g; of o)
+    seg: np.ndarray  # (4 n, 1) int64: the segments' centres
     n_cell: int
     n_output: int
 
@@ -188,12 +206,34 @@ def _hidden_table_of(m: int, e: int, z: int, cs: int, c_lo: int, c_hi: int) -> n
     return hidden
 
 
+def _peephole_constants(cell, cols: list) -> tuple | None:
+    """The peephole terms' constants, rows o, i, f (CIFG: i repeats f's), each (3, n, 1) int64: ``peep M``, ``K``,
+    Y's threshold and rs, and a bound of their |MBQM| (see (7) in the module docstring); None for a left shift."""
+    n, n_out = cell.n_cell, cell.n_output
+    k16 = n_out & ~15  # MultiplyByQuantizedMultiplier4Rows's columns: ties up, no correction
+    pm, k, thr, rs = (np.zeros((3, n), np.int64) for _ in range(4))
+    reach = 0
+    for j, name in enumerate(cols[:3]):
+        g = cell.gates[name]
+        m, e = g.m_p
+        if not (0 <= m < 2**31 and -31 <= e <= 0):
+            return None
+        r = -e
+        half = (1 << (r - 1)) if r else 0
+        pm[j, :n_out] = g.peep * m
+        k[j] = (1 << 30) + (half << 31)
+        rs[j] = r
+        thr[j] = -(1 << 62)
+        if r:
+            thr[j, k16:n_out] = half
+        reach = max(reach, ((int(np.abs(g.peep).max(initial=0)) * 32768 * m) >> (31 + r)) + 2)
+    return tuple(a[:, :, None] for a in (pm, k, thr, rs)), reach
+
+
 def plain_plan(cell) -> PlainIntegerPlan | None:
-    """The fast step's constants for an ``LstmIntegerCell`` (None when it has peepholes or layer norm, or when a
-    bound of the module docstring does not hold)."""
+    """The fast step's constants for an ``LstmIntegerCell`` (None when a bound of the module docstring does not
+    hold)."""
     gates = cell.gates
-    if any(g.peep is not None or g.ln is not None for g in gates.values()):
-        return None
     cifg = "i" not in gates
     n = cell.n_cell
     names = [g for g in ("i", "f", "c", "o") if g in gates]
@@ -211,6 +251,20 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
     c_lo, c_hi = (max(-32768, -cc), min(32767, cc)) if cc > 0 else (-32768, 32767)
     # segments of half-width 2^15 + max|MBQM(W_h h + eff_h)| hold sat16 of every possible index: no clip
     reach = max(c[3] for c in consts)
+    clip = reach > _MAX_REACH
+    peep = None
+    if gates["o"].peep is not None:  # G clipped to int16, then the peephole terms added: the segments hold them
+        q = _peephole_constants(cell, cols)
+        if q is None:
+            return None
+        peep, reach, clip = q[0], q[1], True  # wider peephole terms: G clipped again after them (peep_clip)
+    ln = None
+    if any(g.ln is not None for g in gates.values()):  # (8): G, with the peephole terms, clipped to int16 first
+        blocks = [gates[g] for g in cols]
+        ln = (ln_plan(blocks), None) if peep is None else (ln_plan(blocks[1:]), ln_plan(blocks[:1]))
+        if ln[0] is None or (peep is not None and ln[1] is None):
+            return None
+        clip, reach = True, _MAX_REACH + 1
     hw = 32768 + (-(-reach // _HW_STEP) * _HW_STEP if reach <= _MAX_REACH else 0)
     seg = np.repeat((1 << 16) + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
     table = _gate_table(hw, cifg, cell.cs, c_lo, c_hi)
@@ -248,8 +302,8 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         rs=np.repeat(np.array([c[2] for c in consts], np.int64), n)[:, None],
         order=np.concatenate([np.arange(pos[g] * n, (pos[g] + 1) * n) for g in cols]),
         x_seg=x_seg,
-        lo=None if reach <= _MAX_REACH else (seg - 32768)[:, None],
-        hi=None if reach <= _MAX_REACH else (seg + 32767)[:, None],
+        lo=(seg - 32768)[:, None] if clip else None,
+        hi=(seg + 32767)[:, None] if clip else None,
         wx=wx,
         x_consts=x_consts,
         table=table,
@@ -258,6 +312,11 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         clips_state=c_lo > -32768 or c_hi < 32767,
         hidden=hidden,
         proj=proj,
+        peep=peep,
+        peep_clip=peep is not None and reach > _MAX_REACH,
+        peep_rows_only=peep is not None and not (cell.rowwise_peephole or cell.n_output == n),
+        ln=ln,
+        seg=seg[:, None],
         n_cell=n,
         n_output=cell.n_output,
     )
@@ -284,6 +343,17 @@ def input_terms(p: PlainIntegerPlan, x3: np.ndarray) -> np.ndarray:
 def ordered_terms(p: PlainIntegerPlan, gx: np.ndarray) -> np.ndarray:
     """``input_terms``'s result from lstm_integer.py's (T, B, G n) input terms in (i,) f, c, o order."""
     return np.ascontiguousarray((gx[:, :, p.order] + p.x_seg).transpose(0, 2, 1))
+
+
+def _peephole_terms(cc, pm, pk, p_thr, p_rs, rp, rp3, rp_neg) -> None:
+    """``rp`` (3 n, B) = the peephole terms MBQM(peep c) of rows o, i, f from the clipped cell state ``cc`` (n, B)
+    (``run_plain``'s step does the same inline)."""
+    np.multiply(cc, pm, out=rp3)
+    rp += pk.reshape(-1, 1)
+    rp >>= S31
+    np.less(rp, p_thr.reshape(-1, 1), out=rp_neg)
+    rp -= rp_neg
+    rp >>= p_rs.reshape(-1, 1)
 
 
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
@@ -318,7 +388,33 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         pa = np.empty((n_out, n_batch))
         py = np.empty((n_out, n_batch), np.int64)
         p_neg = np.empty((n_out, n_batch), bool)
+    if p.peep is not None:  # rows o, i, f of the peephole terms: i and f of the next step from this step's c
+        pm, pk, e_thr, e_rs = p.peep
+        cc = np.clip(c_state.T, p.c_lo, p.c_hi).astype(np.int64)
+        rp = np.empty((3 * n, n_batch), np.int64)
+        rp3 = rp.reshape(3, n, n_batch)
+        rp_neg = np.empty((3 * n, n_batch), bool)
+        r_o, r_if, g_o, g_if = rp[:n], rp[n:], g4[:n], g4[n : 3 * n]
+        _peephole_terms(cc, pm, pk, e_thr, e_rs, rp, rp3, rp_neg)
+        pk, e_thr, e_rs = (a.reshape(-1, 1) for a in (pk, e_thr, e_rs))
+        c_lo, c_hi = np.array(p.c_lo, np.int64), np.array(p.c_hi, np.int64)
+    if p.ln is not None:  # the rows normalized before the cell update (all, or i, f, g with peepholes)
+        ln_a, ln_o = p.ln
+        a0 = 0 if ln_o is None else n
+        g_ln, seg_a = g4[a0:], p.seg[a0:]
+        v_a = np.empty(g_ln.shape, np.int64)
+        v_a3 = v_a.reshape(-1, n, n_batch)
+        buf_a = LayerNormBuffers(v_a3.shape)
+        if ln_o is not None:
+            seg_o = p.seg[:n]
+            v_o = np.empty((n, n_batch), np.int64)
+            v_o3 = v_o.reshape(1, n, n_batch)
+            buf_o = LayerNormBuffers(v_o3.shape)
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
+    use_ln, ln_o = p.ln is not None, p.ln is not None and p.ln[1] is not None
+    peep, peep_clip = p.peep is not None, p.peep_clip
+    if peep_clip:
+        lo_o, lo_if, hi_o, hi_if = lo[:n], lo[n : 3 * n], hi[:n], hi[n : 3 * n]
     dot, less, subtract, copyto, add, copysign, multiply, right_shift, floor = (
         np.dot,
         np.less,
@@ -341,12 +437,36 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         add(g4, gx[t], out=g4)
         if lo is not None:
             clip_ufunc(g4, lo, hi, out=g4)
+        if peep:
+            add(g_if, r_if, out=g_if)
+            if peep_clip:
+                clip_ufunc(g_if, lo_if, hi_if, out=g_if)
+        if use_ln:
+            subtract(g_ln, seg_a, out=v_a)
+            layer_norm(ln_a, v_a3, v_a3, buf_a)
+            add(v_a, seg_a, out=g_ln)
         take(idx, None, z, "wrap")
         copysign(HALF, gc, out=half)
         multiply(fi, gc, out=prod)
         add(prod, half, out=prod)
         copyto(r, prod, casting="unsafe")
         add(r_ig, r_fc, out=c)
+        if peep:  # o's term from the new c (its sigmoid taken again), i's and f's of the next step
+            clip_ufunc(c, c_lo, c_hi, out=cc)
+            multiply(cc, pm, out=rp3)
+            add(rp, pk, out=rp)
+            right_shift(rp, S31, out=rp)
+            less(rp, e_thr, out=rp_neg)
+            subtract(rp, rp_neg, out=rp)
+            right_shift(rp, e_rs, out=rp)
+            add(g_o, r_o, out=g_o)
+            if peep_clip:
+                clip_ufunc(g_o, lo_o, hi_o, out=g_o)
+            if ln_o:
+                subtract(g_o, seg_o, out=v_o)
+                layer_norm(p.ln[1], v_o3, v_o3, buf_o)
+                add(v_o, seg_o, out=g_o)
+            take(g_o, None, zo, "wrap")
         take_h(c, 1, tk, "wrap")
         multiply(zo, tc, out=v)
         add(v, kc, out=v)
