@@ -36,7 +36,8 @@ class BoundChain:
     arity: tuple  # per member: (inputs, outputs)
     nodes: tuple = ()  # per member: its node (runtime/profiler.py times the members one by one)
 
-    _bound = None  # bind's (inputs list, outputs list, the members' calls in order, or None)
+    _bound = None  # bind's (inputs list, outputs list, (the members' calls in order, their checks, their parts) or
+    # None)
 
     def parts(self, inputs, outputs):
         """(op, its inputs, its outputs) per member."""
@@ -46,25 +47,42 @@ class BoundChain:
             i, o = i + n_in, o + n_out
 
     def bind(self, inputs, outputs) -> None:
-        parts = list(self.parts(inputs, outputs))
+        parts = tuple(self.parts(inputs, outputs))
         for op, ins, outs in parts:
             bind = getattr(op, "bind", None)
             if bind is not None:
                 bind(ins, outs)
         calls: list | None = []
-        for op, ins, outs in parts:
+        checks = []  # (member index, its chain_check's callable)
+        prev = None  # (member, its first output)
+        for i, (op, ins, outs) in enumerate(parts):
+            after = getattr(op, "chain_after", None)
+            if after is not None:  # the member whose first output this member reads first, or None
+                after(prev[0] if prev is not None and ins and ins[0] is not None and ins[0] is prev[1] else None)
+            prev = (op, outs[0] if outs else None)
             member = op.chain_calls(ins, outs)
             if member is None:
                 calls = None
                 break
             calls.extend(member)
-        object.__setattr__(self, "_bound", (inputs, outputs, None if calls is None else tuple(calls)))
+            check = getattr(op, "chain_check", None)
+            check = None if check is None else check(ins, outs)
+            if check is not None:
+                checks.append((i, check))
+        bound = None if calls is None else (tuple(calls), tuple(checks), parts)
+        object.__setattr__(self, "_bound", (inputs, outputs, bound))
 
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs and b[1] is outputs and b[2] is not None:
-            for call in b[2]:
+            calls, checks, parts = b[2]
+            for call in calls:
                 call()
+            for i, check in checks:  # a member's calls were not its result: it and every later member run anew
+                if not check():
+                    for op, ins, outs in parts[i:]:
+                        op(ins, outs)
+                    break
             return
         for op, ins, outs in self.parts(inputs, outputs):
             op(ins, outs)
