@@ -18,11 +18,18 @@ from functools import partial
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import FLT_MAX, HALF_DOWN, NONNEG_MAX_MIN, SYM_R_MIN, AsymmetricRowsQuantizer, RowScalars
+from ..quant.hybrid import (
+    FLT_MAX,
+    NONNEG_MAX_MIN,
+    SYM_R_MIN,
+    AsymmetricRowsQuantizer,
+    BatchRowQuantizer,
+    RowScalars,
+)
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType as Act
 from .bound_plan import bound_plan
-from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
+from .common import apply_activation_to_vector, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS = 0, 1
@@ -256,12 +263,13 @@ class FullyConnectedHybridRow:
     - the row's scalars: quant.hybrid.RowScalars (one uint32 max reduction of the row's bits, a second float max
       reduction where the row holds a negative value, Python doubles rounded to float32 through 0-d buffers);
       per tensor ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
-    - the rounding of ``neon_round_inplace``: ``trunc(f32(v + copysign(half, v)))`` on ``v = f32(x * inv)``,
-      ``half`` a prepared vector (0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail); for a row RowScalars
-      calls nonneg (no sign bit, or asymmetric with min >= 0: quant.hybrid.BatchRowQuantizer's argument)
-      ``trunc(f32(v + half))``;
+    - the quantization: quant.hybrid.BatchRowQuantizer's calls (the one-batch hybrid conv plans' routine), the
+      rounding of ``neon_round_inplace``: ``trunc(f32(v + copysign(half, v)))`` on ``v = f32(x * inv)``,
+      ``half`` 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail; for a row RowScalars calls nonneg (no
+      sign bit, or asymmetric with min >= 0) ``trunc(f32(v + half))``;
     - symmetric, no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
-      asymmetric: ``+ zp``, clamp to [-128, 127] (``shifted``: see below);
+      asymmetric: ``clip(round(v), -128 - zp, 127 - zp)`` (q - zp), ``+ zp`` after it where the product reads q
+      (not ``shifted``: see below);
     - the SSE -128 fix and the asymmetric zero point as extra product columns:
       ``[q, min(q[cols], 0), zp] @ [W, 256 M, -row_sums]`` (one GEMV); every factor on the left is at most
       q_max in magnitude (127 symmetric, 128 asymmetric), so every partial sum is at most ``q_max * sum|w_aug|``
@@ -280,14 +288,12 @@ class FullyConnectedHybridRow:
     general: FullyConnectedHybrid
     w_aug: np.ndarray  # (units, depth + len(fix_cols) [+ 1]) C-contiguous float32 / float64
     fix_cols: np.ndarray | None  # input columns of the SSE -128 fix
-    half: np.ndarray  # (depth,) float32
+    quantizer: BatchRowQuantizer  # the row's scalars (RowScalars) and its quantize calls, (depth,) float32
     w_scale: float | None  # per tensor, as a Python float; None: per channel (general.w_scale)
     bias: np.ndarray  # (units,) float32 (zeros without bias: 0 + (-0.0) is +0.0 as in C++)
     activation: object
-    row: RowScalars
     # scratch
     a: np.ndarray  # (depth,) float32: v = f32(x * inv), rounded
-    h: np.ndarray  # (depth,) float32: copysign(half, v)
     qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q (shifted: q - zp), min(q[cols], 0) [, zp]
     scale: np.ndarray  # () or (units,) float32
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
@@ -301,9 +307,6 @@ class FullyConnectedHybridRow:
         fix = general.sse_fix
         w_aug = augmented_weights(general, wi)
         ct = w_aug.dtype
-        k_vec = depth & ~7
-        half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
-        half[:k_vec] = 0.5
         per_tensor = general.w_scale.ndim == 0
         bias = np.zeros(units, F32) if general.bias is None else general.bias
         shifted = (
@@ -316,12 +319,10 @@ class FullyConnectedHybridRow:
             general,
             w_aug,
             None if fix is None else fix.cols,
-            half,
+            BatchRowQuantizer.build((depth,), general.asymmetric, plus_zero=False),
             float(general.w_scale) if per_tensor else None,
             bias,
             general.activation,
-            RowScalars.build(general.asymmetric),
-            np.empty(depth, F32),
             np.empty(depth, F32),
             np.zeros(w_aug.shape[1], ct),
             np.zeros(() if per_tensor else units, F32),
@@ -349,31 +350,30 @@ class FullyConnectedHybridRow:
             bound = (x, out, self.row.bind(x1), *plans)
         object.__setattr__(self, "_bound", bound)
 
+    @property
+    def row(self) -> RowScalars:
+        return self.quantizer.scalars
+
     def quantize_calls(self, x: np.ndarray) -> list:
-        """q (shifted: q - zp) into ``qq`` once the row's scalars are set."""
-        a, h, o, row = self.a, self.h, "out", self.row
-        q = self.qq[: a.shape[0]]
-        calls = [
-            (np.multiply, (x, row.inv), {o: a}),
-            (np.copysign, (self.half, a), {o: h}),
-            (np.add, (a, h), {o: a}),
-            (np.trunc, (a,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
-        ]
-        if self.shifted:  # clip(round(v) + zp, -128, 127) - zp, integers
-            calls.append((clip_ufunc, (q, row.lo, row.hi), {o: q}))
-        elif self.writes_zp:  # the zero point's column: set by _scalars
-            calls += [(np.add, (q, self.qq[-1:]), {o: q}), (clip_ufunc, (q, CM128, C127), {o: q})]
+        """q (shifted: q - zp) into ``qq`` once the row's scalars are set: quant.hybrid.BatchRowQuantizer's calls
+        (asymmetric: ``clip(round(v), -128 - zp, 127 - zp)``, i.e. q - zp; where the zero point's column holds the
+        row's zp, ``+ zp`` after it: ``clip(r + zp, -128, 127)`` for integers r, zp; without ``+ 0.0``: see
+        ``shifted``)."""
+        q = self.qq[: self.a.shape[0]]
+        calls = self.quantizer.calls(x, self.a, q)
+        if self.writes_zp:  # the zero point's column: set by _scalars
+            calls.append((np.add, (q, self.qq[-1:]), {"out": q}))
         return calls
 
     def nonneg_calls(self, x: np.ndarray) -> list:
-        """``quantize_calls`` for a row RowScalars calls nonneg, once ``inv`` holds its value: ``v = f32(x * inv)``
-        is >= 0 (or -0.0 where asymmetric, giving the same q), so ``round(v) = trunc(f32(v + half))`` (in float32
-        scratch whatever the product's type: the tie rule needs the float32 sum's rounding); ``v`` stays below
-        127.5 (symmetric) or 255.5 (BatchRowQuantizer's bound), so asymmetric ``q = trunc(v + half) - 128`` is
-        within [-128, 127]: no clamp."""
-        a, q, o = self.a, self.qq[: self.a.shape[0]], "out"
-        calls = [(np.multiply, (x, self.row.inv), {o: a}), (np.add, (a, self.half), {o: a}), (np.trunc, (a,), {o: q})]
-        return [*calls, (np.add, (q, CM128), {o: q})] if self.writes_zp else calls
+        """``quantize_calls`` for a row RowScalars calls nonneg, once ``inv`` holds its value:
+        BatchRowQuantizer.nonneg_calls, ``trunc(f32(v + half))`` (in float32 scratch whatever the product's type:
+        the tie rule needs the float32 sum's rounding); ``v`` stays below 127.5 (symmetric) or 255.5
+        (BatchRowQuantizer's bound), so asymmetric ``q = trunc(v + half) - 128`` is within [-128, 127]: no
+        clamp."""
+        q = self.qq[: self.a.shape[0]]
+        calls = self.quantizer.nonneg_calls(x, self.a, q)
+        return [*calls, (np.add, (q, CM128), {"out": q})] if self.writes_zp else calls
 
     def fix_calls(self) -> list:
         """The SSE -128 fix's columns ``min(q[cols], 0)`` of the quantized row."""

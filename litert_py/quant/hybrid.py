@@ -487,8 +487,9 @@ class BatchRowQuantizer:
     ``q - zp`` (asymmetric, what the conv kernels multiply), in 4 (symmetric) or 5-6 (asymmetric: 5 without
     ``plus_zero``) numpy calls
     bound once (``calls``), or 3 (``nonneg_calls``) for a row RowScalars calls nonneg, after the row's scalars
-    (``scalars``, RowScalars). The same values as batch_quantize_floats followed by ``q - zp``
-    (conv/common.quantize_batches), bit for bit:
+    (``scalars``, RowScalars). The one routine of the one-batch hybrid conv plans and ops/hybrid_fc's one-row
+    FULLY_CONNECTED. The same values as batch_quantize_floats followed by ``q - zp`` (conv/common.quantize_batches),
+    bit for bit:
 
     - ``v = f32(x * inv)``; ``trunc(v + copysign(half, v))`` with ``half`` 0.5 on the 8-wide columns and HALF_DOWN
       (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
@@ -523,27 +524,30 @@ class BatchRowQuantizer:
         scalars = RowScalars.build(asymmetric)
         return BatchRowQuantizer(asymmetric, half, scalars, np.empty(shape, np.float32), plus_zero)
 
-    def calls(self, x: np.ndarray, dest: np.ndarray) -> list:
+    def calls(self, x: np.ndarray, dest: np.ndarray, q: np.ndarray | None = None) -> list:
         """The quantized row into ``dest`` (``x``'s shape, float32, any layout) as (function, args, kwargs)
-        triples (ops/bound_plan's form), once ``scalars`` ran for ``x``."""
+        triples (ops/bound_plan's form), once ``scalars`` ran for ``x``. ``q``: where the rounded values go
+        (``dest`` by default; ops/hybrid_fc.FullyConnectedHybridRow's product operand, float32 or float64: the
+        rounding itself runs in ``dest``, float32, as the tie rule needs), the clamp and ``+ 0.0`` there too."""
         o, s = "out", self.scalars
+        q = dest if q is None else q
         calls = [
             (np.multiply, (x, s.inv), {o: dest}),
             (np.copysign, (self.half, dest), {o: self.h}),
             (np.add, (dest, self.h), {o: dest}),
-            (np.trunc, (dest,), {o: dest}),
+            (np.trunc, (dest,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
         ]
         if self.asymmetric:
-            calls.append((clip_ufunc, (dest, s.lo, s.hi), {o: dest}))
+            calls.append((clip_ufunc, (q, s.lo, s.hi), {o: q}))
             if self.plus_zero:
-                calls.append((np.add, (dest, _ZERO_F32), {o: dest}))
+                calls.append((np.add, (q, _ZERO_F32), {o: q}))
         return calls
 
-    def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:
-        """``calls`` for a row ``scalars`` called nonneg: ``trunc(v + half)``."""
+    def nonneg_calls(self, x: np.ndarray, dest: np.ndarray, q: np.ndarray | None = None) -> list:
+        """``calls`` for a row ``scalars`` called nonneg: ``trunc(v + half)`` (into ``q``, by default ``dest``)."""
         o = "out"
         return [
             (np.multiply, (x, self.scalars.inv), {o: dest}),
             (np.add, (dest, self.half), {o: dest}),
-            (np.trunc, (dest,), {o: dest}),
+            (np.trunc, (dest,), {o: dest if q is None else q}),
         ]
