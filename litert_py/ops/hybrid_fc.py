@@ -29,7 +29,7 @@ from ..quant.hybrid import (
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType as Act
 from .bound_plan import bound_plan
-from .common import apply_activation_to_vector, exact_gemm_dtype
+from .common import _F32_0, _F32_6, _FMAX_PLUS_ZERO, apply_activation_to_vector, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS = 0, 1
@@ -177,8 +177,7 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
         # ApplyRelu*ToVector (std::max(0.0f, ...)) leaves no sign bit and no NaN: a row FC reading this one's output
         # in a chain takes its nonneg plan (FullyConnectedHybridRow.chain_after)
-        relu = ctx.options.fused_activation_function in (Act.RELU, Act.RELU6)
-        return FullyConnectedHybridRow.build(general, wi, relu)
+        return FullyConnectedHybridRow.build(general, wi, ctx.options.fused_activation_function)
     rows = int(np.prod(x.shape)) // depth if depth and x.shape and not x.dynamic else 0
     if asym and rows >= 2 and rows * depth == int(np.prod(x.shape)):
         return FullyConnectedHybridRows.build(general, wi, rows)
@@ -226,6 +225,21 @@ def product_calls(lhs, rhs, dot, scale, bias, activation, out: np.ndarray) -> li
     if activation is not None:
         calls.append((activation, (out,), {}))
     return calls
+
+
+def activation_calls(code: int, activation, out: np.ndarray) -> list:
+    """The fused activation ``activation`` (common.apply_activation_to_vector of ``code``) on ``out`` as bound
+    calls: RELU and RELU6 as that function's own ufunc calls (``std::max(0.0f, std::min(v, 6.0f))``: fmax, with
+    ``+ 0.0`` after it where this numpy's fmax keeps -0.0), without its Python function (about 0.1-0.2 us a
+    call); the others as one call of it."""
+    o = "out"
+    if code == Act.RELU:
+        calls = [(np.fmax, (out, _F32_0), {o: out})]
+    elif code == Act.RELU6:
+        calls = [(np.minimum, (out, _F32_6), {o: out}), (np.fmax, (out, _F32_0), {o: out})]
+    else:
+        return [] if activation is None else [(activation, (out,), {})]
+    return calls if _FMAX_PLUS_ZERO else [*calls, (np.add, (out, _F32_0), {o: out})]
 
 
 def bindable(x, out, x_size: int, out_size: int) -> bool:
@@ -299,10 +313,10 @@ class FullyConnectedHybridRow:
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
     writes_zp: bool  # asymmetric, not shifted: the zero point's column holds the row's zp
     shifted: bool  # asymmetric: the product multiplies q - zp with a zero point column of 0
-    relu_output: bool = False  # RELU / RELU6: every output element >= +0.0 (no sign bit, no NaN)
+    activation_code: int = 0  # the fused activation (ActivationFunctionType)
 
     @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, relu_output: bool = False) -> FullyConnectedHybridRow:
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, activation_code: int = 0) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
         w_aug = augmented_weights(general, wi)
@@ -329,7 +343,7 @@ class FullyConnectedHybridRow:
             None if ct == np.float32 else np.empty(units, ct),
             general.asymmetric and not shifted,
             shifted,
-            relu_output,
+            activation_code,
         )
 
     _bound = None  # bind's (input, output, the row's scalars (RowScalars.bind), the calls after them, those of a
@@ -343,7 +357,7 @@ class FullyConnectedHybridRow:
         bound = None
         if bindable(x, out, depth, units):
             x1, o1 = x.reshape(-1), out.reshape(-1)
-            rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+            rest = self.product_calls(o1)
             if self.w_scale is None:  # per channel: scale = f32(w_scale[c] * sf)
                 rest.insert(0, (np.multiply, (self.general.w_scale, self.row.sf), {"out": self.scale}))
             plans = [bound_plan(c(x1) + self.fix_calls() + rest) for c in (self.quantize_calls, self.nonneg_calls)]
@@ -353,6 +367,16 @@ class FullyConnectedHybridRow:
     @property
     def row(self) -> RowScalars:
         return self.quantizer.scalars
+
+    @property
+    def relu_output(self) -> bool:
+        """RELU / RELU6 (ApplyRelu*ToVector: std::max(0.0f, ...)): no output element has its sign bit or is NaN."""
+        return self.activation_code in (Act.RELU, Act.RELU6)
+
+    def product_calls(self, out: np.ndarray) -> list:
+        """The product, its scaling, the bias and the activation into ``out`` (1-d)."""
+        calls = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, None, out)
+        return calls + activation_calls(self.activation_code, self.activation, out)
 
     def quantize_calls(self, x: np.ndarray) -> list:
         """q (shifted: q - zp) into ``qq`` once the row's scalars are set: quant.hybrid.BatchRowQuantizer's calls
@@ -426,7 +450,7 @@ class FullyConnectedHybridRow:
         if not self._chain_nonneg:
             return (partial(self, inputs, outputs),)
         x1, o1 = inputs[INPUT].reshape(-1), outputs[0].reshape(-1)
-        rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+        rest = self.product_calls(o1)
         calls = self.nonneg_scalar_calls(x1) + self.nonneg_calls(x1) + self.fix_calls() + rest
         if self.writes_zp:  # the zero point's column: -128 (the op's own call writes each row's zp there)
             calls.insert(0, (self.qq[-1:].fill, (-128.0,), {}))
