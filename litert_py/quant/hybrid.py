@@ -265,12 +265,7 @@ NONNEG_MAX_MIN = _nonneg_max_min()
 
 
 _NEG_POS_255 = np.array([[-255.0], [255.0]])  # rng / this: (-scale, scale), float64
-_M128_F64, _127_F64, _255_F32, _1_F32 = (
-    np.array(-128.0),
-    np.array(127.0),
-    np.array(255, np.float32),
-    np.array(1, np.float32),
-)
+_255_F32, _1_F32 = np.array(255, np.float32), np.array(1, np.float32)
 _M128_F32, _127_F32 = np.array(-128, np.float32), np.array(127, np.float32)
 _SIGN_BIT = np.array(0x80000000, np.uint32)
 
@@ -285,7 +280,7 @@ def half_bits(rows: int, depth: int) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class AsymmetricRowsQuantizer:
-    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (22 numpy
+    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (21 numpy
     calls, half as many as batch_quantize_floats, no temporaries): q into ``q`` (a (rows, depth) float32 or float64
     view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows, 1) view of
     q's dtype, e.g. that operand's last column), the float32 scaling factors into ``sf``. The same arithmetic,
@@ -298,8 +293,13 @@ class AsymmetricRowsQuantizer:
       rows) float64 array holding 127 and 128 off it: ``m[0] + m[1] = (128 + |zmin|, 127 + |zmax|)``, the errors
       of the two zero points, and ``m[0] - m[1] = (-zmin - 128, 127 - zmax)``, the zero points ``-128 - zmin`` and
       ``127 - zmax`` (the same real numbers, so the same double roundings);
-    - the zero point of the smaller error (``128 + |zmin| < 127 + |zmax|``), clamped to [-128, 127], rounded half
-      away from zero as ``trunc(t + copysign(HALF_DOWN, t))`` (exact for doubles, see HALF_DOWN);
+    - the zero point of the smaller error (``128 + |zmin| < 127 + |zmax|``), rounded half away from zero as
+      ``trunc(t + copysign(HALF_DOWN, t))`` (exact for doubles, see HALF_DOWN). batch_quantize_floats clamps it to
+      [-128, 127] first, which never binds within the bound below: there ``rng`` is a normal float32 (``sf >=
+      1 / FLT_MAX`` needs ``rng >= 255 / FLT_MAX``, above FLT_MIN), within a factor ``1 +- 2^-24`` of ``rmax -
+      rmin``, so ``|zmin| + |zmax| = 255 (1 +- 2^-23)``; the min's candidate ``-128 + |zmin| >= -128`` is taken
+      where ``|zmin| < |zmax| - 1`` (up to roundings of 2^-44), i.e. ``|zmin| < 127.01``: below 127; the max's
+      ``127 - |zmax| <= 127`` where ``|zmax| <= |zmin| + 1``, i.e. ``|zmax| < 128.01``: above -128;
     - ``sf = f32(scale)`` as the float32 quotient ``rng / 255``, ``inv = f32(1.0 / f64(sf))`` as the float32
       quotient ``1 / sf``: the double quotient of two floats rounded once to float32 is the float32 quotient (53 >=
       2 * 24 + 2: double rounding is innocuous for +, -, *, /);
@@ -372,8 +372,7 @@ class AsymmetricRowsQuantizer:
             (np.add, (m[0], m[1]), {o: self.err}),
             (np.less, (self.err[0], self.err[1]), {o: self.nearer_min}),
             (np.subtract, (m[0], m[1]), {o: zd}),
-            (np.copyto, (t, u), {"where": self.nearer_min}),
-            (clip_ufunc, (t, _M128_F64, _127_F64), {o: t}),
+            (np.copyto, (t, u), {"where": self.nearer_min}),  # within [-128, 127] (the class)
             (np.copysign, (HALF_DOWN_F64, t), {o: u}),
             (np.add, (t, u), {o: u}),
             (np.trunc, (u,), {o: self.zp[:, 0]}),  # an integer: exact in either dtype
