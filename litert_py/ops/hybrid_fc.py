@@ -5,13 +5,12 @@ calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its nu
 runtime's arrays, the row's scalars from quant.hybrid.RowScalars (shared with the one-batch hybrid conv plans:
 one uint32 max reduction tells a row without a sign bit, whose quantization takes 3 calls); a signed asymmetric
 row quantized as ``q - zp`` in 5 calls (dense_ae_dynamic's ten 128-wide layers: 95 -> 74 -> 62 us per invoke);
-``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
-(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
+consecutive row layers after a RELU one chain with no Python between them (``chain_calls``, ops/bound_chain.py);
+``FullyConnectedHybridRows`` (hybrid_fc_rows.py): a fixed number of asymmetric rows with constant weights.
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -22,7 +21,6 @@ from ..quant.hybrid import (
     FLT_MAX,
     NONNEG_MAX_MIN,
     SYM_R_MIN,
-    AsymmetricRowsQuantizer,
     BatchRowQuantizer,
     RowScalars,
 )
@@ -180,6 +178,8 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         return FullyConnectedHybridRow.build(general, wi, ctx.options.fused_activation_function)
     rows = int(np.prod(x.shape)) // depth if depth and x.shape and not x.dynamic else 0
     if asym and rows >= 2 and rows * depth == int(np.prod(x.shape)):
+        from .hybrid_fc_rows import FullyConnectedHybridRows  # that module imports this one
+
         return FullyConnectedHybridRows.build(general, wi, rows)
     return general
 
@@ -487,95 +487,3 @@ class FullyConnectedHybridRow:
 
 def _in_range(item, lo: float) -> bool:
     return lo <= item() <= FLT_MAX
-
-
-@dataclass(frozen=True, eq=False)
-class FullyConnectedHybridRows:
-    """FullyConnectedHybrid for a fixed number (at least two) of rows with constant weights and asymmetric inputs (a
-    transformer's projections: 32 x 64 -> 64 asymmetric, about 75 -> 35 us of process CPU time): the rows quantized
-    by quant.hybrid.AsymmetricRowsQuantizer (batch_quantize_floats' values in half the numpy calls, into buffers
-    made at prepare), then one GEMM of
-    ``[q, min(q[:, cols], 0), zp]`` by ``[W, 256 M, -row_sums]`` (FullyConnectedHybridRow's augmented product: the
-    SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
-    augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
-    as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
-    range below NONNEG_MAX_MIN or past FLT_MAX, inf or NaN: AsymmetricRowsQuantizer.finite), take the general path
-    (``general``): every result equals FullyConnectedHybrid's. The quantizer's calls run before that test, so a
-    direct call outside an invoke (whose fp errors are quiet) may warn (divide by zero) on such rows: the values are
-    the general path's."""
-
-    general: FullyConnectedHybrid
-    quantize: AsymmetricRowsQuantizer
-    w_aug_t: np.ndarray  # (depth + len(fix_cols) + 1, units) C-contiguous: augmented_weights transposed (q @ w_aug_t:
-    # BLAS's (rows, k) x (k, units) without transposes, about 2.5x faster than on a transposed view at 32 x 64 x 64)
-    qq: np.ndarray  # (rows, depth + len(fix_cols) + 1) w_aug's dtype: q, min(q[:, cols], 0), zp
-    fix_q: np.ndarray | None  # (rows, len(fix_cols)) view of qq
-    fix_cols: np.ndarray | None
-    w_scale: np.ndarray  # () or (units,) float32
-    scale: np.ndarray  # (rows, 1) or (rows, units) float32
-    bias: np.ndarray  # (rows, units) float32, the bias repeated: a full-sized operand (a broadcast row costs twice)
-    dot: np.ndarray | None  # (rows, units) float64 when the product runs in float64
-    rows: int
-
-    @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, rows: int) -> FullyConnectedHybridRows:
-        units, depth = wi.shape
-        w_aug = augmented_weights(general, wi)
-        qq = np.zeros((rows, w_aug.shape[1]), w_aug.dtype)
-        fix = general.sse_fix
-        per_tensor = general.w_scale.ndim == 0
-        return FullyConnectedHybridRows(
-            general,
-            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:]),
-            np.ascontiguousarray(w_aug.T),
-            qq,
-            None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
-            None if fix is None else fix.cols,
-            general.w_scale,
-            np.zeros((rows, 1) if per_tensor else (rows, units), F32),
-            np.zeros((rows, units), F32) if general.bias is None else np.tile(general.bias, (rows, 1)),
-            None if w_aug.dtype == np.float32 else np.empty((rows, units), w_aug.dtype),
-            rows,
-        )
-
-    _bound = None  # bind's (input, output, the quantizer's calls, the product's calls, its finiteness test's dot
-    # product: AsymmetricRowsQuantizer.finite) as partial objects, or None
-
-    def bind(self, inputs, outputs) -> None:
-        """The quantizer's and the product's calls bound once to ``inputs[0]`` and ``outputs[0]`` (views of their
-        memory; C-contiguous arrays of this op's size, else no plan: the general path)."""
-        x, out = inputs[INPUT], outputs[0]
-        bound = None
-        if bindable(x, out, self.rows * self.general.depth, self.bias.size):
-            quantize = bound_plan(self.quantize.calls(x.reshape(self.rows, -1)))
-            product = bound_plan(self.product_calls(out.reshape(self.rows, -1)))
-            (dot,) = bound_plan([(np.dot, (self.quantize.sf, self.quantize.inv[:, 0]), {})])
-            bound = (x, out, quantize, product, dot)
-        object.__setattr__(self, "_bound", bound)
-
-    def product_calls(self, out: np.ndarray) -> list:
-        calls = []
-        if self.fix_q is not None:
-            calls += [
-                (np.take, (self.quantize.q, self.fix_cols), {"axis": 1, "out": self.fix_q}),
-                (np.minimum, (self.fix_q, 0.0), {"out": self.fix_q}),
-            ]
-        sf = self.quantize.sf
-        if self.scale.shape[1] == 1:  # per tensor: scaling_factors[b] *= filter scale
-            calls.append((np.multiply, (sf, self.w_scale), {"out": self.scale[:, 0]}))
-        else:  # per channel: scale = f32(w_scale[c] * sf[b])
-            calls.append((np.multiply, (sf.reshape(-1, 1), self.w_scale), {"out": self.scale}))
-        return calls + product_calls(
-            self.qq, self.w_aug_t, self.dot, self.scale, self.bias, self.general.activation, out
-        )
-
-    def __call__(self, inputs, outputs):
-        b = bound_to(self, inputs, outputs)
-        if b is None:
-            return self.general(inputs, outputs)
-        for call in b[2]:
-            call()
-        if not math.isfinite(b[4]()):  # AsymmetricRowsQuantizer.finite
-            return self.general(inputs, outputs)
-        for call in b[3]:
-            call()
