@@ -59,7 +59,9 @@ def _inputs():
 
 
 def _rows_ops(it):
-    return [(op, ins, outs) for op, ins, outs in it._subgraphs[0].steps if type(op).__name__ == "FullyConnectedHybridRows"]
+    return [
+        (op, ins, outs) for op, ins, outs in it._subgraphs[0].steps if type(op).__name__ == "FullyConnectedHybridRows"
+    ]
 
 
 def test_rows_ops_share_the_quantization_of_one_input():
