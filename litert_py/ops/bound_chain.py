@@ -14,6 +14,12 @@ The members are bound by the chain's ``bind`` (ops/fusion.bind_steps) to their p
 with other lists than the bound ones (a direct call), the chain calls each member on its part, each with its own
 unbound path. ops/fusion.py runs this pass last; the interpreter does not fuse when it must keep every tensor
 (experimental_preserve_all_tensors) or runs its dynamic path.
+
+Two optional member hooks (the one-row hybrid FULLY_CONNECTED, ops/hybrid_fc.py): ``chain_after(prev)`` tells a
+member, before its ``chain_calls``, the member whose first output is its first input (or None); ``chain_check(ins,
+outs)`` returns a callable telling, after the chain's calls, whether the member's calls gave its result (None: no
+test). Where one says no, that member and every later one run their own call, and the chain runs its members one
+by one from then on (until bound anew).
 """
 
 from __future__ import annotations
@@ -78,10 +84,11 @@ class BoundChain:
             calls, checks, parts = b[2]
             for call in calls:
                 call()
-            for i, check in checks:  # a member's calls were not its result: it and every later member run anew
-                if not check():
-                    for op, ins, outs in parts[i:]:
+            for i, check in checks:  # a member's calls were not its result: it and every later member run anew,
+                if not check():  # and the members run one by one from then on (until bound anew): such inputs
+                    for op, ins, outs in parts[i:]:  # may recur (a RELU layer that gives all zeros)
                         op(ins, outs)
+                    object.__setattr__(self, "_bound", (inputs, outputs, None))
                     break
             return
         for op, ins, outs in self.parts(inputs, outputs):

@@ -83,14 +83,14 @@ def test_hybrid_fc_chain_on_hostile_rows(asym, last_weights, per_channel, act):
         reference = _interpreter(model, experimental_preserve_all_tensors=True)  # unfused: each op's own call
         relu = np.fmax(mid_bias if act == 1 else np.minimum(mid_bias, F32(6)), F32(0))  # ApplyRelu*: NaN gives 0
         (theirs,) = run_litert(model, [x])
-        for k in range(3):  # the plan after a fallback and again
+        (_, check), (_, last) = chain._bound[2][1]  # the last layer's check: whether its nonneg plan gave its result
+        for k in range(3):  # after a fallback the members one by one
             ours = _invoke(it, x)
             assert ours.tobytes() == _invoke(reference, x).tobytes(), (name, k)
             assert np.array_equal(ours.view(np.int32), theirs.view(np.int32)), (name, ours, theirs)
-        # the last layer's check: whether its nonneg plan gave its result (its row's max within the bound)
-        (_, check), (_, last) = chain._bound[2][1]
-        top = float(relu.max())
+        top = float(relu.max())  # the row's max within the bound
         assert last() == (lo <= top <= FLT_MAX), name
+        assert (chain._bound[2] is None) == (not last()), name
         if last():
             planned.add(name)
     assert {"positive", "asym-ties-nonneg", "sym-ties-nonneg", "flt-max", "normal"} <= planned
