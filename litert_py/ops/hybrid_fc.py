@@ -27,7 +27,7 @@ from ..quant.hybrid import (
 from ..schema import dtypes
 from ..schema.model import ActivationFunctionType as Act
 from .bound_plan import bound_plan
-from .common import _F32_0, _F32_6, _FMAX_PLUS_ZERO, apply_activation_to_vector, exact_gemm_dtype
+from .common import apply_activation_to_vector, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS = 0, 1
@@ -227,21 +227,6 @@ def product_calls(lhs, rhs, dot, scale, bias, activation, out: np.ndarray) -> li
     return calls
 
 
-def activation_calls(code: int, activation, out: np.ndarray) -> list:
-    """The fused activation ``activation`` (common.apply_activation_to_vector of ``code``) on ``out`` as bound
-    calls: RELU and RELU6 as that function's own ufunc calls (``std::max(0.0f, std::min(v, 6.0f))``: fmax, with
-    ``+ 0.0`` after it where this numpy's fmax keeps -0.0), without its Python function (about 0.1-0.2 us a
-    call); the others as one call of it."""
-    o = "out"
-    if code == Act.RELU:
-        calls = [(np.fmax, (out, _F32_0), {o: out})]
-    elif code == Act.RELU6:
-        calls = [(np.minimum, (out, _F32_6), {o: out}), (np.fmax, (out, _F32_0), {o: out})]
-    else:
-        return [] if activation is None else [(activation, (out,), {})]
-    return calls if _FMAX_PLUS_ZERO else [*calls, (np.add, (out, _F32_0), {o: out})]
-
-
 def bindable(x, out, x_size: int, out_size: int) -> bool:
     """Arrays a plan can be bound to: C-contiguous float32 arrays of the op's sizes (their reshapes are views)."""
     return (
@@ -375,8 +360,7 @@ class FullyConnectedHybridRow:
 
     def product_calls(self, out: np.ndarray) -> list:
         """The product, its scaling, the bias and the activation into ``out`` (1-d)."""
-        calls = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, None, out)
-        return calls + activation_calls(self.activation_code, self.activation, out)
+        return product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, out)
 
     def quantize_calls(self, x: np.ndarray) -> list:
         """q (shifted: q - zp) into ``qq`` once the row's scalars are set: quant.hybrid.BatchRowQuantizer's calls

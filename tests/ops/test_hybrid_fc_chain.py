@@ -117,23 +117,3 @@ def test_hybrid_fc_chain_member_without_relu_input_runs_its_own_call():
     with np.errstate(all="ignore"):
         chain(other_ins, other_outs)
     assert other_outs[-1].tobytes() == _invoke(reference, ins[0].copy()).tobytes()
-
-
-@pytest.mark.parametrize("fmax_plus_zero", [True, False], ids=["fmax", "fmax-plus-zero"])
-@pytest.mark.parametrize("code", [0, 1, 2, 3, 4, 5])
-def test_activation_calls_equal_apply_activation_to_vector(monkeypatch, fmax_plus_zero, code):
-    """hybrid_fc.activation_calls (RELU, RELU6 as ufunc calls) against common.apply_activation_to_vector, byte for
-    byte on special values, in both forms of ApplyRelu*ToVector (``+ 0.0`` after fmax where fmax keeps -0.0)."""
-    from litert_py.ops import common, hybrid_fc
-    from litert_py.ops.bound_plan import bound_plan
-
-    monkeypatch.setattr(common, "_FMAX_PLUS_ZERO", fmax_plus_zero)
-    monkeypatch.setattr(hybrid_fc, "_FMAX_PLUS_ZERO", fmax_plus_zero)
-    base = np.array([-0.0, np.nan, -np.nan, -1.5, 0.0, 2.5, 7.0, -np.inf, np.inf, 6.0, -1e-45, 3e38], F32)
-    want, got = base.copy(), base.copy()
-    fn = common.apply_activation_to_vector(code)
-    if fn is not None:
-        fn(want)
-    for call in bound_plan(hybrid_fc.activation_calls(code, fn, got)):
-        call()
-    assert got.tobytes() == want.tobytes()
