@@ -498,6 +498,11 @@ class RowScalars:
         return sf, zp, False
 
 
+#: From this many elements BatchRowQuantizer's ``copysign(half, v)`` runs as two bit operations (measured: the same
+#: time near 1000, 128 elements 0.6 vs 0.8 us, 100k elements 54 vs 15 us).
+SIGN_BITS_MIN = 1024
+
+
 @dataclass(frozen=True, eq=False)
 class BatchRowQuantizer:
     """``batch_quantize_floats`` of one batch row (the whole input of a one-batch hybrid CONV_2D or
@@ -510,7 +515,9 @@ class BatchRowQuantizer:
     bit for bit:
 
     - ``v = f32(x * inv)``; ``trunc(v + copysign(half, v))`` with ``half`` 0.5 on the 8-wide columns and HALF_DOWN
-      (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
+      (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail); from SIGN_BITS_MIN elements
+      ``copysign`` as two bit operations on the uint32 views (np.copysign is not vectorized: 100k elements 54 ->
+      15 us);
     - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
       then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
@@ -549,9 +556,17 @@ class BatchRowQuantizer:
         rounding itself runs in ``dest``, float32, as the tie rule needs), the clamp and ``+ 0.0`` there too."""
         o, s = "out", self.scalars
         q = dest if q is None else q
+        if self.h.size >= SIGN_BITS_MIN:  # copysign(half, v) as (bits(v) & 0x80000000) | bits(half): the same bits
+            hu = self.h.view(np.uint32)
+            sign = [
+                (np.bitwise_and, (dest.view(np.uint32), _SIGN_BIT), {o: hu}),
+                (np.bitwise_or, (hu, self.half.view(np.uint32)), {o: hu}),
+            ]
+        else:
+            sign = [(np.copysign, (self.half, dest), {o: self.h})]
         calls = [
             (np.multiply, (x, s.inv), {o: dest}),
-            (np.copysign, (self.half, dest), {o: self.h}),
+            *sign,
             (np.add, (dest, self.h), {o: dest}),
             (np.trunc, (dest,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
         ]

@@ -65,7 +65,7 @@ def hostile_rows(depth: int) -> dict:
     return rows
 
 
-DEPTHS = (8, 13, 40)
+DEPTHS = (8, 13, 40, 1100)  # 1100: BatchRowQuantizer's copysign as bit operations (SIGN_BITS_MIN)
 
 
 @pytest.mark.parametrize("asymmetric", [False, True], ids=["symmetric", "asymmetric"])
