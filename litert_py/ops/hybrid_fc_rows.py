@@ -32,7 +32,7 @@ class SharedQuantization:
     qq: np.ndarray  # (rows, depth + 1): q, zp
     calls: tuple  # the quantizer's calls bound to x
     finite: object  # AsymmetricRowsQuantizer.finite's dot product, bound
-    leader: object
+    leader: int  # id() of the op bound first (not the op: no reference cycle through its _bound)
     memo: bytes | None = None
     ok: bool = False
 
@@ -48,7 +48,7 @@ class SharedQuantization:
         quantizer = AsymmetricRowsQuantizer.build(qq[:, :-1], qq[:, -1:])
         calls = bound_plan(quantizer.calls(x.reshape(rows, -1)))
         (finite,) = bound_plan([(np.dot, (quantizer.sf, quantizer.inv[:, 0]), {})])
-        return SharedQuantization(x, quantizer, qq, calls, finite, leader)
+        return SharedQuantization(x, quantizer, qq, calls, finite, id(leader))
 
 
 #: (id(x), rows, product type) -> the SharedQuantization of the ops bound to x (it keeps x, so the id stays x's)
@@ -131,9 +131,9 @@ class FullyConnectedHybridRows:
                 q = self.quantize
                 calls = bound_plan(q.calls(x.reshape(self.rows, -1)))
                 (finite,) = bound_plan([(np.dot, (q.sf, q.inv[:, 0]), {})])
-                s = SharedQuantization(x, q, self.qq, calls, finite, self)
+                s = SharedQuantization(x, q, self.qq, calls, finite, id(self))
             product = bound_plan(self.product_calls(out.reshape(self.rows, -1), s.quantizer, s.qq))
-            bound = (x, out, s, product, s.leader is self)
+            bound = (x, out, s, product, s.leader == id(self))
         object.__setattr__(self, "_bound", bound)
 
     def product_calls(self, out: np.ndarray, quantizer: AsymmetricRowsQuantizer, qq: np.ndarray) -> list:
