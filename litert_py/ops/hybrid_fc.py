@@ -5,22 +5,29 @@ calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its nu
 runtime's arrays, the row's scalars from quant.hybrid.RowScalars (shared with the one-batch hybrid conv plans:
 one uint32 max reduction tells a row without a sign bit, whose quantization takes 3 calls); a signed asymmetric
 row quantized as ``q - zp`` in 5 calls (dense_ae_dynamic's ten 128-wide layers: 95 -> 74 -> 62 us per invoke);
-``FullyConnectedHybridRows``: a fixed number of asymmetric rows with constant weights
-(quant.hybrid.AsymmetricRowsQuantizer and one augmented GEMM, bound likewise: 32 x 64 -> 64, about 75 -> 35 us).
+consecutive row layers after a RELU one chain with no Python between them (``chain_calls``, ops/bound_chain.py);
+``FullyConnectedHybridRows`` (hybrid_fc_rows.py): a fixed number of asymmetric rows with constant weights.
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
-from ..quant.hybrid import HALF_DOWN, AsymmetricRowsQuantizer, RowScalars
+from ..quant.hybrid import (
+    FLT_MAX,
+    NONNEG_MAX_MIN,
+    SYM_R_MIN,
+    BatchRowQuantizer,
+    RowScalars,
+)
 from ..schema import dtypes
+from ..schema.model import ActivationFunctionType as Act
 from .bound_plan import bound_plan
-from .common import apply_activation_to_vector, clip_ufunc, exact_gemm_dtype
+from .common import apply_activation_to_vector, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
 
 INPUT, WEIGHTS = 0, 1
@@ -166,9 +173,13 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         zero_shortcut,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
-        return FullyConnectedHybridRow.build(general, wi)
+        # ApplyRelu*ToVector (std::max(0.0f, ...)) leaves no sign bit and no NaN: a row FC reading this one's output
+        # in a chain takes its nonneg plan (FullyConnectedHybridRow.chain_after)
+        return FullyConnectedHybridRow.build(general, wi, ctx.options.fused_activation_function)
     rows = int(np.prod(x.shape)) // depth if depth and x.shape and not x.dynamic else 0
     if asym and rows >= 2 and rows * depth == int(np.prod(x.shape)):
+        from .hybrid_fc_rows import FullyConnectedHybridRows  # that module imports this one
+
         return FullyConnectedHybridRows.build(general, wi, rows)
     return general
 
@@ -240,7 +251,7 @@ def bound_to(op, inputs, outputs):
 
 
 F32 = np.float32
-C127, CM128 = np.array(127, F32), np.array(-128, F32)
+C127, CM128, F255, F1 = np.array(127, F32), np.array(-128, F32), np.array(255, F32), np.array(1, F32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -251,12 +262,13 @@ class FullyConnectedHybridRow:
     - the row's scalars: quant.hybrid.RowScalars (one uint32 max reduction of the row's bits, a second float max
       reduction where the row holds a negative value, Python doubles rounded to float32 through 0-d buffers);
       per tensor ``f32(sf * w_scale)`` likewise (the double product of two floats is exact);
-    - the rounding of ``neon_round_inplace``: ``trunc(f32(v + copysign(half, v)))`` on ``v = f32(x * inv)``,
-      ``half`` a prepared vector (0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail); for a row RowScalars
-      calls nonneg (no sign bit, or asymmetric with min >= 0: quant.hybrid.BatchRowQuantizer's argument)
-      ``trunc(f32(v + half))``;
+    - the quantization: quant.hybrid.BatchRowQuantizer's calls (the one-batch hybrid conv plans' routine), the
+      rounding of ``neon_round_inplace``: ``trunc(f32(v + copysign(half, v)))`` on ``v = f32(x * inv)``,
+      ``half`` 0.5 on the 8-wide part, HALF_DOWN (roundf) on the tail; for a row RowScalars calls nonneg (no
+      sign bit, or asymmetric with min >= 0) ``trunc(f32(v + half))``;
     - symmetric, no clamp to [-127, 127]: ``|x| <= R`` gives ``|f32(x * inv)| <= f32(127 (1 + 2^-24)) < 127.5``;
-      asymmetric: ``+ zp``, clamp to [-128, 127] (``shifted``: see below);
+      asymmetric: ``clip(round(v), -128 - zp, 127 - zp)`` (q - zp), ``+ zp`` after it where the product reads q
+      (not ``shifted``: see below);
     - the SSE -128 fix and the asymmetric zero point as extra product columns:
       ``[q, min(q[cols], 0), zp] @ [W, 256 M, -row_sums]`` (one GEMV); every factor on the left is at most
       q_max in magnitude (127 symmetric, 128 asymmetric), so every partial sum is at most ``q_max * sum|w_aug|``
@@ -275,29 +287,25 @@ class FullyConnectedHybridRow:
     general: FullyConnectedHybrid
     w_aug: np.ndarray  # (units, depth + len(fix_cols) [+ 1]) C-contiguous float32 / float64
     fix_cols: np.ndarray | None  # input columns of the SSE -128 fix
-    half: np.ndarray  # (depth,) float32
+    quantizer: BatchRowQuantizer  # the row's scalars (RowScalars) and its quantize calls, (depth,) float32
     w_scale: float | None  # per tensor, as a Python float; None: per channel (general.w_scale)
     bias: np.ndarray  # (units,) float32 (zeros without bias: 0 + (-0.0) is +0.0 as in C++)
     activation: object
-    row: RowScalars
     # scratch
     a: np.ndarray  # (depth,) float32: v = f32(x * inv), rounded
-    h: np.ndarray  # (depth,) float32: copysign(half, v)
     qq: np.ndarray  # (depth + len(fix_cols) [+ 1],) w_aug's dtype: q (shifted: q - zp), min(q[cols], 0) [, zp]
     scale: np.ndarray  # () or (units,) float32
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
     writes_zp: bool  # asymmetric, not shifted: the zero point's column holds the row's zp
     shifted: bool  # asymmetric: the product multiplies q - zp with a zero point column of 0
+    activation_code: int = 0  # the fused activation (ActivationFunctionType)
 
     @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
+    def build(general: FullyConnectedHybrid, wi: np.ndarray, activation_code: int = 0) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
         w_aug = augmented_weights(general, wi)
         ct = w_aug.dtype
-        k_vec = depth & ~7
-        half = np.full(depth, HALF_DOWN[np.dtype(F32)], F32)
-        half[:k_vec] = 0.5
         per_tensor = general.w_scale.ndim == 0
         bias = np.zeros(units, F32) if general.bias is None else general.bias
         shifted = (
@@ -310,18 +318,17 @@ class FullyConnectedHybridRow:
             general,
             w_aug,
             None if fix is None else fix.cols,
-            half,
+            BatchRowQuantizer.build((depth,), general.asymmetric, plus_zero=False),
             float(general.w_scale) if per_tensor else None,
             bias,
             general.activation,
-            RowScalars.build(general.asymmetric),
-            np.empty(depth, F32),
             np.empty(depth, F32),
             np.zeros(w_aug.shape[1], ct),
             np.zeros(() if per_tensor else units, F32),
             None if ct == np.float32 else np.empty(units, ct),
             general.asymmetric and not shifted,
             shifted,
+            activation_code,
         )
 
     _bound = None  # bind's (input, output, the row's scalars (RowScalars.bind), the calls after them, those of a
@@ -335,38 +342,46 @@ class FullyConnectedHybridRow:
         bound = None
         if bindable(x, out, depth, units):
             x1, o1 = x.reshape(-1), out.reshape(-1)
-            rest = product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, o1)
+            rest = self.product_calls(o1)
             if self.w_scale is None:  # per channel: scale = f32(w_scale[c] * sf)
                 rest.insert(0, (np.multiply, (self.general.w_scale, self.row.sf), {"out": self.scale}))
             plans = [bound_plan(c(x1) + self.fix_calls() + rest) for c in (self.quantize_calls, self.nonneg_calls)]
             bound = (x, out, self.row.bind(x1), *plans)
         object.__setattr__(self, "_bound", bound)
 
+    @property
+    def row(self) -> RowScalars:
+        return self.quantizer.scalars
+
+    @property
+    def relu_output(self) -> bool:
+        """RELU / RELU6 (ApplyRelu*ToVector: std::max(0.0f, ...)): no output element has its sign bit or is NaN."""
+        return self.activation_code in (Act.RELU, Act.RELU6)
+
+    def product_calls(self, out: np.ndarray) -> list:
+        """The product, its scaling, the bias and the activation into ``out`` (1-d)."""
+        return product_calls(self.w_aug, self.qq, self.dot, self.scale, self.bias, self.activation, out)
+
     def quantize_calls(self, x: np.ndarray) -> list:
-        """q (shifted: q - zp) into ``qq`` once the row's scalars are set."""
-        a, h, o, row = self.a, self.h, "out", self.row
-        q = self.qq[: a.shape[0]]
-        calls = [
-            (np.multiply, (x, row.inv), {o: a}),
-            (np.copysign, (self.half, a), {o: h}),
-            (np.add, (a, h), {o: a}),
-            (np.trunc, (a,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
-        ]
-        if self.shifted:  # clip(round(v) + zp, -128, 127) - zp, integers
-            calls.append((clip_ufunc, (q, row.lo, row.hi), {o: q}))
-        elif self.writes_zp:  # the zero point's column: set by _scalars
-            calls += [(np.add, (q, self.qq[-1:]), {o: q}), (clip_ufunc, (q, CM128, C127), {o: q})]
+        """q (shifted: q - zp) into ``qq`` once the row's scalars are set: quant.hybrid.BatchRowQuantizer's calls
+        (asymmetric: ``clip(round(v), -128 - zp, 127 - zp)``, i.e. q - zp; where the zero point's column holds the
+        row's zp, ``+ zp`` after it: ``clip(r + zp, -128, 127)`` for integers r, zp; without ``+ 0.0``: see
+        ``shifted``)."""
+        q = self.qq[: self.a.shape[0]]
+        calls = self.quantizer.calls(x, self.a, q)
+        if self.writes_zp:  # the zero point's column: set by _scalars
+            calls.append((np.add, (q, self.qq[-1:]), {"out": q}))
         return calls
 
     def nonneg_calls(self, x: np.ndarray) -> list:
-        """``quantize_calls`` for a row RowScalars calls nonneg, once ``inv`` holds its value: ``v = f32(x * inv)``
-        is >= 0 (or -0.0 where asymmetric, giving the same q), so ``round(v) = trunc(f32(v + half))`` (in float32
-        scratch whatever the product's type: the tie rule needs the float32 sum's rounding); ``v`` stays below
-        127.5 (symmetric) or 255.5 (BatchRowQuantizer's bound), so asymmetric ``q = trunc(v + half) - 128`` is
-        within [-128, 127]: no clamp."""
-        a, q, o = self.a, self.qq[: self.a.shape[0]], "out"
-        calls = [(np.multiply, (x, self.row.inv), {o: a}), (np.add, (a, self.half), {o: a}), (np.trunc, (a,), {o: q})]
-        return [*calls, (np.add, (q, CM128), {o: q})] if self.writes_zp else calls
+        """``quantize_calls`` for a row RowScalars calls nonneg, once ``inv`` holds its value:
+        BatchRowQuantizer.nonneg_calls, ``trunc(f32(v + half))`` (in float32 scratch whatever the product's type:
+        the tie rule needs the float32 sum's rounding); ``v`` stays below 127.5 (symmetric) or 255.5
+        (BatchRowQuantizer's bound), so asymmetric ``q = trunc(v + half) - 128`` is within [-128, 127]: no
+        clamp."""
+        q = self.qq[: self.a.shape[0]]
+        calls = self.quantizer.nonneg_calls(x, self.a, q)
+        return [*calls, (np.add, (q, CM128), {"out": q})] if self.writes_zp else calls
 
     def fix_calls(self) -> list:
         """The SSE -128 fix's columns ``min(q[cols], 0)`` of the quantized row."""
@@ -400,94 +415,59 @@ class FullyConnectedHybridRow:
         for call in plan:
             call()
 
+    # -- in a BoundChain (ops/bound_chain.py) ------------------------------------------------------------------
+    _chain_nonneg = False  # chain_after: the input is a RELU / RELU6 row FC's output
 
-@dataclass(frozen=True, eq=False)
-class FullyConnectedHybridRows:
-    """FullyConnectedHybrid for a fixed number (at least two) of rows with constant weights and asymmetric inputs (a
-    transformer's projections: 32 x 64 -> 64 asymmetric, about 75 -> 35 us of process CPU time): the rows quantized
-    by quant.hybrid.AsymmetricRowsQuantizer (batch_quantize_floats' values in half the numpy calls, into buffers
-    made at prepare), then one GEMM of
-    ``[q, min(q[:, cols], 0), zp]`` by ``[W, 256 M, -row_sums]`` (FullyConnectedHybridRow's augmented product: the
-    SSE -128 fix and the zero point as extra columns; exact in float32 within 2^24, else float64, see
-    augmented_weights), ``f32(f32(dot) * f32(sf * w_scale))``, ``+ bias`` (zeros without bias: 0 + (-0.0) is +0.0
-    as in C++), the activation. Inputs of another row count, and rows the quantizer declines (all-zero rows, a
-    range below NONNEG_MAX_MIN or past FLT_MAX, inf or NaN: AsymmetricRowsQuantizer.finite), take the general path
-    (``general``): every result equals FullyConnectedHybrid's. The quantizer's calls run before that test, so a
-    direct call outside an invoke (whose fp errors are quiet) may warn (divide by zero) on such rows: the values are
-    the general path's."""
+    def chain_after(self, prev) -> None:
+        """The chain's member writing this op's input (or None): a row FC with a RELU / RELU6 output makes
+        ``chain_calls`` the nonneg plan (its row has no sign bit unless inf, zero or tiny: ``chain_check``)."""
+        object.__setattr__(self, "_chain_nonneg", isinstance(prev, FullyConnectedHybridRow) and prev.relu_output)
 
-    general: FullyConnectedHybrid
-    quantize: AsymmetricRowsQuantizer
-    w_aug_t: np.ndarray  # (depth + len(fix_cols) + 1, units) C-contiguous: augmented_weights transposed (q @ w_aug_t:
-    # BLAS's (rows, k) x (k, units) without transposes, about 2.5x faster than on a transposed view at 32 x 64 x 64)
-    qq: np.ndarray  # (rows, depth + len(fix_cols) + 1) w_aug's dtype: q, min(q[:, cols], 0), zp
-    fix_q: np.ndarray | None  # (rows, len(fix_cols)) view of qq
-    fix_cols: np.ndarray | None
-    w_scale: np.ndarray  # () or (units,) float32
-    scale: np.ndarray  # (rows, 1) or (rows, units) float32
-    bias: np.ndarray  # (rows, units) float32, the bias repeated: a full-sized operand (a broadcast row costs twice)
-    dot: np.ndarray | None  # (rows, units) float64 when the product runs in float64
-    rows: int
-
-    @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, rows: int) -> FullyConnectedHybridRows:
-        units, depth = wi.shape
-        w_aug = augmented_weights(general, wi)
-        qq = np.zeros((rows, w_aug.shape[1]), w_aug.dtype)
-        fix = general.sse_fix
-        per_tensor = general.w_scale.ndim == 0
-        return FullyConnectedHybridRows(
-            general,
-            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:]),
-            np.ascontiguousarray(w_aug.T),
-            qq,
-            None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
-            None if fix is None else fix.cols,
-            general.w_scale,
-            np.zeros((rows, 1) if per_tensor else (rows, units), F32),
-            np.zeros((rows, units), F32) if general.bias is None else np.tile(general.bias, (rows, 1)),
-            None if w_aug.dtype == np.float32 else np.empty((rows, units), w_aug.dtype),
-            rows,
-        )
-
-    _bound = None  # bind's (input, output, the quantizer's calls, the product's calls, its finiteness test's dot
-    # product: AsymmetricRowsQuantizer.finite) as partial objects, or None
-
-    def bind(self, inputs, outputs) -> None:
-        """The quantizer's and the product's calls bound once to ``inputs[0]`` and ``outputs[0]`` (views of their
-        memory; C-contiguous arrays of this op's size, else no plan: the general path)."""
-        x, out = inputs[INPUT], outputs[0]
-        bound = None
-        if bindable(x, out, self.rows * self.general.depth, self.bias.size):
-            quantize = bound_plan(self.quantize.calls(x.reshape(self.rows, -1)))
-            product = bound_plan(self.product_calls(out.reshape(self.rows, -1)))
-            (dot,) = bound_plan([(np.dot, (self.quantize.sf, self.quantize.inv[:, 0]), {})])
-            bound = (x, out, quantize, product, dot)
-        object.__setattr__(self, "_bound", bound)
-
-    def product_calls(self, out: np.ndarray) -> list:
-        calls = []
-        if self.fix_q is not None:
-            calls += [
-                (np.take, (self.quantize.q, self.fix_cols), {"axis": 1, "out": self.fix_q}),
-                (np.minimum, (self.fix_q, 0.0), {"out": self.fix_q}),
-            ]
-        sf = self.quantize.sf
-        if self.scale.shape[1] == 1:  # per tensor: scaling_factors[b] *= filter scale
-            calls.append((np.multiply, (sf, self.w_scale), {"out": self.scale[:, 0]}))
-        else:  # per channel: scale = f32(w_scale[c] * sf[b])
-            calls.append((np.multiply, (sf.reshape(-1, 1), self.w_scale), {"out": self.scale}))
-        return calls + product_calls(
-            self.qq, self.w_aug_t, self.dot, self.scale, self.bias, self.general.activation, out
-        )
-
-    def __call__(self, inputs, outputs):
+    def chain_calls(self, inputs, outputs) -> tuple | None:
+        """The op's calls on these arrays with no Python between them: after a RELU row FC (``chain_after``) the
+        nonneg plan, the row's scalars as numpy calls on 0-d buffers (``nonneg_scalar_calls``), then
+        ``nonneg_calls`` and the product; ``chain_check`` tells whether they gave this op's result. Otherwise the
+        op's own call (its Python scalars and branches). None where no plan binds (the general path)."""
         b = bound_to(self, inputs, outputs)
         if b is None:
-            return self.general(inputs, outputs)
-        for call in b[2]:
-            call()
-        if not math.isfinite(b[4]()):  # AsymmetricRowsQuantizer.finite
-            return self.general(inputs, outputs)
-        for call in b[3]:
-            call()
+            return None
+        if not self._chain_nonneg:
+            return (partial(self, inputs, outputs),)
+        x1, o1 = inputs[INPUT].reshape(-1), outputs[0].reshape(-1)
+        rest = self.product_calls(o1)
+        calls = self.nonneg_scalar_calls(x1) + self.nonneg_calls(x1) + self.fix_calls() + rest
+        if self.writes_zp:  # the zero point's column: -128 (the op's own call writes each row's zp there)
+            calls.insert(0, (self.qq[-1:].fill, (-128.0,), {}))
+        return bound_plan(calls)
+
+    def nonneg_scalar_calls(self, x1: np.ndarray) -> list:
+        """RowScalars' scalars of a row without a sign bit as numpy calls: ``top``, the max of the row's bits as
+        uint32 (its max where no sign bit is set); asymmetric ``sf = f32(top / 255)``, ``inv = f32(1 / sf)``
+        (nonneg_row_params), symmetric ``sf = f32(top / 127)``, ``inv = f32(127 / top)``, each one float32
+        division: the double quotient of two floats rounded once to float32 is the float32 quotient (53 >= 2 * 24
+        + 2, also where it is denormal), so the bytes equal RowScalars'; ``scale = f32(sf * w_scale)`` (the
+        double product of two floats is exact) per tensor or per channel. Exact where ``chain_check`` holds."""
+        row, o = self.row, "out"
+        top = row.top
+        calls = [(np.maximum.reduce, (x1.view(np.uint32), None, None, top.view(np.uint32)), {})]
+        if self.general.asymmetric:
+            calls += [(np.divide, (top, F255), {o: row.sf}), (np.divide, (F1, row.sf), {o: row.inv})]
+        else:
+            calls += [(np.divide, (top, C127), {o: row.sf}), (np.divide, (C127, top), {o: row.inv})]
+        if self.w_scale is None:  # per channel: scale = f32(w_scale[c] * sf)
+            return [*calls, (np.multiply, (self.general.w_scale, row.sf), {o: self.scale})]
+        return [*calls, (np.multiply, (row.sf, self.general.w_scale), {o: self.scale})]
+
+    def chain_check(self, inputs, outputs):
+        """After the nonneg plan: a callable telling whether its values were the op's, i.e. RowScalars would
+        have called the row nonneg with these scalars: ``top`` (a float32 without its sign bit: the row's max,
+        the row without a sign bit) within ``[NONNEG_MAX_MIN, FLT_MAX]`` (asymmetric) or ``[SYM_R_MIN, FLT_MAX]``
+        (symmetric). False for a row with a sign bit (-0.0, a negative value or NaN), NaN, inf, all zeros or
+        tiny: the chain runs the op's own call then. None: the op's own call runs in the chain (no test)."""
+        if not self._chain_nonneg:
+            return None
+        return partial(_in_range, self.row.top.item, NONNEG_MAX_MIN if self.general.asymmetric else SYM_R_MIN)
+
+
+def _in_range(item, lo: float) -> bool:
+    return lo <= item() <= FLT_MAX

@@ -264,31 +264,49 @@ def _nonneg_max_min() -> float:
 NONNEG_MAX_MIN = _nonneg_max_min()
 
 
-_ERR_BASE = np.array([[128.0], [127.0]])  # 128 + |zmin|, 127 + |zmax|: the errors of the two zero points
-_ZP_BASE = np.array([[-128.0], [127.0]])  # -128 - zmin, 127 - zmax: the two zero points
-_M128_F64, _127_F64, _M128_F32, _127_F32 = (
-    np.array(-128.0),
-    np.array(127.0),
-    np.array(-128, np.float32),
-    np.array(127, np.float32),
-)
+_NEG_POS_255 = np.array([[-255.0], [255.0]])  # rng / this: (-scale, scale), float64
+_255_F32, _1_F32 = np.array(255, np.float32), np.array(1, np.float32)
+_M128_F32, _127_F32 = np.array(-128, np.float32), np.array(127, np.float32)
+_SIGN_BIT = np.array(0x80000000, np.uint32)
+
+
+def half_bits(rows: int, depth: int) -> np.ndarray:
+    """The bits of neon_round_inplace's half of a (rows, depth) float32 matrix as uint32: 0.5 on the 8-wide columns,
+    HALF_DOWN on the tail (``copysign(half, v)`` is ``half_bits | (bits(v) & 0x80000000)``)."""
+    half = np.full((rows, depth), HALF_DOWN[np.dtype(np.float32)], np.float32)
+    half[:, : depth & ~7] = 0.5
+    return half.view(np.uint32)
 
 
 @dataclass(frozen=True, eq=False)
 class AsymmetricRowsQuantizer:
-    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (about 23
-    numpy calls, half as many as batch_quantize_floats, no temporaries): q into ``q`` (a (rows, depth) float32 or
-    float64 view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows, 1)
-    view of q's dtype, e.g. that operand's last column), the float32 scaling factors into ``sf``. The same
-    arithmetic, value for value:
+    """``batch_quantize_floats(x2, True)`` for a (rows, depth) float32 matrix, into buffers made once (21 numpy
+    calls, half as many as batch_quantize_floats, no temporaries): q into ``q`` (a (rows, depth) float32 or float64
+    view, e.g. the left columns of an augmented product operand), the zero points into ``zp`` (a (rows, 1) view of
+    q's dtype, e.g. that operand's last column), the float32 scaling factors into ``sf``. The same arithmetic,
+    value for value:
 
     - ``rmin``, ``rmax`` float32 as min / max reductions with ``initial=0`` (NeonMinMax capped at zero);
-      ``f32(rmax - rmin)``; ``scale = f64(range) / 255``; ``zmin, zmax = f64(rmin, rmax) / scale``;
-    - the zero point of the smaller error (``128 + |zmin| < 127 + |zmax|``), clamped to [-128, 127], rounded half
-      away from zero as ``trunc(t + copysign(HALF_DOWN, t))`` (exact for doubles, see HALF_DOWN);
-    - ``sf = f32(scale)``, ``inv = f32(1.0 / f64(sf))``;
-    - q: ``neon_round_inplace`` of ``f32(x * inv)`` (``trunc(v + copysign(half, v))``, ``half`` a prepared
-      (rows, depth) array: 0.5 on the 8-wide columns, HALF_DOWN on the tail), ``+ zp``, clamp to [-128, 127].
+      ``rng = f32(rmax - rmin)``; ``scale = f64(rng) / 255``, computed with its negation as ``rng / (-255, 255)``
+      (one call; IEEE division is symmetric in sign, so ``-scale`` is exact); ``w = (rmin, rmax) / (-scale,
+      scale) = (-zmin, zmax) = (|zmin|, |zmax|)`` (zmin <= 0 <= zmax) written into the diagonal of ``m``, a (2, 2,
+      rows) float64 array holding 127 and 128 off it: ``m[0] + m[1] = (128 + |zmin|, 127 + |zmax|)``, the errors
+      of the two zero points, and ``m[0] - m[1] = (-zmin - 128, 127 - zmax)``, the zero points ``-128 - zmin`` and
+      ``127 - zmax`` (the same real numbers, so the same double roundings);
+    - the zero point of the smaller error (``128 + |zmin| < 127 + |zmax|``), rounded half away from zero as
+      ``trunc(t + copysign(HALF_DOWN, t))`` (exact for doubles, see HALF_DOWN). batch_quantize_floats clamps it to
+      [-128, 127] first, which never binds within the bound below: there ``rng`` is a normal float32 (``sf >=
+      1 / FLT_MAX`` needs ``rng >= 255 / FLT_MAX``, above FLT_MIN), within a factor ``1 +- 2^-24`` of ``rmax -
+      rmin``, so ``|zmin| + |zmax| = 255 (1 +- 2^-23)``; the min's candidate ``-128 + |zmin| >= -128`` is taken
+      where ``|zmin| < |zmax| - 1`` (up to roundings of 2^-44), i.e. ``|zmin| < 127.01``: below 127; the max's
+      ``127 - |zmax| <= 127`` where ``|zmax| <= |zmin| + 1``, i.e. ``|zmax| < 128.01``: above -128;
+    - ``sf = f32(scale)`` as the float32 quotient ``rng / 255``, ``inv = f32(1.0 / f64(sf))`` as the float32
+      quotient ``1 / sf``: the double quotient of two floats rounded once to float32 is the float32 quotient (53 >=
+      2 * 24 + 2: double rounding is innocuous for +, -, *, /);
+    - q: ``neon_round_inplace`` of ``f32(x * inv)`` (``trunc(v + copysign(half, v))``, ``copysign`` as two bit
+      operations on the uint32 views: ``(bits(v) & 0x80000000) | half_bits``, the same bits as np.copysign in
+      less than half its time on a matrix; ``half`` 0.5 on the 8-wide columns, HALF_DOWN on the tail), ``+ zp``,
+      clamp to [-128, 127].
 
     Every array operand of the (rows, depth) calls is either full-sized or a prepared (rows, 1) column: a
     broadcast row vector or a view made per call costs numpy several times the arithmetic at these sizes.
@@ -302,12 +320,12 @@ class AsymmetricRowsQuantizer:
     q: np.ndarray  # (rows, depth) float32 / float64 output view
     zp: np.ndarray  # (rows, 1) output view, q's dtype
     sf: np.ndarray  # (rows,) float32 output
-    half: np.ndarray  # (rows, depth) float32: 0.5 on the 8-wide columns, HALF_DOWN on the tail (full: no broadcast)
+    half: np.ndarray  # (rows, depth) uint32: half_bits (full: no broadcast)
     # scratch
     r: np.ndarray  # (2, rows) float32: rmin, rmax
     rng: np.ndarray  # (rows,) float32
-    scale: np.ndarray  # (rows,) float64
-    z: np.ndarray  # (2, rows) float64
+    s2: np.ndarray  # (2, rows) float64: -scale, scale
+    m: np.ndarray  # (2, 2, rows) float64: [[|zmin|, 127], [128, |zmax|]]
     err: np.ndarray  # (2, rows) float64
     nearer_min: np.ndarray  # (rows,) bool
     zd: np.ndarray  # (2, rows) float64
@@ -318,18 +336,18 @@ class AsymmetricRowsQuantizer:
     @staticmethod
     def build(q: np.ndarray, zp: np.ndarray) -> AsymmetricRowsQuantizer:
         rows, depth = q.shape
-        half = np.full((rows, depth), HALF_DOWN[np.dtype(np.float32)], np.float32)
-        half[:, : depth & ~7] = 0.5
         f32, f64 = np.float32, np.float64
+        m = np.empty((2, 2, rows), f64)
+        m[0, 1], m[1, 0] = 127.0, 128.0
         return AsymmetricRowsQuantizer(
             q,
             zp,
             np.empty(rows, f32),
-            half,
+            half_bits(rows, depth),
             np.empty((2, rows), f32),
             np.empty(rows, f32),
-            np.empty(rows, f64),
             np.empty((2, rows), f64),
+            m,
             np.empty((2, rows), f64),
             np.empty(rows, bool),
             np.empty((2, rows), f64),
@@ -341,28 +359,28 @@ class AsymmetricRowsQuantizer:
     def calls(self, x2: np.ndarray) -> list:
         """The quantization of ``x2`` as (function, args, kwargs) calls (ops/bound_plan's form, to be bound once to
         a fixed input); its results are batch_quantize_floats' where ``finite()`` holds after them."""
-        r, scale, z, err, zd, a = self.r, self.scale, self.z, self.err, self.zd, self.a
+        r, m, zd, a = self.r, self.m, self.zd, self.a
         t, u = zd[1], zd[0]
-        f64, o = np.float64, "out"
+        o = "out"
+        hu = self.h.view(np.uint32)
         return [
             (np.minimum.reduce, (x2, 1, None, r[0]), {"initial": 0.0}),
             (np.maximum.reduce, (x2, 1, None, r[1]), {"initial": 0.0}),
             (np.subtract, (r[1], r[0]), {o: self.rng}),
-            (np.divide, (self.rng, 255.0), {o: scale, "dtype": f64}),
-            (np.divide, (r, scale), {o: z}),
-            (np.abs, (z,), {o: err}),
-            (np.add, (_ERR_BASE, err), {o: err}),
-            (np.less, (err[0], err[1]), {o: self.nearer_min}),
-            (np.subtract, (_ZP_BASE, z), {o: zd}),
-            (np.copyto, (t, u), {"where": self.nearer_min}),
-            (clip_ufunc, (t, _M128_F64, _127_F64), {o: t}),
+            (np.divide, (self.rng, _NEG_POS_255), {o: self.s2}),
+            (np.divide, (r, self.s2), {o: m.reshape(4, -1)[::3]}),  # the diagonal: |zmin|, |zmax|
+            (np.add, (m[0], m[1]), {o: self.err}),
+            (np.less, (self.err[0], self.err[1]), {o: self.nearer_min}),
+            (np.subtract, (m[0], m[1]), {o: zd}),
+            (np.copyto, (t, u), {"where": self.nearer_min}),  # within [-128, 127] (the class)
             (np.copysign, (HALF_DOWN_F64, t), {o: u}),
             (np.add, (t, u), {o: u}),
             (np.trunc, (u,), {o: self.zp[:, 0]}),  # an integer: exact in either dtype
-            (np.copyto, (self.sf, scale), {"casting": "same_kind"}),
-            (np.divide, (1.0, self.sf), {o: self.inv[:, 0], "dtype": f64, "casting": "same_kind"}),
+            (np.divide, (self.rng, _255_F32), {o: self.sf}),
+            (np.divide, (_1_F32, self.sf), {o: self.inv[:, 0]}),
             (np.multiply, (x2, self.inv), {o: a}),
-            (np.copysign, (self.half, a), {o: self.h}),
+            (np.bitwise_and, (a.view(np.uint32), _SIGN_BIT), {o: hu}),
+            (np.bitwise_or, (hu, self.half), {o: hu}),
             (np.add, (a, self.h), {o: a}),
             (np.trunc, (a,), {o: a}),
             (np.add, (a, self.zp), {o: a, "casting": "same_kind"}),
@@ -480,6 +498,11 @@ class RowScalars:
         return sf, zp, False
 
 
+#: From this many elements BatchRowQuantizer's ``copysign(half, v)`` runs as two bit operations (measured: the same
+#: time near 1000, 128 elements 0.6 vs 0.8 us, 100k elements 54 vs 15 us).
+SIGN_BITS_MIN = 1024
+
+
 @dataclass(frozen=True, eq=False)
 class BatchRowQuantizer:
     """``batch_quantize_floats`` of one batch row (the whole input of a one-batch hybrid CONV_2D or
@@ -487,11 +510,14 @@ class BatchRowQuantizer:
     ``q - zp`` (asymmetric, what the conv kernels multiply), in 4 (symmetric) or 5-6 (asymmetric: 5 without
     ``plus_zero``) numpy calls
     bound once (``calls``), or 3 (``nonneg_calls``) for a row RowScalars calls nonneg, after the row's scalars
-    (``scalars``, RowScalars). The same values as batch_quantize_floats followed by ``q - zp``
-    (conv/common.quantize_batches), bit for bit:
+    (``scalars``, RowScalars). The one routine of the one-batch hybrid conv plans and ops/hybrid_fc's one-row
+    FULLY_CONNECTED. The same values as batch_quantize_floats followed by ``q - zp`` (conv/common.quantize_batches),
+    bit for bit:
 
     - ``v = f32(x * inv)``; ``trunc(v + copysign(half, v))`` with ``half`` 0.5 on the 8-wide columns and HALF_DOWN
-      (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail);
+      (roundf) on the tail (neon_round_inplace; a 0-d 0.5 when the row has no tail); from SIGN_BITS_MIN elements
+      ``copysign`` as two bit operations on the uint32 views (np.copysign is not vectorized: 100k elements 54 ->
+      15 us);
     - symmetric: no clamp (``|x| <= R`` gives ``|v| <= f32(127 (1 + 2^-24)) < 127.5``); -0.0 stays as there;
     - asymmetric: ``clip(round(v) + zp, -128, 127) - zp`` is ``clip(round(v), -128 - zp, 127 - zp)`` (integers),
       then ``+ 0.0``: the reference's ``(q + zp) - zp`` never leaves -0.0 (a zero is ``x - x`` or ``-0.0 + 0.0``);
@@ -523,27 +549,38 @@ class BatchRowQuantizer:
         scalars = RowScalars.build(asymmetric)
         return BatchRowQuantizer(asymmetric, half, scalars, np.empty(shape, np.float32), plus_zero)
 
-    def calls(self, x: np.ndarray, dest: np.ndarray) -> list:
+    def calls(self, x: np.ndarray, dest: np.ndarray, q: np.ndarray | None = None) -> list:
         """The quantized row into ``dest`` (``x``'s shape, float32, any layout) as (function, args, kwargs)
-        triples (ops/bound_plan's form), once ``scalars`` ran for ``x``."""
+        triples (ops/bound_plan's form), once ``scalars`` ran for ``x``. ``q``: where the rounded values go
+        (``dest`` by default; ops/hybrid_fc.FullyConnectedHybridRow's product operand, float32 or float64: the
+        rounding itself runs in ``dest``, float32, as the tie rule needs), the clamp and ``+ 0.0`` there too."""
         o, s = "out", self.scalars
+        q = dest if q is None else q
+        if self.h.size >= SIGN_BITS_MIN:  # copysign(half, v) as (bits(v) & 0x80000000) | bits(half): the same bits
+            hu = self.h.view(np.uint32)
+            sign = [
+                (np.bitwise_and, (dest.view(np.uint32), _SIGN_BIT), {o: hu}),
+                (np.bitwise_or, (hu, self.half.view(np.uint32)), {o: hu}),
+            ]
+        else:
+            sign = [(np.copysign, (self.half, dest), {o: self.h})]
         calls = [
             (np.multiply, (x, s.inv), {o: dest}),
-            (np.copysign, (self.half, dest), {o: self.h}),
+            *sign,
             (np.add, (dest, self.h), {o: dest}),
-            (np.trunc, (dest,), {o: dest}),
+            (np.trunc, (dest,), {o: q}),  # float32 calls: a cast to uint8 costs more than a trunc
         ]
         if self.asymmetric:
-            calls.append((clip_ufunc, (dest, s.lo, s.hi), {o: dest}))
+            calls.append((clip_ufunc, (q, s.lo, s.hi), {o: q}))
             if self.plus_zero:
-                calls.append((np.add, (dest, _ZERO_F32), {o: dest}))
+                calls.append((np.add, (q, _ZERO_F32), {o: q}))
         return calls
 
-    def nonneg_calls(self, x: np.ndarray, dest: np.ndarray) -> list:
-        """``calls`` for a row ``scalars`` called nonneg: ``trunc(v + half)``."""
+    def nonneg_calls(self, x: np.ndarray, dest: np.ndarray, q: np.ndarray | None = None) -> list:
+        """``calls`` for a row ``scalars`` called nonneg: ``trunc(v + half)`` (into ``q``, by default ``dest``)."""
         o = "out"
         return [
             (np.multiply, (x, self.scalars.inv), {o: dest}),
             (np.add, (dest, self.half), {o: dest}),
-            (np.trunc, (dest,), {o: dest}),
+            (np.trunc, (dest,), {o: dest if q is None else q}),
         ]

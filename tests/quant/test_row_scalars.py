@@ -65,7 +65,7 @@ def hostile_rows(depth: int) -> dict:
     return rows
 
 
-DEPTHS = (8, 13, 40)
+DEPTHS = (8, 13, 40, 1100)  # 1100: BatchRowQuantizer's copysign as bit operations (SIGN_BITS_MIN)
 
 
 @pytest.mark.parametrize("asymmetric", [False, True], ids=["symmetric", "asymmetric"])
@@ -131,3 +131,30 @@ def test_row_scalars_random_rows(asymmetric):
         assert s[1] == (0.0 if zp is None else float(zp[0])), x
         want_inv = F32(127.0 / max(-float(x.min()), float(x.max()))) if not asymmetric else F32(1.0 / float(sf[0]))
         assert rs.inv.tobytes() == want_inv.tobytes(), x
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_asymmetric_rows_quantizer_on_hostile_rows(depth):
+    """quant.hybrid.AsymmetricRowsQuantizer (the rows FULLY_CONNECTED's quantizer) row by row on the hostile rows:
+    byte for byte batch_quantize_floats' q, sf and zp wherever its bound (``finite``) holds; it declines exactly the
+    zero, tiny and non-finite rows."""
+    from litert_py.quant.hybrid import AsymmetricRowsQuantizer
+
+    taken = set()
+    for name, x in hostile_rows(depth).items():
+        x2 = x.reshape(1, depth)
+        for dtype in (np.float32, np.float64):
+            qq = np.full((1, depth + 1), np.nan, dtype)
+            quantize = AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:])
+            ok = quantize(x2)
+            with np.errstate(all="ignore"):
+                q, sf, zp = batch_quantize_floats(x2, True)
+            if not ok:
+                assert not np.isfinite(x).all() or np.abs(x).max() < NONNEG_MAX_MIN, name
+                continue
+            taken.add(name)
+            assert qq[:, :depth].astype(F32).tobytes() == q.tobytes(), name
+            assert quantize.sf.tobytes() == sf.tobytes(), name
+            assert qq[:, -1].astype(F32).tobytes() == zp.tobytes(), name
+    assert {"normal", "negative", "asym-ties-nonneg", "flt-max", "minus-flt-max", "nonneg-max-min-above"} <= taken
+    assert not {"zeros", "nan", "inf", "nonneg-max-min-below", "denormal"} & taken
