@@ -14,12 +14,6 @@ The members are bound by the chain's ``bind`` (ops/fusion.bind_steps) to their p
 with other lists than the bound ones (a direct call), the chain calls each member on its part, each with its own
 unbound path. ops/fusion.py runs this pass last; the interpreter does not fuse when it must keep every tensor
 (experimental_preserve_all_tensors) or runs its dynamic path.
-
-Two optional member hooks (the one-row hybrid FULLY_CONNECTED, ops/hybrid_fc.py): ``chain_after(prev)`` tells a
-member, before its ``chain_calls``, the member whose first output is its first input (or None); ``chain_check(ins,
-outs)`` returns a callable telling, after the chain's calls, whether the member's calls gave its result (None: no
-test). Where one says no, that member and every later one run their own call, and the chain runs its members one
-by one from then on (until bound anew).
 """
 
 from __future__ import annotations
@@ -42,8 +36,7 @@ class BoundChain:
     arity: tuple  # per member: (inputs, outputs)
     nodes: tuple = ()  # per member: its node (runtime/profiler.py times the members one by one)
 
-    _bound = None  # bind's (inputs list, outputs list, (the members' calls in order, their checks, their parts) or
-    # None)
+    _bound = None  # bind's (inputs list, outputs list, the members' calls in order, or None)
 
     def parts(self, inputs, outputs):
         """(op, its inputs, its outputs) per member."""
@@ -53,43 +46,25 @@ class BoundChain:
             i, o = i + n_in, o + n_out
 
     def bind(self, inputs, outputs) -> None:
-        parts = tuple(self.parts(inputs, outputs))
+        parts = list(self.parts(inputs, outputs))
         for op, ins, outs in parts:
             bind = getattr(op, "bind", None)
             if bind is not None:
                 bind(ins, outs)
         calls: list | None = []
-        checks = []  # (member index, its chain_check's callable)
-        prev = None  # (member, its first output)
-        for i, (op, ins, outs) in enumerate(parts):
-            after = getattr(op, "chain_after", None)
-            if after is not None:  # the member whose first output this member reads first, or None
-                after(prev[0] if prev is not None and ins and ins[0] is not None and ins[0] is prev[1] else None)
-            prev = (op, outs[0] if outs else None)
+        for op, ins, outs in parts:
             member = op.chain_calls(ins, outs)
             if member is None:
                 calls = None
                 break
             calls.extend(member)
-            check = getattr(op, "chain_check", None)
-            check = None if check is None else check(ins, outs)
-            if check is not None:
-                checks.append((i, check))
-        bound = None if calls is None else (tuple(calls), tuple(checks), parts)
-        object.__setattr__(self, "_bound", (inputs, outputs, bound))
+        object.__setattr__(self, "_bound", (inputs, outputs, None if calls is None else tuple(calls)))
 
     def __call__(self, inputs, outputs):
         b = self._bound
         if b is not None and b[0] is inputs and b[1] is outputs and b[2] is not None:
-            calls, checks, parts = b[2]
-            for call in calls:
+            for call in b[2]:
                 call()
-            for i, check in checks:  # a member's calls were not its result: it and every later member run anew,
-                if not check():  # and the members run one by one from then on (until bound anew): such inputs
-                    for op, ins, outs in parts[i:]:  # may recur (a RELU layer that gives all zeros)
-                        op(ins, outs)
-                    object.__setattr__(self, "_bound", (inputs, outputs, None))
-                    break
             return
         for op, ins, outs in self.parts(inputs, outputs):
             op(ins, outs)

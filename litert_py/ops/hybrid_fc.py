@@ -5,27 +5,21 @@ calls (256 -> 128 units: 18-21 -> 7-11 us; asymmetric 34-48 -> 13-14 us), its nu
 runtime's arrays, the row's scalars from quant.hybrid.RowScalars (shared with the one-batch hybrid conv plans:
 one uint32 max reduction tells a row without a sign bit, whose quantization takes 3 calls); a signed asymmetric
 row quantized as ``q - zp`` in 5 calls (dense_ae_dynamic's ten 128-wide layers: 95 -> 74 -> 62 us per invoke);
-consecutive row layers after a RELU one chain with no Python between them (``chain_calls``, ops/bound_chain.py);
 ``FullyConnectedHybridRows`` (hybrid_fc_rows.py): a fixed number of asymmetric rows with constant weights.
 Semantics and sources: see fully_connected.py and litert_py/quant/hybrid.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
 from ..quant import SseMinus128Fix, batch_quantize_floats, sse_reduction_sum_vector
 from ..quant.hybrid import (
-    FLT_MAX,
-    NONNEG_MAX_MIN,
-    SYM_R_MIN,
     BatchRowQuantizer,
     RowScalars,
 )
 from ..schema import dtypes
-from ..schema.model import ActivationFunctionType as Act
 from .bound_plan import bound_plan
 from .common import apply_activation_to_vector, exact_gemm_dtype
 from .registry import OpContext, TensorInfo
@@ -173,9 +167,7 @@ def prepare_hybrid(ctx: OpContext, x: TensorInfo, w: TensorInfo, bias: TensorInf
         zero_shortcut,
     )
     if x.shape and int(np.prod(x.shape)) == depth and not x.dynamic and depth:
-        # ApplyRelu*ToVector (std::max(0.0f, ...)) leaves no sign bit and no NaN: a row FC reading this one's output
-        # in a chain takes its nonneg plan (FullyConnectedHybridRow.chain_after)
-        return FullyConnectedHybridRow.build(general, wi, ctx.options.fused_activation_function)
+        return FullyConnectedHybridRow.build(general, wi)
     rows = int(np.prod(x.shape)) // depth if depth and x.shape and not x.dynamic else 0
     if asym and rows >= 2 and rows * depth == int(np.prod(x.shape)):
         from .hybrid_fc_rows import FullyConnectedHybridRows  # that module imports this one
@@ -251,7 +243,7 @@ def bound_to(op, inputs, outputs):
 
 
 F32 = np.float32
-C127, CM128, F255, F1 = np.array(127, F32), np.array(-128, F32), np.array(255, F32), np.array(1, F32)
+CM128 = np.array(-128, F32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,10 +290,9 @@ class FullyConnectedHybridRow:
     dot: np.ndarray | None  # (units,) float64 when the product runs in float64
     writes_zp: bool  # asymmetric, not shifted: the zero point's column holds the row's zp
     shifted: bool  # asymmetric: the product multiplies q - zp with a zero point column of 0
-    activation_code: int = 0  # the fused activation (ActivationFunctionType)
 
     @staticmethod
-    def build(general: FullyConnectedHybrid, wi: np.ndarray, activation_code: int = 0) -> FullyConnectedHybridRow:
+    def build(general: FullyConnectedHybrid, wi: np.ndarray) -> FullyConnectedHybridRow:
         units, depth = wi.shape
         fix = general.sse_fix
         w_aug = augmented_weights(general, wi)
@@ -328,7 +319,6 @@ class FullyConnectedHybridRow:
             None if ct == np.float32 else np.empty(units, ct),
             general.asymmetric and not shifted,
             shifted,
-            activation_code,
         )
 
     _bound = None  # bind's (input, output, the row's scalars (RowScalars.bind), the calls after them, those of a
@@ -352,11 +342,6 @@ class FullyConnectedHybridRow:
     @property
     def row(self) -> RowScalars:
         return self.quantizer.scalars
-
-    @property
-    def relu_output(self) -> bool:
-        """RELU / RELU6 (ApplyRelu*ToVector: std::max(0.0f, ...)): no output element has its sign bit or is NaN."""
-        return self.activation_code in (Act.RELU, Act.RELU6)
 
     def product_calls(self, out: np.ndarray) -> list:
         """The product, its scaling, the bias and the activation into ``out`` (1-d)."""
@@ -414,60 +399,3 @@ class FullyConnectedHybridRow:
             return self.general(inputs, outputs)
         for call in plan:
             call()
-
-    # -- in a BoundChain (ops/bound_chain.py) ------------------------------------------------------------------
-    _chain_nonneg = False  # chain_after: the input is a RELU / RELU6 row FC's output
-
-    def chain_after(self, prev) -> None:
-        """The chain's member writing this op's input (or None): a row FC with a RELU / RELU6 output makes
-        ``chain_calls`` the nonneg plan (its row has no sign bit unless inf, zero or tiny: ``chain_check``)."""
-        object.__setattr__(self, "_chain_nonneg", isinstance(prev, FullyConnectedHybridRow) and prev.relu_output)
-
-    def chain_calls(self, inputs, outputs) -> tuple | None:
-        """The op's calls on these arrays with no Python between them: after a RELU row FC (``chain_after``) the
-        nonneg plan, the row's scalars as numpy calls on 0-d buffers (``nonneg_scalar_calls``), then
-        ``nonneg_calls`` and the product; ``chain_check`` tells whether they gave this op's result. Otherwise the
-        op's own call (its Python scalars and branches). None where no plan binds (the general path)."""
-        b = bound_to(self, inputs, outputs)
-        if b is None:
-            return None
-        if not self._chain_nonneg:
-            return (partial(self, inputs, outputs),)
-        x1, o1 = inputs[INPUT].reshape(-1), outputs[0].reshape(-1)
-        rest = self.product_calls(o1)
-        calls = self.nonneg_scalar_calls(x1) + self.nonneg_calls(x1) + self.fix_calls() + rest
-        if self.writes_zp:  # the zero point's column: -128 (the op's own call writes each row's zp there)
-            calls.insert(0, (self.qq[-1:].fill, (-128.0,), {}))
-        return bound_plan(calls)
-
-    def nonneg_scalar_calls(self, x1: np.ndarray) -> list:
-        """RowScalars' scalars of a row without a sign bit as numpy calls: ``top``, the max of the row's bits as
-        uint32 (its max where no sign bit is set); asymmetric ``sf = f32(top / 255)``, ``inv = f32(1 / sf)``
-        (nonneg_row_params), symmetric ``sf = f32(top / 127)``, ``inv = f32(127 / top)``, each one float32
-        division: the double quotient of two floats rounded once to float32 is the float32 quotient (53 >= 2 * 24
-        + 2, also where it is denormal), so the bytes equal RowScalars'; ``scale = f32(sf * w_scale)`` (the
-        double product of two floats is exact) per tensor or per channel. Exact where ``chain_check`` holds."""
-        row, o = self.row, "out"
-        top = row.top
-        calls = [(np.maximum.reduce, (x1.view(np.uint32), None, None, top.view(np.uint32)), {})]
-        if self.general.asymmetric:
-            calls += [(np.divide, (top, F255), {o: row.sf}), (np.divide, (F1, row.sf), {o: row.inv})]
-        else:
-            calls += [(np.divide, (top, C127), {o: row.sf}), (np.divide, (C127, top), {o: row.inv})]
-        if self.w_scale is None:  # per channel: scale = f32(w_scale[c] * sf)
-            return [*calls, (np.multiply, (self.general.w_scale, row.sf), {o: self.scale})]
-        return [*calls, (np.multiply, (row.sf, self.general.w_scale), {o: self.scale})]
-
-    def chain_check(self, inputs, outputs):
-        """After the nonneg plan: a callable telling whether its values were the op's, i.e. RowScalars would
-        have called the row nonneg with these scalars: ``top`` (a float32 without its sign bit: the row's max,
-        the row without a sign bit) within ``[NONNEG_MAX_MIN, FLT_MAX]`` (asymmetric) or ``[SYM_R_MIN, FLT_MAX]``
-        (symmetric). False for a row with a sign bit (-0.0, a negative value or NaN), NaN, inf, all zeros or
-        tiny: the chain runs the op's own call then. None: the op's own call runs in the chain (no test)."""
-        if not self._chain_nonneg:
-            return None
-        return partial(_in_range, self.row.top.item, NONNEG_MAX_MIN if self.general.asymmetric else SYM_R_MIN)
-
-
-def _in_range(item, lo: float) -> bool:
-    return lo <= item() <= FLT_MAX
