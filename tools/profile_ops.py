@@ -11,8 +11,9 @@ their prepared-op class (which fast path prepare chose). With ``--hot`` each of 
 invokes: a step runs 1.3-4x slower inside an invoke, after the other steps evicted its data and Python objects,
 so judge a change by the in-sequence column. With ``--calls`` each of those nodes whose step runs a bound plan
 (ops/bound_plan.BoundCalls: ``_bound``'s last item, its calls) also gets every call of the plan timed inside
-real invokes (median, the step's other calls running as usual), to see which part pays the in-sequence penalty,
-and the rest of the step's time (its Python work outside the plan) by difference.
+real invokes (median, the step's other calls running as usual; the timer's own cost taken off), to see which part
+pays the in-sequence penalty, and the step's median time outside its plan's calls (its Python work around the
+plan), the step timed whole with the same clock.
 Models whose subgraph runs through the dynamic path (shapes known only at eval) are timed as a whole.
 """
 
@@ -41,8 +42,11 @@ def random_inputs(it) -> None:
         it.set_tensor(d["index"], v)
 
 
-def plan_call_times(it, sub, k: int, invokes: int) -> list:
-    """(call name, median us inside real invokes) per call of step ``k``'s bound plan, or [] when it has none."""
+def plan_call_times(it, sub, k: int, invokes: int) -> tuple:
+    """(per call of step ``k``'s bound plan (call name, median us inside real invokes), the step's median time
+    outside its plan's calls in us), or ([], None) when it has none. Both from the same clock, the timer's own cost
+    (a calibrated empty pair of clock reads) taken off each call: what is left outside is the step's Python work
+    around its plan (a hybrid row's scalars, a check), not the profiler's."""
     import functools
     import statistics
 
@@ -50,25 +54,42 @@ def plan_call_times(it, sub, k: int, invokes: int) -> list:
     bound = getattr(op, "_bound", None)
     plan = bound[-1] if isinstance(bound, tuple) and bound else None
     if not isinstance(plan, tuple) or not all(isinstance(c, functools.partial) for c in plan):
-        return []
-    times = [[] for _ in plan]
+        return [], None
     clock = time.perf_counter_ns
+    pairs = []
+    for _ in range(2001):
+        t0 = clock()
+        pairs.append(clock() - t0)
+    overhead = statistics.median(pairs)
+    times = [[] for _ in plan]
+    sums, whole = [], []
 
     def timed(inputs, outputs):
+        total = 0
         for call, acc in zip(plan, times):
             t0 = clock()
             call()
-            acc.append(clock() - t0)
+            dt = clock() - t0 - overhead
+            acc.append(dt)
+            total += dt
+        sums.append(total)
 
-    sub.steps[k] = (timed, ins, outs)
+    def timed_whole(inputs, outputs):
+        t0 = clock()
+        op(inputs, outputs)
+        whole.append(clock() - t0 - overhead)
+
     try:
         with np.errstate(all="ignore"):
-            for _ in range(invokes):
-                it.invoke()
+            for wrapper in (timed, timed_whole):
+                sub.steps[k] = (wrapper, ins, outs)
+                for _ in range(invokes):
+                    it.invoke()
     finally:
         sub.steps[k] = (op, ins, outs)
     names = [getattr(c.func, "__qualname__", None) or getattr(c.func, "__name__", repr(c.func)) for c in plan]
-    return [(f"{i}: {n}", statistics.median(t) / 1e3) for i, (n, t) in enumerate(zip(names, times))]
+    calls = [(f"{i}: {n}", statistics.median(t) / 1e3) for i, (n, t) in enumerate(zip(names, times))]
+    return calls, (statistics.median(whole) - statistics.median(sums)) / 1e3
 
 
 def main() -> int:
@@ -129,12 +150,11 @@ def main() -> int:
             line += f" {hot / a.invokes * 1e6:9.1f} us {t / hot:5.2f}x"
         print(line)
         if a.calls:
-            calls = plan_call_times(it, sub, k, a.invokes)
+            calls, rest = plan_call_times(it, sub, k, a.invokes)
             for name, us in calls:
                 print(f"      {name:40s} {us:9.2f} us")
-            if calls:  # the step's own Python work around its plan (a hybrid row's scalars, a check), roughly
-                rest = t / a.invokes * 1e6 - sum(us for _, us in calls)
-                print(f"      {'(outside the plan, by difference)':40s} {rest:9.2f} us")
+            if calls:  # the step's own Python work around its plan (medians, timer cost taken off)
+                print(f"      {'(outside the plan)':40s} {rest:9.2f} us")
     return 0
 
 
