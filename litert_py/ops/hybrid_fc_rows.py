@@ -21,11 +21,12 @@ from .hybrid_fc import F32, INPUT, FullyConnectedHybrid, augmented_weights, bind
 class SharedQuantization:
     """The quantized operand ``[q, zp]`` (``qq``) of the rows of one input array ``x`` and the quantizer's calls bound
     to it, in buffers of its own, for every FullyConnectedHybridRows op without SSE -128 columns bound to ``x`` with
-    the same row count, depth and product type (``shared``). ``leader``, the op bound first (the first of them in
-    an invoke), runs the calls at each call and keeps ``x``'s bytes (``memo``) and whether the quantizer's bound
-    held (``ok``); the others run them only where ``x``'s bytes differ from ``memo`` (a direct call, an op run
-    without the leader): the values are a function of those bytes alone, so each op multiplies the quantization
-    of its input as it is at its call. Only the calls bound to ``x`` write these buffers."""
+    the same row count, depth and product type (``shared``). ``leader``, the op bound first (usually the first of
+    them in an invoke; only speed depends on it), runs the calls at each call and keeps ``x``'s bytes (``memo``)
+    and whether the quantizer's bound held (``ok``); the others run them only where ``x``'s bytes differ from
+    ``memo`` (a direct call, an op run without the leader): the values are a function of those bytes alone, so each
+    op multiplies the quantization of its input as it is at its call. Only the calls bound to ``x`` write these
+    buffers."""
 
     x: np.ndarray  # kept: its id keys _SHARED while this object lives
     quantizer: AsymmetricRowsQuantizer
@@ -33,22 +34,30 @@ class SharedQuantization:
     calls: tuple  # the quantizer's calls bound to x
     finite: object  # AsymmetricRowsQuantizer.finite's dot product, bound
     leader: int  # id() of the op bound first (not the op: no reference cycle through its _bound)
+    shared: bool = True  # False: one op's own quantization (no followers: no memo kept)
     memo: bytes | None = None
     ok: bool = False
 
     def run(self) -> None:
+        self.memo = None  # a run stopped part way (an exception) leaves no bytes claiming the buffers' values
         for call in self.calls:
             call()
         self.ok = math.isfinite(self.finite())
-        self.memo = self.x.tobytes()
+        if self.shared:
+            self.memo = self.x.tobytes()
 
     @staticmethod
-    def make(x: np.ndarray, rows: int, dtype, leader) -> SharedQuantization:
-        qq = np.zeros((rows, x.size // rows + 1), dtype)
-        quantizer = AsymmetricRowsQuantizer.build(qq[:, :-1], qq[:, -1:])
+    def make(x: np.ndarray, rows: int, dtype, leader, own: tuple | None = None) -> SharedQuantization:
+        """The quantization of ``x``'s ``rows`` rows, in new buffers of ``dtype`` (shared), or ``own``: an op's own
+        (AsymmetricRowsQuantizer, qq)."""
+        if own is None:
+            qq = np.zeros((rows, x.size // rows + 1), dtype)
+            quantizer = AsymmetricRowsQuantizer.build(qq[:, :-1], qq[:, -1:])
+        else:
+            quantizer, qq = own
         calls = bound_plan(quantizer.calls(x.reshape(rows, -1)))
         (finite,) = bound_plan([(np.dot, (quantizer.sf, quantizer.inv[:, 0]), {})])
-        return SharedQuantization(x, quantizer, qq, calls, finite, id(leader))
+        return SharedQuantization(x, quantizer, qq, calls, finite, id(leader), own is None)
 
 
 #: (id(x), rows, product type) -> the SharedQuantization of the ops bound to x (it keeps x, so the id stays x's)
@@ -128,10 +137,7 @@ class FullyConnectedHybridRows:
             if self.fix_q is None:
                 s = shared(x, self.rows, self.qq.dtype, self)
             else:  # the op's own buffers (its fix columns are its own)
-                q = self.quantize
-                calls = bound_plan(q.calls(x.reshape(self.rows, -1)))
-                (finite,) = bound_plan([(np.dot, (q.sf, q.inv[:, 0]), {})])
-                s = SharedQuantization(x, q, self.qq, calls, finite, id(self))
+                s = SharedQuantization.make(x, self.rows, self.qq.dtype, self, (self.quantize, self.qq))
             product = bound_plan(self.product_calls(out.reshape(self.rows, -1), s.quantizer, s.qq))
             bound = (x, out, s, product, s.leader == id(self))
         object.__setattr__(self, "_bound", bound)

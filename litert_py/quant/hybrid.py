@@ -508,7 +508,7 @@ class BatchRowQuantizer:
     """``batch_quantize_floats`` of one batch row (the whole input of a one-batch hybrid CONV_2D or
     DEPTHWISE_CONV_2D, flattened), written into a destination of the input's shape as ``q`` (symmetric) or
     ``q - zp`` (asymmetric, what the conv kernels multiply), in 4 (symmetric) or 5-6 (asymmetric: 5 without
-    ``plus_zero``) numpy calls
+    ``plus_zero``) numpy calls, one more from SIGN_BITS_MIN values (copysign as two bit operations),
     bound once (``calls``), or 3 (``nonneg_calls``) for a row RowScalars calls nonneg, after the row's scalars
     (``scalars``, RowScalars). The one routine of the one-batch hybrid conv plans and ops/hybrid_fc's one-row
     FULLY_CONNECTED. The same values as batch_quantize_floats followed by ``q - zp`` (conv/common.quantize_batches),

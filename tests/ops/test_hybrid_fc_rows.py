@@ -1,4 +1,4 @@
-"""The multi-row asymmetric hybrid FULLY_CONNECTED (hybrid_fc.FullyConnectedHybridRows) against BUILTIN_REF, bit
+"""The multi-row asymmetric hybrid FULLY_CONNECTED (hybrid_fc_rows.FullyConnectedHybridRows) against BUILTIN_REF, bit
 for bit, and its quantizer (quant.hybrid.AsymmetricRowsQuantizer) against batch_quantize_floats value for value.
 
 Cases: per-tensor and per-channel scales, the 8-wide rounding and the roundf tail, the SSE -128 fix and the zero

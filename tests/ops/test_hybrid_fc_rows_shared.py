@@ -7,6 +7,7 @@ against the general path."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import litert_py
 from litert_py.schema.builder import ModelBuilder
@@ -107,4 +108,29 @@ def test_rows_follower_alone_on_changed_bytes_and_on_other_arrays():
     got, want = np.full_like(outs[0], np.nan), np.full_like(outs[0], np.nan)
     follower([x, *ins[1:]], [got])
     follower.general([x, *ins[1:]], [want])
+    assert got.tobytes() == want.tobytes()
+
+
+def test_a_quantization_stopped_part_way_is_not_reused():
+    """The leader's quantization raising part way (a direct call under np.errstate(all="raise"): the scale's division
+    underflows after the zero points are written) leaves no bytes claiming the half-written buffers: a follower on
+    the earlier bytes quantizes them anew (LiteRT's values, and the general path's)."""
+    model = _model()
+    it = litert_py.Interpreter(model_content=model)
+    it.allocate_tensors()
+    x0 = _inputs()[0]
+    it.set_tensor(it.get_input_details()[0]["index"], x0)
+    it.invoke()
+    (leader, ins, outs), (follower, fins, fouts), *_ = _rows_ops(it)
+    assert leader._bound[4] and not follower._bound[4] and follower._bound[2] is leader._bound[2]
+    x = ins[0]
+    x[...] = x0 * F32(3) - F32(1)
+    x[2] = 0.0
+    x[2, 0] = 1e-44  # row 2's range / 255 underflows in float32
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        leader(ins, outs)
+    x[...] = x0
+    got = np.empty_like(fouts[0])
+    follower(fins, [got])
+    want = run_litert(model, [x0])[1].reshape(got.shape)
     assert got.tobytes() == want.tobytes()

@@ -150,6 +150,15 @@ CASES = {
     "dw-einsum-tiny-negative-bias-relu": _case(
         "DEPTHWISE_CONV_2D", (6, 6, 48), (3, 3, 1), "tiny-negative", "signed", padding=0, act=1, neg_zero=False
     ),
+    # from SIGN_BITS_MIN (1024) input values BatchRowQuantizer's copysign is two bit operations (the depthwise plan
+    # writes q into its padded buffer's interior view)
+    "dw-same-ties-1536": _case("DEPTHWISE_CONV_2D", (8, 8, 24), (3, 3, 1), "ties", "signed", padding=0),
+    "dw-same-signed-relu-1536": _case("DEPTHWISE_CONV_2D", (8, 8, 24), (3, 3, 1), "signed", "signed", padding=0, act=1),
+    "dw-same-tiny-negative-1536": _case(
+        "DEPTHWISE_CONV_2D", (8, 8, 24), (3, 3, 1), "tiny-negative", "signed", padding=0, filt="pos"
+    ),
+    "conv-ties-per-tensor-1125": _case("CONV_2D", (15, 15, 5), (1, 1, 7), "ties", "signed", per_channel=False),
+    "conv-same-3x3-signed-1024": _case("CONV_2D", (8, 8, 16), (3, 3, 4), "signed", "signed", padding=0),
     "dw-zeros": _case("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "zeros", "general", padding=0),
     "dw-inf": _case("DEPTHWISE_CONV_2D", (4, 4, 8), (3, 3, 1), "inf", "general", padding=0),
 }
