@@ -20,13 +20,13 @@ int32 argument (var2 in [1, 2^30], the guard in [1, 2^31), checked by ``ln_plan`
 (common.h GetInvSqrtQuantizedMultiplierExp): x <= 1 gives (2^31 - 1, 0). Else ``shift`` starts at 11; x >= 2^29
 is divided by 4 at most once (x < 2^31), shift 12; then x is shifted left by ``pairs = (CLZ(x) - 1) // 2 - 1``
 bit pairs (0 .. 13) to 2^27 <= x < 2^29 and shift -= pairs: shift is in [-2, 12] (12 only with pairs = 0). The
-result is ``e = -max(shift, 0)`` in [-12, 0]. The Newton-Raphson iteration ``y <- 3/2 y - a/2 y^3`` (Q3.28, a =
-x 2^-29 in [1/4, 1)) from y = 1 increases monotonically towards 1/sqrt(a) in (1, 2] (f(y) = 3/2 y - a/2 y^3 is
-increasing below 1/sqrt(a) and fixes it); its roundings are a few 2^-28 per step (y^3 <= 8 saturates at most by
-one unit), so y stays in [1, 2] up to them and never near 0 or the Q3.28 limit 8. Times sqrt(2)/2 (SRDHM with
-1518500250) that is a raw value in about [2^28 / sqrt 2, 2^29 / sqrt 2] = [1.9e8, 3.8e8], then shifted left by
--shift <= 2 where shift < 0: at most 1.52e9 < 2^31, no wrap. So 0 < M < 2^31 (the sweep of
-test_lstm_integer_ln.test_inv_sqrt_matches_gemmlowp over 8000 arguments asserts the range too).
+result is ``e = -max(shift, 0)`` in [-12, 0]. The Newton-Raphson iteration ``y <- 3/2 y - a/2 y^3`` (Q3.28,
+``half`` = RDBPOT(x >> 1, 1) in [2^25, 2^27], a = half 2^-27 in [1/4, 1]) from y = 1 increases monotonically
+towards 1/sqrt(a) in [1, 2] (f(y) = 3/2 y - a/2 y^3 is increasing below 1/sqrt(a) and fixes it). Swept over all
+2^26 + 1 values of ``half`` with gemmlowp's saturating arithmetic: every iterate y is in [2^28, 2^29), every
+difference ``t`` below 2^26 in magnitude, no saturation fires (test_lstm_integer_ln.py repeats the sweep at both
+ends of the range), and y (sqrt 2) / 2 (SRDHM with 1518500250) is in [189812531, 379624593], times 2^-shift <= 4
+where shift < 0: below 2^31, no wrap. So 0 < M < 2^31.
 """
 
 from __future__ import annotations
@@ -38,15 +38,18 @@ import numpy as np
 from ..common import clip_ufunc
 from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31
 
-_MAX, _MIN, _H = (1 << 31) - 1, -(1 << 31), 1 << 30
+_MAX, _H = (1 << 31) - 1, 1 << 30
 
 
 def inv_sqrt(x: int) -> tuple:
     """``GetInvSqrtQuantizedMultiplierExp(x, -1)`` (common.h; litert_py.quant.gemmlowp's
-    get_inv_sqrt_quantized_multiplier_exp, which tests compare it with) with its helpers inlined: every step
-    computes a new variance, and the per-row inverse square root must cost less than the numpy calls around it
-    (not cached: a new sequence's variances rarely repeat, and a cache miss costs more than the call).
-    SRDHM ``(a b + 2^30) >> 31`` (saturating INT32_MIN^2), SaturatingRoundingMultiplyByPOT by 2^6 and 2^3."""
+    get_inv_sqrt_quantized_multiplier_exp, which tests compare it with) with its helpers inlined and unrolled:
+    every step computes a new variance, and the per-row inverse square root must cost less than the numpy calls
+    around it (not cached: a new sequence's variances rarely repeat, and a cache miss costs more than the call).
+    Over every normalized input (the module docstring) none of the iteration's saturations and wraps fires, so
+    they are left out: SRDHM is ``(a b + 2^30) >> 31``, the multiplications by 2^6 and 2^3 are shifts. The first
+    iteration (y = 2^28, y^3 = 2^28) in closed form: ``(3/2 2^28 2^28 + 2^30) >> 31 = 50331648``,
+    ``(half 2^28 + 2^30) >> 31 = (half + 4) >> 3``."""
     if x <= 1:
         return _MAX, 0
     shift = 11
@@ -60,18 +63,14 @@ def inv_sqrt(x: int) -> tuple:
     x <<= 2 * pairs
     h = x >> 1
     half = (h >> 1) + (h & 1)  # RoundingDivideByPOT(h, 1), h >= 0
-    y = 1 << 28
-    for _ in range(5):
-        a = _MAX if y == _MIN else (y * y + _H) >> 31
-        a = _MAX if a == y == _MIN else (a * y + _H) >> 31
-        y3 = _MAX if a > (1 << 25) - 1 else _MIN if a < 1 - (1 << 25) else a << 6
-        t = ((402653184 * y + _H) >> 31) - (_MAX if half == y3 == _MIN else (half * y3 + _H) >> 31)
-        t = ((t + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        y = _MAX if t > (1 << 28) - 1 else _MIN if t < 1 - (1 << 28) else t << 3
+    y = (50331648 - ((half + 4) >> 3)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
     y = (y * 1518500250 + _H) >> 31
     if shift < 0:
-        y = (((y << -shift) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        shift = 0
+        return y << -shift, 0  # y < 2^29 / sqrt 2, -shift <= 2: no wrap
     return y, -shift
 
 

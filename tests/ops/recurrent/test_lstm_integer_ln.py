@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from litert_py.ops.recurrent import lstm_integer_ln as lnm
 from litert_py.ops.recurrent.lstm_common import mbqm
-from litert_py.quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp
+from litert_py.quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, sat_pot, srdhm, wrap32
 from litert_py.schema.builder import ModelBuilder
 from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model
 from tests.ops.recurrent.test_lstm_integer_peephole import fast_runs
@@ -192,3 +192,23 @@ def test_inv_sqrt_matches_gemmlowp():
     ms, es = zip(*got)
     assert 0 < min(ms) and max(ms) < 2**31 and -12 <= min(es) and max(es) <= 0  # the module docstring's range
     assert {e for x, e in zip(xs, es) if x >= 1 << 29} == {-12}
+
+
+@pytest.mark.parametrize("end", ["low", "high"])
+def test_inv_sqrt_iteration_never_saturates(end):
+    """lstm_integer_ln's module docstring: over every ``half`` in [2^25, 2^27] gemmlowp's Newton iteration keeps y
+    in [2^28, 2^29) and |t| < 2^26 (no saturation or wrap fires, which ``inv_sqrt`` leaves out); here the 2^18
+    values at each end of the range (where y is largest: a = 1/4, and smallest), with gemmlowp's saturating
+    arithmetic (litert_py.quant), and ``inv_sqrt`` against gemmlowp's on the inputs x = 4 half there."""
+    lo, hi = (1 << 25, (1 << 25) + (1 << 18)) if end == "low" else ((1 << 27) + 1 - (1 << 18), (1 << 27) + 1)
+    half = np.arange(lo, hi, dtype=np.int64)
+    y = np.full(half.shape, 1 << 28, np.int64)
+    for _ in range(5):
+        a = srdhm(srdhm(y, y), y)
+        assert np.abs(a).max() < 1 << 25  # y^3 times 2^6 unsaturated
+        t = srdhm(np.int64(402653184), y) - srdhm(half, sat_pot(a, 6))
+        assert np.abs(t).max() < 1 << 26  # times 2^3 unsaturated, no int32 wrap
+        y = sat_pot(wrap32(t), 3)
+        assert (1 << 28) <= y.min() and y.max() < 1 << 29
+    xs = [4 * int(h) for h in half[::251].tolist() if 4 * h < 1 << 29]
+    assert [lnm.inv_sqrt(x) for x in xs] == [get_inv_sqrt_quantized_multiplier_exp(x, -1) for x in xs]
