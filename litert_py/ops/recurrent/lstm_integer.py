@@ -99,7 +99,7 @@ class LstmIntegerCell:
 
     def _layer_norm(self, g: IntGate, v):
         """LayerNorm (integer): per row mean and variance in 64-bit integers (C division truncates), the
-        inverse square root per row (``inv_sqrt``: 0 < M < 2^31, -12 <= e <= 0, proven in lstm_integer_ln.py),
+        inverse square root per row (``inv_sqrt``: 0 < M < 2^31, e <= 0, proven in lstm_integer_ln.py),
         then the rescale of every element; vectorized over the rows."""
         n = v.shape[1]
         rows = v.shape[0]
@@ -356,7 +356,7 @@ class LstmIntegerCell:
         n_g = len(guard)
         rows = []
         for j, x in enumerate(var2.reshape(-1).tolist()):
-            m, e = inv_sqrt(x if x >= 1 else guard[j % n_g])  # 0 < m < 2^31, -12 <= e <= 0 (lstm_integer_ln.py)
+            m, e = inv_sqrt(x if x >= 1 else guard[j % n_g])  # 0 < m < 2^31, e <= 0 (lstm_integer_ln.py)
             r = -e
             rows.append((m, r, (1 << r) >> 1, int(r > 0)))
         me = np.array(rows, np.int64).reshape(var2.shape + (4,))
