@@ -4,8 +4,6 @@ variants). Sources: see lstm.py."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ...quant import (
@@ -13,7 +11,6 @@ from ...quant import (
     saturating_rounding_doubling_high_mul,
     wrap32,
 )
-from ...quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp
 
 F32 = np.float32
 GATES = ("i", "f", "c", "o")
@@ -61,11 +58,6 @@ def rdbpot_arr(x: np.ndarray, e: np.ndarray) -> np.ndarray:
     """``rdbpot`` with an int64 exponent array (broadcast; 0 allowed)."""
     mask = (np.int64(1) << e) - 1
     return (x >> e) + ((x & mask) > (mask >> 1) + (x < 0))
-
-
-@functools.lru_cache(maxsize=65536)
-def inv_sqrt_cached(x: int) -> tuple:
-    return get_inv_sqrt_quantized_multiplier_exp(x, -1)
 
 
 def mbqm(x, m: int, e: int):

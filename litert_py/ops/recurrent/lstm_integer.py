@@ -1,7 +1,8 @@
 """The 8x8_16 integer LSTM cell (lstm_eval.cc LstmStepInteger8x8_16): IntGate and LstmIntegerCell. Building it
 (PopulateQuantizedLstmParams8x8_16 and PopulatePrecomputedZPTimesWeightsWithBias) is in lstm_integer_build.py;
 the ops and the sources in lstm.py. ``run`` steps through lstm_integer_plain.py's float64 formulation (18 numpy
-calls a step, 25 with a projection, 12 more with peepholes, about 40 more with layer norm) when its bounds hold."""
+calls a step, 25 with a projection, 12 more with peepholes, 29 more with layer norm, 58 with both) when its
+bounds hold."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import numpy as np
 from ...quant import (
     wrap32,
 )
-from ...quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, tanh16_table
 from ...quant.gemmlowp import logistic16_table as sigmoid16_table
+from ...quant.gemmlowp import tanh16_table
 from ...quant.gemmlowp import wrap16 as w16
 from ..common import clip_ufunc
 from .lstm_common import (
@@ -34,16 +35,15 @@ from .lstm_common import (
     S20,
     S31,
     Z64,
-    inv_sqrt_cached,
     mbqm,
     mbqm_neon,
     mbqm_small,
     rdbpot,
     rdbpot_arr,
     signed_index_table,
-    tdiv,
     tdiv_arr,
 )
+from .lstm_integer_ln import inv_sqrt
 from .lstm_integer_plain import input_terms, ordered_terms, plain_plan, run_plain
 
 
@@ -99,7 +99,8 @@ class LstmIntegerCell:
 
     def _layer_norm(self, g: IntGate, v):
         """LayerNorm (integer): per row mean and variance in 64-bit integers (C division truncates), the
-        inverse square root per row, then the rescale of every element; vectorized over the rows."""
+        inverse square root per row (``inv_sqrt``: 0 < M < 2^31, e <= 0, proven in lstm_integer_ln.py),
+        then the rescale of every element; vectorized over the rows."""
         n = v.shape[1]
         rows = v.shape[0]
         s = v.sum(axis=1)
@@ -110,40 +111,16 @@ class LstmIntegerCell:
         ms = np.empty(rows, np.int64)
         es = np.empty(rows, np.int64)
         for b, x in enumerate(var2.tolist()):
-            ms[b], es[b] = inv_sqrt_cached(x)
-        if not ((ms >= 0).all() and (np.abs(es) <= 31).all()):
-            return self._layer_norm_rows(g, v)
-        # mbqm with one (M, e) per row: wrap32 of the input, of the left shift, then SRDHM and RDBPOT
+            ms[b], es[b] = inv_sqrt(x)
+        # mbqm with one (M, e <= 0) per row: wrap32 of the input, then SRDHM and RDBPOT
         x = wrap32(1024 * v - mean[:, None])
-        left = np.maximum(es, 0)[:, None]
-        if (left > 0).any():
-            x = wrap32(x << left)
         x *= ms[:, None]
         x += P30
         x >>= S31
-        right = np.maximum(-es, 0)[:, None]
-        x = rdbpot_arr(x, right)
+        x = rdbpot_arr(x, -es[:, None])
         t = x * g.ln + g.ln_bias
         u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
         return clip_ufunc(mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
-
-    def _layer_norm_rows(self, g: IntGate, v):
-        n = v.shape[1]
-        out = np.empty_like(v)
-        for b in range(v.shape[0]):
-            row = v[b]
-            s = int(row.sum())
-            mean = int(wrap32(tdiv(s * 1024, n)))
-            var = int((row * row).sum()) * ((1 << 20) // n) - mean * mean
-            var2 = int(wrap32(tdiv(var, 1 << 20)))
-            if var2 < 1:
-                var2 = g.guard
-            inv_m, inv_e = get_inv_sqrt_quantized_multiplier_exp(int(var2), -1)
-            r = mbqm(1024 * row - mean, inv_m, inv_e)
-            t = r * g.ln + g.ln_bias
-            u = np.where(t > 0, (t + 512) // 1024, -((-(t - 512)) // 1024))
-            out[b] = clip_ufunc(mbqm(wrap32(u), g.m_ln[0], g.m_ln[1] + 12), -32768, 32767)
-        return out
 
     def _peephole(self, g: IntGate, gate, c):
         """VectorBatchVectorCwiseProductAccumulate with v_size = n_output over the flat (rows, n_cell) buffers."""
@@ -234,7 +211,7 @@ class LstmIntegerCell:
             p = None  # its table clips every state it reads: a state set past the cell clip takes the int64 step
         if p is not None and p.peep_rows_only and x3.shape[1] > 1:
             p = None  # LiteRT's peephole strides the flat cell state by n_output across the rows
-        if p is not None:  # no peephole or layer norm: lstm_integer_plain's step
+        if p is not None:  # lstm_integer_plain's step (peepholes, layer norm and projection included)
             gx = input_terms(p, x3) if p.wx is not None else ordered_terms(p, self._input_terms(x3))
             run_plain(p, gx, h_state, c_state, out3)
             return
@@ -363,7 +340,7 @@ class LstmIntegerCell:
     def _layer_norm_stack(self, consts: tuple, v):
         """``_layer_norm`` of several gates at once: ``v`` (B, G, n) int64, ``consts`` from ``_ln_consts``. The
         int32 wraps of the mean, the variance and ``1024 v - mean`` are no-ops (|v| <= 2^15: all below 2^31)."""
-        ln, ln_bias, guard, m_g, left_g, right_g, half_g, rpos_g, gates = consts
+        ln, ln_bias, guard, m_g, left_g, right_g, half_g, rpos_g = consts
         n = v.shape[2]
         s = np.add.reduce(v, axis=2)
         s *= K1024
@@ -379,23 +356,19 @@ class LstmIntegerCell:
         n_g = len(guard)
         rows = []
         for j, x in enumerate(var2.reshape(-1).tolist()):
-            m, e = inv_sqrt_cached(x if x >= 1 else guard[j % n_g])
-            if m < 0 or not -31 <= e <= 31:
-                return np.stack([self._layer_norm_rows(self.gates[g], v[:, j]) for j, g in enumerate(gates)], axis=1)
-            r = max(-e, 0)
-            rows.append((m, max(e, 0), r, (1 << r) >> 1, int(r > 0)))
-        me = np.array(rows, np.int64).reshape(var2.shape + (5,))
-        # mbqm with one (M, e) per row and gate: SRDHM and RDBPOT (a left shift wraps)
+            m, e = inv_sqrt(x if x >= 1 else guard[j % n_g])  # 0 < m < 2^31, e <= 0 (lstm_integer_ln.py)
+            r = -e
+            rows.append((m, r, (1 << r) >> 1, int(r > 0)))
+        me = np.array(rows, np.int64).reshape(var2.shape + (4,))
+        # mbqm with one (M, e <= 0) per row and gate: SRDHM and RDBPOT
         x = v * K1024
         x -= mean[..., None]
-        if me[..., 1].any():
-            x = wrap32(x << me[..., 1:2])
         x *= me[..., 0:1]
         x += P30
         x >>= S31
-        x -= np.less(x, Z64) * me[..., 4:5]  # RDBPOT: (x + 2^(e-1) - (x < 0)) >> e, nothing for e = 0
-        x += me[..., 3:4]
-        x >>= me[..., 2:3]
+        x -= np.less(x, Z64) * me[..., 3:4]  # RDBPOT: (x + 2^(e-1) - (x < 0)) >> e, nothing for e = 0
+        x += me[..., 2:3]
+        x >>= me[..., 1:2]
         t = x * ln
         t += ln_bias
         # t > 0: (t + 512) // 1024, else -((512 - t) // 1024): both |t| + 512 shifted, with t's sign
@@ -434,7 +407,6 @@ class LstmIntegerCell:
             right,
             (1 << right) >> 1,
             (right > 0).astype(np.int64),
-            list(names),
         )
 
     def _gate_post(self, name, gate, c, ln: bool = True):

@@ -1,41 +1,55 @@
 """The integer layer norm of the 8x8_16 LSTM's gates (lstm_eval.cc CalculateLstmGateInteger8x8_16 ->
 portable_tensor_utils.cc PortableApplyLayerNorm) for lstm_integer_plain's fast step: several gates and batch rows
-at once on its transposed (G, n, B) int64 buffers, in about 35 numpy calls and no allocation per step.
+at once on its transposed (G, n, B) int64 buffers, in 27 numpy calls a block (4 more with a left shift of the final
+multiplier) into prepared buffers, plus a Python loop over the G B rows for their scalars.
 
 Per gate and batch row (``v`` the n int16 pre-activations, all arithmetic exact in int64: ``|v| <= 2^15``)::
 
     mean  = wrap32(trunc(1024 sum(v) / n))             |1024 sum v / n| <= 2^25: no wrap in fact
     var2  = wrap32(trunc((sum(v^2) (2^20 // n) - mean^2) / 2^20)),  the variance guard where < 1
-    M, e  = GetInvSqrtQuantizedMultiplierExp(var2, -1)  (gemmlowp.get_inv_sqrt_quantized_multiplier_exp, cached)
+    M, e  = GetInvSqrtQuantizedMultiplierExp(var2, -1)  (``inv_sqrt``)
     x     = MBQM(1024 v - mean, M, e)                  |1024 v - mean| < 2^26, e <= 0: |(1024 v - mean) M| < 2^57
     u     = round_half_away(x w + b, 1024) = (x w + b + 512 - [x w + b <= 0]) >> 10    w, b the layer-norm weights
     out   = sat16(MBQM(wrap32(u), m_ln, e_ln + 12))
 
-The per-row scalars are Python ints (G B of them a step); a step with a row whose (M, e) is outside this form
-(M < 0, e > 0 or e < -31: gemmlowp's inverse square root gives 0 >= e >= -12 for every variance >= 1) takes
-lstm_common.mbqm row by row (``_rows``). ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast does.
+The second line's operand is at most 2^30 (``|var| / 2^20``): LiteRT's int32 casts of the mean and the variance
+are identities. ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast does.
+
+The range of (M, e), so that every row takes the same int64 form (``0 < M < 2^31``, ``-12 <= e <= 0``), for every
+int32 argument (var2 in [1, 2^30], the guard in [1, 2^31), checked by ``ln_plan``), from gemmlowp's algorithm
+(common.h GetInvSqrtQuantizedMultiplierExp): x <= 1 gives (2^31 - 1, 0). Else ``shift`` starts at 11; x >= 2^29
+is divided by 4 at most once (x < 2^31), shift 12; then x is shifted left by ``pairs = (CLZ(x) - 1) // 2 - 1``
+bit pairs (0 .. 13) to 2^27 <= x < 2^29 and shift -= pairs: shift is in [-2, 12] (12 only with pairs = 0). The
+result is ``e = -max(shift, 0)`` in [-12, 0]. The Newton-Raphson iteration ``y <- 3/2 y - a/2 y^3`` (Q3.28,
+``half`` = RDBPOT(x >> 1, 1) in [2^25, 2^27], a = half 2^-27 in [1/4, 1]) from y = 1 increases monotonically
+towards 1/sqrt(a) in [1, 2] (f(y) = 3/2 y - a/2 y^3 is increasing below 1/sqrt(a) and fixes it). Swept over all
+2^26 + 1 values of ``half`` with gemmlowp's saturating arithmetic: every iterate y is in [2^28, 2^29), every
+difference ``t`` below 2^26 in magnitude, no saturation fires (test_lstm_integer_ln.py repeats the sweep at both
+ends of the range), and y (sqrt 2) / 2 (SRDHM with 1518500250) is in [189812531, 379624593], times 2^-shift <= 4
+where shift < 0: below 2^31, no wrap. So 0 < M < 2^31.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ...quant.gemmlowp import wrap32_int
 from ..common import clip_ufunc
-from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31, mbqm, tdiv
+from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31
 
-_MAX, _MIN, _H = (1 << 31) - 1, -(1 << 31), 1 << 30
+_MAX, _H = (1 << 31) - 1, 1 << 30
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def inv_sqrt(x: int) -> tuple:
     """``GetInvSqrtQuantizedMultiplierExp(x, -1)`` (common.h; litert_py.quant.gemmlowp's
-    get_inv_sqrt_quantized_multiplier_exp, which tests compare it with) with its helpers inlined: every step
-    computes a new variance, and the per-row inverse square root must cost less than the numpy calls around it.
-    SRDHM ``(a b + 2^30) >> 31`` (saturating INT32_MIN^2), SaturatingRoundingMultiplyByPOT by 2^6 and 2^3."""
+    get_inv_sqrt_quantized_multiplier_exp, which tests compare it with) with its helpers inlined and unrolled:
+    every step computes a new variance, and the per-row inverse square root must cost less than the numpy calls
+    around it (not cached: a new sequence's variances rarely repeat, and a cache miss costs more than the call).
+    Over every normalized input (the module docstring) none of the iteration's saturations and wraps fires, so
+    they are left out: SRDHM is ``(a b + 2^30) >> 31``, the multiplications by 2^6 and 2^3 are shifts. The first
+    iteration (y = 2^28, y^3 = 2^28) in closed form: ``(3/2 2^28 2^28 + 2^30) >> 31 = 50331648``,
+    ``(half 2^28 + 2^30) >> 31 = (half + 4) >> 3``."""
     if x <= 1:
         return _MAX, 0
     shift = 11
@@ -49,18 +63,14 @@ def inv_sqrt(x: int) -> tuple:
     x <<= 2 * pairs
     h = x >> 1
     half = (h >> 1) + (h & 1)  # RoundingDivideByPOT(h, 1), h >= 0
-    y = 1 << 28
-    for _ in range(5):
-        a = _MAX if y == _MIN else (y * y + _H) >> 31
-        a = _MAX if a == y == _MIN else (a * y + _H) >> 31
-        y3 = _MAX if a > (1 << 25) - 1 else _MIN if a < 1 - (1 << 25) else a << 6
-        t = ((402653184 * y + _H) >> 31) - (_MAX if half == y3 == _MIN else (half * y3 + _H) >> 31)
-        t = ((t + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        y = _MAX if t > (1 << 28) - 1 else _MIN if t < 1 - (1 << 28) else t << 3
+    y = (50331648 - ((half + 4) >> 3)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
     y = (y * 1518500250 + _H) >> 31
     if shift < 0:
-        y = (((y << -shift) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        shift = 0
+        return y << -shift, 0  # y < 2^29 / sqrt 2, -shift <= 2: no wrap
     return y, -shift
 
 
@@ -72,18 +82,21 @@ class LayerNormPlan:
     w: np.ndarray  # (G, n, 1) the layer-norm weights
     b: np.ndarray  # (G, n, 1) the bias + 512
     guard: list  # per gate: the variance guard
-    m: np.ndarray  # (G, 1, 1) the final multiplier
-    left: np.ndarray | None  # (G, 1, 1) its left shift (None: none)
-    right: np.ndarray  # (G, 1, 1) its right shift
-    k: np.ndarray  # (G, 1, 1) 2^30 + 2^(right - 1) 2^31: SRDHM's nudge and RDBPOT's, before the shift by 31
-    thr: np.ndarray  # (G, 1, 1) 2^(right - 1) where right > 0 (below it: SRDHM negative), else -2^62 (none)
+    m: np.ndarray  # (G, n, 1) the final multiplier
+    left: np.ndarray | None  # (G, n, 1) its left shift (None: none)
+    right: np.ndarray  # (G, n, 1) its right shift
+    k: np.ndarray  # (G, n, 1) 2^30 + 2^(right - 1) 2^31: SRDHM's nudge and RDBPOT's, before the shift by 31
+    thr: np.ndarray  # (G, n, 1) 2^(right - 1) where right > 0 (below it: SRDHM negative), else -2^62 (none)
     n: int
 
 
 def ln_plan(gates: list) -> LayerNormPlan | None:
-    """The constants of ``gates`` (IntGate objects in block order; None when one has no layer norm or a final
-    multiplier outside the int64 form)."""
-    if not all(g.ln is not None and 0 <= g.m_ln[0] < 2**31 and -31 <= g.m_ln[1] + 12 <= 31 for g in gates):
+    """The constants of ``gates`` (IntGate objects in block order; None when one has no layer norm, a variance
+    guard past int32 (LiteRT's int cast) or a final multiplier outside the int64 form)."""
+    if not all(
+        g.ln is not None and 1 <= g.guard < 2**31 and 0 <= g.m_ln[0] < 2**31 and -31 <= g.m_ln[1] + 12 <= 31
+        for g in gates
+    ):
         return None
     n = int(gates[0].ln.shape[0])
     e = np.repeat(np.array([g.m_ln[1] + 12 for g in gates], np.int64), n).reshape(-1, n, 1)
@@ -102,7 +115,8 @@ def ln_plan(gates: list) -> LayerNormPlan | None:
 
 
 class LayerNormBuffers:
-    """The scratch of ``layer_norm`` for a (G, n, B) block (made once per sequence)."""
+    """The scratch of ``layer_norm`` for a (G, n, B) block (made once per sequence): the per-row scalars go
+    through ``vals`` (a Python list, 4 G B) into ``rows1`` (4, G, 1, B), repeated over n into ``rows``."""
 
     def __init__(self, shape: tuple):
         g, n, b = shape
@@ -110,37 +124,39 @@ class LayerNormBuffers:
         self.neg = np.empty(shape, bool)
         self.s = np.empty((g, b), np.int64)
         self.sq = np.empty((g, b), np.int64)
+        self.vals = [0] * (4 * g * b)
+        self.rows1 = np.empty((4, g, 1, b), np.int64)
+        self.flat1 = self.rows1.reshape(-1)
+        self.rows = np.empty((4, g, n, b), np.int64)
 
 
 def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormBuffers) -> None:
     """``out`` (G, n, B) int64 = the layer norm of ``v`` (G, n, B) int64 holding int16 values (see the module
     docstring); ``out`` may be ``v``."""
-    n_g, n, n_b = v.shape
-    x, neg = buf.x, buf.neg
+    n = v.shape[1]
+    x, neg, vals = buf.x, buf.neg, buf.vals
     np.add.reduce(v, axis=1, out=buf.s)
     np.einsum("gnb,gnb->gb", v, v, out=buf.sq)
     k20 = (1 << 20) // n
     # per row: MBQM(1024 v - mean, M, -r) = (Y - [Y < thr]) >> r, Y = (v 1024 M + 2^30 + 2^(r-1) 2^31 - mean M) >> 31
-    a_m, c_m, thr, r_m = [], [], [], []
-    ok = True
-    for j, (srow, qrow) in enumerate(zip(buf.s.tolist(), buf.sq.tolist())):
-        guard = p.guard[j]
+    i = 0
+    rows = buf.s.size
+    for srow, qrow, guard in zip(buf.s.tolist(), buf.sq.tolist(), p.guard):
         for s, q in zip(srow, qrow):
-            a = s << 10  # |1024 s / n| <= 2^25 and |var| / 2^20 <= 2^30: LiteRT's int32 casts change nothing
+            a = s << 10
             mean = a // n if a >= 0 else -(-a // n)
             var = q * k20 - mean * mean
             var2 = var >> 20 if var >= 0 else -(-var >> 20)
-            m, e = inv_sqrt(var2 if var2 >= 1 else guard)
-            ok = ok and m >= 0 and -31 <= e <= 0
-            h = (1 << -e) >> 1 if e < 0 else 0
-            a_m.append(m << 10)
-            c_m.append((1 << 30) + (h << 31) - mean * m)
-            thr.append(h if e else -(1 << 62))
-            r_m.append(-e)
-    if not ok:
-        _rows(p, v, out, _row_params(p, v))
-        return
-    rows = np.repeat(np.array(a_m + c_m + thr + r_m, np.int64).reshape(4, n_g, 1, n_b), n, axis=2)
+            m, e = inv_sqrt(var2 if var2 >= 1 else guard)  # 0 < m < 2^31, -12 <= e <= 0 (the module docstring)
+            h = (1 << -e) >> 1
+            vals[i] = m << 10
+            vals[i + rows] = (1 << 30) + (h << 31) - mean * m
+            vals[i + 2 * rows] = h if e else -(1 << 62)
+            vals[i + 3 * rows] = -e
+            i += 1
+    buf.flat1[:] = vals
+    rows = buf.rows
+    np.copyto(rows, buf.rows1)
     np.multiply(v, rows[0], out=x)
     x += rows[1]
     x >>= S31
@@ -167,28 +183,3 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
     x -= neg
     x >>= p.right
     clip_ufunc(x, I16_LO, I16_HI, out=out)
-
-
-def _row_params(p: LayerNormPlan, v) -> list:
-    """Per gate and row of ``v`` (G, n, B): (mean, M, e) of ``layer_norm``, one by one."""
-    n = v.shape[1]
-    params = []
-    for j, (srow, qrow) in enumerate(zip(v.sum(axis=1).tolist(), (v * v).sum(axis=1).tolist())):
-        for s, q in zip(srow, qrow):
-            mean = wrap32_int(tdiv(s * 1024, n))
-            var2 = wrap32_int(tdiv(q * ((1 << 20) // n) - mean * mean, 1 << 20))
-            params.append((mean, *inv_sqrt(var2 if var2 >= 1 else p.guard[j])))
-    return params
-
-
-def _rows(p: LayerNormPlan, v, out, params) -> None:
-    """``layer_norm`` one gate and row at a time with the generic MBQM (a multiplier outside the int64 form)."""
-    n_g, _, n_b = v.shape
-    for j in range(n_g):
-        m_ln, e_ln = int(p.m[j, 0, 0]), int(p.left[j, 0, 0] if p.left is not None else 0) - int(p.right[j, 0, 0])
-        for b in range(n_b):
-            mean, m, e = params[j * n_b + b]
-            x = mbqm(1024 * v[j, :, b] - mean, m, e)
-            t = x * p.w[j, :, 0] + p.b[j, :, 0]
-            u = (t - (t <= 512)) >> 10
-            out[j, :, b] = np.clip(mbqm(u, m_ln, e_ln), -32768, 32767)

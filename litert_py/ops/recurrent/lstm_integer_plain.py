@@ -49,9 +49,10 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     (``peep_rows_only``, at run) LiteRT's flat peephole striding the cell state by n_output (time-major, n_output
     < n_cell) with more than one batch row. The segments are widened by R's bound ``max|peep| 2^15 M 2^-(31+rs)
     + 2`` up to 2^15 (sat16(G) + R indexes inside them); past it G is clipped again after R (``peep_clip``).
-(8) Layer norm (lstm_integer_ln.py, about 35 calls; int64, exact): G clipped to int16 (and, with peepholes, clipped
-    again after R), the segment centres taken off, the gates normalized, the centres put back. Without peepholes
-    all four gates at once before the cell update; with them i, f, g there and o after its term from the new c.
+(8) Layer norm (lstm_integer_ln.py, 29 calls a block with the centres, two blocks with peepholes; int64, exact):
+    G clipped to int16 (and, with peepholes, clipped again after R), the segment centres taken off, the gates
+    normalized, the centres put back. Without peepholes all four gates at once before the cell update; with them
+    i, f, g there and o after its term from the new c.
 """
 
 from __future__ import annotations
@@ -346,14 +347,15 @@ def ordered_terms(p: PlainIntegerPlan, gx: np.ndarray) -> np.ndarray:
 
 
 def _peephole_terms(cc, pm, pk, p_thr, p_rs, rp, rp3, rp_neg) -> None:
-    """``rp`` (3 n, B) = the peephole terms MBQM(peep c) of rows o, i, f from the clipped cell state ``cc`` (n, B)
-    (``run_plain``'s step does the same inline)."""
+    """``rp`` (3 n, B) = the peephole terms MBQM(peep c) of rows o, i, f from the clipped cell state ``cc`` (n, B):
+    ``pm`` (3, n, 1) and ``pk``, ``p_thr``, ``p_rs`` (3 n, 1) from ``PlainIntegerPlan.peep``, ``rp3`` = ``rp`` as
+    (3, n, B) (see (7) in the module docstring)."""
     np.multiply(cc, pm, out=rp3)
-    rp += pk.reshape(-1, 1)
+    rp += pk
     rp >>= S31
-    np.less(rp, p_thr.reshape(-1, 1), out=rp_neg)
+    np.less(rp, p_thr, out=rp_neg)
     rp -= rp_neg
-    rp >>= p_rs.reshape(-1, 1)
+    rp >>= p_rs
 
 
 def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> None:
@@ -395,8 +397,8 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         rp3 = rp.reshape(3, n, n_batch)
         rp_neg = np.empty((3 * n, n_batch), bool)
         r_o, r_if, g_o, g_if = rp[:n], rp[n:], g4[:n], g4[n : 3 * n]
-        _peephole_terms(cc, pm, pk, e_thr, e_rs, rp, rp3, rp_neg)
         pk, e_thr, e_rs = (a.reshape(-1, 1) for a in (pk, e_thr, e_rs))
+        _peephole_terms(cc, pm, pk, e_thr, e_rs, rp, rp3, rp_neg)
         c_lo, c_hi = np.array(p.c_lo, np.int64), np.array(p.c_hi, np.int64)
     if p.ln is not None:  # the rows normalized before the cell update (all, or i, f, g with peepholes)
         ln_a, ln_o = p.ln
@@ -453,12 +455,7 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         add(r_ig, r_fc, out=c)
         if peep:  # o's term from the new c (its sigmoid taken again), i's and f's of the next step
             clip_ufunc(c, c_lo, c_hi, out=cc)
-            multiply(cc, pm, out=rp3)
-            add(rp, pk, out=rp)
-            right_shift(rp, S31, out=rp)
-            less(rp, e_thr, out=rp_neg)
-            subtract(rp, rp_neg, out=rp)
-            right_shift(rp, e_rs, out=rp)
+            _peephole_terms(cc, pm, pk, e_thr, e_rs, rp, rp3, rp_neg)
             add(g_o, r_o, out=g_o)
             if peep_clip:
                 clip_ufunc(g_o, lo_o, hi_o, out=g_o)
