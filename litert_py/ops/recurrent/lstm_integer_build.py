@@ -124,7 +124,7 @@ def build_integer_cell(
             m_p = quantize_multiplier(float(F32(2.0**cs * float(_scale(pw_g)) / float(s_int[k]))))
         ln = ins[LN[g]] if use_ln else None
         m_ln = quantize_multiplier(float(_scale(ln))) if ln is not None else (0, 0)
-        guard = max(1, int(np.trunc(np.float32(10000) * _scale(ln)))) if ln is not None else 1
+        guard = variance_guard(_scale(ln)) if ln is not None else 1
         gate_objs[g] = IntGate(
             np.ascontiguousarray(wx.data.astype(np.int64).T),
             eff_x.astype(np.int64),
@@ -158,3 +158,13 @@ def build_integer_cell(
     return LstmIntegerCell(
         gate_objs, cs, cell_clip, proj_clip, m_hidden, z_h, proj, proj_eff, m_proj, zos, n_cell, n_output, rowwise
     )
+
+
+def variance_guard(ln_scale) -> int:
+    """PopulateQuantizedLstmParams8x8_16's layer-norm variance guard ``std::max(1, static_cast<int32_t>(10000 *
+    scale))``, the product in float32. Past int32 (and for inf / NaN) x86's truncating conversion gives INT32_MIN
+    (the "integer indefinite" value), so the guard is 1, as LiteRT's wheel computes it (measured against
+    BUILTIN_REF: tests/ops/recurrent/test_lstm_integer_guard.py)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = np.float32(10000) * np.float32(ln_scale)
+    return max(1, int(g)) if g < 2.0**31 else 1  # NaN fails the test too
