@@ -1,7 +1,8 @@
 """The integer layer norm of the 8x8_16 LSTM's gates (lstm_eval.cc CalculateLstmGateInteger8x8_16 ->
 portable_tensor_utils.cc PortableApplyLayerNorm) for lstm_integer_plain's fast step: several gates and batch rows
-at once on its transposed (G, n, B) int64 buffers, in 27 numpy calls a block (4 more with a left shift of the final
-multiplier) into prepared buffers, plus a Python loop over the G B rows for their scalars.
+at once on its transposed (G, n, B) int64 buffers holding each gate's values plus its table segment's centre, in 24
+numpy calls a block (3 more where u may pass int32, 4 more with a left shift of the final multiplier, 1 more where
+the centres do not fold) into prepared buffers, plus one Python pass over the G B rows for their scalars.
 
 Per gate and batch row (``v`` the n int16 pre-activations, all arithmetic exact in int64: ``|v| <= 2^15``)::
 
@@ -14,6 +15,17 @@ Per gate and batch row (``v`` the n int16 pre-activations, all arithmetic exact 
 
 The second line's operand is at most 2^30 (``|var| / 2^20``): LiteRT's int32 casts of the mean and the variance
 are identities. ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast does.
+
+The centres ``seg`` (``ln_plan``; v = g - seg) are taken off inside the row scalars (``sum v = sum g - n seg``,
+``sum v^2 = sum g^2 - (2 sum g - n seg) seg``, Python ints; the first product as ``g 1024 M + (... - seg 1024 M)``,
+|g 1024 M| < 2^61, exact modulo 2^64 with an in-range result) and put back in the final rounding:
+``(u m + 2^30 + (2^(r-1) + seg 2^r) 2^31) >> 31 = y + 2^(r-1) + seg 2^r``, negative y where below
+``2^(r-1) + seg 2^r``, so the shift by r gives MBQM + seg and the clip is to the int16 bounds + seg. No int64
+overflow where ``|u m| < 2^62`` (int32 u, m < 2^31) and ``(seg << r) + 2^(r-1) + 1 < 2^31``, checked per block by
+``ln_plan`` (else seg is added after the clip). The wrap of u is left out where ``ln_plan`` proves u in int32:
+``|x| <= |1024 v - mean| <= 1024 (2^16 - 1) = 2^26 - 1024`` (SRDHM by M < 2^31 and the rounding shift do not
+grow it), so ``(2^26 - 1024) max|w| + max|b + 512| + 1 <= 2^41 - 1`` keeps ``x w + b + 512 - [.]`` in
+[-2^41, 2^41) and u in [-2^31, 2^31).
 
 The range of (M, e), so that every row takes the same int64 form (``0 < M < 2^31``, ``-12 <= e <= 0``), for every
 int32 argument (var2 in [1, 2^30], the guard in [1, 2^31), checked by ``ln_plan``), from gemmlowp's algorithm
@@ -137,7 +149,7 @@ def ln_plan(gates: list, segs: list | None = None) -> LayerNormPlan | None:
         lo=I16_LO + seg,
         hi=I16_HI + seg,
         seg_add=None if fold else col(segs),
-        wrap=wrap or (e > 0).any(),
+        wrap=bool(wrap or (e > 0).any()),
         n=n,
     )
 

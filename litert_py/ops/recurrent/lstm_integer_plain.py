@@ -49,10 +49,10 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     (``peep_rows_only``, at run) LiteRT's flat peephole striding the cell state by n_output (time-major, n_output
     < n_cell) with more than one batch row. The segments are widened by R's bound ``max|peep| 2^15 M 2^-(31+rs)
     + 2`` up to 2^15 (sat16(G) + R indexes inside them); past it G is clipped again after R (``peep_clip``).
-(8) Layer norm (lstm_integer_ln.py, 29 calls a block with the centres, two blocks with peepholes; int64, exact):
-    G clipped to int16 (and, with peepholes, clipped again after R), the segment centres taken off, the gates
-    normalized, the centres put back. Without peepholes all four gates at once before the cell update; with them
-    i, f, g there and o after its term from the new c.
+(8) Layer norm (lstm_integer_ln.py, 24 calls a block, two blocks with peepholes; int64, exact): G clipped to
+    int16 (and, with peepholes, clipped again after R), the gates normalized in place, the segment centres taken
+    off and put back inside the layer norm's arithmetic. Without peepholes all four gates at once before the cell
+    update; with them i, f, g there and o after its term from the new c.
 """
 
 from __future__ import annotations
