@@ -14,18 +14,18 @@ Per gate and batch row (``v`` the n int16 pre-activations, all arithmetic exact 
     out   = sat16(MBQM(wrap32(u), m_ln, e_ln + 12))
 
 The second line's operand is at most 2^30 (``|var| / 2^20``): LiteRT's int32 casts of the mean and the variance
-are identities. ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast does.
+are identities. ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast does, where it can pass int32.
 
 The centres ``seg`` (``ln_plan``; v = g - seg) are taken off inside the row scalars (``sum v = sum g - n seg``,
-``sum v^2 = sum g^2 - (2 sum g - n seg) seg``, Python ints; the first product as ``g 1024 M + (... - seg 1024 M)``,
-|g 1024 M| < 2^61, exact modulo 2^64 with an in-range result) and put back in the final rounding:
-``(u m + 2^30 + (2^(r-1) + seg 2^r) 2^31) >> 31 = y + 2^(r-1) + seg 2^r``, negative y where below
-``2^(r-1) + seg 2^r``, so the shift by r gives MBQM + seg and the clip is to the int16 bounds + seg. No int64
-overflow where ``|u m| < 2^62`` (int32 u, m < 2^31) and ``(seg << r) + 2^(r-1) + 1 < 2^31``, checked per block by
-``ln_plan`` (else seg is added after the clip). The wrap of u is left out where ``ln_plan`` proves u in int32:
-``|x| <= |1024 v - mean| <= 1024 (2^16 - 1) = 2^26 - 1024`` (SRDHM by M < 2^31 and the rounding shift do not
-grow it), so ``(2^26 - 1024) max|w| + max|b + 512| + 1 <= 2^41 - 1`` keeps ``x w + b + 512 - [.]`` in
-[-2^41, 2^41) and u in [-2^31, 2^31).
+``sum v^2 = sum g^2 - (2 sum g - n seg) seg``, Python ints from int64 sums: ``0 <= seg < 2^20``, n < 2^22; the
+first product as ``g 1024 M + (... - seg 1024 M)``, |g 1024 M| < 2^61, exact modulo 2^64 with an in-range result)
+and put back in the final rounding: ``(u m + 2^30 + (2^(r-1) + seg 2^r) 2^31) >> 31 = y + 2^(r-1) + seg 2^r``,
+negative y where below ``2^(r-1) + seg 2^r``, so the shift by r gives MBQM + seg and the clip is to the int16
+bounds + seg. No int64 overflow where ``|u m| < 2^62`` (int32 u, m < 2^31) and ``(seg << r) + 2^(r-1) + 1 <
+2^31``, checked per block by ``ln_plan`` (else seg is added after the clip). The wrap of u is left out where
+``ln_plan`` proves u in int32: ``|x| <= |1024 v - mean| <= 1024 (2^16 - 1) = 2^26 - 1024`` (SRDHM by M < 2^31
+and the rounding shift do not grow it), so ``(2^26 - 1024) max|w| + max|b + 512| + 1 <= 2^41 - 1`` keeps ``x w +
+b + 512 - [.]`` in [-2^41, 2^41) and u in [-2^31, 2^31).
 
 The range of (M, e), so that every row takes the same int64 form (``0 < M < 2^31``, ``-12 <= e <= 0``), for every
 int32 argument (var2 in [1, 2^30], the guard in [1, 2^31), checked by ``ln_plan``), from gemmlowp's algorithm
@@ -120,7 +120,7 @@ def ln_plan(gates: list, segs: list | None = None) -> LayerNormPlan | None:
         return None
     n = int(gates[0].ln.shape[0])
     segs = [int(s) for s in (segs or [0] * len(gates))]
-    if n >= 1 << 24 or not all(0 <= s < 1 << 20 for s in segs):
+    if n >= 1 << 22 or not all(0 <= s < 1 << 20 for s in segs):  # sum g^2 < 2^22 (2^20 + 2^15)^2 < 2^63
         return None
     es = [g.m_ln[1] + 12 for g in gates]
     rights = [max(-e, 0) for e in es]
