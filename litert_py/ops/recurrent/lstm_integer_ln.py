@@ -51,6 +51,9 @@ from ..common import clip_ufunc
 from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31
 
 _MAX, _H = (1 << 31) - 1, 1 << 30
+#: per exponent e in [-12, 0] (indexed by e: negative indices from the end): SRDHM's and RDBPOT's nudge
+#: 2^30 + 2^(-e-1) 2^31, and the threshold below which SRDHM's result is negative (-2^62: none where e = 0)
+_ROUNDING = [((1 << 30) + ((1 << r >> 1) << 31), (1 << r >> 1) if r else -(1 << 62)) for r in (0, *range(12, 0, -1))]
 
 
 def inv_sqrt(x: int) -> tuple:
@@ -61,7 +64,8 @@ def inv_sqrt(x: int) -> tuple:
     Over every normalized input (the module docstring) none of the iteration's saturations and wraps fires, so
     they are left out: SRDHM is ``(a b + 2^30) >> 31``, the multiplications by 2^6 and 2^3 are shifts. The first
     iteration (y = 2^28, y^3 = 2^28) in closed form: ``(3/2 2^28 2^28 + 2^30) >> 31 = 50331648``,
-    ``(half 2^28 + 2^30) >> 31 = (half + 4) >> 3``."""
+    ``(half 2^28 + 2^30) >> 31 = (half + 4) >> 3``; in the others the constants' powers of two taken out of the
+    shifts: ``(3 2^27 y + 2^30) >> 31 = (3 y + 8) >> 4``, ``(half z 2^6 + 2^30) >> 31 = (half z + 2^24) >> 25``."""
     if x <= 1:
         return _MAX, 0
     shift = 11
@@ -76,10 +80,10 @@ def inv_sqrt(x: int) -> tuple:
     h = x >> 1
     half = (h >> 1) + (h & 1)  # RoundingDivideByPOT(h, 1), h >= 0
     y = (50331648 - ((half + 4) >> 3)) << 3
-    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
-    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
-    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
-    y = (((402653184 * y + _H) >> 31) - ((half * (((((y * y + _H) >> 31) * y + _H) >> 31) << 6) + _H) >> 31)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
     y = (y * 1518500250 + _H) >> 31
     if shift < 0:
         return y << -shift, 0  # y < 2^29 / sqrt 2, -shift <= 2: no wrap
@@ -158,7 +162,7 @@ class LayerNormBuffers:
     """The scratch of ``layer_norm`` for a (G, n, B) block of ``p`` (made once per sequence): the row sums go out
     through ``sums`` (2, G, B) in one list, the per-row scalars through ``vals`` (a Python list, 4 G B) into
     ``rows1`` (4, G, 1, B), repeated over n into ``rows``; ``consts`` per row (gate-major): the guard, the centre
-    and n times it."""
+    times 1024, the centre and n times it."""
 
     def __init__(self, p: LayerNormPlan, shape: tuple):
         g, n, b = shape
@@ -170,7 +174,7 @@ class LayerNormBuffers:
         self.rows1 = np.empty((4, g, 1, b), np.int64)
         self.flat1 = self.rows1.reshape(-1)
         self.rows = np.empty((4, g, n, b), np.int64)
-        self.consts = [(guard, seg, n * seg) for guard, seg in zip(p.guard, p.seg) for _ in range(b)]
+        self.consts = [(guard, seg << 10, seg, n * seg) for guard, seg in zip(p.guard, p.seg) for _ in range(b)]
 
 
 def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormBuffers) -> None:
@@ -186,17 +190,17 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
     # with v = g - seg: sum v = sum g - n seg, sum v^2 = sum g^2 - (2 sum g - n seg) seg, v 1024 M = g 1024 M - ...
     rows = len(buf.consts)
     s_all, q_all = buf.flat_sums.tolist()
-    for i, (s, q, (guard, seg, nseg)) in enumerate(zip(s_all, q_all, buf.consts)):
+    for i, (s, q, (guard, seg10, seg, nseg)) in enumerate(zip(s_all, q_all, buf.consts)):
         q -= (2 * s - nseg) * seg
         a = (s - nseg) << 10
         mean = a // n if a >= 0 else -(-a // n)
         var = q * k20 - mean * mean
         var2 = var >> 20 if var >= 0 else -(-var >> 20)
         m, e = inv_sqrt(var2 if var2 >= 1 else guard)  # 0 < m < 2^31, -12 <= e <= 0 (the module docstring)
-        h = (1 << -e) >> 1
+        k, thr = _ROUNDING[e]
         vals[i] = m << 10
-        vals[i + rows] = (1 << 30) + (h << 31) - (mean + (seg << 10)) * m
-        vals[i + 2 * rows] = h if e else -(1 << 62)
+        vals[i + rows] = k - (mean + seg10) * m
+        vals[i + 2 * rows] = thr
         vals[i + 3 * rows] = -e
     buf.flat1[:] = vals
     rows = buf.rows
