@@ -49,10 +49,10 @@ h + 128 in float64 (with a 1 for the constant row), 18 numpy calls (25 with a pr
     (``peep_rows_only``, at run) LiteRT's flat peephole striding the cell state by n_output (time-major, n_output
     < n_cell) with more than one batch row. The segments are widened by R's bound ``max|peep| 2^15 M 2^-(31+rs)
     + 2`` up to 2^15 (sat16(G) + R indexes inside them); past it G is clipped again after R (``peep_clip``).
-(8) Layer norm (lstm_integer_ln.py, 29 calls a block with the centres, two blocks with peepholes; int64, exact):
-    G clipped to int16 (and, with peepholes, clipped again after R), the segment centres taken off, the gates
-    normalized, the centres put back. Without peepholes all four gates at once before the cell update; with them
-    i, f, g there and o after its term from the new c.
+(8) Layer norm (lstm_integer_ln.py, 24 calls a block, two blocks with peepholes; int64, exact): G clipped to
+    int16 (and, with peepholes, clipped again after R), the gates normalized in place, the segment centres taken
+    off and put back inside the layer norm's arithmetic. Without peepholes all four gates at once before the cell
+    update; with them i, f, g there and o after its term from the new c.
 """
 
 from __future__ import annotations
@@ -259,15 +259,22 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         if q is None:
             return None
         peep, reach, clip = q[0], q[1], True  # wider peephole terms: G clipped again after them (peep_clip)
-    ln = None
-    if any(g.ln is not None for g in gates.values()):  # (8): G, with the peephole terms, clipped to int16 first
-        blocks = [gates[g] for g in cols]
-        ln = (ln_plan(blocks), None) if peep is None else (ln_plan(blocks[1:]), ln_plan(blocks[:1]))
-        if ln[0] is None or (peep is not None and ln[1] is None):
-            return None
+    ln = any(g.ln is not None for g in gates.values())
+    if ln:  # (8): G, with the peephole terms, clipped to int16 first
         clip, reach = True, _MAX_REACH + 1
     hw = 32768 + (-(-reach // _HW_STEP) * _HW_STEP if reach <= _MAX_REACH else 0)
-    seg = np.repeat((1 << 16) + hw + 2 * hw * np.arange(4, dtype=np.int64), n)  # the segments' centres
+    centres = [(1 << 16) + hw + 2 * hw * j for j in range(4)]
+    seg = np.repeat(np.array(centres, np.int64), n)  # the segments' centres
+    if ln:  # normalized in place, the centres taken off and put back inside the layer norm's arithmetic
+        blocks = [gates[g] for g in cols]
+        if peep is None:
+            ln = (ln_plan(blocks, centres), None)
+        else:
+            ln = (ln_plan(blocks[1:], centres[1:]), ln_plan(blocks[:1], centres[:1]))
+        if ln[0] is None or (peep is not None and ln[1] is None):
+            return None
+    else:
+        ln = None
     table = _gate_table(hw, cifg, cell.cs, c_lo, c_hi)
     z_h = cell.z_hidden if cell.proj is None else -cell.z_hidden
     hidden = _hidden_table_of(*cell.m_hidden, z_h, cell.cs, c_lo, c_hi)
@@ -402,16 +409,11 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
         c_lo, c_hi = np.array(p.c_lo, np.int64), np.array(p.c_hi, np.int64)
     if p.ln is not None:  # the rows normalized before the cell update (all, or i, f, g with peepholes)
         ln_a, ln_o = p.ln
-        a0 = 0 if ln_o is None else n
-        g_ln, seg_a = g4[a0:], p.seg[a0:]
-        v_a = np.empty(g_ln.shape, np.int64)
-        v_a3 = v_a.reshape(-1, n, n_batch)
-        buf_a = LayerNormBuffers(v_a3.shape)
+        g_ln = g4[(0 if ln_o is None else n) :].reshape(-1, n, n_batch)
+        buf_a = LayerNormBuffers(ln_a, g_ln.shape)
         if ln_o is not None:
-            seg_o = p.seg[:n]
-            v_o = np.empty((n, n_batch), np.int64)
-            v_o3 = v_o.reshape(1, n, n_batch)
-            buf_o = LayerNormBuffers(v_o3.shape)
+            g_o3 = g4[:n].reshape(1, n, n_batch)
+            buf_o = LayerNormBuffers(ln_o, g_o3.shape)
     w, thr, rs, lo, hi, table = p.w, p.thr, p.rs, p.lo, p.hi, p.table
     use_ln, ln_o = p.ln is not None, p.ln is not None and p.ln[1] is not None
     peep, peep_clip = p.peep is not None, p.peep_clip
@@ -444,9 +446,7 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
             if peep_clip:
                 clip_ufunc(g_if, lo_if, hi_if, out=g_if)
         if use_ln:
-            subtract(g_ln, seg_a, out=v_a)
-            layer_norm(ln_a, v_a3, v_a3, buf_a)
-            add(v_a, seg_a, out=g_ln)
+            layer_norm(ln_a, g_ln, g_ln, buf_a)
         take(idx, None, z, "wrap")
         copysign(HALF, gc, out=half)
         multiply(fi, gc, out=prod)
@@ -460,9 +460,7 @@ def run_plain(p: PlainIntegerPlan, gx: np.ndarray, h_state, c_state, out3) -> No
             if peep_clip:
                 clip_ufunc(g_o, lo_o, hi_o, out=g_o)
             if ln_o:
-                subtract(g_o, seg_o, out=v_o)
-                layer_norm(p.ln[1], v_o3, v_o3, buf_o)
-                add(v_o, seg_o, out=g_o)
+                layer_norm(p.ln[1], g_o3, g_o3, buf_o)
             take(g_o, None, zo, "wrap")
         take_h(c, 1, tk, "wrap")
         multiply(zo, tc, out=v)

@@ -16,6 +16,7 @@ from litert_py.ops.recurrent import lstm_integer_ln as lnm
 from litert_py.ops.recurrent.lstm_common import mbqm
 from litert_py.quant.gemmlowp import get_inv_sqrt_quantized_multiplier_exp, sat_pot, srdhm, wrap32
 from litert_py.schema.builder import ModelBuilder
+from tests.ops.recurrent import _weights
 from tests.ops.recurrent._weights import gate_inputs, integer_lstm_model
 from tests.ops.recurrent.test_lstm_integer_peephole import fast_runs
 from tests.ops.recurrent.test_lstm_integer_plain import _cell
@@ -24,11 +25,12 @@ from tests.oracle import quant
 GATES = "ifco"
 
 
-def ln_model(rng, tm, batch, time, n_in, n_cell, cs, cifg=False, peep=False, cclip=0.0, n_proj=0, flat=None):
+def ln_model(rng, tm, batch, time, n_in, n_cell, cs, cifg=False, peep=False, cclip=0.0, n_proj=0, flat=None, bias=None):
     """A sequence 8x8_16 LSTM with layer norm (``peep``: and peepholes; ``n_proj`` > 0: a projection to that many
     outputs). ``flat``: every input and recurrent weight 0 (the input weights' scale 1e-4: an input multiplier
     below 1) and each gate's bias ``flat(gate index)`` (an int32 (n_cell,) array): each gate row is
-    sat16(MBQM(bias)), the same at every step and batch row."""
+    sat16(MBQM(bias)), the same at every step and batch row. ``bias``: each gate's bias (the layer norm's)
+    ``bias(gate index)``, the weights kept."""
     b = ModelBuilder()
     xshape = (time, batch, n_in) if tm else (batch, time, n_in)
     n_out = n_proj or n_cell
@@ -44,6 +46,10 @@ def ln_model(rng, tm, batch, time, n_in, n_cell, cs, cifg=False, peep=False, ccl
                 q = b._sg["tensors"][ins[k]].quantization
                 data = flat(j).astype(np.int32)
                 ins[k] = b.tensor(f"b_flat{k}", (n_cell,), np.int32, data=data, quantization=q)
+    for j, k in enumerate(range(12, 16)):
+        if bias is not None and ins[k] != -1:
+            q = b._sg["tensors"][ins[k]].quantization
+            ins[k] = b.tensor(f"b_new{k}", (n_cell,), np.int32, data=bias(j).astype(np.int32), quantization=q)
     zo = int(rng.integers(-10, 10))
     model = integer_lstm_model(
         b, rng, ins, "UNIDIRECTIONAL_SEQUENCE_LSTM", tm, xshape, n_cell, n_out, cs, 0, zo, cifg, True, cclip, 0.0
@@ -212,3 +218,64 @@ def test_inv_sqrt_iteration_never_saturates(end):
         assert (1 << 28) <= y.min() and y.max() < 1 << 29
     xs = [4 * int(h) for h in half[::251].tolist() if 4 * h < 1 << 29]
     assert [lnm.inv_sqrt(x) for x in xs] == [get_inv_sqrt_quantized_multiplier_exp(x, -1) for x in xs]
+
+
+def _wrap_free_bias(w_max: int) -> int:
+    """The largest |bias + 512| with which lstm_integer_ln's u provably stays in int32 (its ``wrap`` bound:
+    (2^26 - 1024) max|w| + max|bias + 512| < 2^41 - 1)."""
+    return 2**41 - 2 - (2**26 - 1024) * w_max
+
+
+def _ln_model_with(rng, peep: bool, scale: float | None = None, w0: int | None = None, bias=None):
+    """``ln_model`` (batch-major, batch 2, 3 steps, 5 inputs, 16 cells) with every layer-norm weight's scale
+    ``scale`` and first weight ``w0`` (each if given) and the gates' biases ``bias`` (as ``ln_model``'s)."""
+
+    def layer_norm_inputs(b, rng, n_cell, cifg, ln):
+        out = []
+        for g in "ifco":
+            if cifg and g == "i":
+                out.append(-1)
+                continue
+            w = rng.integers(12000, 32767, n_cell).astype(np.int16)
+            w[0] = w[0] if w0 is None else w0
+            s = float(rng.uniform(2e-5, 4e-5)) if scale is None else scale
+            out.append(b.tensor(f"ln_{g}", (n_cell,), np.int16, data=w, quantization=quant(s)))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_weights, "layer_norm_inputs", layer_norm_inputs)
+        return ln_model(rng, False, 2, 3, 5, 16, -12, peep=peep, bias=bias)
+
+
+@pytest.mark.parametrize("outside", [False, True])
+def test_wrap_bound_just_inside_and_outside_matches_oracle(outside):
+    """The layer norm's int32 wrap of u left out where its bound holds (a layer-norm weight 32767 and one gate's
+    bias at the largest value the bound allows with it) and kept one past it; both against the oracle, the fast
+    step asserted."""
+    big = _wrap_free_bias(32767) - 512 + int(outside)
+    rng = np.random.default_rng(5)
+
+    def bias(j):
+        return np.r_[big if j == 2 else -5000, np.arange(15) * 1000 - 7000]
+
+    model, xshape = _ln_model_with(rng, False, w0=32767, bias=bias)
+    p = _cell(model)._plain
+    assert p is not None and p.ln[0].wrap == outside
+    assert fast_runs(model, xshape, rng, 2) == 2
+
+
+@pytest.mark.parametrize("peep", [False, True])
+@pytest.mark.parametrize("right", [12, 13])
+def test_segment_fold_bound_just_inside_and_outside_matches_oracle(right, peep):
+    """The segment centres folded into the final rounding's constant where (seg << right) + 2^(right - 1) < 2^31 - 1
+    (g's centre 294912: right <= 12; the o block's alone with peepholes, 98304, folds at 13 too), else added after
+    the clip: the layer norm's final right shift just inside and outside, against the oracle, fast step asserted."""
+    rng = np.random.default_rng(right + 2 * peep)
+    model, xshape = _ln_model_with(rng, peep, scale=1.5 * 2.0 ** -(13 + right))
+    p = _cell(model)._plain
+    assert p is not None
+    plans = [q for q in p.ln if q is not None]
+    assert all(int(q.right.max()) == right for q in plans)
+    folded = [q.seg_add is None for q in plans]
+    assert folded == ([right == 12] if not peep else [right == 12, True])
+    assert fast_runs(model, xshape, rng, 2) == 2
