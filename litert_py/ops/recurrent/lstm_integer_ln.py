@@ -18,7 +18,7 @@ are identities. ``u`` (|x w + b| < 2^47) is wrapped to int32 as LiteRT's cast do
 
 The centres ``seg`` (``ln_plan``; v = g - seg) are taken off inside the row scalars (``sum v = sum g - n seg``,
 ``sum v^2 = sum g^2 - (2 sum g - n seg) seg``, Python ints from int64 sums: ``0 <= seg < 2^20``, n < 2^22; the
-first product as ``g 1024 M + (... - seg 1024 M)``, |g 1024 M| < 2^61, exact modulo 2^64 with an in-range result)
+first product as ``g 1024 M + (... - seg 1024 M)``, |g 1024 M| < 2^62, exact modulo 2^64 with an in-range result)
 and put back in the final rounding: ``(u m + 2^30 + (2^(r-1) + seg 2^r) 2^31) >> 31 = y + 2^(r-1) + seg 2^r``,
 negative y where below ``2^(r-1) + seg 2^r``, so the shift by r gives MBQM + seg and the clip is to the int16
 bounds + seg. No int64 overflow where ``|u m| < 2^62`` (int32 u, m < 2^31) and ``(seg << r) + 2^(r-1) + 1 <
@@ -35,7 +35,7 @@ bit pairs (0 .. 13) to 2^27 <= x < 2^29 and shift -= pairs: shift is in [-2, 12]
 result is ``e = -max(shift, 0)`` in [-12, 0]. The Newton-Raphson iteration ``y <- 3/2 y - a/2 y^3`` (Q3.28,
 ``half`` = RDBPOT(x >> 1, 1) in [2^25, 2^27], a = half 2^-27 in [1/4, 1]) from y = 1 increases monotonically
 towards 1/sqrt(a) in [1, 2] (f(y) = 3/2 y - a/2 y^3 is increasing below 1/sqrt(a) and fixes it). Swept over all
-2^26 + 1 values of ``half`` with gemmlowp's saturating arithmetic: every iterate y is in [2^28, 2^29), every
+3 2^25 + 1 values of ``half`` with gemmlowp's saturating arithmetic: every iterate y is in [2^28, 2^29), every
 difference ``t`` below 2^26 in magnitude, no saturation fires (test_lstm_integer_ln.py repeats the sweep at both
 ends of the range), and y (sqrt 2) / 2 (SRDHM with 1518500250) is in [189812531, 379624593], times 2^-shift <= 4
 where shift < 0: below 2^31, no wrap. So 0 < M < 2^31.
@@ -109,14 +109,14 @@ class LayerNormPlan:
     hi: np.ndarray
     seg_add: np.ndarray | None  # (G, n, 1) the segment centres added after the clip (None: folded into k)
     wrap: bool  # u may pass int32: wrapped as LiteRT's cast does
-    n: int
 
 
 def ln_plan(gates: list, segs: list | None = None) -> LayerNormPlan | None:
     """The constants of ``gates`` (IntGate objects in block order; None when one has no layer norm, a variance
     guard past int32 (LiteRT's int cast) or a final multiplier outside the int64 form), for values offset by the
     per-gate ``segs`` (default 0). Two bounds checked here (the module docstring): ``wrap`` where u can pass int32,
-    and the centres folded into the final rounding's constant where ``|u m| + k + seg 2^(31+right) < 2^63``."""
+    and the centres folded into the final rounding's constant where ``(seg << right) + 2^(right-1) + 1 < 2^31``
+    on every gate of the block (with ``|u m| < 2^62``: no int64 overflow)."""
     if not all(
         g.ln is not None and 1 <= g.guard < 2**31 and 0 <= g.m_ln[0] < 2**31 and -31 <= g.m_ln[1] + 12 <= 31
         for g in gates
@@ -154,7 +154,6 @@ def ln_plan(gates: list, segs: list | None = None) -> LayerNormPlan | None:
         hi=I16_HI + seg,
         seg_add=None if fold else col(segs),
         wrap=bool(wrap or (e > 0).any()),
-        n=n,
     )
 
 

@@ -96,7 +96,6 @@ class PlainIntegerPlan:
     peep_clip: bool  # the peephole terms pass the segments: G + term clipped to int16 again
     peep_rows_only: bool  # LiteRT's flat peephole strides the cell state by n_output < n_cell: batch 1 only
     ln: tuple | None  # layer norm: (LayerNormPlan of o, i, f, g, None), with peepholes (of i, f, g; of o)
-    seg: np.ndarray  # (4 n, 1) int64: the segments' centres
     n_cell: int
     n_output: int
 
@@ -324,7 +323,6 @@ def plain_plan(cell) -> PlainIntegerPlan | None:
         peep_clip=peep is not None and reach > _MAX_REACH,
         peep_rows_only=peep is not None and not (cell.rowwise_peephole or cell.n_output == n),
         ln=ln,
-        seg=seg[:, None],
         n_cell=n,
         n_output=cell.n_output,
     )
