@@ -43,6 +43,7 @@ __all__ = [
     "sat_pot_int",
     "wrap32_int",
     "get_inv_sqrt_quantized_multiplier_exp",
+    "inv_sqrt_int32",
     "inv_sqrt_multiplier_exp",
     "wrap16",
     "srdhm16",
@@ -349,6 +350,44 @@ def get_inv_sqrt_quantized_multiplier_exp(x: int, reverse_shift: int = -1) -> tu
         y = wrap32_int(y << -shift)
         shift = 0
     return y, shift * reverse_shift
+
+
+_HALF31 = 1 << 30
+
+
+def inv_sqrt_int32(x: int) -> tuple:
+    """``get_inv_sqrt_quantized_multiplier_exp(x, -1)`` for 0 <= x < 2^31 with its helpers inlined and unrolled
+    (the integer LSTM's layer norm, ops/recurrent/lstm_integer_ln.py, whose module docstring proves its range:
+    0 < M < 2^31, -12 <= e <= 0; tests/ops/recurrent/test_lstm_integer_ln.py compares the two): every LSTM step
+    computes new variances, and the per-row inverse square root must cost less than the numpy calls around it (not
+    cached: a new sequence's variances rarely repeat, and a cache miss costs more than the call).
+    Over every normalized input (that docstring) none of the iteration's saturations and wraps fires, so
+    they are left out: SRDHM is ``(a b + 2^30) >> 31``, the multiplications by 2^6 and 2^3 are shifts. The first
+    iteration (y = 2^28, y^3 = 2^28) in closed form: ``(3/2 2^28 2^28 + 2^30) >> 31 = 50331648``,
+    ``(half 2^28 + 2^30) >> 31 = (half + 4) >> 3``; in the others the constants' powers of two taken out of the
+    shifts: ``(3 2^27 y + 2^30) >> 31 = (3 y + 8) >> 4``, ``(half z 2^6 + 2^30) >> 31 = (half z + 2^24) >> 25``."""
+    if x <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    b = x.bit_length()
+    if b >= 30:  # while x >= 2^29: x /= 4
+        q = (b - 28) >> 1
+        x >>= 2 * q
+        shift += q
+    pairs = (31 - x.bit_length()) // 2 - 1
+    shift -= pairs
+    x <<= 2 * pairs
+    h = x >> 1
+    half = (h >> 1) + (h & 1)  # RoundingDivideByPOT(h, 1), h >= 0
+    y = (50331648 - ((half + 4) >> 3)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _HALF31) >> 31) * y + _HALF31) >> 31) + 16777216) >> 25)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _HALF31) >> 31) * y + _HALF31) >> 31) + 16777216) >> 25)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _HALF31) >> 31) * y + _HALF31) >> 31) + 16777216) >> 25)) << 3
+    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _HALF31) >> 31) * y + _HALF31) >> 31) + 16777216) >> 25)) << 3
+    y = (y * 1518500250 + _HALF31) >> 31
+    if shift < 0:
+        return y << -shift, 0  # y < 2^29 / sqrt 2, -shift <= 2: no wrap
+    return y, -shift
 
 
 def inv_sqrt_multiplier_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

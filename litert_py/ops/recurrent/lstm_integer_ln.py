@@ -8,7 +8,7 @@ Per gate and batch row (``v`` the n int16 pre-activations, all arithmetic exact 
 
     mean  = wrap32(trunc(1024 sum(v) / n))             |1024 sum v / n| <= 2^25: no wrap in fact
     var2  = wrap32(trunc((sum(v^2) (2^20 // n) - mean^2) / 2^20)),  the variance guard where < 1
-    M, e  = GetInvSqrtQuantizedMultiplierExp(var2, -1)  (``inv_sqrt``)
+    M, e  = GetInvSqrtQuantizedMultiplierExp(var2, -1)  (``inv_sqrt``: quant.gemmlowp.inv_sqrt_int32)
     x     = MBQM(1024 v - mean, M, e)                  |1024 v - mean| < 2^26, e <= 0: |(1024 v - mean) M| < 2^57
     u     = round_half_away(x w + b, 1024) = (x w + b + 512 - [x w + b <= 0]) >> 10    w, b the layer-norm weights
     out   = sat16(MBQM(wrap32(u), m_ln, e_ln + 12))
@@ -47,47 +47,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...quant.gemmlowp import inv_sqrt_int32 as inv_sqrt
 from ..common import clip_ufunc
 from .lstm_common import I16_HI, I16_LO, K512, M32, P31, S10, S31
 
-_MAX, _H = (1 << 31) - 1, 1 << 30
 #: per exponent e in [-12, 0] (indexed by e: negative indices from the end): SRDHM's and RDBPOT's nudge
 #: 2^30 + 2^(-e-1) 2^31, and the threshold below which SRDHM's result is negative (-2^62: none where e = 0)
 _ROUNDING = [((1 << 30) + ((1 << r >> 1) << 31), (1 << r >> 1) if r else -(1 << 62)) for r in (0, *range(12, 0, -1))]
-
-
-def inv_sqrt(x: int) -> tuple:
-    """``GetInvSqrtQuantizedMultiplierExp(x, -1)`` (common.h; litert_py.quant.gemmlowp's
-    get_inv_sqrt_quantized_multiplier_exp, which tests compare it with) with its helpers inlined and unrolled:
-    every step computes a new variance, and the per-row inverse square root must cost less than the numpy calls
-    around it (not cached: a new sequence's variances rarely repeat, and a cache miss costs more than the call).
-    Over every normalized input (the module docstring) none of the iteration's saturations and wraps fires, so
-    they are left out: SRDHM is ``(a b + 2^30) >> 31``, the multiplications by 2^6 and 2^3 are shifts. The first
-    iteration (y = 2^28, y^3 = 2^28) in closed form: ``(3/2 2^28 2^28 + 2^30) >> 31 = 50331648``,
-    ``(half 2^28 + 2^30) >> 31 = (half + 4) >> 3``; in the others the constants' powers of two taken out of the
-    shifts: ``(3 2^27 y + 2^30) >> 31 = (3 y + 8) >> 4``, ``(half z 2^6 + 2^30) >> 31 = (half z + 2^24) >> 25``."""
-    if x <= 1:
-        return _MAX, 0
-    shift = 11
-    b = x.bit_length()
-    if b >= 30:  # while x >= 2^29: x /= 4
-        q = (b - 28) >> 1
-        x >>= 2 * q
-        shift += q
-    pairs = (31 - x.bit_length()) // 2 - 1
-    shift -= pairs
-    x <<= 2 * pairs
-    h = x >> 1
-    half = (h >> 1) + (h & 1)  # RoundingDivideByPOT(h, 1), h >= 0
-    y = (50331648 - ((half + 4) >> 3)) << 3
-    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
-    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
-    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
-    y = (((3 * y + 8) >> 4) - ((half * ((((y * y + _H) >> 31) * y + _H) >> 31) + 16777216) >> 25)) << 3
-    y = (y * 1518500250 + _H) >> 31
-    if shift < 0:
-        return y << -shift, 0  # y < 2^29 / sqrt 2, -shift <= 2: no wrap
-    return y, -shift
 
 
 @dataclass(frozen=True, eq=False)
