@@ -127,7 +127,7 @@ class LayerNormBuffers:
     """The scratch of ``layer_norm`` for a (G, n, B) block of ``p`` (made once per sequence): the row sums go out
     through ``sums`` (2, G, B) in one list, the per-row scalars through ``vals`` (a Python list, 4 G B) into
     ``rows1`` (4, G, 1, B), repeated over n into ``rows``; ``consts`` per row (gate-major): the guard, the centre
-    times 1024, the centre and n times it."""
+    times 1024, the centre and n times it; the plan's constants as (G, n, B) arrays (``w``, ``b``, ...)."""
 
     def __init__(self, p: LayerNormPlan, shape: tuple):
         g, n, b = shape
@@ -140,6 +140,12 @@ class LayerNormBuffers:
         self.flat1 = self.rows1.reshape(-1)
         self.rows = np.empty((4, g, n, b), np.int64)
         self.consts = [(guard, seg << 10, seg, n * seg) for guard, seg in zip(p.guard, p.seg) for _ in range(b)]
+        # the plan's (G, n, 1) constants repeated over the B rows (an in-place ufunc with a broadcast operand makes a
+        # block-sized temporary at every call: 11 % of the layer norm at B = 4)
+        names = ("w", "b", "m", "k", "thr", "right", "lo", "hi", "left", "seg_add")
+        for name in names:
+            a = getattr(p, name)
+            setattr(self, name, a if a is None or b == 1 else np.ascontiguousarray(np.broadcast_to(a, shape)))
 
 
 def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormBuffers) -> None:
@@ -176,8 +182,8 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
     np.less(x, rows[2], out=neg)
     x -= neg
     x >>= rows[3]
-    x *= p.w
-    x += p.b
+    x *= buf.w
+    x += buf.b
     np.less_equal(x, K512, out=neg)
     x -= neg
     x >>= S10
@@ -185,17 +191,17 @@ def layer_norm(p: LayerNormPlan, v: np.ndarray, out: np.ndarray, buf: LayerNormB
         x += P31  # wrap32 of u
         x &= M32
         x -= P31
-        if p.left is not None:
-            x <<= p.left
+        if buf.left is not None:
+            x <<= buf.left
             x += P31
             x &= M32
             x -= P31
-    x *= p.m
-    x += p.k
+    x *= buf.m
+    x += buf.k
     x >>= S31
-    np.less(x, p.thr, out=neg)
+    np.less(x, buf.thr, out=neg)
     x -= neg
-    x >>= p.right
-    clip_ufunc(x, p.lo, p.hi, out=out)
-    if p.seg_add is not None:
-        out += p.seg_add
+    x >>= buf.right
+    clip_ufunc(x, buf.lo, buf.hi, out=out)
+    if buf.seg_add is not None:
+        out += buf.seg_add
