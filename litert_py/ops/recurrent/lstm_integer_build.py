@@ -124,6 +124,11 @@ def build_integer_cell(
             m_p = quantize_multiplier(float(F32(2.0**cs * float(_scale(pw_g)) / float(s_int[k]))))
         ln = ins[LN[g]] if use_ln else None
         m_ln = quantize_multiplier(float(_scale(ln))) if ln is not None else (0, 0)
+        ctx.check(  # MultiplyByQuantizedMultiplier(., scale_a, scale_b + 12): a shift past 31 is undefined in LiteRT
+            m_ln[1] + 12 <= 31,
+            f"the layer-norm multiplier {float(_scale(ln)) if ln is not None else 0.0} of gate {g} is too large for"
+            f" LiteRT's 32-bit fixed point (shift {m_ln[1] + 12})",
+        )
         guard = variance_guard(_scale(ln)) if ln is not None else 1
         gate_objs[g] = IntGate(
             np.ascontiguousarray(wx.data.astype(np.int64).T),

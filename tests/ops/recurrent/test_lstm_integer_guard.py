@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import litert_py
+import litert_py.errors
 from litert_py.ops.recurrent.lstm_integer_build import variance_guard
 from tests.ops.recurrent import _weights
 from tests.ops.recurrent.test_lstm_integer_ln import GATES, _Const, _weights_for, rows_model
@@ -50,3 +52,15 @@ def test_variance_guard_matches_oracle(ln_scale, monkeypatch):
 def test_variance_guard_values():
     assert variance_guard(3e-5) == 1 and variance_guard(0.5) == 5000 and variance_guard(1e5) == 10**9
     assert variance_guard(2.2e5) == variance_guard(1e35) == variance_guard(np.inf) == variance_guard(np.nan) == 1
+
+
+@pytest.mark.parametrize("ln_scale", [1e16, 1e35])
+def test_a_layer_norm_shift_past_31_is_refused(ln_scale, monkeypatch):
+    """A layer-norm scale whose requantization shift (+12) passes 31 (undefined behaviour in LiteRT's
+    MultiplyByQuantizedMultiplier): refused at allocate_tensors with a clear message, as other such multipliers
+    (docs/litert-differences.md)."""
+    monkeypatch.setattr(_weights, "layer_norm_inputs", _ln_inputs(ln_scale, 20001))
+    model = rows_model(1e-5, [np.ones(16)] * 4, False)[0]
+    it = litert_py.Interpreter(model_content=model)
+    with pytest.raises(litert_py.errors.PrepareError, match="layer-norm multiplier .* too large"):
+        it.allocate_tensors()
