@@ -9,8 +9,9 @@ The rule, for each pair of outputs (ours, reference):
   is the largest finite magnitude in that reference output (0 when it has none) and the difference is taken
   in float64 / complex128. ``rtol`` is a tolerance relative to the output's scale (what a sum of products
   needs: cancellation leaves elements far smaller than the rounding of the terms); ``rtol_each`` is relative to
-  each element (what an elementwise op over many decades needs: numpy's ``rtol``). All three default to 0:
-  floats are then compared exactly.
+  each element (what an elementwise op over many decades needs: numpy's ``rtol``); ``atol`` is a number or an
+  array of the output's shape (one absolute tolerance per element). All three default to 0: floats are then
+  compared exactly.
 
 numpy only (the dashboard imports this module without pytest).
 """
@@ -73,11 +74,13 @@ def _output(a, b, rtol: float, atol: float, rtol_each: float, where: bool) -> st
     scale = float(np.max(np.abs(ref)))
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a[fin].astype(wide) - ref)  # inf where ours is not finite: never within tolerance
-    tol = atol + rtol * scale + (rtol_each * np.abs(ref) if rtol_each else 0.0)
+    per_element = np.ndim(atol) > 0
+    atol_f = np.broadcast_to(np.asarray(atol, np.float64), b.shape)[fin] if per_element else atol
+    tol = atol_f + rtol * scale + (rtol_each * np.abs(ref) if rtol_each else 0.0)
     over = diff > tol
     if not over.any():
         return None
-    if rtol_each:
+    if rtol_each or per_element:
         k = int(np.argmax(np.where(over, diff - tol, -np.inf)))
         msg = f"{int(over.sum())}/{b.size} elements beyond tolerance (|diff| {diff[k]:.3g}, tolerance {tol[k]:.3g})"
     else:
@@ -88,7 +91,8 @@ def _output(a, b, rtol: float, atol: float, rtol_each: float, where: bool) -> st
         ours, theirs = a[fin][k], b[fin][k]
         msg += (
             f"; {int(over.sum())}/{b.size} elements over, worst at index {idx}: ours {ours!r}, reference {theirs!r}"
-            f" (atol {atol:g} + rtol {rtol:g} * max|ref| {scale:.6g} + rtol_each {rtol_each:g} * |ref|)"
+            f" (atol {atol_f[k] if per_element else atol:g} + rtol {rtol:g} * max|ref| {scale:.6g}"
+            f" + rtol_each {rtol_each:g} * |ref|)"
         )
     return msg
 
@@ -98,7 +102,7 @@ def mismatch(
     theirs: Sequence[np.ndarray],
     *,
     rtol: float = 0.0,
-    atol: float = 0.0,
+    atol: float | np.ndarray = 0.0,
     rtol_each: float = 0.0,
     where: bool = True,
 ) -> str | None:

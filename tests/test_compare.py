@@ -60,6 +60,15 @@ def test_atol_adds():
     assert mismatch([F + np.float32(1e-3)], [F], atol=1e-4) is not None
 
 
+def test_atol_per_element():
+    ref = np.array([1.0, 1e-30, 5.0], np.float32)
+    ours = np.array([1.0, 3e-30, 5.5], np.float32)
+    atol = np.array([0.0, 3e-30, 0.5])
+    assert mismatch([ours], [ref], atol=atol) is None
+    why = mismatch([ours], [ref], atol=np.array([0.0, 1e-30, 0.5]))
+    assert why is not None and "index (1,)" in why and "1/3 elements" in why
+
+
 def test_nan_and_infinities_must_be_where_the_reference_has_them():
     ref = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
     assert mismatch([ref.copy()], [ref], rtol=1) is None

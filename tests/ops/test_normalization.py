@@ -66,9 +66,15 @@ def test_normalization(case, data, seed):
         model = single_op_model(op, [T(shape, dtype)], [T(shape, dtype)], options)
         ours, theirs = run_both(model, [x], RESOLVER.get(_id(case), "BUILTIN_REF"))
         rtol = TOLERANCE[_id(case)] * max(shape[-1], 1)
+        atol = 0.0
         if lrn and options["beta"] not in (0.5, 1.0):
             rtol = LRN_POW_RTOL
-        assert_close(ours, theirs, rtol_each=rtol, atol=0.0)
+            # d^-beta, or the output itself, may be subnormal (d ~ 5e19, beta 2: 4e-40), where a few ulp of the two
+            # pows are 2^-149 each, not relative to the value: times x in the output, plus the output's own
+            # (found by the long hypothesis profile)
+            with np.errstate(over="ignore", invalid="ignore"):
+                atol = 4 * (np.abs(x.astype(np.float64)) + 1) * 2.0**-149
+        assert_close(ours, theirs, rtol_each=rtol, atol=atol)
         return
     info = np.iinfo(dtype)
     s_in, z_in = data.draw(qparams(dtype, -6.0, 3.0), label="in")
