@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 from .fixedpoint import round_away
-from .requantizer import clip_ufunc
+from .requantizer import clip_ufunc, copysign_bits_calls
 
 #: The largest double / float below 0.5. ``trunc(t + copysign(h, t))`` is round-half-away-from-zero for every
 #: finite t of that precision: a tie n + 0.5 becomes n + 1 - 2^-54 (resp. 2^-25), which rounds up to n + 1 when
@@ -267,7 +267,6 @@ NONNEG_MAX_MIN = _nonneg_max_min()
 _NEG_POS_255 = np.array([[-255.0], [255.0]])  # rng / this: (-scale, scale), float64
 _255_F32, _1_F32 = np.array(255, np.float32), np.array(1, np.float32)
 _M128_F32, _127_F32 = np.array(-128, np.float32), np.array(127, np.float32)
-_SIGN_BIT = np.array(0x80000000, np.uint32)
 
 
 def half_bits(rows: int, depth: int) -> np.ndarray:
@@ -304,8 +303,8 @@ class AsymmetricRowsQuantizer:
       quotient ``1 / sf``: the double quotient of two floats rounded once to float32 is the float32 quotient (53 >=
       2 * 24 + 2: double rounding is innocuous for +, -, *, /);
     - q: ``neon_round_inplace`` of ``f32(x * inv)`` (``trunc(v + copysign(half, v))``, ``copysign`` as two bit
-      operations on the uint32 views: ``(bits(v) & 0x80000000) | half_bits``, the same bits as np.copysign in
-      less than half its time on a matrix; ``half`` 0.5 on the 8-wide columns, HALF_DOWN on the tail), ``+ zp``,
+      operations on the uint32 views (requantizer.copysign_bits_calls: the same bits as np.copysign in less than
+      half its time on a matrix); ``half`` 0.5 on the 8-wide columns, HALF_DOWN on the tail), ``+ zp``,
       clamp to [-128, 127].
 
     Every array operand of the (rows, depth) calls is either full-sized or a prepared (rows, 1) column: a
@@ -379,8 +378,7 @@ class AsymmetricRowsQuantizer:
             (np.divide, (self.rng, _255_F32), {o: self.sf}),
             (np.divide, (_1_F32, self.sf), {o: self.inv[:, 0]}),
             (np.multiply, (x2, self.inv), {o: a}),
-            (np.bitwise_and, (a.view(np.uint32), _SIGN_BIT), {o: hu}),
-            (np.bitwise_or, (hu, self.half), {o: hu}),
+            *copysign_bits_calls(a.view(np.uint32), self.half, hu),
             (np.add, (a, self.h), {o: a}),
             (np.trunc, (a,), {o: a}),
             (np.add, (a, self.zp), {o: a, "casting": "same_kind"}),
@@ -557,11 +555,7 @@ class BatchRowQuantizer:
         o, s = "out", self.scalars
         q = dest if q is None else q
         if self.h.size >= SIGN_BITS_MIN:  # copysign(half, v) as (bits(v) & 0x80000000) | bits(half): the same bits
-            hu = self.h.view(np.uint32)
-            sign = [
-                (np.bitwise_and, (dest.view(np.uint32), _SIGN_BIT), {o: hu}),
-                (np.bitwise_or, (hu, self.half.view(np.uint32)), {o: hu}),
-            ]
+            sign = copysign_bits_calls(dest.view(np.uint32), self.half.view(np.uint32), self.h.view(np.uint32))
         else:
             sign = [(np.copysign, (self.half, dest), {o: self.h})]
         calls = [
