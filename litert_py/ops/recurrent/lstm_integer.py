@@ -13,6 +13,7 @@ import numpy as np
 from ...quant import (
     wrap32,
 )
+from ...quant.gemmlowp import inv_sqrt_int32 as inv_sqrt
 from ...quant.gemmlowp import logistic16_table as sigmoid16_table
 from ...quant.gemmlowp import tanh16_table
 from ...quant.gemmlowp import wrap16 as w16
@@ -43,7 +44,6 @@ from .lstm_common import (
     signed_index_table,
     tdiv_arr,
 )
-from .lstm_integer_ln import inv_sqrt
 from .lstm_integer_plain import input_terms, ordered_terms, plain_plan, run_plain
 
 
