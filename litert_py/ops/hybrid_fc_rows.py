@@ -91,10 +91,10 @@ class FullyConnectedHybridRows:
     the general path's."""
 
     general: FullyConnectedHybrid
-    quantize: AsymmetricRowsQuantizer  # with SSE -128 columns (fix_q): the op's own
+    quantize: AsymmetricRowsQuantizer | None  # with SSE -128 columns (fix_q): the op's own; else None (shared's)
     w_aug_t: np.ndarray  # (depth + len(fix_cols) + 1, units) C-contiguous: augmented_weights transposed (q @ w_aug_t:
     # BLAS's (rows, k) x (k, units) without transposes, about 2.5x faster than on a transposed view at 32 x 64 x 64)
-    qq: np.ndarray  # (rows, depth + len(fix_cols) + 1) w_aug's dtype: q, min(q[:, cols], 0), zp
+    qq: np.ndarray | None  # with fix_q: (rows, depth + len(fix_cols) + 1) w_aug's dtype: q, min(q[:, cols], 0), zp
     fix_q: np.ndarray | None  # (rows, len(fix_cols)) view of qq
     fix_cols: np.ndarray | None
     w_scale: np.ndarray  # () or (units,) float32
@@ -107,12 +107,13 @@ class FullyConnectedHybridRows:
     def build(general: FullyConnectedHybrid, wi: np.ndarray, rows: int) -> FullyConnectedHybridRows:
         units, depth = wi.shape
         w_aug = augmented_weights(general, wi)
-        qq = np.zeros((rows, w_aug.shape[1]), w_aug.dtype)
         fix = general.sse_fix
+        # own buffers only with SSE -128 columns (they are the op's own); else bind takes a SharedQuantization's
+        qq = None if fix is None else np.zeros((rows, w_aug.shape[1]), w_aug.dtype)
         per_tensor = general.w_scale.ndim == 0
         return FullyConnectedHybridRows(
             general,
-            AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:]),
+            None if fix is None else AsymmetricRowsQuantizer.build(qq[:, :depth], qq[:, -1:]),
             np.ascontiguousarray(w_aug.T),
             qq,
             None if fix is None else qq[:, depth : depth + fix.cols.shape[0]],
@@ -135,9 +136,9 @@ class FullyConnectedHybridRows:
         bound = None
         if bindable(x, out, self.rows * self.general.depth, self.bias.size):
             if self.fix_q is None:
-                s = shared(x, self.rows, self.qq.dtype, self)
+                s = shared(x, self.rows, self.w_aug_t.dtype, self)
             else:  # the op's own buffers (its fix columns are its own)
-                s = SharedQuantization.make(x, self.rows, self.qq.dtype, self, (self.quantize, self.qq))
+                s = SharedQuantization.make(x, self.rows, self.w_aug_t.dtype, self, (self.quantize, self.qq))
             product = bound_plan(self.product_calls(out.reshape(self.rows, -1), s.quantizer, s.qq))
             bound = (x, out, s, product, s.leader == id(self))
         object.__setattr__(self, "_bound", bound)
