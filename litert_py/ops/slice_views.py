@@ -329,6 +329,13 @@ class StoreInto:
         else:
             plan[0](*plan[1])
 
+    @property
+    def copies_input_unchanged(self) -> bool:
+        """A reshape copy stored whole into a second reshape's output (``fuse_reshape_stores`` on a chain of RESHAPE /
+        SQUEEZE / EXPAND_DIMS) still copies its input's bytes unchanged, so the arena may share them
+        (ops/common.shares_input_bytes): a chain of reshapes then copies nothing, as LiteRT's planner shares both."""
+        return type(self.op) is CopyReshaped and self.index == (Ellipsis,) and self.into is None
+
     def writing(self, index: tuple) -> StoreInto | None:
         """This op storing into ``target[index]`` instead of into its whole target (C-contiguous views only)."""
         return dataclasses.replace(self, index=index) if self.index == (Ellipsis,) else None

@@ -259,3 +259,39 @@ def test_shared_step_called_on_other_arrays_copies():
     x, y = np.arange(6, dtype=F32) + 1, np.zeros((2, 3), F32)
     step([x], [y])
     np.testing.assert_array_equal(y, x.reshape(2, 3))
+
+
+def _reshape_chain_model(from_graph_input: bool) -> bytes:
+    """a = x + 1 (or x itself), reshaped (2, 6) -> (3, 4) -> (12,), then + 2: two RESHAPEs in a row."""
+    b = ModelBuilder()
+    x = b.input("x", (2, 6), F32)
+    a = x
+    if not from_graph_input:
+        a = b.tensor("a", (2, 6), F32)
+        b.op("ADD", [x, b.const("one", np.ones((2, 6), F32))], [a])
+    r1, r2 = b.tensor("r1", (3, 4), F32), b.tensor("r2", (12,), F32)
+    b.op("RESHAPE", [a, b.const("s1", np.array([3, 4], np.int32))], [r1], dict(new_shape=[3, 4]))
+    b.op("RESHAPE", [r1, b.const("s2", np.array([12], np.int32))], [r2], dict(new_shape=[12]))
+    y = b.tensor("y", (12,), F32)
+    b.op("ADD", [r2, b.const("two", np.full(12, 2, F32))], [y])
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("from_graph_input", [False, True])
+def test_a_chain_of_two_reshapes_copies_nothing_where_the_input_may_be_shared(from_graph_input):
+    """The two reshapes are one step (the first stores into the second's output); that step shares its input's bytes
+    (no copy) unless the input is the graph's input, where it stays one copy. Values: BUILTIN_REF's."""
+    model = _reshape_chain_model(from_graph_input)
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    names = [type(op).__name__ for op, _, _ in it._subgraphs[0].steps]
+    assert it.arena_report()["shared_tensors"] == (0 if from_graph_input else 1)
+    assert names.count("SharedInput") == (0 if from_graph_input else 1)
+    assert len(names) == (2 if from_graph_input else 3)  # the second reshape's step is gone either way
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        x = rng.standard_normal((2, 6)).astype(F32)
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), run_litert(model, [x])[0])
