@@ -162,15 +162,7 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
         acc_bound = dev * wmax + 2.0**63 if int64_bias else dev * wmax + 2.0**31
     if offset is not None and not int64_bias and groups == 1:
         args = (geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), acc_bound, out.dtype)
-        scaled_first = _float32_gemm_cheaper(geo, dtype)
-        prepared = _prepare_conv_scaled(*args) if scaled_first else None
-        if prepared is None:
-            prepared = _prepare_conv_folded(*args)
-        small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
-        if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
-            prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
-        if prepared is None and not scaled_first and small and k >= WIDE_MIN_K:
-            prepared = _prepare_conv_scaled(*args)  # small outputs: the float32 GEMM before the unfolded kernel
+        prepared = exact_gemm_conv(args, dtype, k)
         if prepared is not None:
             return prepared
     gemm = aligned_empty(geo.out_shape, dtype)
@@ -178,6 +170,24 @@ def prepare_conv_quantized(ctx: OpContext, geo: Geometry, groups: int):
     requant = requantizer_for(ctx, m, shift, out.zero_point, lo, hi, geo.out_shape, acc_bound, int64_acc=int64_bias)
     im2col = Im2Col.build(geo, groups, dtype, x_zp, src_dtype=x.dtype)
     return ConvQuantized(im2col, weights, offset, gemm, acc, requant, x_zp, f_zp)
+
+
+def exact_gemm_conv(args: tuple, dtype, k: int):
+    """The 8-bit CONV_2D (constant filter and bias, groups 1) as an exact GEMM: ConvQuantizedScaled (float32) or
+    ConvQuantizedFolded / FoldedRows (float64), whichever the rules below prefer and whose exactness proof holds;
+    None when neither does (the caller's unfolded kernel). ``args``: _prepare_conv_scaled's; ``dtype`` the exact
+    GEMM type of the unfolded kernel (exact_dtype), ``k`` the GEMM depth (KH * KW * C)."""
+    geo = args[0]
+    scaled_first = _float32_gemm_cheaper(geo, dtype)
+    prepared = _prepare_conv_scaled(*args) if scaled_first else None
+    if prepared is None:
+        prepared = _prepare_conv_folded(*args)
+    small = int(np.prod(geo.out_shape)) <= SMALL_EPILOGUE_VALUES  # streaming layers: requant.py's small paths
+    if (prepared is None or isinstance(prepared.epilogue, MixedEpilogue)) and not (scaled_first or small):
+        prepared = _prepare_conv_scaled(*args) or prepared  # exact where the fold fails (near-dead channels)
+    if prepared is None and not scaled_first and small and k >= WIDE_MIN_K:
+        prepared = _prepare_conv_scaled(*args)  # small outputs: the float32 GEMM before the unfolded kernel
+    return prepared
 
 
 #: The folded GEMM runs in float64 on a float64 im2col matrix; ConvQuantizedScaled's in float32 where that is

@@ -10,7 +10,7 @@ alone reads their output they become one step (depthwise_into_rows.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ...quant import (
     Requantizer,
     dtype_range,
 )
+from ...schema.dtypes import TensorType
 from ..bound_plan import BoundCalls, run_calls
 from ..common import c_einsum, clip_ufunc, float_activation_range
 from ..registry import OpContext, TensorInfo
@@ -39,6 +40,7 @@ from .common import (
     requantizer_for,
     tile_over_width,
 )
+from .conv2d_quantized import exact_gemm_conv
 from .depthwise_into_rows import DepthwiseIntoRows, feeding
 from .depthwise_rows import prepare_depthwise_rows
 from .requant import (
@@ -190,6 +192,11 @@ def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
             offset = offset + bias.data.astype(np.int64)
             bias_max = float(np.abs(bias.data.astype(np.float64)).max())
         offset = tile_over_width(offset, geo.out_w, acc_dtype)
+    if geo.in_c == 1 and offset is not None and x.dtype == np.int8:
+        args = (geo, x, f, bias, f_zp, m, shift, out.zero_point, lo, hi, max(-qmin, qmax), dev * wmax + bias_max)
+        conv = _one_channel_as_conv(args, out.dtype, dtype)
+        if conv is not None:
+            return conv
     if offset is not None and not int64_bias:
         folded = _prepare_depthwise_folded(
             geo,
@@ -228,6 +235,26 @@ def prepare_depthwise_quantized(ctx: OpContext, geo: Geometry, multiplier: int):
         bias is not None,
         zp_term,
     )
+
+
+def _one_channel_as_conv(args: tuple, out_dtype, dtype):
+    """An int8 depthwise layer over one input channel (a first layer on a mono spectrogram or image, depth
+    multiplier M) as the CONV_2D it is: output channel o holds ``sum over taps (x - x_zp) * f[0, ky, kx, o] +
+    bias[o]``, the accumulator of a CONV_2D with filter ``f_conv[o, ky, kx, 0] = f[0, ky, kx, o]``, requantized by
+    the same per-channel (M, shift) (reference_integer_ops/depthwise_conv.h DepthwiseConvPerChannel and conv.h
+    ConvPerChannel: the same sums, MultiplyByQuantizedMultiplier, offset and clamp). So conv2d_quantized's exact
+    GEMM paths apply, with their own exactness proofs: an im2col GEMM against the M filters, where the depthwise
+    kernels would run M channels of one-channel windows (a 5x5 stride-2 layer 180x180x1 -> 88x88x8: ~2.3 ms as
+    an einsum over the strided windows). None where neither GEMM path's proof holds (the depthwise kernels then).
+    ``args``: prepare_depthwise_quantized's (geo, x, f, bias or None, f_zp, m, shift, zero point, lo, hi, max|x|,
+    accumulator bound)."""
+    geo, x, f, bias, *rest = args
+    o, kh, kw = geo.out_c, geo.filter_h, geo.filter_w
+    data = np.ascontiguousarray(f.data.reshape(kh, kw, o).transpose(2, 0, 1)).reshape(o, kh, kw, 1)
+    f_conv = replace(f, shape=(o, kh, kw, 1), data=data)
+    if bias is None:
+        bias = TensorInfo(-1, "", (o,), TensorType.INT32, data=np.zeros(o, np.int32))
+    return exact_gemm_conv((geo, x, f_conv, bias, *rest, out_dtype), dtype, kh * kw)
 
 
 @dataclass(frozen=True, eq=False)
