@@ -246,6 +246,8 @@ def _one_channel_as_conv(args: tuple, out_dtype, dtype):
     GEMM paths apply, with their own exactness proofs: an im2col GEMM against the M filters, where the depthwise
     kernels would run M channels of one-channel windows (a 5x5 stride-2 layer 180x180x1 -> 88x88x8: ~2.3 ms as
     an einsum over the strided windows). None where neither GEMM path's proof holds (the depthwise kernels then).
+    int8 only: uint8 (reference/depthwiseconv_uint8.h, its own rounding modes) and int16 (int64 bias) layers keep
+    the depthwise kernels.
     ``args``: prepare_depthwise_quantized's (geo, x, f, bias or None, f_zp, m, shift, zero point, lo, hi, max|x|,
     accumulator bound)."""
     geo, x, f, bias, *rest = args
