@@ -21,11 +21,13 @@ from ..libm import libm_float
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .activations_quantized import lut_activation
-from .bound_plan import bound_plan, run_calls
+from .bound_plan import BoundCalls, run_calls
 from .common import (
     Noop,
     check_same_type,
 )
+from .eigen_erfc import ErfcWork
+from .eigen_math import tanh_listing
 from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
@@ -43,6 +45,10 @@ _SQRT1_2 = np.float32(0.70710678118654752440)
 _SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * 0.70710678118654752440)
 _GELU_C = np.float32(0.044715)
 _HALF = np.float32(0.5)
+# GeluFloat's operands: 0-d arrays (a numpy scalar operand costs more per ufunc call)
+_F32_NP = np.dtype(np.float32)
+_NEG_SQRT1_2, _HALF_0D, _ONE_0D = np.array(-_SQRT1_2), np.array(_HALF), np.array(_ONE)
+_GELU_C_0D, _SQRT_2_OVER_PI_0D = np.array(_GELU_C), np.array(_SQRT_2_OVER_PI)
 _ERFC_COEFFS = (
     0.17087277,
     -0.82215223,
@@ -130,68 +136,75 @@ class EluFloat:
         np.copyto(out, x, where=~(x < 0))
 
 
-#: GeluFloatExact keeps 33 bytes of scratch per value for the interpreter's life: larger inputs (a ViT-B MLP's
-#: (1, 197, 3072)) keep GeluFloat's temporaries, made and freed per invoke
-GELU_EXACT_MAX_VALUES = 1 << 16
+#: values per pass of GeluFloat's calls: bounded scratch (ErfcWork keeps 17 float32 buffers of a pass) that stays
+#: in the caches; a multiple of 4, so every pass but the last is whole packets, as Eigen's traversal of the tensor
+GELU_CHUNK = 8192
 
 
 @dataclass(frozen=True, eq=False)
-class GeluFloatExact:
-    """GeluFloat (not approximate) for a static shape, its float64 intermediates in buffers made at prepare:
-    ``a = x * -(1/sqrt 2)`` in float64 (one call, x widened inside it), ``_erfc_into``, then ``(0.5f * x) *
-    float32(erfc)`` with the rounding to float32 inside the product's call (``dtype=float32``): 30 numpy calls
-    and no allocation instead of about 35 calls making 25 temporaries. Byte-identical to GeluFloat: the same
-    float64 values (see ``_erfc_into``) and the same float32 products. An input of another shape goes to
-    ``general``."""
+class GeluFloat(BoundCalls):
+    """reference/gelu.h ``Gelu<float>``, as Eigen evaluates it in LiteRT's wheel, bit for bit (the evidence:
+    eigen_erfc's and eigen_math's docstrings, tests/ops/test_gelu_float.py):
 
-    a: np.ndarray  # float64 scratch, the input's shape
-    z: np.ndarray
-    t: np.ndarray
-    p: np.ndarray
-    neg: np.ndarray  # bool
-    general: GeluFloat
-    erfc_plan: tuple  # _erfc_calls on the scratch arrays (a -> p), as bound_plan partial objects
+    - not approximate: ``(0.5 * x) * erfc(x * -f32(M_SQRT1_2))`` with Eigen's float erfc (eigen_erfc.ErfcWork);
+    - approximate: ``(0.5 * x) * (1 + tanh(kSqrt2dPi * (x + 0.044715 * (x * (x * x)))))``, each operation in
+      float32 in that order (Eigen's ``cube()`` is ``a * (a * a)``), tanh Eigen's ``ptanh_float``
+      (eigen_math's ``_Tanh``), kSqrt2dPi = f32(M_2_SQRTPI * M_SQRT1_2).
 
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x.shape != self.a.shape:
-            return self.general(inputs, outputs)
-        p = self.p
-        np.multiply(x, -0.70710678118654752440, out=self.a, dtype=np.float64)
-        for call in self.erfc_plan:
-            call()
-        np.multiply(x, _HALF, out=out)
-        np.multiply(out, p, out=out, dtype=np.float32, casting="same_kind")
-
-    @staticmethod
-    def build(shape: tuple) -> GeluFloatExact:
-        a, z, t, p = (np.empty(shape) for _ in range(4))
-        neg = np.empty(shape, bool)
-        return GeluFloatExact(a, z, t, p, neg, GeluFloat(False), bound_plan(_erfc_calls(a, z, t, neg, p)))
-
-
-@dataclass(frozen=True, eq=False)
-class GeluFloat:
-    """reference/gelu.h Gelu float32: ``0.5 * x * erfc(-x / sqrt 2)`` (erfc in float64, see ``_erfc_f64``) or,
-    approximate, ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`` in float32."""
+    The calls run over passes of at most GELU_CHUNK values, each on scratch made at prepare for the static shape
+    (``scratch``: pass length -> (work, buffer)); arrays of another size get theirs when bound. The tensor's last
+    ``size % 4`` values take Eigen's scalar path (for erfc: ``expf``; the tanh's is its packet formula)."""
 
     approximate: bool
+    scratch: dict
 
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if self.approximate:
-            np.multiply(x, x, out=out)
-            out *= x
-            out *= _GELU_C
-            out += x
-            out *= _SQRT_2_OVER_PI
-            np.tanh(out, out=out)
-            out += _ONE
-            out *= _HALF  # (0.5 * x) * (1 + t): halving first is exact and keeps x * 2 from overflowing
-            out *= x
-        else:  # (0.5f * x) * erfc(-x / sqrt 2)
-            np.multiply(x, _HALF, out=out)
-            out *= _erfc_f64(x.astype(np.float64) * -0.70710678118654752440).astype(np.float32)
+    @staticmethod
+    def build(approximate: bool, size: int | None = None) -> GeluFloat:
+        op = GeluFloat(approximate, {})
+        for i, j in _passes(size or 0):
+            op.work(j - i)
+        return op
+
+    def work(self, n: int) -> tuple:
+        """(the tanh or erfc scratch, a float32 buffer) for a pass of ``n`` values (made once, at most 8 lengths kept:
+        plans bound before hold their own)."""
+        w = self.scratch.get(n)
+        if w is None:
+            if len(self.scratch) >= 8:
+                self.scratch.clear()
+            w = self.scratch[n] = (tanh_listing(n) if self.approximate else ErfcWork(n), np.empty(n, _F32_NP))
+        return w
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        """The calls on these arrays (a strided x is copied first, into a buffer made here)."""
+        calls = []
+        if not x.flags.c_contiguous:
+            xc = np.empty(x.shape, _F32_NP)
+            calls.append((np.copyto, (xc, x), {}))
+            x = xc
+        xf, of, mul, add = x.reshape(-1), out.reshape(-1), np.multiply, np.add
+        for i, j in _passes(xf.size):
+            work, t = self.work(j - i)
+            xs, os = xf[i:j], of[i:j]
+            if self.approximate:
+                calls += [
+                    (mul, (xs, xs, t), {}),
+                    (mul, (xs, t, t), {}),  # cube: x * (x * x)
+                    (mul, (t, _GELU_C_0D), {"out": t}),
+                    (add, (xs, t, t), {}),
+                    (mul, (t, _SQRT_2_OVER_PI_0D), {"out": t}),
+                    *work.calls(t, t),
+                    (add, (t, _ONE_0D), {"out": t}),
+                ]
+            else:
+                calls += [(mul, (xs, _NEG_SQRT1_2), {"out": t}), *work.calls(t, t)]
+            calls += [(mul, (xs, _HALF_0D), {"out": os}), (mul, (os, t, os), {})]  # (0.5 * x) * ...
+        return calls
+
+
+def _passes(n: int) -> list:
+    """GeluFloat's passes over n values: (start, stop) pairs of GELU_CHUNK values, the last one shorter."""
+    return [(i, min(i + GELU_CHUNK, n)) for i in range(0, n, GELU_CHUNK)]
 
 
 @register(BuiltinOperator.ELU)
@@ -216,8 +229,7 @@ def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False
     if x.type == _F32:
-        exact = not (approximate or x.dynamic) and x.size <= GELU_EXACT_MAX_VALUES
-        prepared = GeluFloatExact.build(tuple(x.shape)) if exact else GeluFloat(approximate)
+        prepared = GeluFloat.build(approximate, None if x.dynamic else x.size)
     else:
         prepared = lut_activation(ctx, x, y, _gelu_tanh_f32 if approximate else _gelu_exact_f32)
     return Noop() if x.size == 0 else prepared
