@@ -3,9 +3,10 @@
 - ELU float32: ``x < 0 ? expm1(x) : x``; int8: LUTPopulate of ``x < 0 ? expm1f(x) : x`` (activations.cc
   EluPrepare). LiteRT's BUILTIN_REF resolver does not register ELU (tests use BUILTIN_WITHOUT_DEFAULT_DELEGATES).
 - GELU (gelu.cc, reference/gelu.h): float32 ``0.5 * x * erfc(-x / sqrt 2)`` or, ``approximate``, ``0.5 * x * (1 +
-  tanh(sqrt(2/pi) * (x + 0.044715 x^3)))``; int8 / uint8: LUTPopulate (256 entries) of the float32 transforms
-  (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry interpolated LUTPopulate<int16_t> (float32), tabulated over
-  every input.
+  tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`` as Eigen evaluates them in LiteRT's wheel, bit for bit (``GeluFloat``:
+  Eigen's float erfc from eigen_erfc.py, its tanh from eigen_math.py); int8 / uint8: LUTPopulate (256 entries) of
+  the float32 transforms (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry interpolated LUTPopulate<int16_t>
+  (float32), tabulated over every input.
 
 Sources matched: tflite/kernels/activations.cc (EluPrepare, Elu); tflite/kernels/gelu.cc; reference/gelu.h;
 tflite/kernels/internal/common.h (LUTPopulate).
@@ -21,7 +22,7 @@ from ..libm import libm_float
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .activations_quantized import lut_activation
-from .bound_plan import BoundCalls, run_calls
+from .bound_plan import BoundCalls
 from .common import (
     Noop,
     check_same_type,
@@ -64,47 +65,17 @@ _ERFC_COEFFS = (
 
 
 def _erfc_f64(x: np.ndarray) -> np.ndarray:
-    """erfc in float64 with a relative error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes
-    ``erfcc``): NumPy has no erfc; enough for the float32 GELU path (rounded to float32 afterwards)."""
+    """erfc in float64 with a relative error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes ``erfcc``):
+    ``erfcf``'s stand-in for the 8/16-bit GELU tables where no C library loads (litert_py.libm). NumPy has no
+    erfc."""
     a = np.asarray(x, np.float64)
-    out = np.empty(a.shape)
-    _erfc_into(a, np.empty(a.shape), np.empty(a.shape), np.empty(a.shape, bool), out)
-    return out
-
-
-def _erfc_into(a: np.ndarray, z: np.ndarray, t: np.ndarray, neg: np.ndarray, out: np.ndarray) -> None:
-    """``out = erfcc(a)`` (``_erfc_f64``) for float64 ``a``: ``_erfc_calls`` run at once."""
-    run_calls(_erfc_calls(a, z, t, neg, out))
-
-
-def _erfc_calls(a: np.ndarray, z: np.ndarray, t: np.ndarray, neg: np.ndarray, out: np.ndarray) -> list:
-    """The numpy calls of ``out = erfcc(a)`` (``_erfc_f64``) for float64 ``a`` as (function, args, kwargs) triples,
-    every step one in-place call on the scratch arrays ``z``, ``t`` (float64) and ``neg`` (bool) of a's shape:
-    ``z = |a|``, ``t = 1 / (1 + z/2)``, the Horner polynomial ``p = (..((c0 t + c1) t + c2) t .. + c8) t``,
-    ``ans = t exp(p - z^2 + c9)``, ``2 - ans`` where ``a < 0``. Each value is the one the textbook form
-    ``(poly + c) * t`` from ``poly = 0`` gives: 0 + c0 is c0; t is computed as 2 / (2 + z), the same double (z/2
-    is exact, 2 + z = 2 (1 + z/2) rounds to twice the same double, and 2 / 2s rounds as 1 / s); ``2 - ans`` is
-    computed everywhere (into ``z``, free by then) and put where ``a < 0`` (np.putmask: about 4 us less than a
-    ``where=`` subtract on 4096 values of random sign, the same values); a NaN lane keeps ``ans``, the same NaN."""
-    o = "out"
-    calls = [
-        (np.abs, (a,), {o: z}),
-        (np.add, (z, 2.0), {o: t}),
-        (np.divide, (2.0, t), {o: t}),
-        (np.multiply, (t, _ERFC_COEFFS[0]), {o: out}),
-    ]
-    for c in _ERFC_COEFFS[1:-1]:
-        calls += [(np.add, (out, c), {o: out}), (np.multiply, (out, t), {o: out})]
-    return calls + [
-        (np.multiply, (z, z), {o: z}),
-        (np.subtract, (out, z), {o: out}),
-        (np.add, (out, _ERFC_COEFFS[-1]), {o: out}),
-        (np.exp, (out,), {o: out}),
-        (np.multiply, (out, t), {o: out}),
-        (np.less, (a, 0.0), {o: neg}),
-        (np.subtract, (2.0, out), {o: z}),
-        (np.putmask, (out, neg, z), {}),
-    ]
+    z = np.abs(a)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = np.zeros_like(t)
+    for c in _ERFC_COEFFS[:-1]:
+        poly = (poly + c) * t
+    ans = t * np.exp(poly - z * z + _ERFC_COEFFS[-1])
+    return np.where(a < 0, 2.0 - ans, ans)
 
 
 _erfcf = libm_float("erfcf", _erfc_f64)

@@ -13,14 +13,15 @@ from litert_py import Interpreter
 from litert_py.libm import libm_float
 from litert_py.ops.eigen_erfc import _X2_ZERO, ErfcWork, eigen_erfc
 from litert_py.ops.elu_gelu import GELU_CHUNK, GeluFloat
+from tests.ops._bound import check_bound
 from tests.oracle import T, oracle, run_litert, single_op_model
 
 RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 F32 = np.float32
 _SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 1e-45, -1e-45, 1e-40, -1e-40, 9.0, -9.0, -5.5]
 # erfc's argument is -x / sqrt 2: its branch (|a| = 1), pexp's thresholds (a^2 = 87, 104) and clamp (11); the tanh's
-# clamp (7.90739) near x = +-3.45
-_EDGES = np.concatenate([np.sqrt(2.0) * np.array([1.0, np.sqrt(87.0), np.sqrt(104.0), 11.0]), [3.4495, 3.45]])
+# clamp (7.90739) at x = +-4.84016
+_EDGES = np.concatenate([np.sqrt(2.0) * np.array([1.0, np.sqrt(87.0), np.sqrt(104.0), 11.0]), [4.8401594, 4.84016]])
 
 
 def _values(rng, shape) -> np.ndarray:
@@ -123,6 +124,14 @@ def test_other_shapes_and_strided_inputs(approximate):
             op([x], [out])
         xc = np.ascontiguousarray(x)
         _assert_same_bits(out, run_litert(_model(x.shape, approximate), [xc])[0], xc)
+
+
+@pytest.mark.parametrize("approximate", [False, True], ids=["exact", "approximate"])
+@pytest.mark.parametrize("shape", [(3, 5, 7), (2, GELU_CHUNK + 1)])
+def test_gelu_float_bound_plan(shape, approximate):
+    """The plan bound at prepare sees new values at each invoke and equals one made on fresh (and on Fortran-
+    ordered) arrays (tests/ops/_bound.check_bound)."""
+    check_bound(_model(shape, approximate), _values(np.random.default_rng(9), shape), GeluFloat)
 
 
 _EXPF = libm_float("expf")
