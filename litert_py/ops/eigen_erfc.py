@@ -30,9 +30,10 @@ values, whole packets, BUILTIN_REF), on 2^20 random values of magnitudes 1e-8..3
 packet ``pexp`` there differs). tests/ops/test_gelu_float.py keeps the lengths, the special values and shapes.
 
 Speed: one numpy call per float32 operation of the branches above, a few merged (``ErfcWork``'s docstring), on
-buffers made at prepare: 74 calls (75 with a tail), about 45-60 us for 4096 values on one core where the float64
-Numerical Recipes erfc it replaces took 30 calls and ~40-47 us. Calls with a 0-d coefficient cost about half of
-those with two arrays at this size, so the Horner steps keep 0-d coefficients.
+buffers made at prepare: 74 calls (75 with a tail). GELU of (1, 32, 128) inside transformer_float's invokes:
+~47 us, where the float64 Numerical Recipes erfc it replaces (30 calls, not bit-exact) took ~42-43 us (one-op
+model, invoke alone: ~44 us, was ~39-41). Calls with a 0-d coefficient cost about half of those with two arrays at
+this size, so the Horner steps keep 0-d coefficients.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import numpy as np
 
 from ..libm import libm_float
 from ..quant.requantizer import clip_ufunc
-from .eigen_math import PACKET_SIZE
+from .eigen_math import PACKET_SIZE, exp_range_reduction
 
 __all__ = ["ErfcWork", "eigen_erfc"]
 
@@ -52,7 +53,7 @@ def _c(v: float) -> np.ndarray:
     return np.array(v, F32)  # 0-d arrays: a numpy scalar operand costs more per ufunc call
 
 
-_CLAMP, _NEG_CLAMP, _ONE, _HALF = _c(11.0), _c(-11.0), _c(1.0), _c(0.5)
+_CLAMP, _NEG_CLAMP, _ZERO, _ONE, _HALF, _TWO = _c(11.0), _c(-11.0), _c(0.0), _c(1.0), _c(0.5), _c(2.0)
 # generic_fast_erfc<float>: S (small branch, in x2), P and Q (large branch, in 1/x2), highest degree first.
 _S = tuple(
     _c(v)
@@ -85,9 +86,7 @@ _Q = tuple(
     )
 )
 _SPLIT = _c(4097.0)  # veltkamp_splitting: 2^12 + 1 for float's 24-bit significand
-# pexp_float's constants (its polynomial, not the logistic's own).
-_LOG2EF = _c(1.44269504088896341)
-_EXP_C1, _EXP_C2 = _c(-0.693359375), _c(2.12194440e-4)
+# pexp_float's polynomial (not the logistic's own; its range reduction: eigen_math.exp_range_reduction)
 _EXP_P2 = _c(0.49999988079071044921875)
 _EXP_P3 = _c(0.16666518151760101318359375)
 _EXP_P4 = _c(4.166965186595916748046875e-2)
@@ -124,25 +123,27 @@ class ErfcWork:
       product rounds once, as pldexp's does where the result is not zero (its four factors keep the partial
       products normal for m >= -168); pexp's clamp above (88.7) and its ``max(., v)`` never act (v <= 0, a NaN
       lane is the small branch's);
-    - ``x < 0 ? 2 : 0`` as ``1 - copysign(1, x)`` (exact), the select as ``np.putmask`` of the large branch into
-      the small one where ``1 < x2`` (NaN lanes: the small branch, x's NaN, as Eigen's select gives).
+    - ``x < 0 ? 2 : 0`` as the product of the boolean ``x < 0`` and 2, the select as ``np.putmask`` of the large
+      branch into the small one where ``1 < x2`` (NaN lanes: the small branch, x's NaN, as Eigen's select gives).
     """
 
-    __slots__ = ("n", "x", "x2", "w", "g", "hi", "lo", "m", "mi", "r", "t", "r2", "pe", "po", "q", "num", "den")
-    __slots__ += ("mask",)
+    __slots__ = ("n", "x", "x2", "t", "g", "hi", "lo", "m", "r", "r2", "pe", "po", "mi", "mask", "neg")
 
     def __init__(self, n: int):
         self.n = n
-        for name in self.__slots__[1:-1]:
+        for name in self.__slots__[1:-3]:
             setattr(self, name, np.empty(n, F32))
         self.mi = self.m.view(np.uint32)
-        self.mask = np.empty(n, bool)
+        self.mask, self.neg = np.empty(n, bool), np.empty(n, bool)
 
     def calls(self, a: np.ndarray, out: np.ndarray) -> list:
         """The calls writing ``erfc(a)`` into ``out`` (1-D float32, n values each; ``out`` may be ``a``) as
         (function, args, kwargs) triples, in order."""
-        x, x2, w, g, hi, lo, m, r, t = self.x, self.x2, self.w, self.g, self.hi, self.lo, self.m, self.r, self.t
-        r2, pe, po, q, num, den, mul, add, sub = self.r2, self.pe, self.po, self.q, self.num, self.den, _MUL, _ADD, _SUB
+        x, x2, g, hi, lo, m, r, t = self.x, self.x2, self.g, self.hi, self.lo, self.m, self.r, self.t
+        r2, pe, po, mul, add, sub = self.r2, self.pe, self.po, _MUL, _ADD, _SUB
+        # buffers reused once free (fewer arrays in the caches): pexp's x2 clamp in lo, the large branch's q2, P
+        # and x Q in r2, pe and r
+        w, q, num, den = lo, r2, pe, r
         steps = [
             (clip_ufunc, a, _NEG_CLAMP, _CLAMP, x),
             (mul, x, x, x2),
@@ -165,14 +166,8 @@ class ErfcWork:
             (mul, lo, lo, lo),
             (add, lo, g, g),
             # pexp(-x2) into po
-            (np.minimum, x2, _X2_ZERO, w),
-            (mul, w, _LOG2EF, m),
-            (sub, _HALF, m, m),
-            (np.floor, m, m),
-            (mul, m, _EXP_C1, r),
-            (sub, r, w, r),
-            (mul, m, _EXP_C2, hi),
-            (add, hi, r, r),
+            (clip_ufunc, x2, _ZERO, _X2_ZERO, w),  # x2 >= 0 (or NaN, kept)
+            *exp_range_reduction(w, m, r, hi, negated=True),
             (mul, r, r, r2),
             (mul, r2, _EXP_P6, pe),
             (add, pe, _EXP_P4, pe),
@@ -209,16 +204,13 @@ class ErfcWork:
             (_DIV, num, den, num),
             # z r + (x < 0 ? 2 : 0)
             (mul, po, num, po),
-            (np.copysign, _ONE, x, hi),
-            (sub, _ONE, hi, hi),
+            (np.less, x, _ZERO, self.neg),
+            (mul, self.neg, _TWO, hi),
             (add, po, hi, po),
             (add, t, _ONE, out),  # the small branch (t's lanes: x S(x2))
             (np.putmask, out, self.mask, po),
         ]
-        # np.minimum's out stays a keyword (numpy 2 deprecates a positional one)
-        return [
-            (f, tuple(args[:-1]), {"out": args[-1]}) if f is np.minimum else (f, tuple(args), {}) for f, *args in steps
-        ]
+        return [(f, tuple(args), {}) for f, *args in steps]
 
 
 def eigen_erfc(a, out: np.ndarray | None = None) -> np.ndarray:

@@ -4,7 +4,8 @@ Where LiteRT uses them: ``optimized_ops::Tanh`` / ``optimized_ops::Logistic`` fo
 ops under the BUILTIN and BUILTIN_WITHOUT_DEFAULT_DELEGATES resolvers; BUILTIN_REF uses reference/tanh.h,
 logistic.h instead, and AUTO hands the op to XNNPACK, both different again), and the LSTM / RNN kernels'
 ``tensor_utils::ApplyTanhToVector`` / ``ApplySigmoidToVector`` (tflite/kernels/internal/tensor_utils.h:
-``Eigen::Map<Eigen::Vector<float, Dynamic>>(...).array().tanh()`` / ``.logistic()``).
+``Eigen::Map<Eigen::Vector<float, Dynamic>>(...).array().tanh()`` / ``.logistic()``), and float GELU
+(reference/gelu.h: the approximate form's tanh; its erfc is in eigen_erfc.py).
 
 Eigen sources matched (gitlab.com/libeigen/eigen, after commit 32d95bb0 of Aug 2024 "Add vectorized
 implementation of tanh<double>" and 74dcfbbd "Use ppolevl ..."; the algorithms are unchanged up to 2026):
@@ -230,7 +231,7 @@ class _Tanh:
 
 
 # the ufuncs of the per-step emulations, bound once (output arrays are passed positionally: ~0.05 us a call less)
-_MUL, _ADD, _DIV, _COPYTO = np.multiply, np.add, np.divide, np.copyto
+_MUL, _ADD, _SUB, _DIV, _COPYTO = np.multiply, np.add, np.subtract, np.divide, np.copyto
 
 
 _LOG_CLIP_LO = np.nextafter(_LOG_EXP_LO, np.array(-np.inf, F32))  # the largest float32 below -104
@@ -294,15 +295,21 @@ class _LogisticPacket:
 
 def _exp_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray) -> tuple:
     """The packet logistic's first steps after its clamp, as (function, *args) tuples: ``v`` (the clamped x) halved
-    in place, ``m = floor(v log2e + 1/2)`` and ``r = (m C1 + v) + m C2`` (Cephes' range reduction of exp(v)); ``t``
-    scratch."""
+    in place, then ``exp_range_reduction`` of it."""
+    return ((_MUL, v, _HALF, v), *exp_range_reduction(v, m, r, t))
+
+
+def exp_range_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray, negated: bool = False) -> tuple:
+    """Cephes' range reduction of exp(v) in Eigen's float exp (the logistic's and ``pexp_float``'s), as (function,
+    *args) tuples: ``m = floor(v log2e + 1/2)``, ``r = (m C1 + v) + m C2`` (``t`` scratch). ``negated``: of
+    exp(-v), computed as ``1/2 - v log2e`` and ``m C1 - v`` (the same IEEE operations: negation is exact)."""
+    add = _SUB if negated else _ADD
     return (
-        (_MUL, v, _HALF, v),
         (_MUL, v, _LOG2EF, m),
-        (_ADD, m, _HALF, m),
+        (_SUB, _HALF, m, m) if negated else (_ADD, m, _HALF, m),
         (np.floor, m, m),
         (_MUL, m, _EXP_C1, r),
-        (_ADD, r, v, r),
+        (add, r, v, r),
         (_MUL, m, _EXP_C2, t),
         (_ADD, r, t, r),
     )
