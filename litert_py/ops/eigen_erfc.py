@@ -42,7 +42,7 @@ import numpy as np
 
 from ..libm import libm_float
 from ..quant.requantizer import clip_ufunc
-from .eigen_math import PACKET_SIZE, exp_range_reduction
+from .eigen_math import PACKET_SIZE, check_out, exp_range_reduction, horner_steps
 
 __all__ = ["ErfcWork", "eigen_erfc"]
 
@@ -92,7 +92,8 @@ _EXP_P3 = _c(0.16666518151760101318359375)
 _EXP_P4 = _c(4.166965186595916748046875e-2)
 _EXP_P5 = _c(8.36894474923610687255859375e-3)
 _EXP_P6 = _c(1.37449637986719608306884765625e-3)
-#: the smallest float32 above 104: x2 is clamped to it, where pexp's -x2 < -104 gives 0 (the formula maps it to +0)
+#: x2's upper clamp for pexp: the smallest float32 above 104, where pexp's -x2 < -104 gives 0 (the formula maps it to
+#: +0; so would 104 itself: any value from there on gives +0, this one keeps the clamp outside pexp's range)
 _X2_ZERO = np.nextafter(_c(104.0), _c(np.inf))
 _MAGIC64 = _c(2.0**23 + 127.0 + 64.0)  # m + this: the float32 whose low mantissa bits are m + 64 + 127
 _TWO_M64 = _c(2.0**-64)
@@ -149,7 +150,7 @@ class ErfcWork:
             (mul, x, x, x2),
             # small branch: 1 + x S(x2) into lo (free until twoprod_low), out at the end
             (mul, x2, _S[0], t),
-            *[s for c in _S[1:-1] for s in ((add, t, c, t), (mul, t, x2, t))],
+            *horner_steps(t, x2, _S[1:-1]),
             (add, t, _S[-1], t),
             (mul, x, t, t),
             (np.greater, x2, _ONE, self.mask),  # 1 < x2: the large branch's lanes
@@ -195,10 +196,10 @@ class ErfcWork:
             # r = P(q2) / (x Q(q2)), q2 = 1 / x2
             (_DIV, _ONE, x2, q),
             (mul, q, _P[0], num),
-            *[s for c in _P[1:-1] for s in ((add, num, c, num), (mul, num, q, num))],
+            *horner_steps(num, q, _P[1:-1]),
             (add, num, _P[-1], num),
             (mul, q, _Q[0], den),
-            *[s for c in _Q[1:-1] for s in ((add, den, c, den), (mul, den, q, den))],
+            *horner_steps(den, q, _Q[1:-1]),
             (add, den, _Q[-1], den),
             (mul, x, den, den),
             (_DIV, num, den, num),
@@ -215,9 +216,10 @@ class ErfcWork:
 
 def eigen_erfc(a, out: np.ndarray | None = None) -> np.ndarray:
     """Eigen's float32 ``erfc`` of ``a`` as one 16-byte-aligned buffer (C order): whole packets, then the
-    ``size % 4`` trailing values on the scalar path (``expf``). A new float32 array unless ``out`` is given."""
+    ``size % 4`` trailing values on the scalar path (``expf``). A new float32 array unless ``out`` (C-contiguous
+    float32 of a's shape; ValueError otherwise) is given."""
     a = np.ascontiguousarray(a, F32)
-    out = np.empty(a.shape, F32) if out is None else out
+    out = check_out(a, out)
     if a.size:
         with np.errstate(all="ignore"):
             for f, args, kwargs in ErfcWork(a.size).calls(a.reshape(-1), out.reshape(-1)):

@@ -82,7 +82,7 @@ _BIAS_127, _ZERO = np.array(127.0, F32), np.array(0.0, F32)
 _EXP_P5 = np.array(8.33471305668354034423828125e-3, F32)
 
 
-def _check_out(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+def check_out(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
         return np.empty(x.shape, F32)
     if out.dtype != F32 or out.shape != x.shape or not out.flags.c_contiguous:
@@ -96,7 +96,7 @@ def eigen_tanh(x, out: np.ndarray | None = None) -> np.ndarray:
     ``out`` (C-contiguous float32, x's shape) receives the result when given; it may be ``x`` itself.
     """
     x = np.asarray(x, F32)
-    out = _check_out(x, out)
+    out = check_out(x, out)
     with np.errstate(invalid="ignore"):  # signalling NaN inputs raise "invalid"
         if x.size <= _CHUNK:
             _tanh(x, out)
@@ -216,7 +216,7 @@ class _Tanh:
         """``__call__``'s numpy calls on ``x`` and ``out`` as (function, args, kwargs) triples, in order, for a
         kernel's bound plan (ops/bound_plan.bound_plan; tests/ops/test_eigen_math.py checks both equal)."""
         c, cc, xx, pq, p, k, mul, add = self.c, self.cc, self.xx, self.pq, self.p, self.k, _MUL, _ADD
-        horner = [(f, (pq, b, pq), {}) for i in range(1, 5) for f, b in ((add, k[i]), (mul, xx))][:-1]
+        horner = [(f, tuple(args), {}) for f, *args in horner_steps(pq, xx, k[1:5])[:-1]]  # ends with + k[4]
         return [
             (clip_ufunc, (x, _TANH_NEG_CLAMP, _TANH_CLAMP, c), {}),
             (_COPYTO, (self.c2, c), {}),
@@ -228,6 +228,13 @@ class _Tanh:
             (add, (p, c, p), {}),
             (_DIV, (p, self.q, out), {}),
         ]
+
+
+def horner_steps(acc: np.ndarray, x: np.ndarray, coeffs) -> list:
+    """The (function, acc, operand, acc) steps of Horner's ``acc = acc * x + c`` for the middle coefficients
+    ``coeffs`` after a first ``acc = x * c0`` (the caller's): ``acc + c``, then ``* x``, each a float32 operation
+    rounded as Eigen's ``ppolevl`` (without FMA) rounds; the caller adds the last coefficient."""
+    return [s for c in coeffs for s in ((np.add, acc, c, acc), (np.multiply, acc, x, acc))]
 
 
 # the ufuncs of the per-step emulations, bound once (output arrays are passed positionally: ~0.05 us a call less)
@@ -417,7 +424,7 @@ def eigen_logistic(x, out: np.ndarray | None = None, offset: int = 0) -> np.ndar
     trailing remainder take the scalar ``expf`` path. ``out`` (C-contiguous float32, x's shape) may be ``x``.
     """
     x = np.asarray(x, F32)
-    out = _check_out(x, out)
+    out = check_out(x, out)
     xf, of = x.reshape(-1), out.reshape(-1)
     n = xf.size
     start = min((PACKET_SIZE - offset % PACKET_SIZE) % PACKET_SIZE, n)

@@ -28,6 +28,7 @@ from .common import (
     check_same_type,
 )
 from .eigen_erfc import ErfcWork
+from .eigen_math import PACKET_SIZE
 from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
@@ -108,7 +109,7 @@ class EluFloat:
 
 #: values per pass of GeluFloat's calls: bounded scratch (ErfcWork keeps 12 float32 buffers of a pass) that stays
 #: in the caches; a multiple of 4, so every pass but the last is whole packets, as Eigen's traversal of the tensor
-GELU_CHUNK = 8192
+GELU_CHUNK = 2048 * PACKET_SIZE
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,13 +124,15 @@ class GeluFloat(BoundCalls):
     - approximate: ``(0.5 * x) * (1 + tanh(kSqrt2dPi * (x + 0.044715 * (x * (x * x)))))``, each operation in
       float32 in that order (Eigen's ``cube()`` is ``a * (a * a)``), kSqrt2dPi = f32(M_2_SQRTPI * M_SQRT1_2), with
       numpy's tanh where Eigen's is ``ptanh_float``: within a few ulps of 1 times |x| of LiteRT (the tolerance of
-      tests/ops/test_log_softmax_elu_gelu.py). eigen_math's bit-exact ``_Tanh`` gives all 2^32 inputs LiteRT's
-      bits too (measured), but its 15 numpy calls made the op 2.6x slower (4096 values: 6.5 -> 18.8 us), and
-      issue 16 keeps every model at least as fast as before it.
+      tests/ops/test_log_softmax_elu_gelu.py); for x in about (-5.4, -4.84) Eigen's tanh is exactly -1 and LiteRT
+      gives -0.0 where this gives tiny negative values (down to about -6e-7). eigen_math's bit-exact ``_Tanh``
+      gives all 2^32 inputs LiteRT's bits too (measured), but its 15 numpy calls made the op 2.6x slower (4096
+      values: 6.5 -> 18.8 us), and issue 16 keeps every model at least as fast as before it.
 
     The calls run over passes of at most GELU_CHUNK values, each on scratch made at prepare for the static shape
     (``scratch``: pass length -> (work, buffer)); arrays of another size get theirs when bound. The tensor's last
-    ``size % 4`` values take Eigen's scalar path (for erfc: ``expf``)."""
+    ``size % 4`` values take Eigen's scalar path (for erfc: ``expf``). A direct call outside an invoke (whose fp
+    errors are quiet) may warn: the large branch's ``1 / x2`` runs on every lane, x = 0 included."""
 
     approximate: bool
     scratch: dict

@@ -22,7 +22,9 @@ F32 = np.float32
 _SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 1e-45, -1e-45, 1e-40, -1e-40, 9.0, -9.0, -5.5]
 # erfc's argument is -x / sqrt 2: its branch (|a| = 1), pexp's thresholds (a^2 = 87, 104) and clamp (11); the tanh's
 # clamp (7.90739) at x = +-4.84016
-_EDGES = np.concatenate([np.sqrt(2.0) * np.array([1.0, np.sqrt(87.0), np.sqrt(104.0), 11.0]), [4.8401594, 4.84016]])
+_EDGES = np.concatenate(
+    [np.sqrt(2.0) * np.sqrt([1.0, 87.0, 88.72283935546875, 104.0, 121.0]), [4.8401594, 4.84016]]
+)  # a^2 = 1 (the branch), 87 (pldexp), 88.72 (pexp's upper clamp, never acting), 104 (zero), 121 (the clamp at 11)
 
 
 def _values(rng, shape) -> np.ndarray:
@@ -250,3 +252,15 @@ def test_erfc_work_lists_calls_on_its_own_scratch():
             f(*args, **kwargs)
     np.testing.assert_array_equal(a, keep)
     _assert_same_bits(out, _erfc_transcription(a, 0), a)
+
+
+def test_eigen_erfc_refuses_an_out_it_could_not_write():
+    """An ``out`` that is not a C-contiguous float32 array of the input's shape is refused (a reshape of it would be
+    a copy, written and lost), as eigen_math's functions refuse theirs."""
+    a = np.linspace(-3, 3, 12, dtype=F32).reshape(3, 4)
+    for bad in (np.zeros((4, 3), F32).T, np.zeros((3, 4), np.float64), np.zeros(12, F32)):
+        with pytest.raises(ValueError, match="out must be"):
+            eigen_erfc(a, out=bad)
+    out = np.empty((3, 4), F32)
+    assert eigen_erfc(a, out=out) is out
+    _assert_same_bits(out, eigen_erfc(a), a)
