@@ -4,7 +4,8 @@ Where LiteRT uses them: ``optimized_ops::Tanh`` / ``optimized_ops::Logistic`` fo
 ops under the BUILTIN and BUILTIN_WITHOUT_DEFAULT_DELEGATES resolvers; BUILTIN_REF uses reference/tanh.h,
 logistic.h instead, and AUTO hands the op to XNNPACK, both different again), and the LSTM / RNN kernels'
 ``tensor_utils::ApplyTanhToVector`` / ``ApplySigmoidToVector`` (tflite/kernels/internal/tensor_utils.h:
-``Eigen::Map<Eigen::Vector<float, Dynamic>>(...).array().tanh()`` / ``.logistic()``).
+``Eigen::Map<Eigen::Vector<float, Dynamic>>(...).array().tanh()`` / ``.logistic()``), and float GELU
+(reference/gelu.h: the approximate form's tanh; its erfc is in eigen_erfc.py).
 
 Eigen sources matched (gitlab.com/libeigen/eigen, after commit 32d95bb0 of Aug 2024 "Add vectorized
 implementation of tanh<double>" and 74dcfbbd "Use ppolevl ..."; the algorithms are unchanged up to 2026):
@@ -81,7 +82,7 @@ _BIAS_127, _ZERO = np.array(127.0, F32), np.array(0.0, F32)
 _EXP_P5 = np.array(8.33471305668354034423828125e-3, F32)
 
 
-def _check_out(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+def check_out(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
         return np.empty(x.shape, F32)
     if out.dtype != F32 or out.shape != x.shape or not out.flags.c_contiguous:
@@ -95,7 +96,7 @@ def eigen_tanh(x, out: np.ndarray | None = None) -> np.ndarray:
     ``out`` (C-contiguous float32, x's shape) receives the result when given; it may be ``x`` itself.
     """
     x = np.asarray(x, F32)
-    out = _check_out(x, out)
+    out = check_out(x, out)
     with np.errstate(invalid="ignore"):  # signalling NaN inputs raise "invalid"
         if x.size <= _CHUNK:
             _tanh(x, out)
@@ -215,7 +216,7 @@ class _Tanh:
         """``__call__``'s numpy calls on ``x`` and ``out`` as (function, args, kwargs) triples, in order, for a
         kernel's bound plan (ops/bound_plan.bound_plan; tests/ops/test_eigen_math.py checks both equal)."""
         c, cc, xx, pq, p, k, mul, add = self.c, self.cc, self.xx, self.pq, self.p, self.k, _MUL, _ADD
-        horner = [(f, (pq, b, pq), {}) for i in range(1, 5) for f, b in ((add, k[i]), (mul, xx))][:-1]
+        horner = [(f, tuple(args), {}) for f, *args in horner_steps(pq, xx, k[1:5])[:-1]]  # ends with + k[4]
         return [
             (clip_ufunc, (x, _TANH_NEG_CLAMP, _TANH_CLAMP, c), {}),
             (_COPYTO, (self.c2, c), {}),
@@ -229,8 +230,15 @@ class _Tanh:
         ]
 
 
+def horner_steps(acc: np.ndarray, x: np.ndarray, coeffs) -> list:
+    """The (function, acc, operand, acc) steps of Horner's ``acc = acc * x + c`` for the middle coefficients
+    ``coeffs`` after a first ``acc = x * c0`` (the caller's): ``acc + c``, then ``* x``, each a float32 operation
+    rounded as Eigen's ``ppolevl`` (without FMA) rounds; the caller adds the last coefficient."""
+    return [s for c in coeffs for s in ((np.add, acc, c, acc), (np.multiply, acc, x, acc))]
+
+
 # the ufuncs of the per-step emulations, bound once (output arrays are passed positionally: ~0.05 us a call less)
-_MUL, _ADD, _DIV, _COPYTO = np.multiply, np.add, np.divide, np.copyto
+_MUL, _ADD, _SUB, _DIV, _COPYTO = np.multiply, np.add, np.subtract, np.divide, np.copyto
 
 
 _LOG_CLIP_LO = np.nextafter(_LOG_EXP_LO, np.array(-np.inf, F32))  # the largest float32 below -104
@@ -294,15 +302,21 @@ class _LogisticPacket:
 
 def _exp_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray) -> tuple:
     """The packet logistic's first steps after its clamp, as (function, *args) tuples: ``v`` (the clamped x) halved
-    in place, ``m = floor(v log2e + 1/2)`` and ``r = (m C1 + v) + m C2`` (Cephes' range reduction of exp(v)); ``t``
-    scratch."""
+    in place, then ``exp_range_reduction`` of it."""
+    return ((_MUL, v, _HALF, v), *exp_range_reduction(v, m, r, t))
+
+
+def exp_range_reduction(v: np.ndarray, m: np.ndarray, r: np.ndarray, t: np.ndarray, negated: bool = False) -> tuple:
+    """Cephes' range reduction of exp(v) in Eigen's float exp (the logistic's and ``pexp_float``'s), as (function,
+    *args) tuples: ``m = floor(v log2e + 1/2)``, ``r = (m C1 + v) + m C2`` (``t`` scratch). ``negated``: of
+    exp(-v), computed as ``1/2 - v log2e`` and ``m C1 - v`` (the same IEEE operations: negation is exact)."""
+    add = _SUB if negated else _ADD
     return (
-        (_MUL, v, _HALF, v),
         (_MUL, v, _LOG2EF, m),
-        (_ADD, m, _HALF, m),
+        (_SUB, _HALF, m, m) if negated else (_ADD, m, _HALF, m),
         (np.floor, m, m),
         (_MUL, m, _EXP_C1, r),
-        (_ADD, r, v, r),
+        (add, r, v, r),
         (_MUL, m, _EXP_C2, t),
         (_ADD, r, t, r),
     )
@@ -410,7 +424,7 @@ def eigen_logistic(x, out: np.ndarray | None = None, offset: int = 0) -> np.ndar
     trailing remainder take the scalar ``expf`` path. ``out`` (C-contiguous float32, x's shape) may be ``x``.
     """
     x = np.asarray(x, F32)
-    out = _check_out(x, out)
+    out = check_out(x, out)
     xf, of = x.reshape(-1), out.reshape(-1)
     n = xf.size
     start = min((PACKET_SIZE - offset % PACKET_SIZE) % PACKET_SIZE, n)

@@ -3,9 +3,10 @@
 - ELU float32: ``x < 0 ? expm1(x) : x``; int8: LUTPopulate of ``x < 0 ? expm1f(x) : x`` (activations.cc
   EluPrepare). LiteRT's BUILTIN_REF resolver does not register ELU (tests use BUILTIN_WITHOUT_DEFAULT_DELEGATES).
 - GELU (gelu.cc, reference/gelu.h): float32 ``0.5 * x * erfc(-x / sqrt 2)`` or, ``approximate``, ``0.5 * x * (1 +
-  tanh(sqrt(2/pi) * (x + 0.044715 x^3)))``; int8 / uint8: LUTPopulate (256 entries) of the float32 transforms
-  (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry interpolated LUTPopulate<int16_t> (float32), tabulated over
-  every input.
+  tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`` as Eigen evaluates them in LiteRT's wheel (``GeluFloat``: the first bit
+  for bit, with Eigen's float erfc from eigen_erfc.py; the second with numpy's tanh, within a few ulps); int8 /
+  uint8: LUTPopulate (256 entries) of the float32 transforms (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry
+  interpolated LUTPopulate<int16_t> (float32), tabulated over every input.
 
 Sources matched: tflite/kernels/activations.cc (EluPrepare, Elu); tflite/kernels/gelu.cc; reference/gelu.h;
 tflite/kernels/internal/common.h (LUTPopulate).
@@ -21,11 +22,13 @@ from ..libm import libm_float
 from ..schema.dtypes import TensorType
 from ..schema.model import BuiltinOperator
 from .activations_quantized import lut_activation
-from .bound_plan import bound_plan, run_calls
+from .bound_plan import BoundCalls
 from .common import (
     Noop,
     check_same_type,
 )
+from .eigen_erfc import ErfcWork
+from .eigen_math import PACKET_SIZE
 from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
@@ -43,6 +46,10 @@ _SQRT1_2 = np.float32(0.70710678118654752440)
 _SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * 0.70710678118654752440)
 _GELU_C = np.float32(0.044715)
 _HALF = np.float32(0.5)
+# GeluFloat's operands: 0-d arrays (a numpy scalar operand costs more per ufunc call)
+_F32_NP = np.dtype(np.float32)
+_NEG_SQRT1_2, _HALF_0D, _ONE_0D = np.array(-_SQRT1_2), np.array(_HALF), np.array(_ONE)
+_GELU_C_0D, _SQRT_2_OVER_PI_0D = np.array(_GELU_C), np.array(_SQRT_2_OVER_PI)
 _ERFC_COEFFS = (
     0.17087277,
     -0.82215223,
@@ -58,47 +65,17 @@ _ERFC_COEFFS = (
 
 
 def _erfc_f64(x: np.ndarray) -> np.ndarray:
-    """erfc in float64 with a relative error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes
-    ``erfcc``): NumPy has no erfc; enough for the float32 GELU path (rounded to float32 afterwards)."""
+    """erfc in float64 with a relative error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes ``erfcc``):
+    ``erfcf``'s stand-in for the 8/16-bit GELU tables where no C library loads (litert_py.libm). NumPy has no
+    erfc."""
     a = np.asarray(x, np.float64)
-    out = np.empty(a.shape)
-    _erfc_into(a, np.empty(a.shape), np.empty(a.shape), np.empty(a.shape, bool), out)
-    return out
-
-
-def _erfc_into(a: np.ndarray, z: np.ndarray, t: np.ndarray, neg: np.ndarray, out: np.ndarray) -> None:
-    """``out = erfcc(a)`` (``_erfc_f64``) for float64 ``a``: ``_erfc_calls`` run at once."""
-    run_calls(_erfc_calls(a, z, t, neg, out))
-
-
-def _erfc_calls(a: np.ndarray, z: np.ndarray, t: np.ndarray, neg: np.ndarray, out: np.ndarray) -> list:
-    """The numpy calls of ``out = erfcc(a)`` (``_erfc_f64``) for float64 ``a`` as (function, args, kwargs) triples,
-    every step one in-place call on the scratch arrays ``z``, ``t`` (float64) and ``neg`` (bool) of a's shape:
-    ``z = |a|``, ``t = 1 / (1 + z/2)``, the Horner polynomial ``p = (..((c0 t + c1) t + c2) t .. + c8) t``,
-    ``ans = t exp(p - z^2 + c9)``, ``2 - ans`` where ``a < 0``. Each value is the one the textbook form
-    ``(poly + c) * t`` from ``poly = 0`` gives: 0 + c0 is c0; t is computed as 2 / (2 + z), the same double (z/2
-    is exact, 2 + z = 2 (1 + z/2) rounds to twice the same double, and 2 / 2s rounds as 1 / s); ``2 - ans`` is
-    computed everywhere (into ``z``, free by then) and put where ``a < 0`` (np.putmask: about 4 us less than a
-    ``where=`` subtract on 4096 values of random sign, the same values); a NaN lane keeps ``ans``, the same NaN."""
-    o = "out"
-    calls = [
-        (np.abs, (a,), {o: z}),
-        (np.add, (z, 2.0), {o: t}),
-        (np.divide, (2.0, t), {o: t}),
-        (np.multiply, (t, _ERFC_COEFFS[0]), {o: out}),
-    ]
-    for c in _ERFC_COEFFS[1:-1]:
-        calls += [(np.add, (out, c), {o: out}), (np.multiply, (out, t), {o: out})]
-    return calls + [
-        (np.multiply, (z, z), {o: z}),
-        (np.subtract, (out, z), {o: out}),
-        (np.add, (out, _ERFC_COEFFS[-1]), {o: out}),
-        (np.exp, (out,), {o: out}),
-        (np.multiply, (out, t), {o: out}),
-        (np.less, (a, 0.0), {o: neg}),
-        (np.subtract, (2.0, out), {o: z}),
-        (np.putmask, (out, neg, z), {}),
-    ]
+    z = np.abs(a)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = np.zeros_like(t)
+    for c in _ERFC_COEFFS[:-1]:
+        poly = (poly + c) * t
+    ans = t * np.exp(poly - z * z + _ERFC_COEFFS[-1])
+    return np.where(a < 0, 2.0 - ans, ans)
 
 
 _erfcf = libm_float("erfcf", _erfc_f64)
@@ -130,68 +107,83 @@ class EluFloat:
         np.copyto(out, x, where=~(x < 0))
 
 
-#: GeluFloatExact keeps 33 bytes of scratch per value for the interpreter's life: larger inputs (a ViT-B MLP's
-#: (1, 197, 3072)) keep GeluFloat's temporaries, made and freed per invoke
-GELU_EXACT_MAX_VALUES = 1 << 16
+#: values per pass of GeluFloat's calls: bounded scratch (ErfcWork keeps 12 float32 buffers of a pass) that stays
+#: in the caches; a multiple of 4, so every pass but the last is whole packets, as Eigen's traversal of the tensor
+GELU_CHUNK = 2048 * PACKET_SIZE
 
 
 @dataclass(frozen=True, eq=False)
-class GeluFloatExact:
-    """GeluFloat (not approximate) for a static shape, its float64 intermediates in buffers made at prepare:
-    ``a = x * -(1/sqrt 2)`` in float64 (one call, x widened inside it), ``_erfc_into``, then ``(0.5f * x) *
-    float32(erfc)`` with the rounding to float32 inside the product's call (``dtype=float32``): 30 numpy calls
-    and no allocation instead of about 35 calls making 25 temporaries. Byte-identical to GeluFloat: the same
-    float64 values (see ``_erfc_into``) and the same float32 products. An input of another shape goes to
-    ``general``."""
+class GeluFloat(BoundCalls):
+    """reference/gelu.h ``Gelu<float>``, as Eigen evaluates it in LiteRT's wheel:
 
-    a: np.ndarray  # float64 scratch, the input's shape
-    z: np.ndarray
-    t: np.ndarray
-    p: np.ndarray
-    neg: np.ndarray  # bool
-    general: GeluFloat
-    erfc_plan: tuple  # _erfc_calls on the scratch arrays (a -> p), as bound_plan partial objects
+    - not approximate, bit for bit: ``(0.5 * x) * erfc(x * -f32(M_SQRT1_2))`` with Eigen's float erfc
+      (eigen_erfc.ErfcWork): equal to ai-edge-litert 2.3.0 (x86-64 Linux) on all 2^32 float32 bit patterns, NaN
+      payloads included (tensors of 2^22 values, BUILTIN_REF), and on every tensor length 1..40 under BUILTIN_REF
+      and BUILTIN_WITHOUT_DEFAULT_DELEGATES (tests/ops/test_gelu_float.py keeps the lengths, special values and
+      shapes);
+    - approximate: ``(0.5 * x) * (1 + tanh(kSqrt2dPi * (x + 0.044715 * (x * (x * x)))))``, each operation in
+      float32 in that order (Eigen's ``cube()`` is ``a * (a * a)``), kSqrt2dPi = f32(M_2_SQRTPI * M_SQRT1_2), with
+      numpy's tanh where Eigen's is ``ptanh_float``: within a few ulps of 1 times |x| of LiteRT (the tolerance of
+      tests/ops/test_log_softmax_elu_gelu.py); for x in about (-5.4, -4.84) Eigen's tanh is exactly -1 and LiteRT
+      gives -0.0 where this gives tiny negative values (down to about -6e-7). eigen_math's bit-exact ``_Tanh``
+      gives all 2^32 inputs LiteRT's bits too (measured), but its 15 numpy calls made the op 2.6x slower (4096
+      values: 6.5 -> 18.8 us), and issue 16 keeps every model at least as fast as before it.
 
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if x.shape != self.a.shape:
-            return self.general(inputs, outputs)
-        p = self.p
-        np.multiply(x, -0.70710678118654752440, out=self.a, dtype=np.float64)
-        for call in self.erfc_plan:
-            call()
-        np.multiply(x, _HALF, out=out)
-        np.multiply(out, p, out=out, dtype=np.float32, casting="same_kind")
-
-    @staticmethod
-    def build(shape: tuple) -> GeluFloatExact:
-        a, z, t, p = (np.empty(shape) for _ in range(4))
-        neg = np.empty(shape, bool)
-        return GeluFloatExact(a, z, t, p, neg, GeluFloat(False), bound_plan(_erfc_calls(a, z, t, neg, p)))
-
-
-@dataclass(frozen=True, eq=False)
-class GeluFloat:
-    """reference/gelu.h Gelu float32: ``0.5 * x * erfc(-x / sqrt 2)`` (erfc in float64, see ``_erfc_f64``) or,
-    approximate, ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`` in float32."""
+    The calls run over passes of at most GELU_CHUNK values, each on scratch made at prepare for the static shape
+    (``scratch``: pass length -> (work, buffer)); arrays of another size get theirs when bound. The tensor's last
+    ``size % 4`` values take Eigen's scalar path (for erfc: ``expf``). A direct call outside an invoke (whose fp
+    errors are quiet) may warn: the large branch's ``1 / x2`` runs on every lane, x = 0 included."""
 
     approximate: bool
+    scratch: dict
 
-    def __call__(self, inputs, outputs):
-        x, out = inputs[INPUT], outputs[OUTPUT]
-        if self.approximate:
-            np.multiply(x, x, out=out)
-            out *= x
-            out *= _GELU_C
-            out += x
-            out *= _SQRT_2_OVER_PI
-            np.tanh(out, out=out)
-            out += _ONE
-            out *= _HALF  # (0.5 * x) * (1 + t): halving first is exact and keeps x * 2 from overflowing
-            out *= x
-        else:  # (0.5f * x) * erfc(-x / sqrt 2)
-            np.multiply(x, _HALF, out=out)
-            out *= _erfc_f64(x.astype(np.float64) * -0.70710678118654752440).astype(np.float32)
+    @staticmethod
+    def build(approximate: bool, size: int | None = None) -> GeluFloat:
+        op = GeluFloat(approximate, {})
+        for i, j in _passes(size or 0):
+            op.work(j - i)
+        return op
+
+    def work(self, n: int) -> tuple:
+        """(the erfc scratch or None, a float32 buffer) for a pass of ``n`` values (made once, at most 8 lengths kept:
+        plans bound before hold their own)."""
+        w = self.scratch.get(n)
+        if w is None:
+            if len(self.scratch) >= 8:
+                self.scratch.clear()
+            w = self.scratch[n] = (None if self.approximate else ErfcWork(n), np.empty(n, _F32_NP))
+        return w
+
+    def bound_calls(self, x: np.ndarray, out: np.ndarray) -> list:
+        """The calls on these arrays (a strided x is copied first, into a buffer made here)."""
+        calls = []
+        if not x.flags.c_contiguous:
+            xc = np.empty(x.shape, _F32_NP)
+            calls.append((np.copyto, (xc, x), {}))
+            x = xc
+        xf, of, mul, add = x.reshape(-1), out.reshape(-1), np.multiply, np.add
+        for i, j in _passes(xf.size):
+            work, t = self.work(j - i)
+            xs, os = xf[i:j], of[i:j]
+            if self.approximate:
+                calls += [
+                    (mul, (xs, xs, t), {}),
+                    (mul, (xs, t, t), {}),  # cube: x * (x * x)
+                    (mul, (t, _GELU_C_0D), {"out": t}),
+                    (add, (xs, t, t), {}),
+                    (mul, (t, _SQRT_2_OVER_PI_0D), {"out": t}),
+                    (np.tanh, (t,), {"out": t}),  # not Eigen's ptanh_float: see the class docstring
+                    (add, (t, _ONE_0D), {"out": t}),
+                ]
+            else:
+                calls += [(mul, (xs, _NEG_SQRT1_2), {"out": t}), *work.calls(t, t)]
+            calls += [(mul, (xs, _HALF_0D), {"out": os}), (mul, (os, t, os), {})]  # (0.5 * x) * ...
+        return calls
+
+
+def _passes(n: int) -> list:
+    """GeluFloat's passes over n values: (start, stop) pairs of GELU_CHUNK values, the last one shorter."""
+    return [(i, min(i + GELU_CHUNK, n)) for i in range(0, n, GELU_CHUNK)]
 
 
 @register(BuiltinOperator.ELU)
@@ -216,8 +208,7 @@ def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False
     if x.type == _F32:
-        exact = not (approximate or x.dynamic) and x.size <= GELU_EXACT_MAX_VALUES
-        prepared = GeluFloatExact.build(tuple(x.shape)) if exact else GeluFloat(approximate)
+        prepared = GeluFloat.build(approximate, None if x.dynamic else x.size)
     else:
         prepared = lut_activation(ctx, x, y, _gelu_tanh_f32 if approximate else _gelu_exact_f32)
     return Noop() if x.size == 0 else prepared
