@@ -4,9 +4,10 @@
   EluPrepare). LiteRT's BUILTIN_REF resolver does not register ELU (tests use BUILTIN_WITHOUT_DEFAULT_DELEGATES).
 - GELU (gelu.cc, reference/gelu.h): float32 ``0.5 * x * erfc(-x / sqrt 2)`` or, ``approximate``, ``0.5 * x * (1 +
   tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`` as Eigen evaluates them in LiteRT's wheel (``GeluFloat``: the first bit
-  for bit, with Eigen's float erfc from eigen_erfc.py; the second with numpy's tanh, within a few ulps); int8 /
-  uint8: LUTPopulate (256 entries) of the float32 transforms (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry
-  interpolated LUTPopulate<int16_t> (float32), tabulated over every input.
+  for bit, with Eigen's float erfc from eigen_erfc.py; the second with numpy's tanh, within a few ulps); float16:
+  the same expression in half arithmetic, bit for bit (``GeluHalf``); int8 / uint8: LUTPopulate (256 entries) of
+  the float32 transforms (glibc ``erfcf`` / ``tanhf``); int16: the 513-entry interpolated LUTPopulate<int16_t>
+  (float32), tabulated over every input.
 
 Sources matched: tflite/kernels/activations.cc (EluPrepare, Elu); tflite/kernels/gelu.cc; reference/gelu.h;
 tflite/kernels/internal/common.h (LUTPopulate).
@@ -27,13 +28,13 @@ from .common import (
     Noop,
     check_same_type,
 )
-from .eigen_erfc import ErfcWork
+from .eigen_erfc import ErfcWork, eigen_erfc
 from .eigen_math import PACKET_SIZE
 from .registry import OpContext, PreparedOp, register
 
 INPUT, OUTPUT = 0, 0
 
-_F32 = TensorType.FLOAT32
+_F32, _F16 = TensorType.FLOAT32, TensorType.FLOAT16
 _U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
 _ONE = np.float32(1)
 
@@ -181,6 +182,39 @@ class GeluFloat(BoundCalls):
         return calls
 
 
+# GeluHalf's constants: the C++ ``static_cast<Eigen::half>`` of each (a double, or the float kSqrt2dPi)
+_H = np.float16
+_NEG_SQRT1_2_H, _HALF_H, _ONE_H = _H(-0.70710678118654752440), _H(0.5), _H(1.0)
+_GELU_C_H, _SQRT_2_OVER_PI_H = _H(0.044715), _H(_SQRT_2_OVER_PI)
+
+
+@dataclass(frozen=True, eq=False)
+class GeluHalf:
+    """reference/gelu.h ``Gelu<Eigen::half>`` (float16 tensors), as LiteRT 2.3.0's wheel runs it: the same Eigen
+    expression over ``Eigen::half``, each operation computed in float32 and rounded to half (numpy's float16 ufuncs
+    do the same), ``erfc`` / ``tanh`` of a half computed in float32 and rounded once: ``(0.5 * x) * erfc(x * c)``
+    or ``(0.5 * x) * (1 + tanh(K * (x + C * (x * (x * x)))))``, c, C, K the halves of -M_SQRT1_2, 0.044715 and
+    kSqrt2dPi. erfc is Eigen's float erfc (eigen_erfc), tanh numpy's: equal to LiteRT on all 65536 float16 inputs,
+    both forms, under BUILTIN_REF and BUILTIN_WITHOUT_DEFAULT_DELEGATES (tests/ops/test_gelu_float.py; any float32
+    erfc / tanh within a few ulps rounds to the same halves there). Temporaries per invoke: float16 GELU is rare."""
+
+    approximate: bool
+
+    def __call__(self, inputs, outputs):
+        x, out = inputs[INPUT], outputs[OUTPUT]
+        if self.approximate:
+            t = x * (x * x)
+            t *= _GELU_C_H
+            t += x
+            t *= _SQRT_2_OVER_PI_H
+            t = np.tanh(t.astype(np.float32)).astype(_H)
+            t += _ONE_H
+        else:
+            t = eigen_erfc((x * _NEG_SQRT1_2_H).astype(np.float32)).reshape(x.shape).astype(_H)
+        np.multiply(x, _HALF_H, out=out)
+        out *= t
+
+
 def _passes(n: int) -> list:
     """GeluFloat's passes over n values: (start, stop) pairs of GELU_CHUNK values, the last one shorter."""
     return [(i, min(i + GELU_CHUNK, n)) for i in range(0, n, GELU_CHUNK)]
@@ -202,13 +236,16 @@ def prepare_gelu(ctx: OpContext) -> PreparedOp:
     ctx.check_num(1, 1)
     x, y = ctx.input(INPUT), ctx.outputs[OUTPUT]
     ctx.check(
-        x.type in (_F32, _I8, _U8, _I16), f"Only float32, int8, int16 and uint8 supported currently, got {x.type_name}."
+        x.type in (_F32, _F16, _I8, _U8, _I16),
+        f"Only float32, float16, int8, int16 and uint8 supported currently, got {x.type_name}.",
     )
     check_same_type(ctx, x, y)
     ctx.set_output_shape(OUTPUT, x.shape)
     approximate = bool(ctx.options.approximate) if ctx.options else False
     if x.type == _F32:
         prepared = GeluFloat.build(approximate, None if x.dynamic else x.size)
+    elif x.type == _F16:
+        prepared = GeluHalf(approximate)
     else:
         prepared = lut_activation(ctx, x, y, _gelu_tanh_f32 if approximate else _gelu_exact_f32)
     return Noop() if x.size == 0 else prepared

@@ -15,7 +15,7 @@ from litert_py.libm import libm_float
 from litert_py.ops.eigen_erfc import _X2_ZERO, ErfcWork, eigen_erfc
 from litert_py.ops.elu_gelu import GELU_CHUNK, GeluFloat
 from tests.ops._bound import check_bound
-from tests.oracle import T, oracle, run_litert, single_op_model
+from tests.oracle import T, oracle, run_litert, run_ours, single_op_model
 
 RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 F32 = np.float32
@@ -264,3 +264,21 @@ def test_eigen_erfc_refuses_an_out_it_could_not_write():
     out = np.empty((3, 4), F32)
     assert eigen_erfc(a, out=out) is out
     _assert_same_bits(out, eigen_erfc(a), a)
+
+
+@pytest.mark.parametrize("approximate", [False, True], ids=["exact", "approximate"])
+def test_gelu_float16_every_input(approximate):
+    """float16 GELU (GeluHalf): all 65536 float16 bit patterns, bit for bit against both resolvers (NaN anywhere
+    NaN), as a (256, 256) tensor; and a 0-d tensor."""
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    model = single_op_model("GELU", [T(x.shape, np.float16)], [T(x.shape, np.float16)], {"approximate": approximate})
+    ours = run_ours(model, [x])[0]
+    for resolver in RESOLVERS:
+        theirs = run_litert(model, [x], resolver)[0]
+        assert ours.dtype == theirs.dtype == np.float16
+        nan = np.isnan(theirs)
+        np.testing.assert_array_equal(np.isnan(ours), nan)
+        np.testing.assert_array_equal(ours.view(np.uint16)[~nan], theirs.view(np.uint16)[~nan])
+    scalar = single_op_model("GELU", [T((), np.float16)], [T((), np.float16)], {"approximate": approximate})
+    x0 = np.array(-1.5, np.float16)
+    assert run_ours(scalar, [x0])[0].view(np.uint16) == run_litert(scalar, [x0])[0].view(np.uint16)
