@@ -15,7 +15,9 @@ classified:
   rank-0 tensor leaves its output uninitialized), or ``zero-scale``: where an 8/16-bit tensor has no quantization
   (scale 0: LiteRT's multipliers are NaN / inf, undefined behaviour; litert_py refuses most such kernels);
 - ``ours-only`` / ``litert-only``: one runtime refused (or failed to invoke) what the other ran;
-- ``exception``: litert_py raised an undocumented exception; ``oracle-crash``: LiteRT ended the process.
+- ``exception``: litert_py raised an undocumented exception; ``oracle-crash``: LiteRT ended the process;
+- ``too-large``: both ran and an output is above ``MAX_COMPARED_BYTES`` (a RANGE to a drawn int32 limit): not kept
+  nor compared.
 
 Graphs with random ops (RANDOM_*, MULTINOMIAL) are compared by shape and dtype only.
 """
@@ -50,9 +52,18 @@ DELIBERATE = (
 )
 
 
+#: Outputs above this many bytes are neither kept nor compared (``too-large``): a RANGE to a drawn limit of 5.9e8
+#: values kept for two invokes of both runtimes and compared took ~24 GB and more than the child's minute.
+MAX_COMPARED_BYTES = 1 << 26
+TOO_LARGE = "too large"  # _outputs' placeholder for such an output
+
+
 def _outputs(it) -> list:
     out = []
     for d in it.get_output_details():
+        if np.prod(d["shape"], dtype=np.float64) * np.dtype(d["dtype"]).itemsize > MAX_COMPARED_BYTES:
+            out.append(TOO_LARGE)  # from the details: get_tensor would copy it
+            continue
         try:
             out.append(np.array(it.get_tensor(d["index"]), copy=True))
         except Exception:  # noqa: BLE001 (a resource or unallocated tensor: compared as unreadable)
@@ -111,6 +122,8 @@ def compare_graph(model: bytes, seed: int, ops: list[str]) -> Result:
         return Result(kind, f"litert_py: {type(ours_err).__name__}: {' / '.join(str(ours_err).splitlines()[:2])}")
     if theirs_err is not None:
         return Result("litert-only", f"LiteRT: {' / '.join(str(theirs_err).splitlines()[:2])[:300]}")
+    if any(v is TOO_LARGE for run in (*ours, *theirs) for v in run):
+        return Result("too-large", f"an output above {MAX_COMPARED_BYTES} bytes (not compared)")
     random = any(op in RANDOM_OPS for op in ops)
     worst = None
     for k, (got, want) in enumerate(zip(ours, theirs)):
