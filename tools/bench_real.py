@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -105,9 +104,8 @@ def make_refs(model: Path) -> None:
     for it in its.values():
         it.allocate_tensors()
     details = its[""].get_input_details()
-    stateful = any(d["name"] and "VarHandle" in d["name"] for d in its[""].get_tensor_details()) or any(
-        op["op_name"] in ("VAR_HANDLE", "ASSIGN_VARIABLE") for op in its[""]._get_ops_details()
-    )
+    # streaming models (pymicro-wakeword): their variables are assigned in subgraph 0
+    stateful = any(op["op_name"] in ("VAR_HANDLE", "ASSIGN_VARIABLE") for op in its[""]._get_ops_details())
     arrays: dict[str, np.ndarray] = {}
     for step in range(STREAM_INVOKES if stateful else 1):
         prefix = "" if step == 0 else f"s{step}_"
@@ -218,12 +216,11 @@ def run_checkout(checkout: Path, models: list[Path]) -> dict[str, dict]:
     return {m.stem: _child("--_check", str(m), "--_checkout", str(checkout)) for m in models}
 
 
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
-
-
 def table(rounds: dict[str, list[dict]], base: dict[str, list[dict]] | None) -> str:
     """Markdown rows: per model the median times over the rounds and the ratios; then the geomeans."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from bench_zoo import geomean  # here, not at import: bench_zoo imports this checkout's litert_py
+
     lines = ["| model | verdict | ours ms | x AUTO | x REF |" + (" base ms | speed-up |" if base else "")]
     lines.append("|---|---|---|---|---|" + ("---|---|" if base else ""))
     timed = []
@@ -247,11 +244,11 @@ def table(rounds: dict[str, list[dict]], base: dict[str, list[dict]] | None) -> 
         ("all timed", timed),
         ("without tests/corpus's", [t for t in timed if t[0] not in TESTS_CORPUS]),
     ):
-        row = f"| geomean, {label} ({len(rows)}) | | | {_geomean([t[1] for t in rows]):.2f} | "
-        row += f"{_geomean([t[2] for t in rows]):.3f} |"
+        row = f"| geomean, {label} ({len(rows)}) | | | {geomean([t[1] for t in rows]):.2f} | "
+        row += f"{geomean([t[2] for t in rows]):.3f} |"
         if base:
             ups = [t[3] for t in rows if t[3]]
-            row += f" | {_geomean(ups):.2f}x |"
+            row += f" | {geomean(ups):.2f}x |"
         lines.append(row)
     return "\n".join(lines)
 
